@@ -1,0 +1,229 @@
+/*
+ * offcore.h — the public API of liboffcore, the offcore runtime library.
+ *
+ * An application creates one context per communication "channel" (one per
+ * thread at most: a context is not thread-safe), sends small messages to any
+ * rank with oc_send(), and receives them through a handler called from
+ * oc_poll().  Messages are aggregated per destination into bundles; nothing
+ * blocks and nothing is dropped: when a buffer cannot take a message,
+ * oc_send() returns OC_ERR_NO_RESOURCE and the caller polls and retries.
+ *
+ * Placement (inline routing in the library, or through the node's agent) is
+ * chosen at run time by configuration, never by the application.
+ */
+#ifndef OFFCORE_OFFCORE_H
+#define OFFCORE_OFFCORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(OC_BUILDING_LIBRARY)
+#define OC_API __attribute__((visibility("default")))
+#else
+#define OC_API
+#endif
+
+#define OC_VERSION_MAJOR 0
+#define OC_VERSION_MINOR 1
+
+/**
+ * Status codes.  0 is success, 1 "in progress", negative values are errors.
+ * OC_ERR_NO_RESOURCE is back-pressure: progress (oc_poll) and retry.
+ * The OC_ERR_WIRE_* values name why a received bundle was rejected.
+ */
+typedef enum {
+    OC_OK                  = 0,
+    OC_INPROGRESS          = 1,
+    OC_ERR_NO_RESOURCE     = -1,  /**< back-pressure: poll and retry */
+    OC_ERR_INVALID_PARAM   = -2,
+    OC_ERR_NO_MEMORY       = -3,
+    OC_ERR_MSG_TOO_LONG    = -4,  /**< longer than oc_max_message() */
+    OC_ERR_RANK_RANGE      = -5,  /**< destination rank not in the job */
+    OC_ERR_TRANSPORT       = -6,  /**< the transport (UCX) failed */
+    OC_ERR_BOOTSTRAP       = -7,  /**< address exchange failed */
+    OC_ERR_CONFIG          = -8,  /**< bad configuration value */
+    OC_ERR_STATE           = -9,  /**< call not allowed in this state */
+    OC_ERR_UNSUPPORTED     = -10,
+    OC_ERR_PEER_FAILED     = -11, /**< a peer or the agent went away */
+    OC_ERR_WIRE_TRUNCATED  = -20, /**< shorter than its header */
+    OC_ERR_WIRE_MAGIC      = -21, /**< not an offcore bundle */
+    OC_ERR_WIRE_VERSION    = -22, /**< unknown wire version */
+    OC_ERR_WIRE_FLAGS      = -23, /**< unknown flag bits */
+    OC_ERR_WIRE_LENGTH     = -24, /**< a length runs past the end, or bytes are left over */
+    OC_ERR_WIRE_COUNT      = -25, /**< message count disagrees with the content */
+    OC_ERR_WIRE_RANK       = -26, /**< a rank is out of range or not this destination */
+    OC_ERR_WIRE_JOB        = -27, /**< bundle belongs to another job */
+    OC_ERR_WIRE_EMPTY      = -28, /**< a bundle with no message */
+    OC_ERR_WIRE_ITEM_SIZE  = -29, /**< fixed-size bundle with item size 0 or too big */
+} oc_status_t;
+
+/** Name of a status value ("OC_ERR_WIRE_MAGIC: not an offcore bundle").
+ *  Never NULL; the string is static.  Thread-safe. */
+OC_API const char *oc_status_string(oc_status_t status);
+
+typedef struct oc_context oc_context_t;
+
+/**
+ * Message handler, called from oc_poll() once per delivered message.
+ *
+ * @param arg  params->handler_arg
+ * @param src  rank that sent the message
+ * @param msg  the payload; valid only until the handler returns.  8-byte
+ *             aligned when len is a multiple of 8.
+ * @param len  payload length in bytes (may be 0)
+ * @return OC_OK when the message was consumed.  OC_ERR_NO_RESOURCE when the
+ *         handler could not act on it now (it must then have had no side
+ *         effect); the same message is delivered again by a later oc_poll().
+ *         Any other value is treated as OC_OK and counted.
+ *
+ * A handler may call oc_send() (replies).  Sends made from inside a handler
+ * never fail for lack of aggregation buffers: the runtime takes them from a
+ * reserve so that request/reply traffic cannot deadlock.  A handler must not
+ * call oc_poll(), oc_flush(), oc_quiesce() or oc_finalize().
+ */
+typedef oc_status_t (*oc_handler_t)(void *arg, uint32_t src, const void *msg,
+                                    size_t len);
+
+/**
+ * All-gather used to bootstrap: every rank contributes @p len bytes from
+ * @p sendbuf; on return @p recvbuf holds size * len bytes, rank i's at
+ * offset i * len.  Collective over all ranks of the job.  Used only during
+ * oc_init() and oc_finalize(), never on the data path.
+ */
+typedef oc_status_t (*oc_allgather_fn_t)(void *arg, const void *sendbuf,
+                                         void *recvbuf, size_t len);
+
+/** Bits of oc_context_params_t.field_mask: which fields are set. */
+enum {
+    OC_PARAM_RANK        = 1u << 0,
+    OC_PARAM_SIZE        = 1u << 1,
+    OC_PARAM_ALLGATHER   = 1u << 2,
+    OC_PARAM_HANDLER     = 1u << 3,
+    OC_PARAM_NAME        = 1u << 4,
+};
+
+/**
+ * Context parameters.  Start with field_mask; fields whose bit is not set
+ * are ignored, so the struct can grow without breaking callers.
+ *
+ * Rank and size come from the fields when set, else from OC_RANK / OC_SIZE.
+ * The allgather comes from the field when set; else ranks rendezvous through
+ * files in OC_BOOTSTRAP_DIR (all ranks on hosts sharing that directory).
+ * include/offcore/mpi.h fills rank, size and allgather from an MPI
+ * communicator.
+ */
+typedef struct {
+    uint64_t          field_mask;
+    uint32_t          rank;
+    uint32_t          size;
+    oc_allgather_fn_t allgather;
+    void             *allgather_arg;
+    oc_handler_t      handler;      /**< required */
+    void             *handler_arg;
+    const char       *name;         /**< for logs; copied */
+} oc_context_params_t;
+
+/**
+ * Create a context: read the configuration (OC_* environment variables),
+ * start the transport, exchange addresses with every rank of the job.
+ * Collective: every rank must call it.
+ *
+ * @return OC_OK and *ctx_p set; OC_ERR_INVALID_PARAM (no handler, rank not
+ *         below size), OC_ERR_CONFIG, OC_ERR_NO_MEMORY, OC_ERR_TRANSPORT,
+ *         OC_ERR_BOOTSTRAP.  On error *ctx_p is untouched.
+ */
+OC_API oc_status_t oc_init(const oc_context_params_t *params,
+                           oc_context_t **ctx_p);
+
+/**
+ * Complete outstanding sends, synchronise with every rank (through the
+ * bootstrap all-gather) and free the context.  Collective.  Messages not
+ * yet delivered are lost: call oc_quiesce() first.  oc_finalize(NULL) is a
+ * no-op.
+ */
+OC_API oc_status_t oc_finalize(oc_context_t *ctx);
+
+OC_API uint32_t oc_rank(const oc_context_t *ctx);
+OC_API uint32_t oc_size(const oc_context_t *ctx);
+
+/** Largest payload oc_send() accepts, in bytes (depends on OC_BUNDLE_SIZE). */
+OC_API size_t oc_max_message(const oc_context_t *ctx);
+
+/** Placement this context runs in: "inline" or "agent".  Static string. */
+OC_API const char *oc_placement(const oc_context_t *ctx);
+
+/**
+ * Send @p len bytes to rank @p dest.  Non-blocking: the payload is copied
+ * into the aggregation buffer for that destination before the call returns,
+ * so @p buf may be reused at once.  Delivery happens at the destination's
+ * oc_poll(); messages between one pair of ranks are delivered in order.
+ *
+ * @return OC_OK (accepted; it will be delivered exactly once),
+ *         OC_ERR_NO_RESOURCE (not accepted: call oc_poll() and retry),
+ *         OC_ERR_RANK_RANGE, OC_ERR_MSG_TOO_LONG, OC_ERR_STATE (context
+ *         failed), OC_ERR_PEER_FAILED.
+ */
+OC_API oc_status_t oc_send(oc_context_t *ctx, uint32_t dest, const void *buf,
+                           size_t len);
+
+/**
+ * Make progress: run the transport, deliver received messages to the
+ * handler, and flush buffers whose timeout expired, or all of them when
+ * nothing was sent since the previous call (idle).
+ *
+ * @return the number of messages delivered (>= 0), or a negative status.
+ */
+OC_API int oc_poll(oc_context_t *ctx);
+
+/** Hand every non-empty aggregation buffer to the transport now.
+ *  @return OC_OK, or OC_ERR_NO_RESOURCE when some could not be sent yet
+ *  (they stay buffered and go out on a later poll). */
+OC_API oc_status_t oc_flush(oc_context_t *ctx);
+
+/**
+ * Collective termination: returns when every message that every rank sent
+ * before calling oc_quiesce() (and every message sent by handlers while
+ * delivering those) has been delivered.  Progresses while it waits.
+ * @return OC_OK, or a negative status if the job failed.
+ */
+OC_API oc_status_t oc_quiesce(oc_context_t *ctx);
+
+/** Non-blocking quiesce: start it, then call oc_quiesce_test() (which also
+ *  progresses) until it returns OC_OK.  oc_send() stays allowed meanwhile.
+ *  @return OC_OK, OC_ERR_STATE if one is already running. */
+OC_API oc_status_t oc_quiesce_start(oc_context_t *ctx);
+/** @return OC_INPROGRESS, OC_OK (done), OC_ERR_STATE (none started), or a
+ *  negative status. */
+OC_API oc_status_t oc_quiesce_test(oc_context_t *ctx);
+
+/** Counters of one context, cumulative since oc_init(). */
+typedef struct {
+    uint64_t msgs_sent;        /**< accepted by oc_send */
+    uint64_t bytes_sent;       /**< payload bytes accepted */
+    uint64_t bundles_sent;     /**< bundles handed to the transport (incl. to self) */
+    uint64_t wire_bytes_sent;  /**< bundle bytes incl. headers */
+    uint64_t msgs_delivered;   /**< handler calls that consumed a message */
+    uint64_t bytes_delivered;
+    uint64_t bundles_received;
+    uint64_t bundles_rejected; /**< malformed bundles, never delivered */
+    uint64_t flush_full;       /**< flushes because a buffer was full */
+    uint64_t flush_timeout;    /**< ... because OC_FLUSH_TIMEOUT_US expired */
+    uint64_t flush_idle;       /**< ... because nothing was sent between polls */
+    uint64_t flush_explicit;   /**< ... by oc_flush / oc_quiesce */
+    uint64_t send_no_resource; /**< oc_send calls answered OC_ERR_NO_RESOURCE */
+    uint64_t handler_retries;  /**< handler returned OC_ERR_NO_RESOURCE */
+    uint64_t reserve_buffers;  /**< buffers taken from the reserve by handlers */
+    uint64_t quiesce_rounds;   /**< termination-detection waves */
+} oc_counters_t;
+
+/** Copy the context's counters into *out.  @return OC_OK, OC_ERR_INVALID_PARAM. */
+OC_API oc_status_t oc_counters_get(const oc_context_t *ctx, oc_counters_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* OFFCORE_OFFCORE_H */

@@ -1,0 +1,340 @@
+/*
+ * context.c — liboffcore context life cycle: configuration, transport
+ * start-up, address exchange, and tear-down.
+ */
+#include "runtime.h"
+
+#include "util/log.h"
+
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const placement_values[] = {"inline", "agent", "auto", NULL};
+
+const oc_cfg_field_t oc__runtime_config_table[] = {
+    {"PLACEMENT", OC_CFG_ENUM, "auto",
+     "Where message routing runs: 'inline' in this library on the "
+     "application's cores; 'agent' through the node's offcored; 'auto' uses "
+     "an agent when one answers, else inline. This build has no agent yet, "
+     "so auto means inline and agent is refused.",
+     offsetof(oc__config_t, placement), 0, 0, placement_values},
+    {"BUNDLE_SIZE", OC_CFG_SIZE, "64K",
+     "Bytes per aggregation buffer (one bundle). 64 KiB amortises the "
+     "per-bundle transport cost over thousands of small messages while "
+     "staying in L2 and on UCX's eager path. The largest message is this "
+     "minus 48 bytes (at most 65535).",
+     offsetof(oc__config_t, bundle_size), 256, 16u << 20, NULL},
+    {"BUFFERS_PER_DEST", OC_CFG_UINT, "4",
+     "Aggregation buffers in the pool per destination rank. One fills while "
+     "others are in flight; 4 keeps the transport busy without growing "
+     "memory much (ranks x this x BUNDLE_SIZE bytes per context).",
+     offsetof(oc__config_t, buffers_per_dest), 1, 1024, NULL},
+    {"FLUSH_TIMEOUT_US", OC_CFG_UINT, "1000",
+     "A buffer is sent at the first poll this many microseconds after its "
+     "first message, full or not, bounding latency. 1 ms: long enough to "
+     "aggregate under load, short next to any phase of a real application.",
+     offsetof(oc__config_t, flush_timeout_us), 0, 60000000, NULL},
+    {"POLL_BUDGET", OC_CFG_UINT, "0",
+     "Most bundles one oc_poll delivers (0: all that are queued). Lower it "
+     "to bound the time a poll spends in handlers.",
+     offsetof(oc__config_t, poll_budget), 0, UINT32_MAX, NULL},
+    {"JOB", OC_CFG_UINT, "0",
+     "Job id stamped on every bundle; bundles of another job are rejected. "
+     "Launchers that share agents between jobs set it.",
+     offsetof(oc__config_t, job), 0, UINT32_MAX, NULL},
+    {"BOOTSTRAP_DIR", OC_CFG_STRING, "",
+     "Without MPI or another all-gather, ranks exchange addresses through "
+     "files in this directory (shared by all ranks; one per job run). "
+     "Empty: a bootstrap must be given by the application.",
+     offsetof(oc__config_t, bootstrap_dir), 0, 0, NULL},
+    {"BOOTSTRAP_TIMEOUT_S", OC_CFG_UINT, "60",
+     "Seconds to wait for every rank during a file bootstrap before "
+     "failing with OC_ERR_BOOTSTRAP.",
+     offsetof(oc__config_t, bootstrap_timeout_s), 1, 86400, NULL},
+    OC_CFG_END};
+
+static oc_status_t env_u32(const char *name, uint32_t *out)
+{
+    const char *v = getenv(name);
+    char *end;
+    unsigned long x;
+    if (v == NULL)
+        return OC_ERR_INVALID_PARAM;
+    x = strtoul(v, &end, 10);
+    if (*v == '\0' || *end != '\0' || x > UINT32_MAX) {
+        oc_error(OC_COMP_RUNTIME, "%s='%s' is not a number", name, v);
+        return OC_ERR_CONFIG;
+    }
+    *out = (uint32_t)x;
+    return OC_OK;
+}
+
+static oc_status_t pool_create(oc_context_t *ctx)
+{
+    size_t n = (size_t)ctx->size * ctx->cfg.buffers_per_dest;
+    size_t sz = ctx->cfg.bundle_size;
+
+    ctx->pool_mem = aligned_alloc(64, n * sz);
+    ctx->pool_descs = calloc(n, sizeof(*ctx->pool_descs));
+    if (ctx->pool_mem == NULL || ctx->pool_descs == NULL)
+        return OC_ERR_NO_MEMORY;
+    ctx->pool_n = n;
+    for (size_t i = n; i-- > 0;) {
+        oc__buf_t *b = &ctx->pool_descs[i];
+        b->ctx = ctx;
+        b->data = ctx->pool_mem + i * sz;
+        b->op.cb = oc__send_done;
+        b->next = ctx->free_bufs;
+        ctx->free_bufs = b;
+    }
+    return OC_OK;
+}
+
+/* Exchange {version, job, address} with every rank; create endpoints. */
+static oc_status_t wireup(oc_context_t *ctx)
+{
+    struct {
+        uint32_t version, job, addr_len, pad;
+    } mine, *all = NULL;
+    const void *addr;
+    size_t addr_len, max_len = 0;
+    uint8_t *abuf = NULL, *aall = NULL;
+    oc_status_t st;
+
+    oc_tr_worker_address(ctx->worker, &addr, &addr_len);
+    mine.version = OC_WIRE_VERSION;
+    mine.job = (uint32_t)ctx->cfg.job;
+    mine.addr_len = (uint32_t)addr_len;
+    mine.pad = 0;
+    all = calloc(ctx->size, sizeof(*all));
+    if (all == NULL)
+        return OC_ERR_NO_MEMORY;
+    st = ctx->allgather(ctx->allgather_arg, &mine, all, sizeof(mine));
+    if (st != OC_OK)
+        goto out;
+    for (uint32_t i = 0; i < ctx->size; i++) {
+        if (all[i].version != OC_WIRE_VERSION || all[i].job != mine.job) {
+            oc_error(OC_COMP_RUNTIME,
+                     "rank %u runs wire version %u job %u; rank %u runs "
+                     "version %u job %u: all ranks must agree",
+                     i, all[i].version, all[i].job, ctx->rank, mine.version,
+                     mine.job);
+            st = OC_ERR_BOOTSTRAP;
+            goto out;
+        }
+        if (all[i].addr_len > max_len)
+            max_len = all[i].addr_len;
+    }
+    abuf = calloc(1, max_len);
+    aall = calloc(ctx->size, max_len);
+    if (abuf == NULL || aall == NULL) {
+        st = OC_ERR_NO_MEMORY;
+        goto out;
+    }
+    memcpy(abuf, addr, addr_len);
+    st = ctx->allgather(ctx->allgather_arg, abuf, aall, max_len);
+    if (st != OC_OK)
+        goto out;
+    for (uint32_t i = 0; i < ctx->size; i++) {
+        if (i == ctx->rank)
+            continue;
+        st = oc_tr_ep_create(ctx->worker, aall + (size_t)i * max_len,
+                             &ctx->dests[i].ep);
+        if (st != OC_OK)
+            goto out;
+    }
+    if (ctx->size > 1 && oc_log_enabled(OC_COMP_TRANSPORT, OC_LOG_DEBUG)) {
+        char info[2048];
+        uint32_t peer = (ctx->rank + 1) % ctx->size;
+        oc_tr_ep_describe(ctx->dests[peer].ep, info, sizeof(info));
+        oc_debug(OC_COMP_TRANSPORT, "rank %u -> %u:\n%s", ctx->rank, peer,
+                 info);
+    }
+out:
+    if (st != OC_OK && st != OC_ERR_NO_MEMORY)
+        oc_error(OC_COMP_RUNTIME, "rank %u: wire-up failed: %s", ctx->rank,
+                 oc_status_string(st));
+    free(abuf);
+    free(aall);
+    free(all);
+    return st;
+}
+
+static void context_free(oc_context_t *ctx)
+{
+    oc__buf_t *b;
+    if (ctx->dests != NULL && ctx->worker != NULL)
+        for (uint32_t i = 0; i < ctx->size; i++)
+            oc_tr_ep_destroy(ctx->worker, ctx->dests[i].ep);
+    if (ctx->rxq != NULL && ctx->worker != NULL)
+        oc__rx_drain_release(ctx);
+    oc_tr_worker_destroy(ctx->worker);
+    oc_tr_context_destroy(ctx->tr);
+    while ((b = ctx->reserve_bufs) != NULL) {
+        ctx->reserve_bufs = b->next;
+        free(b->data);
+        free(b);
+    }
+    oc__quiesce_fini(ctx);
+    free(ctx->rxq);
+    free(ctx->dirty);
+    free(ctx->dests);
+    free(ctx->pool_descs);
+    free(ctx->pool_mem);
+    free(ctx);
+}
+
+OC_API oc_status_t oc_init(const oc_context_params_t *params,
+                           oc_context_t **ctx_p)
+{
+    oc_context_t *ctx;
+    oc_status_t st;
+
+    if (params == NULL || ctx_p == NULL ||
+        !(params->field_mask & OC_PARAM_HANDLER) || params->handler == NULL) {
+        oc_error(OC_COMP_RUNTIME, "oc_init: a message handler is required");
+        return OC_ERR_INVALID_PARAM;
+    }
+    ctx = calloc(1, sizeof(*ctx));
+    if (ctx == NULL)
+        return OC_ERR_NO_MEMORY;
+    st = oc_config_load(oc__runtime_config_table, &ctx->cfg);
+    if (st != OC_OK)
+        goto err;
+    snprintf(ctx->name, sizeof(ctx->name), "%s",
+             (params->field_mask & OC_PARAM_NAME) && params->name
+                 ? params->name : "offcore");
+
+    if (params->field_mask & OC_PARAM_RANK)
+        ctx->rank = params->rank;
+    else if ((st = env_u32("OC_RANK", &ctx->rank)) != OC_OK)
+        goto err_bootstrap;
+    if (params->field_mask & OC_PARAM_SIZE)
+        ctx->size = params->size;
+    else if ((st = env_u32("OC_SIZE", &ctx->size)) != OC_OK)
+        goto err_bootstrap;
+    if (ctx->size == 0 || ctx->rank >= ctx->size ||
+        ctx->size >= OC_WIRE_MAX_RANKS) {
+        oc_error(OC_COMP_RUNTIME, "oc_init: rank %u of size %u is not valid",
+                 ctx->rank, ctx->size);
+        st = OC_ERR_INVALID_PARAM;
+        goto err;
+    }
+    if ((params->field_mask & OC_PARAM_ALLGATHER) && params->allgather) {
+        ctx->allgather = params->allgather;
+        ctx->allgather_arg = params->allgather_arg;
+    } else if (ctx->cfg.bootstrap_dir[0] != '\0') {
+        ctx->allgather = oc__file_allgather;
+        ctx->allgather_arg = ctx;
+    } else if (ctx->size == 1) {
+        ctx->allgather = oc__file_allgather; /* size 1 needs no files */
+        ctx->allgather_arg = ctx;
+    } else {
+        oc_error(OC_COMP_RUNTIME,
+                 "oc_init: no bootstrap: use oc_init_mpi() (offcore/mpi.h), "
+                 "pass an allgather, or set OC_BOOTSTRAP_DIR");
+        st = OC_ERR_BOOTSTRAP;
+        goto err;
+    }
+    if (ctx->cfg.placement == 1) {
+        oc_error(OC_COMP_RUNTIME, "OC_PLACEMENT=agent: this build has no "
+                                  "agent placement yet; use inline or auto");
+        st = OC_ERR_UNSUPPORTED;
+        goto err;
+    }
+    oc_info(OC_COMP_RUNTIME, "rank %u/%u: placement inline (%s)", ctx->rank,
+            ctx->size,
+            ctx->cfg.placement == 2 ? "auto: no agent support in this build"
+                                    : "OC_PLACEMENT=inline");
+
+    ctx->max_msg = (ctx->cfg.bundle_size - OC_WIRE_HDR_LEN -
+                    OC_WIRE_MSG_HDR_LEN) & ~(size_t)7;
+    if (ctx->max_msg > OC_WIRE_MAX_MSG)
+        ctx->max_msg = OC_WIRE_MAX_MSG;
+    ctx->failed = OC_OK;
+    ctx->handler = params->handler;
+    ctx->handler_arg = params->handler_arg;
+    ctx->dests = calloc(ctx->size, sizeof(*ctx->dests));
+    ctx->dirty = calloc(ctx->size, sizeof(*ctx->dirty));
+    ctx->rx_cap = 256;
+    ctx->rxq = calloc(ctx->rx_cap, sizeof(*ctx->rxq));
+    if (ctx->dests == NULL || ctx->dirty == NULL || ctx->rxq == NULL) {
+        st = OC_ERR_NO_MEMORY;
+        goto err;
+    }
+    for (uint32_t i = 0; i < ctx->size; i++)
+        ctx->dests[i].item_len = OC_NO_ITEM;
+    if ((st = pool_create(ctx)) != OC_OK)
+        goto err;
+    if ((st = oc__quiesce_init(ctx)) != OC_OK)
+        goto err;
+    if ((st = oc_tr_context_create(&ctx->tr)) != OC_OK)
+        goto err;
+    if ((st = oc_tr_worker_create(ctx->tr, &ctx->worker)) != OC_OK)
+        goto err;
+    if ((st = oc_tr_set_handler(ctx->worker, OC_AM_BUNDLE, oc__bundle_recv,
+                                ctx, 1)) != OC_OK)
+        goto err;
+    if ((st = oc_tr_set_handler(ctx->worker, OC_AM_CONTROL, oc__control_recv,
+                                ctx, 0)) != OC_OK)
+        goto err;
+    if ((st = wireup(ctx)) != OC_OK)
+        goto err;
+    *ctx_p = ctx;
+    return OC_OK;
+
+err_bootstrap:
+    if (st == OC_ERR_INVALID_PARAM) {
+        oc_error(OC_COMP_RUNTIME, "oc_init: rank/size not given: pass them "
+                                  "in params, use oc_init_mpi(), or set "
+                                  "OC_RANK and OC_SIZE");
+        st = OC_ERR_BOOTSTRAP;
+    }
+err:
+    context_free(ctx);
+    return st;
+}
+
+OC_API oc_status_t oc_finalize(oc_context_t *ctx)
+{
+    oc_status_t st = OC_OK;
+    uint8_t one = 1, *all;
+
+    if (ctx == NULL)
+        return OC_OK;
+    if (ctx->in_handler)
+        return OC_ERR_STATE;
+    if (ctx->failed == OC_OK) {
+        oc__flush_all(ctx, OC__FLUSH_EXPLICIT);
+        while (ctx->inflight > 0 && ctx->failed == OC_OK)
+            oc_tr_progress(ctx->worker);
+        /* Everyone's sends are complete before anyone closes endpoints. */
+        all = malloc(ctx->size);
+        if (all == NULL)
+            st = OC_ERR_NO_MEMORY;
+        else
+            st = ctx->allgather(ctx->allgather_arg, &one, all, 1);
+        free(all);
+    }
+    oc__file_bootstrap_cleanup(ctx);
+    context_free(ctx);
+    return st;
+}
+
+OC_API uint32_t oc_rank(const oc_context_t *ctx) { return ctx->rank; }
+OC_API uint32_t oc_size(const oc_context_t *ctx) { return ctx->size; }
+OC_API size_t oc_max_message(const oc_context_t *ctx) { return ctx->max_msg; }
+OC_API const char *oc_placement(const oc_context_t *ctx)
+{
+    (void)ctx;
+    return "inline";
+}
+
+OC_API oc_status_t oc_counters_get(const oc_context_t *ctx, oc_counters_t *out)
+{
+    if (ctx == NULL || out == NULL)
+        return OC_ERR_INVALID_PARAM;
+    *out = ctx->c;
+    return OC_OK;
+}

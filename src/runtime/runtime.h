@@ -1,0 +1,149 @@
+/*
+ * runtime.h — private state of a liboffcore context (inline placement).
+ *
+ * Data path: oc_send copies a message into the aggregation buffer of its
+ * destination; a full, timed-out or idle buffer becomes a bundle (header
+ * written by src/wire) and goes to the transport, or straight onto the
+ * local receive queue when the destination is this rank.  oc_poll runs the
+ * transport, validates each received bundle once and hands its messages to
+ * the handler.  Buffers come from a pool sized at init; sends from inside a
+ * handler may take extra buffers from a reserve so replies never deadlock.
+ */
+#ifndef OC_RUNTIME_H
+#define OC_RUNTIME_H
+
+#include "transport/transport.h"
+#include "util/config.h"
+#include "wire/wire.h"
+
+#include <offcore/offcore.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define OC_AM_BUNDLE  1
+#define OC_AM_CONTROL 2
+#define OC_NO_ITEM    UINT32_MAX
+
+typedef struct {
+    uint64_t bundle_size;      /* OC_BUNDLE_SIZE */
+    uint64_t buffers_per_dest; /* OC_BUFFERS_PER_DEST */
+    uint64_t flush_timeout_us; /* OC_FLUSH_TIMEOUT_US */
+    int      placement;        /* OC_PLACEMENT: 0 inline, 1 agent, 2 auto */
+    uint64_t job;              /* OC_JOB */
+    char     bootstrap_dir[OC_CFG_STRLEN];
+    uint64_t bootstrap_timeout_s;
+    uint64_t poll_budget;      /* OC_POLL_BUDGET */
+} oc__config_t;
+
+extern const oc_cfg_field_t oc__runtime_config_table[];
+
+typedef struct oc__buf {
+    oc_tr_op_t       op;      /* transport completion */
+    struct oc_context *ctx;
+    uint8_t         *data;    /* OC_BUNDLE_SIZE bytes */
+    struct oc__buf  *next;    /* free list */
+    uint8_t          reserve; /* malloc'd beyond the pool */
+} oc__buf_t;
+
+/* Aggregation state for one destination rank.  Hot fields first. */
+typedef struct {
+    uint8_t   *wp;        /* write pointer, NULL when no buffer */
+    uint8_t   *end;
+    uint32_t   item_len;  /* fixed-mode item length, OC_NO_ITEM if mixed */
+    uint32_t   stride;    /* pad8(item_len) */
+    uint32_t   count;     /* messages in the buffer */
+    uint8_t    listed;    /* on the dirty list */
+    oc__buf_t *buf;
+    uint64_t   t_first;   /* when the first message went in (us) */
+    uint64_t   seq;
+    oc_tr_ep_t *ep;
+} oc__dest_t;
+
+/* A received bundle waiting for (or in) delivery. */
+typedef struct {
+    uint8_t       *data;
+    uint32_t       len;
+    uint32_t       done;      /* messages already delivered */
+    oc__buf_t     *self_buf;  /* bundle sent to self: return to the pool */
+    uint8_t        validated;
+    oc_wire_hdr_t  hdr;
+} oc__rx_t;
+
+
+typedef struct {
+    int      valid;
+    uint32_t epoch, round;
+    uint64_t sent, delivered;
+    uint32_t verdict;
+} oc__qslot_t;
+
+typedef struct {
+    int          active;
+    uint32_t     epoch;
+    uint32_t     round;
+    int          sent_up;
+    uint32_t     parent;
+    uint32_t     first_child, nchildren;
+    oc__qslot_t *child;      /* nchildren slots */
+    oc__qslot_t  down;
+    int          have_prev;  /* root: previous wave's sums */
+    uint64_t     prev_sent, prev_delivered;
+} oc__quiesce_t;
+
+struct oc_context {
+    /* hot */
+    oc__dest_t     *dests;
+    oc_counters_t   c;
+    uint32_t        rank, size;
+    int             in_handler;
+    int             failed;       /* OC_OK or the error that broke it */
+    oc_handler_t    handler;
+    void           *handler_arg;
+    oc__buf_t      *free_bufs;
+    oc__buf_t      *reserve_bufs;
+    uint32_t       *dirty;        /* dests with a buffer */
+    uint32_t        ndirty;
+    uint64_t        last_activity; /* msgs_sent + no_resource at last poll */
+    /* receive queue: ring of rx entries */
+    oc__rx_t       *rxq;
+    uint32_t        rx_head, rx_count, rx_cap;
+    uint64_t        inflight;      /* bundles handed to the transport */
+    /* cold */
+    oc__config_t    cfg;
+    size_t          max_msg;
+    oc__buf_t      *pool_descs;
+    uint8_t        *pool_mem;
+    size_t          pool_n;
+    oc_tr_context_t *tr;
+    oc_tr_worker_t  *worker;
+    oc_allgather_fn_t allgather;
+    void            *allgather_arg;
+    uint32_t         bootstrap_seq;   /* file bootstrap call counter */
+    oc__quiesce_t    q;
+    char             name[64];
+};
+
+/* send.c */
+oc_status_t oc__flush_dest(oc_context_t *ctx, uint32_t dest, int reason);
+oc_status_t oc__flush_all(oc_context_t *ctx, int reason);
+int oc__progress(oc_context_t *ctx);
+void oc__rx_push(oc_context_t *ctx, uint8_t *data, uint32_t len,
+                 oc__buf_t *self_buf);
+void oc__rx_drain_release(oc_context_t *ctx);
+void oc__send_done(oc_tr_op_t *op, oc_status_t st);
+void oc__bundle_recv(void *arg, void *data, size_t len);
+uint64_t oc__now_us(void);
+
+enum { OC__FLUSH_FULL, OC__FLUSH_TIMEOUT, OC__FLUSH_IDLE, OC__FLUSH_EXPLICIT };
+
+/* quiesce.c */
+oc_status_t oc__quiesce_init(oc_context_t *ctx);
+void oc__quiesce_fini(oc_context_t *ctx);
+void oc__control_recv(void *arg, void *data, size_t len);
+
+/* bootstrap.c: all-gather through files in a shared directory */
+oc_status_t oc__file_allgather(void *arg, const void *sendbuf, void *recvbuf,
+                               size_t len);
+void oc__file_bootstrap_cleanup(oc_context_t *ctx);
+
+#endif

@@ -1,0 +1,79 @@
+/*
+ * transport.h — the thin wrapper over UCX's UCP API that the runtime and
+ * the agent send bundles through.  Nothing above this layer includes UCX.
+ *
+ * One oc_tr_worker_t per thread (UCS_THREAD_MODE_SINGLE); none of these
+ * functions is thread-safe on the same worker.  Bundles travel as UCP
+ * active messages forced to the eager protocol (FACTS.md: eager copies beat
+ * rendezvous over cma at 16-64 KiB) and are received whole and persistent:
+ * the receive callback keeps the data until oc_tr_release(), so a bundle is
+ * parsed where UCX put it, without a copy.
+ */
+#ifndef OC_TRANSPORT_H
+#define OC_TRANSPORT_H
+
+#include <offcore/offcore.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct oc_tr_context oc_tr_context_t;
+typedef struct oc_tr_worker  oc_tr_worker_t;
+typedef struct oc_tr_ep      oc_tr_ep_t;
+
+/** A send in flight.  The caller embeds it in its own buffer descriptor
+ *  (no allocation per send); it must stay valid until cb runs. */
+typedef struct oc_tr_op oc_tr_op_t;
+struct oc_tr_op {
+    void (*cb)(oc_tr_op_t *op, oc_status_t status);
+};
+
+/**
+ * Receive callback, run inside oc_tr_progress().  @p data stays valid until
+ * oc_tr_release(worker, data); the callee must release it exactly once
+ * (possibly later, outside the callback).  It must not call
+ * oc_tr_progress().
+ */
+typedef void (*oc_tr_recv_cb_t)(void *arg, void *data, size_t len);
+
+/** Create the UCP context (active messages).  UCX_* variables apply. */
+oc_status_t oc_tr_context_create(oc_tr_context_t **ctx_p);
+void oc_tr_context_destroy(oc_tr_context_t *ctx);
+
+oc_status_t oc_tr_worker_create(oc_tr_context_t *ctx, oc_tr_worker_t **w_p);
+/** Destroy a worker; every endpoint must be destroyed first. */
+void oc_tr_worker_destroy(oc_tr_worker_t *w);
+
+/** The worker's address, to exchange with peers.  Valid until
+ *  oc_tr_worker_destroy(). */
+oc_status_t oc_tr_worker_address(oc_tr_worker_t *w, const void **addr,
+                                 size_t *len);
+
+/** Route active-message id @p id to @p cb.  If @p persistent, the data is
+ *  kept for the callee (oc_tr_release); else it is valid only during cb. */
+oc_status_t oc_tr_set_handler(oc_tr_worker_t *w, unsigned id,
+                              oc_tr_recv_cb_t cb, void *arg, int persistent);
+
+oc_status_t oc_tr_ep_create(oc_tr_worker_t *w, const void *addr,
+                            oc_tr_ep_t **ep_p);
+/** Close (force) and free; progresses the worker until done.  NULL ok. */
+void oc_tr_ep_destroy(oc_tr_worker_t *w, oc_tr_ep_t *ep);
+
+/**
+ * Send @p len bytes at @p buf as active message @p id.
+ * @return OC_OK: done, buf reusable, op->cb is NOT called;
+ *         OC_INPROGRESS: buf must stay untouched until op->cb(op, status);
+ *         OC_ERR_TRANSPORT (logged): failed, op->cb is not called.
+ */
+oc_status_t oc_tr_send(oc_tr_ep_t *ep, unsigned id, const void *buf,
+                       size_t len, oc_tr_op_t *op);
+
+/** Progress communication.  @return a non-zero value if anything happened. */
+unsigned oc_tr_progress(oc_tr_worker_t *w);
+
+/** Give back data handed to a persistent receive callback. */
+void oc_tr_release(oc_tr_worker_t *w, void *data);
+
+/** Describe the transports UCX selected for @p ep (for logs and doctor). */
+void oc_tr_ep_describe(oc_tr_ep_t *ep, char *buf, size_t len);
+
+#endif

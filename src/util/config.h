@@ -1,0 +1,53 @@
+/*
+ * config.h — declarative configuration tables.
+ *
+ * A component declares its settings once as an array of oc_cfg_field_t; the
+ * same table reads OC_<NAME> environment variables, takes --name=value
+ * overrides, and prints the --dump-config listing with every default and
+ * why it is what it is.
+ */
+#ifndef OC_UTIL_CONFIG_H
+#define OC_UTIL_CONFIG_H
+
+#include <offcore/offcore.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef enum {
+    OC_CFG_UINT,   /* uint64_t; decimal or 0x */
+    OC_CFG_SIZE,   /* uint64_t; accepts K, M, G suffixes (powers of 2) */
+    OC_CFG_BOOL,   /* int; y/n, yes/no, 1/0, true/false, on/off */
+    OC_CFG_STRING, /* char[OC_CFG_STRLEN] */
+    OC_CFG_ENUM,   /* int: index into values[] */
+} oc_cfg_type_t;
+
+#define OC_CFG_STRLEN 256
+
+typedef struct {
+    const char          *name;   /* upper case, without OC_ */
+    oc_cfg_type_t        type;
+    const char          *dflt;
+    const char          *doc;    /* what it does and why this default */
+    size_t               offset; /* into the component's config struct */
+    uint64_t             min, max; /* UINT/SIZE bounds (inclusive) */
+    const char *const   *values; /* ENUM, NULL-terminated */
+} oc_cfg_field_t;
+
+#define OC_CFG_END {NULL, OC_CFG_UINT, NULL, NULL, 0, 0, 0, NULL}
+
+/** Fill @p cfg from defaults, then from OC_<NAME> variables.  Logs the
+ *  offending variable and returns OC_ERR_CONFIG on a bad value. */
+oc_status_t oc_config_load(const oc_cfg_field_t *table, void *cfg);
+
+/** Set one field by name (case-insensitive, without OC_); for command-line
+ *  flags.  OC_ERR_CONFIG on unknown name or bad value (logged). */
+oc_status_t oc_config_set(const oc_cfg_field_t *table, void *cfg,
+                          const char *name, const char *value);
+
+/** Print the table: name, current value (from the environment when
+ *  @p cfg is NULL: the default), default, description. */
+void oc_config_dump(FILE *out, const char *component,
+                    const oc_cfg_field_t *table, const void *cfg);
+
+#endif

@@ -1,0 +1,32 @@
+/* status.c — names for every oc_status_t value. */
+#include <offcore/offcore.h>
+
+OC_API const char *oc_status_string(oc_status_t s)
+{
+    switch (s) {
+    case OC_OK: return "OC_OK: success";
+    case OC_INPROGRESS: return "OC_INPROGRESS: operation in progress";
+    case OC_ERR_NO_RESOURCE: return "OC_ERR_NO_RESOURCE: no buffer free now (poll and retry)";
+    case OC_ERR_INVALID_PARAM: return "OC_ERR_INVALID_PARAM: invalid parameter";
+    case OC_ERR_NO_MEMORY: return "OC_ERR_NO_MEMORY: out of memory";
+    case OC_ERR_MSG_TOO_LONG: return "OC_ERR_MSG_TOO_LONG: message longer than oc_max_message()";
+    case OC_ERR_RANK_RANGE: return "OC_ERR_RANK_RANGE: rank not in the job";
+    case OC_ERR_TRANSPORT: return "OC_ERR_TRANSPORT: transport (UCX) error";
+    case OC_ERR_BOOTSTRAP: return "OC_ERR_BOOTSTRAP: address exchange failed";
+    case OC_ERR_CONFIG: return "OC_ERR_CONFIG: bad configuration value";
+    case OC_ERR_STATE: return "OC_ERR_STATE: call not allowed in this state";
+    case OC_ERR_UNSUPPORTED: return "OC_ERR_UNSUPPORTED: not supported";
+    case OC_ERR_PEER_FAILED: return "OC_ERR_PEER_FAILED: a peer or the agent went away";
+    case OC_ERR_WIRE_TRUNCATED: return "OC_ERR_WIRE_TRUNCATED: bundle shorter than its header";
+    case OC_ERR_WIRE_MAGIC: return "OC_ERR_WIRE_MAGIC: not an offcore bundle (bad magic)";
+    case OC_ERR_WIRE_VERSION: return "OC_ERR_WIRE_VERSION: unknown wire version";
+    case OC_ERR_WIRE_FLAGS: return "OC_ERR_WIRE_FLAGS: unknown flag bits";
+    case OC_ERR_WIRE_LENGTH: return "OC_ERR_WIRE_LENGTH: length past the end or bytes left over";
+    case OC_ERR_WIRE_COUNT: return "OC_ERR_WIRE_COUNT: message count disagrees with content";
+    case OC_ERR_WIRE_RANK: return "OC_ERR_WIRE_RANK: rank out of range or wrong destination";
+    case OC_ERR_WIRE_JOB: return "OC_ERR_WIRE_JOB: bundle of another job";
+    case OC_ERR_WIRE_EMPTY: return "OC_ERR_WIRE_EMPTY: bundle with no message";
+    case OC_ERR_WIRE_ITEM_SIZE: return "OC_ERR_WIRE_ITEM_SIZE: bad fixed item size";
+    }
+    return "OC_ERR_UNKNOWN: unknown status";
+}

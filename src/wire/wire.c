@@ -1,0 +1,148 @@
+/*
+ * wire.c — bundle header encoding and the validator that stands between
+ * every peer and the rest of offcore: nothing in a bundle is used before
+ * oc_wire_validate() has accepted all of it.
+ */
+#include "wire.h"
+
+static inline uint32_t ld32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+           (uint32_t)p[3] << 24;
+}
+
+static inline void st32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+}
+
+void oc_wire_hdr_write(void *buf, const oc_wire_hdr_t *h)
+{
+    uint8_t *p = buf;
+    st32(p + 0, OC_WIRE_MAGIC);
+    p[4] = OC_WIRE_VERSION;
+    p[5] = h->flags;
+    p[6] = (uint8_t)h->item_size;
+    p[7] = (uint8_t)(h->item_size >> 8);
+    st32(p + 8, h->count);
+    st32(p + 12, h->length);
+    st32(p + 16, h->src_hop);
+    st32(p + 20, h->job);
+    oc_wire_st64(p + 24, h->seq);
+    st32(p + 32, h->src);
+    st32(p + 36, h->dst);
+}
+
+static void hdr_read(const uint8_t *p, oc_wire_hdr_t *h)
+{
+    h->magic = ld32(p);
+    h->version = p[4];
+    h->flags = p[5];
+    h->item_size = (uint16_t)(p[6] | p[7] << 8);
+    h->count = ld32(p + 8);
+    h->length = ld32(p + 12);
+    h->src_hop = ld32(p + 16);
+    h->job = ld32(p + 20);
+    h->seq = oc_wire_ld64(p + 24);
+    h->src = ld32(p + 32);
+    h->dst = ld32(p + 36);
+}
+
+static inline bool rank_ok(uint32_t r, uint32_t nranks)
+{
+    return r < nranks && r < OC_WIRE_MAX_RANKS;
+}
+
+static oc_status_t check_fixed(const oc_wire_hdr_t *h, size_t body,
+                               const oc_wire_check_t *chk)
+{
+    size_t stride;
+
+    if (h->item_size == 0)
+        return OC_ERR_WIRE_ITEM_SIZE;
+    if (!rank_ok(h->src, chk->nranks) || !rank_ok(h->dst, chk->nranks))
+        return OC_ERR_WIRE_RANK;
+    if (chk->dst != OC_WIRE_RANK_NONE && h->dst != chk->dst)
+        return OC_ERR_WIRE_RANK;
+    stride = oc_wire_pad8(h->item_size);
+    if (body % stride != 0)
+        return OC_ERR_WIRE_LENGTH;
+    if (body / stride != h->count)
+        return OC_ERR_WIRE_COUNT;
+    return OC_OK;
+}
+
+static oc_status_t check_mixed(const uint8_t *p, size_t body,
+                               const oc_wire_hdr_t *h,
+                               const oc_wire_check_t *chk)
+{
+    const uint8_t *end = p + body;
+    uint32_t n = 0;
+
+    if (h->item_size != 0)
+        return OC_ERR_WIRE_ITEM_SIZE;
+    while (p < end) {
+        uint64_t mh;
+        uint32_t dst, src, len;
+        size_t padded;
+
+        if ((size_t)(end - p) < OC_WIRE_MSG_HDR_LEN)
+            return OC_ERR_WIRE_LENGTH;
+        mh = oc_wire_ld64(p);
+        dst = (uint32_t)(mh & 0xffffffu);
+        src = (uint32_t)((mh >> 24) & 0xffffffu);
+        len = (uint32_t)(mh >> 48);
+        if (!rank_ok(dst, chk->nranks) || !rank_ok(src, chk->nranks))
+            return OC_ERR_WIRE_RANK;
+        if (chk->dst != OC_WIRE_RANK_NONE && dst != chk->dst)
+            return OC_ERR_WIRE_RANK;
+        p += OC_WIRE_MSG_HDR_LEN;
+        padded = oc_wire_pad8(len);
+        if ((size_t)(end - p) < padded)
+            return OC_ERR_WIRE_LENGTH;
+        for (uint32_t i = len; i < padded; i++)
+            if (p[i] != 0)
+                return OC_ERR_WIRE_LENGTH;
+        p += padded;
+        if (++n > h->count)
+            return OC_ERR_WIRE_COUNT;
+    }
+    return n == h->count ? OC_OK : OC_ERR_WIRE_COUNT;
+}
+
+oc_status_t oc_wire_validate(const void *buf, size_t len,
+                             const oc_wire_check_t *chk, oc_wire_hdr_t *hdr_out)
+{
+    const uint8_t *p = buf;
+    oc_wire_hdr_t h;
+    oc_status_t st;
+
+    if (buf == NULL || chk == NULL || hdr_out == NULL)
+        return OC_ERR_INVALID_PARAM;
+    if (len < OC_WIRE_HDR_LEN)
+        return OC_ERR_WIRE_TRUNCATED;
+    hdr_read(p, &h);
+    if (h.magic != OC_WIRE_MAGIC)
+        return OC_ERR_WIRE_MAGIC;
+    if (h.version != OC_WIRE_VERSION)
+        return OC_ERR_WIRE_VERSION;
+    if (h.flags & ~OC_WIRE_F_ALL)
+        return OC_ERR_WIRE_FLAGS;
+    if (h.job != chk->job)
+        return OC_ERR_WIRE_JOB;
+    if (h.length != len || (len & 7) != 0)
+        return OC_ERR_WIRE_LENGTH;
+    if (h.count == 0)
+        return OC_ERR_WIRE_EMPTY;
+    if (h.flags & OC_WIRE_F_FIXED)
+        st = check_fixed(&h, len - OC_WIRE_HDR_LEN, chk);
+    else
+        st = check_mixed(p + OC_WIRE_HDR_LEN, len - OC_WIRE_HDR_LEN, &h, chk);
+    if (st != OC_OK)
+        return st;
+    *hdr_out = h;
+    return OC_OK;
+}

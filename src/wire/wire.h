@@ -1,0 +1,190 @@
+/*
+ * wire.h — the bundle and message format (DESIGN.md "Wire format").
+ *
+ * The only module that knows the byte layout.  Everything else builds
+ * bundles with the oc_wire_put_* helpers and reads them through
+ * oc_wire_validate() + oc_wire_iter_*.
+ *
+ * Bundle (little-endian, 8-byte aligned, OC_WIRE_HDR_LEN = 40 bytes):
+ *   0 u32 magic "OCB1"   4 u8 version   5 u8 flags   6 u16 item_size
+ *   8 u32 count         12 u32 length (whole bundle, header included)
+ *  16 u32 src_hop       20 u32 job     24 u64 seq
+ *  32 u32 src           36 u32 dst     (single source / destination, or
+ *                                       OC_WIRE_RANK_NONE)
+ * then either
+ *   mixed  (flags without FIXED): count messages, each an 8-byte header
+ *          [dst:24 | src:24 | len:16] and len payload bytes padded to 8;
+ *   fixed  (flags & FIXED): count items of item_size bytes, each padded to
+ *          8, all from hdr.src to hdr.dst: no per-message header.
+ */
+#ifndef OC_WIRE_H
+#define OC_WIRE_H
+
+#include <offcore/offcore.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#define OC_WIRE_MAGIC       0x3142434fu /* "OCB1" read little-endian */
+#define OC_WIRE_VERSION     1
+#define OC_WIRE_HDR_LEN     40
+#define OC_WIRE_MSG_HDR_LEN 8
+#define OC_WIRE_F_FIXED     0x01u
+#define OC_WIRE_F_ALL       OC_WIRE_F_FIXED
+#define OC_WIRE_RANK_NONE   0xffffffu   /* 24-bit ranks: 0 .. 2^24-2 */
+#define OC_WIRE_MAX_RANKS   0xffffffu
+#define OC_WIRE_MAX_MSG     0xffffu     /* 16-bit payload length */
+
+typedef struct {
+    uint32_t magic;
+    uint8_t  version;
+    uint8_t  flags;
+    uint16_t item_size;
+    uint32_t count;
+    uint32_t length;
+    uint32_t src_hop;
+    uint32_t job;
+    uint64_t seq;
+    uint32_t src;
+    uint32_t dst;
+} oc_wire_hdr_t;
+
+/** What the receiver expects of a bundle. */
+typedef struct {
+    uint32_t job;      /**< bundles of another job are rejected */
+    uint32_t nranks;   /**< every rank must be below this */
+    uint32_t dst;      /**< every message must be for this rank, or
+                            OC_WIRE_RANK_NONE to accept any in range */
+} oc_wire_check_t;
+
+static inline size_t oc_wire_pad8(size_t n) { return (n + 7) & ~(size_t)7; }
+
+/* Little-endian loads and stores; plain moves on little-endian hosts. */
+static inline uint64_t oc_wire_ld64(const void *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    return v;
+}
+static inline void oc_wire_st64(void *p, uint64_t v)
+{
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    memcpy(p, &v, 8);
+}
+
+static inline uint64_t oc_wire_msg_hdr(uint32_t dst, uint32_t src, uint32_t len)
+{
+    return (uint64_t)(dst & 0xffffffu) | ((uint64_t)(src & 0xffffffu) << 24) |
+           ((uint64_t)(len & 0xffffu) << 48);
+}
+
+/** Append one mixed-mode message at @p p (caller checked the space:
+ *  OC_WIRE_MSG_HDR_LEN + pad8(len)).  Padding is zeroed.  Returns the end. */
+static inline uint8_t *oc_wire_put_msg(uint8_t *p, uint32_t dst, uint32_t src,
+                                       const void *buf, size_t len)
+{
+    oc_wire_st64(p, oc_wire_msg_hdr(dst, src, (uint32_t)len));
+    p += OC_WIRE_MSG_HDR_LEN;
+    if (len & 7)
+        oc_wire_st64(p + (len & ~(size_t)7), 0);
+    memcpy(p, buf, len);
+    return p + oc_wire_pad8(len);
+}
+
+/** Append one fixed-mode item (space checked by the caller). */
+static inline uint8_t *oc_wire_put_item(uint8_t *p, const void *buf, size_t len)
+{
+    if (len & 7)
+        oc_wire_st64(p + (len & ~(size_t)7), 0);
+    memcpy(p, buf, len);
+    return p + oc_wire_pad8(len);
+}
+
+/** Write the bundle header into the first OC_WIRE_HDR_LEN bytes of @p buf. */
+void oc_wire_hdr_write(void *buf, const oc_wire_hdr_t *hdr);
+
+/**
+ * Check a whole received bundle before anything in it is trusted.
+ * Thread-safe (pure function).
+ *
+ * @return OC_OK and *hdr_out filled, or one of
+ *   OC_ERR_WIRE_TRUNCATED (len < header), OC_ERR_WIRE_MAGIC,
+ *   OC_ERR_WIRE_VERSION, OC_ERR_WIRE_FLAGS, OC_ERR_WIRE_JOB,
+ *   OC_ERR_WIRE_LENGTH (header length != len, a message running past the
+ *   end, bytes left after the last message, non-zero padding),
+ *   OC_ERR_WIRE_COUNT, OC_ERR_WIRE_EMPTY (count 0), OC_ERR_WIRE_RANK,
+ *   OC_ERR_WIRE_ITEM_SIZE, OC_ERR_INVALID_PARAM (NULL arguments).
+ */
+oc_status_t oc_wire_validate(const void *buf, size_t len,
+                             const oc_wire_check_t *chk, oc_wire_hdr_t *hdr_out);
+
+/** Iterator over a bundle that oc_wire_validate() accepted. */
+typedef struct {
+    const uint8_t *p;
+    uint32_t       left;     /**< messages not yet returned */
+    uint32_t       fixed;    /**< 1 in fixed mode */
+    uint32_t       item_size;
+    uint32_t       src, dst; /**< fixed mode */
+} oc_wire_iter_t;
+
+typedef struct {
+    uint32_t       dst;
+    uint32_t       src;
+    uint32_t       len;
+    const uint8_t *payload;
+} oc_wire_msg_t;
+
+static inline void oc_wire_iter_init(oc_wire_iter_t *it, const void *bundle,
+                                     const oc_wire_hdr_t *hdr)
+{
+    it->p = (const uint8_t *)bundle + OC_WIRE_HDR_LEN;
+    it->left = hdr->count;
+    it->fixed = (hdr->flags & OC_WIRE_F_FIXED) != 0;
+    it->item_size = hdr->item_size;
+    it->src = hdr->src;
+    it->dst = hdr->dst;
+}
+
+/** Next message; false when none is left.  msg->payload points into the
+ *  bundle and is valid as long as the bundle is. */
+static inline bool oc_wire_iter_next(oc_wire_iter_t *it, oc_wire_msg_t *msg)
+{
+    if (it->left == 0)
+        return false;
+    it->left--;
+    if (it->fixed) {
+        msg->dst = it->dst;
+        msg->src = it->src;
+        msg->len = it->item_size;
+        msg->payload = it->p;
+        it->p += oc_wire_pad8(it->item_size);
+    } else {
+        uint64_t h = oc_wire_ld64(it->p);
+        msg->dst = (uint32_t)(h & 0xffffffu);
+        msg->src = (uint32_t)((h >> 24) & 0xffffffu);
+        msg->len = (uint32_t)(h >> 48);
+        msg->payload = it->p + OC_WIRE_MSG_HDR_LEN;
+        it->p += OC_WIRE_MSG_HDR_LEN + oc_wire_pad8(msg->len);
+    }
+    return true;
+}
+
+/** Skip the first @p n messages (n <= it->left). */
+static inline void oc_wire_iter_skip(oc_wire_iter_t *it, uint32_t n)
+{
+    oc_wire_msg_t m;
+    if (it->fixed) {
+        it->p += (size_t)n * oc_wire_pad8(it->item_size);
+        it->left -= n;
+        return;
+    }
+    while (n-- && oc_wire_iter_next(it, &m))
+        ;
+}
+
+#endif /* OC_WIRE_H */
