@@ -59,6 +59,7 @@ static oc_status_t qsend(oc_context_t *ctx, uint32_t to, const qmsg_t *m)
     if (s == NULL)
         return OC_ERR_NO_MEMORY;
     s->op.cb = qsend_done;
+    s->op.token = 0;
     s->m = *m;
     st = oc_tr_send(ctx->dests[to].ep, OC_AM_CONTROL, &s->m, sizeof(s->m),
                     &s->op);
@@ -91,7 +92,7 @@ void oc__quiesce_fini(oc_context_t *ctx)
 }
 
 /* Runs inside oc_tr_progress(): only record what arrived. */
-void oc__control_recv(void *arg, void *data, size_t len)
+void oc__control_recv(void *arg, uint64_t token, void *data, size_t len)
 {
     oc_context_t *ctx = arg;
     oc__quiesce_t *q = &ctx->q;

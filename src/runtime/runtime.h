@@ -131,7 +131,7 @@ void oc__rx_push(oc_context_t *ctx, uint8_t *data, uint32_t len,
                  oc__buf_t *self_buf);
 void oc__rx_drain_release(oc_context_t *ctx);
 void oc__send_done(oc_tr_op_t *op, oc_status_t st);
-void oc__bundle_recv(void *arg, void *data, size_t len);
+void oc__bundle_recv(void *arg, uint64_t token, void *data, size_t len);
 uint64_t oc__now_us(void);
 
 enum { OC__FLUSH_FULL, OC__FLUSH_TIMEOUT, OC__FLUSH_IDLE, OC__FLUSH_EXPLICIT };
@@ -139,7 +139,7 @@ enum { OC__FLUSH_FULL, OC__FLUSH_TIMEOUT, OC__FLUSH_IDLE, OC__FLUSH_EXPLICIT };
 /* quiesce.c */
 oc_status_t oc__quiesce_init(oc_context_t *ctx);
 void oc__quiesce_fini(oc_context_t *ctx);
-void oc__control_recv(void *arg, void *data, size_t len);
+void oc__control_recv(void *arg, uint64_t token, void *data, size_t len);
 
 /* bootstrap.c: all-gather through files in a shared directory */
 oc_status_t oc__file_allgather(void *arg, const void *sendbuf, void *recvbuf,

@@ -108,7 +108,7 @@ void oc__rx_push(oc_context_t *ctx, uint8_t *data, uint32_t len,
 
 /* Transport receive callback (inside oc_tr_progress): queue the bundle;
  * it is validated and delivered by the next deliver(). */
-void oc__bundle_recv(void *arg, void *data, size_t len)
+void oc__bundle_recv(void *arg, uint64_t token, void *data, size_t len)
 {
     oc_context_t *ctx = arg;
     oc__rx_push(ctx, data, (uint32_t)(len > UINT32_MAX ? 0 : len), NULL);

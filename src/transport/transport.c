@@ -136,7 +136,10 @@ static ucs_status_t am_cb(void *arg, const void *header, size_t header_length,
         oc_warn(OC_COMP_TRANSPORT, "rendezvous active message refused");
         return UCS_OK;
     }
-    slot->cb(slot->arg, data, length);
+    uint64_t token = 0;
+    if (header_length == sizeof(token))
+        memcpy(&token, header, sizeof(token));
+    slot->cb(slot->arg, token, data, length);
     return slot->persistent ? UCS_INPROGRESS : UCS_OK;
 }
 
@@ -236,7 +239,8 @@ oc_status_t oc_tr_send(oc_tr_ep_t *ep, unsigned id, const void *buf,
     p.flags = UCP_AM_SEND_FLAG_EAGER;
     p.cb.send = send_cb;
     p.user_data = op;
-    req = ucp_am_send_nbx(ep->ucp, id, NULL, 0, buf, len, &p);
+    req = ucp_am_send_nbx(ep->ucp, id, op->token ? &op->token : NULL,
+                          op->token ? sizeof(op->token) : 0, buf, len, &p);
     if (req == NULL)
         return OC_OK;
     if (UCS_PTR_IS_ERR(req)) {

@@ -25,15 +25,20 @@ typedef struct oc_tr_ep      oc_tr_ep_t;
 typedef struct oc_tr_op oc_tr_op_t;
 struct oc_tr_op {
     void (*cb)(oc_tr_op_t *op, oc_status_t status);
+    uint64_t token; /* sent as the message's 8-byte header; 0: none */
 };
 
 /**
- * Receive callback, run inside oc_tr_progress().  @p data stays valid until
+ * Receive callback, run inside oc_tr_progress().  @p token is the sender's
+ * op->token (0 when it sent none): the agent gives each connection a
+ * secret token and so knows who sent a bundle without trusting its
+ * content.  @p data stays valid until
  * oc_tr_release(worker, data); the callee must release it exactly once
  * (possibly later, outside the callback).  It must not call
  * oc_tr_progress().
  */
-typedef void (*oc_tr_recv_cb_t)(void *arg, void *data, size_t len);
+typedef void (*oc_tr_recv_cb_t)(void *arg, uint64_t token, void *data,
+                                size_t len);
 
 /** Create the UCP context (active messages).  UCX_* variables apply. */
 oc_status_t oc_tr_context_create(oc_tr_context_t **ctx_p);
@@ -59,7 +64,8 @@ oc_status_t oc_tr_ep_create(oc_tr_worker_t *w, const void *addr,
 void oc_tr_ep_destroy(oc_tr_worker_t *w, oc_tr_ep_t *ep);
 
 /**
- * Send @p len bytes at @p buf as active message @p id.
+ * Send @p len bytes at @p buf as active message @p id, with op->token as
+ * its header when non-zero.
  * @return OC_OK: done, buf reusable, op->cb is NOT called;
  *         OC_INPROGRESS: buf must stay untouched until op->cb(op, status);
  *         OC_ERR_TRANSPORT (logged): failed, op->cb is not called.

@@ -19,7 +19,9 @@ static oc_status_t parse_uint(const char *s, int with_suffix, uint64_t *out)
         s++;
     if (*s == '-' || *s == '\0')
         return OC_ERR_CONFIG;
-    v = strtoull(s, &end, 0);
+    /* base 10 unless 0x: a leading zero must not make "010" mean 8 */
+    v = strtoull(s, &end,
+                 s[0] == '0' && (s[1] == 'x' || s[1] == 'X') ? 16 : 10);
     if (errno != 0 || end == s)
         return OC_ERR_CONFIG;
     if (with_suffix && *end) {
@@ -31,7 +33,8 @@ static oc_status_t parse_uint(const char *s, int with_suffix, uint64_t *out)
         default: return OC_ERR_CONFIG;
         }
         end++;
-        if (toupper((unsigned char)*end) == 'B' || toupper((unsigned char)*end) == 'I')
+        /* K, KB, KiB (and Ki): one optional 'i', then one optional 'B' */
+        if (toupper((unsigned char)*end) == 'I')
             end++;
         if (toupper((unsigned char)*end) == 'B')
             end++;

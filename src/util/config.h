@@ -45,8 +45,8 @@ oc_status_t oc_config_load(const oc_cfg_field_t *table, void *cfg);
 oc_status_t oc_config_set(const oc_cfg_field_t *table, void *cfg,
                           const char *name, const char *value);
 
-/** Print the table: name, current value (from the environment when
- *  @p cfg is NULL: the default), default, description. */
+/** Print the table: name, current value (the default when @p cfg is
+ *  NULL), default, description. */
 void oc_config_dump(FILE *out, const char *component,
                     const oc_cfg_field_t *table, const void *cfg);
 

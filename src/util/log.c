@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 int oc__log_levels[OC_COMP_MAX] = {-1};
@@ -17,7 +18,7 @@ static const char *const level_names[] = {"error", "warn", "info", "debug",
 static int level_of(const char *s, size_t n)
 {
     for (int i = 0; i < 5; i++)
-        if (strlen(level_names[i]) == n && strncmp(s, level_names[i], n) == 0)
+        if (strlen(level_names[i]) == n && strncasecmp(s, level_names[i], n) == 0)
             return i;
     return -1;
 }

@@ -56,10 +56,11 @@ static inline bool rank_ok(uint32_t r, uint32_t nranks)
     return r < nranks && r < OC_WIRE_MAX_RANKS;
 }
 
-static oc_status_t check_fixed(const oc_wire_hdr_t *h, size_t body,
+static oc_status_t check_fixed(const uint8_t *p, size_t body,
+                               const oc_wire_hdr_t *h,
                                const oc_wire_check_t *chk)
 {
-    size_t stride;
+    size_t stride, pad;
 
     if (h->item_size == 0)
         return OC_ERR_WIRE_ITEM_SIZE;
@@ -72,6 +73,16 @@ static oc_status_t check_fixed(const oc_wire_hdr_t *h, size_t body,
         return OC_ERR_WIRE_LENGTH;
     if (body / stride != h->count)
         return OC_ERR_WIRE_COUNT;
+    /* Padding must be zero as in mixed mode: one encoding per bundle.  The
+     * pad is the top (stride - item_size) < 8 bytes of each item's last
+     * 8-byte word, so one load per item checks it. */
+    pad = stride - h->item_size;
+    if (pad != 0) {
+        uint64_t mask = ~(UINT64_MAX >> (8 * pad));
+        for (size_t off = stride - 8; off < body; off += stride)
+            if (oc_wire_ld64(p + off) & mask)
+                return OC_ERR_WIRE_LENGTH;
+    }
     return OC_OK;
 }
 
@@ -138,7 +149,7 @@ oc_status_t oc_wire_validate(const void *buf, size_t len,
     if (h.count == 0)
         return OC_ERR_WIRE_EMPTY;
     if (h.flags & OC_WIRE_F_FIXED)
-        st = check_fixed(&h, len - OC_WIRE_HDR_LEN, chk);
+        st = check_fixed(p + OC_WIRE_HDR_LEN, len - OC_WIRE_HDR_LEN, &h, chk);
     else
         st = check_mixed(p + OC_WIRE_HDR_LEN, len - OC_WIRE_HDR_LEN, &h, chk);
     if (st != OC_OK)

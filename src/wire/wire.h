@@ -92,7 +92,8 @@ static inline uint8_t *oc_wire_put_msg(uint8_t *p, uint32_t dst, uint32_t src,
     p += OC_WIRE_MSG_HDR_LEN;
     if (len & 7)
         oc_wire_st64(p + (len & ~(size_t)7), 0);
-    memcpy(p, buf, len);
+    if (len != 0)
+        memcpy(p, buf, len);
     return p + oc_wire_pad8(len);
 }
 

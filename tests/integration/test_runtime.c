@@ -308,6 +308,7 @@ int main(int argc, char **argv)
             fails++;
         }
     }
+    free(pids);
     char cmd[128];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
     if (system(cmd) != 0)

@@ -1,0 +1,90 @@
+# Makefile — wraps the README's commands and installs the Debian packages
+# they need (DESIGN.md: Meson + Ninja build the code; this file only drives
+# them).
+#
+#   make deps    install what is missing (apt-get; root or sudo)
+#   make build   configure (-Werror) and build in $(BUILDDIR)
+#   make test    build, run every test; again under ASan+UBSan; then fuzz
+#                (prints a banner and the time of each phase)
+#   make demo    histogram on 2 ranks on this machine
+#   make bench   the benchmarks, side by side with their baselines
+#   make clean
+#
+# Phases of `make test` can be run alone: test-build, test-asan, test-fuzz.
+# Build directories can be moved: make test BUILDDIR=b ASAN_DIR=b-asan ...
+
+BUILDDIR  ?= build
+ASAN_DIR  ?= build-asan
+FUZZ_DIR  ?= build-fuzz
+FUZZ_RUNS ?= 5000000
+FUZZ_CC   ?= clang
+
+# Open MPI refuses to start as root (CI runs as root) unless told twice.
+export OMPI_ALLOW_RUN_AS_ROOT = 1
+export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM = 1
+
+SETUP = sh scripts/meson-setup.sh
+PHASE = sh scripts/phase.sh
+
+.PHONY: all deps build test test-build test-asan test-fuzz demo bench clean \
+        compile asan-build fuzz-build
+
+all: build
+
+deps:
+	@sh scripts/deps.sh
+
+build: deps
+	@$(PHASE) "build ($(BUILDDIR))" $(MAKE) --no-print-directory compile
+
+compile:
+	$(SETUP) $(BUILDDIR) --werror
+	ninja -C $(BUILDDIR)
+
+test:
+	@times=$$(mktemp); export PHASE_TIMES=$$times; \
+	$(MAKE) --no-print-directory deps && \
+	$(PHASE) "build ($(BUILDDIR))" $(MAKE) --no-print-directory compile && \
+	$(PHASE) "tests ($(BUILDDIR))" $(MAKE) --no-print-directory test-build && \
+	$(PHASE) "ASan+UBSan build and tests ($(ASAN_DIR))" $(MAKE) --no-print-directory test-asan && \
+	$(PHASE) "fuzz build and run ($(FUZZ_DIR))" $(MAKE) --no-print-directory test-fuzz; \
+	rc=$$?; \
+	printf '\n== make test: time per phase\n'; cat $$times; rm -f $$times; \
+	if [ $$rc -eq 0 ]; then echo "== make test: ALL PASSED"; \
+	else echo "== make test: FAILED"; fi; \
+	exit $$rc
+
+# every meson test of the normal (-Werror, release) build
+test-build:
+	meson test -C $(BUILDDIR) --print-errorlogs
+
+# the whole suite again with AddressSanitizer + UndefinedBehaviorSanitizer.
+# No -Werror here: GCC's sanitizer instrumentation produces false
+# -Wmaybe-uninitialized / -Wstringop-* warnings; the normal build has it.
+asan-build:
+	$(SETUP) $(ASAN_DIR) --buildtype=debugoptimized \
+	    -Db_sanitize=address,undefined -Db_lundef=false
+	ninja -C $(ASAN_DIR)
+
+# Sanitizer options and the LSan suppressions for UCX and Open MPI:
+# scripts/asan-test.sh.
+test-asan: asan-build
+	sh scripts/asan-test.sh $(ASAN_DIR)
+
+# libFuzzer targets (clang, -Dfuzz=true), run from generated seeds.
+fuzz-build:
+	CC=$(FUZZ_CC) $(SETUP) $(FUZZ_DIR) --buildtype=debugoptimized -Dfuzz=true
+	ninja -C $(FUZZ_DIR)
+
+test-fuzz: fuzz-build
+	sh scripts/fuzz.sh $(FUZZ_DIR) $(FUZZ_RUNS)
+
+demo: build
+	sh apps/run-demo.sh $(BUILDDIR)
+
+bench: build
+	sh bench/run-bench.sh $(BUILDDIR)
+
+clean:
+	rm -rf $(BUILDDIR) $(ASAN_DIR) $(FUZZ_DIR)
+

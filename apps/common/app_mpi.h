@@ -1,0 +1,62 @@
+/*
+ * app_mpi.h — MPI-side helpers shared by the apps: start-up, collective
+ * allocation with a memory check, and small reductions.  Every function
+ * here is collective over MPI_COMM_WORLD unless it says otherwise.
+ */
+#ifndef OC_APP_MPI_H
+#define OC_APP_MPI_H
+
+#include <mpi.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "app.h"
+
+typedef struct {
+    const char *prog;
+    int         rank, size;
+    int         local_rank, local_size; /**< among ranks sharing this node */
+} oc_app_mpi_t;
+
+/** MPI_Init and fill @p m.  Exits 1 with a message if MPI cannot start. */
+void oc_app_mpi_init(oc_app_mpi_t *m, const char *prog, int *argc, char ***argv);
+
+/** One array to allocate with oc_app_mpi_alloc(). */
+typedef struct {
+    const char *what;  /**< for messages: "table", "targets" */
+    uint64_t    n;     /**< number of uint64_t */
+    uint64_t  **out;
+} oc_app_alloc_t;
+
+/**
+ * Allocate every array of @p req (zeroed, huge pages where possible, pages
+ * already faulted in) on every rank.  First checks that all the ranks on
+ * this node together fit in MemAvailable, so that a table too big for the
+ * machine gives a clear message instead of the OOM killer.
+ * @return true when every rank got every array; false (all arrays freed,
+ *         a message on stderr saying what did not fit) otherwise, on every
+ *         rank alike.
+ */
+bool oc_app_mpi_alloc(const oc_app_mpi_t *m, oc_app_alloc_t *req, int nreq);
+void oc_app_mpi_free(oc_app_alloc_t *req, int nreq);
+
+/** Sum of @p v over all ranks. */
+uint64_t oc_app_mpi_sum(uint64_t v);
+/** True when @p ok on every rank. */
+bool oc_app_mpi_all(bool ok);
+/** Element-wise sum of @p n uint64_t into @p out on rank 0 only. */
+void oc_app_mpi_reduce_u64(const uint64_t *in, uint64_t *out, int n);
+
+/** MPI_Finalize and return the exit status for @p verified. */
+int oc_app_mpi_finish(bool verified);
+
+/** Print a message prefixed with the program and rank on stderr. */
+void oc_app_mpi_err(const oc_app_mpi_t *m, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/** MPI_Abort after a message: for failures that would otherwise hang the
+ *  other ranks in a collective. */
+void oc_app_mpi_die(const oc_app_mpi_t *m, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3), noreturn));
+
+#endif /* OC_APP_MPI_H */

@@ -1,0 +1,101 @@
+/*
+ * app_oc.h — liboffcore-side helpers for the offcore versions of the apps:
+ * start a context from MPI_COMM_WORLD, the send-with-back-pressure loop,
+ * and the counters summed over ranks into the JSON line.  Header-only and
+ * included only by the offcore apps, so the MPI twins never link liboffcore.
+ */
+#ifndef OC_APP_OC_H
+#define OC_APP_OC_H
+
+#include <offcore/mpi.h>
+#include <offcore/offcore.h>
+
+#include "app.h"
+#include "app_mpi.h"
+
+/* Every field of oc_counters_t, in order.  All are uint64_t. */
+#define OC_APP_COUNTERS(X)                                                    \
+    X(msgs_sent) X(bytes_sent) X(bundles_sent) X(wire_bytes_sent)             \
+    X(msgs_delivered) X(bytes_delivered) X(bundles_received)                  \
+    X(bundles_rejected) X(flush_full) X(flush_timeout) X(flush_idle)          \
+    X(flush_explicit) X(send_no_resource) X(handler_retries)                  \
+    X(reserve_buffers) X(quiesce_rounds)
+
+#define OC_APP_COUNT_ONE_(f) +1
+_Static_assert(sizeof(oc_counters_t) ==
+                   sizeof(uint64_t) * (0 OC_APP_COUNTERS(OC_APP_COUNT_ONE_)),
+               "oc_counters_t changed: update OC_APP_COUNTERS in apps/common/app_oc.h");
+
+/* The communicator must outlive the context (offcore/mpi.h). */
+static MPI_Comm oc_app_world;
+
+/** oc_init_mpi over MPI_COMM_WORLD with @p handler; MPI_Abort on failure. */
+static inline oc_context_t *oc_app_oc_init(const oc_app_mpi_t *m,
+                                           oc_handler_t handler, void *arg)
+{
+    oc_app_world = MPI_COMM_WORLD;
+    oc_context_params_t p = {
+        .field_mask = OC_PARAM_HANDLER | OC_PARAM_NAME,
+        .handler = handler,
+        .handler_arg = arg,
+        .name = m->prog,
+    };
+    oc_context_t *ctx = NULL;
+    oc_status_t st = oc_init_mpi(&oc_app_world, &p, &ctx);
+    if (st != OC_OK)
+        oc_app_mpi_die(m, "oc_init failed: %s", oc_status_string(st));
+    return ctx;
+}
+
+/** Send, polling while the runtime applies back-pressure.  Any other error
+ *  aborts the job: the other ranks would wait for these messages forever. */
+static inline void oc_app_send(const oc_app_mpi_t *m, oc_context_t *ctx,
+                               uint32_t dest, const void *buf, size_t len)
+{
+    oc_status_t st;
+    while ((st = oc_send(ctx, dest, buf, len)) == OC_ERR_NO_RESOURCE) {
+        int n = oc_poll(ctx);
+        if (__builtin_expect(n < 0, 0))
+            oc_app_mpi_die(m, "oc_poll failed: %s",
+                           oc_status_string((oc_status_t)n));
+    }
+    if (__builtin_expect(st != OC_OK, 0))
+        oc_app_mpi_die(m, "oc_send to rank %u failed: %s", dest,
+                       oc_status_string(st));
+}
+
+static inline void oc_app_poll(const oc_app_mpi_t *m, oc_context_t *ctx)
+{
+    int n = oc_poll(ctx);
+    if (__builtin_expect(n < 0, 0))
+        oc_app_mpi_die(m, "oc_poll failed: %s", oc_status_string((oc_status_t)n));
+}
+
+static inline void oc_app_quiesce(const oc_app_mpi_t *m, oc_context_t *ctx)
+{
+    oc_status_t st = oc_quiesce(ctx);
+    if (st != OC_OK)
+        oc_app_mpi_die(m, "oc_quiesce failed: %s", oc_status_string(st));
+}
+
+/** Write "counters":{...} with every counter summed over all ranks.
+ *  Collective; only rank 0's @p j is written. */
+static inline void oc_app_json_counters(const oc_app_mpi_t *m,
+                                        oc_context_t *ctx, oc_app_json_t *j,
+                                        oc_counters_t *sum)
+{
+    oc_counters_t mine = {0};
+    (void)oc_counters_get(ctx, &mine);
+    *sum = (oc_counters_t){0};
+    oc_app_mpi_reduce_u64((const uint64_t *)&mine, (uint64_t *)sum,
+                          (int)(sizeof mine / sizeof(uint64_t)));
+    if (m->rank != 0)
+        return;
+    oc_app_json_obj_begin(j, "counters");
+#define OC_APP_JSON_ONE_(f) oc_app_json_u64(j, #f, sum->f);
+    OC_APP_COUNTERS(OC_APP_JSON_ONE_)
+#undef OC_APP_JSON_ONE_
+    oc_app_json_obj_end(j);
+}
+
+#endif /* OC_APP_OC_H */

@@ -1,0 +1,64 @@
+#!/bin/sh
+# scripts/deps.sh — install the Debian packages that building, testing and
+# fuzzing offcore need; only those found missing, so that a machine that has
+# them all needs neither root nor the network.  Called by `make deps`.
+#
+# Each package is checked by what the build uses from it (a command, a
+# pkg-config module, a file).  Runs apt-get as root, or through sudo.
+set -eu
+
+missing=""
+need() { # need PACKAGE CHECK...: PACKAGE is missing unless CHECK succeeds
+    pkg=$1
+    shift
+    if ! "$@" >/dev/null 2>&1; then
+        missing="$missing $pkg"
+    fi
+}
+has() { command -v "$1"; }
+pc() { pkg-config --exists "$1"; }
+fuzzer_rt() { # libFuzzer's runtime, from clang's resource directory
+    test -f "$(clang -print-resource-dir)/lib/linux/libclang_rt.fuzzer-$(uname -m).a"
+}
+
+need meson              has meson
+need ninja-build        has ninja
+need pkg-config         has pkg-config
+need gcc                has gcc
+need libc6-dev          test -f /usr/include/stdio.h
+need libucx-dev         pc ucx
+need ucx-utils          has ucx_info
+need libopenmpi-dev     pc ompi-c
+need openmpi-bin        has mpirun
+# mpirun looks for an rsh agent (ssh) at start-up even for local jobs
+need openssh-client     has ssh
+need libcmocka-dev      pc cmocka
+need clang              has clang
+need libclang-rt-14-dev fuzzer_rt
+need libmicrohttpd-dev  pc libmicrohttpd
+need libssl-dev         pc libcrypto
+need libcurl4-openssl-dev pc libcurl
+need iproute2           has ip
+need ethtool            has ethtool
+need curl               has curl
+
+if [ -z "$missing" ]; then
+    echo "deps: all build and test dependencies are installed"
+    exit 0
+fi
+echo "deps: installing:$missing"
+if [ "$(id -u)" = 0 ]; then
+    SUDO=""
+elif command -v sudo >/dev/null 2>&1; then
+    SUDO="sudo"
+else
+    echo "deps: not root and no sudo: install these packages first:$missing" >&2
+    exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+# --no-install-recommends keeps a fresh install small (clang would pull the
+# whole llvm-14-dev); libc6-dev, which gcc only recommends, is listed above.
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -q
+# shellcheck disable=SC2086
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+    --no-install-recommends $missing

@@ -1,0 +1,141 @@
+/*
+ * wire_seeds.c — seed corpus for the wire fuzz target: valid bundles of
+ * both modes and many shapes (so that mutations start deep inside the
+ * validator rather than at the magic check) and a few near misses.
+ */
+#include <string.h>
+
+#include "fuzz_wire.h"
+#include "wire/wire.h"
+
+#define P FUZZ_WIRE_PREFIX
+
+typedef struct {
+    uint8_t b[P + 8192];
+    uint8_t *p;
+} seed_t;
+
+/* prefix: nranks index (0 = 16 ranks), expected dst (0xff = any), job mode
+ * (0 = the bundle's own job), skip selector */
+static void start(seed_t *s, uint8_t nr, uint8_t dst, uint8_t jobmode,
+                  uint8_t skip)
+{
+    memset(s->b, 0, sizeof(s->b));
+    s->b[0] = nr;
+    s->b[1] = dst;
+    s->b[2] = jobmode;
+    s->b[3] = skip;
+    s->p = s->b + P + OC_WIRE_HDR_LEN;
+}
+
+static size_t finish(seed_t *s, uint8_t flags, uint16_t item, uint32_t count,
+                     uint32_t src, uint32_t dst, uint32_t job)
+{
+    oc_wire_hdr_t h;
+    memset(&h, 0, sizeof(h));
+    h.flags = flags;
+    h.item_size = item;
+    h.count = count;
+    h.length = (uint32_t)(s->p - (s->b + P));
+    h.src_hop = 1;
+    h.job = job;
+    h.seq = 42;
+    h.src = src;
+    h.dst = dst;
+    oc_wire_hdr_write(s->b + P, &h);
+    return (size_t)(s->p - s->b);
+}
+
+static void payload(uint8_t *out, size_t len, unsigned salt)
+{
+    for (size_t i = 0; i < len; i++)
+        out[i] = (uint8_t)(i * 13 + salt);
+}
+
+static size_t mixed(seed_t *s, const uint32_t *lens, unsigned n,
+                    uint32_t nranks, uint32_t dst_fixed, uint32_t job)
+{
+    uint8_t pl[4096];
+    for (unsigned k = 0; k < n; k++) {
+        uint32_t dst = dst_fixed != OC_WIRE_RANK_NONE
+                           ? dst_fixed
+                           : nranks - 1 - (k * 7) % nranks;
+        payload(pl, lens[k], k);
+        s->p = oc_wire_put_msg(s->p, dst, (k * 3) % nranks, pl, lens[k]);
+    }
+    return finish(s, 0, 0, n, OC_WIRE_RANK_NONE, OC_WIRE_RANK_NONE, job);
+}
+
+static size_t fixed(seed_t *s, uint16_t item, unsigned n, uint32_t src,
+                    uint32_t dst, uint32_t job)
+{
+    uint8_t pl[4096];
+    for (unsigned k = 0; k < n; k++) {
+        payload(pl, item, k);
+        s->p = oc_wire_put_item(s->p, pl, item);
+    }
+    return finish(s, OC_WIRE_F_FIXED, item, n, src, dst, job);
+}
+
+unsigned fuzz_wire_seeds(fuzz_seed_fn fn, void *arg)
+{
+    static const uint32_t l1[] = {0};
+    static const uint32_t l3[] = {1, 8, 13};
+    static const uint32_t l10[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+    static const uint32_t lbig[] = {300, 0, 1000};
+    static const uint32_t l5[] = {16, 24, 7, 0, 33};
+    static seed_t s;
+    unsigned n = 0;
+    size_t len;
+
+#define EMIT(valid) (fn(arg, s.b, len, (valid)), n++)
+    start(&s, 0, 0xff, 0, 0);
+    len = mixed(&s, l1, 1, 16, OC_WIRE_RANK_NONE, 7);
+    EMIT(1);
+    start(&s, 0, 0xff, 0, 1);
+    len = mixed(&s, l3, 3, 16, OC_WIRE_RANK_NONE, 7);
+    EMIT(1);
+    start(&s, 0, 3, 0, 5);
+    len = mixed(&s, l10, 10, 16, 3, 7);
+    EMIT(1);
+    start(&s, 5, 0xff, 0, 2); /* 8 ranks */
+    len = mixed(&s, lbig, 3, 8, OC_WIRE_RANK_NONE, 0xabcdef);
+    EMIT(1);
+    start(&s, 13, 0xff, 0, 3); /* UINT32_MAX ranks */
+    len = mixed(&s, l5, 5, 0xfffffe, OC_WIRE_RANK_NONE, 1);
+    EMIT(1);
+    start(&s, 1, 0, 1, 0); /* 1 rank, dst 0, the fuzzer's fixed job */
+    len = mixed(&s, l3, 3, 1, 0, FUZZ_WIRE_JOB);
+    EMIT(1);
+
+    start(&s, 0, 0xff, 0, 2);
+    len = fixed(&s, 8, 4, 1, 2, 7);
+    EMIT(1);
+    start(&s, 0, 2, 0, 1);
+    len = fixed(&s, 12, 3, 1, 2, 7);
+    EMIT(1);
+    start(&s, 0, 0xff, 0, 9);
+    len = fixed(&s, 1, 16, 0, 15, 7);
+    EMIT(1);
+    start(&s, 7, 0xff, 0, 1); /* 256 ranks */
+    len = fixed(&s, 100, 2, 255, 0, 9);
+    EMIT(1);
+    start(&s, 0, 0xff, 1, 0);
+    len = fixed(&s, 3, 5, 4, 5, FUZZ_WIRE_JOB);
+    EMIT(1);
+
+    /* near misses: a wrong count, a non-zero pad byte, a wrong destination */
+    start(&s, 0, 0xff, 0, 0);
+    len = mixed(&s, l3, 3, 16, OC_WIRE_RANK_NONE, 7);
+    s.b[P + 8] = 2;
+    EMIT(0);
+    start(&s, 0, 0xff, 0, 0);
+    len = mixed(&s, l3, 3, 16, OC_WIRE_RANK_NONE, 7);
+    s.b[P + OC_WIRE_HDR_LEN + 8 + 7] = 1;
+    EMIT(0);
+    start(&s, 0, 4, 0, 0);
+    len = fixed(&s, 12, 3, 1, 2, 7);
+    EMIT(0);
+#undef EMIT
+    return n;
+}

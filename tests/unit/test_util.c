@@ -1,0 +1,550 @@
+/*
+ * test_util.c — unit tests of src/util: status names, OC_LOG parsing, and
+ * the declarative configuration tables (environment, overrides, listing).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "util/config.h"
+#include "util/log.h"
+
+#define assert_status(got, want)                                               \
+    do {                                                                       \
+        oc_status_t g_ = (got), w_ = (want);                                   \
+        if (g_ != w_)                                                          \
+            fail_msg("got %s, want %s", oc_status_string(g_),                  \
+                     oc_status_string(w_));                                    \
+    } while (0)
+
+/* ----------------------------------------------------------------- status */
+
+#define S(x)                                                                   \
+    {                                                                          \
+        x, #x                                                                  \
+    }
+static const struct {
+    oc_status_t st;
+    const char *name;
+} all_status[] = {
+    S(OC_OK),
+    S(OC_INPROGRESS),
+    S(OC_ERR_NO_RESOURCE),
+    S(OC_ERR_INVALID_PARAM),
+    S(OC_ERR_NO_MEMORY),
+    S(OC_ERR_MSG_TOO_LONG),
+    S(OC_ERR_RANK_RANGE),
+    S(OC_ERR_TRANSPORT),
+    S(OC_ERR_BOOTSTRAP),
+    S(OC_ERR_CONFIG),
+    S(OC_ERR_STATE),
+    S(OC_ERR_UNSUPPORTED),
+    S(OC_ERR_PEER_FAILED),
+    S(OC_ERR_WIRE_TRUNCATED),
+    S(OC_ERR_WIRE_MAGIC),
+    S(OC_ERR_WIRE_VERSION),
+    S(OC_ERR_WIRE_FLAGS),
+    S(OC_ERR_WIRE_LENGTH),
+    S(OC_ERR_WIRE_COUNT),
+    S(OC_ERR_WIRE_RANK),
+    S(OC_ERR_WIRE_JOB),
+    S(OC_ERR_WIRE_EMPTY),
+    S(OC_ERR_WIRE_ITEM_SIZE),
+};
+#define N_STATUS (sizeof(all_status) / sizeof(all_status[0]))
+
+static int is_known(int v)
+{
+    for (size_t i = 0; i < N_STATUS; i++)
+        if ((int)all_status[i].st == v)
+            return 1;
+    return 0;
+}
+
+static void test_status_names(void **state)
+{
+    for (size_t i = 0; i < N_STATUS; i++) {
+        const char *s = oc_status_string(all_status[i].st);
+        size_t n = strlen(all_status[i].name);
+
+        assert_non_null(s);
+        /* "NAME: description" */
+        if (strncmp(s, all_status[i].name, n) != 0 || s[n] != ':')
+            fail_msg("%s is named \"%s\"", all_status[i].name, s);
+        assert_true(strlen(s) > n + 2);
+        assert_null(strstr(s, "UNKNOWN"));
+        for (size_t j = 0; j < i; j++)
+            assert_string_not_equal(s, oc_status_string(all_status[j].st));
+    }
+}
+
+static void test_status_all_values_listed(void **state)
+{
+    /* Every value from -64 to 64 that oc_status_string() knows is in the
+     * table above: a new enum value must come with its test entry. */
+    for (int v = -64; v <= 64; v++) {
+        const char *s = oc_status_string((oc_status_t)v);
+        int unknown = strstr(s, "UNKNOWN") != NULL;
+        if (unknown == is_known(v))
+            fail_msg("status %d: \"%s\"", v, s);
+    }
+}
+
+static void test_status_unknown(void **state)
+{
+    static const int bad[] = {
+        2, 3, -12, -19, -30, 1000, -1000, 0x7fffffff, -0x7fffffff - 1};
+    const char *u = oc_status_string((oc_status_t)bad[0]);
+
+    assert_string_equal(u, "OC_ERR_UNKNOWN: unknown status");
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_string_equal(oc_status_string((oc_status_t)bad[i]), u);
+}
+
+/* -------------------------------------------------------------------- log */
+
+static void expect_levels(const int *lv, const int *want)
+{
+    for (int i = 0; i < OC_COMP_MAX; i++)
+        if (lv[i] != want[i])
+            fail_msg("component %d: level %d, want %d", i, lv[i], want[i]);
+}
+
+static void all(int *lv, int v)
+{
+    for (int i = 0; i < OC_COMP_MAX; i++)
+        lv[i] = v;
+}
+
+static void test_log_parse_good(void **state)
+{
+    int lv[OC_COMP_MAX], want[OC_COMP_MAX];
+
+    all(want, OC_LOG_WARN);
+    assert_int_equal(oc_log_parse(NULL, lv), 0);
+    expect_levels(lv, want);
+    assert_int_equal(oc_log_parse("", lv), 0);
+    expect_levels(lv, want);
+
+    static const char *const names[] = {"error", "warn", "info", "debug",
+                                        "trace"};
+    for (int l = 0; l < 5; l++) {
+        all(want, l);
+        assert_int_equal(oc_log_parse(names[l], lv), 0);
+        expect_levels(lv, want);
+    }
+
+    all(want, OC_LOG_WARN);
+    want[OC_COMP_TRANSPORT] = OC_LOG_DEBUG;
+    want[OC_COMP_RUNTIME] = OC_LOG_INFO;
+    assert_int_equal(oc_log_parse("transport:debug,runtime:info", lv), 0);
+    expect_levels(lv, want);
+
+    all(want, OC_LOG_INFO);
+    want[OC_COMP_WIRE] = OC_LOG_TRACE;
+    assert_int_equal(oc_log_parse("info,wire:trace", lv), 0);
+    expect_levels(lv, want);
+
+    /* later items win: a global level after a component one overrides it */
+    all(want, OC_LOG_ERROR);
+    assert_int_equal(oc_log_parse("wire:trace,error", lv), 0);
+    expect_levels(lv, want);
+
+    all(want, OC_LOG_WARN);
+    want[OC_COMP_UTIL] = OC_LOG_ERROR;
+    want[OC_COMP_AGENT] = OC_LOG_DEBUG;
+    want[OC_COMP_APP] = OC_LOG_TRACE;
+    assert_int_equal(oc_log_parse("util:error,agent:debug,app:trace,", lv), 0);
+    expect_levels(lv, want);
+}
+
+static void test_log_parse_bad(void **state)
+{
+    int lv[OC_COMP_MAX], want[OC_COMP_MAX];
+    static const char *const bad[] = {
+        "loud", "warning", "foo:info", "wire:loud",   "wire:",      ":info",
+        "wire", "info,,",  ",info",    "wire:info:x", "wire:info;", "transport",
+    };
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        if (oc_log_parse(bad[i], lv) != -1)
+            fail_msg("OC_LOG='%s' accepted", bad[i]);
+
+    /* what parsed is kept */
+    all(want, OC_LOG_DEBUG);
+    want[OC_COMP_WIRE] = OC_LOG_TRACE;
+    assert_int_equal(oc_log_parse("debug,bogus,wire:trace", lv), -1);
+    expect_levels(lv, want);
+}
+
+/* ----------------------------------------------------------------- config */
+
+typedef struct {
+    uint64_t count;
+    uint64_t size;
+    int flag;
+    char name[OC_CFG_STRLEN];
+    int mode;
+} tcfg_t;
+
+static const char *const modes[] = {"inline", "agent", "auto", NULL};
+
+#define LONG_DOC                                                               \
+    "A long description that must be wrapped over several lines of the "       \
+    "listing because it is far longer than seventy-six columns, and every "    \
+    "word of it has to survive the wrapping unchanged. Supercalifragilistic."
+
+static const oc_cfg_field_t table[] = {
+    {"UTEST_COUNT", OC_CFG_UINT, "16", "How many things; 16 is enough.",
+     offsetof(tcfg_t, count), 1, 1000, NULL},
+    {"UTEST_SIZE", OC_CFG_SIZE, "64K", LONG_DOC, offsetof(tcfg_t, size), 4096,
+     (uint64_t)1 << 32, NULL},
+    {"UTEST_FLAG", OC_CFG_BOOL, "n", "Turn the thing on.",
+     offsetof(tcfg_t, flag), 0, 0, NULL},
+    {"UTEST_NAME", OC_CFG_STRING, "dflt-name", "A name for logs.",
+     offsetof(tcfg_t, name), 0, 0, NULL},
+    {"UTEST_MODE", OC_CFG_ENUM, "auto", "Placement.", offsetof(tcfg_t, mode), 0,
+     0, modes},
+    OC_CFG_END,
+};
+
+static const char *const vars[] = {"OC_UTEST_COUNT", "OC_UTEST_SIZE",
+                                   "OC_UTEST_FLAG", "OC_UTEST_NAME",
+                                   "OC_UTEST_MODE"};
+
+static int clear_env(void **state)
+{
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+        unsetenv(vars[i]);
+    return 0;
+}
+
+static oc_status_t load_with(const char *var, const char *value, tcfg_t *c)
+{
+    oc_status_t st;
+    clear_env(NULL);
+    if (var)
+        setenv(var, value, 1);
+    memset(c, 0x5a, sizeof(*c));
+    st = oc_config_load(table, c);
+    clear_env(NULL);
+    return st;
+}
+
+static void test_config_defaults(void **state)
+{
+    tcfg_t c;
+
+    assert_status(load_with(NULL, NULL, &c), OC_OK);
+    assert_int_equal(c.count, 16);
+    assert_int_equal(c.size, 65536);
+    assert_int_equal(c.flag, 0);
+    assert_string_equal(c.name, "dflt-name");
+    assert_int_equal(c.mode, 2);
+}
+
+static void test_config_env_uint(void **state)
+{
+    static const struct {
+        const char *v;
+        uint64_t want;
+    } ok[] = {{"42", 42},      {"1", 1},  {"1000", 1000}, {"0x10", 16},
+              {"0X3e8", 1000}, {" 7", 7}, {"010", 10},    {"+5", 5}};
+    static const char *const bad[] = {"0",
+                                      "1001",
+                                      "abc",
+                                      "",
+                                      "-1",
+                                      "12x",
+                                      "4K",
+                                      "0x",
+                                      "1e3",
+                                      "7 ",
+                                      "99999999999999999999999",
+                                      "18446744073709551616",
+                                      "1.5",
+                                      "0x3e9"};
+    tcfg_t c;
+
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        assert_status(load_with("OC_UTEST_COUNT", ok[i].v, &c), OC_OK);
+        if (c.count != ok[i].want)
+            fail_msg("'%s' -> %llu, want %llu", ok[i].v,
+                     (unsigned long long)c.count,
+                     (unsigned long long)ok[i].want);
+    }
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        if (load_with("OC_UTEST_COUNT", bad[i], &c) != OC_ERR_CONFIG)
+            fail_msg("OC_UTEST_COUNT='%s' accepted", bad[i]);
+}
+
+static void test_config_env_size(void **state)
+{
+    static const struct {
+        const char *v;
+        uint64_t want;
+    } ok[] = {
+        {"4096", 4096},
+        {"4K", 4096},
+        {"4k", 4096},
+        {"4KB", 4096},
+        {"4KiB", 4096},
+        {"4kib", 4096},
+        {"2M", 2u << 20},
+        {"2MB", 2u << 20},
+        {"1G", 1u << 30},
+        {"4G", (uint64_t)4 << 30},
+        {"0x1000", 4096},
+        {"64K", 65536},
+        {"4194304K", (uint64_t)4 << 30},
+    };
+    static const char *const bad[] = {
+        "4095", "3K",  "5G",           "4T",   "4KX",
+        "K",    "-4K", "4 K",          "4KBB", "4KiBB",
+        "4Bi",  "4B",  "17179869184G", "4.5K", "18446744073709551615K"};
+    tcfg_t c;
+
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        assert_status(load_with("OC_UTEST_SIZE", ok[i].v, &c), OC_OK);
+        if (c.size != ok[i].want)
+            fail_msg("'%s' -> %llu, want %llu", ok[i].v,
+                     (unsigned long long)c.size,
+                     (unsigned long long)ok[i].want);
+    }
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        if (load_with("OC_UTEST_SIZE", bad[i], &c) != OC_ERR_CONFIG)
+            fail_msg("OC_UTEST_SIZE='%s' accepted (%llu)", bad[i],
+                     (unsigned long long)c.size);
+}
+
+static void test_config_env_bool(void **state)
+{
+    static const char *const yes[] = {"y",    "Y",    "yes", "YES", "1",
+                                      "true", "True", "on",  "ON"};
+    static const char *const no[] = {"n",     "N",     "no",  "No", "0",
+                                     "false", "FALSE", "off", "Off"};
+    static const char *const bad[] = {"", "2", "maybe", "yess", "t", "of"};
+    tcfg_t c;
+
+    for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+        assert_status(load_with("OC_UTEST_FLAG", yes[i], &c), OC_OK);
+        assert_int_equal(c.flag, 1);
+    }
+    for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
+        assert_status(load_with("OC_UTEST_FLAG", no[i], &c), OC_OK);
+        assert_int_equal(c.flag, 0);
+    }
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        if (load_with("OC_UTEST_FLAG", bad[i], &c) != OC_ERR_CONFIG)
+            fail_msg("OC_UTEST_FLAG='%s' accepted", bad[i]);
+}
+
+static void test_config_env_string_enum(void **state)
+{
+    char s[OC_CFG_STRLEN + 1];
+    tcfg_t c;
+
+    assert_status(load_with("OC_UTEST_NAME", "", &c), OC_OK);
+    assert_string_equal(c.name, "");
+    assert_status(load_with("OC_UTEST_NAME", "hello world", &c), OC_OK);
+    assert_string_equal(c.name, "hello world");
+    memset(s, 'x', OC_CFG_STRLEN - 1);
+    s[OC_CFG_STRLEN - 1] = '\0';
+    assert_status(load_with("OC_UTEST_NAME", s, &c), OC_OK);
+    assert_string_equal(c.name, s);
+    s[OC_CFG_STRLEN - 1] = 'x'; /* one too long */
+    s[OC_CFG_STRLEN] = '\0';
+    assert_status(load_with("OC_UTEST_NAME", s, &c), OC_ERR_CONFIG);
+
+    assert_status(load_with("OC_UTEST_MODE", "inline", &c), OC_OK);
+    assert_int_equal(c.mode, 0);
+    assert_status(load_with("OC_UTEST_MODE", "AGENT", &c), OC_OK);
+    assert_int_equal(c.mode, 1);
+    assert_status(load_with("OC_UTEST_MODE", "Auto", &c), OC_OK);
+    assert_int_equal(c.mode, 2);
+    assert_status(load_with("OC_UTEST_MODE", "dpu", &c), OC_ERR_CONFIG);
+    assert_status(load_with("OC_UTEST_MODE", "", &c), OC_ERR_CONFIG);
+    assert_status(load_with("OC_UTEST_MODE", "agen", &c), OC_ERR_CONFIG);
+}
+
+static void test_config_env_several(void **state)
+{
+    tcfg_t c;
+
+    setenv("OC_UTEST_COUNT", "7", 1);
+    setenv("OC_UTEST_SIZE", "1M", 1);
+    setenv("OC_UTEST_FLAG", "yes", 1);
+    setenv("OC_UTEST_MODE", "agent", 1);
+    assert_status(oc_config_load(table, &c), OC_OK);
+    assert_int_equal(c.count, 7);
+    assert_int_equal(c.size, 1 << 20);
+    assert_int_equal(c.flag, 1);
+    assert_string_equal(c.name, "dflt-name");
+    assert_int_equal(c.mode, 1);
+    /* one bad value fails the whole load */
+    setenv("OC_UTEST_FLAG", "sometimes", 1);
+    assert_status(oc_config_load(table, &c), OC_ERR_CONFIG);
+    clear_env(NULL);
+}
+
+static void test_config_bad_default(void **state)
+{
+    static const oc_cfg_field_t bad_table[] = {
+        {"UTEST_COUNT", OC_CFG_UINT, "5000", "Default above max.",
+         offsetof(tcfg_t, count), 1, 1000, NULL},
+        OC_CFG_END,
+    };
+    tcfg_t c;
+
+    assert_status(oc_config_load(bad_table, &c), OC_ERR_CONFIG);
+}
+
+static void test_config_set(void **state)
+{
+    tcfg_t c;
+
+    assert_status(load_with(NULL, NULL, &c), OC_OK);
+    assert_status(oc_config_set(table, &c, "UTEST_COUNT", "99"), OC_OK);
+    assert_int_equal(c.count, 99);
+    assert_status(oc_config_set(table, &c, "utest_count", "98"), OC_OK);
+    assert_int_equal(c.count, 98);
+    assert_status(oc_config_set(table, &c, "utest-count", "97"), OC_OK);
+    assert_int_equal(c.count, 97);
+    assert_status(oc_config_set(table, &c, "Utest-Size", "8K"), OC_OK);
+    assert_int_equal(c.size, 8192);
+    assert_status(oc_config_set(table, &c, "utest-flag", "on"), OC_OK);
+    assert_int_equal(c.flag, 1);
+    assert_status(oc_config_set(table, &c, "utest-name", "n2"), OC_OK);
+    assert_string_equal(c.name, "n2");
+    assert_status(oc_config_set(table, &c, "utest-mode", "inline"), OC_OK);
+    assert_int_equal(c.mode, 0);
+
+    /* bad values leave the field as it was */
+    assert_status(oc_config_set(table, &c, "utest-count", "0"), OC_ERR_CONFIG);
+    assert_status(oc_config_set(table, &c, "utest-count", "x"), OC_ERR_CONFIG);
+    assert_int_equal(c.count, 97);
+    assert_status(oc_config_set(table, &c, "utest-size", "1K"), OC_ERR_CONFIG);
+    assert_int_equal(c.size, 8192);
+    assert_status(oc_config_set(table, &c, "utest-mode", "x"), OC_ERR_CONFIG);
+    assert_int_equal(c.mode, 0);
+    /* unknown names, and the OC_ prefix is not part of the name */
+    assert_status(oc_config_set(table, &c, "nope", "1"), OC_ERR_CONFIG);
+    assert_status(oc_config_set(table, &c, "", "1"), OC_ERR_CONFIG);
+    assert_status(oc_config_set(table, &c, "UTEST_COUN", "1"), OC_ERR_CONFIG);
+    assert_status(oc_config_set(table, &c, "UTEST_COUNTX", "1"), OC_ERR_CONFIG);
+    assert_status(oc_config_set(table, &c, "OC_UTEST_COUNT", "1"),
+                  OC_ERR_CONFIG);
+    assert_int_equal(c.count, 97);
+}
+
+static char *dump(const void *cfg)
+{
+    char *text = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&text, &n);
+
+    assert_non_null(f);
+    oc_config_dump(f, "utest", table, cfg);
+    assert_int_equal(fclose(f), 0);
+    assert_non_null(text);
+    return text;
+}
+
+static void assert_contains(const char *hay, const char *needle)
+{
+    if (hay == NULL)
+        fail_msg("no listing");
+    else if (strstr(hay, needle) == NULL)
+        fail_msg("\"%s\" not in the listing:\n%s", needle, hay);
+}
+
+static void test_config_dump(void **state)
+{
+    tcfg_t c;
+    char *text, *copy, *line, *save = NULL;
+    char words[1024] = "";
+
+    assert_status(load_with(NULL, NULL, &c), OC_OK);
+    c.count = 123;
+    c.flag = 1;
+    c.mode = 1;
+    strcpy(c.name, "cur-name");
+    text = dump(&c);
+    assert_contains(text, "# utest\n");
+    assert_contains(text, "How many things; 16 is enough.");
+    assert_contains(text, "# default: 16\n");
+    assert_contains(text, "OC_UTEST_COUNT=123\n");
+    assert_contains(text, "# default: 64K\n");
+    assert_contains(text, "OC_UTEST_SIZE=65536\n");
+    assert_contains(text, "# default: n\n");
+    assert_contains(text, "OC_UTEST_FLAG=y\n");
+    assert_contains(text, "# default: dflt-name\n");
+    assert_contains(text, "OC_UTEST_NAME=cur-name\n");
+    assert_contains(text, "# default: auto\n");
+    assert_contains(text, "OC_UTEST_MODE=agent\n");
+    assert_contains(text, "Turn the thing on.");
+    assert_contains(text, "Placement.");
+
+    /* the long description is wrapped, and no word is lost or split */
+    copy = strdup(text);
+    for (line = strtok_r(copy, "\n", &save); line;
+         line = strtok_r(NULL, "\n", &save)) {
+        if (strlen(line) > 78)
+            fail_msg("line too long (%zu): %s", strlen(line), line);
+        if (strncmp(line, "# ", 2) == 0 &&
+            (strstr(LONG_DOC, line + 2) != NULL)) {
+            if (words[0])
+                strcat(words, " ");
+            strcat(words, line + 2);
+        }
+    }
+    assert_string_equal(words, LONG_DOC);
+    free(copy);
+    free(text);
+}
+
+static void test_config_dump_defaults(void **state)
+{
+    char *text;
+
+    /* without a config struct the listing shows the built-in defaults */
+    clear_env(NULL);
+    text = dump(NULL);
+    assert_contains(text, "OC_UTEST_COUNT=16\n");
+    assert_contains(text, "OC_UTEST_SIZE=64K\n");
+    assert_contains(text, "OC_UTEST_FLAG=n\n");
+    assert_contains(text, "OC_UTEST_NAME=dflt-name\n");
+    assert_contains(text, "OC_UTEST_MODE=auto\n");
+    assert_contains(text, "# default: 16\n");
+    free(text);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_status_names),
+        cmocka_unit_test(test_status_all_values_listed),
+        cmocka_unit_test(test_status_unknown),
+        cmocka_unit_test(test_log_parse_good),
+        cmocka_unit_test(test_log_parse_bad),
+        cmocka_unit_test_setup(test_config_defaults, clear_env),
+        cmocka_unit_test_setup(test_config_env_uint, clear_env),
+        cmocka_unit_test_setup(test_config_env_size, clear_env),
+        cmocka_unit_test_setup(test_config_env_bool, clear_env),
+        cmocka_unit_test_setup(test_config_env_string_enum, clear_env),
+        cmocka_unit_test_setup(test_config_env_several, clear_env),
+        cmocka_unit_test_setup(test_config_bad_default, clear_env),
+        cmocka_unit_test_setup(test_config_set, clear_env),
+        cmocka_unit_test_setup(test_config_dump, clear_env),
+        cmocka_unit_test_setup(test_config_dump_defaults, clear_env),
+    };
+    /* bad values are logged at error level; keep the test output short */
+    setenv("OC_LOG", "util:error", 0);
+    return cmocka_run_group_tests_name("util", tests, NULL, NULL);
+}

@@ -1,0 +1,890 @@
+/*
+ * test_wire.c — unit tests of the bundle format (src/wire): the byte layout
+ * written by the encoders, round trips through oc_wire_validate() and the
+ * iterator in both modes, and one test per rejection with its named status.
+ *
+ * Every validation runs on an exact-size heap copy of the bundle, so that
+ * AddressSanitizer (the build-asan run) reports any read past the end.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "wire/wire.h"
+
+#define JOB 0x5eed1234u
+#define NRANKS 16u
+#define HDR OC_WIRE_HDR_LEN
+
+#define assert_status(got, want)                                               \
+    do {                                                                       \
+        oc_status_t g_ = (got), w_ = (want);                                   \
+        if (g_ != w_)                                                          \
+            fail_msg("got %s, want %s", oc_status_string(g_),                  \
+                     oc_status_string(w_));                                    \
+    } while (0)
+
+/* Build area: big enough for a 65535-byte message and then some; 8-aligned. */
+#define BUFSZ (1u << 18)
+static uint64_t bufmem[BUFSZ / 8];
+#define BUF ((uint8_t *)bufmem)
+static uint8_t scratch[1u << 17];
+
+typedef struct {
+    uint32_t dst, src, len;
+} spec_t;
+
+static const oc_wire_check_t chk_any = {JOB, NRANKS, OC_WIRE_RANK_NONE};
+
+static uint8_t pat(uint32_t m, uint32_t i)
+{
+    return (uint8_t)(m * 131u + i * 7u + 1u);
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+           (uint32_t)p[3] << 24;
+}
+
+static oc_wire_hdr_t base_hdr(uint8_t flags, uint16_t item_size, uint32_t count,
+                              uint32_t length)
+{
+    oc_wire_hdr_t h;
+    memset(&h, 0, sizeof(h));
+    h.magic = OC_WIRE_MAGIC;
+    h.version = OC_WIRE_VERSION;
+    h.flags = flags;
+    h.item_size = item_size;
+    h.count = count;
+    h.length = length;
+    h.src_hop = 0xabcdef01u;
+    h.job = JOB;
+    h.seq = 0x0123456789abcdefull;
+    h.src = OC_WIRE_RANK_NONE;
+    h.dst = OC_WIRE_RANK_NONE;
+    return h;
+}
+
+/* Mixed-mode bundle of @p n messages; message k carries pat(k, i). */
+static size_t build_mixed(uint8_t *buf, const spec_t *m, size_t n)
+{
+    uint8_t *p = buf + HDR;
+    oc_wire_hdr_t h;
+
+    for (size_t k = 0; k < n; k++) {
+        for (uint32_t i = 0; i < m[k].len; i++)
+            scratch[i] = pat((uint32_t)k, i);
+        p = oc_wire_put_msg(p, m[k].dst, m[k].src, scratch, m[k].len);
+    }
+    h = base_hdr(0, 0, (uint32_t)n, (uint32_t)(p - buf));
+    oc_wire_hdr_write(buf, &h);
+    return (size_t)(p - buf);
+}
+
+/* Fixed-mode bundle of @p n items of @p item bytes from src to dst. */
+static size_t build_fixed(uint8_t *buf, uint32_t src, uint32_t dst,
+                          uint16_t item, uint32_t n)
+{
+    uint8_t *p = buf + HDR;
+    oc_wire_hdr_t h;
+
+    for (uint32_t k = 0; k < n; k++) {
+        for (uint32_t i = 0; i < item; i++)
+            scratch[i] = pat(k, i);
+        p = oc_wire_put_item(p, scratch, item);
+    }
+    h = base_hdr(OC_WIRE_F_FIXED, item, n, (uint32_t)(p - buf));
+    h.src = src;
+    h.dst = dst;
+    oc_wire_hdr_write(buf, &h);
+    return (size_t)(p - buf);
+}
+
+/* Validate an exact-size heap copy; hdr_out must be left alone on error. */
+static oc_status_t validate_copy(const uint8_t *buf, size_t len,
+                                 const oc_wire_check_t *chk)
+{
+    uint8_t *copy = malloc(len ? len : 1);
+    oc_wire_hdr_t h, sentinel;
+    oc_status_t st;
+
+    assert_non_null(copy);
+    memcpy(copy, buf, len);
+    memset(&h, 0xa5, sizeof(h));
+    memcpy(&sentinel, &h, sizeof(h));
+    st = oc_wire_validate(copy, len, chk, &h);
+    if (st != OC_OK)
+        assert_memory_equal(&h, &sentinel, sizeof(h));
+    free(copy);
+    return st;
+}
+
+/* Validate a copy of a mixed bundle built from @p m and check that the
+ * iterator returns exactly those messages. */
+static void check_mixed(const uint8_t *buf, size_t len, const spec_t *m,
+                        size_t n, const oc_wire_check_t *chk)
+{
+    uint8_t *copy = malloc(len);
+    oc_wire_hdr_t h;
+    oc_wire_iter_t it;
+    oc_wire_msg_t msg = {0};
+    size_t k = 0;
+
+    assert_non_null(copy);
+    memcpy(copy, buf, len);
+    assert_status(oc_wire_validate(copy, len, chk, &h), OC_OK);
+    assert_int_equal(h.magic, OC_WIRE_MAGIC);
+    assert_int_equal(h.version, OC_WIRE_VERSION);
+    assert_int_equal(h.flags, 0);
+    assert_int_equal(h.item_size, 0);
+    assert_int_equal(h.count, n);
+    assert_int_equal(h.length, len);
+    assert_int_equal(h.src_hop, 0xabcdef01u);
+    assert_int_equal(h.job, JOB);
+    assert_true(h.seq == 0x0123456789abcdefull);
+    oc_wire_iter_init(&it, copy, &h);
+    while (oc_wire_iter_next(&it, &msg)) {
+        assert_true(k < n);
+        assert_int_equal(msg.dst, m[k].dst);
+        assert_int_equal(msg.src, m[k].src);
+        assert_int_equal(msg.len, m[k].len);
+        /* payloads start 8-aligned relative to the bundle */
+        assert_int_equal((size_t)(msg.payload - copy) % 8, 0);
+        for (uint32_t i = 0; i < msg.len; i++)
+            if (msg.payload[i] != pat((uint32_t)k, i))
+                fail_msg("message %zu byte %u differs", k, i);
+        for (uint32_t i = msg.len; i < oc_wire_pad8(msg.len); i++)
+            assert_int_equal(msg.payload[i], 0);
+        k++;
+    }
+    assert_int_equal(k, n);
+    assert_ptr_equal(it.p, copy + len);
+    assert_false(oc_wire_iter_next(&it, &msg));
+    free(copy);
+}
+
+static void check_fixed(const uint8_t *buf, size_t len, uint32_t src,
+                        uint32_t dst, uint16_t item, uint32_t n,
+                        const oc_wire_check_t *chk)
+{
+    uint8_t *copy = malloc(len);
+    oc_wire_hdr_t h;
+    oc_wire_iter_t it;
+    oc_wire_msg_t msg = {0};
+    uint32_t k = 0;
+
+    assert_non_null(copy);
+    memcpy(copy, buf, len);
+    assert_status(oc_wire_validate(copy, len, chk, &h), OC_OK);
+    assert_int_equal(h.flags, OC_WIRE_F_FIXED);
+    assert_int_equal(h.item_size, item);
+    assert_int_equal(h.count, n);
+    assert_int_equal(h.length, len);
+    assert_int_equal(h.src, src);
+    assert_int_equal(h.dst, dst);
+    oc_wire_iter_init(&it, copy, &h);
+    while (oc_wire_iter_next(&it, &msg)) {
+        assert_true(k < n);
+        assert_int_equal(msg.src, src);
+        assert_int_equal(msg.dst, dst);
+        assert_int_equal(msg.len, item);
+        assert_int_equal((size_t)(msg.payload - copy) % 8, 0);
+        for (uint32_t i = 0; i < item; i++)
+            if (msg.payload[i] != pat(k, i))
+                fail_msg("item %u byte %u differs", k, i);
+        k++;
+    }
+    assert_int_equal(k, n);
+    assert_ptr_equal(it.p, copy + len);
+    free(copy);
+}
+
+/* ---------------------------------------------------------------- layout */
+
+static void test_hdr_layout(void **state)
+{
+    oc_wire_hdr_t h =
+        base_hdr(OC_WIRE_F_FIXED, 0x1234, 0x01020304u, 0x05060708u);
+    uint8_t b[HDR];
+
+    h.src = 0x00a1a2a3u;
+    h.dst = 0x00b1b2b3u;
+    memset(b, 0xee, sizeof(b));
+    oc_wire_hdr_write(b, &h);
+    assert_memory_equal(b, "OCB1", 4);
+    assert_int_equal(get32(b), OC_WIRE_MAGIC);
+    assert_int_equal(b[4], OC_WIRE_VERSION);
+    assert_int_equal(b[5], OC_WIRE_F_FIXED);
+    assert_int_equal(b[6], 0x34);
+    assert_int_equal(b[7], 0x12);
+    assert_int_equal(get32(b + 8), 0x01020304u);
+    assert_int_equal(get32(b + 12), 0x05060708u);
+    assert_int_equal(get32(b + 16), 0xabcdef01u);
+    assert_int_equal(get32(b + 20), JOB);
+    assert_int_equal(get32(b + 24), 0x89abcdefu);
+    assert_int_equal(get32(b + 28), 0x01234567u);
+    assert_int_equal(get32(b + 32), 0x00a1a2a3u);
+    assert_int_equal(get32(b + 36), 0x00b1b2b3u);
+}
+
+static void test_msg_hdr_layout(void **state)
+{
+    uint64_t mh = oc_wire_msg_hdr(0x123456u, 0xabcdefu, 0xfedcu);
+    uint8_t b[16];
+    uint8_t *end;
+    const uint8_t one = 0x42;
+
+    assert_true(mh == 0xfedcabcdef123456ull);
+    /* ranks are masked to 24 bits, lengths to 16 */
+    assert_true(oc_wire_msg_hdr(0xff000001u, 0xff000002u, 0x10003u) ==
+                ((uint64_t)3 << 48 | (uint64_t)2 << 24 | 1));
+    memset(b, 0xee, sizeof(b));
+    end = oc_wire_put_msg(b, 0x123456u, 0xabcdefu, &one, 1);
+    assert_ptr_equal(end, b + 16);
+    assert_int_equal(b[0], 0x56); /* little-endian: dst in the low bits */
+    assert_int_equal(b[2], 0x12);
+    assert_int_equal(b[3], 0xef);
+    assert_int_equal(b[5], 0xab);
+    assert_int_equal(b[6], 0x01); /* len */
+    assert_int_equal(b[7], 0x00);
+    assert_int_equal(b[8], 0x42);
+    for (int i = 9; i < 16; i++)
+        assert_int_equal(b[i], 0);
+    assert_true(oc_wire_ld64(b) == oc_wire_msg_hdr(0x123456u, 0xabcdefu, 1));
+}
+
+static void test_pad8(void **state)
+{
+    assert_int_equal(oc_wire_pad8(0), 0);
+    assert_int_equal(oc_wire_pad8(1), 8);
+    assert_int_equal(oc_wire_pad8(8), 8);
+    assert_int_equal(oc_wire_pad8(9), 16);
+    assert_int_equal(oc_wire_pad8(65535), 65536);
+}
+
+static void test_put_zeroes_padding(void **state)
+{
+    uint8_t b[64];
+    const uint8_t src[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+
+    for (size_t len = 0; len <= 16; len++) {
+        uint8_t *end;
+
+        memset(b, 0xff, sizeof(b));
+        end = oc_wire_put_msg(b, 1, 2, src, len);
+        assert_ptr_equal(end, b + 8 + oc_wire_pad8(len));
+        assert_memory_equal(b + 8, src, len);
+        for (size_t i = 8 + len; i < (size_t)(end - b); i++)
+            assert_int_equal(b[i], 0);
+        assert_int_equal(b[end - b], 0xff); /* nothing written beyond */
+
+        memset(b, 0xff, sizeof(b));
+        end = oc_wire_put_item(b, src, len);
+        assert_ptr_equal(end, b + oc_wire_pad8(len));
+        assert_memory_equal(b, src, len);
+        for (size_t i = len; i < (size_t)(end - b); i++)
+            assert_int_equal(b[i], 0);
+        assert_int_equal(b[end - b], 0xff);
+    }
+}
+
+/* ------------------------------------------------------------ round trips */
+
+static void test_mixed_roundtrip(void **state)
+{
+    spec_t m[40];
+    size_t n = 0, len;
+
+    for (uint32_t l = 0; l <= 33; l++, n++)
+        m[n] = (spec_t){l % NRANKS, (l * 5) % NRANKS, l};
+    m[n++] = (spec_t){NRANKS - 1, NRANKS - 1, 255};
+    m[n++] = (spec_t){0, 0, 1000};
+    len = build_mixed(BUF, m, n);
+    check_mixed(BUF, len, m, n, &chk_any);
+    /* one single message */
+    len = build_mixed(BUF, m + 7, 1);
+    check_mixed(BUF, len, m + 7, 1, &chk_any);
+}
+
+static void test_mixed_zero_length(void **state)
+{
+    const spec_t m[5] = {{0, 1, 0}, {1, 2, 0}, {2, 3, 0}, {3, 4, 0}, {4, 5, 0}};
+    size_t len = build_mixed(BUF, m, 5);
+
+    assert_int_equal(len, HDR + 5 * OC_WIRE_MSG_HDR_LEN);
+    check_mixed(BUF, len, m, 5, &chk_any);
+    /* zero-length messages between non-empty ones */
+    const spec_t m2[4] = {{0, 1, 3}, {1, 2, 0}, {2, 3, 9}, {3, 4, 0}};
+    len = build_mixed(BUF, m2, 4);
+    check_mixed(BUF, len, m2, 4, &chk_any);
+}
+
+static void test_mixed_max_length(void **state)
+{
+    const spec_t one[1] = {{3, 4, OC_WIRE_MAX_MSG}};
+    const spec_t three[3] = {
+        {1, 2, 5}, {3, 4, OC_WIRE_MAX_MSG}, {5, 6, OC_WIRE_MAX_MSG - 1}};
+    size_t len = build_mixed(BUF, one, 1);
+
+    assert_int_equal(len, HDR + 8 + 65536);
+    check_mixed(BUF, len, one, 1, &chk_any);
+    len = build_mixed(BUF, three, 3);
+    check_mixed(BUF, len, three, 3, &chk_any);
+}
+
+static void test_mixed_many(void **state)
+{
+    static spec_t m[2000];
+    uint64_t x = 88172645463325252ull;
+    size_t len, used = HDR, n = 0;
+
+    while (n < 2000) {
+        uint32_t l;
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        l = (uint32_t)(x % 97);
+        if (used + 8 + oc_wire_pad8(l) > BUFSZ)
+            break;
+        m[n++] = (spec_t){(uint32_t)(x >> 20) % NRANKS,
+                          (uint32_t)(x >> 40) % NRANKS, l};
+        used += 8 + oc_wire_pad8(l);
+    }
+    len = build_mixed(BUF, m, n);
+    assert_int_equal(len, used);
+    check_mixed(BUF, len, m, n, &chk_any);
+}
+
+static void test_mixed_dst_check(void **state)
+{
+    const spec_t m[3] = {{7, 0, 3}, {7, 15, 0}, {7, 7, 12}};
+    oc_wire_check_t chk = chk_any;
+    size_t len = build_mixed(BUF, m, 3);
+
+    chk.dst = 7;
+    check_mixed(BUF, len, m, 3, &chk);
+}
+
+static void test_mixed_large_ranks(void **state)
+{
+    /* the largest rank the format can carry: 2^24 - 2 */
+    const spec_t m[2] = {{OC_WIRE_MAX_RANKS - 1, 0, 4},
+                         {0, OC_WIRE_MAX_RANKS - 1, 4}};
+    oc_wire_check_t chk = {JOB, UINT32_MAX, OC_WIRE_RANK_NONE};
+    size_t len = build_mixed(BUF, m, 2);
+
+    check_mixed(BUF, len, m, 2, &chk);
+}
+
+static void test_fixed_roundtrip(void **state)
+{
+    static const uint16_t sizes[] = {1,    2,    3,    4,     7,    8,
+                                     9,    12,   15,   16,    17,   100,
+                                     1000, 4096, 4097, 65528, 65535};
+    static const uint32_t counts[] = {1, 2, 3, 10};
+
+    for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++)
+        for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+            uint32_t n = counts[c];
+            size_t len;
+            if (HDR + (size_t)n * oc_wire_pad8(sizes[s]) > BUFSZ)
+                continue;
+            len = build_fixed(BUF, 3, 9, sizes[s], n);
+            assert_int_equal(len, HDR + n * oc_wire_pad8(sizes[s]));
+            check_fixed(BUF, len, 3, 9, sizes[s], n, &chk_any);
+        }
+}
+
+static void test_fixed_dst_check(void **state)
+{
+    oc_wire_check_t chk = chk_any;
+    size_t len = build_fixed(BUF, 15, 0, 24, 4);
+
+    chk.dst = 0;
+    check_fixed(BUF, len, 15, 0, 24, 4, &chk);
+}
+
+static void test_iter_skip_mixed(void **state)
+{
+    spec_t m[10];
+    oc_wire_hdr_t h;
+    oc_wire_iter_t it;
+    oc_wire_msg_t msg = {0};
+    size_t len;
+
+    for (uint32_t k = 0; k < 10; k++)
+        m[k] = (spec_t){k, 9 - k, k * 3};
+    len = build_mixed(BUF, m, 10);
+    assert_status(oc_wire_validate(BUF, len, &chk_any, &h), OC_OK);
+    for (uint32_t skip = 0; skip <= 10; skip++) {
+        oc_wire_iter_init(&it, BUF, &h);
+        oc_wire_iter_skip(&it, skip);
+        assert_int_equal(it.left, 10 - skip);
+        for (uint32_t k = skip; k < 10; k++) {
+            assert_true(oc_wire_iter_next(&it, &msg));
+            assert_int_equal(msg.dst, k);
+            assert_int_equal(msg.len, k * 3);
+            if (msg.len)
+                assert_int_equal(msg.payload[0], pat(k, 0));
+        }
+        assert_false(oc_wire_iter_next(&it, &msg));
+        assert_ptr_equal(it.p, BUF + len);
+    }
+    /* skipping in two steps lands where one step does */
+    oc_wire_iter_init(&it, BUF, &h);
+    oc_wire_iter_skip(&it, 3);
+    oc_wire_iter_skip(&it, 4);
+    assert_true(oc_wire_iter_next(&it, &msg));
+    assert_int_equal(msg.dst, 7);
+}
+
+static void test_iter_skip_fixed(void **state)
+{
+    oc_wire_hdr_t h;
+    oc_wire_iter_t it;
+    oc_wire_msg_t msg = {0};
+    size_t len = build_fixed(BUF, 1, 2, 13, 8);
+
+    assert_status(oc_wire_validate(BUF, len, &chk_any, &h), OC_OK);
+    for (uint32_t skip = 0; skip <= 8; skip++) {
+        oc_wire_iter_init(&it, BUF, &h);
+        oc_wire_iter_skip(&it, skip);
+        assert_int_equal(it.left, 8 - skip);
+        for (uint32_t k = skip; k < 8; k++) {
+            assert_true(oc_wire_iter_next(&it, &msg));
+            assert_int_equal(msg.len, 13);
+            assert_int_equal(msg.payload[0], pat(k, 0));
+            assert_int_equal(msg.payload[12], pat(k, 12));
+        }
+        assert_false(oc_wire_iter_next(&it, &msg));
+        assert_ptr_equal(it.p, BUF + len);
+    }
+}
+
+/* ------------------------------------------------------------- rejections */
+
+static const spec_t std_msgs[3] = {{1, 2, 5}, {3, 4, 16}, {5, 6, 1}};
+
+static size_t std_mixed(void)
+{
+    return build_mixed(BUF, std_msgs, 3);
+}
+
+static size_t std_fixed(void)
+{
+    return build_fixed(BUF, 2, 3, 12, 4); /* stride 16 */
+}
+
+static void test_reject_null(void **state)
+{
+    oc_wire_hdr_t h;
+    size_t len = std_mixed();
+
+    assert_status(oc_wire_validate(NULL, len, &chk_any, &h),
+                  OC_ERR_INVALID_PARAM);
+    assert_status(oc_wire_validate(BUF, len, NULL, &h), OC_ERR_INVALID_PARAM);
+    assert_status(oc_wire_validate(BUF, len, &chk_any, NULL),
+                  OC_ERR_INVALID_PARAM);
+    assert_status(oc_wire_validate(NULL, 0, NULL, NULL), OC_ERR_INVALID_PARAM);
+}
+
+static void test_reject_truncated(void **state)
+{
+    size_t len = std_mixed();
+
+    assert_true(len > HDR);
+    for (size_t l = 0; l < HDR; l++)
+        assert_status(validate_copy(BUF, l, &chk_any), OC_ERR_WIRE_TRUNCATED);
+    len = std_fixed();
+    for (size_t l = 0; l < HDR; l++)
+        assert_status(validate_copy(BUF, l, &chk_any), OC_ERR_WIRE_TRUNCATED);
+}
+
+static void test_reject_magic(void **state)
+{
+    for (int i = 0; i < 4; i++) {
+        size_t len = std_mixed();
+        BUF[i] ^= 0x20;
+        assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_MAGIC);
+    }
+    /* byte-swapped magic (a big-endian writer) */
+    size_t len = std_mixed();
+    put32(BUF, __builtin_bswap32(OC_WIRE_MAGIC));
+    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_MAGIC);
+    /* 40 zero bytes */
+    memset(BUF, 0, HDR);
+    assert_status(validate_copy(BUF, HDR, &chk_any), OC_ERR_WIRE_MAGIC);
+}
+
+static void test_reject_version(void **state)
+{
+    static const uint8_t bad[] = {0, 2, 3, 0x81, 0xff};
+    for (size_t i = 0; i < sizeof(bad); i++) {
+        size_t len = std_mixed();
+        BUF[4] = bad[i];
+        assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_VERSION);
+        len = std_fixed();
+        BUF[4] = bad[i];
+        assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_VERSION);
+    }
+}
+
+static void test_reject_flags(void **state)
+{
+    for (int bit = 1; bit < 8; bit++) {
+        size_t len = std_mixed();
+        BUF[5] |= (uint8_t)(1u << bit);
+        assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_FLAGS);
+        len = std_fixed();
+        BUF[5] |= (uint8_t)(1u << bit);
+        assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_FLAGS);
+    }
+    size_t len = std_mixed();
+    BUF[5] = 0xff;
+    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_FLAGS);
+}
+
+static void test_reject_job(void **state)
+{
+    oc_wire_check_t chk = chk_any;
+    size_t len = std_mixed();
+
+    put32(BUF + 20, JOB + 1);
+    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_JOB);
+    len = std_mixed();
+    chk.job = 0;
+    assert_status(validate_copy(BUF, len, &chk), OC_ERR_WIRE_JOB);
+    len = std_fixed();
+    assert_status(validate_copy(BUF, len, &chk), OC_ERR_WIRE_JOB);
+}
+
+static void test_reject_length_mismatch(void **state)
+{
+    size_t len = std_mixed();
+
+    /* received fewer bytes than the header says */
+    assert_status(validate_copy(BUF, len - 8, &chk_any), OC_ERR_WIRE_LENGTH);
+    assert_status(validate_copy(BUF, HDR, &chk_any), OC_ERR_WIRE_LENGTH);
+    /* received more bytes than the header says (trailing zeros) */
+    memset(BUF + len, 0, 64);
+    assert_status(validate_copy(BUF, len + 8, &chk_any), OC_ERR_WIRE_LENGTH);
+    assert_status(validate_copy(BUF, len + 1, &chk_any), OC_ERR_WIRE_LENGTH);
+    /* header length field off by one either way, or absurd */
+    put32(BUF + 12, (uint32_t)len + 8);
+    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_LENGTH);
+    put32(BUF + 12, (uint32_t)len - 8);
+    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_LENGTH);
+    put32(BUF + 12, 0);
+    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_LENGTH);
+    put32(BUF + 12, UINT32_MAX);
+    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_LENGTH);
+    /* same in fixed mode */
+    len = std_fixed();
+    assert_status(validate_copy(BUF, len - 16, &chk_any), OC_ERR_WIRE_LENGTH);
+    memset(BUF + len, 0, 64);
+    assert_status(validate_copy(BUF, len + 16, &chk_any), OC_ERR_WIRE_LENGTH);
+}
+
+static void test_reject_length_not_multiple_of_8(void **state)
+{
+    for (size_t extra = 1; extra < 8; extra++) {
+        /* header length matches what was received, but is not 8-aligned */
+        size_t len = std_mixed();
+        memset(BUF + len, 0, extra);
+        put32(BUF + 12, (uint32_t)(len + extra));
+        assert_status(validate_copy(BUF, len + extra, &chk_any),
+                      OC_ERR_WIRE_LENGTH);
+        len = std_fixed();
+        memset(BUF + len, 0, extra);
+        put32(BUF + 12, (uint32_t)(len + extra));
+        assert_status(validate_copy(BUF, len + extra, &chk_any),
+                      OC_ERR_WIRE_LENGTH);
+        /* a header alone plus a few bytes */
+        len = std_mixed();
+        put32(BUF + 12, (uint32_t)(HDR + extra));
+        assert_status(validate_copy(BUF, HDR + extra, &chk_any),
+                      OC_ERR_WIRE_LENGTH);
+    }
+}
+
+static void test_reject_msg_past_end(void **state)
+{
+    /* std_msgs: msg0 at 40 (len 5), msg1 at 56 (len 16), msg2 at 80 (len 1) */
+    size_t len = std_mixed();
+
+    assert_int_equal(len, 96);
+    /* last message claims 9 bytes: padded 16 runs 8 past the end */
+    oc_wire_st64(BUF + 80, oc_wire_msg_hdr(5, 6, 9));
+    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_LENGTH);
+    /* ... or the maximum */
+    oc_wire_st64(BUF + 80, oc_wire_msg_hdr(5, 6, OC_WIRE_MAX_MSG));
+    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_LENGTH);
+    /* first message claims everything and more */
+    len = std_mixed();
+    oc_wire_st64(BUF + 40, oc_wire_msg_hdr(1, 2, 49));
+    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_LENGTH);
+    /* a middle message that swallows exactly the rest: count then wrong */
+    len = std_mixed();
+    oc_wire_st64(BUF + 56, oc_wire_msg_hdr(3, 4, 32));
+    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_COUNT);
+}
+
+static void test_reject_msg_hdr_cut(void **state)
+{
+    /* A bundle ending inside a message header.  Because bundle lengths
+     * must be multiples of 8 and so is every message, this is caught by
+     * the length checks whatever the header length field says. */
+    size_t len = std_mixed();
+    oc_wire_st64(BUF + len, oc_wire_msg_hdr(1, 1, 0));
+    put32(BUF + 8, 4); /* count includes the cut message */
+    for (size_t cut = 1; cut < 8; cut++) {
+        put32(BUF + 12, (uint32_t)(len + cut));
+        assert_status(validate_copy(BUF, len + cut, &chk_any),
+                      OC_ERR_WIRE_LENGTH);
+    }
+    /* only a header-sized body of 4 bytes after the bundle header */
+    len = std_mixed();
+    put32(BUF + 8, 1);
+    put32(BUF + 12, HDR + 4);
+    assert_status(validate_copy(BUF, HDR + 4, &chk_any), OC_ERR_WIRE_LENGTH);
+}
+
+static void test_reject_padding_mixed(void **state)
+{
+    for (uint32_t l = 1; l < 8; l++) {
+        for (uint32_t pos = l; pos < 8; pos++) {
+            /* message 1 of 3 has length l; corrupt one padding byte */
+            spec_t m[3] = {{1, 2, 8}, {3, 4, l}, {5, 6, 0}};
+            size_t len = build_mixed(BUF, m, 3);
+            check_mixed(BUF, len, m, 3, &chk_any);
+            BUF[HDR + 16 + 8 + pos] = 0x01;
+            assert_status(validate_copy(BUF, len, &chk_any),
+                          OC_ERR_WIRE_LENGTH);
+            BUF[HDR + 16 + 8 + pos] = 0x80;
+            assert_status(validate_copy(BUF, len, &chk_any),
+                          OC_ERR_WIRE_LENGTH);
+        }
+    }
+}
+
+static void test_reject_padding_fixed(void **state)
+{
+    for (uint16_t item = 1; item < 8; item++) {
+        for (uint32_t k = 0; k < 3; k++) {
+            for (uint32_t pos = item; pos < 8; pos++) {
+                size_t len = build_fixed(BUF, 1, 2, item, 3);
+                BUF[HDR + 8 * k + pos] = 0xff;
+                assert_status(validate_copy(BUF, len, &chk_any),
+                              OC_ERR_WIRE_LENGTH);
+            }
+        }
+    }
+    /* stride 16, padding in the second half of the last item */
+    size_t len = build_fixed(BUF, 1, 2, 9, 2);
+    BUF[len - 1] = 1;
+    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_LENGTH);
+}
+
+static void test_reject_count(void **state)
+{
+    static const uint32_t bad[] = {2, 4, 5, 100, UINT32_MAX};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        size_t len = std_mixed(); /* 3 messages */
+        put32(BUF + 8, bad[i]);
+        assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_COUNT);
+    }
+    static const uint32_t badf[] = {1, 3, 5, 1000, UINT32_MAX};
+    for (size_t i = 0; i < sizeof(badf) / sizeof(badf[0]); i++) {
+        size_t len = std_fixed(); /* 4 items */
+        put32(BUF + 8, badf[i]);
+        assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_COUNT);
+    }
+}
+
+static void test_reject_empty(void **state)
+{
+    /* count 0 and no body: a header alone */
+    size_t len = std_mixed();
+    put32(BUF + 8, 0);
+    put32(BUF + 12, HDR);
+    assert_status(validate_copy(BUF, HDR, &chk_any), OC_ERR_WIRE_EMPTY);
+    /* count 0 with a body */
+    len = std_mixed();
+    put32(BUF + 8, 0);
+    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_EMPTY);
+    /* fixed, with and without a body */
+    len = std_fixed();
+    put32(BUF + 8, 0);
+    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_EMPTY);
+    put32(BUF + 12, HDR);
+    assert_status(validate_copy(BUF, HDR, &chk_any), OC_ERR_WIRE_EMPTY);
+}
+
+static void test_reject_item_size(void **state)
+{
+    /* fixed mode, item size 0 (with and without a body) */
+    size_t len = std_fixed();
+    BUF[6] = BUF[7] = 0;
+    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_ITEM_SIZE);
+    put32(BUF + 12, HDR);
+    assert_status(validate_copy(BUF, HDR, &chk_any), OC_ERR_WIRE_ITEM_SIZE);
+    /* mixed mode must not declare an item size */
+    len = std_mixed();
+    BUF[6] = 8;
+    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_ITEM_SIZE);
+}
+
+static void test_reject_fixed_stride(void **state)
+{
+    /* item 12 -> stride 16; a body of 24 bytes is 1.5 items */
+    size_t len = std_fixed(); /* 4 items, body 64 */
+    put32(BUF + 12, HDR + 24);
+    assert_status(validate_copy(BUF, HDR + 24, &chk_any), OC_ERR_WIRE_LENGTH);
+    len = std_fixed();
+    memset(BUF + len, 0, 8);
+    put32(BUF + 12, (uint32_t)len + 8);
+    assert_status(validate_copy(BUF, len + 8, &chk_any), OC_ERR_WIRE_LENGTH);
+    /* item 65535 -> stride 65536 in a small bundle */
+    len = std_fixed();
+    BUF[6] = BUF[7] = 0xff;
+    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_LENGTH);
+    (void)len;
+}
+
+static void test_reject_rank_mixed(void **state)
+{
+    oc_wire_check_t big = {JOB, UINT32_MAX, OC_WIRE_RANK_NONE};
+    oc_wire_check_t none = {JOB, 0, OC_WIRE_RANK_NONE};
+
+    for (int which = 0; which < 3; which++) {
+        spec_t m[3] = {{1, 2, 5}, {3, 4, 16}, {5, 6, 1}};
+        size_t len;
+
+        /* destination out of range */
+        m[which].dst = NRANKS;
+        len = build_mixed(BUF, m, 3);
+        assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_RANK);
+        m[which].dst = 1;
+        /* source out of range */
+        m[which].src = NRANKS;
+        len = build_mixed(BUF, m, 3);
+        assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_RANK);
+        /* the "none" rank is never a valid message rank */
+        m[which].src = OC_WIRE_RANK_NONE;
+        len = build_mixed(BUF, m, 3);
+        assert_status(validate_copy(BUF, len, &big), OC_ERR_WIRE_RANK);
+        m[which].src = 0;
+        m[which].dst = OC_WIRE_RANK_NONE;
+        len = build_mixed(BUF, m, 3);
+        assert_status(validate_copy(BUF, len, &big), OC_ERR_WIRE_RANK);
+    }
+    /* a job of 0 ranks accepts nothing */
+    size_t len = std_mixed();
+    assert_status(validate_copy(BUF, len, &none), OC_ERR_WIRE_RANK);
+}
+
+static void test_reject_rank_fixed(void **state)
+{
+    oc_wire_check_t big = {JOB, UINT32_MAX, OC_WIRE_RANK_NONE};
+    size_t len;
+
+    len = build_fixed(BUF, NRANKS, 3, 12, 2);
+    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_RANK);
+    len = build_fixed(BUF, 3, NRANKS, 12, 2);
+    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_RANK);
+    len = build_fixed(BUF, 0xffffffffu, 3, 12, 2);
+    assert_status(validate_copy(BUF, len, &big), OC_ERR_WIRE_RANK);
+    len = build_fixed(BUF, OC_WIRE_RANK_NONE, 3, 12, 2);
+    assert_status(validate_copy(BUF, len, &big), OC_ERR_WIRE_RANK);
+    len = build_fixed(BUF, 3, OC_WIRE_RANK_NONE, 12, 2);
+    assert_status(validate_copy(BUF, len, &big), OC_ERR_WIRE_RANK);
+    len = build_fixed(BUF, 3, 0x1000000u, 12, 2);
+    assert_status(validate_copy(BUF, len, &big), OC_ERR_WIRE_RANK);
+}
+
+static void test_reject_wrong_dst(void **state)
+{
+    oc_wire_check_t chk = chk_any;
+    spec_t m[3] = {{2, 0, 4}, {2, 1, 4}, {2, 2, 4}};
+    size_t len;
+
+    chk.dst = 2;
+    len = build_mixed(BUF, m, 3);
+    assert_status(validate_copy(BUF, len, &chk), OC_OK);
+    for (int which = 0; which < 3; which++) {
+        m[which].dst = 3;
+        len = build_mixed(BUF, m, 3);
+        assert_status(validate_copy(BUF, len, &chk), OC_ERR_WIRE_RANK);
+        /* fine for a receiver that accepts any destination */
+        assert_status(validate_copy(BUF, len, &chk_any), OC_OK);
+        m[which].dst = 2;
+    }
+    len = build_fixed(BUF, 0, 3, 8, 2);
+    assert_status(validate_copy(BUF, len, &chk), OC_ERR_WIRE_RANK);
+    assert_status(validate_copy(BUF, len, &chk_any), OC_OK);
+    len = build_fixed(BUF, 0, 2, 8, 2);
+    assert_status(validate_copy(BUF, len, &chk), OC_OK);
+}
+
+static void test_accept_after_reject(void **state)
+{
+    /* a rejection leaves nothing behind: validation is a pure function */
+    size_t len = std_mixed();
+    BUF[0] ^= 1;
+    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_MAGIC);
+    BUF[0] ^= 1;
+    check_mixed(BUF, len, std_msgs, 3, &chk_any);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_hdr_layout),
+        cmocka_unit_test(test_msg_hdr_layout),
+        cmocka_unit_test(test_pad8),
+        cmocka_unit_test(test_put_zeroes_padding),
+        cmocka_unit_test(test_mixed_roundtrip),
+        cmocka_unit_test(test_mixed_zero_length),
+        cmocka_unit_test(test_mixed_max_length),
+        cmocka_unit_test(test_mixed_many),
+        cmocka_unit_test(test_mixed_dst_check),
+        cmocka_unit_test(test_mixed_large_ranks),
+        cmocka_unit_test(test_fixed_roundtrip),
+        cmocka_unit_test(test_fixed_dst_check),
+        cmocka_unit_test(test_iter_skip_mixed),
+        cmocka_unit_test(test_iter_skip_fixed),
+        cmocka_unit_test(test_reject_null),
+        cmocka_unit_test(test_reject_truncated),
+        cmocka_unit_test(test_reject_magic),
+        cmocka_unit_test(test_reject_version),
+        cmocka_unit_test(test_reject_flags),
+        cmocka_unit_test(test_reject_job),
+        cmocka_unit_test(test_reject_length_mismatch),
+        cmocka_unit_test(test_reject_length_not_multiple_of_8),
+        cmocka_unit_test(test_reject_msg_past_end),
+        cmocka_unit_test(test_reject_msg_hdr_cut),
+        cmocka_unit_test(test_reject_padding_mixed),
+        cmocka_unit_test(test_reject_padding_fixed),
+        cmocka_unit_test(test_reject_count),
+        cmocka_unit_test(test_reject_empty),
+        cmocka_unit_test(test_reject_item_size),
+        cmocka_unit_test(test_reject_fixed_stride),
+        cmocka_unit_test(test_reject_rank_mixed),
+        cmocka_unit_test(test_reject_rank_fixed),
+        cmocka_unit_test(test_reject_wrong_dst),
+        cmocka_unit_test(test_accept_after_reject),
+    };
+    return cmocka_run_group_tests_name("wire", tests, NULL, NULL);
+}
