@@ -14,14 +14,13 @@
 
 #include "transport/transport.h"
 #include "util/config.h"
+#include "wire/am.h"
 #include "wire/wire.h"
 
 #include <offcore/offcore.h>
 #include <stdbool.h>
 #include <stdint.h>
 
-#define OC_AM_BUNDLE  1
-#define OC_AM_CONTROL 2
 #define OC_NO_ITEM    UINT32_MAX
 
 typedef struct {

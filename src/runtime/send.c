@@ -407,7 +407,8 @@ static uint32_t deliver_one(oc_context_t *ctx, oc__rx_t *e, int *stalled)
 
 static int deliver(oc_context_t *ctx)
 {
-    const oc_wire_check_t chk = {(uint32_t)ctx->cfg.job, ctx->size, ctx->rank};
+    const oc_wire_check_t chk = {(uint32_t)ctx->cfg.job, ctx->size, ctx->rank,
+                                 OC_WIRE_RANK_NONE};
     uint64_t budget = ctx->cfg.poll_budget ? ctx->cfg.poll_budget : UINT64_MAX;
     int total = 0;
 

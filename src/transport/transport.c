@@ -251,6 +251,38 @@ oc_status_t oc_tr_send(oc_tr_ep_t *ep, unsigned id, const void *buf,
     return OC_INPROGRESS;
 }
 
+typedef struct {
+    oc_tr_op_t op;
+    uint8_t    data[256];
+} small_op_t;
+
+static void small_done(oc_tr_op_t *op, oc_status_t st)
+{
+    (void)st; /* logged by send_cb */
+    free(op);
+}
+
+oc_status_t oc_tr_send_small(oc_tr_ep_t *ep, unsigned id, uint64_t token,
+                             const void *buf, size_t len)
+{
+    small_op_t *s;
+    oc_status_t st;
+
+    if (len > sizeof(s->data))
+        return OC_ERR_INVALID_PARAM;
+    s = malloc(sizeof(*s));
+    if (s == NULL)
+        return OC_ERR_NO_MEMORY;
+    s->op.cb = small_done;
+    s->op.token = token;
+    memcpy(s->data, buf, len);
+    st = oc_tr_send(ep, id, s->data, len, &s->op);
+    if (st == OC_INPROGRESS)
+        return OC_OK;
+    free(s);
+    return st;
+}
+
 unsigned oc_tr_progress(oc_tr_worker_t *w)
 {
     return ucp_worker_progress(w->ucp);

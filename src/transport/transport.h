@@ -73,6 +73,12 @@ void oc_tr_ep_destroy(oc_tr_worker_t *w, oc_tr_ep_t *ep);
 oc_status_t oc_tr_send(oc_tr_ep_t *ep, unsigned id, const void *buf,
                        size_t len, oc_tr_op_t *op);
 
+/** Send a small message (copied; at most 256 bytes) as active message
+ *  @p id with @p token; the copy is freed when the send completes.  For
+ *  control traffic, not the data path. */
+oc_status_t oc_tr_send_small(oc_tr_ep_t *ep, unsigned id, uint64_t token,
+                             const void *buf, size_t len);
+
 /** Progress communication.  @return a non-zero value if anything happened. */
 unsigned oc_tr_progress(oc_tr_worker_t *w);
 

@@ -68,6 +68,8 @@ static oc_status_t check_fixed(const uint8_t *p, size_t body,
         return OC_ERR_WIRE_RANK;
     if (chk->dst != OC_WIRE_RANK_NONE && h->dst != chk->dst)
         return OC_ERR_WIRE_RANK;
+    if (chk->src != OC_WIRE_RANK_NONE && h->src != chk->src)
+        return OC_ERR_WIRE_RANK;
     stride = oc_wire_pad8(h->item_size);
     if (body % stride != 0)
         return OC_ERR_WIRE_LENGTH;
@@ -109,6 +111,8 @@ static oc_status_t check_mixed(const uint8_t *p, size_t body,
         if (!rank_ok(dst, chk->nranks) || !rank_ok(src, chk->nranks))
             return OC_ERR_WIRE_RANK;
         if (chk->dst != OC_WIRE_RANK_NONE && dst != chk->dst)
+            return OC_ERR_WIRE_RANK;
+        if (chk->src != OC_WIRE_RANK_NONE && src != chk->src)
             return OC_ERR_WIRE_RANK;
         p += OC_WIRE_MSG_HDR_LEN;
         padded = oc_wire_pad8(len);

@@ -55,6 +55,9 @@ typedef struct {
     uint32_t nranks;   /**< every rank must be below this */
     uint32_t dst;      /**< every message must be for this rank, or
                             OC_WIRE_RANK_NONE to accept any in range */
+    uint32_t src;      /**< every message must come from this rank (what
+                            an agent knows of the connection), or
+                            OC_WIRE_RANK_NONE */
 } oc_wire_check_t;
 
 static inline size_t oc_wire_pad8(size_t n) { return (n + 7) & ~(size_t)7; }
@@ -104,6 +107,18 @@ static inline uint8_t *oc_wire_put_item(uint8_t *p, const void *buf, size_t len)
         oc_wire_st64(p + (len & ~(size_t)7), 0);
     memcpy(p, buf, len);
     return p + oc_wire_pad8(len);
+}
+
+/** The job a bundle claims, before validation (to pick what to validate
+ *  it against).  Returns 0 when too short to have one. */
+static inline int oc_wire_peek_job(const void *buf, size_t len, uint32_t *job)
+{
+    const uint8_t *p = (const uint8_t *)buf + 20;
+    if (len < OC_WIRE_HDR_LEN)
+        return 0;
+    *job = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+           (uint32_t)p[3] << 24;
+    return 1;
 }
 
 /** Write the bundle header into the first OC_WIRE_HDR_LEN bytes of @p buf. */

@@ -142,6 +142,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     chk.nranks = fuzz_wire_nranks[data[0] & 15];
     chk.dst = data[1] == 0xff ? OC_WIRE_RANK_NONE : data[1];
     chk.job = FUZZ_WIRE_JOB;
+    chk.src = data[1] == 0xfe ? 0 : OC_WIRE_RANK_NONE;
     len = size - FUZZ_WIRE_PREFIX;
     if (!(data[2] & 1) && len >= 24) {
         const uint8_t *j = data + FUZZ_WIRE_PREFIX + 20;

@@ -39,7 +39,7 @@ typedef struct {
     uint32_t dst, src, len;
 } spec_t;
 
-static const oc_wire_check_t chk_any = {JOB, NRANKS, OC_WIRE_RANK_NONE};
+static const oc_wire_check_t chk_any = {JOB, NRANKS, OC_WIRE_RANK_NONE, OC_WIRE_RANK_NONE};
 
 static uint8_t pat(uint32_t m, uint32_t i)
 {
@@ -382,7 +382,7 @@ static void test_mixed_large_ranks(void **state)
     /* the largest rank the format can carry: 2^24 - 2 */
     const spec_t m[2] = {{OC_WIRE_MAX_RANKS - 1, 0, 4},
                          {0, OC_WIRE_MAX_RANKS - 1, 4}};
-    oc_wire_check_t chk = {JOB, UINT32_MAX, OC_WIRE_RANK_NONE};
+    oc_wire_check_t chk = {JOB, UINT32_MAX, OC_WIRE_RANK_NONE, OC_WIRE_RANK_NONE};
     size_t len = build_mixed(BUF, m, 2);
 
     check_mixed(BUF, len, m, 2, &chk);
@@ -414,6 +414,26 @@ static void test_fixed_dst_check(void **state)
 
     chk.dst = 0;
     check_fixed(BUF, len, 15, 0, 24, 4, &chk);
+}
+
+/* An agent names the connection's rank: a message claiming another source
+ * is rejected, in either mode. */
+static void test_src_check(void **state)
+{
+    const spec_t m[2] = {{7, 3, 8}, {2, 3, 0}};
+    const spec_t forged[2] = {{7, 3, 8}, {2, 4, 0}};
+    oc_wire_check_t chk = chk_any;
+    size_t len;
+
+    chk.src = 3;
+    len = build_mixed(BUF, m, 2);
+    check_mixed(BUF, len, m, 2, &chk);
+    len = build_mixed(BUF, forged, 2);
+    assert_status(validate_copy(BUF, len, &chk), OC_ERR_WIRE_RANK);
+    len = build_fixed(BUF, 3, 9, 8, 4);
+    check_fixed(BUF, len, 3, 9, 8, 4, &chk);
+    len = build_fixed(BUF, 4, 9, 8, 4);
+    assert_status(validate_copy(BUF, len, &chk), OC_ERR_WIRE_RANK);
 }
 
 static void test_iter_skip_mixed(void **state)
@@ -765,8 +785,8 @@ static void test_reject_fixed_stride(void **state)
 
 static void test_reject_rank_mixed(void **state)
 {
-    oc_wire_check_t big = {JOB, UINT32_MAX, OC_WIRE_RANK_NONE};
-    oc_wire_check_t none = {JOB, 0, OC_WIRE_RANK_NONE};
+    oc_wire_check_t big = {JOB, UINT32_MAX, OC_WIRE_RANK_NONE, OC_WIRE_RANK_NONE};
+    oc_wire_check_t none = {JOB, 0, OC_WIRE_RANK_NONE, OC_WIRE_RANK_NONE};
 
     for (int which = 0; which < 3; which++) {
         spec_t m[3] = {{1, 2, 5}, {3, 4, 16}, {5, 6, 1}};
@@ -797,7 +817,7 @@ static void test_reject_rank_mixed(void **state)
 
 static void test_reject_rank_fixed(void **state)
 {
-    oc_wire_check_t big = {JOB, UINT32_MAX, OC_WIRE_RANK_NONE};
+    oc_wire_check_t big = {JOB, UINT32_MAX, OC_WIRE_RANK_NONE, OC_WIRE_RANK_NONE};
     size_t len;
 
     len = build_fixed(BUF, NRANKS, 3, 12, 2);
@@ -863,6 +883,7 @@ int main(void)
         cmocka_unit_test(test_mixed_large_ranks),
         cmocka_unit_test(test_fixed_roundtrip),
         cmocka_unit_test(test_fixed_dst_check),
+        cmocka_unit_test(test_src_check),
         cmocka_unit_test(test_iter_skip_mixed),
         cmocka_unit_test(test_iter_skip_fixed),
         cmocka_unit_test(test_reject_null),
