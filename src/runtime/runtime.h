@@ -40,7 +40,8 @@ typedef struct oc__buf {
     oc_tr_op_t       op;      /* transport completion */
     struct oc_context *ctx;
     uint8_t         *data;    /* OC_BUNDLE_SIZE bytes */
-    struct oc__buf  *next;    /* free list */
+    struct oc__buf  *next;    /* free list, or the credit wait queue */
+    uint32_t         len;     /* bundle length while queued */
     uint8_t          reserve; /* malloc'd beyond the pool */
 } oc__buf_t;
 
@@ -120,6 +121,8 @@ struct oc_context {
     uint32_t         bootstrap_seq;   /* file bootstrap call counter */
     oc__quiesce_t    q;
     char             name[64];
+    /* agent placement (agent.c); agent == NULL in inline placement */
+    struct oc__agent *agent;
 };
 
 /* send.c */
@@ -134,6 +137,16 @@ void oc__bundle_recv(void *arg, uint64_t token, void *data, size_t len);
 uint64_t oc__now_us(void);
 
 enum { OC__FLUSH_FULL, OC__FLUSH_TIMEOUT, OC__FLUSH_IDLE, OC__FLUSH_EXPLICIT };
+
+/* agent.c: the agent placement */
+oc_status_t oc__agent_init(oc_context_t *ctx, int required);
+void oc__agent_fini(oc_context_t *ctx);
+/** Hand a finished bundle to the agent (now, or when credit returns). */
+oc_status_t oc__agent_submit(oc_context_t *ctx, oc__buf_t *b, uint32_t len);
+/** Control-socket and credit work, once per progress call. */
+void oc__agent_progress(oc_context_t *ctx);
+oc_status_t oc__agent_quiesce_step(oc_context_t *ctx);
+void oc__buf_put(oc_context_t *ctx, oc__buf_t *b);
 
 /* quiesce.c */
 oc_status_t oc__quiesce_init(oc_context_t *ctx);

@@ -53,7 +53,7 @@ static oc__buf_t *buf_get(oc_context_t *ctx)
     return b;
 }
 
-static void buf_put(oc_context_t *ctx, oc__buf_t *b)
+void oc__buf_put(oc_context_t *ctx, oc__buf_t *b)
 {
     if (b->reserve) {
         b->next = ctx->reserve_bufs;
@@ -71,7 +71,7 @@ void oc__send_done(oc_tr_op_t *op, oc_status_t st)
     ctx->inflight--;
     if (st != OC_OK && ctx->failed == OC_OK)
         ctx->failed = st;
-    buf_put(ctx, b);
+    oc__buf_put(ctx, b);
 }
 
 /* ---- receive queue ---------------------------------------------------- */
@@ -117,7 +117,7 @@ void oc__bundle_recv(void *arg, uint64_t token, void *data, size_t len)
 static void rx_release(oc_context_t *ctx, oc__rx_t *e)
 {
     if (e->self_buf != NULL)
-        buf_put(ctx, e->self_buf);
+        oc__buf_put(ctx, e->self_buf);
     else
         oc_tr_release(ctx->worker, e->data);
 }
@@ -179,13 +179,15 @@ oc_status_t oc__flush_dest(oc_context_t *ctx, uint32_t dest, int reason)
         oc__rx_push(ctx, b->data, len, b);
         return OC_OK;
     }
+    if (ctx->agent != NULL)
+        return oc__agent_submit(ctx, b, len);
     st = oc_tr_send(d->ep, OC_AM_BUNDLE, b->data, len, &b->op);
     if (st == OC_OK) {
-        buf_put(ctx, b);
+        oc__buf_put(ctx, b);
     } else if (st == OC_INPROGRESS) {
         ctx->inflight++;
     } else {
-        buf_put(ctx, b);
+        oc__buf_put(ctx, b);
         ctx->failed = st;
         return st;
     }
@@ -449,6 +451,8 @@ int oc__progress(oc_context_t *ctx)
     int n;
 
     oc_tr_progress(ctx->worker);
+    if (ctx->agent != NULL)
+        oc__agent_progress(ctx);
     n = deliver(ctx);
     if (ctx->ndirty > 0) {
         activity = ctx->c.msgs_sent + ctx->c.send_no_resource;
