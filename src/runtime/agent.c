@@ -98,3 +98,8 @@ oc_status_t oc__agent_quiesce_step(oc_context_t *ctx)
 {
     return OC_ERR_UNSUPPORTED;
 }
+
+int oc__agent_pending(const oc_context_t *ctx)
+{
+    return ctx->agent != NULL && ctx->agent->wait_head != NULL;
+}

@@ -15,9 +15,9 @@ static const char *const placement_values[] = {"inline", "agent", "auto", NULL};
 const oc_cfg_field_t oc__runtime_config_table[] = {
     {"PLACEMENT", OC_CFG_ENUM, "auto",
      "Where message routing runs: 'inline' in this library on the "
-     "application's cores; 'agent' through the node's offcored; 'auto' uses "
-     "an agent when one answers, else inline. This build has no agent yet, "
-     "so auto means inline and agent is refused.",
+     "application's cores; 'agent' through the node's offcored (OC_AGENT; "
+     "needs OC_JOB_KEY); 'auto' uses an agent when one answers and a job "
+     "key is set, else inline (OC_LOG=runtime:info says which and why).",
      offsetof(oc__config_t, placement), 0, 0, placement_values},
     {"BUNDLE_SIZE", OC_CFG_SIZE, "8000",
      "Bytes per aggregation buffer (one bundle). 8000 fits one UCX "
@@ -41,6 +41,14 @@ const oc_cfg_field_t oc__runtime_config_table[] = {
      "Most bundles one oc_poll delivers (0: all that are queued). Lower it "
      "to bound the time a poll spends in handlers.",
      offsetof(oc__config_t, poll_budget), 0, UINT32_MAX, NULL},
+    {"AGENT", OC_CFG_STRING, "unix:/run/offcore/offcored.sock",
+     "The agent's control address (unix:/PATH or tcp:HOST:PORT), as given "
+     "to offcored --listen.",
+     offsetof(oc__config_t, agent), 0, 0, NULL},
+    {"AGENT_CREDITS", OC_CFG_UINT, "32",
+     "Bundles a rank may have at its agent not yet routed. Bounds the "
+     "agent's memory per rank and carries back-pressure to oc_send.",
+     offsetof(oc__config_t, agent_credits), 1, 65536, NULL},
     {"JOB", OC_CFG_UINT, "0",
      "Job id stamped on every bundle; bundles of another job are rejected. "
      "Launchers that share agents between jobs set it.",
@@ -141,7 +149,7 @@ static oc_status_t wireup(oc_context_t *ctx)
     for (uint32_t i = 0; i < ctx->size; i++) {
         if (i == ctx->rank)
             continue;
-        st = oc_tr_ep_create(ctx->worker, aall + (size_t)i * max_len,
+        st = oc_tr_ep_create(ctx->worker, aall + (size_t)i * max_len, 0,
                              &ctx->dests[i].ep);
         if (st != OC_OK)
             goto out;
@@ -166,6 +174,7 @@ out:
 static void context_free(oc_context_t *ctx)
 {
     oc__buf_t *b;
+    oc__agent_fini(ctx);
     if (ctx->dests != NULL && ctx->worker != NULL)
         for (uint32_t i = 0; i < ctx->size; i++)
             oc_tr_ep_destroy(ctx->worker, ctx->dests[i].ep);
@@ -230,25 +239,15 @@ OC_API oc_status_t oc_init(const oc_context_params_t *params,
         ctx->allgather = oc__file_allgather;
         ctx->allgather_arg = ctx;
     } else if (ctx->size == 1) {
-        ctx->allgather = oc__file_allgather; /* size 1 needs no files */
+        ctx->allgather = oc__file_allgather; /* size 1 needs no exchange */
         ctx->allgather_arg = ctx;
-    } else {
+    } else if (ctx->cfg.placement == 0) {
         oc_error(OC_COMP_RUNTIME,
                  "oc_init: no bootstrap: use oc_init_mpi() (offcore/mpi.h), "
                  "pass an allgather, or set OC_BOOTSTRAP_DIR");
         st = OC_ERR_BOOTSTRAP;
         goto err;
-    }
-    if (ctx->cfg.placement == 1) {
-        oc_error(OC_COMP_RUNTIME, "OC_PLACEMENT=agent: this build has no "
-                                  "agent placement yet; use inline or auto");
-        st = OC_ERR_UNSUPPORTED;
-        goto err;
-    }
-    oc_info(OC_COMP_RUNTIME, "rank %u/%u: placement inline (%s)", ctx->rank,
-            ctx->size,
-            ctx->cfg.placement == 2 ? "auto: no agent support in this build"
-                                    : "OC_PLACEMENT=inline");
+    } /* else the agent wires the job up; without one, fail below */
 
     ctx->max_msg = (ctx->cfg.bundle_size - OC_WIRE_HDR_LEN -
                     OC_WIRE_MSG_HDR_LEN) & ~(size_t)7;
@@ -281,8 +280,27 @@ OC_API oc_status_t oc_init(const oc_context_params_t *params,
     if ((st = oc_tr_set_handler(ctx->worker, OC_AM_CONTROL, oc__control_recv,
                                 ctx, 0)) != OC_OK)
         goto err;
-    if ((st = wireup(ctx)) != OC_OK)
+    if (ctx->cfg.placement != 0) { /* agent, or auto */
+        st = oc__agent_init(ctx, ctx->cfg.placement == 1);
+        if (st != OC_OK && ctx->cfg.placement == 1)
+            goto err;
+    }
+    if (ctx->agent == NULL && ctx->allgather == NULL) {
+        oc_error(OC_COMP_RUNTIME,
+                 "oc_init: no agent answered and there is no bootstrap for "
+                 "the inline placement: use oc_init_mpi(), pass an "
+                 "allgather, or set OC_BOOTSTRAP_DIR");
+        st = OC_ERR_BOOTSTRAP;
         goto err;
+    }
+    if (ctx->agent == NULL) {
+        oc_info(OC_COMP_RUNTIME, "rank %u/%u: placement inline (%s)",
+                ctx->rank, ctx->size,
+                ctx->cfg.placement == 0 ? "OC_PLACEMENT=inline"
+                                        : "auto: no usable agent");
+        if ((st = wireup(ctx)) != OC_OK)
+            goto err;
+    }
     *ctx_p = ctx;
     return OC_OK;
 
@@ -307,7 +325,14 @@ OC_API oc_status_t oc_finalize(oc_context_t *ctx)
         return OC_OK;
     if (ctx->in_handler)
         return OC_ERR_STATE;
-    if (ctx->failed == OC_OK) {
+    if (ctx->failed == OC_OK && ctx->agent != NULL) {
+        /* the agent needs no barrier: what the rank sent is acknowledged
+         * by credits; say goodbye once nothing is left */
+        oc__flush_all(ctx, OC__FLUSH_EXPLICIT);
+        while ((ctx->inflight > 0 || oc__agent_pending(ctx)) &&
+               ctx->failed == OC_OK)
+            oc__progress(ctx);
+    } else if (ctx->failed == OC_OK) {
         oc__flush_all(ctx, OC__FLUSH_EXPLICIT);
         while (ctx->inflight > 0 && ctx->failed == OC_OK)
             oc_tr_progress(ctx->worker);
@@ -329,8 +354,7 @@ OC_API uint32_t oc_size(const oc_context_t *ctx) { return ctx->size; }
 OC_API size_t oc_max_message(const oc_context_t *ctx) { return ctx->max_msg; }
 OC_API const char *oc_placement(const oc_context_t *ctx)
 {
-    (void)ctx;
-    return "inline";
+    return ctx->agent != NULL ? "agent" : "inline";
 }
 
 OC_API oc_status_t oc_counters_get(const oc_context_t *ctx, oc_counters_t *out)

@@ -233,9 +233,12 @@ OC_API oc_status_t oc_quiesce_test(oc_context_t *ctx)
         return ctx->failed;
     /* A rank must not report while its own deliveries are pending or a
      * handler is stalled: it would only force another wave. */
-    if (ctx->rx_count > 0)
+    if (ctx->agent != NULL)
+        st = oc__agent_quiesce_step(ctx);
+    else if (ctx->rx_count > 0)
         return OC_INPROGRESS;
-    st = quiesce_step(ctx);
+    else
+        st = quiesce_step(ctx);
     if (st < 0) {
         oc_error(OC_COMP_RUNTIME, "quiesce failed: %s", oc_status_string(st));
         ctx->failed = st;

@@ -32,6 +32,8 @@ typedef struct {
     char     bootstrap_dir[OC_CFG_STRLEN];
     uint64_t bootstrap_timeout_s;
     uint64_t poll_budget;      /* OC_POLL_BUDGET */
+    char     agent[OC_CFG_STRLEN]; /* OC_AGENT */
+    uint64_t agent_credits;    /* OC_AGENT_CREDITS */
 } oc__config_t;
 
 extern const oc_cfg_field_t oc__runtime_config_table[];
@@ -145,6 +147,8 @@ void oc__agent_fini(oc_context_t *ctx);
 oc_status_t oc__agent_submit(oc_context_t *ctx, oc__buf_t *b, uint32_t len);
 /** Control-socket and credit work, once per progress call. */
 void oc__agent_progress(oc_context_t *ctx);
+/** Bundles still waiting for credit. */
+int oc__agent_pending(const oc_context_t *ctx);
 oc_status_t oc__agent_quiesce_step(oc_context_t *ctx);
 void oc__buf_put(oc_context_t *ctx, oc__buf_t *b);
 

@@ -29,6 +29,7 @@ struct oc_tr_worker {
 
 struct oc_tr_ep {
     ucp_ep_h ucp;
+    int      failed;
 };
 
 oc_status_t oc_tr_context_create(oc_tr_context_t **ctx_p)
@@ -176,8 +177,16 @@ oc_status_t oc_tr_set_handler(oc_tr_worker_t *w, unsigned id,
     return OC_OK;
 }
 
+static void ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
+{
+    oc_tr_ep_t *e = arg;
+    e->failed = 1;
+    oc_debug(OC_COMP_TRANSPORT, "endpoint to a peer failed: %s",
+             ucs_status_string(status));
+}
+
 oc_status_t oc_tr_ep_create(oc_tr_worker_t *w, const void *addr,
-                            oc_tr_ep_t **ep_p)
+                            int peer_err, oc_tr_ep_t **ep_p)
 {
     ucp_ep_params_t p;
     oc_tr_ep_t *ep;
@@ -186,10 +195,23 @@ oc_status_t oc_tr_ep_create(oc_tr_worker_t *w, const void *addr,
     ep = calloc(1, sizeof(*ep));
     if (ep == NULL)
         return OC_ERR_NO_MEMORY;
+    /* Peer failure handling: a peer that dies fails its operations
+     * instead of hanging or aborting us. */
     memset(&p, 0, sizeof(p));
-    p.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+    p.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
+                   UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                   UCP_EP_PARAM_FIELD_ERR_HANDLER;
     p.address = addr;
+    p.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    p.err_handler.cb = ep_error;
+    p.err_handler.arg = ep;
+    if (!peer_err)
+        p.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
     st = ucp_ep_create(w->ucp, &p, &ep->ucp);
+    if (st != UCS_OK && peer_err) { /* transports without it: do without */
+        p.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+        st = ucp_ep_create(w->ucp, &p, &ep->ucp);
+    }
     if (st != UCS_OK) {
         oc_error(OC_COMP_TRANSPORT, "ucp_ep_create: %s", ucs_status_string(st));
         free(ep);

@@ -58,8 +58,11 @@ oc_status_t oc_tr_worker_address(oc_tr_worker_t *w, const void **addr,
 oc_status_t oc_tr_set_handler(oc_tr_worker_t *w, unsigned id,
                               oc_tr_recv_cb_t cb, void *arg, int persistent);
 
+/** Connect to a peer's worker.  With @p peer_err, a peer that dies fails
+ *  the endpoint's operations (UCP_ERR_HANDLING_MODE_PEER) instead of
+ *  leaving them hanging; it may narrow the transports UCX can use. */
 oc_status_t oc_tr_ep_create(oc_tr_worker_t *w, const void *addr,
-                            oc_tr_ep_t **ep_p);
+                            int peer_err, oc_tr_ep_t **ep_p);
 /** Close (force) and free; progresses the worker until done.  NULL ok. */
 void oc_tr_ep_destroy(oc_tr_worker_t *w, oc_tr_ep_t *ep);
 
