@@ -3,7 +3,8 @@
 # build for RUNS executions each, starting from its generated seed corpus in
 # a temporary directory.  Fails on any crash, sanitizer report, leak or
 # timeout; the input that caused it is kept in BUILDDIR/fuzz-artifacts/ and
-# can be replayed with BUILDDIR/tests/fuzz/fuzz_wire_replay FILE (any build).
+# can be replayed with BUILDDIR/tests/fuzz/fuzz_TARGET_replay FILE (any
+# build).  Targets: wire (bundles), ctl (control frames and streams).
 # FUZZ_SEED=N makes a run repeatable (libFuzzer prints the seed it used).
 set -eu
 dir=$1
@@ -13,7 +14,7 @@ trap 'rm -rf "$corpus"' EXIT INT TERM
 artifacts=$dir/fuzz-artifacts
 mkdir -p "$artifacts"
 
-for target in wire; do
+for target in wire ctl; do
     fuzzer=$dir/tests/fuzz/fuzz_$target
     log=$dir/fuzz-$target.log
     mkdir -p "$corpus/$target"

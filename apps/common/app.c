@@ -155,8 +155,8 @@ void oc_app_parse_flags(int argc, char **argv, const char *prog,
         if (v < fl->min || v > fl->max)
             usage_error(prog,
                         "flag '--%s': %" PRIu64 " is out of range [%" PRIu64
-                        ", %" PRIu64 "]",
-                        fl->name, v, fl->min, fl->max);
+                        ", %" PRIu64 "]: %s",
+                        fl->name, v, fl->min, fl->max, fl->help);
         *(uint64_t *)fl->dst = v;
     }
 }
@@ -204,7 +204,6 @@ uint64_t *oc_app_alloc_table(uint64_t n)
     size_t bytes = table_bytes(n, &ok);
     if (!ok)
         return NULL;
-    void *p;
     if (bytes >= HUGE_2M) {
         /* Over-map by one huge page and trim so the table is 2 MiB-aligned. */
         size_t map = bytes + HUGE_2M;
@@ -221,12 +220,17 @@ uint64_t *oc_app_alloc_table(uint64_t n)
 #ifdef MADV_HUGEPAGE
         (void)madvise(al, bytes, MADV_HUGEPAGE); /* best effort */
 #endif
-        p = al;
-    } else {
-        p = malloc(bytes);
-        if (p == NULL)
-            return NULL;
+        /* Fresh anonymous pages read as zero: writing one word per 4 KiB
+         * faults them all in (as huge pages where granted) without
+         * writing the whole table a second time. */
+        volatile uint64_t *w = (volatile uint64_t *)al;
+        for (size_t k = 0; k < bytes / sizeof(uint64_t); k += 4096 / sizeof(uint64_t))
+            w[k] = 0;
+        return (uint64_t *)al;
     }
+    uint64_t *p = malloc(bytes);
+    if (p == NULL)
+        return NULL;
     memset(p, 0, bytes);
     return p;
 }

@@ -47,6 +47,59 @@ static inline oc_context_t *oc_app_oc_init(const oc_app_mpi_t *m,
     return ctx;
 }
 
+/** oc_app_oc_init() with a burst handler (one call per run of same-size
+ *  messages) instead of a per-message one. */
+static inline oc_context_t *oc_app_oc_init_burst(const oc_app_mpi_t *m,
+                                                 oc_burst_handler_t handler,
+                                                 void *arg)
+{
+    oc_app_world = MPI_COMM_WORLD;
+    oc_context_params_t p = {
+        .field_mask = OC_PARAM_BURST_HANDLER | OC_PARAM_NAME,
+        .burst_handler = handler,
+        .handler_arg = arg,
+        .name = m->prog,
+    };
+    oc_context_t *ctx = NULL;
+    oc_status_t st = oc_init_mpi(&oc_app_world, &p, &ctx);
+    if (st != OC_OK)
+        oc_app_mpi_die(m, "oc_init failed: %s", oc_status_string(st));
+    return ctx;
+}
+
+/** Send a burst (message i of @p len bytes to dests[i]), polling while
+ *  the runtime applies back-pressure; other errors abort the job. */
+static inline void oc_app_send_burst(const oc_app_mpi_t *m, oc_context_t *ctx,
+                                     const uint32_t *dests, const void *msgs,
+                                     size_t len, size_t n)
+{
+    const uint8_t *p = msgs;
+    for (;;) {
+        size_t k = oc_send_burst(ctx, dests, p, len, n);
+        if (k == n)
+            return;
+        dests += k;
+        p += k * len;
+        n -= k;
+        oc_status_t st = oc_send(ctx, dests[0], p, len);
+        if (st == OC_OK) {
+            dests++;
+            p += len;
+            n--;
+        } else if (st == OC_ERR_NO_RESOURCE) {
+            int r = oc_poll(ctx);
+            if (__builtin_expect(r < 0, 0))
+                oc_app_mpi_die(m, "oc_poll failed: %s",
+                               oc_status_string((oc_status_t)r));
+        } else {
+            oc_app_mpi_die(m, "oc_send to rank %u failed: %s", dests[0],
+                           oc_status_string(st));
+        }
+        if (n == 0)
+            return;
+    }
+}
+
 /** Send, polling while the runtime applies back-pressure.  Any other error
  *  aborts the job: the other ranks would wait for these messages forever. */
 static inline void oc_app_send(const oc_app_mpi_t *m, oc_context_t *ctx,

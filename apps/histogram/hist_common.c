@@ -27,6 +27,9 @@ void hist_parse(hist_opts_t *o, int argc, char **argv, const char *prog,
          offcore ? &o->poll_interval : &o->batch, 1, UINT64_C(1) << 27,
          offcore ? "oc_poll() once every this many sends"
                  : "updates per rank per all-to-all round"},
+        {"corrupt-for-test", OC_APP_FLAG_U64, &o->corrupt, 0, 1,
+         "1: add 1 to one counter of the last rank after the run, to check"
+         " that verification fails (exit 1)"},
     };
     oc_app_parse_flags(argc, argv, prog,
                        offcore
@@ -64,6 +67,8 @@ bool hist_verify(const oc_app_mpi_t *m, const hist_opts_t *o, uint64_t *table,
     const uint64_t T = o->table;
     const uint32_t P = (uint32_t)m->size, me = (uint32_t)m->rank;
 
+    if (o->corrupt && m->rank == m->size - 1)
+        table[T / 2]++;
     if (bad_local != 0) {
         oc_app_mpi_err(m, "received %" PRIu64 " malformed or out-of-range"
                           " update messages", bad_local);

@@ -21,6 +21,7 @@ typedef struct {
     uint64_t seed;
     uint64_t poll_interval; /**< offcore only */
     uint64_t batch;         /**< MPI only */
+    uint64_t corrupt;       /**< testing: spoil one result before verifying */
 } hist_opts_t;
 
 /** Parse the flags (exits 0 on --help, 2 on a bad flag).  @p offcore
@@ -36,6 +37,7 @@ void hist_parse(hist_opts_t *o, int argc, char **argv, const char *prog,
  * messages this rank rejected (malformed, out of range): it must be 0.
  * Destroys the table's contents (counts are subtracted in place, so that
  * verification needs no second table of the same size).
+ * With o->corrupt, first adds 1 to one counter of the last rank (testing).
  * Prints the first mismatch on stderr.  @return true on every rank when
  * all ranks verified.
  */

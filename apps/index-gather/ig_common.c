@@ -27,6 +27,9 @@ void ig_parse(ig_opts_t *o, int argc, char **argv, const char *prog,
          offcore ? &o->poll_interval : &o->batch, 1, UINT64_C(1) << 27,
          offcore ? "oc_poll() once every this many sends"
                  : "requests per rank per all-to-all round"},
+        {"corrupt-for-test", OC_APP_FLAG_U64, &o->corrupt, 0, 1,
+         "1: spoil one read of the last rank after the run, to check that"
+         " verification fails (exit 1)"},
     };
     oc_app_parse_flags(argc, argv, prog,
                        offcore
@@ -47,10 +50,12 @@ void ig_fill(const oc_app_mpi_t *m, const ig_opts_t *o, uint64_t *table)
         table[l] = ig_value(vkey, base + l);
 }
 
-bool ig_verify(const oc_app_mpi_t *m, const ig_opts_t *o, const uint64_t *tgt,
+bool ig_verify(const oc_app_mpi_t *m, const ig_opts_t *o, uint64_t *tgt,
                uint64_t replies, uint64_t bad_local)
 {
     bool ok = true;
+    if (o->corrupt && m->rank == m->size - 1 && o->requests > 0)
+        tgt[o->requests / 2] ^= 1;
     if (bad_local != 0) {
         oc_app_mpi_err(m, "rejected %" PRIu64 " malformed or out-of-range"
                           " messages", bad_local);

@@ -21,6 +21,7 @@ typedef struct {
     uint64_t seed;
     uint64_t poll_interval; /**< offcore only */
     uint64_t batch;         /**< MPI only */
+    uint64_t corrupt;       /**< testing: spoil one result before verifying */
 } ig_opts_t;
 
 /* Key of the value function: a stream no rank's requests use. */
@@ -48,10 +49,11 @@ void ig_fill(const oc_app_mpi_t *m, const ig_opts_t *o, uint64_t *table);
  * @p replies is how many replies this rank received (must be N) and
  * @p bad_local how many messages it rejected (must be 0); pass
  * UINT64_MAX as @p replies when the version does not count them.
+ * With o->corrupt, first spoils one read of the last rank (testing).
  * Collective.  Prints the first mismatch.  @return true on every rank
  * when every rank verified.
  */
-bool ig_verify(const oc_app_mpi_t *m, const ig_opts_t *o, const uint64_t *tgt,
+bool ig_verify(const oc_app_mpi_t *m, const ig_opts_t *o, uint64_t *tgt,
                uint64_t replies, uint64_t bad_local);
 
 void ig_json(oc_app_json_t *j, const oc_app_mpi_t *m, const ig_opts_t *o,

@@ -33,7 +33,8 @@ extern "C" {
 /**
  * Status codes.  0 is success, 1 "in progress", negative values are errors.
  * OC_ERR_NO_RESOURCE is back-pressure: progress (oc_poll) and retry.
- * The OC_ERR_WIRE_* values name why a received bundle was rejected.
+ * The OC_ERR_WIRE_* values name why a received bundle was rejected (and
+ * why a control frame was); OC_ERR_CTL_* are control-plane failures.
  */
 typedef enum {
     OC_OK                  = 0,
@@ -59,6 +60,13 @@ typedef enum {
     OC_ERR_WIRE_JOB        = -27, /**< bundle belongs to another job */
     OC_ERR_WIRE_EMPTY      = -28, /**< a bundle with no message */
     OC_ERR_WIRE_ITEM_SIZE  = -29, /**< fixed-size bundle with item size 0 or too big */
+    OC_ERR_CTL_TYPE        = -40, /**< unknown control message type */
+    OC_ERR_CTL_VALUE       = -41, /**< a control message field is out of range */
+    OC_ERR_CTL_AUTH        = -42, /**< authentication failed (wrong key or proof) */
+    OC_ERR_CTL_KEY         = -43, /**< key missing, malformed, or its file too permissive */
+    OC_ERR_CTL_TIMEOUT     = -44, /**< no answer on the control channel in time */
+    OC_ERR_CTL_ADDR        = -45, /**< bad control address, or cannot listen on it */
+    OC_ERR_CTL_CONNECT     = -46, /**< nothing answers at the control address */
 } oc_status_t;
 
 /** Name of a status value ("OC_ERR_WIRE_MAGIC: not an offcore bundle").
@@ -89,6 +97,24 @@ typedef oc_status_t (*oc_handler_t)(void *arg, uint32_t src, const void *msg,
                                     size_t len);
 
 /**
+ * Burst handler: called from oc_poll() with a run of @p n messages from
+ * @p src that all have length @p len, the i-th at msgs + i * stride where
+ * stride is @p len rounded up to a multiple of 8 (so an array of uint64_t
+ * or of 16-byte structs arrives as that array).  One call per run instead
+ * of one per message: what makes 8-byte messages cheap.  Runs come from
+ * bundles whose messages all had one size; other messages arrive one at a
+ * time (n = 1).
+ *
+ * @return how many of the n it consumed, from the first; fewer than n
+ *         means "call again later with the rest" (those must have had no
+ *         side effect).  Same rules as oc_handler_t otherwise: it may
+ *         oc_send()/oc_send_burst() replies, nothing else.  @p msgs is
+ *         valid only during the call.
+ */
+typedef size_t (*oc_burst_handler_t)(void *arg, uint32_t src,
+                                     const void *msgs, size_t len, size_t n);
+
+/**
  * All-gather used to bootstrap: every rank contributes @p len bytes from
  * @p sendbuf; on return @p recvbuf holds size * len bytes, rank i's at
  * offset i * len.  Collective over all ranks of the job.  Used only during
@@ -104,6 +130,7 @@ enum {
     OC_PARAM_ALLGATHER   = 1u << 2,
     OC_PARAM_HANDLER     = 1u << 3,
     OC_PARAM_NAME        = 1u << 4,
+    OC_PARAM_BURST_HANDLER = 1u << 5,
 };
 
 /**
@@ -122,9 +149,10 @@ typedef struct {
     uint32_t          size;
     oc_allgather_fn_t allgather;
     void             *allgather_arg;
-    oc_handler_t      handler;      /**< required */
-    void             *handler_arg;
+    oc_handler_t      handler;      /**< this or burst_handler is required */
+    void             *handler_arg;  /**< passed to either handler */
     const char       *name;         /**< for logs; copied */
+    oc_burst_handler_t burst_handler; /**< preferred when both are set */
 } oc_context_params_t;
 
 /**
@@ -160,7 +188,11 @@ OC_API const char *oc_placement(const oc_context_t *ctx);
  * Send @p len bytes to rank @p dest.  Non-blocking: the payload is copied
  * into the aggregation buffer for that destination before the call returns,
  * so @p buf may be reused at once.  Delivery happens at the destination's
- * oc_poll(); messages between one pair of ranks are delivered in order.
+ * oc_poll().  Order: from one rank to another, messages the application
+ * sent arrive in the order sent, and so do messages its handlers sent
+ * (replies); the two streams are not ordered with respect to each other
+ * (like two channels, or bale's request and reply conveyors), which keeps
+ * each of them in the compact fixed-size form.
  *
  * @return OC_OK (accepted; it will be delivered exactly once),
  *         OC_ERR_NO_RESOURCE (not accepted: call oc_poll() and retry),
@@ -169,6 +201,22 @@ OC_API const char *oc_placement(const oc_context_t *ctx);
  */
 OC_API oc_status_t oc_send(oc_context_t *ctx, uint32_t dest, const void *buf,
                            size_t len);
+
+/**
+ * Send @p n messages of @p len bytes each, message i (at msgs + i * len)
+ * to dests[i].  The burst form of oc_send(), for the hot loops of
+ * applications that generate many small messages.
+ * @return how many were accepted, from the first.  Fewer than n: message
+ *         [return value] was refused; oc_send() on it says why (usually
+ *         OC_ERR_NO_RESOURCE: oc_poll() and continue from there).
+ */
+OC_API size_t oc_send_burst(oc_context_t *ctx, const uint32_t *dests,
+                            const void *msgs, size_t len, size_t n);
+
+/** oc_send_burst() with every message to @p dest: runs are copied into
+ *  the destination's buffer in one piece.  Same return value. */
+OC_API size_t oc_send_many(oc_context_t *ctx, uint32_t dest, const void *msgs,
+                           size_t len, size_t n);
 
 /**
  * Make progress: run the transport, deliver received messages to the

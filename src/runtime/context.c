@@ -82,6 +82,7 @@ static oc_status_t env_u32(const char *name, uint32_t *out)
 
 static oc_status_t pool_create(oc_context_t *ctx)
 {
+    /* both lanes of a destination draw on its share of the pool */
     size_t n = (size_t)ctx->size * ctx->cfg.buffers_per_dest;
     size_t sz = ctx->cfg.bundle_size;
 
@@ -150,14 +151,14 @@ static oc_status_t wireup(oc_context_t *ctx)
         if (i == ctx->rank)
             continue;
         st = oc_tr_ep_create(ctx->worker, aall + (size_t)i * max_len, 0,
-                             &ctx->dests[i].ep);
+                             &ctx->eps[i]);
         if (st != OC_OK)
             goto out;
     }
     if (ctx->size > 1 && oc_log_enabled(OC_COMP_TRANSPORT, OC_LOG_DEBUG)) {
         char info[2048];
         uint32_t peer = (ctx->rank + 1) % ctx->size;
-        oc_tr_ep_describe(ctx->dests[peer].ep, info, sizeof(info));
+        oc_tr_ep_describe(ctx->eps[peer], info, sizeof(info));
         oc_debug(OC_COMP_TRANSPORT, "rank %u -> %u:\n%s", ctx->rank, peer,
                  info);
     }
@@ -175,9 +176,9 @@ static void context_free(oc_context_t *ctx)
 {
     oc__buf_t *b;
     oc__agent_fini(ctx);
-    if (ctx->dests != NULL && ctx->worker != NULL)
+    if (ctx->eps != NULL && ctx->worker != NULL)
         for (uint32_t i = 0; i < ctx->size; i++)
-            oc_tr_ep_destroy(ctx->worker, ctx->dests[i].ep);
+            oc_tr_ep_destroy(ctx->worker, ctx->eps[i]);
     if (ctx->rxq != NULL && ctx->worker != NULL)
         oc__rx_drain_release(ctx);
     oc_tr_worker_destroy(ctx->worker);
@@ -191,6 +192,7 @@ static void context_free(oc_context_t *ctx)
     free(ctx->rxq);
     free(ctx->dirty);
     free(ctx->dests);
+    free(ctx->eps);
     free(ctx->pool_descs);
     free(ctx->pool_mem);
     free(ctx);
@@ -203,7 +205,9 @@ OC_API oc_status_t oc_init(const oc_context_params_t *params,
     oc_status_t st;
 
     if (params == NULL || ctx_p == NULL ||
-        !(params->field_mask & OC_PARAM_HANDLER) || params->handler == NULL) {
+        !(((params->field_mask & OC_PARAM_HANDLER) && params->handler) ||
+          ((params->field_mask & OC_PARAM_BURST_HANDLER) &&
+           params->burst_handler))) {
         oc_error(OC_COMP_RUNTIME, "oc_init: a message handler is required");
         return OC_ERR_INVALID_PARAM;
     }
@@ -254,17 +258,22 @@ OC_API oc_status_t oc_init(const oc_context_params_t *params,
     if (ctx->max_msg > OC_WIRE_MAX_MSG)
         ctx->max_msg = OC_WIRE_MAX_MSG;
     ctx->failed = OC_OK;
-    ctx->handler = params->handler;
+    ctx->handler = (params->field_mask & OC_PARAM_HANDLER) ? params->handler
+                                                           : NULL;
+    if (params->field_mask & OC_PARAM_BURST_HANDLER)
+        ctx->burst_handler = params->burst_handler;
     ctx->handler_arg = params->handler_arg;
-    ctx->dests = calloc(ctx->size, sizeof(*ctx->dests));
-    ctx->dirty = calloc(ctx->size, sizeof(*ctx->dirty));
+    ctx->dests = calloc(2 * (size_t)ctx->size, sizeof(*ctx->dests));
+    ctx->eps = calloc(ctx->size, sizeof(*ctx->eps));
+    ctx->dirty = calloc(2 * (size_t)ctx->size, sizeof(*ctx->dirty));
     ctx->rx_cap = 256;
     ctx->rxq = calloc(ctx->rx_cap, sizeof(*ctx->rxq));
-    if (ctx->dests == NULL || ctx->dirty == NULL || ctx->rxq == NULL) {
+    if (ctx->dests == NULL || ctx->eps == NULL || ctx->dirty == NULL ||
+        ctx->rxq == NULL) {
         st = OC_ERR_NO_MEMORY;
         goto err;
     }
-    for (uint32_t i = 0; i < ctx->size; i++)
+    for (uint32_t i = 0; i < 2 * ctx->size; i++)
         ctx->dests[i].item_len = OC_NO_ITEM;
     if ((st = pool_create(ctx)) != OC_OK)
         goto err;

@@ -61,7 +61,7 @@ static oc_status_t qsend(oc_context_t *ctx, uint32_t to, const qmsg_t *m)
     s->op.cb = qsend_done;
     s->op.token = 0;
     s->m = *m;
-    st = oc_tr_send(ctx->dests[to].ep, OC_AM_CONTROL, &s->m, sizeof(s->m),
+    st = oc_tr_send(ctx->eps[to], OC_AM_CONTROL, &s->m, sizeof(s->m),
                     &s->op);
     if (st == OC_INPROGRESS)
         return OC_OK;

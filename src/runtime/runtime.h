@@ -47,7 +47,10 @@ typedef struct oc__buf {
     uint8_t          reserve; /* malloc'd beyond the pool */
 } oc__buf_t;
 
-/* Aggregation state for one destination rank.  Hot fields first. */
+/* Aggregation state for one lane toward one destination rank: lane 0
+ * carries what the application sends, lane 1 what handlers send (replies),
+ * so requests and replies each stay in fixed-size form.  Slot index:
+ * dest * 2 + lane.  Hot fields first. */
 typedef struct {
     uint8_t   *wp;        /* write pointer, NULL when no buffer */
     uint8_t   *end;
@@ -58,8 +61,9 @@ typedef struct {
     oc__buf_t *buf;
     uint64_t   t_first;   /* when the first message went in (us) */
     uint64_t   seq;
-    oc_tr_ep_t *ep;
 } oc__dest_t;
+
+#define OC__SLOT(dest, lane) (((uint32_t)(dest) << 1) | (uint32_t)(lane))
 
 /* A received bundle waiting for (or in) delivery. */
 typedef struct {
@@ -94,16 +98,17 @@ typedef struct {
 
 struct oc_context {
     /* hot */
-    oc__dest_t     *dests;
+    oc__dest_t     *dests;        /* [2 * size]: OC__SLOT(dest, lane) */
     oc_counters_t   c;
     uint32_t        rank, size;
     int             in_handler;
     int             failed;       /* OC_OK or the error that broke it */
     oc_handler_t    handler;
+    oc_burst_handler_t burst_handler;
     void           *handler_arg;
     oc__buf_t      *free_bufs;
     oc__buf_t      *reserve_bufs;
-    uint32_t       *dirty;        /* dests with a buffer */
+    uint32_t       *dirty;        /* slots with a buffer */
     uint32_t        ndirty;
     uint64_t        last_activity; /* msgs_sent + no_resource at last poll */
     /* receive queue: ring of rx entries */
@@ -111,6 +116,7 @@ struct oc_context {
     uint32_t        rx_head, rx_count, rx_cap;
     uint64_t        inflight;      /* bundles handed to the transport */
     /* cold */
+    oc_tr_ep_t    **eps;          /* [size] inline placement */
     oc__config_t    cfg;
     size_t          max_msg;
     oc__buf_t      *pool_descs;
@@ -128,7 +134,7 @@ struct oc_context {
 };
 
 /* send.c */
-oc_status_t oc__flush_dest(oc_context_t *ctx, uint32_t dest, int reason);
+oc_status_t oc__flush_dest(oc_context_t *ctx, uint32_t slot, int reason);
 oc_status_t oc__flush_all(oc_context_t *ctx, int reason);
 int oc__progress(oc_context_t *ctx);
 void oc__rx_push(oc_context_t *ctx, uint8_t *data, uint32_t len,

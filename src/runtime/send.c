@@ -133,9 +133,10 @@ void oc__rx_drain_release(oc_context_t *ctx)
 
 /* ---- flushing --------------------------------------------------------- */
 
-oc_status_t oc__flush_dest(oc_context_t *ctx, uint32_t dest, int reason)
+oc_status_t oc__flush_dest(oc_context_t *ctx, uint32_t slot, int reason)
 {
-    oc__dest_t *d = &ctx->dests[dest];
+    oc__dest_t *d = &ctx->dests[slot];
+    const uint32_t dest = slot >> 1;
     oc__buf_t *b = d->buf;
     oc_wire_hdr_t h;
     oc_status_t st;
@@ -181,7 +182,7 @@ oc_status_t oc__flush_dest(oc_context_t *ctx, uint32_t dest, int reason)
     }
     if (ctx->agent != NULL)
         return oc__agent_submit(ctx, b, len);
-    st = oc_tr_send(d->ep, OC_AM_BUNDLE, b->data, len, &b->op);
+    st = oc_tr_send(ctx->eps[dest], OC_AM_BUNDLE, b->data, len, &b->op);
     if (st == OC_OK) {
         oc__buf_put(ctx, b);
     } else if (st == OC_INPROGRESS) {
@@ -201,15 +202,15 @@ static oc_status_t flush_dirty(oc_context_t *ctx, int reason, uint64_t now)
     oc_status_t ret = OC_OK;
 
     for (uint32_t i = 0; i < ctx->ndirty; i++) {
-        uint32_t dest = ctx->dirty[i];
-        oc__dest_t *d = &ctx->dests[dest];
+        uint32_t slot = ctx->dirty[i];
+        oc__dest_t *d = &ctx->dests[slot];
         if (d->buf != NULL && reason == OC__FLUSH_TIMEOUT &&
             now - d->t_first < ctx->cfg.flush_timeout_us) {
-            ctx->dirty[keep++] = dest;
+            ctx->dirty[keep++] = slot;
             continue;
         }
         if (d->buf != NULL) {
-            oc_status_t st = oc__flush_dest(ctx, dest, reason);
+            oc_status_t st = oc__flush_dest(ctx, slot, reason);
             if (st != OC_OK)
                 ret = st;
         }
@@ -226,7 +227,7 @@ oc_status_t oc__flush_all(oc_context_t *ctx, int reason)
 
 /* ---- sending ---------------------------------------------------------- */
 
-static oc_status_t dest_open(oc_context_t *ctx, oc__dest_t *d, uint32_t dest,
+static oc_status_t dest_open(oc_context_t *ctx, oc__dest_t *d, uint32_t slot,
                              size_t len)
 {
     oc__buf_t *b = buf_get(ctx);
@@ -243,7 +244,7 @@ static oc_status_t dest_open(oc_context_t *ctx, oc__dest_t *d, uint32_t dest,
     d->t_first = oc__now_us();
     if (!d->listed) {
         d->listed = 1;
-        ctx->dirty[ctx->ndirty++] = dest;
+        ctx->dirty[ctx->ndirty++] = slot;
     }
     return OC_OK;
 }
@@ -268,7 +269,8 @@ static void dest_to_mixed(oc_context_t *ctx, oc__dest_t *d, uint32_t dest)
 static oc_status_t send_slow(oc_context_t *ctx, uint32_t dest, const void *buf,
                              size_t len)
 {
-    oc__dest_t *d = &ctx->dests[dest];
+    const uint32_t slot = OC__SLOT(dest, ctx->in_handler);
+    oc__dest_t *d = &ctx->dests[slot];
     size_t need;
     oc_status_t st;
 
@@ -281,7 +283,7 @@ static oc_status_t send_slow(oc_context_t *ctx, uint32_t dest, const void *buf,
 
     for (int attempt = 0; attempt < 2; attempt++) {
         if (d->buf == NULL) {
-            st = dest_open(ctx, d, dest, len);
+            st = dest_open(ctx, d, slot, len);
             if (st != OC_OK) {
                 ctx->c.send_no_resource++;
                 return st;
@@ -307,7 +309,7 @@ static oc_status_t send_slow(oc_context_t *ctx, uint32_t dest, const void *buf,
             }
         }
         /* No room in this buffer: it is full for this message. */
-        st = oc__flush_dest(ctx, dest, OC__FLUSH_FULL);
+        st = oc__flush_dest(ctx, slot, OC__FLUSH_FULL);
         if (st != OC_OK)
             return st;
     }
@@ -320,15 +322,11 @@ accepted:
     return OC_OK;
 }
 
-OC_API oc_status_t oc_send(oc_context_t *ctx, uint32_t dest, const void *buf,
-                           size_t len)
+/* The fast path shared by oc_send and the burst calls: a same-size message
+ * into a lane whose buffer has room.  Returns 0 when the slow path must
+ * decide.  Counters are the caller's. */
+static inline int try_fast(oc__dest_t *d, const void *buf, size_t len)
 {
-    oc__dest_t *d;
-
-    if (unlikely(dest >= ctx->size))
-        return OC_ERR_RANK_RANGE;
-    d = &ctx->dests[dest];
-    /* Fast path: same-size message into a buffer with room. */
     if (likely(len == d->item_len && d->wp + d->stride <= d->end)) {
         if (len == 8)
             memcpy(d->wp, buf, 8);
@@ -336,11 +334,83 @@ OC_API oc_status_t oc_send(oc_context_t *ctx, uint32_t dest, const void *buf,
             oc_wire_put_item(d->wp, buf, len);
         d->wp += d->stride;
         d->count++;
+        return 1;
+    }
+    return 0;
+}
+
+OC_API oc_status_t oc_send(oc_context_t *ctx, uint32_t dest, const void *buf,
+                           size_t len)
+{
+    if (unlikely(dest >= ctx->size))
+        return OC_ERR_RANK_RANGE;
+    if (try_fast(&ctx->dests[OC__SLOT(dest, ctx->in_handler)], buf, len)) {
         ctx->c.msgs_sent++;
         ctx->c.bytes_sent += len;
         return OC_OK;
     }
     return send_slow(ctx, dest, buf, len);
+}
+
+OC_API size_t oc_send_burst(oc_context_t *ctx, const uint32_t *dests,
+                            const void *msgs, size_t len, size_t n)
+{
+    const uint8_t *p = msgs;
+    const uint32_t lane = (uint32_t)ctx->in_handler;
+    const uint32_t size = ctx->size;
+    size_t i, fast = 0;
+
+    for (i = 0; i < n; i++, p += len) {
+        const uint32_t dest = dests[i];
+        if (unlikely(dest >= size))
+            break;
+        if (try_fast(&ctx->dests[OC__SLOT(dest, lane)], p, len)) {
+            fast++;
+            continue;
+        }
+        if (send_slow(ctx, dest, p, len) != OC_OK)
+            break;
+    }
+    ctx->c.msgs_sent += fast;
+    ctx->c.bytes_sent += fast * len;
+    return i;
+}
+
+OC_API size_t oc_send_many(oc_context_t *ctx, uint32_t dest, const void *msgs,
+                           size_t len, size_t n)
+{
+    const uint8_t *p = msgs;
+    oc__dest_t *d;
+    size_t i = 0;
+
+    if (unlikely(dest >= ctx->size))
+        return 0;
+    d = &ctx->dests[OC__SLOT(dest, ctx->in_handler)];
+    while (i < n) {
+        size_t room = len == d->item_len && len == d->stride
+                          ? (size_t)(d->end - d->wp) / d->stride : 0;
+        if (room > 0) {
+            /* a run that fits the open buffer: one copy */
+            size_t k = n - i < room ? n - i : room;
+            memcpy(d->wp, p, k * len);
+            d->wp += k * len;
+            d->count += (uint32_t)k;
+            ctx->c.msgs_sent += k;
+            ctx->c.bytes_sent += k * len;
+            i += k;
+            p += k * len;
+            continue;
+        }
+        if (try_fast(d, p, len)) {
+            ctx->c.msgs_sent++;
+            ctx->c.bytes_sent += len;
+        } else if (send_slow(ctx, dest, p, len) != OC_OK) {
+            break;
+        }
+        i++;
+        p += len;
+    }
+    return i;
 }
 
 OC_API oc_status_t oc_flush(oc_context_t *ctx)
@@ -377,10 +447,22 @@ static uint32_t deliver_one(oc_context_t *ctx, oc__rx_t *e, int *stalled)
         const size_t stride = oc_wire_pad8(len);
         const uint32_t src = h->src;
         const uint8_t *p = e->data + OC_WIRE_HDR_LEN + (size_t)i * stride;
-        for (; i < h->count; i++, p += stride) {
-            if (unlikely(handler(harg, src, p, len) == OC_ERR_NO_RESOURCE)) {
+        if (ctx->burst_handler != NULL) {
+            /* the whole run in one call: the handler's loop, not ours */
+            size_t left = h->count - i;
+            size_t took = ctx->burst_handler(harg, src, p, len, left);
+            if (took > left)
+                took = left;
+            i += (uint32_t)took;
+            if (took < left)
                 *stalled = 1;
-                break;
+        } else {
+            for (; i < h->count; i++, p += stride) {
+                if (unlikely(handler(harg, src, p, len) ==
+                             OC_ERR_NO_RESOURCE)) {
+                    *stalled = 1;
+                    break;
+                }
             }
         }
         n = i - e->done;
@@ -391,8 +473,10 @@ static uint32_t deliver_one(oc_context_t *ctx, oc__rx_t *e, int *stalled)
         oc_wire_iter_init(&it, e->data, h);
         oc_wire_iter_skip(&it, i);
         while (oc_wire_iter_next(&it, &m)) {
-            if (unlikely(handler(harg, m.src, m.payload, m.len) ==
-                         OC_ERR_NO_RESOURCE)) {
+            int refused = ctx->burst_handler != NULL
+                ? ctx->burst_handler(harg, m.src, m.payload, m.len, 1) == 0
+                : handler(harg, m.src, m.payload, m.len) == OC_ERR_NO_RESOURCE;
+            if (unlikely(refused)) {
                 *stalled = 1;
                 break;
             }

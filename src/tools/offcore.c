@@ -1,8 +1,10 @@
 /*
- * offcore.c — the operator CLI.  This first version lists the runtime's
- * configuration; stat, doctor, advise and bench come with the agent.
+ * offcore.c — the operator CLI: the runtime's configuration and an agent's
+ * live counters (stat.c); doctor, advise and bench come with the agent.
  */
 #include "runtime/runtime.h"
+#include "tools/keys.h"
+#include "tools/stat.h"
 #include "util/log.h"
 
 #include <stdio.h>
@@ -16,6 +18,12 @@ static void usage(FILE *out)
             "commands:\n"
             "  config, --dump-config   list every OC_* setting: its current value\n"
             "                          (from the environment), default and meaning\n"
+            "  stat [--agent ADDR] [--watch SECONDS] [--json]\n"
+            "                          live counters of an offcored agent: per job,\n"
+            "                          peer and routing thread (offcore stat --help)\n"
+            "  keygen                  print a new random cluster key (hex)\n"
+            "  job-key --job ID [--cluster-key FILE]\n"
+            "                          print job ID's key, for its ranks' OC_JOB_KEY\n"
             "  version, --version      print the version\n"
             "  help, --help            this text\n");
 }
@@ -35,6 +43,12 @@ int main(int argc, char **argv)
                "# default: warn\n");
         return 0;
     }
+    if (!strcmp(cmd, "keygen"))
+        return oc_keygen_main(argc - 1, argv + 1, stdout, stderr);
+    if (!strcmp(cmd, "job-key"))
+        return oc_jobkey_main(argc - 1, argv + 1, stdout, stderr);
+    if (!strcmp(cmd, "stat"))
+        return oc_stat_main(argc - 1, argv + 1, stdout, stderr);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("offcore %d.%d (wire version %d)\n", OC_VERSION_MAJOR,
                OC_VERSION_MINOR, OC_WIRE_VERSION);

@@ -27,6 +27,13 @@ OC_API const char *oc_status_string(oc_status_t s)
     case OC_ERR_WIRE_JOB: return "OC_ERR_WIRE_JOB: bundle of another job";
     case OC_ERR_WIRE_EMPTY: return "OC_ERR_WIRE_EMPTY: bundle with no message";
     case OC_ERR_WIRE_ITEM_SIZE: return "OC_ERR_WIRE_ITEM_SIZE: bad fixed item size";
+    case OC_ERR_CTL_TYPE: return "OC_ERR_CTL_TYPE: unknown control message type";
+    case OC_ERR_CTL_VALUE: return "OC_ERR_CTL_VALUE: control message field out of range";
+    case OC_ERR_CTL_AUTH: return "OC_ERR_CTL_AUTH: authentication failed";
+    case OC_ERR_CTL_KEY: return "OC_ERR_CTL_KEY: key missing, malformed or its file too permissive";
+    case OC_ERR_CTL_TIMEOUT: return "OC_ERR_CTL_TIMEOUT: no answer on the control channel in time";
+    case OC_ERR_CTL_ADDR: return "OC_ERR_CTL_ADDR: bad control address or cannot listen on it";
+    case OC_ERR_CTL_CONNECT: return "OC_ERR_CTL_CONNECT: nothing answers at the control address";
     }
     return "OC_ERR_UNKNOWN: unknown status";
 }

@@ -56,6 +56,13 @@ static const struct {
     S(OC_ERR_WIRE_JOB),
     S(OC_ERR_WIRE_EMPTY),
     S(OC_ERR_WIRE_ITEM_SIZE),
+    S(OC_ERR_CTL_TYPE),
+    S(OC_ERR_CTL_VALUE),
+    S(OC_ERR_CTL_AUTH),
+    S(OC_ERR_CTL_KEY),
+    S(OC_ERR_CTL_TIMEOUT),
+    S(OC_ERR_CTL_ADDR),
+    S(OC_ERR_CTL_CONNECT),
 };
 #define N_STATUS (sizeof(all_status) / sizeof(all_status[0]))
 

@@ -1,0 +1,347 @@
+/*
+ * auth.c — keys, nonces and the HMAC-SHA256 proofs of the control
+ * handshakes.  Keys never cross the wire: a rank proves it holds the job's
+ * key by a MAC over the agent's fresh nonce (and the identity it claims);
+ * agents prove the cluster key to each other the same way.
+ */
+#include "ctl.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+
+#include "util/log.h"
+
+#define RANK_DOMAIN "offcore-rank-v1"
+#define PEER_DOMAIN "offcore-peer-v1"
+#define DOMAIN_LEN  15
+/* A hex key file: 2 digits per byte and some white space. */
+#define KEY_FILE_MAX (2 * OC_CTL_KEY_MAX + 64)
+
+oc_status_t oc_ctl_random(void *buf, size_t len)
+{
+    uint8_t *p = buf;
+
+    while (len > 0) {
+        ssize_t n = getrandom(p, len, 0);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            /* no getrandom (old kernel, seccomp): OpenSSL's own sources */
+            if (len <= INT32_MAX && RAND_bytes(p, (int)len) == 1)
+                return OC_OK;
+            oc_error(OC_COMP_WIRE, "ctl: no random source: %s",
+                     strerror(errno));
+            return OC_ERR_TRANSPORT;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return OC_OK;
+}
+
+void oc_ctl_hmac_sha256(const void *key, size_t key_len, const void *data,
+                        size_t len, uint8_t mac[OC_CTL_MAC_LEN])
+{
+    unsigned int n = OC_CTL_MAC_LEN;
+
+    /* HMAC() only fails on allocation failure, with SHA-256 and these
+     * sizes; a zero MAC then matches no real one. */
+    if (HMAC(EVP_sha256(), key, (int)key_len, data, len, mac, &n) == NULL)
+        memset(mac, 0, OC_CTL_MAC_LEN);
+}
+
+static uint8_t *put32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+    return p + 4;
+}
+
+void oc_ctl_rank_mac(const oc_ctl_key_t *job_key,
+                     const uint8_t server_nonce[OC_CTL_NONCE_LEN],
+                     const uint8_t client_nonce[OC_CTL_CNONCE_LEN],
+                     uint32_t job, uint32_t rank, uint32_t size,
+                     uint8_t mac[OC_CTL_MAC_LEN])
+{
+    uint8_t m[DOMAIN_LEN + OC_CTL_NONCE_LEN + OC_CTL_CNONCE_LEN + 12], *p = m;
+
+    memcpy(p, RANK_DOMAIN, DOMAIN_LEN);
+    p += DOMAIN_LEN;
+    memcpy(p, server_nonce, OC_CTL_NONCE_LEN);
+    p += OC_CTL_NONCE_LEN;
+    memcpy(p, client_nonce, OC_CTL_CNONCE_LEN);
+    p += OC_CTL_CNONCE_LEN;
+    p = put32(p, job);
+    p = put32(p, rank);
+    put32(p, size);
+    oc_ctl_hmac_sha256(job_key->bytes, job_key->len, m, sizeof(m), mac);
+}
+
+void oc_ctl_peer_mac(const oc_ctl_key_t *cluster_key,
+                     const uint8_t peer_nonce[OC_CTL_NONCE_LEN],
+                     const uint8_t own_nonce[OC_CTL_NONCE_LEN],
+                     uint32_t own_node, uint8_t mac[OC_CTL_MAC_LEN])
+{
+    uint8_t m[DOMAIN_LEN + 2 * OC_CTL_NONCE_LEN + 4], *p = m;
+
+    memcpy(p, PEER_DOMAIN, DOMAIN_LEN);
+    p += DOMAIN_LEN;
+    memcpy(p, peer_nonce, OC_CTL_NONCE_LEN);
+    p += OC_CTL_NONCE_LEN;
+    memcpy(p, own_nonce, OC_CTL_NONCE_LEN);
+    p += OC_CTL_NONCE_LEN;
+    put32(p, own_node);
+    oc_ctl_hmac_sha256(cluster_key->bytes, cluster_key->len, m, sizeof(m),
+                       mac);
+}
+
+bool oc_ctl_mac_equal(const uint8_t a[OC_CTL_MAC_LEN],
+                      const uint8_t b[OC_CTL_MAC_LEN])
+{
+    return CRYPTO_memcmp(a, b, OC_CTL_MAC_LEN) == 0;
+}
+
+oc_status_t oc_ctl_rank_verify(const oc_ctl_key_t *job_key,
+                               const uint8_t server_nonce[OC_CTL_NONCE_LEN],
+                               const oc_ctl_msg_t *hello,
+                               const uint8_t mac[OC_CTL_MAC_LEN])
+{
+    uint8_t want[OC_CTL_MAC_LEN];
+    bool ok;
+
+    if (job_key == NULL || hello == NULL || hello->type != OC_CTL_HELLO)
+        return OC_ERR_INVALID_PARAM;
+    oc_ctl_rank_mac(job_key, server_nonce, hello->u.hello.nonce,
+                    hello->u.hello.job, hello->u.hello.rank,
+                    hello->u.hello.size, want);
+    ok = oc_ctl_mac_equal(want, mac);
+    OPENSSL_cleanse(want, sizeof(want));
+    return ok ? OC_OK : OC_ERR_CTL_AUTH;
+}
+
+oc_status_t oc_ctl_peer_verify(const oc_ctl_key_t *cluster_key,
+                               uint32_t own_node,
+                               const uint8_t own_nonce[OC_CTL_NONCE_LEN],
+                               const oc_ctl_msg_t *peer_hello,
+                               const uint8_t mac[OC_CTL_MAC_LEN])
+{
+    const uint8_t *peer_nonce;
+    uint8_t want[OC_CTL_MAC_LEN];
+    bool ok;
+
+    if (cluster_key == NULL || peer_hello == NULL ||
+        peer_hello->type != OC_CTL_PEER_HELLO)
+        return OC_ERR_INVALID_PARAM;
+    peer_nonce = peer_hello->u.peer_hello.nonce;
+    /* A peer claiming our node id, or our nonce, could send back the proof
+     * we gave it (on this or another connection) as its own. */
+    if (peer_hello->u.peer_hello.node == own_node ||
+        CRYPTO_memcmp(peer_nonce, own_nonce, OC_CTL_NONCE_LEN) == 0)
+        return OC_ERR_CTL_AUTH;
+    oc_ctl_peer_mac(cluster_key, own_nonce, peer_nonce,
+                    peer_hello->u.peer_hello.node, want);
+    ok = oc_ctl_mac_equal(want, mac);
+    OPENSSL_cleanse(want, sizeof(want));
+    return ok ? OC_OK : OC_ERR_CTL_AUTH;
+}
+
+/* ------------------------------------------------------------------ keys */
+
+static int hexval(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* Hex digits [0, n) into key; -1 on a bad digit or odd count. */
+static int unhex(const char *s, size_t n, oc_ctl_key_t *key)
+{
+    if (n % 2 != 0 || n / 2 > OC_CTL_KEY_MAX)
+        return -1;
+    for (size_t i = 0; i < n; i += 2) {
+        int hi = hexval((unsigned char)s[i]), lo = hexval((unsigned char)s[i + 1]);
+        if (hi < 0 || lo < 0)
+            return -1;
+        key->bytes[i / 2] = (uint8_t)(hi << 4 | lo);
+    }
+    key->len = (uint32_t)(n / 2);
+    return 0;
+}
+
+static bool is_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+/* Key of hex digits s[0, n) (trailing white space allowed); @p from names
+ * the source in messages. */
+static oc_status_t key_hex(const char *s, size_t n, const char *from,
+                           oc_ctl_key_t *key)
+{
+    oc_ctl_key_t k;
+
+    while (n > 0 && is_space(s[n - 1]))
+        n--;
+    if (unhex(s, n, &k) != 0 || k.len < OC_CTL_KEY_MIN) {
+        oc_error(OC_COMP_WIRE,
+                 "ctl: key from %s: want %d to %d hex digits (%d to %d "
+                 "bytes), got %zu characters or a non-hex one",
+                 from, 2 * OC_CTL_KEY_MIN, 2 * OC_CTL_KEY_MAX, OC_CTL_KEY_MIN,
+                 OC_CTL_KEY_MAX, n);
+        OPENSSL_cleanse(&k, sizeof(k));
+        return OC_ERR_CTL_KEY;
+    }
+    *key = k;
+    OPENSSL_cleanse(&k, sizeof(k));
+    return OC_OK;
+}
+
+oc_status_t oc_ctl_key_from_hex(const char *hex, oc_ctl_key_t *key)
+{
+    if (hex == NULL || key == NULL)
+        return OC_ERR_INVALID_PARAM;
+    return key_hex(hex, strlen(hex), "a hex string", key);
+}
+
+static bool all_hex(const char *s, size_t n)
+{
+    while (n > 0 && is_space(s[n - 1]))
+        n--;
+    for (size_t i = 0; i < n; i++)
+        if (hexval((unsigned char)s[i]) < 0)
+            return false;
+    return n > 0;
+}
+
+oc_status_t oc_ctl_key_from_file(const char *path, oc_ctl_key_t *key)
+{
+    char buf[KEY_FILE_MAX + 1];
+    oc_status_t st = OC_ERR_CTL_KEY;
+    struct stat sb;
+    size_t n = 0;
+    int fd;
+
+    if (path == NULL || key == NULL)
+        return OC_ERR_INVALID_PARAM;
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
+        oc_error(OC_COMP_WIRE, "ctl: key file %s: %s", path, strerror(errno));
+        return OC_ERR_CTL_KEY;
+    }
+    /* fstat the open file: what is checked is what is read */
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        oc_error(OC_COMP_WIRE, "ctl: key file %s: not a regular file", path);
+        goto out;
+    }
+    if (sb.st_mode & 077) {
+        oc_error(OC_COMP_WIRE,
+                 "ctl: key file %s is accessible to group or others (mode "
+                 "%04o): refusing it; run chmod 600 %s",
+                 path, (unsigned)(sb.st_mode & 07777), path);
+        goto out;
+    }
+    for (;;) {
+        ssize_t r = read(fd, buf + n, sizeof(buf) - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            oc_error(OC_COMP_WIRE, "ctl: key file %s: %s", path,
+                     strerror(errno));
+            goto out;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+        if (n == sizeof(buf)) {
+            oc_error(OC_COMP_WIRE, "ctl: key file %s: longer than %d bytes",
+                     path, KEY_FILE_MAX);
+            goto out;
+        }
+    }
+    if (all_hex(buf, n)) {
+        char from[512];
+        snprintf(from, sizeof(from), "file %s", path);
+        st = key_hex(buf, n, from, key);
+    } else if (n < OC_CTL_KEY_MIN || n > OC_CTL_KEY_MAX) {
+        oc_error(OC_COMP_WIRE,
+                 "ctl: key file %s: %zu bytes; a raw key has %d to %d, a hex "
+                 "one %d to %d hex digits",
+                 path, n, OC_CTL_KEY_MIN, OC_CTL_KEY_MAX, 2 * OC_CTL_KEY_MIN,
+                 2 * OC_CTL_KEY_MAX);
+    } else {
+        memcpy(key->bytes, buf, n);
+        key->len = (uint32_t)n;
+        st = OC_OK;
+    }
+out:
+    OPENSSL_cleanse(buf, sizeof(buf));
+    close(fd);
+    return st;
+}
+
+oc_status_t oc_ctl_key_load(const char *path, const char *env,
+                            oc_ctl_key_t *key)
+{
+    const char *v;
+
+    if (key == NULL)
+        return OC_ERR_INVALID_PARAM;
+    if (path != NULL && path[0] != '\0')
+        return oc_ctl_key_from_file(path, key);
+    if (env != NULL && (v = getenv(env)) != NULL && v[0] != '\0')
+        return key_hex(v, strlen(v), env, key);
+    oc_error(OC_COMP_WIRE, "ctl: no key: give a key file or set %s",
+             env != NULL ? env : "a key variable");
+    return OC_ERR_CTL_KEY;
+}
+
+oc_status_t oc_ctl_key_generate(oc_ctl_key_t *key)
+{
+    oc_status_t st;
+
+    if (key == NULL)
+        return OC_ERR_INVALID_PARAM;
+    if ((st = oc_ctl_random(key->bytes, 32)) != OC_OK)
+        return st;
+    key->len = 32;
+    return OC_OK;
+}
+
+oc_status_t oc_ctl_key_hex(const oc_ctl_key_t *key, char *buf, size_t cap)
+{
+    static const char digits[] = "0123456789abcdef";
+
+    if (key == NULL || buf == NULL || key->len > OC_CTL_KEY_MAX ||
+        cap < 2 * (size_t)key->len + 1)
+        return OC_ERR_INVALID_PARAM;
+    for (uint32_t i = 0; i < key->len; i++) {
+        buf[2 * i] = digits[key->bytes[i] >> 4];
+        buf[2 * i + 1] = digits[key->bytes[i] & 15];
+    }
+    buf[2 * key->len] = '\0';
+    return OC_OK;
+}
+
+void oc_ctl_key_clear(oc_ctl_key_t *key)
+{
+    if (key != NULL)
+        OPENSSL_cleanse(key, sizeof(*key));
+}

@@ -1,0 +1,325 @@
+/*
+ * conn.c — a non-blocking framed control connection: an input buffer that
+ * gathers partial reads into whole frames, an output queue that survives
+ * partial writes, and a blocking request helper on top for clients.
+ *
+ * Input: bytes [in_off, in_len) of `in` are unread; the frame returned last
+ * is [in_off, in_off + in_used) and is dropped by the next read call (which
+ * is why its fields stay valid until then).  Buffers grow to the largest
+ * frame seen, at most OC_CTL_FRAME_MAX; a header is checked as soon as it is
+ * in, so a bad peer cannot make us wait for (or allocate) a bogus length.
+ */
+#include "ctl.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util/log.h"
+
+#define IN_INITIAL 4096
+
+struct oc_ctl_conn {
+    int         fd;        /* -1 with a reader */
+    oc__ctl_reader_t reader;
+    void       *reader_arg;
+    bool        is_socket; /* send() with MSG_NOSIGNAL, else write() */
+    oc_status_t rstatus;   /* sticky: reading is over */
+    oc_status_t wstatus;   /* sticky: writing is over */
+    uint8_t    *in;
+    size_t      in_cap, in_off, in_len, in_used;
+    uint8_t    *out;
+    size_t      out_cap, out_head, out_len;
+    char        name[OC_CTL_ADDR_STRLEN];
+};
+
+oc_status_t oc_ctl_conn_create(int fd, const char *name, oc_ctl_conn_t **conn_p)
+{
+    oc_ctl_conn_t *c;
+    int flags, type;
+    socklen_t tl = sizeof(type);
+
+    if (fd < 0 || conn_p == NULL)
+        return OC_ERR_INVALID_PARAM;
+    flags = fcntl(fd, F_GETFL);
+    if (flags < 0)
+        return OC_ERR_INVALID_PARAM;
+    c = calloc(1, sizeof(*c));
+    if (c == NULL)
+        return OC_ERR_NO_MEMORY;
+    c->in = malloc(IN_INITIAL);
+    if (c->in == NULL) {
+        free(c);
+        return OC_ERR_NO_MEMORY;
+    }
+    c->in_cap = IN_INITIAL;
+    if (!(flags & O_NONBLOCK) && fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) {
+        free(c->in);
+        free(c);
+        return OC_ERR_INVALID_PARAM;
+    }
+    c->fd = fd;
+    c->is_socket = getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) == 0;
+    if (name != NULL)
+        snprintf(c->name, sizeof(c->name), "%s", name);
+    else
+        snprintf(c->name, sizeof(c->name), "fd %d", fd);
+    *conn_p = c;
+    return OC_OK;
+}
+
+oc_status_t oc__ctl_conn_create_reader(oc__ctl_reader_t reader, void *arg,
+                                      const char *name, oc_ctl_conn_t **conn_p)
+{
+    oc_ctl_conn_t *c;
+
+    if (reader == NULL || conn_p == NULL)
+        return OC_ERR_INVALID_PARAM;
+    c = calloc(1, sizeof(*c));
+    if (c == NULL || (c->in = malloc(IN_INITIAL)) == NULL) {
+        free(c);
+        return OC_ERR_NO_MEMORY;
+    }
+    c->fd = -1;
+    c->in_cap = IN_INITIAL;
+    c->reader = reader;
+    c->reader_arg = arg;
+    snprintf(c->name, sizeof(c->name), "%s", name != NULL ? name : "reader");
+    *conn_p = c;
+    return OC_OK;
+}
+
+void oc_ctl_conn_destroy(oc_ctl_conn_t *c)
+{
+    if (c == NULL)
+        return;
+    if (c->fd >= 0)
+        close(c->fd);
+    free(c->in);
+    free(c->out);
+    free(c);
+}
+
+int oc_ctl_conn_fd(const oc_ctl_conn_t *c)
+{
+    return c->fd;
+}
+
+const char *oc_ctl_conn_name(const oc_ctl_conn_t *c)
+{
+    return c->name;
+}
+
+static oc_status_t read_fail(oc_ctl_conn_t *c, oc_status_t st, const char *why)
+{
+    c->rstatus = st;
+    c->in_used = 0;
+    if (st == OC_ERR_PEER_FAILED)
+        oc_debug(OC_COMP_WIRE, "ctl: %s: %s", c->name, why);
+    else
+        oc_warn(OC_COMP_WIRE, "ctl: %s: malformed frame: %s", c->name,
+                oc_status_string(st));
+    return st;
+}
+
+/* Make room for a frame of @p need bytes starting at in_off. */
+static oc_status_t in_room(oc_ctl_conn_t *c, size_t need)
+{
+    size_t have = c->in_len - c->in_off;
+    size_t cap;
+    uint8_t *p;
+
+    if (c->in_cap - c->in_off >= need && c->in_len < c->in_cap)
+        return OC_OK;
+    if (c->in_off > 0) {
+        memmove(c->in, c->in + c->in_off, have);
+        c->in_off = 0;
+        c->in_len = have;
+        if (c->in_cap >= need && c->in_len < c->in_cap)
+            return OC_OK;
+    }
+    cap = c->in_cap;
+    while (cap < need)
+        cap *= 2;
+    if (cap > OC_CTL_FRAME_MAX)
+        cap = OC_CTL_FRAME_MAX; /* >= need: frame_len() checked the header */
+    p = realloc(c->in, cap);
+    if (p == NULL)
+        return OC_ERR_NO_MEMORY;
+    c->in = p;
+    c->in_cap = cap;
+    return OC_OK;
+}
+
+oc_status_t oc_ctl_conn_read(oc_ctl_conn_t *c, oc_ctl_msg_t *msg)
+{
+    oc_status_t st;
+
+    if (c == NULL || msg == NULL)
+        return OC_ERR_INVALID_PARAM;
+    if (c->rstatus != OC_OK)
+        return c->rstatus;
+    c->in_off += c->in_used;
+    c->in_used = 0;
+    if (c->in_off == c->in_len)
+        c->in_off = c->in_len = 0;
+
+    for (;;) {
+        size_t have = c->in_len - c->in_off, need = OC_CTL_HDR_LEN;
+        ssize_t n;
+
+        st = oc_ctl_frame_len(c->in + c->in_off, have, &need);
+        if (st < 0)
+            return read_fail(c, st, "");
+        if (st == OC_OK && have >= need) {
+            st = oc_ctl_decode(c->in + c->in_off, need, msg);
+            if (st != OC_OK)
+                return read_fail(c, st, "");
+            c->in_used = need;
+            return OC_OK;
+        }
+        if ((st = in_room(c, need)) != OC_OK)
+            return st; /* not sticky: the caller may retry */
+        n = c->reader != NULL
+                ? c->reader(c->reader_arg, c->in + c->in_len,
+                            c->in_cap - c->in_len)
+                : read(c->fd, c->in + c->in_len, c->in_cap - c->in_len);
+        if (n > 0) {
+            c->in_len += (size_t)n;
+            continue;
+        }
+        if (n == 0)
+            return read_fail(c, OC_ERR_PEER_FAILED,
+                             have ? "closed inside a frame" : "closed");
+        if (errno == EINTR)
+            continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            return OC_INPROGRESS;
+        return read_fail(c, OC_ERR_PEER_FAILED, strerror(errno));
+    }
+}
+
+oc_status_t oc_ctl_conn_send(oc_ctl_conn_t *c, const oc_ctl_msg_t *msg)
+{
+    size_t len, queued, cap;
+    oc_status_t st;
+
+    if (c == NULL || msg == NULL)
+        return OC_ERR_INVALID_PARAM;
+    if (c->wstatus != OC_OK)
+        return c->wstatus;
+    if ((st = oc_ctl_encode(msg, NULL, 0, &len)) != OC_OK)
+        return st;
+    queued = c->out_len - c->out_head;
+    if (queued + len > OC_CTL_OUT_MAX)
+        return OC_ERR_NO_RESOURCE;
+    if (c->out_cap - c->out_len < len) {
+        if (c->out_head > 0) {
+            memmove(c->out, c->out + c->out_head, queued);
+            c->out_head = 0;
+            c->out_len = queued;
+        }
+        if (c->out_cap - c->out_len < len) {
+            uint8_t *p;
+            cap = c->out_cap ? c->out_cap : 1024;
+            while (cap < queued + len)
+                cap *= 2;
+            if ((p = realloc(c->out, cap)) == NULL)
+                return OC_ERR_NO_MEMORY;
+            c->out = p;
+            c->out_cap = cap;
+        }
+    }
+    st = oc_ctl_encode(msg, c->out + c->out_len, c->out_cap - c->out_len, &len);
+    if (st != OC_OK)
+        return st;
+    c->out_len += len;
+    oc_trace(OC_COMP_WIRE, "ctl: %s: queued %s (%zu bytes)", c->name,
+             oc_ctl_type_name((int)msg->type), len);
+    return OC_OK;
+}
+
+oc_status_t oc_ctl_conn_flush(oc_ctl_conn_t *c)
+{
+    if (c == NULL)
+        return OC_ERR_INVALID_PARAM;
+    if (c->wstatus != OC_OK)
+        return c->wstatus;
+    while (c->out_head < c->out_len) {
+        size_t left = c->out_len - c->out_head;
+        ssize_t n = c->is_socket ? send(c->fd, c->out + c->out_head, left,
+                                        MSG_NOSIGNAL | MSG_DONTWAIT)
+                                 : write(c->fd, c->out + c->out_head, left);
+        if (n >= 0) {
+            c->out_head += (size_t)n;
+            continue;
+        }
+        if (errno == EINTR)
+            continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            return OC_INPROGRESS;
+        oc_debug(OC_COMP_WIRE, "ctl: %s: write: %s", c->name, strerror(errno));
+        c->wstatus = OC_ERR_PEER_FAILED;
+        return c->wstatus;
+    }
+    c->out_head = c->out_len = 0;
+    return OC_OK;
+}
+
+bool oc_ctl_conn_want_write(const oc_ctl_conn_t *c)
+{
+    return c->wstatus == OC_OK && c->out_head < c->out_len;
+}
+
+short oc_ctl_conn_events(const oc_ctl_conn_t *c)
+{
+    return (short)(POLLIN | (oc_ctl_conn_want_write(c) ? POLLOUT : 0));
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+oc_status_t oc_ctl_conn_request(oc_ctl_conn_t *c, const oc_ctl_msg_t *req,
+                                oc_ctl_msg_t *reply, int timeout_ms)
+{
+    int64_t deadline = timeout_ms >= 0 ? now_ms() + timeout_ms : -1;
+    oc_status_t st;
+
+    if (c == NULL || reply == NULL)
+        return OC_ERR_INVALID_PARAM;
+    if (req != NULL && (st = oc_ctl_conn_send(c, req)) != OC_OK)
+        return st;
+    for (;;) {
+        struct pollfd pfd;
+        int wait = -1;
+
+        if ((st = oc_ctl_conn_flush(c)) < 0)
+            return st;
+        if ((st = oc_ctl_conn_read(c, reply)) != OC_INPROGRESS)
+            return st;
+        if (deadline >= 0) {
+            int64_t left = deadline - now_ms();
+            if (left <= 0)
+                return OC_ERR_CTL_TIMEOUT;
+            wait = left > 1000000 ? 1000000 : (int)left;
+        }
+        pfd.fd = c->fd;
+        pfd.events = oc_ctl_conn_events(c);
+        pfd.revents = 0;
+        if (poll(&pfd, 1, wait) < 0 && errno != EINTR) {
+            oc_debug(OC_COMP_WIRE, "ctl: %s: poll: %s", c->name,
+                     strerror(errno));
+            return OC_ERR_PEER_FAILED;
+        }
+    }
+}

@@ -1,0 +1,464 @@
+/*
+ * ctl.h — the control plane: the handshake and job wire-up between ranks and
+ * their node's agent, and between agents (DESIGN.md "Bootstrap").  Never
+ * data.  Parts:
+ *   ctl.c   the message codec (table-driven, strict)
+ *   auth.c  keys, nonces and the HMAC-SHA256 proofs
+ *   conn.c  a non-blocking framed connection for poll() loops, and a
+ *           blocking request helper for clients
+ *   sock.c  "unix:/path" and "tcp:HOST:PORT" listen / accept / connect
+ *   derive.c  job keys and data-path tokens (derive.h)
+ *
+ * FRAME (protocol version 1, little-endian, no padding, no alignment):
+ *   0 u32 magic "OCC1"   4 u16 version (1)   6 u16 type
+ *   8 u32 payload length (0 .. OC_CTL_MAX_PAYLOAD = 65536)   12 u32 reserved 0
+ *  16 payload: the fields of the type, in this order, nothing after them:
+ *
+ *   type             payload
+ *   1  HELLO         u32 job, u32 rank, u32 size, u32 pid, 16 B client nonce,
+ *                    addr (the rank's UCX worker address)        rank->agent
+ *   2  CHALLENGE     32 B server nonce                           agent->rank
+ *   3  AUTH          32 B mac (oc_ctl_rank_mac)                  rank->agent
+ *   4  WELCOME       u32 node, u32 thread, addr (the agent thread's worker)
+ *   5  READY         u32 size, u32 nnodes                        agent->rank
+ *   6  ERROR         i32 status, text                            either way
+ *   7  BYE           u32 reason (oc_ctl_bye_t)                   either way
+ *   8  COUNTS        u32 job, u32 epoch, u32 round, u64 sent, u64 delivered
+ *                    rank->agent, and child agent->parent agent
+ *   9  COUNTS_REQ    the same fields          agent->rank, parent->child agent
+ *   10 QUIESCE_DONE  u32 job, u32 epoch       agent->rank, parent->child agent
+ *   11 PEER_HELLO    u32 node, u32 cluster, 32 B nonce          agent->agent
+ *   12 PEER_AUTH     32 B mac (oc_ctl_peer_mac)                 agent->agent
+ *   13 PEER_INFO     u32 node, u32 n, n x addr (one per routing thread)
+ *   14 JOB_RANKS     u32 job, u32 size, u32 node, u32 n, n x u32 rank
+ *   15 JOB_FAIL      u32 job, i32 status                        agent->agent
+ *
+ *   addr = u32 len + len bytes, 1 .. OC_CTL_MAX_ADDR (4096);
+ *   text = u32 len + len bytes, 0 .. OC_CTL_MAX_TEXT (256), each 0x20..0x7e.
+ *
+ * Rules checked by the decoder (and by the encoder, with the same codes):
+ *   size 1 .. OC_CTL_MAX_RANKS and rank < size (HELLO); pid 1 .. INT32_MAX;
+ *   thread < OC_CTL_MAX_THREADS; nnodes 1 .. size (READY); status < 0
+ *   (ERROR, JOB_FAIL); reason 0 .. 2; PEER_INFO n 1 .. OC_CTL_MAX_THREADS; JOB_RANKS
+ *   size 1 .. OC_CTL_MAX_RANKS, ranks strictly increasing and < size (so
+ *   no duplicates, n <= size).  Every message has one encoding: decoding
+ *   then encoding gives back the same bytes.
+ *
+ * Handshakes (who checks what is the agent's business; these are the
+ * messages and proofs).  Rank: HELLO -> CHALLENGE -> AUTH -> WELCOME ...
+ * READY, or ERROR + close.  Agents: each side sends PEER_HELLO, then
+ * PEER_AUTH over the other's nonce; then PEER_INFO and JOB_RANKS.  Use a
+ * fresh nonce (oc_ctl_random) per connection; oc_ctl_peer_verify() refuses
+ * a peer that claims the verifier's own node id or nonce (else it could
+ * reflect the verifier's proof back at it).
+ *
+ * Thread-safety: every function here is thread-safe on distinct objects; a
+ * connection or listener is used by one thread at a time.
+ */
+#ifndef OC_CTL_H
+#define OC_CTL_H
+
+#include <offcore/offcore.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define OC_CTL_MAGIC        0x3143434fu /* "OCC1" read little-endian */
+#define OC_CTL_VERSION      1
+#define OC_CTL_HDR_LEN      16
+#define OC_CTL_MAX_PAYLOAD  65536u
+#define OC_CTL_FRAME_MAX    (OC_CTL_HDR_LEN + OC_CTL_MAX_PAYLOAD)
+#define OC_CTL_MAX_ADDR     4096u      /* one UCX worker address */
+#define OC_CTL_MAX_TEXT     256u       /* ERROR text */
+#define OC_CTL_MAX_THREADS  64u        /* routing threads per agent */
+#define OC_CTL_MAX_RANKS    0xffffffu  /* ranks are 24-bit on the wire */
+#define OC_CTL_CNONCE_LEN   16
+#define OC_CTL_NONCE_LEN    32
+#define OC_CTL_MAC_LEN      32
+
+typedef enum {
+    OC_CTL_HELLO = 1,
+    OC_CTL_CHALLENGE,
+    OC_CTL_AUTH,
+    OC_CTL_WELCOME,
+    OC_CTL_READY,
+    OC_CTL_ERROR,
+    OC_CTL_BYE,
+    OC_CTL_COUNTS,
+    OC_CTL_COUNTS_REQ,
+    OC_CTL_QUIESCE_DONE,
+    OC_CTL_PEER_HELLO,
+    OC_CTL_PEER_AUTH,
+    OC_CTL_PEER_INFO,
+    OC_CTL_JOB_RANKS,
+    OC_CTL_JOB_FAIL,
+    OC_CTL_TYPE_END /* one past the last type */
+} oc_ctl_type_t;
+
+typedef enum {
+    OC_CTL_BYE_NORMAL = 0,
+    OC_CTL_BYE_SHUTDOWN = 1,   /* the agent is shutting down */
+    OC_CTL_BYE_PEER_FAILED = 2 /* a peer of the job failed */
+} oc_ctl_bye_t;
+
+/** Variable-length bytes.  Decoded: points into the decoded buffer. */
+typedef struct {
+    const uint8_t *data;
+    uint32_t       len;
+} oc_ctl_bytes_t;
+
+/** A list of u32.  To encode, set host (count values); a decoded list has
+ *  host NULL and wire pointing at count little-endian u32 in the buffer
+ *  (maybe unaligned): read it with oc_ctl_u32s_get().  Encoding a decoded
+ *  message re-encodes from wire. */
+typedef struct {
+    uint32_t        count;
+    const uint32_t *host;
+    const uint8_t  *wire;
+} oc_ctl_u32s_t;
+
+typedef struct {
+    uint32_t       count;
+    oc_ctl_bytes_t item[OC_CTL_MAX_THREADS];
+} oc_ctl_addrs_t;
+
+/**
+ * A control message: the type and its fields.  Fields that point (bytes,
+ * lists) point into the buffer that oc_ctl_decode() was given, or into the
+ * connection's input buffer for oc_ctl_conn_read(): see there how long.
+ */
+typedef struct {
+    oc_ctl_type_t type;
+    union {
+        struct {
+            uint32_t       job, rank, size, pid;
+            uint8_t        nonce[OC_CTL_CNONCE_LEN];
+            oc_ctl_bytes_t addr;
+        } hello;
+        struct {
+            uint8_t nonce[OC_CTL_NONCE_LEN];
+        } challenge;
+        struct {
+            uint8_t mac[OC_CTL_MAC_LEN];
+        } auth;        /* AUTH and PEER_AUTH */
+        struct {
+            uint32_t       node, thread;
+            oc_ctl_bytes_t addr;
+        } welcome;
+        struct {
+            uint32_t size, nnodes;
+        } ready;
+        struct {
+            int32_t        status;
+            oc_ctl_bytes_t text; /* not NUL-terminated: print "%.*s" */
+        } error;
+        struct {
+            uint32_t reason; /* oc_ctl_bye_t */
+        } bye;
+        struct {
+            uint32_t job, epoch, round;
+            uint64_t sent, delivered;
+        } counts;      /* COUNTS and COUNTS_REQ */
+        struct {
+            uint32_t job, epoch;
+        } quiesce_done;
+        struct {
+            uint32_t node, cluster;
+            uint8_t  nonce[OC_CTL_NONCE_LEN];
+        } peer_hello;
+        struct {
+            uint32_t       node;
+            oc_ctl_addrs_t addrs;
+        } peer_info;
+        struct {
+            uint32_t      job, size, node;
+            oc_ctl_u32s_t ranks;
+        } job_ranks;
+        struct {
+            uint32_t job;
+            int32_t  status; /* why, < 0 */
+        } job_fail;
+    } u;
+} oc_ctl_msg_t;
+
+static inline uint32_t oc_ctl_u32s_get(const oc_ctl_u32s_t *l, uint32_t i)
+{
+    const uint8_t *p;
+    if (l->host != NULL)
+        return l->host[i];
+    p = l->wire + 4 * (size_t)i;
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+           (uint32_t)p[3] << 24;
+}
+
+/** "HELLO", ...; "UNKNOWN" for a value that is no type.  Static string. */
+const char *oc_ctl_type_name(int type);
+
+/**
+ * Encode @p msg as one frame into @p buf.  With @p buf NULL only computes
+ * the frame length.  Checks every rule of the decoder first.
+ * @return OC_OK and *len_out set; OC_ERR_INVALID_PARAM (NULL msg/len_out,
+ *   a pointer field NULL with a non-zero length, @p cap too small: a buffer
+ *   of OC_CTL_FRAME_MAX always fits), OC_ERR_CTL_TYPE, OC_ERR_CTL_VALUE,
+ *   OC_ERR_WIRE_COUNT (a list longer than its maximum), OC_ERR_MSG_TOO_LONG
+ *   (payload over OC_CTL_MAX_PAYLOAD, e.g. 64 large worker addresses).
+ */
+oc_status_t oc_ctl_encode(const oc_ctl_msg_t *msg, uint8_t *buf, size_t cap,
+                          size_t *len_out);
+
+/**
+ * Check the header at the start of @p buf, which holds @p len bytes of a
+ * stream (maybe less than a frame).  For stream readers.
+ * @return OC_OK and *frame_len = header + payload length;
+ *   OC_INPROGRESS when len < OC_CTL_HDR_LEN; OC_ERR_WIRE_MAGIC,
+ *   OC_ERR_WIRE_VERSION, OC_ERR_CTL_TYPE (unknown type), OC_ERR_WIRE_FLAGS
+ *   (reserved not 0), OC_ERR_WIRE_LENGTH (payload over the maximum).
+ */
+oc_status_t oc_ctl_frame_len(const uint8_t *buf, size_t len,
+                             size_t *frame_len);
+
+/**
+ * Decode exactly one frame of @p len bytes.  Pointer fields of @p out point
+ * into @p buf (valid while it is).  Pure; never reads outside @p buf.
+ * @return OC_OK and *out filled; else *out untouched and
+ *   OC_ERR_INVALID_PARAM (NULL), OC_ERR_WIRE_TRUNCATED (len < header),
+ *   the errors of oc_ctl_frame_len(), OC_ERR_WIRE_LENGTH (len is not the
+ *   header's frame length, a field runs past the payload, bytes left
+ *   after the last field), OC_ERR_WIRE_COUNT (a list count over its
+ *   maximum), OC_ERR_CTL_VALUE (a value out of range, non-printable text,
+ *   ranks not increasing).  Logged at debug level with the field's name.
+ */
+oc_status_t oc_ctl_decode(const uint8_t *buf, size_t len, oc_ctl_msg_t *out);
+
+/** Fill @p msg as an ERROR: @p status (one >= 0 becomes OC_ERR_STATE) and
+ *  @p text (may be NULL), cut to OC_CTL_MAX_TEXT; non-printable characters
+ *  become '?'.  The text is copied into @p scratch (OC_CTL_MAX_TEXT bytes),
+ *  where msg's text then points. */
+void oc_ctl_set_error(oc_ctl_msg_t *msg, oc_status_t status, const char *text,
+                      char *scratch);
+
+/* ------------------------------------------------------------------ auth */
+
+#define OC_CTL_KEY_MIN 32
+#define OC_CTL_KEY_MAX 128
+#define OC_CTL_JOB_KEY_ENV     "OC_JOB_KEY"
+#define OC_CTL_CLUSTER_KEY_ENV "OC_CLUSTER_KEY"
+
+/** A shared secret: a job key (ranks <-> agent) or a cluster key (agents).
+ *  Wipe it with oc_ctl_key_clear() when done. */
+typedef struct {
+    uint32_t len;
+    uint8_t  bytes[OC_CTL_KEY_MAX];
+} oc_ctl_key_t;
+
+/**
+ * Load a key.  From the file @p path when it is non-NULL and non-empty,
+ * else from the environment variable @p env (hex).
+ *   file: its permissions must give group and others nothing (mode & 077 ==
+ *         0, as ssh asks of private keys) and it must be a regular file;
+ *         content of only hex digits (and trailing white space) is hex,
+ *         anything else is the raw key bytes.
+ *   hex:  upper or lower case, even length.
+ * Either way the key has OC_CTL_KEY_MIN .. OC_CTL_KEY_MAX bytes.
+ * @return OC_OK and *key set; OC_ERR_CTL_KEY (no key given, unreadable,
+ *   too permissive, bad hex, wrong length: logged with the path or the
+ *   variable's name, never the key), OC_ERR_INVALID_PARAM.
+ */
+oc_status_t oc_ctl_key_load(const char *path, const char *env,
+                            oc_ctl_key_t *key);
+oc_status_t oc_ctl_key_from_hex(const char *hex, oc_ctl_key_t *key);
+oc_status_t oc_ctl_key_from_file(const char *path, oc_ctl_key_t *key);
+/** A fresh random key of 32 bytes (to hand to a job's ranks and agents). */
+oc_status_t oc_ctl_key_generate(oc_ctl_key_t *key);
+/** Lower-case hex of the key, NUL-terminated; @p cap >= 2 * len + 1. */
+oc_status_t oc_ctl_key_hex(const oc_ctl_key_t *key, char *buf, size_t cap);
+void oc_ctl_key_clear(oc_ctl_key_t *key);
+
+/** Cryptographically random bytes (getrandom, else OpenSSL RAND_bytes).
+ *  @return OC_OK, or OC_ERR_TRANSPORT when no random source works. */
+oc_status_t oc_ctl_random(void *buf, size_t len);
+
+/** Raw HMAC-SHA256 (exposed for the known-answer tests). */
+void oc_ctl_hmac_sha256(const void *key, size_t key_len, const void *data,
+                        size_t len, uint8_t mac[OC_CTL_MAC_LEN]);
+
+/** The rank's proof: HMAC-SHA256(job_key, "offcore-rank-v1" (15 bytes, no
+ *  NUL) || server nonce (32) || client nonce (16) || job || rank || size
+ *  (u32 little-endian each)). */
+void oc_ctl_rank_mac(const oc_ctl_key_t *job_key,
+                     const uint8_t server_nonce[OC_CTL_NONCE_LEN],
+                     const uint8_t client_nonce[OC_CTL_CNONCE_LEN],
+                     uint32_t job, uint32_t rank, uint32_t size,
+                     uint8_t mac[OC_CTL_MAC_LEN]);
+
+/** An agent's proof: HMAC-SHA256(cluster_key, "offcore-peer-v1" ||
+ *  the peer's nonce (32) || own nonce (32) || own node (u32 LE)). */
+void oc_ctl_peer_mac(const oc_ctl_key_t *cluster_key,
+                     const uint8_t peer_nonce[OC_CTL_NONCE_LEN],
+                     const uint8_t own_nonce[OC_CTL_NONCE_LEN],
+                     uint32_t own_node, uint8_t mac[OC_CTL_MAC_LEN]);
+
+/** Constant-time comparison of two MACs: true when equal. */
+bool oc_ctl_mac_equal(const uint8_t a[OC_CTL_MAC_LEN],
+                      const uint8_t b[OC_CTL_MAC_LEN]);
+
+/** Agent side: check an AUTH against the HELLO it answers and the nonce
+ *  sent in CHALLENGE.  @return OC_OK or OC_ERR_CTL_AUTH. */
+oc_status_t oc_ctl_rank_verify(const oc_ctl_key_t *job_key,
+                               const uint8_t server_nonce[OC_CTL_NONCE_LEN],
+                               const oc_ctl_msg_t *hello,
+                               const uint8_t mac[OC_CTL_MAC_LEN]);
+
+/** Check a PEER_AUTH from the agent that sent @p peer_hello, over @p
+ *  own_nonce (the one this side sent).  @return OC_OK or OC_ERR_CTL_AUTH
+ *  (also when the peer claims this side's node id @p own_node or nonce:
+ *  it could be reflecting this side's own proof). */
+oc_status_t oc_ctl_peer_verify(const oc_ctl_key_t *cluster_key,
+                               uint32_t own_node,
+                               const uint8_t own_nonce[OC_CTL_NONCE_LEN],
+                               const oc_ctl_msg_t *peer_hello,
+                               const uint8_t mac[OC_CTL_MAC_LEN]);
+
+/* ------------------------------------------------------------ connection */
+
+#define OC_CTL_ADDR_STRLEN 128  /* "unix:/path" or "tcp:[v6]:port" + NUL */
+#define OC_CTL_OUT_MAX (1u << 20) /* queued output per connection */
+
+typedef struct oc_ctl_conn oc_ctl_conn_t;
+
+/**
+ * Wrap a connected stream socket (or a pipe, for tests).  Sets O_NONBLOCK.
+ * The connection owns @p fd from then on (closes it in destroy); on error
+ * @p fd is left open and untouched.  @p name is copied, for logs (NULL:
+ * "fd N").  Buffers start small and grow to the largest frame seen.
+ * @return OC_OK and *conn_p; OC_ERR_NO_MEMORY, OC_ERR_INVALID_PARAM.
+ */
+oc_status_t oc_ctl_conn_create(int fd, const char *name,
+                               oc_ctl_conn_t **conn_p);
+/** Close the fd and free the buffers.  NULL is a no-op. */
+void oc_ctl_conn_destroy(oc_ctl_conn_t *conn);
+int oc_ctl_conn_fd(const oc_ctl_conn_t *conn);
+const char *oc_ctl_conn_name(const oc_ctl_conn_t *conn);
+
+/**
+ * Read the next message.  Reads from the fd as needed; never blocks.  After
+ * poll() reports POLLIN, call it until it returns OC_INPROGRESS: several
+ * frames may arrive in one read.  Pointer fields of @p msg point into the
+ * connection's buffer and stay valid until the next oc_ctl_conn_read() or
+ * oc_ctl_conn_destroy() on it (forward them with oc_ctl_conn_send(), which
+ * copies).
+ * @return OC_OK one message; OC_INPROGRESS no whole frame yet;
+ *   OC_ERR_PEER_FAILED end of stream (between frames or inside one) or a
+ *   socket error; a decode error (oc_ctl_decode) for a malformed frame,
+ *   checked as soon as its header is in.  After an error, reading is over:
+ *   every later call returns the same status (sending still works, to say
+ *   ERROR and BYE).
+ */
+oc_status_t oc_ctl_conn_read(oc_ctl_conn_t *conn, oc_ctl_msg_t *msg);
+
+/**
+ * Queue one message (encoded and copied now).  Nothing is written: call
+ * oc_ctl_conn_flush() now or when poll() reports POLLOUT.
+ * @return OC_OK; the errors of oc_ctl_encode(); OC_ERR_NO_RESOURCE when
+ *   more than OC_CTL_OUT_MAX bytes would be queued (flush and retry);
+ *   OC_ERR_PEER_FAILED after a write failed; OC_ERR_NO_MEMORY.
+ */
+oc_status_t oc_ctl_conn_send(oc_ctl_conn_t *conn, const oc_ctl_msg_t *msg);
+
+/** Write what the socket takes.  @return OC_OK all written; OC_INPROGRESS
+ *  some is left (wait for POLLOUT); OC_ERR_PEER_FAILED (the peer closed or
+ *  reset: later sends and flushes return it too). */
+oc_status_t oc_ctl_conn_flush(oc_ctl_conn_t *conn);
+
+/** Bytes are queued: poll for POLLOUT. */
+bool oc_ctl_conn_want_write(const oc_ctl_conn_t *conn);
+
+/** The poll() events to wait for: POLLIN, and POLLOUT when want_write. */
+short oc_ctl_conn_events(const oc_ctl_conn_t *conn);
+
+/**
+ * Blocking client helper: queue @p req (NULL: none), flush it, and wait
+ * with poll() for the next message, at most @p timeout_ms (< 0: forever).
+ * An ERROR reply is returned as a message like any other.
+ * @return OC_OK and *reply (valid as for oc_ctl_conn_read());
+ *   OC_ERR_CTL_TIMEOUT; the errors of send, flush and read.
+ */
+oc_status_t oc_ctl_conn_request(oc_ctl_conn_t *conn, const oc_ctl_msg_t *req,
+                                oc_ctl_msg_t *reply, int timeout_ms);
+
+/** Internal, for the fuzz target: a connection without an fd that reads
+ *  through @p reader, which behaves as read(2) does (bytes, 0 at the end,
+ *  -1 with errno EAGAIN for "nothing now").  Sending fails on it. */
+typedef ssize_t (*oc__ctl_reader_t)(void *arg, void *buf, size_t len);
+oc_status_t oc__ctl_conn_create_reader(oc__ctl_reader_t reader, void *arg,
+                                      const char *name, oc_ctl_conn_t **conn_p);
+
+/* --------------------------------------------------------------- sockets */
+
+/**
+ * Addresses: "unix:/path/to/sock" (or a bare path starting with '/'),
+ * "tcp:HOST:PORT" or "HOST:PORT"; HOST is a name, an IPv4 address or an
+ * IPv6 one in brackets ("tcp:[::1]:7000"); an empty HOST listens on every
+ * interface.  Names are resolved with getaddrinfo(), which may block on
+ * DNS: event loops should use numeric addresses.
+ */
+typedef struct {
+    int  fd;                       /**< listening socket, non-blocking */
+    char addr[OC_CTL_ADDR_STRLEN]; /**< what it is bound to; a TCP port 0
+                                        is replaced by the kernel's choice */
+    /* private: the socket file, to remove it on close if still ours */
+    char          path[OC_CTL_ADDR_STRLEN];
+    unsigned long dev, ino;
+} oc_ctl_listener_t;
+
+/**
+ * Listen.  TCP: SO_REUSEADDR.  Unix: a socket file left by a dead agent
+ * (nothing accepts on it) is removed; a live one, or a path that is not a
+ * socket, is an error.  Two agents starting on one path at the same
+ * instant can race: give each agent its own path.
+ * @return OC_OK and *l filled; OC_ERR_CTL_ADDR (unparsable, unresolvable,
+ *   in use, bind/listen failed: logged); OC_ERR_INVALID_PARAM.
+ */
+oc_status_t oc_ctl_listen(const char *addr, oc_ctl_listener_t *l);
+
+/**
+ * Accept one connection, non-blocking and close-on-exec (TCP: NODELAY).
+ * @p peer (may be NULL) receives "tcp:IP:PORT" or "unix:pid=P,uid=U".
+ * @return OC_OK and *fd_out; OC_INPROGRESS none is waiting;
+ *   OC_ERR_NO_RESOURCE out of file descriptors (retry later);
+ *   OC_ERR_CTL_ADDR other accept errors.
+ */
+oc_status_t oc_ctl_accept(oc_ctl_listener_t *l, int *fd_out, char *peer,
+                          size_t peer_cap);
+
+/** Close the listener; remove its socket file if it is still the one this
+ *  listener made.  NULL or a closed listener is a no-op. */
+void oc_ctl_listener_close(oc_ctl_listener_t *l);
+
+/**
+ * Connect, waiting at most @p timeout_ms (< 0: no limit); every address a
+ * name resolves to is tried in turn.  The fd is non-blocking and
+ * close-on-exec (TCP: NODELAY).
+ * @return OC_OK and *fd_out; OC_ERR_CTL_CONNECT (refused, no such socket,
+ *   unreachable: logged); OC_ERR_CTL_TIMEOUT; OC_ERR_CTL_ADDR (unparsable,
+ *   unresolvable); OC_ERR_INVALID_PARAM.
+ */
+oc_status_t oc_ctl_connect(const char *addr, int timeout_ms, int *fd_out);
+
+/** Start a connection without waiting (first resolved address only).
+ *  @return OC_OK connected; OC_INPROGRESS *fd_out set: poll it for POLLOUT,
+ *  then call oc_ctl_connect_finish(); OC_ERR_NO_RESOURCE a Unix listener's
+ *  backlog is full (retry); the errors of oc_ctl_connect(). */
+oc_status_t oc_ctl_connect_start(const char *addr, int *fd_out);
+
+/** Outcome of a started connection once its fd is writable: OC_OK, or
+ *  OC_ERR_CTL_CONNECT (the caller closes the fd either way on error). */
+oc_status_t oc_ctl_connect_finish(int fd);
+
+/** Credentials of a Unix socket's peer (SO_PEERCRED): lets an agent check
+ *  that HELLO's pid is the process at the other end.
+ *  @return OC_OK; OC_ERR_UNSUPPORTED (not a Unix socket). */
+oc_status_t oc_ctl_peer_cred(int fd, uint32_t *pid, uint32_t *uid);
+
+#endif /* OC_CTL_H */
