@@ -11,33 +11,35 @@
  */
 #include "runtime.h"
 
+#include "ctl/ctl.h"
+#include "ctl/derive.h"
 #include "util/log.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct oc__agent {
-    oc_tr_ep_t *ep;        /* to the agent's router */
-    uint64_t    token;     /* names this rank to the agent */
-    uint32_t    credits;   /* bundles we may still send */
-    oc__buf_t  *wait_head; /* bundles waiting for credit, in order */
-    oc__buf_t **wait_tail;
-    uint32_t    waiting;
+    oc_tr_ep_t    *ep;        /* to the agent's router */
+    uint64_t       token;     /* names this rank to the agent */
+    uint32_t       credits;   /* bundles we may still send */
+    oc__buf_t     *wait_head; /* bundles waiting for credit, in order */
+    oc__buf_t    **wait_tail;
+    uint32_t       waiting;
+    oc_ctl_conn_t *cc;        /* control connection to the agent */
+    uint32_t       node, thread;
+    uint32_t       polls;
+    /* termination waves, run by the agents */
+    int            q_sent;     /* COUNTS sent for q.round */
+    int            q_done;     /* QUIESCE_DONE for q.epoch arrived */
 };
 
-oc_status_t oc__agent_submit(oc_context_t *ctx, oc__buf_t *b, uint32_t len)
+/* Send one bundle to the agent, spending a credit the caller checked. */
+static oc_status_t agent_send(oc_context_t *ctx, oc__buf_t *b, uint32_t len)
 {
     struct oc__agent *a = ctx->agent;
     oc_status_t st;
 
-    b->len = len;
-    if (a->credits == 0 || a->wait_head != NULL) {
-        b->next = NULL;
-        *a->wait_tail = b;
-        a->wait_tail = &b->next;
-        a->waiting++;
-        return OC_OK;
-    }
     a->credits--;
     b->op.token = a->token;
     st = oc_tr_send(a->ep, OC_AM_BUNDLE, b->data, len, &b->op);
@@ -52,6 +54,21 @@ oc_status_t oc__agent_submit(oc_context_t *ctx, oc__buf_t *b, uint32_t len)
     return st == OC_INPROGRESS ? OC_OK : st;
 }
 
+oc_status_t oc__agent_submit(oc_context_t *ctx, oc__buf_t *b, uint32_t len)
+{
+    struct oc__agent *a = ctx->agent;
+
+    b->len = len;
+    if (a->credits == 0 || a->wait_head != NULL) { /* keep the order */
+        b->next = NULL;
+        *a->wait_tail = b;
+        a->wait_tail = &b->next;
+        a->waiting++;
+        return OC_OK;
+    }
+    return agent_send(ctx, b, len);
+}
+
 static void credit_recv(void *arg, uint64_t token, void *data, size_t len)
 {
     oc_context_t *ctx = arg;
@@ -64,9 +81,16 @@ static void credit_recv(void *arg, uint64_t token, void *data, size_t len)
     ctx->agent->credits += m.credits;
 }
 
+static void ctl_poll(oc_context_t *ctx);
+
 void oc__agent_progress(oc_context_t *ctx)
 {
     struct oc__agent *a = ctx->agent;
+
+    /* A lost agent must surface within seconds even in a rank that only
+     * sends; a recv per 16 polls costs nothing next to their work. */
+    if ((++a->polls & 15) == 0 && !ctx->q.active)
+        ctl_poll(ctx);
 
     while (a->wait_head != NULL && a->credits > 0) {
         oc__buf_t *b = a->wait_head;
@@ -74,32 +98,235 @@ void oc__agent_progress(oc_context_t *ctx)
         if (a->wait_head == NULL)
             a->wait_tail = &a->wait_head;
         a->waiting--;
-        if (oc__agent_submit(ctx, b, b->len) != OC_OK)
+        if (agent_send(ctx, b, b->len) != OC_OK)
             break;
     }
 }
 
+/* Act on one message from the agent outside a handshake. */
+static void ctl_message(oc_context_t *ctx, const oc_ctl_msg_t *m)
+{
+    struct oc__agent *a = ctx->agent;
+
+    switch (m->type) {
+    case OC_CTL_ERROR:
+        oc_error(OC_COMP_RUNTIME, "rank %u: the agent says: %.*s", ctx->rank,
+                 (int)m->u.error.text.len, (const char *)m->u.error.text.data);
+        ctx->failed = OC_ERR_PEER_FAILED;
+        break;
+    case OC_CTL_BYE:
+        oc_error(OC_COMP_RUNTIME, "rank %u: the agent %s", ctx->rank,
+                 m->u.bye.reason == OC_CTL_BYE_SHUTDOWN
+                     ? "is shutting down" : "ended the job");
+        ctx->failed = OC_ERR_PEER_FAILED;
+        break;
+    case OC_CTL_COUNTS_REQ:
+        if (ctx->q.active && m->u.counts.epoch == ctx->q.epoch) {
+            ctx->q.round = m->u.counts.round;
+            ctx->c.quiesce_rounds++;
+            a->q_sent = 0;
+        }
+        break;
+    case OC_CTL_QUIESCE_DONE:
+        if (ctx->q.active && m->u.quiesce_done.epoch == ctx->q.epoch)
+            a->q_done = 1;
+        break;
+    default:
+        oc_warn(OC_COMP_RUNTIME, "rank %u: unexpected %s from the agent",
+                ctx->rank, oc_ctl_type_name(m->type));
+        break;
+    }
+}
+
+static void ctl_poll(oc_context_t *ctx)
+{
+    struct oc__agent *a = ctx->agent;
+    oc_ctl_msg_t m;
+    oc_status_t st;
+
+    oc_ctl_conn_flush(a->cc);
+    while ((st = oc_ctl_conn_read(a->cc, &m)) == OC_OK)
+        ctl_message(ctx, &m);
+    if (st != OC_INPROGRESS && ctx->failed == OC_OK) {
+        oc_error(OC_COMP_RUNTIME, "rank %u: lost the agent: %s", ctx->rank,
+                 oc_status_string(st));
+        ctx->failed = OC_ERR_PEER_FAILED;
+    }
+}
+
+/* Wait for the next message of a handshake; ERROR ends it. */
+static oc_status_t expect(oc_context_t *ctx, const oc_ctl_msg_t *req,
+                          oc_ctl_type_t type, oc_ctl_msg_t *reply,
+                          int timeout_ms)
+{
+    oc_status_t st = oc_ctl_conn_request(ctx->agent->cc, req, reply,
+                                         timeout_ms);
+    if (st != OC_OK) {
+        oc_error(OC_COMP_RUNTIME, "rank %u: agent handshake: %s", ctx->rank,
+                 oc_status_string(st));
+        return st == OC_ERR_CTL_TIMEOUT ? st : OC_ERR_PEER_FAILED;
+    }
+    if (reply->type == OC_CTL_ERROR) {
+        oc_error(OC_COMP_RUNTIME, "rank %u: the agent refused: %.*s",
+                 ctx->rank, (int)reply->u.error.text.len,
+                 (const char *)reply->u.error.text.data);
+        return OC_ERR_CTL_AUTH;
+    }
+    if (reply->type != type) {
+        oc_error(OC_COMP_RUNTIME, "rank %u: agent sent %s, expected %s",
+                 ctx->rank, oc_ctl_type_name(reply->type),
+                 oc_ctl_type_name(type));
+        return OC_ERR_STATE;
+    }
+    return OC_OK;
+}
+
 oc_status_t oc__agent_init(oc_context_t *ctx, int required)
 {
-    (void)credit_recv;
-    if (required)
-        oc_error(OC_COMP_RUNTIME, "OC_PLACEMENT=agent: this build has no "
-                                  "agent placement yet; use inline or auto");
-    return OC_ERR_UNSUPPORTED;
-}
+    struct oc__agent *a;
+    oc_ctl_key_t key;
+    oc_ctl_msg_t m, r;
+    uint8_t cnonce[OC_CTL_CNONCE_LEN], snonce[OC_CTL_NONCE_LEN];
+    const void *addr;
+    size_t addr_len;
+    oc_status_t st;
+    int fd;
+    const int log_lvl = required ? OC_LOG_ERROR : OC_LOG_INFO;
 
-void oc__agent_fini(oc_context_t *ctx)
-{
-    free(ctx->agent);
-    ctx->agent = NULL;
-}
+    /* auto: a quick look; agent: wait as long as a slow start may take */
+    st = oc_ctl_connect(ctx->cfg.agent, required ? 5000 : 200, &fd);
+    if (st != OC_OK) {
+        oc_log(OC_COMP_RUNTIME, log_lvl, "rank %u: no agent answers at %s%s",
+               ctx->rank, ctx->cfg.agent,
+               required ? " (start offcored, or set OC_AGENT)" : "");
+        return st;
+    }
+    if (oc_ctl_key_load(NULL, OC_CTL_JOB_KEY_ENV, &key) != OC_OK) {
+        oc_log(OC_COMP_RUNTIME, log_lvl,
+               "rank %u: an agent answers at %s but OC_JOB_KEY is not set "
+               "(the launcher gets it from 'offcore job-key --job %llu')",
+               ctx->rank, ctx->cfg.agent, (unsigned long long)ctx->cfg.job);
+        close(fd);
+        return OC_ERR_CTL_KEY;
+    }
+    a = calloc(1, sizeof(*a));
+    if (a == NULL) {
+        close(fd);
+        st = OC_ERR_NO_MEMORY;
+        goto out_key;
+    }
+    a->wait_tail = &a->wait_head;
+    ctx->agent = a;
+    st = oc_ctl_conn_create(fd, ctx->cfg.agent, &a->cc);
+    if (st != OC_OK) {
+        close(fd);
+        goto err;
+    }
+    oc_tr_worker_address(ctx->worker, &addr, &addr_len);
+    if ((st = oc_ctl_random(cnonce, sizeof(cnonce))) != OC_OK)
+        goto err;
+    memset(&m, 0, sizeof(m));
+    m.type = OC_CTL_HELLO;
+    m.u.hello.job = (uint32_t)ctx->cfg.job;
+    m.u.hello.rank = ctx->rank;
+    m.u.hello.size = ctx->size;
+    m.u.hello.pid = (uint32_t)getpid();
+    memcpy(m.u.hello.nonce, cnonce, sizeof(cnonce));
+    m.u.hello.addr.data = addr;
+    m.u.hello.addr.len = (uint32_t)addr_len;
+    if ((st = expect(ctx, &m, OC_CTL_CHALLENGE, &r, 5000)) != OC_OK)
+        goto err;
+    memcpy(snonce, r.u.challenge.nonce, sizeof(snonce));
+    memset(&m, 0, sizeof(m));
+    m.type = OC_CTL_AUTH;
+    oc_ctl_rank_mac(&key, snonce, cnonce, (uint32_t)ctx->cfg.job, ctx->rank,
+                    ctx->size, m.u.auth.mac);
+    if ((st = expect(ctx, &m, OC_CTL_WELCOME, &r, 5000)) != OC_OK)
+        goto err;
+    a->node = r.u.welcome.node;
+    a->thread = r.u.welcome.thread;
+    a->token = oc_ctl_rank_token(&key, snonce, cnonce);
+    if ((st = oc_tr_ep_create(ctx->worker, r.u.welcome.addr.data, 0,
+                              &a->ep)) != OC_OK)
+        goto err;
+    /* READY comes when every rank of the job, on every node, is in. */
+    st = expect(ctx, NULL, OC_CTL_READY, &r,
+                (int)ctx->cfg.bootstrap_timeout_s * 1000);
+    if (st != OC_OK)
+        goto err;
+    a->credits = (uint32_t)ctx->cfg.agent_credits;
+    if ((st = oc_tr_set_handler(ctx->worker, OC_AM_CREDIT, credit_recv, ctx,
+                                0)) != OC_OK)
+        goto err;
+    oc_info(OC_COMP_RUNTIME, "rank %u/%u: placement agent (%s, node %u, "
+            "router %u)", ctx->rank, ctx->size, ctx->cfg.agent, a->node,
+            a->thread);
+    oc_ctl_key_clear(&key);
+    return OC_OK;
 
-oc_status_t oc__agent_quiesce_step(oc_context_t *ctx)
-{
-    return OC_ERR_UNSUPPORTED;
+err:
+    oc__agent_fini(ctx);
+out_key:
+    oc_ctl_key_clear(&key);
+    return st;
 }
 
 int oc__agent_pending(const oc_context_t *ctx)
 {
     return ctx->agent != NULL && ctx->agent->wait_head != NULL;
+}
+
+void oc__agent_fini(oc_context_t *ctx)
+{
+    struct oc__agent *a = ctx->agent;
+    if (a == NULL)
+        return;
+    if (a->cc != NULL) {
+        oc_ctl_msg_t m;
+        memset(&m, 0, sizeof(m));
+        m.type = OC_CTL_BYE;
+        m.u.bye.reason = OC_CTL_BYE_NORMAL;
+        if (oc_ctl_conn_send(a->cc, &m) == OC_OK)
+            oc_ctl_conn_flush(a->cc);
+        oc_ctl_conn_destroy(a->cc);
+    }
+    oc_tr_ep_destroy(ctx->worker, a->ep);
+    free(a);
+    ctx->agent = NULL;
+}
+
+/* The rank's part of a wave: report (sent, delivered) once per round when
+ * nothing is left to deliver here, then wait for the agents' verdict. */
+oc_status_t oc__agent_quiesce_step(oc_context_t *ctx)
+{
+    struct oc__agent *a = ctx->agent;
+
+    ctl_poll(ctx);
+    if (ctx->failed != OC_OK)
+        return ctx->failed;
+    if (a->q_done) {
+        a->q_done = 0;
+        a->q_sent = 0;
+        ctx->q.active = 0;
+        ctx->q.epoch++;
+        ctx->q.round = 0;
+        return OC_OK;
+    }
+    if (!a->q_sent && ctx->rx_count == 0 && a->wait_head == NULL) {
+        oc_ctl_msg_t m;
+        memset(&m, 0, sizeof(m));
+        m.type = OC_CTL_COUNTS;
+        m.u.counts.job = (uint32_t)ctx->cfg.job;
+        m.u.counts.epoch = ctx->q.epoch;
+        m.u.counts.round = ctx->q.round;
+        m.u.counts.sent = ctx->c.msgs_sent;
+        m.u.counts.delivered = ctx->c.msgs_delivered;
+        if (oc_ctl_conn_send(a->cc, &m) != OC_OK) {
+            ctx->failed = OC_ERR_PEER_FAILED;
+            return ctx->failed;
+        }
+        oc_ctl_conn_flush(a->cc);
+        a->q_sent = 1;
+    }
+    return OC_INPROGRESS;
 }

@@ -1,0 +1,34 @@
+/*
+ * agent.h — offcored's control thread: configuration, the connections of
+ * ranks and peer agents, jobs, termination waves.  The data path lives in
+ * router.c; this side only sets it up and watches it.
+ */
+#ifndef OC_AGENT_AGENT_H
+#define OC_AGENT_AGENT_H
+
+#include "router.h"
+#include "util/config.h"
+
+#include <offcore/offcore.h>
+#include <stdint.h>
+
+#define OC_AGENT_MAX_THREADS 64
+
+typedef struct {
+    char     listen[OC_CFG_STRLEN];   /* comma list: unix:/path, tcp:H:P */
+    char     peers[OC_CFG_STRLEN];    /* comma list of peer agents */
+    uint64_t node;                    /* this node's index; see table */
+    uint64_t threads;                 /* OC_AGENT_THREADS */
+    char     metrics[OC_CFG_STRLEN];  /* HOST:PORT, or "off" */
+    char     cluster_key[OC_CFG_STRLEN]; /* key file */
+    uint64_t bundle_size;
+    uint64_t buffers;
+    uint64_t flush_timeout_us;
+    uint64_t max_inflight;
+    uint64_t credits;
+    int      route;                   /* 0 direct, 1 grid */
+} oc_agent_config_t;
+
+extern const oc_cfg_field_t oc_agent_config_table[];
+
+#endif

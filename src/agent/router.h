@@ -1,0 +1,103 @@
+/*
+ * router.h — the routing threads of offcored.
+ *
+ * Each router owns one UCX worker, its own endpoints to every local rank
+ * and to the same-numbered router of every peer agent, and private
+ * aggregation buffers per next hop (per local rank, per peer node, per
+ * job).  Nothing on the routing path is shared or locked.  The control
+ * thread changes a router only through commands (oc_router_post), which
+ * the router applies between bundles.
+ *
+ * A bundle is accepted only from a sender the control thread registered
+ * (its 8-byte token travels as the active-message header), validated by
+ * src/wire against what that sender may send — a rank only as itself and
+ * only to ranks of its own job; a peer agent only from ranks on its node
+ * to ranks on this one — then every message is copied into the buffer of
+ * its next hop.
+ */
+#ifndef OC_AGENT_ROUTER_H
+#define OC_AGENT_ROUTER_H
+
+#include "transport/transport.h"
+
+#include <offcore/offcore.h>
+#include <stdint.h>
+
+#define OC_AGENT_MAX_NODES 4096
+
+/** Immutable once published: the rank-to-node map of one job. */
+typedef struct {
+    uint32_t  job;
+    uint32_t  size;
+    uint32_t *node_of;   /* [size] node index of each rank */
+    uint32_t  nnodes;    /* cluster nodes (index range of node_of) */
+    uint32_t  refs;      /* routers holding it (atomic) */
+} oc_job_map_t;
+
+typedef struct oc_router oc_router_t;
+
+typedef struct {
+    uint32_t index;          /* router number */
+    uint32_t node;           /* this agent's node index */
+    uint32_t nnodes;
+    uint64_t bundle_size;    /* bytes per aggregation buffer */
+    uint64_t buffers;        /* pool size */
+    uint64_t flush_timeout_us;
+    uint64_t max_inflight;   /* bundles in flight per next hop before it
+                                is blocklisted */
+} oc_router_params_t;
+
+/** Per-router counters.  Written only by the router; read by others with
+ *  relaxed atomic loads (oc_router_counters). */
+typedef struct {
+    uint64_t msgs;               /* messages routed */
+    uint64_t bundles_in, bundles_out;
+    uint64_t bytes_in, bytes_out;
+    uint64_t flush_full, flush_timeout, flush_idle, flush_explicit;
+    uint64_t rejects;            /* bundles rejected (any reason) */
+    uint64_t reject_unknown_sender;
+    uint64_t reject_wire[16];    /* by -(status) - 20: OC_ERR_WIRE_* */
+    uint64_t blocklist_depth;    /* next hops blocked now (gauge) */
+    uint64_t backlog;            /* bundles waiting to be routed (gauge) */
+} oc_router_counters_t;
+
+typedef struct {
+    uint32_t job;
+    uint64_t msgs_in, msgs_out, bytes_in, bytes_out, bundles_in, bundles_out;
+    uint64_t rejects;
+} oc_router_job_counters_t;
+
+oc_status_t oc_router_create(const oc_router_params_t *p, oc_router_t **r_p);
+/** Start the thread.  After this only oc_router_post and the counter
+ *  readers may be called from other threads. */
+oc_status_t oc_router_start(oc_router_t *r);
+/** Stop the thread (flushing what is buffered) and free everything. */
+void oc_router_destroy(oc_router_t *r);
+
+oc_status_t oc_router_address(oc_router_t *r, const void **addr, size_t *len);
+
+/* Commands, applied by the router thread in the order posted.  Thread-safe.
+ * Copies every argument. */
+oc_status_t oc_router_add_rank(oc_router_t *r, uint64_t token, uint32_t job,
+                               uint32_t rank, const void *addr, size_t len);
+oc_status_t oc_router_del_rank(oc_router_t *r, uint32_t job, uint32_t rank);
+/** Publish a job's map (the router takes a reference). */
+oc_status_t oc_router_add_job(oc_router_t *r, oc_job_map_t *map);
+oc_status_t oc_router_del_job(oc_router_t *r, uint32_t job);
+/** A peer agent's router to send to (with @p send_token), and the token
+ *  its bundles arrive with. */
+oc_status_t oc_router_add_peer(oc_router_t *r, uint32_t node,
+                               uint64_t send_token, uint64_t recv_token,
+                               const void *addr, size_t len);
+oc_status_t oc_router_del_peer(oc_router_t *r, uint32_t node);
+
+/** Snapshot of the counters (relaxed loads; thread-safe). */
+void oc_router_counters(const oc_router_t *r, oc_router_counters_t *out);
+/** Per-job counters: fills up to @p max entries, returns how many jobs. */
+uint32_t oc_router_job_counters(oc_router_t *r, oc_router_job_counters_t *out,
+                                uint32_t max);
+
+oc_job_map_t *oc_job_map_new(uint32_t job, uint32_t size, uint32_t nnodes);
+void oc_job_map_put(oc_job_map_t *m);
+
+#endif

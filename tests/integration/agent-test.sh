@@ -1,0 +1,146 @@
+#!/bin/bash
+# agent-test.sh BUILD_DIR CASE — offcored with real ranks.  Exit 0 PASS,
+# 1 FAIL, 77 SKIP.  Every process runs under a timeout; everything started
+# is killed and removed on exit.
+#
+# Cases:
+#   local       one agent, ranks through it: every message checked
+#   twojobs     two jobs share the agent at once, each exact
+#   badkey      a rank with the wrong job key is refused with a clear error
+#   kill-agent  SIGKILL the agent mid-run: every rank errors out within 5 s
+#   kill-rank   SIGKILL a rank mid-run: its job fails, another job finishes
+#   sigterm     SIGTERM the agent: it tells the ranks and exits 0
+#   metrics     /metrics answers valid text while a job runs; offcore stat
+set -u
+B=${1:?usage: agent-test.sh BUILD_DIR CASE}
+CASE=${2:?case}
+B=$(cd "$B" && pwd)
+OFFCORED=$B/src/agent/offcored
+OFFCORE=$B/src/tools/offcore
+TR=$B/tests/integration/test_runtime
+T=$(mktemp -d /tmp/oc-agent-XXXXXX)
+PIDS=()
+
+cleanup() {
+    for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+    wait 2>/dev/null
+    rm -rf "$T"
+}
+trap cleanup EXIT
+fail() { echo "FAIL $CASE: $*"; [ -f "$T/agent.log" ] && sed 's/^/  agent: /' "$T/agent.log" | tail -20; exit 1; }
+pass() { echo "PASS $CASE"; exit 0; }
+
+export UCX_TLS=${UCX_TLS:-sm,self}
+export OC_BOOTSTRAP_DIR=$T   # unused in agent placement; harmless
+"$OFFCORE" keygen > "$T/cluster.key" || fail "offcore keygen"
+chmod 600 "$T/cluster.key"
+
+start_agent() { # start_agent [extra args]: waits until it is ready
+    "$OFFCORED" --listen "unix:$T/agent.sock" --cluster-key "$T/cluster.key" \
+        --metrics "${METRICS:-off}" "$@" > "$T/agent.log" 2>&1 &
+    AGENT=$!
+    PIDS+=("$AGENT")
+    for _ in $(seq 100); do
+        grep -q "ready" "$T/agent.log" && return 0
+        kill -0 "$AGENT" 2>/dev/null || fail "agent died at start"
+        sleep 0.05
+    done
+    fail "agent not ready in 5 s"
+}
+
+job_env() { # job_env JOB: the environment a launcher gives a job's ranks
+    echo "OC_PLACEMENT=agent OC_AGENT=unix:$T/agent.sock OC_JOB=$1" \
+         "OC_JOB_KEY=$("$OFFCORE" job-key --job "$1" --cluster-key "$T/cluster.key")"
+}
+
+case "$CASE" in
+local)
+    start_agent
+    for s in "fixed 2" "mixed 3" "reqrep 2" "alternating 2" "fixed 1"; do
+        env $(job_env 11) timeout 60 "$TR" $s > "$T/out" 2>&1 ||
+            { cat "$T/out"; fail "$s through the agent"; }
+    done
+    pass ;;
+twojobs)
+    start_agent --threads 2
+    env $(job_env 21) timeout 60 "$TR" mixed 2 > "$T/o1" 2>&1 &
+    j1=$!
+    env $(job_env 22) timeout 60 "$TR" reqrep 3 > "$T/o2" 2>&1 &
+    j2=$!
+    wait $j1 || { cat "$T/o1"; fail "job 21"; }
+    wait $j2 || { cat "$T/o2"; fail "job 22"; }
+    pass ;;
+badkey)
+    start_agent
+    OC_PLACEMENT=agent OC_AGENT=unix:$T/agent.sock OC_JOB=5 \
+        OC_JOB_KEY=$(printf '%064d' 0) timeout 30 "$TR" fixed 1 > "$T/out" 2>&1 &&
+        fail "a wrong key was accepted"
+    grep -q "OC_JOB_KEY is not this job's key" "$T/out" ||
+        { cat "$T/out"; fail "no clear error"; }
+    kill -0 "$AGENT" || fail "the agent died"
+    pass ;;
+kill-agent)
+    start_agent
+    env $(job_env 31) OC_TEST_SECONDS=30 timeout 60 "$TR" endless 2 > "$T/out" 2>&1 &
+    job=$!
+    sleep 1
+    kill -9 "$AGENT"
+    t0=$(date +%s.%N)
+    wait $job && fail "ranks did not notice"
+    t1=$(date +%s.%N)
+    grep -q "OC_ERR_PEER_FAILED\|lost the agent" "$T/out" ||
+        { cat "$T/out"; fail "no clear error"; }
+    awk -v a="$t0" -v b="$t1" 'BEGIN { exit !(b - a < 5) }' ||
+        fail "ranks took $(awk -v a="$t0" -v b="$t1" 'BEGIN{print b-a}') s"
+    pass ;;
+kill-rank)
+    start_agent
+    env $(job_env 41) OC_TEST_SECONDS=30 timeout 60 "$TR" endless 2 > "$T/o1" 2>&1 &
+    victim=$!
+    env $(job_env 42) timeout 60 "$TR" mixed 2 > "$T/o2" 2>&1 &
+    other=$!
+    sleep 1
+    # env execs timeout, whose child is test_runtime, whose children are
+    # the ranks: kill one rank
+    tr=$(pgrep -P "$victim" | head -1)
+    rank=$(pgrep -P "$tr" | head -1)
+    [ -n "$rank" ] || fail "no rank process found"
+    kill -9 "$rank"
+    wait $victim && fail "job 41 did not fail"
+    wait $other || { cat "$T/o2"; fail "job 42 was disturbed"; }
+    kill -0 "$AGENT" || fail "the agent died"
+    grep -q "job 41 failed" "$T/agent.log" || fail "agent did not report it"
+    pass ;;
+sigterm)
+    start_agent
+    env $(job_env 51) OC_TEST_SECONDS=30 timeout 60 "$TR" endless 2 > "$T/out" 2>&1 &
+    job=$!
+    sleep 1
+    kill -TERM "$AGENT"
+    wait "$AGENT"; rc=$?
+    [ $rc -eq 0 ] || fail "agent exit $rc on SIGTERM"
+    wait $job && fail "ranks did not notice"
+    grep -q "shutting down" "$T/out" || { cat "$T/out"; fail "not told"; }
+    pass ;;
+metrics)
+    METRICS=127.0.0.1:0 start_agent
+    port=$(sed -n 's/.*metrics http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$T/agent.log")
+    [ -n "$port" ] || fail "no metrics port in the log"
+    env $(job_env 61) OC_TEST_SECONDS=3 timeout 60 "$TR" endless 2 > "$T/out" 2>&1 &
+    job=$!
+    sleep 1
+    curl -sf "http://127.0.0.1:$port/metrics" > "$T/m1" || fail "curl"
+    sleep 1
+    curl -sf "http://127.0.0.1:$port/metrics" > "$T/m2" || fail "curl"
+    grep -q '^offcore_thread_messages_total{thread="0"} [1-9]' "$T/m2" ||
+        fail "no traffic counted"
+    [ "$(grep '^offcore_thread_messages_total' "$T/m1")" != \
+      "$(grep '^offcore_thread_messages_total' "$T/m2")" ] ||
+        fail "counters did not move"
+    "$OFFCORE" stat --agent "127.0.0.1:$port" > "$T/stat" || fail "offcore stat"
+    grep -q "61" "$T/stat" || { cat "$T/stat"; fail "job not in offcore stat"; }
+    wait $job || { cat "$T/out"; fail "job"; }
+    pass ;;
+*)
+    echo "unknown case $CASE"; exit 2 ;;
+esac
