@@ -56,7 +56,8 @@ job_env() { # job_env JOB: the environment a launcher gives a job's ranks
 case "$CASE" in
 local)
     start_agent
-    for s in "fixed 2" "mixed 3" "reqrep 2" "alternating 2" "fixed 1"; do
+    for s in "fixed 2" "mixed 3" "reqrep 2" "alternating 2" "fixed 1" \
+             "stallrecv 3"; do
         env $(job_env 11) timeout 60 "$TR" $s > "$T/out" 2>&1 ||
             { cat "$T/out"; fail "$s through the agent"; }
     done

@@ -3,7 +3,9 @@
  *
  * Forks N ranks that bootstrap through files (OC_BOOTSTRAP_DIR), then runs
  * one scenario and checks every delivered message.  Usage:
- *   test_runtime SCENARIO NRANKS
+ *   test_runtime SCENARIO NRANKS [FIRST COUNT]
+ * runs ranks FIRST .. FIRST+COUNT-1 of a job of NRANKS (default: all), so
+ * one job can span processes started in several places (namespaces).
  * Exit 0 PASS, 1 FAIL, 77 SKIP.  A watchdog kills a scenario after 60 s.
  */
 #include "runtime/runtime.h"
@@ -292,6 +294,37 @@ static void scen_endless(void)
     CHECK(oc_finalize(g_ctx) == OC_OK, "finalize");
 }
 
+/* Rank 0 stops polling for 2 s while the others stream to it: they must
+ * be pushed back (OC_ERR_NO_RESOURCE), and once it polls again every
+ * message arrives, in order, exactly once. */
+static void scen_stallrecv(uint64_t n)
+{
+    uint8_t buf[8];
+    oc_counters_t c;
+    g_mode = 0;
+    init_ctx(h_stream);
+    if (g_rank == 0) {
+        uint64_t until = oc__now_us() + 2000000;
+        while (oc__now_us() < until)
+            ; /* deliberately not polling */
+    } else {
+        for (uint64_t seq = 0; seq < n; seq++) {
+            fill(buf, 8, g_rank, seq);
+            send_retry(0, buf, 8);
+        }
+    }
+    CHECK(oc_quiesce(g_ctx) == OC_OK, "quiesce");
+    oc_counters_get(g_ctx, &c);
+    if (g_rank == 0) {
+        for (uint32_t s = 1; s < g_size; s++)
+            CHECK(next_seq[s] == n, "from %u: %llu of %llu", s,
+                  (unsigned long long)next_seq[s], (unsigned long long)n);
+    } else {
+        CHECK(c.send_no_resource > 0, "never pushed back while rank 0 slept");
+    }
+    CHECK(oc_finalize(g_ctx) == OC_OK, "finalize");
+}
+
 static int run_rank(const char *scen)
 {
     if (!strcmp(scen, "fixed"))
@@ -313,6 +346,8 @@ static int run_rank(const char *scen)
         scen_errors();
     else if (!strcmp(scen, "endless"))
         scen_endless();
+    else if (!strcmp(scen, "stallrecv"))
+        scen_stallrecv(3000000);
     else {
         fprintf(stderr, "unknown scenario %s\n", scen);
         return 2;
@@ -326,19 +361,27 @@ int main(int argc, char **argv)
     int nranks, fails = 0;
     pid_t *pids;
 
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s SCENARIO NRANKS\n", argv[0]);
+    int first = 0, count;
+    if (argc != 3 && argc != 5) {
+        fprintf(stderr, "usage: %s SCENARIO NRANKS [FIRST COUNT]\n", argv[0]);
         return 2;
     }
     nranks = atoi(argv[2]);
     if (nranks < 1 || nranks > 64)
         return 2;
+    count = nranks;
+    if (argc == 5) {
+        first = atoi(argv[3]);
+        count = atoi(argv[4]);
+        if (first < 0 || count < 1 || first + count > nranks)
+            return 2;
+    }
     if (mkdtemp(dir) == NULL)
         return 1;
     setenv("OC_BOOTSTRAP_DIR", dir, 1);
     setenv("OC_BOOTSTRAP_TIMEOUT_S", "30", 1);
     pids = calloc((size_t)nranks, sizeof(*pids));
-    for (int r = 0; r < nranks; r++) {
+    for (int r = first; r < first + count; r++) {
         pids[r] = fork();
         if (pids[r] == 0) {
             alarm(getenv("OC_TEST_SECONDS") ? 120 : 60);
@@ -347,7 +390,7 @@ int main(int argc, char **argv)
             _exit(run_rank(argv[1]));
         }
     }
-    for (int r = 0; r < nranks; r++) {
+    for (int r = first; r < first + count; r++) {
         int status;
         waitpid(pids[r], &status, 0);
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {

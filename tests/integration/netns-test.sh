@@ -1,0 +1,123 @@
+#!/bin/bash
+# netns-test.sh BUILD_DIR CASE — offcored across network namespaces joined
+# by veth pairs, UCX over TCP.  Exit 0 PASS, 1 FAIL, 77 SKIP (no root or
+# no namespaces here).  Addresses are in 198.18.0.0/15 (RFC 2544's
+# benchmarking range), only inside namespaces this script makes; all of
+# them are removed on exit.
+#
+#   twonode  two "nodes" (namespaces), an agent and two ranks in each: one
+#            job of 4 ranks across both, every message checked (streams of
+#            fixed-size messages, mixed sizes, request/reply)
+#   dpu      the DPU profile: the agent alone in a "dpu" namespace,
+#            reachable from the ranks (in the host namespace) only over a
+#            veth link, as a BlueField's Arm complex is a separate host
+set -u
+B=${1:?usage: netns-test.sh BUILD_DIR CASE}
+CASE=${2:?case}
+B=$(cd "$B" && pwd)
+OFFCORED=$B/src/agent/offcored
+OFFCORE=$B/src/tools/offcore
+TR=$B/tests/integration/test_runtime
+T=$(mktemp -d /tmp/oc-netns-XXXXXX)
+ID=$$
+NS=()
+LINKS=()
+PIDS=()
+
+cleanup() {
+    for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+    wait 2>/dev/null
+    for l in "${LINKS[@]}"; do ip link del "$l" 2>/dev/null; done
+    for n in "${NS[@]}"; do ip netns del "$n" 2>/dev/null; done
+    rm -rf "$T"
+}
+trap cleanup EXIT
+skip() { echo "SKIP $CASE: $*"; exit 77; }
+fail() {
+    echo "FAIL $CASE: $*"
+    for f in "$T"/*.log; do [ -f "$f" ] && sed "s|^|  $(basename "$f"): |" "$f" | tail -15; done
+    exit 1
+}
+
+[ "$(id -u)" = 0 ] || skip "needs root for ip netns"
+command -v ip >/dev/null || skip "no ip (iproute2)"
+ip netns add "ocprobe$ID" 2>/dev/null || skip "cannot create network namespaces here"
+ip netns del "ocprobe$ID"
+
+mkns() { ip netns add "$1" && NS+=("$1") && ip -n "$1" link set lo up; }
+# side DEV NS ADDR: address and bring up one end (NS "" = this namespace)
+side() {
+    local ipc="ip"
+    [ -n "$2" ] && ipc="ip -n $2"
+    $ipc addr add "$3/24" dev "$1" && $ipc link set "$1" up || fail "addr $3"
+    # checksum and segmentation offloads off on the endpoints (FACTS.md)
+    command -v ethtool >/dev/null &&
+        in_ns "$2" ethtool -K "$1" tx off tso off gso off >/dev/null 2>&1
+    return 0
+}
+# veth NAME_A NS_A ADDR_A NAME_B NS_B ADDR_B
+veth() {
+    ip link add "$1" type veth peer name "$4" || fail "veth"
+    LINKS+=("$1")
+    [ -n "$2" ] && ip link set "$1" netns "$2"
+    [ -n "$5" ] && ip link set "$4" netns "$5"
+    side "$1" "$2" "$3"
+    side "$4" "$5" "$6"
+}
+in_ns() { local n=$1; shift; if [ -n "$n" ]; then ip netns exec "$n" "$@"; else "$@"; fi; }
+
+"$OFFCORE" keygen > "$T/cluster.key" || fail "keygen"
+chmod 600 "$T/cluster.key"
+JOBKEY=$("$OFFCORE" job-key --job 77 --cluster-key "$T/cluster.key")
+export OC_JOB=77 OC_JOB_KEY=$JOBKEY OC_PLACEMENT=agent UCX_TLS=tcp
+
+agent() { # agent NS DEV NAME ARGS...: start and wait until ready
+    local n=$1 dev=$2 name=$3; shift 3
+    in_ns "$n" env UCX_NET_DEVICES="$dev" "$OFFCORED" --cluster-key "$T/cluster.key" \
+        --metrics off "$@" > "$T/$name.log" 2>&1 &
+    PIDS+=("$!")
+    for _ in $(seq 200); do
+        grep -q ready "$T/$name.log" && return 0
+        sleep 0.05
+    done
+    fail "agent $name not ready"
+}
+
+case "$CASE" in
+twonode)
+    A=oca$ID; Bn=ocb$ID
+    mkns "$A"; mkns "$Bn"
+    veth "oca$ID" "$A" 198.18.0.1 "ocb$ID" "$Bn" 198.18.0.2
+    agent "$A" "oca$ID" agentA --listen "unix:$T/a.sock,tcp:198.18.0.1:7701" \
+        --peers tcp:198.18.0.2:7701
+    agent "$Bn" "ocb$ID" agentB --listen "unix:$T/b.sock,tcp:198.18.0.2:7701" \
+        --peers tcp:198.18.0.1:7701
+    for s in fixed mixed reqrep; do
+        in_ns "$A" env UCX_NET_DEVICES="oca$ID" OC_AGENT="unix:$T/a.sock" \
+            timeout 90 "$TR" $s 4 0 2 > "$T/ranksA.log" 2>&1 &
+        ra=$!
+        in_ns "$Bn" env UCX_NET_DEVICES="ocb$ID" OC_AGENT="unix:$T/b.sock" \
+            timeout 90 "$TR" $s 4 2 2 > "$T/ranksB.log" 2>&1 &
+        rb=$!
+        wait $ra || fail "$s: ranks 0-1 (node A)"
+        wait $rb || fail "$s: ranks 2-3 (node B)"
+        export OC_JOB=$((OC_JOB + 1))
+        export OC_JOB_KEY=$("$OFFCORE" job-key --job "$OC_JOB" --cluster-key "$T/cluster.key")
+    done
+    grep -q "peer node" "$T/agentA.log" "$T/agentB.log" 2>/dev/null || true
+    echo "PASS twonode" ;;
+dpu)
+    D=ocd$ID
+    mkns "$D"
+    veth "och$ID" "" 198.18.1.1 "ocd$ID" "$D" 198.18.1.2
+    agent "$D" "ocd$ID" dpu --listen tcp:198.18.1.2:7702
+    for s in fixed reqrep; do
+        env UCX_NET_DEVICES="och$ID" OC_AGENT=tcp:198.18.1.2:7702 \
+            timeout 90 "$TR" $s 2 > "$T/ranks.log" 2>&1 || fail "$s through the DPU agent"
+        export OC_JOB=$((OC_JOB + 1))
+        export OC_JOB_KEY=$("$OFFCORE" job-key --job "$OC_JOB" --cluster-key "$T/cluster.key")
+    done
+    echo "PASS dpu" ;;
+*)
+    echo "unknown case $CASE"; exit 2 ;;
+esac
