@@ -419,6 +419,8 @@ static uint32_t route_all(oc_router_t *r)
         oc_status_t st = OC_OK;
 
         if (s == NULL) {
+            oc_debug(OC_COMP_AGENT, "router %u: bundle with unknown token "
+                     "%016llx", r->p.index, (unsigned long long)e->token);
             st = OC_ERR_STATE;
         } else if (!e->validated) {
             oc_wire_check_t chk;

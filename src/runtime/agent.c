@@ -271,6 +271,15 @@ out_key:
     return st;
 }
 
+oc_status_t oc__agent_send_raw(oc_context_t *ctx, const void *buf, size_t len,
+                               uint64_t token)
+{
+    if (ctx->agent == NULL)
+        return OC_ERR_STATE;
+    return oc_tr_send_small(ctx->agent->ep, OC_AM_BUNDLE,
+                            token ? token : ctx->agent->token, buf, len);
+}
+
 int oc__agent_pending(const oc_context_t *ctx)
 {
     return ctx->agent != NULL && ctx->agent->wait_head != NULL;

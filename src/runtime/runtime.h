@@ -153,6 +153,10 @@ void oc__agent_fini(oc_context_t *ctx);
 oc_status_t oc__agent_submit(oc_context_t *ctx, oc__buf_t *b, uint32_t len);
 /** Control-socket and credit work, once per progress call. */
 void oc__agent_progress(oc_context_t *ctx);
+/** Tests only: send raw bytes to the agent as a bundle, with this rank's
+ *  token (0) or another.  At most 256 bytes. */
+oc_status_t oc__agent_send_raw(oc_context_t *ctx, const void *buf, size_t len,
+                               uint64_t token);
 /** Bundles still waiting for credit. */
 int oc__agent_pending(const oc_context_t *ctx);
 oc_status_t oc__agent_quiesce_step(oc_context_t *ctx);

@@ -10,6 +10,8 @@
 #   kill-agent  SIGKILL the agent mid-run: every rank errors out within 5 s
 #   kill-rank   SIGKILL a rank mid-run: its job fails, another job finishes
 #   sigterm     SIGTERM the agent: it tells the ranks and exits 0
+#   hostile     malformed, cross-job, forged and unauthenticated bundles and
+#               control junk: rejected, counted, the agent keeps serving
 #   metrics     /metrics answers valid text while a job runs; offcore stat
 set -u
 B=${1:?usage: agent-test.sh BUILD_DIR CASE}
@@ -122,6 +124,32 @@ sigterm)
     [ $rc -eq 0 ] || fail "agent exit $rc on SIGTERM"
     wait $job && fail "ranks did not notice"
     grep -q "shutting down" "$T/out" || { cat "$T/out"; fail "not told"; }
+    pass ;;
+hostile)
+    METRICS=127.0.0.1:0 start_agent
+    port=$(sed -n 's/.*metrics http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$T/agent.log")
+    env $(job_env 71) OC_TEST_RELEASE="$T/release" timeout 60 "$TR" evil 1 \
+        > "$T/out" 2>&1 &
+    evil=$!
+    seen=0
+    for _ in $(seq 200); do   # up to 10 s for the agent to count them all
+        curl -sf "http://127.0.0.1:$port/metrics" > "$T/m" || fail "curl"
+        seen=0
+        for r in OC_ERR_WIRE_MAGIC OC_ERR_WIRE_JOB unknown_sender control; do
+            grep -q "^offcore_rejects_total{reason=\"$r\"} [1-9]" "$T/m" &&
+                seen=$((seen + 1))
+        done
+        # the forged source and the rank out of range: two RANK rejects
+        grep -q '^offcore_rejects_total{reason="OC_ERR_WIRE_RANK"} [2-9]' "$T/m" &&
+            seen=$((seen + 1))
+        [ $seen -eq 5 ] && break
+        sleep 0.05
+    done
+    touch "$T/release"
+    wait $evil || { cat "$T/out"; fail "hostile rank run"; }
+    [ $seen -eq 5 ] || { grep rejects "$T/m"; fail "not every reject counted"; }
+    env $(job_env 72) timeout 60 "$TR" mixed 2 > "$T/out" 2>&1 ||
+        { cat "$T/out"; fail "the agent stopped serving"; }
     pass ;;
 metrics)
     METRICS=127.0.0.1:0 start_agent

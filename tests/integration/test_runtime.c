@@ -8,6 +8,7 @@
  * one job can span processes started in several places (namespaces).
  * Exit 0 PASS, 1 FAIL, 77 SKIP.  A watchdog kills a scenario after 60 s.
  */
+#include "ctl/ctl.h"
 #include "runtime/runtime.h"
 
 #include <offcore/offcore.h>
@@ -325,6 +326,69 @@ static void scen_stallrecv(uint64_t n)
     CHECK(oc_finalize(g_ctx) == OC_OK, "finalize");
 }
 
+/* A hostile rank (agent placement, size 1): after an honest handshake it
+ * sends bundles the agent must reject — garbage, another job's, a forged
+ * source, a rank out of range, an unknown token — and junk on a second
+ * control connection.  The agent must count them and go on serving: the
+ * script checks its counters and runs another job afterwards. */
+static void scen_evil(void)
+{
+    uint8_t b[256];
+    oc_wire_hdr_t h;
+    size_t len;
+
+    g_mode = 0;
+    init_ctx(h_stream);
+    CHECK(g_ctx->agent != NULL, "not in the agent placement");
+    memset(b, 0xab, sizeof(b));                        /* 1: garbage */
+    CHECK(oc__agent_send_raw(g_ctx, b, 64, 0) == OC_OK, "send");
+    for (int k = 0; k < 4; k++) {
+        memset(&h, 0, sizeof(h));
+        memset(b, 0, sizeof(b));
+        h.count = 1;
+        h.job = (uint32_t)g_ctx->cfg.job;
+        h.src = h.dst = OC_WIRE_RANK_NONE;
+        uint32_t dst = 0, src = 0;
+        if (k == 0)
+            h.job ^= 1;      /* 2: another job's bundle */
+        if (k == 1)
+            src = 5;         /* 3: forged source (and out of range) */
+        if (k == 2)
+            dst = 1000;      /* 4: destination out of range */
+        len = OC_WIRE_HDR_LEN + OC_WIRE_MSG_HDR_LEN + 8;
+        h.length = (uint32_t)len;
+        oc_wire_hdr_write(b, &h);
+        oc_wire_put_msg(b + OC_WIRE_HDR_LEN, dst, src, "12345678", 8);
+        /* 5 (k == 3): a well-formed bundle under a token nobody has */
+        CHECK(oc__agent_send_raw(g_ctx, b, len, k == 3 ? 0x5eed : 0) == OC_OK,
+              "send");
+    }
+    {   /* 6: junk on the control socket */
+        int fd;
+        const char *addr = getenv("OC_AGENT");
+        CHECK(oc_ctl_connect(addr, 2000, &fd) == OC_OK, "connect");
+        CHECK(write(fd, "GET / HTTP/1.0\r\n\r\n", 18) == 18, "write");
+        close(fd);
+    }
+    /* Stay connected until the script has seen the agent count all this
+     * (OC_TEST_RELEASE names a file it creates then), polling meanwhile. */
+    if (getenv("OC_TEST_RELEASE") != NULL) {
+        uint64_t give_up = oc__now_us() + 30000000;
+        while (access(getenv("OC_TEST_RELEASE"), F_OK) != 0 &&
+               oc__now_us() < give_up)
+            CHECK(oc_poll(g_ctx) >= 0, "poll while held");
+    }
+    /* the honest path still works */
+    for (uint64_t seq = 0; seq < 1000; seq++) {
+        fill(b, 8, g_rank, seq);
+        send_retry(0, b, 8);
+    }
+    CHECK(oc_quiesce(g_ctx) == OC_OK, "quiesce");
+    CHECK(next_seq[0] == 1000, "own messages: %llu",
+          (unsigned long long)next_seq[0]);
+    CHECK(oc_finalize(g_ctx) == OC_OK, "finalize");
+}
+
 static int run_rank(const char *scen)
 {
     if (!strcmp(scen, "fixed"))
@@ -346,6 +410,8 @@ static int run_rank(const char *scen)
         scen_errors();
     else if (!strcmp(scen, "endless"))
         scen_endless();
+    else if (!strcmp(scen, "evil"))
+        scen_evil();
     else if (!strcmp(scen, "stallrecv"))
         scen_stallrecv(3000000);
     else {
