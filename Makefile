@@ -7,7 +7,8 @@
 #   make test    build, run every test; again under ASan+UBSan; then fuzz
 #                (prints a banner and the time of each phase)
 #   make demo    histogram on 2 ranks on this machine
-#   make bench   the benchmarks, side by side with their baselines
+#   make bench   the benchmarks, side by side with their baselines, and
+#                the placements (inline vs agent, agent threads 1 vs 2)
 #   make clean
 #
 # Phases of `make test` can be run alone: test-build, test-asan, test-fuzz.
@@ -84,6 +85,7 @@ demo: build
 
 bench: build
 	sh bench/run-bench.sh $(BUILDDIR)
+	sh bench/run-agent-bench.sh $(BUILDDIR)
 
 clean:
 	rm -rf $(BUILDDIR) $(ASAN_DIR) $(FUZZ_DIR)
