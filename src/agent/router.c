@@ -168,13 +168,15 @@ static void send_done(oc_tr_op_t *op, oc_status_t st)
     out_t *o = b->out;
 
     if (st != OC_OK)
-        oc_warn(OC_COMP_AGENT, "router %u: a bundle to a next hop failed",
-                r->p.index);
-    o->inflight--;
+        oc_debug(OC_COMP_AGENT, "router %u: a bundle to a next hop failed",
+                 r->p.index);
     r->inflight--;
-    if (o->blocked && o->inflight < r->p.max_inflight) {
-        o->blocked = 0;
-        CNT_ADD(r->c.blocklist_depth, (uint64_t)-1);
+    if (o != NULL) { /* NULL: the next hop went away meanwhile */
+        o->inflight--;
+        if (o->blocked && o->inflight < r->p.max_inflight) {
+            o->blocked = 0;
+            CNT_ADD(r->c.blocklist_depth, (uint64_t)-1);
+        }
     }
     b->next = r->free_bufs;
     r->free_bufs = b;
@@ -620,10 +622,21 @@ static void sender_del(oc_router_t *r, int is_peer, uint32_t job,
     }
 }
 
-/* An out buffer that goes away: flush what it holds, forget it. */
+/* An out buffer that goes away: flush what it holds, forget it.  Bundles
+ * still in flight to it complete later (or are purged when the worker
+ * goes): they must not find it then. */
 static void out_retire(oc_router_t *r, out_t *o)
 {
     out_flush(r, o, 3);
+    if (o->inflight > 0)
+        for (uint64_t i = 0; i < r->p.buffers; i++)
+            if (r->descs[i].out == o)
+                r->descs[i].out = NULL;
+    if (o->blocked) {
+        o->blocked = 0;
+        CNT_ADD(r->c.blocklist_depth, (uint64_t)-1);
+    }
+    o->inflight = 0;
     for (uint32_t i = 0; i < r->ndirty; i++)
         if (r->dirty[i] == o) {
             r->dirty[i] = r->dirty[--r->ndirty];

@@ -29,7 +29,7 @@ cleanup() {
     rm -rf "$T"
 }
 trap cleanup EXIT
-fail() { echo "FAIL $CASE: $*"; [ -f "$T/agent.log" ] && sed 's/^/  agent: /' "$T/agent.log" | tail -20; exit 1; }
+fail() { echo "FAIL $CASE: $*"; cp "$T/agent.log" "${OC_TEST_KEEP_LOG:-/dev/null}" 2>/dev/null; [ -f "$T/agent.log" ] && sed 's/^/  agent: /' "$T/agent.log" | tail -20; exit 1; }
 pass() { echo "PASS $CASE"; exit 0; }
 
 export UCX_TLS=${UCX_TLS:-sm,self}
@@ -38,7 +38,7 @@ export OC_BOOTSTRAP_DIR=$T   # unused in agent placement; harmless
 chmod 600 "$T/cluster.key"
 
 start_agent() { # start_agent [extra args]: waits until it is ready
-    "$OFFCORED" --listen "unix:$T/agent.sock" --cluster-key "$T/cluster.key" \
+    OC_LOG=agent:info "$OFFCORED" --listen "unix:$T/agent.sock" --cluster-key "$T/cluster.key" \
         --metrics "${METRICS:-off}" "$@" > "$T/agent.log" 2>&1 &
     AGENT=$!
     PIDS+=("$AGENT")
@@ -48,6 +48,14 @@ start_agent() { # start_agent [extra args]: waits until it is ready
         sleep 0.05
     done
     fail "agent not ready in 5 s"
+}
+
+wait_job() { # wait_job JOB: until the agent says every rank of it is in
+    for _ in $(seq 600); do
+        grep -q "job $1 ready" "$T/agent.log" && return 0
+        sleep 0.05
+    done
+    fail "job $1 never became ready"
 }
 
 job_env() { # job_env JOB: the environment a launcher gives a job's ranks
@@ -60,15 +68,15 @@ local)
     start_agent
     for s in "fixed 2" "mixed 3" "reqrep 2" "alternating 2" "fixed 1" \
              "stallrecv 3"; do
-        env $(job_env 11) timeout 60 "$TR" $s > "$T/out" 2>&1 ||
+        env $(job_env 11) timeout 120 "$TR" $s > "$T/out" 2>&1 ||
             { cat "$T/out"; fail "$s through the agent"; }
     done
     pass ;;
 twojobs)
     start_agent --threads 2
-    env $(job_env 21) timeout 60 "$TR" mixed 2 > "$T/o1" 2>&1 &
+    env $(job_env 21) timeout 120 "$TR" mixed 2 > "$T/o1" 2>&1 &
     j1=$!
-    env $(job_env 22) timeout 60 "$TR" reqrep 3 > "$T/o2" 2>&1 &
+    env $(job_env 22) timeout 120 "$TR" reqrep 3 > "$T/o2" 2>&1 &
     j2=$!
     wait $j1 || { cat "$T/o1"; fail "job 21"; }
     wait $j2 || { cat "$T/o2"; fail "job 22"; }
@@ -84,9 +92,9 @@ badkey)
     pass ;;
 kill-agent)
     start_agent
-    env $(job_env 31) OC_TEST_SECONDS=30 timeout 60 "$TR" endless 2 > "$T/out" 2>&1 &
+    env $(job_env 31) OC_TEST_SECONDS=30 timeout 120 "$TR" endless 2 > "$T/out" 2>&1 &
     job=$!
-    sleep 1
+    wait_job 31
     kill -9 "$AGENT"
     t0=$(date +%s.%N)
     wait $job && fail "ranks did not notice"
@@ -98,11 +106,11 @@ kill-agent)
     pass ;;
 kill-rank)
     start_agent
-    env $(job_env 41) OC_TEST_SECONDS=30 timeout 60 "$TR" endless 2 > "$T/o1" 2>&1 &
+    env $(job_env 41) OC_TEST_SECONDS=30 timeout 120 "$TR" endless 2 > "$T/o1" 2>&1 &
     victim=$!
-    env $(job_env 42) timeout 60 "$TR" mixed 2 > "$T/o2" 2>&1 &
+    env $(job_env 42) timeout 120 "$TR" mixed 2 > "$T/o2" 2>&1 &
     other=$!
-    sleep 1
+    wait_job 41
     # env execs timeout, whose child is test_runtime, whose children are
     # the ranks: kill one rank
     tr=$(pgrep -P "$victim" | head -1)
@@ -116,9 +124,9 @@ kill-rank)
     pass ;;
 sigterm)
     start_agent
-    env $(job_env 51) OC_TEST_SECONDS=30 timeout 60 "$TR" endless 2 > "$T/out" 2>&1 &
+    env $(job_env 51) OC_TEST_SECONDS=30 timeout 120 "$TR" endless 2 > "$T/out" 2>&1 &
     job=$!
-    sleep 1
+    wait_job 51
     kill -TERM "$AGENT"
     wait "$AGENT"; rc=$?
     [ $rc -eq 0 ] || fail "agent exit $rc on SIGTERM"
@@ -128,7 +136,7 @@ sigterm)
 hostile)
     METRICS=127.0.0.1:0 start_agent
     port=$(sed -n 's/.*metrics http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$T/agent.log")
-    env $(job_env 71) OC_TEST_RELEASE="$T/release" timeout 60 "$TR" evil 1 \
+    env $(job_env 71) OC_TEST_RELEASE="$T/release" timeout 120 "$TR" evil 1 \
         > "$T/out" 2>&1 &
     evil=$!
     seen=0
@@ -148,16 +156,16 @@ hostile)
     touch "$T/release"
     wait $evil || { cat "$T/out"; fail "hostile rank run"; }
     [ $seen -eq 5 ] || { grep rejects "$T/m"; fail "not every reject counted"; }
-    env $(job_env 72) timeout 60 "$TR" mixed 2 > "$T/out" 2>&1 ||
+    env $(job_env 72) timeout 120 "$TR" mixed 2 > "$T/out" 2>&1 ||
         { cat "$T/out"; fail "the agent stopped serving"; }
     pass ;;
 metrics)
     METRICS=127.0.0.1:0 start_agent
     port=$(sed -n 's/.*metrics http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$T/agent.log")
     [ -n "$port" ] || fail "no metrics port in the log"
-    env $(job_env 61) OC_TEST_SECONDS=3 timeout 60 "$TR" endless 2 > "$T/out" 2>&1 &
+    env $(job_env 61) OC_TEST_SECONDS=3 timeout 120 "$TR" endless 2 > "$T/out" 2>&1 &
     job=$!
-    sleep 1
+    wait_job 61
     curl -sf "http://127.0.0.1:$port/metrics" > "$T/m1" || fail "curl"
     sleep 1
     curl -sf "http://127.0.0.1:$port/metrics" > "$T/m2" || fail "curl"
