@@ -55,8 +55,10 @@ const oc_cfg_field_t oc_agent_config_table[] = {
      "traffic held back (back-pressure instead of unbounded queues).",
      offsetof(oc_agent_config_t, max_inflight), 1, 1u << 20, NULL},
     {"AGENT_ROUTE", OC_CFG_ENUM, "direct",
-     "direct: one hop between agents. grid: two hops through a grid of "
-     "nodes (not yet implemented).",
+     "direct: one hop between agents (each agent buffers toward every "
+     "node). grid: at most two hops, along the sender's row of a "
+     "sqrt(nodes) grid then the receiver's column, so each agent buffers "
+     "toward O(sqrt(nodes)) others; every agent must use the same mode.",
      offsetof(oc_agent_config_t, route), 0, 0, route_values},
     OC_CFG_END};
 
@@ -81,6 +83,7 @@ static void usage(FILE *out)
 "  --metrics ADDR   Prometheus endpoint, or off (default 127.0.0.1:9464)\n"
 "  --cluster-key F  cluster key file (default /etc/offcore/cluster.key)\n"
 "  --node N         this node's index (default: from the sorted addresses)\n"
+"  --route MODE     direct, or grid (two hops; every agent the same)\n"
 "  --dump-config    list every setting with its value, default and meaning\n"
 "\n"
 "Every setting is also an environment variable OC_AGENT_<NAME>.\n",
@@ -94,6 +97,7 @@ int main(int argc, char **argv)
         {"listen", "AGENT_LISTEN"},   {"peers", "AGENT_PEERS"},
         {"threads", "AGENT_THREADS"}, {"metrics", "AGENT_METRICS"},
         {"cluster-key", "AGENT_CLUSTER_KEY"}, {"node", "AGENT_NODE"},
+        {"route", "AGENT_ROUTE"},
     };
 
     memset(&cfg, 0, sizeof(cfg));
@@ -137,11 +141,6 @@ int main(int argc, char **argv)
             fprintf(stderr, "offcored: see --help and --dump-config\n");
             return 2;
         }
-    }
-    if (cfg.route != 0) {
-        fprintf(stderr, "offcored: --route grid is not implemented yet; "
-                        "use direct\n");
-        return 2;
     }
     return oc_agent_run(&cfg);
 }

@@ -73,9 +73,14 @@ typedef struct {
     uint32_t      len;
     uint32_t      done;     /* messages routed */
     uint64_t      token;
+    uint64_t      t_arrival;  /* us */
     uint8_t       validated;
     oc_wire_hdr_t hdr;
 } rx_t;
+
+/* A peer's bundle may arrive before this agent has heard (on the control
+ * channel) of the job it belongs to: wait that long before rejecting. */
+#define OC_ROUTER_UNKNOWN_JOB_WAIT_US 5000000u
 
 typedef enum {
     CMD_ADD_RANK, CMD_DEL_RANK, CMD_ADD_JOB, CMD_DEL_JOB, CMD_ADD_PEER,
@@ -284,6 +289,8 @@ static int out_open(oc_router_t *r, out_t *o)
 
 /* ---- routing ---------------------------------------------------------- */
 
+static void apply_commands(oc_router_t *r);
+
 static sender_t *sender_find(oc_router_t *r, uint64_t token)
 {
     if (token == 0)
@@ -316,6 +323,23 @@ static void reject(oc_router_t *r, rjob_t *j, oc_status_t why)
                 oc_status_string(why));
 }
 
+uint32_t oc_route_hop(int grid, uint32_t nnodes, uint32_t a, uint32_t b)
+{
+    uint32_t cols, h;
+    if (!grid || a == b)
+        return b;
+    cols = 1;
+    while (cols * cols < nnodes)
+        cols++;
+    h = (a / cols) * cols + b % cols;     /* a's row, b's column */
+    if (h == a)                           /* same column: straight down */
+        return b;
+    if (h < nnodes)
+        return h;
+    h = (b / cols) * cols + a % cols;     /* the other corner */
+    return h < nnodes && h != b ? h : b;
+}
+
 /* The next hop of a message for @p dst. */
 static inline out_t *next_hop(oc_router_t *r, rjob_t *j, uint32_t dst)
 {
@@ -324,21 +348,26 @@ static inline out_t *next_hop(oc_router_t *r, rjob_t *j, uint32_t dst)
         lrank_t *l = j->local[dst];
         return l != NULL ? &l->out : NULL;
     }
-    return &j->to_node[node];
+    return &j->to_node[oc_route_hop(r->p.grid, r->p.nnodes, r->p.node, node)];
 }
 
-/* Check what only the sender's identity tells: a peer may only forward
- * messages from ranks on its node to ranks on ours. */
+/* Check what only the sender's identity tells: a peer may only hand us a
+ * message when the link peer -> us is on that message's path (direct:
+ * from a rank on the peer's node to a rank on ours; grid: either hop). */
 static oc_status_t check_peer_bundle(oc_router_t *r, rjob_t *j,
                                      const rx_t *e, uint32_t node)
 {
     oc_wire_iter_t it;
     oc_wire_msg_t m;
     oc_wire_iter_init(&it, e->data, &e->hdr);
-    while (oc_wire_iter_next(&it, &m))
-        if (j->map->node_of[m.src] != node ||
-            j->map->node_of[m.dst] != r->p.node)
+    while (oc_wire_iter_next(&it, &m)) {
+        uint32_t s = j->map->node_of[m.src], d = j->map->node_of[m.dst];
+        uint32_t h = oc_route_hop(r->p.grid, r->p.nnodes, s, d);
+        int first = s == node && h == r->p.node;
+        int second = h == node && d == r->p.node && h != s;
+        if (!first && !second)
             return OC_ERR_WIRE_RANK;
+    }
     return OC_OK;
 }
 
@@ -417,6 +446,14 @@ static uint32_t route_all(oc_router_t *r)
     while (r->rx_count > 0) {
         rx_t *e = &r->rxq[r->rx_head];
         sender_t *s = sender_find(r, e->token);
+        /* a rank's first bundle can overtake the command that registers
+         * it (posted before the rank was released): apply, look again */
+        if (s == NULL &&
+            atomic_load_explicit(&r->cmd_pending, memory_order_acquire)) {
+            apply_commands(r);
+            e = &r->rxq[r->rx_head];
+            s = sender_find(r, e->token);
+        }
         rjob_t *j = NULL;
         oc_status_t st = OC_OK;
 
@@ -433,6 +470,13 @@ static uint32_t route_all(oc_router_t *r)
             if (s->is_peer && !oc_wire_peek_job(e->data, e->len, &job))
                 job = 0;
             j = job_find(r, job);
+            if (j == NULL && s->is_peer &&
+                now_us() - e->t_arrival < OC_ROUTER_UNKNOWN_JOB_WAIT_US) {
+                if (atomic_load_explicit(&r->cmd_pending, memory_order_acquire))
+                    apply_commands(r);
+                if ((j = job_find(r, job)) == NULL)
+                    break; /* not yet known here: keep it, retry later */
+            }
             if (j == NULL) {
                 st = OC_ERR_WIRE_JOB;
             } else {
@@ -499,6 +543,7 @@ static void bundle_recv(void *arg, uint64_t token, void *data, size_t len)
     e->data = data;
     e->len = len > UINT32_MAX ? 0 : (uint32_t)len;
     e->token = token;
+    e->t_arrival = now_us();
     r->rx_count++;
 }
 

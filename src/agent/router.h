@@ -45,7 +45,18 @@ typedef struct {
     uint64_t flush_timeout_us;
     uint64_t max_inflight;   /* bundles in flight per next hop before it
                                 is blocklisted */
+    int      grid;           /* two-hop routing through a grid of nodes */
 } oc_router_params_t;
+
+/**
+ * The next node from @p a toward @p b.  Direct: b.  Grid: nodes sit on a
+ * grid of ceil(sqrt(n)) columns; a message first goes along a's row to
+ * b's column, then along that column to b — so an agent sends to the
+ * nodes of its row and column only, O(sqrt(n)) buffers per job instead of
+ * O(n).  Where the grid's last row is short, the hop that does not exist
+ * is replaced by the other corner, else by b itself.
+ */
+uint32_t oc_route_hop(int grid, uint32_t nnodes, uint32_t a, uint32_t b);
 
 /** Per-router counters.  Written only by the router; read by others with
  *  relaxed atomic loads (oc_router_counters). */

@@ -163,7 +163,7 @@ metrics)
     METRICS=127.0.0.1:0 start_agent
     port=$(sed -n 's/.*metrics http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$T/agent.log")
     [ -n "$port" ] || fail "no metrics port in the log"
-    env $(job_env 61) OC_TEST_SECONDS=3 timeout 120 "$TR" endless 2 > "$T/out" 2>&1 &
+    env $(job_env 61) OC_TEST_SECONDS=8 timeout 120 "$TR" endless 2 > "$T/out" 2>&1 &
     job=$!
     wait_job 61
     curl -sf "http://127.0.0.1:$port/metrics" > "$T/m1" || fail "curl"

@@ -8,6 +8,8 @@
 #   twonode  two "nodes" (namespaces), an agent and two ranks in each: one
 #            job of 4 ranks across both, every message checked (streams of
 #            fixed-size messages, mixed sizes, request/reply)
+#   grid     three nodes on a bridge, agents with --route grid (1 -> 2 and
+#            2 -> 1 take two hops through node 0): a 4-rank job, exact
 #   dpu      the DPU profile: the agent alone in a "dpu" namespace,
 #            reachable from the ranks (in the host namespace) only over a
 #            veth link, as a BlueField's Arm complex is a separate host
@@ -106,6 +108,41 @@ twonode)
     done
     grep -q "peer node" "$T/agentA.log" "$T/agentB.log" 2>/dev/null || true
     echo "PASS twonode" ;;
+grid)
+    SW=ocs$ID
+    mkns "$SW"
+    ip -n "$SW" link add br0 type bridge && ip -n "$SW" link set br0 up || fail "bridge"
+    for i in 0 1 2; do
+        mkns "ocn$i$ID"
+        ip link add "ocn$i$ID" type veth peer name "ocp$i$ID" || fail "veth"
+        LINKS+=("ocn$i$ID")
+        ip link set "ocn$i$ID" netns "ocn$i$ID"
+        ip link set "ocp$i$ID" netns "$SW"
+        ip -n "$SW" link set "ocp$i$ID" master br0 && ip -n "$SW" link set "ocp$i$ID" up
+        side "ocn$i$ID" "ocn$i$ID" "198.18.2.$((i + 1))"
+    done
+    addrs="tcp:198.18.2.1:7703,tcp:198.18.2.2:7703,tcp:198.18.2.3:7703"
+    for i in 0 1 2; do
+        me="tcp:198.18.2.$((i + 1)):7703"
+        peers=$(echo "$addrs" | tr , '\n' | grep -v "^$me\$" | paste -sd, -)
+        agent "ocn$i$ID" "ocn$i$ID" "agent$i" --route grid \
+            --listen "unix:$T/n$i.sock,$me" --peers "$peers"
+    done
+    for s in fixed reqrep; do
+        pids=""
+        set -- "0 2" "2 1" "3 1"   # ranks 0-1 on node 0, 2 on node 1, 3 on node 2
+        for i in 0 1 2; do
+            eval "r=\${$((i + 1))}"
+            in_ns "ocn$i$ID" env UCX_NET_DEVICES="ocn$i$ID" OC_AGENT="unix:$T/n$i.sock" \
+                timeout 120 "$TR" $s 4 $r > "$T/ranks$i.log" 2>&1 &
+            pids="$pids $!"
+        done
+        for p in $pids; do wait $p || fail "$s over the grid"; done
+        export OC_JOB=$((OC_JOB + 1))
+        export OC_JOB_KEY=$("$OFFCORE" job-key --job "$OC_JOB" --cluster-key "$T/cluster.key")
+    done
+    grep -q "rejected" "$T"/agent*.log && fail "a bundle was rejected on the grid"
+    echo "PASS grid" ;;
 dpu)
     D=ocd$ID
     mkns "$D"
