@@ -166,14 +166,21 @@ metrics)
     env $(job_env 61) OC_TEST_SECONDS=8 timeout 120 "$TR" endless 2 > "$T/out" 2>&1 &
     job=$!
     wait_job 61
-    curl -sf "http://127.0.0.1:$port/metrics" > "$T/m1" || fail "curl"
-    sleep 1
-    curl -sf "http://127.0.0.1:$port/metrics" > "$T/m2" || fail "curl"
-    grep -q '^offcore_thread_messages_total{thread="0"} [1-9]' "$T/m2" ||
+    for _ in $(seq 100); do  # up to 10 s for the first routed messages
+        curl -sf "http://127.0.0.1:$port/metrics" > "$T/m1" || fail "curl"
+        grep -q '^offcore_thread_messages_total{thread="0"} [1-9]' "$T/m1" && break
+        sleep 0.1
+    done
+    grep -q '^offcore_thread_messages_total{thread="0"} [1-9]' "$T/m1" ||
         fail "no traffic counted"
-    [ "$(grep '^offcore_thread_messages_total' "$T/m1")" != \
-      "$(grep '^offcore_thread_messages_total' "$T/m2")" ] ||
-        fail "counters did not move"
+    moved=0
+    for _ in $(seq 50); do   # and then the counters must move
+        sleep 0.1
+        curl -sf "http://127.0.0.1:$port/metrics" > "$T/m2" || fail "curl"
+        [ "$(grep '^offcore_thread_messages_total' "$T/m1")" != \
+          "$(grep '^offcore_thread_messages_total' "$T/m2")" ] && { moved=1; break; }
+    done
+    [ $moved = 1 ] || fail "counters did not move"
     "$OFFCORE" stat --agent "127.0.0.1:$port" > "$T/stat" || fail "offcore stat"
     grep -q "61" "$T/stat" || { cat "$T/stat"; fail "job not in offcore stat"; }
     wait $job || { cat "$T/out"; fail "job"; }
