@@ -25,6 +25,7 @@ PIDS=()
 
 cleanup() {
     for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+    pkill -9 -f -- "$T/" 2>/dev/null   # whatever still names this run's dir
     wait 2>/dev/null
     rm -rf "$T"
 }

@@ -28,6 +28,8 @@ PIDS=()
 
 cleanup() {
     for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+    # anything still naming this run's directory (agents carry its key path)
+    pkill -9 -f -- "$T/" 2>/dev/null
     wait 2>/dev/null
     for l in "${LINKS[@]}"; do ip link del "$l" 2>/dev/null; done
     for n in "${NS[@]}"; do ip netns del "$n" 2>/dev/null; done
@@ -75,8 +77,14 @@ export OC_JOB=77 OC_JOB_KEY=$JOBKEY OC_PLACEMENT=agent UCX_TLS=tcp
 
 agent() { # agent NS DEV NAME ARGS...: start and wait until ready
     local n=$1 dev=$2 name=$3; shift 3
-    in_ns "$n" env UCX_NET_DEVICES="$dev" "$OFFCORED" --cluster-key "$T/cluster.key" \
-        --metrics off "$@" > "$T/$name.log" 2>&1 &
+    # no function or subshell between: $! must be the agent itself
+    if [ -n "$n" ]; then
+        ip netns exec "$n" env UCX_NET_DEVICES="$dev" "$OFFCORED" \
+            --cluster-key "$T/cluster.key" --metrics off "$@" > "$T/$name.log" 2>&1 &
+    else
+        env UCX_NET_DEVICES="$dev" "$OFFCORED" --cluster-key "$T/cluster.key" \
+            --metrics off "$@" > "$T/$name.log" 2>&1 &
+    fi
     PIDS+=("$!")
     for _ in $(seq 200); do
         grep -q ready "$T/$name.log" && return 0
