@@ -29,17 +29,14 @@ _Static_assert(sizeof(oc_counters_t) ==
 /* The communicator must outlive the context (offcore/mpi.h). */
 static MPI_Comm oc_app_world;
 
-/** oc_init_mpi over MPI_COMM_WORLD with @p handler; MPI_Abort on failure. */
-static inline oc_context_t *oc_app_oc_init(const oc_app_mpi_t *m,
-                                           oc_handler_t handler, void *arg)
+/* Start a context on MPI_COMM_WORLD from @p p (handler fields set by the
+ * caller); dies with the reason on failure. */
+static inline oc_context_t *oc_app_oc_start(const oc_app_mpi_t *m,
+                                            oc_context_params_t p)
 {
     oc_app_world = MPI_COMM_WORLD;
-    oc_context_params_t p = {
-        .field_mask = OC_PARAM_HANDLER | OC_PARAM_NAME,
-        .handler = handler,
-        .handler_arg = arg,
-        .name = m->prog,
-    };
+    p.field_mask |= OC_PARAM_NAME;
+    p.name = m->prog;
     oc_context_t *ctx = NULL;
     oc_status_t st = oc_init_mpi(&oc_app_world, &p, &ctx);
     if (st != OC_OK)
@@ -47,24 +44,15 @@ static inline oc_context_t *oc_app_oc_init(const oc_app_mpi_t *m,
     return ctx;
 }
 
-/** oc_app_oc_init() with a burst handler (one call per run of same-size
- *  messages) instead of a per-message one. */
+/** Start the app's context with a burst handler: one call per run of
+ *  same-size messages (offcore.h, oc_burst_handler_t). */
 static inline oc_context_t *oc_app_oc_init_burst(const oc_app_mpi_t *m,
                                                  oc_burst_handler_t handler,
                                                  void *arg)
 {
-    oc_app_world = MPI_COMM_WORLD;
-    oc_context_params_t p = {
-        .field_mask = OC_PARAM_BURST_HANDLER | OC_PARAM_NAME,
-        .burst_handler = handler,
-        .handler_arg = arg,
-        .name = m->prog,
-    };
-    oc_context_t *ctx = NULL;
-    oc_status_t st = oc_init_mpi(&oc_app_world, &p, &ctx);
-    if (st != OC_OK)
-        oc_app_mpi_die(m, "oc_init failed: %s", oc_status_string(st));
-    return ctx;
+    return oc_app_oc_start(m, (oc_context_params_t){
+        .field_mask = OC_PARAM_BURST_HANDLER, .burst_handler = handler,
+        .handler_arg = arg});
 }
 
 /** Send a burst (message i of @p len bytes to dests[i]), polling while
