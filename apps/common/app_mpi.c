@@ -129,3 +129,19 @@ int oc_app_mpi_finish(bool verified)
     MPI_Finalize();
     return verified ? OC_APP_EXIT_OK : OC_APP_EXIT_FAIL;
 }
+
+void oc_app_mpi_json_perf(const oc_app_mpi_t *m, const oc_app_perf_t *p,
+                          oc_app_json_t *j)
+{
+    bool all = oc_app_mpi_all(p->ok);
+    uint64_t misses = oc_app_mpi_sum(p->ok ? p->misses : 0);
+    if (m->rank != 0)
+        return;
+    if (all) {
+        oc_app_json_u64(j, "llc_miss_bytes", misses * OC_APP_PERF_LINE);
+        oc_app_json_str(j, "perf_event", p->event);
+    } else {
+        oc_app_json_str(j, "perf_unavailable",
+                        p->ok ? "counters failed on some ranks" : p->why);
+    }
+}

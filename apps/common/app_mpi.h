@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "app.h"
+#include "app_perf.h"
 
 typedef struct {
     const char *prog;
@@ -46,6 +47,15 @@ uint64_t oc_app_mpi_sum(uint64_t v);
 bool oc_app_mpi_all(bool ok);
 /** Element-wise sum of @p n uint64_t into @p out on rank 0 only. */
 void oc_app_mpi_reduce_u64(const uint64_t *in, uint64_t *out, int n);
+
+/**
+ * Write the last-level-cache misses of the timed region, summed over ranks,
+ * into rank 0's JSON line: "llc_miss_bytes" (misses x 64) and "perf_event";
+ * or, when any rank could not count, "perf_unavailable" with rank 0's
+ * reason (or "on some ranks") and no number.  Collective.
+ */
+void oc_app_mpi_json_perf(const oc_app_mpi_t *m, const oc_app_perf_t *p,
+                          oc_app_json_t *j);
 
 /** MPI_Finalize and return the exit status for @p verified. */
 int oc_app_mpi_finish(bool verified);

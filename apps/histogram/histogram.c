@@ -18,7 +18,8 @@
 typedef struct {
     uint64_t *table;
     uint64_t  n;
-    uint64_t  bad; /* malformed or out-of-range messages */
+    uint64_t  bad;     /* malformed or out-of-range messages */
+    uint64_t  applied; /* updates applied: each reads and writes 8 bytes */
 } hist_t;
 
 /* One call per run of updates: the loop over them is ours, tight. */
@@ -42,6 +43,7 @@ static size_t hist_handler(void *arg, uint32_t src, const void *msgs,
         }
         table[idx]++;
     }
+    h->applied += n;
     return n;
 }
 
@@ -67,7 +69,9 @@ int main(int argc, char **argv)
     const uint64_t T = o.table, N = o.updates, key = oc_app_stream_key(o.seed, (uint64_t)m.rank);
     const uint64_t interval = o.poll_interval;
 
+    oc_app_perf_t perf;
     MPI_Barrier(MPI_COMM_WORLD);
+    oc_app_perf_start(&perf);
     double t0 = oc_app_now();
     uint64_t since_poll = 0;
     for (uint64_t i = 0; i < N; i += BURST) {
@@ -86,12 +90,17 @@ int main(int argc, char **argv)
     oc_app_quiesce(&m, ctx);
     MPI_Barrier(MPI_COMM_WORLD);
     double seconds = oc_app_now() - t0;
+    oc_app_perf_stop(&perf);
+    uint64_t local_bytes = oc_app_mpi_sum(16 * h.applied);
 
     oc_app_json_t j;
     oc_counters_t sum;
     if (m.rank == 0)
         hist_json(&j, &m, &o, oc_placement(ctx), seconds);
     oc_app_json_counters(&m, ctx, &j, &sum);
+    oc_app_mpi_json_perf(&m, &perf, &j);
+    if (m.rank == 0)
+        oc_app_json_u64(&j, "local_bytes", local_bytes);
 
     bool verified = hist_verify(&m, &o, h.table, h.bad);
     if (m.rank == 0) {

@@ -24,6 +24,7 @@ typedef struct {
     uint64_t       *tgt;
     uint64_t        N;
     uint64_t        replies;
+    uint64_t        served;     /* requests answered: 8-byte table reads */
     uint64_t        bad;        /* malformed or out-of-range messages */
     oc_status_t     send_error; /* first failed reply send, if any */
 } ig_t;
@@ -56,6 +57,7 @@ static size_t ig_handler(void *arg, uint32_t src, const void *msgs,
                 rep[m][1] = g->table[idx];
                 m++;
             }
+            g->served += m;
             size_t sent = oc_send_many(g->ctx, src, rep, sizeof rep[0], m);
             if (__builtin_expect(sent < m, 0)) {
                 /* replies never lack buffers (the runtime's reserve); any
@@ -112,7 +114,9 @@ int main(int argc, char **argv)
     const uint64_t key = oc_app_stream_key(o.seed, (uint64_t)m.rank);
     const uint64_t interval = o.poll_interval;
 
+    oc_app_perf_t perf;
     MPI_Barrier(MPI_COMM_WORLD);
+    oc_app_perf_start(&perf);
     double t0 = oc_app_now();
     uint64_t since_poll = 0;
     for (uint64_t i = 0; i < N; i += BURST) {
@@ -134,12 +138,18 @@ int main(int argc, char **argv)
     oc_app_quiesce(&m, ctx);
     MPI_Barrier(MPI_COMM_WORLD);
     double seconds = oc_app_now() - t0;
+    oc_app_perf_stop(&perf);
+    /* a table read per request served, a target write per reply stored */
+    uint64_t local_bytes = oc_app_mpi_sum(8 * (g.served + g.replies));
 
     oc_app_json_t j;
     oc_counters_t sum;
     if (m.rank == 0)
         ig_json(&j, &m, &o, oc_placement(ctx), seconds);
     oc_app_json_counters(&m, ctx, &j, &sum);
+    oc_app_mpi_json_perf(&m, &perf, &j);
+    if (m.rank == 0)
+        oc_app_json_u64(&j, "local_bytes", local_bytes);
 
     if (g.send_error != OC_OK) {
         oc_app_mpi_err(&m, "a reply failed to send: %s",
