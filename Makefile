@@ -9,6 +9,10 @@
 #   make demo    histogram on 2 ranks on this machine
 #   make bench   the benchmarks, side by side with their baselines, and
 #                the placements (inline vs agent, agent threads 1 vs 2)
+#   make study   the placement study (docs/evaluation.md): every app inline,
+#                agent and dpu; table, sweeps, CSV and plots in
+#                $(BUILDDIR)/study.  STUDY_ARGS passes flags to
+#                bench/study.py (--help lists them).
 #   make clean
 #
 # Phases of `make test` can be run alone: test-build, test-asan, test-fuzz.
@@ -27,7 +31,7 @@ export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM = 1
 SETUP = sh scripts/meson-setup.sh
 PHASE = sh scripts/phase.sh
 
-.PHONY: all deps build test test-build test-asan test-fuzz demo bench clean \
+.PHONY: all deps build test test-build test-asan test-fuzz demo bench study clean \
         compile asan-build fuzz-build
 
 all: build
@@ -86,6 +90,9 @@ demo: build
 bench: build
 	sh bench/run-bench.sh $(BUILDDIR)
 	sh bench/run-agent-bench.sh $(BUILDDIR)
+
+study: build
+	python3 bench/study.py --build $(BUILDDIR) $(STUDY_ARGS)
 
 clean:
 	rm -rf $(BUILDDIR) $(ASAN_DIR) $(FUZZ_DIR)

@@ -41,6 +41,8 @@ need libcurl4-openssl-dev pc libcurl
 need iproute2           has ip
 need ethtool            has ethtool
 need curl               has curl
+# the study's plots (bench/study.py: PNG and SVG)
+need gnuplot-nox        has gnuplot
 
 if [ -z "$missing" ]; then
     echo "deps: all build and test dependencies are installed"
