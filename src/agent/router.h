@@ -70,6 +70,8 @@ typedef struct {
     uint64_t reject_wire[16];    /* by -(status) - 20: OC_ERR_WIRE_* */
     uint64_t blocklist_depth;    /* next hops blocked now (gauge) */
     uint64_t backlog;            /* bundles waiting to be routed (gauge) */
+    uint64_t bundles_forwarded;  /* sent on whole (one destination), not
+                                    re-aggregated message by message */
 } oc_router_counters_t;
 
 typedef struct {

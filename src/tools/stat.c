@@ -67,6 +67,7 @@ static const col_t thread_cols[] = {
     {"offcore_thread_messages_total", NULL, NULL, "msgs"},
     {"offcore_thread_bundles_total", "dir", "in", "bundles in"},
     {"offcore_thread_bundles_total", "dir", "out", "bundles out"},
+    {"offcore_thread_bundles_forwarded_total", NULL, NULL, "forwarded"},
     {"offcore_thread_flushes_total", "reason", "full", "flush full"},
     {"offcore_thread_flushes_total", "reason", "timeout", "flush timeout"},
     {"offcore_thread_flushes_total", "reason", "idle", "flush idle"},
