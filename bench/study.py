@@ -34,16 +34,40 @@ import time
 # docs/evaluation.md; --size large uses them.
 APPS = {
     'histogram': {
-        'study': ['--updates', '20M', '--table', '10K'],
+        'study': ['--updates', '10M', '--table', '10K'],
         'quick': ['--updates', '200K', '--table', '10K'],
         'large': ['--updates', '100M', '--table', '40M'],
     },
     'index-gather': {
-        'study': ['--requests', '10M', '--table', '10K'],
+        'study': ['--requests', '5M', '--table', '10K'],
         'quick': ['--requests', '200K', '--table', '10K'],
         'large': ['--requests', '50M', '--table', '40M'],
     },
 }
+APPS.update({
+    'transpose': {
+        'study': ['--rows', '300K', '--degree', '16'],
+        'quick': ['--rows', '20K', '--degree', '8'],
+        'large': ['--rows', '2M', '--degree', '16'],
+    },
+    'triangle': {
+        'study': ['--graph', 'rmat', '--scale', '14', '--edge-factor', '8'],
+        'quick': ['--graph', 'rmat', '--scale', '11'],
+        'large': ['--graph', 'rmat', '--scale', '22', '--edge-factor', '8'],
+    },
+    'sssp': {
+        'study': ['--vertices', '300K', '--degree', '8'],
+        'quick': ['--vertices', '20K'],
+        'large': ['--vertices', '3M', '--degree', '8'],
+    },
+    'mcproxy': {
+        'study': ['--particles', '100K', '--cycles', '2'],
+        'quick': ['--particles', '5K', '--nx', '8', '--ny', '8', '--nz', '8',
+                  '--groups', '32'],
+        'large': ['--particles', '500K', '--nx', '48', '--ny', '48',
+                  '--nz', '48'],
+    },
+})
 APP_ORDER = ['histogram', 'index-gather', 'transpose', 'triangle', 'sssp',
              'mcproxy']
 
