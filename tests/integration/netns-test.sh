@@ -10,6 +10,9 @@
 #            fixed-size messages, mixed sizes, request/reply)
 #   grid     three nodes on a bridge, agents with --route grid (1 -> 2 and
 #            2 -> 1 take two hops through node 0): a 4-rank job, exact
+#   mpiapps  histogram and index-gather themselves, launched by mpirun over
+#            two nodes (an orted per namespace through the rsh launcher),
+#            two ranks and one agent per node: exact across nodes
 #   dpu      the DPU profile: the agent alone in a "dpu" namespace,
 #            reachable from the ranks (in the host namespace) only over a
 #            veth link, as a BlueField's Arm complex is a separate host
@@ -151,6 +154,66 @@ grid)
     done
     grep -q "rejected" "$T"/agent*.log && fail "a bundle was rejected on the grid"
     echo "PASS grid" ;;
+mpiapps)
+    # The real apps, launched by mpirun the way a cluster launches them: an
+    # orted per "node" (namespace), started through Open MPI's rsh launcher
+    # (the rsh agent maps a node's address to `ip netns exec`), connecting
+    # back to mpirun over a bridge in this namespace.
+    command -v mpirun >/dev/null || skip "no mpirun"
+    [ -x "$B/apps/histogram" ] || skip "apps not built"
+    BR=ocr$ID
+    ip link add "$BR" type bridge || fail "bridge"
+    LINKS+=("$BR")
+    ip addr add 198.18.60.254/24 dev "$BR" && ip link set "$BR" up || fail "bridge addr"
+    for i in 1 2; do
+        mkns "ocm$i$ID"
+        ip link add "ocm$i$ID" type veth peer name "ocq$i$ID" || fail "veth"
+        LINKS+=("ocq$i$ID")
+        ip link set "ocm$i$ID" netns "ocm$i$ID"
+        ip link set "ocq$i$ID" master "$BR" && ip link set "ocq$i$ID" up || fail "port"
+        side "ocm$i$ID" "ocm$i$ID" "198.18.60.$i"
+        agent "ocm$i$ID" "ocm$i$ID" "agent$i" \
+            --listen "unix:$T/m$i.sock,tcp:198.18.60.$i:7704" \
+            --peers "tcp:198.18.60.$((3 - i)):7704"
+    done
+    # rsh agent: "HOST CMD..." -> run CMD in HOST's namespace
+    # (each node its own session directory: the namespaces share /tmp and
+    # the host name, as two real nodes would not)
+    cat > "$T/rsh" <<EOS
+#!/bin/sh
+h=\$1; shift
+mkdir -p $T/node\${h##*.}
+exec ip netns exec ocm\${h##*.}$ID env TMPDIR=$T/node\${h##*.} sh -c "\$*"
+EOS
+    # each rank talks to its own node's agent, and UCX uses that node's link
+    cat > "$T/on-node" <<EOS
+#!/bin/sh
+n=\$(ip netns identify); i=\${n#ocm}; i=\${i%$ID}
+OC_AGENT=unix:$T/m\$i.sock UCX_NET_DEVICES=\$n exec "\$@"
+EOS
+    chmod +x "$T/rsh" "$T/on-node"
+    for app in "histogram --updates 2M --table 10K" "index-gather --requests 1M --table 10K"; do
+        set -- $app
+        name=$1
+        shift
+        timeout 120 mpirun --allow-run-as-root --host 198.18.60.1:2,198.18.60.2:2 \
+            -np 4 --mca plm_rsh_agent "$T/rsh" --mca plm_rsh_no_tree_spawn 1 \
+            --mca routed direct -x PMIX_MCA_gds=hash \
+            --mca oob_tcp_if_include 198.18.60.0/24 --mca pml ob1 \
+            --mca btl self,tcp --mca btl_tcp_if_include 198.18.60.0/24 \
+            -x OC_PLACEMENT -x OC_JOB -x OC_JOB_KEY -x UCX_TLS \
+            "$T/on-node" "$B/apps/$name" "$@" > "$T/$name.log" 2>&1 ||
+            fail "$name across the two nodes"
+        grep -q '"verified":true' "$T/$name.log" || fail "$name did not verify"
+        grep -q '"placement":"agent"' "$T/$name.log" || fail "$name did not use the agents"
+        echo "$name: $(grep -o '"rate":[^,]*' "$T/$name.log")"
+        export OC_JOB=$((OC_JOB + 1))
+        export OC_JOB_KEY=$("$OFFCORE" job-key --job "$OC_JOB" --cluster-key "$T/cluster.key")
+    done
+    # Ranks 0-1 run on node 1 and 2-3 on node 2 (two slots each), every
+    # rank sends to every rank, so an exact result needed both directions
+    # across the link.
+    echo "PASS mpiapps" ;;
 dpu)
     D=ocd$ID
     mkns "$D"
