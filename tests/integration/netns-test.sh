@@ -10,6 +10,8 @@
 #            fixed-size messages, mixed sizes, request/reply)
 #   grid     three nodes on a bridge, agents with --route grid (1 -> 2 and
 #            2 -> 1 take two hops through node 0): a 4-rank job, exact
+#   killagent  SIGKILL one node's agent: a job spanning both nodes fails
+#            on both within 5 s; a job on the other node finishes exactly
 #   mpiapps  histogram and index-gather themselves, launched by mpirun over
 #            two nodes (an orted per namespace through the rsh launcher),
 #            two ranks and one agent per node: exact across nodes
@@ -154,6 +156,55 @@ grid)
     done
     grep -q "rejected" "$T"/agent*.log && fail "a bundle was rejected on the grid"
     echo "PASS grid" ;;
+killagent)
+    # Two nodes.  Job 81 spans both; job 82 runs on node B only.  SIGKILL
+    # node A's agent mid-run: every rank of job 81, on both nodes, must
+    # exit with a clear error within 5 s; job 82 must finish exactly, and
+    # node B's agent must still serve a new job afterwards.
+    A=oca$ID; Bn=ocb$ID
+    mkns "$A"; mkns "$Bn"
+    veth "oca$ID" "$A" 198.18.3.1 "ocb$ID" "$Bn" 198.18.3.2
+    export OC_LOG=agent:info
+    agent "$A" "oca$ID" agentA --listen "unix:$T/a.sock,tcp:198.18.3.1:7705" \
+        --peers tcp:198.18.3.2:7705
+    agent "$Bn" "ocb$ID" agentB --listen "unix:$T/b.sock,tcp:198.18.3.2:7705" \
+        --peers tcp:198.18.3.1:7705
+    unset OC_LOG
+    key() { "$OFFCORE" job-key --job "$1" --cluster-key "$T/cluster.key"; }
+    in_ns "$A" env UCX_NET_DEVICES="oca$ID" OC_AGENT="unix:$T/a.sock" \
+        OC_JOB=81 OC_JOB_KEY="$(key 81)" OC_TEST_SECONDS=30 \
+        timeout 60 "$TR" endless 4 0 2 > "$T/x-a.log" 2>&1 &
+    xa=$!
+    in_ns "$Bn" env UCX_NET_DEVICES="ocb$ID" OC_AGENT="unix:$T/b.sock" \
+        OC_JOB=81 OC_JOB_KEY="$(key 81)" OC_TEST_SECONDS=30 \
+        timeout 60 "$TR" endless 4 2 2 > "$T/x-b.log" 2>&1 &
+    xb=$!
+    in_ns "$Bn" env UCX_NET_DEVICES="ocb$ID" OC_AGENT="unix:$T/b.sock" \
+        OC_JOB=82 OC_JOB_KEY="$(key 82)" OC_TEST_SECONDS=6 \
+        timeout 60 "$TR" endless 2 > "$T/y.log" 2>&1 &
+    y=$!
+    for _ in $(seq 600); do
+        grep -q "job 81 ready" "$T/agentA.log" && grep -q "job 82 ready" "$T/agentB.log" && break
+        sleep 0.05
+    done
+    grep -q "job 81 ready" "$T/agentA.log" || fail "job 81 never became ready"
+    sleep 1
+    kill -9 "${PIDS[0]}"
+    t0=$(date +%s.%N)
+    wait $xa && fail "job 81's ranks on node A did not notice"
+    wait $xb && fail "job 81's ranks on node B did not notice"
+    t1=$(date +%s.%N)
+    took=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
+    awk -v t="$took" 'BEGIN { exit !(t < 5) }' || fail "job 81 took $took s to fail"
+    grep -qi "agent\|peer\|failed" "$T/x-a.log" "$T/x-b.log" ||
+        fail "job 81 ended without a clear error"
+    wait $y || fail "job 82 (node B only) was disturbed"
+    kill -0 "${PIDS[1]}" || fail "node B's agent died"
+    in_ns "$Bn" env UCX_NET_DEVICES="ocb$ID" OC_AGENT="unix:$T/b.sock" \
+        OC_JOB=83 OC_JOB_KEY="$(key 83)" timeout 60 "$TR" reqrep 2 > "$T/z.log" 2>&1 ||
+        fail "node B's agent did not serve a new job"
+    echo "job 81 failed on both nodes in $took s; job 82 exact; job 83 served"
+    echo "PASS killagent" ;;
 mpiapps)
     # The real apps, launched by mpirun the way a cluster launches them: an
     # orted per "node" (namespace), started through Open MPI's rsh launcher
