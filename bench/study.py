@@ -34,26 +34,28 @@ import time
 # docs/evaluation.md; --size large uses them.
 APPS = {
     'histogram': {
-        'study': ['--updates', '10M', '--table', '10K'],
+        'study': ['--updates', '40M', '--table', '10K'],
         'quick': ['--updates', '200K', '--table', '10K'],
         'large': ['--updates', '100M', '--table', '40M'],
     },
     'index-gather': {
-        'study': ['--requests', '5M', '--table', '10K'],
+        'study': ['--requests', '20M', '--table', '10K'],
         'quick': ['--requests', '200K', '--table', '10K'],
         'large': ['--requests', '50M', '--table', '40M'],
     },
 }
 APPS.update({
     'transpose': {
-        'study': ['--rows', '300K', '--degree', '16'],
+        'study': ['--rows', '1M', '--degree', '16'],
         'quick': ['--rows', '20K', '--degree', '8'],
         'large': ['--rows', '2M', '--degree', '16'],
     },
     'triangle': {
         'study': ['--graph', 'rmat', '--scale', '14', '--edge-factor', '8'],
         'quick': ['--graph', 'rmat', '--scale', '11'],
-        'large': ['--graph', 'rmat', '--scale', '22', '--edge-factor', '8'],
+        # R-MAT's wedges grow much faster than its edges (hubs): the 10x-LLC
+        # run uses Erdős–Rényi (4M vertices, 512 MiB of adjacency)
+        'large': ['--graph', 'er', '--vertices', '2M', '--degree', '16'],
     },
     'sssp': {
         'study': ['--vertices', '300K', '--degree', '8'],
@@ -490,7 +492,8 @@ def study(a, env, out):
     threads = [1, maxth] if a.quick else list(range(1, maxth + 1))
     runnable = [p for p in placements if p not in unavailable]
     total = len(apps) * len(runnable) * a.repeats
-    total += sum({'bundle': 2 * len(sizes), 'buffers': 2 * len(bufs),
+    total += sum({'bundle': (3 if 'dpu' in runnable else 2) * len(sizes),
+                  'buffers': 2 * len(bufs),
                   'threads': len(threads)}.get(s, 0) for s in sweeps)
     total += 2
     prog = Progress(total)
@@ -592,6 +595,8 @@ def study(a, env, out):
         else:
             die("unknown sweep %r (bundle, buffers, threads)" % s)
         places = ['agent'] if s == 'threads' else sweep_place
+        if s == 'bundle' and 'dpu' in runnable:
+            places = places + ['dpu']  # "remote": where bundles cross TCP
         if s == 'threads' and 'agent' not in runnable:
             continue
         srows = []

@@ -72,6 +72,7 @@ typedef struct {
     uint64_t backlog;            /* bundles waiting to be routed (gauge) */
     uint64_t bundles_forwarded;  /* sent on whole (one destination), not
                                     re-aggregated message by message */
+    uint64_t sleeps;             /* times the thread slept, idle */
 } oc_router_counters_t;
 
 typedef struct {

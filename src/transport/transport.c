@@ -10,6 +10,7 @@
 
 struct oc_tr_context {
     ucp_context_h ucp;
+    int           wakeup; /* UCP_FEATURE_WAKEUP */
 };
 
 #define OC_TR_MAX_AM_ID 8
@@ -24,6 +25,7 @@ struct oc_tr_worker {
     ucp_worker_h     ucp;
     ucp_address_t   *addr;
     size_t           addr_len;
+    int              efd;     /* event fd, -1 without wakeup */
     am_slot_t        slots[OC_TR_MAX_AM_ID];
 };
 
@@ -32,7 +34,7 @@ struct oc_tr_ep {
     int      failed;
 };
 
-oc_status_t oc_tr_context_create(oc_tr_context_t **ctx_p)
+static oc_status_t context_create(oc_tr_context_t **ctx_p, uint64_t features)
 {
     ucp_params_t params;
     ucp_config_t *config;
@@ -42,6 +44,7 @@ oc_status_t oc_tr_context_create(oc_tr_context_t **ctx_p)
     ctx = calloc(1, sizeof(*ctx));
     if (ctx == NULL)
         return OC_ERR_NO_MEMORY;
+    ctx->wakeup = (features & UCP_FEATURE_WAKEUP) != 0;
     st = ucp_config_read(NULL, NULL, &config);
     if (st != UCS_OK) {
         oc_error(OC_COMP_TRANSPORT, "ucp_config_read: %s",
@@ -50,7 +53,7 @@ oc_status_t oc_tr_context_create(oc_tr_context_t **ctx_p)
     }
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
-    params.features = UCP_FEATURE_AM;
+    params.features = features;
     params.mt_workers_shared = 0;
     st = ucp_init(&params, config, &ctx->ucp);
     ucp_config_release(config);
@@ -64,6 +67,16 @@ oc_status_t oc_tr_context_create(oc_tr_context_t **ctx_p)
 err_free:
     free(ctx);
     return OC_ERR_TRANSPORT;
+}
+
+oc_status_t oc_tr_context_create(oc_tr_context_t **ctx_p)
+{
+    return context_create(ctx_p, UCP_FEATURE_AM);
+}
+
+oc_status_t oc_tr_context_create_wakeup(oc_tr_context_t **ctx_p)
+{
+    return context_create(ctx_p, UCP_FEATURE_AM | UCP_FEATURE_WAKEUP);
 }
 
 void oc_tr_context_destroy(oc_tr_context_t *ctx)
@@ -91,6 +104,16 @@ oc_status_t oc_tr_worker_create(oc_tr_context_t *ctx, oc_tr_worker_t **w_p)
         oc_error(OC_COMP_TRANSPORT, "ucp_worker_create: %s",
                  ucs_status_string(st));
         goto err_free;
+    }
+    w->efd = -1;
+    if (ctx->wakeup) {
+        int fd;
+        st = ucp_worker_get_efd(w->ucp, &fd);
+        if (st == UCS_OK)
+            w->efd = fd;
+        else
+            oc_warn(OC_COMP_TRANSPORT, "ucp_worker_get_efd: %s (the worker"
+                    " will poll instead of sleeping)", ucs_status_string(st));
     }
     st = ucp_worker_get_address(w->ucp, &w->addr, &w->addr_len);
     if (st != UCS_OK) {
@@ -303,6 +326,16 @@ oc_status_t oc_tr_send_small(oc_tr_ep_t *ep, unsigned id, uint64_t token,
         return OC_OK;
     free(s);
     return st;
+}
+
+int oc_tr_worker_efd(oc_tr_worker_t *w)
+{
+    return w->efd;
+}
+
+int oc_tr_worker_arm(oc_tr_worker_t *w)
+{
+    return w->efd >= 0 && ucp_worker_arm(w->ucp) == UCS_OK;
 }
 
 unsigned oc_tr_progress(oc_tr_worker_t *w)

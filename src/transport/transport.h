@@ -42,11 +42,25 @@ typedef void (*oc_tr_recv_cb_t)(void *arg, uint64_t token, void *data,
 
 /** Create the UCP context (active messages).  UCX_* variables apply. */
 oc_status_t oc_tr_context_create(oc_tr_context_t **ctx_p);
+/** The same, with UCP_FEATURE_WAKEUP: its workers can sleep until
+ *  something arrives (oc_tr_worker_efd, oc_tr_worker_arm).  For threads
+ *  that may be idle for long (the agent's routers); the ranks, which only
+ *  progress when the application calls, use the plain context. */
+oc_status_t oc_tr_context_create_wakeup(oc_tr_context_t **ctx_p);
 void oc_tr_context_destroy(oc_tr_context_t *ctx);
 
 oc_status_t oc_tr_worker_create(oc_tr_context_t *ctx, oc_tr_worker_t **w_p);
 /** Destroy a worker; every endpoint must be destroyed first. */
 void oc_tr_worker_destroy(oc_tr_worker_t *w);
+
+/** The file descriptor that turns readable when the worker has events
+ *  (a context made with oc_tr_context_create_wakeup); -1 otherwise. */
+int oc_tr_worker_efd(oc_tr_worker_t *w);
+
+/** Arm the worker's event fd before sleeping on it.  Returns 1 when armed
+ *  (nothing pending: sleep), 0 when events are pending (progress again
+ *  first) or waking is not supported. */
+int oc_tr_worker_arm(oc_tr_worker_t *w);
 
 /** The worker's address, to exchange with peers.  Valid until
  *  oc_tr_worker_destroy(). */
