@@ -48,6 +48,22 @@ bool oc_app_parse_size(const char *s, uint64_t *out)
     return true;
 }
 
+void *oc_app_grow(void *p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return p;
+    size_t n = *cap ? *cap : 1024;
+    while (n < need) {
+        if (n > SIZE_MAX / 2 / elem)
+            return NULL;
+        n *= 2;
+    }
+    void *q = realloc(p, n * elem);
+    if (q != NULL)
+        *cap = n;
+    return q;
+}
+
 bool oc_app_env_rank0(void)
 {
     static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK",

@@ -130,6 +130,15 @@ uint64_t oc_app_mem_available(void);
 uint64_t *oc_app_alloc_table(uint64_t n);
 void oc_app_free_table(uint64_t *p, uint64_t n);
 
+/**
+ * Grow @p p, an array of *cap elements of @p elem bytes, to hold at least
+ * @p need (doubling, from 1024).  @return the array (*cap updated), or
+ * NULL when memory is short — then @p p and *cap are unchanged.  For
+ * arrays that grow by runs of messages: call it once per run, not per
+ * element.
+ */
+void *oc_app_grow(void *p, size_t *cap, size_t need, size_t elem);
+
 /* ---- output --------------------------------------------------------- */
 
 /** A JSON object written into a fixed buffer and printed as one line. */

@@ -7,6 +7,8 @@
 #ifndef OC_APP_OC_H
 #define OC_APP_OC_H
 
+#include <string.h>
+
 #include <offcore/mpi.h>
 #include <offcore/offcore.h>
 
@@ -88,6 +90,60 @@ static inline void oc_app_send_burst(const oc_app_mpi_t *m, oc_context_t *ctx,
     }
 }
 
+/* ---- a burst sender: messages of one length, any destinations ------- */
+
+#define OC_APP_BURST         256
+#define OC_APP_BURST_MAX_LEN 16
+
+/** Collects messages and sends them OC_APP_BURST at a time with
+ *  oc_app_send_burst, polling every @p interval messages. */
+typedef struct {
+    const oc_app_mpi_t *m;
+    oc_context_t *ctx;
+    size_t        len, n;
+    uint64_t      interval, since_poll;
+    uint64_t      sent;     /**< messages sent so far */
+    uint32_t      dests[OC_APP_BURST];
+    _Alignas(8) uint8_t msgs[OC_APP_BURST * OC_APP_BURST_MAX_LEN];
+} oc_app_burst_t;
+
+static inline void oc_app_burst_init(oc_app_burst_t *b, const oc_app_mpi_t *m,
+                                     oc_context_t *ctx, size_t len,
+                                     uint64_t interval)
+{
+    if (len == 0 || len > OC_APP_BURST_MAX_LEN)
+        oc_app_mpi_die(m, "burst messages of %zu bytes (1 to %d)", len,
+                       OC_APP_BURST_MAX_LEN);
+    *b = (oc_app_burst_t){.m = m, .ctx = ctx, .len = len,
+                          .interval = interval ? interval : 1};
+}
+
+/** Send what is collected; poll when the interval is due. */
+static inline void oc_app_burst_flush(oc_app_burst_t *b)
+{
+    oc_app_send_burst(b->m, b->ctx, b->dests, b->msgs, b->len, b->n);
+    b->sent += b->n;
+    b->since_poll += b->n;
+    b->n = 0;
+    if (b->since_poll >= b->interval) {
+        b->since_poll = 0;
+        int r = oc_poll(b->ctx);
+        if (__builtin_expect(r < 0, 0))
+            oc_app_mpi_die(b->m, "oc_poll failed: %s",
+                           oc_status_string((oc_status_t)r));
+    }
+}
+
+/** Add one message (b->len bytes at @p msg) for @p dest. */
+static inline void oc_app_burst_put(oc_app_burst_t *b, uint32_t dest,
+                                    const void *msg)
+{
+    b->dests[b->n] = dest;
+    memcpy(b->msgs + b->n * b->len, msg, b->len);
+    if (++b->n == OC_APP_BURST)
+        oc_app_burst_flush(b);
+}
+
 /** Send, polling while the runtime applies back-pressure.  Any other error
  *  aborts the job: the other ranks would wait for these messages forever. */
 static inline void oc_app_send(const oc_app_mpi_t *m, oc_context_t *ctx,
@@ -117,6 +173,35 @@ static inline void oc_app_quiesce(const oc_app_mpi_t *m, oc_context_t *ctx)
     oc_status_t st = oc_quiesce(ctx);
     if (st != OC_OK)
         oc_app_mpi_die(m, "oc_quiesce failed: %s", oc_status_string(st));
+}
+
+/** Begin rank 0's JSON line with "app", "placement" and "ranks". */
+static inline void oc_app_json_head(oc_app_json_t *j, const oc_app_mpi_t *m,
+                                    oc_context_t *ctx)
+{
+    oc_app_json_begin(j);
+    oc_app_json_str(j, "app", m->prog);
+    oc_app_json_str(j, "placement", oc_placement(ctx));
+    oc_app_json_u64(j, "ranks", (uint64_t)m->size);
+}
+
+/** The end of every app: "verified" (@p ok on every rank) into rank 0's
+ *  line, which is printed; then oc_finalize.  @return true when verified
+ *  and the context closed cleanly.  Collective. */
+static inline bool oc_app_oc_end(const oc_app_mpi_t *m, oc_context_t *ctx,
+                                 oc_app_json_t *j, bool ok)
+{
+    bool verified = oc_app_mpi_all(ok);
+    if (m->rank == 0) {
+        oc_app_json_bool(j, "verified", verified);
+        oc_app_json_print(j);
+    }
+    oc_status_t st = oc_finalize(ctx);
+    if (st != OC_OK) {
+        oc_app_mpi_err(m, "oc_finalize failed: %s", oc_status_string(st));
+        verified = false;
+    }
+    return verified;
 }
 
 /** Write "counters":{...} with every counter summed over all ranks.

@@ -156,18 +156,10 @@ int main(int argc, char **argv)
                        oc_status_string(g.send_error));
         g.bad++;
     }
-    bool verified = ig_verify(&m, &o, tgt, g.replies, g.bad);
-    if (m.rank == 0) {
+    bool ok = ig_verify(&m, &o, tgt, g.replies, g.bad);
+    if (m.rank == 0)
         oc_app_json_u64(&j, "poll_interval", interval);
-        oc_app_json_bool(&j, "verified", verified);
-        oc_app_json_print(&j);
-    }
-
-    oc_status_t st = oc_finalize(ctx);
-    if (st != OC_OK) {
-        oc_app_mpi_err(&m, "oc_finalize failed: %s", oc_status_string(st));
-        verified = false;
-    }
+    bool verified = oc_app_oc_end(&m, ctx, &j, ok);
     oc_app_mpi_free(req, 2);
     return oc_app_mpi_finish(verified);
 }

@@ -243,14 +243,10 @@ static int mc_track(const mc_opts_t *o, const mc_xs_t *xs, uint64_t x0,
 static int mc_push(mc_t *s, const mc_particle_t *p, size_t n)
 {
     if (s->nq + n > s->capq) {
-        size_t ncap = s->capq ? s->capq : 1024;
-        while (ncap < s->nq + n)
-            ncap *= 2;
-        mc_particle_t *q = realloc(s->q, ncap * sizeof *q);
+        mc_particle_t *q = oc_app_grow(s->q, &s->capq, s->nq + n, sizeof *q);
         if (q == NULL)
             return -1;
         s->q = q;
-        s->capq = ncap;
     }
     memcpy(s->q + s->nq, p, n * sizeof *p);
     s->nq += n;
@@ -502,10 +498,7 @@ int main(int argc, char **argv)
     oc_app_json_t j;
     oc_counters_t sum;
     if (m.rank == 0) {
-        oc_app_json_begin(&j);
-        oc_app_json_str(&j, "app", "mcproxy");
-        oc_app_json_str(&j, "placement", oc_placement(ctx));
-        oc_app_json_u64(&j, "ranks", P);
+        oc_app_json_head(&j, &m, ctx);
         oc_app_json_u64(&j, "nx", o.nx);
         oc_app_json_u64(&j, "ny", o.ny);
         oc_app_json_u64(&j, "nz", o.nz);
@@ -523,18 +516,12 @@ int main(int argc, char **argv)
     oc_app_mpi_json_perf(&m, &perf, &j);
 
     const char *how;
-    bool verified = mc_verify(&m, &o, &s, &how);
+    bool ok = mc_verify(&m, &o, &s, &how);
     if (m.rank == 0) {
         oc_app_json_u64(&j, "local_bytes", local_bytes);
         oc_app_json_str(&j, "verify", how);
-        oc_app_json_bool(&j, "verified", verified);
-        oc_app_json_print(&j);
     }
-    oc_status_t st = oc_finalize(ctx);
-    if (st != OC_OK) {
-        oc_app_mpi_err(&m, "oc_finalize failed: %s", oc_status_string(st));
-        verified = false;
-    }
+    bool verified = oc_app_oc_end(&m, ctx, &j, ok);
     oc_app_free_table((uint64_t *)s.xs, 2 * slab * o.groups);
     free(s.q);
     free(s.t.absorbed_w);

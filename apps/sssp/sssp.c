@@ -140,12 +140,11 @@ static int ss_mark(ss_t *s, uint64_t v)
     if (s->queued[v])
         return 0;
     if (s->nchanged == s->capchanged) {
-        size_t ncap = s->capchanged ? 2 * s->capchanged : 1024;
-        uint64_t *p = realloc(s->changed, ncap * sizeof *p);
+        uint64_t *p = oc_app_grow(s->changed, &s->capchanged, s->nchanged + 1,
+                                  sizeof *p);
         if (p == NULL)
             return -1;
         s->changed = p;
-        s->capchanged = ncap;
     }
     s->queued[v] = 1;
     s->changed[s->nchanged++] = v;
@@ -179,31 +178,9 @@ static size_t ss_handler(void *arg, uint32_t src, const void *msgs, size_t len,
     return n;
 }
 
-/* The relaxation sender: bursts of messages. */
-typedef struct {
-    const oc_app_mpi_t *m;
-    oc_context_t *ctx;
-    uint64_t R, interval, since_poll, sent;
-    uint32_t dests[256];
-    ss_msg_t msgs[256];
-    size_t   n;
-} ss_out_t;
-
-static void out_flush(ss_out_t *o)
-{
-    oc_app_send_burst(o->m, o->ctx, o->dests, o->msgs, sizeof o->msgs[0], o->n);
-    o->sent += o->n;
-    o->since_poll += o->n;
-    o->n = 0;
-    if (o->since_poll >= o->interval) {
-        o->since_poll = 0;
-        oc_app_poll(o->m, o->ctx);
-    }
-}
-
 /* Relax the edges of local vertex @p v with weight in [lo, hi]. */
-static void relax(ss_out_t *o, const ss_csr_t *c, const ss_t *s, uint64_t v,
-                  uint32_t lo, uint32_t hi, uint64_t *scanned)
+static void relax(oc_app_burst_t *o, const ss_csr_t *c, const ss_t *s,
+                  uint64_t v, uint32_t lo, uint32_t hi, uint64_t *scanned)
 {
     uint64_t dv = s->dist[v];
     for (uint64_t e = c->off[v]; e < c->off[v + 1]; e++) {
@@ -213,10 +190,8 @@ static void relax(ss_out_t *o, const ss_csr_t *c, const ss_t *s, uint64_t v,
         uint64_t t = c->dst[e];
         /* owner and local index of t: blocks of R (one division per edge
          * sent; the ids were built as owner * R + local) */
-        o->dests[o->n] = (uint32_t)(t / o->R);
-        o->msgs[o->n] = (ss_msg_t){t % o->R, dv + w};
-        if (++o->n == 256)
-            out_flush(o);
+        ss_msg_t msg = {t % s->R, dv + w};
+        oc_app_burst_put(o, (uint32_t)(t / s->R), &msg);
     }
     *scanned += c->off[v + 1] - c->off[v];
 }
@@ -326,7 +301,8 @@ int main(int argc, char **argv)
         oc_app_mpi_die(&m, "cannot allocate the buckets");
 
     oc_context_t *ctx = oc_app_oc_init_burst(&m, ss_handler, &s);
-    ss_out_t out = {.m = &m, .ctx = ctx, .R = R, .interval = o.poll_interval};
+    oc_app_burst_t out;
+    oc_app_burst_init(&out, &m, ctx, sizeof(ss_msg_t), o.poll_interval);
 
     oc_app_perf_t perf;
     MPI_Barrier(MPI_COMM_WORLD);
@@ -360,7 +336,7 @@ int main(int argc, char **argv)
                 }
                 relax(&out, &c, &s, v, 0, (uint32_t)(delta < UINT32_MAX ? delta : UINT32_MAX), &scanned);
             }
-            out_flush(&out);
+            oc_app_burst_flush(&out);
             oc_app_quiesce(&m, ctx);
             phases++;
             /* anything (re-)entering this bucket, anywhere? */
@@ -375,7 +351,7 @@ int main(int argc, char **argv)
             for (uint64_t i = 0; i < nsettled; i++)
                 relax(&out, &c, &s, settled[i], (uint32_t)delta + 1,
                       UINT32_MAX, &scanned);
-        out_flush(&out);
+        oc_app_burst_flush(&out);
         oc_app_quiesce(&m, ctx);
         phases++;
         buckets += nsettled > 0;
@@ -406,10 +382,7 @@ int main(int argc, char **argv)
     oc_app_json_t j;
     oc_counters_t sum;
     if (m.rank == 0) {
-        oc_app_json_begin(&j);
-        oc_app_json_str(&j, "app", "sssp");
-        oc_app_json_str(&j, "placement", oc_placement(ctx));
-        oc_app_json_u64(&j, "ranks", P);
+        oc_app_json_head(&j, &m, ctx);
         oc_app_json_u64(&j, "vertices_per_rank", R);
         oc_app_json_u64(&j, "degree", o.degree);
         oc_app_json_u64(&j, "max_weight", o.max_weight);
@@ -462,17 +435,9 @@ int main(int argc, char **argv)
         }
         free(ref);
     }
-    bool verified = oc_app_mpi_all(ok);
-    if (m.rank == 0) {
+    if (m.rank == 0)
         oc_app_json_u64(&j, "local_bytes", local_bytes);
-        oc_app_json_bool(&j, "verified", verified);
-        oc_app_json_print(&j);
-    }
-    oc_status_t st = oc_finalize(ctx);
-    if (st != OC_OK) {
-        oc_app_mpi_err(&m, "oc_finalize failed: %s", oc_status_string(st));
-        verified = false;
-    }
+    bool verified = oc_app_oc_end(&m, ctx, &j, ok);
     ss_free(&c);
     free(s.dist);
     free(s.stamp);

@@ -282,33 +282,22 @@ int main(int argc, char **argv)
     MPI_Barrier(MPI_COMM_WORLD);
     oc_app_perf_start(&perf);
     double t0 = oc_app_now();
-    enum { BURST = 256 };
-    uint32_t dests[BURST];
-    tp_msg_t msgs[BURST];
-    size_t nb = 0;
-    uint64_t since_poll = 0, sent = 0;
+    oc_app_burst_t out;
+    oc_app_burst_init(&out, &m, ctx, sizeof(tp_msg_t), interval);
     for (uint64_t il = 0; il < R; il++) {
         uint64_t i = (uint64_t)me * R + il;
         uint64_t key = oc_graph_er_key(&g, i);
         uint32_t deg = oc_graph_er_degree(&g, key);
         for (uint32_t k = 0; k < deg; k++) {
+            uint32_t owner;
             uint64_t col;
-            oc_graph_er_nbr(&g, key, k, &dests[nb], &col);
-            msgs[nb] = (tp_msg_t){i, (uint32_t)col, tp_value(key, k)};
-            if (++nb == BURST) {
-                oc_app_send_burst(&m, ctx, dests, msgs, sizeof msgs[0], nb);
-                sent += nb;
-                since_poll += nb;
-                nb = 0;
-                if (since_poll >= interval) {
-                    since_poll = 0;
-                    oc_app_poll(&m, ctx);
-                }
-            }
+            oc_graph_er_nbr(&g, key, k, &owner, &col);
+            tp_msg_t msg = {i, (uint32_t)col, tp_value(key, k)};
+            oc_app_burst_put(&out, owner, &msg);
         }
     }
-    oc_app_send_burst(&m, ctx, dests, msgs, sizeof msgs[0], nb);
-    sent += nb;
+    oc_app_burst_flush(&out);
+    const uint64_t sent = out.sent;
     oc_app_quiesce(&m, ctx);
     if (t.n > t.cap0) { /* more than expected arrived: grow the result */
         tp_free(ent, t.cap0, t.cap0);
@@ -326,10 +315,7 @@ int main(int argc, char **argv)
     oc_app_json_t j;
     oc_counters_t sum;
     if (m.rank == 0) {
-        oc_app_json_begin(&j);
-        oc_app_json_str(&j, "app", "transpose");
-        oc_app_json_str(&j, "placement", oc_placement(ctx));
-        oc_app_json_u64(&j, "ranks", P);
+        oc_app_json_head(&j, &m, ctx);
         oc_app_json_u64(&j, "rows_per_rank", R);
         oc_app_json_u64(&j, "degree", o.degree);
         oc_app_json_u64(&j, "nonzeros", nnz);
@@ -391,17 +377,9 @@ int main(int argc, char **argv)
         free(roff);
         free(rent);
     }
-    bool verified = oc_app_mpi_all(ok);
-    if (m.rank == 0) {
+    if (m.rank == 0)
         oc_app_json_u64(&j, "local_bytes", local_bytes);
-        oc_app_json_bool(&j, "verified", verified);
-        oc_app_json_print(&j);
-    }
-    oc_status_t st = oc_finalize(ctx);
-    if (st != OC_OK) {
-        oc_app_mpi_err(&m, "oc_finalize failed: %s", oc_status_string(st));
-        verified = false;
-    }
+    bool verified = oc_app_oc_end(&m, ctx, &j, ok);
     tp_free(ent, t.n > t.cap0 ? 0 : t.cap0, t.cap0);
     oc_app_free_table(off, R + 1);
     tp_free(t.rx, t.cap, t.cap0);

@@ -199,19 +199,13 @@ static size_t tc_handler(void *arg, uint32_t src, const void *msgs, size_t len,
         return n;
     }
     if (t->phase == 1) {
-        if (t->nrx + n > t->caprx) {
-            size_t ncap = t->caprx ? t->caprx : 1024;
-            while (ncap < t->nrx + n)
-                ncap *= 2;
-            tc_msg_t *p = realloc(t->rx, ncap * sizeof *p);
-            if (p == NULL) {
-                t->oom = 1;
-                t->bad += n;
-                return n;
-            }
-            t->rx = p;
-            t->caprx = ncap;
+        tc_msg_t *p = oc_app_grow(t->rx, &t->caprx, t->nrx + n, sizeof *p);
+        if (p == NULL) {
+            t->oom = 1;
+            t->bad += n;
+            return n;
         }
+        t->rx = p;
         for (size_t i = 0; i < n; i++) {
             if (m[i].a >= t->nlocal) {
                 t->bad++;
@@ -242,40 +236,24 @@ static size_t tc_handler(void *arg, uint32_t src, const void *msgs, size_t len,
     return n;
 }
 
+/* Message (local index of @p to, @p b) to @p to's owner: blocks of R. */
+static inline void out_put(oc_app_burst_t *o, uint64_t R, uint64_t to,
+                           uint64_t b)
+{
+    tc_msg_t msg = {to % R, b};
+    oc_app_burst_put(o, (uint32_t)(to / R), &msg);
+}
+
 typedef struct {
-    const oc_app_mpi_t *m;
-    oc_context_t *ctx;
-    uint64_t R, interval, since_poll, sent;
-    uint32_t dests[256];
-    tc_msg_t msgs[256];
-    size_t   n;
-} tc_out_t;
-
-static void out_flush(tc_out_t *o)
-{
-    oc_app_send_burst(o->m, o->ctx, o->dests, o->msgs, sizeof o->msgs[0], o->n);
-    o->sent += o->n;
-    o->since_poll += o->n;
-    o->n = 0;
-    if (o->since_poll >= o->interval) {
-        o->since_poll = 0;
-        oc_app_poll(o->m, o->ctx);
-    }
-}
-
-static inline void out_put(tc_out_t *o, uint64_t to, uint64_t b)
-{
-    o->dests[o->n] = (uint32_t)(to / o->R);
-    o->msgs[o->n] = (tc_msg_t){to % o->R, b};
-    if (++o->n == 256)
-        out_flush(o);
-}
+    oc_app_burst_t out;
+    uint64_t       R;
+} tc_sender_t;
 
 static void send_edge(void *arg, uint64_t u, uint64_t v)
 {
-    tc_out_t *o = arg;
-    out_put(o, u, v);
-    out_put(o, v, u);
+    tc_sender_t *o = arg;
+    out_put(&o->out, o->R, u, v);
+    out_put(&o->out, o->R, v, u);
 }
 
 /* ---- the serial reference --------------------------------------------- */
@@ -289,16 +267,12 @@ typedef struct {
 static void list_edge(void *arg, uint64_t u, uint64_t v)
 {
     tc_list_t *l = arg;
-    if (l->n + 2 > l->cap) {
-        size_t ncap = l->cap ? 2 * l->cap : 1024;
-        tc_msg_t *p = realloc(l->e, ncap * sizeof *p);
-        if (p == NULL) {
-            l->oom = 1;
-            return;
-        }
-        l->e = p;
-        l->cap = ncap;
+    tc_msg_t *p = oc_app_grow(l->e, &l->cap, l->n + 2, sizeof *p);
+    if (p == NULL) {
+        l->oom = 1;
+        return;
     }
+    l->e = p;
     l->e[l->n++] = (tc_msg_t){u, v};
     l->e[l->n++] = (tc_msg_t){v, u};
 }
@@ -384,7 +358,8 @@ int main(int argc, char **argv)
     t.nlocal = base >= g.N ? 0 : (g.N - base < t.R ? g.N - base : t.R);
 
     oc_context_t *ctx = oc_app_oc_init_burst(&m, tc_handler, &t);
-    tc_out_t out = {.m = &m, .ctx = ctx, .R = t.R, .interval = o.poll_interval};
+    tc_sender_t snd = {.R = t.R};
+    oc_app_burst_init(&snd.out, &m, ctx, sizeof(tc_msg_t), o.poll_interval);
 
     oc_app_perf_t perf;
     MPI_Barrier(MPI_COMM_WORLD);
@@ -392,8 +367,8 @@ int main(int argc, char **argv)
     double t0 = oc_app_now();
     /* phase 1: the graph */
     t.phase = 1;
-    tc_edges(&g, me, P, send_edge, &out);
-    out_flush(&out);
+    tc_edges(&g, me, P, send_edge, &snd);
+    oc_app_burst_flush(&snd.out);
     oc_app_quiesce(&m, ctx);
     uint64_t local = t.nrx * 16 +
                      tc_csr(t.rx, t.nrx, t.nlocal, base, &t.off, &t.adj, &t.plus);
@@ -401,20 +376,20 @@ int main(int argc, char **argv)
         oc_app_mpi_die(&m, "cannot allocate the adjacency lists");
     free(t.rx);
     t.rx = NULL;
-    uint64_t edge_msgs = out.sent;
+    uint64_t edge_msgs = snd.out.sent;
     MPI_Barrier(MPI_COMM_WORLD);
     double t1 = oc_app_now();
     /* phase 2: one query per wedge */
     t.phase = 2;
-    out.sent = 0;
+    snd.out.sent = 0;
     for (uint64_t u = 0; u < t.nlocal; u++) {
         for (uint64_t i = t.plus[u]; i < t.off[u + 1]; i++)
             for (uint64_t k = i + 1; k < t.off[u + 1]; k++)
-                out_put(&out, t.adj[i], t.adj[k]);
+                out_put(&snd.out, t.R, t.adj[i], t.adj[k]);
         /* N+(u) is read from memory once; its pairs come from cache */
         local += 8 * (t.off[u + 1] - t.plus[u]) + 16;
     }
-    out_flush(&out);
+    oc_app_burst_flush(&snd.out);
     oc_app_quiesce(&m, ctx);
     MPI_Barrier(MPI_COMM_WORLD);
     double t2 = oc_app_now(), seconds = t2 - t0;
@@ -423,7 +398,7 @@ int main(int argc, char **argv)
 
     if (o.corrupt && me == P - 1)
         t.found++;
-    uint64_t tri = oc_app_mpi_sum(t.found), wedges = oc_app_mpi_sum(out.sent);
+    uint64_t tri = oc_app_mpi_sum(t.found), wedges = oc_app_mpi_sum(snd.out.sent);
     uint64_t edges = oc_app_mpi_sum(t.off[t.nlocal]) / 2;
     uint64_t local_bytes = oc_app_mpi_sum(local);
     uint64_t routed = oc_app_mpi_sum(edge_msgs);
@@ -431,10 +406,7 @@ int main(int argc, char **argv)
     oc_app_json_t j;
     oc_counters_t sum;
     if (m.rank == 0) {
-        oc_app_json_begin(&j);
-        oc_app_json_str(&j, "app", "triangle");
-        oc_app_json_str(&j, "placement", oc_placement(ctx));
-        oc_app_json_u64(&j, "ranks", P);
+        oc_app_json_head(&j, &m, ctx);
         oc_app_json_str(&j, "graph", o.graph);
         oc_app_json_u64(&j, "vertices", g.N);
         if (kind == G_RMAT) {
@@ -486,17 +458,9 @@ int main(int argc, char **argv)
             }
         }
     }
-    bool verified = oc_app_mpi_all(ok);
-    if (m.rank == 0) {
+    if (m.rank == 0)
         oc_app_json_u64(&j, "local_bytes", local_bytes);
-        oc_app_json_bool(&j, "verified", verified);
-        oc_app_json_print(&j);
-    }
-    oc_status_t st = oc_finalize(ctx);
-    if (st != OC_OK) {
-        oc_app_mpi_err(&m, "oc_finalize failed: %s", oc_status_string(st));
-        verified = false;
-    }
+    bool verified = oc_app_oc_end(&m, ctx, &j, ok);
     free(t.off);
     free(t.adj);
     free(t.plus);

@@ -679,6 +679,10 @@ static oc_status_t fake_fill(void *arg, oc_prom_t *p)
                    OC_PROM_LABELS({"thread", "0"}, {"dir", "in"}), 31);
     oc_prom_sample(p, "offcore_thread_bundles_total",
                    OC_PROM_LABELS({"thread", "0"}, {"dir", "out"}), 32);
+    oc_prom_family(p, "offcore_thread_bundles_forwarded_total",
+                   "Bundles sent on whole.", OC_PROM_COUNTER);
+    oc_prom_sample(p, "offcore_thread_bundles_forwarded_total",
+                   OC_PROM_LABELS({"thread", "0"}), 33);
     oc_prom_family(p, "offcore_thread_flushes_total",
                    "Bundle flushes by reason.", OC_PROM_COUNTER);
     oc_prom_sample(p, "offcore_thread_flushes_total",
@@ -1031,7 +1035,7 @@ static void check_tables(const char *t)
     ROW(t, "peers", "peer", "bundles", "in", "bundles", "out", "bytes", "in",
         "bytes", "out", "blocklist");
     ROW(t, "threads", "thread", "msgs", "bundles", "in", "bundles", "out",
-        "flush", "full", "flush", "timeout", "flush", "idle", "flush",
+        "forwarded", "flush", "full", "flush", "timeout", "flush", "idle", "flush",
         "explicit", "blocklist");
     ROW(t, "rejects by reason", "reason", "rejects");
     ROW(t, "jobs", "7", "4", "1000", "1001", "80000", "80080", "10", "11", "3");
@@ -1041,9 +1045,10 @@ static void check_tables(const char *t)
     ROW(t, "jobs", "total", "6", "1.84467e+19", "1006", "80000", "80080", "10",
         "11", "3");
     ROW(t, "peers", "n1", "21", "22", "2100", "2200", "6");
-    ROW(t, "threads", "0", "700", "31", "32", "41", "42", "43", "44", "1");
-    ROW(t, "threads", "1", "301", "-", "-", "-", "-", "-", "-", "0");
-    ROW(t, "threads", "total", "1001", "31", "32", "41", "42", "43", "44", "1");
+    ROW(t, "threads", "0", "700", "31", "32", "33", "41", "42", "43", "44", "1");
+    ROW(t, "threads", "1", "301", "-", "-", "-", "-", "-", "-", "-", "0");
+    ROW(t, "threads", "total", "1001", "31", "32", "33", "41", "42", "43", "44",
+        "1");
     ROW(t, "rejects by reason", "OC_ERR_WIRE_JOB", "1");
     ROW(t, "rejects by reason", "OC_ERR_WIRE_MAGIC", "2");
     ROW(t, "rejects by reason", "total", "3");
