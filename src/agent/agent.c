@@ -1032,6 +1032,15 @@ static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
         l[1] = LBL("dir", "out");
         oc_prom_sample(p, "offcore_thread_bundles_total", l, 2, rc[r].bundles_out);
     }
+    oc_prom_family(p, "offcore_thread_undeliverable_total",
+                   "Messages for a local rank that had left its (failing) "
+                   "job, dropped", OC_PROM_COUNTER);
+    for (uint32_t r = 0; r < a->nrouters; r++) {
+        snprintf(t, sizeof(t), "%u", r);
+        l[0] = LBL("thread", t);
+        oc_prom_sample(p, "offcore_thread_undeliverable_total", l, 1,
+                       rc[r].undeliverable);
+    }
     oc_prom_family(p, "offcore_thread_bundles_forwarded_total",
                    "Bundles sent on whole (all for one rank), not "
                    "re-aggregated", OC_PROM_COUNTER);

@@ -428,7 +428,8 @@ static int route_bundle(oc_router_t *r, rjob_t *j, rx_t *e)
         out_t *o = next_hop(r, j, e->hdr.dst);
         if (o != NULL && !forward_whole(r, e, o))
             return 0;
-        /* o == NULL: a local rank that left, undeliverable (as below) */
+        if (o == NULL) /* a local rank that left: undeliverable (as below) */
+            CNT_ADD(r->c.undeliverable, e->hdr.count);
         CNT_ADD(r->c.msgs, e->hdr.count);
         CNT_ADD(j->c.msgs_in, e->hdr.count);
         e->done = e->hdr.count;
@@ -441,6 +442,7 @@ static int route_bundle(oc_router_t *r, rjob_t *j, rx_t *e)
         out_t *o = next_hop(r, j, m.dst);
         size_t need = OC_WIRE_MSG_HDR_LEN + oc_wire_pad8(m.len);
         if (unlikely(o == NULL)) { /* a local rank that left: undeliverable */
+            CNT_ADD(r->c.undeliverable, 1);
             i++;
             continue;
         }

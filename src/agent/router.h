@@ -73,6 +73,8 @@ typedef struct {
     uint64_t bundles_forwarded;  /* sent on whole (one destination), not
                                     re-aggregated message by message */
     uint64_t sleeps;             /* times the thread slept, idle */
+    uint64_t undeliverable;      /* messages for a local rank that has left
+                                    its (failing) job: dropped, counted */
 } oc_router_counters_t;
 
 typedef struct {
