@@ -423,12 +423,15 @@ def main():
     ap.add_argument('--build', default='build', help='build directory')
     ap.add_argument('--out', default=None,
                     help='output directory (default BUILD/study)')
-    ap.add_argument('--ranks', type=int, default=2, help='ranks per run')
+    ap.add_argument('--ranks', type=int, default=0,
+                    help='ranks per run (default: half the cores, at least '
+                    '2, so that the agent has the other half)')
     ap.add_argument('--repeats', type=int, default=3,
                     help='runs per case (the median is reported)')
     ap.add_argument('--apps', default=','.join(APP_ORDER),
                     help='comma-separated apps (default: all built)')
-    ap.add_argument('--placements', default=','.join(PLACEMENTS))
+    ap.add_argument('--placements', default=','.join(PLACEMENTS),
+                    help='comma-separated: inline, agent, dpu (default: all)')
     ap.add_argument('--size', choices=['quick', 'study', 'large'],
                     default='study', help='app sizes (default study)')
     ap.add_argument('--quick', action='store_true',
@@ -443,6 +446,8 @@ def main():
     a = ap.parse_args()
     if a.quick:
         a.size, a.repeats = 'quick', 1
+    if a.ranks == 0:
+        a.ranks = max(2, (os.cpu_count() or 1) // 2)
     if a.ranks < 1 or a.repeats < 1:
         die('--ranks and --repeats must be at least 1')
     out = a.out or os.path.join(a.build, 'study')
