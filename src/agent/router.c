@@ -383,28 +383,31 @@ static oc_status_t check_peer_bundle(oc_router_t *r, rjob_t *j,
     return OC_OK;
 }
 
-/* Route what can be routed of @p e.  Returns 1 when the bundle is done,
- * 0 when it stalled (no buffer, or a blocked next hop). */
+/* What became of a bundle: routed (or rejected) and released, or kept for
+ * later — held by its sender's blocked next hop or a job not yet known
+ * (only that sender waits), or short of buffers (everything waits). */
+enum { RX_DONE, RX_HOLD, RX_NOBUF };
+
 /* Forward a fixed-size bundle whole to @p o.  Every message of such a
  * bundle has one destination (the header's), so it needs no
  * re-aggregation, only a copy: the received data is UCX's until released,
  * and a send may complete later.  Messages already aggregated toward the
- * same next hop go first, which keeps each sender's order.  Returns 1 when
- * sent, 0 when it must wait (blocked next hop, or no buffer). */
+ * same next hop go first, which keeps each sender's order.  Returns RX_DONE
+ * when sent, RX_HOLD (blocked next hop) or RX_NOBUF when it must wait. */
 static int forward_whole(oc_router_t *r, rx_t *e, out_t *o)
 {
     oc_wire_hdr_t h = e->hdr;
     rbuf_t *b;
 
     if (o->blocked)
-        return 0;
+        return RX_HOLD;
     if (o->buf != NULL) {
         out_flush(r, o, 3);
         if (o->blocked)
-            return 0;
+            return RX_HOLD;
     }
     if ((b = r->free_bufs) == NULL)
-        return 0;
+        return RX_NOBUF;
     r->free_bufs = b->next;
     memcpy(b->data, e->data, e->len);
     h.src_hop = r->p.node;
@@ -412,28 +415,31 @@ static int forward_whole(oc_router_t *r, rx_t *e, out_t *o)
     oc_wire_hdr_write(b->data, &h);
     CNT_ADD(r->c.bundles_forwarded, 1);
     out_send(r, o, b, e->len, h.count);
-    return 1;
+    return RX_DONE;
 }
 
+/* Route what can be routed of @p e: RX_DONE when all of it is, else
+ * RX_HOLD (a blocked next hop) or RX_NOBUF; e->done says how far it got. */
 static int route_bundle(oc_router_t *r, rjob_t *j, rx_t *e)
 {
     oc_wire_iter_t it;
     oc_wire_msg_t m;
     uint32_t i = e->done;
-    int finished = 1;
+    int finished = RX_DONE;
 
     /* the common case: a rank's fixed-size bundle, all for one rank */
     if (i == 0 && (e->hdr.flags & OC_WIRE_F_FIXED) &&
         e->hdr.dst != OC_WIRE_RANK_NONE && e->len <= r->p.bundle_size) {
         out_t *o = next_hop(r, j, e->hdr.dst);
-        if (o != NULL && !forward_whole(r, e, o))
-            return 0;
+        int res = o != NULL ? forward_whole(r, e, o) : RX_DONE;
+        if (res != RX_DONE)
+            return res;
         if (o == NULL) /* a local rank that left: undeliverable (as below) */
             CNT_ADD(r->c.undeliverable, e->hdr.count);
         CNT_ADD(r->c.msgs, e->hdr.count);
         CNT_ADD(j->c.msgs_in, e->hdr.count);
         e->done = e->hdr.count;
-        return 1;
+        return RX_DONE;
     }
 
     oc_wire_iter_init(&it, e->data, &e->hdr);
@@ -447,14 +453,14 @@ static int route_bundle(oc_router_t *r, rjob_t *j, rx_t *e)
             continue;
         }
         if (unlikely(o->blocked)) {
-            finished = 0;
+            finished = RX_HOLD;
             break;
         }
         if (o->buf != NULL && o->wp + need > o->end)
             out_flush(r, o, 0);
         if (o->buf == NULL) {
             if (!out_open(r, o)) {
-                finished = 0;
+                finished = RX_NOBUF;
                 break;
             }
         }
@@ -495,80 +501,117 @@ static void send_credits(oc_router_t *r)
     }
 }
 
-/* Process the receive queue.  Returns the number of bundles finished. */
+/* Senders a router can hold back at once while routing the others; past
+ * that it stops the scan (the old head-of-line behaviour). */
+#define OC_ROUTER_MAX_HELD 64
+
+/* Validate (once) and route bundle @p e. */
+static int route_one(oc_router_t *r, rx_t *e)
+{
+    sender_t *s = sender_find(r, e->token);
+    rjob_t *j = NULL;
+    oc_status_t st = OC_OK;
+
+    if (s == NULL) {
+        oc_debug(OC_COMP_AGENT, "router %u: bundle with unknown token "
+                 "%016llx", r->p.index, (unsigned long long)e->token);
+        st = OC_ERR_STATE;
+    } else if (!e->validated) {
+        oc_wire_check_t chk;
+        uint32_t job = s->job;
+        /* A peer carries many jobs: the bundle names its own, which
+         * must be one this node serves; validation then holds it to
+         * that job's ranks. */
+        if (s->is_peer && !oc_wire_peek_job(e->data, e->len, &job))
+            job = 0;
+        j = job_find(r, job);
+        if (j == NULL && s->is_peer &&
+            now_us() - e->t_arrival < OC_ROUTER_UNKNOWN_JOB_WAIT_US) {
+            if (atomic_load_explicit(&r->cmd_pending, memory_order_acquire))
+                apply_commands(r);
+            if ((j = job_find(r, job)) == NULL)
+                return RX_HOLD; /* not yet known here: retry later */
+        }
+        if (j == NULL) {
+            st = OC_ERR_WIRE_JOB;
+        } else {
+            chk.job = j->map->job;
+            chk.nranks = j->map->size;
+            chk.dst = OC_WIRE_RANK_NONE;
+            chk.src = s->is_peer ? OC_WIRE_RANK_NONE : s->rank;
+            st = oc_wire_validate(e->data, e->len, &chk, &e->hdr);
+            if (st == OC_OK && s->is_peer)
+                st = check_peer_bundle(r, j, e, s->node);
+        }
+        if (st == OC_OK) {
+            e->validated = 1;
+            CNT_ADD(r->c.bundles_in, 1);
+            CNT_ADD(r->c.bytes_in, e->len);
+            CNT_ADD(j->c.bundles_in, 1);
+            CNT_ADD(j->c.bytes_in, e->len);
+        }
+    } else {
+        j = job_find(r, e->hdr.job);
+        if (j == NULL)
+            st = OC_ERR_WIRE_JOB; /* job ended meanwhile */
+    }
+    if (st != OC_OK) {
+        reject(r, j, st);
+    } else {
+        int res = route_bundle(r, j, e);
+        if (res != RX_DONE)
+            return res;
+        if (!s->is_peer)
+            return_credit(r, s);
+    }
+    oc_tr_release(r->w, e->data);
+    return RX_DONE;
+}
+
+/* Process the receive queue.  A bundle that cannot go on now holds back
+ * only its sender's later bundles (each sender's order is kept), so one
+ * stalled receiver does not stall the other ranks and jobs this router
+ * serves.  Returns the number of bundles finished. */
 static uint32_t route_all(oc_router_t *r)
 {
-    uint32_t finished = 0;
+    const uint32_t mask = r->rx_cap - 1, n = r->rx_count;
+    uint64_t held[OC_ROUTER_MAX_HELD];
+    uint32_t finished = 0, kept = 0, nheld = 0;
+    int stop = 0;
 
-    while (r->rx_count > 0) {
-        /* Commands first: whatever was posted before this bundle could be
-         * sent (a rank registered here before its job was released, its
-         * first bundle, a peer's bundle for it) must be in force, or a
-         * message for a rank not yet applied would look undeliverable. */
-        if (atomic_load_explicit(&r->cmd_pending, memory_order_acquire))
-            apply_commands(r);
-        if (r->rx_count == 0)
-            break;
-        rx_t *e = &r->rxq[r->rx_head];
-        sender_t *s = sender_find(r, e->token);
-        rjob_t *j = NULL;
-        oc_status_t st = OC_OK;
-
-        if (s == NULL) {
-            oc_debug(OC_COMP_AGENT, "router %u: bundle with unknown token "
-                     "%016llx", r->p.index, (unsigned long long)e->token);
-            st = OC_ERR_STATE;
-        } else if (!e->validated) {
-            oc_wire_check_t chk;
-            uint32_t job = s->job;
-            /* A peer carries many jobs: the bundle names its own, which
-             * must be one this node serves; validation then holds it to
-             * that job's ranks. */
-            if (s->is_peer && !oc_wire_peek_job(e->data, e->len, &job))
-                job = 0;
-            j = job_find(r, job);
-            if (j == NULL && s->is_peer &&
-                now_us() - e->t_arrival < OC_ROUTER_UNKNOWN_JOB_WAIT_US) {
-                if (atomic_load_explicit(&r->cmd_pending, memory_order_acquire))
-                    apply_commands(r);
-                if ((j = job_find(r, job)) == NULL)
-                    break; /* not yet known here: keep it, retry later */
+    for (uint32_t k = 0; k < n; k++) {
+        rx_t *e = &r->rxq[(r->rx_head + k) & mask];
+        int keep = stop;
+        for (uint32_t h = 0; !keep && h < nheld; h++)
+            keep = held[h] == e->token;
+        if (!keep) {
+            /* Commands first: whatever was posted before this bundle could
+             * be sent (a rank registered here before its job was released,
+             * its first bundle, a peer's bundle for it) must be in force,
+             * or a message for a rank not yet applied would look
+             * undeliverable. */
+            if (atomic_load_explicit(&r->cmd_pending, memory_order_acquire))
+                apply_commands(r);
+            int res = route_one(r, e);
+            if (res == RX_NOBUF) {
+                keep = stop = 1;
+            } else if (res == RX_HOLD) {
+                keep = 1;
+                if (nheld < OC_ROUTER_MAX_HELD)
+                    held[nheld++] = e->token;
+                else
+                    stop = 1;
             }
-            if (j == NULL) {
-                st = OC_ERR_WIRE_JOB;
-            } else {
-                chk.job = j->map->job;
-                chk.nranks = j->map->size;
-                chk.dst = OC_WIRE_RANK_NONE;
-                chk.src = s->is_peer ? OC_WIRE_RANK_NONE : s->rank;
-                st = oc_wire_validate(e->data, e->len, &chk, &e->hdr);
-                if (st == OC_OK && s->is_peer)
-                    st = check_peer_bundle(r, j, e, s->node);
-            }
-            if (st == OC_OK) {
-                e->validated = 1;
-                CNT_ADD(r->c.bundles_in, 1);
-                CNT_ADD(r->c.bytes_in, e->len);
-                CNT_ADD(j->c.bundles_in, 1);
-                CNT_ADD(j->c.bytes_in, e->len);
-            }
+        }
+        if (keep) {
+            if (kept != k)
+                r->rxq[(r->rx_head + kept) & mask] = *e;
+            kept++;
         } else {
-            j = job_find(r, e->hdr.job);
-            if (j == NULL)
-                st = OC_ERR_WIRE_JOB; /* job ended meanwhile */
+            finished++;
         }
-        if (st != OC_OK) {
-            reject(r, j, st);
-        } else if (!route_bundle(r, j, e)) {
-            break; /* stalled: resume here after progress */
-        } else if (!s->is_peer) {
-            return_credit(r, s);
-        }
-        oc_tr_release(r->w, e->data);
-        r->rx_head = (r->rx_head + 1) & (r->rx_cap - 1);
-        r->rx_count--;
-        finished++;
     }
+    r->rx_count = kept;
     atomic_store_explicit((_Atomic uint64_t *)&r->c.backlog, r->rx_count,
                           memory_order_relaxed);
     return finished;

@@ -105,6 +105,24 @@ kill-agent)
     awk -v a="$t0" -v b="$t1" 'BEGIN { exit !(b - a < 5) }' ||
         fail "ranks took $(awk -v a="$t0" -v b="$t1" 'BEGIN{print b-a}') s"
     pass ;;
+hol)
+    # No head-of-line blocking: job 71's receiver stops polling for 8 s, so
+    # the agent's next hop to it is blocked and its senders are pushed
+    # back; job 72, sharing the agent (one routing thread), must still run
+    # to the end while that receiver is stalled.
+    start_agent
+    env $(job_env 71) OC_TEST_STALL_SECONDS=8 OC_TEST_STALL_MARK="$T/resumed" \
+        timeout 120 "$TR" stallrecv 3 > "$T/o1" 2>&1 &
+    stalled=$!
+    wait_job 71
+    sleep 1
+    [ -e "$T/resumed" ] && fail "job 71's receiver resumed before the test began"
+    env $(job_env 72) timeout 60 "$TR" fixed 2 > "$T/o2" 2>&1 ||
+        { cat "$T/o2"; fail "job 72 failed"; }
+    [ -e "$T/resumed" ] &&
+        fail "job 72 only finished after job 71's receiver resumed: head-of-line blocked"
+    wait $stalled || { cat "$T/o1"; fail "job 71 (stalled receiver) failed"; }
+    pass ;;
 kill-rank)
     start_agent
     env $(job_env 41) OC_TEST_SECONDS=30 timeout 120 "$TR" endless 2 > "$T/o1" 2>&1 &

@@ -305,9 +305,19 @@ static void scen_stallrecv(uint64_t n)
     g_mode = 0;
     init_ctx(h_stream);
     if (g_rank == 0) {
-        uint64_t until = oc__now_us() + 2000000;
+        /* OC_TEST_STALL_SECONDS (default 2); OC_TEST_STALL_MARK: a file
+         * created when the stall ends, for scripts that check what
+         * happened meanwhile */
+        const char *sec = getenv("OC_TEST_STALL_SECONDS");
+        const char *mark = getenv("OC_TEST_STALL_MARK");
+        uint64_t until = oc__now_us() + (uint64_t)((sec ? atof(sec) : 2) * 1e6);
         while (oc__now_us() < until)
             ; /* deliberately not polling */
+        if (mark != NULL) {
+            FILE *f = fopen(mark, "w");
+            if (f != NULL)
+                fclose(f);
+        }
     } else {
         for (uint64_t seq = 0; seq < n; seq++) {
             fill(buf, 8, g_rank, seq);
