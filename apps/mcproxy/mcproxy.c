@@ -434,6 +434,14 @@ int main(int argc, char **argv)
     oc_app_mpi_t m;
     oc_app_mpi_init(&m, prog, &argc, &argv);
     const uint32_t P = (uint32_t)m.size, me = (uint32_t)m.rank;
+    /* particle ids share a word with 24 bits of event count */
+    if ((double)o.cycles * P * (double)o.particles >= 0x1p40) {
+        if (m.rank == 0)
+            fprintf(stderr, "%s: --cycles x ranks x --particles must stay below"
+                    " 2^40 particles (try --help)\n", prog);
+        MPI_Finalize();
+        return OC_APP_EXIT_USAGE;
+    }
     if (o.nx < P) {
         if (m.rank == 0)
             fprintf(stderr, "%s: --nx %" PRIu64 " is fewer cells than the %u"
