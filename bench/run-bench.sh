@@ -2,7 +2,7 @@
 # run-bench.sh BUILD_DIR — offcore against its baselines, in one run.
 #
 # Runs, on one node: histogram over offcore (inline placement) and over
-# plain MPI; index-gather over offcore and over plain MPI; single-core
+# plain MPI; index-gather and the sparse transpose likewise; single-core
 # memcpy.  Prints every JSON line the programs print, then one summary JSON
 # line per app with the offcore/MPI ratio and offcore's wire bytes per
 # operation next to the memcpy bandwidth (how far from memory-bound it is).
@@ -10,6 +10,7 @@
 #
 # Sizes and settings (environment; defaults in parentheses):
 #   BENCH_RANKS (2)  BENCH_UPDATES (100M)  BENCH_REQUESTS (100M)
+#   BENCH_ROWS (2M: transpose rows per rank, 16 nonzeros per row)
 #   BENCH_TABLE (10K, per rank)  BENCH_IG_TABLE (BENCH_TABLE)
 #   BENCH_POLL_INTERVAL (the apps' default)  BENCH_BATCH (the MPI apps' default)
 #   BENCH_MEMCPY_MS (200 per size)  BENCH_SKIP (space-separated program names)
@@ -22,6 +23,7 @@ B=${1:?usage: run-bench.sh BUILD_DIR (an already built meson build directory)}
 RANKS=${BENCH_RANKS:-2}
 UPDATES=${BENCH_UPDATES:-100M}
 REQUESTS=${BENCH_REQUESTS:-100M}
+ROWS=${BENCH_ROWS:-2M}
 TABLE=${BENCH_TABLE:-10K}
 IG_TABLE=${BENCH_IG_TABLE:-$TABLE}
 MEMCPY_MS=${BENCH_MEMCPY_MS:-200}
@@ -33,7 +35,8 @@ export UCX_TLS=${UCX_TLS:-sm,self}
 export UCX_RNDV_THRESH=${UCX_RNDV_THRESH:-inf}
 
 for exe in apps/histogram apps/histogram-mpi apps/index-gather \
-           apps/index-gather-mpi bench/bench-memcpy; do
+           apps/index-gather-mpi apps/transpose/transpose \
+           apps/transpose/transpose-mpi bench/bench-memcpy; do
     if [ ! -x "$B/$exe" ]; then
         echo "run-bench.sh: $B/$exe not found: build first (ninja -C $B)" >&2
         exit 2
@@ -90,6 +93,10 @@ run index-gather $MPIRUN "$B/apps/index-gather" --requests "$REQUESTS" --table "
 ig_oc=$out
 run index-gather-mpi $MPIRUN "$B/apps/index-gather-mpi" --requests "$REQUESTS" --table "$IG_TABLE" $MPI_FLAGS
 ig_mpi=$out
+run transpose $MPIRUN "$B/apps/transpose/transpose" --rows "$ROWS" $OC_FLAGS
+tp_oc=$out
+run transpose-mpi $MPIRUN "$B/apps/transpose/transpose-mpi" --rows "$ROWS"
+tp_mpi=$out
 run memcpy "$B/bench/bench-memcpy" --ms "$MEMCPY_MS"
 memcpy_out=$out
 
@@ -130,6 +137,7 @@ summary() {
 
 summary histogram "$hist_oc" "$hist_mpi" updates_per_rank
 summary index-gather "$ig_oc" "$ig_mpi" requests_per_rank
+summary transpose "$tp_oc" "$tp_mpi" nonzeros_per_rank
 
 if [ "$failed" -ne 0 ]; then
     echo "run-bench.sh: $failed program(s) failed or did not verify" >&2
