@@ -2,8 +2,8 @@
 # run-bench.sh BUILD_DIR — offcore against its baselines, in one run.
 #
 # Runs, on one node: histogram over offcore (inline placement) and over
-# plain MPI; index-gather and the sparse transpose likewise; single-core
-# memcpy.  Prints every JSON line the programs print, then one summary JSON
+# plain MPI; index-gather, the sparse transpose and the Monte-Carlo proxy
+# likewise; single-core memcpy.  Prints every JSON line the programs print, then one summary JSON
 # line per app with the offcore/MPI ratio and offcore's wire bytes per
 # operation next to the memcpy bandwidth (how far from memory-bound it is).
 # Exits non-zero when any program fails or does not verify.
@@ -11,6 +11,7 @@
 # Sizes and settings (environment; defaults in parentheses):
 #   BENCH_RANKS (2)  BENCH_UPDATES (100M)  BENCH_REQUESTS (100M)
 #   BENCH_ROWS (2M: transpose rows per rank, 16 nonzeros per row)
+#   BENCH_PARTICLES (200K: mcproxy particles per rank and cycle, 2 cycles)
 #   BENCH_TABLE (10K, per rank)  BENCH_IG_TABLE (BENCH_TABLE)
 #   BENCH_POLL_INTERVAL (the apps' default)  BENCH_BATCH (the MPI apps' default)
 #   BENCH_MEMCPY_MS (200 per size)  BENCH_SKIP (space-separated program names)
@@ -24,6 +25,7 @@ RANKS=${BENCH_RANKS:-2}
 UPDATES=${BENCH_UPDATES:-100M}
 REQUESTS=${BENCH_REQUESTS:-100M}
 ROWS=${BENCH_ROWS:-2M}
+PARTICLES=${BENCH_PARTICLES:-200K}
 TABLE=${BENCH_TABLE:-10K}
 IG_TABLE=${BENCH_IG_TABLE:-$TABLE}
 MEMCPY_MS=${BENCH_MEMCPY_MS:-200}
@@ -36,7 +38,8 @@ export UCX_RNDV_THRESH=${UCX_RNDV_THRESH:-inf}
 
 for exe in apps/histogram apps/histogram-mpi apps/index-gather \
            apps/index-gather-mpi apps/transpose/transpose \
-           apps/transpose/transpose-mpi bench/bench-memcpy; do
+           apps/transpose/transpose-mpi apps/mcproxy/mcproxy \
+           apps/mcproxy/mcproxy-mpi bench/bench-memcpy; do
     if [ ! -x "$B/$exe" ]; then
         echo "run-bench.sh: $B/$exe not found: build first (ninja -C $B)" >&2
         exit 2
@@ -97,6 +100,10 @@ run transpose $MPIRUN "$B/apps/transpose/transpose" --rows "$ROWS" $OC_FLAGS
 tp_oc=$out
 run transpose-mpi $MPIRUN "$B/apps/transpose/transpose-mpi" --rows "$ROWS"
 tp_mpi=$out
+run mcproxy $MPIRUN "$B/apps/mcproxy/mcproxy" --particles "$PARTICLES" $OC_FLAGS
+mc_oc=$out
+run mcproxy-mpi $MPIRUN "$B/apps/mcproxy/mcproxy-mpi" --particles "$PARTICLES"
+mc_mpi=$out
 run memcpy "$B/bench/bench-memcpy" --ms "$MEMCPY_MS"
 memcpy_out=$out
 
@@ -138,6 +145,7 @@ summary() {
 summary histogram "$hist_oc" "$hist_mpi" updates_per_rank
 summary index-gather "$ig_oc" "$ig_mpi" requests_per_rank
 summary transpose "$tp_oc" "$tp_mpi" nonzeros_per_rank
+summary mcproxy "$mc_oc" "$mc_mpi" particles_per_rank_cycle
 
 if [ "$failed" -ne 0 ]; then
     echo "run-bench.sh: $failed program(s) failed or did not verify" >&2
