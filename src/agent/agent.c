@@ -929,6 +929,23 @@ static oc_status_t setup_listen(agent_t *a)
 
 #define LBL(n, v) ((oc_prom_label_t){n, v})
 
+/* Node @p n's counters, summed over the routing threads. */
+static void peer_sum(const agent_t *a, uint32_t n, oc_router_peer_counters_t *sum)
+{
+    oc_router_peer_counters_t pc;
+    memset(sum, 0, sizeof(*sum));
+    for (uint32_t r = 0; r < a->nrouters; r++) {
+        oc_router_peer_counters(a->routers[r], n, &pc);
+        sum->bundles_in += pc.bundles_in;
+        sum->bundles_out += pc.bundles_out;
+        sum->bytes_in += pc.bytes_in;
+        sum->bytes_out += pc.bytes_out;
+        sum->msgs_in += pc.msgs_in;
+        sum->msgs_out += pc.msgs_out;
+        sum->blocked += pc.blocked;
+    }
+}
+
 static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
 {
     agent_t *a = arg;
@@ -1010,6 +1027,46 @@ static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
         snprintf(v, sizeof(v), "%u", jobs[k].job);
         l[0] = LBL("job", v);
         oc_prom_sample(p, "offcore_job_rejects_total", l, 1, jobs[k].s.rejects);
+    }
+
+    /* per peer node, summed over routers: what crossed the network */
+    static const struct { const char *name, *help; size_t in, out; } pf[] = {
+        {"offcore_peer_bundles_total", "Bundles exchanged with the peer node",
+         offsetof(oc_router_peer_counters_t, bundles_in),
+         offsetof(oc_router_peer_counters_t, bundles_out)},
+        {"offcore_peer_bytes_total", "Bundle bytes exchanged with the peer node",
+         offsetof(oc_router_peer_counters_t, bytes_in),
+         offsetof(oc_router_peer_counters_t, bytes_out)},
+        {"offcore_peer_messages_total", "Messages exchanged with the peer node",
+         offsetof(oc_router_peer_counters_t, msgs_in),
+         offsetof(oc_router_peer_counters_t, msgs_out)},
+    };
+    oc_router_peer_counters_t pc;
+    for (size_t f = 0; f < 3; f++) {
+        oc_prom_family(p, pf[f].name, pf[f].help, OC_PROM_COUNTER);
+        for (uint32_t n = 0; n < a->nnodes; n++) {
+            if (n == a->node)
+                continue;
+            peer_sum(a, n, &pc);
+            snprintf(v, sizeof(v), "%u", n);
+            l[0] = LBL("peer", v);
+            l[1] = LBL("dir", "in");
+            oc_prom_sample(p, pf[f].name, l, 2,
+                           *(uint64_t *)((char *)&pc + pf[f].in));
+            l[1] = LBL("dir", "out");
+            oc_prom_sample(p, pf[f].name, l, 2,
+                           *(uint64_t *)((char *)&pc + pf[f].out));
+        }
+    }
+    oc_prom_family(p, "offcore_peer_blocklist_depth",
+                   "Next hops toward the peer node blocked now", OC_PROM_GAUGE);
+    for (uint32_t n = 0; n < a->nnodes; n++) {
+        if (n == a->node)
+            continue;
+        peer_sum(a, n, &pc);
+        snprintf(v, sizeof(v), "%u", n);
+        l[0] = LBL("peer", v);
+        oc_prom_sample(p, "offcore_peer_blocklist_depth", l, 1, pc.blocked);
     }
 
     /* per routing thread */

@@ -30,6 +30,12 @@ typedef struct rbuf {
     struct rbuf  *next;
 } rbuf_t;
 
+typedef struct {
+    oc_tr_ep_t *ep;
+    uint64_t    send_token, recv_token;
+    oc_router_peer_counters_t c; /* written by the router only */
+} peer_t;
+
 /* Aggregation toward one next hop (a local rank, or a peer for a job). */
 typedef struct out {
     uint8_t    *wp, *end;
@@ -43,6 +49,7 @@ typedef struct out {
     uint64_t    token;     /* header of bundles to it */
     uint32_t    job;
     oc_router_job_counters_t *jc;
+    peer_t     *peer;      /* the peer node it sends to; NULL: a local rank */
 } out_t;
 
 typedef struct {
@@ -59,11 +66,6 @@ typedef struct {
     out_t           *to_node; /* [nnodes] */
     oc_router_job_counters_t c; /* written by the router only */
 } rjob_t;
-
-typedef struct {
-    oc_tr_ep_t *ep;
-    uint64_t    send_token, recv_token;
-} peer_t;
 
 typedef struct {
     uint64_t token;
@@ -170,6 +172,14 @@ void oc_job_map_put(oc_job_map_t *m)
 
 /* ---- buffers and sending ---------------------------------------------- */
 
+static void out_unblock(oc_router_t *r, out_t *o)
+{
+    o->blocked = 0;
+    CNT_ADD(r->c.blocklist_depth, (uint64_t)-1);
+    if (o->peer != NULL)
+        CNT_ADD(o->peer->c.blocked, (uint64_t)-1);
+}
+
 static void send_done(oc_tr_op_t *op, oc_status_t st)
 {
     rbuf_t *b = (rbuf_t *)op;
@@ -182,10 +192,8 @@ static void send_done(oc_tr_op_t *op, oc_status_t st)
     r->inflight--;
     if (o != NULL) { /* NULL: the next hop went away meanwhile */
         o->inflight--;
-        if (o->blocked && o->inflight < r->p.max_inflight) {
-            o->blocked = 0;
-            CNT_ADD(r->c.blocklist_depth, (uint64_t)-1);
-        }
+        if (o->blocked && o->inflight < r->p.max_inflight)
+            out_unblock(r, o);
     }
     b->next = r->free_bufs;
     r->free_bufs = b;
@@ -209,6 +217,11 @@ static void out_send(oc_router_t *r, out_t *o, rbuf_t *b, uint32_t len,
     CNT_ADD(o->jc->bundles_out, 1);
     CNT_ADD(o->jc->bytes_out, len);
     CNT_ADD(o->jc->msgs_out, count);
+    if (o->peer != NULL) {
+        CNT_ADD(o->peer->c.bundles_out, 1);
+        CNT_ADD(o->peer->c.bytes_out, len);
+        CNT_ADD(o->peer->c.msgs_out, count);
+    }
     st = oc_tr_send(o->ep, OC_AM_BUNDLE, b->data, len, &b->op);
     if (st == OC_INPROGRESS) {
         o->inflight++;
@@ -216,6 +229,8 @@ static void out_send(oc_router_t *r, out_t *o, rbuf_t *b, uint32_t len,
         if (!o->blocked && o->inflight >= r->p.max_inflight) {
             o->blocked = 1;
             CNT_ADD(r->c.blocklist_depth, 1);
+            if (o->peer != NULL)
+                CNT_ADD(o->peer->c.blocked, 1);
         }
     } else {
         b->next = r->free_bufs;
@@ -549,6 +564,12 @@ static int route_one(oc_router_t *r, rx_t *e)
             CNT_ADD(r->c.bytes_in, e->len);
             CNT_ADD(j->c.bundles_in, 1);
             CNT_ADD(j->c.bytes_in, e->len);
+            if (s->is_peer) {
+                peer_t *p = &r->peers[s->node];
+                CNT_ADD(p->c.bundles_in, 1);
+                CNT_ADD(p->c.bytes_in, e->len);
+                CNT_ADD(p->c.msgs_in, e->hdr.count);
+            }
         }
     } else {
         j = job_find(r, e->hdr.job);
@@ -786,10 +807,8 @@ static void out_retire(oc_router_t *r, out_t *o)
         for (uint64_t i = 0; i < r->p.buffers; i++)
             if (r->descs[i].out == o)
                 r->descs[i].out = NULL;
-    if (o->blocked) {
-        o->blocked = 0;
-        CNT_ADD(r->c.blocklist_depth, (uint64_t)-1);
-    }
+    if (o->blocked)
+        out_unblock(r, o);
     o->inflight = 0;
     for (uint32_t i = 0; i < r->ndirty; i++)
         if (r->dirty[i] == o) {
@@ -856,6 +875,7 @@ static void apply(oc_router_t *r, cmd_t *c)
             j->to_node[n].token = r->peers[n].send_token;
             j->to_node[n].job = c->job;
             j->to_node[n].jc = &j->c;
+            j->to_node[n].peer = n != r->p.node ? &r->peers[n] : NULL;
         }
         atomic_store(&j->tag, c->job + 1);
         break;
@@ -1114,6 +1134,16 @@ oc_status_t oc_router_address(oc_router_t *r, const void **addr, size_t *len)
 void oc_router_counters(const oc_router_t *r, oc_router_counters_t *out)
 {
     const uint64_t *src = (const uint64_t *)&r->c;
+    uint64_t *dst = (uint64_t *)out;
+    for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
+        dst[i] = atomic_load_explicit((_Atomic uint64_t *)&src[i],
+                                      memory_order_relaxed);
+}
+
+void oc_router_peer_counters(const oc_router_t *r, uint32_t node,
+                             oc_router_peer_counters_t *out)
+{
+    const uint64_t *src = (const uint64_t *)&r->peers[node].c;
     uint64_t *dst = (uint64_t *)out;
     for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
         dst[i] = atomic_load_explicit((_Atomic uint64_t *)&src[i],

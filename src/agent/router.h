@@ -83,6 +83,18 @@ typedef struct {
     uint64_t rejects;
 } oc_router_job_counters_t;
 
+/** Traffic between this router and one peer node's agent (all jobs): what
+ *  crossed the network.  Bundles out are counted when handed to UCX, in
+ *  when accepted (validated); so once the traffic has stopped, and no
+ *  link failed, one agent's "out" toward a node equals that node's "in"
+ *  from it. */
+typedef struct {
+    uint64_t bundles_in, bundles_out;
+    uint64_t bytes_in, bytes_out;
+    uint64_t msgs_in, msgs_out;
+    uint64_t blocked;            /* next hops toward it blocked now (gauge) */
+} oc_router_peer_counters_t;
+
 oc_status_t oc_router_create(const oc_router_params_t *p, oc_router_t **r_p);
 /** Start the thread.  After this only oc_router_post and the counter
  *  readers may be called from other threads. */
@@ -112,6 +124,10 @@ void oc_router_counters(const oc_router_t *r, oc_router_counters_t *out);
 /** Per-job counters: fills up to @p max entries, returns how many jobs. */
 uint32_t oc_router_job_counters(oc_router_t *r, oc_router_job_counters_t *out,
                                 uint32_t max);
+/** Counters of the traffic with node @p node (< nnodes; zero for this
+ *  node itself).  Relaxed loads; thread-safe. */
+void oc_router_peer_counters(const oc_router_t *r, uint32_t node,
+                             oc_router_peer_counters_t *out);
 
 oc_job_map_t *oc_job_map_new(uint32_t job, uint32_t size, uint32_t nnodes);
 void oc_job_map_put(oc_job_map_t *m);

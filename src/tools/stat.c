@@ -57,6 +57,8 @@ static const col_t job_cols[] = {
     {"offcore_job_rejects_total", NULL, NULL, "rejects"},
 };
 static const col_t peer_cols[] = {
+    {"offcore_peer_messages_total", "dir", "in", "msgs in"},
+    {"offcore_peer_messages_total", "dir", "out", "msgs out"},
     {"offcore_peer_bundles_total", "dir", "in", "bundles in"},
     {"offcore_peer_bundles_total", "dir", "out", "bundles out"},
     {"offcore_peer_bytes_total", "dir", "in", "bytes in"},

@@ -651,6 +651,12 @@ static oc_status_t fake_fill(void *arg, oc_prom_t *p)
                    OC_PROM_COUNTER);
     oc_prom_sample(p, "offcore_job_rejects_total", OC_PROM_LABELS({"job", "7"}),
                    3);
+    oc_prom_family(p, "offcore_peer_messages_total", "Messages per peer node.",
+                   OC_PROM_COUNTER);
+    oc_prom_sample(p, "offcore_peer_messages_total",
+                   OC_PROM_LABELS({"peer", "n1"}, {"dir", "in"}), 210);
+    oc_prom_sample(p, "offcore_peer_messages_total",
+                   OC_PROM_LABELS({"peer", "n1"}, {"dir", "out"}), 220);
     oc_prom_family(p, "offcore_peer_bundles_total", "Bundles per peer node.",
                    OC_PROM_COUNTER);
     oc_prom_sample(p, "offcore_peer_bundles_total",
@@ -1032,8 +1038,8 @@ static void check_tables(const char *t)
     HAS(t, "\njobs\n  job");
     ROW(t, "jobs", "job", "ranks", "msgs", "in", "msgs", "out", "bytes", "in",
         "bytes", "out", "bundles", "in", "bundles", "out", "rejects");
-    ROW(t, "peers", "peer", "bundles", "in", "bundles", "out", "bytes", "in",
-        "bytes", "out", "blocklist");
+    ROW(t, "peers", "peer", "msgs", "in", "msgs", "out", "bundles", "in",
+        "bundles", "out", "bytes", "in", "bytes", "out", "blocklist");
     ROW(t, "threads", "thread", "msgs", "bundles", "in", "bundles", "out",
         "forwarded", "flush", "full", "flush", "timeout", "flush", "idle", "flush",
         "explicit", "blocklist");
@@ -1044,7 +1050,7 @@ static void check_tables(const char *t)
     /* the sum overflows 64 bits: shown as a double */
     ROW(t, "jobs", "total", "6", "1.84467e+19", "1006", "80000", "80080", "10",
         "11", "3");
-    ROW(t, "peers", "n1", "21", "22", "2100", "2200", "6");
+    ROW(t, "peers", "n1", "210", "220", "21", "22", "2100", "2200", "6");
     ROW(t, "threads", "0", "700", "31", "32", "33", "41", "42", "43", "44", "1");
     ROW(t, "threads", "1", "301", "-", "-", "-", "-", "-", "-", "-", "0");
     ROW(t, "threads", "total", "1001", "31", "32", "33", "41", "42", "43", "44",
