@@ -196,8 +196,11 @@ OC_API const char *oc_placement(const oc_context_t *ctx);
  *
  * @return OC_OK (accepted; it will be delivered exactly once),
  *         OC_ERR_NO_RESOURCE (not accepted: call oc_poll() and retry),
- *         OC_ERR_RANK_RANGE, OC_ERR_MSG_TOO_LONG, OC_ERR_STATE (context
- *         failed), OC_ERR_PEER_FAILED.
+ *         OC_ERR_RANK_RANGE, OC_ERR_MSG_TOO_LONG, or, once the context has
+ *         failed, the error that failed it (OC_ERR_PEER_FAILED: a rank,
+ *         the agent or another node's agent went away; the library logs
+ *         which, once).  Messages that still fit the current buffer may
+ *         be accepted before that; oc_poll() reports the failure at once.
  */
 OC_API oc_status_t oc_send(oc_context_t *ctx, uint32_t dest, const void *buf,
                            size_t len);
@@ -229,7 +232,8 @@ OC_API int oc_poll(oc_context_t *ctx);
 
 /** Hand every non-empty aggregation buffer to the transport now.
  *  @return OC_OK, or OC_ERR_NO_RESOURCE when some could not be sent yet
- *  (they stay buffered and go out on a later poll). */
+ *  (they stay buffered and go out on a later poll); OC_ERR_STATE from a
+ *  handler; the error that failed the context, once it has failed. */
 OC_API oc_status_t oc_flush(oc_context_t *ctx);
 
 /**

@@ -286,7 +286,7 @@ static oc_status_t send_slow(oc_context_t *ctx, uint32_t dest, const void *buf,
     oc_status_t st;
 
     if (unlikely(ctx->failed != OC_OK))
-        return OC_ERR_STATE;
+        return ctx->failed; /* the reason, not a generic state error */
     if (len > ctx->max_msg)
         return OC_ERR_MSG_TOO_LONG;
     if (buf == NULL && len > 0)
@@ -446,7 +446,7 @@ OC_API size_t oc_send_many(oc_context_t *ctx, uint32_t dest, const void *msgs,
 OC_API oc_status_t oc_flush(oc_context_t *ctx)
 {
     if (ctx->failed != OC_OK)
-        return OC_ERR_STATE;
+        return ctx->failed;
     if (ctx->in_handler)
         return OC_ERR_STATE;
     return oc__flush_all(ctx, OC__FLUSH_EXPLICIT);

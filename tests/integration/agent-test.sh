@@ -100,8 +100,11 @@ kill-agent)
     t0=$(date +%s.%N)
     wait $job && fail "ranks did not notice"
     t1=$(date +%s.%N)
-    grep -q "OC_ERR_PEER_FAILED\|lost the agent" "$T/out" ||
-        { cat "$T/out"; fail "no clear error"; }
+    grep -q "lost the agent" "$T/out" || { cat "$T/out"; fail "no clear error"; }
+    for r in 0 1; do
+        grep -q "^rank $r: oc_[a-z]*: OC_ERR_PEER_FAILED" "$T/out" ||
+            { cat "$T/out"; fail "rank $r: its call did not return OC_ERR_PEER_FAILED"; }
+    done
     awk -v a="$t0" -v b="$t1" 'BEGIN { exit !(b - a < 5) }' ||
         fail "ranks took $(awk -v a="$t0" -v b="$t1" 'BEGIN{print b-a}') s"
     pass ;;
