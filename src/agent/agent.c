@@ -1107,6 +1107,14 @@ static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
         oc_prom_sample(p, "offcore_thread_bundles_forwarded_total", l, 1,
                        rc[r].bundles_forwarded);
     }
+    oc_prom_family(p, "offcore_thread_sleeps_total",
+                   "Times the thread, idle, slept on its UCX worker's event fd",
+                   OC_PROM_COUNTER);
+    for (uint32_t r = 0; r < a->nrouters; r++) {
+        snprintf(t, sizeof(t), "%u", r);
+        l[0] = LBL("thread", t);
+        oc_prom_sample(p, "offcore_thread_sleeps_total", l, 1, rc[r].sleeps);
+    }
     oc_prom_family(p, "offcore_thread_flushes_total",
                    "Bundles flushed, by reason", OC_PROM_COUNTER);
     for (uint32_t r = 0; r < a->nrouters; r++) {

@@ -13,6 +13,9 @@
 #   hostile     malformed, cross-job, forged and unauthenticated bundles and
 #               control junk: rejected, counted, the agent keeps serving
 #   metrics     /metrics answers valid text while a job runs; offcore stat
+#   idle        after a job, an idle agent's routing threads sleep on their
+#               UCX worker's event fd (counted) instead of napping every
+#               50 us, and wake for the next job
 set -u
 B=${1:?usage: agent-test.sh BUILD_DIR CASE}
 CASE=${2:?case}
@@ -24,6 +27,7 @@ T=$(mktemp -d /tmp/oc-agent-XXXXXX)
 PIDS=()
 
 cleanup() {
+    exec 2>/dev/null   # no "Killed" notices for what we kill here
     for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
     pkill -9 -f -- "$T/" 2>/dev/null   # whatever still names this run's dir
     wait 2>/dev/null
@@ -206,6 +210,35 @@ metrics)
     "$OFFCORE" stat --agent "127.0.0.1:$port" > "$T/stat" || fail "offcore stat"
     grep -q "61" "$T/stat" || { cat "$T/stat"; fail "job not in offcore stat"; }
     wait $job || { cat "$T/out"; fail "job"; }
+    pass ;;
+idle)
+    METRICS=127.0.0.1:0 start_agent --threads 2
+    port=$(sed -n 's/.*metrics http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$T/agent.log")
+    [ -n "$port" ] || fail "no metrics port in the log"
+    env $(job_env 91) timeout 120 "$TR" fixed 2 > "$T/out" 2>&1 ||
+        { cat "$T/out"; fail "job 91"; }
+    # wake-ups (context switches) of every thread of the agent
+    wakeups() { cat /proc/"$AGENT"/task/*/status | awk '/ctxt_switches/ { s += $2 } END { print s }'; }
+    slept=0
+    for _ in $(seq 100); do   # a routing thread sleeps after 10 ms idle
+        curl -sf "http://127.0.0.1:$port/metrics" > "$T/m" || fail "curl"
+        [ "$(grep -c '^offcore_thread_sleeps_total{thread="[01]"} [1-9]' "$T/m")" = 2 ] &&
+            { slept=1; break; }
+        sleep 0.1
+    done
+    [ $slept = 1 ] || { grep sleeps "$T/m"; fail "the routing threads never slept"; }
+    sleep 0.5
+    w0=$(wakeups); c0=$(awk '{ print $14 + $15 }' /proc/"$AGENT"/stat)
+    sleep 2
+    w1=$(wakeups); c1=$(awk '{ print $14 + $15 }' /proc/"$AGENT"/stat)
+    # Sleeping, the control and routing threads wake ~10 times a second
+    # each (100 ms poll timeouts); napping 50 us, a routing thread woke
+    # ~7000 times a second.
+    echo "idle agent, 2 s: $((w1 - w0)) wake-ups of its threads," \
+         "$((c1 - c0)) ticks of CPU ($(getconf CLK_TCK)/s)"
+    [ $((w1 - w0)) -lt 2000 ] || fail "an idle agent woke $((w1 - w0)) times in 2 s"
+    env $(job_env 92) timeout 120 "$TR" reqrep 2 > "$T/out" 2>&1 ||
+        { cat "$T/out"; fail "the sleeping agent did not serve job 92"; }
     pass ;;
 *)
     echo "unknown case $CASE"; exit 2 ;;
