@@ -1,9 +1,9 @@
 #!/bin/bash
 # netns-test.sh BUILD_DIR CASE — offcored across network namespaces joined
 # by veth pairs, UCX over TCP.  Exit 0 PASS, 1 FAIL, 77 SKIP (no root or
-# no namespaces here).  Addresses are in 198.18.0.0/15 (RFC 2544's
-# benchmarking range), only inside namespaces this script makes; all of
-# them are removed on exit.
+# no namespaces here).  Namespaces, links and bridges are named
+# ocn-<role><pid>, addresses are in 198.18.0.0/16 (RFC 2544's benchmarking
+# range); all of them are removed on exit, with every process started.
 #
 #   twonode  two "nodes" (namespaces), an agent and two ranks in each: one
 #            job of 4 ranks across both, every message checked (streams of
@@ -32,9 +32,14 @@ LINKS=()
 PIDS=()
 
 cleanup() {
+    exec 2>/dev/null   # no "Killed" notices for what we kill here
     for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
     # anything still naming this run's directory (agents carry its key path)
     pkill -9 -f -- "$T/" 2>/dev/null
+    # and whatever still runs in our namespaces (ranks, orteds)
+    for n in "${NS[@]}"; do
+        ip netns pids "$n" 2>/dev/null | xargs -r kill -9 2>/dev/null
+    done
     wait 2>/dev/null
     for l in "${LINKS[@]}"; do ip link del "$l" 2>/dev/null; done
     for n in "${NS[@]}"; do ip netns del "$n" 2>/dev/null; done
@@ -50,8 +55,8 @@ fail() {
 
 [ "$(id -u)" = 0 ] || skip "needs root for ip netns"
 command -v ip >/dev/null || skip "no ip (iproute2)"
-ip netns add "ocprobe$ID" 2>/dev/null || skip "cannot create network namespaces here"
-ip netns del "ocprobe$ID"
+ip netns add "ocn-p$ID" 2>/dev/null || skip "cannot create network namespaces here"
+ip netns del "ocn-p$ID"
 
 mkns() { ip netns add "$1" && NS+=("$1") && ip -n "$1" link set lo up; }
 # side DEV NS ADDR: address and bring up one end (NS "" = this namespace)
@@ -100,18 +105,18 @@ agent() { # agent NS DEV NAME ARGS...: start and wait until ready
 
 case "$CASE" in
 twonode)
-    A=oca$ID; Bn=ocb$ID
+    A=ocn-a$ID; Bn=ocn-b$ID
     mkns "$A"; mkns "$Bn"
-    veth "oca$ID" "$A" 198.18.0.1 "ocb$ID" "$Bn" 198.18.0.2
-    agent "$A" "oca$ID" agentA --listen "unix:$T/a.sock,tcp:198.18.0.1:7701" \
+    veth "ocn-a$ID" "$A" 198.18.0.1 "ocn-b$ID" "$Bn" 198.18.0.2
+    agent "$A" "ocn-a$ID" agentA --listen "unix:$T/a.sock,tcp:198.18.0.1:7701" \
         --peers tcp:198.18.0.2:7701
-    agent "$Bn" "ocb$ID" agentB --listen "unix:$T/b.sock,tcp:198.18.0.2:7701" \
+    agent "$Bn" "ocn-b$ID" agentB --listen "unix:$T/b.sock,tcp:198.18.0.2:7701" \
         --peers tcp:198.18.0.1:7701
     for s in fixed mixed reqrep; do
-        in_ns "$A" env UCX_NET_DEVICES="oca$ID" OC_AGENT="unix:$T/a.sock" \
+        in_ns "$A" env UCX_NET_DEVICES="ocn-a$ID" OC_AGENT="unix:$T/a.sock" \
             timeout 90 "$TR" $s 4 0 2 > "$T/ranksA.log" 2>&1 &
         ra=$!
-        in_ns "$Bn" env UCX_NET_DEVICES="ocb$ID" OC_AGENT="unix:$T/b.sock" \
+        in_ns "$Bn" env UCX_NET_DEVICES="ocn-b$ID" OC_AGENT="unix:$T/b.sock" \
             timeout 90 "$TR" $s 4 2 2 > "$T/ranksB.log" 2>&1 &
         rb=$!
         wait $ra || fail "$s: ranks 0-1 (node A)"
@@ -122,23 +127,23 @@ twonode)
     grep -q "peer node" "$T/agentA.log" "$T/agentB.log" 2>/dev/null || true
     echo "PASS twonode" ;;
 grid)
-    SW=ocs$ID
+    SW=ocn-s$ID
     mkns "$SW"
     ip -n "$SW" link add br0 type bridge && ip -n "$SW" link set br0 up || fail "bridge"
     for i in 0 1 2; do
-        mkns "ocn$i$ID"
-        ip link add "ocn$i$ID" type veth peer name "ocp$i$ID" || fail "veth"
-        LINKS+=("ocn$i$ID")
-        ip link set "ocn$i$ID" netns "ocn$i$ID"
-        ip link set "ocp$i$ID" netns "$SW"
-        ip -n "$SW" link set "ocp$i$ID" master br0 && ip -n "$SW" link set "ocp$i$ID" up
-        side "ocn$i$ID" "ocn$i$ID" "198.18.2.$((i + 1))"
+        mkns "ocn-$i$ID"
+        ip link add "ocn-$i$ID" type veth peer name "ocn-w$i$ID" || fail "veth"
+        LINKS+=("ocn-$i$ID")
+        ip link set "ocn-$i$ID" netns "ocn-$i$ID"
+        ip link set "ocn-w$i$ID" netns "$SW"
+        ip -n "$SW" link set "ocn-w$i$ID" master br0 && ip -n "$SW" link set "ocn-w$i$ID" up
+        side "ocn-$i$ID" "ocn-$i$ID" "198.18.2.$((i + 1))"
     done
     addrs="tcp:198.18.2.1:7703,tcp:198.18.2.2:7703,tcp:198.18.2.3:7703"
     for i in 0 1 2; do
         me="tcp:198.18.2.$((i + 1)):7703"
         peers=$(echo "$addrs" | tr , '\n' | grep -v "^$me\$" | paste -sd, -)
-        agent "ocn$i$ID" "ocn$i$ID" "agent$i" --route grid \
+        agent "ocn-$i$ID" "ocn-$i$ID" "agent$i" --route grid \
             --listen "unix:$T/n$i.sock,$me" --peers "$peers"
     done
     for s in fixed reqrep; do
@@ -146,7 +151,7 @@ grid)
         set -- "0 2" "2 1" "3 1"   # ranks 0-1 on node 0, 2 on node 1, 3 on node 2
         for i in 0 1 2; do
             eval "r=\${$((i + 1))}"
-            in_ns "ocn$i$ID" env UCX_NET_DEVICES="ocn$i$ID" OC_AGENT="unix:$T/n$i.sock" \
+            in_ns "ocn-$i$ID" env UCX_NET_DEVICES="ocn-$i$ID" OC_AGENT="unix:$T/n$i.sock" \
                 timeout 120 "$TR" $s 4 $r > "$T/ranks$i.log" 2>&1 &
             pids="$pids $!"
         done
@@ -161,25 +166,25 @@ killagent)
     # node A's agent mid-run: every rank of job 81, on both nodes, must
     # exit with a clear error within 5 s; job 82 must finish exactly, and
     # node B's agent must still serve a new job afterwards.
-    A=oca$ID; Bn=ocb$ID
+    A=ocn-a$ID; Bn=ocn-b$ID
     mkns "$A"; mkns "$Bn"
-    veth "oca$ID" "$A" 198.18.3.1 "ocb$ID" "$Bn" 198.18.3.2
+    veth "ocn-a$ID" "$A" 198.18.3.1 "ocn-b$ID" "$Bn" 198.18.3.2
     export OC_LOG=agent:info
-    agent "$A" "oca$ID" agentA --listen "unix:$T/a.sock,tcp:198.18.3.1:7705" \
+    agent "$A" "ocn-a$ID" agentA --listen "unix:$T/a.sock,tcp:198.18.3.1:7705" \
         --peers tcp:198.18.3.2:7705
-    agent "$Bn" "ocb$ID" agentB --listen "unix:$T/b.sock,tcp:198.18.3.2:7705" \
+    agent "$Bn" "ocn-b$ID" agentB --listen "unix:$T/b.sock,tcp:198.18.3.2:7705" \
         --peers tcp:198.18.3.1:7705
     unset OC_LOG
     key() { "$OFFCORE" job-key --job "$1" --cluster-key "$T/cluster.key"; }
-    in_ns "$A" env UCX_NET_DEVICES="oca$ID" OC_AGENT="unix:$T/a.sock" \
+    in_ns "$A" env UCX_NET_DEVICES="ocn-a$ID" OC_AGENT="unix:$T/a.sock" \
         OC_JOB=81 OC_JOB_KEY="$(key 81)" OC_TEST_SECONDS=30 \
         timeout 60 "$TR" endless 4 0 2 > "$T/x-a.log" 2>&1 &
     xa=$!
-    in_ns "$Bn" env UCX_NET_DEVICES="ocb$ID" OC_AGENT="unix:$T/b.sock" \
+    in_ns "$Bn" env UCX_NET_DEVICES="ocn-b$ID" OC_AGENT="unix:$T/b.sock" \
         OC_JOB=81 OC_JOB_KEY="$(key 81)" OC_TEST_SECONDS=30 \
         timeout 60 "$TR" endless 4 2 2 > "$T/x-b.log" 2>&1 &
     xb=$!
-    in_ns "$Bn" env UCX_NET_DEVICES="ocb$ID" OC_AGENT="unix:$T/b.sock" \
+    in_ns "$Bn" env UCX_NET_DEVICES="ocn-b$ID" OC_AGENT="unix:$T/b.sock" \
         OC_JOB=82 OC_JOB_KEY="$(key 82)" OC_TEST_SECONDS=6 \
         timeout 60 "$TR" endless 2 > "$T/y.log" 2>&1 &
     y=$!
@@ -200,7 +205,7 @@ killagent)
         fail "job 81 ended without a clear error"
     wait $y || fail "job 82 (node B only) was disturbed"
     kill -0 "${PIDS[1]}" || fail "node B's agent died"
-    in_ns "$Bn" env UCX_NET_DEVICES="ocb$ID" OC_AGENT="unix:$T/b.sock" \
+    in_ns "$Bn" env UCX_NET_DEVICES="ocn-b$ID" OC_AGENT="unix:$T/b.sock" \
         OC_JOB=83 OC_JOB_KEY="$(key 83)" timeout 60 "$TR" reqrep 2 > "$T/z.log" 2>&1 ||
         fail "node B's agent did not serve a new job"
     echo "job 81 failed on both nodes in $took s; job 82 exact; job 83 served"
@@ -212,18 +217,18 @@ mpiapps)
     # back to mpirun over a bridge in this namespace.
     command -v mpirun >/dev/null || skip "no mpirun"
     [ -x "$B/apps/histogram" ] || skip "apps not built"
-    BR=ocr$ID
+    BR=ocn-r$ID
     ip link add "$BR" type bridge || fail "bridge"
     LINKS+=("$BR")
     ip addr add 198.18.60.254/24 dev "$BR" && ip link set "$BR" up || fail "bridge addr"
     for i in 1 2; do
-        mkns "ocm$i$ID"
-        ip link add "ocm$i$ID" type veth peer name "ocq$i$ID" || fail "veth"
-        LINKS+=("ocq$i$ID")
-        ip link set "ocm$i$ID" netns "ocm$i$ID"
-        ip link set "ocq$i$ID" master "$BR" && ip link set "ocq$i$ID" up || fail "port"
-        side "ocm$i$ID" "ocm$i$ID" "198.18.60.$i"
-        agent "ocm$i$ID" "ocm$i$ID" "agent$i" \
+        mkns "ocn-m$i$ID"
+        ip link add "ocn-m$i$ID" type veth peer name "ocn-q$i$ID" || fail "veth"
+        LINKS+=("ocn-q$i$ID")
+        ip link set "ocn-m$i$ID" netns "ocn-m$i$ID"
+        ip link set "ocn-q$i$ID" master "$BR" && ip link set "ocn-q$i$ID" up || fail "port"
+        side "ocn-m$i$ID" "ocn-m$i$ID" "198.18.60.$i"
+        agent "ocn-m$i$ID" "ocn-m$i$ID" "agent$i" \
             --listen "unix:$T/m$i.sock,tcp:198.18.60.$i:7704" \
             --peers "tcp:198.18.60.$((3 - i)):7704"
     done
@@ -234,12 +239,12 @@ mpiapps)
 #!/bin/sh
 h=\$1; shift
 mkdir -p $T/node\${h##*.}
-exec ip netns exec ocm\${h##*.}$ID env TMPDIR=$T/node\${h##*.} sh -c "\$*"
+exec ip netns exec ocn-m\${h##*.}$ID env TMPDIR=$T/node\${h##*.} sh -c "\$*"
 EOS
     # each rank talks to its own node's agent, and UCX uses that node's link
     cat > "$T/on-node" <<EOS
 #!/bin/sh
-n=\$(ip netns identify); i=\${n#ocm}; i=\${i%$ID}
+n=\$(ip netns identify); i=\${n#ocn-m}; i=\${i%$ID}
 OC_AGENT=unix:$T/m\$i.sock UCX_NET_DEVICES=\$n exec "\$@"
 EOS
     chmod +x "$T/rsh" "$T/on-node"
@@ -266,12 +271,12 @@ EOS
     # across the link.
     echo "PASS mpiapps" ;;
 dpu)
-    D=ocd$ID
+    D=ocn-d$ID
     mkns "$D"
-    veth "och$ID" "" 198.18.1.1 "ocd$ID" "$D" 198.18.1.2
-    agent "$D" "ocd$ID" dpu --listen tcp:198.18.1.2:7702
+    veth "ocn-h$ID" "" 198.18.1.1 "ocn-d$ID" "$D" 198.18.1.2
+    agent "$D" "ocn-d$ID" dpu --listen tcp:198.18.1.2:7702
     for s in fixed reqrep; do
-        env UCX_NET_DEVICES="och$ID" OC_AGENT=tcp:198.18.1.2:7702 \
+        env UCX_NET_DEVICES="ocn-h$ID" OC_AGENT=tcp:198.18.1.2:7702 \
             timeout 90 "$TR" $s 2 > "$T/ranks.log" 2>&1 || fail "$s through the DPU agent"
         export OC_JOB=$((OC_JOB + 1))
         export OC_JOB_KEY=$("$OFFCORE" job-key --job "$OC_JOB" --cluster-key "$T/cluster.key")
