@@ -228,9 +228,9 @@ mpiapps)
         ip link set "ocn-m$i$ID" netns "ocn-m$i$ID"
         ip link set "ocn-q$i$ID" master "$BR" && ip link set "ocn-q$i$ID" up || fail "port"
         side "ocn-m$i$ID" "ocn-m$i$ID" "198.18.60.$i"
-        agent "ocn-m$i$ID" "ocn-m$i$ID" "agent$i" \
+        OC_LOG=agent:info agent "ocn-m$i$ID" "ocn-m$i$ID" "agent$i" \
             --listen "unix:$T/m$i.sock,tcp:198.18.60.$i:7704" \
-            --peers "tcp:198.18.60.$((3 - i)):7704"
+            --peers "tcp:198.18.60.$((3 - i)):7704" --metrics "198.18.60.$i:9464"
     done
     # rsh agent: "HOST CMD..." -> run CMD in HOST's namespace
     # (each node its own session directory: the namespaces share /tmp and
@@ -248,6 +248,41 @@ n=\$(ip netns identify); i=\${n#ocn-m}; i=\${i%$ID}
 OC_AGENT=unix:$T/m\$i.sock UCX_NET_DEVICES=\$n exec "\$@"
 EOS
     chmod +x "$T/rsh" "$T/on-node"
+    # val I WHAT LABELS: offcore_peer_WHAT_total{LABELS} in agent I's last scrape
+    val() {
+        awk -v k="offcore_peer_$2_total{$3}" '$1 == k { v = $2 } END { print v + 0 }' \
+            "$T/metrics$1"
+    }
+    scrape() {
+        for i in 1 2; do
+            curl -sf --noproxy '*' "http://198.18.60.$i:9464/metrics" > "$T/metrics$i" ||
+                fail "metrics of agent $i"
+        done
+    }
+    prev1=0 prev2=0
+    cross() { # cross APP: the counters balance (the last bundles may still
+              # be on their way for a moment) and grew in both directions
+        local ok=0 w
+        for _ in $(seq 50); do
+            scrape
+            ok=1
+            for w in messages bundles bytes; do
+                [ "$(val 1 $w 'peer="1",dir="out"')" = "$(val 2 $w 'peer="0",dir="in"')" ] &&
+                [ "$(val 2 $w 'peer="0",dir="out"')" = "$(val 1 $w 'peer="1",dir="in"')" ] ||
+                    ok=0
+            done
+            [ $ok = 1 ] && break
+            sleep 0.1
+        done
+        [ $ok = 1 ] || { grep -h offcore_peer "$T/metrics1" "$T/metrics2";
+                         fail "$1: the agents' cross-node counters do not balance"; }
+        local m1 m2
+        m1=$(val 1 messages 'peer="1",dir="out"')
+        m2=$(val 2 messages 'peer="0",dir="out"')
+        [ "$m1" -gt "$prev1" ] && [ "$m2" -gt "$prev2" ] ||
+            fail "$1: no messages crossed the link ($prev1 -> $m1, $prev2 -> $m2)"
+        prev1=$m1 prev2=$m2
+    }
     for app in "histogram --updates 2M --table 10K" "index-gather --requests 1M --table 10K"; do
         set -- $app
         name=$1
@@ -262,13 +297,26 @@ EOS
             fail "$name across the two nodes"
         grep -q '"verified":true' "$T/$name.log" || fail "$name did not verify"
         grep -q '"placement":"agent"' "$T/$name.log" || fail "$name did not use the agents"
-        echo "$name: $(grep -o '"rate":[^,]*' "$T/$name.log")"
+        # each node's agent served its own two ranks
+        for i in 1 2; do
+            grep -q "job $OC_JOB ready: 4 ranks on 2 nodes, 2 here" "$T/agent$i.log" ||
+                fail "$name: agent $i did not serve two of the four ranks"
+        done
+        # What crossed the link, from the agents' counters: both directions
+        # moved, and what each agent sent the other is what the other
+        # accepted (nodes are numbered by address: .1 is node 0).
+        cross "$name"
+        echo "$name: $(grep -o '"rate":[^,]*' "$T/$name.log"), across the link" \
+            "node 0 -> 1: $(val 1 messages peer=\"1\",dir=\"out\") messages" \
+            "in $(val 1 bundles peer=\"1\",dir=\"out\") bundles," \
+            "1 -> 0: $(val 2 messages peer=\"0\",dir=\"out\") messages" \
+            "in $(val 2 bundles peer=\"0\",dir=\"out\") bundles (both apps so far)"
         export OC_JOB=$((OC_JOB + 1))
         export OC_JOB_KEY=$("$OFFCORE" job-key --job "$OC_JOB" --cluster-key "$T/cluster.key")
     done
     # Ranks 0-1 run on node 1 and 2-3 on node 2 (two slots each), every
     # rank sends to every rank, so an exact result needed both directions
-    # across the link.
+    # across the link, as the counters show.
     echo "PASS mpiapps" ;;
 dpu)
     D=ocn-d$ID
