@@ -164,8 +164,8 @@ grid)
 killagent)
     # Two nodes.  Job 81 spans both; job 82 runs on node B only.  SIGKILL
     # node A's agent mid-run: every rank of job 81, on both nodes, must
-    # exit with a clear error within 5 s; job 82 must finish exactly, and
-    # node B's agent must still serve a new job afterwards.
+    # exit with a clear error within 5 s (none hangs); job 82 must finish
+    # exactly, and node B's agent must still serve a new job afterwards.
     A=ocn-a$ID; Bn=ocn-b$ID
     mkns "$A"; mkns "$Bn"
     veth "ocn-a$ID" "$A" 198.18.3.1 "ocn-b$ID" "$Bn" 198.18.3.2
@@ -176,39 +176,70 @@ killagent)
         --peers tcp:198.18.3.1:7705
     unset OC_LOG
     key() { "$OFFCORE" job-key --job "$1" --cluster-key "$T/cluster.key"; }
-    in_ns "$A" env UCX_NET_DEVICES="ocn-a$ID" OC_AGENT="unix:$T/a.sock" \
-        OC_JOB=81 OC_JOB_KEY="$(key 81)" OC_TEST_SECONDS=30 \
-        timeout 60 "$TR" endless 4 0 2 > "$T/x-a.log" 2>&1 &
+    # ranks NS DEV SOCK JOB SECONDS NAME ARGS...: one process of ranks, in
+    # the background; NAME.end gets its exit status and when it ended
+    ranks() {
+        local n=$1 dev=$2 sock=$3 job=$4 secs=$5 name=$6
+        shift 6
+        ( in_ns "$n" env UCX_NET_DEVICES="$dev" OC_AGENT="unix:$sock" \
+              OC_JOB="$job" OC_JOB_KEY="$(key "$job")" OC_TEST_SECONDS="$secs" \
+              timeout 60 "$TR" endless "$@" > "$T/$name.log" 2>&1
+          echo "$? $(date +%s.%N)" > "$T/$name.end" ) &
+    }
+    ranks "$A" "ocn-a$ID" "$T/a.sock" 81 30 x-a 4 0 2
     xa=$!
-    in_ns "$Bn" env UCX_NET_DEVICES="ocn-b$ID" OC_AGENT="unix:$T/b.sock" \
-        OC_JOB=81 OC_JOB_KEY="$(key 81)" OC_TEST_SECONDS=30 \
-        timeout 60 "$TR" endless 4 2 2 > "$T/x-b.log" 2>&1 &
+    ranks "$Bn" "ocn-b$ID" "$T/b.sock" 81 30 x-b 4 2 2
     xb=$!
-    in_ns "$Bn" env UCX_NET_DEVICES="ocn-b$ID" OC_AGENT="unix:$T/b.sock" \
-        OC_JOB=82 OC_JOB_KEY="$(key 82)" OC_TEST_SECONDS=6 \
-        timeout 60 "$TR" endless 2 > "$T/y.log" 2>&1 &
+    ranks "$Bn" "ocn-b$ID" "$T/b.sock" 82 6 y 2
     y=$!
     for _ in $(seq 600); do
         grep -q "job 81 ready" "$T/agentA.log" && grep -q "job 82 ready" "$T/agentB.log" && break
         sleep 0.05
     done
     grep -q "job 81 ready" "$T/agentA.log" || fail "job 81 never became ready"
+    grep -q "job 82 ready" "$T/agentB.log" || fail "job 82 never became ready"
     sleep 1
-    kill -9 "${PIDS[0]}"
+    [ -e "$T/x-a.end" ] || [ -e "$T/x-b.end" ] || [ -e "$T/y.end" ] &&
+        fail "a job ended before the agent was killed"
     t0=$(date +%s.%N)
-    wait $xa && fail "job 81's ranks on node A did not notice"
-    wait $xb && fail "job 81's ranks on node B did not notice"
-    t1=$(date +%s.%N)
-    took=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
-    awk -v t="$took" 'BEGIN { exit !(t < 5) }' || fail "job 81 took $took s to fail"
-    grep -qi "agent\|peer\|failed" "$T/x-a.log" "$T/x-b.log" ||
-        fail "job 81 ended without a clear error"
-    wait $y || fail "job 82 (node B only) was disturbed"
+    { kill -9 "${PIDS[0]}"; wait "${PIDS[0]}"; } 2>/dev/null  # no "Killed" notice
+    wait $xa $xb
+    summary=""
+    for x in x-a x-b; do
+        read -r rc t1 < "$T/$x.end" || fail "$x: no exit status"
+        [ "$rc" = 0 ] && fail "job 81's ranks ($x) did not notice"
+        took=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
+        awk -v t="$took" 'BEGIN { exit !(t < 5) }' ||
+            fail "job 81's ranks ($x) took $took s to fail (exit $rc)"
+        grep -q "killed by signal" "$T/$x.log" && fail "$x: a rank was killed (hung?)"
+        summary="$summary $x ${took}s"
+    done
+    # every rank's own call failed with OC_ERR_PEER_FAILED, and its library
+    # said why: node A's ranks lost their agent, node B's were told by
+    # theirs that node A's agent went away
+    for r in 0 1 2 3; do
+        x=x-a; [ $r -ge 2 ] && x=x-b
+        grep -q "^rank $r: oc_[a-z]*: OC_ERR_PEER_FAILED" "$T/$x.log" ||
+            fail "rank $r: its call did not return OC_ERR_PEER_FAILED"
+    done
+    for r in 0 1; do
+        grep -q "rank $r: lost the agent: OC_ERR_PEER_FAILED" "$T/x-a.log" ||
+            fail "rank $r (node A) ended without a clear error"
+    done
+    for r in 2 3; do
+        grep -q "rank $r: the agent says: job 81 failed: the agent of node 0 went away" \
+            "$T/x-b.log" || fail "rank $r (node B) ended without a clear error"
+    done
+    wait $y
+    read -r rc _ < "$T/y.end" || fail "job 82: no exit status"
+    [ "$rc" = 0 ] || fail "job 82 (node B only) was disturbed"
+    grep -q "all of them" "$T/y.log" || fail "job 82 not exact"
     kill -0 "${PIDS[1]}" || fail "node B's agent died"
     in_ns "$Bn" env UCX_NET_DEVICES="ocn-b$ID" OC_AGENT="unix:$T/b.sock" \
         OC_JOB=83 OC_JOB_KEY="$(key 83)" timeout 60 "$TR" reqrep 2 > "$T/z.log" 2>&1 ||
         fail "node B's agent did not serve a new job"
-    echo "job 81 failed on both nodes in $took s; job 82 exact; job 83 served"
+    echo "job 81 failed on both nodes (from SIGKILL to the ranks' exit:$summary);" \
+        "job 82 exact ($(sed -n 's/^endless: //p' "$T/y.log")); job 83 served"
     echo "PASS killagent" ;;
 mpiapps)
     # The real apps, launched by mpirun the way a cluster launches them: an
