@@ -3,12 +3,16 @@
 #
 # Runs, on one node: histogram over offcore (inline placement) and over
 # plain MPI; index-gather, the sparse transpose and the Monte-Carlo proxy
-# likewise; single-core memcpy.  Prints every JSON line the programs print, then one summary JSON
-# line per app with the offcore/MPI ratio and offcore's wire bytes per
-# operation next to the memcpy bandwidth (how far from memory-bound it is).
+# likewise; single-core memcpy.  Each offcore/MPI pair runs BENCH_REPEATS
+# times, interleaved (offcore, MPI, offcore, MPI, ...), so both see the same
+# moments of a shared machine.  Prints every JSON line the programs print,
+# then one summary JSON line per app: the median rate of each, their ratio,
+# every run's own offcore/MPI ratio, and offcore's wire bytes per operation
+# next to the memcpy bandwidth (how far from memory-bound it is).
 # Exits non-zero when any program fails or does not verify.
 #
 # Sizes and settings (environment; defaults in parentheses):
+#   BENCH_REPEATS (3: runs of each program; the summary takes medians)
 #   BENCH_RANKS (2)  BENCH_UPDATES (100M)  BENCH_REQUESTS (100M)
 #   BENCH_ROWS (2M: transpose rows per rank, 16 nonzeros per row)
 #   BENCH_PARTICLES (200K: mcproxy particles per rank and cycle, 2 cycles)
@@ -29,6 +33,11 @@ PARTICLES=${BENCH_PARTICLES:-200K}
 TABLE=${BENCH_TABLE:-10K}
 IG_TABLE=${BENCH_IG_TABLE:-$TABLE}
 MEMCPY_MS=${BENCH_MEMCPY_MS:-200}
+REPEATS=${BENCH_REPEATS:-3}
+case $REPEATS in
+''|*[!0-9]*|0) echo "run-bench.sh: BENCH_REPEATS must be a positive integer (got '$REPEATS')" >&2
+    exit 2 ;;
+esac
 SKIP=" ${BENCH_SKIP:-} "
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -88,22 +97,50 @@ calc() {
         $1 }"
 }
 
-run histogram $MPIRUN "$B/apps/histogram" --updates "$UPDATES" --table "$TABLE" $OC_FLAGS
-hist_oc=$out
-run histogram-mpi $MPIRUN "$B/apps/histogram-mpi" --updates "$UPDATES" --table "$TABLE" $MPI_FLAGS
-hist_mpi=$out
-run index-gather $MPIRUN "$B/apps/index-gather" --requests "$REQUESTS" --table "$IG_TABLE" $OC_FLAGS
-ig_oc=$out
-run index-gather-mpi $MPIRUN "$B/apps/index-gather-mpi" --requests "$REQUESTS" --table "$IG_TABLE" $MPI_FLAGS
-ig_mpi=$out
-run transpose $MPIRUN "$B/apps/transpose/transpose" --rows "$ROWS" $OC_FLAGS
-tp_oc=$out
-run transpose-mpi $MPIRUN "$B/apps/transpose/transpose-mpi" --rows "$ROWS"
-tp_mpi=$out
-run mcproxy $MPIRUN "$B/apps/mcproxy/mcproxy" --particles "$PARTICLES" $OC_FLAGS
-mc_oc=$out
-run mcproxy-mpi $MPIRUN "$B/apps/mcproxy/mcproxy-mpi" --particles "$PARTICLES"
-mc_mpi=$out
+# The commands of each pair (the JSON line lands in $out).
+hist_oc() { run histogram $MPIRUN "$B/apps/histogram" --updates "$UPDATES" --table "$TABLE" $OC_FLAGS; }
+hist_mpi() { run histogram-mpi $MPIRUN "$B/apps/histogram-mpi" --updates "$UPDATES" --table "$TABLE" $MPI_FLAGS; }
+ig_oc() { run index-gather $MPIRUN "$B/apps/index-gather" --requests "$REQUESTS" --table "$IG_TABLE" $OC_FLAGS; }
+ig_mpi() { run index-gather-mpi $MPIRUN "$B/apps/index-gather-mpi" --requests "$REQUESTS" --table "$IG_TABLE" $MPI_FLAGS; }
+tp_oc() { run transpose $MPIRUN "$B/apps/transpose/transpose" --rows "$ROWS" $OC_FLAGS; }
+tp_mpi() { run transpose-mpi $MPIRUN "$B/apps/transpose/transpose-mpi" --rows "$ROWS"; }
+mc_oc() { run mcproxy $MPIRUN "$B/apps/mcproxy/mcproxy" --particles "$PARTICLES" $OC_FLAGS; }
+mc_mpi() { run mcproxy-mpi $MPIRUN "$B/apps/mcproxy/mcproxy-mpi" --particles "$PARTICLES"; }
+
+# median "X Y Z": the median of the numbers ("" when there are none).
+median() {
+    printf '%s\n' $1 | awk 'NF { a[n++] = $1 }
+        END { if (n == 0) exit
+              for (i = 1; i < n; i++)   # insertion sort: n is small
+                  for (j = i; j > 0 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
+              if (n % 2) printf "%.6g\n", a[(n-1)/2]
+              else printf "%.6g\n", (a[n/2-1] + a[n/2]) / 2 }'
+}
+
+# pair TAG: run TAG_oc and TAG_mpi REPEATS times, interleaved; leaves the
+# rates in ${TAG}_oc_rates / ${TAG}_mpi_rates, each run's ratio in
+# ${TAG}_ratios and the last offcore line (for its counters) in ${TAG}_oc_line.
+pair() {
+    tag=$1 i=0 ocr="" mpir="" rat="" ocl=""
+    while [ "$i" -lt "$REPEATS" ]; do
+        "${tag}_oc"
+        a=$(field "$out" rate)
+        [ -n "$out" ] && ocl=$out
+        "${tag}_mpi"
+        b=$(field "$out" rate)
+        ocr="$ocr $a" mpir="$mpir $b"
+        if [ -n "$a" ] && [ -n "$b" ]; then
+            rat="$rat $(calc 'if (b == 0) print "null"; else printf "%.3f\n", a / b' "$a" "$b")"
+        fi
+        i=$((i + 1))
+    done
+    eval "${tag}_oc_rates=\$ocr ${tag}_mpi_rates=\$mpir ${tag}_ratios=\$rat ${tag}_oc_line=\$ocl"
+}
+
+pair hist
+pair ig
+pair tp
+pair mc
 run memcpy "$B/bench/bench-memcpy" --ms "$MEMCPY_MS"
 memcpy_out=$out
 
@@ -111,17 +148,18 @@ memcpy_out=$out
 mc64=$(printf '%s\n' "$memcpy_out" | grep '"bytes":65536,' | head -n 1)
 mc64=$(field "$mc64" GBps)
 
-# summary APP OFFCORE_LINE MPI_LINE OPS_PER_RANK_KEY
+# summary APP TAG OPS_PER_RANK_KEY: one line from pair TAG's runs.
 summary() {
-    app=$1 oc=$2 mpi=$3 key=$4
+    app=$1 tag=$2 key=$3
+    eval "oc=\$${tag}_oc_line ocr=\$${tag}_oc_rates mpir=\$${tag}_mpi_rates rat=\$${tag}_ratios"
     ranks=$(field "$oc" ranks)
-    [ -n "$ranks" ] || ranks=$(field "$mpi" ranks)
+    [ -n "$ranks" ] || ranks=$RANKS
     n=$(field "$oc" "$key")
-    [ -n "$n" ] || n=$(field "$mpi" "$key")
-    r_oc=$(field "$oc" rate)
-    r_mpi=$(field "$mpi" rate)
+    r_oc=$(median "$ocr")
+    r_mpi=$(median "$mpir")
     wire=$(field "$oc" wire_bytes_sent)
     ratio=$(calc 'if (b == 0) print "null"; else printf "%.3f\n", a / b' "$r_oc" "$r_mpi")
+    runs=$(printf '%s\n' $rat | paste -s -d, -)
     # Wire bytes per operation, over every rank's sends (requests and
     # replies for index-gather).
     per_op=$(calc 'if (b * c == 0) print "null"; else printf "%.2f\n", a / (b * c)' \
@@ -132,20 +170,20 @@ summary() {
     bound=$(calc 'if (b == 0) print "null"; else printf "%.0f\n", c * a * 1e9 / b' \
             "$mc64" "$per_op" "$ranks")
     frac=$(calc 'if (b == 0) print "null"; else printf "%.3f\n", a / b' "$r_oc" "$bound")
-    printf '{"bench":"%s","ranks":%s,"%s":%s,"offcore_rate":%s,"mpi_rate":%s,' \
-        "$app" "${ranks:-null}" "$key" "${n:-null}" "${r_oc:-null}" "${r_mpi:-null}"
-    printf '"ratio_offcore_over_mpi":%s,"wire_bytes_per_op":%s,"offcore_wire_GBps":%s,' \
-        "$ratio" "$per_op" "$wire_gbps"
+    printf '{"bench":"%s","ranks":%s,"%s":%s,"runs":%s,"offcore_rate":%s,"mpi_rate":%s,' \
+        "$app" "${ranks:-null}" "$key" "${n:-null}" "$REPEATS" "${r_oc:-null}" "${r_mpi:-null}"
+    printf '"ratio_offcore_over_mpi":%s,"ratio_each_run":[%s],' "$ratio" "$runs"
+    printf '"wire_bytes_per_op":%s,"offcore_wire_GBps":%s,' "$per_op" "$wire_gbps"
     printf '"memcpy_64KiB_GBps":%s,"memcpy_bound_rate":%s,"fraction_of_memcpy_bound":%s,' \
         "${mc64:-null}" "$bound" "$frac"
     printf '"placement":"%s","ucx_tls":"%s","ucx_rndv_thresh":"%s"}\n' \
         "$OC_PLACEMENT" "$UCX_TLS" "$UCX_RNDV_THRESH"
 }
 
-summary histogram "$hist_oc" "$hist_mpi" updates_per_rank
-summary index-gather "$ig_oc" "$ig_mpi" requests_per_rank
-summary transpose "$tp_oc" "$tp_mpi" nonzeros_per_rank
-summary mcproxy "$mc_oc" "$mc_mpi" particles_per_rank_cycle
+summary histogram hist updates_per_rank
+summary index-gather ig requests_per_rank
+summary transpose tp nonzeros_per_rank
+summary mcproxy mc particles_per_rank_cycle
 
 if [ "$failed" -ne 0 ]; then
     echo "run-bench.sh: $failed program(s) failed or did not verify" >&2

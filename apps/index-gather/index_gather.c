@@ -71,16 +71,22 @@ static size_t ig_handler(void *arg, uint32_t src, const void *msgs,
         return n;
     }
     if (len == 16) {
+        /* counts in locals: a store through tgt may alias *g, which would
+         * chain every iteration on the previous one's counter update */
+        uint64_t *const tgt = g->tgt;
+        const uint64_t N = g->N;
+        size_t bad = 0;
         for (size_t i = 0; i < n; i++) {
             uint64_t rep[2];
             memcpy(rep, p + 16 * i, sizeof rep);
-            if (__builtin_expect(rep[0] >= g->N, 0)) {
-                g->bad++;
+            if (__builtin_expect(rep[0] >= N, 0)) {
+                bad++;
                 continue;
             }
-            g->tgt[rep[0]] = rep[1];
-            g->replies++;
+            tgt[rep[0]] = rep[1];
         }
+        g->bad += bad;
+        g->replies += n - bad;
         return n;
     }
     g->bad += n;
