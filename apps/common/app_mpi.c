@@ -5,9 +5,11 @@
 #include "app_mpi.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 void oc_app_mpi_init(oc_app_mpi_t *m, const char *prog, int *argc, char ***argv)
 {
@@ -144,4 +146,117 @@ void oc_app_mpi_json_perf(const oc_app_mpi_t *m, const oc_app_perf_t *p,
         oc_app_json_str(j, "perf_unavailable",
                         p->ok ? "counters failed on some ranks" : p->why);
     }
+}
+
+/* ---- bulk exchange of fixed-size items ---------------------------------- */
+
+/* A pre-faulted buffer of @p items items of @p item bytes (rounded up to
+ * whole uint64_t's for oc_app_alloc_table), or NULL. */
+static uint8_t *a2a_alloc(size_t items, size_t item)
+{
+    uint64_t words = ((uint64_t)items * item + 7) / 8;
+    return (uint8_t *)oc_app_alloc_table(words ? words : 1);
+}
+
+static void a2a_release(uint8_t *p, size_t items, size_t item)
+{
+    uint64_t words = ((uint64_t)items * item + 7) / 8;
+    if (p != NULL)
+        oc_app_free_table((uint64_t *)p, words ? words : 1);
+}
+
+void oc_app_a2a_init(oc_app_a2a_t *x, const oc_app_mpi_t *m, size_t item,
+                     size_t cap)
+{
+    const uint32_t P = (uint32_t)m->size;
+    *x = (oc_app_a2a_t){.item = item, .P = P, .scap = cap, .rcap = cap};
+    if (item == 0 || item > INT_MAX)
+        oc_app_mpi_die(m, "exchange items of %zu bytes", item);
+    x->scount = calloc(P, sizeof(int));
+    x->sdispl = calloc(P, sizeof(int));
+    x->rcount = calloc(P, sizeof(int));
+    x->rdispl = calloc(P, sizeof(int));
+    x->sendbuf = a2a_alloc(cap, item);
+    x->recvbuf = a2a_alloc(cap, item);
+    if (!x->scount || !x->sdispl || !x->rcount || !x->rdispl || !x->sendbuf ||
+        !x->recvbuf)
+        oc_app_mpi_die(m, "cannot allocate exchange buffers of %zu x %zu bytes",
+                       cap, item);
+    MPI_Type_contiguous((int)item, MPI_BYTE, &x->type);
+    MPI_Type_commit(&x->type);
+}
+
+size_t oc_app_a2a(oc_app_a2a_t *x, const oc_app_mpi_t *m, const void *items,
+                  const uint32_t *dests, size_t n, const void **recv)
+{
+    const uint32_t P = x->P;
+    const size_t item = x->item;
+    const uint8_t *in = items;
+
+    if (n > INT_MAX)
+        oc_app_mpi_die(m, "%zu items to send exceed MPI's int counts", n);
+    memset(x->scount, 0, P * sizeof(int));
+    for (size_t k = 0; k < n; k++)
+        x->scount[dests[k]]++;
+    int pos = 0;
+    for (uint32_t d = 0; d < P; d++) {
+        x->sdispl[d] = pos;
+        pos += x->scount[d];
+    }
+    if (n > x->scap) {
+        size_t cap = n + n / 4;
+        a2a_release(x->sendbuf, x->scap, item);
+        x->sendbuf = a2a_alloc(cap, item);
+        x->scap = cap;
+        if (x->sendbuf == NULL)
+            oc_app_mpi_die(m, "cannot grow the send buffer to %zu items", cap);
+    }
+    /* counting sort: sdispl[d] walks through d's part, then is put back */
+    if (item == 8) {
+        uint64_t *out = (uint64_t *)x->sendbuf;
+        for (size_t k = 0; k < n; k++)
+            memcpy(&out[x->sdispl[dests[k]]++], in + 8 * k, 8);
+    } else {
+        for (size_t k = 0; k < n; k++)
+            memcpy(x->sendbuf + (size_t)x->sdispl[dests[k]]++ * item,
+                   in + k * item, item);
+    }
+    for (uint32_t d = 0; d < P; d++)
+        x->sdispl[d] -= x->scount[d];
+
+    MPI_Alltoall(x->scount, 1, MPI_INT, x->rcount, 1, MPI_INT, MPI_COMM_WORLD);
+    size_t total = 0;
+    for (uint32_t d = 0; d < P; d++) {
+        if (total > INT_MAX)
+            oc_app_mpi_die(m, "more than %d items to receive", INT_MAX);
+        x->rdispl[d] = (int)total;
+        total += (size_t)x->rcount[d];
+    }
+    if (total > INT_MAX)
+        oc_app_mpi_die(m, "%zu items to receive exceed MPI's int counts", total);
+    if (total > x->rcap) {
+        size_t cap = total + total / 4;
+        a2a_release(x->recvbuf, x->rcap, item);
+        x->recvbuf = a2a_alloc(cap, item);
+        x->rcap = cap;
+        if (x->recvbuf == NULL)
+            oc_app_mpi_die(m, "cannot grow the receive buffer to %zu items", cap);
+    }
+    MPI_Alltoallv(x->sendbuf, x->scount, x->sdispl, x->type, x->recvbuf,
+                  x->rcount, x->rdispl, x->type, MPI_COMM_WORLD);
+    *recv = x->recvbuf;
+    return total;
+}
+
+void oc_app_a2a_free(oc_app_a2a_t *x)
+{
+    if (x->type != MPI_DATATYPE_NULL && x->scount != NULL)
+        MPI_Type_free(&x->type);
+    a2a_release(x->sendbuf, x->scap, x->item);
+    a2a_release(x->recvbuf, x->rcap, x->item);
+    free(x->scount);
+    free(x->sdispl);
+    free(x->rcount);
+    free(x->rdispl);
+    *x = (oc_app_a2a_t){0};
 }

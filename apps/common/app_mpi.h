@@ -69,4 +69,40 @@ void oc_app_mpi_err(const oc_app_mpi_t *m, const char *fmt, ...)
 void oc_app_mpi_die(const oc_app_mpi_t *m, const char *fmt, ...)
     __attribute__((format(printf, 2, 3), noreturn));
 
+/**
+ * A bulk exchange of fixed-size items, the way plain-MPI versions of the
+ * apps exchange a batch (their baseline: no aggregation library): count
+ * the items per destination, counting-sort them into a send buffer,
+ * MPI_Alltoall the counts, MPI_Alltoallv the items.  The buffers are kept
+ * from one exchange to the next, allocated pre-faulted (as the offcore
+ * versions' buffers are) and grown when a round needs more.
+ */
+typedef struct {
+    size_t       item;                     /**< bytes per item */
+    uint32_t     P;
+    MPI_Datatype type;                     /**< @c item bytes, contiguous */
+    int         *scount, *sdispl, *rcount, *rdispl; /**< [P], last round */
+    uint8_t     *sendbuf, *recvbuf;
+    size_t       scap, rcap;               /**< items they hold */
+} oc_app_a2a_t;
+
+/** Set up for items of @p item bytes, buffers for @p cap items each way.
+ *  Not collective.  Dies on no memory. */
+void oc_app_a2a_init(oc_app_a2a_t *x, const oc_app_mpi_t *m, size_t item,
+                     size_t cap);
+
+/**
+ * Exchange: item k of the @p n at @p items goes to rank dests[k].
+ * @return the number of items received; *recv points at them (valid until
+ *         the next exchange), grouped by source rank in rank order, each
+ *         source's in the order it sent them (x->rcount / x->rdispl give
+ *         the groups).  Collective.  Dies (MPI_Abort, with a message) when a
+ *         count passes MPI's int or memory runs out, which would otherwise
+ *         leave the other ranks waiting.
+ */
+size_t oc_app_a2a(oc_app_a2a_t *x, const oc_app_mpi_t *m, const void *items,
+                  const uint32_t *dests, size_t n, const void **recv);
+
+void oc_app_a2a_free(oc_app_a2a_t *x);
+
 #endif /* OC_APP_MPI_H */

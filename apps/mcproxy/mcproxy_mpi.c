@@ -32,21 +32,14 @@ int main(int argc, char **argv)
     if (rc != 0)
         return rc;
 
-    /* outgoing particles, packed per destination in one array */
-    size_t capo = 1024, nout = 0, capr = 0;
-    mc_particle_t *out = malloc(capo * sizeof *out), *sendbuf = NULL,
-                  *recvbuf = NULL;
+    /* outgoing particles and their destinations, exchanged in bulk */
+    size_t capo = 1024, nout = 0;
+    mc_particle_t *out = malloc(capo * sizeof *out);
     uint32_t *dest = malloc(capo * sizeof *dest);
-    int *scount = calloc(P, sizeof(int)), *sdispl = calloc(P, sizeof(int));
-    int *rcount = calloc(P, sizeof(int)), *rdispl = calloc(P, sizeof(int));
-    size_t caps = capo;
-    sendbuf = malloc(caps * sizeof *sendbuf);
-    if (out == NULL || dest == NULL || scount == NULL || sdispl == NULL ||
-        rcount == NULL || rdispl == NULL || sendbuf == NULL)
+    if (out == NULL || dest == NULL)
         oc_app_mpi_die(&m, "cannot allocate the exchange buffers");
-    MPI_Datatype pt;
-    MPI_Type_contiguous((int)sizeof(mc_particle_t), MPI_BYTE, &pt);
-    MPI_Type_commit(&pt);
+    oc_app_a2a_t x;
+    oc_app_a2a_init(&x, &m, sizeof(mc_particle_t), capo);
 
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = oc_app_now();
@@ -77,44 +70,10 @@ int main(int argc, char **argv)
                 out[nout++] = p;
             }
             /* bucket by destination, exchange */
-            if (nout > INT_MAX)
-                oc_app_mpi_die(&m, "%zu particles to send exceed MPI's int counts", nout);
-            memset(scount, 0, P * sizeof(int));
-            for (size_t k = 0; k < nout; k++)
-                scount[dest[k]]++;
-            int pos = 0;
-            for (uint32_t d = 0; d < P; d++) {
-                sdispl[d] = pos;
-                pos += scount[d];
-            }
-            if (nout > caps) {
-                caps = capo;
-                sendbuf = realloc(sendbuf, caps * sizeof *sendbuf);
-                if (sendbuf == NULL)
-                    oc_app_mpi_die(&m, "cannot grow the send buffer");
-            }
-            for (size_t k = 0; k < nout; k++)
-                sendbuf[sdispl[dest[k]]++] = out[k];
-            for (uint32_t d = 0; d < P; d++)
-                sdispl[d] -= scount[d];
-            MPI_Alltoall(scount, 1, MPI_INT, rcount, 1, MPI_INT, MPI_COMM_WORLD);
-            size_t total = 0;
-            for (uint32_t d = 0; d < P; d++) {
-                if (total > INT_MAX)
-                    oc_app_mpi_die(&m, "more than %d particles to receive", INT_MAX);
-                rdispl[d] = (int)total;
-                total += (size_t)rcount[d];
-            }
-            if (total > capr) {
-                capr = total;
-                recvbuf = realloc(recvbuf, capr * sizeof *recvbuf);
-                if (recvbuf == NULL)
-                    oc_app_mpi_die(&m, "cannot grow the receive buffer");
-            }
-            MPI_Alltoallv(sendbuf, scount, sdispl, pt, recvbuf, rcount, rdispl,
-                          pt, MPI_COMM_WORLD);
+            const void *recv;
+            size_t total = oc_app_a2a(&x, &m, out, dest, nout, &recv);
             rounds++;
-            if (total > 0 && mc_push(&s, recvbuf, total) != 0)
+            if (total > 0 && mc_push(&s, (const mc_particle_t *)recv, total) != 0)
                 oc_app_mpi_die(&m, "cannot queue the received particles");
             s.handled += total;
             if (oc_app_mpi_sum(total) == 0)
@@ -152,15 +111,9 @@ int main(int argc, char **argv)
         oc_app_json_bool(&j, "verified", verified);
         oc_app_json_print(&j);
     }
-    MPI_Type_free(&pt);
+    oc_app_a2a_free(&x);
     free(out);
     free(dest);
-    free(sendbuf);
-    free(recvbuf);
-    free(scount);
-    free(sdispl);
-    free(rcount);
-    free(rdispl);
     mc_free(&s);
     return oc_app_mpi_finish(verified);
 }

@@ -37,21 +37,14 @@ int main(int argc, char **argv)
     /* pre-faulted (huge pages where possible), as the offcore version's
      * buffers are, so that neither pays page faults in its timed region */
     tp_msg_t *gen = (tp_msg_t *)oc_app_alloc_table(2 * (uint64_t)cap);
-    tp_msg_t *sendbuf = (tp_msg_t *)oc_app_alloc_table(2 * (uint64_t)cap);
-    tp_msg_t *recvbuf = (tp_msg_t *)oc_app_alloc_table(2 * (uint64_t)cap);
     tp_ent_t *ent = (tp_ent_t *)oc_app_alloc_table(2 * (uint64_t)cap);
     uint32_t *owner = malloc(cap * sizeof *owner);
-    size_t rcap = cap;
-    int *scount = calloc(P, sizeof(int)), *sdispl = calloc(P, sizeof(int));
-    int *rcount = calloc(P, sizeof(int)), *rdispl = calloc(P, sizeof(int));
+    size_t ecap = cap;
     uint64_t *off = malloc((R + 1) * sizeof *off);
-    if (gen == NULL || sendbuf == NULL || recvbuf == NULL || ent == NULL ||
-        owner == NULL || scount == NULL || sdispl == NULL || rcount == NULL ||
-        rdispl == NULL || off == NULL)
+    if (gen == NULL || ent == NULL || owner == NULL || off == NULL)
         oc_app_mpi_die(&m, "cannot allocate %" PRIu64 " rows' buffers", R);
-    MPI_Datatype nz;
-    MPI_Type_contiguous((int)sizeof(tp_msg_t), MPI_BYTE, &nz);
-    MPI_Type_commit(&nz);
+    oc_app_a2a_t x;
+    oc_app_a2a_init(&x, &m, sizeof(tp_msg_t), cap);
     for (size_t k = 0; k < cap; k++)
         owner[k] = 0; /* fault it in too */
 
@@ -68,40 +61,18 @@ int main(int argc, char **argv)
             uint64_t col;
             oc_graph_er_nbr(&g, key, k, &owner[n], &col);
             gen[n] = (tp_msg_t){i, (uint32_t)col, tp_value(key, k)};
-            scount[owner[n]]++;
         }
     }
-    if (n > INT_MAX)
-        oc_app_mpi_die(&m, "%zu nonzeros on one rank exceed MPI's int counts", n);
-    int pos = 0;
-    for (uint32_t d = 0; d < P; d++) {
-        sdispl[d] = pos;
-        pos += scount[d];
-    }
-    for (size_t k = 0; k < n; k++)
-        sendbuf[sdispl[owner[k]]++] = gen[k];
-    for (uint32_t d = 0; d < P; d++)
-        sdispl[d] -= scount[d];
-    MPI_Alltoall(scount, 1, MPI_INT, rcount, 1, MPI_INT, MPI_COMM_WORLD);
-    size_t total = 0;
-    for (uint32_t d = 0; d < P; d++) {
-        if (total > INT_MAX)
-            oc_app_mpi_die(&m, "more than %d nonzeros to receive", INT_MAX);
-        rdispl[d] = (int)total;
-        total += (size_t)rcount[d];
-    }
-    if (total > rcap) { /* more than expected arrives: grow, unfaulted */
-        oc_app_free_table((uint64_t *)recvbuf, 2 * (uint64_t)rcap);
-        oc_app_free_table((uint64_t *)ent, 2 * (uint64_t)rcap);
-        recvbuf = (tp_msg_t *)oc_app_alloc_table(2 * (uint64_t)total);
+    const void *recv;
+    size_t total = oc_app_a2a(&x, &m, gen, owner, n, &recv);
+    if (total > ecap) { /* more than expected arrives: grow, unfaulted */
+        oc_app_free_table((uint64_t *)ent, 2 * (uint64_t)ecap);
         ent = (tp_ent_t *)oc_app_alloc_table(2 * (uint64_t)total);
-        rcap = total;
-        if (recvbuf == NULL || ent == NULL)
+        ecap = total;
+        if (ent == NULL)
             oc_app_mpi_die(&m, "cannot allocate %zu received nonzeros", total);
     }
-    MPI_Alltoallv(sendbuf, scount, sdispl, nz, recvbuf, rcount, rdispl, nz,
-                  MPI_COMM_WORLD);
-    (void)tp_build(recvbuf, total, R, off, ent);
+    (void)tp_build((const tp_msg_t *)recv, total, R, off, ent);
     MPI_Barrier(MPI_COMM_WORLD);
     double seconds = oc_app_now() - t0;
     uint64_t nnz = oc_app_mpi_sum(n);
@@ -127,16 +98,10 @@ int main(int argc, char **argv)
         oc_app_json_bool(&j, "verified", verified);
         oc_app_json_print(&j);
     }
-    MPI_Type_free(&nz);
+    oc_app_a2a_free(&x);
     oc_app_free_table((uint64_t *)gen, 2 * (uint64_t)cap0);
-    oc_app_free_table((uint64_t *)sendbuf, 2 * (uint64_t)cap0);
-    oc_app_free_table((uint64_t *)recvbuf, 2 * (uint64_t)rcap);
-    oc_app_free_table((uint64_t *)ent, 2 * (uint64_t)rcap);
+    oc_app_free_table((uint64_t *)ent, 2 * (uint64_t)ecap);
     free(owner);
     free(off);
-    free(scount);
-    free(sdispl);
-    free(rcount);
-    free(rdispl);
     return oc_app_mpi_finish(verified);
 }
