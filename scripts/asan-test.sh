@@ -29,4 +29,6 @@ rm -rf "$probe"
 export ASAN_OPTIONS="halt_on_error=1:print_stacktrace=1:detect_leaks=$leaks:fast_unwind_on_malloc=0"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 export LSAN_OPTIONS="suppressions=$supp:print_suppressions=0"
-exec meson test -C "$dir" --print-errorlogs --timeout-multiplier 3 "$@"
+# Suite "slow" (real traffic, qemu guests: tens of seconds each) runs in
+# the normal build only; its code is covered here by the unit and fuzz suites.
+exec meson test -C "$dir" --print-errorlogs --timeout-multiplier 3 --no-suite slow "$@"
