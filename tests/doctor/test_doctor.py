@@ -1,0 +1,199 @@
+#!/usr/bin/env python3
+"""`offcore doctor` against the recorded trees of fixtures/ (every verdict
+of every check that reads files), and live on this machine.
+
+usage: test_doctor.py OFFCORE_BINARY fixtures|here
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIX = os.path.join(HERE, "fixtures")
+KEYS = {"id", "title", "verdict", "summary", "evidence", "fix"}
+IDS = ["rdma_devices", "rdma_ports", "roce_gid", "dev_infiniband", "memlock",
+       "ucx_transports", "nvidia_driver", "gpus", "gpudirect",
+       "pcie_topology", "nccl", "dp_ready", "offcored", "offcore_dp"]
+
+# fixture -> {check: (verdict, text the summary or evidence must hold)}
+EXPECT = {
+    "dgx-ok": {
+        "rdma_devices": ("ok", "MT4129 (ConnectX-7)"),
+        "rdma_ports": ("ok", "2 of 2 ports active"),
+        "roce_gid": ("ok", "mlx5_0/1: 3 (IPv4)"),
+        "dev_infiniband": ("ok", "2 uverbs nodes usable"),
+        "memlock": ("ok", "unlimited"),
+        "nvidia_driver": ("ok", "535.129.03"),
+        "gpus": ("ok", "NVIDIA H100 80GB HBM3"),
+        "gpudirect": ("ok", "nvidia_peermem loaded"),
+        "pcie_topology": ("ok", "GPU 0000:83:00.0 -> mlx5_1: PIX"),
+        "dp_ready": ("ok", "DPDK has hugepages"),
+        "ucx_transports": ("n/a", "not run against --root"),
+        "nccl": ("n/a", "not run against --root"),
+        "offcored": ("n/a", "not run against --root"),
+    },
+    "dgx-no-peermem": {"gpudirect": ("fail", "no nvidia_peermem")},
+    "dgx-dmabuf": {"gpudirect": ("warn", "dma-buf"),
+                   "nvidia_driver": ("ok", "Open Kernel Module")},
+    "bf3-port-down": {
+        "rdma_devices": ("ok", "MT41692 (BlueField-3)"),
+        "rdma_ports": ("fail", "mlx5_1/1 (2: INIT)")},
+    "roce-no-v2": {"roce_gid": ("fail", "without a RoCE v2 GID"),
+                   "rdma_ports": ("warn", "1 of 2 ports active")},
+    "container-no-devib": {
+        "dev_infiniband": ("fail", "dev/infiniband is missing"),
+        "memlock": ("fail", "64 KiB"),
+        "dp_ready": ("warn", "missing capabilities")},
+    "dgx-far-nic": {"pcie_topology": ("warn", "-> mlx5_0: SYS")},
+    "plain-vm": {
+        "rdma_devices": ("warn", "no RDMA device"),
+        "rdma_ports": ("n/a", ""), "roce_gid": ("n/a", ""),
+        "dev_infiniband": ("n/a", ""), "nvidia_driver": ("n/a", ""),
+        "gpus": ("n/a", "no GPU"), "gpudirect": ("n/a", "no GPU"),
+        "pcie_topology": ("n/a", ""),
+        "dp_ready": ("ok", "needs --no-huge")},
+}
+# fixture -> {requirement: reason substring, or None when met}
+REQUIRE = {
+    "dgx-ok": {"rdma": None, "gpu": None, "gpudirect": None, "dp": None},
+    "dgx-no-peermem": {"rdma": None, "gpudirect": "no nvidia_peermem"},
+    "dgx-dmabuf": {"gpudirect": None},
+    "bf3-port-down": {"rdma": "no active port",
+                      "gpudirect": "no active port"},
+    "roce-no-v2": {"rdma": "RoCE v2"},
+    "container-no-devib": {"rdma": "/dev/infiniband", "dp": "capabilities"},
+    "dgx-far-nic": {"gpudirect": None},
+    "plain-vm": {"rdma": "no RDMA device", "gpu": "no NVIDIA driver"},
+}
+
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+def run(binary, *args):
+    p = subprocess.run([binary, "doctor", *args], capture_output=True,
+                       text=True, timeout=60)
+    return p.returncode, p.stdout, p.stderr
+
+
+def load(out, what):
+    try:
+        doc = json.loads(out)
+    except ValueError as e:
+        check(False, "%s: --json is not JSON: %s" % (what, e))
+        return None
+    check(set(doc) == {"version", "root", "checks", "requirements", "ok"},
+          "%s: top-level keys %s" % (what, sorted(doc)))
+    check([c["id"] for c in doc["checks"]] == IDS,
+          "%s: check ids/order %s" % (what, [c["id"] for c in doc["checks"]]))
+    for c in doc["checks"]:
+        check(set(c) == KEYS, "%s: keys of %s" % (what, c["id"]))
+        check(c["verdict"] in ("ok", "warn", "fail", "n/a"),
+              "%s: verdict %s" % (what, c["verdict"]))
+    return doc
+
+
+def fixtures(binary):
+    for name in sorted(os.listdir(FIX)):
+        check(name in EXPECT, "fixture %s has expectations" % name)
+    for name, exp in EXPECT.items():
+        root = os.path.join(FIX, name)
+        reqs = REQUIRE[name]
+        rc, out, err = run(binary, "--root", root, "--json", "--require",
+                           ",".join(reqs))
+        doc = load(out, name)
+        if doc is None:
+            continue
+        by = {c["id"]: c for c in doc["checks"]}
+        for cid, (verdict, text) in exp.items():
+            c = by[cid]
+            blob = c["summary"] + "\n" + "\n".join(c["evidence"])
+            check(c["verdict"] == verdict,
+                  "%s %s: verdict %s, want %s (%s)" % (name, cid, c["verdict"],
+                                                       verdict, c["summary"]))
+            check(text in blob, "%s %s: %r not in %r" % (name, cid, text, blob))
+            if verdict in ("warn", "fail"):
+                check(c["fix"] != "", "%s %s: a fix is given" % (name, cid))
+        got = {r["name"]: r for r in doc["requirements"]}
+        any_unmet = False
+        for req, reason in reqs.items():
+            r = got.get(req)
+            check(r is not None, "%s: requirement %s reported" % (name, req))
+            if r is None:
+                continue
+            if reason is None:
+                check(r["met"], "%s: %s met (%s)" % (name, req, r["reason"]))
+            else:
+                any_unmet = True
+                check(not r["met"] and reason in r["reason"],
+                      "%s: %s unmet with %r (%s)" % (name, req, reason,
+                                                     r["reason"]))
+                check("requirement '%s' not met" % req in err,
+                      "%s: stderr names %s" % (name, req))
+        any_fail = any(c["verdict"] == "fail" for c in doc["checks"])
+        want_rc = 1 if (any_unmet or any_fail) else 0
+        check(rc == want_rc, "%s: exit %d, want %d" % (name, rc, want_rc))
+        check(doc["ok"] == (want_rc == 0), "%s: ok field" % name)
+    # human output of one tree: verdict, evidence and fix lines
+    rc, out, _ = run(binary, "--root", os.path.join(FIX, "container-no-devib"))
+    check("[fail] /dev/infiniband access" in out and "fix: " in out,
+          "human output has verdicts and fixes")
+    rc, _, err = run(binary, "--require", "rdma,warp-drive")
+    check(rc == 2 and "unknown requirement 'warp-drive'" in err,
+          "an unknown requirement is a usage error (%d)" % rc)
+
+
+def here(binary):
+    if os.path.exists("/sys/class/infiniband") or \
+            os.path.exists("/proc/driver/nvidia/version"):
+        print("SKIP: this machine has RDMA or an NVIDIA driver; the "
+              "'here' expectations are for one without")
+        sys.exit(77)
+    t = time.monotonic()
+    rc, out, err = run(binary)
+    took = time.monotonic() - t
+    print("offcore doctor took %.2f s here" % took)
+    print(out)
+    check("no RDMA device" in out, "says no RDMA device")
+    check("UCX will use tcp between hosts and sm within this one" in out,
+          "says UCX uses tcp/sm")
+    check("GPUDirect RDMA (nvidia_peermem or dma-buf): not applicable" in out,
+          "says GPUDirect n/a")
+    rc, out, err = run(binary, "--require", "rdma")
+    check(rc == 1, "--require rdma exits 1 (got %d)" % rc)
+    check("requirement 'rdma' not met: RDMA devices: no RDMA device" in err,
+          "--require rdma names the reason: %r" % err)
+    rc, out, err = run(binary, "--json")
+    p = subprocess.run([sys.executable, "-m", "json.tool"], input=out,
+                       capture_output=True, text=True)
+    check(p.returncode == 0, "python3 -m json.tool accepts --json")
+    doc = load(out, "here")
+    if doc:
+        by = {c["id"]: c for c in doc["checks"]}
+        u = by["ucx_transports"]
+        check(u["verdict"] == "warn" and any(
+            "to a peer on another host: tcp/" in e for e in u["evidence"]),
+            "json: UCX picks tcp toward other hosts: %s" % u)
+        check(any("to a peer on this host:" in e and "(sm)" in e
+                  for e in u["evidence"]), "json: sm within the host")
+        check(by["gpudirect"]["verdict"] == "n/a", "json: gpudirect n/a")
+
+
+def main():
+    binary, mode = sys.argv[1], sys.argv[2]
+    {"fixtures": fixtures, "here": here}[mode](binary)
+    if failures:
+        print("%d failure(s)" % len(failures))
+        sys.exit(1)
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main()
