@@ -62,6 +62,14 @@ const oc_cfg_field_t oc__runtime_config_table[] = {
      "Seconds to wait for every rank during a file bootstrap before "
      "failing with OC_ERR_BOOTSTRAP.",
      offsetof(oc__config_t, bootstrap_timeout_s), 1, 86400, NULL},
+    {"REQUIRE_TRANSPORT", OC_CFG_STRING, "",
+     "Fail oc_init with OC_ERR_TRANSPORT_REQUIRED unless every peer "
+     "connection uses one of these transports: classes (rdma, tcp, sm) or "
+     "UCX names (rc_mlx5, dc_mlx5, tcp), comma-separated. Shared memory "
+     "and self to a peer on the same host always pass; a network class "
+     "also needs UCX to offer it toward other hosts. Empty: no check "
+     "(the transports are still logged at OC_LOG=runtime:info and counted).",
+     offsetof(oc__config_t, require_transport), 0, 0, NULL},
     OC_CFG_END};
 
 static oc_status_t env_u32(const char *name, uint32_t *out)
@@ -283,6 +291,8 @@ OC_API oc_status_t oc_init(const oc_context_params_t *params,
         goto err;
     if ((st = oc_tr_worker_create(ctx->tr, &ctx->worker)) != OC_OK)
         goto err;
+    if ((st = oc__transport_precheck(ctx)) != OC_OK)
+        goto err;
     if ((st = oc_tr_set_handler(ctx->worker, OC_AM_BUNDLE, oc__bundle_recv,
                                 ctx, 1)) != OC_OK)
         goto err;
@@ -310,6 +320,8 @@ OC_API oc_status_t oc_init(const oc_context_params_t *params,
         if ((st = wireup(ctx)) != OC_OK)
             goto err;
     }
+    if ((st = oc__transport_watch(ctx)) != OC_OK)
+        goto err;
     *ctx_p = ctx;
     return OC_OK;
 

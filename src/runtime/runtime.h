@@ -34,6 +34,7 @@ typedef struct {
     uint64_t poll_budget;      /* OC_POLL_BUDGET */
     char     agent[OC_CFG_STRLEN]; /* OC_AGENT */
     uint64_t agent_credits;    /* OC_AGENT_CREDITS */
+    char     require_transport[OC_CFG_STRLEN]; /* OC_REQUIRE_TRANSPORT */
 } oc__config_t;
 
 extern const oc_cfg_field_t oc__runtime_config_table[];
@@ -166,6 +167,12 @@ void oc__buf_put(oc_context_t *ctx, oc__buf_t *b);
 oc_status_t oc__quiesce_init(oc_context_t *ctx);
 void oc__quiesce_fini(oc_context_t *ctx);
 void oc__control_recv(void *arg, uint64_t token, void *data, size_t len);
+
+/* watch.c: log and count the transport of every peer connection; fail
+ * with OC_ERR_TRANSPORT_REQUIRED when OC_REQUIRE_TRANSPORT is not met. */
+oc_status_t oc__transport_watch(oc_context_t *ctx);
+/* ... and before any connection: does UCX offer it toward other hosts? */
+oc_status_t oc__transport_precheck(oc_context_t *ctx);
 
 /* bootstrap.c: all-gather through files in a shared directory */
 oc_status_t oc__file_allgather(void *arg, const void *sendbuf, void *recvbuf,

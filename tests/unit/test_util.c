@@ -46,6 +46,7 @@ static const struct {
     S(OC_ERR_STATE),
     S(OC_ERR_UNSUPPORTED),
     S(OC_ERR_PEER_FAILED),
+    S(OC_ERR_TRANSPORT_REQUIRED),
     S(OC_ERR_WIRE_TRUNCATED),
     S(OC_ERR_WIRE_MAGIC),
     S(OC_ERR_WIRE_VERSION),
@@ -106,7 +107,7 @@ static void test_status_all_values_listed(void **state)
 static void test_status_unknown(void **state)
 {
     static const int bad[] = {
-        2, 3, -12, -19, -30, 1000, -1000, 0x7fffffff, -0x7fffffff - 1};
+        2, 3, -13, -19, -30, 1000, -1000, 0x7fffffff, -0x7fffffff - 1};
     const char *u = oc_status_string((oc_status_t)bad[0]);
 
     assert_string_equal(u, "OC_ERR_UNKNOWN: unknown status");
