@@ -115,7 +115,8 @@ class AdviseEnv(study.Env):
         p = os.path.join(self.build, rel)
         if os.access(p, os.X_OK):
             return p
-        found = shutil.which(os.path.basename(rel))
+        found = shutil.which(os.path.basename(rel), path=os.pathsep.join([
+            os.environ.get('PATH', ''), '/usr/local/sbin', '/usr/sbin']))
         if found is None:
             study.die('%s not found (build tree %s, nor on PATH)' % (
                 os.path.basename(rel), self.build))
