@@ -296,7 +296,7 @@ static void usage(FILE *out)
 {
     fprintf(out,
         "usage: offcore doctor [--json] [--require LIST] [--root DIR] [--live]\n"
-        "                      [--agent ADDR] [--nccl LIB]\n"
+        "                      [--agent ADDR] [--nccl LIB] [--nccl-timeout S]\n"
         "\n"
         "Checks, in order, whether the fast paths are really in use: RDMA\n"
         "devices and ports (state, link layer, speed, MTU, RoCE v2 GID),\n"
@@ -320,6 +320,7 @@ static void usage(FILE *out)
         "  --live          run the live probes with --root too\n"
         "  --agent ADDR    offcored metrics address (default $%s or %s)\n"
         "  --nccl LIB      the NCCL library to probe (default libnccl.so.2)\n"
+        "  --nccl-timeout S  seconds the NCCL init may take (default 20)\n"
         "\n"
         "exit status: 0 no check failed and every requirement is met;\n"
         "1 a check failed or a requirement is not met; 2 usage error.\n",
@@ -356,7 +357,8 @@ int oc_doctor_main(int argc, char **argv, FILE *out, FILE *err)
         } else if (!strcmp(a, "--live")) {
             live_set = 1;
         } else if ((!strcmp(a, "--require") || !strcmp(a, "--root") ||
-                    !strcmp(a, "--agent") || !strcmp(a, "--nccl")) && !v) {
+                    !strcmp(a, "--agent") || !strcmp(a, "--nccl") ||
+                    !strcmp(a, "--nccl-timeout")) && !v) {
             fprintf(err, "offcore doctor: %s needs a value\n", a);
             rc = 2;
             goto out;
@@ -379,6 +381,15 @@ int oc_doctor_main(int argc, char **argv, FILE *out, FILE *err)
             d->agent = argv[++i];
         } else if (!strcmp(a, "--nccl")) {
             d->nccl_lib = argv[++i];
+        } else if (!strcmp(a, "--nccl-timeout")) {
+            char *end;
+            d->nccl_timeout_s = strtod(argv[++i], &end);
+            if (*end != '\0' || !(d->nccl_timeout_s > 0)) {
+                fprintf(err, "offcore doctor: --nccl-timeout wants seconds "
+                             "> 0\n");
+                rc = 2;
+                goto out;
+            }
         } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(out);
             goto out;

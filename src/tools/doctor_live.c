@@ -65,7 +65,7 @@ void oc__dr_ucx(oc_dr_t *d)
 {
     oc_tr_context_t *ctx = NULL, *net = NULL;
     oc_tr_worker_t *w = NULL;
-    char res[1024], local[256], remote[256], c1[64], c2[64];
+    char res[1024], local[256], remote[256] = "", c1[64], c2[64] = "";
     const char *tls = getenv("UCX_TLS"), *devs = getenv("UCX_NET_DEVICES");
     unsigned lcls, rcls = 0;
 
@@ -117,9 +117,10 @@ void oc__dr_ucx(oc_dr_t *d)
                    "device%s exist%s", rcls ? c2 : "nothing", d->nrdma,
                    d->nrdma == 1 ? "" : "s", d->nrdma == 1 ? "s" : "");
     else
-        oc__dr_set(d, rcls ? OC_DR_WARN : OC_DR_FAIL,
+        oc__dr_set(d, OC_DR_WARN,
                    rcls ? "the fast network path needs an RDMA NIC (see "
-                          "rdma_devices)" : "set UCX_TLS to include tcp",
+                          "rdma_devices)" : "for jobs across hosts, let "
+                          "UCX_TLS include a network transport (tcp)",
                    "UCX will use %s between hosts and %s within this one",
                    rcls ? c2 : "nothing", c1);
 out:
@@ -132,9 +133,16 @@ int oc__dr_nccl_parse(const char *log, int *gdr)
 {
     int net = 0;
     *gdr = 0;
-    if (strstr(log, "NET/IB") || strstr(log, "Using network IB"))
+    /* "Using network X" is NCCL's final choice; before it, a transport's
+     * "NET/X : Using [devices]" says it came up ("NET/IB : No device
+     * found." precedes the fall-back to sockets) */
+    if (strstr(log, "Using network IB"))
         net = 1;
-    else if (strstr(log, "NET/Socket") || strstr(log, "Using network Socket"))
+    else if (strstr(log, "Using network Socket"))
+        net = 2;
+    else if (strstr(log, "NET/IB : Using"))
+        net = 1;
+    else if (strstr(log, "NET/Socket : Using"))
         net = 2;
     if (strstr(log, "GDRDMA") || strstr(log, "GPU Direct RDMA Enabled"))
         *gdr = 1;
@@ -149,6 +157,7 @@ static void nccl_child(const char *lib)
     void *h, *comm = NULL;
     setenv("NCCL_DEBUG", "INFO", 1);
     setenv("NCCL_DEBUG_SUBSYS", "INIT,NET", 1);
+    unsetenv("NCCL_DEBUG_FILE"); /* we read its log from our pipe */
     h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
     if (h == NULL)
         _exit(3);

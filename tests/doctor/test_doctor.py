@@ -186,9 +186,40 @@ def here(binary):
         check(by["gpudirect"]["verdict"] == "n/a", "json: gpudirect n/a")
 
 
+def nccl(binary, lib):
+    """The NCCL probe on a recorded GPU host, live, with fake_nccl.c."""
+    for net, verdict, text, req in (
+            ("IB", "ok", "NCCL uses NET/IB with GPUDirect RDMA", True),
+            ("Socket", "fail", "NET/Socket (TCP) although RDMA", False),
+            ("hang", "warn", "named no network", False)):
+        os.environ["FAKE_NCCL_NET"] = net
+        t = time.monotonic()
+        rc, out, err = run(binary, "--root", os.path.join(FIX, "dgx-ok"),
+                           "--live", "--json", "--nccl", lib,
+                           "--nccl-timeout", "2", "--require", "nccl")
+        took = time.monotonic() - t
+        doc = load(out, "nccl " + net)
+        if doc is None:
+            continue
+        c = {c["id"]: c for c in doc["checks"]}["nccl"]
+        check(c["verdict"] == verdict and text in c["summary"],
+              "nccl %s: %s %s" % (net, c["verdict"], c["summary"]))
+        check(doc["requirements"][0]["met"] == req,
+              "nccl %s: requirement nccl met=%s" % (net, req))
+        if net == "IB":
+            check(any("NET/IB : Using" in e for e in c["evidence"]),
+                  "nccl IB: the log line is the evidence")
+        if net == "hang":
+            check(any("killed" in e for e in c["evidence"]) and took < 30,
+                  "nccl hang: killed at the timeout (%.1f s)" % took)
+
+
 def main():
     binary, mode = sys.argv[1], sys.argv[2]
-    {"fixtures": fixtures, "here": here}[mode](binary)
+    if mode == "nccl":
+        nccl(binary, sys.argv[3])
+    else:
+        {"fixtures": fixtures, "here": here}[mode](binary)
     if failures:
         print("%d failure(s)" % len(failures))
         sys.exit(1)

@@ -10,6 +10,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -114,12 +115,16 @@ static void test_nccl(void **state)
         "host:1:1 [0] NCCL INFO Using network IB\n", &gdr), 1);
     assert_int_equal(gdr, 0);
     assert_int_equal(oc__dr_nccl_parse(
+        "NCCL INFO NET/IB : Using [0]mlx5_0:1/IB\n"
         "NCCL INFO Channel 00/0 : 0[0] -> 1[1] [send] via NET/IB/0/GDRDMA\n",
         &gdr), 1);
     assert_int_equal(gdr, 1);
+    /* the fall-back: IB found nothing, sockets came up */
     assert_int_equal(oc__dr_nccl_parse(
         "NCCL INFO NET/IB : No device found.\n"
-        "NCCL INFO NET/Socket : Using [0]eth0:10.0.0.11<0>\n", &gdr), 1);
+        "NCCL INFO NET/Socket : Using [0]eth0:10.0.0.11<0>\n", &gdr), 2);
+    assert_int_equal(oc__dr_nccl_parse("NCCL INFO NET/IB : No device found.\n",
+                                       &gdr), 0);
     assert_int_equal(oc__dr_nccl_parse(
         "NCCL INFO NET/Socket : Using [0]eth0:10.0.0.11<0>\n"
         "NCCL INFO Using network Socket\n", &gdr), 2);
@@ -143,12 +148,49 @@ static void test_pcie(void **state)
     assert_string_equal(oc__dr_pcie_relation(g, ""), "SYS");
 }
 
+/* The parsers read UCX's and NCCL's text, local and trusted, but must
+ * still never read past it: every prefix of the recorded texts and random
+ * byte strings (run under ASan in CI). */
+static void parse_all(const char *t)
+{
+    char out[64];
+    int gdr;
+    oc_tr_parse_ep_info(t, out, sizeof(out));
+    assert_true(strlen(out) < sizeof(out));
+    oc_tr_parse_ctx_info(t, out, sizeof(out));
+    assert_true(strlen(out) < sizeof(out));
+    oc__dr_nccl_parse(t, &gdr);
+    oc__dr_pcie_relation(t, t);
+}
+
+static void test_robust(void **state)
+{
+    static const char tok[] = "lane[]: 0123/.->am_bwresource-- \n#tcprc_x";
+    const char *texts[] = {ep_sm, ep_tcp, ep_rdma, ctx_info};
+    char buf[1024];
+    unsigned seed = 12345;
+    (void)state;
+    for (size_t k = 0; k < sizeof(texts) / sizeof(texts[0]); k++)
+        for (size_t n = 0; n <= strlen(texts[k]); n++) {
+            memcpy(buf, texts[k], n);
+            buf[n] = '\0';
+            parse_all(buf);
+        }
+    for (int i = 0; i < 20000; i++) {
+        size_t n = (size_t)(rand_r(&seed) % (sizeof(buf) - 1));
+        for (size_t j = 0; j < n; j++) /* bias toward the parsers' tokens */
+            buf[j] = tok[rand_r(&seed) % (sizeof(tok) - 1)];
+        buf[n] = '\0';
+        parse_all(buf);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ep_info), cmocka_unit_test(test_ctx_info),
         cmocka_unit_test(test_classes), cmocka_unit_test(test_nccl),
-        cmocka_unit_test(test_pcie),
+        cmocka_unit_test(test_pcie), cmocka_unit_test(test_robust),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
