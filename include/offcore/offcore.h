@@ -163,7 +163,10 @@ typedef struct {
  *
  * @return OC_OK and *ctx_p set; OC_ERR_INVALID_PARAM (no handler, rank not
  *         below size), OC_ERR_CONFIG, OC_ERR_NO_MEMORY, OC_ERR_TRANSPORT,
- *         OC_ERR_BOOTSTRAP.  On error *ctx_p is untouched.
+ *         OC_ERR_BOOTSTRAP, OC_ERR_TRANSPORT_REQUIRED (OC_REQUIRE_TRANSPORT
+ *         names a transport that UCX does not offer toward other hosts, or
+ *         that a peer connection does not use).  On error *ctx_p is
+ *         untouched.
  */
 OC_API oc_status_t oc_init(const oc_context_params_t *params,
                            oc_context_t **ctx_p);
