@@ -190,6 +190,18 @@ const char *oc__dr_pcie_relation(const char *a, const char *b)
     return na - k <= 2 && nb - k <= 2 ? "PIX" : "PXB";
 }
 
+/* The deepest sysfs node both paths pass through ("0000:01:00.0", or the
+ * root complex "pci0000:00"); "" when none. */
+static void common_upstream(const char *a, const char *b, char *out,
+                            size_t len)
+{
+    char ca[16][64], cb[16][64];
+    int na = comps(a, ca, 16), nb = comps(b, cb, 16), k = 0;
+    while (k < na - 1 && k < nb - 1 && !strcmp(ca[k], cb[k]))
+        k++;
+    snprintf(out, len, "%s", k > 0 ? ca[k - 1] : "");
+}
+
 static int rank_of(const char *rel)
 {
     static const char *const order[] = {"PIX", "PXB", "PHB", "NODE", "SYS"};
@@ -216,7 +228,8 @@ void oc__dr_pcie(oc_dr_t *d)
         return;
     }
     for (int i = 0; i < d->ngpu; i++) {
-        const char *best = NULL, *nic = NULL;
+        const char *best = NULL, *nic = NULL, *nicpath = NULL;
+        char up[64];
         for (int j = 0; j < d->nrdma; j++) {
             const char *rel = oc__dr_pcie_relation(d->gpu[i].pci,
                                                    d->rdma[j].pci);
@@ -229,15 +242,19 @@ void oc__dr_pcie(oc_dr_t *d)
             if (best == NULL || rank_of(rel) < rank_of(best)) {
                 best = rel;
                 nic = d->rdma[j].name;
+                nicpath = d->rdma[j].pci;
             }
         }
-        oc__dr_ev(d, "GPU %s -> %s: %s (%s)", d->gpu[i].addr, nic, best,
+        common_upstream(d->gpu[i].pci, nicpath, up, sizeof(up));
+        oc__dr_ev(d, "GPU %s -> %s: %s (%s; common upstream: %s)",
+                  d->gpu[i].addr, nic, best,
                   !strcmp(best, "PIX") ? "one PCIe switch"
                   : !strcmp(best, "PXB") ? "several PCIe bridges, no CPU"
                   : !strcmp(best, "PHB") ? "through the CPU's host bridge"
                   : !strcmp(best, "NODE") ? "across host bridges of one "
                                             "NUMA node"
-                                          : "across the CPU interconnect");
+                                          : "across the CPU interconnect",
+                  up[0] ? up : "none");
         if (rank_of(best) > worst)
             worst = rank_of(best);
     }

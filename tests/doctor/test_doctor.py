@@ -28,7 +28,8 @@ EXPECT = {
         "nvidia_driver": ("ok", "535.129.03"),
         "gpus": ("ok", "NVIDIA H100 80GB HBM3"),
         "gpudirect": ("ok", "nvidia_peermem loaded"),
-        "pcie_topology": ("ok", "GPU 0000:83:00.0 -> mlx5_1: PIX"),
+        "pcie_topology": ("ok", "GPU 0000:83:00.0 -> mlx5_1: PIX (one PCIe "
+                          "switch; common upstream: 0000:81:00.0)"),
         "dp_ready": ("ok", "DPDK has hugepages"),
         "ucx_transports": ("n/a", "not run against --root"),
         "nccl": ("n/a", "not run against --root"),
