@@ -90,16 +90,16 @@ void oc__dr_ucx(oc_dr_t *d)
               cls_names(lcls, c1, sizeof(c1)));
     if (oc_tr_context_create_net(&net) == OC_OK) {
         rcls = probe(ctx, w, net, remote, sizeof(remote));
-        oc__dr_ev(d, "to a peer on another host: %s (%s)", remote,
+        oc__dr_ev(d, "to a peer as on another host (no shared memory): %s (%s)", remote,
                   cls_names(rcls, c2, sizeof(c2)));
     } else {
         oc__dr_ev(d, "to a peer on another host: no transport (UCX_TLS "
                   "names none that leaves this host)");
     }
-    oc__dr_ev(d, "how: endpoints between two workers, their lanes read "
-              "from ucp_ep_print_info (UCX %s has no "
-              "UCP_EP_ATTR_FIELD_TRANSPORTS; 1.14 added it); the "
-              "other-host peer offers no shared memory or self",
+    oc__dr_ev(d, "how: endpoints between two workers of this process, "
+              "their lanes read from ucp_ep_print_info (UCX %s has no "
+              "UCP_EP_ATTR_FIELD_TRANSPORTS; 1.14 added it); the second "
+              "peer offers no shared memory or self, as a remote one",
               oc_tr_version());
     if (strstr(remote, "tcp/lo"))
         oc__dr_ev(d, "note: UCX's tcp transport includes lo; between hosts "

@@ -180,7 +180,8 @@ def here(binary):
         by = {c["id"]: c for c in doc["checks"]}
         u = by["ucx_transports"]
         check(u["verdict"] == "warn" and any(
-            "to a peer on another host: tcp/" in e for e in u["evidence"]),
+            "to a peer as on another host (no shared memory): tcp/" in e
+            for e in u["evidence"]),
             "json: UCX picks tcp toward other hosts: %s" % u)
         check(any("to a peer on this host:" in e and "(sm)" in e
                   for e in u["evidence"]), "json: sm within the host")
