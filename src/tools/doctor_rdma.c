@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Entries of a directory under the root, in version order (uverbs2 before
@@ -311,7 +312,7 @@ void oc__dr_roce_gid(oc_dr_t *d)
 void oc__dr_dev_infiniband(oc_dr_t *d)
 {
     char names[32][64], path[PATH_MAX];
-    int n, uverbs = 0, opened = 0, cm = 0;
+    int n, uverbs = 0, opened = 0, cm = 0, denied = 0;
 
     if (d->nrdma == 0) {
         oc__dr_set(d, OC_DR_NA, NULL, "no RDMA device");
@@ -336,23 +337,36 @@ void oc__dr_dev_infiniband(oc_dr_t *d)
         if (strncmp(names[i], "uverbs", 6))
             continue;
         uverbs++;
-        int fd = open(oc__dr_path(d, path, "/dev/infiniband/%s", names[i]),
-                      O_RDWR | O_CLOEXEC);
+        struct stat sb;
+        oc__dr_path(d, path, "/dev/infiniband/%s", names[i]);
+        if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode)) {
+            /* a recorded tree's stand-in for the device: present is all
+             * it can say (its files may be read-only) */
+            opened++;
+            oc__dr_ev(d, "/dev/infiniband/%s: present (a recorded tree: "
+                      "not a device, not opened)", names[i]);
+            continue;
+        }
+        int fd = open(path, O_RDWR | O_CLOEXEC);
         if (fd >= 0) {
             opened++;
             close(fd);
             oc__dr_ev(d, "/dev/infiniband/%s: opened read/write", names[i]);
         } else {
+            denied |= errno == EACCES || errno == EPERM;
             oc__dr_ev(d, "/dev/infiniband/%s: %s", names[i], strerror(errno));
         }
     }
     oc__dr_ev(d, "/dev/infiniband/rdma_cm: %s", cm ? "present" : "absent");
     if (uverbs == 0 || opened == 0) {
         oc__dr_set(d, OC_DR_FAIL,
-                   uverbs ? "give this user access (the rdma group, or a udev"
-                            " rule for /dev/infiniband/uverbs*)"
-                          : "load ib_uverbs (modprobe ib_uverbs) or pass "
-                            "/dev/infiniband/uverbs* into the container",
+                   !uverbs ? "load ib_uverbs (modprobe ib_uverbs) or pass "
+                             "/dev/infiniband/uverbs* into the container"
+                   : denied ? "give this user access (the rdma group, or a "
+                              "udev rule for /dev/infiniband/uverbs*)"
+                            : "the devices behind these nodes are gone: "
+                              "reload ib_uverbs, or pass the host's current "
+                              "/dev/infiniband into the container",
                    uverbs ? "no uverbs device can be opened read/write"
                           : "no uverbs device node");
         return;

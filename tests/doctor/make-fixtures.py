@@ -195,7 +195,15 @@ def host(root, *, peermem=True, driver="proprietary", port0=None,
                      gids=[("IB/RoCE v1",
                             "fe80:0000:0000:0000:b83f:d203:00a1:b2c4", "")]),
                 **(port1 or {}))])
-        if devib:
+        if devib == "null":
+            # character devices this process can open: the open path
+            for n in ("uverbs0", "uverbs1", "rdma_cm"):
+                ln(root, "/dev/infiniband/" + n, "/dev/null")
+        elif devib == "dangling":
+            # nodes that cannot be opened (their device is gone)
+            for n in ("uverbs0", "uverbs1"):
+                ln(root, "/dev/infiniband/" + n, "/nonexistent/" + n)
+        elif devib:
             for n in ("uverbs0", "uverbs1", "rdma_cm"):
                 w(root, "/dev/infiniband/" + n, "", 0o666)
     mods = (MODULES_PEERMEM if peermem else "") + MODULES
@@ -213,7 +221,10 @@ FIXTURES = {
     # nvidia_peermem not loaded, proprietary driver: no GPUDirect RDMA
     "dgx-no-peermem": dict(peermem=False),
     # no nvidia_peermem, but the open kernel module on 6.1: dma-buf
-    "dgx-dmabuf": dict(peermem=False, driver="open"),
+    # (its /dev/infiniband nodes are links to /dev/null: really opened)
+    "dgx-dmabuf": dict(peermem=False, driver="open", devib="null"),
+    # /dev/infiniband nodes that cannot be opened
+    "devib-unopenable": dict(devib="dangling"),
     # BlueField-3 host whose ports are not up: one disabled, one INIT
     # (no subnet manager)
     "bf3-port-down": dict(

@@ -37,7 +37,10 @@ EXPECT = {
     },
     "dgx-no-peermem": {"gpudirect": ("fail", "no nvidia_peermem")},
     "dgx-dmabuf": {"gpudirect": ("warn", "dma-buf"),
-                   "nvidia_driver": ("ok", "Open Kernel Module")},
+                   "nvidia_driver": ("ok", "Open Kernel Module"),
+                   "dev_infiniband": ("ok", "uverbs1: opened read/write")},
+    "devib-unopenable": {"dev_infiniband": (
+        "fail", "no uverbs device can be opened read/write")},
     "bf3-port-down": {
         "rdma_devices": ("ok", "MT41692 (BlueField-3)"),
         "rdma_ports": ("fail", "mlx5_1/1 (2: INIT)")},
@@ -61,6 +64,7 @@ REQUIRE = {
     "dgx-ok": {"rdma": None, "gpu": None, "gpudirect": None, "dp": None},
     "dgx-no-peermem": {"rdma": None, "gpudirect": "no nvidia_peermem"},
     "dgx-dmabuf": {"gpudirect": None},
+    "devib-unopenable": {"rdma": "/dev/infiniband access"},
     "bf3-port-down": {"rdma": "no active port",
                       "gpudirect": "no active port"},
     "roce-no-v2": {"rdma": "RoCE v2"},
