@@ -302,11 +302,13 @@ class Env:
         env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT='1',
                    OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1', **oc_env)
         argv = list(argv)
-        if os.path.basename(argv[0]) in ('mpirun', 'mpiexec', 'orterun'):
+        mpi = next((i for i, a in enumerate(argv) if os.path.basename(a)
+                    in ('mpirun', 'mpiexec', 'orterun')), None)
+        if mpi is not None:   # after a `taskset -c LIST` prefix, say
             xs = []
             for k in oc_env:
                 xs += ['-x', k]
-            argv[1:1] = xs
+            argv[mpi + 1:mpi + 1] = xs
         name = name or os.path.basename(argv[-1])
         t0 = time.time()
         try:

@@ -109,7 +109,17 @@ NAMES = {'inline': 'inline (no agent: the ranks route their own messages)',
 
 class AdviseEnv(study.Env):
     """The study's environment; binaries from the build tree when run
-    there, else from PATH (installed)."""
+    there, else from PATH (installed).  When the command confines its ranks
+    (taskset -c LIST ...), the agent gets the other cores."""
+
+    rank_cpus = None
+
+    def agent_cpus(self, threads):
+        if self.rank_cpus:
+            rest = [c for c in range(self.ncpu) if c not in self.rank_cpus]
+            if rest:
+                return ','.join(str(c) for c in rest)
+        return super().agent_cpus(threads)
 
     def bin(self, rel):
         p = os.path.join(self.build, rel)
@@ -123,7 +133,42 @@ class AdviseEnv(study.Env):
         return found
 
 
+def cpu_list(spec):
+    """'0-2,5' -> {0, 1, 2, 5}; None when it does not parse."""
+    cpus = set()
+    try:
+        for part in spec.split(','):
+            lo, _, hi = part.partition('-')
+            cpus.update(range(int(lo), int(hi or lo) + 1))
+    except ValueError:
+        return None
+    return cpus
+
+
+def taskset_cpus(cmd):
+    """The cores a `taskset -c LIST ...` prefix confines the job to."""
+    if len(cmd) > 2 and os.path.basename(cmd[0]) == 'taskset':
+        for i, a in enumerate(cmd[1:-1], start=1):
+            if a in ('-c', '--cpu-list'):
+                return cpu_list(cmd[i + 1])
+    return None
+
+
+def launcher(cmd):
+    """The command without a `taskset [options] LIST` prefix."""
+    if cmd and os.path.basename(cmd[0]) == 'taskset':
+        i = 1
+        while i < len(cmd) and cmd[i].startswith('-'):
+            i += 2 if cmd[i] in ('-c', '--cpu-list') else 1
+        if i < len(cmd) and not any(c in ('-c', '--cpu-list')
+                                    for c in cmd[1:i]):
+            i += 1   # taskset MASK COMMAND
+        return cmd[i:]
+    return cmd
+
+
 def ranks_of(cmd):
+    cmd = launcher(cmd)
     for i, a in enumerate(cmd[:-1]):
         if a in ('-np', '-n', '--np', '-c'):
             try:
@@ -156,7 +201,9 @@ def main(argv=None):
         'the cores its ranks leave (and with --dpu in the DPU profile), and '
         'recommend a placement from the measured speedup, network '
         'utilization and M:C ratio.  Example: offcore advise -- mpirun -np '
-        '2 histogram --updates 40M')
+        '2 histogram --updates 40M.  A command that starts with taskset -c '
+        'LIST confines the ranks to LIST; the agent then runs on the other '
+        'cores.')
     ap.add_argument('--repeats', type=int, default=3,
                     help='runs per placement, interleaved (default 3)')
     ap.add_argument('--ranks', type=int, default=0,
@@ -183,6 +230,7 @@ def main(argv=None):
         study.die('%s: command not found' % cmd[0])
     ranks = a.ranks or ranks_of(cmd) or 1
     env = AdviseEnv(a.build or '.', ranks, a.verbose)
+    env.rank_cpus = taskset_cpus(cmd)
     try:
         return advise(a, env, cmd, ranks)
     except RuntimeError as e:
@@ -233,13 +281,18 @@ def advise(a, env, cmd, ranks):
                                      study.median(inline_secs)))
     util = study.net_utilization(mid, bw.get('sm'))
     res = {p: summarize(runs[p], inline_secs) for p in places if p != 'inline'}
-    spare = env.ncpu - ranks
+    for p, v in res.items():   # the transport each placement's bundles use
+        mid_p = min(runs[p], key=lambda r: abs(r['seconds'] - v['median']))
+        v['net_utilization'] = study.net_utilization(
+            mid_p, bw.get('tcp' if p == 'dpu' else 'sm'))
+    spare = env.ncpu - (len(env.rank_cpus) if env.rank_cpus else ranks)
     d = decide(agent=res.get('agent'), dpu=res.get('dpu'), mc=mc,
                mc_source=src, net_util=util, spare_cores=spare)
     out = dict(command=cmd, ranks=ranks, cores=env.ncpu, repeats=a.repeats,
                app=mid.get('app'), inline_seconds=inline_secs,
                placements={p: dict(seconds=v['seconds'],
-                                   speedup=v['speedup'], clear=v['clear'])
+                                   speedup=v['speedup'], clear=v['clear'],
+                                   net_utilization=v['net_utilization'])
                            for p, v in res.items()},
                mc=mc, mc_source=src, mc_llc=mc_llc, mc_software=mc_sw,
                perf_unavailable=perf_why, net_utilization=util,
@@ -249,17 +302,20 @@ def advise(a, env, cmd, ranks):
         return 0
     f = study.fmt
     print('offcore advise: %s, %d ranks on %d cores (%d spare for the '
-          'agent), %d interleaved run(s) per placement' % (
+          'agent%s), %d interleaved run(s) per placement' % (
               out['app'] or cmd[-1], ranks, env.ncpu, max(0, spare),
+              ': ' + env.agent_cpus(a.threads) if spare > 0 else '',
               a.repeats))
     print('  inline     median %s s   runs %s' % (
         f(study.median(inline_secs), '.3f'),
         ' '.join(f(s, '.3f') for s in inline_secs)))
     for p, v in res.items():
-        print('  %-10s median %s s   runs %s   speedup %sx%s' % (
+        u = v['net_utilization']
+        print('  %-10s median %s s   runs %s   speedup %sx%s   network %s' % (
             p, f(v['median'], '.3f'), ' '.join(f(s, '.3f')
                                                for s in v['seconds']),
-            f(v['speedup']), '' if v['clear'] else ' (not clear)'))
+            f(v['speedup']), '' if v['clear'] else ' (not clear)',
+            '%.2f%%' % (u * 100) if u is not None else 'n/a'))
     if mc is None:
         print('  M:C        n/a (the app reports neither LLC misses nor '
               'local_bytes)')
@@ -272,10 +328,12 @@ def advise(a, env, cmd, ranks):
     print('  category   %s (Buddy: host-dominated M:C >= %.2f, '
           'communication-dominated <= %.2f)' % (d['category'], study.MC_HOST,
                                                 study.MC_COMM))
-    print('  network    %s of %s (ucx_perftest, 8000-byte active messages, '
-          'shared memory)' % (
+    print('  network    inline %s of %s (ucx_perftest, 8000-byte active '
+          'messages over shared memory%s)' % (
               ('%.2f%%' % (util * 100)) if util is not None else 'n/a',
-              ('%.2f GB/s' % (bw['sm'] / 1e9)) if bw.get('sm') else 'n/a'))
+              ('%.2f GB/s' % (bw['sm'] / 1e9)) if bw.get('sm') else 'n/a',
+              '; the DPU link (tcp): %.2f GB/s' % (bw['tcp'] / 1e9)
+              if bw.get('tcp') else ''))
     for n in notes:
         print('  note       ' + n)
     print('\nrecommendation: %s' % NAMES[d['recommendation']])

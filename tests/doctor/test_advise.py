@@ -81,6 +81,19 @@ class Decide(unittest.TestCase):
                          'communication-dominated')
 
 
+class Cpus(unittest.TestCase):
+    def test_taskset(self):
+        self.assertEqual(advise.taskset_cpus(
+            ['taskset', '-c', '0-1,4', 'mpirun', 'app']), {0, 1, 4})
+        self.assertIsNone(advise.taskset_cpus(['mpirun', '-np', '2', 'a']))
+        self.assertIsNone(advise.cpu_list('0-x'))
+        self.assertEqual(advise.ranks_of(['mpirun', '-np', '4', 'a']), 4)
+        self.assertEqual(advise.ranks_of(
+            ['taskset', '-c', '0', 'mpirun', '-np', '2', 'a']), 2)
+        self.assertEqual(advise.ranks_of(
+            ['taskset', '0x1', 'mpirun', '-n', '3', 'a']), 3)
+
+
 def run(offcore, app, args):
     if shutil.which('mpirun') is None:
         print('SKIP: no mpirun')
