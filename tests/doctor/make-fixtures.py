@@ -39,7 +39,7 @@ Max realtime priority     0                    0
 Max realtime timeout      unlimited            unlimited            us
 """
 
-STATUS = """Name:\tofficore-doctor
+STATUS = """Name:\toffcore
 Umask:\t0022
 State:\tR (running)
 Pid:\t4242
