@@ -309,7 +309,7 @@ class Env:
             for k in oc_env:
                 xs += ['-x', k]
             argv[mpi + 1:mpi + 1] = xs
-        name = name or os.path.basename(argv[-1])
+        name = name or ' '.join(argv)[-200:]
         t0 = time.time()
         try:
             r = subprocess.run(argv, capture_output=True, text=True, env=env,

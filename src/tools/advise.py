@@ -40,11 +40,12 @@ NET_BUSY = 0.5
 
 
 def decide(agent=None, dpu=None, mc=None, mc_source=None, net_util=None,
-           spare_cores=0):
+           spare_cores=0, inline_seconds=None):
     """The recommendation.
 
     agent, dpu: None when not measured, else dict(speedup=float,
-    clear=bool) against inline.  mc: the M:C ratio (None unknown) from
+    clear=bool, and optionally seconds=[every run]) against inline, whose
+    runs are inline_seconds.  mc: the M:C ratio (None unknown) from
     mc_source ('llc' or 'software').  net_util: the inline run's fraction
     of the transport's bandwidth.  spare_cores: cores the ranks leave for
     the agent.  Returns dict(recommendation='inline'|'agent'|'dpu',
@@ -83,6 +84,13 @@ def decide(agent=None, dpu=None, mc=None, mc_source=None, net_util=None,
             reasons.append('the agent ran %.2fx inline: no clear gain (needs'
                            ' >= %.2fx, every run faster)' % (agent['speedup'],
                                                              GAIN))
+            secs = agent.get('seconds')
+            if secs and inline_seconds and min(secs) < max(inline_seconds):
+                reasons.append('the runs overlap (inline %.3g-%.3g s, agent '
+                               '%.3g-%.3g s): more --repeats, or a quieter '
+                               'machine, may separate them' % (
+                                   min(inline_seconds), max(inline_seconds),
+                                   min(secs), max(secs)))
         if dpu is not None:
             reasons.append('the DPU profile ran %.2fx inline' %
                            dpu['speedup'])
@@ -287,7 +295,8 @@ def advise(a, env, cmd, ranks):
             mid_p, bw.get('tcp' if p == 'dpu' else 'sm'))
     spare = env.ncpu - (len(env.rank_cpus) if env.rank_cpus else ranks)
     d = decide(agent=res.get('agent'), dpu=res.get('dpu'), mc=mc,
-               mc_source=src, net_util=util, spare_cores=spare)
+               mc_source=src, net_util=util, spare_cores=spare,
+               inline_seconds=inline_secs)
     out = dict(command=cmd, ranks=ranks, cores=env.ncpu, repeats=a.repeats,
                app=mid.get('app'), inline_seconds=inline_secs,
                placements={p: dict(seconds=v['seconds'],

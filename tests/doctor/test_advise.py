@@ -69,6 +69,17 @@ class Decide(unittest.TestCase):
         self.assertTrue(any('no core of its own' in r and
                             'predicts a gain' in r for r in d['reasons']))
 
+    def test_overlapping_runs_said(self):
+        a = dict(speedup=0.9, clear=False, seconds=[1.5, 1.9, 3.3])
+        d = advise.decide(agent=a, mc=2.0, spare_cores=1,
+                          inline_seconds=[1.6, 1.66, 1.68])
+        self.assertEqual(d['recommendation'], 'inline')
+        self.assertTrue(any('runs overlap' in r for r in d['reasons']))
+        a = dict(speedup=0.5, clear=False, seconds=[3.0, 3.2])
+        d = advise.decide(agent=a, mc=2.0, spare_cores=1,
+                          inline_seconds=[1.6, 1.7])
+        self.assertFalse(any('runs overlap' in r for r in d['reasons']))
+
     def test_busy_network(self):
         d = advise.decide(agent=m(1.0, clear=False), mc=1.0, net_util=0.8,
                           spare_cores=2)
