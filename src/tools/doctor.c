@@ -296,7 +296,8 @@ static void usage(FILE *out)
 {
     fprintf(out,
         "usage: offcore doctor [--json] [--require LIST] [--root DIR] [--live]\n"
-        "                      [--agent ADDR] [--nccl LIB] [--nccl-timeout S]\n"
+        "                      [--agent ADDR] [--dp-socket PATH] [--nccl LIB]\n"
+        "                      [--nccl-timeout S]\n"
         "\n"
         "Checks, in order, whether the fast paths are really in use: RDMA\n"
         "devices and ports (state, link layer, speed, MTU, RoCE v2 GID),\n"
@@ -318,7 +319,11 @@ static void usage(FILE *out)
         "                  system tree); the live probes (UCX, NCCL,\n"
         "                  daemons) then report n/a unless --live\n"
         "  --live          run the live probes with --root too\n"
-        "  --agent ADDR    offcored metrics address (default $%s or %s)\n"
+        "  --agent ADDR    offcored metrics address (default $%s or %s);\n"
+        "                  its control socket: $OC_AGENT (unix:PATH) or\n"
+        "                  /run/offcore/offcored.sock\n"
+        "  --dp-socket P   offcore-dp's control socket\n"
+        "                  (default /run/offcore/offcore-dp.sock)\n"
         "  --nccl LIB      the NCCL library to probe (default libnccl.so.2)\n"
         "  --nccl-timeout S  seconds the NCCL init may take (default 20)\n"
         "\n"
@@ -358,7 +363,8 @@ int oc_doctor_main(int argc, char **argv, FILE *out, FILE *err)
             live_set = 1;
         } else if ((!strcmp(a, "--require") || !strcmp(a, "--root") ||
                     !strcmp(a, "--agent") || !strcmp(a, "--nccl") ||
-                    !strcmp(a, "--nccl-timeout")) && !v) {
+                    !strcmp(a, "--nccl-timeout") ||
+                    !strcmp(a, "--dp-socket")) && !v) {
             fprintf(err, "offcore doctor: %s needs a value\n", a);
             rc = 2;
             goto out;
@@ -381,6 +387,8 @@ int oc_doctor_main(int argc, char **argv, FILE *out, FILE *err)
             d->agent = argv[++i];
         } else if (!strcmp(a, "--nccl")) {
             d->nccl_lib = argv[++i];
+        } else if (!strcmp(a, "--dp-socket")) {
+            d->dp_sock = argv[++i];
         } else if (!strcmp(a, "--nccl-timeout")) {
             char *end;
             d->nccl_timeout_s = strtod(argv[++i], &end);

@@ -165,7 +165,7 @@ def roce_gids(ip, netdev, v2=True):
 def host(root, *, peermem=True, driver="proprietary", port0=None,
          port1=None, v2=True, devib=True, memlock="unlimited",
          cap="000001ffffffffff", bpffs=True, huge=1024, far_gpu=False,
-         rdma=True, gpus=True):
+         rdma=True, gpus=True, driver_loaded=True, kernel="6.1.0-18-amd64"):
     S0 = "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0"
     S1 = "/sys/devices/pci0000:80/0000:80:01.0/0000:81:00.0"
     if gpus:
@@ -176,9 +176,11 @@ def host(root, *, peermem=True, driver="proprietary", port0=None,
         for i, (g, numa) in enumerate(((g0, 0), (g1, 1))):
             pci_dev(root, g, "0x10de", "0x030200", numa)
             a = os.path.basename(g)
-            w(root, "/proc/driver/nvidia/gpus/%s/information" % a,
-              GPU_INFO.format(addr=a, minor=i))
-        w(root, "/proc/driver/nvidia/version", DRIVER[driver])
+            if driver_loaded:
+                w(root, "/proc/driver/nvidia/gpus/%s/information" % a,
+                  GPU_INFO.format(addr=a, minor=i))
+        if driver_loaded:
+            w(root, "/proc/driver/nvidia/version", DRIVER[driver])
     if rdma:
         n0 = S0 + "/0000:02:01.0/0000:04:00.0"
         pci_dev(root, n0, "0x15b3", "0x020000", 0)
@@ -203,6 +205,9 @@ def host(root, *, peermem=True, driver="proprietary", port0=None,
             # nodes that cannot be opened (their device is gone)
             for n in ("uverbs0", "uverbs1"):
                 ln(root, "/dev/infiniband/" + n, "/nonexistent/" + n)
+        elif devib == "one":
+            # one node for two devices (a container given only the first)
+            w(root, "/dev/infiniband/uverbs0", "", 0o666)
         elif devib:
             for n in ("uverbs0", "uverbs1", "rdma_cm"):
                 w(root, "/dev/infiniband/" + n, "", 0o666)
@@ -212,7 +217,7 @@ def host(root, *, peermem=True, driver="proprietary", port0=None,
     w(root, "/proc/self/status", STATUS.format(cap=cap))
     w(root, "/proc/mounts", MOUNTS_BASE + (BPF_MOUNT if bpffs else ""))
     w(root, "/proc/meminfo", MEMINFO.format(huge=huge))
-    w(root, "/proc/sys/kernel/osrelease", "6.1.0-18-amd64\n")
+    w(root, "/proc/sys/kernel/osrelease", kernel + "\n")
 
 
 FIXTURES = {
@@ -227,20 +232,24 @@ FIXTURES = {
     "devib-unopenable": dict(devib="dangling"),
     # BlueField-3 host whose ports are not up: one disabled, one INIT
     # (no subnet manager)
+    # (and no RoCE v2 GID on its down RoCE port)
     "bf3-port-down": dict(
-        port0=dict(state="1: DOWN", phys="3: Disabled"),
+        v2=False, port0=dict(state="1: DOWN", phys="3: Disabled"),
         port1=dict(state="2: INIT", phys="5: LinkUp")),
-    # RoCE port whose GID table has only RoCE v1 entries; the IB port down
-    "roce-no-v2": dict(v2=False, port1=dict(state="1: DOWN",
-                                            phys="2: Polling")),
+    # RoCE port whose GID table has only RoCE v1 entries; the IB port down;
+    # one uverbs node for the two devices
+    "roce-no-v2": dict(v2=False, devib="one",
+                       port1=dict(state="1: DOWN", phys="2: Polling")),
     # a container: sysfs shows the NICs, /dev/infiniband not passed in,
     # docker's default memlock (64 KiB) and capabilities, no bpffs
     "container-no-devib": dict(devib=False, memlock="65536",
                                cap="00000000a80425fb", bpffs=False, huge=0),
-    # the second GPU on a socket without a NIC
-    "dgx-far-nic": dict(far_gpu=True),
-    # neither RDMA nor GPU (a plain VM, like CI's)
-    "plain-vm": dict(rdma=False, gpus=False, huge=0),
+    # the second GPU on a socket without a NIC; a finite 4 GiB memlock
+    "dgx-far-nic": dict(far_gpu=True, memlock="4294967296"),
+    # GPUs on the bus, no NVIDIA driver loaded; a kernel too old for AF_XDP
+    "gpu-no-driver": dict(driver_loaded=False, kernel="4.15.0-213-generic"),
+    # neither RDMA nor GPU (a plain VM, like CI's), no bpffs
+    "plain-vm": dict(rdma=False, gpus=False, huge=0, bpffs=False),
 }
 
 

@@ -6,6 +6,7 @@ usage: test_doctor.py OFFCORE_BINARY fixtures|here
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -43,21 +44,28 @@ EXPECT = {
         "fail", "no uverbs device can be opened read/write")},
     "bf3-port-down": {
         "rdma_devices": ("ok", "MT41692 (BlueField-3)"),
-        "rdma_ports": ("fail", "mlx5_1/1 (2: INIT)")},
+        "rdma_ports": ("fail", "mlx5_1/1 (2: INIT)"),
+        "roce_gid": ("warn", "no RoCE port is active")},
     "roce-no-v2": {"roce_gid": ("fail", "without a RoCE v2 GID"),
-                   "rdma_ports": ("warn", "1 of 2 ports active")},
+                   "rdma_ports": ("warn", "1 of 2 ports active"),
+                   "dev_infiniband": ("warn", "1 uverbs node usable for 2")},
     "container-no-devib": {
         "dev_infiniband": ("fail", "dev/infiniband is missing"),
         "memlock": ("fail", "64 KiB"),
         "dp_ready": ("warn", "missing capabilities")},
-    "dgx-far-nic": {"pcie_topology": ("warn", "-> mlx5_0: SYS")},
+    "dgx-far-nic": {"pcie_topology": ("warn", "-> mlx5_0: SYS"),
+                    "memlock": ("warn", "4096 MiB")},
+    "gpu-no-driver": {
+        "nvidia_driver": ("fail", "2 NVIDIA GPUs on the PCI bus but no driver"),
+        "gpus": ("ok", "model: driver not loaded"),
+        "dp_ready": ("warn", "kernel too old for AF_XDP")},
     "plain-vm": {
         "rdma_devices": ("warn", "no RDMA device"),
         "rdma_ports": ("n/a", ""), "roce_gid": ("n/a", ""),
         "dev_infiniband": ("n/a", ""), "nvidia_driver": ("n/a", ""),
         "gpus": ("n/a", "no GPU"), "gpudirect": ("n/a", "no GPU"),
         "pcie_topology": ("n/a", ""),
-        "dp_ready": ("ok", "needs --no-huge")},
+        "dp_ready": ("warn", "without bpffs")},
 }
 # fixture -> {requirement: reason substring, or None when met}
 REQUIRE = {
@@ -70,6 +78,7 @@ REQUIRE = {
     "roce-no-v2": {"rdma": "RoCE v2"},
     "container-no-devib": {"rdma": "/dev/infiniband", "dp": "capabilities"},
     "dgx-far-nic": {"gpudirect": None},
+    "gpu-no-driver": {"gpu": "NVIDIA driver", "gpudirect": "NVIDIA driver"},
     "plain-vm": {"rdma": "no RDMA device", "gpu": "no NVIDIA driver"},
 }
 
@@ -220,9 +229,91 @@ def nccl(binary, lib):
                   "nccl hang: killed at the timeout (%.1f s)" % took)
 
 
+def daemons(binary, offcored):
+    """The live daemon checks against a real offcored, a listening socket
+    standing in for offcore-dp, and stale sockets nothing accepts on."""
+    import socket
+    import tempfile
+    tmp = tempfile.mkdtemp(prefix="oc-doctor-")
+    port = 25000 + os.getpid() % 900
+    key = os.path.join(tmp, "cluster.key")
+    with open(key, "w") as f:
+        f.write(subprocess.run([binary, "keygen"], capture_output=True,
+                               text=True, check=True).stdout)
+    os.chmod(key, 0o600)
+    sock = os.path.join(tmp, "agent.sock")
+    log = open(os.path.join(tmp, "agent.log"), "w+")
+    agent = subprocess.Popen([offcored, "--listen", "unix:" + sock,
+                              "--cluster-key", key, "--metrics",
+                              "127.0.0.1:%d" % port], stdout=log,
+                             stderr=subprocess.STDOUT,
+                             env=dict(os.environ, OC_LOG="agent:info",
+                                      UCX_TLS="sm,self"))
+    dp = os.path.join(tmp, "dp.sock")
+    stale = os.path.join(tmp, "stale.sock")
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            log.seek(0)
+            if "ready" in log.read():
+                break
+            check(agent.poll() is None, "offcored runs")
+            time.sleep(0.05)
+        lsn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        lsn.bind(dp)
+        lsn.listen(4)
+        s2 = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s2.bind(stale)       # a socket file nothing listens on
+        s2.close()
+
+        def doc_for(env_agent, agent_addr, dp_sock):
+            os.environ["OC_AGENT"] = env_agent
+            rc, out, err = run(binary, "--json", "--agent", agent_addr,
+                               "--dp-socket", dp_sock, "--require", "agent")
+            d = load(out, "daemons")
+            return rc, {c["id"]: c for c in d["checks"]} if d else {}, d
+
+        rc, by, d = doc_for("unix:" + sock, "127.0.0.1:%d" % port, dp)
+        if by:
+            c = by["offcored"]
+            check(c["verdict"] == "ok" and "offcored answers" in c["summary"],
+                  "a running offcored: %s" % c)
+            check(any("accepts connections" in e for e in c["evidence"]),
+                  "its control socket accepts")
+            check(d["requirements"][0]["met"], "requirement agent met")
+            c = by["offcore_dp"]
+            check(c["verdict"] == "ok", "a listening dp socket: %s" % c)
+        # offcored's socket answers but its metrics do not (wrong port)
+        rc, by, d = doc_for("unix:" + sock, "127.0.0.1:%d" % (port + 1), stale)
+        if by:
+            check(by["offcored"]["verdict"] == "fail" and
+                  "metrics do not" in by["offcored"]["summary"],
+                  "socket without metrics: %s" % by["offcored"])
+            check(by["offcore_dp"]["verdict"] == "fail" and
+                  "stale" in by["offcore_dp"]["summary"],
+                  "stale dp socket: %s" % by["offcore_dp"])
+            check(rc == 1 and not d["requirements"][0]["met"],
+                  "requirement agent unmet, exit 1")
+        # a stale agent socket
+        rc, by, d = doc_for("unix:" + stale, "127.0.0.1:%d" % (port + 1), dp)
+        if by:
+            check(by["offcored"]["verdict"] == "fail" and
+                  "stale" in by["offcored"]["summary"],
+                  "stale agent socket: %s" % by["offcored"])
+    finally:
+        agent.terminate()
+        try:
+            agent.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            agent.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main():
     binary, mode = sys.argv[1], sys.argv[2]
-    if mode == "nccl":
+    if mode == "daemons":
+        daemons(binary, sys.argv[3])
+    elif mode == "nccl":
         nccl(binary, sys.argv[3])
     else:
         {"fixtures": fixtures, "here": here}[mode](binary)
