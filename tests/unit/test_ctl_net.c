@@ -519,12 +519,15 @@ static void exchange(oc_ctl_listener_t *l, const char *connect_to)
     oc_ctl_msg_t m, got;
     char peer[OC_CTL_ADDR_STRLEN];
     int cfd, sfd = -1;
+    oc_guard_params_t gp = {16, 1000, 10};
+    oc_guard_t g;
 
+    oc_guard_init(&g, "test", &gp);
     assert_status(oc_ctl_connect(connect_to, 2000, &cfd), OC_OK);
     for (int i = 0; i < 200; i++) {
         struct pollfd p = {l->fd, POLLIN, 0};
         poll(&p, 1, 10);
-        if (oc_ctl_accept(l, &sfd, peer, sizeof(peer)) == OC_OK)
+        if (oc_ctl_accept(l, &g, &sfd, peer, sizeof(peer)) == OC_OK)
             break;
     }
     assert_true(sfd >= 0);
