@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -42,6 +43,44 @@ static void accept_some(agent_t *a, oc_ctl_listener_t *l)
             return; /* nothing more, or backing off (guard.h) */
         oc__ag_conn_add(a, fd, C_NEW, peer);
     }
+}
+
+/* poll() refuses more descriptors than RLIMIT_NOFILE: the limit was
+ * lowered under us (prlimit).  Close handshakes, oldest first, down to a
+ * margin under the limit, rather than stop serving the authenticated. */
+static void shed(agent_t *a, size_t n)
+{
+    static oc_log_limit_t lim = OC_LOG_LIMIT_INIT("descriptor-limit sheds");
+    struct rlimit rl;
+    size_t closed = 0, want;
+    oc_guard_slot_t *s;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= n + 16) {
+        poll(NULL, 0, 100); /* not the limit after all: do not spin */
+        return;
+    }
+    want = n - (size_t)rl.rlim_cur + 16 + (size_t)rl.rlim_cur / 4;
+    while (closed < want && (s = oc_guard_shed(&a->guard)) != NULL) {
+        oc_guard_remove(&a->guard, s);
+        oc__ag_conn_of(s)->dead = 1;
+        closed++;
+    }
+    for (oc_aconn_t **pp = &a->conns; *pp != NULL;) {
+        oc_aconn_t *c = *pp;
+        if (c->dead) {
+            *pp = c->next;
+            oc__ag_conn_drop(a, c);
+        } else {
+            pp = &c->next;
+        }
+    }
+    a->guard.paused_until_us = oc_guard_now_us() + 1000u * a->guard.p.backoff_ms;
+    oc_warn_limited(&lim, OC_COMP_AGENT, "the descriptor limit (%llu) is below "
+                    "the %zu descriptors in use: closed %zu connections still "
+                    "in their handshake%s", (unsigned long long)rl.rlim_cur, n,
+                    closed, closed < want ? " (no more to close: waiting)" : "");
+    if (closed < want)
+        poll(NULL, 0, (int)a->guard.p.backoff_ms);
 }
 
 static void run(agent_t *a)
@@ -84,6 +123,10 @@ static void run(agent_t *a)
             pc[n++] = c;
         }
         rc = poll(pfd, n, oc_guard_wait_ms(&a->guard, now, wait));
+        if (rc < 0 && errno == EINVAL) {
+            shed(a, n);
+            continue;
+        }
         if (rc < 0 && errno != EINTR) {
             oc_error(OC_COMP_AGENT, "poll: %s", strerror(errno));
             break;

@@ -194,6 +194,17 @@ oc_guard_slot_t *oc_guard_expired(oc_guard_t *g, uint64_t now)
     return s;
 }
 
+oc_guard_slot_t *oc_guard_shed(oc_guard_t *g)
+{
+    oc_guard_slot_t *s = g->head;
+
+    if (s == NULL)
+        return NULL;
+    unlink_pending(g, s);
+    bump(g, C_EVICTED);
+    return s;
+}
+
 int oc_guard_wait_ms(const oc_guard_t *g, uint64_t now, int cap_ms)
 {
     uint64_t w = (uint64_t)cap_ms;

@@ -112,6 +112,12 @@ void oc_guard_remove(oc_guard_t *g, oc_guard_slot_t *s);
  *  oc_guard_remove(). */
 oc_guard_slot_t *oc_guard_expired(oc_guard_t *g, uint64_t now);
 
+/** The oldest pending slot, unlinked and counted as evicted, or NULL: for
+ *  a server that must shed connections (poll() refusing more descriptors
+ *  than RLIMIT_NOFILE after the limit was lowered under it).  The caller
+ *  closes it and calls oc_guard_remove(). */
+oc_guard_slot_t *oc_guard_shed(oc_guard_t *g);
+
 /** Milliseconds until the next deadline or the end of the back-off, at
  *  most @p cap_ms (for a poll() timeout). */
 int oc_guard_wait_ms(const oc_guard_t *g, uint64_t now, int cap_ms);
