@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """hostile.py — hostile clients for offcored's servers (hostile-test.sh).
 
-  flood UNIX_PATH N SECONDS [REOPEN_PER_S]
+  flood UNIX_PATH N SECONDS [REOPEN_PER_S [KIND,...]]
       N connections to the control socket, in four kinds taken in turn:
       idle (connects, says nothing), partial (half a frame header), garbage
       (64 bytes that are no frame) and big (a HELLO header announcing a
-      64 KiB payload, then 64 KiB).  Connections the agent closes are
+      64 KiB payload, then 64 KiB); or the KINDs listed, among those and
+      bigpartial (the same header, then only half the payload).  Connections the agent closes are
       re-opened, at most REOPEN_PER_S a second (default 50), so the
       pressure lasts the whole run.  Prints one JSON line of counts.
 
@@ -45,6 +46,8 @@ def payload(kind):
         return bytes((i * 37 + 11) & 0xFF for i in range(64))
     if kind == "big":
         return frame_header(1, 65536) + b"\x41" * 65536
+    if kind == "bigpartial":  # a 64 KiB frame that never ends
+        return frame_header(1, 65536) + b"\x41" * 32768
     return b""
 
 
@@ -53,7 +56,7 @@ def raise_nofile():
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
-def flood(path, n, seconds, reopen_rate):
+def flood(path, n, seconds, reopen_rate, kinds=KINDS):
     raise_nofile()
     sel = selectors.DefaultSelector()
     stats = {k: 0 for k in ("opened", "closed_by_agent", "connect_refused",
@@ -65,7 +68,7 @@ def flood(path, n, seconds, reopen_rate):
     first_round = True
 
     def open_slot(slot):
-        kind = KINDS[slot % len(KINDS)]
+        kind = kinds[slot % len(kinds)]
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.setblocking(False)
         try:
@@ -184,7 +187,8 @@ def handshake_bye(path):
 def main(argv):
     if len(argv) >= 4 and argv[1] == "flood":
         flood(argv[2], int(argv[3]), float(argv[4]),
-              float(argv[5]) if len(argv) > 5 else 50.0)
+              float(argv[5]) if len(argv) > 5 else 50.0,
+              tuple(argv[6].split(",")) if len(argv) > 6 else KINDS)
     elif len(argv) == 3 and argv[1] == "handshake-bye":
         return handshake_bye(argv[2])
     elif len(argv) == 7 and argv[1] == "slowloris":
