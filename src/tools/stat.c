@@ -272,8 +272,7 @@ static int fetch(CURL *curl, const char *url, snap_t *sn, FILE *err)
                          "cap (%s)\n", url, FETCH_TIMEOUT_MS, why);
             ret = EXIT_UNREACHABLE;
             break;
-        case CURLE_URL_MALFORMAT:
-        case CURLE_UNSUPPORTED_PROTOCOL:
+        case CURLE_URL_MALFORMAT: /* agent_url() checked the scheme */
             fprintf(err, "offcore stat: bad address %s: %s\n", url, why);
             ret = EXIT_USAGE;
             break;
