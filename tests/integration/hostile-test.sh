@@ -30,6 +30,9 @@
 #   sigterm    SIGTERM during a job: no "Request canceled" noise [14]
 #   sigstop    a SIGSTOPped agent: its ranks warn within seconds, and say
 #              when it moves again [16]
+#   unit       contrib/offcored.service sets LimitNOFILE (at least 4/3 of
+#              the default connection cap) and the usual sandboxing, and
+#              systemd-analyze verify accepts it (when installed)
 #   handshake  a client that gives up mid-handshake (BYE) is not logged as
 #              "unexpected control message" [15]
 #
@@ -336,6 +339,25 @@ handshake)
     grep -q "unexpected" "$T/agent.log" &&
         fail "a client leaving mid-handshake is logged as unexpected"
     env $(job_env 71) timeout 60 "$TR" fixed 2 > "$T/out" 2>&1 || fail "job after"
+    pass ;;
+unit)
+    U=$HERE/../../contrib/offcored.service
+    nofile=$(sed -n 's/^LimitNOFILE=\([0-9]*\).*/\1/p' "$U")
+    [ -n "$nofile" ] || fail "the unit sets no LimitNOFILE"
+    cap=$("$OFFCORED" --dump-config | sed -n 's/^OC_AGENT_MAX_CONNS=//p')
+    [ "$nofile" -ge $((cap * 4 / 3)) ] ||
+        fail "LimitNOFILE=$nofile leaves fewer than OC_AGENT_MAX_CONNS=$cap connections"
+    for d in NoNewPrivileges=yes ProtectSystem=strict ReadWritePaths=/run/offcore \
+             ProtectHome=yes PrivateTmp=yes ProtectKernelTunables=yes \
+             ProtectKernelModules=yes ProtectControlGroups=yes RestrictSUIDSGID=yes \
+             RestrictNamespaces=yes RestrictAddressFamilies= SystemCallArchitectures=native; do
+        grep -q "^$d" "$U" || fail "the unit lacks $d"
+    done
+    if command -v systemd-analyze > /dev/null; then
+        sed "s|^ExecStart=.*|ExecStart=$OFFCORED|" "$U" > "$T/offcored.service"
+        systemd-analyze verify "$T/offcored.service" > "$T/out" 2>&1 ||
+            { cat "$T/out"; fail "systemd-analyze verify refuses the unit"; }
+    fi
     pass ;;
 *)
     echo "unknown case $CASE"; exit 2 ;;
