@@ -20,10 +20,14 @@
 #              RSS grows by at most the documented bound [2]
 #   slowloris  32 clients trickling header lines to /metrics: each is cut
 #              at the whole-request deadline, and scrapes keep working [12]
-#   cli        careless flags and settings: a FIFO as key file, key
-#              precedence, empty --listen / --metrics, --bogus, a misspelt
-#              OC_AGENT_ variable, the announced metrics address, port 0
-#              [4 5 9 10 11 15: port 0]
+#   cli        careless flags and settings, all of the following:
+#   keyfifo    a FIFO as key file is refused at once [4]
+#   keyorder   --cluster-key beats OC_CLUSTER_KEY in offcored and job-key
+#              alike; OC_CLUSTER_KEY= counts as unset [5]
+#   listen     empty --listen, --listen ,,, and OC_AGENT_LISTEN= [9]
+#   metricsaddr  --metrics '' is an error; a bare port is announced as bound [10]
+#   port0      the ports chosen for port 0 are logged [15]
+#   flags      --bogus is an unknown option; OC_AGENT_THRAEDS is reported [11]
 #   placement  OC_PLACEMENT=auto with a wrong key or a silent agent says
 #              why it falls back, at the default log level; =agent fails
 #              with a named error [13]
@@ -215,6 +219,11 @@ sys.exit(0 if r["still_open"] == 0 and max(r["closed_after_s"]) <= 7.5 else 1)
 EOF
     pass ;;
 cli)
+    "$0" "$B" keyfifo && "$0" "$B" keyorder && "$0" "$B" listen &&
+        "$0" "$B" metricsaddr && "$0" "$B" port0 && "$0" "$B" flags ||
+        fail "see above"
+    pass ;;
+keyfifo)
     # [4] a FIFO as the key file: refused at once, never waited on
     mkfifo "$T/fifo.key"
     timeout 5 "$OFFCORED" --listen "unix:$T/a.sock" --metrics off \
@@ -222,6 +231,8 @@ cli)
     [ $rc -ne 124 ] || fail "offcored hung opening a FIFO key file"
     [ $rc -ne 0 ] && grep -q "not a regular file" "$T/out" ||
         { cat "$T/out"; fail "FIFO key: no clear refusal (exit $rc)"; }
+    pass ;;
+keyorder)
     # [5] precedence: --cluster-key beats OC_CLUSTER_KEY, for offcored and
     # offcore job-key alike; OC_CLUSTER_KEY= (empty) counts as unset
     export OC_CLUSTER_KEY=$("$OFFCORE" keygen)
@@ -237,6 +248,8 @@ cli)
         fail "job-key found a key with no source at all"
     kill "$AGENT"; wait "$AGENT"
     unset OC_CLUSTER_KEY
+    pass ;;
+listen)
     # [9] empty control addresses: a clear error, exit != 0
     for args in "--listen=" "--listen=,,," "--listen=unix:$T/x.sock,,tcp:127.0.0.1:0"; do
         timeout 10 "$OFFCORED" --cluster-key "$T/cluster.key" --metrics off \
@@ -246,6 +259,8 @@ cli)
     OC_AGENT_LISTEN= timeout 10 "$OFFCORED" --cluster-key "$T/cluster.key" \
         --metrics off > "$T/out" 2>&1 && fail "OC_AGENT_LISTEN= started"
     grep -q "OC_AGENT_LISTEN" "$T/out" || { cat "$T/out"; fail "OC_AGENT_LISTEN=: no message naming it"; }
+    pass ;;
+metricsaddr)
     # [10] --metrics '': an error; a bare port: announced as bound
     timeout 10 "$OFFCORED" --listen "unix:$T/b.sock" --cluster-key "$T/cluster.key" \
         --metrics '' > "$T/out" 2>&1 && fail "--metrics '' started"
@@ -255,6 +270,8 @@ cli)
         fail "--metrics 21471 announced as: $(grep -o 'metrics http[^ ]*' "$T/agent.log")"
     curl -sf "http://127.0.0.1:21471/metrics" | grep -q offcore_agent_info || fail "nothing on the announced port"
     kill "$AGENT"; wait "$AGENT"
+    pass ;;
+port0)
     # [15] port 0: the chosen ports are said
     METRICS=127.0.0.1:0 start_agent --listen "tcp:127.0.0.1:0"
     grep -Eq "control tcp:127\.0\.0\.1:[1-9][0-9]*" "$T/agent.log" ||
@@ -262,6 +279,8 @@ cli)
     grep -Eq "metrics http://127\.0\.0\.1:[1-9][0-9]*/metrics" "$T/agent.log" ||
         fail "the metrics port chosen for port 0 is not logged"
     kill "$AGENT"; wait "$AGENT"
+    pass ;;
+flags)
     # [11] unknown flags and misspelt variables
     timeout 10 "$OFFCORED" --bogus > "$T/out" 2>&1 && fail "--bogus accepted"
     grep -q "unknown option '--bogus'" "$T/out" || { cat "$T/out"; fail "--bogus: $(cat "$T/out")"; }
