@@ -22,6 +22,10 @@ for target in wire ctl prom; do
     if [ "$target" = ctl ] && [ "$runs" -gt "${FUZZ_CTL_RUNS:-1000000}" ]; then
         runs=${FUZZ_CTL_RUNS:-1000000}
     fi
+    # The text parser: ~43k inputs/s here (69 s for 3M); 1M keeps it ~25 s.
+    if [ "$target" = prom ] && [ "$runs" -gt "${FUZZ_PROM_RUNS:-1000000}" ]; then
+        runs=${FUZZ_PROM_RUNS:-1000000}
+    fi
     fuzzer=$dir/tests/fuzz/fuzz_$target
     log=$dir/fuzz-$target.log
     mkdir -p "$corpus/$target"
