@@ -39,8 +39,21 @@ static void accept_some(agent_t *a, oc_ctl_listener_t *l)
     int fd;
 
     for (int k = 0; k < ACCEPT_BURST; k++) {
-        if (oc_ctl_accept(l, &a->guard, &fd, peer, sizeof(peer)) != OC_OK)
-            return; /* nothing more, or backing off (guard.h) */
+        oc_status_t st = oc_ctl_accept(l, &a->guard, &fd, peer, sizeof(peer));
+        if (st == OC_ERR_NO_RESOURCE) {
+            /* Out of descriptors below the cap: the descriptor limit acts
+             * as the cap.  The oldest handshake gives its descriptor to the
+             * newcomer at once (a real rank behind a backlog of hostile
+             * connections gets in); with none pending, back off. */
+            oc_guard_slot_t *s = oc_guard_shed(&a->guard);
+            if (s == NULL)
+                return; /* the guard backs off */
+            oc__ag_conn_close(a, oc__ag_conn_of(s));
+            oc_guard_resume(&a->guard);
+            continue;
+        }
+        if (st != OC_OK)
+            return; /* nothing more */
         oc__ag_conn_add(a, fd, C_NEW, peer);
     }
 }
@@ -74,7 +87,7 @@ static void shed(agent_t *a, size_t n)
             pp = &c->next;
         }
     }
-    a->guard.paused_until_us = oc_guard_now_us() + 1000u * a->guard.p.backoff_ms;
+    oc_guard_pause(&a->guard, oc_guard_now_us());
     oc_warn_limited(&lim, OC_COMP_AGENT, "the descriptor limit (%llu) is below "
                     "the %zu descriptors in use: closed %zu connections still "
                     "in their handshake%s", (unsigned long long)rl.rlim_cur, n,
@@ -131,14 +144,9 @@ static void run(agent_t *a)
             oc_error(OC_COMP_AGENT, "poll: %s", strerror(errno));
             break;
         }
-        for (size_t i = 0; rc > 0 && i < n; i++) {
-            if (pfd[i].revents == 0)
-                continue;
-            if (pc[i] == NULL)
-                accept_some(a, &a->lis[lidx[i]]);
-            else
+        for (size_t i = (size_t)nl; rc > 0 && i < n; i++)
+            if (pfd[i].revents != 0)
                 oc__ag_conn_io(a, pc[i], pfd[i].revents);
-        }
         /* handshakes past their deadline */
         now = oc_guard_now_us();
         while ((s = oc_guard_expired(&a->guard, now)) != NULL)
@@ -154,6 +162,11 @@ static void run(agent_t *a)
                 pp = &c->next;
             }
         }
+        /* newcomers last: admitting one may close another at once, so no
+         * pointer into the list (pc[]) may be used after this */
+        for (int i = 0; rc > 0 && i < nl; i++)
+            if (pfd[i].revents != 0)
+                accept_some(a, &a->lis[lidx[i]]);
         oc__ag_dial_peers(a);
         oc_log_limits_flush();
     }

@@ -95,9 +95,14 @@ void oc__ag_job_release(agent_t *a, oc_ajob_t *j);
 void oc__ag_wave_step(agent_t *a, oc_ajob_t *j);
 
 /* session.c */
-/** A new connection (accepted: C_NEW; dialled: C_PEER_HELLO), admitted by
- *  the caller; NULL (fd closed) when out of memory. */
+/** A new connection (accepted: C_NEW; dialled: C_PEER_HELLO), admitted
+ *  under the guard: at the cap the oldest pending connection is closed
+ *  *now* (oc__ag_conn_close), so call it only where no pointer to another
+ *  connection is held (the loop's accept and dial steps, after the I/O of
+ *  the round).  NULL (fd closed) when refused or out of memory. */
 oc_aconn_t *oc__ag_conn_add(agent_t *a, int fd, int kind, const char *name);
+/** Unlink @p c from the agent's list and drop it (fd closed) at once. */
+void oc__ag_conn_close(agent_t *a, oc_aconn_t *c);
 /** Unlink-free clean-up of a dead connection (the caller unlinked it). */
 void oc__ag_conn_drop(agent_t *a, oc_aconn_t *c);
 void oc__ag_conn_io(agent_t *a, oc_aconn_t *c, short revents);

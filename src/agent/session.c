@@ -430,11 +430,8 @@ oc_aconn_t *oc__ag_conn_add(agent_t *a, int fd, int kind, const char *name)
         close(fd);
         return NULL;
     }
-    if (evict != NULL) { /* the oldest pending one makes room */
-        oc_aconn_t *old = oc__ag_conn_of(evict);
-        oc_guard_remove(&a->guard, evict);
-        old->dead = 1; /* dropped (fd closed) at the end of this round */
-    }
+    if (evict != NULL) /* the oldest pending one makes room, now */
+        oc__ag_conn_close(a, oc__ag_conn_of(evict));
     c = calloc(1, sizeof(*c));
     if (c == NULL || oc_ctl_conn_create(fd, name, &c->cc) != OC_OK) {
         free(c);
@@ -449,14 +446,24 @@ oc_aconn_t *oc__ag_conn_add(agent_t *a, int fd, int kind, const char *name)
     return c;
 }
 
+void oc__ag_conn_close(agent_t *a, oc_aconn_t *c)
+{
+    for (oc_aconn_t **pp = &a->conns; *pp != NULL; pp = &(*pp)->next)
+        if (*pp == c) {
+            *pp = c->next;
+            break;
+        }
+    oc__ag_conn_drop(a, c);
+}
+
 void oc__ag_conn_expire(agent_t *a, oc_aconn_t *c)
 {
-    char text[96];
+    char text[96], scratch[OC_CTL_MAX_TEXT];
     oc_ctl_msg_t m;
 
     snprintf(text, sizeof(text), "handshake not completed within %u ms",
              a->guard.p.deadline_ms);
-    oc_ctl_set_error(&m, OC_ERR_CTL_TIMEOUT, text, (char[OC_CTL_MAX_TEXT]){0});
+    oc_ctl_set_error(&m, OC_ERR_CTL_TIMEOUT, text, scratch);
     oc__ag_send(c, &m); /* the guard logged it, rate-limited */
     oc_ctl_conn_flush(c->cc);
     c->dead = 1;

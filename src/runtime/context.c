@@ -4,6 +4,7 @@
  */
 #include "runtime.h"
 
+#include "ctl/ctl.h"
 #include "util/log.h"
 
 #include <stddef.h>
@@ -21,8 +22,9 @@ const oc_cfg_field_t oc__runtime_config_table[] = {
      "(e.g. OC_ERR_CTL_AUTH) when it cannot be used: what a job that "
      "requires the agent sets; 'auto' uses an agent when one answers and "
      "the job is admitted, else inline: when an agent answers but cannot "
-     "be used (no or wrong key, no answer in time) it warns 'falling back "
-     "to inline because ...'; no agent at all is said at info level.",
+     "be used (no or wrong key, no answer in time), or none answers while "
+     "OC_JOB_KEY is set, it warns 'falling back to inline because ...'; "
+     "no agent and no key (plain inline use) is said at info level.",
      offsetof(oc__config_t, placement), 0, 0, placement_values},
     {"BUNDLE_SIZE", OC_CFG_SIZE, "8000",
      "Bytes per aggregation buffer (one bundle). 8000 fits one UCX "
@@ -221,10 +223,15 @@ static void placement_failed(const oc_context_t *ctx, oc_status_t st)
 
     switch (st) {
     case OC_ERR_CTL_CONNECT:
-    case OC_ERR_CTL_ADDR:
+    case OC_ERR_CTL_ADDR: {
+        /* With a job key the launcher meant the agent (a key admits to
+         * nothing else): its absence is news.  Without one, auto on a
+         * machine with no agent is the plain inline case. */
+        const char *k = getenv(OC_CTL_JOB_KEY_ENV);
         snprintf(why, sizeof(why), "no agent answers at %s", ctx->cfg.agent);
-        quiet = 1;
+        quiet = k == NULL || k[0] == '\0';
         break;
+    }
     case OC_ERR_CTL_KEY:
         snprintf(why, sizeof(why), "an agent answers at %s but OC_JOB_KEY is "
                  "missing or not a valid key", ctx->cfg.agent);

@@ -58,13 +58,14 @@ void oc__agent_watch(oc_context_t *ctx)
         w->warned = 1;
         oc_warn_limited(&lim_stall, OC_COMP_RUNTIME,
                         "rank %u: no progress from the agent at %s for "
-                        "%.0f s with %llu bundles in flight or waiting for "
-                        "credit: is offcored stopped (SIGSTOP) or starved "
-                        "of CPU, or has a receiver of this job stopped "
-                        "polling? (OC_AGENT_STALL_WARN_S=0 silences this)",
+                        "%.0f s (%llu bundles in flight%s): is offcored "
+                        "stopped (SIGSTOP) or starved of CPU, or has a "
+                        "receiver of this job stopped polling? "
+                        "(OC_AGENT_STALL_WARN_S=0 silences this)",
                         ctx->rank, ctx->cfg.agent,
                         (double)(now - w->since_us) / 1e6,
-                        (unsigned long long)ctx->inflight +
-                            (unsigned long long)oc__agent_pending(ctx));
+                        (unsigned long long)ctx->inflight,
+                        oc__agent_pending(ctx) ? ", more waiting for credit"
+                                               : "");
     }
 }

@@ -83,7 +83,7 @@ oc_status_t oc_guard_accept(oc_guard_t *g, int lfd, int *fd_out,
     case ENOBUFS:
     case ENOMEM:
         bump(g, C_BACKOFFS);
-        g->paused_until_us = oc_guard_now_us() + 1000u * g->p.backoff_ms;
+        oc_guard_pause(g, oc_guard_now_us());
         oc_warn_limited(&g->lim_accept, OC_COMP_AGENT,
                         "%s: accept: %s: not accepting for %u ms (%u "
                         "connections open; raise the descriptor limit, "
@@ -92,7 +92,7 @@ oc_status_t oc_guard_accept(oc_guard_t *g, int lfd, int *fd_out,
         return OC_ERR_NO_RESOURCE;
     default:
         bump(g, C_BACKOFFS);
-        g->paused_until_us = oc_guard_now_us() + 1000u * g->p.backoff_ms;
+        oc_guard_pause(g, oc_guard_now_us());
         oc_warn_limited(&g->lim_accept, OC_COMP_AGENT, "%s: accept: %s",
                         g->name, strerror(errno));
         return OC_ERR_TRANSPORT;
@@ -203,6 +203,16 @@ oc_guard_slot_t *oc_guard_shed(oc_guard_t *g)
     unlink_pending(g, s);
     bump(g, C_EVICTED);
     return s;
+}
+
+void oc_guard_pause(oc_guard_t *g, uint64_t now)
+{
+    g->paused_until_us = now + 1000u * (uint64_t)g->p.backoff_ms;
+}
+
+void oc_guard_resume(oc_guard_t *g)
+{
+    g->paused_until_us = 0;
 }
 
 int oc_guard_wait_ms(const oc_guard_t *g, uint64_t now, int cap_ms)

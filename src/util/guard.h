@@ -118,6 +118,13 @@ oc_guard_slot_t *oc_guard_expired(oc_guard_t *g, uint64_t now);
  *  closes it and calls oc_guard_remove(). */
 oc_guard_slot_t *oc_guard_shed(oc_guard_t *g);
 
+/** Leave the listener alone for the back-off from @p now (what an accept
+ *  failing with EMFILE does; also for a server that finds out otherwise). */
+void oc_guard_pause(oc_guard_t *g, uint64_t now);
+
+/** End a back-off early (the server freed a descriptor itself). */
+void oc_guard_resume(oc_guard_t *g);
+
 /** Milliseconds until the next deadline or the end of the back-off, at
  *  most @p cap_ms (for a poll() timeout). */
 int oc_guard_wait_ms(const oc_guard_t *g, uint64_t now, int cap_ms);

@@ -12,7 +12,8 @@
 #              then a real 2-rank job started during the attack verifies;
 #              then the agent's descriptor limit is cut to 100 (prlimit)
 #              under the attack: accept hits EMFILE and backs off (counted),
-#              CPU and log stay within the same bounds
+#              CPU and log stay within the same bounds, and another job
+#              still verifies
 #              [1 2 3 15: control-frame wording]
 #   hold       2,000 connections (partial handshakes, unfinished 64 KiB frames)
 #              with the default descriptor limit: past the handshake
@@ -150,6 +151,10 @@ flood)
     c2=$(cpu_ticks "$AGENT"); l2=$(wc -l < "$T/agent.log"); t2=$(date +%s.%N)
     sleep 4
     c3=$(cpu_ticks "$AGENT"); l3=$(wc -l < "$T/agent.log"); t3=$(date +%s.%N)
+    # a job still gets in: each back-off frees a descriptor held by the
+    # oldest handshake
+    env $(job_env 13) timeout 60 "$TR" fixed 2 > "$T/job.out" 2>&1 ||
+        { cat "$T/job.out"; fail "a 2-rank job failed while the agent was out of descriptors"; }
     prlimit --pid "$AGENT" --nofile=256:256
     cpu2=$(awk -v a="$c2" -v b="$c3" -v hz="$hz" -v t0="$t2" -v t1="$t3" \
            'BEGIN { printf "%.2f", 100 * (b - a) / hz / (t1 - t0) }')
@@ -310,6 +315,16 @@ placement)
     kill -CONT "$AGENT"
     grep -q "falling back to inline because .*did not answer in time" "$T/out" ||
         { cat "$T/out"; fail "auto with a silent agent fell back without a word"; }
+    # no agent at all: a job key says the launcher meant one (warn); with
+    # no key it is the plain inline case (quiet at the default level)
+    env -u OC_LOG OC_PLACEMENT=auto OC_AGENT="unix:$T/none.sock" OC_JOB=34 \
+        OC_JOB_KEY=$(printf '%064d' 0) timeout 60 "$TR" fixed 1 > "$T/out" 2>&1 ||
+        { cat "$T/out"; fail "auto with no agent did not run inline"; }
+    grep -q "falling back to inline because no agent answers at unix:$T/none.sock" "$T/out" ||
+        { cat "$T/out"; fail "auto with a job key and no agent fell back without a word"; }
+    env -u OC_LOG -u OC_JOB_KEY OC_PLACEMENT=auto OC_AGENT="unix:$T/none.sock" \
+        timeout 60 "$TR" fixed 1 > "$T/out" 2>&1 || { cat "$T/out"; fail "plain inline"; }
+    grep -q "falling back" "$T/out" && { cat "$T/out"; fail "plain inline use warns"; }
     pass ;;
 sigterm)
     start_agent
