@@ -90,10 +90,12 @@ const oc_cfg_field_t oc_agent_config_table[] = {
      "covers Prometheus, an offcore stat --watch and some curls.",
      offsetof(oc_agent_config_t, metrics_max_conns), 1, 4096, NULL},
     {"AGENT_ACCEPT_BACKOFF_MS", OC_CFG_UINT, "100",
-     "When accept fails for want of descriptors or memory (EMFILE, ENFILE), "
-     "the listening sockets are left alone this long: retrying at once "
-     "would spin a core on a listener that stays readable. 100 ms delays a "
-     "newcomer by at most that once descriptors free up.",
+     "When accept fails for want of descriptors or memory (EMFILE, ENFILE) "
+     "the oldest connection still in its handshake gives its descriptor to "
+     "the newcomer; with none, the listening sockets are left alone this "
+     "long: retrying at once would spin a core on a listener that stays "
+     "readable. 100 ms delays a newcomer by at most that once descriptors "
+     "free up.",
      offsetof(oc_agent_config_t, accept_backoff_ms), 1, 60000, NULL},
     {"AGENT_LOG_RATE", OC_CFG_UINT, "10",
      "Lines per second each kind of warning a peer can trigger may print "
