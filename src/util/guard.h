@@ -8,7 +8,9 @@
  *            ENOMEM do not spin: the listener is left out of poll() for a
  *            back-off period (oc_guard_listen_ok()), the event is counted
  *            and logged rate-limited.  A listener that stays readable while
- *            accept fails would otherwise be retried at once, forever.
+ *            accept fails would otherwise be retried at once, forever.  A
+ *            server that can free a descriptor itself (oc_guard_shed(): the
+ *            oldest pending connection) does so and oc_guard_resume()s.
  *   cap      at most max_conns connections.  A newcomer over the cap takes
  *            the place of the oldest connection still *pending* (not yet
  *            authenticated, or not yet a whole HTTP request): a flood of
