@@ -69,13 +69,13 @@ const oc_cfg_field_t oc__runtime_config_table[] = {
      "Seconds to wait for every rank during a file bootstrap before "
      "failing with OC_ERR_BOOTSTRAP.",
      offsetof(oc__config_t, bootstrap_timeout_s), 1, 86400, NULL},
-    {"AGENT_STALL_WARN_S", OC_CFG_UINT, "5",
+    {"STALL_WARN_S", OC_CFG_UINT, "5",
      "In the agent placement, warn (once per stall) when the rank has "
      "bundles in flight or waiting for credit and the agent has moved "
      "none of them for this many seconds: a stopped or starved agent "
      "otherwise leaves ranks spinning without a word. 5 s: far above any "
      "healthy pause (milliseconds), short enough to be seen. 0: never.",
-     offsetof(oc__config_t, agent_stall_warn_s), 0, 86400, NULL},
+     offsetof(oc__config_t, stall_warn_s), 0, 86400, NULL},
     OC_CFG_END};
 
 static oc_status_t env_u32(const char *name, uint32_t *out)

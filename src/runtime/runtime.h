@@ -34,7 +34,7 @@ typedef struct {
     uint64_t poll_budget;      /* OC_POLL_BUDGET */
     char     agent[OC_CFG_STRLEN]; /* OC_AGENT */
     uint64_t agent_credits;    /* OC_AGENT_CREDITS */
-    uint64_t agent_stall_warn_s; /* OC_AGENT_STALL_WARN_S (watch.c) */
+    uint64_t stall_warn_s; /* OC_STALL_WARN_S (watch.c) */
 } oc__config_t;
 
 /* watch.c: what the agent watchdog remembers between polls */
@@ -173,7 +173,7 @@ oc_status_t oc__agent_quiesce_step(oc_context_t *ctx);
 void oc__buf_put(oc_context_t *ctx, oc__buf_t *b);
 
 /* watch.c: warn (once per stall, rate-limited) when a rank waits on an
- * agent that has made no progress for OC_AGENT_STALL_WARN_S seconds.
+ * agent that has made no progress for OC_STALL_WARN_S seconds.
  * Called by oc__progress() in the agent placement; cheap (looks at the
  * clock once per 256 calls). */
 void oc__agent_watch(oc_context_t *ctx);

@@ -3,7 +3,7 @@
  * that has bundles in flight or waiting for credit depends on its agent:
  * if the agent is stopped (SIGSTOP, a debugger) or starved of CPU, the
  * rank's oc_poll / oc_send loop spins without a word.  After
- * OC_AGENT_STALL_WARN_S seconds of no movement in the counters that the
+ * OC_STALL_WARN_S seconds of no movement in the counters that the
  * agent moves (bundles received, sends completed, bundles handed on,
  * quiesce rounds), this says so once per stall, through a rate-limited
  * log kind (a node of many ranks prints a few lines, not one per rank per
@@ -31,7 +31,7 @@ static uint64_t fingerprint(const oc_context_t *ctx)
 void oc__agent_watch(oc_context_t *ctx)
 {
     oc__watch_t *w = &ctx->watch;
-    uint64_t fp, now, limit_us = ctx->cfg.agent_stall_warn_s * 1000000u;
+    uint64_t fp, now, limit_us = ctx->cfg.stall_warn_s * 1000000u;
     int waiting;
 
     if (limit_us == 0 || (++w->polls & 255) != 0)
@@ -61,7 +61,7 @@ void oc__agent_watch(oc_context_t *ctx)
                         "%.0f s (%llu bundles in flight%s): is offcored "
                         "stopped (SIGSTOP) or starved of CPU, or has a "
                         "receiver of this job stopped polling? "
-                        "(OC_AGENT_STALL_WARN_S=0 silences this)",
+                        "(OC_STALL_WARN_S=0 silences this)",
                         ctx->rank, ctx->cfg.agent,
                         (double)(now - w->since_us) / 1e6,
                         (unsigned long long)ctx->inflight,
