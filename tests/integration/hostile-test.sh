@@ -10,7 +10,8 @@
 #              stays under 5% of a core, its RSS grows by at most the
 #              documented bound, its log by at most the documented rate;
 #              then a real 2-rank job started during the attack verifies;
-#              then the agent's descriptor limit is cut to 100 (prlimit)
+#              then the agent's descriptor limit is cut to 16 below what it
+#              holds (prlimit)
 #              under the attack: accept hits EMFILE and backs off (counted),
 #              CPU and log stay within the same bounds, and another job
 #              still verifies
@@ -147,7 +148,11 @@ flood)
     kill -0 "$ATT" 2>/dev/null || fail "the attacker ended before the job did"
     # Phase 2: descriptors run out under the cap (as when UCX or files
     # take them): accept fails with EMFILE and must back off, not spin.
-    prlimit --pid "$AGENT" --nofile=100:256 || fail "prlimit"
+    # (16 below what it holds now: under its cap, so that the flood's next
+    # connections hit the limit whatever the population is at this moment)
+    lim=$(( $(ls /proc/"$AGENT"/fd | wc -l) - 16 ))
+    [ $lim -ge 32 ] || lim=32
+    prlimit --pid "$AGENT" --nofile=$lim:256 || fail "prlimit"
     c2=$(cpu_ticks "$AGENT"); l2=$(wc -l < "$T/agent.log"); t2=$(date +%s.%N)
     sleep 4
     c3=$(cpu_ticks "$AGENT"); l3=$(wc -l < "$T/agent.log"); t3=$(date +%s.%N)
@@ -158,7 +163,7 @@ flood)
     prlimit --pid "$AGENT" --nofile=256:256
     cpu2=$(awk -v a="$c2" -v b="$c3" -v hz="$hz" -v t0="$t2" -v t1="$t3" \
            'BEGIN { printf "%.2f", 100 * (b - a) / hz / (t1 - t0) }')
-    echo "{\"measure\":\"flood-emfile\",\"nofile\":100,\"window_s\":4,\"agent_cpu_pct\":$cpu2,\"log_lines\":$((l3 - l2))}"
+    echo "{\"measure\":\"flood-emfile\",\"nofile\":$lim,\"window_s\":4,\"agent_cpu_pct\":$cpu2,\"log_lines\":$((l3 - l2))}"
     kill "$ATT"; wait "$ATT" 2>/dev/null
     port=$(metrics_port)
     for _ in $(seq 100); do   # the metrics thread may still be backing off
