@@ -329,10 +329,19 @@ void oc_tr_ep_destroy(oc_tr_worker_t *w, oc_tr_ep_t *ep)
 
 static void send_cb(void *request, ucs_status_t status, void *user_data)
 {
+    static oc_log_limit_t lim = OC_LOG_LIMIT_INIT("failed sends");
     oc_tr_op_t *op = user_data;
-    if (status != UCS_OK)
-        oc_error(OC_COMP_TRANSPORT, "active message send failed: %s",
+    /* Canceled: the endpoint was closed under the send — a shut-down
+     * (SIGTERM) or a peer being dropped, reported by whoever closed it;
+     * the owner still learns it through op->cb.  Other failures are
+     * rate-limited: one broken link fails every send queued on it. */
+    if (status == UCS_ERR_CANCELED)
+        oc_debug(OC_COMP_TRANSPORT, "active message send canceled: %s",
                  ucs_status_string(status));
+    else if (status != UCS_OK)
+        oc_log_limited(&lim, OC_COMP_TRANSPORT, OC_LOG_ERROR,
+                       "active message send failed: %s",
+                       ucs_status_string(status));
     ucp_request_free(request);
     op->cb(op, status == UCS_OK ? OC_OK : OC_ERR_TRANSPORT);
 }
