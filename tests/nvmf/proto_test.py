@@ -1,0 +1,300 @@
+#!/usr/bin/env python3
+"""tests/nvmf/proto_test.py BUILDDIR — every rejection path of offcore-nvmf,
+driven by a host of our own (nvmf_client.py) over loopback.
+
+Each case sends something wrong and checks the answer the NVMe/TCP and
+NVMe specifications name for it — a completion with the right status, or a
+C2HTermReq with the right fatal error status followed by a clean close —
+then checks that the reason was counted (/metrics) and that a well-behaved
+host, connected beside it all along, still writes and reads back.  A slow
+host that stops reading its completions must not stall that other host.
+"""
+import os
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import nvmf_client as nc  # noqa: E402
+
+SUB = "nqn.2026-11.io.offcore:proto"
+HOST = "nqn.2014-08.org.nvmexpress:uuid:0c0ffee0-0000-4000-8000-0000000b0001"
+OTHER = "nqn.2014-08.org.nvmexpress:uuid:0c0ffee0-0000-4000-8000-0000000b0bad"
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what, flush=True)
+    if not cond:
+        failures.append(what)
+
+
+def free_port(lo):
+    for p in range(lo, lo + 200):
+        s = socket.socket()
+        try:
+            s.bind(("127.0.0.1", p))
+            return p
+        except OSError:
+            continue
+        finally:
+            s.close()
+    raise SystemExit("no free port")
+
+
+def metrics(mport):
+    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % mport, timeout=5) as r:
+        text = r.read().decode()
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        k, v = line.rsplit(" ", 1)
+        out[k] = float(v)
+    return out
+
+
+def rej(m, reason):
+    return m.get('offcore_nvmf_rejects_total{reason="%s"}' % reason, 0)
+
+
+def fatal(h, fes, what):
+    """Expect a C2HTermReq with FES @fes, then the connection closed."""
+    try:
+        p = h.recv_pdu()
+        got = struct.unpack_from("<H", p.raw, 8)[0] if p.type == nc.C2HTERM else None
+        check(p.type == nc.C2HTERM and got == fes,
+              "%s: C2HTermReq FES %d (got type %d FES %s)" % (what, fes, p.type, got))
+        check(h.expect_eof(), "%s: connection closed after the TermReq" % what)
+    except nc.Closed as e:
+        check(False, "%s: closed without a TermReq (%s)" % (what, e))
+    h.close()
+
+
+class Good:
+    """The well-behaved host: an admin queue and one I/O queue."""
+
+    def __init__(self, port):
+        self.a = nc.Host(port)
+        self.a.admin_session(SUB, HOST)
+        self.a.set_queues(1)
+        self.io = nc.io_session(port, SUB, HOST, self.a.cntlid)
+        self.n = 0
+
+    def roundtrip(self, what):
+        self.n += 1
+        data = bytes((self.n * 7 + i) & 0xFF for i in range(16384))
+        w = self.io.write(1, 64 + self.n * 4, data)
+        r = self.io.read(1, 64 + self.n * 4, len(data))
+        check(w["sc"] == 0 and r["sc"] == 0 and r["data"] == data,
+              "other host still served after: " + what)
+
+
+def main():
+    build = os.path.abspath(sys.argv[1])
+    work = tempfile.mkdtemp(prefix="oc-nvmf-proto.")
+    port = free_port(24200 + os.getpid() % 100)
+    mport = free_port(24700 + os.getpid() % 100)
+    conf = os.path.join(work, "nvmf.conf")
+    open(conf, "w").write(
+        "listen 127.0.0.1:%d\nmetrics 127.0.0.1:%d\nsubsystem %s\n"
+        "  allow-host %s\n  namespace 1 %s size=16M integrity=on\n"
+        % (port, mport, SUB, HOST, os.path.join(work, "ns1.img")))
+    log = open(os.path.join(work, "target.log"), "w")
+    t = subprocess.Popen([os.path.join(build, "src/nvmf/offcore-nvmf"), "-c", conf],
+                         stdout=log, stderr=subprocess.STDOUT,
+                         env=dict(os.environ, OC_LOG="app:info"))
+    try:
+        deadline = time.time() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), 0.2).close()
+                break
+            except OSError:
+                if t.poll() is not None or time.time() > deadline:
+                    print(open(log.name).read())
+                    return 1
+                time.sleep(0.05)
+        good = Good(port)
+        good.roundtrip("start")
+
+        # 1. bad lengths
+        h = nc.Host(port)
+        h.icreq(plen=100)
+        fatal(h, 1, "ICReq with PDU length 100")
+        h = nc.Host(port)
+        h.icreq()
+        h.icresp()
+        h.capsule(h.sqe(0x06, sgl_len=4096), plen_delta=-10)
+        fatal(h, 1, "capsule shorter than its header")
+        h = nc.Host(port)
+        h.icreq()
+        h.icresp()
+        h.send(struct.pack("<BBBBI", nc.CMD, 0, 72, 72, 72 + 64 * 1024) + bytes(64))
+        fatal(h, 5, "in-capsule data above the 8 KiB announced")
+        good.roundtrip("bad lengths")
+
+        # 2. PDU before ICReq, a second ICReq
+        h = nc.Host(port)
+        h.capsule(h.sqe(0x06, sgl_len=4096))
+        fatal(h, 2, "capsule before ICReq")
+        h = nc.Host(port)
+        h.icreq()
+        h.icresp()
+        h.icreq()
+        fatal(h, 2, "second ICReq")
+
+        # 3. bad digests: header (fatal), data (the command fails, retryable)
+        m0 = metrics(mport)
+        h = nc.Host(port)
+        h.icreq(hd=True)
+        h.icresp()
+        h.capsule(h.sqe(0x06, sgl_len=4096), bad_hdgst=True)
+        fatal(h, 3, "bad header digest")
+        h = nc.Host(port)
+        h.icreq(dd=True)
+        h.icresp()
+        d = bytearray(1024)
+        d[256:256 + len(SUB)] = SUB.encode()
+        d[512:512 + len(HOST)] = HOST.encode()
+        struct.pack_into("<H", d, 16, 0xFFFF)
+        h.capsule(h.sqe(0x7F, fct=1, sgl_len=1024, sgl_type=1, cdw={11: 31}),
+                  bytes(d), bad_ddgst=True)
+        r = h.response()
+        check(r["sc"] == 0x022 and not (r["status"] & 0x8000),
+              "bad data digest: Transient Transport Error, DNR clear (got %#x)" % r["sc"])
+        r = h.connect(SUB, HOST)
+        check(r["sc"] == 0, "same connection works after a data digest error")
+        h.close()
+        m1 = metrics(mport)
+        check(rej(m1, "header_digest") - rej(m0, "header_digest") == 1,
+              "header digest error counted")
+        check(rej(m1, "data_digest") - rej(m0, "data_digest") == 1,
+              "data digest error counted")
+        good.roundtrip("bad digests")
+
+        # 4. commands on a queue that is not connected
+        h = nc.Host(port)
+        h.icreq()
+        h.icresp()
+        r = h.identify(1)
+        check(r["sc"] == 0x00C, "Identify before Connect: Command Sequence Error (%#x)" % r["sc"])
+        r = h.read(1, 0, 4096)
+        check(r["sc"] == 0x00C, "Read before Connect: Command Sequence Error (%#x)" % r["sc"])
+        h.close()
+        # an I/O queue for a controller that does not exist
+        h = nc.Host(port)
+        h.icreq()
+        h.icresp()
+        r = h.connect(SUB, HOST, qid=1, cntlid=4000)
+        check(r["sc"] == 0x182, "I/O Connect to no controller: Connect Invalid Parameters (%#x)" % r["sc"])
+        h.close()
+
+        # 5. Connect from a host the subsystem does not allow; no such subsystem
+        m0 = metrics(mport)
+        h = nc.Host(port)
+        h.icreq()
+        h.icresp()
+        r = h.connect(SUB, OTHER)
+        check(r["sc"] == 0x184, "host not allowed: Connect Invalid Host (%#x)" % r["sc"])
+        r = h.connect("nqn.2026-11.io.offcore:nope", HOST)
+        check(r["sc"] == 0x182 and r["dw0"] == (1 << 16 | 256),
+              "unknown subsystem: Invalid Parameters at data byte 256 (%#x, %#x)"
+              % (r["sc"], r["dw0"]))
+        h.close()
+        m1 = metrics(mport)
+        check(rej(m1, "host_denied") - rej(m0, "host_denied") == 1, "denied host counted")
+        good.roundtrip("denied host")
+
+        # 6. unknown opcodes: admin, I/O, fabrics
+        m0 = metrics(mport)
+        r = good.a.cmd(good.a.sqe(0xC1))
+        check(r["sc"] == 0x001, "unknown admin opcode: Invalid Opcode (%#x)" % r["sc"])
+        r = good.io.cmd(good.io.sqe(0x7E, nsid=1))
+        check(r["sc"] == 0x001, "unknown I/O opcode: Invalid Opcode (%#x)" % r["sc"])
+        r = good.a.cmd(good.a.sqe(0x7F, fct=0x33))
+        check(r["sc"] == 0x001, "unknown fabrics type: Invalid Opcode (%#x)" % r["sc"])
+        r = good.a.identify(0x55)
+        check(r["sc"] == 0x002, "unknown Identify CNS: Invalid Field (%#x)" % r["sc"])
+        r = good.a.cmd(good.a.sqe(0x02, sgl_len=4096, cdw={10: 0xC0 | (1023 << 16)}))
+        check(r["sc"] == 0x109, "unknown log page: Invalid Log Page (%#x)" % r["sc"])
+        r = good.io.read(1, (16 << 20) // 4096 - 1, 8192)
+        check(r["sc"] == 0x080, "read past the end: LBA Out of Range (%#x)" % r["sc"])
+        r = good.io.read(7, 0, 4096)
+        check(r["sc"] == 0x00B, "read of namespace 7: Invalid Namespace (%#x)" % r["sc"])
+        r = good.io.read(1, 0, 256 * 1024)
+        check(r["sc"] == 0x002, "read above MDTS: Invalid Field (%#x)" % r["sc"])
+        m1 = metrics(mport)
+        check(rej(m1, "invalid_opcode") - rej(m0, "invalid_opcode") == 3,
+              "unknown opcodes counted")
+        good.roundtrip("unknown opcodes")
+
+        # 7. data longer than announced
+        m0 = metrics(mport)
+        a = nc.Host(port)
+        a.admin_session(SUB, HOST)
+        a.set_queues(1)
+        h = nc.io_session(port, SUB, HOST, a.cntlid)
+        s = h.sqe(0x01, nsid=1, sgl_len=16384, cdw={12: 3})
+        h.capsule(s)
+        p = h.recv_pdu()
+        check(p.type == nc.R2T, "write of 16 KiB: R2T")
+        cccid, ttag, off, ln = struct.unpack_from("<HHII", p.raw, 8)
+        h.h2c(cccid, ttag, 0, bytes(32768))
+        fatal(h, 4, "H2CData longer than the R2T asked for")
+        a.close()
+        # in-capsule data longer than the SGL says
+        r = good.io.cmd(good.io.sqe(0x01, nsid=1, sgl_len=4096, sgl_type=1), bytes(8192))
+        check(r["sc"] == 0x00F, "in-capsule data longer than its SGL: SGL Length Invalid (%#x)" % r["sc"])
+        # H2CData for a transfer nobody asked for
+        x = nc.Host(port)
+        x.icreq()
+        x.icresp()
+        x.h2c(1, 5, 0, bytes(512))
+        fatal(x, 1, "H2CData without an R2T")
+        m1 = metrics(mport)
+        check(rej(m1, "h2c_out_of_range") - rej(m0, "h2c_out_of_range") == 1,
+              "data beyond the R2T counted")
+        good.roundtrip("data longer than announced")
+
+        # 8. a slow host that stops reading: 32 reads of 128 KiB, never read
+        a = nc.Host(port)
+        a.admin_session(SUB, HOST)
+        a.set_queues(1)
+        slow = nc.io_session(port, SUB, HOST, a.cntlid)
+        slow.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        for i in range(31):
+            s = slow.sqe(0x02, nsid=1, sgl_len=131072, cdw={10: i * 32, 12: 31})
+            slow.capsule(s)
+        t0 = time.time()
+        for i in range(5):
+            good.roundtrip("slow host stalled (%d)" % i)
+        check(time.time() - t0 < 5, "other host's 5 round trips took %.2f s" % (time.time() - t0))
+        slow.close()
+        a.close()
+
+        m = metrics(mport)
+        check(rej(m, "pdu_fatal") == 8, "8 fatal PDU errors counted (%d)" % rej(m, "pdu_fatal"))
+        check(rej(m, "command_before_connect") == 2, "commands before Connect counted")
+        good.roundtrip("everything")
+        t.terminate()
+        rc = t.wait(timeout=20)
+        check(rc == 0, "target exits 0 on SIGTERM")
+    finally:
+        if t.poll() is None:
+            t.kill()
+            t.wait()
+        log.close()
+        if failures:
+            print(open(log.name).read()[-4000:])
+    print("proto-test: %s (%d failure%s)" % ("FAIL" if failures else "PASS",
+                                             len(failures), "" if len(failures) == 1 else "s"))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
