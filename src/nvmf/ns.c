@@ -178,9 +178,9 @@ static int meta_open(oc_nvmf_ns_t *ns, const char *path)
     ns->crc = (uint32_t *)((uint8_t *)ns->meta_map + META_HDR);
     if (created) {
         /* checksum what the backing store holds now */
-        uint8_t *buf = malloc(1 << 20);
+        uint8_t *buf = NULL; /* aligned: the data may be open O_DIRECT */
         uint64_t per = (1u << 20) >> ns->bs_shift;
-        if (!buf)
+        if (posix_memalign((void **)&buf, 4096, 1 << 20))
             goto err_unlink;
         oc_info(LOGC, "nvmf: %s: building checksums of %llu blocks", path,
                 (unsigned long long)ns->nblocks);

@@ -127,7 +127,14 @@ oc_status_t oc_nvmf_target_init(oc_nvmf_target_t *t, oc_nvmf_conf_t *conf)
             s->nns = j + 1;
         }
     }
-    rc = io_uring_queue_init(RING_ENTRIES, &t->ring, 0);
+    /* one thread submits and reaps: let the kernel run completions' task
+     * work only when we wait (fewer interrupts of the loop); older kernels
+     * refuse these flags, then the plain ring does the same job */
+    rc = io_uring_queue_init(RING_ENTRIES, &t->ring,
+                             IORING_SETUP_SINGLE_ISSUER |
+                                 IORING_SETUP_DEFER_TASKRUN);
+    if (rc == -EINVAL)
+        rc = io_uring_queue_init(RING_ENTRIES, &t->ring, 0);
     if (rc) {
         oc_error(LOGC, "nvmf: io_uring_queue_init: %s", strerror(-rc));
         t->ring.ring_fd = -1;
