@@ -4,6 +4,7 @@
  */
 #include "runtime/runtime.h"
 #include "tools/keys.h"
+#include "tools/nvmf.h"
 #include "tools/stat.h"
 #include "util/log.h"
 
@@ -21,6 +22,9 @@ static void usage(FILE *out)
             "  stat [--agent ADDR] [--watch SECONDS] [--json]\n"
             "                          live counters of an offcored agent: per job,\n"
             "                          peer and routing thread (offcore stat --help)\n"
+            "  nvmf [subsystems|connections|counters] [--target ADDR]\n"
+            "                          a running offcore-nvmf: namespaces,\n"
+            "                          connected queues, counters\n"
             "  keygen                  print a new random cluster key (hex)\n"
             "  job-key --job ID [--cluster-key FILE]\n"
             "                          print job ID's key, for its ranks' OC_JOB_KEY\n"
@@ -47,6 +51,8 @@ int main(int argc, char **argv)
         return oc_keygen_main(argc - 1, argv + 1, stdout, stderr);
     if (!strcmp(cmd, "job-key"))
         return oc_jobkey_main(argc - 1, argv + 1, stdout, stderr);
+    if (!strcmp(cmd, "nvmf"))
+        return oc_nvmf_cli_main(argc - 1, argv + 1, stdout, stderr);
     if (!strcmp(cmd, "stat"))
         return oc_stat_main(argc - 1, argv + 1, stdout, stderr);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {

@@ -10,6 +10,7 @@ host, connected beside it all along, still writes and reads back.  A slow
 host that stops reading its completions must not stall that other host.
 """
 import os
+import shutil
 import socket
 import struct
 import subprocess
@@ -92,6 +93,28 @@ class Good:
         r = self.io.read(1, 64 + self.n * 4, len(data))
         check(w["sc"] == 0 and r["sc"] == 0 and r["data"] == data,
               "other host still served after: " + what)
+
+
+def config_errors(build, work):
+    """A configuration with several mistakes: every one reported as
+    FILE:LINE: reason, and the target does not start."""
+    bad = os.path.join(work, "bad.conf")
+    open(bad, "w").write(
+        "listen 127.0.0.1\n"                       # 1: no port
+        "subsystem not-an-nqn\n"                   # 2
+        "  allow-host nqn.2014-08.org.x:h\n"
+        "  namespace 0 /nonexistent size=12\n"    # 4: nsid 0, size
+        "subsystem nqn.2026-11.io.offcore:b\n"     # 5: no namespace, no host
+        "  bogus 1\n"                              # 6
+        "namespace 1 /x\n")                        # 7: belongs to b; fine
+    r = subprocess.run([os.path.join(build, "src/nvmf/offcore-nvmf"), "-c", bad,
+                        "--check"], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True)
+    want = ["bad.conf:1:", "bad.conf:2:", "bad.conf:4:", "bad.conf:5:", "bad.conf:6:"]
+    check(r.returncode == 1 and all(w in r.stdout for w in want),
+          "bad configuration: every error with file and line, not started")
+    if r.returncode != 1:
+        print(r.stdout)
 
 
 def main():
@@ -281,6 +304,16 @@ def main():
         check(rej(m, "pdu_fatal") == 8, "8 fatal PDU errors counted (%d)" % rej(m, "pdu_fatal"))
         check(rej(m, "command_before_connect") == 2, "commands before Connect counted")
         good.roundtrip("everything")
+
+        # 9. offcore nvmf: the live view names the subsystem, the queues, the counts
+        cli = subprocess.run([os.path.join(build, "src/tools/offcore"), "nvmf",
+                              "--target", "127.0.0.1:%d" % mport],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        out = cli.stdout
+        check(cli.returncode == 0 and SUB in out and "host_denied 1" in out
+              and " 1    none" in out, "offcore nvmf lists subsystem, queues, counters")
+        if cli.returncode or SUB not in out:
+            print(out)
         t.terminate()
         rc = t.wait(timeout=20)
         check(rc == 0, "target exits 0 on SIGTERM")
@@ -291,6 +324,8 @@ def main():
         log.close()
         if failures:
             print(open(log.name).read()[-4000:])
+    config_errors(build, work)
+    shutil.rmtree(work, ignore_errors=True)
     print("proto-test: %s (%d failure%s)" % ("FAIL" if failures else "PASS",
                                              len(failures), "" if len(failures) == 1 else "s"))
     return 1 if failures else 0
