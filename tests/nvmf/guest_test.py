@@ -55,7 +55,7 @@ APPLETS = ["sh", "mount", "modprobe", "ip", "dd", "cmp", "cat", "echo",
            "sleep", "ls", "mkdir", "poweroff", "seq", "sync", "head", "grep",
            "sed", "tr", "wc", "read", "printf", "test", "[", "rm", "true",
            "false", "dmesg", "tail", "cut", "hexdump", "od", "expr", "wait",
-           "kill", "ps"]
+           "kill", "ps", "yes"]
 
 
 def skip(why):
@@ -293,13 +293,23 @@ for dg in "" ",hdr_digest,data_digest"; do
         dd if=/tmp/pat of=/tmp/x bs=4k count=1 skip=4 2>/dev/null
         if cmp -s /tmp/b /tmp/x; then pass integrity-neighbour-ok; else fail integrity-neighbour; fi
     fi
+    # 5. encryption at rest, once: namespace 3 (AES-256-XTS); the host
+    # looks for the marker in the backing files afterwards
+    if [ $tag = plain ] && waitdev $INST 3; then
+        d3=$DEV
+        yes offcore-plaintext-marker | head -c 1048576 > /tmp/mark
+        dd if=/tmp/mark of=$d3 bs=64k count=16 oflag=direct conv=fsync 2>/dev/null
+        dd if=/tmp/mark of=/dev/nvme${INST}n1 bs=64k count=16 seek=1000 oflag=direct conv=fsync 2>/dev/null
+        dd if=$d3 of=/tmp/m2 bs=64k count=16 iflag=direct 2>/dev/null
+        if cmp -s /tmp/mark /tmp/m2; then pass encrypt-roundtrip; else fail encrypt-roundtrip; fi
+    fi
     disconnect $INST
 done
 """
 
 EXPECT = ["discovery", "denied-host", "plain-ioqueues=2", "plain-qd1",
           "plain-qd32", "integrity-read-fails", "integrity-neighbour-ok",
-          "digest-ioqueues=2", "digest-qd1", "digest-qd32"]
+          "encrypt-roundtrip", "digest-ioqueues=2", "digest-qd1", "digest-qd32"]
 
 
 def scrape(port):
@@ -362,13 +372,19 @@ def main():
         mport = free_port(24500 + os.getpid() % 300)
         img1 = os.path.join(work, "ns1.img")
         img2 = os.path.join(work, "ns2.img")
+        img3 = os.path.join(work, "ns3.img")
+        key = os.path.join(work, "ns3.key")
+        fd = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.write(fd, os.urandom(64))
+        os.close(fd)
         conf = os.path.join(work, "nvmf.conf")
         open(conf, "w").write(
             "listen 127.0.0.1:%d\nadvertise 10.0.2.2\nmetrics 127.0.0.1:%d\n"
             "subsystem %s\n  allow-host %s\n"
             "  namespace 1 %s size=64M\n"
             "  namespace 2 %s size=16M integrity=on\n"
-            % (port, mport, SUBNQN, HOSTNQN, img1, img2))
+            "  namespace 3 %s size=16M integrity=on key=%s\n"
+            % (port, mport, SUBNQN, HOSTNQN, img1, img2, img3, key))
         script = (GUEST.replace("@PORT@", str(port)).replace("@SUB@", SUBNQN)
                   .replace("@HOSTNQN@", HOSTNQN).replace("@BADHOST@", BADHOST))
         cpio, nmods = build_initramfs(work, kroot, abi, script, work)
@@ -388,6 +404,15 @@ def main():
                     print("FAIL: target did not start")
                     return 1
                 time.sleep(0.05)
+        # capture the session: tshark must decode it as NVMe/TCP, unmalformed
+        pcap = os.path.join(work, "session.pcap")
+        cap = None
+        if shutil.which("tcpdump") and shutil.which("tshark"):
+            cap = subprocess.Popen(["tcpdump", "-i", "lo", "-U", "-s", "0", "-w",
+                                    pcap, "tcp port %d" % port],
+                                   stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL)
+            time.sleep(0.5)
         t_boot = time.time()
         qemu_p = subprocess.Popen(
             [qemu, "-accel", "tcg", "-cpu", "max", "-m", "512", "-smp", "2",
@@ -434,6 +459,25 @@ def main():
                 if line.startswith("GUEST-DONE"):
                     done = True
         t_guest = time.time() - t_boot
+        decoded = malformed = None
+        if cap:
+            time.sleep(0.3)
+            cap.send_signal(signal.SIGINT)
+            cap.wait(timeout=10)
+            tsh = ["tshark", "-r", pcap, "-d", "tcp.port==%d,nvme-tcp" % port]
+            def tshark(*args):  # stdout only: tshark warns on stderr as root
+                return subprocess.run(tsh + list(args), check=True, text=True,
+                                      stdout=subprocess.PIPE,
+                                      stderr=subprocess.DEVNULL).stdout
+            decoded = len(tshark("-Y", "nvme-tcp").splitlines())
+            malformed = len(tshark("-Y", "_ws.malformed || _ws.expert.severity "
+                                   ">= error").splitlines())
+            print("guest-test: tshark: %d NVMe/TCP packets decoded, %d malformed "
+                  "or in error" % (decoded, malformed))
+            if malformed:
+                print("\n".join(tshark("-Y", "_ws.malformed || "
+                                        "_ws.expert.severity >= error",
+                                        "-V").splitlines()[-80:]))
         metrics = scrape(mport)
         ierr = metric(metrics, "offcore_nvmf_ns_integrity_errors_total",
                       nsid="2")
@@ -462,6 +506,16 @@ def main():
         if not denied or denied < 1:
             print("FAIL: target counted no denied host")
             ok = False
+        if cap and (not decoded or malformed):
+            print("FAIL: tshark: %s decoded, %s malformed" % (decoded, malformed))
+            ok = False
+        marker = b"offcore-plaintext-marker\n" * 8
+        in1 = marker in open(img1, "rb").read()
+        in3 = marker in open(img3, "rb").read()
+        if not in1 or in3:
+            print("FAIL: plaintext marker in the plain file: %s (want yes), in "
+                  "the encrypted one: %s (want no)" % (in1, in3))
+            ok = False
         if rc != 0:
             print("FAIL: target exited %d on SIGTERM" % rc)
             ok = False
@@ -476,7 +530,7 @@ def main():
         print("guest-test: " + ("PASS" if ok else "FAIL"))
         return 0 if ok else 1
     finally:
-        for p in (qemu_p, proc):
+        for p in (qemu_p, proc, locals().get("cap")):
             if p and p.poll() is None:
                 p.kill()
                 p.wait()
