@@ -79,9 +79,18 @@ static int listen_on(oc_nvmf_target_t *t, const char *addr)
     }
     ((struct sockaddr_in *)ai->ai_addr)->sin_port = htons(t->port);
     fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0 ||
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
-        bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 128)) {
+    if (fd >= 0)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    /* a target killed a moment ago may still hold the port: its ring's
+     * pending accept keeps the socket until the kernel tears the ring
+     * down; wait for that (5 s at most) rather than fail a restart */
+    for (int i = 0; fd >= 0 && i < 50; i++) {
+        rc = bind(fd, ai->ai_addr, ai->ai_addrlen);
+        if (rc == 0 || errno != EADDRINUSE)
+            break;
+        usleep(100000);
+    }
+    if (fd < 0 || rc || listen(fd, 128)) {
         oc_error(LOGC, "nvmf: listen on %s: %s", addr, strerror(errno));
         if (fd >= 0)
             close(fd);
