@@ -124,7 +124,8 @@ def main():
     mport = free_port(24700 + os.getpid() % 100)
     conf = os.path.join(work, "nvmf.conf")
     open(conf, "w").write(
-        "listen 127.0.0.1:%d\nmetrics 127.0.0.1:%d\nsubsystem %s\n"
+        "listen 127.0.0.1:%d\nmetrics 127.0.0.1:%d\nkato-grace-ms 200\n"
+        "subsystem %s\n"
         "  allow-host %s\n  namespace 1 %s size=16M integrity=on\n"
         % (port, mport, SUB, HOST, os.path.join(work, "ns1.img")))
     log = open(os.path.join(work, "target.log"), "w")
@@ -314,7 +315,38 @@ def main():
               and " 1    none" in out, "offcore nvmf lists subsystem, queues, counters")
         if cli.returncode or SUB not in out:
             print(out)
+        # 10. keep-alive: a controller silent past KATO (300 ms) + grace is dropped
+        m0 = metrics(mport)
+        k = nc.Host(port)
+        k.icreq()
+        k.icresp()
+        r = k.connect(SUB, HOST, kato=300)
+        check(r["sc"] == 0, "Connect with a 300 ms keep-alive")
+        k.s.settimeout(5)
+        t0 = time.time()
+        closed = k.expect_eof()
+        check(closed and time.time() - t0 < 3,
+              "silent controller dropped after %.1f s" % (time.time() - t0))
+        m1 = metrics(mport)
+        check(rej(m1, "keep_alive_expired") - rej(m0, "keep_alive_expired") == 1,
+              "keep-alive expiry counted")
+        good.roundtrip("keep-alive expiry of another controller")
+
+        # 11. SIGTERM drains: 16 reads of 128 KiB in flight all complete
+        # (and are answered) before the connection closes
+        for i in range(16):
+            good.io.capsule(good.io.sqe(0x02, nsid=1, sgl_len=131072,
+                                        cdw={10: i * 32, 12: 31}))
         t.terminate()
+        answered = 0
+        try:
+            for i in range(16):
+                r = good.io.response()
+                answered += r["sc"] == 0 and len(r["data"]) == 131072
+        except (nc.Closed, OSError):
+            pass
+        check(answered == 16, "SIGTERM: %d of 16 in-flight reads answered" % answered)
+        check(good.io.expect_eof(), "SIGTERM: then the connection closes")
         rc = t.wait(timeout=20)
         check(rc == 0, "target exits 0 on SIGTERM")
     finally:
