@@ -37,7 +37,8 @@ enum { IO_FLUSH = 0x00, IO_WRITE = 0x01, IO_READ = 0x02,
 const uint32_t oc_nvmf_lat_bounds_us[11] = {25,   50,   100,   250,   500, 1000,
                                             2500, 5000, 10000, 50000, 250000};
 
-void oc_nvmf_ns_stats_lat(oc_nvmf_ns_t *ns, uint64_t ns_elapsed)
+void oc_nvmf_ns_stats_lat(oc_nvmf_ns_t *ns, oc_nvmf_conn_t *c,
+                          uint64_t ns_elapsed)
 {
     uint64_t us = ns_elapsed / 1000;
     int b = 0;
@@ -47,6 +48,13 @@ void oc_nvmf_ns_stats_lat(oc_nvmf_ns_t *ns, uint64_t ns_elapsed)
     atomic_fetch_add_explicit(&ns->st.lat_sum_ns, ns_elapsed,
                               memory_order_relaxed);
     atomic_fetch_add_explicit(&ns->st.lat_count, 1, memory_order_relaxed);
+    /* the queue's own copy: only this thread writes it */
+    atomic_store_explicit(&c->lat_bucket[b], c->lat_bucket[b] + 1,
+                          memory_order_relaxed);
+    atomic_store_explicit(&c->lat_sum_ns, c->lat_sum_ns + ns_elapsed,
+                          memory_order_relaxed);
+    atomic_store_explicit(&c->lat_count, c->lat_count + 1,
+                          memory_order_relaxed);
 }
 
 static void finish(oc_nvmf_cmd_t *cmd, uint16_t status)
@@ -59,7 +67,8 @@ static void finish(oc_nvmf_cmd_t *cmd, uint16_t status)
         if (status)
             atomic_fetch_add_explicit(&ns->st.errors, 1, memory_order_relaxed);
         else if (opc == IO_READ || opc == IO_WRITE)
-            oc_nvmf_ns_stats_lat(ns, oc_nvmf_now_ns() - cmd->start_ns);
+            oc_nvmf_ns_stats_lat(ns, cmd->conn,
+                                 oc_nvmf_now_ns() - cmd->start_ns);
         if (opc == IO_WRITE || opc == IO_WRITE_ZEROES || opc == IO_DSM)
             cmd->data_len = 0; /* nothing goes back to the host */
     }

@@ -174,6 +174,34 @@ static oc_status_t fill(void *arg, oc_prom_t *p)
                                       {"digest", c->snap_digest}),
                        RELAXED(c->ncmds));
     }
+    oc_prom_family(p, "offcore_nvmf_queue_latency_seconds",
+                   "Read/Write latency per connected I/O queue",
+                   OC_PROM_HISTOGRAM);
+    for (oc_nvmf_conn_t *c = t->conns; c; c = c->next) {
+        char id[24], qid[8], le[32];
+        uint64_t cum = 0;
+        if (!c->snap_connected || c->snap_qid == 0)
+            continue;
+        snprintf(id, sizeof(id), "%llu", (unsigned long long)c->id);
+        snprintf(qid, sizeof(qid), "%u", c->snap_qid);
+        for (int b = 0; b < 12; b++) {
+            cum += RELAXED(c->lat_bucket[b]);
+            if (b < 11)
+                snprintf(le, sizeof(le), "%g", oc_nvmf_lat_bounds_us[b] / 1e6);
+            else
+                snprintf(le, sizeof(le), "+Inf");
+            oc_prom_sample(p, "offcore_nvmf_queue_latency_seconds_bucket",
+                           OC_PROM_LABELS({"conn", id}, {"qid", qid},
+                                          {"le", le}),
+                           cum);
+        }
+        oc_prom_sample_f64(p, "offcore_nvmf_queue_latency_seconds_sum",
+                           OC_PROM_LABELS({"conn", id}, {"qid", qid}),
+                           RELAXED(c->lat_sum_ns) / 1e9);
+        oc_prom_sample(p, "offcore_nvmf_queue_latency_seconds_count",
+                       OC_PROM_LABELS({"conn", id}, {"qid", qid}),
+                       RELAXED(c->lat_count));
+    }
     pthread_mutex_unlock(&t->snap_lock);
     return oc_prom_status(p);
 }

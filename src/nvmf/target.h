@@ -262,6 +262,8 @@ typedef struct oc_nvmf_conn {
     int      nfree;
     int      inflight_ops;  /* io_uring ops that still point here */
     _Atomic uint64_t ncmds;
+    /* Read/Write latency on this queue (buckets as the namespaces') */
+    _Atomic uint64_t lat_bucket[12], lat_sum_ns, lat_count;
     /* what the metrics thread shows; written once, under snap_lock */
     int      snap_connected;
     uint16_t snap_qid, snap_cntlid;
@@ -316,7 +318,8 @@ int oc_nvmf_cmd_dir_write(const uint8_t *sqe, int admin);
 /* io.c */
 void oc_nvmf_io_exec(oc_nvmf_cmd_t *cmd);
 void oc_nvmf_io_file_done(oc_nvmf_cmd_t *cmd, int res);
-void oc_nvmf_ns_stats_lat(oc_nvmf_ns_t *ns, uint64_t ns_elapsed);
+void oc_nvmf_ns_stats_lat(oc_nvmf_ns_t *ns, oc_nvmf_conn_t *c,
+                          uint64_t ns_elapsed);
 
 /* ns.c */
 oc_status_t oc_nvmf_ns_open(const oc_nvmf_ns_conf_t *nc, const char *subnqn,

@@ -304,6 +304,12 @@ def main():
         m = metrics(mport)
         check(rej(m, "pdu_fatal") == 8, "8 fatal PDU errors counted (%d)" % rej(m, "pdu_fatal"))
         check(rej(m, "command_before_connect") == 2, "commands before Connect counted")
+        qlat = sum(v for k, v in m.items()
+                   if k.startswith("offcore_nvmf_queue_latency_seconds_count"))
+        nlat = sum(v for k, v in m.items()
+                   if k.startswith("offcore_nvmf_ns_latency_seconds_count"))
+        check(qlat > 0 and nlat >= qlat,
+              "latency histograms per queue (%d) and per namespace (%d)" % (qlat, nlat))
         good.roundtrip("everything")
 
         # 9. offcore nvmf: the live view names the subsystem, the queues, the counts
