@@ -3,7 +3,7 @@
 
 A loop device over a 32 MiB file backs namespace 1 (integrity on, the
 checksums in a file of their own, AES-256-XTS): Identify reports the
-device's size, data written reads back, the device holds ciphertext, and a
+device's size, data written reads back, the device holds ciphertext, Write Zeroes reads back zeros, and a
 byte flipped on the device itself makes the read of that block fail with
 Unrecovered Read Error while its neighbours read fine.  SKIP (77) when not
 root or no loop device can be set up.
@@ -102,6 +102,12 @@ def main():
             fails.append("corrupted block: status %#x, want 0x281" % r103["sc"])
         if r102["sc"] != 0 or r102["data"] != data[2 * 4096:3 * 4096]:
             fails.append("neighbour block unreadable")
+        # Write Zeroes on an encrypted namespace writes encrypted zeros
+        r = io.cmd(io.sqe(0x08, nsid=1, cdw={10: 104, 12: 1}))
+        rz = io.read(1, 104, 8192)
+        if r["sc"] != 0 or rz["sc"] != 0 or rz["data"] != bytes(8192):
+            fails.append("Write Zeroes on the encrypted namespace (%#x, %#x)"
+                         % (r["sc"], rz["sc"]))
         t.terminate()
         if t.wait(timeout=20) != 0:
             fails.append("target exit status")

@@ -321,6 +321,26 @@ def main():
               and " 1    none" in out, "offcore nvmf lists subsystem, queues, counters")
         if cli.returncode or SUB not in out:
             print(out)
+        # 9b. the other NVM commands: Flush, FUA write, Write Zeroes, DSM
+        io = good.io
+        pat = bytes(range(256)) * 64  # 16 KiB
+        check(io.write(1, 500, pat, fua=True)["sc"] == 0, "write with FUA")
+        check(io.cmd(io.sqe(0x00, nsid=1))["sc"] == 0, "Flush")
+        r = io.cmd(io.sqe(0x08, nsid=1, cdw={10: 501, 12: 1}))  # 2 blocks
+        check(r["sc"] == 0, "Write Zeroes (%#x)" % r["sc"])
+        rd = io.read(1, 500, 16384)
+        check(rd["sc"] == 0 and rd["data"] == pat[:4096] + bytes(8192) + pat[12288:],
+              "Write Zeroes zeroed exactly blocks 501-502, checksums follow")
+        rng = struct.pack("<IIQ", 0, 1, 503)  # deallocate block 503
+        r = io.cmd(io.sqe(0x09, nsid=1, sgl_len=16, sgl_type=1,
+                          cdw={10: 0, 11: 4}), rng)
+        check(r["sc"] == 0, "Dataset Management deallocate (%#x)" % r["sc"])
+        rd = io.read(1, 503, 4096)
+        check(rd["sc"] == 0 and rd["data"] == bytes(4096),
+              "a deallocated block reads zeros and passes its checksum")
+        r = io.cmd(io.sqe(0x08, nsid=1, cdw={10: 4095, 12: 1}))
+        check(r["sc"] == 0x080, "Write Zeroes past the end: LBA Out of Range (%#x)" % r["sc"])
+
         # 10. keep-alive: a controller silent past KATO (300 ms) + grace is dropped
         m0 = metrics(mport)
         k = nc.Host(port)
