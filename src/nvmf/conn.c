@@ -383,8 +383,12 @@ static void arm_recv(oc_nvmf_conn_t *c)
         oc_nvmf_conn_close(c, "submission queue full");
         return;
     }
-    io_uring_prep_recv(sqe, c->fd, c->rx + c->rx_tail, c->rx_cap - c->rx_tail,
-                       0);
+    if (c->dr_state == 1)
+        io_uring_prep_recv(sqe, c->fd, c->dr_cmd->buf + c->dr_off, c->dr_left,
+                           0);
+    else
+        io_uring_prep_recv(sqe, c->fd, c->rx + c->rx_tail,
+                           c->rx_cap - c->rx_tail, 0);
     io_uring_sqe_set_data(sqe, &c->rx_op);
     c->rx_armed = 1;
     c->inflight_ops++;
@@ -522,8 +526,9 @@ static void handle_capsule(oc_nvmf_conn_t *c, const uint8_t *p,
     cmd_exec(cmd);
 }
 
-static void handle_h2c(oc_nvmf_conn_t *c, const uint8_t *p,
-                       const oc_nvmf_pdu_info_t *in)
+/* the H2CData header against the R2T it answers; NULL: fatal error sent */
+static oc_nvmf_cmd_t *h2c_validate(oc_nvmf_conn_t *c, const uint8_t *p,
+                                   const oc_nvmf_pdu_info_t *in)
 {
     uint16_t cccid = oc_le16(p + 8), ttag = oc_le16(p + 10);
     uint32_t datao = oc_le32(p + 12);
@@ -533,13 +538,13 @@ static void handle_h2c(oc_nvmf_conn_t *c, const uint8_t *p,
         c->cmds[ttag].state != OC_NVMF_CMD_H2C) {
         oc_nvmf_conn_fatal(c, OC_NVMF_FES_HDR_FIELD, 10, p, in->hlen,
                            "H2CData for no transfer we asked for");
-        return;
+        return NULL;
     }
     cmd = &c->cmds[ttag];
     if (cmd->cid != cccid) {
         oc_nvmf_conn_fatal(c, OC_NVMF_FES_HDR_FIELD, 8, p, in->hlen,
                            "H2CData command id does not match its tag");
-        return;
+        return NULL;
     }
     if (datao != cmd->h2c_got ||
         (uint64_t)datao + in->data_len > cmd->data_len) {
@@ -547,22 +552,25 @@ static void handle_h2c(oc_nvmf_conn_t *c, const uint8_t *p,
                                   memory_order_relaxed);
         oc_nvmf_conn_fatal(c, OC_NVMF_FES_DATA_RANGE, 12, p, in->hlen,
                            "H2CData outside the range of the R2T");
-        return;
+        return NULL;
     }
-    if (c->lim.ddgst &&
-        oc_crc32c(0, p + in->data_off, in->data_len) !=
-            oc_le32(p + in->data_off + in->data_len)) {
+    return cmd;
+}
+
+/* all of one H2CData PDU's data is in cmd->buf */
+static void h2c_finish(oc_nvmf_conn_t *c, oc_nvmf_cmd_t *cmd, uint32_t datal,
+                       uint8_t flags, int digest_ok)
+{
+    if (!digest_ok) {
         atomic_fetch_add_explicit(&c->tgt->st.data_digest_err, 1,
                                   memory_order_relaxed);
         cmd->status = OC_NVME_SC_TRANSIENT_XPORT;
     }
-    memcpy(cmd->buf + datao, p + in->data_off, in->data_len);
-    cmd->h2c_got += in->data_len;
+    cmd->h2c_got += datal;
     if (cmd->h2c_got < cmd->data_len) {
-        if (in->flags & OC_NVMF_F_LAST) {
-            oc_nvmf_conn_fatal(c, OC_NVMF_FES_DATA_RANGE, 1, p, in->hlen,
+        if (flags & OC_NVMF_F_LAST)
+            oc_nvmf_conn_fatal(c, OC_NVMF_FES_DATA_RANGE, 1, NULL, 0,
                                "last H2CData before all data");
-        }
         return;
     }
     if (cmd->status) {
@@ -570,6 +578,64 @@ static void handle_h2c(oc_nvmf_conn_t *c, const uint8_t *p,
         return;
     }
     cmd_exec(cmd);
+}
+
+static void handle_h2c(oc_nvmf_conn_t *c, const uint8_t *p,
+                       const oc_nvmf_pdu_info_t *in)
+{
+    oc_nvmf_cmd_t *cmd = h2c_validate(c, p, in);
+    int ok = 1;
+
+    if (!cmd)
+        return;
+    if (c->lim.ddgst &&
+        oc_crc32c(0, p + in->data_off, in->data_len) !=
+            oc_le32(p + in->data_off + in->data_len))
+        ok = 0;
+    memcpy(cmd->buf + oc_le32(p + 12), p + in->data_off, in->data_len);
+    h2c_finish(c, cmd, in->data_len, in->flags, ok);
+}
+
+/*
+ * A large H2CData whose header has arrived but not its data: receive the
+ * data straight into the command's buffer instead of through the receive
+ * buffer and a copy.  @return 1 when taken over (or a fatal error sent),
+ * 0 to wait for the whole PDU the ordinary way.
+ */
+#define DIRECT_MIN 16384u
+static int h2c_try_direct(oc_nvmf_conn_t *c, const uint8_t *p, uint32_t avail,
+                          const oc_nvmf_pdu_info_t *in)
+{
+    uint32_t have, hd = c->lim.hdgst ? OC_NVMF_DGST_LEN : 0;
+    oc_nvmf_cmd_t *cmd;
+
+    if (in->type != OC_NVMF_PDU_H2C_DATA || in->data_len < DIRECT_MIN ||
+        in->data_off == 0 || avail < in->data_off)
+        return 0;
+    have = avail - in->data_off;
+    if (have >= in->data_len)
+        return 0; /* only the digest is missing */
+    if (hd && oc_crc32c(0, p, in->hlen) != oc_le32(p + in->hlen)) {
+        atomic_fetch_add_explicit(&c->tgt->st.hdr_digest_err, 1,
+                                  memory_order_relaxed);
+        oc_nvmf_conn_fatal(c, OC_NVMF_FES_HDR_DIGEST, 0, p, in->hlen,
+                           "header digest");
+        return 1;
+    }
+    cmd = h2c_validate(c, p, in);
+    if (!cmd)
+        return 1;
+    c->dr_cmd = cmd;
+    c->dr_datao = oc_le32(p + 12);
+    c->dr_datal = in->data_len;
+    c->dr_flags = in->flags;
+    c->dr_off = c->dr_datao + have;
+    c->dr_left = in->data_len - have;
+    memcpy(cmd->buf + c->dr_datao, p + in->data_off, have);
+    c->dr_state = 1;
+    atomic_fetch_add_explicit(&c->tgt->st.h2c_direct, 1, memory_order_relaxed);
+    c->rx_head = c->rx_tail = 0; /* all that arrived belonged to this PDU */
+    return 1;
 }
 
 static void handle_pdu(oc_nvmf_conn_t *c, const uint8_t *p,
@@ -593,6 +659,52 @@ static void handle_pdu(oc_nvmf_conn_t *c, const uint8_t *p,
     }
 }
 
+static void parse(oc_nvmf_conn_t *c)
+{
+    while (c->state != OC_NVMF_CONN_CLOSING && !c->close_after_tx &&
+           c->dr_state != 1) {
+        oc_nvmf_pdu_info_t in;
+        const uint8_t *p = c->rx + c->rx_head;
+        uint32_t avail = c->rx_tail - c->rx_head;
+        oc_nvmf_pdu_rc_t rc;
+
+        if (c->dr_state == 2) { /* the data digest after direct data */
+            oc_nvmf_cmd_t *cmd = c->dr_cmd;
+            if (avail < OC_NVMF_DGST_LEN)
+                break;
+            c->dr_state = 0;
+            c->rx_head += OC_NVMF_DGST_LEN;
+            h2c_finish(c, cmd, c->dr_datal, c->dr_flags,
+                       oc_crc32c(0, cmd->buf + c->dr_datao, c->dr_datal) ==
+                           oc_le32(p));
+            continue;
+        }
+        rc = oc_nvmf_pdu_check(p, avail, &c->lim, &in);
+        if (rc == OC_NVMF_PDU_NEED) {
+            if (h2c_try_direct(c, p, avail, &in))
+                continue;
+            if (c->rx_head + in.need > c->rx_cap) {
+                memmove(c->rx, p, avail);
+                c->rx_tail = avail;
+                c->rx_head = 0;
+            }
+            break;
+        }
+        if (rc == OC_NVMF_PDU_BAD) {
+            if (in.fes == OC_NVMF_FES_HDR_DIGEST)
+                atomic_fetch_add_explicit(&c->tgt->st.hdr_digest_err, 1,
+                                          memory_order_relaxed);
+            oc_nvmf_conn_fatal(c, in.fes, in.fei, p, avail < 128 ? avail : 128,
+                               in.why);
+            break;
+        }
+        handle_pdu(c, p, &in);
+        c->rx_head += in.plen;
+        if (c->rx_head == c->rx_tail)
+            c->rx_head = c->rx_tail = 0;
+    }
+}
+
 void oc_nvmf_conn_recv_done(oc_nvmf_conn_t *c, int res)
 {
     c->rx_armed = 0;
@@ -603,36 +715,21 @@ void oc_nvmf_conn_recv_done(oc_nvmf_conn_t *c, int res)
                                        : "receive failed");
         goto out;
     }
-    c->rx_tail += (uint32_t)res;
-    while (c->state != OC_NVMF_CONN_CLOSING && !c->close_after_tx) {
-        oc_nvmf_pdu_info_t in;
-        const uint8_t *p = c->rx + c->rx_head;
-        oc_nvmf_pdu_rc_t rc =
-            oc_nvmf_pdu_check(p, c->rx_tail - c->rx_head, &c->lim, &in);
-
-        if (rc == OC_NVMF_PDU_NEED) {
-            if (c->rx_head + in.need > c->rx_cap) {
-                memmove(c->rx, p, c->rx_tail - c->rx_head);
-                c->rx_tail -= c->rx_head;
-                c->rx_head = 0;
+    if (c->dr_state == 1) { /* H2CData straight into a command's buffer */
+        c->dr_off += (uint32_t)res;
+        c->dr_left -= (uint32_t)res;
+        if (c->dr_left == 0) {
+            if (c->lim.ddgst) {
+                c->dr_state = 2;
+            } else {
+                c->dr_state = 0;
+                h2c_finish(c, c->dr_cmd, c->dr_datal, c->dr_flags, 1);
             }
-            break;
         }
-        if (rc == OC_NVMF_PDU_BAD) {
-            if (in.fes == OC_NVMF_FES_HDR_DIGEST)
-                atomic_fetch_add_explicit(&c->tgt->st.hdr_digest_err, 1,
-                                          memory_order_relaxed);
-            oc_nvmf_conn_fatal(c, in.fes, in.fei, p,
-                               c->rx_tail - c->rx_head < 128
-                                   ? c->rx_tail - c->rx_head : 128,
-                               in.why);
-            break;
-        }
-        handle_pdu(c, p, &in);
-        c->rx_head += in.plen;
-        if (c->rx_head == c->rx_tail)
-            c->rx_head = c->rx_tail = 0;
+    } else {
+        c->rx_tail += (uint32_t)res;
     }
+    parse(c);
     arm_recv(c);
 out:
     oc_nvmf_conn_release_op(c);

@@ -106,6 +106,11 @@ static oc_status_t fill(void *arg, oc_prom_t *p)
                    OC_PROM_LABELS({"queue", "admin"}), RELAXED(s->admin_cmds));
     oc_prom_sample(p, "offcore_nvmf_commands_total",
                    OC_PROM_LABELS({"queue", "io"}), RELAXED(s->io_cmds));
+    oc_prom_family(p, "offcore_nvmf_h2c_direct_total",
+                   "H2CData PDUs received straight into their command's "
+                   "buffer (no copy)", OC_PROM_COUNTER);
+    oc_prom_sample(p, "offcore_nvmf_h2c_direct_total", NULL, 0,
+                   RELAXED(s->h2c_direct));
     oc_prom_family(p, "offcore_nvmf_command_errors_total",
                    "commands completed with an error status", OC_PROM_COUNTER);
     oc_prom_sample(p, "offcore_nvmf_command_errors_total", NULL, 0,

@@ -66,6 +66,7 @@ typedef struct {
     _Atomic uint64_t h2c_out_of_range;
     _Atomic uint64_t kato_expired;
     _Atomic uint64_t admin_cmds, io_cmds;
+    _Atomic uint64_t h2c_direct; /* H2CData received into place, no copy */
 } oc_nvmf_stats_t;
 
 /* Latency histogram bucket bounds, microseconds (last bucket: +Inf). */
@@ -247,6 +248,12 @@ typedef struct oc_nvmf_conn {
     uint32_t rx_cap, rx_head, rx_tail;
     oc_nvmf_op_t rx_op;
     int      rx_armed;
+    /* a large H2CData received straight into its command's buffer:
+     * dr_state 1 data arriving, 2 its data digest next in rx, 0 none */
+    int      dr_state;
+    struct oc_nvmf_cmd *dr_cmd;
+    uint32_t dr_datao, dr_datal, dr_off, dr_left;
+    uint8_t  dr_flags;
     /* send */
     oc_nvmf_tx_t *txq_head, *txq_tail;
     oc_nvmf_op_t tx_op;

@@ -483,6 +483,9 @@ def main():
                       nsid="2")
         denied = metric(metrics, "offcore_nvmf_rejects_total",
                         reason="host_denied")
+        print("guest-test: target: %s H2CData PDUs received in place, %s "
+              "commands failed" % (metric(metrics, "offcore_nvmf_h2c_direct_total"),
+                                   metric(metrics, "offcore_nvmf_command_errors_total")))
         proc.send_signal(signal.SIGTERM)
         rc = proc.wait(timeout=20)
         tlog.close()
