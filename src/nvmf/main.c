@@ -34,8 +34,10 @@ static void usage(FILE *out)
             "\n"
             "  -c, --config FILE   subsystems, hosts, namespaces, listen address\n"
             "                      (docs/nvmf.md describes the format)\n"
-            "  -n, --check         check the configuration and the namespaces'\n"
-            "                      backing files and keys, then exit (0: good)\n"
+            "  -n, --check         check the configuration, open the namespaces'\n"
+            "                      backing files (creating missing ones, and their\n"
+            "                      checksum files) and keys, then exit (0: good);\n"
+            "                      does not bind the listen address\n"
             "  -h, --help          this text\n"
             "\n"
             "OC_LOG=app:info logs connections and controllers.  SIGTERM stops\n"
@@ -243,7 +245,7 @@ int main(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
-    if (oc_nvmf_target_init(&tgt, &conf) != OC_OK) {
+    if (oc_nvmf_target_init(&tgt, &conf, check) != OC_OK) {
         fprintf(stderr, "offcore-nvmf: not started (reasons above)\n");
         return 1;
     }

@@ -106,7 +106,8 @@ static int listen_on(oc_nvmf_target_t *t, const char *addr)
     return 0;
 }
 
-oc_status_t oc_nvmf_target_init(oc_nvmf_target_t *t, oc_nvmf_conf_t *conf)
+oc_status_t oc_nvmf_target_init(oc_nvmf_target_t *t, oc_nvmf_conf_t *conf,
+                                int check_only)
 {
     int rc;
 
@@ -150,6 +151,8 @@ oc_status_t oc_nvmf_target_init(oc_nvmf_target_t *t, oc_nvmf_conf_t *conf)
         oc_nvmf_target_fini(t);
         return OC_ERR_UNSUPPORTED;
     }
+    if (check_only) /* a running target may hold the port: do not bind */
+        return OC_OK;
     if (listen_on(t, conf->listen)) {
         oc_nvmf_target_fini(t);
         return OC_ERR_CONFIG;

@@ -341,7 +341,11 @@ int oc_nvmf_ns_seal(oc_nvmf_ns_t *ns, uint8_t *buf, uint64_t lba, uint32_t n);
 void oc_nvmf_ns_mark_zero(oc_nvmf_ns_t *ns, uint64_t lba, uint64_t n);
 
 /* target.c */
-oc_status_t oc_nvmf_target_init(oc_nvmf_target_t *t, oc_nvmf_conf_t *conf);
+/** Open every namespace, the ring, and (unless @p check_only) the
+ *  listening socket.  Errors are logged.  @return OC_OK, OC_ERR_CONFIG,
+ *  OC_ERR_UNSUPPORTED (no io_uring), OC_ERR_NO_MEMORY. */
+oc_status_t oc_nvmf_target_init(oc_nvmf_target_t *t, oc_nvmf_conf_t *conf,
+                                int check_only);
 oc_status_t oc_nvmf_target_run(oc_nvmf_target_t *t, volatile int *stop);
 void oc_nvmf_target_fini(oc_nvmf_target_t *t);
 oc_nvmf_subsys_t *oc_nvmf_subsys_find(oc_nvmf_target_t *t, const char *nqn);

@@ -115,6 +115,28 @@ def config_errors(build, work):
           "bad configuration: every error with file and line, not started")
     if r.returncode != 1:
         print(r.stdout)
+    # an encryption key others may read is refused, naming the fix
+    key = os.path.join(work, "open.key")
+    with open(key, "wb") as f:
+        f.write(os.urandom(64))
+    os.chmod(key, 0o644)
+    kc = os.path.join(work, "key.conf")
+    open(kc, "w").write("listen 127.0.0.1:1\nsubsystem nqn.2026-11.io.offcore:k\n"
+                        "  allow-any-host\n  namespace 1 %s size=1M key=%s\n"
+                        % (os.path.join(work, "k.img"), key))
+    r = subprocess.run([os.path.join(build, "src/nvmf/offcore-nvmf"), "-c", kc,
+                        "--check"], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True)
+    check(r.returncode == 1 and "mode 644 lets others read it" in r.stdout
+          and "config line 4" in r.stdout,
+          "key file readable by others: refused with its mode and config line")
+    if r.returncode != 1:
+        print(r.stdout)
+    os.chmod(key, 0o600)
+    r = subprocess.run([os.path.join(build, "src/nvmf/offcore-nvmf"), "-c", kc,
+                        "--check"], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True)
+    check(r.returncode == 0, "the same key at mode 600: configuration good")
 
 
 def main():
