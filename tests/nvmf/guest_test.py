@@ -108,8 +108,14 @@ def fetch_kernel(cache):
     if not elf.startswith(b"\x7fELF"):
         skip("decompressed kernel is not an ELF vmlinux")
     open(os.path.join(tmp, "vmlinux"), "wb").write(elf)
-    os.remove(debs[0])  # the unpacked tree is the cache
-    shutil.rmtree(os.path.join(tmp, "usr"), ignore_errors=True)
+    os.remove(debs[0])  # the unpacked tree is the cache: keep only what
+    shutil.rmtree(os.path.join(tmp, "usr"), ignore_errors=True)  # we boot
+    _, paths, order = module_closure(tmp, abi)
+    keep = set(paths[n] for n in order)
+    for p in paths.values():
+        if p not in keep:
+            os.remove(p)
+    os.remove(glob.glob(os.path.join(tmp, "boot", "vmlinuz-*"))[0])
     shutil.rmtree(root, ignore_errors=True)
     os.rename(tmp, root)
     return root, abi
