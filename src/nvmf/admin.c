@@ -417,8 +417,13 @@ static void identify(oc_nvmf_cmd_t *cmd)
 }
 
 /* -------------------------------------------------------- log pages */
-static uint32_t discovery_log(oc_nvmf_target_t *t, uint8_t *page, size_t cap)
+/* TRADDR: the advertised address; when listening on every address with
+ * none advertised, the address this host reached us on */
+static uint32_t discovery_log(oc_nvmf_target_t *t, const oc_nvmf_conn_t *c,
+                              uint8_t *page, size_t cap)
 {
+    const char *traddr =
+        !strcmp(t->traddr, "0.0.0.0") && c->local[0] ? c->local : t->traddr;
     uint32_t n = 0;
 
     memset(page, 0, cap);
@@ -438,7 +443,7 @@ static uint32_t discovery_log(oc_nvmf_target_t *t, uint8_t *page, size_t cap)
         snprintf(svc, sizeof(svc), "%u", t->port);
         put_str(e + 32, 32, svc);
         memcpy(e + 256, s->conf->nqn, strlen(s->conf->nqn));
-        put_str(e + 512, 256, t->traddr);
+        put_str(e + 512, 256, traddr);
         e[768] = 0;                   /* TSAS: no security */
         n++;
     }
@@ -468,7 +473,7 @@ static void get_log(oc_nvmf_cmd_t *cmd)
     case 0x70:
         if (!s->discovery)
             return done(cmd, OC_NVME_SC_INVALID_LOG);
-        plen = discovery_log(c->tgt, page, sizeof(page));
+        plen = discovery_log(c->tgt, c, page, sizeof(page));
         break;
     case 0x01: /* error information: no entries */
         plen = 64;

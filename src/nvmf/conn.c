@@ -93,6 +93,11 @@ void oc_nvmf_conn_accepted(oc_nvmf_target_t *t, int fd)
     } else {
         snprintf(c->peer, sizeof(c->peer), "?");
     }
+    sl = sizeof(ss);
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0 &&
+        ss.ss_family == AF_INET)
+        inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, c->local,
+                  sizeof(c->local));
     c->rx_op.kind = OC_NVMF_OP_RECV;
     c->rx_op.owner = c;
     c->tx_op.kind = OC_NVMF_OP_SEND;

@@ -237,6 +237,7 @@ typedef struct oc_nvmf_conn {
     int      state;
     uint64_t id;
     char     peer[64];
+    char     local[64];     /* our address on this connection */
     oc_nvmf_pdu_limits_t lim;
     uint16_t qid;
     uint16_t sqsize;        /* 0-based, from Connect */

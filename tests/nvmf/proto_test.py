@@ -168,6 +168,21 @@ def main():
         good = Good(port)
         good.roundtrip("start")
 
+        # 0. the discovery log names the subsystem, the address and the port
+        d = nc.Host(port)
+        d.admin_session(nc.DISC, OTHER)  # discovery admits any host
+        hdr = d.cmd(d.sqe(0x02, sgl_len=1024, cdw={10: 0x70 | (255 << 16)}))
+        nrec = struct.unpack_from("<Q", hdr["data"], 8)[0]
+        full = d.cmd(d.sqe(0x02, sgl_len=2048, cdw={10: 0x70 | (511 << 16)}))
+        e = full["data"][1024:2048]
+        check(hdr["sc"] == 0 and nrec == 1 and e[0] == 3 and e[2] == 2
+              and e[256:256 + len(SUB)] == SUB.encode()
+              and e[512:521] == b"127.0.0.1" and e[32:32 + len(str(port))] == str(port).encode(),
+              "discovery log: 1 record, TCP, NVM subsystem %s at 127.0.0.1:%d" % (SUB, port))
+        r = d.set_queues(2)
+        check(r["sc"] == 0x002, "no I/O queues on the discovery controller (%#x)" % r["sc"])
+        d.close()
+
         # 1. bad lengths
         h = nc.Host(port)
         h.icreq(plen=100)
