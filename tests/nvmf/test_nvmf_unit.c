@@ -36,7 +36,7 @@ static void test_crc32c_known(void **state)
 
 static void test_crc32c_fast_matches_table(void **state)
 {
-    uint8_t buf[5000];
+    static uint8_t buf[40000];
     (void)state;
     for (size_t i = 0; i < sizeof(buf); i++)
         buf[i] = (uint8_t)(i * 131 + 7);
@@ -46,6 +46,12 @@ static void test_crc32c_fast_matches_table(void **state)
                              oc_crc32c_ref(0, buf + off, len));
     assert_int_equal(oc_crc32c(0, buf, sizeof(buf)),
                      oc_crc32c_ref(0, buf, sizeof(buf)));
+    /* around the three-stream chunks (3 x 1024 bytes) and several of them */
+    for (size_t len = 3060; len < 3090; len++)
+        assert_int_equal(oc_crc32c(0x1234, buf + 3, len),
+                         oc_crc32c_ref(0x1234, buf + 3, len));
+    for (size_t len = 4096; len <= 131072 && len <= sizeof(buf); len *= 2)
+        assert_int_equal(oc_crc32c(0, buf, len), oc_crc32c_ref(0, buf, len));
 }
 
 static const oc_nvmf_pdu_limits_t lim0 = {.ic_done = 1, .max_incap = 8192,
