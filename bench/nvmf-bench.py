@@ -16,7 +16,8 @@ the target's ratio to fio, and the cost of integrity and encryption as
 ratios of the plain target, with every run's own ratio.  The issue's bar,
 integrity >= 0.7x fio at 4 KiB random read, is reported, never asserted
 (timings on a shared 2-core machine are noisy).  Files live in
-BUILDDIR/nvmf-bench (BENCH_NVMF_SIZE, default 1G each; 3 files).
+BUILDDIR/nvmf-bench (BENCH_NVMF_SIZE, default 1G each; 3 files, removed
+at the end).
 """
 import json
 import os
@@ -152,6 +153,11 @@ def main():
     finally:
         tgt.terminate()
         tgt.wait(timeout=30)
+        # the images are laid out afresh each run: do not leave 3 GiB behind
+        for p in imgs:
+            for f in (p, p + ".crc"):
+                if os.path.exists(f):
+                    os.remove(f)
     return 0
 
 
