@@ -21,8 +21,12 @@ H2CData; 4 KiB: in-capsule data) and with 32 dd processes at once (queue
 depth up to 32), read it back and compare; a host the subsystem does not
 allow is refused; with integrity on (namespace 2), bytes flipped in the
 backing file under the guest make its read fail with an I/O error, and the
-target counts and logs the block.  The guest prints PASS/FAIL lines; this
-script checks every expected PASS line and the target's counters.
+target counts and logs the block; an encrypted namespace (namespace 3)
+round-trips with no plaintext on disk; and the target is killed (SIGKILL)
+in the middle of an 8 MiB write and restarted: the host reconnects, the
+write completes, and every byte reads back.  The guest prints PASS/FAIL
+lines; this script checks every expected PASS line and the target's
+counters, and tshark decodes the capture of the session (up to the kill).
 
 Exit 0 pass, 1 fail, 77 skip (no qemu, no kernel package, no static libc).
 """
@@ -311,11 +315,31 @@ for dg in "" ",hdr_digest,data_digest"; do
     fi
     disconnect $INST
 done
+
+# 7. the target killed (SIGKILL) in the middle of a large write and
+# restarted: the host reconnects, retries, and every byte reads back
+if connect "transport=tcp,traddr=$H,trsvcid=$P,nqn=$SUB,hostnqn=$HN,nr_io_queues=2,queue_size=32,reconnect_delay=1,ctrl_loss_tmo=60" && waitdev $INST 2; then
+    d2=$DEV
+    dd if=/dev/urandom of=/tmp/big bs=64k count=128 2>/dev/null    # 8 MiB
+    dd if=/tmp/big of=$d2 bs=16k count=512 oflag=direct 2>/tmp/e &
+    ddpid=$!
+    sleep 0.2
+    if kill -0 $ddpid 2>/dev/null; then pass kill-during-write; else fail kill-during-write "dd already done"; fi
+    echo "KILL-TARGET"
+    read -r go
+    if wait $ddpid; then pass kill-write-completed; else fail kill-write-completed "$(cat /tmp/e)"; fi
+    dd if=$d2 of=/tmp/rb bs=64k count=128 iflag=direct 2>/tmp/e
+    if cmp -s /tmp/big /tmp/rb; then pass kill-readback; else fail kill-readback "data differs: $(cat /tmp/e)"; fi
+    disconnect $INST
+else
+    fail kill-connect "$(cat /tmp/cerr)"
+fi
 """
 
 EXPECT = ["discovery", "denied-host", "plain-ioqueues=2", "plain-qd1",
           "plain-qd32", "integrity-read-fails", "integrity-neighbour-ok",
-          "encrypt-roundtrip", "digest-ioqueues=2", "digest-qd1", "digest-qd32"]
+          "encrypt-roundtrip", "digest-ioqueues=2", "digest-qd1", "digest-qd32",
+          "kill-during-write", "kill-write-completed", "kill-readback"]
 
 
 def scrape(port):
@@ -394,22 +418,24 @@ def main():
         script = (GUEST.replace("@PORT@", str(port)).replace("@SUB@", SUBNQN)
                   .replace("@HOSTNQN@", HOSTNQN).replace("@BADHOST@", BADHOST))
         cpio, nmods = build_initramfs(work, kroot, abi, script, work)
-        tlog = open(os.path.join(work, "target.log"), "w")
-        proc = subprocess.Popen([target, "--config", conf], stdout=tlog,
-                                stderr=subprocess.STDOUT,
-                                env=dict(os.environ, OC_LOG="app:info"))
-        # wait until the target listens
-        deadline = time.time() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), 0.2).close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.time() > deadline:
-                    print(open(tlog.name).read())
-                    print("FAIL: target did not start")
-                    return 1
-                time.sleep(0.05)
+        tlog = open(os.path.join(work, "target.log"), "a")
+
+        def start_target():
+            p = subprocess.Popen([target, "--config", conf], stdout=tlog,
+                                 stderr=subprocess.STDOUT,
+                                 env=dict(os.environ, OC_LOG="app:info"))
+            deadline = time.time() + 15  # until the target listens
+            while True:
+                try:
+                    socket.create_connection(("127.0.0.1", port), 0.2).close()
+                    return p
+                except OSError:
+                    if p.poll() is not None or time.time() > deadline:
+                        print(open(tlog.name).read())
+                        raise SystemExit("FAIL: target did not start")
+                    time.sleep(0.05)
+
+        proc = start_target()
         # capture the session: tshark must decode it as NVMe/TCP, unmalformed
         pcap = os.path.join(work, "session.pcap")
         cap = None
@@ -430,6 +456,7 @@ def main():
             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT)
         results, lines, buf = {}, [], b""
+        metrics, killed = None, False
         deadline = time.time() + TIMEOUT
         done = False
         while not done and time.time() < deadline:
@@ -462,14 +489,34 @@ def main():
                         os.fsync(f.fileno())
                     qemu_p.stdin.write(b"go\n")
                     qemu_p.stdin.flush()
+                if line.startswith("KILL-TARGET"):
+                    # the capture ends here: a connection cut by SIGKILL
+                    # ends mid-PDU, which is no fault of the protocol
+                    if cap:
+                        cap.send_signal(signal.SIGINT)
+                        cap.wait(timeout=10)
+                    metrics = scrape(mport)
+                    proc.kill()
+                    proc.wait()
+                    while True:  # a killed target's ring may hold the port
+                        try:
+                            socket.create_connection(("127.0.0.1", port), 0.2).close()
+                            time.sleep(0.05)
+                        except OSError:
+                            break
+                    proc = start_target()
+                    killed = True
+                    qemu_p.stdin.write(b"go\n")
+                    qemu_p.stdin.flush()
                 if line.startswith("GUEST-DONE"):
                     done = True
         t_guest = time.time() - t_boot
         decoded = malformed = None
         if cap:
-            time.sleep(0.3)
-            cap.send_signal(signal.SIGINT)
-            cap.wait(timeout=10)
+            if cap.poll() is None:
+                time.sleep(0.3)
+                cap.send_signal(signal.SIGINT)
+                cap.wait(timeout=10)
             tsh = ["tshark", "-r", pcap, "-d", "tcp.port==%d,nvme-tcp" % port]
             def tshark(*args):  # stdout only: tshark warns on stderr as root
                 return subprocess.run(tsh + list(args), check=True, text=True,
@@ -484,7 +531,8 @@ def main():
                 print("\n".join(tshark("-Y", "_ws.malformed || "
                                         "_ws.expert.severity >= error",
                                         "-V").splitlines()[-80:]))
-        metrics = scrape(mport)
+        if metrics is None:  # counters of the first target, before any kill
+            metrics = scrape(mport)
         ierr = metric(metrics, "offcore_nvmf_ns_integrity_errors_total",
                       nsid="2")
         denied = metric(metrics, "offcore_nvmf_rejects_total",
@@ -492,6 +540,9 @@ def main():
         print("guest-test: target: %s H2CData PDUs received in place, %s "
               "commands failed" % (metric(metrics, "offcore_nvmf_h2c_direct_total"),
                                    metric(metrics, "offcore_nvmf_command_errors_total")))
+        reconnects = metric(scrape(mport), "offcore_nvmf_connects_total")
+        print("guest-test: the restarted target accepted %s Connects (the "
+              "host's reconnect: admin + 2 I/O queues)" % reconnects)
         proc.send_signal(signal.SIGTERM)
         rc = proc.wait(timeout=20)
         tlog.close()
@@ -511,6 +562,12 @@ def main():
             ok = False
         if "block 105 fails its checksum" not in tl:
             print("FAIL: target log does not name block 105")
+            ok = False
+        if killed and (not reconnects or reconnects < 3):
+            print("FAIL: the host did not reconnect to the restarted target")
+            ok = False
+        if not killed:
+            print("FAIL: the guest never asked for the kill")
             ok = False
         if not denied or denied < 1:
             print("FAIL: target counted no denied host")
