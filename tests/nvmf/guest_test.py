@@ -23,7 +23,7 @@ allow is refused; with integrity on (namespace 2), bytes flipped in the
 backing file under the guest make its read fail with an I/O error, and the
 target counts and logs the block; an encrypted namespace (namespace 3)
 round-trips with no plaintext on disk; and the target is killed (SIGKILL)
-in the middle of an 8 MiB write and restarted: the host reconnects, the
+in the middle of a 12 MiB write and restarted: the host reconnects, the
 write completes, and every byte reads back.  The guest prints PASS/FAIL
 lines; this script checks every expected PASS line and the target's
 counters, and tshark decodes the capture of the session (up to the kill).
@@ -320,15 +320,15 @@ done
 # restarted: the host reconnects, retries, and every byte reads back
 if connect "transport=tcp,traddr=$H,trsvcid=$P,nqn=$SUB,hostnqn=$HN,nr_io_queues=2,queue_size=32,reconnect_delay=1,ctrl_loss_tmo=60" && waitdev $INST 2; then
     d2=$DEV
-    dd if=/dev/urandom of=/tmp/big bs=64k count=128 2>/dev/null    # 8 MiB
-    dd if=/tmp/big of=$d2 bs=16k count=512 oflag=direct 2>/tmp/e &
+    dd if=/dev/urandom of=/tmp/big bs=64k count=192 2>/dev/null    # 12 MiB
+    dd if=/tmp/big of=$d2 bs=16k count=768 oflag=direct 2>/tmp/e &
     ddpid=$!
-    sleep 0.2
+    sleep 0.05   # some writes done, most to come (768 round trips)
     if kill -0 $ddpid 2>/dev/null; then pass kill-during-write; else fail kill-during-write "dd already done"; fi
     echo "KILL-TARGET"
     read -r go
     if wait $ddpid; then pass kill-write-completed; else fail kill-write-completed "$(cat /tmp/e)"; fi
-    dd if=$d2 of=/tmp/rb bs=64k count=128 iflag=direct 2>/tmp/e
+    dd if=$d2 of=/tmp/rb bs=64k count=192 iflag=direct 2>/tmp/e
     if cmp -s /tmp/big /tmp/rb; then pass kill-readback; else fail kill-readback "data differs: $(cat /tmp/e)"; fi
     disconnect $INST
 else
