@@ -258,6 +258,11 @@ oc_status_t oc_nvmf_ns_open(const oc_nvmf_ns_conf_t *nc, const char *subnqn,
         goto err;
     }
     if (S_ISBLK(st.st_mode)) {
+        if (nc->integrity && !nc->integrity_path[0]) {
+            oc_error(LOGC, "nvmf: %s: a block device keeps its checksums in "
+                     "a file: add integrity-file=PATH", nc->path);
+            goto err;
+        }
         if (ioctl(ns->fd, BLKGETSIZE64, &size)) {
             oc_error(LOGC, "nvmf: %s: size: %s", nc->path, strerror(errno));
             goto err;

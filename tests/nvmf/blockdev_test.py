@@ -56,6 +56,15 @@ def main():
             "listen 127.0.0.1:%d\nsubsystem %s\n  allow-host %s\n"
             "  namespace 1 %s integrity=on integrity-file=%s key=%s\n"
             % (port, SUB, HOST, loop, os.path.join(work, "loop.crc"), key))
+        # without integrity-file, a block device's checksums have nowhere to go
+        nc_conf = os.path.join(work, "n.conf")
+        open(nc_conf, "w").write("listen 127.0.0.1:%d\nsubsystem %s\n  allow-any-host\n"
+                                 "  namespace 1 %s integrity=on\n" % (port, SUB, loop))
+        r = subprocess.run([os.path.join(build, "src/nvmf/offcore-nvmf"), "-c", nc_conf,
+                            "--check"], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+        if r.returncode != 1 or "add integrity-file=PATH" not in r.stdout:
+            fails.append("block device without integrity-file accepted: " + r.stdout)
         log = open(os.path.join(work, "log"), "w")
         t = subprocess.Popen([os.path.join(build, "src/nvmf/offcore-nvmf"), "-c", conf],
                              stdout=log, stderr=subprocess.STDOUT,
