@@ -7,6 +7,7 @@
  *   advertise 192.0.2.1          TRADDR in the discovery log
  *   metrics 127.0.0.1:9465       Prometheus /metrics (default: none)
  *   kato-grace-ms 5000           slack on top of a host's keep-alive
+ *   send-timeout-ms 30000        close a queue whose host stops reading
  *   subsystem NQN                starts a subsystem; lines below belong to it
  *     allow-host HOSTNQN         (repeatable) hosts that may connect
  *     allow-any-host             or: any host
@@ -194,6 +195,7 @@ oc_status_t oc_nvmf_conf_load(const char *file, oc_nvmf_conf_t *conf,
     memset(conf, 0, sizeof(*conf));
     strcpy(conf->listen, "0.0.0.0:4420");
     conf->kato_grace_ms = 5000;
+    conf->send_timeout_ms = 30000;
     if (!f) {
         fprintf(err, "%s: %s\n", file, strerror(errno));
         return OC_ERR_CONFIG;
@@ -250,6 +252,13 @@ oc_status_t oc_nvmf_conf_load(const char *file, oc_nvmf_conf_t *conf,
                 cerr(&x, "kato-grace-ms: want 0..600000");
             else
                 conf->kato_grace_ms = (int)v;
+        } else if (!strcmp(k, "send-timeout-ms")) {
+            char *end;
+            long v = n == 2 ? strtol(tok[1], &end, 10) : -1;
+            if (n != 2 || *end || v < 100 || v > 3600000)
+                cerr(&x, "send-timeout-ms: want 100..3600000");
+            else
+                conf->send_timeout_ms = (int)v;
         } else if (!strcmp(k, "subsystem")) {
             if (n != 2) {
                 cerr(&x, "subsystem: want 'subsystem NQN'");

@@ -84,6 +84,13 @@ void oc_nvmf_conn_accepted(oc_nvmf_target_t *t, int fd)
         return;
     }
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    /* a fixed send buffer bounds what a host that stops reading can make
+     * the kernel hold for it (autotuning would grow it to tcp_wmem's max);
+     * 2 MiB is 16 reads of MDTS in flight, ample for LAN round trips */
+    {
+        int sb = 2 << 20;
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sb, sizeof(sb));
+    }
     if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0 &&
         ss.ss_family == AF_INET) {
         struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
@@ -200,6 +207,8 @@ void oc_nvmf_tx_push(oc_nvmf_conn_t *c, oc_nvmf_tx_t *tx)
     }
     tx->sent = 0;
     tx->next = NULL;
+    if (!c->txq_head)
+        c->tx_progress_ms = oc_nvmf_now_ms();
     if (c->txq_tail)
         c->txq_tail->next = tx;
     else
@@ -263,6 +272,8 @@ void oc_nvmf_conn_send_done(oc_nvmf_conn_t *c, int res)
         goto out;
     }
     left = (size_t)res;
+    if (res > 0)
+        c->tx_progress_ms = oc_nvmf_now_ms();
     while (c->txq_head) {
         oc_nvmf_tx_t *tx = c->txq_head;
         size_t take = tx->len - tx->sent;

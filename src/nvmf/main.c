@@ -82,6 +82,7 @@ static oc_status_t fill(void *arg, oc_prom_t *p)
         {"invalid_opcode", offsetof(oc_nvmf_stats_t, invalid_opcode)},
         {"h2c_out_of_range", offsetof(oc_nvmf_stats_t, h2c_out_of_range)},
         {"keep_alive_expired", offsetof(oc_nvmf_stats_t, kato_expired)},
+        {"host_stopped_reading", offsetof(oc_nvmf_stats_t, send_stalled)},
     };
 
     oc_prom_family(p, "offcore_nvmf_connections_accepted_total",

@@ -224,6 +224,21 @@ static void tick(oc_nvmf_target_t *t)
             oc_nvmf_ctrl_destroy(ctrl);
         }
     }
+    for (oc_nvmf_conn_t *c = t->conns, *next; c; c = next) {
+        next = c->next;
+        if (c->state != OC_NVMF_CONN_CLOSING && c->txq_head &&
+            now - c->tx_progress_ms > (uint64_t)t->conf->send_timeout_ms) {
+            atomic_fetch_add_explicit(&t->st.send_stalled, 1,
+                                      memory_order_relaxed);
+            oc_warn(LOGC, "nvmf: connection %llu (%s): the host has read "
+                    "nothing for %d ms: closing it", (unsigned long long)c->id,
+                    c->peer, t->conf->send_timeout_ms);
+            /* closing an admin queue closes its controller's other queues,
+             * which may be next: start over from the head */
+            oc_nvmf_conn_close(c, "host stopped reading");
+            next = t->conns;
+        }
+    }
     if (t->draining && t->conns && (!busy(t) || now > t->drain_deadline_ms)) {
         if (busy(t))
             oc_warn(LOGC, "nvmf: drain: commands still running after %d ms; "

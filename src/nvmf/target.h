@@ -65,6 +65,7 @@ typedef struct {
     _Atomic uint64_t cmd_before_connect, invalid_opcode, cmd_errors;
     _Atomic uint64_t h2c_out_of_range;
     _Atomic uint64_t kato_expired;
+    _Atomic uint64_t send_stalled; /* host stopped reading: closed */
     _Atomic uint64_t admin_cmds, io_cmds;
     _Atomic uint64_t h2c_direct; /* H2CData received into place, no copy */
 } oc_nvmf_stats_t;
@@ -101,6 +102,7 @@ typedef struct {
     char metrics[256];      /* HOST:PORT of /metrics; "" -> none */
     char control[256];      /* Unix socket path; "" -> none */
     int  kato_grace_ms;
+    int  send_timeout_ms;   /* close a queue whose output stalls this long */
     int  nsubsys;
     oc_nvmf_subsys_conf_t subsys[OC_NVMF_MAX_SUBSYS];
 } oc_nvmf_conf_t;
@@ -259,6 +261,7 @@ typedef struct oc_nvmf_conn {
     oc_nvmf_tx_t *txq_head, *txq_tail;
     oc_nvmf_op_t tx_op;
     int      tx_armed;
+    uint64_t tx_progress_ms; /* last time output moved (or was queued) */
     struct iovec tx_iov[64];
     struct msghdr tx_msg;
     oc_nvmf_tx_t ctl_tx;    /* ICResp / TermReq */

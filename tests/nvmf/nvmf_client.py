@@ -50,8 +50,12 @@ class Pdu:
 
 
 class Host:
-    def __init__(self, port, host="127.0.0.1", timeout=10):
-        self.s = socket.create_connection((host, port), timeout=timeout)
+    def __init__(self, port, host="127.0.0.1", timeout=10, rcvbuf=None):
+        self.s = socket.socket()
+        if rcvbuf:  # before connect, so that the window starts small
+            self.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        self.s.settimeout(timeout)
+        self.s.connect((host, port))
         self.s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.hd = self.dd = False
         self.cid = 0
@@ -228,8 +232,9 @@ class Host:
         return self.cmd(s)
 
 
-def io_session(port, subnqn, hostnqn, cntlid, qid=1, hd=False, dd=False):
-    h = Host(port)
+def io_session(port, subnqn, hostnqn, cntlid, qid=1, hd=False, dd=False,
+               rcvbuf=None):
+    h = Host(port, rcvbuf=rcvbuf)
     h.icreq(hd, dd)
     h.icresp()
     r = h.connect(subnqn, hostnqn, qid=qid, cntlid=cntlid)

@@ -147,6 +147,7 @@ def main():
     conf = os.path.join(work, "nvmf.conf")
     open(conf, "w").write(
         "listen 127.0.0.1:%d\nmetrics 127.0.0.1:%d\nkato-grace-ms 200\n"
+        "send-timeout-ms 1000\n"
         "subsystem %s\n"
         "  allow-host %s\n  namespace 1 %s size=16M integrity=on\n"
         % (port, mport, SUB, HOST, os.path.join(work, "ns1.img")))
@@ -326,8 +327,8 @@ def main():
         a = nc.Host(port)
         a.admin_session(SUB, HOST)
         a.set_queues(1)
-        slow = nc.io_session(port, SUB, HOST, a.cntlid)
-        slow.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        m0 = metrics(mport)
+        slow = nc.io_session(port, SUB, HOST, a.cntlid, rcvbuf=4096)
         for i in range(31):
             s = slow.sqe(0x02, nsid=1, sgl_len=131072, cdw={10: i * 32, 12: 31})
             slow.capsule(s)
@@ -335,6 +336,15 @@ def main():
         for i in range(5):
             good.roundtrip("slow host stalled (%d)" % i)
         check(time.time() - t0 < 5, "other host's 5 round trips took %.2f s" % (time.time() - t0))
+        # 4 MiB of reads cannot fit its 2 MiB send buffer and our 4 KiB window:
+        # after send-timeout-ms (1 s) of no progress the queue is closed
+        deadline = time.time() + 6
+        while time.time() < deadline and rej(metrics(mport), "host_stopped_reading") == rej(m0, "host_stopped_reading"):
+            time.sleep(0.2)
+        m1 = metrics(mport)
+        check(rej(m1, "host_stopped_reading") - rej(m0, "host_stopped_reading") == 1,
+              "a host that stops reading is disconnected after 1 s and counted")
+        good.roundtrip("the slow host's disconnection")
         slow.close()
         a.close()
 
