@@ -5,7 +5,7 @@
 # timeout; the input that caused it is kept in BUILDDIR/fuzz-artifacts/ and
 # can be replayed with BUILDDIR/tests/fuzz/fuzz_TARGET_replay FILE (any
 # build).  Targets: wire (bundles), ctl (control frames and streams), nvmf
-# (NVMe/TCP PDU streams).
+# (NVMe/TCP PDU streams), nvmf_conf (offcore-nvmf's configuration files).
 # FUZZ_SEED=N makes a run repeatable (libFuzzer prints the seed it used).
 set -eu
 dir=$1
@@ -15,13 +15,17 @@ trap 'rm -rf "$corpus"' EXIT INT TERM
 artifacts=$dir/fuzz-artifacts
 mkdir -p "$artifacts"
 
-for target in wire ctl nvmf; do
+for target in wire ctl nvmf nvmf_conf; do
     # The control decoder runs ~10x slower per input (framing, and a
     # connection reader per input): 1M executions keep CI in its budget.
     runs=$2
     # nvmf (~20K executions/s: a heap window per PDU) is capped the same way.
     if [ "$target" != wire ] && [ "$runs" -gt "${FUZZ_CTL_RUNS:-1000000}" ]; then
         runs=${FUZZ_CTL_RUNS:-1000000}
+    fi
+    # nvmf_conf: ~11K executions/s; 300K (~30 s) keep CI in its budget
+    if [ "$target" = nvmf_conf ] && [ "$runs" -gt "${FUZZ_CONF_RUNS:-300000}" ]; then
+        runs=${FUZZ_CONF_RUNS:-300000}
     fi
     fuzzer=$dir/tests/fuzz/fuzz_$target
     log=$dir/fuzz-$target.log

@@ -20,6 +20,7 @@
 #include "nvmf/target.h"
 
 #include <ctype.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -192,7 +193,9 @@ oc_status_t oc_nvmf_conf_load(const char *file, oc_nvmf_conf_t *conf,
     char line[8192];
     FILE *f = fopen(file, "r");
 
-    memset(conf, 0, sizeof(*conf));
+    /* the tables are large (paths are PATH_MAX): clear what is counted,
+     * entries are cleared as they are filled */
+    memset(conf, 0, offsetof(oc_nvmf_conf_t, subsys));
     strcpy(conf->listen, "0.0.0.0:4420");
     conf->kato_grace_ms = 5000;
     conf->send_timeout_ms = 30000;
@@ -280,7 +283,7 @@ oc_status_t oc_nvmf_conf_load(const char *file, oc_nvmf_conf_t *conf,
                     cerr(&x, "subsystem %s already defined on line %d",
                          tok[1], conf->subsys[i].line);
             cur = &conf->subsys[conf->nsubsys++];
-            memset(cur, 0, sizeof(*cur));
+            memset(cur, 0, offsetof(oc_nvmf_subsys_conf_t, ns));
             snprintf(cur->nqn, sizeof(cur->nqn), "%s", tok[1]);
             cur->line = x.line;
         } else if (!strcmp(k, "allow-host") || !strcmp(k, "allow-any-host") ||
