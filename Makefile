@@ -8,7 +8,8 @@
 #                (prints a banner and the time of each phase)
 #   make demo    histogram on 2 ranks on this machine
 #   make bench   the benchmarks, side by side with their baselines, and
-#                the placements (inline vs agent, agent threads 1 vs 2)
+#                the placements (inline vs agent, agent threads 1 vs 2),
+#                and offcore-nvmf against local fio (bench/nvmf-bench.py)
 #   make study   the placement study (docs/evaluation.md): every app inline,
 #                agent and dpu; table, sweeps, CSV and plots in
 #                $(BUILDDIR)/study.  STUDY_ARGS passes flags to
@@ -92,6 +93,7 @@ demo: build
 bench: build
 	sh bench/run-bench.sh $(BUILDDIR)
 	sh bench/run-agent-bench.sh $(BUILDDIR)
+	python3 bench/nvmf-bench.py $(BUILDDIR)
 
 study: build
 	python3 bench/study.py --build $(BUILDDIR) $(STUDY_ARGS)

@@ -41,6 +41,8 @@ need libcurl4-openssl-dev pc libcurl
 need iproute2           has ip
 need ethtool            has ethtool
 need curl               has curl
+# make bench: offcore-nvmf's baseline (bench/nvmf-bench.py)
+need fio                has fio
 # the study's plots (bench/study.py: PNG and SVG)
 need gnuplot-nox        has gnuplot
 # `make deb`: the Debian packaging tools

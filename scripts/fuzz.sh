@@ -4,27 +4,41 @@
 # a temporary directory.  Fails on any crash, sanitizer report, leak or
 # timeout; the input that caused it is kept in BUILDDIR/fuzz-artifacts/ and
 # can be replayed with BUILDDIR/tests/fuzz/fuzz_TARGET_replay FILE (any
-# build).  Targets: wire (bundles), ctl (control frames and streams),
-# prom (Prometheus text, as offcore stat reads it).
-# FUZZ_SEED=N makes a run repeatable (libFuzzer prints the seed it used).
+# build).  Each target with its cap on RUNS (libFuzzer's executions per
+# second differ by 100x between them; the caps keep CI's 2-core run within
+# its budget, a few tens of seconds each):
+#   wire       bundles                                      no cap
+#   ctl        control frames and streams (~10x slower)     1M
+#   prom       Prometheus text, as offcore stat reads it    1M (~25 s)
+#   acl        ClassBench rule/trace files, tree builder     500K
+#   pkt        packet parser, offcore-dp rules and config    500K (~30 s)
+#   nvmf       NVMe/TCP PDU streams                          500K (~25 s)
+#   nvmf_conf  offcore-nvmf configuration files              200K (~20 s)
+# FUZZ_CAP_<TARGET>=N overrides a cap.
+# FUZZ_SEED=N makes a run repeatable (libFuzzer prints the seed it used);
+# FUZZ_TARGETS="a b" runs only those.
 set -eu
 dir=$1
-runs=$2
+runs_all=$2
 corpus=$(mktemp -d "${TMPDIR:-/tmp}/offcore-fuzz.XXXXXX")
 trap 'rm -rf "$corpus"' EXIT INT TERM
 artifacts=$dir/fuzz-artifacts
 mkdir -p "$artifacts"
 
-for target in wire ctl prom; do
-    # The control decoder runs ~10x slower per input (framing, and a
-    # connection reader per input): 1M executions keep CI in its budget.
-    runs=$2
-    if [ "$target" = ctl ] && [ "$runs" -gt "${FUZZ_CTL_RUNS:-1000000}" ]; then
-        runs=${FUZZ_CTL_RUNS:-1000000}
+caps="wire:0 ctl:1000000 prom:1000000 acl:500000 pkt:500000 nvmf:500000 nvmf_conf:200000"
+for tc in $caps; do
+    target=${tc%%:*}
+    cap=$(eval echo "\${FUZZ_CAP_$(echo "$target" | tr a-z A-Z):-${tc#*:}}")
+    if [ -n "${FUZZ_TARGETS:-}" ]; then
+        case " $FUZZ_TARGETS " in *" $target "*) ;; *) continue ;; esac
     fi
-    # The text parser: ~43k inputs/s here (69 s for 3M); 1M keeps it ~25 s.
-    if [ "$target" = prom ] && [ "$runs" -gt "${FUZZ_PROM_RUNS:-1000000}" ]; then
-        runs=${FUZZ_PROM_RUNS:-1000000}
+    if [ ! -x "$dir/tests/fuzz/fuzz_$target" ]; then
+        echo "fuzz_$target: not built in $dir" >&2
+        exit 1
+    fi
+    runs=$runs_all
+    if [ "$cap" -gt 0 ] && [ "$runs" -gt "$cap" ]; then
+        runs=$cap
     fi
     fuzzer=$dir/tests/fuzz/fuzz_$target
     log=$dir/fuzz-$target.log

@@ -7,6 +7,7 @@
 #include "tools/advise.h"
 #include "tools/doctor.h"
 #include "tools/keys.h"
+#include "tools/nvmf.h"
 #include "tools/stat.h"
 #include "util/log.h"
 
@@ -31,6 +32,9 @@ static void usage(FILE *out)
             "                          will offload pay? runs the app inline\n"
             "                          and with the agent, measures speedup,\n"
             "                          M:C, network use; recommends a placement\n"
+            "  nvmf [subsystems|connections|counters] [--target ADDR]\n"
+            "                          a running offcore-nvmf: namespaces,\n"
+            "                          connected queues, counters\n"
             "  keygen                  print a new random cluster key (hex)\n"
             "  job-key --job ID [--cluster-key FILE]\n"
             "                          print job ID's key, for its ranks' OC_JOB_KEY\n"
@@ -61,6 +65,8 @@ int main(int argc, char **argv)
         return oc_advise_main(argc - 1, argv + 1, stderr);
     if (!strcmp(cmd, "doctor"))
         return oc_doctor_main(argc - 1, argv + 1, stdout, stderr);
+    if (!strcmp(cmd, "nvmf"))
+        return oc_nvmf_cli_main(argc - 1, argv + 1, stdout, stderr);
     if (!strcmp(cmd, "stat"))
         return oc_stat_main(argc - 1, argv + 1, stdout, stderr);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {

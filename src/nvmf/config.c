@@ -1,0 +1,334 @@
+/*
+ * config.c — offcore-nvmf's configuration file, checked in full before
+ * the target starts: every error is reported as FILE:LINE: reason, all of
+ * them, then the load fails.  docs/nvmf.md documents the format:
+ *
+ *   listen 0.0.0.0:4420          address the target listens on (default)
+ *   advertise 192.0.2.1          TRADDR in the discovery log
+ *   metrics 127.0.0.1:9465       Prometheus /metrics (default: none)
+ *   kato-grace-ms 5000           slack on top of a host's keep-alive
+ *   send-timeout-ms 30000        close a queue whose host stops reading
+ *   subsystem NQN                starts a subsystem; lines below belong to it
+ *     allow-host HOSTNQN         (repeatable) hosts that may connect
+ *     allow-any-host             or: any host
+ *     namespace NSID PATH [size=SIZE] [block=512|4096] [integrity=on|off]
+ *               [integrity-file=PATH] [key=KEYFILE] [direct=auto|on|off]
+ *
+ * Trust: the file is the operator's; still, nothing in it is used before
+ * it has been checked (lengths, ranges, duplicates).  Not thread-safe.
+ */
+#include "nvmf/target.h"
+
+#include <ctype.h>
+#include <stddef.h>
+#include <stdarg.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_TOK 16
+
+typedef struct {
+    const char *file;
+    int line;
+    int errors;
+    FILE *err;
+} ctx_t;
+
+__attribute__((format(printf, 2, 3))) static void cerr(ctx_t *x,
+                                                       const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(x->err, "%s:%d: ", x->file, x->line);
+    vfprintf(x->err, fmt, ap);
+    fputc('\n', x->err);
+    va_end(ap);
+    x->errors++;
+}
+
+int oc_nvmf_parse_hostport(const char *s, char *host, size_t hlen,
+                           uint16_t *port)
+{
+    const char *c = strrchr(s, ':');
+    char *end;
+    unsigned long p;
+
+    if (!c || c == s || (size_t)(c - s) >= hlen)
+        return -1;
+    p = strtoul(c + 1, &end, 10);
+    if (!c[1] || *end || p == 0 || p > 65535)
+        return -1;
+    memcpy(host, s, (size_t)(c - s));
+    host[c - s] = 0;
+    *port = (uint16_t)p;
+    return 0;
+}
+
+static int valid_nqn(const char *s)
+{
+    size_t l = strlen(s);
+    if (l < 5 || l > OC_NVMF_NQN_MAX || strncmp(s, "nqn.", 4))
+        return 0;
+    for (size_t i = 0; i < l; i++)
+        if (!isgraph((unsigned char)s[i]))
+            return 0;
+    return 1;
+}
+
+static int parse_size(const char *s, uint64_t *out)
+{
+    char *end;
+    unsigned long long v;
+    uint64_t mul = 1;
+
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (end == s || errno)
+        return -1;
+    if (*end) {
+        switch (toupper((unsigned char)*end)) {
+        case 'K': mul = 1ull << 10; break;
+        case 'M': mul = 1ull << 20; break;
+        case 'G': mul = 1ull << 30; break;
+        case 'T': mul = 1ull << 40; break;
+        default: return -1;
+        }
+        if (end[1] && strcmp(end + 1, "iB") && strcmp(end + 1, "B"))
+            return -1;
+    }
+    if (v > UINT64_MAX / mul)
+        return -1;
+    *out = v * mul;
+    return 0;
+}
+
+static void parse_ns(ctx_t *x, oc_nvmf_subsys_conf_t *s, char **tok, int n)
+{
+    oc_nvmf_ns_conf_t *ns;
+    char *end;
+    unsigned long nsid;
+
+    if (s->nns >= OC_NVMF_MAX_NS)
+        return cerr(x, "more than %d namespaces in one subsystem",
+                    OC_NVMF_MAX_NS);
+    if (n < 3)
+        return cerr(x, "namespace: want 'namespace NSID PATH [options]'");
+    ns = &s->ns[s->nns];
+    memset(ns, 0, sizeof(*ns));
+    ns->block_size = 4096;
+    ns->direct = -1;
+    ns->line = x->line;
+    nsid = strtoul(tok[1], &end, 10);
+    if (*end || nsid == 0 || nsid > 1024)
+        return cerr(x, "namespace id '%s': want 1..1024", tok[1]);
+    for (int i = 0; i < s->nns; i++)
+        if (s->ns[i].nsid == nsid)
+            return cerr(x, "namespace %lu already defined on line %d", nsid,
+                        s->ns[i].line);
+    ns->nsid = (uint32_t)nsid;
+    if (strlen(tok[2]) >= sizeof(ns->path))
+        return cerr(x, "path too long");
+    strcpy(ns->path, tok[2]);
+    for (int i = 3; i < n; i++) {
+        char *eq = strchr(tok[i], '=');
+        const char *k = tok[i], *v;
+        if (!eq) {
+            cerr(x, "namespace option '%s': want KEY=VALUE", tok[i]);
+            continue;
+        }
+        *eq = 0;
+        v = eq + 1;
+        if (!strcmp(k, "size")) {
+            if (parse_size(v, &ns->size) || ns->size == 0)
+                cerr(x, "size '%s': want a number with K, M, G or T", v);
+        } else if (!strcmp(k, "block")) {
+            if (!strcmp(v, "512"))
+                ns->block_size = 512;
+            else if (!strcmp(v, "4096"))
+                ns->block_size = 4096;
+            else
+                cerr(x, "block '%s': want 512 or 4096", v);
+        } else if (!strcmp(k, "integrity")) {
+            if (!strcmp(v, "on") || !strcmp(v, "crc32c"))
+                ns->integrity = 1;
+            else if (strcmp(v, "off"))
+                cerr(x, "integrity '%s': want on or off", v);
+        } else if (!strcmp(k, "integrity-file")) {
+            if (strlen(v) >= sizeof(ns->integrity_path) || !*v)
+                cerr(x, "integrity-file: empty or too long");
+            else
+                strcpy(ns->integrity_path, v);
+        } else if (!strcmp(k, "key")) {
+            if (strlen(v) >= sizeof(ns->key_path) || !*v)
+                cerr(x, "key: empty or too long");
+            else
+                strcpy(ns->key_path, v);
+        } else if (!strcmp(k, "direct")) {
+            if (!strcmp(v, "auto"))
+                ns->direct = -1;
+            else if (!strcmp(v, "on"))
+                ns->direct = 1;
+            else if (!strcmp(v, "off"))
+                ns->direct = 0;
+            else
+                cerr(x, "direct '%s': want auto, on or off", v);
+        } else {
+            cerr(x, "unknown namespace option '%s'", k);
+        }
+    }
+    if (ns->size % ns->block_size)
+        cerr(x, "size %llu is not a multiple of the block size %u",
+             (unsigned long long)ns->size, ns->block_size);
+    if (ns->integrity_path[0] && !ns->integrity)
+        cerr(x, "integrity-file without integrity=on");
+    s->nns++;
+}
+
+oc_status_t oc_nvmf_conf_load(const char *file, oc_nvmf_conf_t *conf,
+                              FILE *err)
+{
+    ctx_t x = {.file = file, .err = err};
+    oc_nvmf_subsys_conf_t *cur = NULL;
+    char line[8192];
+    FILE *f = fopen(file, "r");
+
+    /* the tables are large (paths are PATH_MAX): clear what is counted,
+     * entries are cleared as they are filled */
+    memset(conf, 0, offsetof(oc_nvmf_conf_t, subsys));
+    strcpy(conf->listen, "0.0.0.0:4420");
+    conf->kato_grace_ms = 5000;
+    conf->send_timeout_ms = 30000;
+    if (!f) {
+        fprintf(err, "%s: %s\n", file, strerror(errno));
+        return OC_ERR_CONFIG;
+    }
+    while (fgets(line, sizeof(line), f)) {
+        char *tok[MAX_TOK], *p = line, *hash;
+        int n = 0;
+        x.line++;
+        if (!strchr(line, '\n') && !feof(f)) {
+            cerr(&x, "line longer than %zu bytes", sizeof(line) - 1);
+            int ch;
+            while ((ch = fgetc(f)) != EOF && ch != '\n')
+                ;
+            continue;
+        }
+        if ((hash = strchr(line, '#')))
+            *hash = 0;
+        while (n < MAX_TOK) {
+            while (*p && isspace((unsigned char)*p))
+                p++;
+            if (!*p)
+                break;
+            tok[n++] = p;
+            while (*p && !isspace((unsigned char)*p))
+                p++;
+            if (*p)
+                *p++ = 0;
+        }
+        if (n == 0)
+            continue;
+        if (n == MAX_TOK) {
+            cerr(&x, "too many words");
+            continue;
+        }
+        const char *k = tok[0];
+        if (!strcmp(k, "listen") || !strcmp(k, "metrics")) {
+            char h[256];
+            uint16_t port;
+            char *dst = !strcmp(k, "listen") ? conf->listen : conf->metrics;
+            if (n != 2 || strlen(tok[1]) >= 256 ||
+                oc_nvmf_parse_hostport(tok[1], h, sizeof(h), &port))
+                cerr(&x, "%s: want HOST:PORT", k);
+            else
+                strcpy(dst, tok[1]);
+        } else if (!strcmp(k, "advertise")) {
+            if (n != 2 || strlen(tok[1]) >= sizeof(conf->advertise))
+                cerr(&x, "advertise: want one address");
+            else
+                strcpy(conf->advertise, tok[1]);
+        } else if (!strcmp(k, "kato-grace-ms")) {
+            char *end;
+            long v = n == 2 ? strtol(tok[1], &end, 10) : -1;
+            if (n != 2 || *end || v < 0 || v > 600000)
+                cerr(&x, "kato-grace-ms: want 0..600000");
+            else
+                conf->kato_grace_ms = (int)v;
+        } else if (!strcmp(k, "send-timeout-ms")) {
+            char *end;
+            long v = n == 2 ? strtol(tok[1], &end, 10) : -1;
+            if (n != 2 || *end || v < 100 || v > 3600000)
+                cerr(&x, "send-timeout-ms: want 100..3600000");
+            else
+                conf->send_timeout_ms = (int)v;
+        } else if (!strcmp(k, "subsystem")) {
+            if (n != 2) {
+                cerr(&x, "subsystem: want 'subsystem NQN'");
+                cur = NULL;
+                continue;
+            }
+            if (conf->nsubsys >= OC_NVMF_MAX_SUBSYS) {
+                cerr(&x, "more than %d subsystems", OC_NVMF_MAX_SUBSYS);
+                cur = NULL;
+                continue;
+            }
+            if (!valid_nqn(tok[1]))
+                cerr(&x, "'%s' is not an NQN (nqn.YYYY-MM.domain:name, at "
+                     "most 223 bytes)", tok[1]);
+            else if (!strcmp(tok[1], OC_NVMF_DISCOVERY_NQN))
+                cerr(&x, "the discovery subsystem is built in");
+            for (int i = 0; i < conf->nsubsys; i++)
+                if (!strcmp(conf->subsys[i].nqn, tok[1]))
+                    cerr(&x, "subsystem %s already defined on line %d",
+                         tok[1], conf->subsys[i].line);
+            cur = &conf->subsys[conf->nsubsys++];
+            memset(cur, 0, offsetof(oc_nvmf_subsys_conf_t, ns));
+            snprintf(cur->nqn, sizeof(cur->nqn), "%s", tok[1]);
+            cur->line = x.line;
+        } else if (!strcmp(k, "allow-host") || !strcmp(k, "allow-any-host") ||
+                   !strcmp(k, "namespace")) {
+            if (!cur) {
+                cerr(&x, "'%s' outside a subsystem", k);
+                continue;
+            }
+            if (!strcmp(k, "namespace")) {
+                parse_ns(&x, cur, tok, n);
+            } else if (!strcmp(k, "allow-any-host")) {
+                if (n != 1)
+                    cerr(&x, "allow-any-host takes nothing");
+                cur->allow_any = 1;
+            } else if (n != 2 || !valid_nqn(tok[1])) {
+                cerr(&x, "allow-host: want one host NQN");
+            } else if (cur->nhosts >= OC_NVMF_MAX_HOSTS) {
+                cerr(&x, "more than %d hosts", OC_NVMF_MAX_HOSTS);
+            } else {
+                strcpy(cur->hosts[cur->nhosts++], tok[1]);
+            }
+        } else {
+            cerr(&x, "unknown keyword '%s'", k);
+        }
+    }
+    fclose(f);
+    for (int i = 0; i < conf->nsubsys; i++) {
+        oc_nvmf_subsys_conf_t *s = &conf->subsys[i];
+        x.line = s->line;
+        if (s->nns == 0)
+            cerr(&x, "subsystem %s has no namespace", s->nqn);
+        if (!s->allow_any && s->nhosts == 0)
+            cerr(&x, "subsystem %s admits no host: add allow-host NQN or "
+                 "allow-any-host", s->nqn);
+        if (s->allow_any && s->nhosts)
+            cerr(&x, "subsystem %s: allow-any-host and allow-host together",
+                 s->nqn);
+    }
+    if (conf->nsubsys == 0) {
+        x.line = 0;
+        cerr(&x, "no subsystem defined");
+    }
+    if (x.errors) {
+        fprintf(err, "%s: %d error%s\n", file, x.errors, x.errors > 1 ? "s" : "");
+        return OC_ERR_CONFIG;
+    }
+    return OC_OK;
+}

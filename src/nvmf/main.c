@@ -1,0 +1,271 @@
+/*
+ * main.c — offcore-nvmf: an NVMe/TCP target.  Reads and checks the
+ * configuration (config.c), opens the namespaces, serves /metrics when
+ * asked (the Prometheus writer of src/metrics, on its own HTTP thread),
+ * and runs the target loop on the main thread until SIGTERM or SIGINT,
+ * which drain in-flight commands before the connections close.
+ *
+ * Threading: the loop thread owns the target; the metrics thread reads
+ * counters (relaxed atomics) and the connection list under snap_lock.
+ */
+#include "metrics/metrics.h"
+#include "nvmf/target.h"
+#include "util/log.h"
+
+#include <getopt.h>
+#include <signal.h>
+#include <stdlib.h>
+
+static volatile int stop_flag;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop_flag = 1;
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: offcore-nvmf --config FILE [--check]\n"
+            "\n"
+            "An NVMe over TCP target: the Linux kernel's nvme-tcp initiator\n"
+            "(nvme connect -t tcp ...) uses its namespaces.\n"
+            "\n"
+            "  -c, --config FILE   subsystems, hosts, namespaces, listen address\n"
+            "                      (docs/nvmf.md describes the format)\n"
+            "  -n, --check         check the configuration, open the namespaces'\n"
+            "                      backing files (creating missing ones, and their\n"
+            "                      checksum files) and keys, then exit (0: good);\n"
+            "                      does not bind the listen address\n"
+            "  -h, --help          this text\n"
+            "\n"
+            "OC_LOG=app:info logs connections and controllers.  SIGTERM stops\n"
+            "accepting, lets in-flight commands finish (10 s at most) and\n"
+            "closes every connection.\n");
+}
+
+#define RELAXED(x) atomic_load_explicit(&(x), memory_order_relaxed)
+
+static void fill_ns(oc_prom_t *p, oc_nvmf_target_t *t, const char *name,
+                    const char *help, size_t field)
+{
+    oc_prom_family(p, name, help, OC_PROM_COUNTER);
+    for (int i = 1; i <= t->nsubsys; i++)
+        for (int j = 0; j < t->subsys[i].nns; j++) {
+            oc_nvmf_ns_t *ns = t->subsys[i].ns[j];
+            char nsid[16];
+            _Atomic uint64_t *v =
+                (_Atomic uint64_t *)((uint8_t *)&ns->st + field);
+            snprintf(nsid, sizeof(nsid), "%u", ns->nsid);
+            oc_prom_sample(p, name,
+                           OC_PROM_LABELS({"subsystem", t->subsys[i].conf->nqn},
+                                          {"nsid", nsid}),
+                           RELAXED(*v));
+        }
+}
+
+static oc_status_t fill(void *arg, oc_prom_t *p)
+{
+    oc_nvmf_target_t *t = arg;
+    oc_nvmf_stats_t *s = &t->st;
+    static const struct {
+        const char *reason;
+        size_t off;
+    } rej[] = {
+        {"pdu_fatal", offsetof(oc_nvmf_stats_t, pdu_fatal)},
+        {"header_digest", offsetof(oc_nvmf_stats_t, hdr_digest_err)},
+        {"data_digest", offsetof(oc_nvmf_stats_t, data_digest_err)},
+        {"connect_rejected", offsetof(oc_nvmf_stats_t, connect_rejected)},
+        {"host_denied", offsetof(oc_nvmf_stats_t, host_denied)},
+        {"command_before_connect", offsetof(oc_nvmf_stats_t, cmd_before_connect)},
+        {"invalid_opcode", offsetof(oc_nvmf_stats_t, invalid_opcode)},
+        {"h2c_out_of_range", offsetof(oc_nvmf_stats_t, h2c_out_of_range)},
+        {"keep_alive_expired", offsetof(oc_nvmf_stats_t, kato_expired)},
+        {"host_stopped_reading", offsetof(oc_nvmf_stats_t, send_stalled)},
+    };
+
+    oc_prom_family(p, "offcore_nvmf_connections_accepted_total",
+                   "TCP connections accepted", OC_PROM_COUNTER);
+    oc_prom_sample(p, "offcore_nvmf_connections_accepted_total", NULL, 0,
+                   RELAXED(s->conns_accepted));
+    oc_prom_family(p, "offcore_nvmf_connections", "open connections (queues)",
+                   OC_PROM_GAUGE);
+    oc_prom_sample(p, "offcore_nvmf_connections", NULL, 0,
+                   RELAXED(s->conns_active));
+    oc_prom_family(p, "offcore_nvmf_connects_total",
+                   "Fabrics Connect commands accepted", OC_PROM_COUNTER);
+    oc_prom_sample(p, "offcore_nvmf_connects_total", NULL, 0,
+                   RELAXED(s->connect_ok));
+    oc_prom_family(p, "offcore_nvmf_rejects_total",
+                   "input refused, by reason (docs/nvmf.md)", OC_PROM_COUNTER);
+    for (size_t i = 0; i < sizeof(rej) / sizeof(rej[0]); i++)
+        oc_prom_sample(p, "offcore_nvmf_rejects_total",
+                       OC_PROM_LABELS({"reason", rej[i].reason}),
+                       RELAXED(*(_Atomic uint64_t *)((uint8_t *)s + rej[i].off)));
+    oc_prom_family(p, "offcore_nvmf_commands_total", "commands received",
+                   OC_PROM_COUNTER);
+    oc_prom_sample(p, "offcore_nvmf_commands_total",
+                   OC_PROM_LABELS({"queue", "admin"}), RELAXED(s->admin_cmds));
+    oc_prom_sample(p, "offcore_nvmf_commands_total",
+                   OC_PROM_LABELS({"queue", "io"}), RELAXED(s->io_cmds));
+    oc_prom_family(p, "offcore_nvmf_h2c_direct_total",
+                   "H2CData PDUs received straight into their command's "
+                   "buffer (no copy)", OC_PROM_COUNTER);
+    oc_prom_sample(p, "offcore_nvmf_h2c_direct_total", NULL, 0,
+                   RELAXED(s->h2c_direct));
+    oc_prom_family(p, "offcore_nvmf_command_errors_total",
+                   "commands completed with an error status", OC_PROM_COUNTER);
+    oc_prom_sample(p, "offcore_nvmf_command_errors_total", NULL, 0,
+                   RELAXED(s->cmd_errors));
+
+#define NSF(n, h, f) fill_ns(p, t, n, h, offsetof(oc_nvmf_ns_stats_t, f))
+    NSF("offcore_nvmf_ns_reads_total", "Read commands completed", reads);
+    NSF("offcore_nvmf_ns_writes_total", "Write commands completed", writes);
+    NSF("offcore_nvmf_ns_read_bytes_total", "bytes read", read_bytes);
+    NSF("offcore_nvmf_ns_write_bytes_total", "bytes written", write_bytes);
+    NSF("offcore_nvmf_ns_flushes_total", "Flush commands", flushes);
+    NSF("offcore_nvmf_ns_write_zeroes_total", "Write Zeroes commands",
+        write_zeroes);
+    NSF("offcore_nvmf_ns_dsm_total", "Dataset Management commands", dsm);
+    NSF("offcore_nvmf_ns_errors_total", "commands failed", errors);
+    NSF("offcore_nvmf_ns_integrity_errors_total",
+        "blocks that failed their checksum (Unrecovered Read Error)",
+        integrity_errors);
+
+    oc_prom_family(p, "offcore_nvmf_ns_latency_seconds",
+                   "Read/Write latency, receipt to completion queued",
+                   OC_PROM_HISTOGRAM);
+    for (int i = 1; i <= t->nsubsys; i++)
+        for (int j = 0; j < t->subsys[i].nns; j++) {
+            oc_nvmf_ns_t *ns = t->subsys[i].ns[j];
+            const char *nqn = t->subsys[i].conf->nqn;
+            char nsid[16], le[32];
+            uint64_t cum = 0;
+            snprintf(nsid, sizeof(nsid), "%u", ns->nsid);
+            for (int b = 0; b < 12; b++) {
+                cum += RELAXED(ns->st.lat_bucket[b]);
+                if (b < 11)
+                    snprintf(le, sizeof(le), "%g",
+                             oc_nvmf_lat_bounds_us[b] / 1e6);
+                else
+                    snprintf(le, sizeof(le), "+Inf");
+                oc_prom_sample(p, "offcore_nvmf_ns_latency_seconds_bucket",
+                               OC_PROM_LABELS({"subsystem", nqn},
+                                              {"nsid", nsid}, {"le", le}),
+                               cum);
+            }
+            oc_prom_sample_f64(p, "offcore_nvmf_ns_latency_seconds_sum",
+                               OC_PROM_LABELS({"subsystem", nqn},
+                                              {"nsid", nsid}),
+                               RELAXED(ns->st.lat_sum_ns) / 1e9);
+            oc_prom_sample(p, "offcore_nvmf_ns_latency_seconds_count",
+                           OC_PROM_LABELS({"subsystem", nqn}, {"nsid", nsid}),
+                           RELAXED(ns->st.lat_count));
+        }
+
+    oc_prom_family(p, "offcore_nvmf_queue_commands_total",
+                   "commands per connected queue", OC_PROM_COUNTER);
+    pthread_mutex_lock(&t->snap_lock);
+    for (oc_nvmf_conn_t *c = t->conns; c; c = c->next) {
+        char id[24], qid[8], cntlid[8];
+        if (!c->snap_connected)
+            continue;
+        snprintf(id, sizeof(id), "%llu", (unsigned long long)c->id);
+        snprintf(qid, sizeof(qid), "%u", c->snap_qid);
+        snprintf(cntlid, sizeof(cntlid), "%u", c->snap_cntlid);
+        oc_prom_sample(p, "offcore_nvmf_queue_commands_total",
+                       OC_PROM_LABELS({"conn", id}, {"peer", c->peer},
+                                      {"host", c->snap_host},
+                                      {"subsystem", c->snap_sub},
+                                      {"cntlid", cntlid}, {"qid", qid},
+                                      {"digest", c->snap_digest}),
+                       RELAXED(c->ncmds));
+    }
+    oc_prom_family(p, "offcore_nvmf_queue_latency_seconds",
+                   "Read/Write latency per connected I/O queue",
+                   OC_PROM_HISTOGRAM);
+    for (oc_nvmf_conn_t *c = t->conns; c; c = c->next) {
+        char id[24], qid[8], le[32];
+        uint64_t cum = 0;
+        if (!c->snap_connected || c->snap_qid == 0)
+            continue;
+        snprintf(id, sizeof(id), "%llu", (unsigned long long)c->id);
+        snprintf(qid, sizeof(qid), "%u", c->snap_qid);
+        for (int b = 0; b < 12; b++) {
+            cum += RELAXED(c->lat_bucket[b]);
+            if (b < 11)
+                snprintf(le, sizeof(le), "%g", oc_nvmf_lat_bounds_us[b] / 1e6);
+            else
+                snprintf(le, sizeof(le), "+Inf");
+            oc_prom_sample(p, "offcore_nvmf_queue_latency_seconds_bucket",
+                           OC_PROM_LABELS({"conn", id}, {"qid", qid},
+                                          {"le", le}),
+                           cum);
+        }
+        oc_prom_sample_f64(p, "offcore_nvmf_queue_latency_seconds_sum",
+                           OC_PROM_LABELS({"conn", id}, {"qid", qid}),
+                           RELAXED(c->lat_sum_ns) / 1e9);
+        oc_prom_sample(p, "offcore_nvmf_queue_latency_seconds_count",
+                       OC_PROM_LABELS({"conn", id}, {"qid", qid}),
+                       RELAXED(c->lat_count));
+    }
+    pthread_mutex_unlock(&t->snap_lock);
+    return oc_prom_status(p);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"check", no_argument, NULL, 'n'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    static oc_nvmf_conf_t conf;
+    static oc_nvmf_target_t tgt;
+    oc_metrics_server_t *msrv = NULL;
+    const char *cfg = NULL;
+    int check = 0, o;
+    struct sigaction sa = {0};
+
+    while ((o = getopt_long(argc, argv, "c:nh", opts, NULL)) != -1) {
+        switch (o) {
+        case 'c': cfg = optarg; break;
+        case 'n': check = 1; break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (!cfg || optind != argc) {
+        usage(stderr);
+        return 2;
+    }
+    if (oc_nvmf_conf_load(cfg, &conf, stderr) != OC_OK)
+        return 1;
+    sa.sa_handler = on_signal;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    if (oc_nvmf_target_init(&tgt, &conf, check) != OC_OK) {
+        fprintf(stderr, "offcore-nvmf: not started (reasons above)\n");
+        return 1;
+    }
+    if (check) {
+        printf("%s: configuration good: %d subsystem(s), listen %s\n", cfg,
+               conf.nsubsys, conf.listen);
+        oc_nvmf_target_fini(&tgt);
+        return 0;
+    }
+    if (conf.metrics[0] &&
+        oc_metrics_server_start(conf.metrics, fill, &tgt, &msrv) != OC_OK) {
+        oc_nvmf_target_fini(&tgt);
+        return 1;
+    }
+    fprintf(stderr, "offcore-nvmf: listening on %s%s%s\n", conf.listen,
+            msrv ? ", metrics on " : "", msrv ? conf.metrics : "");
+    oc_nvmf_target_run(&tgt, &stop_flag);
+    if (msrv)
+        oc_metrics_server_stop(msrv);
+    oc_nvmf_target_fini(&tgt);
+    return 0;
+}

@@ -1,0 +1,384 @@
+/*
+ * ns.c — a namespace's backing store and its protection.
+ *
+ * Backing: a regular file (created sparse when missing and a size is
+ * configured) or a block device, opened O_DIRECT when the file system
+ * allows it.
+ *
+ * Integrity: one CRC32C per logical block, in a sidecar file beside the
+ * data ("PATH.crc" unless configured): a 4 KiB header (magic, block size,
+ * block count, so that a sidecar of another geometry is refused) and then
+ * 4 bytes per block, mapped shared into memory and written back by the
+ * kernel; Flush and FUA fdatasync it with the data.  The checksum covers
+ * the bytes as stored (ciphertext when encrypted), so corruption is caught
+ * before decryption.  A block whose data and checksum disagree reads as an
+ * error, never as data: a torn write (target killed between the two) fails
+ * the read rather than returning a mix.
+ *
+ * Encryption at rest: AES-256-XTS through OpenSSL's EVP interface, one
+ * XTS message per logical block, the tweak the block's LBA (little-endian,
+ * as dm-crypt's plain64), the 64-byte key from a file that must belong to
+ * the target's user and be unreadable by anyone else.
+ *
+ * Threading: the loop thread only (the EVP contexts are reused per block).
+ */
+#include "nvmf/target.h"
+#include "util/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <openssl/evp.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define LOGC OC_COMP_APP
+#define META_MAGIC "offcore-nvmf-crc32c-v1"
+#define META_HDR 4096u
+
+static int read_key(const char *path, uint8_t key[64])
+{
+    struct stat st;
+    char buf[260];
+    ssize_t n;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+    if (fd < 0) {
+        oc_error(LOGC, "nvmf: key file %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+        oc_error(LOGC, "nvmf: key file %s: not a regular file", path);
+        goto err;
+    }
+    if (st.st_mode & 077) {
+        oc_error(LOGC, "nvmf: key file %s: mode %03o lets others read it "
+                 "(chmod 600)", path, st.st_mode & 0777);
+        goto err;
+    }
+    if (st.st_uid != geteuid()) {
+        oc_error(LOGC, "nvmf: key file %s: owned by uid %u, not by this "
+                 "process (uid %u)", path, st.st_uid, geteuid());
+        goto err;
+    }
+    n = read(fd, buf, sizeof(buf));
+    close(fd);
+    if (n == 64) {
+        memcpy(key, buf, 64);
+    } else {
+        /* 128 hex digits, an optional newline */
+        while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+            n--;
+        if (n != 128) {
+            oc_error(LOGC, "nvmf: key file %s: want 64 raw bytes or 128 hex "
+                     "digits (AES-256-XTS takes two 256-bit keys)", path);
+            return -1;
+        }
+        for (int i = 0; i < 64; i++) {
+            unsigned v;
+            char h[3] = {buf[2 * i], buf[2 * i + 1], 0};
+            char *end;
+            v = (unsigned)strtoul(h, &end, 16);
+            if (*end) {
+                oc_error(LOGC, "nvmf: key file %s: not hex", path);
+                return -1;
+            }
+            key[i] = (uint8_t)v;
+        }
+    }
+    if (!memcmp(key, key + 32, 32)) {
+        oc_error(LOGC, "nvmf: key file %s: the two halves of an XTS key must "
+                 "differ", path);
+        return -1;
+    }
+    return 0;
+err:
+    close(fd);
+    return -1;
+}
+
+static int crypto_init(oc_nvmf_ns_t *ns, const char *key_path)
+{
+    uint8_t key[64];
+    EVP_CIPHER_CTX *e = NULL, *d = NULL;
+
+    if (read_key(key_path, key))
+        return -1;
+    e = EVP_CIPHER_CTX_new();
+    d = EVP_CIPHER_CTX_new();
+    if (!e || !d || !EVP_EncryptInit_ex(e, EVP_aes_256_xts(), NULL, key, NULL) ||
+        !EVP_DecryptInit_ex(d, EVP_aes_256_xts(), NULL, key, NULL)) {
+        oc_error(LOGC, "nvmf: AES-256-XTS setup failed (OpenSSL)");
+        EVP_CIPHER_CTX_free(e);
+        EVP_CIPHER_CTX_free(d);
+        memset(key, 0, sizeof(key));
+        return -1;
+    }
+    memset(key, 0, sizeof(key));
+    ns->xts_enc = e;
+    ns->xts_dec = d;
+    return 0;
+}
+
+static int xts(EVP_CIPHER_CTX *ctx, uint8_t *blk, uint32_t bs, uint64_t lba)
+{
+    uint8_t iv[16] = {0};
+    int outl = 0;
+
+    oc_put64(iv, lba);
+    if (!EVP_CipherInit_ex(ctx, NULL, NULL, NULL, iv, -1) ||
+        !EVP_CipherUpdate(ctx, blk, &outl, blk, (int)bs) || outl != (int)bs)
+        return -1;
+    return 0;
+}
+
+/* the sidecar: open it, or make it from the data already there */
+static int meta_open(oc_nvmf_ns_t *ns, const char *path)
+{
+    size_t len = META_HDR + ((ns->nblocks * 4 + 4095) & ~(size_t)4095);
+    uint8_t hdr[META_HDR];
+    struct stat st;
+    int created = 0;
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+
+    if (fd < 0 && errno == ENOENT) {
+        fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        created = 1;
+    }
+    if (fd < 0) {
+        oc_error(LOGC, "nvmf: checksum file %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (!created) {
+        if (fstat(fd, &st) || (size_t)st.st_size < len ||
+            pread(fd, hdr, META_HDR, 0) != META_HDR ||
+            memcmp(hdr, META_MAGIC, sizeof(META_MAGIC)) ||
+            oc_le32(hdr + 32) != ns->bs || oc_le64(hdr + 40) != ns->nblocks) {
+            oc_error(LOGC, "nvmf: checksum file %s is not one for %s (%llu "
+                     "blocks of %u bytes): move it away to rebuild it", path,
+                     ns->path, (unsigned long long)ns->nblocks, ns->bs);
+            close(fd);
+            return -1;
+        }
+    } else if (ftruncate(fd, (off_t)len)) {
+        oc_error(LOGC, "nvmf: checksum file %s: %s", path, strerror(errno));
+        goto err_unlink;
+    }
+    ns->meta_map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (ns->meta_map == MAP_FAILED) {
+        ns->meta_map = NULL;
+        oc_error(LOGC, "nvmf: checksum file %s: mmap: %s", path, strerror(errno));
+        goto err_unlink;
+    }
+    ns->meta_map_len = len;
+    ns->meta_fd = fd;
+    ns->crc = (uint32_t *)((uint8_t *)ns->meta_map + META_HDR);
+    if (created) {
+        /* checksum what the backing store holds now */
+        uint8_t *buf = NULL; /* aligned: the data may be open O_DIRECT */
+        uint64_t per = (1u << 20) >> ns->bs_shift;
+        if (posix_memalign((void **)&buf, 4096, 1 << 20))
+            goto err_unlink;
+        oc_info(LOGC, "nvmf: %s: building checksums of %llu blocks", path,
+                (unsigned long long)ns->nblocks);
+        for (uint64_t lba = 0; lba < ns->nblocks; lba += per) {
+            uint64_t n = ns->nblocks - lba < per ? ns->nblocks - lba : per;
+            ssize_t r = pread(ns->fd, buf, n << ns->bs_shift,
+                              (off_t)(lba << ns->bs_shift));
+            if (r < 0) {
+                oc_error(LOGC, "nvmf: %s: %s", ns->path, strerror(errno));
+                free(buf);
+                goto err_unlink;
+            }
+            if ((uint64_t)r < (n << ns->bs_shift))
+                memset(buf + r, 0, (n << ns->bs_shift) - (uint64_t)r);
+            for (uint64_t i = 0; i < n; i++)
+                ns->crc[lba + i] =
+                    oc_crc32c(0, buf + (i << ns->bs_shift), ns->bs);
+        }
+        free(buf);
+        memset(hdr, 0, sizeof(hdr));
+        memcpy(hdr, META_MAGIC, sizeof(META_MAGIC));
+        oc_put32(hdr + 32, ns->bs);
+        oc_put64(hdr + 40, ns->nblocks);
+        memcpy(ns->meta_map, hdr, META_HDR);
+        if (msync(ns->meta_map, len, MS_SYNC)) {
+            oc_error(LOGC, "nvmf: %s: %s", path, strerror(errno));
+            goto err_unlink;
+        }
+    }
+    return 0;
+err_unlink:
+    if (ns->meta_map)
+        munmap(ns->meta_map, len);
+    ns->meta_map = NULL;
+    ns->crc = NULL;
+    ns->meta_fd = -1;
+    if (created)
+        unlink(path);
+    close(fd);
+    return -1;
+}
+
+oc_status_t oc_nvmf_ns_open(const oc_nvmf_ns_conf_t *nc, const char *subnqn,
+                            oc_nvmf_ns_t **out)
+{
+    oc_nvmf_ns_t *ns = calloc(1, sizeof(*ns));
+    struct stat st;
+    uint64_t size;
+    int flags = O_RDWR | O_CLOEXEC;
+    uint8_t md[32];
+    unsigned mdlen = 0;
+    char idsrc[OC_NVMF_NQN_MAX + 32];
+
+    if (!ns)
+        return OC_ERR_NO_MEMORY;
+    ns->fd = ns->meta_fd = -1;
+    ns->nsid = nc->nsid;
+    ns->bs = nc->block_size;
+    ns->bs_shift = nc->block_size == 512 ? 9 : 12;
+    snprintf(ns->path, sizeof(ns->path), "%s", nc->path);
+    if (nc->size && stat(nc->path, &st) && errno == ENOENT)
+        flags |= O_CREAT;
+    ns->fd = nc->direct ? open(nc->path, flags | O_DIRECT, 0600) : -1;
+    if (ns->fd >= 0)
+        ns->direct = 1;
+    else if (nc->direct == 1) {
+        oc_error(LOGC, "nvmf: %s: cannot open with O_DIRECT: %s", nc->path,
+                 strerror(errno));
+        goto err;
+    }
+    if (ns->fd < 0)
+        ns->fd = open(nc->path, flags, 0600);
+    if (ns->fd < 0 || fstat(ns->fd, &st)) {
+        oc_error(LOGC, "nvmf: %s: %s", nc->path, strerror(errno));
+        goto err;
+    }
+    if (S_ISBLK(st.st_mode)) {
+        if (nc->integrity && !nc->integrity_path[0]) {
+            oc_error(LOGC, "nvmf: %s: a block device keeps its checksums in "
+                     "a file: add integrity-file=PATH", nc->path);
+            goto err;
+        }
+        if (ioctl(ns->fd, BLKGETSIZE64, &size)) {
+            oc_error(LOGC, "nvmf: %s: size: %s", nc->path, strerror(errno));
+            goto err;
+        }
+        if (nc->size > size) {
+            oc_error(LOGC, "nvmf: %s: device has %llu bytes, config asks %llu",
+                     nc->path, (unsigned long long)size,
+                     (unsigned long long)nc->size);
+            goto err;
+        }
+    } else if (S_ISREG(st.st_mode)) {
+        size = (uint64_t)st.st_size;
+        if (nc->size > size && ftruncate(ns->fd, (off_t)nc->size)) {
+            oc_error(LOGC, "nvmf: %s: extend to %llu bytes: %s", nc->path,
+                     (unsigned long long)nc->size, strerror(errno));
+            goto err;
+        }
+    } else {
+        oc_error(LOGC, "nvmf: %s: neither a regular file nor a block device",
+                 nc->path);
+        goto err;
+    }
+    if (nc->size)
+        size = nc->size;
+    ns->nblocks = size >> ns->bs_shift;
+    if (ns->nblocks == 0) {
+        oc_error(LOGC, "nvmf: %s: empty (give a size to create it)", nc->path);
+        goto err;
+    }
+    /* a stable NGUID/UUID from the subsystem NQN and the NSID */
+    snprintf(idsrc, sizeof(idsrc), "%s/%u", subnqn, nc->nsid);
+    EVP_Digest(idsrc, strlen(idsrc), md, &mdlen, EVP_sha256(), NULL);
+    memcpy(ns->uuid, md, 16);
+    ns->uuid[6] = (uint8_t)((ns->uuid[6] & 0x0f) | 0x50); /* name-based */
+    ns->uuid[8] = (uint8_t)((ns->uuid[8] & 0x3f) | 0x80);
+    if (nc->key_path[0] && crypto_init(ns, nc->key_path))
+        goto err;
+    if (nc->integrity) {
+        char mp[4200];
+        if (nc->integrity_path[0])
+            snprintf(mp, sizeof(mp), "%s", nc->integrity_path);
+        else
+            snprintf(mp, sizeof(mp), "%s.crc", nc->path);
+        if (meta_open(ns, mp))
+            goto err;
+    }
+    oc_info(LOGC, "nvmf: namespace %u: %s, %llu blocks of %u bytes%s%s%s",
+            ns->nsid, ns->path, (unsigned long long)ns->nblocks, ns->bs,
+            ns->direct ? ", O_DIRECT" : "", ns->crc ? ", CRC32C per block" : "",
+            ns->xts_enc ? ", AES-256-XTS" : "");
+    *out = ns;
+    return OC_OK;
+err:
+    oc_nvmf_ns_close(ns);
+    return OC_ERR_CONFIG;
+}
+
+void oc_nvmf_ns_close(oc_nvmf_ns_t *ns)
+{
+    if (!ns)
+        return;
+    if (ns->meta_map) {
+        msync(ns->meta_map, ns->meta_map_len, MS_SYNC);
+        munmap(ns->meta_map, ns->meta_map_len);
+    }
+    if (ns->meta_fd >= 0) {
+        fdatasync(ns->meta_fd);
+        close(ns->meta_fd);
+    }
+    if (ns->fd >= 0) {
+        fdatasync(ns->fd);
+        close(ns->fd);
+    }
+    EVP_CIPHER_CTX_free(ns->xts_enc);
+    EVP_CIPHER_CTX_free(ns->xts_dec);
+    free(ns);
+}
+
+uint64_t oc_nvmf_ns_verify(oc_nvmf_ns_t *ns, uint8_t *buf, uint64_t lba,
+                           uint32_t n, int *bad)
+{
+    *bad = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint8_t *blk = buf + ((size_t)i << ns->bs_shift);
+        if (ns->crc && oc_crc32c(0, blk, ns->bs) != ns->crc[lba + i]) {
+            *bad = 1;
+            return lba + i;
+        }
+        if (ns->xts_dec && xts(ns->xts_dec, blk, ns->bs, lba + i)) {
+            *bad = 1;
+            return lba + i;
+        }
+    }
+    return 0;
+}
+
+int oc_nvmf_ns_seal(oc_nvmf_ns_t *ns, uint8_t *buf, uint64_t lba, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        uint8_t *blk = buf + ((size_t)i << ns->bs_shift);
+        if (ns->xts_enc && xts(ns->xts_enc, blk, ns->bs, lba + i))
+            return -1;
+        if (ns->crc)
+            ns->crc[lba + i] = oc_crc32c(0, blk, ns->bs);
+    }
+    return 0;
+}
+
+void oc_nvmf_ns_mark_zero(oc_nvmf_ns_t *ns, uint64_t lba, uint64_t n)
+{
+    static uint8_t zero[4096];
+    uint32_t c;
+
+    if (!ns->crc)
+        return;
+    c = oc_crc32c(0, zero, ns->bs);
+    for (uint64_t i = 0; i < n; i++)
+        ns->crc[lba + i] = c;
+}

@@ -1,0 +1,343 @@
+/*
+ * target.c — the target's life: open the namespaces, listen, and run the
+ * io_uring loop that carries every socket and file operation (no thread
+ * per connection; one ring for all of them); keep-alive expiry; drain on
+ * SIGTERM/SIGINT: stop accepting, let in-flight commands finish (10 s at
+ * most), then close every connection.
+ *
+ * Threading: oc_nvmf_target_run() runs on one thread that owns everything
+ * below; other threads may only read the statistics (atomics) and, under
+ * snap_lock, the connection list.
+ */
+#include "nvmf/target.h"
+#include "util/log.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define LOGC OC_COMP_APP
+#define RING_ENTRIES 4096
+#define DRAIN_MS 10000
+
+uint64_t oc_nvmf_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t oc_nvmf_now_ms(void)
+{
+    return oc_nvmf_now_ns() / 1000000;
+}
+
+struct io_uring_sqe *oc_nvmf_sqe(oc_nvmf_target_t *t)
+{
+    struct io_uring_sqe *sqe = io_uring_get_sqe(&t->ring);
+    if (!sqe) { /* full: hand what is queued to the kernel, then retry */
+        io_uring_submit(&t->ring);
+        sqe = io_uring_get_sqe(&t->ring);
+    }
+    return sqe;
+}
+
+oc_nvmf_subsys_t *oc_nvmf_subsys_find(oc_nvmf_target_t *t, const char *nqn)
+{
+    if (!strcmp(nqn, OC_NVMF_DISCOVERY_NQN))
+        return &t->subsys[0];
+    for (int i = 1; i <= t->nsubsys; i++)
+        if (!strcmp(t->subsys[i].conf->nqn, nqn))
+            return &t->subsys[i];
+    return NULL;
+}
+
+static int listen_on(oc_nvmf_target_t *t, const char *addr)
+{
+    char host[256];
+    struct addrinfo hints = {0}, *ai = NULL;
+    int fd, one = 1, rc;
+
+    if (oc_nvmf_parse_hostport(addr, host, sizeof(host), &t->port)) {
+        oc_error(LOGC, "nvmf: listen address '%s': want HOST:PORT", addr);
+        return -1;
+    }
+    hints.ai_family = AF_INET;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE;
+    rc = getaddrinfo(host, NULL, &hints, &ai);
+    if (rc) {
+        oc_error(LOGC, "nvmf: listen address '%s': %s", addr, gai_strerror(rc));
+        return -1;
+    }
+    ((struct sockaddr_in *)ai->ai_addr)->sin_port = htons(t->port);
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    /* a target killed a moment ago may still hold the port: its ring's
+     * pending accept keeps the socket until the kernel tears the ring
+     * down; wait for that (5 s at most) rather than fail a restart */
+    for (int i = 0; fd >= 0 && i < 50; i++) {
+        rc = bind(fd, ai->ai_addr, ai->ai_addrlen);
+        if (rc == 0 || errno != EADDRINUSE)
+            break;
+        usleep(100000);
+    }
+    if (fd < 0 || rc || listen(fd, 128)) {
+        oc_error(LOGC, "nvmf: listen on %s: %s", addr, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        freeaddrinfo(ai);
+        return -1;
+    }
+    freeaddrinfo(ai);
+    if (t->conf->advertise[0])
+        snprintf(t->traddr, sizeof(t->traddr), "%s", t->conf->advertise);
+    else
+        snprintf(t->traddr, sizeof(t->traddr), "%s", host);
+    t->listen_fd = fd;
+    return 0;
+}
+
+oc_status_t oc_nvmf_target_init(oc_nvmf_target_t *t, oc_nvmf_conf_t *conf,
+                                int check_only)
+{
+    int rc;
+
+    memset(t, 0, sizeof(*t));
+    t->conf = conf;
+    t->listen_fd = -1;
+    pthread_mutex_init(&t->snap_lock, NULL);
+    t->subsys[0].discovery = 1;
+    snprintf(t->subsys[0].serial, sizeof(t->subsys[0].serial), "discovery");
+    for (int i = 0; i < conf->nsubsys; i++) {
+        oc_nvmf_subsys_t *s = &t->subsys[i + 1];
+        uint32_t h = oc_crc32c(0, conf->subsys[i].nqn,
+                               strlen(conf->subsys[i].nqn));
+        s->conf = &conf->subsys[i];
+        snprintf(s->serial, sizeof(s->serial), "OC%08x", h);
+        t->nsubsys = i + 1;
+        for (int j = 0; j < s->conf->nns; j++) {
+            oc_status_t st = oc_nvmf_ns_open(&s->conf->ns[j], s->conf->nqn,
+                                             &s->ns[j]);
+            if (st != OC_OK) {
+                oc_error(LOGC, "nvmf: config line %d: namespace %u of %s "
+                         "cannot be used (above)", s->conf->ns[j].line,
+                         s->conf->ns[j].nsid, s->conf->nqn);
+                oc_nvmf_target_fini(t);
+                return st;
+            }
+            s->nns = j + 1;
+        }
+    }
+    /* one thread submits and reaps: let the kernel run completions' task
+     * work only when we wait (fewer interrupts of the loop); older kernels
+     * refuse these flags, then the plain ring does the same job */
+    rc = io_uring_queue_init(RING_ENTRIES, &t->ring,
+                             IORING_SETUP_SINGLE_ISSUER |
+                                 IORING_SETUP_DEFER_TASKRUN);
+    if (rc == -EINVAL)
+        rc = io_uring_queue_init(RING_ENTRIES, &t->ring, 0);
+    if (rc) {
+        oc_error(LOGC, "nvmf: io_uring_queue_init: %s", strerror(-rc));
+        t->ring.ring_fd = -1;
+        oc_nvmf_target_fini(t);
+        return OC_ERR_UNSUPPORTED;
+    }
+    if (check_only) /* a running target may hold the port: do not bind */
+        return OC_OK;
+    if (listen_on(t, conf->listen)) {
+        oc_nvmf_target_fini(t);
+        return OC_ERR_CONFIG;
+    }
+    return OC_OK;
+}
+
+void oc_nvmf_target_fini(oc_nvmf_target_t *t)
+{
+    if (t->listen_fd >= 0)
+        close(t->listen_fd);
+    t->listen_fd = -1;
+    for (int i = 1; i <= t->nsubsys; i++)
+        for (int j = 0; j < t->subsys[i].nns; j++) {
+            oc_nvmf_ns_close(t->subsys[i].ns[j]);
+            t->subsys[i].ns[j] = NULL;
+        }
+    if (t->ring.ring_fd > 0)
+        io_uring_queue_exit(&t->ring);
+    t->ring.ring_fd = -1;
+    pthread_mutex_destroy(&t->snap_lock);
+}
+
+static void arm_accept(oc_nvmf_target_t *t)
+{
+    struct io_uring_sqe *sqe;
+
+    if (t->accept_armed || t->draining || t->listen_fd < 0)
+        return;
+    sqe = oc_nvmf_sqe(t);
+    if (!sqe)
+        return;
+    io_uring_prep_accept(sqe, t->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+    io_uring_sqe_set_data(sqe, &t->accept_op);
+    t->accept_armed = 1;
+}
+
+/* commands still moving: in-flight I/O, data being received, output
+ * queued (held Async Event Requests do not count) */
+static int busy(oc_nvmf_target_t *t)
+{
+    for (oc_nvmf_conn_t *c = t->conns; c; c = c->next) {
+        if (c->txq_head)
+            return 1;
+        for (int i = 0; i < OC_NVMF_CMD_SLOTS; i++)
+            if (c->cmds[i].state == OC_NVMF_CMD_EXEC ||
+                c->cmds[i].state == OC_NVMF_CMD_H2C)
+                return 1;
+    }
+    return 0;
+}
+
+static void tick(oc_nvmf_target_t *t)
+{
+    uint64_t now = oc_nvmf_now_ms();
+
+    for (oc_nvmf_ctrl_t *ctrl = t->ctrls, *next; ctrl; ctrl = next) {
+        next = ctrl->next;
+        if (ctrl->kato_ms &&
+            now - ctrl->last_activity_ms >
+                ctrl->kato_ms + (uint64_t)t->conf->kato_grace_ms) {
+            atomic_fetch_add_explicit(&t->st.kato_expired, 1,
+                                      memory_order_relaxed);
+            oc_warn(LOGC, "nvmf: controller %u (%s): no command for %llu ms "
+                    "(keep-alive %u ms): closing it", ctrl->cntlid,
+                    ctrl->hostnqn,
+                    (unsigned long long)(now - ctrl->last_activity_ms),
+                    ctrl->kato_ms);
+            oc_nvmf_ctrl_destroy(ctrl);
+        }
+    }
+    for (oc_nvmf_conn_t *c = t->conns, *next; c; c = next) {
+        next = c->next;
+        if (c->state != OC_NVMF_CONN_CLOSING && c->txq_head &&
+            now - c->tx_progress_ms > (uint64_t)t->conf->send_timeout_ms) {
+            atomic_fetch_add_explicit(&t->st.send_stalled, 1,
+                                      memory_order_relaxed);
+            oc_warn(LOGC, "nvmf: connection %llu (%s): the host has read "
+                    "nothing for %d ms: closing it", (unsigned long long)c->id,
+                    c->peer, t->conf->send_timeout_ms);
+            /* closing an admin queue closes its controller's other queues,
+             * which may be next: start over from the head */
+            oc_nvmf_conn_close(c, "host stopped reading");
+            next = t->conns;
+        }
+    }
+    if (t->draining && t->conns && (!busy(t) || now > t->drain_deadline_ms)) {
+        if (busy(t))
+            oc_warn(LOGC, "nvmf: drain: commands still running after %d ms; "
+                    "closing anyway", DRAIN_MS);
+        while (t->conns && t->conns->state != OC_NVMF_CONN_CLOSING) {
+            oc_nvmf_conn_t *c = t->conns;
+            /* close the first still-open one; closing may free others */
+            for (; c && c->state == OC_NVMF_CONN_CLOSING; c = c->next)
+                ;
+            if (!c)
+                break;
+            oc_nvmf_conn_close(c, "target shutting down");
+        }
+        for (oc_nvmf_conn_t *c = t->conns; c; c = c->next)
+            if (c->state != OC_NVMF_CONN_CLOSING)
+                oc_nvmf_conn_close(c, "target shutting down");
+    }
+}
+
+oc_status_t oc_nvmf_target_run(oc_nvmf_target_t *t, volatile int *stop)
+{
+    struct __kernel_timespec ts = {.tv_sec = 0, .tv_nsec = 100000000};
+    uint64_t last_tick = 0;
+
+    t->accept_op.kind = OC_NVMF_OP_ACCEPT;
+    t->accept_op.owner = t;
+    arm_accept(t);
+    oc_info(LOGC, "nvmf: listening on %s (%d subsystem%s)", t->conf->listen,
+            t->nsubsys, t->nsubsys == 1 ? "" : "s");
+    for (;;) {
+        struct io_uring_cqe *cqe;
+        unsigned head, n = 0;
+        uint64_t now;
+
+        if (*stop && !t->draining) {
+            oc_info(LOGC, "nvmf: stopping: no new connections, draining "
+                    "in-flight commands");
+            t->draining = 1;
+            t->drain_deadline_ms = oc_nvmf_now_ms() + DRAIN_MS;
+            if (t->accept_armed) {
+                struct io_uring_sqe *sqe = oc_nvmf_sqe(t);
+                if (sqe) {
+                    io_uring_prep_cancel(sqe, &t->accept_op, 0);
+                    io_uring_sqe_set_data64(sqe, 0);
+                }
+            }
+            close(t->listen_fd);
+            t->listen_fd = -1;
+            last_tick = 0;
+        }
+        if (t->draining && !t->conns && !t->accept_armed)
+            break;
+        io_uring_submit_and_wait_timeout(&t->ring, &cqe, 1, &ts, NULL);
+        io_uring_for_each_cqe(&t->ring, head, cqe)
+        {
+            oc_nvmf_op_t *op = io_uring_cqe_get_data(cqe);
+            int res = cqe->res;
+            n++;
+            if (!op)
+                continue;
+            switch (op->kind) {
+            case OC_NVMF_OP_ACCEPT:
+                t->accept_armed = 0;
+                if (res >= 0) {
+                    if (t->draining)
+                        close(res);
+                    else
+                        oc_nvmf_conn_accepted(t, res);
+                } else if (res != -ECANCELED && res != -EBADF &&
+                           res != -EINVAL) {
+                    oc_warn(LOGC, "nvmf: accept: %s", strerror(-res));
+                }
+                arm_accept(t);
+                break;
+            case OC_NVMF_OP_RECV:
+                oc_nvmf_conn_recv_done(op->owner, res);
+                break;
+            case OC_NVMF_OP_SEND:
+                oc_nvmf_conn_send_done(op->owner, res);
+                break;
+            case OC_NVMF_OP_FILE: {
+                oc_nvmf_cmd_t *cmd = op->owner;
+                oc_nvmf_conn_t *c = cmd->conn;
+                oc_nvmf_io_file_done(cmd, res);
+                oc_nvmf_conn_release_op(c);
+                break;
+            }
+            default:
+                break;
+            }
+        }
+        io_uring_cq_advance(&t->ring, n);
+        now = oc_nvmf_now_ms();
+        if (now - last_tick >= (t->draining ? 50 : 1000)) {
+            last_tick = now;
+            tick(t);
+        }
+    }
+    io_uring_submit(&t->ring);
+    oc_info(LOGC, "nvmf: stopped");
+    return OC_OK;
+}

@@ -1,0 +1,357 @@
+/*
+ * target.h — offcore-nvmf's internal model: configuration, subsystems,
+ * namespaces, controllers, queues (one TCP connection each) and commands.
+ *
+ * Threading: the whole target runs on one thread, an io_uring loop
+ * (loop.c) that owns every socket, file and buffer; nothing here is
+ * locked.  The one exception is the statistics snapshot that the metrics
+ * HTTP thread reads (oc_nvmf_stats_t: relaxed atomics, and the connection
+ * table under its own mutex).
+ *
+ * Trust: hosts are untrusted (pdu.c checks their bytes, conn.c their PDU
+ * sequence, admin.c/io.c their commands); the configuration file and the
+ * key files are trusted once validated (config.c).
+ */
+#ifndef OC_NVMF_TARGET_H
+#define OC_NVMF_TARGET_H
+
+#include "nvmf/pdu.h"
+
+#include <liburing.h>
+#include <offcore/offcore.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/uio.h>
+
+#define OC_NVMF_DISCOVERY_NQN "nqn.2014-08.org.nvmexpress.discovery"
+#define OC_NVMF_NQN_MAX 223       /* NVMe: NQNs are at most 223 bytes */
+#define OC_NVMF_MAX_NS 64
+#define OC_NVMF_MAX_HOSTS 64
+#define OC_NVMF_MAX_SUBSYS 32
+/* Queue depth: MQES+1.  128 commands per queue keep every queue's buffers
+ * (at most MDTS each, allocated on first use) under 16 MiB. */
+#define OC_NVMF_QUEUE_DEPTH 128
+#define OC_NVMF_MAX_IO_QUEUES 16
+/* MDTS = 5 (2^5 pages of 4 KiB = 128 KiB): large sequential I/O still
+ * moves in few commands, and a command's buffer stays small. */
+#define OC_NVMF_MDTS 5
+#define OC_NVMF_MAX_XFER (4096u << OC_NVMF_MDTS)
+/* In-capsule data: 8 KiB (IOCCSZ = (64 + 8192) / 16); Connect's 1 KiB and
+ * small writes need no R2T round trip. */
+#define OC_NVMF_INCAP 8192u
+#define OC_NVMF_MAXH2C OC_NVMF_MAX_XFER
+#define OC_NVMF_AERL 3 /* 0-based: 4 Async Event Requests held at most */
+/* Command slots per queue: twice the depth, so that a host that sends its
+ * next command the moment it reads a completion never finds the slot of
+ * that completion still busy while our send's completion is in flight. */
+#define OC_NVMF_CMD_SLOTS (2 * OC_NVMF_QUEUE_DEPTH)
+
+/* ------------------------------------------------------------ counters */
+typedef struct {
+    _Atomic uint64_t reads, writes, read_bytes, write_bytes, flushes,
+        write_zeroes, dsm, errors, integrity_errors;
+    _Atomic uint64_t lat_bucket[12]; /* read+write latency histogram */
+    _Atomic uint64_t lat_sum_ns, lat_count;
+} oc_nvmf_ns_stats_t;
+
+/* Target-wide counters; names match the rejection reasons in docs/nvmf.md */
+typedef struct {
+    _Atomic uint64_t conns_accepted, conns_closed, conns_active;
+    _Atomic uint64_t pdu_fatal;        /* TermReq sent, connection closed */
+    _Atomic uint64_t hdr_digest_err, data_digest_err;
+    _Atomic uint64_t connect_ok, connect_rejected, host_denied;
+    _Atomic uint64_t cmd_before_connect, invalid_opcode, cmd_errors;
+    _Atomic uint64_t h2c_out_of_range;
+    _Atomic uint64_t kato_expired;
+    _Atomic uint64_t send_stalled; /* host stopped reading: closed */
+    _Atomic uint64_t admin_cmds, io_cmds;
+    _Atomic uint64_t h2c_direct; /* H2CData received into place, no copy */
+} oc_nvmf_stats_t;
+
+/* Latency histogram bucket bounds, microseconds (last bucket: +Inf). */
+extern const uint32_t oc_nvmf_lat_bounds_us[11];
+
+/* ------------------------------------------------------- configuration */
+typedef struct {
+    uint32_t nsid;
+    char     path[4096];
+    uint64_t size;          /* bytes; 0: the file's or device's size */
+    uint32_t block_size;    /* 512 or 4096 */
+    int      integrity;     /* CRC32C per block in a sidecar file */
+    char     integrity_path[4096]; /* "" -> path + ".crc" */
+    char     key_path[4096];       /* "" -> no encryption */
+    int      direct;        /* O_DIRECT: -1 auto, 0 off, 1 on */
+    int      line;          /* config line, for messages */
+} oc_nvmf_ns_conf_t;
+
+typedef struct {
+    char nqn[OC_NVMF_NQN_MAX + 1];
+    int  allow_any;
+    int  nhosts;
+    char hosts[OC_NVMF_MAX_HOSTS][OC_NVMF_NQN_MAX + 1];
+    int  nns;
+    oc_nvmf_ns_conf_t ns[OC_NVMF_MAX_NS];
+    int  line;
+} oc_nvmf_subsys_conf_t;
+
+typedef struct {
+    char listen[256];       /* HOST:PORT */
+    char advertise[256];    /* TRADDR in the discovery log; "" -> listen host */
+    char metrics[256];      /* HOST:PORT of /metrics; "" -> none */
+    char control[256];      /* Unix socket path; "" -> none */
+    int  kato_grace_ms;
+    int  send_timeout_ms;   /* close a queue whose output stalls this long */
+    int  nsubsys;
+    oc_nvmf_subsys_conf_t subsys[OC_NVMF_MAX_SUBSYS];
+} oc_nvmf_conf_t;
+
+/**
+ * Read and check a whole configuration file (config.c).  Every error is
+ * printed to @p err as "FILE:LINE: reason", and all of them are reported,
+ * not just the first.  @return OC_OK, OC_ERR_CONFIG (errors printed),
+ * OC_ERR_NO_MEMORY.
+ */
+oc_status_t oc_nvmf_conf_load(const char *file, oc_nvmf_conf_t *conf,
+                              FILE *err);
+/** Parse "HOST:PORT" (IPv4 or a name).  @return 0, -1 on error. */
+int oc_nvmf_parse_hostport(const char *s, char *host, size_t hlen,
+                           uint16_t *port);
+
+/* ----------------------------------------------------------- the model */
+typedef struct oc_nvmf_ns {
+    uint32_t nsid;
+    int      fd;
+    int      meta_fd;
+    uint32_t *crc;          /* mmap of the sidecar's entries, or NULL */
+    void     *meta_map;
+    size_t   meta_map_len;
+    uint64_t nblocks;
+    uint32_t bs;
+    uint32_t bs_shift;
+    int      direct;
+    void     *xts_enc, *xts_dec; /* EVP_CIPHER_CTX*, NULL without a key */
+    uint8_t  uuid[16];
+    char     path[4096];
+    oc_nvmf_ns_stats_t st;
+} oc_nvmf_ns_t;
+
+typedef struct oc_nvmf_subsys {
+    oc_nvmf_subsys_conf_t *conf;
+    int       discovery;
+    char      serial[21];
+    int       nns;
+    oc_nvmf_ns_t *ns[OC_NVMF_MAX_NS];
+    uint16_t  next_cntlid;
+} oc_nvmf_subsys_t;
+
+struct oc_nvmf_conn;
+struct oc_nvmf_target;
+
+typedef struct oc_nvmf_ctrl {
+    struct oc_nvmf_target *tgt;
+    oc_nvmf_subsys_t *subsys;
+    uint16_t cntlid;
+    char     hostnqn[OC_NVMF_NQN_MAX + 1];
+    uint8_t  hostid[16];
+    uint32_t cc, csts;
+    uint32_t kato_ms;
+    uint32_t aen_cfg;
+    uint16_t nr_io_queues;  /* granted by Set Features (0: not asked) */
+    uint64_t last_activity_ms;
+    struct oc_nvmf_conn *admin;
+    struct oc_nvmf_conn *io[OC_NVMF_MAX_IO_QUEUES + 1]; /* by qid */
+    uint16_t aer_cids[OC_NVMF_AERL + 1];
+    int      naer;
+    struct oc_nvmf_ctrl *next;
+} oc_nvmf_ctrl_t;
+
+/* An io_uring operation's identity: user_data points at one of these. */
+typedef enum {
+    OC_NVMF_OP_ACCEPT = 1,
+    OC_NVMF_OP_RECV,
+    OC_NVMF_OP_SEND,
+    OC_NVMF_OP_FILE,
+    OC_NVMF_OP_TIMER,
+    OC_NVMF_OP_SIGNAL,
+} oc_nvmf_op_kind_t;
+
+typedef struct {
+    uint8_t kind;
+    void   *owner;
+} oc_nvmf_op_t;
+
+/* One piece of output: up to 4 iovecs sent in order. */
+typedef struct oc_nvmf_tx {
+    struct iovec iov[4];
+    int      niov;
+    size_t   len, sent;
+    int      release_cmd;     /* free the command once sent */
+    struct oc_nvmf_cmd *cmd;
+    struct oc_nvmf_tx *next;
+} oc_nvmf_tx_t;
+
+typedef enum {
+    OC_NVMF_CMD_FREE = 0,
+    OC_NVMF_CMD_H2C,      /* R2T sent, waiting for data */
+    OC_NVMF_CMD_EXEC,     /* file I/O in flight */
+    OC_NVMF_CMD_TX,       /* response queued */
+    OC_NVMF_CMD_HELD,     /* Async Event Request */
+} oc_nvmf_cmd_state_t;
+
+typedef struct oc_nvmf_cmd {
+    struct oc_nvmf_conn *conn;
+    uint8_t  sqe[OC_NVME_SQE_LEN];
+    uint16_t cid;
+    uint16_t ttag;          /* index in the queue's table */
+    uint8_t  state;
+    uint8_t  fua;
+    uint8_t  step;          /* io.c's state machine */
+    uint16_t status;
+    uint32_t dw0, dw1;
+    uint8_t  *buf;          /* OC_NVMF_MAX_XFER bytes, 4 KiB-aligned */
+    uint32_t data_len;      /* bytes to move */
+    uint32_t h2c_got;       /* bytes received so far (R2T) */
+    uint32_t io_done;       /* bytes read/written so far */
+    uint64_t slba;
+    uint64_t start_ns;
+    oc_nvmf_ns_t *ns;
+    oc_nvmf_op_t op;
+    oc_nvmf_tx_t tx;        /* C2HData + CapsuleResp */
+    oc_nvmf_tx_t r2t_tx;
+    uint8_t  r2t_hdr[OC_NVMF_DATA_HLEN + OC_NVMF_DGST_LEN];
+    uint8_t  hdr[OC_NVMF_DATA_HLEN + OC_NVMF_DGST_LEN]; /* C2HData or R2T */
+    uint8_t  rsp[OC_NVMF_RSP_HLEN + OC_NVMF_DGST_LEN];
+    uint8_t  ddgst[OC_NVMF_DGST_LEN];
+    uint32_t zr_lo, zr_hi;  /* Write Zeroes / DSM chunk cursor */
+} oc_nvmf_cmd_t;
+
+typedef enum {
+    OC_NVMF_CONN_ICREQ = 0, /* waiting for ICReq */
+    OC_NVMF_CONN_READY,     /* ICResp sent; Connect expected next */
+    OC_NVMF_CONN_CLOSING,   /* draining: no more input */
+} oc_nvmf_conn_state_t;
+
+typedef struct oc_nvmf_conn {
+    struct oc_nvmf_target *tgt;
+    int      fd;
+    int      state;
+    uint64_t id;
+    char     peer[64];
+    char     local[64];     /* our address on this connection */
+    oc_nvmf_pdu_limits_t lim;
+    uint16_t qid;
+    uint16_t sqsize;        /* 0-based, from Connect */
+    uint16_t sqhd;
+    int      connected;
+    oc_nvmf_ctrl_t *ctrl;
+    /* receive */
+    uint8_t  *rx;
+    uint32_t rx_cap, rx_head, rx_tail;
+    oc_nvmf_op_t rx_op;
+    int      rx_armed;
+    /* a large H2CData received straight into its command's buffer:
+     * dr_state 1 data arriving, 2 its data digest next in rx, 0 none */
+    int      dr_state;
+    struct oc_nvmf_cmd *dr_cmd;
+    uint32_t dr_datao, dr_datal, dr_off, dr_left;
+    uint8_t  dr_flags;
+    /* send */
+    oc_nvmf_tx_t *txq_head, *txq_tail;
+    oc_nvmf_op_t tx_op;
+    int      tx_armed;
+    uint64_t tx_progress_ms; /* last time output moved (or was queued) */
+    struct iovec tx_iov[64];
+    struct msghdr tx_msg;
+    oc_nvmf_tx_t ctl_tx;    /* ICResp / TermReq */
+    uint8_t  ctl_buf[OC_NVMF_IC_LEN + OC_NVMF_TERM_MAX_DATA];
+    int      close_after_tx;
+    /* commands */
+    oc_nvmf_cmd_t cmds[OC_NVMF_CMD_SLOTS];
+    uint16_t free_cmds[OC_NVMF_CMD_SLOTS];
+    int      nfree;
+    int      inflight_ops;  /* io_uring ops that still point here */
+    _Atomic uint64_t ncmds;
+    /* Read/Write latency on this queue (buckets as the namespaces') */
+    _Atomic uint64_t lat_bucket[12], lat_sum_ns, lat_count;
+    /* what the metrics thread shows; written once, under snap_lock */
+    int      snap_connected;
+    uint16_t snap_qid, snap_cntlid;
+    char     snap_host[OC_NVMF_NQN_MAX + 1], snap_sub[OC_NVMF_NQN_MAX + 1];
+    char     snap_digest[16];
+    struct oc_nvmf_conn *next, *prev;
+} oc_nvmf_conn_t;
+
+typedef struct oc_nvmf_target {
+    struct io_uring ring;
+    oc_nvmf_conf_t *conf;
+    int      listen_fd;
+    uint16_t port;
+    char     traddr[256];
+    oc_nvmf_op_t accept_op;
+    int      accept_armed;
+    int      nsubsys;
+    oc_nvmf_subsys_t subsys[OC_NVMF_MAX_SUBSYS + 1]; /* [0] discovery */
+    oc_nvmf_conn_t *conns;
+    oc_nvmf_ctrl_t *ctrls;
+    uint64_t next_conn_id;
+    int      draining;
+    uint64_t drain_deadline_ms;
+    oc_nvmf_stats_t st;
+    pthread_mutex_t snap_lock; /* guards the connection list for readers */
+} oc_nvmf_target_t;
+
+/* loop.c / conn.c */
+uint64_t oc_nvmf_now_ms(void);
+uint64_t oc_nvmf_now_ns(void);
+struct io_uring_sqe *oc_nvmf_sqe(oc_nvmf_target_t *t);
+void oc_nvmf_conn_accepted(oc_nvmf_target_t *t, int fd);
+void oc_nvmf_conn_recv_done(oc_nvmf_conn_t *c, int res);
+void oc_nvmf_conn_send_done(oc_nvmf_conn_t *c, int res);
+void oc_nvmf_conn_close(oc_nvmf_conn_t *c, const char *why);
+void oc_nvmf_conn_fatal(oc_nvmf_conn_t *c, uint16_t fes, uint32_t fei,
+                        const uint8_t *hdr, uint32_t hlen, const char *why);
+void oc_nvmf_conn_release_op(oc_nvmf_conn_t *c);
+/** Queue the command's completion (and its C2HData when it read data). */
+void oc_nvmf_cmd_complete(oc_nvmf_cmd_t *cmd);
+/** Queue an R2T for the rest of the command's data. */
+void oc_nvmf_cmd_r2t(oc_nvmf_cmd_t *cmd);
+void oc_nvmf_tx_push(oc_nvmf_conn_t *c, oc_nvmf_tx_t *tx);
+
+/* admin.c */
+void oc_nvmf_admin_exec(oc_nvmf_cmd_t *cmd);
+void oc_nvmf_fabrics_exec(oc_nvmf_cmd_t *cmd);
+void oc_nvmf_ctrl_destroy(oc_nvmf_ctrl_t *ctrl);
+/** Direction of a command's data: 1 to the controller, 0 from it or none. */
+int oc_nvmf_cmd_dir_write(const uint8_t *sqe, int admin);
+
+/* io.c */
+void oc_nvmf_io_exec(oc_nvmf_cmd_t *cmd);
+void oc_nvmf_io_file_done(oc_nvmf_cmd_t *cmd, int res);
+void oc_nvmf_ns_stats_lat(oc_nvmf_ns_t *ns, oc_nvmf_conn_t *c,
+                          uint64_t ns_elapsed);
+
+/* ns.c */
+oc_status_t oc_nvmf_ns_open(const oc_nvmf_ns_conf_t *nc, const char *subnqn,
+                            oc_nvmf_ns_t **out);
+void oc_nvmf_ns_close(oc_nvmf_ns_t *ns);
+/** Check (and on success decrypt in place) @p n blocks read at @p lba. */
+uint64_t oc_nvmf_ns_verify(oc_nvmf_ns_t *ns, uint8_t *buf, uint64_t lba,
+                           uint32_t n, int *bad);
+/** Encrypt in place and record checksums of @p n blocks to write at @p lba. */
+int oc_nvmf_ns_seal(oc_nvmf_ns_t *ns, uint8_t *buf, uint64_t lba, uint32_t n);
+/** Checksum entries for blocks now holding zeros on disk. */
+void oc_nvmf_ns_mark_zero(oc_nvmf_ns_t *ns, uint64_t lba, uint64_t n);
+
+/* target.c */
+/** Open every namespace, the ring, and (unless @p check_only) the
+ *  listening socket.  Errors are logged.  @return OC_OK, OC_ERR_CONFIG,
+ *  OC_ERR_UNSUPPORTED (no io_uring), OC_ERR_NO_MEMORY. */
+oc_status_t oc_nvmf_target_init(oc_nvmf_target_t *t, oc_nvmf_conf_t *conf,
+                                int check_only);
+oc_status_t oc_nvmf_target_run(oc_nvmf_target_t *t, volatile int *stop);
+void oc_nvmf_target_fini(oc_nvmf_target_t *t);
+oc_nvmf_subsys_t *oc_nvmf_subsys_find(oc_nvmf_target_t *t, const char *nqn);
+
+#endif

@@ -1,0 +1,471 @@
+#!/usr/bin/env python3
+"""tests/nvmf/proto_test.py BUILDDIR — every rejection path of offcore-nvmf,
+driven by a host of our own (nvmf_client.py) over loopback.
+
+Each case sends something wrong and checks the answer the NVMe/TCP and
+NVMe specifications name for it — a completion with the right status, or a
+C2HTermReq with the right fatal error status followed by a clean close —
+then checks that the reason was counted (/metrics) and that a well-behaved
+host, connected beside it all along, still writes and reads back.  A slow
+host that stops reading its completions must not stall that other host.
+"""
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import nvmf_client as nc  # noqa: E402
+
+SUB = "nqn.2026-11.io.offcore:proto"
+HOST = "nqn.2014-08.org.nvmexpress:uuid:0c0ffee0-0000-4000-8000-0000000b0001"
+OTHER = "nqn.2014-08.org.nvmexpress:uuid:0c0ffee0-0000-4000-8000-0000000b0bad"
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what, flush=True)
+    if not cond:
+        failures.append(what)
+
+
+def free_port(lo):
+    for p in range(lo, lo + 200):
+        s = socket.socket()
+        try:
+            s.bind(("127.0.0.1", p))
+            return p
+        except OSError:
+            continue
+        finally:
+            s.close()
+    raise SystemExit("no free port")
+
+
+def metrics(mport):
+    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % mport, timeout=5) as r:
+        text = r.read().decode()
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        k, v = line.rsplit(" ", 1)
+        out[k] = float(v)
+    return out
+
+
+def rej(m, reason):
+    return m.get('offcore_nvmf_rejects_total{reason="%s"}' % reason, 0)
+
+
+def fatal(h, fes, what):
+    """Expect a C2HTermReq with FES @fes, then the connection closed."""
+    try:
+        p = h.recv_pdu()
+        got = struct.unpack_from("<H", p.raw, 8)[0] if p.type == nc.C2HTERM else None
+        check(p.type == nc.C2HTERM and got == fes,
+              "%s: C2HTermReq FES %d (got type %d FES %s)" % (what, fes, p.type, got))
+        check(h.expect_eof(), "%s: connection closed after the TermReq" % what)
+    except nc.Closed as e:
+        check(False, "%s: closed without a TermReq (%s)" % (what, e))
+    h.close()
+
+
+class Good:
+    """The well-behaved host: an admin queue and one I/O queue."""
+
+    def __init__(self, port):
+        self.a = nc.Host(port)
+        self.a.admin_session(SUB, HOST)
+        self.a.set_queues(1)
+        self.io = nc.io_session(port, SUB, HOST, self.a.cntlid)
+        self.n = 0
+
+    def roundtrip(self, what):
+        self.n += 1
+        data = bytes((self.n * 7 + i) & 0xFF for i in range(16384))
+        w = self.io.write(1, 64 + self.n * 4, data)
+        r = self.io.read(1, 64 + self.n * 4, len(data))
+        check(w["sc"] == 0 and r["sc"] == 0 and r["data"] == data,
+              "other host still served after: " + what)
+
+
+def config_errors(build, work):
+    """A configuration with several mistakes: every one reported as
+    FILE:LINE: reason, and the target does not start."""
+    bad = os.path.join(work, "bad.conf")
+    open(bad, "w").write(
+        "listen 127.0.0.1\n"                       # 1: no port
+        "subsystem not-an-nqn\n"                   # 2
+        "  allow-host nqn.2014-08.org.x:h\n"
+        "  namespace 0 /nonexistent size=12\n"    # 4: nsid 0, size
+        "subsystem nqn.2026-11.io.offcore:b\n"     # 5: no namespace, no host
+        "  bogus 1\n"                              # 6
+        "namespace 1 /x\n")                        # 7: belongs to b; fine
+    r = subprocess.run([os.path.join(build, "src/nvmf/offcore-nvmf"), "-c", bad,
+                        "--check"], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True)
+    want = ["bad.conf:1:", "bad.conf:2:", "bad.conf:4:", "bad.conf:5:", "bad.conf:6:"]
+    check(r.returncode == 1 and all(w in r.stdout for w in want),
+          "bad configuration: every error with file and line, not started")
+    if r.returncode != 1:
+        print(r.stdout)
+    # an encryption key others may read is refused, naming the fix
+    key = os.path.join(work, "open.key")
+    with open(key, "wb") as f:
+        f.write(os.urandom(64))
+    os.chmod(key, 0o644)
+    kc = os.path.join(work, "key.conf")
+    open(kc, "w").write("listen 127.0.0.1:1\nsubsystem nqn.2026-11.io.offcore:k\n"
+                        "  allow-any-host\n  namespace 1 %s size=1M key=%s\n"
+                        % (os.path.join(work, "k.img"), key))
+    r = subprocess.run([os.path.join(build, "src/nvmf/offcore-nvmf"), "-c", kc,
+                        "--check"], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True)
+    check(r.returncode == 1 and "mode 644 lets others read it" in r.stdout
+          and "config line 4" in r.stdout,
+          "key file readable by others: refused with its mode and config line")
+    if r.returncode != 1:
+        print(r.stdout)
+    os.chmod(key, 0o600)
+    r = subprocess.run([os.path.join(build, "src/nvmf/offcore-nvmf"), "-c", kc,
+                        "--check"], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True)
+    check(r.returncode == 0, "the same key at mode 600: configuration good")
+
+
+def main():
+    build = os.path.abspath(sys.argv[1])
+    work = tempfile.mkdtemp(prefix="oc-nvmf-proto.")
+    port = free_port(24200 + os.getpid() % 100)
+    mport = free_port(24700 + os.getpid() % 100)
+    conf = os.path.join(work, "nvmf.conf")
+    open(conf, "w").write(
+        "listen 127.0.0.1:%d\nmetrics 127.0.0.1:%d\nkato-grace-ms 200\n"
+        "send-timeout-ms 1000\n"
+        "subsystem %s\n"
+        "  allow-host %s\n  namespace 1 %s size=16M integrity=on\n"
+        % (port, mport, SUB, HOST, os.path.join(work, "ns1.img")))
+    log = open(os.path.join(work, "target.log"), "w")
+    t = subprocess.Popen([os.path.join(build, "src/nvmf/offcore-nvmf"), "-c", conf],
+                         stdout=log, stderr=subprocess.STDOUT,
+                         env=dict(os.environ, OC_LOG="app:info"))
+    try:
+        deadline = time.time() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), 0.2).close()
+                break
+            except OSError:
+                if t.poll() is not None or time.time() > deadline:
+                    print(open(log.name).read())
+                    return 1
+                time.sleep(0.05)
+        good = Good(port)
+        good.roundtrip("start")
+
+        # 0. the discovery log names the subsystem, the address and the port
+        d = nc.Host(port)
+        d.admin_session(nc.DISC, OTHER)  # discovery admits any host
+        hdr = d.cmd(d.sqe(0x02, sgl_len=1024, cdw={10: 0x70 | (255 << 16)}))
+        nrec = struct.unpack_from("<Q", hdr["data"], 8)[0]
+        full = d.cmd(d.sqe(0x02, sgl_len=2048, cdw={10: 0x70 | (511 << 16)}))
+        e = full["data"][1024:2048]
+        check(hdr["sc"] == 0 and nrec == 1 and e[0] == 3 and e[2] == 2
+              and e[256:256 + len(SUB)] == SUB.encode()
+              and e[512:521] == b"127.0.0.1" and e[32:32 + len(str(port))] == str(port).encode(),
+              "discovery log: 1 record, TCP, NVM subsystem %s at 127.0.0.1:%d" % (SUB, port))
+        r = d.set_queues(2)
+        check(r["sc"] == 0x002, "no I/O queues on the discovery controller (%#x)" % r["sc"])
+        d.close()
+
+        # 1. bad lengths
+        h = nc.Host(port)
+        h.icreq(plen=100)
+        fatal(h, 1, "ICReq with PDU length 100")
+        h = nc.Host(port)
+        h.icreq()
+        h.icresp()
+        h.capsule(h.sqe(0x06, sgl_len=4096), plen_delta=-10)
+        fatal(h, 1, "capsule shorter than its header")
+        h = nc.Host(port)
+        h.icreq()
+        h.icresp()
+        h.send(struct.pack("<BBBBI", nc.CMD, 0, 72, 72, 72 + 64 * 1024) + bytes(64))
+        fatal(h, 5, "in-capsule data above the 8 KiB announced")
+        good.roundtrip("bad lengths")
+
+        # 2. PDU before ICReq, a second ICReq
+        h = nc.Host(port)
+        h.capsule(h.sqe(0x06, sgl_len=4096))
+        fatal(h, 2, "capsule before ICReq")
+        h = nc.Host(port)
+        h.icreq()
+        h.icresp()
+        h.icreq()
+        fatal(h, 2, "second ICReq")
+
+        # 3. bad digests: header (fatal), data (the command fails, retryable)
+        m0 = metrics(mport)
+        h = nc.Host(port)
+        h.icreq(hd=True)
+        h.icresp()
+        h.capsule(h.sqe(0x06, sgl_len=4096), bad_hdgst=True)
+        fatal(h, 3, "bad header digest")
+        h = nc.Host(port)
+        h.icreq(dd=True)
+        h.icresp()
+        d = bytearray(1024)
+        d[256:256 + len(SUB)] = SUB.encode()
+        d[512:512 + len(HOST)] = HOST.encode()
+        struct.pack_into("<H", d, 16, 0xFFFF)
+        h.capsule(h.sqe(0x7F, fct=1, sgl_len=1024, sgl_type=1, cdw={11: 31}),
+                  bytes(d), bad_ddgst=True)
+        r = h.response()
+        check(r["sc"] == 0x022 and not (r["status"] & 0x8000),
+              "bad data digest: Transient Transport Error, DNR clear (got %#x)" % r["sc"])
+        r = h.connect(SUB, HOST)
+        check(r["sc"] == 0, "same connection works after a data digest error")
+        h.close()
+        m1 = metrics(mport)
+        check(rej(m1, "header_digest") - rej(m0, "header_digest") == 1,
+              "header digest error counted")
+        check(rej(m1, "data_digest") - rej(m0, "data_digest") == 1,
+              "data digest error counted")
+        good.roundtrip("bad digests")
+
+        # 4. commands on a queue that is not connected
+        h = nc.Host(port)
+        h.icreq()
+        h.icresp()
+        r = h.identify(1)
+        check(r["sc"] == 0x00C, "Identify before Connect: Command Sequence Error (%#x)" % r["sc"])
+        r = h.read(1, 0, 4096)
+        check(r["sc"] == 0x00C, "Read before Connect: Command Sequence Error (%#x)" % r["sc"])
+        h.close()
+        # an I/O queue for a controller that does not exist
+        h = nc.Host(port)
+        h.icreq()
+        h.icresp()
+        r = h.connect(SUB, HOST, qid=1, cntlid=4000)
+        check(r["sc"] == 0x182, "I/O Connect to no controller: Connect Invalid Parameters (%#x)" % r["sc"])
+        h.close()
+
+        # 5. Connect from a host the subsystem does not allow; no such subsystem
+        m0 = metrics(mport)
+        h = nc.Host(port)
+        h.icreq()
+        h.icresp()
+        r = h.connect(SUB, OTHER)
+        check(r["sc"] == 0x184, "host not allowed: Connect Invalid Host (%#x)" % r["sc"])
+        r = h.connect("nqn.2026-11.io.offcore:nope", HOST)
+        check(r["sc"] == 0x182 and r["dw0"] == (1 << 16 | 256),
+              "unknown subsystem: Invalid Parameters at data byte 256 (%#x, %#x)"
+              % (r["sc"], r["dw0"]))
+        h.close()
+        m1 = metrics(mport)
+        check(rej(m1, "host_denied") - rej(m0, "host_denied") == 1, "denied host counted")
+        good.roundtrip("denied host")
+
+        # 6. unknown opcodes: admin, I/O, fabrics
+        m0 = metrics(mport)
+        r = good.a.cmd(good.a.sqe(0xC1))
+        check(r["sc"] == 0x001, "unknown admin opcode: Invalid Opcode (%#x)" % r["sc"])
+        r = good.io.cmd(good.io.sqe(0x7E, nsid=1))
+        check(r["sc"] == 0x001, "unknown I/O opcode: Invalid Opcode (%#x)" % r["sc"])
+        r = good.a.cmd(good.a.sqe(0x7F, fct=0x33))
+        check(r["sc"] == 0x001, "unknown fabrics type: Invalid Opcode (%#x)" % r["sc"])
+        r = good.a.identify(0x55)
+        check(r["sc"] == 0x002, "unknown Identify CNS: Invalid Field (%#x)" % r["sc"])
+        r = good.a.cmd(good.a.sqe(0x02, sgl_len=4096, cdw={10: 0xC0 | (1023 << 16)}))
+        check(r["sc"] == 0x109, "unknown log page: Invalid Log Page (%#x)" % r["sc"])
+        r = good.io.read(1, (16 << 20) // 4096 - 1, 8192)
+        check(r["sc"] == 0x080, "read past the end: LBA Out of Range (%#x)" % r["sc"])
+        r = good.io.read(7, 0, 4096)
+        check(r["sc"] == 0x00B, "read of namespace 7: Invalid Namespace (%#x)" % r["sc"])
+        r = good.io.read(1, 0, 256 * 1024)
+        check(r["sc"] == 0x002, "read above MDTS: Invalid Field (%#x)" % r["sc"])
+        m1 = metrics(mport)
+        check(rej(m1, "invalid_opcode") - rej(m0, "invalid_opcode") == 3,
+              "unknown opcodes counted")
+        good.roundtrip("unknown opcodes")
+
+        # 7. data longer than announced
+        m0 = metrics(mport)
+        a = nc.Host(port)
+        a.admin_session(SUB, HOST)
+        a.set_queues(1)
+        h = nc.io_session(port, SUB, HOST, a.cntlid)
+        s = h.sqe(0x01, nsid=1, sgl_len=16384, cdw={12: 3})
+        h.capsule(s)
+        p = h.recv_pdu()
+        check(p.type == nc.R2T, "write of 16 KiB: R2T")
+        cccid, ttag, off, ln = struct.unpack_from("<HHII", p.raw, 8)
+        h.h2c(cccid, ttag, 0, bytes(32768))
+        fatal(h, 4, "H2CData longer than the R2T asked for")
+        a.close()
+        # in-capsule data longer than the SGL says
+        r = good.io.cmd(good.io.sqe(0x01, nsid=1, sgl_len=4096, sgl_type=1), bytes(8192))
+        check(r["sc"] == 0x00F, "in-capsule data longer than its SGL: SGL Length Invalid (%#x)" % r["sc"])
+        # H2CData for a transfer nobody asked for
+        x = nc.Host(port)
+        x.icreq()
+        x.icresp()
+        x.h2c(1, 5, 0, bytes(512))
+        fatal(x, 1, "H2CData without an R2T")
+        m1 = metrics(mport)
+        check(rej(m1, "h2c_out_of_range") - rej(m0, "h2c_out_of_range") == 1,
+              "data beyond the R2T counted")
+        good.roundtrip("data longer than announced")
+
+        # 8. a slow host that stops reading: 32 reads of 128 KiB, never read
+        a = nc.Host(port)
+        a.admin_session(SUB, HOST)
+        a.set_queues(1)
+        m0 = metrics(mport)
+        slow = nc.io_session(port, SUB, HOST, a.cntlid, rcvbuf=4096)
+        for i in range(31):
+            s = slow.sqe(0x02, nsid=1, sgl_len=131072, cdw={10: i * 32, 12: 31})
+            slow.capsule(s)
+        t0 = time.time()
+        for i in range(5):
+            good.roundtrip("slow host stalled (%d)" % i)
+        check(time.time() - t0 < 5, "other host's 5 round trips took %.2f s" % (time.time() - t0))
+        # 4 MiB of reads cannot fit its 2 MiB send buffer and our 4 KiB window:
+        # after send-timeout-ms (1 s) of no progress the queue is closed
+        deadline = time.time() + 6
+        while time.time() < deadline and rej(metrics(mport), "host_stopped_reading") == rej(m0, "host_stopped_reading"):
+            time.sleep(0.2)
+        m1 = metrics(mport)
+        check(rej(m1, "host_stopped_reading") - rej(m0, "host_stopped_reading") == 1,
+              "a host that stops reading is disconnected after 1 s and counted")
+        good.roundtrip("the slow host's disconnection")
+        slow.close()
+        a.close()
+
+        m = metrics(mport)
+        check(rej(m, "pdu_fatal") == 8, "8 fatal PDU errors counted (%d)" % rej(m, "pdu_fatal"))
+        check(rej(m, "command_before_connect") == 2, "commands before Connect counted")
+        qlat = sum(v for k, v in m.items()
+                   if k.startswith("offcore_nvmf_queue_latency_seconds_count"))
+        nlat = sum(v for k, v in m.items()
+                   if k.startswith("offcore_nvmf_ns_latency_seconds_count"))
+        check(qlat > 0 and nlat >= qlat,
+              "latency histograms per queue (%d) and per namespace (%d)" % (qlat, nlat))
+        good.roundtrip("everything")
+
+        # 9. offcore nvmf: the live view names the subsystem, the queues, the counts
+        cli = subprocess.run([os.path.join(build, "src/tools/offcore"), "nvmf",
+                              "--target", "127.0.0.1:%d" % mport],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        out = cli.stdout
+        check(cli.returncode == 0 and SUB in out and "host_denied 1" in out
+              and " 1    none" in out, "offcore nvmf lists subsystem, queues, counters")
+        if cli.returncode or SUB not in out:
+            print(out)
+        # 9b. the other NVM commands: Flush, FUA write, Write Zeroes, DSM
+        io = good.io
+        pat = bytes(range(256)) * 64  # 16 KiB
+        check(io.write(1, 500, pat, fua=True)["sc"] == 0, "write with FUA")
+        check(io.cmd(io.sqe(0x00, nsid=1))["sc"] == 0, "Flush")
+        r = io.cmd(io.sqe(0x08, nsid=1, cdw={10: 501, 12: 1}))  # 2 blocks
+        check(r["sc"] == 0, "Write Zeroes (%#x)" % r["sc"])
+        rd = io.read(1, 500, 16384)
+        check(rd["sc"] == 0 and rd["data"] == pat[:4096] + bytes(8192) + pat[12288:],
+              "Write Zeroes zeroed exactly blocks 501-502, checksums follow")
+        rng = struct.pack("<IIQ", 0, 1, 503)  # deallocate block 503
+        r = io.cmd(io.sqe(0x09, nsid=1, sgl_len=16, sgl_type=1,
+                          cdw={10: 0, 11: 4}), rng)
+        check(r["sc"] == 0, "Dataset Management deallocate (%#x)" % r["sc"])
+        rd = io.read(1, 503, 4096)
+        check(rd["sc"] == 0 and rd["data"] == bytes(4096),
+              "a deallocated block reads zeros and passes its checksum")
+        r = io.cmd(io.sqe(0x08, nsid=1, cdw={10: 4095, 12: 1}))
+        check(r["sc"] == 0x080, "Write Zeroes past the end: LBA Out of Range (%#x)" % r["sc"])
+
+        # 9c. a large H2CData whose data arrives after its header goes
+        # straight into place (no copy); with digests, the digest follows
+        for dg in (False, True):
+            a = nc.Host(port)
+            a.admin_session(SUB, HOST)
+            a.set_queues(1)
+            h = nc.io_session(port, SUB, HOST, a.cntlid, hd=dg, dd=dg)
+            m0 = metrics(mport)
+            data = bytes((i * 13 + 5) & 0xFF for i in range(65536))
+            h.capsule(h.sqe(0x01, nsid=1, sgl_len=65536, cdw={10: 600, 12: 15}))
+            p = h.recv_pdu()
+            cccid, ttag, off, ln = struct.unpack_from("<HHII", p.raw, 8)
+            hd = 4 if dg else 0
+            hdr = struct.pack("<BBBBIHHII4x", nc.H2C, (3 if dg else 0) | nc.F_LAST,
+                              24, 24 + hd, 24 + hd + 65536 + hd, cccid, ttag, 0, 65536)
+            h.send(hdr + (struct.pack("<I", nc.crc32c(hdr)) if dg else b"") + data[:1000])
+            time.sleep(0.05)
+            h.send(data[1000:40000])
+            time.sleep(0.05)
+            h.send(data[40000:] + (struct.pack("<I", nc.crc32c(data)) if dg else b""))
+            r = h.response()
+            rd = h.read(1, 600, 65536)
+            m1 = metrics(mport)
+            direct = (m1.get("offcore_nvmf_h2c_direct_total", 0)
+                      - m0.get("offcore_nvmf_h2c_direct_total", 0))
+            check(r["sc"] == 0 and rd["data"] == data and direct == 1,
+                  "H2CData received in place%s (status %#x, direct %d)"
+                  % (" with digests" if dg else "", r["sc"], direct))
+            h.close()
+            a.close()
+
+        # 10. keep-alive: a controller silent past KATO (300 ms) + grace is dropped
+        m0 = metrics(mport)
+        k = nc.Host(port)
+        k.icreq()
+        k.icresp()
+        r = k.connect(SUB, HOST, kato=300)
+        check(r["sc"] == 0, "Connect with a 300 ms keep-alive")
+        k.s.settimeout(5)
+        t0 = time.time()
+        closed = k.expect_eof()
+        check(closed and time.time() - t0 < 3,
+              "silent controller dropped after %.1f s" % (time.time() - t0))
+        m1 = metrics(mport)
+        check(rej(m1, "keep_alive_expired") - rej(m0, "keep_alive_expired") == 1,
+              "keep-alive expiry counted")
+        good.roundtrip("keep-alive expiry of another controller")
+
+        # 11. SIGTERM drains: 16 reads of 128 KiB in flight all complete
+        # (and are answered) before the connection closes
+        for i in range(16):
+            good.io.capsule(good.io.sqe(0x02, nsid=1, sgl_len=131072,
+                                        cdw={10: i * 32, 12: 31}))
+        t.terminate()
+        answered = 0
+        try:
+            for i in range(16):
+                r = good.io.response()
+                answered += r["sc"] == 0 and len(r["data"]) == 131072
+        except (nc.Closed, OSError):
+            pass
+        check(answered == 16, "SIGTERM: %d of 16 in-flight reads answered" % answered)
+        check(good.io.expect_eof(), "SIGTERM: then the connection closes")
+        rc = t.wait(timeout=20)
+        check(rc == 0, "target exits 0 on SIGTERM")
+    finally:
+        if t.poll() is None:
+            t.kill()
+            t.wait()
+        log.close()
+        if failures:
+            print(open(log.name).read()[-4000:])
+    config_errors(build, work)
+    shutil.rmtree(work, ignore_errors=True)
+    print("proto-test: %s (%d failure%s)" % ("FAIL" if failures else "PASS",
+                                             len(failures), "" if len(failures) == 1 else "s"))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
