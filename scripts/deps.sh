@@ -38,6 +38,9 @@ need libclang-rt-14-dev fuzzer_rt
 need libmicrohttpd-dev  pc libmicrohttpd
 need libssl-dev         pc libcrypto
 need libcurl4-openssl-dev pc libcurl
+# the packet classifier: RCU (QSBR) reclamation, gzip-compressed rule sets
+need liburcu-dev        pc liburcu-qsbr
+need zlib1g-dev         pc zlib
 need iproute2           has ip
 need ethtool            has ethtool
 need curl               has curl
