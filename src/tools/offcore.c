@@ -3,6 +3,7 @@
  * live counters (stat.c); doctor, advise and bench come with the agent.
  */
 #include "runtime/runtime.h"
+#include "tools/dp.h"
 #include "tools/keys.h"
 #include "tools/stat.h"
 #include "util/log.h"
@@ -21,6 +22,9 @@ static void usage(FILE *out)
             "  stat [--agent ADDR] [--watch SECONDS] [--json]\n"
             "                          live counters of an offcored agent: per job,\n"
             "                          peer and routing thread (offcore stat --help)\n"
+            "  dp rules add|del|list|load, dp stat\n"
+            "                          rules and counters of a running offcore-dp\n"
+            "                          (offcore dp --help)\n"
             "  keygen                  print a new random cluster key (hex)\n"
             "  job-key --job ID [--cluster-key FILE]\n"
             "                          print job ID's key, for its ranks' OC_JOB_KEY\n"
@@ -43,6 +47,8 @@ int main(int argc, char **argv)
                "# default: warn\n");
         return 0;
     }
+    if (!strcmp(cmd, "dp"))
+        return oc_dp_cli_main(argc - 1, argv + 1, stdout, stderr);
     if (!strcmp(cmd, "keygen"))
         return oc_keygen_main(argc - 1, argv + 1, stdout, stderr);
     if (!strcmp(cmd, "job-key"))

@@ -1,0 +1,815 @@
+/*
+ * conf.c — offcore-dp's configuration file and rule syntax (dp.h).
+ *
+ * The whole file is parsed and checked before anything starts: every error
+ * is collected with file, line and reason, and the configuration is taken
+ * only when there is none.  Strict: unknown directives and keys, trailing
+ * garbage, out-of-range numbers and duplicates are errors.  Pure except
+ * for reading rule files and (check_system) asking the kernel whether an
+ * interface exists.  Fuzzed by tests/fuzz/fuzz_dp.c.
+ */
+#include "dp/dp.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <limits.h>
+#include <net/if.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void oc_dp_errors_add(oc_dp_errors_t *e, const char *file, unsigned line,
+                      const char *fmt, ...)
+{
+    size_t used = strlen(e->text);
+    va_list ap;
+    int n;
+
+    e->count++;
+    if (used + 2 >= sizeof(e->text))
+        return;
+    n = line ? snprintf(e->text + used, sizeof(e->text) - used, "%s:%u: ",
+                        file, line)
+             : snprintf(e->text + used, sizeof(e->text) - used, "%s: ", file);
+    if (n < 0 || (size_t)n >= sizeof(e->text) - used)
+        return;
+    used += (size_t)n;
+    va_start(ap, fmt);
+    n = vsnprintf(e->text + used, sizeof(e->text) - used, fmt, ap);
+    va_end(ap);
+    used = strlen(e->text);
+    if (used + 1 < sizeof(e->text)) {
+        e->text[used] = '\n';
+        e->text[used + 1] = '\0';
+    }
+}
+
+void oc_dp_conf_defaults(oc_dp_conf_t *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->threads = 1;
+    c->burst = 64;
+    c->ring_size = 2048;
+    c->max_rules = 65536;
+    c->max_frame = 1518 + 8; /* 1500 MTU, Ethernet header, two VLAN tags */
+    c->default_action = OC_ACL_ALLOW;
+    snprintf(c->control, sizeof(c->control), "unix:/run/offcore/dp.sock");
+    snprintf(c->metrics, sizeof(c->metrics), "off");
+    for (int r = 0; r < OC_PKT_R_MAX; r++)
+        c->policy[r] = (uint8_t)oc_pkt_default_policy((oc_pkt_reason_t)r);
+}
+
+void oc_dp_conf_free(oc_dp_conf_t *c)
+{
+    if (c == NULL)
+        return;
+    free(c->rules);
+    c->rules = NULL;
+    c->nrules = 0;
+}
+
+const char *oc_dp_action_name(oc_acl_action_t a)
+{
+    return a == OC_ACL_ALLOW ? "allow" : a == OC_ACL_DENY ? "deny" : "count";
+}
+
+static int parse_action(const char *s, oc_acl_action_t *a)
+{
+    if (!strcmp(s, "allow") || !strcmp(s, "accept") || !strcmp(s, "pass"))
+        *a = OC_ACL_ALLOW;
+    else if (!strcmp(s, "deny") || !strcmp(s, "drop"))
+        *a = OC_ACL_DENY;
+    else if (!strcmp(s, "count"))
+        *a = OC_ACL_COUNT;
+    else
+        return -1;
+    return 0;
+}
+
+/* Unsigned decimal in [lo, hi], the whole string. */
+static int parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+    char *end;
+    unsigned long long v;
+    if (*s < '0' || *s > '9')
+        return -1;
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (errno != 0 || *end != '\0' || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_prefix(const char *s, uint32_t *ip, uint8_t *len)
+{
+    char buf[32];
+    const char *slash = strchr(s, '/');
+    struct in_addr a;
+    uint64_t l = 32;
+
+    if (!strcmp(s, "any")) {
+        *ip = 0;
+        *len = 0;
+        return 0;
+    }
+    if (strlen(s) >= sizeof(buf))
+        return -1;
+    snprintf(buf, sizeof(buf), "%.*s",
+             (int)(slash ? (size_t)(slash - s) : strlen(s)), s);
+    if (inet_pton(AF_INET, buf, &a) != 1)
+        return -1;
+    if (slash != NULL && parse_u64(slash + 1, 0, 32, &l) != 0)
+        return -1;
+    *len = (uint8_t)l;
+    *ip = ntohl(a.s_addr) & oc_acl_prefix_mask((uint8_t)l);
+    return 0;
+}
+
+static int parse_range(const char *s, uint16_t *lo, uint16_t *hi)
+{
+    char buf[16];
+    const char *dash = strchr(s, '-');
+    uint64_t a, b;
+
+    if (!strcmp(s, "any")) {
+        *lo = 0;
+        *hi = 65535;
+        return 0;
+    }
+    if (dash == NULL) {
+        if (parse_u64(s, 0, 65535, &a) != 0)
+            return -1;
+        *lo = *hi = (uint16_t)a;
+        return 0;
+    }
+    if ((size_t)(dash - s) >= sizeof(buf))
+        return -1;
+    snprintf(buf, sizeof(buf), "%.*s", (int)(dash - s), s);
+    if (parse_u64(buf, 0, 65535, &a) != 0 ||
+        parse_u64(dash + 1, 0, 65535, &b) != 0 || a > b)
+        return -1;
+    *lo = (uint16_t)a;
+    *hi = (uint16_t)b;
+    return 0;
+}
+
+static int parse_proto(const char *s, uint8_t *proto, uint8_t *mask)
+{
+    char buf[16];
+    const char *slash = strchr(s, '/');
+    uint64_t v, m = 0xff;
+
+    if (!strcmp(s, "any")) {
+        *proto = *mask = 0;
+        return 0;
+    }
+    if (strlen(s) >= sizeof(buf))
+        return -1;
+    snprintf(buf, sizeof(buf), "%.*s",
+             (int)(slash ? (size_t)(slash - s) : strlen(s)), s);
+    if (!strcmp(buf, "tcp"))
+        v = 6;
+    else if (!strcmp(buf, "udp"))
+        v = 17;
+    else if (!strcmp(buf, "icmp"))
+        v = 1;
+    else if (parse_u64(buf, 0, 255, &v) != 0)
+        return -1;
+    if (slash != NULL) {
+        char *end;
+        errno = 0;
+        m = strtoull(slash + 1, &end, 0);
+        if (slash[1] == '\0' || *end != '\0' || errno != 0 || m > 255 ||
+            slash[1] == '-' || slash[1] == '+')
+            return -1;
+    }
+    *proto = (uint8_t)v;
+    *mask = (uint8_t)m;
+    return 0;
+}
+
+#define WHY(...) (snprintf(why, whylen, __VA_ARGS__), -1)
+
+int oc_dp_rule_parse(const char *text, oc_dp_rule_t *out, char *why,
+                     size_t whylen)
+{
+    oc_dp_rule_t r;
+    char tok[OC_DP_LINE_MAX];
+    const char *p = text;
+    bool have_id = false, have_prio = false, have_action = false;
+    unsigned seen = 0;
+
+    memset(&r, 0, sizeof(r));
+    r.r.sport_hi = r.r.dport_hi = 65535;
+    for (;;) {
+        size_t n;
+        char *eq, *val;
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (*p == '\0' || *p == '\n' || *p == '#')
+            break;
+        n = strcspn(p, " \t\n");
+        if (n >= sizeof(tok))
+            return WHY("token too long");
+        memcpy(tok, p, n);
+        tok[n] = '\0';
+        p += n;
+        eq = strchr(tok, '=');
+        if (eq == NULL)
+            return WHY("'%.64s': expected KEY=VALUE", tok);
+        *eq = '\0';
+        val = eq + 1;
+        static const char *const keys[] = {"id",  "prio",  "action", "proto",
+                                           "src", "dst",   "sport",  "dport",
+                                           NULL};
+        int k = -1;
+        for (int i = 0; keys[i] != NULL; i++)
+            if (!strcmp(tok, keys[i]))
+                k = i;
+        if (k < 0)
+            return WHY("unknown key '%.32s' (id prio action proto src dst "
+                       "sport dport)", tok);
+        if (seen & (1u << k))
+            return WHY("'%s' given twice", tok);
+        seen |= 1u << k;
+        uint64_t v;
+        switch (k) {
+        case 0:
+            if (parse_u64(val, 0, UINT32_MAX, &v) != 0)
+                return WHY("id '%.32s': expected 0..4294967295", val);
+            r.r.id = (uint32_t)v;
+            have_id = true;
+            break;
+        case 1:
+            if (parse_u64(val, 0, UINT32_MAX, &v) != 0)
+                return WHY("prio '%.32s': expected 0..4294967295", val);
+            r.r.priority = (uint32_t)v;
+            have_prio = true;
+            break;
+        case 2:
+            if (parse_action(val, &r.action) != 0)
+                return WHY("action '%.32s': expected allow, deny or count", val);
+            have_action = true;
+            break;
+        case 3:
+            if (parse_proto(val, &r.r.proto, &r.r.proto_mask) != 0)
+                return WHY("proto '%.32s': expected tcp, udp, icmp, any or "
+                           "0..255, optionally /MASK", val);
+            break;
+        case 4:
+        case 5:
+            if (parse_prefix(val, k == 4 ? &r.r.src_ip : &r.r.dst_ip,
+                             k == 4 ? &r.r.src_len : &r.r.dst_len) != 0)
+                return WHY("%s '%.40s': expected A.B.C.D[/0..32] or any",
+                           tok, val);
+            break;
+        default:
+            if (parse_range(val, k == 6 ? &r.r.sport_lo : &r.r.dport_lo,
+                            k == 6 ? &r.r.sport_hi : &r.r.dport_hi) != 0)
+                return WHY("%s '%.32s': expected PORT, LO-HI (LO <= HI, "
+                           "0..65535) or any", tok, val);
+            break;
+        }
+    }
+    if (!have_id)
+        return WHY("missing id=N");
+    if (!have_action)
+        return WHY("missing action=allow|deny|count");
+    if (!have_prio)
+        r.r.priority = r.r.id;
+    *out = r;
+    return 0;
+}
+
+static void fmt_prefix(char *b, size_t cap, uint32_t ip, uint8_t len)
+{
+    if (len == 0)
+        snprintf(b, cap, "any");
+    else
+        snprintf(b, cap, "%u.%u.%u.%u/%u", ip >> 24, ip >> 16 & 255,
+                 ip >> 8 & 255, ip & 255, len);
+}
+
+static void fmt_range(char *b, size_t cap, uint16_t lo, uint16_t hi)
+{
+    if (lo == 0 && hi == 65535)
+        snprintf(b, cap, "any");
+    else if (lo == hi)
+        snprintf(b, cap, "%u", lo);
+    else
+        snprintf(b, cap, "%u-%u", lo, hi);
+}
+
+int oc_dp_rule_format(const oc_dp_rule_t *r, char *buf, size_t cap)
+{
+    char src[24], dst[24], sp[16], dp[16], proto[16];
+    fmt_prefix(src, sizeof(src), r->r.src_ip, r->r.src_len);
+    fmt_prefix(dst, sizeof(dst), r->r.dst_ip, r->r.dst_len);
+    fmt_range(sp, sizeof(sp), r->r.sport_lo, r->r.sport_hi);
+    fmt_range(dp, sizeof(dp), r->r.dport_lo, r->r.dport_hi);
+    if (r->r.proto_mask == 0)
+        snprintf(proto, sizeof(proto), "any");
+    else if (r->r.proto_mask == 0xff)
+        snprintf(proto, sizeof(proto), "%s",
+                 r->r.proto == 6    ? "tcp"
+                 : r->r.proto == 17 ? "udp"
+                 : r->r.proto == 1  ? "icmp"
+                                    : "");
+    if (r->r.proto_mask != 0 &&
+        (r->r.proto_mask != 0xff ||
+         (r->r.proto != 6 && r->r.proto != 17 && r->r.proto != 1)))
+        snprintf(proto, sizeof(proto), "%u/0x%02x", r->r.proto,
+                 r->r.proto_mask);
+    return snprintf(buf, cap,
+                    "id=%u prio=%u action=%s proto=%s src=%s dst=%s sport=%s "
+                    "dport=%s",
+                    r->r.id, r->r.priority, oc_dp_action_name(r->action), proto,
+                    src, dst, sp, dp);
+}
+
+/* ------------------------------------------------------------ rule files */
+
+static oc_status_t read_all(const char *path, char **buf, size_t *len,
+                            oc_dp_errors_t *err)
+{
+    char msg[256];
+    oc_status_t st = oc_acl_read_file(path, buf, len, msg, sizeof(msg));
+    if (st == OC_ERR_CONFIG)
+        oc_dp_errors_add(err, path, 0, "%s", msg);
+    return st;
+}
+
+oc_status_t oc_dp_rules_file(const char *path, oc_acl_action_t action,
+                             uint32_t id_base, oc_dp_rule_t **rules_out,
+                             size_t *n_out, oc_dp_errors_t *err)
+{
+    char *buf = NULL;
+    size_t len = 0, n = 0, cap = 0;
+    oc_dp_rule_t *rules = NULL;
+    oc_status_t st;
+    const char *p;
+    unsigned errs_before = err->count;
+
+    st = read_all(path, &buf, &len, err);
+    if (st != OC_OK)
+        return st;
+    p = buf;
+    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+        p++;
+    if (*p == '@') {
+        oc_acl_rule_t *cb = NULL;
+        char msg[512];
+        st = oc_acl_parse_rules(buf, len, path, &cb, &n, msg, sizeof(msg));
+        if (st == OC_ERR_CONFIG)
+            oc_dp_errors_add(err, path, 0, "%s", msg);
+        if (st != OC_OK)
+            goto out;
+        if (n > 0 && (uint64_t)id_base + n - 1 > UINT32_MAX) {
+            oc_dp_errors_add(err, path, 0, "id_base %u + %zu rules passes "
+                             "4294967295", id_base, n);
+            free(cb);
+            st = OC_ERR_CONFIG;
+            goto out;
+        }
+        rules = calloc(n ? n : 1, sizeof(*rules));
+        if (rules == NULL) {
+            free(cb);
+            st = OC_ERR_NO_MEMORY;
+            goto out;
+        }
+        for (size_t i = 0; i < n; i++) {
+            rules[i].r = cb[i];
+            rules[i].r.id = id_base + (uint32_t)i;
+            rules[i].r.priority = id_base + (uint32_t)i;
+            rules[i].action = action;
+        }
+        free(cb);
+        goto out;
+    }
+    /* our syntax, one rule a line */
+    {
+        unsigned line = 0;
+        const char *s = buf, *end = buf + len;
+        while (s < end) {
+            const char *nl = memchr(s, '\n', (size_t)(end - s));
+            size_t l = nl ? (size_t)(nl - s) : (size_t)(end - s);
+            char text[OC_DP_LINE_MAX], why[160];
+            const char *t;
+            line++;
+            if (l >= sizeof(text)) {
+                oc_dp_errors_add(err, path, line, "line too long");
+            } else {
+                memcpy(text, s, l);
+                text[l] = '\0';
+                if (l > 0 && text[l - 1] == '\r')
+                    text[l - 1] = '\0';
+                t = text + strspn(text, " \t");
+                if (!strncmp(t, "rule", 4) && (t[4] == ' ' || t[4] == '\t'))
+                    t += 4;
+                if (*t != '\0' && *t != '#') {
+                    if (n == cap) {
+                        size_t nc = cap ? cap * 2 : 64;
+                        oc_dp_rule_t *g = realloc(rules, nc * sizeof(*g));
+                        if (g == NULL) {
+                            st = OC_ERR_NO_MEMORY;
+                            goto out;
+                        }
+                        rules = g;
+                        cap = nc;
+                    }
+                    if (oc_dp_rule_parse(t, &rules[n], why, sizeof(why)) != 0)
+                        oc_dp_errors_add(err, path, line, "%s", why);
+                    else
+                        n++;
+                }
+            }
+            s += l + 1;
+        }
+        if (err->count != errs_before)
+            st = OC_ERR_CONFIG;
+    }
+out:
+    free(buf);
+    if (st != OC_OK) {
+        free(rules);
+        return st;
+    }
+    *rules_out = rules;
+    *n_out = n;
+    return OC_OK;
+}
+
+/* ---------------------------------------------------------- config file */
+
+static int split(char *line, char **tok, int max)
+{
+    int n = 0;
+    char *save = NULL;
+    for (char *t = strtok_r(line, " \t\r", &save); t != NULL;
+         t = strtok_r(NULL, " \t\r", &save)) {
+        if (n == max)
+            return -1;
+        tok[n++] = t;
+    }
+    return n;
+}
+
+static bool valid_ifname(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n >= IF_NAMESIZE)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] <= ' ' || s[i] == '/' || s[i] == ':' || s[i] > '~')
+            return false;
+    return true;
+}
+
+static int add_rules(oc_dp_conf_t *c, size_t *cap, const oc_dp_rule_t *r,
+                     size_t n)
+{
+    if (c->nrules + n > *cap) {
+        size_t nc = *cap ? *cap : 64;
+        while (nc < c->nrules + n)
+            nc *= 2;
+        oc_dp_rule_t *g = realloc(c->rules, nc * sizeof(*g));
+        if (g == NULL)
+            return -1;
+        c->rules = g;
+        *cap = nc;
+    }
+    memcpy(c->rules + c->nrules, r, n * sizeof(*r));
+    c->nrules += n;
+    return 0;
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+    uint32_t x = ((const oc_dp_rule_t *)a)->r.id;
+    uint32_t y = ((const oc_dp_rule_t *)b)->r.id;
+    return x < y ? -1 : x > y;
+}
+
+static void parse_line(oc_dp_conf_t *c, size_t *rcap, char *line,
+                       const char *name, unsigned ln, const char *base_dir,
+                       oc_dp_errors_t *e, bool *nomem)
+{
+    char *tok[24];
+    int n;
+    uint64_t v;
+    char rest[OC_DP_LINE_MAX];
+
+    snprintf(rest, sizeof(rest), "%s", line);
+    n = split(line, tok, 24);
+    if (n < 0) {
+        oc_dp_errors_add(e, name, ln, "too many words");
+        return;
+    }
+    if (n == 0 || tok[0][0] == '#')
+        return;
+#define ERR(...) oc_dp_errors_add(e, name, ln, __VA_ARGS__)
+#define ONE_ARG()                                                              \
+    if (n != 2) {                                                              \
+        ERR("'%s' takes one value", tok[0]);                                   \
+        return;                                                                \
+    }
+    if (!strcmp(tok[0], "threads")) {
+        ONE_ARG();
+        if (parse_u64(tok[1], 1, OC_DP_MAX_THREADS, &v) != 0)
+            ERR("threads '%.32s': expected 1..%u", tok[1], OC_DP_MAX_THREADS);
+        else
+            c->threads = (uint32_t)v;
+    } else if (!strcmp(tok[0], "burst")) {
+        ONE_ARG();
+        if (parse_u64(tok[1], 1, 256, &v) != 0)
+            ERR("burst '%.32s': expected 1..256", tok[1]);
+        else
+            c->burst = (uint32_t)v;
+    } else if (!strcmp(tok[0], "ring")) {
+        ONE_ARG();
+        if (parse_u64(tok[1], 64, 16384, &v) != 0 || (v & (v - 1)) != 0)
+            ERR("ring '%.32s': expected a power of two, 64..16384", tok[1]);
+        else
+            c->ring_size = (uint32_t)v;
+    } else if (!strcmp(tok[0], "max_rules")) {
+        ONE_ARG();
+        if (parse_u64(tok[1], 1, OC_ACL_MAX_RULES, &v) != 0)
+            ERR("max_rules '%.32s': expected 1..%u", tok[1], OC_ACL_MAX_RULES);
+        else
+            c->max_rules = (uint32_t)v;
+    } else if (!strcmp(tok[0], "max_frame")) {
+        ONE_ARG();
+        if (parse_u64(tok[1], 64, 2048 - OC_PKT_HEADROOM, &v) != 0)
+            ERR("max_frame '%.32s': expected 64..%u", tok[1],
+                2048 - OC_PKT_HEADROOM);
+        else
+            c->max_frame = (uint32_t)v;
+    } else if (!strcmp(tok[0], "stages")) {
+        ONE_ARG();
+        if (!strcmp(tok[1], "none"))
+            c->bare = true;
+        else if (!strcmp(tok[1], "classifier"))
+            c->bare = false;
+        else
+            ERR("stages '%.32s': expected classifier or none", tok[1]);
+    } else if (!strcmp(tok[0], "default")) {
+        oc_acl_action_t a;
+        ONE_ARG();
+        if (parse_action(tok[1], &a) != 0 || a == OC_ACL_COUNT)
+            ERR("default '%.32s': expected allow or deny", tok[1]);
+        else
+            c->default_action = a;
+    } else if (!strcmp(tok[0], "control") || !strcmp(tok[0], "metrics")) {
+        char *dst = tok[0][0] == 'c' ? c->control : c->metrics;
+        ONE_ARG();
+        if (strlen(tok[1]) >= OC_DP_PATH_MAX)
+            ERR("%s: address too long", tok[0]);
+        else if (tok[0][0] == 'c' && strncmp(tok[1], "unix:/", 6) != 0 &&
+                 tok[1][0] != '/')
+            ERR("control '%.64s': expected unix:/PATH (a local socket: it "
+                "changes the rules)", tok[1]);
+        else
+            snprintf(dst, OC_DP_PATH_MAX, "%s", tok[1]);
+    } else if (!strcmp(tok[0], "policy")) {
+        int r;
+        if (n != 3) {
+            ERR("policy takes REASON pass|drop");
+            return;
+        }
+        r = oc_pkt_reason_from_name(tok[1]);
+        if (r < 0)
+            ERR("policy: unknown reason '%.40s' (see offcore-dp --help)", tok[1]);
+        else if (!strcmp(tok[2], "pass"))
+            c->policy[r] = OC_PKT_PASS;
+        else if (!strcmp(tok[2], "drop"))
+            c->policy[r] = OC_PKT_DROP;
+        else
+            ERR("policy %s '%.32s': expected pass or drop", tok[1], tok[2]);
+    } else if (!strcmp(tok[0], "attach")) {
+        oc_dp_attach_conf_t a;
+        memset(&a, 0, sizeof(a));
+        a.line = ln;
+        if (n < 2) {
+            ERR("attach takes NAME host=IF wire=IF");
+            return;
+        }
+        if (strlen(tok[1]) >= sizeof(a.name) || strchr(tok[1], '=')) {
+            ERR("attach: bad name '%.40s'", tok[1]);
+            return;
+        }
+        snprintf(a.name, sizeof(a.name), "%s", tok[1]);
+        for (int i = 2; i < n; i++) {
+            char *eq = strchr(tok[i], '=');
+            if (eq == NULL) {
+                ERR("attach %s: '%.40s': expected KEY=VALUE", a.name, tok[i]);
+                return;
+            }
+            *eq++ = '\0';
+            if (!strcmp(tok[i], "host") || !strcmp(tok[i], "wire")) {
+                if (!valid_ifname(eq)) {
+                    ERR("attach %s: %s '%.40s' is no interface name", a.name,
+                        tok[i], eq);
+                    return;
+                }
+                snprintf(tok[i][0] == 'h' ? a.host : a.wire, sizeof(a.host),
+                         "%s", eq);
+            } else if (!strcmp(tok[i], "xdp")) {
+                if (!strcmp(eq, "auto"))
+                    a.xdp_mode = OC_PORT_XDP_AUTO;
+                else if (!strcmp(eq, "native"))
+                    a.xdp_mode = OC_PORT_XDP_NATIVE;
+                else if (!strcmp(eq, "generic"))
+                    a.xdp_mode = OC_PORT_XDP_GENERIC;
+                else {
+                    ERR("attach %s: xdp '%.32s': expected auto, native or "
+                        "generic", a.name, eq);
+                    return;
+                }
+            } else if (!strcmp(tok[i], "zero_copy")) {
+                if (!strcmp(eq, "yes"))
+                    a.zero_copy = true;
+                else if (!strcmp(eq, "no"))
+                    a.zero_copy = false;
+                else {
+                    ERR("attach %s: zero_copy '%.32s': expected yes or no",
+                        a.name, eq);
+                    return;
+                }
+            } else {
+                ERR("attach %s: unknown key '%.32s' (host wire xdp "
+                    "zero_copy)", a.name, tok[i]);
+                return;
+            }
+        }
+        if (a.host[0] == '\0' || a.wire[0] == '\0') {
+            ERR("attach %s: needs host=IF and wire=IF", a.name);
+            return;
+        }
+        if (!strcmp(a.host, a.wire)) {
+            ERR("attach %s: host and wire are the same interface", a.name);
+            return;
+        }
+        for (uint32_t i = 0; i < c->nattach; i++) {
+            const oc_dp_attach_conf_t *o = &c->attach[i];
+            if (!strcmp(o->name, a.name))
+                ERR("attach %s: name already used on line %u", a.name, o->line);
+            if (!strcmp(o->host, a.host) || !strcmp(o->wire, a.host) ||
+                !strcmp(o->host, a.wire) || !strcmp(o->wire, a.wire))
+                ERR("attach %s: an interface of it is already in attach %s "
+                    "(line %u)", a.name, o->name, o->line);
+        }
+        if (c->nattach == OC_DP_MAX_ATTACH)
+            ERR("more than %u attachments", OC_DP_MAX_ATTACH);
+        else
+            c->attach[c->nattach++] = a;
+    } else if (!strcmp(tok[0], "rule")) {
+        oc_dp_rule_t r;
+        char why[160];
+        const char *t = strstr(rest, "rule") + 4;
+        if (oc_dp_rule_parse(t, &r, why, sizeof(why)) != 0)
+            ERR("rule: %s", why);
+        else if (add_rules(c, rcap, &r, 1) != 0)
+            *nomem = true;
+    } else if (!strcmp(tok[0], "rules")) {
+        oc_acl_action_t action = OC_ACL_ALLOW;
+        uint64_t id_base = 0;
+        char path[PATH_MAX];
+        oc_dp_rule_t *rules = NULL;
+        size_t nr = 0;
+        if (n < 2) {
+            ERR("rules takes FILE [action=allow|deny|count] [id_base=N]");
+            return;
+        }
+        for (int i = 2; i < n; i++) {
+            if (!strncmp(tok[i], "action=", 7) &&
+                parse_action(tok[i] + 7, &action) == 0)
+                continue;
+            if (!strncmp(tok[i], "id_base=", 8) &&
+                parse_u64(tok[i] + 8, 0, UINT32_MAX, &id_base) == 0)
+                continue;
+            ERR("rules: '%.40s': expected action=allow|deny|count or "
+                "id_base=N", tok[i]);
+            return;
+        }
+        if (tok[1][0] == '/' || base_dir == NULL)
+            snprintf(path, sizeof(path), "%s", tok[1]);
+        else
+            snprintf(path, sizeof(path), "%s/%s", base_dir, tok[1]);
+        {
+            unsigned before = e->count;
+            oc_status_t st = oc_dp_rules_file(path, action, (uint32_t)id_base,
+                                              &rules, &nr, e);
+            if (st == OC_ERR_NO_MEMORY)
+                *nomem = true;
+            else if (st != OC_OK && e->count == before)
+                ERR("rules %s: cannot be read", path);
+            else if (st != OC_OK)
+                ERR("rules %s: not loaded (errors above)", path);
+            else if (add_rules(c, rcap, rules, nr) != 0)
+                *nomem = true;
+            free(rules);
+        }
+    } else {
+        ERR("unknown directive '%.40s' (threads burst ring max_rules "
+            "max_frame stages default control metrics policy attach rule "
+            "rules)", tok[0]);
+    }
+#undef ONE_ARG
+#undef ERR
+}
+
+oc_status_t oc_dp_conf_parse(const char *text, size_t len, const char *name,
+                             const char *base_dir, bool check_system,
+                             oc_dp_conf_t *out, oc_dp_errors_t *e)
+{
+    oc_dp_conf_t c = *out;
+    size_t rcap = 0;
+    unsigned ln = 0, before = e->count;
+    bool nomem = false;
+    const char *s = text, *end = text + len;
+
+    c.rules = NULL;
+    c.nrules = 0;
+    c.nattach = 0;
+    while (s < end && !nomem) {
+        const char *nl = memchr(s, '\n', (size_t)(end - s));
+        size_t l = nl ? (size_t)(nl - s) : (size_t)(end - s);
+        char line[OC_DP_LINE_MAX];
+        ln++;
+        if (l >= sizeof(line)) {
+            oc_dp_errors_add(e, name, ln, "line longer than %d bytes",
+                             OC_DP_LINE_MAX - 1);
+        } else if (memchr(s, '\0', l) != NULL) {
+            oc_dp_errors_add(e, name, ln, "NUL byte");
+        } else {
+            memcpy(line, s, l);
+            line[l] = '\0';
+            parse_line(&c, &rcap, line, name, ln, base_dir, e, &nomem);
+        }
+        s += l + 1;
+    }
+    if (nomem) {
+        free(c.rules);
+        return OC_ERR_NO_MEMORY;
+    }
+    if (c.nattach == 0)
+        oc_dp_errors_add(e, name, 0, "no 'attach NAME host=IF wire=IF' line");
+    if (c.nrules > c.max_rules)
+        oc_dp_errors_add(e, name, 0, "%zu rules, more than max_rules %u",
+                         c.nrules, c.max_rules);
+    if (c.nrules > 1) {
+        /* duplicate ids: sort a copy */
+        oc_dp_rule_t *t = malloc(c.nrules * sizeof(*t));
+        if (t == NULL) {
+            free(c.rules);
+            return OC_ERR_NO_MEMORY;
+        }
+        memcpy(t, c.rules, c.nrules * sizeof(*t));
+        qsort(t, c.nrules, sizeof(*t), cmp_id);
+        for (size_t i = 1; i < c.nrules; i++)
+            if (t[i].r.id == t[i - 1].r.id) {
+                oc_dp_errors_add(e, name, 0, "rule id %u defined twice (ids "
+                                 "must be unique; see id_base=)", t[i].r.id);
+                break;
+            }
+        free(t);
+    }
+    if (check_system)
+        for (uint32_t i = 0; i < c.nattach; i++) {
+            const char *ifs[2] = {c.attach[i].host, c.attach[i].wire};
+            for (int k = 0; k < 2; k++)
+                if (if_nametoindex(ifs[k]) == 0)
+                    oc_dp_errors_add(e, name, c.attach[i].line,
+                                     "attach %s: no interface '%s' here (ip "
+                                     "link show)", c.attach[i].name, ifs[k]);
+        }
+    if (e->count != before) {
+        free(c.rules);
+        return OC_ERR_CONFIG;
+    }
+    *out = c;
+    return OC_OK;
+}
+
+oc_status_t oc_dp_conf_load(const char *path, bool check_system,
+                            oc_dp_conf_t *c, oc_dp_errors_t *e)
+{
+    char *buf = NULL, dir[PATH_MAX];
+    size_t len = 0;
+    const char *slash = strrchr(path, '/');
+    oc_status_t st;
+
+    st = read_all(path, &buf, &len, e);
+    if (st != OC_OK)
+        return st;
+    if (slash == NULL)
+        snprintf(dir, sizeof(dir), ".");
+    else
+        snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path + (slash == path)),
+                 path);
+    st = oc_dp_conf_parse(buf, len, path, dir, check_system, c, e);
+    free(buf);
+    return st;
+}
