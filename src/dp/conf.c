@@ -185,8 +185,8 @@ static int parse_proto(const char *s, uint8_t *proto, uint8_t *mask)
             slash[1] == '-' || slash[1] == '+')
             return -1;
     }
-    *proto = (uint8_t)v;
     *mask = (uint8_t)m;
+    *proto = (uint8_t)(v & m); /* bits outside the mask never matter */
     return 0;
 }
 
