@@ -191,7 +191,8 @@ size_t oc_acl_mem_bytes(const oc_acl_t *acl);
 
 /** Wait until pending updates are folded into the read-optimized tables
  *  (the background rebuild has caught up).  Writer call; for tests and
- *  benchmarks.  @return OC_OK or OC_ERR_NO_MEMORY (a rebuild failed; the
+ *  benchmarks.  Not from a reader thread that is online (it would wait
+ *  for its own quiescent state).  @return OC_OK or OC_ERR_NO_MEMORY (a rebuild failed; the
  *  classifier still answers correctly from its incremental part). */
 oc_status_t oc_acl_sync(oc_acl_t *acl);
 

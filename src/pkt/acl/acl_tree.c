@@ -1,0 +1,615 @@
+/*
+ * acl_tree.c — build and walk the cutting trees of acl_tree.h.
+ *
+ * Build (one thread, no sharing): HiCuts-style equal-size cuts, each node
+ * cutting one field into 2^b aligned pieces (b <= 8), b chosen as the
+ * largest whose total replication stays within SPFAC x the node's rules,
+ * the field as the one leaving the smallest largest child.  A child drops
+ * every rule after the first one that covers its whole region (those can
+ * never win there), and a child whose rule list equals its left
+ * neighbour's shares its subtree.  Leaves hold up to BINTH rules per
+ * block, in rank order.
+ *
+ * Lookup: read-only; any number of threads.  The fast path walks groups of
+ * keys level by level with prefetches, so that the memory latency of one
+ * key's walk overlaps the others', and tests leaf blocks with AVX-512 when
+ * the CPU has it.  oc__acl_tree_lookup_scalar is its reference.
+ */
+#include "pkt/acl/acl_tree.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#define NFIELDS 5
+#define BINTH 16
+#define MAXB 8
+#define SPFAC 4
+#define MAX_DEPTH 40
+#define REF_EMPTY 0xffffffffu
+#define REF_LEAF 0x80000000u
+#define LEAF_MAXBLK 256u
+#define LEAF_MAXIDX (1u << 23)
+
+static const uint32_t field_max[NFIELDS] = {UINT32_MAX, UINT32_MAX, 0xffff,
+                                            0xffff, 0xff};
+
+static inline void key_fields(const oc_acl_key_t *k, uint32_t f[NFIELDS])
+{
+    f[0] = k->src_ip;
+    f[1] = k->dst_ip;
+    f[2] = k->sport;
+    f[3] = k->dport;
+    f[4] = k->proto;
+}
+
+/* ---------------------------------------------------------------- blocks */
+
+void oc__acl_blk_clear(oc__acl_blk_t *b)
+{
+    memset(b, 0, sizeof(*b));
+    for (unsigned i = 0; i < OC__ACL_LANES; i++) {
+        b->c[B_SLO][i] = UINT32_MAX; /* lo > hi: never matches */
+        b->c[B_RANK][i] = OC__ACL_NONE;
+    }
+}
+
+void oc__acl_blk_set(oc__acl_blk_t *b, unsigned lane, const oc_acl_rule_t *r,
+                     uint32_t rank)
+{
+    uint32_t sm = oc_acl_prefix_mask(r->src_len);
+    uint32_t dm = oc_acl_prefix_mask(r->dst_len);
+    b->c[B_SHI][lane] = (r->src_ip & sm) | ~sm;
+    b->c[B_DLO][lane] = r->dst_ip & dm;
+    b->c[B_DHI][lane] = (r->dst_ip & dm) | ~dm;
+    b->c[B_SPLO][lane] = r->sport_lo;
+    b->c[B_SPHI][lane] = r->sport_hi;
+    b->c[B_DPLO][lane] = r->dport_lo;
+    b->c[B_DPHI][lane] = r->dport_hi;
+    b->c[B_PV][lane] = r->proto & r->proto_mask;
+    b->c[B_PM][lane] = r->proto_mask;
+    b->c[B_RANK][lane] = rank;
+    /* last: the lane goes live when its lower source bound drops */
+    __atomic_store_n(&b->c[B_SLO][lane], r->src_ip & sm, __ATOMIC_RELEASE);
+}
+
+uint32_t oc__acl_blk_match_scalar(const oc__acl_blk_t *b, const oc_acl_key_t *k)
+{
+    uint32_t m = 0;
+    for (unsigned i = 0; i < OC__ACL_LANES; i++) {
+        int ok = k->src_ip >= b->c[B_SLO][i] && k->src_ip <= b->c[B_SHI][i] &&
+                 k->dst_ip >= b->c[B_DLO][i] && k->dst_ip <= b->c[B_DHI][i] &&
+                 k->sport >= b->c[B_SPLO][i] && k->sport <= b->c[B_SPHI][i] &&
+                 k->dport >= b->c[B_DPLO][i] && k->dport <= b->c[B_DPHI][i] &&
+                 (k->proto & b->c[B_PM][i]) == b->c[B_PV][i];
+        m |= (uint32_t)ok << i;
+    }
+    return m;
+}
+
+#if defined(__x86_64__)
+int oc__acl_have_avx512;
+
+__attribute__((constructor)) static void detect_cpu(void)
+{
+    __builtin_cpu_init();
+    oc__acl_have_avx512 = __builtin_cpu_supports("avx512f");
+}
+
+#define AVX512 __attribute__((target("avx512f")))
+
+AVX512 static inline __mmask16 blk_match16(const oc__acl_blk_t *b, __m512i s,
+                                           __m512i d, __m512i sp, __m512i dp,
+                                           __m512i pr)
+{
+    const __m512i *c = (const __m512i *)b->c;
+    __mmask16 m = _mm512_cmp_epu32_mask(c[B_SLO], s, _MM_CMPINT_LE);
+    m = _mm512_mask_cmp_epu32_mask(m, s, c[B_SHI], _MM_CMPINT_LE);
+    m = _mm512_mask_cmp_epu32_mask(m, c[B_DLO], d, _MM_CMPINT_LE);
+    m = _mm512_mask_cmp_epu32_mask(m, d, c[B_DHI], _MM_CMPINT_LE);
+    m = _mm512_mask_cmp_epu32_mask(m, c[B_SPLO], sp, _MM_CMPINT_LE);
+    m = _mm512_mask_cmp_epu32_mask(m, sp, c[B_SPHI], _MM_CMPINT_LE);
+    m = _mm512_mask_cmp_epu32_mask(m, c[B_DPLO], dp, _MM_CMPINT_LE);
+    m = _mm512_mask_cmp_epu32_mask(m, dp, c[B_DPHI], _MM_CMPINT_LE);
+    m = _mm512_mask_cmpeq_epu32_mask(m, _mm512_and_si512(pr, c[B_PM]),
+                                     c[B_PV]);
+    return m;
+}
+
+AVX512 uint32_t oc__acl_blk_match_avx512(const oc__acl_blk_t *b,
+                                         const oc_acl_key_t *k)
+{
+    return blk_match16(b, _mm512_set1_epi32((int)k->src_ip),
+                       _mm512_set1_epi32((int)k->dst_ip),
+                       _mm512_set1_epi32(k->sport), _mm512_set1_epi32(k->dport),
+                       _mm512_set1_epi32(k->proto));
+}
+#else
+int oc__acl_have_avx512;
+uint32_t oc__acl_blk_match_avx512(const oc__acl_blk_t *b, const oc_acl_key_t *k)
+{
+    return oc__acl_blk_match_scalar(b, k);
+}
+#endif
+
+/* ----------------------------------------------------------------- build */
+
+typedef struct {
+    uint32_t lo[NFIELDS], hi[NFIELDS];
+} box_t;
+
+typedef struct {
+    oc__acl_tree_t *t;
+    const oc_acl_rule_t *rules;
+    box_t *rb; /* per rank */
+    size_t ncap, bcap;
+    oc_status_t st;
+} build_t;
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem, size_t align)
+{
+    size_t nc;
+    void *np;
+    if (need <= *cap)
+        return 0;
+    nc = *cap ? *cap : 1024;
+    while (nc < need)
+        nc *= 2;
+    if (align) {
+        if (posix_memalign(&np, align, nc * elem) != 0)
+            return -1;
+        if (*p != NULL)
+            memcpy(np, *p, *cap * elem);
+        free(*p);
+    } else {
+        np = realloc(*p, nc * elem);
+        if (np == NULL)
+            return -1;
+    }
+    *p = np;
+    *cap = nc;
+    return 0;
+}
+
+static uint32_t make_leaf(build_t *b, const uint32_t *list, size_t n)
+{
+    oc__acl_tree_t *t = b->t;
+    size_t nb = (n + OC__ACL_LANES - 1) / OC__ACL_LANES;
+    if (nb > LEAF_MAXBLK || t->nblk + nb > LEAF_MAXIDX) {
+        b->st = OC_ERR_UNSUPPORTED;
+        return REF_EMPTY;
+    }
+    if (grow((void **)&t->blk, &b->bcap, t->nblk + nb, sizeof(oc__acl_blk_t),
+             64) != 0) {
+        b->st = OC_ERR_NO_MEMORY;
+        return REF_EMPTY;
+    }
+    for (size_t i = 0; i < nb; i++)
+        oc__acl_blk_clear(&t->blk[t->nblk + i]);
+    for (size_t i = 0; i < n; i++)
+        oc__acl_blk_set(&t->blk[t->nblk + i / OC__ACL_LANES],
+                        i % OC__ACL_LANES, &b->rules[list[i]], list[i]);
+    t->nleaves++;
+    t->lane_fill += (uint32_t)n;
+    t->nblk += nb;
+    return REF_LEAF | (uint32_t)(nb - 1) << 23 | (uint32_t)(t->nblk - nb);
+}
+
+static int covers(const box_t *r, const box_t *reg, const oc_acl_rule_t *rule)
+{
+    for (int f = 0; f < 4; f++)
+        if (r->lo[f] > reg->lo[f] || r->hi[f] < reg->hi[f])
+            return 0;
+    return rule->proto_mask == 0 ||
+           (reg->lo[4] == reg->hi[4] && r->lo[4] <= reg->lo[4] &&
+            r->hi[4] >= reg->hi[4]);
+}
+
+static inline unsigned width_bits(const box_t *reg, int f)
+{
+    uint64_t w = (uint64_t)reg->hi[f] - reg->lo[f] + 1;
+    return (unsigned)__builtin_ctzll(w); /* regions are aligned 2^k */
+}
+
+static uint32_t build_node(build_t *b, const uint32_t *list, size_t n,
+                           const box_t *reg, unsigned depth)
+{
+    int best_f = -1;
+    unsigned best_b = 0;
+    size_t best_max = n, best_tot = 0;
+    int32_t cnt[(1u << MAXB) + 1];
+
+    if (n == 0)
+        return REF_EMPTY;
+    if (n <= BINTH || depth >= MAX_DEPTH)
+        return make_leaf(b, list, n);
+
+    for (int f = 0; f < NFIELDS; f++) {
+        unsigned wb = width_bits(reg, f);
+        unsigned bmax = wb < MAXB ? wb : MAXB;
+        unsigned fb = 0;
+        size_t fmax = 0, ftot = 0;
+        for (unsigned nb = 1; nb <= bmax; nb++) {
+            unsigned sh = wb - nb, np = 1u << nb;
+            size_t tot = 0, mx = 0;
+            long run = 0;
+            memset(cnt, 0, sizeof(cnt[0]) * (np + 1));
+            for (size_t i = 0; i < n; i++) {
+                const box_t *r = &b->rb[list[i]];
+                uint32_t lo = r->lo[f] > reg->lo[f] ? r->lo[f] : reg->lo[f];
+                uint32_t hi = r->hi[f] < reg->hi[f] ? r->hi[f] : reg->hi[f];
+                uint32_t j0 = (uint32_t)(((uint64_t)lo - reg->lo[f]) >> sh);
+                uint32_t j1 = (uint32_t)(((uint64_t)hi - reg->lo[f]) >> sh);
+                cnt[j0]++;
+                cnt[j1 + 1]--;
+                tot += j1 - j0 + 1;
+            }
+            for (unsigned j = 0; j < np; j++) {
+                run += cnt[j];
+                if ((size_t)run > mx)
+                    mx = (size_t)run;
+            }
+            if (nb > 1 && tot + np > (size_t)SPFAC * n)
+                break;
+            fb = nb;
+            fmax = mx;
+            ftot = tot;
+        }
+        if (fb > 0 && (fmax < best_max || (fmax == best_max && best_f >= 0 &&
+                                           ftot < best_tot))) {
+            best_f = f;
+            best_b = fb;
+            best_max = fmax;
+            best_tot = ftot;
+        }
+    }
+    if (best_f < 0) /* no cut separates any rule */
+        return make_leaf(b, list, n);
+
+    {
+        oc__acl_tree_t *t = b->t;
+        unsigned wb = width_bits(reg, best_f), sh = wb - best_b;
+        unsigned np = 1u << best_b;
+        size_t node = t->nnodes, prev_n = 0;
+        uint32_t *prev = NULL, prev_ref = REF_EMPTY;
+        uint32_t *child = malloc((n ? n : 1) * sizeof(*child) * 2);
+        int ok = child != NULL;
+
+        if (!ok || grow((void **)&t->nodes, &b->ncap, node + 1 + np,
+                        sizeof(uint32_t), 0) != 0) {
+            free(child);
+            b->st = OC_ERR_NO_MEMORY;
+            return REF_EMPTY;
+        }
+        t->nnodes += 1 + np;
+        t->nodes[node] = (uint32_t)best_f | sh << 3 | best_b << 8;
+        for (unsigned j = 0; j < np && b->st == OC_OK; j++) {
+            box_t cr = *reg;
+            size_t cn = 0;
+            uint32_t *cl = prev == child ? child + n : child;
+            uint32_t ref;
+            cr.lo[best_f] = reg->lo[best_f] + (uint32_t)((uint64_t)j << sh);
+            cr.hi[best_f] = cr.lo[best_f] + (uint32_t)((1ull << sh) - 1);
+            for (size_t i = 0; i < n; i++) {
+                const box_t *r = &b->rb[list[i]];
+                if (r->hi[best_f] < cr.lo[best_f] || r->lo[best_f] > cr.hi[best_f])
+                    continue;
+                cl[cn++] = list[i];
+                if (covers(r, &cr, &b->rules[list[i]])) {
+                    if (i + 1 < n)
+                        t->cover[list[i]] = 1;
+                    break;
+                }
+            }
+            if (prev != NULL && cn == prev_n &&
+                memcmp(cl, prev, cn * sizeof(*cl)) == 0)
+                ref = prev_ref;
+            else
+                ref = build_node(b, cl, cn, &cr, depth + 1);
+            /* nodes may have moved while the child was built */
+            b->t->nodes[node + 1 + j] = ref;
+            prev = cl;
+            prev_n = cn;
+            prev_ref = ref;
+        }
+        if (depth + 1 > t->max_depth)
+            t->max_depth = depth + 1;
+        free(child);
+        return (uint32_t)node;
+    }
+}
+
+static void rule_box(const oc_acl_rule_t *r, box_t *b)
+{
+    uint32_t sm = oc_acl_prefix_mask(r->src_len);
+    uint32_t dm = oc_acl_prefix_mask(r->dst_len);
+    b->lo[0] = r->src_ip & sm;
+    b->hi[0] = b->lo[0] | ~sm;
+    b->lo[1] = r->dst_ip & dm;
+    b->hi[1] = b->lo[1] | ~dm;
+    b->lo[2] = r->sport_lo;
+    b->hi[2] = r->sport_hi;
+    b->lo[3] = r->dport_lo;
+    b->hi[3] = r->dport_hi;
+    b->lo[4] = r->proto_mask == 0xff ? r->proto : 0;
+    b->hi[4] = r->proto_mask == 0xff ? r->proto : 0xff;
+}
+
+/* Partition: 0 = short source prefix (cut on destination), 1 = short
+ * destination, 2 = both short; rules specific in both go with 0. */
+#define PREFIX_SHORT 16
+static int part_of(const oc_acl_rule_t *r)
+{
+    int s = r->src_len < PREFIX_SHORT, d = r->dst_len < PREFIX_SHORT;
+    return s && d ? 2 : d ? 1 : 0;
+}
+
+void oc__acl_tree_free(oc__acl_tree_t *t)
+{
+    if (t == NULL)
+        return;
+    free(t->nodes);
+    free(t->blk);
+    free(t->userdata);
+    free(t->order);
+    free(t->seq);
+    free(t->cover);
+    free(t->flat);
+    free(t);
+}
+
+oc_status_t oc__acl_tree_build(const oc_acl_rule_t *sorted, const uint64_t *seq,
+                               size_t n, oc__acl_tree_t **out)
+{
+    build_t b = {0};
+    oc__acl_tree_t *t = calloc(1, sizeof(*t));
+    uint32_t *list = malloc((n ? n : 1) * sizeof(*list));
+    box_t full;
+
+    b.st = OC_OK;
+    b.rules = sorted;
+    b.rb = malloc((n ? n : 1) * sizeof(*b.rb));
+    if (t != NULL) {
+        t->userdata = malloc((n ? n : 1) * sizeof(uint32_t));
+        t->order = malloc((n ? n : 1) * sizeof(uint64_t));
+        t->seq = malloc((n ? n : 1) * sizeof(uint64_t));
+        t->cover = calloc(n ? n : 1, 1);
+        t->nflat = (n + OC__ACL_LANES - 1) / OC__ACL_LANES;
+        if (posix_memalign((void **)&t->flat, 64,
+                           (t->nflat ? t->nflat : 1) * sizeof(oc__acl_blk_t)))
+            t->flat = NULL;
+    }
+    if (t == NULL || list == NULL || b.rb == NULL || t->userdata == NULL ||
+        t->order == NULL || t->seq == NULL || t->cover == NULL ||
+        t->flat == NULL)
+        goto err_mem;
+    for (size_t i = 0; i < t->nflat; i++)
+        oc__acl_blk_clear(&t->flat[i]);
+    for (size_t i = 0; i < n; i++)
+        oc__acl_blk_set(&t->flat[i / OC__ACL_LANES], i % OC__ACL_LANES,
+                        &sorted[i], (uint32_t)i);
+    b.t = t;
+    t->nrules = (uint32_t)n;
+    for (size_t i = 0; i < n; i++) {
+        rule_box(&sorted[i], &b.rb[i]);
+        t->userdata[i] = sorted[i].userdata;
+        t->order[i] = (uint64_t)sorted[i].priority << 32 | sorted[i].id;
+        t->seq[i] = seq != NULL ? seq[i] : 0;
+    }
+    for (int f = 0; f < NFIELDS; f++) {
+        full.lo[f] = 0;
+        full.hi[f] = field_max[f];
+    }
+    for (int p = 0; p < 3; p++) {
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++)
+            if (part_of(&sorted[i]) == p)
+                list[k++] = (uint32_t)i;
+        if (k == 0)
+            continue;
+        t->part[t->nparts].min_rank = list[0];
+        t->part[t->nparts].root = build_node(&b, list, k, &full, 0);
+        if (b.st != OC_OK)
+            goto err;
+        t->nparts++;
+    }
+    /* visit the partition holding the best rule first */
+    for (unsigned i = 1; i < t->nparts; i++)
+        for (unsigned j = i; j > 0 && t->part[j].min_rank < t->part[j - 1].min_rank; j--) {
+            oc__acl_part_t x = t->part[j];
+            t->part[j] = t->part[j - 1];
+            t->part[j - 1] = x;
+        }
+    t->mem = sizeof(*t) + t->nnodes * sizeof(uint32_t) +
+             t->nblk * sizeof(oc__acl_blk_t) +
+             n * (sizeof(uint32_t) + 2 * sizeof(uint64_t) + 1) +
+             t->nflat * sizeof(oc__acl_blk_t);
+    free(list);
+    free(b.rb);
+    *out = t;
+    return OC_OK;
+err_mem:
+    b.st = OC_ERR_NO_MEMORY;
+err:
+    free(list);
+    free(b.rb);
+    oc__acl_tree_free(t);
+    return b.st;
+}
+
+/* ---------------------------------------------------------------- lookup */
+
+static inline uint32_t step(const uint32_t *nodes, uint32_t ref,
+                            const uint32_t *kf)
+{
+    uint32_t h = nodes[ref];
+    uint32_t v = kf[h & 7] >> ((h >> 3) & 31);
+    return nodes[ref + 1 + (v & ((1u << ((h >> 8) & 15)) - 1))];
+}
+
+#define FALLBACK (OC__ACL_NONE - 1) /* a dead covering rule was hit */
+
+/* best live rank of all rules (the slow, always-right answer) */
+static uint32_t flat_scan(const oc__acl_tree_t *t, const uint8_t *dead,
+                          const oc_acl_key_t *k)
+{
+    for (size_t i = 0; i < t->nflat; i++) {
+        uint32_t m = oc__acl_have_avx512
+                         ? oc__acl_blk_match_avx512(&t->flat[i], k)
+                         : oc__acl_blk_match_scalar(&t->flat[i], k);
+        while (m) {
+            uint32_t r = t->flat[i].c[B_RANK][__builtin_ctz(m)];
+            if (!__atomic_load_n(&dead[r], __ATOMIC_RELAXED))
+                return r;
+            m &= m - 1;
+        }
+    }
+    return OC__ACL_NONE;
+}
+
+/* best live rank of leaf @p ref, better than @p best */
+static inline uint32_t leaf_scalar(const oc__acl_tree_t *t, const uint8_t *dead,
+                                   uint32_t ref, const oc_acl_key_t *k,
+                                   uint32_t best)
+{
+    const oc__acl_blk_t *b = &t->blk[ref & (LEAF_MAXIDX - 1)];
+    unsigned nb = ((ref >> 23) & 0xff) + 1;
+    for (unsigned i = 0; i < nb; i++, b++) {
+        uint32_t m = oc__acl_blk_match_scalar(b, k);
+        if (b->c[B_RANK][0] >= best)
+            return best;
+        while (m) {
+            uint32_t r = b->c[B_RANK][__builtin_ctz(m)];
+            if (!__atomic_load_n(&dead[r], __ATOMIC_RELAXED))
+                return r < best ? r : best;
+            if (t->cover[r])
+                return FALLBACK;
+            m &= m - 1;
+        }
+    }
+    return best;
+}
+
+void oc__acl_tree_lookup_scalar(const oc__acl_tree_t *t, const uint8_t *dead,
+                                const oc_acl_key_t *keys, uint32_t n,
+                                uint32_t *rank)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t kf[NFIELDS], best = OC__ACL_NONE;
+        key_fields(&keys[i], kf);
+        for (unsigned p = 0; p < t->nparts && t->part[p].min_rank < best; p++) {
+            uint32_t ref = t->part[p].root;
+            while (!(ref & REF_LEAF))
+                ref = step(t->nodes, ref, kf);
+            if (ref != REF_EMPTY)
+                best = leaf_scalar(t, dead, ref, &keys[i], best);
+            if (best == FALLBACK) {
+                best = flat_scan(t, dead, &keys[i]);
+                break;
+            }
+        }
+        rank[i] = best;
+    }
+}
+
+#if defined(__x86_64__)
+#define GROUP 16
+
+AVX512 static void lookup_avx512(const oc__acl_tree_t *t, const uint8_t *dead,
+                                 const oc_acl_key_t *keys, uint32_t n,
+                                 uint32_t *rank)
+{
+    const uint32_t *nodes = t->nodes;
+    for (uint32_t g = 0; g < n; g += GROUP) {
+        uint32_t gn = n - g < GROUP ? n - g : GROUP;
+        uint32_t kf[GROUP][NFIELDS], ref[GROUP], best[GROUP], fb = 0;
+        const oc_acl_key_t *k = keys + g;
+
+        for (uint32_t i = 0; i < gn; i++) {
+            key_fields(&k[i], kf[i]);
+            best[i] = OC__ACL_NONE;
+        }
+        for (unsigned p = 0; p < t->nparts; p++) {
+            uint32_t active = 0, root = t->part[p].root;
+            for (uint32_t i = 0; i < gn; i++) {
+                ref[i] = root;
+                if (t->part[p].min_rank < best[i] && !(root & REF_LEAF))
+                    active |= 1u << i;
+                else if (t->part[p].min_rank >= best[i])
+                    ref[i] = REF_EMPTY;
+            }
+            /* walk all keys one level at a time: the loads overlap */
+            while (active) {
+                uint32_t a = active;
+                while (a) {
+                    uint32_t i = (uint32_t)__builtin_ctz(a);
+                    uint32_t r = step(nodes, ref[i], kf[i]);
+                    a &= a - 1;
+                    ref[i] = r;
+                    if (r & REF_LEAF) {
+                        active &= ~(1u << i);
+                        if (r != REF_EMPTY)
+                            _mm_prefetch((const char *)
+                                         &t->blk[r & (LEAF_MAXIDX - 1)],
+                                         _MM_HINT_T0);
+                    } else {
+                        _mm_prefetch((const char *)&nodes[r], _MM_HINT_T0);
+                    }
+                }
+            }
+            for (uint32_t i = 0; i < gn; i++) {
+                uint32_t r = ref[i];
+                const oc__acl_blk_t *b;
+                unsigned nb;
+                __m512i s, d, sp, dp, pr;
+                if (r == REF_EMPTY)
+                    continue;
+                b = &t->blk[r & (LEAF_MAXIDX - 1)];
+                nb = ((r >> 23) & 0xff) + 1;
+                s = _mm512_set1_epi32((int)k[i].src_ip);
+                d = _mm512_set1_epi32((int)k[i].dst_ip);
+                sp = _mm512_set1_epi32(k[i].sport);
+                dp = _mm512_set1_epi32(k[i].dport);
+                pr = _mm512_set1_epi32(k[i].proto);
+                for (unsigned j = 0; j < nb; j++, b++) {
+                    uint32_t m = blk_match16(b, s, d, sp, dp, pr);
+                    if (b->c[B_RANK][0] >= best[i])
+                        break;
+                    while (m) {
+                        uint32_t rk = b->c[B_RANK][__builtin_ctz(m)];
+                        if (!__atomic_load_n(&dead[rk], __ATOMIC_RELAXED)) {
+                            if (rk < best[i])
+                                best[i] = rk;
+                            goto next_key;
+                        }
+                        if (t->cover[rk]) {
+                            fb |= 1u << i;
+                            best[i] = 0; /* no other tree is walked */
+                            goto next_key;
+                        }
+                        m &= m - 1;
+                    }
+                }
+            next_key:;
+            }
+        }
+        for (uint32_t i = 0; i < gn; i++)
+            rank[g + i] = fb >> i & 1 ? flat_scan(t, dead, &k[i]) : best[i];
+    }
+}
+#endif
+
+void oc__acl_tree_lookup(const oc__acl_tree_t *t, const uint8_t *dead,
+                         const oc_acl_key_t *keys, uint32_t n, uint32_t *rank)
+{
+#if defined(__x86_64__)
+    if (oc__acl_have_avx512) {
+        lookup_avx512(t, dead, keys, n, rank);
+        return;
+    }
+#endif
+    oc__acl_tree_lookup_scalar(t, dead, keys, n, rank);
+}

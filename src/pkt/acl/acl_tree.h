@@ -1,0 +1,80 @@
+/*
+ * acl_tree.h — internal: the read-optimized part of the classifier.
+ *
+ * A small forest of cutting trees (one per rule partition, EffiCuts/CutSplit
+ * style: rules whose source prefix is short go to a tree that cuts on the
+ * destination, and so on) whose leaves hold rules in 16-lane blocks, laid
+ * out column-wise so that one AVX-512 compare tests a field of 16 rules.
+ * Rules carry their rank (position in priority order) and the lowest live
+ * matching rank wins.  Built once from a snapshot of the rules, then
+ * immutable: any number of threads read it; the writer only flips bytes of
+ * the separate `dead` array (tombstones).  See README.md.
+ */
+#ifndef OC_PKT_ACL_TREE_H
+#define OC_PKT_ACL_TREE_H
+
+#include <stdint.h>
+
+#include "pkt/acl/acl.h"
+
+#define OC__ACL_LANES 16
+#define OC__ACL_NONE  UINT32_MAX /* no rank */
+
+/* Field columns of a block; unused lanes never match (lo > hi). */
+enum { B_SLO, B_SHI, B_DLO, B_DHI, B_SPLO, B_SPHI, B_DPLO, B_DPHI, B_PV,
+       B_PM, B_RANK, B_NCOL };
+
+typedef struct {
+    uint32_t c[B_NCOL][OC__ACL_LANES];
+} __attribute__((aligned(64))) oc__acl_blk_t;
+
+typedef struct {
+    uint32_t root;     /* a node reference (see acl_tree.c) */
+    uint32_t min_rank; /* no rule of this tree ranks better */
+} oc__acl_part_t;
+
+typedef struct {
+    uint32_t nrules;
+    uint32_t nparts;
+    oc__acl_part_t part[4];   /* sorted by min_rank */
+    uint32_t *nodes;
+    oc__acl_blk_t *blk;
+    size_t nnodes, nblk;
+    /* per rank */
+    uint32_t *userdata;
+    uint64_t *order; /* priority << 32 | id: compared with the side part */
+    uint64_t *seq;   /* the writer's add sequence number of the rule */
+    uint8_t *cover;  /* rules after it were dropped from some leaf */
+    oc__acl_blk_t *flat; /* every rule in rank order: the fallback */
+    size_t nflat;
+    size_t mem;      /* bytes of all the above */
+    uint32_t max_depth, nleaves, lane_fill; /* build statistics */
+} oc__acl_tree_t;
+
+/* Build from @p n rules sorted in priority order (rank = index). */
+oc_status_t oc__acl_tree_build(const oc_acl_rule_t *sorted, const uint64_t *seq,
+                               size_t n, oc__acl_tree_t **out);
+void oc__acl_tree_free(oc__acl_tree_t *t);
+
+/* Fill lane @p lane of @p b from @p r with rank @p rank. */
+void oc__acl_blk_set(oc__acl_blk_t *b, unsigned lane, const oc_acl_rule_t *r,
+                     uint32_t rank);
+/* Make every lane of @p b never match. */
+void oc__acl_blk_clear(oc__acl_blk_t *b);
+
+/* Best live rank for each key (OC__ACL_NONE if none).  A leaf may have
+ * dropped the rules that a covering rule hides; when that rule is dead
+ * (deleted, not yet rebuilt) the key is answered from `flat` instead.: scalar reference and
+ * the fast path (AVX-512 when the CPU has it, interleaved across keys). */
+void oc__acl_tree_lookup_scalar(const oc__acl_tree_t *t, const uint8_t *dead,
+                                const oc_acl_key_t *keys, uint32_t n,
+                                uint32_t *rank);
+void oc__acl_tree_lookup(const oc__acl_tree_t *t, const uint8_t *dead,
+                         const oc_acl_key_t *keys, uint32_t n, uint32_t *rank);
+
+/* Lanes of @p b matching @p k (bit i = lane i), scalar and AVX-512. */
+uint32_t oc__acl_blk_match_scalar(const oc__acl_blk_t *b, const oc_acl_key_t *k);
+extern int oc__acl_have_avx512;
+uint32_t oc__acl_blk_match_avx512(const oc__acl_blk_t *b, const oc_acl_key_t *k);
+
+#endif
