@@ -616,6 +616,11 @@ static inline uint32_t lookup(oc_acl_t *acl, const oc_acl_key_t *keys,
     return n;
 }
 
+const char *oc_acl_lookup_method(void)
+{
+    return oc__acl_have_avx512 ? "avx512" : "scalar";
+}
+
 uint32_t oc_acl_lookup_burst(oc_acl_t *acl, const oc_acl_key_t *keys,
                              uint32_t n, uint32_t *out_userdata)
 {

@@ -29,10 +29,16 @@
 #define MAXB 8
 #define SPFAC 4
 #define MAX_DEPTH 40
+#define TAIL_MAX 16 /* rules kept behind a covering rule, for its deletion */
 #define REF_EMPTY 0xffffffffu
 #define REF_LEAF 0x80000000u
-#define LEAF_MAXBLK 256u
+/* leaf references: bit 31 set; bit 30 set: small leaf, bits 27..29 = rules
+ * - 1, bits 0..26 = first srule; else bits 23..29 = blocks - 1, bits 0..22
+ * = first block.  REF_EMPTY (all ones) is checked first. */
+#define REF_SMALL 0x40000000u
+#define LEAF_MAXBLK 128u
 #define LEAF_MAXIDX (1u << 23)
+#define SMALL_MAXIDX (1u << 27)
 
 static const uint32_t field_max[NFIELDS] = {UINT32_MAX, UINT32_MAX, 0xffff,
                                             0xffff, 0xff};
@@ -145,7 +151,7 @@ typedef struct {
     oc__acl_tree_t *t;
     const oc_acl_rule_t *rules;
     box_t *rb; /* per rank */
-    size_t ncap, bcap;
+    size_t ncap, bcap, scap;
     oc_status_t st;
 } build_t;
 
@@ -174,10 +180,49 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem, size_t align)
     return 0;
 }
 
+static uint32_t make_small(build_t *b, const uint32_t *list, size_t n)
+{
+    oc__acl_tree_t *t = b->t;
+    if (t->nsmall + n > SMALL_MAXIDX) {
+        b->st = OC_ERR_UNSUPPORTED;
+        return REF_EMPTY;
+    }
+    if (grow((void **)&t->small, &b->scap, t->nsmall + n,
+             sizeof(oc__acl_srule_t), 64) != 0) {
+        b->st = OC_ERR_NO_MEMORY;
+        return REF_EMPTY;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const oc_acl_rule_t *r = &b->rules[list[i]];
+        oc__acl_srule_t *q = &t->small[t->nsmall + i];
+        uint32_t sm = oc_acl_prefix_mask(r->src_len);
+        uint32_t dm = oc_acl_prefix_mask(r->dst_len);
+        memset(q, 0, sizeof(*q));
+        q->slo = r->src_ip & sm;
+        q->shi = q->slo | ~sm;
+        q->dlo = r->dst_ip & dm;
+        q->dhi = q->dlo | ~dm;
+        q->splo = r->sport_lo;
+        q->sphi = r->sport_hi;
+        q->dplo = r->dport_lo;
+        q->dphi = r->dport_hi;
+        q->pv = r->proto & r->proto_mask;
+        q->pm = r->proto_mask;
+        q->rank = list[i];
+    }
+    t->nleaves++;
+    t->lane_fill += (uint32_t)n;
+    t->nsmall += n;
+    return REF_LEAF | REF_SMALL | (uint32_t)(n - 1) << 27 |
+           (uint32_t)(t->nsmall - n);
+}
+
 static uint32_t make_leaf(build_t *b, const uint32_t *list, size_t n)
 {
     oc__acl_tree_t *t = b->t;
     size_t nb = (n + OC__ACL_LANES - 1) / OC__ACL_LANES;
+    if (n <= OC__ACL_SMALL)
+        return make_small(b, list, n);
     if (nb > LEAF_MAXBLK || t->nblk + nb > LEAF_MAXIDX) {
         b->st = OC_ERR_UNSUPPORTED;
         return REF_EMPTY;
@@ -219,13 +264,25 @@ static uint32_t build_node(build_t *b, const uint32_t *list, size_t n,
 {
     int best_f = -1;
     unsigned best_b = 0;
-    size_t best_max = n, best_tot = 0;
+    size_t best_max, best_tot = 0, all = n;
     int32_t cnt[(1u << MAXB) + 1];
 
     if (n == 0)
         return REF_EMPTY;
+    /* decide on the head: the rules up to the first that covers the whole
+     * region; the tail behind it only matters once that rule is deleted */
+    for (size_t i = 0; i < n; i++)
+        if (covers(&b->rb[list[i]], reg, &b->rules[list[i]])) {
+            n = i + 1;
+            if (all > n + TAIL_MAX) {
+                all = n + TAIL_MAX;
+                b->t->cover[list[i]] = 1;
+            }
+            break;
+        }
+    best_max = n;
     if (n <= BINTH || depth >= MAX_DEPTH)
-        return make_leaf(b, list, n);
+        return make_leaf(b, list, all);
 
     for (int f = 0; f < NFIELDS; f++) {
         unsigned wb = width_bits(reg, f);
@@ -267,7 +324,7 @@ static uint32_t build_node(build_t *b, const uint32_t *list, size_t n,
         }
     }
     if (best_f < 0) /* no cut separates any rule */
-        return make_leaf(b, list, n);
+        return make_leaf(b, list, all);
 
     {
         oc__acl_tree_t *t = b->t;
@@ -275,7 +332,7 @@ static uint32_t build_node(build_t *b, const uint32_t *list, size_t n,
         unsigned np = 1u << best_b;
         size_t node = t->nnodes, prev_n = 0;
         uint32_t *prev = NULL, prev_ref = REF_EMPTY;
-        uint32_t *child = malloc((n ? n : 1) * sizeof(*child) * 2);
+        uint32_t *child = malloc(all * sizeof(*child) * 2);
         int ok = child != NULL;
 
         if (!ok || grow((void **)&t->nodes, &b->ncap, node + 1 + np,
@@ -289,20 +346,23 @@ static uint32_t build_node(build_t *b, const uint32_t *list, size_t n,
         for (unsigned j = 0; j < np && b->st == OC_OK; j++) {
             box_t cr = *reg;
             size_t cn = 0;
-            uint32_t *cl = prev == child ? child + n : child;
+            uint32_t *cl = prev == child ? child + all : child;
+            size_t tail = 0, cover = SIZE_MAX;
             uint32_t ref;
             cr.lo[best_f] = reg->lo[best_f] + (uint32_t)((uint64_t)j << sh);
             cr.hi[best_f] = cr.lo[best_f] + (uint32_t)((1ull << sh) - 1);
-            for (size_t i = 0; i < n; i++) {
+            for (size_t i = 0; i < all; i++) {
                 const box_t *r = &b->rb[list[i]];
                 if (r->hi[best_f] < cr.lo[best_f] || r->lo[best_f] > cr.hi[best_f])
                     continue;
-                cl[cn++] = list[i];
-                if (covers(r, &cr, &b->rules[list[i]])) {
-                    if (i + 1 < n)
-                        t->cover[list[i]] = 1;
+                if (cover != SIZE_MAX && ++tail > TAIL_MAX) {
+                    /* lookups that find it dead must scan everything */
+                    t->cover[list[cover]] = 1;
                     break;
                 }
+                cl[cn++] = list[i];
+                if (cover == SIZE_MAX && covers(r, &cr, &b->rules[list[i]]))
+                    cover = i;
             }
             if (prev != NULL && cn == prev_n &&
                 memcmp(cl, prev, cn * sizeof(*cl)) == 0)
@@ -353,6 +413,7 @@ void oc__acl_tree_free(oc__acl_tree_t *t)
         return;
     free(t->nodes);
     free(t->blk);
+    free(t->small);
     free(t->userdata);
     free(t->order);
     free(t->seq);
@@ -425,6 +486,7 @@ oc_status_t oc__acl_tree_build(const oc_acl_rule_t *sorted, const uint64_t *seq,
         }
     t->mem = sizeof(*t) + t->nnodes * sizeof(uint32_t) +
              t->nblk * sizeof(oc__acl_blk_t) +
+             t->nsmall * sizeof(oc__acl_srule_t) +
              n * (sizeof(uint32_t) + 2 * sizeof(uint64_t) + 1) +
              t->nflat * sizeof(oc__acl_blk_t);
     free(list);
@@ -470,13 +532,41 @@ static uint32_t flat_scan(const oc__acl_tree_t *t, const uint8_t *dead,
     return OC__ACL_NONE;
 }
 
+static inline int srule_matches(const oc__acl_srule_t *q, const oc_acl_key_t *k)
+{
+    return k->src_ip >= q->slo && k->src_ip <= q->shi && k->dst_ip >= q->dlo &&
+           k->dst_ip <= q->dhi && k->sport >= q->splo && k->sport <= q->sphi &&
+           k->dport >= q->dplo && k->dport <= q->dphi &&
+           (k->proto & q->pm) == q->pv;
+}
+
+/* a small leaf: same contract as leaf_scalar */
+static inline uint32_t leaf_small(const oc__acl_tree_t *t, const uint8_t *dead,
+                                  uint32_t ref, const oc_acl_key_t *k,
+                                  uint32_t best)
+{
+    const oc__acl_srule_t *q = &t->small[ref & (SMALL_MAXIDX - 1)];
+    unsigned n = ((ref >> 27) & 7) + 1;
+    for (unsigned i = 0; i < n && q[i].rank < best; i++) {
+        if (!srule_matches(&q[i], k))
+            continue;
+        if (!__atomic_load_n(&dead[q[i].rank], __ATOMIC_RELAXED))
+            return q[i].rank;
+        if (t->cover[q[i].rank])
+            return FALLBACK;
+    }
+    return best;
+}
+
 /* best live rank of leaf @p ref, better than @p best */
 static inline uint32_t leaf_scalar(const oc__acl_tree_t *t, const uint8_t *dead,
                                    uint32_t ref, const oc_acl_key_t *k,
                                    uint32_t best)
 {
     const oc__acl_blk_t *b = &t->blk[ref & (LEAF_MAXIDX - 1)];
-    unsigned nb = ((ref >> 23) & 0xff) + 1;
+    unsigned nb = ((ref >> 23) & 0x7f) + 1;
+    if (ref & REF_SMALL)
+        return leaf_small(t, dead, ref, k, best);
     for (unsigned i = 0; i < nb; i++, b++) {
         uint32_t m = oc__acl_blk_match_scalar(b, k);
         if (b->c[B_RANK][0] >= best)
@@ -551,10 +641,18 @@ AVX512 static void lookup_avx512(const oc__acl_tree_t *t, const uint8_t *dead,
                     ref[i] = r;
                     if (r & REF_LEAF) {
                         active &= ~(1u << i);
-                        if (r != REF_EMPTY)
-                            _mm_prefetch((const char *)
-                                         &t->blk[r & (LEAF_MAXIDX - 1)],
-                                         _MM_HINT_T0);
+                        if (r == REF_EMPTY) {
+                        } else if (r & REF_SMALL) {
+                            const char *sp = (const char *)
+                                &t->small[r & (SMALL_MAXIDX - 1)];
+                            _mm_prefetch(sp, _MM_HINT_T0);
+                            _mm_prefetch(sp + 64, _MM_HINT_T0);
+                        } else { /* the columns compared */
+                            const char *bp = (const char *)
+                                &t->blk[r & (LEAF_MAXIDX - 1)];
+                            for (int l = 0; l < B_RANK; l++)
+                                _mm_prefetch(bp + 64 * l, _MM_HINT_T0);
+                        }
                     } else {
                         _mm_prefetch((const char *)&nodes[r], _MM_HINT_T0);
                     }
@@ -567,8 +665,18 @@ AVX512 static void lookup_avx512(const oc__acl_tree_t *t, const uint8_t *dead,
                 __m512i s, d, sp, dp, pr;
                 if (r == REF_EMPTY)
                     continue;
+                if (r & REF_SMALL) {
+                    uint32_t x = leaf_small(t, dead, r, &k[i], best[i]);
+                    if (x == FALLBACK) {
+                        fb |= 1u << i;
+                        best[i] = 0;
+                    } else {
+                        best[i] = x;
+                    }
+                    continue;
+                }
                 b = &t->blk[r & (LEAF_MAXIDX - 1)];
-                nb = ((r >> 23) & 0xff) + 1;
+                nb = ((r >> 23) & 0x7f) + 1;
                 s = _mm512_set1_epi32((int)k[i].src_ip);
                 d = _mm512_set1_epi32((int)k[i].dst_ip);
                 sp = _mm512_set1_epi32(k[i].sport);

@@ -28,6 +28,17 @@ typedef struct {
     uint32_t c[B_NCOL][OC__ACL_LANES];
 } __attribute__((aligned(64))) oc__acl_blk_t;
 
+/* A rule of a small leaf (at most OC__ACL_SMALL rules, tested one by one:
+ * one or two cache lines instead of a 16-lane block). */
+#define OC__ACL_SMALL 4
+typedef struct {
+    uint32_t slo, shi, dlo, dhi;
+    uint16_t splo, sphi, dplo, dphi;
+    uint8_t pv, pm;
+    uint16_t pad;
+    uint32_t rank;
+} oc__acl_srule_t;
+
 typedef struct {
     uint32_t root;     /* a node reference (see acl_tree.c) */
     uint32_t min_rank; /* no rule of this tree ranks better */
@@ -39,7 +50,8 @@ typedef struct {
     oc__acl_part_t part[4];   /* sorted by min_rank */
     uint32_t *nodes;
     oc__acl_blk_t *blk;
-    size_t nnodes, nblk;
+    oc__acl_srule_t *small;
+    size_t nnodes, nblk, nsmall;
     /* per rank */
     uint32_t *userdata;
     uint64_t *order; /* priority << 32 | id: compared with the side part */
