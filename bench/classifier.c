@@ -54,6 +54,13 @@ static double now_s(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+static double cpu_s(void) /* this thread's CPU time: immune to preemption */
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
 static void pin(int cpu)
 {
     cpu_set_t set;
@@ -219,42 +226,46 @@ typedef struct {
 } fam_t;
 
 /* time one pass over @p nk keys; returns M lookups/s, sets *ok */
-static double run_offcore(fam_t *f, oc_acl_t *acl, size_t nk, int *ok)
+static double run_offcore(fam_t *f, oc_acl_t *acl, size_t nk, int *ok,
+                          double *cpu)
 {
-    double t0 = now_s(), t1;
+    double c0 = cpu_s(), t0 = now_s(), t1;
     for (size_t i = 0; i < nk; i += BURST) {
         uint32_t m = (uint32_t)(nk - i < BURST ? nk - i : BURST);
         oc_acl_lookup_burst(acl, f->keys + i, m, f->out + i);
     }
     t1 = now_s();
+    *cpu = (double)nk / (cpu_s() - c0) / 1e6;
     oc_acl_reader_quiescent();
     *ok = memcmp(f->out, f->want, nk * sizeof(uint32_t)) == 0;
     return (double)nk / (t1 - t0) / 1e6;
 }
 
-static double run_linear(fam_t *f, size_t nk, int *ok)
+static double run_linear(fam_t *f, size_t nk, int *ok, double *cpu)
 {
-    double t0 = now_s(), t1;
+    double c0 = cpu_s(), t0 = now_s(), t1;
     for (size_t i = 0; i < nk; i++) {
         long w = oc_acl_match_first(f->rules, f->n, &f->keys[i]);
         f->out[i] = w < 0 ? OC_ACL_NO_MATCH : f->rules[w].userdata;
     }
     t1 = now_s();
+    *cpu = (double)nk / (cpu_s() - c0) / 1e6;
     *ok = memcmp(f->out, f->want, nk * sizeof(uint32_t)) == 0;
     return (double)nk / (t1 - t0) / 1e6;
 }
 
 #ifdef OC_HAVE_DPDK
 static double run_dpdk(fam_t *f, struct rte_acl_ctx *ctx, dpdk_pkt_t *pk,
-                       const uint8_t **ptr, size_t nk, int *ok)
+                       const uint8_t **ptr, size_t nk, int *ok, double *cpu)
 {
-    double t0 = now_s(), t1;
+    double c0 = cpu_s(), t0 = now_s(), t1;
     *ok = 1;
     for (size_t i = 0; i < nk; i += BURST) {
         uint32_t m = (uint32_t)(nk - i < BURST ? nk - i : BURST);
         rte_acl_classify(ctx, ptr + i, f->out + i, m, 1);
     }
     t1 = now_s();
+    *cpu = (double)nk / (cpu_s() - c0) / 1e6;
     for (size_t i = 0; i < nk; i++) { /* userdata = rule index + 1 */
         uint32_t got = f->out[i] == 0 ? OC_ACL_NO_MATCH
                                       : f->rules[f->out[i] - 1].userdata;
@@ -266,9 +277,10 @@ static double run_dpdk(fam_t *f, struct rte_acl_ctx *ctx, dpdk_pkt_t *pk,
 #endif
 
 static void result(const char *fam, const char *impl, size_t rules,
-                   const double *mpps, int nrep, double build_s, size_t mem,
-                   size_t peak, int verified, const char *method,
-                   double ratio, size_t keys)
+                   const double *mpps, const double *cpu, int nrep,
+                   double build_s, size_t mem, size_t peak, int verified,
+                   const char *method, const double *base_w,
+                   const double *base_c, size_t keys)
 {
     printf("{\"bench\":\"classifier\",\"family\":\"%s\",\"impl\":\"%s\","
            "\"rules\":%zu,\"mpps\":%.3f,\"build_s\":%.4f,\"mem_bytes\":%zu,"
@@ -276,10 +288,15 @@ static void result(const char *fam, const char *impl, size_t rules,
            "\"method\":\"%s\"",
            fam, impl, rules, median(mpps, nrep), build_s, mem, peak,
            verified ? "true" : "false", keys, BURST, method);
-    if (ratio > 0)
-        printf(",\"ratio_vs_rte_acl\":%.3f", ratio);
+    printf(",\"mpps_cpu\":%.3f", median(cpu, nrep));
+    if (base_w != NULL)
+        printf(",\"ratio_vs_rte_acl\":%.3f,\"ratio_cpu_vs_rte_acl\":%.3f",
+               median(mpps, nrep) / median(base_w, nrep),
+               median(cpu, nrep) / median(base_c, nrep));
     printf(",\"runs_mpps\":");
     print_runs(mpps, nrep);
+    printf(",\"runs_mpps_cpu\":");
+    print_runs(cpu, nrep);
     printf("}\n");
     fflush(stdout);
 }
@@ -287,6 +304,7 @@ static void result(const char *fam, const char *impl, size_t rules,
 static void bench_lookups(fam_t *f)
 {
     double mo[MAXREP], md[MAXREP], ml[MAXREP], bo, bd = 0;
+    double co[MAXREP], cd[MAXREP], cl[MAXREP];
     size_t memo, peako, memd = 0, peakd = 0, nl = f->nk < opt.linear_keys ? f->nk : opt.linear_keys;
     int oko = 1, okd = 1, okl = 1, ok, have_d = 0;
     const char *method = "none";
@@ -340,28 +358,27 @@ static void bench_lookups(fam_t *f)
 #endif
 
     for (int r = 0; r < opt.repeats; r++) { /* interleaved */
-        mo[r] = run_offcore(f, acl, f->nk, &ok);
+        mo[r] = run_offcore(f, acl, f->nk, &ok, &co[r]);
         oko &= ok;
 #ifdef OC_HAVE_DPDK
         if (have_d) {
-            md[r] = run_dpdk(f, ctx, pk, ptr, f->nk, &ok);
+            md[r] = run_dpdk(f, ctx, pk, ptr, f->nk, &ok, &cd[r]);
             okd &= ok;
         }
 #endif
-        ml[r] = run_linear(f, nl, &ok);
+        ml[r] = run_linear(f, nl, &ok, &cl[r]);
         okl &= ok;
         fprintf(stderr, "  %s repeat %d: offcore %.2f, rte_acl %.2f, linear %.3f M lookups/s\n",
                 f->fam, r + 1, mo[r], have_d ? md[r] : 0.0, ml[r]);
     }
-    result(f->fam, "offcore", f->n, mo, opt.repeats, bo, memo, peako, oko,
-           oc_acl_lookup_method(), have_d ? median(mo, opt.repeats) / median(md, opt.repeats) : 0,
-           f->nk);
+    result(f->fam, "offcore", f->n, mo, co, opt.repeats, bo, memo, peako, oko,
+           oc_acl_lookup_method(), have_d ? md : NULL, cd, f->nk);
     if (have_d)
-        result(f->fam, "rte_acl", f->n, md, opt.repeats, bd, memd, peakd, okd,
-               method, 1.0, f->nk);
-    result(f->fam, "linear", f->n, ml, opt.repeats, 0, f->n * sizeof(oc_acl_rule_t),
-           0, okl, "scalar", have_d ? median(ml, opt.repeats) / median(md, opt.repeats) : 0,
-           nl);
+        result(f->fam, "rte_acl", f->n, md, cd, opt.repeats, bd, memd, peakd,
+               okd, method, md, cd, f->nk);
+    result(f->fam, "linear", f->n, ml, cl, opt.repeats, 0,
+           f->n * sizeof(oc_acl_rule_t), 0, okl, "first-match",
+           have_d ? md : NULL, cd, nl);
 
 #ifdef OC_HAVE_DPDK
     if (have_d) { /* what one rule change costs rte_acl: a full rebuild */

@@ -25,7 +25,7 @@
 #endif
 
 #define NFIELDS 5
-#define BINTH 16
+#define BINTH 12
 #define MAXB 8
 #define SPFAC 4
 #define MAX_DEPTH 40
@@ -58,8 +58,8 @@ void oc__acl_blk_clear(oc__acl_blk_t *b)
 {
     memset(b, 0, sizeof(*b));
     for (unsigned i = 0; i < OC__ACL_LANES; i++) {
-        b->c[B_SLO][i] = UINT32_MAX; /* lo > hi: never matches */
-        b->c[B_RANK][i] = OC__ACL_NONE;
+        b->slo[i] = UINT32_MAX; /* lo > hi: never matches */
+        b->rank[i] = OC__ACL_NONE;
     }
 }
 
@@ -68,29 +68,30 @@ void oc__acl_blk_set(oc__acl_blk_t *b, unsigned lane, const oc_acl_rule_t *r,
 {
     uint32_t sm = oc_acl_prefix_mask(r->src_len);
     uint32_t dm = oc_acl_prefix_mask(r->dst_len);
-    b->c[B_SHI][lane] = (r->src_ip & sm) | ~sm;
-    b->c[B_DLO][lane] = r->dst_ip & dm;
-    b->c[B_DHI][lane] = (r->dst_ip & dm) | ~dm;
-    b->c[B_SPLO][lane] = r->sport_lo;
-    b->c[B_SPHI][lane] = r->sport_hi;
-    b->c[B_DPLO][lane] = r->dport_lo;
-    b->c[B_DPHI][lane] = r->dport_hi;
-    b->c[B_PV][lane] = r->proto & r->proto_mask;
-    b->c[B_PM][lane] = r->proto_mask;
-    b->c[B_RANK][lane] = rank;
+    b->shi[lane] = (r->src_ip & sm) | ~sm;
+    b->dlo[lane] = r->dst_ip & dm;
+    b->dhi[lane] = (r->dst_ip & dm) | ~dm;
+    b->plo[lane] = r->sport_lo;
+    b->phi[lane] = r->sport_hi;
+    b->plo[OC__ACL_LANES + lane] = r->dport_lo;
+    b->phi[OC__ACL_LANES + lane] = r->dport_hi;
+    b->pv[lane] = r->proto & r->proto_mask;
+    b->pm[lane] = r->proto_mask;
+    b->rank[lane] = rank;
     /* last: the lane goes live when its lower source bound drops */
-    __atomic_store_n(&b->c[B_SLO][lane], r->src_ip & sm, __ATOMIC_RELEASE);
+    __atomic_store_n(&b->slo[lane], r->src_ip & sm, __ATOMIC_RELEASE);
 }
 
 uint32_t oc__acl_blk_match_scalar(const oc__acl_blk_t *b, const oc_acl_key_t *k)
 {
     uint32_t m = 0;
     for (unsigned i = 0; i < OC__ACL_LANES; i++) {
-        int ok = k->src_ip >= b->c[B_SLO][i] && k->src_ip <= b->c[B_SHI][i] &&
-                 k->dst_ip >= b->c[B_DLO][i] && k->dst_ip <= b->c[B_DHI][i] &&
-                 k->sport >= b->c[B_SPLO][i] && k->sport <= b->c[B_SPHI][i] &&
-                 k->dport >= b->c[B_DPLO][i] && k->dport <= b->c[B_DPHI][i] &&
-                 (k->proto & b->c[B_PM][i]) == b->c[B_PV][i];
+        int ok = k->src_ip >= b->slo[i] && k->src_ip <= b->shi[i] &&
+                 k->dst_ip >= b->dlo[i] && k->dst_ip <= b->dhi[i] &&
+                 k->sport >= b->plo[i] && k->sport <= b->phi[i] &&
+                 k->dport >= b->plo[OC__ACL_LANES + i] &&
+                 k->dport <= b->phi[OC__ACL_LANES + i] &&
+                 (k->proto & b->pm[i]) == b->pv[i];
         m |= (uint32_t)ok << i;
     }
     return m;
@@ -102,36 +103,54 @@ int oc__acl_have_avx512;
 __attribute__((constructor)) static void detect_cpu(void)
 {
     __builtin_cpu_init();
-    oc__acl_have_avx512 = __builtin_cpu_supports("avx512f");
+    oc__acl_have_avx512 = __builtin_cpu_supports("avx512f") &&
+                          __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vl");
 }
 
-#define AVX512 __attribute__((target("avx512f")))
+#define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
 
-AVX512 static inline __mmask16 blk_match16(const oc__acl_blk_t *b, __m512i s,
-                                           __m512i d, __m512i sp, __m512i dp,
-                                           __m512i pr)
+/* the key, spread the way a block's lines are laid out */
+typedef struct {
+    __m512i s, d; /* 16 x u32 */
+    __m512i p;    /* 32 x u16: sport x8, dport x8, sport x8, dport x8 */
+    __m128i pr;   /* 16 x u8 */
+} vkey_t;
+
+AVX512 static inline void vkey(vkey_t *v, const oc_acl_key_t *k)
 {
-    const __m512i *c = (const __m512i *)b->c;
-    __mmask16 m = _mm512_cmp_epu32_mask(c[B_SLO], s, _MM_CMPINT_LE);
-    m = _mm512_mask_cmp_epu32_mask(m, s, c[B_SHI], _MM_CMPINT_LE);
-    m = _mm512_mask_cmp_epu32_mask(m, c[B_DLO], d, _MM_CMPINT_LE);
-    m = _mm512_mask_cmp_epu32_mask(m, d, c[B_DHI], _MM_CMPINT_LE);
-    m = _mm512_mask_cmp_epu32_mask(m, c[B_SPLO], sp, _MM_CMPINT_LE);
-    m = _mm512_mask_cmp_epu32_mask(m, sp, c[B_SPHI], _MM_CMPINT_LE);
-    m = _mm512_mask_cmp_epu32_mask(m, c[B_DPLO], dp, _MM_CMPINT_LE);
-    m = _mm512_mask_cmp_epu32_mask(m, dp, c[B_DPHI], _MM_CMPINT_LE);
-    m = _mm512_mask_cmpeq_epu32_mask(m, _mm512_and_si512(pr, c[B_PM]),
-                                     c[B_PV]);
-    return m;
+    __m256i p = _mm256_set_m128i(_mm_set1_epi16((short)k->dport),
+                                 _mm_set1_epi16((short)k->sport));
+    v->s = _mm512_set1_epi32((int)k->src_ip);
+    v->d = _mm512_set1_epi32((int)k->dst_ip);
+    v->p = _mm512_inserti64x4(_mm512_castsi256_si512(p), p, 1);
+    v->pr = _mm_set1_epi8((char)k->proto);
+}
+
+AVX512 static inline uint32_t blk_match8(const oc__acl_blk_t *b,
+                                         const vkey_t *v)
+{
+    const __m512i *l = (const __m512i *)b;
+    /* lanes 0..7 hold lower bounds, 8..15 upper ones */
+    __mmask16 s = _mm512_cmp_epu32_mask(l[0], v->s, _MM_CMPINT_LE) &
+                  (_mm512_cmp_epu32_mask(v->s, l[0], _MM_CMPINT_LE) >> 8);
+    __mmask16 d = _mm512_cmp_epu32_mask(l[1], v->d, _MM_CMPINT_LE) &
+                  (_mm512_cmp_epu32_mask(v->d, l[1], _MM_CMPINT_LE) >> 8);
+    __mmask32 pl = _mm512_cmp_epu16_mask(l[2], v->p, _MM_CMPINT_LE);
+    __mmask32 ph = _mm512_cmp_epu16_mask(v->p, l[2], _MM_CMPINT_LE) >> 16;
+    __mmask32 p = pl & ph;
+    __m128i pvm = _mm_load_si128((const __m128i *)b->pv); /* pv[8] pm[8] */
+    __mmask16 pr = _mm_cmpeq_epi8_mask(
+        _mm_and_si128(v->pr, _mm_unpackhi_epi64(pvm, pvm)), pvm);
+    return (uint32_t)(s & d & pr & p & (p >> 8)) & 0xffu;
 }
 
 AVX512 uint32_t oc__acl_blk_match_avx512(const oc__acl_blk_t *b,
                                          const oc_acl_key_t *k)
 {
-    return blk_match16(b, _mm512_set1_epi32((int)k->src_ip),
-                       _mm512_set1_epi32((int)k->dst_ip),
-                       _mm512_set1_epi32(k->sport), _mm512_set1_epi32(k->dport),
-                       _mm512_set1_epi32(k->proto));
+    vkey_t v;
+    vkey(&v, k);
+    return blk_match8(b, &v);
 }
 #else
 int oc__acl_have_avx512;
@@ -401,6 +420,7 @@ static void rule_box(const oc_acl_rule_t *r, box_t *b)
 /* Partition: 0 = short source prefix (cut on destination), 1 = short
  * destination, 2 = both short; rules specific in both go with 0. */
 #define PREFIX_SHORT 16
+#define MIN_PART 64
 static int part_of(const oc_acl_rule_t *r)
 {
     int s = r->src_len < PREFIX_SHORT, d = r->dst_len < PREFIX_SHORT;
@@ -428,6 +448,8 @@ oc_status_t oc__acl_tree_build(const oc_acl_rule_t *sorted, const uint64_t *seq,
     build_t b = {0};
     oc__acl_tree_t *t = calloc(1, sizeof(*t));
     uint32_t *list = malloc((n ? n : 1) * sizeof(*list));
+    size_t psize[3] = {0, 0, 0};
+    int big = 0;
     box_t full;
 
     b.st = OC_OK;
@@ -464,11 +486,21 @@ oc_status_t oc__acl_tree_build(const oc_acl_rule_t *sorted, const uint64_t *seq,
         full.lo[f] = 0;
         full.hi[f] = field_max[f];
     }
+    /* a partition too small to pay for its own walk joins the largest */
+    for (size_t i = 0; i < n; i++)
+        psize[part_of(&sorted[i])]++;
+    for (int p = 1; p < 3; p++)
+        if (psize[p] > psize[big])
+            big = p;
     for (int p = 0; p < 3; p++) {
         size_t k = 0;
-        for (size_t i = 0; i < n; i++)
-            if (part_of(&sorted[i]) == p)
+        for (size_t i = 0; i < n; i++) {
+            int q = part_of(&sorted[i]);
+            if (psize[q] < MIN_PART && q != big)
+                q = big;
+            if (q == p)
                 list[k++] = (uint32_t)i;
+        }
         if (k == 0)
             continue;
         t->part[t->nparts].min_rank = list[0];
@@ -523,7 +555,7 @@ static uint32_t flat_scan(const oc__acl_tree_t *t, const uint8_t *dead,
                          ? oc__acl_blk_match_avx512(&t->flat[i], k)
                          : oc__acl_blk_match_scalar(&t->flat[i], k);
         while (m) {
-            uint32_t r = t->flat[i].c[B_RANK][__builtin_ctz(m)];
+            uint32_t r = t->flat[i].rank[__builtin_ctz(m)];
             if (!__atomic_load_n(&dead[r], __ATOMIC_RELAXED))
                 return r;
             m &= m - 1;
@@ -569,10 +601,10 @@ static inline uint32_t leaf_scalar(const oc__acl_tree_t *t, const uint8_t *dead,
         return leaf_small(t, dead, ref, k, best);
     for (unsigned i = 0; i < nb; i++, b++) {
         uint32_t m = oc__acl_blk_match_scalar(b, k);
-        if (b->c[B_RANK][0] >= best)
+        if (b->rank[0] >= best)
             return best;
         while (m) {
-            uint32_t r = b->c[B_RANK][__builtin_ctz(m)];
+            uint32_t r = b->rank[__builtin_ctz(m)];
             if (!__atomic_load_n(&dead[r], __ATOMIC_RELAXED))
                 return r < best ? r : best;
             if (t->cover[r])
@@ -650,7 +682,7 @@ AVX512 static void lookup_avx512(const oc__acl_tree_t *t, const uint8_t *dead,
                         } else { /* the columns compared */
                             const char *bp = (const char *)
                                 &t->blk[r & (LEAF_MAXIDX - 1)];
-                            for (int l = 0; l < B_RANK; l++)
+                            for (int l = 0; l < 4; l++)
                                 _mm_prefetch(bp + 64 * l, _MM_HINT_T0);
                         }
                     } else {
@@ -662,7 +694,7 @@ AVX512 static void lookup_avx512(const oc__acl_tree_t *t, const uint8_t *dead,
                 uint32_t r = ref[i];
                 const oc__acl_blk_t *b;
                 unsigned nb;
-                __m512i s, d, sp, dp, pr;
+                vkey_t v;
                 if (r == REF_EMPTY)
                     continue;
                 if (r & REF_SMALL) {
@@ -677,17 +709,13 @@ AVX512 static void lookup_avx512(const oc__acl_tree_t *t, const uint8_t *dead,
                 }
                 b = &t->blk[r & (LEAF_MAXIDX - 1)];
                 nb = ((r >> 23) & 0x7f) + 1;
-                s = _mm512_set1_epi32((int)k[i].src_ip);
-                d = _mm512_set1_epi32((int)k[i].dst_ip);
-                sp = _mm512_set1_epi32(k[i].sport);
-                dp = _mm512_set1_epi32(k[i].dport);
-                pr = _mm512_set1_epi32(k[i].proto);
+                vkey(&v, &k[i]);
                 for (unsigned j = 0; j < nb; j++, b++) {
-                    uint32_t m = blk_match16(b, s, d, sp, dp, pr);
-                    if (b->c[B_RANK][0] >= best[i])
+                    uint32_t m = blk_match8(b, &v);
+                    if (b->rank[0] >= best[i])
                         break;
                     while (m) {
-                        uint32_t rk = b->c[B_RANK][__builtin_ctz(m)];
+                        uint32_t rk = b->rank[__builtin_ctz(m)];
                         if (!__atomic_load_n(&dead[rk], __ATOMIC_RELAXED)) {
                             if (rk < best[i])
                                 best[i] = rk;

@@ -17,15 +17,19 @@
 
 #include "pkt/acl/acl.h"
 
-#define OC__ACL_LANES 16
+#define OC__ACL_LANES 8
 #define OC__ACL_NONE  UINT32_MAX /* no rank */
 
-/* Field columns of a block; unused lanes never match (lo > hi). */
-enum { B_SLO, B_SHI, B_DLO, B_DHI, B_SPLO, B_SPHI, B_DPLO, B_DPHI, B_PV,
-       B_PM, B_RANK, B_NCOL };
-
+/* 8 rules column-wise in four cache lines; a lookup tests all 8 with a
+ * handful of AVX-512 compares.  Unused lanes never match (lo > hi).
+ * plo/phi: source port bounds in [0..7], destination in [8..15]. */
 typedef struct {
-    uint32_t c[B_NCOL][OC__ACL_LANES];
+    uint32_t slo[OC__ACL_LANES], shi[OC__ACL_LANES]; /* line 0 */
+    uint32_t dlo[OC__ACL_LANES], dhi[OC__ACL_LANES]; /* line 1 */
+    uint16_t plo[2 * OC__ACL_LANES], phi[2 * OC__ACL_LANES]; /* line 2 */
+    uint8_t pv[OC__ACL_LANES], pm[OC__ACL_LANES];    /* line 3 */
+    uint32_t rank[OC__ACL_LANES];
+    uint8_t pad[16];
 } __attribute__((aligned(64))) oc__acl_blk_t;
 
 /* A rule of a small leaf (at most OC__ACL_SMALL rules, tested one by one:
@@ -84,7 +88,8 @@ void oc__acl_tree_lookup_scalar(const oc__acl_tree_t *t, const uint8_t *dead,
 void oc__acl_tree_lookup(const oc__acl_tree_t *t, const uint8_t *dead,
                          const oc_acl_key_t *keys, uint32_t n, uint32_t *rank);
 
-/* Lanes of @p b matching @p k (bit i = lane i), scalar and AVX-512. */
+/* Lanes of @p b matching @p k (bit i = lane i), scalar and AVX-512
+ * (F, BW, VL). */
 uint32_t oc__acl_blk_match_scalar(const oc__acl_blk_t *b, const oc_acl_key_t *k);
 extern int oc__acl_have_avx512;
 uint32_t oc__acl_blk_match_avx512(const oc__acl_blk_t *b, const oc_acl_key_t *k);
