@@ -32,7 +32,10 @@
 #define TAIL_MAX 16 /* rules kept behind a covering rule, for its deletion */
 #define REF_EMPTY 0xffffffffu
 #define REF_LEAF 0x80000000u
-/* leaf references: bit 31 set; bit 30 set: small leaf, bits 27..29 = rules
+/* References are 64-bit: an internal node is its offset in `nodes` (bits
+ * 0..30) with its cut in bits 32..43 (field, shift, bits), so that a walk
+ * needs one load per level and can prefetch the exact child.  Leaf
+ * references (bits 32..63 zero): bit 31 set; bit 30 set: small leaf, bits 27..29 = rules
  * - 1, bits 0..26 = first srule; else bits 23..29 = blocks - 1, bits 0..22
  * = first block.  REF_EMPTY (all ones) is checked first. */
 #define REF_SMALL 0x40000000u
@@ -278,7 +281,7 @@ static inline unsigned width_bits(const box_t *reg, int f)
     return (unsigned)__builtin_ctzll(w); /* regions are aligned 2^k */
 }
 
-static uint32_t build_node(build_t *b, const uint32_t *list, size_t n,
+static uint64_t build_node(build_t *b, const uint32_t *list, size_t n,
                            const box_t *reg, unsigned depth)
 {
     int best_f = -1;
@@ -350,24 +353,26 @@ static uint32_t build_node(build_t *b, const uint32_t *list, size_t n,
         unsigned wb = width_bits(reg, best_f), sh = wb - best_b;
         unsigned np = 1u << best_b;
         size_t node = t->nnodes, prev_n = 0;
-        uint32_t *prev = NULL, prev_ref = REF_EMPTY;
+        uint32_t *prev = NULL;
+        uint64_t prev_ref = REF_EMPTY, hdr;
         uint32_t *child = malloc(all * sizeof(*child) * 2);
         int ok = child != NULL;
 
-        if (!ok || grow((void **)&t->nodes, &b->ncap, node + 1 + np,
-                        sizeof(uint32_t), 0) != 0) {
+        if (!ok || node + np >= REF_LEAF ||
+            grow((void **)&t->nodes, &b->ncap, node + np, sizeof(uint64_t),
+                 0) != 0) {
             free(child);
             b->st = OC_ERR_NO_MEMORY;
             return REF_EMPTY;
         }
-        t->nnodes += 1 + np;
-        t->nodes[node] = (uint32_t)best_f | sh << 3 | best_b << 8;
+        t->nnodes += np;
+        hdr = (uint64_t)((uint32_t)best_f | sh << 3 | best_b << 8) << 32;
         for (unsigned j = 0; j < np && b->st == OC_OK; j++) {
             box_t cr = *reg;
             size_t cn = 0;
             uint32_t *cl = prev == child ? child + all : child;
             size_t tail = 0, cover = SIZE_MAX;
-            uint32_t ref;
+            uint64_t ref;
             cr.lo[best_f] = reg->lo[best_f] + (uint32_t)((uint64_t)j << sh);
             cr.hi[best_f] = cr.lo[best_f] + (uint32_t)((1ull << sh) - 1);
             for (size_t i = 0; i < all; i++) {
@@ -389,7 +394,7 @@ static uint32_t build_node(build_t *b, const uint32_t *list, size_t n,
             else
                 ref = build_node(b, cl, cn, &cr, depth + 1);
             /* nodes may have moved while the child was built */
-            b->t->nodes[node + 1 + j] = ref;
+            b->t->nodes[node + j] = ref;
             prev = cl;
             prev_n = cn;
             prev_ref = ref;
@@ -397,7 +402,7 @@ static uint32_t build_node(build_t *b, const uint32_t *list, size_t n,
         if (depth + 1 > t->max_depth)
             t->max_depth = depth + 1;
         free(child);
-        return (uint32_t)node;
+        return hdr | node;
     }
 }
 
@@ -516,7 +521,7 @@ oc_status_t oc__acl_tree_build(const oc_acl_rule_t *sorted, const uint64_t *seq,
             t->part[j] = t->part[j - 1];
             t->part[j - 1] = x;
         }
-    t->mem = sizeof(*t) + t->nnodes * sizeof(uint32_t) +
+    t->mem = sizeof(*t) + t->nnodes * sizeof(uint64_t) +
              t->nblk * sizeof(oc__acl_blk_t) +
              t->nsmall * sizeof(oc__acl_srule_t) +
              n * (sizeof(uint32_t) + 2 * sizeof(uint64_t) + 1) +
@@ -536,13 +541,16 @@ err:
 
 /* ---------------------------------------------------------------- lookup */
 
-static inline uint32_t step(const uint32_t *nodes, uint32_t ref,
-                            const uint32_t *kf)
+/* the child slot of internal node @p ref that key @p kf goes to */
+static inline const uint64_t *child_of(const uint64_t *nodes, uint64_t ref,
+                                       const uint32_t *kf)
 {
-    uint32_t h = nodes[ref];
+    uint32_t h = (uint32_t)(ref >> 32);
     uint32_t v = kf[h & 7] >> ((h >> 3) & 31);
-    return nodes[ref + 1 + (v & ((1u << ((h >> 8) & 15)) - 1))];
+    return &nodes[(uint32_t)ref + (v & ((1u << ((h >> 8) & 15)) - 1))];
 }
+
+static inline int is_leaf(uint64_t ref) { return ((uint32_t)ref & REF_LEAF) != 0; }
 
 #define FALLBACK (OC__ACL_NONE - 1) /* a dead covering rule was hit */
 
@@ -623,11 +631,11 @@ void oc__acl_tree_lookup_scalar(const oc__acl_tree_t *t, const uint8_t *dead,
         uint32_t kf[NFIELDS], best = OC__ACL_NONE;
         key_fields(&keys[i], kf);
         for (unsigned p = 0; p < t->nparts && t->part[p].min_rank < best; p++) {
-            uint32_t ref = t->part[p].root;
-            while (!(ref & REF_LEAF))
-                ref = step(t->nodes, ref, kf);
+            uint64_t ref = t->part[p].root;
+            while (!is_leaf(ref))
+                ref = *child_of(t->nodes, ref, kf);
             if (ref != REF_EMPTY)
-                best = leaf_scalar(t, dead, ref, &keys[i], best);
+                best = leaf_scalar(t, dead, (uint32_t)ref, &keys[i], best);
             if (best == FALLBACK) {
                 best = flat_scan(t, dead, &keys[i]);
                 break;
@@ -638,16 +646,61 @@ void oc__acl_tree_lookup_scalar(const oc__acl_tree_t *t, const uint8_t *dead,
 }
 
 #if defined(__x86_64__)
-#define GROUP 16
+#define GROUP 32
+
+/* Walk the keys in @p active down to their leaves, one level of every key
+ * at a time so that their loads overlap; each step prefetches the slot the
+ * key's next step reads, the last one the leaf.  Plain integer code: kept
+ * out of the AVX-512 function, where the compiler would move the bit masks
+ * through mask registers. */
+__attribute__((noinline)) static void walk_group(const oc__acl_tree_t *t,
+                                                 uint64_t *ref,
+                                                 uint32_t (*kf)[NFIELDS],
+                                                 uint32_t active)
+{
+    const uint64_t *nodes = t->nodes;
+    uint8_t act[GROUP];
+    unsigned na = 0;
+    while (active) {
+        act[na++] = (uint8_t)__builtin_ctz(active);
+        active &= active - 1;
+    }
+    while (na > 0) {
+        unsigned nn = 0;
+        for (unsigned j = 0; j < na; j++) {
+            unsigned i = act[j];
+            uint64_t r64 = *child_of(nodes, ref[i], kf[i]);
+            uint32_t r = (uint32_t)r64;
+            ref[i] = r64;
+            if (!(r & REF_LEAF)) { /* exactly the slot the next step reads */
+                _mm_prefetch((const char *)child_of(nodes, r64, kf[i]),
+                             _MM_HINT_T0);
+                act[nn++] = (uint8_t)i;
+            } else if (r == REF_EMPTY) {
+            } else if (r & REF_SMALL) {
+                const char *sp = (const char *)&t->small[r & (SMALL_MAXIDX - 1)];
+                _mm_prefetch(sp, _MM_HINT_T0);
+                _mm_prefetch(sp + 64, _MM_HINT_T0);
+            } else { /* the four lines of the first block */
+                const char *bp = (const char *)&t->blk[r & (LEAF_MAXIDX - 1)];
+                _mm_prefetch(bp, _MM_HINT_T0);
+                _mm_prefetch(bp + 64, _MM_HINT_T0);
+                _mm_prefetch(bp + 128, _MM_HINT_T0);
+                _mm_prefetch(bp + 192, _MM_HINT_T0);
+            }
+        }
+        na = nn;
+    }
+}
 
 AVX512 static void lookup_avx512(const oc__acl_tree_t *t, const uint8_t *dead,
                                  const oc_acl_key_t *keys, uint32_t n,
                                  uint32_t *rank)
 {
-    const uint32_t *nodes = t->nodes;
     for (uint32_t g = 0; g < n; g += GROUP) {
         uint32_t gn = n - g < GROUP ? n - g : GROUP;
-        uint32_t kf[GROUP][NFIELDS], ref[GROUP], best[GROUP], fb = 0;
+        uint32_t kf[GROUP][NFIELDS], best[GROUP], fb = 0;
+        uint64_t ref[GROUP];
         const oc_acl_key_t *k = keys + g;
 
         for (uint32_t i = 0; i < gn; i++) {
@@ -655,43 +708,18 @@ AVX512 static void lookup_avx512(const oc__acl_tree_t *t, const uint8_t *dead,
             best[i] = OC__ACL_NONE;
         }
         for (unsigned p = 0; p < t->nparts; p++) {
-            uint32_t active = 0, root = t->part[p].root;
+            uint32_t active = 0;
+            uint64_t root = t->part[p].root;
             for (uint32_t i = 0; i < gn; i++) {
                 ref[i] = root;
-                if (t->part[p].min_rank < best[i] && !(root & REF_LEAF))
+                if (t->part[p].min_rank < best[i] && !is_leaf(root))
                     active |= 1u << i;
                 else if (t->part[p].min_rank >= best[i])
                     ref[i] = REF_EMPTY;
             }
-            /* walk all keys one level at a time: the loads overlap */
-            while (active) {
-                uint32_t a = active;
-                while (a) {
-                    uint32_t i = (uint32_t)__builtin_ctz(a);
-                    uint32_t r = step(nodes, ref[i], kf[i]);
-                    a &= a - 1;
-                    ref[i] = r;
-                    if (r & REF_LEAF) {
-                        active &= ~(1u << i);
-                        if (r == REF_EMPTY) {
-                        } else if (r & REF_SMALL) {
-                            const char *sp = (const char *)
-                                &t->small[r & (SMALL_MAXIDX - 1)];
-                            _mm_prefetch(sp, _MM_HINT_T0);
-                            _mm_prefetch(sp + 64, _MM_HINT_T0);
-                        } else { /* the columns compared */
-                            const char *bp = (const char *)
-                                &t->blk[r & (LEAF_MAXIDX - 1)];
-                            for (int l = 0; l < 4; l++)
-                                _mm_prefetch(bp + 64 * l, _MM_HINT_T0);
-                        }
-                    } else {
-                        _mm_prefetch((const char *)&nodes[r], _MM_HINT_T0);
-                    }
-                }
-            }
+            walk_group(t, ref, kf, active);
             for (uint32_t i = 0; i < gn; i++) {
-                uint32_t r = ref[i];
+                uint32_t r = (uint32_t)ref[i];
                 const oc__acl_blk_t *b;
                 unsigned nb;
                 vkey_t v;

@@ -44,7 +44,7 @@ typedef struct {
 } oc__acl_srule_t;
 
 typedef struct {
-    uint32_t root;     /* a node reference (see acl_tree.c) */
+    uint64_t root;     /* a node reference (see acl_tree.c) */
     uint32_t min_rank; /* no rule of this tree ranks better */
 } oc__acl_part_t;
 
@@ -52,7 +52,7 @@ typedef struct {
     uint32_t nrules;
     uint32_t nparts;
     oc__acl_part_t part[4];   /* sorted by min_rank */
-    uint32_t *nodes;
+    uint64_t *nodes;  /* child references, 2^bits per node */
     oc__acl_blk_t *blk;
     oc__acl_srule_t *small;
     size_t nnodes, nblk, nsmall;
