@@ -44,6 +44,7 @@ typedef struct {
 typedef struct {
     oc__acl_tree_t *tree;
     uint8_t *dead; /* per tree rank */
+    int any_dead;  /* set (release) after the first tombstone */
     side_t side;
     size_t mem;
 } state_t;
@@ -222,6 +223,7 @@ static void state_fill(oc_acl_t *acl, state_t *s, uint64_t snap_seq)
             rec->loc = r;
         } else {
             s->dead[r] = 1;
+            s->any_dead = 1;
             ndead++;
         }
     }
@@ -435,6 +437,7 @@ oc_status_t oc_acl_del(oc_acl_t *acl, uint32_t id)
         __atomic_store_n(&s->side.dead[rec->loc & ~LOC_SIDE], 1, __ATOMIC_RELEASE);
     } else {
         __atomic_store_n(&s->dead[rec->loc], 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&s->any_dead, 1, __ATOMIC_RELEASE);
         acl->ndead++;
         /* lookups that hit it take the slow path until the rebuild */
         if (s->tree->cover[rec->loc])
@@ -592,6 +595,8 @@ static inline uint32_t lookup(oc_acl_t *acl, const oc_acl_key_t *keys,
     state_t *s = rcu_dereference(acl->state);
     const oc__acl_tree_t *t = s->tree;
     uint32_t cnt = __atomic_load_n(&s->side.count, __ATOMIC_ACQUIRE);
+    const uint8_t *dead =
+        __atomic_load_n(&s->any_dead, __ATOMIC_ACQUIRE) ? s->dead : NULL;
     blk_match_fn match = scalar || !oc__acl_have_avx512
                              ? oc__acl_blk_match_scalar
                              : oc__acl_blk_match_avx512;
@@ -600,9 +605,9 @@ static inline uint32_t lookup(oc_acl_t *acl, const oc_acl_key_t *keys,
     for (uint32_t c = 0; c < n; c += CHUNK) {
         uint32_t cn = n - c < CHUNK ? n - c : CHUNK;
         if (scalar)
-            oc__acl_tree_lookup_scalar(t, s->dead, keys + c, cn, rank);
+            oc__acl_tree_lookup_scalar(t, dead, keys + c, cn, rank);
         else
-            oc__acl_tree_lookup(t, s->dead, keys + c, cn, rank);
+            oc__acl_tree_lookup(t, dead, keys + c, cn, rank);
         for (uint32_t i = 0; i < cn; i++) {
             uint32_t r = rank[i];
             uint32_t ud = r == OC__ACL_NONE ? OC_ACL_NO_MATCH : t->userdata[r];

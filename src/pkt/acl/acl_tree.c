@@ -25,7 +25,7 @@
 #endif
 
 #define NFIELDS 5
-#define BINTH 12
+#define BINTH 16
 #define MAXB 8
 #define SPFAC 4
 #define MAX_DEPTH 40
@@ -554,6 +554,12 @@ static inline int is_leaf(uint64_t ref) { return ((uint32_t)ref & REF_LEAF) != 0
 
 #define FALLBACK (OC__ACL_NONE - 1) /* a dead covering rule was hit */
 
+/* dead == NULL: no tombstone at all (the common case: no dependent load) */
+static inline int is_dead(const uint8_t *dead, uint32_t r)
+{
+    return dead != NULL && __atomic_load_n(&dead[r], __ATOMIC_RELAXED);
+}
+
 /* best live rank of all rules (the slow, always-right answer) */
 static uint32_t flat_scan(const oc__acl_tree_t *t, const uint8_t *dead,
                           const oc_acl_key_t *k)
@@ -564,7 +570,7 @@ static uint32_t flat_scan(const oc__acl_tree_t *t, const uint8_t *dead,
                          : oc__acl_blk_match_scalar(&t->flat[i], k);
         while (m) {
             uint32_t r = t->flat[i].rank[__builtin_ctz(m)];
-            if (!__atomic_load_n(&dead[r], __ATOMIC_RELAXED))
+            if (!is_dead(dead, r))
                 return r;
             m &= m - 1;
         }
@@ -590,7 +596,7 @@ static inline uint32_t leaf_small(const oc__acl_tree_t *t, const uint8_t *dead,
     for (unsigned i = 0; i < n && q[i].rank < best; i++) {
         if (!srule_matches(&q[i], k))
             continue;
-        if (!__atomic_load_n(&dead[q[i].rank], __ATOMIC_RELAXED))
+        if (!is_dead(dead, q[i].rank))
             return q[i].rank;
         if (t->cover[q[i].rank])
             return FALLBACK;
@@ -613,7 +619,7 @@ static inline uint32_t leaf_scalar(const oc__acl_tree_t *t, const uint8_t *dead,
             return best;
         while (m) {
             uint32_t r = b->rank[__builtin_ctz(m)];
-            if (!__atomic_load_n(&dead[r], __ATOMIC_RELAXED))
+            if (!is_dead(dead, r))
                 return r < best ? r : best;
             if (t->cover[r])
                 return FALLBACK;
@@ -744,7 +750,7 @@ AVX512 static void lookup_avx512(const oc__acl_tree_t *t, const uint8_t *dead,
                         break;
                     while (m) {
                         uint32_t rk = b->rank[__builtin_ctz(m)];
-                        if (!__atomic_load_n(&dead[rk], __ATOMIC_RELAXED)) {
+                        if (!is_dead(dead, rk)) {
                             if (rk < best[i])
                                 best[i] = rk;
                             goto next_key;

@@ -80,7 +80,8 @@ void oc__acl_blk_clear(oc__acl_blk_t *b);
 
 /* Best live rank for each key (OC__ACL_NONE if none).  A leaf may have
  * dropped the rules that a covering rule hides; when that rule is dead
- * (deleted, not yet rebuilt) the key is answered from `flat` instead.: scalar reference and
+ * (deleted, not yet rebuilt) the key is answered from `flat` instead.
+ * @p dead may be NULL when no rule of the tree is dead.  Scalar reference and
  * the fast path (AVX-512 when the CPU has it, interleaved across keys). */
 void oc__acl_tree_lookup_scalar(const oc__acl_tree_t *t, const uint8_t *dead,
                                 const oc_acl_key_t *keys, uint32_t n,
