@@ -19,6 +19,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -432,13 +433,43 @@ static int part_of(const oc_acl_rule_t *r)
     return s && d ? 2 : d ? 1 : 0;
 }
 
+/* Move what lookups walk (nodes, blocks, small leaves) into one region on
+ * transparent huge pages where the kernel allows: a walk then costs no TLB
+ * misses.  Best effort: on failure the arrays stay where they are. */
+#define HUGE_SZ (2u << 20)
+static void pack_hot(oc__acl_tree_t *t)
+{
+    size_t nb = t->nnodes * sizeof(uint64_t), bb = t->nblk * sizeof(oc__acl_blk_t);
+    size_t sb = t->nsmall * sizeof(oc__acl_srule_t);
+    size_t off_b = (nb + 63) & ~(size_t)63, off_s = off_b + bb;
+    size_t len = (off_s + sb + HUGE_SZ - 1) & ~(size_t)(HUGE_SZ - 1);
+    char *p;
+    if (len < HUGE_SZ || posix_memalign((void **)&p, HUGE_SZ, len) != 0)
+        return;
+#ifdef MADV_HUGEPAGE
+    madvise(p, len, MADV_HUGEPAGE);
+#endif
+    memcpy(p, t->nodes, nb);
+    memcpy(p + off_b, t->blk, bb);
+    memcpy(p + off_s, t->small, sb);
+    free(t->nodes);
+    free(t->blk);
+    free(t->small);
+    t->nodes = (uint64_t *)p;
+    t->blk = (oc__acl_blk_t *)(p + off_b);
+    t->small = (oc__acl_srule_t *)(p + off_s);
+    t->packed = len;
+}
+
 void oc__acl_tree_free(oc__acl_tree_t *t)
 {
     if (t == NULL)
         return;
     free(t->nodes);
-    free(t->blk);
-    free(t->small);
+    if (!t->packed) {
+        free(t->blk);
+        free(t->small);
+    }
     free(t->userdata);
     free(t->order);
     free(t->seq);
@@ -521,9 +552,12 @@ oc_status_t oc__acl_tree_build(const oc_acl_rule_t *sorted, const uint64_t *seq,
             t->part[j] = t->part[j - 1];
             t->part[j - 1] = x;
         }
-    t->mem = sizeof(*t) + t->nnodes * sizeof(uint64_t) +
-             t->nblk * sizeof(oc__acl_blk_t) +
-             t->nsmall * sizeof(oc__acl_srule_t) +
+    pack_hot(t);
+    t->mem = sizeof(*t) +
+             (t->packed ? t->packed
+                        : t->nnodes * sizeof(uint64_t) +
+                              t->nblk * sizeof(oc__acl_blk_t) +
+                              t->nsmall * sizeof(oc__acl_srule_t)) +
              n * (sizeof(uint32_t) + 2 * sizeof(uint64_t) + 1) +
              t->nflat * sizeof(oc__acl_blk_t);
     free(list);
@@ -652,7 +686,7 @@ void oc__acl_tree_lookup_scalar(const oc__acl_tree_t *t, const uint8_t *dead,
 }
 
 #if defined(__x86_64__)
-#define GROUP 32
+#define GROUP 64
 
 /* Walk the keys in @p active down to their leaves, one level of every key
  * at a time so that their loads overlap; each step prefetches the slot the
@@ -662,13 +696,13 @@ void oc__acl_tree_lookup_scalar(const oc__acl_tree_t *t, const uint8_t *dead,
 __attribute__((noinline)) static void walk_group(const oc__acl_tree_t *t,
                                                  uint64_t *ref,
                                                  uint32_t (*kf)[NFIELDS],
-                                                 uint32_t active)
+                                                 uint64_t active)
 {
     const uint64_t *nodes = t->nodes;
     uint8_t act[GROUP];
     unsigned na = 0;
     while (active) {
-        act[na++] = (uint8_t)__builtin_ctz(active);
+        act[na++] = (uint8_t)__builtin_ctzll(active);
         active &= active - 1;
     }
     while (na > 0) {
@@ -705,7 +739,8 @@ AVX512 static void lookup_avx512(const oc__acl_tree_t *t, const uint8_t *dead,
 {
     for (uint32_t g = 0; g < n; g += GROUP) {
         uint32_t gn = n - g < GROUP ? n - g : GROUP;
-        uint32_t kf[GROUP][NFIELDS], best[GROUP], fb = 0;
+        uint32_t kf[GROUP][NFIELDS], best[GROUP];
+        uint64_t fb = 0;
         uint64_t ref[GROUP];
         const oc_acl_key_t *k = keys + g;
 
@@ -714,12 +749,12 @@ AVX512 static void lookup_avx512(const oc__acl_tree_t *t, const uint8_t *dead,
             best[i] = OC__ACL_NONE;
         }
         for (unsigned p = 0; p < t->nparts; p++) {
-            uint32_t active = 0;
+            uint64_t active = 0;
             uint64_t root = t->part[p].root;
             for (uint32_t i = 0; i < gn; i++) {
                 ref[i] = root;
                 if (t->part[p].min_rank < best[i] && !is_leaf(root))
-                    active |= 1u << i;
+                    active |= 1ull << i;
                 else if (t->part[p].min_rank >= best[i])
                     ref[i] = REF_EMPTY;
             }
@@ -734,7 +769,7 @@ AVX512 static void lookup_avx512(const oc__acl_tree_t *t, const uint8_t *dead,
                 if (r & REF_SMALL) {
                     uint32_t x = leaf_small(t, dead, r, &k[i], best[i]);
                     if (x == FALLBACK) {
-                        fb |= 1u << i;
+                        fb |= 1ull << i;
                         best[i] = 0;
                     } else {
                         best[i] = x;
@@ -756,7 +791,7 @@ AVX512 static void lookup_avx512(const oc__acl_tree_t *t, const uint8_t *dead,
                             goto next_key;
                         }
                         if (t->cover[rk]) {
-                            fb |= 1u << i;
+                            fb |= 1ull << i;
                             best[i] = 0; /* no other tree is walked */
                             goto next_key;
                         }

@@ -56,6 +56,8 @@ typedef struct {
     oc__acl_blk_t *blk;
     oc__acl_srule_t *small;
     size_t nnodes, nblk, nsmall;
+    size_t packed; /* bytes of the one allocation (at nodes) that holds
+                      nodes, blk and small, or 0: three allocations */
     /* per rank */
     uint32_t *userdata;
     uint64_t *order; /* priority << 32 | id: compared with the side part */
