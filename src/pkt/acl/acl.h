@@ -117,6 +117,12 @@ oc_status_t oc_acl_rule_check(const oc_acl_rule_t *r, const char **why);
 long oc_acl_match_linear(const oc_acl_rule_t *rules, size_t n,
                          const oc_acl_key_t *key);
 
+/** Linear first-match scan over rules already sorted in priority order
+ *  (stops at the first match: the classic baseline).  Same answer as
+ *  oc_acl_match_linear() on sorted rules.  Thread-safe (pure). */
+long oc_acl_match_first(const oc_acl_rule_t *sorted, size_t n,
+                        const oc_acl_key_t *key);
+
 /**
  * Create an empty classifier for up to @p max_rules rules (1 ..
  * OC_ACL_MAX_RULES).  Starts its background rebuild thread.
@@ -176,6 +182,10 @@ uint32_t oc_acl_lookup_burst(oc_acl_t *acl, const oc_acl_key_t *keys,
 uint32_t oc_acl_lookup_burst_scalar(oc_acl_t *acl, const oc_acl_key_t *keys,
                                     uint32_t n, uint32_t *out_userdata);
 
+/** Which fast path oc_acl_lookup_burst() uses on this CPU: "avx512" or
+ *  "scalar" (static string). */
+const char *oc_acl_lookup_method(void);
+
 /** Reader-thread registration (wrappers around the reclamation scheme, so
  *  callers need not know it).  Call from the reader thread itself. */
 void oc_acl_reader_register(void);
@@ -191,7 +201,8 @@ size_t oc_acl_mem_bytes(const oc_acl_t *acl);
 
 /** Wait until pending updates are folded into the read-optimized tables
  *  (the background rebuild has caught up).  Writer call; for tests and
- *  benchmarks.  @return OC_OK or OC_ERR_NO_MEMORY (a rebuild failed; the
+ *  benchmarks.  Not from a reader thread that is online (it would wait
+ *  for its own quiescent state).  @return OC_OK or OC_ERR_NO_MEMORY (a rebuild failed; the
  *  classifier still answers correctly from its incremental part). */
 oc_status_t oc_acl_sync(oc_acl_t *acl);
 

@@ -43,6 +43,15 @@ long oc_acl_match_linear(const oc_acl_rule_t *rules, size_t n,
     return best;
 }
 
+long oc_acl_match_first(const oc_acl_rule_t *sorted, size_t n,
+                        const oc_acl_key_t *key)
+{
+    for (size_t i = 0; i < n; i++)
+        if (oc_acl_rule_matches(&sorted[i], key))
+            return (long)i;
+    return -1;
+}
+
 typedef struct {
     const char *p, *end; /* the current line, without its newline */
 } cur_t;
