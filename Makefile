@@ -9,6 +9,8 @@
 #   make demo    histogram on 2 ranks on this machine
 #   make bench   the benchmarks, side by side with their baselines, and
 #                the placements (inline vs agent, agent threads 1 vs 2)
+#   make bench-pkt  the packet data plane: classifier and forwarding
+#                through offcore-dp (root: network namespaces)
 #   make study   the placement study (docs/evaluation.md): every app inline,
 #                agent and dpu; table, sweeps, CSV and plots in
 #                $(BUILDDIR)/study.  STUDY_ARGS passes flags to
@@ -32,7 +34,7 @@ SETUP = sh scripts/meson-setup.sh
 PHASE = sh scripts/phase.sh
 
 .PHONY: all deps build test test-build test-asan test-fuzz demo bench study clean \
-        compile asan-build fuzz-build
+        compile asan-build fuzz-build bench-pkt
 
 all: build
 
@@ -90,6 +92,10 @@ demo: build
 bench: build
 	sh bench/run-bench.sh $(BUILDDIR)
 	sh bench/run-agent-bench.sh $(BUILDDIR)
+	sh bench/run-pkt-bench.sh $(BUILDDIR)
+
+bench-pkt: build
+	sh bench/run-pkt-bench.sh $(BUILDDIR)
 
 study: build
 	python3 bench/study.py --build $(BUILDDIR) $(STUDY_ARGS)

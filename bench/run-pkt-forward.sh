@@ -51,10 +51,10 @@ trap cleanup EXIT INT TERM
 die() { echo "run-pkt-forward: $*" >&2; tail -20 "$tmp/dp.log" >&2 2>/dev/null; exit 1; }
 
 for n in $A $B $D; do ip netns add $n || die "netns $n"; done
-ip link add ocpfa0 numtxqueues 2 numrxqueues 2 netns $A type veth \
-    peer name ocpfa1 numtxqueues 2 numrxqueues 2 netns $D || die veth
-ip link add ocpfb0 numtxqueues 2 numrxqueues 2 netns $B type veth \
-    peer name ocpfb1 numtxqueues 2 numrxqueues 2 netns $D || die veth
+ip link add ocpfa0 numtxqueues $threads numrxqueues $threads netns $A type veth \
+    peer name ocpfa1 numtxqueues $threads numrxqueues $threads netns $D || die veth
+ip link add ocpfb0 numtxqueues $threads numrxqueues $threads netns $B type veth \
+    peer name ocpfb1 numtxqueues $threads numrxqueues $threads netns $D || die veth
 ip -n $A addr add 10.78.0.1/24 dev ocpfa0
 ip -n $B addr add 10.78.0.2/24 dev ocpfb0
 for x in "$A ocpfa0" "$B ocpfb0" "$D ocpfa1" "$D ocpfb1"; do
@@ -111,6 +111,12 @@ stop_case() { # CASE
     case $1 in
     kernel-bridge) ip -n $D link del ocpfbr ;;
     dp-*)
+        # CPU the daemon spent (it sleeps in poll() when idle) per frame it
+        # forwarded: the cost of its pipeline, apart from the traffic tools
+        fwd=$("$cli" dp --control "unix:$tmp/dp.sock" stat --raw |
+            sed -n 's/^offcore_dp_forwarded_packets_total \([0-9]*\)$/\1/p')
+        ticks=$(awk '{print $14 + $15}' /proc/$dppid/stat)
+        echo "$fwd $ticks $(getconf CLK_TCK)" >"$tmp/cpu"
         kill -TERM $dppid
         wait $dppid || die "offcore-dp exit status $?"
         dppid=
@@ -124,18 +130,24 @@ run_case() { # CASE REPEAT
         >"$tmp/udp.json" 2>&1 || die "iperf3 UDP ($1): $(tail -3 "$tmp/udp.json")"
     ip netns exec $A iperf3 -c 10.78.0.2 -p 23301 -t "$secs" -J \
         >"$tmp/tcp.json" 2>&1 || die "iperf3 TCP ($1): $(tail -3 "$tmp/tcp.json")"
+    rm -f "$tmp/cpu"
     stop_case "$1"
-    python3 - "$1" "$2" "$tmp/udp.json" "$tmp/tcp.json" <<'EOF' | tee -a "$tmp/runs"
-import json, sys
-case, rep, udp, tcp = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+    python3 - "$1" "$2" "$tmp/udp.json" "$tmp/tcp.json" "$tmp/cpu" <<'EOF' | tee -a "$tmp/runs"
+import json, os, sys
+case, rep, udp, tcp, cpu = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
 u = json.load(open(udp))["end"]["sum"]
 t = json.load(open(tcp))["end"]["sum_received"]
 got = u["packets"] - u["lost_packets"]
-print(json.dumps({"bench": "forward", "case": case, "repeat": rep,
-                  "mpps": round(got / u["seconds"] / 1e6, 4),
-                  "udp_sent_mpps": round(u["packets"] / u["seconds"] / 1e6, 4),
-                  "udp_lost_pct": round(u["lost_percent"], 2),
-                  "tcp_gbps": round(t["bits_per_second"] / 1e9, 3)}))
+out = {"bench": "forward", "case": case, "repeat": rep,
+       "mpps": round(got / u["seconds"] / 1e6, 4),
+       "udp_sent_mpps": round(u["packets"] / u["seconds"] / 1e6, 4),
+       "udp_lost_pct": round(u["lost_percent"], 2),
+       "tcp_gbps": round(t["bits_per_second"] / 1e9, 3)}
+if os.path.exists(cpu):
+    fwd, ticks, hz = (int(x) for x in open(cpu).read().split())
+    if fwd > 0:
+        out["dp_cpu_ns_per_pkt"] = round(ticks / hz * 1e9 / fwd)
+print(json.dumps(out))
 EOF
 }
 
@@ -152,6 +164,9 @@ med = {}
 for c in ["kernel-bridge", "dp-bare", "dp-acl1-10k"]:
     rs = [r for r in runs if r["case"] == c]
     med[c] = {k: statistics.median(r[k] for r in rs) for k in ("mpps", "tcp_gbps")}
+    cpu = [r["dp_cpu_ns_per_pkt"] for r in rs if "dp_cpu_ns_per_pkt" in r]
+    if cpu:
+        med[c]["dp_cpu_ns_per_pkt"] = statistics.median(cpu)
     med[c]["runs"] = len(rs)
 bare = med["dp-bare"]
 for c, m in med.items():
@@ -159,6 +174,8 @@ for c, m in med.items():
            "mpps": m["mpps"], "tcp_gbps": m["tcp_gbps"],
            "mpps_vs_bare": round(m["mpps"] / bare["mpps"], 3) if bare["mpps"] else None,
            "tcp_vs_bare": round(m["tcp_gbps"] / bare["tcp_gbps"], 3) if bare["tcp_gbps"] else None}
+    if "dp_cpu_ns_per_pkt" in m:
+        out["dp_cpu_ns_per_pkt"] = m["dp_cpu_ns_per_pkt"]
     print(json.dumps(out))
 # per-repeat ratios of the classifier to the bare forwarder, same repeat
 ratios = []

@@ -22,6 +22,10 @@ for target in wire ctl pkt; do
     if [ "$target" = ctl ] && [ "$runs" -gt "${FUZZ_CTL_RUNS:-1000000}" ]; then
         runs=${FUZZ_CTL_RUNS:-1000000}
     fi
+    # pkt: ~30K inputs/s here (config texts dominate); 2M keep it near 70 s
+    if [ "$target" = pkt ] && [ "$runs" -gt "${FUZZ_PKT_RUNS:-2000000}" ]; then
+        runs=${FUZZ_PKT_RUNS:-2000000}
+    fi
     fuzzer=$dir/tests/fuzz/fuzz_$target
     log=$dir/fuzz-$target.log
     mkdir -p "$corpus/$target"

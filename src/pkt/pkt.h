@@ -103,7 +103,8 @@ typedef struct {
  * Loads libxdp's default XSK program.  A quick re-open can meet EBUSY from
  * the kernel: retried for up to a second.
  * @return OC_OK and *out; OC_ERR_INVALID_PARAM; OC_ERR_CONFIG (no such
- *   interface, fewer queues than asked, zero-copy not supported: logged);
+ *   interface, rx queues not exactly nqueues (frames on a queue without a
+ *   socket would bypass offcore-dp), zero-copy not supported: logged);
  *   OC_ERR_TRANSPORT (the kernel refused the socket or program: logged);
  *   OC_ERR_NO_MEMORY.
  */

@@ -334,6 +334,9 @@ static oc_status_t xq_open(xq_t *xq, const oc_port_conf_t *c, uint32_t q)
                  q, strerror(-rc),
                  c->zero_copy && (rc == -EOPNOTSUPP || rc == -EINVAL)
                      ? " (the driver has no zero-copy: use copy mode)"
+                 : rc == -ENOSPC
+                     ? " (a veth's XDP needs at least as many rx queues as "
+                       "its peer has tx queues: ethtool -l on both ends)"
                      : "");
         umem_put(p);
         return c->zero_copy && rc == -EOPNOTSUPP ? OC_ERR_CONFIG
@@ -389,12 +392,15 @@ oc_status_t oc_port_open_xdp(const oc_port_conf_t *c, oc_port_t **out)
         return OC_ERR_CONFIG;
     }
     have = rx_queues(c->ifname);
-    if (have != 0 && have < c->nqueues) {
+    if (have != 0 && have != c->nqueues) {
+        /* a queue without a socket would pass its frames to the kernel:
+         * traffic that bypasses the pipeline */
         oc_error(OC_COMP_PKT,
-                 "%s has %u rx queue(s), %u needed (one per thread): raise "
-                 "them (ethtool -L, or create the veth with numrxqueues N "
-                 "numtxqueues N) or use fewer threads",
-                 c->ifname, have, c->nqueues);
+                 "%s has %u rx queue(s) and %u thread(s) would serve %u: make "
+                 "them equal (ethtool -L %s combined %u, or on a veth "
+                 "ethtool -L %s rx %u tx %u; or --threads %u)",
+                 c->ifname, have, c->nqueues, c->nqueues, c->ifname,
+                 c->nqueues, c->ifname, c->nqueues, c->nqueues, have);
         return OC_ERR_CONFIG;
     }
     port = calloc(1, sizeof(*port));
