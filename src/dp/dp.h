@@ -41,8 +41,12 @@ typedef struct {
     char host[16], wire[16];       /* interface names */
     oc_port_xdp_mode_t xdp_mode;
     bool zero_copy;
+    int  backend;    /* OC_DP_BACKEND_* */
     unsigned line;
 } oc_dp_attach_conf_t;
+
+enum { OC_DP_BACKEND_XDP = 0, OC_DP_BACKEND_DPDK_AF_XDP,
+       OC_DP_BACKEND_DPDK_AF_PACKET };
 
 /** A rule as the operator wrote it: the classifier rule plus its action. */
 typedef struct {
