@@ -4,7 +4,8 @@
 # a temporary directory.  Fails on any crash, sanitizer report, leak or
 # timeout; the input that caused it is kept in BUILDDIR/fuzz-artifacts/ and
 # can be replayed with BUILDDIR/tests/fuzz/fuzz_TARGET_replay FILE (any
-# build).  Targets: wire (bundles), ctl (control frames and streams).
+# build).  Targets: wire (bundles), ctl (control frames and streams), acl
+# (ClassBench rule and trace files, then the classifier's tree builder).
 # FUZZ_SEED=N makes a run repeatable (libFuzzer prints the seed it used).
 set -eu
 dir=$1
@@ -14,12 +15,17 @@ trap 'rm -rf "$corpus"' EXIT INT TERM
 artifacts=$dir/fuzz-artifacts
 mkdir -p "$artifacts"
 
-for target in wire ctl; do
+for target in wire ctl acl; do
     # The control decoder runs ~10x slower per input (framing, and a
     # connection reader per input): 1M executions keep CI in its budget.
     runs=$2
     if [ "$target" = ctl ] && [ "$runs" -gt "${FUZZ_CTL_RUNS:-1000000}" ]; then
         runs=${FUZZ_CTL_RUNS:-1000000}
+    fi
+    # The classifier target builds trees for accepted rule files: slower
+    # per input again.
+    if [ "$target" = acl ] && [ "$runs" -gt "${FUZZ_ACL_RUNS:-1000000}" ]; then
+        runs=${FUZZ_ACL_RUNS:-1000000}
     fi
     fuzzer=$dir/tests/fuzz/fuzz_$target
     log=$dir/fuzz-$target.log

@@ -444,14 +444,18 @@ static void pack_hot(oc__acl_tree_t *t)
     size_t off_b = (nb + 63) & ~(size_t)63, off_s = off_b + bb;
     size_t len = (off_s + sb + HUGE_SZ - 1) & ~(size_t)(HUGE_SZ - 1);
     char *p;
-    if (len < HUGE_SZ || posix_memalign((void **)&p, HUGE_SZ, len) != 0)
+    /* small tables stay in the cache anyway: not worth 2 MB */
+    if (off_s + sb < HUGE_SZ / 2 || posix_memalign((void **)&p, HUGE_SZ, len) != 0)
         return;
 #ifdef MADV_HUGEPAGE
     madvise(p, len, MADV_HUGEPAGE);
 #endif
-    memcpy(p, t->nodes, nb);
-    memcpy(p + off_b, t->blk, bb);
-    memcpy(p + off_s, t->small, sb);
+    if (nb > 0)
+        memcpy(p, t->nodes, nb);
+    if (bb > 0)
+        memcpy(p + off_b, t->blk, bb);
+    if (sb > 0)
+        memcpy(p + off_s, t->small, sb);
     free(t->nodes);
     free(t->blk);
     free(t->small);
@@ -643,10 +647,11 @@ static inline uint32_t leaf_scalar(const oc__acl_tree_t *t, const uint8_t *dead,
                                    uint32_t ref, const oc_acl_key_t *k,
                                    uint32_t best)
 {
-    const oc__acl_blk_t *b = &t->blk[ref & (LEAF_MAXIDX - 1)];
+    const oc__acl_blk_t *b;
     unsigned nb = ((ref >> 23) & 0x7f) + 1;
     if (ref & REF_SMALL)
         return leaf_small(t, dead, ref, k, best);
+    b = &t->blk[ref & (LEAF_MAXIDX - 1)];
     for (unsigned i = 0; i < nb; i++, b++) {
         uint32_t m = oc__acl_blk_match_scalar(b, k);
         if (b->rank[0] >= best)
