@@ -9,6 +9,8 @@
 #   make demo    histogram on 2 ranks on this machine
 #   make bench   the benchmarks, side by side with their baselines, and
 #                the placements (inline vs agent, agent threads 1 vs 2)
+#   make bench-pkt  the packet classifier vs DPDK rte_acl vs a linear scan
+#                (bench/classifier.c; BENCH_PKT_ARGS passes flags, --help)
 #   make study   the placement study (docs/evaluation.md): every app inline,
 #                agent and dpu; table, sweeps, CSV and plots in
 #                $(BUILDDIR)/study.  STUDY_ARGS passes flags to
@@ -31,7 +33,7 @@ export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM = 1
 SETUP = sh scripts/meson-setup.sh
 PHASE = sh scripts/phase.sh
 
-.PHONY: all deps build test test-build test-asan test-fuzz demo bench study clean \
+.PHONY: all deps build test test-build test-asan test-fuzz demo bench bench-pkt study clean \
         compile asan-build fuzz-build
 
 all: build
@@ -90,6 +92,11 @@ demo: build
 bench: build
 	sh bench/run-bench.sh $(BUILDDIR)
 	sh bench/run-agent-bench.sh $(BUILDDIR)
+	$(MAKE) --no-print-directory bench-pkt
+
+# one core, lookups only; JSON lines (bench/classifier.c)
+bench-pkt: build
+	$(BUILDDIR)/bench/bench-classifier --data data/classbench $(BENCH_PKT_ARGS)
 
 study: build
 	python3 bench/study.py --build $(BUILDDIR) $(STUDY_ARGS)

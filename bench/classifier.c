@@ -13,7 +13,8 @@
  * oc_acl_mem_bytes; rte_acl: growth of DPDK's malloc heap by the build);
  * peak_bytes = growth of the process's peak RSS during the build.
  *
- * Output: JSON lines (see --help).  Single process; the update test runs a
+ * Output: JSON lines (see --help); exit status 1 if any result is not
+ * verified.  Single process; the update test runs a
  * reader thread (CPU 0) and the writer (CPU 1, with the rebuild thread).
  */
 #include <errno.h>
@@ -40,12 +41,13 @@
 static struct {
     const char *data;
     int repeats;
-    size_t linear_keys;
+    size_t linear_keys, keys;
     int update_ops;
     double update_rate;
     const char *families;
     int dpdk;
-} opt = {"data/classbench", 5, 20000, 4000, 5000.0, "acl1,fw1", 1};
+} opt = {"data/classbench", 5, 20000, 0, 4000, 5000.0, "acl1,fw1", 1};
+static int failures; /* verified == false anywhere: exit status 1 */
 
 static double now_s(void)
 {
@@ -282,6 +284,7 @@ static void result(const char *fam, const char *impl, size_t rules,
                    const char *method, const double *base_w,
                    const double *base_c, size_t keys)
 {
+    failures += !verified;
     printf("{\"bench\":\"classifier\",\"family\":\"%s\",\"impl\":\"%s\","
            "\"rules\":%zu,\"mpps\":%.3f,\"build_s\":%.4f,\"mem_bytes\":%zu,"
            "\"peak_bytes\":%zu,\"verified\":%s,\"keys\":%zu,\"burst\":%d,"
@@ -470,6 +473,7 @@ static void lat_line(const char *fam, const char *op, uint64_t *ns, int n,
                      double during, double idle, int verified)
 {
     qsort(ns, (size_t)n, sizeof(*ns), cmp_u64);
+    failures += !verified;
     printf("{\"bench\":\"classifier-update\",\"family\":\"%s\",\"impl\":\"offcore\","
            "\"op\":\"%s\",\"p50_us\":%.2f,\"p99_us\":%.2f,\"max_us\":%.2f,"
            "\"lookup_mpps_during\":%.3f,\"lookup_mpps_idle\":%.3f,\"ops\":%d,"
@@ -562,6 +566,7 @@ static void usage(FILE *o)
         "                    and DIR/F_10k_mix.trace.gz\n"
         "  --repeats N       interleaved repeats, median reported (default 5)\n"
         "  --linear-keys N   keys the linear scan is timed on (default 20000)\n"
+        "  --keys N          use the first N trace keys only (default all)\n"
         "  --update-ops N    del+add pairs in the update test (default 4000)\n"
         "  --update-rate R   updates per second, paced (default 5000)\n"
         "  --no-dpdk         skip rte_acl\n"
@@ -585,6 +590,8 @@ static int load_family(fam_t *f, const char *fam)
         fprintf(stderr, "bench-classifier: %s\n", err);
         return -1;
     }
+    if (opt.keys > 0 && opt.keys < f->nk)
+        f->nk = opt.keys;
     f->keys = malloc(f->nk * sizeof(*f->keys));
     f->want = malloc(f->nk * sizeof(uint32_t));
     f->out = malloc(f->nk * sizeof(uint32_t));
@@ -604,7 +611,8 @@ int main(int argc, char **argv)
 {
     static const struct option lo[] = {
         {"data", 1, 0, 'd'}, {"families", 1, 0, 'f'}, {"repeats", 1, 0, 'r'},
-        {"linear-keys", 1, 0, 'l'}, {"update-ops", 1, 0, 'u'},
+        {"linear-keys", 1, 0, 'l'}, {"keys", 1, 0, 'k'},
+        {"update-ops", 1, 0, 'u'},
         {"update-rate", 1, 0, 'R'}, {"no-dpdk", 0, 0, 'D'}, {"help", 0, 0, 'h'},
         {0, 0, 0, 0}};
     char fams[256], *save = NULL, *fam;
@@ -616,6 +624,7 @@ int main(int argc, char **argv)
         case 'f': opt.families = optarg; break;
         case 'r': opt.repeats = atoi(optarg); break;
         case 'l': opt.linear_keys = strtoull(optarg, NULL, 10); break;
+        case 'k': opt.keys = strtoull(optarg, NULL, 10); break;
         case 'u': opt.update_ops = atoi(optarg); break;
         case 'R': opt.update_rate = atof(optarg); break;
         case 'D': opt.dpdk = 0; break;
@@ -669,5 +678,7 @@ int main(int argc, char **argv)
         free(f.out);
     }
     oc_acl_reader_unregister();
-    return 0;
+    if (failures)
+        fprintf(stderr, "bench-classifier: %d result(s) NOT verified\n", failures);
+    return failures ? 1 : 0;
 }
