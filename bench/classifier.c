@@ -46,7 +46,7 @@ static struct {
     double update_rate;
     const char *families;
     int dpdk;
-} opt = {"data/classbench", 5, 20000, 0, 4000, 5000.0, "acl1,fw1", 1};
+} opt = {"data/classbench", 5, 20000, 0, 4000, 1000.0, "acl1,fw1", 1};
 static int failures; /* verified == false anywhere: exit status 1 */
 
 static double now_s(void)
@@ -416,7 +416,7 @@ typedef struct {
     fam_t *f;
     int stop, counting;
     size_t lookups;
-    double t0, t1;
+    double t0, t1, c0, c1; /* wall and reader-CPU edges of the window */
 } upd_t;
 
 static void *reader_main(void *arg)
@@ -433,8 +433,10 @@ static void *reader_main(void *arg)
             if (c) {
                 cnt = 0;
                 u->t0 = now_s();
+                u->c0 = cpu_s();
             } else {
                 u->t1 = now_s();
+                u->c1 = cpu_s();
                 __atomic_store_n(&u->lookups, cnt, __ATOMIC_RELEASE);
             }
             was = c;
@@ -450,8 +452,8 @@ static void *reader_main(void *arg)
     return NULL;
 }
 
-/* lookup rate of the reader over @p secs (or until *done), M/s */
-static double window(upd_t *u, double secs)
+/* lookup rate of the reader over @p secs, M/s (*cpu: per CPU-second) */
+static double window(upd_t *u, double secs, double *cpu)
 {
     struct timespec ts = {(time_t)secs, (long)((secs - (int)secs) * 1e9)};
     __atomic_store_n(&u->lookups, (size_t)-1, __ATOMIC_RELEASE);
@@ -460,6 +462,7 @@ static double window(upd_t *u, double secs)
     __atomic_store_n(&u->counting, 0, __ATOMIC_RELEASE);
     while (__atomic_load_n(&u->lookups, __ATOMIC_ACQUIRE) == (size_t)-1)
         sched_yield();
+    *cpu = (double)u->lookups / (u->c1 - u->c0) / 1e6;
     return (double)u->lookups / (u->t1 - u->t0) / 1e6;
 }
 
@@ -470,18 +473,27 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 static void lat_line(const char *fam, const char *op, uint64_t *ns, int n,
-                     double during, double idle, int verified)
+                     const double *rate, int verified)
 {
     qsort(ns, (size_t)n, sizeof(*ns), cmp_u64);
     failures += !verified;
     printf("{\"bench\":\"classifier-update\",\"family\":\"%s\",\"impl\":\"offcore\","
            "\"op\":\"%s\",\"p50_us\":%.2f,\"p99_us\":%.2f,\"max_us\":%.2f,"
-           "\"lookup_mpps_during\":%.3f,\"lookup_mpps_idle\":%.3f,\"ops\":%d,"
-           "\"rate_ops_s\":%.0f,\"verified\":%s}\n",
+           "\"lookup_mpps_during\":%.3f,\"lookup_mpps_idle\":%.3f,"
+           "\"lookup_mpps_cpu_during\":%.3f,\"lookup_mpps_cpu_idle\":%.3f,"
+           "\"ops\":%d,\"rate_ops_s\":%.0f,\"verified\":%s}\n",
            fam, op, ns[n / 2] / 1e3, ns[(size_t)n * 99 / 100] / 1e3,
-           ns[n - 1] / 1e3, during, idle, n, opt.update_rate,
+           ns[n - 1] / 1e3, rate[0], rate[1], rate[2], rate[3], n,
+           opt.update_rate,
            verified ? "true" : "false");
     fflush(stdout);
+}
+
+static void sleep_until(double t)
+{
+    struct timespec ts = {(time_t)t, (long)((t - (double)(time_t)t) * 1e9)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        ;
 }
 
 static void *writer_main(void *arg)
@@ -492,7 +504,7 @@ static void *writer_main(void *arg)
     int n = opt.update_ops;
     uint64_t *add_ns = malloc((size_t)n * sizeof(uint64_t));
     uint64_t *del_ns = malloc((size_t)n * sizeof(uint64_t));
-    double idle, during, period = 1.0 / opt.update_rate, t, tstart;
+    double rate[4], period = 1.0 / opt.update_rate, t, tstart;
     uint64_t r = 12345;
     int verified;
 
@@ -503,7 +515,7 @@ static void *writer_main(void *arg)
         exit(1);
     u.f = f;
     pthread_create(&rd, NULL, reader_main, &u);
-    idle = window(&u, 0.3);
+    rate[1] = window(&u, 0.3, &rate[3]);
     __atomic_store_n(&u.lookups, (size_t)-1, __ATOMIC_RELEASE);
     __atomic_store_n(&u.counting, 1, __ATOMIC_RELEASE);
     tstart = t = now_s();
@@ -514,8 +526,7 @@ static void *writer_main(void *arg)
         k = (size_t)(r >> 33) % f->n;
         for (int half = 0; half < 2; half++) {
             t += period;
-            while (now_s() < t)
-                ;
+            sleep_until(t); /* leaves the CPU to the rebuild thread */
             a = now_s();
             if (half == 0 ? oc_acl_del(u.acl, f->rules[k].id) != OC_OK
                           : oc_acl_add(u.acl, &f->rules[k]) != OC_OK) {
@@ -529,7 +540,8 @@ static void *writer_main(void *arg)
     __atomic_store_n(&u.counting, 0, __ATOMIC_RELEASE);
     while (__atomic_load_n(&u.lookups, __ATOMIC_ACQUIRE) == (size_t)-1)
         sched_yield();
-    during = (double)u.lookups / (u.t1 - u.t0) / 1e6;
+    rate[0] = (double)u.lookups / (u.t1 - u.t0) / 1e6;
+    rate[2] = (double)u.lookups / (u.c1 - u.c0) / 1e6;
     fprintf(stderr, "  %s churn: %d del+add pairs in %.2f s\n", f->fam, n,
             now_s() - tstart);
     __atomic_store_n(&u.stop, 1, __ATOMIC_RELEASE);
@@ -547,8 +559,8 @@ static void *writer_main(void *arg)
     verified &= memcmp(f->out, f->want, f->nk * sizeof(uint32_t)) == 0;
     oc_acl_reader_unregister();
 
-    lat_line(f->fam, "add", add_ns, n, during, idle, verified);
-    lat_line(f->fam, "del", del_ns, n, during, idle, verified);
+    lat_line(f->fam, "add", add_ns, n, rate, verified);
+    lat_line(f->fam, "del", del_ns, n, rate, verified);
     oc_acl_destroy(u.acl);
     free(add_ns);
     free(del_ns);
@@ -568,7 +580,7 @@ static void usage(FILE *o)
         "  --linear-keys N   keys the linear scan is timed on (default 20000)\n"
         "  --keys N          use the first N trace keys only (default all)\n"
         "  --update-ops N    del+add pairs in the update test (default 4000)\n"
-        "  --update-rate R   updates per second, paced (default 5000)\n"
+        "  --update-rate R   updates per second, paced (default 1000)\n"
         "  --no-dpdk         skip rte_acl\n"
         "Prints one JSON line per implementation and family:\n"
         "  {\"bench\":\"classifier\",...,\"mpps\":..,\"verified\":true}\n"

@@ -823,3 +823,66 @@ void oc__acl_tree_lookup(const oc__acl_tree_t *t, const uint8_t *dead,
 #endif
     oc__acl_tree_lookup_scalar(t, dead, keys, n, rank);
 }
+
+/* ------------------------------------------------------------ side part */
+
+static inline void side_lanes(const oc__acl_side_view_t *sv, uint32_t b,
+                              uint32_t m, uint64_t *best, uint32_t *ud)
+{
+    uint32_t left = sv->cnt - b * OC__ACL_LANES;
+    if (left < OC__ACL_LANES)
+        m &= (1u << left) - 1;
+    while (m) {
+        uint32_t slot = b * OC__ACL_LANES + (uint32_t)__builtin_ctz(m);
+        m &= m - 1;
+        if (sv->order[slot] < *best &&
+            !__atomic_load_n(&sv->dead[slot], __ATOMIC_ACQUIRE)) {
+            *best = sv->order[slot];
+            *ud = sv->userdata[slot];
+        }
+    }
+}
+
+static void side_scalar(const oc__acl_side_view_t *sv, const oc_acl_key_t *keys,
+                        uint32_t n, uint64_t *best, uint32_t *ud)
+{
+    uint32_t nb = (sv->cnt + OC__ACL_LANES - 1) / OC__ACL_LANES;
+    for (uint32_t i = 0; i < n; i++)
+        for (uint32_t b = 0; b < nb; b++)
+            if (__atomic_load_n(&sv->blk_min[b], __ATOMIC_RELAXED) < best[i])
+                side_lanes(sv, b, oc__acl_blk_match_scalar(&sv->blk[b], &keys[i]),
+                           &best[i], &ud[i]);
+}
+
+#if defined(__x86_64__)
+AVX512 static void side_avx512(const oc__acl_side_view_t *sv,
+                               const oc_acl_key_t *keys, uint32_t n,
+                               uint64_t *best, uint32_t *ud)
+{
+    uint32_t nb = (sv->cnt + OC__ACL_LANES - 1) / OC__ACL_LANES;
+    for (uint32_t i = 0; i < n; i++) {
+        vkey_t v;
+        vkey(&v, &keys[i]);
+        for (uint32_t b = 0; b < nb; b++) {
+            uint32_t m;
+            if (__atomic_load_n(&sv->blk_min[b], __ATOMIC_RELAXED) >= best[i])
+                continue; /* nothing in this block can win */
+            m = blk_match8(&sv->blk[b], &v);
+            if (m)
+                side_lanes(sv, b, m, &best[i], &ud[i]);
+        }
+    }
+}
+#endif
+
+void oc__acl_side_lookup(const oc__acl_side_view_t *sv, const oc_acl_key_t *keys,
+                         uint32_t n, uint64_t *best, uint32_t *ud, int scalar)
+{
+#if defined(__x86_64__)
+    if (!scalar && oc__acl_have_avx512) {
+        side_avx512(sv, keys, n, best, ud);
+        return;
+    }
+#endif
+    side_scalar(sv, keys, n, best, ud);
+}

@@ -91,6 +91,22 @@ void oc__acl_tree_lookup_scalar(const oc__acl_tree_t *t, const uint8_t *dead,
 void oc__acl_tree_lookup(const oc__acl_tree_t *t, const uint8_t *dead,
                          const oc_acl_key_t *keys, uint32_t n, uint32_t *rank);
 
+/* The side part of a state (acl.c): @p cnt rules in blocks (lane rank =
+ * slot), per slot its order (priority << 32 | id), userdata and tombstone,
+ * per block the lowest order in it. */
+typedef struct {
+    const oc__acl_blk_t *blk;
+    const uint64_t *order, *blk_min;
+    const uint32_t *userdata;
+    const uint8_t *dead;
+    uint32_t cnt;
+} oc__acl_side_view_t;
+
+/* For each key, a live side rule that matches and beats best[i] replaces
+ * best[i] (its order) and ud[i] (its userdata). */
+void oc__acl_side_lookup(const oc__acl_side_view_t *sv, const oc_acl_key_t *keys,
+                         uint32_t n, uint64_t *best, uint32_t *ud, int scalar);
+
 /* Lanes of @p b matching @p k (bit i = lane i), scalar and AVX-512
  * (F, BW, VL). */
 uint32_t oc__acl_blk_match_scalar(const oc__acl_blk_t *b, const oc_acl_key_t *k);
