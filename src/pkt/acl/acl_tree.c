@@ -34,7 +34,8 @@
 #define REF_EMPTY 0xffffffffu
 #define REF_LEAF 0x80000000u
 /* References are 64-bit: an internal node is its offset in `nodes` (bits
- * 0..30) with its cut in bits 32..43 (field, shift, bits), so that a walk
+ * 0..30) with its cut in bits 32..63 (field 32..34, shift 35..39, child
+ * index mask 48..63), so that a walk
  * needs one load per level and can prefetch the exact child.  Leaf
  * references (bits 32..63 zero): bit 31 set; bit 30 set: small leaf, bits 27..29 = rules
  * - 1, bits 0..26 = first srule; else bits 23..29 = blocks - 1, bits 0..22
@@ -367,7 +368,8 @@ static uint64_t build_node(build_t *b, const uint32_t *list, size_t n,
             return REF_EMPTY;
         }
         t->nnodes += np;
-        hdr = (uint64_t)((uint32_t)best_f | sh << 3 | best_b << 8) << 32;
+        /* field, shift, and the mask of the child index (not its width) */
+        hdr = (uint64_t)((uint32_t)best_f | sh << 3 | (np - 1) << 16) << 32;
         for (unsigned j = 0; j < np && b->st == OC_OK; j++) {
             box_t cr = *reg;
             size_t cn = 0;
@@ -585,7 +587,7 @@ static inline const uint64_t *child_of(const uint64_t *nodes, uint64_t ref,
 {
     uint32_t h = (uint32_t)(ref >> 32);
     uint32_t v = kf[h & 7] >> ((h >> 3) & 31);
-    return &nodes[(uint32_t)ref + (v & ((1u << ((h >> 8) & 15)) - 1))];
+    return &nodes[(uint32_t)ref + (v & (h >> 16))];
 }
 
 static inline int is_leaf(uint64_t ref) { return ((uint32_t)ref & REF_LEAF) != 0; }
@@ -704,22 +706,25 @@ __attribute__((noinline)) static void walk_group(const oc__acl_tree_t *t,
                                                  uint64_t active)
 {
     const uint64_t *nodes = t->nodes;
+    const uint64_t *slot[GROUP];
     uint8_t act[GROUP];
     unsigned na = 0;
     while (active) {
-        act[na++] = (uint8_t)__builtin_ctzll(active);
+        unsigned i = (unsigned)__builtin_ctzll(active);
         active &= active - 1;
+        slot[i] = child_of(nodes, ref[i], kf[i]);
+        act[na++] = (uint8_t)i;
     }
     while (na > 0) {
         unsigned nn = 0;
         for (unsigned j = 0; j < na; j++) {
             unsigned i = act[j];
-            uint64_t r64 = *child_of(nodes, ref[i], kf[i]);
+            uint64_t r64 = *slot[i];
             uint32_t r = (uint32_t)r64;
             ref[i] = r64;
             if (!(r & REF_LEAF)) { /* exactly the slot the next step reads */
-                _mm_prefetch((const char *)child_of(nodes, r64, kf[i]),
-                             _MM_HINT_T0);
+                slot[i] = child_of(nodes, r64, kf[i]);
+                _mm_prefetch((const char *)slot[i], _MM_HINT_T0);
                 act[nn++] = (uint8_t)i;
             } else if (r == REF_EMPTY) {
             } else if (r & REF_SMALL) {
