@@ -552,7 +552,12 @@ size_t oc_acl_rules(const oc_acl_t *acl, oc_acl_rule_t *out, size_t cap)
 
 size_t oc_acl_mem_bytes(const oc_acl_t *acl)
 {
-    return rcu_dereference(acl->state)->mem;
+    size_t m;
+    /* under mu: the rebuild thread cannot retire the state meanwhile */
+    pthread_mutex_lock((pthread_mutex_t *)&acl->mu);
+    m = acl->state->mem;
+    pthread_mutex_unlock((pthread_mutex_t *)&acl->mu);
+    return m;
 }
 
 oc_status_t oc_acl_sync(oc_acl_t *acl)
@@ -597,10 +602,12 @@ static inline uint32_t lookup(oc_acl_t *acl, const oc_acl_key_t *keys,
         for (uint32_t i = 0; i < cn; i++) {
             uint32_t r = rank[i];
             out[c + i] = r == OC__ACL_NONE ? OC_ACL_NO_MATCH : t->userdata[r];
-            best[i] = r == OC__ACL_NONE ? UINT64_MAX : t->order[r];
         }
-        if (sv.cnt > 0) /* rules added since the tree was built */
+        if (sv.cnt > 0) { /* rules added since the tree was built */
+            for (uint32_t i = 0; i < cn; i++)
+                best[i] = rank[i] == OC__ACL_NONE ? UINT64_MAX : t->order[rank[i]];
             oc__acl_side_lookup(&sv, keys + c, cn, best, out + c, scalar);
+        }
     }
     return n;
 }
