@@ -63,7 +63,7 @@ void oc__acl_blk_clear(oc__acl_blk_t *b)
 {
     memset(b, 0, sizeof(*b));
     for (unsigned i = 0; i < OC__ACL_LANES; i++) {
-        b->slo[i] = UINT32_MAX; /* lo > hi: never matches */
+        b->pv[i] = 0xff; /* (proto & 0) != 0xff: never matches */
         b->rank[i] = OC__ACL_NONE;
     }
 }
@@ -71,31 +71,35 @@ void oc__acl_blk_clear(oc__acl_blk_t *b)
 void oc__acl_blk_set(oc__acl_blk_t *b, unsigned lane, const oc_acl_rule_t *r,
                      uint32_t rank)
 {
-    uint32_t sm = oc_acl_prefix_mask(r->src_len);
-    uint32_t dm = oc_acl_prefix_mask(r->dst_len);
-    b->shi[lane] = (r->src_ip & sm) | ~sm;
-    b->dlo[lane] = r->dst_ip & dm;
-    b->dhi[lane] = (r->dst_ip & dm) | ~dm;
+    const unsigned d = OC__ACL_LANES + lane;
+    b->ip[lane] = r->src_ip & oc_acl_prefix_mask(r->src_len);
+    b->ip[d] = r->dst_ip & oc_acl_prefix_mask(r->dst_len);
+    b->shift[lane] = (uint8_t)(32 - r->src_len);
+    b->shift[d] = (uint8_t)(32 - r->dst_len);
     b->plo[lane] = r->sport_lo;
     b->phi[lane] = r->sport_hi;
-    b->plo[OC__ACL_LANES + lane] = r->dport_lo;
-    b->phi[OC__ACL_LANES + lane] = r->dport_hi;
-    b->pv[lane] = r->proto & r->proto_mask;
+    b->plo[d] = r->dport_lo;
+    b->phi[d] = r->dport_hi;
     b->pm[lane] = r->proto_mask;
     b->rank[lane] = rank;
-    /* last: the lane goes live when its lower source bound drops */
-    __atomic_store_n(&b->slo[lane], r->src_ip & sm, __ATOMIC_RELEASE);
+    /* last: the lane goes live when its protocol value becomes reachable */
+    __atomic_store_n(&b->pv[lane], (uint8_t)(r->proto & r->proto_mask),
+                     __ATOMIC_RELEASE);
+}
+
+static inline int prefix_ok(uint32_t key, uint32_t ip, uint8_t shift)
+{
+    return ((uint64_t)(key ^ ip) >> shift) == 0; /* 64-bit: shift 32 is fine */
 }
 
 uint32_t oc__acl_blk_match_scalar(const oc__acl_blk_t *b, const oc_acl_key_t *k)
 {
     uint32_t m = 0;
-    for (unsigned i = 0; i < OC__ACL_LANES; i++) {
-        int ok = k->src_ip >= b->slo[i] && k->src_ip <= b->shi[i] &&
-                 k->dst_ip >= b->dlo[i] && k->dst_ip <= b->dhi[i] &&
+    for (unsigned i = 0, d = OC__ACL_LANES; i < OC__ACL_LANES; i++, d++) {
+        int ok = prefix_ok(k->src_ip, b->ip[i], b->shift[i]) &&
+                 prefix_ok(k->dst_ip, b->ip[d], b->shift[d]) &&
                  k->sport >= b->plo[i] && k->sport <= b->phi[i] &&
-                 k->dport >= b->plo[OC__ACL_LANES + i] &&
-                 k->dport <= b->phi[OC__ACL_LANES + i] &&
+                 k->dport >= b->plo[d] && k->dport <= b->phi[d] &&
                  (k->proto & b->pm[i]) == b->pv[i];
         m |= (uint32_t)ok << i;
     }
@@ -117,7 +121,7 @@ __attribute__((constructor)) static void detect_cpu(void)
 
 /* the key, spread the way a block's lines are laid out */
 typedef struct {
-    __m512i s, d; /* 16 x u32 */
+    __m512i ip;   /* 16 x u32: src x8, dst x8 */
     __m512i p;    /* 32 x u16: sport x8, dport x8, sport x8, dport x8 */
     __m128i pr;   /* 16 x u8 */
 } vkey_t;
@@ -126,8 +130,8 @@ AVX512 static inline void vkey(vkey_t *v, const oc_acl_key_t *k)
 {
     __m256i p = _mm256_set_m128i(_mm_set1_epi16((short)k->dport),
                                  _mm_set1_epi16((short)k->sport));
-    v->s = _mm512_set1_epi32((int)k->src_ip);
-    v->d = _mm512_set1_epi32((int)k->dst_ip);
+    v->ip = _mm512_mask_blend_epi32(0xff00, _mm512_set1_epi32((int)k->src_ip),
+                                    _mm512_set1_epi32((int)k->dst_ip));
     v->p = _mm512_inserti64x4(_mm512_castsi256_si512(p), p, 1);
     v->pr = _mm_set1_epi8((char)k->proto);
 }
@@ -136,18 +140,19 @@ AVX512 static inline uint32_t blk_match8(const oc__acl_blk_t *b,
                                          const vkey_t *v)
 {
     const __m512i *l = (const __m512i *)b;
-    /* lanes 0..7 hold lower bounds, 8..15 upper ones */
-    __mmask16 s = _mm512_cmp_epu32_mask(l[0], v->s, _MM_CMPINT_LE) &
-                  (_mm512_cmp_epu32_mask(v->s, l[0], _MM_CMPINT_LE) >> 8);
-    __mmask16 d = _mm512_cmp_epu32_mask(l[1], v->d, _MM_CMPINT_LE) &
-                  (_mm512_cmp_epu32_mask(v->d, l[1], _MM_CMPINT_LE) >> 8);
-    __mmask32 pl = _mm512_cmp_epu16_mask(l[2], v->p, _MM_CMPINT_LE);
-    __mmask32 ph = _mm512_cmp_epu16_mask(v->p, l[2], _MM_CMPINT_LE) >> 16;
-    __mmask32 p = pl & ph;
+    /* addresses: (key ^ ip) >> shift == 0; lanes 0..7 source, 8..15 dest */
+    __m512i sh = _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)b->shift));
+    __mmask16 a = _mm512_cmpeq_epi32_mask(
+        _mm512_srlv_epi32(_mm512_xor_si512(l[0], v->ip), sh),
+        _mm512_setzero_si512());
+    /* ports: lanes 0..15 lower bounds, 16..31 upper ones */
+    __mmask32 pl = _mm512_cmp_epu16_mask(l[1], v->p, _MM_CMPINT_LE);
+    __mmask32 ph = _mm512_cmp_epu16_mask(v->p, l[1], _MM_CMPINT_LE) >> 16;
+    __mmask32 p = pl & ph & a;
     __m128i pvm = _mm_load_si128((const __m128i *)b->pv); /* pv[8] pm[8] */
     __mmask16 pr = _mm_cmpeq_epi8_mask(
         _mm_and_si128(v->pr, _mm_unpackhi_epi64(pvm, pvm)), pvm);
-    return (uint32_t)(s & d & pr & p & (p >> 8)) & 0xffu;
+    return (uint32_t)(pr & p & (p >> 8)) & 0xffu;
 }
 
 AVX512 uint32_t oc__acl_blk_match_avx512(const oc__acl_blk_t *b,
@@ -731,12 +736,11 @@ __attribute__((noinline)) static void walk_group(const oc__acl_tree_t *t,
                 const char *sp = (const char *)&t->small[r & (SMALL_MAXIDX - 1)];
                 _mm_prefetch(sp, _MM_HINT_T0);
                 _mm_prefetch(sp + 64, _MM_HINT_T0);
-            } else { /* the four lines of the first block */
+            } else { /* the three lines of the first block */
                 const char *bp = (const char *)&t->blk[r & (LEAF_MAXIDX - 1)];
                 _mm_prefetch(bp, _MM_HINT_T0);
                 _mm_prefetch(bp + 64, _MM_HINT_T0);
                 _mm_prefetch(bp + 128, _MM_HINT_T0);
-                _mm_prefetch(bp + 192, _MM_HINT_T0);
             }
         }
         na = nn;

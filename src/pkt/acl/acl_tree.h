@@ -20,16 +20,18 @@
 #define OC__ACL_LANES 8
 #define OC__ACL_NONE  UINT32_MAX /* no rank */
 
-/* 8 rules column-wise in four cache lines; a lookup tests all 8 with a
- * handful of AVX-512 compares.  Unused lanes never match (lo > hi).
- * plo/phi: source port bounds in [0..7], destination in [8..15]. */
+/* 8 rules column-wise in three cache lines; a lookup tests all 8 with a
+ * handful of AVX-512 compares.  Addresses are prefixes: a key matches when
+ * (key ^ ip) >> shift == 0, shift = 32 - prefix length (32: any).  Unused
+ * lanes never match (proto mask 0, value 0xff).  ip: source in [0..7],
+ * destination in [8..15]; plo/phi: source ports in [0..7], destination in
+ * [8..15]; shift likewise. */
 typedef struct {
-    uint32_t slo[OC__ACL_LANES], shi[OC__ACL_LANES]; /* line 0 */
-    uint32_t dlo[OC__ACL_LANES], dhi[OC__ACL_LANES]; /* line 1 */
-    uint16_t plo[2 * OC__ACL_LANES], phi[2 * OC__ACL_LANES]; /* line 2 */
-    uint8_t pv[OC__ACL_LANES], pm[OC__ACL_LANES];    /* line 3 */
+    uint32_t ip[2 * OC__ACL_LANES];                          /* line 0 */
+    uint16_t plo[2 * OC__ACL_LANES], phi[2 * OC__ACL_LANES]; /* line 1 */
+    uint8_t shift[2 * OC__ACL_LANES];                        /* line 2 */
+    uint8_t pv[OC__ACL_LANES], pm[OC__ACL_LANES];
     uint32_t rank[OC__ACL_LANES];
-    uint8_t pad[16];
 } __attribute__((aligned(64))) oc__acl_blk_t;
 
 /* A rule of a small leaf (at most OC__ACL_SMALL rules, tested one by one:
