@@ -178,6 +178,7 @@ ctl stat | grep -q "icmp\|count" || fail "stat"
 ctl stat --raw | grep -q '^offcore_dp_rule_packets_total{id="1",action="count"} [1-9]' ||
     fail "icmp count rule did not count"
 ok "stat and the count rule"
+ctl stat | sed -n '/^threads/,/^$/p' # how flows spread over the workers
 
 # rules load: all or nothing
 printf 'rule id=5 action=allow proto=udp\nrule id=6 action=bogus\n' >"$tmp/bad.rules"
