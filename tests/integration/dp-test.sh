@@ -13,7 +13,8 @@
 #   - a deny rule on the HTTP port added live makes curl fail while ping and
 #     iperf3 go on; its counter equals the packets to that port that A sent
 #     (tcpdump in A) and B received none of them (tcpdump in B);
-#   - deleting it restores curl; rules list / stat / load work;
+#   - deleting it restores curl; 100 rule adds and deletes while iperf3 TCP
+#     runs; rules list / stat / load work;
 #   - malformed frames (a cut VLAN tag, bad IHL, IP total length past the
 #     frame, TCP data offset 2, an unknown ethertype, three VLAN tags) are
 #     each counted under their reason and dropped; non-first fragments pass;
@@ -179,6 +180,24 @@ ctl stat --raw | grep -q '^offcore_dp_rule_packets_total{id="1",action="count"} 
     fail "icmp count rule did not count"
 ok "stat and the count rule"
 ctl stat | sed -n '/^threads/,/^$/p' # how flows spread over the workers
+
+# rule churn while TCP flows: 100 adds and deletes during an iperf3 run
+timeout 20 ip netns exec $A iperf3 -c 10.77.0.2 -p 23201 -t 3 >"$tmp/churn.log" 2>&1 &
+ipc=$!
+i=0
+while [ $i -lt 100 ]; do
+    ctl rules add id=$((5000 + i)) action=deny proto=udp dport=$((23500 + i % 100)) >/dev/null ||
+        fail "churn: add $i"
+    if [ $i -ge 10 ]; then
+        ctl rules del $((5000 + i - 10)) >/dev/null || fail "churn: del $i"
+    fi
+    i=$((i + 1))
+done
+i=90
+while [ $i -lt 100 ]; do ctl rules del $((5000 + i)) >/dev/null; i=$((i + 1)); done
+wait $ipc || fail "iperf3 during rule churn: $(tail -3 "$tmp/churn.log")"
+[ "$(ctl rules list | wc -l)" = 1 ] || fail "rules left after churn: $(ctl rules list)"
+ok "100 rule adds and deletes while iperf3 TCP ran ($(grep -o '[0-9.]* Gbits/sec' "$tmp/churn.log" | tail -1))"
 
 # rules load: all or nothing
 printf 'rule id=5 action=allow proto=udp\nrule id=6 action=bogus\n' >"$tmp/bad.rules"
