@@ -38,6 +38,17 @@ need libclang-rt-14-dev fuzzer_rt
 need libmicrohttpd-dev  pc libmicrohttpd
 need libssl-dev         pc libcrypto
 need libcurl4-openssl-dev pc libcurl
+# the packet classifier: RCU (QSBR) reclamation, gzip-compressed rule sets
+need liburcu-dev        pc liburcu-qsbr
+need zlib1g-dev         pc zlib
+# the packet data plane: AF_XDP ports (libxdp, libbpf) and the tools its
+# real-traffic test and forwarding bench drive through it
+need libxdp-dev         pc libxdp
+need libbpf-dev         pc libbpf
+need iputils-ping       has ping
+need iperf3             has iperf3
+need tcpdump            has tcpdump
+need python3            has python3
 need iproute2           has ip
 need ethtool            has ethtool
 need curl               has curl

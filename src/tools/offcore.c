@@ -6,6 +6,7 @@
 #include "runtime/runtime.h"
 #include "tools/advise.h"
 #include "tools/doctor.h"
+#include "tools/dp.h"
 #include "tools/keys.h"
 #include "tools/nvmf.h"
 #include "tools/stat.h"
@@ -35,6 +36,9 @@ static void usage(FILE *out)
             "  nvmf [subsystems|connections|counters] [--target ADDR]\n"
             "                          a running offcore-nvmf: namespaces,\n"
             "                          connected queues, counters\n"
+            "  dp rules add|del|list|load, dp stat\n"
+            "                          rules and counters of a running offcore-dp\n"
+            "                          (offcore dp --help)\n"
             "  keygen                  print a new random cluster key (hex)\n"
             "  job-key --job ID [--cluster-key FILE]\n"
             "                          print job ID's key, for its ranks' OC_JOB_KEY\n"
@@ -57,6 +61,8 @@ int main(int argc, char **argv)
                "# default: warn\n");
         return 0;
     }
+    if (!strcmp(cmd, "dp"))
+        return oc_dp_cli_main(argc - 1, argv + 1, stdout, stderr);
     if (!strcmp(cmd, "keygen"))
         return oc_keygen_main(argc - 1, argv + 1, stdout, stderr);
     if (!strcmp(cmd, "job-key"))

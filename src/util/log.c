@@ -15,7 +15,7 @@
 int oc__log_levels[OC_COMP_MAX] = {-1};
 
 static const char *const comp_names[OC_COMP_MAX] = {
-    "util", "wire", "transport", "runtime", "agent", "app"};
+    "util", "wire", "transport", "runtime", "agent", "app", "pkt", "dp"};
 static const char *const level_names[] = {"error", "warn", "info", "debug",
                                           "trace"};
 

@@ -36,6 +36,8 @@ typedef enum {
     OC_COMP_RUNTIME,
     OC_COMP_AGENT,
     OC_COMP_APP,
+    OC_COMP_PKT, /* src/pkt: ports, buffers, parser */
+    OC_COMP_DP,  /* offcore-dp */
     OC_COMP_MAX
 } oc_log_comp_t;
 

@@ -1,0 +1,696 @@
+/*
+ * classifier.c — bench-classifier: offcore's classifier (src/pkt/acl) vs
+ * DPDK rte_acl (its fastest method on this CPU) vs the linear first-match
+ * scan, on ClassBench rule sets and traces; then one-rule add/delete
+ * latency while another thread keeps looking up.  `make bench-pkt`.
+ *
+ * Lookups only, one core (the main thread is pinned to one CPU), bursts of
+ * BURST keys for every implementation.  Each repeat runs every
+ * implementation once, interleaved; the reported rate is the median, every
+ * run is shown.  verified = every answer of every timed run equals the
+ * linear oracle's (computed once over the whole trace before timing).
+ * Memory: mem_bytes = the lookup tables held after the build (offcore:
+ * oc_acl_mem_bytes; rte_acl: growth of DPDK's malloc heap by the build);
+ * peak_bytes = growth of the process's peak RSS during the build.
+ *
+ * Output: JSON lines (see --help); exit status 1 if any result is not
+ * verified.  Single process; the update test runs a
+ * reader thread (CPU 0) and the writer (CPU 1, with the rebuild thread).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pkt/acl/acl.h"
+
+#ifdef OC_HAVE_DPDK
+#include <rte_acl.h>
+#include <rte_eal.h>
+#include <rte_malloc.h>
+#endif
+
+#define BURST 64
+#define MAXREP 32
+
+static struct {
+    const char *data;
+    int repeats;
+    size_t linear_keys, keys;
+    int update_ops;
+    double update_rate;
+    const char *families;
+    int dpdk;
+} opt = {"data/classbench", 5, 20000, 0, 4000, 1000.0, "acl1,fw1", 1};
+static int failures; /* verified == false anywhere: exit status 1 */
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static double cpu_s(void) /* this thread's CPU time: immune to preemption */
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static void pin(int cpu)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+/* VmHWM/VmRSS in bytes; reset_peak() makes VmHWM = VmRSS (Linux >= 4.0) */
+static size_t status_kb(const char *key)
+{
+    char line[256];
+    size_t v = 0, kl = strlen(key);
+    FILE *f = fopen("/proc/self/status", "r");
+    if (f == NULL)
+        return 0;
+    while (fgets(line, sizeof(line), f))
+        if (strncmp(line, key, kl) == 0)
+            v = strtoull(line + kl + 1, NULL, 10);
+    fclose(f);
+    return v * 1024;
+}
+
+static void reset_peak(void)
+{
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (f != NULL) {
+        fputs("5", f);
+        fclose(f);
+    }
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(const double *v, int n)
+{
+    double s[MAXREP];
+    memcpy(s, v, (size_t)n * sizeof(*v));
+    qsort(s, (size_t)n, sizeof(*s), cmp_d);
+    return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+}
+
+static void print_runs(const double *v, int n)
+{
+    printf("[");
+    for (int i = 0; i < n; i++)
+        printf("%s%.3f", i ? "," : "", v[i]);
+    printf("]");
+}
+
+/* ------------------------------------------------------------- rte_acl */
+
+#ifdef OC_HAVE_DPDK
+enum { F_PROTO, F_SRC, F_DST, F_SPORT, F_DPORT, NF };
+RTE_ACL_RULE_DEF(dpdk_rule, NF);
+
+/* the packet bytes rte_acl reads: network order, offsets below */
+typedef struct {
+    uint8_t proto, pad[3];
+    uint32_t src, dst;
+    uint16_t sport, dport;
+} dpdk_pkt_t;
+
+static const struct rte_acl_field_def dpdk_defs[NF] = {
+    {.type = RTE_ACL_FIELD_TYPE_BITMASK, .size = 1, .field_index = F_PROTO,
+     .input_index = 0, .offset = 0},
+    {.type = RTE_ACL_FIELD_TYPE_MASK, .size = 4, .field_index = F_SRC,
+     .input_index = 1, .offset = 4},
+    {.type = RTE_ACL_FIELD_TYPE_MASK, .size = 4, .field_index = F_DST,
+     .input_index = 2, .offset = 8},
+    {.type = RTE_ACL_FIELD_TYPE_RANGE, .size = 2, .field_index = F_SPORT,
+     .input_index = 3, .offset = 12},
+    {.type = RTE_ACL_FIELD_TYPE_RANGE, .size = 2, .field_index = F_DPORT,
+     .input_index = 3, .offset = 14},
+};
+
+static const char *alg_name(int a)
+{
+    switch (a) {
+    case RTE_ACL_CLASSIFY_AVX512X32: return "avx512x32";
+    case RTE_ACL_CLASSIFY_AVX512X16: return "avx512x16";
+    case RTE_ACL_CLASSIFY_AVX2: return "avx2";
+    case RTE_ACL_CLASSIFY_SSE: return "sse";
+    default: return "scalar";
+    }
+}
+
+static size_t dpdk_heap(void)
+{
+    struct rte_malloc_socket_stats st;
+    if (rte_malloc_get_socket_stats(0, &st) != 0)
+        return 0;
+    return st.heap_allocsz_bytes;
+}
+
+/* rte_acl context over @p n rules (file order = priority), best method;
+ * NULL on failure (message printed) */
+static struct rte_acl_ctx *dpdk_build(const oc_acl_rule_t *r, size_t n,
+                                      const char *name, const char **method)
+{
+    static const int algs[] = {RTE_ACL_CLASSIFY_AVX512X32,
+                               RTE_ACL_CLASSIFY_AVX512X16, RTE_ACL_CLASSIFY_AVX2,
+                               RTE_ACL_CLASSIFY_SSE, RTE_ACL_CLASSIFY_SCALAR};
+    struct rte_acl_param prm = {.name = name, .socket_id = 0,
+                                .rule_size = RTE_ACL_RULE_SZ(NF),
+                                .max_rule_num = (uint32_t)n};
+    struct rte_acl_config cfg = {.num_categories = 1, .num_fields = NF};
+    struct rte_acl_ctx *ctx = rte_acl_create(&prm);
+    if (ctx == NULL) {
+        fprintf(stderr, "bench-classifier: rte_acl_create failed\n");
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct dpdk_rule d;
+        memset(&d, 0, sizeof(d));
+        d.data.category_mask = 1;
+        d.data.priority = RTE_ACL_MAX_PRIORITY - (int32_t)i; /* higher wins */
+        d.data.userdata = (uint32_t)i + 1;                  /* 0 = no match */
+        d.field[F_PROTO].value.u8 = r[i].proto;
+        d.field[F_PROTO].mask_range.u8 = r[i].proto_mask;
+        d.field[F_SRC].value.u32 = r[i].src_ip;
+        d.field[F_SRC].mask_range.u32 = r[i].src_len;
+        d.field[F_DST].value.u32 = r[i].dst_ip;
+        d.field[F_DST].mask_range.u32 = r[i].dst_len;
+        d.field[F_SPORT].value.u16 = r[i].sport_lo;
+        d.field[F_SPORT].mask_range.u16 = r[i].sport_hi;
+        d.field[F_DPORT].value.u16 = r[i].dport_lo;
+        d.field[F_DPORT].mask_range.u16 = r[i].dport_hi;
+        if (rte_acl_add_rules(ctx, (struct rte_acl_rule *)&d, 1) != 0) {
+            fprintf(stderr, "bench-classifier: rte_acl_add_rules failed\n");
+            rte_acl_free(ctx);
+            return NULL;
+        }
+    }
+    memcpy(cfg.defs, dpdk_defs, sizeof(dpdk_defs));
+    if (rte_acl_build(ctx, &cfg) != 0) {
+        fprintf(stderr, "bench-classifier: rte_acl_build failed\n");
+        rte_acl_free(ctx);
+        return NULL;
+    }
+    for (size_t a = 0; a < sizeof(algs) / sizeof(algs[0]); a++)
+        if (rte_acl_set_ctx_classify(ctx, algs[a]) == 0) {
+            *method = alg_name(algs[a]);
+            break;
+        }
+    return ctx;
+}
+#endif
+
+/* ------------------------------------------------------------ the runs */
+
+typedef struct {
+    const char *fam;
+    oc_acl_rule_t *rules;
+    size_t n, nk;
+    oc_acl_key_t *keys;
+    uint32_t *want; /* oracle userdata per key */
+    uint32_t *out;
+} fam_t;
+
+/* time one pass over @p nk keys; returns M lookups/s, sets *ok */
+static double run_offcore(fam_t *f, oc_acl_t *acl, size_t nk, int *ok,
+                          double *cpu)
+{
+    double c0 = cpu_s(), t0 = now_s(), t1;
+    for (size_t i = 0; i < nk; i += BURST) {
+        uint32_t m = (uint32_t)(nk - i < BURST ? nk - i : BURST);
+        oc_acl_lookup_burst(acl, f->keys + i, m, f->out + i);
+    }
+    t1 = now_s();
+    *cpu = (double)nk / (cpu_s() - c0) / 1e6;
+    oc_acl_reader_quiescent();
+    *ok = memcmp(f->out, f->want, nk * sizeof(uint32_t)) == 0;
+    return (double)nk / (t1 - t0) / 1e6;
+}
+
+static double run_linear(fam_t *f, size_t nk, int *ok, double *cpu)
+{
+    double c0 = cpu_s(), t0 = now_s(), t1;
+    for (size_t i = 0; i < nk; i++) {
+        long w = oc_acl_match_first(f->rules, f->n, &f->keys[i]);
+        f->out[i] = w < 0 ? OC_ACL_NO_MATCH : f->rules[w].userdata;
+    }
+    t1 = now_s();
+    *cpu = (double)nk / (cpu_s() - c0) / 1e6;
+    *ok = memcmp(f->out, f->want, nk * sizeof(uint32_t)) == 0;
+    return (double)nk / (t1 - t0) / 1e6;
+}
+
+#ifdef OC_HAVE_DPDK
+static double run_dpdk(fam_t *f, struct rte_acl_ctx *ctx, dpdk_pkt_t *pk,
+                       const uint8_t **ptr, size_t nk, int *ok, double *cpu)
+{
+    double c0 = cpu_s(), t0 = now_s(), t1;
+    *ok = 1;
+    for (size_t i = 0; i < nk; i += BURST) {
+        uint32_t m = (uint32_t)(nk - i < BURST ? nk - i : BURST);
+        rte_acl_classify(ctx, ptr + i, f->out + i, m, 1);
+    }
+    t1 = now_s();
+    *cpu = (double)nk / (cpu_s() - c0) / 1e6;
+    for (size_t i = 0; i < nk; i++) { /* userdata = rule index + 1 */
+        uint32_t got = f->out[i] == 0 ? OC_ACL_NO_MATCH
+                                      : f->rules[f->out[i] - 1].userdata;
+        if (got != f->want[i])
+            *ok = 0;
+    }
+    return (double)nk / (t1 - t0) / 1e6;
+}
+#endif
+
+static void result(const char *fam, const char *impl, size_t rules,
+                   const double *mpps, const double *cpu, int nrep,
+                   double build_s, size_t mem, size_t peak, int verified,
+                   const char *method, const double *base_w,
+                   const double *base_c, size_t keys)
+{
+    failures += !verified;
+    printf("{\"bench\":\"classifier\",\"family\":\"%s\",\"impl\":\"%s\","
+           "\"rules\":%zu,\"mpps\":%.3f,\"build_s\":%.4f,\"mem_bytes\":%zu,"
+           "\"peak_bytes\":%zu,\"verified\":%s,\"keys\":%zu,\"burst\":%d,"
+           "\"method\":\"%s\"",
+           fam, impl, rules, median(mpps, nrep), build_s, mem, peak,
+           verified ? "true" : "false", keys, BURST, method);
+    printf(",\"mpps_cpu\":%.3f", median(cpu, nrep));
+    if (base_w != NULL)
+        printf(",\"ratio_vs_rte_acl\":%.3f,\"ratio_cpu_vs_rte_acl\":%.3f",
+               median(mpps, nrep) / median(base_w, nrep),
+               median(cpu, nrep) / median(base_c, nrep));
+    printf(",\"runs_mpps\":");
+    print_runs(mpps, nrep);
+    printf(",\"runs_mpps_cpu\":");
+    print_runs(cpu, nrep);
+    printf("}\n");
+    fflush(stdout);
+}
+
+static void bench_lookups(fam_t *f)
+{
+    double mo[MAXREP], md[MAXREP], ml[MAXREP], bo, bd = 0;
+    double co[MAXREP], cd[MAXREP], cl[MAXREP];
+    size_t memo, peako, memd = 0, peakd = 0, nl = f->nk < opt.linear_keys ? f->nk : opt.linear_keys;
+    int oko = 1, okd = 1, okl = 1, ok, have_d = 0;
+    const char *method = "none";
+    oc_acl_t *acl;
+    double t0;
+#ifdef OC_HAVE_DPDK
+    struct rte_acl_ctx *ctx = NULL;
+    dpdk_pkt_t *pk = NULL;
+    const uint8_t **ptr = NULL;
+    size_t heap0;
+#endif
+
+    reset_peak();
+    peako = status_kb("VmRSS:");
+    t0 = now_s();
+    if (oc_acl_create((uint32_t)f->n * 2, &acl) != OC_OK ||
+        oc_acl_load(acl, f->rules, f->n) != OC_OK) {
+        fprintf(stderr, "bench-classifier: offcore build failed\n");
+        exit(1);
+    }
+    bo = now_s() - t0;
+    peako = status_kb("VmHWM:") - peako;
+    memo = oc_acl_mem_bytes(acl);
+
+#ifdef OC_HAVE_DPDK
+    if (opt.dpdk) {
+        char name[64];
+        snprintf(name, sizeof(name), "bench_%s", f->fam);
+        pk = calloc(f->nk, sizeof(*pk));
+        ptr = calloc(f->nk, sizeof(*ptr));
+        if (pk == NULL || ptr == NULL)
+            exit(1);
+        for (size_t i = 0; i < f->nk; i++) {
+            pk[i].proto = f->keys[i].proto;
+            pk[i].src = __builtin_bswap32(f->keys[i].src_ip);
+            pk[i].dst = __builtin_bswap32(f->keys[i].dst_ip);
+            pk[i].sport = __builtin_bswap16(f->keys[i].sport);
+            pk[i].dport = __builtin_bswap16(f->keys[i].dport);
+            ptr[i] = (const uint8_t *)&pk[i];
+        }
+        heap0 = dpdk_heap();
+        reset_peak();
+        peakd = status_kb("VmRSS:");
+        t0 = now_s();
+        ctx = dpdk_build(f->rules, f->n, name, &method);
+        bd = now_s() - t0;
+        peakd = status_kb("VmHWM:") - peakd;
+        memd = dpdk_heap() - heap0;
+        have_d = ctx != NULL;
+    }
+#endif
+
+    for (int r = 0; r < opt.repeats; r++) { /* interleaved */
+        mo[r] = run_offcore(f, acl, f->nk, &ok, &co[r]);
+        oko &= ok;
+#ifdef OC_HAVE_DPDK
+        if (have_d) {
+            md[r] = run_dpdk(f, ctx, pk, ptr, f->nk, &ok, &cd[r]);
+            okd &= ok;
+        }
+#endif
+        ml[r] = run_linear(f, nl, &ok, &cl[r]);
+        okl &= ok;
+        fprintf(stderr, "  %s repeat %d: offcore %.2f, rte_acl %.2f, linear %.3f M lookups/s\n",
+                f->fam, r + 1, mo[r], have_d ? md[r] : 0.0, ml[r]);
+    }
+    result(f->fam, "offcore", f->n, mo, co, opt.repeats, bo, memo, peako, oko,
+           oc_acl_lookup_method(), have_d ? md : NULL, cd, f->nk);
+    if (have_d)
+        result(f->fam, "rte_acl", f->n, md, cd, opt.repeats, bd, memd, peakd,
+               okd, method, md, cd, f->nk);
+    result(f->fam, "linear", f->n, ml, cl, opt.repeats, 0,
+           f->n * sizeof(oc_acl_rule_t), 0, okl, "first-match",
+           have_d ? md : NULL, cd, nl);
+
+#ifdef OC_HAVE_DPDK
+    if (have_d) { /* what one rule change costs rte_acl: a full rebuild */
+        double rb[3];
+        for (int i = 0; i < 3; i++) {
+            const char *m2;
+            struct rte_acl_ctx *c2;
+            char name[64];
+            snprintf(name, sizeof(name), "bench_%s_rb%d", f->fam, i);
+            t0 = now_s();
+            c2 = dpdk_build(f->rules, f->n - (size_t)(i % 2), name, &m2);
+            rb[i] = (now_s() - t0) * 1e6;
+            rte_acl_free(c2);
+        }
+        qsort(rb, 3, sizeof(rb[0]), cmp_d);
+        printf("{\"bench\":\"classifier-update\",\"family\":\"%s\",\"impl\":\"rte_acl\","
+               "\"op\":\"rebuild\",\"p50_us\":%.1f,\"p99_us\":%.1f,\"max_us\":%.1f,"
+               "\"note\":\"rte_acl has no incremental update: one rule change = full rebuild\"}\n",
+               f->fam, rb[1], rb[2], rb[2]);
+        rte_acl_free(ctx);
+    }
+    free(pk);
+    free(ptr);
+#endif
+    oc_acl_destroy(acl);
+}
+
+/* ------------------------------------------------------------- updates */
+
+typedef struct {
+    oc_acl_t *acl;
+    fam_t *f;
+    int stop, counting;
+    size_t lookups;
+    double t0, t1, c0, c1; /* wall and reader-CPU edges of the window */
+} upd_t;
+
+static void *reader_main(void *arg)
+{
+    upd_t *u = arg;
+    uint32_t out[BURST];
+    size_t i = 0, cnt = 0;
+    int was = 0;
+    pin(0);
+    oc_acl_reader_register();
+    while (!__atomic_load_n(&u->stop, __ATOMIC_ACQUIRE)) {
+        int c = __atomic_load_n(&u->counting, __ATOMIC_ACQUIRE);
+        if (c != was) { /* window edges */
+            if (c) {
+                cnt = 0;
+                u->t0 = now_s();
+                u->c0 = cpu_s();
+            } else {
+                u->t1 = now_s();
+                u->c1 = cpu_s();
+                __atomic_store_n(&u->lookups, cnt, __ATOMIC_RELEASE);
+            }
+            was = c;
+        }
+        if (i + BURST > u->f->nk)
+            i = 0;
+        oc_acl_lookup_burst(u->acl, u->f->keys + i, BURST, out);
+        i += BURST;
+        cnt += BURST;
+        oc_acl_reader_quiescent();
+    }
+    oc_acl_reader_unregister();
+    return NULL;
+}
+
+/* lookup rate of the reader over @p secs, M/s (*cpu: per CPU-second) */
+static double window(upd_t *u, double secs, double *cpu)
+{
+    struct timespec ts = {(time_t)secs, (long)((secs - (int)secs) * 1e9)};
+    __atomic_store_n(&u->lookups, (size_t)-1, __ATOMIC_RELEASE);
+    __atomic_store_n(&u->counting, 1, __ATOMIC_RELEASE);
+    nanosleep(&ts, NULL);
+    __atomic_store_n(&u->counting, 0, __ATOMIC_RELEASE);
+    while (__atomic_load_n(&u->lookups, __ATOMIC_ACQUIRE) == (size_t)-1)
+        sched_yield();
+    *cpu = (double)u->lookups / (u->c1 - u->c0) / 1e6;
+    return (double)u->lookups / (u->t1 - u->t0) / 1e6;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void lat_line(const char *fam, const char *op, uint64_t *ns, int n,
+                     const double *rate, int verified)
+{
+    qsort(ns, (size_t)n, sizeof(*ns), cmp_u64);
+    failures += !verified;
+    printf("{\"bench\":\"classifier-update\",\"family\":\"%s\",\"impl\":\"offcore\","
+           "\"op\":\"%s\",\"p50_us\":%.2f,\"p99_us\":%.2f,\"max_us\":%.2f,"
+           "\"lookup_mpps_during\":%.3f,\"lookup_mpps_idle\":%.3f,"
+           "\"lookup_mpps_cpu_during\":%.3f,\"lookup_mpps_cpu_idle\":%.3f,"
+           "\"ops\":%d,\"rate_ops_s\":%.0f,\"verified\":%s}\n",
+           fam, op, ns[n / 2] / 1e3, ns[(size_t)n * 99 / 100] / 1e3,
+           ns[n - 1] / 1e3, rate[0], rate[1], rate[2], rate[3], n,
+           opt.update_rate,
+           verified ? "true" : "false");
+    fflush(stdout);
+}
+
+static void sleep_until(double t)
+{
+    struct timespec ts = {(time_t)t, (long)((t - (double)(time_t)t) * 1e9)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        ;
+}
+
+static void *writer_main(void *arg)
+{
+    fam_t *f = arg;
+    upd_t u = {0};
+    pthread_t rd;
+    int n = opt.update_ops;
+    uint64_t *add_ns = malloc((size_t)n * sizeof(uint64_t));
+    uint64_t *del_ns = malloc((size_t)n * sizeof(uint64_t));
+    double rate[4], period = 1.0 / opt.update_rate, t, tstart;
+    uint64_t r = 12345;
+    int verified;
+
+    pin(1); /* the rebuild thread, created below, inherits CPU 1 */
+    if (add_ns == NULL || del_ns == NULL ||
+        oc_acl_create((uint32_t)f->n * 2, &u.acl) != OC_OK ||
+        oc_acl_load(u.acl, f->rules, f->n) != OC_OK)
+        exit(1);
+    u.f = f;
+    pthread_create(&rd, NULL, reader_main, &u);
+    rate[1] = window(&u, 0.3, &rate[3]);
+    __atomic_store_n(&u.lookups, (size_t)-1, __ATOMIC_RELEASE);
+    __atomic_store_n(&u.counting, 1, __ATOMIC_RELEASE);
+    tstart = t = now_s();
+    for (int i = 0; i < n; i++) { /* delete a rule, later put it back */
+        size_t k;
+        double a, b;
+        r = r * 6364136223846793005ull + 1442695040888963407ull;
+        k = (size_t)(r >> 33) % f->n;
+        for (int half = 0; half < 2; half++) {
+            t += period;
+            sleep_until(t); /* leaves the CPU to the rebuild thread */
+            a = now_s();
+            if (half == 0 ? oc_acl_del(u.acl, f->rules[k].id) != OC_OK
+                          : oc_acl_add(u.acl, &f->rules[k]) != OC_OK) {
+                fprintf(stderr, "bench-classifier: update failed\n");
+                exit(1);
+            }
+            b = now_s();
+            (half == 0 ? del_ns : add_ns)[i] = (uint64_t)((b - a) * 1e9);
+        }
+    }
+    __atomic_store_n(&u.counting, 0, __ATOMIC_RELEASE);
+    while (__atomic_load_n(&u.lookups, __ATOMIC_ACQUIRE) == (size_t)-1)
+        sched_yield();
+    rate[0] = (double)u.lookups / (u.t1 - u.t0) / 1e6;
+    rate[2] = (double)u.lookups / (u.c1 - u.c0) / 1e6;
+    fprintf(stderr, "  %s churn: %d del+add pairs in %.2f s\n", f->fam, n,
+            now_s() - tstart);
+    __atomic_store_n(&u.stop, 1, __ATOMIC_RELEASE);
+    pthread_join(rd, NULL);
+
+    /* the same rules are present again: every trace answer must agree,
+     * before and after the rebuild caught up */
+    oc_acl_reader_register();
+    oc_acl_lookup_burst(u.acl, f->keys, (uint32_t)f->nk, f->out);
+    verified = memcmp(f->out, f->want, f->nk * sizeof(uint32_t)) == 0;
+    oc_acl_reader_offline();
+    verified &= oc_acl_sync(u.acl) == OC_OK;
+    oc_acl_reader_online();
+    oc_acl_lookup_burst(u.acl, f->keys, (uint32_t)f->nk, f->out);
+    verified &= memcmp(f->out, f->want, f->nk * sizeof(uint32_t)) == 0;
+    oc_acl_reader_unregister();
+
+    lat_line(f->fam, "add", add_ns, n, rate, verified);
+    lat_line(f->fam, "del", del_ns, n, rate, verified);
+    oc_acl_destroy(u.acl);
+    free(add_ns);
+    free(del_ns);
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- main */
+
+static void usage(FILE *o)
+{
+    fprintf(o,
+        "usage: bench-classifier [options]\n"
+        "  --data DIR        ClassBench files (default data/classbench)\n"
+        "  --families LIST   comma-separated (default acl1,fw1): DIR/F_10k.rules.gz\n"
+        "                    and DIR/F_10k_mix.trace.gz\n"
+        "  --repeats N       interleaved repeats, median reported (default 5)\n"
+        "  --linear-keys N   keys the linear scan is timed on (default 20000)\n"
+        "  --keys N          use the first N trace keys only (default all)\n"
+        "  --update-ops N    del+add pairs in the update test (default 4000)\n"
+        "  --update-rate R   updates per second, paced (default 1000)\n"
+        "  --no-dpdk         skip rte_acl\n"
+        "Prints one JSON line per implementation and family:\n"
+        "  {\"bench\":\"classifier\",...,\"mpps\":..,\"verified\":true}\n"
+        "  {\"bench\":\"classifier-update\",...,\"op\":\"add\"|\"del\",\"p99_us\":..}\n");
+}
+
+static int load_family(fam_t *f, const char *fam)
+{
+    char path[1024], err[512];
+    oc_acl_trace_t *tr;
+    f->fam = fam;
+    snprintf(path, sizeof(path), "%s/%s_10k.rules.gz", opt.data, fam);
+    if (oc_acl_load_rules_file(path, &f->rules, &f->n, err, sizeof(err)) != OC_OK) {
+        fprintf(stderr, "bench-classifier: %s\n", err);
+        return -1;
+    }
+    snprintf(path, sizeof(path), "%s/%s_10k_mix.trace.gz", opt.data, fam);
+    if (oc_acl_load_trace_file(path, &tr, &f->nk, err, sizeof(err)) != OC_OK) {
+        fprintf(stderr, "bench-classifier: %s\n", err);
+        return -1;
+    }
+    if (opt.keys > 0 && opt.keys < f->nk)
+        f->nk = opt.keys;
+    f->keys = malloc(f->nk * sizeof(*f->keys));
+    f->want = malloc(f->nk * sizeof(uint32_t));
+    f->out = malloc(f->nk * sizeof(uint32_t));
+    if (f->keys == NULL || f->want == NULL || f->out == NULL)
+        return -1;
+    for (size_t i = 0; i < f->nk; i++) {
+        long w;
+        f->keys[i] = tr[i].key;
+        w = oc_acl_match_linear(f->rules, f->n, &f->keys[i]);
+        f->want[i] = w < 0 ? OC_ACL_NO_MATCH : f->rules[w].userdata;
+    }
+    free(tr);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option lo[] = {
+        {"data", 1, 0, 'd'}, {"families", 1, 0, 'f'}, {"repeats", 1, 0, 'r'},
+        {"linear-keys", 1, 0, 'l'}, {"keys", 1, 0, 'k'},
+        {"update-ops", 1, 0, 'u'},
+        {"update-rate", 1, 0, 'R'}, {"no-dpdk", 0, 0, 'D'}, {"help", 0, 0, 'h'},
+        {0, 0, 0, 0}};
+    char fams[256], *save = NULL, *fam;
+    int c;
+
+    while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+        switch (c) {
+        case 'd': opt.data = optarg; break;
+        case 'f': opt.families = optarg; break;
+        case 'r': opt.repeats = atoi(optarg); break;
+        case 'l': opt.linear_keys = strtoull(optarg, NULL, 10); break;
+        case 'k': opt.keys = strtoull(optarg, NULL, 10); break;
+        case 'u': opt.update_ops = atoi(optarg); break;
+        case 'R': opt.update_rate = atof(optarg); break;
+        case 'D': opt.dpdk = 0; break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (opt.repeats < 1 || opt.repeats > MAXREP || opt.update_ops < 1 ||
+        opt.update_rate <= 0 || opt.linear_keys < 1) {
+        fprintf(stderr, "bench-classifier: --repeats 1..%d, --update-ops >= 1, "
+                        "--update-rate > 0, --linear-keys >= 1\n", MAXREP);
+        return 2;
+    }
+#ifdef OC_HAVE_DPDK
+    if (opt.dpdk) {
+        char prefix[64];
+        char *eal[] = {"bench-classifier", "--no-huge", "--no-pci", "-l", "0",
+                       "--force-max-simd-bitwidth=512", "-m", "1024",
+                       "--no-shconf", prefix, "--log-level=error", NULL};
+        /* no shared config, own prefix: runs beside other DPDK programs */
+        snprintf(prefix, sizeof(prefix), "--file-prefix=ocbench%d", (int)getpid());
+        if (rte_eal_init(11, eal) < 0) {
+            fprintf(stderr, "bench-classifier: rte_eal_init failed (%s): "
+                            "running without rte_acl\n", strerror(rte_errno));
+            opt.dpdk = 0;
+        }
+    }
+#else
+    if (opt.dpdk)
+        fprintf(stderr, "bench-classifier: built without DPDK (pkg-config "
+                        "libdpdk not found): no rte_acl baseline\n");
+    opt.dpdk = 0;
+#endif
+    pin(0);
+    oc_acl_reader_register();
+    snprintf(fams, sizeof(fams), "%s", opt.families);
+    for (fam = strtok_r(fams, ",", &save); fam; fam = strtok_r(NULL, ",", &save)) {
+        fam_t f = {0};
+        pthread_t w;
+        if (load_family(&f, fam) != 0)
+            return 1;
+        fprintf(stderr, "bench-classifier: %s: %zu rules, %zu keys\n", fam, f.n, f.nk);
+        bench_lookups(&f);
+        oc_acl_reader_offline();
+        pthread_create(&w, NULL, writer_main, &f);
+        pthread_join(w, NULL);
+        oc_acl_reader_online();
+        free(f.rules);
+        free(f.keys);
+        free(f.want);
+        free(f.out);
+    }
+    oc_acl_reader_unregister();
+    if (failures)
+        fprintf(stderr, "bench-classifier: %d result(s) NOT verified\n", failures);
+    return failures ? 1 : 0;
+}

@@ -1,0 +1,191 @@
+#!/bin/sh
+# bench/run-pkt-forward.sh BUILDDIR — forwarding through offcore-dp between
+# two network namespaces, against its baselines in the same run (root).
+#
+# Topology: namespace A (10.78.0.1) and B (10.78.0.2), each on one end of a
+# veth pair (checksum offload, TSO, GSO off on these endpoints); the other
+# ends sit in namespace D, joined by one of the cases:
+#   kernel-bridge     a Linux bridge in D (the kernel's own forwarding)
+#   dp-bare           offcore-dp --stages none: the same AF_XDP ports and
+#                     worker loop, no stage (the bare forwarder)
+#   dp-acl1-10k       offcore-dp with the parser and the classifier holding
+#                     the 10,000 acl1 ClassBench rules (action allow: every
+#                     frame is looked up, first match counted, forwarded)
+# Each repeat runs every case in turn (interleaved, BENCH_REPEATS times,
+# default 3): iperf3 UDP with 64-byte payloads at full speed for
+# BENCH_SECONDS (default 3) gives the packet rate that reached B (sent -
+# lost, per second); iperf3 TCP for the same time gives Gbit/s.  One JSON
+# line per run, then per case the medians and their ratio to dp-bare of the
+# same run.  BENCH_DP_THREADS (default 1) sets offcore-dp's workers.
+# Figures on a shared 2-core machine are noisy: read the ratios.
+set -u
+build=${1:-build}
+repeats=${BENCH_REPEATS:-3}
+secs=${BENCH_SECONDS:-3}
+threads=${BENCH_DP_THREADS:-1}
+here=$(cd "$(dirname "$0")/.." && pwd)
+rules=$here/data/classbench/acl1_10k.rules.gz
+dp=$build/src/dp/offcore-dp
+cli=$build/src/tools/offcore
+
+skip() { echo "{\"bench\":\"forward\",\"skipped\":\"$*\"}"; exit 0; }
+[ "$(id -u)" = 0 ] || skip "needs root (network namespaces)"
+for t in ip ethtool iperf3 python3; do
+    command -v $t >/dev/null 2>&1 || skip "$t is not installed"
+done
+[ -x "$dp" ] || skip "$dp is not built"
+[ -f "$rules" ] || skip "$rules is missing"
+
+id=$$
+A=ocpfA$id B=ocpfB$id D=ocpfD$id
+tmp=$(mktemp -d /tmp/ocp-fwd.XXXXXX)
+dppid= srvpid=
+cleanup() {
+    [ -n "$dppid" ] && kill "$dppid" 2>/dev/null
+    [ -n "$srvpid" ] && kill "$srvpid" 2>/dev/null
+    wait 2>/dev/null
+    for n in $A $B $D; do ip netns del $n 2>/dev/null; done
+    rm -rf "$tmp"
+}
+trap cleanup EXIT INT TERM
+die() { echo "run-pkt-forward: $*" >&2; tail -20 "$tmp/dp.log" >&2 2>/dev/null; exit 1; }
+
+for n in $A $B $D; do ip netns add $n || die "netns $n"; done
+ip link add ocpfa0 numtxqueues $threads numrxqueues $threads netns $A type veth \
+    peer name ocpfa1 numtxqueues $threads numrxqueues $threads netns $D || die veth
+ip link add ocpfb0 numtxqueues $threads numrxqueues $threads netns $B type veth \
+    peer name ocpfb1 numtxqueues $threads numrxqueues $threads netns $D || die veth
+ip -n $A addr add 10.78.0.1/24 dev ocpfa0
+ip -n $B addr add 10.78.0.2/24 dev ocpfb0
+for x in "$A ocpfa0" "$B ocpfb0" "$D ocpfa1" "$D ocpfb1"; do
+    set -- $x
+    ip -n $1 link set lo up
+    ip -n $1 link set $2 up
+done
+ip netns exec $A ethtool -K ocpfa0 tx off tso off gso off >/dev/null
+ip netns exec $B ethtool -K ocpfb0 tx off tso off gso off >/dev/null
+ip netns exec $B iperf3 -s -p 23301 >/dev/null 2>&1 &
+srvpid=$!
+
+ctl_ok() { "$cli" dp --control "unix:$tmp/dp.sock" ping >/dev/null 2>&1; }
+
+start_case() { # CASE
+    case $1 in
+    kernel-bridge)
+        ip -n $D link add ocpfbr type bridge &&
+            ip -n $D link set ocpfa1 master ocpfbr &&
+            ip -n $D link set ocpfb1 master ocpfbr &&
+            ip -n $D link set ocpfbr up || die "bridge"
+        ;;
+    dp-*)
+        {
+            echo "threads $threads"
+            echo "control unix:$tmp/dp.sock"
+            echo "attach t0 host=ocpfa1 wire=ocpfb1"
+            if [ "$1" = dp-bare ]; then
+                echo "stages none"
+            else
+                echo "rules $rules action=allow"
+            fi
+        } >"$tmp/dp.conf"
+        ip netns exec $D "$dp" --config "$tmp/dp.conf" >"$tmp/dp.log" 2>&1 &
+        dppid=$!
+        n=0
+        until ctl_ok; do
+            n=$((n + 1))
+            [ $n -lt 300 ] || die "offcore-dp did not start"
+            kill -0 $dppid 2>/dev/null || die "offcore-dp exited"
+            sleep 0.1
+        done
+        ;;
+    esac
+    # the path is up when a ping crosses it (ARP learnt, bridge forwarding)
+    n=0
+    until ip netns exec $A ping -c 1 -W 1 10.78.0.2 >/dev/null 2>&1; do
+        n=$((n + 1))
+        [ $n -lt 20 ] || die "no path A -> B in case $1"
+    done
+}
+
+stop_case() { # CASE
+    case $1 in
+    kernel-bridge) ip -n $D link del ocpfbr ;;
+    dp-*)
+        # CPU the daemon spent (it sleeps in poll() when idle) per frame it
+        # forwarded: the cost of its pipeline, apart from the traffic tools
+        fwd=$("$cli" dp --control "unix:$tmp/dp.sock" stat --raw |
+            sed -n 's/^offcore_dp_forwarded_packets_total \([0-9]*\)$/\1/p')
+        ticks=$(awk '{print $14 + $15}' /proc/$dppid/stat)
+        echo "$fwd $ticks $(getconf CLK_TCK)" >"$tmp/cpu"
+        kill -TERM $dppid
+        wait $dppid || die "offcore-dp exit status $?"
+        dppid=
+        ;;
+    esac
+}
+
+run_case() { # CASE REPEAT
+    start_case "$1"
+    ip netns exec $A iperf3 -c 10.78.0.2 -p 23301 -u -b 0 -l 64 -t "$secs" -J \
+        >"$tmp/udp.json" 2>&1 || die "iperf3 UDP ($1): $(tail -3 "$tmp/udp.json")"
+    ip netns exec $A iperf3 -c 10.78.0.2 -p 23301 -t "$secs" -J \
+        >"$tmp/tcp.json" 2>&1 || die "iperf3 TCP ($1): $(tail -3 "$tmp/tcp.json")"
+    rm -f "$tmp/cpu"
+    stop_case "$1"
+    python3 - "$1" "$2" "$tmp/udp.json" "$tmp/tcp.json" "$tmp/cpu" <<'EOF' | tee -a "$tmp/runs"
+import json, os, sys
+case, rep, udp, tcp, cpu = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+u = json.load(open(udp))["end"]["sum"]
+t = json.load(open(tcp))["end"]["sum_received"]
+got = u["packets"] - u["lost_packets"]
+out = {"bench": "forward", "case": case, "repeat": rep,
+       "mpps": round(got / u["seconds"] / 1e6, 4),
+       "udp_sent_mpps": round(u["packets"] / u["seconds"] / 1e6, 4),
+       "udp_lost_pct": round(u["lost_percent"], 2),
+       "tcp_gbps": round(t["bits_per_second"] / 1e9, 3)}
+if os.path.exists(cpu):
+    fwd, ticks, hz = (int(x) for x in open(cpu).read().split())
+    if fwd > 0:
+        out["dp_cpu_ns_per_pkt"] = round(ticks / hz * 1e9 / fwd)
+print(json.dumps(out))
+EOF
+}
+
+cases="kernel-bridge dp-bare dp-acl1-10k"
+r=1
+while [ $r -le "$repeats" ]; do
+    for c in $cases; do run_case $c $r; done
+    r=$((r + 1))
+done
+python3 - "$tmp/runs" <<'EOF'
+import json, statistics, sys
+runs = [json.loads(l) for l in open(sys.argv[1])]
+med = {}
+for c in ["kernel-bridge", "dp-bare", "dp-acl1-10k"]:
+    rs = [r for r in runs if r["case"] == c]
+    med[c] = {k: statistics.median(r[k] for r in rs) for k in ("mpps", "tcp_gbps")}
+    cpu = [r["dp_cpu_ns_per_pkt"] for r in rs if "dp_cpu_ns_per_pkt" in r]
+    if cpu:
+        med[c]["dp_cpu_ns_per_pkt"] = statistics.median(cpu)
+    med[c]["runs"] = len(rs)
+bare = med["dp-bare"]
+for c, m in med.items():
+    out = {"bench": "forward", "case": c, "summary": "median", "runs": m["runs"],
+           "mpps": m["mpps"], "tcp_gbps": m["tcp_gbps"],
+           "mpps_vs_bare": round(m["mpps"] / bare["mpps"], 3) if bare["mpps"] else None,
+           "tcp_vs_bare": round(m["tcp_gbps"] / bare["tcp_gbps"], 3) if bare["tcp_gbps"] else None}
+    if "dp_cpu_ns_per_pkt" in m:
+        out["dp_cpu_ns_per_pkt"] = m["dp_cpu_ns_per_pkt"]
+    print(json.dumps(out))
+# per-repeat ratios of the classifier to the bare forwarder, same repeat
+ratios = []
+for r in sorted({x["repeat"] for x in runs}):
+    a = [x for x in runs if x["repeat"] == r and x["case"] == "dp-acl1-10k"]
+    b = [x for x in runs if x["repeat"] == r and x["case"] == "dp-bare"]
+    if a and b and b[0]["mpps"]:
+        ratios.append(round(a[0]["mpps"] / b[0]["mpps"], 3))
+print(json.dumps({"bench": "forward", "case": "dp-acl1-10k/dp-bare",
+                  "mpps_ratio_per_repeat": ratios,
+                  "mpps_ratio_median": statistics.median(ratios) if ratios else None,
+                  "bar": 0.9}))
+EOF

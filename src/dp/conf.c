@@ -1,0 +1,566 @@
+/*
+ * conf.c — offcore-dp's configuration file and rule syntax (dp.h).
+ *
+ * The whole file is parsed and checked before anything starts: every error
+ * is collected with file, line and reason, and the configuration is taken
+ * only when there is none.  Strict: unknown directives and keys, trailing
+ * garbage, out-of-range numbers and duplicates are errors.  Pure except
+ * for reading rule files and (check_system) asking the kernel whether an
+ * interface exists.  Fuzzed by tests/fuzz/fuzz_dp.c.
+ */
+#include "dp/dp.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <net/if.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void oc_dp_errors_add(oc_dp_errors_t *e, const char *file, unsigned line,
+                      const char *fmt, ...)
+{
+    size_t used = strlen(e->text);
+    va_list ap;
+    int n;
+
+    e->count++;
+    if (used + 2 >= sizeof(e->text))
+        return;
+    n = line ? snprintf(e->text + used, sizeof(e->text) - used, "%s:%u: ",
+                        file, line)
+             : snprintf(e->text + used, sizeof(e->text) - used, "%s: ", file);
+    if (n < 0 || (size_t)n >= sizeof(e->text) - used)
+        return;
+    used += (size_t)n;
+    va_start(ap, fmt);
+    n = vsnprintf(e->text + used, sizeof(e->text) - used, fmt, ap);
+    va_end(ap);
+    used = strlen(e->text);
+    if (used + 1 < sizeof(e->text)) {
+        e->text[used] = '\n';
+        e->text[used + 1] = '\0';
+    }
+}
+
+void oc_dp_conf_defaults(oc_dp_conf_t *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->threads = 1;
+    c->burst = 64;
+    c->ring_size = 2048;
+    c->max_rules = 65536;
+    c->max_frame = 1518 + 8; /* 1500 MTU, Ethernet header, two VLAN tags */
+    c->default_action = OC_ACL_ALLOW;
+    snprintf(c->control, sizeof(c->control), "unix:/run/offcore/dp.sock");
+    snprintf(c->metrics, sizeof(c->metrics), "off");
+    for (int r = 0; r < OC_PKT_R_MAX; r++)
+        c->policy[r] = (uint8_t)oc_pkt_default_policy((oc_pkt_reason_t)r);
+}
+
+void oc_dp_conf_free(oc_dp_conf_t *c)
+{
+    if (c == NULL)
+        return;
+    free(c->rules);
+    c->rules = NULL;
+    c->nrules = 0;
+}
+
+/* ------------------------------------------------------------ rule files */
+
+static oc_status_t read_all(const char *path, char **buf, size_t *len,
+                            oc_dp_errors_t *err)
+{
+    char msg[256];
+    oc_status_t st = oc_acl_read_file(path, buf, len, msg, sizeof(msg));
+    if (st == OC_ERR_CONFIG)
+        oc_dp_errors_add(err, path, 0, "%s", msg);
+    return st;
+}
+
+oc_status_t oc_dp_rules_file(const char *path, oc_acl_action_t action,
+                             uint32_t id_base, oc_dp_rule_t **rules_out,
+                             size_t *n_out, oc_dp_errors_t *err)
+{
+    char *buf = NULL;
+    size_t len = 0, n = 0, cap = 0;
+    oc_dp_rule_t *rules = NULL;
+    oc_status_t st;
+    const char *p;
+    unsigned errs_before = err->count;
+
+    st = read_all(path, &buf, &len, err);
+    if (st != OC_OK)
+        return st;
+    p = buf;
+    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+        p++;
+    if (*p == '@') {
+        oc_acl_rule_t *cb = NULL;
+        char msg[512];
+        st = oc_acl_parse_rules(buf, len, path, &cb, &n, msg, sizeof(msg));
+        if (st == OC_ERR_CONFIG)
+            oc_dp_errors_add(err, path, 0, "%s", msg);
+        if (st != OC_OK)
+            goto out;
+        if (n > 0 && (uint64_t)id_base + n - 1 > UINT32_MAX) {
+            oc_dp_errors_add(err, path, 0, "id_base %u + %zu rules passes "
+                             "4294967295", id_base, n);
+            free(cb);
+            st = OC_ERR_CONFIG;
+            goto out;
+        }
+        rules = calloc(n ? n : 1, sizeof(*rules));
+        if (rules == NULL) {
+            free(cb);
+            st = OC_ERR_NO_MEMORY;
+            goto out;
+        }
+        for (size_t i = 0; i < n; i++) {
+            rules[i].r = cb[i];
+            rules[i].r.id = id_base + (uint32_t)i;
+            rules[i].r.priority = id_base + (uint32_t)i;
+            rules[i].action = action;
+        }
+        free(cb);
+        goto out;
+    }
+    /* our syntax, one rule a line */
+    {
+        unsigned line = 0;
+        const char *s = buf, *end = buf + len;
+        while (s < end) {
+            const char *nl = memchr(s, '\n', (size_t)(end - s));
+            size_t l = nl ? (size_t)(nl - s) : (size_t)(end - s);
+            char text[OC_DP_LINE_MAX], why[160];
+            const char *t;
+            line++;
+            if (l >= sizeof(text)) {
+                oc_dp_errors_add(err, path, line, "line too long");
+            } else {
+                memcpy(text, s, l);
+                text[l] = '\0';
+                if (l > 0 && text[l - 1] == '\r')
+                    text[l - 1] = '\0';
+                t = text + strspn(text, " \t");
+                if (!strncmp(t, "rule", 4) && (t[4] == ' ' || t[4] == '\t'))
+                    t += 4;
+                if (*t != '\0' && *t != '#') {
+                    if (n == cap) {
+                        size_t nc = cap ? cap * 2 : 64;
+                        oc_dp_rule_t *g = realloc(rules, nc * sizeof(*g));
+                        if (g == NULL) {
+                            st = OC_ERR_NO_MEMORY;
+                            goto out;
+                        }
+                        rules = g;
+                        cap = nc;
+                    }
+                    if (oc_dp_rule_parse(t, &rules[n], why, sizeof(why)) != 0)
+                        oc_dp_errors_add(err, path, line, "%s", why);
+                    else
+                        n++;
+                }
+            }
+            s += l + 1;
+        }
+        if (err->count != errs_before)
+            st = OC_ERR_CONFIG;
+    }
+out:
+    free(buf);
+    if (st != OC_OK) {
+        free(rules);
+        return st;
+    }
+    *rules_out = rules;
+    *n_out = n;
+    return OC_OK;
+}
+
+/* ---------------------------------------------------------- config file */
+
+static int split(char *line, char **tok, int max)
+{
+    int n = 0;
+    char *save = NULL;
+    for (char *t = strtok_r(line, " \t\r", &save); t != NULL;
+         t = strtok_r(NULL, " \t\r", &save)) {
+        if (n == max)
+            return -1;
+        tok[n++] = t;
+    }
+    return n;
+}
+
+static bool valid_ifname(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n >= IF_NAMESIZE)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] <= ' ' || s[i] == '/' || s[i] == ':' || s[i] > '~')
+            return false;
+    return true;
+}
+
+static int add_rules(oc_dp_conf_t *c, size_t *cap, const oc_dp_rule_t *r,
+                     size_t n)
+{
+    if (c->nrules + n > *cap) {
+        size_t nc = *cap ? *cap : 64;
+        while (nc < c->nrules + n)
+            nc *= 2;
+        oc_dp_rule_t *g = realloc(c->rules, nc * sizeof(*g));
+        if (g == NULL)
+            return -1;
+        c->rules = g;
+        *cap = nc;
+    }
+    memcpy(c->rules + c->nrules, r, n * sizeof(*r));
+    c->nrules += n;
+    return 0;
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+    uint32_t x = ((const oc_dp_rule_t *)a)->r.id;
+    uint32_t y = ((const oc_dp_rule_t *)b)->r.id;
+    return x < y ? -1 : x > y;
+}
+
+static void parse_line(oc_dp_conf_t *c, size_t *rcap, char *line,
+                       const char *name, unsigned ln, const char *base_dir,
+                       oc_dp_errors_t *e, bool *nomem)
+{
+    char *tok[24];
+    int n;
+    uint64_t v;
+    char rest[OC_DP_LINE_MAX];
+
+    snprintf(rest, sizeof(rest), "%s", line);
+    n = split(line, tok, 24);
+    if (n < 0) {
+        oc_dp_errors_add(e, name, ln, "too many words");
+        return;
+    }
+    if (n == 0 || tok[0][0] == '#')
+        return;
+#define ERR(...) oc_dp_errors_add(e, name, ln, __VA_ARGS__)
+#define ONE_ARG()                                                              \
+    if (n != 2) {                                                              \
+        ERR("'%s' takes one value", tok[0]);                                   \
+        return;                                                                \
+    }
+    if (!strcmp(tok[0], "threads")) {
+        ONE_ARG();
+        if (oc__dp_parse_u64(tok[1], 1, OC_DP_MAX_THREADS, &v) != 0)
+            ERR("threads '%.32s': expected 1..%u", tok[1], OC_DP_MAX_THREADS);
+        else
+            c->threads = (uint32_t)v;
+    } else if (!strcmp(tok[0], "burst")) {
+        ONE_ARG();
+        if (oc__dp_parse_u64(tok[1], 1, 256, &v) != 0)
+            ERR("burst '%.32s': expected 1..256", tok[1]);
+        else
+            c->burst = (uint32_t)v;
+    } else if (!strcmp(tok[0], "ring")) {
+        ONE_ARG();
+        if (oc__dp_parse_u64(tok[1], 64, 16384, &v) != 0 || (v & (v - 1)) != 0)
+            ERR("ring '%.32s': expected a power of two, 64..16384", tok[1]);
+        else
+            c->ring_size = (uint32_t)v;
+    } else if (!strcmp(tok[0], "max_rules")) {
+        ONE_ARG();
+        if (oc__dp_parse_u64(tok[1], 1, OC_ACL_MAX_RULES, &v) != 0)
+            ERR("max_rules '%.32s': expected 1..%u", tok[1], OC_ACL_MAX_RULES);
+        else
+            c->max_rules = (uint32_t)v;
+    } else if (!strcmp(tok[0], "max_frame")) {
+        ONE_ARG();
+        if (oc__dp_parse_u64(tok[1], 64, 2048 - OC_PKT_HEADROOM, &v) != 0)
+            ERR("max_frame '%.32s': expected 64..%u", tok[1],
+                2048 - OC_PKT_HEADROOM);
+        else
+            c->max_frame = (uint32_t)v;
+    } else if (!strcmp(tok[0], "stages")) {
+        ONE_ARG();
+        if (!strcmp(tok[1], "none"))
+            c->bare = true;
+        else if (!strcmp(tok[1], "classifier"))
+            c->bare = false;
+        else
+            ERR("stages '%.32s': expected classifier or none", tok[1]);
+    } else if (!strcmp(tok[0], "default")) {
+        oc_acl_action_t a;
+        ONE_ARG();
+        if (oc__dp_parse_action(tok[1], &a) != 0 || a == OC_ACL_COUNT)
+            ERR("default '%.32s': expected allow or deny", tok[1]);
+        else
+            c->default_action = a;
+    } else if (!strcmp(tok[0], "control") || !strcmp(tok[0], "metrics")) {
+        char *dst = tok[0][0] == 'c' ? c->control : c->metrics;
+        ONE_ARG();
+        if (strlen(tok[1]) >= OC_DP_PATH_MAX)
+            ERR("%s: address too long", tok[0]);
+        else if (tok[0][0] == 'c' && strncmp(tok[1], "unix:/", 6) != 0 &&
+                 tok[1][0] != '/')
+            ERR("control '%.64s': expected unix:/PATH (a local socket: it "
+                "changes the rules)", tok[1]);
+        else
+            snprintf(dst, OC_DP_PATH_MAX, "%s", tok[1]);
+    } else if (!strcmp(tok[0], "policy")) {
+        int r;
+        if (n != 3) {
+            ERR("policy takes REASON pass|drop");
+            return;
+        }
+        r = oc_pkt_reason_from_name(tok[1]);
+        if (r < 0)
+            ERR("policy: unknown reason '%.40s' (see offcore-dp --help)", tok[1]);
+        else if (!strcmp(tok[2], "pass"))
+            c->policy[r] = OC_PKT_PASS;
+        else if (!strcmp(tok[2], "drop"))
+            c->policy[r] = OC_PKT_DROP;
+        else
+            ERR("policy %s '%.32s': expected pass or drop", tok[1], tok[2]);
+    } else if (!strcmp(tok[0], "attach")) {
+        oc_dp_attach_conf_t a;
+        memset(&a, 0, sizeof(a));
+        a.line = ln;
+        if (n < 2) {
+            ERR("attach takes NAME host=IF wire=IF");
+            return;
+        }
+        if (strlen(tok[1]) >= sizeof(a.name) || strchr(tok[1], '=')) {
+            ERR("attach: bad name '%.40s'", tok[1]);
+            return;
+        }
+        snprintf(a.name, sizeof(a.name), "%s", tok[1]);
+        for (int i = 2; i < n; i++) {
+            char *eq = strchr(tok[i], '=');
+            if (eq == NULL) {
+                ERR("attach %s: '%.40s': expected KEY=VALUE", a.name, tok[i]);
+                return;
+            }
+            *eq++ = '\0';
+            if (!strcmp(tok[i], "host") || !strcmp(tok[i], "wire")) {
+                if (!valid_ifname(eq)) {
+                    ERR("attach %s: %s '%.40s' is no interface name", a.name,
+                        tok[i], eq);
+                    return;
+                }
+                snprintf(tok[i][0] == 'h' ? a.host : a.wire, sizeof(a.host),
+                         "%s", eq);
+            } else if (!strcmp(tok[i], "xdp")) {
+                if (!strcmp(eq, "auto"))
+                    a.xdp_mode = OC_PORT_XDP_AUTO;
+                else if (!strcmp(eq, "native"))
+                    a.xdp_mode = OC_PORT_XDP_NATIVE;
+                else if (!strcmp(eq, "generic"))
+                    a.xdp_mode = OC_PORT_XDP_GENERIC;
+                else {
+                    ERR("attach %s: xdp '%.32s': expected auto, native or "
+                        "generic", a.name, eq);
+                    return;
+                }
+            } else if (!strcmp(tok[i], "backend")) {
+                if (!strcmp(eq, "xdp"))
+                    a.backend = OC_DP_BACKEND_XDP;
+                else if (!strcmp(eq, "dpdk-af_xdp"))
+                    a.backend = OC_DP_BACKEND_DPDK_AF_XDP;
+                else if (!strcmp(eq, "dpdk-af_packet"))
+                    a.backend = OC_DP_BACKEND_DPDK_AF_PACKET;
+                else {
+                    ERR("attach %s: backend '%.32s': expected xdp, "
+                        "dpdk-af_xdp or dpdk-af_packet", a.name, eq);
+                    return;
+                }
+            } else if (!strcmp(tok[i], "zero_copy")) {
+                if (!strcmp(eq, "yes"))
+                    a.zero_copy = true;
+                else if (!strcmp(eq, "no"))
+                    a.zero_copy = false;
+                else {
+                    ERR("attach %s: zero_copy '%.32s': expected yes or no",
+                        a.name, eq);
+                    return;
+                }
+            } else {
+                ERR("attach %s: unknown key '%.32s' (host wire backend xdp "
+                    "zero_copy)", a.name, tok[i]);
+                return;
+            }
+        }
+        if (a.host[0] == '\0' || a.wire[0] == '\0') {
+            ERR("attach %s: needs host=IF and wire=IF", a.name);
+            return;
+        }
+        if (!strcmp(a.host, a.wire)) {
+            ERR("attach %s: host and wire are the same interface", a.name);
+            return;
+        }
+        for (uint32_t i = 0; i < c->nattach; i++) {
+            const oc_dp_attach_conf_t *o = &c->attach[i];
+            if (!strcmp(o->name, a.name))
+                ERR("attach %s: name already used on line %u", a.name, o->line);
+            if (!strcmp(o->host, a.host) || !strcmp(o->wire, a.host) ||
+                !strcmp(o->host, a.wire) || !strcmp(o->wire, a.wire))
+                ERR("attach %s: an interface of it is already in attach %s "
+                    "(line %u)", a.name, o->name, o->line);
+        }
+        if (c->nattach == OC_DP_MAX_ATTACH)
+            ERR("more than %u attachments", OC_DP_MAX_ATTACH);
+        else
+            c->attach[c->nattach++] = a;
+    } else if (!strcmp(tok[0], "rule")) {
+        oc_dp_rule_t r;
+        char why[160];
+        const char *t = strstr(rest, "rule") + 4;
+        if (oc_dp_rule_parse(t, &r, why, sizeof(why)) != 0)
+            ERR("rule: %s", why);
+        else if (add_rules(c, rcap, &r, 1) != 0)
+            *nomem = true;
+    } else if (!strcmp(tok[0], "rules")) {
+        oc_acl_action_t action = OC_ACL_ALLOW;
+        uint64_t id_base = 0;
+        char path[PATH_MAX];
+        oc_dp_rule_t *rules = NULL;
+        size_t nr = 0;
+        if (n < 2) {
+            ERR("rules takes FILE [action=allow|deny|count] [id_base=N]");
+            return;
+        }
+        for (int i = 2; i < n; i++) {
+            if (!strncmp(tok[i], "action=", 7) &&
+                oc__dp_parse_action(tok[i] + 7, &action) == 0)
+                continue;
+            if (!strncmp(tok[i], "id_base=", 8) &&
+                oc__dp_parse_u64(tok[i] + 8, 0, UINT32_MAX, &id_base) == 0)
+                continue;
+            ERR("rules: '%.40s': expected action=allow|deny|count or "
+                "id_base=N", tok[i]);
+            return;
+        }
+        if (tok[1][0] == '/' || base_dir == NULL)
+            snprintf(path, sizeof(path), "%s", tok[1]);
+        else
+            snprintf(path, sizeof(path), "%s/%s", base_dir, tok[1]);
+        {
+            unsigned before = e->count;
+            oc_status_t st = oc_dp_rules_file(path, action, (uint32_t)id_base,
+                                              &rules, &nr, e);
+            if (st == OC_ERR_NO_MEMORY)
+                *nomem = true;
+            else if (st != OC_OK && e->count == before)
+                ERR("rules %s: cannot be read", path);
+            else if (st != OC_OK)
+                ERR("rules %s: not loaded (errors above)", path);
+            else if (add_rules(c, rcap, rules, nr) != 0)
+                *nomem = true;
+            free(rules);
+        }
+    } else {
+        ERR("unknown directive '%.40s' (threads burst ring max_rules "
+            "max_frame stages default control metrics policy attach rule "
+            "rules)", tok[0]);
+    }
+#undef ONE_ARG
+#undef ERR
+}
+
+oc_status_t oc_dp_conf_parse(const char *text, size_t len, const char *name,
+                             const char *base_dir, bool check_system,
+                             oc_dp_conf_t *out, oc_dp_errors_t *e)
+{
+    oc_dp_conf_t c = *out;
+    size_t rcap = 0;
+    unsigned ln = 0, before = e->count;
+    bool nomem = false;
+    const char *s = text, *end = text + len;
+
+    c.rules = NULL;
+    c.nrules = 0;
+    c.nattach = 0;
+    while (s < end && !nomem) {
+        const char *nl = memchr(s, '\n', (size_t)(end - s));
+        size_t l = nl ? (size_t)(nl - s) : (size_t)(end - s);
+        char line[OC_DP_LINE_MAX];
+        ln++;
+        if (l >= sizeof(line)) {
+            oc_dp_errors_add(e, name, ln, "line longer than %d bytes",
+                             OC_DP_LINE_MAX - 1);
+        } else if (memchr(s, '\0', l) != NULL) {
+            oc_dp_errors_add(e, name, ln, "NUL byte");
+        } else {
+            memcpy(line, s, l);
+            line[l] = '\0';
+            parse_line(&c, &rcap, line, name, ln, base_dir, e, &nomem);
+        }
+        s += l + 1;
+    }
+    if (nomem) {
+        free(c.rules);
+        return OC_ERR_NO_MEMORY;
+    }
+    if (c.nattach == 0)
+        oc_dp_errors_add(e, name, 0, "no 'attach NAME host=IF wire=IF' line");
+    if (c.nrules > c.max_rules)
+        oc_dp_errors_add(e, name, 0, "%zu rules, more than max_rules %u",
+                         c.nrules, c.max_rules);
+    if (c.nrules > 1) {
+        /* duplicate ids: sort a copy */
+        oc_dp_rule_t *t = malloc(c.nrules * sizeof(*t));
+        if (t == NULL) {
+            free(c.rules);
+            return OC_ERR_NO_MEMORY;
+        }
+        memcpy(t, c.rules, c.nrules * sizeof(*t));
+        qsort(t, c.nrules, sizeof(*t), cmp_id);
+        for (size_t i = 1; i < c.nrules; i++)
+            if (t[i].r.id == t[i - 1].r.id) {
+                oc_dp_errors_add(e, name, 0, "rule id %u defined twice (ids "
+                                 "must be unique; see id_base=)", t[i].r.id);
+                break;
+            }
+        free(t);
+    }
+    if (check_system)
+        for (uint32_t i = 0; i < c.nattach; i++) {
+            const char *ifs[2] = {c.attach[i].host, c.attach[i].wire};
+            for (int k = 0; k < 2; k++)
+                if (if_nametoindex(ifs[k]) == 0)
+                    oc_dp_errors_add(e, name, c.attach[i].line,
+                                     "attach %s: no interface '%s' here (ip "
+                                     "link show)", c.attach[i].name, ifs[k]);
+        }
+    if (e->count != before) {
+        free(c.rules);
+        return OC_ERR_CONFIG;
+    }
+    *out = c;
+    return OC_OK;
+}
+
+oc_status_t oc_dp_conf_load(const char *path, bool check_system,
+                            oc_dp_conf_t *c, oc_dp_errors_t *e)
+{
+    char *buf = NULL, dir[PATH_MAX];
+    size_t len = 0;
+    const char *slash = strrchr(path, '/');
+    oc_status_t st;
+
+    st = read_all(path, &buf, &len, e);
+    if (st != OC_OK)
+        return st;
+    if (slash == NULL)
+        snprintf(dir, sizeof(dir), ".");
+    else
+        snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path + (slash == path)),
+                 path);
+    st = oc_dp_conf_parse(buf, len, path, dir, check_system, c, e);
+    free(buf);
+    return st;
+}

@@ -1,0 +1,418 @@
+/*
+ * ctl.c — offcore-dp's control socket and counters.
+ *
+ * The socket (a Unix socket, by default /run/offcore/dp.sock, mode 0600)
+ * is listened on and accepted with src/ctl's socket helpers (stale-socket
+ * cleanup, peer credentials).  The protocol is not src/ctl's framed codec:
+ * that codec is the rank/agent handshake, with a closed set of typed
+ * messages and payloads limited to 64 KiB, while rule listings and counter
+ * dumps of 10K rules are megabytes of text.  So, like a one-shot HTTP/1.0
+ * exchange: the client connects, sends one line (at most 4095 bytes, '\n'
+ * terminated), and reads until EOF an answer whose first line is "ok" or
+ * "error: REASON".  Commands:
+ *   ping
+ *   rules add RULE          (the rule syntax of dp.h / docs/dp.md)
+ *   rules del ID
+ *   rules list              (one rule a line, with packets= and bytes=)
+ *   rules load PATH [action=allow|deny|count] [id_base=N]   (replace all)
+ *   stat                    (every counter, Prometheus text 0.0.4)
+ * The control thread serves one client at a time; a client that stops
+ * reading for 2 s is dropped.  It is also the classifier's only writer.
+ */
+#include "ctl/ctl.h"
+#include "dp/dp_int.h"
+#include "metrics/metrics.h"
+#include "util/guard.h"
+#include "util/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------ metrics */
+
+static const char *const drop_cause[OC_DP_V_MAX] = {
+    [OC_DP_V_FORWARD] = "none", [OC_DP_V_POLICY] = "policy",
+    [OC_DP_V_RULE] = "rule",    [OC_DP_V_DEFAULT] = "default",
+    [OC_DP_V_TX_FULL] = "tx_full"};
+
+#define SUM(expr)                                                              \
+    ({                                                                         \
+        uint64_t s_ = 0;                                                       \
+        for (uint32_t q_ = 0; q_ < dp->nthreads; q_++) {                       \
+            const oc_dp_worker_t *w = &dp->w[q_];                              \
+            s_ += __atomic_load_n(&(expr), __ATOMIC_RELAXED);                  \
+        }                                                                      \
+        s_;                                                                    \
+    })
+
+oc_status_t oc_dp_metrics(void *arg, void *prom)
+{
+    oc_dp_t *dp = arg;
+    oc_prom_t *p = prom;
+    char buf[32];
+
+    oc_prom_family(p, "offcore_dp_threads", "worker threads", OC_PROM_GAUGE);
+    oc_prom_sample(p, "offcore_dp_threads", NULL, 0, dp->nthreads);
+    oc_prom_family(p, "offcore_dp_rules", "rules installed", OC_PROM_GAUGE);
+    oc_prom_sample(p, "offcore_dp_rules", NULL, 0,
+                   __atomic_load_n(&dp->nrules, __ATOMIC_RELAXED));
+    oc_prom_family(p, "offcore_dp_rule_updates_total",
+                   "rule adds, deletes and loads applied", OC_PROM_COUNTER);
+    oc_prom_sample(p, "offcore_dp_rule_updates_total", NULL, 0,
+                   __atomic_load_n(&dp->rule_ops, __ATOMIC_RELAXED));
+
+    static const char *const fam[] = {
+        "offcore_dp_port_packets_total", "offcore_dp_port_bytes_total",
+        "offcore_dp_port_tx_ring_full_total",
+        "offcore_dp_port_kernel_drops_total"};
+    static const char *const help[] = {
+        "frames received and sent per port",
+        "bytes received and sent per port (Ethernet frames)",
+        "send calls that found the port's ring full (back-pressure)",
+        "frames the kernel dropped before offcore-dp saw them (AF_XDP "
+        "statistics: ring full, no fill buffer)"};
+    for (int f = 0; f < 4; f++) {
+        oc_prom_family(p, fam[f], help[f], OC_PROM_COUNTER);
+        for (uint32_t a = 0; a < dp->nattach; a++)
+            for (int s = 0; s < 2; s++) {
+                oc_port_stats_t st;
+                const char *side = s == 0 ? "host" : "wire";
+                const char *ifn = oc_port_name(dp->att[a].port[s]);
+                oc_port_stats(dp->att[a].port[s], &st);
+                if (f < 2) {
+                    oc_prom_sample(p, fam[f],
+                                   OC_PROM_LABELS({"attach", dp->att[a].name},
+                                                  {"side", side}, {"port", ifn},
+                                                  {"dir", "rx"}),
+                                   f == 0 ? st.rx_packets : st.rx_bytes);
+                    oc_prom_sample(p, fam[f],
+                                   OC_PROM_LABELS({"attach", dp->att[a].name},
+                                                  {"side", side}, {"port", ifn},
+                                                  {"dir", "tx"}),
+                                   f == 0 ? st.tx_packets : st.tx_bytes);
+                } else {
+                    oc_prom_sample(p, fam[f],
+                                   OC_PROM_LABELS({"attach", dp->att[a].name},
+                                                  {"side", side}, {"port", ifn}),
+                                   f == 2 ? st.tx_full : st.kernel_rx_dropped);
+                }
+            }
+    }
+    oc_prom_family(p, "offcore_dp_frames_total",
+                   "frames by parser verdict (policy pass or drop per reason)",
+                   OC_PROM_COUNTER);
+    for (int r = 0; r < OC_PKT_R_MAX; r++)
+        oc_prom_sample(p, "offcore_dp_frames_total",
+                       OC_PROM_LABELS({"reason", oc_pkt_reason_name(r)},
+                                      {"policy", dp->policy[r] == OC_PKT_DROP
+                                                     ? "drop"
+                                                     : "pass"}),
+                       SUM(w->c.reason[r]));
+    oc_prom_family(p, "offcore_dp_forwarded_packets_total",
+                   "frames sent on to the other side", OC_PROM_COUNTER);
+    oc_prom_sample(p, "offcore_dp_forwarded_packets_total", NULL, 0,
+                   SUM(w->c.forwarded));
+    oc_prom_family(p, "offcore_dp_dropped_packets_total",
+                   "frames dropped, by cause", OC_PROM_COUNTER);
+    for (int v = 1; v < OC_DP_V_MAX; v++)
+        oc_prom_sample(p, "offcore_dp_dropped_packets_total",
+                       OC_PROM_LABELS({"cause", drop_cause[v]}),
+                       SUM(w->c.dropped[v]));
+    oc_prom_family(p, "offcore_dp_nomatch_packets_total",
+                   "IPv4 frames no rule matched (the default action applied)",
+                   OC_PROM_COUNTER);
+    oc_prom_sample(p, "offcore_dp_nomatch_packets_total", NULL, 0,
+                   SUM(w->c.nomatch));
+    oc_prom_family(p, "offcore_dp_thread_forwarded_packets_total",
+                   "frames each worker forwarded (flows spread over workers "
+                   "by the ports' receive hash)", OC_PROM_COUNTER);
+    for (uint32_t q = 0; q < dp->nthreads; q++) {
+        snprintf(buf, sizeof(buf), "%u", q);
+        oc_prom_sample(p, "offcore_dp_thread_forwarded_packets_total",
+                       OC_PROM_LABELS({"thread", buf}),
+                       __atomic_load_n(&dp->w[q].c.forwarded, __ATOMIC_RELAXED));
+    }
+    oc_prom_family(p, "offcore_dp_thread_sleeps_total",
+                   "times a worker found no traffic and slept in poll()",
+                   OC_PROM_COUNTER);
+    for (uint32_t q = 0; q < dp->nthreads; q++) {
+        snprintf(buf, sizeof(buf), "%u", q);
+        oc_prom_sample(p, "offcore_dp_thread_sleeps_total",
+                       OC_PROM_LABELS({"thread", buf}),
+                       __atomic_load_n(&dp->w[q].c.sleeps, __ATOMIC_RELAXED));
+    }
+    for (int f = 0; f < 2; f++) {
+        const char *name = f == 0 ? "offcore_dp_rule_packets_total"
+                                  : "offcore_dp_rule_bytes_total";
+        oc_prom_family(p, name,
+                       f == 0 ? "frames matched per rule (first match)"
+                              : "bytes (Ethernet frames) matched per rule",
+                       OC_PROM_COUNTER);
+        pthread_mutex_lock(&dp->lock);
+        for (uint32_t s = 0; s < dp->nslots; s++) {
+            const oc_dp_slot_t *sl = &dp->slots[s];
+            oc_dp_ctr_t c;
+            if (!sl->used)
+                continue;
+            c = oc__dp_slot_count(dp, s);
+            snprintf(buf, sizeof(buf), "%u", sl->rule.r.id);
+            oc_prom_sample(p, name,
+                           OC_PROM_LABELS({"id", buf},
+                                          {"action",
+                                           oc_dp_action_name(sl->rule.action)}),
+                           f == 0 ? c.packets - sl->base.packets
+                                  : c.bytes - sl->base.bytes);
+        }
+        pthread_mutex_unlock(&dp->lock);
+    }
+    return oc_prom_status(p);
+}
+
+static oc_status_t fill(void *arg, oc_prom_t *p) { return oc_dp_metrics(arg, p); }
+
+/* ------------------------------------------------------ control socket */
+
+static void reply_error(FILE *out, const char *why)
+{
+    fprintf(out, "error: %s\n", why);
+}
+
+static void handle(oc_dp_t *dp, char *line, FILE *out)
+{
+    char why[512];
+    oc_status_t st;
+
+    why[0] = '\0';
+    if (!strcmp(line, "ping")) {
+        fprintf(out, "ok\npong\n");
+    } else if (!strncmp(line, "rules add ", 10)) {
+        oc_dp_rule_t r;
+        if (oc_dp_rule_parse(line + 10, &r, why, sizeof(why)) != 0)
+            return reply_error(out, why);
+        st = oc_dp_rule_add(dp, &r, why, sizeof(why));
+        if (st != OC_OK)
+            return reply_error(out, why);
+        oc_dp_rule_format(&r, why, sizeof(why));
+        oc_info(OC_COMP_DP, "rule added: %s", why);
+        fprintf(out, "ok\nadded %s\n", why);
+    } else if (!strncmp(line, "rules del ", 10)) {
+        char *end;
+        unsigned long id;
+        errno = 0;
+        id = strtoul(line + 10, &end, 10);
+        if (line[10] < '0' || line[10] > '9' || *end != '\0' || errno ||
+            id > UINT32_MAX)
+            return reply_error(out, "rules del takes a rule id (0..4294967295)");
+        st = oc_dp_rule_del(dp, (uint32_t)id, why, sizeof(why));
+        if (st != OC_OK)
+            return reply_error(out, why);
+        oc_info(OC_COMP_DP, "rule %lu deleted", id);
+        fprintf(out, "ok\ndeleted id=%lu\n", id);
+    } else if (!strcmp(line, "rules list")) {
+        fprintf(out, "ok\n");
+        oc_dp_rules_print(dp, out);
+    } else if (!strncmp(line, "rules load ", 11)) {
+        char *tok[4], *save = NULL;
+        int n = 0;
+        oc_acl_action_t action = OC_ACL_ALLOW;
+        unsigned long id_base = 0;
+        oc_dp_rule_t *rules = NULL;
+        size_t nr = 0;
+        oc_dp_errors_t err;
+        for (char *t = strtok_r(line + 11, " \t", &save); t && n < 4;
+             t = strtok_r(NULL, " \t", &save))
+            tok[n++] = t;
+        if (n == 0 || tok[0][0] != '/')
+            return reply_error(out, "rules load takes an absolute PATH");
+        for (int i = 1; i < n; i++) {
+            oc_dp_rule_t probe;
+            char ptext[64];
+            if (!strncmp(tok[i], "id_base=", 8)) {
+                char *end;
+                errno = 0;
+                id_base = strtoul(tok[i] + 8, &end, 10);
+                if (*end || errno || id_base > UINT32_MAX || tok[i][8] == '-')
+                    return reply_error(out, "id_base: expected 0..4294967295");
+            } else if (!strncmp(tok[i], "action=", 7) &&
+                       snprintf(ptext, sizeof(ptext), "id=0 %s", tok[i]) > 0 &&
+                       oc_dp_rule_parse(ptext, &probe, why, sizeof(why)) == 0) {
+                action = probe.action;
+            } else {
+                return reply_error(out, "rules load PATH [action=allow|deny|"
+                                        "count] [id_base=N]");
+            }
+        }
+        memset(&err, 0, sizeof(err));
+        st = oc_dp_rules_file(tok[0], action, (uint32_t)id_base, &rules, &nr,
+                              &err);
+        if (st != OC_OK) {
+            size_t l = strlen(err.text);
+            if (l > 0 && err.text[l - 1] == '\n')
+                err.text[l - 1] = '\0';
+            fprintf(out, "error: %u error(s), nothing changed\n%s\n",
+                    err.count, err.text[0] ? err.text : oc_status_string(st));
+            return;
+        }
+        st = oc_dp_rules_replace(dp, rules, nr, why, sizeof(why));
+        free(rules);
+        if (st != OC_OK)
+            return reply_error(out, why);
+        oc_info(OC_COMP_DP, "%zu rules loaded from %s", nr, tok[0]);
+        fprintf(out, "ok\nloaded %zu rules from %s\n", nr, tok[0]);
+    } else if (!strcmp(line, "stat")) {
+        oc_prom_buf_t b = {0};
+        oc_prom_t p;
+        oc_prom_init(&p, &b);
+        st = oc_dp_metrics(dp, &p);
+        if (st != OC_OK) {
+            oc_prom_buf_free(&b);
+            return reply_error(out, oc_status_string(st));
+        }
+        fprintf(out, "ok\n%s", b.data ? b.data : "");
+        oc_prom_buf_free(&b);
+    } else {
+        reply_error(out, "unknown command (ping, rules add|del|list|load, stat)");
+    }
+}
+
+static void serve_client(oc_dp_t *dp, int fd)
+{
+    char line[OC_DP_LINE_MAX];
+    size_t len = 0;
+    struct timeval tv = {2, 0};
+    FILE *out;
+
+    /* one request line, then the answer, then close */
+    while (len < sizeof(line) - 1) {
+        struct pollfd pf = {fd, POLLIN, 0};
+        ssize_t r;
+        if (poll(&pf, 1, 2000) <= 0)
+            break;
+        r = read(fd, line + len, sizeof(line) - 1 - len);
+        if (r <= 0) {
+            if (r < 0 && (errno == EAGAIN || errno == EINTR))
+                continue;
+            break;
+        }
+        len += (size_t)r;
+        if (memchr(line, '\n', len) != NULL)
+            break;
+    }
+    line[len] = '\0';
+    /* blocking writes, each at most 2 s */
+    (void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    (void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    out = fdopen(fd, "w");
+    if (out == NULL) {
+        close(fd);
+        return;
+    }
+    if (memchr(line, '\n', len) == NULL) {
+        reply_error(out, len == sizeof(line) - 1 ? "request line too long"
+                                                 : "no request line");
+    } else {
+        *strchr(line, '\n') = '\0';
+        if (len > 0 && strchr(line, '\r'))
+            *strchr(line, '\r') = '\0';
+        handle(dp, line, out);
+    }
+    fclose(out);
+}
+
+oc_status_t oc_dp_ctl_listen(const oc_dp_conf_t *c, oc_ctl_listener_t *l)
+{
+    const char *path = c->control + (strncmp(c->control, "unix:", 5) ? 0 : 5);
+    const char *slash = strrchr(path, '/');
+    oc_status_t st;
+    mode_t old;
+
+    /* the socket's directory (/run/offcore by default): made if missing */
+    if (slash != NULL && slash != path) {
+        char dir[OC_DP_PATH_MAX];
+        snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+        if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+            oc_warn(OC_COMP_DP, "cannot create %s: %s", dir, strerror(errno));
+    }
+    old = umask(0077); /* the socket changes rules: root's only */
+    st = oc_ctl_listen(c->control, l);
+    umask(old);
+    if (st != OC_OK)
+        oc_error(OC_COMP_DP, "control socket %s: cannot listen (is another "
+                 "offcore-dp running on it?)", c->control);
+    return st;
+}
+
+int oc_dp_serve(oc_dp_t *dp, const oc_dp_conf_t *c, oc_ctl_listener_t *lp)
+{
+    oc_ctl_listener_t l = *lp;
+    oc_metrics_server_t *ms = NULL;
+    sigset_t set;
+    int sfd, rc = 0;
+
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGPIPE);
+    sfd = signalfd(-1, &set, SFD_CLOEXEC);
+    if (sfd < 0) {
+        oc_error(OC_COMP_DP, "signalfd: %s", strerror(errno));
+        oc_ctl_listener_close(&l);
+        return 1;
+    }
+    if (strcmp(c->metrics, "off") != 0 &&
+        oc_metrics_server_start(c->metrics, fill, dp, &ms) != OC_OK) {
+        oc_error(OC_COMP_DP, "metrics endpoint %s: cannot serve", c->metrics);
+        oc_ctl_listener_close(&l);
+        close(sfd);
+        return 1;
+    }
+    oc_info(OC_COMP_DP, "running: %u attachment(s), %u thread(s), %u rules, "
+            "control %s, metrics %s", dp->nattach, dp->nthreads, dp->nrules,
+            l.addr, ms ? c->metrics : "off");
+    fprintf(stderr, "offcore-dp: ready (control %s)\n", l.addr);
+    /* the clients are served one at a time (serve_client's own 2 s
+     * deadline per read); the guard is only the shared back-off when
+     * accept runs out of descriptors (util/guard.h) */
+    oc_guard_params_t gp = {.max_conns = 1, .deadline_ms = 2000,
+                            .backoff_ms = 100};
+    oc_guard_t guard;
+    oc_guard_init(&guard, "dp control", &gp);
+    for (;;) {
+        struct pollfd pf[2] = {{sfd, POLLIN, 0}, {l.fd, POLLIN, 0}};
+        int wait_ms = -1;
+        if (!oc_guard_listen_ok(&guard, oc_guard_now_us(), &wait_ms))
+            pf[1].fd = -1;
+        if (poll(pf, 2, wait_ms) < 0) {
+            if (errno == EINTR)
+                continue;
+            oc_error(OC_COMP_DP, "poll: %s", strerror(errno));
+            rc = 1;
+            break;
+        }
+        if (pf[0].revents & POLLIN) {
+            struct signalfd_siginfo si;
+            if (read(sfd, &si, sizeof(si)) == sizeof(si) &&
+                si.ssi_signo != SIGPIPE) {
+                oc_info(OC_COMP_DP, "signal %u: stopping", si.ssi_signo);
+                break;
+            }
+        }
+        if (pf[1].revents & POLLIN) {
+            int fd;
+            while (oc_ctl_accept(&l, &guard, &fd, NULL, 0) == OC_OK)
+                serve_client(dp, fd);
+        }
+    }
+    oc_metrics_server_stop(ms);
+    oc_ctl_listener_close(&l);
+    close(sfd);
+    return rc;
+}

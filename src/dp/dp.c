@@ -1,0 +1,327 @@
+/*
+ * dp.c — offcore-dp's runtime: ports, worker threads and the pipeline.
+ *
+ * Worker q owns queue q of every port and one packet pool (the UMEM its
+ * AF_XDP sockets share).  Its loop: for each attachment and direction,
+ * receive a burst, run the stages (parse + policy, classifier), send what
+ * passed to the other side, give back what was dropped; when nothing
+ * arrives for a while, sleep in poll() on its sockets (and a stop eventfd).
+ * No lock on the packet path: counters are per worker, written with
+ * relaxed stores, read by the control thread with relaxed loads.
+ *
+ * Rule counters: a rule's classifier userdata carries its action and a
+ * counter slot; each worker counts packets and bytes per slot.  A deleted
+ * rule's slot is reused only after every worker has finished the burst it
+ * was in at deletion time (or was asleep), so late increments never land
+ * on a new rule; a reused slot's counters start from a baseline.
+ */
+#include "dp/dp_int.h"
+#include "util/log.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SPIN_IDLE 256  /* empty polls before sleeping in poll() */
+#define TX_RETRIES 8   /* a full tx ring: kicks before counting a drop */
+
+static inline void ctr_add(uint64_t *c, uint64_t v)
+{
+    __atomic_store_n(c, *c + v, __ATOMIC_RELAXED);
+}
+
+/* ------------------------------------------------------------- stages */
+
+/* parse + policy: sets meta and a verdict per packet */
+static void stage_parse(oc_dp_worker_t *w, oc_pkt_t **pkts, uint16_t n)
+{
+    const oc_dp_t *dp = w->dp;
+    for (uint16_t i = 0; i < n; i++) {
+        oc_pkt_meta_t *m = &w->meta[i];
+        oc_pkt_reason_t r = oc_pkt_parse(pkts[i]->data, pkts[i]->len,
+                                         dp->max_frame, m);
+        pkts[i]->hash = m->hash;
+        ctr_add(&w->c.reason[r], 1);
+        pkts[i]->verdict = dp->policy[r] == OC_PKT_DROP ? OC_DP_V_POLICY
+                                                        : OC_DP_V_FORWARD;
+    }
+}
+
+/* classifier: IPv4 packets still forwarded, in one burst lookup */
+static void stage_classify(oc_dp_worker_t *w, oc_pkt_t **pkts, uint16_t n)
+{
+    oc_dp_t *dp = w->dp;
+    uint16_t k = 0;
+
+    for (uint16_t i = 0; i < n; i++) {
+        uint8_t r = w->meta[i].reason;
+        if (pkts[i]->verdict == OC_DP_V_FORWARD &&
+            (r == OC_PKT_R_IPV4 || r == OC_PKT_R_IPV4_FRAG)) {
+            w->keys[k] = w->meta[i].key;
+            w->kidx[k++] = i;
+        }
+    }
+    if (k == 0)
+        return;
+    oc_acl_lookup_burst(dp->acl, w->keys, k, w->ud);
+    for (uint16_t j = 0; j < k; j++) {
+        oc_pkt_t *p = pkts[w->kidx[j]];
+        uint32_t ud = w->ud[j], slot, action;
+        if (ud == OC_ACL_NO_MATCH) {
+            ctr_add(&w->c.nomatch, 1);
+            if (dp->default_action == OC_ACL_DENY)
+                p->verdict = OC_DP_V_DEFAULT;
+            continue;
+        }
+        slot = ud & OC_DP_UD_SLOT_MASK;
+        action = ud >> OC_DP_UD_ACTION_SHIFT;
+        ctr_add(&w->rule[slot].packets, 1);
+        ctr_add(&w->rule[slot].bytes, p->len);
+        if (action == OC_ACL_DENY)
+            p->verdict = OC_DP_V_RULE;
+    }
+}
+
+/* ----------------------------------------------------------- the loop */
+
+/* Send @p n packets (after the stages), free the dropped ones. */
+static void forward(oc_dp_worker_t *w, oc_port_t *in, oc_port_t *out,
+                    oc_pkt_t **pkts, uint16_t n, bool bare)
+{
+    oc_pkt_t *fwd[OC_DP_BURST_MAX], *drop[OC_DP_BURST_MAX];
+    uint16_t nf = 0, nd = 0, sent = 0;
+    uint32_t q = w->q;
+
+    if (bare) {
+        memcpy(fwd, pkts, n * sizeof(*pkts));
+        nf = n;
+    } else {
+        for (uint16_t i = 0; i < n; i++) {
+            if (pkts[i]->verdict == OC_DP_V_FORWARD)
+                fwd[nf++] = pkts[i];
+            else {
+                ctr_add(&w->c.dropped[pkts[i]->verdict], 1);
+                drop[nd++] = pkts[i];
+            }
+        }
+    }
+    for (int t = 0; sent < nf && t <= TX_RETRIES; t++)
+        sent += oc_port_tx_burst(out, q, fwd + sent, nf - sent);
+    if (sent < nf) {
+        /* the peer does not drain: counted, never silent */
+        ctr_add(&w->c.dropped[OC_DP_V_TX_FULL], nf - sent);
+        memcpy(drop + nd, fwd + sent, (size_t)(nf - sent) * sizeof(*fwd));
+        nd += nf - sent;
+    }
+    ctr_add(&w->c.forwarded, sent);
+    if (nd > 0)
+        oc_port_free_bulk(in, q, drop, nd);
+}
+
+static void sleep_idle(oc_dp_worker_t *w)
+{
+    oc_dp_t *dp = w->dp;
+    struct pollfd pf[2 * OC_DP_MAX_ATTACH + 1];
+    nfds_t n = 0;
+    int timeout = 1000; /* the stop eventfd wakes it sooner */
+
+    for (uint32_t a = 0; a < dp->nattach; a++)
+        for (int s = 0; s < 2; s++) {
+            int fd = oc_port_fd(dp->att[a].port[s], w->q);
+            if (fd >= 0)
+                pf[n++] = (struct pollfd){fd, POLLIN, 0};
+            else
+                timeout = 1; /* nothing to wait on: a 1 ms nap */
+        }
+    pf[n++] = (struct pollfd){dp->stop_fd, POLLIN, 0};
+    __atomic_store_n(&w->asleep, 1, __ATOMIC_SEQ_CST);
+    if (!dp->bare)
+        oc_acl_reader_offline();
+    (void)poll(pf, n, timeout);
+    if (!dp->bare)
+        oc_acl_reader_online();
+    __atomic_store_n(&w->asleep, 0, __ATOMIC_SEQ_CST);
+    ctr_add(&w->c.sleeps, 1);
+}
+
+static void *worker_main(void *arg)
+{
+    oc_dp_worker_t *w = arg;
+    oc_dp_t *dp = w->dp;
+    oc_pkt_t *pkts[OC_DP_BURST_MAX];
+    unsigned idle = 0;
+
+    if (!dp->bare)
+        oc_acl_reader_register();
+    while (!__atomic_load_n(&dp->stop, __ATOMIC_RELAXED)) {
+        uint32_t got = 0;
+        for (uint32_t a = 0; a < dp->nattach; a++)
+            for (int dir = 0; dir < 2; dir++) {
+                oc_port_t *in = dp->att[a].port[dir];
+                oc_port_t *out = dp->att[a].port[!dir];
+                uint16_t n = oc_port_rx_burst(in, w->q, pkts, dp->burst);
+                if (n == 0)
+                    continue;
+                got += n;
+                if (!dp->bare) {
+                    stage_parse(w, pkts, n);
+                    stage_classify(w, pkts, n);
+                }
+                forward(w, in, out, pkts, n, dp->bare);
+            }
+        if (!dp->bare)
+            oc_acl_reader_quiescent();
+        __atomic_store_n(&w->seq, w->seq + 1, __ATOMIC_SEQ_CST);
+        if (got > 0) {
+            idle = 0;
+            continue;
+        }
+        for (uint32_t a = 0; a < dp->nattach; a++) {
+            oc_port_tx_reap(dp->att[a].port[0], w->q);
+            oc_port_tx_reap(dp->att[a].port[1], w->q);
+        }
+        if (++idle >= SPIN_IDLE) {
+            sleep_idle(w);
+            idle = 0;
+        }
+    }
+    if (!dp->bare)
+        oc_acl_reader_unregister();
+    return NULL;
+}
+
+/* ------------------------------------------------------ start and stop */
+
+oc_status_t oc_dp_start(const oc_dp_conf_t *c, oc_dp_t **out)
+{
+    oc_dp_t *dp;
+    oc_status_t st = OC_ERR_NO_MEMORY;
+    uint32_t pool_bufs;
+
+    dp = calloc(1, sizeof(*dp));
+    if (dp == NULL)
+        return OC_ERR_NO_MEMORY;
+    pthread_mutex_init(&dp->lock, NULL);
+    dp->nthreads = c->threads;
+    dp->burst = c->burst > OC_DP_BURST_MAX ? OC_DP_BURST_MAX : c->burst;
+    dp->max_frame = c->max_frame;
+    dp->bare = c->bare;
+    dp->default_action = c->default_action;
+    memcpy(dp->policy, c->policy, sizeof(dp->policy));
+    dp->nattach = c->nattach;
+    dp->max_rules = c->max_rules;
+    dp->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (dp->stop_fd < 0)
+        goto err;
+    if (oc__dp_slots_init(dp) != OC_OK)
+        goto err;
+    st = oc_acl_create(c->max_rules, &dp->acl);
+    if (st != OC_OK)
+        goto err;
+    /* every rule ring of every port of a queue may hold buffers at once:
+     * fill + tx of each port, plus a burst in hand */
+    pool_bufs = 2 * c->nattach * 2 * c->ring_size + 2 * OC_DP_BURST_MAX;
+    dp->w = calloc(c->threads, sizeof(*dp->w));
+    if (dp->w == NULL)
+        goto err;
+    for (uint32_t q = 0; q < c->threads; q++) {
+        oc_dp_worker_t *w = &dp->w[q];
+        w->dp = dp;
+        w->q = q;
+        st = oc_pkt_pool_create(pool_bufs, 2048, &w->pool);
+        if (st != OC_OK)
+            goto err;
+        w->rule = calloc(dp->nslots, sizeof(*w->rule));
+        if (w->rule == NULL) {
+            st = OC_ERR_NO_MEMORY;
+            goto err;
+        }
+        dp->pools[q] = w->pool;
+    }
+    for (uint32_t a = 0; a < c->nattach; a++) {
+        const oc_dp_attach_conf_t *ac = &c->attach[a];
+        oc_dp_attach_t *at = &dp->att[a];
+        snprintf(at->name, sizeof(at->name), "%s", ac->name);
+        for (int side = 0; side < 2; side++) {
+            oc_port_conf_t pc = {
+                .ifname = side == 0 ? ac->host : ac->wire,
+                .nqueues = c->threads,
+                .pools = dp->pools,
+                .xdp_mode = ac->xdp_mode,
+                .zero_copy = ac->zero_copy,
+                .ring_size = c->ring_size,
+            };
+            if (ac->backend == OC_DP_BACKEND_XDP)
+                st = oc_port_open_xdp(&pc, &at->port[side]);
+            else
+                st = oc_port_open_dpdk(&pc,
+                                       ac->backend == OC_DP_BACKEND_DPDK_AF_XDP
+                                           ? OC_PORT_DPDK_AF_XDP
+                                           : OC_PORT_DPDK_AF_PACKET,
+                                       &at->port[side]);
+            if (st != OC_OK) {
+                oc_error(OC_COMP_DP, "attach %s: %s side %s: %s", ac->name,
+                         side == 0 ? "host" : "wire", pc.ifname,
+                         oc_status_string(st));
+                goto err;
+            }
+        }
+    }
+    if (c->nrules > 0) {
+        char why[256];
+        st = oc_dp_rules_replace(dp, c->rules, c->nrules, why, sizeof(why));
+        if (st != OC_OK) {
+            oc_error(OC_COMP_DP, "loading the configured rules: %s", why);
+            goto err;
+        }
+    }
+    for (uint32_t q = 0; q < c->threads; q++) {
+        if (pthread_create(&dp->w[q].thread, NULL, worker_main, &dp->w[q]) != 0) {
+            st = OC_ERR_NO_MEMORY;
+            oc_error(OC_COMP_DP, "cannot start worker %u", q);
+            __atomic_store_n(&dp->stop, 1, __ATOMIC_SEQ_CST);
+            for (uint32_t k = 0; k < q; k++)
+                pthread_join(dp->w[k].thread, NULL);
+            dp->nstarted = 0;
+            goto err;
+        }
+        dp->nstarted = q + 1;
+    }
+    *out = dp;
+    return OC_OK;
+err:
+    oc_dp_stop(dp);
+    return st;
+}
+
+void oc_dp_stop(oc_dp_t *dp)
+{
+    uint64_t one = 1;
+
+    if (dp == NULL)
+        return;
+    __atomic_store_n(&dp->stop, 1, __ATOMIC_SEQ_CST);
+    if (dp->stop_fd >= 0 && write(dp->stop_fd, &one, sizeof(one)) < 0)
+        oc_warn(OC_COMP_DP, "waking the workers: %s", strerror(errno));
+    for (uint32_t q = 0; q < dp->nstarted; q++)
+        pthread_join(dp->w[q].thread, NULL);
+    for (uint32_t a = 0; a < OC_DP_MAX_ATTACH; a++)
+        for (int s = 0; s < 2; s++)
+            oc_port_close(dp->att[a].port[s]);
+    if (dp->w != NULL)
+        for (uint32_t q = 0; q < dp->nthreads; q++) {
+            oc_pkt_pool_destroy(dp->w[q].pool);
+            free(dp->w[q].rule);
+        }
+    free(dp->w);
+    oc_acl_destroy(dp->acl);
+    oc__dp_slots_free(dp);
+    if (dp->stop_fd >= 0)
+        close(dp->stop_fd);
+    pthread_mutex_destroy(&dp->lock);
+    free(dp);
+}

@@ -1,0 +1,170 @@
+/*
+ * dp.h — offcore-dp, the packet data-plane daemon: its configuration
+ * (conf.c), its pipeline and worker threads (dp.c, stages.c), its control
+ * socket and metrics (ctl.c).
+ *
+ * Threads: N workers, worker q serving queue q of every port (the NIC's —
+ * here veth's — RSS hash spreads flows over queues); one control thread
+ * (main) that owns the configuration, the classifier's writer side and the
+ * control socket; libmicrohttpd's thread for GET /metrics.  Workers share
+ * nothing writable: each has its own pool, counters and classifier reader
+ * registration; the control thread reads their counters with relaxed loads.
+ *
+ * Trust model: the config file and the control socket (mode 0600 by
+ * default, root's) are the operator's; they are still parsed strictly
+ * (fuzzed: tests/fuzz/fuzz_dp.c) and every error names file, line and
+ * reason.  Packets are hostile (src/pkt/parse.c).
+ */
+#ifndef OC_DP_H
+#define OC_DP_H
+
+#include "ctl/ctl.h"
+#include "pkt/pkt.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define OC_DP_MAX_ATTACH  16
+#define OC_DP_MAX_THREADS 64
+#define OC_DP_NAME_MAX    32
+#define OC_DP_PATH_MAX    256
+#define OC_DP_LINE_MAX    4096
+
+/* userdata of a classifier rule: the action in the top 2 bits, the rule's
+ * counter slot below */
+#define OC_DP_UD_ACTION_SHIFT 30
+#define OC_DP_UD_SLOT_MASK    ((1u << OC_DP_UD_ACTION_SHIFT) - 1)
+
+typedef struct {
+    char name[OC_DP_NAME_MAX];
+    char host[16], wire[16];       /* interface names */
+    oc_port_xdp_mode_t xdp_mode;
+    bool zero_copy;
+    int  backend;    /* OC_DP_BACKEND_* */
+    unsigned line;
+} oc_dp_attach_conf_t;
+
+enum { OC_DP_BACKEND_XDP = 0, OC_DP_BACKEND_DPDK_AF_XDP,
+       OC_DP_BACKEND_DPDK_AF_PACKET };
+
+/** A rule as the operator wrote it: the classifier rule plus its action. */
+typedef struct {
+    oc_acl_rule_t   r;       /* userdata unset until installed */
+    oc_acl_action_t action;
+} oc_dp_rule_t;
+
+typedef struct {
+    uint32_t threads;        /* workers = queues used per port */
+    uint32_t burst;          /* packets per rx burst */
+    uint32_t ring_size;      /* AF_XDP ring entries */
+    uint32_t max_rules;
+    uint32_t max_frame;      /* larger frames are 'oversized' */
+    bool     bare;           /* stages none: the bare forwarder */
+    oc_acl_action_t default_action; /* when no rule matches */
+    char     control[OC_DP_PATH_MAX]; /* unix:/path */
+    char     metrics[OC_DP_PATH_MAX]; /* HOST:PORT or "off" */
+    uint8_t  policy[OC_PKT_R_MAX];   /* oc_pkt_policy_t per reason */
+    uint32_t nattach;
+    oc_dp_attach_conf_t attach[OC_DP_MAX_ATTACH];
+    size_t        nrules;
+    oc_dp_rule_t *rules;     /* malloc'd */
+} oc_dp_conf_t;
+
+/** Collected errors: every one "file:line: reason". */
+typedef struct {
+    unsigned count;
+    char     text[8192];     /* newline-separated, cut when full */
+} oc_dp_errors_t;
+
+void oc_dp_errors_add(oc_dp_errors_t *e, const char *file, unsigned line,
+                      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/** Defaults (documented in --help and docs/dp.md). */
+void oc_dp_conf_defaults(oc_dp_conf_t *c);
+void oc_dp_conf_free(oc_dp_conf_t *c);
+
+/**
+ * Parse a whole config text.  Every line is checked and every error
+ * collected; @p base_dir resolves relative `rules FILE` paths (NULL: cwd).
+ * With @p check_system, interfaces must exist and have enough queues.
+ * Semantic checks (duplicate rule ids, attachments sharing an interface,
+ * at least one attachment) run too.  @p c must hold defaults (or command
+ * line values) on entry; it is changed only on success.
+ * @return OC_OK; OC_ERR_CONFIG (errors in @p err); OC_ERR_NO_MEMORY.
+ */
+oc_status_t oc_dp_conf_parse(const char *text, size_t len, const char *name,
+                             const char *base_dir, bool check_system,
+                             oc_dp_conf_t *c, oc_dp_errors_t *err);
+
+/** oc_dp_conf_parse() of a file (read whole). */
+oc_status_t oc_dp_conf_load(const char *path, bool check_system,
+                            oc_dp_conf_t *c, oc_dp_errors_t *err);
+
+/**
+ * Parse one rule, `id=N [prio=N] action=allow|deny|count [proto=P[/MASK]]
+ * [src=A.B.C.D[/LEN]] [dst=...] [sport=LO[-HI]] [dport=LO[-HI]]`, tokens in
+ * any order, separated by blanks.  Unset fields match anything; prio
+ * defaults to id.  @p why gets a static-or-buffer reason (@p whybuf).
+ * @return 0, or -1 with the reason.
+ */
+int oc_dp_rule_parse(const char *text, oc_dp_rule_t *out, char *why,
+                     size_t whylen);
+
+/** Write @p r in the syntax oc_dp_rule_parse() reads. */
+int oc_dp_rule_format(const oc_dp_rule_t *r, char *buf, size_t cap);
+
+const char *oc_dp_action_name(oc_acl_action_t a);
+
+/* internal (rule.c), shared with conf.c: "allow"/"deny"/"count" (and
+ * aliases) -> action; a whole-string decimal in [lo, hi].  0 or -1. */
+int oc__dp_parse_action(const char *s, oc_acl_action_t *a);
+int oc__dp_parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
+
+/**
+ * Read a rule file for `rules FILE` and `rules load`: ClassBench format
+ * when its first rule line starts with '@' (every rule gets @p action, ids
+ * and priorities @p id_base + its index), else one `rule ...`-syntax rule
+ * per line ('#' comments).  All or nothing; errors with file:line.
+ * @return OC_OK with *rules (malloc'd) and *n; OC_ERR_CONFIG; OC_ERR_NO_MEMORY.
+ */
+oc_status_t oc_dp_rules_file(const char *path, oc_acl_action_t action,
+                             uint32_t id_base, oc_dp_rule_t **rules, size_t *n,
+                             oc_dp_errors_t *err);
+
+/* ---------------------------------------------------------------- runtime */
+
+typedef struct oc_dp oc_dp_t;
+
+/** Open the ports, start the workers.  @return OC_OK and *out; errors are
+ *  logged (nothing is left open on error). */
+oc_status_t oc_dp_start(const oc_dp_conf_t *c, oc_dp_t **out);
+/** Stop the workers (they finish their burst), close ports, free. */
+void oc_dp_stop(oc_dp_t *dp);
+
+/* Control calls: from the control thread only (they are the classifier's
+ * writer).  Each answers OC_OK or an error with a reason in @p why. */
+oc_status_t oc_dp_rule_add(oc_dp_t *dp, const oc_dp_rule_t *r, char *why,
+                           size_t whylen);
+oc_status_t oc_dp_rule_del(oc_dp_t *dp, uint32_t id, char *why, size_t whylen);
+/** Replace every rule (all or nothing). */
+oc_status_t oc_dp_rules_replace(oc_dp_t *dp, const oc_dp_rule_t *rules,
+                                size_t n, char *why, size_t whylen);
+/** Print every rule with its counters, in priority order. */
+void oc_dp_rules_print(oc_dp_t *dp, FILE *out);
+
+/** Write every counter as Prometheus text (thread-safe against the
+ *  control thread: used by the HTTP thread too). */
+oc_status_t oc_dp_metrics(void *dp, void *prom /* oc_prom_t * */);
+
+/** Listen on the control socket (made 0600; its directory is created when
+ *  missing), before the ports open, so a busy socket stops nothing.
+ *  @return OC_OK or OC_ERR_CTL_ADDR (logged). */
+oc_status_t oc_dp_ctl_listen(const oc_dp_conf_t *c, oc_ctl_listener_t *l);
+
+/** Run the control loop on @p l until SIGTERM/SIGINT (ctl.c); closes @p l.
+ *  @return exit code. */
+int oc_dp_serve(oc_dp_t *dp, const oc_dp_conf_t *c, oc_ctl_listener_t *l);
+
+#endif

@@ -1,0 +1,88 @@
+/*
+ * dp_int.h — offcore-dp's runtime state, shared by dp.c (workers),
+ * rules.c (rule slots and counters) and ctl.c (control, metrics).
+ * Private to src/dp.  Threading: see dp.h and each field.
+ */
+#ifndef OC_DP_INT_H
+#define OC_DP_INT_H
+
+#include "dp/dp.h"
+
+#include <pthread.h>
+
+#define OC_DP_BURST_MAX 256
+
+/* pkt->verdict values */
+enum {
+    OC_DP_V_FORWARD = 0,
+    OC_DP_V_POLICY,  /* the parser's reason has policy drop */
+    OC_DP_V_RULE,    /* a deny rule matched */
+    OC_DP_V_DEFAULT, /* no rule matched and the default is deny */
+    OC_DP_V_TX_FULL, /* the output port's ring stayed full */
+    OC_DP_V_MAX
+};
+
+typedef struct {
+    uint64_t packets, bytes;
+} oc_dp_ctr_t;
+
+typedef struct oc_dp_worker {
+    struct oc_dp  *dp;
+    uint32_t       q;
+    pthread_t      thread;
+    oc_pkt_pool_t *pool;
+    oc_dp_ctr_t   *rule;   /* [nslots], written by this worker only */
+    struct {
+        uint64_t reason[OC_PKT_R_MAX];
+        uint64_t dropped[OC_DP_V_MAX];
+        uint64_t forwarded, nomatch, sleeps;
+    } c;                   /* written by this worker only */
+    uint64_t seq;          /* loop iterations (grace periods of slots) */
+    int      asleep;       /* in poll(): holds no lookup result */
+    /* burst scratch */
+    oc_pkt_meta_t meta[OC_DP_BURST_MAX];
+    oc_acl_key_t  keys[OC_DP_BURST_MAX];
+    uint16_t      kidx[OC_DP_BURST_MAX];
+    uint32_t      ud[OC_DP_BURST_MAX];
+} __attribute__((aligned(64))) oc_dp_worker_t;
+
+typedef struct {
+    char       name[OC_DP_NAME_MAX];
+    oc_port_t *port[2]; /* 0 host side, 1 wire side */
+} oc_dp_attach_t;
+
+/* A counter slot (control thread; under lock for the metrics thread). */
+typedef struct {
+    bool         used;
+    oc_dp_rule_t rule;
+    oc_dp_ctr_t  base; /* sum of the workers' counters when assigned */
+} oc_dp_slot_t;
+
+struct oc_dp {
+    uint32_t nthreads, nstarted, burst, max_frame, nattach, max_rules;
+    bool     bare;
+    oc_acl_action_t default_action;
+    uint8_t  policy[OC_PKT_R_MAX];
+    int      stop;
+    int      stop_fd;
+    oc_acl_t *acl;
+    oc_dp_worker_t *w;
+    oc_pkt_pool_t  *pools[OC_DP_MAX_THREADS];
+    oc_dp_attach_t  att[OC_DP_MAX_ATTACH];
+    /* rule slots: written by the control thread under lock; the metrics
+     * thread reads them under lock */
+    pthread_mutex_t lock;
+    uint32_t      nslots, nfree, nquar, nrules;
+    oc_dp_slot_t *slots;
+    uint32_t     *free_slots;
+    uint32_t     *quar;      /* deleted, waiting for a grace period */
+    uint64_t     *quar_seq;  /* workers' seq when the quarantine began */
+    uint64_t      rule_ops;  /* adds + dels + loads, for the metrics */
+};
+
+oc_status_t oc__dp_slots_init(oc_dp_t *dp);
+void oc__dp_slots_free(oc_dp_t *dp);
+/* The sum of every worker's counters of @p slot, minus its baseline. */
+oc_dp_ctr_t oc__dp_slot_count(const oc_dp_t *dp, uint32_t slot);
+
+#endif

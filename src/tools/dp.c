@@ -1,0 +1,389 @@
+/*
+ * dp.c — `offcore dp`: drive a running offcore-dp over its control socket
+ * (the one-line request / "ok"-or-"error" answer protocol of
+ * src/dp/ctl.c).  `stat` reads the daemon's counters as Prometheus text
+ * and prints them as tables, through the same parser as `offcore stat`.
+ */
+#include "tools/dp.h"
+#include "ctl/ctl.h"
+#include "metrics/metrics.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define DEFAULT_CONTROL "unix:/run/offcore/dp.sock"
+#define TIMEOUT_MS 10000 /* a 10K-rule load takes well under a second */
+
+static void dp_usage(FILE *out)
+{
+    fprintf(out,
+"usage: offcore dp [--control ADDR] COMMAND\n"
+"\n"
+"Talk to a running offcore-dp (its control socket: --control, or\n"
+"OC_DP_CONTROL, default " DEFAULT_CONTROL ").\n"
+"\n"
+"  rules add RULE      add one rule, live: id=N [prio=N] action=allow|deny|count\n"
+"                      [proto=tcp|udp|icmp|N[/MASK]] [src=A.B.C.D/LEN]\n"
+"                      [dst=A.B.C.D/LEN] [sport=LO-HI] [dport=LO-HI]\n"
+"                      (unset fields match anything; lowest prio wins,\n"
+"                      prio defaults to id)\n"
+"  rules del ID        delete the rule with that id\n"
+"  rules list          every rule, in match order, with its counters\n"
+"  rules load FILE [action=allow|deny|count] [id_base=N]\n"
+"                      replace every rule with FILE's (ClassBench lines, or\n"
+"                      one RULE a line); all or nothing\n"
+"  stat [--rules] [--raw]\n"
+"                      counters: ports, parser verdicts, drops by cause,\n"
+"                      rules that matched (--rules: every rule; --raw: the\n"
+"                      Prometheus text as the daemon wrote it)\n"
+"  ping                check that the daemon answers\n"
+"\n"
+"Exit status: 0 ok, 1 the daemon said error (the reason is printed),\n"
+"2 bad usage, 3 the daemon could not be reached.\n");
+}
+
+/* Send one request line; the whole answer in *answer (malloc'd). */
+static int request(const char *addr, const char *line, char **answer,
+                   FILE *err)
+{
+    int fd;
+    size_t len = 0, cap = 65536;
+    char *buf;
+    oc_status_t st = oc_ctl_connect(addr, 2000, &fd);
+
+    if (st != OC_OK) {
+        fprintf(err, "offcore dp: cannot reach offcore-dp at %s (%s): is it "
+                "running? (--control ADDR)\n", addr, oc_status_string(st));
+        return 3;
+    }
+    (void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    if (write(fd, line, strlen(line)) != (ssize_t)strlen(line) ||
+        write(fd, "\n", 1) != 1) {
+        fprintf(err, "offcore dp: %s: %s\n", addr, strerror(errno));
+        close(fd);
+        return 3;
+    }
+    buf = malloc(cap);
+    if (buf == NULL) {
+        close(fd);
+        return 3;
+    }
+    for (;;) {
+        struct pollfd pf = {fd, POLLIN, 0};
+        ssize_t r;
+        if (poll(&pf, 1, TIMEOUT_MS) <= 0) {
+            fprintf(err, "offcore dp: %s: no answer in %d s\n", addr,
+                    TIMEOUT_MS / 1000);
+            free(buf);
+            close(fd);
+            return 3;
+        }
+        if (len + 1 >= cap) {
+            char *g = realloc(buf, cap * 2);
+            if (g == NULL) {
+                free(buf);
+                close(fd);
+                return 3;
+            }
+            buf = g;
+            cap *= 2;
+        }
+        r = read(fd, buf + len, cap - 1 - len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        len += (size_t)r;
+    }
+    close(fd);
+    buf[len] = '\0';
+    *answer = buf;
+    return 0;
+}
+
+/* Print the answer's body; 0 for "ok", 1 for "error: ..." */
+static int finish(char *answer, FILE *out, FILE *err)
+{
+    char *body = strchr(answer, '\n');
+    body = body ? body + 1 : answer + strlen(answer);
+    if (!strncmp(answer, "ok\n", 3)) {
+        fputs(body, out);
+        return 0;
+    }
+    if (!strncmp(answer, "error: ", 7)) {
+        fprintf(err, "offcore dp: %.*s\n", (int)(body - answer - 8), answer + 7);
+        fputs(body, err);
+        return 1;
+    }
+    fprintf(err, "offcore dp: unexpected answer: %.80s\n", answer);
+    return 1;
+}
+
+/* ------------------------------------------------------------- stat */
+
+/* Tables, in print order; samples are sorted into them as they come. */
+enum { S_SUMMARY, S_PORTS, S_BACKPRESSURE, S_FRAMES, S_DROPS, S_THREADS,
+       S_RULES, S_OTHER, S_MAX };
+static const char *const sec_title[S_MAX] = {
+    "summary", "ports", "port back-pressure", "frames by parser verdict",
+    "drops", "threads", "rules (that matched; --rules: all)", "other"};
+static const char *const sec_head[S_MAX] = {
+    NULL,
+    "  attach       side port             dir          packets            bytes",
+    "  port             what                 count",
+    "  reason                 policy           frames",
+    "  cause                            frames",
+    "  thread         forwarded     idle sleeps",
+    "  id          action          packets            bytes",
+    NULL};
+
+/* A row with a packets and a bytes column: the two families list their
+ * samples in the same order, so the k-th bytes sample joins row k. */
+typedef struct {
+    char     key[96];
+    uint64_t packets, bytes;
+} row_t;
+
+typedef struct {
+    row_t *rows;
+    size_t n, cap, nbytes;
+} rows_t;
+
+typedef struct {
+    bool all_rules;
+    FILE *sec[S_MAX];
+    char *buf[S_MAX];
+    size_t len[S_MAX];
+    rows_t ports, rules, threads;
+} stat_ctx_t;
+
+static const char *label(const oc_prom_sample_t *s, const char *name)
+{
+    for (size_t i = 0; i < s->nlabels; i++)
+        if (!strcmp(s->labels[i].name, name))
+            return s->labels[i].value;
+    return "";
+}
+
+static oc_status_t row_packets(rows_t *r, const char *key, uint64_t v)
+{
+    if (r->n == r->cap) {
+        size_t nc = r->cap ? r->cap * 2 : 64;
+        row_t *g = realloc(r->rows, nc * sizeof(*g));
+        if (g == NULL)
+            return OC_ERR_NO_MEMORY;
+        r->rows = g;
+        r->cap = nc;
+    }
+    snprintf(r->rows[r->n].key, sizeof(r->rows[r->n].key), "%s", key);
+    r->rows[r->n].packets = v;
+    r->rows[r->n++].bytes = 0;
+    return OC_OK;
+}
+
+static void row_bytes(rows_t *r, uint64_t v)
+{
+    if (r->nbytes < r->n)
+        r->rows[r->nbytes++].bytes = v;
+}
+
+static oc_status_t stat_cb(void *arg, const oc_prom_sample_t *s)
+{
+    stat_ctx_t *c = arg;
+    const char *n = s->name;
+    uint64_t v = s->is_u64 ? s->u64 : (uint64_t)s->value;
+    char key[96];
+
+    if (!strcmp(n, "offcore_dp_threads") || !strcmp(n, "offcore_dp_rules") ||
+        !strcmp(n, "offcore_dp_forwarded_packets_total") ||
+        !strcmp(n, "offcore_dp_nomatch_packets_total") ||
+        !strcmp(n, "offcore_dp_rule_updates_total")) {
+        fprintf(c->sec[S_SUMMARY], "  %-32s %16" PRIu64 "\n", n + 11, v);
+    } else if (!strcmp(n, "offcore_dp_port_packets_total")) {
+        snprintf(key, sizeof(key), "%-12s %-4s %-16s %-3s", label(s, "attach"),
+                 label(s, "side"), label(s, "port"), label(s, "dir"));
+        return row_packets(&c->ports, key, v);
+    } else if (!strcmp(n, "offcore_dp_port_bytes_total")) {
+        row_bytes(&c->ports, v);
+    } else if (!strcmp(n, "offcore_dp_port_tx_ring_full_total") ||
+               !strcmp(n, "offcore_dp_port_kernel_drops_total")) {
+        if (v != 0)
+            fprintf(c->sec[S_BACKPRESSURE], "  %-16s %-15s %12" PRIu64 "\n",
+                    label(s, "port"),
+                    strstr(n, "ring") ? "tx ring full" : "kernel drops", v);
+    } else if (!strcmp(n, "offcore_dp_frames_total")) {
+        if (v != 0)
+            fprintf(c->sec[S_FRAMES], "  %-22s %-6s %16" PRIu64 "\n",
+                    label(s, "reason"), label(s, "policy"), v);
+    } else if (!strcmp(n, "offcore_dp_dropped_packets_total")) {
+        fprintf(c->sec[S_DROPS], "  %-22s %16" PRIu64 "\n", label(s, "cause"),
+                v);
+    } else if (!strcmp(n, "offcore_dp_rule_packets_total")) {
+        snprintf(key, sizeof(key), "%-11s %-6s", label(s, "id"),
+                 label(s, "action"));
+        return row_packets(&c->rules, key, v);
+    } else if (!strcmp(n, "offcore_dp_rule_bytes_total")) {
+        row_bytes(&c->rules, v);
+    } else if (!strcmp(n, "offcore_dp_thread_forwarded_packets_total")) {
+        snprintf(key, sizeof(key), "%-8s", label(s, "thread"));
+        return row_packets(&c->threads, key, v);
+    } else if (!strcmp(n, "offcore_dp_thread_sleeps_total")) {
+        row_bytes(&c->threads, v);
+    } else {
+        fprintf(c->sec[S_OTHER], "  %s %" PRIu64 "\n", n, v);
+    }
+    return OC_OK;
+}
+
+static void print_rows(FILE *out, const rows_t *r, bool skip_zero)
+{
+    for (size_t i = 0; i < r->n; i++)
+        if (!skip_zero || r->rows[i].packets != 0)
+            fprintf(out, "  %s %16" PRIu64 " %16" PRIu64 "\n", r->rows[i].key,
+                    r->rows[i].packets, r->rows[i].bytes);
+}
+
+static int do_stat(const char *addr, int argc, char **argv, FILE *out,
+                   FILE *err)
+{
+    stat_ctx_t c;
+    bool raw = false;
+    char *answer, *body;
+    oc_prom_error_t perr;
+    int rc;
+
+    memset(&c, 0, sizeof(c));
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--rules"))
+            c.all_rules = true;
+        else if (!strcmp(argv[i], "--raw"))
+            raw = true;
+        else {
+            fprintf(err, "offcore dp stat: unknown argument '%s'\n", argv[i]);
+            return 2;
+        }
+    }
+    rc = request(addr, "stat", &answer, err);
+    if (rc != 0)
+        return rc;
+    if (strncmp(answer, "ok\n", 3) != 0 || raw) {
+        rc = finish(answer, out, err);
+        free(answer);
+        return rc;
+    }
+    body = answer + 3;
+    for (int k = 0; k < S_MAX; k++)
+        if ((c.sec[k] = open_memstream(&c.buf[k], &c.len[k])) == NULL) {
+            fprintf(err, "offcore dp stat: out of memory\n");
+            free(answer);
+            return 1;
+        }
+    if (oc_prom_parse(body, strlen(body), stat_cb, &c, &perr) != OC_OK) {
+        fprintf(err, "offcore dp stat: malformed counters at line %u: %s\n",
+                perr.line, perr.msg);
+        rc = 1;
+    }
+    for (int k = 0; k < S_MAX; k++) {
+        fclose(c.sec[k]);
+        if (rc == 0 && k == S_PORTS && c.ports.n > 0) {
+            fprintf(out, "\n%s\n%s\n", sec_title[k], sec_head[k]);
+            print_rows(out, &c.ports, false);
+        }
+        if (rc == 0 && k == S_THREADS && c.threads.n > 0) {
+            fprintf(out, "\n%s\n%s\n", sec_title[k], sec_head[k]);
+            print_rows(out, &c.threads, false);
+        }
+        if (rc == 0 && k == S_RULES && c.rules.n > 0) {
+            fprintf(out, "\n%s\n%s\n", sec_title[k], sec_head[k]);
+            print_rows(out, &c.rules, !c.all_rules);
+        }
+        if (rc == 0 && c.len[k] > 0) {
+            fprintf(out, "%s%s\n", k ? "\n" : "", sec_title[k]);
+            if (sec_head[k])
+                fprintf(out, "%s\n", sec_head[k]);
+            fputs(c.buf[k], out);
+        }
+        free(c.buf[k]);
+    }
+    free(c.ports.rows);
+    free(c.rules.rows);
+    free(c.threads.rows);
+    free(answer);
+    return rc;
+}
+
+int oc_dp_cli_main(int argc, char **argv, FILE *out, FILE *err)
+{
+    const char *addr = getenv("OC_DP_CONTROL");
+    char line[8192], *answer;
+    int i = 1, rc;
+    size_t n = 0;
+
+    if (addr == NULL || addr[0] == '\0')
+        addr = DEFAULT_CONTROL;
+    if (i < argc && !strcmp(argv[i], "--control")) {
+        if (i + 1 >= argc) {
+            fprintf(err, "offcore dp: --control needs an address\n");
+            return 2;
+        }
+        addr = argv[i + 1];
+        i += 2;
+    }
+    if (i >= argc || !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h") ||
+        !strcmp(argv[i], "help")) {
+        dp_usage(i >= argc ? err : out);
+        return i >= argc ? 2 : 0;
+    }
+    if (!strcmp(argv[i], "stat"))
+        return do_stat(addr, argc - i - 1, argv + i + 1, out, err);
+    if (!strcmp(argv[i], "ping")) {
+        snprintf(line, sizeof(line), "ping");
+    } else if (!strcmp(argv[i], "rules") && i + 1 < argc) {
+        const char *sub = argv[i + 1];
+        if (!strcmp(sub, "list") && i + 2 == argc) {
+            snprintf(line, sizeof(line), "rules list");
+        } else if (!strcmp(sub, "del") && i + 3 == argc) {
+            snprintf(line, sizeof(line), "rules del %s", argv[i + 2]);
+        } else if (!strcmp(sub, "add") && i + 2 < argc) {
+            n = (size_t)snprintf(line, sizeof(line), "rules add");
+            for (int k = i + 2; k < argc && n < sizeof(line); k++)
+                n += (size_t)snprintf(line + n, sizeof(line) - n, " %s",
+                                      argv[k]);
+        } else if (!strcmp(sub, "load") && i + 2 < argc) {
+            char path[PATH_MAX];
+            /* the daemon reads the file: hand it an absolute path */
+            if (realpath(argv[i + 2], path) == NULL) {
+                fprintf(err, "offcore dp: %s: %s\n", argv[i + 2],
+                        strerror(errno));
+                return 1;
+            }
+            n = (size_t)snprintf(line, sizeof(line), "rules load %s", path);
+            for (int k = i + 3; k < argc && n < sizeof(line); k++)
+                n += (size_t)snprintf(line + n, sizeof(line) - n, " %s",
+                                      argv[k]);
+        } else {
+            dp_usage(err);
+            return 2;
+        }
+    } else {
+        fprintf(err, "offcore dp: unknown command '%s'\n\n", argv[i]);
+        dp_usage(err);
+        return 2;
+    }
+    if (strlen(line) >= 4095 || strchr(line, '\n') != NULL) {
+        fprintf(err, "offcore dp: request too long or has a newline\n");
+        return 2;
+    }
+    rc = request(addr, line, &answer, err);
+    if (rc != 0)
+        return rc;
+    rc = finish(answer, out, err);
+    free(answer);
+    return rc;
+}

@@ -1,0 +1,502 @@
+/*
+ * test_acl.c — the classifier (src/pkt/acl) against its linear first-match
+ * oracle: every lookup of the ClassBench acl1 and fw1 traces, randomized
+ * rule sets and packets, random add/del sequences (before and after the
+ * background rebuild folds them in), concurrent readers during updates,
+ * and the ClassBench parsers' errors.
+ *
+ * argv[1]: the repository's data/classbench directory.  Single process;
+ * one reader thread in the concurrency test.
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "pkt/acl/acl.h"
+
+static const char *datadir = "data/classbench";
+
+#if defined(__SANITIZE_ADDRESS__)
+#define SLOW 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SLOW 1
+#endif
+#endif
+#ifndef SLOW
+#define SLOW 0
+#endif
+
+static uint64_t rng = 88172645463325252ull;
+static uint32_t rnd(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng >> 11);
+}
+
+/* answer of the oracle as userdata */
+static uint32_t oracle(const oc_acl_rule_t *r, size_t n, const oc_acl_key_t *k)
+{
+    long w = oc_acl_match_linear(r, n, k);
+    return w < 0 ? OC_ACL_NO_MATCH : r[w].userdata;
+}
+
+/* every key through both lookup paths, against the oracle (stride: check
+ * every stride-th key with the oracle; the two paths are always compared) */
+static void check_keys(oc_acl_t *acl, const oc_acl_rule_t *rules, size_t n,
+                       const oc_acl_key_t *keys, size_t nk, size_t stride)
+{
+    uint32_t *a = malloc(nk * sizeof(*a)), *b = malloc(nk * sizeof(*b));
+    size_t bad = 0;
+    assert_non_null(a);
+    assert_non_null(b);
+    oc_acl_reader_online();
+    /* odd burst sizes on purpose: groups and chunks end mid-way */
+    for (size_t i = 0; i < nk; i += 37) {
+        uint32_t m = (uint32_t)(nk - i < 37 ? nk - i : 37);
+        assert_int_equal(oc_acl_lookup_burst(acl, keys + i, m, a + i), m);
+    }
+    assert_int_equal(oc_acl_lookup_burst_scalar(acl, keys, (uint32_t)nk, b), nk);
+    oc_acl_reader_offline();
+    for (size_t i = 0; i < nk; i++) {
+        uint32_t want = a[i];
+        if (i % stride == 0)
+            want = oracle(rules, n, &keys[i]);
+        if (a[i] != want || b[i] != want) {
+            if (bad++ < 5)
+                print_error("key %zu: fast %u scalar %u oracle %u\n", i, a[i],
+                            b[i], want);
+        }
+    }
+    free(a);
+    free(b);
+    assert_int_equal(bad, 0);
+}
+
+static void trace_family(const char *fam)
+{
+    char path[512], err[512];
+    oc_acl_rule_t *rules;
+    oc_acl_trace_t *tr;
+    oc_acl_key_t *keys;
+    size_t n, nt;
+    oc_acl_t *acl;
+
+    snprintf(path, sizeof(path), "%s/%s_10k.rules.gz", datadir, fam);
+    if (oc_acl_load_rules_file(path, &rules, &n, err, sizeof(err)) != OC_OK)
+        fail_msg("%s", err);
+    snprintf(path, sizeof(path), "%s/%s_10k_mix.trace.gz", datadir, fam);
+    if (oc_acl_load_trace_file(path, &tr, &nt, err, sizeof(err)) != OC_OK)
+        fail_msg("%s", err);
+    assert_int_equal(n, 10000);
+    assert_int_equal(nt, 200000);
+    keys = malloc(nt * sizeof(*keys));
+    assert_non_null(keys);
+    for (size_t i = 0; i < nt; i++)
+        keys[i] = tr[i].key;
+    assert_int_equal(oc_acl_create(20000, &acl), OC_OK);
+    assert_int_equal(oc_acl_load(acl, rules, n), OC_OK);
+    assert_int_equal(oc_acl_count(acl), n);
+    check_keys(acl, rules, n, keys, nt, SLOW ? 16 : 1);
+
+    /* delete every 7th rule and add 300 copies (new ids, shuffled
+     * priorities) live: side part and tombstones, then folded in */
+    for (size_t i = 0; i < n; i += 7)
+        assert_int_equal(oc_acl_del(acl, rules[i].id), OC_OK);
+    {
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++)
+            if (i % 7 != 0)
+                rules[m++] = rules[i];
+        for (size_t i = 0; i < 300; i++) {
+            oc_acl_rule_t r = rules[rnd() % m];
+            r.id = 100000 + (uint32_t)i;
+            r.priority = rnd() % 10000;
+            r.userdata = 100000 + (uint32_t)i;
+            assert_int_equal(oc_acl_add(acl, &r), OC_OK);
+            rules[m++] = r;
+        }
+        n = m;
+    }
+    check_keys(acl, rules, n, keys, nt, SLOW ? 128 : 8);
+    assert_int_equal(oc_acl_sync(acl), OC_OK);
+    check_keys(acl, rules, n, keys, nt, SLOW ? 128 : 8);
+    oc_acl_destroy(acl);
+    free(keys);
+    free(tr);
+    free(rules);
+}
+
+static void test_trace_acl1(void **state) { trace_family("acl1"); }
+static void test_trace_fw1(void **state) { trace_family("fw1"); }
+
+/* ---------------------------------------------------------------- random */
+
+static const uint32_t bases[4] = {0x0a000000u, 0xc0a80000u, 0xac100000u,
+                                  0x08080800u};
+
+static void random_rule(oc_acl_rule_t *r, uint32_t id)
+{
+    static const uint8_t lens[] = {0, 0, 8, 16, 24, 28, 30, 31, 32, 32};
+    uint32_t x = rnd();
+    memset(r, 0, sizeof(*r));
+    r->id = id;
+    r->priority = rnd() % 64; /* many ties: the id decides */
+    r->src_len = lens[x % 10];
+    r->dst_len = lens[(x >> 4) % 10];
+    r->src_ip = (bases[rnd() % 4] | (rnd() & 0xffff)) & oc_acl_prefix_mask(r->src_len);
+    r->dst_ip = (bases[rnd() % 4] | (rnd() & 0xffff)) & oc_acl_prefix_mask(r->dst_len);
+    switch (rnd() % 4) {
+    case 0: r->sport_lo = 0; r->sport_hi = 65535; break;
+    case 1: r->sport_lo = r->sport_hi = (uint16_t)(rnd() % 1100); break;
+    case 2: r->sport_lo = 1024; r->sport_hi = 65535; break;
+    default:
+        r->sport_lo = (uint16_t)(rnd() % 2000);
+        r->sport_hi = (uint16_t)(r->sport_lo + rnd() % 3000);
+    }
+    switch (rnd() % 3) {
+    case 0: r->dport_lo = 0; r->dport_hi = 65535; break;
+    case 1: r->dport_lo = r->dport_hi = (uint16_t)(rnd() % 1100); break;
+    default:
+        r->dport_lo = (uint16_t)(rnd() % 2000);
+        r->dport_hi = (uint16_t)(r->dport_lo + rnd() % 100);
+    }
+    switch (rnd() % 4) {
+    case 0: r->proto = 0; r->proto_mask = 0; break;
+    case 1: r->proto = 6; r->proto_mask = 0xff; break;
+    case 2: r->proto = 17; r->proto_mask = 0xff; break;
+    default: r->proto = (uint8_t)rnd(); r->proto_mask = (uint8_t)rnd(); break;
+    }
+    r->userdata = id ^ 0x5a5a;
+}
+
+static void random_key(oc_acl_key_t *k, const oc_acl_rule_t *rules, size_t n)
+{
+    memset(k, 0, sizeof(*k));
+    if (n > 0 && rnd() % 4 != 0) { /* inside (or at the edge of) a rule */
+        const oc_acl_rule_t *r = &rules[rnd() % n];
+        k->src_ip = r->src_ip | (rnd() & ~oc_acl_prefix_mask(r->src_len));
+        k->dst_ip = r->dst_ip | (rnd() & ~oc_acl_prefix_mask(r->dst_len));
+        k->sport = rnd() % 2 ? r->sport_lo : r->sport_hi;
+        k->dport = (uint16_t)(r->dport_lo + rnd() % (r->dport_hi - r->dport_lo + 1u));
+        k->proto = rnd() % 2 ? r->proto : (uint8_t)rnd();
+    } else {
+        k->src_ip = bases[rnd() % 4] | (rnd() & 0xffff);
+        k->dst_ip = rnd() % 2 ? rnd() : bases[rnd() % 4] | (rnd() & 0xffff);
+        k->sport = (uint16_t)rnd();
+        k->dport = (uint16_t)(rnd() % 1200);
+        k->proto = rnd() % 2 ? 6 : (uint8_t)rnd();
+    }
+}
+
+static void test_random_updates(void **state)
+{
+    enum { MAXR = 3000, NK = 4000 };
+    oc_acl_rule_t *rules = malloc(MAXR * sizeof(*rules));
+    oc_acl_key_t *keys = malloc(NK * sizeof(*keys));
+    size_t n = 0;
+    uint32_t next_id = 1;
+    oc_acl_t *acl;
+    assert_non_null(rules);
+    assert_non_null(keys);
+    assert_int_equal(oc_acl_create(MAXR, &acl), OC_OK);
+
+    for (int round = 0; round < (SLOW ? 12 : 40); round++) {
+        int ops = (int)(rnd() % 400);
+        if (round % 10 == 0) { /* a bulk load now and then */
+            n = 500 + rnd() % 1500;
+            for (size_t i = 0; i < n; i++)
+                random_rule(&rules[i], next_id++);
+            assert_int_equal(oc_acl_load(acl, rules, n), OC_OK);
+        }
+        for (int o = 0; o < ops; o++) {
+            if (n > 0 && (rnd() % 2 || n == MAXR)) {
+                size_t i = rnd() % n;
+                assert_int_equal(oc_acl_del(acl, rules[i].id), OC_OK);
+                assert_int_equal(oc_acl_del(acl, rules[i].id),
+                                 OC_ERR_INVALID_PARAM);
+                rules[i] = rules[--n];
+            } else {
+                random_rule(&rules[n], rnd() % 3 == 0 && n > 0 ? next_id : next_id);
+                next_id++;
+                assert_int_equal(oc_acl_add(acl, &rules[n]), OC_OK);
+                assert_int_equal(oc_acl_add(acl, &rules[n]), OC_ERR_INVALID_PARAM);
+                n++;
+            }
+        }
+        assert_int_equal(oc_acl_count(acl), n);
+        for (size_t i = 0; i < NK; i++)
+            random_key(&keys[i], rules, n);
+        check_keys(acl, rules, n, keys, NK, 1);
+        if (round % 3 == 0) {
+            assert_int_equal(oc_acl_sync(acl), OC_OK);
+            check_keys(acl, rules, n, keys, NK, 1);
+        }
+    }
+    /* what oc_acl_rules lists is what is present, in priority order */
+    {
+        oc_acl_rule_t *out = malloc((n + 1) * sizeof(*out));
+        assert_non_null(out);
+        assert_int_equal(oc_acl_rules(acl, out, n + 1), n);
+        for (size_t i = 1; i < n; i++)
+            assert_true(oc_acl_rule_before(&out[i - 1], &out[i]));
+        free(out);
+    }
+    oc_acl_destroy(acl);
+    free(rules);
+    free(keys);
+}
+
+/* ----------------------------------------------------------- concurrency */
+
+enum { NSTABLE = 400, NCHURN = 600, CHURN_UD = 0x40000000 };
+
+typedef struct {
+    oc_acl_t *acl;
+    const oc_acl_rule_t *stable, *churn;
+    int stop;
+    size_t lookups, errors;
+} conc_t;
+
+static void *reader_main(void *arg)
+{
+    conc_t *c = arg;
+    oc_acl_key_t keys[64];
+    uint32_t out[64];
+    uint64_t r = 0x1234567;
+    oc_acl_reader_register();
+    while (!__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE)) {
+        for (int i = 0; i < 64; i++) { /* a private generator */
+            const oc_acl_rule_t *src;
+            r = r * 6364136223846793005ull + 1442695040888963407ull;
+            src = (r >> 33) % 2 ? &c->stable[(r >> 40) % NSTABLE]
+                                : &c->churn[(r >> 40) % NCHURN];
+            keys[i].src_ip = src->src_ip | ((uint32_t)(r >> 7) & ~oc_acl_prefix_mask(src->src_len));
+            keys[i].dst_ip = src->dst_ip | ((uint32_t)(r >> 17) & ~oc_acl_prefix_mask(src->dst_len));
+            keys[i].sport = src->sport_lo;
+            keys[i].dport = src->dport_hi;
+            keys[i].proto = src->proto;
+            memset(keys[i].pad, 0, sizeof(keys[i].pad));
+        }
+        oc_acl_lookup_burst(c->acl, keys, 64, out);
+        for (int i = 0; i < 64; i++) {
+            uint32_t want = oracle(c->stable, NSTABLE, &keys[i]);
+            int ok;
+            if (want != OC_ACL_NO_MATCH) /* stable rules always win */
+                ok = out[i] == want;
+            else if (out[i] == OC_ACL_NO_MATCH)
+                ok = 1;
+            else /* some churn rule that matches */
+                ok = (out[i] & CHURN_UD) && (out[i] & ~CHURN_UD) < NCHURN &&
+                     oc_acl_rule_matches(&c->churn[out[i] & ~CHURN_UD], &keys[i]);
+            c->errors += !ok;
+        }
+        c->lookups += 64;
+        oc_acl_reader_quiescent();
+    }
+    oc_acl_reader_unregister();
+    return NULL;
+}
+
+static void test_concurrent(void **state)
+{
+    oc_acl_rule_t *stable = malloc(NSTABLE * sizeof(*stable));
+    oc_acl_rule_t *churn = malloc(NCHURN * sizeof(*churn));
+    char *in = calloc(NCHURN, 1);
+    conc_t c = {0};
+    pthread_t th;
+    int ops = SLOW ? 20000 : 100000;
+
+    assert_non_null(stable);
+    assert_non_null(churn);
+    assert_non_null(in);
+    for (uint32_t i = 0; i < NSTABLE; i++) {
+        random_rule(&stable[i], i);
+        stable[i].priority = i % 50;
+    }
+    for (uint32_t i = 0; i < NCHURN; i++) {
+        random_rule(&churn[i], 10000 + i);
+        churn[i].priority = 100 + i % 50;
+        churn[i].userdata = CHURN_UD | i;
+    }
+    assert_int_equal(oc_acl_create(NSTABLE + NCHURN, &c.acl), OC_OK);
+    assert_int_equal(oc_acl_load(c.acl, stable, NSTABLE), OC_OK);
+    c.stable = stable;
+    c.churn = churn;
+    assert_int_equal(pthread_create(&th, NULL, reader_main, &c), 0);
+    for (int o = 0; o < ops; o++) {
+        uint32_t j = rnd() % NCHURN;
+        if (in[j])
+            assert_int_equal(oc_acl_del(c.acl, churn[j].id), OC_OK);
+        else
+            assert_int_equal(oc_acl_add(c.acl, &churn[j]), OC_OK);
+        in[j] ^= 1;
+    }
+    __atomic_store_n(&c.stop, 1, __ATOMIC_RELEASE);
+    pthread_join(th, NULL);
+    print_message("concurrent: %d updates, %zu lookups checked alongside\n",
+                  ops, c.lookups);
+    assert_int_equal(c.errors, 0);
+    assert_true(c.lookups > 0);
+
+    /* afterwards: exactly the oracle of what is present */
+    {
+        oc_acl_rule_t *all = malloc((NSTABLE + NCHURN) * sizeof(*all));
+        oc_acl_key_t keys[2000];
+        size_t n = 0;
+        assert_non_null(all);
+        memcpy(all, stable, NSTABLE * sizeof(*all));
+        n = NSTABLE;
+        for (uint32_t j = 0; j < NCHURN; j++)
+            if (in[j])
+                all[n++] = churn[j];
+        for (int i = 0; i < 2000; i++)
+            random_key(&keys[i], all, n);
+        check_keys(c.acl, all, n, keys, 2000, 1);
+        assert_int_equal(oc_acl_sync(c.acl), OC_OK);
+        check_keys(c.acl, all, n, keys, 2000, 1);
+        free(all);
+    }
+    oc_acl_destroy(c.acl);
+    free(stable);
+    free(churn);
+    free(in);
+}
+
+/* ---------------------------------------------------------------- parser */
+
+static void expect_rule_error(const char *text, const char *want)
+{
+    oc_acl_rule_t *r = NULL;
+    size_t n = 0;
+    char err[256] = "";
+    assert_int_equal(oc_acl_parse_rules(text, strlen(text), "t.rules", &r, &n,
+                                        err, sizeof(err)),
+                     OC_ERR_CONFIG);
+    assert_null(r);
+    if (strstr(err, want) == NULL)
+        fail_msg("error '%s' lacks '%s'", err, want);
+}
+
+static void test_parse(void **state)
+{
+    const char *good =
+        "@10.0.0.0/8\t192.168.1.1/32\t0 : 65535\t80 : 80\t0x06/0xFF\t0x1000/0x1000\n"
+        "\n"
+        "@0.0.0.0/0 1.2.3.4/30 1024 : 2048 0 : 65535 0x00/0x00\r\n";
+    oc_acl_rule_t *r;
+    oc_acl_trace_t *t;
+    size_t n;
+    char err[256];
+
+    assert_int_equal(oc_acl_parse_rules(good, strlen(good), "g", &r, &n, err,
+                                        sizeof(err)), OC_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(r[0].src_ip, 0x0a000000u);
+    assert_int_equal(r[0].src_len, 8);
+    assert_int_equal(r[0].dst_ip, 0xc0a80101u);
+    assert_int_equal(r[0].dport_lo, 80);
+    assert_int_equal(r[0].proto, 6);
+    assert_int_equal(r[0].proto_mask, 0xff);
+    assert_int_equal(r[1].id, 1);
+    assert_int_equal(r[1].priority, 1);
+    assert_int_equal(r[1].dst_ip, 0x01020304u);
+    assert_int_equal(r[1].sport_hi, 2048);
+    free(r);
+
+    expect_rule_error("@1.2.3.4/33 1.2.3.4/32 0 : 1 0 : 1 0x06/0xFF\n",
+                      "t.rules:1: bad source prefix");
+    expect_rule_error("\n@1.2.3.256/3 1.2.3.4/32 0 : 1 0 : 1 0x06/0xFF\n",
+                      "t.rules:2: bad source prefix");
+    expect_rule_error("@1.2.3.4/3 1.2.3.4/32 5 : 1 0 : 1 0x06/0xFF\n",
+                      "lo > hi");
+    expect_rule_error("@1.2.3.4/3 1.2.3.4/32 0 : 70000 0 : 1 0x06/0xFF\n",
+                      "bad source port range");
+    expect_rule_error("@1.2.3.4/3 1.2.3.4/32 0 : 1 0 : 1 0x106/0xFF\n",
+                      "bad protocol");
+    expect_rule_error("@1.2.3.4/3 1.2.3.4/32 0 : 1 0 : 1 0x06/0xFF 0x0/0x0 x\n",
+                      "unexpected text");
+    expect_rule_error("1.2.3.4/3 1.2.3.4/32 0 : 1 0 : 1 0x06/0xFF\n",
+                      "starts with '@'");
+    expect_rule_error("@1.2.3.4/3 1.2.3.4/32 0 : 1\n", "expected whitespace after the source port range");
+    expect_rule_error("@1.2.3.4/3", "expected whitespace");
+
+    {
+        const char *tr = "1 2 3 4 6 0 17\n4294967295 0 65535 0 255 0 -1\n1 2 3 4 6\n";
+        assert_int_equal(oc_acl_parse_trace(tr, strlen(tr), "t", &t, &n, err,
+                                            sizeof(err)), OC_OK);
+        assert_int_equal(n, 3);
+        assert_int_equal(t[0].hint, 17);
+        assert_int_equal(t[1].key.src_ip, UINT32_MAX);
+        assert_int_equal(t[1].hint, -1);
+        assert_int_equal(t[2].hint, -1);
+        free(t);
+        t = NULL;
+        assert_int_equal(oc_acl_parse_trace("1 2 3 4\n", 8, "t", &t, &n, err,
+                                            sizeof(err)), OC_ERR_CONFIG);
+        assert_non_null(strstr(err, "t:1: a trace line has at least 5"));
+        assert_int_equal(oc_acl_parse_trace("1 2 3 70000 6\n", 14, "t", &t, &n,
+                                            err, sizeof(err)), OC_ERR_CONFIG);
+        assert_null(t);
+    }
+    assert_int_equal(oc_acl_load_rules_file("/nonexistent/x.rules", &r, &n, err,
+                                            sizeof(err)), OC_ERR_CONFIG);
+    assert_non_null(strstr(err, "/nonexistent/x.rules: cannot open"));
+}
+
+static void test_api_errors(void **state)
+{
+    oc_acl_t *acl;
+    oc_acl_rule_t r, two[2];
+    assert_int_equal(oc_acl_create(0, &acl), OC_ERR_INVALID_PARAM);
+    assert_int_equal(oc_acl_create(2, &acl), OC_OK);
+    random_rule(&r, 1);
+    r.sport_lo = 9;
+    r.sport_hi = 8;
+    assert_int_equal(oc_acl_add(acl, &r), OC_ERR_INVALID_PARAM);
+    random_rule(&r, 1);
+    r.userdata = OC_ACL_NO_MATCH;
+    assert_int_equal(oc_acl_add(acl, &r), OC_ERR_INVALID_PARAM);
+    random_rule(&r, 1);
+    assert_int_equal(oc_acl_add(acl, &r), OC_OK);
+    r.id = 2;
+    assert_int_equal(oc_acl_add(acl, &r), OC_OK);
+    r.id = 3;
+    assert_int_equal(oc_acl_add(acl, &r), OC_ERR_NO_MEMORY); /* full */
+    assert_int_equal(oc_acl_del(acl, 3), OC_ERR_INVALID_PARAM);
+    /* load is all or nothing */
+    random_rule(&two[0], 7);
+    two[1] = two[0];
+    assert_int_equal(oc_acl_load(acl, two, 2), OC_ERR_INVALID_PARAM);
+    assert_int_equal(oc_acl_count(acl), 2);
+    assert_int_equal(oc_acl_load(acl, two, 3), OC_ERR_NO_MEMORY);
+    assert_int_equal(oc_acl_count(acl), 2);
+    oc_acl_destroy(acl);
+    oc_acl_destroy(NULL);
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse),
+        cmocka_unit_test(test_api_errors),
+        cmocka_unit_test(test_random_updates),
+        cmocka_unit_test(test_concurrent),
+        cmocka_unit_test(test_trace_acl1),
+        cmocka_unit_test(test_trace_fw1),
+    };
+    if (argc > 1)
+        datadir = argv[1];
+    /* the main thread looks up too: online only inside check_keys */
+    oc_acl_reader_register();
+    oc_acl_reader_offline();
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
