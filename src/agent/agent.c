@@ -12,6 +12,7 @@
 #include "jobs.h"
 #include "metrics/metrics.h"
 #include "util/log.h"
+#include "util/clock.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -88,13 +89,6 @@ static void on_signal(int sig)
 {
     (void)sig;
     g_stop = 1;
-}
-
-static uint64_t now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
 /* ---- sending -------------------------------------------------------- */
@@ -619,7 +613,7 @@ static void peer_gone(agent_t *a, oc_aconn_t *c)
     for (oc_ajob_t *j = a->jobs.head; j != NULL; j = j->next)
         if (j->node_ranks[c->node] > 0)
             job_fail(a, j, why, 0);
-    a->next_dial_us[c->node] = now_us() + 1000000;
+    a->next_dial_us[c->node] = oc_now_us() + 1000000;
     oc_warn(OC_COMP_AGENT, "%s", why);
 }
 
@@ -709,7 +703,7 @@ static void conn_drop(agent_t *a, oc_aconn_t *c)
 
 static void dial_peers(agent_t *a)
 {
-    uint64_t now = now_us();
+    uint64_t now = oc_now_us();
     /* The lower node dials: one connection per pair. */
     for (uint32_t n = a->node + 1; n < a->nnodes; n++) {
         int fd;
@@ -962,7 +956,7 @@ static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
     oc_prom_family(p, "offcore_agent_uptime_seconds", "Seconds since start",
                    OC_PROM_GAUGE);
     oc_prom_sample_f64(p, "offcore_agent_uptime_seconds", NULL, 0,
-                       (double)(now_us() - a->start_us) / 1e6);
+                       (double)(oc_now_us() - a->start_us) / 1e6);
     oc_prom_family(p, "offcore_job_ranks", "Ranks of the job on this node",
                    OC_PROM_GAUGE);
     pthread_mutex_lock(&a->pub_mu);
@@ -1196,7 +1190,7 @@ int oc_agent_run(const oc_agent_config_t *cfg)
     if (a == NULL)
         return 1;
     a->cfg = *cfg;
-    a->start_us = now_us();
+    a->start_us = oc_now_us();
     pthread_mutex_init(&a->pub_mu, NULL);
     /* the environment variable, when set, wins over the file */
     if (oc_ctl_key_load(getenv(OC_CTL_CLUSTER_KEY_ENV) ? NULL
