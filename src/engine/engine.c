@@ -298,10 +298,17 @@ oc_status_t oc_eng_policy(oc_eng_t *e, bool idle)
 
 /* ---- sending ------------------------------------------------------------ */
 
+static void set_blocked(oc_eng_t *e, oc_eng_out_t *o, int on)
+{
+    o->blocked = (uint8_t)on;
+    OC_ENG_CNT_ADD(e->c.blocked, on ? 1 : (uint64_t)-1);
+    if (e->p.blocked != NULL)
+        e->p.blocked(e->p.arg, o, on);
+}
+
 static void unblock(oc_eng_t *e, oc_eng_out_t *o)
 {
-    o->blocked = 0;
-    OC_ENG_CNT_ADD(e->c.blocked, (uint64_t)-1);
+    set_blocked(e, o, 0);
 }
 
 static void send_done(oc_tr_op_t *op, oc_status_t st)
@@ -333,10 +340,8 @@ oc_status_t oc_eng_send(oc_eng_t *e, oc_eng_out_t *o, oc_tr_ep_t *ep,
         e->inflight++;
         o->inflight++;
         if (!o->blocked && e->p.max_inflight != 0 &&
-            o->inflight >= e->p.max_inflight) {
-            o->blocked = 1;
-            OC_ENG_CNT_ADD(e->c.blocked, 1);
-        }
+            o->inflight >= e->p.max_inflight)
+            set_blocked(e, o, 1);
         return OC_OK;
     }
     oc_eng_buf_put(e, b);

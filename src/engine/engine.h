@@ -114,6 +114,8 @@ typedef struct {
     uint32_t ring_cap;         /**< initial receive-ring room, power of 2 */
     bool     reserve;          /**< allow reserve buffers (oc_eng_t.in_handler) */
     oc_eng_handoff_t handoff;
+    /** @p o became blocked (@p on = 1) or unblocked (0); optional. */
+    void   (*blocked)(void *arg, oc_eng_out_t *o, int on);
     /** A send that completed with an error (the buffer is back already). */
     void   (*send_failed)(void *arg, oc_eng_out_t *o, oc_status_t st);
     void    *arg;
@@ -214,6 +216,20 @@ static inline int oc_eng_try_fast(oc_eng_out_t *o, const void *buf, size_t len)
         else
             oc_wire_put_item(o->wp, buf, len);
         o->wp += o->stride;
+        return 1;
+    }
+    return 0;
+}
+
+/** oc_eng_put's fast case, inline: an item of the open fixed-mode
+ *  buffer's length, source and destination, with room.  Returns 0 when
+ *  oc_eng_put must decide. */
+static inline int oc_eng_try_put(oc_eng_out_t *o, uint32_t dst, uint32_t src,
+                                 const void *buf, size_t len)
+{
+    if (__builtin_expect(len == o->item_len && src == o->fsrc &&
+                         dst == o->fdst && o->wp + o->stride <= o->end, 1)) {
+        o->wp = oc_wire_put_item(o->wp, buf, len);
         return 1;
     }
     return 0;
