@@ -225,7 +225,6 @@ static int forward_whole(oc_router_t *r, oc_eng_rx_t *e, out_t *o)
 static int route_bundle(oc_router_t *r, rjob_t *j, oc_eng_rx_t *e)
 {
     oc_wire_iter_t it;
-    oc_wire_msg_t m;
     uint32_t i = e->done;
     int finished = RX_DONE;
 
@@ -244,29 +243,51 @@ static int route_bundle(oc_router_t *r, rjob_t *j, oc_eng_rx_t *e)
         return RX_DONE;
     }
 
-    /* the routing kernel: every message to its next hop's outlet (a
-     * rank's stream, or another agent's bundle) */
+    /* the routing kernel: every message of a rank's stream or another
+     * agent's bundle to its next hop's outlet.  The message headers are
+     * read in place (validated already); an 8-byte item for an open
+     * fixed-size buffer of the same source and destination is one store. */
     oc_wire_iter_init(&it, e->data, &e->hdr);
     oc_wire_iter_skip(&it, i);
-    while (oc_wire_iter_next(&it, &m)) {
-        out_t *o = next_hop(r, j, m.dst);
+    const uint8_t *p = it.p;
+    for (uint32_t left = it.left; left > 0; left--) {
+        uint32_t dst, src, len;
+        const uint8_t *payload;
+        if (unlikely(it.fixed)) { /* a fixed bundle not forwarded whole */
+            oc_wire_msg_t m = {0, 0, 0, NULL};
+            (void)oc_wire_iter_next(&it, &m);
+            dst = m.dst, src = m.src, len = m.len, payload = m.payload;
+        } else {
+            const uint64_t mh = oc_wire_ld64(p);
+            dst = (uint32_t)(mh & 0xffffffu);
+            src = (uint32_t)((mh >> 24) & 0xffffffu);
+            len = (uint32_t)(mh >> 48);
+            payload = p + OC_WIRE_MSG_HDR_LEN;
+        }
+        out_t *o = next_hop(r, j, dst);
+        oc_eng_out_t *eo;
+
         if (unlikely(o == NULL)) { /* a local rank that left: undeliverable */
             CNT_ADD(r->c.undeliverable, 1);
-            i++;
-            continue;
+            goto next;
         }
-        if (!oc_eng_try_put(&o->eo, m.dst, m.src, m.payload, m.len)) {
-            oc_status_t st;
+        eo = &o->eo;
+        if (likely(len == 8 && eo->item_len == 8 && eo->fsrc == src &&
+                   eo->fdst == dst && eo->wp + 8 <= eo->end)) {
+            memcpy(eo->wp, payload, 8);
+            eo->wp += 8;
+        } else if (!oc_eng_try_put(eo, dst, src, payload, len)) {
             if (unlikely(held(o))) {
                 finished = RX_HOLD;
                 break;
             }
-            st = oc_eng_put(r->eng, &o->eo, m.dst, m.src, m.payload, m.len);
-            if (st != OC_OK) {
+            if (oc_eng_put(r->eng, eo, dst, src, payload, len) != OC_OK) {
                 finished = RX_NOBUF;
                 break;
             }
         }
+next:
+        p += OC_WIRE_MSG_HDR_LEN + oc_wire_pad8(len);
         i++;
     }
     CNT_ADD(r->c.msgs, i - e->done);
@@ -279,6 +300,7 @@ static void return_credit(oc_router_t *r, sender_t *s)
 {
     rjob_t *j;
     lrank_t *l;
+    r->credits_owed = 1;
     if (s->is_peer) {
         r->peers[s->node].owed++;
         return;
@@ -293,6 +315,9 @@ static void return_credit(oc_router_t *r, sender_t *s)
  * whose bundles are done here. */
 void oc__router_send_credits(oc_router_t *r)
 {
+    if (!r->credits_owed)
+        return;
+    r->credits_owed = 0;
     for (int k = 0; k < OC_ROUTER_MAX_JOBS; k++) {
         rjob_t *j = &r->jobs[k];
         if (j->map == NULL)
@@ -305,6 +330,8 @@ void oc__router_send_credits(oc_router_t *r)
             if (oc_tr_send_small(l->ep, OC_AM_CREDIT, 0, &m, sizeof(m)) ==
                 OC_OK)
                 l->credits = 0;
+            else
+                r->credits_owed = 1; /* try again next turn */
         }
     }
     for (uint32_t n = 0; n < r->p.nnodes; n++) {
@@ -315,6 +342,8 @@ void oc__router_send_credits(oc_router_t *r)
         if (oc_tr_send_small(p->ep, OC_AM_CREDIT, p->send_token, &m,
                              sizeof(m)) == OC_OK)
             p->owed = 0;
+        else
+            r->credits_owed = 1;
     }
 }
 

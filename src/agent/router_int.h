@@ -110,6 +110,7 @@ struct oc_router {
     uint32_t           nsenders, senders_cap;
     oc_eng_t          *eng;         /* buffers, outlets, flush policy */
     oc_eng_ring_t      rx;          /* bundles waiting to be routed */
+    int                credits_owed; /* some sender is owed credit */
     oc_router_counters_t c;
 };
 

@@ -203,6 +203,14 @@ oc_status_t oc_eng_put(oc_eng_t *e, oc_eng_out_t *o, uint32_t dst,
             }
         } else {
             size_t need = OC_WIRE_MSG_HDR_LEN + oc_wire_pad8(len);
+            /* Another source or destination in a fixed buffer already a
+             * quarter full: send it as it is (FULL: full for fixed form)
+             * rather than rewrite it with headers — an agent sorting
+             * streams of a few ranks keeps its bundles fixed-size (cheap
+             * to deliver), one sorting many ranks goes mixed. */
+            if (o->item_len == len && attempt == 0 &&
+                (size_t)(o->wp - o->buf->data) * 4 >= e->p.bundle_size)
+                goto full;
             if (o->item_len != OC_ENG_NO_ITEM) {
                 size_t mixed = (size_t)oc_eng_out_count(o) *
                                (o->stride + OC_WIRE_MSG_HDR_LEN);
@@ -215,6 +223,7 @@ oc_status_t oc_eng_put(oc_eng_t *e, oc_eng_out_t *o, uint32_t dst,
                 return OC_OK;
             }
         }
+full:
         /* No room in this buffer: it is full for this message. */
         if ((st = oc_eng_flush(e, o, OC_ENG_FLUSH_FULL)) != OC_OK)
             return st;
