@@ -144,22 +144,46 @@ static size_t stream_burst(oc_context_t *ctx, const uint32_t *dests,
     oc_eng_out_t *o = ctx->stream;
     const size_t need = OC_WIRE_MSG_HDR_LEN + oc_wire_pad8(len);
     const uint32_t size = ctx->size, rank = ctx->rank;
-    size_t i, fast = 0;
+    size_t i = 0, fast = 0;
 
     if (len > ctx->max_msg)
         return 0;
-    for (i = 0; i < n; i++, p += len) {
-        const uint32_t dest = dests[i];
-        if (unlikely(dest >= size))
-            break;
-        if (likely(o->wp + need <= o->end)) {
-            o->wp = oc_wire_put_msg(o->wp, dest, rank, p, len);
-            o->count++;
-            fast++;
-            continue;
+    while (i < n) {
+        /* The write pointer and count live in registers between slow
+         * calls: stores through the byte pointer could alias *o. */
+        uint8_t *wp = o->wp;
+        uint8_t *const end = o->end;
+        uint32_t count = o->count;
+        if (len == 8) {
+            /* histogram updates, index-gather requests: a header and one
+             * word, with the constant parts of the header folded */
+            const uint64_t hbase = oc_wire_msg_hdr(0, rank, 8);
+            for (; i < n; i++, p += 8) {
+                const uint32_t dest = dests[i];
+                if (unlikely(dest >= size) || unlikely(wp + 16 > end))
+                    break;
+                oc_wire_st64(wp, hbase | dest);
+                memcpy(wp + 8, p, 8);
+                wp += 16;
+                count++;
+            }
+        } else {
+            for (; i < n; i++, p += len) {
+                const uint32_t dest = dests[i];
+                if (unlikely(dest >= size) || unlikely(wp + need > end))
+                    break;
+                wp = oc_wire_put_msg(wp, dest, rank, p, len);
+                count++;
+            }
         }
-        if (send_slow(ctx, dest, p, len) != OC_OK)
+        fast += count - o->count;
+        o->wp = wp;
+        o->count = count;
+        if (i == n || dests[i] >= size ||
+            send_slow(ctx, dests[i], p, len) != OC_OK)
             break;
+        i++;
+        p += len;
     }
     ctx->c.msgs_sent += fast;
     ctx->c.bytes_sent += fast * len;
