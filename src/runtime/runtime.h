@@ -50,6 +50,9 @@ extern const oc_cfg_field_t oc__runtime_config_table[];
 /* Outlet slot of one lane toward one destination rank: lane 0 carries
  * what the application sends, lane 1 what handlers send (replies), so
  * requests and replies each stay in fixed-size form. */
+/* Empty polls under back-pressure before the rank yields its core. */
+#define OC__YIELD_AFTER 8
+
 #define OC__SLOT(dest, lane) (((uint32_t)(dest) << 1) | (uint32_t)(lane))
 
 typedef struct oc__placement oc__placement_t;
@@ -87,6 +90,8 @@ struct oc_context {
     void           *handler_arg;
     oc_eng_t       *eng;
     uint64_t        last_activity; /* msgs_sent + no_resource at last poll */
+    uint64_t        last_no_resource; /* send_no_resource at last poll */
+    uint32_t        idle_polls;    /* empty polls under back-pressure */
     oc_eng_ring_t   rx;            /* received bundles */
     /* cold */
     const oc__placement_t *pl;    /* inline or agent (placement.h) */

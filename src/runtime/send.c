@@ -10,6 +10,7 @@
 #include "util/log.h"
 #include "util/clock.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -394,12 +395,28 @@ pop:
 int oc__progress(oc_context_t *ctx)
 {
     uint64_t activity;
+    unsigned events;
     int n;
 
-    oc_tr_progress(ctx->worker);
+    events = oc_tr_progress(ctx->worker);
     if (ctx->pl->progress != NULL)
         ctx->pl->progress(ctx);
     n = deliver(ctx);
+    /* Back-pressured and nothing moved: what we wait for is another
+     * process's work (the receiver's, the agent's).  Where it shares our
+     * core, spinning only burns the time slice it needs; give the core up
+     * after a few empty turns (on a core of its own the yield returns at
+     * once). */
+    if (events == 0 && n == 0 &&
+        ctx->c.send_no_resource != ctx->last_no_resource) {
+        if (++ctx->idle_polls >= OC__YIELD_AFTER) {
+            ctx->idle_polls = 0;
+            sched_yield();
+        }
+    } else {
+        ctx->idle_polls = 0;
+    }
+    ctx->last_no_resource = ctx->c.send_no_resource;
     activity = ctx->c.msgs_sent + ctx->c.send_no_resource;
     if (ctx->q.active)
         oc__flush_all(ctx, OC_ENG_FLUSH_EXPLICIT);
