@@ -46,23 +46,6 @@ static void reject(oc_router_t *r, rjob_t *j, oc_status_t why)
                 oc_status_string(why));
 }
 
-uint32_t oc_route_hop(int grid, uint32_t nnodes, uint32_t a, uint32_t b)
-{
-    uint32_t cols, h;
-    if (!grid || a == b)
-        return b;
-    cols = 1;
-    while (cols * cols < nnodes)
-        cols++;
-    h = (a / cols) * cols + b % cols;     /* a's row, b's column */
-    if (h == a)                           /* same column: straight down */
-        return b;
-    if (h < nnodes)
-        return h;
-    h = (b / cols) * cols + a % cols;     /* the other corner */
-    return h < nnodes && h != b ? h : b;
-}
-
 /* The next hop of a message for @p dst. */
 static inline out_t *next_hop(oc_router_t *r, rjob_t *j, uint32_t dst)
 {

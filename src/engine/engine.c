@@ -73,11 +73,8 @@ void oc_eng_destroy(oc_eng_t *e)
 
 void oc_eng_out_init(oc_eng_out_t *o)
 {
-    o->wp = o->end = NULL;
+    memset(o, 0, sizeof(*o));
     o->item_len = OC_ENG_NO_ITEM;
-    o->stride = 0;
-    o->count = 0;
-    o->buf = NULL;
 }
 
 /* ---- buffers ------------------------------------------------------------ */

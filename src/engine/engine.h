@@ -171,7 +171,8 @@ oc_status_t oc_eng_create(const oc_eng_params_t *p, oc_eng_t **e_p);
  *  completed or been purged by the transport.  NULL is a no-op. */
 void oc_eng_destroy(oc_eng_t *e);
 
-/** Reset an outlet to "no buffer" (call once before use). */
+/** Zero an outlet: no buffer, no identity (call once before use, then set
+ *  the owner's fields). */
 void oc_eng_out_init(oc_eng_out_t *o);
 
 /** A buffer from the pool (or the reserve, in a handler); NULL if none. */
