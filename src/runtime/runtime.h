@@ -43,7 +43,7 @@ typedef struct {
     int      agent_mode;       /* OC_AGENT_MODE: oc__agent_mode_t */
 } oc__config_t;
 
-typedef enum { OC__AGENT_MODE_STREAM, OC__AGENT_MODE_PER_DEST } oc__agent_mode_t;
+typedef enum { OC__AGENT_MODE_PER_DEST, OC__AGENT_MODE_STREAM } oc__agent_mode_t;
 
 extern const oc_cfg_field_t oc__runtime_config_table[];
 
