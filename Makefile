@@ -7,8 +7,10 @@
 #   make test    build, run every test; again under ASan+UBSan; then fuzz
 #                (prints a banner and the time of each phase)
 #   make demo    histogram on 2 ranks on this machine
-#   make bench   the benchmarks, side by side with their baselines, and
-#                the placements (inline vs agent, agent threads 1 vs 2)
+#   make bench   the benchmarks, side by side with their baselines, the
+#                placements (inline vs agent, agent threads 1 vs 2), and the
+#                spare-core emulation (ranks on core 0; inline, agent on
+#                their core, agent on the other core)
 #   make study   the placement study (docs/evaluation.md): every app inline,
 #                agent and dpu; table, sweeps, CSV and plots in
 #                $(BUILDDIR)/study.  STUDY_ARGS passes flags to
@@ -90,6 +92,7 @@ demo: build
 bench: build
 	sh bench/run-bench.sh $(BUILDDIR)
 	sh bench/run-agent-bench.sh $(BUILDDIR)
+	sh bench/run-spare-core.sh $(BUILDDIR)
 
 study: build
 	python3 bench/study.py --build $(BUILDDIR) $(STUDY_ARGS)
