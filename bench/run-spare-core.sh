@@ -63,18 +63,7 @@ bin_of() {
     esac
 }
 
-start_agent() { # CPUS
-    taskset -c "$1" "$B/src/agent/offcored" --listen "unix:$T/agent.sock" \
-        --cluster-key "$T/key" --metrics off --threads 1 > "$T/agent.log" 2>&1 &
-    AGENT=$!
-    i=0
-    while ! grep -q ready "$T/agent.log" 2>/dev/null; do
-        i=$((i + 1))
-        [ $i -gt 200 ] && { echo "agent did not start" >&2; cat "$T/agent.log" >&2; exit 1; }
-        sleep 0.05
-    done
-}
-stop_agent() { kill "$AGENT"; wait "$AGENT" 2>/dev/null; AGENT=""; }
+. "$(dirname "$0")/agent-lib.sh"
 
 JOB=1
 # run APP CASE [ENV...]: one run; its JSON line in $out, rate in $rate
@@ -85,8 +74,8 @@ run() {
     case $case_ in
     inline) envs="-x OC_PLACEMENT=inline" ;;
     *)
-        if [ "$case_" = agent-shared ]; then start_agent "$RANK_CPUS"
-        else start_agent "$AGENT_CPUS"; fi
+        if [ "$case_" = agent-shared ]; then start_agent "$RANK_CPUS" --threads 1
+        else start_agent "$AGENT_CPUS" --threads 1; fi
         key=$("$B/src/tools/offcore" job-key --job $JOB --cluster-key "$T/key")
         envs="-x OC_PLACEMENT=agent -x OC_AGENT=unix:$T/agent.sock -x OC_JOB=$JOB -x OC_JOB_KEY=$key $MODE_ENV"
         ;;
