@@ -1,7 +1,8 @@
 /*
  * wire_seeds.c — seed corpus for the wire fuzz target: valid bundles of
- * all three modes (mixed, fixed, a rank's stream) and many shapes (so that mutations start deep inside the
- * validator rather than at the magic check) and a few near misses.
+ * all three modes (mixed, fixed, a rank's stream) and many shapes (so
+ * that mutations start deep inside the validator rather than at the magic
+ * check) and a few near misses.
  */
 #include <string.h>
 
