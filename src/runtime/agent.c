@@ -307,6 +307,16 @@ static void agent_fini(oc_context_t *ctx)
         oc_ctl_conn_destroy(a->cc);
     }
     oc_tr_ep_destroy(ctx->worker, a->ep);
+    if (ctx->eng != NULL) {
+        /* what waited for credit goes back; sends the worker still holds
+         * must not find the link once it is freed */
+        while (a->wait_head != NULL) {
+            oc_eng_buf_t *b = a->wait_head;
+            a->wait_head = b->next;
+            oc_eng_buf_put(ctx->eng, b);
+        }
+        oc_eng_out_retire(ctx->eng, &a->link);
+    }
     free(a);
     ctx->agent = NULL;
 }
