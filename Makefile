@@ -7,10 +7,11 @@
 #   make test    build, run every test; again under ASan+UBSan; then fuzz
 #                (prints a banner and the time of each phase)
 #   make demo    histogram on 2 ranks on this machine
-#   make bench   the benchmarks, side by side with their baselines, and
-#                the placements (inline vs agent, agent threads 1 vs 2),
-#                offcore-nvmf against local fio (bench/nvmf-bench.py), and
-#                bench-pkt
+#   make bench   the benchmarks, side by side with their baselines, the
+#                placements (inline vs agent, agent threads 1 vs 2), the
+#                spare-core emulation (ranks on core 0; inline, agent on
+#                their core, agent on the other core), offcore-nvmf against
+#                local fio (bench/nvmf-bench.py), and bench-pkt
 #   make bench-pkt  the packet data plane: the classifier vs DPDK rte_acl vs
 #                a linear scan (bench/classifier.c; BENCH_PKT_ARGS passes
 #                flags, --help), then forwarding through offcore-dp vs the
@@ -99,6 +100,7 @@ demo: build
 bench: build
 	sh bench/run-bench.sh $(BUILDDIR)
 	sh bench/run-agent-bench.sh $(BUILDDIR)
+	sh bench/run-spare-core.sh $(BUILDDIR)
 	python3 bench/nvmf-bench.py $(BUILDDIR)
 	$(MAKE) --no-print-directory bench-pkt
 

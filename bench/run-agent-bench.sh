@@ -29,21 +29,9 @@ trap cleanup EXIT INT TERM
 "$B/src/tools/offcore" keygen > "$T/key" && chmod 600 "$T/key" || exit 2
 NCPU=$(nproc)
 PIN=""
-[ "$NCPU" -gt 1 ] && command -v taskset >/dev/null && PIN="taskset -c $((NCPU - 1))"
+[ "$NCPU" -gt 1 ] && command -v taskset >/dev/null && PIN="$((NCPU - 1))"
 
-start_agent() { # THREADS
-    $PIN "$B/src/agent/offcored" --listen "unix:$T/agent.sock" \
-        --cluster-key "$T/key" --metrics off --threads "$1" \
-        > "$T/agent.log" 2>&1 &
-    AGENT=$!
-    i=0
-    while ! grep -q ready "$T/agent.log" 2>/dev/null; do
-        i=$((i + 1))
-        [ $i -gt 200 ] && { echo "agent did not start" >&2; cat "$T/agent.log" >&2; exit 1; }
-        sleep 0.05
-    done
-}
-stop_agent() { kill "$AGENT"; wait "$AGENT" 2>/dev/null; AGENT=""; }
+. "$(dirname "$0")/agent-lib.sh"
 
 JOB=1
 # run CASE APP ARGS...: one app run; prints its JSON line; rate in $rate
@@ -79,7 +67,7 @@ for app in histogram index-gather; do
     else args="--requests $REQUESTS --table $TABLE"; fi
     run inline $app $args; base=$rate
     for th in 1 2; do
-        start_agent $th
+        start_agent "$PIN" --threads $th
         run agent $app $args
         stop_agent
         summary $app "agent-threads-$th" "$rate" "$base"

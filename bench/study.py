@@ -489,6 +489,11 @@ def main():
     ap.add_argument('--max-threads', type=int, default=0,
                     help='routing threads sweep up to this (default: the '
                     'cores the ranks leave, at least 2)')
+    ap.add_argument('--spare-core', choices=['on', 'off'], default='on',
+                    help='also run the spare-core emulation '
+                    '(bench/run-spare-core.sh: ranks confined to core 0, '
+                    'inline / agent-shared / agent-spare) and write '
+                    'spare-core.jsonl (default on; needs 2+ cores)')
     ap.add_argument('-v', '--verbose', action='store_true')
     a = ap.parse_args()
     if a.quick:
@@ -506,12 +511,68 @@ def main():
     status = 0
     try:
         status = study(a, env, out)
+        if a.spare_core == 'on':
+            status = spare_core(a, out) or status
     except KeyboardInterrupt:
         log('study: interrupted')
         status = 130
     finally:
         env.cleanup()
     sys.exit(status)
+
+
+# The spare-core emulation's sizes per study size (SPARE_* of the script).
+SPARE_SIZES = {
+    'quick': {'SPARE_UPDATES': '200K', 'SPARE_ROWS': '20K',
+              'SPARE_REQUESTS': '200K', 'SPARE_PARTICLES': '5K'},
+    'study': {},
+    'large': {'SPARE_UPDATES': '100M', 'SPARE_ROWS': '2M',
+              'SPARE_REQUESTS': '50M', 'SPARE_PARTICLES': '200K'},
+}
+
+
+def spare_core(a, out):
+    """Run bench/run-spare-core.sh (the same script as make bench) with this
+    study's repeats and sizes; keep its summary lines in spare-core.jsonl and
+    print them as a table.  Returns the script's status (77: skipped)."""
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                          'run-spare-core.sh')
+    env = dict(os.environ, SPARE_REPEATS=str(a.repeats),
+               **SPARE_SIZES[a.size])
+    apps = [x for x in a.apps.split(',') if x in
+            ('histogram', 'transpose', 'index-gather', 'mcproxy')]
+    if a.size == 'quick':  # the test suite: the two apps the bars name
+        apps = [x for x in apps if x in ('histogram', 'transpose')]
+    if not apps:
+        return 0
+    env['SPARE_APPS'] = ' '.join(apps)
+    log('spare-core emulation: %s' % ', '.join(apps))
+    p = subprocess.run(['sh', script, a.build], env=env, text=True,
+                       stdout=subprocess.PIPE)
+    if p.returncode == 77:
+        log('spare-core emulation skipped (needs 2 cores and taskset)')
+        return 0
+    rows = [json.loads(l) for l in p.stdout.splitlines()
+            if l.startswith('{"bench":"spare-core')]
+    with open(os.path.join(out, 'spare-core.jsonl'), 'w') as f:
+        for r in rows:
+            f.write(json.dumps(r) + '\n')
+    print('\nspare-core emulation (ranks on core 0; median of %d, '
+          'slowest/fastest):' % a.repeats)
+    print('%-13s %-13s %12s %8s %9s %9s' % ('app', 'case', 'rate', 'spread',
+                                            'x inline', 'x shared'))
+    for r in rows:
+        if r['bench'] == 'spare-core':
+            print('%-13s %-13s %12s %8s %9s %9s' % (
+                r['app'], r['case'], fmt(r['rate'], '.4g'),
+                fmt(r['spread'], '.2f'), fmt(r['ratio_over_inline'], '.2f'),
+                fmt(r['ratio_over_agent_shared'], '.2f')))
+    for r in rows:
+        if r['bench'] == 'spare-core-cpu':
+            print('%-13s %-13s library CPU %s ns/message (handlers %s)' % (
+                r['app'], r['case'], fmt(r['lib_ns_per_msg'], '.1f'),
+                fmt(r['handler_ns_per_msg'], '.1f')))
+    return p.returncode
 
 
 def study(a, env, out):

@@ -7,7 +7,9 @@
 #ifndef OC_APP_OC_H
 #define OC_APP_OC_H
 
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <offcore/mpi.h>
 #include <offcore/offcore.h>
@@ -32,6 +34,43 @@ _Static_assert(sizeof(oc_counters_t) ==
 /* The communicator must outlive the context (offcore/mpi.h). */
 static MPI_Comm oc_app_world;
 
+/* ---- CPU the rank spends inside liboffcore (OC_APP_CPU=1) ------------
+ * Thread CPU time (CLOCK_THREAD_CPUTIME_ID, a system call: hence opt-in)
+ * around every library call these helpers make — sends, polls,
+ * quiesce — minus the time in the application's own handler, which runs
+ * inside oc_poll (a handler's sends count as handler time).  Printed as
+ * "cpu" in the JSON line, per message sent. */
+static struct {
+    bool               on;
+    uint64_t           lib_ns, handler_ns;
+    oc_burst_handler_t handler;
+    void              *arg;
+} oc_app_cpu;
+
+static inline uint64_t oc_app_thread_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+#define OC_APP_CPU_BEGIN() uint64_t oc_app_t0_ = oc_app_cpu.on ? oc_app_thread_ns() : 0
+#define OC_APP_CPU_END()                                                      \
+    do {                                                                      \
+        if (oc_app_cpu.on)                                                    \
+            oc_app_cpu.lib_ns += oc_app_thread_ns() - oc_app_t0_;             \
+    } while (0)
+
+static size_t oc_app_cpu_handler(void *arg, uint32_t src, const void *msgs,
+                                 size_t len, size_t n)
+{
+    (void)arg;
+    uint64_t t0 = oc_app_thread_ns();
+    size_t k = oc_app_cpu.handler(oc_app_cpu.arg, src, msgs, len, n);
+    oc_app_cpu.handler_ns += oc_app_thread_ns() - t0;
+    return k;
+}
+
 /* Start a context on MPI_COMM_WORLD from @p p (handler fields set by the
  * caller); dies with the reason on failure. */
 static inline oc_context_t *oc_app_oc_start(const oc_app_mpi_t *m,
@@ -53,6 +92,13 @@ static inline oc_context_t *oc_app_oc_init_burst(const oc_app_mpi_t *m,
                                                  oc_burst_handler_t handler,
                                                  void *arg)
 {
+    const char *cpu = getenv("OC_APP_CPU");
+    if (cpu != NULL && strcmp(cpu, "1") == 0) {
+        oc_app_cpu.on = true;
+        oc_app_cpu.handler = handler;
+        oc_app_cpu.arg = arg;
+        handler = oc_app_cpu_handler;
+    }
     return oc_app_oc_start(m, (oc_context_params_t){
         .field_mask = OC_PARAM_BURST_HANDLER, .burst_handler = handler,
         .handler_arg = arg});
@@ -65,10 +111,11 @@ static inline void oc_app_send_burst(const oc_app_mpi_t *m, oc_context_t *ctx,
                                      size_t len, size_t n)
 {
     const uint8_t *p = msgs;
+    OC_APP_CPU_BEGIN();
     for (;;) {
         size_t k = oc_send_burst(ctx, dests, p, len, n);
         if (k == n)
-            return;
+            break;
         dests += k;
         p += k * len;
         n -= k;
@@ -87,8 +134,9 @@ static inline void oc_app_send_burst(const oc_app_mpi_t *m, oc_context_t *ctx,
                            oc_status_string(st));
         }
         if (n == 0)
-            return;
+            break;
     }
+    OC_APP_CPU_END();
 }
 
 /* ---- a burst sender: messages of one length, any destinations ------- */
@@ -128,7 +176,9 @@ static inline void oc_app_burst_flush(oc_app_burst_t *b)
     b->n = 0;
     if (b->since_poll >= b->interval) {
         b->since_poll = 0;
+        OC_APP_CPU_BEGIN();
         int r = oc_poll(b->ctx);
+        OC_APP_CPU_END();
         if (__builtin_expect(r < 0, 0))
             oc_app_mpi_die(b->m, "oc_poll failed: %s",
                            oc_status_string((oc_status_t)r));
@@ -151,12 +201,14 @@ static inline void oc_app_send(const oc_app_mpi_t *m, oc_context_t *ctx,
                                uint32_t dest, const void *buf, size_t len)
 {
     oc_status_t st;
+    OC_APP_CPU_BEGIN();
     while ((st = oc_send(ctx, dest, buf, len)) == OC_ERR_NO_RESOURCE) {
         int n = oc_poll(ctx);
         if (__builtin_expect(n < 0, 0))
             oc_app_mpi_die(m, "oc_poll failed: %s",
                            oc_status_string((oc_status_t)n));
     }
+    OC_APP_CPU_END();
     if (__builtin_expect(st != OC_OK, 0))
         oc_app_mpi_die(m, "oc_send to rank %u failed: %s", dest,
                        oc_status_string(st));
@@ -164,14 +216,18 @@ static inline void oc_app_send(const oc_app_mpi_t *m, oc_context_t *ctx,
 
 static inline void oc_app_poll(const oc_app_mpi_t *m, oc_context_t *ctx)
 {
+    OC_APP_CPU_BEGIN();
     int n = oc_poll(ctx);
+    OC_APP_CPU_END();
     if (__builtin_expect(n < 0, 0))
         oc_app_mpi_die(m, "oc_poll failed: %s", oc_status_string((oc_status_t)n));
 }
 
 static inline void oc_app_quiesce(const oc_app_mpi_t *m, oc_context_t *ctx)
 {
+    OC_APP_CPU_BEGIN();
     oc_status_t st = oc_quiesce(ctx);
+    OC_APP_CPU_END();
     if (st != OC_OK)
         oc_app_mpi_die(m, "oc_quiesce failed: %s", oc_status_string(st));
 }
@@ -216,8 +272,21 @@ static inline void oc_app_json_counters(const oc_app_mpi_t *m,
     *sum = (oc_counters_t){0};
     oc_app_mpi_reduce_u64((const uint64_t *)&mine, (uint64_t *)sum,
                           (int)(sizeof mine / sizeof(uint64_t)));
+    uint64_t cpu_in[2] = {oc_app_cpu.lib_ns, oc_app_cpu.handler_ns}, cpu[2];
+    if (oc_app_cpu.on)
+        oc_app_mpi_reduce_u64(cpu_in, cpu, 2);
     if (m->rank != 0)
         return;
+    if (oc_app_cpu.on && sum->msgs_sent > 0) {
+        uint64_t lib = cpu[0] > cpu[1] ? cpu[0] - cpu[1] : 0;
+        oc_app_json_obj_begin(j, "cpu");
+        oc_app_json_str(j, "clock", "CLOCK_THREAD_CPUTIME_ID around oc_* calls, handlers subtracted");
+        oc_app_json_dbl(j, "lib_ns_per_msg", (double)lib / (double)sum->msgs_sent);
+        oc_app_json_dbl(j, "handler_ns_per_msg", (double)cpu[1] / (double)sum->msgs_sent);
+        oc_app_json_u64(j, "lib_ns", lib);
+        oc_app_json_u64(j, "handler_ns", cpu[1]);
+        oc_app_json_obj_end(j);
+    }
     oc_app_json_obj_begin(j, "counters");
 #define OC_APP_JSON_ONE_(f) oc_app_json_u64(j, #f, sum->f);
     OC_APP_COUNTERS(OC_APP_JSON_ONE_)

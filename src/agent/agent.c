@@ -87,7 +87,7 @@ static void shed(agent_t *a, size_t n)
             pp = &c->next;
         }
     }
-    oc_guard_pause(&a->guard, oc_guard_now_us());
+    oc_guard_pause(&a->guard, oc_now_us());
     oc_warn_limited(&lim, OC_COMP_AGENT, "the descriptor limit (%llu) is below "
                     "the %zu descriptors in use: closed %zu connections still "
                     "in their handshake%s", (unsigned long long)rl.rlim_cur, n,
@@ -105,7 +105,7 @@ static void run(agent_t *a)
     while (!g_stop) {
         size_t n = 0, nc = 0;
         int lidx[8], nl = 0, rc, wait = 100;
-        uint64_t now = oc_guard_now_us();
+        uint64_t now = oc_now_us();
         oc_guard_slot_t *s;
 
         for (oc_aconn_t *c = a->conns; c != NULL; c = c->next)
@@ -148,7 +148,7 @@ static void run(agent_t *a)
             if (pfd[i].revents != 0)
                 oc__ag_conn_io(a, pc[i], pfd[i].revents);
         /* handshakes past their deadline */
-        now = oc_guard_now_us();
+        now = oc_now_us();
         while ((s = oc_guard_expired(&a->guard, now)) != NULL)
             oc__ag_conn_expire(a, oc__ag_conn_of(s));
         oc__ag_publish_jobs(a);
@@ -311,7 +311,7 @@ int oc_agent_run(const oc_agent_config_t *cfg)
     if (a == NULL)
         return 1;
     a->cfg = *cfg;
-    a->start_us = oc_guard_now_us();
+    a->start_us = oc_now_us();
     pthread_mutex_init(&a->pub_mu, NULL);
     oc_log_set_rate((unsigned)cfg->log_rate);
     setup_guard(a);

@@ -97,7 +97,7 @@ static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
     oc_prom_family(p, "offcore_agent_uptime_seconds", "Seconds since start",
                    OC_PROM_GAUGE);
     oc_prom_sample_f64(p, "offcore_agent_uptime_seconds", NULL, 0,
-                       (double)(oc_guard_now_us() - a->start_us) / 1e6);
+                       (double)(oc_now_us() - a->start_us) / 1e6);
     oc_prom_family(p, "offcore_job_ranks", "Ranks of the job on this node",
                    OC_PROM_GAUGE);
     pthread_mutex_lock(&a->pub_mu);

@@ -345,7 +345,7 @@ static void peer_gone(agent_t *a, oc_aconn_t *c)
     for (oc_ajob_t *j = a->jobs.head; j != NULL; j = j->next)
         if (j->node_ranks[c->node] > 0)
             oc__ag_job_fail(a, j, why, 0);
-    a->next_dial_us[c->node] = oc_guard_now_us() + 1000000;
+    a->next_dial_us[c->node] = oc_now_us() + 1000000;
     oc_warn(OC_COMP_AGENT, "%s", why);
 }
 
@@ -438,7 +438,7 @@ oc_aconn_t *oc__ag_conn_add(agent_t *a, int fd, int kind, const char *name)
         close(fd);
         return NULL;
     }
-    oc_guard_add(&a->guard, &c->slot, oc_guard_now_us());
+    oc_guard_add(&a->guard, &c->slot, oc_now_us());
     oc_ctl_conn_set_max_frame(c->cc, OC_CTL_PREAUTH_FRAME_MAX);
     c->kind = kind;
     c->next = a->conns;
@@ -483,7 +483,7 @@ void oc__ag_conn_drop(agent_t *a, oc_aconn_t *c)
 
 void oc__ag_dial_peers(agent_t *a)
 {
-    uint64_t now = oc_guard_now_us();
+    uint64_t now = oc_now_us();
     /* The lower node dials: one connection per pair. */
     for (uint32_t n = a->node + 1; n < a->nnodes; n++) {
         int fd;

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "util/log.h"
+#include "util/clock.h"
 
 #define IN_INITIAL 4096
 
@@ -321,17 +322,10 @@ short oc_ctl_conn_events(const oc_ctl_conn_t *c)
     return (short)(POLLIN | (oc_ctl_conn_want_write(c) ? POLLOUT : 0));
 }
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 oc_status_t oc_ctl_conn_request(oc_ctl_conn_t *c, const oc_ctl_msg_t *req,
                                 oc_ctl_msg_t *reply, int timeout_ms)
 {
-    int64_t deadline = timeout_ms >= 0 ? now_ms() + timeout_ms : -1;
+    int64_t deadline = timeout_ms >= 0 ? oc_now_ms() + timeout_ms : -1;
     oc_status_t st;
 
     if (c == NULL || reply == NULL)
@@ -347,7 +341,7 @@ oc_status_t oc_ctl_conn_request(oc_ctl_conn_t *c, const oc_ctl_msg_t *req,
         if ((st = oc_ctl_conn_read(c, reply)) != OC_INPROGRESS)
             return st;
         if (deadline >= 0) {
-            int64_t left = deadline - now_ms();
+            int64_t left = deadline - oc_now_ms();
             if (left <= 0)
                 return OC_ERR_CTL_TIMEOUT;
             wait = left > 1000000 ? 1000000 : (int)left;

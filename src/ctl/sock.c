@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "util/log.h"
+#include "util/clock.h"
 
 typedef struct {
     bool is_unix;
@@ -418,19 +419,12 @@ oc_status_t oc_ctl_connect_start(const char *addr, int *fd_out)
     return st;
 }
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Connect to one address until the deadline (< 0: none). */
 static oc_status_t connect_one(const struct sockaddr *sa, socklen_t len,
                                int64_t deadline, int *fd_out, int *err)
 {
     for (;;) {
-        int64_t left = deadline < 0 ? -1 : deadline - now_ms();
+        int64_t left = deadline < 0 ? -1 : deadline - oc_now_ms();
         oc_status_t st = start_one(sa, len, fd_out, err);
         struct pollfd pfd;
         int rc;
@@ -449,11 +443,11 @@ static oc_status_t connect_one(const struct sockaddr *sa, socklen_t len,
         pfd.fd = *fd_out;
         pfd.events = POLLOUT;
         do {
-            left = deadline < 0 ? -1 : deadline - now_ms();
+            left = deadline < 0 ? -1 : deadline - oc_now_ms();
             rc = poll(&pfd, 1, left < 0 ? -1 : left > 1000000 ? 1000000
                                                               : (int)left);
         } while ((rc < 0 && errno == EINTR) ||
-                 (rc == 0 && (deadline < 0 || deadline > now_ms())));
+                 (rc == 0 && (deadline < 0 || deadline > oc_now_ms())));
         if (rc <= 0) {
             *err = rc < 0 ? errno : ETIMEDOUT;
             close(*fd_out);
@@ -468,7 +462,7 @@ static oc_status_t connect_one(const struct sockaddr *sa, socklen_t len,
 
 oc_status_t oc_ctl_connect(const char *addr, int timeout_ms, int *fd_out)
 {
-    int64_t deadline = timeout_ms >= 0 ? now_ms() + timeout_ms : -1;
+    int64_t deadline = timeout_ms >= 0 ? oc_now_ms() + timeout_ms : -1;
     struct sockaddr_un sun;
     struct addrinfo *res, *ai;
     oc_status_t st;

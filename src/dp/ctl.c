@@ -388,7 +388,7 @@ int oc_dp_serve(oc_dp_t *dp, const oc_dp_conf_t *c, oc_ctl_listener_t *lp)
     for (;;) {
         struct pollfd pf[2] = {{sfd, POLLIN, 0}, {l.fd, POLLIN, 0}};
         int wait_ms = -1;
-        if (!oc_guard_listen_ok(&guard, oc_guard_now_us(), &wait_ms))
+        if (!oc_guard_listen_ok(&guard, oc_now_us(), &wait_ms))
             pf[1].fd = -1;
         if (poll(pf, 2, wait_ms) < 0) {
             if (errno == EINTR)

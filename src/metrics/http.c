@@ -375,7 +375,7 @@ static void conn_mark(oc_metrics_server_t *srv, struct MHD_Connection *conn,
     h = *conn_find(srv, fd);
     if (h != NULL && !h->killed) {
         if (pending)
-            oc_guard_rearm(&srv->guard, &h->slot, oc_guard_now_us());
+            oc_guard_rearm(&srv->guard, &h->slot, oc_now_us());
         else
             oc_guard_settle(&srv->guard, &h->slot);
     }
@@ -440,7 +440,7 @@ static void accept_some(oc_metrics_server_t *srv)
         if (*(pp = conn_find(srv, fd)) != NULL)
             conn_forget(srv, pp);
         h->fd = fd;
-        oc_guard_add(&srv->guard, &h->slot, oc_guard_now_us());
+        oc_guard_add(&srv->guard, &h->slot, oc_now_us());
         h->next = srv->conns;
         srv->conns = h;
         pthread_mutex_unlock(&srv->mu);
@@ -461,7 +461,7 @@ static void *accept_thread(void *arg)
 
     for (;;) {
         struct pollfd p[2];
-        uint64_t now = oc_guard_now_us();
+        uint64_t now = oc_now_us();
         oc_guard_slot_t *s;
         int wait = 1000;
         bool lok;
@@ -482,7 +482,7 @@ static void *accept_thread(void *arg)
         if (p[1].revents != 0)
             accept_some(srv);
         /* whole-request deadlines: shut the laggards down */
-        now = oc_guard_now_us();
+        now = oc_now_us();
         pthread_mutex_lock(&srv->mu);
         while ((s = oc_guard_expired(&srv->guard, now)) != NULL) {
             hconn_t *h = (hconn_t *)s;

@@ -2,12 +2,17 @@
  * agent.c — the agent placement of liboffcore: bundles go to the node's
  * offcored instead of straight to their destination.
  *
- * The rank keeps its per-destination aggregation (fixed-size bundles stay
- * cheap to build) and hands every finished bundle to its agent under a
- * credit window: at most OC_AGENT_CREDITS bundles not yet routed by the
- * agent.  Without credit a bundle waits in a queue, holding its pool
- * buffer, so a slow agent or receiver turns into OC_ERR_NO_RESOURCE at
- * oc_send — back-pressure, never loss, never unbounded agent memory.
+ * Two modes (OC_AGENT_MODE).  stream: the rank appends every message,
+ * whatever its destination, to one outlet toward the agent (a sequential
+ * write; bundles flagged OC_WIRE_F_STREAM) and the agent sorts them per
+ * next hop and per local rank — the routing work leaves the rank.
+ * per-dest: the rank keeps its per-destination aggregation (fixed-size
+ * bundles) and the agent forwards whole bundles.  Either way every
+ * finished bundle goes to the agent under a credit window: at most
+ * OC_AGENT_CREDITS bundles not yet routed by the agent.  Without credit a
+ * bundle waits in a queue, holding its pool buffer, so a slow agent or
+ * receiver turns into OC_ERR_NO_RESOURCE at oc_send — back-pressure, never
+ * loss, never unbounded agent memory.  One thread per context.
  */
 #include "runtime.h"
 
@@ -23,8 +28,9 @@ struct oc__agent {
     oc_tr_ep_t    *ep;        /* to the agent's router */
     uint64_t       token;     /* names this rank to the agent */
     uint32_t       credits;   /* bundles we may still send */
-    oc__buf_t     *wait_head; /* bundles waiting for credit, in order */
-    oc__buf_t    **wait_tail;
+    oc_eng_out_t   link;      /* accounts the bundles in flight to it */
+    oc_eng_buf_t  *wait_head; /* bundles waiting for credit, in order */
+    oc_eng_buf_t **wait_tail;
     uint32_t       waiting;
     oc_ctl_conn_t *cc;        /* control connection to the agent */
     uint32_t       node, thread;
@@ -34,30 +40,27 @@ struct oc__agent {
     int            q_done;     /* QUIESCE_DONE for q.epoch arrived */
 };
 
+static void agent_fini(oc_context_t *ctx);
+
 /* Send one bundle to the agent, spending a credit the caller checked. */
-static oc_status_t agent_send(oc_context_t *ctx, oc__buf_t *b, uint32_t len)
+static oc_status_t agent_send(oc_context_t *ctx, oc_eng_buf_t *b, uint32_t len)
 {
     struct oc__agent *a = ctx->agent;
     oc_status_t st;
 
     a->credits--;
-    b->op.token = a->token;
-    st = oc_tr_send(a->ep, OC_AM_BUNDLE, b->data, len, &b->op);
-    if (st == OC_OK) {
-        oc__buf_put(ctx, b);
-    } else if (st == OC_INPROGRESS) {
-        ctx->inflight++;
-    } else {
-        oc__buf_put(ctx, b);
+    st = oc_eng_send(ctx->eng, &a->link, a->ep, a->token, b, len);
+    if (st != OC_OK && ctx->failed == OC_OK)
         ctx->failed = st;
-    }
-    return st == OC_INPROGRESS ? OC_OK : st;
+    return st;
 }
 
-oc_status_t oc__agent_submit(oc_context_t *ctx, oc__buf_t *b, uint32_t len)
+static oc_status_t agent_submit(oc_context_t *ctx, oc_eng_out_t *o,
+                                oc_eng_buf_t *b, uint32_t len)
 {
     struct oc__agent *a = ctx->agent;
 
+    (void)o;
     b->len = len;
     if (a->credits == 0 || a->wait_head != NULL) { /* keep the order */
         b->next = NULL;
@@ -83,7 +86,7 @@ static void credit_recv(void *arg, uint64_t token, void *data, size_t len)
 
 static void ctl_poll(oc_context_t *ctx);
 
-void oc__agent_progress(oc_context_t *ctx)
+static void agent_progress(oc_context_t *ctx)
 {
     struct oc__agent *a = ctx->agent;
 
@@ -93,7 +96,7 @@ void oc__agent_progress(oc_context_t *ctx)
         ctl_poll(ctx);
 
     while (a->wait_head != NULL && a->credits > 0) {
-        oc__buf_t *b = a->wait_head;
+        oc_eng_buf_t *b = a->wait_head;
         a->wait_head = b->next;
         if (a->wait_head == NULL)
             a->wait_tail = &a->wait_head;
@@ -101,6 +104,7 @@ void oc__agent_progress(oc_context_t *ctx)
         if (agent_send(ctx, b, b->len) != OC_OK)
             break;
     }
+    oc__agent_watch(ctx); /* stall.c: say so when the agent stops moving */
 }
 
 /* Act on one message from the agent outside a handshake. */
@@ -216,6 +220,7 @@ oc_status_t oc__agent_init(oc_context_t *ctx, int required)
         goto out_key;
     }
     a->wait_tail = &a->wait_head;
+    oc_eng_out_init(&a->link);
     ctx->agent = a;
     st = oc_ctl_conn_create(fd, ctx->cfg.agent, &a->cc);
     if (st != OC_OK) {
@@ -259,13 +264,16 @@ oc_status_t oc__agent_init(oc_context_t *ctx, int required)
                                 0)) != OC_OK)
         goto err;
     oc_info(OC_COMP_RUNTIME, "rank %u/%u: placement agent (%s, node %u, "
-            "router %u)", ctx->rank, ctx->size, ctx->cfg.agent, a->node,
-            a->thread);
+            "router %u), mode %s (OC_AGENT_MODE)", ctx->rank, ctx->size,
+            ctx->cfg.agent, a->node, a->thread,
+            ctx->cfg.agent_mode == OC__AGENT_MODE_STREAM
+                ? "stream: every message in one stream, sorted by the agent"
+                : "per-dest: bundles aggregated per destination here");
     oc_ctl_key_clear(&key);
     return OC_OK;
 
 err:
-    oc__agent_fini(ctx);
+    agent_fini(ctx);
 out_key:
     oc_ctl_key_clear(&key);
     return st;
@@ -280,12 +288,12 @@ oc_status_t oc__agent_send_raw(oc_context_t *ctx, const void *buf, size_t len,
                             token ? token : ctx->agent->token, buf, len);
 }
 
-int oc__agent_pending(const oc_context_t *ctx)
+static int agent_pending(const oc_context_t *ctx)
 {
     return ctx->agent != NULL && ctx->agent->wait_head != NULL;
 }
 
-void oc__agent_fini(oc_context_t *ctx)
+static void agent_fini(oc_context_t *ctx)
 {
     struct oc__agent *a = ctx->agent;
     if (a == NULL)
@@ -300,13 +308,23 @@ void oc__agent_fini(oc_context_t *ctx)
         oc_ctl_conn_destroy(a->cc);
     }
     oc_tr_ep_destroy(ctx->worker, a->ep);
+    if (ctx->eng != NULL) {
+        /* what waited for credit goes back; sends the worker still holds
+         * must not find the link once it is freed */
+        while (a->wait_head != NULL) {
+            oc_eng_buf_t *b = a->wait_head;
+            a->wait_head = b->next;
+            oc_eng_buf_put(ctx->eng, b);
+        }
+        oc_eng_out_retire(ctx->eng, &a->link);
+    }
     free(a);
     ctx->agent = NULL;
 }
 
 /* The rank's part of a wave: report (sent, delivered) once per round when
  * nothing is left to deliver here, then wait for the agents' verdict. */
-oc_status_t oc__agent_quiesce_step(oc_context_t *ctx)
+static oc_status_t agent_quiesce_step(oc_context_t *ctx)
 {
     struct oc__agent *a = ctx->agent;
 
@@ -321,7 +339,7 @@ oc_status_t oc__agent_quiesce_step(oc_context_t *ctx)
         ctx->q.round = 0;
         return OC_OK;
     }
-    if (!a->q_sent && ctx->rx_count == 0 && a->wait_head == NULL) {
+    if (!a->q_sent && ctx->rx.count == 0 && a->wait_head == NULL) {
         oc_ctl_msg_t m;
         memset(&m, 0, sizeof(m));
         m.type = OC_CTL_COUNTS;
@@ -339,3 +357,24 @@ oc_status_t oc__agent_quiesce_step(oc_context_t *ctx)
     }
     return OC_INPROGRESS;
 }
+
+/* The agent needs no barrier: what the rank sent is acknowledged by
+ * credits; say goodbye (agent_fini) once nothing is left. */
+static oc_status_t agent_finalize(oc_context_t *ctx)
+{
+    oc__flush_all(ctx, OC_ENG_FLUSH_EXPLICIT);
+    while ((ctx->eng->inflight > 0 || agent_pending(ctx)) &&
+           ctx->failed == OC_OK)
+        oc__progress(ctx);
+    return OC_OK;
+}
+
+const oc__placement_t oc__placement_agent = {
+    .name = "agent",
+    .submit = agent_submit,
+    .progress = agent_progress,
+    .pending = agent_pending,
+    .quiesce_step = agent_quiesce_step,
+    .finalize = agent_finalize,
+    .fini = agent_fini,
+};

@@ -154,12 +154,17 @@ static void end_round(oc_context_t *ctx, uint32_t verdict)
     q->sent_up = 0;
 }
 
-/* Advance the state machine as far as the messages received allow. */
-static oc_status_t quiesce_step(oc_context_t *ctx)
+/* Advance the state machine as far as the messages received allow (the
+ * inline placement's quiesce_step). */
+oc_status_t oc__inline_quiesce_step(oc_context_t *ctx)
 {
     oc__quiesce_t *q = &ctx->q;
     oc_status_t st;
 
+    /* A rank must not report while its own deliveries are pending or a
+     * handler is stalled: it would only force another wave. */
+    if (ctx->rx.count > 0)
+        return OC_INPROGRESS;
     if (!q->sent_up) {
         uint64_t sent, delivered;
         for (uint32_t i = 0; i < q->nchildren; i++) {
@@ -231,14 +236,7 @@ OC_API oc_status_t oc_quiesce_test(oc_context_t *ctx)
     oc__progress(ctx); /* flushes every buffer while a quiesce runs */
     if (ctx->failed != OC_OK)
         return ctx->failed;
-    /* A rank must not report while its own deliveries are pending or a
-     * handler is stalled: it would only force another wave. */
-    if (ctx->agent != NULL)
-        st = oc__agent_quiesce_step(ctx);
-    else if (ctx->rx_count > 0)
-        return OC_INPROGRESS;
-    else
-        st = quiesce_step(ctx);
+    st = ctx->pl->quiesce_step(ctx);
     if (st < 0) {
         oc_error(OC_COMP_RUNTIME, "quiesce failed: %s", oc_status_string(st));
         ctx->failed = st;

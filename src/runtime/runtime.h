@@ -1,17 +1,25 @@
 /*
- * runtime.h — private state of a liboffcore context (inline placement).
+ * runtime.h — private state of a liboffcore context.
  *
- * Data path: oc_send copies a message into the aggregation buffer of its
- * destination; a full, timed-out or idle buffer becomes a bundle (header
- * written by src/wire) and goes to the transport, or straight onto the
- * local receive queue when the destination is this rank.  oc_poll runs the
- * transport, validates each received bundle once and hands its messages to
- * the handler.  Buffers come from a pool sized at init; sends from inside a
- * handler may take extra buffers from a reserve so replies never deadlock.
+ * Data path: oc_send appends a message to an outlet of the aggregation
+ * engine (src/engine): in per-destination mode one outlet per destination
+ * rank and lane, in stream mode (agent placement) one outlet toward the
+ * agent for every destination.  A full, timed-out or idle outlet becomes
+ * a bundle, which the engine hands back here (handoff): a bundle for this
+ * rank goes straight onto the receive ring, any other to the placement
+ * (placement.h: inline sends it to its rank, agent to the node's agent).
+ * oc_poll runs the transport, validates each received bundle once and
+ * hands its messages to the handler.  Buffers come from the engine's pool
+ * sized at init; sends from inside a handler may take extra buffers from a
+ * reserve so replies never deadlock.
+ *
+ * Threading: a context belongs to one thread at a time (none of its calls
+ * is thread-safe), like the UCX worker under it.
  */
 #ifndef OC_RUNTIME_H
 #define OC_RUNTIME_H
 
+#include "engine/engine.h"
 #include "transport/transport.h"
 #include "util/config.h"
 #include "wire/am.h"
@@ -20,8 +28,6 @@
 #include <offcore/offcore.h>
 #include <stdbool.h>
 #include <stdint.h>
-
-#define OC_NO_ITEM    UINT32_MAX
 
 typedef struct {
     uint64_t bundle_size;      /* OC_BUNDLE_SIZE */
@@ -36,7 +42,10 @@ typedef struct {
     uint64_t agent_credits;    /* OC_AGENT_CREDITS */
     char     require_transport[OC_CFG_STRLEN]; /* OC_REQUIRE_TRANSPORT */
     uint64_t stall_warn_s; /* OC_STALL_WARN_S (stall.c) */
+    int      agent_mode;       /* OC_AGENT_MODE: oc__agent_mode_t */
 } oc__config_t;
+
+typedef enum { OC__AGENT_MODE_PER_DEST, OC__AGENT_MODE_STREAM } oc__agent_mode_t;
 
 /* stall.c: what the agent watchdog remembers between polls */
 typedef struct {
@@ -48,43 +57,15 @@ typedef struct {
 
 extern const oc_cfg_field_t oc__runtime_config_table[];
 
-typedef struct oc__buf {
-    oc_tr_op_t       op;      /* transport completion */
-    struct oc_context *ctx;
-    uint8_t         *data;    /* OC_BUNDLE_SIZE bytes */
-    struct oc__buf  *next;    /* free list, or the credit wait queue */
-    uint32_t         len;     /* bundle length while queued */
-    uint8_t          reserve; /* malloc'd beyond the pool */
-} oc__buf_t;
-
-/* Aggregation state for one lane toward one destination rank: lane 0
- * carries what the application sends, lane 1 what handlers send (replies),
- * so requests and replies each stay in fixed-size form.  Slot index:
- * dest * 2 + lane.  Hot fields first. */
-typedef struct {
-    uint8_t   *wp;        /* write pointer, NULL when no buffer */
-    uint8_t   *end;
-    uint32_t   item_len;  /* fixed-mode item length, OC_NO_ITEM if mixed */
-    uint32_t   stride;    /* pad8(item_len) */
-    uint32_t   count;     /* messages in the buffer */
-    uint8_t    listed;    /* on the dirty list */
-    oc__buf_t *buf;
-    uint64_t   t_first;   /* when the first message went in (us) */
-    uint64_t   seq;
-} oc__dest_t;
+/* Outlet slot of one lane toward one destination rank: lane 0 carries
+ * what the application sends, lane 1 what handlers send (replies), so
+ * requests and replies each stay in fixed-size form. */
+/* Empty polls under back-pressure before the rank yields its core. */
+#define OC__YIELD_AFTER 8
 
 #define OC__SLOT(dest, lane) (((uint32_t)(dest) << 1) | (uint32_t)(lane))
 
-/* A received bundle waiting for (or in) delivery. */
-typedef struct {
-    uint8_t       *data;
-    uint32_t       len;
-    uint32_t       done;      /* messages already delivered */
-    oc__buf_t     *self_buf;  /* bundle sent to self: return to the pool */
-    uint8_t        validated;
-    oc_wire_hdr_t  hdr;
-} oc__rx_t;
-
+typedef struct oc__placement oc__placement_t;
 
 typedef struct {
     int      valid;
@@ -108,30 +89,26 @@ typedef struct {
 
 struct oc_context {
     /* hot */
-    oc__dest_t     *dests;        /* [2 * size]: OC__SLOT(dest, lane) */
+    oc_eng_out_t   *dests;        /* [2 * size]: OC__SLOT(dest, lane) */
     oc_counters_t   c;
     uint32_t        rank, size;
     int             in_handler;
     int             failed;       /* OC_OK or the error that broke it */
+    oc_eng_out_t   *stream;       /* stream mode: the one outlet, else NULL */
     oc_handler_t    handler;
     oc_burst_handler_t burst_handler;
     void           *handler_arg;
-    oc__buf_t      *free_bufs;
-    oc__buf_t      *reserve_bufs;
-    uint32_t       *dirty;        /* slots with a buffer */
-    uint32_t        ndirty;
+    oc_eng_t       *eng;
     uint64_t        last_activity; /* msgs_sent + no_resource at last poll */
-    /* receive queue: ring of rx entries */
-    oc__rx_t       *rxq;
-    uint32_t        rx_head, rx_count, rx_cap;
-    uint64_t        inflight;      /* bundles handed to the transport */
+    uint64_t        last_no_resource; /* send_no_resource at last poll */
+    uint32_t        idle_polls;    /* empty polls under back-pressure */
+    oc_eng_ring_t   rx;            /* received bundles */
     /* cold */
+    const oc__placement_t *pl;    /* inline or agent (placement.h) */
+    oc_eng_out_t    stream_out;   /* the stream outlet */
     oc_tr_ep_t    **eps;          /* [size] inline placement */
     oc__config_t    cfg;
     size_t          max_msg;
-    oc__buf_t      *pool_descs;
-    uint8_t        *pool_mem;
-    size_t          pool_n;
     oc_tr_context_t *tr;
     oc_tr_worker_t  *worker;
     oc_allgather_fn_t allgather;
@@ -139,39 +116,60 @@ struct oc_context {
     uint32_t         bootstrap_seq;   /* file bootstrap call counter */
     oc__quiesce_t    q;
     char             name[64];
-    /* agent placement (agent.c); agent == NULL in inline placement */
+    /* agent placement (agent.c); NULL in inline placement */
     struct oc__agent *agent;
     oc__stall_t      stall;         /* stall.c */
 };
 
-/* send.c */
-oc_status_t oc__flush_dest(oc_context_t *ctx, uint32_t slot, int reason);
-oc_status_t oc__flush_all(oc_context_t *ctx, int reason);
-int oc__progress(oc_context_t *ctx);
-void oc__rx_push(oc_context_t *ctx, uint8_t *data, uint32_t len,
-                 oc__buf_t *self_buf);
-void oc__rx_drain_release(oc_context_t *ctx);
-void oc__send_done(oc_tr_op_t *op, oc_status_t st);
-void oc__bundle_recv(void *arg, uint64_t token, void *data, size_t len);
-uint64_t oc__now_us(void);
+/** What a placement does with the bundles and the job's life cycle.  A
+ *  new placement is a new file with one of these (inline.c, agent.c). */
+struct oc__placement {
+    const char *name;             /* oc_placement() */
+    /** A finished bundle for another rank (@p o: the outlet it came
+     *  from).  Owns @p b from here.  OC_OK or the error that fails the
+     *  context. */
+    oc_status_t (*submit)(oc_context_t *ctx, oc_eng_out_t *o, oc_eng_buf_t *b,
+                          uint32_t len);
+    /** Once per progress call, after the transport's. */
+    void (*progress)(oc_context_t *ctx);
+    /** Bundles held back (waiting for credit), not yet handed over. */
+    int (*pending)(const oc_context_t *ctx);
+    /** One step of oc_quiesce_test: OC_OK done, OC_INPROGRESS, or error. */
+    oc_status_t (*quiesce_step)(oc_context_t *ctx);
+    /** oc_finalize's part: everything sent, then leave. */
+    oc_status_t (*finalize)(oc_context_t *ctx);
+    void (*fini)(oc_context_t *ctx);
+};
 
-enum { OC__FLUSH_FULL, OC__FLUSH_TIMEOUT, OC__FLUSH_IDLE, OC__FLUSH_EXPLICIT };
+extern const oc__placement_t oc__placement_inline;
+extern const oc__placement_t oc__placement_agent;
+
+
+/* send.c */
+oc_status_t oc__flush_all(oc_context_t *ctx, oc_eng_flush_t why);
+int oc__progress(oc_context_t *ctx);
+/** Queue a received bundle (@p self_buf: an engine buffer to give back
+ *  instead of releasing to the transport).  On out-of-memory the bundle is
+ *  given back and the context fails (engine.h's policy). */
+void oc__rx_push(oc_context_t *ctx, uint8_t *data, uint32_t len,
+                 oc_eng_buf_t *self_buf);
+void oc__rx_drain_release(oc_context_t *ctx);
+void oc__bundle_recv(void *arg, uint64_t token, void *data, size_t len);
+/** The engine's hand-off (engine.h) of a context. */
+oc_status_t oc__handoff(void *arg, oc_eng_out_t *o, oc_eng_buf_t *b,
+                        uint32_t len, uint32_t count);
+void oc__send_failed(void *arg, oc_eng_out_t *o, oc_status_t st);
 
 /* agent.c: the agent placement */
 oc_status_t oc__agent_init(oc_context_t *ctx, int required);
-void oc__agent_fini(oc_context_t *ctx);
-/** Hand a finished bundle to the agent (now, or when credit returns). */
-oc_status_t oc__agent_submit(oc_context_t *ctx, oc__buf_t *b, uint32_t len);
-/** Control-socket and credit work, once per progress call. */
-void oc__agent_progress(oc_context_t *ctx);
 /** Tests only: send raw bytes to the agent as a bundle, with this rank's
  *  token (0) or another.  At most 256 bytes. */
 oc_status_t oc__agent_send_raw(oc_context_t *ctx, const void *buf, size_t len,
                                uint64_t token);
-/** Bundles still waiting for credit. */
-int oc__agent_pending(const oc_context_t *ctx);
-oc_status_t oc__agent_quiesce_step(oc_context_t *ctx);
-void oc__buf_put(oc_context_t *ctx, oc__buf_t *b);
+
+/* inline.c: the inline placement */
+oc_status_t oc__inline_wireup(oc_context_t *ctx);
+void oc__inline_fini(oc_context_t *ctx);
 
 /* stall.c: warn (once per stall, rate-limited) when a rank waits on an
  * agent that has made no progress for OC_STALL_WARN_S seconds.
@@ -183,6 +181,8 @@ void oc__agent_watch(oc_context_t *ctx);
 oc_status_t oc__quiesce_init(oc_context_t *ctx);
 void oc__quiesce_fini(oc_context_t *ctx);
 void oc__control_recv(void *arg, uint64_t token, void *data, size_t len);
+/** The inline placement's step of a termination wave. */
+oc_status_t oc__inline_quiesce_step(oc_context_t *ctx);
 
 /* watch.c: log and count the transport of every peer connection; fail
  * with OC_ERR_TRANSPORT_REQUIRED when OC_REQUIRE_TRANSPORT is not met. */

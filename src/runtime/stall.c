@@ -14,6 +14,7 @@
  */
 #include "runtime.h"
 
+#include "util/clock.h"
 #include "util/log.h"
 
 static oc_log_limit_t lim_stall = OC_LOG_LIMIT_INIT("agent stall warnings");
@@ -23,7 +24,7 @@ static uint64_t fingerprint(const oc_context_t *ctx)
     /* any change is progress; a plain sum would let two moves cancel */
     uint64_t h = ctx->c.bundles_received;
     h = h * 0x9e3779b97f4a7c15ull + ctx->c.bundles_sent;
-    h = h * 0x9e3779b97f4a7c15ull + ctx->inflight;
+    h = h * 0x9e3779b97f4a7c15ull + ctx->eng->inflight;
     h = h * 0x9e3779b97f4a7c15ull + ctx->c.quiesce_rounds;
     return h * 0x9e3779b97f4a7c15ull + ctx->c.msgs_delivered;
 }
@@ -36,9 +37,9 @@ void oc__agent_watch(oc_context_t *ctx)
 
     if (limit_us == 0 || (++w->polls & 255) != 0)
         return;
-    waiting = ctx->inflight > 0 || oc__agent_pending(ctx);
+    waiting = ctx->eng->inflight > 0 || ctx->pl->pending(ctx);
     fp = fingerprint(ctx);
-    now = oc__now_us();
+    now = oc_now_us();
     if (!waiting || fp != w->fingerprint) {
         if (w->warned)
             oc_warn_limited(&lim_stall, OC_COMP_RUNTIME,
@@ -64,8 +65,8 @@ void oc__agent_watch(oc_context_t *ctx)
                         "(OC_STALL_WARN_S=0 silences this)",
                         ctx->rank, ctx->cfg.agent,
                         (double)(now - w->since_us) / 1e6,
-                        (unsigned long long)ctx->inflight,
-                        oc__agent_pending(ctx) ? ", more waiting for credit"
+                        (unsigned long long)ctx->eng->inflight,
+                        ctx->pl->pending(ctx) ? ", more waiting for credit"
                                                : "");
     }
 }

@@ -1,6 +1,7 @@
 /* guard.c — accept back-off, connection cap and deadline shared by
  * offcored's servers (guard.h).  One thread per guard; counters atomic. */
 #include "guard.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <string.h>
@@ -9,13 +10,6 @@
 #include <unistd.h>
 
 enum { C_ACCEPTED, C_EVICTED, C_REFUSED, C_EXPIRED, C_BACKOFFS };
-
-uint64_t oc_guard_now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
 
 static void bump(oc_guard_t *g, int k)
 {
@@ -83,7 +77,7 @@ oc_status_t oc_guard_accept(oc_guard_t *g, int lfd, int *fd_out,
     case ENOBUFS:
     case ENOMEM:
         bump(g, C_BACKOFFS);
-        oc_guard_pause(g, oc_guard_now_us());
+        oc_guard_pause(g, oc_now_us());
         oc_warn_limited(&g->lim_accept, OC_COMP_AGENT,
                         "%s: accept: %s: not accepting for %u ms (%u "
                         "connections open; raise the descriptor limit, "
@@ -92,7 +86,7 @@ oc_status_t oc_guard_accept(oc_guard_t *g, int lfd, int *fd_out,
         return OC_ERR_NO_RESOURCE;
     default:
         bump(g, C_BACKOFFS);
-        oc_guard_pause(g, oc_guard_now_us());
+        oc_guard_pause(g, oc_now_us());
         oc_warn_limited(&g->lim_accept, OC_COMP_AGENT, "%s: accept: %s",
                         g->name, strerror(errno));
         return OC_ERR_TRANSPORT;

@@ -37,6 +37,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "clock.h"
 #include "log.h"
 
 typedef struct {
@@ -71,8 +72,8 @@ typedef struct {
     oc_log_limit_t    lim_accept, lim_cap, lim_expire;
 } oc_guard_t;
 
-/** Monotonic microseconds (the guard's clock). */
-uint64_t oc_guard_now_us(void);
+/* The guard's times are util/clock.h's oc_now_us(), the project's one
+ * monotonic clock. */
 
 /** Set up @p g; @p name must outlive it.  Values of 0 in @p p become 1. */
 void oc_guard_init(oc_guard_t *g, const char *name, const oc_guard_params_t *p);

@@ -16,6 +16,12 @@
  *          [dst:24 | src:24 | len:16] and len payload bytes padded to 8;
  *   fixed  (flags & FIXED): count items of item_size bytes, each padded to
  *          8, all from hdr.src to hdr.dst: no per-message header.
+ *   stream (flags & STREAM, never with FIXED): a mixed bundle that one
+ *          rank (hdr.src) wrote toward its agent in the order it sent,
+ *          whatever the destinations (agent placement, stream mode; the
+ *          agent sorts it per next hop).  Every message's src is hdr.src,
+ *          hdr.dst is OC_WIRE_RANK_NONE, and only an agent accepts one: a
+ *          check naming a single receiving rank (chk.dst) rejects it.
  */
 #ifndef OC_WIRE_H
 #define OC_WIRE_H
@@ -30,7 +36,8 @@
 #define OC_WIRE_HDR_LEN     40
 #define OC_WIRE_MSG_HDR_LEN 8
 #define OC_WIRE_F_FIXED     0x01u
-#define OC_WIRE_F_ALL       OC_WIRE_F_FIXED
+#define OC_WIRE_F_STREAM    0x02u
+#define OC_WIRE_F_ALL       (OC_WIRE_F_FIXED | OC_WIRE_F_STREAM)
 #define OC_WIRE_RANK_NONE   0xffffffu   /* 24-bit ranks: 0 .. 2^24-2 */
 #define OC_WIRE_MAX_RANKS   0xffffffu
 #define OC_WIRE_MAX_MSG     0xffffu     /* 16-bit payload length */
@@ -130,10 +137,13 @@ void oc_wire_hdr_write(void *buf, const oc_wire_hdr_t *hdr);
  *
  * @return OC_OK and *hdr_out filled, or one of
  *   OC_ERR_WIRE_TRUNCATED (len < header), OC_ERR_WIRE_MAGIC,
- *   OC_ERR_WIRE_VERSION, OC_ERR_WIRE_FLAGS, OC_ERR_WIRE_JOB,
+ *   OC_ERR_WIRE_VERSION, OC_ERR_WIRE_FLAGS (unknown flags, FIXED with
+ *   STREAM, a STREAM bundle for a single rank), OC_ERR_WIRE_JOB,
  *   OC_ERR_WIRE_LENGTH (header length != len, a message running past the
  *   end, bytes left after the last message, non-zero padding),
- *   OC_ERR_WIRE_COUNT, OC_ERR_WIRE_EMPTY (count 0), OC_ERR_WIRE_RANK,
+ *   OC_ERR_WIRE_COUNT, OC_ERR_WIRE_EMPTY (count 0), OC_ERR_WIRE_RANK
+ *   (also a STREAM message whose src is not the header's, or a header
+ *   dst on a STREAM bundle),
  *   OC_ERR_WIRE_ITEM_SIZE, OC_ERR_INVALID_PARAM (NULL arguments).
  */
 oc_status_t oc_wire_validate(const void *buf, size_t len,

@@ -65,6 +65,13 @@ static void check_accepted(const uint8_t *buf, size_t len,
     CHECK(h->length == len);
     CHECK(len % 8 == 0 && len > OC_WIRE_HDR_LEN);
     CHECK(h->count > 0);
+    /* a stream: one rank's, never fixed, never accepted by a single rank */
+    if (h->flags & OC_WIRE_F_STREAM) {
+        CHECK(!(h->flags & OC_WIRE_F_FIXED));
+        CHECK(chk->dst == OC_WIRE_RANK_NONE);
+        CHECK(rank_for(h->src, chk) && h->dst == OC_WIRE_RANK_NONE);
+        CHECK(chk->src == OC_WIRE_RANK_NONE || h->src == chk->src);
+    }
     oc_wire_hdr_write(hdr_bytes, h);
     CHECK(memcmp(hdr_bytes, buf, OC_WIRE_HDR_LEN) == 0);
 
@@ -77,6 +84,9 @@ static void check_accepted(const uint8_t *buf, size_t len,
         CHECK(m.len <= OC_WIRE_MAX_MSG);
         CHECK(rank_for(m.src, chk) && rank_for(m.dst, chk));
         CHECK(chk->dst == OC_WIRE_RANK_NONE || m.dst == chk->dst);
+        CHECK(chk->src == OC_WIRE_RANK_NONE || m.src == chk->src);
+        if (h->flags & OC_WIRE_F_STREAM)
+            CHECK(m.src == h->src);
         if (h->flags & OC_WIRE_F_FIXED) {
             CHECK(m.len == h->item_size && m.len > 0);
             CHECK(m.src == h->src && m.dst == h->dst);

@@ -31,7 +31,7 @@ typedef void (*fuzz_seed_fn)(void *arg, const uint8_t *data, size_t size,
                              int valid);
 
 /** Generate the seed corpus: valid mixed and fixed bundles of many shapes
- *  and a few near misses.  @return the number of seeds. */
+ *  (and streams) and a few near misses.  @return the number of seeds. */
 unsigned fuzz_wire_seeds(fuzz_seed_fn fn, void *arg);
 
 #endif

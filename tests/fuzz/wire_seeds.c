@@ -1,7 +1,8 @@
 /*
  * wire_seeds.c — seed corpus for the wire fuzz target: valid bundles of
- * both modes and many shapes (so that mutations start deep inside the
- * validator rather than at the magic check) and a few near misses.
+ * all three modes (mixed, fixed, a rank's stream) and many shapes (so
+ * that mutations start deep inside the validator rather than at the magic
+ * check) and a few near misses.
  */
 #include <string.h>
 
@@ -66,6 +67,18 @@ static size_t mixed(seed_t *s, const uint32_t *lens, unsigned n,
     return finish(s, 0, 0, n, OC_WIRE_RANK_NONE, OC_WIRE_RANK_NONE, job);
 }
 
+/* A rank's stream for its agent: messages from @p src to any ranks. */
+static size_t stream(seed_t *s, const uint32_t *lens, unsigned n,
+                     uint32_t nranks, uint32_t src, uint32_t job)
+{
+    uint8_t pl[4096];
+    for (unsigned k = 0; k < n; k++) {
+        payload(pl, lens[k], k);
+        s->p = oc_wire_put_msg(s->p, (k * 5) % nranks, src, pl, lens[k]);
+    }
+    return finish(s, OC_WIRE_F_STREAM, 0, n, src, OC_WIRE_RANK_NONE, job);
+}
+
 static size_t fixed(seed_t *s, uint16_t item, unsigned n, uint32_t src,
                     uint32_t dst, uint32_t job)
 {
@@ -123,6 +136,35 @@ unsigned fuzz_wire_seeds(fuzz_seed_fn fn, void *arg)
     start(&s, 0, 0xff, 1, 0);
     len = fixed(&s, 3, 5, 4, 5, FUZZ_WIRE_JOB);
     EMIT(1);
+
+    /* streams (agent placement, stream mode): at an agent (any dst) */
+    start(&s, 0, 0xff, 0, 4);
+    len = stream(&s, l10, 10, 16, 3, 7);
+    EMIT(1);
+    start(&s, 0, 0xff, 0, 1);
+    len = stream(&s, l5, 5, 16, 0, 7);
+    EMIT(1);
+    start(&s, 5, 0xff, 1, 0);
+    len = stream(&s, l3, 3, 8, 7, FUZZ_WIRE_JOB);
+    EMIT(1);
+
+    /* stream near misses: at a rank (a destination check: 2, and 0xfe,
+     * which also names the source 0), a message from another rank, FIXED
+     * with STREAM */
+    start(&s, 0, 2, 0, 0);
+    len = stream(&s, l3, 3, 16, 3, 7);
+    EMIT(0);
+    start(&s, 0, 0xfe, 0, 0);
+    len = stream(&s, l3, 3, 16, 3, 7);
+    EMIT(0);
+    start(&s, 0, 0xff, 0, 0);
+    len = stream(&s, l3, 3, 16, 3, 7);
+    s.b[P + OC_WIRE_HDR_LEN + 3] ^= 1; /* first message's src, low bit */
+    EMIT(0);
+    start(&s, 0, 0xff, 0, 0);
+    len = stream(&s, l3, 3, 16, 3, 7);
+    s.b[P + 5] |= OC_WIRE_F_FIXED;
+    EMIT(0);
 
     /* near misses: a wrong count, a non-zero pad byte, a wrong destination */
     start(&s, 0, 0xff, 0, 0);

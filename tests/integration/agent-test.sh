@@ -5,6 +5,7 @@
 #
 # Cases:
 #   local       one agent, ranks through it: every message checked
+#   stream      the same in stream mode (OC_AGENT_MODE=stream)
 #   twojobs     two jobs share the agent at once, each exact
 #   badkey      a rank with the wrong job key is refused with a clear error
 #   kill-agent  SIGKILL the agent mid-run: every rank errors out within 5 s
@@ -75,6 +76,18 @@ local)
              "stallrecv 3"; do
         env $(job_env 11) timeout 120 "$TR" $s > "$T/out" 2>&1 ||
             { cat "$T/out"; fail "$s through the agent"; }
+    done
+    pass ;;
+stream)
+    # stream mode: every message in one stream to the agent, sorted there;
+    # the same exact checks as local, and the library says which mode
+    start_agent
+    for s in "fixed 2" "mixed 3" "reqrep 2" "alternating 2" "fixed 1" \
+             "large 2" "stallrecv 3"; do
+        env $(job_env 12) OC_AGENT_MODE=stream OC_LOG=runtime:info \
+            timeout 120 "$TR" $s > "$T/out" 2>&1 ||
+            { cat "$T/out"; fail "$s through the agent, stream mode"; }
+        grep -q "mode stream" "$T/out" || { cat "$T/out"; fail "$s: mode not logged"; }
     done
     pass ;;
 twojobs)

@@ -15,6 +15,13 @@
 #   mpiapps  histogram and index-gather themselves, launched by mpirun over
 #            two nodes (an orted per namespace through the rsh launcher),
 #            two ranks and one agent per node: exact across nodes
+#   stallpeer  bounded memory between agents (the per-peer credit window):
+#            a 4-rank job over two nodes streams while first node B's ranks,
+#            then node B's agent, are stopped (SIGSTOP) for 3 s each; the
+#            agents' RSS may not grow by more than 32 MiB (without a window
+#            the receiving agent queued every bundle its peer sent), the
+#            senders are pushed back, and after SIGCONT every message
+#            arrives exactly once
 #   dpu      the DPU profile: the agent alone in a "dpu" namespace,
 #            reachable from the ranks (in the host namespace) only over a
 #            veth link, as a BlueField's Arm complex is a separate host
@@ -349,6 +356,56 @@ EOS
     # rank sends to every rank, so an exact result needed both directions
     # across the link, as the counters show.
     echo "PASS mpiapps" ;;
+stallpeer)
+    A=ocn-a$ID; Bn=ocn-b$ID
+    mkns "$A"; mkns "$Bn"
+    veth "ocn-a$ID" "$A" 198.18.4.1 "ocn-b$ID" "$Bn" 198.18.4.2
+    export OC_LOG=agent:info
+    agent "$A" "ocn-a$ID" agentA --listen "unix:$T/a.sock,tcp:198.18.4.1:7707" \
+        --peers tcp:198.18.4.2:7707
+    agent "$Bn" "ocn-b$ID" agentB --listen "unix:$T/b.sock,tcp:198.18.4.2:7707" \
+        --peers tcp:198.18.4.1:7707
+    unset OC_LOG
+    key84=$("$OFFCORE" job-key --job 84 --cluster-key "$T/cluster.key")
+    rss() { awk '/^VmRSS/ { print $2 }' "/proc/$1/status"; }  # KiB
+    in_ns "$A" env UCX_NET_DEVICES="ocn-a$ID" OC_AGENT="unix:$T/a.sock" \
+        OC_JOB=84 OC_JOB_KEY="$key84" OC_TEST_SECONDS=14 \
+        timeout 90 "$TR" endless 4 0 2 > "$T/ranksA.log" 2>&1 &
+    ra=$!
+    in_ns "$Bn" env UCX_NET_DEVICES="ocn-b$ID" OC_AGENT="unix:$T/b.sock" \
+        OC_JOB=84 OC_JOB_KEY="$key84" OC_TEST_SECONDS=14 \
+        timeout 90 "$TR" endless 4 2 2 > "$T/ranksB.log" 2>&1 &
+    rb=$!
+    for _ in $(seq 600); do
+        grep -q "job 84 ready" "$T/agentA.log" && grep -q "job 84 ready" "$T/agentB.log" && break
+        sleep 0.05
+    done
+    grep -q "job 84 ready" "$T/agentB.log" || fail "job 84 never became ready"
+    sleep 2   # under load, buffers in use: the baseline
+    ka=${PIDS[0]} kb=${PIDS[1]}
+    a0=$(rss "$ka") b0=$(rss "$kb")
+    # 1. the receiving ranks stop: node B's agent must not queue what A sends
+    bproc=$(ps -o pid= --ppid "$rb")   # timeout's child: the ranks' parent
+    stopped="$bproc $(ps -o pid= --ppid "$bproc" 2>/dev/null)"
+    kill -STOP $stopped
+    sleep 3
+    b1=$(rss "$kb") a1=$(rss "$ka")
+    kill -CONT $stopped
+    # 2. node B's agent stops: node A's agent must hold back, not queue
+    sleep 1
+    kill -STOP "$kb"
+    sleep 3
+    a2=$(rss "$ka")
+    kill -CONT "$kb"
+    wait $ra || fail "ranks 0-1 (node A) after the stalls"
+    wait $rb || fail "ranks 2-3 (node B) after the stalls"
+    grep -q "all of them" "$T/ranksA.log" || fail "not exact after the stalls"
+    grow() { echo $(( ($2 - $1) / 1024 )); }  # MiB
+    echo "agent RSS (KiB): B before $b0, ranks of B stopped 3 s $b1 (+$(grow "$b0" "$b1") MiB);" \
+         "A before $a0, then $a1, agent B stopped 3 s $a2 (+$(grow "$a0" "$a2") MiB)"
+    [ "$(grow "$b0" "$b1")" -le 32 ] || fail "node B's agent grew $(grow "$b0" "$b1") MiB while its ranks were stopped"
+    [ "$(grow "$a0" "$a2")" -le 32 ] || fail "node A's agent grew $(grow "$a0" "$a2") MiB while its peer was stopped"
+    echo "PASS stallpeer" ;;
 dpu)
     D=ocn-d$ID
     mkns "$D"

@@ -10,6 +10,7 @@
  */
 #include "ctl/ctl.h"
 #include "runtime/runtime.h"
+#include "util/clock.h"
 
 #include <offcore/offcore.h>
 #include <signal.h>
@@ -232,9 +233,9 @@ static void scen_errors(void)
      * self would) in buffers the context frees at finalize; each must be
      * rejected and counted, none delivered. */
     for (int k = 0; k < 3; k++) {
-        oc__buf_t *b = calloc(1, sizeof(*b));
+        oc_eng_buf_t *b = calloc(1, sizeof(*b));
         CHECK(b != NULL, "calloc");
-        b->ctx = g_ctx;
+        b->eng = g_ctx->eng;
         b->reserve = 1;
         b->data = aligned_alloc(64, g_ctx->cfg.bundle_size);
         memset(b->data, 0, g_ctx->cfg.bundle_size);
@@ -270,7 +271,7 @@ static void scen_endless(void)
     uint8_t buf[64];
     uint64_t seq = 0;
     double secs = getenv("OC_TEST_SECONDS") ? atof(getenv("OC_TEST_SECONDS")) : 2;
-    uint64_t end = oc__now_us() + (uint64_t)(secs * 1e6);
+    uint64_t end = oc_now_us() + (uint64_t)(secs * 1e6);
     oc_status_t st;
 
     g_mode = 0;
@@ -278,7 +279,7 @@ static void scen_endless(void)
     final_rounds = calloc(g_size, sizeof(*final_rounds));
     CHECK(final_rounds != NULL, "calloc");
     init_ctx(h_stream);
-    while (oc__now_us() < end) {
+    while (oc_now_us() < end) {
         for (int k = 0; k < 1000; k++, seq++)
             for (uint32_t d = 0; d < g_size; d++) {
                 fill(buf, 8, g_rank, seq);
@@ -343,8 +344,8 @@ static void scen_stallrecv(uint64_t n)
          * happened meanwhile */
         const char *sec = getenv("OC_TEST_STALL_SECONDS");
         const char *mark = getenv("OC_TEST_STALL_MARK");
-        uint64_t until = oc__now_us() + (uint64_t)((sec ? atof(sec) : 2) * 1e6);
-        while (oc__now_us() < until)
+        uint64_t until = oc_now_us() + (uint64_t)((sec ? atof(sec) : 2) * 1e6);
+        while (oc_now_us() < until)
             ; /* deliberately not polling */
         if (mark != NULL) {
             FILE *f = fopen(mark, "w");
@@ -416,9 +417,9 @@ static void scen_evil(void)
     /* Stay connected until the script has seen the agent count all this
      * (OC_TEST_RELEASE names a file it creates then), polling meanwhile. */
     if (getenv("OC_TEST_RELEASE") != NULL) {
-        uint64_t give_up = oc__now_us() + 30000000;
+        uint64_t give_up = oc_now_us() + 30000000;
         while (access(getenv("OC_TEST_RELEASE"), F_OK) != 0 &&
-               oc__now_us() < give_up)
+               oc_now_us() < give_up)
             CHECK(oc_poll(g_ctx) >= 0, "poll while held");
     }
     /* the honest path still works */

@@ -1,0 +1,334 @@
+/*
+ * rcmd.c — how the control thread changes a routing thread: commands
+ * posted under a mutex (thread-safe, oc_router_add_* / del_*), applied by
+ * the router between bundles (apply); and the job maps they carry.
+ */
+#include "router_int.h"
+
+#include "util/log.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- job maps --------------------------------------------------------- */
+
+oc_job_map_t *oc_job_map_new(uint32_t job, uint32_t size, uint32_t nnodes)
+{
+    oc_job_map_t *m = calloc(1, sizeof(*m));
+    if (m == NULL)
+        return NULL;
+    m->node_of = calloc(size, sizeof(*m->node_of));
+    if (m->node_of == NULL) {
+        free(m);
+        return NULL;
+    }
+    m->job = job;
+    m->size = size;
+    m->nnodes = nnodes;
+    m->refs = 1;
+    return m;
+}
+
+void oc_job_map_put(oc_job_map_t *m)
+{
+    if (m == NULL)
+        return;
+    if (__atomic_sub_fetch(&m->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+        free(m->node_of);
+        free(m);
+    }
+}
+
+/* ---- commands --------------------------------------------------------- */
+
+/* Wake the router if it sleeps (router_sleep). */
+void oc__router_wake(oc_router_t *r)
+{
+    uint64_t one = 1;
+    if (r->wake_fd >= 0)
+        (void)!write(r->wake_fd, &one, sizeof one);
+}
+
+static oc_status_t post(oc_router_t *r, cmd_t *c)
+{
+    c->next = NULL;
+    pthread_mutex_lock(&r->mu);
+    *r->cmd_tail = c;
+    r->cmd_tail = &c->next;
+    atomic_store_explicit(&r->cmd_pending, 1, memory_order_release);
+    pthread_mutex_unlock(&r->mu);
+    oc__router_wake(r);
+    return OC_OK;
+}
+
+static cmd_t *cmd_new(cmd_kind_t kind, const void *addr, size_t len)
+{
+    cmd_t *c = calloc(1, sizeof(*c) + len);
+    if (c == NULL)
+        return NULL;
+    c->kind = kind;
+    c->addr_len = len;
+    if (len)
+        memcpy(c->addr, addr, len);
+    return c;
+}
+
+oc_status_t oc_router_add_rank(oc_router_t *r, uint64_t token, uint32_t job,
+                               uint32_t rank, const void *addr, size_t len)
+{
+    cmd_t *c = cmd_new(CMD_ADD_RANK, addr, len);
+    if (c == NULL)
+        return OC_ERR_NO_MEMORY;
+    c->token = token;
+    c->job = job;
+    c->rank = rank;
+    return post(r, c);
+}
+
+oc_status_t oc_router_del_rank(oc_router_t *r, uint32_t job, uint32_t rank)
+{
+    cmd_t *c = cmd_new(CMD_DEL_RANK, NULL, 0);
+    if (c == NULL)
+        return OC_ERR_NO_MEMORY;
+    c->job = job;
+    c->rank = rank;
+    return post(r, c);
+}
+
+oc_status_t oc_router_add_job(oc_router_t *r, oc_job_map_t *map)
+{
+    cmd_t *c = cmd_new(CMD_ADD_JOB, NULL, 0);
+    if (c == NULL)
+        return OC_ERR_NO_MEMORY;
+    __atomic_add_fetch(&map->refs, 1, __ATOMIC_ACQ_REL);
+    c->map = map;
+    c->job = map->job;
+    return post(r, c);
+}
+
+oc_status_t oc_router_del_job(oc_router_t *r, uint32_t job)
+{
+    cmd_t *c = cmd_new(CMD_DEL_JOB, NULL, 0);
+    if (c == NULL)
+        return OC_ERR_NO_MEMORY;
+    c->job = job;
+    return post(r, c);
+}
+
+oc_status_t oc_router_add_peer(oc_router_t *r, uint32_t node,
+                               uint64_t send_token, uint64_t recv_token,
+                               const void *addr, size_t len)
+{
+    cmd_t *c;
+    if (node >= r->p.nnodes)
+        return OC_ERR_INVALID_PARAM;
+    c = cmd_new(CMD_ADD_PEER, addr, len);
+    if (c == NULL)
+        return OC_ERR_NO_MEMORY;
+    c->node = node;
+    c->token = send_token;
+    c->token2 = recv_token;
+    return post(r, c);
+}
+
+oc_status_t oc_router_del_peer(oc_router_t *r, uint32_t node)
+{
+    cmd_t *c = cmd_new(CMD_DEL_PEER, NULL, 0);
+    if (c == NULL)
+        return OC_ERR_NO_MEMORY;
+    c->node = node;
+    return post(r, c);
+}
+
+static void sender_add(oc_router_t *r, const sender_t *s)
+{
+    if (r->nsenders == r->senders_cap) {
+        uint32_t ncap = r->senders_cap ? r->senders_cap * 2 : 32;
+        sender_t *n = realloc(r->senders, ncap * sizeof(*n));
+        if (n == NULL) {
+            oc_error(OC_COMP_AGENT, "router %u: out of memory", r->p.index);
+            return;
+        }
+        r->senders = n;
+        r->senders_cap = ncap;
+    }
+    r->senders[r->nsenders++] = *s;
+}
+
+static void sender_del(oc_router_t *r, int is_peer, uint32_t job,
+                       uint32_t rank, uint32_t node)
+{
+    for (uint32_t i = 0; i < r->nsenders; i++) {
+        sender_t *s = &r->senders[i];
+        if (s->is_peer == is_peer &&
+            (is_peer ? s->node == node : (s->job == job && s->rank == rank))) {
+            r->senders[i] = r->senders[--r->nsenders];
+            return;
+        }
+    }
+}
+
+/* An outlet that goes away: flush what it holds, forget it (engine.h). */
+static void out_retire(oc_router_t *r, out_t *o)
+{
+    oc_eng_out_retire(r->eng, &o->eo);
+}
+
+void oc__router_job_free(oc_router_t *r, rjob_t *j)
+{
+    for (uint32_t i = 0; i < j->map->size; i++) {
+        lrank_t *l = j->local[i];
+        if (l == NULL)
+            continue;
+        out_retire(r, &l->out);
+        l->out.ep = NULL;
+        oc_tr_ep_destroy(r->w, l->ep);
+        free(l);
+    }
+    for (uint32_t n = 0; n < j->map->nnodes; n++)
+        out_retire(r, &j->to_node[n]);
+    free(j->local);
+    free(j->to_node);
+    oc_job_map_put(j->map);
+    j->map = NULL;
+    atomic_store(&j->tag, 0);
+}
+
+static void apply(oc_router_t *r, cmd_t *c)
+{
+    rjob_t *j;
+    oc_status_t st;
+
+    switch (c->kind) {
+    case CMD_ADD_JOB:
+        if (oc__router_job_find(r, c->job) != NULL) {
+            oc_job_map_put(c->map);
+            break;
+        }
+        j = NULL;
+        for (int i = 0; i < OC_ROUTER_MAX_JOBS && j == NULL; i++)
+            if (r->jobs[i].map == NULL)
+                j = &r->jobs[i];
+        if (j == NULL) {
+            oc_error(OC_COMP_AGENT, "router %u: more than %d jobs", r->p.index,
+                     OC_ROUTER_MAX_JOBS);
+            oc_job_map_put(c->map);
+            break;
+        }
+        memset(&j->c, 0, sizeof(j->c));
+        j->local = calloc(c->map->size, sizeof(*j->local));
+        j->to_node = calloc(c->map->nnodes, sizeof(*j->to_node));
+        if (j->local == NULL || j->to_node == NULL) {
+            free(j->local);
+            free(j->to_node);
+            oc_job_map_put(c->map);
+            break;
+        }
+        j->map = c->map;
+        j->c.job = c->job;
+        for (uint32_t n = 0; n < c->map->nnodes; n++) {
+            oc_eng_out_init(&j->to_node[n].eo);
+            j->to_node[n].eo.job = c->job;
+            j->to_node[n].ep = r->peers[n].ep;
+            j->to_node[n].token = r->peers[n].send_token;
+            j->to_node[n].jc = &j->c;
+            j->to_node[n].peer = n != r->p.node ? &r->peers[n] : NULL;
+        }
+        atomic_store(&j->tag, c->job + 1);
+        break;
+    case CMD_DEL_JOB:
+        if ((j = oc__router_job_find(r, c->job)) != NULL)
+            oc__router_job_free(r, j);
+        break;
+    case CMD_ADD_RANK: {
+        lrank_t *l;
+        sender_t s = {c->token, 0, c->job, c->rank, r->p.node};
+        j = oc__router_job_find(r, c->job);
+        if (j == NULL || c->rank >= j->map->size || j->local[c->rank]) {
+            oc_error(OC_COMP_AGENT, "router %u: cannot add rank %u of job %u",
+                     r->p.index, c->rank, c->job);
+            break;
+        }
+        l = calloc(1, sizeof(*l));
+        if (l == NULL)
+            break;
+        st = oc_tr_ep_create(r->w, c->addr, 0, &l->ep);
+        if (st != OC_OK) {
+            free(l);
+            break;
+        }
+        l->token = c->token;
+        oc_eng_out_init(&l->out.eo);
+        l->out.eo.job = c->job;
+        l->out.ep = l->ep;
+        l->out.jc = &j->c;
+        j->local[c->rank] = l;
+        sender_add(r, &s);
+        break;
+    }
+    case CMD_DEL_RANK:
+        sender_del(r, 0, c->job, c->rank, 0);
+        j = oc__router_job_find(r, c->job);
+        if (j != NULL && c->rank < j->map->size && j->local[c->rank]) {
+            lrank_t *l = j->local[c->rank];
+            l->out.ep = NULL; /* what is buffered for it is dropped */
+            out_retire(r, &l->out);
+            oc_tr_ep_destroy(r->w, l->ep);
+            free(l);
+            j->local[c->rank] = NULL;
+        }
+        break;
+    case CMD_ADD_PEER: {
+        sender_t s = {c->token2, 1, 0, 0, c->node};
+        peer_t *p = &r->peers[c->node];
+        if (p->ep != NULL)
+            break;
+        if (oc_tr_ep_create(r->w, c->addr, 1, &p->ep) != OC_OK)
+            break;
+        p->send_token = c->token;
+        p->recv_token = c->token2;
+        p->credits = OC_ROUTER_PEER_WINDOW;
+        sender_add(r, &s);
+        for (int i = 0; i < OC_ROUTER_MAX_JOBS; i++)
+            if (r->jobs[i].map != NULL) {
+                r->jobs[i].to_node[c->node].ep = p->ep;
+                r->jobs[i].to_node[c->node].token = p->send_token;
+            }
+        break;
+    }
+    case CMD_DEL_PEER: {
+        peer_t *p = &r->peers[c->node];
+        sender_del(r, 1, 0, 0, c->node);
+        for (int i = 0; i < OC_ROUTER_MAX_JOBS; i++)
+            if (r->jobs[i].map != NULL) {
+                r->jobs[i].to_node[c->node].ep = NULL;
+                out_retire(r, &r->jobs[i].to_node[c->node]);
+            }
+        oc__router_peer_drop(r, p);
+        oc_eng_out_retire(r->eng, &p->link);
+        p->owed = 0;
+        oc_tr_ep_destroy(r->w, p->ep);
+        p->ep = NULL;
+        break;
+    }
+    }
+}
+
+void oc__router_apply_commands(oc_router_t *r)
+{
+    cmd_t *c;
+    pthread_mutex_lock(&r->mu);
+    c = r->cmd_head;
+    r->cmd_head = NULL;
+    r->cmd_tail = &r->cmd_head;
+    atomic_store_explicit(&r->cmd_pending, 0, memory_order_relaxed);
+    pthread_mutex_unlock(&r->mu);
+    while (c != NULL) {
+        cmd_t *next = c->next;
+        apply(r, c);
+        free(c);
+        c = next;
+    }
+}
+

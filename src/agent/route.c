@@ -1,0 +1,493 @@
+/*
+ * route.c — the routing kernel of one routing thread (router.h): receive
+ * bundles onto the engine's ring, validate each once against what its
+ * sender may send, sort every message per next hop (a local rank, or the
+ * peer node on its path) into the engine's outlets, and send the bundles
+ * they become — toward a peer under that peer's credit window.  Runs only
+ * on the router's thread.
+ */
+#include "router_int.h"
+
+#include "util/clock.h"
+#include "util/log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+rjob_t *oc__router_job_find(oc_router_t *r, uint32_t job)
+{
+    for (int i = 0; i < OC_ROUTER_MAX_JOBS; i++)
+        if (r->jobs[i].map != NULL && r->jobs[i].map->job == job)
+            return &r->jobs[i];
+    return NULL;
+}
+
+sender_t *oc__router_sender_find(oc_router_t *r, uint64_t token)
+{
+    if (token == 0)
+        return NULL;
+    for (uint32_t i = 0; i < r->nsenders; i++)
+        if (r->senders[i].token == token)
+            return &r->senders[i];
+    return NULL;
+}
+
+static void reject(oc_router_t *r, rjob_t *j, oc_status_t why)
+{
+    CNT_ADD(r->c.rejects, 1);
+    if (why <= OC_ERR_WIRE_TRUNCATED && why >= OC_ERR_WIRE_TRUNCATED - 15)
+        CNT_ADD(r->c.reject_wire[OC_ERR_WIRE_TRUNCATED - why], 1);
+    else
+        CNT_ADD(r->c.reject_unknown_sender, 1);
+    if (j != NULL)
+        CNT_ADD(j->c.rejects, 1);
+    if (r->c.rejects <= 20)
+        oc_warn(OC_COMP_AGENT, "router %u: rejected a bundle: %s", r->p.index,
+                oc_status_string(why));
+}
+
+/* The next hop of a message for @p dst. */
+static inline out_t *next_hop(oc_router_t *r, rjob_t *j, uint32_t dst)
+{
+    uint32_t node = j->map->node_of[dst];
+    if (node == r->p.node) {
+        lrank_t *l = j->local[dst];
+        return l != NULL ? &l->out : NULL;
+    }
+    return &j->to_node[oc_route_hop(r->p.grid, r->p.nnodes, r->p.node, node)];
+}
+
+/* Traffic toward @p o must wait: its next hop has max_inflight bundles in
+ * flight, or (a peer) its credit window is spent. */
+static inline int held(const out_t *o)
+{
+    if (o->peer != NULL)
+        return o->peer->link.blocked || o->peer->waiting > 0;
+    return o->eo.blocked;
+}
+
+/* Check what only the sender's identity tells: a peer may only hand us a
+ * message when the link peer -> us is on that message's path (direct:
+ * from a rank on the peer's node to a rank on ours; grid: either hop). */
+static oc_status_t check_peer_bundle(oc_router_t *r, rjob_t *j,
+                                     const oc_eng_rx_t *e, uint32_t node)
+{
+    oc_wire_iter_t it;
+    oc_wire_msg_t m;
+    oc_wire_iter_init(&it, e->data, &e->hdr);
+    while (oc_wire_iter_next(&it, &m)) {
+        uint32_t s = j->map->node_of[m.src], d = j->map->node_of[m.dst];
+        uint32_t h = oc_route_hop(r->p.grid, r->p.nnodes, s, d);
+        int first = s == node && h == r->p.node;
+        int second = h == node && d == r->p.node && h != s;
+        if (!first && !second)
+            return OC_ERR_WIRE_RANK;
+    }
+    return OC_OK;
+}
+
+/* ---- sending ------------------------------------------------------------ */
+
+static void peer_send(oc_router_t *r, peer_t *p, oc_eng_buf_t *b)
+{
+    p->credits--;
+    if (oc_eng_send(r->eng, &p->link, p->ep, p->send_token, b, b->len) !=
+        OC_OK)
+        oc_debug(OC_COMP_AGENT, "router %u: a bundle to a peer failed",
+                 r->p.index);
+}
+
+/* Send what waited for credit, in order, as far as credit goes. */
+static void peer_drain(oc_router_t *r, peer_t *p)
+{
+    while (p->wait_head != NULL && p->credits > 0 && p->ep != NULL) {
+        oc_eng_buf_t *b = p->wait_head;
+        p->wait_head = b->next;
+        if (p->wait_head == NULL)
+            p->wait_tail = &p->wait_head;
+        p->waiting--;
+        peer_send(r, p, b);
+    }
+}
+
+void oc__router_peer_drop(oc_router_t *r, peer_t *p)
+{
+    while (p->wait_head != NULL) {
+        oc_eng_buf_t *b = p->wait_head;
+        p->wait_head = b->next;
+        oc_eng_buf_put(r->eng, b);
+    }
+    p->wait_tail = &p->wait_head;
+    p->waiting = 0;
+}
+
+/* Send bundle @p b (@p len bytes, header written, @p count messages) to
+ * @p o's next hop. */
+static void out_send(oc_router_t *r, out_t *o, oc_eng_buf_t *b, uint32_t len,
+                     uint32_t count)
+{
+    if (o->ep == NULL) { /* next hop went away: the job is failing */
+        oc_eng_buf_put(r->eng, b);
+        return;
+    }
+    CNT_ADD(r->c.bundles_out, 1);
+    CNT_ADD(r->c.bytes_out, len);
+    CNT_ADD(o->jc->bundles_out, 1);
+    CNT_ADD(o->jc->bytes_out, len);
+    CNT_ADD(o->jc->msgs_out, count);
+    if (o->peer != NULL) {
+        peer_t *p = o->peer;
+        CNT_ADD(p->c.bundles_out, 1);
+        CNT_ADD(p->c.bytes_out, len);
+        CNT_ADD(p->c.msgs_out, count);
+        b->len = len;
+        if (p->credits == 0 || p->wait_head != NULL) { /* keep the order */
+            b->next = NULL;
+            *p->wait_tail = b;
+            p->wait_tail = &b->next;
+            p->waiting++;
+            return;
+        }
+        peer_send(r, p, b);
+        return;
+    }
+    if (oc_eng_send(r->eng, &o->eo, o->ep, o->token, b, len) != OC_OK)
+        oc_debug(OC_COMP_AGENT, "router %u: a bundle to a rank failed",
+                 r->p.index);
+}
+
+oc_status_t oc__router_handoff(void *arg, oc_eng_out_t *o, oc_eng_buf_t *b,
+                               uint32_t len, uint32_t count)
+{
+    out_send(arg, (out_t *)o, b, len, count);
+    return OC_OK;
+}
+
+void oc__router_blocked(void *arg, oc_eng_out_t *o, int on)
+{
+    oc_router_t *r = arg;
+    peer_t *p = o->user; /* set on peer links only */
+    CNT_ADD(r->c.blocklist_depth, on ? 1 : (uint64_t)-1);
+    if (p != NULL)
+        CNT_ADD(p->c.blocked, on ? 1 : (uint64_t)-1);
+}
+
+/* ---- routing ------------------------------------------------------------ */
+
+/* Forward a fixed-size bundle whole to @p o.  Every message of such a
+ * bundle has one destination (the header's), so it needs no
+ * re-aggregation, only a copy: the received data is UCX's until released,
+ * and a send may complete later.  Messages already aggregated toward the
+ * same next hop go first, which keeps each sender's order.  Returns RX_DONE
+ * when sent, RX_HOLD (held next hop) or RX_NOBUF when it must wait. */
+static int forward_whole(oc_router_t *r, oc_eng_rx_t *e, out_t *o)
+{
+    oc_wire_hdr_t h = e->hdr;
+    oc_eng_buf_t *b;
+
+    if (held(o))
+        return RX_HOLD;
+    if (o->eo.buf != NULL) {
+        oc_eng_flush(r->eng, &o->eo, OC_ENG_FLUSH_EXPLICIT);
+        if (held(o))
+            return RX_HOLD;
+    }
+    if ((b = oc_eng_buf_get(r->eng)) == NULL)
+        return RX_NOBUF;
+    memcpy(b->data, e->data, e->len);
+    h.src_hop = r->p.node;
+    h.seq = o->eo.seq++;
+    oc_wire_hdr_write(b->data, &h);
+    CNT_ADD(r->c.bundles_forwarded, 1);
+    out_send(r, o, b, e->len, h.count);
+    return RX_DONE;
+}
+
+/* Route what can be routed of @p e: RX_DONE when all of it is, else
+ * RX_HOLD (a held next hop) or RX_NOBUF; e->done says how far it got. */
+static int route_bundle(oc_router_t *r, rjob_t *j, oc_eng_rx_t *e)
+{
+    oc_wire_iter_t it;
+    uint32_t i = e->done;
+    int finished = RX_DONE;
+
+    /* a rank's fixed-size bundle, all for one rank (per-dest mode) */
+    if (i == 0 && (e->hdr.flags & OC_WIRE_F_FIXED) &&
+        e->hdr.dst != OC_WIRE_RANK_NONE && e->len <= r->p.bundle_size) {
+        out_t *o = next_hop(r, j, e->hdr.dst);
+        int res = o != NULL ? forward_whole(r, e, o) : RX_DONE;
+        if (res != RX_DONE)
+            return res;
+        if (o == NULL) /* a local rank that left: undeliverable (as below) */
+            CNT_ADD(r->c.undeliverable, e->hdr.count);
+        CNT_ADD(r->c.msgs, e->hdr.count);
+        CNT_ADD(j->c.msgs_in, e->hdr.count);
+        e->done = e->hdr.count;
+        return RX_DONE;
+    }
+
+    /* the routing kernel: every message of a rank's stream or another
+     * agent's bundle to its next hop's outlet.  The message headers are
+     * read in place (validated already); an 8-byte item for an open
+     * fixed-size buffer of the same source and destination is one store. */
+    oc_wire_iter_init(&it, e->data, &e->hdr);
+    oc_wire_iter_skip(&it, i);
+    const uint8_t *p = it.p;
+    for (uint32_t left = it.left; left > 0; left--) {
+        uint32_t dst, src, len;
+        const uint8_t *payload;
+        if (unlikely(it.fixed)) { /* a fixed bundle not forwarded whole */
+            oc_wire_msg_t m = {0, 0, 0, NULL};
+            (void)oc_wire_iter_next(&it, &m);
+            dst = m.dst, src = m.src, len = m.len, payload = m.payload;
+        } else {
+            const uint64_t mh = oc_wire_ld64(p);
+            dst = (uint32_t)(mh & 0xffffffu);
+            src = (uint32_t)((mh >> 24) & 0xffffffu);
+            len = (uint32_t)(mh >> 48);
+            payload = p + OC_WIRE_MSG_HDR_LEN;
+        }
+        out_t *o = next_hop(r, j, dst);
+        oc_eng_out_t *eo;
+
+        if (unlikely(o == NULL)) { /* a local rank that left: undeliverable */
+            CNT_ADD(r->c.undeliverable, 1);
+            goto next;
+        }
+        eo = &o->eo;
+        if (likely(len == 8 && eo->item_len == 8 && eo->fsrc == src &&
+                   eo->fdst == dst && eo->wp + 8 <= eo->end)) {
+            memcpy(eo->wp, payload, 8);
+            eo->wp += 8;
+        } else if (!oc_eng_try_put(eo, dst, src, payload, len)) {
+            if (unlikely(held(o))) {
+                finished = RX_HOLD;
+                break;
+            }
+            if (oc_eng_put(r->eng, eo, dst, src, payload, len) != OC_OK) {
+                finished = RX_NOBUF;
+                break;
+            }
+        }
+next:
+        p += OC_WIRE_MSG_HDR_LEN + oc_wire_pad8(len);
+        i++;
+    }
+    CNT_ADD(r->c.msgs, i - e->done);
+    CNT_ADD(j->c.msgs_in, i - e->done);
+    e->done = i;
+    return finished;
+}
+
+static void return_credit(oc_router_t *r, sender_t *s)
+{
+    rjob_t *j;
+    lrank_t *l;
+    r->credits_owed = 1;
+    if (s->is_peer) {
+        r->peers[s->node].owed++;
+        return;
+    }
+    j = oc__router_job_find(r, s->job);
+    if (j == NULL || s->rank >= j->map->size || (l = j->local[s->rank]) == NULL)
+        return;
+    l->credits++;
+}
+
+/* Credits back to the ranks whose bundles were routed, and to the peers
+ * whose bundles are done here. */
+void oc__router_send_credits(oc_router_t *r)
+{
+    if (!r->credits_owed)
+        return;
+    r->credits_owed = 0;
+    for (int k = 0; k < OC_ROUTER_MAX_JOBS; k++) {
+        rjob_t *j = &r->jobs[k];
+        if (j->map == NULL)
+            continue;
+        for (uint32_t i = 0; i < j->map->size; i++) {
+            lrank_t *l = j->local[i];
+            if (l == NULL || l->credits == 0 || l->ep == NULL)
+                continue;
+            oc_am_credit_t m = {OC_AM_CREDIT_MAGIC, l->credits};
+            if (oc_tr_send_small(l->ep, OC_AM_CREDIT, 0, &m, sizeof(m)) ==
+                OC_OK)
+                l->credits = 0;
+            else
+                r->credits_owed = 1; /* try again next turn */
+        }
+    }
+    for (uint32_t n = 0; n < r->p.nnodes; n++) {
+        peer_t *p = &r->peers[n];
+        if (p->owed == 0 || p->ep == NULL)
+            continue;
+        oc_am_credit_t m = {OC_AM_CREDIT_MAGIC, p->owed};
+        if (oc_tr_send_small(p->ep, OC_AM_CREDIT, p->send_token, &m,
+                             sizeof(m)) == OC_OK)
+            p->owed = 0;
+        else
+            r->credits_owed = 1;
+    }
+}
+
+/* A peer router returns credit (inside oc_tr_progress).  Only an
+ * authenticated peer's token counts, and never past the window. */
+void oc__router_credit_recv(void *arg, uint64_t token, void *data, size_t len)
+{
+    oc_router_t *r = arg;
+    sender_t *s = oc__router_sender_find(r, token);
+    oc_am_credit_t m;
+    peer_t *p;
+
+    if (s == NULL || !s->is_peer || len != sizeof(m))
+        return;
+    memcpy(&m, data, sizeof(m));
+    if (m.magic != OC_AM_CREDIT_MAGIC)
+        return;
+    p = &r->peers[s->node];
+    p->credits = m.credits > OC_ROUTER_PEER_WINDOW - p->credits
+                     ? OC_ROUTER_PEER_WINDOW : p->credits + m.credits;
+    peer_drain(r, p);
+}
+
+/* Validate (once) and route bundle @p e. */
+static int route_one(oc_router_t *r, oc_eng_rx_t *e)
+{
+    sender_t *s = oc__router_sender_find(r, e->token);
+    rjob_t *j = NULL;
+    oc_status_t st = OC_OK;
+
+    if (s == NULL) {
+        oc_debug(OC_COMP_AGENT, "router %u: bundle with unknown token "
+                 "%016llx", r->p.index, (unsigned long long)e->token);
+        st = OC_ERR_STATE;
+    } else if (!e->validated) {
+        oc_wire_check_t chk;
+        uint32_t job = s->job;
+        /* A peer carries many jobs: the bundle names its own, which
+         * must be one this node serves; validation then holds it to
+         * that job's ranks. */
+        if (s->is_peer && !oc_wire_peek_job(e->data, e->len, &job))
+            job = 0;
+        j = oc__router_job_find(r, job);
+        if (j == NULL && s->is_peer &&
+            oc_now_us() - e->t_arrival < OC_ROUTER_UNKNOWN_JOB_WAIT_US) {
+            if (atomic_load_explicit(&r->cmd_pending, memory_order_acquire))
+                oc__router_apply_commands(r);
+            if ((j = oc__router_job_find(r, job)) == NULL)
+                return RX_HOLD; /* not yet known here: retry later */
+        }
+        if (j == NULL) {
+            st = OC_ERR_WIRE_JOB;
+        } else {
+            chk.job = j->map->job;
+            chk.nranks = j->map->size;
+            chk.dst = OC_WIRE_RANK_NONE;
+            chk.src = s->is_peer ? OC_WIRE_RANK_NONE : s->rank;
+            st = oc_wire_validate(e->data, e->len, &chk, &e->hdr);
+            if (st == OC_OK && s->is_peer &&
+                (e->hdr.flags & OC_WIRE_F_STREAM))
+                st = OC_ERR_WIRE_FLAGS; /* streams come from ranks only */
+            if (st == OC_OK && s->is_peer)
+                st = check_peer_bundle(r, j, e, s->node);
+        }
+        if (st == OC_OK) {
+            e->validated = 1;
+            CNT_ADD(r->c.bundles_in, 1);
+            CNT_ADD(r->c.bytes_in, e->len);
+            CNT_ADD(j->c.bundles_in, 1);
+            CNT_ADD(j->c.bytes_in, e->len);
+            if (s->is_peer) {
+                peer_t *p = &r->peers[s->node];
+                CNT_ADD(p->c.bundles_in, 1);
+                CNT_ADD(p->c.bytes_in, e->len);
+                CNT_ADD(p->c.msgs_in, e->hdr.count);
+            }
+        }
+    } else {
+        j = oc__router_job_find(r, e->hdr.job);
+        if (j == NULL)
+            st = OC_ERR_WIRE_JOB; /* job ended meanwhile */
+    }
+    if (st != OC_OK) {
+        reject(r, j, st);
+        if (s != NULL && s->is_peer)
+            return_credit(r, s); /* a peer's window must not leak */
+    } else {
+        int res = route_bundle(r, j, e);
+        if (res != RX_DONE)
+            return res;
+        return_credit(r, s);
+    }
+    oc_tr_release(r->w, e->data);
+    return RX_DONE;
+}
+
+/* Process the receive ring.  A bundle that cannot go on now holds back
+ * only its sender's later bundles (each sender's order is kept), so one
+ * stalled receiver does not stall the other ranks and jobs this router
+ * serves.  Returns the number of bundles finished. */
+uint32_t oc__router_route_all(oc_router_t *r)
+{
+    const uint32_t n = r->rx.count;
+    uint64_t held_tok[OC_ROUTER_MAX_HELD];
+    uint32_t finished = 0, kept = 0, nheld = 0;
+    int stop = 0;
+
+    for (uint32_t k = 0; k < n; k++) {
+        oc_eng_rx_t *e = oc_eng_ring_at(&r->rx, k);
+        int keep = stop;
+        for (uint32_t h = 0; !keep && h < nheld; h++)
+            keep = held_tok[h] == e->token;
+        if (!keep) {
+            /* Commands first: whatever was posted before this bundle could
+             * be sent (a rank registered here before its job was released,
+             * its first bundle, a peer's bundle for it) must be in force,
+             * or a message for a rank not yet applied would look
+             * undeliverable. */
+            if (atomic_load_explicit(&r->cmd_pending, memory_order_acquire))
+                oc__router_apply_commands(r);
+            int res = route_one(r, e);
+            /* a command may have progressed the worker (an endpoint
+             * closed) and grown the ring: find the entry again */
+            e = oc_eng_ring_at(&r->rx, k);
+            if (res == RX_NOBUF) {
+                keep = stop = 1;
+            } else if (res == RX_HOLD) {
+                keep = 1;
+                if (nheld < OC_ROUTER_MAX_HELD)
+                    held_tok[nheld++] = e->token;
+                else
+                    stop = 1;
+            }
+        }
+        if (keep) {
+            if (kept != k)
+                *oc_eng_ring_at(&r->rx, kept) = *e;
+            kept++;
+        } else {
+            finished++;
+        }
+    }
+    oc_eng_ring_compact(&r->rx, n, kept);
+    CNT_ADD(r->c.backlog, r->rx.count - r->c.backlog);
+    return finished;
+}
+
+/* Transport receive callback (inside oc_tr_progress): queue the bundle.
+ * Out of memory: engine.h's policy — refused, released, counted as a
+ * rejected bundle. */
+void oc__router_bundle_recv(void *arg, uint64_t token, void *data, size_t len)
+{
+    oc_router_t *r = arg;
+    oc_eng_rx_t *e = oc_eng_ring_push(&r->rx);
+    if (e == NULL) {
+        oc_tr_release(r->w, data);
+        CNT_ADD(r->c.rejects, 1);
+        return;
+    }
+    e->data = data;
+    e->len = len > UINT32_MAX ? 0 : (uint32_t)len;
+    e->token = token;
+    e->t_arrival = oc_now_us();
+}

@@ -1,0 +1,144 @@
+/*
+ * router_int.h — what the files of one routing thread share (router.c:
+ * the thread and its life cycle; route.c: the routing kernel; rcmd.c:
+ * commands from the control thread).  Everything here belongs to the
+ * router's thread, except what router.h says other threads may call.
+ */
+#ifndef OC_AGENT_ROUTER_INT_H
+#define OC_AGENT_ROUTER_INT_H
+
+#include "router.h"
+
+#include "engine/engine.h"
+#include "wire/am.h"
+#include "wire/wire.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#define OC_ROUTER_MAX_JOBS 64
+#define likely(x)   __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+/* Bundles this router may have at one peer agent's router, not yet
+ * routed there (the peer's credit window): bounds what a slow or stalled
+ * peer holds for us, and turns it into back-pressure here. */
+#define OC_ROUTER_PEER_WINDOW 64
+
+/* A peer's bundle may arrive before this agent has heard (on the control
+ * channel) of the job it belongs to: wait that long before rejecting. */
+#define OC_ROUTER_UNKNOWN_JOB_WAIT_US 5000000u
+
+/* Senders a router can hold back at once while routing the others; past
+ * that it stops the scan (the old head-of-line behaviour). */
+#define OC_ROUTER_MAX_HELD 64
+
+typedef struct peer {
+    oc_tr_ep_t   *ep;
+    uint64_t      send_token, recv_token;
+    oc_router_peer_counters_t c; /* written by the router only */
+    /* the link to it: every job's bundles toward it, one window */
+    oc_eng_out_t  link;          /* accounts the bundles in flight */
+    uint32_t      credits;       /* bundles we may still send it */
+    uint32_t      owed;          /* its bundles finished here, credit not
+                                    yet returned */
+    oc_eng_buf_t *wait_head, **wait_tail; /* bundles waiting for credit */
+    uint32_t      waiting;
+} peer_t;
+
+/* Aggregation toward one next hop (a local rank, or a peer for a job). */
+typedef struct out {
+    oc_eng_out_t eo;       /* first: the engine hands this back */
+    oc_tr_ep_t  *ep;       /* NULL: gone */
+    uint64_t     token;    /* header of bundles to it */
+    oc_router_job_counters_t *jc;
+    peer_t      *peer;     /* the peer node it sends to; NULL: a local rank */
+} out_t;
+
+typedef struct {
+    oc_tr_ep_t *ep;
+    uint64_t    token;     /* sender token of this rank's bundles */
+    uint32_t    credits;   /* bundles routed, credit not yet returned */
+    out_t       out;
+} lrank_t;
+
+typedef struct {
+    _Atomic uint32_t tag;  /* job id + 1; 0: free slot (for readers) */
+    oc_job_map_t    *map;
+    lrank_t        **local; /* [size]: NULL unless the rank is on this node */
+    out_t           *to_node; /* [nnodes] */
+    oc_router_job_counters_t c; /* written by the router only */
+} rjob_t;
+
+typedef struct {
+    uint64_t token;
+    int      is_peer;
+    uint32_t job, rank, node; /* rank sender: job/rank; peer: node */
+} sender_t;
+
+typedef enum {
+    CMD_ADD_RANK, CMD_DEL_RANK, CMD_ADD_JOB, CMD_DEL_JOB, CMD_ADD_PEER,
+    CMD_DEL_PEER
+} cmd_kind_t;
+
+typedef struct cmd {
+    cmd_kind_t    kind;
+    uint32_t      job, rank, node;
+    uint64_t      token, token2;
+    oc_job_map_t *map;
+    size_t        addr_len;
+    struct cmd   *next;
+    uint8_t       addr[];
+} cmd_t;
+
+struct oc_router {
+    oc_router_params_t p;
+    oc_tr_context_t   *tr;
+    oc_tr_worker_t    *w;
+    pthread_t          tid;
+    int                started;
+    _Atomic int        stop;
+    /* commands */
+    pthread_mutex_t    mu;
+    int                wake_fd;     /* eventfd: commands, stop */
+    cmd_t             *cmd_head, **cmd_tail;
+    _Atomic int        cmd_pending;
+    /* state private to the thread */
+    rjob_t             jobs[OC_ROUTER_MAX_JOBS];
+    peer_t            *peers;       /* [nnodes] */
+    sender_t          *senders;
+    uint32_t           nsenders, senders_cap;
+    oc_eng_t          *eng;         /* buffers, outlets, flush policy */
+    oc_eng_ring_t      rx;          /* bundles waiting to be routed */
+    int                credits_owed; /* some sender is owed credit */
+    oc_router_counters_t c;
+};
+
+#define CNT_ADD(field, v) OC_ENG_CNT_ADD(field, v)
+
+/* What became of a bundle: routed (or rejected) and released, or kept for
+ * later — held by its sender's blocked next hop or a job not yet known
+ * (only that sender waits), or short of buffers (everything waits). */
+enum { RX_DONE, RX_HOLD, RX_NOBUF };
+
+/* route.c */
+rjob_t *oc__router_job_find(oc_router_t *r, uint32_t job);
+sender_t *oc__router_sender_find(oc_router_t *r, uint64_t token);
+uint32_t oc__router_route_all(oc_router_t *r);
+void oc__router_bundle_recv(void *arg, uint64_t token, void *data,
+                            size_t len);
+void oc__router_credit_recv(void *arg, uint64_t token, void *data,
+                            size_t len);
+void oc__router_send_credits(oc_router_t *r);
+oc_status_t oc__router_handoff(void *arg, oc_eng_out_t *o, oc_eng_buf_t *b,
+                               uint32_t len, uint32_t count);
+void oc__router_blocked(void *arg, oc_eng_out_t *o, int on);
+/** Drop what waits for a peer's credit (the peer went away). */
+void oc__router_peer_drop(oc_router_t *r, peer_t *p);
+
+/* rcmd.c */
+void oc__router_apply_commands(oc_router_t *r);
+void oc__router_wake(oc_router_t *r);
+void oc__router_job_free(oc_router_t *r, rjob_t *j);
+
+#endif

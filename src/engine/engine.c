@@ -1,0 +1,437 @@
+/*
+ * engine.c — the aggregation engine (see engine.h): pool, outlets, fixed
+ * and mixed modes, flush policy, sends with per-outlet back-pressure, the
+ * receive ring.  One thread per engine; no locks.
+ */
+#include "engine.h"
+
+#include "util/log.h"
+#include "wire/am.h"
+#include "util/clock.h"
+
+#include <stdlib.h>
+
+#define likely(x)   __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+static void send_done(oc_tr_op_t *op, oc_status_t st);
+
+static void oom(oc_eng_t *e, const char *what)
+{
+    OC_ENG_CNT_ADD(e->c.oom, 1);
+    if (e->c.oom <= 10)
+        oc_log(e->p.log_comp, OC_LOG_ERROR, "%s: out of memory %s; refused (counted)",
+                 e->p.name ? e->p.name : "engine", what);
+}
+
+oc_status_t oc_eng_create(const oc_eng_params_t *p, oc_eng_t **e_p)
+{
+    oc_eng_t *e;
+
+    if (p == NULL || e_p == NULL || p->bundle_size < 256 || p->nbufs == 0 ||
+        p->handoff == NULL || (p->bundle_size & 7) != 0)
+        return OC_ERR_INVALID_PARAM;
+    e = calloc(1, sizeof(*e));
+    if (e == NULL)
+        return OC_ERR_NO_MEMORY;
+    e->p = *p;
+    e->dirty_cap = p->dirty_cap ? p->dirty_cap : 64;
+    e->dirty = calloc(e->dirty_cap, sizeof(*e->dirty));
+    e->descs = calloc(p->nbufs, sizeof(*e->descs));
+    e->mem = aligned_alloc(64, p->nbufs * p->bundle_size);
+    if (e->dirty == NULL || e->descs == NULL || e->mem == NULL) {
+        oc_eng_destroy(e);
+        return OC_ERR_NO_MEMORY;
+    }
+    for (uint64_t i = p->nbufs; i-- > 0;) {
+        oc_eng_buf_t *b = &e->descs[i];
+        b->eng = e;
+        b->op.cb = send_done;
+        b->data = e->mem + i * p->bundle_size;
+        b->next = e->free_bufs;
+        e->free_bufs = b;
+    }
+    *e_p = e;
+    return OC_OK;
+}
+
+void oc_eng_destroy(oc_eng_t *e)
+{
+    oc_eng_buf_t *b;
+    if (e == NULL)
+        return;
+    while ((b = e->reserve_bufs) != NULL) {
+        e->reserve_bufs = b->next;
+        free(b->data);
+        free(b);
+    }
+    free(e->dirty);
+    free(e->descs);
+    free(e->mem);
+    free(e);
+}
+
+void oc_eng_out_init(oc_eng_out_t *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->item_len = OC_ENG_NO_ITEM;
+}
+
+/* ---- buffers ------------------------------------------------------------ */
+
+oc_eng_buf_t *oc_eng_buf_get(oc_eng_t *e)
+{
+    oc_eng_buf_t *b = e->free_bufs;
+    if (likely(b != NULL)) {
+        e->free_bufs = b->next;
+        return b;
+    }
+    if (!e->p.reserve || !e->in_handler)
+        return NULL; /* back-pressure */
+    /* A handler's reply must not wait for buffers that only the owner's
+     * own progress would free: take one from the reserve. */
+    b = e->reserve_bufs;
+    if (b != NULL) {
+        e->reserve_bufs = b->next;
+    } else {
+        b = calloc(1, sizeof(*b));
+        if (b != NULL)
+            b->data = aligned_alloc(64, e->p.bundle_size);
+        if (b == NULL || b->data == NULL) {
+            free(b);
+            oom(e, "for a reserve buffer");
+            return NULL;
+        }
+        b->eng = e;
+        b->op.cb = send_done;
+        b->reserve = 1;
+    }
+    OC_ENG_CNT_ADD(e->c.reserve_buffers, 1);
+    return b;
+}
+
+void oc_eng_buf_put(oc_eng_t *e, oc_eng_buf_t *b)
+{
+    b->out = NULL;
+    if (b->reserve) {
+        b->next = e->reserve_bufs;
+        e->reserve_bufs = b;
+    } else {
+        b->next = e->free_bufs;
+        e->free_bufs = b;
+    }
+}
+
+/* ---- outlets ------------------------------------------------------------ */
+
+static int dirty_add(oc_eng_t *e, oc_eng_out_t *o)
+{
+    if (e->ndirty == e->dirty_cap) {
+        uint32_t ncap = e->dirty_cap * 2;
+        oc_eng_out_t **n = realloc(e->dirty, ncap * sizeof(*n));
+        if (n == NULL) {
+            oom(e, "growing the dirty list");
+            return 0;
+        }
+        e->dirty = n;
+        e->dirty_cap = ncap;
+    }
+    e->dirty[e->ndirty++] = o;
+    o->listed = 1;
+    return 1;
+}
+
+oc_status_t oc_eng_open(oc_eng_t *e, oc_eng_out_t *o, uint32_t dst,
+                        uint32_t src, size_t len)
+{
+    oc_eng_buf_t *b = oc_eng_buf_get(e);
+    if (b == NULL)
+        return OC_ERR_NO_RESOURCE;
+    if (!o->listed && !dirty_add(e, o)) {
+        oc_eng_buf_put(e, b);
+        return OC_ERR_NO_RESOURCE;
+    }
+    o->buf = b;
+    o->wp = b->data + OC_WIRE_HDR_LEN;
+    o->end = b->data + e->p.bundle_size;
+    o->count = 0;
+    /* Fixed mode (no per-message header) until a message of another
+     * length, source or destination arrives; zero-length messages need
+     * headers to be counted. */
+    o->item_len = len > 0 && !o->mixed_only ? (uint32_t)len : OC_ENG_NO_ITEM;
+    o->stride = (uint32_t)oc_wire_pad8(len);
+    o->fsrc = src;
+    o->fdst = dst;
+    o->t_first = oc_now_us();
+    return OC_OK;
+}
+
+/* Rewrite a fixed-mode buffer in place as mixed mode (each item gains its
+ * 8-byte header).  Items move backwards, last first, so nothing is
+ * overwritten before it is moved.  The caller checked the space. */
+static void to_mixed(oc_eng_out_t *o)
+{
+    uint8_t *base = o->buf->data + OC_WIRE_HDR_LEN;
+    const uint32_t stride = o->stride;
+    const uint64_t mh = oc_wire_msg_hdr(o->fdst, o->fsrc, o->item_len);
+    o->count = oc_eng_out_count(o);
+    for (uint32_t i = o->count; i-- > 0;) {
+        uint8_t *s = base + (size_t)i * stride;
+        uint8_t *d = base + (size_t)i * (stride + OC_WIRE_MSG_HDR_LEN);
+        memmove(d + OC_WIRE_MSG_HDR_LEN, s, stride);
+        oc_wire_st64(d, mh);
+    }
+    o->wp = base + (size_t)o->count * (stride + OC_WIRE_MSG_HDR_LEN);
+    o->item_len = OC_ENG_NO_ITEM;
+}
+
+oc_status_t oc_eng_put(oc_eng_t *e, oc_eng_out_t *o, uint32_t dst,
+                       uint32_t src, const void *buf, size_t len)
+{
+    oc_status_t st;
+
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (o->buf == NULL && (st = oc_eng_open(e, o, dst, src, len)) != OC_OK)
+            return st;
+        if (o->item_len == len && o->fsrc == src && o->fdst == dst) {
+            if (o->wp + o->stride <= o->end) {
+                o->wp = oc_wire_put_item(o->wp, buf, len);
+                return OC_OK;
+            }
+        } else {
+            size_t need = OC_WIRE_MSG_HDR_LEN + oc_wire_pad8(len);
+            /* Another source or destination in a fixed buffer already a
+             * quarter full: send it as it is (FULL: full for fixed form)
+             * rather than rewrite it with headers — an agent sorting
+             * streams of a few ranks keeps its bundles fixed-size (cheap
+             * to deliver), one sorting many ranks goes mixed. */
+            if (o->item_len == len && attempt == 0 &&
+                (size_t)(o->wp - o->buf->data) * 4 >= e->p.bundle_size)
+                goto full;
+            if (o->item_len != OC_ENG_NO_ITEM) {
+                size_t mixed = (size_t)oc_eng_out_count(o) *
+                               (o->stride + OC_WIRE_MSG_HDR_LEN);
+                if (OC_WIRE_HDR_LEN + mixed + need <= e->p.bundle_size)
+                    to_mixed(o);
+            }
+            if (o->item_len == OC_ENG_NO_ITEM && o->wp + need <= o->end) {
+                o->wp = oc_wire_put_msg(o->wp, dst, src, buf, len);
+                o->count++;
+                return OC_OK;
+            }
+        }
+full:
+        /* No room in this buffer: it is full for this message. */
+        if ((st = oc_eng_flush(e, o, OC_ENG_FLUSH_FULL)) != OC_OK)
+            return st;
+    }
+    return OC_ERR_NO_RESOURCE; /* not reached: a fresh buffer fits it */
+}
+
+oc_status_t oc_eng_flush(oc_eng_t *e, oc_eng_out_t *o, oc_eng_flush_t why)
+{
+    oc_eng_buf_t *b = o->buf;
+    oc_wire_hdr_t h;
+    uint32_t len;
+
+    if (b == NULL)
+        return OC_OK;
+    len = (uint32_t)(o->wp - b->data);
+    memset(&h, 0, sizeof(h));
+    h.count = oc_eng_out_count(o);
+    h.flags = o->flags;
+    if (o->item_len != OC_ENG_NO_ITEM) {
+        h.flags |= OC_WIRE_F_FIXED;
+        h.item_size = (uint16_t)o->item_len;
+        h.src = o->fsrc;
+        h.dst = o->fdst;
+    } else {
+        h.src = (o->flags & OC_WIRE_F_STREAM) ? o->src : OC_WIRE_RANK_NONE;
+        h.dst = OC_WIRE_RANK_NONE;
+    }
+    h.length = len;
+    h.src_hop = e->p.src_hop;
+    h.job = o->job;
+    h.seq = o->seq++;
+    oc_wire_hdr_write(b->data, &h);
+
+    o->buf = NULL;
+    o->wp = o->end = NULL;
+    o->item_len = OC_ENG_NO_ITEM;
+    o->count = 0;
+
+    OC_ENG_CNT_ADD(e->c.bundles, 1);
+    OC_ENG_CNT_ADD(e->c.bytes, len);
+    OC_ENG_CNT_ADD(e->c.flush[why], 1);
+    return e->p.handoff(e->p.arg, o, b, len, h.count);
+}
+
+oc_status_t oc_eng_flush_dirty(oc_eng_t *e, oc_eng_flush_t why, uint64_t now)
+{
+    uint32_t keep = 0;
+    oc_status_t ret = OC_OK;
+
+    /* A hand-off may open buffers (a local delivery whose handler
+     * replies): the list is re-read each turn and may grow meanwhile. */
+    for (uint32_t i = 0; i < e->ndirty; i++) {
+        oc_eng_out_t *o = e->dirty[i];
+        if (o->buf != NULL && why == OC_ENG_FLUSH_TIMEOUT &&
+            now - o->t_first < e->p.flush_timeout_us) {
+            e->dirty[keep++] = o;
+            continue;
+        }
+        if (o->buf != NULL) {
+            oc_status_t st = oc_eng_flush(e, o, why);
+            if (st != OC_OK)
+                ret = st;
+        }
+        if (o->buf != NULL) /* reopened by a hand-off */
+            e->dirty[keep++] = o;
+        else
+            o->listed = 0;
+    }
+    e->ndirty = keep;
+    return ret;
+}
+
+oc_status_t oc_eng_policy(oc_eng_t *e, bool idle)
+{
+    if (e->ndirty == 0)
+        return OC_OK;
+    return idle ? oc_eng_flush_dirty(e, OC_ENG_FLUSH_IDLE, 0)
+                : oc_eng_flush_dirty(e, OC_ENG_FLUSH_TIMEOUT, oc_now_us());
+}
+
+/* ---- sending ------------------------------------------------------------ */
+
+static void set_blocked(oc_eng_t *e, oc_eng_out_t *o, int on)
+{
+    o->blocked = (uint8_t)on;
+    OC_ENG_CNT_ADD(e->c.blocked, on ? 1 : (uint64_t)-1);
+    if (e->p.blocked != NULL)
+        e->p.blocked(e->p.arg, o, on);
+}
+
+static void unblock(oc_eng_t *e, oc_eng_out_t *o)
+{
+    set_blocked(e, o, 0);
+}
+
+static void send_done(oc_tr_op_t *op, oc_status_t st)
+{
+    oc_eng_buf_t *b = (oc_eng_buf_t *)op;
+    oc_eng_t *e = b->eng;
+    oc_eng_out_t *o = b->out;
+
+    e->inflight--;
+    if (o != NULL) { /* NULL: retired meanwhile */
+        o->inflight--;
+        if (o->blocked && o->inflight < e->p.max_inflight)
+            unblock(e, o);
+    }
+    oc_eng_buf_put(e, b);
+    if (st != OC_OK && e->p.send_failed != NULL)
+        e->p.send_failed(e->p.arg, o, st);
+}
+
+oc_status_t oc_eng_send(oc_eng_t *e, oc_eng_out_t *o, oc_tr_ep_t *ep,
+                        uint64_t token, oc_eng_buf_t *b, uint32_t len)
+{
+    oc_status_t st;
+
+    b->op.token = token;
+    b->out = o;
+    st = oc_tr_send(ep, OC_AM_BUNDLE, b->data, len, &b->op);
+    if (st == OC_INPROGRESS) {
+        e->inflight++;
+        o->inflight++;
+        if (!o->blocked && e->p.max_inflight != 0 &&
+            o->inflight >= e->p.max_inflight)
+            set_blocked(e, o, 1);
+        return OC_OK;
+    }
+    oc_eng_buf_put(e, b);
+    return st;
+}
+
+void oc_eng_out_retire(oc_eng_t *e, oc_eng_out_t *o)
+{
+    oc_eng_flush(e, o, OC_ENG_FLUSH_EXPLICIT);
+    if (o->inflight > 0)
+        for (uint64_t i = 0; i < e->p.nbufs; i++)
+            if (e->descs[i].out == o)
+                e->descs[i].out = NULL;
+    if (o->blocked)
+        unblock(e, o);
+    o->inflight = 0;
+    for (uint32_t i = 0; i < e->ndirty; i++)
+        if (e->dirty[i] == o) {
+            e->dirty[i] = e->dirty[--e->ndirty];
+            break;
+        }
+    o->listed = 0;
+}
+
+void oc_eng_counters(const oc_eng_t *e, oc_eng_counters_t *out)
+{
+    const uint64_t *src = (const uint64_t *)&e->c;
+    uint64_t *dst = (uint64_t *)out;
+    for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
+        dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+}
+
+/* ---- receive ring ------------------------------------------------------- */
+
+oc_status_t oc_eng_ring_init(oc_eng_ring_t *r, oc_eng_t *e, uint32_t cap)
+{
+    uint32_t c = 16;
+    while (c < cap)
+        c *= 2;
+    r->q = calloc(c, sizeof(*r->q));
+    if (r->q == NULL)
+        return OC_ERR_NO_MEMORY;
+    r->head = r->count = 0;
+    r->cap = c;
+    r->eng = e;
+    return OC_OK;
+}
+
+void oc_eng_ring_fini(oc_eng_ring_t *r)
+{
+    free(r->q);
+    r->q = NULL;
+    r->count = r->cap = 0;
+}
+
+oc_eng_rx_t *oc_eng_ring_push(oc_eng_ring_t *r)
+{
+    oc_eng_rx_t *x;
+    if (unlikely(r->count == r->cap)) {
+        /* Grow (rare: only when the owner falls behind its senders).
+         * Re-lay the ring from index 0 so indices stay simple. */
+        uint32_t ncap = r->cap * 2;
+        oc_eng_rx_t *n = ncap > r->cap ? malloc(sizeof(*n) * ncap) : NULL;
+        if (n == NULL) {
+            oom(r->eng, "growing the receive ring");
+            return NULL;
+        }
+        for (uint32_t i = 0; i < r->count; i++)
+            n[i] = *oc_eng_ring_at(r, i);
+        free(r->q);
+        r->q = n;
+        r->head = 0;
+        r->cap = ncap;
+    }
+    x = oc_eng_ring_at(r, r->count);
+    memset(x, 0, sizeof(*x));
+    r->count++;
+    return x;
+}
+
+void oc_eng_ring_compact(oc_eng_ring_t *r, uint32_t n, uint32_t kept)
+{
+    /* entries n..count-1 arrived during the scan: keep them, in order */
+    for (uint32_t k = n; k < r->count; k++)
+        *oc_eng_ring_at(r, kept + (k - n)) = *oc_eng_ring_at(r, k);
+    r->count = kept + (r->count - n);
+}

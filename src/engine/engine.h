@@ -1,0 +1,296 @@
+/*
+ * engine.h — the one aggregation engine of offcore, under the runtime
+ * (liboffcore, both placements) and the agent's routing threads alike.
+ *
+ * What it owns:
+ *   - a pool of bundle buffers (sized at creation; optionally a reserve of
+ *     malloc'd ones for replies sent from inside a handler);
+ *   - outlets (oc_eng_out_t): one open buffer toward one next hop, in
+ *     fixed mode (no per-message header: every item of one length, from
+ *     one source to one destination) until a message breaks that, then
+ *     rewritten in place as mixed mode (src/wire's format);
+ *   - the dirty list and the flush policy, with one enum of reasons:
+ *     FULL (a message did not fit), TIMEOUT (the first message waited
+ *     flush_timeout_us), IDLE (the owner saw no new work since its last
+ *     turn: nobody gains from waiting), EXPLICIT (the owner asked);
+ *   - the bundle header (written by src/wire) and the counters;
+ *   - sends through the transport with per-outlet back-pressure: an outlet
+ *     with max_inflight bundles not yet completed is "blocked" until one
+ *     completes (the owner holds its traffic back, never drops it);
+ *   - the receive ring of bundles waiting to be delivered or routed.
+ *
+ * Out-of-memory policy (the one policy, for every owner): the engine never
+ * allocates on the fast path and never aborts.  Where it must allocate
+ * (the receive ring growing, the dirty list growing, a reserve buffer) and
+ * cannot, it refuses what asked for the memory with OC_ERR_NO_MEMORY or
+ * OC_ERR_NO_RESOURCE, logs it once and counts it (oom); the owner hands
+ * the bundle back to the transport and fails the flow that lost it (the
+ * runtime fails its context with OC_ERR_NO_MEMORY, which every later call
+ * returns; the agent rejects the bundle, counted against its job, which
+ * then cannot quiesce), so nothing is ever lost without a visible error.
+ *
+ * Threading: an engine belongs to one thread (a rank's context, or one
+ * routing thread); nothing here is locked.  Counters are written with
+ * relaxed atomic stores so that other threads may read them
+ * (oc_eng_counters).
+ */
+#ifndef OC_ENGINE_H
+#define OC_ENGINE_H
+
+#include "transport/transport.h"
+#include "wire/wire.h"
+
+#include <offcore/offcore.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#define OC_ENG_NO_ITEM UINT32_MAX
+
+/** Why a buffer became a bundle: the one list of flush reasons. */
+typedef enum {
+    OC_ENG_FLUSH_FULL,     /**< a message did not fit */
+    OC_ENG_FLUSH_TIMEOUT,  /**< first message older than flush_timeout_us */
+    OC_ENG_FLUSH_IDLE,     /**< the owner saw no new work */
+    OC_ENG_FLUSH_EXPLICIT, /**< the owner asked (oc_flush, quiesce, retire) */
+    OC_ENG_FLUSH_NREASONS
+} oc_eng_flush_t;
+
+typedef struct oc_eng     oc_eng_t;
+typedef struct oc_eng_out oc_eng_out_t;
+
+/** A bundle buffer.  op comes first: the transport's completion hands it
+ *  back as the oc_tr_op_t. */
+typedef struct oc_eng_buf {
+    oc_tr_op_t         op;
+    oc_eng_t          *eng;
+    oc_eng_out_t      *out;     /**< sent to (in flight); NULL once retired */
+    uint8_t           *data;    /**< bundle_size bytes, 64-byte aligned */
+    struct oc_eng_buf *next;    /**< free list, or the owner's queue */
+    uint32_t           len;     /**< bundle length while the owner holds it */
+    uint8_t            reserve; /**< malloc'd beyond the pool */
+} oc_eng_buf_t;
+
+/** One open buffer toward one next hop.  The owner embeds it in its own
+ *  per-destination state and sets the identity fields (job, flags, src,
+ *  user) once; the engine keeps the rest.  Hot fields first. */
+struct oc_eng_out {
+    uint8_t      *wp;        /**< write pointer; NULL when no buffer */
+    uint8_t      *end;
+    uint32_t      item_len;  /**< fixed mode: every item's length;
+                                  OC_ENG_NO_ITEM: mixed (or no buffer) */
+    uint32_t      stride;    /**< pad8(item_len) */
+    uint32_t      count;     /**< messages (mixed mode; fixed mode counts
+                                  from the write pointer) */
+    uint32_t      fsrc, fdst; /**< fixed mode: the one source, destination */
+    uint8_t       listed;    /**< on the dirty list */
+    uint8_t       blocked;   /**< max_inflight reached: hold traffic back */
+    uint8_t       mixed_only; /**< owner: never use fixed mode */
+    uint8_t       flags;     /**< owner: extra bundle flags (OC_WIRE_F_*) */
+    oc_eng_buf_t *buf;
+    uint64_t      t_first;   /**< when the first message went in (us) */
+    uint64_t      seq;
+    uint32_t      inflight;  /**< bundles sent, not yet completed */
+    uint32_t      job;       /**< owner: stamped on every bundle */
+    uint32_t      src;       /**< owner: header src of a STREAM bundle */
+    void         *user;      /**< owner: what the hand-off needs */
+};
+
+/** Where a finished bundle goes: the owner sends it (oc_eng_send), queues
+ *  it, or delivers it locally.  It owns @p b from here (back to the pool
+ *  with oc_eng_buf_put).  A negative status is returned to the caller of
+ *  the flush. */
+typedef oc_status_t (*oc_eng_handoff_t)(void *arg, oc_eng_out_t *o,
+                                        oc_eng_buf_t *b, uint32_t len,
+                                        uint32_t count);
+
+typedef struct {
+    uint64_t bundle_size;      /**< bytes per buffer (>= 256) */
+    uint64_t nbufs;            /**< pool buffers (>= 1) */
+    uint64_t flush_timeout_us;
+    uint32_t max_inflight;     /**< per outlet before it blocks; 0: never */
+    uint32_t src_hop;          /**< stamped in every header */
+    uint32_t dirty_cap;        /**< initial dirty-list room (grows) */
+    uint32_t ring_cap;         /**< initial receive-ring room, power of 2 */
+    bool     reserve;          /**< allow reserve buffers (oc_eng_t.in_handler) */
+    oc_eng_handoff_t handoff;
+    /** @p o became blocked (@p on = 1) or unblocked (0); optional. */
+    void   (*blocked)(void *arg, oc_eng_out_t *o, int on);
+    /** A send that completed with an error (the buffer is back already). */
+    void   (*send_failed)(void *arg, oc_eng_out_t *o, oc_status_t st);
+    void    *arg;
+    const char *name;          /**< for logs: "rank 3", "router 1" */
+    int      log_comp;         /**< OC_COMP_* of the owner, for its logs */
+} oc_eng_params_t;
+
+/** Counters (relaxed atomic stores by the owner's thread). */
+typedef struct {
+    uint64_t bundles;          /**< bundles built (flushed) */
+    uint64_t bytes;            /**< their bytes, headers included */
+    uint64_t flush[OC_ENG_FLUSH_NREASONS];
+    uint64_t reserve_buffers;  /**< reserve buffers taken */
+    uint64_t blocked;          /**< outlets blocked now (gauge) */
+    uint64_t oom;              /**< refusals for lack of memory */
+} oc_eng_counters_t;
+
+/** A received bundle waiting for (or in) delivery or routing. */
+typedef struct {
+    uint8_t       *data;
+    uint32_t       len;
+    uint32_t       done;      /**< messages already handled */
+    uint64_t       token;     /**< the sender's transport token */
+    uint64_t       t_arrival; /**< us */
+    oc_eng_buf_t  *self_buf;  /**< a bundle from this engine: back to pool */
+    uint8_t        validated;
+    oc_wire_hdr_t  hdr;       /**< once validated */
+} oc_eng_rx_t;
+
+/** Ring of oc_eng_rx_t (capacity a power of two; grows by doubling). */
+typedef struct {
+    oc_eng_rx_t *q;
+    uint32_t     head, count, cap;
+    oc_eng_t    *eng;         /**< for the oom counter and log */
+} oc_eng_ring_t;
+
+struct oc_eng {
+    oc_eng_params_t   p;
+    oc_eng_buf_t     *free_bufs;
+    oc_eng_buf_t     *reserve_bufs;
+    oc_eng_out_t    **dirty;
+    uint32_t          ndirty, dirty_cap;
+    uint64_t          inflight;  /**< bundles in flight, all outlets */
+    int               in_handler; /**< owner: reserve buffers allowed now */
+    oc_eng_counters_t c;
+    oc_eng_buf_t     *descs;
+    uint8_t          *mem;
+};
+
+/** Create an engine and its pool.  OC_ERR_INVALID_PARAM, OC_ERR_NO_MEMORY. */
+oc_status_t oc_eng_create(const oc_eng_params_t *p, oc_eng_t **e_p);
+/** Free the pool and the reserve.  Buffers still in flight must have
+ *  completed or been purged by the transport.  NULL is a no-op. */
+void oc_eng_destroy(oc_eng_t *e);
+
+/** Zero an outlet: no buffer, no identity (call once before use, then set
+ *  the owner's fields). */
+void oc_eng_out_init(oc_eng_out_t *o);
+
+/** A buffer from the pool (or the reserve, in a handler); NULL if none. */
+oc_eng_buf_t *oc_eng_buf_get(oc_eng_t *e);
+void oc_eng_buf_put(oc_eng_t *e, oc_eng_buf_t *b);
+
+/** Open a buffer on @p o (which has none) for a first message of @p len
+ *  bytes from @p src to @p dst.  OC_ERR_NO_RESOURCE: no buffer. */
+oc_status_t oc_eng_open(oc_eng_t *e, oc_eng_out_t *o, uint32_t dst,
+                        uint32_t src, size_t len);
+
+/**
+ * Append one message.  Opens a buffer if needed, flushes a full one
+ * (FULL) and retries once.  The caller checked len <= the largest message
+ * and that @p o is not blocked (a blocked outlet still accepts what fits
+ * its open buffer).
+ * @return OC_OK; OC_ERR_NO_RESOURCE (no buffer free: progress and retry);
+ *         or the hand-off's error.
+ */
+oc_status_t oc_eng_put(oc_eng_t *e, oc_eng_out_t *o, uint32_t dst,
+                       uint32_t src, const void *buf, size_t len);
+
+/** Messages in @p o's open buffer. */
+static inline uint32_t oc_eng_out_count(const oc_eng_out_t *o)
+{
+    if (o->buf == NULL)
+        return 0;
+    if (o->item_len != OC_ENG_NO_ITEM)
+        return (uint32_t)((size_t)(o->wp - (o->buf->data + OC_WIRE_HDR_LEN)) /
+                          o->stride);
+    return o->count;
+}
+
+/** The fast path of an outlet toward one destination from one source (a
+ *  rank's per-destination outlet): a same-size item into an open
+ *  fixed-mode buffer with room.  Returns 0 when oc_eng_put must decide. */
+static inline int oc_eng_try_fast(oc_eng_out_t *o, const void *buf, size_t len)
+{
+    if (__builtin_expect(len == o->item_len && o->wp + o->stride <= o->end, 1)) {
+        if (len == 8)
+            memcpy(o->wp, buf, 8);
+        else
+            oc_wire_put_item(o->wp, buf, len);
+        o->wp += o->stride;
+        return 1;
+    }
+    return 0;
+}
+
+/** oc_eng_put's fast case, inline: an item of the open fixed-mode
+ *  buffer's length, source and destination, with room.  Returns 0 when
+ *  oc_eng_put must decide. */
+static inline int oc_eng_try_put(oc_eng_out_t *o, uint32_t dst, uint32_t src,
+                                 const void *buf, size_t len)
+{
+    if (__builtin_expect(len == o->item_len && src == o->fsrc &&
+                         dst == o->fdst && o->wp + o->stride <= o->end, 1)) {
+        o->wp = oc_wire_put_item(o->wp, buf, len);
+        return 1;
+    }
+    return 0;
+}
+
+/** Write the header of @p o's buffer and hand it off.  OC_OK when there is
+ *  no buffer. */
+oc_status_t oc_eng_flush(oc_eng_t *e, oc_eng_out_t *o, oc_eng_flush_t why);
+
+/** Flush the dirty outlets: all of them, or with TIMEOUT only those whose
+ *  first message is older than flush_timeout_us at @p now.  Returns the
+ *  last error of a hand-off, OC_OK if none. */
+oc_status_t oc_eng_flush_dirty(oc_eng_t *e, oc_eng_flush_t why, uint64_t now);
+
+/** The flush policy, once per turn of the owner's loop: @p idle (nothing
+ *  new since the last turn) flushes everything (IDLE), else what timed
+ *  out (TIMEOUT). */
+oc_status_t oc_eng_policy(oc_eng_t *e, bool idle);
+
+/** Send a finished bundle on @p ep with @p token as its header: done now
+ *  (buffer back to the pool), or in flight (counted on @p o; @p o blocks
+ *  at max_inflight).  OC_OK either way, or the transport's error (the
+ *  buffer is back in the pool). */
+oc_status_t oc_eng_send(oc_eng_t *e, oc_eng_out_t *o, oc_tr_ep_t *ep,
+                        uint64_t token, oc_eng_buf_t *b, uint32_t len);
+
+/** Retire an outlet whose next hop goes away: flush what it holds
+ *  (EXPLICIT), forget its bundles in flight (their completions will not
+ *  find it), unblock it, take it off the dirty list. */
+void oc_eng_out_retire(oc_eng_t *e, oc_eng_out_t *o);
+
+/** Snapshot of the counters (relaxed loads; any thread). */
+void oc_eng_counters(const oc_eng_t *e, oc_eng_counters_t *out);
+
+/* ---- receive ring ------------------------------------------------------ */
+
+oc_status_t oc_eng_ring_init(oc_eng_ring_t *r, oc_eng_t *e, uint32_t cap);
+void oc_eng_ring_fini(oc_eng_ring_t *r);
+
+/** A new zeroed entry at the tail (grows the ring when full).  NULL when
+ *  growing failed: see the out-of-memory policy above (logged, counted). */
+oc_eng_rx_t *oc_eng_ring_push(oc_eng_ring_t *r);
+
+static inline oc_eng_rx_t *oc_eng_ring_at(oc_eng_ring_t *r, uint32_t k)
+{
+    return &r->q[(r->head + k) & (r->cap - 1)];
+}
+
+static inline void oc_eng_ring_pop(oc_eng_ring_t *r)
+{
+    r->head = (r->head + 1) & (r->cap - 1);
+    r->count--;
+}
+
+/** After a scan of the first @p n entries that kept @p kept of them at
+ *  positions 0..kept-1 (oc_eng_ring_at), drop the other n - kept; entries
+ *  pushed after the scan move down behind the kept ones. */
+void oc_eng_ring_compact(oc_eng_ring_t *r, uint32_t n, uint32_t kept);
+
+#define OC_ENG_CNT_ADD(field, v)                                           \
+    __atomic_store_n(&(field), (field) + (v), __ATOMIC_RELAXED)
+
+#endif
