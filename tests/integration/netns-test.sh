@@ -156,7 +156,7 @@ twonode)
         echo "offcore stat on node $2, its peers table:"
         cat "$T/peers$1"
     done
-    echo "node 0 -> 1 and 1 -> 0: tcp ($(grep -o 'via .*' "$T/agentA.log" | head -1))"
+    grep -h "peer node .*: via" "$T/agentA.log" "$T/agentB.log"
     echo "PASS twonode" ;;
 grid)
     SW=ocn-s$ID
