@@ -1,6 +1,7 @@
 /*
  * transport_int.h — what transport.c and tlbook.c share (private to
- * src/transport): the book of endpoints' transports.
+ * src/transport): the book of endpoints' transports.  The book's
+ * functions are thread-safe (one mutex, tlbook.c); the uid query is pure.
  */
 #ifndef OC_TRANSPORT_INT_H
 #define OC_TRANSPORT_INT_H
