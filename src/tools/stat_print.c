@@ -1,9 +1,10 @@
 /*
  * stat_print.c — `offcore stat`'s output: the tables (driven by views[]:
- * each column is one metric, plus for in/out pairs one selecting label;
- * each row one value of the view's key label; a sample that fits no column
- * is never dropped: it is listed under "other"), per-second rates under
- * each row with --watch, and the JSON form.  Label values come from an
+ * each column is one metric, plus for in/out pairs one selecting label, or
+ * for a text column the label whose value it shows, such as the peers'
+ * transport; each row one value of the view's key label; a sample that
+ * fits no column is never dropped: it is listed under "other"),
+ * per-second rates under each row with --watch, and the JSON form.  Label values come from an
  * untrusted exporter: tables print their escaped form (smp_t.shown).
  */
 #include "tools/stat_int.h"
