@@ -152,6 +152,7 @@ static void run(agent_t *a)
         while ((s = oc_guard_expired(&a->guard, now)) != NULL)
             oc__ag_conn_expire(a, oc__ag_conn_of(s));
         oc__ag_publish_jobs(a);
+        oc__ag_peer_tr_poll(a);
         /* drop dead connections (after their last words were flushed) */
         for (oc_aconn_t **pp = &a->conns; *pp != NULL;) {
             oc_aconn_t *c = *pp;
@@ -231,7 +232,10 @@ static oc_status_t setup_nodes(agent_t *a)
     a->node_addr = calloc(n, sizeof(*a->node_addr));
     a->peer = calloc(n, sizeof(*a->peer));
     a->next_dial_us = calloc(n, sizeof(*a->next_dial_us));
-    if (a->node_addr == NULL || a->peer == NULL || a->next_dial_us == NULL)
+    a->peer_tr_addr = calloc(n, sizeof(*a->peer_tr_addr));
+    a->peer_tr = calloc(n, sizeof(*a->peer_tr));
+    if (a->node_addr == NULL || a->peer == NULL || a->next_dial_us == NULL ||
+        a->peer_tr_addr == NULL || a->peer_tr == NULL)
         return OC_ERR_NO_MEMORY;
     for (uint32_t i = 0; i < n; i++) {
         a->node_addr[i] = list[i];
@@ -332,6 +336,7 @@ int oc_agent_run(const oc_agent_config_t *cfg)
     }
     if ((st = setup_nodes(a)) != OC_OK)
         goto out;
+    oc_tr_book_enable(); /* which transport each endpoint uses */
     a->nrouters = (uint32_t)cfg->threads;
     for (uint32_t t = 0; t < a->nrouters; t++) {
         oc_router_params_t p = {t, a->node, a->nnodes, cfg->bundle_size,
@@ -381,6 +386,10 @@ out:
     free(a->node_addr);
     free(a->peer);
     free(a->next_dial_us);
+    for (uint32_t i = 0; a->peer_tr_addr && i < a->nnodes; i++)
+        free(a->peer_tr_addr[i]);
+    free(a->peer_tr_addr);
+    free(a->peer_tr);
     free(a);
     return rc;
 }

@@ -75,6 +75,15 @@ typedef struct {
     pthread_mutex_t   pub_mu;
     struct { uint32_t job, size, nlocal; } pub[64];
     uint32_t          npub;
+    /* the transport of each peer's endpoint (transport/tlbook.c): its
+     * router-0 address, control thread only, until the router has made
+     * the endpoint; then what it uses, published under pub_mu */
+    uint8_t         **peer_tr_addr;  /* [nnodes] */
+    struct oc_ag_peer_tr {
+        int      known;
+        unsigned cls;
+        char     tls[128];
+    }                *peer_tr;       /* [nnodes] */
 } agent_t;
 
 static inline oc_aconn_t *oc__ag_conn_of(oc_guard_slot_t *s)
@@ -112,6 +121,13 @@ void oc__ag_conn_expire(agent_t *a, oc_aconn_t *c);
 
 /* agent_metrics.c */
 void oc__ag_publish_jobs(agent_t *a);
+/** Peer @p node's endpoint is being made to router address @p addr (NULL:
+ *  the peer is gone, forget it). */
+void oc__ag_peer_tr_expect(agent_t *a, uint32_t node, const void *addr,
+                           size_t len);
+/** Learn, log and publish the transports of the endpoints the routers
+ *  have made since the last call (control thread, each loop round). */
+void oc__ag_peer_tr_poll(agent_t *a);
 oc_status_t oc__ag_metrics_start(agent_t *a);
 void oc__ag_metrics_stop(agent_t *a);
 

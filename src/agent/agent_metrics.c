@@ -2,12 +2,16 @@
  * agent_metrics.c — offcored's Prometheus metrics: the callback the /metrics
  * server (src/metrics/http.c) calls on its own thread, once per scrape.  It
  * reads the routers' counters (their own atomics), the copy of the job
- * table the control thread publishes under pub_mu, and atomic counters.
+ * table and the peers' transports that the control thread publishes under
+ * pub_mu, and atomic counters.
  */
 #include "agent_int.h"
 
+#include "metrics/names.h"
+
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void oc__ag_publish_jobs(agent_t *a)
@@ -21,6 +25,37 @@ void oc__ag_publish_jobs(agent_t *a)
     }
     a->npub = n;
     pthread_mutex_unlock(&a->pub_mu);
+}
+
+void oc__ag_peer_tr_expect(agent_t *a, uint32_t node, const void *addr,
+                           size_t len)
+{
+    free(a->peer_tr_addr[node]);
+    a->peer_tr_addr[node] = NULL;
+    if (addr != NULL && (a->peer_tr_addr[node] = malloc(len)) != NULL)
+        memcpy(a->peer_tr_addr[node], addr, len);
+    pthread_mutex_lock(&a->pub_mu);
+    memset(&a->peer_tr[node], 0, sizeof(a->peer_tr[node]));
+    pthread_mutex_unlock(&a->pub_mu);
+}
+
+void oc__ag_peer_tr_poll(agent_t *a)
+{
+    for (uint32_t n = 0; n < a->nnodes; n++) {
+        struct oc_ag_peer_tr t = {0};
+        if (a->peer_tr_addr[n] == NULL ||
+            !oc_tr_book_lookup(a->peer_tr_addr[n], &t.cls, t.tls,
+                               sizeof(t.tls)))
+            continue; /* no such peer, or its router has not made it yet */
+        free(a->peer_tr_addr[n]);
+        a->peer_tr_addr[n] = NULL;
+        t.known = 1;
+        oc_info(OC_COMP_AGENT, "peer node %u: via %s (%s)", n,
+                t.tls[0] ? t.tls : "?", oc_tr_class_main(t.cls));
+        pthread_mutex_lock(&a->pub_mu);
+        a->peer_tr[n] = t;
+        pthread_mutex_unlock(&a->pub_mu);
+    }
 }
 
 /* ---- metrics -------------------------------------------------------- */
@@ -166,13 +201,13 @@ static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
 
     /* per peer node, summed over routers: what crossed the network */
     static const struct { const char *name, *help; size_t in, out; } pf[] = {
-        {"offcore_peer_bundles_total", "Bundles exchanged with the peer node",
+        {OC_M_PEER_BUNDLES, "Bundles exchanged with the peer node",
          offsetof(oc_router_peer_counters_t, bundles_in),
          offsetof(oc_router_peer_counters_t, bundles_out)},
-        {"offcore_peer_bytes_total", "Bundle bytes exchanged with the peer node",
+        {OC_M_PEER_BYTES, "Bundle bytes exchanged with the peer node",
          offsetof(oc_router_peer_counters_t, bytes_in),
          offsetof(oc_router_peer_counters_t, bytes_out)},
-        {"offcore_peer_messages_total", "Messages exchanged with the peer node",
+        {OC_M_PEER_MESSAGES, "Messages exchanged with the peer node",
          offsetof(oc_router_peer_counters_t, msgs_in),
          offsetof(oc_router_peer_counters_t, msgs_out)},
     };
@@ -193,7 +228,7 @@ static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
                            *(uint64_t *)((char *)&pc + pf[f].out));
         }
     }
-    oc_prom_family(p, "offcore_peer_blocklist_depth",
+    oc_prom_family(p, OC_M_PEER_BLOCKLIST,
                    "Next hops toward the peer node blocked now", OC_PROM_GAUGE);
     for (uint32_t n = 0; n < a->nnodes; n++) {
         if (n == a->node)
@@ -201,8 +236,26 @@ static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
         peer_sum(a, n, &pc);
         snprintf(v, sizeof(v), "%u", n);
         l[0] = LBL("peer", v);
-        oc_prom_sample(p, "offcore_peer_blocklist_depth", l, 1, pc.blocked);
+        oc_prom_sample(p, OC_M_PEER_BLOCKLIST, l, 1, pc.blocked);
     }
+
+    oc_prom_family(p, OC_M_PEER_TRANSPORT,
+                   "The transports UCX picked for active messages to the "
+                   "peer node's agent (1 per connected peer; the labels "
+                   "name them)", OC_PROM_GAUGE);
+    pthread_mutex_lock(&a->pub_mu);
+    for (uint32_t n = 0; n < a->nnodes; n++) {
+        oc_prom_label_t tl[3];
+        if (n == a->node || !a->peer_tr[n].known)
+            continue;
+        snprintf(v, sizeof(v), "%u", n);
+        tl[0] = LBL("peer", v);
+        tl[1] = LBL("transport", a->peer_tr[n].tls[0] ? a->peer_tr[n].tls
+                                                      : "unknown");
+        tl[2] = LBL("class", oc_tr_class_main(a->peer_tr[n].cls));
+        oc_prom_sample(p, OC_M_PEER_TRANSPORT, tl, 3, 1);
+    }
+    pthread_mutex_unlock(&a->pub_mu);
 
     /* per routing thread */
     for (uint32_t r = 0; r < a->nrouters; r++)

@@ -270,6 +270,7 @@ static void peer_info(agent_t *a, oc_aconn_t *c, const oc_ctl_msg_t *m)
                                    a->node);
     recv_token = oc_ctl_peer_token(&a->cluster_key, c->peer_nonce, c->my_nonce,
                                    c->node);
+    oc__ag_peer_tr_expect(a, c->node, ad->item[0].data, ad->item[0].len);
     for (uint32_t t = 0; t < a->nrouters; t++) {
         uint32_t k = t % ad->count;
         oc_router_add_peer(a->routers[t], c->node, send_token, recv_token,
@@ -339,6 +340,7 @@ static void peer_gone(agent_t *a, oc_aconn_t *c)
     if (c->kind != C_PEER || a->peer[c->node] != c)
         return;
     a->peer[c->node] = NULL;
+    oc__ag_peer_tr_expect(a, c->node, NULL, 0);
     for (uint32_t t = 0; t < a->nrouters; t++)
         oc_router_del_peer(a->routers[t], c->node);
     snprintf(why, sizeof(why), "the agent of node %u went away", c->node);

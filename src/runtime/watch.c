@@ -86,17 +86,6 @@ static int items_allowed(const req_t *r, const char *items, int any)
     return any ? 0 : seen;
 }
 
-static const char *cls_name(unsigned cls)
-{
-    if (cls & OC_TR_CLASS_RDMA)
-        return "rdma";
-    if (cls & OC_TR_CLASS_TCP)
-        return "tcp";
-    if (cls & OC_TR_CLASS_INTRA_HOST)
-        return "sm";
-    return cls ? "other" : "unknown";
-}
-
 oc_status_t oc__transport_precheck(oc_context_t *ctx)
 {
     const char *spec = ctx->cfg.require_transport;
@@ -144,13 +133,13 @@ oc_status_t oc__transport_watch(oc_context_t *ctx)
             ctx->c.conn_other++;
         if (n++ < LOG_EACH)
             oc_info(OC_COMP_RUNTIME, "rank %u: to %s via %s (%s)", ctx->rank,
-                    who, tls[0] ? tls : "?", cls_name(cls));
+                    who, tls[0] ? tls : "?", oc_tr_class_main(cls));
         if (spec[0] && !items_allowed(&req, tls, 0)) {
             oc_error(OC_COMP_RUNTIME,
                      "rank %u: OC_REQUIRE_TRANSPORT=%s, but the connection "
                      "to %s uses %s (%s); `offcore doctor` says why",
                      ctx->rank, spec, who, tls[0] ? tls : "an unknown "
-                     "transport", cls_name(cls));
+                     "transport", oc_tr_class_main(cls));
             return OC_ERR_TRANSPORT_REQUIRED;
         }
     }

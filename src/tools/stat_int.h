@@ -16,6 +16,8 @@ typedef struct {
     const char *sel; /* second label selecting the column, or NULL */
     const char *sel_val;
     const char *heading;
+    const char *show; /* a label whose value is the cell (text, not a
+                         number; never summed), or NULL */
 } col_t;
 
 typedef struct {

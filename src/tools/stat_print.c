@@ -1,12 +1,15 @@
 /*
  * stat_print.c — `offcore stat`'s output: the tables (driven by views[]:
- * each column is one metric, plus for in/out pairs one selecting label;
- * each row one value of the view's key label; a sample that fits no column
- * is never dropped: it is listed under "other"), per-second rates under
- * each row with --watch, and the JSON form.  Label values come from an
+ * each column is one metric, plus for in/out pairs one selecting label, or
+ * for a text column the label whose value it shows, such as the peers'
+ * transport; each row one value of the view's key label; a sample that
+ * fits no column is never dropped: it is listed under "other"),
+ * per-second rates under each row with --watch, and the JSON form.  Label values come from an
  * untrusted exporter: tables print their escaped form (smp_t.shown).
  */
 #include "tools/stat_int.h"
+
+#include "metrics/names.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -18,37 +21,38 @@
 
 
 static const col_t job_cols[] = {
-    {"offcore_job_ranks", NULL, NULL, "ranks"},
-    {"offcore_job_messages_total", "dir", "in", "msgs in"},
-    {"offcore_job_messages_total", "dir", "out", "msgs out"},
-    {"offcore_job_bytes_total", "dir", "in", "bytes in"},
-    {"offcore_job_bytes_total", "dir", "out", "bytes out"},
-    {"offcore_job_bundles_total", "dir", "in", "bundles in"},
-    {"offcore_job_bundles_total", "dir", "out", "bundles out"},
-    {"offcore_job_rejects_total", NULL, NULL, "rejects"},
+    {"offcore_job_ranks", NULL, NULL, "ranks", NULL},
+    {"offcore_job_messages_total", "dir", "in", "msgs in", NULL},
+    {"offcore_job_messages_total", "dir", "out", "msgs out", NULL},
+    {"offcore_job_bytes_total", "dir", "in", "bytes in", NULL},
+    {"offcore_job_bytes_total", "dir", "out", "bytes out", NULL},
+    {"offcore_job_bundles_total", "dir", "in", "bundles in", NULL},
+    {"offcore_job_bundles_total", "dir", "out", "bundles out", NULL},
+    {"offcore_job_rejects_total", NULL, NULL, "rejects", NULL},
 };
 static const col_t peer_cols[] = {
-    {"offcore_peer_messages_total", "dir", "in", "msgs in"},
-    {"offcore_peer_messages_total", "dir", "out", "msgs out"},
-    {"offcore_peer_bundles_total", "dir", "in", "bundles in"},
-    {"offcore_peer_bundles_total", "dir", "out", "bundles out"},
-    {"offcore_peer_bytes_total", "dir", "in", "bytes in"},
-    {"offcore_peer_bytes_total", "dir", "out", "bytes out"},
-    {"offcore_peer_blocklist_depth", NULL, NULL, "blocklist"},
+    {OC_M_PEER_TRANSPORT, NULL, NULL, "transport", "transport"},
+    {OC_M_PEER_MESSAGES, "dir", "in", "msgs in", NULL},
+    {OC_M_PEER_MESSAGES, "dir", "out", "msgs out", NULL},
+    {OC_M_PEER_BUNDLES, "dir", "in", "bundles in", NULL},
+    {OC_M_PEER_BUNDLES, "dir", "out", "bundles out", NULL},
+    {OC_M_PEER_BYTES, "dir", "in", "bytes in", NULL},
+    {OC_M_PEER_BYTES, "dir", "out", "bytes out", NULL},
+    {OC_M_PEER_BLOCKLIST, NULL, NULL, "blocklist", NULL},
 };
 static const col_t thread_cols[] = {
-    {"offcore_thread_messages_total", NULL, NULL, "msgs"},
-    {"offcore_thread_bundles_total", "dir", "in", "bundles in"},
-    {"offcore_thread_bundles_total", "dir", "out", "bundles out"},
-    {"offcore_thread_bundles_forwarded_total", NULL, NULL, "forwarded"},
-    {"offcore_thread_flushes_total", "reason", "full", "flush full"},
-    {"offcore_thread_flushes_total", "reason", "timeout", "flush timeout"},
-    {"offcore_thread_flushes_total", "reason", "idle", "flush idle"},
-    {"offcore_thread_flushes_total", "reason", "explicit", "flush explicit"},
-    {"offcore_thread_blocklist_depth", NULL, NULL, "blocklist"},
+    {"offcore_thread_messages_total", NULL, NULL, "msgs", NULL},
+    {"offcore_thread_bundles_total", "dir", "in", "bundles in", NULL},
+    {"offcore_thread_bundles_total", "dir", "out", "bundles out", NULL},
+    {"offcore_thread_bundles_forwarded_total", NULL, NULL, "forwarded", NULL},
+    {"offcore_thread_flushes_total", "reason", "full", "flush full", NULL},
+    {"offcore_thread_flushes_total", "reason", "timeout", "flush timeout", NULL},
+    {"offcore_thread_flushes_total", "reason", "idle", "flush idle", NULL},
+    {"offcore_thread_flushes_total", "reason", "explicit", "flush explicit", NULL},
+    {"offcore_thread_blocklist_depth", NULL, NULL, "blocklist", NULL},
 };
 static const col_t reject_cols[] = {
-    {"offcore_rejects_total", NULL, NULL, "rejects"},
+    {"offcore_rejects_total", NULL, NULL, "rejects", NULL},
 };
 
 static const view_t views[] = {
@@ -136,11 +140,14 @@ static int cmp_row(const void *a, const void *b)
 }
 
 /* Is @p s the sample of column @p c of view @p v?  Exactly the key label
- * and the selecting one: anything else is for "other". */
+ * and the selecting one (a text column: the key and the shown one, and
+ * any others): anything else is for "other". */
 static int fits(const smp_t *s, const view_t *v, const col_t *c)
 {
     if (strcmp(s->name, c->metric) != 0 || oc__stat_label(s, v->key) == NULL)
         return 0;
+    if (c->show != NULL) /* its other labels only say more of the same */
+        return oc__stat_label(s, c->show) != NULL;
     if (c->sel == NULL)
         return s->nlabels == 1;
     return s->nlabels == 2 && oc__stat_label(s, c->sel) != NULL &&
@@ -148,6 +155,17 @@ static int fits(const smp_t *s, const view_t *v, const col_t *c)
 }
 
 
+
+/* The text of a cell: the shown label, or the value. */
+static void cell_text(char *buf, size_t n, const col_t *c, const smp_t *s)
+{
+    if (s == NULL)
+        snprintf(buf, n, "-");
+    else if (c->show != NULL)
+        snprintf(buf, n, "%s", oc__stat_shown(s, c->show));
+    else
+        oc__stat_fmt_value(buf, n, s->is_u64, s->u64, s->value);
+}
 
 static int print_view(render_t *r, const view_t *v)
 {
@@ -211,8 +229,7 @@ static int print_view(render_t *r, const view_t *v)
         for (size_t j = 0; j < nrows; j++) {
             const cell_t *cl = &rows[j].cells[c];
             if (cl->s) {
-                oc__stat_fmt_value(buf, sizeof(buf), cl->s->is_u64, cl->s->u64,
-                          cl->s->value);
+                cell_text(buf, sizeof(buf), &v->cols[c], cl->s);
                 if (strlen(buf) > w[c])
                     w[c] = strlen(buf);
             }
@@ -229,11 +246,7 @@ static int print_view(render_t *r, const view_t *v)
         fprintf(r->out, "  %-*s", (int)kw, rows[j].key);
         for (size_t c = 0; c < v->ncols; c++) {
             const cell_t *cl = &rows[j].cells[c];
-            if (cl->s)
-                oc__stat_fmt_value(buf, sizeof(buf), cl->s->is_u64, cl->s->u64,
-                          cl->s->value);
-            else
-                snprintf(buf, sizeof(buf), "-");
+            cell_text(buf, sizeof(buf), &v->cols[c], cl->s);
             fprintf(r->out, "%*s", (int)w[c], buf);
             any_rate |= cl->has_rate;
         }
@@ -260,6 +273,10 @@ static int print_view(render_t *r, const view_t *v)
             uint64_t su = 0;
             double sd = 0;
             int exact = 1, any = 0;
+            if (v->cols[c].show != NULL) { /* text: no sum */
+                fprintf(r->out, "%*s", (int)w[c], "");
+                continue;
+            }
             for (size_t j = 0; j < nrows; j++) {
                 const smp_t *s = rows[j].cells[c].s;
                 if (s == NULL)

@@ -33,6 +33,17 @@ const char *oc_tr_class_name(unsigned cls)
     return NULL;
 }
 
+const char *oc_tr_class_main(unsigned cls)
+{
+    if (cls & OC_TR_CLASS_RDMA)
+        return "rdma";
+    if (cls & OC_TR_CLASS_TCP)
+        return "tcp";
+    if (cls & OC_TR_CLASS_INTRA_HOST)
+        return "sm";
+    return cls ? "other" : "unknown";
+}
+
 unsigned oc_tr_class_parse(const char *name, size_t len)
 {
     for (size_t i = 0; i < sizeof(class_names) / sizeof(class_names[0]); i++)

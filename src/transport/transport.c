@@ -1,5 +1,5 @@
 /* transport.c — UCP context, workers, endpoints and active messages. */
-#include "transport.h"
+#include "transport_int.h"
 
 #include "util/log.h"
 
@@ -296,6 +296,13 @@ oc_status_t oc_tr_ep_create(oc_tr_worker_t *w, const void *addr,
         free(ep);
         return OC_ERR_TRANSPORT;
     }
+    if (oc__tr_book_on()) { /* tlbook.c: for threads not owning w */
+        uint64_t uid;
+        char tls[128];
+        unsigned cls = oc_tr_ep_transports(ep, tls, sizeof(tls));
+        if (oc__tr_addr_uid(addr, &uid) == OC_OK)
+            oc__tr_book_add(ep, uid, cls, tls);
+    }
     ep->next = w->eps;
     if (w->eps != NULL)
         w->eps->pprev = &ep->next;
@@ -312,6 +319,7 @@ void oc_tr_ep_destroy(oc_tr_worker_t *w, oc_tr_ep_t *ep)
 
     if (ep == NULL)
         return;
+    oc__tr_book_del(ep);
     *ep->pprev = ep->next;
     if (ep->next != NULL)
         ep->next->pprev = ep->pprev;
@@ -474,6 +482,18 @@ unsigned oc_tr_ep_transports(oc_tr_ep_t *ep, char *out, size_t outlen)
     cls = oc_tr_parse_ep_info(text, out, outlen);
     free(text);
     return cls;
+}
+
+oc_status_t oc__tr_addr_uid(const void *addr, uint64_t *uid)
+{
+    ucp_worker_address_attr_t attr;
+
+    memset(&attr, 0, sizeof(attr));
+    attr.field_mask = UCP_WORKER_ADDRESS_ATTR_FIELD_UID;
+    if (ucp_worker_address_query((ucp_address_t *)addr, &attr) != UCS_OK)
+        return OC_ERR_TRANSPORT;
+    *uid = attr.worker_uid;
+    return OC_OK;
 }
 
 unsigned oc_tr_context_resources(oc_tr_context_t *ctx, char *out,

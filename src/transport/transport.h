@@ -160,6 +160,25 @@ oc_status_t oc_tr_context_create_net(oc_tr_context_t **ctx_p);
 /** The UCX library's version ("1.13.1"). */
 const char *oc_tr_version(void);
 
+/** From now on, in this process, oc_tr_ep_create() records which
+ *  transports each new endpoint uses (as oc_tr_ep_transports) under its
+ *  remote worker, for threads that do not own the worker (tlbook.c):
+ *  offcored's control and metrics threads.  Costs one ucp_ep_print_info
+ *  per endpoint created. */
+void oc_tr_book_enable(void);
+/** What was recorded for the newest live endpoint to the worker whose
+ *  address is @p addr: its class bits in *@p cls and its transports
+ *  ("tcp/lo") in @p out.  @return 1, or 0 (and "") when none is known:
+ *  the book is off, the endpoint not yet created or already gone.
+ *  Thread-safe. */
+int oc_tr_book_lookup(const void *addr, unsigned *cls, char *out,
+                      size_t outlen);
+
+/** The main class of class bits @p cls, for one word in logs and
+ *  metrics: "rdma" if any lane is, else "tcp", else "sm" (any class that
+ *  stays on the host), else "other"; "unknown" for 0. */
+const char *oc_tr_class_main(unsigned cls);
+
 /** Iterate a worker's live endpoints: NULL gives the first; returns NULL
  *  after the last.  Not safe against concurrent create/destroy. */
 oc_tr_ep_t *oc_tr_worker_ep_next(oc_tr_worker_t *w, oc_tr_ep_t *prev);

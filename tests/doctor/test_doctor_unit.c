@@ -2,7 +2,8 @@
  * test_doctor_unit.c — the pure parts behind `offcore doctor` and the
  * runtime's transport watch: UCX's endpoint and context descriptions
  * (recorded on this machine, and an RDMA endpoint in the same format),
- * transport classes, NCCL_DEBUG=INFO logs, the PCIe relation.
+ * transport classes, NCCL_DEBUG=INFO logs, the PCIe relation; and the
+ * book of endpoints' transports that offcored reads (live, two workers).
  */
 #include "tools/doctor.h"
 #include "transport/transport.h"
@@ -102,6 +103,56 @@ static void test_classes(void **state)
     assert_int_equal(oc_tr_class_parse("sm", 2), OC_TR_CLASS_SM);
     assert_int_equal(oc_tr_class_parse("rdmax", 5), 0);
     assert_null(oc_tr_class_name(3));
+    /* one word for logs and metrics: the fastest class present */
+    assert_string_equal(oc_tr_class_main(OC_TR_CLASS_RDMA | OC_TR_CLASS_TCP),
+                        "rdma");
+    assert_string_equal(oc_tr_class_main(OC_TR_CLASS_TCP | OC_TR_CLASS_SM),
+                        "tcp");
+    assert_string_equal(oc_tr_class_main(OC_TR_CLASS_SELF), "sm");
+    assert_string_equal(oc_tr_class_main(OC_TR_CLASS_OTHER), "other");
+    assert_string_equal(oc_tr_class_main(0), "unknown");
+}
+
+/* The book (tlbook.c), live: two workers of one context; what the
+ * endpoint from one to the other uses is found by the other's address,
+ * from this thread, until the endpoint is destroyed. */
+static void test_book(void **state)
+{
+    oc_tr_context_t *ctx;
+    oc_tr_worker_t *w1, *w2;
+    oc_tr_ep_t *ep;
+    const void *a1, *a2;
+    size_t l1, l2;
+    unsigned c = 0;
+    char tls[128], direct[128];
+
+    (void)state;
+    assert_int_equal(oc_tr_context_create(&ctx), OC_OK);
+    assert_int_equal(oc_tr_worker_create(ctx, &w1), OC_OK);
+    assert_int_equal(oc_tr_worker_create(ctx, &w2), OC_OK);
+    assert_int_equal(oc_tr_worker_address(w1, &a1, &l1), OC_OK);
+    assert_int_equal(oc_tr_worker_address(w2, &a2, &l2), OC_OK);
+    /* off: nothing is written */
+    assert_int_equal(oc_tr_ep_create(w1, a2, 1, &ep), OC_OK);
+    assert_int_equal(oc_tr_book_lookup(a2, &c, tls, sizeof(tls)), 0);
+    assert_string_equal(tls, "");
+    oc_tr_ep_destroy(w1, ep);
+
+    oc_tr_book_enable();
+    assert_int_equal(oc_tr_ep_create(w1, a2, 1, &ep), OC_OK);
+    assert_int_equal(oc_tr_book_lookup(a2, &c, tls, sizeof(tls)), 1);
+    /* what the endpoint itself says */
+    assert_int_equal(c, oc_tr_ep_transports(ep, direct, sizeof(direct)));
+    assert_string_equal(tls, direct);
+    assert_int_not_equal(c, 0);
+    assert_int_not_equal(tls[0], '\0');
+    /* no endpoint toward w1 */
+    assert_int_equal(oc_tr_book_lookup(a1, &c, tls, sizeof(tls)), 0);
+    oc_tr_ep_destroy(w1, ep);
+    assert_int_equal(oc_tr_book_lookup(a2, &c, tls, sizeof(tls)), 0);
+    oc_tr_worker_destroy(w2);
+    oc_tr_worker_destroy(w1);
+    oc_tr_context_destroy(ctx);
 }
 
 /* NCCL_DEBUG=INFO lines in the formats NCCL 2.1x prints */
@@ -189,7 +240,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ep_info), cmocka_unit_test(test_ctx_info),
-        cmocka_unit_test(test_classes), cmocka_unit_test(test_nccl),
+        cmocka_unit_test(test_classes), cmocka_unit_test(test_book),
+        cmocka_unit_test(test_nccl),
         cmocka_unit_test(test_pcie), cmocka_unit_test(test_robust),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

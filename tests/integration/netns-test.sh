@@ -7,7 +7,9 @@
 #
 #   twonode  two "nodes" (namespaces), an agent and two ranks in each: one
 #            job of 4 ranks across both, every message checked (streams of
-#            fixed-size messages, mixed sizes, request/reply)
+#            fixed-size messages, mixed sizes, request/reply); each agent
+#            names the transport to the other (tcp) in its log, its
+#            metrics, `offcore stat` and its --json
 #   grid     three nodes on a bridge, agents with --route grid (1 -> 2 and
 #            2 -> 1 take two hops through node 0): a 4-rank job, exact
 #   killagent  SIGKILL one node's agent: a job spanning both nodes fails
@@ -115,10 +117,12 @@ twonode)
     A=ocn-a$ID; Bn=ocn-b$ID
     mkns "$A"; mkns "$Bn"
     veth "ocn-a$ID" "$A" 198.18.0.1 "ocn-b$ID" "$Bn" 198.18.0.2
-    agent "$A" "ocn-a$ID" agentA --listen "unix:$T/a.sock,tcp:198.18.0.1:7701" \
-        --peers tcp:198.18.0.2:7701
-    agent "$Bn" "ocn-b$ID" agentB --listen "unix:$T/b.sock,tcp:198.18.0.2:7701" \
-        --peers tcp:198.18.0.1:7701
+    OC_LOG=agent:info agent "$A" "ocn-a$ID" agentA \
+        --listen "unix:$T/a.sock,tcp:198.18.0.1:7701" \
+        --peers tcp:198.18.0.2:7701 --metrics 198.18.0.1:9464
+    OC_LOG=agent:info agent "$Bn" "ocn-b$ID" agentB \
+        --listen "unix:$T/b.sock,tcp:198.18.0.2:7701" \
+        --peers tcp:198.18.0.1:7701 --metrics 198.18.0.2:9464
     for s in fixed mixed reqrep; do
         in_ns "$A" env UCX_NET_DEVICES="ocn-a$ID" OC_AGENT="unix:$T/a.sock" \
             timeout 90 "$TR" $s 4 0 2 > "$T/ranksA.log" 2>&1 &
@@ -131,7 +135,35 @@ twonode)
         export OC_JOB=$((OC_JOB + 1))
         export OC_JOB_KEY=$("$OFFCORE" job-key --job "$OC_JOB" --cluster-key "$T/cluster.key")
     done
-    grep -q "peer node" "$T/agentA.log" "$T/agentB.log" 2>/dev/null || true
+    # Which transport each agent's endpoint to the other uses (UCX_TLS=tcp
+    # here, over the one veth): in the log, the metrics and `offcore stat`.
+    # Node numbers follow the sorted addresses: .1 is node 0.
+    for x in "A 0 1 $A" "B 1 0 $Bn"; do
+        set -- $x
+        dev=ocn-$(echo "$1" | tr AB ab)$ID
+        url=198.18.0.$(($2 + 1)):9464
+        want="offcore_peer_transport{peer=\"$3\",transport=\"tcp/$dev\",class=\"tcp\"} 1"
+        grep -q "peer node $3: via tcp/$dev (tcp)" "$T/agent$1.log" ||
+            fail "agent $1 did not log the transport to node $3"
+        in_ns "$4" curl -sf --noproxy '*' "http://$url/metrics" > "$T/metrics$1" ||
+            fail "metrics of agent $1"
+        grep -qxF "$want" "$T/metrics$1" ||
+            { grep offcore_peer_transport "$T/metrics$1";
+              fail "agent $1's metrics do not say: $want"; }
+        in_ns "$4" "$OFFCORE" stat --agent "$url" > "$T/stat$1" 2>&1 ||
+            fail "offcore stat on node $1"
+        # the peers table: its heading, then the row of node $3
+        awk '/^peers$/ { p = 1; next } p && /^$/ { p = 0 } p' "$T/stat$1" > "$T/peers$1"
+        grep -q "^  peer  *transport " "$T/peers$1" &&
+            grep -q "^  $3  *tcp/$dev  *[0-9]" "$T/peers$1" ||
+            { cat "$T/stat$1"; fail "offcore stat on node $1: no transport in its peers table"; }
+        in_ns "$4" "$OFFCORE" stat --json --agent "$url" | grep -qF \
+            '"name":"offcore_peer_transport","type":"gauge","labels":{"peer":"'"$3"'","transport":"tcp/'"$dev"'","class":"tcp"},"value":1' ||
+            fail "offcore stat --json on node $1: no transport"
+        echo "offcore stat on node $2, its peers table:"
+        cat "$T/peers$1"
+    done
+    grep -h "peer node .*: via" "$T/agentA.log" "$T/agentB.log"
     echo "PASS twonode" ;;
 grid)
     SW=ocn-s$ID

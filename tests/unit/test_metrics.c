@@ -19,6 +19,7 @@
 
 #include "metrics/metrics.h"
 #include "tools/stat.h"
+#include "metrics/names.h"
 
 #include <arpa/inet.h>
 #include <curl/curl.h>
@@ -673,6 +674,16 @@ static oc_status_t fake_fill(void *arg, oc_prom_t *p)
                    "Bundles waiting for the peer.", OC_PROM_GAUGE);
     oc_prom_sample(p, "offcore_peer_blocklist_depth",
                    OC_PROM_LABELS({"peer", "n1"}), 6);
+    /* the transport per peer: a text column; n2 has no counters yet, and
+     * an exporter's control character must not reach the terminal */
+    oc_prom_family(p, OC_M_PEER_TRANSPORT, "Transport per peer.",
+                   OC_PROM_GAUGE);
+    oc_prom_sample(p, OC_M_PEER_TRANSPORT,
+                   OC_PROM_LABELS({"peer", "n1"}, {"transport", "rc_mlx5/mlx5_0:1"},
+                                  {"class", "rdma"}), 1);
+    oc_prom_sample(p, OC_M_PEER_TRANSPORT,
+                   OC_PROM_LABELS({"peer", "n2"}, {"transport", "tcp/e\x1bth0"},
+                                  {"class", "tcp"}), 1);
     oc_prom_family(p, "offcore_thread_messages_total",
                    "Messages per routing thread.", OC_PROM_COUNTER);
     oc_prom_sample(p, "offcore_thread_messages_total",
@@ -1038,8 +1049,8 @@ static void check_tables(const char *t)
     HAS(t, "\njobs\n  job");
     ROW(t, "jobs", "job", "ranks", "msgs", "in", "msgs", "out", "bytes", "in",
         "bytes", "out", "bundles", "in", "bundles", "out", "rejects");
-    ROW(t, "peers", "peer", "msgs", "in", "msgs", "out", "bundles", "in",
-        "bundles", "out", "bytes", "in", "bytes", "out", "blocklist");
+    ROW(t, "peers", "peer", "transport", "msgs", "in", "msgs", "out", "bundles",
+        "in", "bundles", "out", "bytes", "in", "bytes", "out", "blocklist");
     ROW(t, "threads", "thread", "msgs", "bundles", "in", "bundles", "out",
         "forwarded", "flush", "full", "flush", "timeout", "flush", "idle", "flush",
         "explicit", "blocklist");
@@ -1050,7 +1061,11 @@ static void check_tables(const char *t)
     /* the sum overflows 64 bits: shown as a double */
     ROW(t, "jobs", "total", "6", "1.84467e+19", "1006", "80000", "80080", "10",
         "11", "3");
-    ROW(t, "peers", "n1", "210", "220", "21", "22", "2100", "2200", "6");
+    ROW(t, "peers", "n1", "rc_mlx5/mlx5_0:1", "210", "220", "21", "22", "2100",
+        "2200", "6");
+    ROW(t, "peers", "n2", "tcp/e\\x1bth0", "-", "-", "-", "-", "-", "-", "-");
+    /* text is never summed: the total row has no transport */
+    ROW(t, "peers", "total", "210", "220", "21", "22", "2100", "2200", "6");
     ROW(t, "threads", "0", "700", "31", "32", "33", "41", "42", "43", "44", "1");
     ROW(t, "threads", "1", "301", "-", "-", "-", "-", "-", "-", "-", "0");
     ROW(t, "threads", "total", "1001", "31", "32", "33", "41", "42", "43", "44",
@@ -1109,6 +1124,10 @@ static void test_stat_tables(void **state)
     assert_non_null(strstr(r.out, "\"labels\":{\"what\":\"a\\\"b\"},"
                                   "\"value\":99}"));
     assert_non_null(strstr(r.out, "\"value\":3725.5}"));
+    assert_non_null(strstr(r.out, "{\"name\":\"offcore_peer_transport\","
+                                  "\"type\":\"gauge\",\"labels\":{\"peer\":"
+                                  "\"n1\",\"transport\":\"rc_mlx5/mlx5_0:1\","
+                                  "\"class\":\"rdma\"},\"value\":1}"));
     assert_string_equal(r.out + r.out_len - 3, "]}\n");
     assert_true(strchr(r.out, '\n') == r.out + r.out_len - 1); /* one line */
     run_free(&r);

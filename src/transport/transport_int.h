@@ -1,0 +1,24 @@
+/*
+ * transport_int.h — what transport.c and tlbook.c share (private to
+ * src/transport): the book of endpoints' transports.  The book's
+ * functions are thread-safe (one mutex, tlbook.c); the uid query is pure.
+ */
+#ifndef OC_TRANSPORT_INT_H
+#define OC_TRANSPORT_INT_H
+
+#include "transport.h"
+
+#include <stdint.h>
+
+/** Has oc_tr_book_enable() been called? */
+int oc__tr_book_on(void);
+/** Write @p ep's transports under remote worker @p uid (the creating
+ *  thread, right after ucp_ep_create). */
+void oc__tr_book_add(const void *ep, uint64_t uid, unsigned cls,
+                     const char *tls);
+/** Strike @p ep out (before it is freed); no-op when not there. */
+void oc__tr_book_del(const void *ep);
+/** The unique id of the worker whose address is @p addr. */
+oc_status_t oc__tr_addr_uid(const void *addr, uint64_t *uid);
+
+#endif
