@@ -5,7 +5,8 @@
 # timeout; the input that caused it is kept in BUILDDIR/fuzz-artifacts/ and
 # can be replayed with BUILDDIR/tests/fuzz/fuzz_TARGET_replay FILE (any
 # build).  Targets: wire (bundles), ctl (control frames and streams), pkt
-# (packet parser, offcore-dp rules and config).
+# (packet parser, offcore-dp rules and config), tenant (VXLAN, anti-spoofing,
+# connection tracking over packet streams).
 # FUZZ_SEED=N makes a run repeatable (libFuzzer prints the seed it used).
 set -eu
 dir=$1
@@ -15,7 +16,7 @@ trap 'rm -rf "$corpus"' EXIT INT TERM
 artifacts=$dir/fuzz-artifacts
 mkdir -p "$artifacts"
 
-for target in wire ctl pkt; do
+for target in wire ctl pkt tenant; do
     # The control decoder runs ~10x slower per input (framing, and a
     # connection reader per input): 1M executions keep CI in its budget.
     runs=$2
