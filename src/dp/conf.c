@@ -627,6 +627,18 @@ static void parse_line(oc_dp_conf_t *c, size_t *rcap, char *line,
                         "generic", a.name, eq);
                     return;
                 }
+            } else if (!strcmp(tok[i], "backend")) {
+                if (!strcmp(eq, "xdp"))
+                    a.backend = OC_DP_BACKEND_XDP;
+                else if (!strcmp(eq, "dpdk-af_xdp"))
+                    a.backend = OC_DP_BACKEND_DPDK_AF_XDP;
+                else if (!strcmp(eq, "dpdk-af_packet"))
+                    a.backend = OC_DP_BACKEND_DPDK_AF_PACKET;
+                else {
+                    ERR("attach %s: backend '%.32s': expected xdp, "
+                        "dpdk-af_xdp or dpdk-af_packet", a.name, eq);
+                    return;
+                }
             } else if (!strcmp(tok[i], "zero_copy")) {
                 if (!strcmp(eq, "yes"))
                     a.zero_copy = true;
@@ -638,7 +650,7 @@ static void parse_line(oc_dp_conf_t *c, size_t *rcap, char *line,
                     return;
                 }
             } else {
-                ERR("attach %s: unknown key '%.32s' (host wire xdp "
+                ERR("attach %s: unknown key '%.32s' (host wire backend xdp "
                     "zero_copy)", a.name, tok[i]);
                 return;
             }

@@ -89,8 +89,8 @@ static void stage_classify(oc_dp_worker_t *w, oc_pkt_t **pkts, uint16_t n)
 /* ----------------------------------------------------------- the loop */
 
 /* Send @p n packets (after the stages), free the dropped ones. */
-static void forward(oc_dp_worker_t *w, oc_port_t *out, oc_pkt_t **pkts,
-                    uint16_t n, bool bare)
+static void forward(oc_dp_worker_t *w, oc_port_t *in, oc_port_t *out,
+                    oc_pkt_t **pkts, uint16_t n, bool bare)
 {
     oc_pkt_t *fwd[OC_DP_BURST_MAX], *drop[OC_DP_BURST_MAX];
     uint16_t nf = 0, nd = 0, sent = 0;
@@ -119,7 +119,7 @@ static void forward(oc_dp_worker_t *w, oc_port_t *out, oc_pkt_t **pkts,
     }
     ctr_add(&w->c.forwarded, sent);
     if (nd > 0)
-        oc_pkt_free_bulk(w->pool, drop, nd);
+        oc_port_free_bulk(in, q, drop, nd);
 }
 
 static void sleep_idle(oc_dp_worker_t *w)
@@ -127,16 +127,21 @@ static void sleep_idle(oc_dp_worker_t *w)
     oc_dp_t *dp = w->dp;
     struct pollfd pf[2 * OC_DP_MAX_ATTACH + 1];
     nfds_t n = 0;
+    int timeout = 1000; /* the stop eventfd wakes it sooner */
 
-    for (uint32_t a = 0; a < dp->nattach; a++) {
-        pf[n++] = (struct pollfd){oc_port_fd(dp->att[a].port[0], w->q), POLLIN, 0};
-        pf[n++] = (struct pollfd){oc_port_fd(dp->att[a].port[1], w->q), POLLIN, 0};
-    }
+    for (uint32_t a = 0; a < dp->nattach; a++)
+        for (int s = 0; s < 2; s++) {
+            int fd = oc_port_fd(dp->att[a].port[s], w->q);
+            if (fd >= 0)
+                pf[n++] = (struct pollfd){fd, POLLIN, 0};
+            else
+                timeout = 1; /* nothing to wait on: a 1 ms nap */
+        }
     pf[n++] = (struct pollfd){dp->stop_fd, POLLIN, 0};
     __atomic_store_n(&w->asleep, 1, __ATOMIC_SEQ_CST);
     if (!dp->bare)
         oc_acl_reader_offline();
-    (void)poll(pf, n, 1000);
+    (void)poll(pf, n, timeout);
     if (!dp->bare)
         oc_acl_reader_online();
     __atomic_store_n(&w->asleep, 0, __ATOMIC_SEQ_CST);
@@ -166,7 +171,7 @@ static void *worker_main(void *arg)
                     stage_parse(w, pkts, n);
                     stage_classify(w, pkts, n);
                 }
-                forward(w, out, pkts, n, dp->bare);
+                forward(w, in, out, pkts, n, dp->bare);
             }
         if (!dp->bare)
             oc_acl_reader_quiescent();
@@ -250,7 +255,14 @@ oc_status_t oc_dp_start(const oc_dp_conf_t *c, oc_dp_t **out)
                 .zero_copy = ac->zero_copy,
                 .ring_size = c->ring_size,
             };
-            st = oc_port_open_xdp(&pc, &at->port[side]);
+            if (ac->backend == OC_DP_BACKEND_XDP)
+                st = oc_port_open_xdp(&pc, &at->port[side]);
+            else
+                st = oc_port_open_dpdk(&pc,
+                                       ac->backend == OC_DP_BACKEND_DPDK_AF_XDP
+                                           ? OC_PORT_DPDK_AF_XDP
+                                           : OC_PORT_DPDK_AF_PACKET,
+                                       &at->port[side]);
             if (st != OC_OK) {
                 oc_error(OC_COMP_DP, "attach %s: %s side %s: %s", ac->name,
                          side == 0 ? "host" : "wire", pc.ifname,

@@ -18,6 +18,7 @@
 #ifndef OC_DP_H
 #define OC_DP_H
 
+#include "ctl/ctl.h"
 #include "pkt/pkt.h"
 
 #include <stdbool.h>
@@ -41,8 +42,12 @@ typedef struct {
     char host[16], wire[16];       /* interface names */
     oc_port_xdp_mode_t xdp_mode;
     bool zero_copy;
+    int  backend;    /* OC_DP_BACKEND_* */
     unsigned line;
 } oc_dp_attach_conf_t;
+
+enum { OC_DP_BACKEND_XDP = 0, OC_DP_BACKEND_DPDK_AF_XDP,
+       OC_DP_BACKEND_DPDK_AF_PACKET };
 
 /** A rule as the operator wrote it: the classifier rule plus its action. */
 typedef struct {
@@ -148,7 +153,13 @@ void oc_dp_rules_print(oc_dp_t *dp, FILE *out);
  *  control thread: used by the HTTP thread too). */
 oc_status_t oc_dp_metrics(void *dp, void *prom /* oc_prom_t * */);
 
-/** Run the control loop until SIGTERM/SIGINT (ctl.c).  @return exit code. */
-int oc_dp_serve(oc_dp_t *dp, const oc_dp_conf_t *c);
+/** Listen on the control socket (made 0600; its directory is created when
+ *  missing), before the ports open, so a busy socket stops nothing.
+ *  @return OC_OK or OC_ERR_CTL_ADDR (logged). */
+oc_status_t oc_dp_ctl_listen(const oc_dp_conf_t *c, oc_ctl_listener_t *l);
+
+/** Run the control loop on @p l until SIGTERM/SIGINT (ctl.c); closes @p l.
+ *  @return exit code. */
+int oc_dp_serve(oc_dp_t *dp, const oc_dp_conf_t *c, oc_ctl_listener_t *l);
 
 #endif

@@ -20,8 +20,8 @@ static void usage(FILE *out)
 "\n"
 "The offcore packet data plane.  For each attachment of the config file it\n"
 "owns two ports, the host side and the wire side (AF_XDP sockets through\n"
-"libxdp), and forwards every frame between them through a pipeline: the\n"
-"parser (malformed frames counted and dropped by policy), then the\n"
+"libxdp, or DPDK ports), and forwards every frame between them through a\n"
+"pipeline: the parser (malformed frames counted and dropped by policy), then the\n"
 "classifier (5-tuple rules: allow, deny, count; per-rule packet and byte\n"
 "counters).  Rules change live: offcore dp rules add|del|list|load.\n"
 "Runs in the foreground, logs to stderr (OC_LOG=info for more; OC_LOG=\n"
@@ -38,7 +38,8 @@ static void usage(FILE *out)
 "  --stages S      classifier (default), or none: a bare forwarder\n"
 "\n"
 "Config file, one directive a line, '#' comments:\n"
-"  attach NAME host=IF wire=IF [xdp=auto|native|generic] [zero_copy=yes|no]\n"
+"  attach NAME host=IF wire=IF [backend=xdp|dpdk-af_packet|dpdk-af_xdp]\n"
+"         [xdp=auto|native|generic] [zero_copy=yes|no]\n"
 "  rule id=N [prio=N] action=allow|deny|count [proto=tcp|udp|icmp|N[/MASK]]\n"
 "       [src=A.B.C.D/LEN] [dst=A.B.C.D/LEN] [sport=LO-HI] [dport=LO-HI]\n"
 "  rules FILE [action=allow|deny|count] [id_base=N]   (ClassBench or rule lines)\n"
@@ -62,6 +63,7 @@ int main(int argc, char **argv)
                *metrics = NULL, *stages = NULL;
     bool check = false;
     oc_dp_t *dp;
+    oc_ctl_listener_t l;
     sigset_t set;
     int rc;
 
@@ -150,12 +152,18 @@ int main(int argc, char **argv)
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGPIPE);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
-    if (oc_dp_start(&c, &dp) != OC_OK) {
+    if (oc_dp_ctl_listen(&c, &l) != OC_OK) {
         fprintf(stderr, "offcore-dp: could not start (errors above)\n");
         oc_dp_conf_free(&c);
         return 1;
     }
-    rc = oc_dp_serve(dp, &c);
+    if (oc_dp_start(&c, &dp) != OC_OK) {
+        fprintf(stderr, "offcore-dp: could not start (errors above)\n");
+        oc_ctl_listener_close(&l);
+        oc_dp_conf_free(&c);
+        return 1;
+    }
+    rc = oc_dp_serve(dp, &c, &l);
     oc_dp_stop(dp);
     oc_dp_conf_free(&c);
     if (rc == 0)

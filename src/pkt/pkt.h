@@ -10,7 +10,8 @@
  *  - oc_port_t: a port with N queues and burst calls in the spirit of
  *    rte_eth_rx_burst / rte_eth_tx_burst: receive up to n, send up to n,
  *    both return counts.  Queue q of every port is served by one thread.
- *    Backends: AF_XDP through libxdp (xdp.c; the default).
+ *    Backends: AF_XDP through libxdp (xdp.c; the default) and DPDK
+ *    (dpdk.c, built when pkg-config finds libdpdk), behind one API (port.c).
  *  - oc_pkt_parse(): Ethernet / 802.1Q / 802.1ad / IPv4 / IPv6 / TCP /
  *    UDP / ICMP to a classifier key and a verdict reason (parse.c; pure,
  *    fuzzed, never reads outside the frame).
@@ -41,6 +42,7 @@ typedef struct oc_pkt {
     uint32_t hash;  /**< flow hash (set by the parser) */
     uint16_t port;  /**< rx port index (set by the caller) */
     uint16_t verdict; /**< pipeline scratch: 0 forward, else a drop reason */
+    void    *mbuf;    /**< DPDK backend: the rte_mbuf this describes */
 } oc_pkt_t;
 
 typedef struct oc_pkt_pool oc_pkt_pool_t;
@@ -110,6 +112,29 @@ typedef struct {
  */
 oc_status_t oc_port_open_xdp(const oc_port_conf_t *conf, oc_port_t **out);
 
+typedef enum {
+    OC_PORT_DPDK_AF_XDP = 0, /**< DPDK's net_af_xdp driver on the interface */
+    OC_PORT_DPDK_AF_PACKET,  /**< DPDK's net_af_packet driver */
+} oc_port_dpdk_pmd_t;
+
+/**
+ * Open @p conf->ifname through DPDK (the EAL starts on the first call:
+ * --no-huge --no-pci --no-shconf).  @p conf->pools is not used: DPDK ports
+ * take their buffers from per-queue mbuf pools of the backend.
+ * @return OC_OK and *out; OC_ERR_UNSUPPORTED (built without libdpdk);
+ *   OC_ERR_CONFIG (interface, queues); OC_ERR_TRANSPORT (EAL or device
+ *   setup failed: logged); OC_ERR_NO_MEMORY.
+ */
+oc_status_t oc_port_open_dpdk(const oc_port_conf_t *conf,
+                              oc_port_dpdk_pmd_t pmd, oc_port_t **out);
+/** Whether this build has the DPDK backend. */
+bool oc_pkt_have_dpdk(void);
+
+/** Give back frames received on @p port's queue @p q that will not be sent
+ *  (dropped by the pipeline, or refused by a tx burst). */
+void oc_port_free_bulk(oc_port_t *port, uint32_t q, oc_pkt_t *const *pkts,
+                       uint16_t n);
+
 /** Close: removes the sockets (and the XDP program when no other socket
  *  uses it).  No queue may be in use.  NULL is a no-op. */
 void oc_port_close(oc_port_t *port);
@@ -137,7 +162,8 @@ uint16_t oc_port_tx_burst(oc_port_t *port, uint32_t q, oc_pkt_t **pkts,
  *  call when idle so that buffers come back.  @return frames reaped. */
 uint32_t oc_port_tx_reap(oc_port_t *port, uint32_t q);
 
-/** The fd to poll() for POLLIN on queue @p q (sleep when idle). */
+/** The fd to poll() for POLLIN on queue @p q (sleep when idle), or -1
+ *  when the backend has none (DPDK's virtual devices): nap instead. */
 int oc_port_fd(const oc_port_t *port, uint32_t q);
 
 const char *oc_port_name(const oc_port_t *port);

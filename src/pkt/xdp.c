@@ -14,6 +14,7 @@
  * atomic stores so oc_port_stats() may read them from the control thread.
  */
 #include "pkt/pool_int.h"
+#include "pkt/port_int.h"
 #include "util/log.h"
 
 #include <bpf/libbpf.h>
@@ -49,12 +50,7 @@ typedef struct {
     uint64_t rx_packets, rx_bytes, tx_packets, tx_bytes, tx_full, rx_no_buf;
 } __attribute__((aligned(64))) xq_t;
 
-struct oc_port {
-    char        name[IF_NAMESIZE];
-    uint32_t    nqueues;
-    const char *mode;
-    xq_t       *q;
-};
+#define XQ(port) ((xq_t *)(port)->q)
 
 static void xq_refill(xq_t *xq)
 {
@@ -99,10 +95,10 @@ static uint32_t xq_reap(xq_t *xq)
     return n;
 }
 
-uint16_t oc_port_rx_burst(oc_port_t *port, uint32_t q, oc_pkt_t **pkts,
+uint16_t oc__xdp_rx_burst(oc_port_t *port, uint32_t q, oc_pkt_t **pkts,
                           uint16_t n)
 {
-    xq_t *xq = &port->q[q];
+    xq_t *xq = &XQ(port)[q];
     oc_pkt_pool_t *p = xq->pool;
     uint32_t idx, got;
     uint64_t bytes = 0;
@@ -125,10 +121,10 @@ uint16_t oc_port_rx_burst(oc_port_t *port, uint32_t q, oc_pkt_t **pkts,
     return (uint16_t)got;
 }
 
-uint16_t oc_port_tx_burst(oc_port_t *port, uint32_t q, oc_pkt_t **pkts,
+uint16_t oc__xdp_tx_burst(oc_port_t *port, uint32_t q, oc_pkt_t **pkts,
                           uint16_t n)
 {
-    xq_t *xq = &port->q[q];
+    xq_t *xq = &XQ(port)[q];
     uint8_t *area = xq->pool->area;
     uint32_t idx, k;
     uint64_t bytes = 0;
@@ -159,20 +155,24 @@ uint16_t oc_port_tx_burst(oc_port_t *port, uint32_t q, oc_pkt_t **pkts,
     return (uint16_t)k;
 }
 
-uint32_t oc_port_tx_reap(oc_port_t *port, uint32_t q)
+uint32_t oc__xdp_tx_reap(oc_port_t *port, uint32_t q)
 {
-    return xq_reap(&port->q[q]);
+    return xq_reap(&XQ(port)[q]);
 }
 
-int oc_port_fd(const oc_port_t *port, uint32_t q) { return port->q[q].fd; }
-const char *oc_port_name(const oc_port_t *port) { return port->name; }
-const char *oc_port_mode(const oc_port_t *port) { return port->mode; }
+int oc__xdp_fd(const oc_port_t *port, uint32_t q) { return XQ(port)[q].fd; }
 
-void oc_port_stats(const oc_port_t *port, oc_port_stats_t *out)
+void oc__xdp_free_bulk(oc_port_t *port, uint32_t q, oc_pkt_t *const *pkts,
+                       uint16_t n)
+{
+    oc_pkt_free_bulk(XQ(port)[q].pool, pkts, n);
+}
+
+void oc__xdp_stats(const oc_port_t *port, oc_port_stats_t *out)
 {
     memset(out, 0, sizeof(*out));
     for (uint32_t q = 0; q < port->nqueues; q++) {
-        xq_t *xq = &port->q[q];
+        xq_t *xq = &XQ(port)[q];
         struct xdp_statistics st;
         socklen_t len = sizeof(st);
         out->rx_packets += RELAXED_GET(xq->rx_packets);
@@ -218,7 +218,7 @@ static int xdp_print(enum libxdp_print_level l, const char *fmt, va_list ap)
     return lib_print("libxdp", fmt, ap);
 }
 
-static void quiet_libs(void)
+void oc__pkt_quiet_libs(void)
 {
     static int done;
     if (done)
@@ -360,52 +360,24 @@ static oc_status_t xq_open(xq_t *xq, const oc_port_conf_t *c, uint32_t q)
     return OC_OK;
 }
 
-static uint32_t rx_queues(const char *ifname)
-{
-    char path[128];
-    uint32_t n = 0;
-    snprintf(path, sizeof(path), "/sys/class/net/%s/queues", ifname);
-    for (;;) {
-        char q[160];
-        snprintf(q, sizeof(q), "%s/rx-%u", path, n);
-        if (access(q, F_OK) != 0)
-            break;
-        n++;
-    }
-    return n;
-}
-
 oc_status_t oc_port_open_xdp(const oc_port_conf_t *c, oc_port_t **out)
 {
     oc_port_t *port;
     oc_status_t st;
-    uint32_t have;
 
     if (c == NULL || out == NULL || c->ifname == NULL || c->nqueues == 0 ||
         c->pools == NULL || strlen(c->ifname) >= IF_NAMESIZE)
         return OC_ERR_INVALID_PARAM;
-    quiet_libs();
+    oc__pkt_quiet_libs();
     if (c->ring_size != 0 && (c->ring_size & (c->ring_size - 1)) != 0)
         return OC_ERR_INVALID_PARAM;
-    if (if_nametoindex(c->ifname) == 0) {
-        oc_error(OC_COMP_PKT, "%s: no such interface (ip link show)", c->ifname);
-        return OC_ERR_CONFIG;
-    }
-    have = rx_queues(c->ifname);
-    if (have != 0 && have != c->nqueues) {
-        /* a queue without a socket would pass its frames to the kernel:
-         * traffic that bypasses the pipeline */
-        oc_error(OC_COMP_PKT,
-                 "%s has %u rx queue(s) and %u thread(s) would serve %u: make "
-                 "them equal (ethtool -L %s combined %u, or on a veth "
-                 "ethtool -L %s rx %u tx %u; or --threads %u)",
-                 c->ifname, have, c->nqueues, c->nqueues, c->ifname,
-                 c->nqueues, c->ifname, c->nqueues, c->nqueues, have);
-        return OC_ERR_CONFIG;
-    }
+    st = oc__port_check_queues(c->ifname, c->nqueues);
+    if (st != OC_OK)
+        return st;
     port = calloc(1, sizeof(*port));
     if (port == NULL)
         return OC_ERR_NO_MEMORY;
+    port->backend = OC__PORT_XDP;
     port->q = aligned_alloc(64, sizeof(xq_t) * c->nqueues);
     if (port->q == NULL) {
         free(port);
@@ -414,7 +386,7 @@ oc_status_t oc_port_open_xdp(const oc_port_conf_t *c, oc_port_t **out)
     memset(port->q, 0, sizeof(xq_t) * c->nqueues);
     snprintf(port->name, sizeof(port->name), "%s", c->ifname);
     for (uint32_t q = 0; q < c->nqueues; q++) {
-        st = xq_open(&port->q[q], c, q);
+        st = xq_open(&XQ(port)[q], c, q);
         if (st != OC_OK)
             goto err;
         port->nqueues = q + 1;
@@ -438,16 +410,14 @@ oc_status_t oc_port_open_xdp(const oc_port_conf_t *c, oc_port_t **out)
     *out = port;
     return OC_OK;
 err:
-    oc_port_close(port);
+    oc__xdp_close(port);
     return st;
 }
 
-void oc_port_close(oc_port_t *port)
+void oc__xdp_close(oc_port_t *port)
 {
-    if (port == NULL)
-        return;
     for (uint32_t q = 0; q < port->nqueues; q++)
-        xq_close(&port->q[q]);
+        xq_close(&XQ(port)[q]);
     free(port->q);
     free(port);
 }
