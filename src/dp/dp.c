@@ -16,6 +16,7 @@
  * on a new rule; a reused slot's counters start from a baseline.
  */
 #include "dp/dp_int.h"
+#include "dp/tenant_int.h"
 #include "util/log.h"
 
 #include <errno.h>
@@ -167,7 +168,9 @@ static void *worker_main(void *arg)
                 if (n == 0)
                     continue;
                 got += n;
-                if (!dp->bare) {
+                if (dp->att_tenant[a] >= 0) {
+                    oc__dp_tenant_burst(w, a, dir, pkts, n);
+                } else if (!dp->bare) {
                     stage_parse(w, pkts, n);
                     stage_classify(w, pkts, n);
                 }
@@ -175,6 +178,7 @@ static void *worker_main(void *arg)
             }
         if (!dp->bare)
             oc_acl_reader_quiescent();
+        oc__dp_tenant_idle(w);
         __atomic_store_n(&w->seq, w->seq + 1, __ATOMIC_SEQ_CST);
         if (got > 0) {
             idle = 0;
@@ -242,6 +246,9 @@ oc_status_t oc_dp_start(const oc_dp_conf_t *c, oc_dp_t **out)
         }
         dp->pools[q] = w->pool;
     }
+    st = oc__dp_tenants_start(dp, c);
+    if (st != OC_OK)
+        goto err;
     for (uint32_t a = 0; a < c->nattach; a++) {
         const oc_dp_attach_conf_t *ac = &c->attach[a];
         oc_dp_attach_t *at = &dp->att[a];
@@ -318,6 +325,7 @@ void oc_dp_stop(oc_dp_t *dp)
             free(dp->w[q].rule);
         }
     free(dp->w);
+    oc__dp_tenants_stop(dp);
     oc_acl_destroy(dp->acl);
     oc__dp_slots_free(dp);
     if (dp->stop_fd >= 0)
