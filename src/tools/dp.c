@@ -42,6 +42,10 @@ static void dp_usage(FILE *out)
 "                      counters: ports, parser verdicts, drops by cause,\n"
 "                      rules that matched (--rules: every rule; --raw: the\n"
 "                      Prometheus text as the daemon wrote it)\n"
+"  conntrack count|list|flush [TENANT]\n"
+"                      tracked flows (all tenants, or one): how many, each\n"
+"                      with its state and expiry, or remove them\n"
+"  tenant list         the tenants: VNI, attachment, address, tunnel, rate\n"
 "  ping                check that the daemon answers\n"
 "\n"
 "Exit status: 0 ok, 1 the daemon said error (the reason is printed),\n"
@@ -364,6 +368,14 @@ int oc_dp_cli_main(int argc, char **argv, FILE *out, FILE *err)
             dp_usage(err);
             return 2;
         }
+    } else if ((!strcmp(argv[i], "conntrack") && i + 1 < argc &&
+                (!strcmp(argv[i + 1], "count") || !strcmp(argv[i + 1], "list") ||
+                 !strcmp(argv[i + 1], "flush")) && i + 3 >= argc) ||
+               (!strcmp(argv[i], "tenant") && i + 2 == argc &&
+                !strcmp(argv[i + 1], "list"))) {
+        /* the tenant stages (docs/tenants.md) */
+        snprintf(line, sizeof(line), "%s %s%s%s", argv[i], argv[i + 1],
+                 i + 2 < argc ? " " : "", i + 2 < argc ? argv[i + 2] : "");
     } else {
         fprintf(err, "offcore dp: unknown command '%s'\n\n", argv[i]);
         dp_usage(err);
