@@ -324,8 +324,8 @@ void oc_dp_stop(oc_dp_t *dp)
             oc_pkt_pool_destroy(dp->w[q].pool);
             free(dp->w[q].rule);
         }
+    oc__dp_tenants_stop(dp); /* uses dp->w */
     free(dp->w);
-    oc__dp_tenants_stop(dp);
     oc_acl_destroy(dp->acl);
     oc__dp_slots_free(dp);
     if (dp->stop_fd >= 0)
