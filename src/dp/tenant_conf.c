@@ -276,6 +276,9 @@ void oc__dp_tenants_check(const oc_dp_conf_t *c, const char *file,
                          "tenants need threads 1 (connection tracking is per "
                          "worker and the kernel's queue choice is not "
                          "symmetric: a reply could reach another worker)");
+    if (tc->ntenants > 0 && c->bare)
+        oc_dp_errors_add(e, file, tc->t[0].line,
+                         "tenants need the stages: not with 'stages none'");
     for (uint32_t i = 0; i < tc->ntenants; i++) {
         bool found = false;
         for (uint32_t a = 0; a < c->nattach; a++)
