@@ -131,6 +131,15 @@ oc_status_t oc_dp_metrics(void *arg, void *prom)
                    OC_PROM_COUNTER);
     oc_prom_sample(p, "offcore_dp_nomatch_packets_total", NULL, 0,
                    SUM(w->c.nomatch));
+    oc_prom_family(p, "offcore_dp_thread_forwarded_packets_total",
+                   "frames each worker forwarded (flows spread over workers "
+                   "by the ports' receive hash)", OC_PROM_COUNTER);
+    for (uint32_t q = 0; q < dp->nthreads; q++) {
+        snprintf(buf, sizeof(buf), "%u", q);
+        oc_prom_sample(p, "offcore_dp_thread_forwarded_packets_total",
+                       OC_PROM_LABELS({"thread", buf}),
+                       __atomic_load_n(&dp->w[q].c.forwarded, __ATOMIC_RELAXED));
+    }
     oc_prom_family(p, "offcore_dp_thread_sleeps_total",
                    "times a worker found no traffic and slept in poll()",
                    OC_PROM_COUNTER);

@@ -119,6 +119,11 @@ int oc_dp_rule_format(const oc_dp_rule_t *r, char *buf, size_t cap);
 
 const char *oc_dp_action_name(oc_acl_action_t a);
 
+/* internal (rule.c), shared with conf.c: "allow"/"deny"/"count" (and
+ * aliases) -> action; a whole-string decimal in [lo, hi].  0 or -1. */
+int oc__dp_parse_action(const char *s, oc_acl_action_t *a);
+int oc__dp_parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
+
 /**
  * Read a rule file for `rules FILE` and `rules load`: ClassBench format
  * when its first rule line starts with '@' (every rule gets @p action, ids
