@@ -433,6 +433,65 @@ static void ip_str(uint32_t ip, char *b, size_t cap)
              ip & 255);
 }
 
+/* "add TENANT ingress|egress RULE" / "del TENANT ingress|egress ID": the
+ * tenant's classifier changes live (the control thread is its writer);
+ * other tenants' groups and every tracked flow are untouched */
+static int rule_ctl(oc_dp_t *dp, const char *args, FILE *out)
+{
+    char verb[8], name[40], dir[10];
+    int used = 0, t, ingress;
+    oc_acl_t *acl;
+
+    if (sscanf(args, "%7s %39s %9s %n", verb, name, dir, &used) != 3 ||
+        used == 0 || (strcmp(verb, "add") && strcmp(verb, "del")) ||
+        (strcmp(dir, "ingress") && strcmp(dir, "egress"))) {
+        fprintf(out, "error: tenant rule add TENANT ingress|egress RULE, "
+                     "tenant rule del TENANT ingress|egress ID\n");
+        return 1;
+    }
+    t = zone_of(dp, name);
+    if (t < 0) {
+        fprintf(out, "error: no tenant '%s'\n", name);
+        return 1;
+    }
+    ingress = dir[0] == 'i';
+    acl = dp->ten->acl[t][ingress];
+    if (verb[0] == 'a') {
+        oc_dp_rule_t r;
+        char why[160];
+        if (oc_dp_rule_parse(args + used, &r, why, sizeof(why)) != 0) {
+            fprintf(out, "error: %s\n", why);
+            return 1;
+        }
+        r.r.userdata = r.action;
+        if (oc_acl_add(acl, &r.r) != OC_OK) {
+            fprintf(out, "error: tenant %s %s: rule id %u exists or the group "
+                         "is full (%u rules)\n", name, dir, r.r.id,
+                    OC_DP_MAX_TRULES);
+            return 1;
+        }
+        oc_dp_rule_format(&r, why, sizeof(why));
+        oc_info(OC_COMP_DP, "tenant %s %s rule added: %s", name, dir, why);
+        fprintf(out, "ok\nadded %s %s %s\n", name, dir, why);
+    } else {
+        char *end;
+        unsigned long id = strtoul(args + used, &end, 10);
+        if (args[used] < '0' || args[used] > '9' || *end != '\0' ||
+            id > UINT32_MAX) {
+            fprintf(out, "error: tenant rule del takes a rule id\n");
+            return 1;
+        }
+        if (oc_acl_del(acl, (uint32_t)id) != OC_OK) {
+            fprintf(out, "error: tenant %s %s has no rule id %lu\n", name,
+                    dir, id);
+            return 1;
+        }
+        oc_info(OC_COMP_DP, "tenant %s %s rule %lu deleted", name, dir, id);
+        fprintf(out, "ok\ndeleted %s %s id=%lu\n", name, dir, id);
+    }
+    return 1;
+}
+
 int oc__dp_tenant_ctl(oc_dp_t *dp, const char *line, FILE *out)
 {
     const char *arg;
@@ -458,6 +517,8 @@ int oc__dp_tenant_ctl(oc_dp_t *dp, const char *line, FILE *out)
         }
         return 1;
     }
+    if (!strncmp(line, "tenant rule ", 12))
+        return rule_ctl(dp, line + 12, out);
     if (!strncmp(line, "conntrack count", 15) ||
         !strncmp(line, "conntrack flush", 15) ||
         !strncmp(line, "conntrack list", 14)) {
@@ -518,6 +579,7 @@ int oc__dp_tenant_ctl(oc_dp_t *dp, const char *line, FILE *out)
         }
         return 1;
     }
-    fprintf(out, "error: conntrack count|list|flush [TENANT], tenant list\n");
+    fprintf(out, "error: conntrack count|list|flush [TENANT], tenant list, "
+                 "tenant rule add|del ...\n");
     return 1;
 }

@@ -46,6 +46,9 @@ static void dp_usage(FILE *out)
 "                      tracked flows (all tenants, or one): how many, each\n"
 "                      with its state and expiry, or remove them\n"
 "  tenant list         the tenants: VNI, attachment, address, tunnel, rate\n"
+"  tenant rule add TENANT ingress|egress RULE\n"
+"  tenant rule del TENANT ingress|egress ID\n"
+"                      change a tenant's security group, live\n"
 "  ping                check that the daemon answers\n"
 "\n"
 "Exit status: 0 ok, 1 the daemon said error (the reason is printed),\n"
@@ -379,10 +382,14 @@ int oc_dp_cli_main(int argc, char **argv, FILE *out, FILE *err)
                 (!strcmp(argv[i + 1], "count") || !strcmp(argv[i + 1], "list") ||
                  !strcmp(argv[i + 1], "flush")) && i + 3 >= argc) ||
                (!strcmp(argv[i], "tenant") && i + 2 == argc &&
-                !strcmp(argv[i + 1], "list"))) {
-        /* the tenant stages (docs/tenants.md) */
-        snprintf(line, sizeof(line), "%s %s%s%s", argv[i], argv[i + 1],
-                 i + 2 < argc ? " " : "", i + 2 < argc ? argv[i + 2] : "");
+                !strcmp(argv[i + 1], "list")) ||
+               (!strcmp(argv[i], "tenant") && i + 5 < argc &&
+                !strcmp(argv[i + 1], "rule"))) {
+        /* the tenant stages (docs/tenants.md): the words as they are */
+        n = 0;
+        for (int k = i; k < argc && n < sizeof(line); k++)
+            n += (size_t)snprintf(line + n, sizeof(line) - n, "%s%s",
+                                  k > i ? " " : "", argv[k]);
     } else {
         fprintf(err, "offcore dp: unknown command '%s'\n\n", argv[i]);
         dp_usage(err);

@@ -20,6 +20,7 @@
 #     late segment from the remote is no_connection;
 #   - policing: tenant B limited to 20 Mbit/s; iperf3 UDP offered 40 Mbit/s
 #     receives between 16 and 22 Mbit/s;
+#   - a tenant rule added live opens a port, deleted closes it;
 #   - conntrack count / list / flush through `offcore dp`.
 set -u
 build=$1
@@ -173,6 +174,13 @@ ip netns exec $RA curl -sf --max-time 2 http://10.10.0.1:27081/a.txt >/dev/null 
 nc1=$(drop A no_connection)
 [ "$nc1" -gt "$nc0" ] || fail "no_connection not counted ($nc0 -> $nc1)"
 ok "default deny: 27080 (ingress rule) reachable, 27081 not; no_connection $nc0 -> $nc1"
+# a rule added live opens 27081; deleted, closes it again
+ctl tenant rule add A ingress id=2 action=allow proto=tcp dport=27081 >/dev/null || fail "tenant rule add"
+ip netns exec $RA curl -sf --max-time 3 http://10.10.0.1:27081/a.txt >/dev/null || fail "27081 after a live rule"
+ctl tenant rule del A ingress 2 >/dev/null || fail "tenant rule del"
+ctl tenant rule del A ingress 2 >/dev/null 2>&1 && fail "deleting twice"
+ip netns exec $RA curl -sf --max-time 2 http://10.10.0.1:27081/a.txt >/dev/null && fail "27081 open after the rule was deleted"
+ok "tenant rule add/del live: 27081 opened, then closed"
 
 # --- hostile frames from A's remote: B's VNI, and no I flag
 cat >"$tmp/vx.py" <<'EOF'
