@@ -369,6 +369,42 @@ static void test_eviction(void **state)
     oc_ct_destroy(ct);
 }
 
+/* a SYN flood (10x the table) against 32 established connections: the
+ * half-open flows evict each other, counted; every established flow stays */
+static void test_syn_flood(void **state)
+{
+    uint8_t f[256];
+    oc_ct_stats_t st;
+    oc_ct_t *ct = mk(128);
+    uint32_t n;
+    (void)state;
+
+    for (uint16_t i = 0; i < 32; i++) {
+        n = tcp(f, A, B, (uint16_t)(2000 + i), 443, SYN, 1, 0, 1000, 0);
+        assert_int_equal(trk(ct, 0, f, n, 0, true, NULL), OC_CT_NEW);
+        n = tcp(f, B, A, 443, (uint16_t)(2000 + i), SYN | ACK, 9, 2, 1000, 0);
+        assert_int_equal(trk(ct, 0, f, n, 0, false, NULL), OC_CT_EST);
+        n = tcp(f, A, B, (uint16_t)(2000 + i), 443, ACK, 2, 10, 1000, 0);
+        assert_int_equal(trk(ct, 0, f, n, 0, true, NULL), OC_CT_EST);
+    }
+    for (uint32_t i = 0; i < 1280; i++) {
+        oc_ct_result_t r;
+        n = tcp(f, 0x0b000000u + i, B, 1234, 443, SYN, i, 0, 1000, 0);
+        r = trk(ct, 0, f, n, 1 + i, true, NULL);
+        assert_true(r == OC_CT_NEW || r == OC_CT_FULL);
+    }
+    oc_ct_stats(ct, &st);
+    assert_int_equal(st.flows, 128);
+    /* 96 free entries took the first 96 SYNs; the rest evicted or refused */
+    assert_int_equal(st.evicted + st.full, 1280 - 96);
+    assert_true(st.evicted > 0);
+    for (uint16_t i = 0; i < 32; i++) {
+        n = tcp(f, B, A, 443, (uint16_t)(2000 + i), ACK, 10, 2, 1000, 0);
+        assert_int_equal(trk(ct, 0, f, n, 2000, false, NULL), OC_CT_EST);
+    }
+    oc_ct_destroy(ct);
+}
+
 static void test_hostile(void **state)
 {
     uint8_t f[1024];
@@ -504,6 +540,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_udp_icmp),
         cmocka_unit_test(test_zones_walk_flush),
         cmocka_unit_test(test_eviction),
+        cmocka_unit_test(test_syn_flood),
         cmocka_unit_test(test_hostile),
     };
     const struct CMUnitTest scale[] = {
