@@ -7,7 +7,7 @@
 #   HA (tenant A, 10.10.0.1)  --veth--  D: offcore-dp  --fabric veth--  RA: vxlan vni 100 (10.10.0.2)
 #   HB (tenant B, 10.10.0.1)  --veth--  D: offcore-dp  --fabric veth--  RB: vxlan vni 200 (10.10.0.2)
 #
-# The two tenants use the same addresses.  Checks, in one run:
+# The two tenants use the same addresses.  Checks, in one run (setup 1):
 #   - ping, curl and iperf3 TCP from HA to RA and from HB to RB pass, the
 #     returns through connection tracking only (A has one ingress rule);
 #   - default deny: RA reaches HA's server on the port A's ingress group
@@ -22,6 +22,9 @@
 #     receives between 16 and 22 Mbit/s;
 #   - a tenant rule added live opens a port, deleted closes it;
 #   - conntrack count / list / flush through `offcore dp`.
+# Then setup 2: two servers, each DPU running offcore-dp, joined by a veth
+# fabric: ping, curl, iperf3 within each tenant, never across, and server
+# 2's default deny.
 set -u
 build=$1
 dp=$build/src/dp/offcore-dp
@@ -46,11 +49,14 @@ HA=octHA$id HB=octHB$id RA=octRA$id RB=octRB$id D=octD$id
 ip netns add $D 2>/dev/null || skip "cannot create network namespaces"
 tmp=$(mktemp -d /tmp/oct-dp.XXXXXX)
 dppid=
+HA2=octHA2$id HB2=octHB2$id D2=octD2$id
+dp2pid=
 cleanup() {
     [ -n "$dppid" ] && kill "$dppid" 2>/dev/null
+    [ -n "$dp2pid" ] && kill "$dp2pid" 2>/dev/null
     for p in $(cat "$tmp"/bg.pids 2>/dev/null); do kill "$p" 2>/dev/null; done
     wait 2>/dev/null
-    for n in $HA $HB $RA $RB $D; do ip netns del $n 2>/dev/null; done
+    for n in $HA $HB $RA $RB $D $HA2 $HB2 $D2; do ip netns del $n 2>/dev/null; done
     rm -rf "$tmp"
 }
 trap cleanup EXIT INT TERM
@@ -249,4 +255,89 @@ ok "tenant list, conntrack flush A (count A now 0, all $(ctl conntrack count))"
 
 kill -TERM $dppid; wait $dppid; rc=$?; dppid=
 [ $rc -eq 0 ] || fail "offcore-dp exit $rc"
+
+# --- setup 2: two servers, both DPUs running offcore-dp, joined by a veth
+# fabric (one link per tenant).  Server 1 keeps HA, HB and D (workloads
+# 10.10.0.1); server 2 is HA2, HB2 (10.10.0.2) and D2.  Each tenant's
+# ingress group on server 2 opens ICMP and its two TCP ports.
+for n in $HA2 $HB2 $D2; do ip netns add $n || fail "netns"; done
+ip -n $D link del octfa1; ip -n $D link del octfb1
+ip link add octha2 netns $HA2 type veth peer name octja1 netns $D2 || fail veth
+ip link add octhb2 netns $HB2 type veth peer name octjb1 netns $D2 || fail veth
+ip link add octka1 netns $D type veth peer name octka2 netns $D2 || fail veth
+ip link add octkb1 netns $D type veth peer name octkb2 netns $D2 || fail veth
+ip -n $HA2 link set octha2 address 02:00:0a:00:00:a2 mtu 1450
+ip -n $HB2 link set octhb2 address 02:00:0a:00:00:b2 mtu 1450
+for x in "$HA2 octha2" "$HB2 octhb2" "$D2 octja1" "$D2 octjb1" "$D octka1" \
+         "$D octkb1" "$D2 octka2" "$D2 octkb2"; do
+    set -- $x
+    ip -n $1 link set lo up
+    ip -n $1 link set $2 up
+done
+ip -n $HA2 addr add 10.10.0.2/24 dev octha2
+ip -n $HB2 addr add 10.10.0.2/24 dev octhb2
+ip netns exec $HA2 ethtool -K octha2 tx off tso off gso off >/dev/null 2>&1
+ip netns exec $HB2 ethtool -K octhb2 tx off tso off gso off >/dev/null 2>&1
+mac() { ip netns exec $1 cat /sys/class/net/$2/address; }
+ka1=$(mac $D octka1) kb1=$(mac $D octkb1) ka2=$(mac $D2 octka2) kb2=$(mac $D2 octkb2)
+sock2=$tmp/dp2.sock
+cat >"$tmp/s1.conf" <<EOF
+threads 1
+control unix:$sock
+attach a host=octha1 wire=octka1
+attach b host=octhb1 wire=octkb1
+tenant A vni=100 attach=a mac=02:00:0a:00:00:a1 ip=10.10.0.1 local=192.168.81.1 local_mac=$ka1 remote=192.168.81.2 remote_mac=$ka2
+tenant B vni=200 attach=b mac=02:00:0a:00:00:b1 ip=10.10.0.1 local=192.168.82.1 local_mac=$kb1 remote=192.168.82.2 remote_mac=$kb2
+conntrack flows=65536
+EOF
+cat >"$tmp/s2.conf" <<EOF
+threads 1
+control unix:$sock2
+attach a host=octja1 wire=octka2
+attach b host=octjb1 wire=octkb2
+tenant A vni=100 attach=a mac=02:00:0a:00:00:a2 ip=10.10.0.2 local=192.168.81.2 local_mac=$ka2 remote=192.168.81.1 remote_mac=$ka1
+tenant B vni=200 attach=b mac=02:00:0a:00:00:b2 ip=10.10.0.2 local=192.168.82.2 local_mac=$kb2 remote=192.168.82.1 remote_mac=$kb1
+conntrack flows=65536
+EOF
+for t in A B; do
+    for r in "id=1 action=allow proto=icmp" "id=2 action=allow proto=tcp dport=27090" \
+             "id=3 action=allow proto=tcp dport=27201"; do
+        echo "tenant_rule $t ingress $r" >>"$tmp/s2.conf"
+    done
+done
+OC_LOG=info ip netns exec $D "$dp" --config "$tmp/s1.conf" >>"$tmp/dp.log" 2>&1 &
+dppid=$!
+OC_LOG=info ip netns exec $D2 "$dp" --config "$tmp/s2.conf" >>"$tmp/dp2.log" 2>&1 &
+dp2pid=$!
+wait_for 20 ctl ping || fail "offcore-dp (server 1) did not come up"
+wait_for 20 "$cli" dp --control unix:$sock2 ping || fail "offcore-dp (server 2) did not come up"
+ok "setup 2: two servers, offcore-dp on both DPUs"
+echo "tenant-A-server2" >"$tmp/s2a.txt"
+mkdir -p "$tmp/s2b" && echo "tenant-B-server2" >"$tmp/s2b/s2b.txt"
+bg ip netns exec $HA2 python3 -m http.server 27090 --bind 10.10.0.2 --directory "$tmp" >/dev/null 2>&1
+bg ip netns exec $HB2 python3 -m http.server 27090 --bind 10.10.0.2 --directory "$tmp/s2b" >/dev/null 2>&1
+bg ip netns exec $HA2 iperf3 -s -p 27201 >/dev/null 2>&1
+bg ip netns exec $HA2 python3 -m http.server 27081 --bind 10.10.0.2 --directory "$tmp" >/dev/null 2>&1
+wait_for 10 listening $HA2 27090 && wait_for 10 listening $HB2 27090 &&
+    wait_for 10 listening $HA2 27201 && wait_for 10 listening $HA2 27081 ||
+    fail "servers on server 2"
+for t in A B; do
+    H=$(eval echo \$H$t)
+    ip netns exec $H ping -c 3 -i 0.2 -W 2 10.10.0.2 >/dev/null || fail "setup 2: ping in tenant $t"
+done
+ip netns exec $HA curl -sf --max-time 3 http://10.10.0.2:27090/s2a.txt | grep -q tenant-A-server2 || fail "setup 2: curl in A"
+ip netns exec $HB curl -sf --max-time 3 http://10.10.0.2:27090/s2b.txt | grep -q tenant-B-server2 || fail "setup 2: curl in B"
+ip netns exec $HB curl -sf --max-time 2 http://10.10.0.2:27090/s2a.txt >/dev/null && fail "setup 2: B reached A's server"
+timeout 20 ip netns exec $HA iperf3 -c 10.10.0.2 -p 27201 -t 2 -J >"$tmp/tcp2.json" || fail "setup 2: iperf3 TCP in A"
+python3 - "$tmp/tcp2.json" <<'EOF' || fail "setup 2: iperf3 TCP result"
+import json, sys
+b = json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"]
+print("ok: setup 2: ping, curl within A and within B; iperf3 TCP in A %.0f Mbit/s (offcore-dp to offcore-dp)" % (b / 1e6))
+sys.exit(0 if b > 1e6 else 1)
+EOF
+# server 2's default deny: a port its group does not open
+ip netns exec $HA curl -sf --max-time 2 http://10.10.0.2:27081/s2a.txt >/dev/null && fail "setup 2: 27081 open under default deny"
+ok "setup 2: server 2 refuses a port its ingress group does not open"
+for p in $dppid $dp2pid; do kill -TERM $p; wait $p || fail "offcore-dp exit $?"; done
+dppid= dp2pid=
 echo "PASS ($(($(date +%s) - T0)) s)"
