@@ -123,10 +123,17 @@ static void forward(oc_dp_worker_t *w, oc_port_t *in, oc_port_t *out,
         oc_port_free_bulk(in, q, drop, nd);
 }
 
+void oc__dp_forward(oc_dp_worker_t *w, uint32_t a, int dir, oc_pkt_t **pkts,
+                    uint16_t n)
+{
+    forward(w, w->dp->att[a].port[dir], w->dp->att[a].port[!dir], pkts, n,
+            false);
+}
+
 static void sleep_idle(oc_dp_worker_t *w)
 {
     oc_dp_t *dp = w->dp;
-    struct pollfd pf[2 * OC_DP_MAX_ATTACH + 1];
+    struct pollfd pf[2 * OC_DP_MAX_ATTACH + 2];
     nfds_t n = 0;
     int timeout = 1000; /* the stop eventfd wakes it sooner */
 
@@ -139,6 +146,8 @@ static void sleep_idle(oc_dp_worker_t *w)
                 timeout = 1; /* nothing to wait on: a 1 ms nap */
         }
     pf[n++] = (struct pollfd){dp->stop_fd, POLLIN, 0};
+    if (w->hand_fd > 0) /* frames handed over by another worker */
+        pf[n++] = (struct pollfd){w->hand_fd, POLLIN, 0};
     __atomic_store_n(&w->asleep, 1, __ATOMIC_SEQ_CST);
     if (!dp->bare)
         oc_acl_reader_offline();
@@ -169,7 +178,7 @@ static void *worker_main(void *arg)
                     continue;
                 got += n;
                 if (dp->att_tenant[a] >= 0) {
-                    oc__dp_tenant_burst(w, a, dir, pkts, n);
+                    n = oc__dp_tenant_burst(w, a, dir, pkts, n);
                 } else if (!dp->bare) {
                     stage_parse(w, pkts, n);
                     stage_classify(w, pkts, n);
@@ -178,7 +187,7 @@ static void *worker_main(void *arg)
             }
         if (!dp->bare)
             oc_acl_reader_quiescent();
-        oc__dp_tenant_idle(w);
+        got += oc__dp_tenant_idle(w);
         __atomic_store_n(&w->seq, w->seq + 1, __ATOMIC_SEQ_CST);
         if (got > 0) {
             idle = 0;

@@ -39,6 +39,7 @@ typedef struct oc_dp_worker {
         uint64_t forwarded, nomatch, sleeps;
     } c;                   /* written by this worker only */
     struct oc_dp_tw *tw;   /* tenant stages' state (tenant.c), or NULL */
+    int      hand_fd;      /* eventfd: frames handed to this worker (tenant_hand.c) */
     uint64_t seq;          /* loop iterations (grace periods of slots) */
     int      asleep;       /* in poll(): holds no lookup result */
     /* burst scratch */
@@ -72,6 +73,7 @@ struct oc_dp {
     oc_pkt_pool_t  *pools[OC_DP_MAX_THREADS];
     oc_dp_attach_t  att[OC_DP_MAX_ATTACH];
     struct oc_dp_tenants *ten;            /* tenant.c; NULL: no tenants */
+    struct oc_dp_hand **hand;             /* [from * nthreads + to] rings */
     int             att_tenant[OC_DP_MAX_ATTACH]; /* tenant index or -1 */
     /* rule slots: written by the control thread under lock; the metrics
      * thread reads them under lock */

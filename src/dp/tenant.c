@@ -26,6 +26,7 @@ typedef struct {
     uint64_t drop[OC_DP_T_NREASONS];
     uint64_t vxlan[OC_VXLAN_NREASONS];
     uint64_t pkts[2];   /* forwarded: 0 egress (encapsulated), 1 ingress */
+    uint64_t handoff;   /* frames handed to the worker owning their flow */
 } tctr_t;
 
 struct oc_dp_tw {
@@ -50,7 +51,7 @@ struct oc_dp_tenants {
 static const char *const treason[OC_DP_T_NREASONS] = {
     "spoofed", "denied", "no_connection", "invalid", "policed",
     "unknown_vni", "table_full", "malformed_vxlan", "not_vxlan", "not_ipv4",
-    "not_ours"};
+    "not_ours", "handoff_full"};
 
 const char *oc__dp_treason_name(int r)
 {
@@ -120,6 +121,9 @@ oc_status_t oc__dp_tenants_start(oc_dp_t *dp, const oc_dp_conf_t *c)
                                 (uint64_t)ts.tv_sec * 1000000000ull +
                                     (uint64_t)ts.tv_nsec);
     }
+    st = oc__dp_hand_create(dp);
+    if (st != OC_OK)
+        return st;
     oc_info(OC_COMP_DP, "%u tenants; conntrack %u flows per worker, %zu "
             "bytes (%.1f per flow)", ten->n, tc->ct_flows,
             oc_ct_mem_for(tc->ct_flows),
@@ -129,6 +133,7 @@ oc_status_t oc__dp_tenants_start(oc_dp_t *dp, const oc_dp_conf_t *c)
 
 void oc__dp_tenants_stop(oc_dp_t *dp)
 {
+    oc__dp_hand_free(dp);
     if (dp->w != NULL)
         for (uint32_t q = 0; q < dp->nthreads; q++)
             if (dp->w[q].tw != NULL) {
@@ -264,8 +269,48 @@ static int ingress(oc_dp_worker_t *w, uint32_t t, oc_pkt_t *p, uint64_t now)
     return -1;
 }
 
-void oc__dp_tenant_burst(oc_dp_worker_t *w, uint32_t a, int dir,
-                         oc_pkt_t **pkts, uint16_t n)
+const oc_dp_tenant_conf_t *oc__dp_tenant_of(const oc_dp_t *dp, uint32_t a)
+{
+    return &dp->ten->t[dp->att_tenant[a]];
+}
+
+uint16_t oc__dp_tenant_burst(oc_dp_worker_t *w, uint32_t a, int dir,
+                             oc_pkt_t **pkts, uint16_t n)
+{
+    oc_dp_t *dp = w->dp;
+    oc_pkt_t *gone[OC_DP_BURST_MAX];
+    uint64_t kick = 0; /* workers to wake, a bit each */
+    uint32_t t = (uint32_t)dp->att_tenant[a];
+    uint16_t k = 0, ng = 0;
+
+    if (dp->nthreads > 1) {
+        for (uint16_t i = 0; i < n; i++) {
+            uint32_t r = oc__dp_hand_owner(w, a, dir, pkts[i]);
+            if (r == w->q) {
+                pkts[k++] = pkts[i];
+                continue;
+            }
+            if (oc__dp_hand_push(w, r, a, dir, pkts[i]) == 0) {
+                add(&w->tw->c[t].handoff, 1);
+                kick |= 1ull << r;
+            } else {
+                add(&w->tw->c[t].drop[OC_DP_T_HANDOFF_FULL], 1);
+            }
+            gone[ng++] = pkts[i];
+        }
+        for (uint32_t r = 0; kick != 0; r++, kick >>= 1)
+            if (kick & 1)
+                oc__dp_hand_kick(w, r);
+        if (ng > 0)
+            oc_port_free_bulk(dp->att[a].port[dir], w->q, gone, ng);
+        n = k;
+    }
+    oc__dp_tenant_stages(w, a, dir, pkts, n);
+    return n;
+}
+
+void oc__dp_tenant_stages(oc_dp_worker_t *w, uint32_t a, int dir,
+                          oc_pkt_t **pkts, uint16_t n)
 {
     uint32_t t = (uint32_t)w->dp->att_tenant[a];
     struct oc_dp_tw *tw = w->tw;
@@ -298,13 +343,15 @@ static int list_one(void *arg, const oc_ct_flow_t *f)
     return x->req_n == LIST_MAX;
 }
 
-void oc__dp_tenant_idle(oc_dp_worker_t *w)
+uint32_t oc__dp_tenant_idle(oc_dp_worker_t *w)
 {
     struct oc_dp_tw *tw = w->tw;
+    uint32_t done;
     int req;
 
     if (tw == NULL)
-        return;
+        return 0;
+    done = oc__dp_hand_drain(w);
     (void)oc_ct_expire(tw->ct, now_ns() / 1000000, SWEEP);
     req = __atomic_load_n(&tw->req, __ATOMIC_SEQ_CST);
     if (req == 1) {
@@ -318,6 +365,7 @@ void oc__dp_tenant_idle(oc_dp_worker_t *w)
     }
     if (req != 0)
         __atomic_store_n(&tw->req, 0, __ATOMIC_SEQ_CST);
+    return done;
 }
 
 /* ----------------------------------------------------------- metrics */
@@ -366,6 +414,13 @@ oc_status_t oc__dp_tenant_metrics(oc_dp_t *dp, void *prom)
                            OC_PROM_LABELS({"tenant", ten->t[t].name},
                                           {"direction", d ? "ingress" : "egress"}),
                            TSUM(tw->c[t].pkts[d]));
+    oc_prom_family(p, "offcore_dp_tenant_handoff_packets_total",
+                   "frames handed to the worker that owns their flow",
+                   OC_PROM_COUNTER);
+    for (uint32_t t = 0; t < ten->n; t++)
+        oc_prom_sample(p, "offcore_dp_tenant_handoff_packets_total",
+                       OC_PROM_LABELS({"tenant", ten->t[t].name}),
+                       TSUM(tw->c[t].handoff));
     memset(&sum, 0, sizeof(sum));
     for (uint32_t q = 0; q < dp->nthreads; q++) {
         oc_ct_stats(dp->w[q].tw->ct, &st);

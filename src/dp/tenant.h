@@ -66,6 +66,7 @@ enum {
     OC_DP_T_POLICED, OC_DP_T_UNKNOWN_VNI, OC_DP_T_TABLE_FULL,
     OC_DP_T_MALFORMED_VXLAN, OC_DP_T_NOT_VXLAN, OC_DP_T_NOT_IPV4,
     OC_DP_T_NOT_OURS, /* inner destination MAC neither the attachment's nor broadcast */
+    OC_DP_T_HANDOFF_FULL, /* the ring to the flow's worker was full */
     OC_DP_T_NREASONS
 };
 const char *oc__dp_treason_name(int r);

@@ -271,11 +271,16 @@ void oc__dp_tenants_check(const oc_dp_conf_t *c, const char *file,
 {
     const oc_dp_tenants_conf_t *tc = &c->tenants;
 
-    if (tc->ntenants > 0 && c->threads != 1)
-        oc_dp_errors_add(e, file, tc->t[0].line,
-                         "tenants need threads 1 (connection tracking is per "
-                         "worker and the kernel's queue choice is not "
-                         "symmetric: a reply could reach another worker)");
+    if (tc->ntenants > 0 && c->threads > 1)
+        for (uint32_t a = 0; a < c->nattach; a++)
+            if (c->attach[a].backend != OC_DP_BACKEND_XDP) {
+                /* handing frames between workers needs each worker's own
+                 * pool to send from (tenant_hand.c) */
+                oc_dp_errors_add(e, file, tc->t[0].line,
+                                 "tenants with threads > 1 need backend=xdp "
+                                 "(attach %s)", c->attach[a].name);
+                break;
+            }
     if (tc->ntenants > 0 && c->bare)
         oc_dp_errors_add(e, file, tc->t[0].line,
                          "tenants need the stages: not with 'stages none'");

@@ -1,5 +1,5 @@
 #!/bin/sh
-# dp-tenant-test.sh BUILDDIR — two tenants through offcore-dp's tenant
+# dp-tenant-test.sh BUILDDIR [THREADS] — two tenants through offcore-dp's tenant
 # stages, with real traffic (root and network namespaces; exit 77 =
 # skipped otherwise).  The remote end of each tenant's tunnel is a Linux
 # kernel vxlan device (dstport 4789): an independent VXLAN peer.
@@ -27,6 +27,10 @@
 # 2's default deny.
 set -u
 build=$1
+# THREADS (default 1): offcore-dp's workers and every veth's queues; with
+# 2, frames whose flow another worker owns are handed to it
+nq=${2:-1}
+Q="numtxqueues $nq numrxqueues $nq"
 dp=$build/src/dp/offcore-dp
 cli=$build/src/tools/offcore
 T0=$(date +%s)
@@ -80,10 +84,10 @@ wait_for() {
 
 for n in $HA $HB $RA $RB; do ip netns add $n || fail "netns"; done
 # host links (tenant workloads) and fabric links, one of each per tenant
-ip link add octha0 netns $HA type veth peer name octha1 netns $D || fail veth
-ip link add octhb0 netns $HB type veth peer name octhb1 netns $D || fail veth
-ip link add octfa0 netns $RA type veth peer name octfa1 netns $D || fail veth
-ip link add octfb0 netns $RB type veth peer name octfb1 netns $D || fail veth
+ip link add octha0 $Q netns $HA type veth peer name octha1 $Q netns $D || fail veth
+ip link add octhb0 $Q netns $HB type veth peer name octhb1 $Q netns $D || fail veth
+ip link add octfa0 $Q netns $RA type veth peer name octfa1 $Q netns $D || fail veth
+ip link add octfb0 $Q netns $RB type veth peer name octfb1 $Q netns $D || fail veth
 ip -n $HA link set octha0 address 02:00:0a:00:00:a1 mtu 1450
 ip -n $HB link set octhb0 address 02:00:0a:00:00:b1 mtu 1450
 ip -n $D link set octfa1 address 02:00:c0:00:00:a1
@@ -121,7 +125,7 @@ sock=$tmp/dp.sock
 ctl() { "$cli" dp --control unix:$sock "$@"; }
 cat >"$tmp/dp.conf" <<EOF
 # two tenants, each with one attachment and its own VXLAN tunnel
-threads 1
+threads $nq
 control unix:$sock
 attach a host=octha1 wire=octfa1
 attach b host=octhb1 wire=octfb1
@@ -246,6 +250,9 @@ print("ok: policed at 20 Mbit/s, offered 40: %.1f Mbit/s received (%.1f%% lost)"
 sys.exit(0 if 16 <= r <= 22 else 1)
 EOF
 [ "$(drop B policed)" -gt 0 ] || fail "policed not counted"
+if [ "$nq" -gt 1 ]; then
+    ok "$nq workers: $(ctl stat --raw | sed -n 's/^offcore_dp_tenant_handoff_packets_total{tenant="\(.\)"} \([0-9]*\)$/\1:\2/p' | tr '\n' ' ')frames handed to the worker owning their flow, $(drop A handoff_full) + $(drop B handoff_full) dropped on a full ring"
+fi
 
 # --- operator commands
 ctl tenant list | grep -q "^B vni=200 attach=b" || fail "tenant list"
@@ -262,10 +269,10 @@ kill -TERM $dppid; wait $dppid; rc=$?; dppid=
 # ingress group on server 2 opens ICMP and its two TCP ports.
 for n in $HA2 $HB2 $D2; do ip netns add $n || fail "netns"; done
 ip -n $D link del octfa1; ip -n $D link del octfb1
-ip link add octha2 netns $HA2 type veth peer name octja1 netns $D2 || fail veth
-ip link add octhb2 netns $HB2 type veth peer name octjb1 netns $D2 || fail veth
-ip link add octka1 netns $D type veth peer name octka2 netns $D2 || fail veth
-ip link add octkb1 netns $D type veth peer name octkb2 netns $D2 || fail veth
+ip link add octha2 $Q netns $HA2 type veth peer name octja1 $Q netns $D2 || fail veth
+ip link add octhb2 $Q netns $HB2 type veth peer name octjb1 $Q netns $D2 || fail veth
+ip link add octka1 $Q netns $D type veth peer name octka2 $Q netns $D2 || fail veth
+ip link add octkb1 $Q netns $D type veth peer name octkb2 $Q netns $D2 || fail veth
 ip -n $HA2 link set octha2 address 02:00:0a:00:00:a2 mtu 1450
 ip -n $HB2 link set octhb2 address 02:00:0a:00:00:b2 mtu 1450
 for x in "$HA2 octha2" "$HB2 octhb2" "$D2 octja1" "$D2 octjb1" "$D octka1" \
@@ -282,7 +289,7 @@ mac() { ip netns exec $1 cat /sys/class/net/$2/address; }
 ka1=$(mac $D octka1) kb1=$(mac $D octkb1) ka2=$(mac $D2 octka2) kb2=$(mac $D2 octkb2)
 sock2=$tmp/dp2.sock
 cat >"$tmp/s1.conf" <<EOF
-threads 1
+threads $nq
 control unix:$sock
 attach a host=octha1 wire=octka1
 attach b host=octhb1 wire=octkb1
@@ -291,7 +298,7 @@ tenant B vni=200 attach=b mac=02:00:0a:00:00:b1 ip=10.10.0.1 local=192.168.82.1 
 conntrack flows=65536
 EOF
 cat >"$tmp/s2.conf" <<EOF
-threads 1
+threads $nq
 control unix:$sock2
 attach a host=octja1 wire=octka2
 attach b host=octjb1 wire=octkb2

@@ -45,6 +45,11 @@ static void test_two_tenants(void **state)
         "conntrack flows=1000 tcp_established=3600 udp=10\n";
     (void)state;
 
+    /* several workers: frames go to the worker owning their flow */
+    assert_int_equal(parse("threads 2\nattach a host=h0 wire=w0\n" TA, &c, &e),
+                     OC_OK);
+    assert_int_equal(c.threads, 2);
+    oc_dp_conf_free(&c);
     assert_int_equal(parse(text, &c, &e), OC_OK);
     assert_int_equal(c.tenants.ntenants, 2);
     assert_string_equal(c.tenants.t[0].name, "A");
@@ -80,8 +85,8 @@ static void refused(const char *text, const char *want)
 static void test_errors(void **state)
 {
     (void)state;
-    refused("threads 2\nattach a host=h0 wire=w0\n" TA,
-            "t.conf:3: tenants need threads 1");
+    refused("threads 2\nattach a host=h0 wire=w0 backend=dpdk-af_packet\n" TA,
+            "t.conf:3: tenants with threads > 1 need backend=xdp (attach a)");
     refused("stages none\n" BASE TA, "t.conf:5: tenants need the stages");
     refused(BASE TA TA, "t.conf:5: tenant A: defined twice");
     refused(BASE TA "tenant C vni=300 attach=a mac=02:00:00:00:00:c1 ip=1.2.3.4 "
