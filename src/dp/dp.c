@@ -177,7 +177,7 @@ static void *worker_main(void *arg)
                 if (n == 0)
                     continue;
                 got += n;
-                if (dp->att_tenant[a] >= 0) {
+                if (__atomic_load_n(&dp->att_tenant[a], __ATOMIC_RELAXED) != -1) {
                     n = oc__dp_tenant_burst(w, a, dir, pkts, n);
                 } else if (!dp->bare) {
                     stage_parse(w, pkts, n);

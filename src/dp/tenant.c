@@ -22,32 +22,6 @@
 #define LIST_MAX 4096   /* flows `conntrack list` shows */
 #define SWEEP 64        /* entries the idle sweep examines per loop */
 
-typedef struct {
-    uint64_t drop[OC_DP_T_NREASONS];
-    uint64_t vxlan[OC_VXLAN_NREASONS];
-    uint64_t pkts[2];   /* forwarded: 0 egress (encapsulated), 1 ingress */
-    uint64_t handoff;   /* frames handed to the worker owning their flow */
-} tctr_t;
-
-struct oc_dp_tw {
-    oc_ct_t     *ct;
-    oc_policer_t pol[OC_DP_MAX_TENANTS][2];
-    tctr_t       c[OC_DP_MAX_TENANTS];
-    /* control requests: req set by the control thread, cleared by the
-     * worker when done (seq_cst) */
-    int          req;   /* 0 none, 1 flush, 2 list */
-    int          req_zone;
-    uint32_t     req_n;
-    oc_ct_flow_t *list; /* LIST_MAX, the control thread's */
-};
-
-struct oc_dp_tenants {
-    uint32_t n;
-    oc_dp_tenant_conf_t t[OC_DP_MAX_TENANTS];
-    oc_acl_t *acl[OC_DP_MAX_TENANTS][2]; /* [t][ingress] */
-    int       att_tenant[OC_DP_MAX_ATTACH];
-};
-
 static const char *const treason[OC_DP_T_NREASONS] = {
     "spoofed", "denied", "no_connection", "invalid", "policed",
     "unknown_vni", "table_full", "malformed_vxlan", "not_vxlan", "not_ipv4",
@@ -74,7 +48,7 @@ oc_status_t oc__dp_tenants_start(oc_dp_t *dp, const oc_dp_conf_t *c)
 
     for (uint32_t a = 0; a < OC_DP_MAX_ATTACH; a++)
         dp->att_tenant[a] = -1;
-    if (tc->ntenants == 0)
+    if (tc->ntenants == 0 && !tc->enabled)
         return OC_OK;
     ten = calloc(1, sizeof(*ten));
     if (ten == NULL)
@@ -82,6 +56,7 @@ oc_status_t oc__dp_tenants_start(oc_dp_t *dp, const oc_dp_conf_t *c)
     dp->ten = ten;
     ten->n = tc->ntenants;
     memcpy(ten->t, tc->t, sizeof(ten->t));
+    memset(ten->live, 1, ten->n);
     for (uint32_t t = 0; t < ten->n; t++) {
         for (uint32_t a = 0; a < c->nattach; a++)
             if (!strcmp(c->attach[a].name, tc->t[t].attach))
@@ -271,7 +246,8 @@ static int ingress(oc_dp_worker_t *w, uint32_t t, oc_pkt_t *p, uint64_t now)
 
 const oc_dp_tenant_conf_t *oc__dp_tenant_of(const oc_dp_t *dp, uint32_t a)
 {
-    return &dp->ten->t[dp->att_tenant[a]];
+    int t = __atomic_load_n(&dp->att_tenant[a], __ATOMIC_ACQUIRE);
+    return t < 0 ? NULL : &dp->ten->t[t];
 }
 
 uint16_t oc__dp_tenant_burst(oc_dp_worker_t *w, uint32_t a, int dir,
@@ -280,10 +256,11 @@ uint16_t oc__dp_tenant_burst(oc_dp_worker_t *w, uint32_t a, int dir,
     oc_dp_t *dp = w->dp;
     oc_pkt_t *gone[OC_DP_BURST_MAX];
     uint64_t kick = 0; /* workers to wake, a bit each */
-    uint32_t t = (uint32_t)dp->att_tenant[a];
+    int ti = __atomic_load_n(&dp->att_tenant[a], __ATOMIC_ACQUIRE);
+    uint32_t t = (uint32_t)ti;
     uint16_t k = 0, ng = 0;
 
-    if (dp->nthreads > 1) {
+    if (ti >= 0 && dp->nthreads > 1) {
         for (uint16_t i = 0; i < n; i++) {
             uint32_t r = oc__dp_hand_owner(w, a, dir, pkts[i]);
             if (r == w->q) {
@@ -312,10 +289,18 @@ uint16_t oc__dp_tenant_burst(oc_dp_worker_t *w, uint32_t a, int dir,
 void oc__dp_tenant_stages(oc_dp_worker_t *w, uint32_t a, int dir,
                           oc_pkt_t **pkts, uint16_t n)
 {
-    uint32_t t = (uint32_t)w->dp->att_tenant[a];
+    int ti = __atomic_load_n(&w->dp->att_tenant[a], __ATOMIC_ACQUIRE);
+    uint32_t t = (uint32_t)ti;
     struct oc_dp_tw *tw = w->tw;
     uint64_t now = now_ns();
 
+    if (ti < 0) {
+        /* its tenant was deleted: the attachment is closed until a tenant
+         * is added on it (dp's drop counter, cause "tenant") */
+        for (uint16_t i = 0; i < n; i++)
+            pkts[i]->verdict = OC_DP_V_TENANT;
+        return;
+    }
     for (uint16_t i = 0; i < n; i++) {
         int why = dir == 0 ? egress(w, t, pkts[i], now)
                            : ingress(w, t, pkts[i], now);
@@ -388,10 +373,11 @@ oc_status_t oc__dp_tenant_metrics(oc_dp_t *dp, void *prom)
 
     if (ten == NULL)
         return OC_OK;
+    pthread_mutex_lock(&dp->lock); /* tenant add/del change the slots */
     oc_prom_family(p, "offcore_dp_tenant_dropped_packets_total",
                    "frames of a tenant dropped, by reason", OC_PROM_COUNTER);
     for (uint32_t t = 0; t < ten->n; t++)
-        for (int r = 0; r < OC_DP_T_NREASONS; r++)
+        for (int r = 0; r < OC_DP_T_NREASONS && ten->live[t]; r++)
             oc_prom_sample(p, "offcore_dp_tenant_dropped_packets_total",
                            OC_PROM_LABELS({"tenant", ten->t[t].name},
                                           {"reason", treason[r]}),
@@ -400,7 +386,7 @@ oc_status_t oc__dp_tenant_metrics(oc_dp_t *dp, void *prom)
                    "VXLAN frames from the wire refused, by reason",
                    OC_PROM_COUNTER);
     for (uint32_t t = 0; t < ten->n; t++)
-        for (int r = 1; r < OC_VXLAN_NREASONS; r++)
+        for (int r = 1; r < OC_VXLAN_NREASONS && ten->live[t]; r++)
             oc_prom_sample(p, "offcore_dp_tenant_vxlan_malformed_total",
                            OC_PROM_LABELS({"tenant", ten->t[t].name},
                                           {"reason", oc_vxlan_reason_name(r)}),
@@ -409,7 +395,7 @@ oc_status_t oc__dp_tenant_metrics(oc_dp_t *dp, void *prom)
                    "frames of a tenant forwarded: egress encapsulated toward "
                    "the wire, ingress delivered to the host", OC_PROM_COUNTER);
     for (uint32_t t = 0; t < ten->n; t++)
-        for (int d = 0; d < 2; d++)
+        for (int d = 0; d < 2 && ten->live[t]; d++)
             oc_prom_sample(p, "offcore_dp_tenant_packets_total",
                            OC_PROM_LABELS({"tenant", ten->t[t].name},
                                           {"direction", d ? "ingress" : "egress"}),
@@ -418,9 +404,11 @@ oc_status_t oc__dp_tenant_metrics(oc_dp_t *dp, void *prom)
                    "frames handed to the worker that owns their flow",
                    OC_PROM_COUNTER);
     for (uint32_t t = 0; t < ten->n; t++)
-        oc_prom_sample(p, "offcore_dp_tenant_handoff_packets_total",
-                       OC_PROM_LABELS({"tenant", ten->t[t].name}),
-                       TSUM(tw->c[t].handoff));
+        if (ten->live[t])
+            oc_prom_sample(p, "offcore_dp_tenant_handoff_packets_total",
+                           OC_PROM_LABELS({"tenant", ten->t[t].name}),
+                           TSUM(tw->c[t].handoff));
+    pthread_mutex_unlock(&dp->lock);
     memset(&sum, 0, sizeof(sum));
     for (uint32_t q = 0; q < dp->nthreads; q++) {
         oc_ct_stats(dp->w[q].tw->ct, &st);
@@ -472,12 +460,20 @@ static int ask(oc_dp_t *dp, struct oc_dp_tw *tw, int req, int zone)
     return -1; /* the worker is stuck: leave the request, report */
 }
 
+int oc__dp_tenant_ask_all(oc_dp_t *dp, int req, int zone)
+{
+    int rc = 0;
+    for (uint32_t q = 0; q < dp->nthreads; q++)
+        rc |= ask(dp, dp->w[q].tw, req, zone);
+    return rc;
+}
+
 static int zone_of(oc_dp_t *dp, const char *name)
 {
     if (name == NULL || *name == '\0')
         return -1;
     for (uint32_t t = 0; t < dp->ten->n; t++)
-        if (!strcmp(dp->ten->t[t].name, name))
+        if (dp->ten->live[t] && !strcmp(dp->ten->t[t].name, name))
             return (int)t;
     return -2;
 }
@@ -555,8 +551,8 @@ int oc__dp_tenant_ctl(oc_dp_t *dp, const char *line, FILE *out)
     if (strncmp(line, "conntrack", 9) != 0 && strncmp(line, "tenant", 6) != 0)
         return 0;
     if (dp->ten == NULL) {
-        fprintf(out, "error: no tenants configured (tenant lines in the "
-                     "config file)\n");
+        fprintf(out, "error: no tenant state: start offcore-dp with a tenant "
+                     "or a conntrack line in its config file\n");
         return 1;
     }
     if (!strcmp(line, "tenant list")) {
@@ -564,6 +560,8 @@ int oc__dp_tenant_ctl(oc_dp_t *dp, const char *line, FILE *out)
         for (uint32_t t = 0; t < dp->ten->n; t++) {
             const oc_dp_tenant_conf_t *c = &dp->ten->t[t];
             char ip[16], rip[16];
+            if (!dp->ten->live[t])
+                continue;
             ip_str(c->ip, ip, sizeof(ip));
             ip_str(c->tun.remote_ip, rip, sizeof(rip));
             fprintf(out, "%s vni=%u attach=%s ip=%s remote=%s rate=%llu\n",
@@ -574,6 +572,8 @@ int oc__dp_tenant_ctl(oc_dp_t *dp, const char *line, FILE *out)
     }
     if (!strncmp(line, "tenant rule ", 12))
         return rule_ctl(dp, line + 12, out);
+    if (!strncmp(line, "tenant add ", 11) || !strncmp(line, "tenant del ", 11))
+        return oc__dp_tenant_live_ctl(dp, line, out);
     if (!strncmp(line, "conntrack count", 15) ||
         !strncmp(line, "conntrack flush", 15) ||
         !strncmp(line, "conntrack list", 14)) {

@@ -56,6 +56,7 @@ typedef struct {
     oc_dp_tenant_conf_t t[OC_DP_MAX_TENANTS];
     uint32_t nrules;
     oc_dp_trule_t r[OC_DP_MAX_TRULES];
+    bool     enabled;         /* a conntrack line: tenant state even with no tenant yet */
     uint32_t ct_flows;        /* per worker */
     oc_ct_timeouts_t ct_to;
 } oc_dp_tenants_conf_t;

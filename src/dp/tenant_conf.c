@@ -80,10 +80,9 @@ static const struct {
     {"udp", -1}, {"udp_stream", -2}, {"icmp", -3}, {"generic", -4},
 };
 
-static void tenant_line(oc_dp_conf_t *c, char **tok, int n, const char *file,
-                        unsigned ln, oc_dp_errors_t *e)
+int oc__dp_tenant_parse(oc_dp_tenants_conf_t *tc, char **tok, int n,
+                        const char *file, unsigned ln, oc_dp_errors_t *e)
 {
-    oc_dp_tenants_conf_t *tc = &c->tenants;
     oc_dp_tenant_conf_t t;
     unsigned have = 0;
     uint64_t v = 0;
@@ -97,7 +96,7 @@ static void tenant_line(oc_dp_conf_t *c, char **tok, int n, const char *file,
     if (n < 2 || strlen(tok[1]) >= sizeof(t.name) || strchr(tok[1], '=')) {
         ERR("tenant takes NAME vni=N attach=ATT mac=MAC ip=A.B.C.D local=IP "
             "local_mac=MAC remote=IP remote_mac=MAC [rate=MBIT] [burst=BYTES]");
-        return;
+        return -1;
     }
     snprintf(t.name, sizeof(t.name), "%s", tok[1]);
     for (int i = 2; i < n; i++) {
@@ -106,7 +105,7 @@ static void tenant_line(oc_dp_conf_t *c, char **tok, int n, const char *file,
         int bad = 0;
         if (eq == NULL) {
             ERR("tenant %s: '%.40s': expected KEY=VALUE", t.name, tok[i]);
-            return;
+            return -1;
         }
         *eq++ = '\0';
         if (!strcmp(k, "vni")) {
@@ -145,35 +144,36 @@ static void tenant_line(oc_dp_conf_t *c, char **tok, int n, const char *file,
         } else {
             ERR("tenant %s: unknown key '%.32s' (vni attach mac ip local "
                 "local_mac remote remote_mac rate burst)", t.name, k);
-            return;
+            return -1;
         }
         if (bad) {
             ERR("tenant %s: %s '%.40s' is not valid (vni 1..16777215, MAC "
                 "aa:bb:cc:dd:ee:ff, IPv4 dotted, rate 0..400000 Mbit/s, "
                 "burst 1514..1073741824 bytes)", t.name, k, eq);
-            return;
+            return -1;
         }
     }
     if (have != ALL) {
         ERR("tenant %s: needs vni= attach= mac= ip= local= local_mac= "
             "remote= remote_mac=", t.name);
-        return;
+        return -1;
     }
     if (find(tc, t.name) >= 0) {
         ERR("tenant %s: defined twice", t.name);
-        return;
+        return -1;
     }
     for (uint32_t i = 0; i < tc->ntenants; i++)
         if (!strcmp(tc->t[i].attach, t.attach)) {
             ERR("tenant %s: attachment %s already belongs to tenant %s", t.name,
                 t.attach, tc->t[i].name);
-            return;
+            return -1;
         }
     if (tc->ntenants == OC_DP_MAX_TENANTS) {
         ERR("more than %u tenants", OC_DP_MAX_TENANTS);
-        return;
+        return -1;
     }
     tc->t[tc->ntenants++] = t;
+    return 0;
 }
 
 int oc__dp_tenant_directive(oc_dp_conf_t *c, char **tok, int n,
@@ -183,7 +183,7 @@ int oc__dp_tenant_directive(oc_dp_conf_t *c, char **tok, int n,
     oc_dp_tenants_conf_t *tc = &c->tenants;
 
     if (!strcmp(tok[0], "tenant")) {
-        tenant_line(c, tok, n, file, ln, e);
+        (void)oc__dp_tenant_parse(tc, tok, n, file, ln, e);
     } else if (!strcmp(tok[0], "tenant_rule")) {
         oc_dp_rule_t r;
         char why[160];
@@ -228,6 +228,7 @@ int oc__dp_tenant_directive(oc_dp_conf_t *c, char **tok, int n,
                 continue;
             }
             *eq++ = '\0';
+            tc->enabled = true;
             if (!strcmp(tok[i], "flows")) {
                 if (parse_num(eq, 1, OC_CT_MAX_FLOWS, &v))
                     ERR("conntrack flows '%.32s': expected 1..%u", eq,

@@ -48,7 +48,7 @@ uint32_t oc__dp_hand_owner(oc_dp_worker_t *w, uint32_t a, int dir,
     const uint8_t *f = p->data;
     uint32_t len = p->len;
 
-    if (dp->nthreads == 1)
+    if (dp->nthreads == 1 || tc == NULL)
         return w->q;
     if (dir == 1) {
         oc_vxlan_rx_t rx;

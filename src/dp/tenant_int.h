@@ -9,7 +9,42 @@
 #include "dp/dp_int.h"
 #include "dp/tenant.h"
 
+/* per worker and tenant counters, written by the worker only */
+typedef struct {
+    uint64_t drop[OC_DP_T_NREASONS];
+    uint64_t vxlan[OC_VXLAN_NREASONS];
+    uint64_t pkts[2];   /* forwarded: 0 egress (encapsulated), 1 ingress */
+    uint64_t handoff;   /* frames handed to the worker owning their flow */
+} tctr_t;
+
+struct oc_dp_tw {
+    oc_ct_t     *ct;
+    oc_policer_t pol[OC_DP_MAX_TENANTS][2];
+    tctr_t       c[OC_DP_MAX_TENANTS];
+    /* control requests: req set by the control thread, cleared by the
+     * worker when done (seq_cst) */
+    int          req;   /* 0 none, 1 flush, 2 list */
+    int          req_zone;
+    uint32_t     req_n;
+    oc_ct_flow_t *list; /* LIST_MAX, the control thread's */
+};
+
+struct oc_dp_tenants {
+    uint32_t n;  /* slots used so far (live or freed) */
+    oc_dp_tenant_conf_t t[OC_DP_MAX_TENANTS];
+    oc_acl_t *acl[OC_DP_MAX_TENANTS][2]; /* [t][ingress] */
+    uint8_t   live[OC_DP_MAX_TENANTS];    /* slot in use (tenant_live.c) */
+};
+
 void oc__dp_tenants_defaults(oc_dp_tenants_conf_t *tc);
+/** One `tenant NAME key=value...` line (@p tok) into @p tc: 0, or -1 with
+ *  the errors in @p e (tenant_conf.c; the config file and `tenant add`). */
+int oc__dp_tenant_parse(oc_dp_tenants_conf_t *tc, char **tok, int n,
+                        const char *file, unsigned ln, oc_dp_errors_t *e);
+/** `tenant add ...` / `tenant del NAME` (tenant_live.c): @return 1 handled. */
+int oc__dp_tenant_live_ctl(oc_dp_t *dp, const char *line, FILE *out);
+/** Ask every worker to run control request @p req (tenant.c). */
+int oc__dp_tenant_ask_all(oc_dp_t *dp, int req, int zone);
 /** A config line's directive if it is a tenant one (tenant, tenant_rule,
  *  conntrack).  @return 1 handled (errors added to @p e), 0 not ours. */
 int oc__dp_tenant_directive(oc_dp_conf_t *c, char **tok, int n,

@@ -46,6 +46,9 @@ static void dp_usage(FILE *out)
 "                      tracked flows (all tenants, or one): how many, each\n"
 "                      with its state and expiry, or remove them\n"
 "  tenant list         the tenants: VNI, attachment, address, tunnel, rate\n"
+"  tenant add NAME vni=N attach=ATT mac=MAC ip=A.B.C.D local=IP\n"
+"             local_mac=MAC remote=IP remote_mac=MAC [rate=MBIT] [burst=B]\n"
+"  tenant del NAME     live; a deleted tenant's attachment drops every frame\n"
 "  tenant rule add TENANT ingress|egress RULE\n"
 "  tenant rule del TENANT ingress|egress ID\n"
 "                      change a tenant's security group, live\n"
@@ -384,7 +387,9 @@ int oc_dp_cli_main(int argc, char **argv, FILE *out, FILE *err)
                (!strcmp(argv[i], "tenant") && i + 2 == argc &&
                 !strcmp(argv[i + 1], "list")) ||
                (!strcmp(argv[i], "tenant") && i + 5 < argc &&
-                !strcmp(argv[i + 1], "rule"))) {
+                !strcmp(argv[i + 1], "rule")) ||
+               (!strcmp(argv[i], "tenant") && i + 2 < argc &&
+                (!strcmp(argv[i + 1], "add") || !strcmp(argv[i + 1], "del")))) {
         /* the tenant stages (docs/tenants.md): the words as they are */
         n = 0;
         for (int k = i; k < argc && n < sizeof(line); k++)

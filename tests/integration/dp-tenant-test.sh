@@ -20,7 +20,9 @@
 #     late segment from the remote is no_connection;
 #   - policing: tenant B limited to 20 Mbit/s; iperf3 UDP offered 40 Mbit/s
 #     receives between 16 and 22 Mbit/s;
-#   - a tenant rule added live opens a port, deleted closes it;
+#   - a tenant rule added live opens a port, deleted closes it; tenant
+#     del closes an attachment without touching the other tenant's flows,
+#     tenant add (with a rate) reopens it;
 #   - conntrack count / list / flush through `offcore dp`.
 # Then setup 2: two servers, each DPU running offcore-dp, joined by a veth
 # fabric: ping, curl, iperf3 within each tenant, never across, and server
@@ -239,7 +241,21 @@ ip netns exec $RA $SPY "$tmp/late.py" || fail scapy
 wait_for 5 test "$(drop A no_connection)" -eq $((nc0 + 1)) || fail "late segment: no_connection $nc0 -> $(drop A no_connection)"
 ok "a segment of a closed, timed-out connection: no_connection +1"
 
-# --- policing: B at 20 Mbit/s
+# --- tenant del / add, live: B's attachment closes, A's flows stay
+ip netns exec $HA ping -c 1 -W 2 10.10.0.2 >/dev/null || fail "ping A before"
+ca0=$(ctl conntrack count A)
+ctl tenant del B >/dev/null || fail "tenant del B"
+ip netns exec $HB ping -c 2 -i 0.2 -W 1 10.10.0.2 >/dev/null && fail "B still forwards after tenant del"
+[ "$(ctl conntrack count A)" -eq "$ca0" ] || fail "A's flows changed with B's deletion ($ca0 -> $(ctl conntrack count A))"
+ctl tenant list | grep -q "^B " && fail "B still listed"
+ctl tenant add B vni=200 attach=b mac=02:00:0a:00:00:b1 ip=10.10.0.1 local=192.168.72.1 \
+    local_mac=02:00:c0:00:00:b1 remote=192.168.72.2 remote_mac=02:00:c0:00:00:b2 \
+    rate=20 burst=30000 >/dev/null || fail "tenant add B"
+wait_for 5 ip netns exec $HB ping -c 1 -W 1 10.10.0.2 || fail "B does not forward after tenant add"
+ctl tenant add B vni=200 attach=b >/dev/null 2>&1 && fail "an incomplete tenant add was taken"
+ok "tenant del B closed its attachment (A's $ca0 flows untouched), tenant add B reopened it"
+
+# --- policing: B at 20 Mbit/s (the tenant added live above)
 wait_for 10 listening $RB 27201 || fail "iperf3 server B"
 timeout 20 ip netns exec $HB iperf3 -c 10.10.0.2 -p 27201 -u -b 40M -l 1200 -t 3 -J >"$tmp/pol.json" || fail "iperf3 UDP in B"
 python3 - "$tmp/pol.json" <<'EOF' || fail "policing"
