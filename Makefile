@@ -104,10 +104,12 @@ bench: build
 	python3 bench/nvmf-bench.py $(BUILDDIR)
 	$(MAKE) --no-print-directory bench-pkt
 
-# the classifier: one core, lookups only (bench/classifier.c); forwarding:
+# connection tracking at 1M flows, one core (bench/conntrack.c); the
+# classifier: one core, lookups only (bench/classifier.c); forwarding:
 # two network namespaces through offcore-dp (bench/run-pkt-forward.sh).
 # JSON lines.
 bench-pkt: build
+	$(BUILDDIR)/bench/bench-conntrack
 	$(BUILDDIR)/bench/bench-classifier --data data/classbench $(BENCH_PKT_ARGS)
 	sh bench/run-pkt-forward.sh $(BUILDDIR)
 

@@ -9,6 +9,7 @@
  * interface exists.  Fuzzed by tests/fuzz/fuzz_dp.c.
  */
 #include "dp/dp.h"
+#include "dp/tenant_int.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -57,6 +58,7 @@ void oc_dp_conf_defaults(oc_dp_conf_t *c)
     snprintf(c->metrics, sizeof(c->metrics), "off");
     for (int r = 0; r < OC_PKT_R_MAX; r++)
         c->policy[r] = (uint8_t)oc_pkt_default_policy((oc_pkt_reason_t)r);
+    oc__dp_tenants_defaults(&c->tenants);
 }
 
 void oc_dp_conf_free(oc_dp_conf_t *c)
@@ -462,10 +464,12 @@ static void parse_line(oc_dp_conf_t *c, size_t *rcap, char *line,
                 *nomem = true;
             free(rules);
         }
+    } else if (oc__dp_tenant_directive(c, tok, n, rest, name, ln, e)) {
+        /* tenant, tenant_rule, conntrack (tenant_conf.c) */
     } else {
         ERR("unknown directive '%.40s' (threads burst ring max_rules "
             "max_frame stages default control metrics policy attach rule "
-            "rules)", tok[0]);
+            "rules tenant tenant_rule conntrack)", tok[0]);
     }
 #undef ONE_ARG
 #undef ERR
@@ -484,6 +488,8 @@ oc_status_t oc_dp_conf_parse(const char *text, size_t len, const char *name,
     c.rules = NULL;
     c.nrules = 0;
     c.nattach = 0;
+    c.tenants.ntenants = 0;
+    c.tenants.nrules = 0;
     while (s < end && !nomem) {
         const char *nl = memchr(s, '\n', (size_t)(end - s));
         size_t l = nl ? (size_t)(nl - s) : (size_t)(end - s);
@@ -507,6 +513,7 @@ oc_status_t oc_dp_conf_parse(const char *text, size_t len, const char *name,
     }
     if (c.nattach == 0)
         oc_dp_errors_add(e, name, 0, "no 'attach NAME host=IF wire=IF' line");
+    oc__dp_tenants_check(&c, name, e);
     if (c.nrules > c.max_rules)
         oc_dp_errors_add(e, name, 0, "%zu rules, more than max_rules %u",
                          c.nrules, c.max_rules);

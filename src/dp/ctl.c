@@ -21,6 +21,7 @@
  */
 #include "ctl/ctl.h"
 #include "dp/dp_int.h"
+#include "dp/tenant_int.h"
 #include "metrics/metrics.h"
 #include "util/guard.h"
 #include "util/log.h"
@@ -41,7 +42,7 @@
 static const char *const drop_cause[OC_DP_V_MAX] = {
     [OC_DP_V_FORWARD] = "none", [OC_DP_V_POLICY] = "policy",
     [OC_DP_V_RULE] = "rule",    [OC_DP_V_DEFAULT] = "default",
-    [OC_DP_V_TX_FULL] = "tx_full"};
+    [OC_DP_V_TX_FULL] = "tx_full", [OC_DP_V_TENANT] = "tenant"};
 
 #define SUM(expr)                                                              \
     ({                                                                         \
@@ -173,6 +174,7 @@ oc_status_t oc_dp_metrics(void *arg, void *prom)
         }
         pthread_mutex_unlock(&dp->lock);
     }
+    oc__dp_tenant_metrics(dp, p);
     return oc_prom_status(p);
 }
 
@@ -278,8 +280,11 @@ static void handle(oc_dp_t *dp, char *line, FILE *out)
         }
         fprintf(out, "ok\n%s", b.data ? b.data : "");
         oc_prom_buf_free(&b);
+    } else if (oc__dp_tenant_ctl(dp, line, out)) {
+        /* conntrack count|list|flush, tenant list (tenant.c) */
     } else {
-        reply_error(out, "unknown command (ping, rules add|del|list|load, stat)");
+        reply_error(out, "unknown command (ping, rules add|del|list|load, stat, "
+                         "conntrack count|list|flush [TENANT], tenant list)");
     }
 }
 

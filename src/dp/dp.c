@@ -16,6 +16,7 @@
  * on a new rule; a reused slot's counters start from a baseline.
  */
 #include "dp/dp_int.h"
+#include "dp/tenant_int.h"
 #include "util/log.h"
 
 #include <errno.h>
@@ -122,10 +123,17 @@ static void forward(oc_dp_worker_t *w, oc_port_t *in, oc_port_t *out,
         oc_port_free_bulk(in, q, drop, nd);
 }
 
+void oc__dp_forward(oc_dp_worker_t *w, uint32_t a, int dir, oc_pkt_t **pkts,
+                    uint16_t n)
+{
+    forward(w, w->dp->att[a].port[dir], w->dp->att[a].port[!dir], pkts, n,
+            false);
+}
+
 static void sleep_idle(oc_dp_worker_t *w)
 {
     oc_dp_t *dp = w->dp;
-    struct pollfd pf[2 * OC_DP_MAX_ATTACH + 1];
+    struct pollfd pf[2 * OC_DP_MAX_ATTACH + 2];
     nfds_t n = 0;
     int timeout = 1000; /* the stop eventfd wakes it sooner */
 
@@ -138,6 +146,8 @@ static void sleep_idle(oc_dp_worker_t *w)
                 timeout = 1; /* nothing to wait on: a 1 ms nap */
         }
     pf[n++] = (struct pollfd){dp->stop_fd, POLLIN, 0};
+    if (w->hand_fd > 0) /* frames handed over by another worker */
+        pf[n++] = (struct pollfd){w->hand_fd, POLLIN, 0};
     __atomic_store_n(&w->asleep, 1, __ATOMIC_SEQ_CST);
     if (!dp->bare)
         oc_acl_reader_offline();
@@ -167,7 +177,9 @@ static void *worker_main(void *arg)
                 if (n == 0)
                     continue;
                 got += n;
-                if (!dp->bare) {
+                if (__atomic_load_n(&dp->att_tenant[a], __ATOMIC_RELAXED) != -1) {
+                    n = oc__dp_tenant_burst(w, a, dir, pkts, n);
+                } else if (!dp->bare) {
                     stage_parse(w, pkts, n);
                     stage_classify(w, pkts, n);
                 }
@@ -175,6 +187,7 @@ static void *worker_main(void *arg)
             }
         if (!dp->bare)
             oc_acl_reader_quiescent();
+        got += oc__dp_tenant_idle(w);
         __atomic_store_n(&w->seq, w->seq + 1, __ATOMIC_SEQ_CST);
         if (got > 0) {
             idle = 0;
@@ -242,6 +255,9 @@ oc_status_t oc_dp_start(const oc_dp_conf_t *c, oc_dp_t **out)
         }
         dp->pools[q] = w->pool;
     }
+    st = oc__dp_tenants_start(dp, c);
+    if (st != OC_OK)
+        goto err;
     for (uint32_t a = 0; a < c->nattach; a++) {
         const oc_dp_attach_conf_t *ac = &c->attach[a];
         oc_dp_attach_t *at = &dp->att[a];
@@ -317,6 +333,7 @@ void oc_dp_stop(oc_dp_t *dp)
             oc_pkt_pool_destroy(dp->w[q].pool);
             free(dp->w[q].rule);
         }
+    oc__dp_tenants_stop(dp); /* uses dp->w */
     free(dp->w);
     oc_acl_destroy(dp->acl);
     oc__dp_slots_free(dp);

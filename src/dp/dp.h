@@ -19,6 +19,7 @@
 #define OC_DP_H
 
 #include "ctl/ctl.h"
+#include "dp/tenant.h"
 #include "pkt/pkt.h"
 
 #include <stdbool.h>
@@ -70,6 +71,7 @@ typedef struct {
     oc_dp_attach_conf_t attach[OC_DP_MAX_ATTACH];
     size_t        nrules;
     oc_dp_rule_t *rules;     /* malloc'd */
+    oc_dp_tenants_conf_t tenants; /* tenant stages (dp/tenant.h) */
 } oc_dp_conf_t;
 
 /** Collected errors: every one "file:line: reason". */

@@ -19,6 +19,7 @@ enum {
     OC_DP_V_RULE,    /* a deny rule matched */
     OC_DP_V_DEFAULT, /* no rule matched and the default is deny */
     OC_DP_V_TX_FULL, /* the output port's ring stayed full */
+    OC_DP_V_TENANT,  /* a tenant stage dropped it (counted there by reason) */
     OC_DP_V_MAX
 };
 
@@ -37,6 +38,8 @@ typedef struct oc_dp_worker {
         uint64_t dropped[OC_DP_V_MAX];
         uint64_t forwarded, nomatch, sleeps;
     } c;                   /* written by this worker only */
+    struct oc_dp_tw *tw;   /* tenant stages' state (tenant.c), or NULL */
+    int      hand_fd;      /* eventfd: frames handed to this worker (tenant_hand.c) */
     uint64_t seq;          /* loop iterations (grace periods of slots) */
     int      asleep;       /* in poll(): holds no lookup result */
     /* burst scratch */
@@ -69,6 +72,9 @@ struct oc_dp {
     oc_dp_worker_t *w;
     oc_pkt_pool_t  *pools[OC_DP_MAX_THREADS];
     oc_dp_attach_t  att[OC_DP_MAX_ATTACH];
+    struct oc_dp_tenants *ten;            /* tenant.c; NULL: no tenants */
+    struct oc_dp_hand **hand;             /* [from * nthreads + to] rings */
+    int             att_tenant[OC_DP_MAX_ATTACH]; /* tenant index or -1 */
     /* rule slots: written by the control thread under lock; the metrics
      * thread reads them under lock */
     pthread_mutex_t lock;

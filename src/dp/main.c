@@ -51,6 +51,10 @@ static void usage(FILE *out)
 "                            bad_ipv6_extension (malformed: drop by default)\n"
 "  threads N | burst N (64) | ring N (2048) | max_rules N (65536)\n"
 "  max_frame N (1526) | stages classifier|none | control ADDR | metrics ADDR\n"
+"  tenant NAME vni=N attach=ATT mac=MAC ip=A.B.C.D local=IP local_mac=MAC\n"
+"         remote=IP remote_mac=MAC [rate=MBIT] [burst=BYTES (65536)]\n"
+"  tenant_rule TENANT ingress|egress RULE   (ingress: default deny)\n"
+"  conntrack [flows=N (1000000)] [tcp_established=S ...]   (docs/tenants.md)\n"
 "\n"
 "Lowest prio wins, then lowest id; prio defaults to id.  See docs/dp.md.\n");
 }

@@ -42,6 +42,16 @@ static void dp_usage(FILE *out)
 "                      counters: ports, parser verdicts, drops by cause,\n"
 "                      rules that matched (--rules: every rule; --raw: the\n"
 "                      Prometheus text as the daemon wrote it)\n"
+"  conntrack count|list|flush [TENANT]\n"
+"                      tracked flows (all tenants, or one): how many, each\n"
+"                      with its state and expiry, or remove them\n"
+"  tenant list         the tenants: VNI, attachment, address, tunnel, rate\n"
+"  tenant add NAME vni=N attach=ATT mac=MAC ip=A.B.C.D local=IP\n"
+"             local_mac=MAC remote=IP remote_mac=MAC [rate=MBIT] [burst=B]\n"
+"  tenant del NAME     live; a deleted tenant's attachment drops every frame\n"
+"  tenant rule add TENANT ingress|egress RULE\n"
+"  tenant rule del TENANT ingress|egress ID\n"
+"                      change a tenant's security group, live\n"
 "  ping                check that the daemon answers\n"
 "\n"
 "Exit status: 0 ok, 1 the daemon said error (the reason is printed),\n"
@@ -371,6 +381,20 @@ int oc_dp_cli_main(int argc, char **argv, FILE *out, FILE *err)
             dp_usage(err);
             return 2;
         }
+    } else if ((!strcmp(argv[i], "conntrack") && i + 1 < argc &&
+                (!strcmp(argv[i + 1], "count") || !strcmp(argv[i + 1], "list") ||
+                 !strcmp(argv[i + 1], "flush")) && i + 3 >= argc) ||
+               (!strcmp(argv[i], "tenant") && i + 2 == argc &&
+                !strcmp(argv[i + 1], "list")) ||
+               (!strcmp(argv[i], "tenant") && i + 5 < argc &&
+                !strcmp(argv[i + 1], "rule")) ||
+               (!strcmp(argv[i], "tenant") && i + 2 < argc &&
+                (!strcmp(argv[i + 1], "add") || !strcmp(argv[i + 1], "del")))) {
+        /* the tenant stages (docs/tenants.md): the words as they are */
+        n = 0;
+        for (int k = i; k < argc && n < sizeof(line); k++)
+            n += (size_t)snprintf(line + n, sizeof(line) - n, "%s%s",
+                                  k > i ? " " : "", argv[k]);
     } else {
         fprintf(err, "offcore dp: unknown command '%s'\n\n", argv[i]);
         dp_usage(err);

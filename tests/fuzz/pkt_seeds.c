@@ -112,6 +112,12 @@ static const char *const texts[] = {
     "id=4 action=deny proto=17/0x0f",
     "threads 2\nburst 32\nring 1024\nattach t0 host=a0 wire=b0 xdp=generic\n"
     "rule id=1 action=deny proto=tcp dport=80\npolicy ipv6 drop\ndefault deny\n",
+    /* the tenant directives (src/dp/tenant_conf.c) */
+    "threads 1\nattach a host=h0 wire=w0\ntenant A vni=100 attach=a "
+    "mac=02:00:00:00:00:a1 ip=10.0.0.1 local=192.168.0.1 "
+    "local_mac=02:00:00:00:01:01 remote=192.168.0.2 remote_mac=02:00:00:00:01:02 "
+    "rate=100 burst=20000\ntenant_rule A ingress id=1 action=allow proto=tcp "
+    "dport=80\nconntrack flows=1000 tcp_established=3600 udp=10\n",
     "attach x host=h wire=w\nattach y host=h wire=v\nrule id=1 action=deny\n"
     "rule id=1 action=allow\nbogus line\nthreads 0\n",
 };
@@ -149,7 +155,7 @@ unsigned fuzz_pkt_seeds(fuzz_pkt_seed_fn fn, void *arg)
     for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
         len = strlen(texts[i]);
         memcpy(b, texts[i], len);
-        SEED(i < 4 ? FUZZ_PKT_RULE : FUZZ_PKT_CONF, len, i < 5);
+        SEED(i < 4 ? FUZZ_PKT_RULE : FUZZ_PKT_CONF, len, i < 6);
     }
 #undef SEED
     return n;

@@ -1,0 +1,640 @@
+/*
+ * tenant.c — offcore-dp's tenant stages at run time (tenant.h): the
+ * per-worker state (a connection-tracking table, policers, counters), the
+ * host->wire and wire->host stages, their Prometheus counters and the
+ * `conntrack` / `tenant` control commands.
+ *
+ * Threading: a worker's tenant state is written by that worker only; the
+ * control thread reads counters with relaxed loads and asks the worker for
+ * what touches its table (flush, list) through a request word it waits on.
+ * Security groups are per-tenant classifiers (src/pkt/acl) whose writer is
+ * the control thread and whose readers are the workers (RCU, as dp.c's).
+ */
+#include "dp/tenant_int.h"
+#include "metrics/metrics.h"
+#include "util/log.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define LIST_MAX 4096   /* flows `conntrack list` shows */
+#define SWEEP 64        /* entries the idle sweep examines per loop */
+
+static const char *const treason[OC_DP_T_NREASONS] = {
+    "spoofed", "denied", "no_connection", "invalid", "policed",
+    "unknown_vni", "table_full", "malformed_vxlan", "not_vxlan", "not_ipv4",
+    "not_ours", "handoff_full"};
+
+const char *oc__dp_treason_name(int r)
+{
+    return r >= 0 && r < OC_DP_T_NREASONS ? treason[r] : "?";
+}
+
+static inline void add(uint64_t *c, uint64_t v)
+{
+    __atomic_store_n(c, *c + v, __ATOMIC_RELAXED);
+}
+
+/* ------------------------------------------------------- start, stop */
+
+oc_status_t oc__dp_tenants_start(oc_dp_t *dp, const oc_dp_conf_t *c)
+{
+    const oc_dp_tenants_conf_t *tc = &c->tenants;
+    struct oc_dp_tenants *ten;
+    struct timespec ts;
+    oc_status_t st;
+
+    for (uint32_t a = 0; a < OC_DP_MAX_ATTACH; a++)
+        dp->att_tenant[a] = -1;
+    if (tc->ntenants == 0 && !tc->enabled)
+        return OC_OK;
+    ten = calloc(1, sizeof(*ten));
+    if (ten == NULL)
+        return OC_ERR_NO_MEMORY;
+    dp->ten = ten;
+    ten->n = tc->ntenants;
+    memcpy(ten->t, tc->t, sizeof(ten->t));
+    memset(ten->live, 1, ten->n);
+    for (uint32_t t = 0; t < ten->n; t++) {
+        for (uint32_t a = 0; a < c->nattach; a++)
+            if (!strcmp(c->attach[a].name, tc->t[t].attach))
+                dp->att_tenant[a] = (int)t;
+        for (int d = 0; d < 2; d++) {
+            st = oc_acl_create(OC_DP_MAX_TRULES, &ten->acl[t][d]);
+            if (st != OC_OK)
+                return st;
+        }
+    }
+    for (uint32_t i = 0; i < tc->nrules; i++) {
+        oc_acl_rule_t r = tc->r[i].r;
+        r.userdata = tc->r[i].action;
+        st = oc_acl_add(ten->acl[tc->r[i].tenant][tc->r[i].ingress], &r);
+        if (st != OC_OK) {
+            oc_error(OC_COMP_DP, "tenant %s: rule id %u refused by the "
+                     "classifier", tc->t[tc->r[i].tenant].name, r.id);
+            return st;
+        }
+    }
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    for (uint32_t q = 0; q < dp->nthreads; q++) {
+        oc_ct_conf_t cc = {.capacity = tc->ct_flows, .to = tc->ct_to};
+        struct oc_dp_tw *tw = calloc(1, sizeof(*tw));
+        if (tw == NULL)
+            return OC_ERR_NO_MEMORY;
+        dp->w[q].tw = tw;
+        st = oc_ct_create(&cc, &tw->ct);
+        if (st != OC_OK) {
+            oc_error(OC_COMP_DP, "conntrack: no memory for %u flows (%zu "
+                     "bytes)", tc->ct_flows, oc_ct_mem_for(tc->ct_flows));
+            return st;
+        }
+        for (uint32_t t = 0; t < ten->n; t++)
+            for (int d = 0; d < 2; d++)
+                oc_policer_init(&tw->pol[t][d], tc->t[t].rate, tc->t[t].burst,
+                                (uint64_t)ts.tv_sec * 1000000000ull +
+                                    (uint64_t)ts.tv_nsec);
+    }
+    st = oc__dp_hand_create(dp);
+    if (st != OC_OK)
+        return st;
+    oc_info(OC_COMP_DP, "%u tenants; conntrack %u flows per worker, %zu "
+            "bytes (%.1f per flow)", ten->n, tc->ct_flows,
+            oc_ct_mem_for(tc->ct_flows),
+            (double)oc_ct_mem_for(tc->ct_flows) / tc->ct_flows);
+    return OC_OK;
+}
+
+void oc__dp_tenants_stop(oc_dp_t *dp)
+{
+    oc__dp_hand_free(dp);
+    if (dp->w != NULL)
+        for (uint32_t q = 0; q < dp->nthreads; q++)
+            if (dp->w[q].tw != NULL) {
+                oc_ct_destroy(dp->w[q].tw->ct);
+                free(dp->w[q].tw);
+                dp->w[q].tw = NULL;
+            }
+    if (dp->ten != NULL)
+        for (uint32_t t = 0; t < dp->ten->n; t++)
+            for (int d = 0; d < 2; d++)
+                oc_acl_destroy(dp->ten->acl[t][d]);
+    free(dp->ten);
+    dp->ten = NULL;
+}
+
+/* ------------------------------------------------------------ stages */
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* the security group's answer: 1 allow, 0 deny by rule, -1 no rule */
+static int group(oc_acl_t *acl, const oc_acl_key_t *k)
+{
+    uint32_t ud;
+    oc_acl_lookup_burst(acl, k, 1, &ud);
+    if (ud == OC_ACL_NO_MATCH)
+        return -1;
+    return ud == OC_ACL_DENY ? 0 : 1;
+}
+
+static int egress(oc_dp_worker_t *w, uint32_t t, oc_pkt_t *p, uint64_t now)
+{
+    struct oc_dp_tenants *ten = w->dp->ten;
+    const oc_dp_tenant_conf_t *tc = &ten->t[t];
+    struct oc_dp_tw *tw = w->tw;
+    oc_pkt_meta_t m;
+    oc_pkt_reason_t r = oc_pkt_parse(p->data, p->len, w->dp->max_frame, &m);
+    oc_ct_info_t info;
+
+    if (r != OC_PKT_R_IPV4 && r != OC_PKT_R_IPV4_FRAG && r != OC_PKT_R_ARP)
+        return OC_DP_T_NOT_IPV4;
+    if (oc_spoof_check(p->data, p->len, &m, tc->mac, tc->ip) != OC_SPOOF_OK)
+        return OC_DP_T_SPOOFED;
+    if (r != OC_PKT_R_ARP) {
+        if (group(ten->acl[t][0], &m.key) == 0)
+            return OC_DP_T_DENIED; /* egress: allowed unless a rule denies */
+        switch (oc_ct_track(tw->ct, (uint16_t)t, p->data + m.l3_off,
+                            p->len - m.l3_off, now / 1000000, true, &info)) {
+        case OC_CT_NEW:
+        case OC_CT_EST:
+        case OC_CT_RELATED:
+        case OC_CT_UNTRACKED:
+            break;
+        case OC_CT_FULL:
+            return OC_DP_T_TABLE_FULL;
+        case OC_CT_NO_CONN:
+            return OC_DP_T_NO_CONN;
+        default:
+            return OC_DP_T_INVALID;
+        }
+    }
+    if (!oc_policer_take(&tw->pol[t][0], now, p->len))
+        return OC_DP_T_POLICED;
+    p->data = oc_vxlan_encap(p->data, p->len, &tc->tun, tc->vni, m.hash);
+    p->len += OC_VXLAN_OVERHEAD;
+    return -1;
+}
+
+static int ingress(oc_dp_worker_t *w, uint32_t t, oc_pkt_t *p, uint64_t now)
+{
+    struct oc_dp_tenants *ten = w->dp->ten;
+    const oc_dp_tenant_conf_t *tc = &ten->t[t];
+    struct oc_dp_tw *tw = w->tw;
+    static const uint8_t bcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+    oc_vxlan_rx_t rx;
+    oc_vxlan_reason_t vr;
+    oc_pkt_meta_t m;
+    oc_pkt_reason_t r;
+    oc_ct_info_t info;
+    uint8_t *in;
+    int g;
+
+    vr = oc_vxlan_decap(p->data, p->len, tc->tun.local_ip, &rx);
+    if (vr != OC_VXLAN_OK) {
+        add(&tw->c[t].vxlan[vr], 1);
+        return vr == OC_VXLAN_NOT_VXLAN ? OC_DP_T_NOT_VXLAN
+                                        : OC_DP_T_MALFORMED_VXLAN;
+    }
+    if (rx.vni != tc->vni)
+        return OC_DP_T_UNKNOWN_VNI;
+    in = p->data + rx.inner_off;
+    r = oc_pkt_parse(in, rx.inner_len, w->dp->max_frame, &m);
+    if (r != OC_PKT_R_IPV4 && r != OC_PKT_R_IPV4_FRAG && r != OC_PKT_R_ARP) {
+        if (r == OC_PKT_R_IPV6 || r == OC_PKT_R_UNKNOWN_ETHERTYPE)
+            return OC_DP_T_NOT_IPV4;
+        add(&tw->c[t].vxlan[OC_VXLAN_BAD_INNER], 1);
+        return OC_DP_T_MALFORMED_VXLAN;
+    }
+    /* delivery to this attachment only: its MAC, or broadcast (ARP) */
+    if (memcmp(in, tc->mac, 6) != 0 && memcmp(in, bcast, 6) != 0)
+        return OC_DP_T_NOT_OURS;
+    if (r != OC_PKT_R_ARP) {
+        const uint8_t *l3 = in + m.l3_off;
+        uint32_t l3len = rx.inner_len - m.l3_off;
+        oc_ct_result_t cr = oc_ct_track(tw->ct, (uint16_t)t, l3, l3len,
+                                        now / 1000000, false, &info);
+        if (cr == OC_CT_INVALID)
+            return OC_DP_T_INVALID;
+        if (cr != OC_CT_EST && cr != OC_CT_RELATED) {
+            /* not of a flow the tenant has: the ingress group decides,
+             * default deny */
+            g = group(ten->acl[t][1], &m.key);
+            if (g <= 0)
+                return g == 0 ? OC_DP_T_DENIED : OC_DP_T_NO_CONN;
+            if (cr == OC_CT_NO_CONN) {
+                cr = oc_ct_track(tw->ct, (uint16_t)t, l3, l3len, now / 1000000,
+                                 true, &info);
+                if (cr == OC_CT_FULL)
+                    return OC_DP_T_TABLE_FULL;
+                if (cr != OC_CT_NEW && cr != OC_CT_EST)
+                    return OC_DP_T_INVALID;
+            }
+        }
+    }
+    if (!oc_policer_take(&tw->pol[t][1], now, rx.inner_len))
+        return OC_DP_T_POLICED;
+    p->data = in;
+    p->len = rx.inner_len;
+    return -1;
+}
+
+const oc_dp_tenant_conf_t *oc__dp_tenant_of(const oc_dp_t *dp, uint32_t a)
+{
+    int t = __atomic_load_n(&dp->att_tenant[a], __ATOMIC_ACQUIRE);
+    return t < 0 ? NULL : &dp->ten->t[t];
+}
+
+uint16_t oc__dp_tenant_burst(oc_dp_worker_t *w, uint32_t a, int dir,
+                             oc_pkt_t **pkts, uint16_t n)
+{
+    oc_dp_t *dp = w->dp;
+    oc_pkt_t *gone[OC_DP_BURST_MAX];
+    uint64_t kick = 0; /* workers to wake, a bit each */
+    int ti = __atomic_load_n(&dp->att_tenant[a], __ATOMIC_ACQUIRE);
+    uint32_t t = (uint32_t)ti;
+    uint16_t k = 0, ng = 0;
+
+    if (ti >= 0 && dp->nthreads > 1) {
+        for (uint16_t i = 0; i < n; i++) {
+            uint32_t r = oc__dp_hand_owner(w, a, dir, pkts[i]);
+            if (r == w->q) {
+                pkts[k++] = pkts[i];
+                continue;
+            }
+            if (oc__dp_hand_push(w, r, a, dir, pkts[i]) == 0) {
+                add(&w->tw->c[t].handoff, 1);
+                kick |= 1ull << r;
+            } else {
+                add(&w->tw->c[t].drop[OC_DP_T_HANDOFF_FULL], 1);
+            }
+            gone[ng++] = pkts[i];
+        }
+        for (uint32_t r = 0; kick != 0; r++, kick >>= 1)
+            if (kick & 1)
+                oc__dp_hand_kick(w, r);
+        if (ng > 0)
+            oc_port_free_bulk(dp->att[a].port[dir], w->q, gone, ng);
+        n = k;
+    }
+    oc__dp_tenant_stages(w, a, dir, pkts, n);
+    return n;
+}
+
+void oc__dp_tenant_stages(oc_dp_worker_t *w, uint32_t a, int dir,
+                          oc_pkt_t **pkts, uint16_t n)
+{
+    int ti = __atomic_load_n(&w->dp->att_tenant[a], __ATOMIC_ACQUIRE);
+    uint32_t t = (uint32_t)ti;
+    struct oc_dp_tw *tw = w->tw;
+    uint64_t now = now_ns();
+
+    if (ti < 0) {
+        /* its tenant was deleted: the attachment is closed until a tenant
+         * is added on it (dp's drop counter, cause "tenant") */
+        for (uint16_t i = 0; i < n; i++)
+            pkts[i]->verdict = OC_DP_V_TENANT;
+        return;
+    }
+    for (uint16_t i = 0; i < n; i++) {
+        int why = dir == 0 ? egress(w, t, pkts[i], now)
+                           : ingress(w, t, pkts[i], now);
+        if (why < 0) {
+            pkts[i]->verdict = OC_DP_V_FORWARD;
+            add(&tw->c[t].pkts[dir], 1);
+        } else {
+            pkts[i]->verdict = OC_DP_V_TENANT;
+            add(&tw->c[t].drop[why], 1);
+        }
+    }
+}
+
+static int count_one(void *arg, const oc_ct_flow_t *f)
+{
+    (void)arg;
+    (void)f;
+    return 0;
+}
+
+static int list_one(void *arg, const oc_ct_flow_t *f)
+{
+    struct oc_dp_tw *x = arg;
+    x->list[x->req_n++] = *f;
+    return x->req_n == LIST_MAX;
+}
+
+uint32_t oc__dp_tenant_idle(oc_dp_worker_t *w)
+{
+    struct oc_dp_tw *tw = w->tw;
+    uint32_t done;
+    int req;
+
+    if (tw == NULL)
+        return 0;
+    done = oc__dp_hand_drain(w);
+    (void)oc_ct_expire(tw->ct, now_ns() / 1000000, SWEEP);
+    req = __atomic_load_n(&tw->req, __ATOMIC_SEQ_CST);
+    if (req == 1) {
+        tw->req_n = oc_ct_flush(tw->ct, tw->req_zone);
+    } else if (req == 3) {
+        tw->req_n = oc_ct_walk(tw->ct, tw->req_zone, now_ns() / 1000000,
+                               count_one, NULL);
+    } else if (req == 2) {
+        tw->req_n = 0;
+        oc_ct_walk(tw->ct, tw->req_zone, now_ns() / 1000000, list_one, tw);
+    }
+    if (req != 0)
+        __atomic_store_n(&tw->req, 0, __ATOMIC_SEQ_CST);
+    return done;
+}
+
+/* ----------------------------------------------------------- metrics */
+
+#define TSUM(expr)                                                             \
+    ({                                                                         \
+        uint64_t s_ = 0;                                                       \
+        for (uint32_t q_ = 0; q_ < dp->nthreads; q_++) {                       \
+            const struct oc_dp_tw *tw = dp->w[q_].tw;                          \
+            s_ += __atomic_load_n(&(expr), __ATOMIC_RELAXED);                  \
+        }                                                                      \
+        s_;                                                                    \
+    })
+
+oc_status_t oc__dp_tenant_metrics(oc_dp_t *dp, void *prom)
+{
+    oc_prom_t *p = prom;
+    struct oc_dp_tenants *ten = dp->ten;
+    oc_ct_stats_t st, sum;
+
+    if (ten == NULL)
+        return OC_OK;
+    pthread_mutex_lock(&dp->lock); /* tenant add/del change the slots */
+    oc_prom_family(p, "offcore_dp_tenant_dropped_packets_total",
+                   "frames of a tenant dropped, by reason", OC_PROM_COUNTER);
+    for (uint32_t t = 0; t < ten->n; t++)
+        for (int r = 0; r < OC_DP_T_NREASONS && ten->live[t]; r++)
+            oc_prom_sample(p, "offcore_dp_tenant_dropped_packets_total",
+                           OC_PROM_LABELS({"tenant", ten->t[t].name},
+                                          {"reason", treason[r]}),
+                           TSUM(tw->c[t].drop[r]));
+    oc_prom_family(p, "offcore_dp_tenant_vxlan_malformed_total",
+                   "VXLAN frames from the wire refused, by reason",
+                   OC_PROM_COUNTER);
+    for (uint32_t t = 0; t < ten->n; t++)
+        for (int r = 1; r < OC_VXLAN_NREASONS && ten->live[t]; r++)
+            oc_prom_sample(p, "offcore_dp_tenant_vxlan_malformed_total",
+                           OC_PROM_LABELS({"tenant", ten->t[t].name},
+                                          {"reason", oc_vxlan_reason_name(r)}),
+                           TSUM(tw->c[t].vxlan[r]));
+    oc_prom_family(p, "offcore_dp_tenant_packets_total",
+                   "frames of a tenant forwarded: egress encapsulated toward "
+                   "the wire, ingress delivered to the host", OC_PROM_COUNTER);
+    for (uint32_t t = 0; t < ten->n; t++)
+        for (int d = 0; d < 2 && ten->live[t]; d++)
+            oc_prom_sample(p, "offcore_dp_tenant_packets_total",
+                           OC_PROM_LABELS({"tenant", ten->t[t].name},
+                                          {"direction", d ? "ingress" : "egress"}),
+                           TSUM(tw->c[t].pkts[d]));
+    oc_prom_family(p, "offcore_dp_tenant_handoff_packets_total",
+                   "frames handed to the worker that owns their flow",
+                   OC_PROM_COUNTER);
+    for (uint32_t t = 0; t < ten->n; t++)
+        if (ten->live[t])
+            oc_prom_sample(p, "offcore_dp_tenant_handoff_packets_total",
+                           OC_PROM_LABELS({"tenant", ten->t[t].name}),
+                           TSUM(tw->c[t].handoff));
+    pthread_mutex_unlock(&dp->lock);
+    memset(&sum, 0, sizeof(sum));
+    for (uint32_t q = 0; q < dp->nthreads; q++) {
+        oc_ct_stats(dp->w[q].tw->ct, &st);
+        for (size_t i = 0; i < sizeof(st) / sizeof(uint64_t); i++)
+            ((uint64_t *)&sum)[i] += ((uint64_t *)&st)[i];
+    }
+    oc_prom_family(p, "offcore_dp_conntrack_flows", "tracked flows now",
+                   OC_PROM_GAUGE);
+    oc_prom_sample(p, "offcore_dp_conntrack_flows", NULL, 0, sum.flows);
+    oc_prom_family(p, "offcore_dp_conntrack_capacity",
+                   "flows the tables hold (fixed at start)", OC_PROM_GAUGE);
+    oc_prom_sample(p, "offcore_dp_conntrack_capacity", NULL, 0, sum.capacity);
+    oc_prom_family(p, "offcore_dp_conntrack_memory_bytes",
+                   "bytes of the tables (mapped at start)", OC_PROM_GAUGE);
+    oc_prom_sample(p, "offcore_dp_conntrack_memory_bytes", NULL, 0,
+                   (uint64_t)oc_ct_mem_bytes(dp->w[0].tw->ct) * dp->nthreads);
+    oc_prom_family(p, "offcore_dp_conntrack_events_total",
+                   "flow table events: created, evicted (table full, an "
+                   "unestablished flow made room), expired, full (refused), "
+                   "closed, out_of_window, invalid, no_connection",
+                   OC_PROM_COUNTER);
+    {
+        const struct { const char *n; uint64_t v; } ev[] = {
+            {"created", sum.created}, {"evicted", sum.evicted},
+            {"expired", sum.expired}, {"full", sum.full},
+            {"closed", sum.closed}, {"out_of_window", sum.out_of_window},
+            {"invalid", sum.invalid}, {"no_connection", sum.no_conn}};
+        for (size_t i = 0; i < sizeof(ev) / sizeof(ev[0]); i++)
+            oc_prom_sample(p, "offcore_dp_conntrack_events_total",
+                           OC_PROM_LABELS({"event", ev[i].n}), ev[i].v);
+    }
+    return oc_prom_status(p);
+}
+
+/* ----------------------------------------------------------- control */
+
+/* ask every worker to run request @p req on zone @p zone; wait (workers
+ * asleep in poll() answer within its 1 s timeout) */
+static int ask(oc_dp_t *dp, struct oc_dp_tw *tw, int req, int zone)
+{
+    tw->req_zone = zone;
+    __atomic_store_n(&tw->req, req, __ATOMIC_SEQ_CST);
+    for (int i = 0; i < 3000; i++) {
+        if (__atomic_load_n(&tw->req, __ATOMIC_SEQ_CST) == 0)
+            return 0;
+        usleep(1000);
+    }
+    (void)dp;
+    return -1; /* the worker is stuck: leave the request, report */
+}
+
+int oc__dp_tenant_ask_all(oc_dp_t *dp, int req, int zone)
+{
+    int rc = 0;
+    for (uint32_t q = 0; q < dp->nthreads; q++)
+        rc |= ask(dp, dp->w[q].tw, req, zone);
+    return rc;
+}
+
+static int zone_of(oc_dp_t *dp, const char *name)
+{
+    if (name == NULL || *name == '\0')
+        return -1;
+    for (uint32_t t = 0; t < dp->ten->n; t++)
+        if (dp->ten->live[t] && !strcmp(dp->ten->t[t].name, name))
+            return (int)t;
+    return -2;
+}
+
+static void ip_str(uint32_t ip, char *b, size_t cap)
+{
+    snprintf(b, cap, "%u.%u.%u.%u", ip >> 24, (ip >> 16) & 255, (ip >> 8) & 255,
+             ip & 255);
+}
+
+/* "add TENANT ingress|egress RULE" / "del TENANT ingress|egress ID": the
+ * tenant's classifier changes live (the control thread is its writer);
+ * other tenants' groups and every tracked flow are untouched */
+static int rule_ctl(oc_dp_t *dp, const char *args, FILE *out)
+{
+    char verb[8], name[40], dir[10];
+    int used = 0, t, ingress;
+    oc_acl_t *acl;
+
+    if (sscanf(args, "%7s %39s %9s %n", verb, name, dir, &used) != 3 ||
+        used == 0 || (strcmp(verb, "add") && strcmp(verb, "del")) ||
+        (strcmp(dir, "ingress") && strcmp(dir, "egress"))) {
+        fprintf(out, "error: tenant rule add TENANT ingress|egress RULE, "
+                     "tenant rule del TENANT ingress|egress ID\n");
+        return 1;
+    }
+    t = zone_of(dp, name);
+    if (t < 0) {
+        fprintf(out, "error: no tenant '%s'\n", name);
+        return 1;
+    }
+    ingress = dir[0] == 'i';
+    acl = dp->ten->acl[t][ingress];
+    if (verb[0] == 'a') {
+        oc_dp_rule_t r;
+        char why[160];
+        if (oc_dp_rule_parse(args + used, &r, why, sizeof(why)) != 0) {
+            fprintf(out, "error: %s\n", why);
+            return 1;
+        }
+        r.r.userdata = r.action;
+        if (oc_acl_add(acl, &r.r) != OC_OK) {
+            fprintf(out, "error: tenant %s %s: rule id %u exists or the group "
+                         "is full (%u rules)\n", name, dir, r.r.id,
+                    OC_DP_MAX_TRULES);
+            return 1;
+        }
+        oc_dp_rule_format(&r, why, sizeof(why));
+        oc_info(OC_COMP_DP, "tenant %s %s rule added: %s", name, dir, why);
+        fprintf(out, "ok\nadded %s %s %s\n", name, dir, why);
+    } else {
+        char *end;
+        unsigned long id = strtoul(args + used, &end, 10);
+        if (args[used] < '0' || args[used] > '9' || *end != '\0' ||
+            id > UINT32_MAX) {
+            fprintf(out, "error: tenant rule del takes a rule id\n");
+            return 1;
+        }
+        if (oc_acl_del(acl, (uint32_t)id) != OC_OK) {
+            fprintf(out, "error: tenant %s %s has no rule id %lu\n", name,
+                    dir, id);
+            return 1;
+        }
+        oc_info(OC_COMP_DP, "tenant %s %s rule %lu deleted", name, dir, id);
+        fprintf(out, "ok\ndeleted %s %s id=%lu\n", name, dir, id);
+    }
+    return 1;
+}
+
+int oc__dp_tenant_ctl(oc_dp_t *dp, const char *line, FILE *out)
+{
+    const char *arg;
+    int zone;
+
+    if (strncmp(line, "conntrack", 9) != 0 && strncmp(line, "tenant", 6) != 0)
+        return 0;
+    if (dp->ten == NULL) {
+        fprintf(out, "error: no tenant state: start offcore-dp with a tenant "
+                     "or a conntrack line in its config file\n");
+        return 1;
+    }
+    if (!strcmp(line, "tenant list")) {
+        fprintf(out, "ok\n");
+        for (uint32_t t = 0; t < dp->ten->n; t++) {
+            const oc_dp_tenant_conf_t *c = &dp->ten->t[t];
+            char ip[16], rip[16];
+            if (!dp->ten->live[t])
+                continue;
+            ip_str(c->ip, ip, sizeof(ip));
+            ip_str(c->tun.remote_ip, rip, sizeof(rip));
+            fprintf(out, "%s vni=%u attach=%s ip=%s remote=%s rate=%llu\n",
+                    c->name, c->vni, c->attach, ip, rip,
+                    (unsigned long long)(c->rate * 8 / 1000000));
+        }
+        return 1;
+    }
+    if (!strncmp(line, "tenant rule ", 12))
+        return rule_ctl(dp, line + 12, out);
+    if (!strncmp(line, "tenant add ", 11) || !strncmp(line, "tenant del ", 11))
+        return oc__dp_tenant_live_ctl(dp, line, out);
+    if (!strncmp(line, "conntrack count", 15) ||
+        !strncmp(line, "conntrack flush", 15) ||
+        !strncmp(line, "conntrack list", 14)) {
+        int cmd = line[10] == 'c' ? 0 : line[10] == 'f' ? 1 : 2;
+        uint64_t total = 0;
+        arg = line + (cmd == 2 ? 14 : 15);
+        while (*arg == ' ')
+            arg++;
+        zone = zone_of(dp, arg);
+        if (zone == -2) {
+            fprintf(out, "error: no tenant '%.64s'\n", arg);
+            return 1;
+        }
+        if (cmd == 0 && zone == -1) {
+            for (uint32_t q = 0; q < dp->nthreads; q++)
+                total += oc_ct_count(dp->w[q].tw->ct);
+            fprintf(out, "ok\n%llu\n", (unsigned long long)total);
+            return 1;
+        }
+        {
+            oc_ct_flow_t *list = cmd == 2 ? malloc(LIST_MAX * sizeof(*list))
+                                          : NULL;
+            if (cmd == 2 && list == NULL) {
+                fprintf(out, "error: out of memory\n");
+                return 1;
+            }
+            fprintf(out, "ok\n");
+            if (cmd == 2)
+                fprintf(out, "# at most %u flows per worker are shown\n",
+                        LIST_MAX);
+            for (uint32_t q = 0; q < dp->nthreads; q++) {
+                struct oc_dp_tw *tw = dp->w[q].tw;
+                tw->list = list;
+                if (ask(dp, tw, cmd == 1 ? 1 : cmd == 2 ? 2 : 3, zone) != 0) {
+                    fprintf(out, "worker %u did not answer\n", q);
+                    continue;
+                }
+                total += tw->req_n;
+                for (uint32_t i = 0; cmd == 2 && i < tw->req_n; i++) {
+                    const oc_ct_flow_t *f = &list[i];
+                    char s[16], d[16];
+                    ip_str(f->src_ip, s, sizeof(s));
+                    ip_str(f->dst_ip, d, sizeof(d));
+                    fprintf(out, "tenant=%s proto=%u src=%s dst=%s sport=%u "
+                            "dport=%u state=%s%s expires_ms=%u packets=%u/%u\n",
+                            dp->ten->t[f->zone].name, f->proto, s, d, f->sport,
+                            f->dport,
+                            f->proto == 6 ? oc_ct_tcp_state_name(f->state) : "-",
+                            f->assured ? " assured" : "", f->expires_in_ms,
+                            f->packets[0], f->packets[1]);
+                }
+            }
+            if (cmd == 1)
+                fprintf(out, "flushed %llu\n", (unsigned long long)total);
+            else if (cmd == 0)
+                fprintf(out, "%llu\n", (unsigned long long)total);
+            free(list);
+        }
+        return 1;
+    }
+    fprintf(out, "error: conntrack count|list|flush [TENANT], tenant list, "
+                 "tenant rule add|del ...\n");
+    return 1;
+}

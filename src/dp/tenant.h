@@ -1,0 +1,75 @@
+/*
+ * tenant.h — offcore-dp's tenant stages: configuration (tenant_conf.c) and
+ * the pipeline (tenant.c).  A tenant owns one attachment: its host port
+ * carries the tenant's workload, its wire port the tenant's VXLAN tunnel.
+ *
+ *   host -> wire: parse, anti-spoofing (MAC, IPv4, ARP), egress security
+ *     group (default allow), connection tracking (opens flows), policing,
+ *     VXLAN encapsulation with the tenant's VNI;
+ *   wire -> host: VXLAN decapsulation (malformed counted by reason, VNI
+ *     other than the tenant's: unknown_vni), inner parse, connection
+ *     tracking (flows of the tenant pass), else the ingress security group
+ *     with default deny (an allowed packet opens its flow), policing.
+ *
+ * Threading: the tables, policers and counters are per worker; with
+ * tenants offcore-dp runs one worker (conf check: a second worker would
+ * meet reply packets whose flow lives in the other worker's table, because
+ * the kernel's queue choice is not symmetric).  Control calls (conntrack
+ * count/flush/list) ask the worker through a request word and wait.
+ * Trust: packets hostile (src/pkt/ct.c, src/pkt/tenant.c are fuzzed);
+ * config strict, errors with file:line.
+ */
+#ifndef OC_DP_TENANT_H
+#define OC_DP_TENANT_H
+
+#include "pkt/ct.h"
+#include "pkt/pkt.h"
+#include "pkt/tenant.h"
+
+#include <stdio.h>
+
+#define OC_DP_MAX_TENANTS 16
+#define OC_DP_MAX_TRULES  256
+
+typedef struct {
+    char     name[32];
+    char     attach[32];
+    uint32_t vni;
+    uint8_t  mac[6];
+    uint32_t ip;              /* host order */
+    oc_vxlan_tun_t tun;
+    uint64_t rate;            /* bytes per second, 0: unlimited */
+    uint64_t burst;           /* bytes */
+    unsigned line;
+} oc_dp_tenant_conf_t;
+
+typedef struct {
+    uint32_t tenant;          /* index */
+    uint8_t  ingress;         /* 1 ingress, 0 egress */
+    uint32_t id, prio;
+    oc_acl_rule_t r;
+    oc_acl_action_t action;
+} oc_dp_trule_t;
+
+typedef struct {
+    uint32_t ntenants;
+    oc_dp_tenant_conf_t t[OC_DP_MAX_TENANTS];
+    uint32_t nrules;
+    oc_dp_trule_t r[OC_DP_MAX_TRULES];
+    bool     enabled;         /* a conntrack line: tenant state even with no tenant yet */
+    uint32_t ct_flows;        /* per worker */
+    oc_ct_timeouts_t ct_to;
+} oc_dp_tenants_conf_t;
+
+/* drop reasons, per tenant (Prometheus label `reason`) */
+enum {
+    OC_DP_T_SPOOFED = 0, OC_DP_T_DENIED, OC_DP_T_NO_CONN, OC_DP_T_INVALID,
+    OC_DP_T_POLICED, OC_DP_T_UNKNOWN_VNI, OC_DP_T_TABLE_FULL,
+    OC_DP_T_MALFORMED_VXLAN, OC_DP_T_NOT_VXLAN, OC_DP_T_NOT_IPV4,
+    OC_DP_T_NOT_OURS, /* inner destination MAC neither the attachment's nor broadcast */
+    OC_DP_T_HANDOFF_FULL, /* the ring to the flow's worker was full */
+    OC_DP_T_NREASONS
+};
+const char *oc__dp_treason_name(int r);
+
+#endif

@@ -1,0 +1,96 @@
+/*
+ * tenant_int.h — the tenant stages' calls into and out of offcore-dp's
+ * configuration (tenant_conf.c), runtime and control (tenant.c).  Private
+ * to src/dp; threading as in tenant.h.
+ */
+#ifndef OC_DP_TENANT_INT_H
+#define OC_DP_TENANT_INT_H
+
+#include "dp/dp_int.h"
+#include "dp/tenant.h"
+
+/* per worker and tenant counters, written by the worker only */
+typedef struct {
+    uint64_t drop[OC_DP_T_NREASONS];
+    uint64_t vxlan[OC_VXLAN_NREASONS];
+    uint64_t pkts[2];   /* forwarded: 0 egress (encapsulated), 1 ingress */
+    uint64_t handoff;   /* frames handed to the worker owning their flow */
+} tctr_t;
+
+struct oc_dp_tw {
+    oc_ct_t     *ct;
+    oc_policer_t pol[OC_DP_MAX_TENANTS][2];
+    tctr_t       c[OC_DP_MAX_TENANTS];
+    /* control requests: req set by the control thread, cleared by the
+     * worker when done (seq_cst) */
+    int          req;   /* 0 none, 1 flush, 2 list */
+    int          req_zone;
+    uint32_t     req_n;
+    oc_ct_flow_t *list; /* LIST_MAX, the control thread's */
+};
+
+struct oc_dp_tenants {
+    uint32_t n;  /* slots used so far (live or freed) */
+    oc_dp_tenant_conf_t t[OC_DP_MAX_TENANTS];
+    oc_acl_t *acl[OC_DP_MAX_TENANTS][2]; /* [t][ingress] */
+    uint8_t   live[OC_DP_MAX_TENANTS];    /* slot in use (tenant_live.c) */
+};
+
+void oc__dp_tenants_defaults(oc_dp_tenants_conf_t *tc);
+/** One `tenant NAME key=value...` line (@p tok) into @p tc: 0, or -1 with
+ *  the errors in @p e (tenant_conf.c; the config file and `tenant add`). */
+int oc__dp_tenant_parse(oc_dp_tenants_conf_t *tc, char **tok, int n,
+                        const char *file, unsigned ln, oc_dp_errors_t *e);
+/** `tenant add ...` / `tenant del NAME` (tenant_live.c): @return 1 handled. */
+int oc__dp_tenant_live_ctl(oc_dp_t *dp, const char *line, FILE *out);
+/** Ask every worker to run control request @p req (tenant.c). */
+int oc__dp_tenant_ask_all(oc_dp_t *dp, int req, int zone);
+/** A config line's directive if it is a tenant one (tenant, tenant_rule,
+ *  conntrack).  @return 1 handled (errors added to @p e), 0 not ours. */
+int oc__dp_tenant_directive(oc_dp_conf_t *c, char **tok, int n,
+                            const char *rest, const char *file, unsigned ln,
+                            oc_dp_errors_t *e);
+/** Whole-config checks: named attachments exist, one tenant each, one
+ *  worker thread. */
+void oc__dp_tenants_check(const oc_dp_conf_t *c, const char *file,
+                          oc_dp_errors_t *e);
+
+/* runtime (tenant.c) */
+oc_status_t oc__dp_tenants_start(oc_dp_t *dp, const oc_dp_conf_t *c);
+void oc__dp_tenants_stop(oc_dp_t *dp);
+/** A burst from attachment @p a's host (@p dir 0) or wire (@p dir 1)
+ *  port: frames of flows another worker owns go to it (tenant_hand.c) and
+ *  leave the array; the stages run on the rest (verdicts set, frames
+ *  encapsulated or decapsulated in place).  @return frames left in
+ *  @p pkts.  Worker thread. */
+uint16_t oc__dp_tenant_burst(oc_dp_worker_t *w, uint32_t a, int dir,
+                             oc_pkt_t **pkts, uint16_t n);
+/** The stages alone (tenant.c). */
+void oc__dp_tenant_stages(oc_dp_worker_t *w, uint32_t a, int dir,
+                          oc_pkt_t **pkts, uint16_t n);
+/** Between bursts: frames handed over by other workers, a control
+ *  request, the sweep of expired flows.  @return frames processed. */
+uint32_t oc__dp_tenant_idle(oc_dp_worker_t *w);
+const oc_dp_tenant_conf_t *oc__dp_tenant_of(const oc_dp_t *dp, uint32_t a);
+
+/* handoff between workers (tenant_hand.c) */
+oc_status_t oc__dp_hand_create(oc_dp_t *dp);
+void oc__dp_hand_free(oc_dp_t *dp);
+uint32_t oc__dp_hand_owner(oc_dp_worker_t *w, uint32_t a, int dir,
+                           const oc_pkt_t *p);
+/** Copy @p p into the ring to worker @p to.  @return 0, -1 full. */
+int oc__dp_hand_push(oc_dp_worker_t *w, uint32_t to, uint32_t a, int dir,
+                     const oc_pkt_t *p);
+void oc__dp_hand_kick(oc_dp_worker_t *w, uint32_t to);
+uint32_t oc__dp_hand_drain(oc_dp_worker_t *w);
+
+/* dp.c: send a processed burst on attachment @p a's other port, free the
+ * dropped frames (dp.c's forward()) */
+void oc__dp_forward(oc_dp_worker_t *w, uint32_t a, int dir, oc_pkt_t **pkts,
+                    uint16_t n);
+oc_status_t oc__dp_tenant_metrics(oc_dp_t *dp, void *prom);
+/** Control commands starting with "conntrack " or "tenant ": @return 1
+ *  handled (answer written), 0 not ours. */
+int oc__dp_tenant_ctl(oc_dp_t *dp, const char *line, FILE *out);
+
+#endif

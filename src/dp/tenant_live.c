@@ -1,0 +1,180 @@
+/*
+ * tenant_live.c — `tenant add NAME key=value...` and `tenant del NAME` on a
+ * running offcore-dp, without disturbing other tenants' flows.
+ *
+ * Add: the line is checked like a config line (tenant_conf.c), then a free
+ * slot gets the tenant, its security groups and, in every worker, fresh
+ * policers and counters (no worker reads an unpublished slot), and only
+ * then the attachment points at it (a release store the workers load with
+ * acquire).  Del: the attachment is closed first (it drops every frame
+ * until a tenant is added on it: never forwarded unfiltered), then the
+ * control thread waits until every worker has finished the burst it was
+ * in (its loop counter moved, or it sleeps), flushes the tenant's flows in
+ * every worker and frees the slot.
+ *
+ * Threading: control thread only; dp->lock keeps the metrics thread off
+ * the slots while they change.
+ */
+#include "dp/tenant_int.h"
+#include "util/log.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* every worker past the burst it was in: 0, or -1 after 3 s */
+static int grace(oc_dp_t *dp)
+{
+    uint64_t seq0[OC_DP_MAX_THREADS];
+
+    for (uint32_t q = 0; q < dp->nthreads; q++)
+        seq0[q] = __atomic_load_n(&dp->w[q].seq, __ATOMIC_SEQ_CST);
+    for (int i = 0; i < 3000; i++) {
+        uint32_t done = 0;
+        for (uint32_t q = 0; q < dp->nthreads; q++)
+            done += __atomic_load_n(&dp->w[q].seq, __ATOMIC_SEQ_CST) != seq0[q] ||
+                    __atomic_load_n(&dp->w[q].asleep, __ATOMIC_SEQ_CST);
+        if (done == dp->nthreads)
+            return 0;
+        usleep(1000);
+    }
+    return -1;
+}
+
+static int attach_of(const oc_dp_t *dp, const char *name)
+{
+    for (uint32_t a = 0; a < dp->nattach; a++)
+        if (!strcmp(dp->att[a].name, name))
+            return (int)a;
+    return -1;
+}
+
+static int add(oc_dp_t *dp, char *args, FILE *out)
+{
+    struct oc_dp_tenants *ten = dp->ten;
+    oc_dp_tenants_conf_t *tmp;
+    oc_dp_errors_t err;
+    char *tok[24], *save = NULL;
+    int n = 1, a;
+    uint32_t slot;
+    const oc_dp_tenant_conf_t *tc;
+
+    tok[0] = "tenant";
+    for (char *t = strtok_r(args, " \t", &save); t != NULL && n < 24;
+         t = strtok_r(NULL, " \t", &save))
+        tok[n++] = t;
+    tmp = calloc(1, sizeof(*tmp));
+    if (tmp == NULL) {
+        fprintf(out, "error: out of memory\n");
+        return 1;
+    }
+    memset(&err, 0, sizeof(err));
+    if (oc__dp_tenant_parse(tmp, tok, n, "tenant add", 0, &err) != 0) {
+        size_t l = strlen(err.text);
+        if (l > 0 && err.text[l - 1] == '\n')
+            err.text[l - 1] = '\0';
+        fprintf(out, "error: %s\n", err.text);
+        free(tmp);
+        return 1;
+    }
+    tc = &tmp->t[0];
+    a = attach_of(dp, tc->attach);
+    for (uint32_t t = 0; t < ten->n; t++)
+        if (ten->live[t] && !strcmp(ten->t[t].name, tc->name)) {
+            fprintf(out, "error: tenant %s exists\n", tc->name);
+            goto done;
+        }
+    if (a < 0 || __atomic_load_n(&dp->att_tenant[a], __ATOMIC_RELAXED) >= 0) {
+        fprintf(out, "error: tenant %s: attachment '%s' %s\n", tc->name,
+                tc->attach, a < 0 ? "does not exist" : "has a tenant");
+        goto done;
+    }
+    for (slot = 0; slot < ten->n && ten->live[slot]; slot++)
+        ;
+    if (slot == OC_DP_MAX_TENANTS) {
+        fprintf(out, "error: %u tenants already\n", OC_DP_MAX_TENANTS);
+        goto done;
+    }
+    pthread_mutex_lock(&dp->lock);
+    ten->t[slot] = *tc;
+    for (int d = 0; d < 2; d++)
+        if (ten->acl[slot][d] == NULL &&
+            oc_acl_create(OC_DP_MAX_TRULES, &ten->acl[slot][d]) != OC_OK) {
+            pthread_mutex_unlock(&dp->lock);
+            fprintf(out, "error: out of memory\n");
+            goto done;
+        }
+    for (uint32_t q = 0; q < dp->nthreads; q++) {
+        struct oc_dp_tw *tw = dp->w[q].tw;
+        memset(&tw->c[slot], 0, sizeof(tw->c[slot]));
+        for (int d = 0; d < 2; d++)
+            oc_policer_init(&tw->pol[slot][d], tc->rate, tc->burst, now_ns());
+    }
+    ten->live[slot] = 1;
+    if (slot == ten->n)
+        ten->n++;
+    pthread_mutex_unlock(&dp->lock);
+    __atomic_store_n(&dp->att_tenant[a], (int)slot, __ATOMIC_RELEASE);
+    oc_info(OC_COMP_DP, "tenant %s added on attachment %s (vni %u)", tc->name,
+            tc->attach, tc->vni);
+    fprintf(out, "ok\nadded tenant %s on attachment %s\n", tc->name, tc->attach);
+done:
+    free(tmp);
+    return 1;
+}
+
+static int del(oc_dp_t *dp, const char *name, FILE *out)
+{
+    struct oc_dp_tenants *ten = dp->ten;
+    uint32_t t;
+    int a = -1;
+
+    for (t = 0; t < ten->n; t++)
+        if (ten->live[t] && !strcmp(ten->t[t].name, name))
+            break;
+    if (t == ten->n) {
+        fprintf(out, "error: no tenant '%.64s'\n", name);
+        return 1;
+    }
+    for (uint32_t i = 0; i < dp->nattach; i++)
+        if (__atomic_load_n(&dp->att_tenant[i], __ATOMIC_RELAXED) == (int)t)
+            a = (int)i;
+    if (a >= 0)
+        __atomic_store_n(&dp->att_tenant[a], -2, __ATOMIC_RELEASE);
+    if (grace(dp) != 0 || oc__dp_tenant_ask_all(dp, 1, (int)t) != 0) {
+        /* a worker is stuck: keep the slot (its flows may still be used) */
+        fprintf(out, "error: a worker did not answer; attachment closed, "
+                     "tenant %s kept\n", name);
+        return 1;
+    }
+    pthread_mutex_lock(&dp->lock);
+    ten->live[t] = 0;
+    for (int d = 0; d < 2; d++) {
+        oc_acl_destroy(ten->acl[t][d]);
+        ten->acl[t][d] = NULL;
+    }
+    pthread_mutex_unlock(&dp->lock);
+    oc_info(OC_COMP_DP, "tenant %s deleted; attachment %s closed", name,
+            a >= 0 ? dp->att[a].name : "-");
+    fprintf(out, "ok\ndeleted tenant %s; attachment %s drops every frame until "
+                 "a tenant is added on it\n", name, a >= 0 ? dp->att[a].name : "-");
+    return 1;
+}
+
+int oc__dp_tenant_live_ctl(oc_dp_t *dp, const char *line, FILE *out)
+{
+    char buf[OC_DP_LINE_MAX];
+
+    snprintf(buf, sizeof(buf), "%s", line + 11);
+    if (!strncmp(line, "tenant add ", 11))
+        return add(dp, buf, out);
+    return del(dp, buf, out);
+}

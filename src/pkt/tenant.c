@@ -1,0 +1,191 @@
+/*
+ * tenant.c — VXLAN encapsulation/decapsulation, anti-spoofing and the
+ * token-bucket policer (tenant.h).  Written by hand: each is a few dozen
+ * lines over the frame already in our buffer, and the kernel's vxlan
+ * device (the independent peer in tests/integration) checks our output.
+ *
+ * Threading and trust: tenant.h (pure; hostile frames).
+ */
+#include "pkt/tenant.h"
+
+#include <string.h>
+
+static inline uint16_t rd16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static inline uint32_t rd32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 |
+           p[3];
+}
+
+static inline void wr16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)(v >> 8);
+    p[1] = (uint8_t)v;
+}
+
+static inline void wr32(uint8_t *p, uint32_t v)
+{
+    wr16(p, (uint16_t)(v >> 16));
+    wr16(p + 2, (uint16_t)v);
+}
+
+/* ------------------------------------------------------------- VXLAN */
+
+uint8_t *oc_vxlan_encap(uint8_t *inner, uint32_t len, const oc_vxlan_tun_t *t,
+                        uint32_t vni, uint32_t hash)
+{
+    uint8_t *o = inner - OC_VXLAN_OVERHEAD, *ip = o + 14, *udp = ip + 20,
+            *vx = udp + 8;
+    uint32_t sum = 0;
+
+    memcpy(o, t->remote_mac, 6);
+    memcpy(o + 6, t->local_mac, 6);
+    wr16(o + 12, 0x0800);
+    ip[0] = 0x45;
+    ip[1] = 0;
+    wr16(ip + 2, (uint16_t)(20 + 8 + 8 + len));
+    wr16(ip + 4, 0);
+    wr16(ip + 6, 0x4000); /* DF */
+    ip[8] = 64;
+    ip[9] = 17;
+    wr16(ip + 10, 0);
+    wr32(ip + 12, t->local_ip);
+    wr32(ip + 16, t->remote_ip);
+    for (int i = 0; i < 20; i += 2)
+        sum += rd16(ip + i);
+    sum = (sum & 0xffff) + (sum >> 16);
+    sum = (sum & 0xffff) + (sum >> 16);
+    wr16(ip + 10, (uint16_t)~sum);
+    wr16(udp, (uint16_t)(49152 + (hash & 0x3fff)));
+    wr16(udp + 2, OC_VXLAN_PORT);
+    wr16(udp + 4, (uint16_t)(8 + 8 + len));
+    wr16(udp + 6, 0);
+    wr32(vx, 0x08000000u);               /* I flag, reserved */
+    wr32(vx + 4, (vni & OC_VXLAN_VNI_MAX) << 8);
+    return o;
+}
+
+oc_vxlan_reason_t oc_vxlan_decap(const uint8_t *f, uint32_t len,
+                                 uint32_t local_ip, oc_vxlan_rx_t *out)
+{
+    uint32_t ihl, total, ulen;
+    const uint8_t *ip, *udp, *vx;
+
+    if (len < 14)
+        return OC_VXLAN_SHORT;
+    if (rd16(f + 12) != 0x0800)
+        return OC_VXLAN_NOT_VXLAN;
+    ip = f + 14;
+    if (len < 14 + 20)
+        return OC_VXLAN_SHORT;
+    if ((ip[0] >> 4) != 4)
+        return OC_VXLAN_BAD_OUTER;
+    ihl = (uint32_t)(ip[0] & 15) * 4;
+    total = rd16(ip + 2);
+    if (ihl < 20 || total < ihl || 14 + total > len)
+        return OC_VXLAN_BAD_OUTER;
+    if (ip[9] != 17 || (local_ip != 0 && rd32(ip + 16) != local_ip))
+        return OC_VXLAN_NOT_VXLAN;
+    if ((rd16(ip + 6) & 0x3fff) != 0) /* MF or an offset: VXLAN is never fragmented */
+        return OC_VXLAN_BAD_OUTER;
+    if (total < ihl + 8)
+        return OC_VXLAN_SHORT;
+    udp = ip + ihl;
+    if (rd16(udp + 2) != OC_VXLAN_PORT)
+        return OC_VXLAN_NOT_VXLAN;
+    ulen = rd16(udp + 4);
+    if (ulen < 8 || ulen > total - ihl)
+        return OC_VXLAN_BAD_OUTER;
+    if (ulen < 16)
+        return OC_VXLAN_SHORT;
+    vx = udp + 8;
+    if (!(vx[0] & 0x08))
+        return OC_VXLAN_BAD_FLAGS;
+    if (ulen - 16 < 14)
+        return OC_VXLAN_BAD_INNER;
+    out->vni = rd32(vx + 4) >> 8;
+    out->inner_off = (uint32_t)(vx + 8 - f);
+    out->inner_len = ulen - 16;
+    out->src_ip = rd32(ip + 12);
+    return OC_VXLAN_OK;
+}
+
+const char *oc_vxlan_reason_name(oc_vxlan_reason_t r)
+{
+    static const char *const n[OC_VXLAN_NREASONS] = {
+        "ok", "not_vxlan", "short", "bad_outer", "bad_flags", "bad_inner"};
+    return (unsigned)r < OC_VXLAN_NREASONS ? n[r] : "?";
+}
+
+/* ------------------------------------------------------ anti-spoofing */
+
+oc_spoof_t oc_spoof_check(const uint8_t *f, uint32_t len,
+                          const oc_pkt_meta_t *m, const uint8_t mac[6],
+                          uint32_t ip)
+{
+    const uint8_t *a;
+
+    if (len < 14 || memcmp(f + 6, mac, 6) != 0)
+        return OC_SPOOF_SRC_MAC;
+    switch (m->reason) {
+    case OC_PKT_R_IPV4:
+    case OC_PKT_R_IPV4_FRAG:
+        return m->key.src_ip == ip ? OC_SPOOF_OK : OC_SPOOF_SRC_IP;
+    case OC_PKT_R_ARP:
+        /* Ethernet/IPv4 ARP: htype 1, ptype 0x0800, hlen 6, plen 4 */
+        if (m->l3_off + 28u > len)
+            return OC_SPOOF_ARP;
+        a = f + m->l3_off;
+        if (rd16(a) != 1 || rd16(a + 2) != 0x0800 || a[4] != 6 || a[5] != 4)
+            return OC_SPOOF_ARP;
+        if (memcmp(a + 8, mac, 6) != 0)
+            return OC_SPOOF_ARP;
+        if (rd32(a + 14) != ip && rd32(a + 14) != 0)
+            return OC_SPOOF_ARP;
+        return OC_SPOOF_OK;
+    default:
+        return OC_SPOOF_OTHER;
+    }
+}
+
+/* ------------------------------------------------------------ policer */
+
+#define NS 1000000000ull
+
+void oc_policer_init(oc_policer_t *p, uint64_t rate, uint64_t burst,
+                     uint64_t now_ns)
+{
+    p->rate = rate;
+    p->burst = burst;
+    p->tokens = burst * NS; /* starts full: a new attachment may burst */
+    p->last_ns = now_ns;
+}
+
+bool oc_policer_take(oc_policer_t *p, uint64_t now_ns, uint32_t bytes)
+{
+    uint64_t cap = p->burst * NS, dt;
+
+    if (p->rate == 0)
+        return true;
+    if (now_ns > p->last_ns) {
+        dt = now_ns - p->last_ns;
+        /* a full refill takes burst / rate seconds: no need to add more
+         * (and dt * rate cannot overflow below that) */
+        if (dt >= cap / p->rate)
+            p->tokens = cap;
+        else {
+            p->tokens += dt * p->rate;
+            if (p->tokens > cap)
+                p->tokens = cap;
+        }
+        p->last_ns = now_ns;
+    }
+    if (p->tokens < (uint64_t)bytes * NS)
+        return false;
+    p->tokens -= (uint64_t)bytes * NS;
+    return true;
+}

@@ -1,0 +1,103 @@
+/*
+ * tenant.h — the per-packet pieces of tenant isolation that are not
+ * connection tracking (ct.h): VXLAN encapsulation and decapsulation
+ * (RFC 7348, UDP 4789), the anti-spoofing check of a host-side frame
+ * against its attachment's own MAC and IPv4 address (ARP included), and a
+ * token-bucket policer.
+ *
+ * All pure functions over caller-owned memory: no allocation, no locks.
+ * A policer belongs to one thread.  Trust model: frames are hostile; the
+ * decapsulator checks every length and is fuzzed (tests/fuzz/fuzz_tenant.c).
+ */
+#ifndef OC_PKT_TENANT_H
+#define OC_PKT_TENANT_H
+
+#include "pkt/pkt.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define OC_VXLAN_PORT    4789
+/** Outer Ethernet + IPv4 + UDP + VXLAN header bytes. */
+#define OC_VXLAN_OVERHEAD 50u
+#define OC_VXLAN_VNI_MAX  0xffffffu
+
+/** The local and remote tunnel endpoints (outer headers). */
+typedef struct {
+    uint8_t  local_mac[6], remote_mac[6];
+    uint32_t local_ip, remote_ip; /**< host order */
+} oc_vxlan_tun_t;
+
+/**
+ * Write the outer headers in the OC_VXLAN_OVERHEAD bytes before @p inner
+ * (the caller guarantees them: buffer headroom) for an inner frame of
+ * @p len bytes in network @p vni.  The UDP source port is taken from
+ * @p hash in 49152..65535 (RFC 7348 5: entropy for the fabric's ECMP); the
+ * UDP checksum is 0 (allowed over IPv4); the IPv4 checksum is computed
+ * and DF set (VXLAN must not be fragmented).
+ * @return the outer frame's start (inner - OC_VXLAN_OVERHEAD).
+ */
+uint8_t *oc_vxlan_encap(uint8_t *inner, uint32_t len, const oc_vxlan_tun_t *t,
+                        uint32_t vni, uint32_t hash);
+
+typedef enum {
+    OC_VXLAN_OK = 0,
+    OC_VXLAN_NOT_VXLAN,  /**< well-formed, but not IPv4/UDP to port 4789 (or not to us) */
+    OC_VXLAN_SHORT,      /**< outer headers or VXLAN header truncated */
+    OC_VXLAN_BAD_OUTER,  /**< outer IPv4 lengths bad, or fragmented */
+    OC_VXLAN_BAD_FLAGS,  /**< the I flag (VNI valid) is not set */
+    OC_VXLAN_BAD_INNER,  /**< inner frame shorter than an Ethernet header */
+    OC_VXLAN_NREASONS
+} oc_vxlan_reason_t;
+
+typedef struct {
+    uint32_t vni;
+    uint32_t inner_off, inner_len; /**< the inner frame within the outer */
+    uint32_t src_ip;               /**< outer source (host order) */
+} oc_vxlan_rx_t;
+
+/**
+ * Check a frame from the fabric: Ethernet, IPv4 to @p local_ip (0: any),
+ * UDP to 4789, VXLAN with the I flag.  Reads nothing outside frame[0..len).
+ * @return the reason; @p out set when OC_VXLAN_OK.
+ */
+oc_vxlan_reason_t oc_vxlan_decap(const uint8_t *frame, uint32_t len,
+                                 uint32_t local_ip, oc_vxlan_rx_t *out);
+
+/** "ok", "not_vxlan", "short", ... (a Prometheus label); static string. */
+const char *oc_vxlan_reason_name(oc_vxlan_reason_t r);
+
+typedef enum {
+    OC_SPOOF_OK = 0,
+    OC_SPOOF_SRC_MAC,   /**< Ethernet source is not the attachment's */
+    OC_SPOOF_SRC_IP,    /**< IPv4 source is not the attachment's */
+    OC_SPOOF_ARP,       /**< ARP sender MAC or IP is not the attachment's */
+    OC_SPOOF_OTHER,     /**< neither IPv4 nor ARP (tenants are IPv4 only) */
+} oc_spoof_t;
+
+/**
+ * Anti-spoofing of a frame a tenant's host sent (@p m: its parse): the
+ * Ethernet source must be @p mac; an IPv4 source must be @p ip; an ARP
+ * packet's sender hardware address must be @p mac and its sender protocol
+ * address @p ip or 0.0.0.0 (an RFC 5227 probe): a host can neither answer
+ * nor announce (gratuitous ARP) an address it does not own.
+ */
+oc_spoof_t oc_spoof_check(const uint8_t *frame, uint32_t len,
+                          const oc_pkt_meta_t *m, const uint8_t mac[6],
+                          uint32_t ip);
+
+/** Token bucket: @p rate bytes per second, @p burst bytes deep. */
+typedef struct {
+    uint64_t rate;     /**< bytes per second; 0: unlimited */
+    uint64_t burst;    /**< bytes */
+    uint64_t tokens;   /**< bytes x 1e9 (no rounding loss per packet) */
+    uint64_t last_ns;
+} oc_policer_t;
+
+void oc_policer_init(oc_policer_t *p, uint64_t rate_bytes, uint64_t burst_bytes,
+                     uint64_t now_ns);
+/** Take @p bytes at @p now_ns.  @return true: conforms (forward); false:
+ *  exceeds (drop, count `policed`). */
+bool oc_policer_take(oc_policer_t *p, uint64_t now_ns, uint32_t bytes);
+
+#endif

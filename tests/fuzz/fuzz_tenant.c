@@ -1,0 +1,112 @@
+/*
+ * fuzz_tenant.c — libFuzzer target over the tenant stages' packet paths:
+ * VXLAN decapsulation (src/pkt/tenant.c), anti-spoofing, and connection
+ * tracking (src/pkt/ct.c) over a stream of packets into one small table,
+ * so that the TCP state machine and eviction see sequences, not only
+ * single packets.
+ *
+ * Input: records of [flags][len hi][len lo][len bytes of Ethernet frame].
+ * flags bit 0: the frame comes from the fabric (decapsulate, then track
+ * the inner IPv4 packet without opening flows); else from a host (spoof
+ * check, track with opening allowed, encapsulate and check the round
+ * trip); bits 1-3: milliseconds x 2^k to advance the clock; bits 4-7: the
+ * tenant zone.  Invariants (abort on failure): decap(encap(x)) == x, the
+ * flow count never exceeds the capacity, flush empties the table.
+ */
+#include "fuzz_tenant.h"
+
+#include "pkt/ct.h"
+#include "pkt/tenant.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define CAP 8 /* small: eviction and the full table are reached */
+
+unsigned long fuzz_tenant_accepted;
+
+static const uint8_t MAC[6] = {2, 0, 0, 0, 0, 1};
+#define IP 0x0a000001u
+
+static oc_ct_t *table(void)
+{
+    static oc_ct_t *ct;
+    if (ct == NULL) {
+        oc_ct_conf_t c = {.capacity = CAP};
+        oc_ct_timeouts_default(&c.to);
+        c.to.tcp[OC_CT_TCP_SYN_SENT] = 1; /* expiry reached within an input */
+        c.to.udp_unreplied = 1;
+        if (oc_ct_create(&c, &ct) != OC_OK)
+            abort();
+    }
+    return ct;
+}
+
+static int one(oc_ct_t *ct, uint8_t flags, const uint8_t *f, uint32_t n,
+               uint64_t now)
+{
+    static uint8_t buf[OC_VXLAN_OVERHEAD + 70000];
+    uint16_t zone = flags >> 4;
+    oc_pkt_meta_t m;
+    oc_ct_info_t info;
+    oc_ct_result_t r;
+    int ok = 0;
+
+    if (flags & 1) {
+        oc_vxlan_rx_t rx;
+        if (oc_vxlan_decap(f, n, 0, &rx) != OC_VXLAN_OK)
+            return 0;
+        if ((uint64_t)rx.inner_off + rx.inner_len > n)
+            abort();
+        f += rx.inner_off;
+        n = rx.inner_len;
+        ok = 1;
+    }
+    if (oc_pkt_parse(f, n, 65535, &m) == OC_PKT_R_IPV4) {
+        if (!(flags & 1))
+            (void)oc_spoof_check(f, n, &m, MAC, IP);
+        r = oc_ct_track(ct, zone, f + m.l3_off, n - m.l3_off, now,
+                        !(flags & 1), &info);
+        if ((unsigned)r >= OC_CT_NRESULTS || oc_ct_count(ct) > CAP)
+            abort();
+        ok |= r == OC_CT_NEW || r == OC_CT_EST || r == OC_CT_RELATED;
+    } else if (!(flags & 1)) {
+        (void)oc_spoof_check(f, n, &m, MAC, IP);
+    }
+    if (!(flags & 1) && n >= 14 && n <= 65000) {
+        oc_vxlan_tun_t t = {.local_ip = 1, .remote_ip = 2};
+        oc_vxlan_rx_t rx;
+        uint8_t *inner = buf + OC_VXLAN_OVERHEAD, *o;
+        memcpy(inner, f, n);
+        o = oc_vxlan_encap(inner, n, &t, zone, m.hash);
+        if (oc_vxlan_decap(o, n + OC_VXLAN_OVERHEAD, 2, &rx) != OC_VXLAN_OK ||
+            rx.vni != zone || rx.inner_len != n || memcmp(o + rx.inner_off, f, n))
+            abort();
+    }
+    return ok;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    oc_ct_t *ct = table();
+    uint64_t now = 0;
+    int ok = 0;
+
+    oc_ct_flush(ct, -1);
+    while (size >= 3) {
+        uint8_t flags = data[0];
+        size_t n = (size_t)data[1] << 8 | data[2];
+        if (n > size - 3)
+            n = size - 3;
+        now += 1ull << (((flags >> 1) & 7) * 2);
+        ok |= one(ct, flags, data + 3, (uint32_t)n, now);
+        (void)oc_ct_expire(ct, now, 4);
+        data += 3 + n;
+        size -= 3 + n;
+    }
+    oc_ct_flush(ct, -1);
+    if (oc_ct_count(ct) != 0)
+        abort();
+    fuzz_tenant_accepted += ok;
+    return 0;
+}

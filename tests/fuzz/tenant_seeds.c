@@ -1,0 +1,122 @@
+/*
+ * tenant_seeds.c — seed inputs of the tenant fuzz target: record streams
+ * (fuzz_tenant.c) of a TCP handshake whose replies come back in VXLAN, a
+ * UDP exchange, ARP, and malformed VXLAN.
+ */
+#include "fuzz_tenant.h"
+
+#include "pkt/tenant.h"
+
+#include <string.h>
+
+static const uint8_t MAC[6] = {2, 0, 0, 0, 0, 1};
+
+static void wr16(uint8_t *p, uint16_t v) { p[0] = v >> 8; p[1] = (uint8_t)v; }
+static void wr32(uint8_t *p, uint32_t v)
+{
+    wr16(p, (uint16_t)(v >> 16));
+    wr16(p + 2, (uint16_t)v);
+}
+
+/* Ethernet + IPv4 + TCP (flags) or UDP (flags 0xff) */
+static size_t frame(uint8_t *f, uint32_t s, uint32_t d, uint16_t sp,
+                    uint16_t dp, uint8_t flags, uint32_t seq, uint32_t ack)
+{
+    int tcp = flags != 0xff;
+    size_t l4 = tcp ? 20 : 8;
+    memset(f, 0, 34 + l4);
+    memset(f, 0xee, 6);
+    memcpy(f + 6, MAC, 6);
+    wr16(f + 12, 0x0800);
+    f[14] = 0x45;
+    wr16(f + 16, (uint16_t)(20 + l4));
+    f[22] = 64;
+    f[23] = tcp ? 6 : 17;
+    wr32(f + 26, s);
+    wr32(f + 30, d);
+    wr16(f + 34, sp);
+    wr16(f + 36, dp);
+    if (tcp) {
+        wr32(f + 38, seq);
+        wr32(f + 42, ack);
+        f[46] = 5 << 4;
+        f[47] = flags;
+        wr16(f + 48, 1000);
+    } else {
+        wr16(f + 38, 8);
+    }
+    return 34 + l4;
+}
+
+/* append a record; @p wire: encapsulate the frame first */
+static size_t rec(uint8_t *out, uint8_t flags, const uint8_t *f, size_t n)
+{
+    uint8_t buf[256];
+    if (flags & 1) {
+        oc_vxlan_tun_t t = {.local_ip = 2, .remote_ip = 1};
+        memcpy(buf + OC_VXLAN_OVERHEAD, f, n);
+        oc_vxlan_encap(buf + OC_VXLAN_OVERHEAD, (uint32_t)n, &t, flags >> 4, 0);
+        f = buf;
+        n += OC_VXLAN_OVERHEAD;
+    }
+    out[0] = flags;
+    wr16(out + 1, (uint16_t)n);
+    memcpy(out + 3, f, n);
+    return 3 + n;
+}
+
+unsigned fuzz_tenant_seeds(fuzz_tenant_seed_fn fn, void *arg)
+{
+    uint8_t in[2048], f[128];
+    size_t n = 0, k;
+    unsigned count = 0;
+    const uint32_t A = 0x0a000001u, B = 0x0a000002u;
+
+    /* TCP: SYN from the host, SYN+ACK over VXLAN, ACK, FIN both ways */
+    k = frame(f, A, B, 40000, 80, 2, 100, 0);
+    n += rec(in + n, 0x10, f, k);
+    k = frame(f, B, A, 80, 40000, 0x12, 900, 101);
+    n += rec(in + n, 0x11, f, k);
+    k = frame(f, A, B, 40000, 80, 0x10, 101, 901);
+    n += rec(in + n, 0x10, f, k);
+    k = frame(f, A, B, 40000, 80, 0x11, 101, 901);
+    n += rec(in + n, 0x10, f, k);
+    k = frame(f, B, A, 80, 40000, 0x11, 901, 102);
+    n += rec(in + n, 0x11, f, k);
+    fn(arg, in, n, 1);
+    count++;
+
+    /* UDP out and back, in zone 3 */
+    n = 0;
+    k = frame(f, A, B, 5000, 53, 0xff, 0, 0);
+    n += rec(in + n, 0x30, f, k);
+    k = frame(f, B, A, 53, 5000, 0xff, 0, 0);
+    n += rec(in + n, 0x31, f, k);
+    fn(arg, in, n, 1);
+    count++;
+
+    /* an ARP reply from the host (nothing tracked) */
+    n = 0;
+    memset(f, 0, 42);
+    memcpy(f + 6, MAC, 6);
+    wr16(f + 12, 0x0806);
+    wr16(f + 14, 1);
+    wr16(f + 16, 0x0800);
+    f[18] = 6;
+    f[19] = 4;
+    wr16(f + 20, 2);
+    memcpy(f + 22, MAC, 6);
+    wr32(f + 28, A);
+    n += rec(in + n, 0, f, 42);
+    fn(arg, in, n, 0);
+    count++;
+
+    /* VXLAN without the I flag */
+    n = 0;
+    k = frame(f, B, A, 53, 5000, 0xff, 0, 0);
+    n += rec(in + n, 0x01, f, k);
+    in[3 + 42] = 0;
+    fn(arg, in, n, 0);
+    count++;
+    return count;
+}

@@ -1,0 +1,125 @@
+/*
+ * test_dp_tenant.c — offcore-dp's tenant directives (src/dp/tenant_conf.c):
+ * a two-tenant config parses into what it says; every mistake is refused
+ * with file:line and nothing is applied.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "dp/dp.h"
+
+#define BASE                                                                   \
+    "threads 1\n"                                                              \
+    "attach a host=h0 wire=w0\n"                                               \
+    "attach b host=h1 wire=w1\n"
+#define TA                                                                     \
+    "tenant A vni=100 attach=a mac=02:00:00:00:00:a1 ip=10.0.0.1 "             \
+    "local=192.168.0.1 local_mac=02:00:00:00:01:01 remote=192.168.0.2 "        \
+    "remote_mac=02:00:00:00:01:02 rate=100 burst=20000\n"
+#define TB                                                                     \
+    "tenant B vni=200 attach=b mac=02:00:00:00:00:b1 ip=10.0.0.1 "             \
+    "local=192.168.1.1 local_mac=02:00:00:00:02:01 remote=192.168.1.2 "        \
+    "remote_mac=02:00:00:00:02:02\n"
+
+static oc_status_t parse(const char *text, oc_dp_conf_t *c, oc_dp_errors_t *e)
+{
+    oc_dp_conf_defaults(c);
+    memset(e, 0, sizeof(*e));
+    return oc_dp_conf_parse(text, strlen(text), "t.conf", NULL, false, c, e);
+}
+
+static void test_two_tenants(void **state)
+{
+    oc_dp_conf_t c;
+    oc_dp_errors_t e;
+    const char *text = BASE TA TB
+        "tenant_rule A ingress id=1 action=allow proto=tcp dport=80\n"
+        "tenant_rule A egress id=1 action=deny dst=10.0.0.9\n"
+        "conntrack flows=1000 tcp_established=3600 udp=10\n";
+    (void)state;
+
+    /* several workers: frames go to the worker owning their flow */
+    assert_int_equal(parse("threads 2\nattach a host=h0 wire=w0\n" TA, &c, &e),
+                     OC_OK);
+    assert_int_equal(c.threads, 2);
+    oc_dp_conf_free(&c);
+    assert_int_equal(parse(text, &c, &e), OC_OK);
+    assert_int_equal(c.tenants.ntenants, 2);
+    assert_string_equal(c.tenants.t[0].name, "A");
+    assert_int_equal(c.tenants.t[0].vni, 100);
+    assert_int_equal(c.tenants.t[0].ip, 0x0a000001);
+    assert_int_equal(c.tenants.t[0].mac[5], 0xa1);
+    assert_int_equal(c.tenants.t[0].tun.remote_ip, 0xc0a80002);
+    assert_int_equal(c.tenants.t[0].rate, 100000000 / 8);
+    assert_int_equal(c.tenants.t[0].burst, 20000);
+    assert_int_equal(c.tenants.t[1].rate, 0);
+    assert_int_equal(c.tenants.nrules, 2);
+    assert_int_equal(c.tenants.r[0].ingress, 1);
+    assert_int_equal(c.tenants.r[0].r.dport_lo, 80);
+    assert_int_equal(c.tenants.r[1].ingress, 0);
+    assert_int_equal(c.tenants.r[1].action, OC_ACL_DENY);
+    assert_int_equal(c.tenants.ct_flows, 1000);
+    assert_int_equal(c.tenants.ct_to.tcp[OC_CT_TCP_ESTABLISHED], 3600);
+    assert_int_equal(c.tenants.ct_to.udp_unreplied, 10);
+    oc_dp_conf_free(&c);
+}
+
+static void refused(const char *text, const char *want)
+{
+    oc_dp_conf_t c;
+    oc_dp_errors_t e;
+    assert_int_equal(parse(text, &c, &e), OC_ERR_CONFIG);
+    if (strstr(e.text, want) == NULL)
+        fail_msg("want '%s' in:\n%s", want, e.text);
+    assert_int_equal(c.tenants.ntenants, 0); /* nothing applied */
+    oc_dp_conf_free(&c);
+}
+
+static void test_errors(void **state)
+{
+    (void)state;
+    refused("threads 2\nattach a host=h0 wire=w0 backend=dpdk-af_packet\n" TA,
+            "t.conf:3: tenants with threads > 1 need backend=xdp (attach a)");
+    refused("stages none\n" BASE TA, "t.conf:5: tenants need the stages");
+    refused(BASE TA TA, "t.conf:5: tenant A: defined twice");
+    refused(BASE TA "tenant C vni=300 attach=a mac=02:00:00:00:00:c1 ip=1.2.3.4 "
+            "local=1.1.1.1 local_mac=02:00:00:00:00:01 remote=1.1.1.2 "
+            "remote_mac=02:00:00:00:00:02\n",
+            "t.conf:5: tenant C: attachment a already belongs to tenant A");
+    refused(BASE "tenant A vni=100 attach=zz mac=02:00:00:00:00:a1 ip=10.0.0.1 "
+            "local=1.1.1.1 local_mac=02:00:00:00:00:01 remote=1.1.1.2 "
+            "remote_mac=02:00:00:00:00:02\n",
+            "t.conf:4: tenant A: no attachment 'zz'");
+    refused(BASE "tenant A vni=16777216 attach=a\n", "t.conf:4: tenant A: vni");
+    refused(BASE "tenant A vni=1 attach=a mac=02:00:00:00:00\n",
+            "t.conf:4: tenant A: mac");
+    refused(BASE "tenant A vni=1 attach=a\n", "t.conf:4: tenant A: needs");
+    refused(BASE "tenant A vni=1 colour=red\n", "unknown key 'colour'");
+    refused(BASE TA "tenant_rule Z ingress id=1 action=allow\n",
+            "t.conf:5: tenant_rule: no tenant 'Z'");
+    refused(BASE TA "tenant_rule A sideways id=1 action=allow\n",
+            "t.conf:5: tenant_rule takes");
+    refused(BASE TA "tenant_rule A ingress id=1 action=allow dport=99999\n",
+            "t.conf:5: tenant_rule A:");
+    refused(BASE TA "tenant_rule A ingress id=1 action=allow\n"
+            "tenant_rule A ingress id=1 action=deny\n",
+            "t.conf:6: tenant_rule A ingress: id 1 defined twice");
+    refused(BASE TA "conntrack flows=0\n", "t.conf:5: conntrack flows");
+    refused(BASE TA "conntrack tcp_forever=1\n", "unknown key 'tcp_forever'");
+}
+
+int main(void)
+{
+    const struct CMUnitTest t[] = {
+        cmocka_unit_test(test_two_tenants),
+        cmocka_unit_test(test_errors),
+    };
+    return cmocka_run_group_tests(t, NULL, NULL);
+}
