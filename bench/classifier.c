@@ -414,7 +414,7 @@ static void bench_lookups(fam_t *f)
 typedef struct {
     oc_acl_t *acl;
     fam_t *f;
-    int stop, counting;
+    int stop, counting, started;
     size_t lookups;
     double t0, t1, c0, c1; /* wall and reader-CPU edges of the window */
 } upd_t;
@@ -434,6 +434,7 @@ static void *reader_main(void *arg)
                 cnt = 0;
                 u->t0 = now_s();
                 u->c0 = cpu_s();
+                __atomic_store_n(&u->started, 1, __ATOMIC_RELEASE);
             } else {
                 u->t1 = now_s();
                 u->c1 = cpu_s();
@@ -452,13 +453,20 @@ static void *reader_main(void *arg)
     return NULL;
 }
 
-/* lookup rate of the reader over @p secs, M/s (*cpu: per CPU-second) */
-static double window(upd_t *u, double secs, double *cpu)
+/* The reader's counting window: begin returns once the reader has seen
+ * it open (so a descheduled reader cannot miss a short window); end returns
+ * the reader's lookups per second, wall and per CPU-second (*cpu). */
+static void window_begin(upd_t *u)
 {
-    struct timespec ts = {(time_t)secs, (long)((secs - (int)secs) * 1e9)};
     __atomic_store_n(&u->lookups, (size_t)-1, __ATOMIC_RELEASE);
+    __atomic_store_n(&u->started, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&u->counting, 1, __ATOMIC_RELEASE);
-    nanosleep(&ts, NULL);
+    while (!__atomic_load_n(&u->started, __ATOMIC_ACQUIRE))
+        sched_yield();
+}
+
+static double window_end(upd_t *u, double *cpu)
+{
     __atomic_store_n(&u->counting, 0, __ATOMIC_RELEASE);
     while (__atomic_load_n(&u->lookups, __ATOMIC_ACQUIRE) == (size_t)-1)
         sched_yield();
@@ -515,9 +523,10 @@ static void *writer_main(void *arg)
         exit(1);
     u.f = f;
     pthread_create(&rd, NULL, reader_main, &u);
-    rate[1] = window(&u, 0.3, &rate[3]);
-    __atomic_store_n(&u.lookups, (size_t)-1, __ATOMIC_RELEASE);
-    __atomic_store_n(&u.counting, 1, __ATOMIC_RELEASE);
+    window_begin(&u);
+    sleep_until(now_s() + 0.3);
+    rate[1] = window_end(&u, &rate[3]);
+    window_begin(&u);
     tstart = t = now_s();
     for (int i = 0; i < n; i++) { /* delete a rule, later put it back */
         size_t k;
@@ -537,11 +546,7 @@ static void *writer_main(void *arg)
             (half == 0 ? del_ns : add_ns)[i] = (uint64_t)((b - a) * 1e9);
         }
     }
-    __atomic_store_n(&u.counting, 0, __ATOMIC_RELEASE);
-    while (__atomic_load_n(&u.lookups, __ATOMIC_ACQUIRE) == (size_t)-1)
-        sched_yield();
-    rate[0] = (double)u.lookups / (u.t1 - u.t0) / 1e6;
-    rate[2] = (double)u.lookups / (u.c1 - u.c0) / 1e6;
+    rate[0] = window_end(&u, &rate[2]);
     fprintf(stderr, "  %s churn: %d del+add pairs in %.2f s\n", f->fam, n,
             now_s() - tstart);
     __atomic_store_n(&u.stop, 1, __ATOMIC_RELEASE);
