@@ -6,7 +6,7 @@
  *  - `dead`: one byte per tree rank, set by the writer when a rule of the
  *    snapshot is deleted (a tombstone: the lookup skips it and falls
  *    through to the next matching rule of the leaf);
- *  - the side part: rules added since the snapshot, in 16-lane blocks that
+ *  - the side part: rules added since the snapshot, in 8-rule blocks that
  *    every lookup scans; a slot is filled, then `count` is released, so a
  *    reader never sees a half-written rule.  Side slots have tombstones too.
  * An add or delete is therefore O(1) plus a hash update: no rebuild, no

@@ -17,6 +17,21 @@
 
 #include "pkt/acl/acl.h"
 
+#define NFIELDS 5 /* src, dst, sport, dport, proto */
+/* References are 64-bit.  An internal node: its offset in `nodes` (bits
+ * 0..30) and its cut (field: bits 32..34, shift: 35..39, child index mask:
+ * 48..63), so that a walk needs one load per level and can prefetch the
+ * exact child.  A leaf (bits 32..63 zero, bit 31 set): bit 30 set: small
+ * leaf, bits 27..29 = rules - 1, bits 0..26 = first record; else bits
+ * 23..29 = blocks - 1, bits 0..22 = first block.  REF_EMPTY (no rule) is
+ * checked first. */
+#define REF_EMPTY 0xffffffffu
+#define REF_LEAF 0x80000000u
+#define REF_SMALL 0x40000000u
+#define LEAF_MAXBLK 128u
+#define LEAF_MAXIDX (1u << 23)
+#define SMALL_MAXIDX (1u << 27)
+
 #define OC__ACL_LANES 8
 #define OC__ACL_NONE  UINT32_MAX /* no rank */
 
