@@ -32,6 +32,8 @@
 #include "pkt/acl/acl_tree.h"
 
 #define SIDE_CAP 1024u     /* rules added between two rebuilds, at most */
+_Static_assert(SIDE_CAP / OC__ACL_LANES <= 64 * OC__ACL_SIDE_WORDS,
+               "side filters have a bit per side block");
 #define SIDE_URGENT 64u    /* rebuild at once beyond this many pending */
 #define COALESCE_NS 2000000 /* else wait 2 ms for more changes first */
 #define LOC_SIDE 0x80000000u
@@ -41,6 +43,7 @@ typedef struct {
     oc__acl_blk_t *blk; /* SIDE_CAP / 16 blocks; lane rank = slot */
     uint64_t *order;
     uint64_t *blk_min; /* lowest order per block: lets lookups skip it */
+    oc__acl_side_filter_t *fsrc, *fdst; /* blocks per address top byte */
     uint32_t *userdata;
     uint8_t *dead;
     uint32_t count; /* released after the slot is written */
@@ -164,6 +167,8 @@ static void state_free(state_t *s)
     free(s->side.blk);
     free(s->side.order);
     free(s->side.blk_min);
+    free(s->side.fsrc);
+    free(s->side.fdst);
     free(s->side.userdata);
     free(s->side.dead);
     free(s);
@@ -210,12 +215,15 @@ static state_t *state_new(oc__acl_tree_t *tree, uint64_t snap_seq)
     s->dead = calloc(tree->nrules ? tree->nrules : 1, 1);
     s->side.order = malloc(SIDE_CAP * sizeof(uint64_t));
     s->side.blk_min = malloc(nb * sizeof(uint64_t));
+    s->side.fsrc = calloc(1, sizeof(oc__acl_side_filter_t));
+    s->side.fdst = calloc(1, sizeof(oc__acl_side_filter_t));
     s->side.userdata = malloc(SIDE_CAP * sizeof(uint32_t));
     s->side.dead = calloc(SIDE_CAP, 1);
     if (posix_memalign((void **)&s->side.blk, 64, nb * sizeof(oc__acl_blk_t)))
         s->side.blk = NULL;
     if (s->idmap == NULL || s->dead == NULL || s->side.order == NULL ||
-        s->side.blk_min == NULL ||
+        s->side.blk_min == NULL || s->side.fsrc == NULL ||
+        s->side.fdst == NULL ||
         s->side.userdata == NULL ||
         s->side.dead == NULL || s->side.blk == NULL) {
         s->tree = NULL; /* the caller still owns it */
@@ -228,8 +236,18 @@ static state_t *state_new(oc__acl_tree_t *tree, uint64_t snap_seq)
     }
     s->mem = sizeof(*s) + tree->mem + tree->nrules + cap * sizeof(uint32_t) +
              nb * sizeof(oc__acl_blk_t) + SIDE_CAP * (8 + 4 + 1) +
-             nb * sizeof(uint64_t);
+             nb * sizeof(uint64_t) + 2 * sizeof(oc__acl_side_filter_t);
     return s;
+}
+
+/* Mark block @p b in the filter entries a prefix covers. */
+static void filter_set(oc__acl_side_filter_t *f, uint32_t ip, uint8_t len,
+                       uint32_t b)
+{
+    uint32_t span = len >= 8 ? 1 : 1u << (8 - len);
+    uint32_t first = (ip >> 24) & ~(span - 1);
+    for (uint32_t v = first; v < first + span; v++)
+        __atomic_or_fetch(&(*f)[v][b / 64], 1ull << (b % 64), __ATOMIC_RELAXED);
 }
 
 /* Put @p r into the next side slot of @p s (not yet published). */
@@ -244,6 +262,8 @@ static uint32_t side_put(state_t *s, const oc_acl_rule_t *r)
                          s->side.order[slot], __ATOMIC_RELAXED);
     oc__acl_blk_set(&s->side.blk[slot / OC__ACL_LANES], slot % OC__ACL_LANES,
                     r, slot);
+    filter_set(s->side.fsrc, r->src_ip, r->src_len, slot / OC__ACL_LANES);
+    filter_set(s->side.fdst, r->dst_ip, r->dst_len, slot / OC__ACL_LANES);
     __atomic_store_n(&s->side.count, slot + 1, __ATOMIC_RELEASE);
     return slot;
 }
@@ -704,7 +724,9 @@ static inline uint32_t lookup(oc_acl_t *acl, const oc_acl_key_t *keys,
     state_t *s = rcu_dereference(acl->state);
     const oc__acl_tree_t *t = s->tree;
     oc__acl_side_view_t sv = {
-        s->side.blk, s->side.order, s->side.blk_min, s->side.userdata,
+        s->side.blk, s->side.order, s->side.blk_min,
+        (const oc__acl_side_filter_t *)s->side.fsrc,
+        (const oc__acl_side_filter_t *)s->side.fdst, s->side.userdata,
         s->side.dead, __atomic_load_n(&s->side.count, __ATOMIC_ACQUIRE)};
     const uint8_t *dead =
         __atomic_load_n(&s->any_dead, __ATOMIC_ACQUIRE) ? s->dead : NULL;

@@ -407,12 +407,32 @@ static inline void side_lanes(const oc__acl_side_view_t *sv, uint32_t b,
     }
 }
 
+/* bit w*64+j set: side block w*64+j may hold a match for @p k; only
+ * blocks below @p nb (published) */
+static inline void side_candidates(const oc__acl_side_view_t *sv,
+                                   const oc_acl_key_t *k, uint32_t nb,
+                                   uint64_t cand[OC__ACL_SIDE_WORDS])
+{
+    const uint64_t *s = (*sv->fsrc)[k->src_ip >> 24];
+    const uint64_t *d = (*sv->fdst)[k->dst_ip >> 24];
+    for (unsigned w = 0; w < OC__ACL_SIDE_WORDS; w++) {
+        uint32_t lo = w * 64;
+        uint64_t m = __atomic_load_n(&s[w], __ATOMIC_RELAXED) &
+                     __atomic_load_n(&d[w], __ATOMIC_RELAXED);
+        if (nb <= lo)
+            m = 0;
+        else if (nb - lo < 64)
+            m &= (1ull << (nb - lo)) - 1;
+        cand[w] = m;
+    }
+}
+
 static void side_scalar(const oc__acl_side_view_t *sv, const oc_acl_key_t *keys,
                         uint32_t n, uint64_t *best, uint32_t *ud)
 {
     uint32_t nb = (sv->cnt + OC__ACL_LANES - 1) / OC__ACL_LANES;
     for (uint32_t i = 0; i < n; i++)
-        for (uint32_t b = 0; b < nb; b++)
+        for (uint32_t b = 0; b < nb; b++) /* every block: the reference */
             if (__atomic_load_n(&sv->blk_min[b], __ATOMIC_RELAXED) < best[i])
                 side_lanes(sv, b, oc__acl_blk_match_scalar(&sv->blk[b], &keys[i]),
                            &best[i], &ud[i]);
@@ -425,16 +445,21 @@ AVX512 static void side_avx512(const oc__acl_side_view_t *sv,
 {
     uint32_t nb = (sv->cnt + OC__ACL_LANES - 1) / OC__ACL_LANES;
     for (uint32_t i = 0; i < n; i++) {
+        uint64_t cand[OC__ACL_SIDE_WORDS];
         vkey_t v;
+        side_candidates(sv, &keys[i], nb, cand);
+        if ((cand[0] | cand[1]) == 0)
+            continue;
         vkey(&v, &keys[i]);
-        for (uint32_t b = 0; b < nb; b++) {
-            uint32_t m;
-            if (__atomic_load_n(&sv->blk_min[b], __ATOMIC_RELAXED) >= best[i])
-                continue; /* nothing in this block can win */
-            m = blk_match8(&sv->blk[b], &v);
-            if (m)
-                side_lanes(sv, b, m, &best[i], &ud[i]);
-        }
+        for (unsigned w = 0; w < OC__ACL_SIDE_WORDS; w++)
+            for (uint64_t c = cand[w]; c; c &= c - 1) {
+                uint32_t b = w * 64 + (uint32_t)__builtin_ctzll(c), m;
+                if (__atomic_load_n(&sv->blk_min[b], __ATOMIC_RELAXED) >= best[i])
+                    continue; /* nothing in this block can win */
+                m = blk_match8(&sv->blk[b], &v);
+                if (m)
+                    side_lanes(sv, b, m, &best[i], &ud[i]);
+            }
     }
 }
 #endif

@@ -110,10 +110,17 @@ void oc__acl_tree_lookup(const oc__acl_tree_t *t, const uint8_t *dead,
 
 /* The side part of a state (acl.c): @p cnt rules in blocks (lane rank =
  * slot), per slot its order (priority << 32 | id), userdata and tombstone,
- * per block the lowest order in it. */
+ * per block the lowest order in it, and address filters so that a key
+ * tests only the blocks that may hold a match. */
+#define OC__ACL_SIDE_WORDS 2 /* block bitmaps: up to 128 side blocks */
+typedef uint64_t oc__acl_side_filter_t[256][OC__ACL_SIDE_WORDS];
+
 typedef struct {
     const oc__acl_blk_t *blk;
     const uint64_t *order, *blk_min;
+    /* per top byte of the source (fsrc) and destination (fdst) address:
+     * the side blocks holding a rule whose prefix covers it */
+    const oc__acl_side_filter_t *fsrc, *fdst;
     const uint32_t *userdata;
     const uint8_t *dead;
     uint32_t cnt;
