@@ -671,19 +671,32 @@ out:
 
 size_t oc_acl_count(const oc_acl_t *acl) { return acl->nrecs; }
 
+static int cmp_rule(const void *a, const void *b)
+{
+    const oc_acl_rule_t *x = a, *y = b;
+    return oc_acl_rule_before(x, y) ? -1 : oc_acl_rule_before(y, x) ? 1 : 0;
+}
+
 size_t oc_acl_rules(const oc_acl_t *acl, oc_acl_rule_t *out, size_t cap)
 {
-    size_t n = acl->nrecs;
-    rec_t *tmp = malloc((n ? n : 1) * sizeof(*tmp));
-    if (tmp == NULL) { /* unsorted rather than nothing */
-        for (size_t i = 0; i < n && i < cap; i++)
+    pthread_mutex_t *mu = (pthread_mutex_t *)&acl->mu;
+    oc_acl_rule_t *tmp;
+    size_t n;
+
+    /* under mu: the rebuild thread updates records' bookkeeping */
+    pthread_mutex_lock(mu);
+    n = acl->nrecs;
+    tmp = malloc((n ? n : 1) * sizeof(*tmp));
+    for (size_t i = 0; i < n; i++)
+        if (tmp != NULL)
+            tmp[i] = acl->recs[i].rule;
+        else if (i < cap) /* unsorted rather than nothing */
             out[i] = acl->recs[i].rule;
+    pthread_mutex_unlock(mu);
+    if (tmp == NULL)
         return n;
-    }
-    memcpy(tmp, acl->recs, n * sizeof(*tmp));
-    qsort(tmp, n, sizeof(*tmp), cmp_rec);
-    for (size_t i = 0; i < n && i < cap; i++)
-        out[i] = tmp[i].rule;
+    qsort(tmp, n, sizeof(*tmp), cmp_rule);
+    memcpy(out, tmp, (n < cap ? n : cap) * sizeof(*out));
     free(tmp);
     return n;
 }
