@@ -208,7 +208,7 @@ oc_status_t oc_acl_sync(oc_acl_t *acl);
 
 /* ---- ClassBench files (acl_parse.c) ---- */
 
-/** A trace line: a key and the generator's rule hint (-1 or 0-based..). */
+/** A trace line: a key and the generator's rule hint (-1 when absent). */
 typedef struct {
     oc_acl_key_t key;
     int64_t hint; /**< the file's last column, not the first-match answer */
@@ -227,7 +227,8 @@ oc_status_t oc_acl_parse_rules(const char *buf, size_t len, const char *name,
                                oc_acl_rule_t **rules, size_t *n, char *err,
                                size_t errlen);
 
-/** Same for trace lines `SRC DST SPORT DPORT PROTO [FLAGS] [HINT]`. */
+/** Same for trace lines `SRC DST SPORT DPORT PROTO [FLAGS] [HINT]`
+ *  (decimal; with 6 columns the last is the hint). */
 oc_status_t oc_acl_parse_trace(const char *buf, size_t len, const char *name,
                                oc_acl_trace_t **trace, size_t *n, char *err,
                                size_t errlen);
