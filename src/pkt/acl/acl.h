@@ -16,6 +16,12 @@
  *    state (the API hands out none: results are copied to out_userdata).
  *  - Memory of replaced tables is reclaimed only after every registered
  *    reader has passed a quiescent state (RCU, QSBR flavour; see README).
+ *    A registered reader that neither reports quiescent states nor goes
+ *    offline holds the next rebuild back; once 1024 rules wait in the
+ *    side part, oc_acl_add() waits for it (back-pressure on the writer).
+ *  - The rebuild thread started by oc_acl_create() inherits the creating
+ *    thread's CPU affinity and runs at nice 10: create the classifier from
+ *    the control thread, not from a data-plane core.
  *  - oc_acl_create()/oc_acl_destroy(): no reader may be inside a lookup on
  *    that classifier when it is destroyed.
  *
