@@ -20,7 +20,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#define BINTH 16
+#define BINTH 24
 #define MAXB 8
 #define SPFAC 4
 #define MAX_DEPTH 40

@@ -51,7 +51,7 @@ typedef struct {
 
 /* A rule of a small leaf (at most OC__ACL_SMALL rules, tested one by one:
  * one or two cache lines instead of a 16-lane block). */
-#define OC__ACL_SMALL 4
+#define OC__ACL_SMALL 2
 typedef struct {
     uint32_t slo, shi, dlo, dhi;
     uint16_t splo, sphi, dplo, dphi;
