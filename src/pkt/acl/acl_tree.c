@@ -22,6 +22,7 @@
 
 #define BINTH 24
 #define MAXB 8
+#define MAXB_ROOT 12 /* a root of 4096 slots (32 KB) saves a level */
 #define SPFAC 4
 #define MAX_DEPTH 40
 #define TAIL_MAX 16 /* rules kept behind a covering rule, for its deletion */
@@ -153,7 +154,8 @@ static uint64_t build_node(build_t *b, const uint32_t *list, size_t n,
     int best_f = -1;
     unsigned best_b = 0;
     size_t best_max, best_tot = 0, all = n;
-    int32_t cnt[(1u << MAXB) + 1];
+    static __thread int32_t cnt[(1u << MAXB_ROOT) + 1];
+    unsigned maxb = depth == 0 ? MAXB_ROOT : MAXB;
 
     if (n == 0)
         return REF_EMPTY;
@@ -174,7 +176,7 @@ static uint64_t build_node(build_t *b, const uint32_t *list, size_t n,
 
     for (int f = 0; f < NFIELDS; f++) {
         unsigned wb = width_bits(reg, f);
-        unsigned bmax = wb < MAXB ? wb : MAXB;
+        unsigned bmax = wb < maxb ? wb : maxb;
         unsigned fb = 0;
         size_t fmax = 0, ftot = 0;
         for (unsigned nb = 1; nb <= bmax; nb++) {
