@@ -22,9 +22,6 @@
 
 #include <pthread.h>
 #include <stdlib.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 #include <string.h>
 #include <time.h>
 #include <urcu-qsbr.h>
@@ -37,7 +34,6 @@ _Static_assert(SIDE_CAP / OC__ACL_LANES <= 64 * OC__ACL_SIDE_WORDS,
 #define SIDE_URGENT 64u    /* rebuild at once beyond this many pending */
 #define COALESCE_NS 2000000 /* else wait 2 ms for more changes first */
 #define LOC_SIDE 0x80000000u
-#define REBUILD_NICE 10 /* weight ~1/10 of a nice-0 thread */
 
 typedef struct {
     oc__acl_blk_t *blk; /* SIDE_CAP / 16 blocks; lane rank = slot */
@@ -374,9 +370,6 @@ static int pending(const oc_acl_t *acl)
 static void *rebuild_main(void *arg)
 {
     oc_acl_t *acl = arg;
-    /* Below the writer and the data plane: a woken writer preempts a
-     * rebuild at once (Linux: nice is per thread).  Best effort. */
-    setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), REBUILD_NICE);
     pthread_mutex_lock(&acl->mu);
     for (;;) {
         uint64_t epoch, snap_seq;

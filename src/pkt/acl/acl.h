@@ -20,8 +20,10 @@
  *    offline holds the next rebuild back; once 1024 rules wait in the
  *    side part, oc_acl_add() waits for it (back-pressure on the writer).
  *  - The rebuild thread started by oc_acl_create() inherits the creating
- *    thread's CPU affinity and runs at nice 10: create the classifier from
- *    the control thread, not from a data-plane core.
+ *    thread's CPU affinity: create the classifier from the control
+ *    thread, not from a data-plane core.  (Not at a lower priority: on a
+ *    loaded machine a starved rebuild fills the side part, and then adds
+ *    wait for it.)
  *  - oc_acl_create()/oc_acl_destroy(): no reader may be inside a lookup on
  *    that classifier when it is destroyed.
  *
