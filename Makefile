@@ -15,6 +15,8 @@
 #                agent and dpu; table, sweeps, CSV and plots in
 #                $(BUILDDIR)/study.  STUDY_ARGS passes flags to
 #                bench/study.py (--help lists them).
+#   make deb     Debian packages (debian/, dpkg-buildpackage) of a copy of
+#                this tree, built in $(BUILDDIR)/deb; lintian checks them
 #   make clean
 #
 # Phases of `make test` can be run alone: test-build, test-asan, test-fuzz.
@@ -34,7 +36,7 @@ SETUP = sh scripts/meson-setup.sh
 PHASE = sh scripts/phase.sh
 
 .PHONY: all deps build test test-build test-asan test-fuzz demo bench bench-pkt study clean \
-        compile asan-build fuzz-build
+        compile asan-build fuzz-build deb
 
 all: build
 
@@ -100,6 +102,9 @@ bench-pkt: build
 
 study: build
 	python3 bench/study.py --build $(BUILDDIR) $(STUDY_ARGS)
+
+deb: deps
+	sh debian/make-deb.sh $(BUILDDIR)/deb
 
 clean:
 	rm -rf $(BUILDDIR) $(ASAN_DIR) $(FUZZ_DIR)

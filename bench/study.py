@@ -258,6 +258,30 @@ class Env:
     def run_app(self, app, args, placement, threads=1, env_extra=None,
                 timeout=600):
         """Run @app once; return its parsed JSON line (raises on failure)."""
+        argv = ['mpirun', '--allow-run-as-root', '--oversubscribe', '-np',
+                str(self.ranks)]
+        if self.ncpu >= 2 * self.ranks:
+            argv += ['--cpu-set', '0-%d' % (self.ranks - 1), '--bind-to',
+                     'core']
+        else:
+            argv += ['--bind-to', 'none']
+        res = self.run_command(argv + [self.app_bin(app)] + args, placement,
+                               threads, env_extra, timeout, name=app)
+        if res is None:
+            raise RuntimeError('%s (%s) printed no JSON line' % (app,
+                                                                 placement))
+        if res.get('verified') is not True:
+            raise RuntimeError('%s (%s) did not verify' % (app, placement))
+        return res
+
+    def run_command(self, argv, placement, threads=1, env_extra=None,
+                    timeout=600, name=None):
+        """Run a launcher command line (mpirun ... APP ARGS) once in
+        @placement, with the agent started for it; return the app's JSON
+        line (None when it printed none) with 'wall_seconds' added.  The
+        OC_* and UCX_* settings reach the ranks through the environment,
+        and through -x when the launcher is Open MPI's (other nodes).
+        Raises RuntimeError when the command fails."""
         env_extra = dict(env_extra or {})
         agent = None
         oc_env = {'OC_PLACEMENT': 'inline', 'UCX_TLS': 'sm,self'}
@@ -277,30 +301,32 @@ class Env:
         oc_env.update(env_extra)
         env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT='1',
                    OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1', **oc_env)
-        argv = ['mpirun', '--allow-run-as-root', '--oversubscribe', '-np',
-                str(self.ranks)]
-        if self.ncpu >= 2 * self.ranks:
-            argv += ['--cpu-set', '0-%d' % (self.ranks - 1), '--bind-to',
-                     'core']
-        else:
-            argv += ['--bind-to', 'none']
-        for k in oc_env:
-            argv += ['-x', k]
-        argv += [self.app_bin(app)] + args
+        argv = list(argv)
+        mpi = next((i for i, a in enumerate(argv) if os.path.basename(a)
+                    in ('mpirun', 'mpiexec', 'orterun')), None)
+        if mpi is not None:   # after a `taskset -c LIST` prefix, say
+            xs = []
+            for k in oc_env:
+                xs += ['-x', k]
+            argv[mpi + 1:mpi + 1] = xs
+        name = name or ' '.join(argv)[-200:]
+        t0 = time.time()
         try:
             r = subprocess.run(argv, capture_output=True, text=True, env=env,
                                timeout=timeout)
         finally:
             if agent is not None:
                 self.stop_agent(agent)
+        wall = time.time() - t0
+        if r.returncode != 0:
+            raise RuntimeError('%s (%s) exited %d: %s' % (
+                name, placement, r.returncode, r.stderr.strip()[-800:]))
         line = next((ln for ln in r.stdout.splitlines()
                      if ln.startswith('{')), None)
-        if r.returncode != 0 or line is None:
-            raise RuntimeError('%s (%s) exited %d: %s' % (
-                app, placement, r.returncode, r.stderr.strip()[-800:]))
+        if line is None:
+            return None
         res = json.loads(line)
-        if res.get('verified') is not True:
-            raise RuntimeError('%s (%s) did not verify' % (app, placement))
+        res['wall_seconds'] = wall
         return res
 
     # -- transport bandwidth: ucx_perftest ---------------------------------
@@ -353,6 +379,27 @@ class Env:
 
 
 # ---- the study -------------------------------------------------------------
+
+def mc_ratios(inline_runs):
+    """M:C from the inline runs: the app's own memory traffic against the
+    bytes it routes, with nothing else on its cores.  Returns (from the
+    LLC miss counters, from the apps' software count), each the median
+    over the runs or None when some run lacks it."""
+    def med(key):
+        if not inline_runs or not all(key in r for r in inline_runs):
+            return None
+        return median([r[key] / max(1, r['counters']['wire_bytes_sent'])
+                       for r in inline_runs])
+    return med('llc_miss_bytes'), med('local_bytes')
+
+
+def net_utilization(res, bandwidth):
+    """Bundle bytes per second of run @res over the transport's measured
+    bandwidth (bytes/s); None when either is unknown."""
+    if not bandwidth or res.get('seconds', 0) <= 0:
+        return None
+    return res['counters']['wire_bytes_sent'] / res['seconds'] / bandwidth
+
 
 def category(mc):
     if mc is None:
@@ -535,17 +582,7 @@ def study(a, env, out):
     for app in apps:
         inl = results.get((app, 'inline'), [])
         base = median([r['seconds'] for r in inl])
-        # M:C from the inline runs: the app's own memory traffic against
-        # the bytes it routes, with nothing else on its cores
-        mc_llc = mc_sw = None
-        if inl and all('llc_miss_bytes' in r for r in inl):
-            mc_llc = median([r['llc_miss_bytes'] /
-                             max(1, r['counters']['wire_bytes_sent'])
-                             for r in inl])
-        if inl and all('local_bytes' in r for r in inl):
-            mc_sw = median([r['local_bytes'] /
-                            max(1, r['counters']['wire_bytes_sent'])
-                            for r in inl])
+        mc_llc, mc_sw = mc_ratios(inl)
         mc = mc_llc if mc_llc is not None else mc_sw
         for p in placements:
             row = dict(app=app, placement=p, mc_llc=mc_llc, mc_software=mc_sw,
@@ -568,9 +605,7 @@ def study(a, env, out):
                            rate=mid['rate'], rate_unit=mid.get('rate_unit', ''),
                            speedup_vs_inline=(base / med if inl else None),
                            wire_bytes=wire,
-                           net_utilization=(wire / mid['seconds'] / tr_bw
-                                            if tr_bw and mid['seconds'] > 0
-                                            else None))
+                           net_utilization=net_utilization(mid, tr_bw))
                 if 'perf_unavailable' in mid:
                     row['perf_unavailable'] = mid['perf_unavailable']
             rows.append(row)

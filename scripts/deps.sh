@@ -46,6 +46,10 @@ need ethtool            has ethtool
 need curl               has curl
 # the study's plots (bench/study.py: PNG and SVG)
 need gnuplot-nox        has gnuplot
+# `make deb`: the Debian packaging tools
+need debhelper          has dh
+need lintian            has lintian
+need fakeroot           has fakeroot
 
 if [ -z "$missing" ]; then
     echo "deps: all build and test dependencies are installed"

@@ -153,21 +153,13 @@ void oc_app_parse_flags(int argc, char **argv, const char *prog,
         }
         uint64_t v;
         bool ok;
-        if (fl->type == OC_APP_FLAG_SIZE) {
-            ok = oc_app_parse_size(val, &v);
-        } else {
-            char *end;
-            errno = 0;
-            ok = *val != '\0' && *val != '-' && *val != '+';
-            unsigned long long u = ok ? strtoull(val, &end, 0) : 0;
-            ok = ok && errno == 0 && *end == '\0';
-            v = (uint64_t)u;
-        }
+        /* every number takes the suffixes, as --help says; the range
+         * check below then tells why "--degree 1T" is refused */
+        ok = oc_app_parse_size(val, &v);
         if (!ok)
-            usage_error(prog, "flag '--%s': '%s' is not a valid %s", fl->name,
-                        val, fl->type == OC_APP_FLAG_SIZE
-                                 ? "count (digits, optional K/M/G/T or Ki/Mi/Gi/Ti)"
-                                 : "number");
+            usage_error(prog, "flag '--%s': '%s' is not a valid count "
+                        "(digits, optional K/M/G/T or Ki/Mi/Gi/Ti)", fl->name,
+                        val);
         if (v < fl->min || v > fl->max)
             usage_error(prog,
                         "flag '--%s': %" PRIu64 " is out of range [%" PRIu64

@@ -76,7 +76,7 @@ static inline void oc_app_slot(uint64_t h, uint32_t nranks, uint64_t per_rank,
 typedef enum {
     OC_APP_FLAG_SIZE,   /**< uint64, accepts K/M/G/T suffixes (powers of 1000
                              for counts: see oc_app_parse_size) */
-    OC_APP_FLAG_U64,    /**< plain uint64, no suffix */
+    OC_APP_FLAG_U64,    /**< uint64 (suffixes too, as --help says) */
     OC_APP_FLAG_STRING, /**< const char * */
 } oc_app_flag_type_t;
 

@@ -21,7 +21,8 @@
     X(msgs_delivered) X(bytes_delivered) X(bundles_received)                  \
     X(bundles_rejected) X(flush_full) X(flush_timeout) X(flush_idle)          \
     X(flush_explicit) X(send_no_resource) X(handler_retries)                  \
-    X(reserve_buffers) X(quiesce_rounds)
+    X(reserve_buffers) X(quiesce_rounds) X(conn_rdma) X(conn_tcp) X(conn_sm) \
+    X(conn_other)
 
 #define OC_APP_COUNT_ONE_(f) +1
 _Static_assert(sizeof(oc_counters_t) ==

@@ -50,6 +50,7 @@ typedef enum {
     OC_ERR_STATE           = -9,  /**< call not allowed in this state */
     OC_ERR_UNSUPPORTED     = -10,
     OC_ERR_PEER_FAILED     = -11, /**< a peer or the agent went away */
+    OC_ERR_TRANSPORT_REQUIRED = -12, /**< a connection or the node lacks the transport OC_REQUIRE_TRANSPORT names */
     OC_ERR_WIRE_TRUNCATED  = -20, /**< shorter than its header */
     OC_ERR_WIRE_MAGIC      = -21, /**< not an offcore bundle */
     OC_ERR_WIRE_VERSION    = -22, /**< unknown wire version */
@@ -162,7 +163,10 @@ typedef struct {
  *
  * @return OC_OK and *ctx_p set; OC_ERR_INVALID_PARAM (no handler, rank not
  *         below size), OC_ERR_CONFIG, OC_ERR_NO_MEMORY, OC_ERR_TRANSPORT,
- *         OC_ERR_BOOTSTRAP.  On error *ctx_p is untouched.
+ *         OC_ERR_BOOTSTRAP, OC_ERR_TRANSPORT_REQUIRED (OC_REQUIRE_TRANSPORT
+ *         names a transport that UCX does not offer toward other hosts, or
+ *         that a peer connection does not use).  On error *ctx_p is
+ *         untouched.
  */
 OC_API oc_status_t oc_init(const oc_context_params_t *params,
                            oc_context_t **ctx_p);
@@ -270,6 +274,12 @@ typedef struct {
     uint64_t handler_retries;  /**< handler returned OC_ERR_NO_RESOURCE */
     uint64_t reserve_buffers;  /**< buffers taken from the reserve by handlers */
     uint64_t quiesce_rounds;   /**< termination-detection waves */
+    /* peer connections made at oc_init, by the transport UCX picked for
+     * their active messages (OC_LOG=runtime:info names each) */
+    uint64_t conn_rdma;        /**< InfiniBand/RoCE verbs (rc, ud, dc) */
+    uint64_t conn_tcp;         /**< TCP */
+    uint64_t conn_sm;          /**< shared memory, self or GPU IPC (same host) */
+    uint64_t conn_other;       /**< anything else, or not known */
 } oc_counters_t;
 
 /** Copy the context's counters into *out.  @return OC_OK, OC_ERR_INVALID_PARAM. */

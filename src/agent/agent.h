@@ -27,6 +27,12 @@ typedef struct {
     uint64_t max_inflight;
     uint64_t credits;
     int      route;                   /* 0 direct, 1 grid */
+    uint64_t max_conns;               /* control connections (guard.h) */
+    uint64_t handshake_ms;            /* handshake / request deadline */
+    uint64_t metrics_max_conns;       /* /metrics connections */
+    uint64_t accept_backoff_ms;       /* after EMFILE & co */
+    uint64_t log_rate;                /* lines/s per limited kind */
+    int      key_from_flag;           /* --cluster-key given (main.c) */
 } oc_agent_config_t;
 
 extern const oc_cfg_field_t oc_agent_config_table[];

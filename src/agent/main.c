@@ -4,6 +4,7 @@
 #include "agent.h"
 #include "util/log.h"
 
+#include <ctype.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,9 +36,12 @@ const oc_cfg_field_t oc_agent_config_table[] = {
      "the port Prometheus' registry lists for such exporters.",
      offsetof(oc_agent_config_t, metrics), 0, 0, NULL},
     {"AGENT_CLUSTER_KEY", OC_CFG_STRING, "/etc/offcore/cluster.key",
-     "File holding the cluster key (32+ bytes, hex or raw, mode 0600) that "
-     "agents prove to each other and from which each job's key derives "
-     "(offcore job-key). OC_CLUSTER_KEY (hex) overrides the file.",
+     "File holding the cluster key (32+ bytes, hex or raw, mode 0600, a "
+     "regular file) that agents prove to each other and from which each "
+     "job's key derives (offcore job-key). Where the key comes from, first "
+     "that is set: --cluster-key FILE, OC_CLUSTER_KEY (the key, hex), this "
+     "variable, the default file; a variable set but empty counts as unset "
+     "(offcore job-key follows the same order).",
      offsetof(oc_agent_config_t, cluster_key), 0, 0, NULL},
     {"AGENT_BUNDLE_SIZE", OC_CFG_SIZE, "8000",
      "Bytes per bundle the agent builds. 8000 fits one UCX shared-memory "
@@ -60,6 +64,47 @@ const oc_cfg_field_t oc_agent_config_table[] = {
      "sqrt(nodes) grid then the receiver's column, so each agent buffers "
      "toward O(sqrt(nodes)) others; every agent must use the same mode.",
      offsetof(oc_agent_config_t, route), 0, 0, route_values},
+    {"AGENT_MAX_CONNS", OC_CFG_UINT, "1024",
+     "Control connections at most: ranks, peer agents and handshakes in "
+     "progress. At the cap a newcomer takes the place of the oldest "
+     "connection still in its handshake, so idle or hostile sockets delay a "
+     "real rank by a round trip, never lock it out; with none in a "
+     "handshake it is refused. 1024: a node's ranks and agents (hundreds) "
+     "with room to spare. Lowered at start to 3/4 of the descriptor limit "
+     "(RLIMIT_NOFILE, raised to its hard limit first) when that is smaller. "
+     "Memory: a connection in its handshake holds at most ~4 KiB of input "
+     "(frames over OC_CTL_PREAUTH_FRAME_MAX are refused before "
+     "authentication) plus ~1 KiB, so 1024 of them cost under 6 MiB.",
+     offsetof(oc_agent_config_t, max_conns), 4, 1u << 20, NULL},
+    {"AGENT_HANDSHAKE_MS", OC_CFG_UINT, "5000",
+     "A connection must finish its handshake (HELLO to AUTH, or the agents' "
+     "PEER_HELLO and PEER_AUTH) this long after it arrives, else it is told "
+     "so and closed; also the deadline for a whole HTTP request to "
+     "/metrics. A real handshake takes a round trip or two (milliseconds); "
+     "5 s leaves a loaded node plenty and matches how long a rank waits for "
+     "each reply.",
+     offsetof(oc_agent_config_t, handshake_ms), 100, 600000, NULL},
+    {"AGENT_METRICS_MAX_CONNS", OC_CFG_UINT, "16",
+     "Connections to /metrics at most (same policy as the control socket: "
+     "the oldest unfinished request makes room). Scrapers are few; 16 "
+     "covers Prometheus, an offcore stat --watch and some curls.",
+     offsetof(oc_agent_config_t, metrics_max_conns), 1, 4096, NULL},
+    {"AGENT_ACCEPT_BACKOFF_MS", OC_CFG_UINT, "100",
+     "When accept fails for want of descriptors or memory (EMFILE, ENFILE) "
+     "the oldest connection still in its handshake gives its descriptor to "
+     "the newcomer; with none, the listening sockets are left alone this "
+     "long: retrying at once would spin a core on a listener that stays "
+     "readable. 100 ms delays a newcomer by at most that once descriptors "
+     "free up.",
+     offsetof(oc_agent_config_t, accept_backoff_ms), 1, 60000, NULL},
+    {"AGENT_LOG_RATE", OC_CFG_UINT, "10",
+     "Lines per second each kind of warning a peer can trigger may print "
+     "(malformed or unexpected control messages, handshake deadlines, "
+     "connections over the cap, accept failures, for the control socket "
+     "and /metrics each); the rest are counted and summed up in one line "
+     "per second. 10 shows who misbehaves; a flood of bad peers then costs "
+     "at most (10 + 1) lines a second per kind instead of a line per peer.",
+     offsetof(oc_agent_config_t, log_rate), 1, 100000, NULL},
     OC_CFG_END};
 
 int oc_agent_run(const oc_agent_config_t *cfg);
@@ -84,28 +129,54 @@ static void usage(FILE *out)
 "  --cluster-key F  cluster key file (default /etc/offcore/cluster.key)\n"
 "  --node N         this node's index (default: from the sorted addresses)\n"
 "  --route MODE     direct, or grid (two hops; every agent the same)\n"
+"  --max-conns N    control connections at most (default 1024)\n"
+"  --handshake-ms N handshake / HTTP request deadline (default 5000)\n"
+"  --log-rate N     lines a second per kind of peer-caused warning (10)\n"
 "  --dump-config    list every setting with its value, default and meaning\n"
 "\n"
-"Every setting is also an environment variable OC_AGENT_<NAME>.\n",
+"Every setting is also an environment variable OC_AGENT_<NAME> and a flag\n"
+"--<name> (--dump-config lists them); a flag beats the variable.\n"
+"The cluster key: --cluster-key FILE, else OC_CLUSTER_KEY (hex), else the\n"
+"file OC_AGENT_CLUSTER_KEY, else /etc/offcore/cluster.key.\n",
             oc_agent_config_table[0].dflt);
 }
+
+/* A flag's setting: --NAME or --AGENT-NAME of the table (dashes or
+ * underscores, any case); NULL when there is none. */
+static const oc_cfg_field_t *flag_field(const char *flag, size_t n)
+{
+    char norm[80];
+    size_t k;
+
+    if (n == 0 || n > 60)
+        return NULL;
+    for (int pass = 0; pass < 2; pass++) {
+        k = (size_t)snprintf(norm, sizeof(norm), "%s", pass ? "AGENT_" : "");
+        for (size_t i = 0; i < n; i++)
+            norm[k++] = flag[i] == '-' ? '_'
+                                       : (char)toupper((unsigned char)flag[i]);
+        norm[k] = '\0';
+        for (const oc_cfg_field_t *f = oc_agent_config_table; f->name; f++)
+            if (!strcmp(f->name, norm))
+                return f;
+    }
+    return NULL;
+}
+
+/* Variables of the same prefix that belong to the ranks, not offcored. */
+static const char *const foreign_env[] = {"OC_AGENT_CREDITS", NULL};
 
 int main(int argc, char **argv)
 {
     oc_agent_config_t cfg;
-    static const struct { const char *flag, *name; } alias[] = {
-        {"listen", "AGENT_LISTEN"},   {"peers", "AGENT_PEERS"},
-        {"threads", "AGENT_THREADS"}, {"metrics", "AGENT_METRICS"},
-        {"cluster-key", "AGENT_CLUSTER_KEY"}, {"node", "AGENT_NODE"},
-        {"route", "AGENT_ROUTE"},
-    };
 
     memset(&cfg, 0, sizeof(cfg));
     if (oc_config_load(oc_agent_config_table, &cfg) != OC_OK)
         return 2;
+    oc_config_check_env(oc_agent_config_table, "AGENT_", foreign_env);
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i], *eq, *val;
-        char name[64];
+        const oc_cfg_field_t *f;
         size_t n;
         if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
             usage(stdout);
@@ -122,25 +193,29 @@ int main(int argc, char **argv)
         }
         arg += 2;
         eq = strchr(arg, '=');
+        n = eq != NULL ? (size_t)(eq - arg) : strlen(arg);
+        if ((f = flag_field(arg, n)) == NULL) {
+            fprintf(stderr, "offcored: unknown option '--%.*s' (--help lists "
+                    "the options, --dump-config every setting)\n", (int)n,
+                    arg);
+            return 2;
+        }
         if (eq != NULL) {
-            n = (size_t)(eq - arg);
             val = eq + 1;
         } else {
-            n = strlen(arg);
             if (i + 1 >= argc) {
                 fprintf(stderr, "offcored: --%s needs a value\n", arg);
                 return 2;
             }
             val = argv[++i];
         }
-        snprintf(name, sizeof(name), "%.*s", (int)n, arg);
-        for (size_t k = 0; k < sizeof(alias) / sizeof(alias[0]); k++)
-            if (!strcmp(name, alias[k].flag))
-                snprintf(name, sizeof(name), "%s", alias[k].name);
-        if (oc_config_set(oc_agent_config_table, &cfg, name, val) != OC_OK) {
+        if (oc_config_set(oc_agent_config_table, &cfg, f->name, val) !=
+            OC_OK) {
             fprintf(stderr, "offcored: see --help and --dump-config\n");
             return 2;
         }
+        if (!strcmp(f->name, "AGENT_CLUSTER_KEY"))
+            cfg.key_from_flag = 1;
     }
     return oc_agent_run(&cfg);
 }

@@ -241,14 +241,20 @@ oc_status_t oc_ctl_key_from_file(const char *path, oc_ctl_key_t *key)
 
     if (path == NULL || key == NULL)
         return OC_ERR_INVALID_PARAM;
-    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    /* O_NONBLOCK: opening a FIFO (or a device) for reading must not wait
+     * for a writer; fstat then refuses it before a single read.  fstat of
+     * the open file: what is checked is what is read. */
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     if (fd < 0) {
         oc_error(OC_COMP_WIRE, "ctl: key file %s: %s", path, strerror(errno));
         return OC_ERR_CTL_KEY;
     }
-    /* fstat the open file: what is checked is what is read */
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        oc_error(OC_COMP_WIRE, "ctl: key file %s: not a regular file", path);
+        oc_error(OC_COMP_WIRE, "ctl: key file %s: not a regular file (%s)",
+                 path, S_ISFIFO(sb.st_mode)  ? "a FIFO"
+                       : S_ISDIR(sb.st_mode) ? "a directory"
+                       : S_ISSOCK(sb.st_mode) ? "a socket"
+                                              : "a device or other");
         goto out;
     }
     if (sb.st_mode & 077) {
@@ -311,6 +317,52 @@ oc_status_t oc_ctl_key_load(const char *path, const char *env,
     oc_error(OC_COMP_WIRE, "ctl: no key: give a key file or set %s",
              env != NULL ? env : "a key variable");
     return OC_ERR_CTL_KEY;
+}
+
+oc_status_t oc_ctl_cluster_key_load(const char *flag_file, oc_ctl_key_t *key,
+                                    char *source, size_t source_cap)
+{
+    const char *v, *file;
+    char src[OC_CTL_ADDR_STRLEN + 64];
+    oc_status_t st;
+
+    if (key == NULL)
+        return OC_ERR_INVALID_PARAM;
+    if (flag_file != NULL && flag_file[0] != '\0') {
+        file = flag_file;
+        snprintf(src, sizeof(src), "--cluster-key %s", file);
+        goto from_file;
+    }
+    if (flag_file != NULL) {
+        oc_error(OC_COMP_WIRE, "ctl: --cluster-key is empty: give a key file");
+        return OC_ERR_CTL_KEY;
+    }
+    v = getenv(OC_CTL_CLUSTER_KEY_ENV);
+    if (v != NULL && v[0] == '\0')
+        oc_warn(OC_COMP_WIRE, "ctl: %s is set but empty: ignored (treated as "
+                "unset)", OC_CTL_CLUSTER_KEY_ENV);
+    else if (v != NULL) {
+        snprintf(src, sizeof(src), "%s", OC_CTL_CLUSTER_KEY_ENV);
+        st = key_hex(v, strlen(v), OC_CTL_CLUSTER_KEY_ENV, key);
+        goto out;
+    }
+    v = getenv(OC_CTL_CLUSTER_KEY_FILE_ENV);
+    if (v != NULL && v[0] == '\0')
+        oc_warn(OC_COMP_WIRE, "ctl: %s is set but empty: ignored (treated as "
+                "unset)", OC_CTL_CLUSTER_KEY_FILE_ENV);
+    else if (v != NULL) {
+        file = v;
+        snprintf(src, sizeof(src), "%s=%s", OC_CTL_CLUSTER_KEY_FILE_ENV, v);
+        goto from_file;
+    }
+    file = OC_CTL_CLUSTER_KEY_DEFAULT;
+    snprintf(src, sizeof(src), "%s (the default)", file);
+from_file:
+    st = oc_ctl_key_from_file(file, key);
+out:
+    if (source != NULL && source_cap > 0)
+        snprintf(source, source_cap, "%s", src);
+    return st;
 }
 
 oc_status_t oc_ctl_key_generate(oc_ctl_key_t *key)

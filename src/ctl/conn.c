@@ -36,6 +36,7 @@ struct oc_ctl_conn {
     size_t      in_cap, in_off, in_len, in_used;
     uint8_t    *out;
     size_t      out_cap, out_head, out_len;
+    size_t      max_frame; /* oc_ctl_conn_set_max_frame() */
     char        name[OC_CTL_ADDR_STRLEN];
 };
 
@@ -65,6 +66,7 @@ oc_status_t oc_ctl_conn_create(int fd, const char *name, oc_ctl_conn_t **conn_p)
         return OC_ERR_INVALID_PARAM;
     }
     c->fd = fd;
+    c->max_frame = OC_CTL_FRAME_MAX;
     c->is_socket = getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) == 0;
     if (name != NULL)
         snprintf(c->name, sizeof(c->name), "%s", name);
@@ -87,6 +89,7 @@ oc_status_t oc__ctl_conn_create_reader(oc__ctl_reader_t reader, void *arg,
         return OC_ERR_NO_MEMORY;
     }
     c->fd = -1;
+    c->max_frame = OC_CTL_FRAME_MAX;
     c->in_cap = IN_INITIAL;
     c->reader = reader;
     c->reader_arg = arg;
@@ -116,6 +119,40 @@ const char *oc_ctl_conn_name(const oc_ctl_conn_t *c)
     return c->name;
 }
 
+void oc_ctl_conn_set_max_frame(oc_ctl_conn_t *c, size_t max)
+{
+    c->max_frame = max < OC_CTL_HDR_LEN ? OC_CTL_HDR_LEN
+                   : max > OC_CTL_FRAME_MAX ? OC_CTL_FRAME_MAX : max;
+}
+
+const char *oc_ctl_reject_reason(oc_status_t st)
+{
+    /* the wire codes are shared with bundles; say what they mean here */
+    switch (st) {
+    case OC_ERR_WIRE_MAGIC:
+        return "not an offcore control frame (bad magic)";
+    case OC_ERR_WIRE_VERSION:
+        return "control protocol version not supported";
+    case OC_ERR_WIRE_LENGTH:
+        return "bad length (or a frame larger than allowed before "
+               "authentication)";
+    case OC_ERR_WIRE_FLAGS:
+        return "reserved header field not 0";
+    case OC_ERR_WIRE_TRUNCATED:
+        return "truncated control frame";
+    case OC_ERR_WIRE_COUNT:
+        return "a list longer than its maximum";
+    case OC_ERR_CTL_TYPE:
+        return "unknown control message type";
+    case OC_ERR_CTL_VALUE:
+        return "a field out of range";
+    default:
+        return oc_status_string(st);
+    }
+}
+
+/* The caller (the agent) logs malformed input once, rate-limited, with
+ * what it knows of the peer: here only at debug. */
 static oc_status_t read_fail(oc_ctl_conn_t *c, oc_status_t st, const char *why)
 {
     c->rstatus = st;
@@ -123,8 +160,8 @@ static oc_status_t read_fail(oc_ctl_conn_t *c, oc_status_t st, const char *why)
     if (st == OC_ERR_PEER_FAILED)
         oc_debug(OC_COMP_WIRE, "ctl: %s: %s", c->name, why);
     else
-        oc_warn(OC_COMP_WIRE, "ctl: %s: malformed frame: %s", c->name,
-                oc_status_string(st));
+        oc_debug(OC_COMP_WIRE, "ctl: %s: malformed frame: %s", c->name,
+                 oc_ctl_reject_reason(st));
     return st;
 }
 
@@ -147,8 +184,8 @@ static oc_status_t in_room(oc_ctl_conn_t *c, size_t need)
     cap = c->in_cap;
     while (cap < need)
         cap *= 2;
-    if (cap > OC_CTL_FRAME_MAX)
-        cap = OC_CTL_FRAME_MAX; /* >= need: frame_len() checked the header */
+    if (cap > c->max_frame)
+        cap = c->max_frame; /* >= need: read() checked the header */
     p = realloc(c->in, cap);
     if (p == NULL)
         return OC_ERR_NO_MEMORY;
@@ -177,6 +214,8 @@ oc_status_t oc_ctl_conn_read(oc_ctl_conn_t *c, oc_ctl_msg_t *msg)
         st = oc_ctl_frame_len(c->in + c->in_off, have, &need);
         if (st < 0)
             return read_fail(c, st, "");
+        if (st == OC_OK && need > c->max_frame)
+            return read_fail(c, OC_ERR_WIRE_LENGTH, "");
         if (st == OC_OK && have >= need) {
             st = oc_ctl_decode(c->in + c->in_off, need, msg);
             if (st != OC_OK)

@@ -60,6 +60,8 @@
 
 #include <offcore/offcore.h>
 #include <stdbool.h>
+
+#include "util/guard.h"
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -254,9 +256,12 @@ typedef struct {
 
 /**
  * Load a key.  From the file @p path when it is non-NULL and non-empty,
- * else from the environment variable @p env (hex).
- *   file: its permissions must give group and others nothing (mode & 077 ==
- *         0, as ssh asks of private keys) and it must be a regular file;
+ * else from the environment variable @p env (hex; set but empty counts as
+ * unset).
+ *   file: it must be a regular file (checked on a non-blocking open, so
+ *         a FIFO or device is refused at once, never waited on) and its
+ *         permissions must give group and others nothing (mode & 077 ==
+ *         0, as ssh asks of private keys);
  *         content of only hex digits (and trailing white space) is hex,
  *         anything else is the raw key bytes.
  *   hex:  upper or lower case, even length.
@@ -267,6 +272,25 @@ typedef struct {
  */
 oc_status_t oc_ctl_key_load(const char *path, const char *env,
                             oc_ctl_key_t *key);
+/**
+ * The cluster key, for offcored and every `offcore` subcommand alike (the
+ * one place that decides where it comes from).  First source that is set:
+ *   1. @p flag_file: the --cluster-key FILE flag (NULL: not given; "": an
+ *      error, an empty flag is a mistake, not a request for the default);
+ *   2. OC_CLUSTER_KEY: the key itself, hex;
+ *   3. OC_AGENT_CLUSTER_KEY: a key file (offcored's setting);
+ *   4. /etc/offcore/cluster.key.
+ * A flag beats the environment.  A variable that is set but empty is
+ * treated as unset (with a warning), never as "no key".  Files are read as
+ * oc_ctl_key_from_file() says.  @p source (may be NULL) receives which one
+ * was used, for messages.
+ * @return OC_OK and *key; OC_ERR_CTL_KEY (logged: the source and why).
+ */
+oc_status_t oc_ctl_cluster_key_load(const char *flag_file, oc_ctl_key_t *key,
+                                    char *source, size_t source_cap);
+#define OC_CTL_CLUSTER_KEY_FILE_ENV "OC_AGENT_CLUSTER_KEY"
+#define OC_CTL_CLUSTER_KEY_DEFAULT  "/etc/offcore/cluster.key"
+
 oc_status_t oc_ctl_key_from_hex(const char *hex, oc_ctl_key_t *key);
 oc_status_t oc_ctl_key_from_file(const char *path, oc_ctl_key_t *key);
 /** A fresh random key of 32 bytes (to hand to a job's ranks and agents). */
@@ -336,6 +360,22 @@ typedef struct oc_ctl_conn oc_ctl_conn_t;
  */
 oc_status_t oc_ctl_conn_create(int fd, const char *name,
                                oc_ctl_conn_t **conn_p);
+/** The largest frame this connection accepts (header included), between
+ *  OC_CTL_HDR_LEN and OC_CTL_FRAME_MAX (the default).  A header announcing
+ *  more fails the read with OC_ERR_WIRE_LENGTH at once, before a byte of
+ *  it is buffered: servers set OC_CTL_PREAUTH_FRAME_MAX until the peer has
+ *  authenticated, so an anonymous peer can make them hold ~4 KiB, not
+ *  64 KiB. */
+void oc_ctl_conn_set_max_frame(oc_ctl_conn_t *conn, size_t max);
+/** Largest frame of a handshake's first message (HELLO with the largest
+ *  worker address; PEER_HELLO is smaller). */
+#define OC_CTL_PREAUTH_FRAME_MAX                                               \
+    (OC_CTL_HDR_LEN + 4 * 4 + OC_CTL_CNONCE_LEN + 4 + OC_CTL_MAX_ADDR)
+
+/** What a reject status means for a control frame (the wire codes are
+ *  shared with bundles, whose texts say "bundle").  Static string. */
+const char *oc_ctl_reject_reason(oc_status_t st);
+
 /** Close the fd and free the buffers.  NULL is a no-op. */
 void oc_ctl_conn_destroy(oc_ctl_conn_t *conn);
 int oc_ctl_conn_fd(const oc_ctl_conn_t *conn);
@@ -423,14 +463,17 @@ typedef struct {
 oc_status_t oc_ctl_listen(const char *addr, oc_ctl_listener_t *l);
 
 /**
- * Accept one connection, non-blocking and close-on-exec (TCP: NODELAY).
+ * Accept one connection, non-blocking and close-on-exec (TCP: NODELAY),
+ * under the server's admission guard @p g (util/guard.h: its back-off on
+ * EMFILE; the caller then applies its cap and deadline).
  * @p peer (may be NULL) receives "tcp:IP:PORT" or "unix:pid=P,uid=U".
  * @return OC_OK and *fd_out; OC_INPROGRESS none is waiting;
- *   OC_ERR_NO_RESOURCE out of file descriptors (retry later);
- *   OC_ERR_CTL_ADDR other accept errors.
+ *   OC_ERR_NO_RESOURCE out of file descriptors: the guard backs off (stop
+ *   polling the listener while oc_guard_listen_ok() says so);
+ *   OC_ERR_TRANSPORT other accept errors; OC_ERR_INVALID_PARAM.
  */
-oc_status_t oc_ctl_accept(oc_ctl_listener_t *l, int *fd_out, char *peer,
-                          size_t peer_cap);
+oc_status_t oc_ctl_accept(oc_ctl_listener_t *l, oc_guard_t *g, int *fd_out,
+                          char *peer, size_t peer_cap);
 
 /** Close the listener; remove its socket file if it is still the one this
  *  listener made.  NULL or a closed listener is a no-op. */

@@ -289,40 +289,19 @@ void oc_ctl_listener_close(oc_ctl_listener_t *l)
     l->path[0] = '\0';
 }
 
-oc_status_t oc_ctl_accept(oc_ctl_listener_t *l, int *fd_out, char *peer,
-                          size_t peer_cap)
+oc_status_t oc_ctl_accept(oc_ctl_listener_t *l, oc_guard_t *g, int *fd_out,
+                          char *peer, size_t peer_cap)
 {
     struct sockaddr_storage ss;
     socklen_t sl = sizeof(ss);
+    oc_status_t st;
     int fd;
 
-    if (l == NULL || l->fd < 0 || fd_out == NULL)
+    if (l == NULL || l->fd < 0 || g == NULL || fd_out == NULL)
         return OC_ERR_INVALID_PARAM;
-    fd = accept4(l->fd, (struct sockaddr *)&ss, &sl,
-                 SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) {
-        switch (errno) {
-        case EAGAIN:
-#if EAGAIN != EWOULDBLOCK
-        case EWOULDBLOCK:
-#endif
-        case EINTR:
-        case ECONNABORTED:
-        case EPROTO:
-            return OC_INPROGRESS;
-        case EMFILE:
-        case ENFILE:
-        case ENOBUFS:
-        case ENOMEM:
-            oc_warn(OC_COMP_WIRE, "ctl: accept on %s: %s", l->addr,
-                    strerror(errno));
-            return OC_ERR_NO_RESOURCE;
-        default:
-            oc_error(OC_COMP_WIRE, "ctl: accept on %s: %s", l->addr,
-                     strerror(errno));
-            return OC_ERR_CTL_ADDR;
-        }
-    }
+    /* the back-off policy on EMFILE & co is the guard's (util/guard.h) */
+    if ((st = oc_guard_accept(g, l->fd, &fd, &ss, &sl)) != OC_OK)
+        return st;
     if (ss.ss_family != AF_UNIX)
         set_nodelay(fd);
     if (peer != NULL && peer_cap > 0) {

@@ -3,6 +3,19 @@
  * polling thread, which calls the agent's fill callback once per scrape.
  * One thread is plenty (a scrape is a few kilobytes every few seconds) and
  * means fill never runs concurrently with itself.
+ *
+ * Admission is not libmicrohttpd's: a second thread of ours owns the
+ * listening socket and applies offcored's one policy (util/guard.h, the
+ * same as the control socket's): accept back-off on EMFILE, a connection
+ * cap that evicts the oldest unfinished request, and a deadline for each
+ * whole request — libmicrohttpd's own timeout restarts on every byte, so a
+ * client sending a header line every few seconds would hold a slot
+ * forever.  Accepted sockets go to libmicrohttpd (MHD_add_connection); a
+ * connection past its deadline is shut down(2), which libmicrohttpd sees
+ * as the peer leaving.  The guard and the list of connections are shared
+ * by the two threads under srv->mu; a connection leaves the list in the
+ * close notification, which libmicrohttpd sends before closing the
+ * socket, so a shutdown() never hits a reused descriptor.
  */
 #include "metrics/metrics.h"
 #include "util/log.h"
@@ -11,8 +24,11 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,13 +36,32 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+typedef struct hconn {
+    oc_guard_slot_t slot; /* first */
+    int             fd;
+    bool            killed; /* shut down by us: deadline or eviction */
+    struct hconn   *next;
+} hconn_t;
+
 struct oc_metrics_server {
     struct MHD_Daemon *mhd;
     oc_metrics_fill_fn fill;
     void *arg;
     uint16_t port;
     size_t hint; /* size of the last answer: HTTP thread only */
+    int lfd;     /* our listening socket */
+    int wake[2]; /* a pipe: stop the accept thread */
+    pthread_t thr;
+    int thr_started;
+    pthread_mutex_t mu; /* guards guard and conns */
+    oc_guard_t guard;
+    hconn_t *conns;
+    char shown[NI_MAXHOST + 16]; /* bound address, "HOST:PORT" */
 };
+
+#define DEFAULT_MAX_CONNS   16
+#define DEFAULT_DEADLINE_MS 5000
+#define DEFAULT_BACKOFF_MS  100
 
 #define DEFAULT_LISTEN "127.0.0.1"
 
@@ -169,26 +204,13 @@ static void show_addr(const addr_t *a, uint16_t port, char *out, size_t size)
              (unsigned)port);
 }
 
-/* libmicrohttpd says only "failed to bind": bind a probe socket to the same
- * address to learn and log why. */
-static oc_status_t explain_failure(const addr_t *a, const char *shown)
+/* Say why binding @p shown failed (errno @p e). */
+static oc_status_t explain_failure(const char *shown, int e)
 {
-    const struct sockaddr *sa = (const struct sockaddr *)&a->ss;
-    int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
-    int e = 0;
-
-    if (fd < 0)
-        e = errno;
-    else {
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-        if (bind(fd, sa, a->sl) < 0)
-            e = errno;
-        close(fd);
-    }
     switch (e) {
     case 0:
         oc_error(OC_COMP_AGENT,
-                 "metrics: libmicrohttpd could not start on %s "
+                 "metrics: libmicrohttpd could not start for %s "
                  "(OC_LOG=agent:debug shows its messages)",
                  shown);
         return OC_ERR_NO_MEMORY;
@@ -313,6 +335,165 @@ static enum MHD_Result send_metrics(oc_metrics_server_t *srv,
     return send_response(conn, MHD_HTTP_OK, r, OC_METRICS_CONTENT_TYPE);
 }
 
+/* ------------------------------------------------------------ admission */
+
+static int conn_fd(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return ci != NULL ? (int)ci->connect_fd : -1;
+}
+
+/* Under srv->mu. */
+static hconn_t **conn_find(oc_metrics_server_t *srv, int fd)
+{
+    hconn_t **pp = &srv->conns;
+    while (*pp != NULL && (*pp)->fd != fd)
+        pp = &(*pp)->next;
+    return pp;
+}
+
+/* Under srv->mu. */
+static void conn_forget(oc_metrics_server_t *srv, hconn_t **pp)
+{
+    hconn_t *h = *pp;
+    *pp = h->next;
+    oc_guard_remove(&srv->guard, &h->slot);
+    free(h);
+}
+
+/* HTTP thread: a request arrived whole (@p pending false: no deadline
+ * while it is answered) or its answer went out (true: the next request on
+ * this kept-alive connection must arrive whole within the deadline). */
+static void conn_mark(oc_metrics_server_t *srv, struct MHD_Connection *conn,
+                      bool pending)
+{
+    int fd = conn_fd(conn);
+    hconn_t *h;
+
+    pthread_mutex_lock(&srv->mu);
+    h = *conn_find(srv, fd);
+    if (h != NULL && !h->killed) {
+        if (pending)
+            oc_guard_rearm(&srv->guard, &h->slot, oc_guard_now_us());
+        else
+            oc_guard_settle(&srv->guard, &h->slot);
+    }
+    pthread_mutex_unlock(&srv->mu);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn,
+                         void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+    (void)con_cls;
+    (void)toe;
+    conn_mark(cls, conn, true);
+}
+
+/* HTTP thread: called before libmicrohttpd closes the socket. */
+static void on_connection(void *cls, struct MHD_Connection *conn,
+                          void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    oc_metrics_server_t *srv = cls;
+    hconn_t **pp;
+
+    (void)socket_context;
+    if (toe != MHD_CONNECTION_NOTIFY_CLOSED)
+        return;
+    pthread_mutex_lock(&srv->mu);
+    pp = conn_find(srv, conn_fd(conn));
+    if (*pp != NULL)
+        conn_forget(srv, pp);
+    pthread_mutex_unlock(&srv->mu);
+}
+
+/* Accept thread: take what waits on the listener, under the guard. */
+static void accept_some(oc_metrics_server_t *srv)
+{
+    for (int k = 0; k < 32; k++) {
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof(ss);
+        oc_guard_slot_t *evict;
+        hconn_t *h, **pp;
+        int fd;
+
+        pthread_mutex_lock(&srv->mu);
+        if (oc_guard_accept(&srv->guard, srv->lfd, &fd, &ss, &sl) != OC_OK) {
+            pthread_mutex_unlock(&srv->mu);
+            return;
+        }
+        h = calloc(1, sizeof(*h));
+        if (h == NULL || !oc_guard_admit(&srv->guard, &evict)) {
+            pthread_mutex_unlock(&srv->mu);
+            free(h);
+            close(fd);
+            continue;
+        }
+        if (evict != NULL) { /* the oldest unfinished request makes room */
+            hconn_t *old = (hconn_t *)evict;
+            oc_guard_remove(&srv->guard, evict);
+            old->killed = true;
+            shutdown(old->fd, SHUT_RDWR);
+        }
+        /* an entry left with this fd (no close notification) is stale */
+        if (*(pp = conn_find(srv, fd)) != NULL)
+            conn_forget(srv, pp);
+        h->fd = fd;
+        oc_guard_add(&srv->guard, &h->slot, oc_guard_now_us());
+        h->next = srv->conns;
+        srv->conns = h;
+        pthread_mutex_unlock(&srv->mu);
+        /* libmicrohttpd closes fd itself if this fails */
+        if (MHD_add_connection(srv->mhd, fd, (struct sockaddr *)&ss, sl) !=
+            MHD_YES) {
+            pthread_mutex_lock(&srv->mu);
+            if (*(pp = conn_find(srv, fd)) != NULL)
+                conn_forget(srv, pp);
+            pthread_mutex_unlock(&srv->mu);
+        }
+    }
+}
+
+static void *accept_thread(void *arg)
+{
+    oc_metrics_server_t *srv = arg;
+
+    for (;;) {
+        struct pollfd p[2];
+        uint64_t now = oc_guard_now_us();
+        oc_guard_slot_t *s;
+        int wait = 1000;
+        bool lok;
+
+        pthread_mutex_lock(&srv->mu);
+        lok = oc_guard_listen_ok(&srv->guard, now, &wait);
+        wait = oc_guard_wait_ms(&srv->guard, now, wait);
+        pthread_mutex_unlock(&srv->mu);
+        p[0].fd = srv->wake[0];
+        p[0].events = POLLIN;
+        p[1].fd = lok ? srv->lfd : -1;
+        p[1].events = POLLIN;
+        p[0].revents = p[1].revents = 0;
+        if (poll(p, 2, wait) < 0 && errno != EINTR)
+            break;
+        if (p[0].revents != 0)
+            break;
+        if (p[1].revents != 0)
+            accept_some(srv);
+        /* whole-request deadlines: shut the laggards down */
+        now = oc_guard_now_us();
+        pthread_mutex_lock(&srv->mu);
+        while ((s = oc_guard_expired(&srv->guard, now)) != NULL) {
+            hconn_t *h = (hconn_t *)s;
+            h->killed = true;
+            shutdown(h->fd, SHUT_RDWR);
+        }
+        pthread_mutex_unlock(&srv->mu);
+    }
+    return NULL;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn,
                               const char *url, const char *method,
                               const char *version, const char *upload_data,
@@ -320,6 +501,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn,
 {
     oc_metrics_server_t *srv = cls;
 
+    /* the request is whole: no deadline while it is answered */
+    conn_mark(srv, conn, false);
     /* Answer at the first call, before any request body: nothing here
      * takes one (libmicrohttpd then discards it). */
     if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 &&
@@ -334,60 +517,111 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn,
 
 /* ------------------------------------------------------------ lifecycle */
 
-static struct MHD_Daemon *start_on(oc_metrics_server_t *srv, const addr_t *a)
+/* Bind and listen on @p a; the fd, or -1 with errno set. */
+static int bind_listener(const addr_t *a)
 {
     const struct sockaddr *sa = (const struct sockaddr *)&a->ss;
-    unsigned flags =
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | MHD_USE_AUTO;
+    int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                    0);
+    int one = 1, e;
 
-    if (sa->sa_family == AF_INET6)
-        flags |= MHD_USE_IPv6;
-    return MHD_start_daemon(
-        flags, addr_port(a), NULL, NULL, handle, srv,
-        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_SOCK_ADDR, sa,
-        /* scrapers are few; bound what a misbehaving client can hold */
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)32,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_END);
+    if (fd < 0)
+        return -1;
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == 0 &&
+        bind(fd, sa, a->sl) == 0 && listen(fd, 64) == 0)
+        return fd;
+    e = errno;
+    close(fd);
+    errno = e;
+    return -1;
 }
 
 oc_status_t oc_metrics_server_start(const char *listen_addr,
                                     oc_metrics_fill_fn fill, void *arg,
                                     oc_metrics_server_t **out)
 {
+    return oc_metrics_server_start_limited(listen_addr, NULL, fill, arg, out);
+}
+
+oc_status_t oc_metrics_server_start_limited(const char *listen_addr,
+                                            const oc_guard_params_t *limits,
+                                            oc_metrics_fill_fn fill, void *arg,
+                                            oc_metrics_server_t **out)
+{
+    static const oc_guard_params_t dflt = {DEFAULT_MAX_CONNS,
+                                           DEFAULT_DEADLINE_MS,
+                                           DEFAULT_BACKOFF_MS};
     addr_t addrs[MAX_ADDRS];
     size_t naddrs = 0, i;
     oc_metrics_server_t *srv;
-    const union MHD_DaemonInfo *info;
+    struct sockaddr_storage bound;
+    socklen_t bl = sizeof(bound);
+    addr_t b;
     char shown[NI_MAXHOST + 16];
-    oc_status_t st;
+    oc_status_t st = OC_ERR_CONFIG;
+    int fd = -1, e = 0;
 
     if (fill == NULL || out == NULL)
         return OC_ERR_INVALID_PARAM;
     st = resolve(listen_addr, addrs, &naddrs);
     if (st != OC_OK)
         return st;
+    for (i = 0; i < naddrs && fd < 0; i++)
+        if ((fd = bind_listener(&addrs[i])) < 0) {
+            e = errno;
+            show_addr(&addrs[i], addr_port(&addrs[i]), shown, sizeof(shown));
+            st = explain_failure(shown, e);
+        }
+    if (fd < 0)
+        return st;
     srv = calloc(1, sizeof(*srv));
-    if (srv == NULL)
+    if (srv == NULL) {
+        close(fd);
         return OC_ERR_NO_MEMORY;
+    }
     srv->fill = fill;
     srv->arg = arg;
-    for (i = 0; i < naddrs && srv->mhd == NULL; i++)
-        srv->mhd = start_on(srv, &addrs[i]);
+    srv->lfd = fd;
+    srv->wake[0] = srv->wake[1] = -1;
+    pthread_mutex_init(&srv->mu, NULL);
+    oc_guard_init(&srv->guard, "metrics", limits != NULL ? limits : &dflt);
+    if (getsockname(fd, (struct sockaddr *)&bound, &bl) != 0)
+        goto err_sys;
+    memset(&b, 0, sizeof(b));
+    memcpy(&b.ss, &bound, bl);
+    b.sl = bl;
+    srv->port = addr_port(&b);
+    show_addr(&b, srv->port, srv->shown, sizeof(srv->shown));
+    srv->mhd = MHD_start_daemon(
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | MHD_USE_AUTO |
+            MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC,
+        0, NULL, NULL, handle, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+        /* ours is the cap; evicted sockets linger until closed here */
+        MHD_OPTION_CONNECTION_LIMIT, 2 * srv->guard.p.max_conns + 8,
+        /* an idle kept-alive connection: the whole-request deadline
+         * closes it first; this is libmicrohttpd's own belt */
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_END);
     if (srv->mhd == NULL) {
-        free(srv);
-        for (i = 0; i < naddrs; i++) {
-            show_addr(&addrs[i], addr_port(&addrs[i]), shown, sizeof(shown));
-            st = explain_failure(&addrs[i], shown);
-        }
-        return st;
+        st = explain_failure(srv->shown, 0);
+        goto err;
     }
-    info = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_BIND_PORT);
-    srv->port =
-        info != NULL && info->port != 0 ? info->port : addr_port(&addrs[i - 1]);
-    show_addr(&addrs[i - 1], srv->port, shown, sizeof(shown));
-    oc_info(OC_COMP_AGENT, "metrics: serving http://%s/metrics", shown);
+    if (pipe2(srv->wake, O_CLOEXEC) != 0 ||
+        pthread_create(&srv->thr, NULL, accept_thread, srv) != 0)
+        goto err_sys;
+    srv->thr_started = 1;
+    oc_info(OC_COMP_AGENT, "metrics: serving http://%s/metrics (at most %u "
+            "connections, %u ms per request)", srv->shown,
+            srv->guard.p.max_conns, srv->guard.p.deadline_ms);
     *out = srv;
     return OC_OK;
+
+err_sys:
+    st = explain_failure(srv->shown, errno ? errno : ENOMEM);
+err:
+    oc_metrics_server_stop(srv);
+    return st;
 }
 
 uint16_t oc_metrics_server_port(const oc_metrics_server_t *srv)
@@ -395,10 +629,34 @@ uint16_t oc_metrics_server_port(const oc_metrics_server_t *srv)
     return srv != NULL ? srv->port : 0;
 }
 
+const char *oc_metrics_server_addr(const oc_metrics_server_t *srv)
+{
+    return srv != NULL ? srv->shown : "";
+}
+
+void oc_metrics_server_counters(oc_metrics_server_t *srv,
+                                oc_guard_counters_t *out)
+{
+    oc_guard_counters(&srv->guard, out);
+}
+
 void oc_metrics_server_stop(oc_metrics_server_t *srv)
 {
     if (srv == NULL)
         return;
-    MHD_stop_daemon(srv->mhd);
+    if (srv->thr_started) {
+        (void)!write(srv->wake[1], "x", 1);
+        pthread_join(srv->thr, NULL);
+    }
+    if (srv->mhd != NULL)
+        MHD_stop_daemon(srv->mhd); /* closes every connection: notified */
+    while (srv->conns != NULL)
+        conn_forget(srv, &srv->conns);
+    if (srv->wake[0] >= 0) {
+        close(srv->wake[0]);
+        close(srv->wake[1]);
+    }
+    close(srv->lfd);
+    pthread_mutex_destroy(&srv->mu);
     free(srv);
 }

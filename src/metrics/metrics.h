@@ -181,6 +181,8 @@ oc_status_t oc_prom_parse(const char *text, size_t len, oc_prom_sample_fn cb,
 
 /* ----------------------------------------------------------- HTTP server */
 
+#include "util/guard.h"
+
 /** Port the agent serves its metrics on unless told otherwise (the
  *  OpenTelemetry/Prometheus exporter convention). */
 #define OC_METRICS_DEFAULT_PORT 9464
@@ -224,9 +226,32 @@ oc_status_t oc_metrics_server_start(const char *listen_addr,
                                     oc_metrics_fill_fn fill, void *arg,
                                     oc_metrics_server_t **out);
 
+/**
+ * The same, with the admission limits (util/guard.h, the policy the
+ * agent's control socket uses too): at most limits->max_conns connections
+ * (a newcomer over it closes the oldest one whose request is unfinished),
+ * each request whole within limits->deadline_ms of the connection opening
+ * or of the previous answer (not per byte: a slowloris cannot hold a slot),
+ * accept back-off of limits->backoff_ms when out of descriptors.
+ * @p limits NULL: 16 connections, 5000 ms, 100 ms.
+ */
+oc_status_t oc_metrics_server_start_limited(const char *listen_addr,
+                                            const oc_guard_params_t *limits,
+                                            oc_metrics_fill_fn fill, void *arg,
+                                            oc_metrics_server_t **out);
+
 /** The port the server listens on (the one picked when asked for 0).
  *  Thread-safe. */
 uint16_t oc_metrics_server_port(const oc_metrics_server_t *srv);
+
+/** The address it is bound to, "HOST:PORT" ("[V6]:PORT"), as the kernel
+ *  says (port 0 resolved, "PORT" alone shown as 0.0.0.0:PORT).  Valid until
+ *  stop.  Thread-safe. */
+const char *oc_metrics_server_addr(const oc_metrics_server_t *srv);
+
+/** Its admission counters (evicted, expired, back-offs...).  Thread-safe. */
+void oc_metrics_server_counters(oc_metrics_server_t *srv,
+                                oc_guard_counters_t *out);
 
 /** Stop serving: closes the socket and joins the HTTP thread, so fill is
  *  not running and never runs again once this returns.  Frees @p srv.

@@ -4,9 +4,11 @@
  */
 #include "runtime.h"
 
+#include "ctl/ctl.h"
 #include "util/log.h"
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,8 +18,13 @@ const oc_cfg_field_t oc__runtime_config_table[] = {
     {"PLACEMENT", OC_CFG_ENUM, "auto",
      "Where message routing runs: 'inline' in this library on the "
      "application's cores; 'agent' through the node's offcored (OC_AGENT; "
-     "needs OC_JOB_KEY); 'auto' uses an agent when one answers and a job "
-     "key is set, else inline (OC_LOG=runtime:info says which and why).",
+     "needs OC_JOB_KEY), and oc_init fails with the reason's status "
+     "(e.g. OC_ERR_CTL_AUTH) when it cannot be used: what a job that "
+     "requires the agent sets; 'auto' uses an agent when one answers and "
+     "the job is admitted, else inline: when an agent answers but cannot "
+     "be used (no or wrong key, no answer in time), or none answers while "
+     "OC_JOB_KEY is set, it warns 'falling back to inline because ...'; "
+     "no agent and no key (plain inline use) is said at info level.",
      offsetof(oc__config_t, placement), 0, 0, placement_values},
     {"BUNDLE_SIZE", OC_CFG_SIZE, "8000",
      "Bytes per aggregation buffer (one bundle). 8000 fits one UCX "
@@ -62,6 +69,21 @@ const oc_cfg_field_t oc__runtime_config_table[] = {
      "Seconds to wait for every rank during a file bootstrap before "
      "failing with OC_ERR_BOOTSTRAP.",
      offsetof(oc__config_t, bootstrap_timeout_s), 1, 86400, NULL},
+    {"REQUIRE_TRANSPORT", OC_CFG_STRING, "",
+     "Fail oc_init with OC_ERR_TRANSPORT_REQUIRED unless every peer "
+     "connection uses one of these transports: classes (rdma, tcp, sm) or "
+     "UCX names (rc_mlx5, dc_mlx5, tcp), comma-separated. Shared memory "
+     "and self to a peer on the same host always pass; a network class "
+     "also needs UCX to offer it toward other hosts. Empty: no check "
+     "(the transports are still logged at OC_LOG=runtime:info and counted).",
+     offsetof(oc__config_t, require_transport), 0, 0, NULL},
+    {"STALL_WARN_S", OC_CFG_UINT, "5",
+     "In the agent placement, warn (once per stall) when the rank has "
+     "bundles in flight or waiting for credit and the agent has moved "
+     "none of them for this many seconds: a stopped or starved agent "
+     "otherwise leaves ranks spinning without a word. 5 s: far above any "
+     "healthy pause (milliseconds), short enough to be seen. 0: never.",
+     offsetof(oc__config_t, stall_warn_s), 0, 86400, NULL},
     OC_CFG_END};
 
 static oc_status_t env_u32(const char *name, uint32_t *out)
@@ -198,6 +220,58 @@ static void context_free(oc_context_t *ctx)
     free(ctx);
 }
 
+/* Why the agent placement could not be had, said once: an error when it
+ * was required (OC_PLACEMENT=agent), else the fall-back to inline, at the
+ * default level when an agent answered but could not be used (a wrong or
+ * missing key, a silent agent), at info when none answers at all. */
+static void placement_failed(const oc_context_t *ctx, oc_status_t st)
+{
+    char why[OC_CFG_STRLEN + 128];
+    int quiet = 0;
+
+    switch (st) {
+    case OC_ERR_CTL_CONNECT:
+    case OC_ERR_CTL_ADDR: {
+        /* With a job key the launcher meant the agent (a key admits to
+         * nothing else): its absence is news.  Without one, auto on a
+         * machine with no agent is the plain inline case. */
+        const char *k = getenv(OC_CTL_JOB_KEY_ENV);
+        snprintf(why, sizeof(why), "no agent answers at %s", ctx->cfg.agent);
+        quiet = k == NULL || k[0] == '\0';
+        break;
+    }
+    case OC_ERR_CTL_KEY:
+        snprintf(why, sizeof(why), "an agent answers at %s but OC_JOB_KEY is "
+                 "missing or not a valid key", ctx->cfg.agent);
+        break;
+    case OC_ERR_CTL_AUTH:
+        snprintf(why, sizeof(why), "the agent at %s refused the job (wrong "
+                 "OC_JOB_KEY for OC_JOB=%llu?)", ctx->cfg.agent,
+                 (unsigned long long)ctx->cfg.job);
+        break;
+    case OC_ERR_CTL_TIMEOUT:
+        snprintf(why, sizeof(why), "the agent at %s did not answer in time "
+                 "(stopped or overloaded?)", ctx->cfg.agent);
+        break;
+    default:
+        snprintf(why, sizeof(why), "the agent at %s could not be used",
+                 ctx->cfg.agent);
+        break;
+    }
+    if (ctx->cfg.placement == 1)
+        oc_error(OC_COMP_RUNTIME, "rank %u/%u: OC_PLACEMENT=agent requires "
+                 "the agent, and %s: failing with %s", ctx->rank, ctx->size,
+                 why, oc_status_string(st));
+    else if (quiet)
+        oc_info(OC_COMP_RUNTIME, "rank %u/%u: OC_PLACEMENT=auto: placement "
+                "inline because %s", ctx->rank, ctx->size, why);
+    else
+        oc_warn(OC_COMP_RUNTIME, "rank %u/%u: OC_PLACEMENT=auto: falling "
+                "back to inline because %s (%s; OC_PLACEMENT=agent makes "
+                "this an error)", ctx->rank, ctx->size, why,
+                oc_status_string(st));
+}
+
 OC_API oc_status_t oc_init(const oc_context_params_t *params,
                            oc_context_t **ctx_p)
 {
@@ -283,6 +357,8 @@ OC_API oc_status_t oc_init(const oc_context_params_t *params,
         goto err;
     if ((st = oc_tr_worker_create(ctx->tr, &ctx->worker)) != OC_OK)
         goto err;
+    if ((st = oc__transport_precheck(ctx)) != OC_OK)
+        goto err;
     if ((st = oc_tr_set_handler(ctx->worker, OC_AM_BUNDLE, oc__bundle_recv,
                                 ctx, 1)) != OC_OK)
         goto err;
@@ -291,8 +367,11 @@ OC_API oc_status_t oc_init(const oc_context_params_t *params,
         goto err;
     if (ctx->cfg.placement != 0) { /* agent, or auto */
         st = oc__agent_init(ctx, ctx->cfg.placement == 1);
-        if (st != OC_OK && ctx->cfg.placement == 1)
-            goto err;
+        if (st != OC_OK) {
+            placement_failed(ctx, st);
+            if (ctx->cfg.placement == 1)
+                goto err;
+        }
     }
     if (ctx->agent == NULL && ctx->allgather == NULL) {
         oc_error(OC_COMP_RUNTIME,
@@ -303,13 +382,14 @@ OC_API oc_status_t oc_init(const oc_context_params_t *params,
         goto err;
     }
     if (ctx->agent == NULL) {
-        oc_info(OC_COMP_RUNTIME, "rank %u/%u: placement inline (%s)",
-                ctx->rank, ctx->size,
-                ctx->cfg.placement == 0 ? "OC_PLACEMENT=inline"
-                                        : "auto: no usable agent");
+        if (ctx->cfg.placement == 0)
+            oc_info(OC_COMP_RUNTIME, "rank %u/%u: placement inline "
+                    "(OC_PLACEMENT=inline)", ctx->rank, ctx->size);
         if ((st = wireup(ctx)) != OC_OK)
             goto err;
     }
+    if ((st = oc__transport_watch(ctx)) != OC_OK)
+        goto err;
     *ctx_p = ctx;
     return OC_OK;
 

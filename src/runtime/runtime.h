@@ -34,7 +34,17 @@ typedef struct {
     uint64_t poll_budget;      /* OC_POLL_BUDGET */
     char     agent[OC_CFG_STRLEN]; /* OC_AGENT */
     uint64_t agent_credits;    /* OC_AGENT_CREDITS */
+    char     require_transport[OC_CFG_STRLEN]; /* OC_REQUIRE_TRANSPORT */
+    uint64_t stall_warn_s; /* OC_STALL_WARN_S (stall.c) */
 } oc__config_t;
+
+/* stall.c: what the agent watchdog remembers between polls */
+typedef struct {
+    uint32_t polls;
+    uint64_t fingerprint;  /* of the counters that move when the agent does */
+    uint64_t since_us;     /* the fingerprint last changed; 0: not waiting */
+    int      warned;       /* this stall was reported */
+} oc__stall_t;
 
 extern const oc_cfg_field_t oc__runtime_config_table[];
 
@@ -131,6 +141,7 @@ struct oc_context {
     char             name[64];
     /* agent placement (agent.c); agent == NULL in inline placement */
     struct oc__agent *agent;
+    oc__stall_t      stall;         /* stall.c */
 };
 
 /* send.c */
@@ -162,10 +173,22 @@ int oc__agent_pending(const oc_context_t *ctx);
 oc_status_t oc__agent_quiesce_step(oc_context_t *ctx);
 void oc__buf_put(oc_context_t *ctx, oc__buf_t *b);
 
+/* stall.c: warn (once per stall, rate-limited) when a rank waits on an
+ * agent that has made no progress for OC_STALL_WARN_S seconds.
+ * Called by oc__progress() in the agent placement; cheap (looks at the
+ * clock once per 256 calls). */
+void oc__agent_watch(oc_context_t *ctx);
+
 /* quiesce.c */
 oc_status_t oc__quiesce_init(oc_context_t *ctx);
 void oc__quiesce_fini(oc_context_t *ctx);
 void oc__control_recv(void *arg, uint64_t token, void *data, size_t len);
+
+/* watch.c: log and count the transport of every peer connection; fail
+ * with OC_ERR_TRANSPORT_REQUIRED when OC_REQUIRE_TRANSPORT is not met. */
+oc_status_t oc__transport_watch(oc_context_t *ctx);
+/* ... and before any connection: does UCX offer it toward other hosts? */
+oc_status_t oc__transport_precheck(oc_context_t *ctx);
 
 /* bootstrap.c: all-gather through files in a shared directory */
 oc_status_t oc__file_allgather(void *arg, const void *sendbuf, void *recvbuf,

@@ -565,8 +565,10 @@ int oc__progress(oc_context_t *ctx)
     int n;
 
     oc_tr_progress(ctx->worker);
-    if (ctx->agent != NULL)
+    if (ctx->agent != NULL) {
         oc__agent_progress(ctx);
+        oc__agent_watch(ctx);
+    }
     n = deliver(ctx);
     if (ctx->ndirty > 0) {
         activity = ctx->c.msgs_sent + ctx->c.send_no_resource;

@@ -36,11 +36,10 @@ int oc_keygen_main(int argc, char **argv, FILE *out, FILE *err)
 
 int oc_jobkey_main(int argc, char **argv, FILE *out, FILE *err)
 {
-    const char *file = getenv(OC_CTL_CLUSTER_KEY_ENV) ? NULL
-                                                      : "/etc/offcore/cluster.key";
+    const char *file = NULL; /* --cluster-key: beats the environment */
     long long job = -1;
     oc_ctl_key_t ck, jk;
-    char hex[2 * OC_CTL_KEY_MAX + 1], *end;
+    char hex[2 * OC_CTL_KEY_MAX + 1], *end, src[OC_CTL_ADDR_STRLEN + 64];
 
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--job") && i + 1 < argc) {
@@ -57,14 +56,17 @@ int oc_jobkey_main(int argc, char **argv, FILE *out, FILE *err)
     if (job < 0) {
         fprintf(job == -1 && argc == 2 && !strcmp(argv[1], "--help") ? out : err,
                 "usage: offcore job-key --job ID [--cluster-key FILE]\n"
-                "Prints the key of job ID (hex), derived from the cluster key\n"
-                "(FILE, else OC_CLUSTER_KEY, else /etc/offcore/cluster.key).\n"
+                "Prints the key of job ID (hex), derived from the cluster key:\n"
+                "--cluster-key FILE, else $OC_CLUSTER_KEY (hex), else the file\n"
+                "$OC_AGENT_CLUSTER_KEY, else /etc/offcore/cluster.key (the same\n"
+                "order as offcored; a variable set but empty counts as unset).\n"
                 "Launchers give it to the job's ranks as OC_JOB_KEY, with\n"
                 "OC_JOB=ID; it admits them to the agents for that job only.\n");
         return argc == 2 && !strcmp(argv[1], "--help") ? 0 : 2;
     }
-    if (oc_ctl_key_load(file, OC_CTL_CLUSTER_KEY_ENV, &ck) != OC_OK) {
-        fprintf(err, "offcore job-key: no usable cluster key (see above)\n");
+    if (oc_ctl_cluster_key_load(file, &ck, src, sizeof(src)) != OC_OK) {
+        fprintf(err, "offcore job-key: no usable cluster key from %s (see "
+                     "above)\n", src);
         return 1;
     }
     oc_ctl_job_key(&ck, (uint32_t)job, &jk);

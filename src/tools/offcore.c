@@ -1,8 +1,11 @@
 /*
- * offcore.c — the operator CLI: the runtime's configuration and an agent's
- * live counters (stat.c); doctor, advise and bench come with the agent.
+ * offcore.c — the operator CLI: the runtime's configuration, an agent's
+ * live counters (stat.c), the fast-path checks (doctor.c) and the
+ * placement advice (advise.c).
  */
 #include "runtime/runtime.h"
+#include "tools/advise.h"
+#include "tools/doctor.h"
 #include "tools/keys.h"
 #include "tools/stat.h"
 #include "util/log.h"
@@ -21,6 +24,13 @@ static void usage(FILE *out)
             "  stat [--agent ADDR] [--watch SECONDS] [--json]\n"
             "                          live counters of an offcored agent: per job,\n"
             "                          peer and routing thread (offcore stat --help)\n"
+            "  doctor [--json] [--require rdma,gpudirect,...] [--root DIR]\n"
+            "                          is the fast path really in use? RDMA,\n"
+            "                          UCX, GPU, NCCL, daemons (doctor --help)\n"
+            "  advise [--dpu] [--repeats N] -- LAUNCHER APP [ARGS]\n"
+            "                          will offload pay? runs the app inline\n"
+            "                          and with the agent, measures speedup,\n"
+            "                          M:C, network use; recommends a placement\n"
             "  keygen                  print a new random cluster key (hex)\n"
             "  job-key --job ID [--cluster-key FILE]\n"
             "                          print job ID's key, for its ranks' OC_JOB_KEY\n"
@@ -47,6 +57,10 @@ int main(int argc, char **argv)
         return oc_keygen_main(argc - 1, argv + 1, stdout, stderr);
     if (!strcmp(cmd, "job-key"))
         return oc_jobkey_main(argc - 1, argv + 1, stdout, stderr);
+    if (!strcmp(cmd, "advise"))
+        return oc_advise_main(argc - 1, argv + 1, stderr);
+    if (!strcmp(cmd, "doctor"))
+        return oc_doctor_main(argc - 1, argv + 1, stdout, stderr);
     if (!strcmp(cmd, "stat"))
         return oc_stat_main(argc - 1, argv + 1, stdout, stderr);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {

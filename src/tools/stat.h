@@ -22,8 +22,13 @@
  * handlers are restored on return).  Not thread-safe (signal handlers,
  * curl_global_init).
  *
- * @return 0 done; 1 no agent answers, HTTP error, or an answer that is not
- *         Prometheus text; 2 usage error.
+ * @return 0 done; 1 no agent answers (connection refused, unknown host,
+ *         timed out); 2 usage error, a malformed address or an unsupported
+ *         one (unix:, tcp:, a scheme other than http/https); 3 something
+ *         answered that is not an offcored (HTTP error, invalid HTTP, not
+ *         Prometheus text, no offcore_agent_info: empty or another
+ *         exporter).  Label values are printed with control characters
+ *         escaped (\xNN).
  */
 int oc_stat_main(int argc, char **argv, FILE *out, FILE *err);
 

@@ -27,14 +27,42 @@ struct oc_tr_worker {
     size_t           addr_len;
     int              efd;     /* event fd, -1 without wakeup */
     am_slot_t        slots[OC_TR_MAX_AM_ID];
+    struct oc_tr_ep *eps;     /* live endpoints (oc_tr_worker_ep_next) */
 };
 
 struct oc_tr_ep {
     ucp_ep_h ucp;
     int      failed;
+    struct oc_tr_ep *next, **pprev; /* on the worker's list */
 };
 
-static oc_status_t context_create(oc_tr_context_t **ctx_p, uint64_t features)
+/* The names of a positive UCX_TLS list that reach other hosts. */
+static int net_tls(const char *tls, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (const char *p = tls; *p;) {
+        size_t n = strcspn(p, ",");
+        int local = (n == 2 && !strncmp(p, "sm", 2)) ||
+                    (n == 3 && !strncmp(p, "shm", 3)) ||
+                    (n == 4 && !strncmp(p, "cuda", 4)) ||
+                    (n == 4 && !strncmp(p, "rocm", 4)) ||
+                    (oc_tr_class_of(p, n) & OC_TR_CLASS_INTRA_HOST);
+        if (!local && n > 0 && used + n + 2 < len) {
+            if (used)
+                buf[used++] = ',';
+            memcpy(buf + used, p, n);
+            used += n;
+            buf[used] = '\0';
+        }
+        p += n;
+        p += *p == ',';
+    }
+    return used ? 0 : -1;
+}
+
+static oc_status_t context_create(oc_tr_context_t **ctx_p, uint64_t features,
+                                  int net_only)
 {
     ucp_params_t params;
     ucp_config_t *config;
@@ -50,6 +78,29 @@ static oc_status_t context_create(oc_tr_context_t **ctx_p, uint64_t features)
         oc_error(OC_COMP_TRANSPORT, "ucp_config_read: %s",
                  ucs_status_string(st));
         goto err_free;
+    }
+    if (net_only) {
+        /* UCX_TLS as set, less what reaches only this host */
+        const char *tls = getenv("UCX_TLS");
+        char buf[512];
+        if (tls == NULL || !strcmp(tls, "all") || !strcmp(tls, "any"))
+            snprintf(buf, sizeof(buf), "^sm,self");
+        else if (tls[0] == '^')
+            snprintf(buf, sizeof(buf), "%s,sm,self", tls);
+        else if (net_tls(tls, buf, sizeof(buf)) != 0) {
+            oc_info(OC_COMP_TRANSPORT, "UCX_TLS=%s names no transport that "
+                    "reaches another host", tls);
+            ucp_config_release(config);
+            free(ctx);
+            return OC_ERR_UNSUPPORTED;
+        }
+        st = ucp_config_modify(config, "TLS", buf);
+        if (st != UCS_OK) {
+            oc_error(OC_COMP_TRANSPORT, "ucp_config_modify(TLS=%s): %s", buf,
+                     ucs_status_string(st));
+            ucp_config_release(config);
+            goto err_free;
+        }
     }
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
@@ -71,12 +122,17 @@ err_free:
 
 oc_status_t oc_tr_context_create(oc_tr_context_t **ctx_p)
 {
-    return context_create(ctx_p, UCP_FEATURE_AM);
+    return context_create(ctx_p, UCP_FEATURE_AM, 0);
+}
+
+oc_status_t oc_tr_context_create_net(oc_tr_context_t **ctx_p)
+{
+    return context_create(ctx_p, UCP_FEATURE_AM, 1);
 }
 
 oc_status_t oc_tr_context_create_wakeup(oc_tr_context_t **ctx_p)
 {
-    return context_create(ctx_p, UCP_FEATURE_AM | UCP_FEATURE_WAKEUP);
+    return context_create(ctx_p, UCP_FEATURE_AM | UCP_FEATURE_WAKEUP, 0);
 }
 
 void oc_tr_context_destroy(oc_tr_context_t *ctx)
@@ -240,6 +296,11 @@ oc_status_t oc_tr_ep_create(oc_tr_worker_t *w, const void *addr,
         free(ep);
         return OC_ERR_TRANSPORT;
     }
+    ep->next = w->eps;
+    if (w->eps != NULL)
+        w->eps->pprev = &ep->next;
+    ep->pprev = &w->eps;
+    w->eps = ep;
     *ep_p = ep;
     return OC_OK;
 }
@@ -251,6 +312,9 @@ void oc_tr_ep_destroy(oc_tr_worker_t *w, oc_tr_ep_t *ep)
 
     if (ep == NULL)
         return;
+    *ep->pprev = ep->next;
+    if (ep->next != NULL)
+        ep->next->pprev = ep->pprev;
     memset(&p, 0, sizeof(p));
     p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     p.flags = UCP_EP_CLOSE_FLAG_FORCE;
@@ -265,10 +329,19 @@ void oc_tr_ep_destroy(oc_tr_worker_t *w, oc_tr_ep_t *ep)
 
 static void send_cb(void *request, ucs_status_t status, void *user_data)
 {
+    static oc_log_limit_t lim = OC_LOG_LIMIT_INIT("failed sends");
     oc_tr_op_t *op = user_data;
-    if (status != UCS_OK)
-        oc_error(OC_COMP_TRANSPORT, "active message send failed: %s",
+    /* Canceled: the endpoint was closed under the send — a shut-down
+     * (SIGTERM) or a peer being dropped, reported by whoever closed it;
+     * the owner still learns it through op->cb.  Other failures are
+     * rate-limited: one broken link fails every send queued on it. */
+    if (status == UCS_ERR_CANCELED)
+        oc_debug(OC_COMP_TRANSPORT, "active message send canceled: %s",
                  ucs_status_string(status));
+    else if (status != UCS_OK)
+        oc_log_limited(&lim, OC_COMP_TRANSPORT, OC_LOG_ERROR,
+                       "active message send failed: %s",
+                       ucs_status_string(status));
     ucp_request_free(request);
     op->cb(op, status == UCS_OK ? OC_OK : OC_ERR_TRANSPORT);
 }
@@ -357,4 +430,67 @@ void oc_tr_ep_describe(oc_tr_ep_t *ep, char *buf, size_t len)
     }
     ucp_ep_print_info(ep->ucp, f);
     fclose(f);
+}
+
+oc_tr_ep_t *oc_tr_worker_ep_next(oc_tr_worker_t *w, oc_tr_ep_t *prev)
+{
+    return prev == NULL ? w->eps : prev->next;
+}
+
+/* Run a print_info function into a buffer; NULL when it cannot. */
+static char *print_to_mem(void (*fn)(const void *, FILE *), const void *obj)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (f == NULL)
+        return NULL;
+    fn(obj, f);
+    if (fclose(f) != 0) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+static void ep_print(const void *obj, FILE *f)
+{
+    ucp_ep_print_info((ucp_ep_h)obj, f);
+}
+
+static void ctx_print(const void *obj, FILE *f)
+{
+    ucp_context_print_info((ucp_context_h)obj, f);
+}
+
+unsigned oc_tr_ep_transports(oc_tr_ep_t *ep, char *out, size_t outlen)
+{
+    char *text = print_to_mem(ep_print, ep->ucp);
+    unsigned cls;
+    if (text == NULL) {
+        snprintf(out, outlen, "?");
+        return 0;
+    }
+    cls = oc_tr_parse_ep_info(text, out, outlen);
+    free(text);
+    return cls;
+}
+
+unsigned oc_tr_context_resources(oc_tr_context_t *ctx, char *out,
+                                 size_t outlen)
+{
+    char *text = print_to_mem(ctx_print, ctx->ucp);
+    unsigned cls;
+    if (text == NULL) {
+        snprintf(out, outlen, "?");
+        return 0;
+    }
+    cls = oc_tr_parse_ctx_info(text, out, outlen);
+    free(text);
+    return cls;
+}
+
+const char *oc_tr_version(void)
+{
+    return ucp_get_version_string();
 }

@@ -105,4 +105,63 @@ void oc_tr_release(oc_tr_worker_t *w, void *data);
 /** Describe the transports UCX selected for @p ep (for logs and doctor). */
 void oc_tr_ep_describe(oc_tr_ep_t *ep, char *buf, size_t len);
 
+/* ---- which transport is really in use (runtime watch, offcore doctor) ----
+ * UCX 1.13 has no ucp_ep_query() field for an endpoint's transports (1.14
+ * added UCP_EP_ATTR_FIELD_TRANSPORTS), so these read ucp_ep_print_info()'s
+ * lane table and ucp_context_print_info()'s resource list. */
+
+/** Transport classes, as bits. */
+enum {
+    OC_TR_CLASS_SELF  = 1u << 0, /* self: a worker to itself */
+    OC_TR_CLASS_SM    = 1u << 1, /* posix sysv cma knem xpmem: same host only */
+    OC_TR_CLASS_GPU   = 1u << 2, /* cuda_ipc cuda_copy gdr_copy rocm_*: same host */
+    OC_TR_CLASS_TCP   = 1u << 3, /* tcp: the slow network path */
+    OC_TR_CLASS_RDMA  = 1u << 4, /* rc ud dc (_verbs, _mlx5): InfiniBand/RoCE */
+    OC_TR_CLASS_OTHER = 1u << 5,
+};
+/** Classes that can only reach a peer on the same host. */
+#define OC_TR_CLASS_INTRA_HOST (OC_TR_CLASS_SELF | OC_TR_CLASS_SM | OC_TR_CLASS_GPU)
+
+/** The class of UCX transport name @p tl ("rc_mlx5", "tcp", "sysv").
+ *  @p len: its length (the name need not be terminated). */
+unsigned oc_tr_class_of(const char *tl, size_t len);
+/** "rdma", "tcp", "sm", "self", "gpu", "other" for one class bit; NULL
+ *  for anything else.  oc_tr_class_parse() is the inverse. */
+const char *oc_tr_class_name(unsigned cls);
+unsigned oc_tr_class_parse(const char *name, size_t len);
+
+/**
+ * Parse ucp_ep_print_info() text @p info: write the transports of the
+ * lanes that carry active messages ("sysv/memory,cma/memory", no
+ * duplicates, in lane order) to @p out.  Pure function (tests feed it
+ * recorded text).  @return the class bits of those lanes; 0 when none
+ * parsed.
+ */
+unsigned oc_tr_parse_ep_info(const char *info, char *out, size_t outlen);
+
+/** The transports UCX uses for active messages on @p ep (as
+ *  oc_tr_parse_ep_info).  @return their class bits. */
+unsigned oc_tr_ep_transports(oc_tr_ep_t *ep, char *out, size_t outlen);
+
+/** Parse ucp_context_print_info() text: the resources ("self/memory0
+ *  tcp/lo tcp/eth0 ...", space-separated) to @p out.  @return their
+ *  class bits. */
+unsigned oc_tr_parse_ctx_info(const char *info, char *out, size_t outlen);
+/** The transport resources of @p ctx (as oc_tr_parse_ctx_info). */
+unsigned oc_tr_context_resources(oc_tr_context_t *ctx, char *out,
+                                 size_t outlen);
+
+/** A context that offers only the transports that reach other hosts (the
+ *  UCX_TLS setting without shared memory and self; when UCX_TLS is unset,
+ *  "^sm,self").  `offcore doctor` connects a worker of the normal context
+ *  to one of these to learn what UCX would pick toward another node. */
+oc_status_t oc_tr_context_create_net(oc_tr_context_t **ctx_p);
+
+/** The UCX library's version ("1.13.1"). */
+const char *oc_tr_version(void);
+
+/** Iterate a worker's live endpoints: NULL gives the first; returns NULL
+ *  after the last.  Not safe against concurrent create/destroy. */
+oc_tr_ep_t *oc_tr_worker_ep_next(oc_tr_worker_t *w, oc_tr_ep_t *prev);
+
 #endif

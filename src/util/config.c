@@ -158,6 +158,72 @@ oc_status_t oc_config_set(const oc_cfg_field_t *table, void *cfg,
     return OC_ERR_CONFIG;
 }
 
+/* Edit distance of two short names, capped (enough for "did you mean"). */
+static unsigned distance(const char *a, const char *b)
+{
+    unsigned row[64], la = (unsigned)strlen(a), lb = (unsigned)strlen(b);
+
+    if (la >= 63 || lb >= 63)
+        return 99;
+    for (unsigned j = 0; j <= lb; j++)
+        row[j] = j;
+    for (unsigned i = 1; i <= la; i++) {
+        unsigned diag = row[0], tmp;
+        row[0] = i;
+        for (unsigned j = 1; j <= lb; j++) {
+            tmp = row[j];
+            row[j] = diag + (a[i - 1] != b[j - 1]);
+            if (row[j - 1] + 1 < row[j])
+                row[j] = row[j - 1] + 1;
+            if (tmp + 1 < row[j])
+                row[j] = tmp + 1;
+            diag = tmp;
+        }
+    }
+    return row[lb];
+}
+
+extern char **environ;
+
+unsigned oc_config_check_env(const oc_cfg_field_t *table, const char *prefix,
+                             const char *const *also)
+{
+    char want[64], name[128];
+    unsigned n = 0;
+
+    snprintf(want, sizeof(want), "OC_%s", prefix);
+    for (char **e = environ; e != NULL && *e != NULL; e++) {
+        const char *eq = strchr(*e, '=');
+        const char *best = NULL;
+        unsigned bestd = 3;
+        int known = 0;
+
+        if (eq == NULL || strncmp(*e, want, strlen(want)) != 0)
+            continue;
+        snprintf(name, sizeof(name), "%.*s", (int)(eq - *e), *e);
+        for (const oc_cfg_field_t *f = table; f->name && !known; f++) {
+            unsigned d = distance(name + 3, f->name);
+            known = d == 0;
+            if (d < bestd) {
+                bestd = d;
+                best = f->name;
+            }
+        }
+        for (size_t i = 0; also != NULL && also[i] != NULL && !known; i++)
+            known = strcmp(name, also[i]) == 0;
+        if (known)
+            continue;
+        n++;
+        if (best != NULL)
+            oc_warn(OC_COMP_UTIL, "unknown environment variable %s, ignored "
+                    "(did you mean OC_%s?)", name, best);
+        else
+            oc_warn(OC_COMP_UTIL, "unknown environment variable %s, ignored "
+                    "(--dump-config lists the settings)", name);
+    }
+    return n;
+}
+
 static void format_value(const oc_cfg_field_t *f, const void *cfg, char *buf,
                          size_t n)
 {

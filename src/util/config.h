@@ -45,6 +45,15 @@ oc_status_t oc_config_load(const oc_cfg_field_t *table, void *cfg);
 oc_status_t oc_config_set(const oc_cfg_field_t *table, void *cfg,
                           const char *name, const char *value);
 
+/**
+ * Warn about every environment variable that starts with OC_@p prefix but
+ * names no setting of @p table nor one of @p also (NULL-terminated list of
+ * full names, may be NULL): a misspelt OC_AGENT_THRAEDS would otherwise be
+ * silently ignored.  Suggests the closest setting.  @return how many.
+ */
+unsigned oc_config_check_env(const oc_cfg_field_t *table, const char *prefix,
+                             const char *const *also);
+
 /** Print the table: name, current value (the default when @p cfg is
  *  NULL), default, description. */
 void oc_config_dump(FILE *out, const char *component,

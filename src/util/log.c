@@ -1,7 +1,11 @@
-/* log.c — OC_LOG parsing and the one place that writes log lines. */
+/* log.c — OC_LOG parsing, the one place that writes log lines, and the
+ * rate limiter for messages a peer can trigger (log.h).  Thread-safe: the
+ * limiters share one mutex (they sit on error paths, never on fast ones). */
 #include "log.h"
 
 #include <pthread.h>
+#include <stdarg.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,4 +102,112 @@ void oc__log_emit(oc_log_comp_t comp, oc_log_level_t lvl, const char *fmt, ...)
         n = sizeof(line) - 2;
     line[n++] = '\n';
     (void)!write(2, line, (size_t)n); /* one write: lines do not interleave */
+}
+
+/* ---- rate limiting ---------------------------------------------------- */
+
+#define RATE_DEFAULT 10u
+#define WINDOW_US    1000000ull
+
+static pthread_mutex_t lim_mu = PTHREAD_MUTEX_INITIALIZER;
+static oc_log_limit_t *lim_head;
+static unsigned lim_rate = RATE_DEFAULT;
+
+void oc_log_set_rate(unsigned per_second)
+{
+    __atomic_store_n(&lim_rate, per_second ? per_second : RATE_DEFAULT,
+                     __ATOMIC_RELAXED);
+}
+
+unsigned oc_log_rate(void)
+{
+    return __atomic_load_n(&lim_rate, __ATOMIC_RELAXED);
+}
+
+static unsigned long long mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (unsigned long long)ts.tv_sec * 1000000ull +
+           (unsigned long long)ts.tv_nsec / 1000ull;
+}
+
+/* Under lim_mu: close @p lim's window if it is over, printing its summary. */
+static unsigned roll(oc_log_limit_t *lim, unsigned long long now)
+{
+    unsigned printed = 0;
+
+    if (now - lim->window_us < WINDOW_US)
+        return 0;
+    if (lim->suppressed > 0) {
+        oc__log_emit(lim->comp, lim->lvl,
+                     "%llu similar message%s suppressed in the last %.1f s "
+                     "(%s; at most %u a second)",
+                     lim->suppressed, lim->suppressed == 1 ? "" : "s",
+                     (double)(now - lim->window_us) / 1e6,
+                     lim->what ? lim->what : "rate-limited",
+                     oc_log_rate());
+        printed = 1;
+    }
+    lim->window_us = now;
+    lim->lines = 0;
+    lim->suppressed = 0;
+    return printed;
+}
+
+void oc__log_emit_limited(oc_log_limit_t *lim, oc_log_comp_t comp,
+                          oc_log_level_t lvl, const char *fmt, ...)
+{
+    unsigned long long now = mono_us();
+    char msg[900];
+    va_list ap;
+    int ok;
+
+    pthread_mutex_lock(&lim_mu);
+    if (!lim->registered) {
+        lim->registered = 1;
+        lim->window_us = now;
+        lim->next = lim_head;
+        lim_head = lim;
+    }
+    lim->comp = comp;
+    lim->lvl = lvl;
+    roll(lim, now);
+    ok = lim->lines < oc_log_rate();
+    if (ok)
+        lim->lines++;
+    else {
+        lim->suppressed++;
+        lim->total_suppressed++;
+    }
+    pthread_mutex_unlock(&lim_mu);
+    if (!ok)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    oc__log_emit(comp, lvl, "%s", msg);
+}
+
+unsigned oc_log_limits_flush(void)
+{
+    unsigned long long now = mono_us();
+    unsigned n = 0;
+
+    pthread_mutex_lock(&lim_mu);
+    for (oc_log_limit_t *l = lim_head; l != NULL; l = l->next)
+        if (l->suppressed > 0)
+            n += roll(l, now);
+    pthread_mutex_unlock(&lim_mu);
+    return n;
+}
+
+unsigned long long oc_log_limit_suppressed(const oc_log_limit_t *lim)
+{
+    unsigned long long n;
+
+    pthread_mutex_lock(&lim_mu);
+    n = lim->total_suppressed;
+    pthread_mutex_unlock(&lim_mu);
+    return n;
 }

@@ -7,6 +7,14 @@
  * Messages go to stderr, one line each, prefixed with the component.
  * Thread-safe.  Log once, where an error is detected; callers return the
  * status without printing again.
+ *
+ * Rate limiting: a warning that a peer can trigger at will (a malformed
+ * frame, a refused connection) goes through an oc_log_limit_t, one per kind
+ * of message: at most oc_log_rate() lines of that kind per second; the rest
+ * are counted and summed up in one "N similar messages suppressed" line
+ * when the next second's first message comes, or when
+ * oc_log_limits_flush() finds the second over.  A flood of a thousand bad
+ * peers therefore costs a few lines a second, never a line per peer.
  */
 #ifndef OC_UTIL_LOG_H
 #define OC_UTIL_LOG_H
@@ -54,6 +62,47 @@ static inline int oc_log_enabled(oc_log_comp_t comp, oc_log_level_t lvl)
 #define oc_info(comp, ...)  oc_log(comp, OC_LOG_INFO, __VA_ARGS__)
 #define oc_debug(comp, ...) oc_log(comp, OC_LOG_DEBUG, __VA_ARGS__)
 #define oc_trace(comp, ...) oc_log(comp, OC_LOG_TRACE, __VA_ARGS__)
+
+/** One kind of rate-limited message.  Define it static and zeroed
+ *  (OC_LOG_LIMIT_INIT); it registers itself at first use.  Thread-safe. */
+typedef struct oc_log_limit {
+    const char          *what;       /* for the summary line */
+    unsigned long long   window_us;  /* start of the current second */
+    unsigned             lines;      /* printed in this window */
+    unsigned long long   suppressed; /* dropped in this window */
+    unsigned long long   total_suppressed;
+    oc_log_comp_t        comp;
+    oc_log_level_t       lvl;
+    int                  registered;
+    struct oc_log_limit *next;
+} oc_log_limit_t;
+
+#define OC_LOG_LIMIT_INIT(what_) {.what = (what_)}
+
+void oc__log_emit_limited(oc_log_limit_t *lim, oc_log_comp_t comp,
+                          oc_log_level_t lvl, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+#define oc_log_limited(lim, comp, lvl, ...)                                    \
+    do {                                                                       \
+        if (oc_log_enabled(comp, lvl))                                         \
+            oc__log_emit_limited(lim, comp, lvl, __VA_ARGS__);                 \
+    } while (0)
+#define oc_warn_limited(lim, comp, ...)                                        \
+    oc_log_limited(lim, comp, OC_LOG_WARN, __VA_ARGS__)
+
+/** Lines per second each limited kind may print (default 10; 0 keeps the
+ *  default).  Set once at start-up (offcored: OC_AGENT_LOG_RATE). */
+void oc_log_set_rate(unsigned per_second);
+unsigned oc_log_rate(void);
+
+/** Print the summary line of every limiter whose second is over and that
+ *  dropped lines.  Event loops call it now and then (cheap: one lock, a
+ *  walk of the registered kinds).  @return how many summaries it printed. */
+unsigned oc_log_limits_flush(void);
+
+/** Lines dropped by @p lim since start (tests and metrics). */
+unsigned long long oc_log_limit_suppressed(const oc_log_limit_t *lim);
 
 /** Parse a level spec like OC_LOG into @p levels.  Returns 0, or -1 on a
  *  bad spec (levels then hold what parsed).  Exposed for tests. */

@@ -17,6 +17,7 @@ OC_API const char *oc_status_string(oc_status_t s)
     case OC_ERR_STATE: return "OC_ERR_STATE: call not allowed in this state";
     case OC_ERR_UNSUPPORTED: return "OC_ERR_UNSUPPORTED: not supported";
     case OC_ERR_PEER_FAILED: return "OC_ERR_PEER_FAILED: a peer or the agent went away";
+    case OC_ERR_TRANSPORT_REQUIRED: return "OC_ERR_TRANSPORT_REQUIRED: the transport OC_REQUIRE_TRANSPORT names is not in use (offcore doctor says why)";
     case OC_ERR_WIRE_TRUNCATED: return "OC_ERR_WIRE_TRUNCATED: bundle shorter than its header";
     case OC_ERR_WIRE_MAGIC: return "OC_ERR_WIRE_MAGIC: not an offcore bundle (bad magic)";
     case OC_ERR_WIRE_VERSION: return "OC_ERR_WIRE_VERSION: unknown wire version";

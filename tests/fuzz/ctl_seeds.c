@@ -177,5 +177,17 @@ unsigned fuzz_ctl_seeds(fuzz_ctl_seed_fn fn, void *arg)
     len += put(seed + len, sizeof(seed) - len, OC_CTL_PEER_INFO, 1) - 5;
     fn(arg, seed, len, 0);
     n++;
+    /* before authentication: a HELLO passes, a 64 KiB frame's header is
+     * refused at once (FUZZ_CTL_PREAUTH) */
+    seed[0] = FUZZ_CTL_STREAM | FUZZ_CTL_PREAUTH;
+    seed[1] = 7;
+    len = P + put(seed + P, sizeof(seed) - P, OC_CTL_HELLO, 0);
+    fn(arg, seed, len, 1);
+    n++;
+    start = len;
+    len += put(seed + len, sizeof(seed) - len, OC_CTL_PEER_HELLO, 0);
+    seed[start + 8] = 0, seed[start + 9] = 0, seed[start + 10] = 1; /* 64K */
+    fn(arg, seed, len, 0);
+    n++;
     return n;
 }

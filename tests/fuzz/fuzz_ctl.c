@@ -177,7 +177,8 @@ static ssize_t feed_read(void *arg, void *buf, size_t n)
     return (ssize_t)n;
 }
 
-static void fuzz_stream(const uint8_t *data, size_t len, uint8_t sel)
+static void fuzz_stream(const uint8_t *data, size_t len, uint8_t sel,
+                        int preauth)
 {
     feed_t feed = {data, len, 0, 0, 0, (sel & 0x40) ? 3 : 0};
     oc_ctl_conn_t *c;
@@ -191,6 +192,10 @@ static void fuzz_stream(const uint8_t *data, size_t len, uint8_t sel)
     for (;;) {
         size_t rem = len - off;
         want = oc_ctl_frame_len(data + off, rem, &fl);
+        if (preauth && want == OC_OK && fl > OC_CTL_PREAUTH_FRAME_MAX) {
+            want = OC_ERR_WIRE_LENGTH; /* refused on its header alone */
+            break;
+        }
         if (want == OC_INPROGRESS || (want == OC_OK && fl > rem)) {
             want = OC_ERR_PEER_FAILED; /* end of stream */
             break;
@@ -204,6 +209,8 @@ static void fuzz_stream(const uint8_t *data, size_t len, uint8_t sel)
     fuzz_ctl_last_valid = off == len;
 
     CHECK(oc__ctl_conn_create_reader(feed_read, &feed, "fuzz", &c) == OC_OK);
+    if (preauth)
+        oc_ctl_conn_set_max_frame(c, OC_CTL_PREAUTH_FRAME_MAX);
     off = 0; /* now: where the next frame the connection yields starts */
     for (;;) {
         while ((st = oc_ctl_conn_read(c, &m)) == OC_OK) {
@@ -239,7 +246,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < FUZZ_CTL_PREFIX)
         return 0;
     if (data[0] & FUZZ_CTL_STREAM)
-        fuzz_stream(data + FUZZ_CTL_PREFIX, size - FUZZ_CTL_PREFIX, data[1]);
+        fuzz_stream(data + FUZZ_CTL_PREFIX, size - FUZZ_CTL_PREFIX, data[1],
+                    data[0] & FUZZ_CTL_PREAUTH);
     else
         fuzz_decode(data + FUZZ_CTL_PREFIX, size - FUZZ_CTL_PREFIX);
     return 0;

@@ -5,7 +5,9 @@
  * A fuzz input is FUZZ_CTL_PREFIX bytes, then the bytes under test:
  *   [0] bit 0 clear: decode mode: the rest is one frame for oc_ctl_decode();
  *       bit 0 set: stream mode: the rest is a byte stream that reaches an
- *       oc_ctl_conn_t in chunks, then ends;
+ *       oc_ctl_conn_t in chunks, then ends; bit 1 set (stream mode): the
+ *       connection takes frames of at most OC_CTL_PREAUTH_FRAME_MAX, as a
+ *       server's does before the peer authenticates;
  *   [1] stream mode: chunk sizes: 1 + (b & 63) bytes each, or, with bit 7
  *       set, sizes drawn from a generator seeded with b; bit 6 set: every
  *       third read is interrupted (EINTR).
@@ -18,6 +20,7 @@
 
 #define FUZZ_CTL_PREFIX 2
 #define FUZZ_CTL_STREAM 0x01
+#define FUZZ_CTL_PREAUTH 0x02
 
 /** Frames accepted so far (decoded, or read whole from a stream). */
 extern unsigned long fuzz_ctl_accepted;

@@ -269,6 +269,60 @@ static void test_key_load(void **state)
     unlink(path);
 }
 
+/* A FIFO as key file is refused at once: the open must not wait for a
+ * writer (issue #10: offcored hung in open() with no output).  Run under
+ * alarm(): a hang fails the test instead of stalling the suite. */
+static void test_key_fifo(void **state)
+{
+    char path[128];
+    oc_ctl_key_t k;
+
+    snprintf(path, sizeof(path), "%s/fifo.key", tmpdir);
+    unlink(path);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    alarm(5);
+    assert_status(oc_ctl_key_from_file(path, &k), OC_ERR_CTL_KEY);
+    alarm(0);
+    unlink(path);
+}
+
+/* The one order for the cluster key: --cluster-key FILE, OC_CLUSTER_KEY,
+ * OC_AGENT_CLUSTER_KEY (a file); empty variables count as unset. */
+static void test_cluster_key_precedence(void **state)
+{
+    char file_a[128], file_b[128], hex_a[65], hex_b[65], hex_c[65], src[256];
+    oc_ctl_key_t k;
+
+    snprintf(file_a, sizeof(file_a), "%s/a.key", tmpdir);
+    snprintf(file_b, sizeof(file_b), "%s/b.key", tmpdir);
+    snprintf(hex_a, sizeof(hex_a), "aa%s", &HEX64[2]);
+    snprintf(hex_b, sizeof(hex_b), "bb%s", &HEX64[2]);
+    snprintf(hex_c, sizeof(hex_c), "cc%s", &HEX64[2]);
+    write_file(file_a, hex_a, 64, 0600);
+    write_file(file_b, hex_b, 64, 0600);
+
+    setenv("OC_CLUSTER_KEY", hex_c, 1);
+    setenv("OC_AGENT_CLUSTER_KEY", file_b, 1);
+    /* the flag beats both variables */
+    assert_status(oc_ctl_cluster_key_load(file_a, &k, src, sizeof(src)), OC_OK);
+    assert_int_equal(k.bytes[0], 0xaa);
+    assert_non_null(strstr(src, "--cluster-key"));
+    /* then the key in the environment, then the file named there */
+    assert_status(oc_ctl_cluster_key_load(NULL, &k, src, sizeof(src)), OC_OK);
+    assert_int_equal(k.bytes[0], 0xcc);
+    setenv("OC_CLUSTER_KEY", "", 1); /* set but empty: unset */
+    assert_status(oc_ctl_cluster_key_load(NULL, &k, src, sizeof(src)), OC_OK);
+    assert_int_equal(k.bytes[0], 0xbb);
+    assert_status(oc_ctl_cluster_key_load(file_a, &k, NULL, 0), OC_OK);
+    assert_int_equal(k.bytes[0], 0xaa);
+    /* an empty flag is a mistake, not the default */
+    assert_status(oc_ctl_cluster_key_load("", &k, NULL, 0), OC_ERR_CTL_KEY);
+    unsetenv("OC_CLUSTER_KEY");
+    unsetenv("OC_AGENT_CLUSTER_KEY");
+    unlink(file_a);
+    unlink(file_b);
+}
+
 /* ----------------------------------------------------------- connection */
 
 static void pair(int sv[2])
@@ -407,6 +461,29 @@ static void test_conn_malformed(void **state)
     }
 }
 
+/* Before authentication a connection takes frames of at most
+ * OC_CTL_PREAUTH_FRAME_MAX: a header announcing 64 KiB is refused before a
+ * byte of its payload is buffered, and the reason names control frames. */
+static void test_conn_preauth_limit(void **state)
+{
+    uint8_t hdr[OC_CTL_HDR_LEN] = {'O', 'C', 'C', '1', 1, 0, 1, 0};
+    oc_ctl_conn_t *c;
+    oc_ctl_msg_t m;
+    int sv[2];
+
+    pair(sv);
+    hdr[8] = 0x00, hdr[9] = 0x00, hdr[10] = 0x01; /* payload 65536 */
+    assert_status(oc_ctl_conn_create(sv[0], "t", &c), OC_OK);
+    oc_ctl_conn_set_max_frame(c, OC_CTL_PREAUTH_FRAME_MAX);
+    assert_int_equal(write(sv[1], hdr, sizeof(hdr)), (ssize_t)sizeof(hdr));
+    assert_status(oc_ctl_conn_read(c, &m), OC_ERR_WIRE_LENGTH);
+    oc_ctl_conn_destroy(c);
+    close(sv[1]);
+    assert_non_null(strstr(oc_ctl_reject_reason(OC_ERR_WIRE_MAGIC),
+                           "control frame"));
+    assert_null(strstr(oc_ctl_reject_reason(OC_ERR_WIRE_MAGIC), "bundle"));
+}
+
 static void test_conn_partial_writes(void **state)
 {
     enum { NMSG = 300 };
@@ -519,12 +596,15 @@ static void exchange(oc_ctl_listener_t *l, const char *connect_to)
     oc_ctl_msg_t m, got;
     char peer[OC_CTL_ADDR_STRLEN];
     int cfd, sfd = -1;
+    oc_guard_params_t gp = {16, 1000, 10};
+    oc_guard_t g;
 
+    oc_guard_init(&g, "test", &gp);
     assert_status(oc_ctl_connect(connect_to, 2000, &cfd), OC_OK);
     for (int i = 0; i < 200; i++) {
         struct pollfd p = {l->fd, POLLIN, 0};
         poll(&p, 1, 10);
-        if (oc_ctl_accept(l, &sfd, peer, sizeof(peer)) == OC_OK)
+        if (oc_ctl_accept(l, &g, &sfd, peer, sizeof(peer)) == OC_OK)
             break;
     }
     assert_true(sfd >= 0);
@@ -690,6 +770,9 @@ int main(void)
         cmocka_unit_test(test_key_hex),
         cmocka_unit_test(test_key_file),
         cmocka_unit_test(test_key_load),
+        cmocka_unit_test(test_key_fifo),
+        cmocka_unit_test(test_cluster_key_precedence),
+        cmocka_unit_test(test_conn_preauth_limit),
         cmocka_unit_test(test_conn_byte_at_a_time),
         cmocka_unit_test(test_conn_malformed),
         cmocka_unit_test(test_conn_partial_writes),

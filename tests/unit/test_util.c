@@ -13,7 +13,15 @@
 #include <cmocka.h>
 
 #include "util/config.h"
+#include "util/guard.h"
 #include "util/log.h"
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
 
 #define assert_status(got, want)                                               \
     do {                                                                       \
@@ -46,6 +54,7 @@ static const struct {
     S(OC_ERR_STATE),
     S(OC_ERR_UNSUPPORTED),
     S(OC_ERR_PEER_FAILED),
+    S(OC_ERR_TRANSPORT_REQUIRED),
     S(OC_ERR_WIRE_TRUNCATED),
     S(OC_ERR_WIRE_MAGIC),
     S(OC_ERR_WIRE_VERSION),
@@ -106,7 +115,7 @@ static void test_status_all_values_listed(void **state)
 static void test_status_unknown(void **state)
 {
     static const int bad[] = {
-        2, 3, -12, -19, -30, 1000, -1000, 0x7fffffff, -0x7fffffff - 1};
+        2, 3, -13, -19, -30, 1000, -1000, 0x7fffffff, -0x7fffffff - 1};
     const char *u = oc_status_string((oc_status_t)bad[0]);
 
     assert_string_equal(u, "OC_ERR_UNKNOWN: unknown status");
@@ -532,6 +541,188 @@ static void test_config_dump_defaults(void **state)
     free(text);
 }
 
+/* ------------------------------------------------- issue #10: hostile use */
+
+/* Run @p fn with stderr (fd 2) going to a file; return what it wrote
+ * (malloc'd). */
+static char *capture_stderr(void (*fn)(void))
+{
+    char path[] = "/tmp/oc-test-log.XXXXXX";
+    int fd = mkstemp(path), saved = dup(2);
+    char *buf;
+    off_t n;
+
+    assert_true(fd >= 0 && saved >= 0);
+    unlink(path);
+    dup2(fd, 2);
+    fn();
+    dup2(saved, 2);
+    close(saved);
+    n = lseek(fd, 0, SEEK_END);
+    buf = calloc(1, (size_t)n + 1);
+    assert_non_null(buf);
+    assert_int_equal(pread(fd, buf, (size_t)n, 0), n);
+    close(fd);
+    return buf;
+}
+
+static size_t count_lines(const char *s, const char *needle)
+{
+    size_t n = 0;
+    for (const char *p = s; (p = strstr(p, needle)) != NULL; p++)
+        n++;
+    return n;
+}
+
+static oc_log_limit_t lim_test = OC_LOG_LIMIT_INIT("test warnings");
+
+static void flood_log(void)
+{
+    for (int i = 0; i < 1000; i++)
+        oc_warn_limited(&lim_test, OC_COMP_AGENT, "peer %d sent junk", i);
+}
+
+static void after_a_second(void)
+{
+    struct timespec ts = {1, 50 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    assert_int_equal(oc_log_limits_flush(), 1);
+}
+
+/* 1,000 peer-caused warnings in a burst print oc_log_rate() lines, then
+ * one summary with the count of the rest (finding 3). */
+static void test_log_rate_limit(void **state)
+{
+    char *out;
+
+    unsetenv("OC_LOG");
+    oc_log_set_rate(0); /* the default */
+    assert_int_equal(oc_log_rate(), 10);
+    out = capture_stderr(flood_log);
+    assert_int_equal(count_lines(out, "sent junk"), 10);
+    assert_int_equal(count_lines(out, "\n"), 10);
+    free(out);
+    assert_int_equal(oc_log_limit_suppressed(&lim_test), 990);
+    out = capture_stderr(after_a_second);
+    assert_non_null(strstr(out, "990 similar messages suppressed"));
+    assert_non_null(strstr(out, "test warnings"));
+    free(out);
+}
+
+/* Cap: the oldest pending connection makes room; settled ones never do.
+ * Deadline: pending ones expire oldest first. */
+static void test_guard_cap_and_deadline(void **state)
+{
+    oc_guard_params_t p = {3, 1000, 100};
+    oc_guard_slot_t s[5], *ev;
+    oc_guard_counters_t c;
+    oc_guard_t g;
+    uint64_t t = 1000000;
+
+    oc_guard_init(&g, "test", &p);
+    for (int i = 0; i < 3; i++) {
+        assert_true(oc_guard_admit(&g, &ev));
+        assert_null(ev);
+        oc_guard_add(&g, &s[i], t + (uint64_t)i);
+    }
+    oc_guard_settle(&g, &s[0]); /* authenticated */
+    assert_true(oc_guard_admit(&g, &ev));
+    assert_ptr_equal(ev, &s[1]); /* oldest pending, not s[0] */
+    oc_guard_remove(&g, ev);
+    oc_guard_add(&g, &s[3], t + 10);
+    assert_null(oc_guard_expired(&g, t + 999999));
+    assert_ptr_equal(oc_guard_expired(&g, t + 1000002), &s[2]);
+    assert_null(oc_guard_expired(&g, t + 1000002));
+    assert_ptr_equal(oc_guard_expired(&g, t + 2000000), &s[3]);
+    oc_guard_remove(&g, &s[2]);
+    oc_guard_remove(&g, &s[3]);
+    oc_guard_remove(&g, &s[3]); /* idempotent */
+    assert_int_equal(g.nconns, 1);
+    /* full of settled connections: refused */
+    oc_guard_add(&g, &s[1], t);
+    oc_guard_add(&g, &s[2], t);
+    oc_guard_settle(&g, &s[1]);
+    oc_guard_settle(&g, &s[2]);
+    assert_false(oc_guard_admit(&g, &ev));
+    oc_guard_counters(&g, &c);
+    assert_int_equal(c.evicted, 1);
+    assert_int_equal(c.refused, 1);
+    assert_int_equal(c.expired, 2);
+    assert_int_equal(oc_guard_wait_ms(&g, t, 100), 100);
+}
+
+/* Out of descriptors: accept fails with EMFILE, and the listener is left
+ * alone for the back-off instead of being retried at once (finding 1). */
+static void test_guard_emfile_backoff(void **state)
+{
+    oc_guard_params_t p = {16, 1000, 200};
+    struct sockaddr_un sun = {.sun_family = AF_UNIX};
+    struct rlimit rl, low;
+    oc_guard_counters_t c;
+    oc_guard_t g;
+    int lfd, cfd, fd = -1, probe, wait = -1;
+    uint64_t now;
+
+    oc_guard_init(&g, "test", &p);
+    snprintf(sun.sun_path + 1, sizeof(sun.sun_path) - 1, "oc-guard-%d",
+             (int)getpid()); /* abstract: nothing to clean up */
+    lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    assert_int_equal(bind(lfd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+    assert_int_equal(listen(lfd, 4), 0);
+    cfd = socket(AF_UNIX, SOCK_STREAM, 0);
+    assert_int_equal(connect(cfd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+    /* no descriptor left: the lowest free number becomes the limit */
+    probe = dup(0);
+    close(probe);
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+    low = rl;
+    low.rlim_cur = (rlim_t)probe;
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+    assert_status(oc_guard_accept(&g, lfd, &fd, NULL, NULL),
+                  OC_ERR_NO_RESOURCE);
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
+    now = oc_guard_now_us();
+    assert_false(oc_guard_listen_ok(&g, now, &wait));
+    assert_true(wait > 0 && wait <= 200);
+    assert_true(oc_guard_listen_ok(&g, now + 201000, NULL));
+    oc_guard_counters(&g, &c);
+    assert_int_equal(c.backoffs, 1);
+    /* with descriptors back, the waiting connection is taken */
+    assert_status(oc_guard_accept(&g, lfd, &fd, NULL, NULL), OC_OK);
+    close(fd);
+    close(cfd);
+    close(lfd);
+}
+
+/* A misspelt OC_ variable is reported, with the setting it resembles. */
+static void check_env(void)
+{
+    static const char *const also[] = {"OC_UTEST_OTHER", NULL};
+    int saved;
+
+    oc_log_enabled(OC_COMP_UTIL, OC_LOG_WARN); /* initialised */
+    saved = oc__log_levels[OC_COMP_UTIL];
+    oc__log_levels[OC_COMP_UTIL] = OC_LOG_WARN; /* main() quietens util */
+    setenv("OC_UTEST_CUONT", "3", 1);
+    setenv("OC_UTEST_OTHER", "1", 1);
+    setenv("OC_UTEST_ZZZZZZZZZZZZ", "1", 1);
+    assert_int_equal(oc_config_check_env(table, "UTEST_", also), 2);
+    unsetenv("OC_UTEST_CUONT");
+    unsetenv("OC_UTEST_OTHER");
+    unsetenv("OC_UTEST_ZZZZZZZZZZZZ");
+    oc__log_levels[OC_COMP_UTIL] = saved;
+}
+
+static void test_config_unknown_env(void **state)
+{
+    char *out = capture_stderr(check_env);
+    assert_non_null(strstr(out, "OC_UTEST_CUONT, ignored (did you mean "
+                                "OC_UTEST_COUNT?)"));
+    assert_non_null(strstr(out, "OC_UTEST_ZZZZZZZZZZZZ, ignored"));
+    assert_null(strstr(out, "OC_UTEST_OTHER"));
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -550,6 +741,10 @@ int main(void)
         cmocka_unit_test_setup(test_config_set, clear_env),
         cmocka_unit_test_setup(test_config_dump, clear_env),
         cmocka_unit_test_setup(test_config_dump_defaults, clear_env),
+        cmocka_unit_test(test_log_rate_limit),
+        cmocka_unit_test(test_guard_cap_and_deadline),
+        cmocka_unit_test(test_guard_emfile_backoff),
+        cmocka_unit_test_setup(test_config_unknown_env, clear_env),
     };
     /* bad values are logged at error level; keep the test output short */
     setenv("OC_LOG", "util:error", 0);

@@ -1,0 +1,326 @@
+/*
+ * agent_metrics.c — offcored's Prometheus metrics: the callback the /metrics
+ * server (src/metrics/http.c) calls on its own thread, once per scrape.  It
+ * reads the routers' counters (their own atomics), the copy of the job
+ * table the control thread publishes under pub_mu, and atomic counters.
+ */
+#include "agent_int.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+void oc__ag_publish_jobs(agent_t *a)
+{
+    uint32_t n = 0;
+    pthread_mutex_lock(&a->pub_mu);
+    for (oc_ajob_t *j = a->jobs.head; j != NULL && n < 64; j = j->next, n++) {
+        a->pub[n].job = j->id;
+        a->pub[n].size = j->size;
+        a->pub[n].nlocal = j->nlocal;
+    }
+    a->npub = n;
+    pthread_mutex_unlock(&a->pub_mu);
+}
+
+/* ---- metrics -------------------------------------------------------- */
+
+#define LBL(n, v) ((oc_prom_label_t){n, v})
+
+/* Node @p n's counters, summed over the routing threads. */
+static void peer_sum(const agent_t *a, uint32_t n, oc_router_peer_counters_t *sum)
+{
+    oc_router_peer_counters_t pc;
+    memset(sum, 0, sizeof(*sum));
+    for (uint32_t r = 0; r < a->nrouters; r++) {
+        oc_router_peer_counters(a->routers[r], n, &pc);
+        sum->bundles_in += pc.bundles_in;
+        sum->bundles_out += pc.bundles_out;
+        sum->bytes_in += pc.bytes_in;
+        sum->bytes_out += pc.bytes_out;
+        sum->msgs_in += pc.msgs_in;
+        sum->msgs_out += pc.msgs_out;
+        sum->blocked += pc.blocked;
+    }
+}
+
+/* Admission (util/guard.h) of both servers: what hostile or careless
+ * clients cost, and whether the cap or the deadline bites. */
+static void guard_metrics(agent_t *a, oc_prom_t *p)
+{
+    static const char *const outcome[] = {"accepted", "evicted", "refused",
+                                          "expired"};
+    oc_guard_counters_t gc[2];
+    const char *server[2] = {"control", "metrics"};
+    oc_prom_label_t l[2];
+    int ns = a->metrics != NULL ? 2 : 1;
+
+    oc_guard_counters(&a->guard, &gc[0]);
+    if (ns == 2)
+        oc_metrics_server_counters(a->metrics, &gc[1]);
+    oc_prom_family(p, "offcore_connections_total",
+                   "Connections to the agent's servers, by outcome: "
+                   "accepted; evicted (pending, closed to make room at the "
+                   "cap); refused (cap reached); expired (handshake or "
+                   "request deadline)", OC_PROM_COUNTER);
+    for (int k = 0; k < ns; k++) {
+        const uint64_t *v = &gc[k].accepted;
+        l[0] = LBL("server", server[k]);
+        for (int o = 0; o < 4; o++) {
+            l[1] = LBL("outcome", outcome[o]);
+            oc_prom_sample(p, "offcore_connections_total", l, 2, v[o]);
+        }
+    }
+    oc_prom_family(p, "offcore_accept_backoffs_total",
+                   "Times accept failed for want of descriptors or memory "
+                   "and the server paused its listener", OC_PROM_COUNTER);
+    for (int k = 0; k < ns; k++) {
+        l[0] = LBL("server", server[k]);
+        oc_prom_sample(p, "offcore_accept_backoffs_total", l, 1,
+                       gc[k].backoffs);
+    }
+}
+
+static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
+{
+    agent_t *a = arg;
+    oc_router_counters_t rc[OC_AGENT_MAX_THREADS];
+    oc_router_job_counters_t jc[64];
+    char node[16], v[32], t[16];
+    oc_prom_label_t l[2];
+
+    snprintf(node, sizeof(node), "%u", a->node);
+    oc_prom_family(p, "offcore_agent_info", "This agent", OC_PROM_GAUGE);
+    l[0] = LBL("node", node);
+    l[1] = LBL("version", "0.1");
+    oc_prom_sample(p, "offcore_agent_info", l, 2, 1);
+    oc_prom_family(p, "offcore_agent_uptime_seconds", "Seconds since start",
+                   OC_PROM_GAUGE);
+    oc_prom_sample_f64(p, "offcore_agent_uptime_seconds", NULL, 0,
+                       (double)(oc_guard_now_us() - a->start_us) / 1e6);
+    oc_prom_family(p, "offcore_job_ranks", "Ranks of the job on this node",
+                   OC_PROM_GAUGE);
+    pthread_mutex_lock(&a->pub_mu);
+    for (uint32_t i = 0; i < a->npub; i++) {
+        snprintf(v, sizeof(v), "%u", a->pub[i].job);
+        l[0] = LBL("job", v);
+        oc_prom_sample(p, "offcore_job_ranks", l, 1, a->pub[i].nlocal);
+    }
+    pthread_mutex_unlock(&a->pub_mu);
+
+    /* per job, summed over routers */
+    struct { uint32_t job; oc_router_job_counters_t s; } jobs[64];
+    uint32_t nj = 0;
+    for (uint32_t r = 0; r < a->nrouters; r++) {
+        uint32_t n = oc_router_job_counters(a->routers[r], jc, 64);
+        for (uint32_t i = 0; i < n && i < 64; i++) {
+            uint32_t k = 0;
+            while (k < nj && jobs[k].job != jc[i].job)
+                k++;
+            if (k == nj) {
+                if (nj == 64)
+                    continue;
+                memset(&jobs[nj], 0, sizeof(jobs[nj]));
+                jobs[nj++].job = jc[i].job;
+            }
+            jobs[k].s.msgs_in += jc[i].msgs_in;
+            jobs[k].s.msgs_out += jc[i].msgs_out;
+            jobs[k].s.bytes_in += jc[i].bytes_in;
+            jobs[k].s.bytes_out += jc[i].bytes_out;
+            jobs[k].s.bundles_in += jc[i].bundles_in;
+            jobs[k].s.bundles_out += jc[i].bundles_out;
+            jobs[k].s.rejects += jc[i].rejects;
+        }
+    }
+    static const struct { const char *name, *help; size_t in, out; } jf[] = {
+        {"offcore_job_messages_total", "Messages routed for the job",
+         offsetof(oc_router_job_counters_t, msgs_in),
+         offsetof(oc_router_job_counters_t, msgs_out)},
+        {"offcore_job_bytes_total", "Bundle bytes of the job",
+         offsetof(oc_router_job_counters_t, bytes_in),
+         offsetof(oc_router_job_counters_t, bytes_out)},
+        {"offcore_job_bundles_total", "Bundles of the job",
+         offsetof(oc_router_job_counters_t, bundles_in),
+         offsetof(oc_router_job_counters_t, bundles_out)},
+    };
+    for (size_t f = 0; f < 3; f++) {
+        oc_prom_family(p, jf[f].name, jf[f].help, OC_PROM_COUNTER);
+        for (uint32_t k = 0; k < nj; k++) {
+            snprintf(v, sizeof(v), "%u", jobs[k].job);
+            l[0] = LBL("job", v);
+            l[1] = LBL("dir", "in");
+            oc_prom_sample(p, jf[f].name, l, 2,
+                           *(uint64_t *)((char *)&jobs[k].s + jf[f].in));
+            l[1] = LBL("dir", "out");
+            oc_prom_sample(p, jf[f].name, l, 2,
+                           *(uint64_t *)((char *)&jobs[k].s + jf[f].out));
+        }
+    }
+    oc_prom_family(p, "offcore_job_rejects_total",
+                   "Bundles of the job rejected", OC_PROM_COUNTER);
+    for (uint32_t k = 0; k < nj; k++) {
+        snprintf(v, sizeof(v), "%u", jobs[k].job);
+        l[0] = LBL("job", v);
+        oc_prom_sample(p, "offcore_job_rejects_total", l, 1, jobs[k].s.rejects);
+    }
+
+    /* per peer node, summed over routers: what crossed the network */
+    static const struct { const char *name, *help; size_t in, out; } pf[] = {
+        {"offcore_peer_bundles_total", "Bundles exchanged with the peer node",
+         offsetof(oc_router_peer_counters_t, bundles_in),
+         offsetof(oc_router_peer_counters_t, bundles_out)},
+        {"offcore_peer_bytes_total", "Bundle bytes exchanged with the peer node",
+         offsetof(oc_router_peer_counters_t, bytes_in),
+         offsetof(oc_router_peer_counters_t, bytes_out)},
+        {"offcore_peer_messages_total", "Messages exchanged with the peer node",
+         offsetof(oc_router_peer_counters_t, msgs_in),
+         offsetof(oc_router_peer_counters_t, msgs_out)},
+    };
+    oc_router_peer_counters_t pc;
+    for (size_t f = 0; f < 3; f++) {
+        oc_prom_family(p, pf[f].name, pf[f].help, OC_PROM_COUNTER);
+        for (uint32_t n = 0; n < a->nnodes; n++) {
+            if (n == a->node)
+                continue;
+            peer_sum(a, n, &pc);
+            snprintf(v, sizeof(v), "%u", n);
+            l[0] = LBL("peer", v);
+            l[1] = LBL("dir", "in");
+            oc_prom_sample(p, pf[f].name, l, 2,
+                           *(uint64_t *)((char *)&pc + pf[f].in));
+            l[1] = LBL("dir", "out");
+            oc_prom_sample(p, pf[f].name, l, 2,
+                           *(uint64_t *)((char *)&pc + pf[f].out));
+        }
+    }
+    oc_prom_family(p, "offcore_peer_blocklist_depth",
+                   "Next hops toward the peer node blocked now", OC_PROM_GAUGE);
+    for (uint32_t n = 0; n < a->nnodes; n++) {
+        if (n == a->node)
+            continue;
+        peer_sum(a, n, &pc);
+        snprintf(v, sizeof(v), "%u", n);
+        l[0] = LBL("peer", v);
+        oc_prom_sample(p, "offcore_peer_blocklist_depth", l, 1, pc.blocked);
+    }
+
+    /* per routing thread */
+    for (uint32_t r = 0; r < a->nrouters; r++)
+        oc_router_counters(a->routers[r], &rc[r]);
+    oc_prom_family(p, "offcore_thread_messages_total",
+                   "Messages routed by the thread", OC_PROM_COUNTER);
+    for (uint32_t r = 0; r < a->nrouters; r++) {
+        snprintf(t, sizeof(t), "%u", r);
+        l[0] = LBL("thread", t);
+        oc_prom_sample(p, "offcore_thread_messages_total", l, 1, rc[r].msgs);
+    }
+    oc_prom_family(p, "offcore_thread_bundles_total",
+                   "Bundles received and sent by the thread", OC_PROM_COUNTER);
+    for (uint32_t r = 0; r < a->nrouters; r++) {
+        snprintf(t, sizeof(t), "%u", r);
+        l[0] = LBL("thread", t);
+        l[1] = LBL("dir", "in");
+        oc_prom_sample(p, "offcore_thread_bundles_total", l, 2, rc[r].bundles_in);
+        l[1] = LBL("dir", "out");
+        oc_prom_sample(p, "offcore_thread_bundles_total", l, 2, rc[r].bundles_out);
+    }
+    oc_prom_family(p, "offcore_thread_undeliverable_total",
+                   "Messages for a local rank that had left its (failing) "
+                   "job, dropped", OC_PROM_COUNTER);
+    for (uint32_t r = 0; r < a->nrouters; r++) {
+        snprintf(t, sizeof(t), "%u", r);
+        l[0] = LBL("thread", t);
+        oc_prom_sample(p, "offcore_thread_undeliverable_total", l, 1,
+                       rc[r].undeliverable);
+    }
+    oc_prom_family(p, "offcore_thread_bundles_forwarded_total",
+                   "Bundles sent on whole (all for one rank), not "
+                   "re-aggregated", OC_PROM_COUNTER);
+    for (uint32_t r = 0; r < a->nrouters; r++) {
+        snprintf(t, sizeof(t), "%u", r);
+        l[0] = LBL("thread", t);
+        oc_prom_sample(p, "offcore_thread_bundles_forwarded_total", l, 1,
+                       rc[r].bundles_forwarded);
+    }
+    oc_prom_family(p, "offcore_thread_sleeps_total",
+                   "Times the thread, idle, slept on its UCX worker's event fd",
+                   OC_PROM_COUNTER);
+    for (uint32_t r = 0; r < a->nrouters; r++) {
+        snprintf(t, sizeof(t), "%u", r);
+        l[0] = LBL("thread", t);
+        oc_prom_sample(p, "offcore_thread_sleeps_total", l, 1, rc[r].sleeps);
+    }
+    oc_prom_family(p, "offcore_thread_flushes_total",
+                   "Bundles flushed, by reason", OC_PROM_COUNTER);
+    for (uint32_t r = 0; r < a->nrouters; r++) {
+        static const char *const why[] = {"full", "timeout", "idle", "explicit"};
+        const uint64_t *cnt = &rc[r].flush_full;
+        snprintf(t, sizeof(t), "%u", r);
+        l[0] = LBL("thread", t);
+        for (int k = 0; k < 4; k++) {
+            l[1] = LBL("reason", why[k]);
+            oc_prom_sample(p, "offcore_thread_flushes_total", l, 2, cnt[k]);
+        }
+    }
+    oc_prom_family(p, "offcore_thread_blocklist_depth",
+                   "Next hops held back by back-pressure", OC_PROM_GAUGE);
+    for (uint32_t r = 0; r < a->nrouters; r++) {
+        snprintf(t, sizeof(t), "%u", r);
+        l[0] = LBL("thread", t);
+        oc_prom_sample(p, "offcore_thread_blocklist_depth", l, 1,
+                       rc[r].blocklist_depth);
+    }
+    oc_prom_family(p, "offcore_thread_backlog_bundles",
+                   "Bundles received and not yet routed", OC_PROM_GAUGE);
+    for (uint32_t r = 0; r < a->nrouters; r++) {
+        snprintf(t, sizeof(t), "%u", r);
+        l[0] = LBL("thread", t);
+        oc_prom_sample(p, "offcore_thread_backlog_bundles", l, 1, rc[r].backlog);
+    }
+
+    /* rejects by reason, over all threads */
+    oc_prom_family(p, "offcore_rejects_total",
+                   "Bundles and control messages rejected, by reason",
+                   OC_PROM_COUNTER);
+    for (int k = 0; k < 16; k++) {
+        uint64_t sum = 0;
+        const char *name = oc_status_string((oc_status_t)(OC_ERR_WIRE_TRUNCATED - k));
+        char reason[48];
+        for (uint32_t r = 0; r < a->nrouters; r++)
+            sum += rc[r].reject_wire[k];
+        if (strncmp(name, "OC_ERR_WIRE", 11) != 0)
+            continue;
+        snprintf(reason, sizeof(reason), "%.*s", (int)strcspn(name, ":"), name);
+        l[0] = LBL("reason", reason);
+        oc_prom_sample(p, "offcore_rejects_total", l, 1, sum);
+    }
+    {
+        uint64_t sum = 0;
+        for (uint32_t r = 0; r < a->nrouters; r++)
+            sum += rc[r].reject_unknown_sender;
+        l[0] = LBL("reason", "unknown_sender");
+        oc_prom_sample(p, "offcore_rejects_total", l, 1, sum);
+        l[0] = LBL("reason", "control");
+        oc_prom_sample(p, "offcore_rejects_total", l, 1,
+                       atomic_load(&a->rejects_ctl));
+    }
+    guard_metrics(a, p);
+    return oc_prom_status(p);
+}
+
+oc_status_t oc__ag_metrics_start(agent_t *a)
+{
+    if (!strcmp(a->cfg.metrics, "off"))
+        return OC_OK;
+    oc_guard_params_t gp = {(uint32_t)a->cfg.metrics_max_conns,
+                            (uint32_t)a->cfg.handshake_ms,
+                            (uint32_t)a->cfg.accept_backoff_ms};
+    return oc_metrics_server_start_limited(a->cfg.metrics, &gp, fill_metrics, a,
+                                   &a->metrics);
+}
+
+void oc__ag_metrics_stop(agent_t *a)
+{
+    oc_metrics_server_stop(a->metrics);
+    a->metrics = NULL;
+}

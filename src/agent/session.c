@@ -1,0 +1,545 @@
+/*
+ * session.c — one control connection's life in offcored: the rank
+ * handshake (HELLO -> CHALLENGE -> AUTH -> WELCOME) and the agents' mutual
+ * one (PEER_HELLO, PEER_AUTH), then what each may say once authenticated.
+ * Every message in the wrong state is answered with a named error and the
+ * connection is closed.  Until a connection authenticates it is pending
+ * in the agent's guard (util/guard.h): deadline, eviction at the cap, and
+ * frames of at most OC_CTL_PREAUTH_FRAME_MAX bytes.  Control thread only;
+ * peers are untrusted until their MAC checks out.
+ */
+#include "agent_int.h"
+
+#include "ctl/derive.h"
+
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- ranks ---------------------------------------------------------- */
+
+static const char *state_name(int kind)
+{
+    static const char *const names[] = {
+        "new (expecting HELLO or PEER_HELLO)", "challenged (expecting AUTH)",
+        "rank", "dialled (expecting PEER_HELLO)",
+        "peer-hello (expecting PEER_AUTH)", "peer"};
+    return kind >= 0 && kind <= C_PEER ? names[kind] : "?";
+}
+
+/* Authenticated: no deadline, not evictable, full-size frames. */
+static void settle(agent_t *a, oc_aconn_t *c)
+{
+    oc_guard_settle(&a->guard, &c->slot);
+    oc_ctl_conn_set_max_frame(c->cc, OC_CTL_FRAME_MAX);
+}
+
+static void rank_hello(agent_t *a, oc_aconn_t *c, const oc_ctl_msg_t *m)
+{
+    oc_ctl_msg_t r;
+    uint32_t pid, uid;
+
+    /* On a Unix socket the kernel says who is calling: a HELLO claiming
+     * another process's pid is a lie worth refusing. */
+    if (oc_ctl_peer_cred(oc_ctl_conn_fd(c->cc), &pid, &uid) == OC_OK &&
+        pid != m->u.hello.pid) {
+        a->rejects_ctl++;
+        oc__ag_error(a, c, OC_ERR_CTL_AUTH, "HELLO: pid is not the caller's");
+        c->dead = 1;
+        return;
+    }
+    c->job = m->u.hello.job;
+    c->rank = m->u.hello.rank;
+    c->size = m->u.hello.size;
+    memcpy(c->cnonce, m->u.hello.nonce, sizeof(c->cnonce));
+    c->addr = malloc(m->u.hello.addr.len);
+    if (c->addr == NULL ||
+        oc_ctl_random(c->snonce, sizeof(c->snonce)) != OC_OK) {
+        c->dead = 1;
+        return;
+    }
+    memcpy(c->addr, m->u.hello.addr.data, m->u.hello.addr.len);
+    c->addr_len = m->u.hello.addr.len;
+    memset(&r, 0, sizeof(r));
+    r.type = OC_CTL_CHALLENGE;
+    memcpy(r.u.challenge.nonce, c->snonce, sizeof(c->snonce));
+    oc__ag_send(c, &r);
+    c->kind = C_RANK_AUTH;
+}
+
+static void rank_auth(agent_t *a, oc_aconn_t *c, const oc_ctl_msg_t *m)
+{
+    oc_ctl_key_t key;
+    uint8_t mac[OC_CTL_MAC_LEN];
+    oc_ctl_msg_t r;
+    oc_ajob_t *j;
+    oc_status_t st;
+    uint32_t thread;
+    const void *raddr;
+    size_t raddr_len;
+
+    oc_ctl_job_key(&a->cluster_key, c->job, &key);
+    oc_ctl_rank_mac(&key, c->snonce, c->cnonce, c->job, c->rank, c->size, mac);
+    if (!oc_ctl_mac_equal(mac, m->u.auth.mac)) {
+        oc_ctl_key_clear(&key);
+        a->rejects_ctl++;
+        oc__ag_error(a, c, OC_ERR_CTL_AUTH,
+                   "authentication failed: OC_JOB_KEY is not this job's key "
+                   "(offcore job-key --job ID prints it)");
+        c->dead = 1;
+        return;
+    }
+    c->token = oc_ctl_rank_token(&key, c->snonce, c->cnonce);
+    oc_ctl_key_clear(&key);
+    j = oc_ajob_get(&a->jobs, c->job, c->size, a->nnodes, &st);
+    if (j == NULL) {
+        oc__ag_error(a, c, st, st == OC_ERR_INVALID_PARAM
+                              ? "job size differs from its other ranks'"
+                              : "out of memory");
+        c->dead = 1;
+        return;
+    }
+    if (j->failed || j->ready || j->local[c->rank] != NULL ||
+        oc_ajob_place(j, c->rank, a->node) != OC_OK) {
+        oc__ag_error(a, c, OC_ERR_STATE,
+                   j->failed ? "job has failed"
+                             : "rank already connected (the same OC_RANK "
+                               "twice, or a job id still in use)");
+        c->dead = 1;
+        return;
+    }
+    j->local[c->rank] = c;
+    j->nlocal++;
+    c->kind = C_RANK;
+    settle(a, c);
+    thread = c->rank % a->nrouters;
+    oc_router_address(a->routers[thread], &raddr, &raddr_len);
+    memset(&r, 0, sizeof(r));
+    r.type = OC_CTL_WELCOME;
+    r.u.welcome.node = a->node;
+    r.u.welcome.thread = thread;
+    r.u.welcome.addr.data = raddr;
+    r.u.welcome.addr.len = (uint32_t)raddr_len;
+    oc__ag_send(c, &r);
+    oc_info(OC_COMP_AGENT, "job %u rank %u/%u joined (router %u)", c->job,
+            c->rank, c->size, thread);
+    oc__ag_job_tell_peer(a, j, NULL);
+    oc__ag_job_check_ready(a, j);
+}
+
+static void rank_counts(agent_t *a, oc_aconn_t *c, const oc_ctl_msg_t *m)
+{
+    const __typeof__(m->u.counts) *k = &m->u.counts;
+    oc_ajob_t *j = oc_ajob_find(&a->jobs, c->job);
+    if (j == NULL || k->job != c->job || !j->ready) {
+        oc__ag_error(a, c, OC_ERR_STATE, "COUNTS before the job is ready");
+        return;
+    }
+    if (k->epoch != j->epoch || k->round != j->round || j->sent_up) {
+        oc__ag_error(a, c, OC_ERR_STATE, "COUNTS out of turn");
+        c->dead = 1;
+        return;
+    }
+    j->reported++;
+    j->sum_sent += k->sent;
+    j->sum_delivered += k->delivered;
+    oc__ag_wave_step(a, j);
+}
+
+static void rank_gone(agent_t *a, oc_aconn_t *c)
+{
+    oc_ajob_t *j = oc_ajob_find(&a->jobs, c->job);
+    if (c->kind != C_RANK || j == NULL || j->local[c->rank] != c)
+        return;
+    j->local[c->rank] = NULL;
+    j->nlocal--;
+    if (j->ready)
+        for (uint32_t t = 0; t < a->nrouters; t++)
+            oc_router_del_rank(a->routers[t], j->id, c->rank);
+    if (!c->said_bye) {
+        char why[64];
+        snprintf(why, sizeof(why), "rank %u died", c->rank);
+        oc__ag_job_fail(a, j, why, 1);
+    } else {
+        oc_info(OC_COMP_AGENT, "job %u rank %u left", j->id, c->rank);
+    }
+    if (j->nlocal == 0)
+        oc__ag_job_release(a, j);
+}
+
+/* ---- peers ---------------------------------------------------------- */
+
+static void peer_send_hello(agent_t *a, oc_aconn_t *c)
+{
+    oc_ctl_msg_t m;
+    memset(&m, 0, sizeof(m));
+    m.type = OC_CTL_PEER_HELLO;
+    m.u.peer_hello.node = a->node;
+    m.u.peer_hello.cluster = 0;
+    memcpy(m.u.peer_hello.nonce, c->my_nonce, sizeof(c->my_nonce));
+    oc__ag_send(c, &m);
+}
+
+static void peer_send_auth(agent_t *a, oc_aconn_t *c)
+{
+    oc_ctl_msg_t m;
+    memset(&m, 0, sizeof(m));
+    m.type = OC_CTL_PEER_AUTH;
+    oc_ctl_peer_mac(&a->cluster_key, c->peer_nonce, c->my_nonce, a->node,
+                    m.u.auth.mac);
+    oc__ag_send(c, &m);
+}
+
+static void peer_hello(agent_t *a, oc_aconn_t *c, const oc_ctl_msg_t *m)
+{
+    uint32_t node = m->u.peer_hello.node;
+    if (node >= a->nnodes || node == a->node || a->peer[node] != NULL ||
+        (c->kind == C_PEER_HELLO && node != c->node)) {
+        a->rejects_ctl++;
+        oc__ag_error(a, c, OC_ERR_CTL_VALUE, "PEER_HELLO: bad or duplicate node");
+        c->dead = 1;
+        return;
+    }
+    if (c->kind == C_NEW) /* we were dialled: answer with our nonce */
+        oc_ctl_random(c->my_nonce, sizeof(c->my_nonce));
+    if (!memcmp(m->u.peer_hello.nonce, c->my_nonce, sizeof(c->my_nonce))) {
+        a->rejects_ctl++; /* our own nonce reflected back */
+        oc__ag_error(a, c, OC_ERR_CTL_AUTH, "PEER_HELLO: reflected nonce");
+        c->dead = 1;
+        return;
+    }
+    c->node = node;
+    memcpy(c->peer_nonce, m->u.peer_hello.nonce, sizeof(c->peer_nonce));
+    if (c->kind == C_NEW)
+        peer_send_hello(a, c);
+    peer_send_auth(a, c);
+    c->kind = C_PEER_AUTH;
+}
+
+static void peer_auth(agent_t *a, oc_aconn_t *c, const oc_ctl_msg_t *m)
+{
+    uint8_t mac[OC_CTL_MAC_LEN];
+    oc_ctl_msg_t r;
+
+    oc_ctl_peer_mac(&a->cluster_key, c->my_nonce, c->peer_nonce, c->node, mac);
+    if (!oc_ctl_mac_equal(mac, m->u.auth.mac)) {
+        a->rejects_ctl++;
+        oc__ag_error(a, c, OC_ERR_CTL_AUTH, "peer authentication failed: "
+                                       "a different cluster key");
+        c->dead = 1;
+        return;
+    }
+    if (a->peer[c->node] != NULL) {
+        c->dead = 1;
+        return;
+    }
+    c->authed = 1;
+    c->kind = C_PEER;
+    settle(a, c);
+    a->peer[c->node] = c;
+    memset(&r, 0, sizeof(r));
+    r.type = OC_CTL_PEER_INFO;
+    r.u.peer_info.node = a->node;
+    r.u.peer_info.addrs.count = a->nrouters;
+    for (uint32_t t = 0; t < a->nrouters; t++) {
+        const void *addr;
+        size_t len;
+        oc_router_address(a->routers[t], &addr, &len);
+        r.u.peer_info.addrs.item[t].data = addr;
+        r.u.peer_info.addrs.item[t].len = (uint32_t)len;
+    }
+    oc__ag_send(c, &r);
+    for (oc_ajob_t *j = a->jobs.head; j != NULL; j = j->next)
+        oc__ag_job_tell_peer(a, j, c);
+    oc_info(OC_COMP_AGENT, "peer node %u authenticated", c->node);
+}
+
+static void peer_info(agent_t *a, oc_aconn_t *c, const oc_ctl_msg_t *m)
+{
+    const oc_ctl_addrs_t *ad = &m->u.peer_info.addrs;
+    uint64_t send_token, recv_token;
+
+    if (m->u.peer_info.node != c->node || ad->count == 0) {
+        oc__ag_error(a, c, OC_ERR_CTL_VALUE, "PEER_INFO: bad content");
+        c->dead = 1;
+        return;
+    }
+    send_token = oc_ctl_peer_token(&a->cluster_key, c->my_nonce, c->peer_nonce,
+                                   a->node);
+    recv_token = oc_ctl_peer_token(&a->cluster_key, c->peer_nonce, c->my_nonce,
+                                   c->node);
+    for (uint32_t t = 0; t < a->nrouters; t++) {
+        uint32_t k = t % ad->count;
+        oc_router_add_peer(a->routers[t], c->node, send_token, recv_token,
+                           ad->item[k].data, ad->item[k].len);
+    }
+}
+
+static void peer_job_ranks(agent_t *a, oc_aconn_t *c, const oc_ctl_msg_t *m)
+{
+    const __typeof__(m->u.job_ranks) *jr = &m->u.job_ranks;
+    oc_status_t st;
+    oc_ajob_t *j;
+
+    if (jr->node != c->node) {
+        oc__ag_error(a, c, OC_ERR_INVALID_PARAM, "JOB_RANKS for another node");
+        return;
+    }
+    j = oc_ajob_get(&a->jobs, jr->job, jr->size, a->nnodes, &st);
+    if (j == NULL) {
+        oc__ag_error(a, c, st, "JOB_RANKS: job size disagrees");
+        return;
+    }
+    for (uint32_t i = 0; i < jr->ranks.count; i++)
+        if (oc_ajob_place(j, oc_ctl_u32s_get(&jr->ranks, i), c->node) !=
+            OC_OK) {
+            oc__ag_job_fail(a, j, "a rank joined on two nodes", 1);
+            return;
+        }
+    oc__ag_job_check_ready(a, j);
+}
+
+static void peer_wave(agent_t *a, oc_aconn_t *c, const oc_ctl_msg_t *m)
+{
+    const __typeof__(m->u.counts) *k = &m->u.counts;
+    oc_ajob_t *j = oc_ajob_find(&a->jobs, m->type == OC_CTL_QUIESCE_DONE
+                                              ? m->u.quiesce_done.job
+                                              : k->job);
+    uint32_t idx;
+    if (j == NULL)
+        return;
+    if (m->type == OC_CTL_COUNTS && oc_ajob_is_child(j, c->node, &idx)) {
+        j->child[idx].valid = 1;
+        j->child[idx].epoch = k->epoch;
+        j->child[idx].round = k->round;
+        j->child[idx].sent = k->sent;
+        j->child[idx].delivered = k->delivered;
+    } else if (c->node == j->parent && m->type == OC_CTL_COUNTS_REQ) {
+        j->down.valid = 1;
+        j->down.epoch = k->epoch;
+        j->down.round = k->round - 1;
+        j->down_verdict = 0;
+    } else if (c->node == j->parent && m->type == OC_CTL_QUIESCE_DONE) {
+        j->down.valid = 1;
+        j->down.epoch = m->u.quiesce_done.epoch;
+        j->down.round = j->round;
+        j->down_verdict = 1;
+    } else {
+        oc__ag_error(a, c, OC_ERR_STATE, "wave message from a node not adjacent");
+        return;
+    }
+    oc__ag_wave_step(a, j);
+}
+
+static void peer_gone(agent_t *a, oc_aconn_t *c)
+{
+    char why[64];
+    if (c->kind != C_PEER || a->peer[c->node] != c)
+        return;
+    a->peer[c->node] = NULL;
+    for (uint32_t t = 0; t < a->nrouters; t++)
+        oc_router_del_peer(a->routers[t], c->node);
+    snprintf(why, sizeof(why), "the agent of node %u went away", c->node);
+    for (oc_ajob_t *j = a->jobs.head; j != NULL; j = j->next)
+        if (j->node_ranks[c->node] > 0)
+            oc__ag_job_fail(a, j, why, 0);
+    a->next_dial_us[c->node] = oc_guard_now_us() + 1000000;
+    oc_warn(OC_COMP_AGENT, "%s", why);
+}
+
+/* ---- dispatch ------------------------------------------------------- */
+
+static void on_message(agent_t *a, oc_aconn_t *c, const oc_ctl_msg_t *m)
+{
+    oc_ajob_t *j;
+
+    switch (c->kind) {
+    case C_NEW:
+        if (m->type == OC_CTL_HELLO)
+            rank_hello(a, c, m);
+        else if (m->type == OC_CTL_PEER_HELLO)
+            peer_hello(a, c, m);
+        else
+            goto unexpected;
+        return;
+    case C_RANK_AUTH:
+        if (m->type != OC_CTL_AUTH)
+            goto unexpected;
+        rank_auth(a, c, m);
+        return;
+    case C_RANK:
+        if (m->type == OC_CTL_COUNTS)
+            rank_counts(a, c, m);
+        else if (m->type == OC_CTL_BYE)
+            c->said_bye = 1;
+        else
+            goto unexpected;
+        return;
+    case C_PEER_HELLO:
+        if (m->type != OC_CTL_PEER_HELLO)
+            goto unexpected;
+        peer_hello(a, c, m);
+        return;
+    case C_PEER_AUTH:
+        if (m->type != OC_CTL_PEER_AUTH)
+            goto unexpected;
+        peer_auth(a, c, m);
+        return;
+    case C_PEER:
+        switch (m->type) {
+        case OC_CTL_PEER_INFO: peer_info(a, c, m); return;
+        case OC_CTL_JOB_RANKS: peer_job_ranks(a, c, m); return;
+        case OC_CTL_COUNTS:
+        case OC_CTL_COUNTS_REQ:
+        case OC_CTL_QUIESCE_DONE: peer_wave(a, c, m); return;
+        case OC_CTL_JOB_FAIL:
+            if ((j = oc_ajob_find(&a->jobs, m->u.job_fail.job)) != NULL)
+                oc__ag_job_fail(a, j, "failed on another node", 0);
+            return;
+        case OC_CTL_BYE: return;
+        default: goto unexpected;
+        }
+    }
+unexpected:
+    if (m->type == OC_CTL_BYE) {
+        /* a client that gave up mid-handshake (its own timeout) says
+         * goodbye: nothing unexpected about that */
+        oc_debug(OC_COMP_AGENT, "%s: left during its handshake (%s)",
+                 oc_ctl_conn_name(c->cc), state_name(c->kind));
+        c->dead = 1;
+        return;
+    }
+    a->rejects_ctl++;
+    {
+        char text[96];
+        snprintf(text, sizeof(text), "unexpected %s in state %s",
+                 oc_ctl_type_name((int)m->type), state_name(c->kind));
+        oc__ag_error(a, c, OC_ERR_STATE, text);
+    }
+    c->dead = 1;
+}
+
+oc_aconn_t *oc__ag_conn_add(agent_t *a, int fd, int kind, const char *name)
+{
+    oc_guard_slot_t *evict;
+    oc_aconn_t *c;
+
+    if (!oc_guard_admit(&a->guard, &evict)) {
+        close(fd);
+        return NULL;
+    }
+    if (evict != NULL) /* the oldest pending one makes room, now */
+        oc__ag_conn_close(a, oc__ag_conn_of(evict));
+    c = calloc(1, sizeof(*c));
+    if (c == NULL || oc_ctl_conn_create(fd, name, &c->cc) != OC_OK) {
+        free(c);
+        close(fd);
+        return NULL;
+    }
+    oc_guard_add(&a->guard, &c->slot, oc_guard_now_us());
+    oc_ctl_conn_set_max_frame(c->cc, OC_CTL_PREAUTH_FRAME_MAX);
+    c->kind = kind;
+    c->next = a->conns;
+    a->conns = c;
+    return c;
+}
+
+void oc__ag_conn_close(agent_t *a, oc_aconn_t *c)
+{
+    for (oc_aconn_t **pp = &a->conns; *pp != NULL; pp = &(*pp)->next)
+        if (*pp == c) {
+            *pp = c->next;
+            break;
+        }
+    oc__ag_conn_drop(a, c);
+}
+
+void oc__ag_conn_expire(agent_t *a, oc_aconn_t *c)
+{
+    char text[96], scratch[OC_CTL_MAX_TEXT];
+    oc_ctl_msg_t m;
+
+    snprintf(text, sizeof(text), "handshake not completed within %u ms",
+             a->guard.p.deadline_ms);
+    oc_ctl_set_error(&m, OC_ERR_CTL_TIMEOUT, text, scratch);
+    oc__ag_send(c, &m); /* the guard logged it, rate-limited */
+    oc_ctl_conn_flush(c->cc);
+    c->dead = 1;
+}
+
+void oc__ag_conn_drop(agent_t *a, oc_aconn_t *c)
+{
+    oc_guard_remove(&a->guard, &c->slot);
+    if (c->kind == C_RANK)
+        rank_gone(a, c);
+    else if (c->kind == C_PEER)
+        peer_gone(a, c);
+    oc_ctl_conn_destroy(c->cc);
+    free(c->addr);
+    free(c);
+}
+
+void oc__ag_dial_peers(agent_t *a)
+{
+    uint64_t now = oc_guard_now_us();
+    /* The lower node dials: one connection per pair. */
+    for (uint32_t n = a->node + 1; n < a->nnodes; n++) {
+        int fd;
+        oc_aconn_t *c;
+        int pending = 0;
+        if (a->peer[n] != NULL || now < a->next_dial_us[n])
+            continue;
+        for (c = a->conns; c != NULL; c = c->next)
+            if ((c->kind == C_PEER_HELLO || c->kind == C_PEER_AUTH) &&
+                c->node == n)
+                pending = 1;
+        if (pending)
+            continue;
+        a->next_dial_us[n] = now + 1000000;
+        if (oc_ctl_connect(a->node_addr[n], 200, &fd) != OC_OK)
+            continue; /* retried each second */
+        c = oc__ag_conn_add(a, fd, C_PEER_HELLO, a->node_addr[n]);
+        if (c == NULL)
+            continue;
+        c->node = n;
+        oc_ctl_random(c->my_nonce, sizeof(c->my_nonce));
+        peer_send_hello(a, c);
+    }
+}
+
+void oc__ag_conn_io(agent_t *a, oc_aconn_t *c, short revents)
+{
+    oc_ctl_msg_t m;
+    oc_status_t st;
+
+    if (c->dead) /* evicted earlier in this round */
+        return;
+    if (revents & POLLOUT)
+        if (oc_ctl_conn_flush(c->cc) < 0)
+            c->dead = 1;
+    if (revents & (POLLIN | POLLHUP | POLLERR)) {
+        for (;;) {
+            st = oc_ctl_conn_read(c->cc, &m);
+            if (st == OC_INPROGRESS)
+                break;
+            if (st != OC_OK) {
+                if (st != OC_ERR_PEER_FAILED) {
+                    a->rejects_ctl++;
+                    oc_warn_limited(&a->lim_bad, OC_COMP_AGENT,
+                                    "control: %s: malformed frame, "
+                                    "connection closed: %s",
+                                    oc_ctl_conn_name(c->cc),
+                                    oc_ctl_reject_reason(st));
+                }
+                c->dead = 1;
+                break;
+            }
+            on_message(a, c, &m);
+            if (c->dead)
+                break;
+        }
+    }
+    oc_ctl_conn_flush(c->cc);
+}

@@ -1,0 +1,142 @@
+/*
+ * guard.h — the one admission policy of offcored's servers (the control
+ * socket, src/agent, and the /metrics endpoint, src/metrics/http.c): who may
+ * hold a connection, for how long before proving itself, and what the
+ * server does when the process runs out of descriptors.
+ *
+ *   accept   oc_guard_accept() wraps accept4().  EMFILE / ENFILE / ENOBUFS /
+ *            ENOMEM do not spin: the listener is left out of poll() for a
+ *            back-off period (oc_guard_listen_ok()), the event is counted
+ *            and logged rate-limited.  A listener that stays readable while
+ *            accept fails would otherwise be retried at once, forever.  A
+ *            server that can free a descriptor itself (oc_guard_shed(): the
+ *            oldest pending connection) does so and oc_guard_resume()s.
+ *   cap      at most max_conns connections.  A newcomer over the cap takes
+ *            the place of the oldest connection still *pending* (not yet
+ *            authenticated, or not yet a whole HTTP request): a flood of
+ *            idle sockets can delay a real client by one round trip, never
+ *            lock it out.  With nothing pending it is refused (closed).
+ *   deadline a pending connection must settle (finish its handshake, or
+ *            send its whole request) within deadline_ms of arriving — a
+ *            deadline for the whole exchange, not per byte, so a client
+ *            trickling one byte a second gains nothing.
+ *
+ * The guard keeps no sockets: servers embed an oc_guard_slot_t in their
+ * connection objects, tell the guard when a connection arrives, settles
+ * and leaves, and close what oc_guard_expired() / oc_guard_admit() name.
+ *
+ * Threading: one guard is used by one thread (the server's loop), except
+ * the counters, which any thread may read (relaxed atomics).
+ */
+#ifndef OC_UTIL_GUARD_H
+#define OC_UTIL_GUARD_H
+
+#include <offcore/offcore.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "log.h"
+
+typedef struct {
+    uint32_t max_conns;   /* cap on open connections (>= 1) */
+    uint32_t deadline_ms; /* pending connections must settle by then */
+    uint32_t backoff_ms;  /* listener left alone after EMFILE & co */
+} oc_guard_params_t;
+
+/** Counters since start (read with oc_guard_counters()). */
+typedef struct {
+    uint64_t accepted;  /* connections taken in */
+    uint64_t evicted;   /* pending ones closed to make room (cap) */
+    uint64_t refused;   /* newcomers closed: cap reached, none pending */
+    uint64_t expired;   /* pending ones closed at their deadline */
+    uint64_t backoffs;  /* accept failed for want of descriptors/memory */
+} oc_guard_counters_t;
+
+typedef struct oc_guard_slot {
+    uint64_t              deadline_us; /* pending: when it must settle */
+    struct oc_guard_slot *prev, *next; /* pending list, oldest first */
+    bool                  pending;
+    bool                  counted;
+} oc_guard_slot_t;
+
+typedef struct {
+    oc_guard_params_t p;
+    const char       *name;       /* "control", "metrics": for the logs */
+    uint32_t          nconns;
+    oc_guard_slot_t  *head, *tail; /* pending, oldest first */
+    uint64_t          paused_until_us;
+    _Atomic uint64_t  c[5];        /* oc_guard_counters_t, in order */
+    oc_log_limit_t    lim_accept, lim_cap, lim_expire;
+} oc_guard_t;
+
+/** Monotonic microseconds (the guard's clock). */
+uint64_t oc_guard_now_us(void);
+
+/** Set up @p g; @p name must outlive it.  Values of 0 in @p p become 1. */
+void oc_guard_init(oc_guard_t *g, const char *name, const oc_guard_params_t *p);
+
+/** Whether to poll the listener now.  When not, *wait_ms (if not NULL) is
+ *  lowered to the time left in the back-off. */
+bool oc_guard_listen_ok(oc_guard_t *g, uint64_t now, int *wait_ms);
+
+/**
+ * accept4() one connection from @p lfd (SOCK_NONBLOCK | SOCK_CLOEXEC).
+ * @return OC_OK and *fd_out (and the address in @p ss / @p sl when not
+ *   NULL); OC_INPROGRESS nothing waiting (or an aborted connection);
+ *   OC_ERR_NO_RESOURCE out of descriptors or memory: the guard now backs
+ *   off (counted, logged rate-limited); OC_ERR_TRANSPORT another error
+ *   (logged rate-limited).
+ */
+oc_status_t oc_guard_accept(oc_guard_t *g, int lfd, int *fd_out,
+                            struct sockaddr_storage *ss, socklen_t *sl);
+
+/**
+ * Make room for a newcomer.  @return true when it may be added (then call
+ * oc_guard_add()); *evict_out is the pending slot the caller must close
+ * first (NULL when there was room).  false: refuse it (counted, logged
+ * rate-limited); the caller closes the newcomer.
+ */
+bool oc_guard_admit(oc_guard_t *g, oc_guard_slot_t **evict_out);
+
+/** A connection arrived: counted, pending, deadline from @p now. */
+void oc_guard_add(oc_guard_t *g, oc_guard_slot_t *s, uint64_t now);
+/** It proved itself: no deadline, no longer evictable. */
+void oc_guard_settle(oc_guard_t *g, oc_guard_slot_t *s);
+/** Pending again (HTTP: the next request on a kept-alive connection). */
+void oc_guard_rearm(oc_guard_t *g, oc_guard_slot_t *s, uint64_t now);
+/** It left (closed for whatever reason).  Idempotent. */
+void oc_guard_remove(oc_guard_t *g, oc_guard_slot_t *s);
+
+/** The oldest pending slot whose deadline has passed, or NULL.  Counted
+ *  and logged (rate-limited) as expired; the caller closes it and calls
+ *  oc_guard_remove(). */
+oc_guard_slot_t *oc_guard_expired(oc_guard_t *g, uint64_t now);
+
+/** The oldest pending slot, unlinked and counted as evicted, or NULL: for
+ *  a server that must shed connections (poll() refusing more descriptors
+ *  than RLIMIT_NOFILE after the limit was lowered under it).  The caller
+ *  closes it and calls oc_guard_remove(). */
+oc_guard_slot_t *oc_guard_shed(oc_guard_t *g);
+
+/** Leave the listener alone for the back-off from @p now (what an accept
+ *  failing with EMFILE does; also for a server that finds out otherwise). */
+void oc_guard_pause(oc_guard_t *g, uint64_t now);
+
+/** End a back-off early (the server freed a descriptor itself). */
+void oc_guard_resume(oc_guard_t *g);
+
+/** Milliseconds until the next deadline or the end of the back-off, at
+ *  most @p cap_ms (for a poll() timeout). */
+int oc_guard_wait_ms(const oc_guard_t *g, uint64_t now, int cap_ms);
+
+void oc_guard_counters(const oc_guard_t *g, oc_guard_counters_t *out);
+
+/** The cap a server can keep with its descriptor limit: @p wanted, lowered
+ *  to 3/4 of RLIMIT_NOFILE (the rest is for UCX, ranks' endpoints, files)
+ *  when the limit is lower.  *nofile_out: the limit (soft, after raising
+ *  it to the hard limit, which this also does). */
+uint32_t oc_guard_fit_nofile(uint32_t wanted, uint64_t *nofile_out);
+
+#endif

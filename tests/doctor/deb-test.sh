@@ -1,0 +1,89 @@
+#!/bin/sh
+# deb-test.sh SOURCE_DIR BUILD_DIR — `make deb`, then install the packages
+# with dpkg -i into a throwaway root (an overlay of this machine's own
+# root, in a private mount namespace: nothing changes on the machine) and
+# run jobs from the installed files only: histogram on 2 ranks inline and
+# through the installed offcored, `offcore doctor`, a program built with
+# the installed headers and pkg-config file.  Exit 0 PASS, 1 FAIL, 77 SKIP.
+set -u
+SRC=${1:?usage: deb-test.sh SOURCE_DIR BUILD_DIR}
+B=${2:?build dir}
+[ "$(id -u)" = 0 ] || { echo "SKIP: needs root (mount namespace, overlay)"; exit 77; }
+for t in unshare chroot dpkg-buildpackage dh mpirun; do
+    command -v $t >/dev/null || { echo "SKIP: no $t"; exit 77; }
+done
+OUT=$B/deb-test
+sh "$SRC/debian/make-deb.sh" "$OUT" > "$OUT.log" 2>&1 || {
+    tail -30 "$OUT.log"; echo "FAIL: make deb"; exit 1; }
+T=$(mktemp -d /tmp/oc-deb-XXXXXX)
+trap 'rm -rf "$T"' EXIT
+mkdir -p "$T/upper" "$T/work" "$T/root" "$T/upper/tmp/debs"
+cp "$OUT"/liboffcore0_*.deb "$OUT"/liboffcore-dev_*.deb "$OUT"/offcore_*.deb \
+   "$OUT"/offcore-apps_*.deb "$T/upper/tmp/debs/"
+
+cat > "$T/upper/tmp/inside.sh" <<'INSIDE'
+set -eu
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 UCX_TLS=sm,self
+fail() { echo "FAIL: $*"; exit 1; }
+dpkg -i /tmp/debs/*.deb >/tmp/dpkg.log 2>&1 || { cat /tmp/dpkg.log; fail "dpkg -i"; }
+for f in /usr/bin/offcore /usr/sbin/offcored /usr/libexec/offcore/histogram \
+         /usr/lib/systemd/system/offcored.service /etc/offcore/offcored.env \
+         /usr/include/offcore/offcore.h; do
+    [ -e "$f" ] || fail "$f not installed"
+done
+for f in histogram sssp triangle bench-memcpy; do
+    [ -e /usr/bin/$f ] && fail "/usr/bin/$f is on everyone's PATH"
+done
+man -w offcore-doctor >/dev/null 2>&1 || [ -e /usr/share/man/man1/offcore-doctor.1.gz ] ||
+    fail "no man page offcore-doctor"
+ldd /usr/libexec/offcore/histogram | grep -Eq "liboffcore.so.0 => (/usr)?/lib/x86_64-linux-gnu/liboffcore.so.0" ||
+    fail "histogram does not use the installed liboffcore"
+out=$(mpirun --allow-run-as-root --oversubscribe -np 2 --bind-to none \
+      -x OC_PLACEMENT=inline /usr/libexec/offcore/histogram --updates 200K --table 10K)
+echo "$out" | grep -q '"verified":true' || fail "inline job: $out"
+echo "inline job from the installed files: verified"
+# the installed agent
+mkdir -p /etc/offcore /run/offcore
+offcore keygen > /etc/offcore/cluster.key && chmod 600 /etc/offcore/cluster.key
+OC_LOG=agent:info /usr/sbin/offcored --listen unix:/tmp/agent.sock --metrics off >/tmp/agent.log 2>&1 &
+agent=$!
+i=0
+until grep -q ready /tmp/agent.log; do
+    i=$((i + 1)); [ $i -lt 200 ] || { cat /tmp/agent.log; fail "offcored not ready"; }
+    kill -0 $agent || { cat /tmp/agent.log; fail "offcored died"; }
+    sleep 0.05
+done
+key=$(offcore job-key --job 7)
+out=$(OC_PLACEMENT=agent OC_AGENT=unix:/tmp/agent.sock OC_JOB=7 OC_JOB_KEY=$key \
+      mpirun --allow-run-as-root --oversubscribe -np 2 --bind-to none \
+      -x OC_PLACEMENT -x OC_AGENT -x OC_JOB -x OC_JOB_KEY \
+      /usr/libexec/offcore/histogram --updates 200K --table 10K)
+kill $agent; wait $agent || true
+echo "$out" | grep -q '"placement":"agent"' || fail "agent job: $out"
+echo "$out" | grep -q '"verified":true' || fail "agent job: $out"
+echo "agent job through the installed offcored: verified"
+offcore doctor --json | python3 -m json.tool >/dev/null || fail "offcore doctor --json"
+# a program built against liboffcore-dev
+cat > /tmp/t.c <<'C'
+#include <offcore/offcore.h>
+#include <stdio.h>
+int main(void) { puts(oc_status_string(OC_ERR_TRANSPORT_REQUIRED)); return 0; }
+C
+cc /tmp/t.c -o /tmp/t $(pkg-config --cflags --libs offcore) || fail "build with pkg-config"
+/tmp/t | grep -q OC_ERR_TRANSPORT_REQUIRED || fail "program on the installed library"
+echo "built and ran a program with pkg-config offcore"
+INSIDE
+
+unshare -m --propagation private sh -c '
+    set -e
+    T=$1
+    mount -t overlay overlay -o lowerdir=/,upperdir=$T/upper,workdir=$T/work $T/root
+    mount --rbind /proc $T/root/proc
+    mount --rbind /sys $T/root/sys
+    mount --rbind /dev $T/root/dev
+    mount -t tmpfs tmpfs $T/root/run
+    chroot $T/root timeout 240 sh /tmp/inside.sh
+' sh "$T"
+rc=$?
+[ $rc = 0 ] && echo PASS || echo "FAIL (exit $rc)"
+exit $rc
