@@ -5,9 +5,12 @@
  * latency while another thread keeps looking up.  `make bench-pkt`.
  *
  * Lookups only, one core (the main thread is pinned to one CPU), bursts of
- * BURST keys for every implementation.  Each repeat runs every
- * implementation once, interleaved; the reported rate is the median, every
- * run is shown.  verified = every answer of every timed run equals the
+ * BURST keys for every implementation.  Each repeat classifies the whole
+ * trace with offcore and with rte_acl (order alternating between repeats,
+ * each timed pass right after an untimed warm-up pass), then the linear
+ * scan on a prefix; the reported rate is the median of the repeats, every
+ * repeat is shown, both per wall-clock second and per second of the
+ * thread's CPU time (steadier on a shared machine).  verified = every answer of every timed run equals the
  * linear oracle's (computed once over the whole trace before timing).
  * Memory: mem_bytes = the lookup tables held after the build (offcore:
  * oc_acl_mem_bytes; rte_acl: growth of DPDK's malloc heap by the build);
@@ -46,7 +49,7 @@ static struct {
     double update_rate;
     const char *families;
     int dpdk;
-} opt = {"data/classbench", 5, 20000, 0, 4000, 1000.0, "acl1,fw1", 1};
+} opt = {"data/classbench", 7, 20000, 0, 4000, 1000.0, "acl1,fw1", 1};
 static int failures; /* verified == false anywhere: exit status 1 */
 
 static double now_s(void)
@@ -227,20 +230,23 @@ typedef struct {
     uint32_t *out;
 } fam_t;
 
-/* time one pass over @p nk keys; returns M lookups/s, sets *ok */
-static double run_offcore(fam_t *f, oc_acl_t *acl, size_t nk, int *ok,
-                          double *cpu)
+/* Wall and CPU seconds spent by one implementation in a repeat. */
+typedef struct {
+    double wall, cpu;
+} acc_t;
+
+/* Keys [a, b) through offcore, time added to @p acc. */
+static void slice_offcore(fam_t *f, oc_acl_t *acl, size_t a, size_t b,
+                          uint32_t *out, acc_t *acc)
 {
-    double c0 = cpu_s(), t0 = now_s(), t1;
-    for (size_t i = 0; i < nk; i += BURST) {
-        uint32_t m = (uint32_t)(nk - i < BURST ? nk - i : BURST);
-        oc_acl_lookup_burst(acl, f->keys + i, m, f->out + i);
+    double c0 = cpu_s(), t0 = now_s();
+    for (size_t i = a; i < b; i += BURST) {
+        uint32_t m = (uint32_t)(b - i < BURST ? b - i : BURST);
+        oc_acl_lookup_burst(acl, f->keys + i, m, out + i);
     }
-    t1 = now_s();
-    *cpu = (double)nk / (cpu_s() - c0) / 1e6;
+    acc->wall += now_s() - t0;
+    acc->cpu += cpu_s() - c0;
     oc_acl_reader_quiescent();
-    *ok = memcmp(f->out, f->want, nk * sizeof(uint32_t)) == 0;
-    return (double)nk / (t1 - t0) / 1e6;
 }
 
 static double run_linear(fam_t *f, size_t nk, int *ok, double *cpu)
@@ -257,24 +263,27 @@ static double run_linear(fam_t *f, size_t nk, int *ok, double *cpu)
 }
 
 #ifdef OC_HAVE_DPDK
-static double run_dpdk(fam_t *f, struct rte_acl_ctx *ctx, dpdk_pkt_t *pk,
-                       const uint8_t **ptr, size_t nk, int *ok, double *cpu)
+static void slice_dpdk(struct rte_acl_ctx *ctx, const uint8_t **ptr, size_t a,
+                       size_t b, uint32_t *out, acc_t *acc)
 {
-    double c0 = cpu_s(), t0 = now_s(), t1;
-    *ok = 1;
-    for (size_t i = 0; i < nk; i += BURST) {
-        uint32_t m = (uint32_t)(nk - i < BURST ? nk - i : BURST);
-        rte_acl_classify(ctx, ptr + i, f->out + i, m, 1);
+    double c0 = cpu_s(), t0 = now_s();
+    for (size_t i = a; i < b; i += BURST) {
+        uint32_t m = (uint32_t)(b - i < BURST ? b - i : BURST);
+        rte_acl_classify(ctx, ptr + i, out + i, m, 1);
     }
-    t1 = now_s();
-    *cpu = (double)nk / (cpu_s() - c0) / 1e6;
-    for (size_t i = 0; i < nk; i++) { /* userdata = rule index + 1 */
-        uint32_t got = f->out[i] == 0 ? OC_ACL_NO_MATCH
-                                      : f->rules[f->out[i] - 1].userdata;
+    acc->wall += now_s() - t0;
+    acc->cpu += cpu_s() - c0;
+}
+
+/* rte_acl answered rule index + 1 (0: none): the same as the oracle? */
+static int dpdk_verified(const fam_t *f, const uint32_t *out)
+{
+    for (size_t i = 0; i < f->nk; i++) {
+        uint32_t got = out[i] == 0 ? OC_ACL_NO_MATCH : f->rules[out[i] - 1].userdata;
         if (got != f->want[i])
-            *ok = 0;
+            return 0;
     }
-    return (double)nk / (t1 - t0) / 1e6;
+    return 1;
 }
 #endif
 
@@ -308,6 +317,7 @@ static void bench_lookups(fam_t *f)
 {
     double mo[MAXREP], md[MAXREP], ml[MAXREP], bo, bd = 0;
     double co[MAXREP], cd[MAXREP], cl[MAXREP];
+    uint32_t *out_o, *out_d;
     size_t memo, peako, memd = 0, peakd = 0, nl = f->nk < opt.linear_keys ? f->nk : opt.linear_keys;
     int oko = 1, okd = 1, okl = 1, ok, have_d = 0;
     const char *method = "none";
@@ -320,6 +330,10 @@ static void bench_lookups(fam_t *f)
     size_t heap0;
 #endif
 
+    out_o = malloc(f->nk * sizeof(uint32_t));
+    out_d = malloc(f->nk * sizeof(uint32_t));
+    if (out_o == NULL || out_d == NULL)
+        exit(1);
     reset_peak();
     peako = status_kb("VmRSS:");
     t0 = now_s();
@@ -360,13 +374,31 @@ static void bench_lookups(fam_t *f)
     }
 #endif
 
-    for (int r = 0; r < opt.repeats; r++) { /* interleaved */
-        mo[r] = run_offcore(f, acl, f->nk, &ok, &co[r]);
-        oko &= ok;
+    for (int r = 0; r < opt.repeats; r++) {
+        /* interleaved, in alternating order; each timed pass over the
+         * whole trace right after an untimed one, so that neither pays
+         * for the caches the other left behind */
+        acc_t ao = {0, 0}, ad = {0, 0}, warm = {0, 0};
+        for (int k = 0; k < 2; k++) {
+            if ((k ^ (r & 1)) == 0) {
+                slice_offcore(f, acl, 0, f->nk, out_o, &warm);
+                slice_offcore(f, acl, 0, f->nk, out_o, &ao);
+            }
+#ifdef OC_HAVE_DPDK
+            else if (have_d) {
+                slice_dpdk(ctx, ptr, 0, f->nk, out_d, &warm);
+                slice_dpdk(ctx, ptr, 0, f->nk, out_d, &ad);
+            }
+#endif
+        }
+        mo[r] = (double)f->nk / ao.wall / 1e6;
+        co[r] = (double)f->nk / ao.cpu / 1e6;
+        oko &= memcmp(out_o, f->want, f->nk * sizeof(uint32_t)) == 0;
 #ifdef OC_HAVE_DPDK
         if (have_d) {
-            md[r] = run_dpdk(f, ctx, pk, ptr, f->nk, &ok, &cd[r]);
-            okd &= ok;
+            md[r] = (double)f->nk / ad.wall / 1e6;
+            cd[r] = (double)f->nk / ad.cpu / 1e6;
+            okd &= dpdk_verified(f, out_d);
         }
 #endif
         ml[r] = run_linear(f, nl, &ok, &cl[r]);
@@ -406,6 +438,8 @@ static void bench_lookups(fam_t *f)
     free(pk);
     free(ptr);
 #endif
+    free(out_o);
+    free(out_d);
     oc_acl_destroy(acl);
 }
 
@@ -414,7 +448,7 @@ static void bench_lookups(fam_t *f)
 typedef struct {
     oc_acl_t *acl;
     fam_t *f;
-    int stop, counting;
+    int stop, counting, started;
     size_t lookups;
     double t0, t1, c0, c1; /* wall and reader-CPU edges of the window */
 } upd_t;
@@ -434,6 +468,7 @@ static void *reader_main(void *arg)
                 cnt = 0;
                 u->t0 = now_s();
                 u->c0 = cpu_s();
+                __atomic_store_n(&u->started, 1, __ATOMIC_RELEASE);
             } else {
                 u->t1 = now_s();
                 u->c1 = cpu_s();
@@ -452,13 +487,20 @@ static void *reader_main(void *arg)
     return NULL;
 }
 
-/* lookup rate of the reader over @p secs, M/s (*cpu: per CPU-second) */
-static double window(upd_t *u, double secs, double *cpu)
+/* The reader's counting window: begin returns once the reader has seen
+ * it open (so a descheduled reader cannot miss a short window); end returns
+ * the reader's lookups per second, wall and per CPU-second (*cpu). */
+static void window_begin(upd_t *u)
 {
-    struct timespec ts = {(time_t)secs, (long)((secs - (int)secs) * 1e9)};
     __atomic_store_n(&u->lookups, (size_t)-1, __ATOMIC_RELEASE);
+    __atomic_store_n(&u->started, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&u->counting, 1, __ATOMIC_RELEASE);
-    nanosleep(&ts, NULL);
+    while (!__atomic_load_n(&u->started, __ATOMIC_ACQUIRE))
+        sched_yield();
+}
+
+static double window_end(upd_t *u, double *cpu)
+{
     __atomic_store_n(&u->counting, 0, __ATOMIC_RELEASE);
     while (__atomic_load_n(&u->lookups, __ATOMIC_ACQUIRE) == (size_t)-1)
         sched_yield();
@@ -515,9 +557,10 @@ static void *writer_main(void *arg)
         exit(1);
     u.f = f;
     pthread_create(&rd, NULL, reader_main, &u);
-    rate[1] = window(&u, 0.3, &rate[3]);
-    __atomic_store_n(&u.lookups, (size_t)-1, __ATOMIC_RELEASE);
-    __atomic_store_n(&u.counting, 1, __ATOMIC_RELEASE);
+    window_begin(&u);
+    sleep_until(now_s() + 0.3);
+    rate[1] = window_end(&u, &rate[3]);
+    window_begin(&u);
     tstart = t = now_s();
     for (int i = 0; i < n; i++) { /* delete a rule, later put it back */
         size_t k;
@@ -537,11 +580,7 @@ static void *writer_main(void *arg)
             (half == 0 ? del_ns : add_ns)[i] = (uint64_t)((b - a) * 1e9);
         }
     }
-    __atomic_store_n(&u.counting, 0, __ATOMIC_RELEASE);
-    while (__atomic_load_n(&u.lookups, __ATOMIC_ACQUIRE) == (size_t)-1)
-        sched_yield();
-    rate[0] = (double)u.lookups / (u.t1 - u.t0) / 1e6;
-    rate[2] = (double)u.lookups / (u.c1 - u.c0) / 1e6;
+    rate[0] = window_end(&u, &rate[2]);
     fprintf(stderr, "  %s churn: %d del+add pairs in %.2f s\n", f->fam, n,
             now_s() - tstart);
     __atomic_store_n(&u.stop, 1, __ATOMIC_RELEASE);
@@ -576,7 +615,7 @@ static void usage(FILE *o)
         "  --data DIR        ClassBench files (default data/classbench)\n"
         "  --families LIST   comma-separated (default acl1,fw1): DIR/F_10k.rules.gz\n"
         "                    and DIR/F_10k_mix.trace.gz\n"
-        "  --repeats N       interleaved repeats, median reported (default 5)\n"
+        "  --repeats N       interleaved repeats, median reported (default 7)\n"
         "  --linear-keys N   keys the linear scan is timed on (default 20000)\n"
         "  --keys N          use the first N trace keys only (default all)\n"
         "  --update-ops N    del+add pairs in the update test (default 4000)\n"

@@ -6,7 +6,7 @@
  *  - `dead`: one byte per tree rank, set by the writer when a rule of the
  *    snapshot is deleted (a tombstone: the lookup skips it and falls
  *    through to the next matching rule of the leaf);
- *  - the side part: rules added since the snapshot, in 16-lane blocks that
+ *  - the side part: rules added since the snapshot, in 8-rule blocks that
  *    every lookup scans; a slot is filled, then `count` is released, so a
  *    reader never sees a half-written rule.  Side slots have tombstones too.
  * An add or delete is therefore O(1) plus a hash update: no rebuild, no
@@ -29,6 +29,8 @@
 #include "pkt/acl/acl_tree.h"
 
 #define SIDE_CAP 1024u     /* rules added between two rebuilds, at most */
+_Static_assert(SIDE_CAP / OC__ACL_LANES <= 64 * OC__ACL_SIDE_WORDS,
+               "side filters have a bit per side block");
 #define SIDE_URGENT 64u    /* rebuild at once beyond this many pending */
 #define COALESCE_NS 2000000 /* else wait 2 ms for more changes first */
 #define LOC_SIDE 0x80000000u
@@ -37,6 +39,7 @@ typedef struct {
     oc__acl_blk_t *blk; /* SIDE_CAP / 16 blocks; lane rank = slot */
     uint64_t *order;
     uint64_t *blk_min; /* lowest order per block: lets lookups skip it */
+    oc__acl_side_filter_t *fsrc, *fdst; /* blocks per address top byte */
     uint32_t *userdata;
     uint8_t *dead;
     uint32_t count; /* released after the slot is written */
@@ -44,6 +47,9 @@ typedef struct {
 
 typedef struct {
     oc__acl_tree_t *tree;
+    uint64_t snap_seq; /* the tree holds the rules present then, seq below */
+    uint32_t *idmap;   /* id -> tree rank + 1 (open addressing), for del */
+    size_t idmask;
     uint8_t *dead; /* per tree rank */
     int any_dead;  /* set (release) after the first tombstone */
     side_t side;
@@ -53,8 +59,16 @@ typedef struct {
 typedef struct {
     oc_acl_rule_t rule;
     uint64_t seq; /* add order; the tree remembers it per rank */
-    uint32_t loc; /* tree rank, or LOC_SIDE | side slot */
+    uint32_t loc; /* LOC_SIDE | side slot, when seq >= state->snap_seq */
+    uint32_t put; /* publish generation that gave it its side slot */
 } rec_t;
+
+/* What changed while a rebuild ran (replayed when it publishes). */
+#define LOG_CAP 4096
+typedef struct {
+    uint32_t id;
+    uint64_t seq;
+} logent_t;
 
 struct oc_acl {
     state_t *state; /* RCU-protected */
@@ -69,6 +83,13 @@ struct oc_acl {
     uint64_t next_seq, epoch, builds, attempts;
     size_t ndead;   /* tombstones in the current state */
     int want, urgent, stop;
+    /* changes since the running rebuild's snapshot: replayed at publish;
+     * past LOG_CAP the publish falls back to a full pass over the rules */
+    int logging, log_full;
+    logent_t *dlog; /* deleted: id and seq */
+    uint32_t *alog; /* added: id */
+    size_t ndlog, nalog;
+    uint32_t put_gen;
     oc_status_t rebuild_st;
     pthread_t thr;
 };
@@ -137,30 +158,68 @@ static void state_free(state_t *s)
     if (s == NULL)
         return;
     oc__acl_tree_free(s->tree);
+    free(s->idmap);
     free(s->dead);
     free(s->side.blk);
     free(s->side.order);
     free(s->side.blk_min);
+    free(s->side.fsrc);
+    free(s->side.fdst);
     free(s->side.userdata);
     free(s->side.dead);
     free(s);
 }
 
-static state_t *state_new(oc__acl_tree_t *tree)
+static inline size_t idslot(uint32_t id, size_t mask)
+{
+    return (size_t)((id * 0x9e3779b1u) >> 7) & mask;
+}
+
+/* tree rank of the rule with @p id, or OC__ACL_NONE */
+static uint32_t idmap_find(const state_t *s, uint32_t id)
+{
+    for (size_t h = idslot(id, s->idmask);; h = (h + 1) & s->idmask) {
+        uint32_t v = s->idmap[h];
+        if (v == 0)
+            return OC__ACL_NONE;
+        if ((uint32_t)s->tree->order[v - 1] == id)
+            return v - 1;
+    }
+}
+
+/* A state for @p tree, built from the rules present at @p snap_seq.  No
+ * lock needed: nothing is shared yet. */
+static state_t *state_new(oc__acl_tree_t *tree, uint64_t snap_seq)
 {
     state_t *s = calloc(1, sizeof(*s));
-    size_t nb = SIDE_CAP / OC__ACL_LANES;
+    size_t nb = SIDE_CAP / OC__ACL_LANES, cap = 16;
     if (s == NULL)
         return NULL;
     s->tree = tree;
+    s->snap_seq = snap_seq;
+    while (cap < 2 * (size_t)tree->nrules)
+        cap *= 2;
+    s->idmask = cap - 1;
+    s->idmap = calloc(cap, sizeof(*s->idmap));
+    if (s->idmap != NULL)
+        for (uint32_t r = 0; r < tree->nrules; r++) {
+            size_t h = idslot((uint32_t)tree->order[r], s->idmask);
+            while (s->idmap[h] != 0)
+                h = (h + 1) & s->idmask;
+            s->idmap[h] = r + 1;
+        }
     s->dead = calloc(tree->nrules ? tree->nrules : 1, 1);
     s->side.order = malloc(SIDE_CAP * sizeof(uint64_t));
     s->side.blk_min = malloc(nb * sizeof(uint64_t));
+    s->side.fsrc = calloc(1, sizeof(oc__acl_side_filter_t));
+    s->side.fdst = calloc(1, sizeof(oc__acl_side_filter_t));
     s->side.userdata = malloc(SIDE_CAP * sizeof(uint32_t));
     s->side.dead = calloc(SIDE_CAP, 1);
     if (posix_memalign((void **)&s->side.blk, 64, nb * sizeof(oc__acl_blk_t)))
         s->side.blk = NULL;
-    if (s->dead == NULL || s->side.order == NULL || s->side.blk_min == NULL ||
+    if (s->idmap == NULL || s->dead == NULL || s->side.order == NULL ||
+        s->side.blk_min == NULL || s->side.fsrc == NULL ||
+        s->side.fdst == NULL ||
         s->side.userdata == NULL ||
         s->side.dead == NULL || s->side.blk == NULL) {
         s->tree = NULL; /* the caller still owns it */
@@ -171,10 +230,20 @@ static state_t *state_new(oc__acl_tree_t *tree)
         oc__acl_blk_clear(&s->side.blk[i]);
         s->side.blk_min[i] = UINT64_MAX;
     }
-    s->mem = sizeof(*s) + tree->mem + tree->nrules +
+    s->mem = sizeof(*s) + tree->mem + tree->nrules + cap * sizeof(uint32_t) +
              nb * sizeof(oc__acl_blk_t) + SIDE_CAP * (8 + 4 + 1) +
-             nb * sizeof(uint64_t);
+             nb * sizeof(uint64_t) + 2 * sizeof(oc__acl_side_filter_t);
     return s;
+}
+
+/* Mark block @p b in the filter entries a prefix covers. */
+static void filter_set(oc__acl_side_filter_t *f, uint32_t ip, uint8_t len,
+                       uint32_t b)
+{
+    uint32_t span = len >= 8 ? 1 : 1u << (8 - len);
+    uint32_t first = (ip >> 24) & ~(span - 1);
+    for (uint32_t v = first; v < first + span; v++)
+        __atomic_or_fetch(&(*f)[v][b / 64], 1ull << (b % 64), __ATOMIC_RELAXED);
 }
 
 /* Put @p r into the next side slot of @p s (not yet published). */
@@ -189,6 +258,8 @@ static uint32_t side_put(state_t *s, const oc_acl_rule_t *r)
                          s->side.order[slot], __ATOMIC_RELAXED);
     oc__acl_blk_set(&s->side.blk[slot / OC__ACL_LANES], slot % OC__ACL_LANES,
                     r, slot);
+    filter_set(s->side.fsrc, r->src_ip, r->src_len, slot / OC__ACL_LANES);
+    filter_set(s->side.fdst, r->dst_ip, r->dst_len, slot / OC__ACL_LANES);
     __atomic_store_n(&s->side.count, slot + 1, __ATOMIC_RELEASE);
     return slot;
 }
@@ -222,16 +293,14 @@ static oc_status_t build_from(rec_t *recs, size_t n, oc__acl_tree_t **out)
 /* Under mu: make the new state @p s, whose tree was built from a snapshot
  * holding every rule with seq < @p snap_seq that was present then, reflect
  * the rules present now; every record's loc is updated.  Cannot fail. */
-static void state_fill(oc_acl_t *acl, state_t *s, uint64_t snap_seq)
+static void state_fill(oc_acl_t *acl, state_t *s)
 {
     const oc__acl_tree_t *tree = s->tree;
     size_t ndead = 0;
     for (uint32_t r = 0; r < tree->nrules; r++) {
         size_t h = hfind(acl, (uint32_t)tree->order[r]);
         rec_t *rec = h == SIZE_MAX ? NULL : &acl->recs[acl->hash[h] - 1];
-        if (rec != NULL && rec->seq == tree->seq[r]) {
-            rec->loc = r;
-        } else {
+        if (rec == NULL || rec->seq != tree->seq[r]) {
             s->dead[r] = 1;
             s->any_dead = 1;
             ndead++;
@@ -239,10 +308,50 @@ static void state_fill(oc_acl_t *acl, state_t *s, uint64_t snap_seq)
     }
     for (size_t i = 0; i < acl->nrecs; i++) {
         rec_t *rec = &acl->recs[i];
-        if (rec->seq >= snap_seq)
+        if (rec->seq >= s->snap_seq)
             rec->loc = LOC_SIDE | side_put(s, &rec->rule);
     }
     acl->ndead = ndead;
+}
+
+/* Under mu, what state_fill does, from the change logs of the rebuild
+ * that built @p s: O(changes while it ran) instead of O(rules), so a
+ * writer waits microseconds for a publish. */
+static void state_replay(oc_acl_t *acl, state_t *s)
+{
+    const oc__acl_tree_t *tree = s->tree;
+    size_t ndead = 0;
+    uint32_t gen = ++acl->put_gen;
+    for (size_t i = 0; i < acl->ndlog; i++) {
+        uint32_t r = idmap_find(s, acl->dlog[i].id);
+        if (r != OC__ACL_NONE && tree->seq[r] == acl->dlog[i].seq &&
+            !s->dead[r]) {
+            s->dead[r] = 1;
+            s->any_dead = 1;
+            ndead++;
+        }
+    }
+    for (size_t i = 0; i < acl->nalog; i++) {
+        size_t h = hfind(acl, acl->alog[i]);
+        rec_t *rec = h == SIZE_MAX ? NULL : &acl->recs[acl->hash[h] - 1];
+        if (rec != NULL && rec->seq >= s->snap_seq && rec->put != gen) {
+            rec->loc = LOC_SIDE | side_put(s, &rec->rule);
+            rec->put = gen;
+        }
+    }
+    acl->ndead = ndead;
+}
+
+static void log_change(oc_acl_t *acl, logent_t *d, uint32_t add_id)
+{
+    if (!acl->logging)
+        return;
+    if (d != NULL && acl->ndlog < LOG_CAP)
+        acl->dlog[acl->ndlog++] = *d;
+    else if (d == NULL && acl->nalog < LOG_CAP)
+        acl->alog[acl->nalog++] = add_id;
+    else
+        acl->log_full = 1;
 }
 
 static void publish(oc_acl_t *acl, state_t *s, state_t **old)
@@ -289,28 +398,33 @@ static void *rebuild_main(void *arg)
         snap = malloc((n ? n : 1) * sizeof(*snap));
         if (snap != NULL)
             memcpy(snap, acl->recs, n * sizeof(*snap));
+        acl->logging = 1;
+        acl->log_full = 0;
+        acl->ndlog = acl->nalog = 0;
         pthread_mutex_unlock(&acl->mu);
 
         st = snap == NULL ? OC_ERR_NO_MEMORY : build_from(snap, n, &tree);
         free(snap);
+        s = NULL;
+        if (st == OC_OK && (s = state_new(tree, snap_seq)) == NULL)
+            st = OC_ERR_NO_MEMORY;
 
         pthread_mutex_lock(&acl->mu);
+        acl->logging = 0;
         if (st != OC_OK || acl->epoch != epoch) {
-            oc__acl_tree_free(tree); /* failed, or a load() replaced all */
+            if (s != NULL) /* failed, or a load() replaced all */
+                state_free(s);
+            else
+                oc__acl_tree_free(tree);
             acl->rebuild_st = st;
             acl->attempts++;
             pthread_cond_broadcast(&acl->done);
             continue;
         }
-        s = state_new(tree);
-        if (s == NULL) {
-            oc__acl_tree_free(tree);
-            acl->rebuild_st = OC_ERR_NO_MEMORY;
-            acl->attempts++;
-            pthread_cond_broadcast(&acl->done);
-            continue;
-        }
-        state_fill(acl, s, snap_seq);
+        if (acl->log_full)
+            state_fill(acl, s);
+        else
+            state_replay(acl, s);
         acl->rebuild_st = OC_OK;
         publish(acl, s, &old);
         pthread_mutex_unlock(&acl->mu);
@@ -341,11 +455,14 @@ oc_status_t oc_acl_create(uint32_t max_rules, oc_acl_t **out)
     acl->hmask = hcap - 1;
     acl->hash = calloc(hcap, sizeof(*acl->hash));
     acl->recs = malloc(max_rules * sizeof(*acl->recs));
-    if (acl->hash == NULL || acl->recs == NULL)
+    acl->dlog = malloc(LOG_CAP * sizeof(*acl->dlog));
+    acl->alog = malloc(LOG_CAP * sizeof(*acl->alog));
+    if (acl->hash == NULL || acl->recs == NULL || acl->dlog == NULL ||
+        acl->alog == NULL)
         goto err_mem;
     if (oc__acl_tree_build(NULL, NULL, 0, &tree) != OC_OK)
         goto err_mem;
-    acl->state = state_new(tree);
+    acl->state = state_new(tree, 0);
     if (acl->state == NULL) {
         oc__acl_tree_free(tree);
         goto err_mem;
@@ -363,6 +480,8 @@ err_thread:
     pthread_mutex_destroy(&acl->mu);
     state_free(acl->state);
 err_mem:
+    free(acl->alog);
+    free(acl->dlog);
     free(acl->recs);
     free(acl->hash);
     free(acl);
@@ -382,6 +501,8 @@ void oc_acl_destroy(oc_acl_t *acl)
     pthread_cond_destroy(&acl->wake);
     pthread_mutex_destroy(&acl->mu);
     state_free(acl->state);
+    free(acl->alog);
+    free(acl->dlog);
     free(acl->recs);
     free(acl->hash);
     free(acl);
@@ -422,7 +543,9 @@ oc_status_t oc_acl_add(oc_acl_t *acl, const oc_acl_rule_t *rule)
     rec->rule = *rule;
     rec->seq = acl->next_seq++;
     rec->loc = LOC_SIDE | side_put(acl->state, rule);
+    rec->put = 0;
     hput(acl, rule->id, (uint32_t)acl->nrecs++);
+    log_change(acl, NULL, rule->id);
     kick(acl);
     pthread_mutex_unlock(&acl->mu);
     return OC_OK;
@@ -443,15 +566,20 @@ oc_status_t oc_acl_del(oc_acl_t *acl, uint32_t id)
     idx = acl->hash[h] - 1;
     rec = &acl->recs[idx];
     s = acl->state;
-    if (rec->loc & LOC_SIDE) {
+    if (rec->seq >= s->snap_seq) { /* added since the tree was built */
         __atomic_store_n(&s->side.dead[rec->loc & ~LOC_SIDE], 1, __ATOMIC_RELEASE);
     } else {
-        __atomic_store_n(&s->dead[rec->loc], 1, __ATOMIC_RELEASE);
+        uint32_t r = idmap_find(s, id);
+        __atomic_store_n(&s->dead[r], 1, __ATOMIC_RELEASE);
         __atomic_store_n(&s->any_dead, 1, __ATOMIC_RELEASE);
         acl->ndead++;
         /* lookups that hit it take the slow path until the rebuild */
-        if (s->tree->cover[rec->loc])
+        if (s->tree->cover[r])
             acl->urgent = 1;
+    }
+    {
+        logent_t d = {id, rec->seq};
+        log_change(acl, &d, 0);
     }
     hdel(acl, h);
     if (idx != acl->nrecs - 1) { /* move the last record into the hole */
@@ -509,7 +637,7 @@ oc_status_t oc_acl_load(oc_acl_t *acl, const oc_acl_rule_t *rules, size_t n)
     st = build_from(recs, n, &tree);
     if (st != OC_OK)
         goto out;
-    s = state_new(tree);
+    s = state_new(tree, seq0 + n);
     if (s == NULL) {
         oc__acl_tree_free(tree);
         st = OC_ERR_NO_MEMORY;
@@ -519,7 +647,10 @@ oc_status_t oc_acl_load(oc_acl_t *acl, const oc_acl_rule_t *rules, size_t n)
     memcpy(acl->recs, recs, n * sizeof(*recs));
     acl->nrecs = n;
     hrebuild(acl);
-    state_fill(acl, s, acl->next_seq);
+    /* every rule is in the tree, live: nothing to mark; rules added
+     * meanwhile by this same writer cannot exist (one writer) */
+    acl->ndead = 0;
+    acl->logging = 0; /* a rebuild in flight is now stale (epoch) */
     acl->epoch++; /* a rebuild in flight is now stale */
     publish(acl, s, &old);
     pthread_mutex_unlock(&acl->mu);
@@ -533,19 +664,32 @@ out:
 
 size_t oc_acl_count(const oc_acl_t *acl) { return acl->nrecs; }
 
+static int cmp_rule(const void *a, const void *b)
+{
+    const oc_acl_rule_t *x = a, *y = b;
+    return oc_acl_rule_before(x, y) ? -1 : oc_acl_rule_before(y, x) ? 1 : 0;
+}
+
 size_t oc_acl_rules(const oc_acl_t *acl, oc_acl_rule_t *out, size_t cap)
 {
-    size_t n = acl->nrecs;
-    rec_t *tmp = malloc((n ? n : 1) * sizeof(*tmp));
-    if (tmp == NULL) { /* unsorted rather than nothing */
-        for (size_t i = 0; i < n && i < cap; i++)
+    pthread_mutex_t *mu = (pthread_mutex_t *)&acl->mu;
+    oc_acl_rule_t *tmp;
+    size_t n;
+
+    /* under mu: the rebuild thread updates records' bookkeeping */
+    pthread_mutex_lock(mu);
+    n = acl->nrecs;
+    tmp = malloc((n ? n : 1) * sizeof(*tmp));
+    for (size_t i = 0; i < n; i++)
+        if (tmp != NULL)
+            tmp[i] = acl->recs[i].rule;
+        else if (i < cap) /* unsorted rather than nothing */
             out[i] = acl->recs[i].rule;
+    pthread_mutex_unlock(mu);
+    if (tmp == NULL)
         return n;
-    }
-    memcpy(tmp, acl->recs, n * sizeof(*tmp));
-    qsort(tmp, n, sizeof(*tmp), cmp_rec);
-    for (size_t i = 0; i < n && i < cap; i++)
-        out[i] = tmp[i].rule;
+    qsort(tmp, n, sizeof(*tmp), cmp_rule);
+    memcpy(out, tmp, (n < cap ? n : cap) * sizeof(*out));
     free(tmp);
     return n;
 }
@@ -586,7 +730,9 @@ static inline uint32_t lookup(oc_acl_t *acl, const oc_acl_key_t *keys,
     state_t *s = rcu_dereference(acl->state);
     const oc__acl_tree_t *t = s->tree;
     oc__acl_side_view_t sv = {
-        s->side.blk, s->side.order, s->side.blk_min, s->side.userdata,
+        s->side.blk, s->side.order, s->side.blk_min,
+        (const oc__acl_side_filter_t *)s->side.fsrc,
+        (const oc__acl_side_filter_t *)s->side.fdst, s->side.userdata,
         s->side.dead, __atomic_load_n(&s->side.count, __ATOMIC_ACQUIRE)};
     const uint8_t *dead =
         __atomic_load_n(&s->any_dead, __ATOMIC_ACQUIRE) ? s->dead : NULL;

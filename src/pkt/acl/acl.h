@@ -16,6 +16,14 @@
  *    state (the API hands out none: results are copied to out_userdata).
  *  - Memory of replaced tables is reclaimed only after every registered
  *    reader has passed a quiescent state (RCU, QSBR flavour; see README).
+ *    A registered reader that neither reports quiescent states nor goes
+ *    offline holds the next rebuild back; once 1024 rules wait in the
+ *    side part, oc_acl_add() waits for it (back-pressure on the writer).
+ *  - The rebuild thread started by oc_acl_create() inherits the creating
+ *    thread's CPU affinity: create the classifier from the control
+ *    thread, not from a data-plane core.  (Not at a lower priority: on a
+ *    loaded machine a starved rebuild fills the side part, and then adds
+ *    wait for it.)
  *  - oc_acl_create()/oc_acl_destroy(): no reader may be inside a lookup on
  *    that classifier when it is destroyed.
  *
@@ -208,7 +216,7 @@ oc_status_t oc_acl_sync(oc_acl_t *acl);
 
 /* ---- ClassBench files (acl_parse.c) ---- */
 
-/** A trace line: a key and the generator's rule hint (-1 or 0-based..). */
+/** A trace line: a key and the generator's rule hint (-1 when absent). */
 typedef struct {
     oc_acl_key_t key;
     int64_t hint; /**< the file's last column, not the first-match answer */
@@ -227,7 +235,8 @@ oc_status_t oc_acl_parse_rules(const char *buf, size_t len, const char *name,
                                oc_acl_rule_t **rules, size_t *n, char *err,
                                size_t errlen);
 
-/** Same for trace lines `SRC DST SPORT DPORT PROTO [FLAGS] [HINT]`. */
+/** Same for trace lines `SRC DST SPORT DPORT PROTO [FLAGS] [HINT]`
+ *  (decimal; with 6 columns the last is the hint). */
 oc_status_t oc_acl_parse_trace(const char *buf, size_t len, const char *name,
                                oc_acl_trace_t **trace, size_t *n, char *err,
                                size_t errlen);

@@ -17,6 +17,21 @@
 
 #include "pkt/acl/acl.h"
 
+#define NFIELDS 5 /* src, dst, sport, dport, proto */
+/* References are 64-bit.  An internal node: its offset in `nodes` (bits
+ * 0..30) and its cut (field: bits 32..34, shift: 35..39, child index mask:
+ * 48..63), so that a walk needs one load per level and can prefetch the
+ * exact child.  A leaf (bits 32..63 zero, bit 31 set): bit 30 set: small
+ * leaf, bits 27..29 = rules - 1, bits 0..26 = first record; else bits
+ * 23..29 = blocks - 1, bits 0..22 = first block.  REF_EMPTY (no rule) is
+ * checked first. */
+#define REF_EMPTY 0xffffffffu
+#define REF_LEAF 0x80000000u
+#define REF_SMALL 0x40000000u
+#define LEAF_MAXBLK 128u
+#define LEAF_MAXIDX (1u << 23)
+#define SMALL_MAXIDX (1u << 27)
+
 #define OC__ACL_LANES 8
 #define OC__ACL_NONE  UINT32_MAX /* no rank */
 
@@ -36,7 +51,7 @@ typedef struct {
 
 /* A rule of a small leaf (at most OC__ACL_SMALL rules, tested one by one:
  * one or two cache lines instead of a 16-lane block). */
-#define OC__ACL_SMALL 4
+#define OC__ACL_SMALL 2
 typedef struct {
     uint32_t slo, shi, dlo, dhi;
     uint16_t splo, sphi, dplo, dphi;
@@ -95,10 +110,17 @@ void oc__acl_tree_lookup(const oc__acl_tree_t *t, const uint8_t *dead,
 
 /* The side part of a state (acl.c): @p cnt rules in blocks (lane rank =
  * slot), per slot its order (priority << 32 | id), userdata and tombstone,
- * per block the lowest order in it. */
+ * per block the lowest order in it, and address filters so that a key
+ * tests only the blocks that may hold a match. */
+#define OC__ACL_SIDE_WORDS 2 /* block bitmaps: up to 128 side blocks */
+typedef uint64_t oc__acl_side_filter_t[256][OC__ACL_SIDE_WORDS];
+
 typedef struct {
     const oc__acl_blk_t *blk;
     const uint64_t *order, *blk_min;
+    /* per top byte of the source (fsrc) and destination (fdst) address:
+     * the side blocks holding a rule whose prefix covers it */
+    const oc__acl_side_filter_t *fsrc, *fdst;
     const uint32_t *userdata;
     const uint8_t *dead;
     uint32_t cnt;
