@@ -4,7 +4,8 @@
 # a temporary directory.  Fails on any crash, sanitizer report, leak or
 # timeout; the input that caused it is kept in BUILDDIR/fuzz-artifacts/ and
 # can be replayed with BUILDDIR/tests/fuzz/fuzz_TARGET_replay FILE (any
-# build).  Targets: wire (bundles), ctl (control frames and streams), pkt
+# build).  Targets: wire (bundles), ctl (control frames and streams), esp
+# (ESP decapsulation), pkt
 # (packet parser, offcore-dp rules and config).
 # FUZZ_SEED=N makes a run repeatable (libFuzzer prints the seed it used).
 set -eu
@@ -15,7 +16,7 @@ trap 'rm -rf "$corpus"' EXIT INT TERM
 artifacts=$dir/fuzz-artifacts
 mkdir -p "$artifacts"
 
-for target in wire ctl pkt; do
+for target in wire ctl pkt esp; do
     # The control decoder runs ~10x slower per input (framing, and a
     # connection reader per input): 1M executions keep CI in its budget.
     runs=$2
