@@ -9,8 +9,11 @@
 #   make demo    histogram on 2 ranks on this machine
 #   make bench   the benchmarks, side by side with their baselines, and
 #                the placements (inline vs agent, agent threads 1 vs 2)
-#   make bench-pkt  the packet data plane: classifier and forwarding
-#                through offcore-dp (root: network namespaces)
+#   make bench-pkt  the packet data plane: the classifier vs DPDK rte_acl vs
+#                a linear scan (bench/classifier.c; BENCH_PKT_ARGS passes
+#                flags, --help), then forwarding through offcore-dp vs the
+#                bare forwarder and the kernel bridge (bench/run-pkt-forward.sh,
+#                root: network namespaces)
 #   make study   the placement study (docs/evaluation.md): every app inline,
 #                agent and dpu; table, sweeps, CSV and plots in
 #                $(BUILDDIR)/study.  STUDY_ARGS passes flags to
@@ -33,8 +36,8 @@ export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM = 1
 SETUP = sh scripts/meson-setup.sh
 PHASE = sh scripts/phase.sh
 
-.PHONY: all deps build test test-build test-asan test-fuzz demo bench study clean \
-        compile asan-build fuzz-build bench-pkt
+.PHONY: all deps build test test-build test-asan test-fuzz demo bench bench-pkt study clean \
+        compile asan-build fuzz-build
 
 all: build
 
@@ -92,10 +95,14 @@ demo: build
 bench: build
 	sh bench/run-bench.sh $(BUILDDIR)
 	sh bench/run-agent-bench.sh $(BUILDDIR)
-	sh bench/run-pkt-bench.sh $(BUILDDIR)
+	$(MAKE) --no-print-directory bench-pkt
 
+# the classifier: one core, lookups only (bench/classifier.c); forwarding:
+# two network namespaces through offcore-dp (bench/run-pkt-forward.sh).
+# JSON lines.
 bench-pkt: build
-	sh bench/run-pkt-bench.sh $(BUILDDIR)
+	$(BUILDDIR)/bench/bench-classifier --data data/classbench $(BENCH_PKT_ARGS)
+	sh bench/run-pkt-forward.sh $(BUILDDIR)
 
 study: build
 	python3 bench/study.py --build $(BUILDDIR) $(STUDY_ARGS)

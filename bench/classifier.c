@@ -13,7 +13,8 @@
  * oc_acl_mem_bytes; rte_acl: growth of DPDK's malloc heap by the build);
  * peak_bytes = growth of the process's peak RSS during the build.
  *
- * Output: JSON lines (see --help).  Single process; the update test runs a
+ * Output: JSON lines (see --help); exit status 1 if any result is not
+ * verified.  Single process; the update test runs a
  * reader thread (CPU 0) and the writer (CPU 1, with the rebuild thread).
  */
 #include <errno.h>
@@ -40,12 +41,13 @@
 static struct {
     const char *data;
     int repeats;
-    size_t linear_keys;
+    size_t linear_keys, keys;
     int update_ops;
     double update_rate;
     const char *families;
     int dpdk;
-} opt = {"data/classbench", 5, 20000, 4000, 5000.0, "acl1,fw1", 1};
+} opt = {"data/classbench", 5, 20000, 0, 4000, 1000.0, "acl1,fw1", 1};
+static int failures; /* verified == false anywhere: exit status 1 */
 
 static double now_s(void)
 {
@@ -282,6 +284,7 @@ static void result(const char *fam, const char *impl, size_t rules,
                    const char *method, const double *base_w,
                    const double *base_c, size_t keys)
 {
+    failures += !verified;
     printf("{\"bench\":\"classifier\",\"family\":\"%s\",\"impl\":\"%s\","
            "\"rules\":%zu,\"mpps\":%.3f,\"build_s\":%.4f,\"mem_bytes\":%zu,"
            "\"peak_bytes\":%zu,\"verified\":%s,\"keys\":%zu,\"burst\":%d,"
@@ -413,7 +416,7 @@ typedef struct {
     fam_t *f;
     int stop, counting;
     size_t lookups;
-    double t0, t1;
+    double t0, t1, c0, c1; /* wall and reader-CPU edges of the window */
 } upd_t;
 
 static void *reader_main(void *arg)
@@ -430,8 +433,10 @@ static void *reader_main(void *arg)
             if (c) {
                 cnt = 0;
                 u->t0 = now_s();
+                u->c0 = cpu_s();
             } else {
                 u->t1 = now_s();
+                u->c1 = cpu_s();
                 __atomic_store_n(&u->lookups, cnt, __ATOMIC_RELEASE);
             }
             was = c;
@@ -447,8 +452,8 @@ static void *reader_main(void *arg)
     return NULL;
 }
 
-/* lookup rate of the reader over @p secs (or until *done), M/s */
-static double window(upd_t *u, double secs)
+/* lookup rate of the reader over @p secs, M/s (*cpu: per CPU-second) */
+static double window(upd_t *u, double secs, double *cpu)
 {
     struct timespec ts = {(time_t)secs, (long)((secs - (int)secs) * 1e9)};
     __atomic_store_n(&u->lookups, (size_t)-1, __ATOMIC_RELEASE);
@@ -457,6 +462,7 @@ static double window(upd_t *u, double secs)
     __atomic_store_n(&u->counting, 0, __ATOMIC_RELEASE);
     while (__atomic_load_n(&u->lookups, __ATOMIC_ACQUIRE) == (size_t)-1)
         sched_yield();
+    *cpu = (double)u->lookups / (u->c1 - u->c0) / 1e6;
     return (double)u->lookups / (u->t1 - u->t0) / 1e6;
 }
 
@@ -467,17 +473,27 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 static void lat_line(const char *fam, const char *op, uint64_t *ns, int n,
-                     double during, double idle, int verified)
+                     const double *rate, int verified)
 {
     qsort(ns, (size_t)n, sizeof(*ns), cmp_u64);
+    failures += !verified;
     printf("{\"bench\":\"classifier-update\",\"family\":\"%s\",\"impl\":\"offcore\","
            "\"op\":\"%s\",\"p50_us\":%.2f,\"p99_us\":%.2f,\"max_us\":%.2f,"
-           "\"lookup_mpps_during\":%.3f,\"lookup_mpps_idle\":%.3f,\"ops\":%d,"
-           "\"rate_ops_s\":%.0f,\"verified\":%s}\n",
+           "\"lookup_mpps_during\":%.3f,\"lookup_mpps_idle\":%.3f,"
+           "\"lookup_mpps_cpu_during\":%.3f,\"lookup_mpps_cpu_idle\":%.3f,"
+           "\"ops\":%d,\"rate_ops_s\":%.0f,\"verified\":%s}\n",
            fam, op, ns[n / 2] / 1e3, ns[(size_t)n * 99 / 100] / 1e3,
-           ns[n - 1] / 1e3, during, idle, n, opt.update_rate,
+           ns[n - 1] / 1e3, rate[0], rate[1], rate[2], rate[3], n,
+           opt.update_rate,
            verified ? "true" : "false");
     fflush(stdout);
+}
+
+static void sleep_until(double t)
+{
+    struct timespec ts = {(time_t)t, (long)((t - (double)(time_t)t) * 1e9)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        ;
 }
 
 static void *writer_main(void *arg)
@@ -488,7 +504,7 @@ static void *writer_main(void *arg)
     int n = opt.update_ops;
     uint64_t *add_ns = malloc((size_t)n * sizeof(uint64_t));
     uint64_t *del_ns = malloc((size_t)n * sizeof(uint64_t));
-    double idle, during, period = 1.0 / opt.update_rate, t, tstart;
+    double rate[4], period = 1.0 / opt.update_rate, t, tstart;
     uint64_t r = 12345;
     int verified;
 
@@ -499,7 +515,7 @@ static void *writer_main(void *arg)
         exit(1);
     u.f = f;
     pthread_create(&rd, NULL, reader_main, &u);
-    idle = window(&u, 0.3);
+    rate[1] = window(&u, 0.3, &rate[3]);
     __atomic_store_n(&u.lookups, (size_t)-1, __ATOMIC_RELEASE);
     __atomic_store_n(&u.counting, 1, __ATOMIC_RELEASE);
     tstart = t = now_s();
@@ -510,8 +526,7 @@ static void *writer_main(void *arg)
         k = (size_t)(r >> 33) % f->n;
         for (int half = 0; half < 2; half++) {
             t += period;
-            while (now_s() < t)
-                ;
+            sleep_until(t); /* leaves the CPU to the rebuild thread */
             a = now_s();
             if (half == 0 ? oc_acl_del(u.acl, f->rules[k].id) != OC_OK
                           : oc_acl_add(u.acl, &f->rules[k]) != OC_OK) {
@@ -525,7 +540,8 @@ static void *writer_main(void *arg)
     __atomic_store_n(&u.counting, 0, __ATOMIC_RELEASE);
     while (__atomic_load_n(&u.lookups, __ATOMIC_ACQUIRE) == (size_t)-1)
         sched_yield();
-    during = (double)u.lookups / (u.t1 - u.t0) / 1e6;
+    rate[0] = (double)u.lookups / (u.t1 - u.t0) / 1e6;
+    rate[2] = (double)u.lookups / (u.c1 - u.c0) / 1e6;
     fprintf(stderr, "  %s churn: %d del+add pairs in %.2f s\n", f->fam, n,
             now_s() - tstart);
     __atomic_store_n(&u.stop, 1, __ATOMIC_RELEASE);
@@ -543,8 +559,8 @@ static void *writer_main(void *arg)
     verified &= memcmp(f->out, f->want, f->nk * sizeof(uint32_t)) == 0;
     oc_acl_reader_unregister();
 
-    lat_line(f->fam, "add", add_ns, n, during, idle, verified);
-    lat_line(f->fam, "del", del_ns, n, during, idle, verified);
+    lat_line(f->fam, "add", add_ns, n, rate, verified);
+    lat_line(f->fam, "del", del_ns, n, rate, verified);
     oc_acl_destroy(u.acl);
     free(add_ns);
     free(del_ns);
@@ -562,8 +578,9 @@ static void usage(FILE *o)
         "                    and DIR/F_10k_mix.trace.gz\n"
         "  --repeats N       interleaved repeats, median reported (default 5)\n"
         "  --linear-keys N   keys the linear scan is timed on (default 20000)\n"
+        "  --keys N          use the first N trace keys only (default all)\n"
         "  --update-ops N    del+add pairs in the update test (default 4000)\n"
-        "  --update-rate R   updates per second, paced (default 5000)\n"
+        "  --update-rate R   updates per second, paced (default 1000)\n"
         "  --no-dpdk         skip rte_acl\n"
         "Prints one JSON line per implementation and family:\n"
         "  {\"bench\":\"classifier\",...,\"mpps\":..,\"verified\":true}\n"
@@ -585,6 +602,8 @@ static int load_family(fam_t *f, const char *fam)
         fprintf(stderr, "bench-classifier: %s\n", err);
         return -1;
     }
+    if (opt.keys > 0 && opt.keys < f->nk)
+        f->nk = opt.keys;
     f->keys = malloc(f->nk * sizeof(*f->keys));
     f->want = malloc(f->nk * sizeof(uint32_t));
     f->out = malloc(f->nk * sizeof(uint32_t));
@@ -604,7 +623,8 @@ int main(int argc, char **argv)
 {
     static const struct option lo[] = {
         {"data", 1, 0, 'd'}, {"families", 1, 0, 'f'}, {"repeats", 1, 0, 'r'},
-        {"linear-keys", 1, 0, 'l'}, {"update-ops", 1, 0, 'u'},
+        {"linear-keys", 1, 0, 'l'}, {"keys", 1, 0, 'k'},
+        {"update-ops", 1, 0, 'u'},
         {"update-rate", 1, 0, 'R'}, {"no-dpdk", 0, 0, 'D'}, {"help", 0, 0, 'h'},
         {0, 0, 0, 0}};
     char fams[256], *save = NULL, *fam;
@@ -616,6 +636,7 @@ int main(int argc, char **argv)
         case 'f': opt.families = optarg; break;
         case 'r': opt.repeats = atoi(optarg); break;
         case 'l': opt.linear_keys = strtoull(optarg, NULL, 10); break;
+        case 'k': opt.keys = strtoull(optarg, NULL, 10); break;
         case 'u': opt.update_ops = atoi(optarg); break;
         case 'R': opt.update_rate = atof(optarg); break;
         case 'D': opt.dpdk = 0; break;
@@ -669,5 +690,7 @@ int main(int argc, char **argv)
         free(f.out);
     }
     oc_acl_reader_unregister();
-    return 0;
+    if (failures)
+        fprintf(stderr, "bench-classifier: %d result(s) NOT verified\n", failures);
+    return failures ? 1 : 0;
 }

@@ -4,7 +4,8 @@
 # a temporary directory.  Fails on any crash, sanitizer report, leak or
 # timeout; the input that caused it is kept in BUILDDIR/fuzz-artifacts/ and
 # can be replayed with BUILDDIR/tests/fuzz/fuzz_TARGET_replay FILE (any
-# build).  Targets: wire (bundles), ctl (control frames and streams), esp
+# build).  Targets: wire (bundles), ctl (control frames and streams), acl
+# (ClassBench rule and trace files, then the classifier's tree builder), esp
 # (ESP decapsulation), pkt
 # (packet parser, offcore-dp rules and config).
 # FUZZ_SEED=N makes a run repeatable (libFuzzer prints the seed it used).
@@ -16,7 +17,7 @@ trap 'rm -rf "$corpus"' EXIT INT TERM
 artifacts=$dir/fuzz-artifacts
 mkdir -p "$artifacts"
 
-for target in wire ctl pkt esp; do
+for target in wire ctl acl pkt esp; do
     # The control decoder runs ~10x slower per input (framing, and a
     # connection reader per input): 1M executions keep CI in its budget.
     runs=$2
@@ -26,6 +27,15 @@ for target in wire ctl pkt esp; do
     # pkt: ~30K inputs/s here (config texts dominate); 2M keep it near 70 s
     if [ "$target" = pkt ] && [ "$runs" -gt "${FUZZ_PKT_RUNS:-2000000}" ]; then
         runs=${FUZZ_PKT_RUNS:-2000000}
+    fi
+    # The classifier target builds trees for accepted rule files: slower
+    # per input again.
+    if [ "$target" = acl ] && [ "$runs" -gt "${FUZZ_ACL_RUNS:-1000000}" ]; then
+        runs=${FUZZ_ACL_RUNS:-1000000}
+    fi
+    # esp: ~150K inputs/s here; 2M keep it near 15 s
+    if [ "$target" = esp ] && [ "$runs" -gt "${FUZZ_ESP_RUNS:-2000000}" ]; then
+        runs=${FUZZ_ESP_RUNS:-2000000}
     fi
     fuzzer=$dir/tests/fuzz/fuzz_$target
     log=$dir/fuzz-$target.log

@@ -105,7 +105,7 @@ static void trace_family(const char *fam)
     assert_int_equal(oc_acl_create(20000, &acl), OC_OK);
     assert_int_equal(oc_acl_load(acl, rules, n), OC_OK);
     assert_int_equal(oc_acl_count(acl), n);
-    check_keys(acl, rules, n, keys, nt, SLOW ? 8 : 1);
+    check_keys(acl, rules, n, keys, nt, SLOW ? 16 : 1);
 
     /* delete every 7th rule and add 300 copies (new ids, shuffled
      * priorities) live: side part and tombstones, then folded in */
@@ -126,9 +126,9 @@ static void trace_family(const char *fam)
         }
         n = m;
     }
-    check_keys(acl, rules, n, keys, nt, SLOW ? 64 : 8);
+    check_keys(acl, rules, n, keys, nt, SLOW ? 128 : 8);
     assert_int_equal(oc_acl_sync(acl), OC_OK);
-    check_keys(acl, rules, n, keys, nt, SLOW ? 64 : 8);
+    check_keys(acl, rules, n, keys, nt, SLOW ? 128 : 8);
     oc_acl_destroy(acl);
     free(keys);
     free(tr);

@@ -36,6 +36,7 @@
 typedef struct {
     oc__acl_blk_t *blk; /* SIDE_CAP / 16 blocks; lane rank = slot */
     uint64_t *order;
+    uint64_t *blk_min; /* lowest order per block: lets lookups skip it */
     uint32_t *userdata;
     uint8_t *dead;
     uint32_t count; /* released after the slot is written */
@@ -139,6 +140,7 @@ static void state_free(state_t *s)
     free(s->dead);
     free(s->side.blk);
     free(s->side.order);
+    free(s->side.blk_min);
     free(s->side.userdata);
     free(s->side.dead);
     free(s);
@@ -153,20 +155,25 @@ static state_t *state_new(oc__acl_tree_t *tree)
     s->tree = tree;
     s->dead = calloc(tree->nrules ? tree->nrules : 1, 1);
     s->side.order = malloc(SIDE_CAP * sizeof(uint64_t));
+    s->side.blk_min = malloc(nb * sizeof(uint64_t));
     s->side.userdata = malloc(SIDE_CAP * sizeof(uint32_t));
     s->side.dead = calloc(SIDE_CAP, 1);
     if (posix_memalign((void **)&s->side.blk, 64, nb * sizeof(oc__acl_blk_t)))
         s->side.blk = NULL;
-    if (s->dead == NULL || s->side.order == NULL || s->side.userdata == NULL ||
+    if (s->dead == NULL || s->side.order == NULL || s->side.blk_min == NULL ||
+        s->side.userdata == NULL ||
         s->side.dead == NULL || s->side.blk == NULL) {
         s->tree = NULL; /* the caller still owns it */
         state_free(s);
         return NULL;
     }
-    for (size_t i = 0; i < nb; i++)
+    for (size_t i = 0; i < nb; i++) {
         oc__acl_blk_clear(&s->side.blk[i]);
+        s->side.blk_min[i] = UINT64_MAX;
+    }
     s->mem = sizeof(*s) + tree->mem + tree->nrules +
-             nb * sizeof(oc__acl_blk_t) + SIDE_CAP * (8 + 4 + 1);
+             nb * sizeof(oc__acl_blk_t) + SIDE_CAP * (8 + 4 + 1) +
+             nb * sizeof(uint64_t);
     return s;
 }
 
@@ -177,6 +184,9 @@ static uint32_t side_put(state_t *s, const oc_acl_rule_t *r)
     s->side.order[slot] = (uint64_t)r->priority << 32 | r->id;
     s->side.userdata[slot] = r->userdata;
     s->side.dead[slot] = 0;
+    if (s->side.order[slot] < s->side.blk_min[slot / OC__ACL_LANES])
+        __atomic_store_n(&s->side.blk_min[slot / OC__ACL_LANES],
+                         s->side.order[slot], __ATOMIC_RELAXED);
     oc__acl_blk_set(&s->side.blk[slot / OC__ACL_LANES], slot % OC__ACL_LANES,
                     r, slot);
     __atomic_store_n(&s->side.count, slot + 1, __ATOMIC_RELEASE);
@@ -542,7 +552,12 @@ size_t oc_acl_rules(const oc_acl_t *acl, oc_acl_rule_t *out, size_t cap)
 
 size_t oc_acl_mem_bytes(const oc_acl_t *acl)
 {
-    return rcu_dereference(acl->state)->mem;
+    size_t m;
+    /* under mu: the rebuild thread cannot retire the state meanwhile */
+    pthread_mutex_lock((pthread_mutex_t *)&acl->mu);
+    m = acl->state->mem;
+    pthread_mutex_unlock((pthread_mutex_t *)&acl->mu);
+    return m;
 }
 
 oc_status_t oc_acl_sync(oc_acl_t *acl)
@@ -563,30 +578,6 @@ oc_status_t oc_acl_sync(oc_acl_t *acl)
     return st;
 }
 
-/* The side part: better (lower order) live rules than *best. */
-typedef uint32_t (*blk_match_fn)(const oc__acl_blk_t *, const oc_acl_key_t *);
-
-static inline void side_scan(const side_t *sd, uint32_t cnt,
-                             const oc_acl_key_t *k, uint64_t *best,
-                             uint32_t *ud, blk_match_fn match)
-{
-    for (uint32_t b = 0; b * OC__ACL_LANES < cnt; b++) {
-        uint32_t m = match(&sd->blk[b], k);
-        uint32_t left = cnt - b * OC__ACL_LANES;
-        if (left < OC__ACL_LANES)
-            m &= (1u << left) - 1;
-        while (m) {
-            uint32_t slot = b * OC__ACL_LANES + (uint32_t)__builtin_ctz(m);
-            m &= m - 1;
-            if (sd->order[slot] < *best &&
-                !__atomic_load_n(&sd->dead[slot], __ATOMIC_ACQUIRE)) {
-                *best = sd->order[slot];
-                *ud = sd->userdata[slot];
-            }
-        }
-    }
-}
-
 #define CHUNK 64
 
 static inline uint32_t lookup(oc_acl_t *acl, const oc_acl_key_t *keys,
@@ -594,13 +585,13 @@ static inline uint32_t lookup(oc_acl_t *acl, const oc_acl_key_t *keys,
 {
     state_t *s = rcu_dereference(acl->state);
     const oc__acl_tree_t *t = s->tree;
-    uint32_t cnt = __atomic_load_n(&s->side.count, __ATOMIC_ACQUIRE);
+    oc__acl_side_view_t sv = {
+        s->side.blk, s->side.order, s->side.blk_min, s->side.userdata,
+        s->side.dead, __atomic_load_n(&s->side.count, __ATOMIC_ACQUIRE)};
     const uint8_t *dead =
         __atomic_load_n(&s->any_dead, __ATOMIC_ACQUIRE) ? s->dead : NULL;
-    blk_match_fn match = scalar || !oc__acl_have_avx512
-                             ? oc__acl_blk_match_scalar
-                             : oc__acl_blk_match_avx512;
     uint32_t rank[CHUNK];
+    uint64_t best[CHUNK];
 
     for (uint32_t c = 0; c < n; c += CHUNK) {
         uint32_t cn = n - c < CHUNK ? n - c : CHUNK;
@@ -610,12 +601,12 @@ static inline uint32_t lookup(oc_acl_t *acl, const oc_acl_key_t *keys,
             oc__acl_tree_lookup(t, dead, keys + c, cn, rank);
         for (uint32_t i = 0; i < cn; i++) {
             uint32_t r = rank[i];
-            uint32_t ud = r == OC__ACL_NONE ? OC_ACL_NO_MATCH : t->userdata[r];
-            if (cnt > 0) {
-                uint64_t best = r == OC__ACL_NONE ? UINT64_MAX : t->order[r];
-                side_scan(&s->side, cnt, &keys[c + i], &best, &ud, match);
-            }
-            out[c + i] = ud;
+            out[c + i] = r == OC__ACL_NONE ? OC_ACL_NO_MATCH : t->userdata[r];
+        }
+        if (sv.cnt > 0) { /* rules added since the tree was built */
+            for (uint32_t i = 0; i < cn; i++)
+                best[i] = rank[i] == OC__ACL_NONE ? UINT64_MAX : t->order[rank[i]];
+            oc__acl_side_lookup(&sv, keys + c, cn, best, out + c, scalar);
         }
     }
     return n;

@@ -34,7 +34,8 @@
 #define REF_EMPTY 0xffffffffu
 #define REF_LEAF 0x80000000u
 /* References are 64-bit: an internal node is its offset in `nodes` (bits
- * 0..30) with its cut in bits 32..43 (field, shift, bits), so that a walk
+ * 0..30) with its cut in bits 32..63 (field 32..34, shift 35..39, child
+ * index mask 48..63), so that a walk
  * needs one load per level and can prefetch the exact child.  Leaf
  * references (bits 32..63 zero): bit 31 set; bit 30 set: small leaf, bits 27..29 = rules
  * - 1, bits 0..26 = first srule; else bits 23..29 = blocks - 1, bits 0..22
@@ -62,7 +63,7 @@ void oc__acl_blk_clear(oc__acl_blk_t *b)
 {
     memset(b, 0, sizeof(*b));
     for (unsigned i = 0; i < OC__ACL_LANES; i++) {
-        b->slo[i] = UINT32_MAX; /* lo > hi: never matches */
+        b->pv[i] = 0xff; /* (proto & 0) != 0xff: never matches */
         b->rank[i] = OC__ACL_NONE;
     }
 }
@@ -70,31 +71,35 @@ void oc__acl_blk_clear(oc__acl_blk_t *b)
 void oc__acl_blk_set(oc__acl_blk_t *b, unsigned lane, const oc_acl_rule_t *r,
                      uint32_t rank)
 {
-    uint32_t sm = oc_acl_prefix_mask(r->src_len);
-    uint32_t dm = oc_acl_prefix_mask(r->dst_len);
-    b->shi[lane] = (r->src_ip & sm) | ~sm;
-    b->dlo[lane] = r->dst_ip & dm;
-    b->dhi[lane] = (r->dst_ip & dm) | ~dm;
+    const unsigned d = OC__ACL_LANES + lane;
+    b->ip[lane] = r->src_ip & oc_acl_prefix_mask(r->src_len);
+    b->ip[d] = r->dst_ip & oc_acl_prefix_mask(r->dst_len);
+    b->shift[lane] = (uint8_t)(32 - r->src_len);
+    b->shift[d] = (uint8_t)(32 - r->dst_len);
     b->plo[lane] = r->sport_lo;
     b->phi[lane] = r->sport_hi;
-    b->plo[OC__ACL_LANES + lane] = r->dport_lo;
-    b->phi[OC__ACL_LANES + lane] = r->dport_hi;
-    b->pv[lane] = r->proto & r->proto_mask;
+    b->plo[d] = r->dport_lo;
+    b->phi[d] = r->dport_hi;
     b->pm[lane] = r->proto_mask;
     b->rank[lane] = rank;
-    /* last: the lane goes live when its lower source bound drops */
-    __atomic_store_n(&b->slo[lane], r->src_ip & sm, __ATOMIC_RELEASE);
+    /* last: the lane goes live when its protocol value becomes reachable */
+    __atomic_store_n(&b->pv[lane], (uint8_t)(r->proto & r->proto_mask),
+                     __ATOMIC_RELEASE);
+}
+
+static inline int prefix_ok(uint32_t key, uint32_t ip, uint8_t shift)
+{
+    return ((uint64_t)(key ^ ip) >> shift) == 0; /* 64-bit: shift 32 is fine */
 }
 
 uint32_t oc__acl_blk_match_scalar(const oc__acl_blk_t *b, const oc_acl_key_t *k)
 {
     uint32_t m = 0;
-    for (unsigned i = 0; i < OC__ACL_LANES; i++) {
-        int ok = k->src_ip >= b->slo[i] && k->src_ip <= b->shi[i] &&
-                 k->dst_ip >= b->dlo[i] && k->dst_ip <= b->dhi[i] &&
+    for (unsigned i = 0, d = OC__ACL_LANES; i < OC__ACL_LANES; i++, d++) {
+        int ok = prefix_ok(k->src_ip, b->ip[i], b->shift[i]) &&
+                 prefix_ok(k->dst_ip, b->ip[d], b->shift[d]) &&
                  k->sport >= b->plo[i] && k->sport <= b->phi[i] &&
-                 k->dport >= b->plo[OC__ACL_LANES + i] &&
-                 k->dport <= b->phi[OC__ACL_LANES + i] &&
+                 k->dport >= b->plo[d] && k->dport <= b->phi[d] &&
                  (k->proto & b->pm[i]) == b->pv[i];
         m |= (uint32_t)ok << i;
     }
@@ -116,7 +121,7 @@ __attribute__((constructor)) static void detect_cpu(void)
 
 /* the key, spread the way a block's lines are laid out */
 typedef struct {
-    __m512i s, d; /* 16 x u32 */
+    __m512i ip;   /* 16 x u32: src x8, dst x8 */
     __m512i p;    /* 32 x u16: sport x8, dport x8, sport x8, dport x8 */
     __m128i pr;   /* 16 x u8 */
 } vkey_t;
@@ -125,8 +130,8 @@ AVX512 static inline void vkey(vkey_t *v, const oc_acl_key_t *k)
 {
     __m256i p = _mm256_set_m128i(_mm_set1_epi16((short)k->dport),
                                  _mm_set1_epi16((short)k->sport));
-    v->s = _mm512_set1_epi32((int)k->src_ip);
-    v->d = _mm512_set1_epi32((int)k->dst_ip);
+    v->ip = _mm512_mask_blend_epi32(0xff00, _mm512_set1_epi32((int)k->src_ip),
+                                    _mm512_set1_epi32((int)k->dst_ip));
     v->p = _mm512_inserti64x4(_mm512_castsi256_si512(p), p, 1);
     v->pr = _mm_set1_epi8((char)k->proto);
 }
@@ -135,18 +140,19 @@ AVX512 static inline uint32_t blk_match8(const oc__acl_blk_t *b,
                                          const vkey_t *v)
 {
     const __m512i *l = (const __m512i *)b;
-    /* lanes 0..7 hold lower bounds, 8..15 upper ones */
-    __mmask16 s = _mm512_cmp_epu32_mask(l[0], v->s, _MM_CMPINT_LE) &
-                  (_mm512_cmp_epu32_mask(v->s, l[0], _MM_CMPINT_LE) >> 8);
-    __mmask16 d = _mm512_cmp_epu32_mask(l[1], v->d, _MM_CMPINT_LE) &
-                  (_mm512_cmp_epu32_mask(v->d, l[1], _MM_CMPINT_LE) >> 8);
-    __mmask32 pl = _mm512_cmp_epu16_mask(l[2], v->p, _MM_CMPINT_LE);
-    __mmask32 ph = _mm512_cmp_epu16_mask(v->p, l[2], _MM_CMPINT_LE) >> 16;
-    __mmask32 p = pl & ph;
+    /* addresses: (key ^ ip) >> shift == 0; lanes 0..7 source, 8..15 dest */
+    __m512i sh = _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)b->shift));
+    __mmask16 a = _mm512_cmpeq_epi32_mask(
+        _mm512_srlv_epi32(_mm512_xor_si512(l[0], v->ip), sh),
+        _mm512_setzero_si512());
+    /* ports: lanes 0..15 lower bounds, 16..31 upper ones */
+    __mmask32 pl = _mm512_cmp_epu16_mask(l[1], v->p, _MM_CMPINT_LE);
+    __mmask32 ph = _mm512_cmp_epu16_mask(v->p, l[1], _MM_CMPINT_LE) >> 16;
+    __mmask32 p = pl & ph & a;
     __m128i pvm = _mm_load_si128((const __m128i *)b->pv); /* pv[8] pm[8] */
     __mmask16 pr = _mm_cmpeq_epi8_mask(
         _mm_and_si128(v->pr, _mm_unpackhi_epi64(pvm, pvm)), pvm);
-    return (uint32_t)(s & d & pr & p & (p >> 8)) & 0xffu;
+    return (uint32_t)(pr & p & (p >> 8)) & 0xffu;
 }
 
 AVX512 uint32_t oc__acl_blk_match_avx512(const oc__acl_blk_t *b,
@@ -367,7 +373,8 @@ static uint64_t build_node(build_t *b, const uint32_t *list, size_t n,
             return REF_EMPTY;
         }
         t->nnodes += np;
-        hdr = (uint64_t)((uint32_t)best_f | sh << 3 | best_b << 8) << 32;
+        /* field, shift, and the mask of the child index (not its width) */
+        hdr = (uint64_t)((uint32_t)best_f | sh << 3 | (np - 1) << 16) << 32;
         for (unsigned j = 0; j < np && b->st == OC_OK; j++) {
             box_t cr = *reg;
             size_t cn = 0;
@@ -444,14 +451,18 @@ static void pack_hot(oc__acl_tree_t *t)
     size_t off_b = (nb + 63) & ~(size_t)63, off_s = off_b + bb;
     size_t len = (off_s + sb + HUGE_SZ - 1) & ~(size_t)(HUGE_SZ - 1);
     char *p;
-    if (len < HUGE_SZ || posix_memalign((void **)&p, HUGE_SZ, len) != 0)
+    /* small tables stay in the cache anyway: not worth 2 MB */
+    if (off_s + sb < HUGE_SZ / 2 || posix_memalign((void **)&p, HUGE_SZ, len) != 0)
         return;
 #ifdef MADV_HUGEPAGE
     madvise(p, len, MADV_HUGEPAGE);
 #endif
-    memcpy(p, t->nodes, nb);
-    memcpy(p + off_b, t->blk, bb);
-    memcpy(p + off_s, t->small, sb);
+    if (nb > 0)
+        memcpy(p, t->nodes, nb);
+    if (bb > 0)
+        memcpy(p + off_b, t->blk, bb);
+    if (sb > 0)
+        memcpy(p + off_s, t->small, sb);
     free(t->nodes);
     free(t->blk);
     free(t->small);
@@ -581,7 +592,7 @@ static inline const uint64_t *child_of(const uint64_t *nodes, uint64_t ref,
 {
     uint32_t h = (uint32_t)(ref >> 32);
     uint32_t v = kf[h & 7] >> ((h >> 3) & 31);
-    return &nodes[(uint32_t)ref + (v & ((1u << ((h >> 8) & 15)) - 1))];
+    return &nodes[(uint32_t)ref + (v & (h >> 16))];
 }
 
 static inline int is_leaf(uint64_t ref) { return ((uint32_t)ref & REF_LEAF) != 0; }
@@ -643,10 +654,11 @@ static inline uint32_t leaf_scalar(const oc__acl_tree_t *t, const uint8_t *dead,
                                    uint32_t ref, const oc_acl_key_t *k,
                                    uint32_t best)
 {
-    const oc__acl_blk_t *b = &t->blk[ref & (LEAF_MAXIDX - 1)];
+    const oc__acl_blk_t *b;
     unsigned nb = ((ref >> 23) & 0x7f) + 1;
     if (ref & REF_SMALL)
         return leaf_small(t, dead, ref, k, best);
+    b = &t->blk[ref & (LEAF_MAXIDX - 1)];
     for (unsigned i = 0; i < nb; i++, b++) {
         uint32_t m = oc__acl_blk_match_scalar(b, k);
         if (b->rank[0] >= best)
@@ -699,34 +711,36 @@ __attribute__((noinline)) static void walk_group(const oc__acl_tree_t *t,
                                                  uint64_t active)
 {
     const uint64_t *nodes = t->nodes;
+    const uint64_t *slot[GROUP];
     uint8_t act[GROUP];
     unsigned na = 0;
     while (active) {
-        act[na++] = (uint8_t)__builtin_ctzll(active);
+        unsigned i = (unsigned)__builtin_ctzll(active);
         active &= active - 1;
+        slot[i] = child_of(nodes, ref[i], kf[i]);
+        act[na++] = (uint8_t)i;
     }
     while (na > 0) {
         unsigned nn = 0;
         for (unsigned j = 0; j < na; j++) {
             unsigned i = act[j];
-            uint64_t r64 = *child_of(nodes, ref[i], kf[i]);
+            uint64_t r64 = *slot[i];
             uint32_t r = (uint32_t)r64;
             ref[i] = r64;
             if (!(r & REF_LEAF)) { /* exactly the slot the next step reads */
-                _mm_prefetch((const char *)child_of(nodes, r64, kf[i]),
-                             _MM_HINT_T0);
+                slot[i] = child_of(nodes, r64, kf[i]);
+                _mm_prefetch((const char *)slot[i], _MM_HINT_T0);
                 act[nn++] = (uint8_t)i;
             } else if (r == REF_EMPTY) {
             } else if (r & REF_SMALL) {
                 const char *sp = (const char *)&t->small[r & (SMALL_MAXIDX - 1)];
                 _mm_prefetch(sp, _MM_HINT_T0);
                 _mm_prefetch(sp + 64, _MM_HINT_T0);
-            } else { /* the four lines of the first block */
+            } else { /* the three lines of the first block */
                 const char *bp = (const char *)&t->blk[r & (LEAF_MAXIDX - 1)];
                 _mm_prefetch(bp, _MM_HINT_T0);
                 _mm_prefetch(bp + 64, _MM_HINT_T0);
                 _mm_prefetch(bp + 128, _MM_HINT_T0);
-                _mm_prefetch(bp + 192, _MM_HINT_T0);
             }
         }
         na = nn;
@@ -817,4 +831,67 @@ void oc__acl_tree_lookup(const oc__acl_tree_t *t, const uint8_t *dead,
     }
 #endif
     oc__acl_tree_lookup_scalar(t, dead, keys, n, rank);
+}
+
+/* ------------------------------------------------------------ side part */
+
+static inline void side_lanes(const oc__acl_side_view_t *sv, uint32_t b,
+                              uint32_t m, uint64_t *best, uint32_t *ud)
+{
+    uint32_t left = sv->cnt - b * OC__ACL_LANES;
+    if (left < OC__ACL_LANES)
+        m &= (1u << left) - 1;
+    while (m) {
+        uint32_t slot = b * OC__ACL_LANES + (uint32_t)__builtin_ctz(m);
+        m &= m - 1;
+        if (sv->order[slot] < *best &&
+            !__atomic_load_n(&sv->dead[slot], __ATOMIC_ACQUIRE)) {
+            *best = sv->order[slot];
+            *ud = sv->userdata[slot];
+        }
+    }
+}
+
+static void side_scalar(const oc__acl_side_view_t *sv, const oc_acl_key_t *keys,
+                        uint32_t n, uint64_t *best, uint32_t *ud)
+{
+    uint32_t nb = (sv->cnt + OC__ACL_LANES - 1) / OC__ACL_LANES;
+    for (uint32_t i = 0; i < n; i++)
+        for (uint32_t b = 0; b < nb; b++)
+            if (__atomic_load_n(&sv->blk_min[b], __ATOMIC_RELAXED) < best[i])
+                side_lanes(sv, b, oc__acl_blk_match_scalar(&sv->blk[b], &keys[i]),
+                           &best[i], &ud[i]);
+}
+
+#if defined(__x86_64__)
+AVX512 static void side_avx512(const oc__acl_side_view_t *sv,
+                               const oc_acl_key_t *keys, uint32_t n,
+                               uint64_t *best, uint32_t *ud)
+{
+    uint32_t nb = (sv->cnt + OC__ACL_LANES - 1) / OC__ACL_LANES;
+    for (uint32_t i = 0; i < n; i++) {
+        vkey_t v;
+        vkey(&v, &keys[i]);
+        for (uint32_t b = 0; b < nb; b++) {
+            uint32_t m;
+            if (__atomic_load_n(&sv->blk_min[b], __ATOMIC_RELAXED) >= best[i])
+                continue; /* nothing in this block can win */
+            m = blk_match8(&sv->blk[b], &v);
+            if (m)
+                side_lanes(sv, b, m, &best[i], &ud[i]);
+        }
+    }
+}
+#endif
+
+void oc__acl_side_lookup(const oc__acl_side_view_t *sv, const oc_acl_key_t *keys,
+                         uint32_t n, uint64_t *best, uint32_t *ud, int scalar)
+{
+#if defined(__x86_64__)
+    if (!scalar && oc__acl_have_avx512) {
+        side_avx512(sv, keys, n, best, ud);
+        return;
+    }
+#endif
+    side_scalar(sv, keys, n, best, ud);
 }

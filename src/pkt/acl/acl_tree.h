@@ -20,16 +20,18 @@
 #define OC__ACL_LANES 8
 #define OC__ACL_NONE  UINT32_MAX /* no rank */
 
-/* 8 rules column-wise in four cache lines; a lookup tests all 8 with a
- * handful of AVX-512 compares.  Unused lanes never match (lo > hi).
- * plo/phi: source port bounds in [0..7], destination in [8..15]. */
+/* 8 rules column-wise in three cache lines; a lookup tests all 8 with a
+ * handful of AVX-512 compares.  Addresses are prefixes: a key matches when
+ * (key ^ ip) >> shift == 0, shift = 32 - prefix length (32: any).  Unused
+ * lanes never match (proto mask 0, value 0xff).  ip: source in [0..7],
+ * destination in [8..15]; plo/phi: source ports in [0..7], destination in
+ * [8..15]; shift likewise. */
 typedef struct {
-    uint32_t slo[OC__ACL_LANES], shi[OC__ACL_LANES]; /* line 0 */
-    uint32_t dlo[OC__ACL_LANES], dhi[OC__ACL_LANES]; /* line 1 */
-    uint16_t plo[2 * OC__ACL_LANES], phi[2 * OC__ACL_LANES]; /* line 2 */
-    uint8_t pv[OC__ACL_LANES], pm[OC__ACL_LANES];    /* line 3 */
+    uint32_t ip[2 * OC__ACL_LANES];                          /* line 0 */
+    uint16_t plo[2 * OC__ACL_LANES], phi[2 * OC__ACL_LANES]; /* line 1 */
+    uint8_t shift[2 * OC__ACL_LANES];                        /* line 2 */
+    uint8_t pv[OC__ACL_LANES], pm[OC__ACL_LANES];
     uint32_t rank[OC__ACL_LANES];
-    uint8_t pad[16];
 } __attribute__((aligned(64))) oc__acl_blk_t;
 
 /* A rule of a small leaf (at most OC__ACL_SMALL rules, tested one by one:
@@ -90,6 +92,22 @@ void oc__acl_tree_lookup_scalar(const oc__acl_tree_t *t, const uint8_t *dead,
                                 uint32_t *rank);
 void oc__acl_tree_lookup(const oc__acl_tree_t *t, const uint8_t *dead,
                          const oc_acl_key_t *keys, uint32_t n, uint32_t *rank);
+
+/* The side part of a state (acl.c): @p cnt rules in blocks (lane rank =
+ * slot), per slot its order (priority << 32 | id), userdata and tombstone,
+ * per block the lowest order in it. */
+typedef struct {
+    const oc__acl_blk_t *blk;
+    const uint64_t *order, *blk_min;
+    const uint32_t *userdata;
+    const uint8_t *dead;
+    uint32_t cnt;
+} oc__acl_side_view_t;
+
+/* For each key, a live side rule that matches and beats best[i] replaces
+ * best[i] (its order) and ud[i] (its userdata). */
+void oc__acl_side_lookup(const oc__acl_side_view_t *sv, const oc_acl_key_t *keys,
+                         uint32_t n, uint64_t *best, uint32_t *ud, int scalar);
 
 /* Lanes of @p b matching @p k (bit i = lane i), scalar and AVX-512
  * (F, BW, VL). */
