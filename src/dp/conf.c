@@ -56,6 +56,7 @@ void oc_dp_conf_defaults(oc_dp_conf_t *c)
     c->default_action = OC_ACL_ALLOW;
     snprintf(c->control, sizeof(c->control), "unix:/run/offcore/dp.sock");
     snprintf(c->metrics, sizeof(c->metrics), "off");
+    c->esp_mtu = 1500;
     for (int r = 0; r < OC_PKT_R_MAX; r++)
         c->policy[r] = (uint8_t)oc_pkt_default_policy((oc_pkt_reason_t)r);
 }
@@ -67,6 +68,8 @@ void oc_dp_conf_free(oc_dp_conf_t *c)
     free(c->rules);
     c->rules = NULL;
     c->nrules = 0;
+    memset(c->sa, 0, sizeof(c->sa));
+    c->nsa = 0;
 }
 
 const char *oc_dp_action_name(oc_acl_action_t a)
@@ -723,10 +726,48 @@ static void parse_line(oc_dp_conf_t *c, size_t *rcap, char *line,
                 *nomem = true;
             free(rules);
         }
+    } else if (!strcmp(tok[0], "sa")) {
+        oc_esp_sa_spec_t sa;
+        char why[320];
+        const char *t = strstr(rest, "sa") + 2;
+        if (oc_esp_sa_parse(t, base_dir, &sa, why, sizeof(why)) != 0) {
+            ERR("sa: %s", why);
+            return;
+        }
+        for (uint32_t i = 0; i < c->nsa; i++)
+            if (c->sa[i].sa.spi == sa.sa.spi &&
+                c->sa[i].sa.outbound == sa.sa.outbound) {
+                ERR("sa: %s spi 0x%08x defined twice",
+                    sa.sa.outbound ? "out" : "in", sa.sa.spi);
+                return;
+            }
+        if (c->nsa == OC_DP_MAX_SA)
+            ERR("sa: more than %u SAs", OC_DP_MAX_SA);
+        else {
+            c->sa[c->nsa++] = sa;
+            c->esp = true;
+        }
+        memset(&sa, 0, sizeof(sa));
+    } else if (!strcmp(tok[0], "esp") || !strcmp(tok[0], "esp_clear")) {
+        bool *dst = tok[0][3] == '\0' ? &c->esp : &c->esp_clear;
+        ONE_ARG();
+        if (!strcmp(tok[1], tok[0][3] ? "allow" : "on"))
+            *dst = true;
+        else if (!strcmp(tok[1], tok[0][3] ? "deny" : "off"))
+            *dst = false;
+        else
+            ERR("%s '%.32s': expected %s", tok[0], tok[1],
+                tok[0][3] ? "allow or deny" : "on or off");
+    } else if (!strcmp(tok[0], "esp_mtu")) {
+        ONE_ARG();
+        if (parse_u64(tok[1], 576, 9000, &v) != 0)
+            ERR("esp_mtu '%.32s': expected 576..9000", tok[1]);
+        else
+            c->esp_mtu = (uint32_t)v;
     } else {
         ERR("unknown directive '%.40s' (threads burst ring max_rules "
             "max_frame stages default control metrics policy attach rule "
-            "rules)", tok[0]);
+            "rules sa esp esp_clear esp_mtu)", tok[0]);
     }
 #undef ONE_ARG
 #undef ERR
@@ -788,6 +829,14 @@ oc_status_t oc_dp_conf_parse(const char *text, size_t len, const char *name,
             }
         free(t);
     }
+    if (c.esp)
+        for (uint32_t i = 0; i < c.nattach; i++)
+            if (c.attach[i].backend != OC_DP_BACKEND_XDP)
+                oc_dp_errors_add(e, name, c.attach[i].line, "attach %s: ESP "
+                                 "runs on backend=xdp only", c.attach[i].name);
+    if (c.esp && c.bare)
+        oc_dp_errors_add(e, name, 0, "ESP (sa lines) needs the stages: not "
+                         "'stages none'");
     if (check_system)
         for (uint32_t i = 0; i < c.nattach; i++) {
             const char *ifs[2] = {c.attach[i].host, c.attach[i].wire};
@@ -799,6 +848,7 @@ oc_status_t oc_dp_conf_parse(const char *text, size_t len, const char *name,
         }
     if (e->count != before) {
         free(c.rules);
+        memset(c.sa, 0, sizeof(c.sa));
         return OC_ERR_CONFIG;
     }
     *out = c;

@@ -18,6 +18,7 @@
 #ifndef OC_DP_H
 #define OC_DP_H
 
+#include "pkt/esp.h"
 #include "pkt/pkt.h"
 
 #include <stdbool.h>
@@ -30,6 +31,7 @@
 #define OC_DP_NAME_MAX    32
 #define OC_DP_PATH_MAX    256
 #define OC_DP_LINE_MAX    4096
+#define OC_DP_MAX_SA      64    /* ESP SAs, both directions */
 
 /* userdata of a classifier rule: the action in the top 2 bits, the rule's
  * counter slot below */
@@ -69,6 +71,12 @@ typedef struct {
     oc_dp_attach_conf_t attach[OC_DP_MAX_ATTACH];
     size_t        nrules;
     oc_dp_rule_t *rules;     /* malloc'd */
+    /* ESP (esp_stage.c; docs/dp.md "Encryption between DPUs") */
+    bool     esp;            /* the stage runs: `esp on` or any `sa` line */
+    bool     esp_clear;      /* IPv4 no SA protects passes in clear (deny) */
+    uint32_t esp_mtu;        /* wire MTU: outer packets fit it (1500) */
+    uint32_t nsa;
+    oc_esp_sa_spec_t sa[OC_DP_MAX_SA]; /* keys inside: zeroed by conf_free */
 } oc_dp_conf_t;
 
 /** Collected errors: every one "file:line: reason". */

@@ -1,6 +1,7 @@
 /*
  * esp.c — ESP tunnel mode with AES-256-GCM (esp.h): encapsulation,
- * decapsulation, the anti-replay window, key files and the MSS clamp.
+ * decapsulation, the anti-replay window and the MSS clamp (key files and
+ * the SA syntax: esp_conf.c).
  *
  * Crypto is OpenSSL EVP (never hand-written AES or GHASH): the context is
  * keyed once per thread per SA and only the nonce changes per packet.
@@ -16,13 +17,9 @@
 #include "pkt/esp.h"
 
 #include <arpa/inet.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 static const char *const result_names[OC_ESP_E_MAX] = {
     [OC_ESP_OK] = "ok",
@@ -319,84 +316,6 @@ oc_esp_result_t oc_esp_decap(oc_esp_sa_t *sa, oc_esp_ctx_t *x, uint8_t *ip,
     *inner = pt;
     *inner_len = ilen;
     return OC_ESP_OK;
-}
-
-static int hexval(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-oc_status_t oc_esp_key_file(const char *path, uint8_t key[OC_ESP_KEY_LEN],
-                            uint8_t salt[OC_ESP_SALT_LEN], char *why,
-                            size_t whylen)
-{
-    uint8_t buf[256], raw[OC_ESP_KEY_LEN + OC_ESP_SALT_LEN];
-    struct stat st;
-    ssize_t got;
-    size_t nd = 0, i = 0;
-    int fd;
-
-    fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) {
-        snprintf(why, whylen, "key file %s: %s", path, strerror(errno));
-        return OC_ERR_CONFIG;
-    }
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        snprintf(why, whylen, "key file %s: not a regular file", path);
-        goto bad;
-    }
-    if ((st.st_mode & 077) != 0) {
-        snprintf(why, whylen, "key file %s: mode %03o gives group or others "
-                 "access (chmod 600)", path, (unsigned)(st.st_mode & 0777));
-        goto bad;
-    }
-    if (st.st_uid != 0 && st.st_uid != geteuid()) {
-        snprintf(why, whylen, "key file %s: owned by uid %u, neither root nor "
-                 "this process's", path, (unsigned)st.st_uid);
-        goto bad;
-    }
-    got = read(fd, buf, sizeof(buf));
-    if (got < 0 || (size_t)got == sizeof(buf)) {
-        snprintf(why, whylen, "key file %s: %s", path,
-                 got < 0 ? strerror(errno) : "longer than a key");
-        goto bad;
-    }
-    if (got >= 2 && buf[0] == '0' && (buf[1] == 'x' || buf[1] == 'X'))
-        i = 2;
-    for (; i < (size_t)got; i++) {
-        int v = hexval(buf[i]);
-        if (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\n' || buf[i] == '\r')
-            continue;
-        if (v < 0 || nd >= 2 * sizeof(raw)) {
-            snprintf(why, whylen, "key file %s: expected %zu hex digits "
-                     "(32-byte key, 4-byte salt)", path, 2 * sizeof(raw));
-            goto bad;
-        }
-        raw[nd / 2] = (uint8_t)(nd % 2 ? raw[nd / 2] | v : v << 4);
-        nd++;
-    }
-    if (nd != 2 * sizeof(raw)) {
-        snprintf(why, whylen, "key file %s: expected %zu hex digits (32-byte "
-                 "key, 4-byte salt), found %zu", path, 2 * sizeof(raw), nd);
-        goto bad;
-    }
-    memcpy(key, raw, OC_ESP_KEY_LEN);
-    memcpy(salt, raw + OC_ESP_KEY_LEN, OC_ESP_SALT_LEN);
-    memset(raw, 0, sizeof(raw));
-    memset(buf, 0, sizeof(buf));
-    close(fd);
-    return OC_OK;
-bad:
-    memset(raw, 0, sizeof(raw));
-    memset(buf, 0, sizeof(buf));
-    close(fd);
-    return OC_ERR_CONFIG;
 }
 
 bool oc_esp_mss_clamp(uint8_t *ip, uint32_t len, uint16_t mss)

@@ -138,6 +138,35 @@ oc_status_t oc_esp_key_file(const char *path, uint8_t key[OC_ESP_KEY_LEN],
                             uint8_t salt[OC_ESP_SALT_LEN], char *why,
                             size_t whylen);
 
+/** An SA as the operator writes it (config `sa ...`, `offcore dp sa add`). */
+typedef struct {
+    oc_esp_sa_conf_t sa;
+    uint32_t match_ip;     /**< outbound: inner destinations it protects */
+    uint8_t  match_len;    /**< prefix length (0: every IPv4 destination) */
+    char     key_path[256];
+} oc_esp_sa_spec_t;
+
+/**
+ * Parse `in|out spi=N local=A.B.C.D peer=A.B.C.D key=FILE [match=PREFIX]`
+ * (tokens after the direction in any order; spi decimal or 0x-hex, 256 ..
+ * 2^32-1; match only for out, default any) and read the key file (a
+ * relative path is taken from @p base_dir when not NULL).  @p why gets the
+ * reason (never key material).  @return 0, or -1.
+ */
+int oc_esp_sa_parse(const char *text, const char *base_dir,
+                    oc_esp_sa_spec_t *out, char *why, size_t whylen);
+
+/** Write @p s in the syntax oc_esp_sa_parse() reads, without the key. */
+int oc_esp_sa_format(const oc_esp_sa_spec_t *s, char *buf, size_t cap);
+
+struct oc_pkt_pool;
+struct oc_pkt;
+/** Bytes free in front of and behind @p pkt's frame in its buffer of
+ *  @p pool (0 and 0 for a buffer that is not the pool's: DPDK mbufs).
+ *  In libpkt (esp_room.c). */
+void oc_esp_room(const struct oc_pkt_pool *pool, const struct oc_pkt *pkt,
+                 uint32_t *head, uint32_t *tail);
+
 /** Clamp the MSS option of an IPv4 TCP SYN at @p ip to @p mss, fixing the
  *  checksum.  @return true when it changed the packet. */
 bool oc_esp_mss_clamp(uint8_t *ip, uint32_t len, uint16_t mss);
