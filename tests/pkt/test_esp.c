@@ -337,6 +337,61 @@ static void test_key_file(void **state)
                      OC_ERR_CONFIG);
 }
 
+static void test_sa_syntax(void **state)
+{
+    char dir[] = "/tmp/oc-esp-sa-XXXXXX", path[128], why[320], text[512];
+    oc_esp_sa_spec_t sa, sa2;
+    (void)state;
+
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/k", dir);
+    write_file(path, "202122232425262728292a2b2c2d2e2f"
+                     "303132333435363738393a3b3c3d3e3f cafebabe\n", 0600);
+    /* relative key path from the base dir, hex spi, match prefix */
+    assert_int_equal(oc_esp_sa_parse("out spi=0x1001 local=192.0.2.1 "
+                                     "peer=192.0.2.2 key=k match=10.1.2.3/16",
+                                     dir, &sa, why, sizeof(why)), 0);
+    assert_true(sa.sa.outbound);
+    assert_int_equal(sa.sa.spi, 0x1001);
+    assert_int_equal(sa.sa.local, LOCAL);
+    assert_int_equal(sa.match_ip, 0x0a010000u);
+    assert_int_equal(sa.match_len, 16);
+    assert_memory_equal(sa.sa.key, kat_key, 32);
+    assert_memory_equal(sa.sa.salt, kat_salt, 4);
+    /* format round-trips, and shows no key */
+    oc_esp_sa_format(&sa, text, sizeof(text));
+    assert_null(strstr(text, "2021"));
+    assert_int_equal(oc_esp_sa_parse(text, NULL, &sa2, why, sizeof(why)), 0);
+    assert_memory_equal(&sa, &sa2, sizeof(sa));
+    static const struct {
+        const char *text, *why;
+    } bad[] = {
+        {"", "expected in|out"},
+        {"both spi=300", "expected in or out"},
+        {"in spi=255 local=1.1.1.1 peer=1.1.1.2 key=k", "reserved"},
+        {"in spi=0x1 local=1.1.1.1 peer=1.1.1.2 key=k", "reserved"},
+        {"in spi=4294967296 local=1.1.1.1 peer=1.1.1.2 key=k", "256.."},
+        {"in spi=300 local=1.1.1 peer=1.1.1.2 key=k", "local '1.1.1'"},
+        {"in spi=300 peer=1.1.1.2 key=k", "missing local"},
+        {"in spi=300 local=1.1.1.1 peer=1.1.1.2", "missing key"},
+        {"in spi=300 local=1.1.1.1 peer=1.1.1.2 key=k match=any", "for out"},
+        {"out spi=300 local=1.1.1.1 peer=1.1.1.2 key=k match=1.2.3.4/33", "match"},
+        {"out spi=300 spi=301", "twice"},
+        {"out spi=300 colour=red", "unknown key"},
+        {"out spi=300 local=1.1.1.1 peer=1.1.1.2 key=nosuch", "nosuch"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        why[0] = '\0';
+        assert_int_equal(oc_esp_sa_parse(bad[i].text, dir, &sa, why,
+                                         sizeof(why)), -1);
+        if (strstr(why, bad[i].why) == NULL)
+            fail_msg("'%s': reason '%s' lacks '%s'", bad[i].text, why,
+                     bad[i].why);
+    }
+    unlink(path);
+    rmdir(dir);
+}
+
 static void test_mss(void **state)
 {
     /* IPv4 TCP SYN with options MSS 1460, NOP, NOP, SACK-permitted */
@@ -386,7 +441,7 @@ int main(void)
         cmocka_unit_test(test_kat),          cmocka_unit_test(test_replay),
         cmocka_unit_test(test_icv),          cmocka_unit_test(test_seq_overflow),
         cmocka_unit_test(test_malformed),    cmocka_unit_test(test_key_file),
-        cmocka_unit_test(test_mss),
+        cmocka_unit_test(test_sa_syntax),    cmocka_unit_test(test_mss),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
