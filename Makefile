@@ -98,10 +98,12 @@ bench: build
 	$(MAKE) --no-print-directory bench-pkt
 
 # the classifier: one core, lookups only (bench/classifier.c); forwarding:
-# two network namespaces through offcore-dp (bench/run-pkt-forward.sh).
+# two network namespaces through offcore-dp (bench/run-pkt-forward.sh);
+# ESP: AES-256-GCM encap/decap vs the bare EVP calls (bench/esp.c).
 # JSON lines.
 bench-pkt: build
 	$(BUILDDIR)/bench/bench-classifier --data data/classbench $(BENCH_PKT_ARGS)
+	$(BUILDDIR)/bench/bench-esp $(BENCH_ESP_ARGS)
 	sh bench/run-pkt-forward.sh $(BUILDDIR)
 
 study: build
