@@ -57,6 +57,11 @@ void oc_dp_conf_defaults(oc_dp_conf_t *c)
     snprintf(c->control, sizeof(c->control), "unix:/run/offcore/dp.sock");
     snprintf(c->metrics, sizeof(c->metrics), "off");
     c->esp_mtu = 1500;
+    c->flow_table = 65536;
+    c->flow_idle_s = 15;
+    c->flow_active_s = 60;
+    c->ipfix_domain = 1;
+    c->ipfix_template_s = 30;
     for (int r = 0; r < OC_PKT_R_MAX; r++)
         c->policy[r] = (uint8_t)oc_pkt_default_policy((oc_pkt_reason_t)r);
 }
@@ -758,6 +763,49 @@ static void parse_line(oc_dp_conf_t *c, size_t *rcap, char *line,
         else
             ERR("%s '%.32s': expected %s", tok[0], tok[1],
                 tok[0][3] ? "allow or deny" : "on or off");
+    } else if (!strcmp(tok[0], "flows")) {
+        ONE_ARG();
+        if (!strcmp(tok[1], "on") || !strcmp(tok[1], "off"))
+            c->flows = tok[1][1] == 'n';
+        else
+            ERR("flows '%.32s': expected on or off", tok[1]);
+    } else if (!strcmp(tok[0], "ipfix")) {
+        ONE_ARG();
+        if (strlen(tok[1]) >= OC_DP_PATH_MAX || strrchr(tok[1], ':') == NULL ||
+            strrchr(tok[1], ':') == tok[1] ||
+            parse_u64(strrchr(tok[1], ':') + 1, 1, 65535, &v) != 0)
+            ERR("ipfix '%.64s': expected HOST:PORT (UDP)", tok[1]);
+        else if (c->nipfix == OC_DP_MAX_IPFIX)
+            ERR("ipfix: more than %u collectors", OC_DP_MAX_IPFIX);
+        else {
+            snprintf(c->ipfix[c->nipfix++], OC_DP_PATH_MAX, "%s", tok[1]);
+            c->flows = true;
+        }
+    } else if (!strcmp(tok[0], "flow_table") || !strcmp(tok[0], "flow_idle") ||
+               !strcmp(tok[0], "flow_active") || !strcmp(tok[0], "ipfix_domain") ||
+               !strcmp(tok[0], "ipfix_template")) {
+        ONE_ARG();
+        if (!strcmp(tok[0], "flow_table")) {
+            if (parse_u64(tok[1], 1024, 1u << 24, &v) != 0 || (v & (v - 1)) != 0)
+                ERR("flow_table '%.32s': expected a power of two, 1024..16777216",
+                    tok[1]);
+            else
+                c->flow_table = (uint32_t)v;
+        } else if (!strcmp(tok[0], "ipfix_domain")) {
+            if (parse_u64(tok[1], 0, UINT32_MAX, &v) != 0)
+                ERR("ipfix_domain '%.32s': expected 0..4294967295", tok[1]);
+            else
+                c->ipfix_domain = (uint32_t)v;
+        } else {
+            if (parse_u64(tok[1], 1, 86400, &v) != 0)
+                ERR("%s '%.32s': expected seconds, 1..86400", tok[0], tok[1]);
+            else if (!strcmp(tok[0], "flow_idle"))
+                c->flow_idle_s = (uint32_t)v;
+            else if (!strcmp(tok[0], "flow_active"))
+                c->flow_active_s = (uint32_t)v;
+            else
+                c->ipfix_template_s = (uint32_t)v;
+        }
     } else if (!strcmp(tok[0], "esp_mtu")) {
         ONE_ARG();
         if (parse_u64(tok[1], 576, 9000, &v) != 0)
@@ -767,7 +815,8 @@ static void parse_line(oc_dp_conf_t *c, size_t *rcap, char *line,
     } else {
         ERR("unknown directive '%.40s' (threads burst ring max_rules "
             "max_frame stages default control metrics policy attach rule "
-            "rules sa esp esp_clear esp_mtu)", tok[0]);
+            "rules sa esp esp_clear esp_mtu flows flow_table flow_idle flow_active "
+            "ipfix ipfix_domain ipfix_template)", tok[0]);
     }
 #undef ONE_ARG
 #undef ERR
@@ -834,6 +883,9 @@ oc_status_t oc_dp_conf_parse(const char *text, size_t len, const char *name,
             if (c.attach[i].backend != OC_DP_BACKEND_XDP)
                 oc_dp_errors_add(e, name, c.attach[i].line, "attach %s: ESP "
                                  "runs on backend=xdp only", c.attach[i].name);
+    if (c.flows && c.bare)
+        oc_dp_errors_add(e, name, 0, "flows and ipfix need the stages: not "
+                         "'stages none'");
     if (c.esp && c.bare)
         oc_dp_errors_add(e, name, 0, "ESP (sa lines) needs the stages: not "
                          "'stages none'");

@@ -19,6 +19,7 @@
  *   sa add in|out spi=N local=A peer=A key=/PATH [match=PREFIX]
  *   sa del in|out SPI
  *   sa list                 (one SA a line, never its key)
+ *   flows [N]               (the N (20) largest flows now, by bytes)
  * The control thread serves one client at a time; a client that stops
  * reading for 2 s is dropped.  It is also the classifier's only writer.
  */
@@ -167,6 +168,7 @@ oc_status_t oc_dp_metrics(void *arg, void *prom)
         pthread_mutex_unlock(&dp->lock);
     }
     oc__dp_esp_metrics(dp, p);
+    oc__dp_flow_metrics(dp, p);
     return oc_prom_status(p);
 }
 
@@ -295,6 +297,19 @@ static void handle(oc_dp_t *dp, char *line, FILE *out)
             return reply_error(out, "ESP is off (no sa in the config)");
         fprintf(out, "ok\n");
         oc__dp_esp_sa_list(dp, out);
+    } else if (!strcmp(line, "flows") || !strncmp(line, "flows ", 6)) {
+        unsigned long nf = 20;
+        char *end;
+        if (line[5] == ' ') {
+            nf = strtoul(line + 6, &end, 10);
+            if (*end != '\0' || nf == 0 || nf > 32)
+                return reply_error(out, "flows takes N, 1..32");
+        }
+        if (dp->flow == NULL)
+            return reply_error(out, "flow telemetry is off (flows on, or an "
+                               "ipfix line, in the config)");
+        fprintf(out, "ok\n");
+        oc__dp_flow_print(dp, (uint32_t)nf, out);
     } else if (!strcmp(line, "stat")) {
         oc_prom_buf_t b = {0};
         oc_prom_t p;
@@ -308,7 +323,7 @@ static void handle(oc_dp_t *dp, char *line, FILE *out)
         oc_prom_buf_free(&b);
     } else {
         reply_error(out, "unknown command (ping, rules add|del|list|load, "
-                         "sa add|del|list, stat)");
+                         "sa add|del|list, flows, stat)");
     }
 }
 

@@ -172,11 +172,15 @@ static void *worker_main(void *arg)
                     if (dp->esp != NULL && dir == 1)
                         oc__dp_esp_in(w, pkts, n);
                     stage_classify(w, pkts, n);
+                    if (dp->flow != NULL)
+                        oc__dp_flow_burst(w, pkts, n);
                     if (dp->esp != NULL && dir == 0)
                         oc__dp_esp_out(w, pkts, n);
                 }
                 forward(w, in, out, pkts, n, dp->bare);
             }
+        if (dp->flow != NULL)
+            oc__dp_flow_tick(w);
         if (!dp->bare)
             oc_acl_reader_quiescent();
         __atomic_store_n(&w->seq, w->seq + 1, __ATOMIC_SEQ_CST);
@@ -278,6 +282,9 @@ oc_status_t oc_dp_start(const oc_dp_conf_t *c, oc_dp_t **out)
     st = oc__dp_esp_init(dp, c);
     if (st != OC_OK)
         goto err;
+    st = oc__dp_flow_init(dp, c);
+    if (st != OC_OK)
+        goto err;
     if (c->nrules > 0) {
         char why[256];
         st = oc_dp_rules_replace(dp, c->rules, c->nrules, why, sizeof(why));
@@ -320,6 +327,7 @@ void oc_dp_stop(oc_dp_t *dp)
         for (int s = 0; s < 2; s++)
             oc_port_close(dp->att[a].port[s]);
     oc__dp_esp_free(dp);
+    oc__dp_flow_free(dp);
     if (dp->w != NULL)
         for (uint32_t q = 0; q < dp->nthreads; q++) {
             oc_pkt_pool_destroy(dp->w[q].pool);

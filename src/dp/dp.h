@@ -32,6 +32,7 @@
 #define OC_DP_PATH_MAX    256
 #define OC_DP_LINE_MAX    4096
 #define OC_DP_MAX_SA      64    /* ESP SAs, both directions */
+#define OC_DP_MAX_IPFIX   8     /* IPFIX collectors */
 
 /* userdata of a classifier rule: the action in the top 2 bits, the rule's
  * counter slot below */
@@ -77,6 +78,13 @@ typedef struct {
     uint32_t esp_mtu;        /* wire MTU: outer packets fit it (1500) */
     uint32_t nsa;
     oc_esp_sa_spec_t sa[OC_DP_MAX_SA]; /* keys inside: zeroed by conf_free */
+    /* flow telemetry and IPFIX (flow_stage.c; docs/esp-ipfix.md) */
+    bool     flows;          /* `flows on` or any `ipfix` line */
+    uint32_t flow_table;     /* flows per worker (65536) */
+    uint32_t flow_idle_s, flow_active_s;   /* timeouts (15, 60) */
+    uint32_t ipfix_domain, ipfix_template_s; /* (1, 30) */
+    uint32_t nipfix;
+    char     ipfix[OC_DP_MAX_IPFIX][OC_DP_PATH_MAX]; /* HOST:PORT */
 } oc_dp_conf_t;
 
 /** Collected errors: every one "file:line: reason". */

@@ -39,6 +39,7 @@ typedef struct oc_dp_worker {
         uint64_t forwarded, nomatch, sleeps;
     } c;                   /* written by this worker only */
     struct oc_dp_esp_w *esp; /* the ESP stage's per-worker state, or NULL */
+    struct oc_dp_flow_w *flow; /* flow telemetry's per-worker state, or NULL */
     uint64_t seq;          /* loop iterations (grace periods of slots) */
     int      asleep;       /* in poll(): holds no lookup result */
     /* burst scratch */
@@ -81,6 +82,7 @@ struct oc_dp {
     uint64_t     *quar_seq;  /* workers' seq when the quarantine began */
     uint64_t      rule_ops;  /* adds + dels + loads, for the metrics */
     struct oc_dp_esp *esp;   /* the ESP stage (esp_stage.c), or NULL: off */
+    struct oc_dp_flow *flow; /* flows and IPFIX (flow_stage.c), or NULL */
 };
 
 oc_status_t oc__dp_slots_init(oc_dp_t *dp);
@@ -101,5 +103,15 @@ oc_status_t oc__dp_esp_sa_del(oc_dp_t *dp, bool outbound, uint32_t spi,
                               char *why, size_t whylen);
 void oc__dp_esp_sa_list(oc_dp_t *dp, FILE *out);
 void oc__dp_esp_metrics(oc_dp_t *dp, void *prom /* oc_prom_t * */);
+
+/* Flow telemetry and the IPFIX exporter (flow_stage.c): init before the
+ * workers start, free after they stopped; burst after the classifier (the
+ * inner packets), tick once per worker loop. */
+oc_status_t oc__dp_flow_init(oc_dp_t *dp, const oc_dp_conf_t *c);
+void oc__dp_flow_free(oc_dp_t *dp);
+void oc__dp_flow_burst(oc_dp_worker_t *w, oc_pkt_t **pkts, uint16_t n);
+void oc__dp_flow_tick(oc_dp_worker_t *w);
+void oc__dp_flow_print(oc_dp_t *dp, uint32_t max, FILE *out);
+void oc__dp_flow_metrics(oc_dp_t *dp, void *prom /* oc_prom_t * */);
 
 #endif

@@ -44,6 +44,8 @@ static void dp_usage(FILE *out)
 "                      in match (any); rekey: add a new spi, then del the old\n"
 "  sa del in|out SPI   delete an SA\n"
 "  sa list             every SA with its counters (never its key)\n"
+"  flows [N]           the N (20, at most 32) largest flows now, both\n"
+"                      directions (needs flows on or an ipfix collector)\n"
 "  stat [--rules] [--raw]\n"
 "                      counters: ports, parser verdicts, drops by cause,\n"
 "                      rules that matched (--rules: every rule; --raw: the\n"
@@ -370,6 +372,9 @@ int oc_dp_cli_main(int argc, char **argv, FILE *out, FILE *err)
             dp_usage(err);
             return 2;
         }
+    } else if (!strcmp(argv[i], "flows") && i + 2 >= argc) {
+        snprintf(line, sizeof(line), "flows%s%s", i + 1 < argc ? " " : "",
+                 i + 1 < argc ? argv[i + 1] : "");
     } else if (!strcmp(argv[i], "sa") && i + 1 < argc) {
         const char *sub = argv[i + 1];
         if (!strcmp(sub, "list") && i + 2 == argc) {
