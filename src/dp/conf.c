@@ -10,7 +10,6 @@
  */
 #include "dp/dp.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
 #include <net/if.h>
@@ -75,266 +74,6 @@ void oc_dp_conf_free(oc_dp_conf_t *c)
     c->nrules = 0;
     memset(c->sa, 0, sizeof(c->sa));
     c->nsa = 0;
-}
-
-const char *oc_dp_action_name(oc_acl_action_t a)
-{
-    return a == OC_ACL_ALLOW ? "allow" : a == OC_ACL_DENY ? "deny" : "count";
-}
-
-static int parse_action(const char *s, oc_acl_action_t *a)
-{
-    if (!strcmp(s, "allow") || !strcmp(s, "accept") || !strcmp(s, "pass"))
-        *a = OC_ACL_ALLOW;
-    else if (!strcmp(s, "deny") || !strcmp(s, "drop"))
-        *a = OC_ACL_DENY;
-    else if (!strcmp(s, "count"))
-        *a = OC_ACL_COUNT;
-    else
-        return -1;
-    return 0;
-}
-
-/* Unsigned decimal in [lo, hi], the whole string. */
-static int parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
-{
-    char *end;
-    unsigned long long v;
-    if (*s < '0' || *s > '9')
-        return -1;
-    errno = 0;
-    v = strtoull(s, &end, 10);
-    if (errno != 0 || *end != '\0' || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
-}
-
-static int parse_prefix(const char *s, uint32_t *ip, uint8_t *len)
-{
-    char buf[32];
-    const char *slash = strchr(s, '/');
-    struct in_addr a;
-    uint64_t l = 32;
-
-    if (!strcmp(s, "any")) {
-        *ip = 0;
-        *len = 0;
-        return 0;
-    }
-    if (strlen(s) >= sizeof(buf))
-        return -1;
-    snprintf(buf, sizeof(buf), "%.*s",
-             (int)(slash ? (size_t)(slash - s) : strlen(s)), s);
-    if (inet_pton(AF_INET, buf, &a) != 1)
-        return -1;
-    if (slash != NULL && parse_u64(slash + 1, 0, 32, &l) != 0)
-        return -1;
-    *len = (uint8_t)l;
-    *ip = ntohl(a.s_addr) & oc_acl_prefix_mask((uint8_t)l);
-    return 0;
-}
-
-static int parse_range(const char *s, uint16_t *lo, uint16_t *hi)
-{
-    char buf[16];
-    const char *dash = strchr(s, '-');
-    uint64_t a, b;
-
-    if (!strcmp(s, "any")) {
-        *lo = 0;
-        *hi = 65535;
-        return 0;
-    }
-    if (dash == NULL) {
-        if (parse_u64(s, 0, 65535, &a) != 0)
-            return -1;
-        *lo = *hi = (uint16_t)a;
-        return 0;
-    }
-    if ((size_t)(dash - s) >= sizeof(buf))
-        return -1;
-    snprintf(buf, sizeof(buf), "%.*s", (int)(dash - s), s);
-    if (parse_u64(buf, 0, 65535, &a) != 0 ||
-        parse_u64(dash + 1, 0, 65535, &b) != 0 || a > b)
-        return -1;
-    *lo = (uint16_t)a;
-    *hi = (uint16_t)b;
-    return 0;
-}
-
-static int parse_proto(const char *s, uint8_t *proto, uint8_t *mask)
-{
-    char buf[16];
-    const char *slash = strchr(s, '/');
-    uint64_t v, m = 0xff;
-
-    if (!strcmp(s, "any")) {
-        *proto = *mask = 0;
-        return 0;
-    }
-    if (strlen(s) >= sizeof(buf))
-        return -1;
-    snprintf(buf, sizeof(buf), "%.*s",
-             (int)(slash ? (size_t)(slash - s) : strlen(s)), s);
-    if (!strcmp(buf, "tcp"))
-        v = 6;
-    else if (!strcmp(buf, "udp"))
-        v = 17;
-    else if (!strcmp(buf, "icmp"))
-        v = 1;
-    else if (parse_u64(buf, 0, 255, &v) != 0)
-        return -1;
-    if (slash != NULL) {
-        char *end;
-        errno = 0;
-        m = strtoull(slash + 1, &end, 0);
-        if (slash[1] == '\0' || *end != '\0' || errno != 0 || m > 255 ||
-            slash[1] == '-' || slash[1] == '+')
-            return -1;
-    }
-    *mask = (uint8_t)m;
-    *proto = (uint8_t)(v & m); /* bits outside the mask never matter */
-    return 0;
-}
-
-#define WHY(...) (snprintf(why, whylen, __VA_ARGS__), -1)
-
-int oc_dp_rule_parse(const char *text, oc_dp_rule_t *out, char *why,
-                     size_t whylen)
-{
-    oc_dp_rule_t r;
-    char tok[OC_DP_LINE_MAX];
-    const char *p = text;
-    bool have_id = false, have_prio = false, have_action = false;
-    unsigned seen = 0;
-
-    memset(&r, 0, sizeof(r));
-    r.r.sport_hi = r.r.dport_hi = 65535;
-    for (;;) {
-        size_t n;
-        char *eq, *val;
-        while (*p == ' ' || *p == '\t')
-            p++;
-        if (*p == '\0' || *p == '\n' || *p == '#')
-            break;
-        n = strcspn(p, " \t\n");
-        if (n >= sizeof(tok))
-            return WHY("token too long");
-        memcpy(tok, p, n);
-        tok[n] = '\0';
-        p += n;
-        eq = strchr(tok, '=');
-        if (eq == NULL)
-            return WHY("'%.64s': expected KEY=VALUE", tok);
-        *eq = '\0';
-        val = eq + 1;
-        static const char *const keys[] = {"id",  "prio",  "action", "proto",
-                                           "src", "dst",   "sport",  "dport",
-                                           NULL};
-        int k = -1;
-        for (int i = 0; keys[i] != NULL; i++)
-            if (!strcmp(tok, keys[i]))
-                k = i;
-        if (k < 0)
-            return WHY("unknown key '%.32s' (id prio action proto src dst "
-                       "sport dport)", tok);
-        if (seen & (1u << k))
-            return WHY("'%s' given twice", tok);
-        seen |= 1u << k;
-        uint64_t v;
-        switch (k) {
-        case 0:
-            if (parse_u64(val, 0, UINT32_MAX, &v) != 0)
-                return WHY("id '%.32s': expected 0..4294967295", val);
-            r.r.id = (uint32_t)v;
-            have_id = true;
-            break;
-        case 1:
-            if (parse_u64(val, 0, UINT32_MAX, &v) != 0)
-                return WHY("prio '%.32s': expected 0..4294967295", val);
-            r.r.priority = (uint32_t)v;
-            have_prio = true;
-            break;
-        case 2:
-            if (parse_action(val, &r.action) != 0)
-                return WHY("action '%.32s': expected allow, deny or count", val);
-            have_action = true;
-            break;
-        case 3:
-            if (parse_proto(val, &r.r.proto, &r.r.proto_mask) != 0)
-                return WHY("proto '%.32s': expected tcp, udp, icmp, any or "
-                           "0..255, optionally /MASK", val);
-            break;
-        case 4:
-        case 5:
-            if (parse_prefix(val, k == 4 ? &r.r.src_ip : &r.r.dst_ip,
-                             k == 4 ? &r.r.src_len : &r.r.dst_len) != 0)
-                return WHY("%s '%.40s': expected A.B.C.D[/0..32] or any",
-                           tok, val);
-            break;
-        default:
-            if (parse_range(val, k == 6 ? &r.r.sport_lo : &r.r.dport_lo,
-                            k == 6 ? &r.r.sport_hi : &r.r.dport_hi) != 0)
-                return WHY("%s '%.32s': expected PORT, LO-HI (LO <= HI, "
-                           "0..65535) or any", tok, val);
-            break;
-        }
-    }
-    if (!have_id)
-        return WHY("missing id=N");
-    if (!have_action)
-        return WHY("missing action=allow|deny|count");
-    if (!have_prio)
-        r.r.priority = r.r.id;
-    *out = r;
-    return 0;
-}
-
-static void fmt_prefix(char *b, size_t cap, uint32_t ip, uint8_t len)
-{
-    if (len == 0)
-        snprintf(b, cap, "any");
-    else
-        snprintf(b, cap, "%u.%u.%u.%u/%u", ip >> 24, ip >> 16 & 255,
-                 ip >> 8 & 255, ip & 255, len);
-}
-
-static void fmt_range(char *b, size_t cap, uint16_t lo, uint16_t hi)
-{
-    if (lo == 0 && hi == 65535)
-        snprintf(b, cap, "any");
-    else if (lo == hi)
-        snprintf(b, cap, "%u", lo);
-    else
-        snprintf(b, cap, "%u-%u", lo, hi);
-}
-
-int oc_dp_rule_format(const oc_dp_rule_t *r, char *buf, size_t cap)
-{
-    char src[24], dst[24], sp[16], dp[16], proto[16];
-    fmt_prefix(src, sizeof(src), r->r.src_ip, r->r.src_len);
-    fmt_prefix(dst, sizeof(dst), r->r.dst_ip, r->r.dst_len);
-    fmt_range(sp, sizeof(sp), r->r.sport_lo, r->r.sport_hi);
-    fmt_range(dp, sizeof(dp), r->r.dport_lo, r->r.dport_hi);
-    if (r->r.proto_mask == 0)
-        snprintf(proto, sizeof(proto), "any");
-    else if (r->r.proto_mask == 0xff)
-        snprintf(proto, sizeof(proto), "%s",
-                 r->r.proto == 6    ? "tcp"
-                 : r->r.proto == 17 ? "udp"
-                 : r->r.proto == 1  ? "icmp"
-                                    : "");
-    if (r->r.proto_mask != 0 &&
-        (r->r.proto_mask != 0xff ||
-         (r->r.proto != 6 && r->r.proto != 17 && r->r.proto != 1)))
-        snprintf(proto, sizeof(proto), "%u/0x%02x", r->r.proto,
-                 r->r.proto_mask);
-    return snprintf(buf, cap,
-                    "id=%u prio=%u action=%s proto=%s src=%s dst=%s sport=%s "
-                    "dport=%s",
-                    r->r.id, r->r.priority, oc_dp_action_name(r->action), proto,
-                    src, dst, sp, dp);
 }
 
 /* ------------------------------------------------------------ rule files */
@@ -525,31 +264,31 @@ static void parse_line(oc_dp_conf_t *c, size_t *rcap, char *line,
     }
     if (!strcmp(tok[0], "threads")) {
         ONE_ARG();
-        if (parse_u64(tok[1], 1, OC_DP_MAX_THREADS, &v) != 0)
+        if (oc__dp_parse_u64(tok[1], 1, OC_DP_MAX_THREADS, &v) != 0)
             ERR("threads '%.32s': expected 1..%u", tok[1], OC_DP_MAX_THREADS);
         else
             c->threads = (uint32_t)v;
     } else if (!strcmp(tok[0], "burst")) {
         ONE_ARG();
-        if (parse_u64(tok[1], 1, 256, &v) != 0)
+        if (oc__dp_parse_u64(tok[1], 1, 256, &v) != 0)
             ERR("burst '%.32s': expected 1..256", tok[1]);
         else
             c->burst = (uint32_t)v;
     } else if (!strcmp(tok[0], "ring")) {
         ONE_ARG();
-        if (parse_u64(tok[1], 64, 16384, &v) != 0 || (v & (v - 1)) != 0)
+        if (oc__dp_parse_u64(tok[1], 64, 16384, &v) != 0 || (v & (v - 1)) != 0)
             ERR("ring '%.32s': expected a power of two, 64..16384", tok[1]);
         else
             c->ring_size = (uint32_t)v;
     } else if (!strcmp(tok[0], "max_rules")) {
         ONE_ARG();
-        if (parse_u64(tok[1], 1, OC_ACL_MAX_RULES, &v) != 0)
+        if (oc__dp_parse_u64(tok[1], 1, OC_ACL_MAX_RULES, &v) != 0)
             ERR("max_rules '%.32s': expected 1..%u", tok[1], OC_ACL_MAX_RULES);
         else
             c->max_rules = (uint32_t)v;
     } else if (!strcmp(tok[0], "max_frame")) {
         ONE_ARG();
-        if (parse_u64(tok[1], 64, 2048 - OC_PKT_HEADROOM, &v) != 0)
+        if (oc__dp_parse_u64(tok[1], 64, 2048 - OC_PKT_HEADROOM, &v) != 0)
             ERR("max_frame '%.32s': expected 64..%u", tok[1],
                 2048 - OC_PKT_HEADROOM);
         else
@@ -565,7 +304,7 @@ static void parse_line(oc_dp_conf_t *c, size_t *rcap, char *line,
     } else if (!strcmp(tok[0], "default")) {
         oc_acl_action_t a;
         ONE_ARG();
-        if (parse_action(tok[1], &a) != 0 || a == OC_ACL_COUNT)
+        if (oc__dp_parse_action(tok[1], &a) != 0 || a == OC_ACL_COUNT)
             ERR("default '%.32s': expected allow or deny", tok[1]);
         else
             c->default_action = a;
@@ -704,10 +443,10 @@ static void parse_line(oc_dp_conf_t *c, size_t *rcap, char *line,
         }
         for (int i = 2; i < n; i++) {
             if (!strncmp(tok[i], "action=", 7) &&
-                parse_action(tok[i] + 7, &action) == 0)
+                oc__dp_parse_action(tok[i] + 7, &action) == 0)
                 continue;
             if (!strncmp(tok[i], "id_base=", 8) &&
-                parse_u64(tok[i] + 8, 0, UINT32_MAX, &id_base) == 0)
+                oc__dp_parse_u64(tok[i] + 8, 0, UINT32_MAX, &id_base) == 0)
                 continue;
             ERR("rules: '%.40s': expected action=allow|deny|count or "
                 "id_base=N", tok[i]);
@@ -773,7 +512,7 @@ static void parse_line(oc_dp_conf_t *c, size_t *rcap, char *line,
         ONE_ARG();
         if (strlen(tok[1]) >= OC_DP_PATH_MAX || strrchr(tok[1], ':') == NULL ||
             strrchr(tok[1], ':') == tok[1] ||
-            parse_u64(strrchr(tok[1], ':') + 1, 1, 65535, &v) != 0)
+            oc__dp_parse_u64(strrchr(tok[1], ':') + 1, 1, 65535, &v) != 0)
             ERR("ipfix '%.64s': expected HOST:PORT (UDP)", tok[1]);
         else if (c->nipfix == OC_DP_MAX_IPFIX)
             ERR("ipfix: more than %u collectors", OC_DP_MAX_IPFIX);
@@ -786,18 +525,18 @@ static void parse_line(oc_dp_conf_t *c, size_t *rcap, char *line,
                !strcmp(tok[0], "ipfix_template")) {
         ONE_ARG();
         if (!strcmp(tok[0], "flow_table")) {
-            if (parse_u64(tok[1], 1024, 1u << 24, &v) != 0 || (v & (v - 1)) != 0)
+            if (oc__dp_parse_u64(tok[1], 1024, 1u << 24, &v) != 0 || (v & (v - 1)) != 0)
                 ERR("flow_table '%.32s': expected a power of two, 1024..16777216",
                     tok[1]);
             else
                 c->flow_table = (uint32_t)v;
         } else if (!strcmp(tok[0], "ipfix_domain")) {
-            if (parse_u64(tok[1], 0, UINT32_MAX, &v) != 0)
+            if (oc__dp_parse_u64(tok[1], 0, UINT32_MAX, &v) != 0)
                 ERR("ipfix_domain '%.32s': expected 0..4294967295", tok[1]);
             else
                 c->ipfix_domain = (uint32_t)v;
         } else {
-            if (parse_u64(tok[1], 1, 86400, &v) != 0)
+            if (oc__dp_parse_u64(tok[1], 1, 86400, &v) != 0)
                 ERR("%s '%.32s': expected seconds, 1..86400", tok[0], tok[1]);
             else if (!strcmp(tok[0], "flow_idle"))
                 c->flow_idle_s = (uint32_t)v;
@@ -808,7 +547,7 @@ static void parse_line(oc_dp_conf_t *c, size_t *rcap, char *line,
         }
     } else if (!strcmp(tok[0], "esp_mtu")) {
         ONE_ARG();
-        if (parse_u64(tok[1], 576, 9000, &v) != 0)
+        if (oc__dp_parse_u64(tok[1], 576, 9000, &v) != 0)
             ERR("esp_mtu '%.32s': expected 576..9000", tok[1]);
         else
             c->esp_mtu = (uint32_t)v;

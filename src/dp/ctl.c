@@ -134,6 +134,15 @@ oc_status_t oc_dp_metrics(void *arg, void *prom)
                    OC_PROM_COUNTER);
     oc_prom_sample(p, "offcore_dp_nomatch_packets_total", NULL, 0,
                    SUM(w->c.nomatch));
+    oc_prom_family(p, "offcore_dp_thread_forwarded_packets_total",
+                   "frames each worker forwarded (flows spread over workers "
+                   "by the ports' receive hash)", OC_PROM_COUNTER);
+    for (uint32_t q = 0; q < dp->nthreads; q++) {
+        snprintf(buf, sizeof(buf), "%u", q);
+        oc_prom_sample(p, "offcore_dp_thread_forwarded_packets_total",
+                       OC_PROM_LABELS({"thread", buf}),
+                       __atomic_load_n(&dp->w[q].c.forwarded, __ATOMIC_RELAXED));
+    }
     oc_prom_family(p, "offcore_dp_thread_sleeps_total",
                    "times a worker found no traffic and slept in poll()",
                    OC_PROM_COUNTER);
@@ -371,13 +380,35 @@ static void serve_client(oc_dp_t *dp, int fd)
     fclose(out);
 }
 
-int oc_dp_serve(oc_dp_t *dp, const oc_dp_conf_t *c)
+oc_status_t oc_dp_ctl_listen(const oc_dp_conf_t *c, oc_ctl_listener_t *l)
 {
-    oc_ctl_listener_t l;
+    const char *path = c->control + (strncmp(c->control, "unix:", 5) ? 0 : 5);
+    const char *slash = strrchr(path, '/');
+    oc_status_t st;
+    mode_t old;
+
+    /* the socket's directory (/run/offcore by default): made if missing */
+    if (slash != NULL && slash != path) {
+        char dir[OC_DP_PATH_MAX];
+        snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+        if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+            oc_warn(OC_COMP_DP, "cannot create %s: %s", dir, strerror(errno));
+    }
+    old = umask(0077); /* the socket changes rules: root's only */
+    st = oc_ctl_listen(c->control, l);
+    umask(old);
+    if (st != OC_OK)
+        oc_error(OC_COMP_DP, "control socket %s: cannot listen (is another "
+                 "offcore-dp running on it?)", c->control);
+    return st;
+}
+
+int oc_dp_serve(oc_dp_t *dp, const oc_dp_conf_t *c, oc_ctl_listener_t *lp)
+{
+    oc_ctl_listener_t l = *lp;
     oc_metrics_server_t *ms = NULL;
     sigset_t set;
     int sfd, rc = 0;
-    mode_t old;
 
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
@@ -386,17 +417,9 @@ int oc_dp_serve(oc_dp_t *dp, const oc_dp_conf_t *c)
     sfd = signalfd(-1, &set, SFD_CLOEXEC);
     if (sfd < 0) {
         oc_error(OC_COMP_DP, "signalfd: %s", strerror(errno));
+        oc_ctl_listener_close(&l);
         return 1;
     }
-    old = umask(0077); /* the socket changes rules: root's only */
-    if (oc_ctl_listen(c->control, &l) != OC_OK) {
-        umask(old);
-        oc_error(OC_COMP_DP, "control socket %s: cannot listen (is another "
-                 "offcore-dp running? does its directory exist?)", c->control);
-        close(sfd);
-        return 1;
-    }
-    umask(old);
     if (strcmp(c->metrics, "off") != 0 &&
         oc_metrics_server_start(c->metrics, fill, dp, &ms) != OC_OK) {
         oc_error(OC_COMP_DP, "metrics endpoint %s: cannot serve", c->metrics);

@@ -18,6 +18,7 @@
 #ifndef OC_DP_H
 #define OC_DP_H
 
+#include "ctl/ctl.h"
 #include "pkt/esp.h"
 #include "pkt/pkt.h"
 
@@ -132,6 +133,11 @@ int oc_dp_rule_format(const oc_dp_rule_t *r, char *buf, size_t cap);
 
 const char *oc_dp_action_name(oc_acl_action_t a);
 
+/* internal (rule.c), shared with conf.c: "allow"/"deny"/"count" (and
+ * aliases) -> action; a whole-string decimal in [lo, hi].  0 or -1. */
+int oc__dp_parse_action(const char *s, oc_acl_action_t *a);
+int oc__dp_parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
+
 /**
  * Read a rule file for `rules FILE` and `rules load`: ClassBench format
  * when its first rule line starts with '@' (every rule gets @p action, ids
@@ -168,7 +174,13 @@ void oc_dp_rules_print(oc_dp_t *dp, FILE *out);
  *  control thread: used by the HTTP thread too). */
 oc_status_t oc_dp_metrics(void *dp, void *prom /* oc_prom_t * */);
 
-/** Run the control loop until SIGTERM/SIGINT (ctl.c).  @return exit code. */
-int oc_dp_serve(oc_dp_t *dp, const oc_dp_conf_t *c);
+/** Listen on the control socket (made 0600; its directory is created when
+ *  missing), before the ports open, so a busy socket stops nothing.
+ *  @return OC_OK or OC_ERR_CTL_ADDR (logged). */
+oc_status_t oc_dp_ctl_listen(const oc_dp_conf_t *c, oc_ctl_listener_t *l);
+
+/** Run the control loop on @p l until SIGTERM/SIGINT (ctl.c); closes @p l.
+ *  @return exit code. */
+int oc_dp_serve(oc_dp_t *dp, const oc_dp_conf_t *c, oc_ctl_listener_t *l);
 
 #endif

@@ -63,6 +63,7 @@ int main(int argc, char **argv)
                *metrics = NULL, *stages = NULL;
     bool check = false;
     oc_dp_t *dp;
+    oc_ctl_listener_t l;
     sigset_t set;
     int rc;
 
@@ -151,12 +152,18 @@ int main(int argc, char **argv)
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGPIPE);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
-    if (oc_dp_start(&c, &dp) != OC_OK) {
+    if (oc_dp_ctl_listen(&c, &l) != OC_OK) {
         fprintf(stderr, "offcore-dp: could not start (errors above)\n");
         oc_dp_conf_free(&c);
         return 1;
     }
-    rc = oc_dp_serve(dp, &c);
+    if (oc_dp_start(&c, &dp) != OC_OK) {
+        fprintf(stderr, "offcore-dp: could not start (errors above)\n");
+        oc_ctl_listener_close(&l);
+        oc_dp_conf_free(&c);
+        return 1;
+    }
+    rc = oc_dp_serve(dp, &c, &l);
     oc_dp_stop(dp);
     oc_dp_conf_free(&c);
     if (rc == 0)

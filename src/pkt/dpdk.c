@@ -20,6 +20,7 @@
 #include <rte_dev.h>
 #include <rte_eal.h>
 #include <rte_ethdev.h>
+#include <rte_ether.h>
 #include <rte_lcore.h>
 #include <rte_log.h>
 #include <rte_mbuf.h>
@@ -195,6 +196,13 @@ uint16_t oc__dpdk_rx_burst(oc_port_t *p, uint32_t q, oc_pkt_t **pkts,
     got = rte_eth_rx_burst(p->dpdk_id, (uint16_t)q, m, n);
     for (uint16_t i = 0; i < got; i++) {
         oc_pkt_t *pkt = rte_mbuf_to_priv(m[i]);
+        /* net_af_packet hands over the kernel's stripped VLAN tag as
+         * metadata: put it back in the frame, where the parser looks and
+         * where the other side expects it */
+        if ((m[i]->ol_flags & RTE_MBUF_F_RX_VLAN_STRIPPED) &&
+            rte_vlan_insert(&m[i]) == 0)
+            m[i]->ol_flags &= ~(RTE_MBUF_F_RX_VLAN_STRIPPED | RTE_MBUF_F_RX_VLAN);
+        pkt = rte_mbuf_to_priv(m[i]);
         pkt->mbuf = m[i];
         pkt->data = rte_pktmbuf_mtod(m[i], uint8_t *);
         /* the first segment only: the parser never reads past it (a frame

@@ -147,7 +147,7 @@ static const char *const sec_head[S_MAX] = {
     "  port             what                 count",
     "  reason                 policy           frames",
     "  cause                            frames",
-    "  thread           idle sleeps",
+    "  thread         forwarded     idle sleeps",
     "  id          action          packets            bytes",
     NULL};
 
@@ -168,7 +168,7 @@ typedef struct {
     FILE *sec[S_MAX];
     char *buf[S_MAX];
     size_t len[S_MAX];
-    rows_t ports, rules;
+    rows_t ports, rules, threads;
 } stat_ctx_t;
 
 static const char *label(const oc_prom_sample_t *s, const char *name)
@@ -238,9 +238,11 @@ static oc_status_t stat_cb(void *arg, const oc_prom_sample_t *s)
         return row_packets(&c->rules, key, v);
     } else if (!strcmp(n, "offcore_dp_rule_bytes_total")) {
         row_bytes(&c->rules, v);
+    } else if (!strcmp(n, "offcore_dp_thread_forwarded_packets_total")) {
+        snprintf(key, sizeof(key), "%-8s", label(s, "thread"));
+        return row_packets(&c->threads, key, v);
     } else if (!strcmp(n, "offcore_dp_thread_sleeps_total")) {
-        fprintf(c->sec[S_THREADS], "  %-8s %20" PRIu64 "\n",
-                label(s, "thread"), v);
+        row_bytes(&c->threads, v);
     } else {
         fprintf(c->sec[S_OTHER], "  %s %" PRIu64 "\n", n, v);
     }
@@ -301,6 +303,10 @@ static int do_stat(const char *addr, int argc, char **argv, FILE *out,
             fprintf(out, "\n%s\n%s\n", sec_title[k], sec_head[k]);
             print_rows(out, &c.ports, false);
         }
+        if (rc == 0 && k == S_THREADS && c.threads.n > 0) {
+            fprintf(out, "\n%s\n%s\n", sec_title[k], sec_head[k]);
+            print_rows(out, &c.threads, false);
+        }
         if (rc == 0 && k == S_RULES && c.rules.n > 0) {
             fprintf(out, "\n%s\n%s\n", sec_title[k], sec_head[k]);
             print_rows(out, &c.rules, !c.all_rules);
@@ -315,6 +321,7 @@ static int do_stat(const char *addr, int argc, char **argv, FILE *out,
     }
     free(c.ports.rows);
     free(c.rules.rows);
+    free(c.threads.rows);
     free(answer);
     return rc;
 }

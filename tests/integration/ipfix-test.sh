@@ -20,6 +20,7 @@
 #     packet: ping loses nothing;
 #   - `offcore dp flows` lists the live iperf3 flow while it runs.
 set -u
+# meson sets MALLOC_PERTURB_: it makes tshark ~80x slower on big captures
 build=$1
 dp=$build/src/dp/offcore-dp
 cli=$build/src/tools/offcore
@@ -172,14 +173,14 @@ wait_for 10 sh -c "ls $tmp/nf/nfcapd.2* >/dev/null 2>&1" || fail "nfcapd wrote n
 # --- each collector's view against the capture
 nfdump -R "$tmp/nf" -q -N -o "fmt:%pr|%sa|%sp|%da|%dp|%pkt|%byt" >"$tmp/nfdump.txt" 2>"$tmp/nfdump.err" ||
     fail "nfdump: $(cat "$tmp/nfdump.err")"
-tshark -r "$tmp/ipfix.pcap" -d udp.port==28055,cflow -d udp.port==28056,cflow \
+env -u MALLOC_PERTURB_ tshark -r "$tmp/ipfix.pcap" -d udp.port==28055,cflow -d udp.port==28056,cflow \
     -Y "udp.dstport == 28055" -T fields -E separator='|' -E aggregator=';' \
     -e cflow.protocol -e cflow.srcaddr -e cflow.srcport -e cflow.dstaddr \
     -e cflow.dstport -e cflow.packets -e cflow.octets \
     >"$tmp/tshark.txt" 2>"$tmp/tshark.err" || fail "tshark: $(cat "$tmp/tshark.err")"
-malformed=$(tshark -r "$tmp/ipfix.pcap" -d udp.port==28055,cflow -d udp.port==28056,cflow \
+malformed=$(env -u MALLOC_PERTURB_ tshark -r "$tmp/ipfix.pcap" -d udp.port==28055,cflow -d udp.port==28056,cflow \
     -Y '_ws.malformed || _ws.expert.severity >= "warning"' 2>/dev/null | wc -l)
-tshark -r "$tmp/ipfix.pcap" -d udp.port==28055,cflow -Y "udp.dstport == 28055" \
+env -u MALLOC_PERTURB_ tshark -r "$tmp/ipfix.pcap" -d udp.port==28055,cflow -Y "udp.dstport == 28055" \
     -T fields -e cflow.version -e cflow.od_id -e cflow.sequence -e cflow.flowset_id \
     >"$tmp/hdr.txt" 2>/dev/null
 python3 - "$tmp" "$malformed" <<'EOF' || fail "collectors' view"
@@ -215,11 +216,18 @@ want = {"ping": (1, "10.79.0.1", 0, "10.79.0.2", 0),
 iperf = json.load(open(tmp + "/iperf.json"))["end"]["sum_received"]["bytes"]
 
 def unzip(path):
-    # tshark: one line a message, each field's occurrences joined by ';'
+    # tshark: one line a message, each field's occurrences joined by ';';
+    # cflow.packets and cflow.octets hold the forward and the reverse
+    # (RFC 5103) element of each record: every other one is forward
     out = []
     for line in open(path):
         cols = [c.split(";") for c in line.rstrip("\n").split("|")]
         if len(cols) == 7 and cols[0] != [""]:
+            n = len(cols[0])
+            if any(len(c) != n for c in cols[1:5]) or len(cols[5]) != 2 * n \
+                    or len(cols[6]) != 2 * n:
+                raise SystemExit("tshark: fields do not line up: " + line)
+            cols[5], cols[6] = cols[5][0::2], cols[6][0::2]
             out += ["|".join(v) for v in zip(*cols)]
     open(path + ".rows", "w").write("\n".join(out) + "\n")
     return path + ".rows"
