@@ -51,6 +51,11 @@ static void usage(FILE *out)
 "                            bad_ipv6_extension (malformed: drop by default)\n"
 "  threads N | burst N (64) | ring N (2048) | max_rules N (65536)\n"
 "  max_frame N (1526) | stages classifier|none | control ADDR | metrics ADDR\n"
+"  sa out|in spi=N local=IP peer=IP key=FILE [match=PREFIX]   ESP AES-256-GCM\n"
+"  esp on|off | esp_clear allow|deny (deny) | esp_mtu N (1500)\n"
+"  ipfix HOST:PORT (repeatable) | flows on|off | flow_table N (65536)\n"
+"  flow_idle S (15) | flow_active S (60) | ipfix_domain N (1)\n"
+"  ipfix_template S (30)      (docs/esp-ipfix.md)\n"
 "\n"
 "Lowest prio wins, then lowest id; prio defaults to id.  See docs/dp.md.\n");
 }

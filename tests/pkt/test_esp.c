@@ -20,6 +20,7 @@
 #include <openssl/evp.h>
 
 #include "esp_kat.h"
+#include "dp/dp.h"
 #include "pkt/esp.h"
 
 #define LOCAL 0xc0000201u /* 192.0.2.1 */
@@ -392,6 +393,68 @@ static void test_sa_syntax(void **state)
     rmdir(dir);
 }
 
+/* offcore-dp's config directives for ESP and IPFIX (src/dp/conf.c) */
+static void test_conf(void **state)
+{
+    char dir[] = "/tmp/oc-esp-conf-XXXXXX", path[128], text[1024];
+    oc_dp_conf_t c;
+    oc_dp_errors_t e;
+    (void)state;
+
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/k", dir);
+    write_file(path, "202122232425262728292a2b2c2d2e2f"
+                     "303132333435363738393a3b3c3d3e3fcafebabe\n", 0600);
+    snprintf(text, sizeof(text),
+             "attach t0 host=h0 wire=w0\n"
+             "sa out spi=0x1001 local=192.0.2.1 peer=192.0.2.2 key=k match=10.0.0.0/8\n"
+             "sa in spi=0x2002 local=192.0.2.1 peer=192.0.2.2 key=%s\n"
+             "esp_clear allow\nesp_mtu 9000\n"
+             "ipfix 127.0.0.1:4739\nipfix collector:2055\nflow_idle 5\n"
+             "flow_table 4096\nipfix_domain 9\nipfix_template 10\n", path);
+    oc_dp_conf_defaults(&c);
+    memset(&e, 0, sizeof(e));
+    assert_int_equal(oc_dp_conf_parse(text, strlen(text), "t.conf", dir, false,
+                                      &c, &e), OC_OK);
+    assert_true(c.esp && c.esp_clear && c.flows);
+    assert_int_equal(c.nsa, 2);
+    assert_int_equal(c.esp_mtu, 9000);
+    assert_int_equal(c.nipfix, 2);
+    assert_string_equal(c.ipfix[1], "collector:2055");
+    assert_int_equal(c.flow_idle_s, 5);
+    assert_int_equal(c.flow_table, 4096);
+    assert_int_equal(c.ipfix_domain, 9);
+    assert_int_equal(c.ipfix_template_s, 10);
+    assert_memory_equal(c.sa[1].sa.key, kat_key, 32);
+    oc_dp_conf_free(&c);
+
+    /* every error with file:line, nothing taken */
+    snprintf(text, sizeof(text),
+             "attach t0 host=h0 wire=w0\n"
+             "sa out spi=0x1001 local=192.0.2.1 peer=192.0.2.2 key=k\n"
+             "sa out spi=0x1001 local=192.0.2.1 peer=192.0.2.2 key=k\n"
+             "sa in spi=12 local=192.0.2.1 peer=192.0.2.2 key=k\n"
+             "esp_clear maybe\nesp_mtu 100\nipfix nowhere\nipfix h:99999\n"
+             "flow_table 1000\nflow_active 0\n");
+    oc_dp_conf_defaults(&c);
+    memset(&e, 0, sizeof(e));
+    assert_int_equal(oc_dp_conf_parse(text, strlen(text), "t.conf", dir, false,
+                                      &c, &e), OC_ERR_CONFIG);
+    static const char *const want[] = {
+        "t.conf:3: sa: out spi 0x00001001 defined twice",
+        "t.conf:4: sa: spi '12'", "t.conf:5: esp_clear 'maybe'",
+        "t.conf:6: esp_mtu '100'", "t.conf:7: ipfix 'nowhere'",
+        "t.conf:8: ipfix 'h:99999'", "t.conf:9: flow_table '1000'",
+        "t.conf:10: flow_active '0'"};
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+        if (strstr(e.text, want[i]) == NULL)
+            fail_msg("missing '%s' in:\n%s", want[i], e.text);
+    assert_int_equal(c.nsa, 0);
+    assert_int_equal(e.count, 8);
+    unlink(path);
+    rmdir(dir);
+}
+
 static void test_mss(void **state)
 {
     /* IPv4 TCP SYN with options MSS 1460, NOP, NOP, SACK-permitted */
@@ -442,6 +505,7 @@ int main(void)
         cmocka_unit_test(test_icv),          cmocka_unit_test(test_seq_overflow),
         cmocka_unit_test(test_malformed),    cmocka_unit_test(test_key_file),
         cmocka_unit_test(test_sa_syntax),    cmocka_unit_test(test_mss),
+        cmocka_unit_test(test_conf),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
