@@ -99,7 +99,8 @@ bench: build
 
 # the classifier: one core, lookups only (bench/classifier.c); forwarding:
 # two network namespaces through offcore-dp (bench/run-pkt-forward.sh);
-# ESP: AES-256-GCM encap/decap vs the bare EVP calls (bench/esp.c).
+# ESP: AES-256-GCM encap/decap vs the bare EVP calls (bench/esp.c); the
+# forwarding bench also runs ESP + IPFIX against a two-hop bare forwarder.
 # JSON lines.
 bench-pkt: build
 	$(BUILDDIR)/bench/bench-classifier --data data/classbench $(BENCH_PKT_ARGS)
