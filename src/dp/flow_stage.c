@@ -78,12 +78,14 @@ struct oc_dp_flow {
     double    rtt_sum;
 };
 
-static uint64_t now_ms(void)
+static uint64_t now_us(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_REALTIME, &t);
-    return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+    return (uint64_t)t.tv_sec * 1000000 + (uint64_t)t.tv_nsec / 1000;
 }
+
+static uint64_t now_ms(void) { return now_us() / 1000; }
 
 /* ------------------------------------------------------------ workers */
 
@@ -110,7 +112,7 @@ void oc__dp_flow_burst(oc_dp_worker_t *w, oc_pkt_t **pkts, uint16_t n)
             (m->reason != OC_PKT_R_IPV4 && m->reason != OC_PKT_R_IPV4_FRAG))
             continue;
         if (now == 0)
-            now = now_ms();
+            now = now_us();
         /* a non-first fragment has no ports: its own flow, as IPFIX
          * exporters without reassembly do.  The parser checked the IPv4
          * header, its total length and (reason ipv4) the TCP header. */
@@ -158,7 +160,7 @@ void oc__dp_flow_tick(oc_dp_worker_t *w)
         return;
     fw->next_tick = now + TICK_MS;
     /* a full pass over the table every ~second */
-    (void)oc_flow_expire(fw->t, now, fw->budget);
+    (void)oc_flow_expire(fw->t, now * 1000, fw->budget);
     pthread_mutex_lock(&fw->snap_lock);
     oc_flow_stats(fw->t, &fw->st);
     req = __atomic_load_n(&w->dp->flow->snap_req, __ATOMIC_ACQUIRE);

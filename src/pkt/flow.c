@@ -16,10 +16,10 @@ typedef struct {
     uint32_t vni;
     uint8_t  proto, used, fwd_is_a, fin;  /* fin: bit 0 fwd, 1 rev, 2 rst */
     uint32_t hash;
-    uint64_t first_ms, last_ms, start_ms; /* start: of the current record */
+    uint64_t first_us, last_us, start_us; /* start: of the current record */
     uint64_t packets[2], octets[2];
     uint16_t flags[2];
-    uint64_t syn_ms;        /* the initiator's SYN, for the handshake RTT */
+    uint64_t syn_us;        /* the initiator's SYN, for the handshake RTT */
     uint32_t rtt_us;
 } flow_t;
 
@@ -65,8 +65,8 @@ oc_status_t oc_flow_table_create(const oc_flow_conf_t *c, oc_flow_table_t **out)
 static void to_rec(const flow_t *f, uint8_t reason, oc_flow_rec_t *r)
 {
     int fa = f->fwd_is_a;
-    r->start_ms = f->start_ms;
-    r->end_ms = f->last_ms;
+    r->start_ms = f->start_us / 1000;
+    r->end_ms = f->last_us / 1000;
     r->src = fa ? f->a : f->b;
     r->dst = fa ? f->b : f->a;
     r->sport = fa ? f->pa : f->pb;
@@ -120,7 +120,7 @@ void oc_flow_table_destroy(oc_flow_table_t *t)
 
 bool oc_flow_update(oc_flow_table_t *t, uint32_t len, int tcp_flags,
                     uint32_t src, uint32_t dst, uint16_t sport, uint16_t dport,
-                    uint8_t proto, uint32_t vni, uint64_t now_ms)
+                    uint8_t proto, uint32_t vni, uint64_t now_us)
 {
     bool src_is_a = src < dst || (src == dst && sport <= dport);
     uint32_t a = src_is_a ? src : dst, b = src_is_a ? dst : src;
@@ -151,14 +151,14 @@ bool oc_flow_update(oc_flow_table_t *t, uint32_t len, int tcp_flags,
     f->hash = h;
     f->used = 1;
     f->fwd_is_a = src_is_a;
-    f->first_ms = f->start_ms = now_ms;
+    f->first_us = f->start_us = now_us;
     t->st.active++;
     t->st.created++;
 found:
     dir = (src_is_a == (bool)f->fwd_is_a) ? 0 : 1;
     f->packets[dir]++;
     f->octets[dir] += len;
-    f->last_ms = now_ms;
+    f->last_us = now_us;
     if (tcp_flags >= 0) {
         uint8_t fl = (uint8_t)tcp_flags;
         f->flags[dir] |= fl;
@@ -168,15 +168,15 @@ found:
             f->fin |= 4;
         /* handshake RTT as the DPU sees it: initiator's SYN to its ACK */
         if (dir == 0 && (fl & 0x12) == 0x02)
-            f->syn_ms = now_ms;
-        else if (dir == 0 && (fl & 0x12) == 0x10 && f->syn_ms && !f->rtt_us &&
+            f->syn_us = now_us;
+        else if (dir == 0 && (fl & 0x12) == 0x10 && f->syn_us && !f->rtt_us &&
                  (f->flags[1] & 0x12) == 0x12)
-            f->rtt_us = (uint32_t)((now_ms - f->syn_ms) * 1000 + 1);
+            f->rtt_us = (uint32_t)(now_us - f->syn_us > 0 ? now_us - f->syn_us : 1);
     }
     return true;
 }
 
-uint32_t oc_flow_expire(oc_flow_table_t *t, uint64_t now_ms, uint32_t budget)
+uint32_t oc_flow_expire(oc_flow_table_t *t, uint64_t now_us, uint32_t budget)
 {
     uint32_t n = 0;
     if (budget > t->mask + 1)
@@ -188,17 +188,17 @@ uint32_t oc_flow_expire(oc_flow_table_t *t, uint64_t now_ms, uint32_t budget)
         t->scan = (t->scan + 1) & t->mask;
         if (!f->used)
             continue;
-        if (((f->fin & 3) == 3 || (f->fin & 4)) && now_ms - f->last_ms >= 1000)
+        if (((f->fin & 3) == 3 || (f->fin & 4)) && now_us - f->last_us >= 1000000)
             reason = OC_FLOW_END_EOF;
-        else if (now_ms - f->last_ms >= t->c.idle_ms)
+        else if (now_us - f->last_us >= (uint64_t)t->c.idle_ms * 1000)
             reason = OC_FLOW_END_IDLE;
-        else if (now_ms - f->start_ms >= t->c.active_ms) {
+        else if (now_us - f->start_us >= (uint64_t)t->c.active_ms * 1000) {
             /* active timeout: a record of the deltas, the flow goes on */
             if (f->packets[0] | f->packets[1]) {
                 emit(t, f, OC_FLOW_END_ACTIVE);
                 n++;
             }
-            f->start_ms = now_ms;
+            f->start_us = now_us;
             memset(f->packets, 0, sizeof(f->packets));
             memset(f->octets, 0, sizeof(f->octets));
             continue;

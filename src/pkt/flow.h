@@ -67,16 +67,17 @@ void oc_flow_table_destroy(oc_flow_table_t *t);
  * Account one IPv4 packet of @p ip_len bytes (its total length) with the
  * TCP flags @p tcp_flags (-1: not TCP, or no TCP header: a fragment);
  * addresses and ports in host order.  @p now_ms the caller's clock (UNIX
- * ms).  @return false when the flow was new and the table had no room
- * (counted in oc_flow_stats).
+ * us).  @return false when the flow was new and the table had no room
+ * (counted in oc_flow_stats).  Times are microseconds (the handshake RTT
+ * needs them); records carry milliseconds.
  */
 bool oc_flow_update(oc_flow_table_t *t, uint32_t ip_len, int tcp_flags,
                     uint32_t src, uint32_t dst, uint16_t sport, uint16_t dport,
-                    uint8_t proto, uint32_t vni, uint64_t now_ms);
+                    uint8_t proto, uint32_t vni, uint64_t now_us);
 
 /** Expire flows: visits up to @p budget slots from where the last call
  *  stopped (a whole pass over time).  @return records emitted. */
-uint32_t oc_flow_expire(oc_flow_table_t *t, uint64_t now_ms, uint32_t budget);
+uint32_t oc_flow_expire(oc_flow_table_t *t, uint64_t now_us, uint32_t budget);
 
 typedef struct {
     uint64_t active;          /**< flows in the table now */

@@ -19,6 +19,7 @@
 #include "pkt/flow.h"
 
 #define MAXREC 250000
+#define US(ms) ((uint64_t)(ms) * 1000) /* the table counts microseconds */
 static oc_flow_rec_t recs[MAXREC];
 static unsigned nrec;
 
@@ -46,19 +47,19 @@ static void test_biflow(void **state)
     (void)state;
 
     /* a TCP connection: SYN, SYN-ACK, ACK, data both ways, FINs */
-    assert_true(oc_flow_update(t, 60, 0x02, 1, 2, 5000, 80, 6, OC_FLOW_NO_VNI, 1000));
-    assert_true(oc_flow_update(t, 60, 0x12, 2, 1, 80, 5000, 6, OC_FLOW_NO_VNI, 1001));
-    assert_true(oc_flow_update(t, 52, 0x10, 1, 2, 5000, 80, 6, OC_FLOW_NO_VNI, 1003));
-    assert_true(oc_flow_update(t, 1000, 0x18, 2, 1, 80, 5000, 6, OC_FLOW_NO_VNI, 1004));
-    assert_true(oc_flow_update(t, 52, 0x11, 1, 2, 5000, 80, 6, OC_FLOW_NO_VNI, 1005));
-    assert_true(oc_flow_update(t, 52, 0x11, 2, 1, 80, 5000, 6, OC_FLOW_NO_VNI, 1006));
+    assert_true(oc_flow_update(t, 60, 0x02, 1, 2, 5000, 80, 6, OC_FLOW_NO_VNI, US(1000)));
+    assert_true(oc_flow_update(t, 60, 0x12, 2, 1, 80, 5000, 6, OC_FLOW_NO_VNI, US(1001)));
+    assert_true(oc_flow_update(t, 52, 0x10, 1, 2, 5000, 80, 6, OC_FLOW_NO_VNI, US(1003)));
+    assert_true(oc_flow_update(t, 1000, 0x18, 2, 1, 80, 5000, 6, OC_FLOW_NO_VNI, US(1004)));
+    assert_true(oc_flow_update(t, 52, 0x11, 1, 2, 5000, 80, 6, OC_FLOW_NO_VNI, US(1005)));
+    assert_true(oc_flow_update(t, 52, 0x11, 2, 1, 80, 5000, 6, OC_FLOW_NO_VNI, US(1006)));
     /* another flow, UDP, the lower address second */
-    assert_true(oc_flow_update(t, 100, -1, 9, 3, 53, 4000, 17, 42, 1002));
+    assert_true(oc_flow_update(t, 100, -1, 9, 3, 53, 4000, 17, 42, US(1002)));
     oc_flow_stats(t, &st);
     assert_int_equal(st.active, 2);
     /* FINs both ways: ends after a second of quiet, not before */
-    assert_int_equal(oc_flow_expire(t, 1500, 1024), 0);
-    assert_int_equal(oc_flow_expire(t, 2006, 1024), 1);
+    assert_int_equal(oc_flow_expire(t, US(1500), 1024), 0);
+    assert_int_equal(oc_flow_expire(t, US(2006), 1024), 1);
     assert_int_equal(nrec, 1);
     assert_int_equal(recs[0].src, 1);
     assert_int_equal(recs[0].sport, 5000);
@@ -72,9 +73,9 @@ static void test_biflow(void **state)
     assert_int_equal(recs[0].end_reason, OC_FLOW_END_EOF);
     assert_int_equal(recs[0].start_ms, 1000);
     assert_int_equal(recs[0].end_ms, 1006);
-    assert_true(recs[0].rtt_us > 0);
+    assert_int_equal(recs[0].rtt_us, 3000); /* SYN at 1000 ms, ACK at 1003 ms */
     /* the UDP flow: idle timeout; forward is its first packet's direction */
-    assert_int_equal(oc_flow_expire(t, 3002, 1024), 1);
+    assert_int_equal(oc_flow_expire(t, US(3002), 1024), 1);
     assert_int_equal(recs[1].src, 9);
     assert_int_equal(recs[1].sport, 53);
     assert_int_equal(recs[1].vni, 42);
@@ -91,13 +92,13 @@ static void test_active_and_forced(void **state)
     oc_flow_table_t *t = table(1024);
     (void)state;
     for (uint64_t ms = 0; ms <= 25000; ms += 500)
-        assert_true(oc_flow_update(t, 100, -1, 1, 2, 1, 2, 17, OC_FLOW_NO_VNI, ms));
+        assert_true(oc_flow_update(t, 100, -1, 1, 2, 1, 2, 17, OC_FLOW_NO_VNI, US(ms)));
     /* expiry runs as the traffic goes on: delta records every 10 s */
     for (uint64_t ms = 0; ms <= 25000; ms += 100) {
         if (ms % 500 == 0)
             assert_true(oc_flow_update(t, 100, -1, 1, 2, 1, 2, 17,
-                                       OC_FLOW_NO_VNI, 30000 + ms));
-        oc_flow_expire(t, 30000 + ms, 1024);
+                                       OC_FLOW_NO_VNI, US(30000 + ms)));
+        oc_flow_expire(t, US(30000 + ms), 1024);
     }
     assert_true(nrec >= 2);
     for (unsigned i = 0; i < nrec; i++)
@@ -121,7 +122,7 @@ static void test_full_and_model(void **state)
 
     /* fill: at most 7/8 of the table, the rest counted */
     for (uint32_t i = 0; i < 1000; i++)
-        oc_flow_update(t, 40, -1, 100 + i, 7, 1, 1, 17, OC_FLOW_NO_VNI, 0);
+        oc_flow_update(t, 40, -1, 100 + i, 7, 1, 1, 17, OC_FLOW_NO_VNI, US(0));
     oc_flow_stats(t, &st);
     assert_int_equal(st.active, 896);
     assert_int_equal(st.no_room, 1000 - 896);
@@ -137,12 +138,12 @@ static void test_full_and_model(void **state)
         rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
         uint32_t id = (uint32_t)(rng % 3000);
         now += rng % 3;
-        if (oc_flow_update(t, 40, -1, id, 0x0a000001, 7, 9, 17, OC_FLOW_NO_VNI, now)) {
+        if (oc_flow_update(t, 40, -1, id, 0x0a000001, 7, 9, 17, OC_FLOW_NO_VNI, US(now))) {
             model[id]++;
             seen++;
         }
         if (step % 97 == 0)
-            oc_flow_expire(t, now, 300);
+            oc_flow_expire(t, US(now), 300);
     }
     oc_flow_table_destroy(t);
     memset(model + 3000, 0, 8);
