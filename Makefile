@@ -105,12 +105,15 @@ bench: build
 	$(MAKE) --no-print-directory bench-pkt
 
 # connection tracking at 1M flows, one core (bench/conntrack.c); the
-# classifier: one core, lookups only (bench/classifier.c); forwarding:
-# two network namespaces through offcore-dp (bench/run-pkt-forward.sh).
+# classifier: one core, lookups only (bench/classifier.c); ESP:
+# AES-256-GCM encap/decap vs the bare EVP calls (bench/esp.c); forwarding:
+# two network namespaces through offcore-dp (bench/run-pkt-forward.sh),
+# every stage against the bare forwarder, ESP + IPFIX against a two-hop one.
 # JSON lines.
 bench-pkt: build
 	$(BUILDDIR)/bench/bench-conntrack
 	$(BUILDDIR)/bench/bench-classifier --data data/classbench $(BENCH_PKT_ARGS)
+	$(BUILDDIR)/bench/bench-esp $(BENCH_ESP_ARGS)
 	sh bench/run-pkt-forward.sh $(BUILDDIR)
 
 study: build

@@ -18,6 +18,12 @@
 #                     the bucket runs, never limits), VXLAN encapsulation;
 #                     B terminates the tunnel with a kernel vxlan device and
 #                     the traffic runs over the overlay (10.79.0.0/24)
+#   dp-bare-2hop      two attachments of one offcore-dp joined by a third
+#                     veth pair in D (A - t0 - fabric - t1 - B), no stage:
+#                     the baseline of the next case
+#   dp-esp-ipfix-2hop the same with ESP AES-256-GCM on the fabric (t0
+#                     encrypts, t1 decrypts, and back) and flow accounting
+#                     exported over IPFIX to a UDP port on loopback
 # Each repeat runs every case in turn (interleaved, BENCH_REPEATS times,
 # default 3): iperf3 UDP with 64-byte payloads at full speed for
 # BENCH_SECONDS (default 3) gives the packet rate that reached B (sent -
@@ -64,6 +70,13 @@ ip link add ocpfb0 numtxqueues $threads numrxqueues $threads netns $B type veth 
     peer name ocpfb1 numtxqueues $threads numrxqueues $threads netns $D || die veth
 ip -n $A addr add 10.78.0.1/24 dev ocpfa0
 ip -n $B addr add 10.78.0.2/24 dev ocpfb0
+ip -n $D link add ocpfw1 numtxqueues $threads numrxqueues $threads type veth \
+    peer name ocpfw2 numtxqueues $threads numrxqueues $threads || die veth
+ip -n $D link set ocpfw1 up
+ip -n $D link set ocpfw2 up
+(umask 077
+ python3 -c "import os; print('0x' + os.urandom(36).hex())" >"$tmp/ab.key"
+ python3 -c "import os; print('0x' + os.urandom(36).hex())" >"$tmp/ba.key")
 for x in "$A ocpfa0" "$B ocpfb0" "$D ocpfa1" "$D ocpfb1"; do
     set -- $x
     ip -n $1 link set lo up
@@ -101,10 +114,16 @@ start_case() { # CASE
         {
             echo "threads $threads"
             echo "control unix:$tmp/dp.sock"
-            echo "attach t0 host=ocpfa1 wire=ocpfb1"
-            if [ "$1" = dp-bare ]; then
-                echo "stages none"
-            elif [ "$1" = dp-tenant ]; then
+            case $1 in
+            *-2hop)
+                echo "attach t0 host=ocpfa1 wire=ocpfw1"
+                echo "attach t1 host=ocpfb1 wire=ocpfw2" ;;
+            *)  echo "attach t0 host=ocpfa1 wire=ocpfb1" ;;
+            esac
+            case $1 in
+            dp-bare*) echo "stages none" ;;
+            dp-acl1-10k) echo "rules $rules action=allow" ;;
+            dp-tenant)
                 echo "tenant T vni=100 attach=t0 mac=$amac ip=10.79.0.1" \
                     "local=192.168.78.1 local_mac=$d1mac remote=10.78.0.2" \
                     "remote_mac=$bmac rate=400000 burst=1000000"
@@ -114,10 +133,16 @@ start_case() { # CASE
                     i=$((i + 1))
                 done
                 echo "tenant_rule T egress id=16 action=allow dst=10.79.0.0/24"
-                echo "tenant_rule T ingress id=1 action=allow proto=udp"
-            else
-                echo "rules $rules action=allow"
-            fi
+                echo "tenant_rule T ingress id=1 action=allow proto=udp" ;;
+            dp-esp-ipfix-2hop)
+                # t0 encrypts toward B and decrypts from it; t1 the mirror
+                echo "sa out spi=0x1001 local=192.0.2.1 peer=192.0.2.2 key=$tmp/ab.key match=10.78.0.2/32"
+                echo "sa in spi=0x1001 local=192.0.2.2 peer=192.0.2.1 key=$tmp/ab.key"
+                echo "sa out spi=0x2002 local=192.0.2.2 peer=192.0.2.1 key=$tmp/ba.key match=10.78.0.1/32"
+                echo "sa in spi=0x2002 local=192.0.2.1 peer=192.0.2.2 key=$tmp/ba.key"
+                echo "ipfix 127.0.0.1:28099"
+                echo "flow_idle 1" ;;
+            esac
         } >"$tmp/dp.conf"
         ip netns exec $D "$dp" --config "$tmp/dp.conf" >"$tmp/dp.log" 2>&1 &
         dppid=$!
@@ -184,7 +209,7 @@ print(json.dumps(out))
 EOF
 }
 
-cases="kernel-bridge dp-bare dp-acl1-10k dp-tenant"
+cases=${BENCH_CASES:-kernel-bridge dp-bare dp-acl1-10k dp-tenant dp-bare-2hop dp-esp-ipfix-2hop}
 r=1
 while [ $r -le "$repeats" ]; do
     for c in $cases; do run_case $c $r; done
@@ -194,32 +219,47 @@ python3 - "$tmp/runs" <<'EOF'
 import json, statistics, sys
 runs = [json.loads(l) for l in open(sys.argv[1])]
 med = {}
-for c in ["kernel-bridge", "dp-bare", "dp-acl1-10k", "dp-tenant"]:
+for c in ["kernel-bridge", "dp-bare", "dp-acl1-10k", "dp-tenant",
+          "dp-bare-2hop", "dp-esp-ipfix-2hop"]:
     rs = [r for r in runs if r["case"] == c]
+    if not rs:
+        continue
     med[c] = {k: statistics.median(r[k] for r in rs) for k in ("mpps", "tcp_gbps")}
     cpu = [r["dp_cpu_ns_per_pkt"] for r in rs if "dp_cpu_ns_per_pkt" in r]
     if cpu:
         med[c]["dp_cpu_ns_per_pkt"] = statistics.median(cpu)
     med[c]["runs"] = len(rs)
-bare = med["dp-bare"]
 for c, m in med.items():
+    # two-hop cases against the two-hop bare forwarder, the others one hop
+    ref = med.get("dp-bare-2hop" if c.endswith("2hop") else "dp-bare")
     out = {"bench": "forward", "case": c, "summary": "median", "runs": m["runs"],
-           "mpps": m["mpps"], "tcp_gbps": m["tcp_gbps"],
-           "mpps_vs_bare": round(m["mpps"] / bare["mpps"], 3) if bare["mpps"] else None,
-           "tcp_vs_bare": round(m["tcp_gbps"] / bare["tcp_gbps"], 3) if bare["tcp_gbps"] else None}
+           "mpps": m["mpps"], "tcp_gbps": m["tcp_gbps"]}
+    if ref:
+        out["mpps_vs_bare"] = round(m["mpps"] / ref["mpps"], 3) if ref["mpps"] else None
+        out["tcp_vs_bare"] = round(m["tcp_gbps"] / ref["tcp_gbps"], 3) if ref["tcp_gbps"] else None
     if "dp_cpu_ns_per_pkt" in m:
         out["dp_cpu_ns_per_pkt"] = m["dp_cpu_ns_per_pkt"]
     print(json.dumps(out))
-# per-repeat ratios to the bare forwarder, same repeat
-for case, bar in (("dp-acl1-10k", 0.9), ("dp-tenant", 0.8)):
-    ratios = []
+# per-repeat ratios against the bare forwarder of the same repeat
+for case, base, bar in (("dp-acl1-10k", "dp-bare", 0.9),
+                        ("dp-tenant", "dp-bare", 0.8),
+                        ("dp-esp-ipfix-2hop", "dp-bare-2hop", None)):
+    ratios, tratios = [], []
     for r in sorted({x["repeat"] for x in runs}):
         a = [x for x in runs if x["repeat"] == r and x["case"] == case]
-        b = [x for x in runs if x["repeat"] == r and x["case"] == "dp-bare"]
+        b = [x for x in runs if x["repeat"] == r and x["case"] == base]
         if a and b and b[0]["mpps"]:
             ratios.append(round(a[0]["mpps"] / b[0]["mpps"], 3))
-    print(json.dumps({"bench": "forward", "case": case + "/dp-bare",
-                      "mpps_ratio_per_repeat": ratios,
-                      "mpps_ratio_median": statistics.median(ratios) if ratios else None,
-                      "bar": bar}))
+        if a and b and b[0]["tcp_gbps"]:
+            tratios.append(round(a[0]["tcp_gbps"] / b[0]["tcp_gbps"], 3))
+    if not ratios:
+        continue
+    out = {"bench": "forward", "case": case + "/" + base,
+           "mpps_ratio_per_repeat": ratios,
+           "mpps_ratio_median": statistics.median(ratios),
+           "tcp_ratio_per_repeat": tratios,
+           "tcp_ratio_median": statistics.median(tratios) if tratios else None}
+    if bar:
+        out["bar"] = bar
+    print(json.dumps(out))
 EOF

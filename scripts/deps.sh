@@ -51,6 +51,9 @@ need tcpdump            has tcpdump
 need python3            has python3
 need iproute2           has ip
 need ethtool            has ethtool
+need tshark             has tshark
+need nfdump             has nfcapd
+need pmacct             has nfacctd
 need curl               has curl
 # make bench: offcore-nvmf's baseline (bench/nvmf-bench.py)
 need fio                has fio

@@ -56,6 +56,12 @@ void oc_dp_conf_defaults(oc_dp_conf_t *c)
     c->default_action = OC_ACL_ALLOW;
     snprintf(c->control, sizeof(c->control), "unix:/run/offcore/dp.sock");
     snprintf(c->metrics, sizeof(c->metrics), "off");
+    c->esp_mtu = 1500;
+    c->flow_table = 65536;
+    c->flow_idle_s = 15;
+    c->flow_active_s = 60;
+    c->ipfix_domain = 1;
+    c->ipfix_template_s = 30;
     for (int r = 0; r < OC_PKT_R_MAX; r++)
         c->policy[r] = (uint8_t)oc_pkt_default_policy((oc_pkt_reason_t)r);
     oc__dp_tenants_defaults(&c->tenants);
@@ -68,6 +74,8 @@ void oc_dp_conf_free(oc_dp_conf_t *c)
     free(c->rules);
     c->rules = NULL;
     c->nrules = 0;
+    memset(c->sa, 0, sizeof(c->sa));
+    c->nsa = 0;
 }
 
 /* ------------------------------------------------------------ rule files */
@@ -466,10 +474,93 @@ static void parse_line(oc_dp_conf_t *c, size_t *rcap, char *line,
         }
     } else if (oc__dp_tenant_directive(c, tok, n, rest, name, ln, e)) {
         /* tenant, tenant_rule, conntrack (tenant_conf.c) */
+    } else if (!strcmp(tok[0], "sa")) {
+        oc_esp_sa_spec_t sa;
+        char why[320];
+        const char *t = strstr(rest, "sa") + 2;
+        if (oc_esp_sa_parse(t, base_dir, &sa, why, sizeof(why)) != 0) {
+            ERR("sa: %s", why);
+            return;
+        }
+        for (uint32_t i = 0; i < c->nsa; i++)
+            if (c->sa[i].sa.spi == sa.sa.spi &&
+                c->sa[i].sa.outbound == sa.sa.outbound) {
+                ERR("sa: %s spi 0x%08x defined twice",
+                    sa.sa.outbound ? "out" : "in", sa.sa.spi);
+                return;
+            }
+        if (c->nsa == OC_DP_MAX_SA)
+            ERR("sa: more than %u SAs", OC_DP_MAX_SA);
+        else {
+            c->sa[c->nsa++] = sa;
+            c->esp = true;
+        }
+        memset(&sa, 0, sizeof(sa));
+    } else if (!strcmp(tok[0], "esp") || !strcmp(tok[0], "esp_clear")) {
+        bool *dst = tok[0][3] == '\0' ? &c->esp : &c->esp_clear;
+        ONE_ARG();
+        if (!strcmp(tok[1], tok[0][3] ? "allow" : "on"))
+            *dst = true;
+        else if (!strcmp(tok[1], tok[0][3] ? "deny" : "off"))
+            *dst = false;
+        else
+            ERR("%s '%.32s': expected %s", tok[0], tok[1],
+                tok[0][3] ? "allow or deny" : "on or off");
+    } else if (!strcmp(tok[0], "flows")) {
+        ONE_ARG();
+        if (!strcmp(tok[1], "on") || !strcmp(tok[1], "off"))
+            c->flows = tok[1][1] == 'n';
+        else
+            ERR("flows '%.32s': expected on or off", tok[1]);
+    } else if (!strcmp(tok[0], "ipfix")) {
+        ONE_ARG();
+        if (strlen(tok[1]) >= OC_DP_PATH_MAX || strrchr(tok[1], ':') == NULL ||
+            strrchr(tok[1], ':') == tok[1] ||
+            oc__dp_parse_u64(strrchr(tok[1], ':') + 1, 1, 65535, &v) != 0)
+            ERR("ipfix '%.64s': expected HOST:PORT (UDP)", tok[1]);
+        else if (c->nipfix == OC_DP_MAX_IPFIX)
+            ERR("ipfix: more than %u collectors", OC_DP_MAX_IPFIX);
+        else {
+            snprintf(c->ipfix[c->nipfix++], OC_DP_PATH_MAX, "%s", tok[1]);
+            c->flows = true;
+        }
+    } else if (!strcmp(tok[0], "flow_table") || !strcmp(tok[0], "flow_idle") ||
+               !strcmp(tok[0], "flow_active") || !strcmp(tok[0], "ipfix_domain") ||
+               !strcmp(tok[0], "ipfix_template")) {
+        ONE_ARG();
+        if (!strcmp(tok[0], "flow_table")) {
+            if (oc__dp_parse_u64(tok[1], 1024, 1u << 24, &v) != 0 || (v & (v - 1)) != 0)
+                ERR("flow_table '%.32s': expected a power of two, 1024..16777216",
+                    tok[1]);
+            else
+                c->flow_table = (uint32_t)v;
+        } else if (!strcmp(tok[0], "ipfix_domain")) {
+            if (oc__dp_parse_u64(tok[1], 0, UINT32_MAX, &v) != 0)
+                ERR("ipfix_domain '%.32s': expected 0..4294967295", tok[1]);
+            else
+                c->ipfix_domain = (uint32_t)v;
+        } else {
+            if (oc__dp_parse_u64(tok[1], 1, 86400, &v) != 0)
+                ERR("%s '%.32s': expected seconds, 1..86400", tok[0], tok[1]);
+            else if (!strcmp(tok[0], "flow_idle"))
+                c->flow_idle_s = (uint32_t)v;
+            else if (!strcmp(tok[0], "flow_active"))
+                c->flow_active_s = (uint32_t)v;
+            else
+                c->ipfix_template_s = (uint32_t)v;
+        }
+    } else if (!strcmp(tok[0], "esp_mtu")) {
+        ONE_ARG();
+        if (oc__dp_parse_u64(tok[1], 576, 9000, &v) != 0)
+            ERR("esp_mtu '%.32s': expected 576..9000", tok[1]);
+        else
+            c->esp_mtu = (uint32_t)v;
     } else {
         ERR("unknown directive '%.40s' (threads burst ring max_rules "
             "max_frame stages default control metrics policy attach rule "
-            "rules tenant tenant_rule conntrack)", tok[0]);
+            "rules tenant tenant_rule conntrack sa esp esp_clear esp_mtu "
+            "flows flow_table flow_idle flow_active ipfix ipfix_domain "
+            "ipfix_template)", tok[0]);
     }
 #undef ONE_ARG
 #undef ERR
@@ -534,6 +625,25 @@ oc_status_t oc_dp_conf_parse(const char *text, size_t len, const char *name,
             }
         free(t);
     }
+    if (c.esp)
+        for (uint32_t i = 0; i < c.nattach; i++)
+            if (c.attach[i].backend != OC_DP_BACKEND_XDP)
+                oc_dp_errors_add(e, name, c.attach[i].line, "attach %s: ESP "
+                                 "runs on backend=xdp only", c.attach[i].name);
+    if (c.flows && c.bare)
+        oc_dp_errors_add(e, name, 0, "flows and ipfix need the stages: not "
+                         "'stages none'");
+    if (c.esp && c.bare)
+        oc_dp_errors_add(e, name, 0, "ESP (sa lines) needs the stages: not "
+                         "'stages none'");
+    /* A tenant's attachment runs the tenant stages only (dp.c): ESP and
+     * flow export would silently not apply to its traffic, so the two are
+     * refused together rather than leaving a tenant in clear. */
+    if ((c.esp || c.flows) && c.tenants.ntenants > 0)
+        oc_dp_errors_add(e, name, 0, "ESP and flow export (sa, esp, ipfix, "
+                         "flows) do not yet combine with tenants in one "
+                         "offcore-dp: run them on separate attachments of "
+                         "separate daemons");
     if (check_system)
         for (uint32_t i = 0; i < c.nattach; i++) {
             const char *ifs[2] = {c.attach[i].host, c.attach[i].wire};
@@ -545,6 +655,7 @@ oc_status_t oc_dp_conf_parse(const char *text, size_t len, const char *name,
         }
     if (e->count != before) {
         free(c.rules);
+        memset(c.sa, 0, sizeof(c.sa));
         return OC_ERR_CONFIG;
     }
     *out = c;

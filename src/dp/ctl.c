@@ -16,6 +16,10 @@
  *   rules list              (one rule a line, with packets= and bytes=)
  *   rules load PATH [action=allow|deny|count] [id_base=N]   (replace all)
  *   stat                    (every counter, Prometheus text 0.0.4)
+ *   sa add in|out spi=N local=A peer=A key=/PATH [match=PREFIX]
+ *   sa del in|out SPI
+ *   sa list                 (one SA a line, never its key)
+ *   flows [N]               (the N (20) largest flows now, by bytes)
  * The control thread serves one client at a time; a client that stops
  * reading for 2 s is dropped.  It is also the classifier's only writer.
  */
@@ -42,7 +46,8 @@
 static const char *const drop_cause[OC_DP_V_MAX] = {
     [OC_DP_V_FORWARD] = "none", [OC_DP_V_POLICY] = "policy",
     [OC_DP_V_RULE] = "rule",    [OC_DP_V_DEFAULT] = "default",
-    [OC_DP_V_TX_FULL] = "tx_full", [OC_DP_V_TENANT] = "tenant"};
+    [OC_DP_V_TX_FULL] = "tx_full", [OC_DP_V_TENANT] = "tenant",
+    [OC_DP_V_ESP] = "esp"};
 
 #define SUM(expr)                                                              \
     ({                                                                         \
@@ -175,6 +180,8 @@ oc_status_t oc_dp_metrics(void *arg, void *prom)
         pthread_mutex_unlock(&dp->lock);
     }
     oc__dp_tenant_metrics(dp, p);
+    oc__dp_esp_metrics(dp, p);
+    oc__dp_flow_metrics(dp, p);
     return oc_prom_status(p);
 }
 
@@ -269,6 +276,53 @@ static void handle(oc_dp_t *dp, char *line, FILE *out)
             return reply_error(out, why);
         oc_info(OC_COMP_DP, "%zu rules loaded from %s", nr, tok[0]);
         fprintf(out, "ok\nloaded %zu rules from %s\n", nr, tok[0]);
+    } else if (!strncmp(line, "sa add ", 7)) {
+        oc_esp_sa_spec_t sa;
+        if (oc_esp_sa_parse(line + 7, NULL, &sa, why, sizeof(why)) != 0)
+            return reply_error(out, why);
+        st = oc__dp_esp_sa_add(dp, &sa, why, sizeof(why));
+        memset(sa.sa.key, 0, sizeof(sa.sa.key));
+        if (st != OC_OK)
+            return reply_error(out, why);
+        oc_esp_sa_format(&sa, why, sizeof(why));
+        oc_info(OC_COMP_DP, "sa added: %s", why);
+        fprintf(out, "ok\nadded %s\n", why);
+    } else if (!strncmp(line, "sa del ", 7)) {
+        char dir[8], *end;
+        unsigned long long spi;
+        int used = 0;
+        if (sscanf(line + 7, "%7s %n", dir, &used) != 1 || used == 0 ||
+            (strcmp(dir, "in") && strcmp(dir, "out")))
+            return reply_error(out, "sa del takes in|out SPI");
+        errno = 0;
+        spi = strtoull(line + 7 + used, &end, 0);
+        if (errno != 0 || *end != '\0' || end == line + 7 + used ||
+            spi > UINT32_MAX)
+            return reply_error(out, "sa del takes in|out SPI");
+        st = oc__dp_esp_sa_del(dp, dir[0] == 'o', (uint32_t)spi, why,
+                               sizeof(why));
+        if (st != OC_OK)
+            return reply_error(out, why);
+        oc_info(OC_COMP_DP, "sa deleted: %s spi 0x%08llx", dir, spi);
+        fprintf(out, "ok\ndeleted %s spi 0x%08llx\n", dir, spi);
+    } else if (!strcmp(line, "sa list")) {
+        if (dp->esp == NULL)
+            return reply_error(out, "ESP is off (no sa in the config)");
+        fprintf(out, "ok\n");
+        oc__dp_esp_sa_list(dp, out);
+    } else if (!strcmp(line, "flows") || !strncmp(line, "flows ", 6)) {
+        unsigned long nf = 20;
+        char *end;
+        if (line[5] == ' ') {
+            nf = strtoul(line + 6, &end, 10);
+            if (*end != '\0' || nf == 0 || nf > 32)
+                return reply_error(out, "flows takes N, 1..32");
+        }
+        if (dp->flow == NULL)
+            return reply_error(out, "flow telemetry is off (flows on, or an "
+                               "ipfix line, in the config)");
+        fprintf(out, "ok\n");
+        oc__dp_flow_print(dp, (uint32_t)nf, out);
     } else if (!strcmp(line, "stat")) {
         oc_prom_buf_t b = {0};
         oc_prom_t p;
@@ -284,7 +338,8 @@ static void handle(oc_dp_t *dp, char *line, FILE *out)
         /* conntrack count|list|flush, tenant list (tenant.c) */
     } else {
         reply_error(out, "unknown command (ping, rules add|del|list|load, stat, "
-                         "conntrack count|list|flush [TENANT], tenant list)");
+                         "conntrack count|list|flush [TENANT], tenant list, "
+                         "sa add|del|list, flows)");
     }
 }
 

@@ -181,10 +181,18 @@ static void *worker_main(void *arg)
                     n = oc__dp_tenant_burst(w, a, dir, pkts, n);
                 } else if (!dp->bare) {
                     stage_parse(w, pkts, n);
+                    if (dp->esp != NULL && dir == 1)
+                        oc__dp_esp_in(w, pkts, n);
                     stage_classify(w, pkts, n);
+                    if (dp->flow != NULL)
+                        oc__dp_flow_burst(w, pkts, n);
+                    if (dp->esp != NULL && dir == 0)
+                        oc__dp_esp_out(w, pkts, n);
                 }
                 forward(w, in, out, pkts, n, dp->bare);
             }
+        if (dp->flow != NULL)
+            oc__dp_flow_tick(w);
         if (!dp->bare)
             oc_acl_reader_quiescent();
         got += oc__dp_tenant_idle(w);
@@ -287,6 +295,12 @@ oc_status_t oc_dp_start(const oc_dp_conf_t *c, oc_dp_t **out)
             }
         }
     }
+    st = oc__dp_esp_init(dp, c);
+    if (st != OC_OK)
+        goto err;
+    st = oc__dp_flow_init(dp, c);
+    if (st != OC_OK)
+        goto err;
     if (c->nrules > 0) {
         char why[256];
         st = oc_dp_rules_replace(dp, c->rules, c->nrules, why, sizeof(why));
@@ -328,6 +342,8 @@ void oc_dp_stop(oc_dp_t *dp)
     for (uint32_t a = 0; a < OC_DP_MAX_ATTACH; a++)
         for (int s = 0; s < 2; s++)
             oc_port_close(dp->att[a].port[s]);
+    oc__dp_esp_free(dp);
+    oc__dp_flow_free(dp);
     if (dp->w != NULL)
         for (uint32_t q = 0; q < dp->nthreads; q++) {
             oc_pkt_pool_destroy(dp->w[q].pool);

@@ -20,6 +20,7 @@
 
 #include "ctl/ctl.h"
 #include "dp/tenant.h"
+#include "pkt/esp.h"
 #include "pkt/pkt.h"
 
 #include <stdbool.h>
@@ -32,6 +33,8 @@
 #define OC_DP_NAME_MAX    32
 #define OC_DP_PATH_MAX    256
 #define OC_DP_LINE_MAX    4096
+#define OC_DP_MAX_SA      64    /* ESP SAs, both directions */
+#define OC_DP_MAX_IPFIX   8     /* IPFIX collectors */
 
 /* userdata of a classifier rule: the action in the top 2 bits, the rule's
  * counter slot below */
@@ -72,6 +75,19 @@ typedef struct {
     size_t        nrules;
     oc_dp_rule_t *rules;     /* malloc'd */
     oc_dp_tenants_conf_t tenants; /* tenant stages (dp/tenant.h) */
+    /* ESP (esp_stage.c; docs/dp.md "Encryption between DPUs") */
+    bool     esp;            /* the stage runs: `esp on` or any `sa` line */
+    bool     esp_clear;      /* IPv4 no SA protects passes in clear (deny) */
+    uint32_t esp_mtu;        /* wire MTU: outer packets fit it (1500) */
+    uint32_t nsa;
+    oc_esp_sa_spec_t sa[OC_DP_MAX_SA]; /* keys inside: zeroed by conf_free */
+    /* flow telemetry and IPFIX (flow_stage.c; docs/esp-ipfix.md) */
+    bool     flows;          /* `flows on` or any `ipfix` line */
+    uint32_t flow_table;     /* flows per worker (65536) */
+    uint32_t flow_idle_s, flow_active_s;   /* timeouts (15, 60) */
+    uint32_t ipfix_domain, ipfix_template_s; /* (1, 30) */
+    uint32_t nipfix;
+    char     ipfix[OC_DP_MAX_IPFIX][OC_DP_PATH_MAX]; /* HOST:PORT */
 } oc_dp_conf_t;
 
 /** Collected errors: every one "file:line: reason". */

@@ -20,6 +20,7 @@ enum {
     OC_DP_V_DEFAULT, /* no rule matched and the default is deny */
     OC_DP_V_TX_FULL, /* the output port's ring stayed full */
     OC_DP_V_TENANT,  /* a tenant stage dropped it (counted there by reason) */
+    OC_DP_V_ESP,     /* the ESP stage refused it (esp_stage.c counts why) */
     OC_DP_V_MAX
 };
 
@@ -40,6 +41,8 @@ typedef struct oc_dp_worker {
     } c;                   /* written by this worker only */
     struct oc_dp_tw *tw;   /* tenant stages' state (tenant.c), or NULL */
     int      hand_fd;      /* eventfd: frames handed to this worker (tenant_hand.c) */
+    struct oc_dp_esp_w *esp; /* the ESP stage's per-worker state, or NULL */
+    struct oc_dp_flow_w *flow; /* flow telemetry's per-worker state, or NULL */
     uint64_t seq;          /* loop iterations (grace periods of slots) */
     int      asleep;       /* in poll(): holds no lookup result */
     /* burst scratch */
@@ -84,11 +87,37 @@ struct oc_dp {
     uint32_t     *quar;      /* deleted, waiting for a grace period */
     uint64_t     *quar_seq;  /* workers' seq when the quarantine began */
     uint64_t      rule_ops;  /* adds + dels + loads, for the metrics */
+    struct oc_dp_esp *esp;   /* the ESP stage (esp_stage.c), or NULL: off */
+    struct oc_dp_flow *flow; /* flows and IPFIX (flow_stage.c), or NULL */
 };
 
 oc_status_t oc__dp_slots_init(oc_dp_t *dp);
 void oc__dp_slots_free(oc_dp_t *dp);
 /* The sum of every worker's counters of @p slot, minus its baseline. */
 oc_dp_ctr_t oc__dp_slot_count(const oc_dp_t *dp, uint32_t slot);
+
+/* The ESP stage (esp_stage.c).  init after the workers' allocation, before
+ * they start; out runs on host->wire bursts after the classifier, in on
+ * wire->host bursts before it (the classifier sees the inner packet). */
+oc_status_t oc__dp_esp_init(oc_dp_t *dp, const oc_dp_conf_t *c);
+void oc__dp_esp_free(oc_dp_t *dp);
+void oc__dp_esp_out(oc_dp_worker_t *w, oc_pkt_t **pkts, uint16_t n);
+void oc__dp_esp_in(oc_dp_worker_t *w, oc_pkt_t **pkts, uint16_t n);
+oc_status_t oc__dp_esp_sa_add(oc_dp_t *dp, const oc_esp_sa_spec_t *spec,
+                              char *why, size_t whylen);
+oc_status_t oc__dp_esp_sa_del(oc_dp_t *dp, bool outbound, uint32_t spi,
+                              char *why, size_t whylen);
+void oc__dp_esp_sa_list(oc_dp_t *dp, FILE *out);
+void oc__dp_esp_metrics(oc_dp_t *dp, void *prom /* oc_prom_t * */);
+
+/* Flow telemetry and the IPFIX exporter (flow_stage.c): init before the
+ * workers start, free after they stopped; burst after the classifier (the
+ * inner packets), tick once per worker loop. */
+oc_status_t oc__dp_flow_init(oc_dp_t *dp, const oc_dp_conf_t *c);
+void oc__dp_flow_free(oc_dp_t *dp);
+void oc__dp_flow_burst(oc_dp_worker_t *w, oc_pkt_t **pkts, uint16_t n);
+void oc__dp_flow_tick(oc_dp_worker_t *w);
+void oc__dp_flow_print(oc_dp_t *dp, uint32_t max, FILE *out);
+void oc__dp_flow_metrics(oc_dp_t *dp, void *prom /* oc_prom_t * */);
 
 #endif

@@ -55,6 +55,11 @@ static void usage(FILE *out)
 "         remote=IP remote_mac=MAC [rate=MBIT] [burst=BYTES (65536)]\n"
 "  tenant_rule TENANT ingress|egress RULE   (ingress: default deny)\n"
 "  conntrack [flows=N (1000000)] [tcp_established=S ...]   (docs/tenants.md)\n"
+"  sa out|in spi=N local=IP peer=IP key=FILE [match=PREFIX]   ESP AES-256-GCM\n"
+"  esp on|off | esp_clear allow|deny (deny) | esp_mtu N (1500)\n"
+"  ipfix HOST:PORT (repeatable) | flows on|off | flow_table N (65536)\n"
+"  flow_idle S (15) | flow_active S (60) | ipfix_domain N (1)\n"
+"  ipfix_template S (30)      (docs/esp-ipfix.md)\n"
 "\n"
 "Lowest prio wins, then lowest id; prio defaults to id.  See docs/dp.md.\n");
 }

@@ -38,6 +38,14 @@ static void dp_usage(FILE *out)
 "  rules load FILE [action=allow|deny|count] [id_base=N]\n"
 "                      replace every rule with FILE's (ClassBench lines, or\n"
 "                      one RULE a line); all or nothing\n"
+"  sa add in|out spi=N local=IP peer=IP key=FILE [match=PREFIX]\n"
+"                      add an ESP SA, live (key file: 72 hex digits, key then\n"
+"                      salt, mode 0600); out SAs protect inner destinations\n"
+"                      in match (any); rekey: add a new spi, then del the old\n"
+"  sa del in|out SPI   delete an SA\n"
+"  sa list             every SA with its counters (never its key)\n"
+"  flows [N]           the N (20, at most 32) largest flows now, both\n"
+"                      directions (needs flows on or an ipfix collector)\n"
 "  stat [--rules] [--raw]\n"
 "                      counters: ports, parser verdicts, drops by cause,\n"
 "                      rules that matched (--rules: every rule; --raw: the\n"
@@ -395,6 +403,38 @@ int oc_dp_cli_main(int argc, char **argv, FILE *out, FILE *err)
         for (int k = i; k < argc && n < sizeof(line); k++)
             n += (size_t)snprintf(line + n, sizeof(line) - n, "%s%s",
                                   k > i ? " " : "", argv[k]);
+    } else if (!strcmp(argv[i], "flows") && i + 2 >= argc) {
+        snprintf(line, sizeof(line), "flows%s%s", i + 1 < argc ? " " : "",
+                 i + 1 < argc ? argv[i + 1] : "");
+    } else if (!strcmp(argv[i], "sa") && i + 1 < argc) {
+        const char *sub = argv[i + 1];
+        if (!strcmp(sub, "list") && i + 2 == argc) {
+            snprintf(line, sizeof(line), "sa list");
+        } else if (!strcmp(sub, "del") && i + 4 == argc) {
+            snprintf(line, sizeof(line), "sa del %s %s", argv[i + 2],
+                     argv[i + 3]);
+        } else if (!strcmp(sub, "add") && i + 2 < argc) {
+            n = (size_t)snprintf(line, sizeof(line), "sa add");
+            for (int k = i + 2; k < argc && n < sizeof(line); k++) {
+                char path[PATH_MAX];
+                /* the daemon reads the key file: an absolute path */
+                if (!strncmp(argv[k], "key=", 4)) {
+                    if (realpath(argv[k] + 4, path) == NULL) {
+                        fprintf(err, "offcore dp: %s: %s\n", argv[k] + 4,
+                                strerror(errno));
+                        return 1;
+                    }
+                    n += (size_t)snprintf(line + n, sizeof(line) - n,
+                                          " key=%s", path);
+                } else {
+                    n += (size_t)snprintf(line + n, sizeof(line) - n, " %s",
+                                          argv[k]);
+                }
+            }
+        } else {
+            dp_usage(err);
+            return 2;
+        }
     } else {
         fprintf(err, "offcore dp: unknown command '%s'\n\n", argv[i]);
         dp_usage(err);

@@ -1,0 +1,525 @@
+/*
+ * flow_stage.c — offcore-dp's flow telemetry and IPFIX exporter.
+ *
+ * Each worker accounts the IPv4 packets it forwards (inner packets: after
+ * ESP decryption, before encryption) in its own biflow table (src/pkt/
+ * flow.c), expires flows on its own clock ticks, and pushes the records
+ * into its own bounded single-producer ring.  One exporter thread drains
+ * the rings every 100 ms into IPFIX messages (src/pkt/ipfix.c) and sends
+ * each to every collector over UDP from non-blocking sockets.  The data
+ * path never waits on the exporter: a full ring drops the record (counted:
+ * records{result="queue_full"}); a collector that is down or slow costs its
+ * messages (counted per collector), never packets.
+ *
+ * `offcore dp flows`: the control thread asks for a snapshot; each worker
+ * publishes its top flows (by octets) under its snapshot lock at its next
+ * tick, so the table itself is only ever touched by its worker.
+ *
+ * Threads: workers (update, expire, push, snapshot), the exporter (pop,
+ * encode, send), the control thread (snapshot request, metrics reads).
+ */
+#include "dp/dp_int.h"
+#include "metrics/metrics.h"
+#include "pkt/flow.h"
+#include "util/log.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define RING      4096          /* records per worker queue (power of two) */
+#define TOPN      32
+#define TICK_MS   100
+#define MSG_MAX   1400          /* IPFIX message bytes (fits a 1500 MTU) */
+#define RTT_BUCKETS 12
+
+static const double rtt_le[RTT_BUCKETS] = {0.0001, 0.00025, 0.0005, 0.001,
+                                           0.0025, 0.005,   0.01,   0.025,
+                                           0.05,   0.1,     0.25,   1.0};
+
+struct oc_dp_flow_w {
+    oc_flow_table_t *t;
+    uint64_t next_tick;
+    uint32_t budget;          /* slots expired per tick: a pass a second */
+    /* SPSC ring: the worker writes head, the exporter tail */
+    uint64_t head, tail;
+    oc_flow_rec_t ring[RING];
+    uint64_t queue_full, pushed;
+    /* top-flows snapshot */
+    pthread_mutex_t snap_lock;
+    uint64_t snap_req_seen, snap_gen;
+    uint32_t nsnap;
+    oc_flow_rec_t snap[TOPN];
+    oc_flow_stats_t st;       /* copied at each tick (for the metrics) */
+};
+
+typedef struct {
+    char     name[OC_DP_PATH_MAX];
+    int      fd;
+    uint64_t sent, errors;
+} collector_t;
+
+struct oc_dp_flow {
+    uint32_t ncoll, domain, template_s;
+    collector_t coll[OC_DP_MAX_IPFIX];
+    pthread_t thread;
+    bool      started;
+    int       stop;
+    uint64_t  seq;           /* data records sent (RFC 7011 sequence) */
+    uint64_t  records, messages, templates;
+    uint64_t  snap_req;      /* control: requests for a snapshot */
+    uint64_t  rtt_bucket[RTT_BUCKETS + 1], rtt_count;
+    double    rtt_sum;
+};
+
+static uint64_t now_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return (uint64_t)t.tv_sec * 1000000 + (uint64_t)t.tv_nsec / 1000;
+}
+
+static uint64_t now_ms(void) { return now_us() / 1000; }
+
+/* ------------------------------------------------------------ workers */
+
+static void push(void *arg, const oc_flow_rec_t *r)
+{
+    struct oc_dp_flow_w *fw = arg;
+    uint64_t tail = __atomic_load_n(&fw->tail, __ATOMIC_ACQUIRE);
+    if (fw->head - tail >= RING) {
+        __atomic_store_n(&fw->queue_full, fw->queue_full + 1, __ATOMIC_RELAXED);
+        return;
+    }
+    fw->ring[fw->head & (RING - 1)] = *r;
+    __atomic_store_n(&fw->head, fw->head + 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&fw->pushed, fw->pushed + 1, __ATOMIC_RELAXED);
+}
+
+void oc__dp_flow_burst(oc_dp_worker_t *w, oc_pkt_t **pkts, uint16_t n)
+{
+    struct oc_dp_flow_w *fw = w->flow;
+    uint64_t now = 0;
+    for (uint16_t i = 0; i < n; i++) {
+        const oc_pkt_meta_t *m = &w->meta[i];
+        if (pkts[i]->verdict != OC_DP_V_FORWARD ||
+            (m->reason != OC_PKT_R_IPV4 && m->reason != OC_PKT_R_IPV4_FRAG))
+            continue;
+        if (now == 0)
+            now = now_us();
+        /* a non-first fragment has no ports: its own flow, as IPFIX
+         * exporters without reassembly do.  The parser checked the IPv4
+         * header, its total length and (reason ipv4) the TCP header. */
+        const uint8_t *ip = pkts[i]->data + m->l3_off;
+        int fl = -1;
+        if (m->reason == OC_PKT_R_IPV4 && m->key.proto == 6)
+            fl = ip[(ip[0] & 15) * 4 + 13];
+        (void)oc_flow_update(fw->t, (uint32_t)(ip[2] << 8 | ip[3]), fl,
+                             m->key.src_ip, m->key.dst_ip, m->key.sport,
+                             m->key.dport, m->key.proto, OC_FLOW_NO_VNI,
+                             now);
+    }
+}
+
+static int cmp_octets(const void *a, const void *b)
+{
+    const oc_flow_rec_t *x = a, *y = b;
+    uint64_t ox = x->octets[0] + x->octets[1], oy = y->octets[0] + y->octets[1];
+    return ox < oy ? 1 : ox > oy ? -1 : 0;
+}
+
+typedef struct {
+    oc_flow_rec_t top[TOPN];
+    uint32_t n;
+} top_t;
+
+static void top_add(void *arg, const oc_flow_rec_t *r)
+{
+    top_t *t = arg;
+    uint64_t o = r->octets[0] + r->octets[1];
+    if (t->n < TOPN) {
+        t->top[t->n++] = *r;
+        qsort(t->top, t->n, sizeof(*r), cmp_octets);
+    } else if (o > t->top[TOPN - 1].octets[0] + t->top[TOPN - 1].octets[1]) {
+        t->top[TOPN - 1] = *r;
+        qsort(t->top, t->n, sizeof(*r), cmp_octets);
+    }
+}
+
+void oc__dp_flow_tick(oc_dp_worker_t *w)
+{
+    struct oc_dp_flow_w *fw = w->flow;
+    uint64_t now = now_ms(), req;
+    if (now < fw->next_tick)
+        return;
+    fw->next_tick = now + TICK_MS;
+    /* a full pass over the table every ~second */
+    (void)oc_flow_expire(fw->t, now * 1000, fw->budget);
+    pthread_mutex_lock(&fw->snap_lock);
+    oc_flow_stats(fw->t, &fw->st);
+    req = __atomic_load_n(&w->dp->flow->snap_req, __ATOMIC_ACQUIRE);
+    if (req != fw->snap_req_seen) {
+        static __thread top_t top;
+        top.n = 0;
+        oc_flow_walk(fw->t, top_add, &top);
+        memcpy(fw->snap, top.top, top.n * sizeof(top.top[0]));
+        fw->nsnap = top.n;
+        fw->snap_req_seen = req;
+        fw->snap_gen++;
+    }
+    pthread_mutex_unlock(&fw->snap_lock);
+}
+
+/* ----------------------------------------------------------- exporter */
+
+static void send_all(struct oc_dp_flow *f, const uint8_t *m, size_t len)
+{
+    for (uint32_t c = 0; c < f->ncoll; c++) {
+        collector_t *k = &f->coll[c];
+        if (send(k->fd, m, len, MSG_DONTWAIT) == (ssize_t)len)
+            __atomic_store_n(&k->sent, k->sent + 1, __ATOMIC_RELAXED);
+        else
+            __atomic_store_n(&k->errors, k->errors + 1, __ATOMIC_RELAXED);
+    }
+    __atomic_store_n(&f->messages, f->messages + 1, __ATOMIC_RELAXED);
+}
+
+static void rtt_observe(struct oc_dp_flow *f, uint32_t us)
+{
+    double s = us / 1e6;
+    int b = 0;
+    while (b < RTT_BUCKETS && s > rtt_le[b])
+        b++;
+    f->rtt_bucket[b]++;
+    f->rtt_count++;
+    f->rtt_sum += s;
+}
+
+static void export_pass(oc_dp_t *dp, uint64_t *next_template, bool final)
+{
+    struct oc_dp_flow *f = dp->flow;
+    uint8_t msg[MSG_MAX];
+    size_t len = 0;
+    uint32_t nrec = 0;
+    uint64_t now = now_ms();
+
+    if (now >= *next_template || final) {
+        size_t tl = oc_ipfix_template_set(msg + 16);
+        oc_ipfix_header(msg, (uint16_t)(16 + tl), (uint32_t)(now / 1000),
+                        (uint32_t)f->seq, f->domain);
+        if (f->ncoll)
+            send_all(f, msg, 16 + tl);
+        __atomic_store_n(&f->templates, f->templates + 1, __ATOMIC_RELAXED);
+        *next_template = now + (uint64_t)f->template_s * 1000;
+    }
+    for (uint32_t q = 0; q < dp->nthreads; q++) {
+        struct oc_dp_flow_w *fw = dp->w[q].flow;
+        uint64_t head = __atomic_load_n(&fw->head, __ATOMIC_ACQUIRE);
+        while (fw->tail != head) {
+            const oc_flow_rec_t *r = &fw->ring[fw->tail & (RING - 1)];
+            if (len == 0)
+                len = 20; /* message header + set header */
+            oc_ipfix_record(msg + len, r);
+            len += OC_IPFIX_REC_LEN;
+            nrec++;
+            if (r->rtt_us)
+                rtt_observe(f, r->rtt_us);
+            __atomic_store_n(&fw->tail, fw->tail + 1, __ATOMIC_RELEASE);
+            if (len + OC_IPFIX_REC_LEN > MSG_MAX) {
+                goto flush;
+            }
+            continue;
+flush:
+            msg[16] = OC_IPFIX_TEMPLATE_ID >> 8;
+            msg[17] = OC_IPFIX_TEMPLATE_ID & 255;
+            msg[18] = (uint8_t)((len - 16) >> 8);
+            msg[19] = (uint8_t)(len - 16);
+            oc_ipfix_header(msg, (uint16_t)len, (uint32_t)(now / 1000),
+                            (uint32_t)f->seq, f->domain);
+            if (f->ncoll)
+                send_all(f, msg, len);
+            f->seq += nrec;
+            __atomic_store_n(&f->records, f->records + nrec, __ATOMIC_RELAXED);
+            len = 0;
+            nrec = 0;
+        }
+    }
+    if (nrec > 0) {
+        msg[16] = OC_IPFIX_TEMPLATE_ID >> 8;
+        msg[17] = OC_IPFIX_TEMPLATE_ID & 255;
+        msg[18] = (uint8_t)((len - 16) >> 8);
+        msg[19] = (uint8_t)(len - 16);
+        oc_ipfix_header(msg, (uint16_t)len, (uint32_t)(now / 1000),
+                        (uint32_t)f->seq, f->domain);
+        if (f->ncoll)
+            send_all(f, msg, len);
+        f->seq += nrec;
+        __atomic_store_n(&f->records, f->records + nrec, __ATOMIC_RELAXED);
+    }
+}
+
+static void *exporter_main(void *arg)
+{
+    oc_dp_t *dp = arg;
+    uint64_t next_template = 0;
+    while (!__atomic_load_n(&dp->flow->stop, __ATOMIC_ACQUIRE)) {
+        export_pass(dp, &next_template, false);
+        nanosleep(&(struct timespec){0, TICK_MS * 1000000L}, NULL);
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------ control */
+
+void oc__dp_flow_print(oc_dp_t *dp, uint32_t max, FILE *out)
+{
+    struct oc_dp_flow *f = dp->flow;
+    top_t all;
+    uint64_t want = __atomic_add_fetch(&f->snap_req, 1, __ATOMIC_ACQ_REL);
+    struct timespec t0, now;
+
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    /* wait for every worker's snapshot (a sleeping worker wakes within 1 s) */
+    for (uint32_t q = 0; q < dp->nthreads;) {
+        struct oc_dp_flow_w *fw = dp->w[q].flow;
+        pthread_mutex_lock(&fw->snap_lock);
+        bool done = fw->snap_req_seen >= want;
+        pthread_mutex_unlock(&fw->snap_lock);
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (done || now.tv_sec - t0.tv_sec > 2) {
+            q++;
+            continue;
+        }
+        nanosleep(&(struct timespec){0, 10000000}, NULL);
+    }
+    all.n = 0;
+    for (uint32_t q = 0; q < dp->nthreads; q++) {
+        struct oc_dp_flow_w *fw = dp->w[q].flow;
+        pthread_mutex_lock(&fw->snap_lock);
+        for (uint32_t i = 0; i < fw->nsnap; i++)
+            top_add(&all, &fw->snap[i]);
+        pthread_mutex_unlock(&fw->snap_lock);
+    }
+    fprintf(out, "%-21s %-21s %-5s %10s %12s %10s %12s %8s %s\n", "source",
+            "destination", "proto", "packets", "bytes", "rpackets", "rbytes",
+            "age_s", "rtt_ms");
+    for (uint32_t i = 0; i < all.n && i < max; i++) {
+        const oc_flow_rec_t *r = &all.top[i];
+        char s[32], d[32];
+        snprintf(s, sizeof(s), "%u.%u.%u.%u:%u", r->src >> 24, r->src >> 16 & 255,
+                 r->src >> 8 & 255, r->src & 255, r->sport);
+        snprintf(d, sizeof(d), "%u.%u.%u.%u:%u", r->dst >> 24, r->dst >> 16 & 255,
+                 r->dst >> 8 & 255, r->dst & 255, r->dport);
+        fprintf(out, "%-21s %-21s %-5u %10llu %12llu %10llu %12llu %8.1f ",
+                s, d, r->proto, (unsigned long long)r->packets[0],
+                (unsigned long long)r->octets[0],
+                (unsigned long long)r->packets[1],
+                (unsigned long long)r->octets[1],
+                (double)(r->end_ms - r->start_ms) / 1000.0);
+        if (r->rtt_us)
+            fprintf(out, "%.3f\n", r->rtt_us / 1000.0);
+        else
+            fprintf(out, "-\n");
+    }
+}
+
+#define FSUM(expr)                                                             \
+    ({                                                                         \
+        uint64_t s_ = 0;                                                       \
+        for (uint32_t q_ = 0; q_ < dp->nthreads; q_++) {                       \
+            struct oc_dp_flow_w *x = dp->w[q_].flow;                           \
+            s_ += __atomic_load_n(&(expr), __ATOMIC_RELAXED);                  \
+        }                                                                      \
+        s_;                                                                    \
+    })
+
+void oc__dp_flow_metrics(oc_dp_t *dp, void *prom)
+{
+    oc_prom_t *p = prom;
+    struct oc_dp_flow *f = dp->flow;
+    uint64_t active = 0, created = 0, no_room = 0;
+    if (f == NULL)
+        return;
+    for (uint32_t q = 0; q < dp->nthreads; q++) {
+        struct oc_dp_flow_w *fw = dp->w[q].flow;
+        pthread_mutex_lock(&fw->snap_lock);
+        active += fw->st.active;
+        created += fw->st.created;
+        no_room += fw->st.no_room;
+        pthread_mutex_unlock(&fw->snap_lock);
+    }
+    oc_prom_family(p, "offcore_dp_flows", "flows in the tables", OC_PROM_GAUGE);
+    oc_prom_sample(p, "offcore_dp_flows", NULL, 0, active);
+    oc_prom_family(p, "offcore_dp_flows_created_total", "flows seen",
+                   OC_PROM_COUNTER);
+    oc_prom_sample(p, "offcore_dp_flows_created_total", NULL, 0, created);
+    oc_prom_family(p, "offcore_dp_flows_untracked_total",
+                   "new flows the full table could not take (flow_table)",
+                   OC_PROM_COUNTER);
+    oc_prom_sample(p, "offcore_dp_flows_untracked_total", NULL, 0, no_room);
+    oc_prom_family(p, "offcore_dp_ipfix_records_total",
+                   "flow records: exported, or dropped because the exporter's "
+                   "queue was full (the data path never waits)",
+                   OC_PROM_COUNTER);
+    oc_prom_sample(p, "offcore_dp_ipfix_records_total",
+                   OC_PROM_LABELS({"result", "exported"}),
+                   __atomic_load_n(&f->records, __ATOMIC_RELAXED));
+    oc_prom_sample(p, "offcore_dp_ipfix_records_total",
+                   OC_PROM_LABELS({"result", "queue_full"}),
+                   FSUM(x->queue_full));
+    oc_prom_family(p, "offcore_dp_ipfix_messages_total",
+                   "IPFIX messages per collector: sent, or failed (down, "
+                   "refused, socket buffer full)", OC_PROM_COUNTER);
+    for (uint32_t c = 0; c < f->ncoll; c++) {
+        oc_prom_sample(p, "offcore_dp_ipfix_messages_total",
+                       OC_PROM_LABELS({"collector", f->coll[c].name},
+                                      {"result", "sent"}),
+                       __atomic_load_n(&f->coll[c].sent, __ATOMIC_RELAXED));
+        oc_prom_sample(p, "offcore_dp_ipfix_messages_total",
+                       OC_PROM_LABELS({"collector", f->coll[c].name},
+                                      {"result", "failed"}),
+                       __atomic_load_n(&f->coll[c].errors, __ATOMIC_RELAXED));
+    }
+    oc_prom_family(p, "offcore_dp_ipfix_template_sends_total",
+                   "template sets sent (at start, then every ipfix_template s)",
+                   OC_PROM_COUNTER);
+    oc_prom_sample(p, "offcore_dp_ipfix_template_sends_total", NULL, 0,
+                   __atomic_load_n(&f->templates, __ATOMIC_RELAXED));
+    /* the exporter thread writes the histogram; a torn read of one bucket
+     * is one observation off, never a crash */
+    oc_prom_family(p, "offcore_dp_flow_tcp_handshake_rtt_seconds",
+                   "TCP handshake RTT of exported flows, as the DPU sees it "
+                   "(initiator's SYN to its ACK)", OC_PROM_HISTOGRAM);
+    {
+        uint64_t cum = 0;
+        char le[32];
+        for (int b = 0; b <= RTT_BUCKETS; b++) {
+            cum += __atomic_load_n(&f->rtt_bucket[b], __ATOMIC_RELAXED);
+            if (b < RTT_BUCKETS)
+                snprintf(le, sizeof(le), "%g", rtt_le[b]);
+            else
+                snprintf(le, sizeof(le), "+Inf");
+            oc_prom_sample(p, "offcore_dp_flow_tcp_handshake_rtt_seconds_bucket",
+                           OC_PROM_LABELS({"le", le}), cum);
+        }
+        oc_prom_sample_f64(p, "offcore_dp_flow_tcp_handshake_rtt_seconds_sum",
+                              NULL, 0, f->rtt_sum);
+        oc_prom_sample(p, "offcore_dp_flow_tcp_handshake_rtt_seconds_count",
+                       NULL, 0, cum);
+    }
+}
+
+/* ------------------------------------------------------ start and stop */
+
+static int open_collector(const char *hostport, char *why, size_t whylen)
+{
+    char host[OC_DP_PATH_MAX];
+    const char *colon = strrchr(hostport, ':');
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_DGRAM},
+                    *res = NULL;
+    int fd, rc;
+
+    if (colon == NULL || colon == hostport) {
+        snprintf(why, whylen, "ipfix %s: expected HOST:PORT", hostport);
+        return -1;
+    }
+    snprintf(host, sizeof(host), "%.*s", (int)(colon - hostport), hostport);
+    rc = getaddrinfo(host, colon + 1, &hints, &res);
+    if (rc != 0) {
+        snprintf(why, whylen, "ipfix %s: %s", hostport, gai_strerror(rc));
+        return -1;
+    }
+    fd = socket(res->ai_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0 || connect(fd, res->ai_addr, res->ai_addrlen) != 0) {
+        snprintf(why, whylen, "ipfix %s: %s", hostport, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    return fd;
+}
+
+oc_status_t oc__dp_flow_init(oc_dp_t *dp, const oc_dp_conf_t *c)
+{
+    struct oc_dp_flow *f;
+    char why[256];
+
+    if (!c->flows)
+        return OC_OK;
+    f = dp->flow = calloc(1, sizeof(*f));
+    if (f == NULL)
+        return OC_ERR_NO_MEMORY;
+    f->domain = c->ipfix_domain;
+    f->template_s = c->ipfix_template_s;
+    for (uint32_t i = 0; i < c->nipfix; i++) {
+        collector_t *k = &f->coll[f->ncoll];
+        k->fd = open_collector(c->ipfix[i], why, sizeof(why));
+        if (k->fd < 0) {
+            oc_error(OC_COMP_DP, "%s", why);
+            return OC_ERR_CONFIG;
+        }
+        snprintf(k->name, sizeof(k->name), "%s", c->ipfix[i]);
+        f->ncoll++;
+    }
+    for (uint32_t q = 0; q < dp->nthreads; q++) {
+        struct oc_dp_flow_w *fw = calloc(1, sizeof(*fw));
+        oc_flow_conf_t fc = {.capacity = c->flow_table,
+                             .idle_ms = c->flow_idle_s * 1000,
+                             .active_ms = c->flow_active_s * 1000,
+                             .emit = push};
+        if (fw == NULL)
+            return OC_ERR_NO_MEMORY;
+        dp->w[q].flow = fw;
+        fw->budget = c->flow_table / (1000 / TICK_MS) + 1;
+        pthread_mutex_init(&fw->snap_lock, NULL);
+        fc.arg = fw;
+        if (oc_flow_table_create(&fc, &fw->t) != OC_OK)
+            return OC_ERR_NO_MEMORY;
+    }
+    if (pthread_create(&f->thread, NULL, exporter_main, dp) != 0)
+        return OC_ERR_NO_MEMORY;
+    f->started = true;
+    return OC_OK;
+}
+
+/* After the workers stopped: every flow still in a table is exported
+ * (end reason forced), then the exporter stops. */
+void oc__dp_flow_free(oc_dp_t *dp)
+{
+    struct oc_dp_flow *f = dp->flow;
+    uint64_t next = UINT64_MAX;
+    if (f == NULL)
+        return;
+    if (f->started) {
+        __atomic_store_n(&f->stop, 1, __ATOMIC_RELEASE);
+        pthread_join(f->thread, NULL);
+    }
+    for (uint32_t q = 0; dp->w != NULL && q < dp->nthreads; q++) {
+        struct oc_dp_flow_w *fw = dp->w[q].flow;
+        if (fw == NULL)
+            continue;
+        oc_flow_table_destroy(fw->t); /* pushes the last records */
+        fw->t = NULL;
+    }
+    if (f->started)
+        export_pass(dp, &next, false);
+    for (uint32_t q = 0; dp->w != NULL && q < dp->nthreads; q++) {
+        struct oc_dp_flow_w *fw = dp->w[q].flow;
+        if (fw == NULL)
+            continue;
+        pthread_mutex_destroy(&fw->snap_lock);
+        free(fw);
+        dp->w[q].flow = NULL;
+    }
+    for (uint32_t c = 0; c < f->ncoll; c++)
+        close(f->coll[c].fd);
+    free(f);
+    dp->flow = NULL;
+}

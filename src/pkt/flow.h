@@ -1,0 +1,110 @@
+/*
+ * flow.h — flow telemetry: a per-thread bidirectional flow table (flow.c)
+ * and the IPFIX (RFC 7011) message encoder for its records (ipfix.c).
+ *
+ * A flow is an IPv4 5-tuple (and a VXLAN VNI when known) seen in both
+ * directions as one biflow (RFC 5103): "forward" is the direction of the
+ * first packet seen.  Per direction: packets, octets (IP total length, as
+ * octetDeltaCount counts them), TCP flags seen (OR).  A flow ends (a
+ * record is emitted) when idle for the idle timeout, at every active
+ * timeout (counters restart: delta counts), once TCP FIN was seen both
+ * ways or RST either way (after a second of quiet, for the last ACKs),
+ * or when the table is shut down.  A flow that does not fit the table
+ * is not tracked and is counted.
+ *
+ * Threading: a table belongs to one thread; records are handed out
+ * through a callback (the caller queues them).  No allocation after
+ * create.  Packets are hostile, but the table only reads the parser's
+ * checked key and the IPv4/TCP header bytes the parser vouched for.
+ */
+#ifndef OC_PKT_FLOW_H
+#define OC_PKT_FLOW_H
+
+#include <offcore/offcore.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define OC_FLOW_NO_VNI 0xffffffffu
+
+/* flowEndReason (IANA IE 136) */
+enum {
+    OC_FLOW_END_IDLE = 1,
+    OC_FLOW_END_ACTIVE = 2,
+    OC_FLOW_END_EOF = 3,     /* end of flow detected: TCP FIN/RST */
+    OC_FLOW_END_FORCED = 4,  /* the exporter shut down */
+};
+
+/** One exported record (one direction pair). */
+typedef struct {
+    uint64_t start_ms, end_ms;          /* UNIX epoch milliseconds */
+    uint32_t src, dst;                  /* forward direction, host order */
+    uint16_t sport, dport;              /* ICMP: dport = type << 8 | code */
+    uint8_t  proto, end_reason;
+    uint16_t flags[2];                  /* TCP flags, forward / reverse */
+    uint32_t vni;                       /* OC_FLOW_NO_VNI when none */
+    uint64_t packets[2], octets[2];     /* forward / reverse, deltas */
+    uint32_t rtt_us;                    /* SYN -> ACK of the handshake, 0 none */
+} oc_flow_rec_t;
+
+typedef void (*oc_flow_emit_fn)(void *arg, const oc_flow_rec_t *r);
+
+typedef struct oc_flow_table oc_flow_table_t;
+
+typedef struct {
+    uint32_t capacity;        /**< flows (a power of two), 1024 .. 2^24 */
+    uint32_t idle_ms;         /**< idle timeout */
+    uint32_t active_ms;       /**< active timeout */
+    oc_flow_emit_fn emit;
+    void    *arg;
+} oc_flow_conf_t;
+
+oc_status_t oc_flow_table_create(const oc_flow_conf_t *c, oc_flow_table_t **out);
+/** Emit every flow (end reason forced), then free. */
+void oc_flow_table_destroy(oc_flow_table_t *t);
+
+/**
+ * Account one IPv4 packet of @p ip_len bytes (its total length) with the
+ * TCP flags @p tcp_flags (-1: not TCP, or no TCP header: a fragment);
+ * addresses and ports in host order.  @p now_ms the caller's clock (UNIX
+ * us).  @return false when the flow was new and the table had no room
+ * (counted in oc_flow_stats).  Times are microseconds (the handshake RTT
+ * needs them); records carry milliseconds.
+ */
+bool oc_flow_update(oc_flow_table_t *t, uint32_t ip_len, int tcp_flags,
+                    uint32_t src, uint32_t dst, uint16_t sport, uint16_t dport,
+                    uint8_t proto, uint32_t vni, uint64_t now_us);
+
+/** Expire flows: visits up to @p budget slots from where the last call
+ *  stopped (a whole pass over time).  @return records emitted. */
+uint32_t oc_flow_expire(oc_flow_table_t *t, uint64_t now_us, uint32_t budget);
+
+typedef struct {
+    uint64_t active;          /**< flows in the table now */
+    uint64_t created, ended, no_room;
+} oc_flow_stats_t;
+void oc_flow_stats(const oc_flow_table_t *t, oc_flow_stats_t *out);
+
+/** Call @p fn for every flow in the table now (its counters since its last
+ *  record).  Same thread as the table, or with the table's thread stopped. */
+void oc_flow_walk(const oc_flow_table_t *t, oc_flow_emit_fn fn, void *arg);
+
+/* ---------------------------------------------------------------- IPFIX */
+
+#define OC_IPFIX_TEMPLATE_ID 256
+#define OC_IPFIX_REC_LEN     74   /* bytes of one data record */
+
+/**
+ * Write an IPFIX message header (16 bytes) at @p m: version 10, @p len,
+ * export time @p now_s, sequence number @p seq (data records sent before
+ * this message), observation domain @p domain.
+ */
+void oc_ipfix_header(uint8_t *m, uint16_t len, uint32_t now_s, uint32_t seq,
+                     uint32_t domain);
+/** Write the template set (ID 2, one template: OC_IPFIX_TEMPLATE_ID) at
+ *  @p p.  @return its length. */
+size_t oc_ipfix_template_set(uint8_t *p);
+/** Write one data record (OC_IPFIX_REC_LEN bytes) of @p r at @p p. */
+void oc_ipfix_record(uint8_t *p, const oc_flow_rec_t *r);
+
+#endif
