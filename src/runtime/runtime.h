@@ -108,6 +108,8 @@ struct oc_context {
     char             name[64];
     /* agent placement (agent.c); NULL in inline placement */
     struct oc__agent *agent;
+    /* collectives (src/coll) */
+    struct oc__coll *coll;
 };
 
 /** What a placement does with the bundles and the job's life cycle.  A
@@ -166,6 +168,11 @@ void oc__quiesce_fini(oc_context_t *ctx);
 void oc__control_recv(void *arg, uint64_t token, void *data, size_t len);
 /** The inline placement's step of a termination wave. */
 oc_status_t oc__inline_quiesce_step(oc_context_t *ctx);
+
+/* src/coll: the collectives' hooks */
+oc_status_t oc__coll_init(oc_context_t *ctx);
+void oc__coll_progress(oc_context_t *ctx);
+void oc__coll_fini(oc_context_t *ctx);
 
 /* bootstrap.c: all-gather through files in a shared directory */
 oc_status_t oc__file_allgather(void *arg, const void *sendbuf, void *recvbuf,
