@@ -92,6 +92,7 @@ demo: build
 bench: build
 	sh bench/run-bench.sh $(BUILDDIR)
 	sh bench/run-agent-bench.sh $(BUILDDIR)
+	sh bench/run-coll-bench.sh $(BUILDDIR)
 	sh bench/run-spare-core.sh $(BUILDDIR)
 
 study: build
