@@ -177,7 +177,8 @@ int main(int argc, char **argv)
     float *in = malloc(cap * 4), *out = malloc(cap * 4);
 
     for (int a2a = 0; a2a < 2; a2a++)
-        for (size_t bytes = min; bytes <= max; bytes *= 8) {
+        for (size_t bytes = min; bytes <= max;
+             bytes = bytes < max && bytes * 8 > max ? max : bytes * 8) {
             size_t n = bytes / 4 ? bytes / 4 : 1;
             if (a2a)
                 n = (n + g_size - 1) / g_size * g_size;

@@ -2,18 +2,20 @@
  * coll.c — the phase engine of the collectives: configuration, the
  * receive path of collective chunks, progress, oc_test/oc_wait.
  *
- * Payloads travel as UCX active messages (OC_AM_COLL) straight between
- * ranks, cut into chunks of OC_COLL_CHUNK bytes, each named by the 64-bit
- * header (sequence, phase, chunk).  A request keeps at most
- * OC_COLL_WINDOW chunk sends in flight (back-pressure toward the
- * transport); a chunk that arrives before its phase is kept, as UCX
- * delivered it, until the phase starts (no copy, no drop).  Progress runs
- * from oc_poll() (the hook in send.c) and from oc_test()/oc_wait().
+ * Payloads travel as UCX tagged messages straight between ranks, cut into
+ * chunks of OC_COLL_CHUNK bytes, each tagged (sequence, phase, chunk) and
+ * received straight into its place (the result or a scratch block): UCX
+ * uses rendezvous for large chunks, so a chunk moves once and only once
+ * its receiver has posted the buffer (back-pressure by construction); a
+ * small one that arrives early waits in UCX's unexpected queue.  A request
+ * keeps at most OC_COLL_WINDOW chunk sends and as many receives in
+ * flight.  Progress runs from oc_poll() (the hook in send.c) and from
+ * oc_test()/oc_wait().
  *
  * Threading: the context's thread only.  Trust: the ranks of one job run
- * the same code; a chunk that does not fit the phase it names (index or
- * length) fails that collective with OC_ERR_COLL_MISMATCH, never writes
- * outside its buffer.
+ * the same code; a chunk of another length than the receiver posted fails
+ * that collective with OC_ERR_COLL_MISMATCH (UCX never writes past the
+ * posted buffer).
  */
 #include "coll/coll_int.h"
 
@@ -22,6 +24,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const oc_cfg_field_t coll_config_table[] = {
     {"COLL_REPRODUCIBLE", OC_CFG_BOOL, "n",
@@ -53,29 +56,8 @@ static const oc_cfg_field_t coll_config_table[] = {
 typedef struct {
     oc_tr_op_t    op;
     oc_request_t *req;
-    oc__coll_t   *c;
+    int           is_recv;
 } coll_op_t;
-
-static void coll_recv(void *arg, uint64_t token, void *data, size_t len)
-{
-    oc_context_t *ctx = arg;
-    oc__coll_t *c = ctx->coll;
-    oc__coll_rx_t *e = malloc(sizeof(*e));
-
-    if (e == NULL) { /* engine.h's policy: give it back, fail the context */
-        oc_tr_release(ctx->worker, data);
-        if (ctx->failed == OC_OK)
-            ctx->failed = OC_ERR_NO_MEMORY;
-        return;
-    }
-    e->next = NULL;
-    e->token = token;
-    e->data = data;
-    e->len = len;
-    *c->rx_tail = e;
-    c->rx_tail = &e->next;
-    c->rx_pending++;
-}
 
 oc_status_t oc__coll_init(oc_context_t *ctx)
 {
@@ -95,30 +77,17 @@ oc_status_t oc__coll_init(oc_context_t *ctx)
     }
     c->ctx = ctx;
     c->next_seq = 1;
-    c->rx_tail = &c->rx;
     ctx->coll = c;
-    st = oc_tr_set_handler(ctx->worker, OC_AM_COLL, coll_recv, ctx, 1);
-    if (st != OC_OK) {
-        ctx->coll = NULL;
-        free(c->ordered_srcs);
-        free(c);
-    }
-    return st;
+    return OC_OK;
 }
 
 void oc__coll_fini(oc_context_t *ctx)
 {
     oc__coll_t *c = ctx->coll;
-    oc__coll_rx_t *e, *n;
     oc_request_t *r, *rn;
 
     if (c == NULL)
         return;
-    for (e = c->rx; e != NULL; e = n) {
-        n = e->next;
-        oc_tr_release(ctx->worker, e->data);
-        free(e);
-    }
     /* Requests the application never completed: their sends are over
      * once the endpoints are closed (fini runs after the placement's). */
     for (r = c->active; r != NULL; r = rn) {
@@ -195,33 +164,45 @@ static void unlink_req(oc__coll_t *c, oc_request_t *req)
         }
 }
 
-static void send_done(oc_tr_op_t *op, oc_status_t st)
+static void op_done(oc_tr_op_t *op, oc_status_t st)
 {
     coll_op_t *o = (coll_op_t *)op;
     oc_request_t *req = o->req;
-    oc__coll_t *c = o->c;
+    int is_recv = o->is_recv;
 
     free(o);
     if (req == NULL)
         return;
     req->inflight--;
+    if (st == OC_ERR_WIRE_LENGTH) {
+        oc_error(OC_COMP_RUNTIME, "collective %u phase %u: a peer sent another "
+                 "length than this rank expects", req->seq, req->cur);
+        st = OC_ERR_COLL_MISMATCH;
+    }
     if (st != OC_OK)
         fail(req, st);
+    else if (is_recv)
+        req->r_done++;
     else
         req->s_done++;
-    (void)c;
 }
 
-/* Post chunks of the current phase's send while the window allows. */
-static void post_sends(oc__coll_t *c, oc_request_t *req, const oc__phase_t *ph)
+/* Post chunks of the current phase's send and receive while the window
+ * allows: at most OC_COLL_WINDOW of each in flight. */
+static void post(oc__coll_t *c, oc_request_t *req, const oc__phase_t *ph,
+                 int is_recv)
 {
-    size_t total = nchunks(c, ph->slen);
+    size_t len_all = is_recv ? ph->rlen : ph->slen;
+    size_t total = nchunks(c, len_all);
+    size_t *posted = is_recv ? &req->r_posted : &req->s_posted;
+    size_t *done = is_recv ? &req->r_done : &req->s_done;
 
-    while (req->s_posted < total && req->inflight < c->cfg.window &&
+    while (*posted < total && *posted - *done < c->cfg.window &&
            req->status == OC_INPROGRESS) {
-        size_t off = req->s_posted * c->cfg.chunk;
-        size_t len = ph->slen - off < c->cfg.chunk ? ph->slen - off
-                                                   : c->cfg.chunk;
+        size_t off = *posted * c->cfg.chunk;
+        size_t len = len_all - off < c->cfg.chunk ? len_all - off
+                                                  : c->cfg.chunk;
+        uint64_t tag = OC__COLL_TOKEN(req->seq, req->cur, *posted);
         coll_op_t *o = malloc(sizeof(*o));
         oc_status_t st;
 
@@ -229,60 +210,26 @@ static void post_sends(oc__coll_t *c, oc_request_t *req, const oc__phase_t *ph)
             fail(req, OC_ERR_NO_MEMORY);
             return;
         }
-        o->op.cb = send_done;
-        o->op.token = OC__COLL_TOKEN(req->seq, req->cur, req->s_posted);
+        o->op.cb = op_done;
+        o->op.token = 0;
         o->req = req;
-        o->c = c;
-        st = oc_tr_send(c->ctx->eps[ph->speer], OC_AM_COLL,
-                        ph->slen ? ph->sbuf + off : (const void *)o, len,
-                        &o->op);
-        req->s_posted++;
-        if (st == OC_OK) {
-            free(o);
-            req->s_done++;
-        } else if (st == OC_INPROGRESS) {
+        o->is_recv = is_recv;
+        if (is_recv)
+            st = oc_tr_tag_recv(c->ctx->worker, tag, ph->rbuf + off, len,
+                                &o->op);
+        else
+            st = oc_tr_tag_send(c->ctx->eps[ph->speer], tag, ph->sbuf + off,
+                                len, &o->op);
+        (*posted)++;
+        if (st == OC_INPROGRESS) {
             req->inflight++;
-        } else {
-            free(o);
-            fail(req, st);
-        }
-    }
-}
-
-/* Take the chunks that arrived for the current phase of @p req. */
-static void match_recvs(oc__coll_t *c, oc_request_t *req, const oc__phase_t *ph)
-{
-    oc__coll_rx_t **p = &c->rx, *e;
-    size_t total = nchunks(c, ph->rlen);
-
-    while ((e = *p) != NULL) {
-        uint32_t seq = (uint32_t)(e->token >> 44);
-        uint32_t phase = (uint32_t)(e->token >> 24) & 0xfffffu;
-        size_t ck = (size_t)(e->token & 0xffffffu);
-
-        if (seq != req->seq || phase != req->cur) {
-            p = &e->next;
             continue;
         }
-        if (ph->rpeer == UINT32_MAX || ck >= total ||
-            e->len != (ck + 1 == total ? ph->rlen - ck * c->cfg.chunk
-                                       : c->cfg.chunk)) {
-            oc_error(OC_COMP_RUNTIME,
-                     "collective %u phase %u: chunk %zu of %zu bytes does not "
-                     "fit the %zu bytes this rank expects from rank %u",
-                     req->seq, req->cur, ck, e->len, ph->rlen, ph->rpeer);
-            fail(req, OC_ERR_COLL_MISMATCH);
-        } else {
-            if (e->len)
-                memcpy(ph->rbuf + ck * c->cfg.chunk, e->data, e->len);
-            req->r_got++;
-        }
-        *p = e->next;
-        if (c->rx_tail == &e->next)
-            c->rx_tail = p;
-        oc_tr_release(c->ctx->worker, e->data);
-        free(e);
-        c->rx_pending--;
+        free(o);
+        if (st == OC_OK)
+            (*done)++;
+        else
+            fail(req, st == OC_ERR_WIRE_LENGTH ? OC_ERR_COLL_MISMATCH : st);
     }
 }
 
@@ -323,16 +270,17 @@ static oc_status_t advance(oc__coll_t *c, oc_request_t *req)
 
         if (!req->started) {
             req->started = 1;
-            req->s_posted = req->s_done = req->r_got = 0;
+            req->s_posted = req->s_done = 0;
+            req->r_posted = req->r_done = 0;
         }
+        if (ph->rpeer != UINT32_MAX)
+            post(c, req, ph, 1);
         if (ph->speer != UINT32_MAX)
-            post_sends(c, req, ph);
-        if (ph->rpeer != UINT32_MAX && c->rx != NULL)
-            match_recvs(c, req, ph);
+            post(c, req, ph, 0);
         sends_done = ph->speer == UINT32_MAX ||
                      req->s_done == nchunks(c, ph->slen);
         recvs_done = ph->rpeer == UINT32_MAX ||
-                     req->r_got == nchunks(c, ph->rlen);
+                     req->r_done == nchunks(c, ph->rlen);
         if (!sends_done || !recvs_done || req->status != OC_INPROGRESS)
             break;
         run_after(req, ph);
@@ -416,15 +364,19 @@ OC_API oc_status_t oc_wait(oc_request_t **req_p)
     size_t mark = 0, last = SIZE_MAX;
     unsigned idle = 0;
     oc_status_t st;
+    /* Waiting on another rank's progress: where ranks outnumber the cores
+     * (oversubscribed), spinning only burns the slice that rank needs, so
+     * give the core up after a few idle turns; with a core each, yielding
+     * would hand it to unrelated work and cost whole time slices. */
+    int oversubscribed = req != NULL &&
+                         (long)req->ctx->size > sysconf(_SC_NPROCESSORS_ONLN);
 
     while ((st = oc_test(req_p)) == OC_INPROGRESS) {
-        /* Waiting on another rank's progress: where ranks share cores
-         * (oversubscribed), spinning only burns the slice it needs. */
-        mark = req->cur * 3 + req->r_got + req->s_done;
+        mark = req->cur * 3 + req->r_done + req->s_done;
         if (mark != last) {
             last = mark;
             idle = 0;
-        } else if (++idle >= 16) {
+        } else if (oversubscribed && ++idle >= 16) {
             idle = 0;
             sched_yield();
         }

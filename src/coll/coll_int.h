@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Header of a collective chunk (the transport's 64-bit token): sequence
+/* Tag of a collective chunk (UCX tag matching): sequence
  * number (20 bits, never 0), phase (20 bits), chunk index (24 bits). */
 #define OC__COLL_SEQ_BITS   20
 #define OC__COLL_PHASE_BITS 20
@@ -56,7 +56,7 @@ struct oc_request {
     uint32_t       inflight;       /* chunk sends not yet completed */
     int            started;        /* current phase's sends begun */
     size_t         s_posted, s_done;   /* chunks of the current send */
-    size_t         r_got;              /* chunks of the current receive */
+    size_t         r_posted, r_done;   /* chunks of the current receive */
     /* reduction */
     int            dtype, op;
     size_t         esize;
@@ -73,21 +73,11 @@ typedef struct {
     uint64_t window;        /* OC_COLL_WINDOW */
 } oc__coll_config_t;
 
-/* A received chunk waiting for its phase. */
-typedef struct oc__coll_rx {
-    struct oc__coll_rx *next;
-    uint64_t            token;
-    void               *data;
-    size_t              len;
-} oc__coll_rx_t;
-
 struct oc__coll {
     oc_context_t     *ctx;
     oc__coll_config_t cfg;
     uint32_t          next_seq;
     oc_request_t     *active, *zombies;
-    oc__coll_rx_t    *rx, **rx_tail;
-    uint64_t          rx_pending;
     const void      **ordered_srcs;  /* [size] scratch of the ordered reduction */
 };
 

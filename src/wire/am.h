@@ -13,7 +13,6 @@ enum {
     OC_AM_BUNDLE  = 1, /* a bundle (wire.h) */
     OC_AM_CONTROL = 2, /* oc_am_wave_t: termination detection */
     OC_AM_CREDIT  = 3, /* oc_am_credit_t: agent -> rank */
-    OC_AM_COLL    = 4, /* a collective's chunk (src/coll/coll_int.h) */
 };
 
 #define OC_AM_CREDIT_MAGIC 0x4352454fu /* "OERC" */
