@@ -153,8 +153,11 @@ OC_API oc_status_t oc_ibarrier(oc_context_t *ctx, oc_request_t **req_p);
  * @return OC_INPROGRESS (not yet; *req_p unchanged), OC_OK (complete:
  *         the results are in place, the request is freed and *req_p set
  *         to NULL), OC_ERR_COLL_REQUEST (req_p or *req_p NULL), or the
- *         error that failed the collective (OC_ERR_COLL_MISMATCH,
- *         OC_ERR_TRANSPORT, OC_ERR_PEER_FAILED...): the request is freed
+ *         error that failed the collective (OC_ERR_COLL_MISMATCH: a
+ *         peer sent another amount of data than this rank's call expects;
+ *         reported once this rank's part has run to its end, so that the
+ *         peers are not left waiting; OC_ERR_TRANSPORT,
+ *         OC_ERR_PEER_FAILED...): the request is freed
  *         and *req_p set to NULL as well, and the receive buffer's
  *         content is undefined.
  */

@@ -175,9 +175,13 @@ static void op_done(oc_tr_op_t *op, oc_status_t st)
         return;
     req->inflight--;
     if (st == OC_ERR_WIRE_LENGTH) {
+        /* Keep running the schedule, so that the peers that wait on this
+         * rank's later sends are not left hanging; report it at the end. */
         oc_error(OC_COMP_RUNTIME, "collective %u phase %u: a peer sent another "
                  "length than this rank expects", req->seq, req->cur);
-        st = OC_ERR_COLL_MISMATCH;
+        if (req->mismatch == OC_OK)
+            req->mismatch = OC_ERR_COLL_MISMATCH;
+        st = OC_OK;
     }
     if (st != OC_OK)
         fail(req, st);
@@ -229,7 +233,7 @@ static void post(oc__coll_t *c, oc_request_t *req, const oc__phase_t *ph,
         if (st == OC_OK)
             (*done)++;
         else
-            fail(req, st == OC_ERR_WIRE_LENGTH ? OC_ERR_COLL_MISMATCH : st);
+            fail(req, st);
     }
 }
 
@@ -288,7 +292,7 @@ static oc_status_t advance(oc__coll_t *c, oc_request_t *req)
         req->started = 0;
     }
     if (req->status == OC_INPROGRESS && req->cur == req->nphases)
-        req->status = OC_OK;
+        req->status = req->mismatch;
     return req->status;
 }
 

@@ -53,6 +53,8 @@ struct oc_request {
     uint32_t       nphases, cur;
     oc__phase_t   *ph;
     oc_status_t    status;         /* OC_INPROGRESS, OC_OK or the error */
+    oc_status_t    mismatch;       /* OC_ERR_COLL_MISMATCH seen, reported
+                                    * once the schedule has run out */
     uint32_t       inflight;       /* chunk sends not yet completed */
     int            started;        /* current phase's sends begun */
     size_t         s_posted, s_done;   /* chunks of the current send */

@@ -316,6 +316,24 @@ static void check_errors(oc_context_t *ctx)
     CHECK(oc_test(NULL) == OC_ERR_COLL_REQUEST && oc_wait(&r) == OC_ERR_COLL_REQUEST, "test NULL");
     CHECK(r == NULL, "request set on error");
     CHECK(strncmp(oc_status_string(OC_ERR_COLL_MISMATCH), "OC_ERR_COLL_MISMATCH", 20) == 0, "name");
+    if (g_size < 2)
+        return;
+    /* Ranks disagree: rank 0 sends rank 1 three elements where rank 1
+     * expects two.  Rank 1 must get OC_ERR_COLL_MISMATCH, nobody hangs,
+     * and the next collective works. */
+    int32_t sb[64] = {0}, rb2[64];
+    size_t sc[64] = {0}, sd[64] = {0}, rc[64] = {0}, rd[64] = {0};
+    if (g_rank == 0)
+        sc[1] = 3;
+    if (g_rank == 1)
+        rc[0] = 2;
+    oc_status_t st = oc_alltoallv(ctx, sb, sc, sd, rb2, rc, rd, OC_INT32);
+    CHECK(st == (g_rank == 1 ? OC_ERR_COLL_MISMATCH : OC_OK),
+          "mismatched alltoallv: %s", oc_status_string(st));
+    MPI_Barrier(MPI_COMM_WORLD);
+    x = 1;
+    CHECK(oc_allreduce(ctx, &x, &y, 1, OC_INT32, OC_SUM) == OC_OK && y == g_size,
+          "allreduce after a mismatch");
 }
 
 /* Several collectives in flight at once, completed in reverse order. */
