@@ -88,15 +88,20 @@ void oc__coll_fini(oc_context_t *ctx)
 
     if (c == NULL)
         return;
-    /* Requests the application never completed: their sends are over
-     * once the endpoints are closed (fini runs after the placement's). */
+    /* Requests the application never completed.  Their sends ended when
+     * the endpoints closed (fini runs after the placement's); one with a
+     * receive still posted is left allocated, since UCX may still call
+     * back into it while the worker is destroyed (a leak, on a path where
+     * the application broke the rules, rather than a use after free). */
     for (r = c->active; r != NULL; r = rn) {
         rn = r->next;
-        oc__coll_req_free(r);
+        if (r->inflight == 0)
+            oc__coll_req_free(r);
     }
     for (r = c->zombies; r != NULL; r = rn) {
         rn = r->next;
-        oc__coll_req_free(r);
+        if (r->inflight == 0)
+            oc__coll_req_free(r);
     }
     free(c->ordered_srcs);
     free(c);
