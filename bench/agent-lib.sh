@@ -15,10 +15,10 @@ start_agent() {
             --cluster-key "$T/key" --metrics off "$@" > "$T/agent.log" 2>&1 &
     fi
     AGENT=$!
-    i=0
+    _w=0
     while ! grep -q ready "$T/agent.log" 2>/dev/null; do
-        i=$((i + 1))
-        [ $i -gt 200 ] && { echo "agent did not start" >&2; cat "$T/agent.log" >&2; exit 1; }
+        _w=$((_w + 1))
+        [ $_w -gt 200 ] && { echo "agent did not start" >&2; cat "$T/agent.log" >&2; exit 1; }
         sleep 0.05
     done
 }

@@ -239,7 +239,8 @@ OC_API oc_status_t oc_init(const oc_context_params_t *params,
     }
     ctx->pl = ctx->agent != NULL ? &oc__placement_agent
                                  : &oc__placement_inline;
-    if (ctx->agent != NULL && ctx->cfg.agent_mode == OC__AGENT_MODE_STREAM) {
+    if (ctx->pl == &oc__placement_agent &&
+        ctx->cfg.agent_mode == OC__AGENT_MODE_STREAM) {
         oc_eng_out_t *o = &ctx->stream_out;
         oc_eng_out_init(o);
         o->mixed_only = 1;
@@ -250,7 +251,7 @@ OC_API oc_status_t oc_init(const oc_context_params_t *params,
     }
     if ((st = engine_create(ctx)) != OC_OK)
         goto err;
-    if (ctx->agent == NULL && ctx->allgather == NULL) {
+    if (ctx->pl == &oc__placement_inline && ctx->allgather == NULL) {
         oc_error(OC_COMP_RUNTIME,
                  "oc_init: no agent answered and there is no bootstrap for "
                  "the inline placement: use oc_init_mpi(), pass an "
@@ -258,7 +259,7 @@ OC_API oc_status_t oc_init(const oc_context_params_t *params,
         st = OC_ERR_BOOTSTRAP;
         goto err;
     }
-    if (ctx->agent == NULL) {
+    if (ctx->pl == &oc__placement_inline) {
         oc_info(OC_COMP_RUNTIME, "rank %u/%u: placement inline (%s)",
                 ctx->rank, ctx->size,
                 ctx->cfg.placement == 0 ? "OC_PLACEMENT=inline"
