@@ -100,8 +100,11 @@ static oc_request_t *allreduce_rd(oc_context_t *ctx, uint8_t *rbuf,
     return req;
 }
 
-static oc_request_t *allreduce_rsag(oc_context_t *ctx, uint8_t *rbuf,
-                                    size_t count, size_t es)
+/* The input is read from @p sbuf (the result buffer when in place): no
+ * copy of the vector before the reduce-scatter, and this rank's own block
+ * is reduced from where it lies. */
+static oc_request_t *allreduce_rsag(oc_context_t *ctx, const uint8_t *sbuf,
+                                    uint8_t *rbuf, size_t count, size_t es)
 {
     const uint32_t n = ctx->size, me = ctx->rank;
     size_t moff, mlen;
@@ -118,14 +121,14 @@ static oc_request_t *allreduce_rsag(oc_context_t *ctx, uint8_t *rbuf,
     req->blk_off = moff;
     req->blk_count = mlen;
     req->blk_stride = mlen * es;
-    memcpy(req->tmp + me * mlen * es, rbuf + moff * es, mlen * es);
+    req->own = sbuf + moff * es;
     for (uint32_t k = 1; k < n; k++) {
         oc__phase_t *rs = &req->ph[k - 1], *ag = &req->ph[n - 1 + k - 1];
         uint32_t to = mod((int64_t)me + k, n), from = mod((int64_t)me - k, n);
         size_t toff, tlen, foff, flen;
         block(count, n, to, &toff, &tlen);
         block(count, n, from, &foff, &flen);
-        rs->speer = to, rs->sbuf = rbuf + toff * es, rs->slen = tlen * es;
+        rs->speer = to, rs->sbuf = sbuf + toff * es, rs->slen = tlen * es;
         rs->rpeer = from, rs->rbuf = req->tmp + from * mlen * es;
         rs->rlen = mlen * es;
         ag->speer = to, ag->sbuf = rbuf + moff * es, ag->slen = mlen * es;
@@ -158,15 +161,16 @@ OC_API oc_status_t oc_iallreduce(oc_context_t *ctx, const void *sendbuf,
         (const uint8_t *)sendbuf < (uint8_t *)recvbuf + bytes &&
         (uint8_t *)recvbuf < (const uint8_t *)sendbuf + bytes)
         return OC_ERR_COLL_BUFFER;
-    if (count > 0 && sendbuf != OC_IN_PLACE)
-        memcpy(recvbuf, sendbuf, bytes);
-    if (ctx->size == 1)
-        req = oc__coll_req_new(ctx, 0);
-    else if (ctx->coll->cfg.reproducible || es == 2 ||
-             bytes > ctx->coll->cfg.small)
-        req = allreduce_rsag(ctx, recvbuf, count, es);
-    else
-        req = allreduce_rd(ctx, recvbuf, bytes);
+    if (ctx->size > 1 && (ctx->coll->cfg.reproducible || es == 2 ||
+                          bytes > ctx->coll->cfg.small)) {
+        req = allreduce_rsag(ctx, sendbuf == OC_IN_PLACE ? recvbuf : sendbuf,
+                             recvbuf, count, es);
+    } else {
+        if (count > 0 && sendbuf != OC_IN_PLACE)
+            memcpy(recvbuf, sendbuf, bytes);
+        req = ctx->size == 1 ? oc__coll_req_new(ctx, 0)
+                             : allreduce_rd(ctx, recvbuf, bytes);
+    }
     if (req == NULL)
         return OC_ERR_NO_MEMORY;
     req->dtype = (int)dtype;

@@ -258,7 +258,7 @@ static void run_after(oc_request_t *req, const oc__phase_t *ph)
     case OC__AFTER_REDUCE_ORDERED: {
         const void **srcs = ctx->coll->ordered_srcs;
         for (uint32_t k = 0; k < ctx->size; k++)
-            srcs[k] = req->tmp + k * req->blk_stride;
+            srcs[k] = k == ctx->rank ? req->own : req->tmp + k * req->blk_stride;
         oc__reduce_ordered(req->dtype, req->op,
                            req->rbuf + req->blk_off * req->esize, srcs,
                            ctx->size, req->blk_count);

@@ -66,6 +66,7 @@ struct oc_request {
     uint8_t       *tmp;            /* scratch, freed with the request */
     size_t         blk_off, blk_count; /* this rank's block (ordered) */
     size_t         blk_stride;     /* bytes between contributions in tmp */
+    const uint8_t *own;            /* this rank's own contribution to it */
 };
 
 typedef struct {
