@@ -69,9 +69,10 @@ test:
 	else echo "== make test: FAILED"; fi; \
 	exit $$rc
 
-# every meson test of the normal (-Werror, release) build
+# every meson test of the normal (-Werror, release) build but the suite
+# 'long' (the 64 MiB collective sweeps: tens of minutes on 2 cores)
 test-build:
-	meson test -C $(BUILDDIR) --print-errorlogs
+	meson test -C $(BUILDDIR) --print-errorlogs --no-suite long
 
 # the whole suite again with AddressSanitizer + UndefinedBehaviorSanitizer.
 # No -Werror here: GCC's sanitizer instrumentation produces false
@@ -100,6 +101,7 @@ demo: build
 bench: build
 	sh bench/run-bench.sh $(BUILDDIR)
 	sh bench/run-agent-bench.sh $(BUILDDIR)
+	sh bench/run-coll-bench.sh $(BUILDDIR)
 	sh bench/run-spare-core.sh $(BUILDDIR)
 	python3 bench/nvmf-bench.py $(BUILDDIR)
 	$(MAKE) --no-print-directory bench-pkt

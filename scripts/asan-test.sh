@@ -31,4 +31,4 @@ export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 export LSAN_OPTIONS="suppressions=$supp:print_suppressions=0"
 # Suite "slow" (real traffic, qemu guests: tens of seconds each) runs in
 # the normal build only; its code is covered here by the unit and fuzz suites.
-exec meson test -C "$dir" --print-errorlogs --timeout-multiplier 3 --no-suite slow "$@"
+exec meson test -C "$dir" --print-errorlogs --timeout-multiplier 3 --no-suite slow --no-suite long "$@"

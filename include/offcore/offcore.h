@@ -68,6 +68,13 @@ typedef enum {
     OC_ERR_CTL_TIMEOUT     = -44, /**< no answer on the control channel in time */
     OC_ERR_CTL_ADDR        = -45, /**< bad control address, or cannot listen on it */
     OC_ERR_CTL_CONNECT     = -46, /**< nothing answers at the control address */
+    OC_ERR_COLL_DTYPE      = -60, /**< collective: unknown datatype */
+    OC_ERR_COLL_OP         = -61, /**< collective: unknown op, or not defined for the datatype */
+    OC_ERR_COLL_BUFFER     = -62, /**< collective: NULL or misplaced buffer (OC_IN_PLACE where not allowed) */
+    OC_ERR_COLL_COUNT      = -63, /**< collective: count too large, or counts/displacements missing or past the buffer */
+    OC_ERR_COLL_ROOT       = -64, /**< collective: root not a rank of the job */
+    OC_ERR_COLL_REQUEST    = -65, /**< collective: NULL request pointer */
+    OC_ERR_COLL_MISMATCH   = -66, /**< collective: a peer sent more, or other, data than this rank's call expects */
 } oc_status_t;
 
 /** Name of a status value ("OC_ERR_WIRE_MAGIC: not an offcore bundle").

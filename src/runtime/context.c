@@ -153,6 +153,7 @@ static void context_free(oc_context_t *ctx)
 {
     if (ctx->pl != NULL)
         ctx->pl->fini(ctx);
+    oc__coll_fini(ctx);
     if (ctx->rx.q != NULL && ctx->worker != NULL)
         oc__rx_drain_release(ctx);
     oc_tr_worker_destroy(ctx->worker);
@@ -304,6 +305,8 @@ OC_API oc_status_t oc_init(const oc_context_params_t *params,
         goto err;
     if ((st = oc_tr_set_handler(ctx->worker, OC_AM_CONTROL, oc__control_recv,
                                 ctx, 0)) != OC_OK)
+        goto err;
+    if ((st = oc__coll_init(ctx)) != OC_OK)
         goto err;
     if (ctx->cfg.placement != 0) { /* agent, or auto */
         st = oc__agent_init(ctx, ctx->cfg.placement == 1);

@@ -119,6 +119,8 @@ struct oc_context {
     /* agent placement (agent.c); NULL in inline placement */
     struct oc__agent *agent;
     oc__stall_t      stall;         /* stall.c */
+    /* collectives (src/coll) */
+    struct oc__coll *coll;
 };
 
 /** What a placement does with the bundles and the job's life cycle.  A
@@ -189,6 +191,10 @@ oc_status_t oc__inline_quiesce_step(oc_context_t *ctx);
 oc_status_t oc__transport_watch(oc_context_t *ctx);
 /* ... and before any connection: does UCX offer it toward other hosts? */
 oc_status_t oc__transport_precheck(oc_context_t *ctx);
+/* src/coll: the collectives' hooks */
+oc_status_t oc__coll_init(oc_context_t *ctx);
+void oc__coll_progress(oc_context_t *ctx);
+void oc__coll_fini(oc_context_t *ctx);
 
 /* bootstrap.c: all-gather through files in a shared directory */
 oc_status_t oc__file_allgather(void *arg, const void *sendbuf, void *recvbuf,

@@ -401,6 +401,7 @@ int oc__progress(oc_context_t *ctx)
     events = oc_tr_progress(ctx->worker);
     if (ctx->pl->progress != NULL)
         ctx->pl->progress(ctx);
+    oc__coll_progress(ctx);
     n = deliver(ctx);
     /* Back-pressured and nothing moved: what we wait for is another
      * process's work (the receiver's, the agent's).  Where it shares our

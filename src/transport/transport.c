@@ -122,7 +122,7 @@ err_free:
 
 oc_status_t oc_tr_context_create(oc_tr_context_t **ctx_p)
 {
-    return context_create(ctx_p, UCP_FEATURE_AM, 0);
+    return context_create(ctx_p, UCP_FEATURE_AM | UCP_FEATURE_TAG, 0);
 }
 
 oc_status_t oc_tr_context_create_net(oc_tr_context_t **ctx_p)
@@ -513,4 +513,82 @@ unsigned oc_tr_context_resources(oc_tr_context_t *ctx, char *out,
 const char *oc_tr_version(void)
 {
     return ucp_get_version_string();
+}
+
+/* Tagged messages (the collectives' payloads): UCX chooses eager or
+ * rendezvous by size, so large ones move once, straight into the buffer
+ * the receiver posted (cma on one node, RDMA between nodes), and a sender
+ * cannot run ahead of a receiver that has not posted. */
+static void tag_send_cb(void *request, ucs_status_t status, void *user_data)
+{
+    oc_tr_op_t *op = user_data;
+    if (status != UCS_OK)
+        oc_error(OC_COMP_TRANSPORT, "tagged send failed: %s",
+                 ucs_status_string(status));
+    ucp_request_free(request);
+    op->cb(op, status == UCS_OK ? OC_OK : OC_ERR_TRANSPORT);
+}
+
+oc_status_t oc_tr_tag_send(oc_tr_ep_t *ep, uint64_t tag, const void *buf,
+                           size_t len, oc_tr_op_t *op)
+{
+    ucp_request_param_t p;
+    ucs_status_ptr_t req;
+
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    p.cb.send = tag_send_cb;
+    p.user_data = op;
+    req = ucp_tag_send_nbx(ep->ucp, buf, len, tag, &p);
+    if (req == NULL)
+        return OC_OK;
+    if (UCS_PTR_IS_ERR(req)) {
+        oc_error(OC_COMP_TRANSPORT, "ucp_tag_send_nbx: %s",
+                 ucs_status_string(UCS_PTR_STATUS(req)));
+        return OC_ERR_TRANSPORT;
+    }
+    return OC_INPROGRESS;
+}
+
+static oc_status_t tag_recv_status(ucs_status_t st, size_t got, size_t want)
+{
+    if (st == UCS_ERR_MESSAGE_TRUNCATED || (st == UCS_OK && got != want))
+        return OC_ERR_WIRE_LENGTH;
+    if (st != UCS_OK) {
+        oc_error(OC_COMP_TRANSPORT, "tagged receive failed: %s",
+                 ucs_status_string(st));
+        return OC_ERR_TRANSPORT;
+    }
+    return OC_OK;
+}
+
+static void tag_recv_cb(void *request, ucs_status_t status,
+                        const ucp_tag_recv_info_t *info, void *user_data)
+{
+    oc_tr_op_t *op = user_data;
+    size_t want = (size_t)op->token;
+    size_t got = info != NULL ? info->length : 0;
+
+    ucp_request_free(request);
+    op->cb(op, tag_recv_status(status, got, want));
+}
+
+oc_status_t oc_tr_tag_recv(oc_tr_worker_t *w, uint64_t tag, void *buf,
+                           size_t len, oc_tr_op_t *op)
+{
+    ucp_request_param_t p;
+    ucs_status_ptr_t req;
+
+    op->token = len; /* the length the callback checks */
+    /* Always through the callback: UCX 1.13 leaves recv_info unset on
+     * some immediate completions, and the length must be checked. */
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                     UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+    p.cb.recv = tag_recv_cb;
+    p.user_data = op;
+    req = ucp_tag_recv_nbx(w->ucp, buf, len, tag, UINT64_MAX, &p);
+    if (req == NULL) /* not expected with NO_IMM_CMPL */
+        return OC_OK;
+    if (UCS_PTR_IS_ERR(req))
+        return tag_recv_status(UCS_PTR_STATUS(req), 0, len);
+    return OC_INPROGRESS;
 }

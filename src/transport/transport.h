@@ -96,6 +96,25 @@ oc_status_t oc_tr_send(oc_tr_ep_t *ep, unsigned id, const void *buf,
 oc_status_t oc_tr_send_small(oc_tr_ep_t *ep, unsigned id, uint64_t token,
                              const void *buf, size_t len);
 
+/**
+ * Tagged send of @p len bytes with the 64-bit @p tag (the plain context
+ * only: it has UCP_FEATURE_TAG).  UCX picks eager or rendezvous by size:
+ * large payloads are copied once, into the buffer the receiver posted.
+ * op->token is not used.  Returns as oc_tr_send().
+ */
+oc_status_t oc_tr_tag_send(oc_tr_ep_t *ep, uint64_t tag, const void *buf,
+                           size_t len, oc_tr_op_t *op);
+/**
+ * Post a receive of exactly @p len bytes tagged @p tag (matched exactly,
+ * from any peer) into @p buf.  @return OC_OK (already received),
+ * OC_INPROGRESS (op->cb(op, status) runs later; @p buf and @p op stay
+ * valid until then), OC_ERR_WIRE_LENGTH (the message had another length;
+ * as the callback's status too), OC_ERR_TRANSPORT.  op->token is
+ * overwritten.
+ */
+oc_status_t oc_tr_tag_recv(oc_tr_worker_t *w, uint64_t tag, void *buf,
+                           size_t len, oc_tr_op_t *op);
+
 /** Progress communication.  @return a non-zero value if anything happened. */
 unsigned oc_tr_progress(oc_tr_worker_t *w);
 

@@ -35,6 +35,13 @@ OC_API const char *oc_status_string(oc_status_t s)
     case OC_ERR_CTL_TIMEOUT: return "OC_ERR_CTL_TIMEOUT: no answer on the control channel in time";
     case OC_ERR_CTL_ADDR: return "OC_ERR_CTL_ADDR: bad control address or cannot listen on it";
     case OC_ERR_CTL_CONNECT: return "OC_ERR_CTL_CONNECT: nothing answers at the control address";
+    case OC_ERR_COLL_DTYPE: return "OC_ERR_COLL_DTYPE: unknown collective datatype";
+    case OC_ERR_COLL_OP: return "OC_ERR_COLL_OP: unknown reduction op, or not defined for the datatype";
+    case OC_ERR_COLL_BUFFER: return "OC_ERR_COLL_BUFFER: NULL or misplaced collective buffer";
+    case OC_ERR_COLL_COUNT: return "OC_ERR_COLL_COUNT: collective count too large, or counts/displacements invalid";
+    case OC_ERR_COLL_ROOT: return "OC_ERR_COLL_ROOT: root is not a rank of the job";
+    case OC_ERR_COLL_REQUEST: return "OC_ERR_COLL_REQUEST: NULL collective request pointer";
+    case OC_ERR_COLL_MISMATCH: return "OC_ERR_COLL_MISMATCH: a peer's collective call does not match this rank's";
     }
     return "OC_ERR_UNKNOWN: unknown status";
 }

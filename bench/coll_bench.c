@@ -1,0 +1,258 @@
+/*
+ * coll_bench.c — offcore's collectives against Open MPI's in one job:
+ * allreduce (float32 sum) and all-to-all latency per message size, and the
+ * OSU-style overlap of oc_iallreduce vs MPI_Iallreduce.
+ *
+ *   mpirun -np N coll_bench [--min BYTES] [--max BYTES] [--repeats R]
+ *                           [--overlap BYTES,...]
+ *
+ * Latency: per size, R interleaved samples (offcore, then MPI, then
+ * offcore...), each the mean of `iters` back-to-back collectives (iters
+ * shrinks with size so a sample moves at most ~64 MiB); the JSON line
+ * gives the median of each side and every sample.  Times are rank 0's
+ * after a barrier, maximum over ranks.  Overlap (OSU): t_pure = start +
+ * wait; t_compute = a busy loop calibrated to t_pure; t_both = start,
+ * compute, wait; overlap% = 100 * (1 - (t_both - t_compute) / t_pure),
+ * clamped to [0, 100].  The compute loop calls no progress function, as
+ * OSU's benchmarks by default.  Every result is verified (integer-valued
+ * floats: sums are exact).  Exit 0 when every result verified.
+ */
+#include <mpi.h>
+#include <offcore/coll.h>
+#include <offcore/mpi.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int g_rank, g_size, g_bad;
+
+static oc_status_t noop(void *a, uint32_t s, const void *m, size_t l)
+{
+    return OC_OK;
+}
+
+static int cmpd(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    double t[256];
+    memcpy(t, v, n * sizeof(double));
+    qsort(t, n, sizeof(double), cmpd);
+    return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+}
+
+static double maxall(double x)
+{
+    double m;
+    MPI_Allreduce(&x, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return m;
+}
+
+static void fill(float *in, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        in[i] = (float)((g_rank + i) % 7);
+}
+
+static int verify_sum(const float *out, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        float e = 0;
+        for (int r = 0; r < g_size; r++)
+            e += (float)((r + i) % 7);
+        if (out[i] != e)
+            return 0;
+    }
+    return 1;
+}
+
+static int verify_a2a(const float *out, size_t per)
+{
+    for (int s = 0; s < g_size; s++)
+        for (size_t i = 0; i < per; i++)
+            if (out[s * per + i] != (float)(s * 1000 + (g_rank * per + i) % 1000))
+                return 0;
+    return 1;
+}
+
+/* One sample: mean microseconds of iters collectives. */
+static double sample(oc_context_t *ctx, int mpi, int a2a, float *in, float *out,
+                     size_t n, int iters)
+{
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    for (int k = 0; k < iters; k++) {
+        int ok;
+        if (a2a)
+            ok = mpi ? MPI_Alltoall(in, (int)(n / g_size), MPI_FLOAT, out,
+                                    (int)(n / g_size), MPI_FLOAT,
+                                    MPI_COMM_WORLD) == MPI_SUCCESS
+                     : oc_alltoall(ctx, in, out, n / g_size, OC_FLOAT32) == OC_OK;
+        else
+            ok = mpi ? MPI_Allreduce(in, out, (int)n, MPI_FLOAT, MPI_SUM,
+                                     MPI_COMM_WORLD) == MPI_SUCCESS
+                     : oc_allreduce(ctx, in, out, n, OC_FLOAT32, OC_SUM) == OC_OK;
+        if (!ok)
+            g_bad++;
+    }
+    return maxall((MPI_Wtime() - t0) * 1e6 / iters);
+}
+
+static volatile double g_sink;
+
+static double compute_us(double us)
+{
+    double t0 = MPI_Wtime(), x = 1.0;
+    while ((MPI_Wtime() - t0) * 1e6 < us)
+        for (int i = 0; i < 64; i++)
+            x = x * 1.0000001 + 1e-9;
+    g_sink = x;
+    return (MPI_Wtime() - t0) * 1e6;
+}
+
+/* One OSU-style overlap measurement of one implementation at n floats. */
+static double overlap(oc_context_t *ctx, int mpi, float *in, float *out,
+                      size_t n, int iters, double *t_pure_p)
+{
+    double tp = 0, tc = 0, tb = 0;
+    for (int phase = 0; phase < 2; phase++)
+        for (int k = 0; k < iters; k++) {
+            MPI_Request mr;
+            oc_request_t *orq;
+            MPI_Barrier(MPI_COMM_WORLD);
+            double t0 = MPI_Wtime();
+            if (mpi)
+                MPI_Iallreduce(in, out, (int)n, MPI_FLOAT, MPI_SUM,
+                               MPI_COMM_WORLD, &mr);
+            else if (oc_iallreduce(ctx, in, out, n, OC_FLOAT32, OC_SUM, &orq) != OC_OK)
+                g_bad++;
+            if (phase == 1)
+                tc += compute_us(*t_pure_p);
+            if (mpi)
+                MPI_Wait(&mr, MPI_STATUS_IGNORE);
+            else if (oc_wait(&orq) != OC_OK)
+                g_bad++;
+            double t = (MPI_Wtime() - t0) * 1e6;
+            if (phase == 0)
+                tp += t;
+            else
+                tb += t;
+            if (phase == 0 && k == iters - 1)
+                *t_pure_p = maxall(tp / iters);
+        }
+    tc = maxall(tc / iters), tb = maxall(tb / iters);
+    double ov = 100.0 * (1.0 - (tb - tc) / *t_pure_p);
+    return ov < 0 ? 0 : ov > 100 ? 100 : ov;
+}
+
+int main(int argc, char **argv)
+{
+    size_t min = 8, max = 64u << 20;
+    int R = 5;
+    char ovl[256] = "65536,1048576";
+    MPI_Comm comm = MPI_COMM_WORLD;
+    oc_context_t *ctx;
+    oc_context_params_t p = {.field_mask = OC_PARAM_HANDLER, .handler = noop};
+
+    MPI_Init(&argc, &argv);
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--min")) min = strtoull(argv[i + 1], NULL, 0);
+        else if (!strcmp(argv[i], "--max")) max = strtoull(argv[i + 1], NULL, 0);
+        else if (!strcmp(argv[i], "--repeats")) R = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--overlap")) snprintf(ovl, sizeof(ovl), "%s", argv[i + 1]);
+    }
+    if (R < 1 || R > 255) R = 5;
+    MPI_Comm_rank(comm, &g_rank);
+    MPI_Comm_size(comm, &g_size);
+    if (oc_init_mpi(&comm, &p, &ctx) != OC_OK)
+        MPI_Abort(comm, 2);
+    const char *pl = oc_placement(ctx);
+    size_t cap = max / 4 + g_size;
+    float *in = malloc(cap * 4), *out = malloc(cap * 4);
+
+    for (int a2a = 0; a2a < 2; a2a++)
+        for (size_t bytes = min; bytes <= max;
+             bytes = bytes < max && bytes * 8 > max ? max : bytes * 8) {
+            size_t n = bytes / 4 ? bytes / 4 : 1;
+            if (a2a)
+                n = (n + g_size - 1) / g_size * g_size;
+            int iters = (int)((64u << 20) / (n * 4));
+            iters = iters > 1000 ? 1000 : iters < 2 ? 2 : iters;
+            double us[256], mus[256];
+            int ver = 1;
+            if (a2a)
+                for (int s = 0; s < g_size; s++)
+                    for (size_t i = 0; i < n / g_size; i++)
+                        in[s * (n / g_size) + i] = (float)(g_rank * 1000 + (s * (n / g_size) + i) % 1000);
+            else
+                fill(in, n);
+            sample(ctx, 0, a2a, in, out, n, 1); /* warm-up, both */
+            sample(ctx, 1, a2a, in, out, n, 1);
+            for (int r = 0; r < R; r++) {
+                memset(out, 0, n * 4);
+                us[r] = sample(ctx, 0, a2a, in, out, n, iters);
+                ver &= a2a ? verify_a2a(out, n / g_size) : verify_sum(out, n);
+                memset(out, 0, n * 4);
+                mus[r] = sample(ctx, 1, a2a, in, out, n, iters);
+            }
+            int allver;
+            ver &= g_bad == 0;
+            MPI_Allreduce(&ver, &allver, 1, MPI_INT, MPI_LAND, comm);
+            if (g_rank == 0) {
+                double m = median(us, R), mm = median(mus, R);
+                printf("{\"bench\":\"coll\",\"op\":\"%s\",\"placement\":\"%s\","
+                       "\"ranks\":%d,\"bytes\":%zu,\"iters\":%d,\"us\":%.3f,"
+                       "\"mpi_us\":%.3f,\"ratio\":%.3f,\"runs_us\":[",
+                       a2a ? "alltoall" : "allreduce", pl, g_size, n * 4, iters,
+                       m, mm, m / mm);
+                for (int r = 0; r < R; r++) printf("%s%.3f", r ? "," : "", us[r]);
+                printf("],\"mpi_runs_us\":[");
+                for (int r = 0; r < R; r++) printf("%s%.3f", r ? "," : "", mus[r]);
+                printf("],\"verified\":%s}\n", allver ? "true" : "false");
+                fflush(stdout);
+            }
+            if (!allver)
+                g_bad++;
+        }
+
+    for (char *s = strtok(ovl, ","); s != NULL; s = strtok(NULL, ",")) {
+        size_t bytes = strtoull(s, NULL, 0), n = bytes / 4 ? bytes / 4 : 1;
+        if (n > cap)
+            continue;
+        int iters = (int)((32u << 20) / (n * 4));
+        iters = iters > 200 ? 200 : iters < 5 ? 5 : iters;
+        double ov[256], mov[256], tp[256], mtp[256];
+        fill(in, n);
+        for (int r = 0; r < R; r++) {
+            ov[r] = overlap(ctx, 0, in, out, n, iters, &tp[r]);
+            mov[r] = overlap(ctx, 1, in, out, n, iters, &mtp[r]);
+        }
+        int ver = verify_sum(out, n) && g_bad == 0, allver;
+        MPI_Allreduce(&ver, &allver, 1, MPI_INT, MPI_LAND, comm);
+        if (g_rank == 0) {
+            printf("{\"bench\":\"coll\",\"op\":\"iallreduce-overlap\","
+                   "\"placement\":\"%s\",\"ranks\":%d,\"bytes\":%zu,"
+                   "\"us\":%.3f,\"mpi_us\":%.3f,\"overlap_pct\":%.1f,"
+                   "\"mpi_overlap_pct\":%.1f,\"overlap_runs\":[",
+                   pl, g_size, n * 4, median(tp, R), median(mtp, R),
+                   median(ov, R), median(mov, R));
+            for (int r = 0; r < R; r++) printf("%s%.1f", r ? "," : "", ov[r]);
+            printf("],\"mpi_overlap_runs\":[");
+            for (int r = 0; r < R; r++) printf("%s%.1f", r ? "," : "", mov[r]);
+            printf("],\"verified\":%s}\n", allver ? "true" : "false");
+            fflush(stdout);
+        }
+        if (!allver)
+            g_bad++;
+    }
+    free(in), free(out);
+    oc_finalize(ctx);
+    MPI_Finalize();
+    return g_bad ? 1 : 0;
+}

@@ -1,0 +1,46 @@
+#!/bin/sh
+# run-coll-bench.sh BUILD_DIR — offcore's collectives vs Open MPI's in one
+# run (bench/coll_bench.c): allreduce and all-to-all latency from 8 B to
+# 64 MiB as ratios, and the OSU-style overlap of oc_iallreduce vs
+# MPI_Iallreduce.  Prints coll_bench's JSON lines, then a summary.  Exits
+# non-zero when a run fails or a result does not verify.  No speed target
+# is asserted: the figures are reported.
+#
+# Environment (defaults): BENCH_RANKS (2)  BENCH_COLL_MAX (64M in bytes)
+# BENCH_COLL_REPEATS (5)  BENCH_COLL_OVERLAP (65536,1048576)
+# UCX_TLS (sm,self).  Placement: inline (the agent placement does not run
+# collectives yet, docs/coll.md).
+set -u
+B=${1:?usage: run-coll-bench.sh BUILD_DIR}
+RANKS=${BENCH_RANKS:-2}
+MAX=${BENCH_COLL_MAX:-67108864}
+REPEATS=${BENCH_COLL_REPEATS:-5}
+OVERLAP=${BENCH_COLL_OVERLAP:-65536,1048576}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export UCX_TLS=${UCX_TLS:-sm,self} OC_PLACEMENT=inline
+command -v mpirun >/dev/null || { echo "run-coll-bench: no mpirun: skipped"; exit 0; }
+OUT=$(mktemp /tmp/oc-coll-bench-XXXXXX)
+trap 'rm -f "$OUT"' EXIT INT TERM
+echo "# collectives: offcore ($RANKS ranks, inline) vs Open MPI, same job"
+timeout 900 mpirun --oversubscribe --bind-to none --mca btl self,vader \
+    -np "$RANKS" "$B/bench/coll-bench" --max "$MAX" --repeats "$REPEATS" \
+    --overlap "$OVERLAP" | tee "$OUT"
+rc=$?
+python3 - "$OUT" <<'PY' || rc=1
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+worst = 0
+for r in rows:
+    if r["op"] == "iallreduce-overlap":
+        print("# %-18s %9d B  overlap offcore %5.1f%%  Open MPI %5.1f%%" %
+              (r["op"], r["bytes"], r["overlap_pct"], r["mpi_overlap_pct"]))
+    else:
+        ratio = r["us"] / r["mpi_us"]
+        worst = max(worst, ratio)
+        print("# %-18s %9d B  offcore %10.2f us  Open MPI %10.2f us  ratio %.2f" %
+              (r["op"], r["bytes"], r["us"], r["mpi_us"], ratio))
+    if not r["verified"]:
+        print("# NOT VERIFIED:", r); sys.exit(1)
+print("# worst latency ratio offcore/Open MPI: %.2f (bar: 1.2)" % worst)
+PY
+exit $rc

@@ -1,0 +1,187 @@
+/*
+ * offcore/coll.h — collectives over all ranks of a liboffcore context:
+ * allreduce, all-to-all(v), broadcast and barrier, non-blocking with
+ * blocking wrappers.
+ *
+ * Semantics follow MPI's: every rank of the context calls the same
+ * collectives in the same order with matching arguments (counts, dtype,
+ * op, root); a non-blocking collective is started with oc_i*(), runs while
+ * the application calls oc_poll(), oc_test() or oc_wait() on the same
+ * context, and its buffers belong to the library until it completes (the
+ * send buffer must not be written, the receive buffer neither read nor
+ * written).  Several collectives may be in flight at once; they complete
+ * in any order.
+ *
+ * Placement: in the inline placement the ranks run the algorithms
+ * themselves (docs/coll.md): recursive doubling for small reductions,
+ * reduce-scatter + all-gather by pairwise exchange for large ones and for
+ * the reproducible mode, pairwise exchange for all-to-all, a binomial tree
+ * for broadcast, dissemination for the barrier.  Payloads travel as UCX
+ * active messages in chunks (OC_COLL_CHUNK) with a bounded number in
+ * flight (OC_COLL_WINDOW), never through the 8-byte message aggregation.
+ * In the agent placement the collectives answer OC_ERR_UNSUPPORTED today.
+ *
+ * Reductions: sum, min, max for every type; prod for the integer types.
+ * Integer sums and products wrap (two's complement), as MPI's do in
+ * practice.  bfloat16 and float16 are widened to float32, reduced in
+ * float32 over all ranks, and rounded once to the 16-bit type
+ * (round-to-nearest-even).  Floating-point error: a float32/float64 sum
+ * over n ranks is within (n-1) * eps * sum(|x_i|) of the exact sum
+ * (eps = 2^-24 or 2^-53); a 16-bit sum additionally within half a unit in
+ * the last place of the 16-bit result.
+ *
+ * Reproducibility (OC_COLL_REPRODUCIBLE, default off): with it, every
+ * element of an allreduce is reduced in rank order,
+ * ((x_0 op x_1) op x_2) ..., whatever the size, the algorithm or the
+ * chunking, so results are bitwise identical from run to run and equal to
+ * a serial left-to-right reduction.  Without it, results are still the
+ * same from run to run for the same rank count and size (the algorithms
+ * are deterministic), but small and large messages reduce in different
+ * orders (recursive doubling pairs ranks as a tree).
+ *
+ * Threading: like every call on a context, none of these is thread-safe
+ * on the same context; a request belongs to the context that started it.
+ */
+#ifndef OFFCORE_COLL_H
+#define OFFCORE_COLL_H
+
+#include <offcore/offcore.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Element types of a reduction or exchange. */
+typedef enum {
+    OC_INT32 = 0,
+    OC_INT64,
+    OC_UINT64,
+    OC_FLOAT32,
+    OC_FLOAT64,
+    OC_BFLOAT16, /**< the upper 16 bits of a float32 (stored as uint16_t) */
+    OC_FLOAT16,  /**< IEEE 754 binary16 (stored as uint16_t) */
+    OC_DTYPE_COUNT
+} oc_dtype_t;
+
+/** Reduction operators.  OC_PROD is defined for integer types only. */
+typedef enum {
+    OC_SUM = 0,
+    OC_MIN,
+    OC_MAX,
+    OC_PROD,
+    OC_OP_COUNT
+} oc_op_t;
+
+/** Pass as the send buffer to reduce (or exchange) in the receive buffer:
+ *  its input is taken from there and overwritten with the result. */
+#define OC_IN_PLACE ((const void *)1)
+
+/** A collective in flight.  Owned by the library: freed by the oc_test()
+ *  or oc_wait() that completes it, which also sets the caller's pointer
+ *  to NULL. */
+typedef struct oc_request oc_request_t;
+
+/** Size in bytes of one element of @p dtype; 0 for an unknown type. */
+OC_API size_t oc_dtype_size(oc_dtype_t dtype);
+
+/**
+ * Start an allreduce: on completion every rank's @p recvbuf holds the
+ * element-wise reduction with @p op of all ranks' @p sendbuf (@p count
+ * elements of @p dtype each).
+ *
+ * @param ctx      the context (collective over all its ranks)
+ * @param sendbuf  @p count elements, or OC_IN_PLACE (input in @p recvbuf)
+ * @param recvbuf  room for @p count elements; may not overlap @p sendbuf
+ * @param count    elements per rank (0 allowed: completes with no data)
+ * @param req_p    receives the request on OC_OK
+ * @return OC_OK (started; complete it with oc_test/oc_wait),
+ *         OC_ERR_COLL_REQUEST (req_p NULL), OC_ERR_COLL_DTYPE,
+ *         OC_ERR_COLL_OP (unknown, or OC_PROD on a floating type),
+ *         OC_ERR_COLL_BUFFER (NULL buffer with count > 0, recvbuf
+ *         OC_IN_PLACE), OC_ERR_COLL_COUNT (count * size overflows),
+ *         OC_ERR_NO_MEMORY, OC_ERR_UNSUPPORTED (agent placement),
+ *         OC_ERR_STATE (called from a message handler), or the error that
+ *         failed the context.  On error nothing was started and *req_p is
+ *         untouched.
+ */
+OC_API oc_status_t oc_iallreduce(oc_context_t *ctx, const void *sendbuf,
+                                 void *recvbuf, size_t count,
+                                 oc_dtype_t dtype, oc_op_t op,
+                                 oc_request_t **req_p);
+
+/**
+ * Start an all-to-all: rank r sends elements [d * count, (d+1) * count) of
+ * @p sendbuf to rank d, which stores them at [r * count, (r+1) * count) of
+ * its @p recvbuf.  Buffers hold size * count elements.
+ * @p sendbuf may be OC_IN_PLACE (the data is taken from @p recvbuf; the
+ * library then holds a temporary copy).  Errors as oc_iallreduce(), less
+ * OC_ERR_COLL_OP.
+ */
+OC_API oc_status_t oc_ialltoall(oc_context_t *ctx, const void *sendbuf,
+                                void *recvbuf, size_t count, oc_dtype_t dtype,
+                                oc_request_t **req_p);
+
+/**
+ * Start an all-to-all with per-rank counts and displacements (in
+ * elements), as MPI_Alltoallv: @p scounts[d] elements at
+ * sendbuf + sdispls[d] go to rank d, which receives rcounts[r] elements
+ * from rank r at recvbuf + rdispls[r].  scounts[d] on rank r must equal
+ * rcounts[r] on rank d (else the receiver fails the request with
+ * OC_ERR_COLL_MISMATCH).  The four arrays have size entries and are read
+ * only during this call.  OC_IN_PLACE is not accepted
+ * (OC_ERR_COLL_BUFFER); NULL arrays give OC_ERR_COLL_COUNT.
+ */
+OC_API oc_status_t oc_ialltoallv(oc_context_t *ctx, const void *sendbuf,
+                                 const size_t *scounts, const size_t *sdispls,
+                                 void *recvbuf, const size_t *rcounts,
+                                 const size_t *rdispls, oc_dtype_t dtype,
+                                 oc_request_t **req_p);
+
+/**
+ * Start a broadcast of @p count elements from rank @p root's @p buf to
+ * every rank's @p buf.  OC_ERR_COLL_ROOT when root >= size.
+ */
+OC_API oc_status_t oc_ibcast(oc_context_t *ctx, void *buf, size_t count,
+                             oc_dtype_t dtype, uint32_t root,
+                             oc_request_t **req_p);
+
+/** Start a barrier: it completes on a rank once every rank has started it. */
+OC_API oc_status_t oc_ibarrier(oc_context_t *ctx, oc_request_t **req_p);
+
+/**
+ * Progress the context once and report whether *@p req_p is complete.
+ * @return OC_INPROGRESS (not yet; *req_p unchanged), OC_OK (complete:
+ *         the results are in place, the request is freed and *req_p set
+ *         to NULL), OC_ERR_COLL_REQUEST (req_p or *req_p NULL), or the
+ *         error that failed the collective (OC_ERR_COLL_MISMATCH: a
+ *         peer sent another amount of data than this rank's call expects;
+ *         reported once this rank's part has run to its end, so that the
+ *         peers are not left waiting; OC_ERR_TRANSPORT,
+ *         OC_ERR_PEER_FAILED...): the request is freed
+ *         and *req_p set to NULL as well, and the receive buffer's
+ *         content is undefined.
+ */
+OC_API oc_status_t oc_test(oc_request_t **req_p);
+
+/** oc_test() until the request completes.  Same return values, never
+ *  OC_INPROGRESS. */
+OC_API oc_status_t oc_wait(oc_request_t **req_p);
+
+/** Blocking forms: start, then oc_wait().  Same errors. */
+OC_API oc_status_t oc_allreduce(oc_context_t *ctx, const void *sendbuf,
+                                void *recvbuf, size_t count, oc_dtype_t dtype,
+                                oc_op_t op);
+OC_API oc_status_t oc_alltoall(oc_context_t *ctx, const void *sendbuf,
+                               void *recvbuf, size_t count, oc_dtype_t dtype);
+OC_API oc_status_t oc_alltoallv(oc_context_t *ctx, const void *sendbuf,
+                                const size_t *scounts, const size_t *sdispls,
+                                void *recvbuf, const size_t *rcounts,
+                                const size_t *rdispls, oc_dtype_t dtype);
+OC_API oc_status_t oc_bcast(oc_context_t *ctx, void *buf, size_t count,
+                            oc_dtype_t dtype, uint32_t root);
+OC_API oc_status_t oc_barrier(oc_context_t *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* OFFCORE_COLL_H */

@@ -1,0 +1,396 @@
+/*
+ * algos.c — the collectives' public entry points: argument checks, then
+ * the schedule (coll_int.h) of each algorithm, handed to the phase engine
+ * (coll.c).
+ *
+ * Allreduce: recursive doubling (with the non-power-of-two ranks folded
+ * onto their neighbour first and given the result last) for vectors up to
+ * OC_COLL_SMALL bytes; above, and always in the reproducible mode or for
+ * 16-bit floats, a reduce-scatter by pairwise exchange in which each rank
+ * gathers every rank's copy of its block and reduces it in rank order,
+ * then an all-gather by pairwise exchange.  All-to-all(v): pairwise
+ * exchange (step k: send to rank+k, receive from rank-k).  Broadcast:
+ * binomial tree.  Barrier: dissemination.  Threading: the context's
+ * thread only.
+ */
+#include "coll/coll_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+OC_API size_t oc_dtype_size(oc_dtype_t dtype)
+{
+    return oc__dtype_size((int)dtype);
+}
+
+static int is_float(oc_dtype_t d)
+{
+    return d == OC_FLOAT32 || d == OC_FLOAT64 || d == OC_BFLOAT16 ||
+           d == OC_FLOAT16;
+}
+
+static oc_status_t check_common(oc_context_t *ctx, oc_dtype_t dtype,
+                                oc_request_t **req_p)
+{
+    if (req_p == NULL)
+        return OC_ERR_COLL_REQUEST;
+    if (oc__dtype_size((int)dtype) == 0)
+        return OC_ERR_COLL_DTYPE;
+    return oc__coll_check_ctx(ctx);
+}
+
+static uint32_t mod(int64_t a, uint32_t n)
+{
+    return (uint32_t)(((a % n) + n) % n);
+}
+
+/* Block b of count elements split over n ranks. */
+static void block(size_t count, uint32_t n, uint32_t b, size_t *off,
+                  size_t *len)
+{
+    size_t q = count / n, r = count % n;
+    *off = b * q + (b < r ? b : r);
+    *len = q + (b < r ? 1 : 0);
+}
+
+static oc_request_t *allreduce_rd(oc_context_t *ctx, uint8_t *rbuf,
+                                  size_t bytes)
+{
+    const uint32_t n = ctx->size, me = ctx->rank;
+    uint32_t p = 1, L = 0, rem;
+    int64_t nr;
+    oc_request_t *req;
+
+    while (p * 2 <= n) {
+        p *= 2;
+        L++;
+    }
+    rem = n - p;
+    req = oc__coll_req_new(ctx, L + 2);
+    if (req == NULL)
+        return NULL;
+    req->tmp = malloc(bytes ? bytes : 1);
+    if (req->tmp == NULL) {
+        oc__coll_req_free(req);
+        return NULL;
+    }
+    if (me < 2 * rem) {
+        oc__phase_t *f = &req->ph[0], *u = &req->ph[L + 1];
+        if (me % 2 == 0) { /* folded: hand over, get the result last */
+            f->speer = me + 1, f->sbuf = rbuf, f->slen = bytes;
+            u->rpeer = me + 1, u->rbuf = rbuf, u->rlen = bytes;
+            return req;
+        }
+        f->rpeer = me - 1, f->rbuf = req->tmp, f->rlen = bytes;
+        f->after = OC__AFTER_REDUCE_LO_FIRST;
+        u->speer = me - 1, u->sbuf = rbuf, u->slen = bytes;
+        nr = me / 2;
+    } else {
+        nr = me - rem;
+    }
+    for (uint32_t j = 0; j < L; j++) {
+        oc__phase_t *ph = &req->ph[1 + j];
+        uint32_t pn = (uint32_t)nr ^ (1u << j);
+        uint32_t peer = pn < rem ? pn * 2 + 1 : pn + rem;
+        ph->speer = peer, ph->sbuf = rbuf, ph->slen = bytes;
+        ph->rpeer = peer, ph->rbuf = req->tmp, ph->rlen = bytes;
+        ph->after = peer < me ? OC__AFTER_REDUCE_LO_FIRST
+                              : OC__AFTER_REDUCE_HI_FIRST;
+    }
+    return req;
+}
+
+/* The input is read from @p sbuf (the result buffer when in place): no
+ * copy of the vector before the reduce-scatter, and this rank's own block
+ * is reduced from where it lies. */
+static oc_request_t *allreduce_rsag(oc_context_t *ctx, const uint8_t *sbuf,
+                                    uint8_t *rbuf, size_t count, size_t es)
+{
+    const uint32_t n = ctx->size, me = ctx->rank;
+    size_t moff, mlen;
+    oc_request_t *req = oc__coll_req_new(ctx, 2 * (n - 1));
+
+    if (req == NULL)
+        return NULL;
+    block(count, n, me, &moff, &mlen);
+    req->tmp = malloc(n * mlen * es + 1);
+    if (req->tmp == NULL) {
+        oc__coll_req_free(req);
+        return NULL;
+    }
+    req->blk_off = moff;
+    req->blk_count = mlen;
+    req->blk_stride = mlen * es;
+    req->own = sbuf + moff * es;
+    for (uint32_t k = 1; k < n; k++) {
+        oc__phase_t *rs = &req->ph[k - 1], *ag = &req->ph[n - 1 + k - 1];
+        uint32_t to = mod((int64_t)me + k, n), from = mod((int64_t)me - k, n);
+        size_t toff, tlen, foff, flen;
+        block(count, n, to, &toff, &tlen);
+        block(count, n, from, &foff, &flen);
+        rs->speer = to, rs->sbuf = sbuf + toff * es, rs->slen = tlen * es;
+        rs->rpeer = from, rs->rbuf = req->tmp + from * mlen * es;
+        rs->rlen = mlen * es;
+        ag->speer = to, ag->sbuf = rbuf + moff * es, ag->slen = mlen * es;
+        ag->rpeer = from, ag->rbuf = rbuf + foff * es, ag->rlen = flen * es;
+    }
+    req->ph[n - 2].after = OC__AFTER_REDUCE_ORDERED;
+    return req;
+}
+
+OC_API oc_status_t oc_iallreduce(oc_context_t *ctx, const void *sendbuf,
+                                 void *recvbuf, size_t count,
+                                 oc_dtype_t dtype, oc_op_t op,
+                                 oc_request_t **req_p)
+{
+    oc_status_t st = check_common(ctx, dtype, req_p);
+    size_t es = oc__dtype_size((int)dtype), bytes;
+    oc_request_t *req;
+
+    if (st != OC_OK)
+        return st;
+    if ((unsigned)op >= OC_OP_COUNT || (op == OC_PROD && is_float(dtype)))
+        return OC_ERR_COLL_OP;
+    if (count > SIZE_MAX / es / (ctx->size + 1u))
+        return OC_ERR_COLL_COUNT;
+    bytes = count * es;
+    if (count > 0 && (sendbuf == NULL || recvbuf == NULL ||
+                      recvbuf == (void *)OC_IN_PLACE))
+        return OC_ERR_COLL_BUFFER;
+    if (count > 0 && sendbuf != OC_IN_PLACE &&
+        (const uint8_t *)sendbuf < (uint8_t *)recvbuf + bytes &&
+        (uint8_t *)recvbuf < (const uint8_t *)sendbuf + bytes)
+        return OC_ERR_COLL_BUFFER;
+    if (ctx->size > 1 && (ctx->coll->cfg.reproducible || es == 2 ||
+                          bytes > ctx->coll->cfg.small)) {
+        req = allreduce_rsag(ctx, sendbuf == OC_IN_PLACE ? recvbuf : sendbuf,
+                             recvbuf, count, es);
+    } else {
+        if (count > 0 && sendbuf != OC_IN_PLACE)
+            memcpy(recvbuf, sendbuf, bytes);
+        req = ctx->size == 1 ? oc__coll_req_new(ctx, 0)
+                             : allreduce_rd(ctx, recvbuf, bytes);
+    }
+    if (req == NULL)
+        return OC_ERR_NO_MEMORY;
+    req->dtype = (int)dtype;
+    req->op = (int)op;
+    req->esize = es;
+    req->rbuf = recvbuf;
+    *req_p = req;
+    return oc__coll_start(ctx, req);
+}
+
+/* Pairwise exchange; counts/displacements in elements, per peer. */
+static oc_status_t alltoallv_start(oc_context_t *ctx, const uint8_t *sbuf,
+                                   const size_t *sc, const size_t *sd,
+                                   uint8_t *rbuf, const size_t *rc,
+                                   const size_t *rd, size_t es, uint8_t *own,
+                                   oc_request_t **req_p)
+{
+    const uint32_t n = ctx->size, me = ctx->rank;
+    oc_request_t *req = oc__coll_req_new(ctx, n - 1);
+
+    if (req == NULL) {
+        free(own);
+        return OC_ERR_NO_MEMORY;
+    }
+    req->tmp = own;
+    req->esize = es;
+    if (rc[me] != sc[me]) {
+        oc__coll_req_free(req);
+        return OC_ERR_COLL_COUNT;
+    }
+    memmove(rbuf + rd[me] * es, sbuf + sd[me] * es, sc[me] * es);
+    for (uint32_t k = 1; k < n; k++) {
+        oc__phase_t *ph = &req->ph[k - 1];
+        uint32_t to = mod((int64_t)me + k, n), from = mod((int64_t)me - k, n);
+        ph->speer = to, ph->sbuf = sbuf + sd[to] * es, ph->slen = sc[to] * es;
+        ph->rpeer = from, ph->rbuf = rbuf + rd[from] * es;
+        ph->rlen = rc[from] * es;
+    }
+    *req_p = req;
+    return oc__coll_start(ctx, req);
+}
+
+OC_API oc_status_t oc_ialltoallv(oc_context_t *ctx, const void *sendbuf,
+                                 const size_t *scounts, const size_t *sdispls,
+                                 void *recvbuf, const size_t *rcounts,
+                                 const size_t *rdispls, oc_dtype_t dtype,
+                                 oc_request_t **req_p)
+{
+    oc_status_t st = check_common(ctx, dtype, req_p);
+    size_t es = oc__dtype_size((int)dtype);
+    size_t slim = 0, rlim = 0;
+
+    if (st != OC_OK)
+        return st;
+    if (scounts == NULL || sdispls == NULL || rcounts == NULL ||
+        rdispls == NULL)
+        return OC_ERR_COLL_COUNT;
+    if (sendbuf == OC_IN_PLACE || recvbuf == (void *)OC_IN_PLACE)
+        return OC_ERR_COLL_BUFFER;
+    for (uint32_t i = 0; i < ctx->size; i++) {
+        if (scounts[i] > SIZE_MAX / es / 2 || sdispls[i] > SIZE_MAX / es / 2 ||
+            rcounts[i] > SIZE_MAX / es / 2 || rdispls[i] > SIZE_MAX / es / 2)
+            return OC_ERR_COLL_COUNT;
+        if (scounts[i] > 0 && sdispls[i] + scounts[i] > slim)
+            slim = sdispls[i] + scounts[i];
+        if (rcounts[i] > 0 && rdispls[i] + rcounts[i] > rlim)
+            rlim = rdispls[i] + rcounts[i];
+    }
+    if ((slim > 0 && sendbuf == NULL) || (rlim > 0 && recvbuf == NULL))
+        return OC_ERR_COLL_BUFFER;
+    return alltoallv_start(ctx, sendbuf, scounts, sdispls, recvbuf, rcounts,
+                           rdispls, es, NULL, req_p);
+}
+
+OC_API oc_status_t oc_ialltoall(oc_context_t *ctx, const void *sendbuf,
+                                void *recvbuf, size_t count, oc_dtype_t dtype,
+                                oc_request_t **req_p)
+{
+    oc_status_t st = check_common(ctx, dtype, req_p);
+    size_t es = oc__dtype_size((int)dtype), n, bytes, *v;
+    uint8_t *own = NULL;
+
+    if (st != OC_OK)
+        return st;
+    n = ctx->size;
+    if (count > SIZE_MAX / es / n / 2)
+        return OC_ERR_COLL_COUNT;
+    bytes = count * es * n;
+    if (count > 0 && (sendbuf == NULL || recvbuf == NULL ||
+                      recvbuf == (void *)OC_IN_PLACE))
+        return OC_ERR_COLL_BUFFER;
+    if (count > 0 && sendbuf != OC_IN_PLACE &&
+        (const uint8_t *)sendbuf < (uint8_t *)recvbuf + bytes &&
+        (uint8_t *)recvbuf < (const uint8_t *)sendbuf + bytes)
+        return OC_ERR_COLL_BUFFER;
+    v = malloc(2 * n * sizeof(*v));
+    if (v == NULL)
+        return OC_ERR_NO_MEMORY;
+    for (size_t i = 0; i < n; i++) {
+        v[i] = count;
+        v[n + i] = i * count;
+    }
+    if (sendbuf == OC_IN_PLACE) {
+        own = malloc(bytes + 1);
+        if (own == NULL) {
+            free(v);
+            return OC_ERR_NO_MEMORY;
+        }
+        memcpy(own, recvbuf, bytes);
+        sendbuf = own;
+    }
+    st = alltoallv_start(ctx, sendbuf, v, v + n, recvbuf, v, v + n, es, own,
+                         req_p);
+    free(v);
+    return st;
+}
+
+OC_API oc_status_t oc_ibcast(oc_context_t *ctx, void *buf, size_t count,
+                             oc_dtype_t dtype, uint32_t root,
+                             oc_request_t **req_p)
+{
+    oc_status_t st = check_common(ctx, dtype, req_p);
+    size_t es = oc__dtype_size((int)dtype), bytes;
+    uint32_t n, me, vr, L = 0;
+    oc_request_t *req;
+
+    if (st != OC_OK)
+        return st;
+    n = ctx->size, me = ctx->rank;
+    if (root >= n)
+        return OC_ERR_COLL_ROOT;
+    if (count > SIZE_MAX / es / 2)
+        return OC_ERR_COLL_COUNT;
+    bytes = count * es;
+    if (count > 0 && (buf == NULL || buf == (void *)OC_IN_PLACE))
+        return OC_ERR_COLL_BUFFER;
+    while ((1u << L) < n)
+        L++;
+    if ((req = oc__coll_req_new(ctx, L)) == NULL)
+        return OC_ERR_NO_MEMORY;
+    vr = mod((int64_t)me - root, n);
+    for (uint32_t j = 0; j < L; j++) {
+        uint32_t m = 1u << j;
+        oc__phase_t *ph = &req->ph[j];
+        if (vr < m && vr + m < n) {
+            ph->speer = mod((int64_t)vr + m + root, n);
+            ph->sbuf = buf, ph->slen = bytes;
+        } else if (vr >= m && vr < 2 * m) {
+            ph->rpeer = mod((int64_t)vr - m + root, n);
+            ph->rbuf = buf, ph->rlen = bytes;
+        }
+    }
+    *req_p = req;
+    return oc__coll_start(ctx, req);
+}
+
+OC_API oc_status_t oc_ibarrier(oc_context_t *ctx, oc_request_t **req_p)
+{
+    oc_status_t st;
+    uint32_t n, me, L = 0;
+    oc_request_t *req;
+
+    if (req_p == NULL)
+        return OC_ERR_COLL_REQUEST;
+    if ((st = oc__coll_check_ctx(ctx)) != OC_OK)
+        return st;
+    n = ctx->size, me = ctx->rank;
+    while ((1u << L) < n)
+        L++;
+    if ((req = oc__coll_req_new(ctx, L)) == NULL)
+        return OC_ERR_NO_MEMORY;
+    for (uint32_t j = 0; j < L; j++) {
+        oc__phase_t *ph = &req->ph[j];
+        ph->speer = mod((int64_t)me + (1 << j), n);
+        ph->rpeer = mod((int64_t)me - (1 << j), n);
+        ph->rbuf = (uint8_t *)req; /* zero bytes: never written */
+    }
+    *req_p = req;
+    return oc__coll_start(ctx, req);
+}
+
+OC_API oc_status_t oc_allreduce(oc_context_t *ctx, const void *sendbuf,
+                                void *recvbuf, size_t count, oc_dtype_t dtype,
+                                oc_op_t op)
+{
+    oc_request_t *r;
+    oc_status_t st = oc_iallreduce(ctx, sendbuf, recvbuf, count, dtype, op, &r);
+    return st == OC_OK ? oc_wait(&r) : st;
+}
+
+OC_API oc_status_t oc_alltoall(oc_context_t *ctx, const void *sendbuf,
+                               void *recvbuf, size_t count, oc_dtype_t dtype)
+{
+    oc_request_t *r;
+    oc_status_t st = oc_ialltoall(ctx, sendbuf, recvbuf, count, dtype, &r);
+    return st == OC_OK ? oc_wait(&r) : st;
+}
+
+OC_API oc_status_t oc_alltoallv(oc_context_t *ctx, const void *sendbuf,
+                                const size_t *scounts, const size_t *sdispls,
+                                void *recvbuf, const size_t *rcounts,
+                                const size_t *rdispls, oc_dtype_t dtype)
+{
+    oc_request_t *r;
+    oc_status_t st = oc_ialltoallv(ctx, sendbuf, scounts, sdispls, recvbuf,
+                                   rcounts, rdispls, dtype, &r);
+    return st == OC_OK ? oc_wait(&r) : st;
+}
+
+OC_API oc_status_t oc_bcast(oc_context_t *ctx, void *buf, size_t count,
+                            oc_dtype_t dtype, uint32_t root)
+{
+    oc_request_t *r;
+    oc_status_t st = oc_ibcast(ctx, buf, count, dtype, root, &r);
+    return st == OC_OK ? oc_wait(&r) : st;
+}
+
+OC_API oc_status_t oc_barrier(oc_context_t *ctx)
+{
+    oc_request_t *r;
+    oc_status_t st = oc_ibarrier(ctx, &r);
+    return st == OC_OK ? oc_wait(&r) : st;
+}

@@ -1,0 +1,104 @@
+/*
+ * coll_int.h — private state of the collectives (src/coll): requests,
+ * their schedules of phases, and the reduction kernels.
+ *
+ * A collective is compiled at start into a schedule: an array of phases,
+ * each with at most one send to one peer and at most one receive from one
+ * peer, and an optional step to run once both are complete (a reduction, a
+ * copy).  Every algorithm here fits that shape (recursive doubling,
+ * pairwise exchange, binomial tree, dissemination), which lets a message
+ * be named by (collective sequence number, phase, chunk index) alone: the
+ * 64-bit header the transport carries.  Threading: a context's thread only
+ * (runtime.h).
+ */
+#ifndef OC_COLL_INT_H
+#define OC_COLL_INT_H
+
+#include "runtime/runtime.h"
+
+#include <offcore/coll.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Tag of a collective chunk (UCX tag matching): sequence
+ * number (20 bits, never 0), phase (20 bits), chunk index (24 bits). */
+#define OC__COLL_SEQ_BITS   20
+#define OC__COLL_PHASE_BITS 20
+#define OC__COLL_CHUNK_BITS 24
+#define OC__COLL_TOKEN(seq, ph, ck)                                           \
+    (((uint64_t)(seq) << 44) | ((uint64_t)(ph) << 24) | (uint64_t)(ck))
+
+typedef struct oc__coll oc__coll_t;
+
+typedef enum {
+    OC__AFTER_NONE = 0,
+    OC__AFTER_REDUCE_LO_FIRST, /* rbuf = tmp op rbuf (peer below) */
+    OC__AFTER_REDUCE_HI_FIRST, /* rbuf = rbuf op tmp (peer above) */
+    OC__AFTER_REDUCE_ORDERED,  /* my block = tmp[0] op tmp[1] ... */
+} oc__after_t;
+
+typedef struct {
+    uint32_t       speer, rpeer;   /* UINT32_MAX: no send / no receive */
+    const uint8_t *sbuf;
+    size_t         slen;
+    uint8_t       *rbuf;
+    size_t         rlen;
+    uint8_t        after;          /* oc__after_t */
+} oc__phase_t;
+
+struct oc_request {
+    oc_context_t  *ctx;
+    oc_request_t  *next;           /* active or zombie list */
+    uint32_t       seq;
+    uint32_t       nphases, cur;
+    oc__phase_t   *ph;
+    oc_status_t    status;         /* OC_INPROGRESS, OC_OK or the error */
+    oc_status_t    mismatch;       /* OC_ERR_COLL_MISMATCH seen, reported
+                                    * once the schedule has run out */
+    uint32_t       inflight;       /* chunk sends not yet completed */
+    int            started;        /* current phase's sends begun */
+    size_t         s_posted, s_done;   /* chunks of the current send */
+    size_t         r_posted, r_done;   /* chunks of the current receive */
+    /* reduction */
+    int            dtype, op;
+    size_t         esize;
+    uint8_t       *rbuf;           /* the result vector */
+    uint8_t       *tmp;            /* scratch, freed with the request */
+    size_t         blk_off, blk_count; /* this rank's block (ordered) */
+    size_t         blk_stride;     /* bytes between contributions in tmp */
+    const uint8_t *own;            /* this rank's own contribution to it */
+};
+
+typedef struct {
+    int      reproducible;  /* OC_COLL_REPRODUCIBLE */
+    uint64_t small;         /* OC_COLL_SMALL */
+    uint64_t chunk;         /* OC_COLL_CHUNK */
+    uint64_t window;        /* OC_COLL_WINDOW */
+} oc__coll_config_t;
+
+struct oc__coll {
+    oc_context_t     *ctx;
+    oc__coll_config_t cfg;
+    uint32_t          next_seq;
+    oc_request_t     *active, *zombies;
+    const void      **ordered_srcs;  /* [size] scratch of the ordered reduction */
+};
+
+/* coll.c: the phase engine */
+oc_status_t oc__coll_start(oc_context_t *ctx, oc_request_t *req);
+oc_request_t *oc__coll_req_new(oc_context_t *ctx, uint32_t nphases);
+void oc__coll_req_free(oc_request_t *req);
+oc_status_t oc__coll_check_ctx(oc_context_t *ctx);
+
+/* reduce.c */
+size_t oc__dtype_size(int dtype);
+void oc__reduce_ordered(int dtype, int op, void *dst, const void *const *srcs,
+                        uint32_t n, size_t count);
+void oc__reduce2(int dtype, int op, void *dst, const void *a, const void *b,
+                 size_t count);
+float oc__bf16_to_f32(uint16_t h);
+uint16_t oc__f32_to_bf16(float f);
+float oc__f16_to_f32(uint16_t h);
+uint16_t oc__f32_to_f16(float f);
+
+#endif
