@@ -57,6 +57,21 @@ need pmacct             has nfacctd
 need curl               has curl
 # make bench: offcore-nvmf's baseline (bench/nvmf-bench.py)
 need fio                has fio
+# offcore-nvmf: every socket and file operation goes through io_uring
+need liburing-dev       pc liburing
+# offcore-dp's DPDK port backend and rte_acl in the classifier bench
+# (optional in the build: without it those parts are left out and said so)
+need libdpdk-dev        pc libdpdk
+# the tenant test's spoofing workloads (scapy on Debian's python3)
+need python3-scapy      test -d /usr/lib/python3/dist-packages/scapy
+# nvmf-guest: the Linux kernel's nvme-tcp initiator in a qemu guest
+need qemu-system-x86    has qemu-system-x86_64
+need busybox-static     test -x /bin/busybox
+need cpio               has cpio
+need kmod               has depmod
+need xz-utils           has xz
+# the unit-file check of the hostile suite
+need systemd            has systemd-analyze
 # the study's plots (bench/study.py: PNG and SVG)
 need gnuplot-nox        has gnuplot
 # `make deb`: the Debian packaging tools
