@@ -1,189 +1,29 @@
 /*
- * fuzz_pkt_main.c — runs the packet fuzz target (fuzz_pkt.c) without libFuzzer, so that every
- * build (gcc, ASan) exercises it as an ordinary test:
- *
- *   fuzz_pkt_replay                    seeds, every single-byte mutation and
- *                                       truncation of each, then random
- *                                       inputs and random seed mutations
- *   fuzz_pkt_replay FILE...            run the target on these inputs (to
- *                                       reproduce a libFuzzer crash file)
- *   fuzz_pkt_replay --write-seeds DIR  write the seed corpus into DIR
- *
- * FUZZ_ITERATIONS (default 20000) sets the number of random inputs and
- * FUZZ_SEED the generator's seed.  Exits 0, or aborts on a broken invariant.
+ * fuzz_pkt_main.c — the packet target's part of the replay driver
+ * (replay_main.c): its seeds (frames, rules, configs, see fuzz_pkt.h), and
+ * random bytes that are half of the time an Ethernet frame with an IP
+ * ethertype.  Single-threaded test program.
  */
-#include <errno.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
 #include "fuzz_pkt.h"
+#include "replay.h"
 
-#define MAXSEEDS 64
-#define MAXLEN (1 + 8192)
-
-static struct {
-    uint8_t *data;
-    size_t size;
-    int valid;
-} seeds[MAXSEEDS];
-static unsigned nseeds;
-static unsigned long runs;
-
-static void run(const uint8_t *data, size_t size)
+static size_t random_input(uint8_t *m)
 {
-    /* an exact-size heap copy, so reads past the end are caught */
-    uint8_t *copy = malloc(size ? size : 1);
-    if (copy == NULL)
-        abort();
-    memcpy(copy, data, size);
-    LLVMFuzzerTestOneInput(copy, size);
-    free(copy);
-    runs++;
+    size_t size = (size_t)(fuzz_replay_rnd() % 1600);
+    for (size_t i = 0; i < size; i++)
+        m[i] = (uint8_t)fuzz_replay_rnd();
+    if (size >= 1 + 14 && (fuzz_replay_rnd() & 1)) {
+        m[0] = FUZZ_PKT_FRAME;
+        m[13] = (fuzz_replay_rnd() & 1) ? 0x08 : 0x86;
+        m[14] = m[13] == 0x08 ? 0x00 : 0xdd;
+        m[15] = m[13] == 0x08 ? 0x45 : 0x60;
+    }
+    return size;
 }
 
-static void keep_seed(void *arg, const uint8_t *data, size_t size, int valid)
-{
-    if (nseeds == MAXSEEDS)
-        abort();
-    seeds[nseeds].data = malloc(size);
-    if (seeds[nseeds].data == NULL)
-        abort();
-    memcpy(seeds[nseeds].data, data, size);
-    seeds[nseeds].size = size;
-    seeds[nseeds].valid = valid;
-    nseeds++;
-}
-
-static void write_seed(void *arg, const uint8_t *data, size_t size, int valid)
-{
-    char path[4096];
-    FILE *f;
-
-    snprintf(path, sizeof(path), "%s/seed-%02u-%s", (const char *)arg, nseeds++,
-             valid ? "valid" : "invalid");
-    f = fopen(path, "wb");
-    if (f == NULL || fwrite(data, 1, size, f) != size || fclose(f) != 0) {
-        fprintf(stderr, "fuzz_pkt_replay: %s: %s\n", path, strerror(errno));
-        exit(1);
-    }
-}
-
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-
-static uint64_t rnd(void)
-{
-    uint64_t x = rng_state;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return rng_state = x;
-}
-
-static int run_files(int argc, char **argv)
-{
-    static uint8_t buf[1 << 20];
-    for (int i = 1; i < argc; i++) {
-        FILE *f = fopen(argv[i], "rb");
-        size_t n;
-        if (f == NULL) {
-            fprintf(stderr, "fuzz_pkt_replay: %s: %s\n", argv[i],
-                    strerror(errno));
-            return 1;
-        }
-        n = fread(buf, 1, sizeof(buf), f);
-        fclose(f);
-        run(buf, n);
-        printf("%s: %zu bytes, ok\n", argv[i], n);
-    }
-    return 0;
-}
-
-int main(int argc, char **argv)
-{
-    static uint8_t m[MAXLEN + 64];
-    unsigned long iterations = 20000, accepted_seeds;
-    const char *env;
-
-    if (argc == 3 && strcmp(argv[1], "--write-seeds") == 0) {
-        unsigned n = fuzz_pkt_seeds(write_seed, argv[2]);
-        printf("fuzz_pkt_replay: wrote %u seeds to %s\n", n, argv[2]);
-        return 0;
-    }
-    if (argc > 1)
-        return run_files(argc, argv);
-    if ((env = getenv("FUZZ_ITERATIONS")) != NULL)
-        iterations = strtoul(env, NULL, 10);
-    if ((env = getenv("FUZZ_SEED")) != NULL && strtoull(env, NULL, 0) != 0)
-        rng_state = strtoull(env, NULL, 0);
-
-    fuzz_pkt_seeds(keep_seed, NULL);
-
-    /* the seeds themselves: valid ones must be accepted */
-    for (unsigned s = 0; s < nseeds; s++) {
-        unsigned long before = fuzz_pkt_accepted;
-        run(seeds[s].data, seeds[s].size);
-        if ((fuzz_pkt_accepted != before) != seeds[s].valid) {
-            fprintf(stderr, "fuzz_pkt_replay: seed %u %s\n", s,
-                    seeds[s].valid ? "rejected" : "accepted");
-            return 1;
-        }
-    }
-    accepted_seeds = fuzz_pkt_accepted;
-
-    /* every truncation, and every byte of every seed set to a few values */
-    for (unsigned s = 0; s < nseeds; s++) {
-        size_t size = seeds[s].size;
-        for (size_t cut = 0; cut < size; cut++)
-            run(seeds[s].data, cut);
-        for (size_t i = 0; i < size; i++) {
-            const uint8_t orig = seeds[s].data[i];
-            const uint8_t vals[] = {orig ^ 1, orig ^ 0x80, 0,          0xff,
-                                    orig + 1, orig - 1,    orig ^ 0x10};
-            memcpy(m, seeds[s].data, size);
-            for (size_t v = 0; v < sizeof(vals); v++) {
-                m[i] = vals[v];
-                run(m, size);
-            }
-        }
-    }
-
-    /* random bytes behind a valid-looking header half of the time, and
-     * random multi-byte mutations of seeds (with length changes by 8) */
-    for (unsigned long k = 0; k < iterations; k++) {
-        size_t size;
-        if (k % 4 == 0) {
-            size = (size_t)(rnd() % 1600);
-            for (size_t i = 0; i < size; i++)
-                m[i] = (uint8_t)rnd();
-            /* half of the time an Ethernet header with an IP ethertype */
-            if (size >= 1 + 14 && (rnd() & 1)) {
-                m[0] = FUZZ_PKT_FRAME;
-                m[13] = (rnd() & 1) ? 0x08 : 0x86;
-                m[14] = m[13] == 0x08 ? 0x00 : 0xdd;
-                m[15] = m[13] == 0x08 ? 0x45 : 0x60;
-            }
-        } else {
-            unsigned s = (unsigned)(rnd() % nseeds);
-            int flips = 1 + (int)(rnd() % 4);
-            size = seeds[s].size;
-            memcpy(m, seeds[s].data, size);
-            if (rnd() % 8 == 0) {
-                if (rnd() & 1 && size >= 8)
-                    size -= 8;
-                else
-                    memset(m + size, 0, 8), size += 8;
-            }
-            while (flips--)
-                m[rnd() % size] = (uint8_t)rnd();
-        }
-        run(m, size);
-    }
-
-    printf("fuzz_pkt_replay: %u seeds (%lu valid), %lu inputs run, %lu "
-           "accepted; all invariants held\n",
-           nseeds, accepted_seeds, runs, fuzz_pkt_accepted);
-    for (unsigned s = 0; s < nseeds; s++)
-        free(seeds[s].data);
-    return 0;
-}
+const fuzz_replay_target_t fuzz_replay_target = {
+    .name = "fuzz_pkt_replay",
+    .seeds = fuzz_pkt_seeds,
+    .accepted = &fuzz_pkt_accepted,
+    .random_input = random_input,
+};

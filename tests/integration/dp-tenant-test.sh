@@ -37,7 +37,7 @@ dp=$build/src/dp/offcore-dp
 cli=$build/src/tools/offcore
 T0=$(date +%s)
 
-skip() { echo "SKIP: $*"; exit 77; }
+. "$(dirname "$0")/lib.sh"
 [ "$(id -u)" = 0 ] || skip "needs root"
 for t in ip ethtool ping iperf3 curl python3 timeout; do
     command -v $t >/dev/null 2>&1 || skip "$t is not installed"
@@ -57,31 +57,14 @@ tmp=$(mktemp -d /tmp/oct-dp.XXXXXX)
 dppid=
 HA2=octHA2$id HB2=octHB2$id D2=octD2$id
 dp2pid=
-cleanup() {
+cleanup_extra() {
     [ -n "$dppid" ] && kill "$dppid" 2>/dev/null
     [ -n "$dp2pid" ] && kill "$dp2pid" 2>/dev/null
-    for p in $(cat "$tmp"/bg.pids 2>/dev/null); do kill "$p" 2>/dev/null; done
-    wait 2>/dev/null
-    for n in $HA $HB $RA $RB $D $HA2 $HB2 $D2; do ip netns del $n 2>/dev/null; done
-    rm -rf "$tmp"
 }
-trap cleanup EXIT INT TERM
-
-fail() {
-    echo "FAIL: $*"
+cleanup_on_exit $HA $HB $RA $RB $D $HA2 $HB2 $D2
+fail_logs() {
     echo "--- offcore-dp log"; tail -30 "$tmp/dp.log" 2>/dev/null
     echo "--- counters"; ctl stat --raw 2>/dev/null | grep tenant | grep -v ' 0$'
-    exit 1
-}
-ok() { echo "ok: $*"; }
-bg() { "$@" & echo $! >>"$tmp/bg.pids"; }
-wait_for() {
-    n=$(($1 * 10)); shift
-    while [ $n -gt 0 ]; do
-        "$@" >/dev/null 2>&1 && return 0
-        sleep 0.1; n=$((n - 1))
-    done
-    return 1
 }
 
 for n in $HA $HB $RA $RB; do ip netns add $n || fail "netns"; done

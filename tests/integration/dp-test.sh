@@ -32,7 +32,7 @@ dp=$build/src/dp/offcore-dp
 cli=$build/src/tools/offcore
 T0=$(date +%s)
 
-skip() { echo "SKIP: $*"; exit 77; }
+. "$(dirname "$0")/lib.sh"
 [ "$(id -u)" = 0 ] || skip "needs root"
 for t in ip ethtool ping iperf3 curl python3 tcpdump timeout; do
     command -v $t >/dev/null 2>&1 || skip "$t is not installed"
@@ -43,30 +43,12 @@ A=ocpA$id B=ocpB$id D=ocpD$id
 ip netns add $A 2>/dev/null || skip "cannot create network namespaces"
 tmp=$(mktemp -d /tmp/ocp-dp.XXXXXX)
 dppid=
-cleanup() {
+cleanup_extra() {
     [ -n "$dppid" ] && kill "$dppid" 2>/dev/null
-    for p in $(cat "$tmp"/bg.pids 2>/dev/null); do kill "$p" 2>/dev/null; done
-    wait 2>/dev/null
-    for n in $A $B $D; do ip netns del $n 2>/dev/null; done
-    rm -rf "$tmp"
 }
-trap cleanup EXIT INT TERM
-
-fail() {
-    echo "FAIL: $*"
+cleanup_on_exit $A $B $D
+fail_logs() {
     echo "--- offcore-dp log"; cat "$tmp/dp.log" 2>/dev/null | tail -30
-    exit 1
-}
-ok() { echo "ok: $*"; }
-bg() { "$@" & echo $! >>"$tmp/bg.pids"; }
-# wait_for SECONDS CMD...: retry CMD every 0.1 s until it succeeds
-wait_for() {
-    n=$(($1 * 10)); shift
-    while [ $n -gt 0 ]; do
-        "$@" >/dev/null 2>&1 && return 0
-        sleep 0.1; n=$((n - 1))
-    done
-    return 1
 }
 
 ip netns add $B && ip netns add $D || fail "netns"

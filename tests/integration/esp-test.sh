@@ -27,7 +27,7 @@ dp=$build/src/dp/offcore-dp
 cli=$build/src/tools/offcore
 T0=$(date +%s)
 
-skip() { echo "SKIP: $*"; exit 77; }
+. "$(dirname "$0")/lib.sh"
 [ "$(id -u)" = 0 ] || skip "needs root"
 for t in ip ethtool ping iperf3 curl python3 tcpdump tshark timeout sha256sum; do
     command -v $t >/dev/null 2>&1 || skip "$t is not installed"
@@ -38,30 +38,14 @@ HA=ocxHA$id HB=ocxHB$id DA=ocxDA$id DB=ocxDB$id F=ocxF$id
 ip netns add $HA 2>/dev/null || skip "cannot create network namespaces"
 tmp=$(mktemp -d /tmp/ocx-esp.XXXXXX)
 pids=
-cleanup() {
-    for p in $pids $(cat "$tmp"/bg.pids 2>/dev/null); do kill "$p" 2>/dev/null; done
-    wait 2>/dev/null
-    for n in $HA $HB $DA $DB $F; do ip netns del $n 2>/dev/null; done
-    rm -rf "$tmp"
+cleanup_extra() {
+    for p in $pids; do kill "$p" 2>/dev/null; done
 }
-trap cleanup EXIT INT TERM
-
-fail() {
-    echo "FAIL: $*"
+cleanup_on_exit $HA $HB $DA $DB $F
+fail_logs() {
     for x in a b; do
         echo "--- offcore-dp $x log"; tail -20 "$tmp/dp$x.log" 2>/dev/null
     done
-    exit 1
-}
-ok() { echo "ok: $*"; }
-bg() { "$@" & echo $! >>"$tmp/bg.pids"; }
-wait_for() {
-    n=$(($1 * 10)); shift
-    while [ $n -gt 0 ]; do
-        "$@" >/dev/null 2>&1 && return 0
-        sleep 0.1; n=$((n - 1))
-    done
-    return 1
 }
 
 for n in $HB $DA $DB $F; do ip netns add $n || fail "netns $n"; done

@@ -26,7 +26,7 @@ dp=$build/src/dp/offcore-dp
 cli=$build/src/tools/offcore
 T0=$(date +%s)
 
-skip() { echo "SKIP: $*"; exit 77; }
+. "$(dirname "$0")/lib.sh"
 [ "$(id -u)" = 0 ] || skip "needs root"
 for t in ip ethtool ping iperf3 curl python3 tcpdump tshark nfcapd nfdump nfacctd timeout; do
     command -v $t >/dev/null 2>&1 || skip "$t is not installed"
@@ -38,32 +38,12 @@ ip netns add $A 2>/dev/null || skip "cannot create network namespaces"
 tmp=$(mktemp -d /tmp/ocx-ipfix.XXXXXX)
 chmod 755 "$tmp"
 dppid=
-cleanup() {
+cleanup_extra() {
     [ -n "$dppid" ] && kill "$dppid" 2>/dev/null
-    for p in $(cat "$tmp"/bg.pids 2>/dev/null); do kill "$p" 2>/dev/null; done
-    sleep 0.3
-    # what is left in our namespaces (nfacctd's plugin processes): killed
-    for n in $A $B $D; do
-        for p in $(ip netns pids $n 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
-    done
-    for n in $A $B $D; do ip netns del $n 2>/dev/null; done
-    rm -rf "$tmp"
 }
-trap cleanup EXIT INT TERM
-fail() {
-    echo "FAIL: $*"
+cleanup_on_exit $A $B $D
+fail_logs() {
     echo "--- offcore-dp log"; tail -20 "$tmp/dp.log" 2>/dev/null
-    exit 1
-}
-ok() { echo "ok: $*"; }
-bg() { "$@" & echo $! >>"$tmp/bg.pids"; }
-wait_for() {
-    n=$(($1 * 10)); shift
-    while [ $n -gt 0 ]; do
-        "$@" >/dev/null 2>&1 && return 0
-        sleep 0.1; n=$((n - 1))
-    done
-    return 1
 }
 
 ip netns add $B && ip netns add $D || fail "netns"

@@ -1,0 +1,66 @@
+# tests/integration/lib.sh — the shell helpers the network-namespace
+# integration tests (dp-test.sh, dp-tenant-test.sh, esp-test.sh,
+# ipfix-test.sh) share; sourced with `. "$(dirname "$0")/lib.sh"`.
+# Single shell process; trusts nothing but the calling script.
+#
+#   skip REASON          print SKIP and exit 77 (meson's skip)
+#   ok MSG               print a passed check
+#   fail MSG             print FAIL, then the script's fail_logs (if it
+#                        defines one: its daemons' logs), exit 1
+#   bg CMD...            run CMD in the background; cleanup kills it
+#   wait_for SECS CMD... retry CMD every 0.1 s until it succeeds, or fail
+#                        (return 1) after SECS seconds
+#   cleanup_on_exit NS...
+#                        on exit or signal: the script's cleanup_extra (if
+#                        it defines one: kill its daemons), then every bg
+#                        process, whatever still runs in namespaces NS,
+#                        the namespaces themselves and $tmp
+
+skip() { echo "SKIP: $*"; exit 77; }
+ok() { echo "ok: $*"; }
+
+fail() {
+    echo "FAIL: $*"
+    command -v fail_logs >/dev/null 2>&1 && fail_logs
+    exit 1
+}
+
+bg() { "$@" & echo $! >>"$tmp/bg.pids"; }
+
+wait_for() {
+    n=$(($1 * 10)); shift
+    while [ $n -gt 0 ]; do
+        "$@" >/dev/null 2>&1 && return 0
+        sleep 0.1; n=$((n - 1))
+    done
+    return 1
+}
+
+oc__netns_empty() {
+    for oc__n in $oc__netns; do
+        [ -z "$(ip netns pids $oc__n 2>/dev/null)" ] || return 1
+    done
+}
+
+oc__cleanup() {
+    command -v cleanup_extra >/dev/null 2>&1 && cleanup_extra
+    for oc__p in $(cat "$tmp"/bg.pids 2>/dev/null); do
+        kill "$oc__p" 2>/dev/null
+    done
+    # what is left in our namespaces after a second (a daemon's own
+    # children, such as nfacctd's plugins): killed
+    wait_for 1 oc__netns_empty
+    for oc__n in $oc__netns; do
+        for oc__p in $(ip netns pids $oc__n 2>/dev/null); do
+            kill -KILL "$oc__p" 2>/dev/null
+        done
+    done
+    wait 2>/dev/null
+    for oc__n in $oc__netns; do ip netns del $oc__n 2>/dev/null; done
+    rm -rf "$tmp"
+}
+
+cleanup_on_exit() {
+    oc__netns="$*"
+    trap oc__cleanup EXIT INT TERM
+}
