@@ -53,30 +53,37 @@ def free_port(lo):
 
 def port_free(port):
     """Wait until nothing listens on @port: a killed target's ring may hold
-    its listening socket a moment after the process is gone."""
+    its listening socket a moment after the process is gone.  Only a refused
+    connection proves it: a lingering listener nobody accepts on can also
+    make a connect time out."""
     deadline = time.time() + 10
     while time.time() < deadline:
         try:
             socket.create_connection(("127.0.0.1", port), 0.2).close()
-            time.sleep(0.05)
-        except OSError:
+        except ConnectionRefusedError:
             return
+        except OSError:
+            pass
+        time.sleep(0.05)
     raise SystemExit("port %d still answers 10 s after the kill" % port)
 
 
 def start(build, conf, port, log):
+    """Start a target and wait for ITS "listening" line (a connect alone
+    could reach a killed target's lingering socket)."""
     t = subprocess.Popen([os.path.join(build, "src/nvmf/offcore-nvmf"), "-c", conf],
                          stdout=log, stderr=subprocess.STDOUT,
                          env=dict(os.environ, OC_LOG="app:info"))
+    mine = "offcore[%d] app info: nvmf: listening on" % t.pid
     deadline = time.time() + 10
     while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            return t
-        except OSError:
-            if t.poll() is not None or time.time() > deadline:
-                raise SystemExit("target did not start")
-            time.sleep(0.05)
+        log.flush()
+        with open(log.name) as f:
+            if mine in f.read():
+                return t
+        if t.poll() is not None or time.time() > deadline:
+            raise SystemExit("target did not start")
+        time.sleep(0.05)
 
 
 def session(port):
