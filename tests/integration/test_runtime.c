@@ -20,13 +20,24 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* One write per failure line: the ranks share stderr, and a line written in
+ * pieces interleaves with the other rank's (the test scripts grep these). */
 #define CHECK(cond, ...)                                                       \
     do {                                                                       \
         if (!(cond)) {                                                         \
-            fprintf(stderr, "rank %u: FAIL %s:%d: %s: ", g_rank, __FILE__,     \
-                    __LINE__, #cond);                                          \
-            fprintf(stderr, __VA_ARGS__);                                      \
-            fprintf(stderr, "\n");                                             \
+            char m_[512];                                                      \
+            int n_ = snprintf(m_, sizeof m_, "rank %u: FAIL %s:%d: %s: ",      \
+                              g_rank, __FILE__, __LINE__, #cond);              \
+            if (n_ < 0 || (size_t)n_ >= sizeof m_ - 2)                         \
+                n_ = 0;                                                        \
+            int k_ = snprintf(m_ + n_, sizeof m_ - 1 - (size_t)n_,             \
+                              __VA_ARGS__);                                    \
+            n_ = k_ < 0 ? n_                                                   \
+                 : (size_t)(n_ + k_) >= sizeof m_ - 1 ? (int)sizeof m_ - 2     \
+                                                      : n_ + k_;               \
+            m_[n_++] = '\n';                                                   \
+            if (write(STDERR_FILENO, m_, (size_t)n_) < 0)                      \
+                _exit(1);                                                      \
             exit(1);                                                           \
         }                                                                      \
     } while (0)
