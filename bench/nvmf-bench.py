@@ -1,158 +1,243 @@
 #!/usr/bin/env python3
-"""bench/nvmf-bench.py BUILDDIR — offcore-nvmf against local fio, one run.
+"""offcore-nvmf against local fio, interleaved runs (run with --help).
 
 Cases: 4 KiB random read and write at queue depth 32, 128 KiB sequential
-read and write at queue depth 32.  For each case, BENCH_NVMF_REPEATS times
-(3), interleaved so that all see the same moments of a shared machine:
+read and write at queue depth 32.  For each case, --repeats times (3),
+interleaved so that all see the same moments of a shared machine:
 
-  fio        fio --ioengine=io_uring --direct=1 on plain.img itself
-  plain      offcore-nvmf-load over loopback TCP -> offcore-nvmf, namespace 1
-             = plain.img (the same file fio used)
-  integrity  namespace 2, a copy with a CRC32C per block checked on reads
-  encrypt    namespace 3, a copy with integrity and AES-256-XTS
+  fio        fio --ioengine=io_uring --direct=1 --iodepth=QD on plain.img
+  plain      offcore-nvmf-load over loopback TCP -> offcore-nvmf, namespace
+             = plain.img (the same file fio used), QD commands in flight in
+             total, spread over --queues I/O queues (connections)
+  integrity  a copy of plain.img with a CRC32C per block checked on reads
+  encrypt    a copy with integrity and AES-256-XTS
 
-Every run prints a JSON line; each case ends with a summary line: medians,
-the target's ratio to fio, and the cost of integrity and encryption as
-ratios of the plain target, with every run's own ratio.  The issue's bar,
-integrity >= 0.7x fio at 4 KiB random read, is reported, never asserted
-(timings on a shared 2-core machine are noisy).  Files live in
-BUILDDIR/nvmf-bench (BENCH_NVMF_SIZE, default 1G each; 3 files, removed
-at the end).
+The target opens every file O_DIRECT, as fio does with --direct=1.  Every
+run prints a JSON line; a target run also gives the mean round trip the
+load generator saw (rtt_us) and the mean time the target itself held a
+command (target_us, from its latency histogram: command parsed to answer
+queued), so that the time between the two (network, load generator,
+scheduling) shows.  Each case ends with a summary line: medians, the
+target's ratios to fio, the cost of integrity and encryption as ratios of
+the plain target, every run's own ratios, and the load average.  The
+issue's bar, integrity >= 0.7x fio at 4 KiB random read QD32, is reported,
+never asserted (timings on a shared 2-core machine are noisy).  Files
+live in BUILDDIR/nvmf-bench (3 of --size each, removed at the end).
 """
+import argparse
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
-import time
+import urllib.request
 
-REPEATS = int(os.environ.get("BENCH_NVMF_REPEATS", "3"))
-SECONDS = float(os.environ.get("BENCH_NVMF_SECONDS", "4"))
-SIZE = os.environ.get("BENCH_NVMF_SIZE", "1G")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "tests", "nvmf"))
+import nvmf_target as nt  # noqa: E402
+
 NQN = "nqn.2026-11.io.offcore:bench"
-CASES = [("randread-4k-qd32", "randread", 4096),
-         ("randwrite-4k-qd32", "randwrite", 4096),
-         ("read-128k-qd32", "read", 131072),
-         ("write-128k-qd32", "write", 131072)]
+CASES = {"randread-4k": ("randread", 4096),
+         "randwrite-4k": ("randwrite", 4096),
+         "read-128k": ("read", 131072),
+         "write-128k": ("write", 131072)}
+CONFIGS = ("fio", "plain", "integrity", "encrypt")
 
 
-def free_port(lo):
-    for p in range(lo, lo + 200):
-        s = socket.socket()
-        try:
-            s.bind(("127.0.0.1", p))
-            return p
-        except OSError:
-            continue
-        finally:
-            s.close()
-    sys.exit("nvmf-bench: no free port")
+def parse_args():
+    ap = argparse.ArgumentParser(
+        prog="nvmf-bench.py", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("build", metavar="BUILDDIR",
+                    help="the meson build directory (holds src/nvmf/offcore-nvmf "
+                         "and offcore-nvmf-load)")
+    ap.add_argument("--cases", default=",".join(CASES),
+                    help="comma-separated, from: %s (all)" % ", ".join(CASES))
+    ap.add_argument("--configs", default=",".join(CONFIGS),
+                    help="comma-separated, from: %s (all; fio and plain are "
+                         "needed for the ratios)" % ", ".join(CONFIGS))
+    ap.add_argument("--repeats", type=int,
+                    default=int(os.environ.get("BENCH_NVMF_REPEATS", "3")),
+                    help="interleaved runs per configuration ($BENCH_NVMF_REPEATS, 3)")
+    ap.add_argument("--seconds", type=float,
+                    default=float(os.environ.get("BENCH_NVMF_SECONDS", "4")),
+                    help="seconds per run ($BENCH_NVMF_SECONDS, 4)")
+    ap.add_argument("--size", default=os.environ.get("BENCH_NVMF_SIZE", "1G"),
+                    help="size of each backing file ($BENCH_NVMF_SIZE, 1G)")
+    ap.add_argument("--qd", type=int, default=32,
+                    help="queue depth: fio's --iodepth and the load "
+                         "generator's commands in flight in total (32)")
+    ap.add_argument("--queues", type=int, default=1,
+                    help="I/O queues (TCP connections) the load generator "
+                         "spreads its --qd commands over; must divide --qd (1)")
+    ap.add_argument("--port", type=int,
+                    default=int(os.environ.get("BENCH_NVMF_PORT", "24900")),
+                    help="first TCP port to try for the target and its "
+                         "metrics ($BENCH_NVMF_PORT, 24900)")
+    a = ap.parse_args()
+    a.cases = [c for c in a.cases.split(",") if c]
+    a.configs = [c for c in a.configs.split(",") if c]
+    bad = [c for c in a.cases if c not in CASES] + \
+          [c for c in a.configs if c not in CONFIGS]
+    if bad:
+        ap.error("unknown case or configuration: " + ", ".join(bad))
+    if a.repeats < 1 or a.seconds <= 0 or a.qd < 1 or a.queues < 1 or \
+            a.qd % a.queues or a.qd // a.queues > 127:
+        ap.error("want --repeats >= 1, --seconds > 0, --queues dividing --qd, "
+                 "at most 127 per queue")
+    return a
 
 
-def fio(path, rw, bs):
+def fio(a, path, rw, bs):
     out = subprocess.run(
-        ["fio", "--name=nvmf-baseline", "--filename=" + path, "--size=" + SIZE,
-         "--rw=" + rw, "--bs=%d" % bs, "--iodepth=32", "--direct=1",
-         "--ioengine=io_uring", "--runtime=%g" % SECONDS, "--time_based",
+        ["fio", "--name=nvmf-baseline", "--filename=" + path, "--size=" + a.size,
+         "--rw=" + rw, "--bs=%d" % bs, "--iodepth=%d" % a.qd, "--direct=1",
+         "--ioengine=io_uring", "--runtime=%g" % a.seconds, "--time_based",
          "--output-format=json"], check=True, stdout=subprocess.PIPE,
         text=True).stdout
     j = json.loads(out)["jobs"][0]
     d = j["read"] if "read" in rw else j["write"]
-    return d["iops"], d["bw_bytes"] / 1e6
+    return {"iops": d["iops"], "MBps": d["bw_bytes"] / 1e6,
+            "lat_us": d["clat_ns"]["mean"] / 1000}
 
 
-def load(build, port, nsid, rw, bs):
-    # the load generator always uses namespace 1 of its subsystem: one
-    # subsystem per configuration
+def target_latency(mport, nqn):
+    """(sum of seconds, count) of the target's latency histogram for @nqn"""
+    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % mport,
+                                timeout=10) as r:
+        text = r.read().decode()
+    tot = {"sum": 0.0, "count": 0.0}
+    for line in text.splitlines():
+        for k in tot:
+            if line.startswith("offcore_nvmf_ns_latency_seconds_%s{" % k) and \
+                    'subsystem="%s"' % nqn in line:
+                tot[k] += float(line.rsplit(" ", 1)[1])
+    return tot["sum"], tot["count"]
+
+
+def load(a, port, mport, nsid, rw, bs):
+    # one subsystem per configuration, each with its namespace 1
+    nqn = "%s-%d" % (NQN, nsid)
+    s0, c0 = target_latency(mport, nqn)
     out = subprocess.run(
-        [os.path.join(build, "src/nvmf/offcore-nvmf-load"), "--addr",
-         "127.0.0.1:%d" % port, "--nqn", "%s-%d" % (NQN, nsid), "--rw", rw,
-         "--bs", str(bs), "--qd", "32", "--seconds", str(SECONDS)],
+        [os.path.join(a.build, "src/nvmf/offcore-nvmf-load"), "--addr",
+         "127.0.0.1:%d" % port, "--nqn", nqn, "--rw", rw, "--bs", str(bs),
+         "--qd", str(a.qd // a.queues), "--queues", str(a.queues),
+         "--seconds", str(a.seconds)],
         check=True, stdout=subprocess.PIPE, text=True).stdout
+    s1, c1 = target_latency(mport, nqn)
     j = json.loads(out)
-    return j["iops"], j["MBps"]
+    r = {"iops": j["iops"], "MBps": j["MBps"]}
+    if "lat_us" in j:  # load generators before this bench did not say
+        r["rtt_us"] = j["lat_us"]
+    if c1 > c0:
+        r["target_us"] = (s1 - s0) / (c1 - c0) * 1e6
+    return r
+
+
+def ratio(x, y):
+    return round(x / y, 3) if y else None
 
 
 def main():
-    build = os.path.abspath(sys.argv[1])
+    a = parse_args()
+    a.build = os.path.abspath(a.build)
     if not shutil.which("fio"):
         print(json.dumps({"bench": "nvmf", "skipped": "fio not installed (apt-get install fio)"}))
         return 0
-    work = os.path.join(build, "nvmf-bench")
+    for b in ("offcore-nvmf", "offcore-nvmf-load"):
+        if not os.access(os.path.join(a.build, "src/nvmf", b), os.X_OK):
+            sys.exit("nvmf-bench: %s/src/nvmf/%s is missing: build first "
+                     "(ninja -C %s)" % (a.build, b, a.build))
+    work = os.path.join(a.build, "nvmf-bench")
     os.makedirs(work, exist_ok=True)
     plain = os.path.join(work, "plain.img")
     imgs = [plain, os.path.join(work, "integrity.img"),
             os.path.join(work, "encrypt.img")]
-    subprocess.run(["fio", "--name=layout", "--filename=" + plain,
-                    "--size=" + SIZE, "--rw=write", "--bs=1M", "--direct=1",
-                    "--ioengine=io_uring"], check=True,
-                   stdout=subprocess.DEVNULL)
-    for p in imgs[1:]:
-        shutil.copyfile(plain, p)
-        if os.path.exists(p + ".crc"):
-            os.remove(p + ".crc")
+    # each file laid out the same way (fio writing 1 MiB blocks, O_DIRECT)
+    for p in imgs:
+        for f in (p, p + ".crc"):
+            if os.path.exists(f):
+                os.remove(f)
+        subprocess.run(["fio", "--name=layout", "--filename=" + p,
+                        "--size=" + a.size, "--rw=write", "--bs=1M", "--direct=1",
+                        "--ioengine=io_uring"], check=True,
+                       stdout=subprocess.DEVNULL)
     key = os.path.join(work, "xts.key")
     with open(os.open(key, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
         f.write(os.urandom(64))
     os.chmod(key, 0o600)
-    port = free_port(24900)
+    port = nt.free_port(a.port)
+    mport = nt.free_port(port + 1)
     conf = os.path.join(work, "bench.conf")
     with open(conf, "w") as f:
-        f.write("listen 127.0.0.1:%d\n" % port)
+        f.write("listen 127.0.0.1:%d\nmetrics 127.0.0.1:%d\n" % (port, mport))
         opts = ["", " integrity=on", " integrity=on key=" + key]
         for i, (img, o) in enumerate(zip(imgs, opts), 1):
             f.write("subsystem %s-%d\n  allow-any-host\n  namespace 1 %s%s\n"
                     % (NQN, i, img, o))
-    tgt = subprocess.Popen([os.path.join(build, "src/nvmf/offcore-nvmf"), "-c", conf])
+    log = open(os.path.join(work, "target.log"), "w")
+    tgt = nt.start(a.build, conf, log, timeout=300)  # builds checksums first
     try:
-        deadline = time.time() + 120  # building checksums of 2 GiB
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), 0.2).close()
-                break
-            except OSError:
-                if tgt.poll() is not None or time.time() > deadline:
-                    sys.exit("nvmf-bench: the target did not start")
-                time.sleep(0.2)
         bar = None
-        for case, rw, bs in CASES:
-            res = {"fio": [], "plain": [], "integrity": [], "encrypt": []}
-            for r in range(REPEATS):
-                for cfg in res:
+        for case in a.cases:
+            rw, bs = CASES[case]
+            name = "%s-qd%d" % (case, a.qd)
+            res = {c: [] for c in a.configs}
+            load0 = os.getloadavg()[0]
+            for r in range(a.repeats):
+                for cfg in a.configs:
                     if cfg == "fio":
-                        iops, mbps = fio(plain, rw, bs)
+                        m = fio(a, plain, rw, bs)
                     else:
                         nsid = {"plain": 1, "integrity": 2, "encrypt": 3}[cfg]
-                        iops, mbps = load(build, port, nsid, rw, bs)
-                    res[cfg].append((iops, mbps))
-                    print(json.dumps({"bench": "nvmf", "case": case, "config": cfg,
-                                      "run": r + 1, "iops": round(iops),
-                                      "MBps": round(mbps, 1)}), flush=True)
-            med = {k: statistics.median(x[0] for x in v) for k, v in res.items()}
-            per_run = [{"plain/fio": round(res["plain"][i][0] / res["fio"][i][0], 3),
-                        "integrity/fio": round(res["integrity"][i][0] / res["fio"][i][0], 3),
-                        "integrity/plain": round(res["integrity"][i][0] / res["plain"][i][0], 3),
-                        "encrypt/plain": round(res["encrypt"][i][0] / res["plain"][i][0], 3)}
-                       for i in range(REPEATS)]
-            summary = {"bench": "nvmf", "case": case, "summary": True,
+                        m = load(a, port, mport, nsid, rw, bs)
+                    res[cfg].append(m)
+                    line = {"bench": "nvmf", "case": name, "config": cfg,
+                            "run": r + 1, "iops": round(m["iops"]),
+                            "MBps": round(m["MBps"], 1)}
+                    if cfg != "fio":
+                        line["queues"] = a.queues
+                        line["qd_per_queue"] = a.qd // a.queues
+                    for k in ("lat_us", "rtt_us", "target_us"):
+                        if k in m:
+                            line[k] = round(m[k], 1)
+                    line["loadavg"] = round(os.getloadavg()[0], 2)
+                    print(json.dumps(line), flush=True)
+            med = {k: statistics.median(x["iops"] for x in v) for k, v in res.items()}
+            g = lambda k, i: res[k][i]["iops"] if k in res else None  # noqa: E731
+            per_run = []
+            for i in range(a.repeats):
+                pr = {}
+                for num, den in (("plain", "fio"), ("integrity", "fio"),
+                                 ("integrity", "plain"), ("encrypt", "plain")):
+                    if num in res and den in res:
+                        pr["%s/%s" % (num, den)] = ratio(g(num, i), g(den, i))
+                per_run.append(pr)
+            summary = {"bench": "nvmf", "case": name, "summary": True,
+                       "loadavg": [round(load0, 2), round(os.getloadavg()[0], 2)],
+                       "queues": a.queues, "qd_total": a.qd,
                        "median_iops": {k: round(v) for k, v in med.items()},
-                       "median_MBps": {k: round(statistics.median(x[1] for x in v), 1)
-                                       for k, v in res.items()},
-                       "plain_vs_fio": round(med["plain"] / med["fio"], 3),
-                       "integrity_vs_fio": round(med["integrity"] / med["fio"], 3),
-                       "integrity_vs_plain": round(med["integrity"] / med["plain"], 3),
-                       "encrypt_vs_plain": round(med["encrypt"] / med["plain"], 3),
-                       "runs": per_run}
+                       "median_MBps": {k: round(statistics.median(x["MBps"] for x in v), 1)
+                                       for k, v in res.items()}}
+            for num, den in (("plain", "fio"), ("integrity", "fio"),
+                             ("integrity", "plain"), ("encrypt", "plain")):
+                if num in med and den in med:
+                    summary["%s_vs_%s" % (num, den)] = ratio(med[num], med[den])
+            summary["runs"] = per_run
             print(json.dumps(summary), flush=True)
-            if case == "randread-4k-qd32":
-                bar = summary["integrity_vs_fio"]
-        print(json.dumps({"bench": "nvmf", "bar": "integrity randread 4K QD32 >= 0.7x fio",
-                          "ratio": bar, "met": bar is not None and bar >= 0.7}))
+            if case == "randread-4k" and a.qd == 32:
+                bar = summary.get("integrity_vs_fio")
+        if bar is not None:
+            print(json.dumps({"bench": "nvmf",
+                              "bar": "integrity randread 4K QD32 >= 0.7x fio",
+                              "ratio": bar, "met": bar >= 0.7}))
     finally:
-        tgt.terminate()
-        tgt.wait(timeout=30)
+        rc = nt.stop(tgt)
+        log.close()
+        if rc != 0:
+            print(open(log.name).read()[-3000:], file=sys.stderr)
         # the images are laid out afresh each run: do not leave 3 GiB behind
         for p in imgs:
             for f in (p, p + ".crc"):

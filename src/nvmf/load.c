@@ -2,7 +2,11 @@
  * load.c — offcore-nvmf-load: an NVMe/TCP load generator (a minimal host:
  * admin queue, Connect, CC.EN, Identify, I/O queues), for `make bench`.
  * It keeps --qd commands outstanding on each of --queues I/O queues and
- * prints one JSON line: operations and bytes per second.
+ * prints one JSON line: operations and bytes per second, and the mean
+ * round trip of a command (capsule queued for sending to response
+ * parsed), so that a bench can set it beside the target's own latency.
+ * New commands go out in the same turn as the completions that free
+ * their slots (one send per queue per turn).
  *
  * Random or sequential Read or Write of --bs bytes; writes up to 8 KiB go
  * in the capsule, larger ones answer the target's R2T with one H2CData.
@@ -37,6 +41,7 @@ typedef struct {
     size_t rx_n, tx_head, tx_n;
     int outstanding;
     uint16_t cid;
+    uint64_t sent_ns[MAXQD]; /* by command id */
 } q_t;
 
 static struct {
@@ -52,6 +57,14 @@ static struct {
 
 static uint8_t *wdata;
 static uint64_t seq_lba, rng = 0x9e3779b97f4a7c15ull;
+static uint64_t lat_sum_ns, lat_n;
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 static void die(const char *m)
 {
@@ -215,6 +228,7 @@ static void submit(q_t *q)
     oc_put32(p + 4, 72 + (incap ? o.bs : 0));
     sqe_init(p + 8, o.write ? 0x01 : 0x02, 1, o.bs,
              incap ? OC_SGL_INCAPSULE : OC_SGL_TRANSPORT);
+    q->sent_ns[q->cid % MAXQD] = now_ns();
     oc_put16(p + 10, q->cid++ % MAXQD);
     oc_put64(p + 48, lba);
     oc_put32(p + 56, nlb - 1);
@@ -269,6 +283,8 @@ static uint64_t reap(q_t *q)
                 die("bad CapsuleResp");
             if ((oc_le16(p + 22) >> 1) & 0x7ff)
                 die("a command failed");
+            lat_sum_ns += now_ns() - q->sent_ns[oc_le16(p + 20) % MAXQD];
+            lat_n++;
             q->outstanding--;
             done++;
         } else if (p[0] == OC_NVMF_PDU_R2T) {
@@ -370,18 +386,6 @@ int main(int argc, char **argv)
             q_t *x = &q[i];
             if (pf[i].revents & (POLLERR | POLLHUP))
                 die("connection lost");
-            if (x->tx_n) {
-                ssize_t r = send(x->fd, x->tx + x->tx_head, x->tx_n,
-                                 MSG_NOSIGNAL);
-                if (r > 0) {
-                    x->tx_head += (size_t)r;
-                    x->tx_n -= (size_t)r;
-                    if (!x->tx_n)
-                        x->tx_head = 0;
-                } else if (r < 0 && errno != EAGAIN) {
-                    die("send failed");
-                }
-            }
             if (pf[i].revents & POLLIN) {
                 ssize_t r = recv(x->fd, x->rx + x->rx_n, RXCAP - x->rx_n, 0);
                 uint64_t d;
@@ -394,13 +398,27 @@ int main(int argc, char **argv)
                 while (d--)
                     submit(x);
             }
+            /* what was just queued goes now, not after another poll() */
+            if (x->tx_n) {
+                ssize_t r = send(x->fd, x->tx + x->tx_head, x->tx_n,
+                                 MSG_NOSIGNAL);
+                if (r > 0) {
+                    x->tx_head += (size_t)r;
+                    x->tx_n -= (size_t)r;
+                    if (!x->tx_n)
+                        x->tx_head = 0;
+                } else if (r < 0 && errno != EAGAIN) {
+                    die("send failed");
+                }
+            }
         }
         t1 = now();
     }
     printf("{\"tool\":\"offcore-nvmf-load\",\"rw\":\"%s\",\"bs\":%u,"
            "\"qd\":%u,\"queues\":%u,\"seconds\":%.3f,\"ops\":%llu,"
-           "\"iops\":%.0f,\"MBps\":%.1f}\n",
+           "\"iops\":%.0f,\"MBps\":%.1f,\"lat_us\":%.1f}\n",
            o.rw, o.bs, o.qd, o.nq, t1 - t0, (unsigned long long)ops,
-           ops / (t1 - t0), ops * (double)o.bs / (t1 - t0) / 1e6);
+           ops / (t1 - t0), ops * (double)o.bs / (t1 - t0) / 1e6,
+           lat_n ? lat_sum_ns / 1e3 / (double)lat_n : 0.0);
     return 0;
 }

@@ -10,15 +10,14 @@ root or no loop device can be set up.
 """
 import os
 import shutil
-import socket
 import struct
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import nvmf_client as nc  # noqa: E402
+import nvmf_target as nt  # noqa: E402
 
 SUB = "nqn.2026-11.io.offcore:blockdev"
 HOST = "nqn.2014-08.org.nvmexpress:uuid:0c0ffee0-0000-4000-8000-0000000d0001"
@@ -47,10 +46,7 @@ def main():
         fd = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         os.write(fd, os.urandom(64))
         os.close(fd)
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-        s.close()
+        port = nt.free_port(24800 + os.getpid() % 100)
         conf = os.path.join(work, "c.conf")
         open(conf, "w").write(
             "listen 127.0.0.1:%d\nsubsystem %s\n  allow-host %s\n"
@@ -66,19 +62,7 @@ def main():
         if r.returncode != 1 or "add integrity-file=PATH" not in r.stdout:
             fails.append("block device without integrity-file accepted: " + r.stdout)
         log = open(os.path.join(work, "log"), "w")
-        t = subprocess.Popen([os.path.join(build, "src/nvmf/offcore-nvmf"), "-c", conf],
-                             stdout=log, stderr=subprocess.STDOUT,
-                             env=dict(os.environ, OC_LOG="app:info"))
-        deadline = time.time() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), 0.2).close()
-                break
-            except OSError:
-                if t.poll() is not None or time.time() > deadline:
-                    print(open(log.name).read())
-                    return 1
-                time.sleep(0.05)
+        t = nt.start(build, conf, log)
         a = nc.Host(port)
         a.admin_session(SUB, HOST)
         nsze = struct.unpack_from("<Q", a.identify(0, nsid=1)["data"], 0)[0]

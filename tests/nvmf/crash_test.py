@@ -16,15 +16,13 @@ Repeated 3 times with kills at different moments.
 import os
 import shutil
 import signal
-import socket
 import struct
-import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import nvmf_client as nc  # noqa: E402
+import nvmf_target as nt  # noqa: E402
 
 SUB = "nqn.2026-11.io.offcore:crash"
 HOST = "nqn.2014-08.org.nvmexpress:uuid:0c0ffee0-0000-4000-8000-0000000c0001"
@@ -36,54 +34,6 @@ def block(lba, gen):
     head = b"lba=%08d gen=%d " % (lba, gen)
     fill = bytes(((lba * 7 + gen * 131 + i) & 0xFF) for i in range(256))
     return (head + fill * 16)[:4096]
-
-
-def free_port(lo):
-    for p in range(lo, lo + 100):
-        s = socket.socket()
-        try:
-            s.bind(("127.0.0.1", p))
-            return p
-        except OSError:
-            continue
-        finally:
-            s.close()
-    raise SystemExit("no free port")
-
-
-def port_free(port):
-    """Wait until nothing listens on @port: a killed target's ring may hold
-    its listening socket a moment after the process is gone.  Only a refused
-    connection proves it: a lingering listener nobody accepts on can also
-    make a connect time out."""
-    deadline = time.time() + 10
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-        except ConnectionRefusedError:
-            return
-        except OSError:
-            pass
-        time.sleep(0.05)
-    raise SystemExit("port %d still answers 10 s after the kill" % port)
-
-
-def start(build, conf, port, log):
-    """Start a target and wait for ITS "listening" line (a connect alone
-    could reach a killed target's lingering socket)."""
-    t = subprocess.Popen([os.path.join(build, "src/nvmf/offcore-nvmf"), "-c", conf],
-                         stdout=log, stderr=subprocess.STDOUT,
-                         env=dict(os.environ, OC_LOG="app:info"))
-    mine = "offcore[%d] app info: nvmf: listening on" % t.pid
-    deadline = time.time() + 10
-    while True:
-        log.flush()
-        with open(log.name) as f:
-            if mine in f.read():
-                return t
-        if t.poll() is not None or time.time() > deadline:
-            raise SystemExit("target did not start")
-        time.sleep(0.05)
 
 
 def session(port):
@@ -121,7 +71,7 @@ def rewrite_until_killed(io, target, kill_after):
                 if done == kill_after:
                     target.send_signal(signal.SIGKILL)
                     target.wait()
-                    port_free(io.s.getpeername()[1])
+                    nt.port_free(io.s.getpeername()[1])
                     return acked
                 if nxt < NBLK:
                     s = io.sqe(0x01, nsid=1, sgl_len=PER * 4096,
@@ -137,7 +87,7 @@ def rewrite_until_killed(io, target, kill_after):
 def main():
     build = os.path.abspath(sys.argv[1])
     work = tempfile.mkdtemp(prefix="oc-nvmf-crash.")
-    port = free_port(24300 + os.getpid() % 100)
+    port = nt.free_port(24300 + os.getpid() % 100)
     conf = os.path.join(work, "nvmf.conf")
     open(conf, "w").write("listen 127.0.0.1:%d\nsubsystem %s\n  allow-host %s\n"
                           "  namespace 1 %s size=%d integrity=on\n"
@@ -148,7 +98,7 @@ def main():
     t = None
     try:
         for rnd, kill_after in enumerate((12, 5, 20)):
-            t = start(build, conf, port, log)
+            t = nt.start(build, conf, log)
             a, io = session(port)
             for lba in range(0, NBLK, 2):  # generation 0, 8 KiB in-capsule writes
                 r = io.write(1, lba, block(lba, 0) + block(lba + 1, 0))
@@ -156,7 +106,7 @@ def main():
             acked = rewrite_until_killed(io, t, kill_after)
             a.close()
             io.close()
-            t = start(build, conf, port, log)
+            t = nt.start(build, conf, log)
             a, io = session(port)
             exact1 = old = failed = mixed = 0
             for lba in range(NBLK):
@@ -190,8 +140,7 @@ def main():
                 bad += 1
             a.close()
             io.close()
-            t.terminate()
-            t.wait(timeout=20)
+            nt.stop(t, timeout=20)
             t = None
     finally:
         if t and t.poll() is None:

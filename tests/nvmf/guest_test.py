@@ -37,12 +37,14 @@ import re
 import select
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import nvmf_target as nt  # noqa: E402
 
 SKIP = 77
 HOSTNQN = "nqn.2014-08.org.nvmexpress:uuid:0c0ffee0-0000-4000-8000-00000000a001"
@@ -358,19 +360,6 @@ def metric(text, name, **labels):
     return total
 
 
-def free_port(lo):
-    for p in range(lo, lo + 500):
-        s = socket.socket()
-        try:
-            s.bind(("127.0.0.1", p))
-            return p
-        except OSError:
-            continue
-        finally:
-            s.close()
-    raise SystemExit("no free port in %d..%d" % (lo, lo + 500))
-
-
 def main():
     if len(sys.argv) != 2:
         print(__doc__)
@@ -383,7 +372,6 @@ def main():
     for tool in ["busybox", "cpio", "depmod", "modinfo"]:
         if not shutil.which(tool) and not os.path.exists("/bin/" + tool):
             skip(tool + " is not installed")
-    target = os.path.join(build, "src", "nvmf", "offcore-nvmf")
     cache = os.path.join(build, "nvmf-guest")
     kroot, abi = fetch_kernel(cache)
     t_kernel = time.time() - t0
@@ -398,8 +386,8 @@ def main():
         except subprocess.CalledProcessError as e:
             skip("cannot build a static guest tool (static libc missing?): "
                  + e.output[-300:])
-        port = free_port(24000 + os.getpid() % 300)
-        mport = free_port(24500 + os.getpid() % 300)
+        port = nt.free_port(24000 + os.getpid() % 300, 500)
+        mport = nt.free_port(24500 + os.getpid() % 300, 500)
         img1 = os.path.join(work, "ns1.img")
         img2 = os.path.join(work, "ns2.img")
         img3 = os.path.join(work, "ns3.img")
@@ -421,19 +409,7 @@ def main():
         tlog = open(os.path.join(work, "target.log"), "a")
 
         def start_target():
-            p = subprocess.Popen([target, "--config", conf], stdout=tlog,
-                                 stderr=subprocess.STDOUT,
-                                 env=dict(os.environ, OC_LOG="app:info"))
-            deadline = time.time() + 15  # until the target listens
-            while True:
-                try:
-                    socket.create_connection(("127.0.0.1", port), 0.2).close()
-                    return p
-                except OSError:
-                    if p.poll() is not None or time.time() > deadline:
-                        print(open(tlog.name).read())
-                        raise SystemExit("FAIL: target did not start")
-                    time.sleep(0.05)
+            return nt.start(build, conf, tlog, timeout=15)
 
         proc = start_target()
         # capture the session: tshark must decode it as NVMe/TCP, unmalformed
@@ -498,12 +474,7 @@ def main():
                     metrics = scrape(mport)
                     proc.kill()
                     proc.wait()
-                    while True:  # a killed target's ring may hold the port
-                        try:
-                            socket.create_connection(("127.0.0.1", port), 0.2).close()
-                            time.sleep(0.05)
-                        except OSError:
-                            break
+                    nt.port_free(port)  # a killed target's ring may hold it
                     proc = start_target()
                     killed = True
                     qemu_p.stdin.write(b"go\n")

@@ -11,7 +11,6 @@ host that stops reading its completions must not stall that other host.
 """
 import os
 import shutil
-import socket
 import struct
 import subprocess
 import sys
@@ -21,6 +20,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import nvmf_client as nc  # noqa: E402
+import nvmf_target as nt  # noqa: E402
 
 SUB = "nqn.2026-11.io.offcore:proto"
 HOST = "nqn.2014-08.org.nvmexpress:uuid:0c0ffee0-0000-4000-8000-0000000b0001"
@@ -32,19 +32,6 @@ def check(cond, what):
     print(("ok   " if cond else "FAIL ") + what, flush=True)
     if not cond:
         failures.append(what)
-
-
-def free_port(lo):
-    for p in range(lo, lo + 200):
-        s = socket.socket()
-        try:
-            s.bind(("127.0.0.1", p))
-            return p
-        except OSError:
-            continue
-        finally:
-            s.close()
-    raise SystemExit("no free port")
 
 
 def metrics(mport):
@@ -142,8 +129,8 @@ def config_errors(build, work):
 def main():
     build = os.path.abspath(sys.argv[1])
     work = tempfile.mkdtemp(prefix="oc-nvmf-proto.")
-    port = free_port(24200 + os.getpid() % 100)
-    mport = free_port(24700 + os.getpid() % 100)
+    port = nt.free_port(24200 + os.getpid() % 100)
+    mport = nt.free_port(24700 + os.getpid() % 100)
     conf = os.path.join(work, "nvmf.conf")
     open(conf, "w").write(
         "listen 127.0.0.1:%d\nmetrics 127.0.0.1:%d\nkato-grace-ms 200\n"
@@ -152,20 +139,8 @@ def main():
         "  allow-host %s\n  namespace 1 %s size=16M integrity=on\n"
         % (port, mport, SUB, HOST, os.path.join(work, "ns1.img")))
     log = open(os.path.join(work, "target.log"), "w")
-    t = subprocess.Popen([os.path.join(build, "src/nvmf/offcore-nvmf"), "-c", conf],
-                         stdout=log, stderr=subprocess.STDOUT,
-                         env=dict(os.environ, OC_LOG="app:info"))
+    t = nt.start(build, conf, log)
     try:
-        deadline = time.time() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), 0.2).close()
-                break
-            except OSError:
-                if t.poll() is not None or time.time() > deadline:
-                    print(open(log.name).read())
-                    return 1
-                time.sleep(0.05)
         good = Good(port)
         good.roundtrip("start")
 
