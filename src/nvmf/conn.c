@@ -42,6 +42,12 @@ static void conn_free(oc_nvmf_conn_t *c)
     if (c->next)
         c->next->prev = c->prev;
     pthread_mutex_unlock(&t->snap_lock);
+    if (c->flush_queued) {
+        oc_nvmf_conn_t **pp = &t->flush_list;
+        while (*pp != c)
+            pp = &(*pp)->flush_next;
+        *pp = c->flush_next;
+    }
     close(c->fd);
     for (int i = 0; i < OC_NVMF_CMD_SLOTS; i++)
         free(c->cmds[i].buf);
@@ -198,6 +204,36 @@ void oc_nvmf_conn_fatal(oc_nvmf_conn_t *c, uint16_t fes, uint32_t fei,
 }
 
 /* -------------------------------------------------------------- send */
+/*
+ * Output is sent once per loop turn, not as each piece is queued: a turn
+ * that completes k reads of one queue then sends k responses in one
+ * sendmsg (one TCP push, one wake-up of the host) instead of the first
+ * alone and the other k-1 a turn later.
+ */
+static void want_flush(oc_nvmf_conn_t *c)
+{
+    oc_nvmf_target_t *t = c->tgt;
+
+    if (c->flush_queued)
+        return;
+    c->flush_queued = 1;
+    c->flush_next = t->flush_list;
+    t->flush_list = c;
+}
+
+void oc_nvmf_conn_flush_all(oc_nvmf_target_t *t)
+{
+    while (t->flush_list) {
+        oc_nvmf_conn_t *c = t->flush_list;
+        t->flush_list = c->flush_next;
+        c->flush_queued = 0;
+        /* flush_tx may close c (and, with an admin queue, others: they
+         * leave the list as they are freed) */
+        if (c->state != OC_NVMF_CONN_CLOSING && !c->tx_armed && c->txq_head)
+            flush_tx(c);
+    }
+}
+
 void oc_nvmf_tx_push(oc_nvmf_conn_t *c, oc_nvmf_tx_t *tx)
 {
     if (c->state == OC_NVMF_CONN_CLOSING) {
@@ -214,8 +250,7 @@ void oc_nvmf_tx_push(oc_nvmf_conn_t *c, oc_nvmf_tx_t *tx)
     else
         c->txq_head = tx;
     c->txq_tail = tx;
-    if (!c->tx_armed)
-        flush_tx(c);
+    want_flush(c);
 }
 
 static void flush_tx(oc_nvmf_conn_t *c)
@@ -290,7 +325,7 @@ void oc_nvmf_conn_send_done(oc_nvmf_conn_t *c, int res)
             cmd_free(c, tx->cmd);
     }
     if (c->txq_head)
-        flush_tx(c);
+        want_flush(c);
     else if (c->close_after_tx)
         oc_nvmf_conn_close(c, "after a fatal error (C2HTermReq sent)");
 out:
@@ -444,8 +479,8 @@ static void cmd_exec(oc_nvmf_cmd_t *cmd)
     oc_nvmf_conn_t *c = cmd->conn;
 
     cmd->state = OC_NVMF_CMD_EXEC;
-    if (c->ctrl)
-        c->ctrl->last_activity_ms = oc_nvmf_now_ms();
+    if (c->ctrl) /* the clock read when the capsule arrived: one per command */
+        c->ctrl->last_activity_ms = cmd->start_ns / 1000000;
     if (oc_sqe_opc(cmd->sqe) == 0x7f)
         oc_nvmf_fabrics_exec(cmd);
     else if (c->qid == 0)

@@ -93,12 +93,17 @@ static void submit_rw(oc_nvmf_cmd_t *cmd)
 
     if (!sqe)
         return finish(cmd, OC_NVME_SC_INTERNAL);
+    /* a registered file spares the kernel a file lookup per I/O */
     if (cmd->step == ST_READ)
-        io_uring_prep_read(sqe, ns->fd, cmd->buf + cmd->io_done,
+        io_uring_prep_read(sqe, ns->fixed >= 0 ? ns->fixed : ns->fd,
+                           cmd->buf + cmd->io_done,
                            cmd->data_len - cmd->io_done, off);
     else
-        io_uring_prep_write(sqe, ns->fd, cmd->buf + cmd->io_done,
+        io_uring_prep_write(sqe, ns->fixed >= 0 ? ns->fixed : ns->fd,
+                            cmd->buf + cmd->io_done,
                             cmd->data_len - cmd->io_done, off);
+    if (ns->fixed >= 0)
+        sqe->flags |= IOSQE_FIXED_FILE;
 }
 
 static void submit_sync(oc_nvmf_cmd_t *cmd, int step)

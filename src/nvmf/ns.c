@@ -236,7 +236,7 @@ oc_status_t oc_nvmf_ns_open(const oc_nvmf_ns_conf_t *nc, const char *subnqn,
 
     if (!ns)
         return OC_ERR_NO_MEMORY;
-    ns->fd = ns->meta_fd = -1;
+    ns->fd = ns->meta_fd = ns->fixed = -1;
     ns->nsid = nc->nsid;
     ns->bs = nc->block_size;
     ns->bs_shift = nc->block_size == 512 ? 9 : 12;

@@ -151,6 +151,21 @@ oc_status_t oc_nvmf_target_init(oc_nvmf_target_t *t, oc_nvmf_conf_t *conf,
         oc_nvmf_target_fini(t);
         return OC_ERR_UNSUPPORTED;
     }
+    /* the namespaces' files in the ring's file table: Read and Write then
+     * skip a file lookup and reference per I/O; without it (old kernel,
+     * RLIMIT_NOFILE) they use the plain descriptors */
+    {
+        int fds[OC_NVMF_MAX_SUBSYS * OC_NVMF_MAX_NS], n = 0;
+        for (int i = 1; i <= t->nsubsys; i++)
+            for (int j = 0; j < t->subsys[i].nns; j++)
+                fds[n++] = t->subsys[i].ns[j]->fd;
+        if (n && (rc = io_uring_register_files(&t->ring, fds, (unsigned)n)))
+            oc_info(LOGC, "nvmf: io_uring_register_files: %s (using plain "
+                    "descriptors)", strerror(-rc));
+        for (int i = 1, k = 0; !rc && i <= t->nsubsys; i++)
+            for (int j = 0; j < t->subsys[i].nns; j++)
+                t->subsys[i].ns[j]->fixed = k++;
+    }
     if (check_only) /* a running target may hold the port: do not bind */
         return OC_OK;
     if (listen_on(t, conf->listen)) {
@@ -291,6 +306,7 @@ oc_status_t oc_nvmf_target_run(oc_nvmf_target_t *t, volatile int *stop)
         }
         if (t->draining && !t->conns && !t->accept_armed)
             break;
+        oc_nvmf_conn_flush_all(t);
         io_uring_submit_and_wait_timeout(&t->ring, &cqe, 1, &ts, NULL);
         io_uring_for_each_cqe(&t->ring, head, cqe)
         {

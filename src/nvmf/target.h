@@ -123,6 +123,7 @@ int oc_nvmf_parse_hostport(const char *s, char *host, size_t hlen,
 typedef struct oc_nvmf_ns {
     uint32_t nsid;
     int      fd;
+    int      fixed;         /* fd's index in the ring's file table, or -1 */
     int      meta_fd;
     uint32_t *crc;          /* mmap of the sidecar's entries, or NULL */
     void     *meta_map;
@@ -261,6 +262,8 @@ typedef struct oc_nvmf_conn {
     oc_nvmf_tx_t *txq_head, *txq_tail;
     oc_nvmf_op_t tx_op;
     int      tx_armed;
+    int      flush_queued;  /* on the target's flush list */
+    struct oc_nvmf_conn *flush_next;
     uint64_t tx_progress_ms; /* last time output moved (or was queued) */
     struct iovec tx_iov[64];
     struct msghdr tx_msg;
@@ -294,6 +297,7 @@ typedef struct oc_nvmf_target {
     int      nsubsys;
     oc_nvmf_subsys_t subsys[OC_NVMF_MAX_SUBSYS + 1]; /* [0] discovery */
     oc_nvmf_conn_t *conns;
+    oc_nvmf_conn_t *flush_list; /* output queued this loop turn */
     oc_nvmf_ctrl_t *ctrls;
     uint64_t next_conn_id;
     int      draining;
@@ -317,7 +321,11 @@ void oc_nvmf_conn_release_op(oc_nvmf_conn_t *c);
 void oc_nvmf_cmd_complete(oc_nvmf_cmd_t *cmd);
 /** Queue an R2T for the rest of the command's data. */
 void oc_nvmf_cmd_r2t(oc_nvmf_cmd_t *cmd);
+/** Queue @tx; it goes out at the end of the loop turn, gathered with
+ * everything else the turn queued on @c (oc_nvmf_conn_flush_all). */
 void oc_nvmf_tx_push(oc_nvmf_conn_t *c, oc_nvmf_tx_t *tx);
+/** One sendmsg per connection for what this loop turn queued. */
+void oc_nvmf_conn_flush_all(oc_nvmf_target_t *t);
 
 /* admin.c */
 void oc_nvmf_admin_exec(oc_nvmf_cmd_t *cmd);
