@@ -420,5 +420,12 @@ int main(int argc, char **argv)
            o.rw, o.bs, o.qd, o.nq, t1 - t0, (unsigned long long)ops,
            ops / (t1 - t0), ops * (double)o.bs / (t1 - t0) / 1e6,
            lat_n ? lat_sum_ns / 1e3 / (double)lat_n : 0.0);
+    for (uint32_t i = 0; i < o.nq; i++) {
+        close(q[i].fd);
+        free(q[i].rx);
+        free(q[i].tx);
+    }
+    close(admin);
+    free(wdata);
     return 0;
 }
