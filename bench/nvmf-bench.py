@@ -17,7 +17,8 @@ run prints a JSON line; a target run also gives the mean round trip the
 load generator saw (rtt_us) and the mean time the target itself held a
 command (target_us, from its latency histogram: command parsed to answer
 queued), so that the time between the two (network, load generator,
-scheduling) shows.  Each case ends with a summary line: medians, the
+scheduling) shows; and the target's CPU time per I/O and how long it
+waited, runnable, for a CPU during the run (/proc/PID/schedstat).  Each case ends with a summary line: medians, the
 target's ratios to fio, the cost of integrity and encryption as ratios of
 the plain target, every run's own ratios, and the load average.  The
 issue's bar, integrity >= 0.7x fio at 4 KiB random read QD32, is reported,
@@ -98,8 +99,12 @@ def fio(a, path, rw, bs):
         text=True).stdout
     j = json.loads(out)["jobs"][0]
     d = j["read"] if "read" in rw else j["write"]
-    return {"iops": d["iops"], "MBps": d["bw_bytes"] / 1e6,
-            "lat_us": d["clat_ns"]["mean"] / 1000}
+    r = {"iops": d["iops"], "MBps": d["bw_bytes"] / 1e6,
+         "lat_us": d["clat_ns"]["mean"] / 1000}
+    if d.get("total_ios") and j.get("job_runtime"):  # fio's own CPU per I/O
+        r["cpu_us_per_io"] = ((j["usr_cpu"] + j["sys_cpu"]) / 100 *
+                              j["job_runtime"] * 1000 / d["total_ios"])
+    return r
 
 
 def target_latency(mport, nqn):
@@ -116,10 +121,22 @@ def target_latency(mport, nqn):
     return tot["sum"], tot["count"]
 
 
-def load(a, port, mport, nsid, rw, bs):
+def schedstat(pid):
+    """(seconds on a CPU, seconds runnable but waiting for one) of @pid's
+    threads, from /proc/PID/schedstat (None where the kernel lacks it)"""
+    try:
+        with open("/proc/%d/schedstat" % pid) as f:
+            run, wait = f.read().split()[:2]
+        return int(run) / 1e9, int(wait) / 1e9
+    except (OSError, ValueError):
+        return None
+
+
+def load(a, port, mport, tgt_pid, nsid, rw, bs):
     # one subsystem per configuration, each with its namespace 1
     nqn = "%s-%d" % (NQN, nsid)
     s0, c0 = target_latency(mport, nqn)
+    sch0 = schedstat(tgt_pid)
     out = subprocess.run(
         [os.path.join(a.build, "src/nvmf/offcore-nvmf-load"), "--addr",
          "127.0.0.1:%d" % port, "--nqn", nqn, "--rw", rw, "--bs", str(bs),
@@ -127,12 +144,16 @@ def load(a, port, mport, nsid, rw, bs):
          "--seconds", str(a.seconds)],
         check=True, stdout=subprocess.PIPE, text=True).stdout
     s1, c1 = target_latency(mport, nqn)
+    sch1 = schedstat(tgt_pid)
     j = json.loads(out)
     r = {"iops": j["iops"], "MBps": j["MBps"]}
     if "lat_us" in j:  # load generators before this bench did not say
         r["rtt_us"] = j["lat_us"]
     if c1 > c0:
         r["target_us"] = (s1 - s0) / (c1 - c0) * 1e6
+    if sch0 and sch1 and j["ops"]:
+        r["target_cpu_us_per_io"] = (sch1[0] - sch0[0]) / j["ops"] * 1e6
+        r["target_runq_wait_s"] = sch1[1] - sch0[1]
     return r
 
 
@@ -192,7 +213,7 @@ def main():
                         m = fio(a, plain, rw, bs)
                     else:
                         nsid = {"plain": 1, "integrity": 2, "encrypt": 3}[cfg]
-                        m = load(a, port, mport, nsid, rw, bs)
+                        m = load(a, port, mport, tgt.pid, nsid, rw, bs)
                     res[cfg].append(m)
                     line = {"bench": "nvmf", "case": name, "config": cfg,
                             "run": r + 1, "iops": round(m["iops"]),
@@ -200,7 +221,8 @@ def main():
                     if cfg != "fio":
                         line["queues"] = a.queues
                         line["qd_per_queue"] = a.qd // a.queues
-                    for k in ("lat_us", "rtt_us", "target_us"):
+                    for k in ("lat_us", "cpu_us_per_io", "rtt_us", "target_us",
+                              "target_cpu_us_per_io", "target_runq_wait_s"):
                         if k in m:
                             line[k] = round(m[k], 1)
                     line["loadavg"] = round(os.getloadavg()[0], 2)
