@@ -14,6 +14,7 @@
 #ifndef OFFCORE_OFFCORE_H
 #define OFFCORE_OFFCORE_H
 
+#include <offcore/status.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,65 +22,8 @@
 extern "C" {
 #endif
 
-#if defined(OC_BUILDING_LIBRARY)
-#define OC_API __attribute__((visibility("default")))
-#else
-#define OC_API
-#endif
-
 #define OC_VERSION_MAJOR 0
 #define OC_VERSION_MINOR 1
-
-/**
- * Status codes.  0 is success, 1 "in progress", negative values are errors.
- * OC_ERR_NO_RESOURCE is back-pressure: progress (oc_poll) and retry.
- * The OC_ERR_WIRE_* values name why a received bundle was rejected (and
- * why a control frame was); OC_ERR_CTL_* are control-plane failures.
- */
-typedef enum {
-    OC_OK                  = 0,
-    OC_INPROGRESS          = 1,
-    OC_ERR_NO_RESOURCE     = -1,  /**< back-pressure: poll and retry */
-    OC_ERR_INVALID_PARAM   = -2,
-    OC_ERR_NO_MEMORY       = -3,
-    OC_ERR_MSG_TOO_LONG    = -4,  /**< longer than oc_max_message() */
-    OC_ERR_RANK_RANGE      = -5,  /**< destination rank not in the job */
-    OC_ERR_TRANSPORT       = -6,  /**< the transport (UCX) failed */
-    OC_ERR_BOOTSTRAP       = -7,  /**< address exchange failed */
-    OC_ERR_CONFIG          = -8,  /**< bad configuration value */
-    OC_ERR_STATE           = -9,  /**< call not allowed in this state */
-    OC_ERR_UNSUPPORTED     = -10,
-    OC_ERR_PEER_FAILED     = -11, /**< a peer or the agent went away */
-    OC_ERR_TRANSPORT_REQUIRED = -12, /**< a connection or the node lacks the transport OC_REQUIRE_TRANSPORT names */
-    OC_ERR_WIRE_TRUNCATED  = -20, /**< shorter than its header */
-    OC_ERR_WIRE_MAGIC      = -21, /**< not an offcore bundle */
-    OC_ERR_WIRE_VERSION    = -22, /**< unknown wire version */
-    OC_ERR_WIRE_FLAGS      = -23, /**< unknown flag bits */
-    OC_ERR_WIRE_LENGTH     = -24, /**< a length runs past the end, or bytes are left over */
-    OC_ERR_WIRE_COUNT      = -25, /**< message count disagrees with the content */
-    OC_ERR_WIRE_RANK       = -26, /**< a rank is out of range or not this destination */
-    OC_ERR_WIRE_JOB        = -27, /**< bundle belongs to another job */
-    OC_ERR_WIRE_EMPTY      = -28, /**< a bundle with no message */
-    OC_ERR_WIRE_ITEM_SIZE  = -29, /**< fixed-size bundle with item size 0 or too big */
-    OC_ERR_CTL_TYPE        = -40, /**< unknown control message type */
-    OC_ERR_CTL_VALUE       = -41, /**< a control message field is out of range */
-    OC_ERR_CTL_AUTH        = -42, /**< authentication failed (wrong key or proof) */
-    OC_ERR_CTL_KEY         = -43, /**< key missing, malformed, or its file too permissive */
-    OC_ERR_CTL_TIMEOUT     = -44, /**< no answer on the control channel in time */
-    OC_ERR_CTL_ADDR        = -45, /**< bad control address, or cannot listen on it */
-    OC_ERR_CTL_CONNECT     = -46, /**< nothing answers at the control address */
-    OC_ERR_COLL_DTYPE      = -60, /**< collective: unknown datatype */
-    OC_ERR_COLL_OP         = -61, /**< collective: unknown op, or not defined for the datatype */
-    OC_ERR_COLL_BUFFER     = -62, /**< collective: NULL or misplaced buffer (OC_IN_PLACE where not allowed) */
-    OC_ERR_COLL_COUNT      = -63, /**< collective: count too large, or counts/displacements missing or past the buffer */
-    OC_ERR_COLL_ROOT       = -64, /**< collective: root not a rank of the job */
-    OC_ERR_COLL_REQUEST    = -65, /**< collective: NULL request pointer */
-    OC_ERR_COLL_MISMATCH   = -66, /**< collective: a peer sent more, or other, data than this rank's call expects */
-} oc_status_t;
-
-/** Name of a status value ("OC_ERR_WIRE_MAGIC: not an offcore bundle").
- *  Never NULL; the string is static.  Thread-safe. */
-OC_API const char *oc_status_string(oc_status_t status);
 
 typedef struct oc_context oc_context_t;
 
@@ -263,7 +207,15 @@ OC_API oc_status_t oc_quiesce_start(oc_context_t *ctx);
  *  negative status. */
 OC_API oc_status_t oc_quiesce_test(oc_context_t *ctx);
 
-/** Counters of one context, cumulative since oc_init(). */
+/**
+ * Counters of one context, cumulative since oc_init().
+ *
+ * Versioned by size: new counters are only ever appended, and the caller
+ * passes sizeof of its own struct to oc_counters_get(), so a program built
+ * against an older header (a shorter struct) gets the counters it knows,
+ * and one built against a newer header than the library it runs with
+ * reads 0 in the counters the library does not have yet.
+ */
 typedef struct {
     uint64_t msgs_sent;        /**< accepted by oc_send */
     uint64_t bytes_sent;       /**< payload bytes accepted */
@@ -287,10 +239,23 @@ typedef struct {
     uint64_t conn_tcp;         /**< TCP */
     uint64_t conn_sm;          /**< shared memory, self or GPU IPC (same host) */
     uint64_t conn_other;       /**< anything else, or not known */
+    /* new counters go here, at the end, and nowhere else */
 } oc_counters_t;
 
-/** Copy the context's counters into *out.  @return OC_OK, OC_ERR_INVALID_PARAM. */
-OC_API oc_status_t oc_counters_get(const oc_context_t *ctx, oc_counters_t *out);
+/**
+ * Copy the context's counters into @p out, a struct of @p size bytes:
+ * call it as oc_counters_get(ctx, &c, sizeof c).  The library fills the
+ * first min(size, its own sizeof(oc_counters_t)) bytes and sets any bytes
+ * beyond those (counters newer than the library) to 0; it never writes
+ * past @p size.  Not thread-safe on the same context (like every call on
+ * it); a handler may call it.
+ *
+ * @return OC_OK; OC_ERR_INVALID_PARAM (ctx or out NULL, or size 0 or not
+ *         a multiple of 8: not a counters struct), and then *out is
+ *         untouched.
+ */
+OC_API oc_status_t oc_counters_get(const oc_context_t *ctx, oc_counters_t *out,
+                                   size_t size);
 
 #ifdef __cplusplus
 }
