@@ -9,7 +9,7 @@
  * frame seen, at most OC_CTL_FRAME_MAX; a header is checked as soon as it is
  * in, so a bad peer cannot make us wait for (or allocate) a bogus length.
  */
-#include "ctl.h"
+#include "ctl/ctl.h"
 
 #include <errno.h>
 #include <fcntl.h>
