@@ -13,10 +13,15 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <offcore/coll.h>
 #include <offcore/offcore.h>
@@ -206,6 +211,106 @@ static void test_documented_errors(void **state)
     assert_int_equal(oc_size(ctx), 1);
 }
 
+static oc_status_t failing_allgather(void *arg, const void *sendbuf,
+                                     void *recvbuf, size_t len)
+{
+    (void)arg;
+    (void)sendbuf;
+    (void)recvbuf;
+    (void)len;
+    return OC_ERR_UNSUPPORTED; /* any status the application chooses */
+}
+
+/* oc_init() with @p p (rank 0 of @p size unless fields are cleared);
+ * checks the status and that *ctx_p is untouched. */
+static void init_fails(oc_context_params_t *p, oc_status_t want)
+{
+    oc_context_t *ctx = (oc_context_t *)0x1;
+    oc_status_t st = oc_init(p, &ctx);
+
+    if (st == OC_OK)
+        oc_finalize(ctx);
+    if (st != want)
+        fail_msg("oc_init: got %s, want %s", oc_status_string(st),
+                 oc_status_string(want));
+    assert_ptr_equal(ctx, (oc_context_t *)0x1);
+}
+
+/* The errors oc_init's comment lists that one process can provoke. */
+static void test_init_errors(void **state)
+{
+    oc_context_params_t p = {0};
+    char dir[] = "/tmp/oc-test-api-XXXXXX", path[64];
+    struct sockaddr_un sun = {.sun_family = AF_UNIX};
+    int fd;
+
+    (void)state;
+    unsetenv("OC_JOB_KEY");
+    unsetenv("OC_BOOTSTRAP_DIR");
+    p.field_mask = OC_PARAM_RANK | OC_PARAM_SIZE | OC_PARAM_HANDLER;
+    p.rank = 0;
+    p.size = 1;
+    p.handler = on_msg;
+
+    init_fails(NULL, OC_ERR_INVALID_PARAM);
+    p.field_mask &= ~(uint64_t)OC_PARAM_HANDLER;
+    init_fails(&p, OC_ERR_INVALID_PARAM); /* no handler */
+    p.field_mask |= OC_PARAM_HANDLER;
+    p.rank = 1;
+    init_fails(&p, OC_ERR_INVALID_PARAM); /* rank not below size */
+    p.rank = 0;
+
+    setenv("OC_BUNDLE_SIZE", "12", 1);
+    init_fails(&p, OC_ERR_CONFIG);
+    unsetenv("OC_BUNDLE_SIZE");
+
+    p.field_mask &= ~(uint64_t)(OC_PARAM_RANK | OC_PARAM_SIZE);
+    unsetenv("OC_RANK");
+    unsetenv("OC_SIZE");
+    init_fails(&p, OC_ERR_BOOTSTRAP); /* rank and size given nowhere */
+    setenv("OC_RANK", "zero", 1);
+    setenv("OC_SIZE", "1", 1);
+    init_fails(&p, OC_ERR_CONFIG);
+    unsetenv("OC_RANK");
+    unsetenv("OC_SIZE");
+    p.field_mask |= OC_PARAM_RANK | OC_PARAM_SIZE;
+
+    p.size = 2; /* inline, two ranks, no way to exchange addresses */
+    init_fails(&p, OC_ERR_BOOTSTRAP);
+    p.field_mask |= OC_PARAM_ALLGATHER;
+    p.allgather = failing_allgather;
+    init_fails(&p, OC_ERR_UNSUPPORTED); /* the allgather's, passed on */
+    p.field_mask &= ~(uint64_t)OC_PARAM_ALLGATHER;
+    p.size = 1;
+
+    /* agent placement required: the reasons it cannot be had */
+    setenv("OC_PLACEMENT", "agent", 1);
+    setenv("OC_AGENT", "no address", 1);
+    init_fails(&p, OC_ERR_CTL_ADDR);
+    setenv("OC_AGENT", "unix:/nonexistent/offcore-test/agent.sock", 1);
+    init_fails(&p, OC_ERR_CTL_CONNECT);
+    /* something listens there, but the job has no key */
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/agent.sock", dir);
+    snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+    fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    assert_int_equal(bind(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+    assert_int_equal(listen(fd, 8), 0);
+    char agent[80];
+    snprintf(agent, sizeof(agent), "unix:%s", path);
+    setenv("OC_AGENT", agent, 1);
+    init_fails(&p, OC_ERR_CTL_KEY);
+    setenv("OC_JOB_KEY", "not hex", 1);
+    init_fails(&p, OC_ERR_CTL_KEY);
+    unsetenv("OC_JOB_KEY");
+    close(fd);
+    unlink(path);
+    rmdir(dir);
+    setenv("OC_PLACEMENT", "inline", 1);
+    unsetenv("OC_AGENT");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -214,6 +319,7 @@ int main(void)
         cmocka_unit_test(test_counters_newer_struct),
         cmocka_unit_test(test_counters_bad_args),
         cmocka_unit_test(test_documented_errors),
+        cmocka_unit_test(test_init_errors),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
