@@ -268,7 +268,7 @@ static inline void oc_app_json_counters(const oc_app_mpi_t *m,
                                         oc_counters_t *sum)
 {
     oc_counters_t mine = {0};
-    (void)oc_counters_get(ctx, &mine);
+    (void)oc_counters_get(ctx, &mine, sizeof mine);
     *sum = (oc_counters_t){0};
     oc_app_mpi_reduce_u64((const uint64_t *)&mine, (uint64_t *)sum,
                           (int)(sizeof mine / sizeof(uint64_t)));

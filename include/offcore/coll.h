@@ -81,7 +81,8 @@ typedef enum {
  *  to NULL. */
 typedef struct oc_request oc_request_t;
 
-/** Size in bytes of one element of @p dtype; 0 for an unknown type. */
+/** Size in bytes of one element of @p dtype; 0 for an unknown type.
+ *  Thread-safe. */
 OC_API size_t oc_dtype_size(oc_dtype_t dtype);
 
 /**
@@ -99,6 +100,7 @@ OC_API size_t oc_dtype_size(oc_dtype_t dtype);
  *         OC_ERR_COLL_OP (unknown, or OC_PROD on a floating type),
  *         OC_ERR_COLL_BUFFER (NULL buffer with count > 0, recvbuf
  *         OC_IN_PLACE), OC_ERR_COLL_COUNT (count * size overflows),
+ *         OC_ERR_INVALID_PARAM (ctx NULL),
  *         OC_ERR_NO_MEMORY, OC_ERR_UNSUPPORTED (agent placement),
  *         OC_ERR_STATE (called from a message handler), or the error that
  *         failed the context.  On error nothing was started and *req_p is
@@ -130,6 +132,7 @@ OC_API oc_status_t oc_ialltoall(oc_context_t *ctx, const void *sendbuf,
  * OC_ERR_COLL_MISMATCH).  The four arrays have size entries and are read
  * only during this call.  OC_IN_PLACE is not accepted
  * (OC_ERR_COLL_BUFFER); NULL arrays give OC_ERR_COLL_COUNT.
+ * Errors as oc_iallreduce(), less OC_ERR_COLL_OP.
  */
 OC_API oc_status_t oc_ialltoallv(oc_context_t *ctx, const void *sendbuf,
                                  const size_t *scounts, const size_t *sdispls,
@@ -139,20 +142,27 @@ OC_API oc_status_t oc_ialltoallv(oc_context_t *ctx, const void *sendbuf,
 
 /**
  * Start a broadcast of @p count elements from rank @p root's @p buf to
- * every rank's @p buf.  OC_ERR_COLL_ROOT when root >= size.
+ * every rank's @p buf.  Errors as oc_iallreduce(), less OC_ERR_COLL_OP,
+ * plus OC_ERR_COLL_ROOT (root >= size).
  */
 OC_API oc_status_t oc_ibcast(oc_context_t *ctx, void *buf, size_t count,
                              oc_dtype_t dtype, uint32_t root,
                              oc_request_t **req_p);
 
-/** Start a barrier: it completes on a rank once every rank has started it. */
+/** Start a barrier: it completes on a rank once every rank has started it.
+ *  @return OC_OK; OC_ERR_COLL_REQUEST (req_p NULL), OC_ERR_INVALID_PARAM
+ *  (ctx NULL), OC_ERR_NO_MEMORY, OC_ERR_UNSUPPORTED (agent placement),
+ *  OC_ERR_STATE (called from a message handler), or the context's
+ *  failure. */
 OC_API oc_status_t oc_ibarrier(oc_context_t *ctx, oc_request_t **req_p);
 
 /**
  * Progress the context once and report whether *@p req_p is complete.
  * @return OC_INPROGRESS (not yet; *req_p unchanged), OC_OK (complete:
  *         the results are in place, the request is freed and *req_p set
- *         to NULL), OC_ERR_COLL_REQUEST (req_p or *req_p NULL), or the
+ *         to NULL), OC_ERR_COLL_REQUEST (req_p or *req_p NULL),
+ *         OC_ERR_STATE (called from a message handler; the request is
+ *         untouched and still running), or the
  *         error that failed the collective (OC_ERR_COLL_MISMATCH: a
  *         peer sent another amount of data than this rank's call expects;
  *         reported once this rank's part has run to its end, so that the

@@ -10,10 +10,22 @@
  *
  * Placement (inline routing in the library, or through the node's agent) is
  * chosen at run time by configuration, never by the application.
+ *
+ * A failed context: when a peer rank, the node's agent or another node's
+ * agent goes away, the transport fails, or the library runs out of memory
+ * on a path that cannot refuse (a received bundle), the context fails
+ * with OC_ERR_PEER_FAILED, OC_ERR_TRANSPORT or OC_ERR_NO_MEMORY (logged
+ * once, saying which).  From then on every call that returns a status
+ * returns that error ("the context's failure" below); oc_finalize() still
+ * frees it.
+ *
+ * Every function's comment lists every status it returns (the values are
+ * in <offcore/status.h>).  None of them is thread-safe on one context.
  */
 #ifndef OFFCORE_OFFCORE_H
 #define OFFCORE_OFFCORE_H
 
+#include <offcore/status.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,65 +33,8 @@
 extern "C" {
 #endif
 
-#if defined(OC_BUILDING_LIBRARY)
-#define OC_API __attribute__((visibility("default")))
-#else
-#define OC_API
-#endif
-
 #define OC_VERSION_MAJOR 0
 #define OC_VERSION_MINOR 1
-
-/**
- * Status codes.  0 is success, 1 "in progress", negative values are errors.
- * OC_ERR_NO_RESOURCE is back-pressure: progress (oc_poll) and retry.
- * The OC_ERR_WIRE_* values name why a received bundle was rejected (and
- * why a control frame was); OC_ERR_CTL_* are control-plane failures.
- */
-typedef enum {
-    OC_OK                  = 0,
-    OC_INPROGRESS          = 1,
-    OC_ERR_NO_RESOURCE     = -1,  /**< back-pressure: poll and retry */
-    OC_ERR_INVALID_PARAM   = -2,
-    OC_ERR_NO_MEMORY       = -3,
-    OC_ERR_MSG_TOO_LONG    = -4,  /**< longer than oc_max_message() */
-    OC_ERR_RANK_RANGE      = -5,  /**< destination rank not in the job */
-    OC_ERR_TRANSPORT       = -6,  /**< the transport (UCX) failed */
-    OC_ERR_BOOTSTRAP       = -7,  /**< address exchange failed */
-    OC_ERR_CONFIG          = -8,  /**< bad configuration value */
-    OC_ERR_STATE           = -9,  /**< call not allowed in this state */
-    OC_ERR_UNSUPPORTED     = -10,
-    OC_ERR_PEER_FAILED     = -11, /**< a peer or the agent went away */
-    OC_ERR_TRANSPORT_REQUIRED = -12, /**< a connection or the node lacks the transport OC_REQUIRE_TRANSPORT names */
-    OC_ERR_WIRE_TRUNCATED  = -20, /**< shorter than its header */
-    OC_ERR_WIRE_MAGIC      = -21, /**< not an offcore bundle */
-    OC_ERR_WIRE_VERSION    = -22, /**< unknown wire version */
-    OC_ERR_WIRE_FLAGS      = -23, /**< unknown flag bits */
-    OC_ERR_WIRE_LENGTH     = -24, /**< a length runs past the end, or bytes are left over */
-    OC_ERR_WIRE_COUNT      = -25, /**< message count disagrees with the content */
-    OC_ERR_WIRE_RANK       = -26, /**< a rank is out of range or not this destination */
-    OC_ERR_WIRE_JOB        = -27, /**< bundle belongs to another job */
-    OC_ERR_WIRE_EMPTY      = -28, /**< a bundle with no message */
-    OC_ERR_WIRE_ITEM_SIZE  = -29, /**< fixed-size bundle with item size 0 or too big */
-    OC_ERR_CTL_TYPE        = -40, /**< unknown control message type */
-    OC_ERR_CTL_VALUE       = -41, /**< a control message field is out of range */
-    OC_ERR_CTL_AUTH        = -42, /**< authentication failed (wrong key or proof) */
-    OC_ERR_CTL_KEY         = -43, /**< key missing, malformed, or its file too permissive */
-    OC_ERR_CTL_TIMEOUT     = -44, /**< no answer on the control channel in time */
-    OC_ERR_CTL_ADDR        = -45, /**< bad control address, or cannot listen on it */
-    OC_ERR_CTL_CONNECT     = -46, /**< nothing answers at the control address */
-    OC_ERR_COLL_DTYPE      = -60, /**< collective: unknown datatype */
-    OC_ERR_COLL_OP         = -61, /**< collective: unknown op, or not defined for the datatype */
-    OC_ERR_COLL_BUFFER     = -62, /**< collective: NULL or misplaced buffer (OC_IN_PLACE where not allowed) */
-    OC_ERR_COLL_COUNT      = -63, /**< collective: count too large, or counts/displacements missing or past the buffer */
-    OC_ERR_COLL_ROOT       = -64, /**< collective: root not a rank of the job */
-    OC_ERR_COLL_REQUEST    = -65, /**< collective: NULL request pointer */
-    OC_ERR_COLL_MISMATCH   = -66, /**< collective: a peer sent more, or other, data than this rank's call expects */
-} oc_status_t;
-
-/** Name of a status value ("OC_ERR_WIRE_MAGIC: not an offcore bundle").
- *  Never NULL; the string is static.  Thread-safe. */
-OC_API const char *oc_status_string(oc_status_t status);
 
 typedef struct oc_context oc_context_t;
 
@@ -166,33 +121,64 @@ typedef struct {
 /**
  * Create a context: read the configuration (OC_* environment variables),
  * start the transport, exchange addresses with every rank of the job.
- * Collective: every rank must call it.
+ * Collective: every rank must call it.  Each error is logged where it is
+ * found, saying what to change.
  *
- * @return OC_OK and *ctx_p set; OC_ERR_INVALID_PARAM (no handler, rank not
- *         below size), OC_ERR_CONFIG, OC_ERR_NO_MEMORY, OC_ERR_TRANSPORT,
- *         OC_ERR_BOOTSTRAP, OC_ERR_TRANSPORT_REQUIRED (OC_REQUIRE_TRANSPORT
- *         names a transport that UCX does not offer toward other hosts, or
- *         that a peer connection does not use).  On error *ctx_p is
- *         untouched.
+ * @return OC_OK and *ctx_p set, or:
+ *   - OC_ERR_INVALID_PARAM: params or ctx_p NULL, no handler, size 0, rank
+ *     not below size, or size past the wire's 24-bit rank space;
+ *   - OC_ERR_CONFIG: an OC_* setting (or OC_RANK / OC_SIZE) is not valid;
+ *   - OC_ERR_BOOTSTRAP: rank or size given nowhere (params, OC_RANK /
+ *     OC_SIZE), no way to exchange addresses in the inline placement (no
+ *     allgather, no OC_BOOTSTRAP_DIR, more than one rank, no agent), the
+ *     file exchange timed out (OC_BOOTSTRAP_TIMEOUT_S), or the ranks
+ *     disagree on the wire version or OC_JOB;
+ *   - any error the application's allgather returned (oc_init_mpi's:
+ *     OC_ERR_BOOTSTRAP, OC_ERR_INVALID_PARAM), passed on unchanged;
+ *   - OC_ERR_NO_MEMORY;
+ *   - OC_ERR_TRANSPORT: UCX could not start or connect;
+ *   - OC_ERR_TRANSPORT_REQUIRED: OC_REQUIRE_TRANSPORT names a transport
+ *     that UCX does not offer toward other hosts, or that a peer
+ *     connection does not use;
+ *   - only with OC_PLACEMENT=agent (with auto, these fall back to the
+ *     inline placement, with a warning): OC_ERR_CTL_CONNECT (nothing
+ *     answers at OC_AGENT), OC_ERR_CTL_ADDR (OC_AGENT is not a usable
+ *     address), OC_ERR_CTL_TIMEOUT (the agent did not answer in time),
+ *     OC_ERR_CTL_KEY (OC_JOB_KEY missing or malformed), OC_ERR_CTL_AUTH
+ *     (the agent refused the job: wrong key for OC_JOB, or another reason
+ *     it gives, which is logged), OC_ERR_PEER_FAILED (the agent closed the
+ *     connection during the handshake), OC_ERR_STATE (the agent answered
+ *     out of turn: a protocol error, logged), OC_ERR_TRANSPORT (its
+ *     endpoint).
+ *   On error *ctx_p is untouched and nothing is left allocated.
  */
 OC_API oc_status_t oc_init(const oc_context_params_t *params,
                            oc_context_t **ctx_p);
 
 /**
- * Complete outstanding sends, synchronise with every rank (through the
- * bootstrap all-gather) and free the context.  Collective.  Messages not
- * yet delivered are lost: call oc_quiesce() first.  oc_finalize(NULL) is a
- * no-op.
+ * Complete outstanding sends, synchronise with every rank (inline
+ * placement: through the bootstrap all-gather; agent placement: with the
+ * agent) and free the context.  Collective.  Messages not yet delivered
+ * are lost: call oc_quiesce() first.
+ *
+ * @return OC_OK (also for NULL, a no-op, and for a failed context, which
+ *         is freed without synchronising); OC_ERR_STATE (called from a
+ *         handler: nothing is done, the context stays valid); or, with
+ *         the context freed all the same, OC_ERR_NO_MEMORY or the error
+ *         the bootstrap all-gather returned (inline placement).
  */
 OC_API oc_status_t oc_finalize(oc_context_t *ctx);
 
+/** This rank, and the number of ranks of the job.  @p ctx must be a
+ *  context from oc_init() (not checked: these are on hot paths). */
 OC_API uint32_t oc_rank(const oc_context_t *ctx);
 OC_API uint32_t oc_size(const oc_context_t *ctx);
 
 /** Largest payload oc_send() accepts, in bytes (depends on OC_BUNDLE_SIZE). */
 OC_API size_t oc_max_message(const oc_context_t *ctx);
 
-/** Placement this context runs in: "inline" or "agent".  Static string. */
+/** Placement this context runs in: "inline" or "agent".  Static string;
+ *  never NULL. */
 OC_API const char *oc_placement(const oc_context_t *ctx);
 
 /**
@@ -207,11 +193,14 @@ OC_API const char *oc_placement(const oc_context_t *ctx);
  *
  * @return OC_OK (accepted; it will be delivered exactly once),
  *         OC_ERR_NO_RESOURCE (not accepted: call oc_poll() and retry),
- *         OC_ERR_RANK_RANGE, OC_ERR_MSG_TOO_LONG, or, once the context has
- *         failed, the error that failed it (OC_ERR_PEER_FAILED: a rank,
- *         the agent or another node's agent went away; the library logs
- *         which, once).  Messages that still fit the current buffer may
- *         be accepted before that; oc_poll() reports the failure at once.
+ *         OC_ERR_RANK_RANGE (dest not below oc_size()),
+ *         OC_ERR_MSG_TOO_LONG (len over oc_max_message()),
+ *         OC_ERR_INVALID_PARAM (buf NULL with len > 0), or, once the
+ *         context has failed, the context's failure (OC_ERR_PEER_FAILED:
+ *         a rank, the agent or another node's agent went away;
+ *         OC_ERR_TRANSPORT; OC_ERR_NO_MEMORY).  Messages that still fit
+ *         the current buffer may be accepted before that; oc_poll()
+ *         reports the failure at once.
  */
 OC_API oc_status_t oc_send(oc_context_t *ctx, uint32_t dest, const void *buf,
                            size_t len);
@@ -220,9 +209,10 @@ OC_API oc_status_t oc_send(oc_context_t *ctx, uint32_t dest, const void *buf,
  * Send @p n messages of @p len bytes each, message i (at msgs + i * len)
  * to dests[i].  The burst form of oc_send(), for the hot loops of
  * applications that generate many small messages.
- * @return how many were accepted, from the first.  Fewer than n: message
- *         [return value] was refused; oc_send() on it says why (usually
- *         OC_ERR_NO_RESOURCE: oc_poll() and continue from there).
+ * @return how many were accepted, from the first (0 .. n).  Fewer than
+ *         n: message [return value] was refused; oc_send() on it returns
+ *         why (any of oc_send()'s errors; usually OC_ERR_NO_RESOURCE:
+ *         oc_poll() and continue from there).
  */
 OC_API size_t oc_send_burst(oc_context_t *ctx, const uint32_t *dests,
                             const void *msgs, size_t len, size_t n);
@@ -237,33 +227,53 @@ OC_API size_t oc_send_many(oc_context_t *ctx, uint32_t dest, const void *msgs,
  * handler, and flush buffers whose timeout expired, or all of them when
  * nothing was sent since the previous call (idle).
  *
- * @return the number of messages delivered (>= 0), or a negative status.
+ * @return the number of messages delivered (>= 0); OC_ERR_STATE (called
+ *         from a handler); the context's failure (OC_ERR_PEER_FAILED,
+ *         OC_ERR_TRANSPORT, OC_ERR_NO_MEMORY).  A malformed bundle
+ *         received is not an error of the call: it is logged, counted
+ *         (bundles_rejected) and never delivered.
  */
 OC_API int oc_poll(oc_context_t *ctx);
 
 /** Hand every non-empty aggregation buffer to the transport now.
  *  @return OC_OK, or OC_ERR_NO_RESOURCE when some could not be sent yet
- *  (they stay buffered and go out on a later poll); OC_ERR_STATE from a
- *  handler; the error that failed the context, once it has failed. */
+ *  (they stay buffered and go out on a later poll); OC_ERR_STATE (called
+ *  from a handler); the context's failure (OC_ERR_PEER_FAILED,
+ *  OC_ERR_TRANSPORT, OC_ERR_NO_MEMORY). */
 OC_API oc_status_t oc_flush(oc_context_t *ctx);
 
 /**
  * Collective termination: returns when every message that every rank sent
  * before calling oc_quiesce() (and every message sent by handlers while
  * delivering those) has been delivered.  Progresses while it waits.
- * @return OC_OK, or a negative status if the job failed.
+ * @return OC_OK; OC_ERR_STATE (called from a handler, or a non-blocking
+ *         quiesce is already running); the context's failure, or the
+ *         error that failed the termination wave, which fails the context
+ *         (OC_ERR_PEER_FAILED, OC_ERR_TRANSPORT, OC_ERR_NO_MEMORY).
  */
 OC_API oc_status_t oc_quiesce(oc_context_t *ctx);
 
 /** Non-blocking quiesce: start it, then call oc_quiesce_test() (which also
  *  progresses) until it returns OC_OK.  oc_send() stays allowed meanwhile.
- *  @return OC_OK, OC_ERR_STATE if one is already running. */
+ *  @return OC_OK; OC_ERR_STATE (one is already running, or called from a
+ *  handler); the context's failure. */
 OC_API oc_status_t oc_quiesce_start(oc_context_t *ctx);
-/** @return OC_INPROGRESS, OC_OK (done), OC_ERR_STATE (none started), or a
- *  negative status. */
+/** @return OC_INPROGRESS; OC_OK (done: the next oc_quiesce_start() starts
+ *  a new one); OC_ERR_STATE (none started, or called from a handler); the
+ *  context's failure, or the error that failed the termination wave,
+ *  which fails the context (OC_ERR_PEER_FAILED, OC_ERR_TRANSPORT,
+ *  OC_ERR_NO_MEMORY). */
 OC_API oc_status_t oc_quiesce_test(oc_context_t *ctx);
 
-/** Counters of one context, cumulative since oc_init(). */
+/**
+ * Counters of one context, cumulative since oc_init().
+ *
+ * Versioned by size: new counters are only ever appended, and the caller
+ * passes sizeof of its own struct to oc_counters_get(), so a program built
+ * against an older header (a shorter struct) gets the counters it knows,
+ * and one built against a newer header than the library it runs with
+ * reads 0 in the counters the library does not have yet.
+ */
 typedef struct {
     uint64_t msgs_sent;        /**< accepted by oc_send */
     uint64_t bytes_sent;       /**< payload bytes accepted */
@@ -287,10 +297,23 @@ typedef struct {
     uint64_t conn_tcp;         /**< TCP */
     uint64_t conn_sm;          /**< shared memory, self or GPU IPC (same host) */
     uint64_t conn_other;       /**< anything else, or not known */
+    /* new counters go here, at the end, and nowhere else */
 } oc_counters_t;
 
-/** Copy the context's counters into *out.  @return OC_OK, OC_ERR_INVALID_PARAM. */
-OC_API oc_status_t oc_counters_get(const oc_context_t *ctx, oc_counters_t *out);
+/**
+ * Copy the context's counters into @p out, a struct of @p size bytes:
+ * call it as oc_counters_get(ctx, &c, sizeof c).  The library fills the
+ * first min(size, its own sizeof(oc_counters_t)) bytes and sets any bytes
+ * beyond those (counters newer than the library) to 0; it never writes
+ * past @p size.  Not thread-safe on the same context (like every call on
+ * it); a handler may call it.
+ *
+ * @return OC_OK; OC_ERR_INVALID_PARAM (ctx or out NULL, or size 0 or not
+ *         a multiple of 8: not a counters struct), and then *out is
+ *         untouched.
+ */
+OC_API oc_status_t oc_counters_get(const oc_context_t *ctx, oc_counters_t *out,
+                                   size_t size);
 
 #ifdef __cplusplus
 }

@@ -13,7 +13,7 @@
  * binomial tree.  Barrier: dissemination.  Threading: the context's
  * thread only.
  */
-#include "coll/coll_int.h"
+#include "coll_int.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -17,7 +17,7 @@
  * that collective with OC_ERR_COLL_MISMATCH (UCX never writes past the
  * posted buffer).
  */
-#include "coll/coll_int.h"
+#include "coll_int.h"
 
 #include "util/log.h"
 

@@ -14,7 +14,7 @@
 #ifndef OC_COLL_INT_H
 #define OC_COLL_INT_H
 
-#include "runtime/runtime.h"
+#include "runtime.h"
 
 #include <offcore/coll.h>
 #include <stddef.h>

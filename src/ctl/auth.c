@@ -4,7 +4,7 @@
  * key by a MAC over the agent's fresh nonce (and the identity it claims);
  * agents prove the cluster key to each other the same way.
  */
-#include "ctl.h"
+#include "ctl/ctl.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -9,7 +9,7 @@
  * frame seen, at most OC_CTL_FRAME_MAX; a header is checked as soon as it is
  * in, so a bad peer cannot make us wait for (or allocate) a bogus length.
  */
-#include "ctl.h"
+#include "ctl/ctl.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -129,7 +129,7 @@ void oc_ctl_conn_set_max_frame(oc_ctl_conn_t *c, size_t max)
 const char *oc_ctl_reject_reason(oc_status_t st)
 {
     /* the wire codes are shared with bundles; say what they mean here */
-    switch (st) {
+    switch ((int)st) { /* int: reject reasons (util/reject.h) */
     case OC_ERR_WIRE_MAGIC:
         return "not an offcore control frame (bad magic)";
     case OC_ERR_WIRE_VERSION:

@@ -4,7 +4,7 @@
  * (and a struct in ctl.h).  Both directions apply the same checks, in the
  * same order, and so return the same status for the same bad field.
  */
-#include "ctl.h"
+#include "ctl/ctl.h"
 
 #include <limits.h>
 #include <stddef.h>

@@ -4,7 +4,7 @@
  * 64-bit tokens that name a connection on the data path (the header of
  * every bundle it sends, checked by the receiving router).
  */
-#include "ctl.h"
+#include "ctl/ctl.h"
 
 #include <string.h>
 

@@ -4,7 +4,7 @@
  * when nothing answers on them), accept, and connect with a timeout or
  * without waiting.  Every fd made here is non-blocking and close-on-exec.
  */
-#include "ctl.h"
+#include "ctl/ctl.h"
 
 #include <errno.h>
 #include <netdb.h>

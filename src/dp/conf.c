@@ -8,8 +8,8 @@
  * for reading rule files and (check_system) asking the kernel whether an
  * interface exists.  Fuzzed by tests/fuzz/fuzz_dp.c.
  */
-#include "dp/dp.h"
-#include "dp/tenant_int.h"
+#include "dp.h"
+#include "tenant_int.h"
 
 #include <errno.h>
 #include <limits.h>

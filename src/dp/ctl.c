@@ -24,8 +24,8 @@
  * reading for 2 s is dropped.  It is also the classifier's only writer.
  */
 #include "ctl/ctl.h"
-#include "dp/dp_int.h"
-#include "dp/tenant_int.h"
+#include "dp_int.h"
+#include "tenant_int.h"
 #include "metrics/metrics.h"
 #include "util/guard.h"
 #include "util/log.h"

@@ -15,8 +15,8 @@
  * was in at deletion time (or was asleep), so late increments never land
  * on a new rule; a reused slot's counters start from a baseline.
  */
-#include "dp/dp_int.h"
-#include "dp/tenant_int.h"
+#include "dp_int.h"
+#include "tenant_int.h"
 #include "util/log.h"
 
 #include <errno.h>

@@ -19,7 +19,7 @@
 #define OC_DP_H
 
 #include "ctl/ctl.h"
-#include "dp/tenant.h"
+#include "tenant.h"
 #include "pkt/esp.h"
 #include "pkt/pkt.h"
 

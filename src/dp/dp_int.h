@@ -6,7 +6,7 @@
 #ifndef OC_DP_INT_H
 #define OC_DP_INT_H
 
-#include "dp/dp.h"
+#include "dp.h"
 
 #include <pthread.h>
 

@@ -20,7 +20,7 @@
  * Counters: per worker, relaxed stores; read by the metrics thread.
  * Key material lives in the slots only; nothing here prints it.
  */
-#include "dp/dp_int.h"
+#include "dp_int.h"
 #include "metrics/metrics.h"
 #include "util/log.h"
 

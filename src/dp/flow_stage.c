@@ -18,7 +18,7 @@
  * Threads: workers (update, expire, push, snapshot), the exporter (pop,
  * encode, send), the control thread (snapshot request, metrics reads).
  */
-#include "dp/dp_int.h"
+#include "dp_int.h"
 #include "metrics/metrics.h"
 #include "pkt/flow.h"
 #include "util/log.h"

@@ -3,7 +3,7 @@
  * clean stop.  Exit codes: 0 stopped by SIGTERM/SIGINT, 1 could not start
  * (ports, sockets), 2 bad command line or configuration (nothing started).
  */
-#include "dp/dp.h"
+#include "dp.h"
 #include "util/log.h"
 
 #include <signal.h>

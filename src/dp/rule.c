@@ -5,7 +5,7 @@
  * parses to the same rule: fuzz_pkt checks it).  Pure; thread-safe.  Used
  * by the config file (conf.c), rule files and the control socket.
  */
-#include "dp/dp.h"
+#include "dp.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

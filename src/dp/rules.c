@@ -4,7 +4,7 @@
  * oc__dp_slot_count() and the slot table, which the metrics thread reads
  * under dp->lock.
  */
-#include "dp/dp_int.h"
+#include "dp_int.h"
 #include "util/log.h"
 
 #include <stdlib.h>

@@ -10,7 +10,7 @@
  * Security groups are per-tenant classifiers (src/pkt/acl) whose writer is
  * the control thread and whose readers are the workers (RCU, as dp.c's).
  */
-#include "dp/tenant_int.h"
+#include "tenant_int.h"
 #include "metrics/metrics.h"
 #include "util/log.h"
 

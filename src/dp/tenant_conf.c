@@ -11,7 +11,7 @@
  * Strict like conf.c: every error with file:line, nothing applied on error.
  * Pure (no system calls).  Fuzzed with the rest of the config parser.
  */
-#include "dp/tenant_int.h"
+#include "tenant_int.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -16,7 +16,7 @@
  *
  * Threading: ring q -> r: head written by q, tail by r (acquire/release).
  */
-#include "dp/tenant_int.h"
+#include "tenant_int.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -6,8 +6,8 @@
 #ifndef OC_DP_TENANT_INT_H
 #define OC_DP_TENANT_INT_H
 
-#include "dp/dp_int.h"
-#include "dp/tenant.h"
+#include "dp_int.h"
+#include "tenant.h"
 
 /* per worker and tenant counters, written by the worker only */
 typedef struct {

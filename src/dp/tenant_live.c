@@ -15,7 +15,7 @@
  * Threading: control thread only; dp->lock keeps the metrics thread off
  * the slots while they change.
  */
-#include "dp/tenant_int.h"
+#include "tenant_int.h"
 #include "util/log.h"
 
 #include <stdlib.h>

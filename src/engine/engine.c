@@ -3,7 +3,7 @@
  * and mixed modes, flush policy, sends with per-outlet back-pressure, the
  * receive ring.  One thread per engine; no locks.
  */
-#include "engine.h"
+#include "engine/engine.h"
 
 #include "util/log.h"
 #include "wire/am.h"

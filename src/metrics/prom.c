@@ -4,7 +4,7 @@
  * input as untrusted, is prom_parse.c.
  */
 #include "metrics/metrics.h"
-#include "metrics/prom_int.h"
+#include "prom_int.h"
 #include "util/log.h"
 
 #include <errno.h>

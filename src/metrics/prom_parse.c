@@ -5,7 +5,7 @@
  * byte is checked and nothing is read past the end.
  */
 #include "metrics/metrics.h"
-#include "metrics/prom_int.h"
+#include "prom_int.h"
 #include "util/log.h"
 
 #include <errno.h>

@@ -9,7 +9,7 @@
  * Fabrics 1.1); the data it returns never exceeds the length the host's
  * SGL announced.
  */
-#include "nvmf/target.h"
+#include "target.h"
 #include "util/log.h"
 
 #include <stdlib.h>

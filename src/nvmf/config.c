@@ -17,7 +17,7 @@
  * Trust: the file is the operator's; still, nothing in it is used before
  * it has been checked (lengths, ranges, duplicates).  Not thread-safe.
  */
-#include "nvmf/target.h"
+#include "target.h"
 
 #include <ctype.h>
 #include <stddef.h>

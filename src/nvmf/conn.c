@@ -14,7 +14,7 @@
  * a command that asked for it, at the offset it was asked for, never more)
  * and any violation ends the connection with a C2HTermReq.
  */
-#include "nvmf/target.h"
+#include "target.h"
 #include "util/log.h"
 
 #include <errno.h>

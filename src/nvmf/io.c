@@ -11,7 +11,7 @@
  * every byte is on the backing store, and, when the host asked for it
  * (FUA, Flush), after fdatasync of the data and of the checksums.
  */
-#include "nvmf/target.h"
+#include "target.h"
 #include "util/log.h"
 
 #include <errno.h>

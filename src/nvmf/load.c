@@ -15,7 +15,7 @@
  * target's PDUs are length-checked before use and anything unexpected
  * ends the run with an error.
  */
-#include "nvmf/pdu.h"
+#include "pdu.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

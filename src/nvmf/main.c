@@ -9,7 +9,7 @@
  * counters (relaxed atomics) and the connection list under snap_lock.
  */
 #include "metrics/metrics.h"
-#include "nvmf/target.h"
+#include "target.h"
 #include "util/log.h"
 
 #include <getopt.h>

@@ -22,7 +22,7 @@
  *
  * Threading: the loop thread only (the EVP contexts are reused per block).
  */
-#include "nvmf/target.h"
+#include "target.h"
 #include "util/log.h"
 
 #include <errno.h>

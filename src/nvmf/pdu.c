@@ -12,7 +12,7 @@
  * twenty lines of code.  The table version is the portable fallback and
  * the oracle the unit tests hold the SSE4.2 version to.
  */
-#include "nvmf/pdu.h"
+#include "pdu.h"
 
 #include <pthread.h>
 

@@ -9,7 +9,7 @@
  * below; other threads may only read the statistics (atomics) and, under
  * snap_lock, the connection list.
  */
-#include "nvmf/target.h"
+#include "target.h"
 #include "util/log.h"
 
 #include <arpa/inet.h>

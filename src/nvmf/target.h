@@ -15,7 +15,7 @@
 #ifndef OC_NVMF_TARGET_H
 #define OC_NVMF_TARGET_H
 
-#include "nvmf/pdu.h"
+#include "pdu.h"
 
 #include <liburing.h>
 #include <offcore/offcore.h>

@@ -14,7 +14,7 @@
  * lcore 0: the caller's CPU affinity is restored after rte_eal_init so the
  * worker threads created later are not all pinned to one core.
  */
-#include "pkt/port_int.h"
+#include "port_int.h"
 #include "util/log.h"
 
 #include <rte_dev.h>

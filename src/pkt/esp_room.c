@@ -5,7 +5,7 @@
  */
 #include "pkt/esp.h"
 #include "pkt/pkt.h"
-#include "pkt/pool_int.h"
+#include "pool_int.h"
 
 void oc_esp_room(const oc_pkt_pool_t *pool, const oc_pkt_t *pkt,
                  uint32_t *head, uint32_t *tail)

@@ -3,7 +3,7 @@
  * touched at creation so that the fast path never faults or allocates.
  * Not thread-safe: one pool per worker thread.
  */
-#include "pkt/pool_int.h"
+#include "pool_int.h"
 #include "util/log.h"
 
 #include <stdlib.h>

@@ -3,7 +3,7 @@
  * when built with libdpdk, DPDK (dpdk.c).  A switch per burst call: the
  * pipeline code is the same over both.
  */
-#include "pkt/port_int.h"
+#include "port_int.h"
 #include "util/log.h"
 
 #include <stdio.h>

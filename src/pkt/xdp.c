@@ -13,8 +13,8 @@
  * that serves queue q (rx/tx/reap); counters are written with relaxed
  * atomic stores so oc_port_stats() may read them from the control thread.
  */
-#include "pkt/pool_int.h"
-#include "pkt/port_int.h"
+#include "pool_int.h"
+#include "port_int.h"
 #include "util/log.h"
 
 #include <bpf/libbpf.h>

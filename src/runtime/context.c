@@ -386,17 +386,26 @@ OC_API const char *oc_placement(const oc_context_t *ctx)
     return ctx->pl->name;
 }
 
-OC_API oc_status_t oc_counters_get(const oc_context_t *ctx, oc_counters_t *out)
+OC_API oc_status_t oc_counters_get(const oc_context_t *ctx, oc_counters_t *out,
+                                   size_t size)
 {
-    if (ctx == NULL || out == NULL)
-        return OC_ERR_INVALID_PARAM;
+    oc_counters_t c;
     oc_eng_counters_t e;
-    *out = ctx->c;
+
+    if (ctx == NULL || out == NULL || size == 0 ||
+        size % sizeof(uint64_t) != 0)
+        return OC_ERR_INVALID_PARAM;
+    c = ctx->c;
     oc_eng_counters(ctx->eng, &e);
-    out->flush_full = e.flush[OC_ENG_FLUSH_FULL];
-    out->flush_timeout = e.flush[OC_ENG_FLUSH_TIMEOUT];
-    out->flush_idle = e.flush[OC_ENG_FLUSH_IDLE];
-    out->flush_explicit = e.flush[OC_ENG_FLUSH_EXPLICIT];
-    out->reserve_buffers = e.reserve_buffers;
+    c.flush_full = e.flush[OC_ENG_FLUSH_FULL];
+    c.flush_timeout = e.flush[OC_ENG_FLUSH_TIMEOUT];
+    c.flush_idle = e.flush[OC_ENG_FLUSH_IDLE];
+    c.flush_explicit = e.flush[OC_ENG_FLUSH_EXPLICIT];
+    c.reserve_buffers = e.reserve_buffers;
+    /* offcore.h: the caller's struct may be an older (shorter) or a newer
+     * (longer) version of ours: copy the common prefix, zero the rest. */
+    memcpy(out, &c, size < sizeof(c) ? size : sizeof(c));
+    if (size > sizeof(c))
+        memset((char *)out + sizeof(c), 0, size - sizeof(c));
     return OC_OK;
 }

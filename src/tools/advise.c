@@ -4,7 +4,7 @@
  * the other helpers (libexec/offcore) or, in a build tree, in the source
  * tree.  A build tree's offcore tells the script where its offcored is.
  */
-#include "tools/advise.h"
+#include "advise.h"
 
 #include <libgen.h>
 #include <limits.h>

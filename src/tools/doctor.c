@@ -8,7 +8,7 @@
  * [...], "fix"}], "requirements": [{"name", "met", "reason"}], "ok"}.
  * Single-threaded.
  */
-#include "tools/doctor.h"
+#include "doctor.h"
 
 #include <offcore/offcore.h>
 

@@ -5,7 +5,7 @@
  * sysfs (/sys/bus/pci/devices, /sys/module) under the root prefix.
  * The PCIe relation uses nvidia-smi topo's names so operators can compare.
  */
-#include "tools/doctor.h"
+#include "doctor.h"
 
 #include <dirent.h>
 #include <stdlib.h>

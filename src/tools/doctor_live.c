@@ -7,9 +7,9 @@
  * client, offcore-dp's control socket).  With --root and without --live
  * they report n/a: a recorded tree has no live processes.
  */
-#include "tools/doctor.h"
+#include "doctor.h"
 
-#include "tools/stat.h"
+#include "stat.h"
 #include "transport/transport.h"
 #include "util/log.h"
 

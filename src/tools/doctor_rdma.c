@@ -6,7 +6,7 @@
  * sysfs-class-infiniband and Documentation/admin-guide/mm/hugetlbpage.rst.
  * Nothing here calls ibverbs (DESIGN.md: UCX is our only verbs user).
  */
-#include "tools/doctor.h"
+#include "doctor.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -4,7 +4,7 @@
  * src/dp/ctl.c).  `stat` reads the daemon's counters as Prometheus text
  * and prints them as tables, through the same parser as `offcore stat`.
  */
-#include "tools/dp.h"
+#include "dp.h"
 #include "ctl/ctl.h"
 #include "metrics/metrics.h"
 

@@ -3,7 +3,7 @@
  * an operator and a launcher need.  The cluster key stays with the agents
  * (and the launcher); each job's ranks get only their job's key.
  */
-#include "tools/keys.h"
+#include "keys.h"
 
 #include "ctl/ctl.h"
 #include "ctl/derive.h"

@@ -10,7 +10,7 @@
  * untrusted: the parser checks it, and a value missing is shown as "-".
  * Not thread-safe (curl_global_init, static tables).
  */
-#include "tools/nvmf.h"
+#include "nvmf.h"
 
 #include "metrics/metrics.h"
 

@@ -3,14 +3,15 @@
  * live counters (stat.c), the fast-path checks (doctor.c) and the
  * placement advice (advise.c).
  */
-#include "runtime/runtime.h"
-#include "tools/advise.h"
-#include "tools/doctor.h"
-#include "tools/dp.h"
-#include "tools/keys.h"
-#include "tools/nvmf.h"
-#include "tools/stat.h"
+#include "runtime/settings.h"
+#include "advise.h"
+#include "doctor.h"
+#include "dp.h"
+#include "keys.h"
+#include "nvmf.h"
+#include "stat.h"
 #include "util/log.h"
+#include "wire/wire.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -51,11 +52,9 @@ int main(int argc, char **argv)
     const char *cmd = argc > 1 ? argv[1] : "help";
 
     if (!strcmp(cmd, "config") || !strcmp(cmd, "--dump-config")) {
-        oc__config_t cfg;
-        if (oc_config_load(oc__runtime_config_table, &cfg) != OC_OK)
-            return 2;
         printf("# liboffcore settings: set as environment variables\n");
-        oc_config_dump(stdout, "runtime", oc__runtime_config_table, &cfg);
+        if (oc__runtime_settings_dump(stdout) != OC_OK)
+            return 2;
         printf("#\n# OC_LOG: log levels, e.g. 'warn' or 'transport:debug,"
                "runtime:info'\n# (levels error warn info debug trace)\n"
                "# default: warn\n");

@@ -9,8 +9,8 @@
  * view's key label.  A sample that fits no column is never dropped: it is
  * listed under "other".
  */
-#include "tools/stat.h"
-#include "tools/stat_int.h"
+#include "stat.h"
+#include "stat_int.h"
 
 #include <curl/curl.h>
 

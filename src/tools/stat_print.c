@@ -7,7 +7,7 @@
  * per-second rates under each row with --watch, and the JSON form.  Label values come from an
  * untrusted exporter: tables print their escaped form (smp_t.shown).
  */
-#include "tools/stat_int.h"
+#include "stat_int.h"
 
 #include "metrics/names.h"
 

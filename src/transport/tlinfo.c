@@ -11,7 +11,7 @@
  * shows as "nothing parsed" (class 0), never as a wrong answer.
  * Thread-safe (no state).
  */
-#include "transport.h"
+#include "transport/transport.h"
 
 #include <stdio.h>
 #include <string.h>

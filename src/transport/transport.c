@@ -2,6 +2,7 @@
 #include "transport_int.h"
 
 #include "util/log.h"
+#include "util/reject.h"
 
 #include <stdio.h>
 #include <stdlib.h>

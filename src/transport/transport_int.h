@@ -6,7 +6,7 @@
 #ifndef OC_TRANSPORT_INT_H
 #define OC_TRANSPORT_INT_H
 
-#include "transport.h"
+#include "transport/transport.h"
 
 #include <stdint.h>
 

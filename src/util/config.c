@@ -1,7 +1,7 @@
 /* config.c — parsing and listing of declarative configuration tables. */
-#include "config.h"
+#include "util/config.h"
 
-#include "log.h"
+#include "util/log.h"
 
 #include <ctype.h>
 #include <errno.h>

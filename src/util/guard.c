@@ -1,7 +1,7 @@
 /* guard.c — accept back-off, connection cap and deadline shared by
  * offcored's servers (guard.h).  One thread per guard; counters atomic. */
-#include "guard.h"
-#include "clock.h"
+#include "util/guard.h"
+#include "util/clock.h"
 
 #include <errno.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* log.c — OC_LOG parsing, the one place that writes log lines, and the
  * rate limiter for messages a peer can trigger (log.h).  Thread-safe: the
  * limiters share one mutex (they sit on error paths, never on fast ones). */
-#include "log.h"
+#include "util/log.h"
 
 #include <pthread.h>
 #include <stdarg.h>

@@ -1,9 +1,15 @@
-/* status.c — names for every oc_status_t value. */
-#include <offcore/offcore.h>
+/*
+ * status.c — names for every status value: the public ones
+ * (<offcore/status.h>) and the internal reject reasons (util/reject.h),
+ * which logs and metric labels show.  Pure; thread-safe.
+ */
+#include "util/reject.h"
+
+#include <offcore/status.h>
 
 OC_API const char *oc_status_string(oc_status_t s)
 {
-    switch (s) {
+    switch ((int)s) { /* int: the reject reasons are not enumerators */
     case OC_OK: return "OC_OK: success";
     case OC_INPROGRESS: return "OC_INPROGRESS: operation in progress";
     case OC_ERR_NO_RESOURCE: return "OC_ERR_NO_RESOURCE: no buffer free now (poll and retry)";

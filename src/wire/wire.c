@@ -3,7 +3,7 @@
  * every peer and the rest of offcore: nothing in a bundle is used before
  * oc_wire_validate() has accepted all of it.
  */
-#include "wire.h"
+#include "wire/wire.h"
 
 static inline uint32_t ld32(const uint8_t *p)
 {

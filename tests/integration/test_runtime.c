@@ -169,7 +169,7 @@ static void scen_stream(int mode, uint64_t n)
     for (uint32_t s = 0; s < g_size; s++)
         CHECK(next_seq[s] == n, "from %u: got %llu of %llu", s,
               (unsigned long long)next_seq[s], (unsigned long long)n);
-    oc_counters_get(g_ctx, &c);
+    oc_counters_get(g_ctx, &c, sizeof c);
     CHECK(c.msgs_sent == n * g_size, "sent %llu", (unsigned long long)c.msgs_sent);
     CHECK(c.msgs_delivered == n * g_size, "delivered");
     CHECK(c.bundles_rejected == 0, "rejects");
@@ -221,7 +221,7 @@ static void scen_backpressure(void)
     }
     CHECK(oc_quiesce(g_ctx) == OC_OK, "quiesce");
     uint32_t from = (g_rank + g_size - 1) % g_size;
-    oc_counters_get(g_ctx, &c);
+    oc_counters_get(g_ctx, &c, sizeof c);
     CHECK(c.send_no_resource >= 1, "no back-pressure counted");
     /* everyone sent the same count: exchange it implicitly */
     CHECK(next_seq[from] == seq, "from %u got %llu of %llu", from,
@@ -266,11 +266,11 @@ static void scen_errors(void)
         oc__rx_push(g_ctx, b->data, k == 2 ? 48 : 56, b);
     }
     CHECK(oc_poll(g_ctx) == 0, "a malformed bundle was delivered");
-    oc_counters_get(g_ctx, &c);
+    oc_counters_get(g_ctx, &c, sizeof c);
     CHECK(c.bundles_rejected == 3, "rejected %llu of 3",
           (unsigned long long)c.bundles_rejected);
     CHECK(oc_quiesce(g_ctx) == OC_OK, "quiesce");
-    oc_counters_get(g_ctx, &c);
+    oc_counters_get(g_ctx, &c, sizeof c);
     CHECK(c.msgs_delivered == 0, "delivered something");
     CHECK(oc_finalize(g_ctx) == OC_OK, "finalize");
 }
@@ -370,7 +370,7 @@ static void scen_stallrecv(uint64_t n)
         }
     }
     CHECK(oc_quiesce(g_ctx) == OC_OK, "quiesce");
-    oc_counters_get(g_ctx, &c);
+    oc_counters_get(g_ctx, &c, sizeof c);
     if (g_rank == 0) {
         for (uint32_t s = 1; s < g_size; s++)
             CHECK(next_seq[s] == n, "from %u: %llu of %llu", s,

@@ -15,6 +15,7 @@
 #include "util/config.h"
 #include "util/guard.h"
 #include "util/log.h"
+#include "util/reject.h"
 
 #include <fcntl.h>
 #include <sys/resource.h>

@@ -26,7 +26,7 @@
 #include <time.h>
 #include <urcu-qsbr.h>
 
-#include "pkt/acl/acl_tree.h"
+#include "acl_tree.h"
 
 #define SIDE_CAP 1024u     /* rules added between two rebuilds, at most */
 _Static_assert(SIDE_CAP / OC__ACL_LANES <= 64 * OC__ACL_SIDE_WORDS,

@@ -9,7 +9,7 @@
  * with AVX-512 (F, BW, VL) when the CPU has it, chosen at start-up;
  * oc__acl_tree_lookup_scalar and the scalar block test are its reference.
  */
-#include "pkt/acl/acl_tree.h"
+#include "acl_tree.h"
 
 #include <string.h>
 

@@ -14,7 +14,7 @@
  *
  * Lookups, blocks and the side part: acl_lookup.c.
  */
-#include "pkt/acl/acl_tree.h"
+#include "acl_tree.h"
 
 #include <stdlib.h>
 #include <string.h>

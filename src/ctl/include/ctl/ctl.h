@@ -59,6 +59,7 @@
 #define OC_CTL_H
 
 #include <offcore/offcore.h>
+#include "util/reject.h"
 #include <stdbool.h>
 
 #include "util/guard.h"

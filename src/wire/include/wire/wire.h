@@ -27,6 +27,7 @@
 #define OC_WIRE_H
 
 #include <offcore/offcore.h>
+#include "util/reject.h"
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
