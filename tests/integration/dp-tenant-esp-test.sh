@@ -1,0 +1,258 @@
+#!/bin/sh
+# dp-tenant-esp-test.sh BUILDDIR — tenants, ESP and flow export together,
+# two servers whose DPUs each have ONE uplink shared by both tenants (needs
+# root, network namespaces, tshark, iperf3, curl; exit 77 = skipped
+# otherwise).
+#
+#   HA1, HB1 (10.10.0.1) ── D1 (offcore-dp, uplink txu1, tunnel 192.168.90.1)
+#        ── F (a bridge) ──
+#   HA2, HB2 (10.10.0.2) ── D2 (offcore-dp, uplink txu2, tunnel 192.168.90.2)
+#
+# Tenant A is VNI 100, B is VNI 200, with the same addresses.  Tenant
+# frames are VXLAN-encapsulated, then ESP-encrypted (AES-256-GCM) between
+# the tunnel addresses; D1 exports flows over IPFIX to a collector on its
+# loopback (tshark).  Checks, in one run:
+#   - ping, curl and iperf3 within each tenant pass; each tenant reaches
+#     its own server (the same address in the other tenant serves another
+#     file);
+#   - the fabric capture has nothing but ESP; tshark decrypts all of it
+#     (esp.icv_good 1 on every packet) and finds VXLAN inside, with VNIs
+#     100 and 200 only;
+#   - the IPFIX records tshark decodes carry each tenant's VNI
+#     (layer2SegmentId 0x01000000 | VNI) and the inner 5-tuple of its
+#     curl; the per-tenant and per-attachment histograms count the flows
+#     and `offcore dp stat` shows them.
+set -u
+build=$1
+dp=$build/src/dp/offcore-dp
+cli=$build/src/tools/offcore
+T0=$(date +%s)
+
+. "$(dirname "$0")/lib.sh"
+[ "$(id -u)" = 0 ] || skip "needs root"
+for t in ip ethtool ping iperf3 curl python3 tcpdump tshark timeout; do
+    command -v $t >/dev/null 2>&1 || skip "$t is not installed"
+done
+
+id=$$
+HA1=txHA1$id HB1=txHB1$id HA2=txHA2$id HB2=txHB2$id D1=txD1$id D2=txD2$id F=txF$id
+ip netns add $HA1 2>/dev/null || skip "cannot create network namespaces"
+tmp=$(mktemp -d /tmp/tx-tesp.XXXXXX)
+pids=
+cleanup_extra() { for p in $pids; do kill "$p" 2>/dev/null; done; }
+cleanup_on_exit $HA1 $HB1 $HA2 $HB2 $D1 $D2 $F
+fail_logs() {
+    for x in 1 2; do echo "--- offcore-dp $x log"; tail -20 "$tmp/dp$x.log" 2>/dev/null; done
+}
+for n in $HB1 $HA2 $HB2 $D1 $D2 $F; do ip netns add $n || fail "netns $n"; done
+
+# workloads: A and B on each server, 10.10.0.S in both tenants
+for s in 1 2; do
+    for t in a b; do
+        H=$(eval echo \$H$(echo $t | tr ab AB)$s) D=$(eval echo \$D$s)
+        ip link add tx${t}$s netns $H type veth peer name txh${t}$s netns $D || fail veth
+        ip -n $H link set tx${t}$s address 02:00:0a:00:0$s:${t}$s mtu 1393
+        ip -n $H link set lo up
+        ip -n $H link set tx${t}$s up
+        ip -n $H addr add 10.10.0.$s/24 dev tx${t}$s
+        ip netns exec $H sysctl -qw net.ipv6.conf.all.disable_ipv6=1
+        ip netns exec $H ethtool -K tx${t}$s tx off tso off gso off >/dev/null || fail ethtool
+        ip -n $D link set txh${t}$s up
+    done
+    D=$(eval echo \$D$s)
+    ip link add txu$s netns $D type veth peer name txf$s netns $F || fail veth
+    ip -n $D link set lo up
+    ip -n $D link set txu$s up
+done
+ip -n $F link add txbr type bridge || fail bridge
+for p in txf1 txf2 txbr; do ip -n $F link set $p up; done
+ip -n $F link set txf1 master txbr
+ip -n $F link set txf2 master txbr
+mac() { ip netns exec $1 cat /sys/class/net/$2/address; }
+u1=$(mac $D1 txu1) u2=$(mac $D2 txu2)
+
+key() { python3 -c "import os; print('0x' + os.urandom(36).hex())"; }
+umask 077
+key >"$tmp/12.key"; key >"$tmp/21.key"
+umask 022
+for s in 1 2; do
+    o=$((3 - s))
+    me=192.168.90.$s peer=192.168.90.$o
+    mym=$(eval echo \$u$s) pm=$(eval echo \$u$o)
+    {
+        echo "control unix:$tmp/dp$s.sock"
+        echo "attach a host=txha$s wire=txu$s"
+        echo "attach b host=txhb$s wire=txu$s"
+        for t in A B; do
+            l=$(echo $t | tr AB ab) v=100; [ $t = B ] && v=200
+            echo "tenant $t vni=$v attach=$l mac=02:00:0a:00:0$s:${l}$s ip=10.10.0.$s local=$me local_mac=$mym remote=$peer remote_mac=$pm"
+        done
+        echo "conntrack flows=65536"
+        echo "sa out spi=0x${s}00${s} local=$me peer=$peer key=$s$o.key match=$peer/32"
+        echo "sa in spi=0x${o}00${o} local=$me peer=$peer key=$o$s.key"
+        echo "esp_mtu 1500"
+        echo "flows on"
+        echo "flow_idle 2"
+    } >"$tmp/dp$s.conf"
+done
+# server 2 accepts ICMP, HTTP and iperf3 in both tenants; server 1 nothing
+for t in A B; do
+    for r in "id=1 action=allow proto=icmp" "id=2 action=allow proto=tcp dport=41580" \
+             "id=3 action=allow proto=tcp dport=41581"; do
+        echo "tenant_rule $t ingress $r" >>"$tmp/dp2.conf"
+    done
+done
+echo "ipfix 127.0.0.1:41539" >>"$tmp/dp1.conf"
+
+# the collector: a UDP socket that takes the messages (with nothing bound,
+# every other send would fail on the ICMP port unreachable), and tshark
+bg ip netns exec $D1 python3 -c "
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(('127.0.0.1', 41539))
+while True:
+    s.recv(65535)"
+ip netns exec $D1 tshark -i lo -f "udp port 41539" -w "$tmp/ipfix.pcap" >"$tmp/ts.log" 2>&1 &
+tspid=$!
+echo $tspid >>"$tmp/bg.pids"
+wait_for 10 grep -q "Capturing on" "$tmp/ts.log" || fail "tshark: $(cat "$tmp/ts.log")"
+for s in 1 2; do
+    D=$(eval echo \$D$s)
+    OC_LOG=info ip netns exec $D "$dp" --config "$tmp/dp$s.conf" >"$tmp/dp$s.log" 2>&1 &
+    pids="$pids $!"
+done
+ctl() { s=$1; shift; "$cli" dp --control unix:$tmp/dp$s.sock "$@"; }
+metric() { v=$(ctl $1 stat --raw | awk -v k="$2" '$1 == k {print $2}'); echo "${v:-0}"; }
+wait_for 20 ctl 1 ping || fail "offcore-dp 1 did not come up"
+wait_for 20 ctl 2 ping || fail "offcore-dp 2 did not come up"
+ok "two offcore-dp, each with one uplink for tenants A and B, ESP and IPFIX"
+
+ip netns exec $F tcpdump -i txf1 -nn -U -s 0 -w "$tmp/fabric.pcap" 2>"$tmp/td.log" &
+td=$!
+echo $td >>"$tmp/bg.pids"
+wait_for 10 grep -q listening "$tmp/td.log" || fail "tcpdump"
+
+listening() { ip netns exec $1 ss -Hltn "sport = :$2" | grep -q .; }
+for t in A B; do
+    mkdir -p "$tmp/www$t"
+    echo "tenant-$t-server2" >"$tmp/www$t/who.txt"
+    H=$(eval echo \$H${t}2)
+    bg ip netns exec $H python3 -m http.server 41580 --bind 10.10.0.2 --directory "$tmp/www$t"
+    bg ip netns exec $H iperf3 -s -p 41581
+done 2>/dev/null >/dev/null
+for t in A B; do
+    H=$(eval echo \$H${t}2)
+    wait_for 10 listening $H 41580 && wait_for 10 listening $H 41581 || fail "servers in $t"
+done
+for t in A B; do
+    H=$(eval echo \$H${t}1)
+    wait_for 10 ip netns exec $H ping -c 1 -W 1 10.10.0.2 || fail "first ping in $t"
+    ip netns exec $H ping -c 5 -i 0.2 -W 2 10.10.0.2 >/dev/null || fail "ping in $t"
+    got=$(ip netns exec $H curl -sf --max-time 5 http://10.10.0.2:41580/who.txt) ||
+        fail "curl in $t"
+    [ "$got" = "tenant-$t-server2" ] || fail "tenant $t reached '$got'"
+    timeout 30 ip netns exec $H iperf3 -c 10.10.0.2 -p 41581 -n 5M -J >"$tmp/ip$t.json" ||
+        fail "iperf3 in $t"
+    python3 - "$tmp/ip$t.json" $t <<'EOF' || fail "iperf3 in $t"
+import json, sys
+b = json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"]
+print("ok: tenant %s: ping, curl (its own server), iperf3 %.0f Mbit/s through VXLAN + ESP on one uplink" % (sys.argv[2], b / 1e6))
+sys.exit(0 if b > 1e6 else 1)
+EOF
+done
+sleep 0.3
+kill -INT $td; wait $td 2>/dev/null
+
+# --- the fabric: only ESP; decrypted, VXLAN with the tenants' VNIs
+nip=$(tcpdump -nn -r "$tmp/fabric.pcap" 'ip and not igmp' 2>/dev/null | wc -l)
+nnot=$(tcpdump -nn -r "$tmp/fabric.pcap" 'ip and not ip proto 50 and not igmp' 2>/dev/null | wc -l)
+echo "fabric: $nip IP packets, $nnot of them not ESP"
+[ "$nip" -gt 1000 ] || fail "fabric capture has $nip IP packets"
+[ "$nnot" = 0 ] || fail "$nnot packets on the fabric are not ESP: $(tcpdump -nn -r "$tmp/fabric.pcap" 'ip and not ip proto 50 and not igmp' 2>/dev/null | head -4)"
+k12=$(tr -d '\n' <"$tmp/12.key") k21=$(tr -d '\n' <"$tmp/21.key")
+env -u MALLOC_PERTURB_ tshark -r "$tmp/fabric.pcap" \
+    -o esp.enable_encryption_decode:TRUE -o esp.enable_authentication_check:TRUE \
+    -o "uat:esp_sa:\"IPv4\",\"192.168.90.1\",\"192.168.90.2\",\"0x00001001\",\"AES-GCM with 16 octet ICV [RFC4106]\",\"$k12\",\"NULL\",\"\"" \
+    -o "uat:esp_sa:\"IPv4\",\"192.168.90.2\",\"192.168.90.1\",\"0x00002002\",\"AES-GCM with 16 octet ICV [RFC4106]\",\"$k21\",\"NULL\",\"\"" \
+    -Y esp -T fields -E occurrence=l -e esp.icv_good -e vxlan.vni -e ip.src -e arp.src.proto_ipv4 \
+    >"$tmp/dec.txt" 2>"$tmp/tshark.err" || fail "tshark: $(cat "$tmp/tshark.err")"
+python3 - "$tmp/dec.txt" "$nip" <<'EOF' || fail "tshark decryption"
+import sys
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])]
+nip = int(sys.argv[2])
+good = sum(1 for r in rows if r[0] == "1")
+vni = {}
+for r in rows:
+    vni[r[1]] = vni.get(r[1], 0) + 1
+# inside the VXLAN: the tenants' IP packets, or their ARP
+inner = sum(1 for r in rows if r[2] in ("10.10.0.1", "10.10.0.2") or
+            r[3] in ("10.10.0.1", "10.10.0.2"))
+print("tshark: %d ESP packets, icv_good=1 on %d; VXLAN VNIs inside: %s; a tenant's IP or ARP in %d" %
+      (len(rows), good, vni, inner))
+ok = (len(rows) == nip and good == nip and set(vni) == {"100", "200"}
+      and min(vni.values()) > 100 and inner == nip)
+sys.exit(0 if ok else 1)
+EOF
+ok "the fabric shows only ESP; tshark decrypts every packet (icv_good 1) to VXLAN with VNIs 100 and 200"
+
+# --- flows: histograms per tenant and attachment, then the IPFIX records
+# flow_idle 2 s; an idle worker's expiry pass takes up to ~10 s (it wakes
+# once a second: flow_stage.c), then the exporter's next pass
+hist_ok() { # SERVER TENANT VNI ATTACH: at least ping, curl and iperf3's two
+    # connections ended (duration and bytes), the three TCP ones with an RTT
+    [ "$(metric $1 "offcore_dp_tenant_flow_duration_seconds_count{tenant=\"$2\",vni=\"$3\"}")" -ge 4 ] &&
+    [ "$(metric $1 "offcore_dp_tenant_flow_tcp_handshake_rtt_seconds_count{tenant=\"$2\",vni=\"$3\"}")" -ge 3 ] &&
+    [ "$(metric $1 "offcore_dp_attach_flow_bytes_count{attach=\"$4\"}")" -ge 4 ]
+}
+for s in 1 2; do
+    wait_for 20 hist_ok $s A 100 a || fail "server $s: tenant A's histograms: $(ctl $s stat --raw | grep -E '_count\{(tenant="A"|attach="a")')"
+    wait_for 20 hist_ok $s B 200 b || fail "server $s: tenant B's histograms: $(ctl $s stat --raw | grep -E '_count\{(tenant="B"|attach="b")')"
+done
+ctl 1 stat >"$tmp/stat.txt" || fail "offcore dp stat"
+
+grep -q "tenant_flow_duration_seconds .*A.*100" "$tmp/stat.txt" &&
+    grep -q "attach_flow_bytes .*b" "$tmp/stat.txt" || fail "stat shows no histograms: $(cat "$tmp/stat.txt")"
+sed -n '/^flow histograms/,/^$/p' "$tmp/stat.txt" | head -14
+ok "per-tenant and per-attachment histograms (RTT, duration, bytes) count the flows; offcore dp stat shows them"
+
+for p in $pids; do kill -TERM $p; done  # the last records go out at stop
+rc=0
+for p in $pids; do wait $p || rc=$?; done
+pids=
+[ $rc = 0 ] || fail "offcore-dp exit status $rc"
+sleep 0.5
+kill -INT $tspid; wait $tspid 2>/dev/null
+env -u MALLOC_PERTURB_ tshark -r "$tmp/ipfix.pcap" -d udp.port==41539,cflow \
+    -Y "cflow.srcaddr" -T fields -E separator='|' -E aggregator=';' \
+    -e cflow.layer2_segment_id -e cflow.protocol -e cflow.srcaddr \
+    -e cflow.dstaddr -e cflow.dstport >"$tmp/flows.txt" 2>"$tmp/tsf.err" ||
+    fail "tshark IPFIX: $(cat "$tmp/tsf.err")"
+python3 - "$tmp/flows.txt" <<'EOF' || fail "IPFIX records"
+import sys
+recs = []
+for line in open(sys.argv[1]):
+    cols = [c.split(";") for c in line.rstrip("\n").split("|")]
+    if len(set(len(c) for c in cols)) != 1:
+        raise SystemExit("tshark: fields do not line up: " + line)
+    for r in zip(*cols):
+        recs.append(r)
+def vni(x):
+    v = int(x, 0)
+    return v & 0xffffff if v >> 56 == 1 else None
+seen = {}
+for seg, proto, src, dst, dport in recs:
+    k = (vni(seg), proto, src, dst, dport)
+    seen[k] = seen.get(k, 0) + 1
+print("IPFIX: %d records; (vni, proto, src, dst, dport): %s" % (len(recs), sorted(seen, key=str)[:12]))
+need = [(v, "6", "10.10.0.1", "10.10.0.2", p) for v in (100, 200) for p in ("41580", "41581")]
+missing = [k for k in need if k not in seen]
+# the pings (ICMP: the record's ports are the type and code)
+missing += [(v, "1") for v in (100, 200)
+            if not any(k[0] == v and k[1] == "1" for k in seen)]
+bad = [k for k in seen if k[0] not in (100, 200)]
+if missing or bad:
+    print("missing %s, not a tenant's VNI %s" % (missing, bad))
+sys.exit(1 if missing or bad else 0)
+EOF
+ok "IPFIX: every record carries its tenant's VNI (layer2SegmentId, VXLAN type) and the inner 5-tuple"
+echo "PASS ($(($(date +%s) - T0)) s)"
