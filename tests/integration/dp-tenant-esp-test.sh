@@ -17,7 +17,8 @@
 #     file);
 #   - the fabric capture has nothing but ESP; tshark decrypts all of it
 #     (esp.icv_good 1 on every packet) and finds VXLAN inside, with VNIs
-#     100 and 200 only;
+#     100 and 200 only; a forged clear VXLAN frame injected on the fabric
+#     is dropped by the ESP stage and counted once;
 #   - the IPFIX records tshark decodes carry each tenant's VNI
 #     (layer2SegmentId 0x01000000 | VNI) and the inner 5-tuple of its
 #     curl; the per-tenant and per-attachment histograms count the flows
@@ -194,6 +195,37 @@ ok = (len(rows) == nip and good == nip and set(vni) == {"100", "200"}
 sys.exit(0 if ok else 1)
 EOF
 ok "the fabric shows only ESP; tshark decrypts every packet (icv_good 1) to VXLAN with VNIs 100 and 200"
+
+# --- a forged clear VXLAN frame for tenant A, injected on the fabric toward
+# D2, is refused by the ESP stage (counted), never decapsulated
+before=$(metric 2 'offcore_dp_esp_clear_packets_total{dir="in",action="dropped"}')
+ip netns exec $F python3 - "$u1" "$u2" <<'EOF' || fail "inject"
+import socket, struct, sys
+mac = lambda s: bytes.fromhex(s.replace(":", ""))
+def csum(b):
+    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
+    s = (s & 0xffff) + (s >> 16); s = (s & 0xffff) + (s >> 16)
+    return ~s & 0xffff
+icmp = struct.pack("!BBHHH", 8, 0, 0, 1, 1) + b"forged" * 4
+icmp = icmp[:2] + struct.pack("!H", csum(icmp)) + icmp[4:]
+iip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(icmp), 1, 0, 64, 1, 0,
+                  bytes([10, 10, 0, 1]), bytes([10, 10, 0, 2]))
+iip = iip[:10] + struct.pack("!H", csum(iip)) + iip[12:]
+inner = mac("02:00:0a:00:02:a2") + mac("02:00:0a:00:01:a1") + b"\x08\x00" + iip + icmp
+vx = struct.pack("!II", 0x08000000, 100 << 8) + inner
+udp = struct.pack("!HHHH", 50000, 4789, 8 + len(vx), 0) + vx
+oip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 1, 0x4000, 64, 17, 0,
+                  bytes([192, 168, 90, 1]), bytes([192, 168, 90, 2]))
+oip = oip[:10] + struct.pack("!H", csum(oip)) + oip[12:]
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind(("txf2", 0))
+s.send(mac(sys.argv[2]) + mac(sys.argv[1]) + b"\x08\x00" + oip + udp)
+EOF
+clear_moved() { [ "$(metric 2 'offcore_dp_esp_clear_packets_total{dir="in",action="dropped"}')" -gt "$before" ]; }
+wait_for 5 clear_moved || fail "the forged clear VXLAN frame was not counted"
+[ "$(metric 2 'offcore_dp_esp_clear_packets_total{dir="in",action="dropped"}')" = $((before + 1)) ] ||
+    fail "the forged frame was counted more than once"
+ok "a forged clear VXLAN frame for tenant A on the fabric is dropped by the ESP stage and counted once"
 
 # --- flows: histograms per tenant and attachment, then the IPFIX records
 # flow_idle 2 s; an idle worker's expiry pass takes up to ~10 s (it wakes
