@@ -1,5 +1,5 @@
 #!/bin/sh
-# dp-tenant-esp-test.sh BUILDDIR — tenants, ESP and flow export together,
+# dp-tenant-esp-test.sh BUILDDIR [WORKERS] — tenants, ESP and flow export together,
 # two servers whose DPUs each have ONE uplink shared by both tenants (needs
 # root, network namespaces, tshark, iperf3, curl; exit 77 = skipped
 # otherwise).
@@ -23,8 +23,12 @@
 #     (layer2SegmentId 0x01000000 | VNI) and the inner 5-tuple of its
 #     curl; the per-tenant and per-attachment histograms count the flows
 #     and `offcore dp stat` shows them.
+# With WORKERS > 1 (and as many queues on every veth), a frame that reaches
+# the worker not owning its flow is handed over after its decryption.
 set -u
 build=$1
+nq=${2:-1}
+Q="numtxqueues $nq numrxqueues $nq"
 dp=$build/src/dp/offcore-dp
 cli=$build/src/tools/offcore
 T0=$(date +%s)
@@ -51,7 +55,7 @@ for n in $HB1 $HA2 $HB2 $D1 $D2 $F; do ip netns add $n || fail "netns $n"; done
 for s in 1 2; do
     for t in a b; do
         H=$(eval echo \$H$(echo $t | tr ab AB)$s) D=$(eval echo \$D$s)
-        ip link add tx${t}$s netns $H type veth peer name txh${t}$s netns $D || fail veth
+        ip link add tx${t}$s $Q netns $H type veth peer name txh${t}$s $Q netns $D || fail veth
         ip -n $H link set tx${t}$s address 02:00:0a:00:0$s:${t}$s mtu 1393
         ip -n $H link set lo up
         ip -n $H link set tx${t}$s up
@@ -61,7 +65,7 @@ for s in 1 2; do
         ip -n $D link set txh${t}$s up
     done
     D=$(eval echo \$D$s)
-    ip link add txu$s netns $D type veth peer name txf$s netns $F || fail veth
+    ip link add txu$s $Q netns $D type veth peer name txf$s $Q netns $F || fail veth
     ip -n $D link set lo up
     ip -n $D link set txu$s up
 done
@@ -81,6 +85,7 @@ for s in 1 2; do
     me=192.168.90.$s peer=192.168.90.$o
     mym=$(eval echo \$u$s) pm=$(eval echo \$u$o)
     {
+        echo "threads $nq"
         echo "control unix:$tmp/dp$s.sock"
         echo "attach a host=txha$s wire=txu$s"
         echo "attach b host=txhb$s wire=txu$s"
@@ -195,6 +200,9 @@ ok = (len(rows) == nip and good == nip and set(vni) == {"100", "200"}
 sys.exit(0 if ok else 1)
 EOF
 ok "the fabric shows only ESP; tshark decrypts every packet (icv_good 1) to VXLAN with VNIs 100 and 200"
+if [ "$nq" -gt 1 ]; then
+    ok "$nq workers: frames handed to the worker owning their flow: $(ctl 1 stat --raw | sed -n 's/^offcore_dp_tenant_handoff_packets_total{tenant="\(.\)"} \([0-9]*\)$/\1:\2/p' | tr '\n' ' ')(server 1), $(ctl 2 stat --raw | sed -n 's/^offcore_dp_tenant_handoff_packets_total{tenant="\(.\)"} \([0-9]*\)$/\1:\2/p' | tr '\n' ' ')(server 2)"
+fi
 
 # --- a forged clear VXLAN frame for tenant A, injected on the fabric toward
 # D2, is refused by the ESP stage (counted), never decapsulated
