@@ -18,7 +18,9 @@
 #   - the fabric capture has nothing but ESP; tshark decrypts all of it
 #     (esp.icv_good 1 on every packet) and finds VXLAN inside, with VNIs
 #     100 and 200 only; a forged clear VXLAN frame injected on the fabric
-#     is dropped by the ESP stage and counted once;
+#     is dropped by the ESP stage and counted once; an authentic ESP packet
+#     whose VXLAN VNI no tenant has is decrypted, then dropped at the shared
+#     uplink and counted once (unknown_vni);
 #   - the IPFIX records tshark decodes carry each tenant's VNI
 #     (layer2SegmentId 0x01000000 | VNI) and the inner 5-tuple of its
 #     curl; the per-tenant and per-attachment histograms count the flows
@@ -38,6 +40,8 @@ T0=$(date +%s)
 for t in ip ethtool ping iperf3 curl python3 tcpdump tshark timeout; do
     command -v $t >/dev/null 2>&1 || skip "$t is not installed"
 done
+python3 -c "import cryptography.hazmat.primitives.ciphers.aead" 2>/dev/null ||
+    skip "python3-cryptography is not installed"
 
 id=$$
 HA1=txHA1$id HB1=txHB1$id HA2=txHA2$id HB2=txHB2$id D1=txD1$id D2=txD2$id F=txF$id
@@ -254,6 +258,49 @@ grep -q "tenant_flow_duration_seconds .*A.*100" "$tmp/stat.txt" &&
     grep -q "attach_flow_bytes .*b" "$tmp/stat.txt" || fail "stat shows no histograms: $(cat "$tmp/stat.txt")"
 sed -n '/^flow histograms/,/^$/p' "$tmp/stat.txt" | head -14
 ok "per-tenant and per-attachment histograms (RTT, duration, bytes) count the flows; offcore dp stat shows them"
+
+# --- the shared uplink: an authentic ESP packet (encrypted here with A->B's
+# key, a sequence number far above the window) carrying VXLAN with a VNI no
+# tenant has: decrypted, then dropped and counted as unknown_vni on the
+# uplink, delivered to no tenant.  (Last: it moves D2's replay window.)
+before=$(metric 2 'offcore_dp_uplink_dropped_packets_total{port="txu2",reason="unknown_vni"}')
+ip netns exec $F python3 - "$u1" "$u2" "$tmp/12.key" <<'EOF' || fail "inject ESP"
+import socket, struct, sys
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+mac = lambda s: bytes.fromhex(s.replace(":", ""))
+def csum(b):
+    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
+    s = (s & 0xffff) + (s >> 16); s = (s & 0xffff) + (s >> 16)
+    return ~s & 0xffff
+def ipv4(proto, src, dst, payload, df=0):
+    h = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(payload), 1, df, 64,
+                    proto, 0, bytes(src), bytes(dst))
+    return h[:10] + struct.pack("!H", csum(h)) + h[12:] + payload
+icmp = struct.pack("!BBHHH", 8, 0, 0, 1, 1) + b"vni-300!" * 4
+icmp = icmp[:2] + struct.pack("!H", csum(icmp)) + icmp[4:]
+inner = mac("02:00:0a:00:02:a2") + mac("02:00:0a:00:01:a1") + b"\x08\x00" + \
+    ipv4(1, [10, 10, 0, 1], [10, 10, 0, 2], icmp)
+vx = struct.pack("!II", 0x08000000, 300 << 8) + inner
+vxip = ipv4(17, [192, 168, 90, 1], [192, 168, 90, 2],
+            struct.pack("!HHHH", 50000, 4789, 8 + len(vx), 0) + vx, 0x4000)
+k = bytes.fromhex(open(sys.argv[3]).read().strip()[2:])
+key, salt = k[:32], k[32:]
+spi, seq = 0x1001, 0x7fff0000
+iv = struct.pack("!Q", seq)
+pad = (4 - (len(vxip) + 2) % 4) % 4
+pt = vxip + bytes(range(1, pad + 1)) + bytes([pad, 4])
+hdr = struct.pack("!II", spi, seq)
+ct = AESGCM(key).encrypt(salt + iv, pt, hdr)
+esp = ipv4(50, [192, 168, 90, 1], [192, 168, 90, 2], hdr + iv + ct)
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind(("txf2", 0))
+s.send(mac(sys.argv[2]) + mac(sys.argv[1]) + b"\x08\x00" + esp)
+EOF
+vni_moved() { [ "$(metric 2 'offcore_dp_uplink_dropped_packets_total{port="txu2",reason="unknown_vni"}')" -gt "$before" ]; }
+wait_for 5 vni_moved || fail "VNI 300 not counted: $(ctl 2 stat --raw | grep -E 'uplink|esp_packets')"
+[ "$(metric 2 'offcore_dp_uplink_dropped_packets_total{port="txu2",reason="unknown_vni"}')" = $((before + 1)) ] ||
+    fail "VNI 300 counted more than once"
+ok "an authentic ESP packet with VXLAN VNI 300 (no tenant's) is decrypted, then dropped at the shared uplink and counted once"
 
 for p in $pids; do kill -TERM $p; done  # the last records go out at stop
 rc=0
