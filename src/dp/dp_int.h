@@ -112,6 +112,11 @@ oc_status_t oc__dp_esp_init(oc_dp_t *dp, const oc_dp_conf_t *c);
 void oc__dp_esp_free(oc_dp_t *dp);
 void oc__dp_esp_out(oc_dp_worker_t *w, oc_pkt_t **pkts, uint16_t n);
 void oc__dp_esp_in(oc_dp_worker_t *w, oc_pkt_t **pkts, uint16_t n);
+/** Clamp the MSS of a TCP SYN at @p ip (IPv4, @p len bytes) that travels
+ *  inside @p extra bytes of other headers (VXLAN) before ESP, so that it
+ *  fits esp_mtu; counted with the stage's clamps.  @return changed. */
+bool oc__dp_esp_clamp(oc_dp_worker_t *w, uint8_t *ip, uint32_t len,
+                      uint32_t extra);
 oc_status_t oc__dp_esp_sa_add(oc_dp_t *dp, const oc_esp_sa_spec_t *spec,
                               char *why, size_t whylen);
 oc_status_t oc__dp_esp_sa_del(oc_dp_t *dp, bool outbound, uint32_t spi,

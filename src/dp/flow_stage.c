@@ -207,8 +207,8 @@ void oc__dp_flow_tick(oc_dp_worker_t *w)
     if (now < fw->next_tick)
         return;
     fw->next_tick = now + TICK_MS;
-    /* a full pass over the table every ~second */
-    (void)oc_flow_expire(fw->t, now * 1000, fw->budget);
+    /* a full pass over the table every ~second; the packets' clock (us) */
+    (void)oc_flow_expire(fw->t, now_us(), fw->budget);
     pthread_mutex_lock(&fw->snap_lock);
     oc_flow_stats(fw->t, &fw->st);
     req = __atomic_load_n(&w->dp->flow->snap_req, __ATOMIC_ACQUIRE);

@@ -118,7 +118,7 @@ void oc__dp_tenant_post(oc_dp_worker_t *w, uint32_t a, int dir,
     bool esp = dp->esp != NULL && dir == 0;
     uint64_t now = 0;
 
-    if (n == 0 || (dp->flow == NULL && !esp))
+    if (n == 0 || (dp->flow == NULL && dp->esp == NULL))
         return;
     tc = oc__dp_tenant_of(dp, a);
     for (uint16_t i = 0; i < n; i++) {
@@ -131,16 +131,23 @@ void oc__dp_tenant_post(oc_dp_worker_t *w, uint32_t a, int dir,
             p->verdict = OC_DP_V_TENANT;
             continue;
         }
-        if (dp->flow != NULL) {
+        {
             /* the inner frame: behind the VXLAN headers on the way out,
              * already decapsulated on the way in */
             uint32_t off = dir == 0 ? OC_VXLAN_OVERHEAD : 0;
             oc_pkt_meta_t m;
-            if (p->len > off) {
-                (void)oc_pkt_parse(p->data + off, p->len - off, dp->max_frame,
-                                   &m);
-                oc__dp_flow_one(w, p->data + off, &m, tc->vni, a, &now);
+            if (p->len > off &&
+                oc_pkt_parse(p->data + off, p->len - off, dp->max_frame, &m) ==
+                    OC_PKT_R_IPV4) {
+                /* TCP fits VXLAN + ESP in esp_mtu: SYNs both ways clamped
+                 * (the ESP stage itself sees only the outer UDP) */
+                if (dp->esp != NULL && m.key.proto == 6)
+                    (void)oc__dp_esp_clamp(w, p->data + off + m.l3_off,
+                                           p->len - off - m.l3_off,
+                                           OC_VXLAN_OVERHEAD);
             }
+            if (dp->flow != NULL && p->len > off)
+                oc__dp_flow_one(w, p->data + off, &m, tc->vni, a, &now);
         }
         if (esp) /* the ESP stage reads the outer (VXLAN) packet's parse */
             (void)oc_pkt_parse(p->data, p->len, dp->max_frame, &w->meta[i]);

@@ -193,14 +193,21 @@ uint32_t oc_flow_expire(oc_flow_table_t *t, uint64_t now_us, uint32_t budget)
         uint32_t i = t->scan;
         flow_t *f = &t->f[i];
         uint8_t reason = 0;
+        uint64_t idle, age;
         t->scan = (t->scan + 1) & t->mask;
         if (!f->used)
             continue;
-        if (((f->fin & 3) == 3 || (f->fin & 4)) && now_us - f->last_us >= 1000000)
+        /* a clock a little behind the packets' (a caller's coarser tick,
+         * or CLOCK_REALTIME stepped back) is no time at all: unsigned
+         * differences would wrap to "idle for ages" and end a flow that
+         * just began */
+        idle = now_us > f->last_us ? now_us - f->last_us : 0;
+        age = now_us > f->start_us ? now_us - f->start_us : 0;
+        if (((f->fin & 3) == 3 || (f->fin & 4)) && idle >= 1000000)
             reason = OC_FLOW_END_EOF;
-        else if (now_us - f->last_us >= (uint64_t)t->c.idle_ms * 1000)
+        else if (idle >= (uint64_t)t->c.idle_ms * 1000)
             reason = OC_FLOW_END_IDLE;
-        else if (now_us - f->start_us >= (uint64_t)t->c.active_ms * 1000) {
+        else if (age >= (uint64_t)t->c.active_ms * 1000) {
             /* active timeout: a record of the deltas, the flow goes on */
             if (f->packets[0] | f->packets[1]) {
                 emit(t, f, OC_FLOW_END_ACTIVE);

@@ -93,6 +93,34 @@ static void test_biflow(void **state)
     assert_int_equal(nrec, 2);
 }
 
+/* An expiry clock a little behind the last packet's (a coarser tick, a
+ * stepped-back CLOCK_REALTIME) ends nothing: the difference must not wrap
+ * (a TCP SYN's flow was ended as idle 0.5 ms after it began, and the
+ * SYN-ACK started another flow without a handshake RTT). */
+static void test_clock_behind(void **state)
+{
+    oc_flow_table_t *t = table(1024);
+    oc_flow_stats_t st;
+    (void)state;
+
+    assert_true(oc_flow_update(t, 60, 0x02, 1, 2, 5000, 80, 6, OC_FLOW_NO_VNI,
+                               0, US(1000) + 500));
+    assert_int_equal(oc_flow_expire(t, US(1000), 1024), 0);
+    assert_int_equal(oc_flow_expire(t, 0, 1024), 0);
+    assert_true(oc_flow_update(t, 60, 0x12, 2, 1, 80, 5000, 6, OC_FLOW_NO_VNI,
+                               0, US(1001)));
+    assert_true(oc_flow_update(t, 52, 0x10, 1, 2, 5000, 80, 6, OC_FLOW_NO_VNI,
+                               0, US(1002)));
+    oc_flow_stats(t, &st);
+    assert_int_equal(st.active, 1);
+    assert_int_equal(nrec, 0);
+    oc_flow_table_destroy(t);
+    assert_int_equal(nrec, 1);
+    assert_int_equal(recs[0].packets[0], 2);
+    assert_int_equal(recs[0].packets[1], 1);
+    assert_true(recs[0].rtt_us > 0);
+}
+
 static void test_active_and_forced(void **state)
 {
     oc_flow_table_t *t = table(1024);
@@ -220,7 +248,8 @@ static void test_ipfix(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_biflow), cmocka_unit_test(test_active_and_forced),
+        cmocka_unit_test(test_biflow), cmocka_unit_test(test_clock_behind),
+        cmocka_unit_test(test_active_and_forced),
         cmocka_unit_test(test_full_and_model), cmocka_unit_test(test_ipfix),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
