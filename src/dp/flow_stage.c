@@ -418,9 +418,9 @@ void oc__dp_flow_print(oc_dp_t *dp, uint32_t max, FILE *out)
             top_add(&all, &fw->snap[i]);
         pthread_mutex_unlock(&fw->snap_lock);
     }
-    fprintf(out, "%-21s %-21s %-5s %10s %12s %10s %12s %8s %s\n", "source",
-            "destination", "proto", "packets", "bytes", "rpackets", "rbytes",
-            "age_s", "rtt_ms");
+    fprintf(out, "%-21s %-21s %-5s %10s %12s %10s %12s %8s %-7s %s\n",
+            "source", "destination", "proto", "packets", "bytes", "rpackets",
+            "rbytes", "age_s", "rtt_ms", "vni");
     for (uint32_t i = 0; i < all.n && i < max; i++) {
         const oc_flow_rec_t *r = &all.top[i];
         char s[32], d[32];
@@ -435,7 +435,12 @@ void oc__dp_flow_print(oc_dp_t *dp, uint32_t max, FILE *out)
                 (unsigned long long)r->octets[1],
                 (double)(r->end_ms - r->start_ms) / 1000.0);
         if (r->rtt_us)
-            fprintf(out, "%.3f\n", r->rtt_us / 1000.0);
+            fprintf(out, "%-7.3f ", r->rtt_us / 1000.0);
+        else
+            fprintf(out, "%-7s ", "-");
+        /* tenants may use the same addresses: the VNI tells them apart */
+        if (r->vni != OC_FLOW_NO_VNI)
+            fprintf(out, "%u\n", r->vni);
         else
             fprintf(out, "-\n");
     }
