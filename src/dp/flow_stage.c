@@ -64,8 +64,8 @@ static const char *const hist_fam[2][H_N] = {
      "offcore_dp_attach_flow_duration_seconds",
      "offcore_dp_attach_flow_bytes"}};
 static const char *const hist_help[H_N] = {
-    "TCP handshake RTT of ended flows (initiator's SYN to its ACK, as the DPU "
-    "sees it)",
+    ("TCP handshake RTT of ended flows (initiator's SYN to its ACK, as the "
+     "DPU sees it)"),
     "duration of ended flows, first to last packet",
     "bytes of ended flows, both directions (IP total lengths)"};
 

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -247,7 +248,7 @@ static int hist_cb(stat_ctx_t *c, const oc_prom_sample_t *s, uint64_t v)
     if (l > 7 && !strcmp(n + l - 7, "_bucket")) {
         if (c->hn < 64) {
             const char *le = label(s, "le");
-            c->hle[c->hn] = !strcmp(le, "+Inf") ? 1.0 / 0.0 : strtod(le, NULL);
+            c->hle[c->hn] = !strcmp(le, "+Inf") ? INFINITY : strtod(le, NULL);
             c->hcum[c->hn++] = v;
         }
         return 1;
