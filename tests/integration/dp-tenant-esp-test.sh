@@ -20,7 +20,8 @@
 #     100 and 200 only; a forged clear VXLAN frame injected on the fabric
 #     is dropped by the ESP stage and counted, and never reaches the host; an authentic ESP packet
 #     whose VXLAN VNI no tenant has is decrypted, then dropped at the shared
-#     uplink and counted once (unknown_vni);
+#     uplink and counted once (unknown_vni); live, tenant B deleted and
+#     added again on the shared uplink, a duplicate VNI refused;
 #   - the IPFIX records tshark decodes carry each tenant's VNI
 #     (layer2SegmentId 0x01000000 | VNI) and the inner 5-tuple of its
 #     curl; the per-tenant and per-attachment histograms count the flows
@@ -284,6 +285,20 @@ grep -q "tenant_flow_duration_seconds .*A.*100" "$tmp/stat.txt" &&
     grep -q "attach_flow_bytes .*b" "$tmp/stat.txt" || fail "stat shows no histograms: $(cat "$tmp/stat.txt")"
 sed -n '/^flow histograms/,/^$/p' "$tmp/stat.txt" | head -14
 ok "per-tenant and per-attachment histograms (RTT, duration, bytes) count the flows; offcore dp stat shows them"
+
+# --- live on the shared uplink: B deleted (its frames are dropped, A goes
+# on), a tenant with A's VNI on the same port refused, B added back
+bline=$(grep "^tenant B " "$tmp/dp1.conf" | cut -d' ' -f2-)
+ctl 1 tenant del B >/dev/null || fail "tenant del B"
+ip netns exec $HB1 ping -c 2 -i 0.2 -W 1 10.10.0.2 >/dev/null 2>&1 &&
+    fail "tenant B still reaches server 2 after tenant del"
+ip netns exec $HA1 ping -c 2 -i 0.2 -W 2 10.10.0.2 >/dev/null || fail "A stopped with B's deletion"
+ctl 1 tenant add $(echo "$bline" | sed 's/vni=200/vni=100/') >"$tmp/dup.out" 2>&1 &&
+    fail "a second tenant with VNI 100 on the uplink was accepted"
+grep -q "vni 100 is tenant A's on the same wire port" "$tmp/dup.out" || fail "dup VNI: $(cat "$tmp/dup.out")"
+ctl 1 tenant add $bline >/dev/null || fail "tenant add B"
+wait_for 10 ip netns exec $HB1 ping -c 1 -W 1 10.10.0.2 || fail "B after tenant add"
+ok "live on the shared uplink: tenant del B stops B (A goes on), a duplicate VNI is refused, tenant add B restores it"
 
 # --- the shared uplink: an authentic ESP packet (encrypted here with A->B's
 # key, a sequence number far above the window) carrying VXLAN with a VNI no
