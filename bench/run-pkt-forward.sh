@@ -24,6 +24,11 @@
 #   dp-esp-ipfix-2hop the same with ESP AES-256-GCM on the fabric (t0
 #                     encrypts, t1 decrypts, and back) and flow accounting
 #                     exported over IPFIX to a UDP port on loopback
+#   dp-tenant-esp-ipfix-2hop  the two-hop path with tenants on both
+#                     attachments (every tenant stage, VXLAN VNI 100 between
+#                     tunnel addresses 192.168.78.1 and .2), ESP on the VXLAN
+#                     packets and flow export (docs/tenants.md, "Tenants with
+#                     ESP and flow export"); against dp-bare-2hop
 # Each repeat runs every case in turn (interleaved, BENCH_REPEATS times,
 # default 3): iperf3 UDP with 64-byte payloads at full speed for
 # BENCH_SECONDS (default 3) gives the packet rate that reached B (sent -
@@ -134,6 +139,22 @@ start_case() { # CASE
                 done
                 echo "tenant_rule T egress id=16 action=allow dst=10.79.0.0/24"
                 echo "tenant_rule T ingress id=1 action=allow proto=udp" ;;
+            dp-tenant-esp-ipfix-2hop)
+                w1=$(ip netns exec $D cat /sys/class/net/ocpfw1/address)
+                w2=$(ip netns exec $D cat /sys/class/net/ocpfw2/address)
+                echo "tenant TA vni=100 attach=t0 mac=$amac ip=10.78.0.1" \
+                    "local=192.168.78.1 local_mac=$w1 remote=192.168.78.2 remote_mac=$w2"
+                echo "tenant TB vni=100 attach=t1 mac=$bmac ip=10.78.0.2" \
+                    "local=192.168.78.2 local_mac=$w2 remote=192.168.78.1 remote_mac=$w1"
+                echo "tenant_rule TB ingress id=1 action=allow proto=udp"
+                echo "tenant_rule TB ingress id=2 action=allow proto=tcp"
+                echo "tenant_rule TB ingress id=3 action=allow proto=icmp"
+                echo "sa out spi=0x1001 local=192.168.78.1 peer=192.168.78.2 key=$tmp/ab.key match=192.168.78.2/32"
+                echo "sa in spi=0x1001 local=192.168.78.2 peer=192.168.78.1 key=$tmp/ab.key"
+                echo "sa out spi=0x2002 local=192.168.78.2 peer=192.168.78.1 key=$tmp/ba.key match=192.168.78.1/32"
+                echo "sa in spi=0x2002 local=192.168.78.1 peer=192.168.78.2 key=$tmp/ba.key"
+                echo "ipfix 127.0.0.1:28099"
+                echo "flow_idle 1" ;;
             dp-esp-ipfix-2hop)
                 # t0 encrypts toward B and decrypts from it; t1 the mirror
                 echo "sa out spi=0x1001 local=192.0.2.1 peer=192.0.2.2 key=$tmp/ab.key match=10.78.0.2/32"
@@ -209,7 +230,7 @@ print(json.dumps(out))
 EOF
 }
 
-cases=${BENCH_CASES:-kernel-bridge dp-bare dp-acl1-10k dp-tenant dp-bare-2hop dp-esp-ipfix-2hop}
+cases=${BENCH_CASES:-kernel-bridge dp-bare dp-acl1-10k dp-tenant dp-bare-2hop dp-esp-ipfix-2hop dp-tenant-esp-ipfix-2hop}
 r=1
 while [ $r -le "$repeats" ]; do
     for c in $cases; do run_case $c $r; done
@@ -220,7 +241,7 @@ import json, statistics, sys
 runs = [json.loads(l) for l in open(sys.argv[1])]
 med = {}
 for c in ["kernel-bridge", "dp-bare", "dp-acl1-10k", "dp-tenant",
-          "dp-bare-2hop", "dp-esp-ipfix-2hop"]:
+          "dp-bare-2hop", "dp-esp-ipfix-2hop", "dp-tenant-esp-ipfix-2hop"]:
     rs = [r for r in runs if r["case"] == c]
     if not rs:
         continue
@@ -243,7 +264,8 @@ for c, m in med.items():
 # per-repeat ratios against the bare forwarder of the same repeat
 for case, base, bar in (("dp-acl1-10k", "dp-bare", 0.9),
                         ("dp-tenant", "dp-bare", 0.8),
-                        ("dp-esp-ipfix-2hop", "dp-bare-2hop", None)):
+                        ("dp-esp-ipfix-2hop", "dp-bare-2hop", None),
+                        ("dp-tenant-esp-ipfix-2hop", "dp-bare-2hop", None)):
     ratios, tratios = [], []
     for r in sorted({x["repeat"] for x in runs}):
         a = [x for x in runs if x["repeat"] == r and x["case"] == case]

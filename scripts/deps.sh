@@ -64,6 +64,8 @@ need liburing-dev       pc liburing
 need libdpdk-dev        pc libdpdk
 # the tenant test's spoofing workloads (scapy on Debian's python3)
 need python3-scapy      test -d /usr/lib/python3/dist-packages/scapy
+# dp-tenant-esp: an ESP packet encrypted by the test itself (AES-GCM)
+need python3-cryptography test -d /usr/lib/python3/dist-packages/cryptography
 # nvmf-guest: the Linux kernel's nvme-tcp initiator in a qemu guest
 need qemu-system-x86    has qemu-system-x86_64
 need busybox-static     test -x /bin/busybox

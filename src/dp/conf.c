@@ -416,8 +416,11 @@ static void parse_line(oc_dp_conf_t *c, size_t *rcap, char *line,
             const oc_dp_attach_conf_t *o = &c->attach[i];
             if (!strcmp(o->name, a.name))
                 ERR("attach %s: name already used on line %u", a.name, o->line);
+            /* a wire port may be shared (one uplink, tenants told apart
+             * by VNI: checked with the tenants, tenant_conf.c); a host
+             * port belongs to one attachment */
             if (!strcmp(o->host, a.host) || !strcmp(o->wire, a.host) ||
-                !strcmp(o->host, a.wire) || !strcmp(o->wire, a.wire))
+                !strcmp(o->host, a.wire))
                 ERR("attach %s: an interface of it is already in attach %s "
                     "(line %u)", a.name, o->name, o->line);
         }
@@ -566,6 +569,62 @@ static void parse_line(oc_dp_conf_t *c, size_t *rcap, char *line,
 #undef ERR
 }
 
+/* Attachments sharing a wire interface (one uplink): the port is opened
+ * once and wire->host frames are told apart by VNI (uplink.c), so every
+ * attachment on it needs a tenant, their VNIs must differ, and the port's
+ * settings must agree. */
+static void check_shared_wire(const oc_dp_conf_t *c, const char *name,
+                              oc_dp_errors_t *e)
+{
+    const oc_dp_tenants_conf_t *tc = &c->tenants;
+
+    for (uint32_t a = 0; a < c->nattach; a++) {
+        const oc_dp_attach_conf_t *x = &c->attach[a];
+        int ta = -1;
+        bool shared = false;
+        for (uint32_t b = 0; b < c->nattach; b++) {
+            const oc_dp_attach_conf_t *y = &c->attach[b];
+            if (b == a || strcmp(x->wire, y->wire) != 0)
+                continue;
+            shared = true;
+            if (b < a && (x->backend != y->backend || x->xdp_mode != y->xdp_mode ||
+                          x->zero_copy != y->zero_copy))
+                oc_dp_errors_add(e, name, x->line, "attach %s shares wire %s "
+                                 "with attach %s: backend=, xdp= and "
+                                 "zero_copy= must be the same", x->name,
+                                 x->wire, y->name);
+        }
+        if (!shared)
+            continue;
+        if (x->backend != OC_DP_BACKEND_XDP)
+            oc_dp_errors_add(e, name, x->line, "attach %s: a shared wire port "
+                             "(%s) needs backend=xdp", x->name, x->wire);
+        for (uint32_t t = 0; t < tc->ntenants; t++)
+            if (!strcmp(tc->t[t].attach, x->name))
+                ta = (int)t;
+        if (ta < 0) {
+            oc_dp_errors_add(e, name, x->line, "attach %s shares wire %s with "
+                             "another attachment: it needs a tenant (frames "
+                             "from a shared wire are told apart by VNI)",
+                             x->name, x->wire);
+            continue;
+        }
+        for (uint32_t t = 0; t < (uint32_t)ta; t++) {
+            const oc_dp_attach_conf_t *y = NULL;
+            for (uint32_t b = 0; b < c->nattach; b++)
+                if (!strcmp(c->attach[b].name, tc->t[t].attach))
+                    y = &c->attach[b];
+            if (y != NULL && !strcmp(y->wire, x->wire) &&
+                tc->t[t].vni == tc->t[ta].vni)
+                oc_dp_errors_add(e, name, tc->t[ta].line, "tenant %s: vni %u "
+                                 "is tenant %s's on the same wire %s (tenants "
+                                 "sharing a wire need distinct VNIs)",
+                                 tc->t[ta].name, tc->t[ta].vni, tc->t[t].name,
+                                 x->wire);
+        }
+    }
+}
+
 oc_status_t oc_dp_conf_parse(const char *text, size_t len, const char *name,
                              const char *base_dir, bool check_system,
                              oc_dp_conf_t *out, oc_dp_errors_t *e)
@@ -605,6 +664,7 @@ oc_status_t oc_dp_conf_parse(const char *text, size_t len, const char *name,
     if (c.nattach == 0)
         oc_dp_errors_add(e, name, 0, "no 'attach NAME host=IF wire=IF' line");
     oc__dp_tenants_check(&c, name, e);
+    check_shared_wire(&c, name, e);
     if (c.nrules > c.max_rules)
         oc_dp_errors_add(e, name, 0, "%zu rules, more than max_rules %u",
                          c.nrules, c.max_rules);
@@ -636,14 +696,6 @@ oc_status_t oc_dp_conf_parse(const char *text, size_t len, const char *name,
     if (c.esp && c.bare)
         oc_dp_errors_add(e, name, 0, "ESP (sa lines) needs the stages: not "
                          "'stages none'");
-    /* A tenant's attachment runs the tenant stages only (dp.c): ESP and
-     * flow export would silently not apply to its traffic, so the two are
-     * refused together rather than leaving a tenant in clear. */
-    if ((c.esp || c.flows) && c.tenants.ntenants > 0)
-        oc_dp_errors_add(e, name, 0, "ESP and flow export (sa, esp, ipfix, "
-                         "flows) do not yet combine with tenants in one "
-                         "offcore-dp: run them on separate attachments of "
-                         "separate daemons");
     if (check_system)
         for (uint32_t i = 0; i < c.nattach; i++) {
             const char *ifs[2] = {c.attach[i].host, c.attach[i].wire};

@@ -88,7 +88,8 @@ oc_status_t oc_dp_metrics(void *arg, void *prom)
     for (int f = 0; f < 4; f++) {
         oc_prom_family(p, fam[f], help[f], OC_PROM_COUNTER);
         for (uint32_t a = 0; a < dp->nattach; a++)
-            for (int s = 0; s < 2; s++) {
+            /* a shared wire port is listed once, under its first attachment */
+            for (int s = 0; s < 2 - (dp->att[a].wire_of != 0); s++) {
                 oc_port_stats_t st;
                 const char *side = s == 0 ? "host" : "wire";
                 const char *ifn = oc_port_name(dp->att[a].port[s]);
@@ -182,6 +183,7 @@ oc_status_t oc_dp_metrics(void *arg, void *prom)
     oc__dp_tenant_metrics(dp, p);
     oc__dp_esp_metrics(dp, p);
     oc__dp_flow_metrics(dp, p);
+    oc__dp_uplink_metrics(dp, p);
     return oc_prom_status(p);
 }
 

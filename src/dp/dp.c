@@ -126,8 +126,20 @@ static void forward(oc_dp_worker_t *w, oc_port_t *in, oc_port_t *out,
 void oc__dp_forward(oc_dp_worker_t *w, uint32_t a, int dir, oc_pkt_t **pkts,
                     uint16_t n)
 {
+    oc__dp_tenant_post(w, a, dir, pkts, n);
     forward(w, w->dp->att[a].port[dir], w->dp->att[a].port[!dir], pkts, n,
             false);
+}
+
+void oc__dp_stage_parse(oc_dp_worker_t *w, oc_pkt_t **pkts, uint16_t n)
+{
+    stage_parse(w, pkts, n);
+}
+
+void oc__dp_send(oc_dp_worker_t *w, oc_port_t *in, oc_port_t *out,
+                 oc_pkt_t **pkts, uint16_t n)
+{
+    forward(w, in, out, pkts, n, false);
 }
 
 static void sleep_idle(oc_dp_worker_t *w)
@@ -173,19 +185,30 @@ static void *worker_main(void *arg)
             for (int dir = 0; dir < 2; dir++) {
                 oc_port_t *in = dp->att[a].port[dir];
                 oc_port_t *out = dp->att[a].port[!dir];
-                uint16_t n = oc_port_rx_burst(in, w->q, pkts, dp->burst);
+                bool tenant;
+                uint16_t n;
+                if (dir == 1 && dp->att[a].wire_of != 0)
+                    continue; /* a shared wire port: its first attachment receives */
+                n = oc_port_rx_burst(in, w->q, pkts, dp->burst);
                 if (n == 0)
                     continue;
                 got += n;
-                if (__atomic_load_n(&dp->att_tenant[a], __ATOMIC_RELAXED) != -1) {
+                tenant = __atomic_load_n(&dp->att_tenant[a], __ATOMIC_RELAXED) != -1;
+                if (dir == 1 && (tenant || dp->att[a].uplink)) {
+                    /* ESP, VNI demultiplexing, tenant stages, delivery */
+                    oc__dp_uplink_rx(w, a, pkts, n);
+                    continue;
+                }
+                if (tenant) {
                     n = oc__dp_tenant_burst(w, a, dir, pkts, n);
+                    oc__dp_tenant_post(w, a, dir, pkts, n);
                 } else if (!dp->bare) {
                     stage_parse(w, pkts, n);
                     if (dp->esp != NULL && dir == 1)
                         oc__dp_esp_in(w, pkts, n);
                     stage_classify(w, pkts, n);
                     if (dp->flow != NULL)
-                        oc__dp_flow_burst(w, pkts, n);
+                        oc__dp_flow_burst(w, a, pkts, n);
                     if (dp->esp != NULL && dir == 0)
                         oc__dp_esp_out(w, pkts, n);
                 }
@@ -270,7 +293,15 @@ oc_status_t oc_dp_start(const oc_dp_conf_t *c, oc_dp_t **out)
         const oc_dp_attach_conf_t *ac = &c->attach[a];
         oc_dp_attach_t *at = &dp->att[a];
         snprintf(at->name, sizeof(at->name), "%s", ac->name);
-        for (int side = 0; side < 2; side++) {
+        for (uint32_t b = 0; b < a; b++)
+            if (!strcmp(c->attach[b].wire, ac->wire)) {
+                /* one uplink: open once (conf.c checked the settings) */
+                at->wire_of = b + 1;
+                at->port[1] = dp->att[b].port[1];
+                dp->att[b].uplink = true;
+                break;
+            }
+        for (int side = 0; side < 2 - (at->wire_of != 0); side++) {
             oc_port_conf_t pc = {
                 .ifname = side == 0 ? ac->host : ac->wire,
                 .nqueues = c->threads,
@@ -340,7 +371,7 @@ void oc_dp_stop(oc_dp_t *dp)
     for (uint32_t q = 0; q < dp->nstarted; q++)
         pthread_join(dp->w[q].thread, NULL);
     for (uint32_t a = 0; a < OC_DP_MAX_ATTACH; a++)
-        for (int s = 0; s < 2; s++)
+        for (int s = 0; s < 2 - (dp->att[a].wire_of != 0); s++)
             oc_port_close(dp->att[a].port[s]);
     oc__dp_esp_free(dp);
     oc__dp_flow_free(dp);

@@ -38,6 +38,9 @@ typedef struct oc_dp_worker {
         uint64_t reason[OC_PKT_R_MAX];
         uint64_t dropped[OC_DP_V_MAX];
         uint64_t forwarded, nomatch, sleeps;
+        /* frames from a shared wire port no tenant took, by reason:
+         * [0] unknown VNI, else the VXLAN decapsulation's reason */
+        uint64_t uplink[OC_DP_MAX_ATTACH][OC_VXLAN_NREASONS];
     } c;                   /* written by this worker only */
     struct oc_dp_tw *tw;   /* tenant stages' state (tenant.c), or NULL */
     int      hand_fd;      /* eventfd: frames handed to this worker (tenant_hand.c) */
@@ -55,6 +58,12 @@ typedef struct oc_dp_worker {
 typedef struct {
     char       name[OC_DP_NAME_MAX];
     oc_port_t *port[2]; /* 0 host side, 1 wire side */
+    /* a wire port shared by several attachments (one uplink, tenants told
+     * apart by VNI: uplink.c) is opened by the first of them, which
+     * receives for all: wire_of is 1 + that attachment's index in the
+     * others (0: the port is its own), uplink is set in the first */
+    uint32_t   wire_of;
+    bool       uplink;
 } oc_dp_attach_t;
 
 /* A counter slot (control thread; under lock for the metrics thread). */
@@ -103,6 +112,11 @@ oc_status_t oc__dp_esp_init(oc_dp_t *dp, const oc_dp_conf_t *c);
 void oc__dp_esp_free(oc_dp_t *dp);
 void oc__dp_esp_out(oc_dp_worker_t *w, oc_pkt_t **pkts, uint16_t n);
 void oc__dp_esp_in(oc_dp_worker_t *w, oc_pkt_t **pkts, uint16_t n);
+/** Clamp the MSS of a TCP SYN at @p ip (IPv4, @p len bytes) that travels
+ *  inside @p extra bytes of other headers (VXLAN) before ESP, so that it
+ *  fits esp_mtu; counted with the stage's clamps.  @return changed. */
+bool oc__dp_esp_clamp(oc_dp_worker_t *w, uint8_t *ip, uint32_t len,
+                      uint32_t extra);
 oc_status_t oc__dp_esp_sa_add(oc_dp_t *dp, const oc_esp_sa_spec_t *spec,
                               char *why, size_t whylen);
 oc_status_t oc__dp_esp_sa_del(oc_dp_t *dp, bool outbound, uint32_t spi,
@@ -115,9 +129,32 @@ void oc__dp_esp_metrics(oc_dp_t *dp, void *prom /* oc_prom_t * */);
  * inner packets), tick once per worker loop. */
 oc_status_t oc__dp_flow_init(oc_dp_t *dp, const oc_dp_conf_t *c);
 void oc__dp_flow_free(oc_dp_t *dp);
-void oc__dp_flow_burst(oc_dp_worker_t *w, oc_pkt_t **pkts, uint16_t n);
+void oc__dp_flow_burst(oc_dp_worker_t *w, uint32_t a, oc_pkt_t **pkts,
+                       uint16_t n);
+/** Account one frame whose parse is @p m (from @p frame), of tenant
+ *  network @p vni (OC_FLOW_NO_VNI: none), that came in on attachment
+ *  @p a; @p now_us 0 on the first call of a burst (then set). */
+void oc__dp_flow_one(oc_dp_worker_t *w, const uint8_t *frame,
+                     const oc_pkt_meta_t *m, uint32_t vni, uint32_t a,
+                     uint64_t *now_us);
 void oc__dp_flow_tick(oc_dp_worker_t *w);
 void oc__dp_flow_print(oc_dp_t *dp, uint32_t max, FILE *out);
 void oc__dp_flow_metrics(oc_dp_t *dp, void *prom /* oc_prom_t * */);
+
+/* dp.c's stages and sending, for the tenant pipeline (uplink.c) */
+void oc__dp_stage_parse(oc_dp_worker_t *w, oc_pkt_t **pkts, uint16_t n);
+void oc__dp_send(oc_dp_worker_t *w, oc_port_t *in, oc_port_t *out,
+                 oc_pkt_t **pkts, uint16_t n);
+
+/* The tenant pipeline around the tenant stages (uplink.c): a burst from
+ * a tenant attachment's wire port (ESP decryption, the VNI demultiplexing
+ * of a shared port, the tenant stages, delivery), and what follows the
+ * tenant stages in either direction (flow accounting of the inner packet
+ * with its VNI; ESP encryption of the VXLAN packet toward the wire). */
+void oc__dp_uplink_rx(oc_dp_worker_t *w, uint32_t a, oc_pkt_t **pkts,
+                      uint16_t n);
+void oc__dp_tenant_post(oc_dp_worker_t *w, uint32_t a, int dir,
+                        oc_pkt_t **pkts, uint16_t n);
+void oc__dp_uplink_metrics(oc_dp_t *dp, void *prom /* oc_prom_t * */);
 
 #endif

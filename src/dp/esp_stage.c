@@ -251,6 +251,17 @@ void oc__dp_esp_in(oc_dp_worker_t *w, oc_pkt_t **pkts, uint16_t n)
     }
 }
 
+bool oc__dp_esp_clamp(oc_dp_worker_t *w, uint8_t *ip, uint32_t len,
+                      uint32_t extra)
+{
+    struct oc_dp_esp *e = w->dp->esp;
+    if (e == NULL || e->mss <= extra ||
+        !oc_esp_mss_clamp(ip, len, (uint16_t)(e->mss - extra)))
+        return false;
+    ctr_add(&w->esp->mss_clamped, 1);
+    return true;
+}
+
 /* ------------------------------------------------------------ control */
 
 /* Has every worker finished the burst it was in when @p s was deleted? */

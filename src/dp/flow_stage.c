@@ -19,6 +19,7 @@
  * encode, send), the control thread (snapshot request, metrics reads).
  */
 #include "dp_int.h"
+#include "tenant_int.h"
 #include "metrics/metrics.h"
 #include "pkt/flow.h"
 #include "util/log.h"
@@ -38,10 +39,47 @@
 #define TICK_MS   100
 #define MSG_MAX   1400          /* IPFIX message bytes (fits a 1500 MTU) */
 #define RTT_BUCKETS 12
+#define HB        12            /* buckets of the per-tenant/port histograms */
+#define TH_MAX    64            /* tenants (name, VNI) with histograms */
 
 static const double rtt_le[RTT_BUCKETS] = {0.0001, 0.00025, 0.0005, 0.001,
                                            0.0025, 0.005,   0.01,   0.025,
                                            0.05,   0.1,     0.25,   1.0};
+
+/* Per-tenant and per-attachment histograms of ended flows (flow_hist()):
+ * handshake RTT (TCP), duration (first to last packet) and bytes (both
+ * directions, whole flow: records after an active timeout are deltas, the
+ * histogram takes the flow once, when it ends). */
+enum { H_RTT, H_DUR, H_BYTES, H_N };
+static const double hist_le[H_N][HB] = {
+    {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+     0.25, 1.0},
+    {0.001, 0.01, 0.1, 0.5, 1, 2, 5, 10, 30, 60, 300, 3600},
+    {64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216,
+     67108864, 268435456}};
+static const char *const hist_fam[2][H_N] = {
+    {"offcore_dp_tenant_flow_tcp_handshake_rtt_seconds",
+     "offcore_dp_tenant_flow_duration_seconds",
+     "offcore_dp_tenant_flow_bytes"},
+    {"offcore_dp_attach_flow_tcp_handshake_rtt_seconds",
+     "offcore_dp_attach_flow_duration_seconds",
+     "offcore_dp_attach_flow_bytes"}};
+static const char *const hist_help[H_N] = {
+    ("TCP handshake RTT of ended flows (initiator's SYN to its ACK, as the "
+     "DPU sees it)"),
+    "duration of ended flows, first to last packet",
+    "bytes of ended flows, both directions (IP total lengths)"};
+
+typedef struct {
+    uint64_t b[HB + 1]; /* per bucket; the exporter writes, metrics read */
+    double   sum;
+} hist_t;
+
+typedef struct {
+    char     name[32];
+    uint32_t vni;
+    hist_t   h[H_N];
+} thist_t;
 
 struct oc_dp_flow_w {
     oc_flow_table_t *t;
@@ -76,6 +114,10 @@ struct oc_dp_flow {
     uint64_t  snap_req;      /* control: requests for a snapshot */
     uint64_t  rtt_bucket[RTT_BUCKETS + 1], rtt_count;
     double    rtt_sum;
+    uint32_t  nth;           /* entries of th (release store) */
+    thist_t   th[TH_MAX];
+    hist_t    ph[OC_DP_MAX_ATTACH][H_N];
+    uint64_t  hist_untracked; /* flows of a tenant past TH_MAX entries */
 };
 
 static uint64_t now_us(void)
@@ -102,29 +144,36 @@ static void push(void *arg, const oc_flow_rec_t *r)
     __atomic_store_n(&fw->pushed, fw->pushed + 1, __ATOMIC_RELAXED);
 }
 
-void oc__dp_flow_burst(oc_dp_worker_t *w, oc_pkt_t **pkts, uint16_t n)
+void oc__dp_flow_one(oc_dp_worker_t *w, const uint8_t *frame,
+                     const oc_pkt_meta_t *m, uint32_t vni, uint32_t a,
+                     uint64_t *now)
 {
-    struct oc_dp_flow_w *fw = w->flow;
+    const uint8_t *ip;
+    int fl = -1;
+
+    if (m->reason != OC_PKT_R_IPV4 && m->reason != OC_PKT_R_IPV4_FRAG)
+        return;
+    if (*now == 0)
+        *now = now_us();
+    /* a non-first fragment has no ports: its own flow, as IPFIX exporters
+     * without reassembly do.  The parser checked the IPv4 header, its
+     * total length and (reason ipv4) the TCP header. */
+    ip = frame + m->l3_off;
+    if (m->reason == OC_PKT_R_IPV4 && m->key.proto == 6)
+        fl = ip[(ip[0] & 15) * 4 + 13];
+    (void)oc_flow_update(w->flow->t, (uint32_t)(ip[2] << 8 | ip[3]), fl,
+                         m->key.src_ip, m->key.dst_ip, m->key.sport,
+                         m->key.dport, m->key.proto, vni, (uint16_t)a, *now);
+}
+
+void oc__dp_flow_burst(oc_dp_worker_t *w, uint32_t a, oc_pkt_t **pkts,
+                       uint16_t n)
+{
     uint64_t now = 0;
-    for (uint16_t i = 0; i < n; i++) {
-        const oc_pkt_meta_t *m = &w->meta[i];
-        if (pkts[i]->verdict != OC_DP_V_FORWARD ||
-            (m->reason != OC_PKT_R_IPV4 && m->reason != OC_PKT_R_IPV4_FRAG))
-            continue;
-        if (now == 0)
-            now = now_us();
-        /* a non-first fragment has no ports: its own flow, as IPFIX
-         * exporters without reassembly do.  The parser checked the IPv4
-         * header, its total length and (reason ipv4) the TCP header. */
-        const uint8_t *ip = pkts[i]->data + m->l3_off;
-        int fl = -1;
-        if (m->reason == OC_PKT_R_IPV4 && m->key.proto == 6)
-            fl = ip[(ip[0] & 15) * 4 + 13];
-        (void)oc_flow_update(fw->t, (uint32_t)(ip[2] << 8 | ip[3]), fl,
-                             m->key.src_ip, m->key.dst_ip, m->key.sport,
-                             m->key.dport, m->key.proto, OC_FLOW_NO_VNI,
-                             now);
-    }
+    for (uint16_t i = 0; i < n; i++)
+        if (pkts[i]->verdict == OC_DP_V_FORWARD)
+            oc__dp_flow_one(w, pkts[i]->data, &w->meta[i], OC_FLOW_NO_VNI, a,
+                            &now);
 }
 
 static int cmp_octets(const void *a, const void *b)
@@ -159,8 +208,8 @@ void oc__dp_flow_tick(oc_dp_worker_t *w)
     if (now < fw->next_tick)
         return;
     fw->next_tick = now + TICK_MS;
-    /* a full pass over the table every ~second */
-    (void)oc_flow_expire(fw->t, now * 1000, fw->budget);
+    /* a full pass over the table every ~second; the packets' clock (us) */
+    (void)oc_flow_expire(fw->t, now_us(), fw->budget);
     pthread_mutex_lock(&fw->snap_lock);
     oc_flow_stats(fw->t, &fw->st);
     req = __atomic_load_n(&w->dp->flow->snap_req, __ATOMIC_ACQUIRE);
@@ -201,6 +250,69 @@ static void rtt_observe(struct oc_dp_flow *f, uint32_t us)
     f->rtt_sum += s;
 }
 
+static void hist_observe(hist_t *h, int k, double v)
+{
+    int b = 0;
+    while (b < HB && v > hist_le[k][b])
+        b++;
+    __atomic_store_n(&h->b[b], h->b[b] + 1, __ATOMIC_RELAXED);
+    h->sum += v;
+}
+
+/* The histograms of tenant (name, VNI) of record @p r, or NULL.  The name
+ * is the tenant on the record's attachment now, if its VNI is the
+ * record's (a tenant deleted since: "-"). */
+static thist_t *tenant_hist(oc_dp_t *dp, const oc_flow_rec_t *r)
+{
+    struct oc_dp_flow *f = dp->flow;
+    const char *name = "-";
+    int t = r->port < dp->nattach
+                ? __atomic_load_n(&dp->att_tenant[r->port], __ATOMIC_ACQUIRE)
+                : -1;
+    thist_t *e;
+
+    if (t >= 0 && dp->ten->t[t].vni == r->vni)
+        name = dp->ten->t[t].name;
+    for (uint32_t i = 0; i < f->nth; i++)
+        if (f->th[i].vni == r->vni && !strcmp(f->th[i].name, name))
+            return &f->th[i];
+    if (f->nth == TH_MAX) {
+        __atomic_store_n(&f->hist_untracked, f->hist_untracked + 1,
+                         __ATOMIC_RELAXED);
+        return NULL;
+    }
+    e = &f->th[f->nth];
+    snprintf(e->name, sizeof(e->name), "%s", name);
+    e->vni = r->vni;
+    __atomic_store_n(&f->nth, f->nth + 1, __ATOMIC_RELEASE);
+    return e;
+}
+
+/* An ended flow (not an active-timeout delta) into its attachment's and
+ * its tenant's histograms.  Exporter thread. */
+static void flow_hist(oc_dp_t *dp, const oc_flow_rec_t *r)
+{
+    struct oc_dp_flow *f = dp->flow;
+    hist_t *h[2] = {NULL, NULL};
+    double v[H_N] = {r->rtt_us / 1e6,
+                     r->end_ms >= r->first_ms
+                         ? (double)(r->end_ms - r->first_ms) / 1e3 : 0,
+                     (double)r->total_octets};
+    thist_t *e;
+
+    if (r->end_reason == OC_FLOW_END_ACTIVE)
+        return;
+    if (r->port < dp->nattach)
+        h[0] = f->ph[r->port];
+    if (r->vni != OC_FLOW_NO_VNI && dp->ten != NULL &&
+        (e = tenant_hist(dp, r)) != NULL)
+        h[1] = e->h;
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < H_N && h[i] != NULL; k++)
+            if (k != H_RTT || r->rtt_us != 0)
+                hist_observe(&h[i][k], k, v[k]);
+}
+
 static void export_pass(oc_dp_t *dp, uint64_t *next_template, bool final)
 {
     struct oc_dp_flow *f = dp->flow;
@@ -230,6 +342,7 @@ static void export_pass(oc_dp_t *dp, uint64_t *next_template, bool final)
             nrec++;
             if (r->rtt_us)
                 rtt_observe(f, r->rtt_us);
+            flow_hist(dp, r);
             __atomic_store_n(&fw->tail, fw->tail + 1, __ATOMIC_RELEASE);
             if (len + OC_IPFIX_REC_LEN > MSG_MAX) {
                 goto flush;
@@ -306,9 +419,9 @@ void oc__dp_flow_print(oc_dp_t *dp, uint32_t max, FILE *out)
             top_add(&all, &fw->snap[i]);
         pthread_mutex_unlock(&fw->snap_lock);
     }
-    fprintf(out, "%-21s %-21s %-5s %10s %12s %10s %12s %8s %s\n", "source",
-            "destination", "proto", "packets", "bytes", "rpackets", "rbytes",
-            "age_s", "rtt_ms");
+    fprintf(out, "%-21s %-21s %-5s %10s %12s %10s %12s %8s %-7s %s\n",
+            "source", "destination", "proto", "packets", "bytes", "rpackets",
+            "rbytes", "age_s", "rtt_ms", "vni");
     for (uint32_t i = 0; i < all.n && i < max; i++) {
         const oc_flow_rec_t *r = &all.top[i];
         char s[32], d[32];
@@ -323,9 +436,58 @@ void oc__dp_flow_print(oc_dp_t *dp, uint32_t max, FILE *out)
                 (unsigned long long)r->octets[1],
                 (double)(r->end_ms - r->start_ms) / 1000.0);
         if (r->rtt_us)
-            fprintf(out, "%.3f\n", r->rtt_us / 1000.0);
+            fprintf(out, "%-7.3f ", r->rtt_us / 1000.0);
+        else
+            fprintf(out, "%-7s ", "-");
+        /* tenants may use the same addresses: the VNI tells them apart */
+        if (r->vni != OC_FLOW_NO_VNI)
+            fprintf(out, "%u\n", r->vni);
         else
             fprintf(out, "-\n");
+    }
+}
+
+static void hist_copy(const hist_t *h, uint64_t b[HB + 1])
+{
+    for (int i = 0; i <= HB; i++)
+        b[i] = __atomic_load_n(&h->b[i], __ATOMIC_RELAXED);
+}
+
+/* Per-tenant (label tenant, vni) and per-attachment (label attach)
+ * histograms of ended flows. */
+static void hist_metrics(oc_dp_t *dp, oc_prom_t *p)
+{
+    struct oc_dp_flow *f = dp->flow;
+    uint32_t nth = __atomic_load_n(&f->nth, __ATOMIC_ACQUIRE);
+    uint64_t b[HB + 1];
+    char vni[16];
+
+    for (int k = 0; k < H_N && dp->ten != NULL; k++) {
+        oc_prom_family(p, hist_fam[0][k], hist_help[k], OC_PROM_HISTOGRAM);
+        for (uint32_t i = 0; i < nth; i++) {
+            const thist_t *e = &f->th[i];
+            snprintf(vni, sizeof(vni), "%u", e->vni);
+            hist_copy(&e->h[k], b);
+            oc_prom_histogram(p, hist_fam[0][k],
+                              OC_PROM_LABELS({"tenant", e->name}, {"vni", vni}),
+                              hist_le[k], HB, b, e->h[k].sum);
+        }
+    }
+    for (int k = 0; k < H_N; k++) {
+        oc_prom_family(p, hist_fam[1][k], hist_help[k], OC_PROM_HISTOGRAM);
+        for (uint32_t a = 0; a < dp->nattach; a++) {
+            hist_copy(&f->ph[a][k], b);
+            oc_prom_histogram(p, hist_fam[1][k],
+                              OC_PROM_LABELS({"attach", dp->att[a].name}),
+                              hist_le[k], HB, b, f->ph[a][k].sum);
+        }
+    }
+    if (dp->ten != NULL) {
+        oc_prom_family(p, "offcore_dp_tenant_flow_hist_untracked_total",
+                       "ended tenant flows not in a histogram (more than 64 "
+                       "tenant names and VNIs seen)", OC_PROM_COUNTER);
+        oc_prom_sample(p, "offcore_dp_tenant_flow_hist_untracked_total", NULL,
+                       0, __atomic_load_n(&f->hist_untracked, __ATOMIC_RELAXED));
     }
 }
 
@@ -391,28 +553,19 @@ void oc__dp_flow_metrics(oc_dp_t *dp, void *prom)
                    OC_PROM_COUNTER);
     oc_prom_sample(p, "offcore_dp_ipfix_template_sends_total", NULL, 0,
                    __atomic_load_n(&f->templates, __ATOMIC_RELAXED));
-    /* the exporter thread writes the histogram; a torn read of one bucket
-     * is one observation off, never a crash */
+    /* the exporter thread writes the histograms; a torn read of one
+     * bucket is one observation off, never a crash */
     oc_prom_family(p, "offcore_dp_flow_tcp_handshake_rtt_seconds",
                    "TCP handshake RTT of exported flows, as the DPU sees it "
                    "(initiator's SYN to its ACK)", OC_PROM_HISTOGRAM);
     {
-        uint64_t cum = 0;
-        char le[32];
-        for (int b = 0; b <= RTT_BUCKETS; b++) {
-            cum += __atomic_load_n(&f->rtt_bucket[b], __ATOMIC_RELAXED);
-            if (b < RTT_BUCKETS)
-                snprintf(le, sizeof(le), "%g", rtt_le[b]);
-            else
-                snprintf(le, sizeof(le), "+Inf");
-            oc_prom_sample(p, "offcore_dp_flow_tcp_handshake_rtt_seconds_bucket",
-                           OC_PROM_LABELS({"le", le}), cum);
-        }
-        oc_prom_sample_f64(p, "offcore_dp_flow_tcp_handshake_rtt_seconds_sum",
-                              NULL, 0, f->rtt_sum);
-        oc_prom_sample(p, "offcore_dp_flow_tcp_handshake_rtt_seconds_count",
-                       NULL, 0, cum);
+        uint64_t b[RTT_BUCKETS + 1];
+        for (int i = 0; i <= RTT_BUCKETS; i++)
+            b[i] = __atomic_load_n(&f->rtt_bucket[i], __ATOMIC_RELAXED);
+        oc_prom_histogram(p, "offcore_dp_flow_tcp_handshake_rtt_seconds", NULL,
+                          0, rtt_le, RTT_BUCKETS, b, f->rtt_sum);
     }
+    hist_metrics(dp, p);
 }
 
 /* ------------------------------------------------------ start and stop */

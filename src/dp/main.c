@@ -40,6 +40,8 @@ static void usage(FILE *out)
 "Config file, one directive a line, '#' comments:\n"
 "  attach NAME host=IF wire=IF [backend=xdp|dpdk-af_packet|dpdk-af_xdp]\n"
 "         [xdp=auto|native|generic] [zero_copy=yes|no]\n"
+"         (attachments with tenants may share one wire=IF: one uplink,\n"
+"         frames told apart by VNI)\n"
 "  rule id=N [prio=N] action=allow|deny|count [proto=tcp|udp|icmp|N[/MASK]]\n"
 "       [src=A.B.C.D/LEN] [dst=A.B.C.D/LEN] [sport=LO-HI] [dport=LO-HI]\n"
 "  rules FILE [action=allow|deny|count] [id_base=N]   (ClassBench or rule lines)\n"

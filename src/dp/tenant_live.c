@@ -97,6 +97,18 @@ static int add(oc_dp_t *dp, char *args, FILE *out)
                 tc->attach, a < 0 ? "does not exist" : "has a tenant");
         goto done;
     }
+    /* a shared wire port tells its tenants apart by VNI (uplink.c) */
+    for (uint32_t b = 0; b < dp->nattach; b++) {
+        uint32_t own_a = dp->att[a].wire_of ? dp->att[a].wire_of - 1 : (uint32_t)a;
+        uint32_t own_b = dp->att[b].wire_of ? dp->att[b].wire_of - 1 : b;
+        int tb = __atomic_load_n(&dp->att_tenant[b], __ATOMIC_RELAXED);
+        if (b != (uint32_t)a && own_a == own_b && tb >= 0 &&
+            ten->t[tb].vni == tc->vni) {
+            fprintf(out, "error: tenant %s: vni %u is tenant %s's on the same "
+                         "wire port\n", tc->name, tc->vni, ten->t[tb].name);
+            goto done;
+        }
+    }
     for (slot = 0; slot < ten->n && ten->live[slot]; slot++)
         ;
     if (slot == OC_DP_MAX_TENANTS) {

@@ -339,3 +339,40 @@ oc_status_t oc_prom_sample_f64(oc_prom_t *p, const char *name,
     return sample(p, name, labels, nlabels, v);
 }
 
+
+oc_status_t oc_prom_histogram(oc_prom_t *p, const char *name,
+                              const oc_prom_label_t *labels, size_t nlabels,
+                              const double *le, size_t nbuckets,
+                              const uint64_t *counts, double sum)
+{
+    oc_prom_label_t l[OC_PROM_HIST_LABELS_MAX + 1];
+    char n[OC_PROM_NAME_MAX + 16], v[40];
+    uint64_t cum = 0;
+    size_t len = strlen(name);
+
+    if (nlabels > OC_PROM_HIST_LABELS_MAX || len > OC_PROM_NAME_MAX ||
+        (nbuckets > 0 && (le == NULL || counts == NULL))) {
+        if (p->status == OC_OK)
+            p->status = OC_ERR_INVALID_PARAM;
+        return p->status;
+    }
+    if (nlabels > 0)
+        memcpy(l, labels, nlabels * sizeof(*l));
+    l[nlabels].name = "le";
+    l[nlabels].value = v;
+    snprintf(n, sizeof(n), "%s_bucket", name);
+    for (size_t b = 0; b <= nbuckets; b++) {
+        if (b < nbuckets) {
+            cum += counts[b];
+            format_double(v, sizeof(v), le[b]);
+        } else {
+            cum += counts != NULL ? counts[b] : 0;
+            snprintf(v, sizeof(v), "+Inf");
+        }
+        (void)oc_prom_sample(p, n, l, nlabels + 1, cum);
+    }
+    snprintf(n, sizeof(n), "%s_sum", name);
+    (void)oc_prom_sample_f64(p, n, labels, nlabels, sum);
+    snprintf(n, sizeof(n), "%s_count", name);
+    return oc_prom_sample(p, n, labels, nlabels, cum);
+}

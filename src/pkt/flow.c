@@ -14,10 +14,12 @@ typedef struct {
     uint32_t a, b;          /* canonical: (a, pa) <= (b, pb) */
     uint16_t pa, pb;
     uint32_t vni;
+    uint16_t port;          /* the caller's port of the first packet */
     uint8_t  proto, used, fwd_is_a, fin;  /* fin: bit 0 fwd, 1 rev, 2 rst */
     uint32_t hash;
     uint64_t first_us, last_us, start_us; /* start: of the current record */
     uint64_t packets[2], octets[2];
+    uint64_t total_octets;  /* since the first packet (records are deltas) */
     uint16_t flags[2];
     uint64_t syn_us;        /* the initiator's SYN, for the handshake RTT */
     uint32_t rtt_us;
@@ -74,6 +76,9 @@ static void to_rec(const flow_t *f, uint8_t reason, oc_flow_rec_t *r)
     r->proto = f->proto;
     r->end_reason = reason;
     r->vni = f->vni;
+    r->port = f->port;
+    r->first_ms = f->first_us / 1000;
+    r->total_octets = f->total_octets;
     for (int d = 0; d < 2; d++) {
         r->packets[d] = f->packets[d];
         r->octets[d] = f->octets[d];
@@ -120,7 +125,8 @@ void oc_flow_table_destroy(oc_flow_table_t *t)
 
 bool oc_flow_update(oc_flow_table_t *t, uint32_t len, int tcp_flags,
                     uint32_t src, uint32_t dst, uint16_t sport, uint16_t dport,
-                    uint8_t proto, uint32_t vni, uint64_t now_us)
+                    uint8_t proto, uint32_t vni, uint16_t port,
+                    uint64_t now_us)
 {
     bool src_is_a = src < dst || (src == dst && sport <= dport);
     uint32_t a = src_is_a ? src : dst, b = src_is_a ? dst : src;
@@ -148,6 +154,7 @@ bool oc_flow_update(oc_flow_table_t *t, uint32_t len, int tcp_flags,
     f->a = a, f->b = b, f->pa = pa, f->pb = pb;
     f->proto = proto;
     f->vni = vni;
+    f->port = port;
     f->hash = h;
     f->used = 1;
     f->fwd_is_a = src_is_a;
@@ -158,6 +165,7 @@ found:
     dir = (src_is_a == (bool)f->fwd_is_a) ? 0 : 1;
     f->packets[dir]++;
     f->octets[dir] += len;
+    f->total_octets += len;
     f->last_us = now_us;
     if (tcp_flags >= 0) {
         uint8_t fl = (uint8_t)tcp_flags;
@@ -185,14 +193,21 @@ uint32_t oc_flow_expire(oc_flow_table_t *t, uint64_t now_us, uint32_t budget)
         uint32_t i = t->scan;
         flow_t *f = &t->f[i];
         uint8_t reason = 0;
+        uint64_t idle, age;
         t->scan = (t->scan + 1) & t->mask;
         if (!f->used)
             continue;
-        if (((f->fin & 3) == 3 || (f->fin & 4)) && now_us - f->last_us >= 1000000)
+        /* a clock a little behind the packets' (a caller's coarser tick,
+         * or CLOCK_REALTIME stepped back) is no time at all: unsigned
+         * differences would wrap to "idle for ages" and end a flow that
+         * just began */
+        idle = now_us > f->last_us ? now_us - f->last_us : 0;
+        age = now_us > f->start_us ? now_us - f->start_us : 0;
+        if (((f->fin & 3) == 3 || (f->fin & 4)) && idle >= 1000000)
             reason = OC_FLOW_END_EOF;
-        else if (now_us - f->last_us >= (uint64_t)t->c.idle_ms * 1000)
+        else if (idle >= (uint64_t)t->c.idle_ms * 1000)
             reason = OC_FLOW_END_IDLE;
-        else if (now_us - f->start_us >= (uint64_t)t->c.active_ms * 1000) {
+        else if (age >= (uint64_t)t->c.active_ms * 1000) {
             /* active timeout: a record of the deltas, the flow goes on */
             if (f->packets[0] | f->packets[1]) {
                 emit(t, f, OC_FLOW_END_ACTIVE);

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,10 +148,12 @@ static int finish(char *answer, FILE *out, FILE *err)
 
 /* Tables, in print order; samples are sorted into them as they come. */
 enum { S_SUMMARY, S_PORTS, S_BACKPRESSURE, S_FRAMES, S_DROPS, S_THREADS,
-       S_RULES, S_OTHER, S_MAX };
+       S_RULES, S_HIST, S_OTHER, S_MAX };
 static const char *const sec_title[S_MAX] = {
     "summary", "ports", "port back-pressure", "frames by parser verdict",
-    "drops", "threads", "rules (that matched; --rules: all)", "other"};
+    "drops", "threads", "rules (that matched; --rules: all)",
+    "flow histograms (ended flows; p50/p99: the bucket's upper bound)",
+    "other"};
 static const char *const sec_head[S_MAX] = {
     NULL,
     "  attach       side port             dir          packets            bytes",
@@ -159,6 +162,8 @@ static const char *const sec_head[S_MAX] = {
     "  cause                            frames",
     "  thread         forwarded     idle sleeps",
     "  id          action          packets            bytes",
+    "  histogram                                  of                    "
+    "flows         mean          p50          p99",
     NULL};
 
 /* A row with a packets and a bytes column: the two families list their
@@ -179,6 +184,11 @@ typedef struct {
     char *buf[S_MAX];
     size_t len[S_MAX];
     rows_t ports, rules, threads;
+    /* the histogram series being read: its buckets come first */
+    size_t hn;
+    double hle[64];
+    uint64_t hcum[64];
+    double hsum;
 } stat_ctx_t;
 
 static const char *label(const oc_prom_sample_t *s, const char *name)
@@ -211,6 +221,63 @@ static void row_bytes(rows_t *r, uint64_t v)
         r->rows[r->nbytes++].bytes = v;
 }
 
+/* The upper bound of the first bucket holding quantile @p q. */
+static void quantile(const stat_ctx_t *c, uint64_t n, double q, char *b,
+                     size_t cap)
+{
+    for (size_t i = 0; i < c->hn; i++)
+        if ((double)c->hcum[i] >= q * (double)n) {
+            snprintf(b, cap, "%g", c->hle[i]);
+            return;
+        }
+    snprintf(b, cap, "+Inf");
+}
+
+/* Per-tenant and per-attachment flow histograms (and the global RTT
+ * one): one row per series, when it has flows.  @return 1 taken. */
+static int hist_cb(stat_ctx_t *c, const oc_prom_sample_t *s, uint64_t v)
+{
+    const char *n = s->name, *fam;
+    size_t l = strlen(n);
+    char of[64], p50[24], p99[24], name[64];
+
+    if (strncmp(n, "offcore_dp_tenant_flow_", 23) != 0 &&
+        strncmp(n, "offcore_dp_attach_flow_", 23) != 0 &&
+        strncmp(n, "offcore_dp_flow_tcp_handshake_rtt_seconds", 41) != 0)
+        return 0;
+    if (l > 7 && !strcmp(n + l - 7, "_bucket")) {
+        if (c->hn < 64) {
+            const char *le = label(s, "le");
+            c->hle[c->hn] = !strcmp(le, "+Inf") ? INFINITY : strtod(le, NULL);
+            c->hcum[c->hn++] = v;
+        }
+        return 1;
+    }
+    if (l > 4 && !strcmp(n + l - 4, "_sum")) {
+        c->hsum = s->value;
+        return 1;
+    }
+    if (l <= 6 || strcmp(n + l - 6, "_count") != 0)
+        return 0;
+    if (v > 0) {
+        fam = n + 11; /* without offcore_dp_ */
+        snprintf(name, sizeof(name), "%.*s", (int)(strlen(fam) - 6), fam);
+        if (*label(s, "tenant"))
+            snprintf(of, sizeof(of), "tenant=%s vni=%s", label(s, "tenant"),
+                     label(s, "vni"));
+        else if (*label(s, "attach"))
+            snprintf(of, sizeof(of), "attach=%s", label(s, "attach"));
+        else
+            snprintf(of, sizeof(of), "all");
+        quantile(c, v, 0.5, p50, sizeof(p50));
+        quantile(c, v, 0.99, p99, sizeof(p99));
+        fprintf(c->sec[S_HIST], "  %-42s %-20s %6" PRIu64 " %12.6g %12s %12s\n",
+                name, of, v, c->hsum / (double)v, p50, p99);
+    }
+    c->hn = 0;
+    return 1;
+}
+
 static oc_status_t stat_cb(void *arg, const oc_prom_sample_t *s)
 {
     stat_ctx_t *c = arg;
@@ -218,6 +285,8 @@ static oc_status_t stat_cb(void *arg, const oc_prom_sample_t *s)
     uint64_t v = s->is_u64 ? s->u64 : (uint64_t)s->value;
     char key[96];
 
+    if (hist_cb(c, s, v))
+        return OC_OK;
     if (!strcmp(n, "offcore_dp_threads") || !strcmp(n, "offcore_dp_rules") ||
         !strcmp(n, "offcore_dp_forwarded_packets_total") ||
         !strcmp(n, "offcore_dp_nomatch_packets_total") ||

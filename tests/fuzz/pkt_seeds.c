@@ -118,6 +118,13 @@ static const char *const texts[] = {
     "local_mac=02:00:00:00:01:01 remote=192.168.0.2 remote_mac=02:00:00:00:01:02 "
     "rate=100 burst=20000\ntenant_rule A ingress id=1 action=allow proto=tcp "
     "dport=80\nconntrack flows=1000 tcp_established=3600 udp=10\n",
+    /* two tenants on one uplink (a shared wire port) with ESP and IPFIX */
+    "attach a host=h0 wire=up\nattach b host=h1 wire=up\ntenant A vni=100 "
+    "attach=a mac=02:00:00:00:00:a1 ip=10.0.0.1 local=192.168.0.1 "
+    "local_mac=02:00:00:00:01:01 remote=192.168.0.2 remote_mac=02:00:00:00:01:02\n"
+    "tenant B vni=200 attach=b mac=02:00:00:00:00:b1 ip=10.0.0.1 "
+    "local=192.168.0.1 local_mac=02:00:00:00:01:01 remote=192.168.0.2 "
+    "remote_mac=02:00:00:00:01:02\nesp on\nipfix 127.0.0.1:4739\n",
     "attach x host=h wire=w\nattach y host=h wire=v\nrule id=1 action=deny\n"
     "rule id=1 action=allow\nbogus line\nthreads 0\n",
 };
@@ -155,7 +162,7 @@ unsigned fuzz_pkt_seeds(fuzz_pkt_seed_fn fn, void *arg)
     for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
         len = strlen(texts[i]);
         memcpy(b, texts[i], len);
-        SEED(i < 4 ? FUZZ_PKT_RULE : FUZZ_PKT_CONF, len, i < 6);
+        SEED(i < 4 ? FUZZ_PKT_RULE : FUZZ_PKT_CONF, len, i < 7);
     }
 #undef SEED
     return n;

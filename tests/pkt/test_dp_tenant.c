@@ -71,6 +71,33 @@ static void test_two_tenants(void **state)
     oc_dp_conf_free(&c);
 }
 
+/* one uplink: two tenants' attachments over one wire port, with ESP
+ * between the DPUs and flow export (they combine with tenants) */
+#define SHARED                                                                 \
+    "threads 1\n"                                                              \
+    "attach a host=h0 wire=up0\n"                                              \
+    "attach b host=h1 wire=up0\n"
+#define TB_UP                                                                  \
+    "tenant B vni=200 attach=b mac=02:00:00:00:00:b1 ip=10.0.0.1 "             \
+    "local=192.168.0.1 local_mac=02:00:00:00:01:01 remote=192.168.0.2 "        \
+    "remote_mac=02:00:00:00:01:02\n"
+
+static void test_shared_wire(void **state)
+{
+    oc_dp_conf_t c;
+    oc_dp_errors_t e;
+    (void)state;
+
+    assert_int_equal(parse(SHARED TA TB_UP "esp on\nipfix 127.0.0.1:4739\n",
+                           &c, &e), OC_OK);
+    assert_int_equal(c.nattach, 2);
+    assert_string_equal(c.attach[0].wire, c.attach[1].wire);
+    assert_int_equal(c.tenants.ntenants, 2);
+    assert_true(c.esp);
+    assert_true(c.flows);
+    oc_dp_conf_free(&c);
+}
+
 static void refused(const char *text, const char *want)
 {
     oc_dp_conf_t c;
@@ -113,6 +140,19 @@ static void test_errors(void **state)
             "t.conf:6: tenant_rule A ingress: id 1 defined twice");
     refused(BASE TA "conntrack flows=0\n", "t.conf:5: conntrack flows");
     refused(BASE TA "conntrack tcp_forever=1\n", "unknown key 'tcp_forever'");
+    /* a shared wire port: every attachment on it has a tenant, VNIs differ,
+     * the port's settings agree; host ports are never shared */
+    refused(SHARED TA, "t.conf:3: attach b shares wire up0 with another "
+            "attachment: it needs a tenant");
+    refused(SHARED TA "tenant B vni=100 attach=b mac=02:00:00:00:00:b1 "
+            "ip=10.0.0.1 local=192.168.0.1 local_mac=02:00:00:00:01:01 "
+            "remote=192.168.0.2 remote_mac=02:00:00:00:01:02\n",
+            "t.conf:5: tenant B: vni 100 is tenant A's on the same wire up0");
+    refused("attach a host=h0 wire=up0\nattach b host=h1 wire=up0 xdp=generic\n"
+            TA TB_UP, "t.conf:2: attach b shares wire up0 with attach a: "
+            "backend=, xdp= and zero_copy= must be the same");
+    refused("attach a host=h0 wire=up0\nattach b host=h0 wire=up1\n",
+            "t.conf:2: attach b: an interface of it is already in attach a");
 }
 
 int main(void)
@@ -120,6 +160,7 @@ int main(void)
     const struct CMUnitTest t[] = {
         cmocka_unit_test(test_two_tenants),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_shared_wire),
     };
     return cmocka_run_group_tests(t, NULL, NULL);
 }

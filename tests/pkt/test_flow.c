@@ -47,14 +47,16 @@ static void test_biflow(void **state)
     (void)state;
 
     /* a TCP connection: SYN, SYN-ACK, ACK, data both ways, FINs */
-    assert_true(oc_flow_update(t, 60, 0x02, 1, 2, 5000, 80, 6, OC_FLOW_NO_VNI, US(1000)));
-    assert_true(oc_flow_update(t, 60, 0x12, 2, 1, 80, 5000, 6, OC_FLOW_NO_VNI, US(1001)));
-    assert_true(oc_flow_update(t, 52, 0x10, 1, 2, 5000, 80, 6, OC_FLOW_NO_VNI, US(1003)));
-    assert_true(oc_flow_update(t, 1000, 0x18, 2, 1, 80, 5000, 6, OC_FLOW_NO_VNI, US(1004)));
-    assert_true(oc_flow_update(t, 52, 0x11, 1, 2, 5000, 80, 6, OC_FLOW_NO_VNI, US(1005)));
-    assert_true(oc_flow_update(t, 52, 0x11, 2, 1, 80, 5000, 6, OC_FLOW_NO_VNI, US(1006)));
+    assert_true(oc_flow_update(t, 60, 0x02, 1, 2, 5000, 80, 6, OC_FLOW_NO_VNI, 0, US(1000)));
+    assert_true(oc_flow_update(t, 60, 0x12, 2, 1, 80, 5000, 6, OC_FLOW_NO_VNI, 0, US(1001)));
+    assert_true(oc_flow_update(t, 52, 0x10, 1, 2, 5000, 80, 6, OC_FLOW_NO_VNI, 0, US(1003)));
+    assert_true(oc_flow_update(t, 1000, 0x18, 2, 1, 80, 5000, 6, OC_FLOW_NO_VNI, 0, US(1004)));
+    assert_true(oc_flow_update(t, 52, 0x11, 1, 2, 5000, 80, 6, OC_FLOW_NO_VNI, 0, US(1005)));
+    assert_true(oc_flow_update(t, 52, 0x11, 2, 1, 80, 5000, 6, OC_FLOW_NO_VNI, 0, US(1006)));
     /* another flow, UDP, the lower address second */
-    assert_true(oc_flow_update(t, 100, -1, 9, 3, 53, 4000, 17, 42, US(1002)));
+    assert_true(oc_flow_update(t, 100, -1, 9, 3, 53, 4000, 17, 42, 7, US(1002)));
+    /* its reply on another port: the flow keeps its first packet's port */
+    assert_true(oc_flow_update(t, 80, -1, 3, 9, 4000, 53, 17, 42, 9, US(1002)));
     oc_flow_stats(t, &st);
     assert_int_equal(st.active, 2);
     /* FINs both ways: ends after a second of quiet, not before */
@@ -79,6 +81,10 @@ static void test_biflow(void **state)
     assert_int_equal(recs[1].src, 9);
     assert_int_equal(recs[1].sport, 53);
     assert_int_equal(recs[1].vni, 42);
+    assert_int_equal(recs[1].port, 7);
+    assert_int_equal(recs[1].first_ms, 1002);
+    assert_int_equal(recs[1].total_octets, 180);
+    assert_int_equal(recs[0].total_octets, 164 + 1112);
     assert_int_equal(recs[1].end_reason, OC_FLOW_END_IDLE);
     oc_flow_stats(t, &st);
     assert_int_equal(st.active, 0);
@@ -87,17 +93,45 @@ static void test_biflow(void **state)
     assert_int_equal(nrec, 2);
 }
 
+/* An expiry clock a little behind the last packet's (a coarser tick, a
+ * stepped-back CLOCK_REALTIME) ends nothing: the difference must not wrap
+ * (a TCP SYN's flow was ended as idle 0.5 ms after it began, and the
+ * SYN-ACK started another flow without a handshake RTT). */
+static void test_clock_behind(void **state)
+{
+    oc_flow_table_t *t = table(1024);
+    oc_flow_stats_t st;
+    (void)state;
+
+    assert_true(oc_flow_update(t, 60, 0x02, 1, 2, 5000, 80, 6, OC_FLOW_NO_VNI,
+                               0, US(1000) + 500));
+    assert_int_equal(oc_flow_expire(t, US(1000), 1024), 0);
+    assert_int_equal(oc_flow_expire(t, 0, 1024), 0);
+    assert_true(oc_flow_update(t, 60, 0x12, 2, 1, 80, 5000, 6, OC_FLOW_NO_VNI,
+                               0, US(1001)));
+    assert_true(oc_flow_update(t, 52, 0x10, 1, 2, 5000, 80, 6, OC_FLOW_NO_VNI,
+                               0, US(1002)));
+    oc_flow_stats(t, &st);
+    assert_int_equal(st.active, 1);
+    assert_int_equal(nrec, 0);
+    oc_flow_table_destroy(t);
+    assert_int_equal(nrec, 1);
+    assert_int_equal(recs[0].packets[0], 2);
+    assert_int_equal(recs[0].packets[1], 1);
+    assert_true(recs[0].rtt_us > 0);
+}
+
 static void test_active_and_forced(void **state)
 {
     oc_flow_table_t *t = table(1024);
     (void)state;
     for (uint64_t ms = 0; ms <= 25000; ms += 500)
-        assert_true(oc_flow_update(t, 100, -1, 1, 2, 1, 2, 17, OC_FLOW_NO_VNI, US(ms)));
+        assert_true(oc_flow_update(t, 100, -1, 1, 2, 1, 2, 17, OC_FLOW_NO_VNI, 0, US(ms)));
     /* expiry runs as the traffic goes on: delta records every 10 s */
     for (uint64_t ms = 0; ms <= 25000; ms += 100) {
         if (ms % 500 == 0)
             assert_true(oc_flow_update(t, 100, -1, 1, 2, 1, 2, 17,
-                                       OC_FLOW_NO_VNI, US(30000 + ms)));
+                                       OC_FLOW_NO_VNI, 0, US(30000 + ms)));
         oc_flow_expire(t, US(30000 + ms), 1024);
     }
     assert_true(nrec >= 2);
@@ -110,6 +144,9 @@ static void test_active_and_forced(void **state)
     for (unsigned i = 0; i < nrec; i++)
         p += recs[i].packets[0];
     assert_int_equal(p, 51 + 51);
+    /* delta records; the last one still knows the whole flow */
+    assert_int_equal(recs[nrec - 1].first_ms, 0);
+    assert_int_equal(recs[nrec - 1].total_octets, 100 * (51 + 51));
 }
 
 static void test_full_and_model(void **state)
@@ -122,7 +159,7 @@ static void test_full_and_model(void **state)
 
     /* fill: at most 7/8 of the table, the rest counted */
     for (uint32_t i = 0; i < 1000; i++)
-        oc_flow_update(t, 40, -1, 100 + i, 7, 1, 1, 17, OC_FLOW_NO_VNI, US(0));
+        oc_flow_update(t, 40, -1, 100 + i, 7, 1, 1, 17, OC_FLOW_NO_VNI, 0, US(0));
     oc_flow_stats(t, &st);
     assert_int_equal(st.active, 896);
     assert_int_equal(st.no_room, 1000 - 896);
@@ -138,7 +175,7 @@ static void test_full_and_model(void **state)
         rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
         uint32_t id = (uint32_t)(rng % 3000);
         now += rng % 3;
-        if (oc_flow_update(t, 40, -1, id, 0x0a000001, 7, 9, 17, OC_FLOW_NO_VNI, US(now))) {
+        if (oc_flow_update(t, 40, -1, id, 0x0a000001, 7, 9, 17, OC_FLOW_NO_VNI, 0, US(now))) {
             model[id]++;
             seen++;
         }
@@ -211,7 +248,8 @@ static void test_ipfix(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_biflow), cmocka_unit_test(test_active_and_forced),
+        cmocka_unit_test(test_biflow), cmocka_unit_test(test_clock_behind),
+        cmocka_unit_test(test_active_and_forced),
         cmocka_unit_test(test_full_and_model), cmocka_unit_test(test_ipfix),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -130,6 +130,46 @@ static void test_writer_exact(void **state)
     oc_prom_buf_free(&b);
 }
 
+/* oc_prom_histogram(): cumulative buckets with the series' labels and le,
+ * +Inf, _sum and _count, exactly; too many labels refused (sticky) */
+static void test_writer_histogram(void **state)
+{
+    static const double le[3] = {0.001, 0.5, 2};
+    static const uint64_t counts[4] = {1, 0, 3, 2};
+    oc_prom_buf_t b = {0};
+    oc_prom_t p;
+    oc_prom_label_t many[OC_PROM_HIST_LABELS_MAX + 1];
+    (void)state;
+
+    oc_prom_init(&p, &b);
+    assert_int_equal(oc_prom_family(&p, "d_seconds", "D.", OC_PROM_HISTOGRAM),
+                     OC_OK);
+    assert_int_equal(oc_prom_histogram(&p, "d_seconds",
+                                       OC_PROM_LABELS({"tenant", "A"}), le, 3,
+                                       counts, 7.25), OC_OK);
+    assert_int_equal(oc_prom_histogram(&p, "d_seconds", NULL, 0, NULL, 0,
+                                       NULL, 0), OC_OK);
+    assert_string_equal(b.data,
+        "# HELP d_seconds D.\n"
+        "# TYPE d_seconds histogram\n"
+        "d_seconds_bucket{tenant=\"A\",le=\"0.001\"} 1\n"
+        "d_seconds_bucket{tenant=\"A\",le=\"0.5\"} 1\n"
+        "d_seconds_bucket{tenant=\"A\",le=\"2\"} 4\n"
+        "d_seconds_bucket{tenant=\"A\",le=\"+Inf\"} 6\n"
+        "d_seconds_sum{tenant=\"A\"} 7.25\n"
+        "d_seconds_count{tenant=\"A\"} 6\n"
+        "d_seconds_bucket{le=\"+Inf\"} 0\n"
+        "d_seconds_sum 0\n"
+        "d_seconds_count 0\n");
+    for (size_t i = 0; i < OC_PROM_HIST_LABELS_MAX + 1; i++)
+        many[i] = (oc_prom_label_t){"x", "y"};
+    assert_int_equal(oc_prom_histogram(&p, "d_seconds", many,
+                                       OC_PROM_HIST_LABELS_MAX + 1, le, 3,
+                                       counts, 1), OC_ERR_INVALID_PARAM);
+    assert_int_equal(oc_prom_status(&p), OC_ERR_INVALID_PARAM);
+    oc_prom_buf_free(&b);
+}
+
 /* Run @p step on a fresh writer that already holds one good family and
  * sample; it must fail with @p want, be sticky, and leave only whole
  * lines. */
@@ -1407,6 +1447,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_writer_exact),
         cmocka_unit_test(test_writer_errors),
+        cmocka_unit_test(test_writer_histogram),
         cmocka_unit_test(test_parse_roundtrip),
         cmocka_unit_test(test_parse_tolerant),
         cmocka_unit_test(test_parse_rejects),

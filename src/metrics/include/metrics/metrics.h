@@ -127,6 +127,23 @@ oc_status_t oc_prom_sample_f64(oc_prom_t *p, const char *name,
                                const oc_prom_label_t *labels, size_t nlabels,
                                double value);
 
+/** Most labels oc_prom_histogram() takes (besides its own `le`). */
+#define OC_PROM_HIST_LABELS_MAX 8
+
+/**
+ * Write one histogram series of the current family (started with type
+ * OC_PROM_HISTOGRAM): name_bucket{labels...,le="B"} cumulative counts for
+ * each of the @p nbuckets upper bounds @p le (ascending) and +Inf, then
+ * name_sum and name_count.  @p counts holds nbuckets + 1 per-bucket (not
+ * cumulative) counts, the last one above every bound.  Errors as
+ * oc_prom_sample(); OC_ERR_INVALID_PARAM with more than
+ * OC_PROM_HIST_LABELS_MAX labels.
+ */
+oc_status_t oc_prom_histogram(oc_prom_t *p, const char *name,
+                              const oc_prom_label_t *labels, size_t nlabels,
+                              const double *le, size_t nbuckets,
+                              const uint64_t *counts, double sum);
+
 /** The sticky status: OC_OK while every call succeeded. */
 oc_status_t oc_prom_status(const oc_prom_t *p);
 

@@ -43,7 +43,10 @@ typedef struct {
     uint8_t  proto, end_reason;
     uint16_t flags[2];                  /* TCP flags, forward / reverse */
     uint32_t vni;                       /* OC_FLOW_NO_VNI when none */
+    uint16_t port;                      /* the port of its first packet */
     uint64_t packets[2], octets[2];     /* forward / reverse, deltas */
+    uint64_t first_ms;                  /* the flow's first packet */
+    uint64_t total_octets;              /* both ways, since first_ms */
     uint32_t rtt_us;                    /* SYN -> ACK of the handshake, 0 none */
 } oc_flow_rec_t;
 
@@ -66,14 +69,17 @@ void oc_flow_table_destroy(oc_flow_table_t *t);
 /**
  * Account one IPv4 packet of @p ip_len bytes (its total length) with the
  * TCP flags @p tcp_flags (-1: not TCP, or no TCP header: a fragment);
- * addresses and ports in host order.  @p now_ms the caller's clock (UNIX
+ * addresses and ports in host order.  @p port: the caller's name for where
+ * the packet came in (offcore-dp: its attachment), kept from a flow's
+ * first packet and carried in its records (not part of the key).  @p now_ms the caller's clock (UNIX
  * us).  @return false when the flow was new and the table had no room
  * (counted in oc_flow_stats).  Times are microseconds (the handshake RTT
  * needs them); records carry milliseconds.
  */
 bool oc_flow_update(oc_flow_table_t *t, uint32_t ip_len, int tcp_flags,
                     uint32_t src, uint32_t dst, uint16_t sport, uint16_t dport,
-                    uint8_t proto, uint32_t vni, uint64_t now_us);
+                    uint8_t proto, uint32_t vni, uint16_t port,
+                    uint64_t now_us);
 
 /** Expire flows: visits up to @p budget slots from where the last call
  *  stopped (a whole pass over time).  @return records emitted. */

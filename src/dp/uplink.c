@@ -1,0 +1,186 @@
+/*
+ * uplink.c — offcore-dp's tenant pipeline around the tenant stages
+ * (tenant.c): how ESP, flow telemetry and a wire port shared by several
+ * tenants (one uplink) compose with them.
+ *
+ *   host -> wire: tenant stages (anti-spoofing, security group, conntrack,
+ *     policing, VXLAN encapsulation) · flow accounting of the inner packet
+ *     with the tenant's VNI · ESP encryption of the VXLAN packet (tunnel
+ *     mode between the two DPUs' wire addresses) · send
+ *   wire -> host: parse · ESP decryption · on a shared wire port, the
+ *     tenant by VNI · tenant stages (decapsulation, VNI check, conntrack,
+ *     ingress group, policing) · flow accounting of the inner packet ·
+ *     delivery to that tenant's host port
+ *
+ * Why encrypt after encapsulation (and decrypt before decapsulation): the
+ * fabric then carries nothing but ESP between the DPUs' addresses — not
+ * the tenants' addresses, not even which tenant (the VNI) is talking —
+ * and one pair of SAs protects every tenant between two servers, as
+ * VXLAN-over-IPsec underlays are run.  On the way in, nothing reads a
+ * VXLAN header or touches a tenant's connection table before the frame's
+ * ICV and replay window have been checked.
+ *
+ * A shared wire port is opened once (dp.c) and received by its first
+ * attachment; a frame that is no VXLAN, or whose VNI no live tenant on
+ * that port has, is dropped and counted per port and reason
+ * (offcore_dp_uplink_dropped_packets_total).
+ *
+ * Threading: worker threads only, on their own bursts; counters per worker
+ * (relaxed stores), read by the metrics thread (relaxed loads).
+ */
+#include "tenant_int.h"
+#include "metrics/metrics.h"
+#include "pkt/flow.h"
+
+#include <string.h>
+
+#define NONE 0xff /* a frame no attachment takes (dropped) */
+
+static inline void ctr_add(uint64_t *c, uint64_t v)
+{
+    __atomic_store_n(c, *c + v, __ATOMIC_RELAXED);
+}
+
+/* The attachment on shared port @p a (its first attachment) whose live
+ * tenant has the frame's VNI, or NONE (counted, verdict set). */
+static uint32_t demux(oc_dp_worker_t *w, uint32_t a, oc_pkt_t *p)
+{
+    oc_dp_t *dp = w->dp;
+    oc_vxlan_rx_t rx;
+    oc_vxlan_reason_t vr = oc_vxlan_decap(p->data, p->len, 0, &rx);
+
+    p->verdict = OC_DP_V_TENANT;
+    if (vr != OC_VXLAN_OK) {
+        ctr_add(&w->c.uplink[a][vr], 1);
+        return NONE;
+    }
+    for (uint32_t b = a; b < dp->nattach; b++) {
+        int t;
+        if (b != a && dp->att[b].wire_of != a + 1)
+            continue;
+        t = __atomic_load_n(&dp->att_tenant[b], __ATOMIC_ACQUIRE);
+        if (t >= 0 && dp->ten->t[t].vni == rx.vni) {
+            p->verdict = OC_DP_V_FORWARD;
+            return b;
+        }
+    }
+    ctr_add(&w->c.uplink[a][0], 1); /* unknown VNI */
+    return NONE;
+}
+
+void oc__dp_uplink_rx(oc_dp_worker_t *w, uint32_t a, oc_pkt_t **pkts,
+                      uint16_t n)
+{
+    oc_dp_t *dp = w->dp;
+    oc_port_t *in = dp->att[a].port[1];
+    oc_pkt_t *sub[OC_DP_BURST_MAX];
+    uint8_t tgt[OC_DP_BURST_MAX];
+    uint16_t k = 0;
+    uint64_t seen = 0; /* attachments with frames, a bit each */
+
+    if (dp->esp != NULL) {
+        oc__dp_stage_parse(w, pkts, n);
+        oc__dp_esp_in(w, pkts, n); /* the VXLAN packets, authenticated */
+    }
+    for (uint16_t i = 0; i < n; i++) {
+        if (dp->esp != NULL && pkts[i]->verdict != OC_DP_V_FORWARD)
+            tgt[i] = NONE; /* counted by the ESP stage or the parser policy */
+        else if (dp->att[a].uplink)
+            tgt[i] = (uint8_t)demux(w, a, pkts[i]);
+        else
+            tgt[i] = (uint8_t)a;
+        if (tgt[i] == NONE)
+            sub[k++] = pkts[i];
+        else
+            seen |= 1ull << tgt[i];
+    }
+    if (k > 0) /* every one of them has a drop verdict: freed, counted */
+        oc__dp_send(w, in, in, sub, k);
+    for (uint32_t b = a; seen != 0 && b < dp->nattach; b++) {
+        if (!(seen & (1ull << b)))
+            continue;
+        seen &= ~(1ull << b);
+        k = 0;
+        for (uint16_t i = 0; i < n; i++)
+            if (tgt[i] == b)
+                sub[k++] = pkts[i];
+        k = oc__dp_tenant_burst(w, b, 1, sub, k);
+        oc__dp_tenant_post(w, b, 1, sub, k);
+        oc__dp_send(w, in, dp->att[b].port[0], sub, k);
+    }
+}
+
+void oc__dp_tenant_post(oc_dp_worker_t *w, uint32_t a, int dir,
+                        oc_pkt_t **pkts, uint16_t n)
+{
+    oc_dp_t *dp = w->dp;
+    const oc_dp_tenant_conf_t *tc;
+    bool esp = dp->esp != NULL && dir == 0;
+    uint64_t now = 0;
+
+    if (n == 0 || (dp->flow == NULL && dp->esp == NULL))
+        return;
+    tc = oc__dp_tenant_of(dp, a);
+    for (uint16_t i = 0; i < n; i++) {
+        oc_pkt_t *p = pkts[i];
+        if (p->verdict != OC_DP_V_FORWARD)
+            continue;
+        if (tc == NULL) {
+            /* the tenant was deleted during this burst: its attachment is
+             * closed; nothing leaves unencrypted or unaccounted */
+            p->verdict = OC_DP_V_TENANT;
+            continue;
+        }
+        {
+            /* the inner frame: behind the VXLAN headers on the way out,
+             * already decapsulated on the way in */
+            uint32_t off = dir == 0 ? OC_VXLAN_OVERHEAD : 0;
+            oc_pkt_meta_t m;
+            if (p->len > off &&
+                oc_pkt_parse(p->data + off, p->len - off, dp->max_frame, &m) ==
+                    OC_PKT_R_IPV4) {
+                /* TCP fits VXLAN + ESP in esp_mtu: SYNs both ways clamped
+                 * (the ESP stage itself sees only the outer UDP) */
+                if (dp->esp != NULL && m.key.proto == 6)
+                    (void)oc__dp_esp_clamp(w, p->data + off + m.l3_off,
+                                           p->len - off - m.l3_off,
+                                           OC_VXLAN_OVERHEAD);
+            }
+            if (dp->flow != NULL && p->len > off)
+                oc__dp_flow_one(w, p->data + off, &m, tc->vni, a, &now);
+        }
+        if (esp) /* the ESP stage reads the outer (VXLAN) packet's parse */
+            (void)oc_pkt_parse(p->data, p->len, dp->max_frame, &w->meta[i]);
+    }
+    if (esp && tc != NULL)
+        oc__dp_esp_out(w, pkts, n);
+}
+
+void oc__dp_uplink_metrics(oc_dp_t *dp, void *prom)
+{
+    oc_prom_t *p = prom;
+    bool any = false;
+
+    for (uint32_t a = 0; a < dp->nattach; a++)
+        any |= dp->att[a].uplink;
+    if (!any)
+        return;
+    oc_prom_family(p, "offcore_dp_uplink_dropped_packets_total",
+                   "frames from a wire port shared by tenants that no tenant "
+                   "took: unknown_vni, or the VXLAN reason (not_vxlan, short, "
+                   "bad_outer, bad_flags, bad_inner)", OC_PROM_COUNTER);
+    for (uint32_t a = 0; a < dp->nattach; a++) {
+        if (!dp->att[a].uplink)
+            continue;
+        for (int r = 0; r < OC_VXLAN_NREASONS; r++) {
+            uint64_t v = 0;
+            for (uint32_t q = 0; q < dp->nthreads; q++)
+                v += __atomic_load_n(&dp->w[q].c.uplink[a][r], __ATOMIC_RELAXED);
+            oc_prom_sample(p, "offcore_dp_uplink_dropped_packets_total",
+                           OC_PROM_LABELS({"port", oc_port_name(dp->att[a].port[1])},
+                                          {"reason", r == 0 ? "unknown_vni"
+                                                            : oc_vxlan_reason_name(r)}),
+                           v);
+        }
+    }
+}
