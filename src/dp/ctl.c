@@ -229,38 +229,22 @@ static void handle(oc_dp_t *dp, char *line, FILE *out)
         fprintf(out, "ok\n");
         oc_dp_rules_print(dp, out);
     } else if (!strncmp(line, "rules load ", 11)) {
-        char *tok[4], *save = NULL;
-        int n = 0;
-        oc_acl_action_t action = OC_ACL_ALLOW;
-        unsigned long id_base = 0;
+        char *tok[4];
+        int n = oc_kv_split(line + 11, tok, 4);
+        oc_acl_action_t action;
+        uint32_t id_base;
         oc_dp_rule_t *rules = NULL;
         size_t nr = 0;
-        oc_dp_errors_t err;
-        for (char *t = strtok_r(line + 11, " \t", &save); t && n < 4;
-             t = strtok_r(NULL, " \t", &save))
-            tok[n++] = t;
-        if (n == 0 || tok[0][0] != '/')
-            return reply_error(out, "rules load takes an absolute PATH");
-        for (int i = 1; i < n; i++) {
-            oc_dp_rule_t probe;
-            char ptext[64];
-            if (!strncmp(tok[i], "id_base=", 8)) {
-                char *end;
-                errno = 0;
-                id_base = strtoul(tok[i] + 8, &end, 10);
-                if (*end || errno || id_base > UINT32_MAX || tok[i][8] == '-')
-                    return reply_error(out, "id_base: expected 0..4294967295");
-            } else if (!strncmp(tok[i], "action=", 7) &&
-                       snprintf(ptext, sizeof(ptext), "id=0 %s", tok[i]) > 0 &&
-                       oc_dp_rule_parse(ptext, &probe, why, sizeof(why)) == 0) {
-                action = probe.action;
-            } else {
-                return reply_error(out, "rules load PATH [action=allow|deny|"
-                                        "count] [id_base=N]");
-            }
-        }
+        oc_conf_errors_t err;
+        if (n <= 0 || tok[0][0] != '/')
+            return reply_error(out, n < 0 ? "rules load PATH [action=allow|"
+                                            "deny|count] [id_base=N]"
+                                          : "rules load takes an absolute PATH");
+        if (oc__dp_rules_opts(tok + 1, n - 1, &action, &id_base, why,
+                              sizeof(why)) != 0)
+            return reply_error(out, why);
         memset(&err, 0, sizeof(err));
-        st = oc_dp_rules_file(tok[0], action, (uint32_t)id_base, &rules, &nr,
+        st = oc_dp_rules_file(tok[0], action, id_base, &rules, &nr,
                               &err);
         if (st != OC_OK) {
             size_t l = strlen(err.text);

@@ -6,8 +6,8 @@
  * after use on the stack and never appear in a message.
  */
 #include "pkt/esp.h"
+#include "util/kv.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -96,62 +96,40 @@ bad:
 
 #define WHY(...) (snprintf(why, whylen, __VA_ARGS__), -1)
 
-static int parse_ip(const char *s, uint32_t *ip)
-{
-    struct in_addr a;
-    if (inet_pton(AF_INET, s, &a) != 1)
-        return -1;
-    *ip = ntohl(a.s_addr);
-    return 0;
-}
-
 int oc_esp_sa_parse(const char *text, const char *base_dir,
                     oc_esp_sa_spec_t *out, char *why, size_t whylen)
 {
+    static const char *const keys[] = {"spi", "local", "peer", "key",
+                                       "match", NULL};
+    enum { SPI, LOCAL, PEER, KEY, MATCH };
     oc_esp_sa_spec_t s;
-    char tok[512];
-    const char *p = text;
+    char line[1024], *tok[MATCH + 3];
     unsigned seen = 0;
-    int ntok = 0;
+    int n;
 
     memset(&s, 0, sizeof(s));
-    for (;;) {
-        size_t n;
-        char *eq, *val;
-        while (*p == ' ' || *p == '\t')
-            p++;
-        if (*p == '\0' || *p == '\n' || *p == '#')
-            break;
-        n = strcspn(p, " \t\n");
-        if (n >= sizeof(tok))
-            return WHY("token too long");
-        memcpy(tok, p, n);
-        tok[n] = '\0';
-        p += n;
-        if (ntok++ == 0) {
-            if (!strcmp(tok, "out"))
-                s.sa.outbound = true;
-            else if (strcmp(tok, "in") != 0)
-                return WHY("'%.32s': expected in or out first", tok);
-            continue;
-        }
-        eq = strchr(tok, '=');
-        if (eq == NULL)
-            return WHY("'%.64s': expected KEY=VALUE", tok);
-        *eq = '\0';
-        val = eq + 1;
-        static const char *const keys[] = {"spi", "local", "peer", "key",
-                                           "match", NULL};
-        int k = -1;
-        for (int i = 0; keys[i] != NULL; i++)
-            if (!strcmp(tok, keys[i]))
-                k = i;
+    n = (int)strcspn(text, "\n"); /* an SA is one line */
+    if ((size_t)n >= sizeof(line))
+        return WHY("longer than %zu bytes", sizeof(line) - 1);
+    memcpy(line, text, (size_t)n);
+    line[n] = '\0';
+    /* in|out and one word a key: a word more is a repeat or unknown */
+    n = oc_kv_split(line, tok, (int)(sizeof(tok) / sizeof(tok[0])));
+    if (n < 0)
+        n = (int)(sizeof(tok) / sizeof(tok[0]));
+    if (n == 0)
+        return WHY("expected in|out spi=N local=A.B.C.D peer=A.B.C.D key=FILE "
+                   "[match=PREFIX]");
+    if (!strcmp(tok[0], "out"))
+        s.sa.outbound = true;
+    else if (strcmp(tok[0], "in") != 0)
+        return WHY("'%.32s': expected in or out first", tok[0]);
+    for (int i = 1; i < n; i++) {
+        char *val;
+        int k = oc_kv_key(tok[i], keys, &seen, &val, why, whylen);
         if (k < 0)
-            return WHY("unknown key '%.32s' (spi local peer key match)", tok);
-        if (seen & (1u << k))
-            return WHY("'%s' given twice", tok);
-        seen |= 1u << k;
-        if (k == 0) {
+            return -1;
+        if (k == SPI) {
             char *end;
             unsigned long long v;
             errno = 0;
@@ -161,10 +139,10 @@ int oc_esp_sa_parse(const char *text, const char *base_dir,
                 return WHY("spi '%.32s': expected 256..4294967295 (1..255 are "
                            "reserved, RFC 4303)", val);
             s.sa.spi = (uint32_t)v;
-        } else if (k == 1 || k == 2) {
-            if (parse_ip(val, k == 1 ? &s.sa.local : &s.sa.peer) != 0)
-                return WHY("%s '%.40s': expected an IPv4 address", tok, val);
-        } else if (k == 3) {
+        } else if (k == LOCAL || k == PEER) {
+            if (oc_kv_ipv4(val, k == LOCAL ? &s.sa.local : &s.sa.peer) != 0)
+                return WHY("%s '%.40s': expected an IPv4 address", tok[i], val);
+        } else if (k == KEY) {
             int l = val[0] == '/' || base_dir == NULL
                         ? snprintf(s.key_path, sizeof(s.key_path), "%s", val)
                         : snprintf(s.key_path, sizeof(s.key_path), "%s/%s",
@@ -172,42 +150,17 @@ int oc_esp_sa_parse(const char *text, const char *base_dir,
             if (val[0] == '\0' || l < 0 || (size_t)l >= sizeof(s.key_path))
                 return WHY("key: expected a file name (at most %zu bytes)",
                            sizeof(s.key_path) - 1);
-        } else {
-            char ip[32];
-            const char *slash = strchr(val, '/');
-            unsigned long len = 32;
-            size_t il = slash ? (size_t)(slash - val) : strlen(val);
-            if (!strcmp(val, "any")) {
-                s.match_len = 0;
-                continue;
-            }
-            if (il >= sizeof(ip))
-                return WHY("match '%.40s': expected A.B.C.D[/LEN] or any", val);
-            memcpy(ip, val, il);
-            ip[il] = '\0';
-            if (slash != NULL) {
-                char *end;
-                len = strtoul(slash + 1, &end, 10);
-                if (slash[1] < '0' || slash[1] > '9' || *end != '\0' || len > 32)
-                    return WHY("match '%.40s': expected A.B.C.D[/0..32] or any",
-                               val);
-            }
-            if (parse_ip(ip, &s.match_ip) != 0)
-                return WHY("match '%.40s': expected A.B.C.D[/0..32] or any", val);
-            s.match_len = (uint8_t)len;
-            s.match_ip &= len ? ~0u << (32 - len) : 0;
+        } else if (oc_kv_prefix(val, &s.match_ip, &s.match_len) != 0) {
+            return WHY("match '%.40s': expected A.B.C.D[/0..32] or any", val);
         }
     }
-    if (ntok == 0)
-        return WHY("expected in|out spi=N local=A.B.C.D peer=A.B.C.D key=FILE "
-                   "[match=PREFIX]");
-    if (!(seen & 1))
+    if (!(seen & 1u << SPI))
         return WHY("missing spi=N");
-    if (!(seen & 2) || !(seen & 4))
+    if (!(seen & 1u << LOCAL) || !(seen & 1u << PEER))
         return WHY("missing local= or peer= (the tunnel's two wire addresses)");
-    if (!(seen & 8))
+    if (!(seen & 1u << KEY))
         return WHY("missing key=FILE");
-    if ((seen & 16) && !s.sa.outbound)
+    if ((seen & 1u << MATCH) && !s.sa.outbound)
         return WHY("match= is for out SAs (which traffic they protect)");
     if (oc_esp_key_file(s.key_path, s.sa.key, s.sa.salt, why, whylen) != OC_OK)
         return -1;

@@ -237,7 +237,7 @@ static void test_rule_syntax(void **state)
 static void test_conf(void **state)
 {
     oc_dp_conf_t c;
-    oc_dp_errors_t e;
+    oc_conf_errors_t e;
     const char *good =
         "# a comment\n"
         "threads 2\n"
@@ -304,7 +304,7 @@ static void test_rule_files(void **state)
     char dir[] = "/tmp/ocp-test-pkt.XXXXXX", path[128], conf[512];
     oc_dp_rule_t *rules;
     size_t n;
-    oc_dp_errors_t e;
+    oc_conf_errors_t e;
     oc_dp_conf_t c;
     FILE *f;
 
