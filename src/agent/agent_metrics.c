@@ -93,7 +93,7 @@ static void guard_metrics(agent_t *a, oc_prom_t *p)
     oc_guard_counters(&a->guard, &gc[0]);
     if (ns == 2)
         oc_metrics_server_counters(a->metrics, &gc[1]);
-    oc_prom_family(p, "offcore_connections_total",
+    oc_prom_family(p, OC_M_CONNECTIONS,
                    "Connections to the agent's servers, by outcome: "
                    "accepted; evicted (pending, closed to make room at the "
                    "cap); refused (cap reached); expired (handshake or "
@@ -103,15 +103,15 @@ static void guard_metrics(agent_t *a, oc_prom_t *p)
         l[0] = LBL("server", server[k]);
         for (int o = 0; o < 4; o++) {
             l[1] = LBL("outcome", outcome[o]);
-            oc_prom_sample(p, "offcore_connections_total", l, 2, v[o]);
+            oc_prom_sample(p, OC_M_CONNECTIONS, l, 2, v[o]);
         }
     }
-    oc_prom_family(p, "offcore_accept_backoffs_total",
+    oc_prom_family(p, OC_M_ACCEPT_BACKOFFS,
                    "Times accept failed for want of descriptors or memory "
                    "and the server paused its listener", OC_PROM_COUNTER);
     for (int k = 0; k < ns; k++) {
         l[0] = LBL("server", server[k]);
-        oc_prom_sample(p, "offcore_accept_backoffs_total", l, 1,
+        oc_prom_sample(p, OC_M_ACCEPT_BACKOFFS, l, 1,
                        gc[k].backoffs);
     }
 }
@@ -125,21 +125,21 @@ static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
     oc_prom_label_t l[2];
 
     snprintf(node, sizeof(node), "%u", a->node);
-    oc_prom_family(p, "offcore_agent_info", "This agent", OC_PROM_GAUGE);
+    oc_prom_family(p, OC_M_AGENT_INFO, "This agent", OC_PROM_GAUGE);
     l[0] = LBL("node", node);
     l[1] = LBL("version", "0.1");
-    oc_prom_sample(p, "offcore_agent_info", l, 2, 1);
-    oc_prom_family(p, "offcore_agent_uptime_seconds", "Seconds since start",
+    oc_prom_sample(p, OC_M_AGENT_INFO, l, 2, 1);
+    oc_prom_family(p, OC_M_AGENT_UPTIME, "Seconds since start",
                    OC_PROM_GAUGE);
-    oc_prom_sample_f64(p, "offcore_agent_uptime_seconds", NULL, 0,
+    oc_prom_sample_f64(p, OC_M_AGENT_UPTIME, NULL, 0,
                        (double)(oc_now_us() - a->start_us) / 1e6);
-    oc_prom_family(p, "offcore_job_ranks", "Ranks of the job on this node",
+    oc_prom_family(p, OC_M_JOB_RANKS, "Ranks of the job on this node",
                    OC_PROM_GAUGE);
     pthread_mutex_lock(&a->pub_mu);
     for (uint32_t i = 0; i < a->npub; i++) {
         snprintf(v, sizeof(v), "%u", a->pub[i].job);
         l[0] = LBL("job", v);
-        oc_prom_sample(p, "offcore_job_ranks", l, 1, a->pub[i].nlocal);
+        oc_prom_sample(p, OC_M_JOB_RANKS, l, 1, a->pub[i].nlocal);
     }
     pthread_mutex_unlock(&a->pub_mu);
 
@@ -168,13 +168,13 @@ static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
         }
     }
     static const struct { const char *name, *help; size_t in, out; } jf[] = {
-        {"offcore_job_messages_total", "Messages routed for the job",
+        {OC_M_JOB_MESSAGES, "Messages routed for the job",
          offsetof(oc_router_job_counters_t, msgs_in),
          offsetof(oc_router_job_counters_t, msgs_out)},
-        {"offcore_job_bytes_total", "Bundle bytes of the job",
+        {OC_M_JOB_BYTES, "Bundle bytes of the job",
          offsetof(oc_router_job_counters_t, bytes_in),
          offsetof(oc_router_job_counters_t, bytes_out)},
-        {"offcore_job_bundles_total", "Bundles of the job",
+        {OC_M_JOB_BUNDLES, "Bundles of the job",
          offsetof(oc_router_job_counters_t, bundles_in),
          offsetof(oc_router_job_counters_t, bundles_out)},
     };
@@ -191,12 +191,12 @@ static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
                            *(uint64_t *)((char *)&jobs[k].s + jf[f].out));
         }
     }
-    oc_prom_family(p, "offcore_job_rejects_total",
+    oc_prom_family(p, OC_M_JOB_REJECTS,
                    "Bundles of the job rejected", OC_PROM_COUNTER);
     for (uint32_t k = 0; k < nj; k++) {
         snprintf(v, sizeof(v), "%u", jobs[k].job);
         l[0] = LBL("job", v);
-        oc_prom_sample(p, "offcore_job_rejects_total", l, 1, jobs[k].s.rejects);
+        oc_prom_sample(p, OC_M_JOB_REJECTS, l, 1, jobs[k].s.rejects);
     }
 
     /* per peer node, summed over routers: what crossed the network */
@@ -260,50 +260,50 @@ static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
     /* per routing thread */
     for (uint32_t r = 0; r < a->nrouters; r++)
         oc_router_counters(a->routers[r], &rc[r]);
-    oc_prom_family(p, "offcore_thread_messages_total",
+    oc_prom_family(p, OC_M_THREAD_MESSAGES,
                    "Messages routed by the thread", OC_PROM_COUNTER);
     for (uint32_t r = 0; r < a->nrouters; r++) {
         snprintf(t, sizeof(t), "%u", r);
         l[0] = LBL("thread", t);
-        oc_prom_sample(p, "offcore_thread_messages_total", l, 1, rc[r].msgs);
+        oc_prom_sample(p, OC_M_THREAD_MESSAGES, l, 1, rc[r].msgs);
     }
-    oc_prom_family(p, "offcore_thread_bundles_total",
+    oc_prom_family(p, OC_M_THREAD_BUNDLES,
                    "Bundles received and sent by the thread", OC_PROM_COUNTER);
     for (uint32_t r = 0; r < a->nrouters; r++) {
         snprintf(t, sizeof(t), "%u", r);
         l[0] = LBL("thread", t);
         l[1] = LBL("dir", "in");
-        oc_prom_sample(p, "offcore_thread_bundles_total", l, 2, rc[r].bundles_in);
+        oc_prom_sample(p, OC_M_THREAD_BUNDLES, l, 2, rc[r].bundles_in);
         l[1] = LBL("dir", "out");
-        oc_prom_sample(p, "offcore_thread_bundles_total", l, 2, rc[r].bundles_out);
+        oc_prom_sample(p, OC_M_THREAD_BUNDLES, l, 2, rc[r].bundles_out);
     }
-    oc_prom_family(p, "offcore_thread_undeliverable_total",
+    oc_prom_family(p, OC_M_THREAD_UNDELIVERABLE,
                    "Messages for a local rank that had left its (failing) "
                    "job, dropped", OC_PROM_COUNTER);
     for (uint32_t r = 0; r < a->nrouters; r++) {
         snprintf(t, sizeof(t), "%u", r);
         l[0] = LBL("thread", t);
-        oc_prom_sample(p, "offcore_thread_undeliverable_total", l, 1,
+        oc_prom_sample(p, OC_M_THREAD_UNDELIVERABLE, l, 1,
                        rc[r].undeliverable);
     }
-    oc_prom_family(p, "offcore_thread_bundles_forwarded_total",
+    oc_prom_family(p, OC_M_THREAD_FORWARDED,
                    "Bundles sent on whole (all for one rank), not "
                    "re-aggregated", OC_PROM_COUNTER);
     for (uint32_t r = 0; r < a->nrouters; r++) {
         snprintf(t, sizeof(t), "%u", r);
         l[0] = LBL("thread", t);
-        oc_prom_sample(p, "offcore_thread_bundles_forwarded_total", l, 1,
+        oc_prom_sample(p, OC_M_THREAD_FORWARDED, l, 1,
                        rc[r].bundles_forwarded);
     }
-    oc_prom_family(p, "offcore_thread_sleeps_total",
+    oc_prom_family(p, OC_M_THREAD_SLEEPS,
                    "Times the thread, idle, slept on its UCX worker's event fd",
                    OC_PROM_COUNTER);
     for (uint32_t r = 0; r < a->nrouters; r++) {
         snprintf(t, sizeof(t), "%u", r);
         l[0] = LBL("thread", t);
-        oc_prom_sample(p, "offcore_thread_sleeps_total", l, 1, rc[r].sleeps);
+        oc_prom_sample(p, OC_M_THREAD_SLEEPS, l, 1, rc[r].sleeps);
     }
-    oc_prom_family(p, "offcore_thread_flushes_total",
+    oc_prom_family(p, OC_M_THREAD_FLUSHES,
                    "Bundles flushed, by reason", OC_PROM_COUNTER);
     for (uint32_t r = 0; r < a->nrouters; r++) {
         static const char *const why[] = {"full", "timeout", "idle", "explicit"};
@@ -312,27 +312,27 @@ static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
         l[0] = LBL("thread", t);
         for (int k = 0; k < 4; k++) {
             l[1] = LBL("reason", why[k]);
-            oc_prom_sample(p, "offcore_thread_flushes_total", l, 2, cnt[k]);
+            oc_prom_sample(p, OC_M_THREAD_FLUSHES, l, 2, cnt[k]);
         }
     }
-    oc_prom_family(p, "offcore_thread_blocklist_depth",
+    oc_prom_family(p, OC_M_THREAD_BLOCKLIST,
                    "Next hops held back by back-pressure", OC_PROM_GAUGE);
     for (uint32_t r = 0; r < a->nrouters; r++) {
         snprintf(t, sizeof(t), "%u", r);
         l[0] = LBL("thread", t);
-        oc_prom_sample(p, "offcore_thread_blocklist_depth", l, 1,
+        oc_prom_sample(p, OC_M_THREAD_BLOCKLIST, l, 1,
                        rc[r].blocklist_depth);
     }
-    oc_prom_family(p, "offcore_thread_backlog_bundles",
+    oc_prom_family(p, OC_M_THREAD_BACKLOG,
                    "Bundles received and not yet routed", OC_PROM_GAUGE);
     for (uint32_t r = 0; r < a->nrouters; r++) {
         snprintf(t, sizeof(t), "%u", r);
         l[0] = LBL("thread", t);
-        oc_prom_sample(p, "offcore_thread_backlog_bundles", l, 1, rc[r].backlog);
+        oc_prom_sample(p, OC_M_THREAD_BACKLOG, l, 1, rc[r].backlog);
     }
 
     /* rejects by reason, over all threads */
-    oc_prom_family(p, "offcore_rejects_total",
+    oc_prom_family(p, OC_M_REJECTS,
                    "Bundles and control messages rejected, by reason",
                    OC_PROM_COUNTER);
     for (int k = 0; k < 16; k++) {
@@ -345,16 +345,16 @@ static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
             continue;
         snprintf(reason, sizeof(reason), "%.*s", (int)strcspn(name, ":"), name);
         l[0] = LBL("reason", reason);
-        oc_prom_sample(p, "offcore_rejects_total", l, 1, sum);
+        oc_prom_sample(p, OC_M_REJECTS, l, 1, sum);
     }
     {
         uint64_t sum = 0;
         for (uint32_t r = 0; r < a->nrouters; r++)
             sum += rc[r].reject_unknown_sender;
         l[0] = LBL("reason", "unknown_sender");
-        oc_prom_sample(p, "offcore_rejects_total", l, 1, sum);
+        oc_prom_sample(p, OC_M_REJECTS, l, 1, sum);
         l[0] = LBL("reason", "control");
-        oc_prom_sample(p, "offcore_rejects_total", l, 1,
+        oc_prom_sample(p, OC_M_REJECTS, l, 1,
                        atomic_load(&a->rejects_ctl));
     }
     guard_metrics(a, p);

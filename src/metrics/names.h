@@ -1,12 +1,29 @@
 /*
- * names.h — the names of offcored's per-peer metric families, in one
- * place for both ends: the agent writes them (src/agent/agent_metrics.c)
- * and `offcore stat` reads them into its peers table (src/tools/
- * stat_print.c).  Constants only; no state.
+ * names.h — the names of offcored's metric families, in one place for
+ * both ends: the agent writes them (src/agent/agent_metrics.c) and
+ * `offcore stat` reads them into its tables (src/tools/stat.c,
+ * stat_print.c).  A family renamed here is renamed on both ends; one
+ * typed as a string on either end is a bug.  Constants only; no state.
  */
 #ifndef OC_METRICS_NAMES_H
 #define OC_METRICS_NAMES_H
 
+/* the agent: gauge 1, labels node, version (every offcored has it: stat
+ * tells an offcored from another exporter by it); seconds since start */
+#define OC_M_AGENT_INFO    "offcore_agent_info"
+#define OC_M_AGENT_UPTIME  "offcore_agent_uptime_seconds"
+/* its servers (label server: control, metrics), by outcome */
+#define OC_M_CONNECTIONS     "offcore_connections_total"
+#define OC_M_ACCEPT_BACKOFFS "offcore_accept_backoffs_total"
+
+/* per job (label job; the counters also dir: in, out) */
+#define OC_M_JOB_RANKS    "offcore_job_ranks"
+#define OC_M_JOB_MESSAGES "offcore_job_messages_total"
+#define OC_M_JOB_BYTES    "offcore_job_bytes_total"
+#define OC_M_JOB_BUNDLES  "offcore_job_bundles_total"
+#define OC_M_JOB_REJECTS  "offcore_job_rejects_total"
+
+/* per peer node (label peer; the counters also dir: in, out) */
 #define OC_M_PEER_BUNDLES   "offcore_peer_bundles_total"
 #define OC_M_PEER_BYTES     "offcore_peer_bytes_total"
 #define OC_M_PEER_MESSAGES  "offcore_peer_messages_total"
@@ -15,5 +32,18 @@
  * "tl/dev" list, e.g. "tcp/eth0" or "rc_mlx5/mlx5_0:1"), class (rdma,
  * tcp, sm, other, unknown) */
 #define OC_M_PEER_TRANSPORT "offcore_peer_transport"
+
+/* per routing thread (label thread) */
+#define OC_M_THREAD_MESSAGES      "offcore_thread_messages_total"
+#define OC_M_THREAD_BUNDLES       "offcore_thread_bundles_total" /* dir */
+#define OC_M_THREAD_UNDELIVERABLE "offcore_thread_undeliverable_total"
+#define OC_M_THREAD_FORWARDED     "offcore_thread_bundles_forwarded_total"
+#define OC_M_THREAD_SLEEPS        "offcore_thread_sleeps_total"
+#define OC_M_THREAD_FLUSHES       "offcore_thread_flushes_total" /* reason */
+#define OC_M_THREAD_BLOCKLIST     "offcore_thread_blocklist_depth"
+#define OC_M_THREAD_BACKLOG       "offcore_thread_backlog_bundles"
+
+/* bundles and control messages rejected, over all threads (label reason) */
+#define OC_M_REJECTS "offcore_rejects_total"
 
 #endif

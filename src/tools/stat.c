@@ -12,6 +12,8 @@
 #include "tools/stat.h"
 #include "tools/stat_int.h"
 
+#include "metrics/names.h"
+
 #include <curl/curl.h>
 
 #include <errno.h>
@@ -225,7 +227,7 @@ static double now(clockid_t clk)
 static int is_offcored(const snap_t *sn)
 {
     for (size_t i = 0; i < sn->n; i++)
-        if (!strcmp(sn->v[i].name, "offcore_agent_info"))
+        if (!strcmp(sn->v[i].name, OC_M_AGENT_INFO))
             return 1;
     return 0;
 }
@@ -310,7 +312,7 @@ static int fetch(CURL *curl, const char *url, snap_t *sn, FILE *err)
     }
     if (!is_offcored(sn)) {
         fprintf(err, "offcore stat: %s answered %s, but not as offcored: no "
-                     "offcore_agent_info sample (another exporter on this "
+                     OC_M_AGENT_INFO " sample (another exporter on this "
                      "port?)\n", url, sn->n == 0 ? "with no metrics at all"
                                                  : "Prometheus text");
         return EXIT_BAD_ANSWER;

@@ -21,14 +21,14 @@
 
 
 static const col_t job_cols[] = {
-    {"offcore_job_ranks", NULL, NULL, "ranks", NULL},
-    {"offcore_job_messages_total", "dir", "in", "msgs in", NULL},
-    {"offcore_job_messages_total", "dir", "out", "msgs out", NULL},
-    {"offcore_job_bytes_total", "dir", "in", "bytes in", NULL},
-    {"offcore_job_bytes_total", "dir", "out", "bytes out", NULL},
-    {"offcore_job_bundles_total", "dir", "in", "bundles in", NULL},
-    {"offcore_job_bundles_total", "dir", "out", "bundles out", NULL},
-    {"offcore_job_rejects_total", NULL, NULL, "rejects", NULL},
+    {OC_M_JOB_RANKS, NULL, NULL, "ranks", NULL},
+    {OC_M_JOB_MESSAGES, "dir", "in", "msgs in", NULL},
+    {OC_M_JOB_MESSAGES, "dir", "out", "msgs out", NULL},
+    {OC_M_JOB_BYTES, "dir", "in", "bytes in", NULL},
+    {OC_M_JOB_BYTES, "dir", "out", "bytes out", NULL},
+    {OC_M_JOB_BUNDLES, "dir", "in", "bundles in", NULL},
+    {OC_M_JOB_BUNDLES, "dir", "out", "bundles out", NULL},
+    {OC_M_JOB_REJECTS, NULL, NULL, "rejects", NULL},
 };
 static const col_t peer_cols[] = {
     {OC_M_PEER_TRANSPORT, NULL, NULL, "transport", "transport"},
@@ -41,18 +41,18 @@ static const col_t peer_cols[] = {
     {OC_M_PEER_BLOCKLIST, NULL, NULL, "blocklist", NULL},
 };
 static const col_t thread_cols[] = {
-    {"offcore_thread_messages_total", NULL, NULL, "msgs", NULL},
-    {"offcore_thread_bundles_total", "dir", "in", "bundles in", NULL},
-    {"offcore_thread_bundles_total", "dir", "out", "bundles out", NULL},
-    {"offcore_thread_bundles_forwarded_total", NULL, NULL, "forwarded", NULL},
-    {"offcore_thread_flushes_total", "reason", "full", "flush full", NULL},
-    {"offcore_thread_flushes_total", "reason", "timeout", "flush timeout", NULL},
-    {"offcore_thread_flushes_total", "reason", "idle", "flush idle", NULL},
-    {"offcore_thread_flushes_total", "reason", "explicit", "flush explicit", NULL},
-    {"offcore_thread_blocklist_depth", NULL, NULL, "blocklist", NULL},
+    {OC_M_THREAD_MESSAGES, NULL, NULL, "msgs", NULL},
+    {OC_M_THREAD_BUNDLES, "dir", "in", "bundles in", NULL},
+    {OC_M_THREAD_BUNDLES, "dir", "out", "bundles out", NULL},
+    {OC_M_THREAD_FORWARDED, NULL, NULL, "forwarded", NULL},
+    {OC_M_THREAD_FLUSHES, "reason", "full", "flush full", NULL},
+    {OC_M_THREAD_FLUSHES, "reason", "timeout", "flush timeout", NULL},
+    {OC_M_THREAD_FLUSHES, "reason", "idle", "flush idle", NULL},
+    {OC_M_THREAD_FLUSHES, "reason", "explicit", "flush explicit", NULL},
+    {OC_M_THREAD_BLOCKLIST, NULL, NULL, "blocklist", NULL},
 };
 static const col_t reject_cols[] = {
-    {"offcore_rejects_total", NULL, NULL, "rejects", NULL},
+    {OC_M_REJECTS, NULL, NULL, "rejects", NULL},
 };
 
 static const view_t views[] = {
@@ -343,11 +343,11 @@ int oc__stat_print_tables(render_t *r, const char *url)
 
     for (size_t i = 0; i < cur->n; i++) {
         smp_t *s = &cur->v[i];
-        if (!strcmp(s->name, "offcore_agent_info")) {
+        if (!strcmp(s->name, OC_M_AGENT_INFO)) {
             node = oc__stat_shown(s, "node");
             version = oc__stat_shown(s, "version");
             s->used = 1;
-        } else if (!strcmp(s->name, "offcore_agent_uptime_seconds") &&
+        } else if (!strcmp(s->name, OC_M_AGENT_UPTIME) &&
                    s->nlabels == 0) {
             uptime = s->value;
             s->used = 1;
