@@ -390,6 +390,7 @@ out:
         free(a->peer_tr_addr[i]);
     free(a->peer_tr_addr);
     free(a->peer_tr);
+    free(a->rank_tr);
     free(a);
     return rc;
 }

@@ -39,8 +39,64 @@ void oc__ag_peer_tr_expect(agent_t *a, uint32_t node, const void *addr,
     pthread_mutex_unlock(&a->pub_mu);
 }
 
+/* Local ranks of ready jobs whose endpoint's transport is not known yet:
+ * look them up, log and publish what is found. */
+static void rank_tr_poll(agent_t *a)
+{
+    int wanted = 0;
+
+    for (oc_aconn_t *c = a->conns; c != NULL; c = c->next) {
+        struct oc_ag_rank_tr t = {0};
+        const oc_ajob_t *j;
+        if (c->kind != C_RANK || c->dead || c->tr_known)
+            continue;
+        j = oc_ajob_find(&a->jobs, c->job);
+        if (j == NULL || !j->ready)
+            continue; /* READY gives the routers the rank: no endpoint yet */
+        if (!oc_tr_book_lookup(c->addr, &t.cls, t.tls, sizeof(t.tls))) {
+            wanted = 1; /* the router has not made it yet */
+            continue;
+        }
+        t.job = c->job;
+        t.rank = c->rank;
+        pthread_mutex_lock(&a->pub_mu);
+        if (a->nrank_tr == a->cap_rank_tr) {
+            uint32_t cap = a->cap_rank_tr ? 2 * a->cap_rank_tr : 16;
+            struct oc_ag_rank_tr *g = realloc(a->rank_tr, cap * sizeof(*g));
+            if (g == NULL) {
+                pthread_mutex_unlock(&a->pub_mu);
+                wanted = 1; /* try again next round */
+                continue;
+            }
+            a->rank_tr = g;
+            a->cap_rank_tr = cap;
+        }
+        a->rank_tr[a->nrank_tr++] = t;
+        pthread_mutex_unlock(&a->pub_mu);
+        c->tr_known = 1;
+        oc_info(OC_COMP_AGENT, "job %u rank %u: via %s (%s)", t.job, t.rank,
+                t.tls[0] ? t.tls : "?", oc_tr_class_main(t.cls));
+    }
+    a->rank_tr_wanted = wanted;
+}
+
+void oc__ag_rank_tr_forget(agent_t *a, const oc_aconn_t *c)
+{
+    if (!c->tr_known)
+        return;
+    pthread_mutex_lock(&a->pub_mu);
+    for (uint32_t i = 0; i < a->nrank_tr; i++)
+        if (a->rank_tr[i].job == c->job && a->rank_tr[i].rank == c->rank) {
+            a->rank_tr[i] = a->rank_tr[--a->nrank_tr];
+            break;
+        }
+    pthread_mutex_unlock(&a->pub_mu);
+}
+
 void oc__ag_peer_tr_poll(agent_t *a)
 {
+    if (a->rank_tr_wanted)
+        rank_tr_poll(a);
     for (uint32_t n = 0; n < a->nnodes; n++) {
         struct oc_ag_peer_tr t = {0};
         if (a->peer_tr_addr[n] == NULL ||
@@ -254,6 +310,26 @@ static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
                                                       : "unknown");
         tl[2] = LBL("class", oc_tr_class_main(a->peer_tr[n].cls));
         oc_prom_sample(p, OC_M_PEER_TRANSPORT, tl, 3, 1);
+    }
+    pthread_mutex_unlock(&a->pub_mu);
+
+    oc_prom_family(p, OC_M_RANK_TRANSPORT,
+                   "The transports UCX picked for active messages between "
+                   "the agent and the local rank (the agent's endpoint to "
+                   "the rank's worker; 1 per rank of a ready job; the labels "
+                   "name them)", OC_PROM_GAUGE);
+    pthread_mutex_lock(&a->pub_mu);
+    for (uint32_t i = 0; i < a->nrank_tr; i++) {
+        const struct oc_ag_rank_tr *rt = &a->rank_tr[i];
+        oc_prom_label_t tl[4];
+        char rk[16];
+        snprintf(v, sizeof(v), "%u", rt->job);
+        snprintf(rk, sizeof(rk), "%u", rt->rank);
+        tl[0] = LBL("job", v);
+        tl[1] = LBL("rank", rk);
+        tl[2] = LBL("transport", rt->tls[0] ? rt->tls : "unknown");
+        tl[3] = LBL("class", oc_tr_class_main(rt->cls));
+        oc_prom_sample(p, OC_M_RANK_TRANSPORT, tl, 4, 1);
     }
     pthread_mutex_unlock(&a->pub_mu);
 

@@ -33,6 +33,10 @@
  * tcp, sm, other, unknown) */
 #define OC_M_PEER_TRANSPORT "offcore_peer_transport"
 
+/* gauge, 1 per local rank of a ready job: labels job, rank, transport,
+ * class (as the peers'): the agent's endpoint to the rank's worker */
+#define OC_M_RANK_TRANSPORT "offcore_rank_transport"
+
 /* per routing thread (label thread) */
 #define OC_M_THREAD_MESSAGES      "offcore_thread_messages_total"
 #define OC_M_THREAD_BUNDLES       "offcore_thread_bundles_total" /* dir */

@@ -1,7 +1,8 @@
 /*
  * stat.c — `offcore stat`: fetch an agent's /metrics over HTTP (libcurl),
  * parse it (oc_prom_parse) and print it as tables: per job, per peer, per
- * routing thread, rejects by reason, and any other offcore_* metric.  With
+ * local rank (its transport), per routing thread, rejects by reason, and
+ * any other offcore_* metric.  With
  * --watch it refreshes and prints per-second rates under each row.
  *
  * The tables are driven by the views[] below: each column is one metric
@@ -346,8 +347,9 @@ static void usage(FILE *out)
             " [--json]\n"
             "\n"
             "Print the live counters of an offcored agent: per job, per peer"
-            " node (with the\nUCX transport to it), per routing thread, and"
-            " rejected bundles by reason.\n"
+            " node (with the\nUCX transport to it), the UCX transport to each"
+            " local rank, per routing\nthread, and rejected bundles by"
+            " reason.\n"
             "\n"
             "  -a, --agent ADDR     HOST:PORT, :PORT or PORT (this host), HOST"
             " (port 9464),\n"
