@@ -132,15 +132,11 @@ int oc_dp_rule_parse(const char *text, oc_dp_rule_t *out, char *why,
 
     memset(&r, 0, sizeof(r));
     r.r.sport_hi = r.r.dport_hi = 65535;
-    n = (int)strcspn(text, "\n"); /* a rule is one line */
-    if ((size_t)n >= sizeof(line))
+    n = oc_kv_split_text(text, line, sizeof(line), tok,
+                         (int)(sizeof(tok) / sizeof(tok[0])));
+    if (n == -2)
         return WHY("longer than %zu bytes", sizeof(line) - 1);
-    memcpy(line, text, (size_t)n);
-    line[n] = '\0';
-    /* more words than keys: the extra one is a repeat or an unknown key,
-     * which the loop names */
-    n = oc_kv_split(line, tok, (int)(sizeof(tok) / sizeof(tok[0])));
-    if (n < 0)
+    if (n < 0) /* more words than keys: the loop names the extra one */
         n = (int)(sizeof(tok) / sizeof(tok[0]));
     for (int i = 0; i < n; i++) {
         uint64_t v;

@@ -108,14 +108,11 @@ int oc_esp_sa_parse(const char *text, const char *base_dir,
     int n;
 
     memset(&s, 0, sizeof(s));
-    n = (int)strcspn(text, "\n"); /* an SA is one line */
-    if ((size_t)n >= sizeof(line))
+    n = oc_kv_split_text(text, line, sizeof(line), tok,
+                         (int)(sizeof(tok) / sizeof(tok[0])));
+    if (n == -2)
         return WHY("longer than %zu bytes", sizeof(line) - 1);
-    memcpy(line, text, (size_t)n);
-    line[n] = '\0';
-    /* in|out and one word a key: a word more is a repeat or unknown */
-    n = oc_kv_split(line, tok, (int)(sizeof(tok) / sizeof(tok[0])));
-    if (n < 0)
+    if (n < 0) /* in|out and a word a key: the loop names the extra one */
         n = (int)(sizeof(tok) / sizeof(tok[0]));
     if (n == 0)
         return WHY("expected in|out spi=N local=A.B.C.D peer=A.B.C.D key=FILE "

@@ -61,6 +61,18 @@ int oc_kv_split(char *line, char **word, int max)
     }
 }
 
+int oc_kv_split_text(const char *text, char *buf, size_t cap, char **word,
+                     int max)
+{
+    size_t n = strcspn(text, "\n");
+
+    if (n >= cap)
+        return -2;
+    memcpy(buf, text, n);
+    buf[n] = '\0';
+    return oc_kv_split(buf, word, max);
+}
+
 int oc_kv_key(char *word, const char *const *keys, unsigned *seen,
               char **value, char *why, size_t whylen)
 {

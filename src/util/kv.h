@@ -41,6 +41,13 @@ void oc_conf_error(oc_conf_errors_t *e, const char *file, unsigned line,
  */
 int oc_kv_split(char *line, char **word, int max);
 
+/** oc_kv_split() of a copy of @p text's first line (up to its first '\n'
+ *  or its end) made in @p buf of @p cap bytes; for parsers handed one
+ *  line of const text (a rule, an SA).
+ *  @return as oc_kv_split(), or -2 when the line does not fit @p buf. */
+int oc_kv_split_text(const char *text, char *buf, size_t cap, char **word,
+                     int max);
+
 /** At most this many keys in one table (one bit each in @c seen). */
 #define OC_KV_MAX_KEYS 32
 

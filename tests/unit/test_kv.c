@@ -39,6 +39,16 @@ static void test_split(void **state)
     assert_string_equal(w[2], "c");
     char empty[] = "";
     assert_int_equal(oc_kv_split(empty, w, 4), 0);
+
+    /* const text: its first line, copied */
+    char buf[16];
+    const char *text = "id=1 action=allow\nid=2";
+    assert_int_equal(oc_kv_split_text(text, buf, sizeof(buf), w, 4), -2);
+    char big[32];
+    assert_int_equal(oc_kv_split_text(text, big, sizeof(big), w, 4), 2);
+    assert_string_equal(w[1], "action=allow");
+    assert_string_equal(text, "id=1 action=allow\nid=2"); /* untouched */
+    assert_int_equal(oc_kv_split_text("a b c", big, sizeof(big), w, 2), -1);
 }
 
 static void test_key(void **state)
