@@ -333,78 +333,51 @@ static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
     }
     pthread_mutex_unlock(&a->pub_mu);
 
-    /* per routing thread */
+    /* per routing thread: one row a family, its samples' second label
+     * (none, dir or reason) and the counters they show */
+#define RC(f) offsetof(oc_router_counters_t, f)
+    static const struct {
+        const char *name, *help;
+        oc_prom_type_t type;
+        const char *label;
+        struct { const char *value; size_t off; } v[4];
+    } tf[] = {
+        {OC_M_THREAD_MESSAGES, "Messages routed by the thread",
+         OC_PROM_COUNTER, NULL, {{NULL, RC(msgs)}}},
+        {OC_M_THREAD_BUNDLES, "Bundles received and sent by the thread",
+         OC_PROM_COUNTER, "dir",
+         {{"in", RC(bundles_in)}, {"out", RC(bundles_out)}}},
+        {OC_M_THREAD_UNDELIVERABLE, "Messages for a local rank that had "
+         "left its (failing) job, dropped", OC_PROM_COUNTER, NULL,
+         {{NULL, RC(undeliverable)}}},
+        {OC_M_THREAD_FORWARDED, "Bundles sent on whole (all for one rank), "
+         "not re-aggregated", OC_PROM_COUNTER, NULL,
+         {{NULL, RC(bundles_forwarded)}}},
+        {OC_M_THREAD_SLEEPS, "Times the thread, idle, slept on its UCX "
+         "worker's event fd", OC_PROM_COUNTER, NULL, {{NULL, RC(sleeps)}}},
+        {OC_M_THREAD_FLUSHES, "Bundles flushed, by reason", OC_PROM_COUNTER,
+         "reason", {{"full", RC(flush_full)}, {"timeout", RC(flush_timeout)},
+                    {"idle", RC(flush_idle)}, {"explicit", RC(flush_explicit)}}},
+        {OC_M_THREAD_BLOCKLIST, "Next hops held back by back-pressure",
+         OC_PROM_GAUGE, NULL, {{NULL, RC(blocklist_depth)}}},
+        {OC_M_THREAD_BACKLOG, "Bundles received and not yet routed",
+         OC_PROM_GAUGE, NULL, {{NULL, RC(backlog)}}},
+    };
+#undef RC
     for (uint32_t r = 0; r < a->nrouters; r++)
         oc_router_counters(a->routers[r], &rc[r]);
-    oc_prom_family(p, OC_M_THREAD_MESSAGES,
-                   "Messages routed by the thread", OC_PROM_COUNTER);
-    for (uint32_t r = 0; r < a->nrouters; r++) {
-        snprintf(t, sizeof(t), "%u", r);
-        l[0] = LBL("thread", t);
-        oc_prom_sample(p, OC_M_THREAD_MESSAGES, l, 1, rc[r].msgs);
-    }
-    oc_prom_family(p, OC_M_THREAD_BUNDLES,
-                   "Bundles received and sent by the thread", OC_PROM_COUNTER);
-    for (uint32_t r = 0; r < a->nrouters; r++) {
-        snprintf(t, sizeof(t), "%u", r);
-        l[0] = LBL("thread", t);
-        l[1] = LBL("dir", "in");
-        oc_prom_sample(p, OC_M_THREAD_BUNDLES, l, 2, rc[r].bundles_in);
-        l[1] = LBL("dir", "out");
-        oc_prom_sample(p, OC_M_THREAD_BUNDLES, l, 2, rc[r].bundles_out);
-    }
-    oc_prom_family(p, OC_M_THREAD_UNDELIVERABLE,
-                   "Messages for a local rank that had left its (failing) "
-                   "job, dropped", OC_PROM_COUNTER);
-    for (uint32_t r = 0; r < a->nrouters; r++) {
-        snprintf(t, sizeof(t), "%u", r);
-        l[0] = LBL("thread", t);
-        oc_prom_sample(p, OC_M_THREAD_UNDELIVERABLE, l, 1,
-                       rc[r].undeliverable);
-    }
-    oc_prom_family(p, OC_M_THREAD_FORWARDED,
-                   "Bundles sent on whole (all for one rank), not "
-                   "re-aggregated", OC_PROM_COUNTER);
-    for (uint32_t r = 0; r < a->nrouters; r++) {
-        snprintf(t, sizeof(t), "%u", r);
-        l[0] = LBL("thread", t);
-        oc_prom_sample(p, OC_M_THREAD_FORWARDED, l, 1,
-                       rc[r].bundles_forwarded);
-    }
-    oc_prom_family(p, OC_M_THREAD_SLEEPS,
-                   "Times the thread, idle, slept on its UCX worker's event fd",
-                   OC_PROM_COUNTER);
-    for (uint32_t r = 0; r < a->nrouters; r++) {
-        snprintf(t, sizeof(t), "%u", r);
-        l[0] = LBL("thread", t);
-        oc_prom_sample(p, OC_M_THREAD_SLEEPS, l, 1, rc[r].sleeps);
-    }
-    oc_prom_family(p, OC_M_THREAD_FLUSHES,
-                   "Bundles flushed, by reason", OC_PROM_COUNTER);
-    for (uint32_t r = 0; r < a->nrouters; r++) {
-        static const char *const why[] = {"full", "timeout", "idle", "explicit"};
-        const uint64_t *cnt = &rc[r].flush_full;
-        snprintf(t, sizeof(t), "%u", r);
-        l[0] = LBL("thread", t);
-        for (int k = 0; k < 4; k++) {
-            l[1] = LBL("reason", why[k]);
-            oc_prom_sample(p, OC_M_THREAD_FLUSHES, l, 2, cnt[k]);
+    for (size_t f = 0; f < sizeof(tf) / sizeof(tf[0]); f++) {
+        oc_prom_family(p, tf[f].name, tf[f].help, tf[f].type);
+        for (uint32_t r = 0; r < a->nrouters; r++) {
+            snprintf(t, sizeof(t), "%u", r);
+            l[0] = LBL("thread", t);
+            for (int k = 0; k < 4 && (k == 0 || tf[f].v[k].value); k++) {
+                l[1] = LBL(tf[f].label, tf[f].v[k].value);
+                oc_prom_sample(p, tf[f].name, l, tf[f].label ? 2 : 1,
+                               *(const uint64_t *)((const char *)&rc[r] +
+                                                   tf[f].v[k].off));
+            }
         }
-    }
-    oc_prom_family(p, OC_M_THREAD_BLOCKLIST,
-                   "Next hops held back by back-pressure", OC_PROM_GAUGE);
-    for (uint32_t r = 0; r < a->nrouters; r++) {
-        snprintf(t, sizeof(t), "%u", r);
-        l[0] = LBL("thread", t);
-        oc_prom_sample(p, OC_M_THREAD_BLOCKLIST, l, 1,
-                       rc[r].blocklist_depth);
-    }
-    oc_prom_family(p, OC_M_THREAD_BACKLOG,
-                   "Bundles received and not yet routed", OC_PROM_GAUGE);
-    for (uint32_t r = 0; r < a->nrouters; r++) {
-        snprintf(t, sizeof(t), "%u", r);
-        l[0] = LBL("thread", t);
-        oc_prom_sample(p, OC_M_THREAD_BACKLOG, l, 1, rc[r].backlog);
     }
 
     /* rejects by reason, over all threads */
