@@ -11,6 +11,7 @@
  * Not thread-safe (curl_global_init, static tables).
  */
 #include "tools/nvmf.h"
+#include "tools/http_get.h"
 
 #include "metrics/metrics.h"
 
@@ -22,10 +23,6 @@
 #define MAX_ANSWER (16u << 20)
 #define MAX_ROWS 512
 
-typedef struct {
-    char *data;
-    size_t len, cap;
-} body_t;
 
 /* one row per distinct label set of the families we show */
 typedef struct {
@@ -51,30 +48,6 @@ static const char *const ns_fam[] = {
     "offcore_nvmf_ns_latency_seconds_sum",
     "offcore_nvmf_ns_latency_seconds_count"};
 #define N_NS_FAM (sizeof(ns_fam) / sizeof(ns_fam[0]))
-
-static size_t on_data(char *ptr, size_t size, size_t nmemb, void *arg)
-{
-    body_t *b = arg;
-    size_t n = size * nmemb;
-
-    if (n > MAX_ANSWER - b->len)
-        return 0;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 16384;
-        char *d;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        d = realloc(b->data, cap);
-        if (!d)
-            return 0;
-        b->data = d;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->len, ptr, n);
-    b->len += n;
-    b->data[b->len] = 0;
-    return n;
-}
 
 static const char *lab(const oc_prom_sample_t *s, const char *name)
 {
@@ -169,11 +142,11 @@ static void usage(FILE *out)
 int oc_nvmf_cli_main(int argc, char **argv, FILE *out, FILE *err)
 {
     const char *target = getenv(OC_NVMF_CLI_ENV), *what = "all";
-    char url[512], cerr[CURL_ERROR_SIZE] = "";
-    body_t body = {0};
+    char url[512];
+    oc__http_answer_t body = {0};
     oc_prom_error_t perr;
     int raw = 0, rc = 1;
-    long code = 0;
+    CURLcode cc;
     CURL *curl;
 
     if (!target || !*target)
@@ -205,20 +178,16 @@ int oc_nvmf_cli_main(int argc, char **argv, FILE *out, FILE *err)
         fprintf(err, "offcore nvmf: libcurl failed to start\n");
         goto out;
     }
-    curl_easy_setopt(curl, CURLOPT_URL, url);
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
-    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, cerr);
     curl_easy_setopt(curl, CURLOPT_TIMEOUT, 5L);
-    if (curl_easy_perform(curl) != CURLE_OK) {
+    cc = oc__http_get(curl, url, MAX_ANSWER, &body);
+    if (cc != CURLE_OK) {
         fprintf(err, "offcore nvmf: no target answers at %s (%s)\n  start "
                 "offcore-nvmf with a 'metrics %s' line, or give --target\n",
-                url, cerr, target);
+                url, body.err[0] ? body.err : curl_easy_strerror(cc), target);
         goto out;
     }
-    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &code);
-    if (code != 200 || !body.data) {
-        fprintf(err, "offcore nvmf: %s answered HTTP %ld\n", url, code);
+    if (body.code != 200 || !body.data) {
+        fprintf(err, "offcore nvmf: %s answered HTTP %ld\n", url, body.code);
         goto out;
     }
     if (raw) {
