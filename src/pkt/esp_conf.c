@@ -7,91 +7,44 @@
  */
 #include "pkt/esp.h"
 #include "util/kv.h"
+#include "util/secret.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-static int hexval(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
 
 oc_status_t oc_esp_key_file(const char *path, uint8_t key[OC_ESP_KEY_LEN],
                             uint8_t salt[OC_ESP_SALT_LEN], char *why,
                             size_t whylen)
 {
     uint8_t buf[256], raw[OC_ESP_KEY_LEN + OC_ESP_SALT_LEN];
-    struct stat st;
-    ssize_t got;
-    size_t nd = 0, i = 0;
-    int fd;
+    oc_status_t st;
+    size_t got = 0;
+    long n;
 
-    fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) {
-        snprintf(why, whylen, "key file %s: %s", path, strerror(errno));
-        return OC_ERR_CONFIG;
-    }
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        snprintf(why, whylen, "key file %s: not a regular file", path);
-        goto bad;
-    }
-    if ((st.st_mode & 077) != 0) {
-        snprintf(why, whylen, "key file %s: mode %03o gives group or others "
-                 "access (chmod 600)", path, (unsigned)(st.st_mode & 0777));
-        goto bad;
-    }
-    if (st.st_uid != 0 && st.st_uid != geteuid()) {
-        snprintf(why, whylen, "key file %s: owned by uid %u, neither root nor "
-                 "this process's", path, (unsigned)st.st_uid);
-        goto bad;
-    }
-    got = read(fd, buf, sizeof(buf));
-    if (got < 0 || (size_t)got == sizeof(buf)) {
-        snprintf(why, whylen, "key file %s: %s", path,
-                 got < 0 ? strerror(errno) : "longer than a key");
-        goto bad;
-    }
-    if (got >= 2 && buf[0] == '0' && (buf[1] == 'x' || buf[1] == 'X'))
-        i = 2;
-    for (; i < (size_t)got; i++) {
-        int v = hexval(buf[i]);
-        if (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\n' || buf[i] == '\r')
-            continue;
-        if (v < 0 || nd >= 2 * sizeof(raw)) {
-            snprintf(why, whylen, "key file %s: expected %zu hex digits "
-                     "(32-byte key, 4-byte salt)", path, 2 * sizeof(raw));
-            goto bad;
-        }
-        raw[nd / 2] = (uint8_t)(nd % 2 ? raw[nd / 2] | v : v << 4);
-        nd++;
-    }
-    if (nd != 2 * sizeof(raw)) {
+    st = oc_secret_read(path, buf, sizeof(buf), &got, why, whylen);
+    if (st != OC_OK)
+        goto out;
+    n = oc_secret_hex(buf, got, raw, sizeof(raw));
+    if (n < 0) {
         snprintf(why, whylen, "key file %s: expected %zu hex digits (32-byte "
-                 "key, 4-byte salt), found %zu", path, 2 * sizeof(raw), nd);
-        goto bad;
+                 "key, 4-byte salt)", path, 2 * sizeof(raw));
+        st = OC_ERR_CONFIG;
+        goto out;
+    }
+    if (n != (long)sizeof(raw)) {
+        snprintf(why, whylen, "key file %s: expected %zu hex digits (32-byte "
+                 "key, 4-byte salt), found %ld", path, 2 * sizeof(raw), 2 * n);
+        st = OC_ERR_CONFIG;
+        goto out;
     }
     memcpy(key, raw, OC_ESP_KEY_LEN);
     memcpy(salt, raw + OC_ESP_KEY_LEN, OC_ESP_SALT_LEN);
+out:
     memset(raw, 0, sizeof(raw));
     memset(buf, 0, sizeof(buf));
-    close(fd);
-    return OC_OK;
-bad:
-    memset(raw, 0, sizeof(raw));
-    memset(buf, 0, sizeof(buf));
-    close(fd);
-    return OC_ERR_CONFIG;
+    return st;
 }
 
 #define WHY(...) (snprintf(why, whylen, __VA_ARGS__), -1)
