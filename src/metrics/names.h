@@ -1,8 +1,9 @@
 /*
- * names.h — the names of offcored's metric families, in one place for
- * both ends: the agent writes them (src/agent/agent_metrics.c) and
- * `offcore stat` reads them into its tables (src/tools/stat.c,
- * stat_print.c).  A family renamed here is renamed on both ends; one
+ * names.h — the names of offcored's and offcore-nvmf's metric families,
+ * in one place for both ends: the agent writes them (src/agent/
+ * agent_metrics.c) and `offcore stat` reads them into its tables
+ * (src/tools/stat.c, stat_print.c); the target writes its own
+ * (src/nvmf/main.c) and `offcore nvmf` reads them (src/tools/nvmf.c).  A family renamed here is renamed on both ends; one
  * typed as a string on either end is a bug.  Constants only; no state.
  */
 #ifndef OC_METRICS_NAMES_H
@@ -49,5 +50,30 @@
 
 /* bundles and control messages rejected, over all threads (label reason) */
 #define OC_M_REJECTS "offcore_rejects_total"
+
+/* offcore-nvmf's families: the target writes them (src/nvmf/main.c),
+ * `offcore nvmf` reads them (src/tools/nvmf.c).  Target-wide: */
+#define OC_M_NVMF_CONNS_ACCEPTED "offcore_nvmf_connections_accepted_total"
+#define OC_M_NVMF_CONNS          "offcore_nvmf_connections" /* open now */
+#define OC_M_NVMF_CONNECTS       "offcore_nvmf_connects_total"
+#define OC_M_NVMF_REJECTS        "offcore_nvmf_rejects_total" /* reason */
+#define OC_M_NVMF_COMMANDS       "offcore_nvmf_commands_total" /* queue */
+#define OC_M_NVMF_H2C_DIRECT     "offcore_nvmf_h2c_direct_total"
+#define OC_M_NVMF_COMMAND_ERRORS "offcore_nvmf_command_errors_total"
+/* per namespace (labels subsystem, nsid) */
+#define OC_M_NVMF_NS_READS            "offcore_nvmf_ns_reads_total"
+#define OC_M_NVMF_NS_WRITES           "offcore_nvmf_ns_writes_total"
+#define OC_M_NVMF_NS_READ_BYTES       "offcore_nvmf_ns_read_bytes_total"
+#define OC_M_NVMF_NS_WRITE_BYTES      "offcore_nvmf_ns_write_bytes_total"
+#define OC_M_NVMF_NS_FLUSHES          "offcore_nvmf_ns_flushes_total"
+#define OC_M_NVMF_NS_WRITE_ZEROES     "offcore_nvmf_ns_write_zeroes_total"
+#define OC_M_NVMF_NS_DSM              "offcore_nvmf_ns_dsm_total"
+#define OC_M_NVMF_NS_ERRORS           "offcore_nvmf_ns_errors_total"
+#define OC_M_NVMF_NS_INTEGRITY_ERRORS "offcore_nvmf_ns_integrity_errors_total"
+/* histograms: NAME "_bucket", NAME "_sum", NAME "_count" */
+#define OC_M_NVMF_NS_LATENCY          "offcore_nvmf_ns_latency_seconds"
+/* per queue (labels conn, peer, host, subsystem, cntlid, qid, digest) */
+#define OC_M_NVMF_QUEUE_COMMANDS "offcore_nvmf_queue_commands_total"
+#define OC_M_NVMF_QUEUE_LATENCY  "offcore_nvmf_queue_latency_seconds"
 
 #endif

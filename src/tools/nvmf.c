@@ -6,7 +6,7 @@
  *
  * It reads the target's Prometheus /metrics (the `metrics` line of its
  * configuration) with libcurl and oc_prom_parse(): the metric names are
- * the interface, written once in src/nvmf/main.c.  The answer is
+ * the interface, named once in src/metrics/names.h.  The answer is
  * untrusted: the parser checks it, and a value missing is shown as "-".
  * Not thread-safe (curl_global_init, static tables).
  */
@@ -14,6 +14,7 @@
 #include "tools/http_get.h"
 
 #include "metrics/metrics.h"
+#include "metrics/names.h"
 
 #include <curl/curl.h>
 #include <stdlib.h>
@@ -41,12 +42,12 @@ static double reason_v[16];
 static int n_reasons;
 
 static const char *const ns_fam[] = {
-    "offcore_nvmf_ns_reads_total",       "offcore_nvmf_ns_writes_total",
-    "offcore_nvmf_ns_read_bytes_total",  "offcore_nvmf_ns_write_bytes_total",
-    "offcore_nvmf_ns_flushes_total",     "offcore_nvmf_ns_errors_total",
-    "offcore_nvmf_ns_integrity_errors_total",
-    "offcore_nvmf_ns_latency_seconds_sum",
-    "offcore_nvmf_ns_latency_seconds_count"};
+    OC_M_NVMF_NS_READS,       OC_M_NVMF_NS_WRITES,
+    OC_M_NVMF_NS_READ_BYTES,  OC_M_NVMF_NS_WRITE_BYTES,
+    OC_M_NVMF_NS_FLUSHES,     OC_M_NVMF_NS_ERRORS,
+    OC_M_NVMF_NS_INTEGRITY_ERRORS,
+    OC_M_NVMF_NS_LATENCY "_sum",
+    OC_M_NVMF_NS_LATENCY "_count"};
 #define N_NS_FAM (sizeof(ns_fam) / sizeof(ns_fam[0]))
 
 static const char *lab(const oc_prom_sample_t *s, const char *name)
@@ -87,7 +88,7 @@ static oc_status_t collect(void *arg, const oc_prom_sample_t *s)
         }
         return OC_OK;
     }
-    if (!strcmp(s->name, "offcore_nvmf_queue_commands_total")) {
+    if (!strcmp(s->name, OC_M_NVMF_QUEUE_COMMANDS)) {
         snprintf(key, sizeof(key), "%s", lab(s, "conn"));
         if ((r = row(q_rows, &n_q, key))) {
             snprintf(r->conn, sizeof(r->conn), "%s", lab(s, "conn"));
@@ -101,21 +102,21 @@ static oc_status_t collect(void *arg, const oc_prom_sample_t *s)
         }
         return OC_OK;
     }
-    if (!strcmp(s->name, "offcore_nvmf_rejects_total") && n_reasons < 16) {
+    if (!strcmp(s->name, OC_M_NVMF_REJECTS) && n_reasons < 16) {
         snprintf(reasons[n_reasons], sizeof(reasons[0]), "%s",
                  lab(s, "reason"));
         reason_v[n_reasons++] = s->value;
         return OC_OK;
     }
-    if (!strcmp(s->name, "offcore_nvmf_connections_accepted_total"))
+    if (!strcmp(s->name, OC_M_NVMF_CONNS_ACCEPTED))
         totals[0] = s->value;
-    else if (!strcmp(s->name, "offcore_nvmf_connections"))
+    else if (!strcmp(s->name, OC_M_NVMF_CONNS))
         totals[1] = s->value;
-    else if (!strcmp(s->name, "offcore_nvmf_connects_total"))
+    else if (!strcmp(s->name, OC_M_NVMF_CONNECTS))
         totals[2] = s->value;
-    else if (!strcmp(s->name, "offcore_nvmf_commands_total"))
+    else if (!strcmp(s->name, OC_M_NVMF_COMMANDS))
         totals[!strcmp(lab(s, "queue"), "admin") ? 3 : 4] = s->value;
-    else if (!strcmp(s->name, "offcore_nvmf_command_errors_total"))
+    else if (!strcmp(s->name, OC_M_NVMF_COMMAND_ERRORS))
         totals[5] = s->value;
     return OC_OK;
 }
