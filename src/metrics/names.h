@@ -1,10 +1,11 @@
 /*
- * names.h — the names of offcored's and offcore-nvmf's metric families,
- * in one place for both ends: the agent writes them (src/agent/
- * agent_metrics.c) and `offcore stat` reads them into its tables
- * (src/tools/stat.c, stat_print.c); the target writes its own
- * (src/nvmf/main.c) and `offcore nvmf` reads them (src/tools/nvmf.c).  A family renamed here is renamed on both ends; one
- * typed as a string on either end is a bug.  Constants only; no state.
+ * names.h — the names of the daemons' metric families, in one place for
+ * both ends of each: offcored writes its own (src/agent/agent_metrics.c)
+ * and `offcore stat` reads them (src/tools/stat.c, stat_print.c);
+ * offcore-nvmf (src/nvmf/main.c) and `offcore nvmf` (src/tools/nvmf.c);
+ * offcore-dp (src/dp/ctl.c) and `offcore dp stat` (src/tools/dp.c).  A
+ * family renamed here is renamed on both ends; one typed as a string on
+ * either end is a bug.  Constants only; no state.
  */
 #ifndef OC_METRICS_NAMES_H
 #define OC_METRICS_NAMES_H
@@ -75,5 +76,27 @@
 /* per queue (labels conn, peer, host, subsystem, cntlid, qid, digest) */
 #define OC_M_NVMF_QUEUE_COMMANDS "offcore_nvmf_queue_commands_total"
 #define OC_M_NVMF_QUEUE_LATENCY  "offcore_nvmf_queue_latency_seconds"
+
+/* offcore-dp's families that `offcore dp stat` reads (src/tools/dp.c);
+ * the daemon writes them (src/dp/ctl.c).  Its stages' own families
+ * (tenants, ESP, flows) only the daemon names: the CLI lists them as they
+ * come. */
+#define OC_M_DP_THREADS           "offcore_dp_threads"
+#define OC_M_DP_RULES             "offcore_dp_rules"
+#define OC_M_DP_RULE_UPDATES      "offcore_dp_rule_updates_total"
+#define OC_M_DP_FORWARDED         "offcore_dp_forwarded_packets_total"
+#define OC_M_DP_DROPPED           "offcore_dp_dropped_packets_total" /* cause */
+#define OC_M_DP_NOMATCH           "offcore_dp_nomatch_packets_total"
+#define OC_M_DP_FRAMES            "offcore_dp_frames_total" /* reason, policy */
+/* per port (labels attach, side, port; packets and bytes also dir) */
+#define OC_M_DP_PORT_PACKETS      "offcore_dp_port_packets_total"
+#define OC_M_DP_PORT_BYTES        "offcore_dp_port_bytes_total"
+#define OC_M_DP_PORT_TX_RING_FULL "offcore_dp_port_tx_ring_full_total"
+#define OC_M_DP_PORT_KERNEL_DROPS "offcore_dp_port_kernel_drops_total"
+/* per rule (labels id, action) and per worker thread (label thread) */
+#define OC_M_DP_RULE_PACKETS      "offcore_dp_rule_packets_total"
+#define OC_M_DP_RULE_BYTES        "offcore_dp_rule_bytes_total"
+#define OC_M_DP_THREAD_FORWARDED  "offcore_dp_thread_forwarded_packets_total"
+#define OC_M_DP_THREAD_SLEEPS     "offcore_dp_thread_sleeps_total"
 
 #endif
