@@ -118,6 +118,20 @@ void oc__ag_peer_tr_poll(agent_t *a)
 
 #define LBL(n, v) ((oc_prom_label_t){n, v})
 
+/* Family @p name's pair of samples {KEY="VAL",dir="in"|"out"}: the
+ * uint64_t counters at byte offsets @p in and @p out of @p base. */
+static void sample_inout(oc_prom_t *p, const char *name, const char *key,
+                         const char *val, const void *base, size_t in,
+                         size_t out)
+{
+    oc_prom_label_t l[2] = {LBL(key, val), LBL("dir", "in")};
+
+    oc_prom_sample(p, name, l, 2, *(const uint64_t *)((const char *)base + in));
+    l[1] = LBL("dir", "out");
+    oc_prom_sample(p, name, l, 2,
+                   *(const uint64_t *)((const char *)base + out));
+}
+
 /* Node @p n's counters, summed over the routing threads. */
 static void peer_sum(const agent_t *a, uint32_t n, oc_router_peer_counters_t *sum)
 {
@@ -238,13 +252,8 @@ static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
         oc_prom_family(p, jf[f].name, jf[f].help, OC_PROM_COUNTER);
         for (uint32_t k = 0; k < nj; k++) {
             snprintf(v, sizeof(v), "%u", jobs[k].job);
-            l[0] = LBL("job", v);
-            l[1] = LBL("dir", "in");
-            oc_prom_sample(p, jf[f].name, l, 2,
-                           *(uint64_t *)((char *)&jobs[k].s + jf[f].in));
-            l[1] = LBL("dir", "out");
-            oc_prom_sample(p, jf[f].name, l, 2,
-                           *(uint64_t *)((char *)&jobs[k].s + jf[f].out));
+            sample_inout(p, jf[f].name, "job", v, &jobs[k].s, jf[f].in,
+                         jf[f].out);
         }
     }
     oc_prom_family(p, OC_M_JOB_REJECTS,
@@ -275,13 +284,7 @@ static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
                 continue;
             peer_sum(a, n, &pc);
             snprintf(v, sizeof(v), "%u", n);
-            l[0] = LBL("peer", v);
-            l[1] = LBL("dir", "in");
-            oc_prom_sample(p, pf[f].name, l, 2,
-                           *(uint64_t *)((char *)&pc + pf[f].in));
-            l[1] = LBL("dir", "out");
-            oc_prom_sample(p, pf[f].name, l, 2,
-                           *(uint64_t *)((char *)&pc + pf[f].out));
+            sample_inout(p, pf[f].name, "peer", v, &pc, pf[f].in, pf[f].out);
         }
     }
     oc_prom_family(p, OC_M_PEER_BLOCKLIST,
