@@ -115,41 +115,33 @@ oc_status_t oc_dp_rules_file(const char *path, oc_acl_action_t action,
     /* our syntax, one rule a line */
     {
         unsigned line = 0;
-        const char *s = buf, *end = buf + len;
-        while (s < end) {
-            const char *nl = memchr(s, '\n', (size_t)(end - s));
-            size_t l = nl ? (size_t)(nl - s) : (size_t)(end - s);
-            char text[OC_DP_LINE_MAX], why[160];
+        size_t pos = 0;
+        char text[OC_DP_LINE_MAX], why[160];
+        int got;
+        while ((got = oc_kv_next_line(buf, len, &pos, text, sizeof(text), path,
+                                      &line, err)) != 0) {
             const char *t;
-            line++;
-            if (l >= sizeof(text)) {
-                oc_conf_error(err, path, line, "line too long");
-            } else {
-                memcpy(text, s, l);
-                text[l] = '\0';
-                if (l > 0 && text[l - 1] == '\r')
-                    text[l - 1] = '\0';
-                t = text + strspn(text, " \t");
-                if (!strncmp(t, "rule", 4) && (t[4] == ' ' || t[4] == '\t'))
-                    t += 4;
-                if (*t != '\0' && *t != '#') {
-                    if (n == cap) {
-                        size_t nc = cap ? cap * 2 : 64;
-                        oc_dp_rule_t *g = realloc(rules, nc * sizeof(*g));
-                        if (g == NULL) {
-                            st = OC_ERR_NO_MEMORY;
-                            goto out;
-                        }
-                        rules = g;
-                        cap = nc;
-                    }
-                    if (oc_dp_rule_parse(t, &rules[n], why, sizeof(why)) != 0)
-                        oc_conf_error(err, path, line, "%s", why);
-                    else
-                        n++;
+            if (got < 0)
+                continue; /* the error is added */
+            t = text + strspn(text, " \t");
+            if (!strncmp(t, "rule", 4) && (t[4] == ' ' || t[4] == '\t'))
+                t += 4;
+            if (*t == '\0' || *t == '#')
+                continue;
+            if (n == cap) {
+                size_t nc = cap ? cap * 2 : 64;
+                oc_dp_rule_t *g = realloc(rules, nc * sizeof(*g));
+                if (g == NULL) {
+                    st = OC_ERR_NO_MEMORY;
+                    goto out;
                 }
+                rules = g;
+                cap = nc;
             }
-            s += l + 1;
+            if (oc_dp_rule_parse(t, &rules[n], why, sizeof(why)) != 0)
+                oc_conf_error(err, path, line, "%s", why);
+            else
+                n++;
         }
         if (err->count != errs_before)
             st = OC_ERR_CONFIG;
@@ -530,30 +522,19 @@ oc_status_t oc_dp_conf_parse(const char *text, size_t len, const char *name,
     size_t rcap = 0;
     unsigned ln = 0, before = e->count;
     bool nomem = false;
-    const char *s = text, *end = text + len;
+    size_t pos = 0;
+    char line[OC_DP_LINE_MAX];
+    int got;
 
     c.rules = NULL;
     c.nrules = 0;
     c.nattach = 0;
     c.tenants.ntenants = 0;
     c.tenants.nrules = 0;
-    while (s < end && !nomem) {
-        const char *nl = memchr(s, '\n', (size_t)(end - s));
-        size_t l = nl ? (size_t)(nl - s) : (size_t)(end - s);
-        char line[OC_DP_LINE_MAX];
-        ln++;
-        if (l >= sizeof(line)) {
-            oc_conf_error(e, name, ln, "line longer than %d bytes",
-                          OC_DP_LINE_MAX - 1);
-        } else if (memchr(s, '\0', l) != NULL) {
-            oc_conf_error(e, name, ln, "NUL byte");
-        } else {
-            memcpy(line, s, l);
-            line[l] = '\0';
+    while (!nomem && (got = oc_kv_next_line(text, len, &pos, line,
+                                            sizeof(line), name, &ln, e)) != 0)
+        if (got > 0)
             parse_line(&c, &rcap, line, name, ln, base_dir, e, &nomem);
-        }
-        s += l + 1;
-    }
     if (nomem) {
         free(c.rules);
         return OC_ERR_NO_MEMORY;

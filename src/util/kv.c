@@ -36,6 +36,34 @@ void oc_conf_error(oc_conf_errors_t *e, const char *file, unsigned line,
         snprintf(e->text + used, sizeof(e->text) - used, "%s\n", msg);
 }
 
+int oc_kv_next_line(const char *text, size_t len, size_t *pos, char *buf,
+                    size_t cap, const char *file, unsigned *line,
+                    oc_conf_errors_t *e)
+{
+    const char *s = text + *pos, *nl;
+    size_t l;
+
+    if (*pos >= len)
+        return 0;
+    nl = memchr(s, '\n', len - *pos);
+    l = nl != NULL ? (size_t)(nl - s) : len - *pos;
+    *pos += l + 1;
+    ++*line;
+    if (l > 0 && s[l - 1] == '\r')
+        l--;
+    if (l >= cap) {
+        oc_conf_error(e, file, *line, "line longer than %zu bytes", cap - 1);
+        return -1;
+    }
+    if (memchr(s, '\0', l) != NULL) {
+        oc_conf_error(e, file, *line, "NUL byte");
+        return -1;
+    }
+    memcpy(buf, s, l);
+    buf[l] = '\0';
+    return 1;
+}
+
 static int blank(char c)
 {
     return c == ' ' || c == '\t' || c == '\r' || c == '\n';

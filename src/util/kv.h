@@ -32,6 +32,19 @@ void oc_conf_error(oc_conf_errors_t *e, const char *file, unsigned line,
                    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 /**
+ * The next line of @p text (@p len bytes, read from *@p pos on), copied
+ * into @p buf without its '\n' (nor a '\r' before it); *@p pos moves past
+ * it and *@p line counts it.  A line that does not fit @p cap bytes, or
+ * holds a NUL byte (which would cut it short unseen), is an error added
+ * to @p e as @p file:LINE and skipped.
+ * @return 1 and the line in @p buf; 0 at the end of @p text; -1 for a
+ *         line skipped (the error added).
+ */
+int oc_kv_next_line(const char *text, size_t len, size_t *pos, char *buf,
+                    size_t cap, const char *file, unsigned *line,
+                    oc_conf_errors_t *e);
+
+/**
  * Split @p line in place into words: runs of characters other than
  * space, tab, CR and LF.  A word that starts with '#' begins a comment:
  * it and the rest of the line are dropped.

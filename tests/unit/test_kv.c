@@ -174,6 +174,38 @@ static void test_errors(void **state)
     }
 }
 
+static void test_lines(void **state)
+{
+    static const char text[] = "one\r\n\ntoo long a line\nnul\0x\nlast";
+    oc_conf_errors_t e;
+    char buf[8];
+    size_t pos = 0;
+    unsigned ln = 0;
+
+    (void)state;
+    memset(&e, 0, sizeof(e));
+    assert_int_equal(oc_kv_next_line(text, sizeof(text) - 1, &pos, buf,
+                                     sizeof(buf), "f", &ln, &e), 1);
+    assert_string_equal(buf, "one"); /* CRLF ends a line too */
+    assert_int_equal(oc_kv_next_line(text, sizeof(text) - 1, &pos, buf,
+                                     sizeof(buf), "f", &ln, &e), 1);
+    assert_string_equal(buf, "");
+    assert_int_equal(oc_kv_next_line(text, sizeof(text) - 1, &pos, buf,
+                                     sizeof(buf), "f", &ln, &e), -1);
+    /* a NUL would hide the rest of its line: refused, not cut */
+    assert_int_equal(oc_kv_next_line(text, sizeof(text) - 1, &pos, buf,
+                                     sizeof(buf), "f", &ln, &e), -1);
+    assert_int_equal(oc_kv_next_line(text, sizeof(text) - 1, &pos, buf,
+                                     sizeof(buf), "f", &ln, &e), 1);
+    assert_string_equal(buf, "last"); /* no final newline */
+    assert_int_equal(ln, 5);
+    assert_int_equal(oc_kv_next_line(text, sizeof(text) - 1, &pos, buf,
+                                     sizeof(buf), "f", &ln, &e), 0);
+    assert_int_equal(e.count, 2);
+    assert_string_equal(e.text, "f:3: line longer than 7 bytes\n"
+                                "f:4: NUL byte\n");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -181,6 +213,7 @@ int main(void)
         cmocka_unit_test(test_key),
         cmocka_unit_test(test_numbers),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_lines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
