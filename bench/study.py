@@ -83,6 +83,14 @@ MC_COMM = 0.75
 
 DPU_NET = '198.19.200'   # the study's veth link (tests use 198.18.x)
 DPU_PORT = 7790
+# What the dpu profile creates is named by prefixes only the study uses,
+# followed by the pid of the run that made it: the namespace ocs-dpuPID and
+# the veth pair ocshPID (host end) / ocsdPID (namespace end).  A run that
+# was killed (SIGKILL, a crash, a lost terminal) leaves them behind, still
+# holding DPU_NET; the next run removes those of runs no longer alive.
+DPU_NS_PREFIX = 'ocs-dpu'
+DPU_HOST_PREFIX = 'ocsh'
+DPU_PEER_PREFIX = 'ocsd'
 
 
 def log(msg):
@@ -117,6 +125,7 @@ class Env:
         self.procs = []
         self.netns = None
         self.links = []
+        self.removed = []   # what cleanup() took down, said at the end
         self.job = 100
         self.offcore = self.bin('src/tools/offcore')
         self.offcored = self.bin('src/agent/offcored')
@@ -154,23 +163,96 @@ class Env:
                 pass
         self.procs = []
         for link in self.links:
-            subprocess.run(['ip', 'link', 'del', link], capture_output=True)
+            # gone with the namespace when it took the pair's other end
+            r = subprocess.run(['ip', 'link', 'del', link],
+                               capture_output=True)
+            if r.returncode == 0:
+                self.removed.append('veth ' + link)
         self.links = []
         if self.netns:
             subprocess.run(['ip', 'netns', 'del', self.netns],
                            capture_output=True)
+            self.removed.append('namespace ' + self.netns)
             self.netns = None
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     # -- the DPU profile: a namespace with one veth link ------------------
+    @staticmethod
+    def study_alive(pid):
+        """Whether @pid is a running study (not a recycled pid)."""
+        try:
+            with open('/proc/%d/cmdline' % pid, 'rb') as f:
+                return b'study.py' in f.read()
+        except OSError:
+            return False
+
+    def dpu_clean_stale(self):
+        """Remove the namespaces and veths that interrupted studies left
+        (named DPU_*_PREFIX + a pid no longer running a study), saying so;
+        return None, or why DPU_NET cannot be had."""
+        def owner(name, prefix):
+            m = re.fullmatch(re.escape(prefix) + r'(\d+)', name)
+            return int(m.group(1)) if m else None
+        r = subprocess.run(['ip', 'netns', 'list'], capture_output=True,
+                           text=True)
+        for line in r.stdout.splitlines():
+            name = line.split()[0] if line.split() else ''
+            pid = owner(name, DPU_NS_PREFIX)
+            if pid is None or pid == os.getpid():
+                continue
+            if self.study_alive(pid):
+                return ('the dpu link %s.0/24 is in use by a running study '
+                        '(pid %d, namespace %s)' % (DPU_NET, pid, name))
+            # its agent outlives a SIGKILLed study, and keeps the
+            # namespace (and the veth in it) alive after `netns del`
+            pids = subprocess.run(['ip', 'netns', 'pids', name],
+                                  capture_output=True, text=True).stdout
+            for q in pids.split():
+                try:
+                    os.kill(int(q), signal.SIGKILL)
+                except (OSError, ValueError):
+                    pass
+            d = subprocess.run(['ip', 'netns', 'del', name],
+                               capture_output=True, text=True)
+            log('study: removed stale namespace %s (left by pid %d, no '
+                'longer running; %d process(es) in it killed)%s'
+                % (name, pid, len(pids.split()), '' if d.returncode == 0
+                   else ': ' + d.stderr.strip()))
+        r = subprocess.run(['ip', '-o', 'link', 'show'], capture_output=True,
+                           text=True)
+        for line in r.stdout.splitlines():
+            f = line.split(':')
+            name = f[1].strip().split('@')[0] if len(f) > 1 else ''
+            pid = owner(name, DPU_HOST_PREFIX)
+            if pid is None or pid == os.getpid() or self.study_alive(pid):
+                continue
+            d = subprocess.run(['ip', 'link', 'del', name],
+                               capture_output=True, text=True)
+            log('study: removed stale veth %s (left by pid %d, no longer '
+                'running)%s' % (name, pid, '' if d.returncode == 0
+                                else ': ' + d.stderr.strip()))
+        # anything else holding the link's addresses would take its traffic
+        r = subprocess.run(['ip', '-o', '-4', 'addr', 'show'],
+                           capture_output=True, text=True)
+        for line in r.stdout.splitlines():
+            f = line.split()
+            if len(f) > 3 and f[3].startswith(DPU_NET + '.'):
+                return ('%s is already on interface %s (not a study\'s): the '
+                        'dpu link needs %s.0/24' % (f[3], f[1], DPU_NET))
+        return None
+
     def dpu_setup(self):
         """Create the dpu namespace; return None or why it cannot be."""
         if os.geteuid() != 0:
             return 'needs root (ip netns)'
         if shutil.which('ip') is None:
             return 'no ip command (iproute2)'
-        ns = 'ocs-dpu%d' % os.getpid()
-        host_if, dpu_if = 'ocsh%d' % os.getpid(), 'ocsd%d' % os.getpid()
+        why = self.dpu_clean_stale()
+        if why:
+            return why
+        ns = DPU_NS_PREFIX + str(os.getpid())
+        host_if = DPU_HOST_PREFIX + str(os.getpid())
+        dpu_if = DPU_PEER_PREFIX + str(os.getpid())
         steps = [
             ['ip', 'netns', 'add', ns],
             ['ip', '-n', ns, 'link', 'set', 'lo', 'up'],
@@ -509,6 +591,15 @@ def main():
 
     env = Env(a.build, a.ranks, a.verbose)
     status = 0
+
+    # SIGTERM and SIGHUP (a lost terminal, `timeout`) end the run through
+    # the finally below like ^C does, so that its namespace, veths, agents
+    # and temp dir go; only SIGKILL leaves them (the next run removes them)
+    def terminated(signum, frame):
+        log('study: %s: stopping' % signal.Signals(signum).name)
+        raise SystemExit(128 + signum)
+    signal.signal(signal.SIGTERM, terminated)
+    signal.signal(signal.SIGHUP, terminated)
     try:
         status = study(a, env, out)
         if a.spare_core == 'on':
@@ -517,7 +608,12 @@ def main():
         log('study: interrupted')
         status = 130
     finally:
+        # a second signal must not cut the cleanup short
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
         env.cleanup()
+        if env.removed:
+            log('study: removed %s' % ', '.join(env.removed))
     sys.exit(status)
 
 

@@ -58,6 +58,20 @@ static void accept_some(agent_t *a, oc_ctl_listener_t *l)
     }
 }
 
+/* Unlink and drop the connections marked dead. */
+static void reap(agent_t *a)
+{
+    for (oc_aconn_t **pp = &a->conns; *pp != NULL;) {
+        oc_aconn_t *c = *pp;
+        if (c->dead) {
+            *pp = c->next;
+            oc__ag_conn_drop(a, c);
+        } else {
+            pp = &c->next;
+        }
+    }
+}
+
 /* poll() refuses more descriptors than RLIMIT_NOFILE: the limit was
  * lowered under us (prlimit).  Close handshakes, oldest first, down to a
  * margin under the limit, rather than stop serving the authenticated. */
@@ -78,15 +92,7 @@ static void shed(agent_t *a, size_t n)
         oc__ag_conn_of(s)->dead = 1;
         closed++;
     }
-    for (oc_aconn_t **pp = &a->conns; *pp != NULL;) {
-        oc_aconn_t *c = *pp;
-        if (c->dead) {
-            *pp = c->next;
-            oc__ag_conn_drop(a, c);
-        } else {
-            pp = &c->next;
-        }
-    }
+    reap(a);
     oc_guard_pause(&a->guard, oc_now_us());
     oc_warn_limited(&lim, OC_COMP_AGENT, "the descriptor limit (%llu) is below "
                     "the %zu descriptors in use: closed %zu connections still "
@@ -153,16 +159,7 @@ static void run(agent_t *a)
             oc__ag_conn_expire(a, oc__ag_conn_of(s));
         oc__ag_publish_jobs(a);
         oc__ag_peer_tr_poll(a);
-        /* drop dead connections (after their last words were flushed) */
-        for (oc_aconn_t **pp = &a->conns; *pp != NULL;) {
-            oc_aconn_t *c = *pp;
-            if (c->dead) {
-                *pp = c->next;
-                oc__ag_conn_drop(a, c);
-            } else {
-                pp = &c->next;
-            }
-        }
+        reap(a); /* after their last words were flushed */
         /* newcomers last: admitting one may close another at once, so no
          * pointer into the list (pc[]) may be used after this */
         for (int i = 0; rc > 0 && i < nl; i++)
@@ -390,6 +387,7 @@ out:
         free(a->peer_tr_addr[i]);
     free(a->peer_tr_addr);
     free(a->peer_tr);
+    free(a->rank_tr);
     free(a);
     return rc;
 }

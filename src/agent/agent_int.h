@@ -45,6 +45,7 @@ typedef struct oc_aconn {
     size_t           addr_len;
     uint64_t         token;
     int              said_bye;
+    int              tr_known;    /* its transport published (rank_tr) */
     /* peer */
     uint32_t         node;
     uint8_t          my_nonce[32], peer_nonce[32];
@@ -84,6 +85,16 @@ typedef struct {
         unsigned cls;
         char     tls[128];
     }                *peer_tr;       /* [nnodes] */
+    /* the same for each local rank of a ready job: the agent's endpoint
+     * to the rank's worker (the routers make it at READY), looked up by
+     * the control thread while rank_tr_wanted, published under pub_mu */
+    struct oc_ag_rank_tr {
+        uint32_t job, rank;
+        unsigned cls;
+        char     tls[128];
+    }                *rank_tr;
+    uint32_t          nrank_tr, cap_rank_tr;
+    int               rank_tr_wanted; /* control thread */
 } agent_t;
 
 static inline oc_aconn_t *oc__ag_conn_of(oc_guard_slot_t *s)
@@ -128,6 +139,8 @@ void oc__ag_peer_tr_expect(agent_t *a, uint32_t node, const void *addr,
 /** Learn, log and publish the transports of the endpoints the routers
  *  have made since the last call (control thread, each loop round). */
 void oc__ag_peer_tr_poll(agent_t *a);
+/** Rank @p c (C_RANK) left: its transport is no longer published. */
+void oc__ag_rank_tr_forget(agent_t *a, const oc_aconn_t *c);
 oc_status_t oc__ag_metrics_start(agent_t *a);
 void oc__ag_metrics_stop(agent_t *a);
 

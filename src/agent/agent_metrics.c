@@ -39,8 +39,64 @@ void oc__ag_peer_tr_expect(agent_t *a, uint32_t node, const void *addr,
     pthread_mutex_unlock(&a->pub_mu);
 }
 
+/* Local ranks of ready jobs whose endpoint's transport is not known yet:
+ * look them up, log and publish what is found. */
+static void rank_tr_poll(agent_t *a)
+{
+    int wanted = 0;
+
+    for (oc_aconn_t *c = a->conns; c != NULL; c = c->next) {
+        struct oc_ag_rank_tr t = {0};
+        const oc_ajob_t *j;
+        if (c->kind != C_RANK || c->dead || c->tr_known)
+            continue;
+        j = oc_ajob_find(&a->jobs, c->job);
+        if (j == NULL || !j->ready)
+            continue; /* READY gives the routers the rank: no endpoint yet */
+        if (!oc_tr_book_lookup(c->addr, &t.cls, t.tls, sizeof(t.tls))) {
+            wanted = 1; /* the router has not made it yet */
+            continue;
+        }
+        t.job = c->job;
+        t.rank = c->rank;
+        pthread_mutex_lock(&a->pub_mu);
+        if (a->nrank_tr == a->cap_rank_tr) {
+            uint32_t cap = a->cap_rank_tr ? 2 * a->cap_rank_tr : 16;
+            struct oc_ag_rank_tr *g = realloc(a->rank_tr, cap * sizeof(*g));
+            if (g == NULL) {
+                pthread_mutex_unlock(&a->pub_mu);
+                wanted = 1; /* try again next round */
+                continue;
+            }
+            a->rank_tr = g;
+            a->cap_rank_tr = cap;
+        }
+        a->rank_tr[a->nrank_tr++] = t;
+        pthread_mutex_unlock(&a->pub_mu);
+        c->tr_known = 1;
+        oc_info(OC_COMP_AGENT, "job %u rank %u: via %s (%s)", t.job, t.rank,
+                t.tls[0] ? t.tls : "?", oc_tr_class_main(t.cls));
+    }
+    a->rank_tr_wanted = wanted;
+}
+
+void oc__ag_rank_tr_forget(agent_t *a, const oc_aconn_t *c)
+{
+    if (!c->tr_known)
+        return;
+    pthread_mutex_lock(&a->pub_mu);
+    for (uint32_t i = 0; i < a->nrank_tr; i++)
+        if (a->rank_tr[i].job == c->job && a->rank_tr[i].rank == c->rank) {
+            a->rank_tr[i] = a->rank_tr[--a->nrank_tr];
+            break;
+        }
+    pthread_mutex_unlock(&a->pub_mu);
+}
+
 void oc__ag_peer_tr_poll(agent_t *a)
 {
+    if (a->rank_tr_wanted)
+        rank_tr_poll(a);
     for (uint32_t n = 0; n < a->nnodes; n++) {
         struct oc_ag_peer_tr t = {0};
         if (a->peer_tr_addr[n] == NULL ||
@@ -61,6 +117,20 @@ void oc__ag_peer_tr_poll(agent_t *a)
 /* ---- metrics -------------------------------------------------------- */
 
 #define LBL(n, v) ((oc_prom_label_t){n, v})
+
+/* Family @p name's pair of samples {KEY="VAL",dir="in"|"out"}: the
+ * uint64_t counters at byte offsets @p in and @p out of @p base. */
+static void sample_inout(oc_prom_t *p, const char *name, const char *key,
+                         const char *val, const void *base, size_t in,
+                         size_t out)
+{
+    oc_prom_label_t l[2] = {LBL(key, val), LBL("dir", "in")};
+
+    oc_prom_sample(p, name, l, 2, *(const uint64_t *)((const char *)base + in));
+    l[1] = LBL("dir", "out");
+    oc_prom_sample(p, name, l, 2,
+                   *(const uint64_t *)((const char *)base + out));
+}
 
 /* Node @p n's counters, summed over the routing threads. */
 static void peer_sum(const agent_t *a, uint32_t n, oc_router_peer_counters_t *sum)
@@ -93,7 +163,7 @@ static void guard_metrics(agent_t *a, oc_prom_t *p)
     oc_guard_counters(&a->guard, &gc[0]);
     if (ns == 2)
         oc_metrics_server_counters(a->metrics, &gc[1]);
-    oc_prom_family(p, "offcore_connections_total",
+    oc_prom_family(p, OC_M_CONNECTIONS,
                    "Connections to the agent's servers, by outcome: "
                    "accepted; evicted (pending, closed to make room at the "
                    "cap); refused (cap reached); expired (handshake or "
@@ -103,15 +173,15 @@ static void guard_metrics(agent_t *a, oc_prom_t *p)
         l[0] = LBL("server", server[k]);
         for (int o = 0; o < 4; o++) {
             l[1] = LBL("outcome", outcome[o]);
-            oc_prom_sample(p, "offcore_connections_total", l, 2, v[o]);
+            oc_prom_sample(p, OC_M_CONNECTIONS, l, 2, v[o]);
         }
     }
-    oc_prom_family(p, "offcore_accept_backoffs_total",
+    oc_prom_family(p, OC_M_ACCEPT_BACKOFFS,
                    "Times accept failed for want of descriptors or memory "
                    "and the server paused its listener", OC_PROM_COUNTER);
     for (int k = 0; k < ns; k++) {
         l[0] = LBL("server", server[k]);
-        oc_prom_sample(p, "offcore_accept_backoffs_total", l, 1,
+        oc_prom_sample(p, OC_M_ACCEPT_BACKOFFS, l, 1,
                        gc[k].backoffs);
     }
 }
@@ -125,21 +195,21 @@ static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
     oc_prom_label_t l[2];
 
     snprintf(node, sizeof(node), "%u", a->node);
-    oc_prom_family(p, "offcore_agent_info", "This agent", OC_PROM_GAUGE);
+    oc_prom_family(p, OC_M_AGENT_INFO, "This agent", OC_PROM_GAUGE);
     l[0] = LBL("node", node);
     l[1] = LBL("version", "0.1");
-    oc_prom_sample(p, "offcore_agent_info", l, 2, 1);
-    oc_prom_family(p, "offcore_agent_uptime_seconds", "Seconds since start",
+    oc_prom_sample(p, OC_M_AGENT_INFO, l, 2, 1);
+    oc_prom_family(p, OC_M_AGENT_UPTIME, "Seconds since start",
                    OC_PROM_GAUGE);
-    oc_prom_sample_f64(p, "offcore_agent_uptime_seconds", NULL, 0,
+    oc_prom_sample_f64(p, OC_M_AGENT_UPTIME, NULL, 0,
                        (double)(oc_now_us() - a->start_us) / 1e6);
-    oc_prom_family(p, "offcore_job_ranks", "Ranks of the job on this node",
+    oc_prom_family(p, OC_M_JOB_RANKS, "Ranks of the job on this node",
                    OC_PROM_GAUGE);
     pthread_mutex_lock(&a->pub_mu);
     for (uint32_t i = 0; i < a->npub; i++) {
         snprintf(v, sizeof(v), "%u", a->pub[i].job);
         l[0] = LBL("job", v);
-        oc_prom_sample(p, "offcore_job_ranks", l, 1, a->pub[i].nlocal);
+        oc_prom_sample(p, OC_M_JOB_RANKS, l, 1, a->pub[i].nlocal);
     }
     pthread_mutex_unlock(&a->pub_mu);
 
@@ -168,13 +238,13 @@ static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
         }
     }
     static const struct { const char *name, *help; size_t in, out; } jf[] = {
-        {"offcore_job_messages_total", "Messages routed for the job",
+        {OC_M_JOB_MESSAGES, "Messages routed for the job",
          offsetof(oc_router_job_counters_t, msgs_in),
          offsetof(oc_router_job_counters_t, msgs_out)},
-        {"offcore_job_bytes_total", "Bundle bytes of the job",
+        {OC_M_JOB_BYTES, "Bundle bytes of the job",
          offsetof(oc_router_job_counters_t, bytes_in),
          offsetof(oc_router_job_counters_t, bytes_out)},
-        {"offcore_job_bundles_total", "Bundles of the job",
+        {OC_M_JOB_BUNDLES, "Bundles of the job",
          offsetof(oc_router_job_counters_t, bundles_in),
          offsetof(oc_router_job_counters_t, bundles_out)},
     };
@@ -182,21 +252,16 @@ static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
         oc_prom_family(p, jf[f].name, jf[f].help, OC_PROM_COUNTER);
         for (uint32_t k = 0; k < nj; k++) {
             snprintf(v, sizeof(v), "%u", jobs[k].job);
-            l[0] = LBL("job", v);
-            l[1] = LBL("dir", "in");
-            oc_prom_sample(p, jf[f].name, l, 2,
-                           *(uint64_t *)((char *)&jobs[k].s + jf[f].in));
-            l[1] = LBL("dir", "out");
-            oc_prom_sample(p, jf[f].name, l, 2,
-                           *(uint64_t *)((char *)&jobs[k].s + jf[f].out));
+            sample_inout(p, jf[f].name, "job", v, &jobs[k].s, jf[f].in,
+                         jf[f].out);
         }
     }
-    oc_prom_family(p, "offcore_job_rejects_total",
+    oc_prom_family(p, OC_M_JOB_REJECTS,
                    "Bundles of the job rejected", OC_PROM_COUNTER);
     for (uint32_t k = 0; k < nj; k++) {
         snprintf(v, sizeof(v), "%u", jobs[k].job);
         l[0] = LBL("job", v);
-        oc_prom_sample(p, "offcore_job_rejects_total", l, 1, jobs[k].s.rejects);
+        oc_prom_sample(p, OC_M_JOB_REJECTS, l, 1, jobs[k].s.rejects);
     }
 
     /* per peer node, summed over routers: what crossed the network */
@@ -219,13 +284,7 @@ static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
                 continue;
             peer_sum(a, n, &pc);
             snprintf(v, sizeof(v), "%u", n);
-            l[0] = LBL("peer", v);
-            l[1] = LBL("dir", "in");
-            oc_prom_sample(p, pf[f].name, l, 2,
-                           *(uint64_t *)((char *)&pc + pf[f].in));
-            l[1] = LBL("dir", "out");
-            oc_prom_sample(p, pf[f].name, l, 2,
-                           *(uint64_t *)((char *)&pc + pf[f].out));
+            sample_inout(p, pf[f].name, "peer", v, &pc, pf[f].in, pf[f].out);
         }
     }
     oc_prom_family(p, OC_M_PEER_BLOCKLIST,
@@ -257,82 +316,75 @@ static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
     }
     pthread_mutex_unlock(&a->pub_mu);
 
-    /* per routing thread */
+    oc_prom_family(p, OC_M_RANK_TRANSPORT,
+                   "The transports UCX picked for active messages between "
+                   "the agent and the local rank (the agent's endpoint to "
+                   "the rank's worker; 1 per rank of a ready job; the labels "
+                   "name them)", OC_PROM_GAUGE);
+    pthread_mutex_lock(&a->pub_mu);
+    for (uint32_t i = 0; i < a->nrank_tr; i++) {
+        const struct oc_ag_rank_tr *rt = &a->rank_tr[i];
+        oc_prom_label_t tl[4];
+        char rk[16];
+        snprintf(v, sizeof(v), "%u", rt->job);
+        snprintf(rk, sizeof(rk), "%u", rt->rank);
+        tl[0] = LBL("job", v);
+        tl[1] = LBL("rank", rk);
+        tl[2] = LBL("transport", rt->tls[0] ? rt->tls : "unknown");
+        tl[3] = LBL("class", oc_tr_class_main(rt->cls));
+        oc_prom_sample(p, OC_M_RANK_TRANSPORT, tl, 4, 1);
+    }
+    pthread_mutex_unlock(&a->pub_mu);
+
+    /* per routing thread: one row a family, its samples' second label
+     * (none, dir or reason) and the counters they show */
+#define RC(f) offsetof(oc_router_counters_t, f)
+    static const struct {
+        const char *name, *help;
+        oc_prom_type_t type;
+        const char *label;
+        struct { const char *value; size_t off; } v[4];
+    } tf[] = {
+        {OC_M_THREAD_MESSAGES, "Messages routed by the thread",
+         OC_PROM_COUNTER, NULL, {{NULL, RC(msgs)}}},
+        {OC_M_THREAD_BUNDLES, "Bundles received and sent by the thread",
+         OC_PROM_COUNTER, "dir",
+         {{"in", RC(bundles_in)}, {"out", RC(bundles_out)}}},
+        {OC_M_THREAD_UNDELIVERABLE, "Messages for a local rank that had "
+         "left its (failing) job, dropped", OC_PROM_COUNTER, NULL,
+         {{NULL, RC(undeliverable)}}},
+        {OC_M_THREAD_FORWARDED, "Bundles sent on whole (all for one rank), "
+         "not re-aggregated", OC_PROM_COUNTER, NULL,
+         {{NULL, RC(bundles_forwarded)}}},
+        {OC_M_THREAD_SLEEPS, "Times the thread, idle, slept on its UCX "
+         "worker's event fd", OC_PROM_COUNTER, NULL, {{NULL, RC(sleeps)}}},
+        {OC_M_THREAD_FLUSHES, "Bundles flushed, by reason", OC_PROM_COUNTER,
+         "reason", {{"full", RC(flush_full)}, {"timeout", RC(flush_timeout)},
+                    {"idle", RC(flush_idle)}, {"explicit", RC(flush_explicit)}}},
+        {OC_M_THREAD_BLOCKLIST, "Next hops held back by back-pressure",
+         OC_PROM_GAUGE, NULL, {{NULL, RC(blocklist_depth)}}},
+        {OC_M_THREAD_BACKLOG, "Bundles received and not yet routed",
+         OC_PROM_GAUGE, NULL, {{NULL, RC(backlog)}}},
+    };
+#undef RC
     for (uint32_t r = 0; r < a->nrouters; r++)
         oc_router_counters(a->routers[r], &rc[r]);
-    oc_prom_family(p, "offcore_thread_messages_total",
-                   "Messages routed by the thread", OC_PROM_COUNTER);
-    for (uint32_t r = 0; r < a->nrouters; r++) {
-        snprintf(t, sizeof(t), "%u", r);
-        l[0] = LBL("thread", t);
-        oc_prom_sample(p, "offcore_thread_messages_total", l, 1, rc[r].msgs);
-    }
-    oc_prom_family(p, "offcore_thread_bundles_total",
-                   "Bundles received and sent by the thread", OC_PROM_COUNTER);
-    for (uint32_t r = 0; r < a->nrouters; r++) {
-        snprintf(t, sizeof(t), "%u", r);
-        l[0] = LBL("thread", t);
-        l[1] = LBL("dir", "in");
-        oc_prom_sample(p, "offcore_thread_bundles_total", l, 2, rc[r].bundles_in);
-        l[1] = LBL("dir", "out");
-        oc_prom_sample(p, "offcore_thread_bundles_total", l, 2, rc[r].bundles_out);
-    }
-    oc_prom_family(p, "offcore_thread_undeliverable_total",
-                   "Messages for a local rank that had left its (failing) "
-                   "job, dropped", OC_PROM_COUNTER);
-    for (uint32_t r = 0; r < a->nrouters; r++) {
-        snprintf(t, sizeof(t), "%u", r);
-        l[0] = LBL("thread", t);
-        oc_prom_sample(p, "offcore_thread_undeliverable_total", l, 1,
-                       rc[r].undeliverable);
-    }
-    oc_prom_family(p, "offcore_thread_bundles_forwarded_total",
-                   "Bundles sent on whole (all for one rank), not "
-                   "re-aggregated", OC_PROM_COUNTER);
-    for (uint32_t r = 0; r < a->nrouters; r++) {
-        snprintf(t, sizeof(t), "%u", r);
-        l[0] = LBL("thread", t);
-        oc_prom_sample(p, "offcore_thread_bundles_forwarded_total", l, 1,
-                       rc[r].bundles_forwarded);
-    }
-    oc_prom_family(p, "offcore_thread_sleeps_total",
-                   "Times the thread, idle, slept on its UCX worker's event fd",
-                   OC_PROM_COUNTER);
-    for (uint32_t r = 0; r < a->nrouters; r++) {
-        snprintf(t, sizeof(t), "%u", r);
-        l[0] = LBL("thread", t);
-        oc_prom_sample(p, "offcore_thread_sleeps_total", l, 1, rc[r].sleeps);
-    }
-    oc_prom_family(p, "offcore_thread_flushes_total",
-                   "Bundles flushed, by reason", OC_PROM_COUNTER);
-    for (uint32_t r = 0; r < a->nrouters; r++) {
-        static const char *const why[] = {"full", "timeout", "idle", "explicit"};
-        const uint64_t *cnt = &rc[r].flush_full;
-        snprintf(t, sizeof(t), "%u", r);
-        l[0] = LBL("thread", t);
-        for (int k = 0; k < 4; k++) {
-            l[1] = LBL("reason", why[k]);
-            oc_prom_sample(p, "offcore_thread_flushes_total", l, 2, cnt[k]);
+    for (size_t f = 0; f < sizeof(tf) / sizeof(tf[0]); f++) {
+        oc_prom_family(p, tf[f].name, tf[f].help, tf[f].type);
+        for (uint32_t r = 0; r < a->nrouters; r++) {
+            snprintf(t, sizeof(t), "%u", r);
+            l[0] = LBL("thread", t);
+            for (int k = 0; k < 4 && (k == 0 || tf[f].v[k].value); k++) {
+                l[1] = LBL(tf[f].label, tf[f].v[k].value);
+                oc_prom_sample(p, tf[f].name, l, tf[f].label ? 2 : 1,
+                               *(const uint64_t *)((const char *)&rc[r] +
+                                                   tf[f].v[k].off));
+            }
         }
-    }
-    oc_prom_family(p, "offcore_thread_blocklist_depth",
-                   "Next hops held back by back-pressure", OC_PROM_GAUGE);
-    for (uint32_t r = 0; r < a->nrouters; r++) {
-        snprintf(t, sizeof(t), "%u", r);
-        l[0] = LBL("thread", t);
-        oc_prom_sample(p, "offcore_thread_blocklist_depth", l, 1,
-                       rc[r].blocklist_depth);
-    }
-    oc_prom_family(p, "offcore_thread_backlog_bundles",
-                   "Bundles received and not yet routed", OC_PROM_GAUGE);
-    for (uint32_t r = 0; r < a->nrouters; r++) {
-        snprintf(t, sizeof(t), "%u", r);
-        l[0] = LBL("thread", t);
-        oc_prom_sample(p, "offcore_thread_backlog_bundles", l, 1, rc[r].backlog);
     }
 
     /* rejects by reason, over all threads */
-    oc_prom_family(p, "offcore_rejects_total",
+    oc_prom_family(p, OC_M_REJECTS,
                    "Bundles and control messages rejected, by reason",
                    OC_PROM_COUNTER);
     for (int k = 0; k < 16; k++) {
@@ -345,16 +397,16 @@ static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
             continue;
         snprintf(reason, sizeof(reason), "%.*s", (int)strcspn(name, ":"), name);
         l[0] = LBL("reason", reason);
-        oc_prom_sample(p, "offcore_rejects_total", l, 1, sum);
+        oc_prom_sample(p, OC_M_REJECTS, l, 1, sum);
     }
     {
         uint64_t sum = 0;
         for (uint32_t r = 0; r < a->nrouters; r++)
             sum += rc[r].reject_unknown_sender;
         l[0] = LBL("reason", "unknown_sender");
-        oc_prom_sample(p, "offcore_rejects_total", l, 1, sum);
+        oc_prom_sample(p, OC_M_REJECTS, l, 1, sum);
         l[0] = LBL("reason", "control");
-        oc_prom_sample(p, "offcore_rejects_total", l, 1,
+        oc_prom_sample(p, OC_M_REJECTS, l, 1,
                        atomic_load(&a->rejects_ctl));
     }
     guard_metrics(a, p);

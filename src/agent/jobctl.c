@@ -93,6 +93,7 @@ void oc__ag_job_check_ready(agent_t *a, oc_ajob_t *j)
     oc_job_map_put(map);
     oc_ajob_tree(j, a->node);
     j->ready = 1;
+    a->rank_tr_wanted = 1; /* the routers make the ranks' endpoints now */
     memset(&m, 0, sizeof(m));
     m.type = OC_CTL_READY;
     m.u.ready.size = j->size;

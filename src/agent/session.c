@@ -151,6 +151,7 @@ static void rank_counts(agent_t *a, oc_aconn_t *c, const oc_ctl_msg_t *m)
 static void rank_gone(agent_t *a, oc_aconn_t *c)
 {
     oc_ajob_t *j = oc_ajob_find(&a->jobs, c->job);
+    oc__ag_rank_tr_forget(a, c);
     if (c->kind != C_RANK || j == NULL || j->local[c->rank] != c)
         return;
     j->local[c->rank] = NULL;

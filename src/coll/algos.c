@@ -39,6 +39,21 @@ static oc_status_t check_common(oc_context_t *ctx, oc_dtype_t dtype,
     return oc__coll_check_ctx(ctx);
 }
 
+/* The buffers of a collective moving @p bytes (> 0) into @p recvbuf:
+ * both given, the receive buffer not OC_IN_PLACE, and the send buffer
+ * (unless OC_IN_PLACE) not overlapping it. */
+static oc_status_t check_buffers(const void *sendbuf, void *recvbuf,
+                                 size_t bytes)
+{
+    if (sendbuf == NULL || recvbuf == NULL || recvbuf == (void *)OC_IN_PLACE)
+        return OC_ERR_COLL_BUFFER;
+    if (sendbuf != OC_IN_PLACE &&
+        (const uint8_t *)sendbuf < (uint8_t *)recvbuf + bytes &&
+        (uint8_t *)recvbuf < (const uint8_t *)sendbuf + bytes)
+        return OC_ERR_COLL_BUFFER;
+    return OC_OK;
+}
+
 static uint32_t mod(int64_t a, uint32_t n)
 {
     return (uint32_t)(((a % n) + n) % n);
@@ -154,12 +169,7 @@ OC_API oc_status_t oc_iallreduce(oc_context_t *ctx, const void *sendbuf,
     if (count > SIZE_MAX / es / (ctx->size + 1u))
         return OC_ERR_COLL_COUNT;
     bytes = count * es;
-    if (count > 0 && (sendbuf == NULL || recvbuf == NULL ||
-                      recvbuf == (void *)OC_IN_PLACE))
-        return OC_ERR_COLL_BUFFER;
-    if (count > 0 && sendbuf != OC_IN_PLACE &&
-        (const uint8_t *)sendbuf < (uint8_t *)recvbuf + bytes &&
-        (uint8_t *)recvbuf < (const uint8_t *)sendbuf + bytes)
+    if (count > 0 && check_buffers(sendbuf, recvbuf, bytes) != OC_OK)
         return OC_ERR_COLL_BUFFER;
     if (ctx->size > 1 && (ctx->coll->cfg.reproducible || es == 2 ||
                           bytes > ctx->coll->cfg.small)) {
@@ -259,12 +269,7 @@ OC_API oc_status_t oc_ialltoall(oc_context_t *ctx, const void *sendbuf,
     if (count > SIZE_MAX / es / n / 2)
         return OC_ERR_COLL_COUNT;
     bytes = count * es * n;
-    if (count > 0 && (sendbuf == NULL || recvbuf == NULL ||
-                      recvbuf == (void *)OC_IN_PLACE))
-        return OC_ERR_COLL_BUFFER;
-    if (count > 0 && sendbuf != OC_IN_PLACE &&
-        (const uint8_t *)sendbuf < (uint8_t *)recvbuf + bytes &&
-        (uint8_t *)recvbuf < (const uint8_t *)sendbuf + bytes)
+    if (count > 0 && check_buffers(sendbuf, recvbuf, bytes) != OC_OK)
         return OC_ERR_COLL_BUFFER;
     v = malloc(2 * n * sizeof(*v));
     if (v == NULL)

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@
 #include <openssl/rand.h>
 
 #include "util/log.h"
+#include "util/secret.h"
 
 #define RANK_DOMAIN "offcore-rank-v1"
 #define PEER_DOMAIN "offcore-peer-v1"
@@ -160,47 +162,15 @@ oc_status_t oc_ctl_peer_verify(const oc_ctl_key_t *cluster_key,
 
 /* ------------------------------------------------------------------ keys */
 
-static int hexval(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-/* Hex digits [0, n) into key; -1 on a bad digit or odd count. */
-static int unhex(const char *s, size_t n, oc_ctl_key_t *key)
-{
-    if (n % 2 != 0 || n / 2 > OC_CTL_KEY_MAX)
-        return -1;
-    for (size_t i = 0; i < n; i += 2) {
-        int hi = hexval((unsigned char)s[i]), lo = hexval((unsigned char)s[i + 1]);
-        if (hi < 0 || lo < 0)
-            return -1;
-        key->bytes[i / 2] = (uint8_t)(hi << 4 | lo);
-    }
-    key->len = (uint32_t)(n / 2);
-    return 0;
-}
-
-static bool is_space(char c)
-{
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
-/* Key of hex digits s[0, n) (trailing white space allowed); @p from names
- * the source in messages. */
+/* Key of hex digits s[0, n) (blanks allowed, util/secret.h); @p from
+ * names the source in messages. */
 static oc_status_t key_hex(const char *s, size_t n, const char *from,
                            oc_ctl_key_t *key)
 {
     oc_ctl_key_t k;
+    long got = oc_secret_hex((const uint8_t *)s, n, k.bytes, sizeof(k.bytes));
 
-    while (n > 0 && is_space(s[n - 1]))
-        n--;
-    if (unhex(s, n, &k) != 0 || k.len < OC_CTL_KEY_MIN) {
+    if (got < OC_CTL_KEY_MIN) {
         oc_error(OC_COMP_WIRE,
                  "ctl: key from %s: want %d to %d hex digits (%d to %d "
                  "bytes), got %zu characters or a non-hex one",
@@ -209,6 +179,7 @@ static oc_status_t key_hex(const char *s, size_t n, const char *from,
         OPENSSL_cleanse(&k, sizeof(k));
         return OC_ERR_CTL_KEY;
     }
+    k.len = (uint32_t)got;
     *key = k;
     OPENSSL_cleanse(&k, sizeof(k));
     return OC_OK;
@@ -221,71 +192,24 @@ oc_status_t oc_ctl_key_from_hex(const char *hex, oc_ctl_key_t *key)
     return key_hex(hex, strlen(hex), "a hex string", key);
 }
 
-static bool all_hex(const char *s, size_t n)
-{
-    while (n > 0 && is_space(s[n - 1]))
-        n--;
-    for (size_t i = 0; i < n; i++)
-        if (hexval((unsigned char)s[i]) < 0)
-            return false;
-    return n > 0;
-}
-
 oc_status_t oc_ctl_key_from_file(const char *path, oc_ctl_key_t *key)
 {
-    char buf[KEY_FILE_MAX + 1];
+    uint8_t buf[KEY_FILE_MAX + 1], probe[OC_CTL_KEY_MAX];
+    char why[PATH_MAX + 128];
     oc_status_t st = OC_ERR_CTL_KEY;
-    struct stat sb;
     size_t n = 0;
-    int fd;
 
     if (path == NULL || key == NULL)
         return OC_ERR_INVALID_PARAM;
-    /* O_NONBLOCK: opening a FIFO (or a device) for reading must not wait
-     * for a writer; fstat then refuses it before a single read.  fstat of
-     * the open file: what is checked is what is read. */
-    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-    if (fd < 0) {
-        oc_error(OC_COMP_WIRE, "ctl: key file %s: %s", path, strerror(errno));
-        return OC_ERR_CTL_KEY;
-    }
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        oc_error(OC_COMP_WIRE, "ctl: key file %s: not a regular file (%s)",
-                 path, S_ISFIFO(sb.st_mode)  ? "a FIFO"
-                       : S_ISDIR(sb.st_mode) ? "a directory"
-                       : S_ISSOCK(sb.st_mode) ? "a socket"
-                                              : "a device or other");
+    if (oc_secret_read(path, buf, sizeof(buf), &n, why, sizeof(why)) != OC_OK) {
+        oc_error(OC_COMP_WIRE, "ctl: %s", why);
         goto out;
     }
-    if (sb.st_mode & 077) {
-        oc_error(OC_COMP_WIRE,
-                 "ctl: key file %s is accessible to group or others (mode "
-                 "%04o): refusing it; run chmod 600 %s",
-                 path, (unsigned)(sb.st_mode & 07777), path);
-        goto out;
-    }
-    for (;;) {
-        ssize_t r = read(fd, buf + n, sizeof(buf) - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            oc_error(OC_COMP_WIRE, "ctl: key file %s: %s", path,
-                     strerror(errno));
-            goto out;
-        }
-        if (r == 0)
-            break;
-        n += (size_t)r;
-        if (n == sizeof(buf)) {
-            oc_error(OC_COMP_WIRE, "ctl: key file %s: longer than %d bytes",
-                     path, KEY_FILE_MAX);
-            goto out;
-        }
-    }
-    if (all_hex(buf, n)) {
-        char from[512];
+    /* hex text (what offcore keygen writes), else the raw key bytes */
+    if (n > 0 && oc_secret_hex(buf, n, probe, sizeof(probe)) != -1) {
+        char from[PATH_MAX + 8];
         snprintf(from, sizeof(from), "file %s", path);
-        st = key_hex(buf, n, from, key);
+        st = key_hex((const char *)buf, n, from, key);
     } else if (n < OC_CTL_KEY_MIN || n > OC_CTL_KEY_MAX) {
         oc_error(OC_COMP_WIRE,
                  "ctl: key file %s: %zu bytes; a raw key has %d to %d, a hex "
@@ -299,7 +223,7 @@ oc_status_t oc_ctl_key_from_file(const char *path, oc_ctl_key_t *key)
     }
 out:
     OPENSSL_cleanse(buf, sizeof(buf));
-    close(fd);
+    OPENSSL_cleanse(probe, sizeof(probe));
     return st;
 }
 

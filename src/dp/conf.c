@@ -6,7 +6,8 @@
  * only when there is none.  Strict: unknown directives and keys, trailing
  * garbage, out-of-range numbers and duplicates are errors.  Pure except
  * for reading rule files and (check_system) asking the kernel whether an
- * interface exists.  Fuzzed by tests/fuzz/fuzz_dp.c.
+ * interface exists.  Words, keys and the error list: util/kv.h.  Fuzzed
+ * by tests/fuzz/fuzz_pkt.c.
  */
 #include "dp.h"
 #include "tenant_int.h"
@@ -18,32 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-void oc_dp_errors_add(oc_dp_errors_t *e, const char *file, unsigned line,
-                      const char *fmt, ...)
-{
-    size_t used = strlen(e->text);
-    va_list ap;
-    int n;
-
-    e->count++;
-    if (used + 2 >= sizeof(e->text))
-        return;
-    n = line ? snprintf(e->text + used, sizeof(e->text) - used, "%s:%u: ",
-                        file, line)
-             : snprintf(e->text + used, sizeof(e->text) - used, "%s: ", file);
-    if (n < 0 || (size_t)n >= sizeof(e->text) - used)
-        return;
-    used += (size_t)n;
-    va_start(ap, fmt);
-    n = vsnprintf(e->text + used, sizeof(e->text) - used, fmt, ap);
-    va_end(ap);
-    used = strlen(e->text);
-    if (used + 1 < sizeof(e->text)) {
-        e->text[used] = '\n';
-        e->text[used + 1] = '\0';
-    }
-}
 
 void oc_dp_conf_defaults(oc_dp_conf_t *c)
 {
@@ -81,18 +56,18 @@ void oc_dp_conf_free(oc_dp_conf_t *c)
 /* ------------------------------------------------------------ rule files */
 
 static oc_status_t read_all(const char *path, char **buf, size_t *len,
-                            oc_dp_errors_t *err)
+                            oc_conf_errors_t *err)
 {
     char msg[256];
     oc_status_t st = oc_acl_read_file(path, buf, len, msg, sizeof(msg));
     if (st == OC_ERR_CONFIG)
-        oc_dp_errors_add(err, path, 0, "%s", msg);
+        oc_conf_error(err, path, 0, "%s", msg);
     return st;
 }
 
 oc_status_t oc_dp_rules_file(const char *path, oc_acl_action_t action,
                              uint32_t id_base, oc_dp_rule_t **rules_out,
-                             size_t *n_out, oc_dp_errors_t *err)
+                             size_t *n_out, oc_conf_errors_t *err)
 {
     char *buf = NULL;
     size_t len = 0, n = 0, cap = 0;
@@ -112,12 +87,12 @@ oc_status_t oc_dp_rules_file(const char *path, oc_acl_action_t action,
         char msg[512];
         st = oc_acl_parse_rules(buf, len, path, &cb, &n, msg, sizeof(msg));
         if (st == OC_ERR_CONFIG)
-            oc_dp_errors_add(err, path, 0, "%s", msg);
+            oc_conf_error(err, path, 0, "%s", msg);
         if (st != OC_OK)
             goto out;
         if (n > 0 && (uint64_t)id_base + n - 1 > UINT32_MAX) {
-            oc_dp_errors_add(err, path, 0, "id_base %u + %zu rules passes "
-                             "4294967295", id_base, n);
+            oc_conf_error(err, path, 0, "id_base %u + %zu rules passes "
+                          "4294967295", id_base, n);
             free(cb);
             st = OC_ERR_CONFIG;
             goto out;
@@ -140,41 +115,33 @@ oc_status_t oc_dp_rules_file(const char *path, oc_acl_action_t action,
     /* our syntax, one rule a line */
     {
         unsigned line = 0;
-        const char *s = buf, *end = buf + len;
-        while (s < end) {
-            const char *nl = memchr(s, '\n', (size_t)(end - s));
-            size_t l = nl ? (size_t)(nl - s) : (size_t)(end - s);
-            char text[OC_DP_LINE_MAX], why[160];
+        size_t pos = 0;
+        char text[OC_DP_LINE_MAX], why[160];
+        int got;
+        while ((got = oc_kv_next_line(buf, len, &pos, text, sizeof(text), path,
+                                      &line, err)) != 0) {
             const char *t;
-            line++;
-            if (l >= sizeof(text)) {
-                oc_dp_errors_add(err, path, line, "line too long");
-            } else {
-                memcpy(text, s, l);
-                text[l] = '\0';
-                if (l > 0 && text[l - 1] == '\r')
-                    text[l - 1] = '\0';
-                t = text + strspn(text, " \t");
-                if (!strncmp(t, "rule", 4) && (t[4] == ' ' || t[4] == '\t'))
-                    t += 4;
-                if (*t != '\0' && *t != '#') {
-                    if (n == cap) {
-                        size_t nc = cap ? cap * 2 : 64;
-                        oc_dp_rule_t *g = realloc(rules, nc * sizeof(*g));
-                        if (g == NULL) {
-                            st = OC_ERR_NO_MEMORY;
-                            goto out;
-                        }
-                        rules = g;
-                        cap = nc;
-                    }
-                    if (oc_dp_rule_parse(t, &rules[n], why, sizeof(why)) != 0)
-                        oc_dp_errors_add(err, path, line, "%s", why);
-                    else
-                        n++;
+            if (got < 0)
+                continue; /* the error is added */
+            t = text + strspn(text, " \t");
+            if (!strncmp(t, "rule", 4) && (t[4] == ' ' || t[4] == '\t'))
+                t += 4;
+            if (*t == '\0' || *t == '#')
+                continue;
+            if (n == cap) {
+                size_t nc = cap ? cap * 2 : 64;
+                oc_dp_rule_t *g = realloc(rules, nc * sizeof(*g));
+                if (g == NULL) {
+                    st = OC_ERR_NO_MEMORY;
+                    goto out;
                 }
+                rules = g;
+                cap = nc;
             }
-            s += l + 1;
+            if (oc_dp_rule_parse(t, &rules[n], why, sizeof(why)) != 0)
+                oc_conf_error(err, path, line, "%s", why);
+            else
+                n++;
         }
         if (err->count != errs_before)
             st = OC_ERR_CONFIG;
@@ -191,19 +158,6 @@ out:
 }
 
 /* ---------------------------------------------------------- config file */
-
-static int split(char *line, char **tok, int max)
-{
-    int n = 0;
-    char *save = NULL;
-    for (char *t = strtok_r(line, " \t\r", &save); t != NULL;
-         t = strtok_r(NULL, " \t\r", &save)) {
-        if (n == max)
-            return -1;
-        tok[n++] = t;
-    }
-    return n;
-}
 
 static bool valid_ifname(const char *s)
 {
@@ -243,7 +197,7 @@ static int cmp_id(const void *a, const void *b)
 
 static void parse_line(oc_dp_conf_t *c, size_t *rcap, char *line,
                        const char *name, unsigned ln, const char *base_dir,
-                       oc_dp_errors_t *e, bool *nomem)
+                       oc_conf_errors_t *e, bool *nomem)
 {
     char *tok[24];
     int n;
@@ -251,14 +205,16 @@ static void parse_line(oc_dp_conf_t *c, size_t *rcap, char *line,
     char rest[OC_DP_LINE_MAX];
 
     snprintf(rest, sizeof(rest), "%s", line);
-    n = split(line, tok, 24);
+    n = oc_kv_split(line, tok, 24);
     if (n < 0) {
-        oc_dp_errors_add(e, name, ln, "too many words");
+        oc_conf_error(e, name, ln, "too many words");
         return;
     }
-    if (n == 0 || tok[0][0] == '#')
+    if (n == 0)
         return;
-#define ERR(...) oc_dp_errors_add(e, name, ln, __VA_ARGS__)
+/* the line's text from word i on, as typed (rule and SA syntax) */
+#define FROM(i) ((i) < n ? rest + (tok[(i)] - line) : "")
+#define ERR(...) oc_conf_error(e, name, ln, __VA_ARGS__)
 #define ONE_ARG()                                                              \
     if (n != 2) {                                                              \
         ERR("'%s' takes one value", tok[0]);                                   \
@@ -266,31 +222,31 @@ static void parse_line(oc_dp_conf_t *c, size_t *rcap, char *line,
     }
     if (!strcmp(tok[0], "threads")) {
         ONE_ARG();
-        if (oc__dp_parse_u64(tok[1], 1, OC_DP_MAX_THREADS, &v) != 0)
+        if (oc_kv_u64(tok[1], 1, OC_DP_MAX_THREADS, &v) != 0)
             ERR("threads '%.32s': expected 1..%u", tok[1], OC_DP_MAX_THREADS);
         else
             c->threads = (uint32_t)v;
     } else if (!strcmp(tok[0], "burst")) {
         ONE_ARG();
-        if (oc__dp_parse_u64(tok[1], 1, 256, &v) != 0)
+        if (oc_kv_u64(tok[1], 1, 256, &v) != 0)
             ERR("burst '%.32s': expected 1..256", tok[1]);
         else
             c->burst = (uint32_t)v;
     } else if (!strcmp(tok[0], "ring")) {
         ONE_ARG();
-        if (oc__dp_parse_u64(tok[1], 64, 16384, &v) != 0 || (v & (v - 1)) != 0)
+        if (oc_kv_u64(tok[1], 64, 16384, &v) != 0 || (v & (v - 1)) != 0)
             ERR("ring '%.32s': expected a power of two, 64..16384", tok[1]);
         else
             c->ring_size = (uint32_t)v;
     } else if (!strcmp(tok[0], "max_rules")) {
         ONE_ARG();
-        if (oc__dp_parse_u64(tok[1], 1, OC_ACL_MAX_RULES, &v) != 0)
+        if (oc_kv_u64(tok[1], 1, OC_ACL_MAX_RULES, &v) != 0)
             ERR("max_rules '%.32s': expected 1..%u", tok[1], OC_ACL_MAX_RULES);
         else
             c->max_rules = (uint32_t)v;
     } else if (!strcmp(tok[0], "max_frame")) {
         ONE_ARG();
-        if (oc__dp_parse_u64(tok[1], 64, 2048 - OC_PKT_HEADROOM, &v) != 0)
+        if (oc_kv_u64(tok[1], 64, 2048 - OC_PKT_HEADROOM, &v) != 0)
             ERR("max_frame '%.32s': expected 64..%u", tok[1],
                 2048 - OC_PKT_HEADROOM);
         else
@@ -349,22 +305,24 @@ static void parse_line(oc_dp_conf_t *c, size_t *rcap, char *line,
             return;
         }
         snprintf(a.name, sizeof(a.name), "%s", tok[1]);
+        static const char *const akeys[] = {"host", "wire", "backend",
+                                            "xdp", "zero_copy", NULL};
+        unsigned seen = 0;
         for (int i = 2; i < n; i++) {
-            char *eq = strchr(tok[i], '=');
-            if (eq == NULL) {
-                ERR("attach %s: '%.40s': expected KEY=VALUE", a.name, tok[i]);
+            char why[160], *eq;
+            int k = oc_kv_key(tok[i], akeys, &seen, &eq, why, sizeof(why));
+            if (k < 0) {
+                ERR("attach %s: %s", a.name, why);
                 return;
             }
-            *eq++ = '\0';
-            if (!strcmp(tok[i], "host") || !strcmp(tok[i], "wire")) {
+            if (k <= 1) {
                 if (!valid_ifname(eq)) {
                     ERR("attach %s: %s '%.40s' is no interface name", a.name,
                         tok[i], eq);
                     return;
                 }
-                snprintf(tok[i][0] == 'h' ? a.host : a.wire, sizeof(a.host),
-                         "%s", eq);
-            } else if (!strcmp(tok[i], "xdp")) {
+                snprintf(k == 0 ? a.host : a.wire, sizeof(a.host), "%s", eq);
+            } else if (k == 3) {
                 if (!strcmp(eq, "auto"))
                     a.xdp_mode = OC_PORT_XDP_AUTO;
                 else if (!strcmp(eq, "native"))
@@ -376,7 +334,7 @@ static void parse_line(oc_dp_conf_t *c, size_t *rcap, char *line,
                         "generic", a.name, eq);
                     return;
                 }
-            } else if (!strcmp(tok[i], "backend")) {
+            } else if (k == 2) {
                 if (!strcmp(eq, "xdp"))
                     a.backend = OC_DP_BACKEND_XDP;
                 else if (!strcmp(eq, "dpdk-af_xdp"))
@@ -388,7 +346,7 @@ static void parse_line(oc_dp_conf_t *c, size_t *rcap, char *line,
                         "dpdk-af_xdp or dpdk-af_packet", a.name, eq);
                     return;
                 }
-            } else if (!strcmp(tok[i], "zero_copy")) {
+            } else {
                 if (!strcmp(eq, "yes"))
                     a.zero_copy = true;
                 else if (!strcmp(eq, "no"))
@@ -398,10 +356,6 @@ static void parse_line(oc_dp_conf_t *c, size_t *rcap, char *line,
                         a.name, eq);
                     return;
                 }
-            } else {
-                ERR("attach %s: unknown key '%.32s' (host wire backend xdp "
-                    "zero_copy)", a.name, tok[i]);
-                return;
             }
         }
         if (a.host[0] == '\0' || a.wire[0] == '\0') {
@@ -431,14 +385,13 @@ static void parse_line(oc_dp_conf_t *c, size_t *rcap, char *line,
     } else if (!strcmp(tok[0], "rule")) {
         oc_dp_rule_t r;
         char why[160];
-        const char *t = strstr(rest, "rule") + 4;
-        if (oc_dp_rule_parse(t, &r, why, sizeof(why)) != 0)
+        if (oc_dp_rule_parse(FROM(1), &r, why, sizeof(why)) != 0)
             ERR("rule: %s", why);
         else if (add_rules(c, rcap, &r, 1) != 0)
             *nomem = true;
     } else if (!strcmp(tok[0], "rules")) {
-        oc_acl_action_t action = OC_ACL_ALLOW;
-        uint64_t id_base = 0;
+        oc_acl_action_t action;
+        uint32_t id_base;
         char path[PATH_MAX];
         oc_dp_rule_t *rules = NULL;
         size_t nr = 0;
@@ -446,15 +399,10 @@ static void parse_line(oc_dp_conf_t *c, size_t *rcap, char *line,
             ERR("rules takes FILE [action=allow|deny|count] [id_base=N]");
             return;
         }
-        for (int i = 2; i < n; i++) {
-            if (!strncmp(tok[i], "action=", 7) &&
-                oc__dp_parse_action(tok[i] + 7, &action) == 0)
-                continue;
-            if (!strncmp(tok[i], "id_base=", 8) &&
-                oc__dp_parse_u64(tok[i] + 8, 0, UINT32_MAX, &id_base) == 0)
-                continue;
-            ERR("rules: '%.40s': expected action=allow|deny|count or "
-                "id_base=N", tok[i]);
+        char why[160];
+        if (oc__dp_rules_opts(tok + 2, n - 2, &action, &id_base, why,
+                              sizeof(why)) != 0) {
+            ERR("rules %s: %s", tok[1], why);
             return;
         }
         if (tok[1][0] == '/' || base_dir == NULL)
@@ -463,7 +411,7 @@ static void parse_line(oc_dp_conf_t *c, size_t *rcap, char *line,
             snprintf(path, sizeof(path), "%s/%s", base_dir, tok[1]);
         {
             unsigned before = e->count;
-            oc_status_t st = oc_dp_rules_file(path, action, (uint32_t)id_base,
+            oc_status_t st = oc_dp_rules_file(path, action, id_base,
                                               &rules, &nr, e);
             if (st == OC_ERR_NO_MEMORY)
                 *nomem = true;
@@ -475,13 +423,12 @@ static void parse_line(oc_dp_conf_t *c, size_t *rcap, char *line,
                 *nomem = true;
             free(rules);
         }
-    } else if (oc__dp_tenant_directive(c, tok, n, rest, name, ln, e)) {
+    } else if (oc__dp_tenant_directive(c, tok, n, FROM(3), name, ln, e)) {
         /* tenant, tenant_rule, conntrack (tenant_conf.c) */
     } else if (!strcmp(tok[0], "sa")) {
         oc_esp_sa_spec_t sa;
         char why[320];
-        const char *t = strstr(rest, "sa") + 2;
-        if (oc_esp_sa_parse(t, base_dir, &sa, why, sizeof(why)) != 0) {
+        if (oc_esp_sa_parse(FROM(1), base_dir, &sa, why, sizeof(why)) != 0) {
             ERR("sa: %s", why);
             return;
         }
@@ -519,7 +466,7 @@ static void parse_line(oc_dp_conf_t *c, size_t *rcap, char *line,
         ONE_ARG();
         if (strlen(tok[1]) >= OC_DP_PATH_MAX || strrchr(tok[1], ':') == NULL ||
             strrchr(tok[1], ':') == tok[1] ||
-            oc__dp_parse_u64(strrchr(tok[1], ':') + 1, 1, 65535, &v) != 0)
+            oc_kv_u64(strrchr(tok[1], ':') + 1, 1, 65535, &v) != 0)
             ERR("ipfix '%.64s': expected HOST:PORT (UDP)", tok[1]);
         else if (c->nipfix == OC_DP_MAX_IPFIX)
             ERR("ipfix: more than %u collectors", OC_DP_MAX_IPFIX);
@@ -532,18 +479,18 @@ static void parse_line(oc_dp_conf_t *c, size_t *rcap, char *line,
                !strcmp(tok[0], "ipfix_template")) {
         ONE_ARG();
         if (!strcmp(tok[0], "flow_table")) {
-            if (oc__dp_parse_u64(tok[1], 1024, 1u << 24, &v) != 0 || (v & (v - 1)) != 0)
+            if (oc_kv_u64(tok[1], 1024, 1u << 24, &v) != 0 || (v & (v - 1)) != 0)
                 ERR("flow_table '%.32s': expected a power of two, 1024..16777216",
                     tok[1]);
             else
                 c->flow_table = (uint32_t)v;
         } else if (!strcmp(tok[0], "ipfix_domain")) {
-            if (oc__dp_parse_u64(tok[1], 0, UINT32_MAX, &v) != 0)
+            if (oc_kv_u64(tok[1], 0, UINT32_MAX, &v) != 0)
                 ERR("ipfix_domain '%.32s': expected 0..4294967295", tok[1]);
             else
                 c->ipfix_domain = (uint32_t)v;
         } else {
-            if (oc__dp_parse_u64(tok[1], 1, 86400, &v) != 0)
+            if (oc_kv_u64(tok[1], 1, 86400, &v) != 0)
                 ERR("%s '%.32s': expected seconds, 1..86400", tok[0], tok[1]);
             else if (!strcmp(tok[0], "flow_idle"))
                 c->flow_idle_s = (uint32_t)v;
@@ -554,7 +501,7 @@ static void parse_line(oc_dp_conf_t *c, size_t *rcap, char *line,
         }
     } else if (!strcmp(tok[0], "esp_mtu")) {
         ONE_ARG();
-        if (oc__dp_parse_u64(tok[1], 576, 9000, &v) != 0)
+        if (oc_kv_u64(tok[1], 576, 9000, &v) != 0)
             ERR("esp_mtu '%.32s': expected 576..9000", tok[1]);
         else
             c->esp_mtu = (uint32_t)v;
@@ -565,6 +512,7 @@ static void parse_line(oc_dp_conf_t *c, size_t *rcap, char *line,
             "flows flow_table flow_idle flow_active ipfix ipfix_domain "
             "ipfix_template)", tok[0]);
     }
+#undef FROM
 #undef ONE_ARG
 #undef ERR
 }
@@ -627,47 +575,36 @@ static void check_shared_wire(const oc_dp_conf_t *c, const char *name,
 
 oc_status_t oc_dp_conf_parse(const char *text, size_t len, const char *name,
                              const char *base_dir, bool check_system,
-                             oc_dp_conf_t *out, oc_dp_errors_t *e)
+                             oc_dp_conf_t *out, oc_conf_errors_t *e)
 {
     oc_dp_conf_t c = *out;
     size_t rcap = 0;
     unsigned ln = 0, before = e->count;
     bool nomem = false;
-    const char *s = text, *end = text + len;
+    size_t pos = 0;
+    char line[OC_DP_LINE_MAX];
+    int got;
 
     c.rules = NULL;
     c.nrules = 0;
     c.nattach = 0;
     c.tenants.ntenants = 0;
     c.tenants.nrules = 0;
-    while (s < end && !nomem) {
-        const char *nl = memchr(s, '\n', (size_t)(end - s));
-        size_t l = nl ? (size_t)(nl - s) : (size_t)(end - s);
-        char line[OC_DP_LINE_MAX];
-        ln++;
-        if (l >= sizeof(line)) {
-            oc_dp_errors_add(e, name, ln, "line longer than %d bytes",
-                             OC_DP_LINE_MAX - 1);
-        } else if (memchr(s, '\0', l) != NULL) {
-            oc_dp_errors_add(e, name, ln, "NUL byte");
-        } else {
-            memcpy(line, s, l);
-            line[l] = '\0';
+    while (!nomem && (got = oc_kv_next_line(text, len, &pos, line,
+                                            sizeof(line), name, &ln, e)) != 0)
+        if (got > 0)
             parse_line(&c, &rcap, line, name, ln, base_dir, e, &nomem);
-        }
-        s += l + 1;
-    }
     if (nomem) {
         free(c.rules);
         return OC_ERR_NO_MEMORY;
     }
     if (c.nattach == 0)
-        oc_dp_errors_add(e, name, 0, "no 'attach NAME host=IF wire=IF' line");
+        oc_conf_error(e, name, 0, "no 'attach NAME host=IF wire=IF' line");
     oc__dp_tenants_check(&c, name, e);
     check_shared_wire(&c, name, e);
     if (c.nrules > c.max_rules)
-        oc_dp_errors_add(e, name, 0, "%zu rules, more than max_rules %u",
-                         c.nrules, c.max_rules);
+        oc_conf_error(e, name, 0, "%zu rules, more than max_rules %u",
+                      c.nrules, c.max_rules);
     if (c.nrules > 1) {
         /* duplicate ids: sort a copy */
         oc_dp_rule_t *t = malloc(c.nrules * sizeof(*t));
@@ -679,8 +616,8 @@ oc_status_t oc_dp_conf_parse(const char *text, size_t len, const char *name,
         qsort(t, c.nrules, sizeof(*t), cmp_id);
         for (size_t i = 1; i < c.nrules; i++)
             if (t[i].r.id == t[i - 1].r.id) {
-                oc_dp_errors_add(e, name, 0, "rule id %u defined twice (ids "
-                                 "must be unique; see id_base=)", t[i].r.id);
+                oc_conf_error(e, name, 0, "rule id %u defined twice (ids "
+                              "must be unique; see id_base=)", t[i].r.id);
                 break;
             }
         free(t);
@@ -688,22 +625,22 @@ oc_status_t oc_dp_conf_parse(const char *text, size_t len, const char *name,
     if (c.esp)
         for (uint32_t i = 0; i < c.nattach; i++)
             if (c.attach[i].backend != OC_DP_BACKEND_XDP)
-                oc_dp_errors_add(e, name, c.attach[i].line, "attach %s: ESP "
-                                 "runs on backend=xdp only", c.attach[i].name);
+                oc_conf_error(e, name, c.attach[i].line, "attach %s: ESP "
+                              "runs on backend=xdp only", c.attach[i].name);
     if (c.flows && c.bare)
-        oc_dp_errors_add(e, name, 0, "flows and ipfix need the stages: not "
-                         "'stages none'");
+        oc_conf_error(e, name, 0, "flows and ipfix need the stages: not "
+                      "'stages none'");
     if (c.esp && c.bare)
-        oc_dp_errors_add(e, name, 0, "ESP (sa lines) needs the stages: not "
-                         "'stages none'");
+        oc_conf_error(e, name, 0, "ESP (sa lines) needs the stages: not "
+                      "'stages none'");
     if (check_system)
         for (uint32_t i = 0; i < c.nattach; i++) {
             const char *ifs[2] = {c.attach[i].host, c.attach[i].wire};
             for (int k = 0; k < 2; k++)
                 if (if_nametoindex(ifs[k]) == 0)
-                    oc_dp_errors_add(e, name, c.attach[i].line,
-                                     "attach %s: no interface '%s' here (ip "
-                                     "link show)", c.attach[i].name, ifs[k]);
+                    oc_conf_error(e, name, c.attach[i].line,
+                                  "attach %s: no interface '%s' here (ip "
+                                  "link show)", c.attach[i].name, ifs[k]);
         }
     if (e->count != before) {
         free(c.rules);
@@ -715,7 +652,7 @@ oc_status_t oc_dp_conf_parse(const char *text, size_t len, const char *name,
 }
 
 oc_status_t oc_dp_conf_load(const char *path, bool check_system,
-                            oc_dp_conf_t *c, oc_dp_errors_t *e)
+                            oc_dp_conf_t *c, oc_conf_errors_t *e)
 {
     char *buf = NULL, dir[PATH_MAX];
     size_t len = 0;

@@ -27,6 +27,7 @@
 #include "dp_int.h"
 #include "tenant_int.h"
 #include "metrics/metrics.h"
+#include "metrics/names.h"
 #include "util/guard.h"
 #include "util/log.h"
 
@@ -65,20 +66,20 @@ oc_status_t oc_dp_metrics(void *arg, void *prom)
     oc_prom_t *p = prom;
     char buf[32];
 
-    oc_prom_family(p, "offcore_dp_threads", "worker threads", OC_PROM_GAUGE);
-    oc_prom_sample(p, "offcore_dp_threads", NULL, 0, dp->nthreads);
-    oc_prom_family(p, "offcore_dp_rules", "rules installed", OC_PROM_GAUGE);
-    oc_prom_sample(p, "offcore_dp_rules", NULL, 0,
+    oc_prom_family(p, OC_M_DP_THREADS, "worker threads", OC_PROM_GAUGE);
+    oc_prom_sample(p, OC_M_DP_THREADS, NULL, 0, dp->nthreads);
+    oc_prom_family(p, OC_M_DP_RULES, "rules installed", OC_PROM_GAUGE);
+    oc_prom_sample(p, OC_M_DP_RULES, NULL, 0,
                    __atomic_load_n(&dp->nrules, __ATOMIC_RELAXED));
-    oc_prom_family(p, "offcore_dp_rule_updates_total",
+    oc_prom_family(p, OC_M_DP_RULE_UPDATES,
                    "rule adds, deletes and loads applied", OC_PROM_COUNTER);
-    oc_prom_sample(p, "offcore_dp_rule_updates_total", NULL, 0,
+    oc_prom_sample(p, OC_M_DP_RULE_UPDATES, NULL, 0,
                    __atomic_load_n(&dp->rule_ops, __ATOMIC_RELAXED));
 
     static const char *const fam[] = {
-        "offcore_dp_port_packets_total", "offcore_dp_port_bytes_total",
-        "offcore_dp_port_tx_ring_full_total",
-        "offcore_dp_port_kernel_drops_total"};
+        OC_M_DP_PORT_PACKETS, OC_M_DP_PORT_BYTES,
+        OC_M_DP_PORT_TX_RING_FULL,
+        OC_M_DP_PORT_KERNEL_DROPS};
     static const char *const help[] = {
         "frames received and sent per port",
         "bytes received and sent per port (Ethernet frames)",
@@ -113,52 +114,52 @@ oc_status_t oc_dp_metrics(void *arg, void *prom)
                 }
             }
     }
-    oc_prom_family(p, "offcore_dp_frames_total",
+    oc_prom_family(p, OC_M_DP_FRAMES,
                    "frames by parser verdict (policy pass or drop per reason)",
                    OC_PROM_COUNTER);
     for (int r = 0; r < OC_PKT_R_MAX; r++)
-        oc_prom_sample(p, "offcore_dp_frames_total",
+        oc_prom_sample(p, OC_M_DP_FRAMES,
                        OC_PROM_LABELS({"reason", oc_pkt_reason_name(r)},
                                       {"policy", dp->policy[r] == OC_PKT_DROP
                                                      ? "drop"
                                                      : "pass"}),
                        SUM(w->c.reason[r]));
-    oc_prom_family(p, "offcore_dp_forwarded_packets_total",
+    oc_prom_family(p, OC_M_DP_FORWARDED,
                    "frames sent on to the other side", OC_PROM_COUNTER);
-    oc_prom_sample(p, "offcore_dp_forwarded_packets_total", NULL, 0,
+    oc_prom_sample(p, OC_M_DP_FORWARDED, NULL, 0,
                    SUM(w->c.forwarded));
-    oc_prom_family(p, "offcore_dp_dropped_packets_total",
+    oc_prom_family(p, OC_M_DP_DROPPED,
                    "frames dropped, by cause", OC_PROM_COUNTER);
     for (int v = 1; v < OC_DP_V_MAX; v++)
-        oc_prom_sample(p, "offcore_dp_dropped_packets_total",
+        oc_prom_sample(p, OC_M_DP_DROPPED,
                        OC_PROM_LABELS({"cause", drop_cause[v]}),
                        SUM(w->c.dropped[v]));
-    oc_prom_family(p, "offcore_dp_nomatch_packets_total",
+    oc_prom_family(p, OC_M_DP_NOMATCH,
                    "IPv4 frames no rule matched (the default action applied)",
                    OC_PROM_COUNTER);
-    oc_prom_sample(p, "offcore_dp_nomatch_packets_total", NULL, 0,
+    oc_prom_sample(p, OC_M_DP_NOMATCH, NULL, 0,
                    SUM(w->c.nomatch));
-    oc_prom_family(p, "offcore_dp_thread_forwarded_packets_total",
+    oc_prom_family(p, OC_M_DP_THREAD_FORWARDED,
                    "frames each worker forwarded (flows spread over workers "
                    "by the ports' receive hash)", OC_PROM_COUNTER);
     for (uint32_t q = 0; q < dp->nthreads; q++) {
         snprintf(buf, sizeof(buf), "%u", q);
-        oc_prom_sample(p, "offcore_dp_thread_forwarded_packets_total",
+        oc_prom_sample(p, OC_M_DP_THREAD_FORWARDED,
                        OC_PROM_LABELS({"thread", buf}),
                        __atomic_load_n(&dp->w[q].c.forwarded, __ATOMIC_RELAXED));
     }
-    oc_prom_family(p, "offcore_dp_thread_sleeps_total",
+    oc_prom_family(p, OC_M_DP_THREAD_SLEEPS,
                    "times a worker found no traffic and slept in poll()",
                    OC_PROM_COUNTER);
     for (uint32_t q = 0; q < dp->nthreads; q++) {
         snprintf(buf, sizeof(buf), "%u", q);
-        oc_prom_sample(p, "offcore_dp_thread_sleeps_total",
+        oc_prom_sample(p, OC_M_DP_THREAD_SLEEPS,
                        OC_PROM_LABELS({"thread", buf}),
                        __atomic_load_n(&dp->w[q].c.sleeps, __ATOMIC_RELAXED));
     }
     for (int f = 0; f < 2; f++) {
-        const char *name = f == 0 ? "offcore_dp_rule_packets_total"
-                                  : "offcore_dp_rule_bytes_total";
+        const char *name = f == 0 ? OC_M_DP_RULE_PACKETS
+                                  : OC_M_DP_RULE_BYTES;
         oc_prom_family(p, name,
                        f == 0 ? "frames matched per rule (first match)"
                               : "bytes (Ethernet frames) matched per rule",
@@ -231,38 +232,22 @@ static void handle(oc_dp_t *dp, char *line, FILE *out)
         fprintf(out, "ok\n");
         oc_dp_rules_print(dp, out);
     } else if (!strncmp(line, "rules load ", 11)) {
-        char *tok[4], *save = NULL;
-        int n = 0;
-        oc_acl_action_t action = OC_ACL_ALLOW;
-        unsigned long id_base = 0;
+        char *tok[4];
+        int n = oc_kv_split(line + 11, tok, 4);
+        oc_acl_action_t action;
+        uint32_t id_base;
         oc_dp_rule_t *rules = NULL;
         size_t nr = 0;
-        oc_dp_errors_t err;
-        for (char *t = strtok_r(line + 11, " \t", &save); t && n < 4;
-             t = strtok_r(NULL, " \t", &save))
-            tok[n++] = t;
-        if (n == 0 || tok[0][0] != '/')
-            return reply_error(out, "rules load takes an absolute PATH");
-        for (int i = 1; i < n; i++) {
-            oc_dp_rule_t probe;
-            char ptext[64];
-            if (!strncmp(tok[i], "id_base=", 8)) {
-                char *end;
-                errno = 0;
-                id_base = strtoul(tok[i] + 8, &end, 10);
-                if (*end || errno || id_base > UINT32_MAX || tok[i][8] == '-')
-                    return reply_error(out, "id_base: expected 0..4294967295");
-            } else if (!strncmp(tok[i], "action=", 7) &&
-                       snprintf(ptext, sizeof(ptext), "id=0 %s", tok[i]) > 0 &&
-                       oc_dp_rule_parse(ptext, &probe, why, sizeof(why)) == 0) {
-                action = probe.action;
-            } else {
-                return reply_error(out, "rules load PATH [action=allow|deny|"
-                                        "count] [id_base=N]");
-            }
-        }
+        oc_conf_errors_t err;
+        if (n <= 0 || tok[0][0] != '/')
+            return reply_error(out, n < 0 ? "rules load PATH [action=allow|"
+                                            "deny|count] [id_base=N]"
+                                          : "rules load takes an absolute PATH");
+        if (oc__dp_rules_opts(tok + 1, n - 1, &action, &id_base, why,
+                              sizeof(why)) != 0)
+            return reply_error(out, why);
         memset(&err, 0, sizeof(err));
-        st = oc_dp_rules_file(tok[0], action, (uint32_t)id_base, &rules, &nr,
+        st = oc_dp_rules_file(tok[0], action, id_base, &rules, &nr,
                               &err);
         if (st != OC_OK) {
             size_t l = strlen(err.text);

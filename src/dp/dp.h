@@ -22,6 +22,7 @@
 #include "tenant.h"
 #include "pkt/esp.h"
 #include "pkt/pkt.h"
+#include "util/kv.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -90,15 +91,6 @@ typedef struct {
     char     ipfix[OC_DP_MAX_IPFIX][OC_DP_PATH_MAX]; /* HOST:PORT */
 } oc_dp_conf_t;
 
-/** Collected errors: every one "file:line: reason". */
-typedef struct {
-    unsigned count;
-    char     text[8192];     /* newline-separated, cut when full */
-} oc_dp_errors_t;
-
-void oc_dp_errors_add(oc_dp_errors_t *e, const char *file, unsigned line,
-                      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-
 /** Defaults (documented in --help and docs/dp.md). */
 void oc_dp_conf_defaults(oc_dp_conf_t *c);
 void oc_dp_conf_free(oc_dp_conf_t *c);
@@ -114,11 +106,11 @@ void oc_dp_conf_free(oc_dp_conf_t *c);
  */
 oc_status_t oc_dp_conf_parse(const char *text, size_t len, const char *name,
                              const char *base_dir, bool check_system,
-                             oc_dp_conf_t *c, oc_dp_errors_t *err);
+                             oc_dp_conf_t *c, oc_conf_errors_t *err);
 
 /** oc_dp_conf_parse() of a file (read whole). */
 oc_status_t oc_dp_conf_load(const char *path, bool check_system,
-                            oc_dp_conf_t *c, oc_dp_errors_t *err);
+                            oc_dp_conf_t *c, oc_conf_errors_t *err);
 
 /**
  * Parse one rule, `id=N [prio=N] action=allow|deny|count [proto=P[/MASK]]
@@ -136,9 +128,13 @@ int oc_dp_rule_format(const oc_dp_rule_t *r, char *buf, size_t cap);
 const char *oc_dp_action_name(oc_acl_action_t a);
 
 /* internal (rule.c), shared with conf.c: "allow"/"deny"/"count" (and
- * aliases) -> action; a whole-string decimal in [lo, hi].  0 or -1. */
+ * aliases) -> action.  0 or -1. */
 int oc__dp_parse_action(const char *s, oc_acl_action_t *a);
-int oc__dp_parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
+/* internal (rule.c), shared by conf.c's `rules FILE ...` and the control
+ * socket's `rules load PATH ...`: the option words [action=allow|deny|
+ * count] [id_base=N] (defaults allow, 0).  0, or -1 with @p why. */
+int oc__dp_rules_opts(char **tok, int n, oc_acl_action_t *action,
+                      uint32_t *id_base, char *why, size_t whylen);
 
 /**
  * Read a rule file for `rules FILE` and `rules load`: ClassBench format
@@ -149,7 +145,7 @@ int oc__dp_parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
  */
 oc_status_t oc_dp_rules_file(const char *path, oc_acl_action_t action,
                              uint32_t id_base, oc_dp_rule_t **rules, size_t *n,
-                             oc_dp_errors_t *err);
+                             oc_conf_errors_t *err);
 
 /* ---------------------------------------------------------------- runtime */
 

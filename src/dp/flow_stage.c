@@ -313,6 +313,23 @@ static void flow_hist(oc_dp_t *dp, const oc_flow_rec_t *r)
                 hist_observe(&h[i][k], k, v[k]);
 }
 
+/* Finish data message @p msg (@p len bytes, @p nrec records: the set
+ * header's id and length, the message header) and send it. */
+static void send_records(struct oc_dp_flow *f, uint8_t *msg, size_t len,
+                         uint32_t nrec, uint64_t now)
+{
+    msg[16] = OC_IPFIX_TEMPLATE_ID >> 8;
+    msg[17] = OC_IPFIX_TEMPLATE_ID & 255;
+    msg[18] = (uint8_t)((len - 16) >> 8);
+    msg[19] = (uint8_t)(len - 16);
+    oc_ipfix_header(msg, (uint16_t)len, (uint32_t)(now / 1000),
+                    (uint32_t)f->seq, f->domain);
+    if (f->ncoll)
+        send_all(f, msg, len);
+    f->seq += nrec;
+    __atomic_store_n(&f->records, f->records + nrec, __ATOMIC_RELAXED);
+}
+
 static void export_pass(oc_dp_t *dp, uint64_t *next_template, bool final)
 {
     struct oc_dp_flow *f = dp->flow;
@@ -345,36 +362,14 @@ static void export_pass(oc_dp_t *dp, uint64_t *next_template, bool final)
             flow_hist(dp, r);
             __atomic_store_n(&fw->tail, fw->tail + 1, __ATOMIC_RELEASE);
             if (len + OC_IPFIX_REC_LEN > MSG_MAX) {
-                goto flush;
+                send_records(f, msg, len, nrec, now);
+                len = 0;
+                nrec = 0;
             }
-            continue;
-flush:
-            msg[16] = OC_IPFIX_TEMPLATE_ID >> 8;
-            msg[17] = OC_IPFIX_TEMPLATE_ID & 255;
-            msg[18] = (uint8_t)((len - 16) >> 8);
-            msg[19] = (uint8_t)(len - 16);
-            oc_ipfix_header(msg, (uint16_t)len, (uint32_t)(now / 1000),
-                            (uint32_t)f->seq, f->domain);
-            if (f->ncoll)
-                send_all(f, msg, len);
-            f->seq += nrec;
-            __atomic_store_n(&f->records, f->records + nrec, __ATOMIC_RELAXED);
-            len = 0;
-            nrec = 0;
         }
     }
-    if (nrec > 0) {
-        msg[16] = OC_IPFIX_TEMPLATE_ID >> 8;
-        msg[17] = OC_IPFIX_TEMPLATE_ID & 255;
-        msg[18] = (uint8_t)((len - 16) >> 8);
-        msg[19] = (uint8_t)(len - 16);
-        oc_ipfix_header(msg, (uint16_t)len, (uint32_t)(now / 1000),
-                        (uint32_t)f->seq, f->domain);
-        if (f->ncoll)
-            send_all(f, msg, len);
-        f->seq += nrec;
-        __atomic_store_n(&f->records, f->records + nrec, __ATOMIC_RELAXED);
-    }
+    if (nrec > 0)
+        send_records(f, msg, len, nrec, now);
 }
 
 static void *exporter_main(void *arg)

@@ -69,7 +69,7 @@ static void usage(FILE *out)
 int main(int argc, char **argv)
 {
     oc_dp_conf_t c;
-    oc_dp_errors_t err;
+    oc_conf_errors_t err;
     const char *config = NULL, *threads = NULL, *control = NULL,
                *metrics = NULL, *stages = NULL;
     bool check = false;

@@ -6,8 +6,8 @@
  * by the config file (conf.c), rule files and the control socket.
  */
 #include "dp.h"
+#include "util/kv.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,46 +30,6 @@ int oc__dp_parse_action(const char *s, oc_acl_action_t *a)
     return 0;
 }
 
-/* Unsigned decimal in [lo, hi], the whole string. */
-int oc__dp_parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
-{
-    char *end;
-    unsigned long long v;
-    if (*s < '0' || *s > '9')
-        return -1;
-    errno = 0;
-    v = strtoull(s, &end, 10);
-    if (errno != 0 || *end != '\0' || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
-}
-
-static int parse_prefix(const char *s, uint32_t *ip, uint8_t *len)
-{
-    char buf[32];
-    const char *slash = strchr(s, '/');
-    struct in_addr a;
-    uint64_t l = 32;
-
-    if (!strcmp(s, "any")) {
-        *ip = 0;
-        *len = 0;
-        return 0;
-    }
-    if (strlen(s) >= sizeof(buf))
-        return -1;
-    snprintf(buf, sizeof(buf), "%.*s",
-             (int)(slash ? (size_t)(slash - s) : strlen(s)), s);
-    if (inet_pton(AF_INET, buf, &a) != 1)
-        return -1;
-    if (slash != NULL && oc__dp_parse_u64(slash + 1, 0, 32, &l) != 0)
-        return -1;
-    *len = (uint8_t)l;
-    *ip = ntohl(a.s_addr) & oc_acl_prefix_mask((uint8_t)l);
-    return 0;
-}
-
 static int parse_range(const char *s, uint16_t *lo, uint16_t *hi)
 {
     char buf[16];
@@ -82,7 +42,7 @@ static int parse_range(const char *s, uint16_t *lo, uint16_t *hi)
         return 0;
     }
     if (dash == NULL) {
-        if (oc__dp_parse_u64(s, 0, 65535, &a) != 0)
+        if (oc_kv_u64(s, 0, 65535, &a) != 0)
             return -1;
         *lo = *hi = (uint16_t)a;
         return 0;
@@ -90,8 +50,8 @@ static int parse_range(const char *s, uint16_t *lo, uint16_t *hi)
     if ((size_t)(dash - s) >= sizeof(buf))
         return -1;
     snprintf(buf, sizeof(buf), "%.*s", (int)(dash - s), s);
-    if (oc__dp_parse_u64(buf, 0, 65535, &a) != 0 ||
-        oc__dp_parse_u64(dash + 1, 0, 65535, &b) != 0 || a > b)
+    if (oc_kv_u64(buf, 0, 65535, &a) != 0 ||
+        oc_kv_u64(dash + 1, 0, 65535, &b) != 0 || a > b)
         return -1;
     *lo = (uint16_t)a;
     *hi = (uint16_t)b;
@@ -118,7 +78,7 @@ static int parse_proto(const char *s, uint8_t *proto, uint8_t *mask)
         v = 17;
     else if (!strcmp(buf, "icmp"))
         v = 1;
-    else if (oc__dp_parse_u64(buf, 0, 255, &v) != 0)
+    else if (oc_kv_u64(buf, 0, 255, &v) != 0)
         return -1;
     if (slash != NULL) {
         char *end;
@@ -135,92 +95,95 @@ static int parse_proto(const char *s, uint8_t *proto, uint8_t *mask)
 
 #define WHY(...) (snprintf(why, whylen, __VA_ARGS__), -1)
 
+int oc__dp_rules_opts(char **tok, int n, oc_acl_action_t *action,
+                      uint32_t *id_base, char *why, size_t whylen)
+{
+    static const char *const keys[] = {"action", "id_base", NULL};
+    oc_acl_action_t a = OC_ACL_ALLOW;
+    unsigned seen = 0;
+    uint64_t v = 0;
+
+    for (int i = 0; i < n; i++) {
+        char *val;
+        int k = oc_kv_key(tok[i], keys, &seen, &val, why, whylen);
+        if (k < 0)
+            return -1;
+        if (k == 0 && oc__dp_parse_action(val, &a) != 0)
+            return WHY("action '%.32s': expected allow, deny or count", val);
+        if (k == 1 && oc_kv_u64(val, 0, UINT32_MAX, &v) != 0)
+            return WHY("id_base '%.32s': expected 0..4294967295", val);
+    }
+    *action = a;
+    *id_base = (uint32_t)v;
+    return 0;
+}
+
 int oc_dp_rule_parse(const char *text, oc_dp_rule_t *out, char *why,
                      size_t whylen)
 {
+    static const char *const keys[] = {"id",  "prio", "action", "proto",
+                                       "src", "dst",  "sport",  "dport",
+                                       NULL};
+    enum { ID, PRIO, ACTION, PROTO, SRC, DST, SPORT, DPORT };
     oc_dp_rule_t r;
-    char tok[OC_DP_LINE_MAX];
-    const char *p = text;
-    bool have_id = false, have_prio = false, have_action = false;
+    char line[OC_DP_LINE_MAX], *tok[DPORT + 2];
     unsigned seen = 0;
+    int n;
 
     memset(&r, 0, sizeof(r));
     r.r.sport_hi = r.r.dport_hi = 65535;
-    for (;;) {
-        size_t n;
-        char *eq, *val;
-        while (*p == ' ' || *p == '\t')
-            p++;
-        if (*p == '\0' || *p == '\n' || *p == '#')
-            break;
-        n = strcspn(p, " \t\n");
-        if (n >= sizeof(tok))
-            return WHY("token too long");
-        memcpy(tok, p, n);
-        tok[n] = '\0';
-        p += n;
-        eq = strchr(tok, '=');
-        if (eq == NULL)
-            return WHY("'%.64s': expected KEY=VALUE", tok);
-        *eq = '\0';
-        val = eq + 1;
-        static const char *const keys[] = {"id",  "prio",  "action", "proto",
-                                           "src", "dst",   "sport",  "dport",
-                                           NULL};
-        int k = -1;
-        for (int i = 0; keys[i] != NULL; i++)
-            if (!strcmp(tok, keys[i]))
-                k = i;
-        if (k < 0)
-            return WHY("unknown key '%.32s' (id prio action proto src dst "
-                       "sport dport)", tok);
-        if (seen & (1u << k))
-            return WHY("'%s' given twice", tok);
-        seen |= 1u << k;
+    n = oc_kv_split_text(text, line, sizeof(line), tok,
+                         (int)(sizeof(tok) / sizeof(tok[0])));
+    if (n == -2)
+        return WHY("longer than %zu bytes", sizeof(line) - 1);
+    if (n < 0) /* more words than keys: the loop names the extra one */
+        n = (int)(sizeof(tok) / sizeof(tok[0]));
+    for (int i = 0; i < n; i++) {
         uint64_t v;
+        char *val;
+        int k = oc_kv_key(tok[i], keys, &seen, &val, why, whylen);
+        if (k < 0)
+            return -1;
         switch (k) {
-        case 0:
-            if (oc__dp_parse_u64(val, 0, UINT32_MAX, &v) != 0)
+        case ID:
+            if (oc_kv_u64(val, 0, UINT32_MAX, &v) != 0)
                 return WHY("id '%.32s': expected 0..4294967295", val);
             r.r.id = (uint32_t)v;
-            have_id = true;
             break;
-        case 1:
-            if (oc__dp_parse_u64(val, 0, UINT32_MAX, &v) != 0)
+        case PRIO:
+            if (oc_kv_u64(val, 0, UINT32_MAX, &v) != 0)
                 return WHY("prio '%.32s': expected 0..4294967295", val);
             r.r.priority = (uint32_t)v;
-            have_prio = true;
             break;
-        case 2:
+        case ACTION:
             if (oc__dp_parse_action(val, &r.action) != 0)
                 return WHY("action '%.32s': expected allow, deny or count", val);
-            have_action = true;
             break;
-        case 3:
+        case PROTO:
             if (parse_proto(val, &r.r.proto, &r.r.proto_mask) != 0)
                 return WHY("proto '%.32s': expected tcp, udp, icmp, any or "
                            "0..255, optionally /MASK", val);
             break;
-        case 4:
-        case 5:
-            if (parse_prefix(val, k == 4 ? &r.r.src_ip : &r.r.dst_ip,
-                             k == 4 ? &r.r.src_len : &r.r.dst_len) != 0)
+        case SRC:
+        case DST:
+            if (oc_kv_prefix(val, k == SRC ? &r.r.src_ip : &r.r.dst_ip,
+                             k == SRC ? &r.r.src_len : &r.r.dst_len) != 0)
                 return WHY("%s '%.40s': expected A.B.C.D[/0..32] or any",
-                           tok, val);
+                           tok[i], val);
             break;
         default:
-            if (parse_range(val, k == 6 ? &r.r.sport_lo : &r.r.dport_lo,
-                            k == 6 ? &r.r.sport_hi : &r.r.dport_hi) != 0)
+            if (parse_range(val, k == SPORT ? &r.r.sport_lo : &r.r.dport_lo,
+                            k == SPORT ? &r.r.sport_hi : &r.r.dport_hi) != 0)
                 return WHY("%s '%.32s': expected PORT, LO-HI (LO <= HI, "
-                           "0..65535) or any", tok, val);
+                           "0..65535) or any", tok[i], val);
             break;
         }
     }
-    if (!have_id)
+    if (!(seen & 1u << ID))
         return WHY("missing id=N");
-    if (!have_action)
+    if (!(seen & 1u << ACTION))
         return WHY("missing action=allow|deny|count");
-    if (!have_prio)
+    if (!(seen & 1u << PRIO))
         r.r.priority = r.r.id;
     *out = r;
     return 0;

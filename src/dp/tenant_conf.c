@@ -12,10 +12,8 @@
  * Pure (no system calls).  Fuzzed with the rest of the config parser.
  */
 #include "tenant_int.h"
+#include "util/kv.h"
 
-#include <arpa/inet.h>
-#include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
 void oc__dp_tenants_defaults(oc_dp_tenants_conf_t *tc)
@@ -38,29 +36,6 @@ static int parse_mac(const char *s, uint8_t mac[6])
     return 0;
 }
 
-static int parse_ip(const char *s, uint32_t *ip)
-{
-    struct in_addr a;
-    if (inet_pton(AF_INET, s, &a) != 1)
-        return -1;
-    *ip = ntohl(a.s_addr);
-    return 0;
-}
-
-static int parse_num(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
-{
-    char *end;
-    unsigned long long v;
-    if (*s < '0' || *s > '9')
-        return -1;
-    errno = 0;
-    v = strtoull(s, &end, 10);
-    if (errno || *end || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
-}
-
 static int find(const oc_dp_tenants_conf_t *tc, const char *name)
 {
     for (uint32_t i = 0; i < tc->ntenants; i++)
@@ -69,26 +44,33 @@ static int find(const oc_dp_tenants_conf_t *tc, const char *name)
     return -1;
 }
 
-static const struct {
-    const char *key;
-    int state; /* TCP state, or -1 udp, -2 udp_stream, -3 icmp, -4 generic */
-} timeouts[] = {
-    {"tcp_syn_sent", OC_CT_TCP_SYN_SENT}, {"tcp_syn_recv", OC_CT_TCP_SYN_RECV},
-    {"tcp_established", OC_CT_TCP_ESTABLISHED},
-    {"tcp_fin_wait", OC_CT_TCP_FIN_WAIT}, {"tcp_last_ack", OC_CT_TCP_LAST_ACK},
-    {"tcp_time_wait", OC_CT_TCP_TIME_WAIT}, {"tcp_close", OC_CT_TCP_CLOSE},
-    {"udp", -1}, {"udp_stream", -2}, {"icmp", -3}, {"generic", -4},
-};
+/* conntrack's keys: flows, then the timeouts, each with its state in
+ * ct_state[] (the TCP state, or -1 udp, -2 udp_stream, -3 icmp, -4
+ * generic) */
+static const char *const ct_keys[] = {
+    "flows", "tcp_syn_sent", "tcp_syn_recv", "tcp_established",
+    "tcp_fin_wait", "tcp_last_ack", "tcp_time_wait", "tcp_close", "udp",
+    "udp_stream", "icmp", "generic", NULL};
+static const int ct_state[] = {
+    0, OC_CT_TCP_SYN_SENT, OC_CT_TCP_SYN_RECV, OC_CT_TCP_ESTABLISHED,
+    OC_CT_TCP_FIN_WAIT, OC_CT_TCP_LAST_ACK, OC_CT_TCP_TIME_WAIT,
+    OC_CT_TCP_CLOSE, -1, -2, -3, -4};
+_Static_assert(sizeof(ct_keys) / sizeof(ct_keys[0]) ==
+                   sizeof(ct_state) / sizeof(ct_state[0]) + 1,
+               "one state per conntrack key");
 
 int oc__dp_tenant_parse(oc_dp_tenants_conf_t *tc, char **tok, int n,
-                        const char *file, unsigned ln, oc_dp_errors_t *e)
+                        const char *file, unsigned ln, oc_conf_errors_t *e)
 {
+    static const char *const keys[] = {
+        "vni", "attach", "mac", "ip", "local", "local_mac", "remote",
+        "remote_mac", "rate", "burst", NULL};
+    enum { VNI, ATT, MAC, IP, LOC, LMAC, REM, RMAC, RATE, BURST };
+    const unsigned needed = (1u << RATE) - 1; /* all before rate */
     oc_dp_tenant_conf_t t;
     unsigned have = 0;
     uint64_t v = 0;
-    enum { VNI = 1, ATT = 2, MAC = 4, IP = 8, LOC = 16, LMAC = 32, REM = 64,
-           RMAC = 128, ALL = 255 };
-#define ERR(...) oc_dp_errors_add(e, file, ln, __VA_ARGS__)
+#define ERR(...) oc_conf_error(e, file, ln, __VA_ARGS__)
 
     memset(&t, 0, sizeof(t));
     t.line = ln;
@@ -100,50 +82,35 @@ int oc__dp_tenant_parse(oc_dp_tenants_conf_t *tc, char **tok, int n,
     }
     snprintf(t.name, sizeof(t.name), "%s", tok[1]);
     for (int i = 2; i < n; i++) {
-        char *eq = strchr(tok[i], '=');
+        char why[160], *eq;
         const char *k = tok[i];
         int bad = 0;
-        if (eq == NULL) {
-            ERR("tenant %s: '%.40s': expected KEY=VALUE", t.name, tok[i]);
-            return -1;
-        }
-        *eq++ = '\0';
-        if (!strcmp(k, "vni")) {
-            bad = parse_num(eq, 1, OC_VXLAN_VNI_MAX, &v);
+        switch (oc_kv_key(tok[i], keys, &have, &eq, why, sizeof(why))) {
+        case VNI:
+            bad = oc_kv_u64(eq, 1, OC_VXLAN_VNI_MAX, &v);
             t.vni = (uint32_t)v;
-            have |= VNI;
-        } else if (!strcmp(k, "attach")) {
+            break;
+        case ATT:
             bad = strlen(eq) >= sizeof(t.attach);
             snprintf(t.attach, sizeof(t.attach), "%s", eq);
-            have |= ATT;
-        } else if (!strcmp(k, "mac")) {
-            bad = parse_mac(eq, t.mac);
-            have |= MAC;
-        } else if (!strcmp(k, "ip")) {
-            bad = parse_ip(eq, &t.ip);
-            have |= IP;
-        } else if (!strcmp(k, "local")) {
-            bad = parse_ip(eq, &t.tun.local_ip);
-            have |= LOC;
-        } else if (!strcmp(k, "local_mac")) {
-            bad = parse_mac(eq, t.tun.local_mac);
-            have |= LMAC;
-        } else if (!strcmp(k, "remote")) {
-            bad = parse_ip(eq, &t.tun.remote_ip);
-            have |= REM;
-        } else if (!strcmp(k, "remote_mac")) {
-            bad = parse_mac(eq, t.tun.remote_mac);
-            have |= RMAC;
-        } else if (!strcmp(k, "rate")) {
+            break;
+        case MAC: bad = parse_mac(eq, t.mac); break;
+        case IP: bad = oc_kv_ipv4(eq, &t.ip); break;
+        case LOC: bad = oc_kv_ipv4(eq, &t.tun.local_ip); break;
+        case LMAC: bad = parse_mac(eq, t.tun.local_mac); break;
+        case REM: bad = oc_kv_ipv4(eq, &t.tun.remote_ip); break;
+        case RMAC: bad = parse_mac(eq, t.tun.remote_mac); break;
+        case RATE:
             /* Mbit/s, as iperf3 and tc speak; stored in bytes/s */
-            bad = parse_num(eq, 0, 400000, &v);
+            bad = oc_kv_u64(eq, 0, 400000, &v);
             t.rate = v * 1000000 / 8;
-        } else if (!strcmp(k, "burst")) {
-            bad = parse_num(eq, 1514, 1u << 30, &v);
+            break;
+        case BURST:
+            bad = oc_kv_u64(eq, 1514, 1u << 30, &v);
             t.burst = v;
-        } else {
-            ERR("tenant %s: unknown key '%.32s' (vni attach mac ip local "
-                "local_mac remote remote_mac rate burst)", t.name, k);
+            break;
+        default:
+            ERR("tenant %s: %s", t.name, why);
             return -1;
         }
         if (bad) {
@@ -153,7 +120,7 @@ int oc__dp_tenant_parse(oc_dp_tenants_conf_t *tc, char **tok, int n,
             return -1;
         }
     }
-    if (have != ALL) {
+    if ((have & needed) != needed) {
         ERR("tenant %s: needs vni= attach= mac= ip= local= local_mac= "
             "remote= remote_mac=", t.name);
         return -1;
@@ -177,8 +144,8 @@ int oc__dp_tenant_parse(oc_dp_tenants_conf_t *tc, char **tok, int n,
 }
 
 int oc__dp_tenant_directive(oc_dp_conf_t *c, char **tok, int n,
-                            const char *rest, const char *file, unsigned ln,
-                            oc_dp_errors_t *e)
+                            const char *rule, const char *file, unsigned ln,
+                            oc_conf_errors_t *e)
 {
     oc_dp_tenants_conf_t *tc = &c->tenants;
 
@@ -187,7 +154,6 @@ int oc__dp_tenant_directive(oc_dp_conf_t *c, char **tok, int n,
     } else if (!strcmp(tok[0], "tenant_rule")) {
         oc_dp_rule_t r;
         char why[160];
-        const char *text;
         int t;
         if (n < 4 || (strcmp(tok[2], "ingress") && strcmp(tok[2], "egress"))) {
             ERR("tenant_rule takes TENANT ingress|egress RULE");
@@ -198,8 +164,7 @@ int oc__dp_tenant_directive(oc_dp_conf_t *c, char **tok, int n,
             ERR("tenant_rule: no tenant '%.32s' defined above", tok[1]);
             return 1;
         }
-        text = strstr(rest, tok[2]) + strlen(tok[2]);
-        if (oc_dp_rule_parse(text, &r, why, sizeof(why)) != 0) {
+        if (oc_dp_rule_parse(rule, &r, why, sizeof(why)) != 0) {
             ERR("tenant_rule %s: %s", tok[1], why);
             return 1;
         }
@@ -219,45 +184,35 @@ int oc__dp_tenant_directive(oc_dp_conf_t *c, char **tok, int n,
             .tenant = (uint32_t)t, .ingress = tok[2][0] == 'i', .r = r.r,
             .action = r.action};
     } else if (!strcmp(tok[0], "conntrack")) {
+        unsigned seen = 0;
         for (int i = 1; i < n; i++) {
-            char *eq = strchr(tok[i], '=');
+            char why[256], *eq;
             uint64_t v;
-            size_t k;
-            if (eq == NULL) {
-                ERR("conntrack: '%.40s': expected KEY=VALUE", tok[i]);
+            int k = oc_kv_key(tok[i], ct_keys, &seen, &eq, why, sizeof(why));
+            if (k < 0) {
+                ERR("conntrack: %s", why);
                 continue;
             }
-            *eq++ = '\0';
             tc->enabled = true;
-            if (!strcmp(tok[i], "flows")) {
-                if (parse_num(eq, 1, OC_CT_MAX_FLOWS, &v))
+            if (k == 0) {
+                if (oc_kv_u64(eq, 1, OC_CT_MAX_FLOWS, &v))
                     ERR("conntrack flows '%.32s': expected 1..%u", eq,
                         OC_CT_MAX_FLOWS);
                 else
                     tc->ct_flows = (uint32_t)v;
                 continue;
             }
-            for (k = 0; k < sizeof(timeouts) / sizeof(timeouts[0]); k++)
-                if (!strcmp(tok[i], timeouts[k].key))
-                    break;
-            if (k == sizeof(timeouts) / sizeof(timeouts[0])) {
-                ERR("conntrack: unknown key '%.32s' (flows tcp_syn_sent "
-                    "tcp_syn_recv tcp_established tcp_fin_wait tcp_last_ack "
-                    "tcp_time_wait tcp_close udp udp_stream icmp generic)",
-                    tok[i]);
-                continue;
-            }
-            if (parse_num(eq, 1, 30 * 86400, &v)) {
+            if (oc_kv_u64(eq, 1, 30 * 86400, &v)) {
                 ERR("conntrack %s '%.32s': expected 1..2592000 seconds",
                     tok[i], eq);
                 continue;
             }
-            switch (timeouts[k].state) {
+            switch (ct_state[k]) {
             case -1: tc->ct_to.udp_unreplied = (uint32_t)v; break;
             case -2: tc->ct_to.udp_replied = (uint32_t)v; break;
             case -3: tc->ct_to.icmp = (uint32_t)v; break;
             case -4: tc->ct_to.generic = (uint32_t)v; break;
-            default: tc->ct_to.tcp[timeouts[k].state] = (uint32_t)v;
+            default: tc->ct_to.tcp[ct_state[k]] = (uint32_t)v;
             }
         }
     } else {
@@ -268,7 +223,7 @@ int oc__dp_tenant_directive(oc_dp_conf_t *c, char **tok, int n,
 }
 
 void oc__dp_tenants_check(const oc_dp_conf_t *c, const char *file,
-                          oc_dp_errors_t *e)
+                          oc_conf_errors_t *e)
 {
     const oc_dp_tenants_conf_t *tc = &c->tenants;
 
@@ -277,21 +232,21 @@ void oc__dp_tenants_check(const oc_dp_conf_t *c, const char *file,
             if (c->attach[a].backend != OC_DP_BACKEND_XDP) {
                 /* handing frames between workers needs each worker's own
                  * pool to send from (tenant_hand.c) */
-                oc_dp_errors_add(e, file, tc->t[0].line,
-                                 "tenants with threads > 1 need backend=xdp "
-                                 "(attach %s)", c->attach[a].name);
+                oc_conf_error(e, file, tc->t[0].line,
+                              "tenants with threads > 1 need backend=xdp "
+                              "(attach %s)", c->attach[a].name);
                 break;
             }
     if (tc->ntenants > 0 && c->bare)
-        oc_dp_errors_add(e, file, tc->t[0].line,
-                         "tenants need the stages: not with 'stages none'");
+        oc_conf_error(e, file, tc->t[0].line,
+                      "tenants need the stages: not with 'stages none'");
     for (uint32_t i = 0; i < tc->ntenants; i++) {
         bool found = false;
         for (uint32_t a = 0; a < c->nattach; a++)
             found |= !strcmp(c->attach[a].name, tc->t[i].attach);
         if (!found)
-            oc_dp_errors_add(e, file, tc->t[i].line,
-                             "tenant %s: no attachment '%s'", tc->t[i].name,
-                             tc->t[i].attach);
+            oc_conf_error(e, file, tc->t[i].line,
+                          "tenant %s: no attachment '%s'", tc->t[i].name,
+                          tc->t[i].attach);
     }
 }

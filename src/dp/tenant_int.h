@@ -40,20 +40,22 @@ void oc__dp_tenants_defaults(oc_dp_tenants_conf_t *tc);
 /** One `tenant NAME key=value...` line (@p tok) into @p tc: 0, or -1 with
  *  the errors in @p e (tenant_conf.c; the config file and `tenant add`). */
 int oc__dp_tenant_parse(oc_dp_tenants_conf_t *tc, char **tok, int n,
-                        const char *file, unsigned ln, oc_dp_errors_t *e);
+                        const char *file, unsigned ln, oc_conf_errors_t *e);
 /** `tenant add ...` / `tenant del NAME` (tenant_live.c): @return 1 handled. */
 int oc__dp_tenant_live_ctl(oc_dp_t *dp, const char *line, FILE *out);
 /** Ask every worker to run control request @p req (tenant.c). */
 int oc__dp_tenant_ask_all(oc_dp_t *dp, int req, int zone);
 /** A config line's directive if it is a tenant one (tenant, tenant_rule,
- *  conntrack).  @return 1 handled (errors added to @p e), 0 not ours. */
+ *  conntrack); @p rule is the line's text from its fourth word on (the
+ *  rule of a tenant_rule).  @return 1 handled (errors added to @p e), 0
+ *  not ours. */
 int oc__dp_tenant_directive(oc_dp_conf_t *c, char **tok, int n,
-                            const char *rest, const char *file, unsigned ln,
-                            oc_dp_errors_t *e);
+                            const char *rule, const char *file, unsigned ln,
+                            oc_conf_errors_t *e);
 /** Whole-config checks: named attachments exist, one tenant each, one
  *  worker thread. */
 void oc__dp_tenants_check(const oc_dp_conf_t *c, const char *file,
-                          oc_dp_errors_t *e);
+                          oc_conf_errors_t *e);
 
 /* runtime (tenant.c) */
 oc_status_t oc__dp_tenants_start(oc_dp_t *dp, const oc_dp_conf_t *c);

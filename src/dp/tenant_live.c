@@ -61,16 +61,19 @@ static int add(oc_dp_t *dp, char *args, FILE *out)
 {
     struct oc_dp_tenants *ten = dp->ten;
     oc_dp_tenants_conf_t *tmp;
-    oc_dp_errors_t err;
-    char *tok[24], *save = NULL;
-    int n = 1, a;
+    oc_conf_errors_t err;
+    char *tok[24];
+    int n, a;
     uint32_t slot;
     const oc_dp_tenant_conf_t *tc;
 
     tok[0] = "tenant";
-    for (char *t = strtok_r(args, " \t", &save); t != NULL && n < 24;
-         t = strtok_r(NULL, " \t", &save))
-        tok[n++] = t;
+    n = oc_kv_split(args, tok + 1, 23);
+    if (n < 0) {
+        fprintf(out, "error: tenant add: more than 22 words\n");
+        return 1;
+    }
+    n++;
     tmp = calloc(1, sizeof(*tmp));
     if (tmp == NULL) {
         fprintf(out, "error: out of memory\n");

@@ -18,34 +18,25 @@
  * it has been checked (lengths, ranges, duplicates).  Not thread-safe.
  */
 #include "target.h"
+#include "util/kv.h"
 
 #include <ctype.h>
 #include <stddef.h>
-#include <stdarg.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define MAX_TOK 16
 
+/* where the parse is: errors go through util/kv.h's list, echoed to the
+ * caller's stream as they are found */
 typedef struct {
     const char *file;
-    int line;
-    int errors;
-    FILE *err;
+    unsigned line;
+    oc_conf_errors_t e;
 } ctx_t;
 
-__attribute__((format(printf, 2, 3))) static void cerr(ctx_t *x,
-                                                       const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(x->err, "%s:%d: ", x->file, x->line);
-    vfprintf(x->err, fmt, ap);
-    fputc('\n', x->err);
-    va_end(ap);
-    x->errors++;
-}
+#define cerr(x, ...) oc_conf_error(&(x)->e, (x)->file, (x)->line, __VA_ARGS__)
 
 int oc_nvmf_parse_hostport(const char *s, char *host, size_t hlen,
                            uint16_t *port)
@@ -105,66 +96,76 @@ static int parse_size(const char *s, uint64_t *out)
 
 static void parse_ns(ctx_t *x, oc_nvmf_subsys_conf_t *s, char **tok, int n)
 {
+    static const char *const keys[] = {"size", "block", "integrity",
+                                       "integrity-file", "key", "direct",
+                                       NULL};
+    enum { SIZE, BLOCK, INTEGRITY, INTEGRITY_FILE, KEY, DIRECT };
     oc_nvmf_ns_conf_t *ns;
-    char *end;
-    unsigned long nsid;
+    uint64_t nsid;
+    unsigned seen = 0;
 
-    if (s->nns >= OC_NVMF_MAX_NS)
-        return cerr(x, "more than %d namespaces in one subsystem",
-                    OC_NVMF_MAX_NS);
-    if (n < 3)
-        return cerr(x, "namespace: want 'namespace NSID PATH [options]'");
+    if (s->nns >= OC_NVMF_MAX_NS) {
+        cerr(x, "more than %d namespaces in one subsystem", OC_NVMF_MAX_NS);
+        return;
+    }
+    if (n < 3) {
+        cerr(x, "namespace: want 'namespace NSID PATH [options]'");
+        return;
+    }
     ns = &s->ns[s->nns];
     memset(ns, 0, sizeof(*ns));
     ns->block_size = 4096;
     ns->direct = -1;
     ns->line = x->line;
-    nsid = strtoul(tok[1], &end, 10);
-    if (*end || nsid == 0 || nsid > 1024)
-        return cerr(x, "namespace id '%s': want 1..1024", tok[1]);
+    if (oc_kv_u64(tok[1], 1, 1024, &nsid) != 0) {
+        cerr(x, "namespace id '%.32s': want 1..1024", tok[1]);
+        return;
+    }
     for (int i = 0; i < s->nns; i++)
-        if (s->ns[i].nsid == nsid)
-            return cerr(x, "namespace %lu already defined on line %d", nsid,
-                        s->ns[i].line);
+        if (s->ns[i].nsid == nsid) {
+            cerr(x, "namespace %u already defined on line %d",
+                 (unsigned)nsid, s->ns[i].line);
+            return;
+        }
     ns->nsid = (uint32_t)nsid;
-    if (strlen(tok[2]) >= sizeof(ns->path))
-        return cerr(x, "path too long");
+    if (strlen(tok[2]) >= sizeof(ns->path)) {
+        cerr(x, "path too long");
+        return;
+    }
     strcpy(ns->path, tok[2]);
     for (int i = 3; i < n; i++) {
-        char *eq = strchr(tok[i], '=');
-        const char *k = tok[i], *v;
-        if (!eq) {
-            cerr(x, "namespace option '%s': want KEY=VALUE", tok[i]);
+        char why[200], *v;
+        int k = oc_kv_key(tok[i], keys, &seen, &v, why, sizeof(why));
+        if (k < 0) {
+            cerr(x, "namespace %u: %s", ns->nsid, why);
             continue;
         }
-        *eq = 0;
-        v = eq + 1;
-        if (!strcmp(k, "size")) {
+        if (k == SIZE) {
             if (parse_size(v, &ns->size) || ns->size == 0)
                 cerr(x, "size '%s': want a number with K, M, G or T", v);
-        } else if (!strcmp(k, "block")) {
+        } else if (k == BLOCK) {
             if (!strcmp(v, "512"))
                 ns->block_size = 512;
             else if (!strcmp(v, "4096"))
                 ns->block_size = 4096;
             else
                 cerr(x, "block '%s': want 512 or 4096", v);
-        } else if (!strcmp(k, "integrity")) {
+        } else if (k == INTEGRITY) {
             if (!strcmp(v, "on") || !strcmp(v, "crc32c"))
                 ns->integrity = 1;
             else if (strcmp(v, "off"))
                 cerr(x, "integrity '%s': want on or off", v);
-        } else if (!strcmp(k, "integrity-file")) {
+        } else if (k == INTEGRITY_FILE) {
             if (strlen(v) >= sizeof(ns->integrity_path) || !*v)
                 cerr(x, "integrity-file: empty or too long");
             else
                 strcpy(ns->integrity_path, v);
-        } else if (!strcmp(k, "key")) {
+        } else if (k == KEY) {
             if (strlen(v) >= sizeof(ns->key_path) || !*v)
                 cerr(x, "key: empty or too long");
             else
                 strcpy(ns->key_path, v);
-        } else if (!strcmp(k, "direct")) {
+        } else {
             if (!strcmp(v, "auto"))
                 ns->direct = -1;
             else if (!strcmp(v, "on"))
@@ -173,8 +174,6 @@ static void parse_ns(ctx_t *x, oc_nvmf_subsys_conf_t *s, char **tok, int n)
                 ns->direct = 0;
             else
                 cerr(x, "direct '%s': want auto, on or off", v);
-        } else {
-            cerr(x, "unknown namespace option '%s'", k);
         }
     }
     if (ns->size % ns->block_size)
@@ -188,7 +187,7 @@ static void parse_ns(ctx_t *x, oc_nvmf_subsys_conf_t *s, char **tok, int n)
 oc_status_t oc_nvmf_conf_load(const char *file, oc_nvmf_conf_t *conf,
                               FILE *err)
 {
-    ctx_t x = {.file = file, .err = err};
+    ctx_t x = {.file = file, .e = {.echo = err}};
     oc_nvmf_subsys_conf_t *cur = NULL;
     char line[8192];
     FILE *f = fopen(file, "r");
@@ -204,8 +203,8 @@ oc_status_t oc_nvmf_conf_load(const char *file, oc_nvmf_conf_t *conf,
         return OC_ERR_CONFIG;
     }
     while (fgets(line, sizeof(line), f)) {
-        char *tok[MAX_TOK], *p = line, *hash;
-        int n = 0;
+        char *tok[MAX_TOK];
+        int n;
         x.line++;
         if (!strchr(line, '\n') && !feof(f)) {
             cerr(&x, "line longer than %zu bytes", sizeof(line) - 1);
@@ -214,23 +213,11 @@ oc_status_t oc_nvmf_conf_load(const char *file, oc_nvmf_conf_t *conf,
                 ;
             continue;
         }
-        if ((hash = strchr(line, '#')))
-            *hash = 0;
-        while (n < MAX_TOK) {
-            while (*p && isspace((unsigned char)*p))
-                p++;
-            if (!*p)
-                break;
-            tok[n++] = p;
-            while (*p && !isspace((unsigned char)*p))
-                p++;
-            if (*p)
-                *p++ = 0;
-        }
+        n = oc_kv_split(line, tok, MAX_TOK);
         if (n == 0)
             continue;
-        if (n == MAX_TOK) {
-            cerr(&x, "too many words");
+        if (n < 0) {
+            cerr(&x, "more than %d words", MAX_TOK);
             continue;
         }
         const char *k = tok[0];
@@ -249,16 +236,14 @@ oc_status_t oc_nvmf_conf_load(const char *file, oc_nvmf_conf_t *conf,
             else
                 strcpy(conf->advertise, tok[1]);
         } else if (!strcmp(k, "kato-grace-ms")) {
-            char *end;
-            long v = n == 2 ? strtol(tok[1], &end, 10) : -1;
-            if (n != 2 || *end || v < 0 || v > 600000)
+            uint64_t v;
+            if (n != 2 || oc_kv_u64(tok[1], 0, 600000, &v) != 0)
                 cerr(&x, "kato-grace-ms: want 0..600000");
             else
                 conf->kato_grace_ms = (int)v;
         } else if (!strcmp(k, "send-timeout-ms")) {
-            char *end;
-            long v = n == 2 ? strtol(tok[1], &end, 10) : -1;
-            if (n != 2 || *end || v < 100 || v > 3600000)
+            uint64_t v;
+            if (n != 2 || oc_kv_u64(tok[1], 100, 3600000, &v) != 0)
                 cerr(&x, "send-timeout-ms: want 100..3600000");
             else
                 conf->send_timeout_ms = (int)v;
@@ -326,8 +311,9 @@ oc_status_t oc_nvmf_conf_load(const char *file, oc_nvmf_conf_t *conf,
         x.line = 0;
         cerr(&x, "no subsystem defined");
     }
-    if (x.errors) {
-        fprintf(err, "%s: %d error%s\n", file, x.errors, x.errors > 1 ? "s" : "");
+    if (x.e.count) {
+        fprintf(err, "%s: %u error%s\n", file, x.e.count,
+                x.e.count > 1 ? "s" : "");
         return OC_ERR_CONFIG;
     }
     return OC_OK;

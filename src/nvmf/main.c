@@ -9,6 +9,7 @@
  * counters (relaxed atomics) and the connection list under snap_lock.
  */
 #include "metrics/metrics.h"
+#include "metrics/names.h"
 #include "target.h"
 #include "util/log.h"
 
@@ -85,55 +86,55 @@ static oc_status_t fill(void *arg, oc_prom_t *p)
         {"host_stopped_reading", offsetof(oc_nvmf_stats_t, send_stalled)},
     };
 
-    oc_prom_family(p, "offcore_nvmf_connections_accepted_total",
+    oc_prom_family(p, OC_M_NVMF_CONNS_ACCEPTED,
                    "TCP connections accepted", OC_PROM_COUNTER);
-    oc_prom_sample(p, "offcore_nvmf_connections_accepted_total", NULL, 0,
+    oc_prom_sample(p, OC_M_NVMF_CONNS_ACCEPTED, NULL, 0,
                    RELAXED(s->conns_accepted));
-    oc_prom_family(p, "offcore_nvmf_connections", "open connections (queues)",
+    oc_prom_family(p, OC_M_NVMF_CONNS, "open connections (queues)",
                    OC_PROM_GAUGE);
-    oc_prom_sample(p, "offcore_nvmf_connections", NULL, 0,
+    oc_prom_sample(p, OC_M_NVMF_CONNS, NULL, 0,
                    RELAXED(s->conns_active));
-    oc_prom_family(p, "offcore_nvmf_connects_total",
+    oc_prom_family(p, OC_M_NVMF_CONNECTS,
                    "Fabrics Connect commands accepted", OC_PROM_COUNTER);
-    oc_prom_sample(p, "offcore_nvmf_connects_total", NULL, 0,
+    oc_prom_sample(p, OC_M_NVMF_CONNECTS, NULL, 0,
                    RELAXED(s->connect_ok));
-    oc_prom_family(p, "offcore_nvmf_rejects_total",
+    oc_prom_family(p, OC_M_NVMF_REJECTS,
                    "input refused, by reason (docs/nvmf.md)", OC_PROM_COUNTER);
     for (size_t i = 0; i < sizeof(rej) / sizeof(rej[0]); i++)
-        oc_prom_sample(p, "offcore_nvmf_rejects_total",
+        oc_prom_sample(p, OC_M_NVMF_REJECTS,
                        OC_PROM_LABELS({"reason", rej[i].reason}),
                        RELAXED(*(_Atomic uint64_t *)((uint8_t *)s + rej[i].off)));
-    oc_prom_family(p, "offcore_nvmf_commands_total", "commands received",
+    oc_prom_family(p, OC_M_NVMF_COMMANDS, "commands received",
                    OC_PROM_COUNTER);
-    oc_prom_sample(p, "offcore_nvmf_commands_total",
+    oc_prom_sample(p, OC_M_NVMF_COMMANDS,
                    OC_PROM_LABELS({"queue", "admin"}), RELAXED(s->admin_cmds));
-    oc_prom_sample(p, "offcore_nvmf_commands_total",
+    oc_prom_sample(p, OC_M_NVMF_COMMANDS,
                    OC_PROM_LABELS({"queue", "io"}), RELAXED(s->io_cmds));
-    oc_prom_family(p, "offcore_nvmf_h2c_direct_total",
+    oc_prom_family(p, OC_M_NVMF_H2C_DIRECT,
                    "H2CData PDUs received straight into their command's "
                    "buffer (no copy)", OC_PROM_COUNTER);
-    oc_prom_sample(p, "offcore_nvmf_h2c_direct_total", NULL, 0,
+    oc_prom_sample(p, OC_M_NVMF_H2C_DIRECT, NULL, 0,
                    RELAXED(s->h2c_direct));
-    oc_prom_family(p, "offcore_nvmf_command_errors_total",
+    oc_prom_family(p, OC_M_NVMF_COMMAND_ERRORS,
                    "commands completed with an error status", OC_PROM_COUNTER);
-    oc_prom_sample(p, "offcore_nvmf_command_errors_total", NULL, 0,
+    oc_prom_sample(p, OC_M_NVMF_COMMAND_ERRORS, NULL, 0,
                    RELAXED(s->cmd_errors));
 
 #define NSF(n, h, f) fill_ns(p, t, n, h, offsetof(oc_nvmf_ns_stats_t, f))
-    NSF("offcore_nvmf_ns_reads_total", "Read commands completed", reads);
-    NSF("offcore_nvmf_ns_writes_total", "Write commands completed", writes);
-    NSF("offcore_nvmf_ns_read_bytes_total", "bytes read", read_bytes);
-    NSF("offcore_nvmf_ns_write_bytes_total", "bytes written", write_bytes);
-    NSF("offcore_nvmf_ns_flushes_total", "Flush commands", flushes);
-    NSF("offcore_nvmf_ns_write_zeroes_total", "Write Zeroes commands",
+    NSF(OC_M_NVMF_NS_READS, "Read commands completed", reads);
+    NSF(OC_M_NVMF_NS_WRITES, "Write commands completed", writes);
+    NSF(OC_M_NVMF_NS_READ_BYTES, "bytes read", read_bytes);
+    NSF(OC_M_NVMF_NS_WRITE_BYTES, "bytes written", write_bytes);
+    NSF(OC_M_NVMF_NS_FLUSHES, "Flush commands", flushes);
+    NSF(OC_M_NVMF_NS_WRITE_ZEROES, "Write Zeroes commands",
         write_zeroes);
-    NSF("offcore_nvmf_ns_dsm_total", "Dataset Management commands", dsm);
-    NSF("offcore_nvmf_ns_errors_total", "commands failed", errors);
-    NSF("offcore_nvmf_ns_integrity_errors_total",
+    NSF(OC_M_NVMF_NS_DSM, "Dataset Management commands", dsm);
+    NSF(OC_M_NVMF_NS_ERRORS, "commands failed", errors);
+    NSF(OC_M_NVMF_NS_INTEGRITY_ERRORS,
         "blocks that failed their checksum (Unrecovered Read Error)",
         integrity_errors);
 
-    oc_prom_family(p, "offcore_nvmf_ns_latency_seconds",
+    oc_prom_family(p, OC_M_NVMF_NS_LATENCY,
                    "Read/Write latency, receipt to completion queued",
                    OC_PROM_HISTOGRAM);
     for (int i = 1; i <= t->nsubsys; i++)
@@ -150,21 +151,21 @@ static oc_status_t fill(void *arg, oc_prom_t *p)
                              oc_nvmf_lat_bounds_us[b] / 1e6);
                 else
                     snprintf(le, sizeof(le), "+Inf");
-                oc_prom_sample(p, "offcore_nvmf_ns_latency_seconds_bucket",
+                oc_prom_sample(p, OC_M_NVMF_NS_LATENCY "_bucket",
                                OC_PROM_LABELS({"subsystem", nqn},
                                               {"nsid", nsid}, {"le", le}),
                                cum);
             }
-            oc_prom_sample_f64(p, "offcore_nvmf_ns_latency_seconds_sum",
+            oc_prom_sample_f64(p, OC_M_NVMF_NS_LATENCY "_sum",
                                OC_PROM_LABELS({"subsystem", nqn},
                                               {"nsid", nsid}),
                                RELAXED(ns->st.lat_sum_ns) / 1e9);
-            oc_prom_sample(p, "offcore_nvmf_ns_latency_seconds_count",
+            oc_prom_sample(p, OC_M_NVMF_NS_LATENCY "_count",
                            OC_PROM_LABELS({"subsystem", nqn}, {"nsid", nsid}),
                            RELAXED(ns->st.lat_count));
         }
 
-    oc_prom_family(p, "offcore_nvmf_queue_commands_total",
+    oc_prom_family(p, OC_M_NVMF_QUEUE_COMMANDS,
                    "commands per connected queue", OC_PROM_COUNTER);
     pthread_mutex_lock(&t->snap_lock);
     for (oc_nvmf_conn_t *c = t->conns; c; c = c->next) {
@@ -174,7 +175,7 @@ static oc_status_t fill(void *arg, oc_prom_t *p)
         snprintf(id, sizeof(id), "%llu", (unsigned long long)c->id);
         snprintf(qid, sizeof(qid), "%u", c->snap_qid);
         snprintf(cntlid, sizeof(cntlid), "%u", c->snap_cntlid);
-        oc_prom_sample(p, "offcore_nvmf_queue_commands_total",
+        oc_prom_sample(p, OC_M_NVMF_QUEUE_COMMANDS,
                        OC_PROM_LABELS({"conn", id}, {"peer", c->peer},
                                       {"host", c->snap_host},
                                       {"subsystem", c->snap_sub},
@@ -182,7 +183,7 @@ static oc_status_t fill(void *arg, oc_prom_t *p)
                                       {"digest", c->snap_digest}),
                        RELAXED(c->ncmds));
     }
-    oc_prom_family(p, "offcore_nvmf_queue_latency_seconds",
+    oc_prom_family(p, OC_M_NVMF_QUEUE_LATENCY,
                    "Read/Write latency per connected I/O queue",
                    OC_PROM_HISTOGRAM);
     for (oc_nvmf_conn_t *c = t->conns; c; c = c->next) {
@@ -198,15 +199,15 @@ static oc_status_t fill(void *arg, oc_prom_t *p)
                 snprintf(le, sizeof(le), "%g", oc_nvmf_lat_bounds_us[b] / 1e6);
             else
                 snprintf(le, sizeof(le), "+Inf");
-            oc_prom_sample(p, "offcore_nvmf_queue_latency_seconds_bucket",
+            oc_prom_sample(p, OC_M_NVMF_QUEUE_LATENCY "_bucket",
                            OC_PROM_LABELS({"conn", id}, {"qid", qid},
                                           {"le", le}),
                            cum);
         }
-        oc_prom_sample_f64(p, "offcore_nvmf_queue_latency_seconds_sum",
+        oc_prom_sample_f64(p, OC_M_NVMF_QUEUE_LATENCY "_sum",
                            OC_PROM_LABELS({"conn", id}, {"qid", qid}),
                            RELAXED(c->lat_sum_ns) / 1e9);
-        oc_prom_sample(p, "offcore_nvmf_queue_latency_seconds_count",
+        oc_prom_sample(p, OC_M_NVMF_QUEUE_LATENCY "_count",
                        OC_PROM_LABELS({"conn", id}, {"qid", qid}),
                        RELAXED(c->lat_count));
     }

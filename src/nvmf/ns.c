@@ -24,9 +24,11 @@
  */
 #include "target.h"
 #include "util/log.h"
+#include "util/secret.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/fs.h>
 #include <openssl/evp.h>
 #include <stdlib.h>
@@ -39,65 +41,36 @@
 #define META_MAGIC "offcore-nvmf-crc32c-v1"
 #define META_HDR 4096u
 
+/* An XTS key file: 64 raw bytes, or 128 hex digits (util/secret.h). */
 static int read_key(const char *path, uint8_t key[64])
 {
-    struct stat st;
-    char buf[260];
-    ssize_t n;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    uint8_t buf[260];
+    char why[PATH_MAX + 128];
+    size_t n = 0;
+    int rc = -1;
 
-    if (fd < 0) {
-        oc_error(LOGC, "nvmf: key file %s: %s", path, strerror(errno));
-        return -1;
+    if (oc_secret_read(path, buf, sizeof(buf), &n, why, sizeof(why)) != OC_OK) {
+        oc_error(LOGC, "nvmf: %s", why);
+        goto out;
     }
-    if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-        oc_error(LOGC, "nvmf: key file %s: not a regular file", path);
-        goto err;
-    }
-    if (st.st_mode & 077) {
-        oc_error(LOGC, "nvmf: key file %s: mode %03o lets others read it "
-                 "(chmod 600)", path, st.st_mode & 0777);
-        goto err;
-    }
-    if (st.st_uid != geteuid()) {
-        oc_error(LOGC, "nvmf: key file %s: owned by uid %u, not by this "
-                 "process (uid %u)", path, st.st_uid, geteuid());
-        goto err;
-    }
-    n = read(fd, buf, sizeof(buf));
-    close(fd);
-    if (n == 64) {
+    if (n == 64)
         memcpy(key, buf, 64);
-    } else {
-        /* 128 hex digits, an optional newline */
-        while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
-            n--;
-        if (n != 128) {
-            oc_error(LOGC, "nvmf: key file %s: want 64 raw bytes or 128 hex "
-                     "digits (AES-256-XTS takes two 256-bit keys)", path);
-            return -1;
-        }
-        for (int i = 0; i < 64; i++) {
-            unsigned v;
-            char h[3] = {buf[2 * i], buf[2 * i + 1], 0};
-            char *end;
-            v = (unsigned)strtoul(h, &end, 16);
-            if (*end) {
-                oc_error(LOGC, "nvmf: key file %s: not hex", path);
-                return -1;
-            }
-            key[i] = (uint8_t)v;
-        }
+    else if (oc_secret_hex(buf, n, key, 64) != 64) {
+        oc_error(LOGC, "nvmf: key file %s: want 64 raw bytes or 128 hex "
+                 "digits (AES-256-XTS takes two 256-bit keys)", path);
+        goto out;
     }
     if (!memcmp(key, key + 32, 32)) {
         oc_error(LOGC, "nvmf: key file %s: the two halves of an XTS key must "
                  "differ", path);
-        return -1;
+        goto out;
     }
-    return 0;
-err:
-    close(fd);
-    return -1;
+    rc = 0;
+out:
+    memset(buf, 0, sizeof(buf));
+    if (rc != 0)
+        memset(key, 0, 64);
+    return rc;
 }
 
 static int crypto_init(oc_nvmf_ns_t *ns, const char *key_path)

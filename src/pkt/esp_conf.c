@@ -6,152 +6,80 @@
  * after use on the stack and never appear in a message.
  */
 #include "pkt/esp.h"
+#include "util/kv.h"
+#include "util/secret.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-static int hexval(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
 
 oc_status_t oc_esp_key_file(const char *path, uint8_t key[OC_ESP_KEY_LEN],
                             uint8_t salt[OC_ESP_SALT_LEN], char *why,
                             size_t whylen)
 {
     uint8_t buf[256], raw[OC_ESP_KEY_LEN + OC_ESP_SALT_LEN];
-    struct stat st;
-    ssize_t got;
-    size_t nd = 0, i = 0;
-    int fd;
+    oc_status_t st;
+    size_t got = 0;
+    long n;
 
-    fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) {
-        snprintf(why, whylen, "key file %s: %s", path, strerror(errno));
-        return OC_ERR_CONFIG;
-    }
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        snprintf(why, whylen, "key file %s: not a regular file", path);
-        goto bad;
-    }
-    if ((st.st_mode & 077) != 0) {
-        snprintf(why, whylen, "key file %s: mode %03o gives group or others "
-                 "access (chmod 600)", path, (unsigned)(st.st_mode & 0777));
-        goto bad;
-    }
-    if (st.st_uid != 0 && st.st_uid != geteuid()) {
-        snprintf(why, whylen, "key file %s: owned by uid %u, neither root nor "
-                 "this process's", path, (unsigned)st.st_uid);
-        goto bad;
-    }
-    got = read(fd, buf, sizeof(buf));
-    if (got < 0 || (size_t)got == sizeof(buf)) {
-        snprintf(why, whylen, "key file %s: %s", path,
-                 got < 0 ? strerror(errno) : "longer than a key");
-        goto bad;
-    }
-    if (got >= 2 && buf[0] == '0' && (buf[1] == 'x' || buf[1] == 'X'))
-        i = 2;
-    for (; i < (size_t)got; i++) {
-        int v = hexval(buf[i]);
-        if (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\n' || buf[i] == '\r')
-            continue;
-        if (v < 0 || nd >= 2 * sizeof(raw)) {
-            snprintf(why, whylen, "key file %s: expected %zu hex digits "
-                     "(32-byte key, 4-byte salt)", path, 2 * sizeof(raw));
-            goto bad;
-        }
-        raw[nd / 2] = (uint8_t)(nd % 2 ? raw[nd / 2] | v : v << 4);
-        nd++;
-    }
-    if (nd != 2 * sizeof(raw)) {
+    st = oc_secret_read(path, buf, sizeof(buf), &got, why, whylen);
+    if (st != OC_OK)
+        goto out;
+    n = oc_secret_hex(buf, got, raw, sizeof(raw));
+    if (n < 0) {
         snprintf(why, whylen, "key file %s: expected %zu hex digits (32-byte "
-                 "key, 4-byte salt), found %zu", path, 2 * sizeof(raw), nd);
-        goto bad;
+                 "key, 4-byte salt)", path, 2 * sizeof(raw));
+        st = OC_ERR_CONFIG;
+        goto out;
+    }
+    if (n != (long)sizeof(raw)) {
+        snprintf(why, whylen, "key file %s: expected %zu hex digits (32-byte "
+                 "key, 4-byte salt), found %ld", path, 2 * sizeof(raw), 2 * n);
+        st = OC_ERR_CONFIG;
+        goto out;
     }
     memcpy(key, raw, OC_ESP_KEY_LEN);
     memcpy(salt, raw + OC_ESP_KEY_LEN, OC_ESP_SALT_LEN);
+out:
     memset(raw, 0, sizeof(raw));
     memset(buf, 0, sizeof(buf));
-    close(fd);
-    return OC_OK;
-bad:
-    memset(raw, 0, sizeof(raw));
-    memset(buf, 0, sizeof(buf));
-    close(fd);
-    return OC_ERR_CONFIG;
+    return st;
 }
 
 #define WHY(...) (snprintf(why, whylen, __VA_ARGS__), -1)
 
-static int parse_ip(const char *s, uint32_t *ip)
-{
-    struct in_addr a;
-    if (inet_pton(AF_INET, s, &a) != 1)
-        return -1;
-    *ip = ntohl(a.s_addr);
-    return 0;
-}
-
 int oc_esp_sa_parse(const char *text, const char *base_dir,
                     oc_esp_sa_spec_t *out, char *why, size_t whylen)
 {
+    static const char *const keys[] = {"spi", "local", "peer", "key",
+                                       "match", NULL};
+    enum { SPI, LOCAL, PEER, KEY, MATCH };
     oc_esp_sa_spec_t s;
-    char tok[512];
-    const char *p = text;
+    char line[1024], *tok[MATCH + 3];
     unsigned seen = 0;
-    int ntok = 0;
+    int n;
 
     memset(&s, 0, sizeof(s));
-    for (;;) {
-        size_t n;
-        char *eq, *val;
-        while (*p == ' ' || *p == '\t')
-            p++;
-        if (*p == '\0' || *p == '\n' || *p == '#')
-            break;
-        n = strcspn(p, " \t\n");
-        if (n >= sizeof(tok))
-            return WHY("token too long");
-        memcpy(tok, p, n);
-        tok[n] = '\0';
-        p += n;
-        if (ntok++ == 0) {
-            if (!strcmp(tok, "out"))
-                s.sa.outbound = true;
-            else if (strcmp(tok, "in") != 0)
-                return WHY("'%.32s': expected in or out first", tok);
-            continue;
-        }
-        eq = strchr(tok, '=');
-        if (eq == NULL)
-            return WHY("'%.64s': expected KEY=VALUE", tok);
-        *eq = '\0';
-        val = eq + 1;
-        static const char *const keys[] = {"spi", "local", "peer", "key",
-                                           "match", NULL};
-        int k = -1;
-        for (int i = 0; keys[i] != NULL; i++)
-            if (!strcmp(tok, keys[i]))
-                k = i;
+    n = oc_kv_split_text(text, line, sizeof(line), tok,
+                         (int)(sizeof(tok) / sizeof(tok[0])));
+    if (n == -2)
+        return WHY("longer than %zu bytes", sizeof(line) - 1);
+    if (n < 0) /* in|out and a word a key: the loop names the extra one */
+        n = (int)(sizeof(tok) / sizeof(tok[0]));
+    if (n == 0)
+        return WHY("expected in|out spi=N local=A.B.C.D peer=A.B.C.D key=FILE "
+                   "[match=PREFIX]");
+    if (!strcmp(tok[0], "out"))
+        s.sa.outbound = true;
+    else if (strcmp(tok[0], "in") != 0)
+        return WHY("'%.32s': expected in or out first", tok[0]);
+    for (int i = 1; i < n; i++) {
+        char *val;
+        int k = oc_kv_key(tok[i], keys, &seen, &val, why, whylen);
         if (k < 0)
-            return WHY("unknown key '%.32s' (spi local peer key match)", tok);
-        if (seen & (1u << k))
-            return WHY("'%s' given twice", tok);
-        seen |= 1u << k;
-        if (k == 0) {
+            return -1;
+        if (k == SPI) {
             char *end;
             unsigned long long v;
             errno = 0;
@@ -161,10 +89,10 @@ int oc_esp_sa_parse(const char *text, const char *base_dir,
                 return WHY("spi '%.32s': expected 256..4294967295 (1..255 are "
                            "reserved, RFC 4303)", val);
             s.sa.spi = (uint32_t)v;
-        } else if (k == 1 || k == 2) {
-            if (parse_ip(val, k == 1 ? &s.sa.local : &s.sa.peer) != 0)
-                return WHY("%s '%.40s': expected an IPv4 address", tok, val);
-        } else if (k == 3) {
+        } else if (k == LOCAL || k == PEER) {
+            if (oc_kv_ipv4(val, k == LOCAL ? &s.sa.local : &s.sa.peer) != 0)
+                return WHY("%s '%.40s': expected an IPv4 address", tok[i], val);
+        } else if (k == KEY) {
             int l = val[0] == '/' || base_dir == NULL
                         ? snprintf(s.key_path, sizeof(s.key_path), "%s", val)
                         : snprintf(s.key_path, sizeof(s.key_path), "%s/%s",
@@ -172,42 +100,17 @@ int oc_esp_sa_parse(const char *text, const char *base_dir,
             if (val[0] == '\0' || l < 0 || (size_t)l >= sizeof(s.key_path))
                 return WHY("key: expected a file name (at most %zu bytes)",
                            sizeof(s.key_path) - 1);
-        } else {
-            char ip[32];
-            const char *slash = strchr(val, '/');
-            unsigned long len = 32;
-            size_t il = slash ? (size_t)(slash - val) : strlen(val);
-            if (!strcmp(val, "any")) {
-                s.match_len = 0;
-                continue;
-            }
-            if (il >= sizeof(ip))
-                return WHY("match '%.40s': expected A.B.C.D[/LEN] or any", val);
-            memcpy(ip, val, il);
-            ip[il] = '\0';
-            if (slash != NULL) {
-                char *end;
-                len = strtoul(slash + 1, &end, 10);
-                if (slash[1] < '0' || slash[1] > '9' || *end != '\0' || len > 32)
-                    return WHY("match '%.40s': expected A.B.C.D[/0..32] or any",
-                               val);
-            }
-            if (parse_ip(ip, &s.match_ip) != 0)
-                return WHY("match '%.40s': expected A.B.C.D[/0..32] or any", val);
-            s.match_len = (uint8_t)len;
-            s.match_ip &= len ? ~0u << (32 - len) : 0;
+        } else if (oc_kv_prefix(val, &s.match_ip, &s.match_len) != 0) {
+            return WHY("match '%.40s': expected A.B.C.D[/0..32] or any", val);
         }
     }
-    if (ntok == 0)
-        return WHY("expected in|out spi=N local=A.B.C.D peer=A.B.C.D key=FILE "
-                   "[match=PREFIX]");
-    if (!(seen & 1))
+    if (!(seen & 1u << SPI))
         return WHY("missing spi=N");
-    if (!(seen & 2) || !(seen & 4))
+    if (!(seen & 1u << LOCAL) || !(seen & 1u << PEER))
         return WHY("missing local= or peer= (the tunnel's two wire addresses)");
-    if (!(seen & 8))
+    if (!(seen & 1u << KEY))
         return WHY("missing key=FILE");
-    if ((seen & 16) && !s.sa.outbound)
+    if ((seen & 1u << MATCH) && !s.sa.outbound)
         return WHY("match= is for out SAs (which traffic they protect)");
     if (oc_esp_key_file(s.key_path, s.sa.key, s.sa.salt, why, whylen) != OC_OK)
         return -1;

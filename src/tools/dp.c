@@ -7,6 +7,7 @@
 #include "dp.h"
 #include "ctl/ctl.h"
 #include "metrics/metrics.h"
+#include "metrics/names.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -287,40 +288,40 @@ static oc_status_t stat_cb(void *arg, const oc_prom_sample_t *s)
 
     if (hist_cb(c, s, v))
         return OC_OK;
-    if (!strcmp(n, "offcore_dp_threads") || !strcmp(n, "offcore_dp_rules") ||
-        !strcmp(n, "offcore_dp_forwarded_packets_total") ||
-        !strcmp(n, "offcore_dp_nomatch_packets_total") ||
-        !strcmp(n, "offcore_dp_rule_updates_total")) {
+    if (!strcmp(n, OC_M_DP_THREADS) || !strcmp(n, OC_M_DP_RULES) ||
+        !strcmp(n, OC_M_DP_FORWARDED) ||
+        !strcmp(n, OC_M_DP_NOMATCH) ||
+        !strcmp(n, OC_M_DP_RULE_UPDATES)) {
         fprintf(c->sec[S_SUMMARY], "  %-32s %16" PRIu64 "\n", n + 11, v);
-    } else if (!strcmp(n, "offcore_dp_port_packets_total")) {
+    } else if (!strcmp(n, OC_M_DP_PORT_PACKETS)) {
         snprintf(key, sizeof(key), "%-12s %-4s %-16s %-3s", label(s, "attach"),
                  label(s, "side"), label(s, "port"), label(s, "dir"));
         return row_packets(&c->ports, key, v);
-    } else if (!strcmp(n, "offcore_dp_port_bytes_total")) {
+    } else if (!strcmp(n, OC_M_DP_PORT_BYTES)) {
         row_bytes(&c->ports, v);
-    } else if (!strcmp(n, "offcore_dp_port_tx_ring_full_total") ||
-               !strcmp(n, "offcore_dp_port_kernel_drops_total")) {
+    } else if (!strcmp(n, OC_M_DP_PORT_TX_RING_FULL) ||
+               !strcmp(n, OC_M_DP_PORT_KERNEL_DROPS)) {
         if (v != 0)
             fprintf(c->sec[S_BACKPRESSURE], "  %-16s %-15s %12" PRIu64 "\n",
                     label(s, "port"),
                     strstr(n, "ring") ? "tx ring full" : "kernel drops", v);
-    } else if (!strcmp(n, "offcore_dp_frames_total")) {
+    } else if (!strcmp(n, OC_M_DP_FRAMES)) {
         if (v != 0)
             fprintf(c->sec[S_FRAMES], "  %-22s %-6s %16" PRIu64 "\n",
                     label(s, "reason"), label(s, "policy"), v);
-    } else if (!strcmp(n, "offcore_dp_dropped_packets_total")) {
+    } else if (!strcmp(n, OC_M_DP_DROPPED)) {
         fprintf(c->sec[S_DROPS], "  %-22s %16" PRIu64 "\n", label(s, "cause"),
                 v);
-    } else if (!strcmp(n, "offcore_dp_rule_packets_total")) {
+    } else if (!strcmp(n, OC_M_DP_RULE_PACKETS)) {
         snprintf(key, sizeof(key), "%-11s %-6s", label(s, "id"),
                  label(s, "action"));
         return row_packets(&c->rules, key, v);
-    } else if (!strcmp(n, "offcore_dp_rule_bytes_total")) {
+    } else if (!strcmp(n, OC_M_DP_RULE_BYTES)) {
         row_bytes(&c->rules, v);
-    } else if (!strcmp(n, "offcore_dp_thread_forwarded_packets_total")) {
+    } else if (!strcmp(n, OC_M_DP_THREAD_FORWARDED)) {
         snprintf(key, sizeof(key), "%-8s", label(s, "thread"));
         return row_packets(&c->threads, key, v);
-    } else if (!strcmp(n, "offcore_dp_thread_sleeps_total")) {
+    } else if (!strcmp(n, OC_M_DP_THREAD_SLEEPS)) {
         row_bytes(&c->threads, v);
     } else {
         fprintf(c->sec[S_OTHER], "  %s %" PRIu64 "\n", n, v);

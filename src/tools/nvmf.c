@@ -6,13 +6,15 @@
  *
  * It reads the target's Prometheus /metrics (the `metrics` line of its
  * configuration) with libcurl and oc_prom_parse(): the metric names are
- * the interface, written once in src/nvmf/main.c.  The answer is
+ * the interface, named once in src/metrics/names.h.  The answer is
  * untrusted: the parser checks it, and a value missing is shown as "-".
  * Not thread-safe (curl_global_init, static tables).
  */
 #include "nvmf.h"
+#include "http_get.h"
 
 #include "metrics/metrics.h"
+#include "metrics/names.h"
 
 #include <curl/curl.h>
 #include <stdlib.h>
@@ -22,10 +24,6 @@
 #define MAX_ANSWER (16u << 20)
 #define MAX_ROWS 512
 
-typedef struct {
-    char *data;
-    size_t len, cap;
-} body_t;
 
 /* one row per distinct label set of the families we show */
 typedef struct {
@@ -44,37 +42,13 @@ static double reason_v[16];
 static int n_reasons;
 
 static const char *const ns_fam[] = {
-    "offcore_nvmf_ns_reads_total",       "offcore_nvmf_ns_writes_total",
-    "offcore_nvmf_ns_read_bytes_total",  "offcore_nvmf_ns_write_bytes_total",
-    "offcore_nvmf_ns_flushes_total",     "offcore_nvmf_ns_errors_total",
-    "offcore_nvmf_ns_integrity_errors_total",
-    "offcore_nvmf_ns_latency_seconds_sum",
-    "offcore_nvmf_ns_latency_seconds_count"};
+    OC_M_NVMF_NS_READS,       OC_M_NVMF_NS_WRITES,
+    OC_M_NVMF_NS_READ_BYTES,  OC_M_NVMF_NS_WRITE_BYTES,
+    OC_M_NVMF_NS_FLUSHES,     OC_M_NVMF_NS_ERRORS,
+    OC_M_NVMF_NS_INTEGRITY_ERRORS,
+    OC_M_NVMF_NS_LATENCY "_sum",
+    OC_M_NVMF_NS_LATENCY "_count"};
 #define N_NS_FAM (sizeof(ns_fam) / sizeof(ns_fam[0]))
-
-static size_t on_data(char *ptr, size_t size, size_t nmemb, void *arg)
-{
-    body_t *b = arg;
-    size_t n = size * nmemb;
-
-    if (n > MAX_ANSWER - b->len)
-        return 0;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 16384;
-        char *d;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        d = realloc(b->data, cap);
-        if (!d)
-            return 0;
-        b->data = d;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->len, ptr, n);
-    b->len += n;
-    b->data[b->len] = 0;
-    return n;
-}
 
 static const char *lab(const oc_prom_sample_t *s, const char *name)
 {
@@ -114,7 +88,7 @@ static oc_status_t collect(void *arg, const oc_prom_sample_t *s)
         }
         return OC_OK;
     }
-    if (!strcmp(s->name, "offcore_nvmf_queue_commands_total")) {
+    if (!strcmp(s->name, OC_M_NVMF_QUEUE_COMMANDS)) {
         snprintf(key, sizeof(key), "%s", lab(s, "conn"));
         if ((r = row(q_rows, &n_q, key))) {
             snprintf(r->conn, sizeof(r->conn), "%s", lab(s, "conn"));
@@ -128,21 +102,21 @@ static oc_status_t collect(void *arg, const oc_prom_sample_t *s)
         }
         return OC_OK;
     }
-    if (!strcmp(s->name, "offcore_nvmf_rejects_total") && n_reasons < 16) {
+    if (!strcmp(s->name, OC_M_NVMF_REJECTS) && n_reasons < 16) {
         snprintf(reasons[n_reasons], sizeof(reasons[0]), "%s",
                  lab(s, "reason"));
         reason_v[n_reasons++] = s->value;
         return OC_OK;
     }
-    if (!strcmp(s->name, "offcore_nvmf_connections_accepted_total"))
+    if (!strcmp(s->name, OC_M_NVMF_CONNS_ACCEPTED))
         totals[0] = s->value;
-    else if (!strcmp(s->name, "offcore_nvmf_connections"))
+    else if (!strcmp(s->name, OC_M_NVMF_CONNS))
         totals[1] = s->value;
-    else if (!strcmp(s->name, "offcore_nvmf_connects_total"))
+    else if (!strcmp(s->name, OC_M_NVMF_CONNECTS))
         totals[2] = s->value;
-    else if (!strcmp(s->name, "offcore_nvmf_commands_total"))
+    else if (!strcmp(s->name, OC_M_NVMF_COMMANDS))
         totals[!strcmp(lab(s, "queue"), "admin") ? 3 : 4] = s->value;
-    else if (!strcmp(s->name, "offcore_nvmf_command_errors_total"))
+    else if (!strcmp(s->name, OC_M_NVMF_COMMAND_ERRORS))
         totals[5] = s->value;
     return OC_OK;
 }
@@ -169,11 +143,11 @@ static void usage(FILE *out)
 int oc_nvmf_cli_main(int argc, char **argv, FILE *out, FILE *err)
 {
     const char *target = getenv(OC_NVMF_CLI_ENV), *what = "all";
-    char url[512], cerr[CURL_ERROR_SIZE] = "";
-    body_t body = {0};
+    char url[512];
+    oc__http_answer_t body = {0};
     oc_prom_error_t perr;
     int raw = 0, rc = 1;
-    long code = 0;
+    CURLcode cc;
     CURL *curl;
 
     if (!target || !*target)
@@ -205,20 +179,16 @@ int oc_nvmf_cli_main(int argc, char **argv, FILE *out, FILE *err)
         fprintf(err, "offcore nvmf: libcurl failed to start\n");
         goto out;
     }
-    curl_easy_setopt(curl, CURLOPT_URL, url);
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
-    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, cerr);
     curl_easy_setopt(curl, CURLOPT_TIMEOUT, 5L);
-    if (curl_easy_perform(curl) != CURLE_OK) {
+    cc = oc__http_get(curl, url, MAX_ANSWER, &body);
+    if (cc != CURLE_OK) {
         fprintf(err, "offcore nvmf: no target answers at %s (%s)\n  start "
                 "offcore-nvmf with a 'metrics %s' line, or give --target\n",
-                url, cerr, target);
+                url, body.err[0] ? body.err : curl_easy_strerror(cc), target);
         goto out;
     }
-    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &code);
-    if (code != 200 || !body.data) {
-        fprintf(err, "offcore nvmf: %s answered HTTP %ld\n", url, code);
+    if (body.code != 200 || !body.data) {
+        fprintf(err, "offcore nvmf: %s answered HTTP %ld\n", url, body.code);
         goto out;
     }
     if (raw) {

@@ -1,7 +1,8 @@
 /*
  * stat.c — `offcore stat`: fetch an agent's /metrics over HTTP (libcurl),
  * parse it (oc_prom_parse) and print it as tables: per job, per peer, per
- * routing thread, rejects by reason, and any other offcore_* metric.  With
+ * local rank (its transport), per routing thread, rejects by reason, and
+ * any other offcore_* metric.  With
  * --watch it refreshes and prints per-second rates under each row.
  *
  * The tables are driven by the views[] below: each column is one metric
@@ -11,6 +12,9 @@
  */
 #include "stat.h"
 #include "stat_int.h"
+#include "http_get.h"
+
+#include "metrics/names.h"
 
 #include <curl/curl.h>
 
@@ -179,35 +183,6 @@ const char *oc__stat_label(const smp_t *s, const char *name)
 
 /* ------------------------------------------------------------ fetch */
 
-typedef struct {
-    char *data;
-    size_t len, cap;
-} body_t;
-
-static size_t on_data(char *ptr, size_t size, size_t nmemb, void *arg)
-{
-    body_t *b = arg;
-    size_t n = size * nmemb;
-
-    if (n > MAX_ANSWER - b->len)
-        return 0; /* curl fails the transfer with CURLE_WRITE_ERROR */
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 16384;
-        char *d;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        d = realloc(b->data, cap);
-        if (d == NULL)
-            return 0;
-        b->data = d;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->len, ptr, n);
-    b->len += n;
-    b->data[b->len] = '\0';
-    return n;
-}
-
 static double now(clockid_t clk)
 {
     struct timespec ts;
@@ -225,7 +200,7 @@ static double now(clockid_t clk)
 static int is_offcored(const snap_t *sn)
 {
     for (size_t i = 0; i < sn->n; i++)
-        if (!strcmp(sn->v[i].name, "offcore_agent_info"))
+        if (!strcmp(sn->v[i].name, OC_M_AGENT_INFO))
             return 1;
     return 0;
 }
@@ -234,22 +209,16 @@ static int is_offcored(const snap_t *sn)
  * (reported on err). */
 static int fetch(CURL *curl, const char *url, snap_t *sn, FILE *err)
 {
-    char cerr[CURL_ERROR_SIZE] = "";
-    body_t body = {0};
+    oc__http_answer_t body;
     oc_prom_error_t perr;
     oc_status_t st;
-    long code = 0;
     CURLcode rc;
 
-    curl_easy_setopt(curl, CURLOPT_URL, url);
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
-    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, cerr);
-    rc = curl_easy_perform(curl);
+    rc = oc__http_get(curl, url, MAX_ANSWER, &body);
     sn->t = now(CLOCK_MONOTONIC);
     sn->wall = now(CLOCK_REALTIME);
     if (rc != CURLE_OK) {
-        const char *why = cerr[0] ? cerr : curl_easy_strerror(rc);
+        const char *why = body.err[0] ? body.err : curl_easy_strerror(rc);
         int ret = EXIT_BAD_ANSWER;
         switch (rc) {
         case CURLE_WRITE_ERROR:
@@ -285,10 +254,10 @@ static int fetch(CURL *curl, const char *url, snap_t *sn, FILE *err)
         free(body.data);
         return ret;
     }
-    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &code);
-    if (code != 200) {
+    if (body.code != 200) {
         size_t l = body.data ? strcspn(body.data, "\n") : 0;
-        fprintf(err, "offcore stat: %s answered HTTP %ld%s%.*s\n", url, code,
+        fprintf(err, "offcore stat: %s answered HTTP %ld%s%.*s\n", url,
+                body.code,
                 l ? ": " : "", (int)(l > 200 ? 200 : l),
                 body.data ? body.data : "");
         free(body.data);
@@ -310,7 +279,7 @@ static int fetch(CURL *curl, const char *url, snap_t *sn, FILE *err)
     }
     if (!is_offcored(sn)) {
         fprintf(err, "offcore stat: %s answered %s, but not as offcored: no "
-                     "offcore_agent_info sample (another exporter on this "
+                     OC_M_AGENT_INFO " sample (another exporter on this "
                      "port?)\n", url, sn->n == 0 ? "with no metrics at all"
                                                  : "Prometheus text");
         return EXIT_BAD_ANSWER;
@@ -344,8 +313,9 @@ static void usage(FILE *out)
             " [--json]\n"
             "\n"
             "Print the live counters of an offcored agent: per job, per peer"
-            " node (with the\nUCX transport to it), per routing thread, and"
-            " rejected bundles by reason.\n"
+            " node (with the\nUCX transport to it), the UCX transport to each"
+            " local rank, per routing\nthread, and rejected bundles by"
+            " reason.\n"
             "\n"
             "  -a, --agent ADDR     HOST:PORT, :PORT or PORT (this host), HOST"
             " (port 9464),\n"

@@ -25,6 +25,7 @@ typedef struct {
     const char *key; /* the label whose values are the rows */
     const col_t *cols;
     size_t ncols;
+    const char *key2; /* NULL, or a second key label: rows "KEY/KEY2" */
 } view_t;
 
 typedef struct {

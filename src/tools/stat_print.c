@@ -21,14 +21,14 @@
 
 
 static const col_t job_cols[] = {
-    {"offcore_job_ranks", NULL, NULL, "ranks", NULL},
-    {"offcore_job_messages_total", "dir", "in", "msgs in", NULL},
-    {"offcore_job_messages_total", "dir", "out", "msgs out", NULL},
-    {"offcore_job_bytes_total", "dir", "in", "bytes in", NULL},
-    {"offcore_job_bytes_total", "dir", "out", "bytes out", NULL},
-    {"offcore_job_bundles_total", "dir", "in", "bundles in", NULL},
-    {"offcore_job_bundles_total", "dir", "out", "bundles out", NULL},
-    {"offcore_job_rejects_total", NULL, NULL, "rejects", NULL},
+    {OC_M_JOB_RANKS, NULL, NULL, "ranks", NULL},
+    {OC_M_JOB_MESSAGES, "dir", "in", "msgs in", NULL},
+    {OC_M_JOB_MESSAGES, "dir", "out", "msgs out", NULL},
+    {OC_M_JOB_BYTES, "dir", "in", "bytes in", NULL},
+    {OC_M_JOB_BYTES, "dir", "out", "bytes out", NULL},
+    {OC_M_JOB_BUNDLES, "dir", "in", "bundles in", NULL},
+    {OC_M_JOB_BUNDLES, "dir", "out", "bundles out", NULL},
+    {OC_M_JOB_REJECTS, NULL, NULL, "rejects", NULL},
 };
 static const col_t peer_cols[] = {
     {OC_M_PEER_TRANSPORT, NULL, NULL, "transport", "transport"},
@@ -41,25 +41,29 @@ static const col_t peer_cols[] = {
     {OC_M_PEER_BLOCKLIST, NULL, NULL, "blocklist", NULL},
 };
 static const col_t thread_cols[] = {
-    {"offcore_thread_messages_total", NULL, NULL, "msgs", NULL},
-    {"offcore_thread_bundles_total", "dir", "in", "bundles in", NULL},
-    {"offcore_thread_bundles_total", "dir", "out", "bundles out", NULL},
-    {"offcore_thread_bundles_forwarded_total", NULL, NULL, "forwarded", NULL},
-    {"offcore_thread_flushes_total", "reason", "full", "flush full", NULL},
-    {"offcore_thread_flushes_total", "reason", "timeout", "flush timeout", NULL},
-    {"offcore_thread_flushes_total", "reason", "idle", "flush idle", NULL},
-    {"offcore_thread_flushes_total", "reason", "explicit", "flush explicit", NULL},
-    {"offcore_thread_blocklist_depth", NULL, NULL, "blocklist", NULL},
+    {OC_M_THREAD_MESSAGES, NULL, NULL, "msgs", NULL},
+    {OC_M_THREAD_BUNDLES, "dir", "in", "bundles in", NULL},
+    {OC_M_THREAD_BUNDLES, "dir", "out", "bundles out", NULL},
+    {OC_M_THREAD_FORWARDED, NULL, NULL, "forwarded", NULL},
+    {OC_M_THREAD_FLUSHES, "reason", "full", "flush full", NULL},
+    {OC_M_THREAD_FLUSHES, "reason", "timeout", "flush timeout", NULL},
+    {OC_M_THREAD_FLUSHES, "reason", "idle", "flush idle", NULL},
+    {OC_M_THREAD_FLUSHES, "reason", "explicit", "flush explicit", NULL},
+    {OC_M_THREAD_BLOCKLIST, NULL, NULL, "blocklist", NULL},
+};
+static const col_t rank_cols[] = {
+    {OC_M_RANK_TRANSPORT, NULL, NULL, "transport", "transport"},
 };
 static const col_t reject_cols[] = {
-    {"offcore_rejects_total", NULL, NULL, "rejects", NULL},
+    {OC_M_REJECTS, NULL, NULL, "rejects", NULL},
 };
 
 static const view_t views[] = {
-    {"jobs", "job", job_cols, N(job_cols)},
-    {"peers", "peer", peer_cols, N(peer_cols)},
-    {"threads", "thread", thread_cols, N(thread_cols)},
-    {"rejects by reason", "reason", reject_cols, N(reject_cols)},
+    {"jobs", "job", job_cols, N(job_cols), NULL},
+    {"peers", "peer", peer_cols, N(peer_cols), NULL},
+    {"local ranks", "job", rank_cols, N(rank_cols), "rank"},
+    {"threads", "thread", thread_cols, N(thread_cols), NULL},
+    {"rejects by reason", "reason", reject_cols, N(reject_cols), NULL},
 };
 
 /* ------------------------------------------------------------ tables */
@@ -72,6 +76,7 @@ typedef struct {
 
 typedef struct {
     const char *key;
+    char *own; /* the key, when made of two labels */
     cell_t *cells;
 } row_t;
 
@@ -122,11 +127,24 @@ static int all_digits(const char *s)
     return *s && strspn(s, "0123456789") == strlen(s);
 }
 
-/* Rows in natural order: numbers by value, then names. */
-static int cmp_row(const void *a, const void *b)
+/* Keys in natural order: numbers by value, then names; "A/B" keys by A,
+ * then B. */
+static int cmp_key(const char *x, const char *y)
 {
-    const char *x = ((const row_t *)a)->key, *y = ((const row_t *)b)->key;
-    int dx = all_digits(x), dy = all_digits(y);
+    const char *sx = strchr(x, '/'), *sy = strchr(y, '/');
+    int dx, dy;
+
+    if (sx != NULL && sy != NULL) {
+        char ax[64], ay[64];
+        int c;
+        snprintf(ax, sizeof(ax), "%.*s", (int)(sx - x), x);
+        snprintf(ay, sizeof(ay), "%.*s", (int)(sy - y), y);
+        if ((c = cmp_key(ax, ay)) != 0)
+            return c;
+        return cmp_key(sx + 1, sy + 1);
+    }
+    dx = all_digits(x);
+    dy = all_digits(y);
 
     if (dx && dy) {
         size_t lx = strlen(x + strspn(x, "0")), ly = strlen(y + strspn(y, "0"));
@@ -139,18 +157,26 @@ static int cmp_row(const void *a, const void *b)
     return strcmp(x, y);
 }
 
+static int cmp_row(const void *a, const void *b)
+{
+    return cmp_key(((const row_t *)a)->key, ((const row_t *)b)->key);
+}
+
 /* Is @p s the sample of column @p c of view @p v?  Exactly the key label
  * and the selecting one (a text column: the key and the shown one, and
  * any others): anything else is for "other". */
 static int fits(const smp_t *s, const view_t *v, const col_t *c)
 {
-    if (strcmp(s->name, c->metric) != 0 || oc__stat_label(s, v->key) == NULL)
+    size_t nkeys = v->key2 != NULL ? 2 : 1;
+
+    if (strcmp(s->name, c->metric) != 0 || oc__stat_label(s, v->key) == NULL ||
+        (v->key2 != NULL && oc__stat_label(s, v->key2) == NULL))
         return 0;
     if (c->show != NULL) /* its other labels only say more of the same */
         return oc__stat_label(s, c->show) != NULL;
     if (c->sel == NULL)
-        return s->nlabels == 1;
-    return s->nlabels == 2 && oc__stat_label(s, c->sel) != NULL &&
+        return s->nlabels == nkeys;
+    return s->nlabels == nkeys + 1 && oc__stat_label(s, c->sel) != NULL &&
            !strcmp(oc__stat_label(s, c->sel), c->sel_val);
 }
 
@@ -171,7 +197,8 @@ static int print_view(render_t *r, const view_t *v)
 {
     snap_t *cur = r->cur;
     row_t *rows = NULL;
-    size_t nrows = 0, w[16], kw = strlen(v->key);
+    size_t nrows = 0, w[16], kw;
+    char heading[64], kbuf[512];
     double dt = r->prev ? r->cur->t - r->prev->t : 0;
     char buf[64];
     int rc = -1;
@@ -185,6 +212,11 @@ static int print_view(render_t *r, const view_t *v)
             if (!fits(s, v, &v->cols[c]))
                 continue;
             k = oc__stat_shown(s, v->key);
+            if (v->key2 != NULL) {
+                snprintf(kbuf, sizeof(kbuf), "%s/%s", k,
+                         oc__stat_shown(s, v->key2));
+                k = kbuf;
+            }
             for (j = 0; j < nrows && strcmp(rows[j].key, k); j++)
                 ;
             if (j == nrows) {
@@ -192,11 +224,12 @@ static int print_view(render_t *r, const view_t *v)
                 if (nr == NULL)
                     goto out;
                 rows = nr;
-                rows[j].key = k;
+                rows[j].own = v->key2 != NULL ? strdup(k) : NULL;
+                rows[j].key = v->key2 != NULL ? rows[j].own : k;
                 rows[j].cells = calloc(v->ncols, sizeof(cell_t));
-                if (rows[j].cells == NULL)
-                    goto out;
                 nrows++;
+                if (rows[j].cells == NULL || rows[j].key == NULL)
+                    goto out;
             }
             rows[j].cells[c].s = s;
             s->used = 1;
@@ -219,6 +252,11 @@ static int print_view(render_t *r, const view_t *v)
     qsort(rows, nrows, sizeof(*rows), cmp_row);
 
     /* column widths */
+    if (v->key2 != NULL)
+        snprintf(heading, sizeof(heading), "%s/%s", v->key, v->key2);
+    else
+        snprintf(heading, sizeof(heading), "%s", v->key);
+    kw = strlen(heading);
     if (kw < 5)
         kw = 5; /* "total" */
     for (size_t j = 0; j < nrows; j++)
@@ -237,7 +275,7 @@ static int print_view(render_t *r, const view_t *v)
         w[c] += 2; /* a sum may be one digit wider; and room to breathe */
     }
 
-    fprintf(r->out, "\n%s\n  %-*s", v->title, (int)kw, v->key);
+    fprintf(r->out, "\n%s\n  %-*s", v->title, (int)kw, heading);
     for (size_t c = 0; c < v->ncols; c++)
         fprintf(r->out, "%*s", (int)w[c], v->cols[c].heading);
     fputc('\n', r->out);
@@ -267,7 +305,10 @@ static int print_view(render_t *r, const view_t *v)
         fputc('\n', r->out);
     }
 
-    if (nrows > 1) { /* totals: exact while every cell is an integer */
+    int numbers = 0; /* a view of text columns only has no totals */
+    for (size_t c = 0; c < v->ncols; c++)
+        numbers |= v->cols[c].show == NULL;
+    if (nrows > 1 && numbers) { /* totals: exact while every cell is an integer */
         fprintf(r->out, "  %-*s", (int)kw, "total");
         for (size_t c = 0; c < v->ncols; c++) {
             uint64_t su = 0;
@@ -296,8 +337,10 @@ static int print_view(render_t *r, const view_t *v)
     }
     rc = 0;
 out:
-    for (size_t j = 0; j < nrows; j++)
+    for (size_t j = 0; j < nrows; j++) {
         free(rows[j].cells);
+        free(rows[j].own);
+    }
     free(rows);
     return rc;
 }
@@ -343,11 +386,11 @@ int oc__stat_print_tables(render_t *r, const char *url)
 
     for (size_t i = 0; i < cur->n; i++) {
         smp_t *s = &cur->v[i];
-        if (!strcmp(s->name, "offcore_agent_info")) {
+        if (!strcmp(s->name, OC_M_AGENT_INFO)) {
             node = oc__stat_shown(s, "node");
             version = oc__stat_shown(s, "version");
             s->used = 1;
-        } else if (!strcmp(s->name, "offcore_agent_uptime_seconds") &&
+        } else if (!strcmp(s->name, OC_M_AGENT_UPTIME) &&
                    s->nlabels == 0) {
             uptime = s->value;
             s->used = 1;

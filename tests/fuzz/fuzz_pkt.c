@@ -60,7 +60,7 @@ static void rule(const char *text)
 static void conf(const char *text, size_t n)
 {
     oc_dp_conf_t c;
-    oc_dp_errors_t *e = calloc(1, sizeof(*e));
+    oc_conf_errors_t *e = calloc(1, sizeof(*e));
     oc_status_t st;
 
     CHECK(e != NULL);

@@ -220,8 +220,19 @@ metrics)
           "$(grep '^offcore_thread_messages_total' "$T/m2")" ] && { moved=1; break; }
     done
     [ $moved = 1 ] || fail "counters did not move"
+    # the transport of each local rank's link (UCX_TLS=sm,self: shared
+    # memory), in /metrics and offcore stat's "local ranks" table
+    for r in 0 1; do
+        grep -Eq '^offcore_rank_transport\{job="61",rank="'$r'",transport="[a-z_0-9]+/[^"]*",class="sm"\} 1$' "$T/m2" ||
+            { grep rank_transport "$T/m2"; fail "rank $r's transport not in /metrics"; }
+    done
     "$OFFCORE" stat --agent "127.0.0.1:$port" > "$T/stat" || fail "offcore stat"
     grep -q "61" "$T/stat" || { cat "$T/stat"; fail "job not in offcore stat"; }
+    for r in 0 1; do
+        tl=$(sed -n 's/^offcore_rank_transport{job="61",rank="'$r'",transport="\([^"]*\)".*/\1/p' "$T/m2")
+        sed -n '/^local ranks$/,/^$/p' "$T/stat" | grep -Eq "^  61/$r +$tl\$" ||
+            { cat "$T/stat"; fail "rank $r's transport ($tl) not in offcore stat"; }
+    done
     wait $job || { cat "$T/out"; fail "job"; }
     pass ;;
 idle)

@@ -28,7 +28,7 @@
     "local=192.168.1.1 local_mac=02:00:00:00:02:01 remote=192.168.1.2 "        \
     "remote_mac=02:00:00:00:02:02\n"
 
-static oc_status_t parse(const char *text, oc_dp_conf_t *c, oc_dp_errors_t *e)
+static oc_status_t parse(const char *text, oc_dp_conf_t *c, oc_conf_errors_t *e)
 {
     oc_dp_conf_defaults(c);
     memset(e, 0, sizeof(*e));
@@ -38,7 +38,7 @@ static oc_status_t parse(const char *text, oc_dp_conf_t *c, oc_dp_errors_t *e)
 static void test_two_tenants(void **state)
 {
     oc_dp_conf_t c;
-    oc_dp_errors_t e;
+    oc_conf_errors_t e;
     const char *text = BASE TA TB
         "tenant_rule A ingress id=1 action=allow proto=tcp dport=80\n"
         "tenant_rule A egress id=1 action=deny dst=10.0.0.9\n"
@@ -68,6 +68,23 @@ static void test_two_tenants(void **state)
     assert_int_equal(c.tenants.ct_flows, 1000);
     assert_int_equal(c.tenants.ct_to.tcp[OC_CT_TCP_ESTABLISHED], 3600);
     assert_int_equal(c.tenants.ct_to.udp_unreplied, 10);
+    oc_dp_conf_free(&c);
+
+    /* the rule of a tenant_rule is the text after its direction word,
+     * wherever that word also stands in the line (a tenant named
+     * "ingress1" took the rule from inside its own name once); trailing
+     * comments are comments */
+    assert_int_equal(
+        parse("attach a host=h0 wire=w0\n"
+              "tenant ingress1 vni=100 attach=a mac=02:00:00:00:00:a1 "
+              "ip=10.0.0.1 local=192.168.0.1 local_mac=02:00:00:00:01:01 "
+              "remote=192.168.0.2 remote_mac=02:00:00:00:01:02  # tenant\n"
+              "tenant_rule ingress1 ingress id=7 action=deny dport=22 # ssh\n",
+              &c, &e),
+        OC_OK);
+    assert_int_equal(c.tenants.nrules, 1);
+    assert_int_equal(c.tenants.r[0].r.id, 7);
+    assert_int_equal(c.tenants.r[0].r.dport_lo, 22);
     oc_dp_conf_free(&c);
 }
 
@@ -101,7 +118,7 @@ static void test_shared_wire(void **state)
 static void refused(const char *text, const char *want)
 {
     oc_dp_conf_t c;
-    oc_dp_errors_t e;
+    oc_conf_errors_t e;
     assert_int_equal(parse(text, &c, &e), OC_ERR_CONFIG);
     if (strstr(e.text, want) == NULL)
         fail_msg("want '%s' in:\n%s", want, e.text);
@@ -153,6 +170,12 @@ static void test_errors(void **state)
             "backend=, xdp= and zero_copy= must be the same");
     refused("attach a host=h0 wire=up0\nattach b host=h0 wire=up1\n",
             "t.conf:2: attach b: an interface of it is already in attach a");
+    /* a key given twice is a mistake, not "the last one counts" */
+    refused(BASE "tenant A vni=1 vni=2\n", "t.conf:4: tenant A: 'vni' given twice");
+    refused(BASE TA "conntrack udp=10 udp=20\n",
+            "t.conf:5: conntrack: 'udp' given twice");
+    refused(BASE TA "tenant_rule A ingress id=1 action=allow id=2\n",
+            "t.conf:5: tenant_rule A: 'id' given twice");
 }
 
 int main(void)

@@ -398,7 +398,7 @@ static void test_conf(void **state)
 {
     char dir[] = "/tmp/oc-esp-conf-XXXXXX", path[128], text[1024];
     oc_dp_conf_t c;
-    oc_dp_errors_t e;
+    oc_conf_errors_t e;
     (void)state;
 
     assert_non_null(mkdtemp(dir));

@@ -237,7 +237,7 @@ static void test_rule_syntax(void **state)
 static void test_conf(void **state)
 {
     oc_dp_conf_t c;
-    oc_dp_errors_t e;
+    oc_conf_errors_t e;
     const char *good =
         "# a comment\n"
         "threads 2\n"
@@ -304,7 +304,7 @@ static void test_rule_files(void **state)
     char dir[] = "/tmp/ocp-test-pkt.XXXXXX", path[128], conf[512];
     oc_dp_rule_t *rules;
     size_t n;
-    oc_dp_errors_t e;
+    oc_conf_errors_t e;
     oc_dp_conf_t c;
     FILE *f;
 
@@ -361,6 +361,17 @@ static void test_rule_files(void **state)
     assert_int_equal(oc_dp_rules_file(path, OC_ACL_ALLOW, 0, &rules, &n, &e),
                      OC_ERR_CONFIG);
     assert_non_null(strstr(e.text, "cb.rules:2: action 'nope'"));
+
+    /* a NUL byte inside a rule line would drop the rest of it unseen (here
+     * its port): the file is refused, as the config file is */
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fwrite("id=1 action=allow\0 dport=22\n", 1, 29, f);
+    fclose(f);
+    memset(&e, 0, sizeof(e));
+    assert_int_equal(oc_dp_rules_file(path, OC_ACL_ALLOW, 0, &rules, &n, &e),
+                     OC_ERR_CONFIG);
+    assert_non_null(strstr(e.text, "cb.rules:1: NUL byte"));
     unlink(path);
     rmdir(dir);
 }
