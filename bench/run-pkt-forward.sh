@@ -29,7 +29,11 @@
 # BENCH_SECONDS (default 3) gives the packet rate that reached B (sent -
 # lost, per second); iperf3 TCP for the same time gives Gbit/s.  One JSON
 # line per run, then per case the medians and their ratio to dp-bare of the
-# same run.  BENCH_DP_THREADS (default 1) sets offcore-dp's workers.
+# same run.  BENCH_DP_THREADS (default 1) sets offcore-dp's workers;
+# BENCH_NETNS_PREFIX (default ocpf) starts the namespaces' names (several
+# people benchmarking on one machine keep to their own).
+# BENCH_PERF=DIR records each offcore-dp run with `perf record -e cpu-clock
+# -g` into DIR/CASE.REPEAT.perf.data (perf report -i ... to read it).
 # Figures on a shared 2-core machine are noisy: read the ratios.
 set -u
 build=${1:-build}
@@ -50,10 +54,12 @@ done
 [ -f "$rules" ] || skip "$rules is missing"
 
 id=$$
-A=ocpfA$id B=ocpfB$id D=ocpfD$id
+ns=${BENCH_NETNS_PREFIX:-ocpf}
+A=${ns}A$id B=${ns}B$id D=${ns}D$id
 tmp=$(mktemp -d /tmp/ocp-fwd.XXXXXX)
-dppid= srvpid=
+dppid= srvpid= perfpid=
 cleanup() {
+    [ -n "$perfpid" ] && kill -INT "$perfpid" 2>/dev/null
     [ -n "$dppid" ] && kill "$dppid" 2>/dev/null
     [ -n "$srvpid" ] && kill "$srvpid" 2>/dev/null
     wait 2>/dev/null
@@ -102,7 +108,7 @@ srvpid=$!
 
 ctl_ok() { "$cli" dp --control "unix:$tmp/dp.sock" ping >/dev/null 2>&1; }
 
-start_case() { # CASE
+start_case() { # CASE REPEAT
     case $1 in
     kernel-bridge)
         ip -n $D link add ocpfbr type bridge &&
@@ -153,6 +159,11 @@ start_case() { # CASE
             kill -0 $dppid 2>/dev/null || die "offcore-dp exited"
             sleep 0.1
         done
+        if [ -n "${BENCH_PERF:-}" ]; then
+            perf record -q -e cpu-clock -g -p $dppid \
+                -o "$BENCH_PERF/$1.$2.perf.data" >/dev/null 2>&1 &
+            perfpid=$!
+        fi
         ;;
     esac
     # the path is up when a ping crosses it (ARP learnt, bridge forwarding)
@@ -171,8 +182,15 @@ stop_case() { # CASE
         # forwarded: the cost of its pipeline, apart from the traffic tools
         fwd=$("$cli" dp --control "unix:$tmp/dp.sock" stat --raw |
             sed -n 's/^offcore_dp_forwarded_packets_total \([0-9]*\)$/\1/p')
-        ticks=$(awk '{print $14 + $15}' /proc/$dppid/stat)
+        # user time is the pipeline; system time is the sockets' syscalls,
+        # the kernel's copy-mode AF_XDP and whatever the kernel runs in
+        # their context (the receiving namespace's stack, its vxlan
+        # decapsulation in case dp-tenant)
+        ticks=$(awk '{print $14, $15}' /proc/$dppid/stat)
         echo "$fwd $ticks $(getconf CLK_TCK)" >"$tmp/cpu"
+        if [ -n "$perfpid" ]; then
+            kill -INT $perfpid; wait $perfpid; perfpid=
+        fi
         kill -TERM $dppid
         wait $dppid || die "offcore-dp exit status $?"
         dppid=
@@ -183,7 +201,7 @@ stop_case() { # CASE
 run_case() { # CASE REPEAT
     dst=10.78.0.2
     [ "$1" = dp-tenant ] && dst=10.79.0.2
-    start_case "$1"
+    start_case "$1" "$2"
     ip netns exec $A iperf3 -c $dst -p 23301 -u -b 0 -l 64 -t "$secs" -J \
         >"$tmp/udp.json" 2>&1 || die "iperf3 UDP ($1): $(tail -3 "$tmp/udp.json")"
     ip netns exec $A iperf3 -c $dst -p 23301 -t "$secs" -J \
@@ -202,9 +220,11 @@ out = {"bench": "forward", "case": case, "repeat": rep,
        "udp_lost_pct": round(u["lost_percent"], 2),
        "tcp_gbps": round(t["bits_per_second"] / 1e9, 3)}
 if os.path.exists(cpu):
-    fwd, ticks, hz = (int(x) for x in open(cpu).read().split())
+    fwd, user, sys_, hz = (int(x) for x in open(cpu).read().split())
     if fwd > 0:
-        out["dp_cpu_ns_per_pkt"] = round(ticks / hz * 1e9 / fwd)
+        out["dp_cpu_ns_per_pkt"] = round((user + sys_) / hz * 1e9 / fwd)
+        out["dp_user_ns_per_pkt"] = round(user / hz * 1e9 / fwd)
+        out["dp_sys_ns_per_pkt"] = round(sys_ / hz * 1e9 / fwd)
 print(json.dumps(out))
 EOF
 }
@@ -225,9 +245,10 @@ for c in ["kernel-bridge", "dp-bare", "dp-acl1-10k", "dp-tenant",
     if not rs:
         continue
     med[c] = {k: statistics.median(r[k] for r in rs) for k in ("mpps", "tcp_gbps")}
-    cpu = [r["dp_cpu_ns_per_pkt"] for r in rs if "dp_cpu_ns_per_pkt" in r]
-    if cpu:
-        med[c]["dp_cpu_ns_per_pkt"] = statistics.median(cpu)
+    for k in ("dp_cpu_ns_per_pkt", "dp_user_ns_per_pkt", "dp_sys_ns_per_pkt"):
+        v = [r[k] for r in rs if k in r]
+        if v:
+            med[c][k] = statistics.median(v)
     med[c]["runs"] = len(rs)
 for c, m in med.items():
     # two-hop cases against the two-hop bare forwarder, the others one hop
@@ -237,8 +258,9 @@ for c, m in med.items():
     if ref:
         out["mpps_vs_bare"] = round(m["mpps"] / ref["mpps"], 3) if ref["mpps"] else None
         out["tcp_vs_bare"] = round(m["tcp_gbps"] / ref["tcp_gbps"], 3) if ref["tcp_gbps"] else None
-    if "dp_cpu_ns_per_pkt" in m:
-        out["dp_cpu_ns_per_pkt"] = m["dp_cpu_ns_per_pkt"]
+    for k in ("dp_cpu_ns_per_pkt", "dp_user_ns_per_pkt", "dp_sys_ns_per_pkt"):
+        if k in m:
+            out[k] = m[k]
     print(json.dumps(out))
 # per-repeat ratios against the bare forwarder of the same repeat
 for case, base, bar in (("dp-acl1-10k", "dp-bare", 0.9),
