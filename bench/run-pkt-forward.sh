@@ -96,8 +96,8 @@ bmac=$(ip netns exec $B cat /sys/class/net/ocpfb0/address)
 d1mac=$(ip netns exec $D cat /sys/class/net/ocpfb1/address)
 ip -n $A addr add 10.79.0.1/24 dev ocpfa0
 ip -n $A route replace 10.79.0.0/24 dev ocpfa0 src 10.79.0.1 mtu 1450
+# (B learns the tunnel end's MAC by ARP: offcore-dp answers for it)
 ip -n $B route add 192.168.78.1/32 dev ocpfb0
-ip -n $B neigh add 192.168.78.1 lladdr $d1mac dev ocpfb0
 ip -n $B link add ocpfvx type vxlan id 100 local 10.78.0.2 remote 192.168.78.1 \
     dstport 4789 dev ocpfb0 || die "kernel vxlan device"
 ip -n $B addr add 10.79.0.2/24 dev ocpfvx
