@@ -18,6 +18,15 @@
 #                     the bucket runs, never limits), VXLAN encapsulation;
 #                     B terminates the tunnel with a kernel vxlan device and
 #                     the traffic runs over the overlay (10.79.0.0/24)
+#   dp-bare-1450      dp-bare with A's route to B at MTU 1450, the tunnel's
+#                     inner MTU: what the smaller TCP segments alone cost
+#   dp-bare-vxlan     dp-bare carrying the traffic of case dp-tenant as A's
+#                     own kernel vxlan device encapsulates it (the same
+#                     frames on the wire, the same decapsulation in B, the
+#                     same 1450-byte inner MTU), the forwarder bare: with
+#                     dp-tenant, what offcore-dp's stages cost apart from
+#                     the tunnel's own (B's decapsulation runs on the same
+#                     2 cores, much of it in offcore-dp's send calls)
 #   dp-bare-2hop      two attachments of one offcore-dp joined by a third
 #                     veth pair in D (A - t0 - fabric - t1 - B), no stage:
 #                     the baseline of the next case
@@ -109,6 +118,24 @@ srvpid=$!
 ctl_ok() { "$cli" dp --control "unix:$tmp/dp.sock" ping >/dev/null 2>&1; }
 
 start_case() { # CASE REPEAT
+    # B resolves the tunnel end again: offcore-dp (dp-tenant) or A's
+    # kernel (dp-bare-vxlan) answers
+    ip -n $B neigh del 192.168.78.1 dev ocpfb0 2>/dev/null
+    case $1 in
+    dp-bare-1450)
+        ip -n $A route replace 10.78.0.0/24 dev ocpfa0 src 10.78.0.1 mtu 1450 ;;
+    dp-bare-vxlan)
+        # A's overlay address moves onto A's own vxlan device (A's MAC,
+        # as in dp-tenant), whose tunnel end is the DPU's of dp-tenant
+        ip -n $A addr del 10.79.0.1/24 dev ocpfa0 &&
+            ip -n $A addr add 192.168.78.1/32 dev ocpfa0 &&
+            ip -n $A link add ocpfvxa type vxlan id 100 local 192.168.78.1 \
+                remote 10.78.0.2 dstport 4789 dev ocpfa0 &&
+            ip -n $A link set ocpfvxa address $amac up &&
+            ip -n $A addr add 10.79.0.1/24 dev ocpfvxa || die "A's vxlan device"
+        ip netns exec $A ethtool -K ocpfvxa tx off tso off gso off >/dev/null
+        ;;
+    esac
     case $1 in
     kernel-bridge)
         ip -n $D link add ocpfbr type bridge &&
@@ -176,6 +203,16 @@ start_case() { # CASE REPEAT
 
 stop_case() { # CASE
     case $1 in
+    dp-bare-1450)
+        ip -n $A route replace 10.78.0.0/24 dev ocpfa0 src 10.78.0.1 ;;
+    dp-bare-vxlan)
+        ip -n $A link del ocpfvxa
+        ip -n $A addr del 192.168.78.1/32 dev ocpfa0
+        ip -n $A addr add 10.79.0.1/24 dev ocpfa0
+        ip -n $A route replace 10.79.0.0/24 dev ocpfa0 src 10.79.0.1 mtu 1450
+        ;;
+    esac
+    case $1 in
     kernel-bridge) ip -n $D link del ocpfbr ;;
     dp-*)
         # CPU the daemon spent (it sleeps in poll() when idle) per frame it
@@ -200,7 +237,7 @@ stop_case() { # CASE
 
 run_case() { # CASE REPEAT
     dst=10.78.0.2
-    [ "$1" = dp-tenant ] && dst=10.79.0.2
+    case $1 in dp-tenant | dp-bare-vxlan) dst=10.79.0.2 ;; esac
     start_case "$1" "$2"
     ip netns exec $A iperf3 -c $dst -p 23301 -u -b 0 -l 64 -t "$secs" -J \
         >"$tmp/udp.json" 2>&1 || die "iperf3 UDP ($1): $(tail -3 "$tmp/udp.json")"
@@ -240,7 +277,8 @@ import json, statistics, sys
 runs = [json.loads(l) for l in open(sys.argv[1])]
 med = {}
 for c in ["kernel-bridge", "dp-bare", "dp-acl1-10k", "dp-tenant",
-          "dp-bare-2hop", "dp-esp-ipfix-2hop"]:
+          "dp-bare-1450", "dp-bare-vxlan", "dp-bare-2hop",
+          "dp-esp-ipfix-2hop"]:
     rs = [r for r in runs if r["case"] == c]
     if not rs:
         continue
@@ -263,8 +301,13 @@ for c, m in med.items():
             out[k] = m[k]
     print(json.dumps(out))
 # per-repeat ratios against the bare forwarder of the same repeat
+# (dp-tenant's bar is against dp-bare; the pairs after it say where the
+# difference comes from: the 1450-byte MTU, the tunnel itself)
 for case, base, bar in (("dp-acl1-10k", "dp-bare", 0.9),
                         ("dp-tenant", "dp-bare", 0.8),
+                        ("dp-bare-1450", "dp-bare", None),
+                        ("dp-bare-vxlan", "dp-bare", None),
+                        ("dp-tenant", "dp-bare-vxlan", None),
                         ("dp-esp-ipfix-2hop", "dp-bare-2hop", None)):
     ratios, tratios = [], []
     for r in sorted({x["repeat"] for x in runs}):
