@@ -266,7 +266,7 @@ print(json.dumps(out))
 EOF
 }
 
-cases=${BENCH_CASES:-kernel-bridge dp-bare dp-acl1-10k dp-tenant dp-bare-2hop dp-esp-ipfix-2hop}
+cases=${BENCH_CASES:-kernel-bridge dp-bare dp-acl1-10k dp-tenant dp-bare-1450 dp-bare-vxlan dp-bare-2hop dp-esp-ipfix-2hop}
 r=1
 while [ $r -le "$repeats" ]; do
     for c in $cases; do run_case $c $r; done
