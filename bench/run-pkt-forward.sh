@@ -34,7 +34,7 @@
 #                     encrypts, t1 decrypts, and back) and flow accounting
 #                     exported over IPFIX to a UDP port on loopback
 # Each repeat runs every case in turn (interleaved, BENCH_REPEATS times,
-# default 3): iperf3 UDP with 64-byte payloads at full speed for
+# default 5): iperf3 UDP with 64-byte payloads at full speed for
 # BENCH_SECONDS (default 3) gives the packet rate that reached B (sent -
 # lost, per second); iperf3 TCP for the same time gives Gbit/s.  One JSON
 # line per run, then per case the medians and their ratio to dp-bare of the
@@ -46,7 +46,7 @@
 # Figures on a shared 2-core machine are noisy: read the ratios.
 set -u
 build=${1:-build}
-repeats=${BENCH_REPEATS:-3}
+repeats=${BENCH_REPEATS:-5}
 secs=${BENCH_SECONDS:-3}
 threads=${BENCH_DP_THREADS:-1}
 here=$(cd "$(dirname "$0")/.." && pwd)
