@@ -41,11 +41,6 @@ const char *oc__dp_treason_name(int r)
     return r >= 0 && r < OC_DP_T_NREASONS ? treason[r] : "?";
 }
 
-static inline void add(uint64_t *c, uint64_t v)
-{
-    __atomic_store_n(c, *c + v, __ATOMIC_RELAXED);
-}
-
 /* ------------------------------------------------------- start, stop */
 
 oc_status_t oc__dp_tenants_start(oc_dp_t *dp, const oc_dp_conf_t *c)
