@@ -8,11 +8,15 @@
  *
  * Each repeat: parse all N frames (baseline); flush the table and insert
  * the N flows (first packets, shuffled order); look every flow up once
- * with its reply packet (another shuffled order).  JSON line per repeat,
- * then the medians.  Wall and thread-CPU rates both (the machine is
- * shared: CPU time is the steadier one).
+ * with its reply packet (another shuffled order) — one packet at a time
+ * with oc_ct_track(), then the same again in bursts of B packets with
+ * oc_ct_track_burst() (what offcore-dp's tenant stage calls: a burst's
+ * hashes first, its index slots and entries prefetched, then the packets
+ * in order).  JSON line per repeat, then the medians.  Wall and
+ * thread-CPU rates both (the machine is shared: CPU time is the steadier
+ * one).
  *
- * Usage: bench-conntrack [--flows N] [--repeats R]
+ * Usage: bench-conntrack [--flows N] [--repeats R] [--burst B]
  */
 #include "pkt/ct.h"
 #include "pkt/pkt.h"
@@ -23,6 +27,7 @@
 #include <time.h>
 
 #define STRIDE 64
+#define BURST_MAX 256
 
 static double now_s(clockid_t c)
 {
@@ -84,14 +89,44 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* Track the frames @p order names (their IP headers), @p b at a time;
+ * each must come out @p want_new ? new : established. */
+static int run_bursts(oc_ct_t *ct, const uint8_t *frames,
+                      const uint32_t *order, uint32_t n, uint32_t b,
+                      uint64_t now, bool want_new)
+{
+    const uint8_t *ip[BURST_MAX];
+    uint32_t len[BURST_MAX];
+    oc_ct_result_t res[BURST_MAX];
+    oc_ct_info_t info[BURST_MAX];
+    oc_ct_result_t want = want_new ? OC_CT_NEW : OC_CT_EST;
+
+    for (uint32_t i = 0; i < n; i += b) {
+        uint32_t k = n - i < b ? n - i : b;
+        for (uint32_t j = 0; j < k; j++) {
+            ip[j] = frames + (size_t)order[i + j] * STRIDE + 14;
+            len[j] = 28;
+        }
+        oc_ct_track_burst(ct, 0, ip, len, k, now, NULL, NULL, res, info);
+        for (uint32_t j = 0; j < k; j++)
+            if (res[j] != want) {
+                fprintf(stderr, "bench-conntrack: flow %u: %s in a burst\n",
+                        order[i + j], oc_ct_result_name(res[j]));
+                return -1;
+            }
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    uint32_t n = 1000000, reps = 5;
+    uint32_t n = 1000000, reps = 5, burst = 64;
     oc_ct_conf_t conf = {0};
     oc_ct_t *ct;
     uint8_t *fwd, *rev;
     uint32_t *ins, *look;
     double r_parse[64], r_ins[64], r_look[64], c_ins[64], c_look[64];
+    double r_bins[64], r_blook[64], c_bins[64], c_blook[64];
     uint64_t sink = 0;
 
     for (int i = 1; i < argc; i++) {
@@ -99,15 +134,19 @@ int main(int argc, char **argv)
             n = (uint32_t)strtoul(argv[++i], NULL, 10);
         else if (strcmp(argv[i], "--repeats") == 0 && i + 1 < argc)
             reps = (uint32_t)strtoul(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--burst") == 0 && i + 1 < argc)
+            burst = (uint32_t)strtoul(argv[++i], NULL, 10);
         else {
-            fprintf(stderr, "usage: %s [--flows N (1000000)] [--repeats R (5, <= 64)]\n",
-                    argv[0]);
+            fprintf(stderr, "usage: %s [--flows N (1000000)] [--repeats R (5, <= 64)]\n"
+                    "       [--burst B (64, offcore-dp's default burst; <= %d)]\n",
+                    argv[0], BURST_MAX);
             return strcmp(argv[i], "--help") == 0 ? 0 : 2;
         }
     }
-    if (n == 0 || n > OC_CT_MAX_FLOWS || reps == 0 || reps > 64) {
-        fprintf(stderr, "bench-conntrack: flows 1..%u, repeats 1..64\n",
-                OC_CT_MAX_FLOWS);
+    if (n == 0 || n > OC_CT_MAX_FLOWS || reps == 0 || reps > 64 ||
+        burst == 0 || burst > BURST_MAX) {
+        fprintf(stderr, "bench-conntrack: flows 1..%u, repeats 1..64, burst "
+                "1..%d\n", OC_CT_MAX_FLOWS, BURST_MAX);
         return 2;
     }
     conf.capacity = n;
@@ -172,26 +211,57 @@ int main(int argc, char **argv)
         t1 = now_s(CLOCK_MONOTONIC);
         r_look[r] = n / (t1 - t0);
         c_look[r] = n / (c1 - c0);
+
+        /* the same inserts and lookups, a burst at a time */
+        oc_ct_flush(ct, -1);
+        t0 = now_s(CLOCK_MONOTONIC);
+        c0 = now_s(CLOCK_THREAD_CPUTIME_ID);
+        if (run_bursts(ct, fwd, ins, n, burst, 0, true) != 0)
+            return 1;
+        c1 = now_s(CLOCK_THREAD_CPUTIME_ID);
+        t1 = now_s(CLOCK_MONOTONIC);
+        r_bins[r] = n / (t1 - t0);
+        c_bins[r] = n / (c1 - c0);
+        t0 = now_s(CLOCK_MONOTONIC);
+        c0 = now_s(CLOCK_THREAD_CPUTIME_ID);
+        if (run_bursts(ct, rev, look, n, burst, 1, false) != 0)
+            return 1;
+        c1 = now_s(CLOCK_THREAD_CPUTIME_ID);
+        t1 = now_s(CLOCK_MONOTONIC);
+        r_blook[r] = n / (t1 - t0);
+        c_blook[r] = n / (c1 - c0);
         printf("{\"bench\":\"conntrack_run\",\"repeat\":%u,\"flows\":%u,"
                "\"parse_per_s\":%.0f,\"insert_per_s\":%.0f,\"lookup_per_s\":%.0f,"
-               "\"insert_per_cpu_s\":%.0f,\"lookup_per_cpu_s\":%.0f}\n",
+               "\"insert_per_cpu_s\":%.0f,\"lookup_per_cpu_s\":%.0f,"
+               "\"burst\":%u,\"insert_burst_per_s\":%.0f,"
+               "\"lookup_burst_per_s\":%.0f,\"insert_burst_per_cpu_s\":%.0f,"
+               "\"lookup_burst_per_cpu_s\":%.0f}\n",
                r, oc_ct_count(ct), r_parse[r], r_ins[r], r_look[r], c_ins[r],
-               c_look[r]);
+               c_look[r], burst, r_bins[r], r_blook[r], c_bins[r], c_blook[r]);
         fflush(stdout);
     }
     {
         double mp = median(r_parse, (int)reps), mi = median(r_ins, (int)reps);
         double ml = median(r_look, (int)reps);
+        double mbi = median(r_bins, (int)reps), mbl = median(r_blook, (int)reps);
+        double cl = median(c_look, (int)reps), cbl = median(c_blook, (int)reps);
+        double ci = median(c_ins, (int)reps), cbi = median(c_bins, (int)reps);
         size_t mem = oc_ct_mem_bytes(ct);
         printf("{\"bench\":\"conntrack\",\"flows\":%u,\"mem_bytes\":%zu,"
                "\"bytes_per_flow\":%.1f,\"repeats\":%u,"
                "\"insert_per_s_core\":%.0f,\"lookup_per_s_core\":%.0f,"
                "\"insert_per_cpu_s\":%.0f,\"lookup_per_cpu_s\":%.0f,"
+               "\"burst\":%u,\"insert_burst_per_s_core\":%.0f,"
+               "\"lookup_burst_per_s_core\":%.0f,"
+               "\"insert_burst_per_cpu_s\":%.0f,\"lookup_burst_per_cpu_s\":%.0f,"
+               "\"lookup_burst_vs_single_cpu\":%.2f,"
+               "\"insert_burst_vs_single_cpu\":%.2f,"
                "\"baseline\":\"oc_pkt_parse\",\"parse_per_s\":%.0f,"
-               "\"lookup_vs_parse\":%.3f,\"insert_vs_parse\":%.3f}\n",
-               n, mem, (double)mem / n, reps, mi, ml,
-               median(c_ins, (int)reps), median(c_look, (int)reps), mp,
-               ml / mp, mi / mp);
+               "\"lookup_vs_parse\":%.3f,\"insert_vs_parse\":%.3f,"
+               "\"lookup_burst_vs_parse\":%.3f,\"insert_burst_vs_parse\":%.3f}\n",
+               n, mem, (double)mem / n, reps, mi, ml, ci, cl, burst, mbi, mbl,
+               cbi, cbl, cbl / cl, cbi / ci, mp, ml / mp, mi / mp, mbl / mp,
+               mbi / mp);
     }
     if (sink == 42)
         puts("");

@@ -18,6 +18,15 @@
 #                     the bucket runs, never limits), VXLAN encapsulation;
 #                     B terminates the tunnel with a kernel vxlan device and
 #                     the traffic runs over the overlay (10.79.0.0/24)
+#   dp-bare-1450      dp-bare with A's route to B at MTU 1450, the tunnel's
+#                     inner MTU: what the smaller TCP segments alone cost
+#   dp-bare-vxlan     dp-bare carrying the traffic of case dp-tenant as A's
+#                     own kernel vxlan device encapsulates it (the same
+#                     frames on the wire, the same decapsulation in B, the
+#                     same 1450-byte inner MTU), the forwarder bare: with
+#                     dp-tenant, what offcore-dp's stages cost apart from
+#                     the tunnel's own (B's decapsulation runs on the same
+#                     2 cores, much of it in offcore-dp's send calls)
 #   dp-bare-2hop      two attachments of one offcore-dp joined by a third
 #                     veth pair in D (A - t0 - fabric - t1 - B), no stage:
 #                     the baseline of the next case
@@ -30,15 +39,19 @@
 #                     packets and flow export (docs/tenants.md, "Tenants with
 #                     ESP and flow export"); against dp-bare-2hop
 # Each repeat runs every case in turn (interleaved, BENCH_REPEATS times,
-# default 3): iperf3 UDP with 64-byte payloads at full speed for
+# default 5): iperf3 UDP with 64-byte payloads at full speed for
 # BENCH_SECONDS (default 3) gives the packet rate that reached B (sent -
 # lost, per second); iperf3 TCP for the same time gives Gbit/s.  One JSON
 # line per run, then per case the medians and their ratio to dp-bare of the
-# same run.  BENCH_DP_THREADS (default 1) sets offcore-dp's workers.
+# same run.  BENCH_DP_THREADS (default 1) sets offcore-dp's workers;
+# BENCH_NETNS_PREFIX (default ocpf) starts the namespaces' names (several
+# people benchmarking on one machine keep to their own).
+# BENCH_PERF=DIR records each offcore-dp run with `perf record -e cpu-clock
+# -g` into DIR/CASE.REPEAT.perf.data (perf report -i ... to read it).
 # Figures on a shared 2-core machine are noisy: read the ratios.
 set -u
 build=${1:-build}
-repeats=${BENCH_REPEATS:-3}
+repeats=${BENCH_REPEATS:-5}
 secs=${BENCH_SECONDS:-3}
 threads=${BENCH_DP_THREADS:-1}
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -55,10 +68,12 @@ done
 [ -f "$rules" ] || skip "$rules is missing"
 
 id=$$
-A=ocpfA$id B=ocpfB$id D=ocpfD$id
+ns=${BENCH_NETNS_PREFIX:-ocpf}
+A=${ns}A$id B=${ns}B$id D=${ns}D$id
 tmp=$(mktemp -d /tmp/ocp-fwd.XXXXXX)
-dppid= srvpid=
+dppid= srvpid= perfpid=
 cleanup() {
+    [ -n "$perfpid" ] && kill -INT "$perfpid" 2>/dev/null
     [ -n "$dppid" ] && kill "$dppid" 2>/dev/null
     [ -n "$srvpid" ] && kill "$srvpid" 2>/dev/null
     wait 2>/dev/null
@@ -95,8 +110,8 @@ bmac=$(ip netns exec $B cat /sys/class/net/ocpfb0/address)
 d1mac=$(ip netns exec $D cat /sys/class/net/ocpfb1/address)
 ip -n $A addr add 10.79.0.1/24 dev ocpfa0
 ip -n $A route replace 10.79.0.0/24 dev ocpfa0 src 10.79.0.1 mtu 1450
+# (B learns the tunnel end's MAC by ARP: offcore-dp answers for it)
 ip -n $B route add 192.168.78.1/32 dev ocpfb0
-ip -n $B neigh add 192.168.78.1 lladdr $d1mac dev ocpfb0
 ip -n $B link add ocpfvx type vxlan id 100 local 10.78.0.2 remote 192.168.78.1 \
     dstport 4789 dev ocpfb0 || die "kernel vxlan device"
 ip -n $B addr add 10.79.0.2/24 dev ocpfvx
@@ -107,7 +122,25 @@ srvpid=$!
 
 ctl_ok() { "$cli" dp --control "unix:$tmp/dp.sock" ping >/dev/null 2>&1; }
 
-start_case() { # CASE
+start_case() { # CASE REPEAT
+    # B resolves the tunnel end again: offcore-dp (dp-tenant) or A's
+    # kernel (dp-bare-vxlan) answers
+    ip -n $B neigh del 192.168.78.1 dev ocpfb0 2>/dev/null
+    case $1 in
+    dp-bare-1450)
+        ip -n $A route replace 10.78.0.0/24 dev ocpfa0 src 10.78.0.1 mtu 1450 ;;
+    dp-bare-vxlan)
+        # A's overlay address moves onto A's own vxlan device (A's MAC,
+        # as in dp-tenant), whose tunnel end is the DPU's of dp-tenant
+        ip -n $A addr del 10.79.0.1/24 dev ocpfa0 &&
+            ip -n $A addr add 192.168.78.1/32 dev ocpfa0 &&
+            ip -n $A link add ocpfvxa type vxlan id 100 local 192.168.78.1 \
+                remote 10.78.0.2 dstport 4789 dev ocpfa0 &&
+            ip -n $A link set ocpfvxa address $amac up &&
+            ip -n $A addr add 10.79.0.1/24 dev ocpfvxa || die "A's vxlan device"
+        ip netns exec $A ethtool -K ocpfvxa tx off tso off gso off >/dev/null
+        ;;
+    esac
     case $1 in
     kernel-bridge)
         ip -n $D link add ocpfbr type bridge &&
@@ -174,6 +207,11 @@ start_case() { # CASE
             kill -0 $dppid 2>/dev/null || die "offcore-dp exited"
             sleep 0.1
         done
+        if [ -n "${BENCH_PERF:-}" ]; then
+            perf record -q -e cpu-clock -g -p $dppid \
+                -o "$BENCH_PERF/$1.$2.perf.data" >/dev/null 2>&1 &
+            perfpid=$!
+        fi
         ;;
     esac
     # the path is up when a ping crosses it (ARP learnt, bridge forwarding)
@@ -186,14 +224,31 @@ start_case() { # CASE
 
 stop_case() { # CASE
     case $1 in
+    dp-bare-1450)
+        ip -n $A route replace 10.78.0.0/24 dev ocpfa0 src 10.78.0.1 ;;
+    dp-bare-vxlan)
+        ip -n $A link del ocpfvxa
+        ip -n $A addr del 192.168.78.1/32 dev ocpfa0
+        ip -n $A addr add 10.79.0.1/24 dev ocpfa0
+        ip -n $A route replace 10.79.0.0/24 dev ocpfa0 src 10.79.0.1 mtu 1450
+        ;;
+    esac
+    case $1 in
     kernel-bridge) ip -n $D link del ocpfbr ;;
     dp-*)
         # CPU the daemon spent (it sleeps in poll() when idle) per frame it
         # forwarded: the cost of its pipeline, apart from the traffic tools
         fwd=$("$cli" dp --control "unix:$tmp/dp.sock" stat --raw |
             sed -n 's/^offcore_dp_forwarded_packets_total \([0-9]*\)$/\1/p')
-        ticks=$(awk '{print $14 + $15}' /proc/$dppid/stat)
+        # user time is the pipeline; system time is the sockets' syscalls,
+        # the kernel's copy-mode AF_XDP and whatever the kernel runs in
+        # their context (the receiving namespace's stack, its vxlan
+        # decapsulation in case dp-tenant)
+        ticks=$(awk '{print $14, $15}' /proc/$dppid/stat)
         echo "$fwd $ticks $(getconf CLK_TCK)" >"$tmp/cpu"
+        if [ -n "$perfpid" ]; then
+            kill -INT $perfpid; wait $perfpid; perfpid=
+        fi
         kill -TERM $dppid
         wait $dppid || die "offcore-dp exit status $?"
         dppid=
@@ -203,8 +258,8 @@ stop_case() { # CASE
 
 run_case() { # CASE REPEAT
     dst=10.78.0.2
-    [ "$1" = dp-tenant ] && dst=10.79.0.2
-    start_case "$1"
+    case $1 in dp-tenant | dp-bare-vxlan) dst=10.79.0.2 ;; esac
+    start_case "$1" "$2"
     ip netns exec $A iperf3 -c $dst -p 23301 -u -b 0 -l 64 -t "$secs" -J \
         >"$tmp/udp.json" 2>&1 || die "iperf3 UDP ($1): $(tail -3 "$tmp/udp.json")"
     ip netns exec $A iperf3 -c $dst -p 23301 -t "$secs" -J \
@@ -223,14 +278,16 @@ out = {"bench": "forward", "case": case, "repeat": rep,
        "udp_lost_pct": round(u["lost_percent"], 2),
        "tcp_gbps": round(t["bits_per_second"] / 1e9, 3)}
 if os.path.exists(cpu):
-    fwd, ticks, hz = (int(x) for x in open(cpu).read().split())
+    fwd, user, sys_, hz = (int(x) for x in open(cpu).read().split())
     if fwd > 0:
-        out["dp_cpu_ns_per_pkt"] = round(ticks / hz * 1e9 / fwd)
+        out["dp_cpu_ns_per_pkt"] = round((user + sys_) / hz * 1e9 / fwd)
+        out["dp_user_ns_per_pkt"] = round(user / hz * 1e9 / fwd)
+        out["dp_sys_ns_per_pkt"] = round(sys_ / hz * 1e9 / fwd)
 print(json.dumps(out))
 EOF
 }
 
-cases=${BENCH_CASES:-kernel-bridge dp-bare dp-acl1-10k dp-tenant dp-bare-2hop dp-esp-ipfix-2hop dp-tenant-esp-ipfix-2hop}
+cases=${BENCH_CASES:-kernel-bridge dp-bare dp-acl1-10k dp-tenant dp-bare-1450 dp-bare-vxlan dp-bare-2hop dp-esp-ipfix-2hop dp-tenant-esp-ipfix-2hop}
 r=1
 while [ $r -le "$repeats" ]; do
     for c in $cases; do run_case $c $r; done
@@ -241,14 +298,16 @@ import json, statistics, sys
 runs = [json.loads(l) for l in open(sys.argv[1])]
 med = {}
 for c in ["kernel-bridge", "dp-bare", "dp-acl1-10k", "dp-tenant",
-          "dp-bare-2hop", "dp-esp-ipfix-2hop", "dp-tenant-esp-ipfix-2hop"]:
+          "dp-bare-1450", "dp-bare-vxlan", "dp-bare-2hop",
+          "dp-esp-ipfix-2hop", "dp-tenant-esp-ipfix-2hop"]:
     rs = [r for r in runs if r["case"] == c]
     if not rs:
         continue
     med[c] = {k: statistics.median(r[k] for r in rs) for k in ("mpps", "tcp_gbps")}
-    cpu = [r["dp_cpu_ns_per_pkt"] for r in rs if "dp_cpu_ns_per_pkt" in r]
-    if cpu:
-        med[c]["dp_cpu_ns_per_pkt"] = statistics.median(cpu)
+    for k in ("dp_cpu_ns_per_pkt", "dp_user_ns_per_pkt", "dp_sys_ns_per_pkt"):
+        v = [r[k] for r in rs if k in r]
+        if v:
+            med[c][k] = statistics.median(v)
     med[c]["runs"] = len(rs)
 for c, m in med.items():
     # two-hop cases against the two-hop bare forwarder, the others one hop
@@ -258,12 +317,18 @@ for c, m in med.items():
     if ref:
         out["mpps_vs_bare"] = round(m["mpps"] / ref["mpps"], 3) if ref["mpps"] else None
         out["tcp_vs_bare"] = round(m["tcp_gbps"] / ref["tcp_gbps"], 3) if ref["tcp_gbps"] else None
-    if "dp_cpu_ns_per_pkt" in m:
-        out["dp_cpu_ns_per_pkt"] = m["dp_cpu_ns_per_pkt"]
+    for k in ("dp_cpu_ns_per_pkt", "dp_user_ns_per_pkt", "dp_sys_ns_per_pkt"):
+        if k in m:
+            out[k] = m[k]
     print(json.dumps(out))
 # per-repeat ratios against the bare forwarder of the same repeat
+# (dp-tenant's bar is against dp-bare; the pairs after it say where the
+# difference comes from: the 1450-byte MTU, the tunnel itself)
 for case, base, bar in (("dp-acl1-10k", "dp-bare", 0.9),
                         ("dp-tenant", "dp-bare", 0.8),
+                        ("dp-bare-1450", "dp-bare", None),
+                        ("dp-bare-vxlan", "dp-bare", None),
+                        ("dp-tenant", "dp-bare-vxlan", None),
                         ("dp-esp-ipfix-2hop", "dp-bare-2hop", None),
                         ("dp-tenant-esp-ipfix-2hop", "dp-bare-2hop", None)):
     ratios, tratios = [], []

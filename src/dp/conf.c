@@ -522,7 +522,7 @@ static void parse_line(oc_dp_conf_t *c, size_t *rcap, char *line,
  * attachment on it needs a tenant, their VNIs must differ, and the port's
  * settings must agree. */
 static void check_shared_wire(const oc_dp_conf_t *c, const char *name,
-                              oc_dp_errors_t *e)
+                              oc_conf_errors_t *e)
 {
     const oc_dp_tenants_conf_t *tc = &c->tenants;
 
@@ -537,7 +537,7 @@ static void check_shared_wire(const oc_dp_conf_t *c, const char *name,
             shared = true;
             if (b < a && (x->backend != y->backend || x->xdp_mode != y->xdp_mode ||
                           x->zero_copy != y->zero_copy))
-                oc_dp_errors_add(e, name, x->line, "attach %s shares wire %s "
+                oc_conf_error(e, name, x->line, "attach %s shares wire %s "
                                  "with attach %s: backend=, xdp= and "
                                  "zero_copy= must be the same", x->name,
                                  x->wire, y->name);
@@ -545,13 +545,13 @@ static void check_shared_wire(const oc_dp_conf_t *c, const char *name,
         if (!shared)
             continue;
         if (x->backend != OC_DP_BACKEND_XDP)
-            oc_dp_errors_add(e, name, x->line, "attach %s: a shared wire port "
+            oc_conf_error(e, name, x->line, "attach %s: a shared wire port "
                              "(%s) needs backend=xdp", x->name, x->wire);
         for (uint32_t t = 0; t < tc->ntenants; t++)
             if (!strcmp(tc->t[t].attach, x->name))
                 ta = (int)t;
         if (ta < 0) {
-            oc_dp_errors_add(e, name, x->line, "attach %s shares wire %s with "
+            oc_conf_error(e, name, x->line, "attach %s shares wire %s with "
                              "another attachment: it needs a tenant (frames "
                              "from a shared wire are told apart by VNI)",
                              x->name, x->wire);
@@ -564,7 +564,7 @@ static void check_shared_wire(const oc_dp_conf_t *c, const char *name,
                     y = &c->attach[b];
             if (y != NULL && !strcmp(y->wire, x->wire) &&
                 tc->t[t].vni == tc->t[ta].vni)
-                oc_dp_errors_add(e, name, tc->t[ta].line, "tenant %s: vni %u "
+                oc_conf_error(e, name, tc->t[ta].line, "tenant %s: vni %u "
                                  "is tenant %s's on the same wire %s (tenants "
                                  "sharing a wire need distinct VNIs)",
                                  tc->t[ta].name, tc->t[ta].vni, tc->t[t].name,

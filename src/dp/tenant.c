@@ -12,6 +12,7 @@
  */
 #include "tenant_int.h"
 #include "metrics/metrics.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 #include <stdlib.h>
@@ -20,7 +21,15 @@
 #include <unistd.h>
 
 #define LIST_MAX 4096   /* flows `conntrack list` shows */
-#define SWEEP 64        /* entries the idle sweep examines per loop */
+/* The sweep of expired flows (between bursts) visits every entry of a
+ * table once per SWEEP_PERIOD_US, at least SWEEP_MIN entries at a time
+ * (each entry is a cache line the packets have likely not touched) and at
+ * most SWEEP_MAX (a bounded pause between two bursts).  Lookups reclaim
+ * the expired flows they meet and a full table the ones its eviction scan
+ * meets: the sweep only keeps the flow count close to the live flows. */
+#define SWEEP_PERIOD_US 10000000ull
+#define SWEEP_MIN 64
+#define SWEEP_MAX 1024
 
 static const char *const treason[OC_DP_T_NREASONS] = {
     "spoofed", "denied", "no_connection", "invalid", "policed",
@@ -32,18 +41,13 @@ const char *oc__dp_treason_name(int r)
     return r >= 0 && r < OC_DP_T_NREASONS ? treason[r] : "?";
 }
 
-static inline void add(uint64_t *c, uint64_t v)
-{
-    __atomic_store_n(c, *c + v, __ATOMIC_RELAXED);
-}
-
 /* ------------------------------------------------------- start, stop */
 
 oc_status_t oc__dp_tenants_start(oc_dp_t *dp, const oc_dp_conf_t *c)
 {
     const oc_dp_tenants_conf_t *tc = &c->tenants;
     struct oc_dp_tenants *ten;
-    struct timespec ts;
+    uint64_t now;
     oc_status_t st;
 
     for (uint32_t a = 0; a < OC_DP_MAX_ATTACH; a++)
@@ -77,13 +81,15 @@ oc_status_t oc__dp_tenants_start(oc_dp_t *dp, const oc_dp_conf_t *c)
             return st;
         }
     }
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    now = oc_now_ns();
     for (uint32_t q = 0; q < dp->nthreads; q++) {
         oc_ct_conf_t cc = {.capacity = tc->ct_flows, .to = tc->ct_to};
         struct oc_dp_tw *tw = calloc(1, sizeof(*tw));
         if (tw == NULL)
             return OC_ERR_NO_MEMORY;
         dp->w[q].tw = tw;
+        tw->cap = tc->ct_flows;
+        tw->sweep_us = now / 1000;
         st = oc_ct_create(&cc, &tw->ct);
         if (st != OC_OK) {
             oc_error(OC_COMP_DP, "conntrack: no memory for %u flows (%zu "
@@ -93,8 +99,7 @@ oc_status_t oc__dp_tenants_start(oc_dp_t *dp, const oc_dp_conf_t *c)
         for (uint32_t t = 0; t < ten->n; t++)
             for (int d = 0; d < 2; d++)
                 oc_policer_init(&tw->pol[t][d], tc->t[t].rate, tc->t[t].burst,
-                                (uint64_t)ts.tv_sec * 1000000000ull +
-                                    (uint64_t)ts.tv_nsec);
+                                now);
     }
     st = oc__dp_hand_create(dp);
     if (st != OC_OK)
@@ -126,192 +131,12 @@ void oc__dp_tenants_stop(oc_dp_t *dp)
 
 /* ------------------------------------------------------------ stages */
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* the security group's answer: 1 allow, 0 deny by rule, -1 no rule */
-static int group(oc_acl_t *acl, const oc_acl_key_t *k)
-{
-    uint32_t ud;
-    oc_acl_lookup_burst(acl, k, 1, &ud);
-    if (ud == OC_ACL_NO_MATCH)
-        return -1;
-    return ud == OC_ACL_DENY ? 0 : 1;
-}
-
-static int egress(oc_dp_worker_t *w, uint32_t t, oc_pkt_t *p, uint64_t now)
-{
-    struct oc_dp_tenants *ten = w->dp->ten;
-    const oc_dp_tenant_conf_t *tc = &ten->t[t];
-    struct oc_dp_tw *tw = w->tw;
-    oc_pkt_meta_t m;
-    oc_pkt_reason_t r = oc_pkt_parse(p->data, p->len, w->dp->max_frame, &m);
-    oc_ct_info_t info;
-
-    if (r != OC_PKT_R_IPV4 && r != OC_PKT_R_IPV4_FRAG && r != OC_PKT_R_ARP)
-        return OC_DP_T_NOT_IPV4;
-    if (oc_spoof_check(p->data, p->len, &m, tc->mac, tc->ip) != OC_SPOOF_OK)
-        return OC_DP_T_SPOOFED;
-    if (r != OC_PKT_R_ARP) {
-        if (group(ten->acl[t][0], &m.key) == 0)
-            return OC_DP_T_DENIED; /* egress: allowed unless a rule denies */
-        switch (oc_ct_track(tw->ct, (uint16_t)t, p->data + m.l3_off,
-                            p->len - m.l3_off, now / 1000000, true, &info)) {
-        case OC_CT_NEW:
-        case OC_CT_EST:
-        case OC_CT_RELATED:
-        case OC_CT_UNTRACKED:
-            break;
-        case OC_CT_FULL:
-            return OC_DP_T_TABLE_FULL;
-        case OC_CT_NO_CONN:
-            return OC_DP_T_NO_CONN;
-        default:
-            return OC_DP_T_INVALID;
-        }
-    }
-    if (!oc_policer_take(&tw->pol[t][0], now, p->len))
-        return OC_DP_T_POLICED;
-    p->data = oc_vxlan_encap(p->data, p->len, &tc->tun, tc->vni, m.hash);
-    p->len += OC_VXLAN_OVERHEAD;
-    return -1;
-}
-
-static int ingress(oc_dp_worker_t *w, uint32_t t, oc_pkt_t *p, uint64_t now)
-{
-    struct oc_dp_tenants *ten = w->dp->ten;
-    const oc_dp_tenant_conf_t *tc = &ten->t[t];
-    struct oc_dp_tw *tw = w->tw;
-    static const uint8_t bcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
-    oc_vxlan_rx_t rx;
-    oc_vxlan_reason_t vr;
-    oc_pkt_meta_t m;
-    oc_pkt_reason_t r;
-    oc_ct_info_t info;
-    uint8_t *in;
-    int g;
-
-    vr = oc_vxlan_decap(p->data, p->len, tc->tun.local_ip, &rx);
-    if (vr != OC_VXLAN_OK) {
-        add(&tw->c[t].vxlan[vr], 1);
-        return vr == OC_VXLAN_NOT_VXLAN ? OC_DP_T_NOT_VXLAN
-                                        : OC_DP_T_MALFORMED_VXLAN;
-    }
-    if (rx.vni != tc->vni)
-        return OC_DP_T_UNKNOWN_VNI;
-    in = p->data + rx.inner_off;
-    r = oc_pkt_parse(in, rx.inner_len, w->dp->max_frame, &m);
-    if (r != OC_PKT_R_IPV4 && r != OC_PKT_R_IPV4_FRAG && r != OC_PKT_R_ARP) {
-        if (r == OC_PKT_R_IPV6 || r == OC_PKT_R_UNKNOWN_ETHERTYPE)
-            return OC_DP_T_NOT_IPV4;
-        add(&tw->c[t].vxlan[OC_VXLAN_BAD_INNER], 1);
-        return OC_DP_T_MALFORMED_VXLAN;
-    }
-    /* delivery to this attachment only: its MAC, or broadcast (ARP) */
-    if (memcmp(in, tc->mac, 6) != 0 && memcmp(in, bcast, 6) != 0)
-        return OC_DP_T_NOT_OURS;
-    if (r != OC_PKT_R_ARP) {
-        const uint8_t *l3 = in + m.l3_off;
-        uint32_t l3len = rx.inner_len - m.l3_off;
-        oc_ct_result_t cr = oc_ct_track(tw->ct, (uint16_t)t, l3, l3len,
-                                        now / 1000000, false, &info);
-        if (cr == OC_CT_INVALID)
-            return OC_DP_T_INVALID;
-        if (cr != OC_CT_EST && cr != OC_CT_RELATED) {
-            /* not of a flow the tenant has: the ingress group decides,
-             * default deny */
-            g = group(ten->acl[t][1], &m.key);
-            if (g <= 0)
-                return g == 0 ? OC_DP_T_DENIED : OC_DP_T_NO_CONN;
-            if (cr == OC_CT_NO_CONN) {
-                cr = oc_ct_track(tw->ct, (uint16_t)t, l3, l3len, now / 1000000,
-                                 true, &info);
-                if (cr == OC_CT_FULL)
-                    return OC_DP_T_TABLE_FULL;
-                if (cr != OC_CT_NEW && cr != OC_CT_EST)
-                    return OC_DP_T_INVALID;
-            }
-        }
-    }
-    if (!oc_policer_take(&tw->pol[t][1], now, rx.inner_len))
-        return OC_DP_T_POLICED;
-    p->data = in;
-    p->len = rx.inner_len;
-    return -1;
-}
+/* The stages themselves are tenant_stage.c. */
 
 const oc_dp_tenant_conf_t *oc__dp_tenant_of(const oc_dp_t *dp, uint32_t a)
 {
     int t = __atomic_load_n(&dp->att_tenant[a], __ATOMIC_ACQUIRE);
     return t < 0 ? NULL : &dp->ten->t[t];
-}
-
-uint16_t oc__dp_tenant_burst(oc_dp_worker_t *w, uint32_t a, int dir,
-                             oc_pkt_t **pkts, uint16_t n)
-{
-    oc_dp_t *dp = w->dp;
-    oc_pkt_t *gone[OC_DP_BURST_MAX];
-    uint64_t kick = 0; /* workers to wake, a bit each */
-    int ti = __atomic_load_n(&dp->att_tenant[a], __ATOMIC_ACQUIRE);
-    uint32_t t = (uint32_t)ti;
-    uint16_t k = 0, ng = 0;
-
-    if (ti >= 0 && dp->nthreads > 1) {
-        for (uint16_t i = 0; i < n; i++) {
-            uint32_t r = oc__dp_hand_owner(w, a, dir, pkts[i]);
-            if (r == w->q) {
-                pkts[k++] = pkts[i];
-                continue;
-            }
-            if (oc__dp_hand_push(w, r, a, dir, pkts[i]) == 0) {
-                add(&w->tw->c[t].handoff, 1);
-                kick |= 1ull << r;
-            } else {
-                add(&w->tw->c[t].drop[OC_DP_T_HANDOFF_FULL], 1);
-            }
-            gone[ng++] = pkts[i];
-        }
-        for (uint32_t r = 0; kick != 0; r++, kick >>= 1)
-            if (kick & 1)
-                oc__dp_hand_kick(w, r);
-        if (ng > 0)
-            oc_port_free_bulk(dp->att[a].port[dir], w->q, gone, ng);
-        n = k;
-    }
-    oc__dp_tenant_stages(w, a, dir, pkts, n);
-    return n;
-}
-
-void oc__dp_tenant_stages(oc_dp_worker_t *w, uint32_t a, int dir,
-                          oc_pkt_t **pkts, uint16_t n)
-{
-    int ti = __atomic_load_n(&w->dp->att_tenant[a], __ATOMIC_ACQUIRE);
-    uint32_t t = (uint32_t)ti;
-    struct oc_dp_tw *tw = w->tw;
-    uint64_t now = now_ns();
-
-    if (ti < 0) {
-        /* its tenant was deleted: the attachment is closed until a tenant
-         * is added on it (dp's drop counter, cause "tenant") */
-        for (uint16_t i = 0; i < n; i++)
-            pkts[i]->verdict = OC_DP_V_TENANT;
-        return;
-    }
-    for (uint16_t i = 0; i < n; i++) {
-        int why = dir == 0 ? egress(w, t, pkts[i], now)
-                           : ingress(w, t, pkts[i], now);
-        if (why < 0) {
-            pkts[i]->verdict = OC_DP_V_FORWARD;
-            add(&tw->c[t].pkts[dir], 1);
-        } else {
-            pkts[i]->verdict = OC_DP_V_TENANT;
-            add(&tw->c[t].drop[why], 1);
-        }
-    }
 }
 
 static int count_one(void *arg, const oc_ct_flow_t *f)
@@ -328,6 +153,28 @@ static int list_one(void *arg, const oc_ct_flow_t *f)
     return x->req_n == LIST_MAX;
 }
 
+/* expired flows: SWEEP_PERIOD_US's share of the table since the last call
+ * (owed: entries x microseconds, at most one whole pass) */
+static void sweep(struct oc_dp_tw *tw, uint64_t now_us)
+{
+    uint64_t due, full = (uint64_t)tw->cap * SWEEP_PERIOD_US;
+
+    if (now_us > tw->sweep_us) {
+        uint64_t dt = now_us - tw->sweep_us;
+        tw->sweep_owed += (dt < SWEEP_PERIOD_US ? dt : SWEEP_PERIOD_US) * tw->cap;
+        if (tw->sweep_owed > full)
+            tw->sweep_owed = full;
+        tw->sweep_us = now_us;
+    }
+    due = tw->sweep_owed / SWEEP_PERIOD_US;
+    if (due < SWEEP_MIN && due < tw->cap)
+        return;
+    if (due > SWEEP_MAX)
+        due = SWEEP_MAX;
+    (void)oc_ct_expire(tw->ct, now_us / 1000, (uint32_t)due);
+    tw->sweep_owed -= due * SWEEP_PERIOD_US;
+}
+
 uint32_t oc__dp_tenant_idle(oc_dp_worker_t *w)
 {
     struct oc_dp_tw *tw = w->tw;
@@ -337,16 +184,18 @@ uint32_t oc__dp_tenant_idle(oc_dp_worker_t *w)
     if (tw == NULL)
         return 0;
     done = oc__dp_hand_drain(w);
-    (void)oc_ct_expire(tw->ct, now_ns() / 1000000, SWEEP);
+    if ((w->seq & 63) == 0) /* the time is its budget: no need to read
+                             * the clock on every loop */
+        sweep(tw, oc_now_us());
     req = __atomic_load_n(&tw->req, __ATOMIC_SEQ_CST);
     if (req == 1) {
         tw->req_n = oc_ct_flush(tw->ct, tw->req_zone);
     } else if (req == 3) {
-        tw->req_n = oc_ct_walk(tw->ct, tw->req_zone, now_ns() / 1000000,
+        tw->req_n = oc_ct_walk(tw->ct, tw->req_zone, oc_now_ns() / 1000000,
                                count_one, NULL);
     } else if (req == 2) {
         tw->req_n = 0;
-        oc_ct_walk(tw->ct, tw->req_zone, now_ns() / 1000000, list_one, tw);
+        oc_ct_walk(tw->ct, tw->req_zone, oc_now_ns() / 1000000, list_one, tw);
     }
     if (req != 0)
         __atomic_store_n(&tw->req, 0, __ATOMIC_SEQ_CST);
@@ -408,6 +257,14 @@ oc_status_t oc__dp_tenant_metrics(oc_dp_t *dp, void *prom)
             oc_prom_sample(p, "offcore_dp_tenant_handoff_packets_total",
                            OC_PROM_LABELS({"tenant", ten->t[t].name}),
                            TSUM(tw->c[t].handoff));
+    oc_prom_family(p, "offcore_dp_tenant_arp_replies_total",
+                   "ARP requests for the tenant's tunnel address (from the "
+                   "fabric) answered by the DPU", OC_PROM_COUNTER);
+    for (uint32_t t = 0; t < ten->n; t++)
+        if (ten->live[t])
+            oc_prom_sample(p, "offcore_dp_tenant_arp_replies_total",
+                           OC_PROM_LABELS({"tenant", ten->t[t].name}),
+                           TSUM(tw->c[t].arp_replies));
     pthread_mutex_unlock(&dp->lock);
     memset(&sum, 0, sizeof(sum));
     for (uint32_t q = 0; q < dp->nthreads; q++) {

@@ -167,8 +167,9 @@ uint32_t oc__dp_hand_drain(oc_dp_worker_t *w)
             }
             tail += got;
             __atomic_store_n(&h->tail, tail, __ATOMIC_RELEASE);
-            oc__dp_tenant_stages(w, a, dir, pkts, (uint16_t)got);
-            oc__dp_forward(w, a, dir, pkts, (uint16_t)got);
+            oc__dp_forward(w, a, dir, pkts,
+                           oc__dp_tenant_stages(w, a, dir, pkts,
+                                                (uint16_t)got));
             done += got;
         }
     }

@@ -15,10 +15,14 @@ typedef struct {
     uint64_t vxlan[OC_VXLAN_NREASONS];
     uint64_t pkts[2];   /* forwarded: 0 egress (encapsulated), 1 ingress */
     uint64_t handoff;   /* frames handed to the worker owning their flow */
+    uint64_t arp_replies; /* ARP requests for the tunnel end answered */
 } tctr_t;
 
 struct oc_dp_tw {
     oc_ct_t     *ct;
+    uint32_t     cap;        /* flows the table holds */
+    uint64_t     sweep_us;   /* the expiry sweep's last call (tenant.c) */
+    uint64_t     sweep_owed; /* entries x microseconds it still owes */
     oc_policer_t pol[OC_DP_MAX_TENANTS][2];
     tctr_t       c[OC_DP_MAX_TENANTS];
     /* control requests: req set by the control thread, cleared by the
@@ -62,14 +66,16 @@ oc_status_t oc__dp_tenants_start(oc_dp_t *dp, const oc_dp_conf_t *c);
 void oc__dp_tenants_stop(oc_dp_t *dp);
 /** A burst from attachment @p a's host (@p dir 0) or wire (@p dir 1)
  *  port: frames of flows another worker owns go to it (tenant_hand.c) and
- *  leave the array; the stages run on the rest (verdicts set, frames
- *  encapsulated or decapsulated in place).  @return frames left in
- *  @p pkts.  Worker thread. */
+ *  leave the array; the stages run on the rest (oc__dp_tenant_stages).
+ *  @return frames left in @p pkts.  Worker thread (tenant_stage.c). */
 uint16_t oc__dp_tenant_burst(oc_dp_worker_t *w, uint32_t a, int dir,
                              oc_pkt_t **pkts, uint16_t n);
-/** The stages alone (tenant.c). */
-void oc__dp_tenant_stages(oc_dp_worker_t *w, uint32_t a, int dir,
-                          oc_pkt_t **pkts, uint16_t n);
+/** The stages alone (tenant_stage.c): verdicts set, frames encapsulated or
+ *  decapsulated in place; ARP requests for the tunnel end are answered
+ *  and sent back on the wire port (they leave the array).  @return frames
+ *  left in @p pkts. */
+uint16_t oc__dp_tenant_stages(oc_dp_worker_t *w, uint32_t a, int dir,
+                              oc_pkt_t **pkts, uint16_t n);
 /** Between bursts: frames handed over by other workers, a control
  *  request, the sweep of expired flows.  @return frames processed. */
 uint32_t oc__dp_tenant_idle(oc_dp_worker_t *w);

@@ -1,8 +1,9 @@
 /*
- * tenant.c — VXLAN encapsulation/decapsulation, anti-spoofing and the
- * token-bucket policer (tenant.h).  Written by hand: each is a few dozen
- * lines over the frame already in our buffer, and the kernel's vxlan
- * device (the independent peer in tests/integration) checks our output.
+ * tenant.c — VXLAN encapsulation/decapsulation, anti-spoofing, the
+ * token-bucket policer and the tunnel end's ARP responder (tenant.h).
+ * Written by hand: each is a few dozen lines over the frame already in our
+ * buffer, and the kernel's vxlan device and ARP (the independent peer in
+ * tests/integration) check our output.
  *
  * Threading and trust: tenant.h (pure; hostile frames).
  */
@@ -35,38 +36,53 @@ static inline void wr32(uint8_t *p, uint32_t v)
 
 /* ------------------------------------------------------------- VXLAN */
 
-uint8_t *oc_vxlan_encap(uint8_t *inner, uint32_t len, const oc_vxlan_tun_t *t,
-                        uint32_t vni, uint32_t hash)
+void oc_vxlan_hdr_init(oc_vxlan_hdr_t *h, const oc_vxlan_tun_t *t,
+                       uint32_t vni)
 {
-    uint8_t *o = inner - OC_VXLAN_OVERHEAD, *ip = o + 14, *udp = ip + 20,
-            *vx = udp + 8;
+    uint8_t *o = h->b, *ip = o + 14, *udp = ip + 20, *vx = udp + 8;
     uint32_t sum = 0;
 
+    memset(h->b, 0, sizeof(h->b));
     memcpy(o, t->remote_mac, 6);
     memcpy(o + 6, t->local_mac, 6);
     wr16(o + 12, 0x0800);
     ip[0] = 0x45;
-    ip[1] = 0;
-    wr16(ip + 2, (uint16_t)(20 + 8 + 8 + len));
-    wr16(ip + 4, 0);
-    wr16(ip + 6, 0x4000); /* DF */
+    wr16(ip + 6, 0x4000); /* DF: VXLAN must not be fragmented */
     ip[8] = 64;
     ip[9] = 17;
-    wr16(ip + 10, 0);
     wr32(ip + 12, t->local_ip);
     wr32(ip + 16, t->remote_ip);
+    wr16(udp + 2, OC_VXLAN_PORT);
+    /* UDP checksum 0: allowed over IPv4 (RFC 7348 5) */
+    wr32(vx, 0x08000000u); /* I flag, reserved */
+    wr32(vx + 4, (vni & OC_VXLAN_VNI_MAX) << 8);
     for (int i = 0; i < 20; i += 2)
-        sum += rd16(ip + i);
+        sum += rd16(ip + i); /* total length and checksum are 0 here */
+    h->sum = sum;
+}
+
+uint8_t *oc_vxlan_encap_hdr(uint8_t *inner, uint32_t len,
+                            const oc_vxlan_hdr_t *h, uint32_t hash)
+{
+    uint8_t *o = inner - OC_VXLAN_OVERHEAD, *ip = o + 14, *udp = ip + 20;
+    uint32_t sum = h->sum + (20 + 8 + 8 + len);
+
+    memcpy(o, h->b, OC_VXLAN_OVERHEAD);
+    wr16(ip + 2, (uint16_t)(20 + 8 + 8 + len));
     sum = (sum & 0xffff) + (sum >> 16);
     sum = (sum & 0xffff) + (sum >> 16);
     wr16(ip + 10, (uint16_t)~sum);
     wr16(udp, (uint16_t)(49152 + (hash & 0x3fff)));
-    wr16(udp + 2, OC_VXLAN_PORT);
     wr16(udp + 4, (uint16_t)(8 + 8 + len));
-    wr16(udp + 6, 0);
-    wr32(vx, 0x08000000u);               /* I flag, reserved */
-    wr32(vx + 4, (vni & OC_VXLAN_VNI_MAX) << 8);
     return o;
+}
+
+uint8_t *oc_vxlan_encap(uint8_t *inner, uint32_t len, const oc_vxlan_tun_t *t,
+                        uint32_t vni, uint32_t hash)
+{
+    oc_vxlan_hdr_t h;
+    oc_vxlan_hdr_init(&h, t, vni);
+    return oc_vxlan_encap_hdr(inner, len, &h, hash);
 }
 
 oc_vxlan_reason_t oc_vxlan_decap(const uint8_t *f, uint32_t len,
@@ -150,6 +166,37 @@ oc_spoof_t oc_spoof_check(const uint8_t *f, uint32_t len,
     default:
         return OC_SPOOF_OTHER;
     }
+}
+
+/* ------------------------------------------------------ ARP responder */
+
+bool oc_arp_answer(uint8_t *f, uint32_t len, const uint8_t mac[6], uint32_t ip)
+{
+    static const uint8_t bcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+    uint8_t *a = f + 14, sha[6];
+    uint32_t spa;
+
+    /* Ethernet/IPv4 ARP request: htype 1, ptype 0x0800, hlen 6, plen 4 */
+    if (len < 42 || rd16(f + 12) != 0x0806 || rd16(a) != 1 ||
+        rd16(a + 2) != 0x0800 || a[4] != 6 || a[5] != 4 || rd16(a + 6) != 1)
+        return false;
+    if (rd32(a + 24) != ip || (memcmp(f, bcast, 6) != 0 && memcmp(f, mac, 6)))
+        return false;
+    spa = rd32(a + 14);
+    /* a gratuitous announcement is no question; a reply goes to a unicast
+     * sender only */
+    if (spa == ip || (a[8] & 1) || !memcmp(a + 8, "\0\0\0\0\0\0", 6))
+        return false;
+    memcpy(sha, a + 8, 6);
+    memcpy(f, sha, 6);
+    memcpy(f + 6, mac, 6);
+    wr16(a + 6, 2);
+    memcpy(a + 8, mac, 6);
+    wr32(a + 14, ip);
+    memcpy(a + 18, sha, 6);
+    wr32(a + 24, spa);
+    memset(f + 42, 0, len - 42);
+    return true;
 }
 
 /* ------------------------------------------------------------ policer */

@@ -6,12 +6,19 @@
  * single packets.
  *
  * Input: records of [flags][len hi][len lo][len bytes of Ethernet frame].
- * flags bit 0: the frame comes from the fabric (decapsulate, then track
- * the inner IPv4 packet without opening flows); else from a host (spoof
+ * flags bit 0: the frame comes from the fabric (the ARP responder on a
+ * copy, decapsulate, then track the inner IPv4 packet without opening
+ * flows); else from a host (spoof
  * check, track with opening allowed, encapsulate and check the round
  * trip); bits 1-3: milliseconds x 2^k to advance the clock; bits 4-7: the
  * tenant zone.  Invariants (abort on failure): decap(encap(x)) == x, the
- * flow count never exceeds the capacity, flush empties the table.
+ * flow count never exceeds the capacity, flush empties the table, an ARP
+ * answer is a reply from our address to the asker, of the same length.
+ *
+ * Then the same input again, differentially: runs of up to 32 records
+ * with the same side and zone become bursts, tracked by
+ * oc_ct_track_burst() in one table and by oc_ct_track() one at a time in
+ * another; results, infos and counters must be equal.
  */
 #include "fuzz_tenant.h"
 
@@ -28,9 +35,10 @@ unsigned long fuzz_tenant_accepted;
 static const uint8_t MAC[6] = {2, 0, 0, 0, 0, 1};
 #define IP 0x0a000001u
 
-static oc_ct_t *table(void)
+static oc_ct_t *table_n(int k)
 {
-    static oc_ct_t *ct;
+    static oc_ct_t *tables[3];
+    oc_ct_t *ct = tables[k];
     if (ct == NULL) {
         oc_ct_conf_t c = {.capacity = CAP};
         oc_ct_timeouts_default(&c.to);
@@ -38,8 +46,14 @@ static oc_ct_t *table(void)
         c.to.udp_unreplied = 1;
         if (oc_ct_create(&c, &ct) != OC_OK)
             abort();
+        tables[k] = ct;
     }
     return ct;
+}
+
+static oc_ct_t *table(void)
+{
+    return table_n(0);
 }
 
 static int one(oc_ct_t *ct, uint8_t flags, const uint8_t *f, uint32_t n,
@@ -52,10 +66,22 @@ static int one(oc_ct_t *ct, uint8_t flags, const uint8_t *f, uint32_t n,
     oc_ct_result_t r;
     int ok = 0;
 
+    if ((flags & 1) && n <= sizeof(buf)) {
+        memcpy(buf, f, n);
+        if (oc_arp_answer(buf, n, MAC, IP)) {
+            /* op 2, sender us, target the asker (its hardware address
+             * where the request had its sender's) */
+            if (n < 42 || buf[20] != 0 || buf[21] != 2 ||
+                memcmp(buf + 22, MAC, 6) || memcmp(buf + 32, f + 22, 6) ||
+                memcmp(buf, f + 22, 6) || memcmp(buf + 38, f + 28, 4))
+                abort();
+            ok = 1;
+        }
+    }
     if (flags & 1) {
         oc_vxlan_rx_t rx;
         if (oc_vxlan_decap(f, n, 0, &rx) != OC_VXLAN_OK)
-            return 0;
+            return ok;
         if ((uint64_t)rx.inner_off + rx.inner_len > n)
             abort();
         f += rx.inner_off;
@@ -86,8 +112,79 @@ static int one(oc_ct_t *ct, uint8_t flags, const uint8_t *f, uint32_t n,
     return ok;
 }
 
+/* the IPv4 packet a record carries (after decapsulation from the fabric),
+ * or NULL */
+static const uint8_t *inner_ip(uint8_t flags, const uint8_t *f, uint32_t n,
+                               uint32_t *len)
+{
+    oc_pkt_meta_t m;
+    if (flags & 1) {
+        oc_vxlan_rx_t rx;
+        if (oc_vxlan_decap(f, n, 0, &rx) != OC_VXLAN_OK)
+            return NULL;
+        f += rx.inner_off;
+        n = rx.inner_len;
+    }
+    if (oc_pkt_parse(f, n, 65535, &m) != OC_PKT_R_IPV4)
+        return NULL;
+    *len = n - m.l3_off;
+    return f + m.l3_off;
+}
+
+static bool refuse_odd(void *arg, uint32_t i)
+{
+    (void)arg;
+    return (i & 1) == 0;
+}
+
+/* oc_ct_track_burst against oc_ct_track over the input's records */
+static void differential(const uint8_t *data, size_t size)
+{
+    oc_ct_t *one = table_n(1), *bur = table_n(2);
+    const uint8_t *ip[32];
+    uint32_t len[32];
+    oc_ct_result_t r1[32], rb[32];
+    oc_ct_info_t i1[32], ib[32];
+    oc_ct_stats_t s1, sb;
+    uint64_t now = 0;
+
+    oc_ct_flush(one, -1);
+    oc_ct_flush(bur, -1);
+    while (size >= 3) {
+        uint8_t flags = data[0];
+        uint32_t k = 0;
+        now += 1ull << (((flags >> 1) & 7) * 2);
+        /* a run of records of the same side and zone */
+        while (size >= 3 && k < 32 && (data[0] & 0xf1) == (flags & 0xf1)) {
+            size_t n = (size_t)data[1] << 8 | data[2];
+            if (n > size - 3)
+                n = size - 3;
+            ip[k] = inner_ip(flags, data + 3, (uint32_t)n, &len[k]);
+            k += ip[k] != NULL;
+            data += 3 + n;
+            size -= 3 + n;
+        }
+        for (uint32_t i = 0; i < k; i++)
+            r1[i] = oc_ct_track(one, flags >> 4, ip[i], len[i], now,
+                                flags & 1 ? (i & 1) == 0 : true, &i1[i]);
+        oc_ct_track_burst(bur, flags >> 4, ip, len, k, now,
+                          flags & 1 ? refuse_odd : NULL, NULL, rb, ib);
+        for (uint32_t i = 0; i < k; i++)
+            if (r1[i] != rb[i] || memcmp(&i1[i], &ib[i], sizeof(ib[i])) != 0)
+                abort();
+        (void)oc_ct_expire(one, now, 4);
+        (void)oc_ct_expire(bur, now, 4);
+    }
+    oc_ct_stats(one, &s1);
+    oc_ct_stats(bur, &sb);
+    if (memcmp(&s1, &sb, sizeof(s1)) != 0)
+        abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    const uint8_t *data0 = data;
+    size_t size0 = size;
     oc_ct_t *ct = table();
     uint64_t now = 0;
     int ok = 0;
@@ -107,6 +204,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     oc_ct_flush(ct, -1);
     if (oc_ct_count(ct) != 0)
         abort();
+    differential(data0, size0);
     fuzz_tenant_accepted += ok;
     return 0;
 }

@@ -1,7 +1,8 @@
 /*
  * tenant_seeds.c — seed inputs of the tenant fuzz target: record streams
  * (fuzz_tenant.c) of a TCP handshake whose replies come back in VXLAN, a
- * UDP exchange, ARP, and malformed VXLAN.
+ * UDP exchange, ARP from the host, ARP requests from the fabric for the
+ * tunnel end's address (answered) and another (not), and malformed VXLAN.
  */
 #include "fuzz_tenant.h"
 
@@ -110,6 +111,28 @@ unsigned fuzz_tenant_seeds(fuzz_tenant_seed_fn fn, void *arg)
     n += rec(in + n, 0, f, 42);
     fn(arg, in, n, 0);
     count++;
+
+    /* from the fabric, raw: who has A (answered), who has 10.0.0.9 (not) */
+    for (int other = 0; other < 2; other++) {
+        static const uint8_t PEER[6] = {2, 0, 0, 0, 0, 2};
+        memset(f, 0, 60);
+        memset(f, 0xff, 6);
+        memcpy(f + 6, PEER, 6);
+        wr16(f + 12, 0x0806);
+        wr16(f + 14, 1);
+        wr16(f + 16, 0x0800);
+        f[18] = 6;
+        f[19] = 4;
+        wr16(f + 20, 1);
+        memcpy(f + 22, PEER, 6);
+        wr32(f + 28, B);
+        wr32(f + 38, other ? 0x0a000009u : A);
+        in[0] = 0x01;
+        wr16(in + 1, 60);
+        memcpy(in + 3, f, 60);
+        fn(arg, in, 63, !other);
+        count++;
+    }
 
     /* VXLAN without the I flag */
     n = 0;

@@ -102,7 +102,7 @@ static void test_two_tenants(void **state)
 static void test_shared_wire(void **state)
 {
     oc_dp_conf_t c;
-    oc_dp_errors_t e;
+    oc_conf_errors_t e;
     (void)state;
 
     assert_int_equal(parse(SHARED TA TB_UP "esp on\nipfix 127.0.0.1:4739\n",

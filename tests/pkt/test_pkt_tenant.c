@@ -2,7 +2,9 @@
  * test_pkt_tenant.c — VXLAN encap/decap (round trip, outer headers as RFC 7348
  * and RFC 791 want them, every malformed case), anti-spoofing (MAC, IPv4,
  * ARP replies and gratuitous ARP for an address not owned), the policer
- * (rate and burst over simulated time).
+ * (rate and burst over simulated time), the prepared outer headers
+ * (byte for byte what a header written field by field is, every length),
+ * the tunnel end's ARP responder (answers requests for its address only).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -105,6 +107,138 @@ static void test_vxlan_roundtrip(void **state)
     /* trailing Ethernet padding after the outer packet is ignored */
     assert_int_equal(oc_vxlan_decap(o, n + 60, 0, &rx), OC_VXLAN_OK);
     assert_int_equal(rx.inner_len, n);
+}
+
+/* the outer headers written field by field, checksum summed over the
+ * whole header: the reference of the template */
+static void outer_ref(uint8_t *o, uint32_t len, const oc_vxlan_tun_t *t,
+                      uint32_t vni, uint32_t hash)
+{
+    uint8_t *ip = o + 14, *udp = ip + 20;
+    uint32_t sum = 0;
+    memset(o, 0, 50);
+    memcpy(o, t->remote_mac, 6);
+    memcpy(o + 6, t->local_mac, 6);
+    wr16(o + 12, 0x0800);
+    ip[0] = 0x45;
+    wr16(ip + 2, (uint16_t)(36 + len));
+    wr16(ip + 6, 0x4000);
+    ip[8] = 64;
+    ip[9] = 17;
+    wr32(ip + 12, t->local_ip);
+    wr32(ip + 16, t->remote_ip);
+    for (int i = 0; i < 20; i += 2)
+        sum += (uint32_t)(ip[i] << 8 | ip[i + 1]);
+    while (sum >> 16)
+        sum = (sum & 0xffff) + (sum >> 16);
+    wr16(ip + 10, (uint16_t)~sum);
+    wr16(udp, (uint16_t)(49152 + (hash & 0x3fff)));
+    wr16(udp + 2, 4789);
+    wr16(udp + 4, (uint16_t)(16 + len));
+    o[42] = 0x08;
+    wr32(o + 46, vni << 8);
+}
+
+static void test_vxlan_template(void **state)
+{
+    static uint8_t buf[70000];
+    uint8_t ref[50];
+    oc_vxlan_hdr_t h;
+    oc_vxlan_tun_t t = tun();
+    uint32_t addrs[][2] = {{0xc0a80001u, 0xc0a80002u},
+                           {0xffffffffu, 0xfffffffeu},
+                           {0, 0},
+                           {0x0a000001u, 0xfe00ff01u}};
+    (void)state;
+
+    for (size_t a = 0; a < sizeof(addrs) / sizeof(addrs[0]); a++) {
+        t.local_ip = addrs[a][0];
+        t.remote_ip = addrs[a][1];
+        for (uint32_t vni = 0; vni <= 0xffffff; vni += 0x7fff3) {
+            oc_vxlan_hdr_init(&h, &t, vni);
+            for (uint32_t len = 14; len <= 65535 - 36; len += 7) {
+                uint32_t hash = len * 2654435761u;
+                uint8_t *o = oc_vxlan_encap_hdr(buf + 256, len, &h, hash);
+                outer_ref(ref, len, &t, vni, hash);
+                assert_ptr_equal(o, buf + 256 - 50);
+                if (memcmp(o, ref, 50) != 0)
+                    fail_msg("ip %08x -> %08x vni %u len %u differs", t.local_ip,
+                             t.remote_ip, vni, len);
+            }
+        }
+    }
+    /* oc_vxlan_encap is the template path too */
+    assert_ptr_equal(oc_vxlan_encap(buf + 256, 100, &t, 5, 9), buf + 206);
+    outer_ref(ref, 100, &t, 5, 9);
+    assert_memory_equal(buf + 206, ref, 50);
+}
+
+static void test_arp_answer(void **state)
+{
+    static const uint8_t bcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+    static const uint8_t MAC_C[6] = {2, 0, 0, 0, 0, 0xc};
+    uint8_t f[64], g[64];
+    uint32_t n;
+    (void)state;
+
+    /* B asks who has A (broadcast): A's tunnel end answers B */
+    n = arp_frame(f, 1, MAC_B, MAC_B, IP_B, IP_A);
+    assert_true(oc_arp_answer(f, n, MAC_A, IP_A));
+    assert_memory_equal(f, MAC_B, 6);       /* to the sender */
+    assert_memory_equal(f + 6, MAC_A, 6);   /* from us */
+    assert_int_equal(f[12] << 8 | f[13], 0x0806);
+    assert_int_equal(f[20] << 8 | f[21], 2); /* reply */
+    assert_memory_equal(f + 22, MAC_A, 6);  /* sender: us */
+    assert_int_equal((uint32_t)f[28] << 24 | f[29] << 16 | f[30] << 8 | f[31],
+                     IP_A);
+    assert_memory_equal(f + 32, MAC_B, 6);  /* target: the asker */
+    assert_int_equal((uint32_t)f[38] << 24 | f[39] << 16 | f[40] << 8 | f[41],
+                     IP_B);
+    /* the reply is no request: asked again, no answer */
+    memcpy(g, f, n);
+    assert_false(oc_arp_answer(g, n, MAC_A, IP_A));
+    /* a unicast request to our MAC (the kernel's refresh), a probe from
+     * 0.0.0.0 (RFC 5227), a padded frame (padding zeroed) */
+    n = arp_frame(f, 1, MAC_B, MAC_B, IP_B, IP_A);
+    memcpy(f, MAC_A, 6);
+    assert_true(oc_arp_answer(f, n, MAC_A, IP_A));
+    n = arp_frame(f, 1, MAC_B, MAC_B, 0, IP_A);
+    assert_true(oc_arp_answer(f, n, MAC_A, IP_A));
+    n = arp_frame(f, 1, MAC_B, MAC_B, IP_B, IP_A);
+    memset(f + n, 0xee, 18);
+    assert_true(oc_arp_answer(f, 60, MAC_A, IP_A));
+    for (int i = 42; i < 60; i++)
+        assert_int_equal(f[i], 0);
+
+    /* never answered, frame untouched: a request for an address we do
+     * not own */
+    n = arp_frame(f, 1, MAC_B, MAC_B, IP_B, 0x0a000009u);
+    memcpy(g, f, n);
+    assert_false(oc_arp_answer(f, n, MAC_A, IP_A));
+    assert_memory_equal(f, g, n);
+    /* a request to another host's MAC */
+    n = arp_frame(f, 1, MAC_B, MAC_B, IP_B, IP_A);
+    memcpy(f, MAC_C, 6);
+    assert_false(oc_arp_answer(f, n, MAC_A, IP_A));
+    /* a gratuitous announcement of our address by another */
+    n = arp_frame(f, 1, MAC_B, MAC_B, IP_A, IP_A);
+    assert_false(oc_arp_answer(f, n, MAC_A, IP_A));
+    /* a multicast or zero sender hardware address */
+    n = arp_frame(f, 1, MAC_B, bcast, IP_B, IP_A);
+    assert_false(oc_arp_answer(f, n, MAC_A, IP_A));
+    n = arp_frame(f, 1, MAC_B, (const uint8_t[6]){0}, IP_B, IP_A);
+    assert_false(oc_arp_answer(f, n, MAC_A, IP_A));
+    /* wrong hardware type, protocol, lengths; not ARP; truncated */
+    for (int k = 0; k < 5; k++) {
+        n = arp_frame(f, 1, MAC_B, MAC_B, IP_B, IP_A);
+        f[(int[]){15, 17, 18, 19, 13}[k]] ^= 1;
+        memcpy(g, f, n);
+        assert_false(oc_arp_answer(f, n, MAC_A, IP_A));
+        assert_memory_equal(f, g, n);
+    }
+    n = arp_frame(f, 1, MAC_B, MAC_B, IP_B, IP_A);
+    for (uint32_t len = 0; len < 42; len++)
+        assert_false(oc_arp_answer(f, len, MAC_A, IP_A));
 }
 
 static void test_vxlan_malformed(void **state)
@@ -215,6 +349,8 @@ int main(void)
     const struct CMUnitTest t[] = {
         cmocka_unit_test(test_vxlan_roundtrip),
         cmocka_unit_test(test_vxlan_malformed),
+        cmocka_unit_test(test_vxlan_template),
+        cmocka_unit_test(test_arp_answer),
         cmocka_unit_test(test_spoof),
         cmocka_unit_test(test_policer),
     };

@@ -143,6 +143,28 @@ oc_ct_result_t oc_ct_track(oc_ct_t *ct, uint16_t zone, const uint8_t *ip,
                            uint32_t len, uint64_t now_ms, bool allow_new,
                            oc_ct_info_t *info);
 
+/**
+ * Whether packet @p i of a burst, which would open a flow (no live flow
+ * has it, and it is a TCP SYN, UDP, ICMP echo request or other protocol's
+ * packet), may create one.  Called only when that is the question, in
+ * packet order; @p arg is oc_ct_track_burst()'s.
+ */
+typedef bool (*oc_ct_open_fn)(void *arg, uint32_t i);
+
+/**
+ * Track @p n packets (@p ip[i], @p len[i] bytes from their IP headers) of
+ * zone @p zone: the results and infos are exactly those of oc_ct_track()
+ * on each packet in turn, with allow_new = @p may_open(@p arg, i) (NULL:
+ * true), but the table's cache misses of a whole chunk of packets overlap
+ * (keys and hashes first, then prefetches of their index slots and
+ * entries, then the packets in order).
+ * @p res and @p info receive n elements each.
+ */
+void oc_ct_track_burst(oc_ct_t *ct, uint16_t zone, const uint8_t *const *ip,
+                       const uint32_t *len, uint32_t n, uint64_t now_ms,
+                       oc_ct_open_fn may_open, void *arg,
+                       oc_ct_result_t *res, oc_ct_info_t *info);
+
 /** Reclaim expired flows among the next @p budget entries of the sweep.
  *  @return flows reclaimed. */
 uint32_t oc_ct_expire(oc_ct_t *ct, uint64_t now_ms, uint32_t budget);

@@ -3,7 +3,8 @@
  * connection tracking (ct.h): VXLAN encapsulation and decapsulation
  * (RFC 7348, UDP 4789), the anti-spoofing check of a host-side frame
  * against its attachment's own MAC and IPv4 address (ARP included), and a
- * token-bucket policer.
+ * token-bucket policer, and the answer to ARP requests for the tunnel
+ * end's own address.
  *
  * All pure functions over caller-owned memory: no allocation, no locks.
  * A policer belongs to one thread.  Trust model: frames are hostile; the
@@ -39,6 +40,39 @@ typedef struct {
  */
 uint8_t *oc_vxlan_encap(uint8_t *inner, uint32_t len, const oc_vxlan_tun_t *t,
                         uint32_t vni, uint32_t hash);
+
+/**
+ * The outer headers of one tunnel and VNI, prepared once
+ * (oc_vxlan_hdr_init) and put in front of each inner frame with one 50-byte
+ * copy (oc_vxlan_encap_hdr), which then patches only what differs per
+ * frame: the lengths, the UDP source port and the IPv4 checksum (from the
+ * template's partial sum, RFC 1071's one's complement arithmetic).
+ */
+typedef struct {
+    uint8_t  b[OC_VXLAN_OVERHEAD];
+    uint32_t sum; /**< IPv4 header words but the total length and checksum */
+} oc_vxlan_hdr_t;
+
+void oc_vxlan_hdr_init(oc_vxlan_hdr_t *h, const oc_vxlan_tun_t *t,
+                       uint32_t vni);
+/** oc_vxlan_encap() with a prepared template: the same bytes. */
+uint8_t *oc_vxlan_encap_hdr(uint8_t *inner, uint32_t len,
+                            const oc_vxlan_hdr_t *h, uint32_t hash);
+
+/**
+ * The tunnel end's ARP responder: when @p frame (@p len bytes, from the
+ * fabric) is an Ethernet/IPv4 ARP request (RFC 826) for @p ip, sent to
+ * broadcast or to @p mac by a unicast sender, rewrite it in place into the
+ * reply from (@p mac, @p ip) to that sender (padding zeroed), as a host
+ * answers for its own address.  Anything else is left untouched and not
+ * answered: a request for another address (a DPU never answers for what it
+ * does not own), replies, gratuitous announcements (sender address = target
+ * address), VLAN tags, truncated packets.  Reads nothing outside
+ * frame[0..len) (fuzzed).
+ * @return true when @p frame now holds a reply to send back on its port.
+ */
+bool oc_arp_answer(uint8_t *frame, uint32_t len, const uint8_t mac[6],
+                   uint32_t ip);
 
 typedef enum {
     OC_VXLAN_OK = 0,

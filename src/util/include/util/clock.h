@@ -17,6 +17,14 @@ static inline uint64_t oc_now_us(void)
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
+/** Nanoseconds of the same clock (the packet path's policers). */
+static inline uint64_t oc_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /** Milliseconds of the same clock (deadlines of control-plane waits). */
 static inline int64_t oc_now_ms(void)
 {

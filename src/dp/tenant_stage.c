@@ -1,0 +1,349 @@
+/*
+ * tenant_stage.c — the tenant stages on a burst (tenant.h):
+ *   host -> wire: parse, anti-spoofing, egress group, conntrack (opens
+ *     flows), policing, VXLAN encapsulation;
+ *   wire -> host: the ARP responder of the tunnel end, VXLAN
+ *     decapsulation, VNI, inner parse, delivery check, conntrack | the
+ *     ingress group (default deny; an allowed packet opens its flow),
+ *     policing.
+ *
+ * Each step runs over the whole burst before the next, so that what costs
+ * memory latency overlaps instead of following frame after frame: the
+ * burst's headers are prefetched first (and, host -> wire, the headroom
+ * the outer headers go to); the egress group classifies the burst's keys
+ * in one lookup; conntrack takes the burst at once (oc_ct_track_burst:
+ * hashes, then prefetched index slots and entries, then the packets in
+ * order); the outer headers come from a template made once per burst (one
+ * 50-byte copy and four fields a frame).  The order of the steps is the
+ * order in which one frame meets them, and the steps that keep state
+ * (conntrack, the policer, the ingress group's decision to open a flow)
+ * take the frames in burst order: verdicts and counters are those of the
+ * frames run through one by one.
+ *
+ * Threading: the worker that owns the tenant state (tenant.c); the groups
+ * are read as RCU readers (the worker is registered in dp.c).  Frames are
+ * hostile: every parser here is fuzzed (tests/fuzz/fuzz_tenant.c).
+ */
+#include "tenant_int.h"
+#include "util/clock.h"
+
+#include <string.h>
+
+#define PASS 0xff /* why[i] of a frame still on its way */
+#define ANSWERED 0xfe /* an ARP request for the tunnel end, answered */
+
+static inline void add(uint64_t *c, uint64_t v)
+{
+    __atomic_store_n(c, *c + v, __ATOMIC_RELAXED);
+}
+
+/* a group's answer for one key: 1 allow, 0 deny by rule, -1 no rule */
+static int group(oc_acl_t *acl, const oc_acl_key_t *k)
+{
+    uint32_t ud;
+    oc_acl_lookup_burst(acl, k, 1, &ud);
+    if (ud == OC_ACL_NO_MATCH)
+        return -1;
+    return ud == OC_ACL_DENY ? 0 : 1;
+}
+
+/* the first two lines of every frame: Ethernet, IPv4 and TCP headers,
+ * outer and inner (VXLAN puts the inner ones 50 bytes further) */
+static void prefetch(oc_pkt_t **pkts, uint16_t n, bool headroom)
+{
+    for (uint16_t i = 0; i < n; i++) {
+        __builtin_prefetch(pkts[i]->data);
+        __builtin_prefetch(pkts[i]->data + 64);
+        if (headroom) /* written by the encapsulation */
+            __builtin_prefetch(pkts[i]->data - OC_VXLAN_OVERHEAD, 1);
+    }
+}
+
+static void egress(oc_dp_worker_t *w, uint32_t t, oc_pkt_t **pkts, uint16_t n,
+                   uint64_t now, uint8_t *why)
+{
+    struct oc_dp_tenants *ten = w->dp->ten;
+    const oc_dp_tenant_conf_t *tc = &ten->t[t];
+    struct oc_dp_tw *tw = w->tw;
+    const uint8_t *ip[OC_DP_BURST_MAX];
+    uint32_t len[OC_DP_BURST_MAX];
+    uint16_t at[OC_DP_BURST_MAX], k = 0, nc = 0;
+    oc_ct_result_t cr[OC_DP_BURST_MAX];
+    oc_ct_info_t info[OC_DP_BURST_MAX];
+    oc_vxlan_hdr_t hdr;
+
+    prefetch(pkts, n, true);
+    /* parse and anti-spoofing; the keys of IPv4 frames for the group */
+    for (uint16_t i = 0; i < n; i++) {
+        oc_pkt_meta_t *m = &w->meta[i];
+        oc_pkt_reason_t r = oc_pkt_parse(pkts[i]->data, pkts[i]->len,
+                                         w->dp->max_frame, m);
+        why[i] = PASS;
+        if (r != OC_PKT_R_IPV4 && r != OC_PKT_R_IPV4_FRAG && r != OC_PKT_R_ARP)
+            why[i] = OC_DP_T_NOT_IPV4;
+        else if (oc_spoof_check(pkts[i]->data, pkts[i]->len, m, tc->mac,
+                                tc->ip) != OC_SPOOF_OK)
+            why[i] = OC_DP_T_SPOOFED;
+        else if (r != OC_PKT_R_ARP) {
+            w->keys[k] = m->key;
+            w->kidx[k++] = i;
+        }
+    }
+    /* the egress group, one lookup for the burst: allowed unless a rule
+     * denies */
+    if (k > 0)
+        oc_acl_lookup_burst(ten->acl[t][0], w->keys, k, w->ud);
+    for (uint16_t j = 0; j < k; j++) {
+        uint16_t i = w->kidx[j];
+        if (w->ud[j] == OC_ACL_DENY) {
+            why[i] = OC_DP_T_DENIED;
+            continue;
+        }
+        ip[nc] = pkts[i]->data + w->meta[i].l3_off;
+        len[nc] = pkts[i]->len - w->meta[i].l3_off;
+        at[nc++] = i;
+    }
+    /* connection tracking: the host opens flows */
+    oc_ct_track_burst(tw->ct, (uint16_t)t, ip, len, nc, now / 1000000, NULL,
+                      NULL, cr, info);
+    for (uint16_t j = 0; j < nc; j++)
+        switch (cr[j]) {
+        case OC_CT_NEW:
+        case OC_CT_EST:
+        case OC_CT_RELATED:
+        case OC_CT_UNTRACKED:
+            break;
+        case OC_CT_FULL:
+            why[at[j]] = OC_DP_T_TABLE_FULL;
+            break;
+        case OC_CT_NO_CONN:
+            why[at[j]] = OC_DP_T_NO_CONN;
+            break;
+        default:
+            why[at[j]] = OC_DP_T_INVALID;
+        }
+    /* policing and encapsulation, in order */
+    oc_vxlan_hdr_init(&hdr, &tc->tun, tc->vni);
+    for (uint16_t i = 0; i < n; i++) {
+        oc_pkt_t *p = pkts[i];
+        if (why[i] != PASS)
+            continue;
+        if (!oc_policer_take(&tw->pol[t][0], now, p->len)) {
+            why[i] = OC_DP_T_POLICED;
+            continue;
+        }
+        p->data = oc_vxlan_encap_hdr(p->data, p->len, &hdr, w->meta[i].hash);
+        p->len += OC_VXLAN_OVERHEAD;
+    }
+}
+
+/* the ingress group, asked by conntrack when a packet would open a flow */
+typedef struct {
+    oc_dp_worker_t *w;
+    oc_acl_t       *acl;
+    const uint16_t *at;
+    int8_t         *g; /* per conntrack packet: the answer, 2 not asked */
+} ask_t;
+
+static bool may_open(void *arg, uint32_t j)
+{
+    ask_t *a = arg;
+    a->g[j] = (int8_t)group(a->acl, &a->w->meta[a->at[j]].key);
+    return a->g[j] > 0;
+}
+
+static void ingress(oc_dp_worker_t *w, uint32_t t, oc_pkt_t **pkts,
+                    uint16_t n, uint64_t now, uint8_t *why)
+{
+    static const uint8_t bcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+    struct oc_dp_tenants *ten = w->dp->ten;
+    const oc_dp_tenant_conf_t *tc = &ten->t[t];
+    struct oc_dp_tw *tw = w->tw;
+    const uint8_t *ip[OC_DP_BURST_MAX];
+    uint32_t len[OC_DP_BURST_MAX], ilen[OC_DP_BURST_MAX];
+    uint16_t at[OC_DP_BURST_MAX], ioff[OC_DP_BURST_MAX], nc = 0;
+    int8_t g[OC_DP_BURST_MAX];
+    oc_ct_result_t cr[OC_DP_BURST_MAX];
+    oc_ct_info_t info[OC_DP_BURST_MAX];
+    ask_t ask = {w, ten->acl[t][1], at, g};
+
+    prefetch(pkts, n, false);
+    /* the tunnel's checks, the inner frame's parse and delivery check */
+    for (uint16_t i = 0; i < n; i++) {
+        oc_pkt_t *p = pkts[i];
+        oc_pkt_meta_t *m = &w->meta[i];
+        oc_vxlan_rx_t rx;
+        oc_vxlan_reason_t vr;
+        oc_pkt_reason_t r;
+        const uint8_t *in;
+
+        why[i] = PASS;
+        vr = oc_vxlan_decap(p->data, p->len, tc->tun.local_ip, &rx);
+        if (vr != OC_VXLAN_OK) {
+            if (vr == OC_VXLAN_NOT_VXLAN &&
+                oc_arp_answer(p->data, p->len, tc->tun.local_mac,
+                              tc->tun.local_ip)) {
+                why[i] = ANSWERED;
+                continue;
+            }
+            add(&tw->c[t].vxlan[vr], 1);
+            why[i] = vr == OC_VXLAN_NOT_VXLAN ? OC_DP_T_NOT_VXLAN
+                                              : OC_DP_T_MALFORMED_VXLAN;
+            continue;
+        }
+        if (rx.vni != tc->vni) {
+            why[i] = OC_DP_T_UNKNOWN_VNI;
+            continue;
+        }
+        in = p->data + rx.inner_off;
+        ioff[i] = (uint16_t)rx.inner_off;
+        ilen[i] = rx.inner_len;
+        r = oc_pkt_parse(in, rx.inner_len, w->dp->max_frame, m);
+        if (r != OC_PKT_R_IPV4 && r != OC_PKT_R_IPV4_FRAG &&
+            r != OC_PKT_R_ARP) {
+            if (r == OC_PKT_R_IPV6 || r == OC_PKT_R_UNKNOWN_ETHERTYPE) {
+                why[i] = OC_DP_T_NOT_IPV4;
+            } else {
+                add(&tw->c[t].vxlan[OC_VXLAN_BAD_INNER], 1);
+                why[i] = OC_DP_T_MALFORMED_VXLAN;
+            }
+            continue;
+        }
+        /* delivery to this attachment only: its MAC, or broadcast (ARP) */
+        if (memcmp(in, tc->mac, 6) != 0 && memcmp(in, bcast, 6) != 0) {
+            why[i] = OC_DP_T_NOT_OURS;
+            continue;
+        }
+        if (r != OC_PKT_R_ARP) {
+            ip[nc] = in + m->l3_off;
+            len[nc] = rx.inner_len - m->l3_off;
+            g[nc] = 2;
+            at[nc++] = i;
+        }
+    }
+    /* connection tracking: a packet of a flow the tenant has passes; one
+     * that would open a flow asks the ingress group (default deny) */
+    oc_ct_track_burst(tw->ct, (uint16_t)t, ip, len, nc, now / 1000000,
+                      may_open, &ask, cr, info);
+    for (uint16_t j = 0; j < nc; j++) {
+        uint8_t *y = &why[at[j]];
+        int gj = g[j];
+        switch (cr[j]) {
+        case OC_CT_NEW: /* the group allowed it */
+        case OC_CT_EST:
+        case OC_CT_RELATED:
+            break;
+        case OC_CT_INVALID:
+            *y = OC_DP_T_INVALID;
+            break;
+        case OC_CT_FULL:
+            *y = OC_DP_T_TABLE_FULL;
+            break;
+        default: /* no flow (a fragment has none): the group decides */
+            if (gj == 2)
+                gj = group(ask.acl, &w->meta[at[j]].key);
+            if (gj <= 0)
+                *y = gj == 0 ? OC_DP_T_DENIED : OC_DP_T_NO_CONN;
+            else if (cr[j] == OC_CT_NO_CONN)
+                *y = OC_DP_T_INVALID; /* allowed, but cannot open a flow */
+        }
+    }
+    /* policing, in order; the inner frame is what goes to the host */
+    for (uint16_t i = 0; i < n; i++) {
+        oc_pkt_t *p = pkts[i];
+        if (why[i] != PASS)
+            continue;
+        if (!oc_policer_take(&tw->pol[t][1], now, ilen[i])) {
+            why[i] = OC_DP_T_POLICED;
+            continue;
+        }
+        p->data += ioff[i];
+        p->len = ilen[i];
+    }
+}
+
+uint16_t oc__dp_tenant_stages(oc_dp_worker_t *w, uint32_t a, int dir,
+                              oc_pkt_t **pkts, uint16_t n)
+{
+    int ti = __atomic_load_n(&w->dp->att_tenant[a], __ATOMIC_ACQUIRE);
+    uint32_t t = (uint32_t)ti;
+    struct oc_dp_tw *tw = w->tw;
+    uint8_t why[OC_DP_BURST_MAX];
+    oc_pkt_t *arp[OC_DP_BURST_MAX];
+    uint16_t k = 0, na = 0, sent;
+
+    if (ti < 0) {
+        /* its tenant was deleted: the attachment is closed until a tenant
+         * is added on it (dp's drop counter, cause "tenant") */
+        for (uint16_t i = 0; i < n; i++)
+            pkts[i]->verdict = OC_DP_V_TENANT;
+        return n;
+    }
+    if (n == 0)
+        return 0;
+    if (dir == 0)
+        egress(w, t, pkts, n, oc_now_ns(), why);
+    else
+        ingress(w, t, pkts, n, oc_now_ns(), why);
+    for (uint16_t i = 0; i < n; i++) {
+        if (why[i] == ANSWERED) {
+            arp[na++] = pkts[i];
+            continue;
+        }
+        if (why[i] == PASS) {
+            pkts[i]->verdict = OC_DP_V_FORWARD;
+            add(&tw->c[t].pkts[dir], 1);
+        } else {
+            pkts[i]->verdict = OC_DP_V_TENANT;
+            add(&tw->c[t].drop[why[i]], 1);
+        }
+        pkts[k++] = pkts[i];
+    }
+    if (na > 0) {
+        /* the answers go back out of the wire port they came in by; what
+         * its ring cannot take is dropped with dp's tx_full count */
+        oc_port_t *wire = w->dp->att[a].port[1];
+        sent = oc_port_tx_burst(wire, w->q, arp, na);
+        add(&tw->c[t].arp_replies, sent);
+        for (uint16_t i = sent; i < na; i++) {
+            arp[i]->verdict = OC_DP_V_TX_FULL;
+            pkts[k++] = arp[i];
+        }
+    }
+    return k;
+}
+
+uint16_t oc__dp_tenant_burst(oc_dp_worker_t *w, uint32_t a, int dir,
+                             oc_pkt_t **pkts, uint16_t n)
+{
+    oc_dp_t *dp = w->dp;
+    oc_pkt_t *gone[OC_DP_BURST_MAX];
+    uint64_t kick = 0; /* workers to wake, a bit each */
+    int ti = __atomic_load_n(&dp->att_tenant[a], __ATOMIC_ACQUIRE);
+    uint32_t t = (uint32_t)ti;
+    uint16_t k = 0, ng = 0;
+
+    if (ti >= 0 && dp->nthreads > 1) {
+        for (uint16_t i = 0; i < n; i++) {
+            uint32_t r = oc__dp_hand_owner(w, a, dir, pkts[i]);
+            if (r == w->q) {
+                pkts[k++] = pkts[i];
+                continue;
+            }
+            if (oc__dp_hand_push(w, r, a, dir, pkts[i]) == 0) {
+                add(&w->tw->c[t].handoff, 1);
+                kick |= 1ull << r;
+            } else {
+                add(&w->tw->c[t].drop[OC_DP_T_HANDOFF_FULL], 1);
+            }
+            gone[ng++] = pkts[i];
+        }
+        for (uint32_t r = 0; kick != 0; r++, kick >>= 1)
+            if (kick & 1)
+                oc__dp_hand_kick(w, r);
+        if (ng > 0)
+            oc_port_free_bulk(dp->att[a].port[dir], w->q, gone, ng);
+        n = k;
+    }
+    return oc__dp_tenant_stages(w, a, dir, pkts, n);
+}
