@@ -107,6 +107,14 @@ void oc__coll_fini(oc_context_t *ctx)
     ctx->coll = NULL;
 }
 
+/* A collective's name for what failed it: a dead or unreachable peer
+ * (the context failed with OC_ERR_PEER_FAILED, inline.c, or a send to it
+ * failed) is OC_ERR_COLL_PEER_FAILED; anything else keeps its name. */
+static oc_status_t coll_err(oc_status_t st)
+{
+    return st == OC_ERR_PEER_FAILED ? OC_ERR_COLL_PEER_FAILED : st;
+}
+
 oc_status_t oc__coll_check_ctx(oc_context_t *ctx)
 {
     if (ctx == NULL)
@@ -114,7 +122,7 @@ oc_status_t oc__coll_check_ctx(oc_context_t *ctx)
     if (ctx->in_handler)
         return OC_ERR_STATE;
     if (ctx->failed != OC_OK)
-        return ctx->failed;
+        return coll_err(ctx->failed); /* fail fast: a peer is gone */
     if (ctx->coll == NULL || ctx->eps == NULL || ctx->agent != NULL)
         return OC_ERR_UNSUPPORTED;
     return OC_OK;
@@ -155,7 +163,7 @@ static size_t nchunks(const oc__coll_t *c, size_t len)
 static void fail(oc_request_t *req, oc_status_t st)
 {
     if (req->status == OC_INPROGRESS)
-        req->status = st;
+        req->status = coll_err(st);
 }
 
 static void unlink_req(oc__coll_t *c, oc_request_t *req)
@@ -347,10 +355,12 @@ OC_API oc_status_t oc_test(oc_request_t **req_p)
     if (ctx->in_handler)
         return OC_ERR_STATE;
     if (req->status == OC_INPROGRESS) {
+        if (ctx->failed == OC_OK)
+            oc__progress(ctx); /* runs oc__coll_progress */
+        /* a peer found dead (inline.c) fails whatever still waits, the
+         * receives from it included: UCX fails only the sends to it */
         if (ctx->failed != OC_OK)
             fail(req, ctx->failed);
-        else
-            oc__progress(ctx); /* runs oc__coll_progress */
     }
     st = req->status;
     if (st == OC_INPROGRESS)

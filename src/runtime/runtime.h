@@ -94,6 +94,8 @@ struct oc_context {
     uint32_t        rank, size;
     int             in_handler;
     int             failed;       /* OC_OK or the error that broke it */
+    int             closing;      /* endpoints being closed: peers that
+                                   * go away now have not failed */
     oc_eng_out_t   *stream;       /* stream mode: the one outlet, else NULL */
     oc_handler_t    handler;
     oc_burst_handler_t burst_handler;
