@@ -81,6 +81,7 @@ struct oc__coll {
     oc__coll_config_t cfg;
     uint32_t          next_seq;
     oc_request_t     *active, *zombies;
+    struct coll_op   *ops;           /* chunk operations in flight (coll.c) */
     const void      **ordered_srcs;  /* [size] scratch of the ordered reduction */
 };
 

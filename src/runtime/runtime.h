@@ -196,6 +196,7 @@ oc_status_t oc__transport_precheck(oc_context_t *ctx);
 /* src/coll: the collectives' hooks */
 oc_status_t oc__coll_init(oc_context_t *ctx);
 void oc__coll_progress(oc_context_t *ctx);
+/* after the worker is destroyed: frees what is still in flight */
 void oc__coll_fini(oc_context_t *ctx);
 
 /* bootstrap.c: all-gather through files in a shared directory */
