@@ -3,7 +3,8 @@
  * ranks bootstrap through files (OC_RANK, OC_SIZE, OC_BOOTSTRAP_DIR; no
  * MPI, whose launcher would kill the whole job when one rank dies), check
  * one allreduce or all-to-all result exactly, say "looping", then run the
- * same collective again and again until one fails.  The script SIGKILLs
+ * same collective again and again until one fails (saying "in the loop"
+ * after two more).  The script SIGKILLs
  * one rank meanwhile; every other rank, blocked in oc_wait(), must get
  * OC_ERR_COLL_PEER_FAILED, and the next collective it starts must fail at
  * once with the same error.  Each survivor prints one JSON line:
@@ -144,6 +145,10 @@ int main(int argc, char **argv)
         st = start(ctx, a2a, in, out, n, &r);
         if (st == OC_OK)
             st = oc_wait(&r);
+        if (st == OC_OK && k == 2) { /* the script kills from now on */
+            printf("rank %u: in the loop\n", oc_rank(ctx));
+            fflush(stdout);
+        }
     } while (st == OC_OK);
     t_err = now_ns(CLOCK_REALTIME);
     alarm(0);

@@ -81,9 +81,9 @@ ranks() {
     done
 }
 
-looping() {
+all_say() { # all_say NP WORDS: every rank's log has the line
     for ((r = 0; r < $1; r++)); do
-        grep -q looping "$tmp/rank$r.log" || return 1
+        grep -q "$2" "$tmp/rank$r.log" || return 1
     done
 }
 
@@ -91,8 +91,9 @@ looping() {
 # check every survivor's error and time.
 kill_one() {
     local np=$1 victim=$2 label=$3
-    wait_for 60 looping "$np" || fail "$label: the ranks never all ran a first checked round"
-    sleep 0.3     # into the loop: the survivors wait in oc_wait
+    wait_for 60 all_say "$np" looping || fail "$label: the ranks never all ran a first checked round"
+    # two more rounds done everywhere: all are in the loop, in oc_wait
+    wait_for 60 all_say "$np" "in the loop" || fail "$label: the ranks did not loop"
     local t_kill
     t_kill=$(date +%s%N)
     kill -KILL "${R_PIDS[$victim]}"
@@ -105,7 +106,8 @@ kill_one() {
     touch "$tmp/release"
     for ((r = 0; r < np; r++)); do
         [ "$r" = "$victim" ] && continue
-        wait "${R_PIDS[$r]}" || fail "$label: rank $r did not report OC_ERR_COLL_PEER_FAILED twice"
+        wait "${R_PIDS[$r]}" 2>/dev/null ||
+            fail "$label: rank $r did not report OC_ERR_COLL_PEER_FAILED twice"
         line=$(grep '^{' "$tmp/rank$r.log")
         python3 - "$line" "$t_kill" "$BOUND_S" "$label" "$r" <<'PY' || fail "$label: rank $r"
 import json, sys
