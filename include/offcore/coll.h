@@ -103,7 +103,7 @@ OC_API size_t oc_dtype_size(oc_dtype_t dtype);
  *         OC_ERR_INVALID_PARAM (ctx NULL),
  *         OC_ERR_NO_MEMORY, OC_ERR_UNSUPPORTED (agent placement),
  *         OC_ERR_STATE (called from a message handler), or the error that
- *         failed the context.  On error nothing was started and *req_p is
+ *         failed the context (OC_ERR_COLL_PEER_FAILED when a rank died).  On error nothing was started and *req_p is
  *         untouched.
  */
 OC_API oc_status_t oc_iallreduce(oc_context_t *ctx, const void *sendbuf,
@@ -166,8 +166,11 @@ OC_API oc_status_t oc_ibarrier(oc_context_t *ctx, oc_request_t **req_p);
  *         error that failed the collective (OC_ERR_COLL_MISMATCH: a
  *         peer sent another amount of data than this rank's call expects;
  *         reported once this rank's part has run to its end, so that the
- *         peers are not left waiting; OC_ERR_TRANSPORT,
- *         OC_ERR_PEER_FAILED...): the request is freed
+ *         peers are not left waiting; OC_ERR_COLL_PEER_FAILED: a rank of
+ *         the context died or became unreachable, found by UCX's
+ *         keepalive within about 1-2 s (docs/coll.md), after which every
+ *         collective of the context, in flight or started later, fails
+ *         with it; OC_ERR_TRANSPORT...): the request is freed
  *         and *req_p set to NULL as well, and the receive buffer's
  *         content is undefined.
  */

@@ -52,11 +52,32 @@ static const oc_cfg_field_t coll_config_table[] = {
     OC_CFG_END,
 };
 
-typedef struct {
-    oc_tr_op_t    op;
-    oc_request_t *req;
-    int           is_recv;
+/* One chunk's send or receive in flight; on its context's list until its
+ * callback runs, so that oc__coll_fini() can free those whose callback
+ * never will (a failed collective's receives from a dead rank, sends a
+ * force-closed endpoint left unfinished). */
+typedef struct coll_op {
+    oc_tr_op_t      op;
+    oc_request_t   *req;
+    int             is_recv;
+    struct coll_op *next, **pprev;
 } coll_op_t;
+
+static void op_link(oc__coll_t *c, coll_op_t *o)
+{
+    o->next = c->ops;
+    if (o->next != NULL)
+        o->next->pprev = &o->next;
+    o->pprev = &c->ops;
+    c->ops = o;
+}
+
+static void op_unlink(coll_op_t *o)
+{
+    *o->pprev = o->next;
+    if (o->next != NULL)
+        o->next->pprev = o->pprev;
+}
 
 oc_status_t oc__coll_init(oc_context_t *ctx)
 {
@@ -84,27 +105,37 @@ void oc__coll_fini(oc_context_t *ctx)
 {
     oc__coll_t *c = ctx->coll;
     oc_request_t *r, *rn;
+    coll_op_t *o, *on;
 
     if (c == NULL)
         return;
-    /* Requests the application never completed.  Their sends ended when
-     * the endpoints closed (fini runs after the placement's); one with a
-     * receive still posted is left allocated, since UCX may still call
-     * back into it while the worker is destroyed (a leak, on a path where
-     * the application broke the rules, rather than a use after free). */
+    /* Called once the worker is destroyed (context.c): no callback can
+     * run any more, so what is still in flight (the application never
+     * completed a request, or a failed collective's operations that UCX
+     * will never finish) is freed here. */
+    for (o = (coll_op_t *)c->ops; o != NULL; o = on) {
+        on = o->next;
+        free(o);
+    }
     for (r = c->active; r != NULL; r = rn) {
         rn = r->next;
-        if (r->inflight == 0)
-            oc__coll_req_free(r);
+        oc__coll_req_free(r);
     }
     for (r = c->zombies; r != NULL; r = rn) {
         rn = r->next;
-        if (r->inflight == 0)
-            oc__coll_req_free(r);
+        oc__coll_req_free(r);
     }
     free(c->ordered_srcs);
     free(c);
     ctx->coll = NULL;
+}
+
+/* A collective's name for what failed it: a dead or unreachable peer
+ * (the context failed with OC_ERR_PEER_FAILED, inline.c, or a send to it
+ * failed) is OC_ERR_COLL_PEER_FAILED; anything else keeps its name. */
+static oc_status_t coll_err(oc_status_t st)
+{
+    return st == OC_ERR_PEER_FAILED ? OC_ERR_COLL_PEER_FAILED : st;
 }
 
 oc_status_t oc__coll_check_ctx(oc_context_t *ctx)
@@ -114,7 +145,7 @@ oc_status_t oc__coll_check_ctx(oc_context_t *ctx)
     if (ctx->in_handler)
         return OC_ERR_STATE;
     if (ctx->failed != OC_OK)
-        return ctx->failed;
+        return coll_err(ctx->failed); /* fail fast: a peer is gone */
     if (ctx->coll == NULL || ctx->eps == NULL || ctx->agent != NULL)
         return OC_ERR_UNSUPPORTED;
     return OC_OK;
@@ -155,7 +186,7 @@ static size_t nchunks(const oc__coll_t *c, size_t len)
 static void fail(oc_request_t *req, oc_status_t st)
 {
     if (req->status == OC_INPROGRESS)
-        req->status = st;
+        req->status = coll_err(st);
 }
 
 static void unlink_req(oc__coll_t *c, oc_request_t *req)
@@ -174,6 +205,7 @@ static void op_done(oc_tr_op_t *op, oc_status_t st)
     oc_request_t *req = o->req;
     int is_recv = o->is_recv;
 
+    op_unlink(o);
     free(o);
     if (req == NULL)
         return;
@@ -222,6 +254,9 @@ static void post(oc__coll_t *c, oc_request_t *req, const oc__phase_t *ph,
         o->op.token = 0;
         o->req = req;
         o->is_recv = is_recv;
+        /* linked first: UCX may run the callback inside the call (a
+         * receive whose message is already here), which unlinks it */
+        op_link(c, o);
         if (is_recv)
             st = oc_tr_tag_recv(c->ctx->worker, tag, ph->rbuf + off, len,
                                 &o->op);
@@ -229,10 +264,11 @@ static void post(oc__coll_t *c, oc_request_t *req, const oc__phase_t *ph,
             st = oc_tr_tag_send(c->ctx->eps[ph->speer], tag, ph->sbuf + off,
                                 len, &o->op);
         (*posted)++;
-        if (st == OC_INPROGRESS) {
+        if (st == OC_INPROGRESS) { /* o may be freed already */
             req->inflight++;
             continue;
         }
+        op_unlink(o); /* no callback for these */
         free(o);
         if (st == OC_OK)
             (*done)++;
@@ -347,10 +383,12 @@ OC_API oc_status_t oc_test(oc_request_t **req_p)
     if (ctx->in_handler)
         return OC_ERR_STATE;
     if (req->status == OC_INPROGRESS) {
+        if (ctx->failed == OC_OK)
+            oc__progress(ctx); /* runs oc__coll_progress */
+        /* a peer found dead (inline.c) fails whatever still waits, the
+         * receives from it included: UCX fails only the sends to it */
         if (ctx->failed != OC_OK)
             fail(req, ctx->failed);
-        else
-            oc__progress(ctx); /* runs oc__coll_progress */
     }
     st = req->status;
     if (st == OC_INPROGRESS)

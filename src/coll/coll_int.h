@@ -81,6 +81,7 @@ struct oc__coll {
     oc__coll_config_t cfg;
     uint32_t          next_seq;
     oc_request_t     *active, *zombies;
+    struct coll_op   *ops;           /* chunk operations in flight (coll.c) */
     const void      **ordered_srcs;  /* [size] scratch of the ordered reduction */
 };
 
@@ -92,8 +93,13 @@ oc_status_t oc__coll_check_ctx(oc_context_t *ctx);
 
 /* reduce.c */
 size_t oc__dtype_size(int dtype);
+/* dst[i] = ((srcs[0][i] op srcs[1][i]) op srcs[2][i]) ...; a source may
+ * be dst itself, else none may overlap it.  The _ref form is the scalar
+ * oracle the tests check the fast one against, bit for bit. */
 void oc__reduce_ordered(int dtype, int op, void *dst, const void *const *srcs,
                         uint32_t n, size_t count);
+void oc__reduce_ordered_ref(int dtype, int op, void *dst,
+                            const void *const *srcs, uint32_t n, size_t count);
 void oc__reduce2(int dtype, int op, void *dst, const void *a, const void *b,
                  size_t count);
 float oc__bf16_to_f32(uint16_t h);

@@ -153,10 +153,10 @@ static void context_free(oc_context_t *ctx)
 {
     if (ctx->pl != NULL)
         ctx->pl->fini(ctx);
-    oc__coll_fini(ctx);
     if (ctx->rx.q != NULL && ctx->worker != NULL)
         oc__rx_drain_release(ctx);
     oc_tr_worker_destroy(ctx->worker);
+    oc__coll_fini(ctx); /* after the worker: no callback into it can run */
     oc_tr_context_destroy(ctx->tr);
     oc__quiesce_fini(ctx);
     oc_eng_ring_fini(&ctx->rx);

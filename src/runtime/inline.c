@@ -43,6 +43,7 @@ static oc_status_t inline_finalize(oc_context_t *ctx)
 
 void oc__inline_fini(oc_context_t *ctx)
 {
+    ctx->closing = 1; /* peers leaving now are no failure */
     if (ctx->eps != NULL && ctx->worker != NULL)
         for (uint32_t i = 0; i < ctx->size; i++) {
             oc_tr_ep_destroy(ctx->worker, ctx->eps[i]);
@@ -59,6 +60,32 @@ const oc__placement_t oc__placement_inline = {
     .finalize = inline_finalize,
     .fini = oc__inline_fini,
 };
+
+/* UCX found a peer dead (transport.c: keepalive, or its sockets closed):
+ * the context fails, so oc_send, oc_poll, oc_quiesce and every collective
+ * in flight or to come report it (the collectives as
+ * OC_ERR_COLL_PEER_FAILED).  Nothing that waits on that rank can end. */
+static void peer_failed(void *arg, oc_tr_ep_t *ep, const char *why)
+{
+    oc_context_t *ctx = arg;
+    uint32_t r = 0;
+
+    while (r < ctx->size && ctx->eps[r] != ep)
+        r++;
+    if (ctx->closing) {
+        oc_debug(OC_COMP_RUNTIME, "rank %u: rank %u left (%s)", ctx->rank, r,
+                 why);
+        return;
+    }
+    if (ctx->failed == OC_OK) {
+        oc_error(OC_COMP_RUNTIME, "rank %u: lost rank %u (%s): the context "
+                 "fails with OC_ERR_PEER_FAILED", ctx->rank, r, why);
+        ctx->failed = OC_ERR_PEER_FAILED;
+    } else {
+        oc_debug(OC_COMP_RUNTIME, "rank %u: lost rank %u too (%s)", ctx->rank,
+                 r, why);
+    }
+}
 
 /* Exchange {version, job, address} with every rank; create endpoints. */
 oc_status_t oc__inline_wireup(oc_context_t *ctx)
@@ -102,13 +129,16 @@ oc_status_t oc__inline_wireup(oc_context_t *ctx)
         goto out;
     }
     memcpy(abuf, addr, addr_len);
+    oc_tr_worker_on_failure(ctx->worker, peer_failed, ctx);
     st = ctx->allgather(ctx->allgather_arg, abuf, aall, max_len);
     if (st != OC_OK)
         goto out;
     for (uint32_t i = 0; i < ctx->size; i++) {
         if (i == ctx->rank)
             continue;
-        st = oc_tr_ep_create(ctx->worker, aall + (size_t)i * max_len, 0,
+        /* peer-failure handling on: a rank that dies fails the others
+         * (peer_failed) instead of leaving them waiting for ever */
+        st = oc_tr_ep_create(ctx->worker, aall + (size_t)i * max_len, 1,
                              &ctx->eps[i]);
         if (st != OC_OK)
             goto out;

@@ -94,6 +94,8 @@ struct oc_context {
     uint32_t        rank, size;
     int             in_handler;
     int             failed;       /* OC_OK or the error that broke it */
+    int             closing;      /* endpoints being closed: peers that
+                                   * go away now have not failed */
     oc_eng_out_t   *stream;       /* stream mode: the one outlet, else NULL */
     oc_handler_t    handler;
     oc_burst_handler_t burst_handler;
@@ -194,6 +196,7 @@ oc_status_t oc__transport_precheck(oc_context_t *ctx);
 /* src/coll: the collectives' hooks */
 oc_status_t oc__coll_init(oc_context_t *ctx);
 void oc__coll_progress(oc_context_t *ctx);
+/* after the worker is destroyed: frees what is still in flight */
 void oc__coll_fini(oc_context_t *ctx);
 
 /* bootstrap.c: all-gather through files in a shared directory */

@@ -20,9 +20,13 @@ for want in "MPI_Allreduce served by offcore" "MPI_Alltoall served by offcore" \
             "MPI_Alltoallv served by offcore" \
             "MPI_Allreduce passed through to MPI: communicator not congruent" \
             "MPI_Allreduce passed through to MPI: datatype not served" \
-            "MPI_Iallreduce passed through"; do
+            "MPI_Iallreduce served by offcore" "MPI_Ialltoall served by offcore" \
+            "MPI_Iallreduce passed through to MPI: communicator not congruent"; do
     grep -q "$want" "$T/log" || { cat "$T/log"; echo "FAIL: no log line '$want'"; exit 1; }
 done
 grep "offcore-mpi: MPI_Allreduce:" "$T/log" | head -1
-grep -q "MPI_Allreduce: [1-9][0-9]* served" "$T/log" || { echo "FAIL: no served count"; exit 1; }
+for f in MPI_Allreduce MPI_Iallreduce MPI_Ialltoall; do
+    grep -q "$f: [1-9][0-9]* served" "$T/log" || { echo "FAIL: no served count for $f"; exit 1; }
+done
+grep "offcore-mpi: MPI_I" "$T/log" | grep served | sort -u
 echo "PASS: identical output with and without $lib ($np ranks)"

@@ -2,8 +2,11 @@
  * interpose_app.c — a plain MPI program (no offcore header) for the
  * interposer test: allreduce, alltoall and alltoallv on MPI_COMM_WORLD and
  * on a duplicate, in place and not, plus calls the interposer must pass
- * through (a split communicator, a type it does not serve, a non-blocking
- * allreduce).  Rank 0 prints every result; run with and without
+ * through (a split communicator, a type it does not serve), and the
+ * non-blocking MPI_Iallreduce / MPI_Ialltoall completed by MPI_Wait,
+ * MPI_Waitall (mixed with MPI's own point-to-point requests), MPI_Waitany,
+ * MPI_Waitsome, MPI_Testall and MPI_Test loops.  Rank 0 prints every
+ * result; run with and without
  * LD_PRELOAD=liboffcore-mpi.so the output must be identical (the data are
  * integer-valued, so every summation order gives the same doubles).
  */
@@ -24,6 +27,62 @@ static void show(const char *what, const double *v, int n)
         printf("\n");
         free(all);
     }
+}
+
+/* Non-blocking collectives completed every way a program may complete
+ * them; data integer-valued, so any summation order gives the same. */
+static void nonblocking(MPI_Comm dup, MPI_Comm half)
+{
+    enum { N = 100000, M = 48 };
+    double *x = malloc(sizeof(double) * N), *y = malloc(sizeof(double) * N);
+    double s1[M], r1[M], s2[M], r2[M], s3[M], r3[M], tok = rank, got = -1;
+    MPI_Request q[5];
+    int flag = 0, idx, out, ids[5], per = M / size;
+
+    for (int i = 0; i < N; i++)
+        x[i] = (i % 17) * (rank + 1);
+    for (int i = 0; i < M; i++) {
+        s1[i] = rank * 10 + i % 7;
+        s2[i] = rank * 1000 + i;
+        s3[i] = (rank + 2) * (i % 5);
+    }
+    /* a Test loop, on a vector large enough to take several turns */
+    MPI_Iallreduce(x, y, N, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &q[0]);
+    while (!flag)
+        MPI_Test(&q[0], &flag, MPI_STATUS_IGNORE);
+    show("iallreduce-test-loop", y + N - 8, 8);
+    /* Waitall over offcore's requests and MPI's own (a ring exchange) */
+    MPI_Iallreduce(s1, r1, M, MPI_DOUBLE, MPI_MAX, dup, &q[0]);
+    MPI_Ialltoall(s2, per, MPI_DOUBLE, r2, per, MPI_DOUBLE, MPI_COMM_WORLD, &q[1]);
+    MPI_Irecv(&got, 1, MPI_DOUBLE, (rank + size - 1) % size, 7, MPI_COMM_WORLD, &q[2]);
+    MPI_Isend(&tok, 1, MPI_DOUBLE, (rank + 1) % size, 7, MPI_COMM_WORLD, &q[3]);
+    MPI_Iallreduce(s3, r3, M, MPI_DOUBLE, MPI_SUM, half, &q[4]); /* passed through */
+    MPI_Waitall(5, q, MPI_STATUSES_IGNORE);
+    show("iallreduce-max-dup-waitall", r1, M);
+    show("ialltoall-waitall", r2, per * size);
+    show("ring-waitall", &got, 1);
+    show("iallreduce-split-waitall", r3, M);
+    /* Waitany and Waitsome until all are done, Testall */
+    MPI_Ialltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, s2, per, MPI_DOUBLE, dup, &q[0]);
+    MPI_Iallreduce(MPI_IN_PLACE, s1, M, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD, &q[1]);
+    for (int k = 0; k < 2; k++)
+        MPI_Waitany(2, q, &idx, MPI_STATUS_IGNORE);
+    MPI_Waitany(2, q, &idx, MPI_STATUS_IGNORE); /* none left: MPI_UNDEFINED */
+    show("ialltoall-inplace-waitany", s2, per * size);
+    show("iallreduce-min-inplace-waitany", s1, M);
+    printf("%s", rank == 0 && idx == MPI_UNDEFINED ? "waitany-none: undefined\n" : "");
+    MPI_Iallreduce(s3, r3, M, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &q[0]);
+    MPI_Ialltoall(s3, per, MPI_DOUBLE, r2, per, MPI_DOUBLE, dup, &q[1]);
+    for (int done = 0; done < 2; done += out)
+        MPI_Waitsome(2, q, &out, ids, MPI_STATUSES_IGNORE);
+    show("iallreduce-waitsome", r3, M);
+    show("ialltoall-waitsome", r2, per * size);
+    MPI_Iallreduce(s1, r1, M, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &q[0]);
+    for (flag = 0; !flag;)
+        MPI_Testall(1, q, &flag, MPI_STATUSES_IGNORE);
+    show("iallreduce-testall", r1, M);
+    free(x);
+    free(y);
 }
 
 int main(int argc, char **argv)
@@ -63,7 +122,8 @@ int main(int argc, char **argv)
     MPI_Request q;
     MPI_Iallreduce(a, r, 40, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &q);
     MPI_Wait(&q, MPI_STATUS_IGNORE);
-    show("iallreduce", r, 40);
+    show("iallreduce-wait", r, 40);
+    nonblocking(dup, half);
     int per = 64 / size;
     for (int i = 0; i < 64; i++)
         b[i] = rank * 100 + i;

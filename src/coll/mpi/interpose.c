@@ -1,15 +1,26 @@
 /*
  * interpose.c — liboffcore-mpi.so, a PMPI interposition library: an
  * unmodified MPI program run with LD_PRELOAD=liboffcore-mpi.so (or linked
- * with it ahead of MPI) gets MPI_Allreduce, MPI_Alltoall and
- * MPI_Alltoallv on MPI_COMM_WORLD, and on communicators congruent with it
- * (its duplicates), served by offcore's collectives; every other call, and
- * these on other communicators or with types/ops offcore lacks, go to the
- * MPI library unchanged (PMPI_*).  MPI_Iallreduce and MPI_Ialltoall are
- * passed through: serving them would mean interposing every MPI_Wait/Test
- * variant on their requests.  What is served and what is passed through is
- * logged once per call and reason at OC_LOG=info, and counted (the counts
- * are logged at MPI_Finalize).
+ * with it ahead of MPI) gets MPI_Allreduce, MPI_Iallreduce, MPI_Alltoall,
+ * MPI_Ialltoall and MPI_Alltoallv on MPI_COMM_WORLD, and on communicators
+ * congruent with it (its duplicates), served by offcore's collectives;
+ * every other call, and these on other communicators or with types/ops
+ * offcore lacks, go to the MPI library unchanged (PMPI_*).  What is served
+ * and what is passed through is logged once per call and reason at
+ * OC_LOG=info, and counted (the counts are logged at MPI_Finalize).
+ *
+ * Non-blocking calls: the program gets a real MPI request, a generalized
+ * request (MPI_Grequest_start) that this library completes
+ * (MPI_Grequest_complete) once the offcore request completes, so every
+ * request function works on it unchanged, in arrays mixed with MPI's own
+ * requests (Waitall, Testsome, Request_get_status, Request_free...).  MPI
+ * does not progress a generalized request, so MPI_Wait, MPI_Test and their
+ * -all/-any/-some variants and MPI_Request_get_status are interposed too:
+ * while offcore requests are pending they advance them, then ask MPI with
+ * the non-blocking PMPI_Test* form (a wait loops; with none pending they
+ * go straight to PMPI).  Pending collectives also advance in the served
+ * blocking collectives and are finished at MPI_Finalize; a rank blocked
+ * in another MPI call (MPI_Recv, MPI_Barrier...) does not advance them.
  *
  * Threading: served only when MPI was initialised with at most
  * MPI_THREAD_SERIALIZED (an offcore context is used by one thread at a
@@ -23,6 +34,7 @@
 #include <offcore/coll.h>
 #include <offcore/mpi.h>
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,6 +48,21 @@ static oc_context_t *g_ctx;
 static MPI_Comm g_comm = MPI_COMM_NULL;
 static uint64_t g_served[F_N], g_passed[F_N];
 static unsigned g_logged[F_N]; /* bit per reason already logged */
+
+/* A served non-blocking collective: the offcore request behind the
+ * generalized MPI request the program holds.  On the pending list until
+ * the offcore request completes; freed by MPI's free callback, which runs
+ * once the program has freed the MPI request and it is complete. */
+typedef struct greq {
+    oc_request_t *oreq;
+    MPI_Request   mreq;
+    oc_status_t   st;
+    int           f;
+    struct greq  *next;
+} greq_t;
+static greq_t *g_pending;
+static int progress_pending(void);
+static void idle_turn(unsigned *idle);
 
 static oc_status_t no_msg(void *a, uint32_t s, const void *m, size_t l)
 {
@@ -84,8 +111,8 @@ static void setup(int provided)
         return;
     }
     oc_info(OC_COMP_RUNTIME, "offcore-mpi: serving MPI_Allreduce, "
-            "MPI_Alltoall, MPI_Alltoallv on MPI_COMM_WORLD and congruent "
-            "communicators");
+            "MPI_Iallreduce, MPI_Alltoall, MPI_Ialltoall, MPI_Alltoallv on "
+            "MPI_COMM_WORLD and congruent communicators");
 }
 
 EXPORT int MPI_Init(int *argc, char ***argv)
@@ -109,6 +136,13 @@ EXPORT int MPI_Init_thread(int *argc, char ***argv, int required,
 
 EXPORT int MPI_Finalize(void)
 {
+    unsigned idle = 0;
+
+    /* requests the program freed or never waited for: every rank started
+     * them, so every rank can finish them */
+    while (g_pending != NULL)
+        if (!progress_pending())
+            idle_turn(&idle);
     if (g_ctx != NULL) {
         for (int f = 0; f < F_N; f++)
             oc_info(OC_COMP_RUNTIME, "offcore-mpi: %s: %llu served, %llu "
@@ -179,55 +213,162 @@ static int result(int f, oc_status_t st)
     return MPI_ERR_INTERN;
 }
 
+/* MPI's callbacks of a generalized request. */
+static int greq_query(void *extra, MPI_Status *status)
+{
+    greq_t *g = extra;
+    PMPI_Status_set_elements(status, MPI_BYTE, 0);
+    PMPI_Status_set_cancelled(status, 0);
+    status->MPI_SOURCE = MPI_UNDEFINED;
+    status->MPI_TAG = MPI_UNDEFINED;
+    return g->st == OC_OK ? MPI_SUCCESS : MPI_ERR_INTERN;
+}
+
+static int greq_free(void *extra)
+{
+    free(extra);
+    return MPI_SUCCESS;
+}
+
+/* A collective cannot be cancelled (MPI calls it erroneous): it runs to
+ * its end, and the status says it was not cancelled. */
+static int greq_cancel(void *extra, int complete)
+{
+    (void)extra, (void)complete;
+    return MPI_SUCCESS;
+}
+
+/* Advance every pending offcore request once; complete the MPI request
+ * of each that ended.  @return how many ended. */
+static int progress_pending(void)
+{
+    greq_t **p = &g_pending, *g;
+    int n = 0;
+
+    while ((g = *p) != NULL) {
+        oc_status_t st = oc_test(&g->oreq);
+        if (st == OC_INPROGRESS) {
+            p = &g->next;
+            continue;
+        }
+        *p = g->next; /* off the list first: complete may free it */
+        g->st = st;
+        if (st != OC_OK)
+            oc_error(OC_COMP_RUNTIME, "offcore-mpi: %s failed: %s",
+                     fname[g->f], oc_status_string(st));
+        n++;
+        PMPI_Grequest_complete(g->mreq);
+    }
+    return n;
+}
+
+/* Hand the program a generalized request for @p oreq (just started). */
+static int greq_start(int f, oc_status_t st, oc_request_t *oreq,
+                      MPI_Request *req)
+{
+    greq_t *g;
+    int rc;
+
+    if (st != OC_OK)
+        return result(f, st);
+    g = calloc(1, sizeof(*g));
+    if (g == NULL) { /* finish it here: nothing may be left behind */
+        oc_wait(&oreq);
+        return result(f, OC_ERR_NO_MEMORY);
+    }
+    g->oreq = oreq;
+    g->f = f;
+    rc = PMPI_Grequest_start(greq_query, greq_free, greq_cancel, g, &g->mreq);
+    if (rc != MPI_SUCCESS) {
+        oc_wait(&g->oreq);
+        free(g);
+        return rc;
+    }
+    g->next = g_pending;
+    g_pending = g;
+    *req = g->mreq;
+    return MPI_SUCCESS;
+}
+
+/* Between turns of a wait loop that found nothing done: give the core up
+ * now and then (the peers may need it: ranks often outnumber cores). */
+static void idle_turn(unsigned *idle)
+{
+    if (++*idle >= 16) {
+        *idle = 0;
+        sched_yield();
+    }
+}
+
+/* Why an allreduce is not served (for the log; reason number in *r), or
+ * NULL when it is: types and op in *d, *op. */
+static const char *allreduce_why(const void *sbuf, const void *rbuf, int count,
+                                 MPI_Datatype t, MPI_Op o, MPI_Comm c,
+                                 oc_dtype_t *d, oc_op_t *op, unsigned *r)
+{
+    if (!world_like(c))
+        return *r = 0, "communicator not congruent with MPI_COMM_WORLD";
+    if (!map_type(t, d))
+        return *r = 1, "datatype not served";
+    if (!map_op(o, *d, op))
+        return *r = 2, "op not served";
+    if (count < 0 || (count > 0 && (sbuf == NULL || rbuf == NULL)))
+        return *r = 3, "arguments MPI reports as errors";
+    return NULL;
+}
+
+/* The same for an all-to-all. */
+static const char *alltoall_why(const void *sbuf, int scount, MPI_Datatype st,
+                                const void *rbuf, int rcount, MPI_Datatype rt,
+                                MPI_Comm c, oc_dtype_t *d, unsigned *r)
+{
+    int in_place = sbuf == MPI_IN_PLACE;
+    if (!world_like(c))
+        return *r = 0, "communicator not congruent with MPI_COMM_WORLD";
+    if (!map_type(rt, d) || (!in_place && (st != rt || scount != rcount)))
+        return *r = 1, "datatype not served, or send/receive types differ";
+    if (rcount < 0 || (rcount > 0 && rbuf == NULL))
+        return *r = 3, "arguments MPI reports as errors";
+    return NULL;
+}
+
 EXPORT int MPI_Allreduce(const void *sbuf, void *rbuf, int count,
                          MPI_Datatype t, MPI_Op o, MPI_Comm c)
 {
-    oc_dtype_t d;
-    oc_op_t op;
+    oc_dtype_t d = OC_INT32;
+    oc_op_t op = OC_SUM;
+    unsigned r = 0;
+    const char *why = allreduce_why(sbuf, rbuf, count, t, o, c, &d, &op, &r);
 
-    if (!world_like(c))
-        note(F_ALLREDUCE, 0, 0, "communicator not congruent with MPI_COMM_WORLD");
-    else if (!map_type(t, &d))
-        note(F_ALLREDUCE, 0, 1, "datatype not served");
-    else if (!map_op(o, d, &op))
-        note(F_ALLREDUCE, 0, 2, "op not served");
-    else if (count < 0 || (count > 0 && (sbuf == NULL || rbuf == NULL)))
-        note(F_ALLREDUCE, 0, 3, "arguments MPI reports as errors");
-    else {
-        note(F_ALLREDUCE, 1, 0, NULL);
-        return result(F_ALLREDUCE,
-                      oc_allreduce(g_ctx, sbuf == MPI_IN_PLACE ? OC_IN_PLACE : sbuf,
-                                   rbuf, (size_t)count, d, op));
-    }
-    return PMPI_Allreduce(sbuf, rbuf, count, t, o, c);
+    note(F_ALLREDUCE, why == NULL, r, why);
+    if (why != NULL)
+        return PMPI_Allreduce(sbuf, rbuf, count, t, o, c);
+    return result(F_ALLREDUCE,
+                  oc_allreduce(g_ctx, sbuf == MPI_IN_PLACE ? OC_IN_PLACE : sbuf,
+                               rbuf, (size_t)count, d, op));
 }
 
 EXPORT int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype st,
                         void *rbuf, int rcount, MPI_Datatype rt, MPI_Comm c)
 {
-    oc_dtype_t d;
-    int in_place = sbuf == MPI_IN_PLACE;
+    oc_dtype_t d = OC_INT32;
+    unsigned r = 0;
+    const char *why = alltoall_why(sbuf, scount, st, rbuf, rcount, rt, c, &d,
+                                   &r);
 
-    if (!world_like(c))
-        note(F_ALLTOALL, 0, 0, "communicator not congruent with MPI_COMM_WORLD");
-    else if (!map_type(rt, &d) || (!in_place && (st != rt || scount != rcount)))
-        note(F_ALLTOALL, 0, 1, "datatype not served, or send/receive types differ");
-    else if (rcount < 0 || (rcount > 0 && rbuf == NULL))
-        note(F_ALLTOALL, 0, 3, "arguments MPI reports as errors");
-    else {
-        note(F_ALLTOALL, 1, 0, NULL);
-        return result(F_ALLTOALL,
-                      oc_alltoall(g_ctx, in_place ? OC_IN_PLACE : sbuf, rbuf,
-                                  (size_t)rcount, d));
-    }
-    return PMPI_Alltoall(sbuf, scount, st, rbuf, rcount, rt, c);
+    note(F_ALLTOALL, why == NULL, r, why);
+    if (why != NULL)
+        return PMPI_Alltoall(sbuf, scount, st, rbuf, rcount, rt, c);
+    return result(F_ALLTOALL,
+                  oc_alltoall(g_ctx, sbuf == MPI_IN_PLACE ? OC_IN_PLACE : sbuf,
+                              rbuf, (size_t)rcount, d));
 }
 
 EXPORT int MPI_Alltoallv(const void *sbuf, const int *sc, const int *sd,
                          MPI_Datatype st, void *rbuf, const int *rc,
                          const int *rd, MPI_Datatype rt, MPI_Comm c)
 {
-    oc_dtype_t d;
+    oc_dtype_t d = OC_INT32;
     int n = 0, ok = 1;
     size_t *v;
 
@@ -262,14 +403,153 @@ EXPORT int MPI_Iallreduce(const void *sbuf, void *rbuf, int count,
                           MPI_Datatype t, MPI_Op o, MPI_Comm c,
                           MPI_Request *req)
 {
-    note(F_IALLREDUCE, 0, 0, "non-blocking requests stay MPI's");
-    return PMPI_Iallreduce(sbuf, rbuf, count, t, o, c, req);
+    oc_dtype_t d = OC_INT32;
+    oc_op_t op = OC_SUM;
+    unsigned r = 0;
+    const char *why = allreduce_why(sbuf, rbuf, count, t, o, c, &d, &op, &r);
+    oc_request_t *oreq = NULL;
+    oc_status_t st;
+
+    if (why == NULL && req == NULL)
+        why = "arguments MPI reports as errors", r = 3;
+    note(F_IALLREDUCE, why == NULL, r, why);
+    if (why != NULL)
+        return PMPI_Iallreduce(sbuf, rbuf, count, t, o, c, req);
+    st = oc_iallreduce(g_ctx, sbuf == MPI_IN_PLACE ? OC_IN_PLACE : sbuf, rbuf,
+                       (size_t)count, d, op, &oreq);
+    return greq_start(F_IALLREDUCE, st, oreq, req);
 }
 
 EXPORT int MPI_Ialltoall(const void *sbuf, int scount, MPI_Datatype st,
                          void *rbuf, int rcount, MPI_Datatype rt, MPI_Comm c,
                          MPI_Request *req)
 {
-    note(F_IALLTOALL, 0, 0, "non-blocking requests stay MPI's");
-    return PMPI_Ialltoall(sbuf, scount, st, rbuf, rcount, rt, c, req);
+    oc_dtype_t d = OC_INT32;
+    unsigned r = 0;
+    const char *why = alltoall_why(sbuf, scount, st, rbuf, rcount, rt, c, &d,
+                                   &r);
+    oc_request_t *oreq = NULL;
+    oc_status_t ost;
+
+    if (why == NULL && req == NULL)
+        why = "arguments MPI reports as errors", r = 3;
+    note(F_IALLTOALL, why == NULL, r, why);
+    if (why != NULL)
+        return PMPI_Ialltoall(sbuf, scount, st, rbuf, rcount, rt, c, req);
+    ost = oc_ialltoall(g_ctx, sbuf == MPI_IN_PLACE ? OC_IN_PLACE : sbuf, rbuf,
+                       (size_t)rcount, d, &oreq);
+    return greq_start(F_IALLTOALL, ost, oreq, req);
+}
+
+/* ---- completion: every wait and test advances the pending collectives --- */
+
+EXPORT int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status)
+{
+    if (g_pending != NULL)
+        progress_pending();
+    return PMPI_Test(req, flag, status);
+}
+
+EXPORT int MPI_Wait(MPI_Request *req, MPI_Status *status)
+{
+    unsigned idle = 0;
+    int flag = 0, rc;
+
+    if (g_pending == NULL)
+        return PMPI_Wait(req, status);
+    for (;;) {
+        int ended = progress_pending();
+        rc = PMPI_Test(req, &flag, status);
+        if (flag || rc != MPI_SUCCESS)
+            return rc;
+        if (g_pending == NULL) /* nothing of ours left: MPI's own wait */
+            return PMPI_Wait(req, status);
+        if (!ended)
+            idle_turn(&idle);
+    }
+}
+
+EXPORT int MPI_Testall(int n, MPI_Request reqs[], int *flag,
+                       MPI_Status statuses[])
+{
+    if (g_pending != NULL)
+        progress_pending();
+    return PMPI_Testall(n, reqs, flag, statuses);
+}
+
+EXPORT int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status statuses[])
+{
+    unsigned idle = 0;
+    int flag = 0, rc;
+
+    for (;;) {
+        if (g_pending == NULL)
+            return PMPI_Waitall(n, reqs, statuses);
+        int ended = progress_pending();
+        rc = PMPI_Testall(n, reqs, &flag, statuses);
+        if (flag || rc != MPI_SUCCESS)
+            return rc;
+        if (!ended)
+            idle_turn(&idle);
+    }
+}
+
+EXPORT int MPI_Testany(int n, MPI_Request reqs[], int *index, int *flag,
+                       MPI_Status *status)
+{
+    if (g_pending != NULL)
+        progress_pending();
+    return PMPI_Testany(n, reqs, index, flag, status);
+}
+
+EXPORT int MPI_Waitany(int n, MPI_Request reqs[], int *index,
+                       MPI_Status *status)
+{
+    unsigned idle = 0;
+    int flag = 0, rc;
+
+    for (;;) {
+        if (g_pending == NULL)
+            return PMPI_Waitany(n, reqs, index, status);
+        int ended = progress_pending();
+        rc = PMPI_Testany(n, reqs, index, &flag, status);
+        if (flag || rc != MPI_SUCCESS)
+            return rc;
+        if (!ended)
+            idle_turn(&idle);
+    }
+}
+
+EXPORT int MPI_Testsome(int n, MPI_Request reqs[], int *outcount,
+                        int indices[], MPI_Status statuses[])
+{
+    if (g_pending != NULL)
+        progress_pending();
+    return PMPI_Testsome(n, reqs, outcount, indices, statuses);
+}
+
+EXPORT int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount,
+                        int indices[], MPI_Status statuses[])
+{
+    unsigned idle = 0;
+    int rc;
+
+    for (;;) {
+        if (g_pending == NULL)
+            return PMPI_Waitsome(n, reqs, outcount, indices, statuses);
+        int ended = progress_pending();
+        rc = PMPI_Testsome(n, reqs, outcount, indices, statuses);
+        if (*outcount != 0 || rc != MPI_SUCCESS) /* MPI_UNDEFINED: none active */
+            return rc;
+        if (!ended)
+            idle_turn(&idle);
+    }
+}
+
+EXPORT int MPI_Request_get_status(MPI_Request req, int *flag,
+                                  MPI_Status *status)
+{
+    if (g_pending != NULL)
+        progress_pending();
+    return PMPI_Request_get_status(req, flag, status);
 }

@@ -74,9 +74,27 @@ oc_status_t oc_tr_set_handler(oc_tr_worker_t *w, unsigned id,
 
 /** Connect to a peer's worker.  With @p peer_err, a peer that dies fails
  *  the endpoint's operations (UCP_ERR_HANDLING_MODE_PEER) instead of
- *  leaving them hanging; it may narrow the transports UCX can use. */
+ *  leaving them hanging, and the worker's failure callback
+ *  (oc_tr_worker_on_failure) runs; UCX's keepalive finds a dead peer
+ *  within about a second (the contexts set UCX_KEEPALIVE_INTERVAL=1s and
+ *  peer-failure handling on shared memory unless the environment says
+ *  otherwise).  It narrows the transports UCX can use (no cma on one
+ *  host).  When UCX cannot do it, the endpoint is made without it and a
+ *  warning logged. */
 oc_status_t oc_tr_ep_create(oc_tr_worker_t *w, const void *addr,
                             int peer_err, oc_tr_ep_t **ep_p);
+/**
+ * Called (inside oc_tr_progress) once per endpoint made with peer_err
+ * whose peer died or became unreachable; @p why is UCX's reason.  Its
+ * receives posted from any peer are not failed by UCX (tagged receives
+ * match any sender): the owner must fail what waits on that peer.  Sends
+ * to it complete with OC_ERR_PEER_FAILED.
+ */
+typedef void (*oc_tr_fail_cb_t)(void *arg, oc_tr_ep_t *ep, const char *why);
+void oc_tr_worker_on_failure(oc_tr_worker_t *w, oc_tr_fail_cb_t cb, void *arg);
+/** Has @p ep's peer failed (its failure callback run)?  0 for NULL. */
+int oc_tr_ep_failed(const oc_tr_ep_t *ep);
+
 /** Close (force) and free; progresses the worker until done.  NULL ok. */
 void oc_tr_ep_destroy(oc_tr_worker_t *w, oc_tr_ep_t *ep);
 
@@ -100,7 +118,9 @@ oc_status_t oc_tr_send_small(oc_tr_ep_t *ep, unsigned id, uint64_t token,
  * Tagged send of @p len bytes with the 64-bit @p tag (the plain context
  * only: it has UCP_FEATURE_TAG).  UCX picks eager or rendezvous by size:
  * large payloads are copied once, into the buffer the receiver posted.
- * op->token is not used.  Returns as oc_tr_send().
+ * op->token is not used.  Returns as oc_tr_send(); a send that a dead
+ * peer fails completes with OC_ERR_PEER_FAILED (logged at debug only: the
+ * endpoint's failure callback reports it).
  */
 oc_status_t oc_tr_tag_send(oc_tr_ep_t *ep, uint64_t tag, const void *buf,
                            size_t len, oc_tr_op_t *op);
@@ -109,7 +129,8 @@ oc_status_t oc_tr_tag_send(oc_tr_ep_t *ep, uint64_t tag, const void *buf,
  * from any peer) into @p buf.  @return OC_OK (already received),
  * OC_INPROGRESS (op->cb(op, status) runs later; @p buf and @p op stay
  * valid until then), OC_ERR_WIRE_LENGTH (the message had another length;
- * as the callback's status too), OC_ERR_TRANSPORT.  op->token is
+ * as the callback's status too), OC_ERR_PEER_FAILED (its sender died
+ * mid-message), OC_ERR_TRANSPORT.  op->token is
  * overwritten.
  */
 oc_status_t oc_tr_tag_recv(oc_tr_worker_t *w, uint64_t tag, void *buf,
