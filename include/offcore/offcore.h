@@ -75,6 +75,7 @@ typedef enum {
     OC_ERR_COLL_ROOT       = -64, /**< collective: root not a rank of the job */
     OC_ERR_COLL_REQUEST    = -65, /**< collective: NULL request pointer */
     OC_ERR_COLL_MISMATCH   = -66, /**< collective: a peer sent more, or other, data than this rank's call expects */
+    OC_ERR_COLL_PEER_FAILED = -67, /**< collective: a rank or an agent taking part died (or its link failed) before it completed */
 } oc_status_t;
 
 /** Name of a status value ("OC_ERR_WIRE_MAGIC: not an offcore bundle").

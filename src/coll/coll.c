@@ -115,7 +115,7 @@ oc_status_t oc__coll_check_ctx(oc_context_t *ctx)
         return OC_ERR_STATE;
     if (ctx->failed != OC_OK)
         return ctx->failed;
-    if (ctx->coll == NULL || ctx->eps == NULL || ctx->agent != NULL)
+    if (ctx->coll == NULL || (ctx->eps == NULL && ctx->agent == NULL))
         return OC_ERR_UNSUPPORTED;
     return OC_OK;
 }
@@ -142,6 +142,8 @@ void oc__coll_req_free(oc_request_t *req)
 {
     if (req == NULL)
         return;
+    oc_tr_mem_unmap(req->ctx->worker, req->smem);
+    oc_tr_mem_unmap(req->ctx->worker, req->rmem);
     free(req->ph);
     free(req->tmp);
     free(req);
@@ -308,7 +310,7 @@ void oc__coll_progress(oc_context_t *ctx)
     if (c == NULL)
         return;
     for (r = c->active; r != NULL; r = r->next)
-        if (r->status == OC_INPROGRESS)
+        if (r->status == OC_INPROGRESS && !r->placed)
             advance(c, r);
     for (p = &c->zombies; (r = *p) != NULL;) {
         if (r->inflight == 0) {
@@ -348,7 +350,8 @@ OC_API oc_status_t oc_test(oc_request_t **req_p)
         return OC_ERR_STATE;
     if (req->status == OC_INPROGRESS) {
         if (ctx->failed != OC_OK)
-            fail(req, ctx->failed);
+            /* the agents failed the job: a rank or agent died */
+            fail(req, req->placed ? OC_ERR_COLL_PEER_FAILED : ctx->failed);
         else
             oc__progress(ctx); /* runs oc__coll_progress */
     }

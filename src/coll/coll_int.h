@@ -67,6 +67,9 @@ struct oc_request {
     size_t         blk_off, blk_count; /* this rank's block (ordered) */
     size_t         blk_stride;     /* bytes between contributions in tmp */
     const uint8_t *own;            /* this rank's own contribution to it */
+    /* agent placement (placed.c): the agent runs it; no phases here */
+    int            placed;
+    oc_tr_mem_t   *smem, *rmem;    /* registered buffers, NULL: none */
 };
 
 typedef struct {
@@ -82,6 +85,7 @@ struct oc__coll {
     uint32_t          next_seq;
     oc_request_t     *active, *zombies;
     const void      **ordered_srcs;  /* [size] scratch of the ordered reduction */
+    int               done_handler;  /* placed.c: OC_AM_COLL_DONE handler set */
 };
 
 /* coll.c: the phase engine */
@@ -89,6 +93,14 @@ oc_status_t oc__coll_start(oc_context_t *ctx, oc_request_t *req);
 oc_request_t *oc__coll_req_new(oc_context_t *ctx, uint32_t nphases);
 void oc__coll_req_free(oc_request_t *req);
 oc_status_t oc__coll_check_ctx(oc_context_t *ctx);
+
+/* placed.c: the agent placement.  @p vals: 4 * size values for
+ * all-to-allv (d->nv = size), else NULL.  The buffers are registered for
+ * the agent's one-sided access. */
+oc_status_t oc__coll_placed_start(oc_context_t *ctx, void *d, const uint64_t *vals,
+                                  const void *sbuf, size_t slen, void *rbuf,
+                                  size_t rlen, oc_request_t **req_p);
+int oc__coll_placed(const oc_context_t *ctx);
 
 /* reduce.c */
 size_t oc__dtype_size(int dtype);

@@ -79,6 +79,7 @@ static const struct {
     S(OC_ERR_COLL_ROOT),
     S(OC_ERR_COLL_REQUEST),
     S(OC_ERR_COLL_MISMATCH),
+    S(OC_ERR_COLL_PEER_FAILED),
 };
 #define N_STATUS (sizeof(all_status) / sizeof(all_status[0]))
 
