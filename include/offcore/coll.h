@@ -19,7 +19,16 @@
  * for broadcast, dissemination for the barrier.  Payloads travel as UCX
  * active messages in chunks (OC_COLL_CHUNK) with a bounded number in
  * flight (OC_COLL_WINDOW), never through the 8-byte message aggregation.
- * In the agent placement the collectives answer OC_ERR_UNSUPPORTED today.
+ * In the agent placement the rank hands the node's offcored one
+ * descriptor per collective (its buffers registered for one-sided access)
+ * and the agents run it: the agent reads the contribution, reduces the
+ * node's ranks in rank order, runs the inter-node part with the other
+ * agents and writes the result in place, so the collective advances while
+ * the rank computes (docs/coll.md, "Agent placement"); its reductions are
+ * in rank order whatever OC_COLL_REPRODUCIBLE says.  A rank or agent that
+ * dies fails the collective on every other rank with
+ * OC_ERR_COLL_PEER_FAILED (within milliseconds where the kernel closes
+ * the dead process's connections).
  *
  * Reductions: sum, min, max for every type; prod for the integer types.
  * Integer sums and products wrap (two's complement), as MPI's do in
@@ -99,7 +108,8 @@ OC_API size_t oc_dtype_size(oc_dtype_t dtype);
  *         OC_ERR_COLL_OP (unknown, or OC_PROD on a floating type),
  *         OC_ERR_COLL_BUFFER (NULL buffer with count > 0, recvbuf
  *         OC_IN_PLACE), OC_ERR_COLL_COUNT (count * size overflows),
- *         OC_ERR_NO_MEMORY, OC_ERR_UNSUPPORTED (agent placement),
+ *         OC_ERR_NO_MEMORY, OC_ERR_TRANSPORT (the buffers could not be
+ *         registered: agent placement),
  *         OC_ERR_STATE (called from a message handler), or the error that
  *         failed the context.  On error nothing was started and *req_p is
  *         untouched.
@@ -157,7 +167,10 @@ OC_API oc_status_t oc_ibarrier(oc_context_t *ctx, oc_request_t **req_p);
  *         peer sent another amount of data than this rank's call expects;
  *         reported once this rank's part has run to its end, so that the
  *         peers are not left waiting; OC_ERR_TRANSPORT,
- *         OC_ERR_PEER_FAILED...): the request is freed
+ *         OC_ERR_PEER_FAILED...; in the agent placement
+ *         OC_ERR_COLL_PEER_FAILED: a rank or agent of the job died, and
+ *         OC_ERR_UNSUPPORTED: the agent cannot run it, as docs/coll.md
+ *         says): the request is freed
  *         and *req_p set to NULL as well, and the receive buffer's
  *         content is undefined.
  */
