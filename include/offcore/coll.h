@@ -19,12 +19,11 @@
  * for broadcast, dissemination for the barrier.  Payloads travel as UCX
  * active messages in chunks (OC_COLL_CHUNK) with a bounded number in
  * flight (OC_COLL_WINDOW), never through the 8-byte message aggregation.
- * In the agent placement the rank hands the node's offcored one
- * descriptor per collective (its buffers registered for one-sided access)
- * and the agents run it: the agent reads the contribution, reduces the
- * node's ranks in rank order, runs the inter-node part with the other
- * agents and writes the result in place, so the collective advances while
- * the rank computes (docs/coll.md, "Agent placement"); its reductions are
+ * In the agent placement the rank hands the node's offcored its
+ * contribution and a descriptor once and the agents run the collective:
+ * the agent reduces the node's ranks in rank order, runs the inter-node
+ * part with the other agents and sends each rank its result, so the
+ * collective advances while the rank computes (docs/coll.md, "Agent placement"); its reductions are
  * in rank order whatever OC_COLL_REPRODUCIBLE says.  A rank or agent that
  * dies fails the collective on every other rank with
  * OC_ERR_COLL_PEER_FAILED (within milliseconds where the kernel closes
@@ -108,8 +107,7 @@ OC_API size_t oc_dtype_size(oc_dtype_t dtype);
  *         OC_ERR_COLL_OP (unknown, or OC_PROD on a floating type),
  *         OC_ERR_COLL_BUFFER (NULL buffer with count > 0, recvbuf
  *         OC_IN_PLACE), OC_ERR_COLL_COUNT (count * size overflows),
- *         OC_ERR_NO_MEMORY, OC_ERR_TRANSPORT (the buffers could not be
- *         registered: agent placement),
+ *         OC_ERR_NO_MEMORY,
  *         OC_ERR_STATE (called from a message handler), or the error that
  *         failed the context.  On error nothing was started and *req_p is
  *         untouched.

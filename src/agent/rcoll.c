@@ -4,13 +4,13 @@
  *
  * Each local rank of a job sends one descriptor per collective
  * (wire/colld.h, active message OC_AM_COLL, authenticated by the rank's
- * token as its bundles are).  Once every local rank's has arrived, the
- * agent reads the contributions from the ranks' registered buffers
- * (one-sided gets: no copy on the rank, no progress needed from it),
- * reduces the node's ranks in rank order, runs the inter-node part with
- * the other agents (one message per node pair: tagged UCX messages on the
- * routers' peer endpoints), writes every local rank's result with
- * one-sided puts, flushes, and answers each rank DONE.
+ * token as its bundles are) and its contribution as a tagged message,
+ * whose receive the agent posts when the descriptor arrives (rendezvous:
+ * over shared memory the agent reads it, no progress needed from the
+ * rank).  Once every local rank's is in, the agent reduces the node's
+ * ranks in rank order, runs the inter-node part with the other agents
+ * (tagged UCX messages on the routers' peer endpoints), sends every local
+ * rank its result (tagged, into the receive the rank posted) and DONE.
  *
  * Inter-node: allreduce and barrier run a chain over the job's nodes in
  * rank order (each node's ranks are contiguous): node k folds its ranks
@@ -54,13 +54,11 @@
      ((uint64_t)((seq) & 0xfffff) << 24) | ((uint64_t)((step) & 0xf) << 20) | \
      (uint64_t)((node) & 0xfffff))
 
-enum { ST_GATHER, ST_GET, ST_NET, ST_PUT, ST_FLUSH, ST_END };
+enum { ST_GATHER, ST_GET, ST_NET, ST_PUT, ST_END };
 enum { STEP_CHAIN = 1, STEP_RESULT = 2, STEP_A2A = 3, STEP_BCAST = 4 };
 
 typedef struct {
     int           have;
-    uint64_t      saddr, raddr;
-    oc_tr_rkey_t *sk, *rk;
     uint64_t     *v;          /* alltoallv: 4 * size */
     size_t        slen, rlen; /* bytes registered */
     uint8_t      *in;         /* its contribution, read here */
@@ -108,11 +106,9 @@ static void op_done(oc_tr_op_t *op, oc_status_t st)
         c->status = OC_ERR_COLL_PEER_FAILED;
 }
 
-/* Issue one operation; @p kind: 0 get, 1 put, 2 flush, 3 tag send,
- * 4 tag recv. */
+/* Issue one tagged transfer: @p kind 3 send (on @p ep), 4 receive. */
 static void issue(oc_router_t *r, acoll_t *c, int kind, oc_tr_ep_t *ep,
-                  void *buf, size_t len, uint64_t raddr, oc_tr_rkey_t *rk,
-                  uint64_t tag)
+                  void *buf, size_t len, uint64_t tag)
 {
     rop_t *o = malloc(sizeof(*o));
     oc_status_t st;
@@ -128,13 +124,8 @@ static void issue(oc_router_t *r, acoll_t *c, int kind, oc_tr_ep_t *ep,
     if (ep == NULL && kind != 4) {
         st = OC_ERR_PEER_FAILED;
     } else {
-        switch (kind) {
-        case 0: st = oc_tr_get(ep, buf, len, raddr, rk, &o->op); break;
-        case 1: st = oc_tr_put(ep, buf, len, raddr, rk, &o->op); break;
-        case 2: st = oc_tr_ep_flush(ep, &o->op); break;
-        case 3: st = oc_tr_tag_send(ep, tag, buf, len, &o->op); break;
-        default: st = oc_tr_tag_recv(r->w, tag, buf, len, &o->op); break;
-        }
+        st = kind == 3 ? oc_tr_tag_send(ep, tag, buf, len, &o->op)
+                       : oc_tr_tag_recv(r->w, tag, buf, len, &o->op);
     }
     if (st == OC_INPROGRESS) {
         c->pending++;
@@ -150,9 +141,6 @@ static void issue(oc_router_t *r, acoll_t *c, int kind, oc_tr_ep_t *ep,
 static void acoll_free(acoll_t *c)
 {
     for (uint32_t i = 0; c->r != NULL && i < c->size; i++) {
-        oc_tr_rkey_destroy(c->r[i].sk);
-        if (c->r[i].rk != c->r[i].sk)
-            oc_tr_rkey_destroy(c->r[i].rk);
         free(c->r[i].v);
         free(c->r[i].in);
     }
@@ -301,7 +289,6 @@ void oc__rcoll_recv(void *arg, uint64_t token, void *data, size_t len)
     }
     rr->have = 1;
     c->ndesc++;
-    rr->saddr = d.saddr, rr->raddr = d.raddr;
     if (d.kind == OC_COLLD_ALLTOALLV) {
         rr->v = malloc(32 * (size_t)d.nv);
         if (rr->v == NULL) {
@@ -326,16 +313,16 @@ void oc__rcoll_recv(void *arg, uint64_t token, void *data, size_t len)
     } else if (d.kind != OC_COLLD_BARRIER) {
         rr->slen = rr->rlen = d.count * c->es;
     }
-    if ((rr->slen > 0 && d.srkey_len == 0) || (rr->rlen > 0 && d.rrkey_len == 0))
-        c->status = OC_ERR_COLL_BUFFER;
-    if (d.srkey_len > 0 && oc_tr_rkey_unpack(l->ep, d.srkey, &rr->sk) != OC_OK)
-        c->status = OC_ERR_COLL_PEER_FAILED;
-    if (d.rrkey_len > 0) {
-        if (d.saddr == d.raddr && d.srkey_len == d.rrkey_len &&
-            !memcmp(d.srkey, d.rrkey, d.srkey_len))
-            rr->rk = rr->sk;
-        else if (oc_tr_rkey_unpack(l->ep, d.rrkey, &rr->rk) != OC_OK)
-            c->status = OC_ERR_COLL_PEER_FAILED;
+    /* its contribution: posted now, so that UCX moves it while the other
+     * ranks' descriptors arrive (rendezvous: the agent reads it) */
+    if (rr->slen > 0 && (d.kind != OC_COLLD_BCAST || s->rank == d.root) &&
+        d.kind != OC_COLLD_BARRIER) {
+        if ((rr->in = malloc(rr->slen)) == NULL) {
+            c->status = OC_ERR_NO_MEMORY;
+            return;
+        }
+        issue(r, c, 4, NULL, rr->in, rr->slen,
+              OC__COLL_CONTRIB_TAG(c->job, c->seq, s->rank));
     }
 }
 
@@ -348,23 +335,6 @@ static uint32_t node_pos(const acoll_t *c, uint32_t rank)
     while (k + 1 < c->nnodes && c->node_first[k + 1] <= rank)
         k++;
     return k;
-}
-
-static void start_gets(oc_router_t *r, acoll_t *c)
-{
-    for (uint32_t i = c->first; i <= c->last; i++) {
-        rrank_t *rr = &c->r[i];
-        lrank_t *l = local_of(r, c, i);
-        if (rr->slen == 0 || (c->kind == OC_COLLD_BCAST && i != c->root) ||
-            c->kind == OC_COLLD_BARRIER)
-            continue;
-        if ((rr->in = malloc(rr->slen)) == NULL) {
-            c->status = OC_ERR_NO_MEMORY;
-            return;
-        }
-        issue(r, c, 0, l ? l->ep : NULL, rr->in, rr->slen, rr->saddr, rr->sk,
-              0);
-    }
 }
 
 static oc_tr_ep_t *peer_ep(oc_router_t *r, acoll_t *c, uint32_t k)
@@ -392,7 +362,7 @@ static void chain(oc_router_t *r, acoll_t *c)
                 return;
             }
             issue(r, c, 4, NULL,
-                  c->net, inlen, 0, NULL,
+                  c->net, inlen,
                   RC_TAG(c->job, c->seq, STEP_CHAIN, c->nodes[c->pos - 1]));
         }
         c->step = 1;
@@ -443,13 +413,13 @@ static void chain(oc_router_t *r, acoll_t *c)
                 memcpy(c->acc, c->res, bytes);
                 obuf = c->acc;
             }
-            issue(r, c, 3, peer_ep(r, c, c->pos + 1), (void *)obuf, olen, 0,
-                  NULL, RC_TAG(c->job, c->seq, STEP_CHAIN, me));
-            issue(r, c, 4, NULL, c->res, bytes, 0, NULL,
+            issue(r, c, 3, peer_ep(r, c, c->pos + 1), (void *)obuf, olen,
+                  RC_TAG(c->job, c->seq, STEP_CHAIN, me));
+            issue(r, c, 4, NULL, c->res, bytes,
                   RC_TAG(c->job, c->seq, STEP_RESULT, c->nodes[last]));
         } else {
             for (uint32_t q = 0; q < last; q++)
-                issue(r, c, 3, peer_ep(r, c, q), c->res, bytes, 0, NULL,
+                issue(r, c, 3, peer_ep(r, c, q), c->res, bytes,
                       RC_TAG(c->job, c->seq, STEP_RESULT, me));
         }
         free(srcs);
@@ -470,7 +440,7 @@ static void bcast(oc_router_t *r, acoll_t *c)
             c->res = c->r[c->root].in;
             for (uint32_t q = 0; q < c->nnodes; q++)
                 if (q != c->pos)
-                    issue(r, c, 3, peer_ep(r, c, q), c->res, bytes, 0, NULL,
+                    issue(r, c, 3, peer_ep(r, c, q), c->res, bytes,
                           RC_TAG(c->job, c->seq, STEP_BCAST, r->p.node));
         } else {
             /* kept in r[root].in, so that it is freed as the root's is */
@@ -479,7 +449,7 @@ static void bcast(oc_router_t *r, acoll_t *c)
                 return;
             }
             c->r[c->root].in = c->res;
-            issue(r, c, 4, NULL, c->res, bytes, 0, NULL,
+            issue(r, c, 4, NULL, c->res, bytes,
                   RC_TAG(c->job, c->seq, STEP_BCAST, c->nodes[rp]));
         }
         c->step = 1;
@@ -531,9 +501,9 @@ static void alltoallv(oc_router_t *r, acoll_t *c)
                     off += len;
                 }
             c->a2a_olen[q] = ol, c->a2a_ilen[q] = il;
-            issue(r, c, 4, NULL, c->a2a_in[q], il, 0, NULL,
+            issue(r, c, 4, NULL, c->a2a_in[q], il,
                   RC_TAG(c->job, c->seq, STEP_A2A, c->nodes[q]));
-            issue(r, c, 3, peer_ep(r, c, q), c->a2a_out[q], ol, 0, NULL,
+            issue(r, c, 3, peer_ep(r, c, q), c->a2a_out[q], ol,
                   RC_TAG(c->job, c->seq, STEP_A2A, r->p.node));
         }
         c->step = 1;
@@ -543,18 +513,16 @@ static void alltoallv(oc_router_t *r, acoll_t *c)
         c->state = ST_PUT;
 }
 
+/* Block @p len bytes at @p src of rank @p d's result, from rank @p from
+ * (all-to-all) or 0: one tagged message into the receive it posted. */
 static void put(oc_router_t *r, acoll_t *c, uint32_t d, const void *src,
-                size_t len, size_t off)
+                size_t len, uint32_t from)
 {
     lrank_t *l = local_of(r, c, d);
     if (len == 0)
         return;
-    if (off + len > c->r[d].rlen) {
-        c->status = OC_ERR_COLL_COUNT;
-        return;
-    }
-    issue(r, c, 1, l ? l->ep : NULL, (void *)src, len, c->r[d].raddr + off,
-          c->r[d].rk, 0);
+    issue(r, c, 3, l ? l->ep : NULL, (void *)src, len,
+          OC__COLL_RESULT_TAG(c->seq, from));
 }
 
 static void start_puts(oc_router_t *r, acoll_t *c)
@@ -572,10 +540,9 @@ static void start_puts(oc_router_t *r, acoll_t *c)
                             continue;
                         }
                         put(r, c, d, c->r[s].in + SD(&c->r[s], d) * c->es, len,
-                            RD(&c->r[d], s) * c->es);
+                            s);
                     } else {
-                        put(r, c, d, c->a2a_in[q] + off, len,
-                            RD(&c->r[d], s) * c->es);
+                        put(r, c, d, c->a2a_in[q] + off, len, s);
                         off += len;
                     }
                 }
@@ -585,12 +552,9 @@ static void start_puts(oc_router_t *r, acoll_t *c)
             if (!(c->kind == OC_COLLD_BCAST && i == c->root))
                 put(r, c, i, c->res, c->count * c->es, 0);
     }
-    if (c->kind != OC_COLLD_BARRIER)
-        for (uint32_t i = c->first; i <= c->last; i++) {
-            lrank_t *l = local_of(r, c, i);
-            issue(r, c, 2, l ? l->ep : NULL, NULL, 0, 0, NULL, 0);
-        }
-    c->state = ST_FLUSH;
+    /* DONE at once: a rank completes when it has both DONE and its
+     * blocks; the result buffers live until the sends are over */
+    finish(r, c);
 }
 
 static int advance(oc_router_t *r, acoll_t *c)
@@ -605,8 +569,7 @@ static int advance(oc_router_t *r, acoll_t *c)
     case ST_GATHER:
         if (c->ndesc < c->nlocal)
             return 0;
-        start_gets(r, c);
-        c->state = ST_GET;
+        c->state = ST_GET; /* the contributions were posted as they came */
         break;
     case ST_GET:
         if (c->pending > 0)
@@ -624,10 +587,6 @@ static int advance(oc_router_t *r, acoll_t *c)
         break;
     case ST_PUT:
         start_puts(r, c);
-        break;
-    case ST_FLUSH:
-        if (c->pending == 0)
-            finish(r, c);
         break;
     default:
         break;

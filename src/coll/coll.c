@@ -142,8 +142,6 @@ void oc__coll_req_free(oc_request_t *req)
 {
     if (req == NULL)
         return;
-    oc_tr_mem_unmap(req->ctx->worker, req->smem);
-    oc_tr_mem_unmap(req->ctx->worker, req->rmem);
     free(req->ph);
     free(req->tmp);
     free(req);
@@ -310,8 +308,8 @@ void oc__coll_progress(oc_context_t *ctx)
     if (c == NULL)
         return;
     for (r = c->active; r != NULL; r = r->next)
-        if (r->status == OC_INPROGRESS && !r->placed)
-            advance(c, r);
+        if (r->status == OC_INPROGRESS)
+            r->placed ? oc__coll_placed_check(r) : (void)advance(c, r);
     for (p = &c->zombies; (r = *p) != NULL;) {
         if (r->inflight == 0) {
             *p = r->next;

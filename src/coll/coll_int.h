@@ -69,7 +69,7 @@ struct oc_request {
     const uint8_t *own;            /* this rank's own contribution to it */
     /* agent placement (placed.c): the agent runs it; no phases here */
     int            placed;
-    oc_tr_mem_t   *smem, *rmem;    /* registered buffers, NULL: none */
+    oc_status_t    agent_st;       /* the agent's DONE; OC_INPROGRESS before */
 };
 
 typedef struct {
@@ -94,13 +94,26 @@ oc_request_t *oc__coll_req_new(oc_context_t *ctx, uint32_t nphases);
 void oc__coll_req_free(oc_request_t *req);
 oc_status_t oc__coll_check_ctx(oc_context_t *ctx);
 
+/* Tags of the agent placement (placed.c, src/agent/rcoll.c): a rank's
+ * contribution to its agent (job, sequence, rank) and a block of its
+ * result from the agent (sequence, source rank).  The top 4 bits keep them
+ * apart from the agents' own messages (0xC); a rank in the agent placement
+ * runs no inline collective, whose tags could reach these values. */
+#define OC__COLL_CONTRIB_TAG(job, seq, rank)                                  \
+    (((uint64_t)0xD << 60) | ((uint64_t)((job) & 0xffff) << 44) |            \
+     ((uint64_t)((seq) & 0xfffff) << 24) | (uint64_t)((rank) & 0xffffff))
+#define OC__COLL_RESULT_TAG(seq, src)                                         \
+    (((uint64_t)0xE << 60) | ((uint64_t)((seq) & 0xfffff) << 24) |           \
+     (uint64_t)((src) & 0xffffff))
+
 /* placed.c: the agent placement.  @p vals: 4 * size values for
- * all-to-allv (d->nv = size), else NULL.  The buffers are registered for
- * the agent's one-sided access. */
+ * all-to-allv (d->nv = size), else NULL. */
 oc_status_t oc__coll_placed_start(oc_context_t *ctx, void *d, const uint64_t *vals,
                                   const void *sbuf, size_t slen, void *rbuf,
                                   size_t rlen, oc_request_t **req_p);
 int oc__coll_placed(const oc_context_t *ctx);
+/** Complete @p req once the agent said DONE and its transfers are over. */
+void oc__coll_placed_check(oc_request_t *req);
 
 /* reduce.c */
 size_t oc__dtype_size(int dtype);

@@ -1,17 +1,21 @@
 /*
  * placed.c — the rank's side of the collectives in the agent placement
- * (docs/coll.md): a collective is one descriptor to the node's agent and
- * one answer back.
+ * (docs/coll.md): a collective is one descriptor to the node's agent, the
+ * contribution as one tagged message, and the result back.
  *
- * The rank registers its send and receive buffers with UCX, sends the
- * agent a descriptor (wire/colld.h: what, and where the buffers lie, with
- * their remote keys) and returns.  The agent reads the contribution and
- * writes the result with one-sided operations — over shared memory
- * (cma) they need nothing from the rank — and then sends DONE, which
- * the rank's next oc_test()/oc_wait() finds.  So the rank computes while
- * its collective runs on the agent's core: nothing here has to be called
- * for it to advance.  A rank or agent that dies fails the job (the agents
- * tell every rank on the control channel); a collective of a failed
+ * oc_i*() posts the receives of the result (tagged, straight into the
+ * receive buffer: one per source block for all-to-all(v), so the gaps
+ * between blocks stay untouched), sends the contribution as one tagged
+ * message and the descriptor (wire/colld.h) as an active message with the
+ * rank's token, and returns.  Large messages go by UCX rendezvous: over
+ * shared memory the agent reads the contribution itself (cma), so nothing
+ * is needed from the rank while the agent reduces, runs the inter-node part
+ * and sends the result back; the rank's next oc_test()/oc_wait() lets UCX
+ * fetch the result (one copy, into recvbuf) and finds the agent's DONE.
+ * (UCX 1.13 runs one-sided puts and gets between processes over the
+ * shared-memory FIFOs, emulated with the target's progress: they would
+ * not have freed the rank.)  A rank or agent that dies fails the job (the
+ * agents tell every rank on the control channel); a collective of a failed
  * context ends with OC_ERR_COLL_PEER_FAILED.
  *
  * Threading: the context's thread only.  Trust: the agent is trusted (it
@@ -25,6 +29,11 @@
 
 #include <stdlib.h>
 #include <string.h>
+
+typedef struct {
+    oc_tr_op_t    op;
+    oc_request_t *req;
+} placed_op_t;
 
 int oc__coll_placed(const oc_context_t *ctx)
 {
@@ -44,42 +53,71 @@ static void done_recv(void *arg, uint64_t token, void *data, size_t len)
     if (m.magic != OC_COLLD_DONE_MAGIC)
         return;
     for (r = ctx->coll->active; r != NULL; r = r->next) {
-        if (!r->placed || r->seq != m.seq || r->status != OC_INPROGRESS)
+        if (!r->placed || r->seq != m.seq || r->agent_st != OC_INPROGRESS)
             continue;
         if (m.status == OC_OK || m.status == OC_ERR_COLL_MISMATCH ||
             m.status == OC_ERR_COLL_COUNT || m.status == OC_ERR_UNSUPPORTED ||
             m.status == OC_ERR_NO_MEMORY)
-            r->status = (oc_status_t)m.status;
+            r->agent_st = (oc_status_t)m.status;
         else
-            r->status = OC_ERR_COLL_PEER_FAILED;
+            r->agent_st = OC_ERR_COLL_PEER_FAILED;
         return;
     }
     oc_warn(OC_COMP_RUNTIME, "rank %u: the agent ended collective %u, which "
             "is not in flight here", ctx->rank, m.seq);
 }
 
-static oc_status_t map(oc_context_t *ctx, const void *buf, size_t len,
-                       oc_tr_mem_t **m, uint64_t *addr, const void **key,
-                       uint32_t *klen)
+void oc__coll_placed_check(oc_request_t *req)
 {
-    size_t kl;
+    if (req->agent_st == OC_INPROGRESS)
+        return;
+    if (req->agent_st != OC_OK)
+        req->status = req->agent_st;
+    else if (req->inflight == 0)
+        req->status = req->mismatch;
+}
+
+static void op_done(oc_tr_op_t *op, oc_status_t st)
+{
+    placed_op_t *o = (placed_op_t *)op;
+    oc_request_t *req = o->req;
+
+    free(o);
+    req->inflight--;
+    if (st == OC_ERR_WIRE_LENGTH) {
+        if (req->mismatch == OC_OK)
+            req->mismatch = OC_ERR_COLL_MISMATCH;
+    } else if (st != OC_OK && req->status == OC_INPROGRESS) {
+        req->status = OC_ERR_COLL_PEER_FAILED;
+    }
+}
+
+/* Post a receive (@p ep NULL) or a send of one tagged message. */
+static oc_status_t xfer(oc_request_t *req, oc_tr_ep_t *ep, void *buf,
+                        size_t len, uint64_t tag)
+{
+    placed_op_t *o;
     oc_status_t st;
 
     if (len == 0)
         return OC_OK;
-    st = oc_tr_mem_map(ctx->worker, (void *)buf, len, m);
-    if (st != OC_OK)
-        return st;
-    oc_tr_mem_rkey(*m, key, &kl);
-    if (kl > OC_COLLD_RKEY_MAX) {
-        oc_error(OC_COMP_RUNTIME, "rank %u: UCX packed a %zu-byte remote key "
-                 "(at most %d fit a descriptor)", ctx->rank, kl,
-                 OC_COLLD_RKEY_MAX);
-        return OC_ERR_UNSUPPORTED;
+    if ((o = malloc(sizeof(*o))) == NULL)
+        return OC_ERR_NO_MEMORY;
+    o->op.cb = op_done;
+    o->op.token = 0;
+    o->req = req;
+    st = ep != NULL ? oc_tr_tag_send(ep, tag, buf, len, &o->op)
+                    : oc_tr_tag_recv(req->ctx->worker, tag, buf, len, &o->op);
+    if (st == OC_INPROGRESS) {
+        req->inflight++;
+        return OC_OK;
     }
-    *klen = (uint32_t)kl;
-    *addr = (uint64_t)(uintptr_t)buf;
-    return OC_OK;
+    free(o);
+    if (st == OC_ERR_WIRE_LENGTH) {
+        req->mismatch = OC_ERR_COLL_MISMATCH;
+        return OC_OK;
+    }
+    return st;
 }
 
 oc_status_t oc__coll_placed_start(oc_context_t *ctx, void *dv,
@@ -89,10 +127,11 @@ oc_status_t oc__coll_placed_start(oc_context_t *ctx, void *dv,
 {
     oc_colld_t *d = dv;
     oc__coll_t *c = ctx->coll;
+    const uint32_t n = ctx->size, me = ctx->rank;
     oc_request_t *req;
     uint8_t *msg;
     size_t mlen;
-    oc_status_t st;
+    oc_status_t st = OC_OK;
 
     if (!c->done_handler) {
         st = oc_tr_set_handler(ctx->worker, OC_AM_COLL_DONE, done_recv, ctx,
@@ -104,37 +143,44 @@ oc_status_t oc__coll_placed_start(oc_context_t *ctx, void *dv,
     if ((req = oc__coll_req_new(ctx, 0)) == NULL)
         return OC_ERR_NO_MEMORY;
     req->placed = 1;
-    if (sbuf == rbuf && slen == rlen) { /* in place: one registration */
-        st = map(ctx, rbuf, rlen, &req->rmem, &d->raddr, &d->rrkey,
-                 &d->rrkey_len);
-        d->saddr = d->raddr, d->srkey = d->rrkey, d->srkey_len = d->rrkey_len;
-    } else {
-        st = map(ctx, sbuf, slen, &req->smem, &d->saddr, &d->srkey,
-                 &d->srkey_len);
-        if (st == OC_OK)
-            st = map(ctx, rbuf, rlen, &req->rmem, &d->raddr, &d->rrkey,
-                     &d->rrkey_len);
-    }
-    if (st != OC_OK)
-        goto err;
+    req->agent_st = OC_INPROGRESS;
     req->seq = c->next_seq;
     d->seq = req->seq;
     mlen = oc_colld_size(d);
     if ((msg = malloc(mlen)) == NULL) {
-        st = OC_ERR_NO_MEMORY;
-        goto err;
+        oc__coll_req_free(req);
+        return OC_ERR_NO_MEMORY;
     }
     oc_colld_encode(d, vals, msg);
-    if ((st = oc__agent_coll_send(ctx, msg, mlen)) != OC_OK)
-        goto err; /* msg is the agent's to free from here */
+    /* the result's receives first, then the contribution, then the
+     * descriptor that lets the agent start */
+    if (d->kind == OC_COLLD_ALLTOALLV) {
+        size_t es = oc__dtype_size(d->dtype);
+        for (uint32_t s = 0; s < n && st == OC_OK; s++)
+            st = xfer(req, NULL, (uint8_t *)rbuf + vals[3 * n + s] * es,
+                      vals[2 * n + s] * es, OC__COLL_RESULT_TAG(req->seq, s));
+    } else if (d->kind != OC_COLLD_BCAST || d->root != me) {
+        st = xfer(req, NULL, rbuf, rlen, OC__COLL_RESULT_TAG(req->seq, 0));
+    }
+    if (st == OC_OK && (d->kind != OC_COLLD_BCAST || d->root == me))
+        st = xfer(req, oc__agent_ep(ctx), (void *)sbuf, slen,
+                  OC__COLL_CONTRIB_TAG(ctx->cfg.job, req->seq, me));
+    if (st == OC_OK)
+        st = oc__agent_coll_send(ctx, msg, mlen);
+    else
+        free(msg);
     c->next_seq = (c->next_seq + 1) & ((1u << OC__COLL_SEQ_BITS) - 1);
     if (c->next_seq == 0)
         c->next_seq = 1;
     req->next = c->active;
     c->active = req;
+    if (st != OC_OK) {
+        /* transfers may be posted: the request stays until they end */
+        oc_error(OC_COMP_RUNTIME, "rank %u: collective %u could not start: "
+                 "%s", me, req->seq, oc_status_string(st));
+        req->status = st;
+        req->agent_st = st;
+    }
     *req_p = req;
     return OC_OK;
-err:
-    oc__coll_req_free(req);
-    return st;
 }

@@ -301,6 +301,11 @@ static void coll_sent(oc_tr_op_t *op, oc_status_t st)
     free(s);
 }
 
+oc_tr_ep_t *oc__agent_ep(oc_context_t *ctx)
+{
+    return ctx->agent != NULL ? ctx->agent->ep : NULL;
+}
+
 oc_status_t oc__agent_coll_send(oc_context_t *ctx, void *msg, size_t len)
 {
     coll_send_t *s;

@@ -23,7 +23,6 @@ typedef struct {
 
 struct oc_tr_worker {
     ucp_worker_h     ucp;
-    ucp_context_h    uctx;    /* for memory registration (rma.c) */
     ucp_address_t   *addr;
     size_t           addr_len;
     int              efd;     /* event fd, -1 without wakeup */
@@ -123,8 +122,7 @@ err_free:
 
 oc_status_t oc_tr_context_create(oc_tr_context_t **ctx_p)
 {
-    return context_create(ctx_p, UCP_FEATURE_AM | UCP_FEATURE_TAG |
-                                  UCP_FEATURE_RMA, 0);
+    return context_create(ctx_p, UCP_FEATURE_AM | UCP_FEATURE_TAG, 0);
 }
 
 oc_status_t oc_tr_context_create_net(oc_tr_context_t **ctx_p)
@@ -134,8 +132,9 @@ oc_status_t oc_tr_context_create_net(oc_tr_context_t **ctx_p)
 
 oc_status_t oc_tr_context_create_wakeup(oc_tr_context_t **ctx_p)
 {
+    /* TAG: the collectives of the agent placement (src/agent/rcoll.c) */
     return context_create(ctx_p, UCP_FEATURE_AM | UCP_FEATURE_TAG |
-                                  UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP, 0);
+                                  UCP_FEATURE_WAKEUP, 0);
 }
 
 void oc_tr_context_destroy(oc_tr_context_t *ctx)
@@ -158,7 +157,6 @@ oc_status_t oc_tr_worker_create(oc_tr_context_t *ctx, oc_tr_worker_t **w_p)
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
     params.thread_mode = UCS_THREAD_MODE_SINGLE;
-    w->uctx = ctx->ucp;
     st = ucp_worker_create(ctx->ucp, &params, &w->ucp);
     if (st != UCS_OK) {
         oc_error(OC_COMP_TRANSPORT, "ucp_worker_create: %s",
@@ -595,137 +593,4 @@ oc_status_t oc_tr_tag_recv(oc_tr_worker_t *w, uint64_t tag, void *buf,
     if (UCS_PTR_IS_ERR(req))
         return tag_recv_status(UCS_PTR_STATUS(req), 0, len);
     return OC_INPROGRESS;
-}
-
-/* ---- one-sided access (the agent placement of the collectives) ---------
- * A rank registers its buffers and hands the packed keys to its agent,
- * which reads the contributions and writes the results itself: over
- * shared memory (cma) neither needs the rank's own progress, so the rank
- * computes while its collective runs. */
-
-struct oc_tr_mem {
-    ucp_mem_h mh;
-    void     *rkey;
-    size_t    rkey_len;
-};
-
-oc_status_t oc_tr_mem_map(oc_tr_worker_t *w, void *addr, size_t len,
-                          oc_tr_mem_t **m_p)
-{
-    ucp_mem_map_params_t p;
-    oc_tr_mem_t *m = calloc(1, sizeof(*m));
-    ucs_status_t st;
-
-    if (m == NULL)
-        return OC_ERR_NO_MEMORY;
-    memset(&p, 0, sizeof(p));
-    p.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
-                   UCP_MEM_MAP_PARAM_FIELD_LENGTH;
-    p.address = addr;
-    p.length = len;
-    st = ucp_mem_map(w->uctx, &p, &m->mh);
-    if (st != UCS_OK) {
-        oc_error(OC_COMP_TRANSPORT, "ucp_mem_map(%zu bytes): %s", len,
-                 ucs_status_string(st));
-        free(m);
-        return OC_ERR_TRANSPORT;
-    }
-    st = ucp_rkey_pack(w->uctx, m->mh, &m->rkey, &m->rkey_len);
-    if (st != UCS_OK) {
-        oc_error(OC_COMP_TRANSPORT, "ucp_rkey_pack: %s",
-                 ucs_status_string(st));
-        ucp_mem_unmap(w->uctx, m->mh);
-        free(m);
-        return OC_ERR_TRANSPORT;
-    }
-    *m_p = m;
-    return OC_OK;
-}
-
-void oc_tr_mem_rkey(const oc_tr_mem_t *m, const void **buf, size_t *len)
-{
-    *buf = m->rkey;
-    *len = m->rkey_len;
-}
-
-void oc_tr_mem_unmap(oc_tr_worker_t *w, oc_tr_mem_t *m)
-{
-    if (m == NULL)
-        return;
-    ucp_rkey_buffer_release(m->rkey);
-    ucp_mem_unmap(w->uctx, m->mh);
-    free(m);
-}
-
-oc_status_t oc_tr_rkey_unpack(oc_tr_ep_t *ep, const void *buf,
-                              oc_tr_rkey_t **rk_p)
-{
-    ucp_rkey_h rk;
-    ucs_status_t st = ucp_ep_rkey_unpack(ep->ucp, buf, &rk);
-    if (st != UCS_OK) {
-        oc_error(OC_COMP_TRANSPORT, "ucp_ep_rkey_unpack: %s",
-                 ucs_status_string(st));
-        return OC_ERR_TRANSPORT;
-    }
-    *rk_p = (oc_tr_rkey_t *)rk;
-    return OC_OK;
-}
-
-void oc_tr_rkey_destroy(oc_tr_rkey_t *rk)
-{
-    if (rk != NULL)
-        ucp_rkey_destroy((ucp_rkey_h)rk);
-}
-
-static void rma_cb(void *request, ucs_status_t status, void *user_data)
-{
-    oc_tr_op_t *op = user_data;
-    if (status != UCS_OK && status != UCS_ERR_CANCELED)
-        oc_error(OC_COMP_TRANSPORT, "one-sided operation failed: %s",
-                 ucs_status_string(status));
-    ucp_request_free(request);
-    op->cb(op, status == UCS_OK ? OC_OK : OC_ERR_TRANSPORT);
-}
-
-static oc_status_t rma_status(ucs_status_ptr_t req, const char *what)
-{
-    if (req == NULL)
-        return OC_OK;
-    if (UCS_PTR_IS_ERR(req)) {
-        oc_error(OC_COMP_TRANSPORT, "%s: %s", what,
-                 ucs_status_string(UCS_PTR_STATUS(req)));
-        return OC_ERR_TRANSPORT;
-    }
-    return OC_INPROGRESS;
-}
-
-oc_status_t oc_tr_put(oc_tr_ep_t *ep, const void *buf, size_t len,
-                      uint64_t raddr, oc_tr_rkey_t *rk, oc_tr_op_t *op)
-{
-    ucp_request_param_t p;
-    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-    p.cb.send = rma_cb;
-    p.user_data = op;
-    return rma_status(ucp_put_nbx(ep->ucp, buf, len, raddr, (ucp_rkey_h)rk,
-                                  &p), "ucp_put_nbx");
-}
-
-oc_status_t oc_tr_get(oc_tr_ep_t *ep, void *buf, size_t len, uint64_t raddr,
-                      oc_tr_rkey_t *rk, oc_tr_op_t *op)
-{
-    ucp_request_param_t p;
-    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-    p.cb.send = rma_cb;
-    p.user_data = op;
-    return rma_status(ucp_get_nbx(ep->ucp, buf, len, raddr, (ucp_rkey_h)rk,
-                                  &p), "ucp_get_nbx");
-}
-
-oc_status_t oc_tr_ep_flush(oc_tr_ep_t *ep, oc_tr_op_t *op)
-{
-    ucp_request_param_t p;
-    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-    p.cb.send = rma_cb;
-    p.user_data = op;
-    return rma_status(ucp_ep_flush_nbx(ep->ucp, &p), "ucp_ep_flush_nbx");
 }

@@ -97,8 +97,8 @@ oc_status_t oc_tr_send_small(oc_tr_ep_t *ep, unsigned id, uint64_t token,
                              const void *buf, size_t len);
 
 /**
- * Tagged send of @p len bytes with the 64-bit @p tag (the plain context
- * only: it has UCP_FEATURE_TAG).  UCX picks eager or rendezvous by size:
+ * Tagged send of @p len bytes with the 64-bit @p tag (UCP_FEATURE_TAG:
+ * the plain and the wakeup contexts).  UCX picks eager or rendezvous by size:
  * large payloads are copied once, into the buffer the receiver posted.
  * op->token is not used.  Returns as oc_tr_send().
  */
@@ -201,33 +201,5 @@ const char *oc_tr_class_main(unsigned cls);
 /** Iterate a worker's live endpoints: NULL gives the first; returns NULL
  *  after the last.  Not safe against concurrent create/destroy. */
 oc_tr_ep_t *oc_tr_worker_ep_next(oc_tr_worker_t *w, oc_tr_ep_t *prev);
-
-/* ---- one-sided access (collectives in the agent placement) ----------- */
-
-/** Registered memory and its packed remote key. */
-typedef struct oc_tr_mem  oc_tr_mem_t;
-/** A peer's remote key, unpacked on the endpoint to that peer. */
-typedef struct oc_tr_rkey oc_tr_rkey_t;
-
-/** Register @p len (> 0) bytes at @p addr for peers' puts and gets. */
-oc_status_t oc_tr_mem_map(oc_tr_worker_t *w, void *addr, size_t len,
-                          oc_tr_mem_t **m_p);
-/** The packed key to hand to a peer; valid until oc_tr_mem_unmap. */
-void oc_tr_mem_rkey(const oc_tr_mem_t *m, const void **buf, size_t *len);
-/** Deregister (NULL ok). */
-void oc_tr_mem_unmap(oc_tr_worker_t *w, oc_tr_mem_t *m);
-/** Unpack a peer's key on @p ep (the endpoint to that peer).  UCX reads
- *  it as it was packed: the caller checked its length. */
-oc_status_t oc_tr_rkey_unpack(oc_tr_ep_t *ep, const void *buf,
-                              oc_tr_rkey_t **rk_p);
-void oc_tr_rkey_destroy(oc_tr_rkey_t *rk);
-/** Write / read @p len bytes at the peer's @p raddr.  Returns as
- *  oc_tr_send(); completion is local (oc_tr_ep_flush for remote). */
-oc_status_t oc_tr_put(oc_tr_ep_t *ep, const void *buf, size_t len,
-                      uint64_t raddr, oc_tr_rkey_t *rk, oc_tr_op_t *op);
-oc_status_t oc_tr_get(oc_tr_ep_t *ep, void *buf, size_t len, uint64_t raddr,
-                      oc_tr_rkey_t *rk, oc_tr_op_t *op);
-/** Complete, at the peer too, every operation issued on @p ep so far. */
-oc_status_t oc_tr_ep_flush(oc_tr_ep_t *ep, oc_tr_op_t *op);
 
 #endif

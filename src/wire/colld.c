@@ -38,12 +38,11 @@ static uint64_t get64(const uint8_t *p)
 
 size_t oc_colld_size(const oc_colld_t *d)
 {
-    return OC_COLLD_HDR + 32 * (size_t)d->nv + d->srkey_len + d->rrkey_len;
+    return OC_COLLD_HDR + 32 * (size_t)d->nv;
 }
 
-/* Layout: magic 4, version 1, kind 1, dtype 1, op 1, seq 4, root 4,
- * srkey_len 4, rrkey_len 4, nv 4, count 8, saddr 8, raddr 8 (= 56), then
- * the arrays, then the two keys. */
+/* Layout: magic 4, version 1, kind 1, dtype 1, op 1, seq 4, root 4, nv 4,
+ * zero 4, count 8 (= 32), then the arrays. */
 void oc_colld_encode(const oc_colld_t *d, const uint64_t *vals, void *buf)
 {
     uint8_t *p = buf;
@@ -55,21 +54,12 @@ void oc_colld_encode(const oc_colld_t *d, const uint64_t *vals, void *buf)
     p[7] = d->op;
     put32(p + 8, d->seq);
     put32(p + 12, d->root);
-    put32(p + 16, d->srkey_len);
-    put32(p + 20, d->rrkey_len);
-    put32(p + 24, d->nv);
-    put64(p + 28, d->count);
-    put64(p + 36, d->saddr);
-    put64(p + 44, d->raddr);
-    memset(p + 52, 0, 4);
+    put32(p + 16, d->nv);
+    memset(p + 20, 0, 4);
+    put64(p + 24, d->count);
     p += OC_COLLD_HDR;
     for (size_t i = 0; i < 4 * (size_t)d->nv; i++, p += 8)
         put64(p, vals[i]);
-    if (d->srkey_len)
-        memcpy(p, d->srkey, d->srkey_len);
-    p += d->srkey_len;
-    if (d->rrkey_len)
-        memcpy(p, d->rrkey, d->rrkey_len);
 }
 
 uint64_t oc_colld_v(const oc_colld_t *d, unsigned which, uint32_t i)
@@ -98,22 +88,16 @@ oc_status_t oc_colld_decode(const void *buf, size_t len, uint32_t size,
     d->op = p[7];
     d->seq = get32(p + 8);
     d->root = get32(p + 12);
-    d->srkey_len = get32(p + 16);
-    d->rrkey_len = get32(p + 20);
-    d->nv = get32(p + 24);
-    d->count = get64(p + 28);
-    d->saddr = get64(p + 36);
-    d->raddr = get64(p + 44);
-    if (d->srkey_len > OC_COLLD_RKEY_MAX || d->rrkey_len > OC_COLLD_RKEY_MAX)
-        return OC_ERR_WIRE_LENGTH;
+    d->nv = get32(p + 16);
+    d->count = get64(p + 24);
     if (d->kind < OC_COLLD_ALLREDUCE || d->kind > OC_COLLD_BARRIER ||
         d->dtype >= sizeof(esize) || d->op >= 4 ||
         (d->kind == OC_COLLD_ALLTOALLV) != (d->nv != 0) ||
         (d->nv != 0 && d->nv != size) ||
         (d->kind == OC_COLLD_BCAST && d->root >= size) ||
-        p[52] || p[53] || p[54] || p[55])
+        p[20] || p[21] || p[22] || p[23])
         return OC_ERR_INVALID_PARAM;
-    need = OC_COLLD_HDR + 32 * (uint64_t)d->nv + d->srkey_len + d->rrkey_len;
+    need = OC_COLLD_HDR + 32 * (uint64_t)d->nv;
     if (need != len)
         return OC_ERR_WIRE_LENGTH;
     es = esize[d->dtype];
@@ -126,11 +110,5 @@ oc_status_t oc_colld_decode(const void *buf, size_t len, uint32_t size,
             if (c > lim / es || o > lim / es || (c + o) > lim / es)
                 return OC_ERR_INVALID_PARAM;
         }
-    d->srkey = p + OC_COLLD_HDR + 32 * (size_t)d->nv;
-    d->rrkey = (const uint8_t *)d->srkey + d->srkey_len;
-    /* a buffer with data comes with its key; one without, with none */
-    if ((d->saddr == 0) != (d->srkey_len == 0) ||
-        (d->raddr == 0) != (d->rrkey_len == 0))
-        return OC_ERR_INVALID_PARAM;
     return OC_OK;
 }

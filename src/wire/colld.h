@@ -4,10 +4,10 @@
  * OC_AM_COLL and OC_AM_COLL_DONE, am.h).
  *
  * A rank starts a collective with one descriptor: what it is (kind,
- * dtype, op, count, root, its sequence number) and where its buffers lie
- * (addresses and packed UCX remote keys), plus, for all-to-allv, its four
- * count and displacement arrays.  The agent reads the contribution and
- * writes the result itself, then answers with DONE.  Little-endian, as
+ * dtype, op, count, root, its sequence number), plus, for all-to-allv,
+ * its four count and displacement arrays (which tell the agent the sizes
+ * of the contribution and of every block of the result: the payloads
+ * themselves travel as tagged messages).  The agent answers with DONE.  Little-endian, as
  * the bundles.  Trust: a descriptor comes from a rank; the agent decodes
  * it with oc_colld_decode() before using anything in it (fuzzed:
  * tests/fuzz/fuzz_colld.c).  Pure functions; thread-safe.
@@ -22,9 +22,6 @@
 #define OC_COLLD_MAGIC   0x444c434fu /* "OCLD" */
 #define OC_COLLD_VERSION 1
 #define OC_COLLD_DONE_MAGIC 0x4e44434fu /* "OCDN" */
-/** Longest packed remote key accepted (UCX's are tens to hundreds of
- *  bytes per transport). */
-#define OC_COLLD_RKEY_MAX 4096
 
 enum {
     OC_COLLD_ALLREDUCE = 1,
@@ -38,16 +35,13 @@ typedef struct {
     uint8_t        kind, dtype, op;
     uint32_t       seq, root;
     uint64_t       count;            /* elements (allreduce, bcast) */
-    uint64_t       saddr, raddr;     /* 0 with a 0-length key: none */
-    const void    *srkey, *rrkey;
-    uint32_t       srkey_len, rrkey_len;
     uint32_t       nv;               /* alltoallv: the job's size, else 0 */
     const uint8_t *v;                /* 4 * nv little-endian uint64: scounts,
                                         sdispls, rcounts, rdispls */
 } oc_colld_t;
 
 /** Fixed part of a descriptor, in bytes. */
-#define OC_COLLD_HDR 56
+#define OC_COLLD_HDR 32
 
 /** Bytes of the encoding of @p d (d->v ignored: 32 * nv). */
 size_t oc_colld_size(const oc_colld_t *d);
@@ -61,7 +55,7 @@ uint64_t oc_colld_v(const oc_colld_t *d, unsigned which, uint32_t i);
 /**
  * Decode and check a descriptor from a rank of a job of @p size ranks.
  * @return OC_OK, or OC_ERR_WIRE_MAGIC / OC_ERR_WIRE_VERSION (not one),
- * OC_ERR_WIRE_LENGTH (lengths disagree with @p len, a key too long),
+ * OC_ERR_WIRE_LENGTH (the length disagrees with @p len),
  * OC_ERR_INVALID_PARAM (kind, dtype, op, root, nv out of range; a count
  * or displacement whose byte offset would pass 2^48).
  */

@@ -182,6 +182,23 @@ int main(int argc, char **argv)
         fflush(stdout);
         return st == OC_ERR_COLL_PEER_FAILED ? 0 : 1;
     }
-    fprintf(stderr, "usage: coll_agent_check check | wait VICTIM\n");
+    if (!strcmp(argv[1], "time") && argc > 3) { /* time BYTES ITERS */
+        size_t n = strtoull(argv[2], NULL, 0) / 4;
+        int it = atoi(argv[3]);
+        float *x = calloc(n + 1, 4), *y = calloc(n + 1, 4);
+        struct timespec t0, t1;
+        oc_barrier(ctx);
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        for (int k = 0; k < it; k++)
+            if ((st = oc_allreduce(ctx, x, y, n, OC_FLOAT32, OC_SUM)) != OC_OK)
+                break;
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        printf("rank %u: %s, %.1f us per allreduce of %zu bytes\n", g_rank,
+               oc_status_string(st), ((t1.tv_sec - t0.tv_sec) * 1e6 +
+               (t1.tv_nsec - t0.tv_nsec) / 1e3) / it, n * 4);
+        oc_finalize(ctx);
+        return st != OC_OK;
+    }
+    fprintf(stderr, "usage: coll_agent_check check | wait VICTIM | time BYTES ITERS\n");
     return 2;
 }
