@@ -9,7 +9,9 @@
 # Environment (defaults): BENCH_RANKS (2)  BENCH_COLL_MAX (64M in bytes)
 # BENCH_COLL_REPEATS (5)  BENCH_COLL_OVERLAP (65536,1048576)
 # UCX_TLS (sm,self)  BENCH_COLL_AGENT_MAX (1M: the latency sweep's top in
-# the agent placement).  Two runs: the inline placement, then the agent
+# the agent placement)  BENCH_COLL_AGENT_NICE (unset: offcored at the
+# default priority; N: nice -n N, to give the agent its core on a machine
+# where other jobs load core 1 as well).  Two runs: the inline placement, then the agent
 # placement with one offcored pinned to core 1 and the ranks to core 0
 # (the 2-core method: the agent's core is one the ranks do not
 # use); each run has its own same-run Open MPI baseline.
@@ -52,12 +54,13 @@ OFFCORED=$B/src/agent/offcored OFFCORE=$B/src/tools/offcore
 if [ -x "$OFFCORED" ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
     D=$(mktemp -d /tmp/oc-coll-bench-agent-XXXXXX)
     "$OFFCORE" keygen > "$D/ck" && chmod 600 "$D/ck"
-    taskset -c 1 "$OFFCORED" --listen "unix:$D/a.sock" --cluster-key "$D/ck" \
+    ${BENCH_COLL_AGENT_NICE:+nice -n "$BENCH_COLL_AGENT_NICE"} \
+        taskset -c 1 "$OFFCORED" --listen "unix:$D/a.sock" --cluster-key "$D/ck" \
         --metrics off > "$D/agent.log" 2>&1 &
     APID=$!
     n=0
     until grep -q ready "$D/agent.log" || [ $n -ge 100 ]; do sleep 0.1; n=$((n + 1)); done
-    echo "# collectives: offcore ($RANKS ranks on core 0, agent on core 1) vs Open MPI, same job"
+    echo "# collectives: offcore ($RANKS ranks on core 0, agent on core 1${BENCH_COLL_AGENT_NICE:+, nice $BENCH_COLL_AGENT_NICE}) vs Open MPI, same job; $(uptime)"
     OC_PLACEMENT=agent OC_AGENT="unix:$D/a.sock" OC_JOB=9 \
     OC_JOB_KEY=$("$OFFCORE" job-key --job 9 --cluster-key "$D/ck") \
         timeout 900 taskset -c 0 mpirun --oversubscribe --bind-to none \

@@ -534,9 +534,20 @@ static void start_puts(oc_router_t *r, acoll_t *c)
                 for (uint32_t d = c->first; d <= c->last; d++) {
                     size_t len = RCNT(&c->r[d], s) * c->es;
                     if (q == c->pos) { /* from a rank of this node */
-                        if (SC(&c->r[s], d) != RCNT(&c->r[d], s)) {
-                            /* the receiver's call disagrees: its error */
+                        size_t slen = SC(&c->r[s], d) * c->es;
+                        if (slen != len && len == 0) {
+                            /* it posted nothing: tell it instead */
                             c->r[d].st = OC_ERR_COLL_MISMATCH;
+                            continue;
+                        }
+                        /* the sender's length: a receive it does not fit
+                         * ends with OC_ERR_COLL_MISMATCH on the receiver,
+                         * as inline, and no receive is left posted */
+                        if (slen != len) {
+                            lrank_t *l = local_of(r, c, d);
+                            issue(r, c, 3, l ? l->ep : NULL,
+                                  c->r[s].in + SD(&c->r[s], d) * c->es, slen,
+                                  OC__COLL_RESULT_TAG(c->seq, s));
                             continue;
                         }
                         put(r, c, d, c->r[s].in + SD(&c->r[s], d) * c->es, len,

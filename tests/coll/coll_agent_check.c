@@ -180,6 +180,8 @@ int main(int argc, char **argv)
         st = oc_allreduce(ctx, x, y, n, OC_FLOAT64, OC_SUM);
         printf("rank %u: %s at %lld\n", g_rank, oc_status_string(st), now_ms());
         fflush(stdout);
+        oc_finalize(ctx); /* a failed context: returns at once */
+        free(x), free(y);
         return st == OC_ERR_COLL_PEER_FAILED ? 0 : 1;
     }
     if (!strcmp(argv[1], "time") && argc > 3) { /* time BYTES ITERS */
