@@ -43,12 +43,12 @@ agent() { # agent NS NAME ARGS...
     fail "agent $name not ready"
 }
 rank() { # rank NS SOCK R SIZE ARGS...: background, output in rR.log
-    local n=$1 sock=$2 r=$3 size=$4 lsan=${LSAN_OPTIONS:-}; shift 4
+    local n=$1 sock=$2 r=$3 size=$4 lsan=${LSAN_OPTIONS:-} asan=${ASAN_OPTIONS:-}; shift 4
     # a rank whose collective failed exits with the receives it had
     # posted for the result still allocated (src/coll/coll.c's finalize
     # leaves them rather than risk a late callback): no leak check there
-    [ "$1" = wait ] && lsan=detect_leaks=0
-    in_ns "$n" env LSAN_OPTIONS="$lsan" OC_AGENT="unix:$sock" OC_RANK=$r OC_SIZE=$size \
+    [ "$1" = wait ] && lsan=detect_leaks=0 asan=$asan:detect_leaks=0
+    in_ns "$n" env LSAN_OPTIONS="$lsan" ASAN_OPTIONS="$asan" OC_AGENT="unix:$sock" OC_RANK=$r OC_SIZE=$size \
         timeout 120 "$BIN" "$@" > "$T/r$r.log" 2>&1 &
     RP[$r]=$!
 }
