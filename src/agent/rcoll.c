@@ -59,6 +59,8 @@ enum { STEP_CHAIN = 1, STEP_RESULT = 2, STEP_A2A = 3, STEP_BCAST = 4 };
 
 typedef struct {
     int           have;
+    uint8_t       kind;       /* what its own descriptor says */
+    uint32_t      root;
     uint64_t     *v;          /* alltoallv: 4 * size */
     size_t        slen, rlen; /* bytes registered */
     uint8_t      *in;         /* its contribution, read here */
@@ -87,6 +89,7 @@ typedef struct acoll {
     uint8_t     **a2a_out, **a2a_in; /* [nnodes] */
     size_t       *a2a_olen, *a2a_ilen;
     uint32_t     *node_first;   /* [nnodes + 1] ranks of each node in order */
+    uint8_t      *zero;         /* drain(): zeros for the ranks' receives */
 } acoll_t;
 
 typedef struct {
@@ -155,6 +158,7 @@ static void acoll_free(acoll_t *c)
     free(c->r);
     free(c->nodes);
     free(c->node_first);
+    free(c->zero);
     free(c->acc);
     free(c->net);
     if (c->kind != OC_COLLD_BCAST)
@@ -176,8 +180,39 @@ static void tell(oc_router_t *r, acoll_t *c, uint32_t rank, oc_status_t st)
         (void)oc_tr_send_small(l->ep, OC_AM_COLL_DONE, 0, &m, sizeof(m));
 }
 
+/* A failed collective: every receive a local rank posted for its result
+ * still gets a message (zeros; the rank reports the error), so that none
+ * is left posted in the rank. */
+static void drain(oc_router_t *r, acoll_t *c)
+{
+    size_t max = 0;
+    for (uint32_t i = c->first; i <= c->last; i++)
+        if (c->r[i].have && c->r[i].rlen > max)
+            max = c->r[i].rlen;
+    if (max == 0 || c->zero != NULL || (c->zero = calloc(1, max)) == NULL)
+        return;
+    for (uint32_t i = c->first; i <= c->last; i++) {
+        rrank_t *rr = &c->r[i];
+        lrank_t *l = local_of(r, c, i);
+        if (!rr->have || l == NULL)
+            continue;
+        if (rr->kind == OC_COLLD_ALLTOALLV) {
+            for (uint32_t s = 0; s < c->size; s++)
+                if (rr->v[2 * c->size + s] > 0)
+                    issue(r, c, 3, l->ep, c->zero,
+                          rr->v[2 * c->size + s] * oc__dtype_size(c->dtype),
+                          OC__COLL_RESULT_TAG(c->seq, s));
+        } else if (rr->rlen > 0 && !(rr->kind == OC_COLLD_BCAST && rr->root == i)) {
+            issue(r, c, 3, l->ep, c->zero, rr->rlen,
+                  OC__COLL_RESULT_TAG(c->seq, 0));
+        }
+    }
+}
+
 static void finish(oc_router_t *r, acoll_t *c)
 {
+    if (c->status != OC_OK)
+        drain(r, c);
     for (uint32_t i = c->first; i <= c->last; i++)
         if (c->r[i].have)
             tell(r, c, i, c->status != OC_OK ? c->status : c->r[i].st);
@@ -288,6 +323,8 @@ void oc__rcoll_recv(void *arg, uint64_t token, void *data, size_t len)
         c->status = OC_ERR_COLL_MISMATCH;
     }
     rr->have = 1;
+    rr->kind = d.kind;
+    rr->root = d.root;
     c->ndesc++;
     if (d.kind == OC_COLLD_ALLTOALLV) {
         rr->v = malloc(32 * (size_t)d.nv);
@@ -572,8 +609,10 @@ static int advance(oc_router_t *r, acoll_t *c)
 {
     int was = c->state, step = c->step;
 
-    if (c->status != OC_OK && c->pending == 0 && c->state != ST_END) {
-        finish(r, c); /* local ranks learn it; peers see their links */
+    if (c->status != OC_OK) { /* wait for what is in flight, then end */
+        if (c->pending > 0 || c->state == ST_END)
+            return 0;
+        finish(r, c);
         return 1;
     }
     switch (c->state) {
