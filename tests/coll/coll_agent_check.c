@@ -56,8 +56,87 @@ static long long now_ms(void)
     return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
+static float h2f(uint16_t h, int bf)
+{
+    uint32_t u;
+    float f;
+    if (bf) {
+        u = (uint32_t)h << 16;
+        memcpy(&f, &u, 4);
+        return f;
+    }
+    /* binary16 with small integer values only (the inputs below) */
+    int e = (h >> 10) & 31, m = h & 1023;
+    f = e == 0 ? m / 16777216.0f : (1.0f + m / 1024.0f) * (float)(1 << e) / 32768.0f;
+    return (h & 0x8000) ? -f : f;
+}
+
+/* Every type x op on @p n elements, inputs small integers (exact in every
+ * type), results compared exactly with a serial rank-order reduction. */
+static void check_types(oc_context_t *ctx, size_t n)
+{
+    static const uint16_t f16[8] = {0x3c00, 0x4000, 0x4200, 0x4400,
+                                    0x4500, 0x4600, 0x4700, 0x4800}; /* 1..8 */
+    static const uint16_t b16[8] = {0x3f80, 0x4000, 0x4040, 0x4080,
+                                    0x40a0, 0x40c0, 0x40e0, 0x4100};
+    for (int dt = 0; dt < OC_DTYPE_COUNT; dt++)
+        for (int op = 0; op < OC_OP_COUNT; op++) {
+            size_t es = oc_dtype_size((oc_dtype_t)dt);
+            int isf = dt == OC_FLOAT32 || dt == OC_FLOAT64 || dt >= OC_BFLOAT16;
+            if (op == OC_PROD && isf)
+                continue;
+            uint8_t *in = malloc(n * es + 1), *out = malloc(n * es + 1);
+            for (size_t i = 0; i < n; i++) {
+                int v = (int)((g_rank * 3 + i) % 8); /* 0..7 */
+                switch (dt) {
+                case OC_INT32: ((int32_t *)in)[i] = v - 3; break;
+                case OC_INT64: ((int64_t *)in)[i] = v - 3; break;
+                case OC_UINT64: ((uint64_t *)in)[i] = (uint64_t)v + 1; break;
+                case OC_FLOAT32: ((float *)in)[i] = (float)v - 3; break;
+                case OC_FLOAT64: ((double *)in)[i] = v - 3; break;
+                case OC_BFLOAT16: ((uint16_t *)in)[i] = b16[v]; break;
+                default: ((uint16_t *)in)[i] = f16[v]; break;
+                }
+            }
+            oc_status_t st = oc_allreduce(ctx, in, out, n, (oc_dtype_t)dt,
+                                          (oc_op_t)op);
+            CHECK(st == OC_OK, "type %d op %d n %zu: %s", dt, op, n,
+                  oc_status_string(st));
+            for (size_t i = 0; i < n && st == OC_OK; i++) {
+                double acc = 0, got = 0;
+                for (uint32_t r = 0; r < g_size; r++) {
+                    int v = (int)((r * 3 + i) % 8);
+                    double x = dt == OC_UINT64 ? v + 1
+                               : dt >= OC_BFLOAT16 ? v + 1 : v - 3;
+                    acc = r == 0 ? x
+                          : op == OC_SUM ? acc + x
+                          : op == OC_PROD ? acc * x
+                          : op == OC_MIN ? (x < acc ? x : acc)
+                                         : (x > acc ? x : acc);
+                }
+                switch (dt) {
+                case OC_INT32: got = ((int32_t *)out)[i]; break;
+                case OC_INT64: got = (double)((int64_t *)out)[i]; break;
+                case OC_UINT64: got = (double)((uint64_t *)out)[i]; break;
+                case OC_FLOAT32: got = ((float *)out)[i]; break;
+                case OC_FLOAT64: got = ((double *)out)[i]; break;
+                case OC_BFLOAT16: got = h2f(((uint16_t *)out)[i], 1); break;
+                default: got = h2f(((uint16_t *)out)[i], 0); break;
+                }
+                if (got != acc) {
+                    CHECK(0, "type %d op %d n %zu element %zu: %g != %g", dt,
+                          op, n, i, got, acc);
+                    break;
+                }
+            }
+            free(in), free(out);
+        }
+}
+
 static void check(oc_context_t *ctx, int repro)
 {
+    check_types(ctx, 1);
+    check_types(ctx, 1001);
     const size_t sizes[] = {0, 1, 1001, 131072}; /* 131072 x 8 B = 1 MiB */
     for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
         size_t n = sizes[k];
