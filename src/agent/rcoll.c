@@ -40,6 +40,7 @@
 #include "router_int.h"
 
 #include "coll/coll_int.h"
+#include "util/clock.h"
 #include "util/log.h"
 #include "wire/colld.h"
 
@@ -271,9 +272,65 @@ static acoll_t *acoll_get(oc_router_t *r, rjob_t *j, uint32_t seq)
     return c;
 }
 
+/* A descriptor whose sender this router does not know yet: the control
+ * thread admits a rank's job and the rank's token to the router with a
+ * command (rcmd.c) and then releases the rank, whose first descriptor can
+ * overtake that command.  Kept (a copy) and retried each loop round for
+ * OC_ROUTER_UNKNOWN_JOB_WAIT_US, then dropped and counted. */
+typedef struct held {
+    struct held *next;
+    uint64_t     token, t_arrival;
+    size_t       len;
+    uint8_t      data[];
+} held_t;
+
+static int desc_in(oc_router_t *r, uint64_t token, const void *data,
+                   size_t len);
+
 void oc__rcoll_recv(void *arg, uint64_t token, void *data, size_t len)
 {
     oc_router_t *r = arg;
+    held_t *h, **t;
+
+    if (desc_in(r, token, data, len))
+        return;
+    if (len > 65536 || (h = malloc(sizeof(*h) + len)) == NULL) {
+        CNT_ADD(r->c.reject_unknown_sender, 1);
+        return;
+    }
+    h->next = NULL;
+    h->token = token;
+    h->t_arrival = oc_now_us();
+    h->len = len;
+    memcpy(h->data, data, len);
+    for (t = (held_t **)&r->colls_held; *t != NULL; t = &(*t)->next)
+        ;
+    *t = h;
+}
+
+static void retry_held(oc_router_t *r)
+{
+    held_t **p = (held_t **)&r->colls_held, *h;
+    while ((h = *p) != NULL) {
+        int done = desc_in(r, h->token, h->data, h->len);
+        if (!done && oc_now_us() - h->t_arrival > OC_ROUTER_UNKNOWN_JOB_WAIT_US) {
+            CNT_ADD(r->c.reject_unknown_sender, 1);
+            done = 1;
+        }
+        if (done) {
+            *p = h->next;
+            free(h);
+        } else {
+            p = &h->next;
+        }
+    }
+}
+
+/* @return 1 when handled (used or rejected), 0 when its sender is unknown
+ * for now. */
+static int desc_in(oc_router_t *r, uint64_t token, const void *data,
+                   size_t len)
+{
     sender_t *s = oc__router_sender_find(r, token);
     rjob_t *j;
     oc_colld_t d;
@@ -283,22 +340,20 @@ void oc__rcoll_recv(void *arg, uint64_t token, void *data, size_t len)
     oc_status_t st;
 
     if (s == NULL || s->is_peer || (j = oc__router_job_find(r, s->job)) ==
-                                        NULL || (l = j->local[s->rank]) == NULL) {
-        CNT_ADD(r->c.reject_unknown_sender, 1);
-        return;
-    }
+                                        NULL || (l = j->local[s->rank]) == NULL)
+        return s != NULL && s->is_peer; /* a peer sends none: reject */
     if ((st = oc_colld_decode(data, len, j->map->size, &d)) != OC_OK) {
         oc_warn(OC_COMP_AGENT, "job %u rank %u: bad collective descriptor: %s",
                 s->job, s->rank, oc_status_string(st));
         CNT_ADD(r->c.rejects, 1);
-        return;
+        return 1;
     }
     if (r->p.nthreads > 1) {
         oc_colld_done_t m = {OC_COLLD_DONE_MAGIC, d.seq, OC_ERR_UNSUPPORTED, 0};
         oc_warn(OC_COMP_AGENT, "job %u: collectives need offcored --threads 1",
                 s->job);
         (void)oc_tr_send_small(l->ep, OC_AM_COLL_DONE, 0, &m, sizeof(m));
-        return;
+        return 1;
     }
     c = acoll_get(r, j, d.seq);
     if (c == NULL) {
@@ -306,13 +361,13 @@ void oc__rcoll_recv(void *arg, uint64_t token, void *data, size_t len)
         oc_warn(OC_COMP_AGENT, "job %u: collective %u refused (out of memory, "
                 "or the ranks of a node are not contiguous)", s->job, d.seq);
         (void)oc_tr_send_small(l->ep, OC_AM_COLL_DONE, 0, &m, sizeof(m));
-        return;
+        return 1;
     }
     rr = &c->r[s->rank];
     if (rr->have || c->state != ST_GATHER) {
         oc_warn(OC_COMP_AGENT, "job %u rank %u: collective %u started twice",
                 s->job, s->rank, d.seq);
-        return;
+        return 1;
     }
     if (c->ndesc == 0) {
         c->kind = d.kind, c->dtype = d.dtype, c->op = d.op;
@@ -330,7 +385,7 @@ void oc__rcoll_recv(void *arg, uint64_t token, void *data, size_t len)
         rr->v = malloc(32 * (size_t)d.nv);
         if (rr->v == NULL) {
             c->status = OC_ERR_NO_MEMORY;
-            return;
+            return 1;
         }
         for (uint32_t i = 0; i < d.nv; i++)
             for (unsigned w = 0; w < 4; w++) {
@@ -356,11 +411,12 @@ void oc__rcoll_recv(void *arg, uint64_t token, void *data, size_t len)
         d.kind != OC_COLLD_BARRIER) {
         if ((rr->in = malloc(rr->slen)) == NULL) {
             c->status = OC_ERR_NO_MEMORY;
-            return;
+            return 1;
         }
         issue(r, c, 4, NULL, rr->in, rr->slen,
               OC__COLL_CONTRIB_TAG(c->job, c->seq, s->rank));
     }
+    return 1;
 }
 
 
@@ -649,6 +705,8 @@ int oc__rcoll_progress(oc_router_t *r)
     acoll_t **p = &r->colls, *c;
     int work = 0;
 
+    if (r->colls_held != NULL)
+        retry_held(r);
     while ((c = *p) != NULL) {
         if (c->state != ST_END)
             while (advance(r, c))
@@ -684,6 +742,12 @@ void oc__rcoll_abort(oc_router_t *r, uint32_t job, uint32_t rank)
 void oc__rcoll_fini(oc_router_t *r)
 {
     acoll_t *c;
+    held_t *h;
+
+    while ((h = r->colls_held) != NULL) {
+        r->colls_held = h->next;
+        free(h);
+    }
     /* what still has an operation posted is left allocated: UCX may call
      * back into it while the worker goes (a leak at exit, not a crash) */
     while ((c = r->colls) != NULL) {

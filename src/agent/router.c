@@ -39,7 +39,7 @@ static void router_sleep(oc_router_t *r, uint64_t idle_us)
         return;
     }
     if (r->rx.count > 0 || r->eng->inflight > 0 || r->eng->ndirty > 0 ||
-        r->colls != NULL ||
+        r->colls != NULL || r->colls_held != NULL ||
         r->wake_fd < 0 || oc_tr_worker_efd(r->w) < 0) {
         nanosleep(&nap, NULL);
         return;

@@ -112,6 +112,7 @@ struct oc_router {
     oc_eng_ring_t      rx;          /* bundles waiting to be routed */
     int                credits_owed; /* some sender is owed credit */
     struct acoll      *colls;       /* collectives in flight (rcoll.c) */
+    struct held       *colls_held;  /* descriptors of senders not yet known */
     oc_router_counters_t c;
 };
 

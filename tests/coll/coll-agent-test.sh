@@ -33,7 +33,7 @@ run() { # run PLACEMENT [VAR=VALUE...]
     job=$((job + 1))
     key=$("$offcore" job-key --job $job --cluster-key "$T/ck")
     env "$@" OC_PLACEMENT=$pl OC_AGENT="unix:$T/a.sock" OC_JOB=$job \
-        OC_JOB_KEY="$key" timeout 600 mpirun --oversubscribe --bind-to none \
+        OC_JOB_KEY="$key" timeout ${COLL_AGENT_TIMEOUT:-600} mpirun --oversubscribe --bind-to none \
         --mca btl self,vader --mca mpi_yield_when_idle 1 -x OC_PLACEMENT \
         -x OC_AGENT -x OC_JOB -x OC_JOB_KEY -x OC_COLL_REPRODUCIBLE \
         -np "$np" "$bin" --max "$max" --hash ||

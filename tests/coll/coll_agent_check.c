@@ -168,7 +168,10 @@ static void check(oc_context_t *ctx, int repro)
         }
         /* all-to-all: n / size elements per pair (at least 1) */
         size_t per = n / g_size + 1;
-        int32_t *s = malloc(4 * per * g_size), *d = malloc(4 * per * g_size);
+        /* room for the all-to-all and for the all-to-allv below (at most
+         * 2 elements per peer) */
+        size_t room = (per > 2 ? per : 2) * g_size;
+        int32_t *s = malloc(4 * room), *d = malloc(4 * room);
         for (uint32_t p = 0; p < g_size; p++)
             for (size_t i = 0; i < per; i++)
                 s[p * per + i] = (int32_t)(g_rank * 1000003u + p * 1009u + i);
