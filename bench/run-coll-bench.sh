@@ -36,9 +36,9 @@ import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 worst = 0
 for r in rows:
-    if r["op"] == "iallreduce-overlap":
+    if r.get("measure") == "overlap":
         print("# %-18s %9d B  overlap offcore %5.1f%%  Open MPI %5.1f%%" %
-              (r["op"], r["bytes"], r["overlap_pct"], r["mpi_overlap_pct"]))
+              ("iallreduce overlap", r["bytes"], r["overlap_pct"], r["mpi_overlap_pct"]))
     else:
         ratio = r["us"] / r["mpi_us"]
         worst = max(worst, ratio)
@@ -72,9 +72,9 @@ if [ -x "$OFFCORED" ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; 
     python3 - "$OUT" <<'PY' || rc=1
 import json, sys
 for r in (json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")):
-    if r["op"] == "iallreduce-overlap":
+    if r.get("measure") == "overlap":
         print("# agent %-12s %9d B  overlap offcore %5.1f%%  Open MPI %5.1f%% (bar: >= 90%% at 1 MiB)" %
-              (r["op"], r["bytes"], r["overlap_pct"], r["mpi_overlap_pct"]))
+              ("iallreduce overlap", r["bytes"], r["overlap_pct"], r["mpi_overlap_pct"]))
     else:
         print("# agent %-12s %9d B  offcore %10.2f us  Open MPI %10.2f us  ratio %.2f" %
               (r["op"], r["bytes"], r["us"], r["mpi_us"], r["us"] / r["mpi_us"]))
