@@ -31,9 +31,12 @@
  *
  * Threading: the router's thread only.  Trust: descriptors come from
  * ranks; only a registered sender's, decoded by oc_colld_decode(), is
- * used, and a rank's keys only reach that rank's own memory.  The peer
- * agents are authenticated (cluster key); their tagged messages are
- * matched by (job, sequence, step, node).  Requires one routing thread
+ * used, and every receive is posted with the size the descriptors imply
+ * (UCX never writes past it).  Payload tags carry no token: matched by
+ * (job & 0xffff, sequence, rank) and, between the authenticated agents,
+ * (job, sequence, step, node); a rank that sent a tagged message with
+ * another's tag first could corrupt that collective's data, never memory
+ * outside its buffers (docs/coll.md, "Trust").  Requires one routing thread
  * (--threads 1, the default): a job's descriptors must meet in one
  * router.
  */
