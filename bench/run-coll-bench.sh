@@ -8,8 +8,13 @@
 #
 # Environment (defaults): BENCH_RANKS (2)  BENCH_COLL_MAX (64M in bytes)
 # BENCH_COLL_REPEATS (5)  BENCH_COLL_OVERLAP (65536,1048576)
-# UCX_TLS (sm,self).  Placement: inline (the agent placement does not run
-# collectives yet, docs/coll.md).
+# UCX_TLS (sm,self)  BENCH_COLL_AGENT_MAX (1M: the latency sweep's top in
+# the agent placement)  BENCH_COLL_AGENT_NICE (unset: offcored at the
+# default priority; N: nice -n N, to give the agent its core on a machine
+# where other jobs load core 1 as well).  Two runs: the inline placement, then the agent
+# placement with one offcored pinned to core 1 and the ranks to core 0
+# (the issue's 2-core method: the agent's core is one the ranks do not
+# use); each run has its own same-run Open MPI baseline.
 set -u
 B=${1:?usage: run-coll-bench.sh BUILD_DIR}
 RANKS=${BENCH_RANKS:-2}
@@ -31,9 +36,9 @@ import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 worst = 0
 for r in rows:
-    if r["op"] == "iallreduce-overlap":
+    if r.get("measure") == "overlap":
         print("# %-18s %9d B  overlap offcore %5.1f%%  Open MPI %5.1f%%" %
-              (r["op"], r["bytes"], r["overlap_pct"], r["mpi_overlap_pct"]))
+              ("iallreduce overlap", r["bytes"], r["overlap_pct"], r["mpi_overlap_pct"]))
     else:
         ratio = r["us"] / r["mpi_us"]
         worst = max(worst, ratio)
@@ -43,4 +48,38 @@ for r in rows:
         print("# NOT VERIFIED:", r); sys.exit(1)
 print("# worst latency ratio offcore/Open MPI: %.2f (bar: 1.2)" % worst)
 PY
+# the agent placement: ranks on core 0, offcored on core 1
+AMAX=${BENCH_COLL_AGENT_MAX:-1048576}
+OFFCORED=$B/src/agent/offcored OFFCORE=$B/src/tools/offcore
+if [ -x "$OFFCORED" ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
+    D=$(mktemp -d /tmp/oc-coll-bench-agent-XXXXXX)
+    "$OFFCORE" keygen > "$D/ck" && chmod 600 "$D/ck"
+    ${BENCH_COLL_AGENT_NICE:+nice -n "$BENCH_COLL_AGENT_NICE"} \
+        taskset -c 1 "$OFFCORED" --listen "unix:$D/a.sock" --cluster-key "$D/ck" \
+        --metrics off > "$D/agent.log" 2>&1 &
+    APID=$!
+    n=0
+    until grep -q ready "$D/agent.log" || [ $n -ge 100 ]; do sleep 0.1; n=$((n + 1)); done
+    echo "# collectives: offcore ($RANKS ranks on core 0, agent on core 1${BENCH_COLL_AGENT_NICE:+, nice $BENCH_COLL_AGENT_NICE}) vs Open MPI, same job; $(uptime)"
+    OC_PLACEMENT=agent OC_AGENT="unix:$D/a.sock" OC_JOB=9 \
+    OC_JOB_KEY=$("$OFFCORE" job-key --job 9 --cluster-key "$D/ck") \
+        timeout 900 taskset -c 0 mpirun --oversubscribe --bind-to none \
+        --mca btl self,vader --mca mpi_yield_when_idle 1 \
+        -x OC_PLACEMENT -x OC_AGENT -x OC_JOB -x OC_JOB_KEY \
+        -np "$RANKS" "$B/bench/coll-bench" --max "$AMAX" --repeats "$REPEATS" \
+        --overlap "$OVERLAP" | tee "$OUT" || rc=1
+    kill "$APID" 2>/dev/null; wait "$APID" 2>/dev/null; rm -rf "$D"
+    python3 - "$OUT" <<'PY' || rc=1
+import json, sys
+for r in (json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")):
+    if r.get("measure") == "overlap":
+        print("# agent %-12s %9d B  overlap offcore %5.1f%%  Open MPI %5.1f%% (bar: >= 90%% at 1 MiB)" %
+              ("iallreduce overlap", r["bytes"], r["overlap_pct"], r["mpi_overlap_pct"]))
+    else:
+        print("# agent %-12s %9d B  offcore %10.2f us  Open MPI %10.2f us  ratio %.2f" %
+              (r["op"], r["bytes"], r["us"], r["mpi_us"], r["us"] / r["mpi_us"]))
+    if not r["verified"]:
+        print("# NOT VERIFIED:", r); sys.exit(1)
+PY
+fi
 exit $rc

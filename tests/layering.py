@@ -48,12 +48,14 @@ LAYERS = {
     "engine": ["transport", "wire", "util"],
     "pkt": ["acl", "util"],
     "nvmf": ["metrics", "util"],
-    "runtime": ["engine", "transport", "ctl", "wire", "util"],
+    # (and "coll": liboffcore compiles src/runtime and src/coll with one
+    # set of flags, so coll's exported reduce.h is on the runtime's path)
+    "runtime": ["coll", "engine", "transport", "ctl", "wire", "util"],
     # compiled into liboffcore with the runtime: same layers, and the
     # context's private state (src/runtime/runtime.h)
     "coll": ["runtime", "engine", "transport", "ctl", "wire", "util"],
     "coll-mpi": ["util"],
-    "agent": ["engine", "transport", "ctl", "wire", "metrics", "util"],
+    "agent": ["coll", "engine", "transport", "ctl", "wire", "metrics", "util"],
     "dp": ["pkt", "acl", "ctl", "metrics", "util"],
     "tools": ["runtime", "transport", "ctl", "wire", "metrics", "util"],
 }

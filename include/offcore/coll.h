@@ -19,7 +19,15 @@
  * for broadcast, dissemination for the barrier.  Payloads travel as UCX
  * active messages in chunks (OC_COLL_CHUNK) with a bounded number in
  * flight (OC_COLL_WINDOW), never through the 8-byte message aggregation.
- * In the agent placement the collectives answer OC_ERR_UNSUPPORTED today.
+ * In the agent placement the rank hands the node's offcored its
+ * contribution and a descriptor once and the agents run the collective:
+ * the agent reduces the node's ranks in rank order, runs the inter-node
+ * part with the other agents and sends each rank its result, so the
+ * collective advances while the rank computes (docs/coll.md, "Agent placement"); its reductions are
+ * in rank order whatever OC_COLL_REPRODUCIBLE says.  A rank or agent that
+ * dies fails the collective on every other rank with
+ * OC_ERR_COLL_PEER_FAILED (within milliseconds where the kernel closes
+ * the dead process's connections).
  *
  * Reductions: sum, min, max for every type; prod for the integer types.
  * Integer sums and products wrap (two's complement), as MPI's do in
@@ -100,8 +108,7 @@ OC_API size_t oc_dtype_size(oc_dtype_t dtype);
  *         OC_ERR_COLL_OP (unknown, or OC_PROD on a floating type),
  *         OC_ERR_COLL_BUFFER (NULL buffer with count > 0, recvbuf
  *         OC_IN_PLACE), OC_ERR_COLL_COUNT (count * size overflows),
- *         OC_ERR_INVALID_PARAM (ctx NULL),
- *         OC_ERR_NO_MEMORY, OC_ERR_UNSUPPORTED (agent placement),
+ *         OC_ERR_NO_MEMORY,
  *         OC_ERR_STATE (called from a message handler), or the error that
  *         failed the context (OC_ERR_COLL_PEER_FAILED when a rank died).  On error nothing was started and *req_p is
  *         untouched.
@@ -167,10 +174,13 @@ OC_API oc_status_t oc_ibarrier(oc_context_t *ctx, oc_request_t **req_p);
  *         peer sent another amount of data than this rank's call expects;
  *         reported once this rank's part has run to its end, so that the
  *         peers are not left waiting; OC_ERR_COLL_PEER_FAILED: a rank of
- *         the context died or became unreachable, found by UCX's
- *         keepalive within about 1-2 s (docs/coll.md), after which every
- *         collective of the context, in flight or started later, fails
- *         with it; OC_ERR_TRANSPORT...): the request is freed
+ *         the context (in the agent placement: a rank or an agent of the
+ *         job) died or became unreachable, found by UCX's keepalive within
+ *         about 1-2 s (docs/coll.md), after which every collective of the
+ *         context, in flight or started later, fails with it;
+ *         OC_ERR_TRANSPORT, OC_ERR_PEER_FAILED...; in the agent placement
+ *         OC_ERR_UNSUPPORTED: the agent cannot run it, as docs/coll.md
+ *         says): the request is freed
  *         and *req_p set to NULL as well, and the receive buffer's
  *         content is undefined.
  */

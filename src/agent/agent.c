@@ -338,7 +338,8 @@ int oc_agent_run(const oc_agent_config_t *cfg)
     for (uint32_t t = 0; t < a->nrouters; t++) {
         oc_router_params_t p = {t, a->node, a->nnodes, cfg->bundle_size,
                                 cfg->buffers, cfg->flush_timeout_us,
-                                cfg->max_inflight, cfg->route == 1};
+                                cfg->max_inflight, cfg->route == 1,
+                                a->nrouters};
         if ((st = oc_router_create(&p, &a->routers[t])) != OC_OK ||
             (st = oc_router_start(a->routers[t])) != OC_OK) {
             oc_error(OC_COMP_AGENT, "router %u: %s", t, oc_status_string(st));

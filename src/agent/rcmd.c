@@ -238,6 +238,7 @@ static void apply(oc_router_t *r, cmd_t *c)
         atomic_store(&j->tag, c->job + 1);
         break;
     case CMD_DEL_JOB:
+        oc__rcoll_abort(r, c->job, UINT32_MAX);
         if ((j = oc__router_job_find(r, c->job)) != NULL)
             oc__router_job_free(r, j);
         break;
@@ -268,6 +269,7 @@ static void apply(oc_router_t *r, cmd_t *c)
         break;
     }
     case CMD_DEL_RANK:
+        oc__rcoll_abort(r, c->job, c->rank);
         sender_del(r, 0, c->job, c->rank, 0);
         j = oc__router_job_find(r, c->job);
         if (j != NULL && c->rank < j->map->size && j->local[c->rank]) {
@@ -299,6 +301,7 @@ static void apply(oc_router_t *r, cmd_t *c)
     }
     case CMD_DEL_PEER: {
         peer_t *p = &r->peers[c->node];
+        oc__rcoll_abort(r, UINT32_MAX, UINT32_MAX); /* those across nodes */
         sender_del(r, 1, 0, 0, c->node);
         for (int i = 0; i < OC_ROUTER_MAX_JOBS; i++)
             if (r->jobs[i].map != NULL) {

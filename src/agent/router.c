@@ -39,6 +39,7 @@ static void router_sleep(oc_router_t *r, uint64_t idle_us)
         return;
     }
     if (r->rx.count > 0 || r->eng->inflight > 0 || r->eng->ndirty > 0 ||
+        r->colls != NULL || r->colls_held != NULL ||
         r->wake_fd < 0 || oc_tr_worker_efd(r->w) < 0) {
         nanosleep(&nap, NULL);
         return;
@@ -67,6 +68,7 @@ static void *router_main(void *arg)
             oc__router_apply_commands(r);
         events = oc_tr_progress(r->w);
         done = oc__router_route_all(r);
+        done += (uint32_t)oc__rcoll_progress(r);
         /* Something arrived: flush what timed out.  Nothing arrived:
          * nobody gains from waiting, send it all (IDLE). */
         oc_eng_policy(r->eng, done == 0 && events == 0);
@@ -143,6 +145,9 @@ oc_status_t oc_router_create(const oc_router_params_t *p, oc_router_t **r_p)
     if ((st = oc_tr_set_handler(r->w, OC_AM_CREDIT, oc__router_credit_recv,
                                 r, 0)) != OC_OK)
         goto err;
+    if ((st = oc_tr_set_handler(r->w, OC_AM_COLL, oc__rcoll_recv, r, 0)) !=
+        OC_OK)
+        goto err;
     *r_p = r;
     return OC_OK;
 err:
@@ -169,6 +174,7 @@ void oc_router_destroy(oc_router_t *r)
     }
     if (r->w != NULL) {
         oc__router_apply_commands(r); /* free what was posted, not applied */
+        oc__rcoll_fini(r);
         for (int i = 0; i < OC_ROUTER_MAX_JOBS; i++)
             if (r->jobs[i].map != NULL)
                 oc__router_job_free(r, &r->jobs[i]);

@@ -111,6 +111,8 @@ struct oc_router {
     oc_eng_t          *eng;         /* buffers, outlets, flush policy */
     oc_eng_ring_t      rx;          /* bundles waiting to be routed */
     int                credits_owed; /* some sender is owed credit */
+    struct acoll      *colls;       /* collectives in flight (rcoll.c) */
+    struct held       *colls_held;  /* descriptors of senders not yet known */
     oc_router_counters_t c;
 };
 
@@ -135,6 +137,17 @@ oc_status_t oc__router_handoff(void *arg, oc_eng_out_t *o, oc_eng_buf_t *b,
 void oc__router_blocked(void *arg, oc_eng_out_t *o, int on);
 /** Drop what waits for a peer's credit (the peer went away). */
 void oc__router_peer_drop(oc_router_t *r, peer_t *p);
+
+/* rcoll.c: the collectives of the agent placement */
+void oc__rcoll_recv(void *arg, uint64_t token, void *data, size_t len);
+/** Advance the collectives in flight.  @return non-zero if any is. */
+int oc__rcoll_progress(oc_router_t *r);
+/** Fail the collectives of @p job (rank @p rank gone, or UINT32_MAX: the
+ *  job or a peer node) before the endpoints go: the local ranks still
+ *  there are told OC_ERR_COLL_PEER_FAILED. */
+void oc__rcoll_abort(oc_router_t *r, uint32_t job, uint32_t rank);
+/** Free what is left (the router is going away). */
+void oc__rcoll_fini(oc_router_t *r);
 
 /* rcmd.c */
 void oc__router_apply_commands(oc_router_t *r);

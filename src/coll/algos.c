@@ -15,6 +15,8 @@
  */
 #include "coll_int.h"
 
+#include "wire/colld.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -171,6 +173,13 @@ OC_API oc_status_t oc_iallreduce(oc_context_t *ctx, const void *sendbuf,
     bytes = count * es;
     if (count > 0 && check_buffers(sendbuf, recvbuf, bytes) != OC_OK)
         return OC_ERR_COLL_BUFFER;
+    if (oc__coll_placed(ctx)) {
+        oc_colld_t d = {.kind = OC_COLLD_ALLREDUCE, .dtype = (uint8_t)dtype,
+                        .op = (uint8_t)op, .count = count};
+        return oc__coll_placed_start(ctx, &d, NULL,
+                                     sendbuf == OC_IN_PLACE ? recvbuf : sendbuf,
+                                     bytes, recvbuf, bytes, req_p);
+    }
     if (ctx->size > 1 && (ctx->coll->cfg.reproducible || es == 2 ||
                           bytes > ctx->coll->cfg.small)) {
         req = allreduce_rsag(ctx, sendbuf == OC_IN_PLACE ? recvbuf : sendbuf,
@@ -223,6 +232,46 @@ static oc_status_t alltoallv_start(oc_context_t *ctx, const uint8_t *sbuf,
     return oc__coll_start(ctx, req);
 }
 
+/* The agent placement's all-to-all(v): the counts travel in the
+ * descriptor; @p own (in place: the copy of the input) goes with the
+ * request. */
+static oc_status_t placed_alltoallv(oc_context_t *ctx, const void *sbuf,
+                                    const size_t *sc, const size_t *sd,
+                                    void *rbuf, const size_t *rc,
+                                    const size_t *rd, oc_dtype_t dtype,
+                                    size_t slim, size_t rlim, uint8_t *own,
+                                    oc_request_t **req_p)
+{
+    const uint32_t n = ctx->size;
+    size_t es = oc__dtype_size((int)dtype);
+    oc_colld_t d = {.kind = OC_COLLD_ALLTOALLV, .dtype = (uint8_t)dtype,
+                    .nv = n};
+    uint64_t *v = malloc(4 * (size_t)n * sizeof(*v));
+    oc_status_t st;
+
+    if (v == NULL) {
+        free(own);
+        return OC_ERR_NO_MEMORY;
+    }
+    if (rc[ctx->rank] != sc[ctx->rank]) {
+        free(v);
+        free(own);
+        return OC_ERR_COLL_COUNT;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        v[i] = sc[i], v[n + i] = sd[i];
+        v[2 * n + i] = rc[i], v[3 * n + i] = rd[i];
+    }
+    st = oc__coll_placed_start(ctx, &d, v, sbuf, slim * es, rbuf, rlim * es,
+                               req_p);
+    free(v);
+    if (st == OC_OK)
+        (*req_p)->tmp = own;
+    else
+        free(own);
+    return st;
+}
+
 OC_API oc_status_t oc_ialltoallv(oc_context_t *ctx, const void *sendbuf,
                                  const size_t *scounts, const size_t *sdispls,
                                  void *recvbuf, const size_t *rcounts,
@@ -251,6 +300,10 @@ OC_API oc_status_t oc_ialltoallv(oc_context_t *ctx, const void *sendbuf,
     }
     if ((slim > 0 && sendbuf == NULL) || (rlim > 0 && recvbuf == NULL))
         return OC_ERR_COLL_BUFFER;
+    if (oc__coll_placed(ctx))
+        return placed_alltoallv(ctx, sendbuf, scounts, sdispls, recvbuf,
+                                rcounts, rdispls, dtype, slim, rlim, NULL,
+                                req_p);
     return alltoallv_start(ctx, sendbuf, scounts, sdispls, recvbuf, rcounts,
                            rdispls, es, NULL, req_p);
 }
@@ -287,7 +340,11 @@ OC_API oc_status_t oc_ialltoall(oc_context_t *ctx, const void *sendbuf,
         memcpy(own, recvbuf, bytes);
         sendbuf = own;
     }
-    st = alltoallv_start(ctx, sendbuf, v, v + n, recvbuf, v, v + n, es, own,
+    if (oc__coll_placed(ctx))
+        st = placed_alltoallv(ctx, sendbuf, v, v + n, recvbuf, v, v + n,
+                              dtype, count * n, count * n, own, req_p);
+    else
+        st = alltoallv_start(ctx, sendbuf, v, v + n, recvbuf, v, v + n, es, own,
                          req_p);
     free(v);
     return st;
@@ -312,6 +369,12 @@ OC_API oc_status_t oc_ibcast(oc_context_t *ctx, void *buf, size_t count,
     bytes = count * es;
     if (count > 0 && (buf == NULL || buf == (void *)OC_IN_PLACE))
         return OC_ERR_COLL_BUFFER;
+    if (oc__coll_placed(ctx)) {
+        oc_colld_t d = {.kind = OC_COLLD_BCAST, .dtype = (uint8_t)dtype,
+                        .root = root, .count = count};
+        return oc__coll_placed_start(ctx, &d, NULL, buf, bytes, buf, bytes,
+                                     req_p);
+    }
     while ((1u << L) < n)
         L++;
     if ((req = oc__coll_req_new(ctx, L)) == NULL)
@@ -342,6 +405,10 @@ OC_API oc_status_t oc_ibarrier(oc_context_t *ctx, oc_request_t **req_p)
         return OC_ERR_COLL_REQUEST;
     if ((st = oc__coll_check_ctx(ctx)) != OC_OK)
         return st;
+    if (oc__coll_placed(ctx)) {
+        oc_colld_t d = {.kind = OC_COLLD_BARRIER};
+        return oc__coll_placed_start(ctx, &d, NULL, NULL, 0, NULL, 0, req_p);
+    }
     n = ctx->size, me = ctx->rank;
     while ((1u << L) < n)
         L++;

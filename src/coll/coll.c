@@ -146,7 +146,7 @@ oc_status_t oc__coll_check_ctx(oc_context_t *ctx)
         return OC_ERR_STATE;
     if (ctx->failed != OC_OK)
         return coll_err(ctx->failed); /* fail fast: a peer is gone */
-    if (ctx->coll == NULL || ctx->eps == NULL || ctx->agent != NULL)
+    if (ctx->coll == NULL || (ctx->eps == NULL && ctx->agent == NULL))
         return OC_ERR_UNSUPPORTED;
     return OC_OK;
 }
@@ -345,7 +345,7 @@ void oc__coll_progress(oc_context_t *ctx)
         return;
     for (r = c->active; r != NULL; r = r->next)
         if (r->status == OC_INPROGRESS)
-            advance(c, r);
+            r->placed ? oc__coll_placed_check(r) : (void)advance(c, r);
     for (p = &c->zombies; (r = *p) != NULL;) {
         if (r->inflight == 0) {
             *p = r->next;
@@ -388,7 +388,8 @@ OC_API oc_status_t oc_test(oc_request_t **req_p)
         /* a peer found dead (inline.c) fails whatever still waits, the
          * receives from it included: UCX fails only the sends to it */
         if (ctx->failed != OC_OK)
-            fail(req, ctx->failed);
+            /* the agents failed the job: a rank or agent died */
+            fail(req, req->placed ? OC_ERR_COLL_PEER_FAILED : ctx->failed);
     }
     st = req->status;
     if (st == OC_INPROGRESS)

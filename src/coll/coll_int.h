@@ -67,6 +67,9 @@ struct oc_request {
     size_t         blk_off, blk_count; /* this rank's block (ordered) */
     size_t         blk_stride;     /* bytes between contributions in tmp */
     const uint8_t *own;            /* this rank's own contribution to it */
+    /* agent placement (placed.c): the agent runs it; no phases here */
+    int            placed;
+    oc_status_t    agent_st;       /* the agent's DONE; OC_INPROGRESS before */
 };
 
 typedef struct {
@@ -83,6 +86,7 @@ struct oc__coll {
     oc_request_t     *active, *zombies;
     struct coll_op   *ops;           /* chunk operations in flight (coll.c) */
     const void      **ordered_srcs;  /* [size] scratch of the ordered reduction */
+    int               done_handler;  /* placed.c: OC_AM_COLL_DONE handler set */
 };
 
 /* coll.c: the phase engine */
@@ -91,20 +95,15 @@ oc_request_t *oc__coll_req_new(oc_context_t *ctx, uint32_t nphases);
 void oc__coll_req_free(oc_request_t *req);
 oc_status_t oc__coll_check_ctx(oc_context_t *ctx);
 
-/* reduce.c */
-size_t oc__dtype_size(int dtype);
-/* dst[i] = ((srcs[0][i] op srcs[1][i]) op srcs[2][i]) ...; a source may
- * be dst itself, else none may overlap it.  The _ref form is the scalar
- * oracle the tests check the fast one against, bit for bit. */
-void oc__reduce_ordered(int dtype, int op, void *dst, const void *const *srcs,
-                        uint32_t n, size_t count);
-void oc__reduce_ordered_ref(int dtype, int op, void *dst,
-                            const void *const *srcs, uint32_t n, size_t count);
-void oc__reduce2(int dtype, int op, void *dst, const void *a, const void *b,
-                 size_t count);
-float oc__bf16_to_f32(uint16_t h);
-uint16_t oc__f32_to_bf16(float f);
-float oc__f16_to_f32(uint16_t h);
-uint16_t oc__f32_to_f16(float f);
+/* placed.c: the agent placement.  @p vals: 4 * size values for
+ * all-to-allv (d->nv = size), else NULL. */
+oc_status_t oc__coll_placed_start(oc_context_t *ctx, void *d, const uint64_t *vals,
+                                  const void *sbuf, size_t slen, void *rbuf,
+                                  size_t rlen, oc_request_t **req_p);
+int oc__coll_placed(const oc_context_t *ctx);
+/** Complete @p req once the agent said DONE and its transfers are over. */
+void oc__coll_placed_check(oc_request_t *req);
+
+#include "coll/reduce.h" /* the reduction kernels, reduce.c */
 
 #endif

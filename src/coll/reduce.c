@@ -9,7 +9,7 @@
  * (round-to-nearest-even), so the 16-bit result does not depend on how
  * many partial results an algorithm would otherwise have rounded.
  */
-#include "coll_int.h"
+#include "coll/reduce.h"
 
 #include <math.h>
 #include <string.h>

@@ -288,6 +288,48 @@ oc_status_t oc__agent_send_raw(oc_context_t *ctx, const void *buf, size_t len,
                             token ? token : ctx->agent->token, buf, len);
 }
 
+typedef struct {
+    oc_tr_op_t op;
+    void      *msg;
+} coll_send_t;
+
+static void coll_sent(oc_tr_op_t *op, oc_status_t st)
+{
+    coll_send_t *s = (coll_send_t *)op;
+    (void)st; /* a failed link fails the job: the control channel says so */
+    free(s->msg);
+    free(s);
+}
+
+oc_tr_ep_t *oc__agent_ep(oc_context_t *ctx)
+{
+    return ctx->agent != NULL ? ctx->agent->ep : NULL;
+}
+
+oc_status_t oc__agent_coll_send(oc_context_t *ctx, void *msg, size_t len)
+{
+    coll_send_t *s;
+    oc_status_t st;
+
+    if (ctx->agent == NULL) {
+        free(msg);
+        return OC_ERR_STATE;
+    }
+    if ((s = malloc(sizeof(*s))) == NULL) {
+        free(msg);
+        return OC_ERR_NO_MEMORY;
+    }
+    s->op.cb = coll_sent;
+    s->op.token = ctx->agent->token;
+    s->msg = msg;
+    st = oc_tr_send(ctx->agent->ep, OC_AM_COLL, msg, len, &s->op);
+    if (st == OC_INPROGRESS)
+        return OC_OK;
+    free(msg);
+    free(s);
+    return st;
+}
+
 static int agent_pending(const oc_context_t *ctx)
 {
     return ctx->agent != NULL && ctx->agent->wait_head != NULL;

@@ -171,6 +171,12 @@ oc_status_t oc__agent_init(oc_context_t *ctx, int required);
 oc_status_t oc__agent_send_raw(oc_context_t *ctx, const void *buf, size_t len,
                                uint64_t token);
 
+/** A collective's descriptor (src/coll/placed.c) to the agent, with this
+ *  rank's token.  Takes @p msg (malloc'ed) in every case. */
+oc_status_t oc__agent_coll_send(oc_context_t *ctx, void *msg, size_t len);
+/** The endpoint to the agent's router (collective payloads). */
+oc_tr_ep_t *oc__agent_ep(oc_context_t *ctx);
+
 /* inline.c: the inline placement */
 oc_status_t oc__inline_wireup(oc_context_t *ctx);
 void oc__inline_fini(oc_context_t *ctx);

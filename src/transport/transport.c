@@ -175,7 +175,9 @@ oc_status_t oc_tr_context_create_net(oc_tr_context_t **ctx_p)
 
 oc_status_t oc_tr_context_create_wakeup(oc_tr_context_t **ctx_p)
 {
-    return context_create(ctx_p, UCP_FEATURE_AM | UCP_FEATURE_WAKEUP, 0);
+    /* TAG: the collectives of the agent placement (src/agent/rcoll.c) */
+    return context_create(ctx_p, UCP_FEATURE_AM | UCP_FEATURE_TAG |
+                                  UCP_FEATURE_WAKEUP, 0);
 }
 
 void oc_tr_context_destroy(oc_tr_context_t *ctx)

@@ -7,7 +7,7 @@
  * operator, 1-9 sources, counts around the block size, dst being each
  * source in turn).
  */
-#include "coll/coll_int.h"
+#include "coll/reduce.h"
 
 #include <math.h>
 #include <setjmp.h>

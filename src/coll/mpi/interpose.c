@@ -102,17 +102,10 @@ static void setup(int provided)
         g_ctx = NULL;
         return;
     }
-    if (strcmp(oc_placement(g_ctx), "inline") != 0) {
-        oc_info(OC_COMP_RUNTIME, "offcore-mpi: placement %s runs no "
-                "collectives yet: every call passed through to MPI",
-                oc_placement(g_ctx));
-        oc_finalize(g_ctx);
-        g_ctx = NULL;
-        return;
-    }
     oc_info(OC_COMP_RUNTIME, "offcore-mpi: serving MPI_Allreduce, "
             "MPI_Iallreduce, MPI_Alltoall, MPI_Ialltoall, MPI_Alltoallv on "
-            "MPI_COMM_WORLD and congruent communicators");
+            "MPI_COMM_WORLD and congruent communicators (placement %s)",
+            oc_placement(g_ctx));
 }
 
 EXPORT int MPI_Init(int *argc, char ***argv)

@@ -115,8 +115,8 @@ oc_status_t oc_tr_send_small(oc_tr_ep_t *ep, unsigned id, uint64_t token,
                              const void *buf, size_t len);
 
 /**
- * Tagged send of @p len bytes with the 64-bit @p tag (the plain context
- * only: it has UCP_FEATURE_TAG).  UCX picks eager or rendezvous by size:
+ * Tagged send of @p len bytes with the 64-bit @p tag (UCP_FEATURE_TAG:
+ * the plain and the wakeup contexts).  UCX picks eager or rendezvous by size:
  * large payloads are copied once, into the buffer the receiver posted.
  * op->token is not used.  Returns as oc_tr_send(); a send that a dead
  * peer fails completes with OC_ERR_PEER_FAILED (logged at debug only: the

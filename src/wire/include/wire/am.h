@@ -13,6 +13,8 @@ enum {
     OC_AM_BUNDLE  = 1, /* a bundle (wire.h) */
     OC_AM_CONTROL = 2, /* oc_am_wave_t: termination detection */
     OC_AM_CREDIT  = 3, /* oc_am_credit_t: agent -> rank */
+    OC_AM_COLL    = 4, /* wire/colld.h: a collective's descriptor, rank -> agent */
+    OC_AM_COLL_DONE = 5, /* oc_colld_done_t: agent -> rank */
 };
 
 #define OC_AM_CREDIT_MAGIC 0x4352454fu /* "OERC" */

@@ -1,0 +1,761 @@
+/*
+ * rcoll.c — the collectives of the agent placement, run by a routing
+ * thread of offcored (docs/coll.md, "Agent placement").
+ *
+ * Each local rank of a job sends one descriptor per collective
+ * (wire/colld.h, active message OC_AM_COLL, authenticated by the rank's
+ * token as its bundles are) and its contribution as a tagged message,
+ * whose receive the agent posts when the descriptor arrives (rendezvous:
+ * over shared memory the agent reads it, no progress needed from the
+ * rank).  Once every local rank's is in, the agent reduces the node's
+ * ranks in rank order, runs the inter-node part with the other agents
+ * (tagged UCX messages on the routers' peer endpoints), sends every local
+ * rank its result (tagged, into the receive the rank posted) and DONE.
+ *
+ * Inter-node: allreduce and barrier run a chain over the job's nodes in
+ * rank order (each node's ranks are contiguous): node k folds its ranks
+ * onto what node k-1 sent and passes it on; the last node sends the
+ * result to all.  So every element is reduced in rank order, as the
+ * inline placement's reproducible mode does: bitwise the same result.
+ * 16-bit floats travel raw along the chain and are reduced in float32 and
+ * rounded once at the last node, as inline.  Broadcast: the root's node
+ * sends to every node.  All-to-all(v): each node sends every other node
+ * one message with all its ranks' blocks for that node's ranks, and
+ * scatters what it receives (the aggregation idea: node pairs, not rank
+ * pairs, cross the network).
+ *
+ * Faults: a rank or peer agent that goes away fails the job (jobctl.c
+ * tells every rank); here its collectives are failed (DONE with
+ * OC_ERR_COLL_PEER_FAILED to the local ranks still there) and their state
+ * is kept until no operation of theirs is in flight.
+ *
+ * Threading: the router's thread only.  Trust: descriptors come from
+ * ranks; only a registered sender's, decoded by oc_colld_decode(), is
+ * used, and every receive is posted with the size the descriptors imply
+ * (UCX never writes past it).  Payload tags carry no token: matched by
+ * (job & 0xffff, sequence, rank) and, between the authenticated agents,
+ * (job, sequence, step, node); a rank that sent a tagged message with
+ * another's tag first could corrupt that collective's data, never memory
+ * outside its buffers (docs/coll.md, "Trust").  Requires one routing thread
+ * (--threads 1, the default): a job's descriptors must meet in one
+ * router.
+ */
+#include "router_int.h"
+
+#include "coll/reduce.h"
+#include "util/clock.h"
+#include "util/log.h"
+#include "wire/colld.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Tag of an inter-agent message: 0xC in the top 4 bits (the ranks'
+ * collectives never set them: their sequence numbers have 20 bits),
+ * job 16 bits, sequence 20, step 4, sending node 20. */
+#define RC_TAG(job, seq, step, node)                                          \
+    (((uint64_t)0xC << 60) | ((uint64_t)((job) & 0xffff) << 44) |            \
+     ((uint64_t)((seq) & 0xfffff) << 24) | ((uint64_t)((step) & 0xf) << 20) | \
+     (uint64_t)((node) & 0xfffff))
+
+enum { ST_GATHER, ST_GET, ST_NET, ST_PUT, ST_END };
+enum { STEP_CHAIN = 1, STEP_RESULT = 2, STEP_A2A = 3, STEP_BCAST = 4 };
+
+typedef struct {
+    int           have;
+    uint8_t       kind;       /* what its own descriptor says */
+    uint32_t      root;
+    uint64_t     *v;          /* alltoallv: 4 * size */
+    size_t        slen, rlen; /* bytes registered */
+    uint8_t      *in;         /* its contribution, read here */
+    oc_status_t   st;         /* its own outcome (a mismatch it receives) */
+} rrank_t;
+
+typedef struct acoll {
+    struct acoll *next;
+    uint32_t      job, seq, size;
+    uint8_t       kind, dtype, op;
+    uint64_t      count;
+    uint32_t      root;
+    size_t        es;
+    uint32_t      nlocal, ndesc, first, last; /* local ranks [first, last] */
+    uint32_t      nnodes, pos;  /* nodes of the job; this one's place */
+    uint32_t     *nodes;        /* [nnodes] in rank order */
+    rrank_t      *r;            /* [size] */
+    int           state;
+    uint32_t      pending;      /* operations in flight */
+    oc_status_t   status;
+    int           dead;         /* failed: finish once pending is 0 */
+    int           step;         /* within ST_NET */
+    uint8_t      *acc;          /* what goes down the chain */
+    uint8_t      *res;          /* the result (allreduce, bcast) */
+    uint8_t      *net;          /* what came from the previous node */
+    uint8_t     **a2a_out, **a2a_in; /* [nnodes] */
+    size_t       *a2a_olen, *a2a_ilen;
+    uint32_t     *node_first;   /* [nnodes + 1] ranks of each node in order */
+    uint8_t      *zero;         /* drain(): zeros for the ranks' receives */
+} acoll_t;
+
+typedef struct {
+    oc_tr_op_t op;
+    acoll_t   *c;
+} rop_t;
+
+static void op_done(oc_tr_op_t *op, oc_status_t st)
+{
+    rop_t *o = (rop_t *)op;
+    acoll_t *c = o->c;
+    free(o);
+    c->pending--;
+    if (st == OC_ERR_WIRE_LENGTH && c->status == OC_OK)
+        c->status = OC_ERR_COLL_MISMATCH;
+    else if (st != OC_OK && c->status == OC_OK)
+        c->status = OC_ERR_COLL_PEER_FAILED;
+}
+
+/* Issue one tagged transfer: @p kind 3 send (on @p ep), 4 receive. */
+static void issue(oc_router_t *r, acoll_t *c, int kind, oc_tr_ep_t *ep,
+                  void *buf, size_t len, uint64_t tag)
+{
+    rop_t *o = malloc(sizeof(*o));
+    oc_status_t st;
+
+    if (o == NULL) {
+        if (c->status == OC_OK)
+            c->status = OC_ERR_NO_MEMORY;
+        return;
+    }
+    o->op.cb = op_done;
+    o->op.token = 0;
+    o->c = c;
+    if (ep == NULL && kind != 4) {
+        st = OC_ERR_PEER_FAILED;
+    } else {
+        st = kind == 3 ? oc_tr_tag_send(ep, tag, buf, len, &o->op)
+                       : oc_tr_tag_recv(r->w, tag, buf, len, &o->op);
+    }
+    if (st == OC_INPROGRESS) {
+        c->pending++;
+        return;
+    }
+    free(o);
+    if (st == OC_ERR_WIRE_LENGTH && c->status == OC_OK)
+        c->status = OC_ERR_COLL_MISMATCH;
+    else if (st != OC_OK && c->status == OC_OK)
+        c->status = OC_ERR_COLL_PEER_FAILED;
+}
+
+static void acoll_free(acoll_t *c)
+{
+    for (uint32_t i = 0; c->r != NULL && i < c->size; i++) {
+        free(c->r[i].v);
+        free(c->r[i].in);
+    }
+    for (uint32_t n = 0; c->a2a_out != NULL && n < c->nnodes; n++) {
+        free(c->a2a_out[n]);
+        free(c->a2a_in[n]);
+    }
+    free(c->a2a_out);
+    free(c->a2a_in);
+    free(c->a2a_olen);
+    free(c->a2a_ilen);
+    free(c->r);
+    free(c->nodes);
+    free(c->node_first);
+    free(c->zero);
+    free(c->acc);
+    free(c->net);
+    if (c->kind != OC_COLLD_BCAST)
+        free(c->res); /* bcast: the root's input, freed above */
+    free(c);
+}
+
+static lrank_t *local_of(oc_router_t *r, acoll_t *c, uint32_t rank)
+{
+    rjob_t *j = oc__router_job_find(r, c->job);
+    return j != NULL ? j->local[rank] : NULL;
+}
+
+static void tell(oc_router_t *r, acoll_t *c, uint32_t rank, oc_status_t st)
+{
+    lrank_t *l = local_of(r, c, rank);
+    oc_colld_done_t m = {OC_COLLD_DONE_MAGIC, c->seq, st, 0};
+    if (l != NULL && l->ep != NULL)
+        (void)oc_tr_send_small(l->ep, OC_AM_COLL_DONE, 0, &m, sizeof(m));
+}
+
+/* A failed collective: every receive a local rank posted for its result
+ * still gets a message (zeros; the rank reports the error), so that none
+ * is left posted in the rank. */
+static void drain(oc_router_t *r, acoll_t *c)
+{
+    size_t max = 0;
+    for (uint32_t i = c->first; i <= c->last; i++)
+        if (c->r[i].have && c->r[i].rlen > max)
+            max = c->r[i].rlen;
+    if (max == 0 || c->zero != NULL || (c->zero = calloc(1, max)) == NULL)
+        return;
+    for (uint32_t i = c->first; i <= c->last; i++) {
+        rrank_t *rr = &c->r[i];
+        lrank_t *l = local_of(r, c, i);
+        if (!rr->have || l == NULL)
+            continue;
+        if (rr->kind == OC_COLLD_ALLTOALLV) {
+            for (uint32_t s = 0; s < c->size; s++)
+                if (rr->v[2 * c->size + s] > 0)
+                    issue(r, c, 3, l->ep, c->zero,
+                          rr->v[2 * c->size + s] * oc__dtype_size(c->dtype),
+                          OC__COLL_RESULT_TAG(c->seq, s));
+        } else if (rr->rlen > 0 && !(rr->kind == OC_COLLD_BCAST && rr->root == i)) {
+            issue(r, c, 3, l->ep, c->zero, rr->rlen,
+                  OC__COLL_RESULT_TAG(c->seq, 0));
+        }
+    }
+}
+
+static void finish(oc_router_t *r, acoll_t *c)
+{
+    if (c->status != OC_OK)
+        drain(r, c);
+    for (uint32_t i = c->first; i <= c->last; i++)
+        if (c->r[i].have)
+            tell(r, c, i, c->status != OC_OK ? c->status : c->r[i].st);
+    c->state = ST_END;
+}
+
+/* The job's nodes in rank order; each node's ranks must be contiguous. */
+static oc_status_t layout(oc_router_t *r, acoll_t *c, const oc_job_map_t *m)
+{
+    uint32_t me = r->p.node, prev = UINT32_MAX;
+
+    c->nodes = malloc(sizeof(*c->nodes) * (m->size + 1));
+    c->node_first = malloc(sizeof(*c->node_first) * (m->size + 1));
+    if (c->nodes == NULL || c->node_first == NULL)
+        return OC_ERR_NO_MEMORY;
+    c->first = UINT32_MAX;
+    for (uint32_t i = 0; i < m->size; i++) {
+        uint32_t n = m->node_of[i];
+        if (n != prev) {
+            for (uint32_t k = 0; k < c->nnodes; k++)
+                if (c->nodes[k] == n)
+                    return OC_ERR_UNSUPPORTED; /* not contiguous */
+            c->node_first[c->nnodes] = i;
+            c->nodes[c->nnodes++] = n;
+            prev = n;
+        }
+        if (n == me) {
+            if (c->first == UINT32_MAX)
+                c->first = i, c->pos = c->nnodes - 1;
+            c->last = i;
+            c->nlocal++;
+        }
+    }
+    c->node_first[c->nnodes] = m->size;
+    return c->nlocal > 0 ? OC_OK : OC_ERR_STATE;
+}
+
+static acoll_t *acoll_get(oc_router_t *r, rjob_t *j, uint32_t seq)
+{
+    acoll_t *c, **tail = &r->colls;
+
+    for (c = r->colls; c != NULL; tail = &c->next, c = c->next)
+        if (c->job == j->map->job && c->seq == seq && !c->dead)
+            return c;
+    if ((c = calloc(1, sizeof(*c))) == NULL)
+        return NULL;
+    c->job = j->map->job;
+    c->seq = seq;
+    c->size = j->map->size;
+    c->r = calloc(c->size, sizeof(*c->r));
+    if (c->r == NULL || layout(r, c, j->map) != OC_OK) {
+        acoll_free(c);
+        return NULL;
+    }
+    *tail = c; /* in order of arrival: the sequence order */
+    return c;
+}
+
+/* A descriptor whose sender this router does not know yet: the control
+ * thread admits a rank's job and the rank's token to the router with a
+ * command (rcmd.c) and then releases the rank, whose first descriptor can
+ * overtake that command.  Kept (a copy) and retried each loop round for
+ * OC_ROUTER_UNKNOWN_JOB_WAIT_US, then dropped and counted. */
+typedef struct held {
+    struct held *next;
+    uint64_t     token, t_arrival;
+    size_t       len;
+    uint8_t      data[];
+} held_t;
+
+static int desc_in(oc_router_t *r, uint64_t token, const void *data,
+                   size_t len);
+
+void oc__rcoll_recv(void *arg, uint64_t token, void *data, size_t len)
+{
+    oc_router_t *r = arg;
+    held_t *h, **t;
+
+    if (desc_in(r, token, data, len))
+        return;
+    if (len > 65536 || (h = malloc(sizeof(*h) + len)) == NULL) {
+        CNT_ADD(r->c.reject_unknown_sender, 1);
+        return;
+    }
+    h->next = NULL;
+    h->token = token;
+    h->t_arrival = oc_now_us();
+    h->len = len;
+    memcpy(h->data, data, len);
+    for (t = (held_t **)&r->colls_held; *t != NULL; t = &(*t)->next)
+        ;
+    *t = h;
+}
+
+static void retry_held(oc_router_t *r)
+{
+    held_t **p = (held_t **)&r->colls_held, *h;
+    while ((h = *p) != NULL) {
+        int done = desc_in(r, h->token, h->data, h->len);
+        if (!done && oc_now_us() - h->t_arrival > OC_ROUTER_UNKNOWN_JOB_WAIT_US) {
+            CNT_ADD(r->c.reject_unknown_sender, 1);
+            done = 1;
+        }
+        if (done) {
+            *p = h->next;
+            free(h);
+        } else {
+            p = &h->next;
+        }
+    }
+}
+
+/* @return 1 when handled (used or rejected), 0 when its sender is unknown
+ * for now. */
+static int desc_in(oc_router_t *r, uint64_t token, const void *data,
+                   size_t len)
+{
+    sender_t *s = oc__router_sender_find(r, token);
+    rjob_t *j;
+    oc_colld_t d;
+    acoll_t *c;
+    rrank_t *rr;
+    lrank_t *l;
+    oc_status_t st;
+
+    if (s == NULL || s->is_peer || (j = oc__router_job_find(r, s->job)) ==
+                                        NULL || (l = j->local[s->rank]) == NULL)
+        return s != NULL && s->is_peer; /* a peer sends none: reject */
+    if ((st = oc_colld_decode(data, len, j->map->size, &d)) != OC_OK) {
+        oc_warn(OC_COMP_AGENT, "job %u rank %u: bad collective descriptor: %s",
+                s->job, s->rank, oc_status_string(st));
+        CNT_ADD(r->c.rejects, 1);
+        return 1;
+    }
+    if (r->p.nthreads > 1) {
+        oc_colld_done_t m = {OC_COLLD_DONE_MAGIC, d.seq, OC_ERR_UNSUPPORTED, 0};
+        oc_warn(OC_COMP_AGENT, "job %u: collectives need offcored --threads 1",
+                s->job);
+        (void)oc_tr_send_small(l->ep, OC_AM_COLL_DONE, 0, &m, sizeof(m));
+        return 1;
+    }
+    c = acoll_get(r, j, d.seq);
+    if (c == NULL) {
+        oc_colld_done_t m = {OC_COLLD_DONE_MAGIC, d.seq, OC_ERR_UNSUPPORTED, 0};
+        oc_warn(OC_COMP_AGENT, "job %u: collective %u refused (out of memory, "
+                "or the ranks of a node are not contiguous)", s->job, d.seq);
+        (void)oc_tr_send_small(l->ep, OC_AM_COLL_DONE, 0, &m, sizeof(m));
+        return 1;
+    }
+    rr = &c->r[s->rank];
+    if (rr->have || c->state != ST_GATHER) {
+        oc_warn(OC_COMP_AGENT, "job %u rank %u: collective %u started twice",
+                s->job, s->rank, d.seq);
+        return 1;
+    }
+    if (c->ndesc == 0) {
+        c->kind = d.kind, c->dtype = d.dtype, c->op = d.op;
+        c->count = d.count, c->root = d.root;
+        c->es = oc__dtype_size(d.dtype);
+    } else if (c->kind != d.kind || c->dtype != d.dtype || c->op != d.op ||
+               c->count != d.count || c->root != d.root) {
+        c->status = OC_ERR_COLL_MISMATCH;
+    }
+    rr->have = 1;
+    rr->kind = d.kind;
+    rr->root = d.root;
+    c->ndesc++;
+    if (d.kind == OC_COLLD_ALLTOALLV) {
+        rr->v = malloc(32 * (size_t)d.nv);
+        if (rr->v == NULL) {
+            c->status = OC_ERR_NO_MEMORY;
+            return 1;
+        }
+        for (uint32_t i = 0; i < d.nv; i++)
+            for (unsigned w = 0; w < 4; w++) {
+                uint64_t x = oc_colld_v(&d, w, i);
+                rr->v[w * d.nv + i] = x;
+            }
+        for (uint32_t i = 0; i < d.nv; i++) {
+            uint64_t se = rr->v[i] ? (rr->v[i] + rr->v[d.nv + i]) * c->es : 0;
+            uint64_t re = rr->v[2 * d.nv + i]
+                              ? (rr->v[2 * d.nv + i] + rr->v[3 * d.nv + i]) * c->es
+                              : 0;
+            if (se > rr->slen)
+                rr->slen = se;
+            if (re > rr->rlen)
+                rr->rlen = re;
+        }
+    } else if (d.kind != OC_COLLD_BARRIER) {
+        rr->slen = rr->rlen = d.count * c->es;
+    }
+    /* its contribution: posted now, so that UCX moves it while the other
+     * ranks' descriptors arrive (rendezvous: the agent reads it) */
+    if (rr->slen > 0 && (d.kind != OC_COLLD_BCAST || s->rank == d.root) &&
+        d.kind != OC_COLLD_BARRIER) {
+        if ((rr->in = malloc(rr->slen)) == NULL) {
+            c->status = OC_ERR_NO_MEMORY;
+            return 1;
+        }
+        issue(r, c, 4, NULL, rr->in, rr->slen,
+              OC__COLL_CONTRIB_TAG(c->job, c->seq, s->rank));
+    }
+    return 1;
+}
+
+
+/* ---- running a collective ------------------------------------------ */
+
+static uint32_t node_pos(const acoll_t *c, uint32_t rank)
+{
+    uint32_t k = 0;
+    while (k + 1 < c->nnodes && c->node_first[k + 1] <= rank)
+        k++;
+    return k;
+}
+
+static oc_tr_ep_t *peer_ep(oc_router_t *r, acoll_t *c, uint32_t k)
+{
+    return r->peers[c->nodes[k]].ep;
+}
+
+static int raw16(const acoll_t *c)
+{
+    return c->es == 2;
+}
+
+/* Allreduce and barrier: the chain (see the file comment). */
+static void chain(oc_router_t *r, acoll_t *c)
+{
+    const size_t bytes = c->kind == OC_COLLD_BARRIER ? 0 : c->count * c->es;
+    const uint32_t last = c->nnodes - 1, me = r->p.node;
+    const size_t before = c->node_first[c->pos]; /* ranks on earlier nodes */
+
+    if (c->step == 0) {
+        if (c->pos > 0) {
+            size_t inlen = raw16(c) ? before * bytes : bytes;
+            if ((c->net = malloc(inlen + 1)) == NULL) {
+                c->status = OC_ERR_NO_MEMORY;
+                return;
+            }
+            issue(r, c, 4, NULL,
+                  c->net, inlen,
+                  RC_TAG(c->job, c->seq, STEP_CHAIN, c->nodes[c->pos - 1]));
+        }
+        c->step = 1;
+        return;
+    }
+    if (c->step == 1) {
+        const void **srcs;
+        uint32_t k = 0, n;
+
+        if (c->pending > 0)
+            return;
+        n = c->nlocal + (c->pos > 0 ? (raw16(c) ? (uint32_t)before : 1) : 0);
+        srcs = malloc(sizeof(*srcs) * (n + 1));
+        c->res = malloc(bytes + 1);
+        if (srcs == NULL || c->res == NULL) {
+            free(srcs);
+            c->status = OC_ERR_NO_MEMORY;
+            return;
+        }
+        if (c->pos > 0)
+            for (uint32_t b = 0; b < (raw16(c) ? before : 1); b++)
+                srcs[k++] = c->net + b * bytes;
+        for (uint32_t i = c->first; i <= c->last; i++)
+            srcs[k++] = c->r[i].in;
+        if (c->pos == last || !raw16(c)) {
+            if (bytes > 0)
+                oc__reduce_ordered(c->dtype, c->op, c->res, srcs, n, c->count);
+        }
+        if (c->pos < last) {
+            size_t olen = bytes;
+            const void *obuf = c->res;
+            if (raw16(c)) { /* raw: what came, then this node's inputs */
+                olen = n * bytes;
+                if ((c->acc = malloc(olen + 1)) == NULL) {
+                    free(srcs);
+                    c->status = OC_ERR_NO_MEMORY;
+                    return;
+                }
+                for (uint32_t b = 0; b < n; b++)
+                    memcpy(c->acc + b * bytes, srcs[b], bytes);
+                obuf = c->acc;
+            } else {
+                if ((c->acc = malloc(bytes + 1)) == NULL) {
+                    free(srcs);
+                    c->status = OC_ERR_NO_MEMORY;
+                    return;
+                }
+                memcpy(c->acc, c->res, bytes);
+                obuf = c->acc;
+            }
+            issue(r, c, 3, peer_ep(r, c, c->pos + 1), (void *)obuf, olen,
+                  RC_TAG(c->job, c->seq, STEP_CHAIN, me));
+            issue(r, c, 4, NULL, c->res, bytes,
+                  RC_TAG(c->job, c->seq, STEP_RESULT, c->nodes[last]));
+        } else {
+            for (uint32_t q = 0; q < last; q++)
+                issue(r, c, 3, peer_ep(r, c, q), c->res, bytes,
+                      RC_TAG(c->job, c->seq, STEP_RESULT, me));
+        }
+        free(srcs);
+        c->step = 2;
+        return;
+    }
+    if (c->pending == 0)
+        c->state = ST_PUT;
+}
+
+static void bcast(oc_router_t *r, acoll_t *c)
+{
+    const size_t bytes = c->count * c->es;
+    const uint32_t rp = node_pos(c, c->root);
+
+    if (c->step == 0) {
+        if (rp == c->pos) {
+            c->res = c->r[c->root].in;
+            for (uint32_t q = 0; q < c->nnodes; q++)
+                if (q != c->pos)
+                    issue(r, c, 3, peer_ep(r, c, q), c->res, bytes,
+                          RC_TAG(c->job, c->seq, STEP_BCAST, r->p.node));
+        } else {
+            /* kept in r[root].in, so that it is freed as the root's is */
+            if ((c->res = malloc(bytes + 1)) == NULL) {
+                c->status = OC_ERR_NO_MEMORY;
+                return;
+            }
+            c->r[c->root].in = c->res;
+            issue(r, c, 4, NULL, c->res, bytes,
+                  RC_TAG(c->job, c->seq, STEP_BCAST, c->nodes[rp]));
+        }
+        c->step = 1;
+        return;
+    }
+    if (c->pending == 0)
+        c->state = ST_PUT;
+}
+
+#define SC(rr, d) ((rr)->v[(d)])
+#define SD(rr, d) ((rr)->v[c->size + (d)])
+#define RCNT(rr, s) ((rr)->v[2 * c->size + (s)])
+#define RD(rr, s) ((rr)->v[3 * c->size + (s)])
+
+static void alltoallv(oc_router_t *r, acoll_t *c)
+{
+    if (c->step == 0) {
+        size_t M = c->nnodes;
+        c->a2a_out = calloc(M, sizeof(*c->a2a_out));
+        c->a2a_in = calloc(M, sizeof(*c->a2a_in));
+        c->a2a_olen = calloc(M, sizeof(size_t));
+        c->a2a_ilen = calloc(M, sizeof(size_t));
+        if (!c->a2a_out || !c->a2a_in || !c->a2a_olen || !c->a2a_ilen) {
+            c->status = OC_ERR_NO_MEMORY;
+            return;
+        }
+        for (uint32_t q = 0; q < M; q++) {
+            size_t ol = 0, il = 0, off = 0;
+            if (q == c->pos)
+                continue;
+            for (uint32_t s = c->first; s <= c->last; s++)
+                for (uint32_t d = c->node_first[q]; d < c->node_first[q + 1]; d++)
+                    ol += SC(&c->r[s], d) * c->es;
+            for (uint32_t s = c->node_first[q]; s < c->node_first[q + 1]; s++)
+                for (uint32_t d = c->first; d <= c->last; d++)
+                    il += RCNT(&c->r[d], s) * c->es;
+            c->a2a_out[q] = malloc(ol + 1);
+            c->a2a_in[q] = malloc(il + 1);
+            if (c->a2a_out[q] == NULL || c->a2a_in[q] == NULL) {
+                c->status = OC_ERR_NO_MEMORY;
+                return;
+            }
+            for (uint32_t s = c->first; s <= c->last; s++)
+                for (uint32_t d = c->node_first[q]; d < c->node_first[q + 1]; d++) {
+                    size_t len = SC(&c->r[s], d) * c->es;
+                    if (len)
+                        memcpy(c->a2a_out[q] + off,
+                               c->r[s].in + SD(&c->r[s], d) * c->es, len);
+                    off += len;
+                }
+            c->a2a_olen[q] = ol, c->a2a_ilen[q] = il;
+            issue(r, c, 4, NULL, c->a2a_in[q], il,
+                  RC_TAG(c->job, c->seq, STEP_A2A, c->nodes[q]));
+            issue(r, c, 3, peer_ep(r, c, q), c->a2a_out[q], ol,
+                  RC_TAG(c->job, c->seq, STEP_A2A, r->p.node));
+        }
+        c->step = 1;
+        return;
+    }
+    if (c->pending == 0)
+        c->state = ST_PUT;
+}
+
+/* Block @p len bytes at @p src of rank @p d's result, from rank @p from
+ * (all-to-all) or 0: one tagged message into the receive it posted. */
+static void put(oc_router_t *r, acoll_t *c, uint32_t d, const void *src,
+                size_t len, uint32_t from)
+{
+    lrank_t *l = local_of(r, c, d);
+    if (len == 0)
+        return;
+    issue(r, c, 3, l ? l->ep : NULL, (void *)src, len,
+          OC__COLL_RESULT_TAG(c->seq, from));
+}
+
+static void start_puts(oc_router_t *r, acoll_t *c)
+{
+    if (c->kind == OC_COLLD_ALLTOALLV) {
+        for (uint32_t q = 0; q < c->nnodes; q++) {
+            size_t off = 0;
+            for (uint32_t s = c->node_first[q]; s < c->node_first[q + 1]; s++)
+                for (uint32_t d = c->first; d <= c->last; d++) {
+                    size_t len = RCNT(&c->r[d], s) * c->es;
+                    if (q == c->pos) { /* from a rank of this node */
+                        size_t slen = SC(&c->r[s], d) * c->es;
+                        if (slen != len && len == 0) {
+                            /* it posted nothing: tell it instead */
+                            c->r[d].st = OC_ERR_COLL_MISMATCH;
+                            continue;
+                        }
+                        /* the sender's length: a receive it does not fit
+                         * ends with OC_ERR_COLL_MISMATCH on the receiver,
+                         * as inline, and no receive is left posted */
+                        if (slen != len) {
+                            lrank_t *l = local_of(r, c, d);
+                            issue(r, c, 3, l ? l->ep : NULL,
+                                  c->r[s].in + SD(&c->r[s], d) * c->es, slen,
+                                  OC__COLL_RESULT_TAG(c->seq, s));
+                            continue;
+                        }
+                        put(r, c, d, c->r[s].in + SD(&c->r[s], d) * c->es, len,
+                            s);
+                    } else {
+                        put(r, c, d, c->a2a_in[q] + off, len, s);
+                        off += len;
+                    }
+                }
+        }
+    } else if (c->kind != OC_COLLD_BARRIER) {
+        for (uint32_t i = c->first; i <= c->last; i++)
+            if (!(c->kind == OC_COLLD_BCAST && i == c->root))
+                put(r, c, i, c->res, c->count * c->es, 0);
+    }
+    /* DONE at once: a rank completes when it has both DONE and its
+     * blocks; the result buffers live until the sends are over */
+    finish(r, c);
+}
+
+static int advance(oc_router_t *r, acoll_t *c)
+{
+    int was = c->state, step = c->step;
+
+    if (c->status != OC_OK) { /* wait for what is in flight, then end */
+        if (c->pending > 0 || c->state == ST_END)
+            return 0;
+        finish(r, c);
+        return 1;
+    }
+    switch (c->state) {
+    case ST_GATHER:
+        if (c->ndesc < c->nlocal)
+            return 0;
+        c->state = ST_GET; /* the contributions were posted as they came */
+        break;
+    case ST_GET:
+        if (c->pending > 0)
+            return 0;
+        c->state = ST_NET;
+        c->step = 0;
+        /* fall through */
+    case ST_NET:
+        if (c->kind == OC_COLLD_ALLTOALLV)
+            alltoallv(r, c);
+        else if (c->kind == OC_COLLD_BCAST)
+            bcast(r, c);
+        else
+            chain(r, c);
+        break;
+    case ST_PUT:
+        start_puts(r, c);
+        break;
+    default:
+        break;
+    }
+    return c->state != was || c->step != step;
+}
+
+int oc__rcoll_progress(oc_router_t *r)
+{
+    acoll_t **p = &r->colls, *c;
+    int work = 0;
+
+    if (r->colls_held != NULL)
+        retry_held(r);
+    while ((c = *p) != NULL) {
+        if (c->state != ST_END)
+            while (advance(r, c))
+                work++;
+        if (c->state == ST_END && c->pending == 0) {
+            *p = c->next;
+            acoll_free(c);
+            continue;
+        }
+        p = &c->next;
+    }
+    return work;
+}
+
+void oc__rcoll_abort(oc_router_t *r, uint32_t job, uint32_t rank)
+{
+    for (acoll_t *c = r->colls; c != NULL; c = c->next) {
+        if (c->state == ST_END)
+            continue;
+        if (job == UINT32_MAX ? c->nnodes < 2 : c->job != job)
+            continue;
+        if (rank != UINT32_MAX && rank < c->size)
+            c->r[rank].have = 0; /* its endpoint goes: nothing to tell it */
+        c->status = OC_ERR_COLL_PEER_FAILED;
+        c->dead = 1;
+        finish(r, c);
+        oc_warn(OC_COMP_AGENT, "job %u: collective %u failed (%s)", c->job,
+                c->seq, rank != UINT32_MAX ? "a local rank is gone"
+                        : job != UINT32_MAX ? "the job failed" : "a peer agent is gone");
+    }
+}
+
+void oc__rcoll_fini(oc_router_t *r)
+{
+    acoll_t *c;
+    held_t *h;
+
+    while ((h = r->colls_held) != NULL) {
+        r->colls_held = h->next;
+        free(h);
+    }
+    /* what still has an operation posted is left allocated: UCX may call
+     * back into it while the worker goes (a leak at exit, not a crash) */
+    while ((c = r->colls) != NULL) {
+        r->colls = c->next;
+        if (c->pending == 0)
+            acoll_free(c);
+    }
+}

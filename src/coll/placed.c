@@ -1,0 +1,186 @@
+/*
+ * placed.c — the rank's side of the collectives in the agent placement
+ * (docs/coll.md): a collective is one descriptor to the node's agent, the
+ * contribution as one tagged message, and the result back.
+ *
+ * oc_i*() posts the receives of the result (tagged, straight into the
+ * receive buffer: one per source block for all-to-all(v), so the gaps
+ * between blocks stay untouched), sends the contribution as one tagged
+ * message and the descriptor (wire/colld.h) as an active message with the
+ * rank's token, and returns.  Large messages go by UCX rendezvous: over
+ * shared memory the agent reads the contribution itself (cma), so nothing
+ * is needed from the rank while the agent reduces, runs the inter-node part
+ * and sends the result back; the rank's next oc_test()/oc_wait() lets UCX
+ * fetch the result (one copy, into recvbuf) and finds the agent's DONE.
+ * (UCX 1.13 runs one-sided puts and gets between processes over the
+ * shared-memory FIFOs, emulated with the target's progress: they would
+ * not have freed the rank.)  A rank or agent that dies fails the job (the
+ * agents tell every rank on the control channel); a collective of a failed
+ * context ends with OC_ERR_COLL_PEER_FAILED.
+ *
+ * Threading: the context's thread only.  Trust: the agent is trusted (it
+ * authenticated with the job key); its answers are still checked.
+ */
+#include "coll_int.h"
+
+#include "util/log.h"
+#include "wire/am.h"
+#include "wire/colld.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    oc_tr_op_t    op;
+    oc_request_t *req;
+} placed_op_t;
+
+int oc__coll_placed(const oc_context_t *ctx)
+{
+    return ctx->agent != NULL;
+}
+
+static void done_recv(void *arg, uint64_t token, void *data, size_t len)
+{
+    oc_context_t *ctx = arg;
+    oc_colld_done_t m;
+    oc_request_t *r;
+
+    (void)token;
+    if (len != sizeof(m) || ctx->coll == NULL)
+        return;
+    memcpy(&m, data, sizeof(m));
+    if (m.magic != OC_COLLD_DONE_MAGIC)
+        return;
+    for (r = ctx->coll->active; r != NULL; r = r->next) {
+        if (!r->placed || r->seq != m.seq || r->agent_st != OC_INPROGRESS)
+            continue;
+        if (m.status == OC_OK || m.status == OC_ERR_COLL_MISMATCH ||
+            m.status == OC_ERR_COLL_COUNT || m.status == OC_ERR_UNSUPPORTED ||
+            m.status == OC_ERR_NO_MEMORY)
+            r->agent_st = (oc_status_t)m.status;
+        else
+            r->agent_st = OC_ERR_COLL_PEER_FAILED;
+        return;
+    }
+    oc_warn(OC_COMP_RUNTIME, "rank %u: the agent ended collective %u, which "
+            "is not in flight here", ctx->rank, m.seq);
+}
+
+void oc__coll_placed_check(oc_request_t *req)
+{
+    if (req->agent_st == OC_INPROGRESS)
+        return;
+    if (req->agent_st != OC_OK)
+        req->status = req->agent_st;
+    else if (req->inflight == 0)
+        req->status = req->mismatch;
+}
+
+static void op_done(oc_tr_op_t *op, oc_status_t st)
+{
+    placed_op_t *o = (placed_op_t *)op;
+    oc_request_t *req = o->req;
+
+    free(o);
+    req->inflight--;
+    if (st == OC_ERR_WIRE_LENGTH) {
+        if (req->mismatch == OC_OK)
+            req->mismatch = OC_ERR_COLL_MISMATCH;
+    } else if (st != OC_OK && req->status == OC_INPROGRESS) {
+        req->status = OC_ERR_COLL_PEER_FAILED;
+    }
+}
+
+/* Post a receive (@p ep NULL) or a send of one tagged message. */
+static oc_status_t xfer(oc_request_t *req, oc_tr_ep_t *ep, void *buf,
+                        size_t len, uint64_t tag)
+{
+    placed_op_t *o;
+    oc_status_t st;
+
+    if (len == 0)
+        return OC_OK;
+    if ((o = malloc(sizeof(*o))) == NULL)
+        return OC_ERR_NO_MEMORY;
+    o->op.cb = op_done;
+    o->op.token = 0;
+    o->req = req;
+    st = ep != NULL ? oc_tr_tag_send(ep, tag, buf, len, &o->op)
+                    : oc_tr_tag_recv(req->ctx->worker, tag, buf, len, &o->op);
+    if (st == OC_INPROGRESS) {
+        req->inflight++;
+        return OC_OK;
+    }
+    free(o);
+    if (st == OC_ERR_WIRE_LENGTH) {
+        req->mismatch = OC_ERR_COLL_MISMATCH;
+        return OC_OK;
+    }
+    return st;
+}
+
+oc_status_t oc__coll_placed_start(oc_context_t *ctx, void *dv,
+                                  const uint64_t *vals, const void *sbuf,
+                                  size_t slen, void *rbuf, size_t rlen,
+                                  oc_request_t **req_p)
+{
+    oc_colld_t *d = dv;
+    oc__coll_t *c = ctx->coll;
+    const uint32_t n = ctx->size, me = ctx->rank;
+    oc_request_t *req;
+    uint8_t *msg;
+    size_t mlen;
+    oc_status_t st = OC_OK;
+
+    if (!c->done_handler) {
+        st = oc_tr_set_handler(ctx->worker, OC_AM_COLL_DONE, done_recv, ctx,
+                               0);
+        if (st != OC_OK)
+            return st;
+        c->done_handler = 1;
+    }
+    if ((req = oc__coll_req_new(ctx, 0)) == NULL)
+        return OC_ERR_NO_MEMORY;
+    req->placed = 1;
+    req->agent_st = OC_INPROGRESS;
+    req->seq = c->next_seq;
+    d->seq = req->seq;
+    mlen = oc_colld_size(d);
+    if ((msg = malloc(mlen)) == NULL) {
+        oc__coll_req_free(req);
+        return OC_ERR_NO_MEMORY;
+    }
+    oc_colld_encode(d, vals, msg);
+    /* the result's receives first, then the contribution, then the
+     * descriptor that lets the agent start */
+    if (d->kind == OC_COLLD_ALLTOALLV) {
+        size_t es = oc__dtype_size(d->dtype);
+        for (uint32_t s = 0; s < n && st == OC_OK; s++)
+            st = xfer(req, NULL, (uint8_t *)rbuf + vals[3 * n + s] * es,
+                      vals[2 * n + s] * es, OC__COLL_RESULT_TAG(req->seq, s));
+    } else if (d->kind != OC_COLLD_BCAST || d->root != me) {
+        st = xfer(req, NULL, rbuf, rlen, OC__COLL_RESULT_TAG(req->seq, 0));
+    }
+    if (st == OC_OK && (d->kind != OC_COLLD_BCAST || d->root == me))
+        st = xfer(req, oc__agent_ep(ctx), (void *)sbuf, slen,
+                  OC__COLL_CONTRIB_TAG(ctx->cfg.job, req->seq, me));
+    if (st == OC_OK)
+        st = oc__agent_coll_send(ctx, msg, mlen);
+    else
+        free(msg);
+    c->next_seq = (c->next_seq + 1) & ((1u << OC__COLL_SEQ_BITS) - 1);
+    if (c->next_seq == 0)
+        c->next_seq = 1;
+    req->next = c->active;
+    c->active = req;
+    if (st != OC_OK) {
+        /* transfers may be posted: the request stays until they end */
+        oc_error(OC_COMP_RUNTIME, "rank %u: collective %u could not start: "
+                 "%s", me, req->seq, oc_status_string(st));
+        req->status = st;
+        req->agent_st = st;
+    }
+    *req_p = req;
+    return OC_OK;
+}

@@ -1,0 +1,114 @@
+/*
+ * colld.c — encode and strictly decode the collective descriptors of the
+ * agent placement (colld.h).  Pure functions on caller buffers;
+ * thread-safe.  Every field of a descriptor from a rank is checked here
+ * before the agent acts on it: a rank is not trusted.
+ */
+#include "wire/colld.h"
+
+#include <string.h>
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+    uint32_t v = 0;
+    for (int i = 3; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+size_t oc_colld_size(const oc_colld_t *d)
+{
+    return OC_COLLD_HDR + 32 * (size_t)d->nv;
+}
+
+/* Layout: magic 4, version 1, kind 1, dtype 1, op 1, seq 4, root 4, nv 4,
+ * zero 4, count 8 (= 32), then the arrays. */
+void oc_colld_encode(const oc_colld_t *d, const uint64_t *vals, void *buf)
+{
+    uint8_t *p = buf;
+
+    put32(p, OC_COLLD_MAGIC);
+    p[4] = OC_COLLD_VERSION;
+    p[5] = d->kind;
+    p[6] = d->dtype;
+    p[7] = d->op;
+    put32(p + 8, d->seq);
+    put32(p + 12, d->root);
+    put32(p + 16, d->nv);
+    memset(p + 20, 0, 4);
+    put64(p + 24, d->count);
+    p += OC_COLLD_HDR;
+    for (size_t i = 0; i < 4 * (size_t)d->nv; i++, p += 8)
+        put64(p, vals[i]);
+}
+
+uint64_t oc_colld_v(const oc_colld_t *d, unsigned which, uint32_t i)
+{
+    return get64(d->v + 8 * ((size_t)which * d->nv + i));
+}
+
+oc_status_t oc_colld_decode(const void *buf, size_t len, uint32_t size,
+                            oc_colld_t *d)
+{
+    static const uint8_t esize[] = {4, 8, 8, 4, 8, 2, 2};
+    const uint64_t lim = (uint64_t)1 << 48; /* bytes: far past any buffer */
+    const uint8_t *p = buf;
+    uint64_t need;
+    size_t es;
+
+    if (len < OC_COLLD_HDR)
+        return OC_ERR_WIRE_LENGTH;
+    if (get32(p) != OC_COLLD_MAGIC)
+        return OC_ERR_WIRE_MAGIC;
+    if (p[4] != OC_COLLD_VERSION)
+        return OC_ERR_WIRE_VERSION;
+    memset(d, 0, sizeof(*d));
+    d->kind = p[5];
+    d->dtype = p[6];
+    d->op = p[7];
+    d->seq = get32(p + 8);
+    d->root = get32(p + 12);
+    d->nv = get32(p + 16);
+    d->count = get64(p + 24);
+    if (d->kind < OC_COLLD_ALLREDUCE || d->kind > OC_COLLD_BARRIER ||
+        d->dtype >= sizeof(esize) || d->op >= 4 ||
+        (d->kind == OC_COLLD_ALLTOALLV) != (d->nv != 0) ||
+        (d->nv != 0 && d->nv != size) ||
+        (d->kind == OC_COLLD_BCAST && d->root >= size) ||
+        p[20] || p[21] || p[22] || p[23])
+        return OC_ERR_INVALID_PARAM;
+    need = OC_COLLD_HDR + 32 * (uint64_t)d->nv;
+    if (need != len)
+        return OC_ERR_WIRE_LENGTH;
+    es = esize[d->dtype];
+    if (d->count > lim / es)
+        return OC_ERR_INVALID_PARAM;
+    d->v = p + OC_COLLD_HDR;
+    for (uint32_t i = 0; i < d->nv; i++)
+        for (unsigned w = 0; w < 4; w += 2) {
+            uint64_t c = oc_colld_v(d, w, i), o = oc_colld_v(d, w + 1, i);
+            if (c > lim / es || o > lim / es || (c + o) > lim / es)
+                return OC_ERR_INVALID_PARAM;
+        }
+    return OC_OK;
+}

@@ -1,0 +1,86 @@
+/*
+ * colld.h — the messages of the collectives in the agent placement, on
+ * the data transport between a rank and its agent (active messages
+ * OC_AM_COLL and OC_AM_COLL_DONE, am.h).
+ *
+ * A rank starts a collective with one descriptor: what it is (kind,
+ * dtype, op, count, root, its sequence number), plus, for all-to-allv,
+ * its four count and displacement arrays (which tell the agent the sizes
+ * of the contribution and of every block of the result: the payloads
+ * themselves travel as tagged messages).  The agent answers with DONE.  Little-endian, as
+ * the bundles.  Trust: a descriptor comes from a rank; the agent decodes
+ * it with oc_colld_decode() before using anything in it (fuzzed:
+ * tests/fuzz/fuzz_colld.c).  Pure functions; thread-safe.
+ */
+#ifndef OC_WIRE_COLLD_H
+#define OC_WIRE_COLLD_H
+
+#include <offcore/offcore.h>
+#include "util/reject.h"
+#include <stddef.h>
+#include <stdint.h>
+
+#define OC_COLLD_MAGIC   0x444c434fu /* "OCLD" */
+#define OC_COLLD_VERSION 1
+#define OC_COLLD_DONE_MAGIC 0x4e44434fu /* "OCDN" */
+
+enum {
+    OC_COLLD_ALLREDUCE = 1,
+    OC_COLLD_ALLTOALLV = 2, /* all-to-all is an all-to-allv */
+    OC_COLLD_BCAST     = 3,
+    OC_COLLD_BARRIER   = 4,
+};
+
+/** A decoded descriptor.  The pointers point into the decoded buffer. */
+typedef struct {
+    uint8_t        kind, dtype, op;
+    uint32_t       seq, root;
+    uint64_t       count;            /* elements (allreduce, bcast) */
+    uint32_t       nv;               /* alltoallv: the job's size, else 0 */
+    const uint8_t *v;                /* 4 * nv little-endian uint64: scounts,
+                                        sdispls, rcounts, rdispls */
+} oc_colld_t;
+
+/** Fixed part of a descriptor, in bytes. */
+#define OC_COLLD_HDR 32
+
+/** Bytes of the encoding of @p d (d->v ignored: 32 * nv). */
+size_t oc_colld_size(const oc_colld_t *d);
+/** Encode @p d (v: 4 * nv host-order uint64 values in @p vals) into
+ *  @p buf of oc_colld_size(d) bytes. */
+void oc_colld_encode(const oc_colld_t *d, const uint64_t *vals, void *buf);
+/** Element @p i of array @p which (0 scounts, 1 sdispls, 2 rcounts,
+ *  3 rdispls) of a decoded all-to-allv descriptor. */
+uint64_t oc_colld_v(const oc_colld_t *d, unsigned which, uint32_t i);
+
+/**
+ * Decode and check a descriptor from a rank of a job of @p size ranks.
+ * @return OC_OK, or OC_ERR_WIRE_MAGIC / OC_ERR_WIRE_VERSION (not one),
+ * OC_ERR_WIRE_LENGTH (the length disagrees with @p len),
+ * OC_ERR_INVALID_PARAM (kind, dtype, op, root, nv out of range; a count
+ * or displacement whose byte offset would pass 2^48).
+ */
+oc_status_t oc_colld_decode(const void *buf, size_t len, uint32_t size,
+                            oc_colld_t *d);
+
+/** The agent's answer: collective @p seq ended with @p status. */
+typedef struct {
+    uint32_t magic;
+    uint32_t seq;
+    int32_t  status;
+    uint32_t pad;
+} oc_colld_done_t;
+
+/* Tags of the agent placement (placed.c, src/agent/rcoll.c): a rank's
+ * contribution to its agent (job, sequence, rank) and a block of its
+ * result from the agent (sequence, source rank).  The top 4 bits keep them
+ * apart from the agents' own messages (0xC); a rank in the agent placement
+ * runs no inline collective, whose tags could reach these values. */
+#define OC__COLL_CONTRIB_TAG(job, seq, rank)                                  \
+    (((uint64_t)0xD << 60) | ((uint64_t)((job) & 0xffff) << 44) |            \
+     ((uint64_t)((seq) & 0xfffff) << 24) | (uint64_t)((rank) & 0xffffff))
+#define OC__COLL_RESULT_TAG(seq, src)                                         \
+    (((uint64_t)0xE << 60) | ((uint64_t)((seq) & 0xfffff) << 24) |           \
+     (uint64_t)((src) & 0xffffff))
+
+#endif

@@ -1,0 +1,47 @@
+#!/bin/sh
+# coll-agent-test.sh COLL_CHECK OFFCORED OFFCORE NP MAXBYTES — the
+# collectives in the agent placement: one offcored (UCX shared memory),
+# coll_check on NP oversubscribed ranks through it (every type x op x
+# size up to MAXBYTES against Open MPI's results), then with
+# OC_COLL_REPRODUCIBLE=y in the agent placement and in the inline
+# placement: the two result digests must be equal bit for bit.
+set -eu
+bin=$1 offcored=$2 offcore=$3 np=$4 max=$5
+command -v mpirun >/dev/null || { echo "SKIP: no mpirun"; exit 77; }
+T=$(mktemp -d /tmp/oc-collagent-XXXXXX)
+APID=
+cleanup() {
+    [ -n "$APID" ] && kill "$APID" 2>/dev/null
+    wait 2>/dev/null
+    rm -rf "$T"
+}
+trap cleanup EXIT INT TERM
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export UCX_TLS=sm,self
+"$offcore" keygen > "$T/ck" && chmod 600 "$T/ck"
+OC_LOG=agent:info "$offcored" --listen "unix:$T/a.sock" --cluster-key "$T/ck" \
+    --metrics off > "$T/agent.log" 2>&1 &
+APID=$!
+n=0
+until grep -q ready "$T/agent.log"; do
+    n=$((n + 1)); [ $n -lt 100 ] || { cat "$T/agent.log"; echo "FAIL: agent not ready"; exit 1; }
+    sleep 0.1
+done
+job=1
+run() { # run PLACEMENT [VAR=VALUE...]
+    pl=$1; shift
+    job=$((job + 1))
+    key=$("$offcore" job-key --job $job --cluster-key "$T/ck")
+    env "$@" OC_PLACEMENT=$pl OC_AGENT="unix:$T/a.sock" OC_JOB=$job \
+        OC_JOB_KEY="$key" timeout ${COLL_AGENT_TIMEOUT:-600} mpirun --oversubscribe --bind-to none \
+        --mca btl self,vader --mca mpi_yield_when_idle 1 -x OC_PLACEMENT \
+        -x OC_AGENT -x OC_JOB -x OC_JOB_KEY -x OC_COLL_REPRODUCIBLE \
+        -np "$np" "$bin" --max "$max" --hash ||
+        { sed 's/^/  agent: /' "$T/agent.log" | tail -20; echo "FAIL: $pl $*"; exit 1; }
+}
+run agent OC_COLL_REPRODUCIBLE=n
+ha=$(run agent OC_COLL_REPRODUCIBLE=y | tee /dev/stderr | grep '^hash')
+hi=$(run inline OC_COLL_REPRODUCIBLE=y | tee /dev/stderr | grep '^hash')
+[ -n "$ha" ] && [ "$ha" = "$hi" ] ||
+    { echo "FAIL: reproducible agent and inline results differ: $ha / $hi"; exit 1; }
+echo "PASS: $np ranks through the agent; reproducible digest equals inline ($ha)"

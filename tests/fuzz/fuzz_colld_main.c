@@ -1,0 +1,55 @@
+/*
+ * fuzz_colld_main.c — the collective-descriptor target's part of the
+ * replay driver (replay_main.c): seeds of every kind (allreduce,
+ * all-to-allv on 3 ranks, bcast, barrier) that must decode, and,
+ * as random inputs, seeds with a few bytes changed and now and then
+ * truncated.  Single-threaded test program.
+ */
+#include <string.h>
+
+#include "fuzz_colld.h"
+#include "replay.h"
+#include "wire/colld.h"
+
+static unsigned colld_seeds(fuzz_replay_seed_fn fn, void *arg)
+{
+    uint64_t vals[12] = {1, 2, 0, 0, 1, 3, 1, 0, 2, 0, 1, 1};
+    oc_colld_t s[4] = {
+        {.kind = OC_COLLD_ALLREDUCE, .dtype = 3, .op = 0, .seq = 1,
+         .count = 1000},
+        {.kind = OC_COLLD_ALLTOALLV, .dtype = 0, .seq = 2, .nv = 3},
+        {.kind = OC_COLLD_BCAST, .dtype = 1, .seq = 3, .root = 2, .count = 5},
+        {.kind = OC_COLLD_BARRIER, .seq = 4},
+    };
+    unsigned n = 0;
+    for (int i = 0; i < 4; i++) {
+        uint8_t b[1 + 512];
+        b[0] = 2; /* a job of 3 ranks */
+        oc_colld_encode(&s[i], vals, b + 1);
+        fn(arg, b, 1 + oc_colld_size(&s[i]), 1);
+        n++;
+    }
+    return n;
+}
+
+static size_t random_input(uint8_t *m)
+{
+    size_t n;
+    const uint8_t *s =
+        fuzz_replay_seed((unsigned)(fuzz_replay_rnd() % fuzz_replay_nseeds()),
+                         &n);
+    memcpy(m, s, n);
+    for (int f = 1 + (int)(fuzz_replay_rnd() % 4); f > 0; f--)
+        m[fuzz_replay_rnd() % n] = (uint8_t)fuzz_replay_rnd();
+    if (fuzz_replay_rnd() % 4 == 0)
+        n = 1 + fuzz_replay_rnd() % n;
+    return n;
+}
+
+const fuzz_replay_target_t fuzz_replay_target = {
+    .name = "fuzz_colld_replay",
+    .seeds = colld_seeds,
+    .accepted = &fuzz_colld_accepted,
+    .unit = "descriptors",
+    .random_input = random_input,
+};
