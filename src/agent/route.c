@@ -46,15 +46,10 @@ static void reject(oc_router_t *r, rjob_t *j, oc_status_t why)
                 oc_status_string(why));
 }
 
-/* The next hop of a message for @p dst. */
-static inline out_t *next_hop(oc_router_t *r, rjob_t *j, uint32_t dst)
+/* The next hop of a message for @p dst (precomputed: rcmd.c). */
+static inline out_t *next_hop(rjob_t *j, uint32_t dst)
 {
-    uint32_t node = j->map->node_of[dst];
-    if (node == r->p.node) {
-        lrank_t *l = j->local[dst];
-        return l != NULL ? &l->out : NULL;
-    }
-    return &j->to_node[oc_route_hop(r->p.grid, r->p.nnodes, r->p.node, node)];
+    return j->hop[dst];
 }
 
 /* Traffic toward @p o must wait: its next hop has max_inflight bundles in
@@ -203,6 +198,36 @@ static int forward_whole(oc_router_t *r, oc_eng_rx_t *e, out_t *o)
     return RX_DONE;
 }
 
+/* One message to its next hop's outlet: RX_DONE (appended, or counted
+ * undeliverable), RX_HOLD or RX_NOBUF (not taken: retry it later).
+ * Inlined into each loop of route_bundle: no call per message. */
+static inline __attribute__((always_inline)) int
+route_msg(oc_router_t *r, rjob_t *j, uint32_t dst, uint32_t src,
+          const uint8_t *payload, uint32_t len)
+{
+    out_t *o = next_hop(j, dst);
+    oc_eng_out_t *eo;
+
+    if (unlikely(o == NULL)) { /* a local rank that left: undeliverable */
+        CNT_ADD(r->c.undeliverable, 1);
+        return RX_DONE;
+    }
+    eo = &o->eo;
+    if (likely(len == 8 && eo->item_len == 8 && eo->fsrc == src &&
+               eo->fdst == dst && eo->wp + 8 <= eo->end)) {
+        memcpy(eo->wp, payload, 8);
+        eo->wp += 8;
+        return RX_DONE;
+    }
+    if (oc_eng_try_put(eo, dst, src, payload, len))
+        return RX_DONE;
+    if (unlikely(held(o)))
+        return RX_HOLD;
+    if (oc_eng_put(r->eng, eo, dst, src, payload, len) != OC_OK)
+        return RX_NOBUF;
+    return RX_DONE;
+}
+
 /* Route what can be routed of @p e: RX_DONE when all of it is, else
  * RX_HOLD (a held next hop) or RX_NOBUF; e->done says how far it got. */
 static int route_bundle(oc_router_t *r, rjob_t *j, oc_eng_rx_t *e)
@@ -214,7 +239,7 @@ static int route_bundle(oc_router_t *r, rjob_t *j, oc_eng_rx_t *e)
     /* a rank's fixed-size bundle, all for one rank (per-dest mode) */
     if (i == 0 && (e->hdr.flags & OC_WIRE_F_FIXED) &&
         e->hdr.dst != OC_WIRE_RANK_NONE && e->len <= r->p.bundle_size) {
-        out_t *o = next_hop(r, j, e->hdr.dst);
+        out_t *o = next_hop(j, e->hdr.dst);
         int res = o != NULL ? forward_whole(r, e, o) : RX_DONE;
         if (res != RX_DONE)
             return res;
@@ -227,51 +252,51 @@ static int route_bundle(oc_router_t *r, rjob_t *j, oc_eng_rx_t *e)
     }
 
     /* the routing kernel: every message of a rank's stream or another
-     * agent's bundle to its next hop's outlet.  The message headers are
-     * read in place (validated already); an 8-byte item for an open
-     * fixed-size buffer of the same source and destination is one store. */
+     * agent's bundle to its next hop's outlet.  The message headers (or a
+     * column stream's destinations) are read in place, validated already;
+     * an item for an open fixed-size buffer of the same source and
+     * destination is one copy. */
     oc_wire_iter_init(&it, e->data, &e->hdr);
     oc_wire_iter_skip(&it, i);
-    const uint8_t *p = it.p;
-    for (uint32_t left = it.left; left > 0; left--) {
-        uint32_t dst, src, len;
-        const uint8_t *payload;
-        if (unlikely(it.fixed)) { /* a fixed bundle not forwarded whole */
-            oc_wire_msg_t m = {0, 0, 0, NULL};
-            (void)oc_wire_iter_next(&it, &m);
-            dst = m.dst, src = m.src, len = m.len, payload = m.payload;
-        } else {
+    if (it.col != NULL) {
+        /* a rank's column stream: one source, one length */
+        const uint32_t src = e->hdr.src, len = e->hdr.item_size;
+        const size_t stride = oc_wire_pad8(len);
+        const uint8_t *dc = it.col, *p = it.p;
+        for (uint32_t left = it.left; left > 0; left--, dc += 4, p += stride) {
+            const uint32_t dst = oc_wire_ld32(dc);
+            int res = route_msg(r, j, dst, src, p, len);
+            if (unlikely(res != RX_DONE)) {
+                finished = res;
+                break;
+            }
+            i++;
+        }
+    } else if (it.fixed) { /* a fixed bundle not forwarded whole */
+        oc_wire_msg_t m;
+        while (oc_wire_iter_next(&it, &m)) {
+            int res = route_msg(r, j, m.dst, m.src, m.payload, m.len);
+            if (unlikely(res != RX_DONE)) {
+                finished = res;
+                break;
+            }
+            i++;
+        }
+    } else {
+        const uint8_t *p = it.p;
+        for (uint32_t left = it.left; left > 0; left--) {
             const uint64_t mh = oc_wire_ld64(p);
-            dst = (uint32_t)(mh & 0xffffffu);
-            src = (uint32_t)((mh >> 24) & 0xffffffu);
-            len = (uint32_t)(mh >> 48);
-            payload = p + OC_WIRE_MSG_HDR_LEN;
-        }
-        out_t *o = next_hop(r, j, dst);
-        oc_eng_out_t *eo;
-
-        if (unlikely(o == NULL)) { /* a local rank that left: undeliverable */
-            CNT_ADD(r->c.undeliverable, 1);
-            goto next;
-        }
-        eo = &o->eo;
-        if (likely(len == 8 && eo->item_len == 8 && eo->fsrc == src &&
-                   eo->fdst == dst && eo->wp + 8 <= eo->end)) {
-            memcpy(eo->wp, payload, 8);
-            eo->wp += 8;
-        } else if (!oc_eng_try_put(eo, dst, src, payload, len)) {
-            if (unlikely(held(o))) {
-                finished = RX_HOLD;
+            const uint32_t len = (uint32_t)(mh >> 48);
+            int res = route_msg(r, j, (uint32_t)(mh & 0xffffffu),
+                                (uint32_t)((mh >> 24) & 0xffffffu),
+                                p + OC_WIRE_MSG_HDR_LEN, len);
+            if (unlikely(res != RX_DONE)) {
+                finished = res;
                 break;
             }
-            if (oc_eng_put(r->eng, eo, dst, src, payload, len) != OC_OK) {
-                finished = RX_NOBUF;
-                break;
-            }
+            p += OC_WIRE_MSG_HDR_LEN + oc_wire_pad8(len);
+            i++;
         }
-next:
-        p += OC_WIRE_MSG_HDR_LEN + oc_wire_pad8(len);
-        i++;
     }
     CNT_ADD(r->c.msgs, i - e->done);
     CNT_ADD(j->c.msgs_in, i - e->done);

@@ -67,6 +67,9 @@ typedef struct {
     oc_job_map_t    *map;
     lrank_t        **local; /* [size]: NULL unless the rank is on this node */
     out_t           *to_node; /* [nnodes] */
+    out_t          **hop;    /* [size]: each rank's next hop (its local
+                                outlet, or to_node[the route's next node]);
+                                NULL: a local rank not here (rcmd.c) */
     oc_router_job_counters_t c; /* written by the router only */
 } rjob_t;
 

@@ -323,6 +323,7 @@ OC_API oc_status_t oc_init(const oc_context_params_t *params,
         oc_eng_out_t *o = &ctx->stream_out;
         oc_eng_out_init(o);
         o->mixed_only = 1;
+        o->column = 1;
         o->flags = OC_WIRE_F_STREAM;
         o->src = ctx->rank;
         o->job = (uint32_t)ctx->cfg.job;
