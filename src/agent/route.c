@@ -228,6 +228,34 @@ route_msg(oc_router_t *r, rjob_t *j, uint32_t dst, uint32_t src,
     return RX_DONE;
 }
 
+/* The common case of a column stream: 8-byte items, each for an open
+ * fixed-size buffer of this source and its destination — a load of the
+ * next hop, one 64-bit compare of (source, destination), one copy.  Stops
+ * at the first item that needs more (route_msg) and returns where. */
+static const uint8_t *route_col8(out_t *const *hop, uint32_t src,
+                                 const uint8_t *dc, const uint8_t *dend,
+                                 const uint8_t **pp)
+{
+    const uint64_t skey = oc_eng_fkey(src, 0);
+    const uint8_t *p = *pp;
+    for (; dc < dend; dc += 4, p += 8) {
+        const uint32_t dst = oc_wire_ld32(dc);
+        const out_t *o = hop[dst];
+        if (unlikely(o == NULL))
+            break;
+        oc_eng_out_t *eo = (oc_eng_out_t *)&o->eo;
+        uint8_t *wp = eo->wp;
+        if (unlikely(eo->item_len != 8 ||
+                     oc_eng_out_fkey(eo) != (skey | oc_eng_fkey(0, dst)) ||
+                     wp + 8 > eo->end))
+            break;
+        memcpy(wp, p, 8);
+        eo->wp = wp + 8;
+    }
+    *pp = p;
+    return dc;
+}
+
 /* Route what can be routed of @p e: RX_DONE when all of it is, else
  * RX_HOLD (a held next hop) or RX_NOBUF; e->done says how far it got. */
 static int route_bundle(oc_router_t *r, rjob_t *j, oc_eng_rx_t *e)
@@ -259,19 +287,30 @@ static int route_bundle(oc_router_t *r, rjob_t *j, oc_eng_rx_t *e)
     oc_wire_iter_init(&it, e->data, &e->hdr);
     oc_wire_iter_skip(&it, i);
     if (it.col != NULL) {
-        /* a rank's column stream: one source, one length */
+        /* a rank's column stream: one source, one length; the
+         * destinations are an array.  The common case — an 8-byte item
+         * for an open fixed-size buffer of this source and destination —
+         * is a load of the next hop, one 64-bit compare of (source,
+         * destination) and one copy. */
         const uint32_t src = e->hdr.src, len = e->hdr.item_size;
         const size_t stride = oc_wire_pad8(len);
-        const uint8_t *dc = it.col, *p = it.p;
-        for (uint32_t left = it.left; left > 0; left--, dc += 4, p += stride) {
-            const uint32_t dst = oc_wire_ld32(dc);
-            int res = route_msg(r, j, dst, src, p, len);
+        const uint8_t *dc = it.col, *const dend = it.col + 4 * (size_t)it.left;
+        const uint8_t *p = it.p;
+        while (dc < dend) {
+            if (len == 8) {
+                dc = route_col8(j->hop, src, dc, dend, &p);
+                if (dc == dend)
+                    break;
+            }
+            int res = route_msg(r, j, oc_wire_ld32(dc), src, p, len);
             if (unlikely(res != RX_DONE)) {
                 finished = res;
                 break;
             }
-            i++;
+            dc += 4;
+            p += stride;
         }
+        i += (uint32_t)((size_t)(dc - it.col) / 4);
     } else if (it.fixed) { /* a fixed bundle not forwarded whole */
         oc_wire_msg_t m;
         while (oc_wire_iter_next(&it, &m)) {

@@ -42,6 +42,7 @@
 
 #include <offcore/offcore.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -228,6 +229,25 @@ static inline int oc_eng_try_fast(oc_eng_out_t *o, const void *buf, size_t len)
         return 1;
     }
     return 0;
+}
+
+/** (source, destination) of a fixed-mode outlet as one word, for a
+ *  routing loop's one compare (oc_eng_fkey builds the other side). */
+static inline uint64_t oc_eng_fkey(uint32_t src, uint32_t dst)
+{
+    return (uint64_t)src | (uint64_t)dst << 32;
+}
+static inline uint64_t oc_eng_out_fkey(const oc_eng_out_t *o)
+{
+    _Static_assert(offsetof(oc_eng_out_t, fdst) ==
+                       offsetof(oc_eng_out_t, fsrc) + 4,
+                   "fsrc and fdst must be adjacent");
+    uint64_t k;
+    memcpy(&k, &o->fsrc, 8);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    k = k << 32 | k >> 32;
+#endif
+    return k;
 }
 
 /** Column layout: room for this many more items in the open buffer (0
