@@ -234,11 +234,14 @@ static void apply(oc_router_t *r, cmd_t *c)
         }
         /* the routing kernel's one lookup per message: local ranks get
          * theirs as they register */
+        oc_eng_out_init(&j->none.eo);
+        j->none.none = 1;
         for (uint32_t d = 0; d < c->map->size; d++) {
             uint32_t node = c->map->node_of[d];
-            if (node != r->p.node)
-                j->hop[d] = &j->to_node[oc_route_hop(r->p.grid, r->p.nnodes,
-                                                     r->p.node, node)];
+            j->hop[d] = node != r->p.node
+                            ? &j->to_node[oc_route_hop(r->p.grid, r->p.nnodes,
+                                                       r->p.node, node)]
+                            : &j->none;
         }
         j->map = c->map;
         j->c.job = c->job;
@@ -293,7 +296,7 @@ static void apply(oc_router_t *r, cmd_t *c)
             oc_tr_ep_destroy(r->w, l->ep);
             free(l);
             j->local[c->rank] = NULL;
-            j->hop[c->rank] = NULL;
+            j->hop[c->rank] = &j->none;
         }
         break;
     case CMD_ADD_PEER: {

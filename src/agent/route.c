@@ -46,7 +46,8 @@ static void reject(oc_router_t *r, rjob_t *j, oc_status_t why)
                 oc_status_string(why));
 }
 
-/* The next hop of a message for @p dst (precomputed: rcmd.c). */
+/* The next hop of a message for @p dst (precomputed: rcmd.c); never
+ * NULL: a local rank not here is j->none. */
 static inline out_t *next_hop(rjob_t *j, uint32_t dst)
 {
     return j->hop[dst];
@@ -208,7 +209,7 @@ route_msg(oc_router_t *r, rjob_t *j, uint32_t dst, uint32_t src,
     out_t *o = next_hop(j, dst);
     oc_eng_out_t *eo;
 
-    if (unlikely(o == NULL)) { /* a local rank that left: undeliverable */
+    if (unlikely(o->none)) { /* a local rank that left: undeliverable */
         CNT_ADD(r->c.undeliverable, 1);
         return RX_DONE;
     }
@@ -240,13 +241,9 @@ static const uint8_t *route_col8(out_t *const *hop, uint32_t src,
     const uint8_t *p = *pp;
     for (; dc < dend; dc += 4, p += 8) {
         const uint32_t dst = oc_wire_ld32(dc);
-        const out_t *o = hop[dst];
-        if (unlikely(o == NULL))
-            break;
-        oc_eng_out_t *eo = (oc_eng_out_t *)&o->eo;
+        oc_eng_out_t *eo = &hop[dst]->eo; /* never NULL: rjob_t.none */
         uint8_t *wp = eo->wp;
-        if (unlikely(eo->item_len != 8 ||
-                     oc_eng_out_fkey(eo) != (skey | oc_eng_fkey(0, dst)) ||
+        if (unlikely(eo->fkey8 != (skey | oc_eng_fkey(0, dst)) ||
                      wp + 8 > eo->end))
             break;
         memcpy(wp, p, 8);
@@ -268,10 +265,10 @@ static int route_bundle(oc_router_t *r, rjob_t *j, oc_eng_rx_t *e)
     if (i == 0 && (e->hdr.flags & OC_WIRE_F_FIXED) &&
         e->hdr.dst != OC_WIRE_RANK_NONE && e->len <= r->p.bundle_size) {
         out_t *o = next_hop(j, e->hdr.dst);
-        int res = o != NULL ? forward_whole(r, e, o) : RX_DONE;
+        int res = !o->none ? forward_whole(r, e, o) : RX_DONE;
         if (res != RX_DONE)
             return res;
-        if (o == NULL) /* a local rank that left: undeliverable (as below) */
+        if (o->none) /* a local rank that left: undeliverable (as below) */
             CNT_ADD(r->c.undeliverable, e->hdr.count);
         CNT_ADD(r->c.msgs, e->hdr.count);
         CNT_ADD(j->c.msgs_in, e->hdr.count);

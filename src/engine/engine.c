@@ -75,6 +75,7 @@ void oc_eng_out_init(oc_eng_out_t *o)
 {
     memset(o, 0, sizeof(*o));
     o->item_len = OC_ENG_NO_ITEM;
+    o->fkey8 = OC_ENG_NO_KEY;
 }
 
 /* ---- buffers ------------------------------------------------------------ */
@@ -174,6 +175,7 @@ oc_status_t oc_eng_open(oc_eng_t *e, oc_eng_out_t *o, uint32_t dst,
      * length, source or destination arrives; zero-length messages need
      * headers to be counted. */
     o->item_len = len > 0 && !o->mixed_only ? (uint32_t)len : OC_ENG_NO_ITEM;
+    o->fkey8 = o->item_len == 8 ? oc_eng_fkey(src, dst) : OC_ENG_NO_KEY;
     o->stride = (uint32_t)oc_wire_pad8(len);
     o->fsrc = src;
     o->fdst = dst;
@@ -197,6 +199,7 @@ static void to_mixed(oc_eng_out_t *o)
     }
     o->wp = base + (size_t)o->count * (stride + OC_WIRE_MSG_HDR_LEN);
     o->item_len = OC_ENG_NO_ITEM;
+    o->fkey8 = OC_ENG_NO_KEY;
 }
 
 /* oc_eng_put on a column-stream outlet: an item of the open column
@@ -319,6 +322,7 @@ oc_status_t oc_eng_flush(oc_eng_t *e, oc_eng_out_t *o, oc_eng_flush_t why)
     o->buf = NULL;
     o->wp = o->end = NULL;
     o->item_len = OC_ENG_NO_ITEM;
+    o->fkey8 = OC_ENG_NO_KEY;
     o->count = 0;
 
     OC_ENG_CNT_ADD(e->c.bundles, 1);

@@ -47,6 +47,7 @@
 #include <string.h>
 
 #define OC_ENG_NO_ITEM UINT32_MAX
+#define OC_ENG_NO_KEY  UINT64_MAX
 
 /** Why a buffer became a bundle: the one list of flush reasons. */
 typedef enum {
@@ -84,6 +85,10 @@ struct oc_eng_out {
     uint32_t      count;     /**< messages (mixed mode; fixed mode counts
                                   from the write pointer) */
     uint32_t      fsrc, fdst; /**< fixed mode: the one source, destination */
+    uint64_t      fkey8;     /**< fixed mode of 8-byte items:
+                                  oc_eng_fkey(fsrc, fdst); else
+                                  OC_ENG_NO_KEY (a routing loop's one
+                                  compare) */
     uint8_t       listed;    /**< on the dirty list */
     uint8_t       blocked;   /**< max_inflight reached: hold traffic back */
     uint8_t       mixed_only; /**< owner: never use fixed mode */
@@ -231,25 +236,11 @@ static inline int oc_eng_try_fast(oc_eng_out_t *o, const void *buf, size_t len)
     return 0;
 }
 
-/** (source, destination) of a fixed-mode outlet as one word, for a
- *  routing loop's one compare (oc_eng_fkey builds the other side). */
+/** (source, destination) as one word: oc_eng_out_t.fkey8. */
 static inline uint64_t oc_eng_fkey(uint32_t src, uint32_t dst)
 {
     return (uint64_t)src | (uint64_t)dst << 32;
 }
-static inline uint64_t oc_eng_out_fkey(const oc_eng_out_t *o)
-{
-    _Static_assert(offsetof(oc_eng_out_t, fdst) ==
-                       offsetof(oc_eng_out_t, fsrc) + 4,
-                   "fsrc and fdst must be adjacent");
-    uint64_t k;
-    memcpy(&k, &o->fsrc, 8);
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    k = k << 32 | k >> 32;
-#endif
-    return k;
-}
-
 /** Column layout: room for this many more items in the open buffer (0
  *  when there is none, or it is not in column layout for @p len). */
 static inline size_t oc_eng_col_room(const oc_eng_out_t *o, size_t len)
