@@ -13,7 +13,15 @@ handlers, which liboffcore calls (a handler's replies count as the
 handler's, as with OC_APP_CPU=1).  One JSON line per app and case:
   {"bench":"rank-cpu","app":...,"mode":"inline"|"agent-stream"|"agent-per-dest",
    "instr_per_msg":<send+poll>,"send_instr_per_msg":..,"poll_instr_per_msg":..,
-   "quiesce_instr_per_msg":..,"msgs":..,"verified":true,"ratio_over_inline":..}
+   "quiesce_instr_per_msg":..,"transport_copy_instr_per_msg":..,
+   "agent_route_instr_per_msg":..,"msgs":..,"verified":true,
+   "ratio_over_inline":..}
+Agent modes run twice: ranks under callgrind (the figures above), then the
+agent under callgrind with the ranks native: its routing per message (the
+inclusive cost of oc__router_route_all: validation, sorting, hand-off and
+UCX send; not its idle polling).  UCX copies bundles with rep movsb, which
+callgrind counts once per byte: *_copy_instr_per_msg says how much of a
+figure that is (bytes, not work a CPU does one at a time).
 Exits non-zero when a run fails or does not verify; no target.
 
 Usage: bench/rank-cpu.py --build build [--apps histogram,transpose]
@@ -133,6 +141,45 @@ def parse_callgrind(path, app_obj, lib_obj):
     return out
 
 
+def parse_agent(path):
+    """The agent's routing: inclusive Ir of oc__router_route_all (validate,
+    sort, hand-off and send; not the idle polling), and UCX's copy."""
+    names = {}
+    ref = re.compile(r'\((\d+)\)(?: (.*))?$')
+    route = copy = 0
+    cur_fn = call_fn = None
+    pending = False
+    with open(path, encoding='utf-8', errors='replace') as f:
+        for line in f:
+            line = line.rstrip('\n')
+            if pending:
+                pending = False
+                parts = line.split()
+                if call_fn == 'oc__router_route_all' and \
+                        cur_fn != 'oc__router_route_all' and len(parts) >= 2:
+                    route += int(parts[1])
+                continue
+            if line.startswith('fn=') or line.startswith('cfn='):
+                k = 3 if line[0] == 'f' else 4
+                m = ref.match(line[k:])
+                v = line[k:]
+                if m:
+                    if m.group(2) is not None:
+                        names[m.group(1)] = m.group(2)
+                    v = names.get(m.group(1), v)
+                if k == 3:
+                    cur_fn = v
+                else:
+                    call_fn = v
+            elif line.startswith('calls='):
+                pending = True
+            elif cur_fn == 'ucp_dt_contig_pack' and line[:1].isdigit():
+                parts = line.split()
+                if len(parts) >= 2:
+                    copy += int(parts[1])
+    return route, copy
+
+
 class Runner:
     def __init__(self, build):
         self.build = os.path.abspath(build)
@@ -152,14 +199,16 @@ class Runner:
         d = self.bin('apps/' + app)
         return d if os.path.isfile(d) else os.path.join(d, app)
 
-    def start_agent(self):
+    def start_agent(self, callgrind=None):
         sock = os.path.join(self.tmp, 'agent.sock')
         log = open(os.path.join(self.tmp, 'agent.log'), 'w')
+        pre = (['valgrind', '--tool=callgrind', '--quiet',
+                '--callgrind-out-file=' + callgrind] if callgrind else [])
         self.agent = subprocess.Popen(
-            [self.bin('src/agent/offcored'), '--listen', 'unix:' + sock,
+            pre + [self.bin('src/agent/offcored'), '--listen', 'unix:' + sock,
              '--cluster-key', self.key, '--metrics', 'off', '--threads', '1'],
             stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.time() + 10
+        deadline = time.time() + 60
         while time.time() < deadline:
             with open(log.name) as f:
                 if 'ready' in f.read():
@@ -175,7 +224,9 @@ class Runner:
             self.agent.wait(timeout=30)
             self.agent = None
 
-    def run(self, app, args, mode):
+    def run(self, app, args, mode, agent_cg=None):
+        """Ranks under callgrind; or, with @agent_cg (a file), the agent
+        under callgrind and the ranks native."""
         self.job += 1
         env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT='1',
                    OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1', UCX_TLS='sm,self',
@@ -185,7 +236,7 @@ class Runner:
             env['OC_PLACEMENT'] = 'inline'
             xs += ['-x', 'OC_PLACEMENT']
         else:
-            sock = self.start_agent()
+            sock = self.start_agent(agent_cg)
             key = subprocess.run(
                 [self.bin('src/tools/offcore'), 'job-key', '--job',
                  str(self.job), '--cluster-key', self.key],
@@ -196,12 +247,12 @@ class Runner:
             xs += ['-x', 'OC_PLACEMENT', '-x', 'OC_AGENT', '-x', 'OC_JOB',
                    '-x', 'OC_JOB_KEY', '-x', 'OC_AGENT_MODE']
         prefix = os.path.join(self.tmp, 'cg.%s.%s' % (app, mode))
+        cg = ['valgrind', '--tool=callgrind', '--quiet',
+              '--separate-callers=%d' % SEPARATE,
+              '--callgrind-out-file=' + prefix + '.%p']
         cmd = (['mpirun', '--allow-run-as-root', '--oversubscribe',
                 '--bind-to', 'none', '-np', '2'] + xs +
-               ['valgrind', '--tool=callgrind', '--quiet',
-                '--separate-callers=%d' % SEPARATE,
-                '--callgrind-out-file=' + prefix + '.%p',
-                self.app_bin(app)] + args)
+               ([] if agent_cg else cg) + [self.app_bin(app)] + args)
         try:
             p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True,
@@ -215,6 +266,8 @@ class Runner:
         if not ok:
             sys.stderr.write(p.stdout + p.stderr)
             return None
+        if agent_cg:
+            return res, None
         tot = {'send': 0, 'poll': 0, 'quiesce': 0, 'handler': 0,
                'handler_q': 0, 'copy': 0}
         files = [f for f in os.listdir(self.tmp)
@@ -244,6 +297,10 @@ def main():
                     help='comma-separated: ' + ','.join(MODES))
     ap.add_argument('--quick', action='store_true',
                     help='tiny sizes (for the test suite)')
+    ap.add_argument('--no-agent', dest='agent', action='store_false',
+                    help='skip the run with the agent under callgrind '
+                         '(agent_route_instr_per_msg: its routing per '
+                         'message, ranks native)')
     a = ap.parse_args()
     for tool in ('valgrind', 'mpirun'):
         if subprocess.run(['sh', '-c', 'command -v ' + tool],
@@ -269,6 +326,18 @@ def main():
                 continue
             res, t = got
             msgs = res['counters']['msgs_sent']
+            agent = {}
+            if mode != 'inline' and a.agent:
+                f = os.path.join(r.tmp, 'cg.agent')
+                got2 = r.run(app, sizes[app], mode, agent_cg=f)
+                if got2 is None:
+                    failed += 1
+                else:
+                    route, copy = parse_agent(f)
+                    os.unlink(f)
+                    m2 = got2[0]['counters']['msgs_sent']
+                    agent = {'agent_route_instr_per_msg': round(route / m2, 2),
+                             'agent_copy_instr_per_msg': round(copy / m2, 2)}
             # The figure: sends and polls, handlers out.  oc_quiesce is
             # apart: mostly waiting for the other rank (timing, not work).
             send = t['send']
@@ -286,7 +355,7 @@ def main():
                 'transport_copy_instr_per_msg': round(t['copy'] / msgs, 2),
                 'handler_instr_per_msg':
                     round((t['handler'] + t['handler_q']) / msgs, 2),
-                'msgs': msgs, 'verified': True,
+                'msgs': msgs, 'verified': True, **agent,
                 'ratio_over_inline': round(per / base, 3) if base else None,
                 'counter': 'callgrind Ir (rep movsb: 1 per byte), inclusive: '
                            'app->liboffcore send+poll calls minus the '
