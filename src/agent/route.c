@@ -222,6 +222,13 @@ route_msg(oc_router_t *r, rjob_t *j, uint32_t dst, uint32_t src,
     }
     if (oc_eng_try_put(eo, dst, src, payload, len))
         return RX_DONE;
+    if (eo->item_len == OC_ENG_NO_ITEM && eo->buf != NULL &&
+        eo->wp + OC_WIRE_MSG_HDR_LEN + oc_wire_pad8(len) <= eo->end) {
+        /* an open mixed buffer with room: oc_eng_put's mixed case */
+        eo->wp = oc_wire_put_msg(eo->wp, dst, src, payload, len);
+        eo->count++;
+        return RX_DONE;
+    }
     if (unlikely(held(o)))
         return RX_HOLD;
     if (oc_eng_put(r->eng, eo, dst, src, payload, len) != OC_OK)
@@ -248,6 +255,27 @@ static const uint8_t *route_col8(out_t *const *hop, uint32_t src,
             break;
         memcpy(wp, p, 8);
         eo->wp = wp + 8;
+    }
+    *pp = p;
+    return dc;
+}
+
+/* The same for items of another length that is a multiple of 8 (the copy
+ * a constant size where the compiler can make it one: 16 bytes). */
+static inline __attribute__((always_inline)) const uint8_t *
+route_col_n(out_t *const *hop, uint32_t src, const uint8_t *dc,
+            const uint8_t *dend, const uint8_t **pp, const uint32_t len)
+{
+    const uint8_t *p = *pp;
+    for (; dc < dend; dc += 4, p += len) {
+        const uint32_t dst = oc_wire_ld32(dc);
+        oc_eng_out_t *eo = &hop[dst]->eo; /* never NULL: rjob_t.none */
+        uint8_t *wp = eo->wp;
+        if (unlikely(eo->item_len != len || eo->fsrc != src ||
+                     eo->fdst != dst || wp + len > eo->end))
+            break;
+        memcpy(wp, p, len);
+        eo->wp = wp + len;
     }
     *pp = p;
     return dc;
@@ -294,11 +322,14 @@ static int route_bundle(oc_router_t *r, rjob_t *j, oc_eng_rx_t *e)
         const uint8_t *dc = it.col, *const dend = it.col + 4 * (size_t)it.left;
         const uint8_t *p = it.p;
         while (dc < dend) {
-            if (len == 8) {
+            if (len == 8)
                 dc = route_col8(j->hop, src, dc, dend, &p);
-                if (dc == dend)
-                    break;
-            }
+            else if (len == 16)
+                dc = route_col_n(j->hop, src, dc, dend, &p, 16);
+            else if ((len & 7) == 0)
+                dc = route_col_n(j->hop, src, dc, dend, &p, len);
+            if (dc == dend)
+                break;
             int res = route_msg(r, j, oc_wire_ld32(dc), src, p, len);
             if (unlikely(res != RX_DONE)) {
                 finished = res;
