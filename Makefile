@@ -10,7 +10,9 @@
 #   make bench   the benchmarks, side by side with their baselines, the
 #                placements (inline vs agent, agent threads 1 vs 2), the
 #                spare-core emulation (ranks on core 0; inline, agent on
-#                their core, agent on the other core), offcore-nvmf against
+#                their core, agent on the other core), the ranks' and the
+#                agent's instructions per message (bench/rank-cpu.py,
+#                callgrind), offcore-nvmf against
 #                local fio (bench/nvmf-bench.py), and bench-pkt
 #   make bench-pkt  the packet data plane: the classifier vs DPDK rte_acl vs
 #                a linear scan (bench/classifier.c; BENCH_PKT_ARGS passes
@@ -103,6 +105,7 @@ bench: build
 	sh bench/run-agent-bench.sh $(BUILDDIR)
 	sh bench/run-coll-bench.sh $(BUILDDIR)
 	sh bench/run-spare-core.sh $(BUILDDIR)
+	python3 bench/rank-cpu.py --build $(BUILDDIR) --apps histogram,transpose
 	python3 bench/nvmf-bench.py $(BUILDDIR)
 	$(MAKE) --no-print-directory bench-pkt
 

@@ -49,6 +49,7 @@ need iputils-ping       has ping
 need iperf3             has iperf3
 need tcpdump            has tcpdump
 need python3            has python3
+need valgrind           has valgrind
 need iproute2           has ip
 need ethtool            has ethtool
 need tshark             has tshark

@@ -190,6 +190,8 @@ void oc__router_job_free(oc_router_t *r, rjob_t *j)
         out_retire(r, &j->to_node[n]);
     free(j->local);
     free(j->to_node);
+    free(j->hop);
+    j->hop = NULL;
     oc_job_map_put(j->map);
     j->map = NULL;
     atomic_store(&j->tag, 0);
@@ -219,11 +221,27 @@ static void apply(oc_router_t *r, cmd_t *c)
         memset(&j->c, 0, sizeof(j->c));
         j->local = calloc(c->map->size, sizeof(*j->local));
         j->to_node = calloc(c->map->nnodes, sizeof(*j->to_node));
-        if (j->local == NULL || j->to_node == NULL) {
+        j->hop = calloc(c->map->size, sizeof(*j->hop));
+        if (j->local == NULL || j->to_node == NULL || j->hop == NULL) {
+            oc_error(OC_COMP_AGENT, "router %u: out of memory for job %u",
+                     r->p.index, c->job);
             free(j->local);
             free(j->to_node);
+            free(j->hop);
+            j->hop = NULL;
             oc_job_map_put(c->map);
             break;
+        }
+        /* the routing kernel's one lookup per message: local ranks get
+         * theirs as they register */
+        oc_eng_out_init(&j->none.eo);
+        j->none.none = 1;
+        for (uint32_t d = 0; d < c->map->size; d++) {
+            uint32_t node = c->map->node_of[d];
+            j->hop[d] = node != r->p.node
+                            ? &j->to_node[oc_route_hop(r->p.grid, r->p.nnodes,
+                                                       r->p.node, node)]
+                            : &j->none;
         }
         j->map = c->map;
         j->c.job = c->job;
@@ -265,6 +283,7 @@ static void apply(oc_router_t *r, cmd_t *c)
         l->out.ep = l->ep;
         l->out.jc = &j->c;
         j->local[c->rank] = l;
+        j->hop[c->rank] = &l->out;
         sender_add(r, &s);
         break;
     }
@@ -279,6 +298,7 @@ static void apply(oc_router_t *r, cmd_t *c)
             oc_tr_ep_destroy(r->w, l->ep);
             free(l);
             j->local[c->rank] = NULL;
+            j->hop[c->rank] = &j->none;
         }
         break;
     case CMD_ADD_PEER: {

@@ -46,15 +46,11 @@ static void reject(oc_router_t *r, rjob_t *j, oc_status_t why)
                 oc_status_string(why));
 }
 
-/* The next hop of a message for @p dst. */
-static inline out_t *next_hop(oc_router_t *r, rjob_t *j, uint32_t dst)
+/* The next hop of a message for @p dst (precomputed: rcmd.c); never
+ * NULL: a local rank not here is j->none. */
+static inline out_t *next_hop(rjob_t *j, uint32_t dst)
 {
-    uint32_t node = j->map->node_of[dst];
-    if (node == r->p.node) {
-        lrank_t *l = j->local[dst];
-        return l != NULL ? &l->out : NULL;
-    }
-    return &j->to_node[oc_route_hop(r->p.grid, r->p.nnodes, r->p.node, node)];
+    return j->hop[dst];
 }
 
 /* Traffic toward @p o must wait: its next hop has max_inflight bundles in
@@ -203,6 +199,88 @@ static int forward_whole(oc_router_t *r, oc_eng_rx_t *e, out_t *o)
     return RX_DONE;
 }
 
+/* One message to its next hop's outlet: RX_DONE (appended, or counted
+ * undeliverable), RX_HOLD or RX_NOBUF (not taken: retry it later).
+ * Inlined into each loop of route_bundle: no call per message. */
+static inline __attribute__((always_inline)) int
+route_msg(oc_router_t *r, rjob_t *j, uint32_t dst, uint32_t src,
+          const uint8_t *payload, uint32_t len)
+{
+    out_t *o = next_hop(j, dst);
+    oc_eng_out_t *eo;
+
+    if (unlikely(o->none)) { /* a local rank that left: undeliverable */
+        CNT_ADD(r->c.undeliverable, 1);
+        return RX_DONE;
+    }
+    eo = &o->eo;
+    if (likely(len == 8 && eo->item_len == 8 && eo->fsrc == src &&
+               eo->fdst == dst && eo->wp + 8 <= eo->end)) {
+        memcpy(eo->wp, payload, 8);
+        eo->wp += 8;
+        return RX_DONE;
+    }
+    if (oc_eng_try_put(eo, dst, src, payload, len))
+        return RX_DONE;
+    if (eo->item_len == OC_ENG_NO_ITEM && eo->buf != NULL &&
+        eo->wp + OC_WIRE_MSG_HDR_LEN + oc_wire_pad8(len) <= eo->end) {
+        /* an open mixed buffer with room: oc_eng_put's mixed case */
+        eo->wp = oc_wire_put_msg(eo->wp, dst, src, payload, len);
+        eo->count++;
+        return RX_DONE;
+    }
+    if (unlikely(held(o)))
+        return RX_HOLD;
+    if (oc_eng_put(r->eng, eo, dst, src, payload, len) != OC_OK)
+        return RX_NOBUF;
+    return RX_DONE;
+}
+
+/* The common case of a column stream: 8-byte items, each for an open
+ * fixed-size buffer of this source and its destination — a load of the
+ * next hop, one 64-bit compare of (source, destination), one copy.  Stops
+ * at the first item that needs more (route_msg) and returns where. */
+static const uint8_t *route_col8(out_t *const *hop, uint32_t src,
+                                 const uint8_t *dc, const uint8_t *dend,
+                                 const uint8_t **pp)
+{
+    const uint64_t skey = oc_eng_fkey(src, 0);
+    const uint8_t *p = *pp;
+    for (; dc < dend; dc += 4, p += 8) {
+        const uint32_t dst = oc_wire_ld32(dc);
+        oc_eng_out_t *eo = &hop[dst]->eo; /* never NULL: rjob_t.none */
+        uint8_t *wp = eo->wp;
+        if (unlikely(eo->fkey8 != (skey | oc_eng_fkey(0, dst)) ||
+                     wp + 8 > eo->end))
+            break;
+        memcpy(wp, p, 8);
+        eo->wp = wp + 8;
+    }
+    *pp = p;
+    return dc;
+}
+
+/* The same for items of another length that is a multiple of 8 (the copy
+ * a constant size where the compiler can make it one: 16 bytes). */
+static inline __attribute__((always_inline)) const uint8_t *
+route_col_n(out_t *const *hop, uint32_t src, const uint8_t *dc,
+            const uint8_t *dend, const uint8_t **pp, const uint32_t len)
+{
+    const uint8_t *p = *pp;
+    for (; dc < dend; dc += 4, p += len) {
+        const uint32_t dst = oc_wire_ld32(dc);
+        oc_eng_out_t *eo = &hop[dst]->eo; /* never NULL: rjob_t.none */
+        uint8_t *wp = eo->wp;
+        if (unlikely(eo->item_len != len || eo->fsrc != src ||
+                     eo->fdst != dst || wp + len > eo->end))
+            break;
+        memcpy(wp, p, len);
+        eo->wp = wp + len;
+    }
+    *pp = p;
+    return dc;
+}
+
 /* Route what can be routed of @p e: RX_DONE when all of it is, else
  * RX_HOLD (a held next hop) or RX_NOBUF; e->done says how far it got. */
 static int route_bundle(oc_router_t *r, rjob_t *j, oc_eng_rx_t *e)
@@ -214,11 +292,11 @@ static int route_bundle(oc_router_t *r, rjob_t *j, oc_eng_rx_t *e)
     /* a rank's fixed-size bundle, all for one rank (per-dest mode) */
     if (i == 0 && (e->hdr.flags & OC_WIRE_F_FIXED) &&
         e->hdr.dst != OC_WIRE_RANK_NONE && e->len <= r->p.bundle_size) {
-        out_t *o = next_hop(r, j, e->hdr.dst);
-        int res = o != NULL ? forward_whole(r, e, o) : RX_DONE;
+        out_t *o = next_hop(j, e->hdr.dst);
+        int res = !o->none ? forward_whole(r, e, o) : RX_DONE;
         if (res != RX_DONE)
             return res;
-        if (o == NULL) /* a local rank that left: undeliverable (as below) */
+        if (o->none) /* a local rank that left: undeliverable (as below) */
             CNT_ADD(r->c.undeliverable, e->hdr.count);
         CNT_ADD(r->c.msgs, e->hdr.count);
         CNT_ADD(j->c.msgs_in, e->hdr.count);
@@ -227,51 +305,65 @@ static int route_bundle(oc_router_t *r, rjob_t *j, oc_eng_rx_t *e)
     }
 
     /* the routing kernel: every message of a rank's stream or another
-     * agent's bundle to its next hop's outlet.  The message headers are
-     * read in place (validated already); an 8-byte item for an open
-     * fixed-size buffer of the same source and destination is one store. */
+     * agent's bundle to its next hop's outlet.  The message headers (or a
+     * column stream's destinations) are read in place, validated already;
+     * an item for an open fixed-size buffer of the same source and
+     * destination is one copy. */
     oc_wire_iter_init(&it, e->data, &e->hdr);
     oc_wire_iter_skip(&it, i);
-    const uint8_t *p = it.p;
-    for (uint32_t left = it.left; left > 0; left--) {
-        uint32_t dst, src, len;
-        const uint8_t *payload;
-        if (unlikely(it.fixed)) { /* a fixed bundle not forwarded whole */
-            oc_wire_msg_t m = {0, 0, 0, NULL};
-            (void)oc_wire_iter_next(&it, &m);
-            dst = m.dst, src = m.src, len = m.len, payload = m.payload;
-        } else {
+    if (it.col != NULL) {
+        /* a rank's column stream: one source, one length; the
+         * destinations are an array.  The common case — an 8-byte item
+         * for an open fixed-size buffer of this source and destination —
+         * is a load of the next hop, one 64-bit compare of (source,
+         * destination) and one copy. */
+        const uint32_t src = e->hdr.src, len = e->hdr.item_size;
+        const size_t stride = oc_wire_pad8(len);
+        const uint8_t *dc = it.col, *const dend = it.col + 4 * (size_t)it.left;
+        const uint8_t *p = it.p;
+        while (dc < dend) {
+            if (len == 8)
+                dc = route_col8(j->hop, src, dc, dend, &p);
+            else if (len == 16)
+                dc = route_col_n(j->hop, src, dc, dend, &p, 16);
+            else if ((len & 7) == 0)
+                dc = route_col_n(j->hop, src, dc, dend, &p, len);
+            if (dc == dend)
+                break;
+            int res = route_msg(r, j, oc_wire_ld32(dc), src, p, len);
+            if (unlikely(res != RX_DONE)) {
+                finished = res;
+                break;
+            }
+            dc += 4;
+            p += stride;
+        }
+        i += (uint32_t)((size_t)(dc - it.col) / 4);
+    } else if (it.fixed) { /* a fixed bundle not forwarded whole */
+        oc_wire_msg_t m;
+        while (oc_wire_iter_next(&it, &m)) {
+            int res = route_msg(r, j, m.dst, m.src, m.payload, m.len);
+            if (unlikely(res != RX_DONE)) {
+                finished = res;
+                break;
+            }
+            i++;
+        }
+    } else {
+        const uint8_t *p = it.p;
+        for (uint32_t left = it.left; left > 0; left--) {
             const uint64_t mh = oc_wire_ld64(p);
-            dst = (uint32_t)(mh & 0xffffffu);
-            src = (uint32_t)((mh >> 24) & 0xffffffu);
-            len = (uint32_t)(mh >> 48);
-            payload = p + OC_WIRE_MSG_HDR_LEN;
-        }
-        out_t *o = next_hop(r, j, dst);
-        oc_eng_out_t *eo;
-
-        if (unlikely(o == NULL)) { /* a local rank that left: undeliverable */
-            CNT_ADD(r->c.undeliverable, 1);
-            goto next;
-        }
-        eo = &o->eo;
-        if (likely(len == 8 && eo->item_len == 8 && eo->fsrc == src &&
-                   eo->fdst == dst && eo->wp + 8 <= eo->end)) {
-            memcpy(eo->wp, payload, 8);
-            eo->wp += 8;
-        } else if (!oc_eng_try_put(eo, dst, src, payload, len)) {
-            if (unlikely(held(o))) {
-                finished = RX_HOLD;
+            const uint32_t len = (uint32_t)(mh >> 48);
+            int res = route_msg(r, j, (uint32_t)(mh & 0xffffffu),
+                                (uint32_t)((mh >> 24) & 0xffffffu),
+                                p + OC_WIRE_MSG_HDR_LEN, len);
+            if (unlikely(res != RX_DONE)) {
+                finished = res;
                 break;
             }
-            if (oc_eng_put(r->eng, eo, dst, src, payload, len) != OC_OK) {
-                finished = RX_NOBUF;
-                break;
-            }
+            p += OC_WIRE_MSG_HDR_LEN + oc_wire_pad8(len);
+            i++;
         }
-next:
-        p += OC_WIRE_MSG_HDR_LEN + oc_wire_pad8(len);
-        i++;
     }
     CNT_ADD(r->c.msgs, i - e->done);
     CNT_ADD(j->c.msgs_in, i - e->done);

@@ -53,6 +53,7 @@ typedef struct out {
     uint64_t     token;    /* header of bundles to it */
     oc_router_job_counters_t *jc;
     peer_t      *peer;     /* the peer node it sends to; NULL: a local rank */
+    uint8_t      none;     /* rjob_t.none: no next hop (never opened) */
 } out_t;
 
 typedef struct {
@@ -67,6 +68,10 @@ typedef struct {
     oc_job_map_t    *map;
     lrank_t        **local; /* [size]: NULL unless the rank is on this node */
     out_t           *to_node; /* [nnodes] */
+    out_t          **hop;    /* [size]: each rank's next hop (its local
+                                outlet, or to_node[the route's next node]);
+                                &none: a local rank not here (rcmd.c) */
+    out_t            none;   /* the next hop of ranks that have none */
     oc_router_job_counters_t c; /* written by the router only */
 } rjob_t;
 

@@ -75,6 +75,7 @@ void oc_eng_out_init(oc_eng_out_t *o)
 {
     memset(o, 0, sizeof(*o));
     o->item_len = OC_ENG_NO_ITEM;
+    o->fkey8 = OC_ENG_NO_KEY;
 }
 
 /* ---- buffers ------------------------------------------------------------ */
@@ -152,17 +153,32 @@ oc_status_t oc_eng_open(oc_eng_t *e, oc_eng_out_t *o, uint32_t dst,
         return OC_ERR_NO_RESOURCE;
     }
     o->buf = b;
+    o->count = 0;
+    o->t_first = oc_now_us();
+    if (o->column && len > 0) {
+        /* destinations first, items after the room the most would take */
+        const size_t stride = oc_wire_pad8(len);
+        const uint32_t cap = oc_wire_col_cap(e->p.bundle_size, stride);
+        o->dcol = b->data + OC_WIRE_HDR_LEN;
+        o->wp = o->dcol + oc_wire_col_dst_bytes(cap);
+        o->end = o->wp + (size_t)cap * stride;
+        o->item_len = (uint32_t)len;
+        o->stride = (uint32_t)stride;
+        o->fsrc = src;
+        o->fdst = OC_WIRE_RANK_NONE;
+        return OC_OK;
+    }
+    o->dcol = NULL;
     o->wp = b->data + OC_WIRE_HDR_LEN;
     o->end = b->data + e->p.bundle_size;
-    o->count = 0;
     /* Fixed mode (no per-message header) until a message of another
      * length, source or destination arrives; zero-length messages need
      * headers to be counted. */
     o->item_len = len > 0 && !o->mixed_only ? (uint32_t)len : OC_ENG_NO_ITEM;
+    o->fkey8 = o->item_len == 8 ? oc_eng_fkey(src, dst) : OC_ENG_NO_KEY;
     o->stride = (uint32_t)oc_wire_pad8(len);
     o->fsrc = src;
     o->fdst = dst;
-    o->t_first = oc_now_us();
     return OC_OK;
 }
 
@@ -183,6 +199,36 @@ static void to_mixed(oc_eng_out_t *o)
     }
     o->wp = base + (size_t)o->count * (stride + OC_WIRE_MSG_HDR_LEN);
     o->item_len = OC_ENG_NO_ITEM;
+    o->fkey8 = OC_ENG_NO_KEY;
+}
+
+/* oc_eng_put on a column-stream outlet: an item of the open column
+ * buffer's length goes in; another length (or a zero-length message,
+ * which the row layout carries) sends the buffer and opens another. */
+static oc_status_t put_column(oc_eng_t *e, oc_eng_out_t *o, uint32_t dst,
+                              uint32_t src, const void *buf, size_t len)
+{
+    oc_status_t st;
+
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (o->buf == NULL && (st = oc_eng_open(e, o, dst, src, len)) != OC_OK)
+            return st;
+        if (o->dcol != NULL) {
+            if (len == o->item_len && o->wp + o->stride <= o->end) {
+                oc_wire_st32(o->dcol + 4 * (size_t)o->count, dst);
+                o->wp = oc_wire_put_item(o->wp, buf, len);
+                o->count++;
+                return OC_OK;
+            }
+        } else if (o->wp + OC_WIRE_MSG_HDR_LEN + oc_wire_pad8(len) <= o->end) {
+            o->wp = oc_wire_put_msg(o->wp, dst, src, buf, len);
+            o->count++;
+            return OC_OK;
+        }
+        if ((st = oc_eng_flush(e, o, OC_ENG_FLUSH_FULL)) != OC_OK)
+            return st;
+    }
+    return OC_ERR_NO_RESOURCE; /* not reached: a fresh buffer fits it */
 }
 
 oc_status_t oc_eng_put(oc_eng_t *e, oc_eng_out_t *o, uint32_t dst,
@@ -190,6 +236,8 @@ oc_status_t oc_eng_put(oc_eng_t *e, oc_eng_out_t *o, uint32_t dst,
 {
     oc_status_t st;
 
+    if (o->column)
+        return put_column(e, o, dst, src, buf, len);
     for (int attempt = 0; attempt < 2; attempt++) {
         if (o->buf == NULL && (st = oc_eng_open(e, o, dst, src, len)) != OC_OK)
             return st;
@@ -240,7 +288,23 @@ oc_status_t oc_eng_flush(oc_eng_t *e, oc_eng_out_t *o, oc_eng_flush_t why)
     memset(&h, 0, sizeof(h));
     h.count = oc_eng_out_count(o);
     h.flags = o->flags;
-    if (o->item_len != OC_ENG_NO_ITEM) {
+    if (o->dcol != NULL) {
+        /* column stream: the items move down behind the destinations
+         * written (only a buffer sent before it filled has a gap) */
+        const size_t dbytes = oc_wire_col_dst_bytes(h.count);
+        const size_t ibytes = (size_t)h.count * o->stride;
+        uint8_t *items = o->wp - ibytes;
+        if (h.count & 1)
+            oc_wire_st32(o->dcol + 4 * (size_t)h.count, 0);
+        if (items != o->dcol + dbytes)
+            memmove(o->dcol + dbytes, items, ibytes);
+        len = (uint32_t)(OC_WIRE_HDR_LEN + dbytes + ibytes);
+        h.flags |= OC_WIRE_F_FIXED;
+        h.item_size = (uint16_t)o->item_len;
+        h.src = o->src;
+        h.dst = OC_WIRE_RANK_NONE;
+        o->dcol = NULL;
+    } else if (o->item_len != OC_ENG_NO_ITEM) {
         h.flags |= OC_WIRE_F_FIXED;
         h.item_size = (uint16_t)o->item_len;
         h.src = o->fsrc;
@@ -258,6 +322,7 @@ oc_status_t oc_eng_flush(oc_eng_t *e, oc_eng_out_t *o, oc_eng_flush_t why)
     o->buf = NULL;
     o->wp = o->end = NULL;
     o->item_len = OC_ENG_NO_ITEM;
+    o->fkey8 = OC_ENG_NO_KEY;
     o->count = 0;
 
     OC_ENG_CNT_ADD(e->c.bundles, 1);

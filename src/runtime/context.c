@@ -63,12 +63,14 @@ const oc_cfg_field_t oc__runtime_config_table[] = {
      "the agent forwards whole bundles. 'stream': every message, whatever "
      "its destination, is appended to one buffer toward the agent, which "
      "sorts them per next hop and per local rank (the routing work leaves "
-     "the rank: for ranks with many destinations). per-dest is the "
-     "default because it measured better with 2 ranks per node: histogram "
-     "10M/rank, ranks on core 0 and the agent on core 1, 1.06-3.0 s and "
-     "9-16 ns of the ranks' library CPU per message against 1.6-8.0 s and "
-     "15-49 ns for stream (4 interleaved runs; docs/design.md). "
-     "OC_LOG=runtime:info says which mode is in use.",
+     "the rank: a burst is two copies, 8 instructions a message in the "
+     "library against inline's 25, not counting UCX's copy; "
+     "bench/rank-cpu.py). per-dest is the default because it measured "
+     "faster with 2 ranks per node, where the agent's sorting (31 "
+     "instructions a message against 6 for forwarding whole bundles) is "
+     "what limits: histogram 20M/rank, ranks on core 0, agent on core 1, "
+     "3 interleaved runs, 135-159 M updates/s against 62-171 for stream "
+     "(docs/design.md). OC_LOG=runtime:info says which mode is in use.",
      offsetof(oc__config_t, agent_mode), 0, 0, agent_mode_values},
     {"JOB", OC_CFG_UINT, "0",
      "Job id stamped on every bundle; bundles of another job are rejected. "
@@ -323,6 +325,7 @@ OC_API oc_status_t oc_init(const oc_context_params_t *params,
         oc_eng_out_t *o = &ctx->stream_out;
         oc_eng_out_init(o);
         o->mixed_only = 1;
+        o->column = 1;
         o->flags = OC_WIRE_F_STREAM;
         o->src = ctx->rank;
         o->job = (uint32_t)ctx->cfg.job;

@@ -133,55 +133,73 @@ OC_API oc_status_t oc_send(oc_context_t *ctx, uint32_t dest, const void *buf,
         ctx->c.bytes_sent += len;
         return OC_OK;
     }
+    /* stream mode: the per-destination outlets never hold a buffer, so
+     * this is reached for every message; the column append */
+    if (ctx->stream != NULL && buf != NULL &&
+        oc_eng_col_room(ctx->stream, len) > 0) {
+        oc_eng_out_t *o = ctx->stream;
+        oc_wire_st32(o->dcol + 4 * (size_t)o->count, dest);
+        o->wp = oc_wire_put_item(o->wp, buf, len);
+        o->count++;
+        ctx->c.msgs_sent++;
+        ctx->c.bytes_sent += len;
+        return OC_OK;
+    }
     return send_slow(ctx, dest, buf, len);
 }
 
 /* Stream mode: every message, whatever its destination, goes after the
- * previous one in the one outlet toward the agent — a sequential write of
- * header and payload, no per-destination state touched. */
+ * previous one in the one outlet toward the agent, in column layout
+ * (wire.h): the burst's destinations are one copy into the destination
+ * column, its messages one copy into the items — no per-destination state
+ * touched, no per-message header.  Per message only the range check is
+ * left, and it has no branch. */
 static size_t stream_burst(oc_context_t *ctx, const uint32_t *dests,
                            const uint8_t *p, size_t len, size_t n)
 {
     oc_eng_out_t *o = ctx->stream;
-    const size_t need = OC_WIRE_MSG_HDR_LEN + oc_wire_pad8(len);
-    const uint32_t size = ctx->size, rank = ctx->rank;
+    const uint32_t size = ctx->size;
     size_t i = 0, fast = 0;
 
     if (len > ctx->max_msg)
         return 0;
     while (i < n) {
-        /* The write pointer and count live in registers between slow
-         * calls: stores through the byte pointer could alias *o. */
-        uint8_t *wp = o->wp;
-        uint8_t *const end = o->end;
-        uint32_t count = o->count;
-        if (len == 8) {
-            /* histogram updates, index-gather requests: a header and one
-             * word, with the constant parts of the header folded */
-            const uint64_t hbase = oc_wire_msg_hdr(0, rank, 8);
-            for (; i < n; i++, p += 8) {
-                const uint32_t dest = dests[i];
-                if (unlikely(dest >= size) || unlikely(wp + 16 > end))
-                    break;
-                oc_wire_st64(wp, hbase | dest);
-                memcpy(wp + 8, p, 8);
-                wp += 16;
-                count++;
+        size_t k = oc_eng_col_room(o, len);
+        if (k > 0) {
+            uint32_t bad = 0;
+            if (k > n - i)
+                k = n - i;
+            for (size_t j = 0; j < k; j++)
+                bad |= dests[i + j] >= size;
+            if (unlikely(bad)) { /* stop before the first one out of range */
+                size_t j = 0;
+                while (dests[i + j] < size)
+                    j++;
+                k = j;
             }
-        } else {
-            for (; i < n; i++, p += len) {
-                const uint32_t dest = dests[i];
-                if (unlikely(dest >= size) || unlikely(wp + need > end))
-                    break;
-                wp = oc_wire_put_msg(wp, dest, rank, p, len);
-                count++;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+            memcpy(o->dcol + 4 * (size_t)o->count, dests + i, 4 * k);
+#else
+            for (size_t j = 0; j < k; j++)
+                oc_wire_st32(o->dcol + 4 * (o->count + j), dests[i + j]);
+#endif
+            if (len == o->stride) {
+                memcpy(o->wp, p, k * len);
+                o->wp += k * len;
+            } else {
+                for (size_t j = 0; j < k; j++)
+                    o->wp = oc_wire_put_item(o->wp, p + j * len, len);
             }
+            o->count += (uint32_t)k;
+            fast += k;
+            i += k;
+            p += k * len;
+            if (i == n || unlikely(bad))
+                break;
         }
-        fast += count - o->count;
-        o->wp = wp;
-        o->count = count;
-        if (i == n || dests[i] >= size ||
-            send_slow(ctx, dests[i], p, len) != OC_OK)
+        /* no column buffer for this length, or it is full: the engine
+         * sends it and opens the next (or says why not) */
+        if (dests[i] >= size || send_slow(ctx, dests[i], p, len) != OC_OK)
             break;
         i++;
         p += len;

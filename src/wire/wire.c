@@ -88,6 +88,42 @@ static oc_status_t check_fixed(const uint8_t *p, size_t body,
     return OC_OK;
 }
 
+/* A rank's column stream (wire.h): destinations, then items. */
+static oc_status_t check_column(const uint8_t *p, size_t body,
+                                const oc_wire_hdr_t *h,
+                                const oc_wire_check_t *chk)
+{
+    const uint32_t lim = chk->nranks < OC_WIRE_MAX_RANKS ? chk->nranks
+                                                         : OC_WIRE_MAX_RANKS;
+    const size_t stride = oc_wire_pad8(h->item_size);
+    const size_t dbytes = oc_wire_col_dst_bytes(h->count);
+    uint32_t bad = 0;
+
+    if (h->item_size == 0)
+        return OC_ERR_WIRE_ITEM_SIZE;
+    if (!rank_ok(h->src, chk->nranks) || h->dst != OC_WIRE_RANK_NONE)
+        return OC_ERR_WIRE_RANK;
+    if (chk->src != OC_WIRE_RANK_NONE && h->src != chk->src)
+        return OC_ERR_WIRE_RANK;
+    /* count is below 2^32 and so is body: no overflow in 64 bits */
+    if (body != dbytes + (size_t)h->count * stride)
+        return OC_ERR_WIRE_LENGTH;
+    /* the agent's hot check: one compare per destination, no branch */
+    for (uint32_t i = 0; i < h->count; i++)
+        bad |= oc_wire_ld32(p + 4 * (size_t)i) >= lim;
+    if (bad)
+        return OC_ERR_WIRE_RANK;
+    if ((h->count & 1) && oc_wire_ld32(p + 4 * (size_t)h->count) != 0)
+        return OC_ERR_WIRE_LENGTH; /* the column's padding */
+    if (stride != h->item_size) {
+        uint64_t mask = ~(UINT64_MAX >> (8 * (stride - h->item_size)));
+        for (size_t off = dbytes + stride - 8; off < body; off += stride)
+            if (oc_wire_ld64(p + off) & mask)
+                return OC_ERR_WIRE_LENGTH;
+    }
+    return OC_OK;
+}
+
 static oc_status_t check_mixed(const uint8_t *p, size_t body,
                                const oc_wire_hdr_t *h,
                                const oc_wire_check_t *chk)
@@ -160,10 +196,9 @@ oc_status_t oc_wire_validate(const void *buf, size_t len,
         return OC_ERR_WIRE_VERSION;
     if (h.flags & ~OC_WIRE_F_ALL)
         return OC_ERR_WIRE_FLAGS;
-    /* A stream is one rank's unsorted output for its agent: never fixed
-     * (that is one destination), never for a receiver that is one rank. */
-    if ((h.flags & OC_WIRE_F_STREAM) &&
-        ((h.flags & OC_WIRE_F_FIXED) || chk->dst != OC_WIRE_RANK_NONE))
+    /* A stream is one rank's unsorted output for its agent: never for a
+     * receiver that is one rank. */
+    if ((h.flags & OC_WIRE_F_STREAM) && chk->dst != OC_WIRE_RANK_NONE)
         return OC_ERR_WIRE_FLAGS;
     if (h.job != chk->job)
         return OC_ERR_WIRE_JOB;
@@ -171,7 +206,9 @@ oc_status_t oc_wire_validate(const void *buf, size_t len,
         return OC_ERR_WIRE_LENGTH;
     if (h.count == 0)
         return OC_ERR_WIRE_EMPTY;
-    if (h.flags & OC_WIRE_F_FIXED)
+    if ((h.flags & OC_WIRE_F_ALL) == OC_WIRE_F_ALL)
+        st = check_column(p + OC_WIRE_HDR_LEN, len - OC_WIRE_HDR_LEN, &h, chk);
+    else if (h.flags & OC_WIRE_F_FIXED)
         st = check_fixed(p + OC_WIRE_HDR_LEN, len - OC_WIRE_HDR_LEN, &h, chk);
     else
         st = check_mixed(p + OC_WIRE_HDR_LEN, len - OC_WIRE_HDR_LEN, &h, chk);

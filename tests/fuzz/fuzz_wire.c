@@ -7,7 +7,8 @@
  * the iterator walks it, touching every payload byte, and the invariants
  * that the runtime relies on are checked: the messages fill the bundle
  * exactly, their number is the header's count, every rank is in range and
- * for this receiver, padding is zero, iter_skip agrees with iter_next, and
+ * for this receiver, padding is zero (a column stream's destination column
+ * too), iter_skip agrees with iter_next, and
  * re-encoding the messages gives back the same bytes (one encoding per
  * bundle).  A broken invariant aborts, which libFuzzer reports as a crash.
  *
@@ -65,9 +66,17 @@ static void check_accepted(const uint8_t *buf, size_t len,
     CHECK(h->length == len);
     CHECK(len % 8 == 0 && len > OC_WIRE_HDR_LEN);
     CHECK(h->count > 0);
-    /* a stream: one rank's, never fixed, never accepted by a single rank */
+    /* a stream: one rank's, never accepted by a single rank; with FIXED
+     * in column layout (a destination column, then the items) */
+    const int column = (h->flags & OC_WIRE_F_ALL) == OC_WIRE_F_ALL;
+    if (column) {
+        CHECK(h->item_size > 0);
+        cur += oc_wire_col_dst_bytes(h->count);
+        for (size_t i = 4 * (size_t)h->count;
+             i < oc_wire_col_dst_bytes(h->count); i++)
+            CHECK(buf[OC_WIRE_HDR_LEN + i] == 0);
+    }
     if (h->flags & OC_WIRE_F_STREAM) {
-        CHECK(!(h->flags & OC_WIRE_F_FIXED));
         CHECK(chk->dst == OC_WIRE_RANK_NONE);
         CHECK(rank_for(h->src, chk) && h->dst == OC_WIRE_RANK_NONE);
         CHECK(chk->src == OC_WIRE_RANK_NONE || h->src == chk->src);
@@ -87,7 +96,11 @@ static void check_accepted(const uint8_t *buf, size_t len,
         CHECK(chk->src == OC_WIRE_RANK_NONE || m.src == chk->src);
         if (h->flags & OC_WIRE_F_STREAM)
             CHECK(m.src == h->src);
-        if (h->flags & OC_WIRE_F_FIXED) {
+        if (column) {
+            CHECK(m.len == h->item_size);
+            CHECK(m.src == h->src);
+            CHECK(m.payload == cur);
+        } else if (h->flags & OC_WIRE_F_FIXED) {
             CHECK(m.len == h->item_size && m.len > 0);
             CHECK(m.src == h->src && m.dst == h->dst);
             CHECK(m.payload == cur);
@@ -121,6 +134,14 @@ static void check_accepted(const uint8_t *buf, size_t len,
     re = malloc(len);
     CHECK(re != NULL);
     rp = re + OC_WIRE_HDR_LEN;
+    if (column) {
+        uint32_t k = 0;
+        memset(rp, 0, oc_wire_col_dst_bytes(h->count));
+        oc_wire_iter_init(&it, buf, h);
+        while (oc_wire_iter_next(&it, &m))
+            oc_wire_st32(rp + 4 * (size_t)k++, m.dst);
+        rp += oc_wire_col_dst_bytes(h->count);
+    }
     oc_wire_iter_init(&it, buf, h);
     while (oc_wire_iter_next(&it, &m)) {
         if (h->flags & OC_WIRE_F_FIXED)

@@ -1,6 +1,7 @@
 /*
  * wire_seeds.c — seed corpus for the wire fuzz target: valid bundles of
- * all three modes (mixed, fixed, a rank's stream) and many shapes (so
+ * every mode (mixed, fixed, a rank's stream in row and column layout) and
+ * many shapes (so
  * that mutations start deep inside the validator rather than at the magic
  * check) and a few near misses.
  */
@@ -79,6 +80,23 @@ static size_t stream(seed_t *s, const uint32_t *lens, unsigned n,
     return finish(s, OC_WIRE_F_STREAM, 0, n, src, OC_WIRE_RANK_NONE, job);
 }
 
+/* A rank's column stream: n destinations, then n items of @p item bytes. */
+static size_t column(seed_t *s, uint16_t item, unsigned n, uint32_t nranks,
+                     uint32_t src, uint32_t job)
+{
+    uint8_t pl[4096];
+    uint8_t *col = s->p;
+    for (unsigned k = 0; k < n; k++)
+        oc_wire_st32(col + 4 * k, (k * 7) % nranks);
+    s->p += oc_wire_col_dst_bytes(n);
+    for (unsigned k = 0; k < n; k++) {
+        payload(pl, item, k);
+        s->p = oc_wire_put_item(s->p, pl, item);
+    }
+    return finish(s, OC_WIRE_F_STREAM | OC_WIRE_F_FIXED, item, n, src,
+                  OC_WIRE_RANK_NONE, job);
+}
+
 static size_t fixed(seed_t *s, uint16_t item, unsigned n, uint32_t src,
                     uint32_t dst, uint32_t job)
 {
@@ -148,9 +166,29 @@ unsigned fuzz_wire_seeds(fuzz_seed_fn fn, void *arg)
     len = stream(&s, l3, 3, 8, 7, FUZZ_WIRE_JOB);
     EMIT(1);
 
+    /* column streams (what oc_send_burst writes in stream mode) */
+    start(&s, 0, 0xff, 0, 3);
+    len = column(&s, 8, 9, 16, 3, 7);
+    EMIT(1);
+    start(&s, 0, 0xff, 0, 1);
+    len = column(&s, 5, 4, 16, 0, 7);
+    EMIT(1);
+    start(&s, 5, 0xff, 1, 2);
+    len = column(&s, 24, 3, 8, 7, FUZZ_WIRE_JOB);
+    EMIT(1);
+    /* column near misses: a destination out of range, the column's pad */
+    start(&s, 0, 0xff, 0, 0);
+    len = column(&s, 8, 3, 16, 3, 7);
+    s.b[P + OC_WIRE_HDR_LEN + 4] = 16;
+    EMIT(0);
+    start(&s, 0, 0xff, 0, 0);
+    len = column(&s, 8, 3, 16, 3, 7);
+    s.b[P + OC_WIRE_HDR_LEN + 12] = 1;
+    EMIT(0);
+
     /* stream near misses: at a rank (a destination check: 2, and 0xfe,
      * which also names the source 0), a message from another rank, FIXED
-     * with STREAM */
+     * with STREAM (a column of item size 0) */
     start(&s, 0, 2, 0, 0);
     len = stream(&s, l3, 3, 16, 3, 7);
     EMIT(0);

@@ -329,6 +329,78 @@ static void test_stream_outlet(void **state)
     oc_eng_destroy(e);
 }
 
+/* A column-stream outlet: destinations in a column, items after them;
+ * a partial buffer is compacted (no gap), a full one fills the bundle, a
+ * new length sends the buffer, a zero-length message goes in row layout. */
+static void test_column_outlet(void **state)
+{
+    sink_t s = {0};
+    oc_eng_t *e = mk(&s, 4, false);
+    oc_eng_out_t o;
+    oc_wire_hdr_t h;
+    oc_wire_iter_t it;
+    oc_wire_msg_t m;
+    const uint32_t cap = oc_wire_col_cap(BSIZE, 8);
+    uint32_t k = 0;
+    (void)state;
+    oc_eng_out_init(&o);
+    o.job = 3;
+    o.mixed_only = 1;
+    o.column = 1;
+    o.flags = OC_WIRE_F_STREAM;
+    o.src = 9;
+    /* 5 items: odd count, partial buffer */
+    for (uint64_t v = 0; v < 5; v++)
+        assert_int_equal(oc_eng_put(e, &o, (uint32_t)(v * 3 % NR), 9, &v, 8),
+                         OC_OK);
+    assert_int_equal(oc_eng_out_count(&o), 5);
+    assert_int_equal(oc_eng_col_room(&o, 8), cap - 5);
+    assert_int_equal(oc_eng_col_room(&o, 4), 0);
+    assert_int_equal(oc_eng_flush(e, &o, OC_ENG_FLUSH_EXPLICIT), OC_OK);
+    assert_null(o.dcol);
+    assert_int_equal(s.len[0], OC_WIRE_HDR_LEN + 24 + 5 * 8);
+    h = check(bundle(&s, 0), s.len[0], OC_WIRE_RANK_NONE);
+    assert_int_equal(h.flags, OC_WIRE_F_STREAM | OC_WIRE_F_FIXED);
+    assert_int_equal(h.src, 9);
+    assert_int_equal(h.item_size, 8);
+    oc_wire_iter_init(&it, bundle(&s, 0), &h);
+    while (oc_wire_iter_next(&it, &m)) {
+        uint64_t v;
+        memcpy(&v, m.payload, 8);
+        assert_int_equal(v, k);
+        assert_int_equal(m.dst, k * 3 % NR);
+        k++;
+    }
+    assert_int_equal(k, 5);
+    /* a full buffer: the next item sends it (FULL) with no gap left */
+    for (uint64_t v = 0; v <= cap; v++)
+        assert_int_equal(oc_eng_put(e, &o, 1, 9, &v, 8), OC_OK);
+    assert_int_equal(s.n, 2);
+    h = check(bundle(&s, 1), s.len[1], OC_WIRE_RANK_NONE);
+    assert_int_equal(h.count, cap);
+    assert_int_equal(e->c.flush[OC_ENG_FLUSH_FULL], 1);
+    /* another length: the 1-item buffer goes, a 12-byte one opens */
+    uint8_t twelve[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+    assert_int_equal(oc_eng_put(e, &o, 2, 9, twelve, 12), OC_OK);
+    assert_int_equal(s.n, 3);
+    assert_int_equal(o.item_len, 12);
+    /* zero length: the 12-byte buffer goes, a row-layout one takes it and
+     * then anything */
+    assert_int_equal(oc_eng_put(e, &o, 4, 9, NULL, 0), OC_OK);
+    assert_int_equal(s.n, 4);
+    assert_null(o.dcol);
+    assert_int_equal(oc_eng_put(e, &o, 5, 9, twelve, 12), OC_OK);
+    assert_int_equal(oc_eng_flush(e, &o, OC_ENG_FLUSH_EXPLICIT), OC_OK);
+    h = check(bundle(&s, 4), s.len[4], OC_WIRE_RANK_NONE);
+    assert_int_equal(h.flags, OC_WIRE_F_STREAM);
+    assert_int_equal(h.count, 2);
+    h = check(bundle(&s, 3), s.len[3], OC_WIRE_RANK_NONE);
+    assert_int_equal(h.item_size, 12);
+    assert_int_equal(h.count, 1);
+    sink_free(&s);
+    oc_eng_destroy(e);
+}
+
 /* Retiring an outlet flushes it and takes it off the dirty list. */
 static void test_retire(void **state)
 {
@@ -397,6 +469,7 @@ int main(void)
         cmocka_unit_test(test_policy),
         cmocka_unit_test(test_handoff_error),
         cmocka_unit_test(test_stream_outlet),
+        cmocka_unit_test(test_column_outlet),
         cmocka_unit_test(test_retire),
         cmocka_unit_test(test_ring),
     };

@@ -572,7 +572,9 @@ static void test_reject_flags(void **state)
                       bit == 1 ? OC_ERR_WIRE_RANK : OC_ERR_WIRE_FLAGS);
         len = std_fixed();
         BUF[5] |= (uint8_t)(1u << bit);
-        assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_FLAGS);
+        /* FIXED | STREAM is a column stream, which has no header dst */
+        assert_status(validate_copy(BUF, len, &chk_any),
+                      bit == 1 ? OC_ERR_WIRE_RANK : OC_ERR_WIRE_FLAGS);
     }
     size_t len = std_mixed();
     BUF[5] = 0xff;
@@ -627,9 +629,9 @@ static void test_stream_rejected(void **state)
     assert_status(validate_copy(BUF, len, &from4), OC_ERR_WIRE_RANK);
     /* a rank never receives a stream */
     assert_status(validate_copy(BUF, len, &at_rank), OC_ERR_WIRE_FLAGS);
-    /* FIXED with STREAM */
+    /* FIXED with STREAM: a column stream, whose item size 0 is refused */
     BUF[5] = OC_WIRE_F_STREAM | OC_WIRE_F_FIXED;
-    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_FLAGS);
+    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_ITEM_SIZE);
     /* a header destination */
     len = build_stream(BUF, 5, 8);
     put32(BUF + 36, 3);
@@ -641,6 +643,113 @@ static void test_stream_rejected(void **state)
     /* one message from another rank than the header's */
     len = build_stream(BUF, 5, 8);
     oc_wire_st64(BUF + HDR + 3 * 16, oc_wire_msg_hdr(1, 6, 8));
+    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_RANK);
+}
+
+/* A column stream: @p n destinations, then n items of @p item bytes. */
+static size_t build_column(uint8_t *buf, uint32_t src, uint32_t n,
+                           uint16_t item)
+{
+    uint8_t *p = buf + HDR, *items;
+    oc_wire_hdr_t h;
+    for (uint32_t k = 0; k < n; k++)
+        oc_wire_st32(p + 4 * k, (k * 5) % NRANKS);
+    if (n & 1)
+        oc_wire_st32(p + 4 * n, 0);
+    items = p + oc_wire_col_dst_bytes(n);
+    for (uint32_t k = 0; k < n; k++) {
+        uint8_t v[64];
+        memset(v, (int)(k + 1), sizeof(v));
+        items = oc_wire_put_item(items, v, item);
+    }
+    h = base_hdr(OC_WIRE_F_STREAM | OC_WIRE_F_FIXED, item, n,
+                 (uint32_t)(items - buf));
+    h.src = src;
+    oc_wire_hdr_write(buf, &h);
+    return (size_t)(items - buf);
+}
+
+static void test_column_stream_accepted(void **state)
+{
+    static const uint16_t items[] = {8, 1, 12, 16, 60};
+    const oc_wire_check_t from5 = {JOB, NRANKS, OC_WIRE_RANK_NONE, 5};
+    for (size_t t = 0; t < sizeof(items) / sizeof(items[0]); t++) {
+        for (uint32_t n = 1; n <= 9; n += 4) {
+            oc_wire_hdr_t h;
+            oc_wire_iter_t it, it2;
+            oc_wire_msg_t m = {0, 0, 0, NULL};
+            size_t len = build_column(BUF, 5, n, items[t]);
+            uint32_t k = 0;
+            assert_int_equal(len, HDR + oc_wire_pad8(4 * n) +
+                                      n * oc_wire_pad8(items[t]));
+            assert_status(oc_wire_validate(BUF, len, &from5, &h), OC_OK);
+            assert_int_equal(h.flags, OC_WIRE_F_STREAM | OC_WIRE_F_FIXED);
+            oc_wire_iter_init(&it, BUF, &h);
+            while (oc_wire_iter_next(&it, &m)) {
+                assert_int_equal(m.src, 5);
+                assert_int_equal(m.dst, (k * 5) % NRANKS);
+                assert_int_equal(m.len, items[t]);
+                assert_int_equal(m.payload[0], (uint8_t)(k + 1));
+                k++;
+            }
+            assert_int_equal(k, n);
+            assert_ptr_equal(it.p, BUF + len);
+            /* skip lands on the same message */
+            oc_wire_iter_init(&it2, BUF, &h);
+            oc_wire_iter_skip(&it2, n - 1);
+            assert_true(oc_wire_iter_next(&it2, &m));
+            assert_int_equal(m.dst, ((n - 1) * 5) % NRANKS);
+            assert_int_equal(m.payload[0], (uint8_t)n);
+        }
+    }
+    /* capacity: what oc_wire_col_cap says fits, fits */
+    for (size_t stride = 8; stride <= 64; stride += 8) {
+        uint32_t cap = oc_wire_col_cap(8192, stride);
+        assert_true(cap > 0);
+        assert_true(HDR + oc_wire_col_dst_bytes(cap) + cap * stride <= 8192);
+        assert_true(HDR + oc_wire_col_dst_bytes(cap + 1) +
+                        (cap + 1) * stride > 8192);
+    }
+    assert_int_equal(oc_wire_col_cap(HDR + 8, 8), 0);
+}
+
+static void test_column_stream_rejected(void **state)
+{
+    const oc_wire_check_t from4 = {JOB, NRANKS, OC_WIRE_RANK_NONE, 4};
+    const oc_wire_check_t at_rank = {JOB, NRANKS, 1, OC_WIRE_RANK_NONE};
+    size_t len = build_column(BUF, 5, 7, 8);
+
+    assert_status(validate_copy(BUF, len, &chk_any), OC_OK);
+    /* another sender than the connection's; a rank never receives one */
+    assert_status(validate_copy(BUF, len, &from4), OC_ERR_WIRE_RANK);
+    assert_status(validate_copy(BUF, len, &at_rank), OC_ERR_WIRE_FLAGS);
+    /* a destination out of range, first or last */
+    put32(BUF + HDR, NRANKS);
+    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_RANK);
+    len = build_column(BUF, 5, 7, 8);
+    put32(BUF + HDR + 4 * 6, 0xffffffffu);
+    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_RANK);
+    /* the destination column's padding (odd count) */
+    len = build_column(BUF, 5, 7, 8);
+    put32(BUF + HDR + 4 * 7, 1);
+    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_LENGTH);
+    /* an item's padding */
+    len = build_column(BUF, 5, 4, 5);
+    BUF[HDR + 16 + 8 * 2 + 6] = 1;
+    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_LENGTH);
+    /* count against length: one more, one fewer */
+    len = build_column(BUF, 5, 4, 8);
+    put32(BUF + 8, 5);
+    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_LENGTH);
+    len = build_column(BUF, 5, 4, 8);
+    put32(BUF + 8, 3);
+    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_LENGTH);
+    /* a header destination; a header source out of range */
+    len = build_column(BUF, 5, 4, 8);
+    put32(BUF + 36, 2);
+    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_RANK);
+    len = build_column(BUF, 5, 4, 8);
+    put32(BUF + 32, NRANKS);
     assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_RANK);
 }
 
@@ -976,6 +1085,8 @@ int main(void)
         cmocka_unit_test(test_reject_rank_fixed),
         cmocka_unit_test(test_reject_wrong_dst),
         cmocka_unit_test(test_accept_after_reject),
+        cmocka_unit_test(test_column_stream_accepted),
+        cmocka_unit_test(test_column_stream_rejected),
     };
     return cmocka_run_group_tests_name("wire", tests, NULL, NULL);
 }

@@ -42,10 +42,12 @@
 
 #include <offcore/offcore.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
 #define OC_ENG_NO_ITEM UINT32_MAX
+#define OC_ENG_NO_KEY  UINT64_MAX
 
 /** Why a buffer became a bundle: the one list of flush reasons. */
 typedef enum {
@@ -83,10 +85,20 @@ struct oc_eng_out {
     uint32_t      count;     /**< messages (mixed mode; fixed mode counts
                                   from the write pointer) */
     uint32_t      fsrc, fdst; /**< fixed mode: the one source, destination */
+    uint64_t      fkey8;     /**< fixed mode of 8-byte items:
+                                  oc_eng_fkey(fsrc, fdst); else
+                                  OC_ENG_NO_KEY (a routing loop's one
+                                  compare) */
     uint8_t       listed;    /**< on the dirty list */
     uint8_t       blocked;   /**< max_inflight reached: hold traffic back */
     uint8_t       mixed_only; /**< owner: never use fixed mode */
     uint8_t       flags;     /**< owner: extra bundle flags (OC_WIRE_F_*) */
+    uint8_t       column;    /**< owner: a rank's stream in column layout
+                                  (wire.h): buffers of one item length
+                                  take any destination */
+    uint8_t      *dcol;      /**< column layout: the destination column of
+                                  the open buffer (count entries written);
+                                  NULL in the other layouts */
     oc_eng_buf_t *buf;
     uint64_t      t_first;   /**< when the first message went in (us) */
     uint64_t      seq;
@@ -200,6 +212,8 @@ static inline uint32_t oc_eng_out_count(const oc_eng_out_t *o)
 {
     if (o->buf == NULL)
         return 0;
+    if (o->dcol != NULL)
+        return o->count;
     if (o->item_len != OC_ENG_NO_ITEM)
         return (uint32_t)((size_t)(o->wp - (o->buf->data + OC_WIRE_HDR_LEN)) /
                           o->stride);
@@ -220,6 +234,20 @@ static inline int oc_eng_try_fast(oc_eng_out_t *o, const void *buf, size_t len)
         return 1;
     }
     return 0;
+}
+
+/** (source, destination) as one word: oc_eng_out_t.fkey8. */
+static inline uint64_t oc_eng_fkey(uint32_t src, uint32_t dst)
+{
+    return (uint64_t)src | (uint64_t)dst << 32;
+}
+/** Column layout: room for this many more items in the open buffer (0
+ *  when there is none, or it is not in column layout for @p len). */
+static inline size_t oc_eng_col_room(const oc_eng_out_t *o, size_t len)
+{
+    if (o->dcol == NULL || len != o->item_len)
+        return 0;
+    return (size_t)(o->end - o->wp) / o->stride;
 }
 
 /** oc_eng_put's fast case, inline: an item of the open fixed-mode

@@ -16,12 +16,19 @@
  *          [dst:24 | src:24 | len:16] and len payload bytes padded to 8;
  *   fixed  (flags & FIXED): count items of item_size bytes, each padded to
  *          8, all from hdr.src to hdr.dst: no per-message header.
- *   stream (flags & STREAM, never with FIXED): a mixed bundle that one
- *          rank (hdr.src) wrote toward its agent in the order it sent,
- *          whatever the destinations (agent placement, stream mode; the
- *          agent sorts it per next hop).  Every message's src is hdr.src,
+ *   stream (flags & STREAM): what one rank (hdr.src) wrote toward its
+ *          agent in the order it sent, whatever the destinations (agent
+ *          placement, stream mode; the agent sorts it per next hop).
  *          hdr.dst is OC_WIRE_RANK_NONE, and only an agent accepts one: a
- *          check naming a single receiving rank (chk.dst) rejects it.
+ *          check naming a single receiving rank (chk.dst) rejects it.  Two
+ *          layouts:
+ *          - row (STREAM alone): mixed messages, every src is hdr.src;
+ *          - column (STREAM | FIXED): count items of item_size (>= 1)
+ *            bytes: first the count u32 destinations, zero-padded to 8
+ *            bytes (oc_wire_col_dst_bytes), then the items, each padded
+ *            to 8.  What oc_send_burst is given (an array of destinations,
+ *            an array of messages) goes in as two copies, and the agent
+ *            reads the destinations as one array.
  */
 #ifndef OC_WIRE_H
 #define OC_WIRE_H
@@ -117,6 +124,44 @@ static inline uint8_t *oc_wire_put_item(uint8_t *p, const void *buf, size_t len)
     return p + oc_wire_pad8(len);
 }
 
+/** Column stream: bytes of the destination column of @p n items. */
+static inline size_t oc_wire_col_dst_bytes(size_t n)
+{
+    return oc_wire_pad8(4 * n);
+}
+
+/** Column stream: the most items of @p stride bytes (pad8 of the item
+ *  size) that fit a bundle of @p bundle_size bytes. */
+static inline uint32_t oc_wire_col_cap(size_t bundle_size, size_t stride)
+{
+    size_t n;
+    if (bundle_size < OC_WIRE_HDR_LEN + 8 + stride)
+        return 0;
+    n = (bundle_size - OC_WIRE_HDR_LEN) / (4 + stride);
+    while (n > 0 && OC_WIRE_HDR_LEN + oc_wire_col_dst_bytes(n) + n * stride >
+                        bundle_size)
+        n--;
+    return (uint32_t)n;
+}
+
+static inline uint32_t oc_wire_ld32(const void *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap32(v);
+#endif
+    return v;
+}
+
+static inline void oc_wire_st32(void *p, uint32_t v)
+{
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap32(v);
+#endif
+    memcpy(p, &v, 4);
+}
+
 /** The job a bundle claims, before validation (to pick what to validate
  *  it against).  Returns 0 when too short to have one. */
 static inline int oc_wire_peek_job(const void *buf, size_t len, uint32_t *job)
@@ -138,8 +183,8 @@ void oc_wire_hdr_write(void *buf, const oc_wire_hdr_t *hdr);
  *
  * @return OC_OK and *hdr_out filled, or one of
  *   OC_ERR_WIRE_TRUNCATED (len < header), OC_ERR_WIRE_MAGIC,
- *   OC_ERR_WIRE_VERSION, OC_ERR_WIRE_FLAGS (unknown flags, FIXED with
- *   STREAM, a STREAM bundle for a single rank), OC_ERR_WIRE_JOB,
+ *   OC_ERR_WIRE_VERSION, OC_ERR_WIRE_FLAGS (unknown flags, a STREAM
+ *   bundle for a single rank), OC_ERR_WIRE_JOB,
  *   OC_ERR_WIRE_LENGTH (header length != len, a message running past the
  *   end, bytes left after the last message, non-zero padding),
  *   OC_ERR_WIRE_COUNT, OC_ERR_WIRE_EMPTY (count 0), OC_ERR_WIRE_RANK
@@ -154,9 +199,10 @@ oc_status_t oc_wire_validate(const void *buf, size_t len,
 typedef struct {
     const uint8_t *p;
     uint32_t       left;     /**< messages not yet returned */
-    uint32_t       fixed;    /**< 1 in fixed mode */
+    uint32_t       fixed;    /**< 1 in fixed mode and column streams */
     uint32_t       item_size;
     uint32_t       src, dst; /**< fixed mode */
+    const uint8_t *col;      /**< column stream: the next destination */
 } oc_wire_iter_t;
 
 typedef struct {
@@ -175,6 +221,12 @@ static inline void oc_wire_iter_init(oc_wire_iter_t *it, const void *bundle,
     it->item_size = hdr->item_size;
     it->src = hdr->src;
     it->dst = hdr->dst;
+    it->col = NULL;
+    if ((hdr->flags & (OC_WIRE_F_FIXED | OC_WIRE_F_STREAM)) ==
+        (OC_WIRE_F_FIXED | OC_WIRE_F_STREAM)) {
+        it->col = it->p;
+        it->p += oc_wire_col_dst_bytes(hdr->count);
+    }
 }
 
 /** Next message; false when none is left.  msg->payload points into the
@@ -186,6 +238,10 @@ static inline bool oc_wire_iter_next(oc_wire_iter_t *it, oc_wire_msg_t *msg)
     it->left--;
     if (it->fixed) {
         msg->dst = it->dst;
+        if (it->col != NULL) {
+            msg->dst = oc_wire_ld32(it->col);
+            it->col += 4;
+        }
         msg->src = it->src;
         msg->len = it->item_size;
         msg->payload = it->p;
@@ -208,6 +264,8 @@ static inline void oc_wire_iter_skip(oc_wire_iter_t *it, uint32_t n)
     if (it->fixed) {
         it->p += (size_t)n * oc_wire_pad8(it->item_size);
         it->left -= n;
+        if (it->col != NULL)
+            it->col += 4 * (size_t)n;
         return;
     }
     while (n-- && oc_wire_iter_next(it, &m))
