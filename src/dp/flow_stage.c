@@ -150,6 +150,7 @@ void oc__dp_flow_one(oc_dp_worker_t *w, const uint8_t *frame,
 {
     const uint8_t *ip;
     int fl = -1;
+    oc_flow_ts_t ts, *tsp = NULL;
 
     if (m->reason != OC_PKT_R_IPV4 && m->reason != OC_PKT_R_IPV4_FRAG)
         return;
@@ -159,11 +160,18 @@ void oc__dp_flow_one(oc_dp_worker_t *w, const uint8_t *frame,
      * without reassembly do.  The parser checked the IPv4 header, its
      * total length and (reason ipv4) the TCP header. */
     ip = frame + m->l3_off;
-    if (m->reason == OC_PKT_R_IPV4 && m->key.proto == 6)
-        fl = ip[(ip[0] & 15) * 4 + 13];
+    if (m->reason == OC_PKT_R_IPV4 && m->key.proto == 6) {
+        /* the parser checked the data offset: the options are in the
+         * packet */
+        const uint8_t *tcp = ip + (ip[0] & 15) * 4;
+        fl = tcp[13];
+        if (oc_flow_tcp_ts(tcp, (size_t)(tcp[12] >> 4) * 4, &ts))
+            tsp = &ts;
+    }
     (void)oc_flow_update(w->flow->t, (uint32_t)(ip[2] << 8 | ip[3]), fl,
                          m->key.src_ip, m->key.dst_ip, m->key.sport,
-                         m->key.dport, m->key.proto, vni, (uint16_t)a, *now);
+                         m->key.dport, m->key.proto, vni, (uint16_t)a, *now,
+                         tsp);
 }
 
 void oc__dp_flow_burst(oc_dp_worker_t *w, uint32_t a, oc_pkt_t **pkts,

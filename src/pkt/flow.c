@@ -23,7 +23,20 @@ typedef struct {
     uint16_t flags[2];
     uint64_t syn_us;        /* the initiator's SYN, for the handshake RTT */
     uint32_t rtt_us;
+    /* TCP timestamps RTT (flow.h), per direction of the TSval's sender */
+    uint8_t  ts_seen, ts_pend;      /* bit d: ts_max[d] / pend_*[d] valid */
+    uint32_t ts_max[2];             /* newest TSval seen from d */
+    uint32_t pend_val[2];           /* awaiting its echo from d ^ 1 */
+    uint64_t pend_us[2];            /* when pend_val[d] was first seen */
+    oc_flow_rtt_t rtt[2];
 } flow_t;
+
+const uint32_t oc_flow_rtt_le_us[OC_FLOW_RTT_BUCKETS] = {
+    100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000,
+    1000000};
+
+/* A pending TSval older than this is abandoned (its echo is not coming). */
+#define TS_STALE_US 10000000ull
 
 struct oc_flow_table {
     oc_flow_conf_t c;
@@ -85,6 +98,8 @@ static void to_rec(const flow_t *f, uint8_t reason, oc_flow_rec_t *r)
         r->flags[d] = f->flags[d];
     }
     r->rtt_us = f->rtt_us;
+    r->rtt[0] = f->rtt[0];
+    r->rtt[1] = f->rtt[1];
 }
 
 /* Remove slot @p i, shifting later members of its cluster back. */
@@ -123,10 +138,86 @@ void oc_flow_table_destroy(oc_flow_table_t *t)
     free(t);
 }
 
+bool oc_flow_tcp_ts(const uint8_t *tcp, size_t hdr_len, oc_flow_ts_t *out)
+{
+    size_t i = 20;
+    /* the layout Linux and most stacks send: NOP, NOP, TS */
+    if (hdr_len >= 32 && tcp[20] == 1 && tcp[21] == 1 && tcp[22] == 8 &&
+        tcp[23] == 10)
+        i = 22;
+    while (i < hdr_len) {
+        uint8_t kind = tcp[i], olen;
+        if (kind == 0)          /* end of option list */
+            return false;
+        if (kind == 1) {        /* NOP */
+            i++;
+            continue;
+        }
+        if (i + 1 >= hdr_len)
+            return false;
+        olen = tcp[i + 1];
+        if (olen < 2 || olen > hdr_len - i)
+            return false;       /* malformed: stop */
+        if (kind == 8 && olen == 10) {
+            const uint8_t *o = tcp + i + 2;
+            out->val = (uint32_t)o[0] << 24 | (uint32_t)o[1] << 16 |
+                       (uint32_t)o[2] << 8 | o[3];
+            out->ecr = (uint32_t)o[4] << 24 | (uint32_t)o[5] << 16 |
+                       (uint32_t)o[6] << 8 | o[7];
+            return true;
+        }
+        i += olen;
+    }
+    return false;
+}
+
+static void rtt_add(oc_flow_rtt_t *r, uint64_t us64)
+{
+    uint32_t us = us64 > UINT32_MAX ? UINT32_MAX : (uint32_t)us64;
+    int b = 0;
+    while (b < OC_FLOW_RTT_BUCKETS && us > oc_flow_rtt_le_us[b])
+        b++;
+    r->b[b]++;
+    if (r->n == 0 || us < r->min_us)
+        r->min_us = us;
+    if (us > r->max_us)
+        r->max_us = us;
+    r->n++;
+    r->sum_us += us;
+}
+
+/* Packet of direction @p dir with timestamps @p ts (flow.h's method). */
+static void ts_update(flow_t *f, int dir, const oc_flow_ts_t *ts, bool ack,
+                      uint64_t now)
+{
+    int o = dir ^ 1;
+    uint8_t db = (uint8_t)(1u << dir), ob = (uint8_t)(1u << o);
+
+    /* TSecr is meaningful only with ACK set (RFC 7323 3.2) */
+    if (ack && (f->ts_pend & ob)) {
+        int32_t d = (int32_t)(ts->ecr - f->pend_val[o]);
+        if (d == 0) {
+            rtt_add(&f->rtt[o], now > f->pend_us[o] ? now - f->pend_us[o] : 0);
+            f->ts_pend &= (uint8_t)~ob;
+        } else if (d > 0) {
+            f->ts_pend &= (uint8_t)~ob; /* a later TSval echoed: passed over */
+        }
+    }
+    if (!(f->ts_seen & db) || (int32_t)(ts->val - f->ts_max[dir]) > 0) {
+        f->ts_max[dir] = ts->val;
+        f->ts_seen |= db;
+        if (!(f->ts_pend & db) || now - f->pend_us[dir] > TS_STALE_US) {
+            f->pend_val[dir] = ts->val;
+            f->pend_us[dir] = now;
+            f->ts_pend |= db;
+        }
+    }
+}
+
 bool oc_flow_update(oc_flow_table_t *t, uint32_t len, int tcp_flags,
                     uint32_t src, uint32_t dst, uint16_t sport, uint16_t dport,
                     uint8_t proto, uint32_t vni, uint16_t port,
-                    uint64_t now_us)
+                    uint64_t now_us, const oc_flow_ts_t *ts)
 {
     bool src_is_a = src < dst || (src == dst && sport <= dport);
     uint32_t a = src_is_a ? src : dst, b = src_is_a ? dst : src;
@@ -180,6 +271,8 @@ found:
         else if (dir == 0 && (fl & 0x12) == 0x10 && f->syn_us && !f->rtt_us &&
                  (f->flags[1] & 0x12) == 0x12)
             f->rtt_us = (uint32_t)(now_us - f->syn_us > 0 ? now_us - f->syn_us : 1);
+        if (ts != NULL)
+            ts_update(f, dir, ts, (fl & 0x10) != 0, now_us);
     }
     return true;
 }

@@ -5,7 +5,9 @@
  * table (counted, never overwritten), the table against a naive model
  * under random inserts and expiries (backward-shift deletion), and the
  * IPFIX encoding byte by byte (header, template with RFC 5103 reverse
- * elements, one record).
+ * elements, one record), and round-trip times from TCP timestamps
+ * (exact samples, unknown echoes ignored, TSval wrap-around, no sample
+ * from a retransmission) with the option parser on good and bad headers.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -47,16 +49,16 @@ static void test_biflow(void **state)
     (void)state;
 
     /* a TCP connection: SYN, SYN-ACK, ACK, data both ways, FINs */
-    assert_true(oc_flow_update(t, 60, 0x02, 1, 2, 5000, 80, 6, OC_FLOW_NO_VNI, 0, US(1000)));
-    assert_true(oc_flow_update(t, 60, 0x12, 2, 1, 80, 5000, 6, OC_FLOW_NO_VNI, 0, US(1001)));
-    assert_true(oc_flow_update(t, 52, 0x10, 1, 2, 5000, 80, 6, OC_FLOW_NO_VNI, 0, US(1003)));
-    assert_true(oc_flow_update(t, 1000, 0x18, 2, 1, 80, 5000, 6, OC_FLOW_NO_VNI, 0, US(1004)));
-    assert_true(oc_flow_update(t, 52, 0x11, 1, 2, 5000, 80, 6, OC_FLOW_NO_VNI, 0, US(1005)));
-    assert_true(oc_flow_update(t, 52, 0x11, 2, 1, 80, 5000, 6, OC_FLOW_NO_VNI, 0, US(1006)));
+    assert_true(oc_flow_update(t, 60, 0x02, 1, 2, 5000, 80, 6, OC_FLOW_NO_VNI, 0, US(1000), NULL));
+    assert_true(oc_flow_update(t, 60, 0x12, 2, 1, 80, 5000, 6, OC_FLOW_NO_VNI, 0, US(1001), NULL));
+    assert_true(oc_flow_update(t, 52, 0x10, 1, 2, 5000, 80, 6, OC_FLOW_NO_VNI, 0, US(1003), NULL));
+    assert_true(oc_flow_update(t, 1000, 0x18, 2, 1, 80, 5000, 6, OC_FLOW_NO_VNI, 0, US(1004), NULL));
+    assert_true(oc_flow_update(t, 52, 0x11, 1, 2, 5000, 80, 6, OC_FLOW_NO_VNI, 0, US(1005), NULL));
+    assert_true(oc_flow_update(t, 52, 0x11, 2, 1, 80, 5000, 6, OC_FLOW_NO_VNI, 0, US(1006), NULL));
     /* another flow, UDP, the lower address second */
-    assert_true(oc_flow_update(t, 100, -1, 9, 3, 53, 4000, 17, 42, 7, US(1002)));
+    assert_true(oc_flow_update(t, 100, -1, 9, 3, 53, 4000, 17, 42, 7, US(1002), NULL));
     /* its reply on another port: the flow keeps its first packet's port */
-    assert_true(oc_flow_update(t, 80, -1, 3, 9, 4000, 53, 17, 42, 9, US(1002)));
+    assert_true(oc_flow_update(t, 80, -1, 3, 9, 4000, 53, 17, 42, 9, US(1002), NULL));
     oc_flow_stats(t, &st);
     assert_int_equal(st.active, 2);
     /* FINs both ways: ends after a second of quiet, not before */
@@ -104,13 +106,13 @@ static void test_clock_behind(void **state)
     (void)state;
 
     assert_true(oc_flow_update(t, 60, 0x02, 1, 2, 5000, 80, 6, OC_FLOW_NO_VNI,
-                               0, US(1000) + 500));
+                               0, US(1000) + 500, NULL));
     assert_int_equal(oc_flow_expire(t, US(1000), 1024), 0);
     assert_int_equal(oc_flow_expire(t, 0, 1024), 0);
     assert_true(oc_flow_update(t, 60, 0x12, 2, 1, 80, 5000, 6, OC_FLOW_NO_VNI,
-                               0, US(1001)));
+                               0, US(1001), NULL));
     assert_true(oc_flow_update(t, 52, 0x10, 1, 2, 5000, 80, 6, OC_FLOW_NO_VNI,
-                               0, US(1002)));
+                               0, US(1002), NULL));
     oc_flow_stats(t, &st);
     assert_int_equal(st.active, 1);
     assert_int_equal(nrec, 0);
@@ -126,12 +128,12 @@ static void test_active_and_forced(void **state)
     oc_flow_table_t *t = table(1024);
     (void)state;
     for (uint64_t ms = 0; ms <= 25000; ms += 500)
-        assert_true(oc_flow_update(t, 100, -1, 1, 2, 1, 2, 17, OC_FLOW_NO_VNI, 0, US(ms)));
+        assert_true(oc_flow_update(t, 100, -1, 1, 2, 1, 2, 17, OC_FLOW_NO_VNI, 0, US(ms), NULL));
     /* expiry runs as the traffic goes on: delta records every 10 s */
     for (uint64_t ms = 0; ms <= 25000; ms += 100) {
         if (ms % 500 == 0)
             assert_true(oc_flow_update(t, 100, -1, 1, 2, 1, 2, 17,
-                                       OC_FLOW_NO_VNI, 0, US(30000 + ms)));
+                                       OC_FLOW_NO_VNI, 0, US(30000 + ms), NULL));
         oc_flow_expire(t, US(30000 + ms), 1024);
     }
     assert_true(nrec >= 2);
@@ -159,7 +161,7 @@ static void test_full_and_model(void **state)
 
     /* fill: at most 7/8 of the table, the rest counted */
     for (uint32_t i = 0; i < 1000; i++)
-        oc_flow_update(t, 40, -1, 100 + i, 7, 1, 1, 17, OC_FLOW_NO_VNI, 0, US(0));
+        oc_flow_update(t, 40, -1, 100 + i, 7, 1, 1, 17, OC_FLOW_NO_VNI, 0, US(0), NULL);
     oc_flow_stats(t, &st);
     assert_int_equal(st.active, 896);
     assert_int_equal(st.no_room, 1000 - 896);
@@ -175,7 +177,7 @@ static void test_full_and_model(void **state)
         rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
         uint32_t id = (uint32_t)(rng % 3000);
         now += rng % 3;
-        if (oc_flow_update(t, 40, -1, id, 0x0a000001, 7, 9, 17, OC_FLOW_NO_VNI, 0, US(now))) {
+        if (oc_flow_update(t, 40, -1, id, 0x0a000001, 7, 9, 17, OC_FLOW_NO_VNI, 0, US(now), NULL)) {
             model[id]++;
             seen++;
         }
@@ -245,12 +247,125 @@ static void test_ipfix(void **state)
     assert_int_equal(r[72] << 8 | r[73], 0x12);
 }
 
+/* One TCP packet with timestamps (val, ecr) at @p ms (+ @p us). */
+static void tsp(oc_flow_table_t *t, int fwd, int flags, uint32_t val,
+                uint32_t ecr, uint64_t us)
+{
+    oc_flow_ts_t ts = {val, ecr};
+    if (fwd)
+        assert_true(oc_flow_update(t, 52, flags, 1, 2, 5000, 80, 6,
+                                   OC_FLOW_NO_VNI, 0, us, &ts));
+    else
+        assert_true(oc_flow_update(t, 52, flags, 2, 1, 80, 5000, 6,
+                                   OC_FLOW_NO_VNI, 0, us, &ts));
+}
+
+static void test_ts_rtt(void **state)
+{
+    oc_flow_table_t *t = table(1024);
+    (void)state;
+
+    tsp(t, 1, 0x02, 100, 0, US(1000));        /* SYN: TSecr ignored */
+    tsp(t, 0, 0x12, 7000, 100, US(1003));     /* echo: fwd sample 3 ms */
+    tsp(t, 1, 0x10, 101, 7000, US(1004));     /* echo: rev sample 1 ms */
+    tsp(t, 0, 0x10, 7001, 55, US(1005));      /* unknown (older) echo */
+    tsp(t, 1, 0x18, 101, 7001, US(1006) + 250); /* same TSval; rev 1.25 ms */
+    tsp(t, 0, 0x10, 7002, 101, US(1010));     /* first echo of 101: 6 ms */
+    /* retransmission of the 101 segment and its duplicate ACK: the TSval
+     * is not new, its echo was taken already: no sample */
+    tsp(t, 1, 0x18, 101, 7002, US(1020));     /* echoes 7002: rev 10 ms */
+    tsp(t, 0, 0x10, 7003, 101, US(1025));
+    tsp(t, 0, 0x10, 7003, 101, US(1030));
+    /* an echo newer than the pending TSval abandons it (no sample) */
+    tsp(t, 1, 0x10, 102, 7003, US(1040));     /* rev: 7003 at 1025: 15 ms */
+    tsp(t, 0, 0x10, 7004, 103, US(1041));     /* 103 never seen: passed over */
+    tsp(t, 0, 0x10, 7004, 102, US(1042));     /* 102 abandoned: nothing */
+    oc_flow_table_destroy(t);
+    assert_int_equal(nrec, 1);
+    const oc_flow_rtt_t *f = &recs[0].rtt[0], *r = &recs[0].rtt[1];
+    assert_int_equal(f->n, 2);
+    assert_int_equal(f->min_us, 3000);
+    assert_int_equal(f->max_us, 6000);
+    assert_int_equal(f->sum_us, 9000);
+    assert_int_equal(f->b[5], 1);             /* 3 ms: bucket <= 5 ms */
+    assert_int_equal(f->b[6], 1);             /* 6 ms: bucket <= 10 ms */
+    assert_int_equal(r->n, 4);
+    assert_int_equal(r->min_us, 1000);
+    assert_int_equal(r->max_us, 15000);
+    assert_int_equal(r->sum_us, 1000 + 1250 + 10000 + 15000);
+    assert_int_equal(recs[0].rtt_us, 4000);   /* the handshake RTT too */
+}
+
+static void test_ts_wrap(void **state)
+{
+    oc_flow_table_t *t = table(1024);
+    (void)state;
+
+    tsp(t, 1, 0x10, 0xfffffffeu, 1, US(50));
+    tsp(t, 0, 0x10, 2, 0xfffffffeu, US(52));  /* fwd 2 ms */
+    tsp(t, 1, 0x10, 3, 2, US(53));            /* wrapped TSval is newer; rev 1 ms */
+    tsp(t, 1, 0x10, 0xffffffffu, 2, US(54));  /* older than 3: not pending */
+    tsp(t, 0, 0x10, 4, 0xffffffffu, US(55));  /* unknown echo: nothing */
+    tsp(t, 0, 0x10, 4, 3, US(57));            /* fwd 4 ms */
+    oc_flow_table_destroy(t);
+    assert_int_equal(nrec, 1);
+    assert_int_equal(recs[0].rtt[0].n, 2);
+    assert_int_equal(recs[0].rtt[0].sum_us, 6000);
+    assert_int_equal(recs[0].rtt[0].min_us, 2000);
+    assert_int_equal(recs[0].rtt[0].max_us, 4000);
+    assert_int_equal(recs[0].rtt[1].n, 1);
+    assert_int_equal(recs[0].rtt[1].sum_us, 1000);
+    /* 2 ms and 4 ms: buckets <= 2.5 ms and <= 5 ms */
+    assert_int_equal(recs[0].rtt[0].b[4], 1);
+    assert_int_equal(recs[0].rtt[0].b[5], 1);
+}
+
+static void test_ts_parse(void **state)
+{
+    uint8_t h[60];
+    oc_flow_ts_t ts;
+    (void)state;
+
+    memset(h, 0, sizeof(h));
+    h[12] = 8 << 4;
+    /* Linux data segment: NOP NOP TS */
+    static const uint8_t lin[12] = {1, 1, 8, 10, 0, 0, 1, 2, 0xff, 0, 0, 9};
+    memcpy(h + 20, lin, 12);
+    assert_true(oc_flow_tcp_ts(h, 32, &ts));
+    assert_int_equal(ts.val, 0x102);
+    assert_int_equal(ts.ecr, 0xff000009u);
+    /* SYN: MSS, SACK permitted, TS, NOP, window scale */
+    static const uint8_t syn[20] = {2, 4, 5, 0xb4, 4, 2, 8, 10, 0, 0, 0, 7,
+                                    0, 0, 0, 0, 1, 3, 3, 7};
+    memset(h + 20, 0, 40);
+    memcpy(h + 20, syn, 20);
+    assert_true(oc_flow_tcp_ts(h, 40, &ts));
+    assert_int_equal(ts.val, 7);
+    assert_int_equal(ts.ecr, 0);
+    /* the option cut by the header's end, a zero length, a wrong TS
+     * length, the end-of-list option before it, no options at all */
+    assert_false(oc_flow_tcp_ts(h, 30, &ts));
+    h[21] = 0;
+    assert_false(oc_flow_tcp_ts(h, 40, &ts));
+    memcpy(h + 20, syn, 20);
+    h[27] = 9;
+    assert_false(oc_flow_tcp_ts(h, 40, &ts));
+    memcpy(h + 20, syn, 20);
+    h[24] = 0;
+    assert_false(oc_flow_tcp_ts(h, 40, &ts));
+    assert_false(oc_flow_tcp_ts(h, 20, &ts));
+    memset(h + 20, 1, 40); /* only NOPs */
+    assert_false(oc_flow_tcp_ts(h, 60, &ts));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_biflow), cmocka_unit_test(test_clock_behind),
         cmocka_unit_test(test_active_and_forced),
         cmocka_unit_test(test_full_and_model), cmocka_unit_test(test_ipfix),
+        cmocka_unit_test(test_ts_rtt), cmocka_unit_test(test_ts_wrap),
+        cmocka_unit_test(test_ts_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

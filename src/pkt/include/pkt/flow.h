@@ -12,6 +12,22 @@
  * or when the table is shut down.  A flow that does not fit the table
  * is not tracked and is counted.
  *
+ * Round-trip times all through a TCP flow, where its packets carry the
+ * timestamps option (RFC 7323), by the classic passive method: per
+ * direction, the DPU clock time a TSval is first seen is remembered (one
+ * pending TSval per direction: fixed memory, no allocation); the first
+ * packet of the other direction (ACK set) whose TSecr echoes it gives one
+ * sample.  Forward TSvals echoed by the reverse side measure DPU ->
+ * responder -> DPU (rtt[0]); reverse TSvals, DPU -> initiator -> DPU
+ * (rtt[1]).  Only the first echo of a TSval counts and only a TSval newer
+ * than any before from its side is remembered (retransmissions and
+ * duplicate ACKs give no sample: Karn's rule); an echo of a TSval newer
+ * than the pending one abandons it (it was passed over); serial-number
+ * arithmetic, so TSval wrap-around is fine.  Samples are kept per
+ * direction as count, min, max, sum and a histogram on
+ * oc_flow_rtt_le_us (the same buckets as the Prometheus histograms),
+ * cumulative over the flow's life (not reset at an active timeout).
+ *
  * Threading: a table belongs to one thread; records are handed out
  * through a callback (the caller queues them).  No allocation after
  * create.  Packets are hostile, but the table only reads the parser's
@@ -35,6 +51,22 @@ enum {
     OC_FLOW_END_FORCED = 4,  /* the exporter shut down */
 };
 
+#define OC_FLOW_RTT_BUCKETS 12
+/** Upper bounds (us) of the RTT histogram buckets; one more: +Inf. */
+extern const uint32_t oc_flow_rtt_le_us[OC_FLOW_RTT_BUCKETS];
+
+/** Round-trip time samples of one direction (see above). */
+typedef struct {
+    uint32_t n, min_us, max_us;         /* min/max valid when n > 0 */
+    uint64_t sum_us;
+    uint32_t b[OC_FLOW_RTT_BUCKETS + 1];/* per bucket (not cumulative) */
+} oc_flow_rtt_t;
+
+/** A TCP packet's timestamps option (host order). */
+typedef struct {
+    uint32_t val, ecr;
+} oc_flow_ts_t;
+
 /** One exported record (one direction pair). */
 typedef struct {
     uint64_t start_ms, end_ms;          /* UNIX epoch milliseconds */
@@ -48,6 +80,8 @@ typedef struct {
     uint64_t first_ms;                  /* the flow's first packet */
     uint64_t total_octets;              /* both ways, since first_ms */
     uint32_t rtt_us;                    /* SYN -> ACK of the handshake, 0 none */
+    oc_flow_rtt_t rtt[2];               /* TCP timestamps: toward the
+                                         * responder / the initiator */
 } oc_flow_rec_t;
 
 typedef void (*oc_flow_emit_fn)(void *arg, const oc_flow_rec_t *r);
@@ -74,12 +108,21 @@ void oc_flow_table_destroy(oc_flow_table_t *t);
  * first packet and carried in its records (not part of the key).  @p now_ms the caller's clock (UNIX
  * us).  @return false when the flow was new and the table had no room
  * (counted in oc_flow_stats).  Times are microseconds (the handshake RTT
- * needs them); records carry milliseconds.
+ * needs them); records carry milliseconds.  @p ts: the packet's TCP
+ * timestamps option (oc_flow_tcp_ts()), NULL when it has none.
  */
 bool oc_flow_update(oc_flow_table_t *t, uint32_t ip_len, int tcp_flags,
                     uint32_t src, uint32_t dst, uint16_t sport, uint16_t dport,
                     uint8_t proto, uint32_t vni, uint16_t port,
-                    uint64_t now_us);
+                    uint64_t now_us, const oc_flow_ts_t *ts);
+
+/**
+ * Find the timestamps option (kind 8, length 10) in TCP header @p tcp of
+ * @p hdr_len bytes (its data offset * 4; all of them readable).  Hostile
+ * input: reads nothing outside tcp[0..hdr_len), stops at a malformed
+ * option.  @return true and *out when present.
+ */
+bool oc_flow_tcp_ts(const uint8_t *tcp, size_t hdr_len, oc_flow_ts_t *out);
 
 /** Expire flows: visits up to @p budget slots from where the last call
  *  stopped (a whole pass over time).  @return records emitted. */
