@@ -70,15 +70,28 @@ static const char *const hist_help[H_N] = {
     "duration of ended flows, first to last packet",
     "bytes of ended flows, both directions (IP total lengths)"};
 
+_Static_assert(HB == OC_FLOW_RTT_BUCKETS, "RTT buckets: flow.h's");
+
 typedef struct {
     uint64_t b[HB + 1]; /* per bucket; the exporter writes, metrics read */
     double   sum;
 } hist_t;
 
+/* Round-trip times from TCP timestamps (flow.h): every sample of an ended
+ * flow, per direction: toward the responder / the initiator.  Buckets:
+ * oc_flow_rtt_le_us (the flow table keeps per-bucket counts). */
+static const char *const rtt_fam[2] = {"offcore_dp_tenant_flow_tcp_rtt_seconds",
+                                       "offcore_dp_attach_flow_tcp_rtt_seconds"};
+static const char *const rtt_toward[2] = {"responder", "initiator"};
+#define RTT_HELP                                                               \
+    ("round-trip times of ended TCP flows from their timestamps option "      \
+     "(every sample; toward: from the DPU to that endpoint and back)")
+
 typedef struct {
     char     name[32];
     uint32_t vni;
     hist_t   h[H_N];
+    hist_t   rtt[2];    /* toward the responder, the initiator */
 } thist_t;
 
 struct oc_dp_flow_w {
@@ -117,6 +130,7 @@ struct oc_dp_flow {
     uint32_t  nth;           /* entries of th (release store) */
     thist_t   th[TH_MAX];
     hist_t    ph[OC_DP_MAX_ATTACH][H_N];
+    hist_t    prtt[OC_DP_MAX_ATTACH][2];
     uint64_t  hist_untracked; /* flows of a tenant past TH_MAX entries */
 };
 
@@ -267,6 +281,15 @@ static void hist_observe(hist_t *h, int k, double v)
     h->sum += v;
 }
 
+/* The RTT samples of one direction of a flow into @p h. */
+static void hist_add_rtt(hist_t *h, const oc_flow_rtt_t *r)
+{
+    for (int b = 0; b <= HB; b++)
+        if (r->b[b])
+            __atomic_store_n(&h->b[b], h->b[b] + r->b[b], __ATOMIC_RELAXED);
+    h->sum += (double)r->sum_us / 1e6;
+}
+
 /* The histograms of tenant (name, VNI) of record @p r, or NULL.  The name
  * is the tenant on the record's attachment now, if its VNI is the
  * record's (a tenant deleted since: "-"). */
@@ -301,7 +324,7 @@ static thist_t *tenant_hist(oc_dp_t *dp, const oc_flow_rec_t *r)
 static void flow_hist(oc_dp_t *dp, const oc_flow_rec_t *r)
 {
     struct oc_dp_flow *f = dp->flow;
-    hist_t *h[2] = {NULL, NULL};
+    hist_t *h[2] = {NULL, NULL}, *rh[2] = {NULL, NULL};
     double v[H_N] = {r->rtt_us / 1e6,
                      r->end_ms >= r->first_ms
                          ? (double)(r->end_ms - r->first_ms) / 1e3 : 0,
@@ -310,15 +333,23 @@ static void flow_hist(oc_dp_t *dp, const oc_flow_rec_t *r)
 
     if (r->end_reason == OC_FLOW_END_ACTIVE)
         return;
-    if (r->port < dp->nattach)
+    if (r->port < dp->nattach) {
         h[0] = f->ph[r->port];
+        rh[0] = f->prtt[r->port];
+    }
     if (r->vni != OC_FLOW_NO_VNI && dp->ten != NULL &&
-        (e = tenant_hist(dp, r)) != NULL)
+        (e = tenant_hist(dp, r)) != NULL) {
         h[1] = e->h;
+        rh[1] = e->rtt;
+    }
     for (int i = 0; i < 2; i++)
         for (int k = 0; k < H_N && h[i] != NULL; k++)
             if (k != H_RTT || r->rtt_us != 0)
                 hist_observe(&h[i][k], k, v[k]);
+    for (int i = 0; i < 2; i++)
+        for (int d = 0; d < 2 && rh[i] != NULL; d++)
+            if (r->rtt[d].n)
+                hist_add_rtt(&rh[i][d], &r->rtt[d]);
 }
 
 /* Finish data message @p msg (@p len bytes, @p nrec records: the set
@@ -393,6 +424,20 @@ static void *exporter_main(void *arg)
 
 /* ------------------------------------------------------------ control */
 
+/* One `dp flows` cell of TCP-timestamp RTT samples: min/mean/max ms and
+ * the sample count, "-" with none. */
+static void rtt_cell(const oc_flow_rtt_t *r, FILE *out)
+{
+    char c[64];
+    if (r->n == 0) {
+        fprintf(out, "%-23s ", "-");
+        return;
+    }
+    snprintf(c, sizeof(c), "%.3f/%.3f/%.3f:%u", r->min_us / 1000.0,
+             (double)r->sum_us / r->n / 1000.0, r->max_us / 1000.0, r->n);
+    fprintf(out, "%-23s ", c);
+}
+
 void oc__dp_flow_print(oc_dp_t *dp, uint32_t max, FILE *out)
 {
     struct oc_dp_flow *f = dp->flow;
@@ -422,9 +467,10 @@ void oc__dp_flow_print(oc_dp_t *dp, uint32_t max, FILE *out)
             top_add(&all, &fw->snap[i]);
         pthread_mutex_unlock(&fw->snap_lock);
     }
-    fprintf(out, "%-21s %-21s %-5s %10s %12s %10s %12s %8s %-7s %s\n",
-            "source", "destination", "proto", "packets", "bytes", "rpackets",
-            "rbytes", "age_s", "rtt_ms", "vni");
+    fprintf(out, "%-21s %-21s %-5s %10s %12s %10s %12s %8s %-7s %-23s %-23s "
+            "%s\n", "source", "destination", "proto", "packets", "bytes",
+            "rpackets", "rbytes", "age_s", "rtt_ms", "resp_rtt_ms", "init_rtt_ms",
+            "vni");
     for (uint32_t i = 0; i < all.n && i < max; i++) {
         const oc_flow_rec_t *r = &all.top[i];
         char s[32], d[32];
@@ -442,6 +488,8 @@ void oc__dp_flow_print(oc_dp_t *dp, uint32_t max, FILE *out)
             fprintf(out, "%-7.3f ", r->rtt_us / 1000.0);
         else
             fprintf(out, "%-7s ", "-");
+        for (int k = 0; k < 2; k++)
+            rtt_cell(&r->rtt[k], out);
         /* tenants may use the same addresses: the VNI tells them apart */
         if (r->vni != OC_FLOW_NO_VNI)
             fprintf(out, "%u\n", r->vni);
@@ -476,6 +524,30 @@ static void hist_metrics(oc_dp_t *dp, oc_prom_t *p)
                               hist_le[k], HB, b, e->h[k].sum);
         }
     }
+    if (dp->ten != NULL) {
+        oc_prom_family(p, rtt_fam[0], RTT_HELP, OC_PROM_HISTOGRAM);
+        for (uint32_t i = 0; i < nth; i++) {
+            const thist_t *e = &f->th[i];
+            snprintf(vni, sizeof(vni), "%u", e->vni);
+            for (int d = 0; d < 2; d++) {
+                hist_copy(&e->rtt[d], b);
+                oc_prom_histogram(p, rtt_fam[0],
+                                  OC_PROM_LABELS({"tenant", e->name},
+                                                 {"vni", vni},
+                                                 {"toward", rtt_toward[d]}),
+                                  hist_le[H_RTT], HB, b, e->rtt[d].sum);
+            }
+        }
+    }
+    oc_prom_family(p, rtt_fam[1], RTT_HELP, OC_PROM_HISTOGRAM);
+    for (uint32_t a = 0; a < dp->nattach; a++)
+        for (int d = 0; d < 2; d++) {
+            hist_copy(&f->prtt[a][d], b);
+            oc_prom_histogram(p, rtt_fam[1],
+                              OC_PROM_LABELS({"attach", dp->att[a].name},
+                                             {"toward", rtt_toward[d]}),
+                              hist_le[H_RTT], HB, b, f->prtt[a][d].sum);
+        }
     for (int k = 0; k < H_N; k++) {
         oc_prom_family(p, hist_fam[1][k], hist_help[k], OC_PROM_HISTOGRAM);
         for (uint32_t a = 0; a < dp->nattach; a++) {

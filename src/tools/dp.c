@@ -270,6 +270,10 @@ static int hist_cb(stat_ctx_t *c, const oc_prom_sample_t *s, uint64_t v)
             snprintf(of, sizeof(of), "attach=%s", label(s, "attach"));
         else
             snprintf(of, sizeof(of), "all");
+        /* the timestamp RTTs: one series per direction (count: samples) */
+        if (*label(s, "toward"))
+            snprintf(of + strlen(of), sizeof(of) - strlen(of), " toward=%s",
+                     label(s, "toward"));
         quantile(c, v, 0.5, p50, sizeof(p50));
         quantile(c, v, 0.99, p99, sizeof(p99));
         fprintf(c->sec[S_HIST], "  %-42s %-20s %6" PRIu64 " %12.6g %12s %12s\n",

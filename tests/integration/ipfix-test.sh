@@ -18,7 +18,10 @@
 #     sets, sequence numbers that add up, the observation domain;
 #   - the down collector costs its messages (counted as failed), never a
 #     packet: ping loses nothing;
-#   - `offcore dp flows` lists the live iperf3 flow while it runs.
+#   - `offcore dp flows` lists the live iperf3 flow while it runs, with
+#     round-trip time samples from TCP timestamps both ways (Linux sends
+#     the option by default), and the ended flows' samples are in the
+#     attachment's offcore_dp_attach_flow_tcp_rtt_seconds histogram.
 set -u
 # meson sets MALLOC_PERTURB_: it makes tshark ~80x slower on big captures
 build=$1
@@ -130,6 +133,13 @@ wait $ip || fail "iperf3"
 cat "$tmp/flows.txt"
 grep -q "10.79.0.1:[0-9]* *10.79.0.2:28201 *6 " "$tmp/flows.txt" || fail "flows: no live iperf3 flow"
 ok "offcore dp flows shows the iperf3 flow live"
+# columns 10 and 11: resp_rtt_ms, init_rtt_ms as min/mean/max:samples (the
+# data connection: the largest flow, listed first)
+grep "10.79.0.1:[0-9]* *10.79.0.2:28201 *6 " "$tmp/flows.txt" | head -1 |
+    awk '{ split($10, r, ":"); split($11, i, ":"); split(r[1], m, "/");
+           exit !(r[2] > 0 && i[2] > 0 && m[1] > 0) }' ||
+    fail "flows: no TCP timestamp RTT samples on the iperf3 flow"
+ok "offcore dp flows shows the iperf3 flow's RTT samples both ways"
 sleep 0.5
 kill -INT $td; wait $td 2>/dev/null
 
@@ -139,6 +149,14 @@ exported() { [ "$(metric 'offcore_dp_ipfix_records_total{result="exported"}')" -
 wait_for 15 exported || fail "records not exported: $(ctl stat --raw | grep -E 'ipfix|flows')"
 sleep 1.5 # nfacctd's print refresh
 ctl stat --raw | grep -E '^offcore_dp_(ipfix|flows|flow_tcp)' | grep -v '_bucket'
+for d in responder initiator; do
+    n=$(metric "offcore_dp_attach_flow_tcp_rtt_seconds_count{attach=\"t0\",toward=\"$d\"}")
+    s=$(metric "offcore_dp_attach_flow_tcp_rtt_seconds_sum{attach=\"t0\",toward=\"$d\"}")
+    [ "${n:-0}" -gt 0 ] && awk -v s="${s:-0}" 'BEGIN { exit !(s > 0) }' ||
+        fail "no RTT samples toward the $d in the histogram: $(ctl stat --raw | grep tcp_rtt)"
+    echo "# RTT toward the $d: $n samples, mean $(awk -v s="$s" -v n="$n" 'BEGIN { printf "%.1f us", s / n * 1e6 }')"
+done
+ok "the ended flows' RTT samples are in offcore_dp_attach_flow_tcp_rtt_seconds"
 failed=$(metric 'offcore_dp_ipfix_messages_total{collector="127.0.0.1:28057",result="failed"}')
 [ "${failed:-0}" -gt 0 ] || fail "the down collector's failures were not counted"
 for c in 28055 28056; do
