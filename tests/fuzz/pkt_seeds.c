@@ -147,6 +147,20 @@ unsigned fuzz_pkt_seeds(fuzz_pkt_seed_fn fn, void *arg)
     SEED(FUZZ_PKT_FRAME, len, 1);
     len = fuzz_pkt_ipv4(b, 2, 1, 0, 0, 0, 0);
     SEED(FUZZ_PKT_FRAME, len, 1);
+    /* TCP with the timestamps option (NOP, NOP, TS), both directions */
+    for (int dir = 0; dir < 2; dir++) {
+        len = fuzz_pkt_ipv4(b, 0, 6, dir ? 80 : 1234, dir ? 1234 : 80, 0, 12);
+        static const uint8_t opt[12] = {1, 1, 8, 10, 0, 0, 0x10, 0, 0, 0, 0x0f, 0xff};
+        b[14 + 32] = 8 << 4;
+        b[14 + 33] = 0x10; /* ACK */
+        memcpy(b + 14 + 40, opt, sizeof(opt));
+        if (dir) {
+            b[14 + 15] = 2, b[14 + 19] = 1; /* 10.0.0.2 -> 10.0.0.1 */
+            memcpy(b + 14 + 44, opt + 8, 4); /* echo the other's TSval */
+            memcpy(b + 14 + 48, opt + 4, 4);
+        }
+        SEED(FUZZ_PKT_FRAME, len, 1);
+    }
     len = fuzz_pkt_ipv4(b, 0, 6, 1, 2, 0x2000, 0); /* first fragment */
     SEED(FUZZ_PKT_FRAME, len, 1);
     len = fuzz_pkt_ipv4(b, 0, 17, 1, 2, 0x0010, 0); /* later fragment */
