@@ -7,6 +7,7 @@
  */
 #include "pkt/flow.h"
 
+#include <arpa/inet.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -141,10 +142,17 @@ void oc_flow_table_destroy(oc_flow_table_t *t)
 bool oc_flow_tcp_ts(const uint8_t *tcp, size_t hdr_len, oc_flow_ts_t *out)
 {
     size_t i = 20;
-    /* the layout Linux and most stacks send: NOP, NOP, TS */
-    if (hdr_len >= 32 && tcp[20] == 1 && tcp[21] == 1 && tcp[22] == 8 &&
-        tcp[23] == 10)
-        i = 22;
+    uint32_t w[3];
+    /* the layout Linux and most stacks send on every segment: NOP, NOP,
+     * TS first (one word compare, then the two values) */
+    if (hdr_len >= 32) {
+        memcpy(w, tcp + 20, sizeof(w));
+        if (w[0] == htonl(0x0101080au)) {
+            out->val = ntohl(w[1]);
+            out->ecr = ntohl(w[2]);
+            return true;
+        }
+    }
     while (i < hdr_len) {
         uint8_t kind = tcp[i], olen;
         if (kind == 0)          /* end of option list */
