@@ -25,7 +25,7 @@
 #   - the IPFIX records tshark decodes carry each tenant's VNI
 #     (layer2SegmentId 0x01000000 | VNI) and the inner 5-tuple of its
 #     curl; the per-tenant and per-attachment histograms count the flows
-#     and `offcore dp stat` shows them.
+#     and `offcore dp stat` shows them (with the TCP timestamp RTTs both ways).
 # With WORKERS > 1 (and as many queues on every veth), a frame that reaches
 # the worker not owning its flow is handed over after its decryption.
 set -u
@@ -273,6 +273,8 @@ hist_ok() { # SERVER TENANT VNI ATTACH: at least ping, curl and iperf3's two
     # connections ended (duration and bytes), the three TCP ones with an RTT
     [ "$(metric $1 "offcore_dp_tenant_flow_duration_seconds_count{tenant=\"$2\",vni=\"$3\"}")" -ge 4 ] &&
     [ "$(metric $1 "offcore_dp_tenant_flow_tcp_handshake_rtt_seconds_count{tenant=\"$2\",vni=\"$3\"}")" -ge 3 ] &&
+    [ "$(metric $1 "offcore_dp_tenant_flow_tcp_rtt_seconds_count{tenant=\"$2\",vni=\"$3\",toward=\"responder\"}")" -ge 1 ] &&
+    [ "$(metric $1 "offcore_dp_tenant_flow_tcp_rtt_seconds_count{tenant=\"$2\",vni=\"$3\",toward=\"initiator\"}")" -ge 1 ] &&
     [ "$(metric $1 "offcore_dp_attach_flow_bytes_count{attach=\"$4\"}")" -ge 4 ]
 }
 for s in 1 2; do
@@ -284,7 +286,7 @@ ctl 1 stat >"$tmp/stat.txt" || fail "offcore dp stat"
 grep -q "tenant_flow_duration_seconds .*A.*100" "$tmp/stat.txt" &&
     grep -q "attach_flow_bytes .*b" "$tmp/stat.txt" || fail "stat shows no histograms: $(cat "$tmp/stat.txt")"
 sed -n '/^flow histograms/,/^$/p' "$tmp/stat.txt" | head -14
-ok "per-tenant and per-attachment histograms (RTT, duration, bytes) count the flows; offcore dp stat shows them"
+ok "per-tenant and per-attachment histograms (handshake RTT, timestamp RTTs both ways, duration, bytes) count the flows; offcore dp stat shows them"
 
 # --- live on the shared uplink: B deleted (its frames are dropped, A goes
 # on), a tenant with A's VNI on the same port refused, B added back
