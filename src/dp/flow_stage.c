@@ -11,6 +11,9 @@
  * records{result="queue_full"}); a collector that is down or slow costs its
  * messages (counted per collector), never packets.
  *
+ * Ended flows go into per-tenant and per-attachment Prometheus histograms
+ * (handshake RTT, timestamp RTT samples per direction, duration, bytes).
+ *
  * `offcore dp flows`: the control thread asks for a snapshot; each worker
  * publishes its top flows (by octets) under its snapshot lock at its next
  * tick, so the table itself is only ever touched by its worker.
