@@ -119,6 +119,7 @@ bench-pkt: build
 	$(BUILDDIR)/bench/bench-conntrack
 	$(BUILDDIR)/bench/bench-classifier --data data/classbench $(BENCH_PKT_ARGS)
 	$(BUILDDIR)/bench/bench-esp $(BENCH_ESP_ARGS)
+	$(BUILDDIR)/bench/bench-flow
 	sh bench/run-pkt-forward.sh $(BUILDDIR)
 
 study: build
