@@ -59,11 +59,12 @@ static void prefetch(oc_pkt_t **pkts, uint16_t n, bool headroom)
     }
 }
 
-static void egress(oc_dp_worker_t *w, uint32_t t, oc_pkt_t **pkts, uint16_t n,
-                   uint64_t now, uint8_t *why)
+static void egress(oc_dp_worker_t *w, uint32_t t, uint32_t a, oc_pkt_t **pkts,
+                   uint16_t n, uint64_t now, uint8_t *why)
 {
     struct oc_dp_tenants *ten = w->dp->ten;
     const oc_dp_tenant_conf_t *tc = &ten->t[t];
+    uint32_t x = ten->att_idx[a]; /* the attachment's own MAC, address */
     struct oc_dp_tw *tw = w->tw;
     const uint8_t *ip[OC_DP_BURST_MAX];
     uint32_t len[OC_DP_BURST_MAX];
@@ -81,8 +82,8 @@ static void egress(oc_dp_worker_t *w, uint32_t t, oc_pkt_t **pkts, uint16_t n,
         why[i] = PASS;
         if (r != OC_PKT_R_IPV4 && r != OC_PKT_R_IPV4_FRAG && r != OC_PKT_R_ARP)
             why[i] = OC_DP_T_NOT_IPV4;
-        else if (oc_spoof_check(pkts[i]->data, pkts[i]->len, m, tc->mac,
-                                tc->ip) != OC_SPOOF_OK)
+        else if (oc_spoof_check(pkts[i]->data, pkts[i]->len, m, tc->mac[x],
+                                tc->ip[x]) != OC_SPOOF_OK)
             why[i] = OC_DP_T_SPOOFED;
         else if (r != OC_PKT_R_ARP) {
             w->keys[k] = m->key;
@@ -128,7 +129,7 @@ static void egress(oc_dp_worker_t *w, uint32_t t, oc_pkt_t **pkts, uint16_t n,
         oc_pkt_t *p = pkts[i];
         if (why[i] != PASS)
             continue;
-        if (!oc_policer_take(&tw->pol[t][0], now, p->len)) {
+        if (!oc_policer_take(&tw->pol[a][0], now, p->len)) {
             why[i] = OC_DP_T_POLICED;
             continue;
         }
@@ -152,12 +153,13 @@ static bool may_open(void *arg, uint32_t j)
     return a->g[j] > 0;
 }
 
-static void ingress(oc_dp_worker_t *w, uint32_t t, oc_pkt_t **pkts,
-                    uint16_t n, uint64_t now, uint8_t *why)
+static void ingress(oc_dp_worker_t *w, uint32_t t, uint32_t a,
+                    oc_pkt_t **pkts, uint16_t n, uint64_t now, uint8_t *why)
 {
     static const uint8_t bcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
     struct oc_dp_tenants *ten = w->dp->ten;
     const oc_dp_tenant_conf_t *tc = &ten->t[t];
+    uint32_t x = ten->att_idx[a];
     struct oc_dp_tw *tw = w->tw;
     const uint8_t *ip[OC_DP_BURST_MAX];
     uint32_t len[OC_DP_BURST_MAX], ilen[OC_DP_BURST_MAX];
@@ -210,7 +212,7 @@ static void ingress(oc_dp_worker_t *w, uint32_t t, oc_pkt_t **pkts,
             continue;
         }
         /* delivery to this attachment only: its MAC, or broadcast (ARP) */
-        if (memcmp(in, tc->mac, 6) != 0 && memcmp(in, bcast, 6) != 0) {
+        if (memcmp(in, tc->mac[x], 6) != 0 && memcmp(in, bcast, 6) != 0) {
             why[i] = OC_DP_T_NOT_OURS;
             continue;
         }
@@ -253,7 +255,7 @@ static void ingress(oc_dp_worker_t *w, uint32_t t, oc_pkt_t **pkts,
         oc_pkt_t *p = pkts[i];
         if (why[i] != PASS)
             continue;
-        if (!oc_policer_take(&tw->pol[t][1], now, ilen[i])) {
+        if (!oc_policer_take(&tw->pol[a][1], now, ilen[i])) {
             why[i] = OC_DP_T_POLICED;
             continue;
         }
@@ -282,9 +284,9 @@ uint16_t oc__dp_tenant_stages(oc_dp_worker_t *w, uint32_t a, int dir,
     if (n == 0)
         return 0;
     if (dir == 0)
-        egress(w, t, pkts, n, oc_now_ns(), why);
+        egress(w, t, a, pkts, n, oc_now_ns(), why);
     else
-        ingress(w, t, pkts, n, oc_now_ns(), why);
+        ingress(w, t, a, pkts, n, oc_now_ns(), why);
     for (uint16_t i = 0; i < n; i++) {
         if (why[i] == ANSWERED) {
             arp[na++] = pkts[i];
