@@ -23,7 +23,9 @@
  * ICV and replay window have been checked.
  *
  * A shared wire port is opened once (dp.c) and received by its first
- * attachment; a frame that is no VXLAN, or whose VNI no live tenant on
+ * attachment; an ARP request for a tenant's tunnel address goes to that
+ * tenant's stages (they answer it); a frame that is no VXLAN, or whose VNI
+ * no live tenant on
  * that port has, is dropped and counted per port and reason
  * (offcore_dp_uplink_dropped_packets_total).
  *
@@ -66,6 +68,35 @@ static bool takes(const oc_dp_tenant_conf_t *tc, uint32_t x, const uint8_t *in,
     return false;
 }
 
+/* An ARP request on shared port @p a for a live tenant's tunnel address
+ * (the fabric resolving the DPU's end, as a kernel VXLAN peer does): the
+ * first such tenant's attachment on the port in @p b, whose stages answer
+ * it (tenant_stage.c).  @return 1 so. */
+static int arp_for_tunnel(oc_dp_worker_t *w, uint32_t a, const oc_pkt_t *p,
+                          uint32_t *b)
+{
+    oc_dp_t *dp = w->dp;
+    const uint8_t *f = p->data;
+    uint32_t tip;
+
+    if (p->len < 42 || f[12] != 0x08 || f[13] != 0x06 || f[20] != 0 ||
+        f[21] != 1)
+        return 0;
+    tip = (uint32_t)f[38] << 24 | (uint32_t)f[39] << 16 |
+          (uint32_t)f[40] << 8 | f[41];
+    for (uint32_t x = a; x < dp->nattach; x++) {
+        int t;
+        if (x != a && dp->att[x].wire_of != a + 1)
+            continue;
+        t = __atomic_load_n(&dp->att_tenant[x], __ATOMIC_ACQUIRE);
+        if (t >= 0 && dp->ten->t[t].tun.local_ip == tip) {
+            *b = x;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* The attachment on shared port @p a (its first attachment) whose live
  * tenant has the frame's VNI and that owns the inner destination (takes()),
  * or NONE (counted, verdict set).  A frame of the tenant that no
@@ -79,6 +110,10 @@ static uint32_t demux(oc_dp_worker_t *w, uint32_t a, oc_pkt_t *p)
     uint32_t first = NONE;
 
     p->verdict = OC_DP_V_TENANT;
+    if (vr == OC_VXLAN_NOT_VXLAN && arp_for_tunnel(w, a, p, &first)) {
+        p->verdict = OC_DP_V_FORWARD; /* its stages answer it */
+        return first;
+    }
     if (vr != OC_VXLAN_OK) {
         ctr_add(&w->c.uplink[a][vr], 1);
         return NONE;
