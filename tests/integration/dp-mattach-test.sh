@@ -22,10 +22,13 @@
 #     (with its own MAC or attachment 2's), attachment 2 using attachment
 #     1's IP, and attachment 1's gratuitous ARP for attachment 2's address:
 #     spoofed == 4 exactly, B's counter unchanged;
+#   - host -> host between A's attachments is switched on the DPU through
+#     A's groups: ping both ways, TCP to a port the ingress group opens,
+#     not to another (no_connection); B cannot reach A's attachment;
 #   - tenant list shows both attachments; tenant del A closes both, tenant
 #     add A with the same lists reopens both; B keeps working.
-# Netns and links: prefix ma; no TCP/UDP port is listened on (scapy's
-# frames go to UDP 41900, which nothing receives).
+# Netns and links: prefix ma; TCP ports 41910, 41911 in HA2; scapy's
+# frames go to UDP 41900, which nothing receives.
 set -u
 build=$1
 dp=$build/src/dp/offcore-dp
@@ -105,6 +108,7 @@ attach b host=mab1 wire=maf1
 tenant $TA
 tenant B vni=200 attach=b mac=02:00:0a:14:00:b1 ip=10.20.0.1 local=192.168.91.1 local_mac=02:00:c0:a8:5b:01 remote=192.168.91.2 remote_mac=02:00:c0:a8:5b:02
 tenant_rule A ingress id=1 action=allow proto=icmp
+tenant_rule A ingress id=2 action=allow proto=tcp dport=41910
 conntrack flows=4096
 EOF
 OC_LOG=info ip netns exec $D "$dp" --config "$tmp/dp.conf" >>"$tmp/dp.log" 2>&1 &
@@ -136,6 +140,23 @@ pings $HA1 10.20.0.5 || fail "ping from A1 to 10.20.0.5"
 ip netns exec $HB ping -c 2 -i 0.2 -W 1 10.20.0.5 >/dev/null 2>&1 && fail "B reached A's remote"
 ip -n $RA neigh show | grep -q 02:00:0a:14:00:b1 && fail "A's remote saw B's MAC"
 ok "B reaches B's remote (same address), not 10.20.0.5 (A's remote only); A does"
+
+# --- host -> host within A (hairpin on the DPU, through A's groups):
+# ICMP and TCP 41910 are open by A's ingress group, the replies pass as
+# their flows'; TCP 41911 and UDP 41912 are not: no_connection
+echo "a2-server" >"$tmp/a2.txt"
+bg ip netns exec $HA2 python3 -m http.server 41910 --bind 10.20.0.3 --directory "$tmp" >/dev/null 2>&1
+bg ip netns exec $HA2 python3 -m http.server 41911 --bind 10.20.0.3 --directory "$tmp" >/dev/null 2>&1
+listening() { ip netns exec $1 ss -Hltn "sport = :$2" | grep -q .; }
+wait_for 10 listening $HA2 41910 && wait_for 10 listening $HA2 41911 || fail "servers in HA2"
+pings $HA1 10.20.0.3 || fail "ping from A's attachment 1 to attachment 2"
+pings $HA2 10.20.0.1 || fail "ping from A's attachment 2 to attachment 1"
+ip netns exec $HA1 curl -sf --max-time 3 http://10.20.0.3:41910/a2.txt | grep -q a2-server || fail "curl a1 -> a2:41910"
+nc0=$(drop A no_connection)
+ip netns exec $HA1 curl -sf --max-time 2 http://10.20.0.3:41911/a2.txt >/dev/null && fail "a2:41911 reachable under default deny"
+[ "$(drop A no_connection)" -gt "$nc0" ] || fail "no_connection not counted for a1 -> a2:41911"
+ip netns exec $HB ping -c 1 -W 1 10.20.0.3 >/dev/null 2>&1 && fail "B reached A's attachment 2"
+ok "host -> host within A: ping both ways, curl to a2:41910 (ingress rule; replies by conntrack), a2:41911 refused (no_connection $nc0 -> $(drop A no_connection)); B cannot reach a2"
 
 # --- anti-spoofing, per attachment
 cat >"$tmp/spoof.py" <<'EOF'
