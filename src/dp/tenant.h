@@ -10,6 +10,9 @@
  *   host -> wire: parse, anti-spoofing (MAC, IPv4, ARP), egress security
  *     group (default allow), connection tracking (opens flows), policing,
  *     VXLAN encapsulation with the tenant's VNI;
+ *   host -> host: a frame for another attachment of the same tenant
+ *     hairpins (tenant_stage.c), through the same steps, the ingress group
+ *     deciding whether it opens a flow, no encapsulation;
  *   wire -> host: VXLAN decapsulation (malformed counted by reason, VNI
  *     other than the tenant's: unknown_vni), inner parse, connection
  *     tracking (flows of the tenant pass), else the ingress security group
