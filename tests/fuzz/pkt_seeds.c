@@ -167,7 +167,7 @@ unsigned fuzz_pkt_seeds(fuzz_pkt_seed_fn fn, void *arg)
     for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
         len = strlen(texts[i]);
         memcpy(b, texts[i], len);
-        SEED(i < 4 ? FUZZ_PKT_RULE : FUZZ_PKT_CONF, len, i < 7);
+        SEED(i < 4 ? FUZZ_PKT_RULE : FUZZ_PKT_CONF, len, i < 8);
     }
 #undef SEED
     return n;
