@@ -1,5 +1,5 @@
 #!/bin/sh
-# dp-mattach-test.sh BUILDDIR — a tenant with two host-side attachments
+# dp-mattach-test.sh BUILDDIR [THREADS] — a tenant with two host-side attachments
 # (two workloads of one customer on this server) beside another tenant, all
 # on one uplink, with real traffic (root, network namespaces and scapy;
 # exit 77 = skipped otherwise).  The remote ends are Linux kernel vxlan
@@ -31,6 +31,10 @@
 # frames go to UDP 41900, which nothing receives.
 set -u
 build=$1
+# THREADS (default 1): offcore-dp's workers and every veth's queues; with
+# 2, frames whose flow the other worker owns are handed to it
+nq=${2:-1}
+Q="numtxqueues $nq numrxqueues $nq"
 dp=$build/src/dp/offcore-dp
 cli=$build/src/tools/offcore
 T0=$(date +%s)
@@ -60,10 +64,10 @@ fail_logs() {
 }
 
 for n in $HA1 $HA2 $HB $R $RA $RB; do ip netns add $n || fail "netns"; done
-ip link add maa0 netns $HA1 type veth peer name maa1 netns $D || fail veth
-ip link add mac0 netns $HA2 type veth peer name mac1 netns $D || fail veth
-ip link add mab0 netns $HB type veth peer name mab1 netns $D || fail veth
-ip link add maf0 netns $R type veth peer name maf1 netns $D || fail veth
+ip link add maa0 $Q netns $HA1 type veth peer name maa1 $Q netns $D || fail veth
+ip link add mac0 $Q netns $HA2 type veth peer name mac1 $Q netns $D || fail veth
+ip link add mab0 $Q netns $HB type veth peer name mab1 $Q netns $D || fail veth
+ip link add maf0 $Q netns $R type veth peer name maf1 $Q netns $D || fail veth
 ip -n $HA1 link set maa0 address 02:00:0a:14:00:a1 mtu 1450
 ip -n $HA2 link set mac0 address 02:00:0a:14:00:a3 mtu 1450
 ip -n $HB link set mab0 address 02:00:0a:14:00:b1 mtu 1450
@@ -100,7 +104,7 @@ ctl() { "$cli" dp --control unix:$sock "$@"; }
 TA="A vni=100 attach=a1,a2 mac=02:00:0a:14:00:a1,02:00:0a:14:00:a3 ip=10.20.0.1,10.20.0.3 local=192.168.91.1 local_mac=02:00:c0:a8:5b:01 remote=192.168.91.2 remote_mac=02:00:c0:a8:5b:02"
 cat >"$tmp/dp.conf" <<EOF
 # tenant A: two attachments (a1, a2); tenant B: one; one uplink (maf1)
-threads 1
+threads $nq
 control unix:$sock
 attach a1 host=maa1 wire=maf1
 attach a2 host=mac1 wire=maf1
@@ -199,6 +203,9 @@ ctl tenant add B2 vni=300 attach=a2 mac=02:00:0a:14:00:c1 ip=10.20.0.9 local=192
     grep -q "attachment 'a2' has a tenant" || fail "a2 taken by a second tenant"
 ok "tenant list shows a1,a2; tenant del A closed both (B unaffected); tenant add A reopened both"
 
+if [ "$nq" -gt 1 ]; then
+    ok "$nq workers: $(ctl stat --raw | sed -n 's/^offcore_dp_tenant_handoff_packets_total{tenant="\(.\)"} \([0-9]*\)$/\1:\2/p' | tr '\n' ' ')frames handed to the worker owning their flow"
+fi
 kill -TERM $dppid; wait $dppid; rc=$?; dppid=
 [ $rc -eq 0 ] || fail "offcore-dp exit $rc"
 echo "PASS ($(($(date +%s) - T0)) s)"
