@@ -60,6 +60,7 @@ cleanup_on_exit $HA1 $HA2 $HB $R $RA $RB $D
 fail_logs() {
     echo "--- offcore-dp log"; tail -30 "$tmp/dp.log" 2>/dev/null
     echo "--- counters"; ctl stat --raw 2>/dev/null | grep tenant | grep -v ' 0$'
+    # MA_HOLD=SECONDS: keep the namespaces that long to look at a failure
     [ -n "${MA_HOLD:-}" ] && sleep "$MA_HOLD"
 }
 
