@@ -548,8 +548,9 @@ static void check_shared_wire(const oc_dp_conf_t *c, const char *name,
             oc_conf_error(e, name, x->line, "attach %s: a shared wire port "
                              "(%s) needs backend=xdp", x->name, x->wire);
         for (uint32_t t = 0; t < tc->ntenants; t++)
-            if (!strcmp(tc->t[t].attach, x->name))
-                ta = (int)t;
+            for (uint32_t i = 0; i < tc->t[t].natt; i++)
+                if (!strcmp(tc->t[t].attach[i], x->name))
+                    ta = (int)t;
         if (ta < 0) {
             oc_conf_error(e, name, x->line, "attach %s shares wire %s with "
                              "another attachment: it needs a tenant (frames "
@@ -557,13 +558,15 @@ static void check_shared_wire(const oc_dp_conf_t *c, const char *name,
                              x->name, x->wire);
             continue;
         }
+        /* a tenant's own attachments share its VNI; other tenants' not */
         for (uint32_t t = 0; t < (uint32_t)ta; t++) {
-            const oc_dp_attach_conf_t *y = NULL;
+            bool same_wire = false;
             for (uint32_t b = 0; b < c->nattach; b++)
-                if (!strcmp(c->attach[b].name, tc->t[t].attach))
-                    y = &c->attach[b];
-            if (y != NULL && !strcmp(y->wire, x->wire) &&
-                tc->t[t].vni == tc->t[ta].vni)
+                for (uint32_t i = 0; i < tc->t[t].natt; i++)
+                    if (!strcmp(c->attach[b].name, tc->t[t].attach[i]) &&
+                        !strcmp(c->attach[b].wire, x->wire))
+                        same_wire = true;
+            if (same_wire && tc->t[t].vni == tc->t[ta].vni)
                 oc_conf_error(e, name, tc->t[ta].line, "tenant %s: vni %u "
                                  "is tenant %s's on the same wire %s (tenants "
                                  "sharing a wire need distinct VNIs)",

@@ -63,8 +63,11 @@ oc_status_t oc__dp_tenants_start(oc_dp_t *dp, const oc_dp_conf_t *c)
     memset(ten->live, 1, ten->n);
     for (uint32_t t = 0; t < ten->n; t++) {
         for (uint32_t a = 0; a < c->nattach; a++)
-            if (!strcmp(c->attach[a].name, tc->t[t].attach))
-                dp->att_tenant[a] = (int)t;
+            for (uint32_t i = 0; i < tc->t[t].natt; i++)
+                if (!strcmp(c->attach[a].name, tc->t[t].attach[i])) {
+                    dp->att_tenant[a] = (int)t;
+                    ten->att_idx[a] = (uint8_t)i;
+                }
         for (int d = 0; d < 2; d++) {
             st = oc_acl_create(OC_DP_MAX_TRULES, &ten->acl[t][d]);
             if (st != OC_OK)
@@ -96,10 +99,11 @@ oc_status_t oc__dp_tenants_start(oc_dp_t *dp, const oc_dp_conf_t *c)
                      "bytes)", tc->ct_flows, oc_ct_mem_for(tc->ct_flows));
             return st;
         }
-        for (uint32_t t = 0; t < ten->n; t++)
-            for (int d = 0; d < 2; d++)
-                oc_policer_init(&tw->pol[t][d], tc->t[t].rate, tc->t[t].burst,
-                                now);
+        for (uint32_t a = 0; a < c->nattach; a++)
+            for (int d = 0; d < 2 && dp->att_tenant[a] >= 0; d++)
+                oc_policer_init(&tw->pol[a][d],
+                                tc->t[dp->att_tenant[a]].rate,
+                                tc->t[dp->att_tenant[a]].burst, now);
     }
     st = oc__dp_hand_create(dp);
     if (st != OC_OK)
@@ -419,10 +423,16 @@ int oc__dp_tenant_ctl(oc_dp_t *dp, const char *line, FILE *out)
             char ip[16], rip[16];
             if (!dp->ten->live[t])
                 continue;
-            ip_str(c->ip, ip, sizeof(ip));
             ip_str(c->tun.remote_ip, rip, sizeof(rip));
-            fprintf(out, "%s vni=%u attach=%s ip=%s remote=%s rate=%llu\n",
-                    c->name, c->vni, c->attach, ip, rip,
+            fprintf(out, "%s vni=%u attach=", c->name, c->vni);
+            for (uint32_t i = 0; i < c->natt; i++)
+                fprintf(out, "%s%s", i ? "," : "", c->attach[i]);
+            fprintf(out, " ip=");
+            for (uint32_t i = 0; i < c->natt; i++) {
+                ip_str(c->ip[i], ip, sizeof(ip));
+                fprintf(out, "%s%s", i ? "," : "", ip);
+            }
+            fprintf(out, " remote=%s rate=%llu\n", rip,
                     (unsigned long long)(c->rate * 8 / 1000000));
         }
         return 1;

@@ -1,11 +1,18 @@
 /*
  * tenant.h — offcore-dp's tenant stages: configuration (tenant_conf.c) and
- * the pipeline (tenant.c).  A tenant owns one attachment: its host port
- * carries the tenant's workload, its wire port the tenant's VXLAN tunnel.
+ * the pipeline (tenant.c).  A tenant owns one or more attachments (up to
+ * OC_DP_TENANT_ATT, each a VM or container of the tenant on this server):
+ * an attachment's host port carries that workload, with its own MAC and
+ * IPv4 address; the wire port the tenant's VXLAN tunnel.  The attachments
+ * share the tenant's VNI, tunnel, security groups and connection table;
+ * anti-spoofing, delivery and policing are per attachment.
  *
  *   host -> wire: parse, anti-spoofing (MAC, IPv4, ARP), egress security
  *     group (default allow), connection tracking (opens flows), policing,
  *     VXLAN encapsulation with the tenant's VNI;
+ *   host -> host: a frame for another attachment of the same tenant
+ *     hairpins (tenant_stage.c), through the same steps, the ingress group
+ *     deciding whether it opens a flow, no encapsulation;
  *   wire -> host: VXLAN decapsulation (malformed counted by reason, VNI
  *     other than the tenant's: unknown_vni), inner parse, connection
  *     tracking (flows of the tenant pass), else the ingress security group
@@ -30,15 +37,18 @@
 
 #define OC_DP_MAX_TENANTS 16
 #define OC_DP_MAX_TRULES  256
+#define OC_DP_TENANT_ATT  8   /* attachments per tenant */
 
 typedef struct {
     char     name[32];
-    char     attach[32];
+    uint32_t natt;            /* attachments, 1..OC_DP_TENANT_ATT */
+    char     attach[OC_DP_TENANT_ATT][32];
     uint32_t vni;
-    uint8_t  mac[6];
-    uint32_t ip;              /* host order */
+    uint8_t  mac[OC_DP_TENANT_ATT][6];  /* attach[i]'s own */
+    uint32_t ip[OC_DP_TENANT_ATT];      /* attach[i]'s own, host order */
     oc_vxlan_tun_t tun;
-    uint64_t rate;            /* bytes per second, 0: unlimited */
+    uint64_t rate;            /* bytes per second, 0: unlimited; per
+                               * attachment and direction */
     uint64_t burst;           /* bytes */
     unsigned line;
 } oc_dp_tenant_conf_t;

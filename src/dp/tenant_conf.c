@@ -2,9 +2,13 @@
  * tenant_conf.c — the tenant directives of offcore-dp's config file
  * (tenant.h; docs/tenants.md):
  *
- *   tenant NAME vni=N attach=ATT mac=MAC ip=A.B.C.D local=A.B.C.D
- *          local_mac=MAC remote=A.B.C.D remote_mac=MAC [rate=MBIT]
- *          [burst=BYTES]
+ *   tenant NAME vni=N attach=ATT[,ATT...] mac=MAC[,MAC...]
+ *          ip=A.B.C.D[,A.B.C.D...] local=A.B.C.D local_mac=MAC
+ *          remote=A.B.C.D remote_mac=MAC [rate=MBIT] [burst=BYTES]
+ *
+ *   (several attachments of one tenant: attach=, mac= and ip= are lists
+ *   of the same length, the i-th MAC and address being the i-th
+ *   attachment's own)
  *   tenant_rule NAME ingress|egress RULE   (RULE: the `rule` syntax)
  *   conntrack [flows=N] [TIMEOUT=SECONDS]...
  *
@@ -34,6 +38,47 @@ static int parse_mac(const char *s, uint8_t mac[6])
     for (int i = 0; i < 6; i++)
         mac[i] = (uint8_t)v[i];
     return 0;
+}
+
+/* a comma-separated list @p s: each item through @p one (0 good) into
+ * item i; @return the count, or -1 (an empty item, more than max) */
+static int list(const char *s, int max, int (*one)(const char *, void *, int),
+                void *out)
+{
+    char buf[OC_DP_TENANT_ATT * 40], *save = NULL, *it;
+    int n = 0;
+    size_t l = strlen(s);
+
+    if (l == 0 || l >= sizeof(buf) || s[0] == ',' || s[l - 1] == ',' ||
+        strstr(s, ",,") != NULL)
+        return -1;
+    memcpy(buf, s, l + 1);
+    for (it = strtok_r(buf, ",", &save); it != NULL;
+         it = strtok_r(NULL, ",", &save)) {
+        if (n == max || one(it, out, n) != 0)
+            return -1;
+        n++;
+    }
+    return n;
+}
+
+static int one_att(const char *s, void *out, int i)
+{
+    char (*att)[32] = out;
+    if (strlen(s) >= sizeof(att[i]))
+        return -1;
+    snprintf(att[i], sizeof(att[i]), "%s", s);
+    return 0;
+}
+
+static int one_mac(const char *s, void *out, int i)
+{
+    return parse_mac(s, ((uint8_t (*)[6])out)[i]);
+}
+
+static int one_ip(const char *s, void *out, int i)
+{
+    return oc_kv_ipv4(s, &((uint32_t *)out)[i]);
 }
 
 static int find(const oc_dp_tenants_conf_t *tc, const char *name)
@@ -70,14 +115,16 @@ int oc__dp_tenant_parse(oc_dp_tenants_conf_t *tc, char **tok, int n,
     oc_dp_tenant_conf_t t;
     unsigned have = 0;
     uint64_t v = 0;
+    int nl[3] = {0, 0, 0}; /* items of attach=, mac=, ip= */
 #define ERR(...) oc_conf_error(e, file, ln, __VA_ARGS__)
 
     memset(&t, 0, sizeof(t));
     t.line = ln;
     t.burst = 65536;
     if (n < 2 || strlen(tok[1]) >= sizeof(t.name) || strchr(tok[1], '=')) {
-        ERR("tenant takes NAME vni=N attach=ATT mac=MAC ip=A.B.C.D local=IP "
-            "local_mac=MAC remote=IP remote_mac=MAC [rate=MBIT] [burst=BYTES]");
+        ERR("tenant takes NAME vni=N attach=ATT[,ATT...] mac=MAC[,MAC...] "
+            "ip=A.B.C.D[,...] local=IP local_mac=MAC remote=IP remote_mac=MAC "
+            "[rate=MBIT] [burst=BYTES]");
         return -1;
     }
     snprintf(t.name, sizeof(t.name), "%s", tok[1]);
@@ -91,11 +138,17 @@ int oc__dp_tenant_parse(oc_dp_tenants_conf_t *tc, char **tok, int n,
             t.vni = (uint32_t)v;
             break;
         case ATT:
-            bad = strlen(eq) >= sizeof(t.attach);
-            snprintf(t.attach, sizeof(t.attach), "%s", eq);
+            nl[0] = list(eq, OC_DP_TENANT_ATT, one_att, t.attach);
+            bad = nl[0] < 0;
             break;
-        case MAC: bad = parse_mac(eq, t.mac); break;
-        case IP: bad = oc_kv_ipv4(eq, &t.ip); break;
+        case MAC:
+            nl[1] = list(eq, OC_DP_TENANT_ATT, one_mac, t.mac);
+            bad = nl[1] < 0;
+            break;
+        case IP:
+            nl[2] = list(eq, OC_DP_TENANT_ATT, one_ip, t.ip);
+            bad = nl[2] < 0;
+            break;
         case LOC: bad = oc_kv_ipv4(eq, &t.tun.local_ip); break;
         case LMAC: bad = parse_mac(eq, t.tun.local_mac); break;
         case REM: bad = oc_kv_ipv4(eq, &t.tun.remote_ip); break;
@@ -114,9 +167,11 @@ int oc__dp_tenant_parse(oc_dp_tenants_conf_t *tc, char **tok, int n,
             return -1;
         }
         if (bad) {
-            ERR("tenant %s: %s '%.40s' is not valid (vni 1..16777215, MAC "
-                "aa:bb:cc:dd:ee:ff, IPv4 dotted, rate 0..400000 Mbit/s, "
-                "burst 1514..1073741824 bytes)", t.name, k, eq);
+            ERR("tenant %s: %.12s '%.60s' is not valid (vni 1..16777215, MAC "
+                "aa:bb:cc:dd:ee:ff, IPv4 dotted, attach=/mac=/ip= lists of "
+                "1..%d comma-separated items, attachment names under 32 "
+                "bytes, rate 0..400000 Mbit/s, burst 1514..1073741824 bytes)",
+                t.name, k, eq, OC_DP_TENANT_ATT);
             return -1;
         }
     }
@@ -125,16 +180,38 @@ int oc__dp_tenant_parse(oc_dp_tenants_conf_t *tc, char **tok, int n,
             "remote= remote_mac=", t.name);
         return -1;
     }
+    if (nl[1] != nl[0] || nl[2] != nl[0]) {
+        ERR("tenant %s: %d attachments but %d MACs and %d addresses (one mac= "
+            "and one ip= item per attach= item, in the same order)", t.name,
+            nl[0], nl[1], nl[2]);
+        return -1;
+    }
+    t.natt = (uint32_t)nl[0];
+    for (uint32_t i = 0; i < t.natt; i++)
+        for (uint32_t j = 0; j < i; j++) {
+            const char *what = !strcmp(t.attach[i], t.attach[j]) ? "attachment"
+                               : !memcmp(t.mac[i], t.mac[j], 6) ? "MAC"
+                               : t.ip[i] == t.ip[j] ? "address" : NULL;
+            if (what != NULL) {
+                /* anti-spoofing and delivery tell attachments apart by
+                 * their own MAC and address */
+                ERR("tenant %s: attachments %s and %s have the same %s",
+                    t.name, t.attach[j], t.attach[i], what);
+                return -1;
+            }
+        }
     if (find(tc, t.name) >= 0) {
         ERR("tenant %s: defined twice", t.name);
         return -1;
     }
     for (uint32_t i = 0; i < tc->ntenants; i++)
-        if (!strcmp(tc->t[i].attach, t.attach)) {
-            ERR("tenant %s: attachment %s already belongs to tenant %s", t.name,
-                t.attach, tc->t[i].name);
-            return -1;
-        }
+        for (uint32_t x = 0; x < tc->t[i].natt; x++)
+            for (uint32_t y = 0; y < t.natt; y++)
+                if (!strcmp(tc->t[i].attach[x], t.attach[y])) {
+                    ERR("tenant %s: attachment %s already belongs to tenant "
+                        "%s", t.name, t.attach[y], tc->t[i].name);
+                    return -1;
+                }
     if (tc->ntenants == OC_DP_MAX_TENANTS) {
         ERR("more than %u tenants", OC_DP_MAX_TENANTS);
         return -1;
@@ -240,13 +317,14 @@ void oc__dp_tenants_check(const oc_dp_conf_t *c, const char *file,
     if (tc->ntenants > 0 && c->bare)
         oc_conf_error(e, file, tc->t[0].line,
                       "tenants need the stages: not with 'stages none'");
-    for (uint32_t i = 0; i < tc->ntenants; i++) {
-        bool found = false;
-        for (uint32_t a = 0; a < c->nattach; a++)
-            found |= !strcmp(c->attach[a].name, tc->t[i].attach);
-        if (!found)
-            oc_conf_error(e, file, tc->t[i].line,
-                          "tenant %s: no attachment '%s'", tc->t[i].name,
-                          tc->t[i].attach);
-    }
+    for (uint32_t i = 0; i < tc->ntenants; i++)
+        for (uint32_t x = 0; x < tc->t[i].natt; x++) {
+            bool found = false;
+            for (uint32_t a = 0; a < c->nattach; a++)
+                found |= !strcmp(c->attach[a].name, tc->t[i].attach[x]);
+            if (!found)
+                oc_conf_error(e, file, tc->t[i].line,
+                              "tenant %s: no attachment '%s'", tc->t[i].name,
+                              tc->t[i].attach[x]);
+        }
 }

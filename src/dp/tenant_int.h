@@ -23,7 +23,7 @@ struct oc_dp_tw {
     uint32_t     cap;        /* flows the table holds */
     uint64_t     sweep_us;   /* the expiry sweep's last call (tenant.c) */
     uint64_t     sweep_owed; /* entries x microseconds it still owes */
-    oc_policer_t pol[OC_DP_MAX_TENANTS][2];
+    oc_policer_t pol[OC_DP_MAX_ATTACH][2]; /* per attachment, direction */
     tctr_t       c[OC_DP_MAX_TENANTS];
     /* control requests: req set by the control thread, cleared by the
      * worker when done (seq_cst) */
@@ -38,6 +38,10 @@ struct oc_dp_tenants {
     oc_dp_tenant_conf_t t[OC_DP_MAX_TENANTS];
     oc_acl_t *acl[OC_DP_MAX_TENANTS][2]; /* [t][ingress] */
     uint8_t   live[OC_DP_MAX_TENANTS];    /* slot in use (tenant_live.c) */
+    /* dp attachment a is attachment att_idx[a] of tenant att_tenant[a]
+     * (its MAC and address: t[].mac/ip[att_idx[a]]); written before
+     * att_tenant[a] is published (release) */
+    uint8_t   att_idx[OC_DP_MAX_ATTACH];
 };
 
 void oc__dp_tenants_defaults(oc_dp_tenants_conf_t *tc);

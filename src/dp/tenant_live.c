@@ -5,9 +5,10 @@
  * Add: the line is checked like a config line (tenant_conf.c), then a free
  * slot gets the tenant, its security groups and, in every worker, fresh
  * policers and counters (no worker reads an unpublished slot), and only
- * then the attachment points at it (a release store the workers load with
- * acquire).  Del: the attachment is closed first (it drops every frame
- * until a tenant is added on it: never forwarded unfiltered), then the
+ * then its attachments point at it (release stores the workers load with
+ * acquire).  Del: all its attachments are closed first (they drop every
+ * frame until a tenant is added on them: never forwarded unfiltered), then
+ * the
  * control thread waits until every worker has finished the burst it was
  * in (its loop counter moved, or it sleeps), flushes the tenant's flows in
  * every worker and frees the slot.
@@ -63,7 +64,7 @@ static int add(oc_dp_t *dp, char *args, FILE *out)
     oc_dp_tenants_conf_t *tmp;
     oc_conf_errors_t err;
     char *tok[24];
-    int n, a;
+    int n, a[OC_DP_TENANT_ATT];
     uint32_t slot;
     const oc_dp_tenant_conf_t *tc;
 
@@ -89,27 +90,32 @@ static int add(oc_dp_t *dp, char *args, FILE *out)
         return 1;
     }
     tc = &tmp->t[0];
-    a = attach_of(dp, tc->attach);
     for (uint32_t t = 0; t < ten->n; t++)
         if (ten->live[t] && !strcmp(ten->t[t].name, tc->name)) {
             fprintf(out, "error: tenant %s exists\n", tc->name);
             goto done;
         }
-    if (a < 0 || __atomic_load_n(&dp->att_tenant[a], __ATOMIC_RELAXED) >= 0) {
-        fprintf(out, "error: tenant %s: attachment '%s' %s\n", tc->name,
-                tc->attach, a < 0 ? "does not exist" : "has a tenant");
-        goto done;
-    }
-    /* a shared wire port tells its tenants apart by VNI (uplink.c) */
-    for (uint32_t b = 0; b < dp->nattach; b++) {
-        uint32_t own_a = dp->att[a].wire_of ? dp->att[a].wire_of - 1 : (uint32_t)a;
-        uint32_t own_b = dp->att[b].wire_of ? dp->att[b].wire_of - 1 : b;
-        int tb = __atomic_load_n(&dp->att_tenant[b], __ATOMIC_RELAXED);
-        if (b != (uint32_t)a && own_a == own_b && tb >= 0 &&
-            ten->t[tb].vni == tc->vni) {
-            fprintf(out, "error: tenant %s: vni %u is tenant %s's on the same "
-                         "wire port\n", tc->name, tc->vni, ten->t[tb].name);
+    for (uint32_t i = 0; i < tc->natt; i++) {
+        a[i] = attach_of(dp, tc->attach[i]);
+        if (a[i] < 0 ||
+            __atomic_load_n(&dp->att_tenant[a[i]], __ATOMIC_RELAXED) >= 0) {
+            fprintf(out, "error: tenant %s: attachment '%s' %s\n", tc->name,
+                    tc->attach[i], a[i] < 0 ? "does not exist" : "has a tenant");
             goto done;
+        }
+        /* a shared wire port tells its tenants apart by VNI (uplink.c) */
+        for (uint32_t b = 0; b < dp->nattach; b++) {
+            uint32_t own_a = dp->att[a[i]].wire_of ? dp->att[a[i]].wire_of - 1
+                                                   : (uint32_t)a[i];
+            uint32_t own_b = dp->att[b].wire_of ? dp->att[b].wire_of - 1 : b;
+            int tb = __atomic_load_n(&dp->att_tenant[b], __ATOMIC_RELAXED);
+            if (b != (uint32_t)a[i] && own_a == own_b && tb >= 0 &&
+                ten->t[tb].vni == tc->vni) {
+                fprintf(out, "error: tenant %s: vni %u is tenant %s's on the "
+                             "same wire port\n", tc->name, tc->vni,
+                        ten->t[tb].name);
+                goto done;
+            }
         }
     }
     for (slot = 0; slot < ten->n && ten->live[slot]; slot++)
@@ -130,17 +136,25 @@ static int add(oc_dp_t *dp, char *args, FILE *out)
     for (uint32_t q = 0; q < dp->nthreads; q++) {
         struct oc_dp_tw *tw = dp->w[q].tw;
         memset(&tw->c[slot], 0, sizeof(tw->c[slot]));
-        for (int d = 0; d < 2; d++)
-            oc_policer_init(&tw->pol[slot][d], tc->rate, tc->burst, now_ns());
+        for (uint32_t i = 0; i < tc->natt; i++)
+            for (int d = 0; d < 2; d++)
+                oc_policer_init(&tw->pol[a[i]][d], tc->rate, tc->burst,
+                                now_ns());
     }
+    for (uint32_t i = 0; i < tc->natt; i++)
+        ten->att_idx[a[i]] = (uint8_t)i;
     ten->live[slot] = 1;
     if (slot == ten->n)
         ten->n++;
     pthread_mutex_unlock(&dp->lock);
-    __atomic_store_n(&dp->att_tenant[a], (int)slot, __ATOMIC_RELEASE);
-    oc_info(OC_COMP_DP, "tenant %s added on attachment %s (vni %u)", tc->name,
-            tc->attach, tc->vni);
-    fprintf(out, "ok\nadded tenant %s on attachment %s\n", tc->name, tc->attach);
+    for (uint32_t i = 0; i < tc->natt; i++)
+        __atomic_store_n(&dp->att_tenant[a[i]], (int)slot, __ATOMIC_RELEASE);
+    oc_info(OC_COMP_DP, "tenant %s added on %u attachment(s), the first %s "
+            "(vni %u)", tc->name, tc->natt, tc->attach[0], tc->vni);
+    fprintf(out, "ok\nadded tenant %s on attachment", tc->name);
+    for (uint32_t i = 0; i < tc->natt; i++)
+        fprintf(out, "%s%s", i ? "," : " ", tc->attach[i]);
+    fprintf(out, "\n");
 done:
     free(tmp);
     return 1;
@@ -150,7 +164,8 @@ static int del(oc_dp_t *dp, const char *name, FILE *out)
 {
     struct oc_dp_tenants *ten = dp->ten;
     uint32_t t;
-    int a = -1;
+    char names[OC_DP_TENANT_ATT * 33] = "-";
+    size_t used = 0;
 
     for (t = 0; t < ten->n; t++)
         if (ten->live[t] && !strcmp(ten->t[t].name, name))
@@ -159,11 +174,15 @@ static int del(oc_dp_t *dp, const char *name, FILE *out)
         fprintf(out, "error: no tenant '%.64s'\n", name);
         return 1;
     }
+    /* every attachment of the tenant closes */
     for (uint32_t i = 0; i < dp->nattach; i++)
-        if (__atomic_load_n(&dp->att_tenant[i], __ATOMIC_RELAXED) == (int)t)
-            a = (int)i;
-    if (a >= 0)
-        __atomic_store_n(&dp->att_tenant[a], -2, __ATOMIC_RELEASE);
+        if (__atomic_load_n(&dp->att_tenant[i], __ATOMIC_RELAXED) == (int)t) {
+            __atomic_store_n(&dp->att_tenant[i], -2, __ATOMIC_RELEASE);
+            if (used < sizeof(names) - 33)
+                used += (size_t)snprintf(names + used, sizeof(names) - used,
+                                         "%s%s", used ? "," : "",
+                                         dp->att[i].name);
+        }
     if (grace(dp) != 0 || oc__dp_tenant_ask_all(dp, 1, (int)t) != 0) {
         /* a worker is stuck: keep the slot (its flows may still be used) */
         fprintf(out, "error: a worker did not answer; attachment closed, "
@@ -177,10 +196,10 @@ static int del(oc_dp_t *dp, const char *name, FILE *out)
         ten->acl[t][d] = NULL;
     }
     pthread_mutex_unlock(&dp->lock);
-    oc_info(OC_COMP_DP, "tenant %s deleted; attachment %s closed", name,
-            a >= 0 ? dp->att[a].name : "-");
-    fprintf(out, "ok\ndeleted tenant %s; attachment %s drops every frame until "
-                 "a tenant is added on it\n", name, a >= 0 ? dp->att[a].name : "-");
+    oc_info(OC_COMP_DP, "tenant %s deleted; attachment(s) %s closed", name,
+            names);
+    fprintf(out, "ok\ndeleted tenant %s; attachment(s) %s drop every frame "
+                 "until a tenant is added on them\n", name, names);
     return 1;
 }
 

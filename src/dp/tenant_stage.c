@@ -2,6 +2,13 @@
  * tenant_stage.c — the tenant stages on a burst (tenant.h):
  *   host -> wire: parse, anti-spoofing, egress group, conntrack (opens
  *     flows), policing, VXLAN encapsulation;
+ *   host -> host (hairpin): a frame from one of a tenant's attachments to
+ *     another of its attachments on this DPU (that one's MAC, or a
+ *     broadcast ARP request for its address) takes the host -> wire steps
+ *     but conntrack opens its flow only if the tenant's ingress group
+ *     allows it (the receiving side's default deny; replies pass as the
+ *     flow's), both attachments' policers, and goes to the other
+ *     attachment's host port unencapsulated;
  *   wire -> host: the ARP responder of the tunnel end, VXLAN
  *     decapsulation, VNI, inner parse, delivery check, conntrack | the
  *     ingress group (default deny; an allowed packet opens its flow),
@@ -31,6 +38,7 @@
 
 #define PASS 0xff /* why[i] of a frame still on its way */
 #define ANSWERED 0xfe /* an ARP request for the tunnel end, answered */
+#define NONE 0xff /* to[i] of a frame for the wire (not a hairpin) */
 
 static inline void add(uint64_t *c, uint64_t v)
 {
@@ -59,11 +67,63 @@ static void prefetch(oc_pkt_t **pkts, uint16_t n, bool headroom)
     }
 }
 
-static void egress(oc_dp_worker_t *w, uint32_t t, oc_pkt_t **pkts, uint16_t n,
-                   uint64_t now, uint8_t *why)
+/* The dp attachment of tenant @p t's attachment other than @p x that host
+ * frame @p f is for (its MAC, or a broadcast ARP request for its address),
+ * or NONE. */
+static uint8_t sibling(const oc_dp_t *dp, uint32_t t, uint32_t x,
+                       const uint8_t *f, uint32_t len)
+{
+    static const uint8_t bcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+    const oc_dp_tenant_conf_t *tc = &dp->ten->t[t];
+    uint32_t y = NONE;
+
+    if (tc->natt < 2 || len < 14)
+        return NONE;
+    for (uint32_t i = 0; i < tc->natt; i++)
+        if (i != x && !memcmp(f, tc->mac[i], 6))
+            y = i;
+    if (y == NONE && !memcmp(f, bcast, 6) && len >= 42 && f[12] == 0x08 &&
+        f[13] == 0x06 && f[20] == 0 && f[21] == 1) {
+        uint32_t tip = (uint32_t)f[38] << 24 | (uint32_t)f[39] << 16 |
+                       (uint32_t)f[40] << 8 | f[41];
+        for (uint32_t i = 0; i < tc->natt; i++)
+            if (i != x && tc->ip[i] == tip)
+                y = i;
+    }
+    if (y == NONE)
+        return NONE;
+    for (uint32_t b = 0; b < dp->nattach; b++)
+        if (__atomic_load_n(&dp->att_tenant[b], __ATOMIC_ACQUIRE) == (int)t &&
+            dp->ten->att_idx[b] == y)
+            return (uint8_t)b;
+    return NONE;
+}
+
+/* conntrack's question on the host side: a flow toward the wire opens;
+ * one toward another attachment (a hairpin) if the ingress group allows */
+typedef struct {
+    oc_dp_worker_t *w;
+    oc_acl_t       *acl; /* the tenant's ingress group */
+    const uint16_t *at;
+    const uint8_t  *to;
+    int8_t         *g;   /* per conntrack packet: the answer, 2 not asked */
+} hask_t;
+
+static bool may_open_out(void *arg, uint32_t j)
+{
+    hask_t *a = arg;
+    if (a->to[a->at[j]] == NONE)
+        return true;
+    a->g[j] = (int8_t)group(a->acl, &a->w->meta[a->at[j]].key);
+    return a->g[j] > 0;
+}
+
+static void egress(oc_dp_worker_t *w, uint32_t t, uint32_t a, oc_pkt_t **pkts,
+                   uint16_t n, uint64_t now, uint8_t *why, uint8_t *to)
 {
     struct oc_dp_tenants *ten = w->dp->ten;
     const oc_dp_tenant_conf_t *tc = &ten->t[t];
+    uint32_t x = ten->att_idx[a]; /* the attachment's own MAC, address */
     struct oc_dp_tw *tw = w->tw;
     const uint8_t *ip[OC_DP_BURST_MAX];
     uint32_t len[OC_DP_BURST_MAX];
@@ -71,6 +131,8 @@ static void egress(oc_dp_worker_t *w, uint32_t t, oc_pkt_t **pkts, uint16_t n,
     oc_ct_result_t cr[OC_DP_BURST_MAX];
     oc_ct_info_t info[OC_DP_BURST_MAX];
     oc_vxlan_hdr_t hdr;
+    int8_t g[OC_DP_BURST_MAX];
+    hask_t ask = {w, ten->acl[t][1], at, to, g};
 
     prefetch(pkts, n, true);
     /* parse and anti-spoofing; the keys of IPv4 frames for the group */
@@ -79,14 +141,18 @@ static void egress(oc_dp_worker_t *w, uint32_t t, oc_pkt_t **pkts, uint16_t n,
         oc_pkt_reason_t r = oc_pkt_parse(pkts[i]->data, pkts[i]->len,
                                          w->dp->max_frame, m);
         why[i] = PASS;
+        to[i] = NONE;
         if (r != OC_PKT_R_IPV4 && r != OC_PKT_R_IPV4_FRAG && r != OC_PKT_R_ARP)
             why[i] = OC_DP_T_NOT_IPV4;
-        else if (oc_spoof_check(pkts[i]->data, pkts[i]->len, m, tc->mac,
-                                tc->ip) != OC_SPOOF_OK)
+        else if (oc_spoof_check(pkts[i]->data, pkts[i]->len, m, tc->mac[x],
+                                tc->ip[x]) != OC_SPOOF_OK)
             why[i] = OC_DP_T_SPOOFED;
-        else if (r != OC_PKT_R_ARP) {
-            w->keys[k] = m->key;
-            w->kidx[k++] = i;
+        else {
+            to[i] = sibling(w->dp, t, x, pkts[i]->data, pkts[i]->len);
+            if (r != OC_PKT_R_ARP) {
+                w->keys[k] = m->key;
+                w->kidx[k++] = i;
+            }
         }
     }
     /* the egress group, one lookup for the burst: allowed unless a rule
@@ -101,12 +167,38 @@ static void egress(oc_dp_worker_t *w, uint32_t t, oc_pkt_t **pkts, uint16_t n,
         }
         ip[nc] = pkts[i]->data + w->meta[i].l3_off;
         len[nc] = pkts[i]->len - w->meta[i].l3_off;
+        g[nc] = 2;
         at[nc++] = i;
     }
-    /* connection tracking: the host opens flows */
-    oc_ct_track_burst(tw->ct, (uint16_t)t, ip, len, nc, now / 1000000, NULL,
-                      NULL, cr, info);
-    for (uint16_t j = 0; j < nc; j++)
+    /* connection tracking: the host opens flows (a hairpin's, if the
+     * ingress group allows) */
+    oc_ct_track_burst(tw->ct, (uint16_t)t, ip, len, nc, now / 1000000,
+                      may_open_out, &ask, cr, info);
+    for (uint16_t j = 0; j < nc; j++) {
+        if (to[at[j]] != NONE) { /* as on the way in */
+            uint8_t *y = &why[at[j]];
+            int gj = g[j];
+            switch (cr[j]) {
+            case OC_CT_NEW:
+            case OC_CT_EST:
+            case OC_CT_RELATED:
+                break;
+            case OC_CT_INVALID:
+                *y = OC_DP_T_INVALID;
+                break;
+            case OC_CT_FULL:
+                *y = OC_DP_T_TABLE_FULL;
+                break;
+            default:
+                if (gj == 2)
+                    gj = group(ask.acl, &w->meta[at[j]].key);
+                if (gj <= 0)
+                    *y = gj == 0 ? OC_DP_T_DENIED : OC_DP_T_NO_CONN;
+                else if (cr[j] == OC_CT_NO_CONN)
+                    *y = OC_DP_T_INVALID;
+            }
+            continue;
+        }
         switch (cr[j]) {
         case OC_CT_NEW:
         case OC_CT_EST:
@@ -122,16 +214,21 @@ static void egress(oc_dp_worker_t *w, uint32_t t, oc_pkt_t **pkts, uint16_t n,
         default:
             why[at[j]] = OC_DP_T_INVALID;
         }
-    /* policing and encapsulation, in order */
+    }
+    /* policing and encapsulation, in order (a hairpin: both attachments'
+     * policers, no encapsulation) */
     oc_vxlan_hdr_init(&hdr, &tc->tun, tc->vni);
     for (uint16_t i = 0; i < n; i++) {
         oc_pkt_t *p = pkts[i];
         if (why[i] != PASS)
             continue;
-        if (!oc_policer_take(&tw->pol[t][0], now, p->len)) {
+        if (!oc_policer_take(&tw->pol[a][0], now, p->len) ||
+            (to[i] != NONE && !oc_policer_take(&tw->pol[to[i]][1], now, p->len))) {
             why[i] = OC_DP_T_POLICED;
             continue;
         }
+        if (to[i] != NONE)
+            continue;
         p->data = oc_vxlan_encap_hdr(p->data, p->len, &hdr, w->meta[i].hash);
         p->len += OC_VXLAN_OVERHEAD;
     }
@@ -152,12 +249,13 @@ static bool may_open(void *arg, uint32_t j)
     return a->g[j] > 0;
 }
 
-static void ingress(oc_dp_worker_t *w, uint32_t t, oc_pkt_t **pkts,
-                    uint16_t n, uint64_t now, uint8_t *why)
+static void ingress(oc_dp_worker_t *w, uint32_t t, uint32_t a,
+                    oc_pkt_t **pkts, uint16_t n, uint64_t now, uint8_t *why)
 {
     static const uint8_t bcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
     struct oc_dp_tenants *ten = w->dp->ten;
     const oc_dp_tenant_conf_t *tc = &ten->t[t];
+    uint32_t x = ten->att_idx[a];
     struct oc_dp_tw *tw = w->tw;
     const uint8_t *ip[OC_DP_BURST_MAX];
     uint32_t len[OC_DP_BURST_MAX], ilen[OC_DP_BURST_MAX];
@@ -210,7 +308,7 @@ static void ingress(oc_dp_worker_t *w, uint32_t t, oc_pkt_t **pkts,
             continue;
         }
         /* delivery to this attachment only: its MAC, or broadcast (ARP) */
-        if (memcmp(in, tc->mac, 6) != 0 && memcmp(in, bcast, 6) != 0) {
+        if (memcmp(in, tc->mac[x], 6) != 0 && memcmp(in, bcast, 6) != 0) {
             why[i] = OC_DP_T_NOT_OURS;
             continue;
         }
@@ -253,7 +351,7 @@ static void ingress(oc_dp_worker_t *w, uint32_t t, oc_pkt_t **pkts,
         oc_pkt_t *p = pkts[i];
         if (why[i] != PASS)
             continue;
-        if (!oc_policer_take(&tw->pol[t][1], now, ilen[i])) {
+        if (!oc_policer_take(&tw->pol[a][1], now, ilen[i])) {
             why[i] = OC_DP_T_POLICED;
             continue;
         }
@@ -268,9 +366,10 @@ uint16_t oc__dp_tenant_stages(oc_dp_worker_t *w, uint32_t a, int dir,
     int ti = __atomic_load_n(&w->dp->att_tenant[a], __ATOMIC_ACQUIRE);
     uint32_t t = (uint32_t)ti;
     struct oc_dp_tw *tw = w->tw;
-    uint8_t why[OC_DP_BURST_MAX];
-    oc_pkt_t *arp[OC_DP_BURST_MAX];
-    uint16_t k = 0, na = 0, sent;
+    uint8_t why[OC_DP_BURST_MAX], to[OC_DP_BURST_MAX], hto[OC_DP_BURST_MAX];
+    oc_pkt_t *arp[OC_DP_BURST_MAX], *hair[OC_DP_BURST_MAX];
+    uint16_t k = 0, na = 0, nh = 0, sent;
+    uint64_t dests = 0; /* hairpins' attachments, a bit each */
 
     if (ti < 0) {
         /* its tenant was deleted: the attachment is closed until a tenant
@@ -281,13 +380,20 @@ uint16_t oc__dp_tenant_stages(oc_dp_worker_t *w, uint32_t a, int dir,
     }
     if (n == 0)
         return 0;
+    memset(to, NONE, n);
     if (dir == 0)
-        egress(w, t, pkts, n, oc_now_ns(), why);
+        egress(w, t, a, pkts, n, oc_now_ns(), why, to);
     else
-        ingress(w, t, pkts, n, oc_now_ns(), why);
+        ingress(w, t, a, pkts, n, oc_now_ns(), why);
     for (uint16_t i = 0; i < n; i++) {
         if (why[i] == ANSWERED) {
             arp[na++] = pkts[i];
+            continue;
+        }
+        if (why[i] == PASS && to[i] != NONE) {
+            hto[nh] = to[i];
+            hair[nh++] = pkts[i];
+            dests |= 1ull << to[i];
             continue;
         }
         if (why[i] == PASS) {
@@ -309,6 +415,20 @@ uint16_t oc__dp_tenant_stages(oc_dp_worker_t *w, uint32_t a, int dir,
             arp[i]->verdict = OC_DP_V_TX_FULL;
             pkts[k++] = arp[i];
         }
+    }
+    /* hairpins: to each other attachment's host port, in order */
+    for (uint32_t b = 0; dests != 0; b++, dests >>= 1) {
+        oc_pkt_t *sub[OC_DP_BURST_MAX];
+        uint16_t ns = 0;
+        if (!(dests & 1))
+            continue;
+        for (uint16_t i = 0; i < nh; i++)
+            if (hto[i] == b)
+                sub[ns++] = hair[i];
+        add(&tw->c[t].pkts[1], ns);
+        for (uint16_t i = 0; i < ns; i++)
+            sub[i]->verdict = OC_DP_V_FORWARD;
+        oc__dp_send(w, w->dp->att[a].port[0], w->dp->att[b].port[0], sub, ns);
     }
     return k;
 }

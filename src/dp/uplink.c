@@ -8,7 +8,9 @@
  *     with the tenant's VNI · ESP encryption of the VXLAN packet (tunnel
  *     mode between the two DPUs' wire addresses) · send
  *   wire -> host: parse · ESP decryption · on a shared wire port, the
- *     tenant by VNI · tenant stages (decapsulation, VNI check, conntrack,
+ *     tenant by VNI, and among that tenant's attachments the one whose MAC
+ *     is the inner destination (a broadcast ARP request: the one whose
+ *     address it asks for) · tenant stages (decapsulation, VNI check, conntrack,
  *     ingress group, policing) · flow accounting of the inner packet ·
  *     delivery to that tenant's host port
  *
@@ -21,7 +23,9 @@
  * ICV and replay window have been checked.
  *
  * A shared wire port is opened once (dp.c) and received by its first
- * attachment; a frame that is no VXLAN, or whose VNI no live tenant on
+ * attachment; an ARP request for a tenant's tunnel address goes to that
+ * tenant's stages (they answer it); a frame that is no VXLAN, or whose VNI
+ * no live tenant on
  * that port has, is dropped and counted per port and reason
  * (offcore_dp_uplink_dropped_packets_total).
  *
@@ -41,15 +45,75 @@ static inline void ctr_add(uint64_t *c, uint64_t v)
     __atomic_store_n(c, *c + v, __ATOMIC_RELAXED);
 }
 
+/* Does attachment @p x of tenant @p tc take inner frame @p in (@p len
+ * bytes)?  Its own MAC, or a broadcast ARP asking for its own address
+ * (other broadcasts: demux() gives them to the tenant's first attachment). */
+static bool takes(const oc_dp_tenant_conf_t *tc, uint32_t x, const uint8_t *in,
+                  uint32_t len)
+{
+    static const uint8_t bcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+
+    if (len < 14)
+        return false;
+    if (!memcmp(in, tc->mac[x], 6))
+        return true;
+    if (memcmp(in, bcast, 6) != 0)
+        return false;
+    if (in[12] == 0x08 && in[13] == 0x06 && len >= 14 + 28) {
+        const uint8_t *tip = in + 14 + 24; /* the ARP target address */
+        uint32_t ip = (uint32_t)tip[0] << 24 | (uint32_t)tip[1] << 16 |
+                      (uint32_t)tip[2] << 8 | tip[3];
+        return ip == tc->ip[x];
+    }
+    return false;
+}
+
+/* An ARP request on shared port @p a for a live tenant's tunnel address
+ * (the fabric resolving the DPU's end, as a kernel VXLAN peer does): the
+ * first such tenant's attachment on the port in @p b, whose stages answer
+ * it (tenant_stage.c).  @return 1 so. */
+static int arp_for_tunnel(oc_dp_worker_t *w, uint32_t a, const oc_pkt_t *p,
+                          uint32_t *b)
+{
+    oc_dp_t *dp = w->dp;
+    const uint8_t *f = p->data;
+    uint32_t tip;
+
+    if (p->len < 42 || f[12] != 0x08 || f[13] != 0x06 || f[20] != 0 ||
+        f[21] != 1)
+        return 0;
+    tip = (uint32_t)f[38] << 24 | (uint32_t)f[39] << 16 |
+          (uint32_t)f[40] << 8 | f[41];
+    for (uint32_t x = a; x < dp->nattach; x++) {
+        int t;
+        if (x != a && dp->att[x].wire_of != a + 1)
+            continue;
+        t = __atomic_load_n(&dp->att_tenant[x], __ATOMIC_ACQUIRE);
+        if (t >= 0 && dp->ten->t[t].tun.local_ip == tip) {
+            *b = x;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* The attachment on shared port @p a (its first attachment) whose live
- * tenant has the frame's VNI, or NONE (counted, verdict set). */
+ * tenant has the frame's VNI and that owns the inner destination (takes()),
+ * or NONE (counted, verdict set).  A frame of the tenant that no
+ * attachment owns goes to the tenant's first attachment on the port, whose
+ * stages drop and count it (not_ours) or deliver a broadcast. */
 static uint32_t demux(oc_dp_worker_t *w, uint32_t a, oc_pkt_t *p)
 {
     oc_dp_t *dp = w->dp;
     oc_vxlan_rx_t rx;
     oc_vxlan_reason_t vr = oc_vxlan_decap(p->data, p->len, 0, &rx);
+    uint32_t first = NONE;
 
     p->verdict = OC_DP_V_TENANT;
+    if (vr == OC_VXLAN_NOT_VXLAN && arp_for_tunnel(w, a, p, &first)) {
+        p->verdict = OC_DP_V_FORWARD; /* its stages answer it */
+        return first;
+    }
     if (vr != OC_VXLAN_OK) {
         ctr_add(&w->c.uplink[a][vr], 1);
         return NONE;
@@ -59,10 +123,19 @@ static uint32_t demux(oc_dp_worker_t *w, uint32_t a, oc_pkt_t *p)
         if (b != a && dp->att[b].wire_of != a + 1)
             continue;
         t = __atomic_load_n(&dp->att_tenant[b], __ATOMIC_ACQUIRE);
-        if (t >= 0 && dp->ten->t[t].vni == rx.vni) {
+        if (t < 0 || dp->ten->t[t].vni != rx.vni)
+            continue;
+        if (takes(&dp->ten->t[t], dp->ten->att_idx[b], p->data + rx.inner_off,
+                  rx.inner_len)) {
             p->verdict = OC_DP_V_FORWARD;
             return b;
         }
+        if (first == NONE)
+            first = b;
+    }
+    if (first != NONE) {
+        p->verdict = OC_DP_V_FORWARD;
+        return first;
     }
     ctr_add(&w->c.uplink[a][0], 1); /* unknown VNI */
     return NONE;

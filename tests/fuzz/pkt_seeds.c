@@ -125,6 +125,11 @@ static const char *const texts[] = {
     "tenant B vni=200 attach=b mac=02:00:00:00:00:b1 ip=10.0.0.1 "
     "local=192.168.0.1 local_mac=02:00:00:00:01:01 remote=192.168.0.2 "
     "remote_mac=02:00:00:00:01:02\nesp on\nipfix 127.0.0.1:4739\n",
+    /* a tenant with two attachments on one uplink (attach=/mac=/ip= lists) */
+    "attach a host=h0 wire=up\nattach a2 host=h2 wire=up\ntenant A vni=100 "
+    "attach=a,a2 mac=02:00:00:00:00:a1,02:00:00:00:00:a2 ip=10.0.0.1,10.0.0.2 "
+    "local=192.168.0.1 local_mac=02:00:00:00:01:01 remote=192.168.0.2 "
+    "remote_mac=02:00:00:00:01:02\n",
     "attach x host=h wire=w\nattach y host=h wire=v\nrule id=1 action=deny\n"
     "rule id=1 action=allow\nbogus line\nthreads 0\n",
 };
@@ -176,7 +181,7 @@ unsigned fuzz_pkt_seeds(fuzz_pkt_seed_fn fn, void *arg)
     for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
         len = strlen(texts[i]);
         memcpy(b, texts[i], len);
-        SEED(i < 4 ? FUZZ_PKT_RULE : FUZZ_PKT_CONF, len, i < 7);
+        SEED(i < 4 ? FUZZ_PKT_RULE : FUZZ_PKT_CONF, len, i < 8);
     }
 #undef SEED
     return n;

@@ -54,8 +54,9 @@ static void test_two_tenants(void **state)
     assert_int_equal(c.tenants.ntenants, 2);
     assert_string_equal(c.tenants.t[0].name, "A");
     assert_int_equal(c.tenants.t[0].vni, 100);
-    assert_int_equal(c.tenants.t[0].ip, 0x0a000001);
-    assert_int_equal(c.tenants.t[0].mac[5], 0xa1);
+    assert_int_equal(c.tenants.t[0].ip[0], 0x0a000001);
+    assert_int_equal(c.tenants.t[0].mac[0][5], 0xa1);
+    assert_int_equal(c.tenants.t[0].natt, 1);
     assert_int_equal(c.tenants.t[0].tun.remote_ip, 0xc0a80002);
     assert_int_equal(c.tenants.t[0].rate, 100000000 / 8);
     assert_int_equal(c.tenants.t[0].burst, 20000);
@@ -115,6 +116,44 @@ static void test_shared_wire(void **state)
     oc_dp_conf_free(&c);
 }
 
+/* several attachments of one tenant: attach=, mac=, ip= lists, the i-th
+ * of each the i-th attachment's; on one uplink with another tenant */
+#define MULTI                                                                  \
+    "threads 1\n"                                                              \
+    "attach a host=h0 wire=up0\n"                                              \
+    "attach a2 host=h2 wire=up0\n"                                             \
+    "attach b host=h1 wire=up0\n"
+#define TA2                                                                    \
+    "tenant A vni=100 attach=a,a2 mac=02:00:00:00:00:a1,02:00:00:00:00:a2 "    \
+    "ip=10.0.0.1,10.0.0.2 local=192.168.0.1 local_mac=02:00:00:00:01:01 "      \
+    "remote=192.168.0.2 remote_mac=02:00:00:00:01:02 rate=10\n"
+
+static void test_multi_attach(void **state)
+{
+    oc_dp_conf_t c;
+    oc_conf_errors_t e;
+    (void)state;
+
+    assert_int_equal(parse(MULTI TA2 TB_UP, &c, &e), OC_OK);
+    assert_int_equal(c.tenants.ntenants, 2);
+    assert_int_equal(c.tenants.t[0].natt, 2);
+    assert_string_equal(c.tenants.t[0].attach[0], "a");
+    assert_string_equal(c.tenants.t[0].attach[1], "a2");
+    assert_int_equal(c.tenants.t[0].mac[0][5], 0xa1);
+    assert_int_equal(c.tenants.t[0].mac[1][5], 0xa2);
+    assert_int_equal(c.tenants.t[0].ip[0], 0x0a000001);
+    assert_int_equal(c.tenants.t[0].ip[1], 0x0a000002);
+    assert_int_equal(c.tenants.t[0].rate, 10000000 / 8);
+    assert_int_equal(c.tenants.t[1].natt, 1);
+    oc_dp_conf_free(&c);
+    /* the lists may also give each attachment its own wire port */
+    assert_int_equal(
+        parse("attach a host=h0 wire=w0\nattach a2 host=h2 wire=w2\n" TA2, &c,
+              &e), OC_OK);
+    assert_int_equal(c.tenants.t[0].natt, 2);
+    oc_dp_conf_free(&c);
+}
+
 static void refused(const char *text, const char *want)
 {
     oc_dp_conf_t c;
@@ -170,6 +209,41 @@ static void test_errors(void **state)
             "backend=, xdp= and zero_copy= must be the same");
     refused("attach a host=h0 wire=up0\nattach b host=h0 wire=up1\n",
             "t.conf:2: attach b: an interface of it is already in attach a");
+    /* several attachments: lists of one length, each item valid, no two
+     * attachments with the same name, MAC or address, none another's */
+#define TAIL " local=1.1.1.1 local_mac=02:00:00:00:00:01 remote=1.1.1.2 " \
+             "remote_mac=02:00:00:00:00:02\n"
+    refused(MULTI "tenant A vni=100 attach=a,a2 mac=02:00:00:00:00:a1 "
+            "ip=10.0.0.1,10.0.0.2" TAIL,
+            "t.conf:5: tenant A: 2 attachments but 1 MACs and 2 addresses");
+    refused(MULTI "tenant A vni=100 attach=a,a2 mac=02:00:00:00:00:a1,"
+            "02:00:00:00:00:a2 ip=10.0.0.1" TAIL,
+            "t.conf:5: tenant A: 2 attachments but 2 MACs and 1 addresses");
+    refused(MULTI "tenant A vni=100 attach=a,,a2\n",
+            "t.conf:5: tenant A: attach 'a,,a2' is not valid");
+    refused(MULTI "tenant A vni=100 attach=a, mac=x\n",
+            "t.conf:5: tenant A: attach 'a,' is not valid");
+    refused(MULTI "tenant A vni=100 attach=a,a2 ip=10.0.0.1,10.0.0.300\n",
+            "t.conf:5: tenant A: ip '10.0.0.1,10.0.0.300' is not valid");
+    refused(MULTI "tenant A vni=100 attach=a,a2,a,b,c,d,e,f,g\n",
+            "t.conf:5: tenant A: attach 'a,a2,a,b,c,d,e,f,g' is not valid");
+    refused(MULTI "tenant A vni=100 attach=a,a mac=02:00:00:00:00:a1,"
+            "02:00:00:00:00:a2 ip=10.0.0.1,10.0.0.2" TAIL,
+            "t.conf:5: tenant A: attachments a and a have the same attachment");
+    refused(MULTI "tenant A vni=100 attach=a,a2 mac=02:00:00:00:00:a1,"
+            "02:00:00:00:00:a1 ip=10.0.0.1,10.0.0.2" TAIL,
+            "t.conf:5: tenant A: attachments a and a2 have the same MAC");
+    refused(MULTI "tenant A vni=100 attach=a,a2 mac=02:00:00:00:00:a1,"
+            "02:00:00:00:00:a2 ip=10.0.0.1,10.0.0.1" TAIL,
+            "t.conf:5: tenant A: attachments a and a2 have the same address");
+    refused(MULTI TA2 "tenant B vni=200 attach=b,a2 mac=02:00:00:00:00:b1,"
+            "02:00:00:00:00:b2 ip=10.0.0.1,10.0.0.2" TAIL,
+            "t.conf:6: tenant B: attachment a2 already belongs to tenant A");
+    refused(MULTI TA2 "tenant B vni=100 attach=b mac=02:00:00:00:00:b1 "
+            "ip=10.0.0.1" TAIL,
+            "t.conf:6: tenant B: vni 100 is tenant A's on the same wire up0");
+    refused(MULTI TA2, "t.conf:4: attach b shares wire up0 with another "
+            "attachment: it needs a tenant");
     /* a key given twice is a mistake, not "the last one counts" */
     refused(BASE "tenant A vni=1 vni=2\n", "t.conf:4: tenant A: 'vni' given twice");
     refused(BASE TA "conntrack udp=10 udp=20\n",
@@ -184,6 +258,7 @@ int main(void)
         cmocka_unit_test(test_two_tenants),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_shared_wire),
+        cmocka_unit_test(test_multi_attach),
     };
     return cmocka_run_group_tests(t, NULL, NULL);
 }
