@@ -13,7 +13,7 @@
  * thread's CPU time (steadier on a shared machine).  verified = every answer of every timed run equals the
  * linear oracle's (computed once over the whole trace before timing).
  * Memory: mem_bytes = the lookup tables held after the build (offcore:
- * oc_acl_mem_bytes; rte_acl: growth of DPDK's malloc heap by the build);
+ * oc__acl_mem_bytes; rte_acl: growth of DPDK's malloc heap by the build);
  * peak_bytes = growth of the process's peak RSS during the build.
  *
  * Output: JSON lines (see --help); exit status 1 if any result is not
@@ -242,18 +242,18 @@ static void slice_offcore(fam_t *f, oc_acl_t *acl, size_t a, size_t b,
     double c0 = cpu_s(), t0 = now_s();
     for (size_t i = a; i < b; i += BURST) {
         uint32_t m = (uint32_t)(b - i < BURST ? b - i : BURST);
-        oc_acl_lookup_burst(acl, f->keys + i, m, out + i);
+        oc__acl_lookup_burst(acl, f->keys + i, m, out + i);
     }
     acc->wall += now_s() - t0;
     acc->cpu += cpu_s() - c0;
-    oc_acl_reader_quiescent();
+    oc__acl_reader_quiescent();
 }
 
 static double run_linear(fam_t *f, size_t nk, int *ok, double *cpu)
 {
     double c0 = cpu_s(), t0 = now_s(), t1;
     for (size_t i = 0; i < nk; i++) {
-        long w = oc_acl_match_first(f->rules, f->n, &f->keys[i]);
+        long w = oc__acl_match_first(f->rules, f->n, &f->keys[i]);
         f->out[i] = w < 0 ? OC_ACL_NO_MATCH : f->rules[w].userdata;
     }
     t1 = now_s();
@@ -337,14 +337,14 @@ static void bench_lookups(fam_t *f)
     reset_peak();
     peako = status_kb("VmRSS:");
     t0 = now_s();
-    if (oc_acl_create((uint32_t)f->n * 2, &acl) != OC_OK ||
-        oc_acl_load(acl, f->rules, f->n) != OC_OK) {
+    if (oc__acl_create((uint32_t)f->n * 2, &acl) != OC_OK ||
+        oc__acl_load(acl, f->rules, f->n) != OC_OK) {
         fprintf(stderr, "bench-classifier: offcore build failed\n");
         exit(1);
     }
     bo = now_s() - t0;
     peako = status_kb("VmHWM:") - peako;
-    memo = oc_acl_mem_bytes(acl);
+    memo = oc__acl_mem_bytes(acl);
 
 #ifdef OC_HAVE_DPDK
     if (opt.dpdk) {
@@ -407,7 +407,7 @@ static void bench_lookups(fam_t *f)
                 f->fam, r + 1, mo[r], have_d ? md[r] : 0.0, ml[r]);
     }
     result(f->fam, "offcore", f->n, mo, co, opt.repeats, bo, memo, peako, oko,
-           oc_acl_lookup_method(), have_d ? md : NULL, cd, f->nk);
+           oc__acl_lookup_method(), have_d ? md : NULL, cd, f->nk);
     if (have_d)
         result(f->fam, "rte_acl", f->n, md, cd, opt.repeats, bd, memd, peakd,
                okd, method, md, cd, f->nk);
@@ -440,7 +440,7 @@ static void bench_lookups(fam_t *f)
 #endif
     free(out_o);
     free(out_d);
-    oc_acl_destroy(acl);
+    oc__acl_destroy(acl);
 }
 
 /* ------------------------------------------------------------- updates */
@@ -460,7 +460,7 @@ static void *reader_main(void *arg)
     size_t i = 0, cnt = 0;
     int was = 0;
     pin(0);
-    oc_acl_reader_register();
+    oc__acl_reader_register();
     while (!__atomic_load_n(&u->stop, __ATOMIC_ACQUIRE)) {
         int c = __atomic_load_n(&u->counting, __ATOMIC_ACQUIRE);
         if (c != was) { /* window edges */
@@ -478,12 +478,12 @@ static void *reader_main(void *arg)
         }
         if (i + BURST > u->f->nk)
             i = 0;
-        oc_acl_lookup_burst(u->acl, u->f->keys + i, BURST, out);
+        oc__acl_lookup_burst(u->acl, u->f->keys + i, BURST, out);
         i += BURST;
         cnt += BURST;
-        oc_acl_reader_quiescent();
+        oc__acl_reader_quiescent();
     }
-    oc_acl_reader_unregister();
+    oc__acl_reader_unregister();
     return NULL;
 }
 
@@ -552,8 +552,8 @@ static void *writer_main(void *arg)
 
     pin(1); /* the rebuild thread, created below, inherits CPU 1 */
     if (add_ns == NULL || del_ns == NULL ||
-        oc_acl_create((uint32_t)f->n * 2, &u.acl) != OC_OK ||
-        oc_acl_load(u.acl, f->rules, f->n) != OC_OK)
+        oc__acl_create((uint32_t)f->n * 2, &u.acl) != OC_OK ||
+        oc__acl_load(u.acl, f->rules, f->n) != OC_OK)
         exit(1);
     u.f = f;
     pthread_create(&rd, NULL, reader_main, &u);
@@ -571,8 +571,8 @@ static void *writer_main(void *arg)
             t += period;
             sleep_until(t); /* leaves the CPU to the rebuild thread */
             a = now_s();
-            if (half == 0 ? oc_acl_del(u.acl, f->rules[k].id) != OC_OK
-                          : oc_acl_add(u.acl, &f->rules[k]) != OC_OK) {
+            if (half == 0 ? oc__acl_del(u.acl, f->rules[k].id) != OC_OK
+                          : oc__acl_add(u.acl, &f->rules[k]) != OC_OK) {
                 fprintf(stderr, "bench-classifier: update failed\n");
                 exit(1);
             }
@@ -588,19 +588,19 @@ static void *writer_main(void *arg)
 
     /* the same rules are present again: every trace answer must agree,
      * before and after the rebuild caught up */
-    oc_acl_reader_register();
-    oc_acl_lookup_burst(u.acl, f->keys, (uint32_t)f->nk, f->out);
+    oc__acl_reader_register();
+    oc__acl_lookup_burst(u.acl, f->keys, (uint32_t)f->nk, f->out);
     verified = memcmp(f->out, f->want, f->nk * sizeof(uint32_t)) == 0;
-    oc_acl_reader_offline();
-    verified &= oc_acl_sync(u.acl) == OC_OK;
-    oc_acl_reader_online();
-    oc_acl_lookup_burst(u.acl, f->keys, (uint32_t)f->nk, f->out);
+    oc__acl_reader_offline();
+    verified &= oc__acl_sync(u.acl) == OC_OK;
+    oc__acl_reader_online();
+    oc__acl_lookup_burst(u.acl, f->keys, (uint32_t)f->nk, f->out);
     verified &= memcmp(f->out, f->want, f->nk * sizeof(uint32_t)) == 0;
-    oc_acl_reader_unregister();
+    oc__acl_reader_unregister();
 
     lat_line(f->fam, "add", add_ns, n, rate, verified);
     lat_line(f->fam, "del", del_ns, n, rate, verified);
-    oc_acl_destroy(u.acl);
+    oc__acl_destroy(u.acl);
     free(add_ns);
     free(del_ns);
     return NULL;
@@ -632,12 +632,12 @@ static int load_family(fam_t *f, const char *fam)
     oc_acl_trace_t *tr;
     f->fam = fam;
     snprintf(path, sizeof(path), "%s/%s_10k.rules.gz", opt.data, fam);
-    if (oc_acl_load_rules_file(path, &f->rules, &f->n, err, sizeof(err)) != OC_OK) {
+    if (oc__acl_load_rules_file(path, &f->rules, &f->n, err, sizeof(err)) != OC_OK) {
         fprintf(stderr, "bench-classifier: %s\n", err);
         return -1;
     }
     snprintf(path, sizeof(path), "%s/%s_10k_mix.trace.gz", opt.data, fam);
-    if (oc_acl_load_trace_file(path, &tr, &f->nk, err, sizeof(err)) != OC_OK) {
+    if (oc__acl_load_trace_file(path, &tr, &f->nk, err, sizeof(err)) != OC_OK) {
         fprintf(stderr, "bench-classifier: %s\n", err);
         return -1;
     }
@@ -651,7 +651,7 @@ static int load_family(fam_t *f, const char *fam)
     for (size_t i = 0; i < f->nk; i++) {
         long w;
         f->keys[i] = tr[i].key;
-        w = oc_acl_match_linear(f->rules, f->n, &f->keys[i]);
+        w = oc__acl_match_linear(f->rules, f->n, &f->keys[i]);
         f->want[i] = w < 0 ? OC_ACL_NO_MATCH : f->rules[w].userdata;
     }
     free(tr);
@@ -710,7 +710,7 @@ int main(int argc, char **argv)
     opt.dpdk = 0;
 #endif
     pin(0);
-    oc_acl_reader_register();
+    oc__acl_reader_register();
     snprintf(fams, sizeof(fams), "%s", opt.families);
     for (fam = strtok_r(fams, ",", &save); fam; fam = strtok_r(NULL, ",", &save)) {
         fam_t f = {0};
@@ -719,16 +719,16 @@ int main(int argc, char **argv)
             return 1;
         fprintf(stderr, "bench-classifier: %s: %zu rules, %zu keys\n", fam, f.n, f.nk);
         bench_lookups(&f);
-        oc_acl_reader_offline();
+        oc__acl_reader_offline();
         pthread_create(&w, NULL, writer_main, &f);
         pthread_join(w, NULL);
-        oc_acl_reader_online();
+        oc__acl_reader_online();
         free(f.rules);
         free(f.keys);
         free(f.want);
         free(f.out);
     }
-    oc_acl_reader_unregister();
+    oc__acl_reader_unregister();
     if (failures)
         fprintf(stderr, "bench-classifier: %d result(s) NOT verified\n", failures);
     return failures ? 1 : 0;

@@ -2,15 +2,15 @@
  * conntrack.c — bench-conntrack: connection-tracking inserts and lookups
  * per second on one core with a table of N flows (default 1,000,000), and
  * the table's bytes per flow.  Baseline in the same run: the packet parser
- * (oc_pkt_parse, the stage before conntrack in offcore-dp) over the same
+ * (oc__pkt_parse, the stage before conntrack in offcore-dp) over the same
  * frames in the same order, so the ratio says what tracking costs next to
  * reading the headers at all.
  *
  * Each repeat: parse all N frames (baseline); flush the table and insert
  * the N flows (first packets, shuffled order); look every flow up once
  * with its reply packet (another shuffled order) — one packet at a time
- * with oc_ct_track(), then the same again in bursts of B packets with
- * oc_ct_track_burst() (what offcore-dp's tenant stage calls: a burst's
+ * with oc__ct_track(), then the same again in bursts of B packets with
+ * oc__ct_track_burst() (what offcore-dp's tenant stage calls: a burst's
  * hashes first, its index slots and entries prefetched, then the packets
  * in order).  JSON line per repeat, then the medians.  Wall and
  * thread-CPU rates both (the machine is shared: CPU time is the steadier
@@ -107,11 +107,11 @@ static int run_bursts(oc_ct_t *ct, const uint8_t *frames,
             ip[j] = frames + (size_t)order[i + j] * STRIDE + 14;
             len[j] = 28;
         }
-        oc_ct_track_burst(ct, 0, ip, len, k, now, NULL, NULL, res, info);
+        oc__ct_track_burst(ct, 0, ip, len, k, now, NULL, NULL, res, info);
         for (uint32_t j = 0; j < k; j++)
             if (res[j] != want) {
                 fprintf(stderr, "bench-conntrack: flow %u: %s in a burst\n",
-                        order[i + j], oc_ct_result_name(res[j]));
+                        order[i + j], oc__ct_result_name(res[j]));
                 return -1;
             }
     }
@@ -150,8 +150,8 @@ int main(int argc, char **argv)
         return 2;
     }
     conf.capacity = n;
-    oc_ct_timeouts_default(&conf.to);
-    if (oc_ct_create(&conf, &ct) != OC_OK) {
+    oc__ct_timeouts_default(&conf.to);
+    if (oc__ct_create(&conf, &ct) != OC_OK) {
         fprintf(stderr, "bench-conntrack: no memory for %u flows\n", n);
         return 1;
     }
@@ -180,16 +180,16 @@ int main(int argc, char **argv)
 
         t0 = now_s(CLOCK_MONOTONIC);
         for (uint32_t i = 0; i < n; i++)
-            sink += oc_pkt_parse(fwd + (size_t)ins[i] * STRIDE, 42, 1514, &m) +
+            sink += oc__pkt_parse(fwd + (size_t)ins[i] * STRIDE, 42, 1514, &m) +
                     m.hash;
         t1 = now_s(CLOCK_MONOTONIC);
         r_parse[r] = n / (t1 - t0);
 
-        oc_ct_flush(ct, -1);
+        oc__ct_flush(ct, -1);
         t0 = now_s(CLOCK_MONOTONIC);
         c0 = now_s(CLOCK_THREAD_CPUTIME_ID);
         for (uint32_t i = 0; i < n; i++)
-            if (oc_ct_track(ct, 0, fwd + (size_t)ins[i] * STRIDE + 14, 28, 0,
+            if (oc__ct_track(ct, 0, fwd + (size_t)ins[i] * STRIDE + 14, 28, 0,
                             true, &info) != OC_CT_NEW) {
                 fprintf(stderr, "bench-conntrack: flow %u not inserted\n", ins[i]);
                 return 1;
@@ -202,7 +202,7 @@ int main(int argc, char **argv)
         t0 = now_s(CLOCK_MONOTONIC);
         c0 = now_s(CLOCK_THREAD_CPUTIME_ID);
         for (uint32_t i = 0; i < n; i++)
-            if (oc_ct_track(ct, 0, rev + (size_t)look[i] * STRIDE + 14, 28, 1,
+            if (oc__ct_track(ct, 0, rev + (size_t)look[i] * STRIDE + 14, 28, 1,
                             false, &info) != OC_CT_EST) {
                 fprintf(stderr, "bench-conntrack: flow %u not found\n", look[i]);
                 return 1;
@@ -213,7 +213,7 @@ int main(int argc, char **argv)
         c_look[r] = n / (c1 - c0);
 
         /* the same inserts and lookups, a burst at a time */
-        oc_ct_flush(ct, -1);
+        oc__ct_flush(ct, -1);
         t0 = now_s(CLOCK_MONOTONIC);
         c0 = now_s(CLOCK_THREAD_CPUTIME_ID);
         if (run_bursts(ct, fwd, ins, n, burst, 0, true) != 0)
@@ -236,7 +236,7 @@ int main(int argc, char **argv)
                "\"burst\":%u,\"insert_burst_per_s\":%.0f,"
                "\"lookup_burst_per_s\":%.0f,\"insert_burst_per_cpu_s\":%.0f,"
                "\"lookup_burst_per_cpu_s\":%.0f}\n",
-               r, oc_ct_count(ct), r_parse[r], r_ins[r], r_look[r], c_ins[r],
+               r, oc__ct_count(ct), r_parse[r], r_ins[r], r_look[r], c_ins[r],
                c_look[r], burst, r_bins[r], r_blook[r], c_bins[r], c_blook[r]);
         fflush(stdout);
     }
@@ -246,7 +246,7 @@ int main(int argc, char **argv)
         double mbi = median(r_bins, (int)reps), mbl = median(r_blook, (int)reps);
         double cl = median(c_look, (int)reps), cbl = median(c_blook, (int)reps);
         double ci = median(c_ins, (int)reps), cbi = median(c_bins, (int)reps);
-        size_t mem = oc_ct_mem_bytes(ct);
+        size_t mem = oc__ct_mem_bytes(ct);
         printf("{\"bench\":\"conntrack\",\"flows\":%u,\"mem_bytes\":%zu,"
                "\"bytes_per_flow\":%.1f,\"repeats\":%u,"
                "\"insert_per_s_core\":%.0f,\"lookup_per_s_core\":%.0f,"
@@ -256,7 +256,7 @@ int main(int argc, char **argv)
                "\"insert_burst_per_cpu_s\":%.0f,\"lookup_burst_per_cpu_s\":%.0f,"
                "\"lookup_burst_vs_single_cpu\":%.2f,"
                "\"insert_burst_vs_single_cpu\":%.2f,"
-               "\"baseline\":\"oc_pkt_parse\",\"parse_per_s\":%.0f,"
+               "\"baseline\":\"oc__pkt_parse\",\"parse_per_s\":%.0f,"
                "\"lookup_vs_parse\":%.3f,\"insert_vs_parse\":%.3f,"
                "\"lookup_burst_vs_parse\":%.3f,\"insert_burst_vs_parse\":%.3f}\n",
                n, mem, (double)mem / n, reps, mi, ml, ci, cl, burst, mbi, mbl,
@@ -265,7 +265,7 @@ int main(int argc, char **argv)
     }
     if (sink == 42)
         puts("");
-    oc_ct_destroy(ct);
+    oc__ct_destroy(ct);
     free(fwd);
     free(rev);
     free(ins);

@@ -9,10 +9,10 @@
  * (rotating, so the cache sees a ring of packets as a data plane would).
  *   encrypt baseline: per packet set the nonce, AAD (8 bytes), encrypt the
  *     S + trailer bytes in place, get the 16-byte tag: exactly the crypto
- *     oc_esp_encap() does, without its headers, counter and checks.
+ *     oc__esp_encap() does, without its headers, counter and checks.
  *   decrypt baseline: copy the sealed packet into a work buffer, set nonce,
  *     AAD, decrypt in place, set and check the tag; offcore's path copies
- *     the same bytes and calls oc_esp_decap() (outer checks, anti-replay
+ *     the same bytes and calls oc__esp_decap() (outer checks, anti-replay
  *     window under its lock, trailer and inner checks).  The window is
  *     reset between passes over the ring (the same sequence numbers again).
  * Time is the thread's CPU time (the machine is shared: wall time would
@@ -58,7 +58,7 @@ static void die(const char *m)
 typedef struct {
     uint32_t size, n, stride;
     uint8_t *enc;     /* n buffers for encryption: inner at +HR */
-    uint8_t *sealed;  /* n ESP packets from oc_esp_encap (seq 1..n) */
+    uint8_t *sealed;  /* n ESP packets from oc__esp_encap (seq 1..n) */
     uint32_t *slen;
     uint8_t *work;    /* decrypt work buffer */
 } ring_t;
@@ -124,15 +124,15 @@ int main(int argc, char **argv)
     memcpy(c.key, key, 32);
     memcpy(c.salt, salt, 4);
     c.outbound = true;
-    oc_esp_sa_init(&so, &c);
+    oc__esp_sa_init(&so, &c);
     c.outbound = false;
     c.local = 0xc0000202u;
     c.peer = 0xc0000201u;
-    oc_esp_sa_init(&si, &c);
+    oc__esp_sa_init(&si, &c);
     be = EVP_CIPHER_CTX_new();
     bd = EVP_CIPHER_CTX_new();
-    if (!be || !bd || oc_esp_ctx_key(&xo, &so) != OC_OK ||
-        oc_esp_ctx_key(&xi, &si) != OC_OK ||
+    if (!be || !bd || oc__esp_ctx_key(&xo, &so) != OC_OK ||
+        oc__esp_ctx_key(&xi, &si) != OC_OK ||
         EVP_EncryptInit_ex(be, EVP_aes_256_gcm(), NULL, key, NULL) != 1 ||
         EVP_DecryptInit_ex(bd, EVP_aes_256_gcm(), NULL, key, NULL) != 1)
         die("OpenSSL init");
@@ -163,7 +163,7 @@ int main(int argc, char **argv)
             uint32_t ol;
             inner_packet(r.enc + (size_t)k * stride + HR, size, k);
             inner_packet(r.sealed + (size_t)k * stride + HR, size, k);
-            if (oc_esp_encap(&so, &xo, r.sealed + (size_t)k * stride + HR, size,
+            if (oc__esp_encap(&so, &xo, r.sealed + (size_t)k * stride + HR, size,
                              HR, stride - HR - size, 0, &o, &ol) != OC_ESP_OK)
                 die("encap");
             memmove(r.sealed + (size_t)k * stride, o, ol);
@@ -176,9 +176,9 @@ int main(int argc, char **argv)
             uint8_t *in;
             uint32_t il;
             memcpy(r.work, r.sealed + (size_t)k * stride, r.slen[k]);
-            oc_esp_result_t res_ = oc_esp_decap(&si, &xi, r.work, r.slen[k], &in, &il);
+            oc_esp_result_t res_ = oc__esp_decap(&si, &xi, r.work, r.slen[k], &in, &il);
             if (res_ != OC_ESP_OK || il != size) {
-                fprintf(stderr, "bench-esp: packet %u: %s\n", k, oc_esp_result_name(res_));
+                fprintf(stderr, "bench-esp: packet %u: %s\n", k, oc__esp_result_name(res_));
                 die("decap check");
             }
         }
@@ -211,7 +211,7 @@ int main(int argc, char **argv)
                         b[0] = 0x45; /* the baseline's passes scrambled it */
                         b[2] = (uint8_t)(size >> 8);
                         b[3] = (uint8_t)size;
-                        if (oc_esp_encap(&so, &xo, b, size, HR, stride - HR - size,
+                        if (oc__esp_encap(&so, &xo, b, size, HR, stride - HR - size,
                                          0, &o, &ol) != OC_ESP_OK)
                             die("encap");
                     } else if (m == 2) {
@@ -235,7 +235,7 @@ int main(int argc, char **argv)
                             memset(si.bitmap, 0, sizeof(si.bitmap));
                         }
                         memcpy(r.work, sp, r.slen[k]);
-                        if (oc_esp_decap(&si, &xi, r.work, r.slen[k], &in, &il) !=
+                        if (oc__esp_decap(&si, &xi, r.work, r.slen[k], &in, &il) !=
                             OC_ESP_OK)
                             die("decap");
                     }
@@ -271,8 +271,8 @@ int main(int argc, char **argv)
         free(r.work);
         free(r.slen);
     }
-    oc_esp_ctx_free(&xo);
-    oc_esp_ctx_free(&xi);
+    oc__esp_ctx_free(&xo);
+    oc__esp_ctx_free(&xi);
     EVP_CIPHER_CTX_free(be);
     EVP_CIPHER_CTX_free(bd);
     return 0;

@@ -1,9 +1,9 @@
 /*
  * flow.c — bench-flow: what round-trip times from TCP timestamps cost the
  * flow table (src/pkt/flow.c) per packet on one core.  Baseline in the
- * same run: the same packets through oc_flow_update without the option
+ * same run: the same packets through oc__flow_update without the option
  * (ts NULL: the table's work before RTT sampling existed); measured: the
- * option read from the TCP header (oc_flow_tcp_ts) and oc_flow_update
+ * option read from the TCP header (oc__flow_tcp_ts) and oc__flow_update
  * with it, as offcore-dp's flow stage does.
  *
  * Traffic: F bulk TCP flows interleaved, two data segments forward then
@@ -63,7 +63,7 @@ static double run(uint32_t n, uint32_t flows, int with_ts)
     uint64_t now = 1000000;
     double t0, t1;
 
-    if (oc_flow_table_create(&c, &t) != OC_OK)
+    if (oc__flow_table_create(&c, &t) != OC_OK)
         return -1;
     hdr[12] = 8 << 4;
     hdr[20] = 1, hdr[21] = 1, hdr[22] = 8, hdr[23] = 10;
@@ -80,15 +80,15 @@ static double run(uint32_t n, uint32_t flows, int with_ts)
         hdr[28] = (uint8_t)(ecr >> 24), hdr[29] = (uint8_t)(ecr >> 16);
         hdr[30] = (uint8_t)(ecr >> 8), hdr[31] = (uint8_t)ecr;
         now += 3;
-        if (with_ts && oc_flow_tcp_ts(hdr, sizeof(hdr), &ts))
+        if (with_ts && oc__flow_tcp_ts(hdr, sizeof(hdr), &ts))
             tp = &ts;
-        (void)oc_flow_update(t, 1500, 0x10, rev ? 0x0a000002 : 0x0a100000 + f,
+        (void)oc__flow_update(t, 1500, 0x10, rev ? 0x0a000002 : 0x0a100000 + f,
                              rev ? 0x0a100000 + f : 0x0a000002,
                              rev ? 80 : 40000, rev ? 40000 : 80, 6,
                              OC_FLOW_NO_VNI, 0, now, tp);
     }
     t1 = cpu_s();
-    oc_flow_table_destroy(t); /* the records: sink() counts samples */
+    oc__flow_table_destroy(t); /* the records: sink() counts samples */
     return (t1 - t0) * 1e9 / n;
 }
 
@@ -139,7 +139,7 @@ int main(int argc, char **argv)
         double mb = median(base, (int)reps), mt = median(ts, (int)reps);
         printf("{\"bench\":\"flow_ts\",\"packets\":%u,\"flows\":%u,"
                "\"repeats\":%u,\"ts_ns_per_pkt\":%.2f,"
-               "\"baseline\":\"oc_flow_update without the option\","
+               "\"baseline\":\"oc__flow_update without the option\","
                "\"no_ts_ns_per_pkt\":%.2f,\"ts_vs_no_ts\":%.3f}\n",
                n, flows, reps, mt, mb, mt / mb);
     }

@@ -39,17 +39,17 @@ static void accept_some(agent_t *a, oc_ctl_listener_t *l)
     int fd;
 
     for (int k = 0; k < ACCEPT_BURST; k++) {
-        oc_status_t st = oc_ctl_accept(l, &a->guard, &fd, peer, sizeof(peer));
+        oc_status_t st = oc__ctl_accept(l, &a->guard, &fd, peer, sizeof(peer));
         if (st == OC_ERR_NO_RESOURCE) {
             /* Out of descriptors below the cap: the descriptor limit acts
              * as the cap.  The oldest handshake gives its descriptor to the
              * newcomer at once (a real rank behind a backlog of hostile
              * connections gets in); with none pending, back off. */
-            oc_guard_slot_t *s = oc_guard_shed(&a->guard);
+            oc_guard_slot_t *s = oc__guard_shed(&a->guard);
             if (s == NULL)
                 return; /* the guard backs off */
             oc__ag_conn_close(a, oc__ag_conn_of(s));
-            oc_guard_resume(&a->guard);
+            oc__guard_resume(&a->guard);
             continue;
         }
         if (st != OC_OK)
@@ -87,13 +87,13 @@ static void shed(agent_t *a, size_t n)
         return;
     }
     want = n - (size_t)rl.rlim_cur + 16 + (size_t)rl.rlim_cur / 4;
-    while (closed < want && (s = oc_guard_shed(&a->guard)) != NULL) {
-        oc_guard_remove(&a->guard, s);
+    while (closed < want && (s = oc__guard_shed(&a->guard)) != NULL) {
+        oc__guard_remove(&a->guard, s);
         oc__ag_conn_of(s)->dead = 1;
         closed++;
     }
     reap(a);
-    oc_guard_pause(&a->guard, oc_now_us());
+    oc__guard_pause(&a->guard, oc__now_us());
     oc_warn_limited(&lim, OC_COMP_AGENT, "the descriptor limit (%llu) is below "
                     "the %zu descriptors in use: closed %zu connections still "
                     "in their handshake%s", (unsigned long long)rl.rlim_cur, n,
@@ -111,7 +111,7 @@ static void run(agent_t *a)
     while (!g_stop) {
         size_t n = 0, nc = 0;
         int lidx[8], nl = 0, rc, wait = 100;
-        uint64_t now = oc_now_us();
+        uint64_t now = oc__now_us();
         oc_guard_slot_t *s;
 
         for (oc_aconn_t *c = a->conns; c != NULL; c = c->next)
@@ -127,7 +127,7 @@ static void run(agent_t *a)
         }
         /* out of descriptors: leave the listeners alone for the back-off
          * (a readable listener would wake poll at once, forever) */
-        if (oc_guard_listen_ok(&a->guard, now, &wait))
+        if (oc__guard_listen_ok(&a->guard, now, &wait))
             for (int i = 0; i < a->nlfd; i++) {
                 pfd[n].fd = a->lis[i].fd;
                 pfd[n].events = POLLIN;
@@ -135,13 +135,13 @@ static void run(agent_t *a)
                 pc[n++] = NULL;
             }
         for (oc_aconn_t *c = a->conns; c != NULL; c = c->next) {
-            pfd[n].fd = oc_ctl_conn_fd(c->cc);
+            pfd[n].fd = oc__ctl_conn_fd(c->cc);
             pfd[n].events = POLLIN;
-            if (oc_ctl_conn_want_write(c->cc))
+            if (oc__ctl_conn_want_write(c->cc))
                 pfd[n].events |= POLLOUT;
             pc[n++] = c;
         }
-        rc = poll(pfd, n, oc_guard_wait_ms(&a->guard, now, wait));
+        rc = poll(pfd, n, oc__guard_wait_ms(&a->guard, now, wait));
         if (rc < 0 && errno == EINVAL) {
             shed(a, n);
             continue;
@@ -154,8 +154,8 @@ static void run(agent_t *a)
             if (pfd[i].revents != 0)
                 oc__ag_conn_io(a, pc[i], pfd[i].revents);
         /* handshakes past their deadline */
-        now = oc_now_us();
-        while ((s = oc_guard_expired(&a->guard, now)) != NULL)
+        now = oc__now_us();
+        while ((s = oc__guard_expired(&a->guard, now)) != NULL)
             oc__ag_conn_expire(a, oc__ag_conn_of(s));
         oc__ag_publish_jobs(a);
         oc__ag_peer_tr_poll(a);
@@ -166,7 +166,7 @@ static void run(agent_t *a)
             if (pfd[i].revents != 0)
                 accept_some(a, &a->lis[lidx[i]]);
         oc__ag_dial_peers(a);
-        oc_log_limits_flush();
+        oc__log_limits_flush();
     }
     free(pfd);
     free(pc);
@@ -181,10 +181,10 @@ static void shutdown_all(agent_t *a)
     m.u.bye.reason = 1;
     for (oc_aconn_t *c = a->conns; c != NULL; c = c->next) {
         oc__ag_send(c, &m);
-        oc_ctl_conn_flush(c->cc);
+        oc__ctl_conn_flush(c->cc);
     }
     for (uint32_t t = 0; t < a->nrouters; t++)
-        oc_router_destroy(a->routers[t]);
+        oc__router_destroy(a->routers[t]);
     while (a->conns != NULL) {
         oc_aconn_t *c = a->conns;
         a->conns = c->next;
@@ -192,7 +192,7 @@ static void shutdown_all(agent_t *a)
         oc__ag_conn_drop(a, c);
     }
     while (a->jobs.head != NULL)
-        oc_ajob_remove(&a->jobs, a->jobs.head);
+        oc__ajob_remove(&a->jobs, a->jobs.head);
 }
 
 /* ---- set-up --------------------------------------------------------- */
@@ -275,7 +275,7 @@ static oc_status_t setup_listen(agent_t *a)
             oc_error(OC_COMP_AGENT, "--listen: at most 8 addresses");
             return OC_ERR_CONFIG;
         }
-        if (oc_ctl_listen(tok, &a->lis[a->nlfd]) != OC_OK)
+        if (oc__ctl_listen(tok, &a->lis[a->nlfd]) != OC_OK)
             return OC_ERR_CONFIG; /* logged with the reason */
         oc_info(OC_COMP_AGENT, "listening on %s", a->lis[a->nlfd].addr);
         a->nlfd++;
@@ -287,7 +287,7 @@ static oc_status_t setup_listen(agent_t *a)
 static void setup_guard(agent_t *a)
 {
     uint64_t nofile;
-    uint32_t cap = oc_guard_fit_nofile((uint32_t)a->cfg.max_conns, &nofile);
+    uint32_t cap = oc__guard_fit_nofile((uint32_t)a->cfg.max_conns, &nofile);
     oc_guard_params_t gp = {cap, (uint32_t)a->cfg.handshake_ms,
                             (uint32_t)a->cfg.accept_backoff_ms};
 
@@ -297,11 +297,11 @@ static void setup_guard(agent_t *a)
                 " using %u (raise LimitNOFILE / ulimit -n)",
                 (unsigned long long)nofile, cap,
                 (unsigned long long)a->cfg.max_conns, cap);
-    oc_guard_init(&a->guard, "control", &gp);
+    oc__guard_init(&a->guard, "control", &gp);
     a->lim_bad.what = "malformed or unexpected control messages";
 }
 
-int oc_agent_run(const oc_agent_config_t *cfg)
+int oc__agent_run(const oc_agent_config_t *cfg)
 {
     agent_t *a = calloc(1, sizeof(*a));
     struct sigaction sa;
@@ -312,12 +312,12 @@ int oc_agent_run(const oc_agent_config_t *cfg)
     if (a == NULL)
         return 1;
     a->cfg = *cfg;
-    a->start_us = oc_now_us();
+    a->start_us = oc__now_us();
     pthread_mutex_init(&a->pub_mu, NULL);
-    oc_log_set_rate((unsigned)cfg->log_rate);
+    oc__log_set_rate((unsigned)cfg->log_rate);
     setup_guard(a);
-    /* one order for every tool: ctl.h, oc_ctl_cluster_key_load() */
-    if (oc_ctl_cluster_key_load(cfg->key_from_flag ? cfg->cluster_key : NULL,
+    /* one order for every tool: ctl.h, oc__ctl_cluster_key_load() */
+    if (oc__ctl_cluster_key_load(cfg->key_from_flag ? cfg->cluster_key : NULL,
                                 &a->cluster_key, ksrc, sizeof(ksrc)) != OC_OK) {
         fprintf(stderr, "offcored: no cluster key from %s: create one with "
                         "'offcore keygen > FILE; chmod 600 FILE' and pass "
@@ -333,15 +333,15 @@ int oc_agent_run(const oc_agent_config_t *cfg)
     }
     if ((st = setup_nodes(a)) != OC_OK)
         goto out;
-    oc_tr_book_enable(); /* which transport each endpoint uses */
+    oc__tr_book_enable(); /* which transport each endpoint uses */
     a->nrouters = (uint32_t)cfg->threads;
     for (uint32_t t = 0; t < a->nrouters; t++) {
         oc_router_params_t p = {t, a->node, a->nnodes, cfg->bundle_size,
                                 cfg->buffers, cfg->flush_timeout_us,
                                 cfg->max_inflight, cfg->route == 1,
                                 a->nrouters};
-        if ((st = oc_router_create(&p, &a->routers[t])) != OC_OK ||
-            (st = oc_router_start(a->routers[t])) != OC_OK) {
+        if ((st = oc__router_create(&p, &a->routers[t])) != OC_OK ||
+            (st = oc__router_start(a->routers[t])) != OC_OK) {
             oc_error(OC_COMP_AGENT, "router %u: %s", t, oc_status_string(st));
             a->nrouters = t + (a->routers[t] != NULL);
             goto out;
@@ -365,7 +365,7 @@ int oc_agent_run(const oc_agent_config_t *cfg)
                                   i ? "," : "", a->lis[i].addr);
         if (a->metrics != NULL)
             snprintf(murl, sizeof(murl), ", metrics http://%s/metrics",
-                     oc_metrics_server_addr(a->metrics));
+                     oc__metrics_server_addr(a->metrics));
         fprintf(stderr, "offcored: node %u of %u, %u routing thread%s, "
                 "control %s%s, ready\n", a->node, a->nnodes, a->nrouters,
                 a->nrouters > 1 ? "s" : "", where, murl);
@@ -377,8 +377,8 @@ out:
     oc__ag_metrics_stop(a);
     shutdown_all(a);
     for (int i = 0; i < a->nlfd; i++)
-        oc_ctl_listener_close(&a->lis[i]);
-    oc_ctl_key_clear(&a->cluster_key);
+        oc__ctl_listener_close(&a->lis[i]);
+    oc__ctl_key_clear(&a->cluster_key);
     for (uint32_t i = 0; a->node_addr && i < a->nnodes; i++)
         free(a->node_addr[i]);
     free(a->node_addr);

@@ -50,10 +50,10 @@ static void rank_tr_poll(agent_t *a)
         const oc_ajob_t *j;
         if (c->kind != C_RANK || c->dead || c->tr_known)
             continue;
-        j = oc_ajob_find(&a->jobs, c->job);
+        j = oc__ajob_find(&a->jobs, c->job);
         if (j == NULL || !j->ready)
             continue; /* READY gives the routers the rank: no endpoint yet */
-        if (!oc_tr_book_lookup(c->addr, &t.cls, t.tls, sizeof(t.tls))) {
+        if (!oc__tr_book_lookup(c->addr, &t.cls, t.tls, sizeof(t.tls))) {
             wanted = 1; /* the router has not made it yet */
             continue;
         }
@@ -75,7 +75,7 @@ static void rank_tr_poll(agent_t *a)
         pthread_mutex_unlock(&a->pub_mu);
         c->tr_known = 1;
         oc_info(OC_COMP_AGENT, "job %u rank %u: via %s (%s)", t.job, t.rank,
-                t.tls[0] ? t.tls : "?", oc_tr_class_main(t.cls));
+                t.tls[0] ? t.tls : "?", oc__tr_class_main(t.cls));
     }
     a->rank_tr_wanted = wanted;
 }
@@ -100,14 +100,14 @@ void oc__ag_peer_tr_poll(agent_t *a)
     for (uint32_t n = 0; n < a->nnodes; n++) {
         struct oc_ag_peer_tr t = {0};
         if (a->peer_tr_addr[n] == NULL ||
-            !oc_tr_book_lookup(a->peer_tr_addr[n], &t.cls, t.tls,
+            !oc__tr_book_lookup(a->peer_tr_addr[n], &t.cls, t.tls,
                                sizeof(t.tls)))
             continue; /* no such peer, or its router has not made it yet */
         free(a->peer_tr_addr[n]);
         a->peer_tr_addr[n] = NULL;
         t.known = 1;
         oc_info(OC_COMP_AGENT, "peer node %u: via %s (%s)", n,
-                t.tls[0] ? t.tls : "?", oc_tr_class_main(t.cls));
+                t.tls[0] ? t.tls : "?", oc__tr_class_main(t.cls));
         pthread_mutex_lock(&a->pub_mu);
         a->peer_tr[n] = t;
         pthread_mutex_unlock(&a->pub_mu);
@@ -126,9 +126,9 @@ static void sample_inout(oc_prom_t *p, const char *name, const char *key,
 {
     oc_prom_label_t l[2] = {LBL(key, val), LBL("dir", "in")};
 
-    oc_prom_sample(p, name, l, 2, *(const uint64_t *)((const char *)base + in));
+    oc__prom_sample(p, name, l, 2, *(const uint64_t *)((const char *)base + in));
     l[1] = LBL("dir", "out");
-    oc_prom_sample(p, name, l, 2,
+    oc__prom_sample(p, name, l, 2,
                    *(const uint64_t *)((const char *)base + out));
 }
 
@@ -138,7 +138,7 @@ static void peer_sum(const agent_t *a, uint32_t n, oc_router_peer_counters_t *su
     oc_router_peer_counters_t pc;
     memset(sum, 0, sizeof(*sum));
     for (uint32_t r = 0; r < a->nrouters; r++) {
-        oc_router_peer_counters(a->routers[r], n, &pc);
+        oc__router_peer_counters(a->routers[r], n, &pc);
         sum->bundles_in += pc.bundles_in;
         sum->bundles_out += pc.bundles_out;
         sum->bytes_in += pc.bytes_in;
@@ -160,10 +160,10 @@ static void guard_metrics(agent_t *a, oc_prom_t *p)
     oc_prom_label_t l[2];
     int ns = a->metrics != NULL ? 2 : 1;
 
-    oc_guard_counters(&a->guard, &gc[0]);
+    oc__guard_counters(&a->guard, &gc[0]);
     if (ns == 2)
-        oc_metrics_server_counters(a->metrics, &gc[1]);
-    oc_prom_family(p, OC_M_CONNECTIONS,
+        oc__metrics_server_counters(a->metrics, &gc[1]);
+    oc__prom_family(p, OC_M_CONNECTIONS,
                    "Connections to the agent's servers, by outcome: "
                    "accepted; evicted (pending, closed to make room at the "
                    "cap); refused (cap reached); expired (handshake or "
@@ -173,15 +173,15 @@ static void guard_metrics(agent_t *a, oc_prom_t *p)
         l[0] = LBL("server", server[k]);
         for (int o = 0; o < 4; o++) {
             l[1] = LBL("outcome", outcome[o]);
-            oc_prom_sample(p, OC_M_CONNECTIONS, l, 2, v[o]);
+            oc__prom_sample(p, OC_M_CONNECTIONS, l, 2, v[o]);
         }
     }
-    oc_prom_family(p, OC_M_ACCEPT_BACKOFFS,
+    oc__prom_family(p, OC_M_ACCEPT_BACKOFFS,
                    "Times accept failed for want of descriptors or memory "
                    "and the server paused its listener", OC_PROM_COUNTER);
     for (int k = 0; k < ns; k++) {
         l[0] = LBL("server", server[k]);
-        oc_prom_sample(p, OC_M_ACCEPT_BACKOFFS, l, 1,
+        oc__prom_sample(p, OC_M_ACCEPT_BACKOFFS, l, 1,
                        gc[k].backoffs);
     }
 }
@@ -195,21 +195,21 @@ static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
     oc_prom_label_t l[2];
 
     snprintf(node, sizeof(node), "%u", a->node);
-    oc_prom_family(p, OC_M_AGENT_INFO, "This agent", OC_PROM_GAUGE);
+    oc__prom_family(p, OC_M_AGENT_INFO, "This agent", OC_PROM_GAUGE);
     l[0] = LBL("node", node);
     l[1] = LBL("version", "0.1");
-    oc_prom_sample(p, OC_M_AGENT_INFO, l, 2, 1);
-    oc_prom_family(p, OC_M_AGENT_UPTIME, "Seconds since start",
+    oc__prom_sample(p, OC_M_AGENT_INFO, l, 2, 1);
+    oc__prom_family(p, OC_M_AGENT_UPTIME, "Seconds since start",
                    OC_PROM_GAUGE);
-    oc_prom_sample_f64(p, OC_M_AGENT_UPTIME, NULL, 0,
-                       (double)(oc_now_us() - a->start_us) / 1e6);
-    oc_prom_family(p, OC_M_JOB_RANKS, "Ranks of the job on this node",
+    oc__prom_sample_f64(p, OC_M_AGENT_UPTIME, NULL, 0,
+                       (double)(oc__now_us() - a->start_us) / 1e6);
+    oc__prom_family(p, OC_M_JOB_RANKS, "Ranks of the job on this node",
                    OC_PROM_GAUGE);
     pthread_mutex_lock(&a->pub_mu);
     for (uint32_t i = 0; i < a->npub; i++) {
         snprintf(v, sizeof(v), "%u", a->pub[i].job);
         l[0] = LBL("job", v);
-        oc_prom_sample(p, OC_M_JOB_RANKS, l, 1, a->pub[i].nlocal);
+        oc__prom_sample(p, OC_M_JOB_RANKS, l, 1, a->pub[i].nlocal);
     }
     pthread_mutex_unlock(&a->pub_mu);
 
@@ -217,7 +217,7 @@ static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
     struct { uint32_t job; oc_router_job_counters_t s; } jobs[64];
     uint32_t nj = 0;
     for (uint32_t r = 0; r < a->nrouters; r++) {
-        uint32_t n = oc_router_job_counters(a->routers[r], jc, 64);
+        uint32_t n = oc__router_job_counters(a->routers[r], jc, 64);
         for (uint32_t i = 0; i < n && i < 64; i++) {
             uint32_t k = 0;
             while (k < nj && jobs[k].job != jc[i].job)
@@ -249,19 +249,19 @@ static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
          offsetof(oc_router_job_counters_t, bundles_out)},
     };
     for (size_t f = 0; f < 3; f++) {
-        oc_prom_family(p, jf[f].name, jf[f].help, OC_PROM_COUNTER);
+        oc__prom_family(p, jf[f].name, jf[f].help, OC_PROM_COUNTER);
         for (uint32_t k = 0; k < nj; k++) {
             snprintf(v, sizeof(v), "%u", jobs[k].job);
             sample_inout(p, jf[f].name, "job", v, &jobs[k].s, jf[f].in,
                          jf[f].out);
         }
     }
-    oc_prom_family(p, OC_M_JOB_REJECTS,
+    oc__prom_family(p, OC_M_JOB_REJECTS,
                    "Bundles of the job rejected", OC_PROM_COUNTER);
     for (uint32_t k = 0; k < nj; k++) {
         snprintf(v, sizeof(v), "%u", jobs[k].job);
         l[0] = LBL("job", v);
-        oc_prom_sample(p, OC_M_JOB_REJECTS, l, 1, jobs[k].s.rejects);
+        oc__prom_sample(p, OC_M_JOB_REJECTS, l, 1, jobs[k].s.rejects);
     }
 
     /* per peer node, summed over routers: what crossed the network */
@@ -278,7 +278,7 @@ static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
     };
     oc_router_peer_counters_t pc;
     for (size_t f = 0; f < 3; f++) {
-        oc_prom_family(p, pf[f].name, pf[f].help, OC_PROM_COUNTER);
+        oc__prom_family(p, pf[f].name, pf[f].help, OC_PROM_COUNTER);
         for (uint32_t n = 0; n < a->nnodes; n++) {
             if (n == a->node)
                 continue;
@@ -287,7 +287,7 @@ static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
             sample_inout(p, pf[f].name, "peer", v, &pc, pf[f].in, pf[f].out);
         }
     }
-    oc_prom_family(p, OC_M_PEER_BLOCKLIST,
+    oc__prom_family(p, OC_M_PEER_BLOCKLIST,
                    "Next hops toward the peer node blocked now", OC_PROM_GAUGE);
     for (uint32_t n = 0; n < a->nnodes; n++) {
         if (n == a->node)
@@ -295,10 +295,10 @@ static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
         peer_sum(a, n, &pc);
         snprintf(v, sizeof(v), "%u", n);
         l[0] = LBL("peer", v);
-        oc_prom_sample(p, OC_M_PEER_BLOCKLIST, l, 1, pc.blocked);
+        oc__prom_sample(p, OC_M_PEER_BLOCKLIST, l, 1, pc.blocked);
     }
 
-    oc_prom_family(p, OC_M_PEER_TRANSPORT,
+    oc__prom_family(p, OC_M_PEER_TRANSPORT,
                    "The transports UCX picked for active messages to the "
                    "peer node's agent (1 per connected peer; the labels "
                    "name them)", OC_PROM_GAUGE);
@@ -311,12 +311,12 @@ static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
         tl[0] = LBL("peer", v);
         tl[1] = LBL("transport", a->peer_tr[n].tls[0] ? a->peer_tr[n].tls
                                                       : "unknown");
-        tl[2] = LBL("class", oc_tr_class_main(a->peer_tr[n].cls));
-        oc_prom_sample(p, OC_M_PEER_TRANSPORT, tl, 3, 1);
+        tl[2] = LBL("class", oc__tr_class_main(a->peer_tr[n].cls));
+        oc__prom_sample(p, OC_M_PEER_TRANSPORT, tl, 3, 1);
     }
     pthread_mutex_unlock(&a->pub_mu);
 
-    oc_prom_family(p, OC_M_RANK_TRANSPORT,
+    oc__prom_family(p, OC_M_RANK_TRANSPORT,
                    "The transports UCX picked for active messages between "
                    "the agent and the local rank (the agent's endpoint to "
                    "the rank's worker; 1 per rank of a ready job; the labels "
@@ -331,8 +331,8 @@ static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
         tl[0] = LBL("job", v);
         tl[1] = LBL("rank", rk);
         tl[2] = LBL("transport", rt->tls[0] ? rt->tls : "unknown");
-        tl[3] = LBL("class", oc_tr_class_main(rt->cls));
-        oc_prom_sample(p, OC_M_RANK_TRANSPORT, tl, 4, 1);
+        tl[3] = LBL("class", oc__tr_class_main(rt->cls));
+        oc__prom_sample(p, OC_M_RANK_TRANSPORT, tl, 4, 1);
     }
     pthread_mutex_unlock(&a->pub_mu);
 
@@ -368,15 +368,15 @@ static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
     };
 #undef RC
     for (uint32_t r = 0; r < a->nrouters; r++)
-        oc_router_counters(a->routers[r], &rc[r]);
+        oc__router_counters(a->routers[r], &rc[r]);
     for (size_t f = 0; f < sizeof(tf) / sizeof(tf[0]); f++) {
-        oc_prom_family(p, tf[f].name, tf[f].help, tf[f].type);
+        oc__prom_family(p, tf[f].name, tf[f].help, tf[f].type);
         for (uint32_t r = 0; r < a->nrouters; r++) {
             snprintf(t, sizeof(t), "%u", r);
             l[0] = LBL("thread", t);
             for (int k = 0; k < 4 && (k == 0 || tf[f].v[k].value); k++) {
                 l[1] = LBL(tf[f].label, tf[f].v[k].value);
-                oc_prom_sample(p, tf[f].name, l, tf[f].label ? 2 : 1,
+                oc__prom_sample(p, tf[f].name, l, tf[f].label ? 2 : 1,
                                *(const uint64_t *)((const char *)&rc[r] +
                                                    tf[f].v[k].off));
             }
@@ -384,7 +384,7 @@ static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
     }
 
     /* rejects by reason, over all threads */
-    oc_prom_family(p, OC_M_REJECTS,
+    oc__prom_family(p, OC_M_REJECTS,
                    "Bundles and control messages rejected, by reason",
                    OC_PROM_COUNTER);
     for (int k = 0; k < 16; k++) {
@@ -397,20 +397,20 @@ static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
             continue;
         snprintf(reason, sizeof(reason), "%.*s", (int)strcspn(name, ":"), name);
         l[0] = LBL("reason", reason);
-        oc_prom_sample(p, OC_M_REJECTS, l, 1, sum);
+        oc__prom_sample(p, OC_M_REJECTS, l, 1, sum);
     }
     {
         uint64_t sum = 0;
         for (uint32_t r = 0; r < a->nrouters; r++)
             sum += rc[r].reject_unknown_sender;
         l[0] = LBL("reason", "unknown_sender");
-        oc_prom_sample(p, OC_M_REJECTS, l, 1, sum);
+        oc__prom_sample(p, OC_M_REJECTS, l, 1, sum);
         l[0] = LBL("reason", "control");
-        oc_prom_sample(p, OC_M_REJECTS, l, 1,
+        oc__prom_sample(p, OC_M_REJECTS, l, 1,
                        atomic_load(&a->rejects_ctl));
     }
     guard_metrics(a, p);
-    return oc_prom_status(p);
+    return oc__prom_status(p);
 }
 
 oc_status_t oc__ag_metrics_start(agent_t *a)
@@ -420,12 +420,12 @@ oc_status_t oc__ag_metrics_start(agent_t *a)
     oc_guard_params_t gp = {(uint32_t)a->cfg.metrics_max_conns,
                             (uint32_t)a->cfg.handshake_ms,
                             (uint32_t)a->cfg.accept_backoff_ms};
-    return oc_metrics_server_start_limited(a->cfg.metrics, &gp, fill_metrics, a,
+    return oc__metrics_server_start_limited(a->cfg.metrics, &gp, fill_metrics, a,
                                    &a->metrics);
 }
 
 void oc__ag_metrics_stop(agent_t *a)
 {
-    oc_metrics_server_stop(a->metrics);
+    oc__metrics_server_stop(a->metrics);
     a->metrics = NULL;
 }

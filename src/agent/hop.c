@@ -1,11 +1,11 @@
 /*
- * hop.c — the route function (router.h, oc_route_hop): which node a
+ * hop.c — the route function (router.h, oc__route_hop): which node a
  * message goes to next, direct or along a grid of nodes.  Pure; any
  * thread.
  */
 #include "router.h"
 
-uint32_t oc_route_hop(int grid, uint32_t nnodes, uint32_t a, uint32_t b)
+uint32_t oc__route_hop(int grid, uint32_t nnodes, uint32_t a, uint32_t b)
 {
     uint32_t cols, h;
     if (!grid || a == b)

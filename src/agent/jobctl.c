@@ -16,7 +16,7 @@ void oc__ag_send(oc_aconn_t *c, const oc_ctl_msg_t *m)
 {
     if (c->dead)
         return;
-    if (oc_ctl_conn_send(c->cc, m) != OC_OK)
+    if (oc__ctl_conn_send(c->cc, m) != OC_OK)
         c->dead = 1;
 }
 
@@ -24,10 +24,10 @@ void oc__ag_error(agent_t *a, oc_aconn_t *c, oc_status_t st, const char *text)
 {
     oc_ctl_msg_t m;
     char scratch[OC_CTL_MAX_TEXT];
-    oc_ctl_set_error(&m, st, text, scratch);
+    oc__ctl_set_error(&m, st, text, scratch);
     oc__ag_send(c, &m);
     oc_warn_limited(&a->lim_bad, OC_COMP_AGENT, "%s: %s",
-                    oc_ctl_conn_name(c->cc), text);
+                    oc__ctl_conn_name(c->cc), text);
 }
 
 void oc__ag_to_ranks(agent_t *a, oc_ajob_t *j, const oc_ctl_msg_t *m)
@@ -55,7 +55,7 @@ void oc__ag_job_fail(agent_t *a, oc_ajob_t *j, const char *why, int tell_peers)
     char text[128], scratch[OC_CTL_MAX_TEXT];
     oc_warn(OC_COMP_AGENT, "job %u failed: %s", j->id, why);
     snprintf(text, sizeof(text), "job %u failed: %s", j->id, why);
-    oc_ctl_set_error(&m, OC_ERR_PEER_FAILED, text, scratch);
+    oc__ctl_set_error(&m, OC_ERR_PEER_FAILED, text, scratch);
     oc__ag_to_ranks(a, j, &m);
     if (tell_peers) {
         memset(&m, 0, sizeof(m));
@@ -75,23 +75,23 @@ void oc__ag_job_check_ready(agent_t *a, oc_ajob_t *j)
 
     if (j->ready || j->failed || j->nknown < j->size)
         return;
-    map = oc_job_map_new(j->id, j->size, a->nnodes);
+    map = oc__job_map_new(j->id, j->size, a->nnodes);
     if (map == NULL) {
         oc__ag_job_fail(a, j, "out of memory", 1);
         return;
     }
     memcpy(map->node_of, j->node_of, sizeof(uint32_t) * j->size);
     for (uint32_t t = 0; t < a->nrouters; t++) {
-        oc_router_add_job(a->routers[t], map);
+        oc__router_add_job(a->routers[t], map);
         for (uint32_t r = 0; r < j->size; r++) {
             oc_aconn_t *c = j->local[r];
             if (c != NULL)
-                oc_router_add_rank(a->routers[t], c->token, j->id, r, c->addr,
+                oc__router_add_rank(a->routers[t], c->token, j->id, r, c->addr,
                                    c->addr_len);
         }
     }
-    oc_job_map_put(map);
-    oc_ajob_tree(j, a->node);
+    oc__job_map_put(map);
+    oc__ajob_tree(j, a->node);
     j->ready = 1;
     a->rank_tr_wanted = 1; /* the routers make the ranks' endpoints now */
     memset(&m, 0, sizeof(m));
@@ -134,9 +134,9 @@ void oc__ag_job_tell_peer(agent_t *a, oc_ajob_t *j, oc_aconn_t *peer)
 void oc__ag_job_release(agent_t *a, oc_ajob_t *j)
 {
     for (uint32_t t = 0; t < a->nrouters; t++)
-        oc_router_del_job(a->routers[t], j->id);
+        oc__router_del_job(a->routers[t], j->id);
     oc_info(OC_COMP_AGENT, "job %u ended", j->id);
-    oc_ajob_remove(&a->jobs, j);
+    oc__ajob_remove(&a->jobs, j);
 }
 
 /* ---- termination waves ----------------------------------------------- */

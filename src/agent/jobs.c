@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-oc_ajob_t *oc_ajob_find(oc_ajobs_t *t, uint32_t id)
+oc_ajob_t *oc__ajob_find(oc_ajobs_t *t, uint32_t id)
 {
     for (oc_ajob_t *j = t->head; j != NULL; j = j->next)
         if (j->id == id)
@@ -16,10 +16,10 @@ oc_ajob_t *oc_ajob_find(oc_ajobs_t *t, uint32_t id)
     return NULL;
 }
 
-oc_ajob_t *oc_ajob_get(oc_ajobs_t *t, uint32_t id, uint32_t size,
+oc_ajob_t *oc__ajob_get(oc_ajobs_t *t, uint32_t id, uint32_t size,
                        uint32_t nnodes, oc_status_t *st)
 {
-    oc_ajob_t *j = oc_ajob_find(t, id);
+    oc_ajob_t *j = oc__ajob_find(t, id);
     if (j != NULL) {
         *st = j->size == size ? OC_OK : OC_ERR_INVALID_PARAM;
         return *st == OC_OK ? j : NULL;
@@ -37,7 +37,7 @@ oc_ajob_t *oc_ajob_get(oc_ajobs_t *t, uint32_t id, uint32_t size,
     j->child_slot = calloc(nnodes, sizeof(*j->child_slot));
     if (j->node_of == NULL || j->local == NULL || j->node_ranks == NULL ||
         j->child_slot == NULL) {
-        oc_ajob_free(j);
+        oc__ajob_free(j);
         goto nomem;
     }
     for (uint32_t i = 0; i < size; i++)
@@ -54,7 +54,7 @@ nomem:
     return NULL;
 }
 
-void oc_ajob_free(oc_ajob_t *j)
+void oc__ajob_free(oc_ajob_t *j)
 {
     if (j == NULL)
         return;
@@ -65,17 +65,17 @@ void oc_ajob_free(oc_ajob_t *j)
     free(j);
 }
 
-void oc_ajob_remove(oc_ajobs_t *t, oc_ajob_t *j)
+void oc__ajob_remove(oc_ajobs_t *t, oc_ajob_t *j)
 {
     for (oc_ajob_t **pp = &t->head; *pp != NULL; pp = &(*pp)->next)
         if (*pp == j) {
             *pp = j->next;
-            oc_ajob_free(j);
+            oc__ajob_free(j);
             return;
         }
 }
 
-oc_status_t oc_ajob_place(oc_ajob_t *j, uint32_t rank, uint32_t node)
+oc_status_t oc__ajob_place(oc_ajob_t *j, uint32_t rank, uint32_t node)
 {
     if (rank >= j->size || node >= j->nnodes)
         return OC_ERR_RANK_RANGE;
@@ -91,7 +91,7 @@ oc_status_t oc_ajob_place(oc_ajob_t *j, uint32_t rank, uint32_t node)
 
 /* The wave tree is over the job's nodes in index order: position k's
  * parent is (k-1)/4.  Computed once at wire-up. */
-void oc_ajob_tree(oc_ajob_t *j, uint32_t me)
+void oc__ajob_tree(oc_ajob_t *j, uint32_t me)
 {
     uint32_t k = 0, pos = 0, n = 0;
     uint32_t *order = j->child_slot; /* reuse as scratch: node by position */
@@ -110,7 +110,7 @@ void oc_ajob_tree(oc_ajob_t *j, uint32_t me)
     memset(j->child_slot, 0, sizeof(*j->child_slot) * j->nnodes);
 }
 
-int oc_ajob_is_child(const oc_ajob_t *j, uint32_t node, uint32_t *idx)
+int oc__ajob_is_child(const oc_ajob_t *j, uint32_t node, uint32_t *idx)
 {
     for (uint32_t i = 0; i < j->nchildren; i++)
         if (j->children[i] == node) {

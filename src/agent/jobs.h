@@ -52,16 +52,16 @@ typedef struct {
     oc_ajob_t *head;
 } oc_ajobs_t;
 
-oc_ajob_t *oc_ajob_find(oc_ajobs_t *t, uint32_t id);
+oc_ajob_t *oc__ajob_find(oc_ajobs_t *t, uint32_t id);
 /** Find or create; OC_ERR_INVALID_PARAM in *st when the size disagrees. */
-oc_ajob_t *oc_ajob_get(oc_ajobs_t *t, uint32_t id, uint32_t size,
+oc_ajob_t *oc__ajob_get(oc_ajobs_t *t, uint32_t id, uint32_t size,
                        uint32_t nnodes, oc_status_t *st);
-void oc_ajob_remove(oc_ajobs_t *t, oc_ajob_t *j);
-void oc_ajob_free(oc_ajob_t *j);
+void oc__ajob_remove(oc_ajobs_t *t, oc_ajob_t *j);
+void oc__ajob_free(oc_ajob_t *j);
 /** Record that @p rank runs on @p node. */
-oc_status_t oc_ajob_place(oc_ajob_t *j, uint32_t rank, uint32_t node);
+oc_status_t oc__ajob_place(oc_ajob_t *j, uint32_t rank, uint32_t node);
 /** Compute this node's place in the job's wave tree. */
-void oc_ajob_tree(oc_ajob_t *j, uint32_t me);
-int oc_ajob_is_child(const oc_ajob_t *j, uint32_t node, uint32_t *idx);
+void oc__ajob_tree(oc_ajob_t *j, uint32_t me);
+int oc__ajob_is_child(const oc_ajob_t *j, uint32_t node, uint32_t *idx);
 
 #endif

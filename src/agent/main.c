@@ -107,7 +107,7 @@ const oc_cfg_field_t oc_agent_config_table[] = {
      offsetof(oc_agent_config_t, log_rate), 1, 100000, NULL},
     OC_CFG_END};
 
-int oc_agent_run(const oc_agent_config_t *cfg);
+int oc__agent_run(const oc_agent_config_t *cfg);
 
 static void usage(FILE *out)
 {
@@ -171,9 +171,9 @@ int main(int argc, char **argv)
     oc_agent_config_t cfg;
 
     memset(&cfg, 0, sizeof(cfg));
-    if (oc_config_load(oc_agent_config_table, &cfg) != OC_OK)
+    if (oc__config_load(oc_agent_config_table, &cfg) != OC_OK)
         return 2;
-    oc_config_check_env(oc_agent_config_table, "AGENT_", foreign_env);
+    oc__config_check_env(oc_agent_config_table, "AGENT_", foreign_env);
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i], *eq, *val;
         const oc_cfg_field_t *f;
@@ -183,7 +183,7 @@ int main(int argc, char **argv)
             return 0;
         }
         if (!strcmp(arg, "--dump-config")) {
-            oc_config_dump(stdout, "offcored", oc_agent_config_table, &cfg);
+            oc__config_dump(stdout, "offcored", oc_agent_config_table, &cfg);
             return 0;
         }
         if (strncmp(arg, "--", 2) != 0) {
@@ -209,7 +209,7 @@ int main(int argc, char **argv)
             }
             val = argv[++i];
         }
-        if (oc_config_set(oc_agent_config_table, &cfg, f->name, val) !=
+        if (oc__config_set(oc_agent_config_table, &cfg, f->name, val) !=
             OC_OK) {
             fprintf(stderr, "offcored: see --help and --dump-config\n");
             return 2;
@@ -217,5 +217,5 @@ int main(int argc, char **argv)
         if (!strcmp(f->name, "AGENT_CLUSTER_KEY"))
             cfg.key_from_flag = 1;
     }
-    return oc_agent_run(&cfg);
+    return oc__agent_run(&cfg);
 }

@@ -13,7 +13,7 @@
 
 /* ---- job maps --------------------------------------------------------- */
 
-oc_job_map_t *oc_job_map_new(uint32_t job, uint32_t size, uint32_t nnodes)
+oc_job_map_t *oc__job_map_new(uint32_t job, uint32_t size, uint32_t nnodes)
 {
     oc_job_map_t *m = calloc(1, sizeof(*m));
     if (m == NULL)
@@ -30,7 +30,7 @@ oc_job_map_t *oc_job_map_new(uint32_t job, uint32_t size, uint32_t nnodes)
     return m;
 }
 
-void oc_job_map_put(oc_job_map_t *m)
+void oc__job_map_put(oc_job_map_t *m)
 {
     if (m == NULL)
         return;
@@ -74,7 +74,7 @@ static cmd_t *cmd_new(cmd_kind_t kind, const void *addr, size_t len)
     return c;
 }
 
-oc_status_t oc_router_add_rank(oc_router_t *r, uint64_t token, uint32_t job,
+oc_status_t oc__router_add_rank(oc_router_t *r, uint64_t token, uint32_t job,
                                uint32_t rank, const void *addr, size_t len)
 {
     cmd_t *c = cmd_new(CMD_ADD_RANK, addr, len);
@@ -86,7 +86,7 @@ oc_status_t oc_router_add_rank(oc_router_t *r, uint64_t token, uint32_t job,
     return post(r, c);
 }
 
-oc_status_t oc_router_del_rank(oc_router_t *r, uint32_t job, uint32_t rank)
+oc_status_t oc__router_del_rank(oc_router_t *r, uint32_t job, uint32_t rank)
 {
     cmd_t *c = cmd_new(CMD_DEL_RANK, NULL, 0);
     if (c == NULL)
@@ -96,7 +96,7 @@ oc_status_t oc_router_del_rank(oc_router_t *r, uint32_t job, uint32_t rank)
     return post(r, c);
 }
 
-oc_status_t oc_router_add_job(oc_router_t *r, oc_job_map_t *map)
+oc_status_t oc__router_add_job(oc_router_t *r, oc_job_map_t *map)
 {
     cmd_t *c = cmd_new(CMD_ADD_JOB, NULL, 0);
     if (c == NULL)
@@ -107,7 +107,7 @@ oc_status_t oc_router_add_job(oc_router_t *r, oc_job_map_t *map)
     return post(r, c);
 }
 
-oc_status_t oc_router_del_job(oc_router_t *r, uint32_t job)
+oc_status_t oc__router_del_job(oc_router_t *r, uint32_t job)
 {
     cmd_t *c = cmd_new(CMD_DEL_JOB, NULL, 0);
     if (c == NULL)
@@ -116,7 +116,7 @@ oc_status_t oc_router_del_job(oc_router_t *r, uint32_t job)
     return post(r, c);
 }
 
-oc_status_t oc_router_add_peer(oc_router_t *r, uint32_t node,
+oc_status_t oc__router_add_peer(oc_router_t *r, uint32_t node,
                                uint64_t send_token, uint64_t recv_token,
                                const void *addr, size_t len)
 {
@@ -132,7 +132,7 @@ oc_status_t oc_router_add_peer(oc_router_t *r, uint32_t node,
     return post(r, c);
 }
 
-oc_status_t oc_router_del_peer(oc_router_t *r, uint32_t node)
+oc_status_t oc__router_del_peer(oc_router_t *r, uint32_t node)
 {
     cmd_t *c = cmd_new(CMD_DEL_PEER, NULL, 0);
     if (c == NULL)
@@ -172,7 +172,7 @@ static void sender_del(oc_router_t *r, int is_peer, uint32_t job,
 /* An outlet that goes away: flush what it holds, forget it (engine.h). */
 static void out_retire(oc_router_t *r, out_t *o)
 {
-    oc_eng_out_retire(r->eng, &o->eo);
+    oc__eng_out_retire(r->eng, &o->eo);
 }
 
 void oc__router_job_free(oc_router_t *r, rjob_t *j)
@@ -183,7 +183,7 @@ void oc__router_job_free(oc_router_t *r, rjob_t *j)
             continue;
         out_retire(r, &l->out);
         l->out.ep = NULL;
-        oc_tr_ep_destroy(r->w, l->ep);
+        oc__tr_ep_destroy(r->w, l->ep);
         free(l);
     }
     for (uint32_t n = 0; n < j->map->nnodes; n++)
@@ -192,7 +192,7 @@ void oc__router_job_free(oc_router_t *r, rjob_t *j)
     free(j->to_node);
     free(j->hop);
     j->hop = NULL;
-    oc_job_map_put(j->map);
+    oc__job_map_put(j->map);
     j->map = NULL;
     atomic_store(&j->tag, 0);
 }
@@ -205,7 +205,7 @@ static void apply(oc_router_t *r, cmd_t *c)
     switch (c->kind) {
     case CMD_ADD_JOB:
         if (oc__router_job_find(r, c->job) != NULL) {
-            oc_job_map_put(c->map);
+            oc__job_map_put(c->map);
             break;
         }
         j = NULL;
@@ -215,7 +215,7 @@ static void apply(oc_router_t *r, cmd_t *c)
         if (j == NULL) {
             oc_error(OC_COMP_AGENT, "router %u: more than %d jobs", r->p.index,
                      OC_ROUTER_MAX_JOBS);
-            oc_job_map_put(c->map);
+            oc__job_map_put(c->map);
             break;
         }
         memset(&j->c, 0, sizeof(j->c));
@@ -229,24 +229,24 @@ static void apply(oc_router_t *r, cmd_t *c)
             free(j->to_node);
             free(j->hop);
             j->hop = NULL;
-            oc_job_map_put(c->map);
+            oc__job_map_put(c->map);
             break;
         }
         /* the routing kernel's one lookup per message: local ranks get
          * theirs as they register */
-        oc_eng_out_init(&j->none.eo);
+        oc__eng_out_init(&j->none.eo);
         j->none.none = 1;
         for (uint32_t d = 0; d < c->map->size; d++) {
             uint32_t node = c->map->node_of[d];
             j->hop[d] = node != r->p.node
-                            ? &j->to_node[oc_route_hop(r->p.grid, r->p.nnodes,
+                            ? &j->to_node[oc__route_hop(r->p.grid, r->p.nnodes,
                                                        r->p.node, node)]
                             : &j->none;
         }
         j->map = c->map;
         j->c.job = c->job;
         for (uint32_t n = 0; n < c->map->nnodes; n++) {
-            oc_eng_out_init(&j->to_node[n].eo);
+            oc__eng_out_init(&j->to_node[n].eo);
             j->to_node[n].eo.job = c->job;
             j->to_node[n].ep = r->peers[n].ep;
             j->to_node[n].token = r->peers[n].send_token;
@@ -272,13 +272,13 @@ static void apply(oc_router_t *r, cmd_t *c)
         l = calloc(1, sizeof(*l));
         if (l == NULL)
             break;
-        st = oc_tr_ep_create(r->w, c->addr, 0, &l->ep);
+        st = oc__tr_ep_create(r->w, c->addr, 0, &l->ep);
         if (st != OC_OK) {
             free(l);
             break;
         }
         l->token = c->token;
-        oc_eng_out_init(&l->out.eo);
+        oc__eng_out_init(&l->out.eo);
         l->out.eo.job = c->job;
         l->out.ep = l->ep;
         l->out.jc = &j->c;
@@ -295,7 +295,7 @@ static void apply(oc_router_t *r, cmd_t *c)
             lrank_t *l = j->local[c->rank];
             l->out.ep = NULL; /* what is buffered for it is dropped */
             out_retire(r, &l->out);
-            oc_tr_ep_destroy(r->w, l->ep);
+            oc__tr_ep_destroy(r->w, l->ep);
             free(l);
             j->local[c->rank] = NULL;
             j->hop[c->rank] = &j->none;
@@ -306,7 +306,7 @@ static void apply(oc_router_t *r, cmd_t *c)
         peer_t *p = &r->peers[c->node];
         if (p->ep != NULL)
             break;
-        if (oc_tr_ep_create(r->w, c->addr, 1, &p->ep) != OC_OK)
+        if (oc__tr_ep_create(r->w, c->addr, 1, &p->ep) != OC_OK)
             break;
         p->send_token = c->token;
         p->recv_token = c->token2;
@@ -329,9 +329,9 @@ static void apply(oc_router_t *r, cmd_t *c)
                 out_retire(r, &r->jobs[i].to_node[c->node]);
             }
         oc__router_peer_drop(r, p);
-        oc_eng_out_retire(r->eng, &p->link);
+        oc__eng_out_retire(r->eng, &p->link);
         p->owed = 0;
-        oc_tr_ep_destroy(r->w, p->ep);
+        oc__tr_ep_destroy(r->w, p->ep);
         p->ep = NULL;
         break;
     }

@@ -30,7 +30,7 @@
  * is kept until no operation of theirs is in flight.
  *
  * Threading: the router's thread only.  Trust: descriptors come from
- * ranks; only a registered sender's, decoded by oc_colld_decode(), is
+ * ranks; only a registered sender's, decoded by oc__colld_decode(), is
  * used, and every receive is posted with the size the descriptors imply
  * (UCX never writes past it).  Payload tags carry no token: matched by
  * (job & 0xffff, sequence, rank) and, between the authenticated agents,
@@ -131,8 +131,8 @@ static void issue(oc_router_t *r, acoll_t *c, int kind, oc_tr_ep_t *ep,
     if (ep == NULL && kind != 4) {
         st = OC_ERR_PEER_FAILED;
     } else {
-        st = kind == 3 ? oc_tr_tag_send(ep, tag, buf, len, &o->op)
-                       : oc_tr_tag_recv(r->w, tag, buf, len, &o->op);
+        st = kind == 3 ? oc__tr_tag_send(ep, tag, buf, len, &o->op)
+                       : oc__tr_tag_recv(r->w, tag, buf, len, &o->op);
     }
     if (st == OC_INPROGRESS) {
         c->pending++;
@@ -181,7 +181,7 @@ static void tell(oc_router_t *r, acoll_t *c, uint32_t rank, oc_status_t st)
     lrank_t *l = local_of(r, c, rank);
     oc_colld_done_t m = {OC_COLLD_DONE_MAGIC, c->seq, st, 0};
     if (l != NULL && l->ep != NULL)
-        (void)oc_tr_send_small(l->ep, OC_AM_COLL_DONE, 0, &m, sizeof(m));
+        (void)oc__tr_send_small(l->ep, OC_AM_COLL_DONE, 0, &m, sizeof(m));
 }
 
 /* A failed collective: every receive a local rank posted for its result
@@ -303,7 +303,7 @@ void oc__rcoll_recv(void *arg, uint64_t token, void *data, size_t len)
     }
     h->next = NULL;
     h->token = token;
-    h->t_arrival = oc_now_us();
+    h->t_arrival = oc__now_us();
     h->len = len;
     memcpy(h->data, data, len);
     for (t = (held_t **)&r->colls_held; *t != NULL; t = &(*t)->next)
@@ -316,7 +316,7 @@ static void retry_held(oc_router_t *r)
     held_t **p = (held_t **)&r->colls_held, *h;
     while ((h = *p) != NULL) {
         int done = desc_in(r, h->token, h->data, h->len);
-        if (!done && oc_now_us() - h->t_arrival > OC_ROUTER_UNKNOWN_JOB_WAIT_US) {
+        if (!done && oc__now_us() - h->t_arrival > OC_ROUTER_UNKNOWN_JOB_WAIT_US) {
             CNT_ADD(r->c.reject_unknown_sender, 1);
             done = 1;
         }
@@ -345,7 +345,7 @@ static int desc_in(oc_router_t *r, uint64_t token, const void *data,
     if (s == NULL || s->is_peer || (j = oc__router_job_find(r, s->job)) ==
                                         NULL || (l = j->local[s->rank]) == NULL)
         return s != NULL && s->is_peer; /* a peer sends none: reject */
-    if ((st = oc_colld_decode(data, len, j->map->size, &d)) != OC_OK) {
+    if ((st = oc__colld_decode(data, len, j->map->size, &d)) != OC_OK) {
         oc_warn(OC_COMP_AGENT, "job %u rank %u: bad collective descriptor: %s",
                 s->job, s->rank, oc_status_string(st));
         CNT_ADD(r->c.rejects, 1);
@@ -355,7 +355,7 @@ static int desc_in(oc_router_t *r, uint64_t token, const void *data,
         oc_colld_done_t m = {OC_COLLD_DONE_MAGIC, d.seq, OC_ERR_UNSUPPORTED, 0};
         oc_warn(OC_COMP_AGENT, "job %u: collectives need offcored --threads 1",
                 s->job);
-        (void)oc_tr_send_small(l->ep, OC_AM_COLL_DONE, 0, &m, sizeof(m));
+        (void)oc__tr_send_small(l->ep, OC_AM_COLL_DONE, 0, &m, sizeof(m));
         return 1;
     }
     c = acoll_get(r, j, d.seq);
@@ -363,7 +363,7 @@ static int desc_in(oc_router_t *r, uint64_t token, const void *data,
         oc_colld_done_t m = {OC_COLLD_DONE_MAGIC, d.seq, OC_ERR_UNSUPPORTED, 0};
         oc_warn(OC_COMP_AGENT, "job %u: collective %u refused (out of memory, "
                 "or the ranks of a node are not contiguous)", s->job, d.seq);
-        (void)oc_tr_send_small(l->ep, OC_AM_COLL_DONE, 0, &m, sizeof(m));
+        (void)oc__tr_send_small(l->ep, OC_AM_COLL_DONE, 0, &m, sizeof(m));
         return 1;
     }
     rr = &c->r[s->rank];
@@ -392,7 +392,7 @@ static int desc_in(oc_router_t *r, uint64_t token, const void *data,
         }
         for (uint32_t i = 0; i < d.nv; i++)
             for (unsigned w = 0; w < 4; w++) {
-                uint64_t x = oc_colld_v(&d, w, i);
+                uint64_t x = oc__colld_v(&d, w, i);
                 rr->v[w * d.nv + i] = x;
             }
         for (uint32_t i = 0; i < d.nv; i++) {

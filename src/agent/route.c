@@ -70,10 +70,10 @@ static oc_status_t check_peer_bundle(oc_router_t *r, rjob_t *j,
 {
     oc_wire_iter_t it;
     oc_wire_msg_t m;
-    oc_wire_iter_init(&it, e->data, &e->hdr);
-    while (oc_wire_iter_next(&it, &m)) {
+    oc__wire_iter_init(&it, e->data, &e->hdr);
+    while (oc__wire_iter_next(&it, &m)) {
         uint32_t s = j->map->node_of[m.src], d = j->map->node_of[m.dst];
-        uint32_t h = oc_route_hop(r->p.grid, r->p.nnodes, s, d);
+        uint32_t h = oc__route_hop(r->p.grid, r->p.nnodes, s, d);
         int first = s == node && h == r->p.node;
         int second = h == node && d == r->p.node && h != s;
         if (!first && !second)
@@ -87,7 +87,7 @@ static oc_status_t check_peer_bundle(oc_router_t *r, rjob_t *j,
 static void peer_send(oc_router_t *r, peer_t *p, oc_eng_buf_t *b)
 {
     p->credits--;
-    if (oc_eng_send(r->eng, &p->link, p->ep, p->send_token, b, b->len) !=
+    if (oc__eng_send(r->eng, &p->link, p->ep, p->send_token, b, b->len) !=
         OC_OK)
         oc_debug(OC_COMP_AGENT, "router %u: a bundle to a peer failed",
                  r->p.index);
@@ -111,7 +111,7 @@ void oc__router_peer_drop(oc_router_t *r, peer_t *p)
     while (p->wait_head != NULL) {
         oc_eng_buf_t *b = p->wait_head;
         p->wait_head = b->next;
-        oc_eng_buf_put(r->eng, b);
+        oc__eng_buf_put(r->eng, b);
     }
     p->wait_tail = &p->wait_head;
     p->waiting = 0;
@@ -123,7 +123,7 @@ static void out_send(oc_router_t *r, out_t *o, oc_eng_buf_t *b, uint32_t len,
                      uint32_t count)
 {
     if (o->ep == NULL) { /* next hop went away: the job is failing */
-        oc_eng_buf_put(r->eng, b);
+        oc__eng_buf_put(r->eng, b);
         return;
     }
     CNT_ADD(r->c.bundles_out, 1);
@@ -147,7 +147,7 @@ static void out_send(oc_router_t *r, out_t *o, oc_eng_buf_t *b, uint32_t len,
         peer_send(r, p, b);
         return;
     }
-    if (oc_eng_send(r->eng, &o->eo, o->ep, o->token, b, len) != OC_OK)
+    if (oc__eng_send(r->eng, &o->eo, o->ep, o->token, b, len) != OC_OK)
         oc_debug(OC_COMP_AGENT, "router %u: a bundle to a rank failed",
                  r->p.index);
 }
@@ -184,16 +184,16 @@ static int forward_whole(oc_router_t *r, oc_eng_rx_t *e, out_t *o)
     if (held(o))
         return RX_HOLD;
     if (o->eo.buf != NULL) {
-        oc_eng_flush(r->eng, &o->eo, OC_ENG_FLUSH_EXPLICIT);
+        oc__eng_flush(r->eng, &o->eo, OC_ENG_FLUSH_EXPLICIT);
         if (held(o))
             return RX_HOLD;
     }
-    if ((b = oc_eng_buf_get(r->eng)) == NULL)
+    if ((b = oc__eng_buf_get(r->eng)) == NULL)
         return RX_NOBUF;
     memcpy(b->data, e->data, e->len);
     h.src_hop = r->p.node;
     h.seq = o->eo.seq++;
-    oc_wire_hdr_write(b->data, &h);
+    oc__wire_hdr_write(b->data, &h);
     CNT_ADD(r->c.bundles_forwarded, 1);
     out_send(r, o, b, e->len, h.count);
     return RX_DONE;
@@ -220,18 +220,18 @@ route_msg(oc_router_t *r, rjob_t *j, uint32_t dst, uint32_t src,
         eo->wp += 8;
         return RX_DONE;
     }
-    if (oc_eng_try_put(eo, dst, src, payload, len))
+    if (oc__eng_try_put(eo, dst, src, payload, len))
         return RX_DONE;
     if (eo->item_len == OC_ENG_NO_ITEM && eo->buf != NULL &&
-        eo->wp + OC_WIRE_MSG_HDR_LEN + oc_wire_pad8(len) <= eo->end) {
-        /* an open mixed buffer with room: oc_eng_put's mixed case */
-        eo->wp = oc_wire_put_msg(eo->wp, dst, src, payload, len);
+        eo->wp + OC_WIRE_MSG_HDR_LEN + oc__wire_pad8(len) <= eo->end) {
+        /* an open mixed buffer with room: oc__eng_put's mixed case */
+        eo->wp = oc__wire_put_msg(eo->wp, dst, src, payload, len);
         eo->count++;
         return RX_DONE;
     }
     if (unlikely(held(o)))
         return RX_HOLD;
-    if (oc_eng_put(r->eng, eo, dst, src, payload, len) != OC_OK)
+    if (oc__eng_put(r->eng, eo, dst, src, payload, len) != OC_OK)
         return RX_NOBUF;
     return RX_DONE;
 }
@@ -244,13 +244,13 @@ static const uint8_t *route_col8(out_t *const *hop, uint32_t src,
                                  const uint8_t *dc, const uint8_t *dend,
                                  const uint8_t **pp)
 {
-    const uint64_t skey = oc_eng_fkey(src, 0);
+    const uint64_t skey = oc__eng_fkey(src, 0);
     const uint8_t *p = *pp;
     for (; dc < dend; dc += 4, p += 8) {
-        const uint32_t dst = oc_wire_ld32(dc);
+        const uint32_t dst = oc__wire_ld32(dc);
         oc_eng_out_t *eo = &hop[dst]->eo; /* never NULL: rjob_t.none */
         uint8_t *wp = eo->wp;
-        if (unlikely(eo->fkey8 != (skey | oc_eng_fkey(0, dst)) ||
+        if (unlikely(eo->fkey8 != (skey | oc__eng_fkey(0, dst)) ||
                      wp + 8 > eo->end))
             break;
         memcpy(wp, p, 8);
@@ -268,7 +268,7 @@ route_col_n(out_t *const *hop, uint32_t src, const uint8_t *dc,
 {
     const uint8_t *p = *pp;
     for (; dc < dend; dc += 4, p += len) {
-        const uint32_t dst = oc_wire_ld32(dc);
+        const uint32_t dst = oc__wire_ld32(dc);
         oc_eng_out_t *eo = &hop[dst]->eo; /* never NULL: rjob_t.none */
         uint8_t *wp = eo->wp;
         if (unlikely(eo->item_len != len || eo->fsrc != src ||
@@ -309,8 +309,8 @@ static int route_bundle(oc_router_t *r, rjob_t *j, oc_eng_rx_t *e)
      * column stream's destinations) are read in place, validated already;
      * an item for an open fixed-size buffer of the same source and
      * destination is one copy. */
-    oc_wire_iter_init(&it, e->data, &e->hdr);
-    oc_wire_iter_skip(&it, i);
+    oc__wire_iter_init(&it, e->data, &e->hdr);
+    oc__wire_iter_skip(&it, i);
     if (it.col != NULL) {
         /* a rank's column stream: one source, one length; the
          * destinations are an array.  The common case — an 8-byte item
@@ -318,7 +318,7 @@ static int route_bundle(oc_router_t *r, rjob_t *j, oc_eng_rx_t *e)
          * is a load of the next hop, one 64-bit compare of (source,
          * destination) and one copy. */
         const uint32_t src = e->hdr.src, len = e->hdr.item_size;
-        const size_t stride = oc_wire_pad8(len);
+        const size_t stride = oc__wire_pad8(len);
         const uint8_t *dc = it.col, *const dend = it.col + 4 * (size_t)it.left;
         const uint8_t *p = it.p;
         while (dc < dend) {
@@ -330,7 +330,7 @@ static int route_bundle(oc_router_t *r, rjob_t *j, oc_eng_rx_t *e)
                 dc = route_col_n(j->hop, src, dc, dend, &p, len);
             if (dc == dend)
                 break;
-            int res = route_msg(r, j, oc_wire_ld32(dc), src, p, len);
+            int res = route_msg(r, j, oc__wire_ld32(dc), src, p, len);
             if (unlikely(res != RX_DONE)) {
                 finished = res;
                 break;
@@ -341,7 +341,7 @@ static int route_bundle(oc_router_t *r, rjob_t *j, oc_eng_rx_t *e)
         i += (uint32_t)((size_t)(dc - it.col) / 4);
     } else if (it.fixed) { /* a fixed bundle not forwarded whole */
         oc_wire_msg_t m;
-        while (oc_wire_iter_next(&it, &m)) {
+        while (oc__wire_iter_next(&it, &m)) {
             int res = route_msg(r, j, m.dst, m.src, m.payload, m.len);
             if (unlikely(res != RX_DONE)) {
                 finished = res;
@@ -352,7 +352,7 @@ static int route_bundle(oc_router_t *r, rjob_t *j, oc_eng_rx_t *e)
     } else {
         const uint8_t *p = it.p;
         for (uint32_t left = it.left; left > 0; left--) {
-            const uint64_t mh = oc_wire_ld64(p);
+            const uint64_t mh = oc__wire_ld64(p);
             const uint32_t len = (uint32_t)(mh >> 48);
             int res = route_msg(r, j, (uint32_t)(mh & 0xffffffu),
                                 (uint32_t)((mh >> 24) & 0xffffffu),
@@ -361,7 +361,7 @@ static int route_bundle(oc_router_t *r, rjob_t *j, oc_eng_rx_t *e)
                 finished = res;
                 break;
             }
-            p += OC_WIRE_MSG_HDR_LEN + oc_wire_pad8(len);
+            p += OC_WIRE_MSG_HDR_LEN + oc__wire_pad8(len);
             i++;
         }
     }
@@ -402,7 +402,7 @@ void oc__router_send_credits(oc_router_t *r)
             if (l == NULL || l->credits == 0 || l->ep == NULL)
                 continue;
             oc_am_credit_t m = {OC_AM_CREDIT_MAGIC, l->credits};
-            if (oc_tr_send_small(l->ep, OC_AM_CREDIT, 0, &m, sizeof(m)) ==
+            if (oc__tr_send_small(l->ep, OC_AM_CREDIT, 0, &m, sizeof(m)) ==
                 OC_OK)
                 l->credits = 0;
             else
@@ -414,7 +414,7 @@ void oc__router_send_credits(oc_router_t *r)
         if (p->owed == 0 || p->ep == NULL)
             continue;
         oc_am_credit_t m = {OC_AM_CREDIT_MAGIC, p->owed};
-        if (oc_tr_send_small(p->ep, OC_AM_CREDIT, p->send_token, &m,
+        if (oc__tr_send_small(p->ep, OC_AM_CREDIT, p->send_token, &m,
                              sizeof(m)) == OC_OK)
             p->owed = 0;
         else
@@ -422,7 +422,7 @@ void oc__router_send_credits(oc_router_t *r)
     }
 }
 
-/* A peer router returns credit (inside oc_tr_progress).  Only an
+/* A peer router returns credit (inside oc__tr_progress).  Only an
  * authenticated peer's token counts, and never past the window. */
 void oc__router_credit_recv(void *arg, uint64_t token, void *data, size_t len)
 {
@@ -459,11 +459,11 @@ static int route_one(oc_router_t *r, oc_eng_rx_t *e)
         /* A peer carries many jobs: the bundle names its own, which
          * must be one this node serves; validation then holds it to
          * that job's ranks. */
-        if (s->is_peer && !oc_wire_peek_job(e->data, e->len, &job))
+        if (s->is_peer && !oc__wire_peek_job(e->data, e->len, &job))
             job = 0;
         j = oc__router_job_find(r, job);
         if (j == NULL && s->is_peer &&
-            oc_now_us() - e->t_arrival < OC_ROUTER_UNKNOWN_JOB_WAIT_US) {
+            oc__now_us() - e->t_arrival < OC_ROUTER_UNKNOWN_JOB_WAIT_US) {
             if (atomic_load_explicit(&r->cmd_pending, memory_order_acquire))
                 oc__router_apply_commands(r);
             if ((j = oc__router_job_find(r, job)) == NULL)
@@ -476,7 +476,7 @@ static int route_one(oc_router_t *r, oc_eng_rx_t *e)
             chk.nranks = j->map->size;
             chk.dst = OC_WIRE_RANK_NONE;
             chk.src = s->is_peer ? OC_WIRE_RANK_NONE : s->rank;
-            st = oc_wire_validate(e->data, e->len, &chk, &e->hdr);
+            st = oc__wire_validate(e->data, e->len, &chk, &e->hdr);
             if (st == OC_OK && s->is_peer &&
                 (e->hdr.flags & OC_WIRE_F_STREAM))
                 st = OC_ERR_WIRE_FLAGS; /* streams come from ranks only */
@@ -511,7 +511,7 @@ static int route_one(oc_router_t *r, oc_eng_rx_t *e)
             return res;
         return_credit(r, s);
     }
-    oc_tr_release(r->w, e->data);
+    oc__tr_release(r->w, e->data);
     return RX_DONE;
 }
 
@@ -527,7 +527,7 @@ uint32_t oc__router_route_all(oc_router_t *r)
     int stop = 0;
 
     for (uint32_t k = 0; k < n; k++) {
-        oc_eng_rx_t *e = oc_eng_ring_at(&r->rx, k);
+        oc_eng_rx_t *e = oc__eng_ring_at(&r->rx, k);
         int keep = stop;
         for (uint32_t h = 0; !keep && h < nheld; h++)
             keep = held_tok[h] == e->token;
@@ -542,7 +542,7 @@ uint32_t oc__router_route_all(oc_router_t *r)
             int res = route_one(r, e);
             /* a command may have progressed the worker (an endpoint
              * closed) and grown the ring: find the entry again */
-            e = oc_eng_ring_at(&r->rx, k);
+            e = oc__eng_ring_at(&r->rx, k);
             if (res == RX_NOBUF) {
                 keep = stop = 1;
             } else if (res == RX_HOLD) {
@@ -555,31 +555,31 @@ uint32_t oc__router_route_all(oc_router_t *r)
         }
         if (keep) {
             if (kept != k)
-                *oc_eng_ring_at(&r->rx, kept) = *e;
+                *oc__eng_ring_at(&r->rx, kept) = *e;
             kept++;
         } else {
             finished++;
         }
     }
-    oc_eng_ring_compact(&r->rx, n, kept);
+    oc__eng_ring_compact(&r->rx, n, kept);
     CNT_ADD(r->c.backlog, r->rx.count - r->c.backlog);
     return finished;
 }
 
-/* Transport receive callback (inside oc_tr_progress): queue the bundle.
+/* Transport receive callback (inside oc__tr_progress): queue the bundle.
  * Out of memory: engine.h's policy — refused, released, counted as a
  * rejected bundle. */
 void oc__router_bundle_recv(void *arg, uint64_t token, void *data, size_t len)
 {
     oc_router_t *r = arg;
-    oc_eng_rx_t *e = oc_eng_ring_push(&r->rx);
+    oc_eng_rx_t *e = oc__eng_ring_push(&r->rx);
     if (e == NULL) {
-        oc_tr_release(r->w, data);
+        oc__tr_release(r->w, data);
         CNT_ADD(r->c.rejects, 1);
         return;
     }
     e->data = data;
     e->len = len > UINT32_MAX ? 0 : (uint32_t)len;
     e->token = token;
-    e->t_arrival = oc_now_us();
+    e->t_arrival = oc__now_us();
 }

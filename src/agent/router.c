@@ -40,13 +40,13 @@ static void router_sleep(oc_router_t *r, uint64_t idle_us)
     }
     if (r->rx.count > 0 || r->eng->inflight > 0 || r->eng->ndirty > 0 ||
         r->colls != NULL || r->colls_held != NULL ||
-        r->wake_fd < 0 || oc_tr_worker_efd(r->w) < 0) {
+        r->wake_fd < 0 || oc__tr_worker_efd(r->w) < 0) {
         nanosleep(&nap, NULL);
         return;
     }
-    if (!oc_tr_worker_arm(r->w))
+    if (!oc__tr_worker_arm(r->w))
         return; /* events pending: progress them first */
-    struct pollfd pfd[2] = {{.fd = oc_tr_worker_efd(r->w), .events = POLLIN},
+    struct pollfd pfd[2] = {{.fd = oc__tr_worker_efd(r->w), .events = POLLIN},
                             {.fd = r->wake_fd, .events = POLLIN}};
     CNT_ADD(r->c.sleeps, 1);
     if (poll(pfd, 2, 100) > 0 && (pfd[1].revents & POLLIN)) {
@@ -66,12 +66,12 @@ static void *router_main(void *arg)
 
         if (atomic_load_explicit(&r->cmd_pending, memory_order_acquire))
             oc__router_apply_commands(r);
-        events = oc_tr_progress(r->w);
+        events = oc__tr_progress(r->w);
         done = oc__router_route_all(r);
         done += (uint32_t)oc__rcoll_progress(r);
         /* Something arrived: flush what timed out.  Nothing arrived:
          * nobody gains from waiting, send it all (IDLE). */
-        oc_eng_policy(r->eng, done == 0 && events == 0);
+        oc__eng_policy(r->eng, done == 0 && events == 0);
         if (done > 0 || events > 0) {
             idle_spins = 0;
         } else {
@@ -79,20 +79,20 @@ static void *router_main(void *arg)
              * application does not starve it (FACTS.md); a short spin
              * first keeps the latency of a busy period. */
             if (++idle_spins == 20000)
-                idle_since = oc_now_us();
+                idle_since = oc__now_us();
             if (idle_spins > 20000)
-                router_sleep(r, oc_now_us() - idle_since);
+                router_sleep(r, oc__now_us() - idle_since);
         }
         oc__router_send_credits(r);
     }
     /* drain: flush and complete what is in flight */
-    oc_eng_flush_dirty(r->eng, OC_ENG_FLUSH_EXPLICIT, 0);
+    oc__eng_flush_dirty(r->eng, OC_ENG_FLUSH_EXPLICIT, 0);
     for (int k = 0; k < 100000 && r->eng->inflight > 0; k++)
-        oc_tr_progress(r->w);
+        oc__tr_progress(r->w);
     return NULL;
 }
 
-oc_status_t oc_router_create(const oc_router_params_t *p, oc_router_t **r_p)
+oc_status_t oc__router_create(const oc_router_params_t *p, oc_router_t **r_p)
 {
     oc_eng_params_t ep;
     oc_router_t *r;
@@ -113,7 +113,7 @@ oc_status_t oc_router_create(const oc_router_params_t *p, oc_router_t **r_p)
         goto err;
     for (uint32_t n = 0; n < p->nnodes; n++) {
         peer_t *pe = &r->peers[n];
-        oc_eng_out_init(&pe->link);
+        oc__eng_out_init(&pe->link);
         pe->link.user = pe;
         pe->wait_tail = &pe->wait_head;
     }
@@ -130,32 +130,32 @@ oc_status_t oc_router_create(const oc_router_params_t *p, oc_router_t **r_p)
     ep.arg = r;
     ep.name = "router";
     ep.log_comp = OC_COMP_AGENT;
-    if ((st = oc_eng_create(&ep, &r->eng)) != OC_OK)
+    if ((st = oc__eng_create(&ep, &r->eng)) != OC_OK)
         goto err;
-    if ((st = oc_eng_ring_init(&r->rx, r->eng, 256)) != OC_OK)
+    if ((st = oc__eng_ring_init(&r->rx, r->eng, 256)) != OC_OK)
         goto err;
     r->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if ((st = oc_tr_context_create_wakeup(&r->tr)) != OC_OK)
+    if ((st = oc__tr_context_create_wakeup(&r->tr)) != OC_OK)
         goto err;
-    if ((st = oc_tr_worker_create(r->tr, &r->w)) != OC_OK)
+    if ((st = oc__tr_worker_create(r->tr, &r->w)) != OC_OK)
         goto err;
-    if ((st = oc_tr_set_handler(r->w, OC_AM_BUNDLE, oc__router_bundle_recv,
+    if ((st = oc__tr_set_handler(r->w, OC_AM_BUNDLE, oc__router_bundle_recv,
                                 r, 1)) != OC_OK)
         goto err;
-    if ((st = oc_tr_set_handler(r->w, OC_AM_CREDIT, oc__router_credit_recv,
+    if ((st = oc__tr_set_handler(r->w, OC_AM_CREDIT, oc__router_credit_recv,
                                 r, 0)) != OC_OK)
         goto err;
-    if ((st = oc_tr_set_handler(r->w, OC_AM_COLL, oc__rcoll_recv, r, 0)) !=
+    if ((st = oc__tr_set_handler(r->w, OC_AM_COLL, oc__rcoll_recv, r, 0)) !=
         OC_OK)
         goto err;
     *r_p = r;
     return OC_OK;
 err:
-    oc_router_destroy(r);
+    oc__router_destroy(r);
     return st;
 }
 
-oc_status_t oc_router_start(oc_router_t *r)
+oc_status_t oc__router_start(oc_router_t *r)
 {
     if (pthread_create(&r->tid, NULL, router_main, r) != 0)
         return OC_ERR_NO_RESOURCE;
@@ -163,7 +163,7 @@ oc_status_t oc_router_start(oc_router_t *r)
     return OC_OK;
 }
 
-void oc_router_destroy(oc_router_t *r)
+void oc__router_destroy(oc_router_t *r)
 {
     if (r == NULL)
         return;
@@ -180,31 +180,31 @@ void oc_router_destroy(oc_router_t *r)
                 oc__router_job_free(r, &r->jobs[i]);
         for (uint32_t n = 0; n < r->p.nnodes; n++) {
             oc__router_peer_drop(r, &r->peers[n]);
-            oc_tr_ep_destroy(r->w, r->peers[n].ep);
+            oc__tr_ep_destroy(r->w, r->peers[n].ep);
         }
         while (r->rx.count > 0) {
-            oc_tr_release(r->w, oc_eng_ring_at(&r->rx, 0)->data);
-            oc_eng_ring_pop(&r->rx);
+            oc__tr_release(r->w, oc__eng_ring_at(&r->rx, 0)->data);
+            oc__eng_ring_pop(&r->rx);
         }
     }
-    oc_tr_worker_destroy(r->w);
-    oc_tr_context_destroy(r->tr);
+    oc__tr_worker_destroy(r->w);
+    oc__tr_context_destroy(r->tr);
     pthread_mutex_destroy(&r->mu);
     if (r->wake_fd >= 0)
         close(r->wake_fd);
     free(r->senders);
     free(r->peers);
-    oc_eng_ring_fini(&r->rx);
-    oc_eng_destroy(r->eng);
+    oc__eng_ring_fini(&r->rx);
+    oc__eng_destroy(r->eng);
     free(r);
 }
 
-oc_status_t oc_router_address(oc_router_t *r, const void **addr, size_t *len)
+oc_status_t oc__router_address(oc_router_t *r, const void **addr, size_t *len)
 {
-    return oc_tr_worker_address(r->w, addr, len);
+    return oc__tr_worker_address(r->w, addr, len);
 }
 
-void oc_router_counters(const oc_router_t *r, oc_router_counters_t *out)
+void oc__router_counters(const oc_router_t *r, oc_router_counters_t *out)
 {
     const uint64_t *src = (const uint64_t *)&r->c;
     uint64_t *dst = (uint64_t *)out;
@@ -213,14 +213,14 @@ void oc_router_counters(const oc_router_t *r, oc_router_counters_t *out)
         dst[i] = atomic_load_explicit((_Atomic uint64_t *)&src[i],
                                       memory_order_relaxed);
     /* the flush policy and its counters are the engine's */
-    oc_eng_counters(r->eng, &e);
+    oc__eng_counters(r->eng, &e);
     out->flush_full = e.flush[OC_ENG_FLUSH_FULL];
     out->flush_timeout = e.flush[OC_ENG_FLUSH_TIMEOUT];
     out->flush_idle = e.flush[OC_ENG_FLUSH_IDLE];
     out->flush_explicit = e.flush[OC_ENG_FLUSH_EXPLICIT];
 }
 
-void oc_router_peer_counters(const oc_router_t *r, uint32_t node,
+void oc__router_peer_counters(const oc_router_t *r, uint32_t node,
                              oc_router_peer_counters_t *out)
 {
     const uint64_t *src = (const uint64_t *)&r->peers[node].c;
@@ -230,7 +230,7 @@ void oc_router_peer_counters(const oc_router_t *r, uint32_t node,
                                       memory_order_relaxed);
 }
 
-uint32_t oc_router_job_counters(oc_router_t *r, oc_router_job_counters_t *out,
+uint32_t oc__router_job_counters(oc_router_t *r, oc_router_job_counters_t *out,
                                 uint32_t max)
 {
     uint32_t n = 0;

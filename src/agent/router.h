@@ -57,10 +57,10 @@ typedef struct {
  * O(n).  Where the grid's last row is short, the hop that does not exist
  * is replaced by the other corner, else by b itself.
  */
-uint32_t oc_route_hop(int grid, uint32_t nnodes, uint32_t a, uint32_t b);
+uint32_t oc__route_hop(int grid, uint32_t nnodes, uint32_t a, uint32_t b);
 
 /** Per-router counters.  Written only by the router; read by others with
- *  relaxed atomic loads (oc_router_counters). */
+ *  relaxed atomic loads (oc__router_counters). */
 typedef struct {
     uint64_t msgs;               /* messages routed */
     uint64_t bundles_in, bundles_out;
@@ -96,41 +96,41 @@ typedef struct {
     uint64_t blocked;            /* next hops toward it blocked now (gauge) */
 } oc_router_peer_counters_t;
 
-oc_status_t oc_router_create(const oc_router_params_t *p, oc_router_t **r_p);
+oc_status_t oc__router_create(const oc_router_params_t *p, oc_router_t **r_p);
 /** Start the thread.  After this only oc_router_post and the counter
  *  readers may be called from other threads. */
-oc_status_t oc_router_start(oc_router_t *r);
+oc_status_t oc__router_start(oc_router_t *r);
 /** Stop the thread (flushing what is buffered) and free everything. */
-void oc_router_destroy(oc_router_t *r);
+void oc__router_destroy(oc_router_t *r);
 
-oc_status_t oc_router_address(oc_router_t *r, const void **addr, size_t *len);
+oc_status_t oc__router_address(oc_router_t *r, const void **addr, size_t *len);
 
 /* Commands, applied by the router thread in the order posted.  Thread-safe.
  * Copies every argument. */
-oc_status_t oc_router_add_rank(oc_router_t *r, uint64_t token, uint32_t job,
+oc_status_t oc__router_add_rank(oc_router_t *r, uint64_t token, uint32_t job,
                                uint32_t rank, const void *addr, size_t len);
-oc_status_t oc_router_del_rank(oc_router_t *r, uint32_t job, uint32_t rank);
+oc_status_t oc__router_del_rank(oc_router_t *r, uint32_t job, uint32_t rank);
 /** Publish a job's map (the router takes a reference). */
-oc_status_t oc_router_add_job(oc_router_t *r, oc_job_map_t *map);
-oc_status_t oc_router_del_job(oc_router_t *r, uint32_t job);
+oc_status_t oc__router_add_job(oc_router_t *r, oc_job_map_t *map);
+oc_status_t oc__router_del_job(oc_router_t *r, uint32_t job);
 /** A peer agent's router to send to (with @p send_token), and the token
  *  its bundles arrive with. */
-oc_status_t oc_router_add_peer(oc_router_t *r, uint32_t node,
+oc_status_t oc__router_add_peer(oc_router_t *r, uint32_t node,
                                uint64_t send_token, uint64_t recv_token,
                                const void *addr, size_t len);
-oc_status_t oc_router_del_peer(oc_router_t *r, uint32_t node);
+oc_status_t oc__router_del_peer(oc_router_t *r, uint32_t node);
 
 /** Snapshot of the counters (relaxed loads; thread-safe). */
-void oc_router_counters(const oc_router_t *r, oc_router_counters_t *out);
+void oc__router_counters(const oc_router_t *r, oc_router_counters_t *out);
 /** Per-job counters: fills up to @p max entries, returns how many jobs. */
-uint32_t oc_router_job_counters(oc_router_t *r, oc_router_job_counters_t *out,
+uint32_t oc__router_job_counters(oc_router_t *r, oc_router_job_counters_t *out,
                                 uint32_t max);
 /** Counters of the traffic with node @p node (< nnodes; zero for this
  *  node itself).  Relaxed loads; thread-safe. */
-void oc_router_peer_counters(const oc_router_t *r, uint32_t node,
+void oc__router_peer_counters(const oc_router_t *r, uint32_t node,
                              oc_router_peer_counters_t *out);
 
-oc_job_map_t *oc_job_map_new(uint32_t job, uint32_t size, uint32_t nnodes);
-void oc_job_map_put(oc_job_map_t *m);
+oc_job_map_t *oc__job_map_new(uint32_t job, uint32_t size, uint32_t nnodes);
+void oc__job_map_put(oc_job_map_t *m);
 
 #endif

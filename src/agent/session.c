@@ -32,8 +32,8 @@ static const char *state_name(int kind)
 /* Authenticated: no deadline, not evictable, full-size frames. */
 static void settle(agent_t *a, oc_aconn_t *c)
 {
-    oc_guard_settle(&a->guard, &c->slot);
-    oc_ctl_conn_set_max_frame(c->cc, OC_CTL_FRAME_MAX);
+    oc__guard_settle(&a->guard, &c->slot);
+    oc__ctl_conn_set_max_frame(c->cc, OC_CTL_FRAME_MAX);
 }
 
 static void rank_hello(agent_t *a, oc_aconn_t *c, const oc_ctl_msg_t *m)
@@ -43,7 +43,7 @@ static void rank_hello(agent_t *a, oc_aconn_t *c, const oc_ctl_msg_t *m)
 
     /* On a Unix socket the kernel says who is calling: a HELLO claiming
      * another process's pid is a lie worth refusing. */
-    if (oc_ctl_peer_cred(oc_ctl_conn_fd(c->cc), &pid, &uid) == OC_OK &&
+    if (oc__ctl_peer_cred(oc__ctl_conn_fd(c->cc), &pid, &uid) == OC_OK &&
         pid != m->u.hello.pid) {
         a->rejects_ctl++;
         oc__ag_error(a, c, OC_ERR_CTL_AUTH, "HELLO: pid is not the caller's");
@@ -56,7 +56,7 @@ static void rank_hello(agent_t *a, oc_aconn_t *c, const oc_ctl_msg_t *m)
     memcpy(c->cnonce, m->u.hello.nonce, sizeof(c->cnonce));
     c->addr = malloc(m->u.hello.addr.len);
     if (c->addr == NULL ||
-        oc_ctl_random(c->snonce, sizeof(c->snonce)) != OC_OK) {
+        oc__ctl_random(c->snonce, sizeof(c->snonce)) != OC_OK) {
         c->dead = 1;
         return;
     }
@@ -80,10 +80,10 @@ static void rank_auth(agent_t *a, oc_aconn_t *c, const oc_ctl_msg_t *m)
     const void *raddr;
     size_t raddr_len;
 
-    oc_ctl_job_key(&a->cluster_key, c->job, &key);
-    oc_ctl_rank_mac(&key, c->snonce, c->cnonce, c->job, c->rank, c->size, mac);
-    if (!oc_ctl_mac_equal(mac, m->u.auth.mac)) {
-        oc_ctl_key_clear(&key);
+    oc__ctl_job_key(&a->cluster_key, c->job, &key);
+    oc__ctl_rank_mac(&key, c->snonce, c->cnonce, c->job, c->rank, c->size, mac);
+    if (!oc__ctl_mac_equal(mac, m->u.auth.mac)) {
+        oc__ctl_key_clear(&key);
         a->rejects_ctl++;
         oc__ag_error(a, c, OC_ERR_CTL_AUTH,
                    "authentication failed: OC_JOB_KEY is not this job's key "
@@ -91,9 +91,9 @@ static void rank_auth(agent_t *a, oc_aconn_t *c, const oc_ctl_msg_t *m)
         c->dead = 1;
         return;
     }
-    c->token = oc_ctl_rank_token(&key, c->snonce, c->cnonce);
-    oc_ctl_key_clear(&key);
-    j = oc_ajob_get(&a->jobs, c->job, c->size, a->nnodes, &st);
+    c->token = oc__ctl_rank_token(&key, c->snonce, c->cnonce);
+    oc__ctl_key_clear(&key);
+    j = oc__ajob_get(&a->jobs, c->job, c->size, a->nnodes, &st);
     if (j == NULL) {
         oc__ag_error(a, c, st, st == OC_ERR_INVALID_PARAM
                               ? "job size differs from its other ranks'"
@@ -102,7 +102,7 @@ static void rank_auth(agent_t *a, oc_aconn_t *c, const oc_ctl_msg_t *m)
         return;
     }
     if (j->failed || j->ready || j->local[c->rank] != NULL ||
-        oc_ajob_place(j, c->rank, a->node) != OC_OK) {
+        oc__ajob_place(j, c->rank, a->node) != OC_OK) {
         oc__ag_error(a, c, OC_ERR_STATE,
                    j->failed ? "job has failed"
                              : "rank already connected (the same OC_RANK "
@@ -115,7 +115,7 @@ static void rank_auth(agent_t *a, oc_aconn_t *c, const oc_ctl_msg_t *m)
     c->kind = C_RANK;
     settle(a, c);
     thread = c->rank % a->nrouters;
-    oc_router_address(a->routers[thread], &raddr, &raddr_len);
+    oc__router_address(a->routers[thread], &raddr, &raddr_len);
     memset(&r, 0, sizeof(r));
     r.type = OC_CTL_WELCOME;
     r.u.welcome.node = a->node;
@@ -132,7 +132,7 @@ static void rank_auth(agent_t *a, oc_aconn_t *c, const oc_ctl_msg_t *m)
 static void rank_counts(agent_t *a, oc_aconn_t *c, const oc_ctl_msg_t *m)
 {
     const __typeof__(m->u.counts) *k = &m->u.counts;
-    oc_ajob_t *j = oc_ajob_find(&a->jobs, c->job);
+    oc_ajob_t *j = oc__ajob_find(&a->jobs, c->job);
     if (j == NULL || k->job != c->job || !j->ready) {
         oc__ag_error(a, c, OC_ERR_STATE, "COUNTS before the job is ready");
         return;
@@ -150,7 +150,7 @@ static void rank_counts(agent_t *a, oc_aconn_t *c, const oc_ctl_msg_t *m)
 
 static void rank_gone(agent_t *a, oc_aconn_t *c)
 {
-    oc_ajob_t *j = oc_ajob_find(&a->jobs, c->job);
+    oc_ajob_t *j = oc__ajob_find(&a->jobs, c->job);
     oc__ag_rank_tr_forget(a, c);
     if (c->kind != C_RANK || j == NULL || j->local[c->rank] != c)
         return;
@@ -158,7 +158,7 @@ static void rank_gone(agent_t *a, oc_aconn_t *c)
     j->nlocal--;
     if (j->ready)
         for (uint32_t t = 0; t < a->nrouters; t++)
-            oc_router_del_rank(a->routers[t], j->id, c->rank);
+            oc__router_del_rank(a->routers[t], j->id, c->rank);
     if (!c->said_bye) {
         char why[64];
         snprintf(why, sizeof(why), "rank %u died", c->rank);
@@ -188,7 +188,7 @@ static void peer_send_auth(agent_t *a, oc_aconn_t *c)
     oc_ctl_msg_t m;
     memset(&m, 0, sizeof(m));
     m.type = OC_CTL_PEER_AUTH;
-    oc_ctl_peer_mac(&a->cluster_key, c->peer_nonce, c->my_nonce, a->node,
+    oc__ctl_peer_mac(&a->cluster_key, c->peer_nonce, c->my_nonce, a->node,
                     m.u.auth.mac);
     oc__ag_send(c, &m);
 }
@@ -204,7 +204,7 @@ static void peer_hello(agent_t *a, oc_aconn_t *c, const oc_ctl_msg_t *m)
         return;
     }
     if (c->kind == C_NEW) /* we were dialled: answer with our nonce */
-        oc_ctl_random(c->my_nonce, sizeof(c->my_nonce));
+        oc__ctl_random(c->my_nonce, sizeof(c->my_nonce));
     if (!memcmp(m->u.peer_hello.nonce, c->my_nonce, sizeof(c->my_nonce))) {
         a->rejects_ctl++; /* our own nonce reflected back */
         oc__ag_error(a, c, OC_ERR_CTL_AUTH, "PEER_HELLO: reflected nonce");
@@ -224,8 +224,8 @@ static void peer_auth(agent_t *a, oc_aconn_t *c, const oc_ctl_msg_t *m)
     uint8_t mac[OC_CTL_MAC_LEN];
     oc_ctl_msg_t r;
 
-    oc_ctl_peer_mac(&a->cluster_key, c->my_nonce, c->peer_nonce, c->node, mac);
-    if (!oc_ctl_mac_equal(mac, m->u.auth.mac)) {
+    oc__ctl_peer_mac(&a->cluster_key, c->my_nonce, c->peer_nonce, c->node, mac);
+    if (!oc__ctl_mac_equal(mac, m->u.auth.mac)) {
         a->rejects_ctl++;
         oc__ag_error(a, c, OC_ERR_CTL_AUTH, "peer authentication failed: "
                                        "a different cluster key");
@@ -247,7 +247,7 @@ static void peer_auth(agent_t *a, oc_aconn_t *c, const oc_ctl_msg_t *m)
     for (uint32_t t = 0; t < a->nrouters; t++) {
         const void *addr;
         size_t len;
-        oc_router_address(a->routers[t], &addr, &len);
+        oc__router_address(a->routers[t], &addr, &len);
         r.u.peer_info.addrs.item[t].data = addr;
         r.u.peer_info.addrs.item[t].len = (uint32_t)len;
     }
@@ -267,14 +267,14 @@ static void peer_info(agent_t *a, oc_aconn_t *c, const oc_ctl_msg_t *m)
         c->dead = 1;
         return;
     }
-    send_token = oc_ctl_peer_token(&a->cluster_key, c->my_nonce, c->peer_nonce,
+    send_token = oc__ctl_peer_token(&a->cluster_key, c->my_nonce, c->peer_nonce,
                                    a->node);
-    recv_token = oc_ctl_peer_token(&a->cluster_key, c->peer_nonce, c->my_nonce,
+    recv_token = oc__ctl_peer_token(&a->cluster_key, c->peer_nonce, c->my_nonce,
                                    c->node);
     oc__ag_peer_tr_expect(a, c->node, ad->item[0].data, ad->item[0].len);
     for (uint32_t t = 0; t < a->nrouters; t++) {
         uint32_t k = t % ad->count;
-        oc_router_add_peer(a->routers[t], c->node, send_token, recv_token,
+        oc__router_add_peer(a->routers[t], c->node, send_token, recv_token,
                            ad->item[k].data, ad->item[k].len);
     }
 }
@@ -289,13 +289,13 @@ static void peer_job_ranks(agent_t *a, oc_aconn_t *c, const oc_ctl_msg_t *m)
         oc__ag_error(a, c, OC_ERR_INVALID_PARAM, "JOB_RANKS for another node");
         return;
     }
-    j = oc_ajob_get(&a->jobs, jr->job, jr->size, a->nnodes, &st);
+    j = oc__ajob_get(&a->jobs, jr->job, jr->size, a->nnodes, &st);
     if (j == NULL) {
         oc__ag_error(a, c, st, "JOB_RANKS: job size disagrees");
         return;
     }
     for (uint32_t i = 0; i < jr->ranks.count; i++)
-        if (oc_ajob_place(j, oc_ctl_u32s_get(&jr->ranks, i), c->node) !=
+        if (oc__ajob_place(j, oc__ctl_u32s_get(&jr->ranks, i), c->node) !=
             OC_OK) {
             oc__ag_job_fail(a, j, "a rank joined on two nodes", 1);
             return;
@@ -306,13 +306,13 @@ static void peer_job_ranks(agent_t *a, oc_aconn_t *c, const oc_ctl_msg_t *m)
 static void peer_wave(agent_t *a, oc_aconn_t *c, const oc_ctl_msg_t *m)
 {
     const __typeof__(m->u.counts) *k = &m->u.counts;
-    oc_ajob_t *j = oc_ajob_find(&a->jobs, m->type == OC_CTL_QUIESCE_DONE
+    oc_ajob_t *j = oc__ajob_find(&a->jobs, m->type == OC_CTL_QUIESCE_DONE
                                               ? m->u.quiesce_done.job
                                               : k->job);
     uint32_t idx;
     if (j == NULL)
         return;
-    if (m->type == OC_CTL_COUNTS && oc_ajob_is_child(j, c->node, &idx)) {
+    if (m->type == OC_CTL_COUNTS && oc__ajob_is_child(j, c->node, &idx)) {
         j->child[idx].valid = 1;
         j->child[idx].epoch = k->epoch;
         j->child[idx].round = k->round;
@@ -343,12 +343,12 @@ static void peer_gone(agent_t *a, oc_aconn_t *c)
     a->peer[c->node] = NULL;
     oc__ag_peer_tr_expect(a, c->node, NULL, 0);
     for (uint32_t t = 0; t < a->nrouters; t++)
-        oc_router_del_peer(a->routers[t], c->node);
+        oc__router_del_peer(a->routers[t], c->node);
     snprintf(why, sizeof(why), "the agent of node %u went away", c->node);
     for (oc_ajob_t *j = a->jobs.head; j != NULL; j = j->next)
         if (j->node_ranks[c->node] > 0)
             oc__ag_job_fail(a, j, why, 0);
-    a->next_dial_us[c->node] = oc_now_us() + 1000000;
+    a->next_dial_us[c->node] = oc__now_us() + 1000000;
     oc_warn(OC_COMP_AGENT, "%s", why);
 }
 
@@ -398,7 +398,7 @@ static void on_message(agent_t *a, oc_aconn_t *c, const oc_ctl_msg_t *m)
         case OC_CTL_COUNTS_REQ:
         case OC_CTL_QUIESCE_DONE: peer_wave(a, c, m); return;
         case OC_CTL_JOB_FAIL:
-            if ((j = oc_ajob_find(&a->jobs, m->u.job_fail.job)) != NULL)
+            if ((j = oc__ajob_find(&a->jobs, m->u.job_fail.job)) != NULL)
                 oc__ag_job_fail(a, j, "failed on another node", 0);
             return;
         case OC_CTL_BYE: return;
@@ -410,7 +410,7 @@ unexpected:
         /* a client that gave up mid-handshake (its own timeout) says
          * goodbye: nothing unexpected about that */
         oc_debug(OC_COMP_AGENT, "%s: left during its handshake (%s)",
-                 oc_ctl_conn_name(c->cc), state_name(c->kind));
+                 oc__ctl_conn_name(c->cc), state_name(c->kind));
         c->dead = 1;
         return;
     }
@@ -418,7 +418,7 @@ unexpected:
     {
         char text[96];
         snprintf(text, sizeof(text), "unexpected %s in state %s",
-                 oc_ctl_type_name((int)m->type), state_name(c->kind));
+                 oc__ctl_type_name((int)m->type), state_name(c->kind));
         oc__ag_error(a, c, OC_ERR_STATE, text);
     }
     c->dead = 1;
@@ -429,20 +429,20 @@ oc_aconn_t *oc__ag_conn_add(agent_t *a, int fd, int kind, const char *name)
     oc_guard_slot_t *evict;
     oc_aconn_t *c;
 
-    if (!oc_guard_admit(&a->guard, &evict)) {
+    if (!oc__guard_admit(&a->guard, &evict)) {
         close(fd);
         return NULL;
     }
     if (evict != NULL) /* the oldest pending one makes room, now */
         oc__ag_conn_close(a, oc__ag_conn_of(evict));
     c = calloc(1, sizeof(*c));
-    if (c == NULL || oc_ctl_conn_create(fd, name, &c->cc) != OC_OK) {
+    if (c == NULL || oc__ctl_conn_create(fd, name, &c->cc) != OC_OK) {
         free(c);
         close(fd);
         return NULL;
     }
-    oc_guard_add(&a->guard, &c->slot, oc_now_us());
-    oc_ctl_conn_set_max_frame(c->cc, OC_CTL_PREAUTH_FRAME_MAX);
+    oc__guard_add(&a->guard, &c->slot, oc__now_us());
+    oc__ctl_conn_set_max_frame(c->cc, OC_CTL_PREAUTH_FRAME_MAX);
     c->kind = kind;
     c->next = a->conns;
     a->conns = c;
@@ -466,27 +466,27 @@ void oc__ag_conn_expire(agent_t *a, oc_aconn_t *c)
 
     snprintf(text, sizeof(text), "handshake not completed within %u ms",
              a->guard.p.deadline_ms);
-    oc_ctl_set_error(&m, OC_ERR_CTL_TIMEOUT, text, scratch);
+    oc__ctl_set_error(&m, OC_ERR_CTL_TIMEOUT, text, scratch);
     oc__ag_send(c, &m); /* the guard logged it, rate-limited */
-    oc_ctl_conn_flush(c->cc);
+    oc__ctl_conn_flush(c->cc);
     c->dead = 1;
 }
 
 void oc__ag_conn_drop(agent_t *a, oc_aconn_t *c)
 {
-    oc_guard_remove(&a->guard, &c->slot);
+    oc__guard_remove(&a->guard, &c->slot);
     if (c->kind == C_RANK)
         rank_gone(a, c);
     else if (c->kind == C_PEER)
         peer_gone(a, c);
-    oc_ctl_conn_destroy(c->cc);
+    oc__ctl_conn_destroy(c->cc);
     free(c->addr);
     free(c);
 }
 
 void oc__ag_dial_peers(agent_t *a)
 {
-    uint64_t now = oc_now_us();
+    uint64_t now = oc__now_us();
     /* The lower node dials: one connection per pair. */
     for (uint32_t n = a->node + 1; n < a->nnodes; n++) {
         int fd;
@@ -501,13 +501,13 @@ void oc__ag_dial_peers(agent_t *a)
         if (pending)
             continue;
         a->next_dial_us[n] = now + 1000000;
-        if (oc_ctl_connect(a->node_addr[n], 200, &fd) != OC_OK)
+        if (oc__ctl_connect(a->node_addr[n], 200, &fd) != OC_OK)
             continue; /* retried each second */
         c = oc__ag_conn_add(a, fd, C_PEER_HELLO, a->node_addr[n]);
         if (c == NULL)
             continue;
         c->node = n;
-        oc_ctl_random(c->my_nonce, sizeof(c->my_nonce));
+        oc__ctl_random(c->my_nonce, sizeof(c->my_nonce));
         peer_send_hello(a, c);
     }
 }
@@ -520,11 +520,11 @@ void oc__ag_conn_io(agent_t *a, oc_aconn_t *c, short revents)
     if (c->dead) /* evicted earlier in this round */
         return;
     if (revents & POLLOUT)
-        if (oc_ctl_conn_flush(c->cc) < 0)
+        if (oc__ctl_conn_flush(c->cc) < 0)
             c->dead = 1;
     if (revents & (POLLIN | POLLHUP | POLLERR)) {
         for (;;) {
-            st = oc_ctl_conn_read(c->cc, &m);
+            st = oc__ctl_conn_read(c->cc, &m);
             if (st == OC_INPROGRESS)
                 break;
             if (st != OC_OK) {
@@ -533,8 +533,8 @@ void oc__ag_conn_io(agent_t *a, oc_aconn_t *c, short revents)
                     oc_warn_limited(&a->lim_bad, OC_COMP_AGENT,
                                     "control: %s: malformed frame, "
                                     "connection closed: %s",
-                                    oc_ctl_conn_name(c->cc),
-                                    oc_ctl_reject_reason(st));
+                                    oc__ctl_conn_name(c->cc),
+                                    oc__ctl_reject_reason(st));
                 }
                 c->dead = 1;
                 break;
@@ -544,5 +544,5 @@ void oc__ag_conn_io(agent_t *a, oc_aconn_t *c, short revents)
                 break;
         }
     }
-    oc_ctl_conn_flush(c->cc);
+    oc__ctl_conn_flush(c->cc);
 }

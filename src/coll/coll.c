@@ -86,7 +86,7 @@ oc_status_t oc__coll_init(oc_context_t *ctx)
 
     if (c == NULL)
         return OC_ERR_NO_MEMORY;
-    if ((st = oc_config_load(coll_config_table, &c->cfg)) != OC_OK) {
+    if ((st = oc__config_load(coll_config_table, &c->cfg)) != OC_OK) {
         free(c);
         return st;
     }
@@ -258,10 +258,10 @@ static void post(oc__coll_t *c, oc_request_t *req, const oc__phase_t *ph,
          * receive whose message is already here), which unlinks it */
         op_link(c, o);
         if (is_recv)
-            st = oc_tr_tag_recv(c->ctx->worker, tag, ph->rbuf + off, len,
+            st = oc__tr_tag_recv(c->ctx->worker, tag, ph->rbuf + off, len,
                                 &o->op);
         else
-            st = oc_tr_tag_send(c->ctx->eps[ph->speer], tag, ph->sbuf + off,
+            st = oc__tr_tag_send(c->ctx->eps[ph->speer], tag, ph->sbuf + off,
                                 len, &o->op);
         (*posted)++;
         if (st == OC_INPROGRESS) { /* o may be freed already */

@@ -106,8 +106,8 @@ static oc_status_t xfer(oc_request_t *req, oc_tr_ep_t *ep, void *buf,
     o->op.cb = op_done;
     o->op.token = 0;
     o->req = req;
-    st = ep != NULL ? oc_tr_tag_send(ep, tag, buf, len, &o->op)
-                    : oc_tr_tag_recv(req->ctx->worker, tag, buf, len, &o->op);
+    st = ep != NULL ? oc__tr_tag_send(ep, tag, buf, len, &o->op)
+                    : oc__tr_tag_recv(req->ctx->worker, tag, buf, len, &o->op);
     if (st == OC_INPROGRESS) {
         req->inflight++;
         return OC_OK;
@@ -134,7 +134,7 @@ oc_status_t oc__coll_placed_start(oc_context_t *ctx, void *dv,
     oc_status_t st = OC_OK;
 
     if (!c->done_handler) {
-        st = oc_tr_set_handler(ctx->worker, OC_AM_COLL_DONE, done_recv, ctx,
+        st = oc__tr_set_handler(ctx->worker, OC_AM_COLL_DONE, done_recv, ctx,
                                0);
         if (st != OC_OK)
             return st;
@@ -146,12 +146,12 @@ oc_status_t oc__coll_placed_start(oc_context_t *ctx, void *dv,
     req->agent_st = OC_INPROGRESS;
     req->seq = c->next_seq;
     d->seq = req->seq;
-    mlen = oc_colld_size(d);
+    mlen = oc__colld_size(d);
     if ((msg = malloc(mlen)) == NULL) {
         oc__coll_req_free(req);
         return OC_ERR_NO_MEMORY;
     }
-    oc_colld_encode(d, vals, msg);
+    oc__colld_encode(d, vals, msg);
     /* the result's receives first, then the contribution, then the
      * descriptor that lets the agent start */
     if (d->kind == OC_COLLD_ALLTOALLV) {

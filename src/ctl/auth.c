@@ -30,7 +30,7 @@
 /* A hex key file: 2 digits per byte and some white space. */
 #define KEY_FILE_MAX (2 * OC_CTL_KEY_MAX + 64)
 
-oc_status_t oc_ctl_random(void *buf, size_t len)
+oc_status_t oc__ctl_random(void *buf, size_t len)
 {
     uint8_t *p = buf;
 
@@ -52,7 +52,7 @@ oc_status_t oc_ctl_random(void *buf, size_t len)
     return OC_OK;
 }
 
-void oc_ctl_hmac_sha256(const void *key, size_t key_len, const void *data,
+void oc__ctl_hmac_sha256(const void *key, size_t key_len, const void *data,
                         size_t len, uint8_t mac[OC_CTL_MAC_LEN])
 {
     unsigned int n = OC_CTL_MAC_LEN;
@@ -72,7 +72,7 @@ static uint8_t *put32(uint8_t *p, uint32_t v)
     return p + 4;
 }
 
-void oc_ctl_rank_mac(const oc_ctl_key_t *job_key,
+void oc__ctl_rank_mac(const oc_ctl_key_t *job_key,
                      const uint8_t server_nonce[OC_CTL_NONCE_LEN],
                      const uint8_t client_nonce[OC_CTL_CNONCE_LEN],
                      uint32_t job, uint32_t rank, uint32_t size,
@@ -89,10 +89,10 @@ void oc_ctl_rank_mac(const oc_ctl_key_t *job_key,
     p = put32(p, job);
     p = put32(p, rank);
     put32(p, size);
-    oc_ctl_hmac_sha256(job_key->bytes, job_key->len, m, sizeof(m), mac);
+    oc__ctl_hmac_sha256(job_key->bytes, job_key->len, m, sizeof(m), mac);
 }
 
-void oc_ctl_peer_mac(const oc_ctl_key_t *cluster_key,
+void oc__ctl_peer_mac(const oc_ctl_key_t *cluster_key,
                      const uint8_t peer_nonce[OC_CTL_NONCE_LEN],
                      const uint8_t own_nonce[OC_CTL_NONCE_LEN],
                      uint32_t own_node, uint8_t mac[OC_CTL_MAC_LEN])
@@ -106,17 +106,17 @@ void oc_ctl_peer_mac(const oc_ctl_key_t *cluster_key,
     memcpy(p, own_nonce, OC_CTL_NONCE_LEN);
     p += OC_CTL_NONCE_LEN;
     put32(p, own_node);
-    oc_ctl_hmac_sha256(cluster_key->bytes, cluster_key->len, m, sizeof(m),
+    oc__ctl_hmac_sha256(cluster_key->bytes, cluster_key->len, m, sizeof(m),
                        mac);
 }
 
-bool oc_ctl_mac_equal(const uint8_t a[OC_CTL_MAC_LEN],
+bool oc__ctl_mac_equal(const uint8_t a[OC_CTL_MAC_LEN],
                       const uint8_t b[OC_CTL_MAC_LEN])
 {
     return CRYPTO_memcmp(a, b, OC_CTL_MAC_LEN) == 0;
 }
 
-oc_status_t oc_ctl_rank_verify(const oc_ctl_key_t *job_key,
+oc_status_t oc__ctl_rank_verify(const oc_ctl_key_t *job_key,
                                const uint8_t server_nonce[OC_CTL_NONCE_LEN],
                                const oc_ctl_msg_t *hello,
                                const uint8_t mac[OC_CTL_MAC_LEN])
@@ -126,15 +126,15 @@ oc_status_t oc_ctl_rank_verify(const oc_ctl_key_t *job_key,
 
     if (job_key == NULL || hello == NULL || hello->type != OC_CTL_HELLO)
         return OC_ERR_INVALID_PARAM;
-    oc_ctl_rank_mac(job_key, server_nonce, hello->u.hello.nonce,
+    oc__ctl_rank_mac(job_key, server_nonce, hello->u.hello.nonce,
                     hello->u.hello.job, hello->u.hello.rank,
                     hello->u.hello.size, want);
-    ok = oc_ctl_mac_equal(want, mac);
+    ok = oc__ctl_mac_equal(want, mac);
     OPENSSL_cleanse(want, sizeof(want));
     return ok ? OC_OK : OC_ERR_CTL_AUTH;
 }
 
-oc_status_t oc_ctl_peer_verify(const oc_ctl_key_t *cluster_key,
+oc_status_t oc__ctl_peer_verify(const oc_ctl_key_t *cluster_key,
                                uint32_t own_node,
                                const uint8_t own_nonce[OC_CTL_NONCE_LEN],
                                const oc_ctl_msg_t *peer_hello,
@@ -153,9 +153,9 @@ oc_status_t oc_ctl_peer_verify(const oc_ctl_key_t *cluster_key,
     if (peer_hello->u.peer_hello.node == own_node ||
         CRYPTO_memcmp(peer_nonce, own_nonce, OC_CTL_NONCE_LEN) == 0)
         return OC_ERR_CTL_AUTH;
-    oc_ctl_peer_mac(cluster_key, own_nonce, peer_nonce,
+    oc__ctl_peer_mac(cluster_key, own_nonce, peer_nonce,
                     peer_hello->u.peer_hello.node, want);
-    ok = oc_ctl_mac_equal(want, mac);
+    ok = oc__ctl_mac_equal(want, mac);
     OPENSSL_cleanse(want, sizeof(want));
     return ok ? OC_OK : OC_ERR_CTL_AUTH;
 }
@@ -168,7 +168,7 @@ static oc_status_t key_hex(const char *s, size_t n, const char *from,
                            oc_ctl_key_t *key)
 {
     oc_ctl_key_t k;
-    long got = oc_secret_hex((const uint8_t *)s, n, k.bytes, sizeof(k.bytes));
+    long got = oc__secret_hex((const uint8_t *)s, n, k.bytes, sizeof(k.bytes));
 
     if (got < OC_CTL_KEY_MIN) {
         oc_error(OC_COMP_WIRE,
@@ -185,14 +185,14 @@ static oc_status_t key_hex(const char *s, size_t n, const char *from,
     return OC_OK;
 }
 
-oc_status_t oc_ctl_key_from_hex(const char *hex, oc_ctl_key_t *key)
+oc_status_t oc__ctl_key_from_hex(const char *hex, oc_ctl_key_t *key)
 {
     if (hex == NULL || key == NULL)
         return OC_ERR_INVALID_PARAM;
     return key_hex(hex, strlen(hex), "a hex string", key);
 }
 
-oc_status_t oc_ctl_key_from_file(const char *path, oc_ctl_key_t *key)
+oc_status_t oc__ctl_key_from_file(const char *path, oc_ctl_key_t *key)
 {
     uint8_t buf[KEY_FILE_MAX + 1], probe[OC_CTL_KEY_MAX];
     char why[PATH_MAX + 128];
@@ -201,12 +201,12 @@ oc_status_t oc_ctl_key_from_file(const char *path, oc_ctl_key_t *key)
 
     if (path == NULL || key == NULL)
         return OC_ERR_INVALID_PARAM;
-    if (oc_secret_read(path, buf, sizeof(buf), &n, why, sizeof(why)) != OC_OK) {
+    if (oc__secret_read(path, buf, sizeof(buf), &n, why, sizeof(why)) != OC_OK) {
         oc_error(OC_COMP_WIRE, "ctl: %s", why);
         goto out;
     }
     /* hex text (what offcore keygen writes), else the raw key bytes */
-    if (n > 0 && oc_secret_hex(buf, n, probe, sizeof(probe)) != -1) {
+    if (n > 0 && oc__secret_hex(buf, n, probe, sizeof(probe)) != -1) {
         char from[PATH_MAX + 8];
         snprintf(from, sizeof(from), "file %s", path);
         st = key_hex((const char *)buf, n, from, key);
@@ -227,7 +227,7 @@ out:
     return st;
 }
 
-oc_status_t oc_ctl_key_load(const char *path, const char *env,
+oc_status_t oc__ctl_key_load(const char *path, const char *env,
                             oc_ctl_key_t *key)
 {
     const char *v;
@@ -235,7 +235,7 @@ oc_status_t oc_ctl_key_load(const char *path, const char *env,
     if (key == NULL)
         return OC_ERR_INVALID_PARAM;
     if (path != NULL && path[0] != '\0')
-        return oc_ctl_key_from_file(path, key);
+        return oc__ctl_key_from_file(path, key);
     if (env != NULL && (v = getenv(env)) != NULL && v[0] != '\0')
         return key_hex(v, strlen(v), env, key);
     oc_error(OC_COMP_WIRE, "ctl: no key: give a key file or set %s",
@@ -243,7 +243,7 @@ oc_status_t oc_ctl_key_load(const char *path, const char *env,
     return OC_ERR_CTL_KEY;
 }
 
-oc_status_t oc_ctl_cluster_key_load(const char *flag_file, oc_ctl_key_t *key,
+oc_status_t oc__ctl_cluster_key_load(const char *flag_file, oc_ctl_key_t *key,
                                     char *source, size_t source_cap)
 {
     const char *v, *file;
@@ -282,26 +282,26 @@ oc_status_t oc_ctl_cluster_key_load(const char *flag_file, oc_ctl_key_t *key,
     file = OC_CTL_CLUSTER_KEY_DEFAULT;
     snprintf(src, sizeof(src), "%s (the default)", file);
 from_file:
-    st = oc_ctl_key_from_file(file, key);
+    st = oc__ctl_key_from_file(file, key);
 out:
     if (source != NULL && source_cap > 0)
         snprintf(source, source_cap, "%s", src);
     return st;
 }
 
-oc_status_t oc_ctl_key_generate(oc_ctl_key_t *key)
+oc_status_t oc__ctl_key_generate(oc_ctl_key_t *key)
 {
     oc_status_t st;
 
     if (key == NULL)
         return OC_ERR_INVALID_PARAM;
-    if ((st = oc_ctl_random(key->bytes, 32)) != OC_OK)
+    if ((st = oc__ctl_random(key->bytes, 32)) != OC_OK)
         return st;
     key->len = 32;
     return OC_OK;
 }
 
-oc_status_t oc_ctl_key_hex(const oc_ctl_key_t *key, char *buf, size_t cap)
+oc_status_t oc__ctl_key_hex(const oc_ctl_key_t *key, char *buf, size_t cap)
 {
     static const char digits[] = "0123456789abcdef";
 
@@ -316,7 +316,7 @@ oc_status_t oc_ctl_key_hex(const oc_ctl_key_t *key, char *buf, size_t cap)
     return OC_OK;
 }
 
-void oc_ctl_key_clear(oc_ctl_key_t *key)
+void oc__ctl_key_clear(oc_ctl_key_t *key)
 {
     if (key != NULL)
         OPENSSL_cleanse(key, sizeof(*key));

@@ -37,11 +37,11 @@ struct oc_ctl_conn {
     size_t      in_cap, in_off, in_len, in_used;
     uint8_t    *out;
     size_t      out_cap, out_head, out_len;
-    size_t      max_frame; /* oc_ctl_conn_set_max_frame() */
+    size_t      max_frame; /* oc__ctl_conn_set_max_frame() */
     char        name[OC_CTL_ADDR_STRLEN];
 };
 
-oc_status_t oc_ctl_conn_create(int fd, const char *name, oc_ctl_conn_t **conn_p)
+oc_status_t oc__ctl_conn_create(int fd, const char *name, oc_ctl_conn_t **conn_p)
 {
     oc_ctl_conn_t *c;
     int flags, type;
@@ -99,7 +99,7 @@ oc_status_t oc__ctl_conn_create_reader(oc__ctl_reader_t reader, void *arg,
     return OC_OK;
 }
 
-void oc_ctl_conn_destroy(oc_ctl_conn_t *c)
+void oc__ctl_conn_destroy(oc_ctl_conn_t *c)
 {
     if (c == NULL)
         return;
@@ -110,23 +110,23 @@ void oc_ctl_conn_destroy(oc_ctl_conn_t *c)
     free(c);
 }
 
-int oc_ctl_conn_fd(const oc_ctl_conn_t *c)
+int oc__ctl_conn_fd(const oc_ctl_conn_t *c)
 {
     return c->fd;
 }
 
-const char *oc_ctl_conn_name(const oc_ctl_conn_t *c)
+const char *oc__ctl_conn_name(const oc_ctl_conn_t *c)
 {
     return c->name;
 }
 
-void oc_ctl_conn_set_max_frame(oc_ctl_conn_t *c, size_t max)
+void oc__ctl_conn_set_max_frame(oc_ctl_conn_t *c, size_t max)
 {
     c->max_frame = max < OC_CTL_HDR_LEN ? OC_CTL_HDR_LEN
                    : max > OC_CTL_FRAME_MAX ? OC_CTL_FRAME_MAX : max;
 }
 
-const char *oc_ctl_reject_reason(oc_status_t st)
+const char *oc__ctl_reject_reason(oc_status_t st)
 {
     /* the wire codes are shared with bundles; say what they mean here */
     switch ((int)st) { /* int: reject reasons (util/reject.h) */
@@ -162,7 +162,7 @@ static oc_status_t read_fail(oc_ctl_conn_t *c, oc_status_t st, const char *why)
         oc_debug(OC_COMP_WIRE, "ctl: %s: %s", c->name, why);
     else
         oc_debug(OC_COMP_WIRE, "ctl: %s: malformed frame: %s", c->name,
-                 oc_ctl_reject_reason(st));
+                 oc__ctl_reject_reason(st));
     return st;
 }
 
@@ -195,7 +195,7 @@ static oc_status_t in_room(oc_ctl_conn_t *c, size_t need)
     return OC_OK;
 }
 
-oc_status_t oc_ctl_conn_read(oc_ctl_conn_t *c, oc_ctl_msg_t *msg)
+oc_status_t oc__ctl_conn_read(oc_ctl_conn_t *c, oc_ctl_msg_t *msg)
 {
     oc_status_t st;
 
@@ -212,13 +212,13 @@ oc_status_t oc_ctl_conn_read(oc_ctl_conn_t *c, oc_ctl_msg_t *msg)
         size_t have = c->in_len - c->in_off, need = OC_CTL_HDR_LEN;
         ssize_t n;
 
-        st = oc_ctl_frame_len(c->in + c->in_off, have, &need);
+        st = oc__ctl_frame_len(c->in + c->in_off, have, &need);
         if (st < 0)
             return read_fail(c, st, "");
         if (st == OC_OK && need > c->max_frame)
             return read_fail(c, OC_ERR_WIRE_LENGTH, "");
         if (st == OC_OK && have >= need) {
-            st = oc_ctl_decode(c->in + c->in_off, need, msg);
+            st = oc__ctl_decode(c->in + c->in_off, need, msg);
             if (st != OC_OK)
                 return read_fail(c, st, "");
             c->in_used = need;
@@ -245,7 +245,7 @@ oc_status_t oc_ctl_conn_read(oc_ctl_conn_t *c, oc_ctl_msg_t *msg)
     }
 }
 
-oc_status_t oc_ctl_conn_send(oc_ctl_conn_t *c, const oc_ctl_msg_t *msg)
+oc_status_t oc__ctl_conn_send(oc_ctl_conn_t *c, const oc_ctl_msg_t *msg)
 {
     size_t len, queued, cap;
     oc_status_t st;
@@ -254,7 +254,7 @@ oc_status_t oc_ctl_conn_send(oc_ctl_conn_t *c, const oc_ctl_msg_t *msg)
         return OC_ERR_INVALID_PARAM;
     if (c->wstatus != OC_OK)
         return c->wstatus;
-    if ((st = oc_ctl_encode(msg, NULL, 0, &len)) != OC_OK)
+    if ((st = oc__ctl_encode(msg, NULL, 0, &len)) != OC_OK)
         return st;
     queued = c->out_len - c->out_head;
     if (queued + len > OC_CTL_OUT_MAX)
@@ -276,16 +276,16 @@ oc_status_t oc_ctl_conn_send(oc_ctl_conn_t *c, const oc_ctl_msg_t *msg)
             c->out_cap = cap;
         }
     }
-    st = oc_ctl_encode(msg, c->out + c->out_len, c->out_cap - c->out_len, &len);
+    st = oc__ctl_encode(msg, c->out + c->out_len, c->out_cap - c->out_len, &len);
     if (st != OC_OK)
         return st;
     c->out_len += len;
     oc_trace(OC_COMP_WIRE, "ctl: %s: queued %s (%zu bytes)", c->name,
-             oc_ctl_type_name((int)msg->type), len);
+             oc__ctl_type_name((int)msg->type), len);
     return OC_OK;
 }
 
-oc_status_t oc_ctl_conn_flush(oc_ctl_conn_t *c)
+oc_status_t oc__ctl_conn_flush(oc_ctl_conn_t *c)
 {
     if (c == NULL)
         return OC_ERR_INVALID_PARAM;
@@ -312,42 +312,42 @@ oc_status_t oc_ctl_conn_flush(oc_ctl_conn_t *c)
     return OC_OK;
 }
 
-bool oc_ctl_conn_want_write(const oc_ctl_conn_t *c)
+bool oc__ctl_conn_want_write(const oc_ctl_conn_t *c)
 {
     return c->wstatus == OC_OK && c->out_head < c->out_len;
 }
 
-short oc_ctl_conn_events(const oc_ctl_conn_t *c)
+short oc__ctl_conn_events(const oc_ctl_conn_t *c)
 {
-    return (short)(POLLIN | (oc_ctl_conn_want_write(c) ? POLLOUT : 0));
+    return (short)(POLLIN | (oc__ctl_conn_want_write(c) ? POLLOUT : 0));
 }
 
-oc_status_t oc_ctl_conn_request(oc_ctl_conn_t *c, const oc_ctl_msg_t *req,
+oc_status_t oc__ctl_conn_request(oc_ctl_conn_t *c, const oc_ctl_msg_t *req,
                                 oc_ctl_msg_t *reply, int timeout_ms)
 {
-    int64_t deadline = timeout_ms >= 0 ? oc_now_ms() + timeout_ms : -1;
+    int64_t deadline = timeout_ms >= 0 ? oc__now_ms() + timeout_ms : -1;
     oc_status_t st;
 
     if (c == NULL || reply == NULL)
         return OC_ERR_INVALID_PARAM;
-    if (req != NULL && (st = oc_ctl_conn_send(c, req)) != OC_OK)
+    if (req != NULL && (st = oc__ctl_conn_send(c, req)) != OC_OK)
         return st;
     for (;;) {
         struct pollfd pfd;
         int wait = -1;
 
-        if ((st = oc_ctl_conn_flush(c)) < 0)
+        if ((st = oc__ctl_conn_flush(c)) < 0)
             return st;
-        if ((st = oc_ctl_conn_read(c, reply)) != OC_INPROGRESS)
+        if ((st = oc__ctl_conn_read(c, reply)) != OC_INPROGRESS)
             return st;
         if (deadline >= 0) {
-            int64_t left = deadline - oc_now_ms();
+            int64_t left = deadline - oc__now_ms();
             if (left <= 0)
                 return OC_ERR_CTL_TIMEOUT;
             wait = left > 1000000 ? 1000000 : (int)left;
         }
         pfd.fd = c->fd;
-        pfd.events = oc_ctl_conn_events(c);
+        pfd.events = oc__ctl_conn_events(c);
         pfd.revents = 0;
         if (poll(&pfd, 1, wait) < 0 && errno != EINTR) {
             oc_debug(OC_COMP_WIRE, "ctl: %s: poll: %s", c->name,

@@ -101,7 +101,7 @@ static oc_status_t check_job_ranks(const oc_ctl_msg_t *m, const char **what)
 
     *what = "job_ranks.ranks increasing and < size";
     for (uint32_t i = 0; i < l->count; i++) {
-        uint32_t r = oc_ctl_u32s_get(l, i);
+        uint32_t r = oc__ctl_u32s_get(l, i);
         if (r >= m->u.job_ranks.size || (i > 0 && r <= prev))
             return OC_ERR_CTL_VALUE;
         prev = r;
@@ -135,7 +135,7 @@ static const type_t *type_of(int type)
     return &types[type];
 }
 
-const char *oc_ctl_type_name(int type)
+const char *oc__ctl_type_name(int type)
 {
     const type_t *t = type_of(type);
     return t != NULL ? t->name : "UNKNOWN";
@@ -272,14 +272,14 @@ static uint8_t *enc_field(const field_t *f, const uint8_t *base, uint8_t *p)
         st32(p, l->count);
         p += 4;
         for (uint32_t i = 0; i < l->count; i++, p += 4)
-            st32(p, oc_ctl_u32s_get(l, i));
+            st32(p, oc__ctl_u32s_get(l, i));
         return p;
     }
     }
     return p;
 }
 
-oc_status_t oc_ctl_encode(const oc_ctl_msg_t *msg, uint8_t *buf, size_t cap,
+oc_status_t oc__ctl_encode(const oc_ctl_msg_t *msg, uint8_t *buf, size_t cap,
                           size_t *len_out)
 {
     const uint8_t *base = (const uint8_t *)msg;
@@ -332,7 +332,7 @@ err:
 
 /* ---------------------------------------------------------------- decode */
 
-oc_status_t oc_ctl_frame_len(const uint8_t *buf, size_t len, size_t *frame_len)
+oc_status_t oc__ctl_frame_len(const uint8_t *buf, size_t len, size_t *frame_len)
 {
     uint32_t payload;
 
@@ -449,7 +449,7 @@ static oc_status_t dec_field(const field_t *f, const uint8_t **pp,
     return OC_OK;
 }
 
-oc_status_t oc_ctl_decode(const uint8_t *buf, size_t len, oc_ctl_msg_t *out)
+oc_status_t oc__ctl_decode(const uint8_t *buf, size_t len, oc_ctl_msg_t *out)
 {
     const uint8_t *p, *end;
     const type_t *t = NULL;
@@ -462,7 +462,7 @@ oc_status_t oc_ctl_decode(const uint8_t *buf, size_t len, oc_ctl_msg_t *out)
         return OC_ERR_INVALID_PARAM;
     if (len < OC_CTL_HDR_LEN)
         return OC_ERR_WIRE_TRUNCATED;
-    st = oc_ctl_frame_len(buf, len, &frame_len);
+    st = oc__ctl_frame_len(buf, len, &frame_len);
     if (st == OC_OK && frame_len != len)
         st = OC_ERR_WIRE_LENGTH;
     if (st != OC_OK)
@@ -496,7 +496,7 @@ err:
     return st;
 }
 
-void oc_ctl_set_error(oc_ctl_msg_t *msg, oc_status_t status, const char *text,
+void oc__ctl_set_error(oc_ctl_msg_t *msg, oc_status_t status, const char *text,
                       char *scratch)
 {
     size_t n = 0;

@@ -16,13 +16,13 @@ static void put32(uint8_t *p, uint32_t v)
     p[3] = (uint8_t)(v >> 24);
 }
 
-void oc_ctl_job_key(const oc_ctl_key_t *cluster_key, uint32_t job,
+void oc__ctl_job_key(const oc_ctl_key_t *cluster_key, uint32_t job,
                     oc_ctl_key_t *job_key)
 {
     uint8_t msg[14 + 4];
     memcpy(msg, "offcore-job-v1", 14);
     put32(msg + 14, job);
-    oc_ctl_hmac_sha256(cluster_key->bytes, cluster_key->len, msg, sizeof(msg),
+    oc__ctl_hmac_sha256(cluster_key->bytes, cluster_key->len, msg, sizeof(msg),
                        job_key->bytes);
     job_key->len = OC_CTL_MAC_LEN;
 }
@@ -35,7 +35,7 @@ static uint64_t trunc64(const uint8_t mac[OC_CTL_MAC_LEN])
     return t ? t : 1; /* 0 means "no token" */
 }
 
-uint64_t oc_ctl_rank_token(const oc_ctl_key_t *job_key,
+uint64_t oc__ctl_rank_token(const oc_ctl_key_t *job_key,
                            const uint8_t server_nonce[OC_CTL_NONCE_LEN],
                            const uint8_t client_nonce[OC_CTL_CNONCE_LEN])
 {
@@ -43,11 +43,11 @@ uint64_t oc_ctl_rank_token(const oc_ctl_key_t *job_key,
     memcpy(msg, "offcore-token-v1", 16);
     memcpy(msg + 16, server_nonce, OC_CTL_NONCE_LEN);
     memcpy(msg + 16 + OC_CTL_NONCE_LEN, client_nonce, OC_CTL_CNONCE_LEN);
-    oc_ctl_hmac_sha256(job_key->bytes, job_key->len, msg, sizeof(msg), mac);
+    oc__ctl_hmac_sha256(job_key->bytes, job_key->len, msg, sizeof(msg), mac);
     return trunc64(mac);
 }
 
-uint64_t oc_ctl_peer_token(const oc_ctl_key_t *cluster_key,
+uint64_t oc__ctl_peer_token(const oc_ctl_key_t *cluster_key,
                            const uint8_t sender_nonce[OC_CTL_NONCE_LEN],
                            const uint8_t receiver_nonce[OC_CTL_NONCE_LEN],
                            uint32_t sender_node)
@@ -57,7 +57,7 @@ uint64_t oc_ctl_peer_token(const oc_ctl_key_t *cluster_key,
     memcpy(msg + 17, sender_nonce, OC_CTL_NONCE_LEN);
     memcpy(msg + 17 + OC_CTL_NONCE_LEN, receiver_nonce, OC_CTL_NONCE_LEN);
     put32(msg + 17 + 2 * OC_CTL_NONCE_LEN, sender_node);
-    oc_ctl_hmac_sha256(cluster_key->bytes, cluster_key->len, msg, sizeof(msg),
+    oc__ctl_hmac_sha256(cluster_key->bytes, cluster_key->len, msg, sizeof(msg),
                        mac);
     return trunc64(mac);
 }

@@ -255,7 +255,7 @@ static oc_status_t listen_tcp(const char *s, const addr_t *a,
     return OC_OK;
 }
 
-oc_status_t oc_ctl_listen(const char *addr, oc_ctl_listener_t *l)
+oc_status_t oc__ctl_listen(const char *addr, oc_ctl_listener_t *l)
 {
     oc_ctl_listener_t nl;
     oc_status_t st;
@@ -275,7 +275,7 @@ oc_status_t oc_ctl_listen(const char *addr, oc_ctl_listener_t *l)
     return OC_OK;
 }
 
-void oc_ctl_listener_close(oc_ctl_listener_t *l)
+void oc__ctl_listener_close(oc_ctl_listener_t *l)
 {
     struct stat sb;
 
@@ -290,7 +290,7 @@ void oc_ctl_listener_close(oc_ctl_listener_t *l)
     l->path[0] = '\0';
 }
 
-oc_status_t oc_ctl_accept(oc_ctl_listener_t *l, oc_guard_t *g, int *fd_out,
+oc_status_t oc__ctl_accept(oc_ctl_listener_t *l, oc_guard_t *g, int *fd_out,
                           char *peer, size_t peer_cap)
 {
     struct sockaddr_storage ss;
@@ -301,7 +301,7 @@ oc_status_t oc_ctl_accept(oc_ctl_listener_t *l, oc_guard_t *g, int *fd_out,
     if (l == NULL || l->fd < 0 || g == NULL || fd_out == NULL)
         return OC_ERR_INVALID_PARAM;
     /* the back-off policy on EMFILE & co is the guard's (util/guard.h) */
-    if ((st = oc_guard_accept(g, l->fd, &fd, &ss, &sl)) != OC_OK)
+    if ((st = oc__guard_accept(g, l->fd, &fd, &ss, &sl)) != OC_OK)
         return st;
     if (ss.ss_family != AF_UNIX)
         set_nodelay(fd);
@@ -309,7 +309,7 @@ oc_status_t oc_ctl_accept(oc_ctl_listener_t *l, oc_guard_t *g, int *fd_out,
         uint32_t pid, uid;
         if (ss.ss_family != AF_UNIX)
             sa_name((struct sockaddr *)&ss, peer, peer_cap);
-        else if (oc_ctl_peer_cred(fd, &pid, &uid) == OC_OK)
+        else if (oc__ctl_peer_cred(fd, &pid, &uid) == OC_OK)
             snprintf(peer, peer_cap, "unix:pid=%u,uid=%u", pid, uid);
         else
             snprintf(peer, peer_cap, "unix:?");
@@ -318,7 +318,7 @@ oc_status_t oc_ctl_accept(oc_ctl_listener_t *l, oc_guard_t *g, int *fd_out,
     return OC_OK;
 }
 
-oc_status_t oc_ctl_peer_cred(int fd, uint32_t *pid, uint32_t *uid)
+oc_status_t oc__ctl_peer_cred(int fd, uint32_t *pid, uint32_t *uid)
 {
     struct ucred cr;
     socklen_t cl = sizeof(cr);
@@ -383,7 +383,7 @@ static int so_error(int fd)
     return err;
 }
 
-oc_status_t oc_ctl_connect_finish(int fd)
+oc_status_t oc__ctl_connect_finish(int fd)
 {
     int err = so_error(fd);
 
@@ -393,7 +393,7 @@ oc_status_t oc_ctl_connect_finish(int fd)
     return OC_ERR_CTL_CONNECT;
 }
 
-oc_status_t oc_ctl_connect_start(const char *addr, int *fd_out)
+oc_status_t oc__ctl_connect_start(const char *addr, int *fd_out)
 {
     struct sockaddr_un sun;
     struct addrinfo *res;
@@ -424,7 +424,7 @@ static oc_status_t connect_one(const struct sockaddr *sa, socklen_t len,
                                int64_t deadline, int *fd_out, int *err)
 {
     for (;;) {
-        int64_t left = deadline < 0 ? -1 : deadline - oc_now_ms();
+        int64_t left = deadline < 0 ? -1 : deadline - oc__now_ms();
         oc_status_t st = start_one(sa, len, fd_out, err);
         struct pollfd pfd;
         int rc;
@@ -443,11 +443,11 @@ static oc_status_t connect_one(const struct sockaddr *sa, socklen_t len,
         pfd.fd = *fd_out;
         pfd.events = POLLOUT;
         do {
-            left = deadline < 0 ? -1 : deadline - oc_now_ms();
+            left = deadline < 0 ? -1 : deadline - oc__now_ms();
             rc = poll(&pfd, 1, left < 0 ? -1 : left > 1000000 ? 1000000
                                                               : (int)left);
         } while ((rc < 0 && errno == EINTR) ||
-                 (rc == 0 && (deadline < 0 || deadline > oc_now_ms())));
+                 (rc == 0 && (deadline < 0 || deadline > oc__now_ms())));
         if (rc <= 0) {
             *err = rc < 0 ? errno : ETIMEDOUT;
             close(*fd_out);
@@ -460,9 +460,9 @@ static oc_status_t connect_one(const struct sockaddr *sa, socklen_t len,
     }
 }
 
-oc_status_t oc_ctl_connect(const char *addr, int timeout_ms, int *fd_out)
+oc_status_t oc__ctl_connect(const char *addr, int timeout_ms, int *fd_out)
 {
-    int64_t deadline = timeout_ms >= 0 ? oc_now_ms() + timeout_ms : -1;
+    int64_t deadline = timeout_ms >= 0 ? oc__now_ms() + timeout_ms : -1;
     struct sockaddr_un sun;
     struct addrinfo *res, *ai;
     oc_status_t st;

@@ -20,7 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
-void oc_dp_conf_defaults(oc_dp_conf_t *c)
+void oc__dp_conf_defaults(oc_dp_conf_t *c)
 {
     memset(c, 0, sizeof(*c));
     c->threads = 1;
@@ -38,11 +38,11 @@ void oc_dp_conf_defaults(oc_dp_conf_t *c)
     c->ipfix_domain = 1;
     c->ipfix_template_s = 30;
     for (int r = 0; r < OC_PKT_R_MAX; r++)
-        c->policy[r] = (uint8_t)oc_pkt_default_policy((oc_pkt_reason_t)r);
+        c->policy[r] = (uint8_t)oc__pkt_default_policy((oc_pkt_reason_t)r);
     oc__dp_tenants_defaults(&c->tenants);
 }
 
-void oc_dp_conf_free(oc_dp_conf_t *c)
+void oc__dp_conf_free(oc_dp_conf_t *c)
 {
     if (c == NULL)
         return;
@@ -59,13 +59,13 @@ static oc_status_t read_all(const char *path, char **buf, size_t *len,
                             oc_conf_errors_t *err)
 {
     char msg[256];
-    oc_status_t st = oc_acl_read_file(path, buf, len, msg, sizeof(msg));
+    oc_status_t st = oc__acl_read_file(path, buf, len, msg, sizeof(msg));
     if (st == OC_ERR_CONFIG)
-        oc_conf_error(err, path, 0, "%s", msg);
+        oc__conf_error(err, path, 0, "%s", msg);
     return st;
 }
 
-oc_status_t oc_dp_rules_file(const char *path, oc_acl_action_t action,
+oc_status_t oc__dp_rules_file(const char *path, oc_acl_action_t action,
                              uint32_t id_base, oc_dp_rule_t **rules_out,
                              size_t *n_out, oc_conf_errors_t *err)
 {
@@ -85,13 +85,13 @@ oc_status_t oc_dp_rules_file(const char *path, oc_acl_action_t action,
     if (*p == '@') {
         oc_acl_rule_t *cb = NULL;
         char msg[512];
-        st = oc_acl_parse_rules(buf, len, path, &cb, &n, msg, sizeof(msg));
+        st = oc__acl_parse_rules(buf, len, path, &cb, &n, msg, sizeof(msg));
         if (st == OC_ERR_CONFIG)
-            oc_conf_error(err, path, 0, "%s", msg);
+            oc__conf_error(err, path, 0, "%s", msg);
         if (st != OC_OK)
             goto out;
         if (n > 0 && (uint64_t)id_base + n - 1 > UINT32_MAX) {
-            oc_conf_error(err, path, 0, "id_base %u + %zu rules passes "
+            oc__conf_error(err, path, 0, "id_base %u + %zu rules passes "
                           "4294967295", id_base, n);
             free(cb);
             st = OC_ERR_CONFIG;
@@ -118,7 +118,7 @@ oc_status_t oc_dp_rules_file(const char *path, oc_acl_action_t action,
         size_t pos = 0;
         char text[OC_DP_LINE_MAX], why[160];
         int got;
-        while ((got = oc_kv_next_line(buf, len, &pos, text, sizeof(text), path,
+        while ((got = oc__kv_next_line(buf, len, &pos, text, sizeof(text), path,
                                       &line, err)) != 0) {
             const char *t;
             if (got < 0)
@@ -138,8 +138,8 @@ oc_status_t oc_dp_rules_file(const char *path, oc_acl_action_t action,
                 rules = g;
                 cap = nc;
             }
-            if (oc_dp_rule_parse(t, &rules[n], why, sizeof(why)) != 0)
-                oc_conf_error(err, path, line, "%s", why);
+            if (oc__dp_rule_parse(t, &rules[n], why, sizeof(why)) != 0)
+                oc__conf_error(err, path, line, "%s", why);
             else
                 n++;
         }
@@ -205,16 +205,16 @@ static void parse_line(oc_dp_conf_t *c, size_t *rcap, char *line,
     char rest[OC_DP_LINE_MAX];
 
     snprintf(rest, sizeof(rest), "%s", line);
-    n = oc_kv_split(line, tok, 24);
+    n = oc__kv_split(line, tok, 24);
     if (n < 0) {
-        oc_conf_error(e, name, ln, "too many words");
+        oc__conf_error(e, name, ln, "too many words");
         return;
     }
     if (n == 0)
         return;
 /* the line's text from word i on, as typed (rule and SA syntax) */
 #define FROM(i) ((i) < n ? rest + (tok[(i)] - line) : "")
-#define ERR(...) oc_conf_error(e, name, ln, __VA_ARGS__)
+#define ERR(...) oc__conf_error(e, name, ln, __VA_ARGS__)
 #define ONE_ARG()                                                              \
     if (n != 2) {                                                              \
         ERR("'%s' takes one value", tok[0]);                                   \
@@ -222,31 +222,31 @@ static void parse_line(oc_dp_conf_t *c, size_t *rcap, char *line,
     }
     if (!strcmp(tok[0], "threads")) {
         ONE_ARG();
-        if (oc_kv_u64(tok[1], 1, OC_DP_MAX_THREADS, &v) != 0)
+        if (oc__kv_u64(tok[1], 1, OC_DP_MAX_THREADS, &v) != 0)
             ERR("threads '%.32s': expected 1..%u", tok[1], OC_DP_MAX_THREADS);
         else
             c->threads = (uint32_t)v;
     } else if (!strcmp(tok[0], "burst")) {
         ONE_ARG();
-        if (oc_kv_u64(tok[1], 1, 256, &v) != 0)
+        if (oc__kv_u64(tok[1], 1, 256, &v) != 0)
             ERR("burst '%.32s': expected 1..256", tok[1]);
         else
             c->burst = (uint32_t)v;
     } else if (!strcmp(tok[0], "ring")) {
         ONE_ARG();
-        if (oc_kv_u64(tok[1], 64, 16384, &v) != 0 || (v & (v - 1)) != 0)
+        if (oc__kv_u64(tok[1], 64, 16384, &v) != 0 || (v & (v - 1)) != 0)
             ERR("ring '%.32s': expected a power of two, 64..16384", tok[1]);
         else
             c->ring_size = (uint32_t)v;
     } else if (!strcmp(tok[0], "max_rules")) {
         ONE_ARG();
-        if (oc_kv_u64(tok[1], 1, OC_ACL_MAX_RULES, &v) != 0)
+        if (oc__kv_u64(tok[1], 1, OC_ACL_MAX_RULES, &v) != 0)
             ERR("max_rules '%.32s': expected 1..%u", tok[1], OC_ACL_MAX_RULES);
         else
             c->max_rules = (uint32_t)v;
     } else if (!strcmp(tok[0], "max_frame")) {
         ONE_ARG();
-        if (oc_kv_u64(tok[1], 64, 2048 - OC_PKT_HEADROOM, &v) != 0)
+        if (oc__kv_u64(tok[1], 64, 2048 - OC_PKT_HEADROOM, &v) != 0)
             ERR("max_frame '%.32s': expected 64..%u", tok[1],
                 2048 - OC_PKT_HEADROOM);
         else
@@ -283,7 +283,7 @@ static void parse_line(oc_dp_conf_t *c, size_t *rcap, char *line,
             ERR("policy takes REASON pass|drop");
             return;
         }
-        r = oc_pkt_reason_from_name(tok[1]);
+        r = oc__pkt_reason_from_name(tok[1]);
         if (r < 0)
             ERR("policy: unknown reason '%.40s' (see offcore-dp --help)", tok[1]);
         else if (!strcmp(tok[2], "pass"))
@@ -310,7 +310,7 @@ static void parse_line(oc_dp_conf_t *c, size_t *rcap, char *line,
         unsigned seen = 0;
         for (int i = 2; i < n; i++) {
             char why[160], *eq;
-            int k = oc_kv_key(tok[i], akeys, &seen, &eq, why, sizeof(why));
+            int k = oc__kv_key(tok[i], akeys, &seen, &eq, why, sizeof(why));
             if (k < 0) {
                 ERR("attach %s: %s", a.name, why);
                 return;
@@ -385,7 +385,7 @@ static void parse_line(oc_dp_conf_t *c, size_t *rcap, char *line,
     } else if (!strcmp(tok[0], "rule")) {
         oc_dp_rule_t r;
         char why[160];
-        if (oc_dp_rule_parse(FROM(1), &r, why, sizeof(why)) != 0)
+        if (oc__dp_rule_parse(FROM(1), &r, why, sizeof(why)) != 0)
             ERR("rule: %s", why);
         else if (add_rules(c, rcap, &r, 1) != 0)
             *nomem = true;
@@ -411,7 +411,7 @@ static void parse_line(oc_dp_conf_t *c, size_t *rcap, char *line,
             snprintf(path, sizeof(path), "%s/%s", base_dir, tok[1]);
         {
             unsigned before = e->count;
-            oc_status_t st = oc_dp_rules_file(path, action, id_base,
+            oc_status_t st = oc__dp_rules_file(path, action, id_base,
                                               &rules, &nr, e);
             if (st == OC_ERR_NO_MEMORY)
                 *nomem = true;
@@ -428,7 +428,7 @@ static void parse_line(oc_dp_conf_t *c, size_t *rcap, char *line,
     } else if (!strcmp(tok[0], "sa")) {
         oc_esp_sa_spec_t sa;
         char why[320];
-        if (oc_esp_sa_parse(FROM(1), base_dir, &sa, why, sizeof(why)) != 0) {
+        if (oc__esp_sa_parse(FROM(1), base_dir, &sa, why, sizeof(why)) != 0) {
             ERR("sa: %s", why);
             return;
         }
@@ -466,7 +466,7 @@ static void parse_line(oc_dp_conf_t *c, size_t *rcap, char *line,
         ONE_ARG();
         if (strlen(tok[1]) >= OC_DP_PATH_MAX || strrchr(tok[1], ':') == NULL ||
             strrchr(tok[1], ':') == tok[1] ||
-            oc_kv_u64(strrchr(tok[1], ':') + 1, 1, 65535, &v) != 0)
+            oc__kv_u64(strrchr(tok[1], ':') + 1, 1, 65535, &v) != 0)
             ERR("ipfix '%.64s': expected HOST:PORT (UDP)", tok[1]);
         else if (c->nipfix == OC_DP_MAX_IPFIX)
             ERR("ipfix: more than %u collectors", OC_DP_MAX_IPFIX);
@@ -479,18 +479,18 @@ static void parse_line(oc_dp_conf_t *c, size_t *rcap, char *line,
                !strcmp(tok[0], "ipfix_template")) {
         ONE_ARG();
         if (!strcmp(tok[0], "flow_table")) {
-            if (oc_kv_u64(tok[1], 1024, 1u << 24, &v) != 0 || (v & (v - 1)) != 0)
+            if (oc__kv_u64(tok[1], 1024, 1u << 24, &v) != 0 || (v & (v - 1)) != 0)
                 ERR("flow_table '%.32s': expected a power of two, 1024..16777216",
                     tok[1]);
             else
                 c->flow_table = (uint32_t)v;
         } else if (!strcmp(tok[0], "ipfix_domain")) {
-            if (oc_kv_u64(tok[1], 0, UINT32_MAX, &v) != 0)
+            if (oc__kv_u64(tok[1], 0, UINT32_MAX, &v) != 0)
                 ERR("ipfix_domain '%.32s': expected 0..4294967295", tok[1]);
             else
                 c->ipfix_domain = (uint32_t)v;
         } else {
-            if (oc_kv_u64(tok[1], 1, 86400, &v) != 0)
+            if (oc__kv_u64(tok[1], 1, 86400, &v) != 0)
                 ERR("%s '%.32s': expected seconds, 1..86400", tok[0], tok[1]);
             else if (!strcmp(tok[0], "flow_idle"))
                 c->flow_idle_s = (uint32_t)v;
@@ -501,7 +501,7 @@ static void parse_line(oc_dp_conf_t *c, size_t *rcap, char *line,
         }
     } else if (!strcmp(tok[0], "esp_mtu")) {
         ONE_ARG();
-        if (oc_kv_u64(tok[1], 576, 9000, &v) != 0)
+        if (oc__kv_u64(tok[1], 576, 9000, &v) != 0)
             ERR("esp_mtu '%.32s': expected 576..9000", tok[1]);
         else
             c->esp_mtu = (uint32_t)v;
@@ -537,7 +537,7 @@ static void check_shared_wire(const oc_dp_conf_t *c, const char *name,
             shared = true;
             if (b < a && (x->backend != y->backend || x->xdp_mode != y->xdp_mode ||
                           x->zero_copy != y->zero_copy))
-                oc_conf_error(e, name, x->line, "attach %s shares wire %s "
+                oc__conf_error(e, name, x->line, "attach %s shares wire %s "
                                  "with attach %s: backend=, xdp= and "
                                  "zero_copy= must be the same", x->name,
                                  x->wire, y->name);
@@ -545,14 +545,14 @@ static void check_shared_wire(const oc_dp_conf_t *c, const char *name,
         if (!shared)
             continue;
         if (x->backend != OC_DP_BACKEND_XDP)
-            oc_conf_error(e, name, x->line, "attach %s: a shared wire port "
+            oc__conf_error(e, name, x->line, "attach %s: a shared wire port "
                              "(%s) needs backend=xdp", x->name, x->wire);
         for (uint32_t t = 0; t < tc->ntenants; t++)
             for (uint32_t i = 0; i < tc->t[t].natt; i++)
                 if (!strcmp(tc->t[t].attach[i], x->name))
                     ta = (int)t;
         if (ta < 0) {
-            oc_conf_error(e, name, x->line, "attach %s shares wire %s with "
+            oc__conf_error(e, name, x->line, "attach %s shares wire %s with "
                              "another attachment: it needs a tenant (frames "
                              "from a shared wire are told apart by VNI)",
                              x->name, x->wire);
@@ -567,7 +567,7 @@ static void check_shared_wire(const oc_dp_conf_t *c, const char *name,
                         !strcmp(c->attach[b].wire, x->wire))
                         same_wire = true;
             if (same_wire && tc->t[t].vni == tc->t[ta].vni)
-                oc_conf_error(e, name, tc->t[ta].line, "tenant %s: vni %u "
+                oc__conf_error(e, name, tc->t[ta].line, "tenant %s: vni %u "
                                  "is tenant %s's on the same wire %s (tenants "
                                  "sharing a wire need distinct VNIs)",
                                  tc->t[ta].name, tc->t[ta].vni, tc->t[t].name,
@@ -576,7 +576,7 @@ static void check_shared_wire(const oc_dp_conf_t *c, const char *name,
     }
 }
 
-oc_status_t oc_dp_conf_parse(const char *text, size_t len, const char *name,
+oc_status_t oc__dp_conf_parse(const char *text, size_t len, const char *name,
                              const char *base_dir, bool check_system,
                              oc_dp_conf_t *out, oc_conf_errors_t *e)
 {
@@ -593,7 +593,7 @@ oc_status_t oc_dp_conf_parse(const char *text, size_t len, const char *name,
     c.nattach = 0;
     c.tenants.ntenants = 0;
     c.tenants.nrules = 0;
-    while (!nomem && (got = oc_kv_next_line(text, len, &pos, line,
+    while (!nomem && (got = oc__kv_next_line(text, len, &pos, line,
                                             sizeof(line), name, &ln, e)) != 0)
         if (got > 0)
             parse_line(&c, &rcap, line, name, ln, base_dir, e, &nomem);
@@ -602,11 +602,11 @@ oc_status_t oc_dp_conf_parse(const char *text, size_t len, const char *name,
         return OC_ERR_NO_MEMORY;
     }
     if (c.nattach == 0)
-        oc_conf_error(e, name, 0, "no 'attach NAME host=IF wire=IF' line");
+        oc__conf_error(e, name, 0, "no 'attach NAME host=IF wire=IF' line");
     oc__dp_tenants_check(&c, name, e);
     check_shared_wire(&c, name, e);
     if (c.nrules > c.max_rules)
-        oc_conf_error(e, name, 0, "%zu rules, more than max_rules %u",
+        oc__conf_error(e, name, 0, "%zu rules, more than max_rules %u",
                       c.nrules, c.max_rules);
     if (c.nrules > 1) {
         /* duplicate ids: sort a copy */
@@ -619,7 +619,7 @@ oc_status_t oc_dp_conf_parse(const char *text, size_t len, const char *name,
         qsort(t, c.nrules, sizeof(*t), cmp_id);
         for (size_t i = 1; i < c.nrules; i++)
             if (t[i].r.id == t[i - 1].r.id) {
-                oc_conf_error(e, name, 0, "rule id %u defined twice (ids "
+                oc__conf_error(e, name, 0, "rule id %u defined twice (ids "
                               "must be unique; see id_base=)", t[i].r.id);
                 break;
             }
@@ -628,20 +628,20 @@ oc_status_t oc_dp_conf_parse(const char *text, size_t len, const char *name,
     if (c.esp)
         for (uint32_t i = 0; i < c.nattach; i++)
             if (c.attach[i].backend != OC_DP_BACKEND_XDP)
-                oc_conf_error(e, name, c.attach[i].line, "attach %s: ESP "
+                oc__conf_error(e, name, c.attach[i].line, "attach %s: ESP "
                               "runs on backend=xdp only", c.attach[i].name);
     if (c.flows && c.bare)
-        oc_conf_error(e, name, 0, "flows and ipfix need the stages: not "
+        oc__conf_error(e, name, 0, "flows and ipfix need the stages: not "
                       "'stages none'");
     if (c.esp && c.bare)
-        oc_conf_error(e, name, 0, "ESP (sa lines) needs the stages: not "
+        oc__conf_error(e, name, 0, "ESP (sa lines) needs the stages: not "
                       "'stages none'");
     if (check_system)
         for (uint32_t i = 0; i < c.nattach; i++) {
             const char *ifs[2] = {c.attach[i].host, c.attach[i].wire};
             for (int k = 0; k < 2; k++)
                 if (if_nametoindex(ifs[k]) == 0)
-                    oc_conf_error(e, name, c.attach[i].line,
+                    oc__conf_error(e, name, c.attach[i].line,
                                   "attach %s: no interface '%s' here (ip "
                                   "link show)", c.attach[i].name, ifs[k]);
         }
@@ -654,7 +654,7 @@ oc_status_t oc_dp_conf_parse(const char *text, size_t len, const char *name,
     return OC_OK;
 }
 
-oc_status_t oc_dp_conf_load(const char *path, bool check_system,
+oc_status_t oc__dp_conf_load(const char *path, bool check_system,
                             oc_dp_conf_t *c, oc_conf_errors_t *e)
 {
     char *buf = NULL, dir[PATH_MAX];
@@ -670,7 +670,7 @@ oc_status_t oc_dp_conf_load(const char *path, bool check_system,
     else
         snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path + (slash == path)),
                  path);
-    st = oc_dp_conf_parse(buf, len, path, dir, check_system, c, e);
+    st = oc__dp_conf_parse(buf, len, path, dir, check_system, c, e);
     free(buf);
     return st;
 }

@@ -60,20 +60,20 @@ static const char *const drop_cause[OC_DP_V_MAX] = {
         s_;                                                                    \
     })
 
-oc_status_t oc_dp_metrics(void *arg, void *prom)
+oc_status_t oc__dp_metrics(void *arg, void *prom)
 {
     oc_dp_t *dp = arg;
     oc_prom_t *p = prom;
     char buf[32];
 
-    oc_prom_family(p, OC_M_DP_THREADS, "worker threads", OC_PROM_GAUGE);
-    oc_prom_sample(p, OC_M_DP_THREADS, NULL, 0, dp->nthreads);
-    oc_prom_family(p, OC_M_DP_RULES, "rules installed", OC_PROM_GAUGE);
-    oc_prom_sample(p, OC_M_DP_RULES, NULL, 0,
+    oc__prom_family(p, OC_M_DP_THREADS, "worker threads", OC_PROM_GAUGE);
+    oc__prom_sample(p, OC_M_DP_THREADS, NULL, 0, dp->nthreads);
+    oc__prom_family(p, OC_M_DP_RULES, "rules installed", OC_PROM_GAUGE);
+    oc__prom_sample(p, OC_M_DP_RULES, NULL, 0,
                    __atomic_load_n(&dp->nrules, __ATOMIC_RELAXED));
-    oc_prom_family(p, OC_M_DP_RULE_UPDATES,
+    oc__prom_family(p, OC_M_DP_RULE_UPDATES,
                    "rule adds, deletes and loads applied", OC_PROM_COUNTER);
-    oc_prom_sample(p, OC_M_DP_RULE_UPDATES, NULL, 0,
+    oc__prom_sample(p, OC_M_DP_RULE_UPDATES, NULL, 0,
                    __atomic_load_n(&dp->rule_ops, __ATOMIC_RELAXED));
 
     static const char *const fam[] = {
@@ -87,80 +87,80 @@ oc_status_t oc_dp_metrics(void *arg, void *prom)
         "frames the kernel dropped before offcore-dp saw them (AF_XDP "
         "statistics: ring full, no fill buffer)"};
     for (int f = 0; f < 4; f++) {
-        oc_prom_family(p, fam[f], help[f], OC_PROM_COUNTER);
+        oc__prom_family(p, fam[f], help[f], OC_PROM_COUNTER);
         for (uint32_t a = 0; a < dp->nattach; a++)
             /* a shared wire port is listed once, under its first attachment */
             for (int s = 0; s < 2 - (dp->att[a].wire_of != 0); s++) {
                 oc_port_stats_t st;
                 const char *side = s == 0 ? "host" : "wire";
-                const char *ifn = oc_port_name(dp->att[a].port[s]);
-                oc_port_stats(dp->att[a].port[s], &st);
+                const char *ifn = oc__port_name(dp->att[a].port[s]);
+                oc__port_stats(dp->att[a].port[s], &st);
                 if (f < 2) {
-                    oc_prom_sample(p, fam[f],
+                    oc__prom_sample(p, fam[f],
                                    OC_PROM_LABELS({"attach", dp->att[a].name},
                                                   {"side", side}, {"port", ifn},
                                                   {"dir", "rx"}),
                                    f == 0 ? st.rx_packets : st.rx_bytes);
-                    oc_prom_sample(p, fam[f],
+                    oc__prom_sample(p, fam[f],
                                    OC_PROM_LABELS({"attach", dp->att[a].name},
                                                   {"side", side}, {"port", ifn},
                                                   {"dir", "tx"}),
                                    f == 0 ? st.tx_packets : st.tx_bytes);
                 } else {
-                    oc_prom_sample(p, fam[f],
+                    oc__prom_sample(p, fam[f],
                                    OC_PROM_LABELS({"attach", dp->att[a].name},
                                                   {"side", side}, {"port", ifn}),
                                    f == 2 ? st.tx_full : st.kernel_rx_dropped);
                 }
             }
     }
-    oc_prom_family(p, OC_M_DP_FRAMES,
+    oc__prom_family(p, OC_M_DP_FRAMES,
                    "frames by parser verdict (policy pass or drop per reason)",
                    OC_PROM_COUNTER);
     for (int r = 0; r < OC_PKT_R_MAX; r++)
-        oc_prom_sample(p, OC_M_DP_FRAMES,
-                       OC_PROM_LABELS({"reason", oc_pkt_reason_name(r)},
+        oc__prom_sample(p, OC_M_DP_FRAMES,
+                       OC_PROM_LABELS({"reason", oc__pkt_reason_name(r)},
                                       {"policy", dp->policy[r] == OC_PKT_DROP
                                                      ? "drop"
                                                      : "pass"}),
                        SUM(w->c.reason[r]));
-    oc_prom_family(p, OC_M_DP_FORWARDED,
+    oc__prom_family(p, OC_M_DP_FORWARDED,
                    "frames sent on to the other side", OC_PROM_COUNTER);
-    oc_prom_sample(p, OC_M_DP_FORWARDED, NULL, 0,
+    oc__prom_sample(p, OC_M_DP_FORWARDED, NULL, 0,
                    SUM(w->c.forwarded));
-    oc_prom_family(p, OC_M_DP_DROPPED,
+    oc__prom_family(p, OC_M_DP_DROPPED,
                    "frames dropped, by cause", OC_PROM_COUNTER);
     for (int v = 1; v < OC_DP_V_MAX; v++)
-        oc_prom_sample(p, OC_M_DP_DROPPED,
+        oc__prom_sample(p, OC_M_DP_DROPPED,
                        OC_PROM_LABELS({"cause", drop_cause[v]}),
                        SUM(w->c.dropped[v]));
-    oc_prom_family(p, OC_M_DP_NOMATCH,
+    oc__prom_family(p, OC_M_DP_NOMATCH,
                    "IPv4 frames no rule matched (the default action applied)",
                    OC_PROM_COUNTER);
-    oc_prom_sample(p, OC_M_DP_NOMATCH, NULL, 0,
+    oc__prom_sample(p, OC_M_DP_NOMATCH, NULL, 0,
                    SUM(w->c.nomatch));
-    oc_prom_family(p, OC_M_DP_THREAD_FORWARDED,
+    oc__prom_family(p, OC_M_DP_THREAD_FORWARDED,
                    "frames each worker forwarded (flows spread over workers "
                    "by the ports' receive hash)", OC_PROM_COUNTER);
     for (uint32_t q = 0; q < dp->nthreads; q++) {
         snprintf(buf, sizeof(buf), "%u", q);
-        oc_prom_sample(p, OC_M_DP_THREAD_FORWARDED,
+        oc__prom_sample(p, OC_M_DP_THREAD_FORWARDED,
                        OC_PROM_LABELS({"thread", buf}),
                        __atomic_load_n(&dp->w[q].c.forwarded, __ATOMIC_RELAXED));
     }
-    oc_prom_family(p, OC_M_DP_THREAD_SLEEPS,
+    oc__prom_family(p, OC_M_DP_THREAD_SLEEPS,
                    "times a worker found no traffic and slept in poll()",
                    OC_PROM_COUNTER);
     for (uint32_t q = 0; q < dp->nthreads; q++) {
         snprintf(buf, sizeof(buf), "%u", q);
-        oc_prom_sample(p, OC_M_DP_THREAD_SLEEPS,
+        oc__prom_sample(p, OC_M_DP_THREAD_SLEEPS,
                        OC_PROM_LABELS({"thread", buf}),
                        __atomic_load_n(&dp->w[q].c.sleeps, __ATOMIC_RELAXED));
     }
     for (int f = 0; f < 2; f++) {
         const char *name = f == 0 ? OC_M_DP_RULE_PACKETS
                                   : OC_M_DP_RULE_BYTES;
-        oc_prom_family(p, name,
+        oc__prom_family(p, name,
                        f == 0 ? "frames matched per rule (first match)"
                               : "bytes (Ethernet frames) matched per rule",
                        OC_PROM_COUNTER);
@@ -172,10 +172,10 @@ oc_status_t oc_dp_metrics(void *arg, void *prom)
                 continue;
             c = oc__dp_slot_count(dp, s);
             snprintf(buf, sizeof(buf), "%u", sl->rule.r.id);
-            oc_prom_sample(p, name,
+            oc__prom_sample(p, name,
                            OC_PROM_LABELS({"id", buf},
                                           {"action",
-                                           oc_dp_action_name(sl->rule.action)}),
+                                           oc__dp_action_name(sl->rule.action)}),
                            f == 0 ? c.packets - sl->base.packets
                                   : c.bytes - sl->base.bytes);
         }
@@ -185,10 +185,10 @@ oc_status_t oc_dp_metrics(void *arg, void *prom)
     oc__dp_esp_metrics(dp, p);
     oc__dp_flow_metrics(dp, p);
     oc__dp_uplink_metrics(dp, p);
-    return oc_prom_status(p);
+    return oc__prom_status(p);
 }
 
-static oc_status_t fill(void *arg, oc_prom_t *p) { return oc_dp_metrics(arg, p); }
+static oc_status_t fill(void *arg, oc_prom_t *p) { return oc__dp_metrics(arg, p); }
 
 /* ------------------------------------------------------ control socket */
 
@@ -207,12 +207,12 @@ static void handle(oc_dp_t *dp, char *line, FILE *out)
         fprintf(out, "ok\npong\n");
     } else if (!strncmp(line, "rules add ", 10)) {
         oc_dp_rule_t r;
-        if (oc_dp_rule_parse(line + 10, &r, why, sizeof(why)) != 0)
+        if (oc__dp_rule_parse(line + 10, &r, why, sizeof(why)) != 0)
             return reply_error(out, why);
-        st = oc_dp_rule_add(dp, &r, why, sizeof(why));
+        st = oc__dp_rule_add(dp, &r, why, sizeof(why));
         if (st != OC_OK)
             return reply_error(out, why);
-        oc_dp_rule_format(&r, why, sizeof(why));
+        oc__dp_rule_format(&r, why, sizeof(why));
         oc_info(OC_COMP_DP, "rule added: %s", why);
         fprintf(out, "ok\nadded %s\n", why);
     } else if (!strncmp(line, "rules del ", 10)) {
@@ -223,17 +223,17 @@ static void handle(oc_dp_t *dp, char *line, FILE *out)
         if (line[10] < '0' || line[10] > '9' || *end != '\0' || errno ||
             id > UINT32_MAX)
             return reply_error(out, "rules del takes a rule id (0..4294967295)");
-        st = oc_dp_rule_del(dp, (uint32_t)id, why, sizeof(why));
+        st = oc__dp_rule_del(dp, (uint32_t)id, why, sizeof(why));
         if (st != OC_OK)
             return reply_error(out, why);
         oc_info(OC_COMP_DP, "rule %lu deleted", id);
         fprintf(out, "ok\ndeleted id=%lu\n", id);
     } else if (!strcmp(line, "rules list")) {
         fprintf(out, "ok\n");
-        oc_dp_rules_print(dp, out);
+        oc__dp_rules_print(dp, out);
     } else if (!strncmp(line, "rules load ", 11)) {
         char *tok[4];
-        int n = oc_kv_split(line + 11, tok, 4);
+        int n = oc__kv_split(line + 11, tok, 4);
         oc_acl_action_t action;
         uint32_t id_base;
         oc_dp_rule_t *rules = NULL;
@@ -247,7 +247,7 @@ static void handle(oc_dp_t *dp, char *line, FILE *out)
                               sizeof(why)) != 0)
             return reply_error(out, why);
         memset(&err, 0, sizeof(err));
-        st = oc_dp_rules_file(tok[0], action, id_base, &rules, &nr,
+        st = oc__dp_rules_file(tok[0], action, id_base, &rules, &nr,
                               &err);
         if (st != OC_OK) {
             size_t l = strlen(err.text);
@@ -257,7 +257,7 @@ static void handle(oc_dp_t *dp, char *line, FILE *out)
                     err.count, err.text[0] ? err.text : oc_status_string(st));
             return;
         }
-        st = oc_dp_rules_replace(dp, rules, nr, why, sizeof(why));
+        st = oc__dp_rules_replace(dp, rules, nr, why, sizeof(why));
         free(rules);
         if (st != OC_OK)
             return reply_error(out, why);
@@ -265,13 +265,13 @@ static void handle(oc_dp_t *dp, char *line, FILE *out)
         fprintf(out, "ok\nloaded %zu rules from %s\n", nr, tok[0]);
     } else if (!strncmp(line, "sa add ", 7)) {
         oc_esp_sa_spec_t sa;
-        if (oc_esp_sa_parse(line + 7, NULL, &sa, why, sizeof(why)) != 0)
+        if (oc__esp_sa_parse(line + 7, NULL, &sa, why, sizeof(why)) != 0)
             return reply_error(out, why);
         st = oc__dp_esp_sa_add(dp, &sa, why, sizeof(why));
         memset(sa.sa.key, 0, sizeof(sa.sa.key));
         if (st != OC_OK)
             return reply_error(out, why);
-        oc_esp_sa_format(&sa, why, sizeof(why));
+        oc__esp_sa_format(&sa, why, sizeof(why));
         oc_info(OC_COMP_DP, "sa added: %s", why);
         fprintf(out, "ok\nadded %s\n", why);
     } else if (!strncmp(line, "sa del ", 7)) {
@@ -313,14 +313,14 @@ static void handle(oc_dp_t *dp, char *line, FILE *out)
     } else if (!strcmp(line, "stat")) {
         oc_prom_buf_t b = {0};
         oc_prom_t p;
-        oc_prom_init(&p, &b);
-        st = oc_dp_metrics(dp, &p);
+        oc__prom_init(&p, &b);
+        st = oc__dp_metrics(dp, &p);
         if (st != OC_OK) {
-            oc_prom_buf_free(&b);
+            oc__prom_buf_free(&b);
             return reply_error(out, oc_status_string(st));
         }
         fprintf(out, "ok\n%s", b.data ? b.data : "");
-        oc_prom_buf_free(&b);
+        oc__prom_buf_free(&b);
     } else if (oc__dp_tenant_ctl(dp, line, out)) {
         /* conntrack count|list|flush, tenant list (tenant.c) */
     } else {
@@ -374,7 +374,7 @@ static void serve_client(oc_dp_t *dp, int fd)
     fclose(out);
 }
 
-oc_status_t oc_dp_ctl_listen(const oc_dp_conf_t *c, oc_ctl_listener_t *l)
+oc_status_t oc__dp_ctl_listen(const oc_dp_conf_t *c, oc_ctl_listener_t *l)
 {
     const char *path = c->control + (strncmp(c->control, "unix:", 5) ? 0 : 5);
     const char *slash = strrchr(path, '/');
@@ -389,7 +389,7 @@ oc_status_t oc_dp_ctl_listen(const oc_dp_conf_t *c, oc_ctl_listener_t *l)
             oc_warn(OC_COMP_DP, "cannot create %s: %s", dir, strerror(errno));
     }
     old = umask(0077); /* the socket changes rules: root's only */
-    st = oc_ctl_listen(c->control, l);
+    st = oc__ctl_listen(c->control, l);
     umask(old);
     if (st != OC_OK)
         oc_error(OC_COMP_DP, "control socket %s: cannot listen (is another "
@@ -397,7 +397,7 @@ oc_status_t oc_dp_ctl_listen(const oc_dp_conf_t *c, oc_ctl_listener_t *l)
     return st;
 }
 
-int oc_dp_serve(oc_dp_t *dp, const oc_dp_conf_t *c, oc_ctl_listener_t *lp)
+int oc__dp_serve(oc_dp_t *dp, const oc_dp_conf_t *c, oc_ctl_listener_t *lp)
 {
     oc_ctl_listener_t l = *lp;
     oc_metrics_server_t *ms = NULL;
@@ -411,13 +411,13 @@ int oc_dp_serve(oc_dp_t *dp, const oc_dp_conf_t *c, oc_ctl_listener_t *lp)
     sfd = signalfd(-1, &set, SFD_CLOEXEC);
     if (sfd < 0) {
         oc_error(OC_COMP_DP, "signalfd: %s", strerror(errno));
-        oc_ctl_listener_close(&l);
+        oc__ctl_listener_close(&l);
         return 1;
     }
     if (strcmp(c->metrics, "off") != 0 &&
-        oc_metrics_server_start(c->metrics, fill, dp, &ms) != OC_OK) {
+        oc__metrics_server_start(c->metrics, fill, dp, &ms) != OC_OK) {
         oc_error(OC_COMP_DP, "metrics endpoint %s: cannot serve", c->metrics);
-        oc_ctl_listener_close(&l);
+        oc__ctl_listener_close(&l);
         close(sfd);
         return 1;
     }
@@ -431,11 +431,11 @@ int oc_dp_serve(oc_dp_t *dp, const oc_dp_conf_t *c, oc_ctl_listener_t *lp)
     oc_guard_params_t gp = {.max_conns = 1, .deadline_ms = 2000,
                             .backoff_ms = 100};
     oc_guard_t guard;
-    oc_guard_init(&guard, "dp control", &gp);
+    oc__guard_init(&guard, "dp control", &gp);
     for (;;) {
         struct pollfd pf[2] = {{sfd, POLLIN, 0}, {l.fd, POLLIN, 0}};
         int wait_ms = -1;
-        if (!oc_guard_listen_ok(&guard, oc_now_us(), &wait_ms))
+        if (!oc__guard_listen_ok(&guard, oc__now_us(), &wait_ms))
             pf[1].fd = -1;
         if (poll(pf, 2, wait_ms) < 0) {
             if (errno == EINTR)
@@ -454,12 +454,12 @@ int oc_dp_serve(oc_dp_t *dp, const oc_dp_conf_t *c, oc_ctl_listener_t *lp)
         }
         if (pf[1].revents & POLLIN) {
             int fd;
-            while (oc_ctl_accept(&l, &guard, &fd, NULL, 0) == OC_OK)
+            while (oc__ctl_accept(&l, &guard, &fd, NULL, 0) == OC_OK)
                 serve_client(dp, fd);
         }
     }
-    oc_metrics_server_stop(ms);
-    oc_ctl_listener_close(&l);
+    oc__metrics_server_stop(ms);
+    oc__ctl_listener_close(&l);
     close(sfd);
     return rc;
 }

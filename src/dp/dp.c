@@ -43,7 +43,7 @@ static void stage_parse(oc_dp_worker_t *w, oc_pkt_t **pkts, uint16_t n)
     const oc_dp_t *dp = w->dp;
     for (uint16_t i = 0; i < n; i++) {
         oc_pkt_meta_t *m = &w->meta[i];
-        oc_pkt_reason_t r = oc_pkt_parse(pkts[i]->data, pkts[i]->len,
+        oc_pkt_reason_t r = oc__pkt_parse(pkts[i]->data, pkts[i]->len,
                                          dp->max_frame, m);
         pkts[i]->hash = m->hash;
         ctr_add(&w->c.reason[r], 1);
@@ -68,7 +68,7 @@ static void stage_classify(oc_dp_worker_t *w, oc_pkt_t **pkts, uint16_t n)
     }
     if (k == 0)
         return;
-    oc_acl_lookup_burst(dp->acl, w->keys, k, w->ud);
+    oc__acl_lookup_burst(dp->acl, w->keys, k, w->ud);
     for (uint16_t j = 0; j < k; j++) {
         oc_pkt_t *p = pkts[w->kidx[j]];
         uint32_t ud = w->ud[j], slot, action;
@@ -111,7 +111,7 @@ static void forward(oc_dp_worker_t *w, oc_port_t *in, oc_port_t *out,
         }
     }
     for (int t = 0; sent < nf && t <= TX_RETRIES; t++)
-        sent += oc_port_tx_burst(out, q, fwd + sent, nf - sent);
+        sent += oc__port_tx_burst(out, q, fwd + sent, nf - sent);
     if (sent < nf) {
         /* the peer does not drain: counted, never silent */
         ctr_add(&w->c.dropped[OC_DP_V_TX_FULL], nf - sent);
@@ -120,7 +120,7 @@ static void forward(oc_dp_worker_t *w, oc_port_t *in, oc_port_t *out,
     }
     ctr_add(&w->c.forwarded, sent);
     if (nd > 0)
-        oc_port_free_bulk(in, q, drop, nd);
+        oc__port_free_bulk(in, q, drop, nd);
 }
 
 void oc__dp_forward(oc_dp_worker_t *w, uint32_t a, int dir, oc_pkt_t **pkts,
@@ -151,7 +151,7 @@ static void sleep_idle(oc_dp_worker_t *w)
 
     for (uint32_t a = 0; a < dp->nattach; a++)
         for (int s = 0; s < 2; s++) {
-            int fd = oc_port_fd(dp->att[a].port[s], w->q);
+            int fd = oc__port_fd(dp->att[a].port[s], w->q);
             if (fd >= 0)
                 pf[n++] = (struct pollfd){fd, POLLIN, 0};
             else
@@ -162,10 +162,10 @@ static void sleep_idle(oc_dp_worker_t *w)
         pf[n++] = (struct pollfd){w->hand_fd, POLLIN, 0};
     __atomic_store_n(&w->asleep, 1, __ATOMIC_SEQ_CST);
     if (!dp->bare)
-        oc_acl_reader_offline();
+        oc__acl_reader_offline();
     (void)poll(pf, n, timeout);
     if (!dp->bare)
-        oc_acl_reader_online();
+        oc__acl_reader_online();
     __atomic_store_n(&w->asleep, 0, __ATOMIC_SEQ_CST);
     ctr_add(&w->c.sleeps, 1);
 }
@@ -178,7 +178,7 @@ static void *worker_main(void *arg)
     unsigned idle = 0;
 
     if (!dp->bare)
-        oc_acl_reader_register();
+        oc__acl_reader_register();
     while (!__atomic_load_n(&dp->stop, __ATOMIC_RELAXED)) {
         uint32_t got = 0;
         for (uint32_t a = 0; a < dp->nattach; a++)
@@ -189,7 +189,7 @@ static void *worker_main(void *arg)
                 uint16_t n;
                 if (dir == 1 && dp->att[a].wire_of != 0)
                     continue; /* a shared wire port: its first attachment receives */
-                n = oc_port_rx_burst(in, w->q, pkts, dp->burst);
+                n = oc__port_rx_burst(in, w->q, pkts, dp->burst);
                 if (n == 0)
                     continue;
                 got += n;
@@ -217,7 +217,7 @@ static void *worker_main(void *arg)
         if (dp->flow != NULL)
             oc__dp_flow_tick(w);
         if (!dp->bare)
-            oc_acl_reader_quiescent();
+            oc__acl_reader_quiescent();
         got += oc__dp_tenant_idle(w);
         __atomic_store_n(&w->seq, w->seq + 1, __ATOMIC_SEQ_CST);
         if (got > 0) {
@@ -225,8 +225,8 @@ static void *worker_main(void *arg)
             continue;
         }
         for (uint32_t a = 0; a < dp->nattach; a++) {
-            oc_port_tx_reap(dp->att[a].port[0], w->q);
-            oc_port_tx_reap(dp->att[a].port[1], w->q);
+            oc__port_tx_reap(dp->att[a].port[0], w->q);
+            oc__port_tx_reap(dp->att[a].port[1], w->q);
         }
         if (++idle >= SPIN_IDLE) {
             sleep_idle(w);
@@ -234,13 +234,13 @@ static void *worker_main(void *arg)
         }
     }
     if (!dp->bare)
-        oc_acl_reader_unregister();
+        oc__acl_reader_unregister();
     return NULL;
 }
 
 /* ------------------------------------------------------ start and stop */
 
-oc_status_t oc_dp_start(const oc_dp_conf_t *c, oc_dp_t **out)
+oc_status_t oc__dp_start(const oc_dp_conf_t *c, oc_dp_t **out)
 {
     oc_dp_t *dp;
     oc_status_t st = OC_ERR_NO_MEMORY;
@@ -263,7 +263,7 @@ oc_status_t oc_dp_start(const oc_dp_conf_t *c, oc_dp_t **out)
         goto err;
     if (oc__dp_slots_init(dp) != OC_OK)
         goto err;
-    st = oc_acl_create(c->max_rules, &dp->acl);
+    st = oc__acl_create(c->max_rules, &dp->acl);
     if (st != OC_OK)
         goto err;
     /* every rule ring of every port of a queue may hold buffers at once:
@@ -276,7 +276,7 @@ oc_status_t oc_dp_start(const oc_dp_conf_t *c, oc_dp_t **out)
         oc_dp_worker_t *w = &dp->w[q];
         w->dp = dp;
         w->q = q;
-        st = oc_pkt_pool_create(pool_bufs, 2048, &w->pool);
+        st = oc__pkt_pool_create(pool_bufs, 2048, &w->pool);
         if (st != OC_OK)
             goto err;
         w->rule = calloc(dp->nslots, sizeof(*w->rule));
@@ -311,9 +311,9 @@ oc_status_t oc_dp_start(const oc_dp_conf_t *c, oc_dp_t **out)
                 .ring_size = c->ring_size,
             };
             if (ac->backend == OC_DP_BACKEND_XDP)
-                st = oc_port_open_xdp(&pc, &at->port[side]);
+                st = oc__port_open_xdp(&pc, &at->port[side]);
             else
-                st = oc_port_open_dpdk(&pc,
+                st = oc__port_open_dpdk(&pc,
                                        ac->backend == OC_DP_BACKEND_DPDK_AF_XDP
                                            ? OC_PORT_DPDK_AF_XDP
                                            : OC_PORT_DPDK_AF_PACKET,
@@ -334,7 +334,7 @@ oc_status_t oc_dp_start(const oc_dp_conf_t *c, oc_dp_t **out)
         goto err;
     if (c->nrules > 0) {
         char why[256];
-        st = oc_dp_rules_replace(dp, c->rules, c->nrules, why, sizeof(why));
+        st = oc__dp_rules_replace(dp, c->rules, c->nrules, why, sizeof(why));
         if (st != OC_OK) {
             oc_error(OC_COMP_DP, "loading the configured rules: %s", why);
             goto err;
@@ -355,11 +355,11 @@ oc_status_t oc_dp_start(const oc_dp_conf_t *c, oc_dp_t **out)
     *out = dp;
     return OC_OK;
 err:
-    oc_dp_stop(dp);
+    oc__dp_stop(dp);
     return st;
 }
 
-void oc_dp_stop(oc_dp_t *dp)
+void oc__dp_stop(oc_dp_t *dp)
 {
     uint64_t one = 1;
 
@@ -372,17 +372,17 @@ void oc_dp_stop(oc_dp_t *dp)
         pthread_join(dp->w[q].thread, NULL);
     for (uint32_t a = 0; a < OC_DP_MAX_ATTACH; a++)
         for (int s = 0; s < 2 - (dp->att[a].wire_of != 0); s++)
-            oc_port_close(dp->att[a].port[s]);
+            oc__port_close(dp->att[a].port[s]);
     oc__dp_esp_free(dp);
     oc__dp_flow_free(dp);
     if (dp->w != NULL)
         for (uint32_t q = 0; q < dp->nthreads; q++) {
-            oc_pkt_pool_destroy(dp->w[q].pool);
+            oc__pkt_pool_destroy(dp->w[q].pool);
             free(dp->w[q].rule);
         }
     oc__dp_tenants_stop(dp); /* uses dp->w */
     free(dp->w);
-    oc_acl_destroy(dp->acl);
+    oc__acl_destroy(dp->acl);
     oc__dp_slots_free(dp);
     if (dp->stop_fd >= 0)
         close(dp->stop_fd);

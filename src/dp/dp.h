@@ -92,8 +92,8 @@ typedef struct {
 } oc_dp_conf_t;
 
 /** Defaults (documented in --help and docs/dp.md). */
-void oc_dp_conf_defaults(oc_dp_conf_t *c);
-void oc_dp_conf_free(oc_dp_conf_t *c);
+void oc__dp_conf_defaults(oc_dp_conf_t *c);
+void oc__dp_conf_free(oc_dp_conf_t *c);
 
 /**
  * Parse a whole config text.  Every line is checked and every error
@@ -104,12 +104,12 @@ void oc_dp_conf_free(oc_dp_conf_t *c);
  * line values) on entry; it is changed only on success.
  * @return OC_OK; OC_ERR_CONFIG (errors in @p err); OC_ERR_NO_MEMORY.
  */
-oc_status_t oc_dp_conf_parse(const char *text, size_t len, const char *name,
+oc_status_t oc__dp_conf_parse(const char *text, size_t len, const char *name,
                              const char *base_dir, bool check_system,
                              oc_dp_conf_t *c, oc_conf_errors_t *err);
 
-/** oc_dp_conf_parse() of a file (read whole). */
-oc_status_t oc_dp_conf_load(const char *path, bool check_system,
+/** oc__dp_conf_parse() of a file (read whole). */
+oc_status_t oc__dp_conf_load(const char *path, bool check_system,
                             oc_dp_conf_t *c, oc_conf_errors_t *err);
 
 /**
@@ -119,13 +119,13 @@ oc_status_t oc_dp_conf_load(const char *path, bool check_system,
  * defaults to id.  @p why gets a static-or-buffer reason (@p whybuf).
  * @return 0, or -1 with the reason.
  */
-int oc_dp_rule_parse(const char *text, oc_dp_rule_t *out, char *why,
+int oc__dp_rule_parse(const char *text, oc_dp_rule_t *out, char *why,
                      size_t whylen);
 
-/** Write @p r in the syntax oc_dp_rule_parse() reads. */
-int oc_dp_rule_format(const oc_dp_rule_t *r, char *buf, size_t cap);
+/** Write @p r in the syntax oc__dp_rule_parse() reads. */
+int oc__dp_rule_format(const oc_dp_rule_t *r, char *buf, size_t cap);
 
-const char *oc_dp_action_name(oc_acl_action_t a);
+const char *oc__dp_action_name(oc_acl_action_t a);
 
 /* internal (rule.c), shared with conf.c: "allow"/"deny"/"count" (and
  * aliases) -> action.  0 or -1. */
@@ -143,7 +143,7 @@ int oc__dp_rules_opts(char **tok, int n, oc_acl_action_t *action,
  * per line ('#' comments).  All or nothing; errors with file:line.
  * @return OC_OK with *rules (malloc'd) and *n; OC_ERR_CONFIG; OC_ERR_NO_MEMORY.
  */
-oc_status_t oc_dp_rules_file(const char *path, oc_acl_action_t action,
+oc_status_t oc__dp_rules_file(const char *path, oc_acl_action_t action,
                              uint32_t id_base, oc_dp_rule_t **rules, size_t *n,
                              oc_conf_errors_t *err);
 
@@ -153,32 +153,32 @@ typedef struct oc_dp oc_dp_t;
 
 /** Open the ports, start the workers.  @return OC_OK and *out; errors are
  *  logged (nothing is left open on error). */
-oc_status_t oc_dp_start(const oc_dp_conf_t *c, oc_dp_t **out);
+oc_status_t oc__dp_start(const oc_dp_conf_t *c, oc_dp_t **out);
 /** Stop the workers (they finish their burst), close ports, free. */
-void oc_dp_stop(oc_dp_t *dp);
+void oc__dp_stop(oc_dp_t *dp);
 
 /* Control calls: from the control thread only (they are the classifier's
  * writer).  Each answers OC_OK or an error with a reason in @p why. */
-oc_status_t oc_dp_rule_add(oc_dp_t *dp, const oc_dp_rule_t *r, char *why,
+oc_status_t oc__dp_rule_add(oc_dp_t *dp, const oc_dp_rule_t *r, char *why,
                            size_t whylen);
-oc_status_t oc_dp_rule_del(oc_dp_t *dp, uint32_t id, char *why, size_t whylen);
+oc_status_t oc__dp_rule_del(oc_dp_t *dp, uint32_t id, char *why, size_t whylen);
 /** Replace every rule (all or nothing). */
-oc_status_t oc_dp_rules_replace(oc_dp_t *dp, const oc_dp_rule_t *rules,
+oc_status_t oc__dp_rules_replace(oc_dp_t *dp, const oc_dp_rule_t *rules,
                                 size_t n, char *why, size_t whylen);
 /** Print every rule with its counters, in priority order. */
-void oc_dp_rules_print(oc_dp_t *dp, FILE *out);
+void oc__dp_rules_print(oc_dp_t *dp, FILE *out);
 
 /** Write every counter as Prometheus text (thread-safe against the
  *  control thread: used by the HTTP thread too). */
-oc_status_t oc_dp_metrics(void *dp, void *prom /* oc_prom_t * */);
+oc_status_t oc__dp_metrics(void *dp, void *prom /* oc_prom_t * */);
 
 /** Listen on the control socket (made 0600; its directory is created when
  *  missing), before the ports open, so a busy socket stops nothing.
  *  @return OC_OK or OC_ERR_CTL_ADDR (logged). */
-oc_status_t oc_dp_ctl_listen(const oc_dp_conf_t *c, oc_ctl_listener_t *l);
+oc_status_t oc__dp_ctl_listen(const oc_dp_conf_t *c, oc_ctl_listener_t *l);
 
 /** Run the control loop on @p l until SIGTERM/SIGINT (ctl.c); closes @p l.
  *  @return exit code. */
-int oc_dp_serve(oc_dp_t *dp, const oc_dp_conf_t *c, oc_ctl_listener_t *l);
+int oc__dp_serve(oc_dp_t *dp, const oc_dp_conf_t *c, oc_ctl_listener_t *l);
 
 #endif

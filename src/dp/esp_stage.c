@@ -71,7 +71,7 @@ static oc_esp_sa_t *use_slot(oc_dp_worker_t *w, uint32_t i)
     if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != 1)
         return NULL;
     if (x->gen != s->gen || x->ctx == NULL) {
-        if (oc_esp_ctx_key(x, &s->sa) != OC_OK)
+        if (oc__esp_ctx_key(x, &s->sa) != OC_OK)
             return NULL;
         x->gen = s->gen;
     }
@@ -157,9 +157,9 @@ void oc__dp_esp_out(oc_dp_worker_t *w, oc_pkt_t **pkts, uint16_t n)
         }
         ip = p->data + l3;
         ilen = rd16(ip + 2); /* the parser checked it against the frame */
-        if (oc_esp_mss_clamp(ip, ilen, e->mss))
+        if (oc__esp_mss_clamp(ip, ilen, e->mss))
             ctr_add(&w->esp->mss_clamped, 1);
-        oc_esp_room(w->pool, p, &head, &tail);
+        oc__esp_room(w->pool, p, &head, &tail);
         tail += p->len - l3 - ilen; /* Ethernet padding is ours too */
         if (head < OC_ESP_HEAD) {
             drop(w, p, 0, OC_ESP_E_NO_ROOM);
@@ -171,7 +171,7 @@ void oc__dp_esp_out(oc_dp_worker_t *w, oc_pkt_t **pkts, uint16_t n)
             continue;
         }
         memmove(p->data - OC_ESP_HEAD, p->data, l3);
-        r = oc_esp_encap(sa, &w->esp->ctx[k], ip, ilen, OC_ESP_HEAD, tail,
+        r = oc__esp_encap(sa, &w->esp->ctx[k], ip, ilen, OC_ESP_HEAD, tail,
                          e->mtu, &o, &olen);
         if (r != OC_ESP_OK) {
             drop(w, p, 0, r);
@@ -207,7 +207,7 @@ void oc__dp_esp_in(oc_dp_worker_t *w, oc_pkt_t **pkts, uint16_t n)
             continue;
         }
         ip = p->data + l3;
-        r = oc_esp_peek(ip, p->len - l3, &spi, &src, &dst);
+        r = oc__esp_peek(ip, p->len - l3, &spi, &src, &dst);
         if (r != OC_ESP_OK) {
             drop(w, p, 1, r);
             continue;
@@ -225,7 +225,7 @@ void oc__dp_esp_in(oc_dp_worker_t *w, oc_pkt_t **pkts, uint16_t n)
             drop(w, p, 1, OC_ESP_E_UNKNOWN_SPI);
             continue;
         }
-        r = oc_esp_decap(sa, &w->esp->ctx[k], ip, p->len - l3, &inner, &ilen);
+        r = oc__esp_decap(sa, &w->esp->ctx[k], ip, p->len - l3, &inner, &ilen);
         if (r != OC_ESP_OK) {
             drop(w, p, 1, r);
             continue;
@@ -238,11 +238,11 @@ void oc__dp_esp_in(oc_dp_worker_t *w, oc_pkt_t **pkts, uint16_t n)
         p->len = l3 + ilen;
         inner[-2] = (inner[0] >> 4) == 6 ? 0x86 : 0x08;
         inner[-1] = (inner[0] >> 4) == 6 ? 0xdd : 0x00;
-        if (oc_esp_mss_clamp(inner, ilen, dp->esp->mss))
+        if (oc__esp_mss_clamp(inner, ilen, dp->esp->mss))
             ctr_add(&w->esp->mss_clamped, 1);
         /* the stages after this one see the inner packet */
         {
-            oc_pkt_reason_t pr = oc_pkt_parse(p->data, p->len, dp->max_frame, m);
+            oc_pkt_reason_t pr = oc__pkt_parse(p->data, p->len, dp->max_frame, m);
             p->hash = m->hash;
             ctr_add(&w->c.reason[pr], 1);
             if (dp->policy[pr] == OC_PKT_DROP)
@@ -256,7 +256,7 @@ bool oc__dp_esp_clamp(oc_dp_worker_t *w, uint8_t *ip, uint32_t len,
 {
     struct oc_dp_esp *e = w->dp->esp;
     if (e == NULL || e->mss <= extra ||
-        !oc_esp_mss_clamp(ip, len, (uint16_t)(e->mss - extra)))
+        !oc__esp_mss_clamp(ip, len, (uint16_t)(e->mss - extra)))
         return false;
     ctr_add(&w->esp->mss_clamped, 1);
     return true;
@@ -317,7 +317,7 @@ oc_status_t oc__dp_esp_sa_add(oc_dp_t *dp, const oc_esp_sa_spec_t *spec,
     }
     sa_slot_t *s = &e->slot[k];
     s->spec = *spec;
-    oc_esp_sa_init(&s->sa, &spec->sa);
+    oc__esp_sa_init(&s->sa, &spec->sa);
     s->gen = ++e->gen;
     s->quarantined = false;
     s->base = slot_count(dp, (uint32_t)k);
@@ -370,7 +370,7 @@ void oc__dp_esp_sa_list(oc_dp_t *dp, FILE *out)
         if (s->state != 1)
             continue;
         c = slot_count(dp, i);
-        oc_esp_sa_format(&s->spec, buf, sizeof(buf));
+        oc__esp_sa_format(&s->spec, buf, sizeof(buf));
         fprintf(out, "%s packets=%llu bytes=%llu", buf,
                 (unsigned long long)(c.packets - s->base.packets),
                 (unsigned long long)(c.bytes - s->base.bytes));
@@ -402,7 +402,7 @@ void oc__dp_esp_metrics(oc_dp_t *dp, void *prom)
 
     if (e == NULL)
         return;
-    oc_prom_family(p, "offcore_dp_esp_packets_total",
+    oc__prom_family(p, "offcore_dp_esp_packets_total",
                    "ESP: packets encapsulated (out) and decapsulated (in) by "
                    "result: ok, or the reason it was dropped", OC_PROM_COUNTER);
     for (int d = 0; d < 2; d++)
@@ -414,28 +414,28 @@ void oc__dp_esp_metrics(oc_dp_t *dp, void *prom)
                 r != OC_ESP_E_REPLAY && r != OC_ESP_E_UNKNOWN_SPI &&
                 r != OC_ESP_E_TOO_BIG && r != OC_ESP_E_SEQ_OVERFLOW)
                 continue;
-            oc_prom_sample(p, "offcore_dp_esp_packets_total",
+            oc__prom_sample(p, "offcore_dp_esp_packets_total",
                            OC_PROM_LABELS({"dir", dir[d]},
-                                          {"result", oc_esp_result_name(r)}),
+                                          {"result", oc__esp_result_name(r)}),
                            v);
         }
-    oc_prom_family(p, "offcore_dp_esp_clear_packets_total",
+    oc__prom_family(p, "offcore_dp_esp_clear_packets_total",
                    "packets no SA protects, passed or dropped by esp_clear",
                    OC_PROM_COUNTER);
     for (int d = 0; d < 2; d++) {
-        oc_prom_sample(p, "offcore_dp_esp_clear_packets_total",
+        oc__prom_sample(p, "offcore_dp_esp_clear_packets_total",
                        OC_PROM_LABELS({"dir", dir[d]}, {"action", "dropped"}),
                        ESUM(x->clear_dropped[d]));
-        oc_prom_sample(p, "offcore_dp_esp_clear_packets_total",
+        oc__prom_sample(p, "offcore_dp_esp_clear_packets_total",
                        OC_PROM_LABELS({"dir", dir[d]}, {"action", "passed"}),
                        ESUM(x->clear_passed[d]));
     }
-    oc_prom_family(p, "offcore_dp_esp_mss_clamped_total",
+    oc__prom_family(p, "offcore_dp_esp_mss_clamped_total",
                    "TCP SYNs whose MSS was lowered to fit ESP in the MTU",
                    OC_PROM_COUNTER);
-    oc_prom_sample(p, "offcore_dp_esp_mss_clamped_total", NULL, 0,
+    oc__prom_sample(p, "offcore_dp_esp_mss_clamped_total", NULL, 0,
                    ESUM(x->mss_clamped));
-    oc_prom_family(p, "offcore_dp_esp_sa_packets_total",
+    oc__prom_family(p, "offcore_dp_esp_sa_packets_total",
                    "inner packets per SA", OC_PROM_COUNTER);
     pthread_mutex_lock(&dp->lock);
     for (uint32_t i = 0; i < OC_DP_MAX_SA; i++) {
@@ -443,12 +443,12 @@ void oc__dp_esp_metrics(oc_dp_t *dp, void *prom)
         if (s->state != 1)
             continue;
         snprintf(spi, sizeof(spi), "0x%08x", s->spec.sa.spi);
-        oc_prom_sample(p, "offcore_dp_esp_sa_packets_total",
+        oc__prom_sample(p, "offcore_dp_esp_sa_packets_total",
                        OC_PROM_LABELS({"dir", dir[!s->spec.sa.outbound]},
                                       {"spi", spi}),
                        slot_count(dp, i).packets - s->base.packets);
     }
-    oc_prom_family(p, "offcore_dp_esp_sa_seq",
+    oc__prom_family(p, "offcore_dp_esp_sa_seq",
                    "outbound SAs: the last sequence number sent (rekey "
                    "before 4294967295)", OC_PROM_GAUGE);
     for (uint32_t i = 0; i < OC_DP_MAX_SA; i++) {
@@ -456,7 +456,7 @@ void oc__dp_esp_metrics(oc_dp_t *dp, void *prom)
         if (s->state != 1 || !s->spec.sa.outbound)
             continue;
         snprintf(spi, sizeof(spi), "0x%08x", s->spec.sa.spi);
-        oc_prom_sample(p, "offcore_dp_esp_sa_seq",
+        oc__prom_sample(p, "offcore_dp_esp_sa_seq",
                        OC_PROM_LABELS({"spi", spi}),
                        __atomic_load_n(&s->sa.seq, __ATOMIC_RELAXED));
     }
@@ -497,7 +497,7 @@ void oc__dp_esp_free(oc_dp_t *dp)
             if (dp->w[q].esp == NULL)
                 continue;
             for (uint32_t i = 0; i < OC_DP_MAX_SA; i++)
-                oc_esp_ctx_free(&dp->w[q].esp->ctx[i]);
+                oc__esp_ctx_free(&dp->w[q].esp->ctx[i]);
             free(dp->w[q].esp);
             dp->w[q].esp = NULL;
         }

@@ -182,10 +182,10 @@ void oc__dp_flow_one(oc_dp_worker_t *w, const uint8_t *frame,
          * packet */
         const uint8_t *tcp = ip + (ip[0] & 15) * 4;
         fl = tcp[13];
-        if (oc_flow_tcp_ts(tcp, (size_t)(tcp[12] >> 4) * 4, &ts))
+        if (oc__flow_tcp_ts(tcp, (size_t)(tcp[12] >> 4) * 4, &ts))
             tsp = &ts;
     }
-    (void)oc_flow_update(w->flow->t, (uint32_t)(ip[2] << 8 | ip[3]), fl,
+    (void)oc__flow_update(w->flow->t, (uint32_t)(ip[2] << 8 | ip[3]), fl,
                          m->key.src_ip, m->key.dst_ip, m->key.sport,
                          m->key.dport, m->key.proto, vni, (uint16_t)a, *now,
                          tsp);
@@ -234,14 +234,14 @@ void oc__dp_flow_tick(oc_dp_worker_t *w)
         return;
     fw->next_tick = now + TICK_MS;
     /* a full pass over the table every ~second; the packets' clock (us) */
-    (void)oc_flow_expire(fw->t, now_us(), fw->budget);
+    (void)oc__flow_expire(fw->t, now_us(), fw->budget);
     pthread_mutex_lock(&fw->snap_lock);
-    oc_flow_stats(fw->t, &fw->st);
+    oc__flow_stats(fw->t, &fw->st);
     req = __atomic_load_n(&w->dp->flow->snap_req, __ATOMIC_ACQUIRE);
     if (req != fw->snap_req_seen) {
         static __thread top_t top;
         top.n = 0;
-        oc_flow_walk(fw->t, top_add, &top);
+        oc__flow_walk(fw->t, top_add, &top);
         memcpy(fw->snap, top.top, top.n * sizeof(top.top[0]));
         fw->nsnap = top.n;
         fw->snap_req_seen = req;
@@ -364,7 +364,7 @@ static void send_records(struct oc_dp_flow *f, uint8_t *msg, size_t len,
     msg[17] = OC_IPFIX_TEMPLATE_ID & 255;
     msg[18] = (uint8_t)((len - 16) >> 8);
     msg[19] = (uint8_t)(len - 16);
-    oc_ipfix_header(msg, (uint16_t)len, (uint32_t)(now / 1000),
+    oc__ipfix_header(msg, (uint16_t)len, (uint32_t)(now / 1000),
                     (uint32_t)f->seq, f->domain);
     if (f->ncoll)
         send_all(f, msg, len);
@@ -381,8 +381,8 @@ static void export_pass(oc_dp_t *dp, uint64_t *next_template, bool final)
     uint64_t now = now_ms();
 
     if (now >= *next_template || final) {
-        size_t tl = oc_ipfix_template_set(msg + 16);
-        oc_ipfix_header(msg, (uint16_t)(16 + tl), (uint32_t)(now / 1000),
+        size_t tl = oc__ipfix_template_set(msg + 16);
+        oc__ipfix_header(msg, (uint16_t)(16 + tl), (uint32_t)(now / 1000),
                         (uint32_t)f->seq, f->domain);
         if (f->ncoll)
             send_all(f, msg, 16 + tl);
@@ -396,7 +396,7 @@ static void export_pass(oc_dp_t *dp, uint64_t *next_template, bool final)
             const oc_flow_rec_t *r = &fw->ring[fw->tail & (RING - 1)];
             if (len == 0)
                 len = 20; /* message header + set header */
-            oc_ipfix_record(msg + len, r);
+            oc__ipfix_record(msg + len, r);
             len += OC_IPFIX_REC_LEN;
             nrec++;
             if (r->rtt_us)
@@ -517,24 +517,24 @@ static void hist_metrics(oc_dp_t *dp, oc_prom_t *p)
     char vni[16];
 
     for (int k = 0; k < H_N && dp->ten != NULL; k++) {
-        oc_prom_family(p, hist_fam[0][k], hist_help[k], OC_PROM_HISTOGRAM);
+        oc__prom_family(p, hist_fam[0][k], hist_help[k], OC_PROM_HISTOGRAM);
         for (uint32_t i = 0; i < nth; i++) {
             const thist_t *e = &f->th[i];
             snprintf(vni, sizeof(vni), "%u", e->vni);
             hist_copy(&e->h[k], b);
-            oc_prom_histogram(p, hist_fam[0][k],
+            oc__prom_histogram(p, hist_fam[0][k],
                               OC_PROM_LABELS({"tenant", e->name}, {"vni", vni}),
                               hist_le[k], HB, b, e->h[k].sum);
         }
     }
     if (dp->ten != NULL) {
-        oc_prom_family(p, rtt_fam[0], RTT_HELP, OC_PROM_HISTOGRAM);
+        oc__prom_family(p, rtt_fam[0], RTT_HELP, OC_PROM_HISTOGRAM);
         for (uint32_t i = 0; i < nth; i++) {
             const thist_t *e = &f->th[i];
             snprintf(vni, sizeof(vni), "%u", e->vni);
             for (int d = 0; d < 2; d++) {
                 hist_copy(&e->rtt[d], b);
-                oc_prom_histogram(p, rtt_fam[0],
+                oc__prom_histogram(p, rtt_fam[0],
                                   OC_PROM_LABELS({"tenant", e->name},
                                                  {"vni", vni},
                                                  {"toward", rtt_toward[d]}),
@@ -542,29 +542,29 @@ static void hist_metrics(oc_dp_t *dp, oc_prom_t *p)
             }
         }
     }
-    oc_prom_family(p, rtt_fam[1], RTT_HELP, OC_PROM_HISTOGRAM);
+    oc__prom_family(p, rtt_fam[1], RTT_HELP, OC_PROM_HISTOGRAM);
     for (uint32_t a = 0; a < dp->nattach; a++)
         for (int d = 0; d < 2; d++) {
             hist_copy(&f->prtt[a][d], b);
-            oc_prom_histogram(p, rtt_fam[1],
+            oc__prom_histogram(p, rtt_fam[1],
                               OC_PROM_LABELS({"attach", dp->att[a].name},
                                              {"toward", rtt_toward[d]}),
                               hist_le[H_RTT], HB, b, f->prtt[a][d].sum);
         }
     for (int k = 0; k < H_N; k++) {
-        oc_prom_family(p, hist_fam[1][k], hist_help[k], OC_PROM_HISTOGRAM);
+        oc__prom_family(p, hist_fam[1][k], hist_help[k], OC_PROM_HISTOGRAM);
         for (uint32_t a = 0; a < dp->nattach; a++) {
             hist_copy(&f->ph[a][k], b);
-            oc_prom_histogram(p, hist_fam[1][k],
+            oc__prom_histogram(p, hist_fam[1][k],
                               OC_PROM_LABELS({"attach", dp->att[a].name}),
                               hist_le[k], HB, b, f->ph[a][k].sum);
         }
     }
     if (dp->ten != NULL) {
-        oc_prom_family(p, "offcore_dp_tenant_flow_hist_untracked_total",
+        oc__prom_family(p, "offcore_dp_tenant_flow_hist_untracked_total",
                        "ended tenant flows not in a histogram (more than 64 "
                        "tenant names and VNIs seen)", OC_PROM_COUNTER);
-        oc_prom_sample(p, "offcore_dp_tenant_flow_hist_untracked_total", NULL,
+        oc__prom_sample(p, "offcore_dp_tenant_flow_hist_untracked_total", NULL,
                        0, __atomic_load_n(&f->hist_untracked, __ATOMIC_RELAXED));
     }
 }
@@ -594,53 +594,53 @@ void oc__dp_flow_metrics(oc_dp_t *dp, void *prom)
         no_room += fw->st.no_room;
         pthread_mutex_unlock(&fw->snap_lock);
     }
-    oc_prom_family(p, "offcore_dp_flows", "flows in the tables", OC_PROM_GAUGE);
-    oc_prom_sample(p, "offcore_dp_flows", NULL, 0, active);
-    oc_prom_family(p, "offcore_dp_flows_created_total", "flows seen",
+    oc__prom_family(p, "offcore_dp_flows", "flows in the tables", OC_PROM_GAUGE);
+    oc__prom_sample(p, "offcore_dp_flows", NULL, 0, active);
+    oc__prom_family(p, "offcore_dp_flows_created_total", "flows seen",
                    OC_PROM_COUNTER);
-    oc_prom_sample(p, "offcore_dp_flows_created_total", NULL, 0, created);
-    oc_prom_family(p, "offcore_dp_flows_untracked_total",
+    oc__prom_sample(p, "offcore_dp_flows_created_total", NULL, 0, created);
+    oc__prom_family(p, "offcore_dp_flows_untracked_total",
                    "new flows the full table could not take (flow_table)",
                    OC_PROM_COUNTER);
-    oc_prom_sample(p, "offcore_dp_flows_untracked_total", NULL, 0, no_room);
-    oc_prom_family(p, "offcore_dp_ipfix_records_total",
+    oc__prom_sample(p, "offcore_dp_flows_untracked_total", NULL, 0, no_room);
+    oc__prom_family(p, "offcore_dp_ipfix_records_total",
                    "flow records: exported, or dropped because the exporter's "
                    "queue was full (the data path never waits)",
                    OC_PROM_COUNTER);
-    oc_prom_sample(p, "offcore_dp_ipfix_records_total",
+    oc__prom_sample(p, "offcore_dp_ipfix_records_total",
                    OC_PROM_LABELS({"result", "exported"}),
                    __atomic_load_n(&f->records, __ATOMIC_RELAXED));
-    oc_prom_sample(p, "offcore_dp_ipfix_records_total",
+    oc__prom_sample(p, "offcore_dp_ipfix_records_total",
                    OC_PROM_LABELS({"result", "queue_full"}),
                    FSUM(x->queue_full));
-    oc_prom_family(p, "offcore_dp_ipfix_messages_total",
+    oc__prom_family(p, "offcore_dp_ipfix_messages_total",
                    "IPFIX messages per collector: sent, or failed (down, "
                    "refused, socket buffer full)", OC_PROM_COUNTER);
     for (uint32_t c = 0; c < f->ncoll; c++) {
-        oc_prom_sample(p, "offcore_dp_ipfix_messages_total",
+        oc__prom_sample(p, "offcore_dp_ipfix_messages_total",
                        OC_PROM_LABELS({"collector", f->coll[c].name},
                                       {"result", "sent"}),
                        __atomic_load_n(&f->coll[c].sent, __ATOMIC_RELAXED));
-        oc_prom_sample(p, "offcore_dp_ipfix_messages_total",
+        oc__prom_sample(p, "offcore_dp_ipfix_messages_total",
                        OC_PROM_LABELS({"collector", f->coll[c].name},
                                       {"result", "failed"}),
                        __atomic_load_n(&f->coll[c].errors, __ATOMIC_RELAXED));
     }
-    oc_prom_family(p, "offcore_dp_ipfix_template_sends_total",
+    oc__prom_family(p, "offcore_dp_ipfix_template_sends_total",
                    "template sets sent (at start, then every ipfix_template s)",
                    OC_PROM_COUNTER);
-    oc_prom_sample(p, "offcore_dp_ipfix_template_sends_total", NULL, 0,
+    oc__prom_sample(p, "offcore_dp_ipfix_template_sends_total", NULL, 0,
                    __atomic_load_n(&f->templates, __ATOMIC_RELAXED));
     /* the exporter thread writes the histograms; a torn read of one
      * bucket is one observation off, never a crash */
-    oc_prom_family(p, "offcore_dp_flow_tcp_handshake_rtt_seconds",
+    oc__prom_family(p, "offcore_dp_flow_tcp_handshake_rtt_seconds",
                    "TCP handshake RTT of exported flows, as the DPU sees it "
                    "(initiator's SYN to its ACK)", OC_PROM_HISTOGRAM);
     {
         uint64_t b[RTT_BUCKETS + 1];
         for (int i = 0; i <= RTT_BUCKETS; i++)
             b[i] = __atomic_load_n(&f->rtt_bucket[i], __ATOMIC_RELAXED);
-        oc_prom_histogram(p, "offcore_dp_flow_tcp_handshake_rtt_seconds", NULL,
+        oc__prom_histogram(p, "offcore_dp_flow_tcp_handshake_rtt_seconds", NULL,
                           0, rtt_le, RTT_BUCKETS, b, f->rtt_sum);
     }
     hist_metrics(dp, p);
@@ -711,7 +711,7 @@ oc_status_t oc__dp_flow_init(oc_dp_t *dp, const oc_dp_conf_t *c)
         fw->budget = c->flow_table / (1000 / TICK_MS) + 1;
         pthread_mutex_init(&fw->snap_lock, NULL);
         fc.arg = fw;
-        if (oc_flow_table_create(&fc, &fw->t) != OC_OK)
+        if (oc__flow_table_create(&fc, &fw->t) != OC_OK)
             return OC_ERR_NO_MEMORY;
     }
     if (pthread_create(&f->thread, NULL, exporter_main, dp) != 0)
@@ -736,7 +736,7 @@ void oc__dp_flow_free(oc_dp_t *dp)
         struct oc_dp_flow_w *fw = dp->w[q].flow;
         if (fw == NULL)
             continue;
-        oc_flow_table_destroy(fw->t); /* pushes the last records */
+        oc__flow_table_destroy(fw->t); /* pushes the last records */
         fw->t = NULL;
     }
     if (f->started)

@@ -113,14 +113,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "offcore-dp: --config FILE is required (--help)\n");
         return 2;
     }
-    oc_dp_conf_defaults(&c);
+    oc__dp_conf_defaults(&c);
     memset(&err, 0, sizeof(err));
     {
         /* command-line values go through the same checks as file lines */
         char text[4 * OC_DP_PATH_MAX];
         oc_dp_conf_t probe;
         int n = 0;
-        oc_dp_conf_defaults(&probe);
+        oc__dp_conf_defaults(&probe);
         if (threads)
             n += snprintf(text + n, sizeof(text) - n, "threads %s\n", threads);
         if (control)
@@ -130,13 +130,13 @@ int main(int argc, char **argv)
         if (stages)
             n += snprintf(text + n, sizeof(text) - n, "stages %s\n", stages);
         snprintf(text + n, sizeof(text) - n, "attach x host=a wire=b\n");
-        if (oc_dp_conf_parse(text, strlen(text), "command line", NULL, false,
+        if (oc__dp_conf_parse(text, strlen(text), "command line", NULL, false,
                              &probe, &err) != OC_OK) {
             fprintf(stderr, "offcore-dp: %s", err.text);
             return 2;
         }
-        oc_dp_conf_free(&probe);
-        if (oc_dp_conf_load(config, true, &c, &err) != OC_OK) {
+        oc__dp_conf_free(&probe);
+        if (oc__dp_conf_load(config, true, &c, &err) != OC_OK) {
             fprintf(stderr, "offcore-dp: %u error(s) in the configuration, "
                     "nothing started:\n%s", err.count, err.text);
             return 2;
@@ -153,7 +153,7 @@ int main(int argc, char **argv)
     if (check) {
         printf("%s: ok (%u attachment(s), %zu rules, %u thread(s))\n", config,
                c.nattach, c.nrules, c.threads);
-        oc_dp_conf_free(&c);
+        oc__dp_conf_free(&c);
         return 0;
     }
     /* signals are read from a signalfd by the control thread: block them
@@ -163,20 +163,20 @@ int main(int argc, char **argv)
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGPIPE);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
-    if (oc_dp_ctl_listen(&c, &l) != OC_OK) {
+    if (oc__dp_ctl_listen(&c, &l) != OC_OK) {
         fprintf(stderr, "offcore-dp: could not start (errors above)\n");
-        oc_dp_conf_free(&c);
+        oc__dp_conf_free(&c);
         return 1;
     }
-    if (oc_dp_start(&c, &dp) != OC_OK) {
+    if (oc__dp_start(&c, &dp) != OC_OK) {
         fprintf(stderr, "offcore-dp: could not start (errors above)\n");
-        oc_ctl_listener_close(&l);
-        oc_dp_conf_free(&c);
+        oc__ctl_listener_close(&l);
+        oc__dp_conf_free(&c);
         return 1;
     }
-    rc = oc_dp_serve(dp, &c, &l);
-    oc_dp_stop(dp);
-    oc_dp_conf_free(&c);
+    rc = oc__dp_serve(dp, &c, &l);
+    oc__dp_stop(dp);
+    oc__dp_conf_free(&c);
     if (rc == 0)
         fprintf(stderr, "offcore-dp: stopped\n");
     return rc;

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *oc_dp_action_name(oc_acl_action_t a)
+const char *oc__dp_action_name(oc_acl_action_t a)
 {
     return a == OC_ACL_ALLOW ? "allow" : a == OC_ACL_DENY ? "deny" : "count";
 }
@@ -42,7 +42,7 @@ static int parse_range(const char *s, uint16_t *lo, uint16_t *hi)
         return 0;
     }
     if (dash == NULL) {
-        if (oc_kv_u64(s, 0, 65535, &a) != 0)
+        if (oc__kv_u64(s, 0, 65535, &a) != 0)
             return -1;
         *lo = *hi = (uint16_t)a;
         return 0;
@@ -50,8 +50,8 @@ static int parse_range(const char *s, uint16_t *lo, uint16_t *hi)
     if ((size_t)(dash - s) >= sizeof(buf))
         return -1;
     snprintf(buf, sizeof(buf), "%.*s", (int)(dash - s), s);
-    if (oc_kv_u64(buf, 0, 65535, &a) != 0 ||
-        oc_kv_u64(dash + 1, 0, 65535, &b) != 0 || a > b)
+    if (oc__kv_u64(buf, 0, 65535, &a) != 0 ||
+        oc__kv_u64(dash + 1, 0, 65535, &b) != 0 || a > b)
         return -1;
     *lo = (uint16_t)a;
     *hi = (uint16_t)b;
@@ -78,7 +78,7 @@ static int parse_proto(const char *s, uint8_t *proto, uint8_t *mask)
         v = 17;
     else if (!strcmp(buf, "icmp"))
         v = 1;
-    else if (oc_kv_u64(buf, 0, 255, &v) != 0)
+    else if (oc__kv_u64(buf, 0, 255, &v) != 0)
         return -1;
     if (slash != NULL) {
         char *end;
@@ -105,12 +105,12 @@ int oc__dp_rules_opts(char **tok, int n, oc_acl_action_t *action,
 
     for (int i = 0; i < n; i++) {
         char *val;
-        int k = oc_kv_key(tok[i], keys, &seen, &val, why, whylen);
+        int k = oc__kv_key(tok[i], keys, &seen, &val, why, whylen);
         if (k < 0)
             return -1;
         if (k == 0 && oc__dp_parse_action(val, &a) != 0)
             return WHY("action '%.32s': expected allow, deny or count", val);
-        if (k == 1 && oc_kv_u64(val, 0, UINT32_MAX, &v) != 0)
+        if (k == 1 && oc__kv_u64(val, 0, UINT32_MAX, &v) != 0)
             return WHY("id_base '%.32s': expected 0..4294967295", val);
     }
     *action = a;
@@ -118,7 +118,7 @@ int oc__dp_rules_opts(char **tok, int n, oc_acl_action_t *action,
     return 0;
 }
 
-int oc_dp_rule_parse(const char *text, oc_dp_rule_t *out, char *why,
+int oc__dp_rule_parse(const char *text, oc_dp_rule_t *out, char *why,
                      size_t whylen)
 {
     static const char *const keys[] = {"id",  "prio", "action", "proto",
@@ -132,7 +132,7 @@ int oc_dp_rule_parse(const char *text, oc_dp_rule_t *out, char *why,
 
     memset(&r, 0, sizeof(r));
     r.r.sport_hi = r.r.dport_hi = 65535;
-    n = oc_kv_split_text(text, line, sizeof(line), tok,
+    n = oc__kv_split_text(text, line, sizeof(line), tok,
                          (int)(sizeof(tok) / sizeof(tok[0])));
     if (n == -2)
         return WHY("longer than %zu bytes", sizeof(line) - 1);
@@ -141,17 +141,17 @@ int oc_dp_rule_parse(const char *text, oc_dp_rule_t *out, char *why,
     for (int i = 0; i < n; i++) {
         uint64_t v;
         char *val;
-        int k = oc_kv_key(tok[i], keys, &seen, &val, why, whylen);
+        int k = oc__kv_key(tok[i], keys, &seen, &val, why, whylen);
         if (k < 0)
             return -1;
         switch (k) {
         case ID:
-            if (oc_kv_u64(val, 0, UINT32_MAX, &v) != 0)
+            if (oc__kv_u64(val, 0, UINT32_MAX, &v) != 0)
                 return WHY("id '%.32s': expected 0..4294967295", val);
             r.r.id = (uint32_t)v;
             break;
         case PRIO:
-            if (oc_kv_u64(val, 0, UINT32_MAX, &v) != 0)
+            if (oc__kv_u64(val, 0, UINT32_MAX, &v) != 0)
                 return WHY("prio '%.32s': expected 0..4294967295", val);
             r.r.priority = (uint32_t)v;
             break;
@@ -166,7 +166,7 @@ int oc_dp_rule_parse(const char *text, oc_dp_rule_t *out, char *why,
             break;
         case SRC:
         case DST:
-            if (oc_kv_prefix(val, k == SRC ? &r.r.src_ip : &r.r.dst_ip,
+            if (oc__kv_prefix(val, k == SRC ? &r.r.src_ip : &r.r.dst_ip,
                              k == SRC ? &r.r.src_len : &r.r.dst_len) != 0)
                 return WHY("%s '%.40s': expected A.B.C.D[/0..32] or any",
                            tok[i], val);
@@ -208,7 +208,7 @@ static void fmt_range(char *b, size_t cap, uint16_t lo, uint16_t hi)
         snprintf(b, cap, "%u-%u", lo, hi);
 }
 
-int oc_dp_rule_format(const oc_dp_rule_t *r, char *buf, size_t cap)
+int oc__dp_rule_format(const oc_dp_rule_t *r, char *buf, size_t cap)
 {
     char src[24], dst[24], sp[16], dp[16], proto[16];
     fmt_prefix(src, sizeof(src), r->r.src_ip, r->r.src_len);
@@ -231,7 +231,7 @@ int oc_dp_rule_format(const oc_dp_rule_t *r, char *buf, size_t cap)
     return snprintf(buf, cap,
                     "id=%u prio=%u action=%s proto=%s src=%s dst=%s sport=%s "
                     "dport=%s",
-                    r->r.id, r->r.priority, oc_dp_action_name(r->action), proto,
+                    r->r.id, r->r.priority, oc__dp_action_name(r->action), proto,
                     src, dst, sp, dp);
 }
 

@@ -94,7 +94,7 @@ static long find_id(const oc_dp_t *dp, uint32_t id)
 
 #define WHY(...) snprintf(why, whylen, __VA_ARGS__)
 
-oc_status_t oc_dp_rule_add(oc_dp_t *dp, const oc_dp_rule_t *r, char *why,
+oc_status_t oc__dp_rule_add(oc_dp_t *dp, const oc_dp_rule_t *r, char *why,
                            size_t whylen)
 {
     oc_dp_rule_t nr = *r;
@@ -116,7 +116,7 @@ oc_status_t oc_dp_rule_add(oc_dp_t *dp, const oc_dp_rule_t *r, char *why,
     }
     slot = dp->free_slots[dp->nfree - 1];
     nr.r.userdata = (uint32_t)r->action << OC_DP_UD_ACTION_SHIFT | slot;
-    if (oc_acl_rule_check(&nr.r, &bad) != OC_OK) {
+    if (oc__acl_rule_check(&nr.r, &bad) != OC_OK) {
         WHY("invalid rule: %s", bad ? bad : "?");
         return OC_ERR_INVALID_PARAM;
     }
@@ -126,7 +126,7 @@ oc_status_t oc_dp_rule_add(oc_dp_t *dp, const oc_dp_rule_t *r, char *why,
     dp->slots[slot].rule = nr;
     dp->slots[slot].used = true;
     pthread_mutex_unlock(&dp->lock);
-    st = oc_acl_add(dp->acl, &nr.r);
+    st = oc__acl_add(dp->acl, &nr.r);
     pthread_mutex_lock(&dp->lock);
     if (st != OC_OK) {
         dp->slots[slot].used = false;
@@ -140,7 +140,7 @@ oc_status_t oc_dp_rule_add(oc_dp_t *dp, const oc_dp_rule_t *r, char *why,
     return st;
 }
 
-oc_status_t oc_dp_rule_del(oc_dp_t *dp, uint32_t id, char *why, size_t whylen)
+oc_status_t oc__dp_rule_del(oc_dp_t *dp, uint32_t id, char *why, size_t whylen)
 {
     long s = find_id(dp, id);
     oc_status_t st;
@@ -149,7 +149,7 @@ oc_status_t oc_dp_rule_del(oc_dp_t *dp, uint32_t id, char *why, size_t whylen)
         WHY("no rule with id %u", id);
         return OC_ERR_INVALID_PARAM;
     }
-    st = oc_acl_del(dp->acl, id);
+    st = oc__acl_del(dp->acl, id);
     if (st != OC_OK) {
         WHY("the classifier refused: %s", oc_status_string(st));
         return st;
@@ -163,7 +163,7 @@ oc_status_t oc_dp_rule_del(oc_dp_t *dp, uint32_t id, char *why, size_t whylen)
     return OC_OK;
 }
 
-oc_status_t oc_dp_rules_replace(oc_dp_t *dp, const oc_dp_rule_t *rules,
+oc_status_t oc__dp_rules_replace(oc_dp_t *dp, const oc_dp_rule_t *rules,
                                 size_t n, char *why, size_t whylen)
 {
     oc_acl_rule_t *ar;
@@ -196,13 +196,13 @@ oc_status_t oc_dp_rules_replace(oc_dp_t *dp, const oc_dp_rule_t *rules,
         ar[i] = rules[i].r;
         ar[i].userdata =
             (uint32_t)rules[i].action << OC_DP_UD_ACTION_SHIFT | slot[i];
-        if (oc_acl_rule_check(&ar[i], &bad) != OC_OK) {
+        if (oc__acl_rule_check(&ar[i], &bad) != OC_OK) {
             WHY("rule id %u: %s", ar[i].id, bad ? bad : "invalid");
             st = OC_ERR_INVALID_PARAM;
             goto out;
         }
     }
-    st = oc_acl_load(dp->acl, ar, n);
+    st = oc__acl_load(dp->acl, ar, n);
     if (st != OC_OK) {
         WHY("the classifier refused the set (%s): duplicate ids?",
             oc_status_string(st));
@@ -235,12 +235,12 @@ static int cmp_slot(const void *a, const void *b)
 {
     const oc_dp_rule_t *x = &((const oc_dp_slot_t *)a)->rule;
     const oc_dp_rule_t *y = &((const oc_dp_slot_t *)b)->rule;
-    return oc_acl_rule_before(&x->r, &y->r) ? -1
-           : oc_acl_rule_before(&y->r, &x->r) ? 1
+    return oc__acl_rule_before(&x->r, &y->r) ? -1
+           : oc__acl_rule_before(&y->r, &x->r) ? 1
                                               : 0;
 }
 
-void oc_dp_rules_print(oc_dp_t *dp, FILE *out)
+void oc__dp_rules_print(oc_dp_t *dp, FILE *out)
 {
     oc_dp_slot_t *list;
     uint32_t n = 0;
@@ -264,7 +264,7 @@ void oc_dp_rules_print(oc_dp_t *dp, FILE *out)
     qsort(list, n, sizeof(*list), cmp_slot);
     for (uint32_t i = 0; i < n; i++) {
         char text[256];
-        oc_dp_rule_format(&list[i].rule, text, sizeof(text));
+        oc__dp_rule_format(&list[i].rule, text, sizeof(text));
         fprintf(out, "%s packets=%llu bytes=%llu\n", text,
                 (unsigned long long)list[i].base.packets,
                 (unsigned long long)list[i].base.bytes);

@@ -69,7 +69,7 @@ oc_status_t oc__dp_tenants_start(oc_dp_t *dp, const oc_dp_conf_t *c)
                     ten->att_idx[a] = (uint8_t)i;
                 }
         for (int d = 0; d < 2; d++) {
-            st = oc_acl_create(OC_DP_MAX_TRULES, &ten->acl[t][d]);
+            st = oc__acl_create(OC_DP_MAX_TRULES, &ten->acl[t][d]);
             if (st != OC_OK)
                 return st;
         }
@@ -77,14 +77,14 @@ oc_status_t oc__dp_tenants_start(oc_dp_t *dp, const oc_dp_conf_t *c)
     for (uint32_t i = 0; i < tc->nrules; i++) {
         oc_acl_rule_t r = tc->r[i].r;
         r.userdata = tc->r[i].action;
-        st = oc_acl_add(ten->acl[tc->r[i].tenant][tc->r[i].ingress], &r);
+        st = oc__acl_add(ten->acl[tc->r[i].tenant][tc->r[i].ingress], &r);
         if (st != OC_OK) {
             oc_error(OC_COMP_DP, "tenant %s: rule id %u refused by the "
                      "classifier", tc->t[tc->r[i].tenant].name, r.id);
             return st;
         }
     }
-    now = oc_now_ns();
+    now = oc__now_ns();
     for (uint32_t q = 0; q < dp->nthreads; q++) {
         oc_ct_conf_t cc = {.capacity = tc->ct_flows, .to = tc->ct_to};
         struct oc_dp_tw *tw = calloc(1, sizeof(*tw));
@@ -93,15 +93,15 @@ oc_status_t oc__dp_tenants_start(oc_dp_t *dp, const oc_dp_conf_t *c)
         dp->w[q].tw = tw;
         tw->cap = tc->ct_flows;
         tw->sweep_us = now / 1000;
-        st = oc_ct_create(&cc, &tw->ct);
+        st = oc__ct_create(&cc, &tw->ct);
         if (st != OC_OK) {
             oc_error(OC_COMP_DP, "conntrack: no memory for %u flows (%zu "
-                     "bytes)", tc->ct_flows, oc_ct_mem_for(tc->ct_flows));
+                     "bytes)", tc->ct_flows, oc__ct_mem_for(tc->ct_flows));
             return st;
         }
         for (uint32_t a = 0; a < c->nattach; a++)
             for (int d = 0; d < 2 && dp->att_tenant[a] >= 0; d++)
-                oc_policer_init(&tw->pol[a][d],
+                oc__policer_init(&tw->pol[a][d],
                                 tc->t[dp->att_tenant[a]].rate,
                                 tc->t[dp->att_tenant[a]].burst, now);
     }
@@ -110,8 +110,8 @@ oc_status_t oc__dp_tenants_start(oc_dp_t *dp, const oc_dp_conf_t *c)
         return st;
     oc_info(OC_COMP_DP, "%u tenants; conntrack %u flows per worker, %zu "
             "bytes (%.1f per flow)", ten->n, tc->ct_flows,
-            oc_ct_mem_for(tc->ct_flows),
-            (double)oc_ct_mem_for(tc->ct_flows) / tc->ct_flows);
+            oc__ct_mem_for(tc->ct_flows),
+            (double)oc__ct_mem_for(tc->ct_flows) / tc->ct_flows);
     return OC_OK;
 }
 
@@ -121,14 +121,14 @@ void oc__dp_tenants_stop(oc_dp_t *dp)
     if (dp->w != NULL)
         for (uint32_t q = 0; q < dp->nthreads; q++)
             if (dp->w[q].tw != NULL) {
-                oc_ct_destroy(dp->w[q].tw->ct);
+                oc__ct_destroy(dp->w[q].tw->ct);
                 free(dp->w[q].tw);
                 dp->w[q].tw = NULL;
             }
     if (dp->ten != NULL)
         for (uint32_t t = 0; t < dp->ten->n; t++)
             for (int d = 0; d < 2; d++)
-                oc_acl_destroy(dp->ten->acl[t][d]);
+                oc__acl_destroy(dp->ten->acl[t][d]);
     free(dp->ten);
     dp->ten = NULL;
 }
@@ -175,7 +175,7 @@ static void sweep(struct oc_dp_tw *tw, uint64_t now_us)
         return;
     if (due > SWEEP_MAX)
         due = SWEEP_MAX;
-    (void)oc_ct_expire(tw->ct, now_us / 1000, (uint32_t)due);
+    (void)oc__ct_expire(tw->ct, now_us / 1000, (uint32_t)due);
     tw->sweep_owed -= due * SWEEP_PERIOD_US;
 }
 
@@ -190,16 +190,16 @@ uint32_t oc__dp_tenant_idle(oc_dp_worker_t *w)
     done = oc__dp_hand_drain(w);
     if ((w->seq & 63) == 0) /* the time is its budget: no need to read
                              * the clock on every loop */
-        sweep(tw, oc_now_us());
+        sweep(tw, oc__now_us());
     req = __atomic_load_n(&tw->req, __ATOMIC_SEQ_CST);
     if (req == 1) {
-        tw->req_n = oc_ct_flush(tw->ct, tw->req_zone);
+        tw->req_n = oc__ct_flush(tw->ct, tw->req_zone);
     } else if (req == 3) {
-        tw->req_n = oc_ct_walk(tw->ct, tw->req_zone, oc_now_ns() / 1000000,
+        tw->req_n = oc__ct_walk(tw->ct, tw->req_zone, oc__now_ns() / 1000000,
                                count_one, NULL);
     } else if (req == 2) {
         tw->req_n = 0;
-        oc_ct_walk(tw->ct, tw->req_zone, oc_now_ns() / 1000000, list_one, tw);
+        oc__ct_walk(tw->ct, tw->req_zone, oc__now_ns() / 1000000, list_one, tw);
     }
     if (req != 0)
         __atomic_store_n(&tw->req, 0, __ATOMIC_SEQ_CST);
@@ -227,66 +227,66 @@ oc_status_t oc__dp_tenant_metrics(oc_dp_t *dp, void *prom)
     if (ten == NULL)
         return OC_OK;
     pthread_mutex_lock(&dp->lock); /* tenant add/del change the slots */
-    oc_prom_family(p, "offcore_dp_tenant_dropped_packets_total",
+    oc__prom_family(p, "offcore_dp_tenant_dropped_packets_total",
                    "frames of a tenant dropped, by reason", OC_PROM_COUNTER);
     for (uint32_t t = 0; t < ten->n; t++)
         for (int r = 0; r < OC_DP_T_NREASONS && ten->live[t]; r++)
-            oc_prom_sample(p, "offcore_dp_tenant_dropped_packets_total",
+            oc__prom_sample(p, "offcore_dp_tenant_dropped_packets_total",
                            OC_PROM_LABELS({"tenant", ten->t[t].name},
                                           {"reason", treason[r]}),
                            TSUM(tw->c[t].drop[r]));
-    oc_prom_family(p, "offcore_dp_tenant_vxlan_malformed_total",
+    oc__prom_family(p, "offcore_dp_tenant_vxlan_malformed_total",
                    "VXLAN frames from the wire refused, by reason",
                    OC_PROM_COUNTER);
     for (uint32_t t = 0; t < ten->n; t++)
         for (int r = 1; r < OC_VXLAN_NREASONS && ten->live[t]; r++)
-            oc_prom_sample(p, "offcore_dp_tenant_vxlan_malformed_total",
+            oc__prom_sample(p, "offcore_dp_tenant_vxlan_malformed_total",
                            OC_PROM_LABELS({"tenant", ten->t[t].name},
-                                          {"reason", oc_vxlan_reason_name(r)}),
+                                          {"reason", oc__vxlan_reason_name(r)}),
                            TSUM(tw->c[t].vxlan[r]));
-    oc_prom_family(p, "offcore_dp_tenant_packets_total",
+    oc__prom_family(p, "offcore_dp_tenant_packets_total",
                    "frames of a tenant forwarded: egress encapsulated toward "
                    "the wire, ingress delivered to the host", OC_PROM_COUNTER);
     for (uint32_t t = 0; t < ten->n; t++)
         for (int d = 0; d < 2 && ten->live[t]; d++)
-            oc_prom_sample(p, "offcore_dp_tenant_packets_total",
+            oc__prom_sample(p, "offcore_dp_tenant_packets_total",
                            OC_PROM_LABELS({"tenant", ten->t[t].name},
                                           {"direction", d ? "ingress" : "egress"}),
                            TSUM(tw->c[t].pkts[d]));
-    oc_prom_family(p, "offcore_dp_tenant_handoff_packets_total",
+    oc__prom_family(p, "offcore_dp_tenant_handoff_packets_total",
                    "frames handed to the worker that owns their flow",
                    OC_PROM_COUNTER);
     for (uint32_t t = 0; t < ten->n; t++)
         if (ten->live[t])
-            oc_prom_sample(p, "offcore_dp_tenant_handoff_packets_total",
+            oc__prom_sample(p, "offcore_dp_tenant_handoff_packets_total",
                            OC_PROM_LABELS({"tenant", ten->t[t].name}),
                            TSUM(tw->c[t].handoff));
-    oc_prom_family(p, "offcore_dp_tenant_arp_replies_total",
+    oc__prom_family(p, "offcore_dp_tenant_arp_replies_total",
                    "ARP requests for the tenant's tunnel address (from the "
                    "fabric) answered by the DPU", OC_PROM_COUNTER);
     for (uint32_t t = 0; t < ten->n; t++)
         if (ten->live[t])
-            oc_prom_sample(p, "offcore_dp_tenant_arp_replies_total",
+            oc__prom_sample(p, "offcore_dp_tenant_arp_replies_total",
                            OC_PROM_LABELS({"tenant", ten->t[t].name}),
                            TSUM(tw->c[t].arp_replies));
     pthread_mutex_unlock(&dp->lock);
     memset(&sum, 0, sizeof(sum));
     for (uint32_t q = 0; q < dp->nthreads; q++) {
-        oc_ct_stats(dp->w[q].tw->ct, &st);
+        oc__ct_stats(dp->w[q].tw->ct, &st);
         for (size_t i = 0; i < sizeof(st) / sizeof(uint64_t); i++)
             ((uint64_t *)&sum)[i] += ((uint64_t *)&st)[i];
     }
-    oc_prom_family(p, "offcore_dp_conntrack_flows", "tracked flows now",
+    oc__prom_family(p, "offcore_dp_conntrack_flows", "tracked flows now",
                    OC_PROM_GAUGE);
-    oc_prom_sample(p, "offcore_dp_conntrack_flows", NULL, 0, sum.flows);
-    oc_prom_family(p, "offcore_dp_conntrack_capacity",
+    oc__prom_sample(p, "offcore_dp_conntrack_flows", NULL, 0, sum.flows);
+    oc__prom_family(p, "offcore_dp_conntrack_capacity",
                    "flows the tables hold (fixed at start)", OC_PROM_GAUGE);
-    oc_prom_sample(p, "offcore_dp_conntrack_capacity", NULL, 0, sum.capacity);
-    oc_prom_family(p, "offcore_dp_conntrack_memory_bytes",
+    oc__prom_sample(p, "offcore_dp_conntrack_capacity", NULL, 0, sum.capacity);
+    oc__prom_family(p, "offcore_dp_conntrack_memory_bytes",
                    "bytes of the tables (mapped at start)", OC_PROM_GAUGE);
-    oc_prom_sample(p, "offcore_dp_conntrack_memory_bytes", NULL, 0,
-                   (uint64_t)oc_ct_mem_bytes(dp->w[0].tw->ct) * dp->nthreads);
-    oc_prom_family(p, "offcore_dp_conntrack_events_total",
+    oc__prom_sample(p, "offcore_dp_conntrack_memory_bytes", NULL, 0,
+                   (uint64_t)oc__ct_mem_bytes(dp->w[0].tw->ct) * dp->nthreads);
+    oc__prom_family(p, "offcore_dp_conntrack_events_total",
                    "flow table events: created, evicted (table full, an "
                    "unestablished flow made room), expired, full (refused), "
                    "closed, out_of_window, invalid, no_connection",
@@ -298,10 +298,10 @@ oc_status_t oc__dp_tenant_metrics(oc_dp_t *dp, void *prom)
             {"closed", sum.closed}, {"out_of_window", sum.out_of_window},
             {"invalid", sum.invalid}, {"no_connection", sum.no_conn}};
         for (size_t i = 0; i < sizeof(ev) / sizeof(ev[0]); i++)
-            oc_prom_sample(p, "offcore_dp_conntrack_events_total",
+            oc__prom_sample(p, "offcore_dp_conntrack_events_total",
                            OC_PROM_LABELS({"event", ev[i].n}), ev[i].v);
     }
-    return oc_prom_status(p);
+    return oc__prom_status(p);
 }
 
 /* ----------------------------------------------------------- control */
@@ -371,18 +371,18 @@ static int rule_ctl(oc_dp_t *dp, const char *args, FILE *out)
     if (verb[0] == 'a') {
         oc_dp_rule_t r;
         char why[160];
-        if (oc_dp_rule_parse(args + used, &r, why, sizeof(why)) != 0) {
+        if (oc__dp_rule_parse(args + used, &r, why, sizeof(why)) != 0) {
             fprintf(out, "error: %s\n", why);
             return 1;
         }
         r.r.userdata = r.action;
-        if (oc_acl_add(acl, &r.r) != OC_OK) {
+        if (oc__acl_add(acl, &r.r) != OC_OK) {
             fprintf(out, "error: tenant %s %s: rule id %u exists or the group "
                          "is full (%u rules)\n", name, dir, r.r.id,
                     OC_DP_MAX_TRULES);
             return 1;
         }
-        oc_dp_rule_format(&r, why, sizeof(why));
+        oc__dp_rule_format(&r, why, sizeof(why));
         oc_info(OC_COMP_DP, "tenant %s %s rule added: %s", name, dir, why);
         fprintf(out, "ok\nadded %s %s %s\n", name, dir, why);
     } else {
@@ -393,7 +393,7 @@ static int rule_ctl(oc_dp_t *dp, const char *args, FILE *out)
             fprintf(out, "error: tenant rule del takes a rule id\n");
             return 1;
         }
-        if (oc_acl_del(acl, (uint32_t)id) != OC_OK) {
+        if (oc__acl_del(acl, (uint32_t)id) != OC_OK) {
             fprintf(out, "error: tenant %s %s has no rule id %lu\n", name,
                     dir, id);
             return 1;
@@ -456,7 +456,7 @@ int oc__dp_tenant_ctl(oc_dp_t *dp, const char *line, FILE *out)
         }
         if (cmd == 0 && zone == -1) {
             for (uint32_t q = 0; q < dp->nthreads; q++)
-                total += oc_ct_count(dp->w[q].tw->ct);
+                total += oc__ct_count(dp->w[q].tw->ct);
             fprintf(out, "ok\n%llu\n", (unsigned long long)total);
             return 1;
         }
@@ -488,7 +488,7 @@ int oc__dp_tenant_ctl(oc_dp_t *dp, const char *line, FILE *out)
                             "dport=%u state=%s%s expires_ms=%u packets=%u/%u\n",
                             dp->ten->t[f->zone].name, f->proto, s, d, f->sport,
                             f->dport,
-                            f->proto == 6 ? oc_ct_tcp_state_name(f->state) : "-",
+                            f->proto == 6 ? oc__ct_tcp_state_name(f->state) : "-",
                             f->assured ? " assured" : "", f->expires_in_ms,
                             f->packets[0], f->packets[1]);
                 }

@@ -25,7 +25,7 @@ void oc__dp_tenants_defaults(oc_dp_tenants_conf_t *tc)
     memset(tc, 0, sizeof(*tc));
     /* 1M flows: ~85 MB per worker, mapped at start (bench-conntrack) */
     tc->ct_flows = 1000000;
-    oc_ct_timeouts_default(&tc->ct_to);
+    oc__ct_timeouts_default(&tc->ct_to);
 }
 
 static int parse_mac(const char *s, uint8_t mac[6])
@@ -78,7 +78,7 @@ static int one_mac(const char *s, void *out, int i)
 
 static int one_ip(const char *s, void *out, int i)
 {
-    return oc_kv_ipv4(s, &((uint32_t *)out)[i]);
+    return oc__kv_ipv4(s, &((uint32_t *)out)[i]);
 }
 
 static int find(const oc_dp_tenants_conf_t *tc, const char *name)
@@ -116,7 +116,7 @@ int oc__dp_tenant_parse(oc_dp_tenants_conf_t *tc, char **tok, int n,
     unsigned have = 0;
     uint64_t v = 0;
     int nl[3] = {0, 0, 0}; /* items of attach=, mac=, ip= */
-#define ERR(...) oc_conf_error(e, file, ln, __VA_ARGS__)
+#define ERR(...) oc__conf_error(e, file, ln, __VA_ARGS__)
 
     memset(&t, 0, sizeof(t));
     t.line = ln;
@@ -132,9 +132,9 @@ int oc__dp_tenant_parse(oc_dp_tenants_conf_t *tc, char **tok, int n,
         char why[160], *eq;
         const char *k = tok[i];
         int bad = 0;
-        switch (oc_kv_key(tok[i], keys, &have, &eq, why, sizeof(why))) {
+        switch (oc__kv_key(tok[i], keys, &have, &eq, why, sizeof(why))) {
         case VNI:
-            bad = oc_kv_u64(eq, 1, OC_VXLAN_VNI_MAX, &v);
+            bad = oc__kv_u64(eq, 1, OC_VXLAN_VNI_MAX, &v);
             t.vni = (uint32_t)v;
             break;
         case ATT:
@@ -149,17 +149,17 @@ int oc__dp_tenant_parse(oc_dp_tenants_conf_t *tc, char **tok, int n,
             nl[2] = list(eq, OC_DP_TENANT_ATT, one_ip, t.ip);
             bad = nl[2] < 0;
             break;
-        case LOC: bad = oc_kv_ipv4(eq, &t.tun.local_ip); break;
+        case LOC: bad = oc__kv_ipv4(eq, &t.tun.local_ip); break;
         case LMAC: bad = parse_mac(eq, t.tun.local_mac); break;
-        case REM: bad = oc_kv_ipv4(eq, &t.tun.remote_ip); break;
+        case REM: bad = oc__kv_ipv4(eq, &t.tun.remote_ip); break;
         case RMAC: bad = parse_mac(eq, t.tun.remote_mac); break;
         case RATE:
             /* Mbit/s, as iperf3 and tc speak; stored in bytes/s */
-            bad = oc_kv_u64(eq, 0, 400000, &v);
+            bad = oc__kv_u64(eq, 0, 400000, &v);
             t.rate = v * 1000000 / 8;
             break;
         case BURST:
-            bad = oc_kv_u64(eq, 1514, 1u << 30, &v);
+            bad = oc__kv_u64(eq, 1514, 1u << 30, &v);
             t.burst = v;
             break;
         default:
@@ -241,7 +241,7 @@ int oc__dp_tenant_directive(oc_dp_conf_t *c, char **tok, int n,
             ERR("tenant_rule: no tenant '%.32s' defined above", tok[1]);
             return 1;
         }
-        if (oc_dp_rule_parse(rule, &r, why, sizeof(why)) != 0) {
+        if (oc__dp_rule_parse(rule, &r, why, sizeof(why)) != 0) {
             ERR("tenant_rule %s: %s", tok[1], why);
             return 1;
         }
@@ -265,21 +265,21 @@ int oc__dp_tenant_directive(oc_dp_conf_t *c, char **tok, int n,
         for (int i = 1; i < n; i++) {
             char why[256], *eq;
             uint64_t v;
-            int k = oc_kv_key(tok[i], ct_keys, &seen, &eq, why, sizeof(why));
+            int k = oc__kv_key(tok[i], ct_keys, &seen, &eq, why, sizeof(why));
             if (k < 0) {
                 ERR("conntrack: %s", why);
                 continue;
             }
             tc->enabled = true;
             if (k == 0) {
-                if (oc_kv_u64(eq, 1, OC_CT_MAX_FLOWS, &v))
+                if (oc__kv_u64(eq, 1, OC_CT_MAX_FLOWS, &v))
                     ERR("conntrack flows '%.32s': expected 1..%u", eq,
                         OC_CT_MAX_FLOWS);
                 else
                     tc->ct_flows = (uint32_t)v;
                 continue;
             }
-            if (oc_kv_u64(eq, 1, 30 * 86400, &v)) {
+            if (oc__kv_u64(eq, 1, 30 * 86400, &v)) {
                 ERR("conntrack %s '%.32s': expected 1..2592000 seconds",
                     tok[i], eq);
                 continue;
@@ -309,13 +309,13 @@ void oc__dp_tenants_check(const oc_dp_conf_t *c, const char *file,
             if (c->attach[a].backend != OC_DP_BACKEND_XDP) {
                 /* handing frames between workers needs each worker's own
                  * pool to send from (tenant_hand.c) */
-                oc_conf_error(e, file, tc->t[0].line,
+                oc__conf_error(e, file, tc->t[0].line,
                               "tenants with threads > 1 need backend=xdp "
                               "(attach %s)", c->attach[a].name);
                 break;
             }
     if (tc->ntenants > 0 && c->bare)
-        oc_conf_error(e, file, tc->t[0].line,
+        oc__conf_error(e, file, tc->t[0].line,
                       "tenants need the stages: not with 'stages none'");
     for (uint32_t i = 0; i < tc->ntenants; i++)
         for (uint32_t x = 0; x < tc->t[i].natt; x++) {
@@ -323,7 +323,7 @@ void oc__dp_tenants_check(const oc_dp_conf_t *c, const char *file,
             for (uint32_t a = 0; a < c->nattach; a++)
                 found |= !strcmp(c->attach[a].name, tc->t[i].attach[x]);
             if (!found)
-                oc_conf_error(e, file, tc->t[i].line,
+                oc__conf_error(e, file, tc->t[i].line,
                               "tenant %s: no attachment '%s'", tc->t[i].name,
                               tc->t[i].attach[x]);
         }

@@ -1,7 +1,7 @@
 /*
  * tenant_hand.c — the flow decides the worker: with several workers, a
  * tenant frame that reaches worker q but whose flow belongs to worker r
- * (oc_ct_thread_of() of the parser's symmetric hash of the inner 5-tuple)
+ * (oc__ct_thread_of() of the parser's symmetric hash of the inner 5-tuple)
  * is copied into a single-producer single-consumer ring q -> r and worker
  * r runs the tenant stages on it and sends it from its own queue.  So both
  * directions of a flow meet one connection table without a lock, whatever
@@ -52,14 +52,14 @@ uint32_t oc__dp_hand_owner(oc_dp_worker_t *w, uint32_t a, int dir,
         return w->q;
     if (dir == 1) {
         oc_vxlan_rx_t rx;
-        if (oc_vxlan_decap(f, len, tc->tun.local_ip, &rx) != OC_VXLAN_OK)
+        if (oc__vxlan_decap(f, len, tc->tun.local_ip, &rx) != OC_VXLAN_OK)
             return w->q; /* dropped here, counted here */
         f += rx.inner_off;
         len = rx.inner_len;
     }
-    if (oc_pkt_parse(f, len, dp->max_frame, &m) != OC_PKT_R_IPV4)
+    if (oc__pkt_parse(f, len, dp->max_frame, &m) != OC_PKT_R_IPV4)
         return w->q; /* ARP, fragments, junk: no flow state involved */
-    return oc_ct_thread_of(m.hash, dp->nthreads);
+    return oc__ct_thread_of(m.hash, dp->nthreads);
 }
 
 oc_status_t oc__dp_hand_create(oc_dp_t *dp)
@@ -157,7 +157,7 @@ uint32_t oc__dp_hand_drain(oc_dp_worker_t *w)
                     break;
                 }
             }
-            got = oc_pkt_alloc_bulk(w->pool, pkts, k);
+            got = oc__pkt_alloc_bulk(w->pool, pkts, k);
             if (got == 0)
                 break; /* no buffer now: the frames wait in the ring */
             for (uint32_t i = 0; i < got; i++) {

@@ -69,7 +69,7 @@ static int add(oc_dp_t *dp, char *args, FILE *out)
     const oc_dp_tenant_conf_t *tc;
 
     tok[0] = "tenant";
-    n = oc_kv_split(args, tok + 1, 23);
+    n = oc__kv_split(args, tok + 1, 23);
     if (n < 0) {
         fprintf(out, "error: tenant add: more than 22 words\n");
         return 1;
@@ -128,7 +128,7 @@ static int add(oc_dp_t *dp, char *args, FILE *out)
     ten->t[slot] = *tc;
     for (int d = 0; d < 2; d++)
         if (ten->acl[slot][d] == NULL &&
-            oc_acl_create(OC_DP_MAX_TRULES, &ten->acl[slot][d]) != OC_OK) {
+            oc__acl_create(OC_DP_MAX_TRULES, &ten->acl[slot][d]) != OC_OK) {
             pthread_mutex_unlock(&dp->lock);
             fprintf(out, "error: out of memory\n");
             goto done;
@@ -138,7 +138,7 @@ static int add(oc_dp_t *dp, char *args, FILE *out)
         memset(&tw->c[slot], 0, sizeof(tw->c[slot]));
         for (uint32_t i = 0; i < tc->natt; i++)
             for (int d = 0; d < 2; d++)
-                oc_policer_init(&tw->pol[a[i]][d], tc->rate, tc->burst,
+                oc__policer_init(&tw->pol[a[i]][d], tc->rate, tc->burst,
                                 now_ns());
     }
     for (uint32_t i = 0; i < tc->natt; i++)
@@ -192,7 +192,7 @@ static int del(oc_dp_t *dp, const char *name, FILE *out)
     pthread_mutex_lock(&dp->lock);
     ten->live[t] = 0;
     for (int d = 0; d < 2; d++) {
-        oc_acl_destroy(ten->acl[t][d]);
+        oc__acl_destroy(ten->acl[t][d]);
         ten->acl[t][d] = NULL;
     }
     pthread_mutex_unlock(&dp->lock);

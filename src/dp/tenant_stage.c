@@ -18,7 +18,7 @@
  * memory latency overlaps instead of following frame after frame: the
  * burst's headers are prefetched first (and, host -> wire, the headroom
  * the outer headers go to); the egress group classifies the burst's keys
- * in one lookup; conntrack takes the burst at once (oc_ct_track_burst:
+ * in one lookup; conntrack takes the burst at once (oc__ct_track_burst:
  * hashes, then prefetched index slots and entries, then the packets in
  * order); the outer headers come from a template made once per burst (one
  * 50-byte copy and four fields a frame).  The order of the steps is the
@@ -49,7 +49,7 @@ static inline void add(uint64_t *c, uint64_t v)
 static int group(oc_acl_t *acl, const oc_acl_key_t *k)
 {
     uint32_t ud;
-    oc_acl_lookup_burst(acl, k, 1, &ud);
+    oc__acl_lookup_burst(acl, k, 1, &ud);
     if (ud == OC_ACL_NO_MATCH)
         return -1;
     return ud == OC_ACL_DENY ? 0 : 1;
@@ -138,13 +138,13 @@ static void egress(oc_dp_worker_t *w, uint32_t t, uint32_t a, oc_pkt_t **pkts,
     /* parse and anti-spoofing; the keys of IPv4 frames for the group */
     for (uint16_t i = 0; i < n; i++) {
         oc_pkt_meta_t *m = &w->meta[i];
-        oc_pkt_reason_t r = oc_pkt_parse(pkts[i]->data, pkts[i]->len,
+        oc_pkt_reason_t r = oc__pkt_parse(pkts[i]->data, pkts[i]->len,
                                          w->dp->max_frame, m);
         why[i] = PASS;
         to[i] = NONE;
         if (r != OC_PKT_R_IPV4 && r != OC_PKT_R_IPV4_FRAG && r != OC_PKT_R_ARP)
             why[i] = OC_DP_T_NOT_IPV4;
-        else if (oc_spoof_check(pkts[i]->data, pkts[i]->len, m, tc->mac[x],
+        else if (oc__spoof_check(pkts[i]->data, pkts[i]->len, m, tc->mac[x],
                                 tc->ip[x]) != OC_SPOOF_OK)
             why[i] = OC_DP_T_SPOOFED;
         else {
@@ -158,7 +158,7 @@ static void egress(oc_dp_worker_t *w, uint32_t t, uint32_t a, oc_pkt_t **pkts,
     /* the egress group, one lookup for the burst: allowed unless a rule
      * denies */
     if (k > 0)
-        oc_acl_lookup_burst(ten->acl[t][0], w->keys, k, w->ud);
+        oc__acl_lookup_burst(ten->acl[t][0], w->keys, k, w->ud);
     for (uint16_t j = 0; j < k; j++) {
         uint16_t i = w->kidx[j];
         if (w->ud[j] == OC_ACL_DENY) {
@@ -172,7 +172,7 @@ static void egress(oc_dp_worker_t *w, uint32_t t, uint32_t a, oc_pkt_t **pkts,
     }
     /* connection tracking: the host opens flows (a hairpin's, if the
      * ingress group allows) */
-    oc_ct_track_burst(tw->ct, (uint16_t)t, ip, len, nc, now / 1000000,
+    oc__ct_track_burst(tw->ct, (uint16_t)t, ip, len, nc, now / 1000000,
                       may_open_out, &ask, cr, info);
     for (uint16_t j = 0; j < nc; j++) {
         if (to[at[j]] != NONE) { /* as on the way in */
@@ -217,19 +217,19 @@ static void egress(oc_dp_worker_t *w, uint32_t t, uint32_t a, oc_pkt_t **pkts,
     }
     /* policing and encapsulation, in order (a hairpin: both attachments'
      * policers, no encapsulation) */
-    oc_vxlan_hdr_init(&hdr, &tc->tun, tc->vni);
+    oc__vxlan_hdr_init(&hdr, &tc->tun, tc->vni);
     for (uint16_t i = 0; i < n; i++) {
         oc_pkt_t *p = pkts[i];
         if (why[i] != PASS)
             continue;
-        if (!oc_policer_take(&tw->pol[a][0], now, p->len) ||
-            (to[i] != NONE && !oc_policer_take(&tw->pol[to[i]][1], now, p->len))) {
+        if (!oc__policer_take(&tw->pol[a][0], now, p->len) ||
+            (to[i] != NONE && !oc__policer_take(&tw->pol[to[i]][1], now, p->len))) {
             why[i] = OC_DP_T_POLICED;
             continue;
         }
         if (to[i] != NONE)
             continue;
-        p->data = oc_vxlan_encap_hdr(p->data, p->len, &hdr, w->meta[i].hash);
+        p->data = oc__vxlan_encap_hdr(p->data, p->len, &hdr, w->meta[i].hash);
         p->len += OC_VXLAN_OVERHEAD;
     }
 }
@@ -276,10 +276,10 @@ static void ingress(oc_dp_worker_t *w, uint32_t t, uint32_t a,
         const uint8_t *in;
 
         why[i] = PASS;
-        vr = oc_vxlan_decap(p->data, p->len, tc->tun.local_ip, &rx);
+        vr = oc__vxlan_decap(p->data, p->len, tc->tun.local_ip, &rx);
         if (vr != OC_VXLAN_OK) {
             if (vr == OC_VXLAN_NOT_VXLAN &&
-                oc_arp_answer(p->data, p->len, tc->tun.local_mac,
+                oc__arp_answer(p->data, p->len, tc->tun.local_mac,
                               tc->tun.local_ip)) {
                 why[i] = ANSWERED;
                 continue;
@@ -296,7 +296,7 @@ static void ingress(oc_dp_worker_t *w, uint32_t t, uint32_t a,
         in = p->data + rx.inner_off;
         ioff[i] = (uint16_t)rx.inner_off;
         ilen[i] = rx.inner_len;
-        r = oc_pkt_parse(in, rx.inner_len, w->dp->max_frame, m);
+        r = oc__pkt_parse(in, rx.inner_len, w->dp->max_frame, m);
         if (r != OC_PKT_R_IPV4 && r != OC_PKT_R_IPV4_FRAG &&
             r != OC_PKT_R_ARP) {
             if (r == OC_PKT_R_IPV6 || r == OC_PKT_R_UNKNOWN_ETHERTYPE) {
@@ -321,7 +321,7 @@ static void ingress(oc_dp_worker_t *w, uint32_t t, uint32_t a,
     }
     /* connection tracking: a packet of a flow the tenant has passes; one
      * that would open a flow asks the ingress group (default deny) */
-    oc_ct_track_burst(tw->ct, (uint16_t)t, ip, len, nc, now / 1000000,
+    oc__ct_track_burst(tw->ct, (uint16_t)t, ip, len, nc, now / 1000000,
                       may_open, &ask, cr, info);
     for (uint16_t j = 0; j < nc; j++) {
         uint8_t *y = &why[at[j]];
@@ -351,7 +351,7 @@ static void ingress(oc_dp_worker_t *w, uint32_t t, uint32_t a,
         oc_pkt_t *p = pkts[i];
         if (why[i] != PASS)
             continue;
-        if (!oc_policer_take(&tw->pol[a][1], now, ilen[i])) {
+        if (!oc__policer_take(&tw->pol[a][1], now, ilen[i])) {
             why[i] = OC_DP_T_POLICED;
             continue;
         }
@@ -382,9 +382,9 @@ uint16_t oc__dp_tenant_stages(oc_dp_worker_t *w, uint32_t a, int dir,
         return 0;
     memset(to, NONE, n);
     if (dir == 0)
-        egress(w, t, a, pkts, n, oc_now_ns(), why, to);
+        egress(w, t, a, pkts, n, oc__now_ns(), why, to);
     else
-        ingress(w, t, a, pkts, n, oc_now_ns(), why);
+        ingress(w, t, a, pkts, n, oc__now_ns(), why);
     for (uint16_t i = 0; i < n; i++) {
         if (why[i] == ANSWERED) {
             arp[na++] = pkts[i];
@@ -409,7 +409,7 @@ uint16_t oc__dp_tenant_stages(oc_dp_worker_t *w, uint32_t a, int dir,
         /* the answers go back out of the wire port they came in by; what
          * its ring cannot take is dropped with dp's tx_full count */
         oc_port_t *wire = w->dp->att[a].port[1];
-        sent = oc_port_tx_burst(wire, w->q, arp, na);
+        sent = oc__port_tx_burst(wire, w->q, arp, na);
         add(&tw->c[t].arp_replies, sent);
         for (uint16_t i = sent; i < na; i++) {
             arp[i]->verdict = OC_DP_V_TX_FULL;
@@ -462,7 +462,7 @@ uint16_t oc__dp_tenant_burst(oc_dp_worker_t *w, uint32_t a, int dir,
             if (kick & 1)
                 oc__dp_hand_kick(w, r);
         if (ng > 0)
-            oc_port_free_bulk(dp->att[a].port[dir], w->q, gone, ng);
+            oc__port_free_bulk(dp->att[a].port[dir], w->q, gone, ng);
         n = k;
     }
     return oc__dp_tenant_stages(w, a, dir, pkts, n);

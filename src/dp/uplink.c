@@ -106,7 +106,7 @@ static uint32_t demux(oc_dp_worker_t *w, uint32_t a, oc_pkt_t *p)
 {
     oc_dp_t *dp = w->dp;
     oc_vxlan_rx_t rx;
-    oc_vxlan_reason_t vr = oc_vxlan_decap(p->data, p->len, 0, &rx);
+    oc_vxlan_reason_t vr = oc__vxlan_decap(p->data, p->len, 0, &rx);
     uint32_t first = NONE;
 
     p->verdict = OC_DP_V_TENANT;
@@ -210,7 +210,7 @@ void oc__dp_tenant_post(oc_dp_worker_t *w, uint32_t a, int dir,
             uint32_t off = dir == 0 ? OC_VXLAN_OVERHEAD : 0;
             oc_pkt_meta_t m;
             if (p->len > off &&
-                oc_pkt_parse(p->data + off, p->len - off, dp->max_frame, &m) ==
+                oc__pkt_parse(p->data + off, p->len - off, dp->max_frame, &m) ==
                     OC_PKT_R_IPV4) {
                 /* TCP fits VXLAN + ESP in esp_mtu: SYNs both ways clamped
                  * (the ESP stage itself sees only the outer UDP) */
@@ -223,7 +223,7 @@ void oc__dp_tenant_post(oc_dp_worker_t *w, uint32_t a, int dir,
                 oc__dp_flow_one(w, p->data + off, &m, tc->vni, a, &now);
         }
         if (esp) /* the ESP stage reads the outer (VXLAN) packet's parse */
-            (void)oc_pkt_parse(p->data, p->len, dp->max_frame, &w->meta[i]);
+            (void)oc__pkt_parse(p->data, p->len, dp->max_frame, &w->meta[i]);
     }
     if (esp && tc != NULL)
         oc__dp_esp_out(w, pkts, n);
@@ -238,7 +238,7 @@ void oc__dp_uplink_metrics(oc_dp_t *dp, void *prom)
         any |= dp->att[a].uplink;
     if (!any)
         return;
-    oc_prom_family(p, "offcore_dp_uplink_dropped_packets_total",
+    oc__prom_family(p, "offcore_dp_uplink_dropped_packets_total",
                    "frames from a wire port shared by tenants that no tenant "
                    "took: unknown_vni, or the VXLAN reason (not_vxlan, short, "
                    "bad_outer, bad_flags, bad_inner)", OC_PROM_COUNTER);
@@ -249,10 +249,10 @@ void oc__dp_uplink_metrics(oc_dp_t *dp, void *prom)
             uint64_t v = 0;
             for (uint32_t q = 0; q < dp->nthreads; q++)
                 v += __atomic_load_n(&dp->w[q].c.uplink[a][r], __ATOMIC_RELAXED);
-            oc_prom_sample(p, "offcore_dp_uplink_dropped_packets_total",
-                           OC_PROM_LABELS({"port", oc_port_name(dp->att[a].port[1])},
+            oc__prom_sample(p, "offcore_dp_uplink_dropped_packets_total",
+                           OC_PROM_LABELS({"port", oc__port_name(dp->att[a].port[1])},
                                           {"reason", r == 0 ? "unknown_vni"
-                                                            : oc_vxlan_reason_name(r)}),
+                                                            : oc__vxlan_reason_name(r)}),
                            v);
         }
     }

@@ -24,7 +24,7 @@ static void oom(oc_eng_t *e, const char *what)
                  e->p.name ? e->p.name : "engine", what);
 }
 
-oc_status_t oc_eng_create(const oc_eng_params_t *p, oc_eng_t **e_p)
+oc_status_t oc__eng_create(const oc_eng_params_t *p, oc_eng_t **e_p)
 {
     oc_eng_t *e;
 
@@ -40,7 +40,7 @@ oc_status_t oc_eng_create(const oc_eng_params_t *p, oc_eng_t **e_p)
     e->descs = calloc(p->nbufs, sizeof(*e->descs));
     e->mem = aligned_alloc(64, p->nbufs * p->bundle_size);
     if (e->dirty == NULL || e->descs == NULL || e->mem == NULL) {
-        oc_eng_destroy(e);
+        oc__eng_destroy(e);
         return OC_ERR_NO_MEMORY;
     }
     for (uint64_t i = p->nbufs; i-- > 0;) {
@@ -55,7 +55,7 @@ oc_status_t oc_eng_create(const oc_eng_params_t *p, oc_eng_t **e_p)
     return OC_OK;
 }
 
-void oc_eng_destroy(oc_eng_t *e)
+void oc__eng_destroy(oc_eng_t *e)
 {
     oc_eng_buf_t *b;
     if (e == NULL)
@@ -71,7 +71,7 @@ void oc_eng_destroy(oc_eng_t *e)
     free(e);
 }
 
-void oc_eng_out_init(oc_eng_out_t *o)
+void oc__eng_out_init(oc_eng_out_t *o)
 {
     memset(o, 0, sizeof(*o));
     o->item_len = OC_ENG_NO_ITEM;
@@ -80,7 +80,7 @@ void oc_eng_out_init(oc_eng_out_t *o)
 
 /* ---- buffers ------------------------------------------------------------ */
 
-oc_eng_buf_t *oc_eng_buf_get(oc_eng_t *e)
+oc_eng_buf_t *oc__eng_buf_get(oc_eng_t *e)
 {
     oc_eng_buf_t *b = e->free_bufs;
     if (likely(b != NULL)) {
@@ -111,7 +111,7 @@ oc_eng_buf_t *oc_eng_buf_get(oc_eng_t *e)
     return b;
 }
 
-void oc_eng_buf_put(oc_eng_t *e, oc_eng_buf_t *b)
+void oc__eng_buf_put(oc_eng_t *e, oc_eng_buf_t *b)
 {
     b->out = NULL;
     if (b->reserve) {
@@ -142,25 +142,25 @@ static int dirty_add(oc_eng_t *e, oc_eng_out_t *o)
     return 1;
 }
 
-oc_status_t oc_eng_open(oc_eng_t *e, oc_eng_out_t *o, uint32_t dst,
+oc_status_t oc__eng_open(oc_eng_t *e, oc_eng_out_t *o, uint32_t dst,
                         uint32_t src, size_t len)
 {
-    oc_eng_buf_t *b = oc_eng_buf_get(e);
+    oc_eng_buf_t *b = oc__eng_buf_get(e);
     if (b == NULL)
         return OC_ERR_NO_RESOURCE;
     if (!o->listed && !dirty_add(e, o)) {
-        oc_eng_buf_put(e, b);
+        oc__eng_buf_put(e, b);
         return OC_ERR_NO_RESOURCE;
     }
     o->buf = b;
     o->count = 0;
-    o->t_first = oc_now_us();
+    o->t_first = oc__now_us();
     if (o->column && len > 0) {
         /* destinations first, items after the room the most would take */
-        const size_t stride = oc_wire_pad8(len);
-        const uint32_t cap = oc_wire_col_cap(e->p.bundle_size, stride);
+        const size_t stride = oc__wire_pad8(len);
+        const uint32_t cap = oc__wire_col_cap(e->p.bundle_size, stride);
         o->dcol = b->data + OC_WIRE_HDR_LEN;
-        o->wp = o->dcol + oc_wire_col_dst_bytes(cap);
+        o->wp = o->dcol + oc__wire_col_dst_bytes(cap);
         o->end = o->wp + (size_t)cap * stride;
         o->item_len = (uint32_t)len;
         o->stride = (uint32_t)stride;
@@ -175,8 +175,8 @@ oc_status_t oc_eng_open(oc_eng_t *e, oc_eng_out_t *o, uint32_t dst,
      * length, source or destination arrives; zero-length messages need
      * headers to be counted. */
     o->item_len = len > 0 && !o->mixed_only ? (uint32_t)len : OC_ENG_NO_ITEM;
-    o->fkey8 = o->item_len == 8 ? oc_eng_fkey(src, dst) : OC_ENG_NO_KEY;
-    o->stride = (uint32_t)oc_wire_pad8(len);
+    o->fkey8 = o->item_len == 8 ? oc__eng_fkey(src, dst) : OC_ENG_NO_KEY;
+    o->stride = (uint32_t)oc__wire_pad8(len);
     o->fsrc = src;
     o->fdst = dst;
     return OC_OK;
@@ -189,20 +189,20 @@ static void to_mixed(oc_eng_out_t *o)
 {
     uint8_t *base = o->buf->data + OC_WIRE_HDR_LEN;
     const uint32_t stride = o->stride;
-    const uint64_t mh = oc_wire_msg_hdr(o->fdst, o->fsrc, o->item_len);
-    o->count = oc_eng_out_count(o);
+    const uint64_t mh = oc__wire_msg_hdr(o->fdst, o->fsrc, o->item_len);
+    o->count = oc__eng_out_count(o);
     for (uint32_t i = o->count; i-- > 0;) {
         uint8_t *s = base + (size_t)i * stride;
         uint8_t *d = base + (size_t)i * (stride + OC_WIRE_MSG_HDR_LEN);
         memmove(d + OC_WIRE_MSG_HDR_LEN, s, stride);
-        oc_wire_st64(d, mh);
+        oc__wire_st64(d, mh);
     }
     o->wp = base + (size_t)o->count * (stride + OC_WIRE_MSG_HDR_LEN);
     o->item_len = OC_ENG_NO_ITEM;
     o->fkey8 = OC_ENG_NO_KEY;
 }
 
-/* oc_eng_put on a column-stream outlet: an item of the open column
+/* oc__eng_put on a column-stream outlet: an item of the open column
  * buffer's length goes in; another length (or a zero-length message,
  * which the row layout carries) sends the buffer and opens another. */
 static oc_status_t put_column(oc_eng_t *e, oc_eng_out_t *o, uint32_t dst,
@@ -211,27 +211,27 @@ static oc_status_t put_column(oc_eng_t *e, oc_eng_out_t *o, uint32_t dst,
     oc_status_t st;
 
     for (int attempt = 0; attempt < 2; attempt++) {
-        if (o->buf == NULL && (st = oc_eng_open(e, o, dst, src, len)) != OC_OK)
+        if (o->buf == NULL && (st = oc__eng_open(e, o, dst, src, len)) != OC_OK)
             return st;
         if (o->dcol != NULL) {
             if (len == o->item_len && o->wp + o->stride <= o->end) {
-                oc_wire_st32(o->dcol + 4 * (size_t)o->count, dst);
-                o->wp = oc_wire_put_item(o->wp, buf, len);
+                oc__wire_st32(o->dcol + 4 * (size_t)o->count, dst);
+                o->wp = oc__wire_put_item(o->wp, buf, len);
                 o->count++;
                 return OC_OK;
             }
-        } else if (o->wp + OC_WIRE_MSG_HDR_LEN + oc_wire_pad8(len) <= o->end) {
-            o->wp = oc_wire_put_msg(o->wp, dst, src, buf, len);
+        } else if (o->wp + OC_WIRE_MSG_HDR_LEN + oc__wire_pad8(len) <= o->end) {
+            o->wp = oc__wire_put_msg(o->wp, dst, src, buf, len);
             o->count++;
             return OC_OK;
         }
-        if ((st = oc_eng_flush(e, o, OC_ENG_FLUSH_FULL)) != OC_OK)
+        if ((st = oc__eng_flush(e, o, OC_ENG_FLUSH_FULL)) != OC_OK)
             return st;
     }
     return OC_ERR_NO_RESOURCE; /* not reached: a fresh buffer fits it */
 }
 
-oc_status_t oc_eng_put(oc_eng_t *e, oc_eng_out_t *o, uint32_t dst,
+oc_status_t oc__eng_put(oc_eng_t *e, oc_eng_out_t *o, uint32_t dst,
                        uint32_t src, const void *buf, size_t len)
 {
     oc_status_t st;
@@ -239,15 +239,15 @@ oc_status_t oc_eng_put(oc_eng_t *e, oc_eng_out_t *o, uint32_t dst,
     if (o->column)
         return put_column(e, o, dst, src, buf, len);
     for (int attempt = 0; attempt < 2; attempt++) {
-        if (o->buf == NULL && (st = oc_eng_open(e, o, dst, src, len)) != OC_OK)
+        if (o->buf == NULL && (st = oc__eng_open(e, o, dst, src, len)) != OC_OK)
             return st;
         if (o->item_len == len && o->fsrc == src && o->fdst == dst) {
             if (o->wp + o->stride <= o->end) {
-                o->wp = oc_wire_put_item(o->wp, buf, len);
+                o->wp = oc__wire_put_item(o->wp, buf, len);
                 return OC_OK;
             }
         } else {
-            size_t need = OC_WIRE_MSG_HDR_LEN + oc_wire_pad8(len);
+            size_t need = OC_WIRE_MSG_HDR_LEN + oc__wire_pad8(len);
             /* Another source or destination in a fixed buffer already a
              * quarter full: send it as it is (FULL: full for fixed form)
              * rather than rewrite it with headers — an agent sorting
@@ -257,26 +257,26 @@ oc_status_t oc_eng_put(oc_eng_t *e, oc_eng_out_t *o, uint32_t dst,
                 (size_t)(o->wp - o->buf->data) * 4 >= e->p.bundle_size)
                 goto full;
             if (o->item_len != OC_ENG_NO_ITEM) {
-                size_t mixed = (size_t)oc_eng_out_count(o) *
+                size_t mixed = (size_t)oc__eng_out_count(o) *
                                (o->stride + OC_WIRE_MSG_HDR_LEN);
                 if (OC_WIRE_HDR_LEN + mixed + need <= e->p.bundle_size)
                     to_mixed(o);
             }
             if (o->item_len == OC_ENG_NO_ITEM && o->wp + need <= o->end) {
-                o->wp = oc_wire_put_msg(o->wp, dst, src, buf, len);
+                o->wp = oc__wire_put_msg(o->wp, dst, src, buf, len);
                 o->count++;
                 return OC_OK;
             }
         }
 full:
         /* No room in this buffer: it is full for this message. */
-        if ((st = oc_eng_flush(e, o, OC_ENG_FLUSH_FULL)) != OC_OK)
+        if ((st = oc__eng_flush(e, o, OC_ENG_FLUSH_FULL)) != OC_OK)
             return st;
     }
     return OC_ERR_NO_RESOURCE; /* not reached: a fresh buffer fits it */
 }
 
-oc_status_t oc_eng_flush(oc_eng_t *e, oc_eng_out_t *o, oc_eng_flush_t why)
+oc_status_t oc__eng_flush(oc_eng_t *e, oc_eng_out_t *o, oc_eng_flush_t why)
 {
     oc_eng_buf_t *b = o->buf;
     oc_wire_hdr_t h;
@@ -286,16 +286,16 @@ oc_status_t oc_eng_flush(oc_eng_t *e, oc_eng_out_t *o, oc_eng_flush_t why)
         return OC_OK;
     len = (uint32_t)(o->wp - b->data);
     memset(&h, 0, sizeof(h));
-    h.count = oc_eng_out_count(o);
+    h.count = oc__eng_out_count(o);
     h.flags = o->flags;
     if (o->dcol != NULL) {
         /* column stream: the items move down behind the destinations
          * written (only a buffer sent before it filled has a gap) */
-        const size_t dbytes = oc_wire_col_dst_bytes(h.count);
+        const size_t dbytes = oc__wire_col_dst_bytes(h.count);
         const size_t ibytes = (size_t)h.count * o->stride;
         uint8_t *items = o->wp - ibytes;
         if (h.count & 1)
-            oc_wire_st32(o->dcol + 4 * (size_t)h.count, 0);
+            oc__wire_st32(o->dcol + 4 * (size_t)h.count, 0);
         if (items != o->dcol + dbytes)
             memmove(o->dcol + dbytes, items, ibytes);
         len = (uint32_t)(OC_WIRE_HDR_LEN + dbytes + ibytes);
@@ -317,7 +317,7 @@ oc_status_t oc_eng_flush(oc_eng_t *e, oc_eng_out_t *o, oc_eng_flush_t why)
     h.src_hop = e->p.src_hop;
     h.job = o->job;
     h.seq = o->seq++;
-    oc_wire_hdr_write(b->data, &h);
+    oc__wire_hdr_write(b->data, &h);
 
     o->buf = NULL;
     o->wp = o->end = NULL;
@@ -331,7 +331,7 @@ oc_status_t oc_eng_flush(oc_eng_t *e, oc_eng_out_t *o, oc_eng_flush_t why)
     return e->p.handoff(e->p.arg, o, b, len, h.count);
 }
 
-oc_status_t oc_eng_flush_dirty(oc_eng_t *e, oc_eng_flush_t why, uint64_t now)
+oc_status_t oc__eng_flush_dirty(oc_eng_t *e, oc_eng_flush_t why, uint64_t now)
 {
     uint32_t keep = 0;
     oc_status_t ret = OC_OK;
@@ -346,7 +346,7 @@ oc_status_t oc_eng_flush_dirty(oc_eng_t *e, oc_eng_flush_t why, uint64_t now)
             continue;
         }
         if (o->buf != NULL) {
-            oc_status_t st = oc_eng_flush(e, o, why);
+            oc_status_t st = oc__eng_flush(e, o, why);
             if (st != OC_OK)
                 ret = st;
         }
@@ -359,12 +359,12 @@ oc_status_t oc_eng_flush_dirty(oc_eng_t *e, oc_eng_flush_t why, uint64_t now)
     return ret;
 }
 
-oc_status_t oc_eng_policy(oc_eng_t *e, bool idle)
+oc_status_t oc__eng_policy(oc_eng_t *e, bool idle)
 {
     if (e->ndirty == 0)
         return OC_OK;
-    return idle ? oc_eng_flush_dirty(e, OC_ENG_FLUSH_IDLE, 0)
-                : oc_eng_flush_dirty(e, OC_ENG_FLUSH_TIMEOUT, oc_now_us());
+    return idle ? oc__eng_flush_dirty(e, OC_ENG_FLUSH_IDLE, 0)
+                : oc__eng_flush_dirty(e, OC_ENG_FLUSH_TIMEOUT, oc__now_us());
 }
 
 /* ---- sending ------------------------------------------------------------ */
@@ -394,19 +394,19 @@ static void send_done(oc_tr_op_t *op, oc_status_t st)
         if (o->blocked && o->inflight < e->p.max_inflight)
             unblock(e, o);
     }
-    oc_eng_buf_put(e, b);
+    oc__eng_buf_put(e, b);
     if (st != OC_OK && e->p.send_failed != NULL)
         e->p.send_failed(e->p.arg, o, st);
 }
 
-oc_status_t oc_eng_send(oc_eng_t *e, oc_eng_out_t *o, oc_tr_ep_t *ep,
+oc_status_t oc__eng_send(oc_eng_t *e, oc_eng_out_t *o, oc_tr_ep_t *ep,
                         uint64_t token, oc_eng_buf_t *b, uint32_t len)
 {
     oc_status_t st;
 
     b->op.token = token;
     b->out = o;
-    st = oc_tr_send(ep, OC_AM_BUNDLE, b->data, len, &b->op);
+    st = oc__tr_send(ep, OC_AM_BUNDLE, b->data, len, &b->op);
     if (st == OC_INPROGRESS) {
         e->inflight++;
         o->inflight++;
@@ -415,13 +415,13 @@ oc_status_t oc_eng_send(oc_eng_t *e, oc_eng_out_t *o, oc_tr_ep_t *ep,
             set_blocked(e, o, 1);
         return OC_OK;
     }
-    oc_eng_buf_put(e, b);
+    oc__eng_buf_put(e, b);
     return st;
 }
 
-void oc_eng_out_retire(oc_eng_t *e, oc_eng_out_t *o)
+void oc__eng_out_retire(oc_eng_t *e, oc_eng_out_t *o)
 {
-    oc_eng_flush(e, o, OC_ENG_FLUSH_EXPLICIT);
+    oc__eng_flush(e, o, OC_ENG_FLUSH_EXPLICIT);
     if (o->inflight > 0)
         for (uint64_t i = 0; i < e->p.nbufs; i++)
             if (e->descs[i].out == o)
@@ -437,7 +437,7 @@ void oc_eng_out_retire(oc_eng_t *e, oc_eng_out_t *o)
     o->listed = 0;
 }
 
-void oc_eng_counters(const oc_eng_t *e, oc_eng_counters_t *out)
+void oc__eng_counters(const oc_eng_t *e, oc_eng_counters_t *out)
 {
     const uint64_t *src = (const uint64_t *)&e->c;
     uint64_t *dst = (uint64_t *)out;
@@ -447,7 +447,7 @@ void oc_eng_counters(const oc_eng_t *e, oc_eng_counters_t *out)
 
 /* ---- receive ring ------------------------------------------------------- */
 
-oc_status_t oc_eng_ring_init(oc_eng_ring_t *r, oc_eng_t *e, uint32_t cap)
+oc_status_t oc__eng_ring_init(oc_eng_ring_t *r, oc_eng_t *e, uint32_t cap)
 {
     uint32_t c = 16;
     while (c < cap)
@@ -461,14 +461,14 @@ oc_status_t oc_eng_ring_init(oc_eng_ring_t *r, oc_eng_t *e, uint32_t cap)
     return OC_OK;
 }
 
-void oc_eng_ring_fini(oc_eng_ring_t *r)
+void oc__eng_ring_fini(oc_eng_ring_t *r)
 {
     free(r->q);
     r->q = NULL;
     r->count = r->cap = 0;
 }
 
-oc_eng_rx_t *oc_eng_ring_push(oc_eng_ring_t *r)
+oc_eng_rx_t *oc__eng_ring_push(oc_eng_ring_t *r)
 {
     oc_eng_rx_t *x;
     if (unlikely(r->count == r->cap)) {
@@ -481,22 +481,22 @@ oc_eng_rx_t *oc_eng_ring_push(oc_eng_ring_t *r)
             return NULL;
         }
         for (uint32_t i = 0; i < r->count; i++)
-            n[i] = *oc_eng_ring_at(r, i);
+            n[i] = *oc__eng_ring_at(r, i);
         free(r->q);
         r->q = n;
         r->head = 0;
         r->cap = ncap;
     }
-    x = oc_eng_ring_at(r, r->count);
+    x = oc__eng_ring_at(r, r->count);
     memset(x, 0, sizeof(*x));
     r->count++;
     return x;
 }
 
-void oc_eng_ring_compact(oc_eng_ring_t *r, uint32_t n, uint32_t kept)
+void oc__eng_ring_compact(oc_eng_ring_t *r, uint32_t n, uint32_t kept)
 {
     /* entries n..count-1 arrived during the scan: keep them, in order */
     for (uint32_t k = n; k < r->count; k++)
-        *oc_eng_ring_at(r, kept + (k - n)) = *oc_eng_ring_at(r, k);
+        *oc__eng_ring_at(r, kept + (k - n)) = *oc__eng_ring_at(r, k);
     r->count = kept + (r->count - n);
 }

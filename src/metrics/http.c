@@ -308,7 +308,7 @@ static enum MHD_Result send_metrics(oc_metrics_server_t *srv,
         buf.cap = srv->hint + 1;
         buf.data[0] = '\0';
     }
-    oc_prom_init(&p, &buf);
+    oc__prom_init(&p, &buf);
     st = srv->fill(srv->arg, &p);
     if (st != OC_OK)
         oc_warn(OC_COMP_AGENT,
@@ -316,9 +316,9 @@ static enum MHD_Result send_metrics(oc_metrics_server_t *srv,
                 "metrics: %s",
                 oc_status_string(st));
     else
-        st = oc_prom_status(&p); /* already logged by the writer */
+        st = oc__prom_status(&p); /* already logged by the writer */
     if (st != OC_OK) {
-        oc_prom_buf_free(&buf);
+        oc__prom_buf_free(&buf);
         snprintf(msg, sizeof(msg), "metrics unavailable: %s\n",
                  oc_status_string(st));
         return send_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, msg);
@@ -331,7 +331,7 @@ static enum MHD_Result send_metrics(oc_metrics_server_t *srv,
         r = MHD_create_response_from_buffer(buf.len, buf.data,
                                             MHD_RESPMEM_MUST_FREE);
     if (r == NULL)
-        oc_prom_buf_free(&buf);
+        oc__prom_buf_free(&buf);
     return send_response(conn, MHD_HTTP_OK, r, OC_METRICS_CONTENT_TYPE);
 }
 
@@ -358,7 +358,7 @@ static void conn_forget(oc_metrics_server_t *srv, hconn_t **pp)
 {
     hconn_t *h = *pp;
     *pp = h->next;
-    oc_guard_remove(&srv->guard, &h->slot);
+    oc__guard_remove(&srv->guard, &h->slot);
     free(h);
 }
 
@@ -375,9 +375,9 @@ static void conn_mark(oc_metrics_server_t *srv, struct MHD_Connection *conn,
     h = *conn_find(srv, fd);
     if (h != NULL && !h->killed) {
         if (pending)
-            oc_guard_rearm(&srv->guard, &h->slot, oc_now_us());
+            oc__guard_rearm(&srv->guard, &h->slot, oc__now_us());
         else
-            oc_guard_settle(&srv->guard, &h->slot);
+            oc__guard_settle(&srv->guard, &h->slot);
     }
     pthread_mutex_unlock(&srv->mu);
 }
@@ -419,12 +419,12 @@ static void accept_some(oc_metrics_server_t *srv)
         int fd;
 
         pthread_mutex_lock(&srv->mu);
-        if (oc_guard_accept(&srv->guard, srv->lfd, &fd, &ss, &sl) != OC_OK) {
+        if (oc__guard_accept(&srv->guard, srv->lfd, &fd, &ss, &sl) != OC_OK) {
             pthread_mutex_unlock(&srv->mu);
             return;
         }
         h = calloc(1, sizeof(*h));
-        if (h == NULL || !oc_guard_admit(&srv->guard, &evict)) {
+        if (h == NULL || !oc__guard_admit(&srv->guard, &evict)) {
             pthread_mutex_unlock(&srv->mu);
             free(h);
             close(fd);
@@ -432,7 +432,7 @@ static void accept_some(oc_metrics_server_t *srv)
         }
         if (evict != NULL) { /* the oldest unfinished request makes room */
             hconn_t *old = (hconn_t *)evict;
-            oc_guard_remove(&srv->guard, evict);
+            oc__guard_remove(&srv->guard, evict);
             old->killed = true;
             shutdown(old->fd, SHUT_RDWR);
         }
@@ -440,7 +440,7 @@ static void accept_some(oc_metrics_server_t *srv)
         if (*(pp = conn_find(srv, fd)) != NULL)
             conn_forget(srv, pp);
         h->fd = fd;
-        oc_guard_add(&srv->guard, &h->slot, oc_now_us());
+        oc__guard_add(&srv->guard, &h->slot, oc__now_us());
         h->next = srv->conns;
         srv->conns = h;
         pthread_mutex_unlock(&srv->mu);
@@ -461,14 +461,14 @@ static void *accept_thread(void *arg)
 
     for (;;) {
         struct pollfd p[2];
-        uint64_t now = oc_now_us();
+        uint64_t now = oc__now_us();
         oc_guard_slot_t *s;
         int wait = 1000;
         bool lok;
 
         pthread_mutex_lock(&srv->mu);
-        lok = oc_guard_listen_ok(&srv->guard, now, &wait);
-        wait = oc_guard_wait_ms(&srv->guard, now, wait);
+        lok = oc__guard_listen_ok(&srv->guard, now, &wait);
+        wait = oc__guard_wait_ms(&srv->guard, now, wait);
         pthread_mutex_unlock(&srv->mu);
         p[0].fd = srv->wake[0];
         p[0].events = POLLIN;
@@ -482,9 +482,9 @@ static void *accept_thread(void *arg)
         if (p[1].revents != 0)
             accept_some(srv);
         /* whole-request deadlines: shut the laggards down */
-        now = oc_now_us();
+        now = oc__now_us();
         pthread_mutex_lock(&srv->mu);
-        while ((s = oc_guard_expired(&srv->guard, now)) != NULL) {
+        while ((s = oc__guard_expired(&srv->guard, now)) != NULL) {
             hconn_t *h = (hconn_t *)s;
             h->killed = true;
             shutdown(h->fd, SHUT_RDWR);
@@ -536,14 +536,14 @@ static int bind_listener(const addr_t *a)
     return -1;
 }
 
-oc_status_t oc_metrics_server_start(const char *listen_addr,
+oc_status_t oc__metrics_server_start(const char *listen_addr,
                                     oc_metrics_fill_fn fill, void *arg,
                                     oc_metrics_server_t **out)
 {
-    return oc_metrics_server_start_limited(listen_addr, NULL, fill, arg, out);
+    return oc__metrics_server_start_limited(listen_addr, NULL, fill, arg, out);
 }
 
-oc_status_t oc_metrics_server_start_limited(const char *listen_addr,
+oc_status_t oc__metrics_server_start_limited(const char *listen_addr,
                                             const oc_guard_params_t *limits,
                                             oc_metrics_fill_fn fill, void *arg,
                                             oc_metrics_server_t **out)
@@ -584,7 +584,7 @@ oc_status_t oc_metrics_server_start_limited(const char *listen_addr,
     srv->lfd = fd;
     srv->wake[0] = srv->wake[1] = -1;
     pthread_mutex_init(&srv->mu, NULL);
-    oc_guard_init(&srv->guard, "metrics", limits != NULL ? limits : &dflt);
+    oc__guard_init(&srv->guard, "metrics", limits != NULL ? limits : &dflt);
     if (getsockname(fd, (struct sockaddr *)&bound, &bl) != 0)
         goto err_sys;
     memset(&b, 0, sizeof(b));
@@ -620,27 +620,27 @@ oc_status_t oc_metrics_server_start_limited(const char *listen_addr,
 err_sys:
     st = explain_failure(srv->shown, errno ? errno : ENOMEM);
 err:
-    oc_metrics_server_stop(srv);
+    oc__metrics_server_stop(srv);
     return st;
 }
 
-uint16_t oc_metrics_server_port(const oc_metrics_server_t *srv)
+uint16_t oc__metrics_server_port(const oc_metrics_server_t *srv)
 {
     return srv != NULL ? srv->port : 0;
 }
 
-const char *oc_metrics_server_addr(const oc_metrics_server_t *srv)
+const char *oc__metrics_server_addr(const oc_metrics_server_t *srv)
 {
     return srv != NULL ? srv->shown : "";
 }
 
-void oc_metrics_server_counters(oc_metrics_server_t *srv,
+void oc__metrics_server_counters(oc_metrics_server_t *srv,
                                 oc_guard_counters_t *out)
 {
-    oc_guard_counters(&srv->guard, out);
+    oc__guard_counters(&srv->guard, out);
 }
 
-void oc_metrics_server_stop(oc_metrics_server_t *srv)
+void oc__metrics_server_stop(oc_metrics_server_t *srv)
 {
     if (srv == NULL)
         return;

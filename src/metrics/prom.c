@@ -21,7 +21,7 @@
 static const char *const type_names[] = {"counter", "gauge", "histogram",
                                          "summary", "untyped"};
 
-const char *oc_prom_type_name(oc_prom_type_t type)
+const char *oc__prom_type_name(oc_prom_type_t type)
 {
     if ((unsigned)type > OC_PROM_UNTYPED)
         return "untyped";
@@ -30,7 +30,7 @@ const char *oc_prom_type_name(oc_prom_type_t type)
 
 /* ------------------------------------------------------------ writer */
 
-void oc_prom_buf_free(oc_prom_buf_t *buf)
+void oc__prom_buf_free(oc_prom_buf_t *buf)
 {
     if (buf == NULL)
         return;
@@ -102,7 +102,7 @@ static int buf_put_escaped(oc_prom_buf_t *b, const char *s, int quote)
     }
 }
 
-void oc_prom_init(oc_prom_t *p, oc_prom_buf_t *buf)
+void oc__prom_init(oc_prom_t *p, oc_prom_buf_t *buf)
 {
     p->buf = buf;
     p->start = buf->len;
@@ -111,7 +111,7 @@ void oc_prom_init(oc_prom_t *p, oc_prom_buf_t *buf)
     p->family[0] = '\0';
 }
 
-oc_status_t oc_prom_status(const oc_prom_t *p)
+oc_status_t oc__prom_status(const oc_prom_t *p)
 {
     return p->status;
 }
@@ -185,7 +185,7 @@ static int family_written(const oc_prom_t *p, const char *name, size_t n)
     return 0;
 }
 
-oc_status_t oc_prom_family(oc_prom_t *p, const char *name, const char *help,
+oc_status_t oc__prom_family(oc_prom_t *p, const char *name, const char *help,
                            oc_prom_type_t type)
 {
     oc_prom_buf_t *b = p->buf;
@@ -295,7 +295,7 @@ static oc_status_t sample(oc_prom_t *p, const char *name,
     return OC_OK;
 }
 
-oc_status_t oc_prom_sample(oc_prom_t *p, const char *name,
+oc_status_t oc__prom_sample(oc_prom_t *p, const char *name,
                            const oc_prom_label_t *labels, size_t nlabels,
                            uint64_t value)
 {
@@ -329,7 +329,7 @@ static void format_double(char *out, size_t size, double x)
     }
 }
 
-oc_status_t oc_prom_sample_f64(oc_prom_t *p, const char *name,
+oc_status_t oc__prom_sample_f64(oc_prom_t *p, const char *name,
                                const oc_prom_label_t *labels, size_t nlabels,
                                double value)
 {
@@ -340,7 +340,7 @@ oc_status_t oc_prom_sample_f64(oc_prom_t *p, const char *name,
 }
 
 
-oc_status_t oc_prom_histogram(oc_prom_t *p, const char *name,
+oc_status_t oc__prom_histogram(oc_prom_t *p, const char *name,
                               const oc_prom_label_t *labels, size_t nlabels,
                               const double *le, size_t nbuckets,
                               const uint64_t *counts, double sum)
@@ -369,10 +369,10 @@ oc_status_t oc_prom_histogram(oc_prom_t *p, const char *name,
             cum += counts != NULL ? counts[b] : 0;
             snprintf(v, sizeof(v), "+Inf");
         }
-        (void)oc_prom_sample(p, n, l, nlabels + 1, cum);
+        (void)oc__prom_sample(p, n, l, nlabels + 1, cum);
     }
     snprintf(n, sizeof(n), "%s_sum", name);
-    (void)oc_prom_sample_f64(p, n, labels, nlabels, sum);
+    (void)oc__prom_sample_f64(p, n, labels, nlabels, sum);
     snprintf(n, sizeof(n), "%s_count", name);
-    return oc_prom_sample(p, n, labels, nlabels, cum);
+    return oc__prom_sample(p, n, labels, nlabels, cum);
 }

@@ -249,7 +249,7 @@ static oc_status_t parse_comment(parser_t *ps, const char *s, const char *end)
     if (ps->fam_samples)
         return perr(ps, kw, "TYPE line after samples of the family");
     for (unsigned i = 0; i <= OC_PROM_UNTYPED && !found; i++)
-        if (token_is(t, te, oc_prom_type_name((oc_prom_type_t)i))) {
+        if (token_is(t, te, oc__prom_type_name((oc_prom_type_t)i))) {
             ps->famtype = (oc_prom_type_t)i;
             found = 1;
         }
@@ -435,7 +435,7 @@ static oc_status_t parse_all(parser_t *ps)
     return OC_OK;
 }
 
-oc_status_t oc_prom_parse(const char *text, size_t len, oc_prom_sample_fn cb,
+oc_status_t oc__prom_parse(const char *text, size_t len, oc_prom_sample_fn cb,
                           void *arg, oc_prom_error_t *err)
 {
     parser_t ps;

@@ -32,9 +32,9 @@ enum { REG_CAP = 0x00, REG_VS = 0x08, REG_CC = 0x14, REG_CSTS = 0x1c };
 
 #define NVME_VS_1_3 0x00010300u
 
-int oc_nvmf_cmd_dir_write(const uint8_t *sqe, int admin)
+int oc__nvmf_cmd_dir_write(const uint8_t *sqe, int admin)
 {
-    uint8_t opc = oc_sqe_opc(sqe);
+    uint8_t opc = oc__sqe_opc(sqe);
 
     if (opc == 0x7f) /* fabrics: direction from FCTYPE's low bits */
         return (sqe[4] & 0x03) == 0x01;
@@ -45,7 +45,7 @@ int oc_nvmf_cmd_dir_write(const uint8_t *sqe, int admin)
 static void done(oc_nvmf_cmd_t *cmd, uint16_t status)
 {
     cmd->status = status;
-    oc_nvmf_cmd_complete(cmd);
+    oc__nvmf_cmd_complete(cmd);
 }
 
 static void put_str(uint8_t *dst, size_t n, const char *s)
@@ -56,7 +56,7 @@ static void put_str(uint8_t *dst, size_t n, const char *s)
 }
 
 /* ------------------------------------------------------- controllers */
-void oc_nvmf_ctrl_destroy(oc_nvmf_ctrl_t *ctrl)
+void oc__nvmf_ctrl_destroy(oc_nvmf_ctrl_t *ctrl)
 {
     oc_nvmf_target_t *t = ctrl->tgt;
 
@@ -70,14 +70,14 @@ void oc_nvmf_ctrl_destroy(oc_nvmf_ctrl_t *ctrl)
         if (c) {
             ctrl->io[q] = NULL;
             c->ctrl = NULL;
-            oc_nvmf_conn_close(c, "its controller went away");
+            oc__nvmf_conn_close(c, "its controller went away");
         }
     }
     if (ctrl->admin) {
         oc_nvmf_conn_t *c = ctrl->admin;
         ctrl->admin = NULL;
         c->ctrl = NULL;
-        oc_nvmf_conn_close(c, "controller destroyed");
+        oc__nvmf_conn_close(c, "controller destroyed");
     }
     oc_info(LOGC, "nvmf: controller %u of %s for %s destroyed", ctrl->cntlid,
             ctrl->subsys->conf ? ctrl->subsys->conf->nqn : OC_NVMF_DISCOVERY_NQN,
@@ -126,9 +126,9 @@ static void do_connect(oc_nvmf_cmd_t *cmd)
     oc_nvmf_conn_t *c = cmd->conn;
     oc_nvmf_target_t *t = c->tgt;
     const uint8_t *s = cmd->sqe, *d = cmd->buf;
-    uint16_t recfmt = oc_le16(s + 40), qid = oc_le16(s + 42),
-             sqsize = oc_le16(s + 44);
-    uint32_t kato = oc_le32(s + 48);
+    uint16_t recfmt = oc__le16(s + 40), qid = oc__le16(s + 42),
+             sqsize = oc__le16(s + 44);
+    uint32_t kato = oc__le32(s + 48);
     char subnqn[OC_NVMF_NQN_MAX + 1], hostnqn[OC_NVMF_NQN_MAX + 1];
     oc_nvmf_subsys_t *sub;
     uint16_t cntlid;
@@ -147,8 +147,8 @@ static void do_connect(oc_nvmf_cmd_t *cmd)
     if (nqn_field(hostnqn, d + 512))
         return connect_reject(cmd, OC_NVME_SC_CONNECT_PARAM, IPO_DATA(512),
                               "host NQN malformed");
-    cntlid = oc_le16(d + 16);
-    sub = oc_nvmf_subsys_find(t, subnqn);
+    cntlid = oc__le16(d + 16);
+    sub = oc__nvmf_subsys_find(t, subnqn);
     if (!sub)
         return connect_reject(cmd, OC_NVME_SC_CONNECT_PARAM, IPO_DATA(256),
                               "no such subsystem");
@@ -180,7 +180,7 @@ static void do_connect(oc_nvmf_cmd_t *cmd)
         memcpy(ctrl->hostid, d, 16);
         ctrl->kato_ms = sub->discovery && kato == 0 ? 0 : kato;
         ctrl->admin = c;
-        ctrl->last_activity_ms = oc_nvmf_now_ms();
+        ctrl->last_activity_ms = oc__nvmf_now_ms();
         ctrl->next = t->ctrls;
         t->ctrls = ctrl;
         c->ctrl = ctrl;
@@ -233,13 +233,13 @@ static uint64_t reg_cap(void)
            | (1ull << 37);                       /* CSS: NVM command set */
 }
 
-void oc_nvmf_fabrics_exec(oc_nvmf_cmd_t *cmd)
+void oc__nvmf_fabrics_exec(oc_nvmf_cmd_t *cmd)
 {
     oc_nvmf_conn_t *c = cmd->conn;
     oc_nvmf_ctrl_t *ctrl = c->ctrl;
     const uint8_t *s = cmd->sqe;
     uint8_t fct = s[4], size = s[40] & 7;
-    uint32_t off = oc_le32(s + 44);
+    uint32_t off = oc__le32(s + 44);
     uint64_t v;
 
     if (fct == FCT_CONNECT)
@@ -264,7 +264,7 @@ void oc_nvmf_fabrics_exec(oc_nvmf_cmd_t *cmd)
     case FCT_PROP_SET:
         if (off != REG_CC || size != 0)
             return done(cmd, OC_NVME_SC_INVALID_FIELD);
-        v = oc_le64(s + 48);
+        v = oc__le64(s + 48);
         {
             uint32_t cc = (uint32_t)v, old = ctrl->cc;
             if ((cc & 1) && !(old & 1)) {
@@ -306,27 +306,27 @@ static void id_ctrl(oc_nvmf_cmd_t *cmd, uint8_t *b)
     b[72] = 6;                          /* RAB */
     b[76] = s->discovery ? 0 : 0x02;    /* CMIC: several controllers */
     b[77] = OC_NVMF_MDTS;
-    oc_put16(b + 78, ctrl->cntlid);
-    oc_put32(b + 80, NVME_VS_1_3);
-    oc_put32(b + 96, 1);                /* CTRATT: 128-bit host id */
+    oc__put16(b + 78, ctrl->cntlid);
+    oc__put32(b + 80, NVME_VS_1_3);
+    oc__put32(b + 96, 1);                /* CTRATT: 128-bit host id */
     b[111] = s->discovery ? 2 : 1;      /* CNTRLTYPE */
     b[258] = 3;                         /* ACL */
     b[259] = OC_NVMF_AERL;
     b[260] = 0x03;                      /* FRMW: one slot, read-only */
     b[261] = 0x04;                      /* LPA: extended Get Log Page data */
-    oc_put16(b + 320, 10);              /* KAS: 1 s granularity */
+    oc__put16(b + 320, 10);              /* KAS: 1 s granularity */
     b[512] = 0x66;                      /* SQES */
     b[513] = 0x44;                      /* CQES */
-    oc_put16(b + 514, OC_NVMF_QUEUE_DEPTH); /* MAXCMD */
-    oc_put32(b + 516, nn);
+    oc__put16(b + 514, OC_NVMF_QUEUE_DEPTH); /* MAXCMD */
+    oc__put32(b + 516, nn);
     if (!s->discovery) {
-        oc_put16(b + 520, 0x0c);        /* ONCS: DSM, Write Zeroes */
+        oc__put16(b + 520, 0x0c);        /* ONCS: DSM, Write Zeroes */
         b[525] = 0x01;                  /* VWC present: Flush honoured */
     }
-    oc_put32(b + 536, 1u | (1u << 20)); /* SGLS: SGLs, offsets in capsule */
+    oc__put32(b + 536, 1u | (1u << 20)); /* SGLS: SGLs, offsets in capsule */
     memcpy(b + 768, nqn, strlen(nqn));
-    oc_put32(b + 1792, (OC_NVME_SQE_LEN + OC_NVMF_INCAP) / 16); /* IOCCSZ */
-    oc_put32(b + 1796, 1);              /* IORCSZ */
+    oc__put32(b + 1792, (OC_NVME_SQE_LEN + OC_NVMF_INCAP) / 16); /* IOCCSZ */
+    oc__put32(b + 1796, 1);              /* IORCSZ */
     b[1803] = 1;                        /* MSDBD */
 }
 
@@ -340,9 +340,9 @@ static oc_nvmf_ns_t *ns_find(oc_nvmf_subsys_t *s, uint32_t nsid)
 
 static uint16_t id_ns(oc_nvmf_ns_t *ns, uint8_t *b)
 {
-    oc_put64(b, ns->nblocks);          /* NSZE */
-    oc_put64(b + 8, ns->nblocks);      /* NCAP */
-    oc_put64(b + 16, ns->nblocks);     /* NUSE */
+    oc__put64(b, ns->nblocks);          /* NSZE */
+    oc__put64(b + 8, ns->nblocks);      /* NCAP */
+    oc__put64(b + 16, ns->nblocks);     /* NUSE */
     b[24] = 0;                         /* NSFEAT */
     b[25] = 0;                         /* NLBAF: one format */
     b[26] = 0;                         /* FLBAS */
@@ -356,7 +356,7 @@ static void identify(oc_nvmf_cmd_t *cmd)
 {
     oc_nvmf_subsys_t *s = cmd->conn->ctrl->subsys;
     uint8_t cns = cmd->sqe[40], csi = cmd->sqe[47];
-    uint32_t nsid = oc_sqe_nsid(cmd->sqe);
+    uint32_t nsid = oc__sqe_nsid(cmd->sqe);
     uint8_t *b = cmd->buf;
     oc_nvmf_ns_t *ns;
 
@@ -390,7 +390,7 @@ static void identify(oc_nvmf_cmd_t *cmd)
                 list[j - 1] = x;
             }
         for (int i = 0; i < n; i++)
-            oc_put32(b + 4 * i, list[i]);
+            oc__put32(b + 4 * i, list[i]);
         return done(cmd, 0);
     }
     case 0x03: /* namespace identification descriptors */
@@ -437,9 +437,9 @@ static uint32_t discovery_log(oc_nvmf_target_t *t, const oc_nvmf_conn_t *c,
         e[1] = 1;                     /* ADRFAM: IPv4 */
         e[2] = 2;                     /* SUBTYPE: NVM subsystem */
         e[3] = 0x02;                  /* TREQ: secure channel not required */
-        oc_put16(e + 4, 1);           /* PORTID */
-        oc_put16(e + 6, 0xffff);      /* CNTLID: dynamic */
-        oc_put16(e + 8, 32);          /* ASQSZ */
+        oc__put16(e + 4, 1);           /* PORTID */
+        oc__put16(e + 6, 0xffff);      /* CNTLID: dynamic */
+        oc__put16(e + 8, 32);          /* ASQSZ */
         snprintf(svc, sizeof(svc), "%u", t->port);
         put_str(e + 32, 32, svc);
         memcpy(e + 256, s->conf->nqn, strlen(s->conf->nqn));
@@ -447,9 +447,9 @@ static uint32_t discovery_log(oc_nvmf_target_t *t, const oc_nvmf_conn_t *c,
         e[768] = 0;                   /* TSAS: no security */
         n++;
     }
-    oc_put64(page, 1);                /* GENCTR: entries never change */
-    oc_put64(page + 8, n);
-    oc_put16(page + 16, 0);
+    oc__put64(page, 1);                /* GENCTR: entries never change */
+    oc__put64(page + 8, n);
+    oc__put16(page + 16, 0);
     return 1024 + 1024 * n;
 }
 
@@ -460,8 +460,8 @@ static void get_log(oc_nvmf_cmd_t *cmd)
     const uint8_t *q = cmd->sqe;
     uint8_t lid = q[40];
     uint32_t numd =
-        ((uint32_t)oc_le16(q + 42) | ((uint32_t)oc_le16(q + 44) << 16)) + 1;
-    uint64_t off = oc_le64(q + 48);
+        ((uint32_t)oc__le16(q + 42) | ((uint32_t)oc__le16(q + 44) << 16)) + 1;
+    uint64_t off = oc__le64(q + 48);
     uint64_t len = (uint64_t)numd * 4;
     static uint8_t page[1024 + 1024 * OC_NVMF_MAX_SUBSYS];
     uint32_t plen;
@@ -481,7 +481,7 @@ static void get_log(oc_nvmf_cmd_t *cmd)
     case 0x02: /* SMART / health: all zero, temperature 300 K */
         if (s->discovery)
             return done(cmd, OC_NVME_SC_INVALID_LOG);
-        oc_put16(page + 1, 300);
+        oc__put16(page + 1, 300);
         plen = 512;
         break;
     case 0x03: /* firmware slot: slot 1 active */
@@ -511,9 +511,9 @@ static void features(oc_nvmf_cmd_t *cmd, int set)
 {
     oc_nvmf_ctrl_t *ctrl = cmd->conn->ctrl;
     uint8_t fid = cmd->sqe[40];
-    uint32_t dw11 = oc_sqe_cdw(cmd->sqe, 11);
+    uint32_t dw11 = oc__sqe_cdw(cmd->sqe, 11);
 
-    if (set && ((oc_sqe_cdw(cmd->sqe, 10) >> 31) & 1))
+    if (set && ((oc__sqe_cdw(cmd->sqe, 10) >> 31) & 1))
         return done(cmd, OC_SC(1, 0x0d)); /* saving: not supported */
     if (!set && ((cmd->sqe[41] >> 0) & 7) == 3) { /* SEL: capabilities */
         cmd->dw0 = 0x4; /* changeable */
@@ -565,10 +565,10 @@ static void features(oc_nvmf_cmd_t *cmd, int set)
     }
 }
 
-void oc_nvmf_admin_exec(oc_nvmf_cmd_t *cmd)
+void oc__nvmf_admin_exec(oc_nvmf_cmd_t *cmd)
 {
     oc_nvmf_ctrl_t *ctrl = cmd->conn->ctrl;
-    uint8_t opc = oc_sqe_opc(cmd->sqe);
+    uint8_t opc = oc__sqe_opc(cmd->sqe);
 
     if (!(ctrl->csts & 1) && opc != ADM_KEEP_ALIVE)
         return done(cmd, OC_NVME_SC_CMD_SEQ); /* CC.EN not set yet */

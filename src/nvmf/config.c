@@ -36,9 +36,9 @@ typedef struct {
     oc_conf_errors_t e;
 } ctx_t;
 
-#define cerr(x, ...) oc_conf_error(&(x)->e, (x)->file, (x)->line, __VA_ARGS__)
+#define cerr(x, ...) oc__conf_error(&(x)->e, (x)->file, (x)->line, __VA_ARGS__)
 
-int oc_nvmf_parse_hostport(const char *s, char *host, size_t hlen,
+int oc__nvmf_parse_hostport(const char *s, char *host, size_t hlen,
                            uint16_t *port)
 {
     const char *c = strrchr(s, ':');
@@ -117,7 +117,7 @@ static void parse_ns(ctx_t *x, oc_nvmf_subsys_conf_t *s, char **tok, int n)
     ns->block_size = 4096;
     ns->direct = -1;
     ns->line = x->line;
-    if (oc_kv_u64(tok[1], 1, 1024, &nsid) != 0) {
+    if (oc__kv_u64(tok[1], 1, 1024, &nsid) != 0) {
         cerr(x, "namespace id '%.32s': want 1..1024", tok[1]);
         return;
     }
@@ -135,7 +135,7 @@ static void parse_ns(ctx_t *x, oc_nvmf_subsys_conf_t *s, char **tok, int n)
     strcpy(ns->path, tok[2]);
     for (int i = 3; i < n; i++) {
         char why[200], *v;
-        int k = oc_kv_key(tok[i], keys, &seen, &v, why, sizeof(why));
+        int k = oc__kv_key(tok[i], keys, &seen, &v, why, sizeof(why));
         if (k < 0) {
             cerr(x, "namespace %u: %s", ns->nsid, why);
             continue;
@@ -184,7 +184,7 @@ static void parse_ns(ctx_t *x, oc_nvmf_subsys_conf_t *s, char **tok, int n)
     s->nns++;
 }
 
-oc_status_t oc_nvmf_conf_load(const char *file, oc_nvmf_conf_t *conf,
+oc_status_t oc__nvmf_conf_load(const char *file, oc_nvmf_conf_t *conf,
                               FILE *err)
 {
     ctx_t x = {.file = file, .e = {.echo = err}};
@@ -213,7 +213,7 @@ oc_status_t oc_nvmf_conf_load(const char *file, oc_nvmf_conf_t *conf,
                 ;
             continue;
         }
-        n = oc_kv_split(line, tok, MAX_TOK);
+        n = oc__kv_split(line, tok, MAX_TOK);
         if (n == 0)
             continue;
         if (n < 0) {
@@ -226,7 +226,7 @@ oc_status_t oc_nvmf_conf_load(const char *file, oc_nvmf_conf_t *conf,
             uint16_t port;
             char *dst = !strcmp(k, "listen") ? conf->listen : conf->metrics;
             if (n != 2 || strlen(tok[1]) >= 256 ||
-                oc_nvmf_parse_hostport(tok[1], h, sizeof(h), &port))
+                oc__nvmf_parse_hostport(tok[1], h, sizeof(h), &port))
                 cerr(&x, "%s: want HOST:PORT", k);
             else
                 strcpy(dst, tok[1]);
@@ -237,13 +237,13 @@ oc_status_t oc_nvmf_conf_load(const char *file, oc_nvmf_conf_t *conf,
                 strcpy(conf->advertise, tok[1]);
         } else if (!strcmp(k, "kato-grace-ms")) {
             uint64_t v;
-            if (n != 2 || oc_kv_u64(tok[1], 0, 600000, &v) != 0)
+            if (n != 2 || oc__kv_u64(tok[1], 0, 600000, &v) != 0)
                 cerr(&x, "kato-grace-ms: want 0..600000");
             else
                 conf->kato_grace_ms = (int)v;
         } else if (!strcmp(k, "send-timeout-ms")) {
             uint64_t v;
-            if (n != 2 || oc_kv_u64(tok[1], 100, 3600000, &v) != 0)
+            if (n != 2 || oc__kv_u64(tok[1], 100, 3600000, &v) != 0)
                 cerr(&x, "send-timeout-ms: want 100..3600000");
             else
                 conf->send_timeout_ms = (int)v;

@@ -7,7 +7,7 @@
  * connection is freed only when no io_uring operation points at it any
  * more (inflight_ops, counting its receive, its send and its commands'
  * file operations): every completion handler ends with
- * oc_nvmf_conn_release_op(), after which it must not touch the connection.
+ * oc__nvmf_conn_release_op(), after which it must not touch the connection.
  *
  * Trust: everything received is untrusted.  pdu.c checks each header
  * before its lengths are used; here the PDU sequence is checked (data for
@@ -57,13 +57,13 @@ static void conn_free(oc_nvmf_conn_t *c)
     free(c);
 }
 
-void oc_nvmf_conn_release_op(oc_nvmf_conn_t *c)
+void oc__nvmf_conn_release_op(oc_nvmf_conn_t *c)
 {
     if (--c->inflight_ops == 0 && c->state == OC_NVMF_CONN_CLOSING)
         conn_free(c);
 }
 
-void oc_nvmf_conn_accepted(oc_nvmf_target_t *t, int fd)
+void oc__nvmf_conn_accepted(oc_nvmf_target_t *t, int fd)
 {
     struct sockaddr_storage ss;
     socklen_t sl = sizeof(ss);
@@ -81,7 +81,7 @@ void oc_nvmf_conn_accepted(oc_nvmf_target_t *t, int fd)
     c->id = ++t->next_conn_id;
     c->lim.max_incap = OC_NVMF_INCAP;
     c->lim.max_h2c = OC_NVMF_MAXH2C;
-    c->rx_cap = oc_nvmf_pdu_max(&c->lim);
+    c->rx_cap = oc__nvmf_pdu_max(&c->lim);
     c->rx = malloc(c->rx_cap);
     if (!c->rx) {
         oc_error(LOGC, "nvmf: out of memory for a connection: closing it");
@@ -138,7 +138,7 @@ void oc_nvmf_conn_accepted(oc_nvmf_target_t *t, int fd)
 }
 
 /* ------------------------------------------------------------ closing */
-void oc_nvmf_conn_close(oc_nvmf_conn_t *c, const char *why)
+void oc__nvmf_conn_close(oc_nvmf_conn_t *c, const char *why)
 {
     oc_nvmf_ctrl_t *ctrl = c->ctrl;
 
@@ -148,7 +148,7 @@ void oc_nvmf_conn_close(oc_nvmf_conn_t *c, const char *why)
             (unsigned long long)c->id, c->peer, c->qid, why);
     c->state = OC_NVMF_CONN_CLOSING;
     shutdown(c->fd, SHUT_RDWR);
-    struct io_uring_sqe *sqe = oc_nvmf_sqe(c->tgt);
+    struct io_uring_sqe *sqe = oc__nvmf_sqe(c->tgt);
     if (sqe) {
         io_uring_prep_cancel_fd(sqe, c->fd, IORING_ASYNC_CANCEL_ALL);
         io_uring_sqe_set_data64(sqe, 0);
@@ -162,7 +162,7 @@ void oc_nvmf_conn_close(oc_nvmf_conn_t *c, const char *why)
         c->ctrl = NULL;
         if (ctrl->admin == c) {
             ctrl->admin = NULL;
-            oc_nvmf_ctrl_destroy(ctrl);
+            oc__nvmf_ctrl_destroy(ctrl);
         } else if (c->qid <= OC_NVMF_MAX_IO_QUEUES && ctrl->io[c->qid] == c) {
             ctrl->io[c->qid] = NULL;
         }
@@ -171,7 +171,7 @@ void oc_nvmf_conn_close(oc_nvmf_conn_t *c, const char *why)
         conn_free(c);
 }
 
-void oc_nvmf_conn_fatal(oc_nvmf_conn_t *c, uint16_t fes, uint32_t fei,
+void oc__nvmf_conn_fatal(oc_nvmf_conn_t *c, uint16_t fes, uint32_t fei,
                         const uint8_t *hdr, uint32_t hlen, const char *why)
 {
     uint8_t *p = c->ctl_buf;
@@ -187,9 +187,9 @@ void oc_nvmf_conn_fatal(oc_nvmf_conn_t *c, uint16_t fes, uint32_t fei,
     memset(p, 0, OC_NVMF_TERM_HLEN);
     p[0] = OC_NVMF_PDU_C2H_TERM;
     p[2] = OC_NVMF_TERM_HLEN;
-    oc_put32(p + 4, OC_NVMF_TERM_HLEN + n);
-    oc_put16(p + 8, fes);
-    oc_put32(p + 10, fei);
+    oc__put32(p + 4, OC_NVMF_TERM_HLEN + n);
+    oc__put16(p + 8, fes);
+    oc__put32(p + 10, fei);
     if (n)
         memcpy(p + OC_NVMF_TERM_HLEN, hdr, n);
     c->ctl_tx.iov[0].iov_base = p;
@@ -200,7 +200,7 @@ void oc_nvmf_conn_fatal(oc_nvmf_conn_t *c, uint16_t fes, uint32_t fei,
     c->ctl_tx.cmd = NULL;
     c->close_after_tx = 1;
     c->rx_head = c->rx_tail = 0;
-    oc_nvmf_tx_push(c, &c->ctl_tx);
+    oc__nvmf_tx_push(c, &c->ctl_tx);
 }
 
 /* -------------------------------------------------------------- send */
@@ -221,7 +221,7 @@ static void want_flush(oc_nvmf_conn_t *c)
     t->flush_list = c;
 }
 
-void oc_nvmf_conn_flush_all(oc_nvmf_target_t *t)
+void oc__nvmf_conn_flush_all(oc_nvmf_target_t *t)
 {
     while (t->flush_list) {
         oc_nvmf_conn_t *c = t->flush_list;
@@ -234,7 +234,7 @@ void oc_nvmf_conn_flush_all(oc_nvmf_target_t *t)
     }
 }
 
-void oc_nvmf_tx_push(oc_nvmf_conn_t *c, oc_nvmf_tx_t *tx)
+void oc__nvmf_tx_push(oc_nvmf_conn_t *c, oc_nvmf_tx_t *tx)
 {
     if (c->state == OC_NVMF_CONN_CLOSING) {
         if (tx->release_cmd && tx->cmd)
@@ -244,7 +244,7 @@ void oc_nvmf_tx_push(oc_nvmf_conn_t *c, oc_nvmf_tx_t *tx)
     tx->sent = 0;
     tx->next = NULL;
     if (!c->txq_head)
-        c->tx_progress_ms = oc_nvmf_now_ms();
+        c->tx_progress_ms = oc__nvmf_now_ms();
     if (c->txq_tail)
         c->txq_tail->next = tx;
     else
@@ -274,9 +274,9 @@ static void flush_tx(oc_nvmf_conn_t *c)
     }
     if (n == 0)
         return;
-    sqe = oc_nvmf_sqe(c->tgt);
+    sqe = oc__nvmf_sqe(c->tgt);
     if (!sqe) {
-        oc_nvmf_conn_close(c, "submission queue full");
+        oc__nvmf_conn_close(c, "submission queue full");
         return;
     }
     memset(&c->tx_msg, 0, sizeof(c->tx_msg));
@@ -294,7 +294,7 @@ static void cmd_free(oc_nvmf_conn_t *c, oc_nvmf_cmd_t *cmd)
     c->free_cmds[c->nfree++] = cmd->ttag;
 }
 
-void oc_nvmf_conn_send_done(oc_nvmf_conn_t *c, int res)
+void oc__nvmf_conn_send_done(oc_nvmf_conn_t *c, int res)
 {
     size_t left;
 
@@ -302,13 +302,13 @@ void oc_nvmf_conn_send_done(oc_nvmf_conn_t *c, int res)
     if (c->state == OC_NVMF_CONN_CLOSING)
         goto out;
     if (res < 0) {
-        oc_nvmf_conn_close(c, res == -EPIPE || res == -ECONNRESET
+        oc__nvmf_conn_close(c, res == -EPIPE || res == -ECONNRESET
                                   ? "peer went away" : "send failed");
         goto out;
     }
     left = (size_t)res;
     if (res > 0)
-        c->tx_progress_ms = oc_nvmf_now_ms();
+        c->tx_progress_ms = oc__nvmf_now_ms();
     while (c->txq_head) {
         oc_nvmf_tx_t *tx = c->txq_head;
         size_t take = tx->len - tx->sent;
@@ -327,13 +327,13 @@ void oc_nvmf_conn_send_done(oc_nvmf_conn_t *c, int res)
     if (c->txq_head)
         want_flush(c);
     else if (c->close_after_tx)
-        oc_nvmf_conn_close(c, "after a fatal error (C2HTermReq sent)");
+        oc__nvmf_conn_close(c, "after a fatal error (C2HTermReq sent)");
 out:
-    oc_nvmf_conn_release_op(c);
+    oc__nvmf_conn_release_op(c);
 }
 
 /* --------------------------------------------------- responses, R2T */
-void oc_nvmf_cmd_complete(oc_nvmf_cmd_t *cmd)
+void oc__nvmf_cmd_complete(oc_nvmf_cmd_t *cmd)
 {
     oc_nvmf_conn_t *c = cmd->conn;
     uint32_t hd = c->lim.hdgst ? OC_NVMF_DGST_LEN : 0;
@@ -350,8 +350,8 @@ void oc_nvmf_cmd_complete(oc_nvmf_cmd_t *cmd)
                                   memory_order_relaxed);
     tx->niov = 0;
     tx->len = 0;
-    if (cmd->status == 0 && cmd->data_len && !oc_nvmf_cmd_dir_write(
-            cmd->sqe, c->qid == 0 && oc_sqe_opc(cmd->sqe) != 0x7f)) {
+    if (cmd->status == 0 && cmd->data_len && !oc__nvmf_cmd_dir_write(
+            cmd->sqe, c->qid == 0 && oc__sqe_opc(cmd->sqe) != 0x7f)) {
         uint8_t *h = cmd->hdr;
         memset(h, 0, OC_NVMF_DATA_HLEN);
         h[0] = OC_NVMF_PDU_C2H_DATA;
@@ -359,18 +359,18 @@ void oc_nvmf_cmd_complete(oc_nvmf_cmd_t *cmd)
                (dd ? OC_NVMF_F_DDGST : 0);
         h[2] = OC_NVMF_DATA_HLEN;
         h[3] = (uint8_t)(OC_NVMF_DATA_HLEN + hd);
-        oc_put32(h + 4, OC_NVMF_DATA_HLEN + hd + cmd->data_len + dd);
-        oc_put16(h + 8, cmd->cid);
-        oc_put32(h + 12, 0);
-        oc_put32(h + 16, cmd->data_len);
+        oc__put32(h + 4, OC_NVMF_DATA_HLEN + hd + cmd->data_len + dd);
+        oc__put16(h + 8, cmd->cid);
+        oc__put32(h + 12, 0);
+        oc__put32(h + 16, cmd->data_len);
         if (hd)
-            oc_put32(h + OC_NVMF_DATA_HLEN, oc_crc32c(0, h, OC_NVMF_DATA_HLEN));
+            oc__put32(h + OC_NVMF_DATA_HLEN, oc__crc32c(0, h, OC_NVMF_DATA_HLEN));
         tx->iov[tx->niov].iov_base = h;
         tx->iov[tx->niov++].iov_len = OC_NVMF_DATA_HLEN + hd;
         tx->iov[tx->niov].iov_base = cmd->buf;
         tx->iov[tx->niov++].iov_len = cmd->data_len;
         if (dd) {
-            oc_put32(cmd->ddgst, oc_crc32c(0, cmd->buf, cmd->data_len));
+            oc__put32(cmd->ddgst, oc__crc32c(0, cmd->buf, cmd->data_len));
             tx->iov[tx->niov].iov_base = cmd->ddgst;
             tx->iov[tx->niov++].iov_len = dd;
         }
@@ -380,20 +380,20 @@ void oc_nvmf_cmd_complete(oc_nvmf_cmd_t *cmd)
     r[0] = OC_NVMF_PDU_RSP;
     r[1] = hd ? OC_NVMF_F_HDGST : 0;
     r[2] = OC_NVMF_RSP_HLEN;
-    oc_put32(r + 4, OC_NVMF_RSP_HLEN + hd);
-    oc_nvmf_cqe(r + 8, cmd->dw0, cmd->dw1, c->sqhd, cmd->cid, cmd->status);
+    oc__put32(r + 4, OC_NVMF_RSP_HLEN + hd);
+    oc__nvmf_cqe(r + 8, cmd->dw0, cmd->dw1, c->sqhd, cmd->cid, cmd->status);
     if (hd)
-        oc_put32(r + OC_NVMF_RSP_HLEN, oc_crc32c(0, r, OC_NVMF_RSP_HLEN));
+        oc__put32(r + OC_NVMF_RSP_HLEN, oc__crc32c(0, r, OC_NVMF_RSP_HLEN));
     tx->iov[tx->niov].iov_base = r;
     tx->iov[tx->niov++].iov_len = OC_NVMF_RSP_HLEN + hd;
     tx->len += OC_NVMF_RSP_HLEN + hd;
     tx->release_cmd = 1;
     tx->cmd = cmd;
     cmd->state = OC_NVMF_CMD_TX;
-    oc_nvmf_tx_push(c, tx);
+    oc__nvmf_tx_push(c, tx);
 }
 
-void oc_nvmf_cmd_r2t(oc_nvmf_cmd_t *cmd)
+void oc__nvmf_cmd_r2t(oc_nvmf_cmd_t *cmd)
 {
     oc_nvmf_conn_t *c = cmd->conn;
     uint32_t hd = c->lim.hdgst ? OC_NVMF_DGST_LEN : 0;
@@ -403,13 +403,13 @@ void oc_nvmf_cmd_r2t(oc_nvmf_cmd_t *cmd)
     h[0] = OC_NVMF_PDU_R2T;
     h[1] = hd ? OC_NVMF_F_HDGST : 0;
     h[2] = OC_NVMF_DATA_HLEN;
-    oc_put32(h + 4, OC_NVMF_DATA_HLEN + hd);
-    oc_put16(h + 8, cmd->cid);
-    oc_put16(h + 10, cmd->ttag);
-    oc_put32(h + 12, cmd->h2c_got);
-    oc_put32(h + 16, cmd->data_len - cmd->h2c_got);
+    oc__put32(h + 4, OC_NVMF_DATA_HLEN + hd);
+    oc__put16(h + 8, cmd->cid);
+    oc__put16(h + 10, cmd->ttag);
+    oc__put32(h + 12, cmd->h2c_got);
+    oc__put32(h + 16, cmd->data_len - cmd->h2c_got);
     if (hd)
-        oc_put32(h + OC_NVMF_DATA_HLEN, oc_crc32c(0, h, OC_NVMF_DATA_HLEN));
+        oc__put32(h + OC_NVMF_DATA_HLEN, oc__crc32c(0, h, OC_NVMF_DATA_HLEN));
     cmd->r2t_tx.iov[0].iov_base = h;
     cmd->r2t_tx.iov[0].iov_len = OC_NVMF_DATA_HLEN + hd;
     cmd->r2t_tx.niov = 1;
@@ -417,7 +417,7 @@ void oc_nvmf_cmd_r2t(oc_nvmf_cmd_t *cmd)
     cmd->r2t_tx.release_cmd = 0;
     cmd->r2t_tx.cmd = cmd;
     cmd->state = OC_NVMF_CMD_H2C;
-    oc_nvmf_tx_push(c, &cmd->r2t_tx);
+    oc__nvmf_tx_push(c, &cmd->r2t_tx);
 }
 
 /* ----------------------------------------------------------- receive */
@@ -429,9 +429,9 @@ static void arm_recv(oc_nvmf_conn_t *c)
         return;
     if (c->rx_head == c->rx_tail)
         c->rx_head = c->rx_tail = 0;
-    sqe = oc_nvmf_sqe(c->tgt);
+    sqe = oc__nvmf_sqe(c->tgt);
     if (!sqe) {
-        oc_nvmf_conn_close(c, "submission queue full");
+        oc__nvmf_conn_close(c, "submission queue full");
         return;
     }
     if (c->dr_state == 1)
@@ -457,11 +457,11 @@ static void handle_icreq(oc_nvmf_conn_t *c, const uint8_t *p)
     memset(r, 0, OC_NVMF_IC_LEN);
     r[0] = OC_NVMF_PDU_ICRESP;
     r[2] = OC_NVMF_IC_LEN;
-    oc_put32(r + 4, OC_NVMF_IC_LEN);
-    oc_put16(r + 8, 0);       /* PFV */
+    oc__put32(r + 4, OC_NVMF_IC_LEN);
+    oc__put16(r + 8, 0);       /* PFV */
     r[10] = 0;                /* CPDA: data right after the header */
     r[11] = dgst;             /* both digests as the host asked */
-    oc_put32(r + 12, OC_NVMF_MAXH2C);
+    oc__put32(r + 12, OC_NVMF_MAXH2C);
     c->ctl_tx.iov[0].iov_base = r;
     c->ctl_tx.iov[0].iov_len = OC_NVMF_IC_LEN;
     c->ctl_tx.niov = 1;
@@ -471,7 +471,7 @@ static void handle_icreq(oc_nvmf_conn_t *c, const uint8_t *p)
     oc_debug(LOGC, "nvmf: connection %llu: ICReq, header digest %s, data "
              "digest %s", (unsigned long long)c->id, c->lim.hdgst ? "on" : "off",
              c->lim.ddgst ? "on" : "off");
-    oc_nvmf_tx_push(c, &c->ctl_tx);
+    oc__nvmf_tx_push(c, &c->ctl_tx);
 }
 
 static void cmd_exec(oc_nvmf_cmd_t *cmd)
@@ -481,12 +481,12 @@ static void cmd_exec(oc_nvmf_cmd_t *cmd)
     cmd->state = OC_NVMF_CMD_EXEC;
     if (c->ctrl) /* the clock read when the capsule arrived: one per command */
         c->ctrl->last_activity_ms = cmd->start_ns / 1000000;
-    if (oc_sqe_opc(cmd->sqe) == 0x7f)
-        oc_nvmf_fabrics_exec(cmd);
+    if (oc__sqe_opc(cmd->sqe) == 0x7f)
+        oc__nvmf_fabrics_exec(cmd);
     else if (c->qid == 0)
-        oc_nvmf_admin_exec(cmd);
+        oc__nvmf_admin_exec(cmd);
     else
-        oc_nvmf_io_exec(cmd);
+        oc__nvmf_io_exec(cmd);
 }
 
 static int ensure_buf(oc_nvmf_cmd_t *cmd)
@@ -505,19 +505,19 @@ static void handle_capsule(oc_nvmf_conn_t *c, const uint8_t *p,
 {
     oc_nvmf_target_t *t = c->tgt;
     const uint8_t *sqe = p + OC_NVMF_CH_LEN;
-    int admin = c->qid == 0 && oc_sqe_opc(sqe) != 0x7f;
+    int admin = c->qid == 0 && oc__sqe_opc(sqe) != 0x7f;
     oc_nvmf_xfer_t kind = OC_NVMF_XFER_NONE;
     oc_nvmf_cmd_t *cmd;
     uint32_t len = 0;
 
     if (c->nfree == 0) {
-        oc_nvmf_conn_fatal(c, OC_NVMF_FES_PDU_SEQ, 0, p, in->hlen,
+        oc__nvmf_conn_fatal(c, OC_NVMF_FES_PDU_SEQ, 0, p, in->hlen,
                            "more commands than the queue holds");
         return;
     }
     cmd = &c->cmds[c->free_cmds[--c->nfree]];
     memcpy(cmd->sqe, sqe, OC_NVME_SQE_LEN);
-    cmd->cid = oc_sqe_cid(sqe);
+    cmd->cid = oc__sqe_cid(sqe);
     cmd->status = 0;
     cmd->dw0 = cmd->dw1 = 0;
     cmd->data_len = cmd->h2c_got = cmd->io_done = 0;
@@ -525,7 +525,7 @@ static void handle_capsule(oc_nvmf_conn_t *c, const uint8_t *p,
     cmd->fua = 0;
     cmd->ns = NULL;
     cmd->state = OC_NVMF_CMD_EXEC;
-    cmd->start_ns = oc_nvmf_now_ns();
+    cmd->start_ns = oc__nvmf_now_ns();
     atomic_store_explicit(&c->ncmds, c->ncmds + 1, memory_order_relaxed);
     if (c->connected)
         c->sqhd = (uint16_t)((c->sqhd + 1) % ((uint32_t)c->sqsize + 1));
@@ -533,33 +533,33 @@ static void handle_capsule(oc_nvmf_conn_t *c, const uint8_t *p,
                               memory_order_relaxed);
 
     if (in->data_len && c->lim.ddgst &&
-        oc_crc32c(0, p + in->data_off, in->data_len) !=
-            oc_le32(p + in->data_off + in->data_len)) {
+        oc__crc32c(0, p + in->data_off, in->data_len) !=
+            oc__le32(p + in->data_off + in->data_len)) {
         atomic_fetch_add_explicit(&t->st.data_digest_err, 1,
                                   memory_order_relaxed);
         oc_warn(LOGC, "nvmf: connection %llu: data digest error in command "
                 "cid %u", (unsigned long long)c->id, cmd->cid);
         cmd->status = OC_NVME_SC_TRANSIENT_XPORT;
-        oc_nvmf_cmd_complete(cmd);
+        oc__nvmf_cmd_complete(cmd);
         return;
     }
-    if (!c->connected && !(oc_sqe_opc(sqe) == 0x7f && sqe[4] == 0x01)) {
+    if (!c->connected && !(oc__sqe_opc(sqe) == 0x7f && sqe[4] == 0x01)) {
         atomic_fetch_add_explicit(&t->st.cmd_before_connect, 1,
                                   memory_order_relaxed);
         cmd->status = OC_NVME_SC_CMD_SEQ;
-        oc_nvmf_cmd_complete(cmd);
+        oc__nvmf_cmd_complete(cmd);
         return;
     }
-    cmd->status = oc_nvmf_sgl_decode(sqe, oc_nvmf_cmd_dir_write(sqe, admin),
+    cmd->status = oc__nvmf_sgl_decode(sqe, oc__nvmf_cmd_dir_write(sqe, admin),
                                      in->data_len, OC_NVMF_MAX_XFER, &kind,
                                      &len);
     if (cmd->status) {
-        oc_nvmf_cmd_complete(cmd);
+        oc__nvmf_cmd_complete(cmd);
         return;
     }
     if (kind != OC_NVMF_XFER_NONE && ensure_buf(cmd)) {
         cmd->status = OC_NVME_SC_INTERNAL;
-        oc_nvmf_cmd_complete(cmd);
+        oc__nvmf_cmd_complete(cmd);
         return;
     }
     cmd->data_len = len;
@@ -569,7 +569,7 @@ static void handle_capsule(oc_nvmf_conn_t *c, const uint8_t *p,
         cmd->h2c_got = len;
         break;
     case OC_NVMF_XFER_R2T:
-        oc_nvmf_cmd_r2t(cmd);
+        oc__nvmf_cmd_r2t(cmd);
         return;
     default:
         break;
@@ -581,19 +581,19 @@ static void handle_capsule(oc_nvmf_conn_t *c, const uint8_t *p,
 static oc_nvmf_cmd_t *h2c_validate(oc_nvmf_conn_t *c, const uint8_t *p,
                                    const oc_nvmf_pdu_info_t *in)
 {
-    uint16_t cccid = oc_le16(p + 8), ttag = oc_le16(p + 10);
-    uint32_t datao = oc_le32(p + 12);
+    uint16_t cccid = oc__le16(p + 8), ttag = oc__le16(p + 10);
+    uint32_t datao = oc__le32(p + 12);
     oc_nvmf_cmd_t *cmd;
 
     if (ttag >= OC_NVMF_CMD_SLOTS ||
         c->cmds[ttag].state != OC_NVMF_CMD_H2C) {
-        oc_nvmf_conn_fatal(c, OC_NVMF_FES_HDR_FIELD, 10, p, in->hlen,
+        oc__nvmf_conn_fatal(c, OC_NVMF_FES_HDR_FIELD, 10, p, in->hlen,
                            "H2CData for no transfer we asked for");
         return NULL;
     }
     cmd = &c->cmds[ttag];
     if (cmd->cid != cccid) {
-        oc_nvmf_conn_fatal(c, OC_NVMF_FES_HDR_FIELD, 8, p, in->hlen,
+        oc__nvmf_conn_fatal(c, OC_NVMF_FES_HDR_FIELD, 8, p, in->hlen,
                            "H2CData command id does not match its tag");
         return NULL;
     }
@@ -601,7 +601,7 @@ static oc_nvmf_cmd_t *h2c_validate(oc_nvmf_conn_t *c, const uint8_t *p,
         (uint64_t)datao + in->data_len > cmd->data_len) {
         atomic_fetch_add_explicit(&c->tgt->st.h2c_out_of_range, 1,
                                   memory_order_relaxed);
-        oc_nvmf_conn_fatal(c, OC_NVMF_FES_DATA_RANGE, 12, p, in->hlen,
+        oc__nvmf_conn_fatal(c, OC_NVMF_FES_DATA_RANGE, 12, p, in->hlen,
                            "H2CData outside the range of the R2T");
         return NULL;
     }
@@ -620,12 +620,12 @@ static void h2c_finish(oc_nvmf_conn_t *c, oc_nvmf_cmd_t *cmd, uint32_t datal,
     cmd->h2c_got += datal;
     if (cmd->h2c_got < cmd->data_len) {
         if (flags & OC_NVMF_F_LAST)
-            oc_nvmf_conn_fatal(c, OC_NVMF_FES_DATA_RANGE, 1, NULL, 0,
+            oc__nvmf_conn_fatal(c, OC_NVMF_FES_DATA_RANGE, 1, NULL, 0,
                                "last H2CData before all data");
         return;
     }
     if (cmd->status) {
-        oc_nvmf_cmd_complete(cmd);
+        oc__nvmf_cmd_complete(cmd);
         return;
     }
     cmd_exec(cmd);
@@ -640,10 +640,10 @@ static void handle_h2c(oc_nvmf_conn_t *c, const uint8_t *p,
     if (!cmd)
         return;
     if (c->lim.ddgst &&
-        oc_crc32c(0, p + in->data_off, in->data_len) !=
-            oc_le32(p + in->data_off + in->data_len))
+        oc__crc32c(0, p + in->data_off, in->data_len) !=
+            oc__le32(p + in->data_off + in->data_len))
         ok = 0;
-    memcpy(cmd->buf + oc_le32(p + 12), p + in->data_off, in->data_len);
+    memcpy(cmd->buf + oc__le32(p + 12), p + in->data_off, in->data_len);
     h2c_finish(c, cmd, in->data_len, in->flags, ok);
 }
 
@@ -666,10 +666,10 @@ static int h2c_try_direct(oc_nvmf_conn_t *c, const uint8_t *p, uint32_t avail,
     have = avail - in->data_off;
     if (have >= in->data_len)
         return 0; /* only the digest is missing */
-    if (hd && oc_crc32c(0, p, in->hlen) != oc_le32(p + in->hlen)) {
+    if (hd && oc__crc32c(0, p, in->hlen) != oc__le32(p + in->hlen)) {
         atomic_fetch_add_explicit(&c->tgt->st.hdr_digest_err, 1,
                                   memory_order_relaxed);
-        oc_nvmf_conn_fatal(c, OC_NVMF_FES_HDR_DIGEST, 0, p, in->hlen,
+        oc__nvmf_conn_fatal(c, OC_NVMF_FES_HDR_DIGEST, 0, p, in->hlen,
                            "header digest");
         return 1;
     }
@@ -677,7 +677,7 @@ static int h2c_try_direct(oc_nvmf_conn_t *c, const uint8_t *p, uint32_t avail,
     if (!cmd)
         return 1;
     c->dr_cmd = cmd;
-    c->dr_datao = oc_le32(p + 12);
+    c->dr_datao = oc__le32(p + 12);
     c->dr_datal = in->data_len;
     c->dr_flags = in->flags;
     c->dr_off = c->dr_datao + have;
@@ -698,8 +698,8 @@ static void handle_pdu(oc_nvmf_conn_t *c, const uint8_t *p,
         break;
     case OC_NVMF_PDU_H2C_TERM:
         oc_warn(LOGC, "nvmf: connection %llu (%s): host sent H2CTermReq, "
-                "FES %u", (unsigned long long)c->id, c->peer, oc_le16(p + 8));
-        oc_nvmf_conn_close(c, "host terminated the connection");
+                "FES %u", (unsigned long long)c->id, c->peer, oc__le16(p + 8));
+        oc__nvmf_conn_close(c, "host terminated the connection");
         break;
     case OC_NVMF_PDU_CMD:
         handle_capsule(c, p, in);
@@ -726,11 +726,11 @@ static void parse(oc_nvmf_conn_t *c)
             c->dr_state = 0;
             c->rx_head += OC_NVMF_DGST_LEN;
             h2c_finish(c, cmd, c->dr_datal, c->dr_flags,
-                       oc_crc32c(0, cmd->buf + c->dr_datao, c->dr_datal) ==
-                           oc_le32(p));
+                       oc__crc32c(0, cmd->buf + c->dr_datao, c->dr_datal) ==
+                           oc__le32(p));
             continue;
         }
-        rc = oc_nvmf_pdu_check(p, avail, &c->lim, &in);
+        rc = oc__nvmf_pdu_check(p, avail, &c->lim, &in);
         if (rc == OC_NVMF_PDU_NEED) {
             if (h2c_try_direct(c, p, avail, &in))
                 continue;
@@ -745,7 +745,7 @@ static void parse(oc_nvmf_conn_t *c)
             if (in.fes == OC_NVMF_FES_HDR_DIGEST)
                 atomic_fetch_add_explicit(&c->tgt->st.hdr_digest_err, 1,
                                           memory_order_relaxed);
-            oc_nvmf_conn_fatal(c, in.fes, in.fei, p, avail < 128 ? avail : 128,
+            oc__nvmf_conn_fatal(c, in.fes, in.fei, p, avail < 128 ? avail : 128,
                                in.why);
             break;
         }
@@ -756,13 +756,13 @@ static void parse(oc_nvmf_conn_t *c)
     }
 }
 
-void oc_nvmf_conn_recv_done(oc_nvmf_conn_t *c, int res)
+void oc__nvmf_conn_recv_done(oc_nvmf_conn_t *c, int res)
 {
     c->rx_armed = 0;
     if (c->state == OC_NVMF_CONN_CLOSING || c->close_after_tx)
         goto out;
     if (res <= 0) {
-        oc_nvmf_conn_close(c, res == 0 ? "peer closed the connection"
+        oc__nvmf_conn_close(c, res == 0 ? "peer closed the connection"
                                        : "receive failed");
         goto out;
     }
@@ -783,5 +783,5 @@ void oc_nvmf_conn_recv_done(oc_nvmf_conn_t *c, int res)
     parse(c);
     arm_recv(c);
 out:
-    oc_nvmf_conn_release_op(c);
+    oc__nvmf_conn_release_op(c);
 }

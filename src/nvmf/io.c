@@ -37,7 +37,7 @@ enum { IO_FLUSH = 0x00, IO_WRITE = 0x01, IO_READ = 0x02,
 const uint32_t oc_nvmf_lat_bounds_us[11] = {25,   50,   100,   250,   500, 1000,
                                             2500, 5000, 10000, 50000, 250000};
 
-void oc_nvmf_ns_stats_lat(oc_nvmf_ns_t *ns, oc_nvmf_conn_t *c,
+void oc__nvmf_ns_stats_lat(oc_nvmf_ns_t *ns, oc_nvmf_conn_t *c,
                           uint64_t ns_elapsed)
 {
     uint64_t us = ns_elapsed / 1000;
@@ -63,21 +63,21 @@ static void finish(oc_nvmf_cmd_t *cmd, uint16_t status)
 
     cmd->status = status;
     if (ns) {
-        uint8_t opc = oc_sqe_opc(cmd->sqe);
+        uint8_t opc = oc__sqe_opc(cmd->sqe);
         if (status)
             atomic_fetch_add_explicit(&ns->st.errors, 1, memory_order_relaxed);
         else if (opc == IO_READ || opc == IO_WRITE)
-            oc_nvmf_ns_stats_lat(ns, cmd->conn,
-                                 oc_nvmf_now_ns() - cmd->start_ns);
+            oc__nvmf_ns_stats_lat(ns, cmd->conn,
+                                 oc__nvmf_now_ns() - cmd->start_ns);
         if (opc == IO_WRITE || opc == IO_WRITE_ZEROES || opc == IO_DSM)
             cmd->data_len = 0; /* nothing goes back to the host */
     }
-    oc_nvmf_cmd_complete(cmd);
+    oc__nvmf_cmd_complete(cmd);
 }
 
 static struct io_uring_sqe *file_sqe(oc_nvmf_cmd_t *cmd)
 {
-    struct io_uring_sqe *sqe = oc_nvmf_sqe(cmd->conn->tgt);
+    struct io_uring_sqe *sqe = oc__nvmf_sqe(cmd->conn->tgt);
     if (sqe) {
         io_uring_sqe_set_data(sqe, &cmd->op);
         cmd->conn->inflight_ops++;
@@ -133,7 +133,7 @@ static void submit_wz_chunk(oc_nvmf_cmd_t *cmd)
     struct io_uring_sqe *sqe;
 
     memset(cmd->buf, 0, (size_t)n << ns->bs_shift);
-    if (oc_nvmf_ns_seal(ns, cmd->buf, lba, n))
+    if (oc__nvmf_ns_seal(ns, cmd->buf, lba, n))
         return finish(cmd, OC_NVME_SC_INTERNAL);
     sqe = file_sqe(cmd);
     if (!sqe)
@@ -151,8 +151,8 @@ static void submit_dsm(oc_nvmf_cmd_t *cmd)
 
     while (cmd->zr_lo < cmd->zr_hi) {
         const uint8_t *r = cmd->buf + 16 * cmd->zr_lo;
-        uint32_t nlb = oc_le32(r + 4);
-        uint64_t slba = oc_le64(r + 8);
+        uint32_t nlb = oc__le32(r + 4);
+        uint64_t slba = oc__le64(r + 8);
         struct io_uring_sqe *sqe;
         if (nlb == 0) {
             cmd->zr_lo++;
@@ -171,7 +171,7 @@ static void submit_dsm(oc_nvmf_cmd_t *cmd)
     finish(cmd, 0);
 }
 
-void oc_nvmf_io_file_done(oc_nvmf_cmd_t *cmd, int res)
+void oc__nvmf_io_file_done(oc_nvmf_cmd_t *cmd, int res)
 {
     oc_nvmf_ns_t *ns = cmd->ns;
 
@@ -195,7 +195,7 @@ void oc_nvmf_io_file_done(oc_nvmf_cmd_t *cmd, int res)
             return submit_rw(cmd);
         {
             int bad = 0;
-            uint64_t lba = oc_nvmf_ns_verify(ns, cmd->buf, cmd->slba,
+            uint64_t lba = oc__nvmf_ns_verify(ns, cmd->buf, cmd->slba,
                                              cmd->data_len >> ns->bs_shift,
                                              &bad);
             if (bad) {
@@ -242,7 +242,7 @@ void oc_nvmf_io_file_done(oc_nvmf_cmd_t *cmd, int res)
             cmd->zr_lo = 0;
             return submit_wz_chunk(cmd);
         }
-        oc_nvmf_ns_mark_zero(ns, cmd->slba, cmd->zr_hi);
+        oc__nvmf_ns_mark_zero(ns, cmd->slba, cmd->zr_hi);
         if (cmd->fua)
             return submit_sync(cmd, ST_SYNC_DATA);
         return finish(cmd, 0);
@@ -261,7 +261,7 @@ void oc_nvmf_io_file_done(oc_nvmf_cmd_t *cmd, int res)
     case ST_DSM: {
         const uint8_t *r = cmd->buf + 16 * cmd->zr_lo;
         if (res == 0)
-            oc_nvmf_ns_mark_zero(ns, oc_le64(r + 8), oc_le32(r + 4));
+            oc__nvmf_ns_mark_zero(ns, oc__le64(r + 8), oc__le32(r + 4));
         /* deallocation is advisory: a file system that cannot punch holes
          * keeps the data, which stays valid */
         cmd->zr_lo++;
@@ -279,12 +279,12 @@ static oc_nvmf_ns_t *ns_find(oc_nvmf_subsys_t *s, uint32_t nsid)
     return NULL;
 }
 
-void oc_nvmf_io_exec(oc_nvmf_cmd_t *cmd)
+void oc__nvmf_io_exec(oc_nvmf_cmd_t *cmd)
 {
     oc_nvmf_ctrl_t *ctrl = cmd->conn->ctrl;
     const uint8_t *s = cmd->sqe;
-    uint8_t opc = oc_sqe_opc(s);
-    uint32_t cdw12 = oc_sqe_cdw(s, 12);
+    uint8_t opc = oc__sqe_opc(s);
+    uint32_t cdw12 = oc__sqe_cdw(s, 12);
     uint64_t nlb;
     oc_nvmf_ns_t *ns;
 
@@ -292,7 +292,7 @@ void oc_nvmf_io_exec(oc_nvmf_cmd_t *cmd)
         return finish(cmd, OC_NVME_SC_CMD_SEQ);
     if (ctrl->subsys->discovery)
         return finish(cmd, OC_NVME_SC_INVALID_OPCODE);
-    ns = ns_find(ctrl->subsys, oc_sqe_nsid(s));
+    ns = ns_find(ctrl->subsys, oc__sqe_nsid(s));
     if (opc != IO_FLUSH && opc != IO_WRITE && opc != IO_READ &&
         opc != IO_WRITE_ZEROES && opc != IO_DSM) {
         atomic_fetch_add_explicit(&cmd->conn->tgt->st.invalid_opcode, 1,
@@ -302,7 +302,7 @@ void oc_nvmf_io_exec(oc_nvmf_cmd_t *cmd)
     if (!ns)
         return finish(cmd, OC_NVME_SC_INVALID_NS);
     cmd->ns = ns;
-    cmd->slba = oc_le64(s + 40);
+    cmd->slba = oc__le64(s + 40);
     nlb = (cdw12 & 0xffff) + 1;
     cmd->fua = (cdw12 >> 30) & 1;
 
@@ -319,7 +319,7 @@ void oc_nvmf_io_exec(oc_nvmf_cmd_t *cmd)
         cmd->io_done = 0;
         cmd->step = opc == IO_READ ? ST_READ : ST_WRITE;
         if (opc == IO_WRITE &&
-            oc_nvmf_ns_seal(ns, cmd->buf, cmd->slba, (uint32_t)nlb))
+            oc__nvmf_ns_seal(ns, cmd->buf, cmd->slba, (uint32_t)nlb))
             return finish(cmd, OC_NVME_SC_INTERNAL);
         return submit_rw(cmd);
     case IO_WRITE_ZEROES: {
@@ -346,19 +346,19 @@ void oc_nvmf_io_exec(oc_nvmf_cmd_t *cmd)
         return;
     }
     case IO_DSM: {
-        uint32_t nr = (oc_sqe_cdw(s, 10) & 0xff) + 1;
+        uint32_t nr = (oc__sqe_cdw(s, 10) & 0xff) + 1;
         if (cmd->data_len < nr * 16)
             return finish(cmd, OC_NVME_SC_SGL_LEN);
         for (uint32_t i = 0; i < nr; i++) {
             const uint8_t *r = cmd->buf + 16 * i;
-            uint64_t sl = oc_le64(r + 8), n = oc_le32(r + 4);
+            uint64_t sl = oc__le64(r + 8), n = oc__le32(r + 4);
             if (sl > ns->nblocks || n > ns->nblocks - sl)
                 return finish(cmd, OC_NVME_SC_LBA_RANGE);
         }
         atomic_fetch_add_explicit(&ns->st.dsm, 1, memory_order_relaxed);
         /* only Deallocate does anything; encrypted blocks are never
          * punched (zeros would decrypt to noise) */
-        if (!((oc_sqe_cdw(s, 11) >> 2) & 1) || ns->xts_enc)
+        if (!((oc__sqe_cdw(s, 11) >> 2) & 1) || ns->xts_enc)
             return finish(cmd, 0);
         cmd->zr_lo = 0;
         cmd->zr_hi = nr;

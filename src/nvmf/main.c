@@ -51,7 +51,7 @@ static void usage(FILE *out)
 static void fill_ns(oc_prom_t *p, oc_nvmf_target_t *t, const char *name,
                     const char *help, size_t field)
 {
-    oc_prom_family(p, name, help, OC_PROM_COUNTER);
+    oc__prom_family(p, name, help, OC_PROM_COUNTER);
     for (int i = 1; i <= t->nsubsys; i++)
         for (int j = 0; j < t->subsys[i].nns; j++) {
             oc_nvmf_ns_t *ns = t->subsys[i].ns[j];
@@ -59,7 +59,7 @@ static void fill_ns(oc_prom_t *p, oc_nvmf_target_t *t, const char *name,
             _Atomic uint64_t *v =
                 (_Atomic uint64_t *)((uint8_t *)&ns->st + field);
             snprintf(nsid, sizeof(nsid), "%u", ns->nsid);
-            oc_prom_sample(p, name,
+            oc__prom_sample(p, name,
                            OC_PROM_LABELS({"subsystem", t->subsys[i].conf->nqn},
                                           {"nsid", nsid}),
                            RELAXED(*v));
@@ -86,38 +86,38 @@ static oc_status_t fill(void *arg, oc_prom_t *p)
         {"host_stopped_reading", offsetof(oc_nvmf_stats_t, send_stalled)},
     };
 
-    oc_prom_family(p, OC_M_NVMF_CONNS_ACCEPTED,
+    oc__prom_family(p, OC_M_NVMF_CONNS_ACCEPTED,
                    "TCP connections accepted", OC_PROM_COUNTER);
-    oc_prom_sample(p, OC_M_NVMF_CONNS_ACCEPTED, NULL, 0,
+    oc__prom_sample(p, OC_M_NVMF_CONNS_ACCEPTED, NULL, 0,
                    RELAXED(s->conns_accepted));
-    oc_prom_family(p, OC_M_NVMF_CONNS, "open connections (queues)",
+    oc__prom_family(p, OC_M_NVMF_CONNS, "open connections (queues)",
                    OC_PROM_GAUGE);
-    oc_prom_sample(p, OC_M_NVMF_CONNS, NULL, 0,
+    oc__prom_sample(p, OC_M_NVMF_CONNS, NULL, 0,
                    RELAXED(s->conns_active));
-    oc_prom_family(p, OC_M_NVMF_CONNECTS,
+    oc__prom_family(p, OC_M_NVMF_CONNECTS,
                    "Fabrics Connect commands accepted", OC_PROM_COUNTER);
-    oc_prom_sample(p, OC_M_NVMF_CONNECTS, NULL, 0,
+    oc__prom_sample(p, OC_M_NVMF_CONNECTS, NULL, 0,
                    RELAXED(s->connect_ok));
-    oc_prom_family(p, OC_M_NVMF_REJECTS,
+    oc__prom_family(p, OC_M_NVMF_REJECTS,
                    "input refused, by reason (docs/nvmf.md)", OC_PROM_COUNTER);
     for (size_t i = 0; i < sizeof(rej) / sizeof(rej[0]); i++)
-        oc_prom_sample(p, OC_M_NVMF_REJECTS,
+        oc__prom_sample(p, OC_M_NVMF_REJECTS,
                        OC_PROM_LABELS({"reason", rej[i].reason}),
                        RELAXED(*(_Atomic uint64_t *)((uint8_t *)s + rej[i].off)));
-    oc_prom_family(p, OC_M_NVMF_COMMANDS, "commands received",
+    oc__prom_family(p, OC_M_NVMF_COMMANDS, "commands received",
                    OC_PROM_COUNTER);
-    oc_prom_sample(p, OC_M_NVMF_COMMANDS,
+    oc__prom_sample(p, OC_M_NVMF_COMMANDS,
                    OC_PROM_LABELS({"queue", "admin"}), RELAXED(s->admin_cmds));
-    oc_prom_sample(p, OC_M_NVMF_COMMANDS,
+    oc__prom_sample(p, OC_M_NVMF_COMMANDS,
                    OC_PROM_LABELS({"queue", "io"}), RELAXED(s->io_cmds));
-    oc_prom_family(p, OC_M_NVMF_H2C_DIRECT,
+    oc__prom_family(p, OC_M_NVMF_H2C_DIRECT,
                    "H2CData PDUs received straight into their command's "
                    "buffer (no copy)", OC_PROM_COUNTER);
-    oc_prom_sample(p, OC_M_NVMF_H2C_DIRECT, NULL, 0,
+    oc__prom_sample(p, OC_M_NVMF_H2C_DIRECT, NULL, 0,
                    RELAXED(s->h2c_direct));
-    oc_prom_family(p, OC_M_NVMF_COMMAND_ERRORS,
+    oc__prom_family(p, OC_M_NVMF_COMMAND_ERRORS,
                    "commands completed with an error status", OC_PROM_COUNTER);
-    oc_prom_sample(p, OC_M_NVMF_COMMAND_ERRORS, NULL, 0,
+    oc__prom_sample(p, OC_M_NVMF_COMMAND_ERRORS, NULL, 0,
                    RELAXED(s->cmd_errors));
 
 #define NSF(n, h, f) fill_ns(p, t, n, h, offsetof(oc_nvmf_ns_stats_t, f))
@@ -134,7 +134,7 @@ static oc_status_t fill(void *arg, oc_prom_t *p)
         "blocks that failed their checksum (Unrecovered Read Error)",
         integrity_errors);
 
-    oc_prom_family(p, OC_M_NVMF_NS_LATENCY,
+    oc__prom_family(p, OC_M_NVMF_NS_LATENCY,
                    "Read/Write latency, receipt to completion queued",
                    OC_PROM_HISTOGRAM);
     for (int i = 1; i <= t->nsubsys; i++)
@@ -151,21 +151,21 @@ static oc_status_t fill(void *arg, oc_prom_t *p)
                              oc_nvmf_lat_bounds_us[b] / 1e6);
                 else
                     snprintf(le, sizeof(le), "+Inf");
-                oc_prom_sample(p, OC_M_NVMF_NS_LATENCY "_bucket",
+                oc__prom_sample(p, OC_M_NVMF_NS_LATENCY "_bucket",
                                OC_PROM_LABELS({"subsystem", nqn},
                                               {"nsid", nsid}, {"le", le}),
                                cum);
             }
-            oc_prom_sample_f64(p, OC_M_NVMF_NS_LATENCY "_sum",
+            oc__prom_sample_f64(p, OC_M_NVMF_NS_LATENCY "_sum",
                                OC_PROM_LABELS({"subsystem", nqn},
                                               {"nsid", nsid}),
                                RELAXED(ns->st.lat_sum_ns) / 1e9);
-            oc_prom_sample(p, OC_M_NVMF_NS_LATENCY "_count",
+            oc__prom_sample(p, OC_M_NVMF_NS_LATENCY "_count",
                            OC_PROM_LABELS({"subsystem", nqn}, {"nsid", nsid}),
                            RELAXED(ns->st.lat_count));
         }
 
-    oc_prom_family(p, OC_M_NVMF_QUEUE_COMMANDS,
+    oc__prom_family(p, OC_M_NVMF_QUEUE_COMMANDS,
                    "commands per connected queue", OC_PROM_COUNTER);
     pthread_mutex_lock(&t->snap_lock);
     for (oc_nvmf_conn_t *c = t->conns; c; c = c->next) {
@@ -175,7 +175,7 @@ static oc_status_t fill(void *arg, oc_prom_t *p)
         snprintf(id, sizeof(id), "%llu", (unsigned long long)c->id);
         snprintf(qid, sizeof(qid), "%u", c->snap_qid);
         snprintf(cntlid, sizeof(cntlid), "%u", c->snap_cntlid);
-        oc_prom_sample(p, OC_M_NVMF_QUEUE_COMMANDS,
+        oc__prom_sample(p, OC_M_NVMF_QUEUE_COMMANDS,
                        OC_PROM_LABELS({"conn", id}, {"peer", c->peer},
                                       {"host", c->snap_host},
                                       {"subsystem", c->snap_sub},
@@ -183,7 +183,7 @@ static oc_status_t fill(void *arg, oc_prom_t *p)
                                       {"digest", c->snap_digest}),
                        RELAXED(c->ncmds));
     }
-    oc_prom_family(p, OC_M_NVMF_QUEUE_LATENCY,
+    oc__prom_family(p, OC_M_NVMF_QUEUE_LATENCY,
                    "Read/Write latency per connected I/O queue",
                    OC_PROM_HISTOGRAM);
     for (oc_nvmf_conn_t *c = t->conns; c; c = c->next) {
@@ -199,20 +199,20 @@ static oc_status_t fill(void *arg, oc_prom_t *p)
                 snprintf(le, sizeof(le), "%g", oc_nvmf_lat_bounds_us[b] / 1e6);
             else
                 snprintf(le, sizeof(le), "+Inf");
-            oc_prom_sample(p, OC_M_NVMF_QUEUE_LATENCY "_bucket",
+            oc__prom_sample(p, OC_M_NVMF_QUEUE_LATENCY "_bucket",
                            OC_PROM_LABELS({"conn", id}, {"qid", qid},
                                           {"le", le}),
                            cum);
         }
-        oc_prom_sample_f64(p, OC_M_NVMF_QUEUE_LATENCY "_sum",
+        oc__prom_sample_f64(p, OC_M_NVMF_QUEUE_LATENCY "_sum",
                            OC_PROM_LABELS({"conn", id}, {"qid", qid}),
                            RELAXED(c->lat_sum_ns) / 1e9);
-        oc_prom_sample(p, OC_M_NVMF_QUEUE_LATENCY "_count",
+        oc__prom_sample(p, OC_M_NVMF_QUEUE_LATENCY "_count",
                        OC_PROM_LABELS({"conn", id}, {"qid", qid}),
                        RELAXED(c->lat_count));
     }
     pthread_mutex_unlock(&t->snap_lock);
-    return oc_prom_status(p);
+    return oc__prom_status(p);
 }
 
 int main(int argc, char **argv)
@@ -241,32 +241,32 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    if (oc_nvmf_conf_load(cfg, &conf, stderr) != OC_OK)
+    if (oc__nvmf_conf_load(cfg, &conf, stderr) != OC_OK)
         return 1;
     sa.sa_handler = on_signal;
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
-    if (oc_nvmf_target_init(&tgt, &conf, check) != OC_OK) {
+    if (oc__nvmf_target_init(&tgt, &conf, check) != OC_OK) {
         fprintf(stderr, "offcore-nvmf: not started (reasons above)\n");
         return 1;
     }
     if (check) {
         printf("%s: configuration good: %d subsystem(s), listen %s\n", cfg,
                conf.nsubsys, conf.listen);
-        oc_nvmf_target_fini(&tgt);
+        oc__nvmf_target_fini(&tgt);
         return 0;
     }
     if (conf.metrics[0] &&
-        oc_metrics_server_start(conf.metrics, fill, &tgt, &msrv) != OC_OK) {
-        oc_nvmf_target_fini(&tgt);
+        oc__metrics_server_start(conf.metrics, fill, &tgt, &msrv) != OC_OK) {
+        oc__nvmf_target_fini(&tgt);
         return 1;
     }
     fprintf(stderr, "offcore-nvmf: listening on %s%s%s\n", conf.listen,
             msrv ? ", metrics on " : "", msrv ? conf.metrics : "");
-    oc_nvmf_target_run(&tgt, &stop_flag);
+    oc__nvmf_target_run(&tgt, &stop_flag);
     if (msrv)
-        oc_metrics_server_stop(msrv);
-    oc_nvmf_target_fini(&tgt);
+        oc__metrics_server_stop(msrv);
+    oc__nvmf_target_fini(&tgt);
     return 0;
 }

@@ -49,13 +49,13 @@ static int read_key(const char *path, uint8_t key[64])
     size_t n = 0;
     int rc = -1;
 
-    if (oc_secret_read(path, buf, sizeof(buf), &n, why, sizeof(why)) != OC_OK) {
+    if (oc__secret_read(path, buf, sizeof(buf), &n, why, sizeof(why)) != OC_OK) {
         oc_error(LOGC, "nvmf: %s", why);
         goto out;
     }
     if (n == 64)
         memcpy(key, buf, 64);
-    else if (oc_secret_hex(buf, n, key, 64) != 64) {
+    else if (oc__secret_hex(buf, n, key, 64) != 64) {
         oc_error(LOGC, "nvmf: key file %s: want 64 raw bytes or 128 hex "
                  "digits (AES-256-XTS takes two 256-bit keys)", path);
         goto out;
@@ -101,7 +101,7 @@ static int xts(EVP_CIPHER_CTX *ctx, uint8_t *blk, uint32_t bs, uint64_t lba)
     uint8_t iv[16] = {0};
     int outl = 0;
 
-    oc_put64(iv, lba);
+    oc__put64(iv, lba);
     if (!EVP_CipherInit_ex(ctx, NULL, NULL, NULL, iv, -1) ||
         !EVP_CipherUpdate(ctx, blk, &outl, blk, (int)bs) || outl != (int)bs)
         return -1;
@@ -129,7 +129,7 @@ static int meta_open(oc_nvmf_ns_t *ns, const char *path)
         if (fstat(fd, &st) || (size_t)st.st_size < len ||
             pread(fd, hdr, META_HDR, 0) != META_HDR ||
             memcmp(hdr, META_MAGIC, sizeof(META_MAGIC)) ||
-            oc_le32(hdr + 32) != ns->bs || oc_le64(hdr + 40) != ns->nblocks) {
+            oc__le32(hdr + 32) != ns->bs || oc__le64(hdr + 40) != ns->nblocks) {
             oc_error(LOGC, "nvmf: checksum file %s is not one for %s (%llu "
                      "blocks of %u bytes): move it away to rebuild it", path,
                      ns->path, (unsigned long long)ns->nblocks, ns->bs);
@@ -170,13 +170,13 @@ static int meta_open(oc_nvmf_ns_t *ns, const char *path)
                 memset(buf + r, 0, (n << ns->bs_shift) - (uint64_t)r);
             for (uint64_t i = 0; i < n; i++)
                 ns->crc[lba + i] =
-                    oc_crc32c(0, buf + (i << ns->bs_shift), ns->bs);
+                    oc__crc32c(0, buf + (i << ns->bs_shift), ns->bs);
         }
         free(buf);
         memset(hdr, 0, sizeof(hdr));
         memcpy(hdr, META_MAGIC, sizeof(META_MAGIC));
-        oc_put32(hdr + 32, ns->bs);
-        oc_put64(hdr + 40, ns->nblocks);
+        oc__put32(hdr + 32, ns->bs);
+        oc__put64(hdr + 40, ns->nblocks);
         memcpy(ns->meta_map, hdr, META_HDR);
         if (msync(ns->meta_map, len, MS_SYNC)) {
             oc_error(LOGC, "nvmf: %s: %s", path, strerror(errno));
@@ -196,7 +196,7 @@ err_unlink:
     return -1;
 }
 
-oc_status_t oc_nvmf_ns_open(const oc_nvmf_ns_conf_t *nc, const char *subnqn,
+oc_status_t oc__nvmf_ns_open(const oc_nvmf_ns_conf_t *nc, const char *subnqn,
                             oc_nvmf_ns_t **out)
 {
     oc_nvmf_ns_t *ns = calloc(1, sizeof(*ns));
@@ -289,11 +289,11 @@ oc_status_t oc_nvmf_ns_open(const oc_nvmf_ns_conf_t *nc, const char *subnqn,
     *out = ns;
     return OC_OK;
 err:
-    oc_nvmf_ns_close(ns);
+    oc__nvmf_ns_close(ns);
     return OC_ERR_CONFIG;
 }
 
-void oc_nvmf_ns_close(oc_nvmf_ns_t *ns)
+void oc__nvmf_ns_close(oc_nvmf_ns_t *ns)
 {
     if (!ns)
         return;
@@ -314,13 +314,13 @@ void oc_nvmf_ns_close(oc_nvmf_ns_t *ns)
     free(ns);
 }
 
-uint64_t oc_nvmf_ns_verify(oc_nvmf_ns_t *ns, uint8_t *buf, uint64_t lba,
+uint64_t oc__nvmf_ns_verify(oc_nvmf_ns_t *ns, uint8_t *buf, uint64_t lba,
                            uint32_t n, int *bad)
 {
     *bad = 0;
     for (uint32_t i = 0; i < n; i++) {
         uint8_t *blk = buf + ((size_t)i << ns->bs_shift);
-        if (ns->crc && oc_crc32c(0, blk, ns->bs) != ns->crc[lba + i]) {
+        if (ns->crc && oc__crc32c(0, blk, ns->bs) != ns->crc[lba + i]) {
             *bad = 1;
             return lba + i;
         }
@@ -332,26 +332,26 @@ uint64_t oc_nvmf_ns_verify(oc_nvmf_ns_t *ns, uint8_t *buf, uint64_t lba,
     return 0;
 }
 
-int oc_nvmf_ns_seal(oc_nvmf_ns_t *ns, uint8_t *buf, uint64_t lba, uint32_t n)
+int oc__nvmf_ns_seal(oc_nvmf_ns_t *ns, uint8_t *buf, uint64_t lba, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++) {
         uint8_t *blk = buf + ((size_t)i << ns->bs_shift);
         if (ns->xts_enc && xts(ns->xts_enc, blk, ns->bs, lba + i))
             return -1;
         if (ns->crc)
-            ns->crc[lba + i] = oc_crc32c(0, blk, ns->bs);
+            ns->crc[lba + i] = oc__crc32c(0, blk, ns->bs);
     }
     return 0;
 }
 
-void oc_nvmf_ns_mark_zero(oc_nvmf_ns_t *ns, uint64_t lba, uint64_t n)
+void oc__nvmf_ns_mark_zero(oc_nvmf_ns_t *ns, uint64_t lba, uint64_t n)
 {
     static uint8_t zero[4096];
     uint32_t c;
 
     if (!ns->crc)
         return;
-    c = oc_crc32c(0, zero, ns->bs);
+    c = oc__crc32c(0, zero, ns->bs);
     for (uint64_t i = 0; i < n; i++)
         ns->crc[lba + i] = c;
 }

@@ -32,7 +32,7 @@ static void crc_table_init(void)
     }
 }
 
-uint32_t oc_crc32c_ref(uint32_t crc, const void *buf, size_t len)
+uint32_t oc__crc32c_ref(uint32_t crc, const void *buf, size_t len)
 {
     const uint8_t *p = buf;
 
@@ -124,14 +124,14 @@ static void cpu_init(void)
 static pthread_once_t cpu_once = PTHREAD_ONCE_INIT;
 #endif
 
-uint32_t oc_crc32c(uint32_t crc, const void *buf, size_t len)
+uint32_t oc__crc32c(uint32_t crc, const void *buf, size_t len)
 {
 #if defined(__x86_64__)
     pthread_once(&cpu_once, cpu_init); /* tables ready before first use */
     if (have_sse42)
         return crc32c_sse42(crc, buf, len);
 #endif
-    return oc_crc32c_ref(crc, buf, len);
+    return oc__crc32c_ref(crc, buf, len);
 }
 
 /* --------------------------------------------------------- PDU checks */
@@ -144,7 +144,7 @@ static oc_nvmf_pdu_rc_t bad(oc_nvmf_pdu_info_t *info, uint16_t fes,
     return OC_NVMF_PDU_BAD;
 }
 
-uint32_t oc_nvmf_pdu_max(const oc_nvmf_pdu_limits_t *lim)
+uint32_t oc__nvmf_pdu_max(const oc_nvmf_pdu_limits_t *lim)
 {
     uint32_t m = OC_NVMF_IC_LEN;
     uint32_t cmd = OC_NVMF_CMD_HLEN + 2 * OC_NVMF_DGST_LEN + lim->max_incap;
@@ -160,7 +160,7 @@ uint32_t oc_nvmf_pdu_max(const oc_nvmf_pdu_limits_t *lim)
     return m;
 }
 
-oc_nvmf_pdu_rc_t oc_nvmf_pdu_check(const uint8_t *buf, size_t avail,
+oc_nvmf_pdu_rc_t oc__nvmf_pdu_check(const uint8_t *buf, size_t avail,
                                    const oc_nvmf_pdu_limits_t *lim,
                                    oc_nvmf_pdu_info_t *info)
 {
@@ -175,7 +175,7 @@ oc_nvmf_pdu_rc_t oc_nvmf_pdu_check(const uint8_t *buf, size_t avail,
     info->type = buf[0];
     info->flags = buf[1];
     info->hlen = buf[2];
-    info->plen = oc_le32(buf + 4);
+    info->plen = oc__le32(buf + 4);
     const uint8_t pdo = buf[3];
 
     switch (info->type) {
@@ -216,7 +216,7 @@ oc_nvmf_pdu_rc_t oc_nvmf_pdu_check(const uint8_t *buf, size_t avail,
         hd = lim->hdgst ? OC_NVMF_DGST_LEN : 0;
         dd = lim->ddgst ? OC_NVMF_DGST_LEN : 0;
     }
-    if (info->plen > oc_nvmf_pdu_max(lim))
+    if (info->plen > oc__nvmf_pdu_max(lim))
         return bad(info, OC_NVMF_FES_DATA_LIMIT, 4, "PDU longer than allowed");
 
     switch (info->type) {
@@ -263,7 +263,7 @@ oc_nvmf_pdu_rc_t oc_nvmf_pdu_check(const uint8_t *buf, size_t avail,
             info->need = OC_NVMF_DATA_HLEN;
             return OC_NVMF_PDU_NEED;
         }
-        uint32_t datal = oc_le32(buf + 16);
+        uint32_t datal = oc__le32(buf + 16);
         if (datal == 0)
             return bad(info, OC_NVMF_FES_HDR_FIELD, 16, "H2CData without data");
         if (datal > lim->max_h2c)
@@ -280,10 +280,10 @@ oc_nvmf_pdu_rc_t oc_nvmf_pdu_check(const uint8_t *buf, size_t avail,
         info->need = info->plen;
         return OC_NVMF_PDU_NEED;
     }
-    if (hd && oc_crc32c(0, buf, info->hlen) != oc_le32(buf + info->hlen))
+    if (hd && oc__crc32c(0, buf, info->hlen) != oc__le32(buf + info->hlen))
         return bad(info, OC_NVMF_FES_HDR_DIGEST, 0, "header digest");
     if (info->type == OC_NVMF_PDU_ICREQ) {
-        if (oc_le16(buf + 8) != 0)
+        if (oc__le16(buf + 8) != 0)
             return bad(info, OC_NVMF_FES_UNSUPPORTED, 8, "ICReq PDU format version");
         if (buf[10] > 31)
             return bad(info, OC_NVMF_FES_HDR_FIELD, 10, "ICReq HPDA");
@@ -294,18 +294,18 @@ oc_nvmf_pdu_rc_t oc_nvmf_pdu_check(const uint8_t *buf, size_t avail,
 }
 
 /* ------------------------------------------------------------ the SGL */
-uint16_t oc_nvmf_sgl_decode(const uint8_t *sqe, int dir_write, uint32_t incap,
+uint16_t oc__nvmf_sgl_decode(const uint8_t *sqe, int dir_write, uint32_t incap,
                             uint32_t max_len, oc_nvmf_xfer_t *kind,
                             uint32_t *len)
 {
-    uint8_t psdt = (uint8_t)(oc_sqe_flags(sqe) >> 6);
-    uint64_t addr = oc_le64(sqe + 24);
-    uint32_t l = oc_le32(sqe + 32);
+    uint8_t psdt = (uint8_t)(oc__sqe_flags(sqe) >> 6);
+    uint64_t addr = oc__le64(sqe + 24);
+    uint32_t l = oc__le32(sqe + 32);
     uint8_t type = sqe[39];
 
     if (psdt != 1 && psdt != 2) /* NVMe/TCP carries SGLs only, no PRPs */
         return OC_NVME_SC_INVALID_FIELD;
-    if (oc_sqe_flags(sqe) & 0x03) /* fused operations: not supported */
+    if (oc__sqe_flags(sqe) & 0x03) /* fused operations: not supported */
         return OC_NVME_SC_INVALID_FIELD;
     switch (type) {
     case OC_SGL_INCAPSULE:

@@ -60,42 +60,42 @@ enum {
 };
 
 /* --------------------------------------------------------- byte access */
-static inline uint16_t oc_le16(const uint8_t *p)
+static inline uint16_t oc__le16(const uint8_t *p)
 {
     return (uint16_t)(p[0] | (p[1] << 8));
 }
-static inline uint32_t oc_le32(const uint8_t *p)
+static inline uint32_t oc__le32(const uint8_t *p)
 {
     return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
            ((uint32_t)p[3] << 24);
 }
-static inline uint64_t oc_le64(const uint8_t *p)
+static inline uint64_t oc__le64(const uint8_t *p)
 {
-    return (uint64_t)oc_le32(p) | ((uint64_t)oc_le32(p + 4) << 32);
+    return (uint64_t)oc__le32(p) | ((uint64_t)oc__le32(p + 4) << 32);
 }
-static inline void oc_put16(uint8_t *p, uint16_t v)
+static inline void oc__put16(uint8_t *p, uint16_t v)
 {
     p[0] = (uint8_t)v;
     p[1] = (uint8_t)(v >> 8);
 }
-static inline void oc_put32(uint8_t *p, uint32_t v)
+static inline void oc__put32(uint8_t *p, uint32_t v)
 {
-    oc_put16(p, (uint16_t)v);
-    oc_put16(p + 2, (uint16_t)(v >> 16));
+    oc__put16(p, (uint16_t)v);
+    oc__put16(p + 2, (uint16_t)(v >> 16));
 }
-static inline void oc_put64(uint8_t *p, uint64_t v)
+static inline void oc__put64(uint8_t *p, uint64_t v)
 {
-    oc_put32(p, (uint32_t)v);
-    oc_put32(p + 4, (uint32_t)(v >> 32));
+    oc__put32(p, (uint32_t)v);
+    oc__put32(p + 4, (uint32_t)(v >> 32));
 }
 
 /* ------------------------------------------------------------- CRC32C */
 /** CRC32C (Castagnoli) of @p len bytes, continuing @p crc (start with 0):
  *  the NVMe/TCP header and data digest.  SSE4.2 when the CPU has it, a
  *  table otherwise (crc32c.c says why no library).  Thread-safe. */
-uint32_t oc_crc32c(uint32_t crc, const void *buf, size_t len);
+uint32_t oc__crc32c(uint32_t crc, const void *buf, size_t len);
 /** The table version, always: the oracle the tests hold the fast one to. */
-uint32_t oc_crc32c_ref(uint32_t crc, const void *buf, size_t len);
+uint32_t oc__crc32c_ref(uint32_t crc, const void *buf, size_t len);
 
 /* ---------------------------------------------------- the PDU checker */
 
@@ -141,25 +141,25 @@ typedef struct {
  *         never more than the largest PDU @p lim allows), OC_NVMF_PDU_OK,
  *         or OC_NVMF_PDU_BAD (info->fes, fei, why set).
  */
-oc_nvmf_pdu_rc_t oc_nvmf_pdu_check(const uint8_t *buf, size_t avail,
+oc_nvmf_pdu_rc_t oc__nvmf_pdu_check(const uint8_t *buf, size_t avail,
                                    const oc_nvmf_pdu_limits_t *lim,
                                    oc_nvmf_pdu_info_t *info);
 
 /** Largest PDU a host may send under @p lim: the receive buffer size. */
-uint32_t oc_nvmf_pdu_max(const oc_nvmf_pdu_limits_t *lim);
+uint32_t oc__nvmf_pdu_max(const oc_nvmf_pdu_limits_t *lim);
 
 /* --------------------------------------------- NVMe command fields (SQE) */
 #define OC_NVME_SQE_LEN 64
 #define OC_NVME_CQE_LEN 16
 
-static inline uint8_t oc_sqe_opc(const uint8_t *s) { return s[0]; }
-static inline uint8_t oc_sqe_flags(const uint8_t *s) { return s[1]; }
-static inline uint16_t oc_sqe_cid(const uint8_t *s) { return oc_le16(s + 2); }
-static inline uint32_t oc_sqe_nsid(const uint8_t *s) { return oc_le32(s + 4); }
+static inline uint8_t oc__sqe_opc(const uint8_t *s) { return s[0]; }
+static inline uint8_t oc__sqe_flags(const uint8_t *s) { return s[1]; }
+static inline uint16_t oc__sqe_cid(const uint8_t *s) { return oc__le16(s + 2); }
+static inline uint32_t oc__sqe_nsid(const uint8_t *s) { return oc__le32(s + 4); }
 /* command dwords 10..15 */
-static inline uint32_t oc_sqe_cdw(const uint8_t *s, int n)
+static inline uint32_t oc__sqe_cdw(const uint8_t *s, int n)
 {
-    return oc_le32(s + 4 * n);
+    return oc__le32(s + 4 * n);
 }
 
 /* SGL descriptor in DPTR (bytes 24..39) */
@@ -180,7 +180,7 @@ typedef enum {
  * @return 0 and *kind / *len set, or the NVMe status (SCT<<8|SC) to
  * complete the command with.
  */
-uint16_t oc_nvmf_sgl_decode(const uint8_t *sqe, int dir_write, uint32_t incap,
+uint16_t oc__nvmf_sgl_decode(const uint8_t *sqe, int dir_write, uint32_t incap,
                             uint32_t max_len, oc_nvmf_xfer_t *kind,
                             uint32_t *len);
 
@@ -215,7 +215,7 @@ enum {
 };
 
 /** Fill a 16-byte CQE. */
-static inline void oc_nvmf_cqe(uint8_t *cqe, uint32_t dw0, uint32_t dw1,
+static inline void oc__nvmf_cqe(uint8_t *cqe, uint32_t dw0, uint32_t dw1,
                                uint16_t sqhd, uint16_t cid, uint16_t status)
 {
     uint16_t sf = (uint16_t)(status << 1);
@@ -223,12 +223,12 @@ static inline void oc_nvmf_cqe(uint8_t *cqe, uint32_t dw0, uint32_t dw1,
         sf |= 0x8000; /* DNR: every error here is final for the command */
     if (status == OC_NVME_SC_TRANSIENT_XPORT)
         sf &= 0x7fff; /* a digest error may be retried */
-    oc_put32(cqe, dw0);
-    oc_put32(cqe + 4, dw1);
-    oc_put16(cqe + 8, sqhd);
-    oc_put16(cqe + 10, 0);
-    oc_put16(cqe + 12, cid);
-    oc_put16(cqe + 14, sf);
+    oc__put32(cqe, dw0);
+    oc__put32(cqe + 4, dw1);
+    oc__put16(cqe + 8, sqhd);
+    oc__put16(cqe + 10, 0);
+    oc__put16(cqe + 12, cid);
+    oc__put16(cqe + 14, sf);
 }
 
 #endif

@@ -5,7 +5,7 @@
  * SIGTERM/SIGINT: stop accepting, let in-flight commands finish (10 s at
  * most), then close every connection.
  *
- * Threading: oc_nvmf_target_run() runs on one thread that owns everything
+ * Threading: oc__nvmf_target_run() runs on one thread that owns everything
  * below; other threads may only read the statistics (atomics) and, under
  * snap_lock, the connection list.
  */
@@ -27,19 +27,19 @@
 #define RING_ENTRIES 4096
 #define DRAIN_MS 10000
 
-uint64_t oc_nvmf_now_ns(void)
+uint64_t oc__nvmf_now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-uint64_t oc_nvmf_now_ms(void)
+uint64_t oc__nvmf_now_ms(void)
 {
-    return oc_nvmf_now_ns() / 1000000;
+    return oc__nvmf_now_ns() / 1000000;
 }
 
-struct io_uring_sqe *oc_nvmf_sqe(oc_nvmf_target_t *t)
+struct io_uring_sqe *oc__nvmf_sqe(oc_nvmf_target_t *t)
 {
     struct io_uring_sqe *sqe = io_uring_get_sqe(&t->ring);
     if (!sqe) { /* full: hand what is queued to the kernel, then retry */
@@ -49,7 +49,7 @@ struct io_uring_sqe *oc_nvmf_sqe(oc_nvmf_target_t *t)
     return sqe;
 }
 
-oc_nvmf_subsys_t *oc_nvmf_subsys_find(oc_nvmf_target_t *t, const char *nqn)
+oc_nvmf_subsys_t *oc__nvmf_subsys_find(oc_nvmf_target_t *t, const char *nqn)
 {
     if (!strcmp(nqn, OC_NVMF_DISCOVERY_NQN))
         return &t->subsys[0];
@@ -65,7 +65,7 @@ static int listen_on(oc_nvmf_target_t *t, const char *addr)
     struct addrinfo hints = {0}, *ai = NULL;
     int fd, one = 1, rc;
 
-    if (oc_nvmf_parse_hostport(addr, host, sizeof(host), &t->port)) {
+    if (oc__nvmf_parse_hostport(addr, host, sizeof(host), &t->port)) {
         oc_error(LOGC, "nvmf: listen address '%s': want HOST:PORT", addr);
         return -1;
     }
@@ -106,7 +106,7 @@ static int listen_on(oc_nvmf_target_t *t, const char *addr)
     return 0;
 }
 
-oc_status_t oc_nvmf_target_init(oc_nvmf_target_t *t, oc_nvmf_conf_t *conf,
+oc_status_t oc__nvmf_target_init(oc_nvmf_target_t *t, oc_nvmf_conf_t *conf,
                                 int check_only)
 {
     int rc;
@@ -119,19 +119,19 @@ oc_status_t oc_nvmf_target_init(oc_nvmf_target_t *t, oc_nvmf_conf_t *conf,
     snprintf(t->subsys[0].serial, sizeof(t->subsys[0].serial), "discovery");
     for (int i = 0; i < conf->nsubsys; i++) {
         oc_nvmf_subsys_t *s = &t->subsys[i + 1];
-        uint32_t h = oc_crc32c(0, conf->subsys[i].nqn,
+        uint32_t h = oc__crc32c(0, conf->subsys[i].nqn,
                                strlen(conf->subsys[i].nqn));
         s->conf = &conf->subsys[i];
         snprintf(s->serial, sizeof(s->serial), "OC%08x", h);
         t->nsubsys = i + 1;
         for (int j = 0; j < s->conf->nns; j++) {
-            oc_status_t st = oc_nvmf_ns_open(&s->conf->ns[j], s->conf->nqn,
+            oc_status_t st = oc__nvmf_ns_open(&s->conf->ns[j], s->conf->nqn,
                                              &s->ns[j]);
             if (st != OC_OK) {
                 oc_error(LOGC, "nvmf: config line %d: namespace %u of %s "
                          "cannot be used (above)", s->conf->ns[j].line,
                          s->conf->ns[j].nsid, s->conf->nqn);
-                oc_nvmf_target_fini(t);
+                oc__nvmf_target_fini(t);
                 return st;
             }
             s->nns = j + 1;
@@ -148,7 +148,7 @@ oc_status_t oc_nvmf_target_init(oc_nvmf_target_t *t, oc_nvmf_conf_t *conf,
     if (rc) {
         oc_error(LOGC, "nvmf: io_uring_queue_init: %s", strerror(-rc));
         t->ring.ring_fd = -1;
-        oc_nvmf_target_fini(t);
+        oc__nvmf_target_fini(t);
         return OC_ERR_UNSUPPORTED;
     }
     /* the namespaces' files in the ring's file table: Read and Write then
@@ -169,20 +169,20 @@ oc_status_t oc_nvmf_target_init(oc_nvmf_target_t *t, oc_nvmf_conf_t *conf,
     if (check_only) /* a running target may hold the port: do not bind */
         return OC_OK;
     if (listen_on(t, conf->listen)) {
-        oc_nvmf_target_fini(t);
+        oc__nvmf_target_fini(t);
         return OC_ERR_CONFIG;
     }
     return OC_OK;
 }
 
-void oc_nvmf_target_fini(oc_nvmf_target_t *t)
+void oc__nvmf_target_fini(oc_nvmf_target_t *t)
 {
     if (t->listen_fd >= 0)
         close(t->listen_fd);
     t->listen_fd = -1;
     for (int i = 1; i <= t->nsubsys; i++)
         for (int j = 0; j < t->subsys[i].nns; j++) {
-            oc_nvmf_ns_close(t->subsys[i].ns[j]);
+            oc__nvmf_ns_close(t->subsys[i].ns[j]);
             t->subsys[i].ns[j] = NULL;
         }
     if (t->ring.ring_fd > 0)
@@ -197,7 +197,7 @@ static void arm_accept(oc_nvmf_target_t *t)
 
     if (t->accept_armed || t->draining || t->listen_fd < 0)
         return;
-    sqe = oc_nvmf_sqe(t);
+    sqe = oc__nvmf_sqe(t);
     if (!sqe)
         return;
     io_uring_prep_accept(sqe, t->listen_fd, NULL, NULL, SOCK_CLOEXEC);
@@ -222,7 +222,7 @@ static int busy(oc_nvmf_target_t *t)
 
 static void tick(oc_nvmf_target_t *t)
 {
-    uint64_t now = oc_nvmf_now_ms();
+    uint64_t now = oc__nvmf_now_ms();
 
     for (oc_nvmf_ctrl_t *ctrl = t->ctrls, *next; ctrl; ctrl = next) {
         next = ctrl->next;
@@ -236,7 +236,7 @@ static void tick(oc_nvmf_target_t *t)
                     ctrl->hostnqn,
                     (unsigned long long)(now - ctrl->last_activity_ms),
                     ctrl->kato_ms);
-            oc_nvmf_ctrl_destroy(ctrl);
+            oc__nvmf_ctrl_destroy(ctrl);
         }
     }
     for (oc_nvmf_conn_t *c = t->conns, *next; c; c = next) {
@@ -250,7 +250,7 @@ static void tick(oc_nvmf_target_t *t)
                     c->peer, t->conf->send_timeout_ms);
             /* closing an admin queue closes its controller's other queues,
              * which may be next: start over from the head */
-            oc_nvmf_conn_close(c, "host stopped reading");
+            oc__nvmf_conn_close(c, "host stopped reading");
             next = t->conns;
         }
     }
@@ -265,15 +265,15 @@ static void tick(oc_nvmf_target_t *t)
                 ;
             if (!c)
                 break;
-            oc_nvmf_conn_close(c, "target shutting down");
+            oc__nvmf_conn_close(c, "target shutting down");
         }
         for (oc_nvmf_conn_t *c = t->conns; c; c = c->next)
             if (c->state != OC_NVMF_CONN_CLOSING)
-                oc_nvmf_conn_close(c, "target shutting down");
+                oc__nvmf_conn_close(c, "target shutting down");
     }
 }
 
-oc_status_t oc_nvmf_target_run(oc_nvmf_target_t *t, volatile int *stop)
+oc_status_t oc__nvmf_target_run(oc_nvmf_target_t *t, volatile int *stop)
 {
     struct __kernel_timespec ts = {.tv_sec = 0, .tv_nsec = 100000000};
     uint64_t last_tick = 0;
@@ -292,9 +292,9 @@ oc_status_t oc_nvmf_target_run(oc_nvmf_target_t *t, volatile int *stop)
             oc_info(LOGC, "nvmf: stopping: no new connections, draining "
                     "in-flight commands");
             t->draining = 1;
-            t->drain_deadline_ms = oc_nvmf_now_ms() + DRAIN_MS;
+            t->drain_deadline_ms = oc__nvmf_now_ms() + DRAIN_MS;
             if (t->accept_armed) {
-                struct io_uring_sqe *sqe = oc_nvmf_sqe(t);
+                struct io_uring_sqe *sqe = oc__nvmf_sqe(t);
                 if (sqe) {
                     io_uring_prep_cancel(sqe, &t->accept_op, 0);
                     io_uring_sqe_set_data64(sqe, 0);
@@ -306,7 +306,7 @@ oc_status_t oc_nvmf_target_run(oc_nvmf_target_t *t, volatile int *stop)
         }
         if (t->draining && !t->conns && !t->accept_armed)
             break;
-        oc_nvmf_conn_flush_all(t);
+        oc__nvmf_conn_flush_all(t);
         io_uring_submit_and_wait_timeout(&t->ring, &cqe, 1, &ts, NULL);
         io_uring_for_each_cqe(&t->ring, head, cqe)
         {
@@ -322,7 +322,7 @@ oc_status_t oc_nvmf_target_run(oc_nvmf_target_t *t, volatile int *stop)
                     if (t->draining)
                         close(res);
                     else
-                        oc_nvmf_conn_accepted(t, res);
+                        oc__nvmf_conn_accepted(t, res);
                 } else if (res != -ECANCELED && res != -EBADF &&
                            res != -EINVAL) {
                     oc_warn(LOGC, "nvmf: accept: %s", strerror(-res));
@@ -330,16 +330,16 @@ oc_status_t oc_nvmf_target_run(oc_nvmf_target_t *t, volatile int *stop)
                 arm_accept(t);
                 break;
             case OC_NVMF_OP_RECV:
-                oc_nvmf_conn_recv_done(op->owner, res);
+                oc__nvmf_conn_recv_done(op->owner, res);
                 break;
             case OC_NVMF_OP_SEND:
-                oc_nvmf_conn_send_done(op->owner, res);
+                oc__nvmf_conn_send_done(op->owner, res);
                 break;
             case OC_NVMF_OP_FILE: {
                 oc_nvmf_cmd_t *cmd = op->owner;
                 oc_nvmf_conn_t *c = cmd->conn;
-                oc_nvmf_io_file_done(cmd, res);
-                oc_nvmf_conn_release_op(c);
+                oc__nvmf_io_file_done(cmd, res);
+                oc__nvmf_conn_release_op(c);
                 break;
             }
             default:
@@ -347,7 +347,7 @@ oc_status_t oc_nvmf_target_run(oc_nvmf_target_t *t, volatile int *stop)
             }
         }
         io_uring_cq_advance(&t->ring, n);
-        now = oc_nvmf_now_ms();
+        now = oc__nvmf_now_ms();
         if (now - last_tick >= (t->draining ? 50 : 1000)) {
             last_tick = now;
             tick(t);

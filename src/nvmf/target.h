@@ -113,10 +113,10 @@ typedef struct {
  * not just the first.  @return OC_OK, OC_ERR_CONFIG (errors printed),
  * OC_ERR_NO_MEMORY.
  */
-oc_status_t oc_nvmf_conf_load(const char *file, oc_nvmf_conf_t *conf,
+oc_status_t oc__nvmf_conf_load(const char *file, oc_nvmf_conf_t *conf,
                               FILE *err);
 /** Parse "HOST:PORT" (IPv4 or a name).  @return 0, -1 on error. */
-int oc_nvmf_parse_hostport(const char *s, char *host, size_t hlen,
+int oc__nvmf_parse_hostport(const char *s, char *host, size_t hlen,
                            uint16_t *port);
 
 /* ----------------------------------------------------------- the model */
@@ -307,59 +307,59 @@ typedef struct oc_nvmf_target {
 } oc_nvmf_target_t;
 
 /* loop.c / conn.c */
-uint64_t oc_nvmf_now_ms(void);
-uint64_t oc_nvmf_now_ns(void);
-struct io_uring_sqe *oc_nvmf_sqe(oc_nvmf_target_t *t);
-void oc_nvmf_conn_accepted(oc_nvmf_target_t *t, int fd);
-void oc_nvmf_conn_recv_done(oc_nvmf_conn_t *c, int res);
-void oc_nvmf_conn_send_done(oc_nvmf_conn_t *c, int res);
-void oc_nvmf_conn_close(oc_nvmf_conn_t *c, const char *why);
-void oc_nvmf_conn_fatal(oc_nvmf_conn_t *c, uint16_t fes, uint32_t fei,
+uint64_t oc__nvmf_now_ms(void);
+uint64_t oc__nvmf_now_ns(void);
+struct io_uring_sqe *oc__nvmf_sqe(oc_nvmf_target_t *t);
+void oc__nvmf_conn_accepted(oc_nvmf_target_t *t, int fd);
+void oc__nvmf_conn_recv_done(oc_nvmf_conn_t *c, int res);
+void oc__nvmf_conn_send_done(oc_nvmf_conn_t *c, int res);
+void oc__nvmf_conn_close(oc_nvmf_conn_t *c, const char *why);
+void oc__nvmf_conn_fatal(oc_nvmf_conn_t *c, uint16_t fes, uint32_t fei,
                         const uint8_t *hdr, uint32_t hlen, const char *why);
-void oc_nvmf_conn_release_op(oc_nvmf_conn_t *c);
+void oc__nvmf_conn_release_op(oc_nvmf_conn_t *c);
 /** Queue the command's completion (and its C2HData when it read data). */
-void oc_nvmf_cmd_complete(oc_nvmf_cmd_t *cmd);
+void oc__nvmf_cmd_complete(oc_nvmf_cmd_t *cmd);
 /** Queue an R2T for the rest of the command's data. */
-void oc_nvmf_cmd_r2t(oc_nvmf_cmd_t *cmd);
+void oc__nvmf_cmd_r2t(oc_nvmf_cmd_t *cmd);
 /** Queue @tx; it goes out at the end of the loop turn, gathered with
- * everything else the turn queued on @c (oc_nvmf_conn_flush_all). */
-void oc_nvmf_tx_push(oc_nvmf_conn_t *c, oc_nvmf_tx_t *tx);
+ * everything else the turn queued on @c (oc__nvmf_conn_flush_all). */
+void oc__nvmf_tx_push(oc_nvmf_conn_t *c, oc_nvmf_tx_t *tx);
 /** One sendmsg per connection for what this loop turn queued. */
-void oc_nvmf_conn_flush_all(oc_nvmf_target_t *t);
+void oc__nvmf_conn_flush_all(oc_nvmf_target_t *t);
 
 /* admin.c */
-void oc_nvmf_admin_exec(oc_nvmf_cmd_t *cmd);
-void oc_nvmf_fabrics_exec(oc_nvmf_cmd_t *cmd);
-void oc_nvmf_ctrl_destroy(oc_nvmf_ctrl_t *ctrl);
+void oc__nvmf_admin_exec(oc_nvmf_cmd_t *cmd);
+void oc__nvmf_fabrics_exec(oc_nvmf_cmd_t *cmd);
+void oc__nvmf_ctrl_destroy(oc_nvmf_ctrl_t *ctrl);
 /** Direction of a command's data: 1 to the controller, 0 from it or none. */
-int oc_nvmf_cmd_dir_write(const uint8_t *sqe, int admin);
+int oc__nvmf_cmd_dir_write(const uint8_t *sqe, int admin);
 
 /* io.c */
-void oc_nvmf_io_exec(oc_nvmf_cmd_t *cmd);
-void oc_nvmf_io_file_done(oc_nvmf_cmd_t *cmd, int res);
-void oc_nvmf_ns_stats_lat(oc_nvmf_ns_t *ns, oc_nvmf_conn_t *c,
+void oc__nvmf_io_exec(oc_nvmf_cmd_t *cmd);
+void oc__nvmf_io_file_done(oc_nvmf_cmd_t *cmd, int res);
+void oc__nvmf_ns_stats_lat(oc_nvmf_ns_t *ns, oc_nvmf_conn_t *c,
                           uint64_t ns_elapsed);
 
 /* ns.c */
-oc_status_t oc_nvmf_ns_open(const oc_nvmf_ns_conf_t *nc, const char *subnqn,
+oc_status_t oc__nvmf_ns_open(const oc_nvmf_ns_conf_t *nc, const char *subnqn,
                             oc_nvmf_ns_t **out);
-void oc_nvmf_ns_close(oc_nvmf_ns_t *ns);
+void oc__nvmf_ns_close(oc_nvmf_ns_t *ns);
 /** Check (and on success decrypt in place) @p n blocks read at @p lba. */
-uint64_t oc_nvmf_ns_verify(oc_nvmf_ns_t *ns, uint8_t *buf, uint64_t lba,
+uint64_t oc__nvmf_ns_verify(oc_nvmf_ns_t *ns, uint8_t *buf, uint64_t lba,
                            uint32_t n, int *bad);
 /** Encrypt in place and record checksums of @p n blocks to write at @p lba. */
-int oc_nvmf_ns_seal(oc_nvmf_ns_t *ns, uint8_t *buf, uint64_t lba, uint32_t n);
+int oc__nvmf_ns_seal(oc_nvmf_ns_t *ns, uint8_t *buf, uint64_t lba, uint32_t n);
 /** Checksum entries for blocks now holding zeros on disk. */
-void oc_nvmf_ns_mark_zero(oc_nvmf_ns_t *ns, uint64_t lba, uint64_t n);
+void oc__nvmf_ns_mark_zero(oc_nvmf_ns_t *ns, uint64_t lba, uint64_t n);
 
 /* target.c */
 /** Open every namespace, the ring, and (unless @p check_only) the
  *  listening socket.  Errors are logged.  @return OC_OK, OC_ERR_CONFIG,
  *  OC_ERR_UNSUPPORTED (no io_uring), OC_ERR_NO_MEMORY. */
-oc_status_t oc_nvmf_target_init(oc_nvmf_target_t *t, oc_nvmf_conf_t *conf,
+oc_status_t oc__nvmf_target_init(oc_nvmf_target_t *t, oc_nvmf_conf_t *conf,
                                 int check_only);
-oc_status_t oc_nvmf_target_run(oc_nvmf_target_t *t, volatile int *stop);
-void oc_nvmf_target_fini(oc_nvmf_target_t *t);
-oc_nvmf_subsys_t *oc_nvmf_subsys_find(oc_nvmf_target_t *t, const char *nqn);
+oc_status_t oc__nvmf_target_run(oc_nvmf_target_t *t, volatile int *stop);
+void oc__nvmf_target_fini(oc_nvmf_target_t *t);
+oc_nvmf_subsys_t *oc__nvmf_subsys_find(oc_nvmf_target_t *t, const char *nqn);
 
 #endif

@@ -1,7 +1,7 @@
 /*
  * ct.c — connection tracking tables (ct.h): the fixed-size flow table, its
  * index, the eviction policy and the operator calls.  The packet path
- * (oc_ct_track, oc_ct_track_burst, the TCP state machine) is ct_track.c.
+ * (oc__ct_track, oc__ct_track_burst, the TCP state machine) is ct_track.c.
  *
  * Layout: `capacity` 64-byte entries (one cache line each), a free list of
  * entry indices, and an open-addressing index of 2^k >= 2 * capacity
@@ -21,7 +21,7 @@
 
 /* ------------------------------------------------------------- setup */
 
-void oc_ct_timeouts_default(oc_ct_timeouts_t *to)
+void oc__ct_timeouts_default(oc_ct_timeouts_t *to)
 {
     /* Linux's nf_conntrack defaults, so that behaviour matches what an
      * operator already knows from the host's firewall */
@@ -47,7 +47,7 @@ static uint32_t index_slots(uint32_t cap)
     return n;
 }
 
-size_t oc_ct_mem_for(uint32_t capacity)
+size_t oc__ct_mem_for(uint32_t capacity)
 {
     return (size_t)capacity * sizeof(ct_entry_t) +
            (size_t)index_slots(capacity) * sizeof(uint64_t) +
@@ -60,7 +60,7 @@ static uint32_t ms(uint32_t s)
     return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
 }
 
-oc_status_t oc_ct_create(const oc_ct_conf_t *conf, oc_ct_t **out)
+oc_status_t oc__ct_create(const oc_ct_conf_t *conf, oc_ct_t **out)
 {
     oc_ct_t *ct;
     uint8_t *m;
@@ -73,7 +73,7 @@ oc_status_t oc_ct_create(const oc_ct_conf_t *conf, oc_ct_t **out)
     if (ct == NULL)
         return OC_ERR_NO_MEMORY;
     slots = index_slots(conf->capacity);
-    ct->mem = oc_ct_mem_for(conf->capacity);
+    ct->mem = oc__ct_mem_for(conf->capacity);
     /* populated now: the memory is the table's from the start, and the
      * packet path never faults a page in */
     m = mmap(NULL, ct->mem, PROT_READ | PROT_WRITE,
@@ -101,7 +101,7 @@ oc_status_t oc_ct_create(const oc_ct_conf_t *conf, oc_ct_t **out)
     return OC_OK;
 }
 
-void oc_ct_destroy(oc_ct_t *ct)
+void oc__ct_destroy(oc_ct_t *ct)
 {
     if (ct == NULL)
         return;
@@ -109,17 +109,17 @@ void oc_ct_destroy(oc_ct_t *ct)
     free(ct);
 }
 
-size_t oc_ct_mem_bytes(const oc_ct_t *ct)
+size_t oc__ct_mem_bytes(const oc_ct_t *ct)
 {
     return ct->mem;
 }
 
-uint32_t oc_ct_count(const oc_ct_t *ct)
+uint32_t oc__ct_count(const oc_ct_t *ct)
 {
     return (uint32_t)__atomic_load_n(&ct->st.flows, __ATOMIC_RELAXED);
 }
 
-void oc_ct_stats(const oc_ct_t *ct, oc_ct_stats_t *out)
+void oc__ct_stats(const oc_ct_t *ct, oc_ct_stats_t *out)
 {
     const uint64_t *s = (const uint64_t *)&ct->st;
     uint64_t *d = (uint64_t *)out;
@@ -161,7 +161,7 @@ void oc__ct_remove(oc_ct_t *ct, uint32_t ei)
     __atomic_store_n(&ct->st.flows, ct->st.flows - 1, __ATOMIC_RELAXED);
 }
 
-uint32_t oc_ct_expire(oc_ct_t *ct, uint64_t now_ms, uint32_t budget)
+uint32_t oc__ct_expire(oc_ct_t *ct, uint64_t now_ms, uint32_t budget)
 {
     uint32_t n = 0;
     for (uint32_t i = 0; i < budget && i < ct->cap; i++) {
@@ -238,7 +238,7 @@ ct_entry_t *oc__ct_insert(oc_ct_t *ct, const ct_key_t *k, uint32_t h,
 
 /* ------------------------------------------------------ operator calls */
 
-uint32_t oc_ct_flush(oc_ct_t *ct, int zone)
+uint32_t oc__ct_flush(oc_ct_t *ct, int zone)
 {
     uint32_t n = 0;
     for (uint32_t i = 0; i < ct->cap; i++)
@@ -249,7 +249,7 @@ uint32_t oc_ct_flush(oc_ct_t *ct, int zone)
     return n;
 }
 
-uint32_t oc_ct_walk(const oc_ct_t *ct, int zone, uint64_t now_ms,
+uint32_t oc__ct_walk(const oc_ct_t *ct, int zone, uint64_t now_ms,
                     oc_ct_walk_fn fn, void *arg)
 {
     uint32_t n = 0;
@@ -279,7 +279,7 @@ uint32_t oc_ct_walk(const oc_ct_t *ct, int zone, uint64_t now_ms,
     return n;
 }
 
-const char *oc_ct_result_name(oc_ct_result_t r)
+const char *oc__ct_result_name(oc_ct_result_t r)
 {
     static const char *const n[OC_CT_NRESULTS] = {
         "new", "established", "related", "no_connection", "invalid",
@@ -287,7 +287,7 @@ const char *oc_ct_result_name(oc_ct_result_t r)
     return (unsigned)r < OC_CT_NRESULTS ? n[r] : "?";
 }
 
-const char *oc_ct_tcp_state_name(oc_ct_tcp_state_t s)
+const char *oc__ct_tcp_state_name(oc_ct_tcp_state_t s)
 {
     static const char *const n[OC_CT_TCP_NSTATES] = {
         "NONE", "SYN_SENT", "SYN_RECV", "ESTABLISHED", "FIN_WAIT",

@@ -1,7 +1,7 @@
 /*
  * ct_int.h — connection tracking's internals shared by ct.c (the table:
  * setup, index, eviction, operator calls) and ct_track.c (the packet path:
- * oc_ct_track, its burst form, the TCP state machine).  Private to src/pkt.
+ * oc__ct_track, its burst form, the TCP state machine).  Private to src/pkt.
  *
  * Threading and trust: ct.h (one owner thread; hostile packets).
  */

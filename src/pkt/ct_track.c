@@ -1,18 +1,18 @@
 /*
- * ct_track.c — connection tracking's packet path (ct.h): oc_ct_track(), its
- * burst form oc_ct_track_burst() and the TCP state machine.
+ * ct_track.c — connection tracking's packet path (ct.h): oc__ct_track(), its
+ * burst form oc__ct_track_burst() and the TCP state machine.
  *
  * A packet goes through two steps: prepare (parse the IPv4 and L4 headers
  * into the flow's canonical key and its hash; nothing in the table is
  * read) and apply (look the flow up, run its state machine, create it).
- * oc_ct_track() runs both on one packet.  The burst form prepares a whole
+ * oc__ct_track() runs both on one packet.  The burst form prepares a whole
  * chunk first and prefetches what apply will touch — the index slot of
  * every key, then the entry its first matching slot names (or the free
  * entry a new flow will take) — so that the cache misses of a chunk
  * overlap instead of following one another (DPDK's rte_hash bulk lookup
  * does the same); then it applies the packets one by one, in order, so
- * its results are exactly those of oc_ct_track() on each packet in turn
- * (tests/pkt/test_ct.c checks it against oc_ct_track() as the oracle).
+ * its results are exactly those of oc__ct_track() on each packet in turn
+ * (tests/pkt/test_ct.c checks it against oc__ct_track() as the oracle).
  *
  * Threading and trust: ct.h (one owner thread; hostile packets).
  */
@@ -407,7 +407,7 @@ static oc_ct_result_t apply(oc_ct_t *ct, uint16_t zone, ct_pkt_t *p,
     return OC_CT_EST;
 }
 
-oc_ct_result_t oc_ct_track(oc_ct_t *ct, uint16_t zone, const uint8_t *ip,
+oc_ct_result_t oc__ct_track(oc_ct_t *ct, uint16_t zone, const uint8_t *ip,
                            uint32_t len, uint64_t now, bool allow_new,
                            oc_ct_info_t *info)
 {
@@ -423,7 +423,7 @@ oc_ct_result_t oc_ct_track(oc_ct_t *ct, uint16_t zone, const uint8_t *ip,
  * prefetched are still in L1 when their packet is applied. */
 #define CHUNK 32
 
-void oc_ct_track_burst(oc_ct_t *ct, uint16_t zone, const uint8_t *const *ip,
+void oc__ct_track_burst(oc_ct_t *ct, uint16_t zone, const uint8_t *const *ip,
                        const uint32_t *len, uint32_t n, uint64_t now_ms,
                        oc_ct_open_fn may_open, void *arg, oc_ct_result_t *res,
                        oc_ct_info_t *info)

@@ -91,7 +91,7 @@ static struct rte_mempool *pool_of(const char *ifname, uint32_t q)
     return mp;
 }
 
-oc_status_t oc_port_open_dpdk(const oc_port_conf_t *c, oc_port_dpdk_pmd_t pmd,
+oc_status_t oc__port_open_dpdk(const oc_port_conf_t *c, oc_port_dpdk_pmd_t pmd,
                               oc_port_t **out)
 {
     char dev[96], args[160];
@@ -285,4 +285,4 @@ void oc__dpdk_close(oc_port_t *p)
     free(p);
 }
 
-bool oc_pkt_have_dpdk(void) { return true; }
+bool oc__pkt_have_dpdk(void) { return true; }

@@ -38,7 +38,7 @@ static const char *const result_names[OC_ESP_E_MAX] = {
     [OC_ESP_E_CRYPTO] = "crypto",
 };
 
-const char *oc_esp_result_name(oc_esp_result_t r)
+const char *oc__esp_result_name(oc_esp_result_t r)
 {
     return (unsigned)r < OC_ESP_E_MAX ? result_names[r] : "?";
 }
@@ -65,13 +65,13 @@ static uint16_t ip_csum(const uint8_t *h, unsigned n)
     return (uint16_t)~s;
 }
 
-void oc_esp_sa_init(oc_esp_sa_t *sa, const oc_esp_sa_conf_t *c)
+void oc__esp_sa_init(oc_esp_sa_t *sa, const oc_esp_sa_conf_t *c)
 {
     memset(sa, 0, sizeof(*sa));
     sa->c = *c;
 }
 
-oc_status_t oc_esp_ctx_key(oc_esp_ctx_t *x, const oc_esp_sa_t *sa)
+oc_status_t oc__esp_ctx_key(oc_esp_ctx_t *x, const oc_esp_sa_t *sa)
 {
     if (x->ctx == NULL) {
         x->ctx = EVP_CIPHER_CTX_new();
@@ -84,7 +84,7 @@ oc_status_t oc_esp_ctx_key(oc_esp_ctx_t *x, const oc_esp_sa_t *sa)
     return OC_OK;
 }
 
-void oc_esp_ctx_free(oc_esp_ctx_t *x)
+void oc__esp_ctx_free(oc_esp_ctx_t *x)
 {
     EVP_CIPHER_CTX_free(x->ctx);
     x->ctx = NULL;
@@ -96,7 +96,7 @@ static void nonce_of(uint8_t nonce[12], const oc_esp_sa_t *sa, const uint8_t *iv
     memcpy(nonce + 4, iv, 8);
 }
 
-oc_esp_result_t oc_esp_encap(oc_esp_sa_t *sa, oc_esp_ctx_t *x, uint8_t *ip,
+oc_esp_result_t oc__esp_encap(oc_esp_sa_t *sa, oc_esp_ctx_t *x, uint8_t *ip,
                              uint32_t len, uint32_t headroom,
                              uint32_t tailroom, uint32_t mtu,
                              uint8_t **out_ip, uint32_t *out_len)
@@ -181,7 +181,7 @@ static oc_esp_result_t outer(const uint8_t *ip, uint32_t len, uint32_t *hl,
     return OC_ESP_OK;
 }
 
-oc_esp_result_t oc_esp_peek(const uint8_t *ip, uint32_t len, uint32_t *spi,
+oc_esp_result_t oc__esp_peek(const uint8_t *ip, uint32_t len, uint32_t *spi,
                             uint32_t *src, uint32_t *dst)
 {
     uint32_t hl, tot;
@@ -236,7 +236,7 @@ static void window_set(oc_esp_sa_t *sa, uint64_t s)
     sa->bitmap[(s / 64) % (OC_ESP_WINDOW / 64)] |= 1ull << (s % 64);
 }
 
-oc_esp_result_t oc_esp_decap(oc_esp_sa_t *sa, oc_esp_ctx_t *x, uint8_t *ip,
+oc_esp_result_t oc__esp_decap(oc_esp_sa_t *sa, oc_esp_ctx_t *x, uint8_t *ip,
                              uint32_t len, uint8_t **inner,
                              uint32_t *inner_len)
 {
@@ -318,7 +318,7 @@ oc_esp_result_t oc_esp_decap(oc_esp_sa_t *sa, oc_esp_ctx_t *x, uint8_t *ip,
     return OC_ESP_OK;
 }
 
-bool oc_esp_mss_clamp(uint8_t *ip, uint32_t len, uint16_t mss)
+bool oc__esp_mss_clamp(uint8_t *ip, uint32_t len, uint16_t mss)
 {
     uint32_t hl, tot, doff;
     uint8_t *t;

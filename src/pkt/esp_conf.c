@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-oc_status_t oc_esp_key_file(const char *path, uint8_t key[OC_ESP_KEY_LEN],
+oc_status_t oc__esp_key_file(const char *path, uint8_t key[OC_ESP_KEY_LEN],
                             uint8_t salt[OC_ESP_SALT_LEN], char *why,
                             size_t whylen)
 {
@@ -23,10 +23,10 @@ oc_status_t oc_esp_key_file(const char *path, uint8_t key[OC_ESP_KEY_LEN],
     size_t got = 0;
     long n;
 
-    st = oc_secret_read(path, buf, sizeof(buf), &got, why, whylen);
+    st = oc__secret_read(path, buf, sizeof(buf), &got, why, whylen);
     if (st != OC_OK)
         goto out;
-    n = oc_secret_hex(buf, got, raw, sizeof(raw));
+    n = oc__secret_hex(buf, got, raw, sizeof(raw));
     if (n < 0) {
         snprintf(why, whylen, "key file %s: expected %zu hex digits (32-byte "
                  "key, 4-byte salt)", path, 2 * sizeof(raw));
@@ -49,7 +49,7 @@ out:
 
 #define WHY(...) (snprintf(why, whylen, __VA_ARGS__), -1)
 
-int oc_esp_sa_parse(const char *text, const char *base_dir,
+int oc__esp_sa_parse(const char *text, const char *base_dir,
                     oc_esp_sa_spec_t *out, char *why, size_t whylen)
 {
     static const char *const keys[] = {"spi", "local", "peer", "key",
@@ -61,7 +61,7 @@ int oc_esp_sa_parse(const char *text, const char *base_dir,
     int n;
 
     memset(&s, 0, sizeof(s));
-    n = oc_kv_split_text(text, line, sizeof(line), tok,
+    n = oc__kv_split_text(text, line, sizeof(line), tok,
                          (int)(sizeof(tok) / sizeof(tok[0])));
     if (n == -2)
         return WHY("longer than %zu bytes", sizeof(line) - 1);
@@ -76,7 +76,7 @@ int oc_esp_sa_parse(const char *text, const char *base_dir,
         return WHY("'%.32s': expected in or out first", tok[0]);
     for (int i = 1; i < n; i++) {
         char *val;
-        int k = oc_kv_key(tok[i], keys, &seen, &val, why, whylen);
+        int k = oc__kv_key(tok[i], keys, &seen, &val, why, whylen);
         if (k < 0)
             return -1;
         if (k == SPI) {
@@ -90,7 +90,7 @@ int oc_esp_sa_parse(const char *text, const char *base_dir,
                            "reserved, RFC 4303)", val);
             s.sa.spi = (uint32_t)v;
         } else if (k == LOCAL || k == PEER) {
-            if (oc_kv_ipv4(val, k == LOCAL ? &s.sa.local : &s.sa.peer) != 0)
+            if (oc__kv_ipv4(val, k == LOCAL ? &s.sa.local : &s.sa.peer) != 0)
                 return WHY("%s '%.40s': expected an IPv4 address", tok[i], val);
         } else if (k == KEY) {
             int l = val[0] == '/' || base_dir == NULL
@@ -100,7 +100,7 @@ int oc_esp_sa_parse(const char *text, const char *base_dir,
             if (val[0] == '\0' || l < 0 || (size_t)l >= sizeof(s.key_path))
                 return WHY("key: expected a file name (at most %zu bytes)",
                            sizeof(s.key_path) - 1);
-        } else if (oc_kv_prefix(val, &s.match_ip, &s.match_len) != 0) {
+        } else if (oc__kv_prefix(val, &s.match_ip, &s.match_len) != 0) {
             return WHY("match '%.40s': expected A.B.C.D[/0..32] or any", val);
         }
     }
@@ -112,7 +112,7 @@ int oc_esp_sa_parse(const char *text, const char *base_dir,
         return WHY("missing key=FILE");
     if ((seen & 1u << MATCH) && !s.sa.outbound)
         return WHY("match= is for out SAs (which traffic they protect)");
-    if (oc_esp_key_file(s.key_path, s.sa.key, s.sa.salt, why, whylen) != OC_OK)
+    if (oc__esp_key_file(s.key_path, s.sa.key, s.sa.salt, why, whylen) != OC_OK)
         return -1;
     *out = s;
     memset(&s, 0, sizeof(s));
@@ -125,7 +125,7 @@ static void fmt_ip(char *b, size_t cap, uint32_t ip)
              ip & 255);
 }
 
-int oc_esp_sa_format(const oc_esp_sa_spec_t *s, char *buf, size_t cap)
+int oc__esp_sa_format(const oc_esp_sa_spec_t *s, char *buf, size_t cap)
 {
     char l[16], p[16], m[24];
     fmt_ip(l, sizeof(l), s->sa.local);

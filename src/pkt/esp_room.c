@@ -7,7 +7,7 @@
 #include "pkt/pkt.h"
 #include "pool_int.h"
 
-void oc_esp_room(const oc_pkt_pool_t *pool, const oc_pkt_t *pkt,
+void oc__esp_room(const oc_pkt_pool_t *pool, const oc_pkt_t *pkt,
                  uint32_t *head, uint32_t *tail)
 {
     const uint8_t *start, *end;

@@ -57,7 +57,7 @@ static uint32_t hash_key(uint32_t a, uint32_t b, uint16_t pa, uint16_t pb,
     return (uint32_t)(h ^ (h >> 32));
 }
 
-oc_status_t oc_flow_table_create(const oc_flow_conf_t *c, oc_flow_table_t **out)
+oc_status_t oc__flow_table_create(const oc_flow_conf_t *c, oc_flow_table_t **out)
 {
     oc_flow_table_t *t;
     if (c->capacity < 1024 || c->capacity > (1u << 24) ||
@@ -128,7 +128,7 @@ static void emit(oc_flow_table_t *t, flow_t *f, uint8_t reason)
     t->c.emit(t->c.arg, &r);
 }
 
-void oc_flow_table_destroy(oc_flow_table_t *t)
+void oc__flow_table_destroy(oc_flow_table_t *t)
 {
     if (t == NULL)
         return;
@@ -139,7 +139,7 @@ void oc_flow_table_destroy(oc_flow_table_t *t)
     free(t);
 }
 
-bool oc_flow_tcp_ts(const uint8_t *tcp, size_t hdr_len, oc_flow_ts_t *out)
+bool oc__flow_tcp_ts(const uint8_t *tcp, size_t hdr_len, oc_flow_ts_t *out)
 {
     size_t i = 20;
     uint32_t w[3];
@@ -222,7 +222,7 @@ static void ts_update(flow_t *f, int dir, const oc_flow_ts_t *ts, bool ack,
     }
 }
 
-bool oc_flow_update(oc_flow_table_t *t, uint32_t len, int tcp_flags,
+bool oc__flow_update(oc_flow_table_t *t, uint32_t len, int tcp_flags,
                     uint32_t src, uint32_t dst, uint16_t sport, uint16_t dport,
                     uint8_t proto, uint32_t vni, uint16_t port,
                     uint64_t now_us, const oc_flow_ts_t *ts)
@@ -285,7 +285,7 @@ found:
     return true;
 }
 
-uint32_t oc_flow_expire(oc_flow_table_t *t, uint64_t now_us, uint32_t budget)
+uint32_t oc__flow_expire(oc_flow_table_t *t, uint64_t now_us, uint32_t budget)
 {
     uint32_t n = 0;
     if (budget > t->mask + 1)
@@ -334,12 +334,12 @@ uint32_t oc_flow_expire(oc_flow_table_t *t, uint64_t now_us, uint32_t budget)
     return n;
 }
 
-void oc_flow_stats(const oc_flow_table_t *t, oc_flow_stats_t *out)
+void oc__flow_stats(const oc_flow_table_t *t, oc_flow_stats_t *out)
 {
     *out = t->st;
 }
 
-void oc_flow_walk(const oc_flow_table_t *t, oc_flow_emit_fn fn, void *arg)
+void oc__flow_walk(const oc_flow_table_t *t, oc_flow_emit_fn fn, void *arg)
 {
     for (uint32_t i = 0; i <= t->mask; i++)
         if (t->f[i].used) {

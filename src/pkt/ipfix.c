@@ -26,7 +26,7 @@ static uint8_t *w64(uint8_t *p, uint64_t v)
     return w32(w32(p, (uint32_t)(v >> 32)), (uint32_t)v);
 }
 
-void oc_ipfix_header(uint8_t *m, uint16_t len, uint32_t now_s, uint32_t seq,
+void oc__ipfix_header(uint8_t *m, uint16_t len, uint32_t now_s, uint32_t seq,
                      uint32_t domain)
 {
     uint8_t *p = w16(m, 10);
@@ -62,7 +62,7 @@ static const struct {
 };
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
 
-size_t oc_ipfix_template_set(uint8_t *s)
+size_t oc__ipfix_template_set(uint8_t *s)
 {
     uint8_t *p = s + 4;
     p = w16(p, OC_IPFIX_TEMPLATE_ID);
@@ -78,7 +78,7 @@ size_t oc_ipfix_template_set(uint8_t *s)
     return (size_t)(p - s);
 }
 
-void oc_ipfix_record(uint8_t *p, const oc_flow_rec_t *r)
+void oc__ipfix_record(uint8_t *p, const oc_flow_rec_t *r)
 {
     p = w64(p, r->start_ms);
     p = w64(p, r->end_ms);

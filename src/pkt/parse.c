@@ -42,12 +42,12 @@ static const char *const reason_names[OC_PKT_R_MAX] = {
     [OC_PKT_R_IPV6_EXT] = "bad_ipv6_extension",
 };
 
-const char *oc_pkt_reason_name(oc_pkt_reason_t r)
+const char *oc__pkt_reason_name(oc_pkt_reason_t r)
 {
     return (unsigned)r < OC_PKT_R_MAX ? reason_names[r] : "unknown";
 }
 
-int oc_pkt_reason_from_name(const char *name)
+int oc__pkt_reason_from_name(const char *name)
 {
     for (int r = 0; r < OC_PKT_R_MAX; r++)
         if (strcmp(name, reason_names[r]) == 0)
@@ -55,7 +55,7 @@ int oc_pkt_reason_from_name(const char *name)
     return -1;
 }
 
-oc_pkt_policy_t oc_pkt_default_policy(oc_pkt_reason_t r)
+oc_pkt_policy_t oc__pkt_default_policy(oc_pkt_reason_t r)
 {
     switch (r) {
     case OC_PKT_R_IPV4:
@@ -202,7 +202,7 @@ static oc_pkt_reason_t parse_ipv6(const uint8_t *ip, uint32_t n,
     return OC_PKT_R_IPV6;
 }
 
-oc_pkt_reason_t oc_pkt_parse(const uint8_t *f, uint32_t len,
+oc_pkt_reason_t oc__pkt_parse(const uint8_t *f, uint32_t len,
                              uint32_t max_frame, oc_pkt_meta_t *m)
 {
     uint32_t off = 12;

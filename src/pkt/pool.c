@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-oc_status_t oc_pkt_pool_create(uint32_t count, uint32_t buf_size,
+oc_status_t oc__pkt_pool_create(uint32_t count, uint32_t buf_size,
                                oc_pkt_pool_t **out)
 {
     oc_pkt_pool_t *p;
@@ -58,7 +58,7 @@ err:
     return OC_ERR_NO_MEMORY;
 }
 
-void oc_pkt_pool_destroy(oc_pkt_pool_t *p)
+void oc__pkt_pool_destroy(oc_pkt_pool_t *p)
 {
     if (p == NULL)
         return;
@@ -68,7 +68,7 @@ void oc_pkt_pool_destroy(oc_pkt_pool_t *p)
     free(p);
 }
 
-uint32_t oc_pkt_alloc_bulk(oc_pkt_pool_t *p, oc_pkt_t **pkts, uint32_t n)
+uint32_t oc__pkt_alloc_bulk(oc_pkt_pool_t *p, oc_pkt_t **pkts, uint32_t n)
 {
     uint32_t k = n < p->nfree ? n : p->nfree;
     for (uint32_t i = 0; i < k; i++) {
@@ -80,16 +80,16 @@ uint32_t oc_pkt_alloc_bulk(oc_pkt_pool_t *p, oc_pkt_t **pkts, uint32_t n)
     return k;
 }
 
-void oc_pkt_free_bulk(oc_pkt_pool_t *p, oc_pkt_t *const *pkts, uint32_t n)
+void oc__pkt_free_bulk(oc_pkt_pool_t *p, oc_pkt_t *const *pkts, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++)
         p->free[p->nfree++] = pkts[i]->idx;
 }
 
-uint32_t oc_pkt_pool_avail(const oc_pkt_pool_t *p) { return p->nfree; }
-uint32_t oc_pkt_pool_count(const oc_pkt_pool_t *p) { return p->count; }
-uint32_t oc_pkt_pool_buf_size(const oc_pkt_pool_t *p) { return p->buf_size; }
-uint32_t oc_pkt_pool_max_frame(const oc_pkt_pool_t *p)
+uint32_t oc__pkt_pool_avail(const oc_pkt_pool_t *p) { return p->nfree; }
+uint32_t oc__pkt_pool_count(const oc_pkt_pool_t *p) { return p->count; }
+uint32_t oc__pkt_pool_buf_size(const oc_pkt_pool_t *p) { return p->buf_size; }
+uint32_t oc__pkt_pool_max_frame(const oc_pkt_pool_t *p)
 {
     return p->buf_size - OC_PKT_HEADROOM;
 }

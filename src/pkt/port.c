@@ -44,7 +44,7 @@ oc_status_t oc__port_check_queues(const char *ifname, uint32_t nqueues)
 #else
 #define DPDK(call) 0
 
-oc_status_t oc_port_open_dpdk(const oc_port_conf_t *conf,
+oc_status_t oc__port_open_dpdk(const oc_port_conf_t *conf,
                               oc_port_dpdk_pmd_t pmd, oc_port_t **out)
 {
     oc_error(OC_COMP_PKT, "%s: this build has no DPDK backend (pkg-config "
@@ -53,30 +53,30 @@ oc_status_t oc_port_open_dpdk(const oc_port_conf_t *conf,
     return OC_ERR_UNSUPPORTED;
 }
 
-bool oc_pkt_have_dpdk(void) { return false; }
+bool oc__pkt_have_dpdk(void) { return false; }
 #endif
 
-uint16_t oc_port_rx_burst(oc_port_t *p, uint32_t q, oc_pkt_t **pkts, uint16_t n)
+uint16_t oc__port_rx_burst(oc_port_t *p, uint32_t q, oc_pkt_t **pkts, uint16_t n)
 {
     if (p->backend == OC__PORT_XDP)
         return oc__xdp_rx_burst(p, q, pkts, n);
     return DPDK(oc__dpdk_rx_burst(p, q, pkts, n));
 }
 
-uint16_t oc_port_tx_burst(oc_port_t *p, uint32_t q, oc_pkt_t **pkts, uint16_t n)
+uint16_t oc__port_tx_burst(oc_port_t *p, uint32_t q, oc_pkt_t **pkts, uint16_t n)
 {
     if (p->backend == OC__PORT_XDP)
         return oc__xdp_tx_burst(p, q, pkts, n);
     return DPDK(oc__dpdk_tx_burst(p, q, pkts, n));
 }
 
-uint32_t oc_port_tx_reap(oc_port_t *p, uint32_t q)
+uint32_t oc__port_tx_reap(oc_port_t *p, uint32_t q)
 {
     /* DPDK drivers reclaim sent mbufs inside tx_burst */
     return p->backend == OC__PORT_XDP ? oc__xdp_tx_reap(p, q) : 0;
 }
 
-void oc_port_free_bulk(oc_port_t *p, uint32_t q, oc_pkt_t *const *pkts,
+void oc__port_free_bulk(oc_port_t *p, uint32_t q, oc_pkt_t *const *pkts,
                        uint16_t n)
 {
     if (p->backend == OC__PORT_XDP)
@@ -85,16 +85,16 @@ void oc_port_free_bulk(oc_port_t *p, uint32_t q, oc_pkt_t *const *pkts,
         (void)DPDK((oc__dpdk_free_bulk(p, q, pkts, n), 0));
 }
 
-int oc_port_fd(const oc_port_t *p, uint32_t q)
+int oc__port_fd(const oc_port_t *p, uint32_t q)
 {
     /* DPDK's af_xdp/af_packet drivers give no receive interrupt to sleep on */
     return p->backend == OC__PORT_XDP ? oc__xdp_fd(p, q) : -1;
 }
 
-const char *oc_port_name(const oc_port_t *p) { return p->name; }
-const char *oc_port_mode(const oc_port_t *p) { return p->mode; }
+const char *oc__port_name(const oc_port_t *p) { return p->name; }
+const char *oc__port_mode(const oc_port_t *p) { return p->mode; }
 
-void oc_port_stats(const oc_port_t *p, oc_port_stats_t *out)
+void oc__port_stats(const oc_port_t *p, oc_port_stats_t *out)
 {
     if (p->backend == OC__PORT_XDP)
         oc__xdp_stats(p, out);
@@ -102,7 +102,7 @@ void oc_port_stats(const oc_port_t *p, oc_port_stats_t *out)
         (void)DPDK((oc__dpdk_stats(p, out), 0));
 }
 
-void oc_port_close(oc_port_t *p)
+void oc__port_close(oc_port_t *p)
 {
     if (p == NULL)
         return;

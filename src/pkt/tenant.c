@@ -36,7 +36,7 @@ static inline void wr32(uint8_t *p, uint32_t v)
 
 /* ------------------------------------------------------------- VXLAN */
 
-void oc_vxlan_hdr_init(oc_vxlan_hdr_t *h, const oc_vxlan_tun_t *t,
+void oc__vxlan_hdr_init(oc_vxlan_hdr_t *h, const oc_vxlan_tun_t *t,
                        uint32_t vni)
 {
     uint8_t *o = h->b, *ip = o + 14, *udp = ip + 20, *vx = udp + 8;
@@ -61,7 +61,7 @@ void oc_vxlan_hdr_init(oc_vxlan_hdr_t *h, const oc_vxlan_tun_t *t,
     h->sum = sum;
 }
 
-uint8_t *oc_vxlan_encap_hdr(uint8_t *inner, uint32_t len,
+uint8_t *oc__vxlan_encap_hdr(uint8_t *inner, uint32_t len,
                             const oc_vxlan_hdr_t *h, uint32_t hash)
 {
     uint8_t *o = inner - OC_VXLAN_OVERHEAD, *ip = o + 14, *udp = ip + 20;
@@ -77,15 +77,15 @@ uint8_t *oc_vxlan_encap_hdr(uint8_t *inner, uint32_t len,
     return o;
 }
 
-uint8_t *oc_vxlan_encap(uint8_t *inner, uint32_t len, const oc_vxlan_tun_t *t,
+uint8_t *oc__vxlan_encap(uint8_t *inner, uint32_t len, const oc_vxlan_tun_t *t,
                         uint32_t vni, uint32_t hash)
 {
     oc_vxlan_hdr_t h;
-    oc_vxlan_hdr_init(&h, t, vni);
-    return oc_vxlan_encap_hdr(inner, len, &h, hash);
+    oc__vxlan_hdr_init(&h, t, vni);
+    return oc__vxlan_encap_hdr(inner, len, &h, hash);
 }
 
-oc_vxlan_reason_t oc_vxlan_decap(const uint8_t *f, uint32_t len,
+oc_vxlan_reason_t oc__vxlan_decap(const uint8_t *f, uint32_t len,
                                  uint32_t local_ip, oc_vxlan_rx_t *out)
 {
     uint32_t ihl, total, ulen;
@@ -130,7 +130,7 @@ oc_vxlan_reason_t oc_vxlan_decap(const uint8_t *f, uint32_t len,
     return OC_VXLAN_OK;
 }
 
-const char *oc_vxlan_reason_name(oc_vxlan_reason_t r)
+const char *oc__vxlan_reason_name(oc_vxlan_reason_t r)
 {
     static const char *const n[OC_VXLAN_NREASONS] = {
         "ok", "not_vxlan", "short", "bad_outer", "bad_flags", "bad_inner"};
@@ -139,7 +139,7 @@ const char *oc_vxlan_reason_name(oc_vxlan_reason_t r)
 
 /* ------------------------------------------------------ anti-spoofing */
 
-oc_spoof_t oc_spoof_check(const uint8_t *f, uint32_t len,
+oc_spoof_t oc__spoof_check(const uint8_t *f, uint32_t len,
                           const oc_pkt_meta_t *m, const uint8_t mac[6],
                           uint32_t ip)
 {
@@ -170,7 +170,7 @@ oc_spoof_t oc_spoof_check(const uint8_t *f, uint32_t len,
 
 /* ------------------------------------------------------ ARP responder */
 
-bool oc_arp_answer(uint8_t *f, uint32_t len, const uint8_t mac[6], uint32_t ip)
+bool oc__arp_answer(uint8_t *f, uint32_t len, const uint8_t mac[6], uint32_t ip)
 {
     static const uint8_t bcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
     uint8_t *a = f + 14, sha[6];
@@ -203,7 +203,7 @@ bool oc_arp_answer(uint8_t *f, uint32_t len, const uint8_t mac[6], uint32_t ip)
 
 #define NS 1000000000ull
 
-void oc_policer_init(oc_policer_t *p, uint64_t rate, uint64_t burst,
+void oc__policer_init(oc_policer_t *p, uint64_t rate, uint64_t burst,
                      uint64_t now_ns)
 {
     p->rate = rate;
@@ -212,7 +212,7 @@ void oc_policer_init(oc_policer_t *p, uint64_t rate, uint64_t burst,
     p->last_ns = now_ns;
 }
 
-bool oc_policer_take(oc_policer_t *p, uint64_t now_ns, uint32_t bytes)
+bool oc__policer_take(oc_policer_t *p, uint64_t now_ns, uint32_t bytes)
 {
     uint64_t cap = p->burst * NS, dt;
 

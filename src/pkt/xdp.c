@@ -11,7 +11,7 @@
  *
  * Threading: queue q's socket and rings are touched only by the thread
  * that serves queue q (rx/tx/reap); counters are written with relaxed
- * atomic stores so oc_port_stats() may read them from the control thread.
+ * atomic stores so oc__port_stats() may read them from the control thread.
  */
 #include "pool_int.h"
 #include "port_int.h"
@@ -165,7 +165,7 @@ int oc__xdp_fd(const oc_port_t *port, uint32_t q) { return XQ(port)[q].fd; }
 void oc__xdp_free_bulk(oc_port_t *port, uint32_t q, oc_pkt_t *const *pkts,
                        uint16_t n)
 {
-    oc_pkt_free_bulk(XQ(port)[q].pool, pkts, n);
+    oc__pkt_free_bulk(XQ(port)[q].pool, pkts, n);
 }
 
 void oc__xdp_stats(const oc_port_t *port, oc_port_stats_t *out)
@@ -198,7 +198,7 @@ static int lib_print(const char *lib, const char *fmt, va_list ap)
 {
     char line[512];
     size_t n;
-    if (!oc_log_enabled(OC_COMP_PKT, OC_LOG_DEBUG))
+    if (!oc__log_enabled(OC_COMP_PKT, OC_LOG_DEBUG))
         return 0;
     vsnprintf(line, sizeof(line), fmt, ap);
     n = strlen(line);
@@ -360,7 +360,7 @@ static oc_status_t xq_open(xq_t *xq, const oc_port_conf_t *c, uint32_t q)
     return OC_OK;
 }
 
-oc_status_t oc_port_open_xdp(const oc_port_conf_t *c, oc_port_t **out)
+oc_status_t oc__port_open_xdp(const oc_port_conf_t *c, oc_port_t **out)
 {
     oc_port_t *port;
     oc_status_t st;

@@ -49,7 +49,7 @@ static oc_status_t agent_send(oc_context_t *ctx, oc_eng_buf_t *b, uint32_t len)
     oc_status_t st;
 
     a->credits--;
-    st = oc_eng_send(ctx->eng, &a->link, a->ep, a->token, b, len);
+    st = oc__eng_send(ctx->eng, &a->link, a->ep, a->token, b, len);
     if (st != OC_OK && ctx->failed == OC_OK)
         ctx->failed = st;
     return st;
@@ -137,7 +137,7 @@ static void ctl_message(oc_context_t *ctx, const oc_ctl_msg_t *m)
         break;
     default:
         oc_warn(OC_COMP_RUNTIME, "rank %u: unexpected %s from the agent",
-                ctx->rank, oc_ctl_type_name(m->type));
+                ctx->rank, oc__ctl_type_name(m->type));
         break;
     }
 }
@@ -148,8 +148,8 @@ static void ctl_poll(oc_context_t *ctx)
     oc_ctl_msg_t m;
     oc_status_t st;
 
-    oc_ctl_conn_flush(a->cc);
-    while ((st = oc_ctl_conn_read(a->cc, &m)) == OC_OK)
+    oc__ctl_conn_flush(a->cc);
+    while ((st = oc__ctl_conn_read(a->cc, &m)) == OC_OK)
         ctl_message(ctx, &m);
     if (st != OC_INPROGRESS && ctx->failed == OC_OK) {
         oc_error(OC_COMP_RUNTIME, "rank %u: lost the agent: %s", ctx->rank,
@@ -163,7 +163,7 @@ static oc_status_t expect(oc_context_t *ctx, const oc_ctl_msg_t *req,
                           oc_ctl_type_t type, oc_ctl_msg_t *reply,
                           int timeout_ms)
 {
-    oc_status_t st = oc_ctl_conn_request(ctx->agent->cc, req, reply,
+    oc_status_t st = oc__ctl_conn_request(ctx->agent->cc, req, reply,
                                          timeout_ms);
     if (st != OC_OK) {
         oc_error(OC_COMP_RUNTIME, "rank %u: agent handshake: %s", ctx->rank,
@@ -178,8 +178,8 @@ static oc_status_t expect(oc_context_t *ctx, const oc_ctl_msg_t *req,
     }
     if (reply->type != type) {
         oc_error(OC_COMP_RUNTIME, "rank %u: agent sent %s, expected %s",
-                 ctx->rank, oc_ctl_type_name(reply->type),
-                 oc_ctl_type_name(type));
+                 ctx->rank, oc__ctl_type_name(reply->type),
+                 oc__ctl_type_name(type));
         return OC_ERR_STATE;
     }
     return OC_OK;
@@ -198,14 +198,14 @@ oc_status_t oc__agent_init(oc_context_t *ctx, int required)
     const int log_lvl = required ? OC_LOG_ERROR : OC_LOG_INFO;
 
     /* auto: a quick look; agent: wait as long as a slow start may take */
-    st = oc_ctl_connect(ctx->cfg.agent, required ? 5000 : 200, &fd);
+    st = oc__ctl_connect(ctx->cfg.agent, required ? 5000 : 200, &fd);
     if (st != OC_OK) {
         oc_log(OC_COMP_RUNTIME, log_lvl, "rank %u: no agent answers at %s%s",
                ctx->rank, ctx->cfg.agent,
                required ? " (start offcored, or set OC_AGENT)" : "");
         return st;
     }
-    if (oc_ctl_key_load(NULL, OC_CTL_JOB_KEY_ENV, &key) != OC_OK) {
+    if (oc__ctl_key_load(NULL, OC_CTL_JOB_KEY_ENV, &key) != OC_OK) {
         oc_log(OC_COMP_RUNTIME, log_lvl,
                "rank %u: an agent answers at %s but OC_JOB_KEY is not set "
                "(the launcher gets it from 'offcore job-key --job %llu')",
@@ -220,15 +220,15 @@ oc_status_t oc__agent_init(oc_context_t *ctx, int required)
         goto out_key;
     }
     a->wait_tail = &a->wait_head;
-    oc_eng_out_init(&a->link);
+    oc__eng_out_init(&a->link);
     ctx->agent = a;
-    st = oc_ctl_conn_create(fd, ctx->cfg.agent, &a->cc);
+    st = oc__ctl_conn_create(fd, ctx->cfg.agent, &a->cc);
     if (st != OC_OK) {
         close(fd);
         goto err;
     }
-    oc_tr_worker_address(ctx->worker, &addr, &addr_len);
-    if ((st = oc_ctl_random(cnonce, sizeof(cnonce))) != OC_OK)
+    oc__tr_worker_address(ctx->worker, &addr, &addr_len);
+    if ((st = oc__ctl_random(cnonce, sizeof(cnonce))) != OC_OK)
         goto err;
     memset(&m, 0, sizeof(m));
     m.type = OC_CTL_HELLO;
@@ -244,14 +244,14 @@ oc_status_t oc__agent_init(oc_context_t *ctx, int required)
     memcpy(snonce, r.u.challenge.nonce, sizeof(snonce));
     memset(&m, 0, sizeof(m));
     m.type = OC_CTL_AUTH;
-    oc_ctl_rank_mac(&key, snonce, cnonce, (uint32_t)ctx->cfg.job, ctx->rank,
+    oc__ctl_rank_mac(&key, snonce, cnonce, (uint32_t)ctx->cfg.job, ctx->rank,
                     ctx->size, m.u.auth.mac);
     if ((st = expect(ctx, &m, OC_CTL_WELCOME, &r, 5000)) != OC_OK)
         goto err;
     a->node = r.u.welcome.node;
     a->thread = r.u.welcome.thread;
-    a->token = oc_ctl_rank_token(&key, snonce, cnonce);
-    if ((st = oc_tr_ep_create(ctx->worker, r.u.welcome.addr.data, 0,
+    a->token = oc__ctl_rank_token(&key, snonce, cnonce);
+    if ((st = oc__tr_ep_create(ctx->worker, r.u.welcome.addr.data, 0,
                               &a->ep)) != OC_OK)
         goto err;
     /* READY comes when every rank of the job, on every node, is in. */
@@ -260,7 +260,7 @@ oc_status_t oc__agent_init(oc_context_t *ctx, int required)
     if (st != OC_OK)
         goto err;
     a->credits = (uint32_t)ctx->cfg.agent_credits;
-    if ((st = oc_tr_set_handler(ctx->worker, OC_AM_CREDIT, credit_recv, ctx,
+    if ((st = oc__tr_set_handler(ctx->worker, OC_AM_CREDIT, credit_recv, ctx,
                                 0)) != OC_OK)
         goto err;
     oc_info(OC_COMP_RUNTIME, "rank %u/%u: placement agent (%s, node %u, "
@@ -269,13 +269,13 @@ oc_status_t oc__agent_init(oc_context_t *ctx, int required)
             ctx->cfg.agent_mode == OC__AGENT_MODE_STREAM
                 ? "stream: every message in one stream, sorted by the agent"
                 : "per-dest: bundles aggregated per destination here");
-    oc_ctl_key_clear(&key);
+    oc__ctl_key_clear(&key);
     return OC_OK;
 
 err:
     agent_fini(ctx);
 out_key:
-    oc_ctl_key_clear(&key);
+    oc__ctl_key_clear(&key);
     return st;
 }
 
@@ -284,7 +284,7 @@ oc_status_t oc__agent_send_raw(oc_context_t *ctx, const void *buf, size_t len,
 {
     if (ctx->agent == NULL)
         return OC_ERR_STATE;
-    return oc_tr_send_small(ctx->agent->ep, OC_AM_BUNDLE,
+    return oc__tr_send_small(ctx->agent->ep, OC_AM_BUNDLE,
                             token ? token : ctx->agent->token, buf, len);
 }
 
@@ -322,7 +322,7 @@ oc_status_t oc__agent_coll_send(oc_context_t *ctx, void *msg, size_t len)
     s->op.cb = coll_sent;
     s->op.token = ctx->agent->token;
     s->msg = msg;
-    st = oc_tr_send(ctx->agent->ep, OC_AM_COLL, msg, len, &s->op);
+    st = oc__tr_send(ctx->agent->ep, OC_AM_COLL, msg, len, &s->op);
     if (st == OC_INPROGRESS)
         return OC_OK;
     free(msg);
@@ -345,20 +345,20 @@ static void agent_fini(oc_context_t *ctx)
         memset(&m, 0, sizeof(m));
         m.type = OC_CTL_BYE;
         m.u.bye.reason = OC_CTL_BYE_NORMAL;
-        if (oc_ctl_conn_send(a->cc, &m) == OC_OK)
-            oc_ctl_conn_flush(a->cc);
-        oc_ctl_conn_destroy(a->cc);
+        if (oc__ctl_conn_send(a->cc, &m) == OC_OK)
+            oc__ctl_conn_flush(a->cc);
+        oc__ctl_conn_destroy(a->cc);
     }
-    oc_tr_ep_destroy(ctx->worker, a->ep);
+    oc__tr_ep_destroy(ctx->worker, a->ep);
     if (ctx->eng != NULL) {
         /* what waited for credit goes back; sends the worker still holds
          * must not find the link once it is freed */
         while (a->wait_head != NULL) {
             oc_eng_buf_t *b = a->wait_head;
             a->wait_head = b->next;
-            oc_eng_buf_put(ctx->eng, b);
+            oc__eng_buf_put(ctx->eng, b);
         }
-        oc_eng_out_retire(ctx->eng, &a->link);
+        oc__eng_out_retire(ctx->eng, &a->link);
     }
     free(a);
     ctx->agent = NULL;
@@ -390,11 +390,11 @@ static oc_status_t agent_quiesce_step(oc_context_t *ctx)
         m.u.counts.round = ctx->q.round;
         m.u.counts.sent = ctx->c.msgs_sent;
         m.u.counts.delivered = ctx->c.msgs_delivered;
-        if (oc_ctl_conn_send(a->cc, &m) != OC_OK) {
+        if (oc__ctl_conn_send(a->cc, &m) != OC_OK) {
             ctx->failed = OC_ERR_PEER_FAILED;
             return ctx->failed;
         }
-        oc_ctl_conn_flush(a->cc);
+        oc__ctl_conn_flush(a->cc);
         a->q_sent = 1;
     }
     return OC_INPROGRESS;

@@ -91,13 +91,13 @@ oc_status_t oc__file_allgather(void *arg, const void *sendbuf, void *recvbuf,
     path_of(ctx, call, ctx->rank, path, sizeof(path));
     if (write_file(path, sendbuf, len) != OC_OK)
         return OC_ERR_BOOTSTRAP;
-    deadline = oc_now_us() + ctx->cfg.bootstrap_timeout_s * 1000000u;
+    deadline = oc__now_us() + ctx->cfg.bootstrap_timeout_s * 1000000u;
     for (uint32_t r = 0; r < ctx->size; r++) {
         int rc;
         path_of(ctx, call, r, path, sizeof(path));
         while ((rc = read_file(path, (uint8_t *)recvbuf + (size_t)r * len,
                                len)) == 0) {
-            if (oc_now_us() > deadline) {
+            if (oc__now_us() > deadline) {
                 oc_error(OC_COMP_RUNTIME,
                          "bootstrap: rank %u did not appear in %s within "
                          "%llu s (OC_BOOTSTRAP_TIMEOUT_S)", r,

@@ -141,11 +141,11 @@ static oc_status_t engine_create(oc_context_t *ctx)
     p.arg = ctx;
     p.name = ctx->name;
     p.log_comp = OC_COMP_RUNTIME;
-    if ((st = oc_eng_create(&p, &ctx->eng)) != OC_OK)
+    if ((st = oc__eng_create(&p, &ctx->eng)) != OC_OK)
         return st;
     ctx->rx.eng = ctx->eng;
     for (uint32_t i = 0; i < 2 * ctx->size; i++) {
-        oc_eng_out_init(&ctx->dests[i]);
+        oc__eng_out_init(&ctx->dests[i]);
         ctx->dests[i].job = (uint32_t)ctx->cfg.job;
     }
     return OC_OK;
@@ -157,12 +157,12 @@ static void context_free(oc_context_t *ctx)
         ctx->pl->fini(ctx);
     if (ctx->rx.q != NULL && ctx->worker != NULL)
         oc__rx_drain_release(ctx);
-    oc_tr_worker_destroy(ctx->worker);
+    oc__tr_worker_destroy(ctx->worker);
     oc__coll_fini(ctx); /* after the worker: no callback into it can run */
-    oc_tr_context_destroy(ctx->tr);
+    oc__tr_context_destroy(ctx->tr);
     oc__quiesce_fini(ctx);
-    oc_eng_ring_fini(&ctx->rx);
-    oc_eng_destroy(ctx->eng);
+    oc__eng_ring_fini(&ctx->rx);
+    oc__eng_destroy(ctx->eng);
     free(ctx->dests);
     free(ctx->eps);
     free(ctx);
@@ -236,7 +236,7 @@ OC_API oc_status_t oc_init(const oc_context_params_t *params,
     ctx = calloc(1, sizeof(*ctx));
     if (ctx == NULL)
         return OC_ERR_NO_MEMORY;
-    st = oc_config_load(oc__runtime_config_table, &ctx->cfg);
+    st = oc__config_load(oc__runtime_config_table, &ctx->cfg);
     if (st != OC_OK)
         goto err;
     snprintf(ctx->name, sizeof(ctx->name), "%s",
@@ -288,24 +288,24 @@ OC_API oc_status_t oc_init(const oc_context_params_t *params,
     ctx->dests = calloc(2 * (size_t)ctx->size, sizeof(*ctx->dests));
     ctx->eps = calloc(ctx->size, sizeof(*ctx->eps));
     if (ctx->dests == NULL || ctx->eps == NULL ||
-        oc_eng_ring_init(&ctx->rx, NULL, 256) != OC_OK) {
+        oc__eng_ring_init(&ctx->rx, NULL, 256) != OC_OK) {
         st = OC_ERR_NO_MEMORY;
         goto err;
     }
     for (uint32_t i = 0; i < 2 * ctx->size; i++)
-        oc_eng_out_init(&ctx->dests[i]);
+        oc__eng_out_init(&ctx->dests[i]);
     if ((st = oc__quiesce_init(ctx)) != OC_OK)
         goto err;
-    if ((st = oc_tr_context_create(&ctx->tr)) != OC_OK)
+    if ((st = oc__tr_context_create(&ctx->tr)) != OC_OK)
         goto err;
-    if ((st = oc_tr_worker_create(ctx->tr, &ctx->worker)) != OC_OK)
+    if ((st = oc__tr_worker_create(ctx->tr, &ctx->worker)) != OC_OK)
         goto err;
     if ((st = oc__transport_precheck(ctx)) != OC_OK)
         goto err;
-    if ((st = oc_tr_set_handler(ctx->worker, OC_AM_BUNDLE, oc__bundle_recv,
+    if ((st = oc__tr_set_handler(ctx->worker, OC_AM_BUNDLE, oc__bundle_recv,
                                 ctx, 1)) != OC_OK)
         goto err;
-    if ((st = oc_tr_set_handler(ctx->worker, OC_AM_CONTROL, oc__control_recv,
+    if ((st = oc__tr_set_handler(ctx->worker, OC_AM_CONTROL, oc__control_recv,
                                 ctx, 0)) != OC_OK)
         goto err;
     if ((st = oc__coll_init(ctx)) != OC_OK)
@@ -323,7 +323,7 @@ OC_API oc_status_t oc_init(const oc_context_params_t *params,
     if (ctx->pl == &oc__placement_agent &&
         ctx->cfg.agent_mode == OC__AGENT_MODE_STREAM) {
         oc_eng_out_t *o = &ctx->stream_out;
-        oc_eng_out_init(o);
+        oc__eng_out_init(o);
         o->mixed_only = 1;
         o->column = 1;
         o->flags = OC_WIRE_F_STREAM;
@@ -399,7 +399,7 @@ OC_API oc_status_t oc_counters_get(const oc_context_t *ctx, oc_counters_t *out,
         size % sizeof(uint64_t) != 0)
         return OC_ERR_INVALID_PARAM;
     c = ctx->c;
-    oc_eng_counters(ctx->eng, &e);
+    oc__eng_counters(ctx->eng, &e);
     c.flush_full = e.flush[OC_ENG_FLUSH_FULL];
     c.flush_timeout = e.flush[OC_ENG_FLUSH_TIMEOUT];
     c.flush_idle = e.flush[OC_ENG_FLUSH_IDLE];

@@ -15,7 +15,7 @@ static oc_status_t inline_submit(oc_context_t *ctx, oc_eng_out_t *o,
                                  oc_eng_buf_t *b, uint32_t len)
 {
     const uint32_t dest = (uint32_t)(o - ctx->dests) >> 1;
-    return oc_eng_send(ctx->eng, o, ctx->eps[dest], 0, b, len);
+    return oc__eng_send(ctx->eng, o, ctx->eps[dest], 0, b, len);
 }
 
 static int inline_pending(const oc_context_t *ctx)
@@ -31,7 +31,7 @@ static oc_status_t inline_finalize(oc_context_t *ctx)
 
     oc__flush_all(ctx, OC_ENG_FLUSH_EXPLICIT);
     while (ctx->eng->inflight > 0 && ctx->failed == OC_OK)
-        oc_tr_progress(ctx->worker);
+        oc__tr_progress(ctx->worker);
     /* Everyone's sends are complete before anyone closes endpoints. */
     all = malloc(ctx->size);
     if (all == NULL)
@@ -46,7 +46,7 @@ void oc__inline_fini(oc_context_t *ctx)
     ctx->closing = 1; /* peers leaving now are no failure */
     if (ctx->eps != NULL && ctx->worker != NULL)
         for (uint32_t i = 0; i < ctx->size; i++) {
-            oc_tr_ep_destroy(ctx->worker, ctx->eps[i]);
+            oc__tr_ep_destroy(ctx->worker, ctx->eps[i]);
             ctx->eps[i] = NULL;
         }
 }
@@ -98,7 +98,7 @@ oc_status_t oc__inline_wireup(oc_context_t *ctx)
     uint8_t *abuf = NULL, *aall = NULL;
     oc_status_t st;
 
-    oc_tr_worker_address(ctx->worker, &addr, &addr_len);
+    oc__tr_worker_address(ctx->worker, &addr, &addr_len);
     mine.version = OC_WIRE_VERSION;
     mine.job = (uint32_t)ctx->cfg.job;
     mine.addr_len = (uint32_t)addr_len;
@@ -129,7 +129,7 @@ oc_status_t oc__inline_wireup(oc_context_t *ctx)
         goto out;
     }
     memcpy(abuf, addr, addr_len);
-    oc_tr_worker_on_failure(ctx->worker, peer_failed, ctx);
+    oc__tr_worker_on_failure(ctx->worker, peer_failed, ctx);
     st = ctx->allgather(ctx->allgather_arg, abuf, aall, max_len);
     if (st != OC_OK)
         goto out;
@@ -138,15 +138,15 @@ oc_status_t oc__inline_wireup(oc_context_t *ctx)
             continue;
         /* peer-failure handling on: a rank that dies fails the others
          * (peer_failed) instead of leaving them waiting for ever */
-        st = oc_tr_ep_create(ctx->worker, aall + (size_t)i * max_len, 1,
+        st = oc__tr_ep_create(ctx->worker, aall + (size_t)i * max_len, 1,
                              &ctx->eps[i]);
         if (st != OC_OK)
             goto out;
     }
-    if (ctx->size > 1 && oc_log_enabled(OC_COMP_TRANSPORT, OC_LOG_DEBUG)) {
+    if (ctx->size > 1 && oc__log_enabled(OC_COMP_TRANSPORT, OC_LOG_DEBUG)) {
         char info[2048];
         uint32_t peer = (ctx->rank + 1) % ctx->size;
-        oc_tr_ep_describe(ctx->eps[peer], info, sizeof(info));
+        oc__tr_ep_describe(ctx->eps[peer], info, sizeof(info));
         oc_debug(OC_COMP_TRANSPORT, "rank %u -> %u:\n%s", ctx->rank, peer,
                  info);
     }

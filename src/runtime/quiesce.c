@@ -61,7 +61,7 @@ static oc_status_t qsend(oc_context_t *ctx, uint32_t to, const qmsg_t *m)
     s->op.cb = qsend_done;
     s->op.token = 0;
     s->m = *m;
-    st = oc_tr_send(ctx->eps[to], OC_AM_CONTROL, &s->m, sizeof(s->m),
+    st = oc__tr_send(ctx->eps[to], OC_AM_CONTROL, &s->m, sizeof(s->m),
                     &s->op);
     if (st == OC_INPROGRESS)
         return OC_OK;
@@ -91,7 +91,7 @@ void oc__quiesce_fini(oc_context_t *ctx)
     ctx->q.child = NULL;
 }
 
-/* Runs inside oc_tr_progress(): only record what arrived. */
+/* Runs inside oc__tr_progress(): only record what arrived. */
 void oc__control_recv(void *arg, uint64_t token, void *data, size_t len)
 {
     oc_context_t *ctx = arg;

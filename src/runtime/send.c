@@ -48,7 +48,7 @@ void oc__send_failed(void *arg, oc_eng_out_t *o, oc_status_t st)
 
 oc_status_t oc__flush_all(oc_context_t *ctx, oc_eng_flush_t why)
 {
-    return oc_eng_flush_dirty(ctx->eng, why, 0);
+    return oc__eng_flush_dirty(ctx->eng, why, 0);
 }
 
 /* ---- receive queue ---------------------------------------------------- */
@@ -56,12 +56,12 @@ oc_status_t oc__flush_all(oc_context_t *ctx, oc_eng_flush_t why)
 void oc__rx_push(oc_context_t *ctx, uint8_t *data, uint32_t len,
                  oc_eng_buf_t *self_buf)
 {
-    oc_eng_rx_t *e = oc_eng_ring_push(&ctx->rx);
+    oc_eng_rx_t *e = oc__eng_ring_push(&ctx->rx);
     if (unlikely(e == NULL)) { /* engine.h: refuse, count, fail the flow */
         if (self_buf != NULL)
-            oc_eng_buf_put(ctx->eng, self_buf);
+            oc__eng_buf_put(ctx->eng, self_buf);
         else
-            oc_tr_release(ctx->worker, data);
+            oc__tr_release(ctx->worker, data);
         ctx->failed = OC_ERR_NO_MEMORY;
         return;
     }
@@ -70,7 +70,7 @@ void oc__rx_push(oc_context_t *ctx, uint8_t *data, uint32_t len,
     e->self_buf = self_buf;
 }
 
-/* Transport receive callback (inside oc_tr_progress): queue the bundle;
+/* Transport receive callback (inside oc__tr_progress): queue the bundle;
  * it is validated and delivered by the next deliver(). */
 void oc__bundle_recv(void *arg, uint64_t token, void *data, size_t len)
 {
@@ -81,16 +81,16 @@ void oc__bundle_recv(void *arg, uint64_t token, void *data, size_t len)
 static void rx_release(oc_context_t *ctx, oc_eng_rx_t *e)
 {
     if (e->self_buf != NULL)
-        oc_eng_buf_put(ctx->eng, e->self_buf);
+        oc__eng_buf_put(ctx->eng, e->self_buf);
     else
-        oc_tr_release(ctx->worker, e->data);
+        oc__tr_release(ctx->worker, e->data);
 }
 
 void oc__rx_drain_release(oc_context_t *ctx)
 {
     while (ctx->rx.count > 0) {
-        rx_release(ctx, oc_eng_ring_at(&ctx->rx, 0));
-        oc_eng_ring_pop(&ctx->rx);
+        rx_release(ctx, oc__eng_ring_at(&ctx->rx, 0));
+        oc__eng_ring_pop(&ctx->rx);
     }
 }
 
@@ -110,7 +110,7 @@ static oc_status_t send_slow(oc_context_t *ctx, uint32_t dest, const void *buf,
         return OC_ERR_MSG_TOO_LONG;
     if (buf == NULL && len > 0)
         return OC_ERR_INVALID_PARAM;
-    st = oc_eng_put(ctx->eng, o, dest, ctx->rank, buf, len);
+    st = oc__eng_put(ctx->eng, o, dest, ctx->rank, buf, len);
     if (st == OC_OK) {
         ctx->c.msgs_sent++;
         ctx->c.bytes_sent += len;
@@ -127,7 +127,7 @@ OC_API oc_status_t oc_send(oc_context_t *ctx, uint32_t dest, const void *buf,
         return OC_ERR_RANK_RANGE;
     /* In stream mode the per-destination outlets never hold a buffer, so
      * the fast path always falls through to send_slow. */
-    if (oc_eng_try_fast(&ctx->dests[OC__SLOT(dest, ctx->in_handler)], buf,
+    if (oc__eng_try_fast(&ctx->dests[OC__SLOT(dest, ctx->in_handler)], buf,
                         len)) {
         ctx->c.msgs_sent++;
         ctx->c.bytes_sent += len;
@@ -136,10 +136,10 @@ OC_API oc_status_t oc_send(oc_context_t *ctx, uint32_t dest, const void *buf,
     /* stream mode: the per-destination outlets never hold a buffer, so
      * this is reached for every message; the column append */
     if (ctx->stream != NULL && buf != NULL &&
-        oc_eng_col_room(ctx->stream, len) > 0) {
+        oc__eng_col_room(ctx->stream, len) > 0) {
         oc_eng_out_t *o = ctx->stream;
-        oc_wire_st32(o->dcol + 4 * (size_t)o->count, dest);
-        o->wp = oc_wire_put_item(o->wp, buf, len);
+        oc__wire_st32(o->dcol + 4 * (size_t)o->count, dest);
+        o->wp = oc__wire_put_item(o->wp, buf, len);
         o->count++;
         ctx->c.msgs_sent++;
         ctx->c.bytes_sent += len;
@@ -164,7 +164,7 @@ static size_t stream_burst(oc_context_t *ctx, const uint32_t *dests,
     if (len > ctx->max_msg)
         return 0;
     while (i < n) {
-        size_t k = oc_eng_col_room(o, len);
+        size_t k = oc__eng_col_room(o, len);
         if (k > 0) {
             uint32_t bad = 0;
             if (k > n - i)
@@ -181,14 +181,14 @@ static size_t stream_burst(oc_context_t *ctx, const uint32_t *dests,
             memcpy(o->dcol + 4 * (size_t)o->count, dests + i, 4 * k);
 #else
             for (size_t j = 0; j < k; j++)
-                oc_wire_st32(o->dcol + 4 * (o->count + j), dests[i + j]);
+                oc__wire_st32(o->dcol + 4 * (o->count + j), dests[i + j]);
 #endif
             if (len == o->stride) {
                 memcpy(o->wp, p, k * len);
                 o->wp += k * len;
             } else {
                 for (size_t j = 0; j < k; j++)
-                    o->wp = oc_wire_put_item(o->wp, p + j * len, len);
+                    o->wp = oc__wire_put_item(o->wp, p + j * len, len);
             }
             o->count += (uint32_t)k;
             fast += k;
@@ -244,7 +244,7 @@ OC_API size_t oc_send_burst(oc_context_t *ctx, const uint32_t *dests,
         const uint32_t dest = dests[i];
         if (unlikely(dest >= size))
             break;
-        if (oc_eng_try_fast(&ctx->dests[OC__SLOT(dest, lane)], p, len)) {
+        if (oc__eng_try_fast(&ctx->dests[OC__SLOT(dest, lane)], p, len)) {
             fast++;
             continue;
         }
@@ -281,7 +281,7 @@ OC_API size_t oc_send_many(oc_context_t *ctx, uint32_t dest, const void *msgs,
             p += k * len;
             continue;
         }
-        if (oc_eng_try_fast(d, p, len)) {
+        if (oc__eng_try_fast(d, p, len)) {
             ctx->c.msgs_sent++;
             ctx->c.bytes_sent += len;
         } else if (send_slow(ctx, dest, p, len) != OC_OK) {
@@ -324,7 +324,7 @@ static uint32_t deliver_one(oc_context_t *ctx, oc_eng_rx_t *e, int *stalled)
 
     if (h->flags & OC_WIRE_F_FIXED) {
         const uint32_t len = h->item_size;
-        const size_t stride = oc_wire_pad8(len);
+        const size_t stride = oc__wire_pad8(len);
         const uint32_t src = h->src;
         const uint8_t *p = e->data + OC_WIRE_HDR_LEN + (size_t)i * stride;
         if (ctx->burst_handler != NULL) {
@@ -350,9 +350,9 @@ static uint32_t deliver_one(oc_context_t *ctx, oc_eng_rx_t *e, int *stalled)
     } else {
         oc_wire_iter_t it;
         oc_wire_msg_t m;
-        oc_wire_iter_init(&it, e->data, h);
-        oc_wire_iter_skip(&it, i);
-        while (oc_wire_iter_next(&it, &m)) {
+        oc__wire_iter_init(&it, e->data, h);
+        oc__wire_iter_skip(&it, i);
+        while (oc__wire_iter_next(&it, &m)) {
             int refused = ctx->burst_handler != NULL
                 ? ctx->burst_handler(harg, m.src, m.payload, m.len, 1) == 0
                 : handler(harg, m.src, m.payload, m.len) == OC_ERR_NO_RESOURCE;
@@ -382,11 +382,11 @@ static int deliver(oc_context_t *ctx)
     ctx->eng->in_handler = 1;
     while (ctx->rx.count > 0 && budget-- > 0) {
         /* Copy the entry: a handler's send to self may grow the ring. */
-        oc_eng_rx_t e = *oc_eng_ring_at(&ctx->rx, 0);
+        oc_eng_rx_t e = *oc__eng_ring_at(&ctx->rx, 0);
         int stalled = 0;
 
         if (!e.validated) {
-            oc_status_t st = oc_wire_validate(e.data, e.len, &chk, &e.hdr);
+            oc_status_t st = oc__wire_validate(e.data, e.len, &chk, &e.hdr);
             ctx->c.bundles_received++;
             if (st != OC_OK) {
                 reject(ctx, &e, st);
@@ -397,11 +397,11 @@ static int deliver(oc_context_t *ctx)
         total += (int)deliver_one(ctx, &e, &stalled);
         if (stalled) {
             ctx->c.handler_retries++;
-            *oc_eng_ring_at(&ctx->rx, 0) = e; /* head is still this entry */
+            *oc__eng_ring_at(&ctx->rx, 0) = e; /* head is still this entry */
             break;
         }
 pop:
-        oc_eng_ring_pop(&ctx->rx);
+        oc__eng_ring_pop(&ctx->rx);
         rx_release(ctx, &e);
     }
     ctx->in_handler = 0;
@@ -416,7 +416,7 @@ int oc__progress(oc_context_t *ctx)
     unsigned events;
     int n;
 
-    events = oc_tr_progress(ctx->worker);
+    events = oc__tr_progress(ctx->worker);
     if (ctx->pl->progress != NULL)
         ctx->pl->progress(ctx);
     oc__coll_progress(ctx);
@@ -440,7 +440,7 @@ int oc__progress(oc_context_t *ctx)
     if (ctx->q.active)
         oc__flush_all(ctx, OC_ENG_FLUSH_EXPLICIT);
     else
-        oc_eng_policy(ctx->eng, activity == ctx->last_activity);
+        oc__eng_policy(ctx->eng, activity == ctx->last_activity);
     ctx->last_activity = activity;
     return n;
 }

@@ -9,10 +9,10 @@
 oc_status_t oc__runtime_settings_dump(FILE *out)
 {
     oc__config_t cfg;
-    oc_status_t st = oc_config_load(oc__runtime_config_table, &cfg);
+    oc_status_t st = oc__config_load(oc__runtime_config_table, &cfg);
 
     if (st != OC_OK)
         return st;
-    oc_config_dump(out, "runtime", oc__runtime_config_table, &cfg);
+    oc__config_dump(out, "runtime", oc__runtime_config_table, &cfg);
     return OC_OK;
 }

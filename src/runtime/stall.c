@@ -39,7 +39,7 @@ void oc__agent_watch(oc_context_t *ctx)
         return;
     waiting = ctx->eng->inflight > 0 || ctx->pl->pending(ctx);
     fp = fingerprint(ctx);
-    now = oc_now_us();
+    now = oc__now_us();
     if (!waiting || fp != w->fingerprint) {
         if (w->warned)
             oc_warn_limited(&lim_stall, OC_COMP_RUNTIME,

@@ -34,9 +34,9 @@ static void req_parse(const char *spec, req_t *r)
     r->list = spec;
     for (const char *p = spec; *p;) {
         size_t n = strcspn(p, ",");
-        unsigned c = oc_tr_class_parse(p, n);
+        unsigned c = oc__tr_class_parse(p, n);
         if (c == 0 && n > 0)
-            c = oc_tr_class_of(p, n); /* a UCX name: its class */
+            c = oc__tr_class_of(p, n); /* a UCX name: its class */
         else
             r->classes |= c;
         if (n > 0 && !(c & OC_TR_CLASS_INTRA_HOST))
@@ -49,7 +49,7 @@ static void req_parse(const char *spec, req_t *r)
 /* Is transport "tl" (length n) allowed? */
 static int req_allows(const req_t *r, const char *tl, size_t n)
 {
-    unsigned c = oc_tr_class_of(tl, n);
+    unsigned c = oc__tr_class_of(tl, n);
     if ((c & OC_TR_CLASS_INTRA_HOST) || (c & r->classes))
         return 1;
     for (const char *p = r->list; *p;) {
@@ -73,7 +73,7 @@ static int items_allowed(const req_t *r, const char *items, int any)
             tl = n;
         if (n > 0) {
             int ok = req_allows(r, p, tl);
-            unsigned c = oc_tr_class_of(p, tl);
+            unsigned c = oc__tr_class_of(p, tl);
             if (any && ok && !(c & OC_TR_CLASS_INTRA_HOST))
                 return 1;
             if (!any && !ok)
@@ -98,7 +98,7 @@ oc_status_t oc__transport_precheck(oc_context_t *ctx)
     /* peers on this host prove nothing about the network: UCX must offer
      * the required transport toward other hosts.  Checked before wire-up
      * so that every rank fails alike, none half-connected. */
-    oc_tr_context_resources(ctx->tr, res, sizeof(res));
+    oc__tr_context_resources(ctx->tr, res, sizeof(res));
     if (items_allowed(&req, res, 1))
         return OC_OK;
     oc_error(OC_COMP_RUNTIME,
@@ -117,8 +117,8 @@ oc_status_t oc__transport_watch(oc_context_t *ctx)
     char tls[256];
 
     req_parse(spec, &req);
-    while ((ep = oc_tr_worker_ep_next(ctx->worker, ep)) != NULL) {
-        unsigned cls = oc_tr_ep_transports(ep, tls, sizeof(tls));
+    while ((ep = oc__tr_worker_ep_next(ctx->worker, ep)) != NULL) {
+        unsigned cls = oc__tr_ep_transports(ep, tls, sizeof(tls));
         char who[32] = "the agent";
         for (uint32_t i = 0; ctx->agent == NULL && i < ctx->size; i++)
             if (ctx->eps[i] == ep)
@@ -133,13 +133,13 @@ oc_status_t oc__transport_watch(oc_context_t *ctx)
             ctx->c.conn_other++;
         if (n++ < LOG_EACH)
             oc_info(OC_COMP_RUNTIME, "rank %u: to %s via %s (%s)", ctx->rank,
-                    who, tls[0] ? tls : "?", oc_tr_class_main(cls));
+                    who, tls[0] ? tls : "?", oc__tr_class_main(cls));
         if (spec[0] && !items_allowed(&req, tls, 0)) {
             oc_error(OC_COMP_RUNTIME,
                      "rank %u: OC_REQUIRE_TRANSPORT=%s, but the connection "
                      "to %s uses %s (%s); `offcore doctor` says why",
                      ctx->rank, spec, who, tls[0] ? tls : "an unknown "
-                     "transport", oc_tr_class_main(cls));
+                     "transport", oc__tr_class_main(cls));
             return OC_ERR_TRANSPORT_REQUIRED;
         }
     }

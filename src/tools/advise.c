@@ -24,7 +24,7 @@ static const char *script(void)
     return NULL;
 }
 
-int oc_advise_main(int argc, char **argv, FILE *err)
+int oc__advise_main(int argc, char **argv, FILE *err)
 {
     const char *s = script();
     char exe[PATH_MAX], **args;

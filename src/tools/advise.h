@@ -9,6 +9,6 @@
 
 /** Replace this process with advise.py; argv[0] is "advise".  Returns
  *  only when it cannot (2, the reason written to @p err). */
-int oc_advise_main(int argc, char **argv, FILE *err);
+int oc__advise_main(int argc, char **argv, FILE *err);
 
 #endif

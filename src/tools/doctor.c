@@ -332,7 +332,7 @@ static void usage(FILE *out)
         "OC_AGENT_METRICS", "127.0.0.1:9464");
 }
 
-int oc_doctor_main(int argc, char **argv, FILE *out, FILE *err)
+int oc__doctor_main(int argc, char **argv, FILE *out, FILE *err)
 {
     oc_dr_t *d;
     oc_dr_check_t *c;

@@ -20,7 +20,7 @@
 /** Run `offcore doctor`; argv[0] is "doctor".
  *  @return 0 no check failed and every --require is met; 1 a check failed
  *  or a requirement is not met; 2 usage error. */
-int oc_doctor_main(int argc, char **argv, FILE *out, FILE *err);
+int oc__doctor_main(int argc, char **argv, FILE *out, FILE *err);
 
 typedef enum { OC_DR_OK, OC_DR_WARN, OC_DR_FAIL, OC_DR_NA } oc_dr_verdict_t;
 

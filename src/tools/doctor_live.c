@@ -33,7 +33,7 @@ static const char *cls_names(unsigned cls, char *buf, size_t len)
         if (cls & b) {
             size_t u = strlen(buf);
             snprintf(buf + u, len - u, "%s%s", u ? "+" : "",
-                     oc_tr_class_name(b));
+                     oc__tr_class_name(b));
         }
     return buf;
 }
@@ -50,14 +50,14 @@ static unsigned probe(oc_tr_context_t *from, oc_tr_worker_t *wf,
     unsigned cls = 0;
     (void)from;
     snprintf(out, len, "(no endpoint)");
-    if (oc_tr_worker_create(to, &wt) != OC_OK)
+    if (oc__tr_worker_create(to, &wt) != OC_OK)
         return 0;
-    oc_tr_worker_address(wt, &addr, &alen);
-    if (oc_tr_ep_create(wf, addr, 0, &ep) == OC_OK) {
-        cls = oc_tr_ep_transports(ep, out, len);
-        oc_tr_ep_destroy(wf, ep);
+    oc__tr_worker_address(wt, &addr, &alen);
+    if (oc__tr_ep_create(wf, addr, 0, &ep) == OC_OK) {
+        cls = oc__tr_ep_transports(ep, out, len);
+        oc__tr_ep_destroy(wf, ep);
     }
-    oc_tr_worker_destroy(wt);
+    oc__tr_worker_destroy(wt);
     return cls;
 }
 
@@ -74,21 +74,21 @@ void oc__dr_ucx(oc_dr_t *d)
                    "(add --live to probe this machine's UCX)");
         return;
     }
-    if (oc_tr_context_create(&ctx) != OC_OK ||
-        oc_tr_worker_create(ctx, &w) != OC_OK) {
+    if (oc__tr_context_create(&ctx) != OC_OK ||
+        oc__tr_worker_create(ctx, &w) != OC_OK) {
         oc__dr_set(d, OC_DR_FAIL, "run ucx_info -d; check UCX_* variables",
                    "UCX does not start (OC_LOG=transport:debug says why)");
         goto out;
     }
     d->ucx_ran = 1;
-    oc_tr_context_resources(ctx, res, sizeof(res));
-    oc__dr_ev(d, "UCX %s; UCX_TLS=%s UCX_NET_DEVICES=%s", oc_tr_version(),
+    oc__tr_context_resources(ctx, res, sizeof(res));
+    oc__dr_ev(d, "UCX %s; UCX_TLS=%s UCX_NET_DEVICES=%s", oc__tr_version(),
               tls ? tls : "(unset: all)", devs ? devs : "(unset: all)");
     oc__dr_ev(d, "resources: %s", res);
     lcls = probe(ctx, w, ctx, local, sizeof(local));
     oc__dr_ev(d, "to a peer on this host: %s (%s)", local,
               cls_names(lcls, c1, sizeof(c1)));
-    if (oc_tr_context_create_net(&net) == OC_OK) {
+    if (oc__tr_context_create_net(&net) == OC_OK) {
         rcls = probe(ctx, w, net, remote, sizeof(remote));
         oc__dr_ev(d, "to a peer as on another host (no shared memory): %s (%s)", remote,
                   cls_names(rcls, c2, sizeof(c2)));
@@ -100,7 +100,7 @@ void oc__dr_ucx(oc_dr_t *d)
               "their lanes read from ucp_ep_print_info (UCX %s has no "
               "UCP_EP_ATTR_FIELD_TRANSPORTS; 1.14 added it); the second "
               "peer offers no shared memory or self, as a remote one",
-              oc_tr_version());
+              oc__tr_version());
     if (strstr(remote, "tcp/lo"))
         oc__dr_ev(d, "note: UCX's tcp transport includes lo; between hosts "
                   "name the device (UCX_NET_DEVICES=eth0)");
@@ -124,9 +124,9 @@ void oc__dr_ucx(oc_dr_t *d)
                    "UCX will use %s between hosts and %s within this one",
                    rcls ? c2 : "nothing", c1);
 out:
-    oc_tr_worker_destroy(w);
-    oc_tr_context_destroy(net);
-    oc_tr_context_destroy(ctx);
+    oc__tr_worker_destroy(w);
+    oc__tr_context_destroy(net);
+    oc__tr_context_destroy(ctx);
 }
 
 int oc__dr_nccl_parse(const char *log, int *gdr)
@@ -309,7 +309,7 @@ void oc__dr_offcored(oc_dr_t *d)
     char *argv[] = {"stat", "--json", "--agent", (char *)(d->agent ? d->agent
                                                   : OC_STAT_DEFAULT_AGENT),
                     NULL};
-    rc = out && err ? oc_stat_main(4, argv, out, err) : 1;
+    rc = out && err ? oc__stat_main(4, argv, out, err) : 1;
     if (out)
         fclose(out);
     if (err)

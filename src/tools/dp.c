@@ -77,7 +77,7 @@ static int request(const char *addr, const char *line, char **answer,
     int fd;
     size_t len = 0, cap = 65536;
     char *buf;
-    oc_status_t st = oc_ctl_connect(addr, 2000, &fd);
+    oc_status_t st = oc__ctl_connect(addr, 2000, &fd);
 
     if (st != OC_OK) {
         fprintf(err, "offcore dp: cannot reach offcore-dp at %s (%s): is it "
@@ -378,7 +378,7 @@ static int do_stat(const char *addr, int argc, char **argv, FILE *out,
             free(answer);
             return 1;
         }
-    if (oc_prom_parse(body, strlen(body), stat_cb, &c, &perr) != OC_OK) {
+    if (oc__prom_parse(body, strlen(body), stat_cb, &c, &perr) != OC_OK) {
         fprintf(err, "offcore dp stat: malformed counters at line %u: %s\n",
                 perr.line, perr.msg);
         rc = 1;
@@ -412,7 +412,7 @@ static int do_stat(const char *addr, int argc, char **argv, FILE *out,
     return rc;
 }
 
-int oc_dp_cli_main(int argc, char **argv, FILE *out, FILE *err)
+int oc__dp_cli_main(int argc, char **argv, FILE *out, FILE *err)
 {
     const char *addr = getenv("OC_DP_CONTROL");
     char line[8192], *answer;

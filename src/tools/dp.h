@@ -5,6 +5,6 @@
 #include <stdio.h>
 
 /** argv[0] is "dp".  @return the exit status (see `offcore dp --help`). */
-int oc_dp_cli_main(int argc, char **argv, FILE *out, FILE *err);
+int oc__dp_cli_main(int argc, char **argv, FILE *out, FILE *err);
 
 #endif

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int oc_keygen_main(int argc, char **argv, FILE *out, FILE *err)
+int oc__keygen_main(int argc, char **argv, FILE *out, FILE *err)
 {
     oc_ctl_key_t key;
     char hex[2 * OC_CTL_KEY_MAX + 1];
@@ -23,18 +23,18 @@ int oc_keygen_main(int argc, char **argv, FILE *out, FILE *err)
                 "offcored --cluster-key FILE (the same file on every agent).\n");
         return argc > 1 && !strcmp(argv[1], "--help") ? 0 : 2;
     }
-    if (oc_ctl_key_generate(&key) != OC_OK ||
-        oc_ctl_key_hex(&key, hex, sizeof(hex)) != OC_OK) {
+    if (oc__ctl_key_generate(&key) != OC_OK ||
+        oc__ctl_key_hex(&key, hex, sizeof(hex)) != OC_OK) {
         fprintf(err, "offcore keygen: no random source\n");
         return 1;
     }
     fprintf(out, "%s\n", hex);
-    oc_ctl_key_clear(&key);
+    oc__ctl_key_clear(&key);
     memset(hex, 0, sizeof(hex));
     return 0;
 }
 
-int oc_jobkey_main(int argc, char **argv, FILE *out, FILE *err)
+int oc__jobkey_main(int argc, char **argv, FILE *out, FILE *err)
 {
     const char *file = NULL; /* --cluster-key: beats the environment */
     long long job = -1;
@@ -64,15 +64,15 @@ int oc_jobkey_main(int argc, char **argv, FILE *out, FILE *err)
                 "OC_JOB=ID; it admits them to the agents for that job only.\n");
         return argc == 2 && !strcmp(argv[1], "--help") ? 0 : 2;
     }
-    if (oc_ctl_cluster_key_load(file, &ck, src, sizeof(src)) != OC_OK) {
+    if (oc__ctl_cluster_key_load(file, &ck, src, sizeof(src)) != OC_OK) {
         fprintf(err, "offcore job-key: no usable cluster key from %s (see "
                      "above)\n", src);
         return 1;
     }
-    oc_ctl_job_key(&ck, (uint32_t)job, &jk);
-    oc_ctl_key_hex(&jk, hex, sizeof(hex));
+    oc__ctl_job_key(&ck, (uint32_t)job, &jk);
+    oc__ctl_key_hex(&jk, hex, sizeof(hex));
     fprintf(out, "%s\n", hex);
-    oc_ctl_key_clear(&ck);
-    oc_ctl_key_clear(&jk);
+    oc__ctl_key_clear(&ck);
+    oc__ctl_key_clear(&jk);
     return 0;
 }

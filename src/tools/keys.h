@@ -2,6 +2,6 @@
 #ifndef OC_TOOLS_KEYS_H
 #define OC_TOOLS_KEYS_H
 #include <stdio.h>
-int oc_keygen_main(int argc, char **argv, FILE *out, FILE *err);
-int oc_jobkey_main(int argc, char **argv, FILE *out, FILE *err);
+int oc__keygen_main(int argc, char **argv, FILE *out, FILE *err);
+int oc__jobkey_main(int argc, char **argv, FILE *out, FILE *err);
 #endif

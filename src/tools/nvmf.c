@@ -5,7 +5,7 @@
  * counters (connections, rejections by reason).
  *
  * It reads the target's Prometheus /metrics (the `metrics` line of its
- * configuration) with libcurl and oc_prom_parse(): the metric names are
+ * configuration) with libcurl and oc__prom_parse(): the metric names are
  * the interface, named once in src/metrics/names.h.  The answer is
  * untrusted: the parser checks it, and a value missing is shown as "-".
  * Not thread-safe (curl_global_init, static tables).
@@ -140,7 +140,7 @@ static void usage(FILE *out)
             OC_NVMF_CLI_ENV, OC_NVMF_CLI_DEFAULT);
 }
 
-int oc_nvmf_cli_main(int argc, char **argv, FILE *out, FILE *err)
+int oc__nvmf_cli_main(int argc, char **argv, FILE *out, FILE *err)
 {
     const char *target = getenv(OC_NVMF_CLI_ENV), *what = "all";
     char url[512];
@@ -196,7 +196,7 @@ int oc_nvmf_cli_main(int argc, char **argv, FILE *out, FILE *err)
         rc = 0;
         goto out;
     }
-    if (oc_prom_parse(body.data, body.len, collect, NULL, &perr) != OC_OK) {
+    if (oc__prom_parse(body.data, body.len, collect, NULL, &perr) != OC_OK) {
         fprintf(err, "offcore nvmf: %s: line %u: %s\n", url, perr.line,
                 perr.msg);
         goto out;

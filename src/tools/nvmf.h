@@ -19,6 +19,6 @@
  * @return 0 done; 1 no target answers or its answer is not Prometheus
  *         text; 2 usage error.
  */
-int oc_nvmf_cli_main(int argc, char **argv, FILE *out, FILE *err);
+int oc__nvmf_cli_main(int argc, char **argv, FILE *out, FILE *err);
 
 #endif

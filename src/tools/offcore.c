@@ -61,19 +61,19 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(cmd, "dp"))
-        return oc_dp_cli_main(argc - 1, argv + 1, stdout, stderr);
+        return oc__dp_cli_main(argc - 1, argv + 1, stdout, stderr);
     if (!strcmp(cmd, "keygen"))
-        return oc_keygen_main(argc - 1, argv + 1, stdout, stderr);
+        return oc__keygen_main(argc - 1, argv + 1, stdout, stderr);
     if (!strcmp(cmd, "job-key"))
-        return oc_jobkey_main(argc - 1, argv + 1, stdout, stderr);
+        return oc__jobkey_main(argc - 1, argv + 1, stdout, stderr);
     if (!strcmp(cmd, "advise"))
-        return oc_advise_main(argc - 1, argv + 1, stderr);
+        return oc__advise_main(argc - 1, argv + 1, stderr);
     if (!strcmp(cmd, "doctor"))
-        return oc_doctor_main(argc - 1, argv + 1, stdout, stderr);
+        return oc__doctor_main(argc - 1, argv + 1, stdout, stderr);
     if (!strcmp(cmd, "nvmf"))
-        return oc_nvmf_cli_main(argc - 1, argv + 1, stdout, stderr);
+        return oc__nvmf_cli_main(argc - 1, argv + 1, stdout, stderr);
     if (!strcmp(cmd, "stat"))
-        return oc_stat_main(argc - 1, argv + 1, stdout, stderr);
+        return oc__stat_main(argc - 1, argv + 1, stdout, stderr);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("offcore %d.%d (wire version %d)\n", OC_VERSION_MAJOR,
                OC_VERSION_MINOR, OC_WIRE_VERSION);

@@ -1,6 +1,6 @@
 /*
  * stat.c — `offcore stat`: fetch an agent's /metrics over HTTP (libcurl),
- * parse it (oc_prom_parse) and print it as tables: per job, per peer, per
+ * parse it (oc__prom_parse) and print it as tables: per job, per peer, per
  * local rank (its transport), per routing thread, rejects by reason, and
  * any other offcore_* metric.  With
  * --watch it refreshes and prints per-second rates under each row.
@@ -264,7 +264,7 @@ static int fetch(CURL *curl, const char *url, snap_t *sn, FILE *err)
         return EXIT_BAD_ANSWER;
     }
     memset(&perr, 0, sizeof(perr));
-    st = oc_prom_parse(body.data, body.len, collect, sn, &perr);
+    st = oc__prom_parse(body.data, body.len, collect, sn, &perr);
     free(body.data);
     if (st == OC_ERR_INVALID_PARAM) {
         fprintf(err,
@@ -459,7 +459,7 @@ static int pause_for(double seconds)
     return stop_requested;
 }
 
-int oc_stat_main(int argc, char **argv, FILE *out, FILE *err)
+int oc__stat_main(int argc, char **argv, FILE *out, FILE *err)
 {
     const char *agent = getenv(OC_STAT_ENV), *v;
     double watch = 0;

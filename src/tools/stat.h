@@ -30,6 +30,6 @@
  *         exporter).  Label values are printed with control characters
  *         escaped (\xNN).
  */
-int oc_stat_main(int argc, char **argv, FILE *out, FILE *err);
+int oc__stat_main(int argc, char **argv, FILE *out, FILE *err);
 
 #endif

@@ -468,7 +468,7 @@ void oc__stat_print_json(FILE *out, const snap_t *sn, const char *url)
         fputs(i ? ",{\"name\":" : "{\"name\":", out);
         json_string(out, s->name);
         fprintf(out, ",\"type\":\"%s\",\"labels\":{",
-                oc_prom_type_name(s->type));
+                oc__prom_type_name(s->type));
         for (size_t j = 0; j < s->nlabels; j++) {
             if (j)
                 fputc(',', out);

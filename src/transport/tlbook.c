@@ -5,10 +5,10 @@
  * offcored's endpoints live on its routing threads (one UCX worker each,
  * UCS_THREAD_MODE_SINGLE: no other thread may touch them), while its
  * control thread logs and its HTTP thread exports what they use.  Once
- * oc_tr_book_enable() is called, oc_tr_ep_create() asks UCX, on the
+ * oc__tr_book_enable() is called, oc__tr_ep_create() asks UCX, on the
  * creating thread, which transports the new endpoint's active messages
- * use (oc_tr_ep_transports) and writes that here under the remote
- * worker's unique id (ucp_worker_address_query); oc_tr_ep_destroy()
+ * use (oc__tr_ep_transports) and writes that here under the remote
+ * worker's unique id (ucp_worker_address_query); oc__tr_ep_destroy()
  * strikes it out.  Any thread may then look an address up.  Off by
  * default: the runtime asks its own endpoints at oc_init (watch.c).
  * Thread-safe: one mutex over a short list; the input is UCX's own
@@ -34,7 +34,7 @@ static pthread_mutex_t book_mu = PTHREAD_MUTEX_INITIALIZER;
 static entry_t        *book;
 static atomic_int      book_on;
 
-void oc_tr_book_enable(void)
+void oc__tr_book_enable(void)
 {
     atomic_store(&book_on, 1);
 }
@@ -74,7 +74,7 @@ void oc__tr_book_del(const void *ep)
     free(gone);
 }
 
-int oc_tr_book_lookup(const void *addr, unsigned *cls, char *out,
+int oc__tr_book_lookup(const void *addr, unsigned *cls, char *out,
                       size_t outlen)
 {
     uint64_t uid;

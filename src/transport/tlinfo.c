@@ -25,7 +25,7 @@ static const struct {
     {"rdma", OC_TR_CLASS_RDMA}, {"other", OC_TR_CLASS_OTHER},
 };
 
-const char *oc_tr_class_name(unsigned cls)
+const char *oc__tr_class_name(unsigned cls)
 {
     for (size_t i = 0; i < sizeof(class_names) / sizeof(class_names[0]); i++)
         if (class_names[i].cls == cls)
@@ -33,7 +33,7 @@ const char *oc_tr_class_name(unsigned cls)
     return NULL;
 }
 
-const char *oc_tr_class_main(unsigned cls)
+const char *oc__tr_class_main(unsigned cls)
 {
     if (cls & OC_TR_CLASS_RDMA)
         return "rdma";
@@ -44,7 +44,7 @@ const char *oc_tr_class_main(unsigned cls)
     return cls ? "other" : "unknown";
 }
 
-unsigned oc_tr_class_parse(const char *name, size_t len)
+unsigned oc__tr_class_parse(const char *name, size_t len)
 {
     for (size_t i = 0; i < sizeof(class_names) / sizeof(class_names[0]); i++)
         if (strlen(class_names[i].name) == len &&
@@ -67,7 +67,7 @@ static int is_verbs(const char *tl, size_t len)
            (len == 2 || tl[2] == '_');
 }
 
-unsigned oc_tr_class_of(const char *tl, size_t len)
+unsigned oc__tr_class_of(const char *tl, size_t len)
 {
     if (is(tl, len, "self"))
         return OC_TR_CLASS_SELF;
@@ -107,7 +107,7 @@ static void add_unique(char *out, size_t outlen, const char *item, size_t n,
 }
 
 /* The lane's transport: after "lane[N]:" comes " IDX:tl/dev.PATH md[..]". */
-unsigned oc_tr_parse_ep_info(const char *info, char *out, size_t outlen)
+unsigned oc__tr_parse_ep_info(const char *info, char *out, size_t outlen)
 {
     unsigned cls = 0;
     const char *p = info;
@@ -157,14 +157,14 @@ unsigned oc_tr_parse_ep_info(const char *info, char *out, size_t outlen)
             }
         if (!am)
             continue;
-        cls |= oc_tr_class_of(t, tln);
+        cls |= oc__tr_class_of(t, tln);
         add_unique(out, outlen, t, n, ',');
     }
     return cls;
 }
 
 /* "#      resource 1  :  md 1  dev 1  flags -- tcp/lo" */
-unsigned oc_tr_parse_ctx_info(const char *info, char *out, size_t outlen)
+unsigned oc__tr_parse_ctx_info(const char *info, char *out, size_t outlen)
 {
     unsigned cls = 0;
     const char *p = info;
@@ -186,7 +186,7 @@ unsigned oc_tr_parse_ctx_info(const char *info, char *out, size_t outlen)
         tln = strcspn(t, "/");
         if (n == 0 || tln >= n)
             continue;
-        cls |= oc_tr_class_of(t, tln);
+        cls |= oc__tr_class_of(t, tln);
         add_unique(out, outlen, t, n, ' ');
     }
     return cls;

@@ -30,7 +30,7 @@ struct oc_tr_worker {
     size_t           addr_len;
     int              efd;     /* event fd, -1 without wakeup */
     am_slot_t        slots[OC_TR_MAX_AM_ID];
-    struct oc_tr_ep *eps;     /* live endpoints (oc_tr_worker_ep_next) */
+    struct oc_tr_ep *eps;     /* live endpoints (oc__tr_worker_ep_next) */
 };
 
 struct oc_tr_ep {
@@ -58,7 +58,7 @@ static int net_tls(const char *tls, char *buf, size_t len)
                     (n == 3 && !strncmp(p, "shm", 3)) ||
                     (n == 4 && !strncmp(p, "cuda", 4)) ||
                     (n == 4 && !strncmp(p, "rocm", 4)) ||
-                    (oc_tr_class_of(p, n) & OC_TR_CLASS_INTRA_HOST);
+                    (oc__tr_class_of(p, n) & OC_TR_CLASS_INTRA_HOST);
         if (!local && n > 0 && used + n + 2 < len) {
             if (used)
                 buf[used++] = ',';
@@ -163,24 +163,24 @@ err_free:
     return OC_ERR_TRANSPORT;
 }
 
-oc_status_t oc_tr_context_create(oc_tr_context_t **ctx_p)
+oc_status_t oc__tr_context_create(oc_tr_context_t **ctx_p)
 {
     return context_create(ctx_p, UCP_FEATURE_AM | UCP_FEATURE_TAG, 0);
 }
 
-oc_status_t oc_tr_context_create_net(oc_tr_context_t **ctx_p)
+oc_status_t oc__tr_context_create_net(oc_tr_context_t **ctx_p)
 {
     return context_create(ctx_p, UCP_FEATURE_AM, 1);
 }
 
-oc_status_t oc_tr_context_create_wakeup(oc_tr_context_t **ctx_p)
+oc_status_t oc__tr_context_create_wakeup(oc_tr_context_t **ctx_p)
 {
     /* TAG: the collectives of the agent placement (src/agent/rcoll.c) */
     return context_create(ctx_p, UCP_FEATURE_AM | UCP_FEATURE_TAG |
                                   UCP_FEATURE_WAKEUP, 0);
 }
 
-void oc_tr_context_destroy(oc_tr_context_t *ctx)
+void oc__tr_context_destroy(oc_tr_context_t *ctx)
 {
     if (ctx == NULL)
         return;
@@ -188,7 +188,7 @@ void oc_tr_context_destroy(oc_tr_context_t *ctx)
     free(ctx);
 }
 
-oc_status_t oc_tr_worker_create(oc_tr_context_t *ctx, oc_tr_worker_t **w_p)
+oc_status_t oc__tr_worker_create(oc_tr_context_t *ctx, oc_tr_worker_t **w_p)
 {
     ucp_worker_params_t params;
     oc_tr_worker_t *w;
@@ -232,7 +232,7 @@ err_free:
     return OC_ERR_TRANSPORT;
 }
 
-void oc_tr_worker_destroy(oc_tr_worker_t *w)
+void oc__tr_worker_destroy(oc_tr_worker_t *w)
 {
     if (w == NULL)
         return;
@@ -241,7 +241,7 @@ void oc_tr_worker_destroy(oc_tr_worker_t *w)
     free(w);
 }
 
-oc_status_t oc_tr_worker_address(oc_tr_worker_t *w, const void **addr,
+oc_status_t oc__tr_worker_address(oc_tr_worker_t *w, const void **addr,
                                  size_t *len)
 {
     *addr = w->addr;
@@ -268,7 +268,7 @@ static ucs_status_t am_cb(void *arg, const void *header, size_t header_length,
     return slot->persistent ? UCS_INPROGRESS : UCS_OK;
 }
 
-oc_status_t oc_tr_set_handler(oc_tr_worker_t *w, unsigned id,
+oc_status_t oc__tr_set_handler(oc_tr_worker_t *w, unsigned id,
                               oc_tr_recv_cb_t cb, void *arg, int persistent)
 {
     ucp_am_handler_param_t p;
@@ -314,19 +314,19 @@ static void ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
         e->w->fail_cb(e->w->fail_arg, e, ucs_status_string(status));
 }
 
-void oc_tr_worker_on_failure(oc_tr_worker_t *w, oc_tr_fail_cb_t cb, void *arg)
+void oc__tr_worker_on_failure(oc_tr_worker_t *w, oc_tr_fail_cb_t cb, void *arg)
 {
     w->fail_cb = cb;
     w->fail_arg = arg;
 }
 
-int oc_tr_ep_failed(const oc_tr_ep_t *ep)
+int oc__tr_ep_failed(const oc_tr_ep_t *ep)
 {
     return ep != NULL && ep->failed;
 }
 
 
-oc_status_t oc_tr_ep_create(oc_tr_worker_t *w, const void *addr,
+oc_status_t oc__tr_ep_create(oc_tr_worker_t *w, const void *addr,
                             int peer_err, oc_tr_ep_t **ep_p)
 {
     ucp_ep_params_t p;
@@ -367,7 +367,7 @@ oc_status_t oc_tr_ep_create(oc_tr_worker_t *w, const void *addr,
     if (oc__tr_book_on()) { /* tlbook.c: for threads not owning w */
         uint64_t uid;
         char tls[128];
-        unsigned cls = oc_tr_ep_transports(ep, tls, sizeof(tls));
+        unsigned cls = oc__tr_ep_transports(ep, tls, sizeof(tls));
         if (oc__tr_addr_uid(addr, &uid) == OC_OK)
             oc__tr_book_add(ep, uid, cls, tls);
     }
@@ -380,7 +380,7 @@ oc_status_t oc_tr_ep_create(oc_tr_worker_t *w, const void *addr,
     return OC_OK;
 }
 
-void oc_tr_ep_destroy(oc_tr_worker_t *w, oc_tr_ep_t *ep)
+void oc__tr_ep_destroy(oc_tr_worker_t *w, oc_tr_ep_t *ep)
 {
     ucp_request_param_t p;
     ucs_status_ptr_t req;
@@ -423,7 +423,7 @@ static void send_cb(void *request, ucs_status_t status, void *user_data)
                : peer_gone(status) ? OC_ERR_PEER_FAILED : OC_ERR_TRANSPORT);
 }
 
-oc_status_t oc_tr_send(oc_tr_ep_t *ep, unsigned id, const void *buf,
+oc_status_t oc__tr_send(oc_tr_ep_t *ep, unsigned id, const void *buf,
                        size_t len, oc_tr_op_t *op)
 {
     ucp_request_param_t p;
@@ -457,7 +457,7 @@ static void small_done(oc_tr_op_t *op, oc_status_t st)
     free(op);
 }
 
-oc_status_t oc_tr_send_small(oc_tr_ep_t *ep, unsigned id, uint64_t token,
+oc_status_t oc__tr_send_small(oc_tr_ep_t *ep, unsigned id, uint64_t token,
                              const void *buf, size_t len)
 {
     small_op_t *s;
@@ -471,34 +471,34 @@ oc_status_t oc_tr_send_small(oc_tr_ep_t *ep, unsigned id, uint64_t token,
     s->op.cb = small_done;
     s->op.token = token;
     memcpy(s->data, buf, len);
-    st = oc_tr_send(ep, id, s->data, len, &s->op);
+    st = oc__tr_send(ep, id, s->data, len, &s->op);
     if (st == OC_INPROGRESS)
         return OC_OK;
     free(s);
     return st;
 }
 
-int oc_tr_worker_efd(oc_tr_worker_t *w)
+int oc__tr_worker_efd(oc_tr_worker_t *w)
 {
     return w->efd;
 }
 
-int oc_tr_worker_arm(oc_tr_worker_t *w)
+int oc__tr_worker_arm(oc_tr_worker_t *w)
 {
     return w->efd >= 0 && ucp_worker_arm(w->ucp) == UCS_OK;
 }
 
-unsigned oc_tr_progress(oc_tr_worker_t *w)
+unsigned oc__tr_progress(oc_tr_worker_t *w)
 {
     return ucp_worker_progress(w->ucp);
 }
 
-void oc_tr_release(oc_tr_worker_t *w, void *data)
+void oc__tr_release(oc_tr_worker_t *w, void *data)
 {
     ucp_am_data_release(w->ucp, data);
 }
 
-void oc_tr_ep_describe(oc_tr_ep_t *ep, char *buf, size_t len)
+void oc__tr_ep_describe(oc_tr_ep_t *ep, char *buf, size_t len)
 {
     FILE *f = fmemopen(buf, len, "w");
     if (f == NULL) {
@@ -509,7 +509,7 @@ void oc_tr_ep_describe(oc_tr_ep_t *ep, char *buf, size_t len)
     fclose(f);
 }
 
-oc_tr_ep_t *oc_tr_worker_ep_next(oc_tr_worker_t *w, oc_tr_ep_t *prev)
+oc_tr_ep_t *oc__tr_worker_ep_next(oc_tr_worker_t *w, oc_tr_ep_t *prev)
 {
     return prev == NULL ? w->eps : prev->next;
 }
@@ -540,7 +540,7 @@ static void ctx_print(const void *obj, FILE *f)
     ucp_context_print_info((ucp_context_h)obj, f);
 }
 
-unsigned oc_tr_ep_transports(oc_tr_ep_t *ep, char *out, size_t outlen)
+unsigned oc__tr_ep_transports(oc_tr_ep_t *ep, char *out, size_t outlen)
 {
     char *text = print_to_mem(ep_print, ep->ucp);
     unsigned cls;
@@ -548,7 +548,7 @@ unsigned oc_tr_ep_transports(oc_tr_ep_t *ep, char *out, size_t outlen)
         snprintf(out, outlen, "?");
         return 0;
     }
-    cls = oc_tr_parse_ep_info(text, out, outlen);
+    cls = oc__tr_parse_ep_info(text, out, outlen);
     free(text);
     return cls;
 }
@@ -565,7 +565,7 @@ oc_status_t oc__tr_addr_uid(const void *addr, uint64_t *uid)
     return OC_OK;
 }
 
-unsigned oc_tr_context_resources(oc_tr_context_t *ctx, char *out,
+unsigned oc__tr_context_resources(oc_tr_context_t *ctx, char *out,
                                  size_t outlen)
 {
     char *text = print_to_mem(ctx_print, ctx->ucp);
@@ -574,12 +574,12 @@ unsigned oc_tr_context_resources(oc_tr_context_t *ctx, char *out,
         snprintf(out, outlen, "?");
         return 0;
     }
-    cls = oc_tr_parse_ctx_info(text, out, outlen);
+    cls = oc__tr_parse_ctx_info(text, out, outlen);
     free(text);
     return cls;
 }
 
-const char *oc_tr_version(void)
+const char *oc__tr_version(void)
 {
     return ucp_get_version_string();
 }
@@ -594,7 +594,7 @@ static void tag_send_cb(void *request, ucs_status_t status, void *user_data)
     oc_status_t st = OC_OK;
 
     /* A dead peer fails every send queued to it: whoever watches the
-     * endpoint (oc_tr_worker_on_failure) says so once. */
+     * endpoint (oc__tr_worker_on_failure) says so once. */
     if (status != UCS_OK && peer_gone(status)) {
         oc_debug(OC_COMP_TRANSPORT, "tagged send failed: %s",
                  ucs_status_string(status));
@@ -608,7 +608,7 @@ static void tag_send_cb(void *request, ucs_status_t status, void *user_data)
     op->cb(op, st);
 }
 
-oc_status_t oc_tr_tag_send(oc_tr_ep_t *ep, uint64_t tag, const void *buf,
+oc_status_t oc__tr_tag_send(oc_tr_ep_t *ep, uint64_t tag, const void *buf,
                            size_t len, oc_tr_op_t *op)
 {
     ucp_request_param_t p;
@@ -657,7 +657,7 @@ static void tag_recv_cb(void *request, ucs_status_t status,
     op->cb(op, tag_recv_status(status, got, want));
 }
 
-oc_status_t oc_tr_tag_recv(oc_tr_worker_t *w, uint64_t tag, void *buf,
+oc_status_t oc__tr_tag_recv(oc_tr_worker_t *w, uint64_t tag, void *buf,
                            size_t len, oc_tr_op_t *op)
 {
     ucp_request_param_t p;

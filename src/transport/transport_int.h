@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-/** Has oc_tr_book_enable() been called? */
+/** Has oc__tr_book_enable() been called? */
 int oc__tr_book_on(void);
 /** Write @p ep's transports under remote worker @p uid (the creating
  *  thread, right after ucp_ep_create). */

@@ -117,7 +117,7 @@ static void explain_bad(const oc_cfg_field_t *f, const char *value,
              value, range);
 }
 
-oc_status_t oc_config_load(const oc_cfg_field_t *table, void *cfg)
+oc_status_t oc__config_load(const oc_cfg_field_t *table, void *cfg)
 {
     char var[128];
     for (const oc_cfg_field_t *f = table; f->name; f++) {
@@ -137,7 +137,7 @@ oc_status_t oc_config_load(const oc_cfg_field_t *table, void *cfg)
     return OC_OK;
 }
 
-oc_status_t oc_config_set(const oc_cfg_field_t *table, void *cfg,
+oc_status_t oc__config_set(const oc_cfg_field_t *table, void *cfg,
                           const char *name, const char *value)
 {
     char norm[128];
@@ -185,7 +185,7 @@ static unsigned distance(const char *a, const char *b)
 
 extern char **environ;
 
-unsigned oc_config_check_env(const oc_cfg_field_t *table, const char *prefix,
+unsigned oc__config_check_env(const oc_cfg_field_t *table, const char *prefix,
                              const char *const *also)
 {
     char want[64], name[128];
@@ -250,7 +250,7 @@ static void format_value(const oc_cfg_field_t *f, const void *cfg, char *buf,
     }
 }
 
-void oc_config_dump(FILE *out, const char *component,
+void oc__config_dump(FILE *out, const char *component,
                     const oc_cfg_field_t *table, const void *cfg)
 {
     char val[OC_CFG_STRLEN + 32];

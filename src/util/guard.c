@@ -16,7 +16,7 @@ static void bump(oc_guard_t *g, int k)
     atomic_fetch_add_explicit(&g->c[k], 1, memory_order_relaxed);
 }
 
-void oc_guard_init(oc_guard_t *g, const char *name, const oc_guard_params_t *p)
+void oc__guard_init(oc_guard_t *g, const char *name, const oc_guard_params_t *p)
 {
     memset(g, 0, sizeof(*g));
     g->p = *p;
@@ -32,7 +32,7 @@ void oc_guard_init(oc_guard_t *g, const char *name, const oc_guard_params_t *p)
     g->lim_expire.what = "handshake deadlines";
 }
 
-bool oc_guard_listen_ok(oc_guard_t *g, uint64_t now, int *wait_ms)
+bool oc__guard_listen_ok(oc_guard_t *g, uint64_t now, int *wait_ms)
 {
     uint64_t left;
 
@@ -44,7 +44,7 @@ bool oc_guard_listen_ok(oc_guard_t *g, uint64_t now, int *wait_ms)
     return false;
 }
 
-oc_status_t oc_guard_accept(oc_guard_t *g, int lfd, int *fd_out,
+oc_status_t oc__guard_accept(oc_guard_t *g, int lfd, int *fd_out,
                             struct sockaddr_storage *ss, socklen_t *sl)
 {
     struct sockaddr_storage tmp;
@@ -77,7 +77,7 @@ oc_status_t oc_guard_accept(oc_guard_t *g, int lfd, int *fd_out,
     case ENOBUFS:
     case ENOMEM:
         bump(g, C_BACKOFFS);
-        oc_guard_pause(g, oc_now_us());
+        oc__guard_pause(g, oc__now_us());
         oc_warn_limited(&g->lim_accept, OC_COMP_AGENT,
                         "%s: accept: %s: not accepting for %u ms (%u "
                         "connections open; raise the descriptor limit, "
@@ -86,7 +86,7 @@ oc_status_t oc_guard_accept(oc_guard_t *g, int lfd, int *fd_out,
         return OC_ERR_NO_RESOURCE;
     default:
         bump(g, C_BACKOFFS);
-        oc_guard_pause(g, oc_now_us());
+        oc__guard_pause(g, oc__now_us());
         oc_warn_limited(&g->lim_accept, OC_COMP_AGENT, "%s: accept: %s",
                         g->name, strerror(errno));
         return OC_ERR_TRANSPORT;
@@ -123,7 +123,7 @@ static void link_pending(oc_guard_t *g, oc_guard_slot_t *s, uint64_t now)
     g->tail = s;
 }
 
-bool oc_guard_admit(oc_guard_t *g, oc_guard_slot_t **evict_out)
+bool oc__guard_admit(oc_guard_t *g, oc_guard_slot_t **evict_out)
 {
     *evict_out = NULL;
     if (g->nconns < g->p.max_conns)
@@ -144,7 +144,7 @@ bool oc_guard_admit(oc_guard_t *g, oc_guard_slot_t **evict_out)
     return false;
 }
 
-void oc_guard_add(oc_guard_t *g, oc_guard_slot_t *s, uint64_t now)
+void oc__guard_add(oc_guard_t *g, oc_guard_slot_t *s, uint64_t now)
 {
     memset(s, 0, sizeof(*s));
     s->counted = true;
@@ -152,18 +152,18 @@ void oc_guard_add(oc_guard_t *g, oc_guard_slot_t *s, uint64_t now)
     link_pending(g, s, now);
 }
 
-void oc_guard_settle(oc_guard_t *g, oc_guard_slot_t *s)
+void oc__guard_settle(oc_guard_t *g, oc_guard_slot_t *s)
 {
     unlink_pending(g, s);
 }
 
-void oc_guard_rearm(oc_guard_t *g, oc_guard_slot_t *s, uint64_t now)
+void oc__guard_rearm(oc_guard_t *g, oc_guard_slot_t *s, uint64_t now)
 {
     if (s->counted)
         link_pending(g, s, now);
 }
 
-void oc_guard_remove(oc_guard_t *g, oc_guard_slot_t *s)
+void oc__guard_remove(oc_guard_t *g, oc_guard_slot_t *s)
 {
     unlink_pending(g, s);
     if (s->counted) {
@@ -172,7 +172,7 @@ void oc_guard_remove(oc_guard_t *g, oc_guard_slot_t *s)
     }
 }
 
-oc_guard_slot_t *oc_guard_expired(oc_guard_t *g, uint64_t now)
+oc_guard_slot_t *oc__guard_expired(oc_guard_t *g, uint64_t now)
 {
     oc_guard_slot_t *s = g->head;
 
@@ -188,7 +188,7 @@ oc_guard_slot_t *oc_guard_expired(oc_guard_t *g, uint64_t now)
     return s;
 }
 
-oc_guard_slot_t *oc_guard_shed(oc_guard_t *g)
+oc_guard_slot_t *oc__guard_shed(oc_guard_t *g)
 {
     oc_guard_slot_t *s = g->head;
 
@@ -199,17 +199,17 @@ oc_guard_slot_t *oc_guard_shed(oc_guard_t *g)
     return s;
 }
 
-void oc_guard_pause(oc_guard_t *g, uint64_t now)
+void oc__guard_pause(oc_guard_t *g, uint64_t now)
 {
     g->paused_until_us = now + 1000u * (uint64_t)g->p.backoff_ms;
 }
 
-void oc_guard_resume(oc_guard_t *g)
+void oc__guard_resume(oc_guard_t *g)
 {
     g->paused_until_us = 0;
 }
 
-int oc_guard_wait_ms(const oc_guard_t *g, uint64_t now, int cap_ms)
+int oc__guard_wait_ms(const oc_guard_t *g, uint64_t now, int cap_ms)
 {
     uint64_t w = (uint64_t)cap_ms;
 
@@ -222,7 +222,7 @@ int oc_guard_wait_ms(const oc_guard_t *g, uint64_t now, int cap_ms)
     return (int)w;
 }
 
-void oc_guard_counters(const oc_guard_t *g, oc_guard_counters_t *out)
+void oc__guard_counters(const oc_guard_t *g, oc_guard_counters_t *out)
 {
     uint64_t *o = (uint64_t *)out;
     for (int k = 0; k < 5; k++)
@@ -230,7 +230,7 @@ void oc_guard_counters(const oc_guard_t *g, oc_guard_counters_t *out)
                                     memory_order_relaxed);
 }
 
-uint32_t oc_guard_fit_nofile(uint32_t wanted, uint64_t *nofile_out)
+uint32_t oc__guard_fit_nofile(uint32_t wanted, uint64_t *nofile_out)
 {
     struct rlimit rl;
     uint64_t fit;

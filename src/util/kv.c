@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void oc_conf_error(oc_conf_errors_t *e, const char *file, unsigned line,
+void oc__conf_error(oc_conf_errors_t *e, const char *file, unsigned line,
                    const char *fmt, ...)
 {
     char msg[1024];
@@ -36,7 +36,7 @@ void oc_conf_error(oc_conf_errors_t *e, const char *file, unsigned line,
         snprintf(e->text + used, sizeof(e->text) - used, "%s\n", msg);
 }
 
-int oc_kv_next_line(const char *text, size_t len, size_t *pos, char *buf,
+int oc__kv_next_line(const char *text, size_t len, size_t *pos, char *buf,
                     size_t cap, const char *file, unsigned *line,
                     oc_conf_errors_t *e)
 {
@@ -52,11 +52,11 @@ int oc_kv_next_line(const char *text, size_t len, size_t *pos, char *buf,
     if (l > 0 && s[l - 1] == '\r')
         l--;
     if (l >= cap) {
-        oc_conf_error(e, file, *line, "line longer than %zu bytes", cap - 1);
+        oc__conf_error(e, file, *line, "line longer than %zu bytes", cap - 1);
         return -1;
     }
     if (memchr(s, '\0', l) != NULL) {
-        oc_conf_error(e, file, *line, "NUL byte");
+        oc__conf_error(e, file, *line, "NUL byte");
         return -1;
     }
     memcpy(buf, s, l);
@@ -69,7 +69,7 @@ static int blank(char c)
     return c == ' ' || c == '\t' || c == '\r' || c == '\n';
 }
 
-int oc_kv_split(char *line, char **word, int max)
+int oc__kv_split(char *line, char **word, int max)
 {
     int n = 0;
     char *p = line;
@@ -89,7 +89,7 @@ int oc_kv_split(char *line, char **word, int max)
     }
 }
 
-int oc_kv_split_text(const char *text, char *buf, size_t cap, char **word,
+int oc__kv_split_text(const char *text, char *buf, size_t cap, char **word,
                      int max)
 {
     size_t n = strcspn(text, "\n");
@@ -98,10 +98,10 @@ int oc_kv_split_text(const char *text, char *buf, size_t cap, char **word,
         return -2;
     memcpy(buf, text, n);
     buf[n] = '\0';
-    return oc_kv_split(buf, word, max);
+    return oc__kv_split(buf, word, max);
 }
 
-int oc_kv_key(char *word, const char *const *keys, unsigned *seen,
+int oc__kv_key(char *word, const char *const *keys, unsigned *seen,
               char **value, char *why, size_t whylen)
 {
     char *eq = strchr(word, '=');
@@ -139,7 +139,7 @@ int oc_kv_key(char *word, const char *const *keys, unsigned *seen,
     return k;
 }
 
-int oc_kv_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
+int oc__kv_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
 {
     char *end;
     unsigned long long v;
@@ -154,7 +154,7 @@ int oc_kv_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
     return 0;
 }
 
-int oc_kv_ipv4(const char *s, uint32_t *ip)
+int oc__kv_ipv4(const char *s, uint32_t *ip)
 {
     struct in_addr a;
 
@@ -164,7 +164,7 @@ int oc_kv_ipv4(const char *s, uint32_t *ip)
     return 0;
 }
 
-int oc_kv_prefix(const char *s, uint32_t *ip, uint8_t *len)
+int oc__kv_prefix(const char *s, uint32_t *ip, uint8_t *len)
 {
     char buf[INET_ADDRSTRLEN];
     const char *slash = strchr(s, '/');
@@ -181,8 +181,8 @@ int oc_kv_prefix(const char *s, uint32_t *ip, uint8_t *len)
         return -1;
     memcpy(buf, s, al);
     buf[al] = '\0';
-    if (oc_kv_ipv4(buf, &a) != 0 ||
-        (slash != NULL && oc_kv_u64(slash + 1, 0, 32, &l) != 0))
+    if (oc__kv_ipv4(buf, &a) != 0 ||
+        (slash != NULL && oc__kv_u64(slash + 1, 0, 32, &l) != 0))
         return -1;
     *ip = l == 0 ? 0 : a & ~0u << (32 - l);
     *len = (uint8_t)l;

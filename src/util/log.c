@@ -27,7 +27,7 @@ static int level_of(const char *s, size_t n)
     return -1;
 }
 
-int oc_log_parse(const char *spec, int levels[OC_COMP_MAX])
+int oc__log_parse(const char *spec, int levels[OC_COMP_MAX])
 {
     int rc = 0;
     for (int i = 0; i < OC_COMP_MAX; i++)
@@ -67,7 +67,7 @@ static void log_init_once(void)
 {
     int levels[OC_COMP_MAX];
     const char *spec = getenv("OC_LOG");
-    int rc = oc_log_parse(spec, levels);
+    int rc = oc__log_parse(spec, levels);
     for (int i = OC_COMP_MAX - 1; i >= 0; i--) /* [0] last: it is the flag */
         __atomic_store_n(&oc__log_levels[i], levels[i], __ATOMIC_RELEASE);
     if (rc != 0)
@@ -113,13 +113,13 @@ static pthread_mutex_t lim_mu = PTHREAD_MUTEX_INITIALIZER;
 static oc_log_limit_t *lim_head;
 static unsigned lim_rate = RATE_DEFAULT;
 
-void oc_log_set_rate(unsigned per_second)
+void oc__log_set_rate(unsigned per_second)
 {
     __atomic_store_n(&lim_rate, per_second ? per_second : RATE_DEFAULT,
                      __ATOMIC_RELAXED);
 }
 
-unsigned oc_log_rate(void)
+unsigned oc__log_rate(void)
 {
     return __atomic_load_n(&lim_rate, __ATOMIC_RELAXED);
 }
@@ -146,7 +146,7 @@ static unsigned roll(oc_log_limit_t *lim, unsigned long long now)
                      lim->suppressed, lim->suppressed == 1 ? "" : "s",
                      (double)(now - lim->window_us) / 1e6,
                      lim->what ? lim->what : "rate-limited",
-                     oc_log_rate());
+                     oc__log_rate());
         printed = 1;
     }
     lim->window_us = now;
@@ -173,7 +173,7 @@ void oc__log_emit_limited(oc_log_limit_t *lim, oc_log_comp_t comp,
     lim->comp = comp;
     lim->lvl = lvl;
     roll(lim, now);
-    ok = lim->lines < oc_log_rate();
+    ok = lim->lines < oc__log_rate();
     if (ok)
         lim->lines++;
     else {
@@ -189,7 +189,7 @@ void oc__log_emit_limited(oc_log_limit_t *lim, oc_log_comp_t comp,
     oc__log_emit(comp, lvl, "%s", msg);
 }
 
-unsigned oc_log_limits_flush(void)
+unsigned oc__log_limits_flush(void)
 {
     unsigned long long now = mono_us();
     unsigned n = 0;
@@ -202,7 +202,7 @@ unsigned oc_log_limits_flush(void)
     return n;
 }
 
-unsigned long long oc_log_limit_suppressed(const oc_log_limit_t *lim)
+unsigned long long oc__log_limit_suppressed(const oc_log_limit_t *lim)
 {
     unsigned long long n;
 

@@ -13,7 +13,7 @@
 
 #define WHY(...) snprintf(why, whylen, __VA_ARGS__)
 
-oc_status_t oc_secret_read(const char *path, uint8_t *buf, size_t cap,
+oc_status_t oc__secret_read(const char *path, uint8_t *buf, size_t cap,
                            size_t *len, char *why, size_t whylen)
 {
     oc_status_t st = OC_ERR_CONFIG;
@@ -83,7 +83,7 @@ static int hexval(int c)
     return -1;
 }
 
-long oc_secret_hex(const uint8_t *s, size_t n, uint8_t *out, size_t cap)
+long oc__secret_hex(const uint8_t *s, size_t n, uint8_t *out, size_t cap)
 {
     size_t i = 0, nd = 0;
 

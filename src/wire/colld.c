@@ -36,14 +36,14 @@ static uint64_t get64(const uint8_t *p)
     return v;
 }
 
-size_t oc_colld_size(const oc_colld_t *d)
+size_t oc__colld_size(const oc_colld_t *d)
 {
     return OC_COLLD_HDR + 32 * (size_t)d->nv;
 }
 
 /* Layout: magic 4, version 1, kind 1, dtype 1, op 1, seq 4, root 4, nv 4,
  * zero 4, count 8 (= 32), then the arrays. */
-void oc_colld_encode(const oc_colld_t *d, const uint64_t *vals, void *buf)
+void oc__colld_encode(const oc_colld_t *d, const uint64_t *vals, void *buf)
 {
     uint8_t *p = buf;
 
@@ -62,12 +62,12 @@ void oc_colld_encode(const oc_colld_t *d, const uint64_t *vals, void *buf)
         put64(p, vals[i]);
 }
 
-uint64_t oc_colld_v(const oc_colld_t *d, unsigned which, uint32_t i)
+uint64_t oc__colld_v(const oc_colld_t *d, unsigned which, uint32_t i)
 {
     return get64(d->v + 8 * ((size_t)which * d->nv + i));
 }
 
-oc_status_t oc_colld_decode(const void *buf, size_t len, uint32_t size,
+oc_status_t oc__colld_decode(const void *buf, size_t len, uint32_t size,
                             oc_colld_t *d)
 {
     static const uint8_t esize[] = {4, 8, 8, 4, 8, 2, 2};
@@ -106,7 +106,7 @@ oc_status_t oc_colld_decode(const void *buf, size_t len, uint32_t size,
     d->v = p + OC_COLLD_HDR;
     for (uint32_t i = 0; i < d->nv; i++)
         for (unsigned w = 0; w < 4; w += 2) {
-            uint64_t c = oc_colld_v(d, w, i), o = oc_colld_v(d, w + 1, i);
+            uint64_t c = oc__colld_v(d, w, i), o = oc__colld_v(d, w + 1, i);
             if (c > lim / es || o > lim / es || (c + o) > lim / es)
                 return OC_ERR_INVALID_PARAM;
         }

@@ -1,7 +1,7 @@
 /*
  * wire.c — bundle header encoding and the validator that stands between
  * every peer and the rest of offcore: nothing in a bundle is used before
- * oc_wire_validate() has accepted all of it.
+ * oc__wire_validate() has accepted all of it.
  */
 #include "wire/wire.h"
 
@@ -19,7 +19,7 @@ static inline void st32(uint8_t *p, uint32_t v)
     p[3] = (uint8_t)(v >> 24);
 }
 
-void oc_wire_hdr_write(void *buf, const oc_wire_hdr_t *h)
+void oc__wire_hdr_write(void *buf, const oc_wire_hdr_t *h)
 {
     uint8_t *p = buf;
     st32(p + 0, OC_WIRE_MAGIC);
@@ -31,7 +31,7 @@ void oc_wire_hdr_write(void *buf, const oc_wire_hdr_t *h)
     st32(p + 12, h->length);
     st32(p + 16, h->src_hop);
     st32(p + 20, h->job);
-    oc_wire_st64(p + 24, h->seq);
+    oc__wire_st64(p + 24, h->seq);
     st32(p + 32, h->src);
     st32(p + 36, h->dst);
 }
@@ -46,7 +46,7 @@ static void hdr_read(const uint8_t *p, oc_wire_hdr_t *h)
     h->length = ld32(p + 12);
     h->src_hop = ld32(p + 16);
     h->job = ld32(p + 20);
-    h->seq = oc_wire_ld64(p + 24);
+    h->seq = oc__wire_ld64(p + 24);
     h->src = ld32(p + 32);
     h->dst = ld32(p + 36);
 }
@@ -70,7 +70,7 @@ static oc_status_t check_fixed(const uint8_t *p, size_t body,
         return OC_ERR_WIRE_RANK;
     if (chk->src != OC_WIRE_RANK_NONE && h->src != chk->src)
         return OC_ERR_WIRE_RANK;
-    stride = oc_wire_pad8(h->item_size);
+    stride = oc__wire_pad8(h->item_size);
     if (body % stride != 0)
         return OC_ERR_WIRE_LENGTH;
     if (body / stride != h->count)
@@ -82,7 +82,7 @@ static oc_status_t check_fixed(const uint8_t *p, size_t body,
     if (pad != 0) {
         uint64_t mask = ~(UINT64_MAX >> (8 * pad));
         for (size_t off = stride - 8; off < body; off += stride)
-            if (oc_wire_ld64(p + off) & mask)
+            if (oc__wire_ld64(p + off) & mask)
                 return OC_ERR_WIRE_LENGTH;
     }
     return OC_OK;
@@ -95,8 +95,8 @@ static oc_status_t check_column(const uint8_t *p, size_t body,
 {
     const uint32_t lim = chk->nranks < OC_WIRE_MAX_RANKS ? chk->nranks
                                                          : OC_WIRE_MAX_RANKS;
-    const size_t stride = oc_wire_pad8(h->item_size);
-    const size_t dbytes = oc_wire_col_dst_bytes(h->count);
+    const size_t stride = oc__wire_pad8(h->item_size);
+    const size_t dbytes = oc__wire_col_dst_bytes(h->count);
     uint32_t bad = 0;
 
     if (h->item_size == 0)
@@ -110,15 +110,15 @@ static oc_status_t check_column(const uint8_t *p, size_t body,
         return OC_ERR_WIRE_LENGTH;
     /* the agent's hot check: one compare per destination, no branch */
     for (uint32_t i = 0; i < h->count; i++)
-        bad |= oc_wire_ld32(p + 4 * (size_t)i) >= lim;
+        bad |= oc__wire_ld32(p + 4 * (size_t)i) >= lim;
     if (bad)
         return OC_ERR_WIRE_RANK;
-    if ((h->count & 1) && oc_wire_ld32(p + 4 * (size_t)h->count) != 0)
+    if ((h->count & 1) && oc__wire_ld32(p + 4 * (size_t)h->count) != 0)
         return OC_ERR_WIRE_LENGTH; /* the column's padding */
     if (stride != h->item_size) {
         uint64_t mask = ~(UINT64_MAX >> (8 * (stride - h->item_size)));
         for (size_t off = dbytes + stride - 8; off < body; off += stride)
-            if (oc_wire_ld64(p + off) & mask)
+            if (oc__wire_ld64(p + off) & mask)
                 return OC_ERR_WIRE_LENGTH;
     }
     return OC_OK;
@@ -154,7 +154,7 @@ static oc_status_t check_mixed(const uint8_t *p, size_t body,
 
         if ((size_t)(end - p) < OC_WIRE_MSG_HDR_LEN)
             return OC_ERR_WIRE_LENGTH;
-        mh = oc_wire_ld64(p);
+        mh = oc__wire_ld64(p);
         dst = (uint32_t)(mh & 0xffffffu);
         src = (uint32_t)((mh >> 24) & 0xffffffu);
         len = (uint32_t)(mh >> 48);
@@ -164,12 +164,12 @@ static oc_status_t check_mixed(const uint8_t *p, size_t body,
             (only_src != OC_WIRE_RANK_NONE && src != only_src))
             return OC_ERR_WIRE_RANK;
         p += OC_WIRE_MSG_HDR_LEN;
-        padded = oc_wire_pad8(len);
+        padded = oc__wire_pad8(len);
         if ((size_t)(end - p) < padded)
             return OC_ERR_WIRE_LENGTH;
         /* padding: the top (padded - len) bytes of the last word */
         if ((len & 7) &&
-            (oc_wire_ld64(p + padded - 8) & ~(UINT64_MAX >> (8 * (padded - len)))))
+            (oc__wire_ld64(p + padded - 8) & ~(UINT64_MAX >> (8 * (padded - len)))))
             return OC_ERR_WIRE_LENGTH;
         p += padded;
         if (++n > h->count)
@@ -178,7 +178,7 @@ static oc_status_t check_mixed(const uint8_t *p, size_t body,
     return n == h->count ? OC_OK : OC_ERR_WIRE_COUNT;
 }
 
-oc_status_t oc_wire_validate(const void *buf, size_t len,
+oc_status_t oc__wire_validate(const void *buf, size_t len,
                              const oc_wire_check_t *chk, oc_wire_hdr_t *hdr_out)
 {
     const uint8_t *p = buf;

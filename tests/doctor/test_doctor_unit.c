@@ -42,21 +42,21 @@ static void test_ep_info(void **state)
 {
     char out[128];
     (void)state;
-    assert_int_equal(oc_tr_parse_ep_info(ep_sm, out, sizeof(out)),
+    assert_int_equal(oc__tr_parse_ep_info(ep_sm, out, sizeof(out)),
                      OC_TR_CLASS_SM);
     assert_string_equal(out, "sysv/memory"); /* cma carries no AM */
-    assert_int_equal(oc_tr_parse_ep_info(ep_tcp, out, sizeof(out)),
+    assert_int_equal(oc__tr_parse_ep_info(ep_tcp, out, sizeof(out)),
                      OC_TR_CLASS_TCP);
     assert_string_equal(out, "tcp/lo");
-    assert_int_equal(oc_tr_parse_ep_info(ep_rdma, out, sizeof(out)),
+    assert_int_equal(oc__tr_parse_ep_info(ep_rdma, out, sizeof(out)),
                      OC_TR_CLASS_RDMA);
     assert_string_equal(out, "rc_mlx5/mlx5_0:1");
-    assert_int_equal(oc_tr_parse_ep_info("# lane[0]: garbage\n", out,
+    assert_int_equal(oc__tr_parse_ep_info("# lane[0]: garbage\n", out,
                                          sizeof(out)), 0);
     assert_string_equal(out, "");
-    assert_int_equal(oc_tr_parse_ep_info("lane[", out, sizeof(out)), 0);
+    assert_int_equal(oc__tr_parse_ep_info("lane[", out, sizeof(out)), 0);
     /* too small a buffer: whole items only, class still known */
-    assert_int_equal(oc_tr_parse_ep_info(ep_sm, out, 5), OC_TR_CLASS_SM);
+    assert_int_equal(oc__tr_parse_ep_info(ep_sm, out, 5), OC_TR_CLASS_SM);
     assert_string_equal(out, "");
 }
 
@@ -74,7 +74,7 @@ static void test_ctx_info(void **state)
 {
     char out[256];
     (void)state;
-    assert_int_equal(oc_tr_parse_ctx_info(ctx_info, out, sizeof(out)),
+    assert_int_equal(oc__tr_parse_ctx_info(ctx_info, out, sizeof(out)),
                      OC_TR_CLASS_SELF | OC_TR_CLASS_TCP | OC_TR_CLASS_SM);
     assert_string_equal(out, "self/memory0 tcp/lo tcp/eth0 sysv/memory "
                              "posix/memory cma/memory");
@@ -82,7 +82,7 @@ static void test_ctx_info(void **state)
 
 static unsigned cls(const char *s)
 {
-    return oc_tr_class_of(s, strlen(s));
+    return oc__tr_class_of(s, strlen(s));
 }
 
 static void test_classes(void **state)
@@ -99,18 +99,18 @@ static void test_classes(void **state)
     assert_int_equal(cls("self"), OC_TR_CLASS_SELF);
     assert_int_equal(cls("cuda_ipc"), OC_TR_CLASS_GPU);
     assert_int_equal(cls("udp"), OC_TR_CLASS_OTHER);
-    assert_string_equal(oc_tr_class_name(OC_TR_CLASS_RDMA), "rdma");
-    assert_int_equal(oc_tr_class_parse("sm", 2), OC_TR_CLASS_SM);
-    assert_int_equal(oc_tr_class_parse("rdmax", 5), 0);
-    assert_null(oc_tr_class_name(3));
+    assert_string_equal(oc__tr_class_name(OC_TR_CLASS_RDMA), "rdma");
+    assert_int_equal(oc__tr_class_parse("sm", 2), OC_TR_CLASS_SM);
+    assert_int_equal(oc__tr_class_parse("rdmax", 5), 0);
+    assert_null(oc__tr_class_name(3));
     /* one word for logs and metrics: the fastest class present */
-    assert_string_equal(oc_tr_class_main(OC_TR_CLASS_RDMA | OC_TR_CLASS_TCP),
+    assert_string_equal(oc__tr_class_main(OC_TR_CLASS_RDMA | OC_TR_CLASS_TCP),
                         "rdma");
-    assert_string_equal(oc_tr_class_main(OC_TR_CLASS_TCP | OC_TR_CLASS_SM),
+    assert_string_equal(oc__tr_class_main(OC_TR_CLASS_TCP | OC_TR_CLASS_SM),
                         "tcp");
-    assert_string_equal(oc_tr_class_main(OC_TR_CLASS_SELF), "sm");
-    assert_string_equal(oc_tr_class_main(OC_TR_CLASS_OTHER), "other");
-    assert_string_equal(oc_tr_class_main(0), "unknown");
+    assert_string_equal(oc__tr_class_main(OC_TR_CLASS_SELF), "sm");
+    assert_string_equal(oc__tr_class_main(OC_TR_CLASS_OTHER), "other");
+    assert_string_equal(oc__tr_class_main(0), "unknown");
 }
 
 /* The book (tlbook.c), live: two workers of one context; what the
@@ -127,32 +127,32 @@ static void test_book(void **state)
     char tls[128], direct[128];
 
     (void)state;
-    assert_int_equal(oc_tr_context_create(&ctx), OC_OK);
-    assert_int_equal(oc_tr_worker_create(ctx, &w1), OC_OK);
-    assert_int_equal(oc_tr_worker_create(ctx, &w2), OC_OK);
-    assert_int_equal(oc_tr_worker_address(w1, &a1, &l1), OC_OK);
-    assert_int_equal(oc_tr_worker_address(w2, &a2, &l2), OC_OK);
+    assert_int_equal(oc__tr_context_create(&ctx), OC_OK);
+    assert_int_equal(oc__tr_worker_create(ctx, &w1), OC_OK);
+    assert_int_equal(oc__tr_worker_create(ctx, &w2), OC_OK);
+    assert_int_equal(oc__tr_worker_address(w1, &a1, &l1), OC_OK);
+    assert_int_equal(oc__tr_worker_address(w2, &a2, &l2), OC_OK);
     /* off: nothing is written */
-    assert_int_equal(oc_tr_ep_create(w1, a2, 1, &ep), OC_OK);
-    assert_int_equal(oc_tr_book_lookup(a2, &c, tls, sizeof(tls)), 0);
+    assert_int_equal(oc__tr_ep_create(w1, a2, 1, &ep), OC_OK);
+    assert_int_equal(oc__tr_book_lookup(a2, &c, tls, sizeof(tls)), 0);
     assert_string_equal(tls, "");
-    oc_tr_ep_destroy(w1, ep);
+    oc__tr_ep_destroy(w1, ep);
 
-    oc_tr_book_enable();
-    assert_int_equal(oc_tr_ep_create(w1, a2, 1, &ep), OC_OK);
-    assert_int_equal(oc_tr_book_lookup(a2, &c, tls, sizeof(tls)), 1);
+    oc__tr_book_enable();
+    assert_int_equal(oc__tr_ep_create(w1, a2, 1, &ep), OC_OK);
+    assert_int_equal(oc__tr_book_lookup(a2, &c, tls, sizeof(tls)), 1);
     /* what the endpoint itself says */
-    assert_int_equal(c, oc_tr_ep_transports(ep, direct, sizeof(direct)));
+    assert_int_equal(c, oc__tr_ep_transports(ep, direct, sizeof(direct)));
     assert_string_equal(tls, direct);
     assert_int_not_equal(c, 0);
     assert_int_not_equal(tls[0], '\0');
     /* no endpoint toward w1 */
-    assert_int_equal(oc_tr_book_lookup(a1, &c, tls, sizeof(tls)), 0);
-    oc_tr_ep_destroy(w1, ep);
-    assert_int_equal(oc_tr_book_lookup(a2, &c, tls, sizeof(tls)), 0);
-    oc_tr_worker_destroy(w2);
-    oc_tr_worker_destroy(w1);
-    oc_tr_context_destroy(ctx);
+    assert_int_equal(oc__tr_book_lookup(a1, &c, tls, sizeof(tls)), 0);
+    oc__tr_ep_destroy(w1, ep);
+    assert_int_equal(oc__tr_book_lookup(a2, &c, tls, sizeof(tls)), 0);
+    oc__tr_worker_destroy(w2);
+    oc__tr_worker_destroy(w1);
+    oc__tr_context_destroy(ctx);
 }
 
 /* NCCL_DEBUG=INFO lines in the formats NCCL 2.1x prints */
@@ -206,9 +206,9 @@ static void parse_all(const char *t)
 {
     char out[64];
     int gdr;
-    oc_tr_parse_ep_info(t, out, sizeof(out));
+    oc__tr_parse_ep_info(t, out, sizeof(out));
     assert_true(strlen(out) < sizeof(out));
-    oc_tr_parse_ctx_info(t, out, sizeof(out));
+    oc__tr_parse_ctx_info(t, out, sizeof(out));
     assert_true(strlen(out) < sizeof(out));
     oc__dr_nccl_parse(t, &gdr);
     oc__dr_pcie_relation(t, t);

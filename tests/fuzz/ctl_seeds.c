@@ -103,7 +103,7 @@ static size_t put(uint8_t *p, size_t cap, int t, unsigned shape)
     size_t len = 0;
 
     msg(&m, t, shape);
-    if (oc_ctl_encode(&m, p, cap, &len) != OC_OK)
+    if (oc__ctl_encode(&m, p, cap, &len) != OC_OK)
         return 0; /* cannot happen with these messages */
     return len;
 }

@@ -7,7 +7,7 @@
  * rest is the file's text, parsed from an exact-size heap copy.
  * Invariants: a rejected file gives "fuzz.rules:LINE: reason" with LINE
  * within the file and nothing returned; an accepted rule file has one rule
- * per non-blank line, each passing oc_acl_rule_check, ids = priorities =
+ * per non-blank line, each passing oc__acl_rule_check, ids = priorities =
  * line order, prefixes masked, and printing a rule back and parsing it
  * gives the same rule; for up to 64 rules the cutting trees are built and
  * keys at every rule's corners are classified by the fast and the scalar
@@ -76,7 +76,7 @@ static void round_trip(const oc_acl_rule_t *r)
                        r->dst_ip >> 16 & 255, r->dst_ip >> 8 & 255,
                        r->dst_ip & 255, r->dst_len, r->sport_lo, r->sport_hi,
                        r->dport_lo, r->dport_hi, r->proto, r->proto_mask);
-    CHECK(oc_acl_parse_rules(text, (size_t)len, "rt", &back, &n, err,
+    CHECK(oc__acl_parse_rules(text, (size_t)len, "rt", &back, &n, err,
                              sizeof(err)) == OC_OK);
     CHECK(n == 1);
     CHECK(back[0].src_ip == r->src_ip && back[0].src_len == r->src_len &&
@@ -99,8 +99,8 @@ static void check_tree(const oc_acl_rule_t *rules, size_t n)
         const oc_acl_rule_t *r = &rules[i];
         oc_acl_key_t lo = {r->src_ip, r->dst_ip, r->sport_lo, r->dport_lo,
                            r->proto, {0, 0, 0}};
-        oc_acl_key_t hi = {r->src_ip | ~oc_acl_prefix_mask(r->src_len),
-                           r->dst_ip | ~oc_acl_prefix_mask(r->dst_len),
+        oc_acl_key_t hi = {r->src_ip | ~oc__acl_prefix_mask(r->src_len),
+                           r->dst_ip | ~oc__acl_prefix_mask(r->dst_len),
                            r->sport_hi, r->dport_hi,
                            (uint8_t)(r->proto | ~r->proto_mask), {0, 0, 0}};
         keys[nk++] = lo;
@@ -109,7 +109,7 @@ static void check_tree(const oc_acl_rule_t *rules, size_t n)
     oc__acl_tree_lookup(t, NULL, keys, (uint32_t)nk, a);
     oc__acl_tree_lookup_scalar(t, NULL, keys, (uint32_t)nk, b);
     for (size_t i = 0; i < nk; i++) {
-        long w = oc_acl_match_linear(rules, n, &keys[i]);
+        long w = oc__acl_match_linear(rules, n, &keys[i]);
         CHECK(a[i] == b[i]);
         CHECK(a[i] == (w < 0 ? OC__ACL_NONE : (uint32_t)w));
     }
@@ -131,7 +131,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     err[0] = '\0';
     if (!(data[0] & FUZZ_ACL_TRACE)) {
         oc_acl_rule_t *r = NULL;
-        oc_status_t st = oc_acl_parse_rules(text, len, "fuzz.rules", &r, &n,
+        oc_status_t st = oc__acl_parse_rules(text, len, "fuzz.rules", &r, &n,
                                             err, sizeof(err));
         if (st != OC_OK) {
             CHECK(st == OC_ERR_CONFIG && r == NULL);
@@ -140,10 +140,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         CHECK(n == nonblank);
         for (size_t i = 0; i < n; i++) {
-            CHECK(oc_acl_rule_check(&r[i], NULL) == OC_OK);
+            CHECK(oc__acl_rule_check(&r[i], NULL) == OC_OK);
             CHECK(r[i].id == i && r[i].priority == i && r[i].userdata == i);
-            CHECK((r[i].src_ip & ~oc_acl_prefix_mask(r[i].src_len)) == 0);
-            CHECK((r[i].dst_ip & ~oc_acl_prefix_mask(r[i].dst_len)) == 0);
+            CHECK((r[i].src_ip & ~oc__acl_prefix_mask(r[i].src_len)) == 0);
+            CHECK((r[i].dst_ip & ~oc__acl_prefix_mask(r[i].dst_len)) == 0);
             if (i < 8)
                 round_trip(&r[i]);
         }
@@ -152,7 +152,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         free(r);
     } else {
         oc_acl_trace_t *t = NULL;
-        oc_status_t st = oc_acl_parse_trace(text, len, "fuzz.trace", &t, &n,
+        oc_status_t st = oc__acl_parse_trace(text, len, "fuzz.trace", &t, &n,
                                             err, sizeof(err));
         if (st != OC_OK) {
             CHECK(st == OC_ERR_CONFIG && t == NULL);

@@ -1,5 +1,5 @@
 /*
- * fuzz_colld.c — libFuzzer target for oc_colld_decode(), the parser of the
+ * fuzz_colld.c — libFuzzer target for oc__colld_decode(), the parser of the
  * collective descriptors a rank sends its agent (src/wire/colld.c).
  *
  * Input: one byte picks the job size the agent checks against (1, 2, 3,
@@ -45,9 +45,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (buf == NULL)
         return 0;
     memcpy(buf, data + 1, size - 1);
-    if (oc_colld_decode(buf, size - 1, job_size, &d) == OC_OK) {
+    if (oc__colld_decode(buf, size - 1, job_size, &d) == OC_OK) {
         fuzz_colld_accepted++;
-        CHECK(oc_colld_size(&d) == size - 1);
+        CHECK(oc__colld_size(&d) == size - 1);
         CHECK(d.kind >= OC_COLLD_ALLREDUCE && d.kind <= OC_COLLD_BARRIER);
         CHECK(d.nv == 0 || d.nv == job_size);
         CHECK(d.v + 32 * (size_t)d.nv == buf + size - 1);
@@ -56,10 +56,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (vals != NULL && again != NULL) {
             for (uint32_t i = 0; i < d.nv; i++)
                 for (unsigned w = 0; w < 4; w++) {
-                    vals[w * d.nv + i] = oc_colld_v(&d, w, i);
+                    vals[w * d.nv + i] = oc__colld_v(&d, w, i);
                     CHECK(vals[w * d.nv + i] < ((uint64_t)1 << 48));
                 }
-            oc_colld_encode(&d, vals, again);
+            oc__colld_encode(&d, vals, again);
             CHECK(memcmp(again, buf, size - 1) == 0);
         }
         free(vals);

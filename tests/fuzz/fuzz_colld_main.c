@@ -25,8 +25,8 @@ static unsigned colld_seeds(fuzz_replay_seed_fn fn, void *arg)
     for (int i = 0; i < 4; i++) {
         uint8_t b[1 + 512];
         b[0] = 2; /* a job of 3 ranks */
-        oc_colld_encode(&s[i], vals, b + 1);
-        fn(arg, b, 1 + oc_colld_size(&s[i]), 1);
+        oc__colld_encode(&s[i], vals, b + 1);
+        fn(arg, b, 1 + oc__colld_size(&s[i]), 1);
         n++;
     }
     return n;

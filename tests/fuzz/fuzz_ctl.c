@@ -1,7 +1,7 @@
 /*
  * fuzz_ctl.c — libFuzzer target for the control plane's parsers
- * (STYLE.md rule 13): oc_ctl_decode() on single frames, and the framed
- * connection reader (oc_ctl_conn_read) on byte streams that arrive in
+ * (STYLE.md rule 13): oc__ctl_decode() on single frames, and the framed
+ * connection reader (oc__ctl_conn_read) on byte streams that arrive in
  * chunks of fuzzed sizes (from memory, through the connection's internal
  * reader hook: pipes cost two system calls a chunk, and the fd path itself
  * is covered by tests/unit/test_ctl_net.c).
@@ -12,8 +12,8 @@
  * buffer, re-encode to the very same bytes (one encoding per message, which
  * also re-checks every field rule), and lose its acceptance when cut short.
  *
- * Stream mode: a reference reader built from oc_ctl_frame_len() and
- * oc_ctl_decode() predicts the frames and the final status; the connection
+ * Stream mode: a reference reader built from oc__ctl_frame_len() and
+ * oc__ctl_decode() predicts the frames and the final status; the connection
  * must yield exactly those frames (compared by re-encoding) and then that
  * status, whatever the chunking.
  *
@@ -87,7 +87,7 @@ static void check_canonical(const oc_ctl_msg_t *m, const uint8_t *frame,
 {
     size_t n = 0;
 
-    CHECK(oc_ctl_encode(m, scratch, sizeof(scratch), &n) == OC_OK);
+    CHECK(oc__ctl_encode(m, scratch, sizeof(scratch), &n) == OC_OK);
     CHECK(n == len);
     CHECK(memcmp(scratch, frame, len) == 0);
 }
@@ -111,15 +111,15 @@ static void fuzz_decode(const uint8_t *data, size_t len)
     memcpy(buf, data, len);
     memset(&m, 0xa5, sizeof(m));
     untouched = m;
-    st = oc_ctl_decode(buf, len, &m);
+    st = oc__ctl_decode(buf, len, &m);
     if (st == OC_OK) {
         fuzz_ctl_accepted++;
         fuzz_ctl_last_valid = 1;
-        CHECK(strcmp(oc_ctl_type_name((int)m.type), "UNKNOWN") != 0);
-        CHECK(oc_ctl_frame_len(buf, len, &fl) == OC_OK && fl == len);
+        CHECK(strcmp(oc__ctl_type_name((int)m.type), "UNKNOWN") != 0);
+        CHECK(oc__ctl_frame_len(buf, len, &fl) == OC_OK && fl == len);
         check_pointers(&m, buf, len);
         check_canonical(&m, buf, len);
-        CHECK(oc_ctl_decode(buf, len - 1, &untouched) != OC_OK);
+        CHECK(oc__ctl_decode(buf, len - 1, &untouched) != OC_OK);
     } else {
         CHECK(decode_error_ok(st));
         CHECK(memcmp(&m, &untouched, sizeof(m)) == 0);
@@ -191,7 +191,7 @@ static void fuzz_stream(const uint8_t *data, size_t len, uint8_t sel,
      * reading stops */
     for (;;) {
         size_t rem = len - off;
-        want = oc_ctl_frame_len(data + off, rem, &fl);
+        want = oc__ctl_frame_len(data + off, rem, &fl);
         if (preauth && want == OC_OK && fl > OC_CTL_PREAUTH_FRAME_MAX) {
             want = OC_ERR_WIRE_LENGTH; /* refused on its header alone */
             break;
@@ -202,7 +202,7 @@ static void fuzz_stream(const uint8_t *data, size_t len, uint8_t sel,
         }
         if (want != OC_OK)
             break;
-        if ((want = oc_ctl_decode(data + off, fl, &m)) != OC_OK)
+        if ((want = oc__ctl_decode(data + off, fl, &m)) != OC_OK)
             break;
         off += fl;
     }
@@ -210,12 +210,12 @@ static void fuzz_stream(const uint8_t *data, size_t len, uint8_t sel,
 
     CHECK(oc__ctl_conn_create_reader(feed_read, &feed, "fuzz", &c) == OC_OK);
     if (preauth)
-        oc_ctl_conn_set_max_frame(c, OC_CTL_PREAUTH_FRAME_MAX);
+        oc__ctl_conn_set_max_frame(c, OC_CTL_PREAUTH_FRAME_MAX);
     off = 0; /* now: where the next frame the connection yields starts */
     for (;;) {
-        while ((st = oc_ctl_conn_read(c, &m)) == OC_OK) {
+        while ((st = oc__ctl_conn_read(c, &m)) == OC_OK) {
             size_t n;
-            CHECK(oc_ctl_encode(&m, scratch, sizeof(scratch), &n) == OC_OK);
+            CHECK(oc__ctl_encode(&m, scratch, sizeof(scratch), &n) == OC_OK);
             CHECK(n <= len - off && memcmp(scratch, data + off, n) == 0);
             CHECK(off + n <= feed.pos); /* no frame before its bytes */
             off += n;
@@ -229,8 +229,8 @@ static void fuzz_stream(const uint8_t *data, size_t len, uint8_t sel,
             feed.avail = len;
     }
     CHECK(st == want);
-    CHECK(oc_ctl_conn_read(c, &m) == want); /* sticky */
-    oc_ctl_conn_destroy(c);
+    CHECK(oc__ctl_conn_read(c, &m) == want); /* sticky */
+    oc__ctl_conn_destroy(c);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

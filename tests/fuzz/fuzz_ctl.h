@@ -3,7 +3,7 @@
  * its replay driver share.
  *
  * A fuzz input is FUZZ_CTL_PREFIX bytes, then the bytes under test:
- *   [0] bit 0 clear: decode mode: the rest is one frame for oc_ctl_decode();
+ *   [0] bit 0 clear: decode mode: the rest is one frame for oc__ctl_decode();
  *       bit 0 set: stream mode: the rest is a byte stream that reaches an
  *       oc_ctl_conn_t in chunks, then ends; bit 1 set (stream mode): the
  *       connection takes frames of at most OC_CTL_PREAUTH_FRAME_MAX, as a

@@ -2,7 +2,7 @@
  * fuzz_esp.c — libFuzzer target over ESP decapsulation (src/pkt/esp.c),
  * the path that reads hostile packets from the wire.  The first input
  * byte chooses how the rest is used:
- *   even: the rest is an outer IPv4 packet handed to oc_esp_decap();
+ *   even: the rest is an outer IPv4 packet handed to oc__esp_decap();
  *   odd:  the rest is a plaintext (inner packet + trailer) sealed under the
  *         SA's key first, so that the checks behind the ICV (padding, next
  *         header, inner lengths) see arbitrary authenticated bytes.
@@ -89,9 +89,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 1)
         return 0;
     sa_conf(&c, false);
-    oc_esp_sa_init(&sa, &c);
+    oc__esp_sa_init(&sa, &c);
     if (x.ctx == NULL)
-        CHECK(oc_esp_ctx_key(&x, &sa) == OC_OK);
+        CHECK(oc__esp_ctx_key(&x, &sa) == OC_OK);
     if (data[0] & 1) {
         n = fuzz_esp_seal(data + 1, size - 1, 1, sealed, sizeof(sealed));
         if (n == 0)
@@ -105,7 +105,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(buf != NULL);
         memcpy(buf, data + 1, n);
     }
-    r = oc_esp_decap(&sa, &x, buf, (uint32_t)n, &inner, &ilen);
+    r = oc__esp_decap(&sa, &x, buf, (uint32_t)n, &inner, &ilen);
     CHECK((unsigned)r < OC_ESP_E_MAX);
     if (r == OC_ESP_OK) {
         CHECK(inner >= buf && inner + ilen <= buf + n);

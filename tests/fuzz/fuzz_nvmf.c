@@ -5,7 +5,7 @@
  * Input: byte [0] chooses what the receiver knows (bit 0: ICReq done;
  * bit 1: header digest; bit 2: data digest; bits 3-4: how the stream
  * arrives: whole, or in chunks of 64, 512 or 4096 bytes); the rest is the byte
- * stream from the host.  The stream is fed to oc_nvmf_pdu_check() the way
+ * stream from the host.  The stream is fed to oc__nvmf_pdu_check() the way
  * conn.c does (an exact-size heap window of what has arrived), PDU after
  * PDU, and each verdict is held to its invariants: an accepted PDU lies
  * inside what arrived and inside the largest PDU allowed, its data inside
@@ -40,13 +40,13 @@ static void check_accepted(const uint8_t *p, size_t avail,
 {
     uint32_t hd = 0, dd = 0;
 
-    CHECK(in->plen <= avail && in->plen <= oc_nvmf_pdu_max(lim));
+    CHECK(in->plen <= avail && in->plen <= oc__nvmf_pdu_max(lim));
     CHECK(in->hlen >= 8 && in->hlen <= in->plen);
     if (in->type == OC_NVMF_PDU_CMD || in->type == OC_NVMF_PDU_H2C_DATA) {
         hd = lim->hdgst ? 4 : 0;
         dd = lim->ddgst ? 4 : 0;
         if (hd)
-            CHECK(oc_crc32c_ref(0, p, in->hlen) == oc_le32(p + in->hlen));
+            CHECK(oc__crc32c_ref(0, p, in->hlen) == oc__le32(p + in->hlen));
     }
     if (in->data_len) {
         CHECK(in->data_off >= in->hlen + hd);
@@ -59,7 +59,7 @@ static void check_accepted(const uint8_t *p, size_t avail,
         for (int w = 0; w < 2; w++) {
             kind = OC_NVMF_XFER_NONE;
             len = 0;
-            if (oc_nvmf_sgl_decode(p + 8, w, in->data_len, 128 * 1024, &kind,
+            if (oc__nvmf_sgl_decode(p + 8, w, in->data_len, 128 * 1024, &kind,
                                    &len) == 0) {
                 CHECK(len <= 128 * 1024);
                 if (kind == OC_NVMF_XFER_INCAPSULE)
@@ -93,7 +93,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     chunk = chunks[(data[0] >> 3) & 3];
     data += FUZZ_NVMF_PREFIX;
     size -= FUZZ_NVMF_PREFIX;
-    CHECK(oc_crc32c(0, data, size) == oc_crc32c_ref(0, data, size));
+    CHECK(oc__crc32c(0, data, size) == oc__crc32c_ref(0, data, size));
 
     arrived = chunk ? (chunk < size ? chunk : size) : size;
     while (pos < size) {
@@ -104,10 +104,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         win = malloc(avail ? avail : 1); /* exact size: ASan sees overreads */
         CHECK(win != NULL);
         memcpy(win, data + pos, avail);
-        rc = oc_nvmf_pdu_check(win, avail, &lim, &in);
+        rc = oc__nvmf_pdu_check(win, avail, &lim, &in);
         if (rc == OC_NVMF_PDU_NEED) {
             free(win);
-            CHECK(in.need > avail && in.need <= oc_nvmf_pdu_max(&lim));
+            CHECK(in.need > avail && in.need <= oc__nvmf_pdu_max(&lim));
             if (arrived == size)
                 return 0; /* the stream ends inside a PDU */
             arrived = arrived + chunk < size ? arrived + chunk : size;

@@ -2,7 +2,7 @@
  * fuzz_nvmf_conf.c — libFuzzer target for offcore-nvmf's configuration
  * parser (src/nvmf/config.c; STYLE.md rule 13 names config files).
  *
- * The input is the file's text, handed to oc_nvmf_conf_load() through a
+ * The input is the file's text, handed to oc__nvmf_conf_load() through a
  * memfd.  A file that loads must describe something the target can run:
  * at least one subsystem, each with a valid NQN (nqn., at most 223 bytes),
  * at least one namespace with distinct NSIDs in 1..1024, a block size of
@@ -42,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
     ef = open_memstream(&err, &errlen);
     CHECK(ef != NULL);
-    st = oc_nvmf_conf_load(path, &c, ef);
+    st = oc__nvmf_conf_load(path, &c, ef);
     fclose(ef);
     close(fd);
     if (st == OC_OK) {

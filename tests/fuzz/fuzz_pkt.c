@@ -55,19 +55,19 @@ static void tcp_flow(const uint8_t *d, const oc_pkt_meta_t *m)
     if (t == NULL) {
         oc_flow_conf_t c = {.capacity = 1024, .idle_ms = 50, .active_ms = 100,
                             .emit = rec_check};
-        CHECK(oc_flow_table_create(&c, &t) == OC_OK);
+        CHECK(oc__flow_table_create(&c, &t) == OC_OK);
     }
     CHECK(h != NULL);
     memcpy(h, tcp, hl);
-    has = oc_flow_tcp_ts(h, hl, &ts);
+    has = oc__flow_tcp_ts(h, hl, &ts);
     /* the clock: from the packet too, so that samples vary */
     clock_us += 1 + (has ? ts.val % 4096 : 0);
-    (void)oc_flow_update(t, (uint32_t)(ip[2] << 8 | ip[3]), h[13],
+    (void)oc__flow_update(t, (uint32_t)(ip[2] << 8 | ip[3]), h[13],
                          m->key.src_ip, m->key.dst_ip, m->key.sport,
                          m->key.dport, 6, OC_FLOW_NO_VNI, 0, clock_us,
                          has ? &ts : NULL);
-    oc_flow_walk(t, rec_check, NULL);
-    (void)oc_flow_expire(t, clock_us, 64);
+    oc__flow_walk(t, rec_check, NULL);
+    (void)oc__flow_expire(t, clock_us, 64);
     free(h);
 }
 
@@ -75,10 +75,10 @@ static void frame(const uint8_t *d, size_t n)
 {
     oc_pkt_meta_t m, m2;
     static const oc_acl_key_t zero;
-    oc_pkt_reason_t r = oc_pkt_parse(d, (uint32_t)n, 1526, &m);
+    oc_pkt_reason_t r = oc__pkt_parse(d, (uint32_t)n, 1526, &m);
 
     CHECK((unsigned)r < OC_PKT_R_MAX && m.reason == r);
-    CHECK(oc_pkt_parse(d, (uint32_t)n, 1526, &m2) == r &&
+    CHECK(oc__pkt_parse(d, (uint32_t)n, 1526, &m2) == r &&
           memcmp(&m, &m2, sizeof(m)) == 0);
     if (r == OC_PKT_R_IPV4 || r == OC_PKT_R_IPV4_FRAG) {
         CHECK((size_t)m.l3_off + 20 <= n && m.ethertype == 0x0800);
@@ -88,7 +88,7 @@ static void frame(const uint8_t *d, size_t n)
         CHECK(memcmp(&m.key, &zero, sizeof(zero)) == 0);
     if (n > 1526)
         CHECK(r == OC_PKT_R_OVERSIZED);
-    if (oc_pkt_default_policy(r) == OC_PKT_PASS)
+    if (oc__pkt_default_policy(r) == OC_PKT_PASS)
         fuzz_pkt_accepted++;
 }
 
@@ -97,13 +97,13 @@ static void rule(const char *text)
     oc_dp_rule_t r, r2;
     char why[160], out[512];
 
-    if (oc_dp_rule_parse(text, &r, why, sizeof(why)) != 0) {
+    if (oc__dp_rule_parse(text, &r, why, sizeof(why)) != 0) {
         CHECK(why[0] != '\0');
         return;
     }
     fuzz_pkt_accepted++;
-    CHECK(oc_dp_rule_format(&r, out, sizeof(out)) < (int)sizeof(out));
-    CHECK(oc_dp_rule_parse(out, &r2, why, sizeof(why)) == 0);
+    CHECK(oc__dp_rule_format(&r, out, sizeof(out)) < (int)sizeof(out));
+    CHECK(oc__dp_rule_parse(out, &r2, why, sizeof(why)) == 0);
     CHECK(memcmp(&r, &r2, sizeof(r)) == 0);
 }
 
@@ -114,12 +114,12 @@ static void conf(const char *text, size_t n)
     oc_status_t st;
 
     CHECK(e != NULL);
-    oc_dp_conf_defaults(&c);
-    st = oc_dp_conf_parse(text, n, "fuzz", NULL, false, &c, e);
+    oc__dp_conf_defaults(&c);
+    st = oc__dp_conf_parse(text, n, "fuzz", NULL, false, &c, e);
     if (st == OC_OK) {
         CHECK(e->count == 0 && c.nattach > 0 && c.nrules <= c.max_rules);
         fuzz_pkt_accepted++;
-        oc_dp_conf_free(&c);
+        oc__dp_conf_free(&c);
     } else {
         CHECK(st == OC_ERR_CONFIG && e->count > 0 && e->text[0] != '\0');
     }

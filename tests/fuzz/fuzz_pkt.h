@@ -3,9 +3,9 @@
  * (pkt_seeds.c), its replay driver and tests/unit/test_pkt.c share.
  *
  * A fuzz input is one byte choosing what to parse (mod 3), then the bytes:
- *   FUZZ_PKT_FRAME  an Ethernet frame for oc_pkt_parse()
- *   FUZZ_PKT_RULE   a rule text for oc_dp_rule_parse() (round-tripped)
- *   FUZZ_PKT_CONF   an offcore-dp config text for oc_dp_conf_parse()
+ *   FUZZ_PKT_FRAME  an Ethernet frame for oc__pkt_parse()
+ *   FUZZ_PKT_RULE   a rule text for oc__dp_rule_parse() (round-tripped)
+ *   FUZZ_PKT_CONF   an offcore-dp config text for oc__dp_conf_parse()
  */
 #ifndef OC_TESTS_FUZZ_PKT_H
 #define OC_TESTS_FUZZ_PKT_H

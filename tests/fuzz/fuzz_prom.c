@@ -69,8 +69,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         setenv("OC_LOG", "error", 0);
         init = 1;
     }
-    v = oc_prom_parse((const char *)data, size, NULL, NULL, &err);
-    p = oc_prom_parse((const char *)data, size, check_sample, &n, &err);
+    v = oc__prom_parse((const char *)data, size, NULL, NULL, &err);
+    p = oc__prom_parse((const char *)data, size, check_sample, &n, &err);
     CHECK(v == p);
     if (p != OC_OK)
         CHECK(n == 0); /* the whole text is checked before any sample */

@@ -17,7 +17,7 @@
  *
  * Then the same input again, differentially: runs of up to 32 records
  * with the same side and zone become bursts, tracked by
- * oc_ct_track_burst() in one table and by oc_ct_track() one at a time in
+ * oc__ct_track_burst() in one table and by oc__ct_track() one at a time in
  * another; results, infos and counters must be equal.
  */
 #include "fuzz_tenant.h"
@@ -41,10 +41,10 @@ static oc_ct_t *table_n(int k)
     oc_ct_t *ct = tables[k];
     if (ct == NULL) {
         oc_ct_conf_t c = {.capacity = CAP};
-        oc_ct_timeouts_default(&c.to);
+        oc__ct_timeouts_default(&c.to);
         c.to.tcp[OC_CT_TCP_SYN_SENT] = 1; /* expiry reached within an input */
         c.to.udp_unreplied = 1;
-        if (oc_ct_create(&c, &ct) != OC_OK)
+        if (oc__ct_create(&c, &ct) != OC_OK)
             abort();
         tables[k] = ct;
     }
@@ -68,7 +68,7 @@ static int one(oc_ct_t *ct, uint8_t flags, const uint8_t *f, uint32_t n,
 
     if ((flags & 1) && n <= sizeof(buf)) {
         memcpy(buf, f, n);
-        if (oc_arp_answer(buf, n, MAC, IP)) {
+        if (oc__arp_answer(buf, n, MAC, IP)) {
             /* op 2, sender us, target the asker (its hardware address
              * where the request had its sender's) */
             if (n < 42 || buf[20] != 0 || buf[21] != 2 ||
@@ -80,7 +80,7 @@ static int one(oc_ct_t *ct, uint8_t flags, const uint8_t *f, uint32_t n,
     }
     if (flags & 1) {
         oc_vxlan_rx_t rx;
-        if (oc_vxlan_decap(f, n, 0, &rx) != OC_VXLAN_OK)
+        if (oc__vxlan_decap(f, n, 0, &rx) != OC_VXLAN_OK)
             return ok;
         if ((uint64_t)rx.inner_off + rx.inner_len > n)
             abort();
@@ -88,24 +88,24 @@ static int one(oc_ct_t *ct, uint8_t flags, const uint8_t *f, uint32_t n,
         n = rx.inner_len;
         ok = 1;
     }
-    if (oc_pkt_parse(f, n, 65535, &m) == OC_PKT_R_IPV4) {
+    if (oc__pkt_parse(f, n, 65535, &m) == OC_PKT_R_IPV4) {
         if (!(flags & 1))
-            (void)oc_spoof_check(f, n, &m, MAC, IP);
-        r = oc_ct_track(ct, zone, f + m.l3_off, n - m.l3_off, now,
+            (void)oc__spoof_check(f, n, &m, MAC, IP);
+        r = oc__ct_track(ct, zone, f + m.l3_off, n - m.l3_off, now,
                         !(flags & 1), &info);
-        if ((unsigned)r >= OC_CT_NRESULTS || oc_ct_count(ct) > CAP)
+        if ((unsigned)r >= OC_CT_NRESULTS || oc__ct_count(ct) > CAP)
             abort();
         ok |= r == OC_CT_NEW || r == OC_CT_EST || r == OC_CT_RELATED;
     } else if (!(flags & 1)) {
-        (void)oc_spoof_check(f, n, &m, MAC, IP);
+        (void)oc__spoof_check(f, n, &m, MAC, IP);
     }
     if (!(flags & 1) && n >= 14 && n <= 65000) {
         oc_vxlan_tun_t t = {.local_ip = 1, .remote_ip = 2};
         oc_vxlan_rx_t rx;
         uint8_t *inner = buf + OC_VXLAN_OVERHEAD, *o;
         memcpy(inner, f, n);
-        o = oc_vxlan_encap(inner, n, &t, zone, m.hash);
-        if (oc_vxlan_decap(o, n + OC_VXLAN_OVERHEAD, 2, &rx) != OC_VXLAN_OK ||
+        o = oc__vxlan_encap(inner, n, &t, zone, m.hash);
+        if (oc__vxlan_decap(o, n + OC_VXLAN_OVERHEAD, 2, &rx) != OC_VXLAN_OK ||
             rx.vni != zone || rx.inner_len != n || memcmp(o + rx.inner_off, f, n))
             abort();
     }
@@ -120,12 +120,12 @@ static const uint8_t *inner_ip(uint8_t flags, const uint8_t *f, uint32_t n,
     oc_pkt_meta_t m;
     if (flags & 1) {
         oc_vxlan_rx_t rx;
-        if (oc_vxlan_decap(f, n, 0, &rx) != OC_VXLAN_OK)
+        if (oc__vxlan_decap(f, n, 0, &rx) != OC_VXLAN_OK)
             return NULL;
         f += rx.inner_off;
         n = rx.inner_len;
     }
-    if (oc_pkt_parse(f, n, 65535, &m) != OC_PKT_R_IPV4)
+    if (oc__pkt_parse(f, n, 65535, &m) != OC_PKT_R_IPV4)
         return NULL;
     *len = n - m.l3_off;
     return f + m.l3_off;
@@ -137,7 +137,7 @@ static bool refuse_odd(void *arg, uint32_t i)
     return (i & 1) == 0;
 }
 
-/* oc_ct_track_burst against oc_ct_track over the input's records */
+/* oc__ct_track_burst against oc__ct_track over the input's records */
 static void differential(const uint8_t *data, size_t size)
 {
     oc_ct_t *one = table_n(1), *bur = table_n(2);
@@ -148,8 +148,8 @@ static void differential(const uint8_t *data, size_t size)
     oc_ct_stats_t s1, sb;
     uint64_t now = 0;
 
-    oc_ct_flush(one, -1);
-    oc_ct_flush(bur, -1);
+    oc__ct_flush(one, -1);
+    oc__ct_flush(bur, -1);
     while (size >= 3) {
         uint8_t flags = data[0];
         uint32_t k = 0;
@@ -165,18 +165,18 @@ static void differential(const uint8_t *data, size_t size)
             size -= 3 + n;
         }
         for (uint32_t i = 0; i < k; i++)
-            r1[i] = oc_ct_track(one, flags >> 4, ip[i], len[i], now,
+            r1[i] = oc__ct_track(one, flags >> 4, ip[i], len[i], now,
                                 flags & 1 ? (i & 1) == 0 : true, &i1[i]);
-        oc_ct_track_burst(bur, flags >> 4, ip, len, k, now,
+        oc__ct_track_burst(bur, flags >> 4, ip, len, k, now,
                           flags & 1 ? refuse_odd : NULL, NULL, rb, ib);
         for (uint32_t i = 0; i < k; i++)
             if (r1[i] != rb[i] || memcmp(&i1[i], &ib[i], sizeof(ib[i])) != 0)
                 abort();
-        (void)oc_ct_expire(one, now, 4);
-        (void)oc_ct_expire(bur, now, 4);
+        (void)oc__ct_expire(one, now, 4);
+        (void)oc__ct_expire(bur, now, 4);
     }
-    oc_ct_stats(one, &s1);
-    oc_ct_stats(bur, &sb);
+    oc__ct_stats(one, &s1);
+    oc__ct_stats(bur, &sb);
     if (memcmp(&s1, &sb, sizeof(s1)) != 0)
         abort();
 }
@@ -189,7 +189,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint64_t now = 0;
     int ok = 0;
 
-    oc_ct_flush(ct, -1);
+    oc__ct_flush(ct, -1);
     while (size >= 3) {
         uint8_t flags = data[0];
         size_t n = (size_t)data[1] << 8 | data[2];
@@ -197,12 +197,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             n = size - 3;
         now += 1ull << (((flags >> 1) & 7) * 2);
         ok |= one(ct, flags, data + 3, (uint32_t)n, now);
-        (void)oc_ct_expire(ct, now, 4);
+        (void)oc__ct_expire(ct, now, 4);
         data += 3 + n;
         size -= 3 + n;
     }
-    oc_ct_flush(ct, -1);
-    if (oc_ct_count(ct) != 0)
+    oc__ct_flush(ct, -1);
+    if (oc__ct_count(ct) != 0)
         abort();
     differential(data0, size0);
     fuzz_tenant_accepted += ok;

@@ -1,5 +1,5 @@
 /*
- * fuzz_wire.c — libFuzzer target for oc_wire_validate(), the parser that
+ * fuzz_wire.c — libFuzzer target for oc__wire_validate(), the parser that
  * stands between every peer and the runtime (STYLE.md rule 13).
  *
  * Arbitrary bytes go to the validator on an exact-size heap copy, so that
@@ -71,9 +71,9 @@ static void check_accepted(const uint8_t *buf, size_t len,
     const int column = (h->flags & OC_WIRE_F_ALL) == OC_WIRE_F_ALL;
     if (column) {
         CHECK(h->item_size > 0);
-        cur += oc_wire_col_dst_bytes(h->count);
+        cur += oc__wire_col_dst_bytes(h->count);
         for (size_t i = 4 * (size_t)h->count;
-             i < oc_wire_col_dst_bytes(h->count); i++)
+             i < oc__wire_col_dst_bytes(h->count); i++)
             CHECK(buf[OC_WIRE_HDR_LEN + i] == 0);
     }
     if (h->flags & OC_WIRE_F_STREAM) {
@@ -81,13 +81,13 @@ static void check_accepted(const uint8_t *buf, size_t len,
         CHECK(rank_for(h->src, chk) && h->dst == OC_WIRE_RANK_NONE);
         CHECK(chk->src == OC_WIRE_RANK_NONE || h->src == chk->src);
     }
-    oc_wire_hdr_write(hdr_bytes, h);
+    oc__wire_hdr_write(hdr_bytes, h);
     CHECK(memcmp(hdr_bytes, buf, OC_WIRE_HDR_LEN) == 0);
 
     /* every message, every payload byte */
-    oc_wire_iter_init(&it, buf, h);
-    while (oc_wire_iter_next(&it, &m)) {
-        size_t padded = oc_wire_pad8(m.len);
+    oc__wire_iter_init(&it, buf, h);
+    while (oc__wire_iter_next(&it, &m)) {
+        size_t padded = oc__wire_pad8(m.len);
 
         CHECK(n < h->count);
         CHECK(m.len <= OC_WIRE_MAX_MSG);
@@ -123,11 +123,11 @@ static void check_accepted(const uint8_t *buf, size_t len,
 
     /* iter_skip lands where as many iter_next calls land */
     skip = skip_sel % (h->count + 1);
-    oc_wire_iter_init(&it, buf, h);
-    oc_wire_iter_init(&it2, buf, h);
+    oc__wire_iter_init(&it, buf, h);
+    oc__wire_iter_init(&it2, buf, h);
     for (uint32_t i = 0; i < skip; i++)
-        CHECK(oc_wire_iter_next(&it, &m));
-    oc_wire_iter_skip(&it2, skip);
+        CHECK(oc__wire_iter_next(&it, &m));
+    oc__wire_iter_skip(&it2, skip);
     CHECK(it.p == it2.p && it.left == it2.left);
 
     /* canonical: re-encoding the messages gives the same bytes */
@@ -136,28 +136,28 @@ static void check_accepted(const uint8_t *buf, size_t len,
     rp = re + OC_WIRE_HDR_LEN;
     if (column) {
         uint32_t k = 0;
-        memset(rp, 0, oc_wire_col_dst_bytes(h->count));
-        oc_wire_iter_init(&it, buf, h);
-        while (oc_wire_iter_next(&it, &m))
-            oc_wire_st32(rp + 4 * (size_t)k++, m.dst);
-        rp += oc_wire_col_dst_bytes(h->count);
+        memset(rp, 0, oc__wire_col_dst_bytes(h->count));
+        oc__wire_iter_init(&it, buf, h);
+        while (oc__wire_iter_next(&it, &m))
+            oc__wire_st32(rp + 4 * (size_t)k++, m.dst);
+        rp += oc__wire_col_dst_bytes(h->count);
     }
-    oc_wire_iter_init(&it, buf, h);
-    while (oc_wire_iter_next(&it, &m)) {
+    oc__wire_iter_init(&it, buf, h);
+    while (oc__wire_iter_next(&it, &m)) {
         if (h->flags & OC_WIRE_F_FIXED)
-            rp = oc_wire_put_item(rp, m.payload, m.len);
+            rp = oc__wire_put_item(rp, m.payload, m.len);
         else
-            rp = oc_wire_put_msg(rp, m.dst, m.src, m.payload, m.len);
+            rp = oc__wire_put_msg(rp, m.dst, m.src, m.payload, m.len);
     }
     CHECK(rp == re + len);
-    oc_wire_hdr_write(re, h);
+    oc__wire_hdr_write(re, h);
     CHECK(memcmp(re, buf, len) == 0);
     free(re);
 
     /* a pure function: the same answer twice; no prefix is a bundle */
-    CHECK(oc_wire_validate(buf, len, chk, &h2) == OC_OK);
+    CHECK(oc__wire_validate(buf, len, chk, &h2) == OC_OK);
     CHECK(memcmp(&h2, h, sizeof(h2)) == 0);
-    CHECK(oc_wire_validate(buf, len - 8, chk, &h2) != OC_OK);
+    CHECK(oc__wire_validate(buf, len - 8, chk, &h2) != OC_OK);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -186,7 +186,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(buf != NULL);
     memcpy(buf, data + FUZZ_WIRE_PREFIX, len);
     memset(&h, 0xa5, sizeof(h));
-    st = oc_wire_validate(buf, len, &chk, &h);
+    st = oc__wire_validate(buf, len, &chk, &h);
     if (st == OC_OK) {
         fuzz_wire_accepted++;
         check_accepted(buf, len, &chk, &h, data[3]);

@@ -20,7 +20,7 @@ static void icreq(stream_t *s, int hd, int dd)
     memset(p, 0, 128);
     p[0] = OC_NVMF_PDU_ICREQ;
     p[2] = 128;
-    oc_put32(p + 4, 128);
+    oc__put32(p + 4, 128);
     p[11] = (uint8_t)((hd ? 1 : 0) | (dd ? 2 : 0));
     s->n += 128;
     s->hd = hd;
@@ -41,19 +41,19 @@ static void capsule(stream_t *s, uint8_t opc, uint8_t fct, uint32_t sgl_len,
     p[1] = (uint8_t)((hd ? OC_NVMF_F_HDGST : 0) | (dd ? OC_NVMF_F_DDGST : 0));
     p[2] = 72;
     p[3] = (uint8_t)pdo;
-    oc_put32(p + 4, plen);
+    oc__put32(p + 4, plen);
     p[8] = opc;
     p[9] = 0x40; /* SGL */
-    oc_put16(p + 10, 7);
+    oc__put16(p + 10, 7);
     p[12] = fct;
-    oc_put32(p + 8 + 32, sgl_len);
+    oc__put32(p + 8 + 32, sgl_len);
     p[8 + 39] = dlen ? OC_SGL_INCAPSULE : OC_SGL_TRANSPORT;
     if (hd)
-        oc_put32(p + 72, oc_crc32c_ref(0, p, 72));
+        oc__put32(p + 72, oc__crc32c_ref(0, p, 72));
     if (dlen) {
         memcpy(p + pdo, data, dlen);
         if (dd)
-            oc_put32(p + pdo + dlen, oc_crc32c_ref(0, data, dlen));
+            oc__put32(p + pdo + dlen, oc__crc32c_ref(0, data, dlen));
     }
     s->n += plen;
 }
@@ -70,16 +70,16 @@ static void h2c(stream_t *s, uint16_t ttag, uint32_t off, uint32_t len,
                      (last ? OC_NVMF_F_LAST : 0));
     p[2] = 24;
     p[3] = (uint8_t)(24 + hd);
-    oc_put32(p + 4, 24 + hd + len + dd);
-    oc_put16(p + 8, 7);
-    oc_put16(p + 10, ttag);
-    oc_put32(p + 12, off);
-    oc_put32(p + 16, len);
+    oc__put32(p + 4, 24 + hd + len + dd);
+    oc__put16(p + 8, 7);
+    oc__put16(p + 10, ttag);
+    oc__put32(p + 12, off);
+    oc__put32(p + 16, len);
     if (hd)
-        oc_put32(p + 24, oc_crc32c_ref(0, p, 24));
+        oc__put32(p + 24, oc__crc32c_ref(0, p, 24));
     memset(p + 24 + hd, 0xa5, len);
     if (dd)
-        oc_put32(p + 24 + hd + len, oc_crc32c_ref(0, p + 24 + hd, len));
+        oc__put32(p + 24 + hd + len, oc__crc32c_ref(0, p + 24 + hd, len));
     s->n += 24 + hd + len + dd;
 }
 
@@ -100,7 +100,7 @@ unsigned fuzz_nvmf_seeds(fuzz_nvmf_seed_fn fn, void *arg)
     unsigned n = 0;
 
     memset(connect, 0, sizeof(connect));
-    oc_put16(connect + 16, 0xffff);
+    oc__put16(connect + 16, 0xffff);
     strcpy((char *)connect + 256, "nqn.2026-11.io.offcore:seed");
     strcpy((char *)connect + 512, "nqn.2014-08.org.nvmexpress:uuid:seed");
     for (int dg = 0; dg < 4; dg++) {
@@ -131,7 +131,7 @@ unsigned fuzz_nvmf_seeds(fuzz_nvmf_seed_fn fn, void *arg)
     memset(&s, 0, sizeof(s));
     icreq(&s, 0, 0);
     h2c(&s, 1, 0, 16, 1);
-    oc_put32(s.b + 128 + 16, 1u << 30);
+    oc__put32(s.b + 128 + 16, 1u << 30);
     emit(fn, arg, 0, &s, 0, &n);
     return n;
 }

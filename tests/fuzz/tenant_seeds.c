@@ -56,7 +56,7 @@ static size_t rec(uint8_t *out, uint8_t flags, const uint8_t *f, size_t n)
     if (flags & 1) {
         oc_vxlan_tun_t t = {.local_ip = 2, .remote_ip = 1};
         memcpy(buf + OC_VXLAN_OVERHEAD, f, n);
-        oc_vxlan_encap(buf + OC_VXLAN_OVERHEAD, (uint32_t)n, &t, flags >> 4, 0);
+        oc__vxlan_encap(buf + OC_VXLAN_OVERHEAD, (uint32_t)n, &t, flags >> 4, 0);
         f = buf;
         n += OC_VXLAN_OVERHEAD;
     }

@@ -44,7 +44,7 @@ static size_t finish(seed_t *s, uint8_t flags, uint16_t item, uint32_t count,
     h.seq = 42;
     h.src = src;
     h.dst = dst;
-    oc_wire_hdr_write(s->b + P, &h);
+    oc__wire_hdr_write(s->b + P, &h);
     return (size_t)(s->p - s->b);
 }
 
@@ -63,7 +63,7 @@ static size_t mixed(seed_t *s, const uint32_t *lens, unsigned n,
                            ? dst_fixed
                            : nranks - 1 - (k * 7) % nranks;
         payload(pl, lens[k], k);
-        s->p = oc_wire_put_msg(s->p, dst, (k * 3) % nranks, pl, lens[k]);
+        s->p = oc__wire_put_msg(s->p, dst, (k * 3) % nranks, pl, lens[k]);
     }
     return finish(s, 0, 0, n, OC_WIRE_RANK_NONE, OC_WIRE_RANK_NONE, job);
 }
@@ -75,7 +75,7 @@ static size_t stream(seed_t *s, const uint32_t *lens, unsigned n,
     uint8_t pl[4096];
     for (unsigned k = 0; k < n; k++) {
         payload(pl, lens[k], k);
-        s->p = oc_wire_put_msg(s->p, (k * 5) % nranks, src, pl, lens[k]);
+        s->p = oc__wire_put_msg(s->p, (k * 5) % nranks, src, pl, lens[k]);
     }
     return finish(s, OC_WIRE_F_STREAM, 0, n, src, OC_WIRE_RANK_NONE, job);
 }
@@ -87,11 +87,11 @@ static size_t column(seed_t *s, uint16_t item, unsigned n, uint32_t nranks,
     uint8_t pl[4096];
     uint8_t *col = s->p;
     for (unsigned k = 0; k < n; k++)
-        oc_wire_st32(col + 4 * k, (k * 7) % nranks);
-    s->p += oc_wire_col_dst_bytes(n);
+        oc__wire_st32(col + 4 * k, (k * 7) % nranks);
+    s->p += oc__wire_col_dst_bytes(n);
     for (unsigned k = 0; k < n; k++) {
         payload(pl, item, k);
-        s->p = oc_wire_put_item(s->p, pl, item);
+        s->p = oc__wire_put_item(s->p, pl, item);
     }
     return finish(s, OC_WIRE_F_STREAM | OC_WIRE_F_FIXED, item, n, src,
                   OC_WIRE_RANK_NONE, job);
@@ -103,7 +103,7 @@ static size_t fixed(seed_t *s, uint16_t item, unsigned n, uint32_t src,
     uint8_t pl[4096];
     for (unsigned k = 0; k < n; k++) {
         payload(pl, item, k);
-        s->p = oc_wire_put_item(s->p, pl, item);
+        s->p = oc__wire_put_item(s->p, pl, item);
     }
     return finish(s, OC_WIRE_F_FIXED, item, n, src, dst, job);
 }

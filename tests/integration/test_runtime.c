@@ -258,10 +258,10 @@ static void scen_errors(void)
             h.length = k == 1 ? 64 : 48; /* 1: length != received */
             h.job = 0;
             h.src = h.dst = OC_WIRE_RANK_NONE;
-            oc_wire_hdr_write(b->data, &h);
+            oc__wire_hdr_write(b->data, &h);
             /* 2: a message for a rank that does not exist */
-            oc_wire_st64(b->data + OC_WIRE_HDR_LEN,
-                         oc_wire_msg_hdr(g_size + 5, 0, 0));
+            oc__wire_st64(b->data + OC_WIRE_HDR_LEN,
+                         oc__wire_msg_hdr(g_size + 5, 0, 0));
         }
         oc__rx_push(g_ctx, b->data, k == 2 ? 48 : 56, b);
     }
@@ -282,7 +282,7 @@ static void scen_endless(void)
     uint8_t buf[64];
     uint64_t seq = 0;
     double secs = getenv("OC_TEST_SECONDS") ? atof(getenv("OC_TEST_SECONDS")) : 2;
-    uint64_t end = oc_now_us() + (uint64_t)(secs * 1e6);
+    uint64_t end = oc__now_us() + (uint64_t)(secs * 1e6);
     oc_status_t st;
 
     g_mode = 0;
@@ -290,7 +290,7 @@ static void scen_endless(void)
     final_rounds = calloc(g_size, sizeof(*final_rounds));
     CHECK(final_rounds != NULL, "calloc");
     init_ctx(h_stream);
-    while (oc_now_us() < end) {
+    while (oc__now_us() < end) {
         for (int k = 0; k < 1000; k++, seq++)
             for (uint32_t d = 0; d < g_size; d++) {
                 fill(buf, 8, g_rank, seq);
@@ -355,8 +355,8 @@ static void scen_stallrecv(uint64_t n)
          * happened meanwhile */
         const char *sec = getenv("OC_TEST_STALL_SECONDS");
         const char *mark = getenv("OC_TEST_STALL_MARK");
-        uint64_t until = oc_now_us() + (uint64_t)((sec ? atof(sec) : 2) * 1e6);
-        while (oc_now_us() < until)
+        uint64_t until = oc__now_us() + (uint64_t)((sec ? atof(sec) : 2) * 1e6);
+        while (oc__now_us() < until)
             ; /* deliberately not polling */
         if (mark != NULL) {
             FILE *f = fopen(mark, "w");
@@ -412,8 +412,8 @@ static void scen_evil(void)
             dst = 1000;      /* 4: destination out of range */
         len = OC_WIRE_HDR_LEN + OC_WIRE_MSG_HDR_LEN + 8;
         h.length = (uint32_t)len;
-        oc_wire_hdr_write(b, &h);
-        oc_wire_put_msg(b + OC_WIRE_HDR_LEN, dst, src, "12345678", 8);
+        oc__wire_hdr_write(b, &h);
+        oc__wire_put_msg(b + OC_WIRE_HDR_LEN, dst, src, "12345678", 8);
         /* 5 (k == 3): a well-formed bundle under a token nobody has */
         CHECK(oc__agent_send_raw(g_ctx, b, len, k == 3 ? 0x5eed : 0) == OC_OK,
               "send");
@@ -421,16 +421,16 @@ static void scen_evil(void)
     {   /* 6: junk on the control socket */
         int fd;
         const char *addr = getenv("OC_AGENT");
-        CHECK(oc_ctl_connect(addr, 2000, &fd) == OC_OK, "connect");
+        CHECK(oc__ctl_connect(addr, 2000, &fd) == OC_OK, "connect");
         CHECK(write(fd, "GET / HTTP/1.0\r\n\r\n", 18) == 18, "write");
         close(fd);
     }
     /* Stay connected until the script has seen the agent count all this
      * (OC_TEST_RELEASE names a file it creates then), polling meanwhile. */
     if (getenv("OC_TEST_RELEASE") != NULL) {
-        uint64_t give_up = oc_now_us() + 30000000;
+        uint64_t give_up = oc__now_us() + 30000000;
         while (access(getenv("OC_TEST_RELEASE"), F_OK) != 0 &&
-               oc_now_us() < give_up)
+               oc__now_us() < give_up)
             CHECK(oc_poll(g_ctx) >= 0, "poll while held");
     }
     /* the honest path still works */

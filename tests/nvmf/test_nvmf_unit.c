@@ -26,12 +26,12 @@ static void test_crc32c_known(void **state)
     (void)state;
     memset(ones, 0xff, sizeof(ones));
     /* RFC 3720 B.4 test vectors and the classic check value */
-    assert_int_equal(oc_crc32c(0, s, 9), 0xe3069283u);
-    assert_int_equal(oc_crc32c(0, zeros, 32), 0x8a9136aau);
-    assert_int_equal(oc_crc32c(0, ones, 32), 0x62a8ab43u);
-    assert_int_equal(oc_crc32c_ref(0, s, 9), 0xe3069283u);
+    assert_int_equal(oc__crc32c(0, s, 9), 0xe3069283u);
+    assert_int_equal(oc__crc32c(0, zeros, 32), 0x8a9136aau);
+    assert_int_equal(oc__crc32c(0, ones, 32), 0x62a8ab43u);
+    assert_int_equal(oc__crc32c_ref(0, s, 9), 0xe3069283u);
     /* continuation: crc(a||b) == crc(b, crc(a)) */
-    assert_int_equal(oc_crc32c(oc_crc32c(0, s, 4), s + 4, 5), 0xe3069283u);
+    assert_int_equal(oc__crc32c(oc__crc32c(0, s, 4), s + 4, 5), 0xe3069283u);
 }
 
 static void test_crc32c_fast_matches_table(void **state)
@@ -42,16 +42,16 @@ static void test_crc32c_fast_matches_table(void **state)
         buf[i] = (uint8_t)(i * 131 + 7);
     for (size_t off = 0; off < 9; off++)
         for (size_t len = 0; len < 200; len += 13)
-            assert_int_equal(oc_crc32c(0, buf + off, len),
-                             oc_crc32c_ref(0, buf + off, len));
-    assert_int_equal(oc_crc32c(0, buf, sizeof(buf)),
-                     oc_crc32c_ref(0, buf, sizeof(buf)));
+            assert_int_equal(oc__crc32c(0, buf + off, len),
+                             oc__crc32c_ref(0, buf + off, len));
+    assert_int_equal(oc__crc32c(0, buf, sizeof(buf)),
+                     oc__crc32c_ref(0, buf, sizeof(buf)));
     /* around the three-stream chunks (3 x 1024 bytes) and several of them */
     for (size_t len = 3060; len < 3090; len++)
-        assert_int_equal(oc_crc32c(0x1234, buf + 3, len),
-                         oc_crc32c_ref(0x1234, buf + 3, len));
+        assert_int_equal(oc__crc32c(0x1234, buf + 3, len),
+                         oc__crc32c_ref(0x1234, buf + 3, len));
     for (size_t len = 4096; len <= 131072 && len <= sizeof(buf); len *= 2)
-        assert_int_equal(oc_crc32c(0, buf, len), oc_crc32c_ref(0, buf, len));
+        assert_int_equal(oc__crc32c(0, buf, len), oc__crc32c_ref(0, buf, len));
 }
 
 static const oc_nvmf_pdu_limits_t lim0 = {.ic_done = 1, .max_incap = 8192,
@@ -65,9 +65,9 @@ static void build_cmd(uint8_t *p, uint32_t dlen, int hd, int dd)
     p[1] = (uint8_t)((hd ? OC_NVMF_F_HDGST : 0) | (d ? OC_NVMF_F_DDGST : 0));
     p[2] = 72;
     p[3] = (uint8_t)(dlen ? 72 + h : 0);
-    oc_put32(p + 4, 72 + h + dlen + d);
+    oc__put32(p + 4, 72 + h + dlen + d);
     if (hd)
-        oc_put32(p + 72, oc_crc32c(0, p, 72));
+        oc__put32(p + 72, oc__crc32c(0, p, 72));
 }
 
 static void test_pdu_check(void **state)
@@ -78,56 +78,56 @@ static void test_pdu_check(void **state)
 
     (void)state;
     /* too short for a verdict */
-    assert_int_equal(oc_nvmf_pdu_check(p, 3, &lim, &in), OC_NVMF_PDU_NEED);
+    assert_int_equal(oc__nvmf_pdu_check(p, 3, &lim, &in), OC_NVMF_PDU_NEED);
     assert_int_equal(in.need, 8);
     /* a capsule with 512 bytes of data: NEED until all of it is there */
     build_cmd(p, 512, 0, 0);
-    assert_int_equal(oc_nvmf_pdu_check(p, 100, &lim, &in), OC_NVMF_PDU_NEED);
+    assert_int_equal(oc__nvmf_pdu_check(p, 100, &lim, &in), OC_NVMF_PDU_NEED);
     assert_int_equal(in.need, 72 + 512);
-    assert_int_equal(oc_nvmf_pdu_check(p, 72 + 512, &lim, &in), OC_NVMF_PDU_OK);
+    assert_int_equal(oc__nvmf_pdu_check(p, 72 + 512, &lim, &in), OC_NVMF_PDU_OK);
     assert_int_equal(in.data_off, 72);
     assert_int_equal(in.data_len, 512);
     /* header digest: good, then one bit off */
     lim.hdgst = 1;
     build_cmd(p, 0, 1, 0);
-    assert_int_equal(oc_nvmf_pdu_check(p, 76, &lim, &in), OC_NVMF_PDU_OK);
+    assert_int_equal(oc__nvmf_pdu_check(p, 76, &lim, &in), OC_NVMF_PDU_OK);
     p[20] ^= 1;
-    assert_int_equal(oc_nvmf_pdu_check(p, 76, &lim, &in), OC_NVMF_PDU_BAD);
+    assert_int_equal(oc__nvmf_pdu_check(p, 76, &lim, &in), OC_NVMF_PDU_BAD);
     assert_int_equal(in.fes, OC_NVMF_FES_HDR_DIGEST);
     /* digest flag disagreeing with the negotiation */
     build_cmd(p, 0, 0, 0);
-    assert_int_equal(oc_nvmf_pdu_check(p, 72, &lim, &in), OC_NVMF_PDU_BAD);
+    assert_int_equal(oc__nvmf_pdu_check(p, 72, &lim, &in), OC_NVMF_PDU_BAD);
     assert_int_equal(in.fes, OC_NVMF_FES_HDR_FIELD);
     assert_int_equal(in.fei, 1);
     lim.hdgst = 0;
     /* in-capsule data above the limit: refused from the header alone */
     build_cmd(p, 9000, 0, 0);
-    assert_int_equal(oc_nvmf_pdu_check(p, 8, &lim, &in), OC_NVMF_PDU_BAD);
+    assert_int_equal(oc__nvmf_pdu_check(p, 8, &lim, &in), OC_NVMF_PDU_BAD);
     assert_int_equal(in.fes, OC_NVMF_FES_DATA_LIMIT);
     /* a type only the controller sends */
     p[0] = OC_NVMF_PDU_C2H_DATA;
-    assert_int_equal(oc_nvmf_pdu_check(p, 8, &lim, &in), OC_NVMF_PDU_BAD);
+    assert_int_equal(oc__nvmf_pdu_check(p, 8, &lim, &in), OC_NVMF_PDU_BAD);
     /* PDU before ICReq; second ICReq */
     build_cmd(p, 0, 0, 0);
     lim.ic_done = 0;
-    assert_int_equal(oc_nvmf_pdu_check(p, 72, &lim, &in), OC_NVMF_PDU_BAD);
+    assert_int_equal(oc__nvmf_pdu_check(p, 72, &lim, &in), OC_NVMF_PDU_BAD);
     assert_int_equal(in.fes, OC_NVMF_FES_PDU_SEQ);
     memset(p, 0, 128);
     p[2] = 128;
-    oc_put32(p + 4, 128);
-    assert_int_equal(oc_nvmf_pdu_check(p, 128, &lim, &in), OC_NVMF_PDU_OK);
+    oc__put32(p + 4, 128);
+    assert_int_equal(oc__nvmf_pdu_check(p, 128, &lim, &in), OC_NVMF_PDU_OK);
     lim.ic_done = 1;
-    assert_int_equal(oc_nvmf_pdu_check(p, 128, &lim, &in), OC_NVMF_PDU_BAD);
+    assert_int_equal(oc__nvmf_pdu_check(p, 128, &lim, &in), OC_NVMF_PDU_BAD);
     /* H2CData: DATAL must account for the PDU length exactly */
     memset(p, 0, 24);
     p[0] = OC_NVMF_PDU_H2C_DATA;
     p[2] = 24;
     p[3] = 24;
-    oc_put32(p + 4, 24 + 100);
-    oc_put32(p + 16, 100);
-    assert_int_equal(oc_nvmf_pdu_check(p, 124, &lim, &in), OC_NVMF_PDU_OK);
-    oc_put32(p + 16, 99);
-    assert_int_equal(oc_nvmf_pdu_check(p, 124, &lim, &in), OC_NVMF_PDU_BAD);
+    oc__put32(p + 4, 24 + 100);
+    oc__put32(p + 16, 100);
+    assert_int_equal(oc__nvmf_pdu_check(p, 124, &lim, &in), OC_NVMF_PDU_OK);
+    oc__put32(p + 16, 99);
+    assert_int_equal(oc__nvmf_pdu_check(p, 124, &lim, &in), OC_NVMF_PDU_BAD);
     assert_int_equal(in.fei, 4);
 }
 
@@ -140,22 +140,22 @@ static void test_sgl(void **state)
     (void)state;
     s[1] = 0x40;
     s[39] = OC_SGL_TRANSPORT;
-    oc_put32(s + 32, 4096);
-    assert_int_equal(oc_nvmf_sgl_decode(s, 0, 0, 131072, &k, &len), 0);
+    oc__put32(s + 32, 4096);
+    assert_int_equal(oc__nvmf_sgl_decode(s, 0, 0, 131072, &k, &len), 0);
     assert_int_equal(k, OC_NVMF_XFER_C2H);
-    assert_int_equal(oc_nvmf_sgl_decode(s, 1, 0, 131072, &k, &len), 0);
+    assert_int_equal(oc__nvmf_sgl_decode(s, 1, 0, 131072, &k, &len), 0);
     assert_int_equal(k, OC_NVMF_XFER_R2T);
-    oc_put32(s + 32, 262144); /* above MDTS */
-    assert_int_equal(oc_nvmf_sgl_decode(s, 0, 0, 131072, &k, &len),
+    oc__put32(s + 32, 262144); /* above MDTS */
+    assert_int_equal(oc__nvmf_sgl_decode(s, 0, 0, 131072, &k, &len),
                      OC_NVME_SC_INVALID_FIELD);
     s[39] = OC_SGL_INCAPSULE;
-    oc_put32(s + 32, 512);
-    assert_int_equal(oc_nvmf_sgl_decode(s, 1, 512, 131072, &k, &len), 0);
+    oc__put32(s + 32, 512);
+    assert_int_equal(oc__nvmf_sgl_decode(s, 1, 512, 131072, &k, &len), 0);
     assert_int_equal(k, OC_NVMF_XFER_INCAPSULE);
-    assert_int_equal(oc_nvmf_sgl_decode(s, 1, 1024, 131072, &k, &len),
+    assert_int_equal(oc__nvmf_sgl_decode(s, 1, 1024, 131072, &k, &len),
                      OC_NVME_SC_SGL_LEN);
     s[1] = 0; /* PRPs: not on fabrics */
-    assert_int_equal(oc_nvmf_sgl_decode(s, 1, 512, 131072, &k, &len),
+    assert_int_equal(oc__nvmf_sgl_decode(s, 1, 512, 131072, &k, &len),
                      OC_NVME_SC_INVALID_FIELD);
 }
 
@@ -186,7 +186,7 @@ static void test_config(void **state)
                   "  namespace 1 /dev/null size=1G block=512 integrity=on\n"
                   "  namespace 2 /x size=64M key=/k direct=off\n");
     err = open_memstream(&errbuf, &errlen);
-    assert_int_equal(oc_nvmf_conf_load(p, &c, err), OC_OK);
+    assert_int_equal(oc__nvmf_conf_load(p, &c, err), OC_OK);
     fclose(err);
     unlink(p);
     assert_int_equal(c.nsubsys, 1);
@@ -207,7 +207,7 @@ static void test_config(void **state)
                   "frobnicate\n");
     errbuf = NULL;
     err = open_memstream(&errbuf, &errlen);
-    assert_int_equal(oc_nvmf_conf_load(p, &c, err), OC_ERR_CONFIG);
+    assert_int_equal(oc__nvmf_conf_load(p, &c, err), OC_ERR_CONFIG);
     fclose(err);
     unlink(p);
     assert_non_null(strstr(errbuf, ":1: listen"));

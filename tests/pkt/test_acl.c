@@ -45,7 +45,7 @@ static uint32_t rnd(void)
 /* answer of the oracle as userdata */
 static uint32_t oracle(const oc_acl_rule_t *r, size_t n, const oc_acl_key_t *k)
 {
-    long w = oc_acl_match_linear(r, n, k);
+    long w = oc__acl_match_linear(r, n, k);
     return w < 0 ? OC_ACL_NO_MATCH : r[w].userdata;
 }
 
@@ -58,14 +58,14 @@ static void check_keys(oc_acl_t *acl, const oc_acl_rule_t *rules, size_t n,
     size_t bad = 0;
     assert_non_null(a);
     assert_non_null(b);
-    oc_acl_reader_online();
+    oc__acl_reader_online();
     /* odd burst sizes on purpose: groups and chunks end mid-way */
     for (size_t i = 0; i < nk; i += 37) {
         uint32_t m = (uint32_t)(nk - i < 37 ? nk - i : 37);
-        assert_int_equal(oc_acl_lookup_burst(acl, keys + i, m, a + i), m);
+        assert_int_equal(oc__acl_lookup_burst(acl, keys + i, m, a + i), m);
     }
-    assert_int_equal(oc_acl_lookup_burst_scalar(acl, keys, (uint32_t)nk, b), nk);
-    oc_acl_reader_offline();
+    assert_int_equal(oc__acl_lookup_burst_scalar(acl, keys, (uint32_t)nk, b), nk);
+    oc__acl_reader_offline();
     for (size_t i = 0; i < nk; i++) {
         uint32_t want = a[i];
         if (i % stride == 0)
@@ -91,10 +91,10 @@ static void trace_family(const char *fam)
     oc_acl_t *acl;
 
     snprintf(path, sizeof(path), "%s/%s_10k.rules.gz", datadir, fam);
-    if (oc_acl_load_rules_file(path, &rules, &n, err, sizeof(err)) != OC_OK)
+    if (oc__acl_load_rules_file(path, &rules, &n, err, sizeof(err)) != OC_OK)
         fail_msg("%s", err);
     snprintf(path, sizeof(path), "%s/%s_10k_mix.trace.gz", datadir, fam);
-    if (oc_acl_load_trace_file(path, &tr, &nt, err, sizeof(err)) != OC_OK)
+    if (oc__acl_load_trace_file(path, &tr, &nt, err, sizeof(err)) != OC_OK)
         fail_msg("%s", err);
     assert_int_equal(n, 10000);
     assert_int_equal(nt, 200000);
@@ -102,15 +102,15 @@ static void trace_family(const char *fam)
     assert_non_null(keys);
     for (size_t i = 0; i < nt; i++)
         keys[i] = tr[i].key;
-    assert_int_equal(oc_acl_create(20000, &acl), OC_OK);
-    assert_int_equal(oc_acl_load(acl, rules, n), OC_OK);
-    assert_int_equal(oc_acl_count(acl), n);
+    assert_int_equal(oc__acl_create(20000, &acl), OC_OK);
+    assert_int_equal(oc__acl_load(acl, rules, n), OC_OK);
+    assert_int_equal(oc__acl_count(acl), n);
     check_keys(acl, rules, n, keys, nt, SLOW ? 16 : 1);
 
     /* delete every 7th rule and add 300 copies (new ids, shuffled
      * priorities) live: side part and tombstones, then folded in */
     for (size_t i = 0; i < n; i += 7)
-        assert_int_equal(oc_acl_del(acl, rules[i].id), OC_OK);
+        assert_int_equal(oc__acl_del(acl, rules[i].id), OC_OK);
     {
         size_t m = 0;
         for (size_t i = 0; i < n; i++)
@@ -121,15 +121,15 @@ static void trace_family(const char *fam)
             r.id = 100000 + (uint32_t)i;
             r.priority = rnd() % 10000;
             r.userdata = 100000 + (uint32_t)i;
-            assert_int_equal(oc_acl_add(acl, &r), OC_OK);
+            assert_int_equal(oc__acl_add(acl, &r), OC_OK);
             rules[m++] = r;
         }
         n = m;
     }
     check_keys(acl, rules, n, keys, nt, SLOW ? 128 : 8);
-    assert_int_equal(oc_acl_sync(acl), OC_OK);
+    assert_int_equal(oc__acl_sync(acl), OC_OK);
     check_keys(acl, rules, n, keys, nt, SLOW ? 128 : 8);
-    oc_acl_destroy(acl);
+    oc__acl_destroy(acl);
     free(keys);
     free(tr);
     free(rules);
@@ -152,8 +152,8 @@ static void random_rule(oc_acl_rule_t *r, uint32_t id)
     r->priority = rnd() % 64; /* many ties: the id decides */
     r->src_len = lens[x % 10];
     r->dst_len = lens[(x >> 4) % 10];
-    r->src_ip = (bases[rnd() % 4] | (rnd() & 0xffff)) & oc_acl_prefix_mask(r->src_len);
-    r->dst_ip = (bases[rnd() % 4] | (rnd() & 0xffff)) & oc_acl_prefix_mask(r->dst_len);
+    r->src_ip = (bases[rnd() % 4] | (rnd() & 0xffff)) & oc__acl_prefix_mask(r->src_len);
+    r->dst_ip = (bases[rnd() % 4] | (rnd() & 0xffff)) & oc__acl_prefix_mask(r->dst_len);
     switch (rnd() % 4) {
     case 0: r->sport_lo = 0; r->sport_hi = 65535; break;
     case 1: r->sport_lo = r->sport_hi = (uint16_t)(rnd() % 1100); break;
@@ -183,8 +183,8 @@ static void random_key(oc_acl_key_t *k, const oc_acl_rule_t *rules, size_t n)
     memset(k, 0, sizeof(*k));
     if (n > 0 && rnd() % 4 != 0) { /* inside (or at the edge of) a rule */
         const oc_acl_rule_t *r = &rules[rnd() % n];
-        k->src_ip = r->src_ip | (rnd() & ~oc_acl_prefix_mask(r->src_len));
-        k->dst_ip = r->dst_ip | (rnd() & ~oc_acl_prefix_mask(r->dst_len));
+        k->src_ip = r->src_ip | (rnd() & ~oc__acl_prefix_mask(r->src_len));
+        k->dst_ip = r->dst_ip | (rnd() & ~oc__acl_prefix_mask(r->dst_len));
         k->sport = rnd() % 2 ? r->sport_lo : r->sport_hi;
         k->dport = (uint16_t)(r->dport_lo + rnd() % (r->dport_hi - r->dport_lo + 1u));
         k->proto = rnd() % 2 ? r->proto : (uint8_t)rnd();
@@ -207,7 +207,7 @@ static void test_random_updates(void **state)
     oc_acl_t *acl;
     assert_non_null(rules);
     assert_non_null(keys);
-    assert_int_equal(oc_acl_create(MAXR, &acl), OC_OK);
+    assert_int_equal(oc__acl_create(MAXR, &acl), OC_OK);
 
     for (int round = 0; round < (SLOW ? 12 : 40); round++) {
         int ops = (int)(rnd() % 400);
@@ -215,42 +215,42 @@ static void test_random_updates(void **state)
             n = 500 + rnd() % 1500;
             for (size_t i = 0; i < n; i++)
                 random_rule(&rules[i], next_id++);
-            assert_int_equal(oc_acl_load(acl, rules, n), OC_OK);
+            assert_int_equal(oc__acl_load(acl, rules, n), OC_OK);
         }
         for (int o = 0; o < ops; o++) {
             if (n > 0 && (rnd() % 2 || n == MAXR)) {
                 size_t i = rnd() % n;
-                assert_int_equal(oc_acl_del(acl, rules[i].id), OC_OK);
-                assert_int_equal(oc_acl_del(acl, rules[i].id),
+                assert_int_equal(oc__acl_del(acl, rules[i].id), OC_OK);
+                assert_int_equal(oc__acl_del(acl, rules[i].id),
                                  OC_ERR_INVALID_PARAM);
                 rules[i] = rules[--n];
             } else {
                 random_rule(&rules[n], rnd() % 3 == 0 && n > 0 ? next_id : next_id);
                 next_id++;
-                assert_int_equal(oc_acl_add(acl, &rules[n]), OC_OK);
-                assert_int_equal(oc_acl_add(acl, &rules[n]), OC_ERR_INVALID_PARAM);
+                assert_int_equal(oc__acl_add(acl, &rules[n]), OC_OK);
+                assert_int_equal(oc__acl_add(acl, &rules[n]), OC_ERR_INVALID_PARAM);
                 n++;
             }
         }
-        assert_int_equal(oc_acl_count(acl), n);
+        assert_int_equal(oc__acl_count(acl), n);
         for (size_t i = 0; i < NK; i++)
             random_key(&keys[i], rules, n);
         check_keys(acl, rules, n, keys, NK, 1);
         if (round % 3 == 0) {
-            assert_int_equal(oc_acl_sync(acl), OC_OK);
+            assert_int_equal(oc__acl_sync(acl), OC_OK);
             check_keys(acl, rules, n, keys, NK, 1);
         }
     }
-    /* what oc_acl_rules lists is what is present, in priority order */
+    /* what oc__acl_rules lists is what is present, in priority order */
     {
         oc_acl_rule_t *out = malloc((n + 1) * sizeof(*out));
         assert_non_null(out);
-        assert_int_equal(oc_acl_rules(acl, out, n + 1), n);
+        assert_int_equal(oc__acl_rules(acl, out, n + 1), n);
         for (size_t i = 1; i < n; i++)
-            assert_true(oc_acl_rule_before(&out[i - 1], &out[i]));
+            assert_true(oc__acl_rule_before(&out[i - 1], &out[i]));
         free(out);
     }
-    oc_acl_destroy(acl);
+    oc__acl_destroy(acl);
     free(rules);
     free(keys);
 }
@@ -272,21 +272,21 @@ static void *reader_main(void *arg)
     oc_acl_key_t keys[64];
     uint32_t out[64];
     uint64_t r = 0x1234567;
-    oc_acl_reader_register();
+    oc__acl_reader_register();
     while (!__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE)) {
         for (int i = 0; i < 64; i++) { /* a private generator */
             const oc_acl_rule_t *src;
             r = r * 6364136223846793005ull + 1442695040888963407ull;
             src = (r >> 33) % 2 ? &c->stable[(r >> 40) % NSTABLE]
                                 : &c->churn[(r >> 40) % NCHURN];
-            keys[i].src_ip = src->src_ip | ((uint32_t)(r >> 7) & ~oc_acl_prefix_mask(src->src_len));
-            keys[i].dst_ip = src->dst_ip | ((uint32_t)(r >> 17) & ~oc_acl_prefix_mask(src->dst_len));
+            keys[i].src_ip = src->src_ip | ((uint32_t)(r >> 7) & ~oc__acl_prefix_mask(src->src_len));
+            keys[i].dst_ip = src->dst_ip | ((uint32_t)(r >> 17) & ~oc__acl_prefix_mask(src->dst_len));
             keys[i].sport = src->sport_lo;
             keys[i].dport = src->dport_hi;
             keys[i].proto = src->proto;
             memset(keys[i].pad, 0, sizeof(keys[i].pad));
         }
-        oc_acl_lookup_burst(c->acl, keys, 64, out);
+        oc__acl_lookup_burst(c->acl, keys, 64, out);
         for (int i = 0; i < 64; i++) {
             uint32_t want = oracle(c->stable, NSTABLE, &keys[i]);
             int ok;
@@ -296,13 +296,13 @@ static void *reader_main(void *arg)
                 ok = 1;
             else /* some churn rule that matches */
                 ok = (out[i] & CHURN_UD) && (out[i] & ~CHURN_UD) < NCHURN &&
-                     oc_acl_rule_matches(&c->churn[out[i] & ~CHURN_UD], &keys[i]);
+                     oc__acl_rule_matches(&c->churn[out[i] & ~CHURN_UD], &keys[i]);
             c->errors += !ok;
         }
         c->lookups += 64;
-        oc_acl_reader_quiescent();
+        oc__acl_reader_quiescent();
     }
-    oc_acl_reader_unregister();
+    oc__acl_reader_unregister();
     return NULL;
 }
 
@@ -327,17 +327,17 @@ static void test_concurrent(void **state)
         churn[i].priority = 100 + i % 50;
         churn[i].userdata = CHURN_UD | i;
     }
-    assert_int_equal(oc_acl_create(NSTABLE + NCHURN, &c.acl), OC_OK);
-    assert_int_equal(oc_acl_load(c.acl, stable, NSTABLE), OC_OK);
+    assert_int_equal(oc__acl_create(NSTABLE + NCHURN, &c.acl), OC_OK);
+    assert_int_equal(oc__acl_load(c.acl, stable, NSTABLE), OC_OK);
     c.stable = stable;
     c.churn = churn;
     assert_int_equal(pthread_create(&th, NULL, reader_main, &c), 0);
     for (int o = 0; o < ops; o++) {
         uint32_t j = rnd() % NCHURN;
         if (in[j])
-            assert_int_equal(oc_acl_del(c.acl, churn[j].id), OC_OK);
+            assert_int_equal(oc__acl_del(c.acl, churn[j].id), OC_OK);
         else
-            assert_int_equal(oc_acl_add(c.acl, &churn[j]), OC_OK);
+            assert_int_equal(oc__acl_add(c.acl, &churn[j]), OC_OK);
         in[j] ^= 1;
     }
     __atomic_store_n(&c.stop, 1, __ATOMIC_RELEASE);
@@ -361,11 +361,11 @@ static void test_concurrent(void **state)
         for (int i = 0; i < 2000; i++)
             random_key(&keys[i], all, n);
         check_keys(c.acl, all, n, keys, 2000, 1);
-        assert_int_equal(oc_acl_sync(c.acl), OC_OK);
+        assert_int_equal(oc__acl_sync(c.acl), OC_OK);
         check_keys(c.acl, all, n, keys, 2000, 1);
         free(all);
     }
-    oc_acl_destroy(c.acl);
+    oc__acl_destroy(c.acl);
     free(stable);
     free(churn);
     free(in);
@@ -378,7 +378,7 @@ static void expect_rule_error(const char *text, const char *want)
     oc_acl_rule_t *r = NULL;
     size_t n = 0;
     char err[256] = "";
-    assert_int_equal(oc_acl_parse_rules(text, strlen(text), "t.rules", &r, &n,
+    assert_int_equal(oc__acl_parse_rules(text, strlen(text), "t.rules", &r, &n,
                                         err, sizeof(err)),
                      OC_ERR_CONFIG);
     assert_null(r);
@@ -397,7 +397,7 @@ static void test_parse(void **state)
     size_t n;
     char err[256];
 
-    assert_int_equal(oc_acl_parse_rules(good, strlen(good), "g", &r, &n, err,
+    assert_int_equal(oc__acl_parse_rules(good, strlen(good), "g", &r, &n, err,
                                         sizeof(err)), OC_OK);
     assert_int_equal(n, 2);
     assert_int_equal(r[0].src_ip, 0x0a000000u);
@@ -431,7 +431,7 @@ static void test_parse(void **state)
 
     {
         const char *tr = "1 2 3 4 6 0 17\n4294967295 0 65535 0 255 0 -1\n1 2 3 4 6\n";
-        assert_int_equal(oc_acl_parse_trace(tr, strlen(tr), "t", &t, &n, err,
+        assert_int_equal(oc__acl_parse_trace(tr, strlen(tr), "t", &t, &n, err,
                                             sizeof(err)), OC_OK);
         assert_int_equal(n, 3);
         assert_int_equal(t[0].hint, 17);
@@ -440,14 +440,14 @@ static void test_parse(void **state)
         assert_int_equal(t[2].hint, -1);
         free(t);
         t = NULL;
-        assert_int_equal(oc_acl_parse_trace("1 2 3 4\n", 8, "t", &t, &n, err,
+        assert_int_equal(oc__acl_parse_trace("1 2 3 4\n", 8, "t", &t, &n, err,
                                             sizeof(err)), OC_ERR_CONFIG);
         assert_non_null(strstr(err, "t:1: a trace line has at least 5"));
-        assert_int_equal(oc_acl_parse_trace("1 2 3 70000 6\n", 14, "t", &t, &n,
+        assert_int_equal(oc__acl_parse_trace("1 2 3 70000 6\n", 14, "t", &t, &n,
                                             err, sizeof(err)), OC_ERR_CONFIG);
         assert_null(t);
     }
-    assert_int_equal(oc_acl_load_rules_file("/nonexistent/x.rules", &r, &n, err,
+    assert_int_equal(oc__acl_load_rules_file("/nonexistent/x.rules", &r, &n, err,
                                             sizeof(err)), OC_ERR_CONFIG);
     assert_non_null(strstr(err, "/nonexistent/x.rules: cannot open"));
 }
@@ -456,31 +456,31 @@ static void test_api_errors(void **state)
 {
     oc_acl_t *acl;
     oc_acl_rule_t r, two[2];
-    assert_int_equal(oc_acl_create(0, &acl), OC_ERR_INVALID_PARAM);
-    assert_int_equal(oc_acl_create(2, &acl), OC_OK);
+    assert_int_equal(oc__acl_create(0, &acl), OC_ERR_INVALID_PARAM);
+    assert_int_equal(oc__acl_create(2, &acl), OC_OK);
     random_rule(&r, 1);
     r.sport_lo = 9;
     r.sport_hi = 8;
-    assert_int_equal(oc_acl_add(acl, &r), OC_ERR_INVALID_PARAM);
+    assert_int_equal(oc__acl_add(acl, &r), OC_ERR_INVALID_PARAM);
     random_rule(&r, 1);
     r.userdata = OC_ACL_NO_MATCH;
-    assert_int_equal(oc_acl_add(acl, &r), OC_ERR_INVALID_PARAM);
+    assert_int_equal(oc__acl_add(acl, &r), OC_ERR_INVALID_PARAM);
     random_rule(&r, 1);
-    assert_int_equal(oc_acl_add(acl, &r), OC_OK);
+    assert_int_equal(oc__acl_add(acl, &r), OC_OK);
     r.id = 2;
-    assert_int_equal(oc_acl_add(acl, &r), OC_OK);
+    assert_int_equal(oc__acl_add(acl, &r), OC_OK);
     r.id = 3;
-    assert_int_equal(oc_acl_add(acl, &r), OC_ERR_NO_MEMORY); /* full */
-    assert_int_equal(oc_acl_del(acl, 3), OC_ERR_INVALID_PARAM);
+    assert_int_equal(oc__acl_add(acl, &r), OC_ERR_NO_MEMORY); /* full */
+    assert_int_equal(oc__acl_del(acl, 3), OC_ERR_INVALID_PARAM);
     /* load is all or nothing */
     random_rule(&two[0], 7);
     two[1] = two[0];
-    assert_int_equal(oc_acl_load(acl, two, 2), OC_ERR_INVALID_PARAM);
-    assert_int_equal(oc_acl_count(acl), 2);
-    assert_int_equal(oc_acl_load(acl, two, 3), OC_ERR_NO_MEMORY);
-    assert_int_equal(oc_acl_count(acl), 2);
-    oc_acl_destroy(acl);
-    oc_acl_destroy(NULL);
+    assert_int_equal(oc__acl_load(acl, two, 2), OC_ERR_INVALID_PARAM);
+    assert_int_equal(oc__acl_count(acl), 2);
+    assert_int_equal(oc__acl_load(acl, two, 3), OC_ERR_NO_MEMORY);
+    assert_int_equal(oc__acl_count(acl), 2);
+    oc__acl_destroy(acl);
+    oc__acl_destroy(NULL);
 }
 
 int main(int argc, char **argv)
@@ -496,7 +496,7 @@ int main(int argc, char **argv)
     if (argc > 1)
         datadir = argv[1];
     /* the main thread looks up too: online only inside check_keys */
-    oc_acl_reader_register();
-    oc_acl_reader_offline();
+    oc__acl_reader_register();
+    oc__acl_reader_offline();
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -87,8 +87,8 @@ static oc_ct_t *mk(uint32_t cap)
 {
     oc_ct_conf_t c = {.capacity = cap};
     oc_ct_t *ct;
-    oc_ct_timeouts_default(&c.to);
-    assert_int_equal(oc_ct_create(&c, &ct), OC_OK);
+    oc__ct_timeouts_default(&c.to);
+    assert_int_equal(oc__ct_create(&c, &ct), OC_OK);
     return ct;
 }
 
@@ -102,7 +102,7 @@ static oc_ct_result_t trk(oc_ct_t *ct, uint16_t zone, const uint8_t *f,
     oc_ct_info_t tmp;
     assert_non_null(c);
     memcpy(c, f, n);
-    r = oc_ct_track(ct, zone, c, n, now, allow, info ? info : &tmp);
+    r = oc__ct_track(ct, zone, c, n, now, allow, info ? info : &tmp);
     free(c);
     return r;
 }
@@ -122,7 +122,7 @@ static void test_tcp_lifecycle(void **state)
     /* the wire side may not open (default deny) */
     n = tcp(f, A, B, 40000, 80, SYN, 100, 0, 1000, 0);
     assert_int_equal(trk(ct, 0, f, n, t, false, NULL), OC_CT_NO_CONN);
-    assert_int_equal(oc_ct_count(ct), 0);
+    assert_int_equal(oc__ct_count(ct), 0);
 
     assert_int_equal(trk(ct, 0, f, n, t, true, &in), OC_CT_NEW);
     assert_int_equal(in.state, OC_CT_TCP_SYN_SENT);
@@ -150,7 +150,7 @@ static void test_tcp_lifecycle(void **state)
     assert_int_equal(in.why, OC_CT_WHY_WINDOW);
     n = tcp(f, A, B, 40000, 80, ACK, 101 - 100000, 5501, 1000, 10);
     assert_int_equal(trk(ct, 0, f, n, t, true, &in), OC_CT_INVALID);
-    oc_ct_stats(ct, &st);
+    oc__ct_stats(ct, &st);
     assert_int_equal(st.out_of_window, 2);
     /* established lives 5 days (432000 s) */
     n = tcp(f, A, B, 40000, 80, ACK, 201, 5501, 1000, 0);
@@ -171,10 +171,10 @@ static void test_tcp_lifecycle(void **state)
     assert_int_equal(trk(ct, 0, f, n, t + 119000, false, NULL), OC_CT_EST);
     assert_int_equal(trk(ct, 0, f, n, t + 119000 + 120000, false, NULL),
                      OC_CT_NO_CONN);
-    assert_int_equal(oc_ct_count(ct), 0);
-    oc_ct_stats(ct, &st);
+    assert_int_equal(oc__ct_count(ct), 0);
+    oc__ct_stats(ct, &st);
     assert_int_equal(st.expired, 1);
-    oc_ct_destroy(ct);
+    oc__ct_destroy(ct);
 }
 
 static void test_tcp_rst_reopen_wscale(void **state)
@@ -194,7 +194,7 @@ static void test_tcp_rst_reopen_wscale(void **state)
     /* a new SYN on the same ports reopens it */
     n = tcp(f, A, B, 40001, 81, SYN, 900, 0, 1000, 0);
     assert_int_equal(trk(ct, 0, f, n, 1000, true, &in), OC_CT_NEW);
-    assert_int_equal(oc_ct_count(ct), 1);
+    assert_int_equal(oc__ct_count(ct), 1);
     /* CLOSE times out after 10 s */
     n = tcp(f, B, A, 81, 40001, RST | ACK, 0, 901, 0, 0);
     assert_int_equal(trk(ct, 0, f, n, 1000, false, NULL), OC_CT_EST);
@@ -220,7 +220,7 @@ static void test_tcp_rst_reopen_wscale(void **state)
     n = tcp(f, B, A, 82, 40002, ACK, 1001 + 70000, 2, 512, 100);
     assert_int_equal(trk(ct, 0, f, n, 0, false, &in), OC_CT_INVALID);
     assert_int_equal(in.why, OC_CT_WHY_WINDOW);
-    oc_ct_destroy(ct);
+    oc__ct_destroy(ct);
 }
 
 static void test_udp_icmp(void **state)
@@ -280,7 +280,7 @@ static void test_udp_icmp(void **state)
     n = ip4(f, 1, B, A, 8 + 24);
     assert_int_equal(trk(ct, 0, f, n, 0, false, &in), OC_CT_INVALID);
     assert_int_equal(in.why, OC_CT_WHY_MALFORMED);
-    oc_ct_destroy(ct);
+    oc__ct_destroy(ct);
 }
 
 static int count_cb(void *arg, const oc_ct_flow_t *fl)
@@ -302,22 +302,22 @@ static void test_zones_walk_flush(void **state)
     n = udp(f, B, A, 1234, 80); /* B > A: stored swapped */
     assert_int_equal(trk(ct, 1, f, n, 0, true, NULL), OC_CT_NEW);
     assert_int_equal(trk(ct, 2, f, n, 0, true, NULL), OC_CT_NEW);
-    assert_int_equal(oc_ct_count(ct), 2);
+    assert_int_equal(oc__ct_count(ct), 2);
     /* the walk shows the originator's view */
-    assert_int_equal(oc_ct_walk(ct, 2, 0, count_cb, &fl), 1);
+    assert_int_equal(oc__ct_walk(ct, 2, 0, count_cb, &fl), 1);
     assert_int_equal(fl.src_ip, B);
     assert_int_equal(fl.dst_ip, A);
     assert_int_equal(fl.sport, 1234);
     assert_int_equal(fl.dport, 80);
     assert_int_equal(fl.zone, 2);
     assert_int_equal(fl.expires_in_ms, 30000);
-    assert_int_equal(oc_ct_flush(ct, 1), 1);
-    assert_int_equal(oc_ct_count(ct), 1);
+    assert_int_equal(oc__ct_flush(ct, 1), 1);
+    assert_int_equal(oc__ct_count(ct), 1);
     assert_int_equal(trk(ct, 1, f, n, 0, false, NULL), OC_CT_NO_CONN);
     assert_int_equal(trk(ct, 2, f, n, 0, false, NULL), OC_CT_EST);
-    assert_int_equal(oc_ct_flush(ct, -1), 1);
-    assert_int_equal(oc_ct_count(ct), 0);
-    oc_ct_destroy(ct);
+    assert_int_equal(oc__ct_flush(ct, -1), 1);
+    assert_int_equal(oc__ct_count(ct), 0);
+    oc__ct_destroy(ct);
 }
 
 static void test_eviction(void **state)
@@ -335,13 +335,13 @@ static void test_eviction(void **state)
     }
     n = tcp(f, A, B, 2000, 80, SYN, 1, 0, 100, 0);
     assert_int_equal(trk(ct, 0, f, n, 100, true, NULL), OC_CT_NEW);
-    oc_ct_stats(ct, &st);
+    oc__ct_stats(ct, &st);
     assert_int_equal(st.flows, 64);
     assert_int_equal(st.evicted, 1);
     /* the earliest to expire (the oldest SYN, port 1000) was the victim */
     n = tcp(f, B, A, 80, 1000, SYN | ACK, 9, 2, 100, 0);
     assert_int_equal(trk(ct, 0, f, n, 100, false, NULL), OC_CT_NO_CONN);
-    assert_int_equal(oc_ct_flush(ct, -1), 64);
+    assert_int_equal(oc__ct_flush(ct, -1), 64);
 
     /* 64 answered UDP flows: nothing may be evicted, the 65th is refused */
     for (uint16_t i = 0; i < 64; i++) {
@@ -352,7 +352,7 @@ static void test_eviction(void **state)
     }
     n = udp(f, A, B, 3000, 53);
     assert_int_equal(trk(ct, 0, f, n, 1000, true, NULL), OC_CT_FULL);
-    oc_ct_stats(ct, &st);
+    oc__ct_stats(ct, &st);
     assert_int_equal(st.full, 1);
     assert_int_equal(st.flows, 64);
     /* every established flow is still there */
@@ -364,9 +364,9 @@ static void test_eviction(void **state)
     n = udp(f, A, B, 3000, 53);
     assert_int_equal(trk(ct, 0, f, n, 121001, true, NULL), OC_CT_NEW);
     /* and the sweep reclaims the rest */
-    assert_int_equal(oc_ct_expire(ct, 121001, 64), 63);
-    assert_int_equal(oc_ct_count(ct), 1);
-    oc_ct_destroy(ct);
+    assert_int_equal(oc__ct_expire(ct, 121001, 64), 63);
+    assert_int_equal(oc__ct_count(ct), 1);
+    oc__ct_destroy(ct);
 }
 
 /* a SYN flood (10x the table) against 32 established connections: the
@@ -393,7 +393,7 @@ static void test_syn_flood(void **state)
         r = trk(ct, 0, f, n, 1 + i, true, NULL);
         assert_true(r == OC_CT_NEW || r == OC_CT_FULL);
     }
-    oc_ct_stats(ct, &st);
+    oc__ct_stats(ct, &st);
     assert_int_equal(st.flows, 128);
     /* 96 free entries took the first 96 SYNs; the rest evicted or refused */
     assert_int_equal(st.evicted + st.full, 1280 - 96);
@@ -402,7 +402,7 @@ static void test_syn_flood(void **state)
         n = tcp(f, B, A, 443, (uint16_t)(2000 + i), ACK, 10, 2, 1000, 0);
         assert_int_equal(trk(ct, 0, f, n, 2000, false, NULL), OC_CT_EST);
     }
-    oc_ct_destroy(ct);
+    oc__ct_destroy(ct);
 }
 
 static void test_hostile(void **state)
@@ -430,14 +430,14 @@ static void test_hostile(void **state)
     /* SYN+FIN never opens a flow */
     n = tcp(f, A, B, 1, 2, SYN | FIN, 1, 0, 1, 0);
     assert_int_equal(trk(ct, 0, f, n, 0, true, NULL), OC_CT_NO_CONN);
-    assert_int_equal(oc_ct_count(ct), 0);
+    assert_int_equal(oc__ct_count(ct), 0);
     oc_ct_conf_t c = {.capacity = 0};
     oc_ct_t *x;
-    assert_int_equal(oc_ct_create(&c, &x), OC_ERR_INVALID_PARAM);
+    assert_int_equal(oc__ct_create(&c, &x), OC_ERR_INVALID_PARAM);
     c.capacity = OC_CT_MAX_FLOWS + 1;
-    assert_int_equal(oc_ct_create(&c, &x), OC_ERR_INVALID_PARAM);
-    oc_ct_destroy(NULL);
-    oc_ct_destroy(ct);
+    assert_int_equal(oc__ct_create(&c, &x), OC_ERR_INVALID_PARAM);
+    oc__ct_destroy(NULL);
+    oc__ct_destroy(ct);
 }
 
 /* ------------------------------------------------------------- scale */
@@ -469,20 +469,20 @@ static void test_scale(void **state)
     uint8_t f[64];
     oc_ct_stats_t st;
     oc_ct_t *ct = mk(SCALE);
-    size_t mem = oc_ct_mem_bytes(ct);
+    size_t mem = oc__ct_mem_bytes(ct);
     long rss0, rss1;
     uint32_t n;
     (void)state;
 
-    assert_int_equal(mem, oc_ct_mem_for(SCALE));
+    assert_int_equal(mem, oc__ct_mem_for(SCALE));
     rss0 = rss_kb();
     /* the table was populated at creation: at least its size is resident */
     for (uint32_t i = 0; i < SCALE; i++) {
         n = flow_i(f, i, false);
-        if (oc_ct_track(ct, 0, f, n, 0, true, &(oc_ct_info_t){0}) != OC_CT_NEW)
+        if (oc__ct_track(ct, 0, f, n, 0, true, &(oc_ct_info_t){0}) != OC_CT_NEW)
             fail_msg("flow %u not created", i);
     }
-    assert_int_equal(oc_ct_count(ct), SCALE);
+    assert_int_equal(oc__ct_count(ct), SCALE);
     rss1 = rss_kb();
     printf("# %u flows: %zu bytes (%.1f per flow); RSS %ld -> %ld kB\n",
            SCALE, mem, (double)mem / SCALE, rss0, rss1);
@@ -492,44 +492,44 @@ static void test_scale(void **state)
     /* every flow is found */
     for (uint32_t i = 0; i < SCALE; i++) {
         n = flow_i(f, i, false);
-        if (oc_ct_track(ct, 0, f, n, 1, true, &(oc_ct_info_t){0}) != OC_CT_EST)
+        if (oc__ct_track(ct, 0, f, n, 1, true, &(oc_ct_info_t){0}) != OC_CT_EST)
             fail_msg("flow %u lost", i);
     }
     /* flow 1,000,001: an unanswered flow is evicted, counted */
     n = udp(f, 0x0b000001u, 0x0b000002u, 1, 2);
-    assert_int_equal(oc_ct_track(ct, 0, f, n, 2, true, &(oc_ct_info_t){0}),
+    assert_int_equal(oc__ct_track(ct, 0, f, n, 2, true, &(oc_ct_info_t){0}),
                      OC_CT_NEW);
-    oc_ct_stats(ct, &st);
+    oc__ct_stats(ct, &st);
     assert_int_equal(st.flows, SCALE);
     assert_int_equal(st.evicted, 1);
     assert_int_equal(st.full, 0);
 
     /* all established: the next new flow is refused and counted, and no
      * established flow is lost */
-    assert_int_equal(oc_ct_flush(ct, -1), SCALE);
+    assert_int_equal(oc__ct_flush(ct, -1), SCALE);
     for (uint32_t i = 0; i < SCALE; i++) {
         oc_ct_info_t in;
         n = flow_i(f, i, false);
-        if (oc_ct_track(ct, 0, f, n, 10, true, &in) != OC_CT_NEW)
+        if (oc__ct_track(ct, 0, f, n, 10, true, &in) != OC_CT_NEW)
             fail_msg("flow %u not created", i);
         n = flow_i(f, i, true);
-        if (oc_ct_track(ct, 0, f, n, 10, false, &in) != OC_CT_EST)
+        if (oc__ct_track(ct, 0, f, n, 10, false, &in) != OC_CT_EST)
             fail_msg("flow %u reply not matched", i);
     }
     n = udp(f, 0x0b000001u, 0x0b000002u, 1, 2);
     for (int k = 0; k < 3; k++)
-        assert_int_equal(oc_ct_track(ct, 0, f, n, 11, true, &(oc_ct_info_t){0}),
+        assert_int_equal(oc__ct_track(ct, 0, f, n, 11, true, &(oc_ct_info_t){0}),
                          OC_CT_FULL);
-    oc_ct_stats(ct, &st);
+    oc__ct_stats(ct, &st);
     assert_int_equal(st.flows, SCALE);
     assert_int_equal(st.full, 3);
     for (uint32_t i = 0; i < SCALE; i++) {
         n = flow_i(f, i, true);
-        if (oc_ct_track(ct, 0, f, n, 12, false, &(oc_ct_info_t){0}) != OC_CT_EST)
+        if (oc__ct_track(ct, 0, f, n, 12, false, &(oc_ct_info_t){0}) != OC_CT_EST)
             fail_msg("established flow %u lost", i);
     }
-    assert_int_equal(oc_ct_mem_bytes(ct), mem);
-    oc_ct_destroy(ct);
+    assert_int_equal(oc__ct_mem_bytes(ct), mem);
+    oc__ct_destroy(ct);
 }
 
 int main(int argc, char **argv)

@@ -1,6 +1,6 @@
 /*
- * test_ct_burst.c — oc_ct_track_burst() (src/pkt/ct_track.c) against its
- * oracle, oc_ct_track() on each packet in turn: two tables fed the same
+ * test_ct_burst.c — oc__ct_track_burst() (src/pkt/ct_track.c) against its
+ * oracle, oc__ct_track() on each packet in turn: two tables fed the same
  * random streams (TCP handshakes, data, FIN/RST closing, out-of-window
  * and impossible segments, UDP and ICMP echo both ways, ICMP errors
  * quoting tracked flows, other protocols, fragments, truncated headers),
@@ -223,10 +223,10 @@ static void test_burst_equals_scalar(void **state)
     uint64_t now = 1000, seen[OC_CT_NRESULTS] = {0};
     (void)state;
 
-    oc_ct_timeouts_default(&c.to);
+    oc__ct_timeouts_default(&c.to);
     c.to.tcp[OC_CT_TCP_TIME_WAIT] = 2;
-    assert_int_equal(oc_ct_create(&c, &one), OC_OK);
-    assert_int_equal(oc_ct_create(&c, &bur), OC_OK);
+    assert_int_equal(oc__ct_create(&c, &one), OC_OK);
+    assert_int_equal(oc__ct_create(&c, &bur), OC_OK);
     flows_init();
     for (uint32_t b = 0; b < 3000; b++) {
         uint32_t n = b % 50 == 0 ? 0 : 1 + rnd(b % 7 == 0 ? 100 : 40);
@@ -244,16 +244,16 @@ static void test_burst_equals_scalar(void **state)
             memcpy(pk[i], buf, len[i]);
         }
         for (uint32_t i = 0; i < n; i++)
-            r1[i] = oc_ct_track(one, zone, pk[i], len[i], now,
+            r1[i] = oc__ct_track(one, zone, pk[i], len[i], now,
                                 may_decide(&m, i), &i1[i]);
-        oc_ct_track_burst(bur, zone, (const uint8_t *const *)pk, len, n, now,
+        oc__ct_track_burst(bur, zone, (const uint8_t *const *)pk, len, n, now,
                           m.mode == 0 && rnd(2) ? NULL : may_open, &m, rb, ib);
         for (uint32_t i = 0; i < n; i++) {
             if (r1[i] != rb[i] || memcmp(&i1[i], &ib[i], sizeof(ib[i])) != 0)
                 fail_msg("burst %u packet %u: %s (why %u) vs %s (why %u) "
                          "one by one",
-                         b, i, oc_ct_result_name(rb[i]), ib[i].why,
-                         oc_ct_result_name(r1[i]), i1[i].why);
+                         b, i, oc__ct_result_name(rb[i]), ib[i].why,
+                         oc__ct_result_name(r1[i]), i1[i].why);
             seen[r1[i]]++;
         }
         /* asked in packet order, only where a flow was opened or refused */
@@ -269,27 +269,27 @@ static void test_burst_equals_scalar(void **state)
                     k++;
                 assert_true(k < m.nasked && m.asked[k] == i);
             }
-        oc_ct_stats(one, &s1);
-        oc_ct_stats(bur, &sb);
+        oc__ct_stats(one, &s1);
+        oc__ct_stats(bur, &sb);
         assert_memory_equal(&s1, &sb, sizeof(s1));
         for (uint32_t i = 0; i < n; i++)
             free(pk[i]);
     }
     {
         walk_t w1 = {0}, wb = {0};
-        oc_ct_walk(one, -1, now, walk_one, &w1);
-        oc_ct_walk(bur, -1, now, walk_one, &wb);
+        oc__ct_walk(one, -1, now, walk_one, &w1);
+        oc__ct_walk(bur, -1, now, walk_one, &wb);
         assert_int_equal(w1.n, wb.n);
         assert_memory_equal(w1.f, wb.f, w1.n * sizeof(w1.f[0]));
     }
     /* the stream reached every result: the comparison covered them */
     for (int r = 0; r < OC_CT_NRESULTS; r++) {
-        printf("# %s: %llu\n", oc_ct_result_name((oc_ct_result_t)r),
+        printf("# %s: %llu\n", oc__ct_result_name((oc_ct_result_t)r),
                (unsigned long long)seen[r]);
         assert_true(seen[r] > 0);
     }
-    oc_ct_destroy(one);
-    oc_ct_destroy(bur);
+    oc__ct_destroy(one);
+    oc__ct_destroy(bur);
 }
 
 int main(void)

@@ -30,9 +30,9 @@
 
 static oc_status_t parse(const char *text, oc_dp_conf_t *c, oc_conf_errors_t *e)
 {
-    oc_dp_conf_defaults(c);
+    oc__dp_conf_defaults(c);
     memset(e, 0, sizeof(*e));
-    return oc_dp_conf_parse(text, strlen(text), "t.conf", NULL, false, c, e);
+    return oc__dp_conf_parse(text, strlen(text), "t.conf", NULL, false, c, e);
 }
 
 static void test_two_tenants(void **state)
@@ -49,7 +49,7 @@ static void test_two_tenants(void **state)
     assert_int_equal(parse("threads 2\nattach a host=h0 wire=w0\n" TA, &c, &e),
                      OC_OK);
     assert_int_equal(c.threads, 2);
-    oc_dp_conf_free(&c);
+    oc__dp_conf_free(&c);
     assert_int_equal(parse(text, &c, &e), OC_OK);
     assert_int_equal(c.tenants.ntenants, 2);
     assert_string_equal(c.tenants.t[0].name, "A");
@@ -69,7 +69,7 @@ static void test_two_tenants(void **state)
     assert_int_equal(c.tenants.ct_flows, 1000);
     assert_int_equal(c.tenants.ct_to.tcp[OC_CT_TCP_ESTABLISHED], 3600);
     assert_int_equal(c.tenants.ct_to.udp_unreplied, 10);
-    oc_dp_conf_free(&c);
+    oc__dp_conf_free(&c);
 
     /* the rule of a tenant_rule is the text after its direction word,
      * wherever that word also stands in the line (a tenant named
@@ -86,7 +86,7 @@ static void test_two_tenants(void **state)
     assert_int_equal(c.tenants.nrules, 1);
     assert_int_equal(c.tenants.r[0].r.id, 7);
     assert_int_equal(c.tenants.r[0].r.dport_lo, 22);
-    oc_dp_conf_free(&c);
+    oc__dp_conf_free(&c);
 }
 
 /* one uplink: two tenants' attachments over one wire port, with ESP
@@ -113,7 +113,7 @@ static void test_shared_wire(void **state)
     assert_int_equal(c.tenants.ntenants, 2);
     assert_true(c.esp);
     assert_true(c.flows);
-    oc_dp_conf_free(&c);
+    oc__dp_conf_free(&c);
 }
 
 /* several attachments of one tenant: attach=, mac=, ip= lists, the i-th
@@ -145,13 +145,13 @@ static void test_multi_attach(void **state)
     assert_int_equal(c.tenants.t[0].ip[1], 0x0a000002);
     assert_int_equal(c.tenants.t[0].rate, 10000000 / 8);
     assert_int_equal(c.tenants.t[1].natt, 1);
-    oc_dp_conf_free(&c);
+    oc__dp_conf_free(&c);
     /* the lists may also give each attachment its own wire port */
     assert_int_equal(
         parse("attach a host=h0 wire=w0\nattach a2 host=h2 wire=w2\n" TA2, &c,
               &e), OC_OK);
     assert_int_equal(c.tenants.t[0].natt, 2);
-    oc_dp_conf_free(&c);
+    oc__dp_conf_free(&c);
 }
 
 static void refused(const char *text, const char *want)
@@ -162,7 +162,7 @@ static void refused(const char *text, const char *want)
     if (strstr(e.text, want) == NULL)
         fail_msg("want '%s' in:\n%s", want, e.text);
     assert_int_equal(c.tenants.ntenants, 0); /* nothing applied */
-    oc_dp_conf_free(&c);
+    oc__dp_conf_free(&c);
 }
 
 static void test_errors(void **state)

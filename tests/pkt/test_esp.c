@@ -34,15 +34,15 @@ static void sa_pair(oc_esp_sa_t *out, oc_esp_sa_t *in, oc_esp_ctx_t *xo,
                           .outbound = true};
     memcpy(c.key, kat_key, 32);
     memcpy(c.salt, kat_salt, 4);
-    oc_esp_sa_init(out, &c);
+    oc__esp_sa_init(out, &c);
     c.outbound = false;
     c.local = PEER; /* the receiving DPU's view */
     c.peer = LOCAL;
-    oc_esp_sa_init(in, &c);
+    oc__esp_sa_init(in, &c);
     memset(xo, 0, sizeof(*xo));
     memset(xi, 0, sizeof(*xi));
-    assert_int_equal(oc_esp_ctx_key(xo, out), OC_OK);
-    assert_int_equal(oc_esp_ctx_key(xi, in), OC_OK);
+    assert_int_equal(oc__esp_ctx_key(xo, out), OC_OK);
+    assert_int_equal(oc__esp_ctx_key(xi, in), OC_OK);
 }
 
 static void kat_one(const uint8_t *in, size_t inlen, const uint8_t *out,
@@ -56,7 +56,7 @@ static void kat_one(const uint8_t *in, size_t inlen, const uint8_t *out,
     sa_pair(&so, &si, &xo, &xi);
     so.seq = seq - 1;
     memcpy(buf + HR, in, inlen);
-    assert_int_equal(oc_esp_encap(&so, &xo, buf + HR, (uint32_t)inlen, HR,
+    assert_int_equal(oc__esp_encap(&so, &xo, buf + HR, (uint32_t)inlen, HR,
                                   sizeof(buf) - HR - inlen, 0, &o, &olen),
                      OC_ESP_OK);
     assert_int_equal(olen, outlen);
@@ -65,12 +65,12 @@ static void kat_one(const uint8_t *in, size_t inlen, const uint8_t *out,
      * behind it, which must be ignored) */
     memcpy(buf, out, outlen);
     memset(buf + outlen, 0xee, 10);
-    assert_int_equal(oc_esp_decap(&si, &xi, buf, (uint32_t)outlen + 10, &inner,
+    assert_int_equal(oc__esp_decap(&si, &xi, buf, (uint32_t)outlen + 10, &inner,
                                   &ilen), OC_ESP_OK);
     assert_int_equal(ilen, inlen);
     assert_memory_equal(inner, in, inlen);
-    oc_esp_ctx_free(&xo);
-    oc_esp_ctx_free(&xi);
+    oc__esp_ctx_free(&xo);
+    oc__esp_ctx_free(&xi);
 }
 
 static void test_kat(void **state)
@@ -89,7 +89,7 @@ static uint32_t seal_seq(oc_esp_sa_t *so, oc_esp_ctx_t *xo, uint64_t seq,
     uint32_t olen;
     so->seq = seq - 1;
     memcpy(buf + HR, kat_in0, sizeof(kat_in0));
-    assert_int_equal(oc_esp_encap(so, xo, buf + HR, sizeof(kat_in0), HR, 128,
+    assert_int_equal(oc__esp_encap(so, xo, buf + HR, sizeof(kat_in0), HR, 128,
                                   0, &o, &olen), OC_ESP_OK);
     memcpy(pkt, o, olen);
     return olen;
@@ -101,7 +101,7 @@ static oc_esp_result_t open_pkt(oc_esp_sa_t *si, oc_esp_ctx_t *xi,
     uint8_t c[512], *inner;
     uint32_t ilen;
     memcpy(c, pkt, n);
-    return oc_esp_decap(si, xi, c, n, &inner, &ilen);
+    return oc__esp_decap(si, xi, c, n, &inner, &ilen);
 }
 
 static void test_replay(void **state)
@@ -145,8 +145,8 @@ static void test_replay(void **state)
     n = seal_seq(&so, &xo, 1, p);
     p[24] = p[25] = p[26] = p[27] = 0; /* AAD changes too: ICV or replay */
     assert_int_not_equal(open_pkt(&si, &xi, p, n), OC_ESP_OK);
-    oc_esp_ctx_free(&xo);
-    oc_esp_ctx_free(&xi);
+    oc__esp_ctx_free(&xo);
+    oc__esp_ctx_free(&xi);
 }
 
 static void test_icv(void **state)
@@ -170,8 +170,8 @@ static void test_icv(void **state)
     n = seal_seq(&so, &xo, 9999, p);
     p[20] ^= 1; /* SPI */
     assert_int_equal(open_pkt(&si, &xi, p, n), OC_ESP_E_UNKNOWN_SPI);
-    oc_esp_ctx_free(&xo);
-    oc_esp_ctx_free(&xi);
+    oc__esp_ctx_free(&xo);
+    oc__esp_ctx_free(&xi);
 }
 
 static void test_seq_overflow(void **state)
@@ -186,25 +186,25 @@ static void test_seq_overflow(void **state)
     so.seq = UINT32_MAX - 1;
     for (int i = 0; i < 3; i++) {
         memcpy(buf + HR, kat_in0, sizeof(kat_in0));
-        assert_int_equal(oc_esp_encap(&so, &xo, buf + HR, sizeof(kat_in0), HR,
+        assert_int_equal(oc__esp_encap(&so, &xo, buf + HR, sizeof(kat_in0), HR,
                                       128, 0, &o, &olen),
                          i == 0 ? OC_ESP_OK : OC_ESP_E_SEQ_OVERFLOW);
     }
     /* MTU and room */
     so.seq = 0;
     memcpy(buf + HR, kat_in0, sizeof(kat_in0));
-    assert_int_equal(oc_esp_encap(&so, &xo, buf + HR, sizeof(kat_in0), HR, 128,
+    assert_int_equal(oc__esp_encap(&so, &xo, buf + HR, sizeof(kat_in0), HR, 128,
                                   sizeof(kat_in0) + 50, &o, &olen),
                      OC_ESP_E_TOO_BIG);
-    assert_int_equal(oc_esp_encap(&so, &xo, buf + HR, sizeof(kat_in0), 30, 128,
+    assert_int_equal(oc__esp_encap(&so, &xo, buf + HR, sizeof(kat_in0), 30, 128,
                                   0, &o, &olen), OC_ESP_E_NO_ROOM);
-    assert_int_equal(oc_esp_encap(&so, &xo, buf + HR, sizeof(kat_in0), HR, 10,
+    assert_int_equal(oc__esp_encap(&so, &xo, buf + HR, sizeof(kat_in0), HR, 10,
                                   0, &o, &olen), OC_ESP_E_NO_ROOM);
-    assert_int_equal(oc_esp_encap(&so, &xo, buf + HR, sizeof(kat_in0), HR,
+    assert_int_equal(oc__esp_encap(&so, &xo, buf + HR, sizeof(kat_in0), HR,
                                   128, sizeof(kat_in0) + OC_ESP_OVERHEAD, &o,
                                   &olen), OC_ESP_OK);
-    oc_esp_ctx_free(&xo);
-    oc_esp_ctx_free(&xi);
+    oc__esp_ctx_free(&xo);
+    oc__esp_ctx_free(&xi);
 }
 
 /* An authenticated packet with an arbitrary plaintext @p pt: sealed with
@@ -293,8 +293,8 @@ static void test_malformed(void **state)
     p[2] = 0, p[3] = 40;
     assert_int_equal(open_pkt(&si, &xi, p, 40), OC_ESP_E_SHORT);
     assert_int_equal(open_pkt(&si, &xi, p, 10), OC_ESP_E_SHORT);
-    oc_esp_ctx_free(&xo);
-    oc_esp_ctx_free(&xi);
+    oc__esp_ctx_free(&xo);
+    oc__esp_ctx_free(&xi);
 }
 
 static void write_file(const char *path, const char *text, mode_t mode)
@@ -318,23 +318,23 @@ static void test_key_file(void **state)
     assert_true(fd >= 0);
     close(fd);
     write_file(path, hex, 0600);
-    assert_int_equal(oc_esp_key_file(path, key, salt, why, sizeof(why)), OC_OK);
+    assert_int_equal(oc__esp_key_file(path, key, salt, why, sizeof(why)), OC_OK);
     assert_memory_equal(key, kat_key, 32);
     assert_memory_equal(salt, kat_salt, 4);
     write_file(path, hex, 0640);
-    assert_int_equal(oc_esp_key_file(path, key, salt, why, sizeof(why)),
+    assert_int_equal(oc__esp_key_file(path, key, salt, why, sizeof(why)),
                      OC_ERR_CONFIG);
     assert_non_null(strstr(why, "chmod 600"));
     assert_null(strstr(why, "2021")); /* never the key */
     write_file(path, "0x2021\n", 0600);
-    assert_int_equal(oc_esp_key_file(path, key, salt, why, sizeof(why)),
+    assert_int_equal(oc__esp_key_file(path, key, salt, why, sizeof(why)),
                      OC_ERR_CONFIG);
     assert_non_null(strstr(why, "found 4"));
     write_file(path, "zz", 0600);
-    assert_int_equal(oc_esp_key_file(path, key, salt, why, sizeof(why)),
+    assert_int_equal(oc__esp_key_file(path, key, salt, why, sizeof(why)),
                      OC_ERR_CONFIG);
     unlink(path);
-    assert_int_equal(oc_esp_key_file(path, key, salt, why, sizeof(why)),
+    assert_int_equal(oc__esp_key_file(path, key, salt, why, sizeof(why)),
                      OC_ERR_CONFIG);
 }
 
@@ -349,7 +349,7 @@ static void test_sa_syntax(void **state)
     write_file(path, "202122232425262728292a2b2c2d2e2f"
                      "303132333435363738393a3b3c3d3e3f cafebabe\n", 0600);
     /* relative key path from the base dir, hex spi, match prefix */
-    assert_int_equal(oc_esp_sa_parse("out spi=0x1001 local=192.0.2.1 "
+    assert_int_equal(oc__esp_sa_parse("out spi=0x1001 local=192.0.2.1 "
                                      "peer=192.0.2.2 key=k match=10.1.2.3/16",
                                      dir, &sa, why, sizeof(why)), 0);
     assert_true(sa.sa.outbound);
@@ -360,9 +360,9 @@ static void test_sa_syntax(void **state)
     assert_memory_equal(sa.sa.key, kat_key, 32);
     assert_memory_equal(sa.sa.salt, kat_salt, 4);
     /* format round-trips, and shows no key */
-    oc_esp_sa_format(&sa, text, sizeof(text));
+    oc__esp_sa_format(&sa, text, sizeof(text));
     assert_null(strstr(text, "2021"));
-    assert_int_equal(oc_esp_sa_parse(text, NULL, &sa2, why, sizeof(why)), 0);
+    assert_int_equal(oc__esp_sa_parse(text, NULL, &sa2, why, sizeof(why)), 0);
     assert_memory_equal(&sa, &sa2, sizeof(sa));
     static const struct {
         const char *text, *why;
@@ -383,7 +383,7 @@ static void test_sa_syntax(void **state)
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         why[0] = '\0';
-        assert_int_equal(oc_esp_sa_parse(bad[i].text, dir, &sa, why,
+        assert_int_equal(oc__esp_sa_parse(bad[i].text, dir, &sa, why,
                                          sizeof(why)), -1);
         if (strstr(why, bad[i].why) == NULL)
             fail_msg("'%s': reason '%s' lacks '%s'", bad[i].text, why,
@@ -412,9 +412,9 @@ static void test_conf(void **state)
              "esp_clear allow\nesp_mtu 9000\n"
              "ipfix 127.0.0.1:4739\nipfix collector:2055\nflow_idle 5\n"
              "flow_table 4096\nipfix_domain 9\nipfix_template 10\n", path);
-    oc_dp_conf_defaults(&c);
+    oc__dp_conf_defaults(&c);
     memset(&e, 0, sizeof(e));
-    assert_int_equal(oc_dp_conf_parse(text, strlen(text), "t.conf", dir, false,
+    assert_int_equal(oc__dp_conf_parse(text, strlen(text), "t.conf", dir, false,
                                       &c, &e), OC_OK);
     assert_true(c.esp && c.esp_clear && c.flows);
     assert_int_equal(c.nsa, 2);
@@ -426,7 +426,7 @@ static void test_conf(void **state)
     assert_int_equal(c.ipfix_domain, 9);
     assert_int_equal(c.ipfix_template_s, 10);
     assert_memory_equal(c.sa[1].sa.key, kat_key, 32);
-    oc_dp_conf_free(&c);
+    oc__dp_conf_free(&c);
 
     /* every error with file:line, nothing taken */
     snprintf(text, sizeof(text),
@@ -436,9 +436,9 @@ static void test_conf(void **state)
              "sa in spi=12 local=192.0.2.1 peer=192.0.2.2 key=k\n"
              "esp_clear maybe\nesp_mtu 100\nipfix nowhere\nipfix h:99999\n"
              "flow_table 1000\nflow_active 0\n");
-    oc_dp_conf_defaults(&c);
+    oc__dp_conf_defaults(&c);
     memset(&e, 0, sizeof(e));
-    assert_int_equal(oc_dp_conf_parse(text, strlen(text), "t.conf", dir, false,
+    assert_int_equal(oc__dp_conf_parse(text, strlen(text), "t.conf", dir, false,
                                       &c, &e), OC_ERR_CONFIG);
     static const char *const want[] = {
         "t.conf:3: sa: out spi 0x00001001 defined twice",
@@ -485,7 +485,7 @@ static void test_mss(void **state)
         }
     }
     assert_int_equal(s, 0xffff); /* valid before */
-    assert_true(oc_esp_mss_clamp(p, sizeof(p), 1360));
+    assert_true(oc__esp_mss_clamp(p, sizeof(p), 1360));
     assert_int_equal(t[22] << 8 | t[23], 1360);
     s = 10 * 256 + 1 + 0 + 1 + 10 * 256 + 1 + 0 + 2 + 6 + 28;
     for (int i = 0; i < 28; i += 2)
@@ -493,9 +493,9 @@ static void test_mss(void **state)
     while (s >> 16)
         s = (s & 0xffff) + (s >> 16);
     assert_int_equal(s, 0xffff); /* still valid after */
-    assert_false(oc_esp_mss_clamp(p, sizeof(p), 1400)); /* already lower */
+    assert_false(oc__esp_mss_clamp(p, sizeof(p), 1400)); /* already lower */
     t[13] = 0x10; /* not a SYN */
-    assert_false(oc_esp_mss_clamp(p, sizeof(p), 1000));
+    assert_false(oc__esp_mss_clamp(p, sizeof(p), 1000));
 }
 
 int main(void)

@@ -38,7 +38,7 @@ static oc_flow_table_t *table(uint32_t cap)
                         .emit = collect};
     oc_flow_table_t *t;
     nrec = 0;
-    assert_int_equal(oc_flow_table_create(&c, &t), OC_OK);
+    assert_int_equal(oc__flow_table_create(&c, &t), OC_OK);
     return t;
 }
 
@@ -49,21 +49,21 @@ static void test_biflow(void **state)
     (void)state;
 
     /* a TCP connection: SYN, SYN-ACK, ACK, data both ways, FINs */
-    assert_true(oc_flow_update(t, 60, 0x02, 1, 2, 5000, 80, 6, OC_FLOW_NO_VNI, 0, US(1000), NULL));
-    assert_true(oc_flow_update(t, 60, 0x12, 2, 1, 80, 5000, 6, OC_FLOW_NO_VNI, 0, US(1001), NULL));
-    assert_true(oc_flow_update(t, 52, 0x10, 1, 2, 5000, 80, 6, OC_FLOW_NO_VNI, 0, US(1003), NULL));
-    assert_true(oc_flow_update(t, 1000, 0x18, 2, 1, 80, 5000, 6, OC_FLOW_NO_VNI, 0, US(1004), NULL));
-    assert_true(oc_flow_update(t, 52, 0x11, 1, 2, 5000, 80, 6, OC_FLOW_NO_VNI, 0, US(1005), NULL));
-    assert_true(oc_flow_update(t, 52, 0x11, 2, 1, 80, 5000, 6, OC_FLOW_NO_VNI, 0, US(1006), NULL));
+    assert_true(oc__flow_update(t, 60, 0x02, 1, 2, 5000, 80, 6, OC_FLOW_NO_VNI, 0, US(1000), NULL));
+    assert_true(oc__flow_update(t, 60, 0x12, 2, 1, 80, 5000, 6, OC_FLOW_NO_VNI, 0, US(1001), NULL));
+    assert_true(oc__flow_update(t, 52, 0x10, 1, 2, 5000, 80, 6, OC_FLOW_NO_VNI, 0, US(1003), NULL));
+    assert_true(oc__flow_update(t, 1000, 0x18, 2, 1, 80, 5000, 6, OC_FLOW_NO_VNI, 0, US(1004), NULL));
+    assert_true(oc__flow_update(t, 52, 0x11, 1, 2, 5000, 80, 6, OC_FLOW_NO_VNI, 0, US(1005), NULL));
+    assert_true(oc__flow_update(t, 52, 0x11, 2, 1, 80, 5000, 6, OC_FLOW_NO_VNI, 0, US(1006), NULL));
     /* another flow, UDP, the lower address second */
-    assert_true(oc_flow_update(t, 100, -1, 9, 3, 53, 4000, 17, 42, 7, US(1002), NULL));
+    assert_true(oc__flow_update(t, 100, -1, 9, 3, 53, 4000, 17, 42, 7, US(1002), NULL));
     /* its reply on another port: the flow keeps its first packet's port */
-    assert_true(oc_flow_update(t, 80, -1, 3, 9, 4000, 53, 17, 42, 9, US(1002), NULL));
-    oc_flow_stats(t, &st);
+    assert_true(oc__flow_update(t, 80, -1, 3, 9, 4000, 53, 17, 42, 9, US(1002), NULL));
+    oc__flow_stats(t, &st);
     assert_int_equal(st.active, 2);
     /* FINs both ways: ends after a second of quiet, not before */
-    assert_int_equal(oc_flow_expire(t, US(1500), 1024), 0);
-    assert_int_equal(oc_flow_expire(t, US(2006), 1024), 1);
+    assert_int_equal(oc__flow_expire(t, US(1500), 1024), 0);
+    assert_int_equal(oc__flow_expire(t, US(2006), 1024), 1);
     assert_int_equal(nrec, 1);
     assert_int_equal(recs[0].src, 1);
     assert_int_equal(recs[0].sport, 5000);
@@ -79,7 +79,7 @@ static void test_biflow(void **state)
     assert_int_equal(recs[0].end_ms, 1006);
     assert_int_equal(recs[0].rtt_us, 3000); /* SYN at 1000 ms, ACK at 1003 ms */
     /* the UDP flow: idle timeout; forward is its first packet's direction */
-    assert_int_equal(oc_flow_expire(t, US(3002), 1024), 1);
+    assert_int_equal(oc__flow_expire(t, US(3002), 1024), 1);
     assert_int_equal(recs[1].src, 9);
     assert_int_equal(recs[1].sport, 53);
     assert_int_equal(recs[1].vni, 42);
@@ -88,10 +88,10 @@ static void test_biflow(void **state)
     assert_int_equal(recs[1].total_octets, 180);
     assert_int_equal(recs[0].total_octets, 164 + 1112);
     assert_int_equal(recs[1].end_reason, OC_FLOW_END_IDLE);
-    oc_flow_stats(t, &st);
+    oc__flow_stats(t, &st);
     assert_int_equal(st.active, 0);
     assert_int_equal(st.ended, 2);
-    oc_flow_table_destroy(t);
+    oc__flow_table_destroy(t);
     assert_int_equal(nrec, 2);
 }
 
@@ -105,18 +105,18 @@ static void test_clock_behind(void **state)
     oc_flow_stats_t st;
     (void)state;
 
-    assert_true(oc_flow_update(t, 60, 0x02, 1, 2, 5000, 80, 6, OC_FLOW_NO_VNI,
+    assert_true(oc__flow_update(t, 60, 0x02, 1, 2, 5000, 80, 6, OC_FLOW_NO_VNI,
                                0, US(1000) + 500, NULL));
-    assert_int_equal(oc_flow_expire(t, US(1000), 1024), 0);
-    assert_int_equal(oc_flow_expire(t, 0, 1024), 0);
-    assert_true(oc_flow_update(t, 60, 0x12, 2, 1, 80, 5000, 6, OC_FLOW_NO_VNI,
+    assert_int_equal(oc__flow_expire(t, US(1000), 1024), 0);
+    assert_int_equal(oc__flow_expire(t, 0, 1024), 0);
+    assert_true(oc__flow_update(t, 60, 0x12, 2, 1, 80, 5000, 6, OC_FLOW_NO_VNI,
                                0, US(1001), NULL));
-    assert_true(oc_flow_update(t, 52, 0x10, 1, 2, 5000, 80, 6, OC_FLOW_NO_VNI,
+    assert_true(oc__flow_update(t, 52, 0x10, 1, 2, 5000, 80, 6, OC_FLOW_NO_VNI,
                                0, US(1002), NULL));
-    oc_flow_stats(t, &st);
+    oc__flow_stats(t, &st);
     assert_int_equal(st.active, 1);
     assert_int_equal(nrec, 0);
-    oc_flow_table_destroy(t);
+    oc__flow_table_destroy(t);
     assert_int_equal(nrec, 1);
     assert_int_equal(recs[0].packets[0], 2);
     assert_int_equal(recs[0].packets[1], 1);
@@ -128,18 +128,18 @@ static void test_active_and_forced(void **state)
     oc_flow_table_t *t = table(1024);
     (void)state;
     for (uint64_t ms = 0; ms <= 25000; ms += 500)
-        assert_true(oc_flow_update(t, 100, -1, 1, 2, 1, 2, 17, OC_FLOW_NO_VNI, 0, US(ms), NULL));
+        assert_true(oc__flow_update(t, 100, -1, 1, 2, 1, 2, 17, OC_FLOW_NO_VNI, 0, US(ms), NULL));
     /* expiry runs as the traffic goes on: delta records every 10 s */
     for (uint64_t ms = 0; ms <= 25000; ms += 100) {
         if (ms % 500 == 0)
-            assert_true(oc_flow_update(t, 100, -1, 1, 2, 1, 2, 17,
+            assert_true(oc__flow_update(t, 100, -1, 1, 2, 1, 2, 17,
                                        OC_FLOW_NO_VNI, 0, US(30000 + ms), NULL));
-        oc_flow_expire(t, US(30000 + ms), 1024);
+        oc__flow_expire(t, US(30000 + ms), 1024);
     }
     assert_true(nrec >= 2);
     for (unsigned i = 0; i < nrec; i++)
         assert_int_equal(recs[i].end_reason, OC_FLOW_END_ACTIVE);
-    oc_flow_table_destroy(t);
+    oc__flow_table_destroy(t);
     assert_int_equal(recs[nrec - 1].end_reason, OC_FLOW_END_FORCED);
     /* every packet is in exactly one record */
     uint64_t p = 0;
@@ -161,11 +161,11 @@ static void test_full_and_model(void **state)
 
     /* fill: at most 7/8 of the table, the rest counted */
     for (uint32_t i = 0; i < 1000; i++)
-        oc_flow_update(t, 40, -1, 100 + i, 7, 1, 1, 17, OC_FLOW_NO_VNI, 0, US(0), NULL);
-    oc_flow_stats(t, &st);
+        oc__flow_update(t, 40, -1, 100 + i, 7, 1, 1, 17, OC_FLOW_NO_VNI, 0, US(0), NULL);
+    oc__flow_stats(t, &st);
     assert_int_equal(st.active, 896);
     assert_int_equal(st.no_room, 1000 - 896);
-    oc_flow_table_destroy(t);
+    oc__flow_table_destroy(t);
     assert_int_equal(nrec, 896);
 
     /* random traffic over 4096 flow ids with random expiries: every
@@ -177,14 +177,14 @@ static void test_full_and_model(void **state)
         rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
         uint32_t id = (uint32_t)(rng % 3000);
         now += rng % 3;
-        if (oc_flow_update(t, 40, -1, id, 0x0a000001, 7, 9, 17, OC_FLOW_NO_VNI, 0, US(now), NULL)) {
+        if (oc__flow_update(t, 40, -1, id, 0x0a000001, 7, 9, 17, OC_FLOW_NO_VNI, 0, US(now), NULL)) {
             model[id]++;
             seen++;
         }
         if (step % 97 == 0)
-            oc_flow_expire(t, US(now), 300);
+            oc__flow_expire(t, US(now), 300);
     }
-    oc_flow_table_destroy(t);
+    oc__flow_table_destroy(t);
     memset(model + 3000, 0, 8);
     uint64_t sum = 0;
     static uint64_t got[4096];
@@ -210,10 +210,10 @@ static void test_ipfix(void **state)
     size_t n;
     (void)state;
 
-    oc_ipfix_header(m, 100, 0x5f000000, 7, 77);
+    oc__ipfix_header(m, 100, 0x5f000000, 7, 77);
     static const uint8_t hm[16] = {0, 10, 0, 100, 0x5f, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 77};
     assert_memory_equal(m, hm, 16);
-    n = oc_ipfix_template_set(s);
+    n = oc__ipfix_template_set(s);
     /* set 2; template 256 with 15 fields, 3 of them enterprise (8 bytes) */
     assert_int_equal(n, 4 + 4 + 12 * 4 + 3 * 8);
     assert_int_equal(s[0] << 8 | s[1], 2);
@@ -230,7 +230,7 @@ static void test_ipfix(void **state)
         o += (s[o] & 0x80) ? 8 : 4;
     }
     assert_int_equal(sum, OC_IPFIX_REC_LEN);
-    oc_ipfix_record(r, &rec);
+    oc__ipfix_record(r, &rec);
     assert_int_equal(r[0], 1);
     assert_int_equal(r[7], 8);
     assert_int_equal(r[16] << 24 | r[17] << 16 | r[18] << 8 | r[19], 0x0a000001);
@@ -253,10 +253,10 @@ static void tsp(oc_flow_table_t *t, int fwd, int flags, uint32_t val,
 {
     oc_flow_ts_t ts = {val, ecr};
     if (fwd)
-        assert_true(oc_flow_update(t, 52, flags, 1, 2, 5000, 80, 6,
+        assert_true(oc__flow_update(t, 52, flags, 1, 2, 5000, 80, 6,
                                    OC_FLOW_NO_VNI, 0, us, &ts));
     else
-        assert_true(oc_flow_update(t, 52, flags, 2, 1, 80, 5000, 6,
+        assert_true(oc__flow_update(t, 52, flags, 2, 1, 80, 5000, 6,
                                    OC_FLOW_NO_VNI, 0, us, &ts));
 }
 
@@ -280,7 +280,7 @@ static void test_ts_rtt(void **state)
     tsp(t, 1, 0x10, 102, 7003, US(1040));     /* rev: 7003 at 1025: 15 ms */
     tsp(t, 0, 0x10, 7004, 103, US(1041));     /* 103 never seen: passed over */
     tsp(t, 0, 0x10, 7004, 102, US(1042));     /* 102 abandoned: nothing */
-    oc_flow_table_destroy(t);
+    oc__flow_table_destroy(t);
     assert_int_equal(nrec, 1);
     const oc_flow_rtt_t *f = &recs[0].rtt[0], *r = &recs[0].rtt[1];
     assert_int_equal(f->n, 2);
@@ -307,7 +307,7 @@ static void test_ts_wrap(void **state)
     tsp(t, 1, 0x10, 0xffffffffu, 2, US(54));  /* older than 3: not pending */
     tsp(t, 0, 0x10, 4, 0xffffffffu, US(55));  /* unknown echo: nothing */
     tsp(t, 0, 0x10, 4, 3, US(57));            /* fwd 4 ms */
-    oc_flow_table_destroy(t);
+    oc__flow_table_destroy(t);
     assert_int_equal(nrec, 1);
     assert_int_equal(recs[0].rtt[0].n, 2);
     assert_int_equal(recs[0].rtt[0].sum_us, 6000);
@@ -331,7 +331,7 @@ static void test_ts_parse(void **state)
     /* Linux data segment: NOP NOP TS */
     static const uint8_t lin[12] = {1, 1, 8, 10, 0, 0, 1, 2, 0xff, 0, 0, 9};
     memcpy(h + 20, lin, 12);
-    assert_true(oc_flow_tcp_ts(h, 32, &ts));
+    assert_true(oc__flow_tcp_ts(h, 32, &ts));
     assert_int_equal(ts.val, 0x102);
     assert_int_equal(ts.ecr, 0xff000009u);
     /* SYN: MSS, SACK permitted, TS, NOP, window scale */
@@ -339,23 +339,23 @@ static void test_ts_parse(void **state)
                                     0, 0, 0, 0, 1, 3, 3, 7};
     memset(h + 20, 0, 40);
     memcpy(h + 20, syn, 20);
-    assert_true(oc_flow_tcp_ts(h, 40, &ts));
+    assert_true(oc__flow_tcp_ts(h, 40, &ts));
     assert_int_equal(ts.val, 7);
     assert_int_equal(ts.ecr, 0);
     /* the option cut by the header's end, a zero length, a wrong TS
      * length, the end-of-list option before it, no options at all */
-    assert_false(oc_flow_tcp_ts(h, 30, &ts));
+    assert_false(oc__flow_tcp_ts(h, 30, &ts));
     h[21] = 0;
-    assert_false(oc_flow_tcp_ts(h, 40, &ts));
+    assert_false(oc__flow_tcp_ts(h, 40, &ts));
     memcpy(h + 20, syn, 20);
     h[27] = 9;
-    assert_false(oc_flow_tcp_ts(h, 40, &ts));
+    assert_false(oc__flow_tcp_ts(h, 40, &ts));
     memcpy(h + 20, syn, 20);
     h[24] = 0;
-    assert_false(oc_flow_tcp_ts(h, 40, &ts));
-    assert_false(oc_flow_tcp_ts(h, 20, &ts));
+    assert_false(oc__flow_tcp_ts(h, 40, &ts));
+    assert_false(oc__flow_tcp_ts(h, 20, &ts));
     memset(h + 20, 1, 40); /* only NOPs */
-    assert_false(oc_flow_tcp_ts(h, 60, &ts));
+    assert_false(oc__flow_tcp_ts(h, 60, &ts));
 }
 
 int main(void)

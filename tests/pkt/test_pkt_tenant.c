@@ -84,7 +84,7 @@ static void test_vxlan_roundtrip(void **state)
     uint32_t n = udp_frame(inner, MAC_A, IP_A, IP_B, 100), sum = 0;
     (void)state;
 
-    o = oc_vxlan_encap(inner, n, &t, 0x123456, 0xdeadbeef);
+    o = oc__vxlan_encap(inner, n, &t, 0x123456, 0xdeadbeef);
     assert_ptr_equal(o, inner - OC_VXLAN_OVERHEAD);
     /* outer IPv4 checksum verifies to 0xffff */
     for (int i = 0; i < 20; i += 2)
@@ -96,16 +96,16 @@ static void test_vxlan_roundtrip(void **state)
     assert_true((o[14 + 20] << 8 | o[14 + 21]) >= 49152);
     assert_int_equal(o[42], 0x08);
     /* addressed to the remote VTEP: not for the local one */
-    assert_int_equal(oc_vxlan_decap(o, n + 50, t.local_ip, &rx), OC_VXLAN_NOT_VXLAN);
+    assert_int_equal(oc__vxlan_decap(o, n + 50, t.local_ip, &rx), OC_VXLAN_NOT_VXLAN);
     /* as the remote sees it: to its own address */
-    assert_int_equal(oc_vxlan_decap(o, n + 50, 0xc0a80002u, &rx), OC_VXLAN_OK);
+    assert_int_equal(oc__vxlan_decap(o, n + 50, 0xc0a80002u, &rx), OC_VXLAN_OK);
     assert_int_equal(rx.vni, 0x123456);
     assert_int_equal(rx.inner_off, 50);
     assert_int_equal(rx.inner_len, n);
     assert_int_equal(rx.src_ip, 0xc0a80001u);
     assert_memory_equal(o + rx.inner_off, inner, n);
     /* trailing Ethernet padding after the outer packet is ignored */
-    assert_int_equal(oc_vxlan_decap(o, n + 60, 0, &rx), OC_VXLAN_OK);
+    assert_int_equal(oc__vxlan_decap(o, n + 60, 0, &rx), OC_VXLAN_OK);
     assert_int_equal(rx.inner_len, n);
 }
 
@@ -155,10 +155,10 @@ static void test_vxlan_template(void **state)
         t.local_ip = addrs[a][0];
         t.remote_ip = addrs[a][1];
         for (uint32_t vni = 0; vni <= 0xffffff; vni += 0x7fff3) {
-            oc_vxlan_hdr_init(&h, &t, vni);
+            oc__vxlan_hdr_init(&h, &t, vni);
             for (uint32_t len = 14; len <= 65535 - 36; len += 7) {
                 uint32_t hash = len * 2654435761u;
-                uint8_t *o = oc_vxlan_encap_hdr(buf + 256, len, &h, hash);
+                uint8_t *o = oc__vxlan_encap_hdr(buf + 256, len, &h, hash);
                 outer_ref(ref, len, &t, vni, hash);
                 assert_ptr_equal(o, buf + 256 - 50);
                 if (memcmp(o, ref, 50) != 0)
@@ -167,8 +167,8 @@ static void test_vxlan_template(void **state)
             }
         }
     }
-    /* oc_vxlan_encap is the template path too */
-    assert_ptr_equal(oc_vxlan_encap(buf + 256, 100, &t, 5, 9), buf + 206);
+    /* oc__vxlan_encap is the template path too */
+    assert_ptr_equal(oc__vxlan_encap(buf + 256, 100, &t, 5, 9), buf + 206);
     outer_ref(ref, 100, &t, 5, 9);
     assert_memory_equal(buf + 206, ref, 50);
 }
@@ -183,7 +183,7 @@ static void test_arp_answer(void **state)
 
     /* B asks who has A (broadcast): A's tunnel end answers B */
     n = arp_frame(f, 1, MAC_B, MAC_B, IP_B, IP_A);
-    assert_true(oc_arp_answer(f, n, MAC_A, IP_A));
+    assert_true(oc__arp_answer(f, n, MAC_A, IP_A));
     assert_memory_equal(f, MAC_B, 6);       /* to the sender */
     assert_memory_equal(f + 6, MAC_A, 6);   /* from us */
     assert_int_equal(f[12] << 8 | f[13], 0x0806);
@@ -196,17 +196,17 @@ static void test_arp_answer(void **state)
                      IP_B);
     /* the reply is no request: asked again, no answer */
     memcpy(g, f, n);
-    assert_false(oc_arp_answer(g, n, MAC_A, IP_A));
+    assert_false(oc__arp_answer(g, n, MAC_A, IP_A));
     /* a unicast request to our MAC (the kernel's refresh), a probe from
      * 0.0.0.0 (RFC 5227), a padded frame (padding zeroed) */
     n = arp_frame(f, 1, MAC_B, MAC_B, IP_B, IP_A);
     memcpy(f, MAC_A, 6);
-    assert_true(oc_arp_answer(f, n, MAC_A, IP_A));
+    assert_true(oc__arp_answer(f, n, MAC_A, IP_A));
     n = arp_frame(f, 1, MAC_B, MAC_B, 0, IP_A);
-    assert_true(oc_arp_answer(f, n, MAC_A, IP_A));
+    assert_true(oc__arp_answer(f, n, MAC_A, IP_A));
     n = arp_frame(f, 1, MAC_B, MAC_B, IP_B, IP_A);
     memset(f + n, 0xee, 18);
-    assert_true(oc_arp_answer(f, 60, MAC_A, IP_A));
+    assert_true(oc__arp_answer(f, 60, MAC_A, IP_A));
     for (int i = 42; i < 60; i++)
         assert_int_equal(f[i], 0);
 
@@ -214,31 +214,31 @@ static void test_arp_answer(void **state)
      * not own */
     n = arp_frame(f, 1, MAC_B, MAC_B, IP_B, 0x0a000009u);
     memcpy(g, f, n);
-    assert_false(oc_arp_answer(f, n, MAC_A, IP_A));
+    assert_false(oc__arp_answer(f, n, MAC_A, IP_A));
     assert_memory_equal(f, g, n);
     /* a request to another host's MAC */
     n = arp_frame(f, 1, MAC_B, MAC_B, IP_B, IP_A);
     memcpy(f, MAC_C, 6);
-    assert_false(oc_arp_answer(f, n, MAC_A, IP_A));
+    assert_false(oc__arp_answer(f, n, MAC_A, IP_A));
     /* a gratuitous announcement of our address by another */
     n = arp_frame(f, 1, MAC_B, MAC_B, IP_A, IP_A);
-    assert_false(oc_arp_answer(f, n, MAC_A, IP_A));
+    assert_false(oc__arp_answer(f, n, MAC_A, IP_A));
     /* a multicast or zero sender hardware address */
     n = arp_frame(f, 1, MAC_B, bcast, IP_B, IP_A);
-    assert_false(oc_arp_answer(f, n, MAC_A, IP_A));
+    assert_false(oc__arp_answer(f, n, MAC_A, IP_A));
     n = arp_frame(f, 1, MAC_B, (const uint8_t[6]){0}, IP_B, IP_A);
-    assert_false(oc_arp_answer(f, n, MAC_A, IP_A));
+    assert_false(oc__arp_answer(f, n, MAC_A, IP_A));
     /* wrong hardware type, protocol, lengths; not ARP; truncated */
     for (int k = 0; k < 5; k++) {
         n = arp_frame(f, 1, MAC_B, MAC_B, IP_B, IP_A);
         f[(int[]){15, 17, 18, 19, 13}[k]] ^= 1;
         memcpy(g, f, n);
-        assert_false(oc_arp_answer(f, n, MAC_A, IP_A));
+        assert_false(oc__arp_answer(f, n, MAC_A, IP_A));
         assert_memory_equal(f, g, n);
     }
     n = arp_frame(f, 1, MAC_B, MAC_B, IP_B, IP_A);
     for (uint32_t len = 0; len < 42; len++)
-        assert_false(oc_arp_answer(f, len, MAC_A, IP_A));
+        assert_false(oc__arp_answer(f, len, MAC_A, IP_A));
 }
 
 static void test_vxlan_malformed(void **state)
@@ -249,41 +249,41 @@ static void test_vxlan_malformed(void **state)
     uint32_t n = udp_frame(inner, MAC_A, IP_A, IP_B, 0), full = n + 50;
     (void)state;
 
-    o = oc_vxlan_encap(inner, n, &t, 7, 1);
+    o = oc__vxlan_encap(inner, n, &t, 7, 1);
     /* every truncation is counted, none reads past the end (ASan) */
     for (uint32_t len = 0; len < full; len++) {
         uint8_t *c = malloc(len ? len : 1);
         memcpy(c, o, len);
-        oc_vxlan_reason_t r = oc_vxlan_decap(c, len, 0, &rx);
+        oc_vxlan_reason_t r = oc__vxlan_decap(c, len, 0, &rx);
         assert_true(r == OC_VXLAN_SHORT || r == OC_VXLAN_BAD_OUTER);
         free(c);
     }
     o[42] = 0; /* I flag clear */
-    assert_int_equal(oc_vxlan_decap(o, full, 0, &rx), OC_VXLAN_BAD_FLAGS);
+    assert_int_equal(oc__vxlan_decap(o, full, 0, &rx), OC_VXLAN_BAD_FLAGS);
     o[42] = 0x08;
     o[14 + 6] = 0x20; /* MF */
-    assert_int_equal(oc_vxlan_decap(o, full, 0, &rx), OC_VXLAN_BAD_OUTER);
+    assert_int_equal(oc__vxlan_decap(o, full, 0, &rx), OC_VXLAN_BAD_OUTER);
     o[14 + 6] = 0x40;
     o[14] = 0x44; /* IHL 4 */
-    assert_int_equal(oc_vxlan_decap(o, full, 0, &rx), OC_VXLAN_BAD_OUTER);
+    assert_int_equal(oc__vxlan_decap(o, full, 0, &rx), OC_VXLAN_BAD_OUTER);
     o[14] = 0x45;
     /* UDP length past the IP packet */
     wr16(o + 14 + 20 + 4, (uint16_t)(n + 17));
-    assert_int_equal(oc_vxlan_decap(o, full, 0, &rx), OC_VXLAN_BAD_OUTER);
+    assert_int_equal(oc__vxlan_decap(o, full, 0, &rx), OC_VXLAN_BAD_OUTER);
     /* an inner frame of 10 bytes */
     wr16(o + 14 + 20 + 4, 16 + 10);
-    assert_int_equal(oc_vxlan_decap(o, full, 0, &rx), OC_VXLAN_BAD_INNER);
+    assert_int_equal(oc__vxlan_decap(o, full, 0, &rx), OC_VXLAN_BAD_INNER);
     wr16(o + 14 + 20 + 4, (uint16_t)(16 + n));
-    assert_int_equal(oc_vxlan_decap(o, full, 0, &rx), OC_VXLAN_OK);
+    assert_int_equal(oc__vxlan_decap(o, full, 0, &rx), OC_VXLAN_OK);
     wr16(o + 12, 0x86dd);
-    assert_int_equal(oc_vxlan_decap(o, full, 0, &rx), OC_VXLAN_NOT_VXLAN);
+    assert_int_equal(oc__vxlan_decap(o, full, 0, &rx), OC_VXLAN_NOT_VXLAN);
 }
 
 static oc_spoof_t spoof(const uint8_t *f, uint32_t n)
 {
     oc_pkt_meta_t m;
-    oc_pkt_parse(f, n, 1514, &m);
-    return oc_spoof_check(f, n, &m, MAC_A, IP_A);
+    oc__pkt_parse(f, n, 1514, &m);
+    return oc__spoof_check(f, n, &m, MAC_A, IP_A);
 }
 
 static void test_spoof(void **state)
@@ -324,24 +324,24 @@ static void test_policer(void **state)
     (void)state;
 
     /* 1 MB/s, 10 kB burst: the burst goes at once, then 1000 bytes/ms */
-    oc_policer_init(&p, 1000000, 10000, t);
+    oc__policer_init(&p, 1000000, 10000, t);
     for (int i = 0; i < 10; i++)
-        assert_true(oc_policer_take(&p, t, 1000));
-    assert_false(oc_policer_take(&p, t, 1000));
-    assert_false(oc_policer_take(&p, t + 999999, 1000));
-    assert_true(oc_policer_take(&p, t + 1000000, 1000));
+        assert_true(oc__policer_take(&p, t, 1000));
+    assert_false(oc__policer_take(&p, t, 1000));
+    assert_false(oc__policer_take(&p, t + 999999, 1000));
+    assert_true(oc__policer_take(&p, t + 1000000, 1000));
     /* offered 4x the rate for 10 s of simulated time: ~rate passes */
-    oc_policer_init(&p, 1000000, 10000, 0);
+    oc__policer_init(&p, 1000000, 10000, 0);
     for (uint64_t ns = 0; ns < 10 * 1000000000ull; ns += 250000)
-        if (oc_policer_take(&p, ns, 1000))
+        if (oc__policer_take(&p, ns, 1000))
             sent += 1000;
     assert_true(sent >= 10000000 && sent <= 10000000 + 10000 + 1000);
     /* a long idle gap refills to the burst, never more */
-    assert_true(oc_policer_take(&p, 1000ull * 1000000000ull, 10000));
-    assert_false(oc_policer_take(&p, 1000ull * 1000000000ull, 1));
+    assert_true(oc__policer_take(&p, 1000ull * 1000000000ull, 10000));
+    assert_false(oc__policer_take(&p, 1000ull * 1000000000ull, 1));
     /* rate 0: unlimited */
-    oc_policer_init(&p, 0, 0, 0);
-    assert_true(oc_policer_take(&p, 0, 65535));
+    oc__policer_init(&p, 0, 0, 0);
+    assert_true(oc__policer_take(&p, 0, 65535));
 }
 
 int main(void)

@@ -15,8 +15,8 @@
 
 static size_t enc(const oc_colld_t *d, const uint64_t *v, uint8_t *buf)
 {
-    oc_colld_encode(d, v, buf);
-    return oc_colld_size(d);
+    oc__colld_encode(d, v, buf);
+    return oc__colld_size(d);
 }
 
 static void test_round_trip(void **state)
@@ -28,21 +28,21 @@ static void test_round_trip(void **state)
     size_t n = enc(&d, v, buf);
     (void)state;
     assert_int_equal(n, OC_COLLD_HDR + 96);
-    assert_int_equal(oc_colld_decode(buf, n, 3, &o), OC_OK);
+    assert_int_equal(oc__colld_decode(buf, n, 3, &o), OC_OK);
     assert_int_equal(o.kind, OC_COLLD_ALLTOALLV);
     assert_int_equal(o.seq, 77);
     for (unsigned w = 0; w < 4; w++)
         for (uint32_t i = 0; i < 3; i++)
-            assert_int_equal(oc_colld_v(&o, w, i), v[w * 3 + i]);
+            assert_int_equal(oc__colld_v(&o, w, i), v[w * 3 + i]);
     oc_colld_t a = {.kind = OC_COLLD_ALLREDUCE, .dtype = 4, .op = 2,
                     .seq = 5, .count = 12345};
     n = enc(&a, NULL, buf);
-    assert_int_equal(oc_colld_decode(buf, n, 9, &o), OC_OK);
+    assert_int_equal(oc__colld_decode(buf, n, 9, &o), OC_OK);
     assert_int_equal(o.count, 12345);
     assert_int_equal(o.op, 2);
     oc_colld_t b = {.kind = OC_COLLD_BCAST, .dtype = 0, .root = 8, .count = 1};
     n = enc(&b, NULL, buf);
-    assert_int_equal(oc_colld_decode(buf, n, 9, &o), OC_OK);
+    assert_int_equal(oc__colld_decode(buf, n, 9, &o), OC_OK);
     assert_int_equal(o.root, 8);
 }
 
@@ -53,41 +53,41 @@ static void test_rejects(void **state)
     oc_colld_t d = {.kind = OC_COLLD_ALLREDUCE, .dtype = 0, .count = 4}, o;
     size_t n = enc(&d, NULL, buf);
     (void)state;
-    assert_int_equal(oc_colld_decode(buf, n - 1, 2, &o), OC_ERR_WIRE_LENGTH);
-    assert_int_equal(oc_colld_decode(buf, 0, 2, &o), OC_ERR_WIRE_LENGTH);
+    assert_int_equal(oc__colld_decode(buf, n - 1, 2, &o), OC_ERR_WIRE_LENGTH);
+    assert_int_equal(oc__colld_decode(buf, 0, 2, &o), OC_ERR_WIRE_LENGTH);
     buf[0] ^= 1;
-    assert_int_equal(oc_colld_decode(buf, n, 2, &o), OC_ERR_WIRE_MAGIC);
+    assert_int_equal(oc__colld_decode(buf, n, 2, &o), OC_ERR_WIRE_MAGIC);
     buf[0] ^= 1;
     buf[4] = 9;
-    assert_int_equal(oc_colld_decode(buf, n, 2, &o), OC_ERR_WIRE_VERSION);
+    assert_int_equal(oc__colld_decode(buf, n, 2, &o), OC_ERR_WIRE_VERSION);
     d.dtype = 7; /* no such type */
     n = enc(&d, NULL, buf);
-    assert_int_equal(oc_colld_decode(buf, n, 2, &o), OC_ERR_INVALID_PARAM);
+    assert_int_equal(oc__colld_decode(buf, n, 2, &o), OC_ERR_INVALID_PARAM);
     d.dtype = 0, d.kind = 9;
     n = enc(&d, NULL, buf);
-    assert_int_equal(oc_colld_decode(buf, n, 2, &o), OC_ERR_INVALID_PARAM);
+    assert_int_equal(oc__colld_decode(buf, n, 2, &o), OC_ERR_INVALID_PARAM);
     d.kind = OC_COLLD_ALLREDUCE, d.count = (uint64_t)1 << 47; /* x 4 B > 2^48 */
     n = enc(&d, NULL, buf);
-    assert_int_equal(oc_colld_decode(buf, n, 2, &o), OC_ERR_INVALID_PARAM);
+    assert_int_equal(oc__colld_decode(buf, n, 2, &o), OC_ERR_INVALID_PARAM);
     oc_colld_t b = {.kind = OC_COLLD_BCAST, .root = 2};
     n = enc(&b, NULL, buf);
-    assert_int_equal(oc_colld_decode(buf, n, 2, &o), OC_ERR_INVALID_PARAM);
+    assert_int_equal(oc__colld_decode(buf, n, 2, &o), OC_ERR_INVALID_PARAM);
     /* all-to-allv: arrays of another job size, counts past 2^48 bytes */
     oc_colld_t a = {.kind = OC_COLLD_ALLTOALLV, .dtype = 1, .nv = 3};
     n = enc(&a, v, buf);
-    assert_int_equal(oc_colld_decode(buf, n, 2, &o), OC_ERR_INVALID_PARAM);
+    assert_int_equal(oc__colld_decode(buf, n, 2, &o), OC_ERR_INVALID_PARAM);
     v[4] = (uint64_t)1 << 46; /* a displacement x 8 B */
     n = enc(&a, v, buf);
-    assert_int_equal(oc_colld_decode(buf, n, 3, &o), OC_ERR_INVALID_PARAM);
+    assert_int_equal(oc__colld_decode(buf, n, 3, &o), OC_ERR_INVALID_PARAM);
     /* an allreduce with arrays */
     oc_colld_t r = {.kind = OC_COLLD_ALLREDUCE, .nv = 2};
     n = enc(&r, v, buf);
-    assert_int_equal(oc_colld_decode(buf, n, 2, &o), OC_ERR_INVALID_PARAM);
+    assert_int_equal(oc__colld_decode(buf, n, 2, &o), OC_ERR_INVALID_PARAM);
     /* the reserved bytes */
     oc_colld_t z = {.kind = OC_COLLD_BARRIER};
     n = enc(&z, NULL, buf);
     buf[21] = 1;
-    assert_int_equal(oc_colld_decode(buf, n, 2, &o), OC_ERR_INVALID_PARAM);
+    assert_int_equal(oc__colld_decode(buf, n, 2, &o), OC_ERR_INVALID_PARAM);
 }
 
 int main(void)

@@ -118,7 +118,7 @@ static size_t raw_encode(const oc_ctl_msg_t *m, uint8_t *b)
         p = w32(p, m->u.job_ranks.node);
         p = w32(p, m->u.job_ranks.ranks.count);
         for (uint32_t i = 0; i < m->u.job_ranks.ranks.count; i++)
-            p = w32(p, oc_ctl_u32s_get(&m->u.job_ranks.ranks, i));
+            p = w32(p, oc__ctl_u32s_get(&m->u.job_ranks.ranks, i));
         break;
     case OC_CTL_JOB_FAIL:
         p = w32(p, m->u.job_fail.job);
@@ -243,7 +243,7 @@ static oc_status_t decode_copy(const uint8_t *b, size_t len, oc_ctl_msg_t *out,
     memcpy(c, b, len);
     memset(out, 0x5c, sizeof(*out));
     before = *out;
-    st = oc_ctl_decode(c, len, out);
+    st = oc__ctl_decode(c, len, out);
     if (st != OC_OK)
         assert_memory_equal(out, &before, sizeof(before));
     if (keep != NULL && st == OC_OK)
@@ -263,18 +263,18 @@ static void test_round_trip_every_type(void **state)
         uint8_t *c;
 
         sample((oc_ctl_type_t)t, &m);
-        assert_status(oc_ctl_encode(&m, NULL, 0, &len), OC_OK);
-        assert_status(oc_ctl_encode(&m, frame, len, &len2), OC_OK);
+        assert_status(oc__ctl_encode(&m, NULL, 0, &len), OC_OK);
+        assert_status(oc__ctl_encode(&m, frame, len, &len2), OC_OK);
         assert_int_equal(len, len2);
         rlen = raw_encode(&m, raw);
         assert_int_equal(rlen, len);
         if (memcmp(raw, frame, len) != 0)
-            fail_msg("%s: layout differs from ctl.h", oc_ctl_type_name(t));
+            fail_msg("%s: layout differs from ctl.h", oc__ctl_type_name(t));
 
         assert_status(decode_copy(frame, len, &d, &c), OC_OK);
         assert_int_equal(d.type, t);
         /* re-encoding the decoded message (pointers into c) is identical */
-        assert_status(oc_ctl_encode(&d, raw, sizeof(raw), &len2), OC_OK);
+        assert_status(oc__ctl_encode(&d, raw, sizeof(raw), &len2), OC_OK);
         assert_int_equal(len2, len);
         assert_memory_equal(raw, frame, len);
         if (t == OC_CTL_HELLO) {
@@ -284,7 +284,7 @@ static void test_round_trip_every_type(void **state)
         }
         if (t == OC_CTL_JOB_RANKS) {
             assert_null(d.u.job_ranks.ranks.host);
-            assert_int_equal(oc_ctl_u32s_get(&d.u.job_ranks.ranks, 3), 9);
+            assert_int_equal(oc__ctl_u32s_get(&d.u.job_ranks.ranks, 3), 9);
         }
         if (t == OC_CTL_COUNTS)
             assert_true(d.u.counts.sent == 0x0123456789abcdefull);
@@ -307,7 +307,7 @@ static void test_golden_bytes(void **state)
     memset(&m, 0, sizeof(m));
     m.type = OC_CTL_BYE;
     m.u.bye.reason = OC_CTL_BYE_SHUTDOWN;
-    assert_status(oc_ctl_encode(&m, frame, sizeof(frame), &len), OC_OK);
+    assert_status(oc__ctl_encode(&m, frame, sizeof(frame), &len), OC_OK);
     assert_int_equal(len, sizeof(want));
     assert_memory_equal(frame, want, sizeof(want));
 }
@@ -324,19 +324,19 @@ static void test_limits_accepted(void **state)
     m.u.hello.rank = OC_CTL_MAX_RANKS - 1;
     m.u.hello.size = OC_CTL_MAX_RANKS;
     m.u.hello.pid = INT32_MAX;
-    assert_status(oc_ctl_encode(&m, frame, sizeof(frame), &len), OC_OK);
+    assert_status(oc__ctl_encode(&m, frame, sizeof(frame), &len), OC_OK);
     assert_status(decode_copy(frame, len, &d, NULL), OC_OK);
 
     /* the largest JOB_RANKS: a 65536-byte payload */
     sample(OC_CTL_JOB_RANKS, &m);
     m.u.job_ranks.size = OC_CTL_MAX_RANKS;
     m.u.job_ranks.ranks.count = (OC_CTL_MAX_PAYLOAD - 16) / 4;
-    assert_status(oc_ctl_encode(&m, frame, sizeof(frame), &len), OC_OK);
+    assert_status(oc__ctl_encode(&m, frame, sizeof(frame), &len), OC_OK);
     assert_int_equal(len, OC_CTL_FRAME_MAX);
     assert_status(decode_copy(frame, len, &d, &c), OC_OK);
-    assert_int_equal(oc_ctl_u32s_get(&d.u.job_ranks.ranks, 16379), 3 * 16379);
+    assert_int_equal(oc__ctl_u32s_get(&d.u.job_ranks.ranks, 16379), 3 * 16379);
     free(c);
-    assert_status(oc_ctl_encode(&m, frame, len - 1, &len), OC_ERR_INVALID_PARAM);
+    assert_status(oc__ctl_encode(&m, frame, len - 1, &len), OC_ERR_INVALID_PARAM);
 
     /* 64 addresses, empty ERROR text, a negative status at the limit */
     sample(OC_CTL_PEER_INFO, &m);
@@ -345,7 +345,7 @@ static void test_limits_accepted(void **state)
         m.u.peer_info.addrs.item[i].data = addr_a + i;
         m.u.peer_info.addrs.item[i].len = 1000;
     }
-    assert_status(oc_ctl_encode(&m, frame, sizeof(frame), &len), OC_OK);
+    assert_status(oc__ctl_encode(&m, frame, sizeof(frame), &len), OC_OK);
     assert_status(decode_copy(frame, len, &d, &c), OC_OK);
     assert_int_equal(d.u.peer_info.addrs.count, 64);
     assert_memory_equal(d.u.peer_info.addrs.item[63].data, addr_a + 63, 1000);
@@ -354,7 +354,7 @@ static void test_limits_accepted(void **state)
     m.u.error.status = INT32_MIN;
     m.u.error.text.len = 0;
     m.u.error.text.data = NULL;
-    assert_status(oc_ctl_encode(&m, frame, sizeof(frame), &len), OC_OK);
+    assert_status(oc__ctl_encode(&m, frame, sizeof(frame), &len), OC_OK);
     assert_status(decode_copy(frame, len, &d, NULL), OC_OK);
     assert_int_equal(d.u.error.text.len, 0);
 }
@@ -367,12 +367,12 @@ static void test_reject_header(void **state)
     size_t len, fl;
 
     sample(OC_CTL_READY, &m);
-    assert_status(oc_ctl_encode(&m, frame, sizeof(frame), &len), OC_OK);
+    assert_status(oc__ctl_encode(&m, frame, sizeof(frame), &len), OC_OK);
     for (size_t cut = 0; cut < 16; cut++) {
         assert_status(decode_copy(frame, cut, &d, NULL), OC_ERR_WIRE_TRUNCATED);
-        assert_status(oc_ctl_frame_len(frame, cut, &fl), OC_INPROGRESS);
+        assert_status(oc__ctl_frame_len(frame, cut, &fl), OC_INPROGRESS);
     }
-    assert_status(oc_ctl_frame_len(frame, 16, &fl), OC_OK);
+    assert_status(oc__ctl_frame_len(frame, 16, &fl), OC_OK);
     assert_int_equal(fl, len);
 
 #define BAD(off, val, want)                                                    \
@@ -380,7 +380,7 @@ static void test_reject_header(void **state)
         uint8_t o_ = frame[off];                                               \
         frame[off] = (val);                                                    \
         assert_status(decode_copy(frame, len, &d, NULL), want);                \
-        assert_status(oc_ctl_frame_len(frame, 16, &fl), want);                 \
+        assert_status(oc__ctl_frame_len(frame, 16, &fl), want);                 \
         frame[off] = o_;                                                       \
     } while (0)
     BAD(0, 'X', OC_ERR_WIRE_MAGIC);
@@ -398,17 +398,17 @@ static void test_reject_header(void **state)
     w32(frame + 8, OC_CTL_MAX_PAYLOAD + 1);
     assert_status(decode_copy(frame, OC_CTL_FRAME_MAX + 1, &d, NULL),
                   OC_ERR_WIRE_LENGTH);
-    assert_status(oc_ctl_frame_len(frame, 16, &fl), OC_ERR_WIRE_LENGTH);
+    assert_status(oc__ctl_frame_len(frame, 16, &fl), OC_ERR_WIRE_LENGTH);
     w32(frame + 8, 0xffffffffu);
-    assert_status(oc_ctl_frame_len(frame, 16, &fl), OC_ERR_WIRE_LENGTH);
+    assert_status(oc__ctl_frame_len(frame, 16, &fl), OC_ERR_WIRE_LENGTH);
     /* a length that disagrees with the bytes given */
     w32(frame + 8, 7);
     assert_status(decode_copy(frame, len, &d, NULL), OC_ERR_WIRE_LENGTH);
     w32(frame + 8, 9);
     assert_status(decode_copy(frame, len, &d, NULL), OC_ERR_WIRE_LENGTH);
 #undef BAD
-    assert_status(oc_ctl_decode(NULL, len, &d), OC_ERR_INVALID_PARAM);
-    assert_status(oc_ctl_decode(frame, len, NULL), OC_ERR_INVALID_PARAM);
+    assert_status(oc__ctl_decode(NULL, len, &d), OC_ERR_INVALID_PARAM);
+    assert_status(oc__ctl_decode(frame, len, NULL), OC_ERR_INVALID_PARAM);
 }
 
 /* Every type: every shorter payload (header fixed up) and one byte more. */
@@ -419,7 +419,7 @@ static void test_reject_truncated_and_trailing(void **state)
         size_t len;
 
         sample((oc_ctl_type_t)t, &m);
-        assert_status(oc_ctl_encode(&m, frame, sizeof(frame), &len), OC_OK);
+        assert_status(oc__ctl_encode(&m, frame, sizeof(frame), &len), OC_OK);
         for (size_t cut = 16; cut < len; cut++) {
             w32(frame + 8, (uint32_t)(cut - 16));
             assert_status(decode_copy(frame, cut, &d, NULL), OC_ERR_WIRE_LENGTH);
@@ -529,7 +529,7 @@ static void test_reject_values(void **state)
 
         sample(bad[i].type, &m);
         bad[i].mutate(&m);
-        st = oc_ctl_encode(&m, frame, sizeof(frame), &len);
+        st = oc__ctl_encode(&m, frame, sizeof(frame), &len);
         if (st != bad[i].want)
             fail_msg("%s: encode: got %s", bad[i].what, oc_status_string(st));
         rlen = raw_encode(&m, raw);
@@ -548,7 +548,7 @@ static void test_reject_lists(void **state)
 
     /* a count larger than the payload holds */
     sample(OC_CTL_JOB_RANKS, &m);
-    assert_status(oc_ctl_encode(&m, frame, sizeof(frame), &len), OC_OK);
+    assert_status(oc__ctl_encode(&m, frame, sizeof(frame), &len), OC_OK);
     w32(frame + 16 + 12, 5);
     assert_status(decode_copy(frame, len, &d, NULL), OC_ERR_WIRE_LENGTH);
     w32(frame + 16 + 12, 0xffffffffu);
@@ -559,7 +559,7 @@ static void test_reject_lists(void **state)
 
     /* an address length running past the end, or eating the next one */
     sample(OC_CTL_PEER_INFO, &m);
-    assert_status(oc_ctl_encode(&m, frame, sizeof(frame), &len), OC_OK);
+    assert_status(oc__ctl_encode(&m, frame, sizeof(frame), &len), OC_OK);
     w32(frame + 16 + 8, 0xfffffff0u);
     assert_status(decode_copy(frame, len, &d, NULL), OC_ERR_WIRE_LENGTH);
     w32(frame + 16 + 8, 50 + 4 + 150);
@@ -574,7 +574,7 @@ static void test_reject_lists(void **state)
 
     /* the text length past the end */
     sample(OC_CTL_ERROR, &m);
-    assert_status(oc_ctl_encode(&m, frame, sizeof(frame), &len), OC_OK);
+    assert_status(oc__ctl_encode(&m, frame, sizeof(frame), &len), OC_OK);
     w32(frame + 16 + 4, 13);
     assert_status(decode_copy(frame, len, &d, NULL), OC_ERR_WIRE_LENGTH);
 }
@@ -585,24 +585,24 @@ static void test_encode_errors(void **state)
     size_t len;
 
     sample(OC_CTL_HELLO, &m);
-    assert_status(oc_ctl_encode(NULL, frame, sizeof(frame), &len),
+    assert_status(oc__ctl_encode(NULL, frame, sizeof(frame), &len),
                   OC_ERR_INVALID_PARAM);
-    assert_status(oc_ctl_encode(&m, frame, sizeof(frame), NULL),
+    assert_status(oc__ctl_encode(&m, frame, sizeof(frame), NULL),
                   OC_ERR_INVALID_PARAM);
-    assert_status(oc_ctl_encode(&m, frame, 16 + 32 + 4 + 122, &len),
+    assert_status(oc__ctl_encode(&m, frame, 16 + 32 + 4 + 122, &len),
                   OC_ERR_INVALID_PARAM);
     m.u.hello.addr.data = NULL;
-    assert_status(oc_ctl_encode(&m, frame, sizeof(frame), &len),
+    assert_status(oc__ctl_encode(&m, frame, sizeof(frame), &len),
                   OC_ERR_INVALID_PARAM);
     m.type = 0;
-    assert_status(oc_ctl_encode(&m, frame, sizeof(frame), &len),
+    assert_status(oc__ctl_encode(&m, frame, sizeof(frame), &len),
                   OC_ERR_CTL_TYPE);
     m.type = OC_CTL_TYPE_END;
-    assert_status(oc_ctl_encode(&m, frame, sizeof(frame), &len),
+    assert_status(oc__ctl_encode(&m, frame, sizeof(frame), &len),
                   OC_ERR_CTL_TYPE);
     sample(OC_CTL_JOB_RANKS, &m);
     m.u.job_ranks.ranks.host = NULL;
-    assert_status(oc_ctl_encode(&m, frame, sizeof(frame), &len),
+    assert_status(oc__ctl_encode(&m, frame, sizeof(frame), &len),
                   OC_ERR_INVALID_PARAM);
     /* 64 addresses of 4 KiB: over the payload maximum */
     sample(OC_CTL_PEER_INFO, &m);
@@ -611,20 +611,20 @@ static void test_encode_errors(void **state)
         m.u.peer_info.addrs.item[i].data = addr_a;
         m.u.peer_info.addrs.item[i].len = OC_CTL_MAX_ADDR;
     }
-    assert_status(oc_ctl_encode(&m, NULL, 0, &len), OC_ERR_MSG_TOO_LONG);
+    assert_status(oc__ctl_encode(&m, NULL, 0, &len), OC_ERR_MSG_TOO_LONG);
 }
 
 static void test_type_names(void **state)
 {
     for (int t = 1; t < OC_CTL_TYPE_END; t++) {
-        assert_string_not_equal(oc_ctl_type_name(t), "UNKNOWN");
+        assert_string_not_equal(oc__ctl_type_name(t), "UNKNOWN");
         for (int u = 1; u < t; u++)
-            assert_string_not_equal(oc_ctl_type_name(t), oc_ctl_type_name(u));
+            assert_string_not_equal(oc__ctl_type_name(t), oc__ctl_type_name(u));
     }
-    assert_string_equal(oc_ctl_type_name(OC_CTL_JOB_RANKS), "JOB_RANKS");
-    assert_string_equal(oc_ctl_type_name(0), "UNKNOWN");
-    assert_string_equal(oc_ctl_type_name(OC_CTL_TYPE_END), "UNKNOWN");
-    assert_string_equal(oc_ctl_type_name(-1), "UNKNOWN");
+    assert_string_equal(oc__ctl_type_name(OC_CTL_JOB_RANKS), "JOB_RANKS");
+    assert_string_equal(oc__ctl_type_name(0), "UNKNOWN");
+    assert_string_equal(oc__ctl_type_name(OC_CTL_TYPE_END), "UNKNOWN");
+    assert_string_equal(oc__ctl_type_name(-1), "UNKNOWN");
 }
 
 static void test_set_error(void **state)
@@ -633,23 +633,23 @@ static void test_set_error(void **state)
     oc_ctl_msg_t m, d;
     size_t len;
 
-    oc_ctl_set_error(&m, OC_ERR_CTL_AUTH, "wrong\tkey\n", scratch);
+    oc__ctl_set_error(&m, OC_ERR_CTL_AUTH, "wrong\tkey\n", scratch);
     assert_int_equal(m.type, OC_CTL_ERROR);
     assert_int_equal(m.u.error.status, OC_ERR_CTL_AUTH);
     assert_int_equal(m.u.error.text.len, 10);
     assert_memory_equal(m.u.error.text.data, "wrong?key?", 10);
-    assert_status(oc_ctl_encode(&m, frame, sizeof(frame), &len), OC_OK);
+    assert_status(oc__ctl_encode(&m, frame, sizeof(frame), &len), OC_OK);
     assert_status(decode_copy(frame, len, &d, NULL), OC_OK);
 
     memset(longtext, 'x', sizeof(longtext) - 1);
     longtext[sizeof(longtext) - 1] = '\0';
-    oc_ctl_set_error(&m, OC_OK, longtext, scratch);
+    oc__ctl_set_error(&m, OC_OK, longtext, scratch);
     assert_int_equal(m.u.error.text.len, OC_CTL_MAX_TEXT);
     assert_int_equal(m.u.error.status, OC_ERR_STATE);
-    assert_status(oc_ctl_encode(&m, frame, sizeof(frame), &len), OC_OK);
-    oc_ctl_set_error(&m, OC_ERR_CTL_KEY, NULL, scratch);
+    assert_status(oc__ctl_encode(&m, frame, sizeof(frame), &len), OC_OK);
+    oc__ctl_set_error(&m, OC_ERR_CTL_KEY, NULL, scratch);
     assert_int_equal(m.u.error.text.len, 0);
-    assert_status(oc_ctl_encode(&m, frame, sizeof(frame), &len), OC_OK);
+    assert_status(oc__ctl_encode(&m, frame, sizeof(frame), &len), OC_OK);
 }
 
 int main(void)

@@ -80,7 +80,7 @@ static void test_hmac_rfc4231(void **state)
             memcpy(key, v[i].key, v[i].klen);
         else
             memset(key, v[i].kbyte, v[i].klen);
-        oc_ctl_hmac_sha256(key, v[i].klen, v[i].data, strlen(v[i].data), mac);
+        oc__ctl_hmac_sha256(key, v[i].klen, v[i].data, strlen(v[i].data), mac);
         unhex(v[i].mac, want);
         assert_memory_equal(mac, want, 32);
     }
@@ -110,11 +110,11 @@ static void test_protocol_macs(void **state)
     for (int i = 0; i < 16; i++)
         cn[i] = (uint8_t)(0x40 + i);
 
-    oc_ctl_rank_mac(&key, sn, cn, 0x01020304, 5, 8, mac);
+    oc__ctl_rank_mac(&key, sn, cn, 0x01020304, 5, 8, mac);
     unhex("a058c2397c70b26b231d44584f810889f64f4c77488e7d70b414f0083ec8d85e",
           want);
     assert_memory_equal(mac, want, 32);
-    oc_ctl_peer_mac(&key, pn, on, 0x0a0b0c0d, mac);
+    oc__ctl_peer_mac(&key, pn, on, 0x0a0b0c0d, mac);
     unhex("6ba212fe8e4538274e4d2fec6ae628ca6fdda3120ffdb1d5479530519bbfae2f",
           want);
     assert_memory_equal(mac, want, 32);
@@ -124,39 +124,39 @@ static void test_protocol_macs(void **state)
     h.type = OC_CTL_HELLO;
     h.u.hello.job = 0x01020304, h.u.hello.rank = 5, h.u.hello.size = 8;
     memcpy(h.u.hello.nonce, cn, 16);
-    oc_ctl_rank_mac(&key, sn, cn, 0x01020304, 5, 8, mac);
-    assert_status(oc_ctl_rank_verify(&key, sn, &h, mac), OC_OK);
+    oc__ctl_rank_mac(&key, sn, cn, 0x01020304, 5, 8, mac);
+    assert_status(oc__ctl_rank_verify(&key, sn, &h, mac), OC_OK);
     h.u.hello.rank = 4; /* a proof for rank 5 does not make rank 4 */
-    assert_status(oc_ctl_rank_verify(&key, sn, &h, mac), OC_ERR_CTL_AUTH);
+    assert_status(oc__ctl_rank_verify(&key, sn, &h, mac), OC_ERR_CTL_AUTH);
     h.u.hello.rank = 5;
     mac[31] ^= 1;
-    assert_status(oc_ctl_rank_verify(&key, sn, &h, mac), OC_ERR_CTL_AUTH);
+    assert_status(oc__ctl_rank_verify(&key, sn, &h, mac), OC_ERR_CTL_AUTH);
     mac[31] ^= 1;
     key.bytes[0] ^= 1;
-    assert_status(oc_ctl_rank_verify(&key, sn, &h, mac), OC_ERR_CTL_AUTH);
+    assert_status(oc__ctl_rank_verify(&key, sn, &h, mac), OC_ERR_CTL_AUTH);
     key.bytes[0] ^= 1;
-    assert_true(oc_ctl_mac_equal(mac, mac));
+    assert_true(oc__ctl_mac_equal(mac, mac));
 
     /* agents: B (node 2, nonce on) checks A (node 9, nonce pn) */
     memset(&ph, 0, sizeof(ph));
     ph.type = OC_CTL_PEER_HELLO;
     ph.u.peer_hello.node = 9;
     memcpy(ph.u.peer_hello.nonce, pn, 32);
-    oc_ctl_peer_mac(&key, on, pn, 9, mac); /* what A sends */
-    assert_status(oc_ctl_peer_verify(&key, 2, on, &ph, mac), OC_OK);
-    assert_status(oc_ctl_peer_verify(&key, 9, on, &ph, mac), OC_ERR_CTL_AUTH);
-    assert_status(oc_ctl_peer_verify(&key, 2, pn, &ph, mac), OC_ERR_CTL_AUTH);
+    oc__ctl_peer_mac(&key, on, pn, 9, mac); /* what A sends */
+    assert_status(oc__ctl_peer_verify(&key, 2, on, &ph, mac), OC_OK);
+    assert_status(oc__ctl_peer_verify(&key, 9, on, &ph, mac), OC_ERR_CTL_AUTH);
+    assert_status(oc__ctl_peer_verify(&key, 2, pn, &ph, mac), OC_ERR_CTL_AUTH);
     ph.u.peer_hello.node = 8;
-    assert_status(oc_ctl_peer_verify(&key, 2, on, &ph, mac), OC_ERR_CTL_AUTH);
-    assert_status(oc_ctl_peer_verify(&key, 2, on, &h, mac),
+    assert_status(oc__ctl_peer_verify(&key, 2, on, &ph, mac), OC_ERR_CTL_AUTH);
+    assert_status(oc__ctl_peer_verify(&key, 2, on, &h, mac),
                   OC_ERR_INVALID_PARAM);
 }
 
 static void test_random(void **state)
 {
     uint8_t a[32], b[32], z[32] = {0};
-    assert_status(oc_ctl_random(a, sizeof(a)), OC_OK);
-    assert_status(oc_ctl_random(b, sizeof(b)), OC_OK);
+    assert_status(oc__ctl_random(a, sizeof(a)), OC_OK);
+    assert_status(oc__ctl_random(b, sizeof(b)), OC_OK);
     assert_memory_not_equal(a, b, 32);
     assert_memory_not_equal(a, z, 32);
 }
@@ -183,29 +183,29 @@ static void test_key_hex(void **state)
     oc_ctl_key_t k;
     char hex[2 * OC_CTL_KEY_MAX + 2];
 
-    assert_status(oc_ctl_key_from_hex(HEX64, &k), OC_OK);
+    assert_status(oc__ctl_key_from_hex(HEX64, &k), OC_OK);
     assert_int_equal(k.len, 32);
     assert_int_equal(k.bytes[31], 0x1f);
-    assert_status(oc_ctl_key_hex(&k, hex, sizeof(hex)), OC_OK);
+    assert_status(oc__ctl_key_hex(&k, hex, sizeof(hex)), OC_OK);
     assert_string_equal(hex, HEX64);
-    assert_status(oc_ctl_key_hex(&k, hex, 64), OC_ERR_INVALID_PARAM);
-    assert_status(oc_ctl_key_from_hex("000102030405060708090A0B0C0D0E0F"
+    assert_status(oc__ctl_key_hex(&k, hex, 64), OC_ERR_INVALID_PARAM);
+    assert_status(oc__ctl_key_from_hex("000102030405060708090A0B0C0D0E0F"
                                       "101112131415161718191A1B1C1D1E1F\n",
                                       &k),
                   OC_OK);
     assert_int_equal(k.bytes[10], 0x0a);
     /* 31 bytes, odd, not hex, too long */
-    assert_status(oc_ctl_key_from_hex(&HEX64[2], &k), OC_ERR_CTL_KEY);
-    assert_status(oc_ctl_key_from_hex(HEX64 "0", &k), OC_ERR_CTL_KEY);
-    assert_status(oc_ctl_key_from_hex("zz" HEX64, &k), OC_ERR_CTL_KEY);
-    assert_status(oc_ctl_key_from_hex(HEX64 HEX64 HEX64 HEX64 "00", &k),
+    assert_status(oc__ctl_key_from_hex(&HEX64[2], &k), OC_ERR_CTL_KEY);
+    assert_status(oc__ctl_key_from_hex(HEX64 "0", &k), OC_ERR_CTL_KEY);
+    assert_status(oc__ctl_key_from_hex("zz" HEX64, &k), OC_ERR_CTL_KEY);
+    assert_status(oc__ctl_key_from_hex(HEX64 HEX64 HEX64 HEX64 "00", &k),
                   OC_ERR_CTL_KEY);
-    assert_status(oc_ctl_key_from_hex(HEX64 HEX64 HEX64 HEX64, &k), OC_OK);
+    assert_status(oc__ctl_key_from_hex(HEX64 HEX64 HEX64 HEX64, &k), OC_OK);
     assert_int_equal(k.len, OC_CTL_KEY_MAX);
 
-    assert_status(oc_ctl_key_generate(&k), OC_OK);
+    assert_status(oc__ctl_key_generate(&k), OC_OK);
     assert_int_equal(k.len, 32);
-    oc_ctl_key_clear(&k);
+    oc__ctl_key_clear(&k);
     assert_int_equal(k.len, 0);
 }
 
@@ -217,7 +217,7 @@ static void test_key_file(void **state)
 
     snprintf(path, sizeof(path), "%s/key", tmpdir);
     write_file(path, HEX64 "\n", 65, 0600);
-    assert_status(oc_ctl_key_from_file(path, &k), OC_OK);
+    assert_status(oc__ctl_key_from_file(path, &k), OC_OK);
     assert_int_equal(k.len, 32);
     assert_int_equal(k.bytes[1], 1);
 
@@ -225,24 +225,24 @@ static void test_key_file(void **state)
     for (int i = 0; i < 40; i++)
         rawkey[i] = (uint8_t)(0xf0 ^ i);
     write_file(path, rawkey, 40, 0400);
-    assert_status(oc_ctl_key_from_file(path, &k), OC_OK);
+    assert_status(oc__ctl_key_from_file(path, &k), OC_OK);
     assert_int_equal(k.len, 40);
     assert_memory_equal(k.bytes, rawkey, 40);
     write_file(path, rawkey, 31, 0600);
-    assert_status(oc_ctl_key_from_file(path, &k), OC_ERR_CTL_KEY);
+    assert_status(oc__ctl_key_from_file(path, &k), OC_ERR_CTL_KEY);
 
     /* any permission for group or others is refused */
     static const mode_t modes[] = {0640, 0604, 0644, 0620, 0602, 0610, 0666};
     for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
         write_file(path, HEX64, 64, modes[i]);
         k.len = 7;
-        assert_status(oc_ctl_key_from_file(path, &k), OC_ERR_CTL_KEY);
+        assert_status(oc__ctl_key_from_file(path, &k), OC_ERR_CTL_KEY);
         assert_int_equal(k.len, 7);
     }
     /* missing, a directory */
     unlink(path);
-    assert_status(oc_ctl_key_from_file(path, &k), OC_ERR_CTL_KEY);
-    assert_status(oc_ctl_key_from_file(tmpdir, &k), OC_ERR_CTL_KEY);
+    assert_status(oc__ctl_key_from_file(path, &k), OC_ERR_CTL_KEY);
+    assert_status(oc__ctl_key_from_file(tmpdir, &k), OC_ERR_CTL_KEY);
 }
 
 static void test_key_load(void **state)
@@ -251,20 +251,20 @@ static void test_key_load(void **state)
     oc_ctl_key_t k;
 
     unsetenv("OC_TEST_CTL_KEY");
-    assert_status(oc_ctl_key_load(NULL, "OC_TEST_CTL_KEY", &k), OC_ERR_CTL_KEY);
-    assert_status(oc_ctl_key_load("", NULL, &k), OC_ERR_CTL_KEY);
+    assert_status(oc__ctl_key_load(NULL, "OC_TEST_CTL_KEY", &k), OC_ERR_CTL_KEY);
+    assert_status(oc__ctl_key_load("", NULL, &k), OC_ERR_CTL_KEY);
     setenv("OC_TEST_CTL_KEY", HEX64, 1);
-    assert_status(oc_ctl_key_load(NULL, "OC_TEST_CTL_KEY", &k), OC_OK);
+    assert_status(oc__ctl_key_load(NULL, "OC_TEST_CTL_KEY", &k), OC_OK);
     assert_int_equal(k.bytes[2], 2);
-    assert_status(oc_ctl_key_load("", "OC_TEST_CTL_KEY", &k), OC_OK);
+    assert_status(oc__ctl_key_load("", "OC_TEST_CTL_KEY", &k), OC_OK);
     /* a path wins over the variable */
     snprintf(path, sizeof(path), "%s/key2", tmpdir);
     snprintf(kh, sizeof(kh), "ff%s", &HEX64[2]);
     write_file(path, kh, 64, 0600);
-    assert_status(oc_ctl_key_load(path, "OC_TEST_CTL_KEY", &k), OC_OK);
+    assert_status(oc__ctl_key_load(path, "OC_TEST_CTL_KEY", &k), OC_OK);
     assert_int_equal(k.bytes[0], 0xff);
     setenv("OC_TEST_CTL_KEY", "1234", 1);
-    assert_status(oc_ctl_key_load(NULL, "OC_TEST_CTL_KEY", &k), OC_ERR_CTL_KEY);
+    assert_status(oc__ctl_key_load(NULL, "OC_TEST_CTL_KEY", &k), OC_ERR_CTL_KEY);
     unsetenv("OC_TEST_CTL_KEY");
     unlink(path);
 }
@@ -281,7 +281,7 @@ static void test_key_fifo(void **state)
     unlink(path);
     assert_int_equal(mkfifo(path, 0600), 0);
     alarm(5);
-    assert_status(oc_ctl_key_from_file(path, &k), OC_ERR_CTL_KEY);
+    assert_status(oc__ctl_key_from_file(path, &k), OC_ERR_CTL_KEY);
     alarm(0);
     unlink(path);
 }
@@ -304,19 +304,19 @@ static void test_cluster_key_precedence(void **state)
     setenv("OC_CLUSTER_KEY", hex_c, 1);
     setenv("OC_AGENT_CLUSTER_KEY", file_b, 1);
     /* the flag beats both variables */
-    assert_status(oc_ctl_cluster_key_load(file_a, &k, src, sizeof(src)), OC_OK);
+    assert_status(oc__ctl_cluster_key_load(file_a, &k, src, sizeof(src)), OC_OK);
     assert_int_equal(k.bytes[0], 0xaa);
     assert_non_null(strstr(src, "--cluster-key"));
     /* then the key in the environment, then the file named there */
-    assert_status(oc_ctl_cluster_key_load(NULL, &k, src, sizeof(src)), OC_OK);
+    assert_status(oc__ctl_cluster_key_load(NULL, &k, src, sizeof(src)), OC_OK);
     assert_int_equal(k.bytes[0], 0xcc);
     setenv("OC_CLUSTER_KEY", "", 1); /* set but empty: unset */
-    assert_status(oc_ctl_cluster_key_load(NULL, &k, src, sizeof(src)), OC_OK);
+    assert_status(oc__ctl_cluster_key_load(NULL, &k, src, sizeof(src)), OC_OK);
     assert_int_equal(k.bytes[0], 0xbb);
-    assert_status(oc_ctl_cluster_key_load(file_a, &k, NULL, 0), OC_OK);
+    assert_status(oc__ctl_cluster_key_load(file_a, &k, NULL, 0), OC_OK);
     assert_int_equal(k.bytes[0], 0xaa);
     /* an empty flag is a mistake, not the default */
-    assert_status(oc_ctl_cluster_key_load("", &k, NULL, 0), OC_ERR_CTL_KEY);
+    assert_status(oc__ctl_cluster_key_load("", &k, NULL, 0), OC_ERR_CTL_KEY);
     unsetenv("OC_CLUSTER_KEY");
     unsetenv("OC_AGENT_CLUSTER_KEY");
     unlink(file_a);
@@ -333,7 +333,7 @@ static void pair(int sv[2])
 static size_t enc(const oc_ctl_msg_t *m, uint8_t *buf)
 {
     size_t len;
-    assert_status(oc_ctl_encode(m, buf, OC_CTL_FRAME_MAX, &len), OC_OK);
+    assert_status(oc__ctl_encode(m, buf, OC_CTL_FRAME_MAX, &len), OC_OK);
     return len;
 }
 
@@ -361,13 +361,13 @@ static void test_conn_byte_at_a_time(void **state)
         ends[i] = (len += enc(&m[i], stream + len));
 
     pair(sv);
-    assert_status(oc_ctl_conn_create(sv[0], "test", &c), OC_OK);
-    assert_string_equal(oc_ctl_conn_name(c), "test");
-    assert_int_equal(oc_ctl_conn_fd(c), sv[0]);
+    assert_status(oc__ctl_conn_create(sv[0], "test", &c), OC_OK);
+    assert_string_equal(oc__ctl_conn_name(c), "test");
+    assert_int_equal(oc__ctl_conn_fd(c), sv[0]);
     for (size_t i = 0; i < len; i++) {
         oc_status_t st;
         assert_int_equal(write(sv[1], stream + i, 1), 1);
-        st = oc_ctl_conn_read(c, &got);
+        st = oc__ctl_conn_read(c, &got);
         if (i + 1 == ends[n]) {
             assert_status(st, OC_OK);
             assert_int_equal(got.type, m[n].type);
@@ -377,7 +377,7 @@ static void test_conn_byte_at_a_time(void **state)
                                     OC_CTL_MAX_ADDR);
             }
             if (n == 1)
-                assert_int_equal(oc_ctl_u32s_get(&got.u.job_ranks.ranks, 99),
+                assert_int_equal(oc__ctl_u32s_get(&got.u.job_ranks.ranks, 99),
                                  198);
             n++;
         } else {
@@ -385,21 +385,21 @@ static void test_conn_byte_at_a_time(void **state)
         }
     }
     assert_int_equal(n, 4);
-    assert_status(oc_ctl_conn_read(c, &got), OC_INPROGRESS);
+    assert_status(oc__ctl_conn_read(c, &got), OC_INPROGRESS);
 
     /* all at once: one message per call, then "need more" */
     assert_int_equal(write(sv[1], stream, len), (ssize_t)len);
     for (int i = 0; i < 4; i++) {
-        assert_status(oc_ctl_conn_read(c, &got), OC_OK);
+        assert_status(oc__ctl_conn_read(c, &got), OC_OK);
         assert_int_equal(got.type, m[i].type);
     }
-    assert_status(oc_ctl_conn_read(c, &got), OC_INPROGRESS);
+    assert_status(oc__ctl_conn_read(c, &got), OC_INPROGRESS);
     /* end of stream */
     close(sv[1]);
-    assert_status(oc_ctl_conn_read(c, &got), OC_ERR_PEER_FAILED);
-    assert_status(oc_ctl_conn_read(c, &got), OC_ERR_PEER_FAILED);
-    oc_ctl_conn_destroy(c);
-    oc_ctl_conn_destroy(NULL);
+    assert_status(oc__ctl_conn_read(c, &got), OC_ERR_PEER_FAILED);
+    assert_status(oc__ctl_conn_read(c, &got), OC_ERR_PEER_FAILED);
+    oc__ctl_conn_destroy(c);
+    oc__ctl_conn_destroy(NULL);
 }
 
 static void test_conn_malformed(void **state)
@@ -415,21 +415,21 @@ static void test_conn_malformed(void **state)
     len = enc(&m, buf);
     buf[0] = 'X';
     pair(sv);
-    assert_status(oc_ctl_conn_create(sv[0], NULL, &c), OC_OK);
-    assert_status(oc_ctl_conn_create(sv[1], NULL, &d), OC_OK);
+    assert_status(oc__ctl_conn_create(sv[0], NULL, &c), OC_OK);
+    assert_status(oc__ctl_conn_create(sv[1], NULL, &d), OC_OK);
     assert_int_equal(write(sv[1], buf, 16), 16);
-    assert_status(oc_ctl_conn_read(c, &got), OC_ERR_WIRE_MAGIC);
+    assert_status(oc__ctl_conn_read(c, &got), OC_ERR_WIRE_MAGIC);
     assert_int_equal(write(sv[1], buf + 16, len - 16), (ssize_t)len - 16);
-    assert_status(oc_ctl_conn_read(c, &got), OC_ERR_WIRE_MAGIC);
+    assert_status(oc__ctl_conn_read(c, &got), OC_ERR_WIRE_MAGIC);
     /* the dead reader can still say why */
-    oc_ctl_set_error(&m, OC_ERR_WIRE_MAGIC, "bad frame", (char *)buf);
-    assert_status(oc_ctl_conn_send(c, &m), OC_OK);
-    assert_status(oc_ctl_conn_flush(c), OC_OK);
-    assert_status(oc_ctl_conn_read(d, &got), OC_OK);
+    oc__ctl_set_error(&m, OC_ERR_WIRE_MAGIC, "bad frame", (char *)buf);
+    assert_status(oc__ctl_conn_send(c, &m), OC_OK);
+    assert_status(oc__ctl_conn_flush(c), OC_OK);
+    assert_status(oc__ctl_conn_read(d, &got), OC_OK);
     assert_int_equal(got.type, OC_CTL_ERROR);
     assert_int_equal(got.u.error.status, OC_ERR_WIRE_MAGIC);
-    oc_ctl_conn_destroy(c);
-    oc_ctl_conn_destroy(d);
+    oc__ctl_conn_destroy(c);
+    oc__ctl_conn_destroy(d);
 
     /* a payload length over the maximum, a bad field, EOF inside a frame */
     static const struct {
@@ -447,15 +447,15 @@ static void test_conn_malformed(void **state)
         if (cases[i].what == 2)
             len -= 1;
         pair(sv);
-        assert_status(oc_ctl_conn_create(sv[0], NULL, &c), OC_OK);
+        assert_status(oc__ctl_conn_create(sv[0], NULL, &c), OC_OK);
         assert_int_equal(write(sv[1], buf, len), (ssize_t)len);
         if (cases[i].what == 2) {
-            assert_status(oc_ctl_conn_read(c, &got), OC_INPROGRESS);
+            assert_status(oc__ctl_conn_read(c, &got), OC_INPROGRESS);
             close(sv[1]);
         }
-        assert_status(oc_ctl_conn_read(c, &got), cases[i].want);
-        assert_status(oc_ctl_conn_read(c, &got), cases[i].want);
-        oc_ctl_conn_destroy(c);
+        assert_status(oc__ctl_conn_read(c, &got), cases[i].want);
+        assert_status(oc__ctl_conn_read(c, &got), cases[i].want);
+        oc__ctl_conn_destroy(c);
         if (cases[i].what != 2)
             close(sv[1]);
     }
@@ -473,15 +473,15 @@ static void test_conn_preauth_limit(void **state)
 
     pair(sv);
     hdr[8] = 0x00, hdr[9] = 0x00, hdr[10] = 0x01; /* payload 65536 */
-    assert_status(oc_ctl_conn_create(sv[0], "t", &c), OC_OK);
-    oc_ctl_conn_set_max_frame(c, OC_CTL_PREAUTH_FRAME_MAX);
+    assert_status(oc__ctl_conn_create(sv[0], "t", &c), OC_OK);
+    oc__ctl_conn_set_max_frame(c, OC_CTL_PREAUTH_FRAME_MAX);
     assert_int_equal(write(sv[1], hdr, sizeof(hdr)), (ssize_t)sizeof(hdr));
-    assert_status(oc_ctl_conn_read(c, &m), OC_ERR_WIRE_LENGTH);
-    oc_ctl_conn_destroy(c);
+    assert_status(oc__ctl_conn_read(c, &m), OC_ERR_WIRE_LENGTH);
+    oc__ctl_conn_destroy(c);
     close(sv[1]);
-    assert_non_null(strstr(oc_ctl_reject_reason(OC_ERR_WIRE_MAGIC),
+    assert_non_null(strstr(oc__ctl_reject_reason(OC_ERR_WIRE_MAGIC),
                            "control frame"));
-    assert_null(strstr(oc_ctl_reject_reason(OC_ERR_WIRE_MAGIC), "bundle"));
+    assert_null(strstr(oc__ctl_reject_reason(OC_ERR_WIRE_MAGIC), "bundle"));
 }
 
 static void test_conn_partial_writes(void **state)
@@ -494,23 +494,23 @@ static void test_conn_partial_writes(void **state)
     pair(sv);
     setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
     setsockopt(sv[1], SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
-    assert_status(oc_ctl_conn_create(sv[0], "a", &a), OC_OK);
-    assert_status(oc_ctl_conn_create(sv[1], "b", &b), OC_OK);
-    assert_false(oc_ctl_conn_want_write(a));
-    assert_int_equal(oc_ctl_conn_events(a), POLLIN);
+    assert_status(oc__ctl_conn_create(sv[0], "a", &a), OC_OK);
+    assert_status(oc__ctl_conn_create(sv[1], "b", &b), OC_OK);
+    assert_false(oc__ctl_conn_want_write(a));
+    assert_int_equal(oc__ctl_conn_events(a), POLLIN);
     for (; sent < NMSG; sent++) {
         hello(&m, (uint32_t)sent, 1000 + (uint32_t)sent);
-        assert_status(oc_ctl_conn_send(a, &m), OC_OK);
+        assert_status(oc__ctl_conn_send(a, &m), OC_OK);
     }
-    assert_true(oc_ctl_conn_want_write(a));
-    assert_int_equal(oc_ctl_conn_events(a), POLLIN | POLLOUT);
+    assert_true(oc__ctl_conn_want_write(a));
+    assert_int_equal(oc__ctl_conn_events(a), POLLIN | POLLOUT);
     while (recvd < NMSG) {
-        oc_status_t st = oc_ctl_conn_flush(a);
+        oc_status_t st = oc__ctl_conn_flush(a);
         if (st == OC_INPROGRESS)
             partial++;
         else
             assert_status(st, OC_OK);
-        while ((st = oc_ctl_conn_read(b, &got)) == OC_OK) {
+        while ((st = oc__ctl_conn_read(b, &got)) == OC_OK) {
             assert_int_equal(got.type, OC_CTL_HELLO);
             assert_int_equal(got.u.hello.rank, recvd);
             assert_int_equal(got.u.hello.addr.len, 1000 + recvd);
@@ -520,22 +520,22 @@ static void test_conn_partial_writes(void **state)
         assert_status(st, OC_INPROGRESS);
     }
     assert_true(partial > 0);
-    assert_false(oc_ctl_conn_want_write(a));
+    assert_false(oc__ctl_conn_want_write(a));
 
     /* back-pressure: no more than OC_CTL_OUT_MAX queued */
     hello(&m, 0, OC_CTL_MAX_ADDR);
     for (sent = 0; sent < 1000; sent++)
-        if (oc_ctl_conn_send(a, &m) != OC_OK)
+        if (oc__ctl_conn_send(a, &m) != OC_OK)
             break;
     assert_true(sent > 0 && sent < 1000);
-    assert_status(oc_ctl_conn_send(a, &m), OC_ERR_NO_RESOURCE);
-    oc_ctl_conn_destroy(b);
+    assert_status(oc__ctl_conn_send(a, &m), OC_ERR_NO_RESOURCE);
+    oc__ctl_conn_destroy(b);
     /* the peer is gone: a write error, not SIGPIPE */
-    assert_status(oc_ctl_conn_flush(a), OC_ERR_PEER_FAILED);
-    assert_status(oc_ctl_conn_flush(a), OC_ERR_PEER_FAILED);
-    assert_status(oc_ctl_conn_send(a, &m), OC_ERR_PEER_FAILED);
-    assert_false(oc_ctl_conn_want_write(a));
-    oc_ctl_conn_destroy(a);
+    assert_status(oc__ctl_conn_flush(a), OC_ERR_PEER_FAILED);
+    assert_status(oc__ctl_conn_flush(a), OC_ERR_PEER_FAILED);
+    assert_status(oc__ctl_conn_send(a, &m), OC_ERR_PEER_FAILED);
+    assert_false(oc__ctl_conn_want_write(a));
+    oc__ctl_conn_destroy(a);
 }
 
 static void test_conn_request(void **state)
@@ -547,8 +547,8 @@ static void test_conn_request(void **state)
     size_t len;
 
     pair(sv);
-    assert_status(oc_ctl_conn_create(sv[0], "client", &a), OC_OK);
-    assert_status(oc_ctl_conn_create(sv[1], "agent", &b), OC_OK);
+    assert_status(oc__ctl_conn_create(sv[0], "client", &a), OC_OK);
+    assert_status(oc__ctl_conn_create(sv[1], "agent", &b), OC_OK);
     /* the answer is already waiting */
     memset(&m, 0, sizeof(m));
     m.type = OC_CTL_CHALLENGE;
@@ -556,35 +556,35 @@ static void test_conn_request(void **state)
     len = enc(&m, buf);
     assert_int_equal(write(sv[1], buf, len), (ssize_t)len);
     hello(&m, 5, 64);
-    assert_status(oc_ctl_conn_request(a, &m, &reply, 1000), OC_OK);
+    assert_status(oc__ctl_conn_request(a, &m, &reply, 1000), OC_OK);
     assert_int_equal(reply.type, OC_CTL_CHALLENGE);
     assert_int_equal(reply.u.challenge.nonce[31], 0xee);
-    assert_status(oc_ctl_conn_read(b, &m), OC_OK);
+    assert_status(oc__ctl_conn_read(b, &m), OC_OK);
     assert_int_equal(m.type, OC_CTL_HELLO);
     /* no answer */
     memset(&m, 0, sizeof(m));
     m.type = OC_CTL_QUIESCE_DONE;
-    assert_status(oc_ctl_conn_request(a, &m, &reply, 30), OC_ERR_CTL_TIMEOUT);
-    assert_status(oc_ctl_conn_request(a, NULL, &reply, 0), OC_ERR_CTL_TIMEOUT);
-    assert_status(oc_ctl_conn_read(b, &m), OC_OK);
+    assert_status(oc__ctl_conn_request(a, &m, &reply, 30), OC_ERR_CTL_TIMEOUT);
+    assert_status(oc__ctl_conn_request(a, NULL, &reply, 0), OC_ERR_CTL_TIMEOUT);
+    assert_status(oc__ctl_conn_read(b, &m), OC_OK);
     assert_int_equal(m.type, OC_CTL_QUIESCE_DONE);
-    oc_ctl_conn_destroy(b);
-    assert_status(oc_ctl_conn_request(a, NULL, &reply, 1000),
+    oc__ctl_conn_destroy(b);
+    assert_status(oc__ctl_conn_request(a, NULL, &reply, 1000),
                   OC_ERR_PEER_FAILED);
-    oc_ctl_conn_destroy(a);
+    oc__ctl_conn_destroy(a);
 
     /* over a pipe (write(), not send()) */
     assert_int_equal(pipe(fds), 0);
-    assert_status(oc_ctl_conn_create(fds[0], NULL, &a), OC_OK);
-    assert_status(oc_ctl_conn_create(fds[1], NULL, &b), OC_OK);
+    assert_status(oc__ctl_conn_create(fds[0], NULL, &a), OC_OK);
+    assert_status(oc__ctl_conn_create(fds[1], NULL, &b), OC_OK);
     hello(&m, 2, 10);
-    assert_status(oc_ctl_conn_send(b, &m), OC_OK);
-    assert_status(oc_ctl_conn_flush(b), OC_OK);
-    assert_status(oc_ctl_conn_read(a, &reply), OC_OK);
+    assert_status(oc__ctl_conn_send(b, &m), OC_OK);
+    assert_status(oc__ctl_conn_flush(b), OC_OK);
+    assert_status(oc__ctl_conn_read(a, &reply), OC_OK);
     assert_int_equal(reply.u.hello.rank, 2);
-    oc_ctl_conn_destroy(a);
-    oc_ctl_conn_destroy(b);
-    assert_status(oc_ctl_conn_create(-1, NULL, &a), OC_ERR_INVALID_PARAM);
+    oc__ctl_conn_destroy(a);
+    oc__ctl_conn_destroy(b);
+    assert_status(oc__ctl_conn_create(-1, NULL, &a), OC_ERR_INVALID_PARAM);
 }
 
 /* -------------------------------------------------------------- sockets */
@@ -599,39 +599,39 @@ static void exchange(oc_ctl_listener_t *l, const char *connect_to)
     oc_guard_params_t gp = {16, 1000, 10};
     oc_guard_t g;
 
-    oc_guard_init(&g, "test", &gp);
-    assert_status(oc_ctl_connect(connect_to, 2000, &cfd), OC_OK);
+    oc__guard_init(&g, "test", &gp);
+    assert_status(oc__ctl_connect(connect_to, 2000, &cfd), OC_OK);
     for (int i = 0; i < 200; i++) {
         struct pollfd p = {l->fd, POLLIN, 0};
         poll(&p, 1, 10);
-        if (oc_ctl_accept(l, &g, &sfd, peer, sizeof(peer)) == OC_OK)
+        if (oc__ctl_accept(l, &g, &sfd, peer, sizeof(peer)) == OC_OK)
             break;
     }
     assert_true(sfd >= 0);
-    assert_status(oc_ctl_conn_create(cfd, connect_to, &cc), OC_OK);
-    assert_status(oc_ctl_conn_create(sfd, peer, &sc), OC_OK);
+    assert_status(oc__ctl_conn_create(cfd, connect_to, &cc), OC_OK);
+    assert_status(oc__ctl_conn_create(sfd, peer, &sc), OC_OK);
     if (strncmp(l->addr, "unix:", 5) == 0) {
         uint32_t pid, uid;
         char want[64];
-        assert_status(oc_ctl_peer_cred(sfd, &pid, &uid), OC_OK);
+        assert_status(oc__ctl_peer_cred(sfd, &pid, &uid), OC_OK);
         assert_int_equal(pid, (uint32_t)getpid());
         snprintf(want, sizeof(want), "unix:pid=%u,uid=%u", pid, uid);
         assert_string_equal(peer, want);
     } else {
         uint32_t pid, uid;
         assert_true(strncmp(peer, "tcp:127.0.0.1:", 14) == 0);
-        assert_status(oc_ctl_peer_cred(sfd, &pid, &uid), OC_ERR_UNSUPPORTED);
+        assert_status(oc__ctl_peer_cred(sfd, &pid, &uid), OC_ERR_UNSUPPORTED);
     }
     hello(&m, 17, 333);
-    assert_status(oc_ctl_conn_send(sc, &m), OC_OK);
-    assert_status(oc_ctl_conn_flush(sc), OC_OK);
+    assert_status(oc__ctl_conn_send(sc, &m), OC_OK);
+    assert_status(oc__ctl_conn_flush(sc), OC_OK);
     hello(&m, 18, 444);
-    assert_status(oc_ctl_conn_request(cc, &m, &got, 2000), OC_OK);
+    assert_status(oc__ctl_conn_request(cc, &m, &got, 2000), OC_OK);
     assert_int_equal(got.u.hello.rank, 17);
-    assert_status(oc_ctl_conn_request(sc, NULL, &got, 2000), OC_OK);
+    assert_status(oc__ctl_conn_request(sc, NULL, &got, 2000), OC_OK);
     assert_int_equal(got.u.hello.rank, 18);
-    oc_ctl_conn_destroy(cc);
-    oc_ctl_conn_destroy(sc);
+    oc__ctl_conn_destroy(cc);
+    oc__ctl_conn_destroy(sc);
 }
 
 static void test_unix_listen_connect(void **state)
@@ -644,18 +644,18 @@ static void test_unix_listen_connect(void **state)
 
     snprintf(path, sizeof(path), "%s/agent.sock", tmpdir);
     snprintf(addr_s, sizeof(addr_s), "unix:%s", path);
-    assert_status(oc_ctl_listen(addr_s, &l), OC_OK);
+    assert_status(oc__ctl_listen(addr_s, &l), OC_OK);
     assert_string_equal(l.addr, addr_s);
     exchange(&l, addr_s);
     exchange(&l, path); /* a bare absolute path */
     /* a live listener is not taken over, nor its file removed */
-    assert_status(oc_ctl_listen(addr_s, &l2), OC_ERR_CTL_ADDR);
+    assert_status(oc__ctl_listen(addr_s, &l2), OC_ERR_CTL_ADDR);
     assert_int_equal(stat(path, &sb), 0);
-    oc_ctl_listener_close(&l);
+    oc__ctl_listener_close(&l);
     assert_int_not_equal(stat(path, &sb), 0);
-    oc_ctl_listener_close(&l); /* twice: no-op */
-    oc_ctl_listener_close(NULL);
-    assert_status(oc_ctl_connect(addr_s, 100, &fd), OC_ERR_CTL_CONNECT);
+    oc__ctl_listener_close(&l); /* twice: no-op */
+    oc__ctl_listener_close(NULL);
+    assert_status(oc__ctl_connect(addr_s, 100, &fd), OC_ERR_CTL_CONNECT);
 
     /* a stale socket file (its owner died) is replaced */
     fd = socket(AF_UNIX, SOCK_STREAM, 0);
@@ -665,13 +665,13 @@ static void test_unix_listen_connect(void **state)
     assert_int_equal(bind(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
     close(fd);
     assert_int_equal(stat(path, &sb), 0);
-    assert_status(oc_ctl_listen(addr_s, &l), OC_OK);
+    assert_status(oc__ctl_listen(addr_s, &l), OC_OK);
     exchange(&l, addr_s);
-    oc_ctl_listener_close(&l);
+    oc__ctl_listener_close(&l);
 
     /* a regular file at the path is left alone */
     write_file(path, "x", 1, 0600);
-    assert_status(oc_ctl_listen(addr_s, &l), OC_ERR_CTL_ADDR);
+    assert_status(oc__ctl_listen(addr_s, &l), OC_ERR_CTL_ADDR);
     assert_int_equal(stat(path, &sb), 0);
     assert_true(S_ISREG(sb.st_mode));
     unlink(path);
@@ -685,7 +685,7 @@ static void test_tcp_listen_connect(void **state)
     int fd;
     oc_status_t st;
 
-    assert_status(oc_ctl_listen("tcp:127.0.0.1:0", &l), OC_OK);
+    assert_status(oc__ctl_listen("tcp:127.0.0.1:0", &l), OC_OK);
     assert_int_equal(sscanf(l.addr, "tcp:127.0.0.1:%u", &port), 1);
     assert_true(port > 0 && port < 65536);
     exchange(&l, l.addr);
@@ -694,27 +694,27 @@ static void test_tcp_listen_connect(void **state)
     snprintf(addr_s, sizeof(addr_s), "%s", l.addr);
 
     /* not waiting: start, poll, finish */
-    st = oc_ctl_connect_start(addr_s, &fd);
+    st = oc__ctl_connect_start(addr_s, &fd);
     assert_true(st == OC_OK || st == OC_INPROGRESS);
     if (st == OC_INPROGRESS) {
         struct pollfd p = {fd, POLLOUT, 0};
         assert_int_equal(poll(&p, 1, 2000), 1);
-        assert_status(oc_ctl_connect_finish(fd), OC_OK);
+        assert_status(oc__ctl_connect_finish(fd), OC_OK);
     }
     close(fd);
-    oc_ctl_listener_close(&l);
+    oc__ctl_listener_close(&l);
 
     /* SO_REUSEADDR: the same port again at once (connections were on it) */
-    assert_status(oc_ctl_listen(addr_s, &l), OC_OK);
+    assert_status(oc__ctl_listen(addr_s, &l), OC_OK);
     assert_string_equal(l.addr, addr_s);
-    oc_ctl_listener_close(&l);
+    oc__ctl_listener_close(&l);
     /* nothing listens there now */
-    assert_status(oc_ctl_connect(addr_s, 2000, &fd), OC_ERR_CTL_CONNECT);
-    st = oc_ctl_connect_start(addr_s, &fd);
+    assert_status(oc__ctl_connect(addr_s, 2000, &fd), OC_ERR_CTL_CONNECT);
+    st = oc__ctl_connect_start(addr_s, &fd);
     if (st == OC_INPROGRESS) {
         struct pollfd p = {fd, POLLOUT, 0};
         assert_int_equal(poll(&p, 1, 2000), 1);
-        st = oc_ctl_connect_finish(fd);
+        st = oc__ctl_connect_finish(fd);
         close(fd);
     }
     assert_status(st, OC_ERR_CTL_CONNECT);
@@ -732,16 +732,16 @@ static void test_bad_addresses(void **state)
     int fd;
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        if (oc_ctl_listen(bad[i], &l) != OC_ERR_CTL_ADDR)
+        if (oc__ctl_listen(bad[i], &l) != OC_ERR_CTL_ADDR)
             fail_msg("listen \"%s\" accepted", bad[i]);
-        if (oc_ctl_connect(bad[i], 100, &fd) != OC_ERR_CTL_ADDR)
+        if (oc__ctl_connect(bad[i], 100, &fd) != OC_ERR_CTL_ADDR)
             fail_msg("connect \"%s\" accepted", bad[i]);
     }
     /* connecting needs a host and a port */
-    assert_status(oc_ctl_connect("tcp:127.0.0.1:0", 100, &fd), OC_ERR_CTL_ADDR);
-    assert_status(oc_ctl_connect(":80", 100, &fd), OC_ERR_CTL_ADDR);
-    assert_status(oc_ctl_connect(NULL, 100, &fd), OC_ERR_INVALID_PARAM);
-    assert_status(oc_ctl_listen(NULL, &l), OC_ERR_INVALID_PARAM);
+    assert_status(oc__ctl_connect("tcp:127.0.0.1:0", 100, &fd), OC_ERR_CTL_ADDR);
+    assert_status(oc__ctl_connect(":80", 100, &fd), OC_ERR_CTL_ADDR);
+    assert_status(oc__ctl_connect(NULL, 100, &fd), OC_ERR_INVALID_PARAM);
+    assert_status(oc__ctl_listen(NULL, &l), OC_ERR_INVALID_PARAM);
 }
 
 static int setup(void **state)

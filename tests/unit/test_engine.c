@@ -43,7 +43,7 @@ static oc_status_t handoff(void *arg, oc_eng_out_t *o, oc_eng_buf_t *b,
         uint8_t *copy = malloc(len);
         assert_non_null(copy);
         memcpy(copy, b->data, len);
-        oc_eng_buf_put(b->eng, b);
+        oc__eng_buf_put(b->eng, b);
         s->b[s->n] = (oc_eng_buf_t *)(void *)copy;
     }
     s->n++;
@@ -77,7 +77,7 @@ static oc_eng_t *mk(sink_t *s, uint64_t nbufs, bool reserve)
     p.handoff = handoff;
     p.arg = s;
     p.name = "test";
-    assert_int_equal(oc_eng_create(&p, &e), OC_OK);
+    assert_int_equal(oc__eng_create(&p, &e), OC_OK);
     return e;
 }
 
@@ -85,7 +85,7 @@ static oc_wire_hdr_t check(const uint8_t *b, uint32_t len, uint32_t dst_chk)
 {
     const oc_wire_check_t chk = {3, NR, dst_chk, OC_WIRE_RANK_NONE};
     oc_wire_hdr_t h;
-    assert_int_equal(oc_wire_validate(b, len, &chk, &h), OC_OK);
+    assert_int_equal(oc__wire_validate(b, len, &chk, &h), OC_OK);
     return h;
 }
 
@@ -97,12 +97,12 @@ static void test_params(void **state)
     memset(&p, 0, sizeof(p));
     p.bundle_size = BSIZE;
     p.nbufs = 1;
-    assert_int_equal(oc_eng_create(&p, &e), OC_ERR_INVALID_PARAM); /* no handoff */
+    assert_int_equal(oc__eng_create(&p, &e), OC_ERR_INVALID_PARAM); /* no handoff */
     p.handoff = handoff;
     p.bundle_size = 100;
-    assert_int_equal(oc_eng_create(&p, &e), OC_ERR_INVALID_PARAM);
+    assert_int_equal(oc__eng_create(&p, &e), OC_ERR_INVALID_PARAM);
     assert_null(e);
-    oc_eng_destroy(NULL);
+    oc__eng_destroy(NULL);
 }
 
 /* Same length, source and destination: fixed mode, no message headers. */
@@ -112,13 +112,13 @@ static void test_fixed(void **state)
     oc_eng_t *e = mk(&s, 4, false);
     oc_eng_out_t o;
     (void)state;
-    oc_eng_out_init(&o);
+    oc__eng_out_init(&o);
     o.job = 3;
     for (uint64_t v = 0; v < 10; v++)
-        assert_int_equal(oc_eng_put(e, &o, 5, 2, &v, 8), OC_OK);
-    assert_int_equal(oc_eng_out_count(&o), 10);
+        assert_int_equal(oc__eng_put(e, &o, 5, 2, &v, 8), OC_OK);
+    assert_int_equal(oc__eng_out_count(&o), 10);
     assert_int_equal(e->ndirty, 1);
-    assert_int_equal(oc_eng_flush_dirty(e, OC_ENG_FLUSH_EXPLICIT, 0), OC_OK);
+    assert_int_equal(oc__eng_flush_dirty(e, OC_ENG_FLUSH_EXPLICIT, 0), OC_OK);
     assert_int_equal(s.n, 1);
     assert_int_equal(e->ndirty, 0);
     oc_wire_hdr_t h = check(bundle(&s, 0), s.len[0], 5);
@@ -129,11 +129,11 @@ static void test_fixed(void **state)
     assert_int_equal(h.src_hop, 7);
     assert_int_equal(s.len[0], OC_WIRE_HDR_LEN + 80);
     for (uint64_t v = 0; v < 10; v++)
-        assert_int_equal(oc_wire_ld64(bundle(&s, 0) + OC_WIRE_HDR_LEN + 8 * v), v);
+        assert_int_equal(oc__wire_ld64(bundle(&s, 0) + OC_WIRE_HDR_LEN + 8 * v), v);
     assert_int_equal(e->c.flush[OC_ENG_FLUSH_EXPLICIT], 1);
     assert_int_equal(e->c.bundles, 1);
     sink_free(&s);
-    oc_eng_destroy(e);
+    oc__eng_destroy(e);
 }
 
 /* Another length: rewritten in place as mixed, every message kept. */
@@ -144,32 +144,32 @@ static void test_to_mixed(void **state)
     oc_eng_out_t o;
     uint8_t big[12];
     (void)state;
-    oc_eng_out_init(&o);
+    oc__eng_out_init(&o);
     o.job = 3;
     for (uint64_t v = 1; v <= 3; v++)
-        assert_int_equal(oc_eng_put(e, &o, 4, 1, &v, 8), OC_OK);
+        assert_int_equal(oc__eng_put(e, &o, 4, 1, &v, 8), OC_OK);
     memset(big, 0xee, sizeof big);
-    assert_int_equal(oc_eng_put(e, &o, 4, 1, big, sizeof big), OC_OK);
+    assert_int_equal(oc__eng_put(e, &o, 4, 1, big, sizeof big), OC_OK);
     assert_int_equal(o.item_len, OC_ENG_NO_ITEM);
-    assert_int_equal(oc_eng_flush(e, &o, OC_ENG_FLUSH_EXPLICIT), OC_OK);
+    assert_int_equal(oc__eng_flush(e, &o, OC_ENG_FLUSH_EXPLICIT), OC_OK);
     oc_wire_hdr_t h = check(bundle(&s, 0), s.len[0], 4);
     assert_int_equal(h.flags, 0);
     assert_int_equal(h.count, 4);
     oc_wire_iter_t it;
     oc_wire_msg_t m = {0, 0, 0, NULL};
-    oc_wire_iter_init(&it, bundle(&s, 0), &h);
+    oc__wire_iter_init(&it, bundle(&s, 0), &h);
     for (uint64_t v = 1; v <= 3; v++) {
-        assert_true(oc_wire_iter_next(&it, &m));
+        assert_true(oc__wire_iter_next(&it, &m));
         assert_int_equal(m.len, 8);
         assert_int_equal(m.src, 1);
-        assert_int_equal(oc_wire_ld64(m.payload), v);
+        assert_int_equal(oc__wire_ld64(m.payload), v);
     }
-    assert_true(oc_wire_iter_next(&it, &m));
+    assert_true(oc__wire_iter_next(&it, &m));
     assert_int_equal(m.len, 12);
     assert_memory_equal(m.payload, big, 12);
-    assert_false(oc_wire_iter_next(&it, &m));
+    assert_false(oc__wire_iter_next(&it, &m));
     sink_free(&s);
-    oc_eng_destroy(e);
+    oc__eng_destroy(e);
 }
 
 /* An agent's outlet: another source in a buffer a quarter full goes out
@@ -182,25 +182,25 @@ static void test_source_change(void **state)
     oc_eng_out_t o;
     uint64_t v = 9;
     (void)state;
-    oc_eng_out_init(&o);
+    oc__eng_out_init(&o);
     o.job = 3;
     for (int k = 0; k < 20; k++) /* 40 + 160 bytes >= 512 / 4 */
-        assert_int_equal(oc_eng_put(e, &o, 6, 1, &v, 8), OC_OK);
-    assert_int_equal(oc_eng_put(e, &o, 6, 2, &v, 8), OC_OK);
+        assert_int_equal(oc__eng_put(e, &o, 6, 1, &v, 8), OC_OK);
+    assert_int_equal(oc__eng_put(e, &o, 6, 2, &v, 8), OC_OK);
     assert_int_equal(s.n, 1);
     assert_int_equal(e->c.flush[OC_ENG_FLUSH_FULL], 1);
     assert_int_equal(check(bundle(&s, 0), s.len[0], 6).count, 20);
     assert_int_equal(o.item_len, 8);
     assert_int_equal(o.fsrc, 2);
     /* one item of source 2, then source 3: mixed now */
-    assert_int_equal(oc_eng_put(e, &o, 6, 3, &v, 8), OC_OK);
+    assert_int_equal(oc__eng_put(e, &o, 6, 3, &v, 8), OC_OK);
     assert_int_equal(o.item_len, OC_ENG_NO_ITEM);
-    assert_int_equal(oc_eng_flush(e, &o, OC_ENG_FLUSH_EXPLICIT), OC_OK);
+    assert_int_equal(oc__eng_flush(e, &o, OC_ENG_FLUSH_EXPLICIT), OC_OK);
     oc_wire_hdr_t h = check(bundle(&s, 1), s.len[1], 6);
     assert_int_equal(h.count, 2);
     assert_int_equal(h.flags, 0);
     sink_free(&s);
-    oc_eng_destroy(e);
+    oc__eng_destroy(e);
 }
 
 /* Full buffers flush FULL; an empty pool is back-pressure. */
@@ -214,10 +214,10 @@ static void test_full_and_backpressure(void **state)
     (void)state;
     s.keep = 1; /* nobody gives buffers back: the pool drains */
     e = mk(&s, 2, false);
-    oc_eng_out_init(&o);
+    oc__eng_out_init(&o);
     o.job = 3;
     for (k = 0; k < 1000; k++) {
-        oc_status_t st = oc_eng_put(e, &o, 1, 0, &v, 8);
+        oc_status_t st = oc__eng_put(e, &o, 1, 0, &v, 8);
         if (st != OC_OK) {
             assert_int_equal(st, OC_ERR_NO_RESOURCE);
             break;
@@ -229,9 +229,9 @@ static void test_full_and_backpressure(void **state)
     assert_int_equal(e->c.flush[OC_ENG_FLUSH_FULL], 2);
     assert_int_equal(check(bundle(&s, 0), s.len[0], 1).count, 59);
     /* a buffer back: the next put goes through */
-    oc_eng_buf_put(e, s.b[0]);
-    assert_int_equal(oc_eng_put(e, &o, 1, 0, &v, 8), OC_OK);
-    oc_eng_destroy(e);
+    oc__eng_buf_put(e, s.b[0]);
+    assert_int_equal(oc__eng_put(e, &o, 1, 0, &v, 8), OC_OK);
+    oc__eng_destroy(e);
 }
 
 /* Inside a handler the reserve serves when the pool is empty. */
@@ -242,17 +242,17 @@ static void test_reserve(void **state)
     oc_eng_buf_t *a, *b;
     (void)state;
     e = mk(&s, 1, true);
-    a = oc_eng_buf_get(e);
+    a = oc__eng_buf_get(e);
     assert_non_null(a);
-    assert_null(oc_eng_buf_get(e)); /* not in a handler */
+    assert_null(oc__eng_buf_get(e)); /* not in a handler */
     e->in_handler = 1;
-    b = oc_eng_buf_get(e);
+    b = oc__eng_buf_get(e);
     assert_non_null(b);
     assert_true(b->reserve);
     assert_int_equal(e->c.reserve_buffers, 1);
-    oc_eng_buf_put(e, b);
-    oc_eng_buf_put(e, a);
-    oc_eng_destroy(e); /* frees the reserve (ASan checks) */
+    oc__eng_buf_put(e, b);
+    oc__eng_buf_put(e, a);
+    oc__eng_destroy(e); /* frees the reserve (ASan checks) */
 }
 
 /* TIMEOUT keeps young buffers, IDLE sends everything. */
@@ -264,25 +264,25 @@ static void test_policy(void **state)
     uint64_t v = 5;
     (void)state;
     for (int k = 0; k < 3; k++) {
-        oc_eng_out_init(&o[k]);
+        oc__eng_out_init(&o[k]);
         o[k].job = 3;
-        assert_int_equal(oc_eng_put(e, &o[k], (uint32_t)k, 0, &v, 8), OC_OK);
+        assert_int_equal(oc__eng_put(e, &o[k], (uint32_t)k, 0, &v, 8), OC_OK);
     }
     assert_int_equal(e->ndirty, 3); /* the list grew from 1 */
-    assert_int_equal(oc_eng_policy(e, false), OC_OK);
+    assert_int_equal(oc__eng_policy(e, false), OC_OK);
     assert_int_equal(s.n, 0); /* 1 s timeout: nothing yet */
     o[1].t_first -= 2000000;   /* this one waited 2 s */
-    assert_int_equal(oc_eng_policy(e, false), OC_OK);
+    assert_int_equal(oc__eng_policy(e, false), OC_OK);
     assert_int_equal(s.n, 1);
     assert_ptr_equal(s.from[0], &o[1]);
     assert_int_equal(e->c.flush[OC_ENG_FLUSH_TIMEOUT], 1);
     assert_int_equal(e->ndirty, 2);
-    assert_int_equal(oc_eng_policy(e, true), OC_OK);
+    assert_int_equal(oc__eng_policy(e, true), OC_OK);
     assert_int_equal(s.n, 3);
     assert_int_equal(e->c.flush[OC_ENG_FLUSH_IDLE], 2);
     assert_int_equal(e->ndirty, 0);
     sink_free(&s);
-    oc_eng_destroy(e);
+    oc__eng_destroy(e);
 }
 
 /* A hand-off error reaches the caller of the flush. */
@@ -293,13 +293,13 @@ static void test_handoff_error(void **state)
     oc_eng_out_t o;
     uint64_t v = 5;
     (void)state;
-    oc_eng_out_init(&o);
+    oc__eng_out_init(&o);
     s.ret = OC_ERR_TRANSPORT;
-    assert_int_equal(oc_eng_put(e, &o, 1, 0, &v, 8), OC_OK);
-    assert_int_equal(oc_eng_flush_dirty(e, OC_ENG_FLUSH_EXPLICIT, 0),
+    assert_int_equal(oc__eng_put(e, &o, 1, 0, &v, 8), OC_OK);
+    assert_int_equal(oc__eng_flush_dirty(e, OC_ENG_FLUSH_EXPLICIT, 0),
                      OC_ERR_TRANSPORT);
     sink_free(&s);
-    oc_eng_destroy(e);
+    oc__eng_destroy(e);
 }
 
 /* A stream outlet: mixed, flagged, the rank as header source; only an
@@ -310,23 +310,23 @@ static void test_stream_outlet(void **state)
     oc_eng_t *e = mk(&s, 2, false);
     oc_eng_out_t o;
     (void)state;
-    oc_eng_out_init(&o);
+    oc__eng_out_init(&o);
     o.job = 3;
     o.mixed_only = 1;
     o.flags = OC_WIRE_F_STREAM;
     o.src = 9;
     for (uint64_t v = 0; v < 6; v++)
-        assert_int_equal(oc_eng_put(e, &o, (uint32_t)v, 9, &v, 8), OC_OK);
-    assert_int_equal(oc_eng_flush(e, &o, OC_ENG_FLUSH_EXPLICIT), OC_OK);
+        assert_int_equal(oc__eng_put(e, &o, (uint32_t)v, 9, &v, 8), OC_OK);
+    assert_int_equal(oc__eng_flush(e, &o, OC_ENG_FLUSH_EXPLICIT), OC_OK);
     oc_wire_hdr_t h = check(bundle(&s, 0), s.len[0], OC_WIRE_RANK_NONE);
     assert_int_equal(h.flags, OC_WIRE_F_STREAM);
     assert_int_equal(h.src, 9);
     assert_int_equal(h.count, 6);
     const oc_wire_check_t at_rank = {3, NR, 1, OC_WIRE_RANK_NONE};
-    assert_int_equal(oc_wire_validate(bundle(&s, 0), s.len[0], &at_rank, &h),
+    assert_int_equal(oc__wire_validate(bundle(&s, 0), s.len[0], &at_rank, &h),
                      OC_ERR_WIRE_FLAGS);
     sink_free(&s);
-    oc_eng_destroy(e);
+    oc__eng_destroy(e);
 }
 
 /* A column-stream outlet: destinations in a column, items after them;
@@ -340,10 +340,10 @@ static void test_column_outlet(void **state)
     oc_wire_hdr_t h;
     oc_wire_iter_t it;
     oc_wire_msg_t m;
-    const uint32_t cap = oc_wire_col_cap(BSIZE, 8);
+    const uint32_t cap = oc__wire_col_cap(BSIZE, 8);
     uint32_t k = 0;
     (void)state;
-    oc_eng_out_init(&o);
+    oc__eng_out_init(&o);
     o.job = 3;
     o.mixed_only = 1;
     o.column = 1;
@@ -351,20 +351,20 @@ static void test_column_outlet(void **state)
     o.src = 9;
     /* 5 items: odd count, partial buffer */
     for (uint64_t v = 0; v < 5; v++)
-        assert_int_equal(oc_eng_put(e, &o, (uint32_t)(v * 3 % NR), 9, &v, 8),
+        assert_int_equal(oc__eng_put(e, &o, (uint32_t)(v * 3 % NR), 9, &v, 8),
                          OC_OK);
-    assert_int_equal(oc_eng_out_count(&o), 5);
-    assert_int_equal(oc_eng_col_room(&o, 8), cap - 5);
-    assert_int_equal(oc_eng_col_room(&o, 4), 0);
-    assert_int_equal(oc_eng_flush(e, &o, OC_ENG_FLUSH_EXPLICIT), OC_OK);
+    assert_int_equal(oc__eng_out_count(&o), 5);
+    assert_int_equal(oc__eng_col_room(&o, 8), cap - 5);
+    assert_int_equal(oc__eng_col_room(&o, 4), 0);
+    assert_int_equal(oc__eng_flush(e, &o, OC_ENG_FLUSH_EXPLICIT), OC_OK);
     assert_null(o.dcol);
     assert_int_equal(s.len[0], OC_WIRE_HDR_LEN + 24 + 5 * 8);
     h = check(bundle(&s, 0), s.len[0], OC_WIRE_RANK_NONE);
     assert_int_equal(h.flags, OC_WIRE_F_STREAM | OC_WIRE_F_FIXED);
     assert_int_equal(h.src, 9);
     assert_int_equal(h.item_size, 8);
-    oc_wire_iter_init(&it, bundle(&s, 0), &h);
-    while (oc_wire_iter_next(&it, &m)) {
+    oc__wire_iter_init(&it, bundle(&s, 0), &h);
+    while (oc__wire_iter_next(&it, &m)) {
         uint64_t v;
         memcpy(&v, m.payload, 8);
         assert_int_equal(v, k);
@@ -374,23 +374,23 @@ static void test_column_outlet(void **state)
     assert_int_equal(k, 5);
     /* a full buffer: the next item sends it (FULL) with no gap left */
     for (uint64_t v = 0; v <= cap; v++)
-        assert_int_equal(oc_eng_put(e, &o, 1, 9, &v, 8), OC_OK);
+        assert_int_equal(oc__eng_put(e, &o, 1, 9, &v, 8), OC_OK);
     assert_int_equal(s.n, 2);
     h = check(bundle(&s, 1), s.len[1], OC_WIRE_RANK_NONE);
     assert_int_equal(h.count, cap);
     assert_int_equal(e->c.flush[OC_ENG_FLUSH_FULL], 1);
     /* another length: the 1-item buffer goes, a 12-byte one opens */
     uint8_t twelve[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
-    assert_int_equal(oc_eng_put(e, &o, 2, 9, twelve, 12), OC_OK);
+    assert_int_equal(oc__eng_put(e, &o, 2, 9, twelve, 12), OC_OK);
     assert_int_equal(s.n, 3);
     assert_int_equal(o.item_len, 12);
     /* zero length: the 12-byte buffer goes, a row-layout one takes it and
      * then anything */
-    assert_int_equal(oc_eng_put(e, &o, 4, 9, NULL, 0), OC_OK);
+    assert_int_equal(oc__eng_put(e, &o, 4, 9, NULL, 0), OC_OK);
     assert_int_equal(s.n, 4);
     assert_null(o.dcol);
-    assert_int_equal(oc_eng_put(e, &o, 5, 9, twelve, 12), OC_OK);
-    assert_int_equal(oc_eng_flush(e, &o, OC_ENG_FLUSH_EXPLICIT), OC_OK);
+    assert_int_equal(oc__eng_put(e, &o, 5, 9, twelve, 12), OC_OK);
+    assert_int_equal(oc__eng_flush(e, &o, OC_ENG_FLUSH_EXPLICIT), OC_OK);
     h = check(bundle(&s, 4), s.len[4], OC_WIRE_RANK_NONE);
     assert_int_equal(h.flags, OC_WIRE_F_STREAM);
     assert_int_equal(h.count, 2);
@@ -398,7 +398,7 @@ static void test_column_outlet(void **state)
     assert_int_equal(h.item_size, 12);
     assert_int_equal(h.count, 1);
     sink_free(&s);
-    oc_eng_destroy(e);
+    oc__eng_destroy(e);
 }
 
 /* Retiring an outlet flushes it and takes it off the dirty list. */
@@ -409,15 +409,15 @@ static void test_retire(void **state)
     oc_eng_out_t o;
     uint64_t v = 5;
     (void)state;
-    oc_eng_out_init(&o);
-    assert_int_equal(oc_eng_put(e, &o, 1, 0, &v, 8), OC_OK);
-    oc_eng_out_retire(e, &o);
+    oc__eng_out_init(&o);
+    assert_int_equal(oc__eng_put(e, &o, 1, 0, &v, 8), OC_OK);
+    oc__eng_out_retire(e, &o);
     assert_int_equal(s.n, 1);
     assert_int_equal(e->ndirty, 0);
     assert_int_equal(o.listed, 0);
     assert_null(o.buf);
     sink_free(&s);
-    oc_eng_destroy(e);
+    oc__eng_destroy(e);
 }
 
 /* The ring keeps order across growth and compaction. */
@@ -425,16 +425,16 @@ static void test_ring(void **state)
 {
     oc_eng_ring_t r;
     (void)state;
-    assert_int_equal(oc_eng_ring_init(&r, NULL, 3), OC_OK);
+    assert_int_equal(oc__eng_ring_init(&r, NULL, 3), OC_OK);
     assert_int_equal(r.cap, 16);
     for (uint32_t k = 0; k < 10; k++) /* wrap the head around first */
-        oc_eng_ring_push(&r)->len = k;
+        oc__eng_ring_push(&r)->len = k;
     for (uint32_t k = 0; k < 10; k++) {
-        assert_int_equal(oc_eng_ring_at(&r, 0)->len, k);
-        oc_eng_ring_pop(&r);
+        assert_int_equal(oc__eng_ring_at(&r, 0)->len, k);
+        oc__eng_ring_pop(&r);
     }
     for (uint32_t k = 0; k < 100; k++) {
-        oc_eng_rx_t *x = oc_eng_ring_push(&r);
+        oc_eng_rx_t *x = oc__eng_ring_push(&r);
         assert_non_null(x);
         assert_int_equal(x->done, 0);
         x->len = k;
@@ -442,19 +442,19 @@ static void test_ring(void **state)
     assert_int_equal(r.count, 100);
     assert_int_equal(r.cap, 128);
     for (uint32_t k = 0; k < 100; k++)
-        assert_int_equal(oc_eng_ring_at(&r, k)->len, k);
+        assert_int_equal(oc__eng_ring_at(&r, k)->len, k);
     /* a scan of the first 50 kept the even ones; 50..99 arrived later */
     uint32_t kept = 0;
     for (uint32_t k = 0; k < 50; k++)
         if (k % 2 == 0)
-            *oc_eng_ring_at(&r, kept++) = *oc_eng_ring_at(&r, k);
-    oc_eng_ring_compact(&r, 50, kept);
+            *oc__eng_ring_at(&r, kept++) = *oc__eng_ring_at(&r, k);
+    oc__eng_ring_compact(&r, 50, kept);
     assert_int_equal(r.count, 75);
     for (uint32_t k = 0; k < 25; k++)
-        assert_int_equal(oc_eng_ring_at(&r, k)->len, 2 * k);
+        assert_int_equal(oc__eng_ring_at(&r, k)->len, 2 * k);
     for (uint32_t k = 25; k < 75; k++)
-        assert_int_equal(oc_eng_ring_at(&r, k)->len, k + 25);
-    oc_eng_ring_fini(&r);
+        assert_int_equal(oc__eng_ring_at(&r, k)->len, k + 25);
+    oc__eng_ring_fini(&r);
 }
 
 int main(void)

@@ -25,30 +25,30 @@ static void test_split(void **state)
     char *w[4];
 
     (void)state;
-    assert_int_equal(oc_kv_split(line, w, 4), 2);
+    assert_int_equal(oc__kv_split(line, w, 4), 2);
     assert_string_equal(w[0], "threads");
     assert_string_equal(w[1], "2");
     /* a word starting with '#' ends the line; '#' inside a word does not */
-    assert_int_equal(oc_kv_split(com, w, 4), 2);
+    assert_int_equal(oc__kv_split(com, w, 4), 2);
     assert_string_equal(w[1], "id=1");
-    assert_int_equal(oc_kv_split(only, w, 4), 0);
-    assert_int_equal(oc_kv_split(hash, w, 4), 2);
+    assert_int_equal(oc__kv_split(only, w, 4), 0);
+    assert_int_equal(oc__kv_split(hash, w, 4), 2);
     assert_string_equal(w[0], "path=/a#b");
     /* one word more than room: -1, the room filled */
-    assert_int_equal(oc_kv_split(many, w, 3), -1);
+    assert_int_equal(oc__kv_split(many, w, 3), -1);
     assert_string_equal(w[2], "c");
     char empty[] = "";
-    assert_int_equal(oc_kv_split(empty, w, 4), 0);
+    assert_int_equal(oc__kv_split(empty, w, 4), 0);
 
     /* const text: its first line, copied */
     char buf[16];
     const char *text = "id=1 action=allow\nid=2";
-    assert_int_equal(oc_kv_split_text(text, buf, sizeof(buf), w, 4), -2);
+    assert_int_equal(oc__kv_split_text(text, buf, sizeof(buf), w, 4), -2);
     char big[32];
-    assert_int_equal(oc_kv_split_text(text, big, sizeof(big), w, 4), 2);
+    assert_int_equal(oc__kv_split_text(text, big, sizeof(big), w, 4), 2);
     assert_string_equal(w[1], "action=allow");
     assert_string_equal(text, "id=1 action=allow\nid=2"); /* untouched */
-    assert_int_equal(oc_kv_split_text("a b c", big, sizeof(big), w, 2), -1);
+    assert_int_equal(oc__kv_split_text("a b c", big, sizeof(big), w, 2), -1);
 }
 
 static void test_key(void **state)
@@ -60,29 +60,29 @@ static void test_key(void **state)
     unsigned seen = 0;
 
     (void)state;
-    assert_int_equal(oc_kv_key(a, keys, &seen, &val, why, sizeof(why)), 1);
+    assert_int_equal(oc__kv_key(a, keys, &seen, &val, why, sizeof(why)), 1);
     assert_string_equal(val, "7");
     assert_int_equal(seen, 2);
     /* an empty value is the value's parser's to refuse */
-    assert_int_equal(oc_kv_key(b, keys, &seen, &val, why, sizeof(why)), 2);
+    assert_int_equal(oc__kv_key(b, keys, &seen, &val, why, sizeof(why)), 2);
     assert_string_equal(val, "");
-    assert_int_equal(oc_kv_key(c, keys, &seen, &val, why, sizeof(why)), -1);
+    assert_int_equal(oc__kv_key(c, keys, &seen, &val, why, sizeof(why)), -1);
     assert_string_equal(why, "'prio' given twice");
     /* without a seen set, repeats pass */
     char c2[] = "prio=9";
-    assert_int_equal(oc_kv_key(c2, keys, NULL, &val, why, sizeof(why)), 1);
+    assert_int_equal(oc__kv_key(c2, keys, NULL, &val, why, sizeof(why)), 1);
     assert_string_equal(val, "9");
-    assert_int_equal(oc_kv_key(d, keys, &seen, &val, why, sizeof(why)), -1);
+    assert_int_equal(oc__kv_key(d, keys, &seen, &val, why, sizeof(why)), -1);
     assert_string_equal(why, "unknown key 'colour' (id prio action)");
     assert_string_equal(d, "colour=red"); /* left as it was */
-    assert_int_equal(oc_kv_key(e, keys, &seen, &val, why, sizeof(why)), -1);
+    assert_int_equal(oc__kv_key(e, keys, &seen, &val, why, sizeof(why)), -1);
     assert_string_equal(why, "'novalue': expected KEY=VALUE");
     /* split at the first '=' */
-    assert_int_equal(oc_kv_key(f, keys, &seen, &val, why, sizeof(why)), 0);
+    assert_int_equal(oc__kv_key(f, keys, &seen, &val, why, sizeof(why)), 0);
     assert_string_equal(val, "a=b");
     /* a short reason buffer is cut, still terminated */
     char g[] = "zz=1", small[12];
-    assert_int_equal(oc_kv_key(g, keys, NULL, &val, small, sizeof(small)), -1);
+    assert_int_equal(oc__kv_key(g, keys, NULL, &val, small, sizeof(small)), -1);
     assert_int_equal(strlen(small), sizeof(small) - 1);
 }
 
@@ -93,32 +93,32 @@ static void test_numbers(void **state)
     uint8_t len = 99;
 
     (void)state;
-    assert_int_equal(oc_kv_u64("0", 0, 10, &v), 0);
+    assert_int_equal(oc__kv_u64("0", 0, 10, &v), 0);
     assert_int_equal(v, 0);
-    assert_int_equal(oc_kv_u64("18446744073709551615", 0, UINT64_MAX, &v), 0);
+    assert_int_equal(oc__kv_u64("18446744073709551615", 0, UINT64_MAX, &v), 0);
     assert_true(v == UINT64_MAX);
     v = 42;
     static const char *const bad[] = {"", "-1", "+1", " 1", "1 ", "0x10", "11",
                                       "18446744073709551616", "1k"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        if (oc_kv_u64(bad[i], 0, 10, &v) != -1)
+        if (oc__kv_u64(bad[i], 0, 10, &v) != -1)
             fail_msg("'%s' taken as a number in 0..10", bad[i]);
         assert_int_equal(v, 42); /* untouched */
     }
-    assert_int_equal(oc_kv_ipv4("10.1.2.3", &ip), 0);
+    assert_int_equal(oc__kv_ipv4("10.1.2.3", &ip), 0);
     assert_int_equal(ip, 0x0a010203);
-    assert_int_equal(oc_kv_ipv4("10.1.2", &ip), -1);
-    assert_int_equal(oc_kv_ipv4("10.1.2.256", &ip), -1);
-    assert_int_equal(oc_kv_prefix("10.1.2.3/8", &ip, &len), 0);
+    assert_int_equal(oc__kv_ipv4("10.1.2", &ip), -1);
+    assert_int_equal(oc__kv_ipv4("10.1.2.256", &ip), -1);
+    assert_int_equal(oc__kv_prefix("10.1.2.3/8", &ip, &len), 0);
     assert_int_equal(ip, 0x0a000000);
     assert_int_equal(len, 8);
-    assert_int_equal(oc_kv_prefix("10.1.2.3", &ip, &len), 0);
+    assert_int_equal(oc__kv_prefix("10.1.2.3", &ip, &len), 0);
     assert_int_equal(ip, 0x0a010203);
     assert_int_equal(len, 32);
-    assert_int_equal(oc_kv_prefix("10.1.2.3/0", &ip, &len), 0);
+    assert_int_equal(oc__kv_prefix("10.1.2.3/0", &ip, &len), 0);
     assert_int_equal(ip, 0);
     assert_int_equal(len, 0);
-    assert_int_equal(oc_kv_prefix("any", &ip, &len), 0);
+    assert_int_equal(oc__kv_prefix("any", &ip, &len), 0);
     assert_int_equal(len, 0);
     ip = 7;
     len = 7;
@@ -126,7 +126,7 @@ static void test_numbers(void **state)
                                        "10.1.2.3/-1", "10.1.2.3/8/8",
                                        "255.255.255.255.255/8", "anything"};
     for (size_t i = 0; i < sizeof(badp) / sizeof(badp[0]); i++) {
-        if (oc_kv_prefix(badp[i], &ip, &len) != -1)
+        if (oc__kv_prefix(badp[i], &ip, &len) != -1)
             fail_msg("'%s' taken as a prefix", badp[i]);
         assert_int_equal(ip, 7);
         assert_int_equal(len, 7);
@@ -143,8 +143,8 @@ static void test_errors(void **state)
     memset(&e, 0, sizeof(e));
     e.echo = open_memstream(&echoed, &elen);
     assert_non_null(e.echo);
-    oc_conf_error(&e, "a.conf", 3, "threads '%s': expected 1..%u", "0", 64u);
-    oc_conf_error(&e, "a.conf", 0, "no 'attach' line");
+    oc__conf_error(&e, "a.conf", 3, "threads '%s': expected 1..%u", "0", 64u);
+    oc__conf_error(&e, "a.conf", 0, "no 'attach' line");
     assert_int_equal(e.count, 2);
     assert_string_equal(e.text, "a.conf:3: threads '0': expected 1..64\n"
                                 "a.conf: no 'attach' line\n");
@@ -158,7 +158,7 @@ static void test_errors(void **state)
     memset(big, 'x', sizeof(big) - 1);
     big[sizeof(big) - 1] = '\0';
     for (int i = 0; i < 100; i++)
-        oc_conf_error(&e, "b.conf", (unsigned)i + 1, "%s", big);
+        oc__conf_error(&e, "b.conf", (unsigned)i + 1, "%s", big);
     assert_int_equal(e.count, 100);
     size_t l = strlen(e.text);
     assert_true(l < sizeof(e.text));
@@ -184,22 +184,22 @@ static void test_lines(void **state)
 
     (void)state;
     memset(&e, 0, sizeof(e));
-    assert_int_equal(oc_kv_next_line(text, sizeof(text) - 1, &pos, buf,
+    assert_int_equal(oc__kv_next_line(text, sizeof(text) - 1, &pos, buf,
                                      sizeof(buf), "f", &ln, &e), 1);
     assert_string_equal(buf, "one"); /* CRLF ends a line too */
-    assert_int_equal(oc_kv_next_line(text, sizeof(text) - 1, &pos, buf,
+    assert_int_equal(oc__kv_next_line(text, sizeof(text) - 1, &pos, buf,
                                      sizeof(buf), "f", &ln, &e), 1);
     assert_string_equal(buf, "");
-    assert_int_equal(oc_kv_next_line(text, sizeof(text) - 1, &pos, buf,
+    assert_int_equal(oc__kv_next_line(text, sizeof(text) - 1, &pos, buf,
                                      sizeof(buf), "f", &ln, &e), -1);
     /* a NUL would hide the rest of its line: refused, not cut */
-    assert_int_equal(oc_kv_next_line(text, sizeof(text) - 1, &pos, buf,
+    assert_int_equal(oc__kv_next_line(text, sizeof(text) - 1, &pos, buf,
                                      sizeof(buf), "f", &ln, &e), -1);
-    assert_int_equal(oc_kv_next_line(text, sizeof(text) - 1, &pos, buf,
+    assert_int_equal(oc__kv_next_line(text, sizeof(text) - 1, &pos, buf,
                                      sizeof(buf), "f", &ln, &e), 1);
     assert_string_equal(buf, "last"); /* no final newline */
     assert_int_equal(ln, 5);
-    assert_int_equal(oc_kv_next_line(text, sizeof(text) - 1, &pos, buf,
+    assert_int_equal(oc__kv_next_line(text, sizeof(text) - 1, &pos, buf,
                                      sizeof(buf), "f", &ln, &e), 0);
     assert_int_equal(e.count, 2);
     assert_string_equal(e.text, "f:3: line longer than 7 bytes\n"

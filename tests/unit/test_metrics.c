@@ -66,44 +66,44 @@ static const char expected_text[] =
 
 static void write_registry(oc_prom_t *p)
 {
-    assert_int_equal(oc_prom_family(p, "offcore_job_messages_total",
+    assert_int_equal(oc__prom_family(p, "offcore_job_messages_total",
                                     "Messages \"routed\".\nIn \\ out.",
                                     OC_PROM_COUNTER),
                      OC_OK);
-    assert_int_equal(oc_prom_sample(p, "offcore_job_messages_total",
+    assert_int_equal(oc__prom_sample(p, "offcore_job_messages_total",
                                     OC_PROM_LABELS({"job", "7"}, {"dir", "in"}),
                                     UINT64_MAX),
                      OC_OK);
     /* a repeated family call for the current family is a no-op */
     assert_int_equal(
-        oc_prom_family(p, "offcore_job_messages_total", "x", OC_PROM_COUNTER),
+        oc__prom_family(p, "offcore_job_messages_total", "x", OC_PROM_COUNTER),
         OC_OK);
     assert_int_equal(
-        oc_prom_sample(p, "offcore_job_messages_total",
+        oc__prom_sample(p, "offcore_job_messages_total",
                        OC_PROM_LABELS({"job", "a\\b\"c\nd"}, {"dir", "out"}),
                        0),
         OC_OK);
-    assert_int_equal(oc_prom_family(p, "offcore_agent_uptime_seconds",
+    assert_int_equal(oc__prom_family(p, "offcore_agent_uptime_seconds",
                                     "Seconds since start.", OC_PROM_GAUGE),
                      OC_OK);
     assert_int_equal(
-        oc_prom_sample_f64(p, "offcore_agent_uptime_seconds", NULL, 0, 12.5),
+        oc__prom_sample_f64(p, "offcore_agent_uptime_seconds", NULL, 0, 12.5),
         OC_OK);
-    assert_int_equal(oc_prom_family(p, "x_ratio", NULL, OC_PROM_GAUGE), OC_OK);
-    oc_prom_sample_f64(p, "x_ratio", OC_PROM_LABELS({"k", "nan"}), NAN);
-    oc_prom_sample_f64(p, "x_ratio", OC_PROM_LABELS({"k", "pinf"}), INFINITY);
-    oc_prom_sample_f64(p, "x_ratio", OC_PROM_LABELS({"k", "ninf"}), -INFINITY);
-    oc_prom_sample_f64(p, "x_ratio", OC_PROM_LABELS({"k", "tenth"}), 0.1);
-    oc_prom_sample_f64(p, "x_ratio", OC_PROM_LABELS({"k", "third"}), 1.0 / 3);
-    oc_prom_sample_f64(p, "x_ratio", OC_PROM_LABELS({"k", "big"}), 1e300);
-    oc_prom_sample_f64(p, "x_ratio", OC_PROM_LABELS({"k", "\xc3\xa9t\xc3\xa9"}),
+    assert_int_equal(oc__prom_family(p, "x_ratio", NULL, OC_PROM_GAUGE), OC_OK);
+    oc__prom_sample_f64(p, "x_ratio", OC_PROM_LABELS({"k", "nan"}), NAN);
+    oc__prom_sample_f64(p, "x_ratio", OC_PROM_LABELS({"k", "pinf"}), INFINITY);
+    oc__prom_sample_f64(p, "x_ratio", OC_PROM_LABELS({"k", "ninf"}), -INFINITY);
+    oc__prom_sample_f64(p, "x_ratio", OC_PROM_LABELS({"k", "tenth"}), 0.1);
+    oc__prom_sample_f64(p, "x_ratio", OC_PROM_LABELS({"k", "third"}), 1.0 / 3);
+    oc__prom_sample_f64(p, "x_ratio", OC_PROM_LABELS({"k", "big"}), 1e300);
+    oc__prom_sample_f64(p, "x_ratio", OC_PROM_LABELS({"k", "\xc3\xa9t\xc3\xa9"}),
                        -2);
     assert_int_equal(
-        oc_prom_family(p, "lat_seconds", "Latency.", OC_PROM_HISTOGRAM), OC_OK);
-    oc_prom_sample(p, "lat_seconds_bucket", OC_PROM_LABELS({"le", "+Inf"}), 3);
-    oc_prom_sample_f64(p, "lat_seconds_sum", NULL, 0, 0.75);
-    oc_prom_sample(p, "lat_seconds_count", NULL, 0, 3);
-    assert_int_equal(oc_prom_status(p), OC_OK);
+        oc__prom_family(p, "lat_seconds", "Latency.", OC_PROM_HISTOGRAM), OC_OK);
+    oc__prom_sample(p, "lat_seconds_bucket", OC_PROM_LABELS({"le", "+Inf"}), 3);
+    oc__prom_sample_f64(p, "lat_seconds_sum", NULL, 0, 0.75);
+    oc__prom_sample(p, "lat_seconds_count", NULL, 0, 3);
+    assert_int_equal(oc__prom_status(p), OC_OK);
 }
 
 static void test_writer_exact(void **state)
@@ -111,26 +111,26 @@ static void test_writer_exact(void **state)
     oc_prom_buf_t b = {0};
     oc_prom_t p;
 
-    oc_prom_init(&p, &b);
+    oc__prom_init(&p, &b);
     write_registry(&p);
     assert_string_equal(b.data, expected_text);
     assert_int_equal(b.len, strlen(expected_text));
-    oc_prom_buf_free(&b);
+    oc__prom_buf_free(&b);
     assert_null(b.data);
-    oc_prom_buf_free(NULL);
+    oc__prom_buf_free(NULL);
 
     /* appending after existing content keeps it */
     b.data = strdup("# preamble\n");
     b.len = strlen(b.data);
     b.cap = b.len + 1;
-    oc_prom_init(&p, &b);
+    oc__prom_init(&p, &b);
     write_registry(&p);
     assert_int_equal(strncmp(b.data, "# preamble\n", 11), 0);
     assert_string_equal(b.data + 11, expected_text);
-    oc_prom_buf_free(&b);
+    oc__prom_buf_free(&b);
 }
 
-/* oc_prom_histogram(): cumulative buckets with the series' labels and le,
+/* oc__prom_histogram(): cumulative buckets with the series' labels and le,
  * +Inf, _sum and _count, exactly; too many labels refused (sticky) */
 static void test_writer_histogram(void **state)
 {
@@ -141,13 +141,13 @@ static void test_writer_histogram(void **state)
     oc_prom_label_t many[OC_PROM_HIST_LABELS_MAX + 1];
     (void)state;
 
-    oc_prom_init(&p, &b);
-    assert_int_equal(oc_prom_family(&p, "d_seconds", "D.", OC_PROM_HISTOGRAM),
+    oc__prom_init(&p, &b);
+    assert_int_equal(oc__prom_family(&p, "d_seconds", "D.", OC_PROM_HISTOGRAM),
                      OC_OK);
-    assert_int_equal(oc_prom_histogram(&p, "d_seconds",
+    assert_int_equal(oc__prom_histogram(&p, "d_seconds",
                                        OC_PROM_LABELS({"tenant", "A"}), le, 3,
                                        counts, 7.25), OC_OK);
-    assert_int_equal(oc_prom_histogram(&p, "d_seconds", NULL, 0, NULL, 0,
+    assert_int_equal(oc__prom_histogram(&p, "d_seconds", NULL, 0, NULL, 0,
                                        NULL, 0), OC_OK);
     assert_string_equal(b.data,
         "# HELP d_seconds D.\n"
@@ -163,11 +163,11 @@ static void test_writer_histogram(void **state)
         "d_seconds_count 0\n");
     for (size_t i = 0; i < OC_PROM_HIST_LABELS_MAX + 1; i++)
         many[i] = (oc_prom_label_t){"x", "y"};
-    assert_int_equal(oc_prom_histogram(&p, "d_seconds", many,
+    assert_int_equal(oc__prom_histogram(&p, "d_seconds", many,
                                        OC_PROM_HIST_LABELS_MAX + 1, le, 3,
                                        counts, 1), OC_ERR_INVALID_PARAM);
-    assert_int_equal(oc_prom_status(&p), OC_ERR_INVALID_PARAM);
-    oc_prom_buf_free(&b);
+    assert_int_equal(oc__prom_status(&p), OC_ERR_INVALID_PARAM);
+    oc__prom_buf_free(&b);
 }
 
 /* Run @p step on a fresh writer that already holds one good family and
@@ -178,85 +178,85 @@ static void test_writer_histogram(void **state)
     do {                                                                       \
         oc_prom_buf_t b_ = {0};                                                \
         oc_prom_t p_, *p = &p_;                                                \
-        oc_prom_init(p, &b_);                                                  \
+        oc__prom_init(p, &b_);                                                  \
         assert_int_equal(                                                      \
-            oc_prom_family(p, "good_total", "h", OC_PROM_COUNTER), OC_OK);     \
-        assert_int_equal(oc_prom_sample(p, "good_total", NULL, 0, 1), OC_OK);  \
+            oc__prom_family(p, "good_total", "h", OC_PROM_COUNTER), OC_OK);     \
+        assert_int_equal(oc__prom_sample(p, "good_total", NULL, 0, 1), OC_OK);  \
         assert_int_equal((pre), OC_OK);                                        \
         size_t len_ = b_.len;                                                  \
         assert_int_equal((step), (want));                                      \
-        assert_int_equal(oc_prom_status(p), (want));                           \
+        assert_int_equal(oc__prom_status(p), (want));                           \
         assert_int_equal(b_.len, len_);                                        \
-        assert_int_equal(oc_prom_family(p, "later", NULL, OC_PROM_GAUGE),      \
+        assert_int_equal(oc__prom_family(p, "later", NULL, OC_PROM_GAUGE),      \
                          (want));                                              \
-        assert_int_equal(oc_prom_sample(p, "good_total", NULL, 0, 2), (want)); \
+        assert_int_equal(oc__prom_sample(p, "good_total", NULL, 0, 2), (want)); \
         assert_int_equal(b_.len, len_);                                        \
         assert_int_equal(b_.data[b_.len - 1], '\n');                           \
-        oc_prom_buf_free(&b_);                                                 \
+        oc__prom_buf_free(&b_);                                                 \
     } while (0)
 
 static void test_writer_errors(void **state)
 {
     const oc_status_t inval = OC_ERR_INVALID_PARAM, st = OC_ERR_STATE;
 
-    EXPECT_FAIL(inval, oc_prom_family(p, "1abc", NULL, OC_PROM_GAUGE));
-    EXPECT_FAIL(inval, oc_prom_family(p, "a-b", NULL, OC_PROM_GAUGE));
-    EXPECT_FAIL(inval, oc_prom_family(p, "", NULL, OC_PROM_GAUGE));
-    EXPECT_FAIL(inval, oc_prom_family(p, NULL, NULL, OC_PROM_GAUGE));
-    EXPECT_FAIL(inval, oc_prom_family(p, "ok", "\xff", OC_PROM_GAUGE));
-    EXPECT_FAIL(inval, oc_prom_family(p, "ok", NULL, (oc_prom_type_t)9));
-    EXPECT_FAIL(inval, oc_prom_sample(p, "good_total",
+    EXPECT_FAIL(inval, oc__prom_family(p, "1abc", NULL, OC_PROM_GAUGE));
+    EXPECT_FAIL(inval, oc__prom_family(p, "a-b", NULL, OC_PROM_GAUGE));
+    EXPECT_FAIL(inval, oc__prom_family(p, "", NULL, OC_PROM_GAUGE));
+    EXPECT_FAIL(inval, oc__prom_family(p, NULL, NULL, OC_PROM_GAUGE));
+    EXPECT_FAIL(inval, oc__prom_family(p, "ok", "\xff", OC_PROM_GAUGE));
+    EXPECT_FAIL(inval, oc__prom_family(p, "ok", NULL, (oc_prom_type_t)9));
+    EXPECT_FAIL(inval, oc__prom_sample(p, "good_total",
                                       OC_PROM_LABELS({"__x", "1"}), 1));
     EXPECT_FAIL(
-        inval, oc_prom_sample(p, "good_total", OC_PROM_LABELS({"1a", "1"}), 1));
-    EXPECT_FAIL(inval, oc_prom_sample(p, "good_total",
+        inval, oc__prom_sample(p, "good_total", OC_PROM_LABELS({"1a", "1"}), 1));
+    EXPECT_FAIL(inval, oc__prom_sample(p, "good_total",
                                       OC_PROM_LABELS({"a:b", "1"}), 1));
     EXPECT_FAIL(inval,
-                oc_prom_sample(p, "good_total", OC_PROM_LABELS({"", "1"}), 1));
+                oc__prom_sample(p, "good_total", OC_PROM_LABELS({"", "1"}), 1));
     EXPECT_FAIL(
-        inval, oc_prom_sample(p, "good_total", OC_PROM_LABELS({NULL, "1"}), 1));
+        inval, oc__prom_sample(p, "good_total", OC_PROM_LABELS({NULL, "1"}), 1));
     EXPECT_FAIL(inval,
-                oc_prom_sample(p, "good_total",
+                oc__prom_sample(p, "good_total",
                                OC_PROM_LABELS({"a", "1"}, {"a", "2"}), 1));
     EXPECT_FAIL(
-        inval, oc_prom_sample(p, "good_total", OC_PROM_LABELS({"a", NULL}), 1));
-    EXPECT_FAIL(inval, oc_prom_sample(p, "good_total",
+        inval, oc__prom_sample(p, "good_total", OC_PROM_LABELS({"a", NULL}), 1));
+    EXPECT_FAIL(inval, oc__prom_sample(p, "good_total",
                                       OC_PROM_LABELS({"a", "\xc0\xaf"}), 1));
-    EXPECT_FAIL(inval, oc_prom_sample(p, "good_total", NULL, 1, 1));
-    EXPECT_FAIL(inval, oc_prom_sample(p, "bad name", NULL, 0, 1));
+    EXPECT_FAIL(inval, oc__prom_sample(p, "good_total", NULL, 1, 1));
+    EXPECT_FAIL(inval, oc__prom_sample(p, "bad name", NULL, 0, 1));
     /* grouping: samples belong to the current family, families once */
-    EXPECT_FAIL(st, oc_prom_sample(p, "other_total", NULL, 0, 1));
-    EXPECT_FAIL(st, oc_prom_sample(p, "good_total_bucket", NULL, 0, 1));
-    EXPECT_FAIL_AFTER(st, oc_prom_family(p, "g", NULL, OC_PROM_GAUGE),
-                      oc_prom_family(p, "good_total", NULL, OC_PROM_COUNTER));
-    EXPECT_FAIL_AFTER(st, oc_prom_family(p, "h", NULL, OC_PROM_HISTOGRAM),
-                      oc_prom_sample(p, "h", NULL, 0, 1));
+    EXPECT_FAIL(st, oc__prom_sample(p, "other_total", NULL, 0, 1));
+    EXPECT_FAIL(st, oc__prom_sample(p, "good_total_bucket", NULL, 0, 1));
+    EXPECT_FAIL_AFTER(st, oc__prom_family(p, "g", NULL, OC_PROM_GAUGE),
+                      oc__prom_family(p, "good_total", NULL, OC_PROM_COUNTER));
+    EXPECT_FAIL_AFTER(st, oc__prom_family(p, "h", NULL, OC_PROM_HISTOGRAM),
+                      oc__prom_sample(p, "h", NULL, 0, 1));
 
     /* a sample before any family */
     oc_prom_buf_t b = {0};
     oc_prom_t p;
-    oc_prom_init(&p, &b);
-    assert_int_equal(oc_prom_sample(&p, "x", NULL, 0, 1), OC_ERR_STATE);
+    oc__prom_init(&p, &b);
+    assert_int_equal(oc__prom_sample(&p, "x", NULL, 0, 1), OC_ERR_STATE);
     assert_int_equal(b.len, 0);
-    oc_prom_buf_free(&b);
+    oc__prom_buf_free(&b);
 
     /* long names: OC_PROM_NAME_MAX is accepted, one more is not */
     char name[OC_PROM_NAME_MAX + 2];
     memset(name, 'n', sizeof(name) - 1);
     name[OC_PROM_NAME_MAX + 1] = '\0';
-    oc_prom_init(&p, &b);
-    assert_int_equal(oc_prom_family(&p, name, NULL, OC_PROM_GAUGE),
+    oc__prom_init(&p, &b);
+    assert_int_equal(oc__prom_family(&p, name, NULL, OC_PROM_GAUGE),
                      OC_ERR_INVALID_PARAM);
-    oc_prom_buf_free(&b);
+    oc__prom_buf_free(&b);
     name[OC_PROM_NAME_MAX] = '\0';
-    oc_prom_init(&p, &b);
-    assert_int_equal(oc_prom_family(&p, name, NULL, OC_PROM_GAUGE), OC_OK);
-    assert_int_equal(oc_prom_sample(&p, name, OC_PROM_LABELS({"le", ""}), 1),
+    oc__prom_init(&p, &b);
+    assert_int_equal(oc__prom_family(&p, name, NULL, OC_PROM_GAUGE), OC_OK);
+    assert_int_equal(oc__prom_sample(&p, name, OC_PROM_LABELS({"le", ""}), 1),
                      OC_OK);
-    oc_prom_buf_free(&b);
+    oc__prom_buf_free(&b);
 
-    assert_string_equal(oc_prom_type_name(OC_PROM_SUMMARY), "summary");
-    assert_string_equal(oc_prom_type_name((oc_prom_type_t)42), "untyped");
+    assert_string_equal(oc__prom_type_name(OC_PROM_SUMMARY), "summary");
+    assert_string_equal(oc__prom_type_name((oc_prom_type_t)42), "untyped");
 }
 
 /* ----------------------------------------------------------------- parser */
@@ -318,7 +318,7 @@ static oc_status_t parse_copy(const char *text, size_t len, gots_t *g,
     assert_non_null(copy);
     memcpy(copy, text, len);
     memset(g, 0, sizeof(*g));
-    st = oc_prom_parse(copy, len, keep, g, err);
+    st = oc__prom_parse(copy, len, keep, g, err);
     free(copy);
     return st;
 }
@@ -373,7 +373,7 @@ static void test_parse_roundtrip(void **state)
     /* and what the parser read, written again, is the same text */
     oc_prom_buf_t b = {0};
     oc_prom_t p;
-    oc_prom_init(&p, &b);
+    oc__prom_init(&p, &b);
     for (size_t i = 0; i < g.n; i++) {
         oc_prom_label_t l[4];
         for (size_t j = 0; j < g.v[i].nlabels; j++) {
@@ -385,18 +385,18 @@ static void test_parse_roundtrip(void **state)
                                         "offcore_agent_uptime_seconds",
                                         "x_ratio"};
             const char *f = i == 10 ? "lat_seconds" : fam[i];
-            oc_prom_family(&p, f, g.v[i].has_help ? g.v[i].help : NULL,
+            oc__prom_family(&p, f, g.v[i].has_help ? g.v[i].help : NULL,
                            g.v[i].type);
         }
         if (g.v[i].is_u64)
-            oc_prom_sample(&p, g.v[i].name, l, g.v[i].nlabels, g.v[i].u64);
+            oc__prom_sample(&p, g.v[i].name, l, g.v[i].nlabels, g.v[i].u64);
         else
-            oc_prom_sample_f64(&p, g.v[i].name, l, g.v[i].nlabels,
+            oc__prom_sample_f64(&p, g.v[i].name, l, g.v[i].nlabels,
                                g.v[i].value);
     }
-    assert_int_equal(oc_prom_status(&p), OC_OK);
+    assert_int_equal(oc__prom_status(&p), OC_OK);
     assert_string_equal(b.data, expected_text);
-    oc_prom_buf_free(&b);
+    oc__prom_buf_free(&b);
 }
 
 static void test_parse_tolerant(void **state)
@@ -454,11 +454,11 @@ static void test_parse_tolerant(void **state)
     /* empty input, and NULL with length 0 */
     assert_int_equal(parse_copy("", 0, &g, &err), OC_OK);
     assert_int_equal(g.n, 0);
-    assert_int_equal(oc_prom_parse(NULL, 0, keep, &g, NULL), OC_OK);
-    assert_int_equal(oc_prom_parse(NULL, 1, keep, &g, NULL),
+    assert_int_equal(oc__prom_parse(NULL, 0, keep, &g, NULL), OC_OK);
+    assert_int_equal(oc__prom_parse(NULL, 1, keep, &g, NULL),
                      OC_ERR_INVALID_PARAM);
     /* validate only */
-    assert_int_equal(oc_prom_parse(text, strlen(text), NULL, NULL, NULL),
+    assert_int_equal(oc__prom_parse(text, strlen(text), NULL, NULL, NULL),
                      OC_OK);
 }
 
@@ -543,7 +543,7 @@ static void test_parse_rejects(void **state)
 
     /* the callback's status stops the parse and comes back */
     int calls = 0;
-    assert_int_equal(oc_prom_parse(expected_text, strlen(expected_text),
+    assert_int_equal(oc__prom_parse(expected_text, strlen(expected_text),
                                    stop_at_two, &calls, NULL),
                      OC_ERR_STATE);
     assert_int_equal(calls, 2);
@@ -579,7 +579,7 @@ static void parse_garbage(const char *buf, size_t len)
 
     assert_non_null(copy);
     memcpy(copy, buf, len);
-    st = oc_prom_parse(copy, len, count_only, &calls, &err);
+    st = oc__prom_parse(copy, len, count_only, &calls, &err);
     free(copy);
     if (st == OC_ERR_INVALID_PARAM)
         assert_int_equal(calls, 0);
@@ -654,121 +654,121 @@ static oc_status_t fake_fill(void *arg, oc_prom_t *p)
     uint64_t m = LD(a->msgs);
 
     atomic_fetch_add_explicit(&a->scrapes, 1, memory_order_relaxed);
-    oc_prom_family(p, "offcore_agent_info", "Agent node and version.",
+    oc__prom_family(p, "offcore_agent_info", "Agent node and version.",
                    OC_PROM_GAUGE);
-    oc_prom_sample(p, "offcore_agent_info",
+    oc__prom_sample(p, "offcore_agent_info",
                    OC_PROM_LABELS({"node", "n0"}, {"version", "0.1"}), 1);
-    oc_prom_family(p, "offcore_agent_uptime_seconds", "Seconds since start.",
+    oc__prom_family(p, "offcore_agent_uptime_seconds", "Seconds since start.",
                    OC_PROM_GAUGE);
-    oc_prom_sample_f64(p, "offcore_agent_uptime_seconds", NULL, 0, 3725.5);
-    oc_prom_family(p, "offcore_job_ranks", "Ranks of the job on this node.",
+    oc__prom_sample_f64(p, "offcore_agent_uptime_seconds", NULL, 0, 3725.5);
+    oc__prom_family(p, "offcore_job_ranks", "Ranks of the job on this node.",
                    OC_PROM_GAUGE);
-    oc_prom_sample(p, "offcore_job_ranks", OC_PROM_LABELS({"job", "7"}), 4);
-    oc_prom_sample(p, "offcore_job_ranks", OC_PROM_LABELS({"job", "12"}), 2);
-    oc_prom_family(p, "offcore_job_messages_total", "Messages routed.",
+    oc__prom_sample(p, "offcore_job_ranks", OC_PROM_LABELS({"job", "7"}), 4);
+    oc__prom_sample(p, "offcore_job_ranks", OC_PROM_LABELS({"job", "12"}), 2);
+    oc__prom_family(p, "offcore_job_messages_total", "Messages routed.",
                    OC_PROM_COUNTER);
-    oc_prom_sample(p, "offcore_job_messages_total",
+    oc__prom_sample(p, "offcore_job_messages_total",
                    OC_PROM_LABELS({"job", "7"}, {"dir", "in"}), m);
-    oc_prom_sample(p, "offcore_job_messages_total",
+    oc__prom_sample(p, "offcore_job_messages_total",
                    OC_PROM_LABELS({"job", "7"}, {"dir", "out"}), 1001);
-    oc_prom_sample(p, "offcore_job_messages_total",
+    oc__prom_sample(p, "offcore_job_messages_total",
                    OC_PROM_LABELS({"job", "12"}, {"dir", "in"}),
                    18446744073709551610ull);
-    oc_prom_sample(p, "offcore_job_messages_total",
+    oc__prom_sample(p, "offcore_job_messages_total",
                    OC_PROM_LABELS({"job", "12"}, {"dir", "out"}), 5);
-    oc_prom_family(p, "offcore_job_bytes_total", "Payload bytes routed.",
+    oc__prom_family(p, "offcore_job_bytes_total", "Payload bytes routed.",
                    OC_PROM_COUNTER);
-    oc_prom_sample(p, "offcore_job_bytes_total",
+    oc__prom_sample(p, "offcore_job_bytes_total",
                    OC_PROM_LABELS({"job", "7"}, {"dir", "in"}), 80000);
-    oc_prom_sample(p, "offcore_job_bytes_total",
+    oc__prom_sample(p, "offcore_job_bytes_total",
                    OC_PROM_LABELS({"job", "7"}, {"dir", "out"}), 80080);
-    oc_prom_family(p, "offcore_job_bundles_total", "Bundles routed.",
+    oc__prom_family(p, "offcore_job_bundles_total", "Bundles routed.",
                    OC_PROM_COUNTER);
-    oc_prom_sample(p, "offcore_job_bundles_total",
+    oc__prom_sample(p, "offcore_job_bundles_total",
                    OC_PROM_LABELS({"job", "7"}, {"dir", "in"}), 10);
-    oc_prom_sample(p, "offcore_job_bundles_total",
+    oc__prom_sample(p, "offcore_job_bundles_total",
                    OC_PROM_LABELS({"job", "7"}, {"dir", "out"}), 11);
-    oc_prom_family(p, "offcore_job_rejects_total", "Bundles rejected.",
+    oc__prom_family(p, "offcore_job_rejects_total", "Bundles rejected.",
                    OC_PROM_COUNTER);
-    oc_prom_sample(p, "offcore_job_rejects_total", OC_PROM_LABELS({"job", "7"}),
+    oc__prom_sample(p, "offcore_job_rejects_total", OC_PROM_LABELS({"job", "7"}),
                    3);
-    oc_prom_family(p, "offcore_peer_messages_total", "Messages per peer node.",
+    oc__prom_family(p, "offcore_peer_messages_total", "Messages per peer node.",
                    OC_PROM_COUNTER);
-    oc_prom_sample(p, "offcore_peer_messages_total",
+    oc__prom_sample(p, "offcore_peer_messages_total",
                    OC_PROM_LABELS({"peer", "n1"}, {"dir", "in"}), 210);
-    oc_prom_sample(p, "offcore_peer_messages_total",
+    oc__prom_sample(p, "offcore_peer_messages_total",
                    OC_PROM_LABELS({"peer", "n1"}, {"dir", "out"}), 220);
-    oc_prom_family(p, "offcore_peer_bundles_total", "Bundles per peer node.",
+    oc__prom_family(p, "offcore_peer_bundles_total", "Bundles per peer node.",
                    OC_PROM_COUNTER);
-    oc_prom_sample(p, "offcore_peer_bundles_total",
+    oc__prom_sample(p, "offcore_peer_bundles_total",
                    OC_PROM_LABELS({"peer", "n1"}, {"dir", "in"}), 21);
-    oc_prom_sample(p, "offcore_peer_bundles_total",
+    oc__prom_sample(p, "offcore_peer_bundles_total",
                    OC_PROM_LABELS({"peer", "n1"}, {"dir", "out"}), 22);
-    oc_prom_family(p, "offcore_peer_bytes_total", "Bytes per peer node.",
+    oc__prom_family(p, "offcore_peer_bytes_total", "Bytes per peer node.",
                    OC_PROM_COUNTER);
-    oc_prom_sample(p, "offcore_peer_bytes_total",
+    oc__prom_sample(p, "offcore_peer_bytes_total",
                    OC_PROM_LABELS({"peer", "n1"}, {"dir", "in"}), 2100);
-    oc_prom_sample(p, "offcore_peer_bytes_total",
+    oc__prom_sample(p, "offcore_peer_bytes_total",
                    OC_PROM_LABELS({"peer", "n1"}, {"dir", "out"}), 2200);
-    oc_prom_family(p, "offcore_peer_blocklist_depth",
+    oc__prom_family(p, "offcore_peer_blocklist_depth",
                    "Bundles waiting for the peer.", OC_PROM_GAUGE);
-    oc_prom_sample(p, "offcore_peer_blocklist_depth",
+    oc__prom_sample(p, "offcore_peer_blocklist_depth",
                    OC_PROM_LABELS({"peer", "n1"}), 6);
     /* the transport per peer: a text column; n2 has no counters yet, and
      * an exporter's control character must not reach the terminal */
-    oc_prom_family(p, OC_M_PEER_TRANSPORT, "Transport per peer.",
+    oc__prom_family(p, OC_M_PEER_TRANSPORT, "Transport per peer.",
                    OC_PROM_GAUGE);
-    oc_prom_sample(p, OC_M_PEER_TRANSPORT,
+    oc__prom_sample(p, OC_M_PEER_TRANSPORT,
                    OC_PROM_LABELS({"peer", "n1"}, {"transport", "rc_mlx5/mlx5_0:1"},
                                   {"class", "rdma"}), 1);
-    oc_prom_sample(p, OC_M_PEER_TRANSPORT,
+    oc__prom_sample(p, OC_M_PEER_TRANSPORT,
                    OC_PROM_LABELS({"peer", "n2"}, {"transport", "tcp/e\x1bth0"},
                                   {"class", "tcp"}), 1);
-    oc_prom_family(p, "offcore_thread_messages_total",
+    oc__prom_family(p, "offcore_thread_messages_total",
                    "Messages per routing thread.", OC_PROM_COUNTER);
-    oc_prom_sample(p, "offcore_thread_messages_total",
+    oc__prom_sample(p, "offcore_thread_messages_total",
                    OC_PROM_LABELS({"thread", "0"}), 700);
-    oc_prom_sample(p, "offcore_thread_messages_total",
+    oc__prom_sample(p, "offcore_thread_messages_total",
                    OC_PROM_LABELS({"thread", "1"}), 301);
-    oc_prom_family(p, "offcore_thread_bundles_total",
+    oc__prom_family(p, "offcore_thread_bundles_total",
                    "Bundles per routing thread.", OC_PROM_COUNTER);
-    oc_prom_sample(p, "offcore_thread_bundles_total",
+    oc__prom_sample(p, "offcore_thread_bundles_total",
                    OC_PROM_LABELS({"thread", "0"}, {"dir", "in"}), 31);
-    oc_prom_sample(p, "offcore_thread_bundles_total",
+    oc__prom_sample(p, "offcore_thread_bundles_total",
                    OC_PROM_LABELS({"thread", "0"}, {"dir", "out"}), 32);
-    oc_prom_family(p, "offcore_thread_bundles_forwarded_total",
+    oc__prom_family(p, "offcore_thread_bundles_forwarded_total",
                    "Bundles sent on whole.", OC_PROM_COUNTER);
-    oc_prom_sample(p, "offcore_thread_bundles_forwarded_total",
+    oc__prom_sample(p, "offcore_thread_bundles_forwarded_total",
                    OC_PROM_LABELS({"thread", "0"}), 33);
-    oc_prom_family(p, "offcore_thread_flushes_total",
+    oc__prom_family(p, "offcore_thread_flushes_total",
                    "Bundle flushes by reason.", OC_PROM_COUNTER);
-    oc_prom_sample(p, "offcore_thread_flushes_total",
+    oc__prom_sample(p, "offcore_thread_flushes_total",
                    OC_PROM_LABELS({"thread", "0"}, {"reason", "full"}), 41);
-    oc_prom_sample(p, "offcore_thread_flushes_total",
+    oc__prom_sample(p, "offcore_thread_flushes_total",
                    OC_PROM_LABELS({"thread", "0"}, {"reason", "timeout"}), 42);
-    oc_prom_sample(p, "offcore_thread_flushes_total",
+    oc__prom_sample(p, "offcore_thread_flushes_total",
                    OC_PROM_LABELS({"thread", "0"}, {"reason", "idle"}), 43);
-    oc_prom_sample(p, "offcore_thread_flushes_total",
+    oc__prom_sample(p, "offcore_thread_flushes_total",
                    OC_PROM_LABELS({"thread", "0"}, {"reason", "explicit"}), 44);
-    oc_prom_family(p, "offcore_thread_blocklist_depth",
+    oc__prom_family(p, "offcore_thread_blocklist_depth",
                    "Bundles a thread holds back.", OC_PROM_GAUGE);
-    oc_prom_sample(p, "offcore_thread_blocklist_depth",
+    oc__prom_sample(p, "offcore_thread_blocklist_depth",
                    OC_PROM_LABELS({"thread", "0"}), 1);
-    oc_prom_sample(p, "offcore_thread_blocklist_depth",
+    oc__prom_sample(p, "offcore_thread_blocklist_depth",
                    OC_PROM_LABELS({"thread", "1"}), 0);
-    oc_prom_family(p, "offcore_rejects_total", "Rejected bundles by reason.",
+    oc__prom_family(p, "offcore_rejects_total", "Rejected bundles by reason.",
                    OC_PROM_COUNTER);
-    oc_prom_sample(p, "offcore_rejects_total",
+    oc__prom_sample(p, "offcore_rejects_total",
                    OC_PROM_LABELS({"reason", "OC_ERR_WIRE_MAGIC"}), 2);
-    oc_prom_sample(p, "offcore_rejects_total",
+    oc__prom_sample(p, "offcore_rejects_total",
                    OC_PROM_LABELS({"reason", "OC_ERR_WIRE_JOB"}), 1);
     /* not known to offcore stat: must show under "other" */
-    oc_prom_family(p, "offcore_mystery_total", "Something new.",
+    oc__prom_family(p, "offcore_mystery_total", "Something new.",
                    OC_PROM_COUNTER);
-    oc_prom_sample(p, "offcore_mystery_total", OC_PROM_LABELS({"what", "a\"b"}),
+    oc__prom_sample(p, "offcore_mystery_total", OC_PROM_LABELS({"what", "a\"b"}),
                    99);
     if (a->bad_name)
-        oc_prom_family(p, "bad-name", NULL, OC_PROM_GAUGE);
+        oc__prom_family(p, "bad-name", NULL, OC_PROM_GAUGE);
     return a->fail;
 }
 
@@ -844,10 +844,10 @@ static oc_metrics_server_t *start(fake_agent_t *a)
 {
     oc_metrics_server_t *srv = NULL;
 
-    assert_int_equal(oc_metrics_server_start("127.0.0.1:0", fake_fill, a, &srv),
+    assert_int_equal(oc__metrics_server_start("127.0.0.1:0", fake_fill, a, &srv),
                      OC_OK);
     assert_non_null(srv);
-    assert_int_not_equal(oc_metrics_server_port(srv), 0);
+    assert_int_not_equal(oc__metrics_server_port(srv), 0);
     return srv;
 }
 
@@ -855,21 +855,21 @@ static void test_http_serve(void **state)
 {
     fake_agent_t a = {.msgs = 1000};
     oc_metrics_server_t *srv = start(&a);
-    uint16_t port = oc_metrics_server_port(srv);
+    uint16_t port = oc__metrics_server_port(srv);
     oc_prom_buf_t want = {0};
     oc_prom_t p;
     reply_t r;
 
-    oc_prom_init(&p, &want);
+    oc__prom_init(&p, &want);
     fake_fill(&a, &p);
-    assert_int_equal(oc_prom_status(&p), OC_OK);
+    assert_int_equal(oc__prom_status(&p), OC_OK);
 
     http("GET", port, "/metrics", &r);
     assert_int_equal(r.code, 200);
     assert_string_equal(r.ctype, OC_METRICS_CONTENT_TYPE);
     assert_string_equal(r.ctype, "text/plain; version=0.0.4; charset=utf-8");
     assert_string_equal(r.body, want.data);
-    assert_int_equal(oc_prom_parse(r.body, r.len, NULL, NULL, NULL), OC_OK);
+    assert_int_equal(oc__prom_parse(r.body, r.len, NULL, NULL, NULL), OC_OK);
     free(r.body);
 
     /* each scrape calls fill again and sees the counters move */
@@ -900,16 +900,16 @@ static void test_http_serve(void **state)
     free(r.body);
 
     assert_true(LD(a.scrapes) >= 4);
-    oc_metrics_server_stop(srv);
-    oc_metrics_server_stop(NULL);
-    oc_prom_buf_free(&want);
+    oc__metrics_server_stop(srv);
+    oc__metrics_server_stop(NULL);
+    oc__prom_buf_free(&want);
 }
 
 static void test_http_fill_errors(void **state)
 {
     fake_agent_t a = {.fail = OC_ERR_STATE};
     oc_metrics_server_t *srv = start(&a);
-    uint16_t port = oc_metrics_server_port(srv);
+    uint16_t port = oc__metrics_server_port(srv);
     reply_t r;
 
     http("GET", port, "/metrics", &r);
@@ -926,7 +926,7 @@ static void test_http_fill_errors(void **state)
     http("GET", port, "/metrics", &r);
     assert_int_equal(r.code, 200);
     free(r.body);
-    oc_metrics_server_stop(srv);
+    oc__metrics_server_stop(srv);
 }
 
 static int nonlocal_bind_allowed(void)
@@ -954,42 +954,42 @@ static void test_http_addresses(void **state)
     char addr[64];
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-        if (oc_metrics_server_start(bad[i], fake_fill, &a, &srv) !=
+        if (oc__metrics_server_start(bad[i], fake_fill, &a, &srv) !=
             OC_ERR_CONFIG)
             fail_msg("accepted listen address '%s'", bad[i]);
     assert_null(srv);
-    assert_int_equal(oc_metrics_server_start("127.0.0.1:0", NULL, &a, &srv),
+    assert_int_equal(oc__metrics_server_start("127.0.0.1:0", NULL, &a, &srv),
                      OC_ERR_INVALID_PARAM);
     assert_int_equal(
-        oc_metrics_server_start("127.0.0.1:0", fake_fill, &a, NULL),
+        oc__metrics_server_start("127.0.0.1:0", fake_fill, &a, NULL),
         OC_ERR_INVALID_PARAM);
 
     /* the port is taken: a clear error, and the first server unharmed */
     srv = start(&a);
     snprintf(addr, sizeof(addr), "127.0.0.1:%u",
-             (unsigned)oc_metrics_server_port(srv));
-    assert_int_equal(oc_metrics_server_start(addr, fake_fill, &a, &srv2),
+             (unsigned)oc__metrics_server_port(srv));
+    assert_int_equal(oc__metrics_server_start(addr, fake_fill, &a, &srv2),
                      OC_ERR_CONFIG);
     assert_null(srv2);
     reply_t r;
-    http("GET", oc_metrics_server_port(srv), "/metrics", &r);
+    http("GET", oc__metrics_server_port(srv), "/metrics", &r);
     assert_int_equal(r.code, 200);
     free(r.body);
-    oc_metrics_server_stop(srv);
+    oc__metrics_server_stop(srv);
 
     /* and free again once stopped: restarting on the same port works */
-    assert_int_equal(oc_metrics_server_start(addr, fake_fill, &a, &srv), OC_OK);
-    oc_metrics_server_stop(srv);
+    assert_int_equal(oc__metrics_server_start(addr, fake_fill, &a, &srv), OC_OK);
+    oc__metrics_server_stop(srv);
 
     /* an address this host does not have */
     if (!nonlocal_bind_allowed())
         assert_int_equal(
-            oc_metrics_server_start("192.0.2.1:0", fake_fill, &a, &srv2),
+            oc__metrics_server_start("192.0.2.1:0", fake_fill, &a, &srv2),
             OC_ERR_CONFIG);
     /* a name, and "localhost" resolves */
     assert_int_equal(
-        oc_metrics_server_start("localhost:0", fake_fill, &a, &srv), OC_OK);
-    oc_metrics_server_stop(srv);
+        oc__metrics_server_start("localhost:0", fake_fill, &a, &srv), OC_OK);
+    oc__metrics_server_stop(srv);
 }
 
 /* ------------------------------------------------------------------- stat */
@@ -1015,7 +1015,7 @@ static void run_stat(run_t *r, const char *const *args)
     err = open_memstream(&r->err, &r->err_len);
     assert_non_null(out);
     assert_non_null(err);
-    r->rc = oc_stat_main(argc, argv, out, err);
+    r->rc = oc__stat_main(argc, argv, out, err);
     fclose(out);
     fclose(err);
 }
@@ -1127,7 +1127,7 @@ static void test_stat_tables(void **state)
     run_t r;
 
     snprintf(addr, sizeof(addr), "127.0.0.1:%u",
-             (unsigned)oc_metrics_server_port(srv));
+             (unsigned)oc__metrics_server_port(srv));
     run_stat(&r, (const char *[]){"--agent", addr, NULL});
     assert_int_equal(r.rc, 0);
     assert_string_equal(r.err, "");
@@ -1142,7 +1142,7 @@ static void test_stat_tables(void **state)
     check_tables(r.out);
     run_free(&r);
     snprintf(url, sizeof(url), "--agent=:%u",
-             (unsigned)oc_metrics_server_port(srv));
+             (unsigned)oc__metrics_server_port(srv));
     run_stat(&r, (const char *[]){url, NULL});
     assert_int_equal(r.rc, 0);
     run_free(&r);
@@ -1171,7 +1171,7 @@ static void test_stat_tables(void **state)
     assert_string_equal(r.out + r.out_len - 3, "]}\n");
     assert_true(strchr(r.out, '\n') == r.out + r.out_len - 1); /* one line */
     run_free(&r);
-    oc_metrics_server_stop(srv);
+    oc__metrics_server_stop(srv);
 }
 
 /* The test's "routing thread": bumps the counter while stat watches. */
@@ -1195,7 +1195,7 @@ static void test_stat_watch(void **state)
     run_t r;
 
     snprintf(addr, sizeof(addr), "127.0.0.1:%u",
-             (unsigned)oc_metrics_server_port(srv));
+             (unsigned)oc__metrics_server_port(srv));
     assert_int_equal(pthread_create(&th, NULL, bump, &a), 0);
     run_stat(&r, (const char *[]){"--agent", addr, "--watch", "0.2", "--count",
                                   "3", NULL});
@@ -1243,7 +1243,7 @@ static void test_stat_watch(void **state)
     assert_int_equal(strncmp(s + 1, "{\"agent\":", 9), 0);
     assert_string_equal(strchr(s + 1, '\n'), "\n");
     run_free(&r);
-    oc_metrics_server_stop(srv);
+    oc__metrics_server_stop(srv);
 }
 
 /* A loopback port with nothing listening (bound, read, closed). */
@@ -1294,18 +1294,18 @@ static void test_stat_bad_answers(void **state)
 
     /* HTTP errors: 500 from a failing fill, 404 from a wrong path */
     snprintf(url, sizeof(url), "127.0.0.1:%u",
-             (unsigned)oc_metrics_server_port(srv));
+             (unsigned)oc__metrics_server_port(srv));
     run_stat(&r, (const char *[]){"--agent", url, NULL});
     assert_int_equal(r.rc, 3);
     assert_non_null(strstr(r.err, "answered HTTP 500: metrics unavailable"));
     run_free(&r);
     snprintf(url, sizeof(url), "http://127.0.0.1:%u/nothing",
-             (unsigned)oc_metrics_server_port(srv));
+             (unsigned)oc__metrics_server_port(srv));
     run_stat(&r, (const char *[]){"--agent", url, NULL});
     assert_int_equal(r.rc, 3);
     assert_non_null(strstr(r.err, "answered HTTP 404"));
     run_free(&r);
-    oc_metrics_server_stop(srv);
+    oc__metrics_server_stop(srv);
 }
 
 static void test_stat_usage(void **state)
@@ -1380,14 +1380,14 @@ static void test_stat_binary(void **state)
         skip();
     srv = start(&a);
     snprintf(addr, sizeof(addr), "127.0.0.1:%u",
-             (unsigned)oc_metrics_server_port(srv));
+             (unsigned)oc__metrics_server_port(srv));
     assert_int_equal(
         run_binary((const char *[]){"stat", "--agent", addr, NULL}, &out, &err),
         0);
     check_tables(out);
     free(out);
     free(err);
-    oc_metrics_server_stop(srv);
+    oc__metrics_server_stop(srv);
 
     snprintf(addr, sizeof(addr), "127.0.0.1:%u", (unsigned)dead_port());
     assert_int_equal(
@@ -1424,10 +1424,10 @@ static int promtool_check(void)
         printf("SKIP: promtool not found (Debian package prometheus)\n");
         return 77;
     }
-    if (oc_metrics_server_start("127.0.0.1:0", fake_fill, &a, &srv) != OC_OK)
+    if (oc__metrics_server_start("127.0.0.1:0", fake_fill, &a, &srv) != OC_OK)
         return 1;
-    http("GET", oc_metrics_server_port(srv), "/metrics", &r);
-    oc_metrics_server_stop(srv);
+    http("GET", oc__metrics_server_port(srv), "/metrics", &r);
+    oc__metrics_server_stop(srv);
     fd = mkstemp(path);
     if (fd < 0 || (f = fdopen(fd, "w")) == NULL)
         return 1;

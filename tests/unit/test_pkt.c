@@ -27,7 +27,7 @@ static oc_pkt_reason_t parse(const uint8_t *f, size_t n, oc_pkt_meta_t *m)
     oc_pkt_reason_t r;
     assert_non_null(c);
     memcpy(c, f, n);
-    r = oc_pkt_parse(c, (uint32_t)n, MAXF, m);
+    r = oc__pkt_parse(c, (uint32_t)n, MAXF, m);
     free(c);
     return r;
 }
@@ -93,7 +93,7 @@ static void test_fragments(void **state)
     assert_int_equal(m.key.sport, 0);
     assert_int_equal(m.key.dport, 0);
     assert_int_equal(m.key.proto, 6);
-    assert_int_equal(oc_pkt_default_policy(OC_PKT_R_IPV4_FRAG), OC_PKT_PASS);
+    assert_int_equal(oc__pkt_default_policy(OC_PKT_R_IPV4_FRAG), OC_PKT_PASS);
 }
 
 static void test_malformed(void **state)
@@ -140,7 +140,7 @@ static void test_malformed(void **state)
     memset(f, 0, sizeof(f));
     assert_int_equal(parse(f, MAXF + 1, &m), OC_PKT_R_OVERSIZED);
     for (int r = OC_PKT_R_RUNT; r < OC_PKT_R_MAX; r++)
-        assert_int_equal(oc_pkt_default_policy(r), OC_PKT_DROP);
+        assert_int_equal(oc__pkt_default_policy(r), OC_PKT_DROP);
 }
 
 static void test_ipv6_arp(void **state)
@@ -162,8 +162,8 @@ static void test_ipv6_arp(void **state)
     n = fuzz_pkt_arp(f);
     assert_int_equal(parse(f, n, &m), OC_PKT_R_ARP);
     for (int r = 0; r < OC_PKT_R_MAX; r++)
-        assert_int_equal(oc_pkt_reason_from_name(oc_pkt_reason_name(r)), r);
-    assert_int_equal(oc_pkt_reason_from_name("nope"), -1);
+        assert_int_equal(oc__pkt_reason_from_name(oc__pkt_reason_name(r)), r);
+    assert_int_equal(oc__pkt_reason_from_name("nope"), -1);
 }
 
 static void test_pool(void **state)
@@ -171,21 +171,21 @@ static void test_pool(void **state)
     oc_pkt_pool_t *p;
     oc_pkt_t *a[64];
 
-    assert_int_equal(oc_pkt_pool_create(16, 1000, &p), OC_ERR_INVALID_PARAM);
-    assert_int_equal(oc_pkt_pool_create(16, 2048, &p), OC_OK);
-    assert_int_equal(oc_pkt_pool_max_frame(p), 2048 - OC_PKT_HEADROOM);
-    assert_int_equal(oc_pkt_alloc_bulk(p, a, 10), 10);
-    assert_int_equal(oc_pkt_alloc_bulk(p, a + 10, 10), 6); /* 16 in all */
-    assert_int_equal(oc_pkt_pool_avail(p), 0);
+    assert_int_equal(oc__pkt_pool_create(16, 1000, &p), OC_ERR_INVALID_PARAM);
+    assert_int_equal(oc__pkt_pool_create(16, 2048, &p), OC_OK);
+    assert_int_equal(oc__pkt_pool_max_frame(p), 2048 - OC_PKT_HEADROOM);
+    assert_int_equal(oc__pkt_alloc_bulk(p, a, 10), 10);
+    assert_int_equal(oc__pkt_alloc_bulk(p, a + 10, 10), 6); /* 16 in all */
+    assert_int_equal(oc__pkt_pool_avail(p), 0);
     for (int i = 0; i < 16; i++) {
-        memset(a[i]->data, i, oc_pkt_pool_max_frame(p)); /* owns its bytes */
+        memset(a[i]->data, i, oc__pkt_pool_max_frame(p)); /* owns its bytes */
         for (int j = 0; j < i; j++)
             assert_ptr_not_equal(a[i]->data, a[j]->data);
     }
-    oc_pkt_free_bulk(p, a, 16);
-    assert_int_equal(oc_pkt_pool_avail(p), 16);
-    oc_pkt_pool_destroy(p);
-    oc_pkt_pool_destroy(NULL);
+    oc__pkt_free_bulk(p, a, 16);
+    assert_int_equal(oc__pkt_pool_avail(p), 16);
+    oc__pkt_pool_destroy(p);
+    oc__pkt_pool_destroy(NULL);
 }
 
 static void test_rule_syntax(void **state)
@@ -207,7 +207,7 @@ static void test_rule_syntax(void **state)
         "id=-1 action=deny",
         "id=4294967296 action=deny",
     };
-    assert_int_equal(oc_dp_rule_parse("id=7 action=deny proto=tcp dport=80",
+    assert_int_equal(oc__dp_rule_parse("id=7 action=deny proto=tcp dport=80",
                                       &r, why, sizeof(why)), 0);
     assert_int_equal(r.r.id, 7);
     assert_int_equal(r.r.priority, 7); /* prio defaults to id */
@@ -219,17 +219,17 @@ static void test_rule_syntax(void **state)
     assert_int_equal(r.r.sport_lo, 0);
     assert_int_equal(r.r.sport_hi, 65535);
     assert_int_equal(r.r.src_len, 0);
-    assert_int_equal(oc_dp_rule_parse("  id=8 prio=3 action=count "
+    assert_int_equal(oc__dp_rule_parse("  id=8 prio=3 action=count "
                                       "src=10.1.2.3/16 dport=1000-2000  ",
                                       &r, why, sizeof(why)), 0);
     assert_int_equal(r.r.src_ip, 0x0a010000); /* host bits cleared */
     assert_int_equal(r.r.src_len, 16);
-    oc_dp_rule_format(&r, out, sizeof(out));
+    oc__dp_rule_format(&r, out, sizeof(out));
     assert_string_equal(out, "id=8 prio=3 action=count proto=any "
                              "src=10.1.0.0/16 dst=any sport=any dport=1000-2000");
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         why[0] = '\0';
-        assert_int_equal(oc_dp_rule_parse(bad[i], &r, why, sizeof(why)), -1);
+        assert_int_equal(oc__dp_rule_parse(bad[i], &r, why, sizeof(why)), -1);
         assert_true(why[0] != '\0');
     }
 }
@@ -257,9 +257,9 @@ static void test_conf(void **state)
         "frobnicate yes\n"                              /* 6 */
         "policy nosuch drop\n";                         /* 7 */
 
-    oc_dp_conf_defaults(&c);
+    oc__dp_conf_defaults(&c);
     memset(&e, 0, sizeof(e));
-    assert_int_equal(oc_dp_conf_parse(good, strlen(good), "good.conf", NULL,
+    assert_int_equal(oc__dp_conf_parse(good, strlen(good), "good.conf", NULL,
                                       false, &c, &e), OC_OK);
     assert_int_equal(c.threads, 2);
     assert_int_equal(c.nattach, 2);
@@ -269,11 +269,11 @@ static void test_conf(void **state)
     assert_int_equal(c.policy[OC_PKT_R_IPV6], OC_PKT_DROP);
     assert_int_equal(c.default_action, OC_ACL_DENY);
     assert_true(c.bare);
-    oc_dp_conf_free(&c);
+    oc__dp_conf_free(&c);
 
-    oc_dp_conf_defaults(&c);
+    oc__dp_conf_defaults(&c);
     memset(&e, 0, sizeof(e));
-    assert_int_equal(oc_dp_conf_parse(bad, strlen(bad), "bad.conf", NULL,
+    assert_int_equal(oc__dp_conf_parse(bad, strlen(bad), "bad.conf", NULL,
                                       false, &c, &e), OC_ERR_CONFIG);
     assert_int_equal(e.count, 5);
     assert_non_null(strstr(e.text, "bad.conf:1: threads '0'"));
@@ -288,11 +288,11 @@ static void test_conf(void **state)
 
     /* no attachment; an interface that does not exist */
     memset(&e, 0, sizeof(e));
-    assert_int_equal(oc_dp_conf_parse("threads 1\n", 10, "x", NULL, false, &c,
+    assert_int_equal(oc__dp_conf_parse("threads 1\n", 10, "x", NULL, false, &c,
                                       &e), OC_ERR_CONFIG);
     assert_non_null(strstr(e.text, "no 'attach"));
     memset(&e, 0, sizeof(e));
-    assert_int_equal(oc_dp_conf_parse("attach a host=ocpnone0 wire=ocpnone1\n",
+    assert_int_equal(oc__dp_conf_parse("attach a host=ocpnone0 wire=ocpnone1\n",
                                       37, "x", NULL, true, &c, &e),
                      OC_ERR_CONFIG);
     assert_int_equal(e.count, 2);
@@ -316,7 +316,7 @@ static void test_rule_files(void **state)
                "@0.0.0.0/0\t0.0.0.0/0\t0 : 65535\t0 : 65535\t0x00/0x00\t0x0000/0x0000\n");
     fclose(f);
     memset(&e, 0, sizeof(e));
-    assert_int_equal(oc_dp_rules_file(path, OC_ACL_COUNT, 100, &rules, &n, &e),
+    assert_int_equal(oc__dp_rules_file(path, OC_ACL_COUNT, 100, &rules, &n, &e),
                      OC_OK);
     assert_int_equal(n, 2);
     assert_int_equal(rules[1].r.id, 101);
@@ -329,28 +329,28 @@ static void test_rule_files(void **state)
     snprintf(conf, sizeof(conf),
              "attach a host=h wire=w\nrules cb.rules action=deny\n"
              "rules %s id_base=1\n", path);
-    oc_dp_conf_defaults(&c);
+    oc__dp_conf_defaults(&c);
     memset(&e, 0, sizeof(e));
-    assert_int_equal(oc_dp_conf_parse(conf, strlen(conf), "c", dir, false, &c,
+    assert_int_equal(oc__dp_conf_parse(conf, strlen(conf), "c", dir, false, &c,
                                       &e), OC_ERR_CONFIG);
     assert_non_null(strstr(e.text, "rule id 1 defined twice"));
     snprintf(conf, sizeof(conf),
              "attach a host=h wire=w\nrules cb.rules action=deny\n"
              "rules %s id_base=2\nrules nosuch.rules\n", path);
     memset(&e, 0, sizeof(e));
-    assert_int_equal(oc_dp_conf_parse(conf, strlen(conf), "c", dir, false, &c,
+    assert_int_equal(oc__dp_conf_parse(conf, strlen(conf), "c", dir, false, &c,
                                       &e), OC_ERR_CONFIG);
     assert_non_null(strstr(e.text, "c:4: rules"));
     snprintf(conf, sizeof(conf),
              "attach a host=h wire=w\nrules cb.rules action=deny\n"
              "rules %s id_base=2\n", path);
     memset(&e, 0, sizeof(e));
-    assert_int_equal(oc_dp_conf_parse(conf, strlen(conf), "c", dir, false, &c,
+    assert_int_equal(oc__dp_conf_parse(conf, strlen(conf), "c", dir, false, &c,
                                       &e), OC_OK);
     assert_int_equal(c.nrules, 4);
     assert_int_equal(c.rules[0].action, OC_ACL_DENY);
     assert_int_equal(c.rules[2].action, OC_ACL_ALLOW);
-    oc_dp_conf_free(&c);
+    oc__dp_conf_free(&c);
 
     /* our own syntax, with an error on line 2 */
     f = fopen(path, "w");
@@ -358,7 +358,7 @@ static void test_rule_files(void **state)
     fprintf(f, "# rules\nrule id=1 action=nope\nid=2 action=deny\n");
     fclose(f);
     memset(&e, 0, sizeof(e));
-    assert_int_equal(oc_dp_rules_file(path, OC_ACL_ALLOW, 0, &rules, &n, &e),
+    assert_int_equal(oc__dp_rules_file(path, OC_ACL_ALLOW, 0, &rules, &n, &e),
                      OC_ERR_CONFIG);
     assert_non_null(strstr(e.text, "cb.rules:2: action 'nope'"));
 
@@ -369,7 +369,7 @@ static void test_rule_files(void **state)
     fwrite("id=1 action=allow\0 dport=22\n", 1, 29, f);
     fclose(f);
     memset(&e, 0, sizeof(e));
-    assert_int_equal(oc_dp_rules_file(path, OC_ACL_ALLOW, 0, &rules, &n, &e),
+    assert_int_equal(oc__dp_rules_file(path, OC_ACL_ALLOW, 0, &rules, &n, &e),
                      OC_ERR_CONFIG);
     assert_non_null(strstr(e.text, "cb.rules:1: NUL byte"));
     unlink(path);

@@ -1,5 +1,5 @@
 /*
- * test_route.c — the route function of offcored (oc_route_hop, hop.c):
+ * test_route.c — the route function of offcored (oc__route_hop, hop.c):
  * direct routing is one hop; on the grid every message arrives in at most
  * two hops, each agent sends only along its row and column (O(sqrt(n))
  * next hops), and a short last row never routes through a node that does
@@ -21,7 +21,7 @@ static void test_direct(void **state)
     for (uint32_t n = 1; n < 20; n++)
         for (uint32_t a = 0; a < n; a++)
             for (uint32_t b = 0; b < n; b++)
-                assert_int_equal(oc_route_hop(0, n, a, b), b);
+                assert_int_equal(oc__route_hop(0, n, a, b), b);
 }
 
 static uint32_t cols_of(uint32_t n)
@@ -42,7 +42,7 @@ static void test_grid_two_hops(void **state)
             uint32_t distinct = 0;
             memset(used, 0, sizeof used);
             for (uint32_t b = 0; b < n; b++) {
-                uint32_t h = oc_route_hop(1, n, a, b);
+                uint32_t h = oc__route_hop(1, n, a, b);
                 assert_true(h < n);
                 if (a == b) {
                     assert_int_equal(h, b);
@@ -53,7 +53,7 @@ static void test_grid_two_hops(void **state)
                 assert_true(h == b || h / cols == a / cols ||
                             h % cols == a % cols);
                 if (h != b)
-                    assert_int_equal(oc_route_hop(1, n, h, b), b);
+                    assert_int_equal(oc__route_hop(1, n, h, b), b);
                 if (!used[h]) {
                     used[h] = 1;
                     distinct++;
@@ -70,15 +70,15 @@ static void test_grid_examples(void **state)
 {
     (void)state;
     /* 9 nodes, 3x3: 0 -> 8 goes along row 0 to column 2 (node 2) */
-    assert_int_equal(oc_route_hop(1, 9, 0, 8), 2);
-    assert_int_equal(oc_route_hop(1, 9, 2, 8), 8);
+    assert_int_equal(oc__route_hop(1, 9, 0, 8), 2);
+    assert_int_equal(oc__route_hop(1, 9, 2, 8), 8);
     /* same column: straight */
-    assert_int_equal(oc_route_hop(1, 9, 1, 7), 7);
+    assert_int_equal(oc__route_hop(1, 9, 1, 7), 7);
     /* 7 nodes, 3 columns, last row only node 6: 2 -> 6 cannot use node
      * 8 (a's row, b's column is 0: node 0), 8 -> does not exist */
-    assert_int_equal(oc_route_hop(1, 7, 2, 6), 0);
+    assert_int_equal(oc__route_hop(1, 7, 2, 6), 0);
     /* 6 -> 2: row 2 has no column 2 (node 8): the other corner, node 0 */
-    assert_int_equal(oc_route_hop(1, 7, 6, 2), 0);
+    assert_int_equal(oc__route_hop(1, 7, 6, 2), 0);
 }
 
 int main(void)

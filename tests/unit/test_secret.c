@@ -40,7 +40,7 @@ static void refused(const char *path, size_t cap, const char *want)
     char why[512] = "";
     size_t n = 99;
 
-    assert_int_equal(oc_secret_read(path, buf, cap, &n, why, sizeof(why)),
+    assert_int_equal(oc__secret_read(path, buf, cap, &n, why, sizeof(why)),
                      OC_ERR_CONFIG);
     assert_int_equal(n, 99); /* untouched */
     if (strstr(why, want) == NULL)
@@ -57,12 +57,12 @@ static void test_read(void **state)
 
     (void)state;
     p = put("ok.key", "s3cret\n", 0600);
-    assert_int_equal(oc_secret_read(p, buf, sizeof(buf), &n, why, sizeof(why)),
+    assert_int_equal(oc__secret_read(p, buf, sizeof(buf), &n, why, sizeof(why)),
                      OC_OK);
     assert_int_equal(n, 7);
     assert_memory_equal(buf, "s3cret\n", 7);
     p = put("400.key", "s3cret", 0400);
-    assert_int_equal(oc_secret_read(p, buf, sizeof(buf), &n, why, sizeof(why)),
+    assert_int_equal(oc__secret_read(p, buf, sizeof(buf), &n, why, sizeof(why)),
                      OC_OK);
 
     refused(put("open.key", "s3cret", 0644), 64,
@@ -93,7 +93,7 @@ static void test_read(void **state)
 
 static long hex(const char *s, uint8_t *out)
 {
-    return oc_secret_hex((const uint8_t *)s, strlen(s), out, 4);
+    return oc__secret_hex((const uint8_t *)s, strlen(s), out, 4);
 }
 
 static void test_hex(void **state)

@@ -1,12 +1,12 @@
 /*
  * test_stat_hostile.c — `offcore stat` against exporters that are not a
  * healthy offcored (issue #10, findings 6-8): a fake HTTP server on
- * loopback answers each connection with canned bytes, and oc_stat_main()
+ * loopback answers each connection with canned bytes, and oc__stat_main()
  * must escape what it prints, refuse what is not an offcored with exit 3,
  * and tell a refused connection, a timeout, a protocol error, a malformed
  * and an unsupported address apart (exit 1, 1, 3, 2, 2).
  *
- * Uses only oc_stat_main(), so the same file builds against older trees
+ * Uses only oc__stat_main(), so the same file builds against older trees
  * (which is how it was checked to fail before the fix).
  */
 #include <setjmp.h>
@@ -111,7 +111,7 @@ static void run_stat(run_t *r, const char *agent)
     err = open_memstream(&r->err, &r->err_len);
     assert_non_null(out);
     assert_non_null(err);
-    r->rc = oc_stat_main(3, argv, out, err);
+    r->rc = oc__stat_main(3, argv, out, err);
     fclose(out);
     fclose(err);
 }

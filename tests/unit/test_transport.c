@@ -3,7 +3,7 @@
  * of one process over UCX_TLS=self,sm (set by the meson test): bundles and
  * small messages with their tokens, persistent receive data kept until
  * released, handler ids checked, the wake-up fd; and the engine's send
- * (src/engine: oc_eng_send) with its per-outlet back-pressure on a real
+ * (src/engine: oc__eng_send) with its per-outlet back-pressure on a real
  * transport.  Waits are bounded by a progress budget, never by sleeps.
  */
 #include <setjmp.h>
@@ -51,14 +51,14 @@ static int setup(void **state)
     const void *addr;
     size_t len;
     assert_non_null(p);
-    assert_int_equal(oc_tr_context_create_wakeup(&p->ctx), OC_OK);
-    assert_int_equal(oc_tr_worker_create(p->ctx, &p->a), OC_OK);
-    assert_int_equal(oc_tr_worker_create(p->ctx, &p->b), OC_OK);
-    assert_int_equal(oc_tr_worker_address(p->b, &addr, &len), OC_OK);
+    assert_int_equal(oc__tr_context_create_wakeup(&p->ctx), OC_OK);
+    assert_int_equal(oc__tr_worker_create(p->ctx, &p->a), OC_OK);
+    assert_int_equal(oc__tr_worker_create(p->ctx, &p->b), OC_OK);
+    assert_int_equal(oc__tr_worker_address(p->b, &addr, &len), OC_OK);
     assert_true(len > 0);
-    assert_int_equal(oc_tr_set_handler(p->b, OC_AM_BUNDLE, on_recv, &p->got, 1),
+    assert_int_equal(oc__tr_set_handler(p->b, OC_AM_BUNDLE, on_recv, &p->got, 1),
                      OC_OK);
-    assert_int_equal(oc_tr_ep_create(p->a, addr, 0, &p->ab), OC_OK);
+    assert_int_equal(oc__tr_ep_create(p->a, addr, 0, &p->ab), OC_OK);
     *state = p;
     return 0;
 }
@@ -66,10 +66,10 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     pair_t *p = *state;
-    oc_tr_ep_destroy(p->a, p->ab);
-    oc_tr_worker_destroy(p->a);
-    oc_tr_worker_destroy(p->b);
-    oc_tr_context_destroy(p->ctx);
+    oc__tr_ep_destroy(p->a, p->ab);
+    oc__tr_worker_destroy(p->a);
+    oc__tr_worker_destroy(p->b);
+    oc__tr_context_destroy(p->ctx);
     free(p);
     return 0;
 }
@@ -78,8 +78,8 @@ static int teardown(void **state)
 static void wait_for(pair_t *p, int n)
 {
     for (long k = 0; k < 10000000 && p->got.n < n; k++) {
-        oc_tr_progress(p->a);
-        oc_tr_progress(p->b);
+        oc__tr_progress(p->a);
+        oc__tr_progress(p->b);
     }
     assert_int_equal(p->got.n, n);
 }
@@ -105,11 +105,11 @@ static void test_bundle_and_token(void **state)
     oc_status_t st;
 
     memset(buf, 0x5a, 8000);
-    st = oc_tr_send(p->ab, OC_AM_BUNDLE, buf, 8000, &op.op);
+    st = oc__tr_send(p->ab, OC_AM_BUNDLE, buf, 8000, &op.op);
     assert_true(st == OC_OK || st == OC_INPROGRESS);
     wait_for(p, 1);
     for (long k = 0; st == OC_INPROGRESS && !op.done && k < 1000000; k++)
-        oc_tr_progress(p->a);
+        oc__tr_progress(p->a);
     if (st == OC_INPROGRESS) {
         assert_true(op.done);
         assert_int_equal(op.st, OC_OK);
@@ -117,9 +117,9 @@ static void test_bundle_and_token(void **state)
     assert_int_equal(p->got.token[0], 0x1234abcdu);
     assert_int_equal(p->got.len[0], 8000);
     /* persistent: still readable after more progress, until released */
-    oc_tr_progress(p->b);
+    oc__tr_progress(p->b);
     assert_memory_equal(p->got.data[0], buf, 8000);
-    oc_tr_release(p->b, p->got.data[0]);
+    oc__tr_release(p->b, p->got.data[0]);
     free(buf);
 }
 
@@ -127,28 +127,28 @@ static void test_small_and_order(void **state)
 {
     pair_t *p = *state;
     for (uint8_t k = 0; k < 50; k++)
-        assert_int_equal(oc_tr_send_small(p->ab, OC_AM_BUNDLE, 77, &k, 1),
+        assert_int_equal(oc__tr_send_small(p->ab, OC_AM_BUNDLE, 77, &k, 1),
                          OC_OK);
     wait_for(p, 50);
     for (int k = 0; k < 50; k++) {
         assert_int_equal(p->got.token[k], 77);
         assert_int_equal(p->got.len[k], 1);
         assert_int_equal(p->got.first[k], k); /* in order on one endpoint */
-        oc_tr_release(p->b, p->got.data[k]);
+        oc__tr_release(p->b, p->got.data[k]);
     }
     /* more than 256 bytes is not a small message */
     uint8_t big[300] = {0};
-    assert_int_not_equal(oc_tr_send_small(p->ab, OC_AM_BUNDLE, 1, big, 300),
+    assert_int_not_equal(oc__tr_send_small(p->ab, OC_AM_BUNDLE, 1, big, 300),
                          OC_OK);
 }
 
 static void test_handler_ids(void **state)
 {
     pair_t *p = *state;
-    assert_int_not_equal(oc_tr_set_handler(p->b, 1000, on_recv, NULL, 0),
+    assert_int_not_equal(oc__tr_set_handler(p->b, 1000, on_recv, NULL, 0),
                          OC_OK);
     /* a wake-up context has an event fd to sleep on */
-    assert_true(oc_tr_worker_efd(p->b) >= 0);
+    assert_true(oc__tr_worker_efd(p->b) >= 0);
 }
 
 static oc_status_t eng_handoff(void *arg, oc_eng_out_t *o, oc_eng_buf_t *b,
@@ -156,7 +156,7 @@ static oc_status_t eng_handoff(void *arg, oc_eng_out_t *o, oc_eng_buf_t *b,
 {
     pair_t *p = arg;
     (void)count;
-    return oc_eng_send(b->eng, o, p->ab, 99, b, len);
+    return oc__eng_send(b->eng, o, p->ab, 99, b, len);
 }
 
 /* The engine over a real transport: bundles arrive whole and valid; the
@@ -175,27 +175,27 @@ static void test_engine_send(void **state)
     ep.max_inflight = 1;
     ep.handoff = eng_handoff;
     ep.arg = p;
-    assert_int_equal(oc_eng_create(&ep, &e), OC_OK);
-    oc_eng_out_init(&o);
+    assert_int_equal(oc__eng_create(&ep, &e), OC_OK);
+    oc__eng_out_init(&o);
     o.job = 1;
     for (uint64_t v = 0; v < 4000; v++) {
         oc_status_t st;
-        while ((st = oc_eng_put(e, &o, 1, 0, &v, 8)) == OC_ERR_NO_RESOURCE) {
-            oc_tr_progress(p->a);
-            oc_tr_progress(p->b);
+        while ((st = oc__eng_put(e, &o, 1, 0, &v, 8)) == OC_ERR_NO_RESOURCE) {
+            oc__tr_progress(p->a);
+            oc__tr_progress(p->b);
         }
         assert_int_equal(st, OC_OK);
     }
-    assert_int_equal(oc_eng_flush(e, &o, OC_ENG_FLUSH_EXPLICIT), OC_OK);
+    assert_int_equal(oc__eng_flush(e, &o, OC_ENG_FLUSH_EXPLICIT), OC_OK);
     for (long k = 0; k < 10000000 && (e->inflight > 0); k++) {
-        oc_tr_progress(p->a);
-        oc_tr_progress(p->b);
+        oc__tr_progress(p->a);
+        oc__tr_progress(p->b);
     }
     assert_int_equal(e->inflight, 0);
     assert_false(o.blocked);
     /* every item arrived once, in order, in valid bundles */
     for (long k = 0; k < 1000000; k++)
-        oc_tr_progress(p->b);
+        oc__tr_progress(p->b);
     const oc_wire_check_t chk = {1, 2, 1, OC_WIRE_RANK_NONE};
     uint64_t next = 0;
     for (int k = 0; k < p->got.n; k++) {
@@ -203,16 +203,16 @@ static void test_engine_send(void **state)
         oc_wire_iter_t it;
         oc_wire_msg_t m = {0, 0, 0, NULL};
         assert_int_equal(p->got.token[k], 99);
-        assert_int_equal(oc_wire_validate(p->got.data[k], p->got.len[k], &chk,
+        assert_int_equal(oc__wire_validate(p->got.data[k], p->got.len[k], &chk,
                                           &h), OC_OK);
-        oc_wire_iter_init(&it, p->got.data[k], &h);
-        while (oc_wire_iter_next(&it, &m))
-            assert_int_equal(oc_wire_ld64(m.payload), next++);
-        oc_tr_release(p->b, p->got.data[k]);
+        oc__wire_iter_init(&it, p->got.data[k], &h);
+        while (oc__wire_iter_next(&it, &m))
+            assert_int_equal(oc__wire_ld64(m.payload), next++);
+        oc__tr_release(p->b, p->got.data[k]);
     }
     assert_int_equal(next, 4000);
     assert_int_equal(e->c.bundles, (uint64_t)p->got.n);
-    oc_eng_destroy(e);
+    oc__eng_destroy(e);
 }
 
 int main(void)

@@ -152,40 +152,40 @@ static void test_log_parse_good(void **state)
     int lv[OC_COMP_MAX], want[OC_COMP_MAX];
 
     all(want, OC_LOG_WARN);
-    assert_int_equal(oc_log_parse(NULL, lv), 0);
+    assert_int_equal(oc__log_parse(NULL, lv), 0);
     expect_levels(lv, want);
-    assert_int_equal(oc_log_parse("", lv), 0);
+    assert_int_equal(oc__log_parse("", lv), 0);
     expect_levels(lv, want);
 
     static const char *const names[] = {"error", "warn", "info", "debug",
                                         "trace"};
     for (int l = 0; l < 5; l++) {
         all(want, l);
-        assert_int_equal(oc_log_parse(names[l], lv), 0);
+        assert_int_equal(oc__log_parse(names[l], lv), 0);
         expect_levels(lv, want);
     }
 
     all(want, OC_LOG_WARN);
     want[OC_COMP_TRANSPORT] = OC_LOG_DEBUG;
     want[OC_COMP_RUNTIME] = OC_LOG_INFO;
-    assert_int_equal(oc_log_parse("transport:debug,runtime:info", lv), 0);
+    assert_int_equal(oc__log_parse("transport:debug,runtime:info", lv), 0);
     expect_levels(lv, want);
 
     all(want, OC_LOG_INFO);
     want[OC_COMP_WIRE] = OC_LOG_TRACE;
-    assert_int_equal(oc_log_parse("info,wire:trace", lv), 0);
+    assert_int_equal(oc__log_parse("info,wire:trace", lv), 0);
     expect_levels(lv, want);
 
     /* later items win: a global level after a component one overrides it */
     all(want, OC_LOG_ERROR);
-    assert_int_equal(oc_log_parse("wire:trace,error", lv), 0);
+    assert_int_equal(oc__log_parse("wire:trace,error", lv), 0);
     expect_levels(lv, want);
 
     all(want, OC_LOG_WARN);
     want[OC_COMP_UTIL] = OC_LOG_ERROR;
     want[OC_COMP_AGENT] = OC_LOG_DEBUG;
     want[OC_COMP_APP] = OC_LOG_TRACE;
-    assert_int_equal(oc_log_parse("util:error,agent:debug,app:trace,", lv), 0);
+    assert_int_equal(oc__log_parse("util:error,agent:debug,app:trace,", lv), 0);
     expect_levels(lv, want);
 }
 
@@ -198,13 +198,13 @@ static void test_log_parse_bad(void **state)
     };
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-        if (oc_log_parse(bad[i], lv) != -1)
+        if (oc__log_parse(bad[i], lv) != -1)
             fail_msg("OC_LOG='%s' accepted", bad[i]);
 
     /* what parsed is kept */
     all(want, OC_LOG_DEBUG);
     want[OC_COMP_WIRE] = OC_LOG_TRACE;
-    assert_int_equal(oc_log_parse("debug,bogus,wire:trace", lv), -1);
+    assert_int_equal(oc__log_parse("debug,bogus,wire:trace", lv), -1);
     expect_levels(lv, want);
 }
 
@@ -257,7 +257,7 @@ static oc_status_t load_with(const char *var, const char *value, tcfg_t *c)
     if (var)
         setenv(var, value, 1);
     memset(c, 0x5a, sizeof(*c));
-    st = oc_config_load(table, c);
+    st = oc__config_load(table, c);
     clear_env(NULL);
     return st;
 }
@@ -406,7 +406,7 @@ static void test_config_env_several(void **state)
     setenv("OC_UTEST_SIZE", "1M", 1);
     setenv("OC_UTEST_FLAG", "yes", 1);
     setenv("OC_UTEST_MODE", "agent", 1);
-    assert_status(oc_config_load(table, &c), OC_OK);
+    assert_status(oc__config_load(table, &c), OC_OK);
     assert_int_equal(c.count, 7);
     assert_int_equal(c.size, 1 << 20);
     assert_int_equal(c.flag, 1);
@@ -414,7 +414,7 @@ static void test_config_env_several(void **state)
     assert_int_equal(c.mode, 1);
     /* one bad value fails the whole load */
     setenv("OC_UTEST_FLAG", "sometimes", 1);
-    assert_status(oc_config_load(table, &c), OC_ERR_CONFIG);
+    assert_status(oc__config_load(table, &c), OC_ERR_CONFIG);
     clear_env(NULL);
 }
 
@@ -427,7 +427,7 @@ static void test_config_bad_default(void **state)
     };
     tcfg_t c;
 
-    assert_status(oc_config_load(bad_table, &c), OC_ERR_CONFIG);
+    assert_status(oc__config_load(bad_table, &c), OC_ERR_CONFIG);
 }
 
 static void test_config_set(void **state)
@@ -435,35 +435,35 @@ static void test_config_set(void **state)
     tcfg_t c;
 
     assert_status(load_with(NULL, NULL, &c), OC_OK);
-    assert_status(oc_config_set(table, &c, "UTEST_COUNT", "99"), OC_OK);
+    assert_status(oc__config_set(table, &c, "UTEST_COUNT", "99"), OC_OK);
     assert_int_equal(c.count, 99);
-    assert_status(oc_config_set(table, &c, "utest_count", "98"), OC_OK);
+    assert_status(oc__config_set(table, &c, "utest_count", "98"), OC_OK);
     assert_int_equal(c.count, 98);
-    assert_status(oc_config_set(table, &c, "utest-count", "97"), OC_OK);
+    assert_status(oc__config_set(table, &c, "utest-count", "97"), OC_OK);
     assert_int_equal(c.count, 97);
-    assert_status(oc_config_set(table, &c, "Utest-Size", "8K"), OC_OK);
+    assert_status(oc__config_set(table, &c, "Utest-Size", "8K"), OC_OK);
     assert_int_equal(c.size, 8192);
-    assert_status(oc_config_set(table, &c, "utest-flag", "on"), OC_OK);
+    assert_status(oc__config_set(table, &c, "utest-flag", "on"), OC_OK);
     assert_int_equal(c.flag, 1);
-    assert_status(oc_config_set(table, &c, "utest-name", "n2"), OC_OK);
+    assert_status(oc__config_set(table, &c, "utest-name", "n2"), OC_OK);
     assert_string_equal(c.name, "n2");
-    assert_status(oc_config_set(table, &c, "utest-mode", "inline"), OC_OK);
+    assert_status(oc__config_set(table, &c, "utest-mode", "inline"), OC_OK);
     assert_int_equal(c.mode, 0);
 
     /* bad values leave the field as it was */
-    assert_status(oc_config_set(table, &c, "utest-count", "0"), OC_ERR_CONFIG);
-    assert_status(oc_config_set(table, &c, "utest-count", "x"), OC_ERR_CONFIG);
+    assert_status(oc__config_set(table, &c, "utest-count", "0"), OC_ERR_CONFIG);
+    assert_status(oc__config_set(table, &c, "utest-count", "x"), OC_ERR_CONFIG);
     assert_int_equal(c.count, 97);
-    assert_status(oc_config_set(table, &c, "utest-size", "1K"), OC_ERR_CONFIG);
+    assert_status(oc__config_set(table, &c, "utest-size", "1K"), OC_ERR_CONFIG);
     assert_int_equal(c.size, 8192);
-    assert_status(oc_config_set(table, &c, "utest-mode", "x"), OC_ERR_CONFIG);
+    assert_status(oc__config_set(table, &c, "utest-mode", "x"), OC_ERR_CONFIG);
     assert_int_equal(c.mode, 0);
     /* unknown names, and the OC_ prefix is not part of the name */
-    assert_status(oc_config_set(table, &c, "nope", "1"), OC_ERR_CONFIG);
-    assert_status(oc_config_set(table, &c, "", "1"), OC_ERR_CONFIG);
-    assert_status(oc_config_set(table, &c, "UTEST_COUN", "1"), OC_ERR_CONFIG);
-    assert_status(oc_config_set(table, &c, "UTEST_COUNTX", "1"), OC_ERR_CONFIG);
-    assert_status(oc_config_set(table, &c, "OC_UTEST_COUNT", "1"),
+    assert_status(oc__config_set(table, &c, "nope", "1"), OC_ERR_CONFIG);
+    assert_status(oc__config_set(table, &c, "", "1"), OC_ERR_CONFIG);
+    assert_status(oc__config_set(table, &c, "UTEST_COUN", "1"), OC_ERR_CONFIG);
+    assert_status(oc__config_set(table, &c, "UTEST_COUNTX", "1"), OC_ERR_CONFIG);
+    assert_status(oc__config_set(table, &c, "OC_UTEST_COUNT", "1"),
                   OC_ERR_CONFIG);
     assert_int_equal(c.count, 97);
 }
@@ -475,7 +475,7 @@ static char *dump(const void *cfg)
     FILE *f = open_memstream(&text, &n);
 
     assert_non_null(f);
-    oc_config_dump(f, "utest", table, cfg);
+    oc__config_dump(f, "utest", table, cfg);
     assert_int_equal(fclose(f), 0);
     assert_non_null(text);
     return text;
@@ -595,23 +595,23 @@ static void after_a_second(void)
 {
     struct timespec ts = {1, 50 * 1000 * 1000};
     nanosleep(&ts, NULL);
-    assert_int_equal(oc_log_limits_flush(), 1);
+    assert_int_equal(oc__log_limits_flush(), 1);
 }
 
-/* 1,000 peer-caused warnings in a burst print oc_log_rate() lines, then
+/* 1,000 peer-caused warnings in a burst print oc__log_rate() lines, then
  * one summary with the count of the rest (finding 3). */
 static void test_log_rate_limit(void **state)
 {
     char *out;
 
     unsetenv("OC_LOG");
-    oc_log_set_rate(0); /* the default */
-    assert_int_equal(oc_log_rate(), 10);
+    oc__log_set_rate(0); /* the default */
+    assert_int_equal(oc__log_rate(), 10);
     out = capture_stderr(flood_log);
     assert_int_equal(count_lines(out, "sent junk"), 10);
     assert_int_equal(count_lines(out, "\n"), 10);
     free(out);
-    assert_int_equal(oc_log_limit_suppressed(&lim_test), 990);
+    assert_int_equal(oc__log_limit_suppressed(&lim_test), 990);
     out = capture_stderr(after_a_second);
     assert_non_null(strstr(out, "990 similar messages suppressed"));
     assert_non_null(strstr(out, "test warnings"));
@@ -628,36 +628,36 @@ static void test_guard_cap_and_deadline(void **state)
     oc_guard_t g;
     uint64_t t = 1000000;
 
-    oc_guard_init(&g, "test", &p);
+    oc__guard_init(&g, "test", &p);
     for (int i = 0; i < 3; i++) {
-        assert_true(oc_guard_admit(&g, &ev));
+        assert_true(oc__guard_admit(&g, &ev));
         assert_null(ev);
-        oc_guard_add(&g, &s[i], t + (uint64_t)i);
+        oc__guard_add(&g, &s[i], t + (uint64_t)i);
     }
-    oc_guard_settle(&g, &s[0]); /* authenticated */
-    assert_true(oc_guard_admit(&g, &ev));
+    oc__guard_settle(&g, &s[0]); /* authenticated */
+    assert_true(oc__guard_admit(&g, &ev));
     assert_ptr_equal(ev, &s[1]); /* oldest pending, not s[0] */
-    oc_guard_remove(&g, ev);
-    oc_guard_add(&g, &s[3], t + 10);
-    assert_null(oc_guard_expired(&g, t + 999999));
-    assert_ptr_equal(oc_guard_expired(&g, t + 1000002), &s[2]);
-    assert_null(oc_guard_expired(&g, t + 1000002));
-    assert_ptr_equal(oc_guard_expired(&g, t + 2000000), &s[3]);
-    oc_guard_remove(&g, &s[2]);
-    oc_guard_remove(&g, &s[3]);
-    oc_guard_remove(&g, &s[3]); /* idempotent */
+    oc__guard_remove(&g, ev);
+    oc__guard_add(&g, &s[3], t + 10);
+    assert_null(oc__guard_expired(&g, t + 999999));
+    assert_ptr_equal(oc__guard_expired(&g, t + 1000002), &s[2]);
+    assert_null(oc__guard_expired(&g, t + 1000002));
+    assert_ptr_equal(oc__guard_expired(&g, t + 2000000), &s[3]);
+    oc__guard_remove(&g, &s[2]);
+    oc__guard_remove(&g, &s[3]);
+    oc__guard_remove(&g, &s[3]); /* idempotent */
     assert_int_equal(g.nconns, 1);
     /* full of settled connections: refused */
-    oc_guard_add(&g, &s[1], t);
-    oc_guard_add(&g, &s[2], t);
-    oc_guard_settle(&g, &s[1]);
-    oc_guard_settle(&g, &s[2]);
-    assert_false(oc_guard_admit(&g, &ev));
-    oc_guard_counters(&g, &c);
+    oc__guard_add(&g, &s[1], t);
+    oc__guard_add(&g, &s[2], t);
+    oc__guard_settle(&g, &s[1]);
+    oc__guard_settle(&g, &s[2]);
+    assert_false(oc__guard_admit(&g, &ev));
+    oc__guard_counters(&g, &c);
     assert_int_equal(c.evicted, 1);
     assert_int_equal(c.refused, 1);
     assert_int_equal(c.expired, 2);
-    assert_int_equal(oc_guard_wait_ms(&g, t, 100), 100);
+    assert_int_equal(oc__guard_wait_ms(&g, t, 100), 100);
 }
 
 /* Out of descriptors: accept fails with EMFILE, and the listener is left
@@ -672,7 +672,7 @@ static void test_guard_emfile_backoff(void **state)
     int lfd, cfd, fd = -1, probe, wait = -1;
     uint64_t now;
 
-    oc_guard_init(&g, "test", &p);
+    oc__guard_init(&g, "test", &p);
     snprintf(sun.sun_path + 1, sizeof(sun.sun_path) - 1, "oc-guard-%d",
              (int)getpid()); /* abstract: nothing to clean up */
     lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
@@ -687,17 +687,17 @@ static void test_guard_emfile_backoff(void **state)
     low = rl;
     low.rlim_cur = (rlim_t)probe;
     assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
-    assert_status(oc_guard_accept(&g, lfd, &fd, NULL, NULL),
+    assert_status(oc__guard_accept(&g, lfd, &fd, NULL, NULL),
                   OC_ERR_NO_RESOURCE);
     assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
-    now = oc_now_us();
-    assert_false(oc_guard_listen_ok(&g, now, &wait));
+    now = oc__now_us();
+    assert_false(oc__guard_listen_ok(&g, now, &wait));
     assert_true(wait > 0 && wait <= 200);
-    assert_true(oc_guard_listen_ok(&g, now + 201000, NULL));
-    oc_guard_counters(&g, &c);
+    assert_true(oc__guard_listen_ok(&g, now + 201000, NULL));
+    oc__guard_counters(&g, &c);
     assert_int_equal(c.backoffs, 1);
     /* with descriptors back, the waiting connection is taken */
-    assert_status(oc_guard_accept(&g, lfd, &fd, NULL, NULL), OC_OK);
+    assert_status(oc__guard_accept(&g, lfd, &fd, NULL, NULL), OC_OK);
     close(fd);
     close(cfd);
     close(lfd);
@@ -709,13 +709,13 @@ static void check_env(void)
     static const char *const also[] = {"OC_UTEST_OTHER", NULL};
     int saved;
 
-    oc_log_enabled(OC_COMP_UTIL, OC_LOG_WARN); /* initialised */
+    oc__log_enabled(OC_COMP_UTIL, OC_LOG_WARN); /* initialised */
     saved = oc__log_levels[OC_COMP_UTIL];
     oc__log_levels[OC_COMP_UTIL] = OC_LOG_WARN; /* main() quietens util */
     setenv("OC_UTEST_CUONT", "3", 1);
     setenv("OC_UTEST_OTHER", "1", 1);
     setenv("OC_UTEST_ZZZZZZZZZZZZ", "1", 1);
-    assert_int_equal(oc_config_check_env(table, "UTEST_", also), 2);
+    assert_int_equal(oc__config_check_env(table, "UTEST_", also), 2);
     unsetenv("OC_UTEST_CUONT");
     unsetenv("OC_UTEST_OTHER");
     unsetenv("OC_UTEST_ZZZZZZZZZZZZ");

@@ -1,6 +1,6 @@
 /*
  * test_wire.c — unit tests of the bundle format (src/wire): the byte layout
- * written by the encoders, round trips through oc_wire_validate() and the
+ * written by the encoders, round trips through oc__wire_validate() and the
  * iterator in both modes, and one test per rejection with its named status.
  *
  * Every validation runs on an exact-size heap copy of the bundle, so that
@@ -88,10 +88,10 @@ static size_t build_mixed(uint8_t *buf, const spec_t *m, size_t n)
     for (size_t k = 0; k < n; k++) {
         for (uint32_t i = 0; i < m[k].len; i++)
             scratch[i] = pat((uint32_t)k, i);
-        p = oc_wire_put_msg(p, m[k].dst, m[k].src, scratch, m[k].len);
+        p = oc__wire_put_msg(p, m[k].dst, m[k].src, scratch, m[k].len);
     }
     h = base_hdr(0, 0, (uint32_t)n, (uint32_t)(p - buf));
-    oc_wire_hdr_write(buf, &h);
+    oc__wire_hdr_write(buf, &h);
     return (size_t)(p - buf);
 }
 
@@ -105,12 +105,12 @@ static size_t build_fixed(uint8_t *buf, uint32_t src, uint32_t dst,
     for (uint32_t k = 0; k < n; k++) {
         for (uint32_t i = 0; i < item; i++)
             scratch[i] = pat(k, i);
-        p = oc_wire_put_item(p, scratch, item);
+        p = oc__wire_put_item(p, scratch, item);
     }
     h = base_hdr(OC_WIRE_F_FIXED, item, n, (uint32_t)(p - buf));
     h.src = src;
     h.dst = dst;
-    oc_wire_hdr_write(buf, &h);
+    oc__wire_hdr_write(buf, &h);
     return (size_t)(p - buf);
 }
 
@@ -126,7 +126,7 @@ static oc_status_t validate_copy(const uint8_t *buf, size_t len,
     memcpy(copy, buf, len);
     memset(&h, 0xa5, sizeof(h));
     memcpy(&sentinel, &h, sizeof(h));
-    st = oc_wire_validate(copy, len, chk, &h);
+    st = oc__wire_validate(copy, len, chk, &h);
     if (st != OC_OK)
         assert_memory_equal(&h, &sentinel, sizeof(h));
     free(copy);
@@ -146,7 +146,7 @@ static void check_mixed(const uint8_t *buf, size_t len, const spec_t *m,
 
     assert_non_null(copy);
     memcpy(copy, buf, len);
-    assert_status(oc_wire_validate(copy, len, chk, &h), OC_OK);
+    assert_status(oc__wire_validate(copy, len, chk, &h), OC_OK);
     assert_int_equal(h.magic, OC_WIRE_MAGIC);
     assert_int_equal(h.version, OC_WIRE_VERSION);
     assert_int_equal(h.flags, 0);
@@ -156,8 +156,8 @@ static void check_mixed(const uint8_t *buf, size_t len, const spec_t *m,
     assert_int_equal(h.src_hop, 0xabcdef01u);
     assert_int_equal(h.job, JOB);
     assert_true(h.seq == 0x0123456789abcdefull);
-    oc_wire_iter_init(&it, copy, &h);
-    while (oc_wire_iter_next(&it, &msg)) {
+    oc__wire_iter_init(&it, copy, &h);
+    while (oc__wire_iter_next(&it, &msg)) {
         assert_true(k < n);
         assert_int_equal(msg.dst, m[k].dst);
         assert_int_equal(msg.src, m[k].src);
@@ -167,13 +167,13 @@ static void check_mixed(const uint8_t *buf, size_t len, const spec_t *m,
         for (uint32_t i = 0; i < msg.len; i++)
             if (msg.payload[i] != pat((uint32_t)k, i))
                 fail_msg("message %zu byte %u differs", k, i);
-        for (uint32_t i = msg.len; i < oc_wire_pad8(msg.len); i++)
+        for (uint32_t i = msg.len; i < oc__wire_pad8(msg.len); i++)
             assert_int_equal(msg.payload[i], 0);
         k++;
     }
     assert_int_equal(k, n);
     assert_ptr_equal(it.p, copy + len);
-    assert_false(oc_wire_iter_next(&it, &msg));
+    assert_false(oc__wire_iter_next(&it, &msg));
     free(copy);
 }
 
@@ -189,15 +189,15 @@ static void check_fixed(const uint8_t *buf, size_t len, uint32_t src,
 
     assert_non_null(copy);
     memcpy(copy, buf, len);
-    assert_status(oc_wire_validate(copy, len, chk, &h), OC_OK);
+    assert_status(oc__wire_validate(copy, len, chk, &h), OC_OK);
     assert_int_equal(h.flags, OC_WIRE_F_FIXED);
     assert_int_equal(h.item_size, item);
     assert_int_equal(h.count, n);
     assert_int_equal(h.length, len);
     assert_int_equal(h.src, src);
     assert_int_equal(h.dst, dst);
-    oc_wire_iter_init(&it, copy, &h);
-    while (oc_wire_iter_next(&it, &msg)) {
+    oc__wire_iter_init(&it, copy, &h);
+    while (oc__wire_iter_next(&it, &msg)) {
         assert_true(k < n);
         assert_int_equal(msg.src, src);
         assert_int_equal(msg.dst, dst);
@@ -224,7 +224,7 @@ static void test_hdr_layout(void **state)
     h.src = 0x00a1a2a3u;
     h.dst = 0x00b1b2b3u;
     memset(b, 0xee, sizeof(b));
-    oc_wire_hdr_write(b, &h);
+    oc__wire_hdr_write(b, &h);
     assert_memory_equal(b, "OCB1", 4);
     assert_int_equal(get32(b), OC_WIRE_MAGIC);
     assert_int_equal(b[4], OC_WIRE_VERSION);
@@ -243,17 +243,17 @@ static void test_hdr_layout(void **state)
 
 static void test_msg_hdr_layout(void **state)
 {
-    uint64_t mh = oc_wire_msg_hdr(0x123456u, 0xabcdefu, 0xfedcu);
+    uint64_t mh = oc__wire_msg_hdr(0x123456u, 0xabcdefu, 0xfedcu);
     uint8_t b[16];
     uint8_t *end;
     const uint8_t one = 0x42;
 
     assert_true(mh == 0xfedcabcdef123456ull);
     /* ranks are masked to 24 bits, lengths to 16 */
-    assert_true(oc_wire_msg_hdr(0xff000001u, 0xff000002u, 0x10003u) ==
+    assert_true(oc__wire_msg_hdr(0xff000001u, 0xff000002u, 0x10003u) ==
                 ((uint64_t)3 << 48 | (uint64_t)2 << 24 | 1));
     memset(b, 0xee, sizeof(b));
-    end = oc_wire_put_msg(b, 0x123456u, 0xabcdefu, &one, 1);
+    end = oc__wire_put_msg(b, 0x123456u, 0xabcdefu, &one, 1);
     assert_ptr_equal(end, b + 16);
     assert_int_equal(b[0], 0x56); /* little-endian: dst in the low bits */
     assert_int_equal(b[2], 0x12);
@@ -264,16 +264,16 @@ static void test_msg_hdr_layout(void **state)
     assert_int_equal(b[8], 0x42);
     for (int i = 9; i < 16; i++)
         assert_int_equal(b[i], 0);
-    assert_true(oc_wire_ld64(b) == oc_wire_msg_hdr(0x123456u, 0xabcdefu, 1));
+    assert_true(oc__wire_ld64(b) == oc__wire_msg_hdr(0x123456u, 0xabcdefu, 1));
 }
 
 static void test_pad8(void **state)
 {
-    assert_int_equal(oc_wire_pad8(0), 0);
-    assert_int_equal(oc_wire_pad8(1), 8);
-    assert_int_equal(oc_wire_pad8(8), 8);
-    assert_int_equal(oc_wire_pad8(9), 16);
-    assert_int_equal(oc_wire_pad8(65535), 65536);
+    assert_int_equal(oc__wire_pad8(0), 0);
+    assert_int_equal(oc__wire_pad8(1), 8);
+    assert_int_equal(oc__wire_pad8(8), 8);
+    assert_int_equal(oc__wire_pad8(9), 16);
+    assert_int_equal(oc__wire_pad8(65535), 65536);
 }
 
 static void test_put_zeroes_padding(void **state)
@@ -285,16 +285,16 @@ static void test_put_zeroes_padding(void **state)
         uint8_t *end;
 
         memset(b, 0xff, sizeof(b));
-        end = oc_wire_put_msg(b, 1, 2, src, len);
-        assert_ptr_equal(end, b + 8 + oc_wire_pad8(len));
+        end = oc__wire_put_msg(b, 1, 2, src, len);
+        assert_ptr_equal(end, b + 8 + oc__wire_pad8(len));
         assert_memory_equal(b + 8, src, len);
         for (size_t i = 8 + len; i < (size_t)(end - b); i++)
             assert_int_equal(b[i], 0);
         assert_int_equal(b[end - b], 0xff); /* nothing written beyond */
 
         memset(b, 0xff, sizeof(b));
-        end = oc_wire_put_item(b, src, len);
-        assert_ptr_equal(end, b + oc_wire_pad8(len));
+        end = oc__wire_put_item(b, src, len);
+        assert_ptr_equal(end, b + oc__wire_pad8(len));
         assert_memory_equal(b, src, len);
         for (size_t i = len; i < (size_t)(end - b); i++)
             assert_int_equal(b[i], 0);
@@ -356,11 +356,11 @@ static void test_mixed_many(void **state)
         uint32_t l;
         x ^= x << 13, x ^= x >> 7, x ^= x << 17;
         l = (uint32_t)(x % 97);
-        if (used + 8 + oc_wire_pad8(l) > BUFSZ)
+        if (used + 8 + oc__wire_pad8(l) > BUFSZ)
             break;
         m[n++] = (spec_t){(uint32_t)(x >> 20) % NRANKS,
                           (uint32_t)(x >> 40) % NRANKS, l};
-        used += 8 + oc_wire_pad8(l);
+        used += 8 + oc__wire_pad8(l);
     }
     len = build_mixed(BUF, m, n);
     assert_int_equal(len, used);
@@ -399,10 +399,10 @@ static void test_fixed_roundtrip(void **state)
         for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
             uint32_t n = counts[c];
             size_t len;
-            if (HDR + (size_t)n * oc_wire_pad8(sizes[s]) > BUFSZ)
+            if (HDR + (size_t)n * oc__wire_pad8(sizes[s]) > BUFSZ)
                 continue;
             len = build_fixed(BUF, 3, 9, sizes[s], n);
-            assert_int_equal(len, HDR + n * oc_wire_pad8(sizes[s]));
+            assert_int_equal(len, HDR + n * oc__wire_pad8(sizes[s]));
             check_fixed(BUF, len, 3, 9, sizes[s], n, &chk_any);
         }
 }
@@ -447,26 +447,26 @@ static void test_iter_skip_mixed(void **state)
     for (uint32_t k = 0; k < 10; k++)
         m[k] = (spec_t){k, 9 - k, k * 3};
     len = build_mixed(BUF, m, 10);
-    assert_status(oc_wire_validate(BUF, len, &chk_any, &h), OC_OK);
+    assert_status(oc__wire_validate(BUF, len, &chk_any, &h), OC_OK);
     for (uint32_t skip = 0; skip <= 10; skip++) {
-        oc_wire_iter_init(&it, BUF, &h);
-        oc_wire_iter_skip(&it, skip);
+        oc__wire_iter_init(&it, BUF, &h);
+        oc__wire_iter_skip(&it, skip);
         assert_int_equal(it.left, 10 - skip);
         for (uint32_t k = skip; k < 10; k++) {
-            assert_true(oc_wire_iter_next(&it, &msg));
+            assert_true(oc__wire_iter_next(&it, &msg));
             assert_int_equal(msg.dst, k);
             assert_int_equal(msg.len, k * 3);
             if (msg.len)
                 assert_int_equal(msg.payload[0], pat(k, 0));
         }
-        assert_false(oc_wire_iter_next(&it, &msg));
+        assert_false(oc__wire_iter_next(&it, &msg));
         assert_ptr_equal(it.p, BUF + len);
     }
     /* skipping in two steps lands where one step does */
-    oc_wire_iter_init(&it, BUF, &h);
-    oc_wire_iter_skip(&it, 3);
-    oc_wire_iter_skip(&it, 4);
-    assert_true(oc_wire_iter_next(&it, &msg));
+    oc__wire_iter_init(&it, BUF, &h);
+    oc__wire_iter_skip(&it, 3);
+    oc__wire_iter_skip(&it, 4);
+    assert_true(oc__wire_iter_next(&it, &msg));
     assert_int_equal(msg.dst, 7);
 }
 
@@ -477,18 +477,18 @@ static void test_iter_skip_fixed(void **state)
     oc_wire_msg_t msg = {0};
     size_t len = build_fixed(BUF, 1, 2, 13, 8);
 
-    assert_status(oc_wire_validate(BUF, len, &chk_any, &h), OC_OK);
+    assert_status(oc__wire_validate(BUF, len, &chk_any, &h), OC_OK);
     for (uint32_t skip = 0; skip <= 8; skip++) {
-        oc_wire_iter_init(&it, BUF, &h);
-        oc_wire_iter_skip(&it, skip);
+        oc__wire_iter_init(&it, BUF, &h);
+        oc__wire_iter_skip(&it, skip);
         assert_int_equal(it.left, 8 - skip);
         for (uint32_t k = skip; k < 8; k++) {
-            assert_true(oc_wire_iter_next(&it, &msg));
+            assert_true(oc__wire_iter_next(&it, &msg));
             assert_int_equal(msg.len, 13);
             assert_int_equal(msg.payload[0], pat(k, 0));
             assert_int_equal(msg.payload[12], pat(k, 12));
         }
-        assert_false(oc_wire_iter_next(&it, &msg));
+        assert_false(oc__wire_iter_next(&it, &msg));
         assert_ptr_equal(it.p, BUF + len);
     }
 }
@@ -512,12 +512,12 @@ static void test_reject_null(void **state)
     oc_wire_hdr_t h;
     size_t len = std_mixed();
 
-    assert_status(oc_wire_validate(NULL, len, &chk_any, &h),
+    assert_status(oc__wire_validate(NULL, len, &chk_any, &h),
                   OC_ERR_INVALID_PARAM);
-    assert_status(oc_wire_validate(BUF, len, NULL, &h), OC_ERR_INVALID_PARAM);
-    assert_status(oc_wire_validate(BUF, len, &chk_any, NULL),
+    assert_status(oc__wire_validate(BUF, len, NULL, &h), OC_ERR_INVALID_PARAM);
+    assert_status(oc__wire_validate(BUF, len, &chk_any, NULL),
                   OC_ERR_INVALID_PARAM);
-    assert_status(oc_wire_validate(NULL, 0, NULL, NULL), OC_ERR_INVALID_PARAM);
+    assert_status(oc__wire_validate(NULL, 0, NULL, NULL), OC_ERR_INVALID_PARAM);
 }
 
 static void test_reject_truncated(void **state)
@@ -588,11 +588,11 @@ static size_t build_stream(uint8_t *buf, uint32_t src, uint32_t n)
     oc_wire_hdr_t h;
     for (uint32_t k = 0; k < n; k++) {
         uint64_t v = k;
-        p = oc_wire_put_msg(p, k % NRANKS, src, &v, 8);
+        p = oc__wire_put_msg(p, k % NRANKS, src, &v, 8);
     }
     h = base_hdr(OC_WIRE_F_STREAM, 0, n, (uint32_t)(p - buf));
     h.src = src;
-    oc_wire_hdr_write(buf, &h);
+    oc__wire_hdr_write(buf, &h);
     return (size_t)(p - buf);
 }
 
@@ -605,12 +605,12 @@ static void test_stream_accepted_by_agent(void **state)
     size_t len = build_stream(BUF, 5, 40);
     uint32_t k = 0;
 
-    assert_status(oc_wire_validate(BUF, len, &from5, &h), OC_OK);
+    assert_status(oc__wire_validate(BUF, len, &from5, &h), OC_OK);
     assert_int_equal(h.flags, OC_WIRE_F_STREAM);
     assert_int_equal(h.src, 5);
     assert_int_equal(h.dst, OC_WIRE_RANK_NONE);
-    oc_wire_iter_init(&it, BUF, &h);
-    while (oc_wire_iter_next(&it, &m)) {
+    oc__wire_iter_init(&it, BUF, &h);
+    while (oc__wire_iter_next(&it, &m)) {
         assert_int_equal(m.src, 5);
         assert_int_equal(m.dst, k % NRANKS);
         k++;
@@ -642,7 +642,7 @@ static void test_stream_rejected(void **state)
     assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_RANK);
     /* one message from another rank than the header's */
     len = build_stream(BUF, 5, 8);
-    oc_wire_st64(BUF + HDR + 3 * 16, oc_wire_msg_hdr(1, 6, 8));
+    oc__wire_st64(BUF + HDR + 3 * 16, oc__wire_msg_hdr(1, 6, 8));
     assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_RANK);
 }
 
@@ -653,19 +653,19 @@ static size_t build_column(uint8_t *buf, uint32_t src, uint32_t n,
     uint8_t *p = buf + HDR, *items;
     oc_wire_hdr_t h;
     for (uint32_t k = 0; k < n; k++)
-        oc_wire_st32(p + 4 * k, (k * 5) % NRANKS);
+        oc__wire_st32(p + 4 * k, (k * 5) % NRANKS);
     if (n & 1)
-        oc_wire_st32(p + 4 * n, 0);
-    items = p + oc_wire_col_dst_bytes(n);
+        oc__wire_st32(p + 4 * n, 0);
+    items = p + oc__wire_col_dst_bytes(n);
     for (uint32_t k = 0; k < n; k++) {
         uint8_t v[64];
         memset(v, (int)(k + 1), sizeof(v));
-        items = oc_wire_put_item(items, v, item);
+        items = oc__wire_put_item(items, v, item);
     }
     h = base_hdr(OC_WIRE_F_STREAM | OC_WIRE_F_FIXED, item, n,
                  (uint32_t)(items - buf));
     h.src = src;
-    oc_wire_hdr_write(buf, &h);
+    oc__wire_hdr_write(buf, &h);
     return (size_t)(items - buf);
 }
 
@@ -680,12 +680,12 @@ static void test_column_stream_accepted(void **state)
             oc_wire_msg_t m = {0, 0, 0, NULL};
             size_t len = build_column(BUF, 5, n, items[t]);
             uint32_t k = 0;
-            assert_int_equal(len, HDR + oc_wire_pad8(4 * n) +
-                                      n * oc_wire_pad8(items[t]));
-            assert_status(oc_wire_validate(BUF, len, &from5, &h), OC_OK);
+            assert_int_equal(len, HDR + oc__wire_pad8(4 * n) +
+                                      n * oc__wire_pad8(items[t]));
+            assert_status(oc__wire_validate(BUF, len, &from5, &h), OC_OK);
             assert_int_equal(h.flags, OC_WIRE_F_STREAM | OC_WIRE_F_FIXED);
-            oc_wire_iter_init(&it, BUF, &h);
-            while (oc_wire_iter_next(&it, &m)) {
+            oc__wire_iter_init(&it, BUF, &h);
+            while (oc__wire_iter_next(&it, &m)) {
                 assert_int_equal(m.src, 5);
                 assert_int_equal(m.dst, (k * 5) % NRANKS);
                 assert_int_equal(m.len, items[t]);
@@ -695,22 +695,22 @@ static void test_column_stream_accepted(void **state)
             assert_int_equal(k, n);
             assert_ptr_equal(it.p, BUF + len);
             /* skip lands on the same message */
-            oc_wire_iter_init(&it2, BUF, &h);
-            oc_wire_iter_skip(&it2, n - 1);
-            assert_true(oc_wire_iter_next(&it2, &m));
+            oc__wire_iter_init(&it2, BUF, &h);
+            oc__wire_iter_skip(&it2, n - 1);
+            assert_true(oc__wire_iter_next(&it2, &m));
             assert_int_equal(m.dst, ((n - 1) * 5) % NRANKS);
             assert_int_equal(m.payload[0], (uint8_t)n);
         }
     }
-    /* capacity: what oc_wire_col_cap says fits, fits */
+    /* capacity: what oc__wire_col_cap says fits, fits */
     for (size_t stride = 8; stride <= 64; stride += 8) {
-        uint32_t cap = oc_wire_col_cap(8192, stride);
+        uint32_t cap = oc__wire_col_cap(8192, stride);
         assert_true(cap > 0);
-        assert_true(HDR + oc_wire_col_dst_bytes(cap) + cap * stride <= 8192);
-        assert_true(HDR + oc_wire_col_dst_bytes(cap + 1) +
+        assert_true(HDR + oc__wire_col_dst_bytes(cap) + cap * stride <= 8192);
+        assert_true(HDR + oc__wire_col_dst_bytes(cap + 1) +
                         (cap + 1) * stride > 8192);
     }
-    assert_int_equal(oc_wire_col_cap(HDR + 8, 8), 0);
+    assert_int_equal(oc__wire_col_cap(HDR + 8, 8), 0);
 }
 
 static void test_column_stream_rejected(void **state)
@@ -823,18 +823,18 @@ static void test_reject_msg_past_end(void **state)
 
     assert_int_equal(len, 96);
     /* last message claims 9 bytes: padded 16 runs 8 past the end */
-    oc_wire_st64(BUF + 80, oc_wire_msg_hdr(5, 6, 9));
+    oc__wire_st64(BUF + 80, oc__wire_msg_hdr(5, 6, 9));
     assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_LENGTH);
     /* ... or the maximum */
-    oc_wire_st64(BUF + 80, oc_wire_msg_hdr(5, 6, OC_WIRE_MAX_MSG));
+    oc__wire_st64(BUF + 80, oc__wire_msg_hdr(5, 6, OC_WIRE_MAX_MSG));
     assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_LENGTH);
     /* first message claims everything and more */
     len = std_mixed();
-    oc_wire_st64(BUF + 40, oc_wire_msg_hdr(1, 2, 49));
+    oc__wire_st64(BUF + 40, oc__wire_msg_hdr(1, 2, 49));
     assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_LENGTH);
     /* a middle message that swallows exactly the rest: count then wrong */
     len = std_mixed();
-    oc_wire_st64(BUF + 56, oc_wire_msg_hdr(3, 4, 32));
+    oc__wire_st64(BUF + 56, oc__wire_msg_hdr(3, 4, 32));
     assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_COUNT);
 }
 
@@ -844,7 +844,7 @@ static void test_reject_msg_hdr_cut(void **state)
      * must be multiples of 8 and so is every message, this is caught by
      * the length checks whatever the header length field says. */
     size_t len = std_mixed();
-    oc_wire_st64(BUF + len, oc_wire_msg_hdr(1, 1, 0));
+    oc__wire_st64(BUF + len, oc__wire_msg_hdr(1, 1, 0));
     put32(BUF + 8, 4); /* count includes the cut message */
     for (size_t cut = 1; cut < 8; cut++) {
         put32(BUF + 12, (uint32_t)(len + cut));

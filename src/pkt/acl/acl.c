@@ -94,11 +94,11 @@ struct oc_acl {
     pthread_t thr;
 };
 
-void oc_acl_reader_register(void) { rcu_register_thread(); }
-void oc_acl_reader_unregister(void) { rcu_unregister_thread(); }
-void oc_acl_reader_quiescent(void) { rcu_quiescent_state(); }
-void oc_acl_reader_offline(void) { rcu_thread_offline(); }
-void oc_acl_reader_online(void) { rcu_thread_online(); }
+void oc__acl_reader_register(void) { rcu_register_thread(); }
+void oc__acl_reader_unregister(void) { rcu_unregister_thread(); }
+void oc__acl_reader_quiescent(void) { rcu_quiescent_state(); }
+void oc__acl_reader_offline(void) { rcu_thread_offline(); }
+void oc__acl_reader_online(void) { rcu_thread_online(); }
 
 /* ------------------------------------------------------------ id hash */
 
@@ -268,7 +268,7 @@ static int cmp_rec(const void *a, const void *b)
 {
     const oc_acl_rule_t *x = &((const rec_t *)a)->rule;
     const oc_acl_rule_t *y = &((const rec_t *)b)->rule;
-    return oc_acl_rule_before(x, y) ? -1 : oc_acl_rule_before(y, x) ? 1 : 0;
+    return oc__acl_rule_before(x, y) ? -1 : oc__acl_rule_before(y, x) ? 1 : 0;
 }
 
 /* Build a tree from @p recs (sorted here).  No lock needed. */
@@ -438,7 +438,7 @@ static void *rebuild_main(void *arg)
 
 /* ---------------------------------------------------------------- API */
 
-oc_status_t oc_acl_create(uint32_t max_rules, oc_acl_t **out)
+oc_status_t oc__acl_create(uint32_t max_rules, oc_acl_t **out)
 {
     oc_acl_t *acl;
     oc__acl_tree_t *tree;
@@ -488,7 +488,7 @@ err_mem:
     return OC_ERR_NO_MEMORY;
 }
 
-void oc_acl_destroy(oc_acl_t *acl)
+void oc__acl_destroy(oc_acl_t *acl)
 {
     if (acl == NULL)
         return;
@@ -514,10 +514,10 @@ static void kick(oc_acl_t *acl)
     pthread_cond_signal(&acl->wake);
 }
 
-oc_status_t oc_acl_add(oc_acl_t *acl, const oc_acl_rule_t *rule)
+oc_status_t oc__acl_add(oc_acl_t *acl, const oc_acl_rule_t *rule)
 {
     rec_t *rec;
-    if (oc_acl_rule_check(rule, NULL) != OC_OK)
+    if (oc__acl_rule_check(rule, NULL) != OC_OK)
         return OC_ERR_INVALID_PARAM;
     pthread_mutex_lock(&acl->mu);
     if (hfind(acl, rule->id) != SIZE_MAX) {
@@ -551,7 +551,7 @@ oc_status_t oc_acl_add(oc_acl_t *acl, const oc_acl_rule_t *rule)
     return OC_OK;
 }
 
-oc_status_t oc_acl_del(oc_acl_t *acl, uint32_t id)
+oc_status_t oc__acl_del(oc_acl_t *acl, uint32_t id)
 {
     size_t h, idx;
     rec_t *rec;
@@ -598,7 +598,7 @@ static int cmp_u32(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-oc_status_t oc_acl_load(oc_acl_t *acl, const oc_acl_rule_t *rules, size_t n)
+oc_status_t oc__acl_load(oc_acl_t *acl, const oc_acl_rule_t *rules, size_t n)
 {
     rec_t *recs;
     uint32_t *ids;
@@ -610,7 +610,7 @@ oc_status_t oc_acl_load(oc_acl_t *acl, const oc_acl_rule_t *rules, size_t n)
     if (n > acl->max_rules)
         return OC_ERR_NO_MEMORY;
     for (size_t i = 0; i < n; i++)
-        if (oc_acl_rule_check(&rules[i], NULL) != OC_OK)
+        if (oc__acl_rule_check(&rules[i], NULL) != OC_OK)
             return OC_ERR_INVALID_PARAM;
     ids = malloc((n ? n : 1) * sizeof(*ids));
     recs = malloc((n ? n : 1) * sizeof(*recs));
@@ -662,15 +662,15 @@ out:
     return st;
 }
 
-size_t oc_acl_count(const oc_acl_t *acl) { return acl->nrecs; }
+size_t oc__acl_count(const oc_acl_t *acl) { return acl->nrecs; }
 
 static int cmp_rule(const void *a, const void *b)
 {
     const oc_acl_rule_t *x = a, *y = b;
-    return oc_acl_rule_before(x, y) ? -1 : oc_acl_rule_before(y, x) ? 1 : 0;
+    return oc__acl_rule_before(x, y) ? -1 : oc__acl_rule_before(y, x) ? 1 : 0;
 }
 
-size_t oc_acl_rules(const oc_acl_t *acl, oc_acl_rule_t *out, size_t cap)
+size_t oc__acl_rules(const oc_acl_t *acl, oc_acl_rule_t *out, size_t cap)
 {
     pthread_mutex_t *mu = (pthread_mutex_t *)&acl->mu;
     oc_acl_rule_t *tmp;
@@ -694,7 +694,7 @@ size_t oc_acl_rules(const oc_acl_t *acl, oc_acl_rule_t *out, size_t cap)
     return n;
 }
 
-size_t oc_acl_mem_bytes(const oc_acl_t *acl)
+size_t oc__acl_mem_bytes(const oc_acl_t *acl)
 {
     size_t m;
     /* under mu: the rebuild thread cannot retire the state meanwhile */
@@ -704,7 +704,7 @@ size_t oc_acl_mem_bytes(const oc_acl_t *acl)
     return m;
 }
 
-oc_status_t oc_acl_sync(oc_acl_t *acl)
+oc_status_t oc__acl_sync(oc_acl_t *acl)
 {
     oc_status_t st = OC_OK;
     pthread_mutex_lock(&acl->mu);
@@ -758,18 +758,18 @@ static inline uint32_t lookup(oc_acl_t *acl, const oc_acl_key_t *keys,
     return n;
 }
 
-const char *oc_acl_lookup_method(void)
+const char *oc__acl_lookup_method(void)
 {
     return oc__acl_have_avx512 ? "avx512" : "scalar";
 }
 
-uint32_t oc_acl_lookup_burst(oc_acl_t *acl, const oc_acl_key_t *keys,
+uint32_t oc__acl_lookup_burst(oc_acl_t *acl, const oc_acl_key_t *keys,
                              uint32_t n, uint32_t *out_userdata)
 {
     return lookup(acl, keys, n, out_userdata, 0);
 }
 
-uint32_t oc_acl_lookup_burst_scalar(oc_acl_t *acl, const oc_acl_key_t *keys,
+uint32_t oc__acl_lookup_burst_scalar(oc_acl_t *acl, const oc_acl_key_t *keys,
                                     uint32_t n, uint32_t *out_userdata)
 {
     return lookup(acl, keys, n, out_userdata, 1);

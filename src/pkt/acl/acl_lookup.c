@@ -41,8 +41,8 @@ void oc__acl_blk_set(oc__acl_blk_t *b, unsigned lane, const oc_acl_rule_t *r,
                      uint32_t rank)
 {
     const unsigned d = OC__ACL_LANES + lane;
-    b->ip[lane] = r->src_ip & oc_acl_prefix_mask(r->src_len);
-    b->ip[d] = r->dst_ip & oc_acl_prefix_mask(r->dst_len);
+    b->ip[lane] = r->src_ip & oc__acl_prefix_mask(r->src_len);
+    b->ip[d] = r->dst_ip & oc__acl_prefix_mask(r->dst_len);
     b->shift[lane] = (uint8_t)(32 - r->src_len);
     b->shift[d] = (uint8_t)(32 - r->dst_len);
     b->plo[lane] = r->sport_lo;

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <zlib.h>
 
-oc_status_t oc_acl_rule_check(const oc_acl_rule_t *r, const char **why)
+oc_status_t oc__acl_rule_check(const oc_acl_rule_t *r, const char **why)
 {
     const char *w = NULL;
     if (r->src_len > 32 || r->dst_len > 32)
@@ -31,23 +31,23 @@ oc_status_t oc_acl_rule_check(const oc_acl_rule_t *r, const char **why)
     return w == NULL ? OC_OK : OC_ERR_INVALID_PARAM;
 }
 
-long oc_acl_match_linear(const oc_acl_rule_t *rules, size_t n,
+long oc__acl_match_linear(const oc_acl_rule_t *rules, size_t n,
                          const oc_acl_key_t *key)
 {
     long best = -1;
     for (size_t i = 0; i < n; i++) {
-        if (oc_acl_rule_matches(&rules[i], key) &&
-            (best < 0 || oc_acl_rule_before(&rules[i], &rules[best])))
+        if (oc__acl_rule_matches(&rules[i], key) &&
+            (best < 0 || oc__acl_rule_before(&rules[i], &rules[best])))
             best = (long)i;
     }
     return best;
 }
 
-long oc_acl_match_first(const oc_acl_rule_t *sorted, size_t n,
+long oc__acl_match_first(const oc_acl_rule_t *sorted, size_t n,
                         const oc_acl_key_t *key)
 {
     for (size_t i = 0; i < n; i++)
-        if (oc_acl_rule_matches(&sorted[i], key))
+        if (oc__acl_rule_matches(&sorted[i], key))
             return (long)i;
     return -1;
 }
@@ -257,15 +257,15 @@ static const char *rule_line(cur_t *c, void *slot, size_t index)
     }
     r->proto = (uint8_t)pv;
     r->proto_mask = (uint8_t)pm;
-    r->src_ip &= oc_acl_prefix_mask(r->src_len);
-    r->dst_ip &= oc_acl_prefix_mask(r->dst_len);
+    r->src_ip &= oc__acl_prefix_mask(r->src_len);
+    r->dst_ip &= oc__acl_prefix_mask(r->dst_len);
     r->id = r->priority = r->userdata = (uint32_t)index;
-    if (oc_acl_rule_check(r, &why) != OC_OK)
+    if (oc__acl_rule_check(r, &why) != OC_OK)
         return why;
     return NULL;
 }
 
-oc_status_t oc_acl_parse_rules(const char *buf, size_t len, const char *name,
+oc_status_t oc__acl_parse_rules(const char *buf, size_t len, const char *name,
                                oc_acl_rule_t **rules, size_t *n, char *err,
                                size_t errlen)
 {
@@ -313,7 +313,7 @@ static const char *trace_line(cur_t *c, void *slot, size_t index)
     return NULL;
 }
 
-oc_status_t oc_acl_parse_trace(const char *buf, size_t len, const char *name,
+oc_status_t oc__acl_parse_trace(const char *buf, size_t len, const char *name,
                                oc_acl_trace_t **trace, size_t *n, char *err,
                                size_t errlen)
 {
@@ -321,7 +321,7 @@ oc_status_t oc_acl_parse_trace(const char *buf, size_t len, const char *name,
                        (void **)trace, n, err, errlen);
 }
 
-oc_status_t oc_acl_read_file(const char *path, char **buf, size_t *len,
+oc_status_t oc__acl_read_file(const char *path, char **buf, size_t *len,
                              char *err, size_t errlen)
 {
     gzFile f = gzopen(path, "rb"); /* reads plain files unchanged too */
@@ -379,28 +379,28 @@ err_mem:
     return OC_ERR_NO_MEMORY;
 }
 
-oc_status_t oc_acl_load_rules_file(const char *path, oc_acl_rule_t **rules,
+oc_status_t oc__acl_load_rules_file(const char *path, oc_acl_rule_t **rules,
                                    size_t *n, char *err, size_t errlen)
 {
     char *buf;
     size_t len;
-    oc_status_t st = oc_acl_read_file(path, &buf, &len, err, errlen);
+    oc_status_t st = oc__acl_read_file(path, &buf, &len, err, errlen);
     if (st != OC_OK)
         return st;
-    st = oc_acl_parse_rules(buf, len, path, rules, n, err, errlen);
+    st = oc__acl_parse_rules(buf, len, path, rules, n, err, errlen);
     free(buf);
     return st;
 }
 
-oc_status_t oc_acl_load_trace_file(const char *path, oc_acl_trace_t **trace,
+oc_status_t oc__acl_load_trace_file(const char *path, oc_acl_trace_t **trace,
                                    size_t *n, char *err, size_t errlen)
 {
     char *buf;
     size_t len;
-    oc_status_t st = oc_acl_read_file(path, &buf, &len, err, errlen);
+    oc_status_t st = oc__acl_read_file(path, &buf, &len, err, errlen);
     if (st != OC_OK)
         return st;
-    st = oc_acl_parse_trace(buf, len, path, trace, n, err, errlen);
+    st = oc__acl_parse_trace(buf, len, path, trace, n, err, errlen);
     free(buf);
     return st;
 }

@@ -84,8 +84,8 @@ static uint32_t make_small(build_t *b, const uint32_t *list, size_t n)
     for (size_t i = 0; i < n; i++) {
         const oc_acl_rule_t *r = &b->rules[list[i]];
         oc__acl_srule_t *q = &t->small[t->nsmall + i];
-        uint32_t sm = oc_acl_prefix_mask(r->src_len);
-        uint32_t dm = oc_acl_prefix_mask(r->dst_len);
+        uint32_t sm = oc__acl_prefix_mask(r->src_len);
+        uint32_t dm = oc__acl_prefix_mask(r->dst_len);
         memset(q, 0, sizeof(*q));
         q->slo = r->src_ip & sm;
         q->shi = q->slo | ~sm;
@@ -277,8 +277,8 @@ static uint64_t build_node(build_t *b, const uint32_t *list, size_t n,
 
 static void rule_box(const oc_acl_rule_t *r, box_t *b)
 {
-    uint32_t sm = oc_acl_prefix_mask(r->src_len);
-    uint32_t dm = oc_acl_prefix_mask(r->dst_len);
+    uint32_t sm = oc__acl_prefix_mask(r->src_len);
+    uint32_t dm = oc__acl_prefix_mask(r->dst_len);
     b->lo[0] = r->src_ip & sm;
     b->hi[0] = b->lo[0] | ~sm;
     b->lo[1] = r->dst_ip & dm;

@@ -18,7 +18,7 @@
  *   1  HELLO         u32 job, u32 rank, u32 size, u32 pid, 16 B client nonce,
  *                    addr (the rank's UCX worker address)        rank->agent
  *   2  CHALLENGE     32 B server nonce                           agent->rank
- *   3  AUTH          32 B mac (oc_ctl_rank_mac)                  rank->agent
+ *   3  AUTH          32 B mac (oc__ctl_rank_mac)                  rank->agent
  *   4  WELCOME       u32 node, u32 thread, addr (the agent thread's worker)
  *   5  READY         u32 size, u32 nnodes                        agent->rank
  *   6  ERROR         i32 status, text                            either way
@@ -28,7 +28,7 @@
  *   9  COUNTS_REQ    the same fields          agent->rank, parent->child agent
  *   10 QUIESCE_DONE  u32 job, u32 epoch       agent->rank, parent->child agent
  *   11 PEER_HELLO    u32 node, u32 cluster, 32 B nonce          agent->agent
- *   12 PEER_AUTH     32 B mac (oc_ctl_peer_mac)                 agent->agent
+ *   12 PEER_AUTH     32 B mac (oc__ctl_peer_mac)                 agent->agent
  *   13 PEER_INFO     u32 node, u32 n, n x addr (one per routing thread)
  *   14 JOB_RANKS     u32 job, u32 size, u32 node, u32 n, n x u32 rank
  *   15 JOB_FAIL      u32 job, i32 status                        agent->agent
@@ -48,7 +48,7 @@
  * messages and proofs).  Rank: HELLO -> CHALLENGE -> AUTH -> WELCOME ...
  * READY, or ERROR + close.  Agents: each side sends PEER_HELLO, then
  * PEER_AUTH over the other's nonce; then PEER_INFO and JOB_RANKS.  Use a
- * fresh nonce (oc_ctl_random) per connection; oc_ctl_peer_verify() refuses
+ * fresh nonce (oc__ctl_random) per connection; oc__ctl_peer_verify() refuses
  * a peer that claims the verifier's own node id or nonce (else it could
  * reflect the verifier's proof back at it).
  *
@@ -113,7 +113,7 @@ typedef struct {
 
 /** A list of u32.  To encode, set host (count values); a decoded list has
  *  host NULL and wire pointing at count little-endian u32 in the buffer
- *  (maybe unaligned): read it with oc_ctl_u32s_get().  Encoding a decoded
+ *  (maybe unaligned): read it with oc__ctl_u32s_get().  Encoding a decoded
  *  message re-encodes from wire. */
 typedef struct {
     uint32_t        count;
@@ -128,8 +128,8 @@ typedef struct {
 
 /**
  * A control message: the type and its fields.  Fields that point (bytes,
- * lists) point into the buffer that oc_ctl_decode() was given, or into the
- * connection's input buffer for oc_ctl_conn_read(): see there how long.
+ * lists) point into the buffer that oc__ctl_decode() was given, or into the
+ * connection's input buffer for oc__ctl_conn_read(): see there how long.
  */
 typedef struct {
     oc_ctl_type_t type;
@@ -185,7 +185,7 @@ typedef struct {
     } u;
 } oc_ctl_msg_t;
 
-static inline uint32_t oc_ctl_u32s_get(const oc_ctl_u32s_t *l, uint32_t i)
+static inline uint32_t oc__ctl_u32s_get(const oc_ctl_u32s_t *l, uint32_t i)
 {
     const uint8_t *p;
     if (l->host != NULL)
@@ -196,7 +196,7 @@ static inline uint32_t oc_ctl_u32s_get(const oc_ctl_u32s_t *l, uint32_t i)
 }
 
 /** "HELLO", ...; "UNKNOWN" for a value that is no type.  Static string. */
-const char *oc_ctl_type_name(int type);
+const char *oc__ctl_type_name(int type);
 
 /**
  * Encode @p msg as one frame into @p buf.  With @p buf NULL only computes
@@ -207,7 +207,7 @@ const char *oc_ctl_type_name(int type);
  *   OC_ERR_WIRE_COUNT (a list longer than its maximum), OC_ERR_MSG_TOO_LONG
  *   (payload over OC_CTL_MAX_PAYLOAD, e.g. 64 large worker addresses).
  */
-oc_status_t oc_ctl_encode(const oc_ctl_msg_t *msg, uint8_t *buf, size_t cap,
+oc_status_t oc__ctl_encode(const oc_ctl_msg_t *msg, uint8_t *buf, size_t cap,
                           size_t *len_out);
 
 /**
@@ -218,7 +218,7 @@ oc_status_t oc_ctl_encode(const oc_ctl_msg_t *msg, uint8_t *buf, size_t cap,
  *   OC_ERR_WIRE_VERSION, OC_ERR_CTL_TYPE (unknown type), OC_ERR_WIRE_FLAGS
  *   (reserved not 0), OC_ERR_WIRE_LENGTH (payload over the maximum).
  */
-oc_status_t oc_ctl_frame_len(const uint8_t *buf, size_t len,
+oc_status_t oc__ctl_frame_len(const uint8_t *buf, size_t len,
                              size_t *frame_len);
 
 /**
@@ -226,19 +226,19 @@ oc_status_t oc_ctl_frame_len(const uint8_t *buf, size_t len,
  * into @p buf (valid while it is).  Pure; never reads outside @p buf.
  * @return OC_OK and *out filled; else *out untouched and
  *   OC_ERR_INVALID_PARAM (NULL), OC_ERR_WIRE_TRUNCATED (len < header),
- *   the errors of oc_ctl_frame_len(), OC_ERR_WIRE_LENGTH (len is not the
+ *   the errors of oc__ctl_frame_len(), OC_ERR_WIRE_LENGTH (len is not the
  *   header's frame length, a field runs past the payload, bytes left
  *   after the last field), OC_ERR_WIRE_COUNT (a list count over its
  *   maximum), OC_ERR_CTL_VALUE (a value out of range, non-printable text,
  *   ranks not increasing).  Logged at debug level with the field's name.
  */
-oc_status_t oc_ctl_decode(const uint8_t *buf, size_t len, oc_ctl_msg_t *out);
+oc_status_t oc__ctl_decode(const uint8_t *buf, size_t len, oc_ctl_msg_t *out);
 
 /** Fill @p msg as an ERROR: @p status (one >= 0 becomes OC_ERR_STATE) and
  *  @p text (may be NULL), cut to OC_CTL_MAX_TEXT; non-printable characters
  *  become '?'.  The text is copied into @p scratch (OC_CTL_MAX_TEXT bytes),
  *  where msg's text then points. */
-void oc_ctl_set_error(oc_ctl_msg_t *msg, oc_status_t status, const char *text,
+void oc__ctl_set_error(oc_ctl_msg_t *msg, oc_status_t status, const char *text,
                       char *scratch);
 
 /* ------------------------------------------------------------------ auth */
@@ -249,7 +249,7 @@ void oc_ctl_set_error(oc_ctl_msg_t *msg, oc_status_t status, const char *text,
 #define OC_CTL_CLUSTER_KEY_ENV "OC_CLUSTER_KEY"
 
 /** A shared secret: a job key (ranks <-> agent) or a cluster key (agents).
- *  Wipe it with oc_ctl_key_clear() when done. */
+ *  Wipe it with oc__ctl_key_clear() when done. */
 typedef struct {
     uint32_t len;
     uint8_t  bytes[OC_CTL_KEY_MAX];
@@ -271,7 +271,7 @@ typedef struct {
  *   too permissive, bad hex, wrong length: logged with the path or the
  *   variable's name, never the key), OC_ERR_INVALID_PARAM.
  */
-oc_status_t oc_ctl_key_load(const char *path, const char *env,
+oc_status_t oc__ctl_key_load(const char *path, const char *env,
                             oc_ctl_key_t *key);
 /**
  * The cluster key, for offcored and every `offcore` subcommand alike (the
@@ -283,35 +283,35 @@ oc_status_t oc_ctl_key_load(const char *path, const char *env,
  *   4. /etc/offcore/cluster.key.
  * A flag beats the environment.  A variable that is set but empty is
  * treated as unset (with a warning), never as "no key".  Files are read as
- * oc_ctl_key_from_file() says.  @p source (may be NULL) receives which one
+ * oc__ctl_key_from_file() says.  @p source (may be NULL) receives which one
  * was used, for messages.
  * @return OC_OK and *key; OC_ERR_CTL_KEY (logged: the source and why).
  */
-oc_status_t oc_ctl_cluster_key_load(const char *flag_file, oc_ctl_key_t *key,
+oc_status_t oc__ctl_cluster_key_load(const char *flag_file, oc_ctl_key_t *key,
                                     char *source, size_t source_cap);
 #define OC_CTL_CLUSTER_KEY_FILE_ENV "OC_AGENT_CLUSTER_KEY"
 #define OC_CTL_CLUSTER_KEY_DEFAULT  "/etc/offcore/cluster.key"
 
-oc_status_t oc_ctl_key_from_hex(const char *hex, oc_ctl_key_t *key);
-oc_status_t oc_ctl_key_from_file(const char *path, oc_ctl_key_t *key);
+oc_status_t oc__ctl_key_from_hex(const char *hex, oc_ctl_key_t *key);
+oc_status_t oc__ctl_key_from_file(const char *path, oc_ctl_key_t *key);
 /** A fresh random key of 32 bytes (to hand to a job's ranks and agents). */
-oc_status_t oc_ctl_key_generate(oc_ctl_key_t *key);
+oc_status_t oc__ctl_key_generate(oc_ctl_key_t *key);
 /** Lower-case hex of the key, NUL-terminated; @p cap >= 2 * len + 1. */
-oc_status_t oc_ctl_key_hex(const oc_ctl_key_t *key, char *buf, size_t cap);
-void oc_ctl_key_clear(oc_ctl_key_t *key);
+oc_status_t oc__ctl_key_hex(const oc_ctl_key_t *key, char *buf, size_t cap);
+void oc__ctl_key_clear(oc_ctl_key_t *key);
 
 /** Cryptographically random bytes (getrandom, else OpenSSL RAND_bytes).
  *  @return OC_OK, or OC_ERR_TRANSPORT when no random source works. */
-oc_status_t oc_ctl_random(void *buf, size_t len);
+oc_status_t oc__ctl_random(void *buf, size_t len);
 
 /** Raw HMAC-SHA256 (exposed for the known-answer tests). */
-void oc_ctl_hmac_sha256(const void *key, size_t key_len, const void *data,
+void oc__ctl_hmac_sha256(const void *key, size_t key_len, const void *data,
                         size_t len, uint8_t mac[OC_CTL_MAC_LEN]);
 
 /** The rank's proof: HMAC-SHA256(job_key, "offcore-rank-v1" (15 bytes, no
  *  NUL) || server nonce (32) || client nonce (16) || job || rank || size
  *  (u32 little-endian each)). */
-void oc_ctl_rank_mac(const oc_ctl_key_t *job_key,
+void oc__ctl_rank_mac(const oc_ctl_key_t *job_key,
                      const uint8_t server_nonce[OC_CTL_NONCE_LEN],
                      const uint8_t client_nonce[OC_CTL_CNONCE_LEN],
                      uint32_t job, uint32_t rank, uint32_t size,
@@ -319,18 +319,18 @@ void oc_ctl_rank_mac(const oc_ctl_key_t *job_key,
 
 /** An agent's proof: HMAC-SHA256(cluster_key, "offcore-peer-v1" ||
  *  the peer's nonce (32) || own nonce (32) || own node (u32 LE)). */
-void oc_ctl_peer_mac(const oc_ctl_key_t *cluster_key,
+void oc__ctl_peer_mac(const oc_ctl_key_t *cluster_key,
                      const uint8_t peer_nonce[OC_CTL_NONCE_LEN],
                      const uint8_t own_nonce[OC_CTL_NONCE_LEN],
                      uint32_t own_node, uint8_t mac[OC_CTL_MAC_LEN]);
 
 /** Constant-time comparison of two MACs: true when equal. */
-bool oc_ctl_mac_equal(const uint8_t a[OC_CTL_MAC_LEN],
+bool oc__ctl_mac_equal(const uint8_t a[OC_CTL_MAC_LEN],
                       const uint8_t b[OC_CTL_MAC_LEN]);
 
 /** Agent side: check an AUTH against the HELLO it answers and the nonce
  *  sent in CHALLENGE.  @return OC_OK or OC_ERR_CTL_AUTH. */
-oc_status_t oc_ctl_rank_verify(const oc_ctl_key_t *job_key,
+oc_status_t oc__ctl_rank_verify(const oc_ctl_key_t *job_key,
                                const uint8_t server_nonce[OC_CTL_NONCE_LEN],
                                const oc_ctl_msg_t *hello,
                                const uint8_t mac[OC_CTL_MAC_LEN]);
@@ -339,7 +339,7 @@ oc_status_t oc_ctl_rank_verify(const oc_ctl_key_t *job_key,
  *  own_nonce (the one this side sent).  @return OC_OK or OC_ERR_CTL_AUTH
  *  (also when the peer claims this side's node id @p own_node or nonce:
  *  it could be reflecting this side's own proof). */
-oc_status_t oc_ctl_peer_verify(const oc_ctl_key_t *cluster_key,
+oc_status_t oc__ctl_peer_verify(const oc_ctl_key_t *cluster_key,
                                uint32_t own_node,
                                const uint8_t own_nonce[OC_CTL_NONCE_LEN],
                                const oc_ctl_msg_t *peer_hello,
@@ -359,7 +359,7 @@ typedef struct oc_ctl_conn oc_ctl_conn_t;
  * "fd N").  Buffers start small and grow to the largest frame seen.
  * @return OC_OK and *conn_p; OC_ERR_NO_MEMORY, OC_ERR_INVALID_PARAM.
  */
-oc_status_t oc_ctl_conn_create(int fd, const char *name,
+oc_status_t oc__ctl_conn_create(int fd, const char *name,
                                oc_ctl_conn_t **conn_p);
 /** The largest frame this connection accepts (header included), between
  *  OC_CTL_HDR_LEN and OC_CTL_FRAME_MAX (the default).  A header announcing
@@ -367,7 +367,7 @@ oc_status_t oc_ctl_conn_create(int fd, const char *name,
  *  it is buffered: servers set OC_CTL_PREAUTH_FRAME_MAX until the peer has
  *  authenticated, so an anonymous peer can make them hold ~4 KiB, not
  *  64 KiB. */
-void oc_ctl_conn_set_max_frame(oc_ctl_conn_t *conn, size_t max);
+void oc__ctl_conn_set_max_frame(oc_ctl_conn_t *conn, size_t max);
 /** Largest frame of a handshake's first message (HELLO with the largest
  *  worker address; PEER_HELLO is smaller). */
 #define OC_CTL_PREAUTH_FRAME_MAX                                               \
@@ -375,57 +375,57 @@ void oc_ctl_conn_set_max_frame(oc_ctl_conn_t *conn, size_t max);
 
 /** What a reject status means for a control frame (the wire codes are
  *  shared with bundles, whose texts say "bundle").  Static string. */
-const char *oc_ctl_reject_reason(oc_status_t st);
+const char *oc__ctl_reject_reason(oc_status_t st);
 
 /** Close the fd and free the buffers.  NULL is a no-op. */
-void oc_ctl_conn_destroy(oc_ctl_conn_t *conn);
-int oc_ctl_conn_fd(const oc_ctl_conn_t *conn);
-const char *oc_ctl_conn_name(const oc_ctl_conn_t *conn);
+void oc__ctl_conn_destroy(oc_ctl_conn_t *conn);
+int oc__ctl_conn_fd(const oc_ctl_conn_t *conn);
+const char *oc__ctl_conn_name(const oc_ctl_conn_t *conn);
 
 /**
  * Read the next message.  Reads from the fd as needed; never blocks.  After
  * poll() reports POLLIN, call it until it returns OC_INPROGRESS: several
  * frames may arrive in one read.  Pointer fields of @p msg point into the
- * connection's buffer and stay valid until the next oc_ctl_conn_read() or
- * oc_ctl_conn_destroy() on it (forward them with oc_ctl_conn_send(), which
+ * connection's buffer and stay valid until the next oc__ctl_conn_read() or
+ * oc__ctl_conn_destroy() on it (forward them with oc__ctl_conn_send(), which
  * copies).
  * @return OC_OK one message; OC_INPROGRESS no whole frame yet;
  *   OC_ERR_PEER_FAILED end of stream (between frames or inside one) or a
- *   socket error; a decode error (oc_ctl_decode) for a malformed frame,
+ *   socket error; a decode error (oc__ctl_decode) for a malformed frame,
  *   checked as soon as its header is in.  After an error, reading is over:
  *   every later call returns the same status (sending still works, to say
  *   ERROR and BYE).
  */
-oc_status_t oc_ctl_conn_read(oc_ctl_conn_t *conn, oc_ctl_msg_t *msg);
+oc_status_t oc__ctl_conn_read(oc_ctl_conn_t *conn, oc_ctl_msg_t *msg);
 
 /**
  * Queue one message (encoded and copied now).  Nothing is written: call
- * oc_ctl_conn_flush() now or when poll() reports POLLOUT.
- * @return OC_OK; the errors of oc_ctl_encode(); OC_ERR_NO_RESOURCE when
+ * oc__ctl_conn_flush() now or when poll() reports POLLOUT.
+ * @return OC_OK; the errors of oc__ctl_encode(); OC_ERR_NO_RESOURCE when
  *   more than OC_CTL_OUT_MAX bytes would be queued (flush and retry);
  *   OC_ERR_PEER_FAILED after a write failed; OC_ERR_NO_MEMORY.
  */
-oc_status_t oc_ctl_conn_send(oc_ctl_conn_t *conn, const oc_ctl_msg_t *msg);
+oc_status_t oc__ctl_conn_send(oc_ctl_conn_t *conn, const oc_ctl_msg_t *msg);
 
 /** Write what the socket takes.  @return OC_OK all written; OC_INPROGRESS
  *  some is left (wait for POLLOUT); OC_ERR_PEER_FAILED (the peer closed or
  *  reset: later sends and flushes return it too). */
-oc_status_t oc_ctl_conn_flush(oc_ctl_conn_t *conn);
+oc_status_t oc__ctl_conn_flush(oc_ctl_conn_t *conn);
 
 /** Bytes are queued: poll for POLLOUT. */
-bool oc_ctl_conn_want_write(const oc_ctl_conn_t *conn);
+bool oc__ctl_conn_want_write(const oc_ctl_conn_t *conn);
 
 /** The poll() events to wait for: POLLIN, and POLLOUT when want_write. */
-short oc_ctl_conn_events(const oc_ctl_conn_t *conn);
+short oc__ctl_conn_events(const oc_ctl_conn_t *conn);
 
 /**
  * Blocking client helper: queue @p req (NULL: none), flush it, and wait
  * with poll() for the next message, at most @p timeout_ms (< 0: forever).
  * An ERROR reply is returned as a message like any other.
- * @return OC_OK and *reply (valid as for oc_ctl_conn_read());
+ * @return OC_OK and *reply (valid as for oc__ctl_conn_read());
  *   OC_ERR_CTL_TIMEOUT; the errors of send, flush and read.
  */
-oc_status_t oc_ctl_conn_request(oc_ctl_conn_t *conn, const oc_ctl_msg_t *req,
+oc_status_t oc__ctl_conn_request(oc_ctl_conn_t *conn, const oc_ctl_msg_t *req,
                                 oc_ctl_msg_t *reply, int timeout_ms);
 
 /** Internal, for the fuzz target: a connection without an fd that reads
@@ -461,7 +461,7 @@ typedef struct {
  * @return OC_OK and *l filled; OC_ERR_CTL_ADDR (unparsable, unresolvable,
  *   in use, bind/listen failed: logged); OC_ERR_INVALID_PARAM.
  */
-oc_status_t oc_ctl_listen(const char *addr, oc_ctl_listener_t *l);
+oc_status_t oc__ctl_listen(const char *addr, oc_ctl_listener_t *l);
 
 /**
  * Accept one connection, non-blocking and close-on-exec (TCP: NODELAY),
@@ -470,15 +470,15 @@ oc_status_t oc_ctl_listen(const char *addr, oc_ctl_listener_t *l);
  * @p peer (may be NULL) receives "tcp:IP:PORT" or "unix:pid=P,uid=U".
  * @return OC_OK and *fd_out; OC_INPROGRESS none is waiting;
  *   OC_ERR_NO_RESOURCE out of file descriptors: the guard backs off (stop
- *   polling the listener while oc_guard_listen_ok() says so);
+ *   polling the listener while oc__guard_listen_ok() says so);
  *   OC_ERR_TRANSPORT other accept errors; OC_ERR_INVALID_PARAM.
  */
-oc_status_t oc_ctl_accept(oc_ctl_listener_t *l, oc_guard_t *g, int *fd_out,
+oc_status_t oc__ctl_accept(oc_ctl_listener_t *l, oc_guard_t *g, int *fd_out,
                           char *peer, size_t peer_cap);
 
 /** Close the listener; remove its socket file if it is still the one this
  *  listener made.  NULL or a closed listener is a no-op. */
-void oc_ctl_listener_close(oc_ctl_listener_t *l);
+void oc__ctl_listener_close(oc_ctl_listener_t *l);
 
 /**
  * Connect, waiting at most @p timeout_ms (< 0: no limit); every address a
@@ -488,21 +488,21 @@ void oc_ctl_listener_close(oc_ctl_listener_t *l);
  *   unreachable: logged); OC_ERR_CTL_TIMEOUT; OC_ERR_CTL_ADDR (unparsable,
  *   unresolvable); OC_ERR_INVALID_PARAM.
  */
-oc_status_t oc_ctl_connect(const char *addr, int timeout_ms, int *fd_out);
+oc_status_t oc__ctl_connect(const char *addr, int timeout_ms, int *fd_out);
 
 /** Start a connection without waiting (first resolved address only).
  *  @return OC_OK connected; OC_INPROGRESS *fd_out set: poll it for POLLOUT,
- *  then call oc_ctl_connect_finish(); OC_ERR_NO_RESOURCE a Unix listener's
- *  backlog is full (retry); the errors of oc_ctl_connect(). */
-oc_status_t oc_ctl_connect_start(const char *addr, int *fd_out);
+ *  then call oc__ctl_connect_finish(); OC_ERR_NO_RESOURCE a Unix listener's
+ *  backlog is full (retry); the errors of oc__ctl_connect(). */
+oc_status_t oc__ctl_connect_start(const char *addr, int *fd_out);
 
 /** Outcome of a started connection once its fd is writable: OC_OK, or
  *  OC_ERR_CTL_CONNECT (the caller closes the fd either way on error). */
-oc_status_t oc_ctl_connect_finish(int fd);
+oc_status_t oc__ctl_connect_finish(int fd);
 
 /** Credentials of a Unix socket's peer (SO_PEERCRED): lets an agent check
  *  that HELLO's pid is the process at the other end.
  *  @return OC_OK; OC_ERR_UNSUPPORTED (not a Unix socket). */
-oc_status_t oc_ctl_peer_cred(int fd, uint32_t *pid, uint32_t *uid);
+oc_status_t oc__ctl_peer_cred(int fd, uint32_t *pid, uint32_t *uid);
 
 #endif /* OC_CTL_H */

@@ -32,7 +32,7 @@
  * Threading: an engine belongs to one thread (a rank's context, or one
  * routing thread); nothing here is locked.  Counters are written with
  * relaxed atomic stores so that other threads may read them
- * (oc_eng_counters).
+ * (oc__eng_counters).
  */
 #ifndef OC_ENGINE_H
 #define OC_ENGINE_H
@@ -86,7 +86,7 @@ struct oc_eng_out {
                                   from the write pointer) */
     uint32_t      fsrc, fdst; /**< fixed mode: the one source, destination */
     uint64_t      fkey8;     /**< fixed mode of 8-byte items:
-                                  oc_eng_fkey(fsrc, fdst); else
+                                  oc__eng_fkey(fsrc, fdst); else
                                   OC_ENG_NO_KEY (a routing loop's one
                                   compare) */
     uint8_t       listed;    /**< on the dirty list */
@@ -108,9 +108,9 @@ struct oc_eng_out {
     void         *user;      /**< owner: what the hand-off needs */
 };
 
-/** Where a finished bundle goes: the owner sends it (oc_eng_send), queues
+/** Where a finished bundle goes: the owner sends it (oc__eng_send), queues
  *  it, or delivers it locally.  It owns @p b from here (back to the pool
- *  with oc_eng_buf_put).  A negative status is returned to the caller of
+ *  with oc__eng_buf_put).  A negative status is returned to the caller of
  *  the flush. */
 typedef oc_status_t (*oc_eng_handoff_t)(void *arg, oc_eng_out_t *o,
                                         oc_eng_buf_t *b, uint32_t len,
@@ -178,22 +178,22 @@ struct oc_eng {
 };
 
 /** Create an engine and its pool.  OC_ERR_INVALID_PARAM, OC_ERR_NO_MEMORY. */
-oc_status_t oc_eng_create(const oc_eng_params_t *p, oc_eng_t **e_p);
+oc_status_t oc__eng_create(const oc_eng_params_t *p, oc_eng_t **e_p);
 /** Free the pool and the reserve.  Buffers still in flight must have
  *  completed or been purged by the transport.  NULL is a no-op. */
-void oc_eng_destroy(oc_eng_t *e);
+void oc__eng_destroy(oc_eng_t *e);
 
 /** Zero an outlet: no buffer, no identity (call once before use, then set
  *  the owner's fields). */
-void oc_eng_out_init(oc_eng_out_t *o);
+void oc__eng_out_init(oc_eng_out_t *o);
 
 /** A buffer from the pool (or the reserve, in a handler); NULL if none. */
-oc_eng_buf_t *oc_eng_buf_get(oc_eng_t *e);
-void oc_eng_buf_put(oc_eng_t *e, oc_eng_buf_t *b);
+oc_eng_buf_t *oc__eng_buf_get(oc_eng_t *e);
+void oc__eng_buf_put(oc_eng_t *e, oc_eng_buf_t *b);
 
 /** Open a buffer on @p o (which has none) for a first message of @p len
  *  bytes from @p src to @p dst.  OC_ERR_NO_RESOURCE: no buffer. */
-oc_status_t oc_eng_open(oc_eng_t *e, oc_eng_out_t *o, uint32_t dst,
+oc_status_t oc__eng_open(oc_eng_t *e, oc_eng_out_t *o, uint32_t dst,
                         uint32_t src, size_t len);
 
 /**
@@ -204,11 +204,11 @@ oc_status_t oc_eng_open(oc_eng_t *e, oc_eng_out_t *o, uint32_t dst,
  * @return OC_OK; OC_ERR_NO_RESOURCE (no buffer free: progress and retry);
  *         or the hand-off's error.
  */
-oc_status_t oc_eng_put(oc_eng_t *e, oc_eng_out_t *o, uint32_t dst,
+oc_status_t oc__eng_put(oc_eng_t *e, oc_eng_out_t *o, uint32_t dst,
                        uint32_t src, const void *buf, size_t len);
 
 /** Messages in @p o's open buffer. */
-static inline uint32_t oc_eng_out_count(const oc_eng_out_t *o)
+static inline uint32_t oc__eng_out_count(const oc_eng_out_t *o)
 {
     if (o->buf == NULL)
         return 0;
@@ -222,14 +222,14 @@ static inline uint32_t oc_eng_out_count(const oc_eng_out_t *o)
 
 /** The fast path of an outlet toward one destination from one source (a
  *  rank's per-destination outlet): a same-size item into an open
- *  fixed-mode buffer with room.  Returns 0 when oc_eng_put must decide. */
-static inline int oc_eng_try_fast(oc_eng_out_t *o, const void *buf, size_t len)
+ *  fixed-mode buffer with room.  Returns 0 when oc__eng_put must decide. */
+static inline int oc__eng_try_fast(oc_eng_out_t *o, const void *buf, size_t len)
 {
     if (__builtin_expect(len == o->item_len && o->wp + o->stride <= o->end, 1)) {
         if (len == 8)
             memcpy(o->wp, buf, 8);
         else
-            oc_wire_put_item(o->wp, buf, len);
+            oc__wire_put_item(o->wp, buf, len);
         o->wp += o->stride;
         return 1;
     }
@@ -237,28 +237,28 @@ static inline int oc_eng_try_fast(oc_eng_out_t *o, const void *buf, size_t len)
 }
 
 /** (source, destination) as one word: oc_eng_out_t.fkey8. */
-static inline uint64_t oc_eng_fkey(uint32_t src, uint32_t dst)
+static inline uint64_t oc__eng_fkey(uint32_t src, uint32_t dst)
 {
     return (uint64_t)src | (uint64_t)dst << 32;
 }
 /** Column layout: room for this many more items in the open buffer (0
  *  when there is none, or it is not in column layout for @p len). */
-static inline size_t oc_eng_col_room(const oc_eng_out_t *o, size_t len)
+static inline size_t oc__eng_col_room(const oc_eng_out_t *o, size_t len)
 {
     if (o->dcol == NULL || len != o->item_len)
         return 0;
     return (size_t)(o->end - o->wp) / o->stride;
 }
 
-/** oc_eng_put's fast case, inline: an item of the open fixed-mode
+/** oc__eng_put's fast case, inline: an item of the open fixed-mode
  *  buffer's length, source and destination, with room.  Returns 0 when
- *  oc_eng_put must decide. */
-static inline int oc_eng_try_put(oc_eng_out_t *o, uint32_t dst, uint32_t src,
+ *  oc__eng_put must decide. */
+static inline int oc__eng_try_put(oc_eng_out_t *o, uint32_t dst, uint32_t src,
                                  const void *buf, size_t len)
 {
     if (__builtin_expect(len == o->item_len && src == o->fsrc &&
                          dst == o->fdst && o->wp + o->stride <= o->end, 1)) {
-        o->wp = oc_wire_put_item(o->wp, buf, len);
+        o->wp = oc__wire_put_item(o->wp, buf, len);
         return 1;
     }
     return 0;
@@ -266,57 +266,57 @@ static inline int oc_eng_try_put(oc_eng_out_t *o, uint32_t dst, uint32_t src,
 
 /** Write the header of @p o's buffer and hand it off.  OC_OK when there is
  *  no buffer. */
-oc_status_t oc_eng_flush(oc_eng_t *e, oc_eng_out_t *o, oc_eng_flush_t why);
+oc_status_t oc__eng_flush(oc_eng_t *e, oc_eng_out_t *o, oc_eng_flush_t why);
 
 /** Flush the dirty outlets: all of them, or with TIMEOUT only those whose
  *  first message is older than flush_timeout_us at @p now.  Returns the
  *  last error of a hand-off, OC_OK if none. */
-oc_status_t oc_eng_flush_dirty(oc_eng_t *e, oc_eng_flush_t why, uint64_t now);
+oc_status_t oc__eng_flush_dirty(oc_eng_t *e, oc_eng_flush_t why, uint64_t now);
 
 /** The flush policy, once per turn of the owner's loop: @p idle (nothing
  *  new since the last turn) flushes everything (IDLE), else what timed
  *  out (TIMEOUT). */
-oc_status_t oc_eng_policy(oc_eng_t *e, bool idle);
+oc_status_t oc__eng_policy(oc_eng_t *e, bool idle);
 
 /** Send a finished bundle on @p ep with @p token as its header: done now
  *  (buffer back to the pool), or in flight (counted on @p o; @p o blocks
  *  at max_inflight).  OC_OK either way, or the transport's error (the
  *  buffer is back in the pool). */
-oc_status_t oc_eng_send(oc_eng_t *e, oc_eng_out_t *o, oc_tr_ep_t *ep,
+oc_status_t oc__eng_send(oc_eng_t *e, oc_eng_out_t *o, oc_tr_ep_t *ep,
                         uint64_t token, oc_eng_buf_t *b, uint32_t len);
 
 /** Retire an outlet whose next hop goes away: flush what it holds
  *  (EXPLICIT), forget its bundles in flight (their completions will not
  *  find it), unblock it, take it off the dirty list. */
-void oc_eng_out_retire(oc_eng_t *e, oc_eng_out_t *o);
+void oc__eng_out_retire(oc_eng_t *e, oc_eng_out_t *o);
 
 /** Snapshot of the counters (relaxed loads; any thread). */
-void oc_eng_counters(const oc_eng_t *e, oc_eng_counters_t *out);
+void oc__eng_counters(const oc_eng_t *e, oc_eng_counters_t *out);
 
 /* ---- receive ring ------------------------------------------------------ */
 
-oc_status_t oc_eng_ring_init(oc_eng_ring_t *r, oc_eng_t *e, uint32_t cap);
-void oc_eng_ring_fini(oc_eng_ring_t *r);
+oc_status_t oc__eng_ring_init(oc_eng_ring_t *r, oc_eng_t *e, uint32_t cap);
+void oc__eng_ring_fini(oc_eng_ring_t *r);
 
 /** A new zeroed entry at the tail (grows the ring when full).  NULL when
  *  growing failed: see the out-of-memory policy above (logged, counted). */
-oc_eng_rx_t *oc_eng_ring_push(oc_eng_ring_t *r);
+oc_eng_rx_t *oc__eng_ring_push(oc_eng_ring_t *r);
 
-static inline oc_eng_rx_t *oc_eng_ring_at(oc_eng_ring_t *r, uint32_t k)
+static inline oc_eng_rx_t *oc__eng_ring_at(oc_eng_ring_t *r, uint32_t k)
 {
     return &r->q[(r->head + k) & (r->cap - 1)];
 }
 
-static inline void oc_eng_ring_pop(oc_eng_ring_t *r)
+static inline void oc__eng_ring_pop(oc_eng_ring_t *r)
 {
     r->head = (r->head + 1) & (r->cap - 1);
     r->count--;
 }
 
 /** After a scan of the first @p n entries that kept @p kept of them at
- *  positions 0..kept-1 (oc_eng_ring_at), drop the other n - kept; entries
+ *  positions 0..kept-1 (oc__eng_ring_at), drop the other n - kept; entries
  *  pushed after the scan move down behind the kept ones. */
-void oc_eng_ring_compact(oc_eng_ring_t *r, uint32_t n, uint32_t kept);
+void oc__eng_ring_compact(oc_eng_ring_t *r, uint32_t n, uint32_t kept);
 
 #define OC_ENG_CNT_ADD(field, v)                                           \
     __atomic_store_n(&(field), (field) + (v), __ATOMIC_RELAXED)

@@ -4,8 +4,8 @@
  * server that serves the writer's output on GET /metrics (http.c).
  *
  * The agent plugs in one callback, oc_metrics_fill_fn, that writes its live
- * counters with oc_prom_family() / oc_prom_sample(); `offcore stat` fetches
- * the text and reads it back with oc_prom_parse().
+ * counters with oc__prom_family() / oc__prom_sample(); `offcore stat` fetches
+ * the text and reads it back with oc__prom_parse().
  *
  * Format reference: the Prometheus "Exposition formats" page, text format
  * version 0.0.4: one "# HELP name text" and one "# TYPE name type" line per
@@ -34,13 +34,13 @@ typedef enum {
 
 /** "counter", "gauge", "histogram", "summary", "untyped"; static string;
  *  "untyped" for an out-of-range value.  Thread-safe. */
-const char *oc_prom_type_name(oc_prom_type_t type);
+const char *oc__prom_type_name(oc_prom_type_t type);
 
 /**
  * A growable byte buffer that the caller owns.  Start it as {0} (or with a
  * malloc'd data/cap of its own to reuse across scrapes); the writer grows
  * it with realloc().  data is NUL-terminated whenever it is non-NULL.
- * Free it with oc_prom_buf_free(), or take data over (it is malloc'd).
+ * Free it with oc__prom_buf_free(), or take data over (it is malloc'd).
  */
 typedef struct {
     char  *data;
@@ -49,7 +49,7 @@ typedef struct {
 } oc_prom_buf_t;
 
 /** Free data and zero the buffer.  NULL is a no-op. */
-void oc_prom_buf_free(oc_prom_buf_t *buf);
+void oc__prom_buf_free(oc_prom_buf_t *buf);
 
 /** One label: name and (unescaped) value.  Both NUL-terminated. */
 typedef struct {
@@ -58,8 +58,8 @@ typedef struct {
 } oc_prom_label_t;
 
 /** Labels of a sample as the two arguments (array, count) that
- *  oc_prom_sample() takes:
- *    oc_prom_sample(p, "x_total",
+ *  oc__prom_sample() takes:
+ *    oc__prom_sample(p, "x_total",
  *                   OC_PROM_LABELS({"job", j}, {"dir", "in"}), v);
  */
 #define OC_PROM_LABELS(...)                                                    \
@@ -75,7 +75,7 @@ typedef struct {
  */
 typedef struct {
     oc_prom_buf_t *buf;
-    size_t         start;   /* buf->len at oc_prom_init() */
+    size_t         start;   /* buf->len at oc__prom_init() */
     oc_status_t    status;  /* first error */
     oc_prom_type_t type;    /* of the current family */
     char           family[OC_PROM_NAME_MAX + 1]; /* current family, or "" */
@@ -83,7 +83,7 @@ typedef struct {
 
 /** Start writing at the end of @p buf (its contents are kept).  @p buf
  *  must stay valid while @p p is used. */
-void oc_prom_init(oc_prom_t *p, oc_prom_buf_t *buf);
+void oc__prom_init(oc_prom_t *p, oc_prom_buf_t *buf);
 
 /**
  * Start a family: write "# HELP name help" (when @p help is not NULL;
@@ -98,7 +98,7 @@ void oc_prom_init(oc_prom_t *p, oc_prom_buf_t *buf);
  *         this buffer: a family's samples must be contiguous);
  *         OC_ERR_NO_MEMORY; or the earlier sticky error.
  */
-oc_status_t oc_prom_family(oc_prom_t *p, const char *name, const char *help,
+oc_status_t oc__prom_family(oc_prom_t *p, const char *name, const char *help,
                            oc_prom_type_t type);
 
 /**
@@ -116,18 +116,18 @@ oc_status_t oc_prom_family(oc_prom_t *p, const char *name, const char *help,
  *         duplicate label, value NULL or not UTF-8); OC_ERR_NO_MEMORY; or
  *         the earlier sticky error.
  */
-oc_status_t oc_prom_sample(oc_prom_t *p, const char *name,
+oc_status_t oc__prom_sample(oc_prom_t *p, const char *name,
                            const oc_prom_label_t *labels, size_t nlabels,
                            uint64_t value);
 
-/** oc_prom_sample() for a floating-point value (gauges such as seconds).
+/** oc__prom_sample() for a floating-point value (gauges such as seconds).
  *  NaN and infinities are written "NaN", "+Inf", "-Inf"; finite values
  *  with the fewest digits that read back to the same double. */
-oc_status_t oc_prom_sample_f64(oc_prom_t *p, const char *name,
+oc_status_t oc__prom_sample_f64(oc_prom_t *p, const char *name,
                                const oc_prom_label_t *labels, size_t nlabels,
                                double value);
 
-/** Most labels oc_prom_histogram() takes (besides its own `le`). */
+/** Most labels oc__prom_histogram() takes (besides its own `le`). */
 #define OC_PROM_HIST_LABELS_MAX 8
 
 /**
@@ -136,16 +136,16 @@ oc_status_t oc_prom_sample_f64(oc_prom_t *p, const char *name,
  * each of the @p nbuckets upper bounds @p le (ascending) and +Inf, then
  * name_sum and name_count.  @p counts holds nbuckets + 1 per-bucket (not
  * cumulative) counts, the last one above every bound.  Errors as
- * oc_prom_sample(); OC_ERR_INVALID_PARAM with more than
+ * oc__prom_sample(); OC_ERR_INVALID_PARAM with more than
  * OC_PROM_HIST_LABELS_MAX labels.
  */
-oc_status_t oc_prom_histogram(oc_prom_t *p, const char *name,
+oc_status_t oc__prom_histogram(oc_prom_t *p, const char *name,
                               const oc_prom_label_t *labels, size_t nlabels,
                               const double *le, size_t nbuckets,
                               const uint64_t *counts, double sum);
 
 /** The sticky status: OC_OK while every call succeeded. */
-oc_status_t oc_prom_status(const oc_prom_t *p);
+oc_status_t oc__prom_status(const oc_prom_t *p);
 
 /* ---------------------------------------------------------------- parser */
 
@@ -193,7 +193,7 @@ typedef struct {
  * @return OC_OK; OC_ERR_INVALID_PARAM (malformed text, or text NULL with
  *         len > 0); OC_ERR_NO_MEMORY; or what @p cb returned.
  */
-oc_status_t oc_prom_parse(const char *text, size_t len, oc_prom_sample_fn cb,
+oc_status_t oc__prom_parse(const char *text, size_t len, oc_prom_sample_fn cb,
                           void *arg, oc_prom_error_t *err);
 
 /* ----------------------------------------------------------- HTTP server */
@@ -228,9 +228,9 @@ typedef struct oc_metrics_server oc_metrics_server_t;
  *                     every IPv4 address; "HOST" takes the default port;
  *                     NULL or "" mean "127.0.0.1:9464".  Port 0 (e.g.
  *                     "127.0.0.1:0", or "0") picks a free port: see
- *                     oc_metrics_server_port().
+ *                     oc__metrics_server_port().
  * @param fill         called for each scrape (see oc_metrics_fill_fn);
- *                     @p arg must stay valid until oc_metrics_server_stop()
+ *                     @p arg must stay valid until oc__metrics_server_stop()
  *                     returns
  * @param out          set on success only
  * @return OC_OK; OC_ERR_INVALID_PARAM (fill or out NULL); OC_ERR_CONFIG
@@ -239,7 +239,7 @@ typedef struct oc_metrics_server oc_metrics_server_t;
  *         OC_ERR_NO_MEMORY (allocation, or libmicrohttpd could not start
  *         its thread).  On error fill is never called.
  */
-oc_status_t oc_metrics_server_start(const char *listen_addr,
+oc_status_t oc__metrics_server_start(const char *listen_addr,
                                     oc_metrics_fill_fn fill, void *arg,
                                     oc_metrics_server_t **out);
 
@@ -252,28 +252,28 @@ oc_status_t oc_metrics_server_start(const char *listen_addr,
  * accept back-off of limits->backoff_ms when out of descriptors.
  * @p limits NULL: 16 connections, 5000 ms, 100 ms.
  */
-oc_status_t oc_metrics_server_start_limited(const char *listen_addr,
+oc_status_t oc__metrics_server_start_limited(const char *listen_addr,
                                             const oc_guard_params_t *limits,
                                             oc_metrics_fill_fn fill, void *arg,
                                             oc_metrics_server_t **out);
 
 /** The port the server listens on (the one picked when asked for 0).
  *  Thread-safe. */
-uint16_t oc_metrics_server_port(const oc_metrics_server_t *srv);
+uint16_t oc__metrics_server_port(const oc_metrics_server_t *srv);
 
 /** The address it is bound to, "HOST:PORT" ("[V6]:PORT"), as the kernel
  *  says (port 0 resolved, "PORT" alone shown as 0.0.0.0:PORT).  Valid until
  *  stop.  Thread-safe. */
-const char *oc_metrics_server_addr(const oc_metrics_server_t *srv);
+const char *oc__metrics_server_addr(const oc_metrics_server_t *srv);
 
 /** Its admission counters (evicted, expired, back-offs...).  Thread-safe. */
-void oc_metrics_server_counters(oc_metrics_server_t *srv,
+void oc__metrics_server_counters(oc_metrics_server_t *srv,
                                 oc_guard_counters_t *out);
 
 /** Stop serving: closes the socket and joins the HTTP thread, so fill is
  *  not running and never runs again once this returns.  Frees @p srv.
  *  NULL is a no-op.  Call from any thread but the HTTP thread (not from
  *  fill). */
-void oc_metrics_server_stop(oc_metrics_server_t *srv);
+void oc__metrics_server_stop(oc_metrics_server_t *srv);
 
 #endif

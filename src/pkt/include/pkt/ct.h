@@ -4,9 +4,9 @@
  * UDP, ICMP echo pairs and ICMP errors related to a tracked flow, other IP
  * protocols as generic flows.  IPv4 only (the classifier is IPv4 only).
  *
- * Memory: a table is sized once, at oc_ct_create(), for `capacity` flows
- * and mapped and touched there; oc_ct_track() never allocates.  The bytes
- * per flow are oc_ct_mem_bytes() / capacity (64-byte entry + 4-byte free
+ * Memory: a table is sized once, at oc__ct_create(), for `capacity` flows
+ * and mapped and touched there; oc__ct_track() never allocates.  The bytes
+ * per flow are oc__ct_mem_bytes() / capacity (64-byte entry + 4-byte free
  * list slot + the index at load <= 0.5: about 85 bytes at 1M flows).
  *
  * When the table is full (eviction policy, docs/tenants.md): a new flow
@@ -20,12 +20,12 @@
  * so its packets are never reclassified as "no connection".
  *
  * Threading: a table belongs to one thread (no lock, no atomics on the
- * lookup path); which thread owns a flow is oc_ct_thread_of() of the
+ * lookup path); which thread owns a flow is oc__ct_thread_of() of the
  * parser's symmetric flow hash, so both directions meet the same table.
- * oc_ct_count() and oc_ct_stats() may be called from any thread (relaxed
+ * oc__ct_count() and oc__ct_stats() may be called from any thread (relaxed
  * loads).  Everything else is for the owner thread only.
  *
- * Trust model: packets are hostile: oc_ct_track() checks every length
+ * Trust model: packets are hostile: oc__ct_track() checks every length
  * (fuzzed: tests/fuzz/fuzz_tenant.c).
  */
 #ifndef OC_PKT_CT_H
@@ -38,7 +38,7 @@
 
 /** Entries a full table examines for a victim. */
 #define OC_CT_EVICT_SCAN 32u
-/** Largest capacity oc_ct_create() accepts. */
+/** Largest capacity oc__ct_create() accepts. */
 #define OC_CT_MAX_FLOWS (1u << 26)
 
 typedef enum {
@@ -53,7 +53,7 @@ typedef enum {
     OC_CT_TCP_NSTATES
 } oc_ct_tcp_state_t;
 
-/** Timeouts in seconds (defaults: oc_ct_timeouts_default(), Linux's). */
+/** Timeouts in seconds (defaults: oc__ct_timeouts_default(), Linux's). */
 typedef struct {
     uint32_t tcp[OC_CT_TCP_NSTATES];
     uint32_t udp_unreplied, udp_replied;
@@ -86,7 +86,7 @@ typedef enum {
     OC_CT_WHY_ICMP,       /**< ICMP type not tracked (neither echo nor error) */
 } oc_ct_why_t;
 
-/** What oc_ct_track() saw (set for every result). */
+/** What oc__ct_track() saw (set for every result). */
 typedef struct {
     uint8_t  reply;      /**< 1: packet goes responder -> originator */
     uint8_t  why;        /**< oc_ct_why_t when OC_CT_INVALID */
@@ -94,7 +94,7 @@ typedef struct {
     uint8_t  state;      /**< the flow's TCP state after this packet */
 } oc_ct_info_t;
 
-/** A flow as oc_ct_walk() shows it: originator's view. */
+/** A flow as oc__ct_walk() shows it: originator's view. */
 typedef struct {
     uint16_t zone;
     uint8_t  proto, state;
@@ -115,21 +115,21 @@ typedef struct {
 
 typedef struct oc_ct oc_ct_t;
 
-void oc_ct_timeouts_default(oc_ct_timeouts_t *to);
+void oc__ct_timeouts_default(oc_ct_timeouts_t *to);
 
-/** Bytes oc_ct_create() maps for @p capacity flows. */
-size_t oc_ct_mem_for(uint32_t capacity);
+/** Bytes oc__ct_create() maps for @p capacity flows. */
+size_t oc__ct_mem_for(uint32_t capacity);
 
 /**
  * Create a table for @p conf->capacity flows: all memory mapped and
- * touched now (oc_ct_mem_for()).
+ * touched now (oc__ct_mem_for()).
  * @return OC_OK and *out; OC_ERR_INVALID_PARAM (capacity 0 or too large);
  *   OC_ERR_NO_MEMORY.
  */
-oc_status_t oc_ct_create(const oc_ct_conf_t *conf, oc_ct_t **out);
+oc_status_t oc__ct_create(const oc_ct_conf_t *conf, oc_ct_t **out);
 /** NULL is a no-op. */
-void oc_ct_destroy(oc_ct_t *ct);
-size_t oc_ct_mem_bytes(const oc_ct_t *ct);
+void oc__ct_destroy(oc_ct_t *ct);
+size_t oc__ct_mem_bytes(const oc_ct_t *ct);
 
 /**
  * Track one IPv4 packet (@p ip, @p len bytes from its IP header) of tenant
@@ -139,7 +139,7 @@ size_t oc_ct_mem_bytes(const oc_ct_t *ct);
  * or other protocol's packet creates its flow.
  * @return the result; @p info always filled.
  */
-oc_ct_result_t oc_ct_track(oc_ct_t *ct, uint16_t zone, const uint8_t *ip,
+oc_ct_result_t oc__ct_track(oc_ct_t *ct, uint16_t zone, const uint8_t *ip,
                            uint32_t len, uint64_t now_ms, bool allow_new,
                            oc_ct_info_t *info);
 
@@ -147,49 +147,49 @@ oc_ct_result_t oc_ct_track(oc_ct_t *ct, uint16_t zone, const uint8_t *ip,
  * Whether packet @p i of a burst, which would open a flow (no live flow
  * has it, and it is a TCP SYN, UDP, ICMP echo request or other protocol's
  * packet), may create one.  Called only when that is the question, in
- * packet order; @p arg is oc_ct_track_burst()'s.
+ * packet order; @p arg is oc__ct_track_burst()'s.
  */
 typedef bool (*oc_ct_open_fn)(void *arg, uint32_t i);
 
 /**
  * Track @p n packets (@p ip[i], @p len[i] bytes from their IP headers) of
- * zone @p zone: the results and infos are exactly those of oc_ct_track()
+ * zone @p zone: the results and infos are exactly those of oc__ct_track()
  * on each packet in turn, with allow_new = @p may_open(@p arg, i) (NULL:
  * true), but the table's cache misses of a whole chunk of packets overlap
  * (keys and hashes first, then prefetches of their index slots and
  * entries, then the packets in order).
  * @p res and @p info receive n elements each.
  */
-void oc_ct_track_burst(oc_ct_t *ct, uint16_t zone, const uint8_t *const *ip,
+void oc__ct_track_burst(oc_ct_t *ct, uint16_t zone, const uint8_t *const *ip,
                        const uint32_t *len, uint32_t n, uint64_t now_ms,
                        oc_ct_open_fn may_open, void *arg,
                        oc_ct_result_t *res, oc_ct_info_t *info);
 
 /** Reclaim expired flows among the next @p budget entries of the sweep.
  *  @return flows reclaimed. */
-uint32_t oc_ct_expire(oc_ct_t *ct, uint64_t now_ms, uint32_t budget);
+uint32_t oc__ct_expire(oc_ct_t *ct, uint64_t now_ms, uint32_t budget);
 
 /** Live flows.  Any thread. */
-uint32_t oc_ct_count(const oc_ct_t *ct);
+uint32_t oc__ct_count(const oc_ct_t *ct);
 /** Any thread. */
-void oc_ct_stats(const oc_ct_t *ct, oc_ct_stats_t *out);
+void oc__ct_stats(const oc_ct_t *ct, oc_ct_stats_t *out);
 
 /** Remove every flow of @p zone (-1: all).  @return flows removed. */
-uint32_t oc_ct_flush(oc_ct_t *ct, int zone);
+uint32_t oc__ct_flush(oc_ct_t *ct, int zone);
 
 /** Call @p fn for each live flow (of @p zone, -1: all) until it returns
  *  nonzero.  @return flows shown. */
 typedef int (*oc_ct_walk_fn)(void *arg, const oc_ct_flow_t *f);
-uint32_t oc_ct_walk(const oc_ct_t *ct, int zone, uint64_t now_ms,
+uint32_t oc__ct_walk(const oc_ct_t *ct, int zone, uint64_t now_ms,
                     oc_ct_walk_fn fn, void *arg);
 
 /** The worker that owns a flow of symmetric hash @p hash (oc_pkt_meta_t.hash). */
-static inline uint32_t oc_ct_thread_of(uint32_t hash, uint32_t nthreads)
+static inline uint32_t oc__ct_thread_of(uint32_t hash, uint32_t nthreads)
 {
     return (uint32_t)(((uint64_t)hash * nthreads) >> 32);
 }
 
-const char *oc_ct_result_name(oc_ct_result_t r);
-const char *oc_ct_tcp_state_name(oc_ct_tcp_state_t s);
+const char *oc__ct_result_name(oc_ct_result_t r);
+const char *oc__ct_tcp_state_name(oc_ct_tcp_state_t s);
 
 #endif

@@ -63,7 +63,7 @@ typedef enum {
 } oc_esp_result_t;
 
 /** "icv", "replay", ... (the Prometheus label); static string. */
-const char *oc_esp_result_name(oc_esp_result_t r);
+const char *oc__esp_result_name(oc_esp_result_t r);
 
 typedef struct {
     uint32_t spi;
@@ -89,12 +89,12 @@ typedef struct {
 } oc_esp_ctx_t;
 
 /** Initialise @p sa from @p c (counters and window zero). */
-void oc_esp_sa_init(oc_esp_sa_t *sa, const oc_esp_sa_conf_t *c);
+void oc__esp_sa_init(oc_esp_sa_t *sa, const oc_esp_sa_conf_t *c);
 
 /** Key @p x for @p sa (allocates the EVP context the first time; the same
  *  context is re-keyed after).  @return OC_OK; OC_ERR_NO_MEMORY. */
-oc_status_t oc_esp_ctx_key(oc_esp_ctx_t *x, const oc_esp_sa_t *sa);
-void oc_esp_ctx_free(oc_esp_ctx_t *x);
+oc_status_t oc__esp_ctx_key(oc_esp_ctx_t *x, const oc_esp_sa_t *sa);
+void oc__esp_ctx_free(oc_esp_ctx_t *x);
 
 /**
  * Encapsulate the IPv4 or IPv6 packet at @p ip (@p len bytes) in place:
@@ -105,13 +105,13 @@ void oc_esp_ctx_free(oc_esp_ctx_t *x);
  *   reason (SEQ_OVERFLOW, TOO_BIG, NO_ROOM, BAD_INNER, CRYPTO) otherwise,
  *   with the packet unchanged except on CRYPTO.
  */
-oc_esp_result_t oc_esp_encap(oc_esp_sa_t *sa, oc_esp_ctx_t *x, uint8_t *ip,
+oc_esp_result_t oc__esp_encap(oc_esp_sa_t *sa, oc_esp_ctx_t *x, uint8_t *ip,
                              uint32_t len, uint32_t headroom,
                              uint32_t tailroom, uint32_t mtu,
                              uint8_t **out_ip, uint32_t *out_len);
 
 /** SPI of an outer IPv4 ESP packet, or 0 with a reason (SHORT, MALFORMED). */
-oc_esp_result_t oc_esp_peek(const uint8_t *ip, uint32_t len, uint32_t *spi,
+oc_esp_result_t oc__esp_peek(const uint8_t *ip, uint32_t len, uint32_t *spi,
                             uint32_t *src, uint32_t *dst);
 
 /**
@@ -122,7 +122,7 @@ oc_esp_result_t oc_esp_peek(const uint8_t *ip, uint32_t len, uint32_t *spi,
  * @return OC_ESP_OK with *inner and *inner_len (inside the buffer), or the
  *   reason it was refused.
  */
-oc_esp_result_t oc_esp_decap(oc_esp_sa_t *sa, oc_esp_ctx_t *x, uint8_t *ip,
+oc_esp_result_t oc__esp_decap(oc_esp_sa_t *sa, oc_esp_ctx_t *x, uint8_t *ip,
                              uint32_t len, uint8_t **inner,
                              uint32_t *inner_len);
 
@@ -134,7 +134,7 @@ oc_esp_result_t oc_esp_decap(oc_esp_sa_t *sa, oc_esp_ctx_t *x, uint8_t *ip,
  * key never appears in it.
  * @return OC_OK; OC_ERR_CONFIG.
  */
-oc_status_t oc_esp_key_file(const char *path, uint8_t key[OC_ESP_KEY_LEN],
+oc_status_t oc__esp_key_file(const char *path, uint8_t key[OC_ESP_KEY_LEN],
                             uint8_t salt[OC_ESP_SALT_LEN], char *why,
                             size_t whylen);
 
@@ -153,22 +153,22 @@ typedef struct {
  * relative path is taken from @p base_dir when not NULL).  @p why gets the
  * reason (never key material).  @return 0, or -1.
  */
-int oc_esp_sa_parse(const char *text, const char *base_dir,
+int oc__esp_sa_parse(const char *text, const char *base_dir,
                     oc_esp_sa_spec_t *out, char *why, size_t whylen);
 
-/** Write @p s in the syntax oc_esp_sa_parse() reads, without the key. */
-int oc_esp_sa_format(const oc_esp_sa_spec_t *s, char *buf, size_t cap);
+/** Write @p s in the syntax oc__esp_sa_parse() reads, without the key. */
+int oc__esp_sa_format(const oc_esp_sa_spec_t *s, char *buf, size_t cap);
 
 struct oc_pkt_pool;
 struct oc_pkt;
 /** Bytes free in front of and behind @p pkt's frame in its buffer of
  *  @p pool (0 and 0 for a buffer that is not the pool's: DPDK mbufs).
  *  In libpkt (esp_room.c). */
-void oc_esp_room(const struct oc_pkt_pool *pool, const struct oc_pkt *pkt,
+void oc__esp_room(const struct oc_pkt_pool *pool, const struct oc_pkt *pkt,
                  uint32_t *head, uint32_t *tail);
 
 /** Clamp the MSS option of an IPv4 TCP SYN at @p ip to @p mss, fixing the
  *  checksum.  @return true when it changed the packet. */
-bool oc_esp_mss_clamp(uint8_t *ip, uint32_t len, uint16_t mss);
+bool oc__esp_mss_clamp(uint8_t *ip, uint32_t len, uint16_t mss);
 
 #endif

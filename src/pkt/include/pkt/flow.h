@@ -96,9 +96,9 @@ typedef struct {
     void    *arg;
 } oc_flow_conf_t;
 
-oc_status_t oc_flow_table_create(const oc_flow_conf_t *c, oc_flow_table_t **out);
+oc_status_t oc__flow_table_create(const oc_flow_conf_t *c, oc_flow_table_t **out);
 /** Emit every flow (end reason forced), then free. */
-void oc_flow_table_destroy(oc_flow_table_t *t);
+void oc__flow_table_destroy(oc_flow_table_t *t);
 
 /**
  * Account one IPv4 packet of @p ip_len bytes (its total length) with the
@@ -107,11 +107,11 @@ void oc_flow_table_destroy(oc_flow_table_t *t);
  * the packet came in (offcore-dp: its attachment), kept from a flow's
  * first packet and carried in its records (not part of the key).  @p now_ms the caller's clock (UNIX
  * us).  @return false when the flow was new and the table had no room
- * (counted in oc_flow_stats).  Times are microseconds (the handshake RTT
+ * (counted in oc__flow_stats).  Times are microseconds (the handshake RTT
  * needs them); records carry milliseconds.  @p ts: the packet's TCP
- * timestamps option (oc_flow_tcp_ts()), NULL when it has none.
+ * timestamps option (oc__flow_tcp_ts()), NULL when it has none.
  */
-bool oc_flow_update(oc_flow_table_t *t, uint32_t ip_len, int tcp_flags,
+bool oc__flow_update(oc_flow_table_t *t, uint32_t ip_len, int tcp_flags,
                     uint32_t src, uint32_t dst, uint16_t sport, uint16_t dport,
                     uint8_t proto, uint32_t vni, uint16_t port,
                     uint64_t now_us, const oc_flow_ts_t *ts);
@@ -122,21 +122,21 @@ bool oc_flow_update(oc_flow_table_t *t, uint32_t ip_len, int tcp_flags,
  * input: reads nothing outside tcp[0..hdr_len), stops at a malformed
  * option.  @return true and *out when present.
  */
-bool oc_flow_tcp_ts(const uint8_t *tcp, size_t hdr_len, oc_flow_ts_t *out);
+bool oc__flow_tcp_ts(const uint8_t *tcp, size_t hdr_len, oc_flow_ts_t *out);
 
 /** Expire flows: visits up to @p budget slots from where the last call
  *  stopped (a whole pass over time).  @return records emitted. */
-uint32_t oc_flow_expire(oc_flow_table_t *t, uint64_t now_us, uint32_t budget);
+uint32_t oc__flow_expire(oc_flow_table_t *t, uint64_t now_us, uint32_t budget);
 
 typedef struct {
     uint64_t active;          /**< flows in the table now */
     uint64_t created, ended, no_room;
 } oc_flow_stats_t;
-void oc_flow_stats(const oc_flow_table_t *t, oc_flow_stats_t *out);
+void oc__flow_stats(const oc_flow_table_t *t, oc_flow_stats_t *out);
 
 /** Call @p fn for every flow in the table now (its counters since its last
  *  record).  Same thread as the table, or with the table's thread stopped. */
-void oc_flow_walk(const oc_flow_table_t *t, oc_flow_emit_fn fn, void *arg);
+void oc__flow_walk(const oc_flow_table_t *t, oc_flow_emit_fn fn, void *arg);
 
 /* ---------------------------------------------------------------- IPFIX */
 
@@ -148,12 +148,12 @@ void oc_flow_walk(const oc_flow_table_t *t, oc_flow_emit_fn fn, void *arg);
  * export time @p now_s, sequence number @p seq (data records sent before
  * this message), observation domain @p domain.
  */
-void oc_ipfix_header(uint8_t *m, uint16_t len, uint32_t now_s, uint32_t seq,
+void oc__ipfix_header(uint8_t *m, uint16_t len, uint32_t now_s, uint32_t seq,
                      uint32_t domain);
 /** Write the template set (ID 2, one template: OC_IPFIX_TEMPLATE_ID) at
  *  @p p.  @return its length. */
-size_t oc_ipfix_template_set(uint8_t *p);
+size_t oc__ipfix_template_set(uint8_t *p);
 /** Write one data record (OC_IPFIX_REC_LEN bytes) of @p r at @p p. */
-void oc_ipfix_record(uint8_t *p, const oc_flow_rec_t *r);
+void oc__ipfix_record(uint8_t *p, const oc_flow_rec_t *r);
 
 #endif

@@ -12,14 +12,14 @@
  *    both return counts.  Queue q of every port is served by one thread.
  *    Backends: AF_XDP through libxdp (xdp.c; the default) and DPDK
  *    (dpdk.c, built when pkg-config finds libdpdk), behind one API (port.c).
- *  - oc_pkt_parse(): Ethernet / 802.1Q / 802.1ad / IPv4 / IPv6 / TCP /
+ *  - oc__pkt_parse(): Ethernet / 802.1Q / 802.1ad / IPv4 / IPv6 / TCP /
  *    UDP / ICMP to a classifier key and a verdict reason (parse.c; pure,
  *    fuzzed, never reads outside the frame).
  *
  * Trust model: frames come from the wire or from a tenant's host: every
  * byte is untrusted; the parser checks every length before reading.
  * Threading: pools, and a port's queue q, belong to one thread each;
- * oc_port_open/close and oc_port_stats are for the control thread.
+ * oc_port_open/close and oc__port_stats are for the control thread.
  */
 #ifndef OC_PKT_H
 #define OC_PKT_H
@@ -56,19 +56,19 @@ typedef struct oc_pkt_pool oc_pkt_pool_t;
  * All memory is mapped and touched now.
  * @return OC_OK and *out; OC_ERR_INVALID_PARAM; OC_ERR_NO_MEMORY.
  */
-oc_status_t oc_pkt_pool_create(uint32_t count, uint32_t buf_size,
+oc_status_t oc__pkt_pool_create(uint32_t count, uint32_t buf_size,
                                oc_pkt_pool_t **out);
 /** Free the pool.  Every port using it must be closed first.  NULL: no-op. */
-void oc_pkt_pool_destroy(oc_pkt_pool_t *pool);
+void oc__pkt_pool_destroy(oc_pkt_pool_t *pool);
 /** Take up to @p n buffers (len 0, data at the headroom).  @return how many. */
-uint32_t oc_pkt_alloc_bulk(oc_pkt_pool_t *pool, oc_pkt_t **pkts, uint32_t n);
+uint32_t oc__pkt_alloc_bulk(oc_pkt_pool_t *pool, oc_pkt_t **pkts, uint32_t n);
 /** Give buffers back. */
-void oc_pkt_free_bulk(oc_pkt_pool_t *pool, oc_pkt_t *const *pkts, uint32_t n);
-uint32_t oc_pkt_pool_avail(const oc_pkt_pool_t *pool);
-uint32_t oc_pkt_pool_count(const oc_pkt_pool_t *pool);
-uint32_t oc_pkt_pool_buf_size(const oc_pkt_pool_t *pool);
+void oc__pkt_free_bulk(oc_pkt_pool_t *pool, oc_pkt_t *const *pkts, uint32_t n);
+uint32_t oc__pkt_pool_avail(const oc_pkt_pool_t *pool);
+uint32_t oc__pkt_pool_count(const oc_pkt_pool_t *pool);
+uint32_t oc__pkt_pool_buf_size(const oc_pkt_pool_t *pool);
 /** Largest frame a buffer holds (buf_size - OC_PKT_HEADROOM). */
-uint32_t oc_pkt_pool_max_frame(const oc_pkt_pool_t *pool);
+uint32_t oc__pkt_pool_max_frame(const oc_pkt_pool_t *pool);
 
 /* --------------------------------------------------------------- ports */
 
@@ -110,7 +110,7 @@ typedef struct {
  *   OC_ERR_TRANSPORT (the kernel refused the socket or program: logged);
  *   OC_ERR_NO_MEMORY.
  */
-oc_status_t oc_port_open_xdp(const oc_port_conf_t *conf, oc_port_t **out);
+oc_status_t oc__port_open_xdp(const oc_port_conf_t *conf, oc_port_t **out);
 
 typedef enum {
     OC_PORT_DPDK_AF_XDP = 0, /**< DPDK's net_af_xdp driver on the interface */
@@ -125,19 +125,19 @@ typedef enum {
  *   OC_ERR_CONFIG (interface, queues); OC_ERR_TRANSPORT (EAL or device
  *   setup failed: logged); OC_ERR_NO_MEMORY.
  */
-oc_status_t oc_port_open_dpdk(const oc_port_conf_t *conf,
+oc_status_t oc__port_open_dpdk(const oc_port_conf_t *conf,
                               oc_port_dpdk_pmd_t pmd, oc_port_t **out);
 /** Whether this build has the DPDK backend. */
-bool oc_pkt_have_dpdk(void);
+bool oc__pkt_have_dpdk(void);
 
 /** Give back frames received on @p port's queue @p q that will not be sent
  *  (dropped by the pipeline, or refused by a tx burst). */
-void oc_port_free_bulk(oc_port_t *port, uint32_t q, oc_pkt_t *const *pkts,
+void oc__port_free_bulk(oc_port_t *port, uint32_t q, oc_pkt_t *const *pkts,
                        uint16_t n);
 
 /** Close: removes the sockets (and the XDP program when no other socket
  *  uses it).  No queue may be in use.  NULL is a no-op. */
-void oc_port_close(oc_port_t *port);
+void oc__port_close(oc_port_t *port);
 
 /**
  * Receive up to @p n frames from queue @p q.  Never blocks.  The caller
@@ -145,7 +145,7 @@ void oc_port_close(oc_port_t *port);
  * Refills the kernel's fill ring from the queue's pool.
  * @return frames received (0 .. n).
  */
-uint16_t oc_port_rx_burst(oc_port_t *port, uint32_t q, oc_pkt_t **pkts,
+uint16_t oc__port_rx_burst(oc_port_t *port, uint32_t q, oc_pkt_t **pkts,
                           uint16_t n);
 
 /**
@@ -155,31 +155,31 @@ uint16_t oc_port_rx_burst(oc_port_t *port, uint32_t q, oc_pkt_t **pkts,
  * back-pressure — retry or count them).  Reaps completions first.
  * @return k, frames taken (0 .. n).
  */
-uint16_t oc_port_tx_burst(oc_port_t *port, uint32_t q, oc_pkt_t **pkts,
+uint16_t oc__port_tx_burst(oc_port_t *port, uint32_t q, oc_pkt_t **pkts,
                           uint16_t n);
 
 /** Reap completed sends and kick the kernel if it waits for a wakeup;
  *  call when idle so that buffers come back.  @return frames reaped. */
-uint32_t oc_port_tx_reap(oc_port_t *port, uint32_t q);
+uint32_t oc__port_tx_reap(oc_port_t *port, uint32_t q);
 
 /** The fd to poll() for POLLIN on queue @p q (sleep when idle), or -1
  *  when the backend has none (DPDK's virtual devices): nap instead. */
-int oc_port_fd(const oc_port_t *port, uint32_t q);
+int oc__port_fd(const oc_port_t *port, uint32_t q);
 
-const char *oc_port_name(const oc_port_t *port);
+const char *oc__port_name(const oc_port_t *port);
 /** "native copy", "generic copy", "native zero-copy"... static string. */
-const char *oc_port_mode(const oc_port_t *port);
+const char *oc__port_mode(const oc_port_t *port);
 
 /** Sum of the counters.  Reads other threads' counters with relaxed loads:
  *  thread-safe against the queues' threads. */
-void oc_port_stats(const oc_port_t *port, oc_port_stats_t *out);
+void oc__port_stats(const oc_port_t *port, oc_port_stats_t *out);
 
 /* -------------------------------------------------------------- parser */
 
 /**
  * Why a frame got the verdict it got.  OC_PKT_R_IPV4 (and _IPV4_FRAG) are
  * the classifiable frames; every other reason has a policy (pass or drop,
- * oc_pkt_default_policy) applied by the pipeline and a counter.
+ * oc__pkt_default_policy) applied by the pipeline and a counter.
  */
 typedef enum {
     OC_PKT_R_IPV4 = 0,        /**< IPv4, key complete */
@@ -212,11 +212,11 @@ typedef struct {
 } oc_pkt_meta_t;
 
 /** "ipv4", "runt", ... (the Prometheus label); static string. */
-const char *oc_pkt_reason_name(oc_pkt_reason_t r);
+const char *oc__pkt_reason_name(oc_pkt_reason_t r);
 /** Reason by name; -1 when unknown. */
-int oc_pkt_reason_from_name(const char *name);
+int oc__pkt_reason_from_name(const char *name);
 /** The documented default policy of each reason (see parse.c). */
-oc_pkt_policy_t oc_pkt_default_policy(oc_pkt_reason_t r);
+oc_pkt_policy_t oc__pkt_default_policy(oc_pkt_reason_t r);
 
 /**
  * Parse @p len bytes at @p frame.  Frames longer than @p max_frame are
@@ -225,7 +225,7 @@ oc_pkt_policy_t oc_pkt_default_policy(oc_pkt_reason_t r);
  * @return the reason (also in @p out->reason); @p out always filled (key
  *   zero where not IPv4).
  */
-oc_pkt_reason_t oc_pkt_parse(const uint8_t *frame, uint32_t len,
+oc_pkt_reason_t oc__pkt_parse(const uint8_t *frame, uint32_t len,
                              uint32_t max_frame, oc_pkt_meta_t *out);
 
 #endif

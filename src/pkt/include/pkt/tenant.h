@@ -38,13 +38,13 @@ typedef struct {
  * and DF set (VXLAN must not be fragmented).
  * @return the outer frame's start (inner - OC_VXLAN_OVERHEAD).
  */
-uint8_t *oc_vxlan_encap(uint8_t *inner, uint32_t len, const oc_vxlan_tun_t *t,
+uint8_t *oc__vxlan_encap(uint8_t *inner, uint32_t len, const oc_vxlan_tun_t *t,
                         uint32_t vni, uint32_t hash);
 
 /**
  * The outer headers of one tunnel and VNI, prepared once
- * (oc_vxlan_hdr_init) and put in front of each inner frame with one 50-byte
- * copy (oc_vxlan_encap_hdr), which then patches only what differs per
+ * (oc__vxlan_hdr_init) and put in front of each inner frame with one 50-byte
+ * copy (oc__vxlan_encap_hdr), which then patches only what differs per
  * frame: the lengths, the UDP source port and the IPv4 checksum (from the
  * template's partial sum, RFC 1071's one's complement arithmetic).
  */
@@ -53,10 +53,10 @@ typedef struct {
     uint32_t sum; /**< IPv4 header words but the total length and checksum */
 } oc_vxlan_hdr_t;
 
-void oc_vxlan_hdr_init(oc_vxlan_hdr_t *h, const oc_vxlan_tun_t *t,
+void oc__vxlan_hdr_init(oc_vxlan_hdr_t *h, const oc_vxlan_tun_t *t,
                        uint32_t vni);
-/** oc_vxlan_encap() with a prepared template: the same bytes. */
-uint8_t *oc_vxlan_encap_hdr(uint8_t *inner, uint32_t len,
+/** oc__vxlan_encap() with a prepared template: the same bytes. */
+uint8_t *oc__vxlan_encap_hdr(uint8_t *inner, uint32_t len,
                             const oc_vxlan_hdr_t *h, uint32_t hash);
 
 /**
@@ -71,7 +71,7 @@ uint8_t *oc_vxlan_encap_hdr(uint8_t *inner, uint32_t len,
  * frame[0..len) (fuzzed).
  * @return true when @p frame now holds a reply to send back on its port.
  */
-bool oc_arp_answer(uint8_t *frame, uint32_t len, const uint8_t mac[6],
+bool oc__arp_answer(uint8_t *frame, uint32_t len, const uint8_t mac[6],
                    uint32_t ip);
 
 typedef enum {
@@ -95,11 +95,11 @@ typedef struct {
  * UDP to 4789, VXLAN with the I flag.  Reads nothing outside frame[0..len).
  * @return the reason; @p out set when OC_VXLAN_OK.
  */
-oc_vxlan_reason_t oc_vxlan_decap(const uint8_t *frame, uint32_t len,
+oc_vxlan_reason_t oc__vxlan_decap(const uint8_t *frame, uint32_t len,
                                  uint32_t local_ip, oc_vxlan_rx_t *out);
 
 /** "ok", "not_vxlan", "short", ... (a Prometheus label); static string. */
-const char *oc_vxlan_reason_name(oc_vxlan_reason_t r);
+const char *oc__vxlan_reason_name(oc_vxlan_reason_t r);
 
 typedef enum {
     OC_SPOOF_OK = 0,
@@ -116,7 +116,7 @@ typedef enum {
  * address @p ip or 0.0.0.0 (an RFC 5227 probe): a host can neither answer
  * nor announce (gratuitous ARP) an address it does not own.
  */
-oc_spoof_t oc_spoof_check(const uint8_t *frame, uint32_t len,
+oc_spoof_t oc__spoof_check(const uint8_t *frame, uint32_t len,
                           const oc_pkt_meta_t *m, const uint8_t mac[6],
                           uint32_t ip);
 
@@ -128,10 +128,10 @@ typedef struct {
     uint64_t last_ns;
 } oc_policer_t;
 
-void oc_policer_init(oc_policer_t *p, uint64_t rate_bytes, uint64_t burst_bytes,
+void oc__policer_init(oc_policer_t *p, uint64_t rate_bytes, uint64_t burst_bytes,
                      uint64_t now_ns);
 /** Take @p bytes at @p now_ns.  @return true: conforms (forward); false:
  *  exceeds (drop, count `policed`). */
-bool oc_policer_take(oc_policer_t *p, uint64_t now_ns, uint32_t bytes);
+bool oc__policer_take(oc_policer_t *p, uint64_t now_ns, uint32_t bytes);
 
 #endif

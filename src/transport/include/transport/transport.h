@@ -6,7 +6,7 @@
  * functions is thread-safe on the same worker.  Bundles travel as UCP
  * active messages forced to the eager protocol (FACTS.md: eager copies beat
  * rendezvous over cma at 16-64 KiB) and are received whole and persistent:
- * the receive callback keeps the data until oc_tr_release(), so a bundle is
+ * the receive callback keeps the data until oc__tr_release(), so a bundle is
  * parsed where UCX put it, without a copy.
  */
 #ifndef OC_TRANSPORT_H
@@ -29,74 +29,74 @@ struct oc_tr_op {
 };
 
 /**
- * Receive callback, run inside oc_tr_progress().  @p token is the sender's
+ * Receive callback, run inside oc__tr_progress().  @p token is the sender's
  * op->token (0 when it sent none): the agent gives each connection a
  * secret token and so knows who sent a bundle without trusting its
  * content.  @p data stays valid until
- * oc_tr_release(worker, data); the callee must release it exactly once
+ * oc__tr_release(worker, data); the callee must release it exactly once
  * (possibly later, outside the callback).  It must not call
- * oc_tr_progress().
+ * oc__tr_progress().
  */
 typedef void (*oc_tr_recv_cb_t)(void *arg, uint64_t token, void *data,
                                 size_t len);
 
 /** Create the UCP context (active messages).  UCX_* variables apply. */
-oc_status_t oc_tr_context_create(oc_tr_context_t **ctx_p);
+oc_status_t oc__tr_context_create(oc_tr_context_t **ctx_p);
 /** The same, with UCP_FEATURE_WAKEUP: its workers can sleep until
- *  something arrives (oc_tr_worker_efd, oc_tr_worker_arm).  For threads
+ *  something arrives (oc__tr_worker_efd, oc__tr_worker_arm).  For threads
  *  that may be idle for long (the agent's routers); the ranks, which only
  *  progress when the application calls, use the plain context. */
-oc_status_t oc_tr_context_create_wakeup(oc_tr_context_t **ctx_p);
-void oc_tr_context_destroy(oc_tr_context_t *ctx);
+oc_status_t oc__tr_context_create_wakeup(oc_tr_context_t **ctx_p);
+void oc__tr_context_destroy(oc_tr_context_t *ctx);
 
-oc_status_t oc_tr_worker_create(oc_tr_context_t *ctx, oc_tr_worker_t **w_p);
+oc_status_t oc__tr_worker_create(oc_tr_context_t *ctx, oc_tr_worker_t **w_p);
 /** Destroy a worker; every endpoint must be destroyed first. */
-void oc_tr_worker_destroy(oc_tr_worker_t *w);
+void oc__tr_worker_destroy(oc_tr_worker_t *w);
 
 /** The file descriptor that turns readable when the worker has events
- *  (a context made with oc_tr_context_create_wakeup); -1 otherwise. */
-int oc_tr_worker_efd(oc_tr_worker_t *w);
+ *  (a context made with oc__tr_context_create_wakeup); -1 otherwise. */
+int oc__tr_worker_efd(oc_tr_worker_t *w);
 
 /** Arm the worker's event fd before sleeping on it.  Returns 1 when armed
  *  (nothing pending: sleep), 0 when events are pending (progress again
  *  first) or waking is not supported. */
-int oc_tr_worker_arm(oc_tr_worker_t *w);
+int oc__tr_worker_arm(oc_tr_worker_t *w);
 
 /** The worker's address, to exchange with peers.  Valid until
- *  oc_tr_worker_destroy(). */
-oc_status_t oc_tr_worker_address(oc_tr_worker_t *w, const void **addr,
+ *  oc__tr_worker_destroy(). */
+oc_status_t oc__tr_worker_address(oc_tr_worker_t *w, const void **addr,
                                  size_t *len);
 
 /** Route active-message id @p id to @p cb.  If @p persistent, the data is
- *  kept for the callee (oc_tr_release); else it is valid only during cb. */
-oc_status_t oc_tr_set_handler(oc_tr_worker_t *w, unsigned id,
+ *  kept for the callee (oc__tr_release); else it is valid only during cb. */
+oc_status_t oc__tr_set_handler(oc_tr_worker_t *w, unsigned id,
                               oc_tr_recv_cb_t cb, void *arg, int persistent);
 
 /** Connect to a peer's worker.  With @p peer_err, a peer that dies fails
  *  the endpoint's operations (UCP_ERR_HANDLING_MODE_PEER) instead of
  *  leaving them hanging, and the worker's failure callback
- *  (oc_tr_worker_on_failure) runs; UCX's keepalive finds a dead peer
+ *  (oc__tr_worker_on_failure) runs; UCX's keepalive finds a dead peer
  *  within about a second (the contexts set UCX_KEEPALIVE_INTERVAL=1s and
  *  peer-failure handling on shared memory unless the environment says
  *  otherwise).  It narrows the transports UCX can use (no cma on one
  *  host).  When UCX cannot do it, the endpoint is made without it and a
  *  warning logged. */
-oc_status_t oc_tr_ep_create(oc_tr_worker_t *w, const void *addr,
+oc_status_t oc__tr_ep_create(oc_tr_worker_t *w, const void *addr,
                             int peer_err, oc_tr_ep_t **ep_p);
 /**
- * Called (inside oc_tr_progress) once per endpoint made with peer_err
+ * Called (inside oc__tr_progress) once per endpoint made with peer_err
  * whose peer died or became unreachable; @p why is UCX's reason.  Its
  * receives posted from any peer are not failed by UCX (tagged receives
  * match any sender): the owner must fail what waits on that peer.  Sends
  * to it complete with OC_ERR_PEER_FAILED.
  */
 typedef void (*oc_tr_fail_cb_t)(void *arg, oc_tr_ep_t *ep, const char *why);
-void oc_tr_worker_on_failure(oc_tr_worker_t *w, oc_tr_fail_cb_t cb, void *arg);
+void oc__tr_worker_on_failure(oc_tr_worker_t *w, oc_tr_fail_cb_t cb, void *arg);
 /** Has @p ep's peer failed (its failure callback run)?  0 for NULL. */
-int oc_tr_ep_failed(const oc_tr_ep_t *ep);
+int oc__tr_ep_failed(const oc_tr_ep_t *ep);
 
 /** Close (force) and free; progresses the worker until done.  NULL ok. */
-void oc_tr_ep_destroy(oc_tr_worker_t *w, oc_tr_ep_t *ep);
+void oc__tr_ep_destroy(oc_tr_worker_t *w, oc_tr_ep_t *ep);
 
 /**
  * Send @p len bytes at @p buf as active message @p id, with op->token as
@@ -105,24 +105,24 @@ void oc_tr_ep_destroy(oc_tr_worker_t *w, oc_tr_ep_t *ep);
  *         OC_INPROGRESS: buf must stay untouched until op->cb(op, status);
  *         OC_ERR_TRANSPORT (logged): failed, op->cb is not called.
  */
-oc_status_t oc_tr_send(oc_tr_ep_t *ep, unsigned id, const void *buf,
+oc_status_t oc__tr_send(oc_tr_ep_t *ep, unsigned id, const void *buf,
                        size_t len, oc_tr_op_t *op);
 
 /** Send a small message (copied; at most 256 bytes) as active message
  *  @p id with @p token; the copy is freed when the send completes.  For
  *  control traffic, not the data path. */
-oc_status_t oc_tr_send_small(oc_tr_ep_t *ep, unsigned id, uint64_t token,
+oc_status_t oc__tr_send_small(oc_tr_ep_t *ep, unsigned id, uint64_t token,
                              const void *buf, size_t len);
 
 /**
  * Tagged send of @p len bytes with the 64-bit @p tag (UCP_FEATURE_TAG:
  * the plain and the wakeup contexts).  UCX picks eager or rendezvous by size:
  * large payloads are copied once, into the buffer the receiver posted.
- * op->token is not used.  Returns as oc_tr_send(); a send that a dead
+ * op->token is not used.  Returns as oc__tr_send(); a send that a dead
  * peer fails completes with OC_ERR_PEER_FAILED (logged at debug only: the
  * endpoint's failure callback reports it).
  */
-oc_status_t oc_tr_tag_send(oc_tr_ep_t *ep, uint64_t tag, const void *buf,
+oc_status_t oc__tr_tag_send(oc_tr_ep_t *ep, uint64_t tag, const void *buf,
                            size_t len, oc_tr_op_t *op);
 /**
  * Post a receive of exactly @p len bytes tagged @p tag (matched exactly,
@@ -133,17 +133,17 @@ oc_status_t oc_tr_tag_send(oc_tr_ep_t *ep, uint64_t tag, const void *buf,
  * mid-message), OC_ERR_TRANSPORT.  op->token is
  * overwritten.
  */
-oc_status_t oc_tr_tag_recv(oc_tr_worker_t *w, uint64_t tag, void *buf,
+oc_status_t oc__tr_tag_recv(oc_tr_worker_t *w, uint64_t tag, void *buf,
                            size_t len, oc_tr_op_t *op);
 
 /** Progress communication.  @return a non-zero value if anything happened. */
-unsigned oc_tr_progress(oc_tr_worker_t *w);
+unsigned oc__tr_progress(oc_tr_worker_t *w);
 
 /** Give back data handed to a persistent receive callback. */
-void oc_tr_release(oc_tr_worker_t *w, void *data);
+void oc__tr_release(oc_tr_worker_t *w, void *data);
 
 /** Describe the transports UCX selected for @p ep (for logs and doctor). */
-void oc_tr_ep_describe(oc_tr_ep_t *ep, char *buf, size_t len);
+void oc__tr_ep_describe(oc_tr_ep_t *ep, char *buf, size_t len);
 
 /* ---- which transport is really in use (runtime watch, offcore doctor) ----
  * UCX 1.13 has no ucp_ep_query() field for an endpoint's transports (1.14
@@ -164,11 +164,11 @@ enum {
 
 /** The class of UCX transport name @p tl ("rc_mlx5", "tcp", "sysv").
  *  @p len: its length (the name need not be terminated). */
-unsigned oc_tr_class_of(const char *tl, size_t len);
+unsigned oc__tr_class_of(const char *tl, size_t len);
 /** "rdma", "tcp", "sm", "self", "gpu", "other" for one class bit; NULL
- *  for anything else.  oc_tr_class_parse() is the inverse. */
-const char *oc_tr_class_name(unsigned cls);
-unsigned oc_tr_class_parse(const char *name, size_t len);
+ *  for anything else.  oc__tr_class_parse() is the inverse. */
+const char *oc__tr_class_name(unsigned cls);
+unsigned oc__tr_class_parse(const char *name, size_t len);
 
 /**
  * Parse ucp_ep_print_info() text @p info: write the transports of the
@@ -177,50 +177,50 @@ unsigned oc_tr_class_parse(const char *name, size_t len);
  * recorded text).  @return the class bits of those lanes; 0 when none
  * parsed.
  */
-unsigned oc_tr_parse_ep_info(const char *info, char *out, size_t outlen);
+unsigned oc__tr_parse_ep_info(const char *info, char *out, size_t outlen);
 
 /** The transports UCX uses for active messages on @p ep (as
- *  oc_tr_parse_ep_info).  @return their class bits. */
-unsigned oc_tr_ep_transports(oc_tr_ep_t *ep, char *out, size_t outlen);
+ *  oc__tr_parse_ep_info).  @return their class bits. */
+unsigned oc__tr_ep_transports(oc_tr_ep_t *ep, char *out, size_t outlen);
 
 /** Parse ucp_context_print_info() text: the resources ("self/memory0
  *  tcp/lo tcp/eth0 ...", space-separated) to @p out.  @return their
  *  class bits. */
-unsigned oc_tr_parse_ctx_info(const char *info, char *out, size_t outlen);
-/** The transport resources of @p ctx (as oc_tr_parse_ctx_info). */
-unsigned oc_tr_context_resources(oc_tr_context_t *ctx, char *out,
+unsigned oc__tr_parse_ctx_info(const char *info, char *out, size_t outlen);
+/** The transport resources of @p ctx (as oc__tr_parse_ctx_info). */
+unsigned oc__tr_context_resources(oc_tr_context_t *ctx, char *out,
                                  size_t outlen);
 
 /** A context that offers only the transports that reach other hosts (the
  *  UCX_TLS setting without shared memory and self; when UCX_TLS is unset,
  *  "^sm,self").  `offcore doctor` connects a worker of the normal context
  *  to one of these to learn what UCX would pick toward another node. */
-oc_status_t oc_tr_context_create_net(oc_tr_context_t **ctx_p);
+oc_status_t oc__tr_context_create_net(oc_tr_context_t **ctx_p);
 
 /** The UCX library's version ("1.13.1"). */
-const char *oc_tr_version(void);
+const char *oc__tr_version(void);
 
-/** From now on, in this process, oc_tr_ep_create() records which
- *  transports each new endpoint uses (as oc_tr_ep_transports) under its
+/** From now on, in this process, oc__tr_ep_create() records which
+ *  transports each new endpoint uses (as oc__tr_ep_transports) under its
  *  remote worker, for threads that do not own the worker (tlbook.c):
  *  offcored's control and metrics threads.  Costs one ucp_ep_print_info
  *  per endpoint created. */
-void oc_tr_book_enable(void);
+void oc__tr_book_enable(void);
 /** What was recorded for the newest live endpoint to the worker whose
  *  address is @p addr: its class bits in *@p cls and its transports
  *  ("tcp/lo") in @p out.  @return 1, or 0 (and "") when none is known:
  *  the book is off, the endpoint not yet created or already gone.
  *  Thread-safe. */
-int oc_tr_book_lookup(const void *addr, unsigned *cls, char *out,
+int oc__tr_book_lookup(const void *addr, unsigned *cls, char *out,
                       size_t outlen);
 
 /** The main class of class bits @p cls, for one word in logs and
  *  metrics: "rdma" if any lane is, else "tcp", else "sm" (any class that
  *  stays on the host), else "other"; "unknown" for 0. */
-const char *oc_tr_class_main(unsigned cls);
+const char *oc__tr_class_main(unsigned cls);
 
 /** Iterate a worker's live endpoints: NULL gives the first; returns NULL
  *  after the last.  Not safe against concurrent create/destroy. */
-oc_tr_ep_t *oc_tr_worker_ep_next(oc_tr_worker_t *w, oc_tr_ep_t *prev);
+oc_tr_ep_t *oc__tr_worker_ep_next(oc_tr_worker_t *w, oc_tr_ep_t *prev);
 
 #endif

@@ -10,7 +10,7 @@
 #include <time.h>
 
 /** Microseconds of CLOCK_MONOTONIC (an arbitrary origin, never going back). */
-static inline uint64_t oc_now_us(void)
+static inline uint64_t oc__now_us(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -18,7 +18,7 @@ static inline uint64_t oc_now_us(void)
 }
 
 /** Nanoseconds of the same clock (the packet path's policers). */
-static inline uint64_t oc_now_ns(void)
+static inline uint64_t oc__now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -26,14 +26,14 @@ static inline uint64_t oc_now_ns(void)
 }
 
 /** Milliseconds of the same clock (deadlines of control-plane waits). */
-static inline int64_t oc_now_ms(void)
+static inline int64_t oc__now_ms(void)
 {
-    return (int64_t)(oc_now_us() / 1000u);
+    return (int64_t)(oc__now_us() / 1000u);
 }
 
 /** Nanoseconds of CPU time this thread has used (CLOCK_THREAD_CPUTIME_ID):
  *  what a call cost its caller, whatever else runs on the core. */
-static inline uint64_t oc_thread_cpu_ns(void)
+static inline uint64_t oc__thread_cpu_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);

@@ -38,11 +38,11 @@ typedef struct {
 
 /** Fill @p cfg from defaults, then from OC_<NAME> variables.  Logs the
  *  offending variable and returns OC_ERR_CONFIG on a bad value. */
-oc_status_t oc_config_load(const oc_cfg_field_t *table, void *cfg);
+oc_status_t oc__config_load(const oc_cfg_field_t *table, void *cfg);
 
 /** Set one field by name (case-insensitive, without OC_); for command-line
  *  flags.  OC_ERR_CONFIG on unknown name or bad value (logged). */
-oc_status_t oc_config_set(const oc_cfg_field_t *table, void *cfg,
+oc_status_t oc__config_set(const oc_cfg_field_t *table, void *cfg,
                           const char *name, const char *value);
 
 /**
@@ -51,12 +51,12 @@ oc_status_t oc_config_set(const oc_cfg_field_t *table, void *cfg,
  * full names, may be NULL): a misspelt OC_AGENT_THRAEDS would otherwise be
  * silently ignored.  Suggests the closest setting.  @return how many.
  */
-unsigned oc_config_check_env(const oc_cfg_field_t *table, const char *prefix,
+unsigned oc__config_check_env(const oc_cfg_field_t *table, const char *prefix,
                              const char *const *also);
 
 /** Print the table: name, current value (the default when @p cfg is
  *  NULL), default, description. */
-void oc_config_dump(FILE *out, const char *component,
+void oc__config_dump(FILE *out, const char *component,
                     const oc_cfg_field_t *table, const void *cfg);
 
 #endif

@@ -4,13 +4,13 @@
  * hold a connection, for how long before proving itself, and what the
  * server does when the process runs out of descriptors.
  *
- *   accept   oc_guard_accept() wraps accept4().  EMFILE / ENFILE / ENOBUFS /
+ *   accept   oc__guard_accept() wraps accept4().  EMFILE / ENFILE / ENOBUFS /
  *            ENOMEM do not spin: the listener is left out of poll() for a
- *            back-off period (oc_guard_listen_ok()), the event is counted
+ *            back-off period (oc__guard_listen_ok()), the event is counted
  *            and logged rate-limited.  A listener that stays readable while
  *            accept fails would otherwise be retried at once, forever.  A
- *            server that can free a descriptor itself (oc_guard_shed(): the
- *            oldest pending connection) does so and oc_guard_resume()s.
+ *            server that can free a descriptor itself (oc__guard_shed(): the
+ *            oldest pending connection) does so and oc__guard_resume()s.
  *   cap      at most max_conns connections.  A newcomer over the cap takes
  *            the place of the oldest connection still *pending* (not yet
  *            authenticated, or not yet a whole HTTP request): a flood of
@@ -23,7 +23,7 @@
  *
  * The guard keeps no sockets: servers embed an oc_guard_slot_t in their
  * connection objects, tell the guard when a connection arrives, settles
- * and leaves, and close what oc_guard_expired() / oc_guard_admit() name.
+ * and leaves, and close what oc__guard_expired() / oc__guard_admit() name.
  *
  * Threading: one guard is used by one thread (the server's loop), except
  * the counters, which any thread may read (relaxed atomics).
@@ -46,7 +46,7 @@ typedef struct {
     uint32_t backoff_ms;  /* listener left alone after EMFILE & co */
 } oc_guard_params_t;
 
-/** Counters since start (read with oc_guard_counters()). */
+/** Counters since start (read with oc__guard_counters()). */
 typedef struct {
     uint64_t accepted;  /* connections taken in */
     uint64_t evicted;   /* pending ones closed to make room (cap) */
@@ -72,15 +72,15 @@ typedef struct {
     oc_log_limit_t    lim_accept, lim_cap, lim_expire;
 } oc_guard_t;
 
-/* The guard's times are util/clock.h's oc_now_us(), the project's one
+/* The guard's times are util/clock.h's oc__now_us(), the project's one
  * monotonic clock. */
 
 /** Set up @p g; @p name must outlive it.  Values of 0 in @p p become 1. */
-void oc_guard_init(oc_guard_t *g, const char *name, const oc_guard_params_t *p);
+void oc__guard_init(oc_guard_t *g, const char *name, const oc_guard_params_t *p);
 
 /** Whether to poll the listener now.  When not, *wait_ms (if not NULL) is
  *  lowered to the time left in the back-off. */
-bool oc_guard_listen_ok(oc_guard_t *g, uint64_t now, int *wait_ms);
+bool oc__guard_listen_ok(oc_guard_t *g, uint64_t now, int *wait_ms);
 
 /**
  * accept4() one connection from @p lfd (SOCK_NONBLOCK | SOCK_CLOEXEC).
@@ -90,54 +90,54 @@ bool oc_guard_listen_ok(oc_guard_t *g, uint64_t now, int *wait_ms);
  *   off (counted, logged rate-limited); OC_ERR_TRANSPORT another error
  *   (logged rate-limited).
  */
-oc_status_t oc_guard_accept(oc_guard_t *g, int lfd, int *fd_out,
+oc_status_t oc__guard_accept(oc_guard_t *g, int lfd, int *fd_out,
                             struct sockaddr_storage *ss, socklen_t *sl);
 
 /**
  * Make room for a newcomer.  @return true when it may be added (then call
- * oc_guard_add()); *evict_out is the pending slot the caller must close
+ * oc__guard_add()); *evict_out is the pending slot the caller must close
  * first (NULL when there was room).  false: refuse it (counted, logged
  * rate-limited); the caller closes the newcomer.
  */
-bool oc_guard_admit(oc_guard_t *g, oc_guard_slot_t **evict_out);
+bool oc__guard_admit(oc_guard_t *g, oc_guard_slot_t **evict_out);
 
 /** A connection arrived: counted, pending, deadline from @p now. */
-void oc_guard_add(oc_guard_t *g, oc_guard_slot_t *s, uint64_t now);
+void oc__guard_add(oc_guard_t *g, oc_guard_slot_t *s, uint64_t now);
 /** It proved itself: no deadline, no longer evictable. */
-void oc_guard_settle(oc_guard_t *g, oc_guard_slot_t *s);
+void oc__guard_settle(oc_guard_t *g, oc_guard_slot_t *s);
 /** Pending again (HTTP: the next request on a kept-alive connection). */
-void oc_guard_rearm(oc_guard_t *g, oc_guard_slot_t *s, uint64_t now);
+void oc__guard_rearm(oc_guard_t *g, oc_guard_slot_t *s, uint64_t now);
 /** It left (closed for whatever reason).  Idempotent. */
-void oc_guard_remove(oc_guard_t *g, oc_guard_slot_t *s);
+void oc__guard_remove(oc_guard_t *g, oc_guard_slot_t *s);
 
 /** The oldest pending slot whose deadline has passed, or NULL.  Counted
  *  and logged (rate-limited) as expired; the caller closes it and calls
- *  oc_guard_remove(). */
-oc_guard_slot_t *oc_guard_expired(oc_guard_t *g, uint64_t now);
+ *  oc__guard_remove(). */
+oc_guard_slot_t *oc__guard_expired(oc_guard_t *g, uint64_t now);
 
 /** The oldest pending slot, unlinked and counted as evicted, or NULL: for
  *  a server that must shed connections (poll() refusing more descriptors
  *  than RLIMIT_NOFILE after the limit was lowered under it).  The caller
- *  closes it and calls oc_guard_remove(). */
-oc_guard_slot_t *oc_guard_shed(oc_guard_t *g);
+ *  closes it and calls oc__guard_remove(). */
+oc_guard_slot_t *oc__guard_shed(oc_guard_t *g);
 
 /** Leave the listener alone for the back-off from @p now (what an accept
  *  failing with EMFILE does; also for a server that finds out otherwise). */
-void oc_guard_pause(oc_guard_t *g, uint64_t now);
+void oc__guard_pause(oc_guard_t *g, uint64_t now);
 
 /** End a back-off early (the server freed a descriptor itself). */
-void oc_guard_resume(oc_guard_t *g);
+void oc__guard_resume(oc_guard_t *g);
 
 /** Milliseconds until the next deadline or the end of the back-off, at
  *  most @p cap_ms (for a poll() timeout). */
-int oc_guard_wait_ms(const oc_guard_t *g, uint64_t now, int cap_ms);
+int oc__guard_wait_ms(const oc_guard_t *g, uint64_t now, int cap_ms);
 
-void oc_guard_counters(const oc_guard_t *g, oc_guard_counters_t *out);
+void oc__guard_counters(const oc_guard_t *g, oc_guard_counters_t *out);
 
 /** The cap a server can keep with its descriptor limit: @p wanted, lowered
  *  to 3/4 of RLIMIT_NOFILE (the rest is for UCX, ranks' endpoints, files)
  *  when the limit is lower.  *nofile_out: the limit (soft, after raising
  *  it to the hard limit, which this also does). */
-uint32_t oc_guard_fit_nofile(uint32_t wanted, uint64_t *nofile_out);
+uint32_t oc__guard_fit_nofile(uint32_t wanted, uint64_t *nofile_out);
 
 #endif

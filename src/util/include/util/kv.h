@@ -28,7 +28,7 @@ typedef struct {
 
 /** Add one error: @p file, @p line (0: none) and the printf-style reason.
  *  Thread-safety: not for one @p e from two threads at once. */
-void oc_conf_error(oc_conf_errors_t *e, const char *file, unsigned line,
+void oc__conf_error(oc_conf_errors_t *e, const char *file, unsigned line,
                    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 /**
@@ -40,7 +40,7 @@ void oc_conf_error(oc_conf_errors_t *e, const char *file, unsigned line,
  * @return 1 and the line in @p buf; 0 at the end of @p text; -1 for a
  *         line skipped (the error added).
  */
-int oc_kv_next_line(const char *text, size_t len, size_t *pos, char *buf,
+int oc__kv_next_line(const char *text, size_t len, size_t *pos, char *buf,
                     size_t cap, const char *file, unsigned *line,
                     oc_conf_errors_t *e);
 
@@ -52,13 +52,13 @@ int oc_kv_next_line(const char *text, size_t len, size_t *pos, char *buf,
  *         @p word (pointers into @p line); -1 when there are more than
  *         @p max (the first @p max are stored).
  */
-int oc_kv_split(char *line, char **word, int max);
+int oc__kv_split(char *line, char **word, int max);
 
-/** oc_kv_split() of a copy of @p text's first line (up to its first '\n'
+/** oc__kv_split() of a copy of @p text's first line (up to its first '\n'
  *  or its end) made in @p buf of @p cap bytes; for parsers handed one
  *  line of const text (a rule, an SA).
- *  @return as oc_kv_split(), or -2 when the line does not fit @p buf. */
-int oc_kv_split_text(const char *text, char *buf, size_t cap, char **word,
+ *  @return as oc__kv_split(), or -2 when the line does not fit @p buf. */
+int oc__kv_split_text(const char *text, char *buf, size_t cap, char **word,
                      int max);
 
 /** At most this many keys in one table (one bit each in @c seen). */
@@ -73,20 +73,20 @@ int oc_kv_split_text(const char *text, char *buf, size_t cap, char **word,
  *         @p why holding one of "'WORD': expected KEY=VALUE",
  *         "unknown key 'KEY' (KEY1 KEY2 ...)", "'KEY' given twice".
  */
-int oc_kv_key(char *word, const char *const *keys, unsigned *seen,
+int oc__kv_key(char *word, const char *const *keys, unsigned *seen,
               char **value, char *why, size_t whylen);
 
 /** The whole of @p s as a decimal number in [@p lo, @p hi] (no sign, no
  *  blanks, no 0x).  @return 0 and *@p out; -1 and @p out untouched. */
-int oc_kv_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
+int oc__kv_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
 
 /** The whole of @p s as a dotted IPv4 address, stored in host byte
  *  order.  @return 0 and *@p ip; -1 and @p ip untouched. */
-int oc_kv_ipv4(const char *s, uint32_t *ip);
+int oc__kv_ipv4(const char *s, uint32_t *ip);
 
 /** A.B.C.D[/0..32] (no length: /32) or "any" (length 0): the address is
  *  stored masked to the length, in host byte order.
  *  @return 0 and *@p ip, *@p len; -1 and both untouched. */
-int oc_kv_prefix(const char *s, uint32_t *ip, uint8_t *len);
+int oc__kv_prefix(const char *s, uint32_t *ip, uint8_t *len);
 
 #endif

@@ -10,10 +10,10 @@
  *
  * Rate limiting: a warning that a peer can trigger at will (a malformed
  * frame, a refused connection) goes through an oc_log_limit_t, one per kind
- * of message: at most oc_log_rate() lines of that kind per second; the rest
+ * of message: at most oc__log_rate() lines of that kind per second; the rest
  * are counted and summed up in one "N similar messages suppressed" line
  * when the next second's first message comes, or when
- * oc_log_limits_flush() finds the second over.  A flood of a thousand bad
+ * oc__log_limits_flush() finds the second over.  A flood of a thousand bad
  * peers therefore costs a few lines a second, never a line per peer.
  */
 #ifndef OC_UTIL_LOG_H
@@ -46,7 +46,7 @@ void oc__log_init(void);
 void oc__log_emit(oc_log_comp_t comp, oc_log_level_t lvl, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-static inline int oc_log_enabled(oc_log_comp_t comp, oc_log_level_t lvl)
+static inline int oc__log_enabled(oc_log_comp_t comp, oc_log_level_t lvl)
 {
     if (__builtin_expect(oc__log_levels[0] < 0, 0))
         oc__log_init();
@@ -55,7 +55,7 @@ static inline int oc_log_enabled(oc_log_comp_t comp, oc_log_level_t lvl)
 
 #define oc_log(comp, lvl, ...)                                                 \
     do {                                                                       \
-        if (oc_log_enabled(comp, lvl))                                         \
+        if (oc__log_enabled(comp, lvl))                                         \
             oc__log_emit(comp, lvl, __VA_ARGS__);                              \
     } while (0)
 
@@ -87,7 +87,7 @@ void oc__log_emit_limited(oc_log_limit_t *lim, oc_log_comp_t comp,
 
 #define oc_log_limited(lim, comp, lvl, ...)                                    \
     do {                                                                       \
-        if (oc_log_enabled(comp, lvl))                                         \
+        if (oc__log_enabled(comp, lvl))                                         \
             oc__log_emit_limited(lim, comp, lvl, __VA_ARGS__);                 \
     } while (0)
 #define oc_warn_limited(lim, comp, ...)                                        \
@@ -95,19 +95,19 @@ void oc__log_emit_limited(oc_log_limit_t *lim, oc_log_comp_t comp,
 
 /** Lines per second each limited kind may print (default 10; 0 keeps the
  *  default).  Set once at start-up (offcored: OC_AGENT_LOG_RATE). */
-void oc_log_set_rate(unsigned per_second);
-unsigned oc_log_rate(void);
+void oc__log_set_rate(unsigned per_second);
+unsigned oc__log_rate(void);
 
 /** Print the summary line of every limiter whose second is over and that
  *  dropped lines.  Event loops call it now and then (cheap: one lock, a
  *  walk of the registered kinds).  @return how many summaries it printed. */
-unsigned oc_log_limits_flush(void);
+unsigned oc__log_limits_flush(void);
 
 /** Lines dropped by @p lim since start (tests and metrics). */
-unsigned long long oc_log_limit_suppressed(const oc_log_limit_t *lim);
+unsigned long long oc__log_limit_suppressed(const oc_log_limit_t *lim);
 
 /** Parse a level spec like OC_LOG into @p levels.  Returns 0, or -1 on a
  *  bad spec (levels then hold what parsed).  Exposed for tests. */
-int oc_log_parse(const char *spec, int levels[OC_COMP_MAX]);
+int oc__log_parse(const char *spec, int levels[OC_COMP_MAX]);
 
 #endif

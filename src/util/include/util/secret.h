@@ -24,7 +24,7 @@
  *         waited on), mode lets others read it, owned by another user,
  *         read error, too long.
  */
-oc_status_t oc_secret_read(const char *path, uint8_t *buf, size_t cap,
+oc_status_t oc__secret_read(const char *path, uint8_t *buf, size_t cap,
                            size_t *len, char *why, size_t whylen);
 
 /**
@@ -35,6 +35,6 @@ oc_status_t oc_secret_read(const char *path, uint8_t *buf, size_t cap,
  *         odd in number or make more than @p cap bytes.  On error @p out
  *         may hold part of the key: zero it.
  */
-long oc_secret_hex(const uint8_t *s, size_t n, uint8_t *out, size_t cap);
+long oc__secret_hex(const uint8_t *s, size_t n, uint8_t *out, size_t cap);
 
 #endif

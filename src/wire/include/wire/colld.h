@@ -9,7 +9,7 @@
  * of the contribution and of every block of the result: the payloads
  * themselves travel as tagged messages).  The agent answers with DONE.  Little-endian, as
  * the bundles.  Trust: a descriptor comes from a rank; the agent decodes
- * it with oc_colld_decode() before using anything in it (fuzzed:
+ * it with oc__colld_decode() before using anything in it (fuzzed:
  * tests/fuzz/fuzz_colld.c).  Pure functions; thread-safe.
  */
 #ifndef OC_WIRE_COLLD_H
@@ -45,13 +45,13 @@ typedef struct {
 #define OC_COLLD_HDR 32
 
 /** Bytes of the encoding of @p d (d->v ignored: 32 * nv). */
-size_t oc_colld_size(const oc_colld_t *d);
+size_t oc__colld_size(const oc_colld_t *d);
 /** Encode @p d (v: 4 * nv host-order uint64 values in @p vals) into
- *  @p buf of oc_colld_size(d) bytes. */
-void oc_colld_encode(const oc_colld_t *d, const uint64_t *vals, void *buf);
+ *  @p buf of oc__colld_size(d) bytes. */
+void oc__colld_encode(const oc_colld_t *d, const uint64_t *vals, void *buf);
 /** Element @p i of array @p which (0 scounts, 1 sdispls, 2 rcounts,
  *  3 rdispls) of a decoded all-to-allv descriptor. */
-uint64_t oc_colld_v(const oc_colld_t *d, unsigned which, uint32_t i);
+uint64_t oc__colld_v(const oc_colld_t *d, unsigned which, uint32_t i);
 
 /**
  * Decode and check a descriptor from a rank of a job of @p size ranks.
@@ -60,7 +60,7 @@ uint64_t oc_colld_v(const oc_colld_t *d, unsigned which, uint32_t i);
  * OC_ERR_INVALID_PARAM (kind, dtype, op, root, nv out of range; a count
  * or displacement whose byte offset would pass 2^48).
  */
-oc_status_t oc_colld_decode(const void *buf, size_t len, uint32_t size,
+oc_status_t oc__colld_decode(const void *buf, size_t len, uint32_t size,
                             oc_colld_t *d);
 
 /** The agent's answer: collective @p seq ended with @p status. */

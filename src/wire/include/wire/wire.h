@@ -3,7 +3,7 @@
  *
  * The only module that knows the byte layout.  Everything else builds
  * bundles with the oc_wire_put_* helpers and reads them through
- * oc_wire_validate() + oc_wire_iter_*.
+ * oc__wire_validate() + oc_wire_iter_*.
  *
  * Bundle (little-endian, 8-byte aligned, OC_WIRE_HDR_LEN = 40 bytes):
  *   0 u32 magic "OCB1"   4 u8 version   5 u8 flags   6 u16 item_size
@@ -25,7 +25,7 @@
  *          - row (STREAM alone): mixed messages, every src is hdr.src;
  *          - column (STREAM | FIXED): count items of item_size (>= 1)
  *            bytes: first the count u32 destinations, zero-padded to 8
- *            bytes (oc_wire_col_dst_bytes), then the items, each padded
+ *            bytes (oc__wire_col_dst_bytes), then the items, each padded
  *            to 8.  What oc_send_burst is given (an array of destinations,
  *            an array of messages) goes in as two copies, and the agent
  *            reads the destinations as one array.
@@ -75,10 +75,10 @@ typedef struct {
                             OC_WIRE_RANK_NONE */
 } oc_wire_check_t;
 
-static inline size_t oc_wire_pad8(size_t n) { return (n + 7) & ~(size_t)7; }
+static inline size_t oc__wire_pad8(size_t n) { return (n + 7) & ~(size_t)7; }
 
 /* Little-endian loads and stores; plain moves on little-endian hosts. */
-static inline uint64_t oc_wire_ld64(const void *p)
+static inline uint64_t oc__wire_ld64(const void *p)
 {
     uint64_t v;
     memcpy(&v, p, 8);
@@ -87,7 +87,7 @@ static inline uint64_t oc_wire_ld64(const void *p)
 #endif
     return v;
 }
-static inline void oc_wire_st64(void *p, uint64_t v)
+static inline void oc__wire_st64(void *p, uint64_t v)
 {
 #if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
     v = __builtin_bswap64(v);
@@ -95,7 +95,7 @@ static inline void oc_wire_st64(void *p, uint64_t v)
     memcpy(p, &v, 8);
 }
 
-static inline uint64_t oc_wire_msg_hdr(uint32_t dst, uint32_t src, uint32_t len)
+static inline uint64_t oc__wire_msg_hdr(uint32_t dst, uint32_t src, uint32_t len)
 {
     return (uint64_t)(dst & 0xffffffu) | ((uint64_t)(src & 0xffffffu) << 24) |
            ((uint64_t)(len & 0xffffu) << 48);
@@ -103,48 +103,48 @@ static inline uint64_t oc_wire_msg_hdr(uint32_t dst, uint32_t src, uint32_t len)
 
 /** Append one mixed-mode message at @p p (caller checked the space:
  *  OC_WIRE_MSG_HDR_LEN + pad8(len)).  Padding is zeroed.  Returns the end. */
-static inline uint8_t *oc_wire_put_msg(uint8_t *p, uint32_t dst, uint32_t src,
+static inline uint8_t *oc__wire_put_msg(uint8_t *p, uint32_t dst, uint32_t src,
                                        const void *buf, size_t len)
 {
-    oc_wire_st64(p, oc_wire_msg_hdr(dst, src, (uint32_t)len));
+    oc__wire_st64(p, oc__wire_msg_hdr(dst, src, (uint32_t)len));
     p += OC_WIRE_MSG_HDR_LEN;
     if (len & 7)
-        oc_wire_st64(p + (len & ~(size_t)7), 0);
+        oc__wire_st64(p + (len & ~(size_t)7), 0);
     if (len != 0)
         memcpy(p, buf, len);
-    return p + oc_wire_pad8(len);
+    return p + oc__wire_pad8(len);
 }
 
 /** Append one fixed-mode item (space checked by the caller). */
-static inline uint8_t *oc_wire_put_item(uint8_t *p, const void *buf, size_t len)
+static inline uint8_t *oc__wire_put_item(uint8_t *p, const void *buf, size_t len)
 {
     if (len & 7)
-        oc_wire_st64(p + (len & ~(size_t)7), 0);
+        oc__wire_st64(p + (len & ~(size_t)7), 0);
     memcpy(p, buf, len);
-    return p + oc_wire_pad8(len);
+    return p + oc__wire_pad8(len);
 }
 
 /** Column stream: bytes of the destination column of @p n items. */
-static inline size_t oc_wire_col_dst_bytes(size_t n)
+static inline size_t oc__wire_col_dst_bytes(size_t n)
 {
-    return oc_wire_pad8(4 * n);
+    return oc__wire_pad8(4 * n);
 }
 
 /** Column stream: the most items of @p stride bytes (pad8 of the item
  *  size) that fit a bundle of @p bundle_size bytes. */
-static inline uint32_t oc_wire_col_cap(size_t bundle_size, size_t stride)
+static inline uint32_t oc__wire_col_cap(size_t bundle_size, size_t stride)
 {
     size_t n;
     if (bundle_size < OC_WIRE_HDR_LEN + 8 + stride)
         return 0;
     n = (bundle_size - OC_WIRE_HDR_LEN) / (4 + stride);
-    while (n > 0 && OC_WIRE_HDR_LEN + oc_wire_col_dst_bytes(n) + n * stride >
+    while (n > 0 && OC_WIRE_HDR_LEN + oc__wire_col_dst_bytes(n) + n * stride >
                         bundle_size)
         n--;
     return (uint32_t)n;
 }
 
-static inline uint32_t oc_wire_ld32(const void *p)
+static inline uint32_t oc__wire_ld32(const void *p)
 {
     uint32_t v;
     memcpy(&v, p, 4);
@@ -154,7 +154,7 @@ static inline uint32_t oc_wire_ld32(const void *p)
     return v;
 }
 
-static inline void oc_wire_st32(void *p, uint32_t v)
+static inline void oc__wire_st32(void *p, uint32_t v)
 {
 #if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
     v = __builtin_bswap32(v);
@@ -164,7 +164,7 @@ static inline void oc_wire_st32(void *p, uint32_t v)
 
 /** The job a bundle claims, before validation (to pick what to validate
  *  it against).  Returns 0 when too short to have one. */
-static inline int oc_wire_peek_job(const void *buf, size_t len, uint32_t *job)
+static inline int oc__wire_peek_job(const void *buf, size_t len, uint32_t *job)
 {
     const uint8_t *p = (const uint8_t *)buf + 20;
     if (len < OC_WIRE_HDR_LEN)
@@ -175,7 +175,7 @@ static inline int oc_wire_peek_job(const void *buf, size_t len, uint32_t *job)
 }
 
 /** Write the bundle header into the first OC_WIRE_HDR_LEN bytes of @p buf. */
-void oc_wire_hdr_write(void *buf, const oc_wire_hdr_t *hdr);
+void oc__wire_hdr_write(void *buf, const oc_wire_hdr_t *hdr);
 
 /**
  * Check a whole received bundle before anything in it is trusted.
@@ -192,10 +192,10 @@ void oc_wire_hdr_write(void *buf, const oc_wire_hdr_t *hdr);
  *   dst on a STREAM bundle),
  *   OC_ERR_WIRE_ITEM_SIZE, OC_ERR_INVALID_PARAM (NULL arguments).
  */
-oc_status_t oc_wire_validate(const void *buf, size_t len,
+oc_status_t oc__wire_validate(const void *buf, size_t len,
                              const oc_wire_check_t *chk, oc_wire_hdr_t *hdr_out);
 
-/** Iterator over a bundle that oc_wire_validate() accepted. */
+/** Iterator over a bundle that oc__wire_validate() accepted. */
 typedef struct {
     const uint8_t *p;
     uint32_t       left;     /**< messages not yet returned */
@@ -212,7 +212,7 @@ typedef struct {
     const uint8_t *payload;
 } oc_wire_msg_t;
 
-static inline void oc_wire_iter_init(oc_wire_iter_t *it, const void *bundle,
+static inline void oc__wire_iter_init(oc_wire_iter_t *it, const void *bundle,
                                      const oc_wire_hdr_t *hdr)
 {
     it->p = (const uint8_t *)bundle + OC_WIRE_HDR_LEN;
@@ -225,13 +225,13 @@ static inline void oc_wire_iter_init(oc_wire_iter_t *it, const void *bundle,
     if ((hdr->flags & (OC_WIRE_F_FIXED | OC_WIRE_F_STREAM)) ==
         (OC_WIRE_F_FIXED | OC_WIRE_F_STREAM)) {
         it->col = it->p;
-        it->p += oc_wire_col_dst_bytes(hdr->count);
+        it->p += oc__wire_col_dst_bytes(hdr->count);
     }
 }
 
 /** Next message; false when none is left.  msg->payload points into the
  *  bundle and is valid as long as the bundle is. */
-static inline bool oc_wire_iter_next(oc_wire_iter_t *it, oc_wire_msg_t *msg)
+static inline bool oc__wire_iter_next(oc_wire_iter_t *it, oc_wire_msg_t *msg)
 {
     if (it->left == 0)
         return false;
@@ -239,36 +239,36 @@ static inline bool oc_wire_iter_next(oc_wire_iter_t *it, oc_wire_msg_t *msg)
     if (it->fixed) {
         msg->dst = it->dst;
         if (it->col != NULL) {
-            msg->dst = oc_wire_ld32(it->col);
+            msg->dst = oc__wire_ld32(it->col);
             it->col += 4;
         }
         msg->src = it->src;
         msg->len = it->item_size;
         msg->payload = it->p;
-        it->p += oc_wire_pad8(it->item_size);
+        it->p += oc__wire_pad8(it->item_size);
     } else {
-        uint64_t h = oc_wire_ld64(it->p);
+        uint64_t h = oc__wire_ld64(it->p);
         msg->dst = (uint32_t)(h & 0xffffffu);
         msg->src = (uint32_t)((h >> 24) & 0xffffffu);
         msg->len = (uint32_t)(h >> 48);
         msg->payload = it->p + OC_WIRE_MSG_HDR_LEN;
-        it->p += OC_WIRE_MSG_HDR_LEN + oc_wire_pad8(msg->len);
+        it->p += OC_WIRE_MSG_HDR_LEN + oc__wire_pad8(msg->len);
     }
     return true;
 }
 
 /** Skip the first @p n messages (n <= it->left). */
-static inline void oc_wire_iter_skip(oc_wire_iter_t *it, uint32_t n)
+static inline void oc__wire_iter_skip(oc_wire_iter_t *it, uint32_t n)
 {
     oc_wire_msg_t m;
     if (it->fixed) {
-        it->p += (size_t)n * oc_wire_pad8(it->item_size);
+        it->p += (size_t)n * oc__wire_pad8(it->item_size);
         it->left -= n;
         if (it->col != NULL)
             it->col += 4 * (size_t)n;
         return;
     }
-    while (n-- && oc_wire_iter_next(it, &m))
+    while (n-- && oc__wire_iter_next(it, &m))
         ;
 }
 

@@ -3,14 +3,14 @@
  * priority, burst lookups that run while rules are added and removed.
  *
  * Threading model:
- *  - oc_acl_add(), oc_acl_del(), oc_acl_load() and oc_acl_rules() are
+ *  - oc__acl_add(), oc__acl_del(), oc__acl_load() and oc__acl_rules() are
  *    writer calls: one thread at a time (the caller serialises them, e.g.
  *    the control thread of offcore-dp).  They never block readers.
- *  - oc_acl_lookup_burst() runs on any number of reader threads at the same
- *    time as the writer.  Each reader thread calls oc_acl_reader_register()
- *    once, oc_acl_reader_quiescent() regularly (between bursts, e.g. once
- *    per poll loop iteration) and oc_acl_reader_unregister() before it
- *    exits; oc_acl_reader_offline()/online() around a blocking wait (poll)
+ *  - oc__acl_lookup_burst() runs on any number of reader threads at the same
+ *    time as the writer.  Each reader thread calls oc__acl_reader_register()
+ *    once, oc__acl_reader_quiescent() regularly (between bursts, e.g. once
+ *    per poll loop iteration) and oc__acl_reader_unregister() before it
+ *    exits; oc__acl_reader_offline()/online() around a blocking wait (poll)
  *    so the writer does not wait for a sleeping reader.  A reader must not
  *    hold any pointer obtained from the classifier across a quiescent
  *    state (the API hands out none: results are copied to out_userdata).
@@ -18,21 +18,21 @@
  *    reader has passed a quiescent state (RCU, QSBR flavour; see README).
  *    A registered reader that neither reports quiescent states nor goes
  *    offline holds the next rebuild back; once 1024 rules wait in the
- *    side part, oc_acl_add() waits for it (back-pressure on the writer).
- *  - The rebuild thread started by oc_acl_create() inherits the creating
+ *    side part, oc__acl_add() waits for it (back-pressure on the writer).
+ *  - The rebuild thread started by oc__acl_create() inherits the creating
  *    thread's CPU affinity: create the classifier from the control
  *    thread, not from a data-plane core.  (Not at a lower priority: on a
  *    loaded machine a starved rebuild fills the side part, and then adds
  *    wait for it.)
- *  - oc_acl_create()/oc_acl_destroy(): no reader may be inside a lookup on
+ *  - oc__acl_create()/oc__acl_destroy(): no reader may be inside a lookup on
  *    that classifier when it is destroyed.
  *
  * Trust model: rules come from the operator (config file, control socket);
- * they are validated (oc_acl_rule_check) but are trusted to be wanted.
+ * they are validated (oc__acl_rule_check) but are trusted to be wanted.
  * Rule files are parsed strictly with file, line and reason on error
  * (acl_parse.c, fuzzed).  Keys come from packets: any value is valid.
  *
- * The scalar linear first-match scan oc_acl_match_linear() is the oracle
+ * The scalar linear first-match scan oc__acl_match_linear() is the oracle
  * the tests compare every optimized lookup against.
  */
 #ifndef OC_PKT_ACL_H
@@ -82,21 +82,21 @@ typedef struct {
 
 typedef struct oc_acl oc_acl_t;
 
-/** Largest max_rules oc_acl_create() accepts. */
+/** Largest max_rules oc__acl_create() accepts. */
 #define OC_ACL_MAX_RULES (1u << 22)
 
 /** Bits of a prefix of length @p len (0..32). */
-static inline uint32_t oc_acl_prefix_mask(uint8_t len)
+static inline uint32_t oc__acl_prefix_mask(uint8_t len)
 {
     return len == 0 ? 0 : len >= 32 ? UINT32_MAX : ~(UINT32_MAX >> len);
 }
 
 /** Whether @p r matches @p k (the definition of a match; scalar). */
-static inline int oc_acl_rule_matches(const oc_acl_rule_t *r,
+static inline int oc__acl_rule_matches(const oc_acl_rule_t *r,
                                       const oc_acl_key_t *k)
 {
-    uint32_t sm = oc_acl_prefix_mask(r->src_len);
-    uint32_t dm = oc_acl_prefix_mask(r->dst_len);
+    uint32_t sm = oc__acl_prefix_mask(r->src_len);
+    uint32_t dm = oc__acl_prefix_mask(r->dst_len);
     return ((k->src_ip ^ r->src_ip) & sm) == 0 &&
            ((k->dst_ip ^ r->dst_ip) & dm) == 0 && k->sport >= r->sport_lo &&
            k->sport <= r->sport_hi && k->dport >= r->dport_lo &&
@@ -105,7 +105,7 @@ static inline int oc_acl_rule_matches(const oc_acl_rule_t *r,
 }
 
 /** Whether @p a wins over @p b (lower priority, then lower id). */
-static inline int oc_acl_rule_before(const oc_acl_rule_t *a,
+static inline int oc__acl_rule_before(const oc_acl_rule_t *a,
                                      const oc_acl_rule_t *b)
 {
     return a->priority < b->priority ||
@@ -115,20 +115,20 @@ static inline int oc_acl_rule_before(const oc_acl_rule_t *a,
 /** Check a rule: prefix lengths <= 32, lo <= hi, userdata !=
  *  OC_ACL_NO_MATCH.  @return OC_OK or OC_ERR_INVALID_PARAM; @p why (may be
  *  NULL) gets a static reason string. */
-oc_status_t oc_acl_rule_check(const oc_acl_rule_t *r, const char **why);
+oc_status_t oc__acl_rule_check(const oc_acl_rule_t *r, const char **why);
 
 /**
  * The oracle: linear first-match scan over @p n rules in any order.
  * @return index into @p rules of the winning rule, or -1 if none matches.
  * Thread-safe (pure).
  */
-long oc_acl_match_linear(const oc_acl_rule_t *rules, size_t n,
+long oc__acl_match_linear(const oc_acl_rule_t *rules, size_t n,
                          const oc_acl_key_t *key);
 
 /** Linear first-match scan over rules already sorted in priority order
  *  (stops at the first match: the classic baseline).  Same answer as
- *  oc_acl_match_linear() on sorted rules.  Thread-safe (pure). */
-long oc_acl_match_first(const oc_acl_rule_t *sorted, size_t n,
+ *  oc__acl_match_linear() on sorted rules.  Thread-safe (pure). */
+long oc__acl_match_first(const oc_acl_rule_t *sorted, size_t n,
                         const oc_acl_key_t *key);
 
 /**
@@ -136,11 +136,11 @@ long oc_acl_match_first(const oc_acl_rule_t *sorted, size_t n,
  * OC_ACL_MAX_RULES).  Starts its background rebuild thread.
  * @return OC_OK (*out set), OC_ERR_INVALID_PARAM, OC_ERR_NO_MEMORY.
  */
-oc_status_t oc_acl_create(uint32_t max_rules, oc_acl_t **out);
+oc_status_t oc__acl_create(uint32_t max_rules, oc_acl_t **out);
 
 /** Stop the rebuild thread, free everything.  NULL is a no-op.  No lookup
  *  may run on @p acl concurrently. */
-void oc_acl_destroy(oc_acl_t *acl);
+void oc__acl_destroy(oc_acl_t *acl);
 
 /**
  * Add one rule (copied).  Writer call.  Visible to lookups that start
@@ -148,14 +148,14 @@ void oc_acl_destroy(oc_acl_t *acl);
  * @return OC_OK; OC_ERR_INVALID_PARAM (bad rule, or its id is already
  *         present); OC_ERR_NO_MEMORY (max_rules reached).
  */
-oc_status_t oc_acl_add(oc_acl_t *acl, const oc_acl_rule_t *rule);
+oc_status_t oc__acl_add(oc_acl_t *acl, const oc_acl_rule_t *rule);
 
 /**
  * Remove the rule with @p id.  Writer call.  Lookups that start after it
  * returns no longer see it.
  * @return OC_OK; OC_ERR_INVALID_PARAM (no rule with that id).
  */
-oc_status_t oc_acl_del(oc_acl_t *acl, uint32_t id);
+oc_status_t oc__acl_del(oc_acl_t *acl, uint32_t id);
 
 /**
  * Replace the whole rule set with @p n rules (copied) and build the
@@ -164,16 +164,16 @@ oc_status_t oc_acl_del(oc_acl_t *acl, uint32_t id);
  * @return OC_OK; OC_ERR_INVALID_PARAM (a bad rule or duplicate id: nothing
  *         changed); OC_ERR_NO_MEMORY (n > max_rules or allocation failed).
  */
-oc_status_t oc_acl_load(oc_acl_t *acl, const oc_acl_rule_t *rules, size_t n);
+oc_status_t oc__acl_load(oc_acl_t *acl, const oc_acl_rule_t *rules, size_t n);
 
 /** Number of rules present.  Writer call (or after the writer is done). */
-size_t oc_acl_count(const oc_acl_t *acl);
+size_t oc__acl_count(const oc_acl_t *acl);
 
 /**
  * Copy up to @p cap present rules, in priority order, into @p out.
  * Writer call.  @return the number of rules present (may exceed cap).
  */
-size_t oc_acl_rules(const oc_acl_t *acl, oc_acl_rule_t *out, size_t cap);
+size_t oc__acl_rules(const oc_acl_t *acl, oc_acl_rule_t *out, size_t cap);
 
 /**
  * Classify @p n keys: out_userdata[i] = userdata of the first-match rule of
@@ -181,38 +181,38 @@ size_t oc_acl_rules(const oc_acl_t *acl, oc_acl_rule_t *out, size_t cap);
  * rule set as of some instant during the call; never allocates.
  * @return n (every key is classified).
  */
-uint32_t oc_acl_lookup_burst(oc_acl_t *acl, const oc_acl_key_t *keys,
+uint32_t oc__acl_lookup_burst(oc_acl_t *acl, const oc_acl_key_t *keys,
                              uint32_t n, uint32_t *out_userdata);
 
-/** Same answers as oc_acl_lookup_burst(), by the scalar reference walk of
+/** Same answers as oc__acl_lookup_burst(), by the scalar reference walk of
  *  the same tables (no SIMD, no interleaving): the oracle of the fast path.
  *  Reader call. */
-uint32_t oc_acl_lookup_burst_scalar(oc_acl_t *acl, const oc_acl_key_t *keys,
+uint32_t oc__acl_lookup_burst_scalar(oc_acl_t *acl, const oc_acl_key_t *keys,
                                     uint32_t n, uint32_t *out_userdata);
 
-/** Which fast path oc_acl_lookup_burst() uses on this CPU: "avx512" or
+/** Which fast path oc__acl_lookup_burst() uses on this CPU: "avx512" or
  *  "scalar" (static string). */
-const char *oc_acl_lookup_method(void);
+const char *oc__acl_lookup_method(void);
 
 /** Reader-thread registration (wrappers around the reclamation scheme, so
  *  callers need not know it).  Call from the reader thread itself. */
-void oc_acl_reader_register(void);
-void oc_acl_reader_unregister(void);
+void oc__acl_reader_register(void);
+void oc__acl_reader_unregister(void);
 /** The calling reader holds no classifier state now (between bursts). */
-void oc_acl_reader_quiescent(void);
+void oc__acl_reader_quiescent(void);
 /** Around a blocking wait: an offline reader is not waited for. */
-void oc_acl_reader_offline(void);
-void oc_acl_reader_online(void);
+void oc__acl_reader_offline(void);
+void oc__acl_reader_online(void);
 
 /** Bytes of lookup tables currently held (resident, both parts). */
-size_t oc_acl_mem_bytes(const oc_acl_t *acl);
+size_t oc__acl_mem_bytes(const oc_acl_t *acl);
 
 /** Wait until pending updates are folded into the read-optimized tables
  *  (the background rebuild has caught up).  Writer call; for tests and
  *  benchmarks.  Not from a reader thread that is online (it would wait
  *  for its own quiescent state).  @return OC_OK or OC_ERR_NO_MEMORY (a rebuild failed; the
  *  classifier still answers correctly from its incremental part). */
-oc_status_t oc_acl_sync(oc_acl_t *acl);
+oc_status_t oc__acl_sync(oc_acl_t *acl);
 
 /* ---- ClassBench files (acl_parse.c) ---- */
 
@@ -231,26 +231,26 @@ typedef struct {
  *         OC_ERR_CONFIG with "name:line: reason" in @p err;
  *         OC_ERR_NO_MEMORY.
  */
-oc_status_t oc_acl_parse_rules(const char *buf, size_t len, const char *name,
+oc_status_t oc__acl_parse_rules(const char *buf, size_t len, const char *name,
                                oc_acl_rule_t **rules, size_t *n, char *err,
                                size_t errlen);
 
 /** Same for trace lines `SRC DST SPORT DPORT PROTO [FLAGS] [HINT]`
  *  (decimal; with 6 columns the last is the hint). */
-oc_status_t oc_acl_parse_trace(const char *buf, size_t len, const char *name,
+oc_status_t oc__acl_parse_trace(const char *buf, size_t len, const char *name,
                                oc_acl_trace_t **trace, size_t *n, char *err,
                                size_t errlen);
 
 /** Read a whole file (gzip-compressed when it ends in .gz, through zlib)
  *  into a NUL-terminated buffer.  @return OC_OK, OC_ERR_CONFIG (message in
  *  @p err), OC_ERR_NO_MEMORY. */
-oc_status_t oc_acl_read_file(const char *path, char **buf, size_t *len,
+oc_status_t oc__acl_read_file(const char *path, char **buf, size_t *len,
                              char *err, size_t errlen);
 
-/** oc_acl_read_file + oc_acl_parse_rules / oc_acl_parse_trace. */
-oc_status_t oc_acl_load_rules_file(const char *path, oc_acl_rule_t **rules,
+/** oc__acl_read_file + oc__acl_parse_rules / oc__acl_parse_trace. */
+oc_status_t oc__acl_load_rules_file(const char *path, oc_acl_rule_t **rules,
                                    size_t *n, char *err, size_t errlen);
-oc_status_t oc_acl_load_trace_file(const char *path, oc_acl_trace_t **trace,
+oc_status_t oc__acl_load_trace_file(const char *path, oc_acl_trace_t **trace,
                                    size_t *n, char *err, size_t errlen);
 
 #endif
