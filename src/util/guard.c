@@ -76,7 +76,6 @@ oc_status_t oc__guard_accept(oc_guard_t *g, int lfd, int *fd_out,
     case ENFILE:
     case ENOBUFS:
     case ENOMEM:
-        bump(g, C_BACKOFFS);
         oc__guard_pause(g, oc__now_us());
         oc_warn_limited(&g->lim_accept, OC_COMP_AGENT,
                         "%s: accept: %s: not accepting for %u ms (%u "
@@ -85,7 +84,6 @@ oc_status_t oc__guard_accept(oc_guard_t *g, int lfd, int *fd_out,
                         g->name, strerror(errno), g->p.backoff_ms, g->nconns);
         return OC_ERR_NO_RESOURCE;
     default:
-        bump(g, C_BACKOFFS);
         oc__guard_pause(g, oc__now_us());
         oc_warn_limited(&g->lim_accept, OC_COMP_AGENT, "%s: accept: %s",
                         g->name, strerror(errno));
@@ -201,6 +199,7 @@ oc_guard_slot_t *oc__guard_shed(oc_guard_t *g)
 
 void oc__guard_pause(oc_guard_t *g, uint64_t now)
 {
+    bump(g, C_BACKOFFS); /* every pause is a back-off, whoever found the cause */
     g->paused_until_us = now + 1000u * (uint64_t)g->p.backoff_ms;
 }
 

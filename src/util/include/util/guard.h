@@ -122,7 +122,9 @@ oc_guard_slot_t *oc__guard_expired(oc_guard_t *g, uint64_t now);
 oc_guard_slot_t *oc__guard_shed(oc_guard_t *g);
 
 /** Leave the listener alone for the back-off from @p now (what an accept
- *  failing with EMFILE does; also for a server that finds out otherwise). */
+ *  failing with EMFILE does; also for a server that finds out otherwise,
+ *  e.g. offcored when poll() refuses more descriptors than a lowered
+ *  RLIMIT_NOFILE).  Counted in the back-offs counter either way. */
 void oc__guard_pause(oc_guard_t *g, uint64_t now);
 
 /** End a back-off early (the server freed a descriptor itself). */
