@@ -17,19 +17,13 @@
  * the slots while they change.
  */
 #include "tenant_int.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* every worker past the burst it was in: 0, or -1 after 3 s */
 static int grace(oc_dp_t *dp)
@@ -139,7 +133,7 @@ static int add(oc_dp_t *dp, char *args, FILE *out)
         for (uint32_t i = 0; i < tc->natt; i++)
             for (int d = 0; d < 2; d++)
                 oc__policer_init(&tw->pol[a[i]][d], tc->rate, tc->burst,
-                                now_ns());
+                                oc__now_ns());
     }
     for (uint32_t i = 0; i < tc->natt; i++)
         ten->att_idx[a[i]] = (uint8_t)i;

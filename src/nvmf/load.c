@@ -16,6 +16,7 @@
  * ends the run with an error.
  */
 #include "pdu.h"
+#include "util/clock.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -58,13 +59,6 @@ static struct {
 static uint8_t *wdata;
 static uint64_t seq_lba, rng = 0x9e3779b97f4a7c15ull;
 static uint64_t lat_sum_ns, lat_n;
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void die(const char *m)
 {
@@ -228,7 +222,7 @@ static void submit(q_t *q)
     oc__put32(p + 4, 72 + (incap ? o.bs : 0));
     sqe_init(p + 8, o.write ? 0x01 : 0x02, 1, o.bs,
              incap ? OC_SGL_INCAPSULE : OC_SGL_TRANSPORT);
-    q->sent_ns[q->cid % MAXQD] = now_ns();
+    q->sent_ns[q->cid % MAXQD] = oc__now_ns();
     oc__put16(p + 10, q->cid++ % MAXQD);
     oc__put64(p + 48, lba);
     oc__put32(p + 56, nlb - 1);
@@ -283,7 +277,7 @@ static uint64_t reap(q_t *q)
                 die("bad CapsuleResp");
             if ((oc__le16(p + 22) >> 1) & 0x7ff)
                 die("a command failed");
-            lat_sum_ns += now_ns() - q->sent_ns[oc__le16(p + 20) % MAXQD];
+            lat_sum_ns += oc__now_ns() - q->sent_ns[oc__le16(p + 20) % MAXQD];
             lat_n++;
             q->outstanding--;
             done++;
