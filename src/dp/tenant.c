@@ -15,6 +15,7 @@
 #include "util/clock.h"
 #include "util/log.h"
 
+#include <arpa/inet.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -70,6 +71,8 @@ oc_status_t oc__dp_tenants_start(oc_dp_t *dp, const oc_dp_conf_t *c)
                 }
         for (int d = 0; d < 2; d++) {
             st = oc__acl_create(OC_DP_MAX_TRULES, &ten->acl[t][d]);
+            if (st == OC_OK)
+                st = oc__acl_create(OC_DP_MAX_TRULES, &ten->acl6[t][d]);
             if (st != OC_OK)
                 return st;
         }
@@ -78,6 +81,8 @@ oc_status_t oc__dp_tenants_start(oc_dp_t *dp, const oc_dp_conf_t *c)
         oc_acl_rule_t r = tc->r[i].r;
         r.userdata = tc->r[i].action;
         st = oc__acl_add(ten->acl[tc->r[i].tenant][tc->r[i].ingress], &r);
+        if (st == OC_OK && oc__dp_trule_is_both(&r))
+            st = oc__acl_add(ten->acl6[tc->r[i].tenant][tc->r[i].ingress], &r);
         if (st != OC_OK) {
             oc_error(OC_COMP_DP, "tenant %s: rule id %u refused by the "
                      "classifier", tc->t[tc->r[i].tenant].name, r.id);
@@ -87,16 +92,25 @@ oc_status_t oc__dp_tenants_start(oc_dp_t *dp, const oc_dp_conf_t *c)
     now = oc__now_ns();
     for (uint32_t q = 0; q < dp->nthreads; q++) {
         oc_ct_conf_t cc = {.capacity = tc->ct_flows, .to = tc->ct_to};
+        oc_ct_conf_t cc6 = {.capacity = oc__dp_ct_flows6(tc), .to = tc->ct_to,
+                            .ipv6 = true};
         struct oc_dp_tw *tw = calloc(1, sizeof(*tw));
         if (tw == NULL)
             return OC_ERR_NO_MEMORY;
         dp->w[q].tw = tw;
         tw->cap = tc->ct_flows;
-        tw->sweep_us = now / 1000;
+        tw->cap6 = cc6.capacity;
+        tw->sw[0].us = tw->sw[1].us = now / 1000;
         st = oc__ct_create(&cc, &tw->ct);
         if (st != OC_OK) {
             oc_error(OC_COMP_DP, "conntrack: no memory for %u flows (%zu "
                      "bytes)", tc->ct_flows, oc__ct_mem_for(tc->ct_flows));
+            return st;
+        }
+        st = oc__ct_create(&cc6, &tw->ct6);
+        if (st != OC_OK) {
+            oc_error(OC_COMP_DP, "conntrack: no memory for %u IPv6 flows "
+                     "(%zu bytes)", cc6.capacity, oc__ct_mem_for6(cc6.capacity));
             return st;
         }
         for (uint32_t a = 0; a < c->nattach; a++)
@@ -109,9 +123,12 @@ oc_status_t oc__dp_tenants_start(oc_dp_t *dp, const oc_dp_conf_t *c)
     if (st != OC_OK)
         return st;
     oc_info(OC_COMP_DP, "%u tenants; conntrack %u flows per worker, %zu "
-            "bytes (%.1f per flow)", ten->n, tc->ct_flows,
-            oc__ct_mem_for(tc->ct_flows),
-            (double)oc__ct_mem_for(tc->ct_flows) / tc->ct_flows);
+            "bytes (%.1f per flow); IPv6 %u flows, %zu bytes (%.1f per flow)",
+            ten->n, tc->ct_flows, oc__ct_mem_for(tc->ct_flows),
+            (double)oc__ct_mem_for(tc->ct_flows) / tc->ct_flows,
+            oc__dp_ct_flows6(tc), oc__ct_mem_for6(oc__dp_ct_flows6(tc)),
+            (double)oc__ct_mem_for6(oc__dp_ct_flows6(tc)) /
+                oc__dp_ct_flows6(tc));
     return OC_OK;
 }
 
@@ -122,13 +139,16 @@ void oc__dp_tenants_stop(oc_dp_t *dp)
         for (uint32_t q = 0; q < dp->nthreads; q++)
             if (dp->w[q].tw != NULL) {
                 oc__ct_destroy(dp->w[q].tw->ct);
+                oc__ct_destroy(dp->w[q].tw->ct6);
                 free(dp->w[q].tw);
                 dp->w[q].tw = NULL;
             }
     if (dp->ten != NULL)
         for (uint32_t t = 0; t < dp->ten->n; t++)
-            for (int d = 0; d < 2; d++)
+            for (int d = 0; d < 2; d++) {
                 oc__acl_destroy(dp->ten->acl[t][d]);
+                oc__acl_destroy(dp->ten->acl6[t][d]);
+            }
     free(dp->ten);
     dp->ten = NULL;
 }
@@ -157,26 +177,27 @@ static int list_one(void *arg, const oc_ct_flow_t *f)
     return x->req_n == LIST_MAX;
 }
 
-/* expired flows: SWEEP_PERIOD_US's share of the table since the last call
- * (owed: entries x microseconds, at most one whole pass) */
-static void sweep(struct oc_dp_tw *tw, uint64_t now_us)
+/* expired flows: SWEEP_PERIOD_US's share of table @p ct (@p cap flows)
+ * since the last call (owed: entries x microseconds, at most one whole
+ * pass) */
+static void sweep(oc_ct_t *ct, uint32_t cap, tsweep_t *sw, uint64_t now_us)
 {
-    uint64_t due, full = (uint64_t)tw->cap * SWEEP_PERIOD_US;
+    uint64_t due, full = (uint64_t)cap * SWEEP_PERIOD_US;
 
-    if (now_us > tw->sweep_us) {
-        uint64_t dt = now_us - tw->sweep_us;
-        tw->sweep_owed += (dt < SWEEP_PERIOD_US ? dt : SWEEP_PERIOD_US) * tw->cap;
-        if (tw->sweep_owed > full)
-            tw->sweep_owed = full;
-        tw->sweep_us = now_us;
+    if (now_us > sw->us) {
+        uint64_t dt = now_us - sw->us;
+        sw->owed += (dt < SWEEP_PERIOD_US ? dt : SWEEP_PERIOD_US) * cap;
+        if (sw->owed > full)
+            sw->owed = full;
+        sw->us = now_us;
     }
-    due = tw->sweep_owed / SWEEP_PERIOD_US;
-    if (due < SWEEP_MIN && due < tw->cap)
+    due = sw->owed / SWEEP_PERIOD_US;
+    if (due < SWEEP_MIN && due < cap)
         return;
     if (due > SWEEP_MAX)
         due = SWEEP_MAX;
-    (void)oc__ct_expire(tw->ct, now_us / 1000, (uint32_t)due);
-    tw->sweep_owed -= due * SWEEP_PERIOD_US;
+    (void)oc__ct_expire(ct, now_us / 1000, (uint32_t)due);
+    sw->owed -= due * SWEEP_PERIOD_US;
 }
 
 uint32_t oc__dp_tenant_idle(oc_dp_worker_t *w)
@@ -188,18 +209,26 @@ uint32_t oc__dp_tenant_idle(oc_dp_worker_t *w)
     if (tw == NULL)
         return 0;
     done = oc__dp_hand_drain(w);
-    if ((w->seq & 63) == 0) /* the time is its budget: no need to read
-                             * the clock on every loop */
-        sweep(tw, oc__now_us());
+    if ((w->seq & 63) == 0) { /* the time is its budget: no need to read
+                               * the clock on every loop */
+        uint64_t now = oc__now_us();
+        sweep(tw->ct, tw->cap, &tw->sw[0], now);
+        sweep(tw->ct6, tw->cap6, &tw->sw[1], now);
+    }
     req = __atomic_load_n(&tw->req, __ATOMIC_SEQ_CST);
     if (req == 1) {
-        tw->req_n = oc__ct_flush(tw->ct, tw->req_zone);
+        tw->req_n = oc__ct_flush(tw->ct, tw->req_zone) +
+                    oc__ct_flush(tw->ct6, tw->req_zone);
     } else if (req == 3) {
-        tw->req_n = oc__ct_walk(tw->ct, tw->req_zone, oc__now_ns() / 1000000,
-                               count_one, NULL);
+        uint64_t now = oc__now_ns() / 1000000;
+        tw->req_n = oc__ct_walk(tw->ct, tw->req_zone, now, count_one, NULL) +
+                    oc__ct_walk(tw->ct6, tw->req_zone, now, count_one, NULL);
     } else if (req == 2) {
+        uint64_t now = oc__now_ns() / 1000000;
         tw->req_n = 0;
-        oc__ct_walk(tw->ct, tw->req_zone, oc__now_ns() / 1000000, list_one, tw);
+        oc__ct_walk(tw->ct, tw->req_zone, now, list_one, tw);
+        if (tw->req_n < LIST_MAX) /* list_one stops at LIST_MAX */
+            oc__ct_walk(tw->ct6, tw->req_zone, now, list_one, tw);
     }
     if (req != 0)
         __atomic_store_n(&tw->req, 0, __ATOMIC_SEQ_CST);
@@ -218,11 +247,57 @@ uint32_t oc__dp_tenant_idle(oc_dp_worker_t *w)
         s_;                                                                    \
     })
 
+/* the conntrack families of the IPv4 tables (offcore_dp_conntrack_*) or
+ * the IPv6 ones (offcore_dp_conntrack6_*), summed over the workers */
+static void ct_metrics(oc_dp_t *dp, oc_prom_t *p, bool v6)
+{
+    const char *pre = v6 ? "offcore_dp_conntrack6" : "offcore_dp_conntrack";
+    char n[4][64];
+    oc_ct_stats_t st, sum;
+
+    snprintf(n[0], sizeof(n[0]), "%s_flows", pre);
+    snprintf(n[1], sizeof(n[1]), "%s_capacity", pre);
+    snprintf(n[2], sizeof(n[2]), "%s_memory_bytes", pre);
+    snprintf(n[3], sizeof(n[3]), "%s_events_total", pre);
+    memset(&sum, 0, sizeof(sum));
+    for (uint32_t q = 0; q < dp->nthreads; q++) {
+        oc__ct_stats(v6 ? dp->w[q].tw->ct6 : dp->w[q].tw->ct, &st);
+        for (size_t i = 0; i < sizeof(st) / sizeof(uint64_t); i++)
+            ((uint64_t *)&sum)[i] += ((uint64_t *)&st)[i];
+    }
+    oc__prom_family(p, n[0], v6 ? "tracked IPv6 flows now"
+                                : "tracked flows now (IPv4)", OC_PROM_GAUGE);
+    oc__prom_sample(p, n[0], NULL, 0, sum.flows);
+    oc__prom_family(p, n[1], "flows the tables hold (fixed at start)",
+                   OC_PROM_GAUGE);
+    oc__prom_sample(p, n[1], NULL, 0, sum.capacity);
+    oc__prom_family(p, n[2], "bytes of the tables (mapped at start)",
+                   OC_PROM_GAUGE);
+    oc__prom_sample(p, n[2], NULL, 0,
+                   (uint64_t)oc__ct_mem_bytes(v6 ? dp->w[0].tw->ct6
+                                                : dp->w[0].tw->ct) *
+                       dp->nthreads);
+    oc__prom_family(p, n[3],
+                   "flow table events: created, evicted (table full, an "
+                   "unestablished flow made room), expired, full (refused), "
+                   "closed, out_of_window, invalid, no_connection",
+                   OC_PROM_COUNTER);
+    {
+        const struct { const char *n; uint64_t v; } ev[] = {
+            {"created", sum.created}, {"evicted", sum.evicted},
+            {"expired", sum.expired}, {"full", sum.full},
+            {"closed", sum.closed}, {"out_of_window", sum.out_of_window},
+            {"invalid", sum.invalid}, {"no_connection", sum.no_conn}};
+        for (size_t i = 0; i < sizeof(ev) / sizeof(ev[0]); i++)
+            oc__prom_sample(p, n[3], OC_PROM_LABELS({"event", ev[i].n}),
+                           ev[i].v);
+    }
+}
+
 oc_status_t oc__dp_tenant_metrics(oc_dp_t *dp, void *prom)
 {
     oc_prom_t *p = prom;
     struct oc_dp_tenants *ten = dp->ten;
-    oc_ct_stats_t st, sum;
 
     if (ten == NULL)
         return OC_OK;
@@ -253,6 +328,15 @@ oc_status_t oc__dp_tenant_metrics(oc_dp_t *dp, void *prom)
                            OC_PROM_LABELS({"tenant", ten->t[t].name},
                                           {"direction", d ? "ingress" : "egress"}),
                            TSUM(tw->c[t].pkts[d]));
+    oc__prom_family(p, "offcore_dp_tenant_ipv6_packets_total",
+                   "of offcore_dp_tenant_packets_total, the IPv6 frames",
+                   OC_PROM_COUNTER);
+    for (uint32_t t = 0; t < ten->n; t++)
+        for (int d = 0; d < 2 && ten->live[t]; d++)
+            oc__prom_sample(p, "offcore_dp_tenant_ipv6_packets_total",
+                           OC_PROM_LABELS({"tenant", ten->t[t].name},
+                                          {"direction", d ? "ingress" : "egress"}),
+                           TSUM(tw->c[t].pkts6[d]));
     oc__prom_family(p, "offcore_dp_tenant_handoff_packets_total",
                    "frames handed to the worker that owns their flow",
                    OC_PROM_COUNTER);
@@ -270,37 +354,8 @@ oc_status_t oc__dp_tenant_metrics(oc_dp_t *dp, void *prom)
                            OC_PROM_LABELS({"tenant", ten->t[t].name}),
                            TSUM(tw->c[t].arp_replies));
     pthread_mutex_unlock(&dp->lock);
-    memset(&sum, 0, sizeof(sum));
-    for (uint32_t q = 0; q < dp->nthreads; q++) {
-        oc__ct_stats(dp->w[q].tw->ct, &st);
-        for (size_t i = 0; i < sizeof(st) / sizeof(uint64_t); i++)
-            ((uint64_t *)&sum)[i] += ((uint64_t *)&st)[i];
-    }
-    oc__prom_family(p, "offcore_dp_conntrack_flows", "tracked flows now",
-                   OC_PROM_GAUGE);
-    oc__prom_sample(p, "offcore_dp_conntrack_flows", NULL, 0, sum.flows);
-    oc__prom_family(p, "offcore_dp_conntrack_capacity",
-                   "flows the tables hold (fixed at start)", OC_PROM_GAUGE);
-    oc__prom_sample(p, "offcore_dp_conntrack_capacity", NULL, 0, sum.capacity);
-    oc__prom_family(p, "offcore_dp_conntrack_memory_bytes",
-                   "bytes of the tables (mapped at start)", OC_PROM_GAUGE);
-    oc__prom_sample(p, "offcore_dp_conntrack_memory_bytes", NULL, 0,
-                   (uint64_t)oc__ct_mem_bytes(dp->w[0].tw->ct) * dp->nthreads);
-    oc__prom_family(p, "offcore_dp_conntrack_events_total",
-                   "flow table events: created, evicted (table full, an "
-                   "unestablished flow made room), expired, full (refused), "
-                   "closed, out_of_window, invalid, no_connection",
-                   OC_PROM_COUNTER);
-    {
-        const struct { const char *n; uint64_t v; } ev[] = {
-            {"created", sum.created}, {"evicted", sum.evicted},
-            {"expired", sum.expired}, {"full", sum.full},
-            {"closed", sum.closed}, {"out_of_window", sum.out_of_window},
-            {"invalid", sum.invalid}, {"no_connection", sum.no_conn}};
-        for (size_t i = 0; i < sizeof(ev) / sizeof(ev[0]); i++)
-            oc__prom_sample(p, "offcore_dp_conntrack_events_total",
-                           OC_PROM_LABELS({"event", ev[i].n}), ev[i].v);
-    }
+    ct_metrics(dp, p, false);
+    ct_metrics(dp, p, true);
     return oc__prom_status(p);
 }
 
@@ -382,6 +437,15 @@ static int rule_ctl(oc_dp_t *dp, const char *args, FILE *out)
                     OC_DP_MAX_TRULES);
             return 1;
         }
+        /* a rule without addresses applies to IPv6 too (its group has
+         * the same room: one rule there per rule here) */
+        if (oc__dp_trule_is_both(&r.r) &&
+            oc__acl_add(dp->ten->acl6[t][ingress], &r.r) != OC_OK) {
+            (void)oc__acl_del(acl, r.r.id);
+            fprintf(out, "error: tenant %s %s: rule id %u refused by the "
+                         "IPv6 group\n", name, dir, r.r.id);
+            return 1;
+        }
         oc__dp_rule_format(&r, why, sizeof(why));
         oc_info(OC_COMP_DP, "tenant %s %s rule added: %s", name, dir, why);
         fprintf(out, "ok\nadded %s %s %s\n", name, dir, why);
@@ -393,6 +457,7 @@ static int rule_ctl(oc_dp_t *dp, const char *args, FILE *out)
             fprintf(out, "error: tenant rule del takes a rule id\n");
             return 1;
         }
+        (void)oc__acl_del(dp->ten->acl6[t][ingress], (uint32_t)id);
         if (oc__acl_del(acl, (uint32_t)id) != OC_OK) {
             fprintf(out, "error: tenant %s %s has no rule id %lu\n", name,
                     dir, id);
@@ -432,6 +497,16 @@ int oc__dp_tenant_ctl(oc_dp_t *dp, const char *line, FILE *out)
                 ip_str(c->ip[i], ip, sizeof(ip));
                 fprintf(out, "%s%s", i ? "," : "", ip);
             }
+            for (uint32_t i = 0; i < c->natt; i++) {
+                fprintf(out, i ? "," : " ip6=");
+                for (uint32_t x = 0; x < c->ip6[i].n; x++) {
+                    char b6[48];
+                    inet_ntop(AF_INET6, c->ip6[i].a[x], b6, sizeof(b6));
+                    fprintf(out, "%s%s", x ? "+" : "", b6);
+                }
+                if (c->ip6[i].n == 0)
+                    fprintf(out, "-");
+            }
             fprintf(out, " remote=%s rate=%llu\n", rip,
                     (unsigned long long)(c->rate * 8 / 1000000));
         }
@@ -456,7 +531,8 @@ int oc__dp_tenant_ctl(oc_dp_t *dp, const char *line, FILE *out)
         }
         if (cmd == 0 && zone == -1) {
             for (uint32_t q = 0; q < dp->nthreads; q++)
-                total += oc__ct_count(dp->w[q].tw->ct);
+                total += oc__ct_count(dp->w[q].tw->ct) +
+                         oc__ct_count(dp->w[q].tw->ct6);
             fprintf(out, "ok\n%llu\n", (unsigned long long)total);
             return 1;
         }
@@ -481,9 +557,14 @@ int oc__dp_tenant_ctl(oc_dp_t *dp, const char *line, FILE *out)
                 total += tw->req_n;
                 for (uint32_t i = 0; cmd == 2 && i < tw->req_n; i++) {
                     const oc_ct_flow_t *f = &list[i];
-                    char s[16], d[16];
-                    ip_str(f->src_ip, s, sizeof(s));
-                    ip_str(f->dst_ip, d, sizeof(d));
+                    char s[48], d[48];
+                    if (f->family == 6) {
+                        inet_ntop(AF_INET6, f->src6, s, sizeof(s));
+                        inet_ntop(AF_INET6, f->dst6, d, sizeof(d));
+                    } else {
+                        ip_str(f->src_ip, s, sizeof(s));
+                        ip_str(f->dst_ip, d, sizeof(d));
+                    }
                     fprintf(out, "tenant=%s proto=%u src=%s dst=%s sport=%u "
                             "dport=%u state=%s%s expires_ms=%u packets=%u/%u\n",
                             dp->ten->t[f->zone].name, f->proto, s, d, f->sport,

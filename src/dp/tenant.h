@@ -2,12 +2,14 @@
  * tenant.h — offcore-dp's tenant stages: configuration (tenant_conf.c) and
  * the pipeline (tenant.c).  A tenant owns one or more attachments (up to
  * OC_DP_TENANT_ATT, each a VM or container of the tenant on this server):
- * an attachment's host port carries that workload, with its own MAC and
- * IPv4 address; the wire port the tenant's VXLAN tunnel.  The attachments
+ * an attachment's host port carries that workload, with its own MAC, IPv4
+ * address and IPv6 addresses (its link-local one, and those ip6= lists);
+ * the wire port the tenant's VXLAN tunnel (IPv4 outer headers).  The attachments
  * share the tenant's VNI, tunnel, security groups and connection table;
  * anti-spoofing, delivery and policing are per attachment.
  *
- *   host -> wire: parse, anti-spoofing (MAC, IPv4, ARP), egress security
+ *   host -> wire: parse, anti-spoofing (MAC, IPv4, ARP; IPv6, ND), egress
+ *     security
  *     group (default allow), connection tracking (opens flows), policing,
  *     VXLAN encapsulation with the tenant's VNI;
  *   host -> host: a frame for another attachment of the same tenant
@@ -46,6 +48,8 @@ typedef struct {
     uint32_t vni;
     uint8_t  mac[OC_DP_TENANT_ATT][6];  /* attach[i]'s own */
     uint32_t ip[OC_DP_TENANT_ATT];      /* attach[i]'s own, host order */
+    oc_ip6_set_t ip6[OC_DP_TENANT_ATT]; /* attach[i]'s IPv6 (ip6=; its
+                                         * link-local one always) */
     oc_vxlan_tun_t tun;
     uint64_t rate;            /* bytes per second, 0: unlimited; per
                                * attachment and direction */
@@ -61,6 +65,8 @@ typedef struct {
     oc_acl_action_t action;
 } oc_dp_trule_t;
 
+/* IPv6 flows: a table of their own per worker (ct.h: 32 bytes more per
+ * flow than IPv4's), by default a quarter of the IPv4 table's size */
 typedef struct {
     uint32_t ntenants;
     oc_dp_tenant_conf_t t[OC_DP_MAX_TENANTS];
@@ -68,6 +74,7 @@ typedef struct {
     oc_dp_trule_t r[OC_DP_MAX_TRULES];
     bool     enabled;         /* a conntrack line: tenant state even with no tenant yet */
     uint32_t ct_flows;        /* per worker */
+    uint32_t ct_flows6;       /* IPv6 flows per worker; 0: ct_flows / 4 */
     oc_ct_timeouts_t ct_to;
 } oc_dp_tenants_conf_t;
 
@@ -75,7 +82,8 @@ typedef struct {
 enum {
     OC_DP_T_SPOOFED = 0, OC_DP_T_DENIED, OC_DP_T_NO_CONN, OC_DP_T_INVALID,
     OC_DP_T_POLICED, OC_DP_T_UNKNOWN_VNI, OC_DP_T_TABLE_FULL,
-    OC_DP_T_MALFORMED_VXLAN, OC_DP_T_NOT_VXLAN, OC_DP_T_NOT_IPV4,
+    OC_DP_T_MALFORMED_VXLAN, OC_DP_T_NOT_VXLAN,
+    OC_DP_T_NOT_IPV4, /* neither IPv4, ARP nor IPv6 (the label predates IPv6) */
     OC_DP_T_NOT_OURS, /* inner destination MAC neither the attachment's nor broadcast */
     OC_DP_T_HANDOFF_FULL, /* the ring to the flow's worker was full */
     OC_DP_T_NREASONS

@@ -5,10 +5,13 @@
  *   tenant NAME vni=N attach=ATT[,ATT...] mac=MAC[,MAC...]
  *          ip=A.B.C.D[,A.B.C.D...] local=A.B.C.D local_mac=MAC
  *          remote=A.B.C.D remote_mac=MAC [rate=MBIT] [burst=BYTES]
+ *          [ip6=ADDR[+ADDR...]|-[,...]]
  *
  *   (several attachments of one tenant: attach=, mac= and ip= are lists
  *   of the same length, the i-th MAC and address being the i-th
- *   attachment's own)
+ *   attachment's own; ip6=, when given, too: the i-th item the i-th
+ *   attachment's IPv6 addresses joined by '+', '-' for none but its
+ *   link-local one, which every attachment has)
  *   tenant_rule NAME ingress|egress RULE   (RULE: the `rule` syntax)
  *   conntrack [flows=N] [TIMEOUT=SECONDS]...
  *
@@ -18,6 +21,7 @@
 #include "tenant_int.h"
 #include "util/kv.h"
 
+#include <arpa/inet.h>
 #include <string.h>
 
 void oc__dp_tenants_defaults(oc_dp_tenants_conf_t *tc)
@@ -45,7 +49,7 @@ static int parse_mac(const char *s, uint8_t mac[6])
 static int list(const char *s, int max, int (*one)(const char *, void *, int),
                 void *out)
 {
-    char buf[OC_DP_TENANT_ATT * 40], *save = NULL, *it;
+    char buf[OC_DP_TENANT_ATT * OC_TENANT_IP6_MAX * 48], *save = NULL, *it;
     int n = 0;
     size_t l = strlen(s);
 
@@ -81,6 +85,36 @@ static int one_ip(const char *s, void *out, int i)
     return oc__kv_ipv4(s, &((uint32_t *)out)[i]);
 }
 
+/* one attachment's IPv6 addresses: ADDR[+ADDR...] or '-'; unicast only
+ * (not ::, not multicast), each once */
+static int one_ip6(const char *s, void *out, int i)
+{
+    oc_ip6_set_t *set = &((oc_ip6_set_t *)out)[i];
+    char buf[OC_TENANT_IP6_MAX * 48], *save = NULL, *it;
+    static const uint8_t any[16];
+    size_t l = strlen(s);
+
+    set->n = 0;
+    if (!strcmp(s, "-"))
+        return 0;
+    if (l == 0 || l >= sizeof(buf) || s[0] == '+' || s[l - 1] == '+' ||
+        strstr(s, "++") != NULL)
+        return -1;
+    memcpy(buf, s, l + 1);
+    for (it = strtok_r(buf, "+", &save); it != NULL;
+         it = strtok_r(NULL, "+", &save)) {
+        uint8_t a[16];
+        if (set->n == OC_TENANT_IP6_MAX || inet_pton(AF_INET6, it, a) != 1 ||
+            a[0] == 0xff || !memcmp(a, any, 16))
+            return -1;
+        for (uint32_t j = 0; j < set->n; j++)
+            if (!memcmp(set->a[j], a, 16))
+                return -1;
+        memcpy(set->a[set->n++], a, 16);
+    }
+    return 0;
+}
+
 static int find(const oc_dp_tenants_conf_t *tc, const char *name)
 {
     for (uint32_t i = 0; i < tc->ntenants; i++)
@@ -89,15 +123,15 @@ static int find(const oc_dp_tenants_conf_t *tc, const char *name)
     return -1;
 }
 
-/* conntrack's keys: flows, then the timeouts, each with its state in
+/* conntrack's keys: flows, flows6, then the timeouts, each with its state in
  * ct_state[] (the TCP state, or -1 udp, -2 udp_stream, -3 icmp, -4
  * generic) */
 static const char *const ct_keys[] = {
-    "flows", "tcp_syn_sent", "tcp_syn_recv", "tcp_established",
+    "flows", "flows6", "tcp_syn_sent", "tcp_syn_recv", "tcp_established",
     "tcp_fin_wait", "tcp_last_ack", "tcp_time_wait", "tcp_close", "udp",
     "udp_stream", "icmp", "generic", NULL};
 static const int ct_state[] = {
-    0, OC_CT_TCP_SYN_SENT, OC_CT_TCP_SYN_RECV, OC_CT_TCP_ESTABLISHED,
+    0, 0, OC_CT_TCP_SYN_SENT, OC_CT_TCP_SYN_RECV, OC_CT_TCP_ESTABLISHED,
     OC_CT_TCP_FIN_WAIT, OC_CT_TCP_LAST_ACK, OC_CT_TCP_TIME_WAIT,
     OC_CT_TCP_CLOSE, -1, -2, -3, -4};
 _Static_assert(sizeof(ct_keys) / sizeof(ct_keys[0]) ==
@@ -109,13 +143,13 @@ int oc__dp_tenant_parse(oc_dp_tenants_conf_t *tc, char **tok, int n,
 {
     static const char *const keys[] = {
         "vni", "attach", "mac", "ip", "local", "local_mac", "remote",
-        "remote_mac", "rate", "burst", NULL};
-    enum { VNI, ATT, MAC, IP, LOC, LMAC, REM, RMAC, RATE, BURST };
+        "remote_mac", "rate", "burst", "ip6", NULL};
+    enum { VNI, ATT, MAC, IP, LOC, LMAC, REM, RMAC, RATE, BURST, IP6 };
     const unsigned needed = (1u << RATE) - 1; /* all before rate */
     oc_dp_tenant_conf_t t;
     unsigned have = 0;
     uint64_t v = 0;
-    int nl[3] = {0, 0, 0}; /* items of attach=, mac=, ip= */
+    int nl[4] = {0, 0, 0, -1}; /* items of attach=, mac=, ip=, ip6= */
 #define ERR(...) oc__conf_error(e, file, ln, __VA_ARGS__)
 
     memset(&t, 0, sizeof(t));
@@ -124,7 +158,7 @@ int oc__dp_tenant_parse(oc_dp_tenants_conf_t *tc, char **tok, int n,
     if (n < 2 || strlen(tok[1]) >= sizeof(t.name) || strchr(tok[1], '=')) {
         ERR("tenant takes NAME vni=N attach=ATT[,ATT...] mac=MAC[,MAC...] "
             "ip=A.B.C.D[,...] local=IP local_mac=MAC remote=IP remote_mac=MAC "
-            "[rate=MBIT] [burst=BYTES]");
+            "[rate=MBIT] [burst=BYTES] [ip6=ADDR[+ADDR...]|-[,...]]");
         return -1;
     }
     snprintf(t.name, sizeof(t.name), "%s", tok[1]);
@@ -146,8 +180,24 @@ int oc__dp_tenant_parse(oc_dp_tenants_conf_t *tc, char **tok, int n,
             bad = nl[1] < 0;
             break;
         case IP:
+            if (strchr(eq, ':') != NULL) {
+                ERR("tenant %s: ip= takes IPv4 addresses; IPv6 ones go in "
+                    "ip6= (one item per attachment: ADDR[+ADDR...] or -)",
+                    t.name);
+                return -1;
+            }
             nl[2] = list(eq, OC_DP_TENANT_ATT, one_ip, t.ip);
             bad = nl[2] < 0;
+            break;
+        case IP6:
+            nl[3] = list(eq, OC_DP_TENANT_ATT, one_ip6, t.ip6);
+            if (nl[3] < 0) {
+                ERR("tenant %s: ip6 '%.200s' is not valid: one item per "
+                    "attachment, comma-separated, each '-' or up to %d "
+                    "unicast IPv6 addresses joined by '+' (not ::, not "
+                    "ff00::/8, none twice)", t.name, eq, OC_TENANT_IP6_MAX);
+                return -1;
+            }
             break;
         case LOC: bad = oc__kv_ipv4(eq, &t.tun.local_ip); break;
         case LMAC: bad = parse_mac(eq, t.tun.local_mac); break;
@@ -186,7 +236,26 @@ int oc__dp_tenant_parse(oc_dp_tenants_conf_t *tc, char **tok, int n,
             nl[0], nl[1], nl[2]);
         return -1;
     }
+    if (nl[3] >= 0 && nl[3] != nl[0]) {
+        ERR("tenant %s: %d attachments but %d ip6= items (one per attach= "
+            "item, in the same order; '-' for none)", t.name, nl[0], nl[3]);
+        return -1;
+    }
     t.natt = (uint32_t)nl[0];
+    for (uint32_t i = 0; i < t.natt; i++)
+        oc__ip6_set_ll(&t.ip6[i], t.mac[i]);
+    for (uint32_t i = 0; i < t.natt; i++)
+        for (uint32_t j = 0; j < t.natt; j++)
+            for (uint32_t x = 0; x < t.ip6[i].n && j != i; x++)
+                if (oc__ip6_owns(&t.ip6[j], t.ip6[i].a[x])) {
+                    char b[48];
+                    inet_ntop(AF_INET6, t.ip6[i].a[x], b, sizeof(b));
+                    /* delivery and neighbor discovery tell attachments
+                     * apart by their addresses */
+                    ERR("tenant %s: attachments %s and %s both have IPv6 "
+                        "address %s", t.name, t.attach[j], t.attach[i], b);
+                    return -1;
+                }
     for (uint32_t i = 0; i < t.natt; i++)
         for (uint32_t j = 0; j < i; j++) {
             const char *what = !strcmp(t.attach[i], t.attach[j]) ? "attachment"
@@ -271,12 +340,14 @@ int oc__dp_tenant_directive(oc_dp_conf_t *c, char **tok, int n,
                 continue;
             }
             tc->enabled = true;
-            if (k == 0) {
+            if (k <= 1) {
                 if (oc__kv_u64(eq, 1, OC_CT_MAX_FLOWS, &v))
-                    ERR("conntrack flows '%.32s': expected 1..%u", eq,
-                        OC_CT_MAX_FLOWS);
-                else
+                    ERR("conntrack %s '%.32s': expected 1..%u", ct_keys[k],
+                        eq, OC_CT_MAX_FLOWS);
+                else if (k == 0)
                     tc->ct_flows = (uint32_t)v;
+                else
+                    tc->ct_flows6 = (uint32_t)v;
                 continue;
             }
             if (oc__kv_u64(eq, 1, 30 * 86400, &v)) {

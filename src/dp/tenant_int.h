@@ -14,15 +14,22 @@ typedef struct {
     uint64_t drop[OC_DP_T_NREASONS];
     uint64_t vxlan[OC_VXLAN_NREASONS];
     uint64_t pkts[2];   /* forwarded: 0 egress (encapsulated), 1 ingress */
+    uint64_t pkts6[2];  /* of which IPv6 */
     uint64_t handoff;   /* frames handed to the worker owning their flow */
     uint64_t arp_replies; /* ARP requests for the tunnel end answered */
 } tctr_t;
 
+/* the expiry sweep of one table (tenant.c) */
+typedef struct {
+    uint64_t     us;         /* its last call */
+    uint64_t     owed;       /* entries x microseconds it still owes */
+} tsweep_t;
+
 struct oc_dp_tw {
-    oc_ct_t     *ct;
-    uint32_t     cap;        /* flows the table holds */
-    uint64_t     sweep_us;   /* the expiry sweep's last call (tenant.c) */
-    uint64_t     sweep_owed; /* entries x microseconds it still owes */
+    oc_ct_t     *ct;         /* IPv4 flows */
+    oc_ct_t     *ct6;        /* IPv6 flows */
+    uint32_t     cap, cap6;  /* flows the tables hold */
+    tsweep_t     sw[2];      /* ct's, ct6's */
     oc_policer_t pol[OC_DP_MAX_ATTACH][2]; /* per attachment, direction */
     tctr_t       c[OC_DP_MAX_TENANTS];
     /* control requests: req set by the control thread, cleared by the
@@ -37,12 +44,29 @@ struct oc_dp_tenants {
     uint32_t n;  /* slots used so far (live or freed) */
     oc_dp_tenant_conf_t t[OC_DP_MAX_TENANTS];
     oc_acl_t *acl[OC_DP_MAX_TENANTS][2]; /* [t][ingress] */
+    /* the groups IPv6 packets meet: the rules without addresses (their
+     * keys have none: src/dst 0); see docs/tenants.md */
+    oc_acl_t *acl6[OC_DP_MAX_TENANTS][2];
     uint8_t   live[OC_DP_MAX_TENANTS];    /* slot in use (tenant_live.c) */
     /* dp attachment a is attachment att_idx[a] of tenant att_tenant[a]
      * (its MAC and address: t[].mac/ip[att_idx[a]]); written before
      * att_tenant[a] is published (release) */
     uint8_t   att_idx[OC_DP_MAX_ATTACH];
 };
+
+/** Whether a tenant rule applies to IPv6 too: it names no address (its
+ *  prefixes are IPv4; IPv6 packets meet only the rules without). */
+static inline bool oc__dp_trule_is_both(const oc_acl_rule_t *r)
+{
+    return r->src_len == 0 && r->dst_len == 0;
+}
+
+/** IPv6 flows per worker (conntrack flows6=, default flows / 4). */
+static inline uint32_t oc__dp_ct_flows6(const oc_dp_tenants_conf_t *tc)
+{
+    return tc->ct_flows6 ? tc->ct_flows6
+                         : tc->ct_flows / 4 ? tc->ct_flows / 4 : 1;
+}
 
 void oc__dp_tenants_defaults(oc_dp_tenants_conf_t *tc);
 /** One `tenant NAME key=value...` line (@p tok) into @p tc: 0, or -1 with

@@ -121,8 +121,10 @@ static int add(oc_dp_t *dp, char *args, FILE *out)
     pthread_mutex_lock(&dp->lock);
     ten->t[slot] = *tc;
     for (int d = 0; d < 2; d++)
-        if (ten->acl[slot][d] == NULL &&
-            oc__acl_create(OC_DP_MAX_TRULES, &ten->acl[slot][d]) != OC_OK) {
+        if ((ten->acl[slot][d] == NULL &&
+             oc__acl_create(OC_DP_MAX_TRULES, &ten->acl[slot][d]) != OC_OK) ||
+            (ten->acl6[slot][d] == NULL &&
+             oc__acl_create(OC_DP_MAX_TRULES, &ten->acl6[slot][d]) != OC_OK)) {
             pthread_mutex_unlock(&dp->lock);
             fprintf(out, "error: out of memory\n");
             goto done;
@@ -188,6 +190,8 @@ static int del(oc_dp_t *dp, const char *name, FILE *out)
     for (int d = 0; d < 2; d++) {
         oc__acl_destroy(ten->acl[t][d]);
         ten->acl[t][d] = NULL;
+        oc__acl_destroy(ten->acl6[t][d]);
+        ten->acl6[t][d] = NULL;
     }
     pthread_mutex_unlock(&dp->lock);
     oc_info(OC_COMP_DP, "tenant %s deleted; attachment(s) %s closed", name,

@@ -67,11 +67,31 @@ static void prefetch(oc_pkt_t **pkts, uint16_t n, bool headroom)
     }
 }
 
+/* IPv6: the group key of an IPv6 frame, and
+ * whether it is link control (ND, MLD) that passes without groups or
+ * conntrack; @p nd_tgt: a neighbor solicitation's target, else NULL */
+static bool v6_prep(const uint8_t *f, uint32_t len, oc_pkt_meta_t *m,
+                    const uint8_t **nd_tgt)
+{
+    const uint8_t *tgt;
+    int type = oc__icmp6_type(f, len, m, &tgt);
+
+    *nd_tgt = type == 135 ? tgt : NULL;
+    memset(&m->key, 0, sizeof(m->key)); /* no addresses: see acl6 */
+    m->key.proto = m->l4_proto;
+    if (m->l4_off != 0 && (m->l4_proto == 6 || m->l4_proto == 17)) {
+        m->key.sport = (uint16_t)(f[m->l4_off] << 8 | f[m->l4_off + 1]);
+        m->key.dport = (uint16_t)(f[m->l4_off + 2] << 8 | f[m->l4_off + 3]);
+    }
+    return type >= 0 && oc__icmp6_is_link((uint8_t)type);
+}
+
 /* The dp attachment of tenant @p t's attachment other than @p x that host
- * frame @p f is for (its MAC, or a broadcast ARP request for its address),
- * or NONE. */
+ * frame @p f is for (its MAC, a broadcast ARP request for its address, or
+ * a multicast neighbor solicitation, target @p nd_tgt, for one of its IPv6
+ * addresses), or NONE. */
 static uint8_t sibling(const oc_dp_t *dp, uint32_t t, uint32_t x,
-                       const uint8_t *f, uint32_t len)
+                       const uint8_t *f, uint32_t len, const uint8_t *nd_tgt)
 {
     static const uint8_t bcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
     const oc_dp_tenant_conf_t *tc = &dp->ten->t[t];
@@ -90,6 +110,10 @@ static uint8_t sibling(const oc_dp_t *dp, uint32_t t, uint32_t x,
             if (i != x && tc->ip[i] == tip)
                 y = i;
     }
+    if (y == NONE && nd_tgt != NULL && f[0] == 0x33 && f[1] == 0x33)
+        for (uint32_t i = 0; i < tc->natt; i++)
+            if (i != x && oc__ip6_owns(&tc->ip6[i], nd_tgt))
+                y = i;
     if (y == NONE)
         return NONE;
     for (uint32_t b = 0; b < dp->nattach; b++)
@@ -133,22 +157,41 @@ static void egress(oc_dp_worker_t *w, uint32_t t, uint32_t a, oc_pkt_t **pkts,
     oc_vxlan_hdr_t hdr;
     int8_t g[OC_DP_BURST_MAX];
     hask_t ask = {w, ten->acl[t][1], at, to, g};
+    uint16_t at6[OC_DP_BURST_MAX], n6 = 0; /* IPv6 frames for conntrack */
+    hask_t ask6 = {w, ten->acl6[t][1], NULL, to, NULL};
 
     prefetch(pkts, n, true);
-    /* parse and anti-spoofing; the keys of IPv4 frames for the group */
+    /* parse and anti-spoofing; the keys of IPv4 frames for the group; the
+     * IPv6 group's answer per frame (IPv6 is the rarer: no burst lookup) */
     for (uint16_t i = 0; i < n; i++) {
         oc_pkt_meta_t *m = &w->meta[i];
         oc_pkt_reason_t r = oc__pkt_parse(pkts[i]->data, pkts[i]->len,
                                          w->dp->max_frame, m);
+        const uint8_t *nd = NULL;
         why[i] = PASS;
         to[i] = NONE;
-        if (r != OC_PKT_R_IPV4 && r != OC_PKT_R_IPV4_FRAG && r != OC_PKT_R_ARP)
+        if (r == OC_PKT_R_IPV6) {
+            bool link = v6_prep(pkts[i]->data, pkts[i]->len, m, &nd);
+            if (oc__spoof_check6(pkts[i]->data, pkts[i]->len, m, tc->mac[x],
+                                 &tc->ip6[x]) != OC_SPOOF_OK) {
+                why[i] = OC_DP_T_SPOOFED;
+                continue;
+            }
+            to[i] = sibling(w->dp, t, x, pkts[i]->data, pkts[i]->len, nd);
+            if (link) /* neighbor discovery, MLD: always within the tenant */
+                continue;
+            if (group(ten->acl6[t][0], &m->key) == 0)
+                why[i] = OC_DP_T_DENIED;
+            else
+                at6[n6++] = i;
+        } else if (r != OC_PKT_R_IPV4 && r != OC_PKT_R_IPV4_FRAG &&
+                   r != OC_PKT_R_ARP)
             why[i] = OC_DP_T_NOT_IPV4;
         else if (oc__spoof_check(pkts[i]->data, pkts[i]->len, m, tc->mac[x],
                                 tc->ip[x]) != OC_SPOOF_OK)
             why[i] = OC_DP_T_SPOOFED;
         else {
-            to[i] = sibling(w->dp, t, x, pkts[i]->data, pkts[i]->len);
+            to[i] = sibling(w->dp, t, x, pkts[i]->data, pkts[i]->len, NULL);
             if (r != OC_PKT_R_ARP) {
                 w->keys[k] = m->key;
                 w->kidx[k++] = i;
@@ -171,10 +214,20 @@ static void egress(oc_dp_worker_t *w, uint32_t t, uint32_t a, oc_pkt_t **pkts,
         at[nc++] = i;
     }
     /* connection tracking: the host opens flows (a hairpin's, if the
-     * ingress group allows) */
+     * ingress group allows); IPv6 flows in their table, after IPv4's */
+    ask6.at = at + nc;
+    ask6.g = g + nc;
+    for (uint16_t j = 0; j < n6; j++) {
+        ip[nc + j] = pkts[at6[j]]->data + w->meta[at6[j]].l3_off;
+        len[nc + j] = pkts[at6[j]]->len - w->meta[at6[j]].l3_off;
+        g[nc + j] = 2;
+        at[nc + j] = at6[j];
+    }
     oc__ct_track_burst(tw->ct, (uint16_t)t, ip, len, nc, now / 1000000,
                       may_open_out, &ask, cr, info);
-    for (uint16_t j = 0; j < nc; j++) {
+    oc__ct_track_burst(tw->ct6, (uint16_t)t, ip + nc, len + nc, n6,
+                      now / 1000000, may_open_out, &ask6, cr + nc, info + nc);
+    for (uint16_t j = 0; j < nc + n6; j++) {
         if (to[at[j]] != NONE) { /* as on the way in */
             uint8_t *y = &why[at[j]];
             int gj = g[j];
@@ -191,7 +244,8 @@ static void egress(oc_dp_worker_t *w, uint32_t t, uint32_t a, oc_pkt_t **pkts,
                 break;
             default:
                 if (gj == 2)
-                    gj = group(ask.acl, &w->meta[at[j]].key);
+                    gj = group(j < nc ? ask.acl : ask6.acl,
+                               &w->meta[at[j]].key);
                 if (gj <= 0)
                     *y = gj == 0 ? OC_DP_T_DENIED : OC_DP_T_NO_CONN;
                 else if (cr[j] == OC_CT_NO_CONN)
@@ -264,6 +318,8 @@ static void ingress(oc_dp_worker_t *w, uint32_t t, uint32_t a,
     oc_ct_result_t cr[OC_DP_BURST_MAX];
     oc_ct_info_t info[OC_DP_BURST_MAX];
     ask_t ask = {w, ten->acl[t][1], at, g};
+    uint16_t at6[OC_DP_BURST_MAX], n6 = 0; /* IPv6 frames for conntrack */
+    ask_t ask6 = {w, ten->acl6[t][1], NULL, NULL};
 
     prefetch(pkts, n, false);
     /* the tunnel's checks, the inner frame's parse and delivery check */
@@ -297,9 +353,24 @@ static void ingress(oc_dp_worker_t *w, uint32_t t, uint32_t a,
         ioff[i] = (uint16_t)rx.inner_off;
         ilen[i] = rx.inner_len;
         r = oc__pkt_parse(in, rx.inner_len, w->dp->max_frame, m);
+        if (r == OC_PKT_R_IPV6) {
+            const uint8_t *nd;
+            bool link = v6_prep(in, rx.inner_len, m, &nd);
+            /* delivery: its MAC, or multicast neighbor discovery (a
+             * solicitation only for one of its addresses) */
+            if (memcmp(in, tc->mac[x], 6) != 0 &&
+                !(in[0] == 0x33 && in[1] == 0x33 && link &&
+                  m->l4_proto == 58 && in[m->l4_off] >= 133 &&
+                  in[m->l4_off] <= 137 &&
+                  (nd == NULL || oc__ip6_owns(&tc->ip6[x], nd))))
+                why[i] = OC_DP_T_NOT_OURS;
+            else if (!link)
+                at6[n6++] = i;
+            continue;
+        }
         if (r != OC_PKT_R_IPV4 && r != OC_PKT_R_IPV4_FRAG &&
             r != OC_PKT_R_ARP) {
-            if (r == OC_PKT_R_IPV6 || r == OC_PKT_R_UNKNOWN_ETHERTYPE) {
+            if (r == OC_PKT_R_UNKNOWN_ETHERTYPE) {
                 why[i] = OC_DP_T_NOT_IPV4;
             } else {
                 add(&tw->c[t].vxlan[OC_VXLAN_BAD_INNER], 1);
@@ -320,10 +391,22 @@ static void ingress(oc_dp_worker_t *w, uint32_t t, uint32_t a,
         }
     }
     /* connection tracking: a packet of a flow the tenant has passes; one
-     * that would open a flow asks the ingress group (default deny) */
+     * that would open a flow asks the ingress group (default deny); IPv6
+     * flows in their table, after IPv4's */
+    ask6.at = at + nc;
+    ask6.g = g + nc;
+    for (uint16_t j = 0; j < n6; j++) {
+        uint16_t i = at6[j];
+        ip[nc + j] = pkts[i]->data + ioff[i] + w->meta[i].l3_off;
+        len[nc + j] = ilen[i] - w->meta[i].l3_off;
+        g[nc + j] = 2;
+        at[nc + j] = i;
+    }
     oc__ct_track_burst(tw->ct, (uint16_t)t, ip, len, nc, now / 1000000,
                       may_open, &ask, cr, info);
-    for (uint16_t j = 0; j < nc; j++) {
+    oc__ct_track_burst(tw->ct6, (uint16_t)t, ip + nc, len + nc, n6,
+                      now / 1000000, may_open, &ask6, cr + nc, info + nc);
+    for (uint16_t j = 0; j < nc + n6; j++) {
         uint8_t *y = &why[at[j]];
         int gj = g[j];
         switch (cr[j]) {
@@ -339,7 +422,7 @@ static void ingress(oc_dp_worker_t *w, uint32_t t, uint32_t a,
             break;
         default: /* no flow (a fragment has none): the group decides */
             if (gj == 2)
-                gj = group(ask.acl, &w->meta[at[j]].key);
+                gj = group(j < nc ? ask.acl : ask6.acl, &w->meta[at[j]].key);
             if (gj <= 0)
                 *y = gj == 0 ? OC_DP_T_DENIED : OC_DP_T_NO_CONN;
             else if (cr[j] == OC_CT_NO_CONN)
@@ -391,6 +474,8 @@ uint16_t oc__dp_tenant_stages(oc_dp_worker_t *w, uint32_t a, int dir,
             continue;
         }
         if (why[i] == PASS && to[i] != NONE) {
+            if (w->meta[i].reason == OC_PKT_R_IPV6)
+                add(&tw->c[t].pkts6[1], 1);
             hto[nh] = to[i];
             hair[nh++] = pkts[i];
             dests |= 1ull << to[i];
@@ -399,6 +484,8 @@ uint16_t oc__dp_tenant_stages(oc_dp_worker_t *w, uint32_t a, int dir,
         if (why[i] == PASS) {
             pkts[i]->verdict = OC_DP_V_FORWARD;
             add(&tw->c[t].pkts[dir], 1);
+            if (w->meta[i].reason == OC_PKT_R_IPV6)
+                add(&tw->c[t].pkts6[dir], 1);
         } else {
             pkts[i]->verdict = OC_DP_V_TENANT;
             add(&tw->c[t].drop[why[i]], 1);

@@ -54,6 +54,11 @@ size_t oc__ct_mem_for(uint32_t capacity)
            (size_t)capacity * sizeof(uint32_t);
 }
 
+size_t oc__ct_mem_for6(uint32_t capacity)
+{
+    return oc__ct_mem_for(capacity) + (size_t)capacity * 32;
+}
+
 static uint32_t ms(uint32_t s)
 {
     uint64_t v = (uint64_t)s * 1000;
@@ -73,7 +78,8 @@ oc_status_t oc__ct_create(const oc_ct_conf_t *conf, oc_ct_t **out)
     if (ct == NULL)
         return OC_ERR_NO_MEMORY;
     slots = index_slots(conf->capacity);
-    ct->mem = oc__ct_mem_for(conf->capacity);
+    ct->mem = conf->ipv6 ? oc__ct_mem_for6(conf->capacity)
+                         : oc__ct_mem_for(conf->capacity);
     /* populated now: the memory is the table's from the start, and the
      * packet path never faults a page in */
     m = mmap(NULL, ct->mem, PROT_READ | PROT_WRITE,
@@ -85,6 +91,8 @@ oc_status_t oc__ct_create(const oc_ct_conf_t *conf, oc_ct_t **out)
     ct->e = (ct_entry_t *)m;
     ct->idx = (uint64_t *)(m + (size_t)conf->capacity * sizeof(ct_entry_t));
     ct->free = (uint32_t *)(ct->idx + slots);
+    if (conf->ipv6) /* after the free list: 4-byte aligned is enough */
+        ct->a6 = (uint8_t (*)[32])(ct->free + conf->capacity);
     ct->cap = conf->capacity;
     ct->mask = slots - 1;
     for (uint32_t i = 0; i < ct->cap; i++)
@@ -228,6 +236,10 @@ ct_entry_t *oc__ct_insert(oc_ct_t *ct, const ct_key_t *k, uint32_t h,
     e->proto = k->proto;
     e->hash = h;
     e->flags = F_USED | (k->src_side ? F_ORIG1 : 0);
+    if (ct->a6 != NULL && k->a6[0] != NULL) {
+        memcpy(ct->a6[ei], k->a6[0], 16);
+        memcpy(ct->a6[ei] + 16, k->a6[1], 16);
+    }
     for (s = h & ct->mask; ct->idx[s] != 0; s = (s + 1) & ct->mask)
         ;
     ct->idx[s] = (uint64_t)h << 32 | (ei + 1);
@@ -264,8 +276,16 @@ uint32_t oc__ct_walk(const oc_ct_t *ct, int zone, uint64_t now_ms,
         f.zone = e->zone;
         f.proto = e->proto;
         f.state = e->state;
-        f.src_ip = e->ip[o];
-        f.dst_ip = e->ip[!o];
+        f.family = ct->a6 != NULL ? 6 : 4;
+        f.src_ip = ct->a6 != NULL ? 0 : e->ip[o];
+        f.dst_ip = ct->a6 != NULL ? 0 : e->ip[!o];
+        if (ct->a6 != NULL) {
+            memcpy(f.src6, ct->a6[i] + 16 * o, 16);
+            memcpy(f.dst6, ct->a6[i] + 16 * !o, 16);
+        } else {
+            memset(f.src6, 0, 16);
+            memset(f.dst6, 0, 16);
+        }
         f.sport = e->port[o];
         f.dport = e->port[!o];
         f.assured = (e->flags & F_ASSURED) != 0;

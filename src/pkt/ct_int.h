@@ -56,6 +56,8 @@ struct oc_ct {
     uint32_t to_ms_tcp[OC_CT_TCP_NSTATES];
     uint32_t to_udp1, to_udp2, to_icmp, to_gen;
     oc_ct_stats_t st; /* written by the owner with relaxed stores */
+    uint8_t (*a6)[32]; /* IPv6 table: entry i's addresses, endpoint 0's
+                        * then endpoint 1's; NULL in an IPv4 table */
 };
 
 static inline void bump(uint64_t *c)
@@ -86,6 +88,9 @@ typedef struct {
     uint16_t zone;
     uint8_t proto;
     uint8_t src_side; /* the packet's source is endpoint 0 or 1 */
+    /* IPv6: the endpoints' addresses (in the packet: valid while it is
+     * tracked), ip[] then a 32-bit digest of each; NULL for IPv4 */
+    const uint8_t *a6[2];
 } ct_key_t;
 
 static inline void key_make(ct_key_t *k, uint16_t zone, uint8_t proto,
@@ -100,8 +105,36 @@ static inline void key_make(ct_key_t *k, uint16_t zone, uint8_t proto,
     k->port[0] = swap ? dp : sp;
     k->port[1] = swap ? sp : dp;
     k->src_side = swap;
+    k->a6[0] = k->a6[1] = NULL;
 }
 
+/* a 32-bit digest of an IPv6 address: the canonical order and the hash
+ * take all 128 bits (key_make6 orders by the full address) */
+static inline uint32_t a6_digest(const uint8_t *a)
+{
+    uint64_t x = (uint64_t)rd32(a) * 0x9e3779b97f4a7c15ull ^
+                 (uint64_t)rd32(a + 4) * 0xc2b2ae3d27d4eb4full ^
+                 (uint64_t)rd32(a + 8) * 0x165667b19e3779f9ull ^
+                 (uint64_t)rd32(a + 12) * 0x27d4eb2f165667c5ull;
+    return (uint32_t)(x >> 32) ^ (uint32_t)x;
+}
+
+static inline void key_make6(ct_key_t *k, uint16_t zone, uint8_t proto,
+                             const uint8_t *sip, const uint8_t *dip,
+                             uint16_t sp, uint16_t dp)
+{
+    int c = memcmp(sip, dip, 16);
+    bool swap = c > 0 || (c == 0 && sp > dp);
+    k->zone = zone;
+    k->proto = proto;
+    k->a6[0] = swap ? dip : sip;
+    k->a6[1] = swap ? sip : dip;
+    k->ip[0] = a6_digest(k->a6[0]);
+    k->ip[1] = a6_digest(k->a6[1]);
+    k->port[0] = swap ? dp : sp;
+    k->port[1] = swap ? sp : dp;
+    k->src_side = swap;
+}
 static inline uint32_t key_hash(const ct_key_t *k)
 {
     uint64_t a = (uint64_t)k->ip[0] << 32 | k->ip[1];
@@ -116,11 +149,14 @@ static inline uint32_t key_hash(const ct_key_t *k)
     return (uint32_t)x;
 }
 
-static inline bool key_eq(const ct_entry_t *e, const ct_key_t *k)
+static inline bool key_eq(const oc_ct_t *ct, uint32_t ei, const ct_key_t *k)
 {
+    const ct_entry_t *e = &ct->e[ei];
     return e->ip[0] == k->ip[0] && e->ip[1] == k->ip[1] &&
            e->port[0] == k->port[0] && e->port[1] == k->port[1] &&
-           e->zone == k->zone && e->proto == k->proto;
+           e->zone == k->zone && e->proto == k->proto &&
+           (k->a6[0] == NULL || (!memcmp(ct->a6[ei], k->a6[0], 16) &&
+                                 !memcmp(ct->a6[ei] + 16, k->a6[1], 16)));
 }
 
 static inline bool expired(const ct_entry_t *e, uint64_t now)
@@ -134,11 +170,8 @@ static inline ct_entry_t *lookup(oc_ct_t *ct, const ct_key_t *k, uint32_t h)
         uint64_t v = ct->idx[s];
         if (v == 0)
             return NULL;
-        if ((uint32_t)(v >> 32) == h) {
-            ct_entry_t *e = &ct->e[(uint32_t)v - 1];
-            if (key_eq(e, k))
-                return e;
-        }
+        if ((uint32_t)(v >> 32) == h && key_eq(ct, (uint32_t)v - 1, k))
+            return &ct->e[(uint32_t)v - 1];
     }
 }
 

@@ -145,10 +145,9 @@ static oc_ct_result_t tcp_track(oc_ct_t *ct, ct_entry_t *e, int dir,
 
 typedef struct {
     uint32_t sip, dip;
+    const uint8_t *s6, *d6; /* IPv6: the addresses in the packet */
     uint16_t sp, dp;
     uint8_t proto;
-    uint8_t icmp_type; /* ICMP */
-    bool l4;           /* L4 header present (first fragment or whole) */
 } ip_tuple_t;
 
 /* IPv4 header at @p ip; @p l4 / @p l4len its payload.  0 ok, -1 bad, 1 a
@@ -171,11 +170,95 @@ static int ip_parse(const uint8_t *ip, uint32_t len, bool inner, ip_tuple_t *t,
         total = len;
     t->sip = rd32(ip + 12);
     t->dip = rd32(ip + 16);
+    t->s6 = t->d6 = NULL;
     t->proto = ip[9];
     t->sp = t->dp = 0;
     *l4 = ip + ihl;
     *l4len = total - ihl;
     return (rd16(ip + 6) & 0x1fff) != 0 ? 1 : 0;
+}
+
+#define IP6_MAX_EXT 8 /* as the parser's (src/pkt/parse.c) */
+
+/* IPv6 header at @p ip, its extension headers walked to the L4 header
+ * (@p l4 / @p l4len); as ip_parse(): 0 ok, -1 bad, 1 a non-first
+ * fragment.  The same walk as the frame parser's, here over a quoted
+ * packet too (an ICMPv6 error's), which the frame parser never sees. */
+static int ip6_parse(const uint8_t *ip, uint32_t len, bool inner,
+                     ip_tuple_t *t, const uint8_t **l4, uint32_t *l4len)
+{
+    uint32_t total, off = 40;
+    uint8_t nh;
+
+    if (len < 40 || (ip[0] >> 4) != 6)
+        return -1;
+    total = 40u + rd16(ip + 4);
+    if (!inner && total > len)
+        return -1;
+    if (inner || total > len)
+        total = len; /* a quote is a prefix of its packet */
+    nh = ip[6];
+    for (int i = 0; nh == 0 || nh == 43 || nh == 60 || nh == 44 || nh == 51;
+         i++) {
+        uint32_t l;
+        if (i == IP6_MAX_EXT || total - off < 8)
+            return -1;
+        if (nh == 44) {
+            if ((rd16(ip + off + 2) & 0xfff8) != 0)
+                return 1;
+            l = 8;
+        } else if (nh == 51) {
+            l = ((uint32_t)ip[off + 1] + 2) * 4;
+        } else {
+            l = ((uint32_t)ip[off + 1] + 1) * 8;
+        }
+        if (l > total - off)
+            return -1;
+        nh = ip[off];
+        off += l;
+    }
+    t->sip = t->dip = 0;
+    t->s6 = ip + 8;
+    t->d6 = ip + 24;
+    t->proto = nh;
+    t->sp = t->dp = 0;
+    *l4 = ip + off;
+    *l4len = total - off;
+    return 0;
+}
+
+static int any_parse(const oc_ct_t *ct, const uint8_t *ip, uint32_t len,
+                     bool inner, ip_tuple_t *t, const uint8_t **l4,
+                     uint32_t *l4len)
+{
+    if (ct->a6 != NULL)
+        return ip6_parse(ip, len, inner, t, l4, l4len);
+    return ip_parse(ip, len, inner, t, l4, l4len);
+}
+
+static void key_of(ct_key_t *k, uint16_t zone, const ip_tuple_t *t)
+{
+    if (t->s6 != NULL)
+        key_make6(k, zone, t->proto, t->s6, t->d6, t->sp, t->dp);
+    else
+        key_make(k, zone, t->proto, t->sip, t->dip, t->sp, t->dp);
+}
+
+/* ICMP's protocol number in a table (1, or ICMPv6's 58) and its types */
+#define ICMP_PROTO(ct) ((ct)->a6 != NULL ? 58 : 1)
+static bool icmp_echo_req(const oc_ct_t *ct, uint8_t t)
+{
+    return ct->a6 != NULL ? t == 128 : t == 8;
+}
+static bool icmp_echo_rep(const oc_ct_t *ct, uint8_t t)
+{
+    return ct->a6 != NULL ? t == 129 : t == 0;
+}
+static bool icmp_error_type(const oc_ct_t *ct, uint8_t t)
+{
+    if (ct->a6 != NULL) /* unreachable, too big, time exceeded, parameter */
+        return t >= 1 && t <= 4;
+    return t == 3 || t == 4 || t == 5 || t == 11 || t == 12;
 }
 
 static void touch(oc_ct_t *ct, ct_entry_t *e, uint64_t now)
@@ -189,6 +272,7 @@ static void touch(oc_ct_t *ct, ct_entry_t *e, uint64_t now)
         to = (e->flags & F_REPLIED) ? ct->to_udp2 : ct->to_udp1;
         break;
     case 1:
+    case 58:
         to = ct->to_icmp;
         break;
     default:
@@ -208,7 +292,7 @@ static oc_ct_result_t icmp_error(oc_ct_t *ct, uint16_t zone, const uint8_t *q,
     ct_key_t k;
     ct_entry_t *e;
 
-    if (ip_parse(q, qlen, true, &t, &l4, &l4len) != 0 || l4len < 8) {
+    if (any_parse(ct, q, qlen, true, &t, &l4, &l4len) != 0 || l4len < 8) {
         info->why = OC_CT_WHY_MALFORMED;
         bump(&ct->st.invalid);
         return OC_CT_INVALID;
@@ -216,13 +300,14 @@ static oc_ct_result_t icmp_error(oc_ct_t *ct, uint16_t zone, const uint8_t *q,
     if (t.proto == 6 || t.proto == 17) {
         t.sp = rd16(l4);
         t.dp = rd16(l4 + 2);
-    } else if (t.proto == 1 && (l4[0] == 8 || l4[0] == 0)) {
+    } else if (t.proto == ICMP_PROTO(ct) &&
+               (icmp_echo_req(ct, l4[0]) || icmp_echo_rep(ct, l4[0]))) {
         t.sp = t.dp = rd16(l4 + 4);
-    } else if (t.proto == 1) {
+    } else if (t.proto == ICMP_PROTO(ct)) {
         bump(&ct->st.no_conn); /* errors about errors are never related */
         return OC_CT_NO_CONN;
     }
-    key_make(&k, zone, t.proto, t.sip, t.dip, t.sp, t.dp);
+    key_of(&k, zone, &t);
     h = key_hash(&k);
     e = lookup(ct, &k, h);
     if (e == NULL || expired(e, now)) {
@@ -243,8 +328,9 @@ typedef struct {
     uint32_t qlen;
     uint8_t step;
     uint8_t res, why; /* P_DONE */
-    uint8_t proto;    /* info->proto (0 when the IPv4 header was bad) */
-    uint8_t icmp_type, opener;
+    uint8_t proto;    /* info->proto (0 when the IP header was bad) */
+    uint8_t icmp, icmp_reply; /* an ICMP echo, a reply */
+    uint8_t opener;
 } ct_pkt_t;
 
 /* Parse @p ip into @p p; counts what is malformed.  Reads no table state. */
@@ -257,7 +343,7 @@ static void prepare(oc_ct_t *ct, uint16_t zone, const uint8_t *ip, uint32_t len,
     int pr;
 
     p->proto = 0;
-    pr = ip_parse(ip, len, false, &t, &l4, &l4len);
+    pr = any_parse(ct, ip, len, false, &t, &l4, &l4len);
     if (pr != 0) {
         p->step = P_DONE;
         p->why = OC_CT_WHY_NONE;
@@ -269,8 +355,9 @@ static void prepare(oc_ct_t *ct, uint16_t zone, const uint8_t *ip, uint32_t len,
     }
     p->proto = t.proto;
     p->opener = 1;
-    p->icmp_type = 0;
-    switch (t.proto) {
+    p->icmp = p->icmp_reply = 0;
+    /* ICMP of the table's family as 1; 1 in an IPv6 packet is no ICMP */
+    switch (t.proto == ICMP_PROTO(ct) ? 1 : t.proto == 1 ? 0xff : t.proto) {
     case 6: {
         uint32_t doff;
         if (l4len < 20 || (doff = (uint32_t)(l4[12] >> 4) * 4) < 20 ||
@@ -296,15 +383,15 @@ static void prepare(oc_ct_t *ct, uint16_t zone, const uint8_t *ip, uint32_t len,
         t.sp = rd16(l4);
         t.dp = rd16(l4 + 2);
         break;
-    case 1:
+    case 1: /* ICMP, or ICMPv6 in an IPv6 table */
         if (l4len < 8)
             goto malformed;
-        p->icmp_type = l4[0];
-        if (l4[0] == 8 || l4[0] == 0) {
+        if (icmp_echo_req(ct, l4[0]) || icmp_echo_rep(ct, l4[0])) {
             t.sp = t.dp = rd16(l4 + 4); /* echo identifier */
-            p->opener = l4[0] == 8;
-        } else if (l4[0] == 3 || l4[0] == 4 || l4[0] == 5 || l4[0] == 11 ||
-                   l4[0] == 12) {
+            p->icmp = 1;
+            p->icmp_reply = icmp_echo_rep(ct, l4[0]);
+            p->opener = !p->icmp_reply;
+        } else if (icmp_error_type(ct, l4[0])) {
             p->step = P_ICMP_ERROR;
             p->q = l4 + 8;
             p->qlen = l4len - 8;
@@ -320,7 +407,7 @@ static void prepare(oc_ct_t *ct, uint16_t zone, const uint8_t *ip, uint32_t len,
     default:
         break;
     }
-    key_make(&p->k, zone, t.proto, t.sip, t.dip, t.sp, t.dp);
+    key_of(&p->k, zone, &t);
     p->h = key_hash(&p->k);
     p->step = P_TRACK;
     return;
@@ -394,7 +481,7 @@ static oc_ct_result_t apply(oc_ct_t *ct, uint16_t zone, ct_pkt_t *p,
             return r;
         if (e->wscale[0] == 0xff)
             e->wscale[0] = 0;
-    } else if (p->proto == 1 && dir != (p->icmp_type == 0)) {
+    } else if (p->icmp && dir != p->icmp_reply) {
         info->why =
             OC_CT_WHY_ICMP; /* a reply from the requester, or vice versa */
         bump(&ct->st.invalid);
@@ -435,7 +522,7 @@ void oc__ct_track_burst(oc_ct_t *ct, uint16_t zone, const uint8_t *const *ip,
         uint32_t m = n - base < CHUNK ? n - base : CHUNK, nins = 0;
 
         /* the headers (IPv4 + TCP without options: 40 bytes, perhaps
-         * across two lines) */
+         * across two lines; IPv6's 60 as well) */
         for (uint32_t i = 0; i < m; i++) {
             __builtin_prefetch(ip[base + i]);
             __builtin_prefetch(ip[base + i] + 39);

@@ -155,7 +155,7 @@ static oc_pkt_reason_t parse_ipv4(const uint8_t *ip, uint32_t n,
 #define IPV6_MAX_EXT 8 /* more extension headers than any sane packet has */
 
 static oc_pkt_reason_t parse_ipv6(const uint8_t *ip, uint32_t n,
-                                  oc_pkt_meta_t *m)
+                                  uint32_t l3_off, oc_pkt_meta_t *m)
 {
     uint32_t total, off = 40;
     uint16_t sport = 0, dport = 0;
@@ -197,6 +197,9 @@ static oc_pkt_reason_t parse_ipv6(const uint8_t *ip, uint32_t n,
     }
     if (parse_l4(nh, ip + off, total - off, &sport, &dport))
         return OC_PKT_R_BAD_L4;
+    m->l4_proto = nh;
+    m->l4_off = (uint16_t)(l3_off + off);
+    m->l4_end = (uint16_t)(l3_off + total);
     m->hash = flow_hash(rd32(ip + 8) ^ rd32(ip + 20), rd32(ip + 24) ^ rd32(ip + 36),
                         sport, dport, nh);
     return OC_PKT_R_IPV6;
@@ -240,7 +243,7 @@ oc_pkt_reason_t oc__pkt_parse(const uint8_t *f, uint32_t len,
         r = parse_ipv4(f + off, len - off, m);
         break;
     case 0x86dd:
-        r = parse_ipv6(f + off, len - off, m);
+        r = parse_ipv6(f + off, len - off, off, m);
         break;
     case 0x0806:
         r = OC_PKT_R_ARP;

@@ -1,6 +1,7 @@
 /*
  * tenant.c — VXLAN encapsulation/decapsulation, anti-spoofing, the
- * token-bucket policer and the tunnel end's ARP responder (tenant.h).
+ * token-bucket policer, the tunnel end's ARP responder and IPv6's
+ * anti-spoofing and neighbor discovery checks (tenant.h).
  * Written by hand: each is a few dozen lines over the frame already in our
  * buffer, and the kernel's vxlan device and ARP (the independent peer in
  * tests/integration) check our output.
@@ -165,6 +166,113 @@ oc_spoof_t oc__spoof_check(const uint8_t *f, uint32_t len,
         return OC_SPOOF_OK;
     default:
         return OC_SPOOF_OTHER;
+    }
+}
+
+/* --------------------------------------------------------------- IPv6 */
+
+void oc__ip6_set_ll(oc_ip6_set_t *s, const uint8_t mac[6])
+{
+    memset(s->ll, 0, 16);
+    s->ll[0] = 0xfe;
+    s->ll[1] = 0x80;
+    s->ll[8] = mac[0] ^ 2; /* the universal/local bit, inverted */
+    s->ll[9] = mac[1];
+    s->ll[10] = mac[2];
+    s->ll[11] = 0xff;
+    s->ll[12] = 0xfe;
+    memcpy(s->ll + 13, mac + 3, 3);
+}
+
+bool oc__ip6_owns(const oc_ip6_set_t *s, const uint8_t *a)
+{
+    if (!memcmp(a, s->ll, 16))
+        return true;
+    for (uint32_t i = 0; i < s->n && i < OC_TENANT_IP6_MAX; i++)
+        if (!memcmp(a, s->a[i], 16))
+            return true;
+    return false;
+}
+
+bool oc__icmp6_is_link(uint8_t t)
+{
+    /* MLD query/report/done (130-132), MLDv2 report (143), router and
+     * neighbor solicitation/advertisement, redirect (133-137) */
+    return (t >= 130 && t <= 137) || t == 143;
+}
+
+int oc__icmp6_type(const uint8_t *f, uint32_t len, const oc_pkt_meta_t *m,
+                   const uint8_t **target)
+{
+    uint32_t o = m->l4_off, end = m->l4_end;
+
+    *target = NULL;
+    if (m->reason != OC_PKT_R_IPV6 || m->l4_proto != 58 || o == 0 ||
+        end > len || o + 4 > end)
+        return -1;
+    if ((f[o] == 135 || f[o] == 136) && o + 24 <= end)
+        *target = f + o + 8;
+    return f[o];
+}
+
+/* the link-layer address options (RFC 4861 4.6.1) of an ND message whose
+ * options start at @p o: each of type @p want must name @p mac; any
+ * option of length 0 or past the end is malformed */
+static bool nd_opts_ok(const uint8_t *f, uint32_t o, uint32_t end,
+                       uint8_t want, const uint8_t mac[6])
+{
+    while (o < end) {
+        uint32_t l;
+        if (end - o < 2 || f[o + 1] == 0)
+            return false;
+        l = (uint32_t)f[o + 1] * 8;
+        if (l > end - o)
+            return false;
+        if (f[o] == want && (l < 8 || memcmp(f + o + 2, mac, 6) != 0))
+            return false;
+        o += l;
+    }
+    return true;
+}
+
+oc_spoof_t oc__spoof_check6(const uint8_t *f, uint32_t len,
+                            const oc_pkt_meta_t *m, const uint8_t mac[6],
+                            const oc_ip6_set_t *own)
+{
+    static const uint8_t any[16];
+    const uint8_t *src, *tgt;
+    uint32_t o = m->l4_off, end = m->l4_end;
+    int type;
+
+    if (len < 14 || memcmp(f + 6, mac, 6) != 0)
+        return OC_SPOOF_SRC_MAC;
+    if (m->reason != OC_PKT_R_IPV6 || (uint32_t)m->l3_off + 40 > len)
+        return OC_SPOOF_OTHER;
+    src = f + m->l3_off + 8;
+    type = oc__icmp6_type(f, len, m, &tgt);
+    if (!memcmp(src, any, 16)) {
+        if (type != 135 && type != 131 && type != 143)
+            return OC_SPOOF_SRC_IP;
+    } else if (!oc__ip6_owns(own, src)) {
+        return OC_SPOOF_SRC_IP;
+    }
+    switch (type) {
+    case 133: /* router solicitation: options after 8 bytes */
+        return o + 8 <= end && nd_opts_ok(f, o + 8, end, 1, mac)
+                   ? OC_SPOOF_OK : OC_SPOOF_ND;
+    case 134: /* router advertisement, redirect: a router's, not a host's */
+    case 137:
+        return OC_SPOOF_ND;
+    case 135: /* neighbor solicitation: asking is free, the sender's own
+               * link-layer address must be its MAC */
+        return tgt != NULL && nd_opts_ok(f, o + 24, end, 1, mac)
+                   ? OC_SPOOF_OK : OC_SPOOF_ND;
+    case 136: /* neighbor advertisement: only for its own address */
+        return tgt != NULL && oc__ip6_owns(own, tgt) &&
+                       nd_opts_ok(f, o + 24, end, 2, mac)
+                   ? OC_SPOOF_OK : OC_SPOOF_ND;
+    default:
+        return OC_SPOOF_OK;
     }
 }
 

@@ -2,12 +2,15 @@
  * ct.h — connection tracking for offcore-dp's tenant stages: TCP (handshake,
  * established, FIN/RST closing, per-state timeouts, sequence-window checks),
  * UDP, ICMP echo pairs and ICMP errors related to a tracked flow, other IP
- * protocols as generic flows.  IPv4 only (the classifier is IPv4 only).
+ * protocols as generic flows.  A table tracks one family: IPv4 or (conf
+ * ipv6) IPv6, whose ICMPv6 echo pairs and errors it tracks as ICMP's.
  *
  * Memory: a table is sized once, at oc__ct_create(), for `capacity` flows
  * and mapped and touched there; oc__ct_track() never allocates.  The bytes
  * per flow are oc__ct_mem_bytes() / capacity (64-byte entry + 4-byte free
- * list slot + the index at load <= 0.5: about 85 bytes at 1M flows).
+ * list slot + the index at load <= 0.5: about 85 bytes at 1M flows; an
+ * IPv6 table adds the flow's two addresses, 32 bytes, in an array beside
+ * the entries: about 117 bytes).
  *
  * When the table is full (eviction policy, docs/tenants.md): a new flow
  * looks at the next OC_CT_EVICT_SCAN entries of a clock hand sweeping the
@@ -64,6 +67,7 @@ typedef struct {
 typedef struct {
     uint32_t capacity;       /**< flows, 1 .. OC_CT_MAX_FLOWS */
     oc_ct_timeouts_t to;
+    bool     ipv6;           /**< an IPv6 table (IPv4 packets untracked) */
 } oc_ct_conf_t;
 
 typedef enum {
@@ -73,7 +77,7 @@ typedef enum {
     OC_CT_NO_CONN,   /**< no flow, and this packet may not (or cannot) open one */
     OC_CT_INVALID,   /**< bad for its flow: out of window, bad flags, truncated */
     OC_CT_FULL,      /**< a flow was needed and the table holds only live established ones */
-    OC_CT_UNTRACKED, /**< not IPv4, or a non-first fragment */
+    OC_CT_UNTRACKED, /**< a non-first fragment (another family: INVALID) */
     OC_CT_NRESULTS
 } oc_ct_result_t;
 
@@ -98,8 +102,11 @@ typedef struct {
 typedef struct {
     uint16_t zone;
     uint8_t  proto, state;
-    uint32_t src_ip, dst_ip;   /**< host order, originator -> responder */
+    uint32_t src_ip, dst_ip;   /**< host order, originator -> responder
+                                *   (IPv4; 0 in an IPv6 table's flows) */
     uint16_t sport, dport;
+    uint8_t  family;           /**< 4 or 6 */
+    uint8_t  src6[16], dst6[16]; /**< IPv6: originator -> responder */
     bool     assured;          /**< answered / established */
     uint32_t expires_in_ms;
     uint32_t packets[2];       /**< original, reply */
@@ -117,8 +124,10 @@ typedef struct oc_ct oc_ct_t;
 
 void oc__ct_timeouts_default(oc_ct_timeouts_t *to);
 
-/** Bytes oc__ct_create() maps for @p capacity flows. */
+/** Bytes oc__ct_create() maps for @p capacity flows (IPv4). */
 size_t oc__ct_mem_for(uint32_t capacity);
+/** The same for an IPv6 table (the addresses beside the entries). */
+size_t oc__ct_mem_for6(uint32_t capacity);
 
 /**
  * Create a table for @p conf->capacity flows: all memory mapped and
@@ -132,7 +141,8 @@ void oc__ct_destroy(oc_ct_t *ct);
 size_t oc__ct_mem_bytes(const oc_ct_t *ct);
 
 /**
- * Track one IPv4 packet (@p ip, @p len bytes from its IP header) of tenant
+ * Track one IPv4 (IPv6 in an IPv6 table) packet (@p ip, @p len bytes from
+ * its IP header) of tenant
  * zone @p zone at time @p now_ms (monotonic).  With @p allow_new false a
  * packet of no flow is OC_CT_NO_CONN and nothing is created (wire-side
  * traffic under default deny); with true a TCP SYN, UDP, ICMP echo request

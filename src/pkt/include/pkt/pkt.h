@@ -209,6 +209,11 @@ typedef struct {
     uint8_t      vlans;
     uint8_t      reason;    /**< oc_pkt_reason_t */
     uint8_t      is_fragment; /**< any IPv4/IPv6 fragment (first included) */
+    uint8_t      l4_proto;  /**< IPv6: the last next header (0: see l4_off) */
+    uint16_t     l4_off;    /**< IPv6: its L4 header's offset in the frame,
+                             *   past the extension headers; 0 for a
+                             *   non-first fragment and for IPv4 */
+    uint16_t     l4_end;    /**< IPv6: the offset just past its payload */
 } oc_pkt_meta_t;
 
 /** "ipv4", "runt", ... (the Prometheus label); static string. */

@@ -2,9 +2,10 @@
  * tenant.h — the per-packet pieces of tenant isolation that are not
  * connection tracking (ct.h): VXLAN encapsulation and decapsulation
  * (RFC 7348, UDP 4789), the anti-spoofing check of a host-side frame
- * against its attachment's own MAC and IPv4 address (ARP included), and a
- * token-bucket policer, and the answer to ARP requests for the tunnel
- * end's own address.
+ * against its attachment's own MAC and IPv4 address (ARP included) or
+ * IPv6 addresses (neighbor discovery included), a token-bucket policer,
+ * and the answer to ARP requests for the tunnel end's own address.  The
+ * tunnel itself (the outer headers) is IPv4.
  *
  * All pure functions over caller-owned memory: no allocation, no locks.
  * A policer belongs to one thread.  Trust model: frames are hostile; the
@@ -106,7 +107,11 @@ typedef enum {
     OC_SPOOF_SRC_MAC,   /**< Ethernet source is not the attachment's */
     OC_SPOOF_SRC_IP,    /**< IPv4 source is not the attachment's */
     OC_SPOOF_ARP,       /**< ARP sender MAC or IP is not the attachment's */
-    OC_SPOOF_OTHER,     /**< neither IPv4 nor ARP (tenants are IPv4 only) */
+    OC_SPOOF_OTHER,     /**< neither IPv4, IPv6 nor ARP */
+    OC_SPOOF_ND,        /**< IPv6 neighbor discovery a host may not send:
+                         *   an NA for an address not its own, a link-layer
+                         *   address option not its MAC, a router
+                         *   advertisement or redirect, a malformed option */
 } oc_spoof_t;
 
 /**
@@ -119,6 +124,52 @@ typedef enum {
 oc_spoof_t oc__spoof_check(const uint8_t *frame, uint32_t len,
                           const oc_pkt_meta_t *m, const uint8_t mac[6],
                           uint32_t ip);
+
+/* ----------------------------------------------------------- IPv6 */
+
+/** An attachment's IPv6 addresses: those listed, and always the
+ *  link-local fe80::/64 address derived from its MAC (modified EUI-64,
+ *  RFC 4291 appendix A: what Linux configures by default). */
+#define OC_TENANT_IP6_MAX 4 /* listed addresses per attachment */
+typedef struct {
+    uint8_t  n;
+    uint8_t  a[OC_TENANT_IP6_MAX][16];
+    uint8_t  ll[16]; /**< link-local, set by oc__ip6_set_ll() */
+} oc_ip6_set_t;
+
+/** Fill @p s->ll from @p mac (modified EUI-64). */
+void oc__ip6_set_ll(oc_ip6_set_t *s, const uint8_t mac[6]);
+/** Whether @p a (16 bytes) is one of @p s's (listed or link-local). */
+bool oc__ip6_owns(const oc_ip6_set_t *s, const uint8_t *a);
+
+/** ICMPv6 types the tenant stages treat as link control (neighbor
+ *  discovery and MLD): they pass between an attachment and its tenant
+ *  without security groups or conntrack, after anti-spoofing. */
+bool oc__icmp6_is_link(uint8_t type);
+
+/**
+ * The ICMPv6 type of IPv6 frame @p f (@p m: its parse, OC_PKT_R_IPV6),
+ * or -1 when it is not ICMPv6 or its header is short.  When it is a
+ * neighbor solicitation or advertisement with its target, @p target
+ * points at it (16 bytes inside @p f), else NULL.
+ */
+int oc__icmp6_type(const uint8_t *f, uint32_t len, const oc_pkt_meta_t *m,
+                   const uint8_t **target);
+
+/**
+ * Anti-spoofing of an IPv6 frame a tenant's host sent (@p m: its parse,
+ * OC_PKT_R_IPV6): the Ethernet source must be @p mac; the IPv6 source one
+ * of @p own (listed or link-local), or :: for a neighbor solicitation
+ * (duplicate address detection, RFC 4862) or an MLD report (RFC 3590: a
+ * host reports before it has an address); neighbor discovery must not
+ * claim what is not the host's: an advertisement's target must be its
+ * own address, a source or target link-layer address option its MAC, and
+ * router advertisements and redirects (a router's messages) are refused.
+ * Reads nothing outside f[0..len) (fuzzed).
+ */
+oc_spoof_t oc__spoof_check6(const uint8_t *f, uint32_t len,
+                            const oc_pkt_meta_t *m, const uint8_t mac[6],
+                            const oc_ip6_set_t *own);
 
 /** Token bucket: @p rate bytes per second, @p burst bytes deep. */
 typedef struct {
