@@ -1,0 +1,214 @@
+#!/bin/sh
+# dp-tenant6-test.sh BUILDDIR — IPv6 inside two tenants through offcore-dp's
+# tenant stages, with real traffic (root and network namespaces; exit 77 =
+# skipped otherwise).  The tunnels stay IPv4; the remote end of each is a
+# Linux kernel vxlan device (dstport 4789): an independent VXLAN peer whose
+# kernel does IPv6 neighbor discovery through offcore-dp.
+#
+#   HA (tenant A, fd00::1)  --veth--  D: offcore-dp  --fabric--  RA: vxlan vni 100 (fd00::2)
+#   HB (tenant B, fd00::1)  --veth--  D: offcore-dp  --fabric--  RB: vxlan vni 200 (fd00::2, fd00::b2)
+#
+# The two tenants use the same IPv6 addresses.  Checks:
+#   - ping6 (global and link-local) from HA to RA and HB to RB: neighbor
+#     discovery both ways (multicast solicitations delivered to the
+#     attachment owning the target), echo through IPv6 conntrack;
+#   - never across tenants: HA cannot reach fd00::b2, which only tenant
+#     B's remote has;
+#   - default deny: RA reaches HA's server on the port A's ingress group
+#     opens (41480) and not on another (41481): no_connection counted; a
+#     connection HA opens to RA (curl -6) returns through conntrack alone;
+#   - `conntrack list` shows IPv6 flows, the Prometheus text the IPv6
+#     table and IPv6 packet counters;
+#   - from HA (scapy): an IPv6 source not its own, a neighbor advertisement
+#     for RA's address, a router advertisement: dropped, spoofed +3 exactly;
+#   - tenant del / tenant add with ip6= live; tenant list shows it.
+set -u
+build=$1
+dp=$build/src/dp/offcore-dp
+cli=$build/src/tools/offcore
+
+. "$(dirname "$0")/lib.sh"
+[ "$(id -u)" = 0 ] || skip "needs root"
+for t in ip ethtool ping curl python3 timeout sysctl; do
+    command -v $t >/dev/null 2>&1 || skip "$t is not installed"
+done
+SPY=
+for p in python3 /usr/bin/python3; do
+    $p -c 'import scapy.all' 2>/dev/null && { SPY=$p; break; }
+done
+[ -n "$SPY" ] || skip "python3-scapy is not installed"
+
+id=$$
+HA=h12aHA$id HB=h12aHB$id RA=h12aRA$id RB=h12aRB$id D=h12aD$id
+ip netns add $D 2>/dev/null || skip "cannot create network namespaces"
+tmp=$(mktemp -d /tmp/h12a-dp6.XXXXXX)
+dppid=
+cleanup_extra() { [ -n "$dppid" ] && kill "$dppid" 2>/dev/null; }
+cleanup_on_exit $HA $HB $RA $RB $D
+fail_logs() {
+    echo "--- offcore-dp log"; tail -30 "$tmp/dp.log" 2>/dev/null
+    echo "--- counters"; ctl stat --raw 2>/dev/null | grep -E 'tenant|conntrack6' | grep -v ' 0$'
+}
+
+for n in $HA $HB $RA $RB; do ip netns add $n || fail "netns"; done
+# no duplicate address detection (its wait is not what this tests); the
+# DPU's own interfaces speak no IPv6 (offcore-dp owns them)
+for n in $HA $HB $RA $RB $D; do
+    ip netns exec $n sysctl -qw net.ipv6.conf.all.accept_dad=0 \
+        net.ipv6.conf.default.accept_dad=0 || fail sysctl
+done
+ip netns exec $D sysctl -qw net.ipv6.conf.default.disable_ipv6=1 \
+    net.ipv6.conf.all.disable_ipv6=1 || fail sysctl
+ip link add h12aha0 netns $HA type veth peer name h12aha1 netns $D || fail veth
+ip link add h12ahb0 netns $HB type veth peer name h12ahb1 netns $D || fail veth
+ip link add h12afa0 netns $RA type veth peer name h12afa1 netns $D || fail veth
+ip link add h12afb0 netns $RB type veth peer name h12afb1 netns $D || fail veth
+ip -n $HA link set h12aha0 address 02:00:0a:00:00:a1 mtu 1450
+ip -n $HB link set h12ahb0 address 02:00:0a:00:00:b1 mtu 1450
+ip -n $D link set h12afa1 address 02:00:c0:00:00:a1
+ip -n $D link set h12afb1 address 02:00:c0:00:00:b1
+ip -n $RA link set h12afa0 address 02:00:c0:00:00:a2
+ip -n $RB link set h12afb0 address 02:00:c0:00:00:b2
+for x in "$HA h12aha0" "$HB h12ahb0" "$RA h12afa0" "$RB h12afb0" "$D h12aha1" \
+         "$D h12ahb1" "$D h12afa1" "$D h12afb1"; do
+    set -- $x
+    ip -n $1 link set lo up
+    ip -n $1 link set $2 up
+done
+ip -n $HA addr add 10.10.0.1/24 dev h12aha0
+ip -n $HB addr add 10.10.0.1/24 dev h12ahb0
+ip -n $HA addr add fd00::1/64 dev h12aha0
+ip -n $HB addr add fd00::1/64 dev h12ahb0
+ip -n $RA addr add 192.168.71.2/24 dev h12afa0
+ip -n $RB addr add 192.168.72.2/24 dev h12afb0
+ip -n $RA link add h12avxa type vxlan id 100 local 192.168.71.2 \
+    remote 192.168.71.1 dstport 4789 dev h12afa0 || fail "kernel vxlan device"
+ip -n $RB link add h12avxb type vxlan id 200 local 192.168.72.2 \
+    remote 192.168.72.1 dstport 4789 dev h12afb0 || fail "kernel vxlan device"
+ip -n $RA link set h12avxa address 02:00:0a:00:00:a2 up
+ip -n $RB link set h12avxb address 02:00:0a:00:00:b2 up
+ip -n $RA addr add 10.10.0.2/24 dev h12avxa
+ip -n $RB addr add 10.10.0.2/24 dev h12avxb
+ip -n $RA addr add fd00::2/64 dev h12avxa
+ip -n $RB addr add fd00::2/64 dev h12avxb
+ip -n $RB addr add fd00::b2/64 dev h12avxb
+for x in "$HA h12aha0" "$HB h12ahb0" "$RA h12avxa" "$RB h12avxb" "$RA h12afa0" \
+         "$RB h12afb0"; do
+    set -- $x
+    ip netns exec $1 ethtool -K $2 tx off tso off gso off >/dev/null 2>&1
+done
+
+sock=$tmp/dp.sock
+ctl() { "$cli" dp --control unix:$sock "$@"; }
+cat >"$tmp/dp.conf" <<EOF
+# two tenants with the same IPv4 and IPv6 addresses
+threads 1
+control unix:$sock
+attach a host=h12aha1 wire=h12afa1
+attach b host=h12ahb1 wire=h12afb1
+tenant A vni=100 attach=a mac=02:00:0a:00:00:a1 ip=10.10.0.1 ip6=fd00::1 local=192.168.71.1 local_mac=02:00:c0:00:00:a1 remote=192.168.71.2 remote_mac=02:00:c0:00:00:a2
+tenant B vni=200 attach=b mac=02:00:0a:00:00:b1 ip=10.10.0.1 ip6=fd00::1 local=192.168.72.1 local_mac=02:00:c0:00:00:b1 remote=192.168.72.2 remote_mac=02:00:c0:00:00:b2
+tenant_rule A ingress id=1 action=allow proto=tcp dport=41480
+conntrack flows=65536 flows6=4096
+EOF
+OC_LOG=info ip netns exec $D "$dp" --config "$tmp/dp.conf" >>"$tmp/dp.log" 2>&1 &
+dppid=$!
+wait_for 20 ctl ping || fail "offcore-dp did not come up"
+ok "offcore-dp up: $(grep -o 'IPv6 [0-9]* flows, [0-9]* bytes ([0-9.]* per flow)' "$tmp/dp.log")"
+
+drop() { # drop TENANT REASON -> the counter's value
+    ctl stat --raw | sed -n "s/^offcore_dp_tenant_dropped_packets_total{tenant=\"$1\",reason=\"$2\"} //p"
+}
+metric() { ctl stat --raw | sed -n "s/^$1 //p"; }
+
+# --- within each tenant: ping6, global and link-local
+for t in A B; do
+    H=$(eval echo \$H$t)
+    wait_for 10 ip netns exec $H ping -6 -c 1 -W 1 fd00::2 ||
+        fail "ping6 in tenant $t: $(ip -n $H -6 neigh)"
+    ip netns exec $H ping -6 -c 3 -i 0.2 -W 2 fd00::2 >/dev/null || fail "ping6 in tenant $t"
+done
+ip -n $HA -6 neigh show fd00::2 | grep -q "lladdr 02:00:0a:00:00:a2" ||
+    fail "HA did not learn RA by neighbor discovery: $(ip -n $HA -6 neigh)"
+ip -n $RA -6 neigh show fd00::1 | grep -q "lladdr 02:00:0a:00:00:a1" ||
+    fail "RA did not learn HA by neighbor discovery: $(ip -n $RA -6 neigh)"
+ip netns exec $HA ping -6 -c 2 -i 0.2 -W 2 fe80::aff:fe00:a2%h12aha0 >/dev/null ||
+    fail "ping6 link-local in tenant A"
+ok "ping6 within tenant A and B (same addresses), neighbor discovery both ways, link-local too"
+
+# --- never across tenants: fd00::b2 is only on B's remote
+ip netns exec $HA ping -6 -c 2 -i 0.3 -W 1 fd00::b2 >/dev/null 2>&1 &&
+    fail "HA reached tenant B's fd00::b2"
+ip netns exec $HB ping -6 -c 1 -W 2 fd00::b2 >/dev/null || fail "HB cannot reach its own fd00::b2"
+ok "HA cannot reach fd00::b2 (tenant B's remote), HB can"
+
+# --- default deny, and the return path through conntrack
+mkdir -p "$tmp/www" && echo hello6 >"$tmp/www/a.txt"
+srv() { # srv NS PORT: an HTTP server on [::]:PORT serving $tmp/www
+    bg ip netns exec $1 $SPY -m http.server --bind :: --directory "$tmp/www" $2 \
+        >>"$tmp/http.log" 2>&1
+}
+srv $HA 41480; srv $HA 41481; srv $RA 41482
+wait_for 10 ip netns exec $HA sh -c 'ss -ltn | grep -q ":41481 "' || fail "servers on HA"
+wait_for 10 ip netns exec $RA sh -c 'ss -ltn | grep -q ":41482 "' || fail "server on RA"
+[ "$(ip netns exec $RA curl -6 -sf --max-time 5 'http://[fd00::1]:41480/a.txt')" = hello6 ] ||
+    fail "RA -> HA:41480 (opened by A's ingress group)"
+nc0=$(drop A no_connection)
+ip netns exec $RA curl -6 -sf --max-time 2 'http://[fd00::1]:41481/a.txt' >/dev/null &&
+    fail "RA -> HA:41481 passed: no ingress rule opens it"
+[ "$(drop A no_connection)" -gt "$nc0" ] || fail "no_connection did not count RA -> HA:41481"
+[ "$(ip netns exec $HA curl -6 -sf --max-time 5 'http://[fd00::2]:41482/a.txt')" = hello6 ] ||
+    fail "HA -> RA:41482 (replies by conntrack only)"
+ok "default deny for IPv6: 41480 open by rule, 41481 refused (no_connection $nc0 -> $(drop A no_connection)), HA's own connection returns"
+
+# --- operators see IPv6 flows
+ip netns exec $HA ping -6 -c 1 -W 2 fd00::2 >/dev/null || fail ping6
+ctl conntrack list A | grep -q "proto=58 src=fd00::1 dst=fd00::2 " ||
+    fail "conntrack list shows no IPv6 flow: $(ctl conntrack list A)"
+ctl conntrack list A | grep -q "proto=6 src=fd00::2 dst=fd00::1 sport=[0-9]* dport=41480" ||
+    fail "conntrack list: no RA -> HA:41480 flow: $(ctl conntrack list A)"
+[ "$(metric offcore_dp_conntrack6_flows)" -ge 1 ] || fail "offcore_dp_conntrack6_flows: $(metric offcore_dp_conntrack6_flows)"
+[ "$(metric offcore_dp_conntrack6_capacity)" = 4096 ] || fail "conntrack6 capacity: $(metric offcore_dp_conntrack6_capacity)"
+e6=$(ctl stat --raw | sed -n 's/^offcore_dp_tenant_ipv6_packets_total{tenant="A",direction="egress"} //p')
+[ "${e6:-0}" -gt 0 ] || fail "no IPv6 packets counted for A: $e6"
+ok "conntrack list shows IPv6 flows; conntrack6 flows $(metric offcore_dp_conntrack6_flows) of 4096; A's IPv6 egress packets $e6"
+
+# --- spoofing from A's host
+cat >"$tmp/spoof6.py" <<'EOF'
+from scapy.all import (Ether, IPv6, ICMPv6EchoRequest, ICMPv6ND_NA,
+                       ICMPv6NDOptDstLLAddr, ICMPv6ND_RA, sendp, conf)
+conf.verb = 0
+me, ll = "02:00:0a:00:00:a1", "fe80::aff:fe00:a1"
+# a source address not its own
+sendp(Ether(src=me, dst="02:00:0a:00:00:a2") / IPv6(src="fd00::99", dst="fd00::2") /
+      ICMPv6EchoRequest(), iface="h12aha0")
+# a neighbor advertisement for RA's address (ND's gratuitous ARP)
+sendp(Ether(src=me, dst="33:33:00:00:00:01") / IPv6(src=ll, dst="ff02::1", hlim=255) /
+      ICMPv6ND_NA(tgt="fd00::2", R=0, S=0, O=1) / ICMPv6NDOptDstLLAddr(lladdr=me),
+      iface="h12aha0")
+# a router advertisement
+sendp(Ether(src=me, dst="33:33:00:00:00:01") / IPv6(src=ll, dst="ff02::1", hlim=255) /
+      ICMPv6ND_RA(), iface="h12aha0")
+EOF
+s0=$(drop A spoofed)
+ip netns exec $HA $SPY "$tmp/spoof6.py" || fail scapy
+wait_for 5 test "$(drop A spoofed)" -eq $((s0 + 3)) || fail "spoofed: $s0 -> $(drop A spoofed), want +3"
+sleep 1
+[ "$(drop A spoofed)" -eq $((s0 + 3)) ] || fail "spoofed: $s0 -> $(drop A spoofed), want exactly +3"
+ip netns exec $HA ping -6 -c 1 -W 2 fd00::2 >/dev/null || fail "ping6 after the spoofing"
+ok "spoofed IPv6 source, NA for fd00::2, RA: dropped, spoofed +3 exactly; A still works"
+
+# --- live: tenant del / add with ip6=
+ctl tenant del B >/dev/null || fail "tenant del B"
+ip netns exec $HB ping -6 -c 2 -i 0.2 -W 1 fd00::2 >/dev/null && fail "B forwards after tenant del"
+ctl tenant add B vni=200 attach=b mac=02:00:0a:00:00:b1 ip=10.10.0.1 ip6=fd00::1+fd00::11 \
+    local=192.168.72.1 local_mac=02:00:c0:00:00:b1 remote=192.168.72.2 \
+    remote_mac=02:00:c0:00:00:b2 >/dev/null || fail "tenant add B with ip6="
+ctl tenant list | grep -q "^B .* ip6=fd00::1+fd00::11 " || fail "tenant list: $(ctl tenant list)"
+wait_for 5 ip netns exec $HB ping -6 -c 1 -W 1 fd00::2 || fail "B does not forward IPv6 after tenant add"
+out=$(ctl tenant add C vni=300 attach=b mac=02:00:0a:00:00:c1 ip=10.0.0.1 ip6=fd00::zz \
+    local=192.168.72.1 local_mac=02:00:c0:00:00:b1 remote=192.168.72.2 \
+    remote_mac=02:00:c0:00:00:b2 2>&1) && fail "a bad ip6= was taken"
+echo "$out" | grep -q "ip6 'fd00::zz' is not valid" || fail "bad ip6= error: $out"
+ok "tenant del B / tenant add B with ip6=fd00::1+fd00::11 live; a bad ip6= refused ($out)"
+echo "PASS"
