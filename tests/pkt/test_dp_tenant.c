@@ -165,6 +165,68 @@ static void refused(const char *text, const char *want)
     oc__dp_conf_free(&c);
 }
 
+/* ip6=: one item per attachment ('-' for none), addresses joined by '+';
+ * every attachment has its link-local address; flows6= */
+static void test_ip6(void **state)
+{
+    oc_dp_conf_t c;
+    oc_conf_errors_t e;
+    static const uint8_t a1[16] = {0xfd, 0, 0, 0, 0, 0, 0, 0,
+                                   0, 0, 0, 0, 0, 0, 0, 1};
+    static const uint8_t ll2[16] = {0xfe, 0x80, 0, 0, 0, 0, 0, 0,
+                                    0, 0, 0, 0xff, 0xfe, 0, 0, 0xa2};
+    (void)state;
+
+#define TAIL6 " local=1.1.1.1 local_mac=02:00:00:00:00:01 remote=1.1.1.2 " \
+              "remote_mac=02:00:00:00:00:02"
+    assert_int_equal(parse(MULTI "tenant A vni=100 attach=a,a2 "
+                           "mac=02:00:00:00:00:a1,02:00:00:00:00:a2 "
+                           "ip=10.0.0.1,10.0.0.2 ip6=fd00::1+fd00:1::1,-" TAIL6
+                           "\n" TB_UP "conntrack flows=1000 flows6=300\n",
+                           &c, &e), OC_OK);
+    assert_int_equal(c.tenants.t[0].ip6[0].n, 2);
+    assert_memory_equal(c.tenants.t[0].ip6[0].a[0], a1, 16);
+    assert_int_equal(c.tenants.t[0].ip6[1].n, 0);
+    assert_memory_equal(c.tenants.t[0].ip6[1].ll, ll2, 16);
+    assert_true(oc__ip6_owns(&c.tenants.t[0].ip6[1], ll2));
+    assert_int_equal(c.tenants.t[0].natt, 2);
+    assert_int_equal(c.tenants.ct_flows6, 300);
+    /* without ip6=: link-local only */
+    assert_int_equal(parse(BASE TA, &c, &e), OC_OK);
+    assert_int_equal(c.tenants.t[0].ip6[0].n, 0);
+    assert_int_equal(c.tenants.t[0].ip6[0].ll[0], 0xfe);
+
+    refused(MULTI "tenant A vni=100 attach=a,a2 mac=02:00:00:00:00:a1,"
+            "02:00:00:00:00:a2 ip=10.0.0.1,10.0.0.2 ip6=fd00::1" TAIL6 "\n",
+            "t.conf:5: tenant A: 2 attachments but 1 ip6= items");
+    refused(MULTI "tenant A vni=100 attach=a,a2 ip6=fd00::1,fd00::zz\n",
+            "t.conf:5: tenant A: ip6 'fd00::1,fd00::zz' is not valid");
+    refused(MULTI "tenant A vni=100 attach=a ip6=ff02::1\n",
+            "t.conf:5: tenant A: ip6 'ff02::1' is not valid");
+    refused(MULTI "tenant A vni=100 attach=a ip6=::\n",
+            "t.conf:5: tenant A: ip6 '::' is not valid");
+    refused(MULTI "tenant A vni=100 attach=a ip6=fd00::1+fd00::1\n",
+            "t.conf:5: tenant A: ip6 'fd00::1+fd00::1' is not valid");
+    refused(MULTI "tenant A vni=100 attach=a ip6=fd00::1++fd00::2\n",
+            "is not valid");
+    refused(MULTI "tenant A vni=100 attach=a ip6=1::1+2::2+3::3+4::4+5::5\n",
+            "is not valid");
+    refused(MULTI "tenant A vni=100 attach=a ip=fd00::1\n",
+            "t.conf:5: tenant A: ip= takes IPv4 addresses; IPv6 ones go in ip6=");
+    /* two attachments with one address, or one's link-local as the
+     * other's listed address */
+    refused(MULTI "tenant A vni=100 attach=a,a2 mac=02:00:00:00:00:a1,"
+            "02:00:00:00:00:a2 ip=10.0.0.1,10.0.0.2 ip6=fd00::1,fd00::1" TAIL6
+            "\n", "t.conf:5: tenant A: attachments a2 and a both have IPv6 "
+            "address fd00::1");
+    refused(MULTI "tenant A vni=100 attach=a,a2 mac=02:00:00:00:00:a1,"
+            "02:00:00:00:00:a2 ip=10.0.0.1,10.0.0.2 ip6=fe80::ff:fe00:a2,-"
+            TAIL6 "\n", "t.conf:5: tenant A: attachments a2 and a both have "
+            "IPv6 address fe80::ff:fe00:a2");
+    refused(BASE TA "conntrack flows6=0\n", "t.conf:5: conntrack flows6");
+#undef TAIL6
+}
+
 static void test_errors(void **state)
 {
     (void)state;
@@ -257,6 +319,7 @@ int main(void)
     const struct CMUnitTest t[] = {
         cmocka_unit_test(test_two_tenants),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_ip6),
         cmocka_unit_test(test_shared_wire),
         cmocka_unit_test(test_multi_attach),
     };
