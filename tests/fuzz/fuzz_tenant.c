@@ -11,7 +11,8 @@
  * flows); else from a host (spoof
  * check, track with opening allowed, encapsulate and check the round
  * trip); bits 1-3: milliseconds x 2^k to advance the clock; bits 4-7: the
- * tenant zone.  Invariants (abort on failure): decap(encap(x)) == x, the
+ * tenant zone.  IPv6 frames take the IPv6 anti-spoofing (neighbor
+ * discovery included) and an IPv6 table of their own.  Invariants (abort on failure): decap(encap(x)) == x, the
  * flow count never exceeds the capacity, flush empties the table, an ARP
  * answer is a reply from our address to the asker, of the same length.
  *
@@ -35,12 +36,13 @@ unsigned long fuzz_tenant_accepted;
 static const uint8_t MAC[6] = {2, 0, 0, 0, 0, 1};
 #define IP 0x0a000001u
 
+/* tables 0-2 IPv4, 3-5 IPv6 */
 static oc_ct_t *table_n(int k)
 {
-    static oc_ct_t *tables[3];
+    static oc_ct_t *tables[6];
     oc_ct_t *ct = tables[k];
     if (ct == NULL) {
-        oc_ct_conf_t c = {.capacity = CAP};
+        oc_ct_conf_t c = {.capacity = CAP, .ipv6 = k >= 3};
         oc__ct_timeouts_default(&c.to);
         c.to.tcp[OC_CT_TCP_SYN_SENT] = 1; /* expiry reached within an input */
         c.to.udp_unreplied = 1;
@@ -96,6 +98,21 @@ static int one(oc_ct_t *ct, uint8_t flags, const uint8_t *f, uint32_t n,
         if ((unsigned)r >= OC_CT_NRESULTS || oc__ct_count(ct) > CAP)
             abort();
         ok |= r == OC_CT_NEW || r == OC_CT_EST || r == OC_CT_RELATED;
+    } else if (m.reason == OC_PKT_R_IPV6) {
+        static oc_ip6_set_t own = {.n = 1, .a = {{0xfd, [15] = 1}}};
+        const uint8_t *tgt;
+        int type = oc__icmp6_type(f, n, &m, &tgt);
+        oc__ip6_set_ll(&own, MAC);
+        if (tgt != NULL && (tgt < f || tgt + 16 > f + n))
+            abort();
+        if (!(flags & 1))
+            ok |= oc__spoof_check6(f, n, &m, MAC, &own) == OC_SPOOF_OK &&
+                  type >= 0;
+        r = oc__ct_track(table_n(3), zone, f + m.l3_off, n - m.l3_off, now,
+                        !(flags & 1), &info);
+        if ((unsigned)r >= OC_CT_NRESULTS || oc__ct_count(table_n(3)) > CAP)
+            abort();
+        ok |= r == OC_CT_NEW || r == OC_CT_EST || r == OC_CT_RELATED;
     } else if (!(flags & 1)) {
         (void)oc__spoof_check(f, n, &m, MAC, IP);
     }
@@ -112,10 +129,10 @@ static int one(oc_ct_t *ct, uint8_t flags, const uint8_t *f, uint32_t n,
     return ok;
 }
 
-/* the IPv4 packet a record carries (after decapsulation from the fabric),
- * or NULL */
+/* the IPv4 or IPv6 (@p v6 set) packet a record carries (after
+ * decapsulation from the fabric), or NULL */
 static const uint8_t *inner_ip(uint8_t flags, const uint8_t *f, uint32_t n,
-                               uint32_t *len)
+                               uint32_t *len, int *v6)
 {
     oc_pkt_meta_t m;
     if (flags & 1) {
@@ -125,8 +142,10 @@ static const uint8_t *inner_ip(uint8_t flags, const uint8_t *f, uint32_t n,
         f += rx.inner_off;
         n = rx.inner_len;
     }
-    if (oc__pkt_parse(f, n, 65535, &m) != OC_PKT_R_IPV4)
+    oc__pkt_parse(f, n, 65535, &m);
+    if (m.reason != OC_PKT_R_IPV4 && m.reason != OC_PKT_R_IPV6)
         return NULL;
+    *v6 = m.reason == OC_PKT_R_IPV6;
     *len = n - m.l3_off;
     return f + m.l3_off;
 }
@@ -137,48 +156,69 @@ static bool refuse_odd(void *arg, uint32_t i)
     return (i & 1) == 0;
 }
 
-/* oc__ct_track_burst against oc__ct_track over the input's records */
-static void differential(const uint8_t *data, size_t size)
+/* a burst of @p k packets through @p bur against one by one through
+ * @p one */
+static void compare(oc_ct_t *one, oc_ct_t *bur, uint8_t flags,
+                    const uint8_t *const *ip, const uint32_t *len, uint32_t k,
+                    uint64_t now)
 {
-    oc_ct_t *one = table_n(1), *bur = table_n(2);
-    const uint8_t *ip[32];
-    uint32_t len[32];
     oc_ct_result_t r1[32], rb[32];
     oc_ct_info_t i1[32], ib[32];
+
+    for (uint32_t i = 0; i < k; i++)
+        r1[i] = oc__ct_track(one, flags >> 4, ip[i], len[i], now,
+                            flags & 1 ? (i & 1) == 0 : true, &i1[i]);
+    oc__ct_track_burst(bur, flags >> 4, ip, len, k, now,
+                      flags & 1 ? refuse_odd : NULL, NULL, rb, ib);
+    for (uint32_t i = 0; i < k; i++)
+        if (r1[i] != rb[i] || memcmp(&i1[i], &ib[i], sizeof(ib[i])) != 0)
+            abort();
+    (void)oc__ct_expire(one, now, 4);
+    (void)oc__ct_expire(bur, now, 4);
+}
+
+/* oc__ct_track_burst against oc__ct_track over the input's records, each
+ * family in its tables */
+static void differential(const uint8_t *data, size_t size)
+{
+    const uint8_t *ip[2][32];
+    uint32_t len[2][32];
     oc_ct_stats_t s1, sb;
     uint64_t now = 0;
 
-    oc__ct_flush(one, -1);
-    oc__ct_flush(bur, -1);
+    for (int t = 1; t <= 5; t++)
+        if (t != 3)
+            oc__ct_flush(table_n(t), -1);
     while (size >= 3) {
         uint8_t flags = data[0];
-        uint32_t k = 0;
+        uint32_t k[2] = {0, 0};
         now += 1ull << (((flags >> 1) & 7) * 2);
         /* a run of records of the same side and zone */
-        while (size >= 3 && k < 32 && (data[0] & 0xf1) == (flags & 0xf1)) {
+        while (size >= 3 && k[0] + k[1] < 32 &&
+               (data[0] & 0xf1) == (flags & 0xf1)) {
             size_t n = (size_t)data[1] << 8 | data[2];
+            const uint8_t *p;
+            uint32_t l;
+            int v6 = 0;
             if (n > size - 3)
                 n = size - 3;
-            ip[k] = inner_ip(flags, data + 3, (uint32_t)n, &len[k]);
-            k += ip[k] != NULL;
+            p = inner_ip(flags, data + 3, (uint32_t)n, &l, &v6);
+            if (p != NULL) {
+                ip[v6][k[v6]] = p;
+                len[v6][k[v6]++] = l;
+            }
             data += 3 + n;
             size -= 3 + n;
         }
-        for (uint32_t i = 0; i < k; i++)
-            r1[i] = oc__ct_track(one, flags >> 4, ip[i], len[i], now,
-                                flags & 1 ? (i & 1) == 0 : true, &i1[i]);
-        oc__ct_track_burst(bur, flags >> 4, ip, len, k, now,
-                          flags & 1 ? refuse_odd : NULL, NULL, rb, ib);
-        for (uint32_t i = 0; i < k; i++)
-            if (r1[i] != rb[i] || memcmp(&i1[i], &ib[i], sizeof(ib[i])) != 0)
-                abort();
-        (void)oc__ct_expire(one, now, 4);
-        (void)oc__ct_expire(bur, now, 4);
+        compare(table_n(1), table_n(2), flags, ip[0], len[0], k[0], now);
+        compare(table_n(4), table_n(5), flags, ip[1], len[1], k[1], now);
     }
-    oc__ct_stats(one, &s1);
-    oc__ct_stats(bur, &sb);
-    if (memcmp(&s1, &sb, sizeof(s1)) != 0)
-        abort();
+    for (int t = 1; t <= 4; t += 3) {
+        oc__ct_stats(table_n(t), &s1);
+        oc__ct_stats(table_n(t + 1), &sb);
+        if (memcmp(&s1, &sb, sizeof(s1)) != 0)
+            abort();
+    }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -190,6 +230,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int ok = 0;
 
     oc__ct_flush(ct, -1);
+    oc__ct_flush(table_n(3), -1);
     while (size >= 3) {
         uint8_t flags = data[0];
         size_t n = (size_t)data[1] << 8 | data[2];
@@ -202,7 +243,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size -= 3 + n;
     }
     oc__ct_flush(ct, -1);
-    if (oc__ct_count(ct) != 0)
+    oc__ct_flush(table_n(3), -1);
+    if (oc__ct_count(ct) != 0 || oc__ct_count(table_n(3)) != 0)
         abort();
     differential(data0, size0);
     fuzz_tenant_accepted += ok;

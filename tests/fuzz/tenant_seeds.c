@@ -2,7 +2,10 @@
  * tenant_seeds.c — seed inputs of the tenant fuzz target: record streams
  * (fuzz_tenant.c) of a TCP handshake whose replies come back in VXLAN, a
  * UDP exchange, ARP from the host, ARP requests from the fabric for the
- * tunnel end's address (answered) and another (not), and malformed VXLAN.
+ * tunnel end's address (answered) and another (not), malformed VXLAN, and
+ * IPv6: a TCP handshake and an ICMPv6 echo pair, neighbor discovery from
+ * the host (an NS, an NA for its own address and one for another's, a
+ * router advertisement) and an ICMPv6 error about the TCP flow.
  */
 #include "fuzz_tenant.h"
 
@@ -47,6 +50,51 @@ static size_t frame(uint8_t *f, uint32_t s, uint32_t d, uint16_t sp,
         wr16(f + 38, 8);
     }
     return 34 + l4;
+}
+
+/* Ethernet + IPv6 (fd00::S -> fd00::D) + @p l4 (@p l4len bytes) of
+ * protocol @p nh; the host's MAC as the source */
+static size_t frame6(uint8_t *f, uint8_t s, uint8_t d, uint8_t nh,
+                     const uint8_t *l4, size_t l4len)
+{
+    memset(f, 0, 54);
+    memset(f, 0xee, 6);
+    memcpy(f + 6, MAC, 6);
+    wr16(f + 12, 0x86dd);
+    f[14] = 0x60;
+    wr16(f + 18, (uint16_t)l4len);
+    f[20] = nh;
+    f[21] = 255;
+    f[22] = 0xfd;
+    f[37] = s;
+    f[38] = 0xfd;
+    f[53] = d;
+    memcpy(f + 54, l4, l4len);
+    return 54 + l4len;
+}
+
+/* a TCP header with @p flags */
+static size_t tcp6(uint8_t *t, uint16_t sp, uint16_t dp, uint8_t flags,
+                   uint32_t seq, uint32_t ack)
+{
+    memset(t, 0, 20);
+    wr16(t, sp);
+    wr16(t + 2, dp);
+    wr32(t + 4, seq);
+    wr32(t + 8, ack);
+    t[12] = 5 << 4;
+    t[13] = flags;
+    wr16(t + 14, 1000);
+    return 20;
+}
+
+/* an ICMPv6 header of @p type, then @p body (@p n bytes) */
+static size_t icmp6(uint8_t *c, uint8_t type, const uint8_t *body, size_t n)
+{
+    memset(c, 0, 8);
+    c[0] = type;
+    memcpy(c + 4, body, n);
+    return 4 + n;
 }
 
 /* append a record; @p wire: encapsulate the frame first */
@@ -131,6 +179,62 @@ unsigned fuzz_tenant_seeds(fuzz_tenant_seed_fn fn, void *arg)
         wr16(in + 1, 60);
         memcpy(in + 3, f, 60);
         fn(arg, in, 63, !other);
+        count++;
+    }
+
+    /* IPv6: a TCP handshake, an echo pair, then an ICMPv6 error about the
+     * TCP flow from the fabric */
+    {
+        uint8_t l4[128], b[64], q[128];
+        size_t ql;
+        n = 0;
+        k = frame6(f, 1, 2, 6, l4, tcp6(l4, 40000, 80, 2, 100, 0));
+        n += rec(in + n, 0x20, f, k);
+        k = frame6(f, 2, 1, 6, l4, tcp6(l4, 80, 40000, 0x12, 900, 101));
+        n += rec(in + n, 0x21, f, k);
+        k = frame6(f, 1, 2, 6, l4, tcp6(l4, 40000, 80, 0x10, 101, 901));
+        n += rec(in + n, 0x20, f, k);
+        memset(b, 0, 4);
+        wr16(b, 7);
+        k = frame6(f, 1, 2, 58, l4, icmp6(l4, 128, b, 4));
+        n += rec(in + n, 0x20, f, k);
+        k = frame6(f, 2, 1, 58, l4, icmp6(l4, 129, b, 4));
+        n += rec(in + n, 0x21, f, k);
+        ql = frame6(q, 1, 2, 6, l4, tcp6(l4, 40000, 80, 0x10, 101, 901)) - 14;
+        memset(b, 0, 4);
+        {
+            uint8_t e[8 + 128];
+            memset(e, 0, 8);
+            e[0] = 1;
+            memcpy(e + 8, q + 14, ql);
+            k = frame6(f, 3, 1, 58, e, 8 + ql);
+        }
+        n += rec(in + n, 0x21, f, k);
+        fn(arg, in, n, 1);
+        count++;
+
+        /* neighbor discovery from the host: NS for fd00::2 with its MAC,
+         * NA for its own fd00::1, NA for fd00::2 (not its own), RA */
+        n = 0;
+        memset(b, 0, sizeof(b));
+        b[15] = 2;
+        b[0] = 0xfd;
+        b[20] = 1;
+        b[21] = 1;
+        memcpy(b + 22, MAC, 6);
+        k = frame6(f, 1, 2, 58, l4, icmp6(l4, 135, b, 28));
+        n += rec(in + n, 0x20, f, k);
+        b[15] = 1;
+        b[20] = 2;
+        k = frame6(f, 1, 2, 58, l4, icmp6(l4, 136, b, 28));
+        n += rec(in + n, 0x20, f, k);
+        b[15] = 2;
+        k = frame6(f, 1, 2, 58, l4, icmp6(l4, 136, b, 28));
+        n += rec(in + n, 0x20, f, k);
+        memset(b, 0, 12);
+        k = frame6(f, 1, 2, 58, l4, icmp6(l4, 134, b, 12));
+        n += rec(in + n, 0x20, f, k);
+        fn(arg, in, n, 1);
         count++;
     }
 
