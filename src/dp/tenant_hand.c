@@ -57,8 +57,12 @@ uint32_t oc__dp_hand_owner(oc_dp_worker_t *w, uint32_t a, int dir,
         f += rx.inner_off;
         len = rx.inner_len;
     }
-    if (oc__pkt_parse(f, len, dp->max_frame, &m) != OC_PKT_R_IPV4)
-        return w->q; /* ARP, fragments, junk: no flow state involved */
+    oc__pkt_parse(f, len, dp->max_frame, &m);
+    /* IPv4, IPv6 with its L4 header: the flow's worker (the parser's hash
+     * is symmetric for both); ARP, fragments, junk: no flow state */
+    if (m.reason != OC_PKT_R_IPV4 &&
+        (m.reason != OC_PKT_R_IPV6 || m.l4_off == 0))
+        return w->q;
     return oc__ct_thread_of(m.hash, dp->nthreads);
 }
 

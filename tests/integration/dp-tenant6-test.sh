@@ -1,5 +1,5 @@
 #!/bin/sh
-# dp-tenant6-test.sh BUILDDIR — IPv6 inside two tenants through offcore-dp's
+# dp-tenant6-test.sh BUILDDIR [THREADS] — IPv6 inside two tenants through offcore-dp's
 # tenant stages, with real traffic (root and network namespaces; exit 77 =
 # skipped otherwise).  The tunnels stay IPv4; the remote end of each is a
 # Linux kernel vxlan device (dstport 4789): an independent VXLAN peer whose
@@ -24,6 +24,10 @@
 #   - tenant del / tenant add with ip6= live; tenant list shows it.
 set -u
 build=$1
+# THREADS (default 1): offcore-dp's workers and every veth's queues; with
+# 2, IPv6 frames whose flow the other worker owns are handed to it
+nq=${2:-1}
+Q="numtxqueues $nq numrxqueues $nq"
 dp=$build/src/dp/offcore-dp
 cli=$build/src/tools/offcore
 
@@ -59,10 +63,10 @@ for n in $HA $HB $RA $RB $D; do
 done
 ip netns exec $D sysctl -qw net.ipv6.conf.default.disable_ipv6=1 \
     net.ipv6.conf.all.disable_ipv6=1 || fail sysctl
-ip link add h12aha0 netns $HA type veth peer name h12aha1 netns $D || fail veth
-ip link add h12ahb0 netns $HB type veth peer name h12ahb1 netns $D || fail veth
-ip link add h12afa0 netns $RA type veth peer name h12afa1 netns $D || fail veth
-ip link add h12afb0 netns $RB type veth peer name h12afb1 netns $D || fail veth
+ip link add h12aha0 $Q netns $HA type veth peer name h12aha1 $Q netns $D || fail veth
+ip link add h12ahb0 $Q netns $HB type veth peer name h12ahb1 $Q netns $D || fail veth
+ip link add h12afa0 $Q netns $RA type veth peer name h12afa1 $Q netns $D || fail veth
+ip link add h12afb0 $Q netns $RB type veth peer name h12afb1 $Q netns $D || fail veth
 ip -n $HA link set h12aha0 address 02:00:0a:00:00:a1 mtu 1450
 ip -n $HB link set h12ahb0 address 02:00:0a:00:00:b1 mtu 1450
 ip -n $D link set h12afa1 address 02:00:c0:00:00:a1
@@ -102,7 +106,7 @@ sock=$tmp/dp.sock
 ctl() { "$cli" dp --control unix:$sock "$@"; }
 cat >"$tmp/dp.conf" <<EOF
 # two tenants with the same IPv4 and IPv6 addresses
-threads 1
+threads $nq
 control unix:$sock
 attach a host=h12aha1 wire=h12afa1
 attach b host=h12ahb1 wire=h12afb1
@@ -168,10 +172,10 @@ ctl conntrack list A | grep -q "proto=58 src=fd00::1 dst=fd00::2 " ||
 ctl conntrack list A | grep -q "proto=6 src=fd00::2 dst=fd00::1 sport=[0-9]* dport=41480" ||
     fail "conntrack list: no RA -> HA:41480 flow: $(ctl conntrack list A)"
 [ "$(metric offcore_dp_conntrack6_flows)" -ge 1 ] || fail "offcore_dp_conntrack6_flows: $(metric offcore_dp_conntrack6_flows)"
-[ "$(metric offcore_dp_conntrack6_capacity)" = 4096 ] || fail "conntrack6 capacity: $(metric offcore_dp_conntrack6_capacity)"
+[ "$(metric offcore_dp_conntrack6_capacity)" = $((4096 * nq)) ] || fail "conntrack6 capacity: $(metric offcore_dp_conntrack6_capacity)"
 e6=$(ctl stat --raw | sed -n 's/^offcore_dp_tenant_ipv6_packets_total{tenant="A",direction="egress"} //p')
 [ "${e6:-0}" -gt 0 ] || fail "no IPv6 packets counted for A: $e6"
-ok "conntrack list shows IPv6 flows; conntrack6 flows $(metric offcore_dp_conntrack6_flows) of 4096; A's IPv6 egress packets $e6"
+ok "conntrack list shows IPv6 flows; conntrack6 flows $(metric offcore_dp_conntrack6_flows) of $((4096 * nq)); A's IPv6 egress packets $e6"
 
 # --- spoofing from A's host
 cat >"$tmp/spoof6.py" <<'EOF'
