@@ -109,7 +109,8 @@ bench: build
 	python3 bench/nvmf-bench.py $(BUILDDIR)
 	$(MAKE) --no-print-directory bench-pkt
 
-# connection tracking at 1M flows, one core (bench/conntrack.c); the
+# connection tracking at 1M flows, one core, IPv4 then IPv6 tables
+# (bench/conntrack.c); the
 # classifier: one core, lookups only (bench/classifier.c); ESP:
 # AES-256-GCM encap/decap vs the bare EVP calls (bench/esp.c); forwarding:
 # two network namespaces through offcore-dp (bench/run-pkt-forward.sh),
@@ -117,6 +118,7 @@ bench: build
 # JSON lines.
 bench-pkt: build
 	$(BUILDDIR)/bench/bench-conntrack
+	$(BUILDDIR)/bench/bench-conntrack --ipv6
 	$(BUILDDIR)/bench/bench-classifier --data data/classbench $(BENCH_PKT_ARGS)
 	$(BUILDDIR)/bench/bench-esp $(BENCH_ESP_ARGS)
 	$(BUILDDIR)/bench/bench-flow

@@ -16,11 +16,16 @@
  * thread-CPU rates both (the machine is shared: CPU time is the steadier
  * one).
  *
- * Usage: bench-conntrack [--flows N] [--repeats R] [--burst B]
+ * With --ipv6 the same over an IPv6 table (oc_ct_conf_t.ipv6: what
+ * offcore-dp keeps IPv6 flows in) and IPv6/UDP frames; its lines are
+ * `conntrack6`.
+ *
+ * Usage: bench-conntrack [--flows N] [--repeats R] [--burst B] [--ipv6]
  */
 #include "pkt/ct.h"
 #include "pkt/pkt.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +33,9 @@
 
 #define STRIDE 64
 #define BURST_MAX 256
+
+/* the frames' lengths: whole, and from the IP header (IPv4 or IPv6) */
+static uint32_t flen = 42, l3len = 28;
 
 static double now_s(clockid_t c)
 {
@@ -57,6 +65,26 @@ static void frame(uint8_t *f, uint32_t s, uint32_t d, uint16_t sp, uint16_t dp)
     wr16(f + 34, sp);
     wr16(f + 36, dp);
     wr16(f + 38, 8);
+}
+
+/* Ethernet + IPv6 + UDP, 62 bytes: fd00::S -> fd00::D */
+static void frame6(uint8_t *f, uint32_t s, uint32_t d, uint16_t sp,
+                   uint16_t dp)
+{
+    memset(f, 0, STRIDE);
+    f[12] = 0x86;
+    f[13] = 0xdd;
+    f[14] = 0x60;
+    wr16(f + 18, 8);
+    f[20] = 17;
+    f[21] = 64;
+    f[22] = 0xfd;
+    wr32(f + 34, s);
+    f[38] = 0xfd;
+    wr32(f + 50, d);
+    wr16(f + 54, sp);
+    wr16(f + 56, dp);
+    wr16(f + 58, 8);
 }
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -105,7 +133,7 @@ static int run_bursts(oc_ct_t *ct, const uint8_t *frames,
         uint32_t k = n - i < b ? n - i : b;
         for (uint32_t j = 0; j < k; j++) {
             ip[j] = frames + (size_t)order[i + j] * STRIDE + 14;
-            len[j] = 28;
+            len[j] = l3len;
         }
         oc__ct_track_burst(ct, 0, ip, len, k, now, NULL, NULL, res, info);
         for (uint32_t j = 0; j < k; j++)
@@ -128,6 +156,8 @@ int main(int argc, char **argv)
     double r_parse[64], r_ins[64], r_look[64], c_ins[64], c_look[64];
     double r_bins[64], r_blook[64], c_bins[64], c_blook[64];
     uint64_t sink = 0;
+    bool v6 = false;
+    const char *name = "conntrack";
 
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--flows") == 0 && i + 1 < argc)
@@ -136,9 +166,12 @@ int main(int argc, char **argv)
             reps = (uint32_t)strtoul(argv[++i], NULL, 10);
         else if (strcmp(argv[i], "--burst") == 0 && i + 1 < argc)
             burst = (uint32_t)strtoul(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--ipv6") == 0)
+            v6 = true;
         else {
             fprintf(stderr, "usage: %s [--flows N (1000000)] [--repeats R (5, <= 64)]\n"
-                    "       [--burst B (64, offcore-dp's default burst; <= %d)]\n",
+                    "       [--burst B (64, offcore-dp's default burst; <= %d)]\n"
+                    "       [--ipv6 (an IPv6 table, IPv6 frames)]\n",
                     argv[0], BURST_MAX);
             return strcmp(argv[i], "--help") == 0 ? 0 : 2;
         }
@@ -150,6 +183,12 @@ int main(int argc, char **argv)
         return 2;
     }
     conf.capacity = n;
+    conf.ipv6 = v6;
+    if (v6) {
+        flen = 62;
+        l3len = 48;
+        name = "conntrack6";
+    }
     oc__ct_timeouts_default(&conf.to);
     if (oc__ct_create(&conf, &ct) != OC_OK) {
         fprintf(stderr, "bench-conntrack: no memory for %u flows\n", n);
@@ -166,8 +205,8 @@ int main(int argc, char **argv)
     for (uint32_t i = 0; i < n; i++) {
         uint32_t s = 0x0a000000u + (i >> 12), d = 0x0b000000u + (i & 0xfff);
         uint16_t sp = (uint16_t)(1024 + (i * 7919u) % 60000);
-        frame(fwd + (size_t)i * STRIDE, s, d, sp, 4789);
-        frame(rev + (size_t)i * STRIDE, d, s, 4789, sp);
+        (v6 ? frame6 : frame)(fwd + (size_t)i * STRIDE, s, d, sp, 4789);
+        (v6 ? frame6 : frame)(rev + (size_t)i * STRIDE, d, s, 4789, sp);
         ins[i] = look[i] = i;
     }
     shuffle(ins, n);
@@ -180,7 +219,7 @@ int main(int argc, char **argv)
 
         t0 = now_s(CLOCK_MONOTONIC);
         for (uint32_t i = 0; i < n; i++)
-            sink += oc__pkt_parse(fwd + (size_t)ins[i] * STRIDE, 42, 1514, &m) +
+            sink += oc__pkt_parse(fwd + (size_t)ins[i] * STRIDE, flen, 1514, &m) +
                     m.hash;
         t1 = now_s(CLOCK_MONOTONIC);
         r_parse[r] = n / (t1 - t0);
@@ -189,7 +228,7 @@ int main(int argc, char **argv)
         t0 = now_s(CLOCK_MONOTONIC);
         c0 = now_s(CLOCK_THREAD_CPUTIME_ID);
         for (uint32_t i = 0; i < n; i++)
-            if (oc__ct_track(ct, 0, fwd + (size_t)ins[i] * STRIDE + 14, 28, 0,
+            if (oc__ct_track(ct, 0, fwd + (size_t)ins[i] * STRIDE + 14, l3len, 0,
                             true, &info) != OC_CT_NEW) {
                 fprintf(stderr, "bench-conntrack: flow %u not inserted\n", ins[i]);
                 return 1;
@@ -202,7 +241,7 @@ int main(int argc, char **argv)
         t0 = now_s(CLOCK_MONOTONIC);
         c0 = now_s(CLOCK_THREAD_CPUTIME_ID);
         for (uint32_t i = 0; i < n; i++)
-            if (oc__ct_track(ct, 0, rev + (size_t)look[i] * STRIDE + 14, 28, 1,
+            if (oc__ct_track(ct, 0, rev + (size_t)look[i] * STRIDE + 14, l3len, 1,
                             false, &info) != OC_CT_EST) {
                 fprintf(stderr, "bench-conntrack: flow %u not found\n", look[i]);
                 return 1;
@@ -230,13 +269,13 @@ int main(int argc, char **argv)
         t1 = now_s(CLOCK_MONOTONIC);
         r_blook[r] = n / (t1 - t0);
         c_blook[r] = n / (c1 - c0);
-        printf("{\"bench\":\"conntrack_run\",\"repeat\":%u,\"flows\":%u,"
+        printf("{\"bench\":\"%s_run\",\"repeat\":%u,\"flows\":%u,"
                "\"parse_per_s\":%.0f,\"insert_per_s\":%.0f,\"lookup_per_s\":%.0f,"
                "\"insert_per_cpu_s\":%.0f,\"lookup_per_cpu_s\":%.0f,"
                "\"burst\":%u,\"insert_burst_per_s\":%.0f,"
                "\"lookup_burst_per_s\":%.0f,\"insert_burst_per_cpu_s\":%.0f,"
                "\"lookup_burst_per_cpu_s\":%.0f}\n",
-               r, oc__ct_count(ct), r_parse[r], r_ins[r], r_look[r], c_ins[r],
+               name, r, oc__ct_count(ct), r_parse[r], r_ins[r], r_look[r], c_ins[r],
                c_look[r], burst, r_bins[r], r_blook[r], c_bins[r], c_blook[r]);
         fflush(stdout);
     }
@@ -247,7 +286,7 @@ int main(int argc, char **argv)
         double cl = median(c_look, (int)reps), cbl = median(c_blook, (int)reps);
         double ci = median(c_ins, (int)reps), cbi = median(c_bins, (int)reps);
         size_t mem = oc__ct_mem_bytes(ct);
-        printf("{\"bench\":\"conntrack\",\"flows\":%u,\"mem_bytes\":%zu,"
+        printf("{\"bench\":\"%s\",\"flows\":%u,\"mem_bytes\":%zu,"
                "\"bytes_per_flow\":%.1f,\"repeats\":%u,"
                "\"insert_per_s_core\":%.0f,\"lookup_per_s_core\":%.0f,"
                "\"insert_per_cpu_s\":%.0f,\"lookup_per_cpu_s\":%.0f,"
@@ -259,7 +298,7 @@ int main(int argc, char **argv)
                "\"baseline\":\"oc__pkt_parse\",\"parse_per_s\":%.0f,"
                "\"lookup_vs_parse\":%.3f,\"insert_vs_parse\":%.3f,"
                "\"lookup_burst_vs_parse\":%.3f,\"insert_burst_vs_parse\":%.3f}\n",
-               n, mem, (double)mem / n, reps, mi, ml, ci, cl, burst, mbi, mbl,
+               name, n, mem, (double)mem / n, reps, mi, ml, ci, cl, burst, mbi, mbl,
                cbi, cbl, cbl / cl, cbi / ci, mp, ml / mp, mi / mp, mbl / mp,
                mbi / mp);
     }

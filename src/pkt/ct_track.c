@@ -542,13 +542,18 @@ void oc__ct_track_burst(oc_ct_t *ct, uint16_t zone, const uint8_t *const *ip,
             for (s = p[i].h & ct->mask;; s = (s + 1) & ct->mask) {
                 uint64_t v = ct->idx[s];
                 if (v == 0) {
-                    if (p[i].opener && nins < ct->nfree)
-                        __builtin_prefetch(
-                            &ct->e[ct->free[ct->nfree - 1 - nins++]], 1);
+                    if (p[i].opener && nins < ct->nfree) {
+                        uint32_t ei = ct->free[ct->nfree - 1 - nins++];
+                        __builtin_prefetch(&ct->e[ei], 1);
+                        if (ct->a6 != NULL)
+                            __builtin_prefetch(ct->a6[ei], 1);
+                    }
                     break;
                 }
                 if ((uint32_t)(v >> 32) == p[i].h) {
                     __builtin_prefetch(&ct->e[(uint32_t)v - 1]);
+                    if (ct->a6 != NULL) /* its addresses, compared too */
+                        __builtin_prefetch(ct->a6[(uint32_t)v - 1]);
                     break;
                 }
             }
