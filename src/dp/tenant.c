@@ -71,18 +71,24 @@ oc_status_t oc__dp_tenants_start(oc_dp_t *dp, const oc_dp_conf_t *c)
                 }
         for (int d = 0; d < 2; d++) {
             st = oc__acl_create(OC_DP_MAX_TRULES, &ten->acl[t][d]);
-            if (st == OC_OK)
-                st = oc__acl_create(OC_DP_MAX_TRULES, &ten->acl6[t][d]);
             if (st != OC_OK)
                 return st;
         }
     }
     for (uint32_t i = 0; i < tc->nrules; i++) {
         oc_acl_rule_t r = tc->r[i].r;
+        oc_dp_rules6_t **g6 = &ten->g6[tc->r[i].tenant][tc->r[i].ingress];
         r.userdata = tc->r[i].action;
-        st = oc__acl_add(ten->acl[tc->r[i].tenant][tc->r[i].ingress], &r);
-        if (st == OC_OK && oc__dp_trule_is_both(&r))
-            st = oc__acl_add(ten->acl6[tc->r[i].tenant][tc->r[i].ingress], &r);
+        st = tc->r[i].six ? OC_OK
+                          : oc__acl_add(ten->acl[tc->r[i].tenant]
+                                                [tc->r[i].ingress], &r);
+        if (st == OC_OK && oc__dp_trule_v6(&tc->r[i])) {
+            oc_dp_rules6_t *l = oc__dp_rules6_make(*g6, &tc->r[i], -1);
+            if (l == NULL)
+                return OC_ERR_NO_MEMORY;
+            free(*g6); /* no worker runs yet */
+            *g6 = l;
+        }
         if (st != OC_OK) {
             oc_error(OC_COMP_DP, "tenant %s: rule id %u refused by the "
                      "classifier", tc->t[tc->r[i].tenant].name, r.id);
@@ -147,7 +153,7 @@ void oc__dp_tenants_stop(oc_dp_t *dp)
         for (uint32_t t = 0; t < dp->ten->n; t++)
             for (int d = 0; d < 2; d++) {
                 oc__acl_destroy(dp->ten->acl[t][d]);
-                oc__acl_destroy(dp->ten->acl6[t][d]);
+                free(dp->ten->g6[t][d]);
             }
     free(dp->ten);
     dp->ten = NULL;
@@ -400,14 +406,45 @@ static void ip_str(uint32_t ip, char *b, size_t cap)
              ip & 255);
 }
 
+/* whether classifier @p acl holds rule id @p id (control thread) */
+static bool acl_has(const oc_acl_t *acl, uint32_t id)
+{
+    oc_acl_rule_t *r = malloc(OC_DP_MAX_TRULES * sizeof(*r));
+    size_t n = r != NULL ? oc__acl_rules(acl, r, OC_DP_MAX_TRULES) : 0;
+    bool has = false;
+
+    for (size_t i = 0; i < n && !has; i++)
+        has = r[i].id == id;
+    free(r);
+    return has;
+}
+
+/* publish @p l as tenant @p t's IPv6 group of direction @p d; the old one
+ * is freed once no worker can be reading it */
+static void g6_publish(oc_dp_t *dp, int t, int d, oc_dp_rules6_t *l)
+{
+    oc_dp_rules6_t *old = dp->ten->g6[t][d];
+
+    __atomic_store_n(&dp->ten->g6[t][d], l, __ATOMIC_RELEASE);
+    if (oc__dp_tenant_grace(dp) != 0) {
+        oc_error(OC_COMP_DP, "a worker is stuck: the replaced IPv6 group "
+                 "is not freed");
+        return;
+    }
+    free(old);
+}
+
 /* "add TENANT ingress|egress RULE" / "del TENANT ingress|egress ID": the
- * tenant's classifier changes live (the control thread is its writer);
+ * tenant's groups change live (the control thread is their writer): the
+ * classifier for a rule with IPv4 prefixes, the IPv6 list
+ * (tenant_rule6.c) for one with IPv6 prefixes, both for one with none;
  * other tenants' groups and every tracked flow are untouched */
 static int rule_ctl(oc_dp_t *dp, const char *args, FILE *out)
 {
     char verb[8], name[40], dir[10];
     int used = 0, t, ingress;
     oc_acl_t *acl;
+    oc_dp_rules6_t *l;
 
     if (sscanf(args, "%7s %39s %9s %n", verb, name, dir, &used) != 3 ||
         used == 0 || (strcmp(verb, "add") && strcmp(verb, "del")) ||
@@ -424,44 +461,77 @@ static int rule_ctl(oc_dp_t *dp, const char *args, FILE *out)
     ingress = dir[0] == 'i';
     acl = dp->ten->acl[t][ingress];
     if (verb[0] == 'a') {
-        oc_dp_rule_t r;
-        char why[160];
-        if (oc__dp_rule_parse(args + used, &r, why, sizeof(why)) != 0) {
+        oc_dp_trule_t r;
+        oc_dp_rule_t r4;
+        char why[200];
+        size_t k;
+        if (oc__dp_trule_parse(args + used, &r, why, sizeof(why)) != 0) {
             fprintf(out, "error: %s\n", why);
             return 1;
         }
         r.r.userdata = r.action;
-        if (oc__acl_add(acl, &r.r) != OC_OK) {
+        if (oc__dp_rules6_has(dp->ten->g6[t][ingress], r.r.id) ||
+            (r.six && acl_has(acl, r.r.id)) ||
+            (oc__dp_trule_v6(&r) && dp->ten->g6[t][ingress] != NULL &&
+             dp->ten->g6[t][ingress]->n >= OC_DP_MAX_TRULES)) {
             fprintf(out, "error: tenant %s %s: rule id %u exists or the group "
                          "is full (%u rules)\n", name, dir, r.r.id,
                     OC_DP_MAX_TRULES);
             return 1;
         }
-        /* a rule without addresses applies to IPv6 too (its group has
-         * the same room: one rule there per rule here) */
-        if (oc__dp_trule_is_both(&r.r) &&
-            oc__acl_add(dp->ten->acl6[t][ingress], &r.r) != OC_OK) {
-            (void)oc__acl_del(acl, r.r.id);
-            fprintf(out, "error: tenant %s %s: rule id %u refused by the "
-                         "IPv6 group\n", name, dir, r.r.id);
+        if (!r.six && oc__acl_add(acl, &r.r) != OC_OK) {
+            fprintf(out, "error: tenant %s %s: rule id %u exists or the group "
+                         "is full (%u rules)\n", name, dir, r.r.id,
+                    OC_DP_MAX_TRULES);
             return 1;
         }
-        oc__dp_rule_format(&r, why, sizeof(why));
+        if (oc__dp_trule_v6(&r)) {
+            l = oc__dp_rules6_make(dp->ten->g6[t][ingress], &r, -1);
+            if (l == NULL) {
+                if (!r.six)
+                    (void)oc__acl_del(acl, r.r.id);
+                fprintf(out, "error: out of memory\n");
+                return 1;
+            }
+            g6_publish(dp, t, ingress, l);
+        }
+        r4.r = r.r;
+        r4.action = r.action;
+        oc__dp_rule_format(&r4, why, sizeof(why));
+        k = strlen(why);
+        if (r.six) {
+            char a[48], b[48];
+            inet_ntop(AF_INET6, r.src6, a, sizeof(a));
+            inet_ntop(AF_INET6, r.dst6, b, sizeof(b));
+            snprintf(why + k, sizeof(why) - k, " (IPv6 src=%s/%u dst=%s/%u)",
+                     a, r.src6_len, b, r.dst6_len);
+        }
         oc_info(OC_COMP_DP, "tenant %s %s rule added: %s", name, dir, why);
         fprintf(out, "ok\nadded %s %s %s\n", name, dir, why);
     } else {
         char *end;
         unsigned long id = strtoul(args + used, &end, 10);
+        bool in6;
         if (args[used] < '0' || args[used] > '9' || *end != '\0' ||
             id > UINT32_MAX) {
             fprintf(out, "error: tenant rule del takes a rule id\n");
             return 1;
         }
-        (void)oc__acl_del(dp->ten->acl6[t][ingress], (uint32_t)id);
-        if (oc__acl_del(acl, (uint32_t)id) != OC_OK) {
+        in6 = oc__dp_rules6_has(dp->ten->g6[t][ingress], (uint32_t)id);
+        if (oc__acl_del(acl, (uint32_t)id) != OC_OK && !in6) {
             fprintf(out, "error: tenant %s %s has no rule id %lu\n", name,
                     dir, id);
             return 1;
+        }
+        if (in6) {
+            l = oc__dp_rules6_make(dp->ten->g6[t][ingress], NULL,
+                                   (int64_t)id);
+            if (l == NULL) {
+                fprintf(out, "error: out of memory (IPv6 rule %lu kept)\n",
+                        id);
+                return 1;
+            }
+            g6_publish(dp, t, ingress, l);
         }
         oc_info(OC_COMP_DP, "tenant %s %s rule %lu deleted", name, dir, id);
         fprintf(out, "ok\ndeleted %s %s id=%lu\n", name, dir, id);

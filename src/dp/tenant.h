@@ -63,6 +63,11 @@ typedef struct {
     uint32_t id, prio;
     oc_acl_rule_t r;
     oc_acl_action_t action;
+    /* IPv6 prefixes (tenant_rule6.c): six set, r's own addresses any; the
+     * rule then applies to IPv6 only */
+    uint8_t  six;
+    uint8_t  src6_len, dst6_len; /* 0..128, 0: any */
+    uint8_t  src6[16], dst6[16];
 } oc_dp_trule_t;
 
 /* IPv6 flows: a table of their own per worker (ct.h: 32 bytes more per

@@ -12,7 +12,8 @@
  *   attachment's own; ip6=, when given, too: the i-th item the i-th
  *   attachment's IPv6 addresses joined by '+', '-' for none but its
  *   link-local one, which every attachment has)
- *   tenant_rule NAME ingress|egress RULE   (RULE: the `rule` syntax)
+ *   tenant_rule NAME ingress|egress RULE   (RULE: the `rule` syntax;
+ *                                          IPv6 prefixes: tenant_rule6.c)
  *   conntrack [flows=N] [TIMEOUT=SECONDS]...
  *
  * Strict like conf.c: every error with file:line, nothing applied on error.
@@ -298,7 +299,7 @@ int oc__dp_tenant_directive(oc_dp_conf_t *c, char **tok, int n,
     if (!strcmp(tok[0], "tenant")) {
         (void)oc__dp_tenant_parse(tc, tok, n, file, ln, e);
     } else if (!strcmp(tok[0], "tenant_rule")) {
-        oc_dp_rule_t r;
+        oc_dp_trule_t r;
         char why[160];
         int t;
         if (n < 4 || (strcmp(tok[2], "ingress") && strcmp(tok[2], "egress"))) {
@@ -310,7 +311,7 @@ int oc__dp_tenant_directive(oc_dp_conf_t *c, char **tok, int n,
             ERR("tenant_rule: no tenant '%.32s' defined above", tok[1]);
             return 1;
         }
-        if (oc__dp_rule_parse(rule, &r, why, sizeof(why)) != 0) {
+        if (oc__dp_trule_parse(rule, &r, why, sizeof(why)) != 0) {
             ERR("tenant_rule %s: %s", tok[1], why);
             return 1;
         }
@@ -326,9 +327,9 @@ int oc__dp_tenant_directive(oc_dp_conf_t *c, char **tok, int n,
             ERR("more than %u tenant rules", OC_DP_MAX_TRULES);
             return 1;
         }
-        tc->r[tc->nrules++] = (oc_dp_trule_t){
-            .tenant = (uint32_t)t, .ingress = tok[2][0] == 'i', .r = r.r,
-            .action = r.action};
+        r.tenant = (uint32_t)t;
+        r.ingress = tok[2][0] == 'i';
+        tc->r[tc->nrules++] = r;
     } else if (!strcmp(tok[0], "conntrack")) {
         unsigned seen = 0;
         for (int i = 1; i < n; i++) {

@@ -19,6 +19,13 @@ typedef struct {
     uint64_t arp_replies; /* ARP requests for the tunnel end answered */
 } tctr_t;
 
+/* A tenant-direction's rules that apply to IPv6, by priority then id
+ * (tenant_rule6.c): immutable once published. */
+typedef struct {
+    uint32_t      n;
+    oc_dp_trule_t r[];
+} oc_dp_rules6_t;
+
 /* the expiry sweep of one table (tenant.c) */
 typedef struct {
     uint64_t     us;         /* its last call */
@@ -44,15 +51,35 @@ struct oc_dp_tenants {
     uint32_t n;  /* slots used so far (live or freed) */
     oc_dp_tenant_conf_t t[OC_DP_MAX_TENANTS];
     oc_acl_t *acl[OC_DP_MAX_TENANTS][2]; /* [t][ingress] */
-    /* the groups IPv6 packets meet: the rules without addresses (their
-     * keys have none: src/dst 0); see docs/tenants.md */
-    oc_acl_t *acl6[OC_DP_MAX_TENANTS][2];
+    /* the groups IPv6 packets meet (tenant_rule6.c): [t][ingress], NULL
+     * when empty; replaced whole by the control thread, read by the
+     * workers with acquire loads */
+    oc_dp_rules6_t *g6[OC_DP_MAX_TENANTS][2];
     uint8_t   live[OC_DP_MAX_TENANTS];    /* slot in use (tenant_live.c) */
     /* dp attachment a is attachment att_idx[a] of tenant att_tenant[a]
      * (its MAC and address: t[].mac/ip[att_idx[a]]); written before
      * att_tenant[a] is published (release) */
     uint8_t   att_idx[OC_DP_MAX_ATTACH];
 };
+
+/** A tenant_rule: the `rule` syntax, with src=/dst= also taking IPv6
+ *  prefixes (ADDR[/LEN]).  @return 0, or -1 with the reason. */
+int oc__dp_trule_parse(const char *text, oc_dp_trule_t *out, char *why,
+                       size_t whylen);
+/** Whether @p t applies to IPv6: IPv6 prefixes, or no address at all. */
+bool oc__dp_trule_v6(const oc_dp_trule_t *t);
+/** A new list: @p old (NULL: empty) without rule id @p del_id (-1: none)
+ *  and with @p add (NULL: none).  @return it (malloc'd), NULL no memory. */
+oc_dp_rules6_t *oc__dp_rules6_make(const oc_dp_rules6_t *old,
+                                   const oc_dp_trule_t *add, int64_t del_id);
+bool oc__dp_rules6_has(const oc_dp_rules6_t *l, uint32_t id);
+/** The IPv6 group's answer for key @p k (protocol, ports) between
+ *  @p src and @p dst: 1 allow, 0 deny by rule, -1 no rule matches. */
+int oc__dp_group6(const oc_dp_rules6_t *l, const oc_acl_key_t *k,
+                  const uint8_t *src, const uint8_t *dst);
+/** Wait until every worker has passed a loop (or sleeps): what it read
+ *  before is no longer in use.  @return 0, -1 a worker is stuck. */
+int oc__dp_tenant_grace(oc_dp_t *dp);
 
 /** Whether a tenant rule applies to IPv6 too: it names no address (its
  *  prefixes are IPv4; IPv6 packets meet only the rules without). */

@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 /* every worker past the burst it was in: 0, or -1 after 3 s */
-static int grace(oc_dp_t *dp)
+int oc__dp_tenant_grace(oc_dp_t *dp)
 {
     uint64_t seq0[OC_DP_MAX_THREADS];
 
@@ -121,10 +121,8 @@ static int add(oc_dp_t *dp, char *args, FILE *out)
     pthread_mutex_lock(&dp->lock);
     ten->t[slot] = *tc;
     for (int d = 0; d < 2; d++)
-        if ((ten->acl[slot][d] == NULL &&
-             oc__acl_create(OC_DP_MAX_TRULES, &ten->acl[slot][d]) != OC_OK) ||
-            (ten->acl6[slot][d] == NULL &&
-             oc__acl_create(OC_DP_MAX_TRULES, &ten->acl6[slot][d]) != OC_OK)) {
+        if (ten->acl[slot][d] == NULL &&
+            oc__acl_create(OC_DP_MAX_TRULES, &ten->acl[slot][d]) != OC_OK) {
             pthread_mutex_unlock(&dp->lock);
             fprintf(out, "error: out of memory\n");
             goto done;
@@ -179,7 +177,7 @@ static int del(oc_dp_t *dp, const char *name, FILE *out)
                                          "%s%s", used ? "," : "",
                                          dp->att[i].name);
         }
-    if (grace(dp) != 0 || oc__dp_tenant_ask_all(dp, 1, (int)t) != 0) {
+    if (oc__dp_tenant_grace(dp) != 0 || oc__dp_tenant_ask_all(dp, 1, (int)t) != 0) {
         /* a worker is stuck: keep the slot (its flows may still be used) */
         fprintf(out, "error: a worker did not answer; attachment closed, "
                      "tenant %s kept\n", name);
@@ -190,8 +188,8 @@ static int del(oc_dp_t *dp, const char *name, FILE *out)
     for (int d = 0; d < 2; d++) {
         oc__acl_destroy(ten->acl[t][d]);
         ten->acl[t][d] = NULL;
-        oc__acl_destroy(ten->acl6[t][d]);
-        ten->acl6[t][d] = NULL;
+        free(ten->g6[t][d]); /* after the grace period above */
+        ten->g6[t][d] = NULL;
     }
     pthread_mutex_unlock(&dp->lock);
     oc_info(OC_COMP_DP, "tenant %s deleted; attachment(s) %s closed", name,

@@ -77,7 +77,7 @@ static bool v6_prep(const uint8_t *f, uint32_t len, oc_pkt_meta_t *m,
     int type = oc__icmp6_type(f, len, m, &tgt);
 
     *nd_tgt = type == 135 ? tgt : NULL;
-    memset(&m->key, 0, sizeof(m->key)); /* no addresses: see acl6 */
+    memset(&m->key, 0, sizeof(m->key)); /* addresses: tenant_rule6.c */
     m->key.proto = m->l4_proto;
     if (m->l4_off != 0 && (m->l4_proto == 6 || m->l4_proto == 17)) {
         m->key.sport = (uint16_t)(f[m->l4_off] << 8 | f[m->l4_off + 1]);
@@ -123,22 +123,35 @@ static uint8_t sibling(const oc_dp_t *dp, uint32_t t, uint32_t x,
     return NONE;
 }
 
-/* conntrack's question on the host side: a flow toward the wire opens;
- * one toward another attachment (a hairpin) if the ingress group allows */
+/* the ingress group's answer for conntrack packet @p j: IPv4's
+ * classifier, or (six) the IPv6 group with the packet's addresses */
 typedef struct {
     oc_dp_worker_t *w;
-    oc_acl_t       *acl; /* the tenant's ingress group */
+    oc_acl_t       *acl; /* the tenant's ingress group (IPv4) */
     const uint16_t *at;
-    const uint8_t  *to;
+    const uint8_t  *to;  /* egress: hairpin destinations; ingress: NULL */
     int8_t         *g;   /* per conntrack packet: the answer, 2 not asked */
-} hask_t;
+    const oc_dp_rules6_t *l6;    /* six: the IPv6 ingress group */
+    const uint8_t *const *ip;    /* six: the packets' IPv6 headers */
+    bool            six;
+} ask_t;
 
+static int ask_group(const ask_t *a, uint32_t j)
+{
+    const oc_acl_key_t *k = &a->w->meta[a->at[j]].key;
+    if (a->six)
+        return oc__dp_group6(a->l6, k, a->ip[j] + 8, a->ip[j] + 24);
+    return group(a->acl, k);
+}
+
+/* conntrack's question on the host side: a flow toward the wire opens;
+ * one toward another attachment (a hairpin) if the ingress group allows */
 static bool may_open_out(void *arg, uint32_t j)
 {
-    hask_t *a = arg;
+    ask_t *a = arg;
     if (a->to[a->at[j]] == NONE)
         return true;
-    a->g[j] = (int8_t)group(a->acl, &a->w->meta[a->at[j]].key);
+    a->g[j] = (int8_t)ask_group(a, j);
     return a->g[j] > 0;
 }
 
@@ -156,9 +169,13 @@ static void egress(oc_dp_worker_t *w, uint32_t t, uint32_t a, oc_pkt_t **pkts,
     oc_ct_info_t info[OC_DP_BURST_MAX];
     oc_vxlan_hdr_t hdr;
     int8_t g[OC_DP_BURST_MAX];
-    hask_t ask = {w, ten->acl[t][1], at, to, g};
+    ask_t ask = {w, ten->acl[t][1], at, to, g, NULL, NULL, false};
     uint16_t at6[OC_DP_BURST_MAX], n6 = 0; /* IPv6 frames for conntrack */
-    hask_t ask6 = {w, ten->acl6[t][1], NULL, to, NULL};
+    const oc_dp_rules6_t *g6 = __atomic_load_n(&ten->g6[t][0],
+                                               __ATOMIC_ACQUIRE);
+    ask_t ask6 = {w, NULL, NULL, to, NULL,
+                  __atomic_load_n(&ten->g6[t][1], __ATOMIC_ACQUIRE), NULL,
+                  true};
 
     prefetch(pkts, n, true);
     /* parse and anti-spoofing; the keys of IPv4 frames for the group; the
@@ -180,7 +197,8 @@ static void egress(oc_dp_worker_t *w, uint32_t t, uint32_t a, oc_pkt_t **pkts,
             to[i] = sibling(w->dp, t, x, pkts[i]->data, pkts[i]->len, nd);
             if (link) /* neighbor discovery, MLD: always within the tenant */
                 continue;
-            if (group(ten->acl6[t][0], &m->key) == 0)
+            if (oc__dp_group6(g6, &m->key, pkts[i]->data + m->l3_off + 8,
+                              pkts[i]->data + m->l3_off + 24) == 0)
                 why[i] = OC_DP_T_DENIED;
             else
                 at6[n6++] = i;
@@ -217,6 +235,7 @@ static void egress(oc_dp_worker_t *w, uint32_t t, uint32_t a, oc_pkt_t **pkts,
      * ingress group allows); IPv6 flows in their table, after IPv4's */
     ask6.at = at + nc;
     ask6.g = g + nc;
+    ask6.ip = ip + nc;
     for (uint16_t j = 0; j < n6; j++) {
         ip[nc + j] = pkts[at6[j]]->data + w->meta[at6[j]].l3_off;
         len[nc + j] = pkts[at6[j]]->len - w->meta[at6[j]].l3_off;
@@ -244,8 +263,7 @@ static void egress(oc_dp_worker_t *w, uint32_t t, uint32_t a, oc_pkt_t **pkts,
                 break;
             default:
                 if (gj == 2)
-                    gj = group(j < nc ? ask.acl : ask6.acl,
-                               &w->meta[at[j]].key);
+                    gj = j < nc ? ask_group(&ask, j) : ask_group(&ask6, j - nc);
                 if (gj <= 0)
                     *y = gj == 0 ? OC_DP_T_DENIED : OC_DP_T_NO_CONN;
                 else if (cr[j] == OC_CT_NO_CONN)
@@ -289,17 +307,10 @@ static void egress(oc_dp_worker_t *w, uint32_t t, uint32_t a, oc_pkt_t **pkts,
 }
 
 /* the ingress group, asked by conntrack when a packet would open a flow */
-typedef struct {
-    oc_dp_worker_t *w;
-    oc_acl_t       *acl;
-    const uint16_t *at;
-    int8_t         *g; /* per conntrack packet: the answer, 2 not asked */
-} ask_t;
-
 static bool may_open(void *arg, uint32_t j)
 {
     ask_t *a = arg;
-    a->g[j] = (int8_t)group(a->acl, &a->w->meta[a->at[j]].key);
+    a->g[j] = (int8_t)ask_group(a, j);
     return a->g[j] > 0;
 }
 
@@ -317,9 +328,11 @@ static void ingress(oc_dp_worker_t *w, uint32_t t, uint32_t a,
     int8_t g[OC_DP_BURST_MAX];
     oc_ct_result_t cr[OC_DP_BURST_MAX];
     oc_ct_info_t info[OC_DP_BURST_MAX];
-    ask_t ask = {w, ten->acl[t][1], at, g};
+    ask_t ask = {w, ten->acl[t][1], at, NULL, g, NULL, NULL, false};
     uint16_t at6[OC_DP_BURST_MAX], n6 = 0; /* IPv6 frames for conntrack */
-    ask_t ask6 = {w, ten->acl6[t][1], NULL, NULL};
+    ask_t ask6 = {w, NULL, NULL, NULL, NULL,
+                  __atomic_load_n(&ten->g6[t][1], __ATOMIC_ACQUIRE), NULL,
+                  true};
 
     prefetch(pkts, n, false);
     /* the tunnel's checks, the inner frame's parse and delivery check */
@@ -395,6 +408,7 @@ static void ingress(oc_dp_worker_t *w, uint32_t t, uint32_t a,
      * flows in their table, after IPv4's */
     ask6.at = at + nc;
     ask6.g = g + nc;
+    ask6.ip = ip + nc;
     for (uint16_t j = 0; j < n6; j++) {
         uint16_t i = at6[j];
         ip[nc + j] = pkts[i]->data + ioff[i] + w->meta[i].l3_off;
@@ -422,7 +436,7 @@ static void ingress(oc_dp_worker_t *w, uint32_t t, uint32_t a,
             break;
         default: /* no flow (a fragment has none): the group decides */
             if (gj == 2)
-                gj = group(j < nc ? ask.acl : ask6.acl, &w->meta[at[j]].key);
+                gj = j < nc ? ask_group(&ask, j) : ask_group(&ask6, j - nc);
             if (gj <= 0)
                 *y = gj == 0 ? OC_DP_T_DENIED : OC_DP_T_NO_CONN;
             else if (cr[j] == OC_CT_NO_CONN)

@@ -113,6 +113,8 @@ attach b host=h12ahb1 wire=h12afb1
 tenant A vni=100 attach=a mac=02:00:0a:00:00:a1 ip=10.10.0.1 ip6=fd00::1 local=192.168.71.1 local_mac=02:00:c0:00:00:a1 remote=192.168.71.2 remote_mac=02:00:c0:00:00:a2
 tenant B vni=200 attach=b mac=02:00:0a:00:00:b1 ip=10.10.0.1 ip6=fd00::1 local=192.168.72.1 local_mac=02:00:c0:00:00:b1 remote=192.168.72.2 remote_mac=02:00:c0:00:00:b2
 tenant_rule A ingress id=1 action=allow proto=tcp dport=41480
+tenant_rule A ingress id=2 action=allow proto=tcp src=fd00::2/128 dport=41483
+tenant_rule A ingress id=3 action=allow proto=tcp src=fd00::99 dport=41484
 conntrack flows=65536 flows6=4096
 EOF
 OC_LOG=info ip netns exec $D "$dp" --config "$tmp/dp.conf" >>"$tmp/dp.log" 2>&1 &
@@ -152,8 +154,10 @@ srv() { # srv NS PORT: an HTTP server on [::]:PORT serving $tmp/www
     bg ip netns exec $1 $SPY -m http.server --bind :: --directory "$tmp/www" $2 \
         >>"$tmp/http.log" 2>&1
 }
-srv $HA 41480; srv $HA 41481; srv $RA 41482
-wait_for 10 ip netns exec $HA sh -c 'ss -ltn | grep -q ":41481 "' || fail "servers on HA"
+srv $HA 41480; srv $HA 41481; srv $RA 41482; srv $HA 41483; srv $HA 41484
+for p in 41480 41481 41483 41484; do
+    wait_for 10 ip netns exec $HA sh -c "ss -ltn | grep -q ':$p '" || fail "server $p on HA"
+done
 wait_for 10 ip netns exec $RA sh -c 'ss -ltn | grep -q ":41482 "' || fail "server on RA"
 [ "$(ip netns exec $RA curl -6 -sf --max-time 5 'http://[fd00::1]:41480/a.txt')" = hello6 ] ||
     fail "RA -> HA:41480 (opened by A's ingress group)"
@@ -164,6 +168,25 @@ ip netns exec $RA curl -6 -sf --max-time 2 'http://[fd00::1]:41481/a.txt' >/dev/
 [ "$(ip netns exec $HA curl -6 -sf --max-time 5 'http://[fd00::2]:41482/a.txt')" = hello6 ] ||
     fail "HA -> RA:41482 (replies by conntrack only)"
 ok "default deny for IPv6: 41480 open by rule, 41481 refused (no_connection $nc0 -> $(drop A no_connection)), HA's own connection returns"
+
+# --- rules with IPv6 prefixes, from the config and live
+[ "$(ip netns exec $RA curl -6 -sf --max-time 5 'http://[fd00::1]:41483/a.txt')" = hello6 ] ||
+    fail "RA -> HA:41483 (rule 2: src=fd00::2/128)"
+nc0=$(drop A no_connection)
+ip netns exec $RA curl -6 -sf --max-time 2 'http://[fd00::1]:41484/a.txt' >/dev/null &&
+    fail "RA -> HA:41484 passed: rule 3 is for src=fd00::99 only"
+[ "$(drop A no_connection)" -gt "$nc0" ] || fail "no_connection did not count RA -> HA:41484"
+ctl tenant rule add A ingress id=4 action=allow proto=tcp src=fd00::/64 dport=41481 >"$tmp/rule.out" ||
+    fail "tenant rule add with an IPv6 prefix: $(cat "$tmp/rule.out")"
+grep -q "IPv6 src=fd00::/64" "$tmp/rule.out" || fail "rule add answer: $(cat "$tmp/rule.out")"
+[ "$(ip netns exec $RA curl -6 -sf --max-time 5 'http://[fd00::1]:41481/a.txt')" = hello6 ] ||
+    fail "RA -> HA:41481 after rule 4 was added"
+ctl tenant rule del A ingress 4 >/dev/null || fail "tenant rule del 4"
+ip netns exec $RA curl -6 -sf --max-time 2 'http://[fd00::1]:41481/a.txt' >/dev/null &&
+    fail "RA -> HA:41481 passed after rule 4 was deleted"
+out=$(ctl tenant rule add A ingress id=5 action=allow src=10.0.0.0/8 dst=fd00::1 2>&1) &&
+    fail "a rule with IPv4 and IPv6 prefixes was taken"
+ok "IPv6 prefix rules: src=fd00::2/128 opens 41483, src=fd00::99 keeps 41484 shut; a live src=fd00::/64 rule opens 41481, its del closes it"
 
 # --- operators see IPv6 flows
 ip netns exec $HA ping -6 -c 1 -W 2 fd00::2 >/dev/null || fail ping6

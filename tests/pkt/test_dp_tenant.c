@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "dp/dp.h"
+#include "dp/tenant_int.h"
 
 #define BASE                                                                   \
     "threads 1\n"                                                              \
@@ -227,6 +228,108 @@ static void test_ip6(void **state)
 #undef TAIL6
 }
 
+/* tenant rules for IPv6: src=/dst= take IPv6 prefixes (the rule then
+ * applies to IPv6 only); an address-less rule applies to both; the IPv6
+ * group is the first match by priority, then id */
+static void test_rules6(void **state)
+{
+    oc_dp_conf_t c;
+    oc_conf_errors_t e;
+    oc_dp_trule_t r[4];
+    oc_dp_rules6_t *l = NULL, *l2;
+    char why[200];
+    oc_acl_key_t k = {.proto = 6, .sport = 40000, .dport = 443};
+    static const uint8_t in[16] = {0xfd, 0, 0, 0, 0, 0, 0, 0,
+                                   0, 0, 0, 0, 0, 0, 0, 9};
+    static const uint8_t out[16] = {0xfd, 0, 0, 1, 0, 0, 0, 0,
+                                    0, 0, 0, 0, 0, 0, 0, 9};
+    static const uint8_t me[16] = {0xfd, 0, 0, 0, 0, 0, 0, 0,
+                                   0, 0, 0, 0, 0, 0, 0, 1};
+    (void)state;
+
+    assert_int_equal(oc__dp_trule_parse("id=1 prio=10 action=allow "
+                                        "proto=tcp src=fd00::5/64 dport=443",
+                                        &r[0], why, sizeof(why)), 0);
+    assert_int_equal(r[0].six, 1);
+    assert_int_equal(r[0].src6_len, 64);
+    assert_int_equal(r[0].src6[15], 0); /* host bits cleared */
+    assert_int_equal(r[0].dst6_len, 0);
+    assert_int_equal(r[0].r.src_len, 0);
+    assert_true(oc__dp_trule_v6(&r[0]));
+    assert_int_equal(oc__dp_trule_parse("id=2 prio=20 action=deny proto=tcp",
+                                        &r[1], why, sizeof(why)), 0);
+    assert_int_equal(r[1].six, 0);
+    assert_true(oc__dp_trule_v6(&r[1])); /* no address: both */
+    assert_int_equal(oc__dp_trule_parse("id=3 prio=5 action=deny "
+                                        "src=10.0.0.0/8", &r[2], why,
+                                        sizeof(why)), 0);
+    assert_false(oc__dp_trule_v6(&r[2])); /* IPv4 prefixes: IPv4 only */
+    assert_int_equal(oc__dp_trule_parse("id=4 prio=10 action=deny "
+                                        "dst=fd00::1", &r[3], why,
+                                        sizeof(why)), 0);
+    assert_int_equal(r[3].dst6_len, 128);
+    /* refused: a bad prefix, one given twice, both families */
+    assert_int_equal(oc__dp_trule_parse("id=5 action=allow src=fd00::/129",
+                                        &r[3], why, sizeof(why)), -1);
+    assert_non_null(strstr(why, "an IPv6 prefix is ADDR[/0..128]"));
+    assert_int_equal(oc__dp_trule_parse("id=5 action=allow src=fd00::1 "
+                                        "src=fd00::2", &r[3], why,
+                                        sizeof(why)), -1);
+    assert_int_equal(oc__dp_trule_parse("id=5 action=allow src=fd00::zz",
+                                        &r[3], why, sizeof(why)), -1);
+    assert_int_equal(oc__dp_trule_parse("id=5 action=allow src=10.0.0.1 "
+                                        "dst=fd00::1", &r[3], why,
+                                        sizeof(why)), -1);
+    assert_non_null(strstr(why, "not both"));
+    assert_int_equal(oc__dp_trule_parse("id=5 action=allow dport=99999 "
+                                        "dst=fd00::1", &r[3], why,
+                                        sizeof(why)), -1);
+    assert_int_equal(oc__dp_trule_parse("id=4 prio=10 action=deny "
+                                        "dst=fd00::1", &r[3], why,
+                                        sizeof(why)), 0);
+
+    /* the group: rule 1 (prio 10, allow from fd00::/64 to 443), rule 4
+     * (prio 10, deny to fd00::1), rule 2 (prio 20, deny tcp) */
+    for (int i = 0; i < 4; i++) {
+        if (i == 2)
+            continue;
+        l2 = oc__dp_rules6_make(l, &r[i], -1);
+        assert_non_null(l2);
+        free(l);
+        l = l2;
+    }
+    assert_int_equal(l->n, 3);
+    assert_int_equal(l->r[0].r.id, 1); /* prio 10, id 1 first */
+    assert_int_equal(l->r[1].r.id, 4);
+    assert_int_equal(l->r[2].r.id, 2);
+    assert_true(oc__dp_rules6_has(l, 4));
+    assert_false(oc__dp_rules6_has(l, 3));
+    assert_int_equal(oc__dp_group6(l, &k, in, me), 1);  /* rule 1 */
+    assert_int_equal(oc__dp_group6(l, &k, out, me), 0); /* rule 4 */
+    assert_int_equal(oc__dp_group6(l, &k, out, in), 0); /* rule 2 */
+    k.proto = 17;
+    assert_int_equal(oc__dp_group6(l, &k, out, in), -1); /* no rule */
+    assert_int_equal(oc__dp_group6(NULL, &k, out, in), -1);
+    l2 = oc__dp_rules6_make(l, NULL, 4);
+    assert_int_equal(l2->n, 2);
+    k.proto = 6;
+    assert_int_equal(oc__dp_group6(l2, &k, out, me), 0); /* now rule 2 */
+    free(l);
+    free(l2);
+
+    /* in the config file: file:line errors, the rule kept with its
+     * prefixes */
+    assert_int_equal(parse(BASE TA "tenant_rule A ingress id=1 action=allow "
+                           "src=2001:db8::/32 proto=tcp dport=22\n", &c, &e),
+                     OC_OK);
+    assert_int_equal(c.tenants.nrules, 1);
+    assert_int_equal(c.tenants.r[0].six, 1);
+    assert_int_equal(c.tenants.r[0].src6_len, 32);
+    assert_int_equal(c.tenants.r[0].ingress, 1);
+    refused(BASE TA "tenant_rule A ingress id=1 action=allow src=2001:db8::/x\n",
+            "t.conf:5: tenant_rule A: 'src=2001:db8::/x': an IPv6 prefix is");
+}
+
 static void test_errors(void **state)
 {
     (void)state;
@@ -320,6 +423,7 @@ int main(void)
         cmocka_unit_test(test_two_tenants),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_ip6),
+        cmocka_unit_test(test_rules6),
         cmocka_unit_test(test_shared_wire),
         cmocka_unit_test(test_multi_attach),
     };
