@@ -70,8 +70,6 @@ typedef struct {
     uint8_t  src6[16], dst6[16];
 } oc_dp_trule_t;
 
-/* IPv6 flows: a table of their own per worker (ct.h: 32 bytes more per
- * flow than IPv4's), by default a quarter of the IPv4 table's size */
 typedef struct {
     uint32_t ntenants;
     oc_dp_tenant_conf_t t[OC_DP_MAX_TENANTS];
@@ -79,7 +77,9 @@ typedef struct {
     oc_dp_trule_t r[OC_DP_MAX_TRULES];
     bool     enabled;         /* a conntrack line: tenant state even with no tenant yet */
     uint32_t ct_flows;        /* per worker */
-    uint32_t ct_flows6;       /* IPv6 flows per worker; 0: ct_flows / 4 */
+    uint32_t ct_flows6;       /* IPv6 flows per worker, in a table of their
+                               * own (ct.h: 32 bytes more per flow than
+                               * IPv4's); 0: ct_flows / 4 */
     oc_ct_timeouts_t ct_to;
 } oc_dp_tenants_conf_t;
 

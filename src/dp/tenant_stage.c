@@ -1,7 +1,9 @@
 /*
  * tenant_stage.c — the tenant stages on a burst (tenant.h):
  *   host -> wire: parse, anti-spoofing, egress group, conntrack (opens
- *     flows), policing, VXLAN encapsulation;
+ *     flows), policing, VXLAN encapsulation (IPv6 frames: their own
+ *     anti-spoofing, group and table; neighbor discovery skips the group
+ *     and conntrack);
  *   host -> host (hairpin): a frame from one of a tenant's attachments to
  *     another of its attachments on this DPU (that one's MAC, or a
  *     broadcast ARP request for its address) takes the host -> wire steps
@@ -67,9 +69,10 @@ static void prefetch(oc_pkt_t **pkts, uint16_t n, bool headroom)
     }
 }
 
-/* IPv6: the group key of an IPv6 frame, and
- * whether it is link control (ND, MLD) that passes without groups or
- * conntrack; @p nd_tgt: a neighbor solicitation's target, else NULL */
+/* An IPv6 frame's group key (protocol and ports; its addresses are
+ * matched by tenant_rule6.c), and whether it is link control (ND, MLD),
+ * which passes without groups or conntrack; @p nd_tgt: a neighbor
+ * solicitation's target, else NULL */
 static bool v6_prep(const uint8_t *f, uint32_t len, oc_pkt_meta_t *m,
                     const uint8_t **nd_tgt)
 {

@@ -130,6 +130,13 @@ static const char *const texts[] = {
     "attach=a,a2 mac=02:00:00:00:00:a1,02:00:00:00:00:a2 ip=10.0.0.1,10.0.0.2 "
     "local=192.168.0.1 local_mac=02:00:00:00:01:01 remote=192.168.0.2 "
     "remote_mac=02:00:00:00:01:02\n",
+    /* IPv6 in a tenant: ip6= lists, rules with IPv6 prefixes, flows6= */
+    "attach a host=h0 wire=up\nattach a2 host=h2 wire=up\ntenant A vni=100 "
+    "attach=a,a2 mac=02:00:00:00:00:a1,02:00:00:00:00:a2 ip=10.0.0.1,10.0.0.2 "
+    "ip6=fd00::1+2001:db8::1,- local=192.168.0.1 local_mac=02:00:00:00:01:01 "
+    "remote=192.168.0.2 remote_mac=02:00:00:00:01:02\ntenant_rule A ingress "
+    "id=1 action=allow proto=tcp src=fd00::/64 dport=22\ntenant_rule A egress "
+    "id=2 action=deny dst=2001:db8::5\nconntrack flows=100 flows6=50\n",
     "attach x host=h wire=w\nattach y host=h wire=v\nrule id=1 action=deny\n"
     "rule id=1 action=allow\nbogus line\nthreads 0\n",
 };
@@ -181,7 +188,7 @@ unsigned fuzz_pkt_seeds(fuzz_pkt_seed_fn fn, void *arg)
     for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
         len = strlen(texts[i]);
         memcpy(b, texts[i], len);
-        SEED(i < 4 ? FUZZ_PKT_RULE : FUZZ_PKT_CONF, len, i < 8);
+        SEED(i < 4 ? FUZZ_PKT_RULE : FUZZ_PKT_CONF, len, i < 9);
     }
 #undef SEED
     return n;
