@@ -9,8 +9,9 @@
  *     mode between the two DPUs' wire addresses) · send
  *   wire -> host: parse · ESP decryption · on a shared wire port, the
  *     tenant by VNI, and among that tenant's attachments the one whose MAC
- *     is the inner destination (a broadcast ARP request: the one whose
- *     address it asks for) · tenant stages (decapsulation, VNI check, conntrack,
+ *     is the inner destination (a broadcast ARP request or a multicast
+ *     IPv6 neighbor solicitation: the one whose address it asks for) ·
+ *     tenant stages (decapsulation, VNI check, conntrack,
  *     ingress group, policing) · flow accounting of the inner packet ·
  *     delivery to that tenant's host port
  *
@@ -46,8 +47,9 @@ static inline void ctr_add(uint64_t *c, uint64_t v)
 }
 
 /* Does attachment @p x of tenant @p tc take inner frame @p in (@p len
- * bytes)?  Its own MAC, or a broadcast ARP asking for its own address
- * (other broadcasts: demux() gives them to the tenant's first attachment). */
+ * bytes)?  Its own MAC, a broadcast ARP or a multicast IPv6 neighbor
+ * solicitation asking for its own address (other broadcasts and
+ * multicasts: demux() gives them to the tenant's first attachment). */
 static bool takes(const oc_dp_tenant_conf_t *tc, uint32_t x, const uint8_t *in,
                   uint32_t len)
 {
@@ -57,6 +59,13 @@ static bool takes(const oc_dp_tenant_conf_t *tc, uint32_t x, const uint8_t *in,
         return false;
     if (!memcmp(in, tc->mac[x], 6))
         return true;
+    if (in[0] == 0x33 && in[1] == 0x33) {
+        oc_pkt_meta_t m;
+        const uint8_t *tgt;
+        oc__pkt_parse(in, len, len, &m);
+        return oc__icmp6_type(in, len, &m, &tgt) == 135 && tgt != NULL &&
+               oc__ip6_owns(&tc->ip6[x], tgt);
+    }
     if (memcmp(in, bcast, 6) != 0)
         return false;
     if (in[12] == 0x08 && in[13] == 0x06 && len >= 14 + 28) {

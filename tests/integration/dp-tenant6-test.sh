@@ -6,12 +6,16 @@
 # kernel does IPv6 neighbor discovery through offcore-dp.
 #
 #   HA (tenant A, fd00::1)  --veth--  D: offcore-dp  --fabric--  RA: vxlan vni 100 (fd00::2)
+#   HA2 (tenant A, fd00::3) --veth--  D   (a second attachment of A, on A's fabric port)
 #   HB (tenant B, fd00::1)  --veth--  D: offcore-dp  --fabric--  RB: vxlan vni 200 (fd00::2, fd00::b2)
 #
 # The two tenants use the same IPv6 addresses.  Checks:
 #   - ping6 (global and link-local) from HA to RA and HB to RB: neighbor
 #     discovery both ways (multicast solicitations delivered to the
 #     attachment owning the target), echo through IPv6 conntrack;
+#   - A's two attachments: RA reaches HA2 (its solicitation for fd00::3
+#     goes to HA2 only), HA and HA2 reach each other on the DPU (hairpin:
+#     neighbor discovery, ping6, curl -6 through A's ingress group);
 #   - never across tenants: HA cannot reach fd00::b2, which only tenant
 #     B's remote has;
 #   - default deny: RA reaches HA's server on the port A's ingress group
@@ -43,21 +47,21 @@ done
 [ -n "$SPY" ] || skip "python3-scapy is not installed"
 
 id=$$
-HA=h12aHA$id HB=h12aHB$id RA=h12aRA$id RB=h12aRB$id D=h12aD$id
+HA=h12aHA$id HB=h12aHB$id RA=h12aRA$id RB=h12aRB$id D=h12aD$id HA2=h12aH2$id
 ip netns add $D 2>/dev/null || skip "cannot create network namespaces"
 tmp=$(mktemp -d /tmp/h12a-dp6.XXXXXX)
 dppid=
 cleanup_extra() { [ -n "$dppid" ] && kill "$dppid" 2>/dev/null; }
-cleanup_on_exit $HA $HB $RA $RB $D
+cleanup_on_exit $HA $HB $RA $RB $D $HA2
 fail_logs() {
     echo "--- offcore-dp log"; tail -30 "$tmp/dp.log" 2>/dev/null
     echo "--- counters"; ctl stat --raw 2>/dev/null | grep -E 'tenant|conntrack6' | grep -v ' 0$'
 }
 
-for n in $HA $HB $RA $RB; do ip netns add $n || fail "netns"; done
+for n in $HA $HB $RA $RB $HA2; do ip netns add $n || fail "netns"; done
 # no duplicate address detection (its wait is not what this tests); the
 # DPU's own interfaces speak no IPv6 (offcore-dp owns them)
-for n in $HA $HB $RA $RB $D; do
+for n in $HA $HB $RA $RB $D $HA2; do
     ip netns exec $n sysctl -qw net.ipv6.conf.all.accept_dad=0 \
         net.ipv6.conf.default.accept_dad=0 || fail sysctl
 done
@@ -67,6 +71,8 @@ ip link add h12aha0 $Q netns $HA type veth peer name h12aha1 $Q netns $D || fail
 ip link add h12ahb0 $Q netns $HB type veth peer name h12ahb1 $Q netns $D || fail veth
 ip link add h12afa0 $Q netns $RA type veth peer name h12afa1 $Q netns $D || fail veth
 ip link add h12afb0 $Q netns $RB type veth peer name h12afb1 $Q netns $D || fail veth
+ip link add h12aha2 $Q netns $HA2 type veth peer name h12aha3 $Q netns $D || fail veth
+ip -n $HA2 link set h12aha2 address 02:00:0a:00:00:a3 mtu 1450
 ip -n $HA link set h12aha0 address 02:00:0a:00:00:a1 mtu 1450
 ip -n $HB link set h12ahb0 address 02:00:0a:00:00:b1 mtu 1450
 ip -n $D link set h12afa1 address 02:00:c0:00:00:a1
@@ -74,7 +80,7 @@ ip -n $D link set h12afb1 address 02:00:c0:00:00:b1
 ip -n $RA link set h12afa0 address 02:00:c0:00:00:a2
 ip -n $RB link set h12afb0 address 02:00:c0:00:00:b2
 for x in "$HA h12aha0" "$HB h12ahb0" "$RA h12afa0" "$RB h12afb0" "$D h12aha1" \
-         "$D h12ahb1" "$D h12afa1" "$D h12afb1"; do
+         "$D h12ahb1" "$D h12afa1" "$D h12afb1" "$HA2 h12aha2" "$D h12aha3"; do
     set -- $x
     ip -n $1 link set lo up
     ip -n $1 link set $2 up
@@ -83,6 +89,8 @@ ip -n $HA addr add 10.10.0.1/24 dev h12aha0
 ip -n $HB addr add 10.10.0.1/24 dev h12ahb0
 ip -n $HA addr add fd00::1/64 dev h12aha0
 ip -n $HB addr add fd00::1/64 dev h12ahb0
+ip -n $HA2 addr add 10.10.0.3/24 dev h12aha2
+ip -n $HA2 addr add fd00::3/64 dev h12aha2
 ip -n $RA addr add 192.168.71.2/24 dev h12afa0
 ip -n $RB addr add 192.168.72.2/24 dev h12afb0
 ip -n $RA link add h12avxa type vxlan id 100 local 192.168.71.2 \
@@ -97,7 +105,7 @@ ip -n $RA addr add fd00::2/64 dev h12avxa
 ip -n $RB addr add fd00::2/64 dev h12avxb
 ip -n $RB addr add fd00::b2/64 dev h12avxb
 for x in "$HA h12aha0" "$HB h12ahb0" "$RA h12avxa" "$RB h12avxb" "$RA h12afa0" \
-         "$RB h12afb0"; do
+         "$RB h12afb0" "$HA2 h12aha2"; do
     set -- $x
     ip netns exec $1 ethtool -K $2 tx off tso off gso off >/dev/null 2>&1
 done
@@ -110,11 +118,13 @@ threads $nq
 control unix:$sock
 attach a host=h12aha1 wire=h12afa1
 attach b host=h12ahb1 wire=h12afb1
-tenant A vni=100 attach=a mac=02:00:0a:00:00:a1 ip=10.10.0.1 ip6=fd00::1 local=192.168.71.1 local_mac=02:00:c0:00:00:a1 remote=192.168.71.2 remote_mac=02:00:c0:00:00:a2
+attach a2 host=h12aha3 wire=h12afa1
+tenant A vni=100 attach=a,a2 mac=02:00:0a:00:00:a1,02:00:0a:00:00:a3 ip=10.10.0.1,10.10.0.3 ip6=fd00::1,fd00::3 local=192.168.71.1 local_mac=02:00:c0:00:00:a1 remote=192.168.71.2 remote_mac=02:00:c0:00:00:a2
 tenant B vni=200 attach=b mac=02:00:0a:00:00:b1 ip=10.10.0.1 ip6=fd00::1 local=192.168.72.1 local_mac=02:00:c0:00:00:b1 remote=192.168.72.2 remote_mac=02:00:c0:00:00:b2
 tenant_rule A ingress id=1 action=allow proto=tcp dport=41480
 tenant_rule A ingress id=2 action=allow proto=tcp src=fd00::2/128 dport=41483
 tenant_rule A ingress id=3 action=allow proto=tcp src=fd00::99 dport=41484
+tenant_rule A ingress id=6 action=allow proto=58 dst=fd00::3
 conntrack flows=65536 flows6=4096
 EOF
 OC_LOG=info ip netns exec $D "$dp" --config "$tmp/dp.conf" >>"$tmp/dp.log" 2>&1 &
@@ -142,6 +152,21 @@ ip netns exec $HA ping -6 -c 2 -i 0.2 -W 2 fe80::aff:fe00:a2%h12aha0 >/dev/null 
     fail "ping6 link-local in tenant A"
 ok "ping6 within tenant A and B (same addresses), neighbor discovery both ways, link-local too"
 
+# --- A's second attachment: from the wire (RA's solicitation for fd00::3
+# goes to HA2), and from HA on the DPU (hairpin); rule 6 lets ICMPv6 in to
+# fd00::3 only
+wait_for 10 ip netns exec $RA ping -6 -c 1 -W 1 fd00::3 ||
+    fail "RA -> HA2 (fd00::3): $(ip -n $RA -6 neigh)"
+ip -n $RA -6 neigh show fd00::3 | grep -q "lladdr 02:00:0a:00:00:a3" ||
+    fail "RA resolved fd00::3 to $(ip -n $RA -6 neigh show fd00::3)"
+wait_for 10 ip netns exec $HA ping -6 -c 1 -W 1 fd00::3 ||
+    fail "HA -> HA2 on the DPU: $(ip -n $HA -6 neigh)"
+ip -n $HA -6 neigh show fd00::3 | grep -q "lladdr 02:00:0a:00:00:a3" ||
+    fail "HA resolved fd00::3 to $(ip -n $HA -6 neigh show fd00::3)"
+ip netns exec $HA2 ping -6 -c 1 -W 2 fd00::1 >/dev/null &&
+    fail "HA2 -> HA ping6 passed: no rule lets ICMPv6 in to fd00::1"
+ok "A's second attachment: RA pings fd00::3 (its solicitation went to HA2), HA pings HA2 on the DPU, HA2 -> HA ping6 refused (no rule)"
+
 # --- never across tenants: fd00::b2 is only on B's remote
 ip netns exec $HA ping -6 -c 2 -i 0.3 -W 1 fd00::b2 >/dev/null 2>&1 &&
     fail "HA reached tenant B's fd00::b2"
@@ -167,7 +192,11 @@ ip netns exec $RA curl -6 -sf --max-time 2 'http://[fd00::1]:41481/a.txt' >/dev/
 [ "$(drop A no_connection)" -gt "$nc0" ] || fail "no_connection did not count RA -> HA:41481"
 [ "$(ip netns exec $HA curl -6 -sf --max-time 5 'http://[fd00::2]:41482/a.txt')" = hello6 ] ||
     fail "HA -> RA:41482 (replies by conntrack only)"
-ok "default deny for IPv6: 41480 open by rule, 41481 refused (no_connection $nc0 -> $(drop A no_connection)), HA's own connection returns"
+[ "$(ip netns exec $HA2 curl -6 -sf --max-time 5 'http://[fd00::1]:41480/a.txt')" = hello6 ] ||
+    fail "HA2 -> HA:41480 on the DPU (hairpin, rule 1)"
+ip netns exec $HA2 curl -6 -sf --max-time 2 'http://[fd00::1]:41481/a.txt' >/dev/null &&
+    fail "HA2 -> HA:41481 passed on the DPU: no rule opens it"
+ok "default deny for IPv6: 41480 open by rule (from RA and from HA2 on the DPU), 41481 refused (no_connection $nc0 -> $(drop A no_connection)), HA's own connection returns"
 
 # --- rules with IPv6 prefixes, from the config and live
 [ "$(ip netns exec $RA curl -6 -sf --max-time 5 'http://[fd00::1]:41483/a.txt')" = hello6 ] ||
