@@ -215,7 +215,18 @@ ip netns exec $RA curl -6 -sf --max-time 2 'http://[fd00::1]:41481/a.txt' >/dev/
     fail "RA -> HA:41481 passed after rule 4 was deleted"
 out=$(ctl tenant rule add A ingress id=5 action=allow src=10.0.0.0/8 dst=fd00::1 2>&1) &&
     fail "a rule with IPv4 and IPv6 prefixes was taken"
-ok "IPv6 prefix rules: src=fd00::2/128 opens 41483, src=fd00::99 keeps 41484 shut; a live src=fd00::/64 rule opens 41481, its del closes it"
+# egress: a live deny rule for ICMPv6 to fd00::2 (neighbor discovery is
+# no echo: it still passes), counted denied; deleted, ping6 works again
+ctl tenant rule add A egress id=7 action=deny proto=58 dst=fd00::2/128 >/dev/null ||
+    fail "tenant rule add A egress (IPv6)"
+d0=$(drop A denied)
+ip netns exec $HA ping -6 -c 2 -i 0.3 -W 1 fd00::2 >/dev/null 2>&1 &&
+    fail "HA -> fd00::2 ping6 passed an egress deny rule"
+[ "$(drop A denied)" -ge $((d0 + 2)) ] || fail "denied: $d0 -> $(drop A denied), want +2"
+ip netns exec $HA ping -6 -c 1 -W 2 fd00::3 >/dev/null || fail "HA -> HA2 denied by a rule for fd00::2"
+ctl tenant rule del A egress 7 >/dev/null || fail "tenant rule del A egress 7"
+ip netns exec $HA ping -6 -c 1 -W 2 fd00::2 >/dev/null || fail "ping6 after the egress rule's deletion"
+ok "IPv6 prefix rules: src=fd00::2/128 opens 41483, src=fd00::99 keeps 41484 shut; a live src=fd00::/64 rule opens 41481, its del closes it; an egress deny for ICMPv6 to fd00::2/128 (denied $d0 -> $(drop A denied)), deleted"
 
 # --- operators see IPv6 flows
 ip netns exec $HA ping -6 -c 1 -W 2 fd00::2 >/dev/null || fail ping6
