@@ -329,6 +329,15 @@ start_case() { # CASE REPEAT
         n=$((n + 1))
         [ $n -lt 20 ] || die "no path A -> B in case $1"
     done
+    # the daemons' CPU so far (start-up: populating the 1M-flow tables and
+    # the pools) is not the traffic's: stop_case counts from here
+    dp_ticks >"$tmp/ticks0"
+}
+
+# user and system ticks of the running offcore-dp processes, summed
+dp_ticks() {
+    for p in $dppid $dppid2; do cat /proc/$p/stat; done |
+        awk '{u += $14; s += $15} END {print u + 0, s + 0}'
 }
 
 stop_case() { # CASE
@@ -355,9 +364,9 @@ stop_case() { # CASE
     *-2dpu*)
         fwd=$("$cli" dp --control "unix:$tmp/dp1.sock" stat --raw |
             sed -n 's/^offcore_dp_forwarded_packets_total \([0-9]*\)$/\1/p')
-        # both DPUs' CPU time, per frame dp 1 forwarded
-        ticks=$(awk '{u += $14; s += $15} END {print u, s}' \
-            /proc/$dppid/stat /proc/$dppid2/stat)
+        # both DPUs' CPU time during the traffic, per frame dp 1 forwarded
+        ticks=$(dp_ticks | awk -v t0="$(cat "$tmp/ticks0")" \
+            '{split(t0, z, " "); print $1 - z[1], $2 - z[2]}')
         echo "$fwd $ticks $(getconf CLK_TCK)" >"$tmp/cpu"
         # the frames the tenant stages passed at dp 1 (both ways): the
         # JSON line shows the stages ran on the traffic (0 when bare)
@@ -373,15 +382,17 @@ stop_case() { # CASE
         dppid= dppid2=
         ;;
     dp-*)
-        # CPU the daemon spent (it sleeps in poll() when idle) per frame it
-        # forwarded: the cost of its pipeline, apart from the traffic tools
+        # CPU the daemon spent during the traffic (it sleeps in poll() when
+        # idle) per frame it forwarded: the cost of its pipeline, apart
+        # from the traffic tools
         fwd=$("$cli" dp --control "unix:$tmp/dp.sock" stat --raw |
             sed -n 's/^offcore_dp_forwarded_packets_total \([0-9]*\)$/\1/p')
         # user time is the pipeline; system time is the sockets' syscalls,
         # the kernel's copy-mode AF_XDP and whatever the kernel runs in
         # their context (the receiving namespace's stack, its vxlan
         # decapsulation in case dp-tenant)
-        ticks=$(awk '{print $14, $15}' /proc/$dppid/stat)
+        ticks=$(dp_ticks | awk -v t0="$(cat "$tmp/ticks0")" \
+            '{split(t0, z, " "); print $1 - z[1], $2 - z[2]}')
         echo "$fwd $ticks $(getconf CLK_TCK)" >"$tmp/cpu"
         if [ -n "$perfpid" ]; then
             kill -INT $perfpid; wait $perfpid; perfpid=
@@ -396,6 +407,7 @@ stop_case() { # CASE
 run_case() { # CASE REPEAT
     dst=10.78.0.2
     case $1 in dp-tenant | dp-bare-vxlan) dst=10.79.0.2 ;; esac
+    rm -f "$tmp/ticks0"
     start_case "$1" "$2"
     ip netns exec $A iperf3 -c $dst -p $port -u -b 0 -l 64 -t "$secs" -J \
         >"$tmp/udp.json" 2>&1 || die "iperf3 UDP ($1): $(tail -3 "$tmp/udp.json")"
@@ -403,9 +415,9 @@ run_case() { # CASE REPEAT
         >"$tmp/tcp.json" 2>&1 || die "iperf3 TCP ($1): $(tail -3 "$tmp/tcp.json")"
     rm -f "$tmp/cpu" "$tmp/stages"
     stop_case "$1"
-    python3 - "$1" "$2" "$tmp/udp.json" "$tmp/tcp.json" "$tmp/cpu" "$tmp/stages" <<'EOF' | tee -a "$tmp/runs"
+    python3 - "$1" "$2" "$tmp/udp.json" "$tmp/tcp.json" "$tmp/cpu" "$tmp/stages" "$tmp/ticks0" <<'EOF' | tee -a "$tmp/runs"
 import json, os, sys
-case, rep, udp, tcp, cpu, stages = sys.argv[1], int(sys.argv[2]), *sys.argv[3:]
+case, rep, udp, tcp, cpu, stages, ticks0 = sys.argv[1], int(sys.argv[2]), *sys.argv[3:]
 u = json.load(open(udp))["end"]["sum"]
 t = json.load(open(tcp))["end"]["sum_received"]
 got = u["packets"] - u["lost_packets"]
@@ -420,6 +432,8 @@ if os.path.exists(cpu):
         out["dp_cpu_ns_per_pkt"] = round((user + sys_) / hz * 1e9 / fwd)
         out["dp_user_ns_per_pkt"] = round(user / hz * 1e9 / fwd)
         out["dp_sys_ns_per_pkt"] = round(sys_ / hz * 1e9 / fwd)
+        # start-up (until the path was up), not in the figures above
+        out["dp_start_cpu_ms"] = round(sum(int(x) for x in open(ticks0).read().split()) / hz * 1e3)
     if os.path.exists(stages):
         out["dp1_forwarded"] = fwd
         out["dp1_tenant_frames"] = int(open(stages).read())
