@@ -373,6 +373,13 @@ stop_case() { # CASE
         "$cli" dp --control "unix:$tmp/dp1.sock" stat --raw |
             awk '/^offcore_dp_tenant_packets_total/ {s += $NF} END {print s + 0}' \
             >"$tmp/stages"
+        # and what the tenant stages of both DPUs dropped, by reason (a
+        # conntrack that refused TCP segments, an MTU the tunnel does not
+        # fit, would show here)
+        for s in "$tmp/dp1.sock" "$tmp/dp2.sock"; do
+            "$cli" dp --control "unix:$s" stat --raw
+        done | sed -n 's/^offcore_dp_tenant_dropped_packets_total{.*reason="\([a-z_]*\)"} \([0-9]*\)$/\1 \2/p' \
+            >"$tmp/tdrops"
         if [ -n "$perfpid" ]; then
             kill -INT $perfpid; wait $perfpid; perfpid=
         fi
@@ -413,7 +420,7 @@ run_case() { # CASE REPEAT
         >"$tmp/udp.json" 2>&1 || die "iperf3 UDP ($1): $(tail -3 "$tmp/udp.json")"
     ip netns exec $A iperf3 -c $dst -p $port -t "$secs" -J \
         >"$tmp/tcp.json" 2>&1 || die "iperf3 TCP ($1): $(tail -3 "$tmp/tcp.json")"
-    rm -f "$tmp/cpu" "$tmp/stages"
+    rm -f "$tmp/cpu" "$tmp/stages" "$tmp/tdrops"
     stop_case "$1"
     python3 - "$1" "$2" "$tmp/udp.json" "$tmp/tcp.json" "$tmp/cpu" "$tmp/stages" "$tmp/ticks0" <<'EOF' | tee -a "$tmp/runs"
 import json, os, sys
@@ -437,6 +444,12 @@ if os.path.exists(cpu):
     if os.path.exists(stages):
         out["dp1_forwarded"] = fwd
         out["dp1_tenant_frames"] = int(open(stages).read())
+        drops = {}
+        for line in open(os.path.join(os.path.dirname(stages), "tdrops")):
+            why, n = line.split()
+            if int(n):
+                drops[why] = drops.get(why, 0) + int(n)
+        out["tenant_drops"] = drops
 print(json.dumps(out))
 EOF
 }
