@@ -114,8 +114,8 @@ bench: build
 # classifier: one core, lookups only (bench/classifier.c); ESP:
 # AES-256-GCM encap/decap vs the bare EVP calls (bench/esp.c); forwarding:
 # two network namespaces through offcore-dp (bench/run-pkt-forward.sh),
-# every stage against the bare forwarder, ESP + IPFIX against a two-hop one.
-# JSON lines.
+# every stage against the bare forwarder, ESP + IPFIX against a two-hop one,
+# two DPUs with every tenant stage against two bare ones.  JSON lines.
 bench-pkt: build
 	$(BUILDDIR)/bench/bench-conntrack
 	$(BUILDDIR)/bench/bench-conntrack --ipv6

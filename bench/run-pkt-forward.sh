@@ -38,6 +38,25 @@
 #                     tunnel addresses 192.168.78.1 and .2), ESP on the VXLAN
 #                     packets and flow export (docs/tenants.md, "Tenants with
 #                     ESP and flow export"); against dp-bare-2hop
+#   dp-bare-2dpu      the deployment of docs/tenants.md: two servers, each
+#                     with its own DPU (two offcore-dp processes in D, one
+#                     thread each): A - dp 1 (host ocpfa1, wire ocpff1) -
+#                     fabric veth (MTU 1550) - dp 2 (wire ocpff2, host
+#                     ocpfb1) - B, both forwarders bare: the baseline of
+#   dp-tenant-2dpu    the same two DPUs with every tenant stage on at both
+#                     ends (anti-spoofing, the egress group of case dp-tenant
+#                     with its 16 rules, conntrack, policing at 400 Gbit/s,
+#                     VXLAN VNI 100 between 192.168.78.1 and .2; dp 2's
+#                     ingress group opens B's ports); the tunnel runs from
+#                     DPU to DPU, no kernel vxlan device on the path.  The
+#                     fabric's MTU (1550) carries the 50-byte VXLAN header,
+#                     so the hosts keep MTU 1500 and the same TCP MSS as in
+#                     dp-bare-2dpu (as an underlay is run: its MTU above the
+#                     tenants')
+#   dp-bare-2dpu-1450, dp-tenant-2dpu-1450  the same pair with a 1500-byte
+#                     fabric and the hosts' routes at MTU 1450 (the
+#                     tenants' MTU leaves room for the tunnel), both cases
+#                     at that MSS
 # Each repeat runs every case in turn (interleaved, BENCH_REPEATS times,
 # default 5): iperf3 UDP with 64-byte payloads at full speed for
 # BENCH_SECONDS (default 3) gives the packet rate that reached B (sent -
@@ -46,6 +65,9 @@
 # same run.  BENCH_DP_THREADS (default 1) sets offcore-dp's workers;
 # BENCH_NETNS_PREFIX (default ocpf) starts the namespaces' names (several
 # people benchmarking on one machine keep to their own).
+# BENCH_PORT (default 23301) is iperf3's port in B.
+# For the 2dpu cases the CPU figures are both DPUs' together per frame
+# dp 1 forwarded (every frame crosses both).
 # BENCH_PERF=DIR records each offcore-dp run with `perf record -e cpu-clock
 # -g` into DIR/CASE.REPEAT.perf.data (perf report -i ... to read it).
 # Figures on a shared 2-core machine are noisy: read the ratios.
@@ -54,6 +76,7 @@ build=${1:-build}
 repeats=${BENCH_REPEATS:-5}
 secs=${BENCH_SECONDS:-3}
 threads=${BENCH_DP_THREADS:-1}
+port=${BENCH_PORT:-23301}
 here=$(cd "$(dirname "$0")/.." && pwd)
 rules=$here/data/classbench/acl1_10k.rules.gz
 dp=$build/src/dp/offcore-dp
@@ -71,17 +94,29 @@ id=$$
 ns=${BENCH_NETNS_PREFIX:-ocpf}
 A=${ns}A$id B=${ns}B$id D=${ns}D$id
 tmp=$(mktemp -d /tmp/ocp-fwd.XXXXXX)
-dppid= srvpid= perfpid=
+dppid= dppid2= srvpid= perfpid=
 cleanup() {
     [ -n "$perfpid" ] && kill -INT "$perfpid" 2>/dev/null
     [ -n "$dppid" ] && kill "$dppid" 2>/dev/null
+    [ -n "$dppid2" ] && kill "$dppid2" 2>/dev/null
     [ -n "$srvpid" ] && kill "$srvpid" 2>/dev/null
     wait 2>/dev/null
     for n in $A $B $D; do ip netns del $n 2>/dev/null; done
     rm -rf "$tmp"
 }
 trap cleanup EXIT INT TERM
-die() { echo "run-pkt-forward: $*" >&2; tail -20 "$tmp/dp.log" >&2 2>/dev/null; exit 1; }
+die() {
+    echo "run-pkt-forward: $*" >&2
+    tail -20 "$tmp/dp.log" >&2 2>/dev/null
+    # the running DPUs' drop counters say where the path breaks
+    for s in "$tmp"/dp*.sock; do
+        [ -S "$s" ] || continue
+        echo "== $s" >&2
+        "$cli" dp --control "unix:$s" stat --raw 2>/dev/null |
+            grep -E '^offcore_dp_.*(drop|forwarded|reason)' | grep -v ' 0$' >&2
+    done
+    exit 1
+}
 
 for n in $A $B $D; do ip netns add $n || die "netns $n"; done
 ip link add ocpfa0 numtxqueues $threads numrxqueues $threads netns $A type veth \
@@ -94,6 +129,11 @@ ip -n $D link add ocpfw1 numtxqueues $threads numrxqueues $threads type veth \
     peer name ocpfw2 numtxqueues $threads numrxqueues $threads || die veth
 ip -n $D link set ocpfw1 up
 ip -n $D link set ocpfw2 up
+# the fabric between the two DPUs of the 2dpu cases
+ip -n $D link add ocpff1 numtxqueues $threads numrxqueues $threads type veth \
+    peer name ocpff2 numtxqueues $threads numrxqueues $threads || die veth
+ip -n $D link set ocpff1 up
+ip -n $D link set ocpff2 up
 (umask 077
  python3 -c "import os; print('0x' + os.urandom(36).hex())" >"$tmp/ab.key"
  python3 -c "import os; print('0x' + os.urandom(36).hex())" >"$tmp/ba.key")
@@ -117,10 +157,58 @@ ip -n $B link add ocpfvx type vxlan id 100 local 10.78.0.2 remote 192.168.78.1 \
 ip -n $B addr add 10.79.0.2/24 dev ocpfvx
 ip -n $B link set ocpfvx up
 ip netns exec $B ethtool -K ocpfvx tx off tso off gso off >/dev/null
-ip netns exec $B iperf3 -s -p 23301 >/dev/null 2>&1 &
+ip netns exec $B iperf3 -s -p $port >/dev/null 2>&1 &
 srvpid=$!
 
-ctl_ok() { "$cli" dp --control "unix:$tmp/dp.sock" ping >/dev/null 2>&1; }
+ctl_ok() { # [SOCKET]
+    "$cli" dp --control "unix:${1:-$tmp/dp.sock}" ping >/dev/null 2>&1
+}
+
+# start offcore-dp in D on CONF, answering on SOCKET; its pid in $started
+start_dp() { # CONF SOCKET LOG
+    ip netns exec $D "$dp" --config "$1" >"$3" 2>&1 &
+    started=$!
+    n=0
+    until ctl_ok "$2"; do
+        n=$((n + 1))
+        [ $n -lt 300 ] || die "offcore-dp did not start ($1)"
+        kill -0 $started 2>/dev/null || { tail -20 "$3" >&2; die "offcore-dp exited ($1)"; }
+        sleep 0.1
+    done
+}
+
+# the configuration of DPU N (1: A's, 2: B's) of the 2dpu cases
+conf_2dpu() { # CASE N
+    f1=$(ip netns exec $D cat /sys/class/net/ocpff1/address)
+    f2=$(ip netns exec $D cat /sys/class/net/ocpff2/address)
+    echo "threads $threads"
+    echo "control unix:$tmp/dp$2.sock"
+    if [ $2 = 1 ]; then
+        echo "attach t0 host=ocpfa1 wire=ocpff1"
+        me=$amac mine=10.78.0.1 loc=192.168.78.1 locm=$f1 rem=192.168.78.2 remm=$f2
+    else
+        echo "attach t0 host=ocpfb1 wire=ocpff2"
+        me=$bmac mine=10.78.0.2 loc=192.168.78.2 locm=$f2 rem=192.168.78.1 remm=$f1
+    fi
+    case $1 in
+    dp-bare-2dpu*) echo "stages none"; return ;;
+    esac
+    echo "tenant T vni=100 attach=t0 mac=$me ip=$mine local=$loc" \
+        "local_mac=$locm remote=$rem remote_mac=$remm rate=400000 burst=1000000"
+    i=1
+    while [ $i -le 15 ]; do
+        echo "tenant_rule T egress id=$i action=deny proto=tcp dst=10.99.$i.0/24"
+        i=$((i + 1))
+    done
+    echo "tenant_rule T egress id=16 action=allow dst=10.78.0.0/24"
+    # B serves (ping, iperf3's control connection and data): its ingress
+    # group opens them; B's replies reach A as the connections' own
+    if [ $2 = 2 ]; then
+        echo "tenant_rule T ingress id=1 action=allow proto=tcp dport=$port"
+        echo "tenant_rule T ingress id=2 action=allow proto=udp dport=$port"
+        echo "tenant_rule T ingress id=3 action=allow proto=icmp"
+    fi
+}
 
 start_case() { # CASE REPEAT
     # B resolves the tunnel end again: offcore-dp (dp-tenant) or A's
@@ -142,11 +230,32 @@ start_case() { # CASE REPEAT
         ;;
     esac
     case $1 in
+    *-2dpu-1450)
+        ip -n $A route replace 10.78.0.0/24 dev ocpfa0 src 10.78.0.1 mtu 1450
+        ip -n $B route replace 10.78.0.0/24 dev ocpfb0 src 10.78.0.2 mtu 1450 ;;
+    *-2dpu)
+        ip -n $D link set ocpff1 mtu 1550
+        ip -n $D link set ocpff2 mtu 1550 ;;
+    esac
+    case $1 in
     kernel-bridge)
         ip -n $D link add ocpfbr type bridge &&
             ip -n $D link set ocpfa1 master ocpfbr &&
             ip -n $D link set ocpfb1 master ocpfbr &&
             ip -n $D link set ocpfbr up || die "bridge"
+        ;;
+    *-2dpu*)
+        conf_2dpu $1 1 >"$tmp/dp1.conf"
+        conf_2dpu $1 2 >"$tmp/dp2.conf"
+        start_dp "$tmp/dp1.conf" "$tmp/dp1.sock" "$tmp/dp.log"
+        dppid=$started
+        start_dp "$tmp/dp2.conf" "$tmp/dp2.sock" "$tmp/dp2.log"
+        dppid2=$started
+        if [ -n "${BENCH_PERF:-}" ]; then
+            perf record -q -e cpu-clock -g -p $dppid,$dppid2 \
+                -o "$BENCH_PERF/$1.$2.perf.data" >/dev/null 2>&1 &
+            perfpid=$!
+        fi
         ;;
     dp-*)
         {
@@ -220,6 +329,15 @@ start_case() { # CASE REPEAT
         n=$((n + 1))
         [ $n -lt 20 ] || die "no path A -> B in case $1"
     done
+    # the daemons' CPU so far (start-up: populating the 1M-flow tables and
+    # the pools) is not the traffic's: stop_case counts from here
+    dp_ticks >"$tmp/ticks0"
+}
+
+# user and system ticks of the running offcore-dp processes, summed
+dp_ticks() {
+    for p in $dppid $dppid2; do cat /proc/$p/stat; done |
+        awk '{u += $14; s += $15} END {print u + 0, s + 0}'
 }
 
 stop_case() { # CASE
@@ -234,17 +352,54 @@ stop_case() { # CASE
         ;;
     esac
     case $1 in
+    *-2dpu-1450)
+        ip -n $A route replace 10.78.0.0/24 dev ocpfa0 src 10.78.0.1
+        ip -n $B route replace 10.78.0.0/24 dev ocpfb0 src 10.78.0.2 ;;
+    *-2dpu)
+        ip -n $D link set ocpff1 mtu 1500
+        ip -n $D link set ocpff2 mtu 1500 ;;
+    esac
+    case $1 in
     kernel-bridge) ip -n $D link del ocpfbr ;;
+    *-2dpu*)
+        fwd=$("$cli" dp --control "unix:$tmp/dp1.sock" stat --raw |
+            sed -n 's/^offcore_dp_forwarded_packets_total \([0-9]*\)$/\1/p')
+        # both DPUs' CPU time during the traffic, per frame dp 1 forwarded
+        ticks=$(dp_ticks | awk -v t0="$(cat "$tmp/ticks0")" \
+            '{split(t0, z, " "); print $1 - z[1], $2 - z[2]}')
+        echo "$fwd $ticks $(getconf CLK_TCK)" >"$tmp/cpu"
+        # the frames the tenant stages passed at dp 1 (both ways): the
+        # JSON line shows the stages ran on the traffic (0 when bare)
+        "$cli" dp --control "unix:$tmp/dp1.sock" stat --raw |
+            awk '/^offcore_dp_tenant_packets_total/ {s += $NF} END {print s + 0}' \
+            >"$tmp/stages"
+        # and what the tenant stages of both DPUs dropped, by reason (a
+        # conntrack that refused TCP segments, an MTU the tunnel does not
+        # fit, would show here)
+        for s in "$tmp/dp1.sock" "$tmp/dp2.sock"; do
+            "$cli" dp --control "unix:$s" stat --raw
+        done | sed -n 's/^offcore_dp_tenant_dropped_packets_total{.*reason="\([a-z_]*\)"} \([0-9]*\)$/\1 \2/p' \
+            >"$tmp/tdrops"
+        if [ -n "$perfpid" ]; then
+            kill -INT $perfpid; wait $perfpid; perfpid=
+        fi
+        kill -TERM $dppid $dppid2
+        wait $dppid || die "offcore-dp 1 exit status $?"
+        wait $dppid2 || die "offcore-dp 2 exit status $?"
+        dppid= dppid2=
+        ;;
     dp-*)
-        # CPU the daemon spent (it sleeps in poll() when idle) per frame it
-        # forwarded: the cost of its pipeline, apart from the traffic tools
+        # CPU the daemon spent during the traffic (it sleeps in poll() when
+        # idle) per frame it forwarded: the cost of its pipeline, apart
+        # from the traffic tools
         fwd=$("$cli" dp --control "unix:$tmp/dp.sock" stat --raw |
             sed -n 's/^offcore_dp_forwarded_packets_total \([0-9]*\)$/\1/p')
         # user time is the pipeline; system time is the sockets' syscalls,
         # the kernel's copy-mode AF_XDP and whatever the kernel runs in
         # their context (the receiving namespace's stack, its vxlan
         # decapsulation in case dp-tenant)
-        ticks=$(awk '{print $14, $15}' /proc/$dppid/stat)
+        ticks=$(dp_ticks | awk -v t0="$(cat "$tmp/ticks0")" \
+            '{split(t0, z, " "); print $1 - z[1], $2 - z[2]}')
         echo "$fwd $ticks $(getconf CLK_TCK)" >"$tmp/cpu"
         if [ -n "$perfpid" ]; then
             kill -INT $perfpid; wait $perfpid; perfpid=
@@ -259,16 +414,17 @@ stop_case() { # CASE
 run_case() { # CASE REPEAT
     dst=10.78.0.2
     case $1 in dp-tenant | dp-bare-vxlan) dst=10.79.0.2 ;; esac
+    rm -f "$tmp/ticks0"
     start_case "$1" "$2"
-    ip netns exec $A iperf3 -c $dst -p 23301 -u -b 0 -l 64 -t "$secs" -J \
+    ip netns exec $A iperf3 -c $dst -p $port -u -b 0 -l 64 -t "$secs" -J \
         >"$tmp/udp.json" 2>&1 || die "iperf3 UDP ($1): $(tail -3 "$tmp/udp.json")"
-    ip netns exec $A iperf3 -c $dst -p 23301 -t "$secs" -J \
+    ip netns exec $A iperf3 -c $dst -p $port -t "$secs" -J \
         >"$tmp/tcp.json" 2>&1 || die "iperf3 TCP ($1): $(tail -3 "$tmp/tcp.json")"
-    rm -f "$tmp/cpu"
+    rm -f "$tmp/cpu" "$tmp/stages" "$tmp/tdrops"
     stop_case "$1"
-    python3 - "$1" "$2" "$tmp/udp.json" "$tmp/tcp.json" "$tmp/cpu" <<'EOF' | tee -a "$tmp/runs"
+    python3 - "$1" "$2" "$tmp/udp.json" "$tmp/tcp.json" "$tmp/cpu" "$tmp/stages" "$tmp/ticks0" <<'EOF' | tee -a "$tmp/runs"
 import json, os, sys
-case, rep, udp, tcp, cpu = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+case, rep, udp, tcp, cpu, stages, ticks0 = sys.argv[1], int(sys.argv[2]), *sys.argv[3:]
 u = json.load(open(udp))["end"]["sum"]
 t = json.load(open(tcp))["end"]["sum_received"]
 got = u["packets"] - u["lost_packets"]
@@ -283,11 +439,22 @@ if os.path.exists(cpu):
         out["dp_cpu_ns_per_pkt"] = round((user + sys_) / hz * 1e9 / fwd)
         out["dp_user_ns_per_pkt"] = round(user / hz * 1e9 / fwd)
         out["dp_sys_ns_per_pkt"] = round(sys_ / hz * 1e9 / fwd)
+        # start-up (until the path was up), not in the figures above
+        out["dp_start_cpu_ms"] = round(sum(int(x) for x in open(ticks0).read().split()) / hz * 1e3)
+    if os.path.exists(stages):
+        out["dp1_forwarded"] = fwd
+        out["dp1_tenant_frames"] = int(open(stages).read())
+        drops = {}
+        for line in open(os.path.join(os.path.dirname(stages), "tdrops")):
+            why, n = line.split()
+            if int(n):
+                drops[why] = drops.get(why, 0) + int(n)
+        out["tenant_drops"] = drops
 print(json.dumps(out))
 EOF
 }
 
-cases=${BENCH_CASES:-kernel-bridge dp-bare dp-acl1-10k dp-tenant dp-bare-1450 dp-bare-vxlan dp-bare-2hop dp-esp-ipfix-2hop dp-tenant-esp-ipfix-2hop}
+cases=${BENCH_CASES:-kernel-bridge dp-bare dp-acl1-10k dp-tenant dp-bare-1450 dp-bare-vxlan dp-bare-2hop dp-esp-ipfix-2hop dp-tenant-esp-ipfix-2hop dp-bare-2dpu dp-tenant-2dpu dp-bare-2dpu-1450 dp-tenant-2dpu-1450}
 r=1
 while [ $r -le "$repeats" ]; do
     for c in $cases; do run_case $c $r; done
@@ -299,7 +466,9 @@ runs = [json.loads(l) for l in open(sys.argv[1])]
 med = {}
 for c in ["kernel-bridge", "dp-bare", "dp-acl1-10k", "dp-tenant",
           "dp-bare-1450", "dp-bare-vxlan", "dp-bare-2hop",
-          "dp-esp-ipfix-2hop", "dp-tenant-esp-ipfix-2hop"]:
+          "dp-esp-ipfix-2hop", "dp-tenant-esp-ipfix-2hop",
+          "dp-bare-2dpu", "dp-tenant-2dpu", "dp-bare-2dpu-1450",
+          "dp-tenant-2dpu-1450"]:
     rs = [r for r in runs if r["case"] == c]
     if not rs:
         continue
@@ -311,7 +480,9 @@ for c in ["kernel-bridge", "dp-bare", "dp-acl1-10k", "dp-tenant",
     med[c]["runs"] = len(rs)
 for c, m in med.items():
     # two-hop cases against the two-hop bare forwarder, the others one hop
-    ref = med.get("dp-bare-2hop" if c.endswith("2hop") else "dp-bare")
+    # two-DPU cases against the two bare DPUs at the same MTU
+    ref = med.get("dp-bare-2hop" if c.endswith("2hop") else
+                  c.replace("tenant", "bare") if "2dpu" in c else "dp-bare")
     out = {"bench": "forward", "case": c, "summary": "median", "runs": m["runs"],
            "mpps": m["mpps"], "tcp_gbps": m["tcp_gbps"]}
     if ref:
@@ -330,7 +501,10 @@ for case, base, bar in (("dp-acl1-10k", "dp-bare", 0.9),
                         ("dp-bare-vxlan", "dp-bare", None),
                         ("dp-tenant", "dp-bare-vxlan", None),
                         ("dp-esp-ipfix-2hop", "dp-bare-2hop", None),
-                        ("dp-tenant-esp-ipfix-2hop", "dp-bare-2hop", None)):
+                        ("dp-tenant-esp-ipfix-2hop", "dp-bare-2hop", None),
+                        ("dp-tenant-2dpu", "dp-bare-2dpu", 0.8),
+                        ("dp-tenant-2dpu-1450", "dp-bare-2dpu-1450", 0.8),
+                        ("dp-bare-2dpu-1450", "dp-bare-2dpu", None)):
     ratios, tratios = [], []
     for r in sorted({x["repeat"] for x in runs}):
         a = [x for x in runs if x["repeat"] == r and x["case"] == case]

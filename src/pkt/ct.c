@@ -14,10 +14,10 @@
  * Threading and trust: ct.h (one owner thread; hostile packets).
  */
 #include "ct_int.h"
+#include "util/hugemem.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 /* ------------------------------------------------------------- setup */
 
@@ -81,10 +81,10 @@ oc_status_t oc__ct_create(const oc_ct_conf_t *conf, oc_ct_t **out)
     ct->mem = conf->ipv6 ? oc__ct_mem_for6(conf->capacity)
                          : oc__ct_mem_for(conf->capacity);
     /* populated now: the memory is the table's from the start, and the
-     * packet path never faults a page in */
-    m = mmap(NULL, ct->mem, PROT_READ | PROT_WRITE,
-             MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-    if (m == MAP_FAILED) {
+     * packet path never faults a page in; on huge pages where allowed (a
+     * lookup's random entry then misses no TLB entry) */
+    m = oc__huge_map(ct->mem);
+    if (m == NULL) {
         free(ct);
         return OC_ERR_NO_MEMORY;
     }
@@ -113,7 +113,7 @@ void oc__ct_destroy(oc_ct_t *ct)
 {
     if (ct == NULL)
         return;
-    munmap(ct->e, ct->mem);
+    oc__huge_unmap(ct->e, ct->mem);
     free(ct);
 }
 
