@@ -11,6 +11,9 @@
  * Random or sequential Read or Write of --bs bytes; writes up to 8 KiB go
  * in the capsule, larger ones answer the target's R2T with one H2CData.
  * Data is not checked (the tests check data; this measures speed).
+ * --poll-us N: after data arrives, poll the sockets without sleeping for
+ * up to N us before blocking in poll() again, as a host with busy-polled
+ * queues does (the kernel's nvme-tcp poll queues, net.core.busy_poll).
  * Single-threaded, non-blocking sockets and poll(); untrusted input: the
  * target's PDUs are length-checked before use and anything unexpected
  * ends the run with an error.
@@ -47,7 +50,7 @@ typedef struct {
 
 static struct {
     const char *addr, *nqn, *hostnqn, *rw;
-    uint32_t bs, qd, nq;
+    uint32_t bs, qd, nq, poll_us;
     double seconds;
     uint32_t lbads;
     uint64_t nsze;
@@ -298,12 +301,13 @@ int main(int argc, char **argv)
     static const struct option opts[] = {
         {"addr", 1, 0, 'a'}, {"nqn", 1, 0, 'n'}, {"hostnqn", 1, 0, 'H'},
         {"rw", 1, 0, 'r'}, {"bs", 1, 0, 'b'}, {"qd", 1, 0, 'q'},
-        {"queues", 1, 0, 'Q'}, {"seconds", 1, 0, 's'}, {"help", 0, 0, 'h'},
+        {"queues", 1, 0, 'Q'}, {"seconds", 1, 0, 's'}, {"poll-us", 1, 0, 'p'},
+        {"help", 0, 0, 'h'},
         {0, 0, 0, 0}};
     uint8_t sqe[64], id[4096];
     q_t q[MAXQ];
     uint16_t cntlid = 0;
-    uint64_t ops = 0;
+    uint64_t ops = 0, last_rx_ns = 0;
     double t0, t1;
     int c, admin;
 
@@ -317,16 +321,19 @@ int main(int argc, char **argv)
         case 'q': o.qd = (uint32_t)strtoul(optarg, NULL, 0); break;
         case 'Q': o.nq = (uint32_t)strtoul(optarg, NULL, 0); break;
         case 's': o.seconds = atof(optarg); break;
+        case 'p': o.poll_us = (uint32_t)strtoul(optarg, NULL, 0); break;
         default:
             printf("usage: offcore-nvmf-load --addr IP:PORT --nqn NQN "
                    "[--hostnqn NQN] [--rw randread|randwrite|read|write]\n"
                    "       [--bs BYTES (4096)] [--qd N (32)] [--queues N "
-                   "(1)] [--seconds S (10)]\n");
+                   "(1)] [--seconds S (10)]\n"
+                   "       [--poll-us N (0: sleep in poll() at once)]\n");
             return c == 'h' ? 0 : 2;
         }
     }
     if (!o.nqn || o.qd < 1 || o.qd > MAXQD - 1 || o.nq < 1 || o.nq > MAXQ ||
-        o.bs < 512 || o.bs > 128 * 1024 || o.seconds <= 0)
+        o.bs < 512 || o.bs > 128 * 1024 || o.seconds <= 0 ||
+        o.poll_us > 10000)
         die("bad arguments (--help)");
     o.random = !strncmp(o.rw, "rand", 4);
     o.write = strstr(o.rw, "write") != NULL;
@@ -370,11 +377,13 @@ int main(int argc, char **argv)
     t1 = t0;
     while (t1 - t0 < o.seconds) {
         struct pollfd pf[MAXQ];
+        int tmo = o.poll_us && oc__now_ns() - last_rx_ns < o.poll_us * 1000ull
+                      ? 0 : 1000;
         for (uint32_t i = 0; i < o.nq; i++) {
             pf[i].fd = q[i].fd;
             pf[i].events = POLLIN | (q[i].tx_n ? POLLOUT : 0);
         }
-        if (poll(pf, o.nq, 1000) < 0 && errno != EINTR)
+        if (poll(pf, o.nq, tmo) < 0 && errno != EINTR)
             die("poll failed");
         for (uint32_t i = 0; i < o.nq; i++) {
             q_t *x = &q[i];
@@ -385,8 +394,11 @@ int main(int argc, char **argv)
                 uint64_t d;
                 if (r == 0 || (r < 0 && errno != EAGAIN))
                     die("target closed the connection");
-                if (r > 0)
+                if (r > 0) {
                     x->rx_n += (size_t)r;
+                    if (o.poll_us)
+                        last_rx_ns = oc__now_ns();
+                }
                 d = reap(x);
                 ops += d;
                 while (d--)
@@ -410,10 +422,10 @@ int main(int argc, char **argv)
     }
     printf("{\"tool\":\"offcore-nvmf-load\",\"rw\":\"%s\",\"bs\":%u,"
            "\"qd\":%u,\"queues\":%u,\"seconds\":%.3f,\"ops\":%llu,"
-           "\"iops\":%.0f,\"MBps\":%.1f,\"lat_us\":%.1f}\n",
+           "\"iops\":%.0f,\"MBps\":%.1f,\"lat_us\":%.1f,\"poll_us\":%u}\n",
            o.rw, o.bs, o.qd, o.nq, t1 - t0, (unsigned long long)ops,
            ops / (t1 - t0), ops * (double)o.bs / (t1 - t0) / 1e6,
-           lat_n ? lat_sum_ns / 1e3 / (double)lat_n : 0.0);
+           lat_n ? lat_sum_ns / 1e3 / (double)lat_n : 0.0, o.poll_us);
     for (uint32_t i = 0; i < o.nq; i++) {
         close(q[i].fd);
         free(q[i].rx);
