@@ -17,12 +17,14 @@
  * costs the generator CPU; a check, not a speed run).
  * --poll-us N: after data arrives, poll the sockets without sleeping for
  * up to N us before blocking in poll() again, as a host with busy-polled
- * queues does (the kernel's nvme-tcp poll queues, net.core.busy_poll).
+ * queues does (the kernel's nvme-tcp poll queues, net.core.busy_poll);
+ * paused while other tasks want the CPU (busypoll.h).
  * Single-threaded, non-blocking sockets and poll(); untrusted input: the
  * target's PDUs are length-checked before use and anything unexpected
  * ends the run with an error.
  */
 #include "pdu.h"
+#include "busypoll.h"
 #include "util/clock.h"
 
 #include <arpa/inet.h>
@@ -341,7 +343,8 @@ int main(int argc, char **argv)
     uint8_t sqe[64], id[4096];
     q_t q[MAXQ];
     uint16_t cntlid = 0;
-    uint64_t ops = 0, last_rx_ns = 0;
+    uint64_t ops = 0;
+    oc_nvmf_poller_t bp = {0};
     double t0, t1;
     int c, admin;
 
@@ -417,11 +420,12 @@ int main(int argc, char **argv)
         for (uint32_t k = 0; k < o.qd; k++)
             submit(&q[i]);
     }
+    bp.poll_ns = o.poll_us * 1000ull;
     t0 = now();
     t1 = t0;
     while (t1 - t0 < o.seconds) {
         struct pollfd pf[MAXQ];
-        int tmo = o.poll_us && oc__now_ns() - last_rx_ns < o.poll_us * 1000ull
+        int tmo = bp.poll_ns && oc__nvmf_poll_now(&bp, oc__now_ns())
                       ? 0 : 1000;
         for (uint32_t i = 0; i < o.nq; i++) {
             pf[i].fd = q[i].fd;
@@ -440,8 +444,8 @@ int main(int argc, char **argv)
                     die("target closed the connection");
                 if (r > 0) {
                     x->rx_n += (size_t)r;
-                    if (o.poll_us)
-                        last_rx_ns = oc__now_ns();
+                    if (bp.poll_ns)
+                        oc__nvmf_poll_work(&bp, oc__now_ns());
                 }
                 d = reap(x);
                 ops += d;
@@ -467,11 +471,11 @@ int main(int argc, char **argv)
     printf("{\"tool\":\"offcore-nvmf-load\",\"rw\":\"%s\",\"bs\":%u,"
            "\"qd\":%u,\"queues\":%u,\"seconds\":%.3f,\"ops\":%llu,"
            "\"iops\":%.0f,\"MBps\":%.1f,\"lat_us\":%.1f,\"poll_us\":%u,"
-           "\"verified\":%llu}\n",
+           "\"verified\":%llu,\"poll_backoffs\":%llu}\n",
            o.rw, o.bs, o.qd, o.nq, t1 - t0, (unsigned long long)ops,
            ops / (t1 - t0), ops * (double)o.bs / (t1 - t0) / 1e6,
            lat_n ? lat_sum_ns / 1e3 / (double)lat_n : 0.0, o.poll_us,
-           (unsigned long long)verified);
+           (unsigned long long)verified, (unsigned long long)bp.backoffs);
     for (uint32_t i = 0; i < o.nq; i++) {
         close(q[i].fd);
         free(q[i].rx);

@@ -9,6 +9,7 @@
  * below; other threads may only read the statistics (atomics) and, under
  * snap_lock, the connection list.
  */
+#include "busypoll.h"
 #include "target.h"
 #include "util/log.h"
 
@@ -276,8 +277,8 @@ static void tick(oc_nvmf_target_t *t)
 oc_status_t oc__nvmf_target_run(oc_nvmf_target_t *t, volatile int *stop)
 {
     struct __kernel_timespec ts = {.tv_sec = 0, .tv_nsec = 100000000};
-    uint64_t last_tick = 0, last_work_ns = 0;
-    uint64_t poll_ns = (uint64_t)t->conf->poll_us * 1000;
+    uint64_t last_tick = 0;
+    oc_nvmf_poller_t bp = {.poll_ns = (uint64_t)t->conf->poll_us * 1000};
 
     t->accept_op.kind = OC_NVMF_OP_ACCEPT;
     t->accept_op.owner = t;
@@ -308,10 +309,9 @@ oc_status_t oc__nvmf_target_run(oc_nvmf_target_t *t, volatile int *stop)
         if (t->draining && !t->conns && !t->accept_armed)
             break;
         oc__nvmf_conn_flush_all(t);
-        /* poll-us: shortly after work, look for more without sleeping; a
-         * sleeping thread on a halted virtual CPU takes tens of us to wake,
-         * a command's whole budget at QD32 is a few hundred */
-        if (poll_ns && oc__nvmf_now_ns() - last_work_ns < poll_ns)
+        /* poll-us: shortly after work, look for more without sleeping
+         * (busypoll.h says when that pays) */
+        if (bp.poll_ns && oc__nvmf_poll_now(&bp, oc__nvmf_now_ns()))
             io_uring_submit_and_get_events(&t->ring);
         else
             io_uring_submit_and_wait_timeout(&t->ring, &cqe, 1, &ts, NULL);
@@ -354,8 +354,8 @@ oc_status_t oc__nvmf_target_run(oc_nvmf_target_t *t, volatile int *stop)
             }
         }
         io_uring_cq_advance(&t->ring, n);
-        if (poll_ns && n)
-            last_work_ns = oc__nvmf_now_ns();
+        if (bp.poll_ns && n)
+            oc__nvmf_poll_work(&bp, oc__nvmf_now_ns());
         now = oc__nvmf_now_ms();
         if (now - last_tick >= (t->draining ? 50 : 1000)) {
             last_tick = now;
@@ -363,6 +363,10 @@ oc_status_t oc__nvmf_target_run(oc_nvmf_target_t *t, volatile int *stop)
         }
     }
     io_uring_submit(&t->ring);
+    if (bp.poll_ns)
+        oc_info(LOGC, "nvmf: poll-us %d: polling paused %llu times for other "
+                "tasks wanting the CPU", t->conf->poll_us,
+                (unsigned long long)bp.backoffs);
     oc_info(LOGC, "nvmf: stopped");
     return OC_OK;
 }
