@@ -234,6 +234,10 @@ static void submit(q_t *q)
     oc__put32(p + 4, 72 + (incap ? o.bs : 0));
     sqe_init(p + 8, o.write ? 0x01 : 0x02, 1, o.bs,
              incap ? OC_SGL_INCAPSULE : OC_SGL_TRANSPORT);
+    /* command ids are unique among outstanding commands: a slow one keeps
+     * its id while others go round (at most MAXQD - 1 are outstanding) */
+    while (q->sent_ns[q->cid % MAXQD])
+        q->cid++;
     q->sent_ns[q->cid % MAXQD] = oc__now_ns();
     q->lba[q->cid % MAXQD] = lba;
     oc__put16(p + 10, q->cid++ % MAXQD);
@@ -281,8 +285,12 @@ static void check_data(q_t *q, const uint8_t *p, uint32_t plen)
     off_t off;
 
     if (p[2] != 24 || p[3] != 24 || plen != 24 + datal || datao != 0 ||
-        datal != o.bs || cid >= MAXQD || !q->sent_ns[cid])
-        die("C2HData that answers no outstanding read of --bs bytes");
+        datal != o.bs || cid >= MAXQD || !q->sent_ns[cid]) {
+        fprintf(stderr, "offcore-nvmf-load: C2HData (command %u, offset %u, "
+                "%u bytes, PDU %u bytes) answers no outstanding read of "
+                "--bs bytes\n", cid, datao, datal, plen);
+        exit(1);
+    }
     off = (off_t)(q->lba[cid] << o.lbads);
     if (pread(vfd, vbuf, o.bs, off) != (ssize_t)o.bs)
         die("--verify-file: cannot read the file at the command's offset");
@@ -312,6 +320,8 @@ static uint64_t reap(q_t *q)
                 die("bad CapsuleResp");
             if ((oc__le16(p + 22) >> 1) & 0x7ff)
                 die("a command failed");
+            if (oc__le16(p + 20) >= MAXQD || !q->sent_ns[oc__le16(p + 20)])
+                die("a response for no outstanding command");
             lat_sum_ns += oc__now_ns() - q->sent_ns[oc__le16(p + 20) % MAXQD];
             q->sent_ns[oc__le16(p + 20) % MAXQD] = 0; /* no longer outstanding */
             lat_n++;
