@@ -27,6 +27,14 @@
 #define LOGC OC_COMP_APP
 #define RING_ENTRIES 4096
 #define DRAIN_MS 10000
+/* Within one batch of completions, send what is ready after every this
+ * many file completions instead of once at the end of the batch.  The
+ * disk completes reads in bursts (9-13 per wake-up at QD32 here); sending
+ * the first 4 while the others are checked lets the host answer with new
+ * commands sooner, so more of the 32 are at the disk.  Measured with fio,
+ * target and generator under SCHED_FIFO, 3 interleaved rounds: 86K/81K/87K
+ * IOPS at the end of the batch only, 93K/96K/88K every 4 (fio 117-124K). */
+#define FLUSH_EVERY 4
 
 uint64_t oc__nvmf_now_ns(void)
 {
@@ -152,6 +160,11 @@ oc_status_t oc__nvmf_target_init(oc_nvmf_target_t *t, oc_nvmf_conf_t *conf,
         oc__nvmf_target_fini(t);
         return OC_ERR_UNSUPPORTED;
     }
+    /* a registered ring descriptor spares each io_uring_enter the file
+     * lookup and reference of the ring itself (one or more per loop turn) */
+    if (io_uring_register_ring_fd(&t->ring) < 0)
+        oc_debug(LOGC, "nvmf: io_uring_register_ring_fd refused (using the "
+                 "plain descriptor)");
     /* the namespaces' files in the ring's file table: Read and Write then
      * skip a file lookup and reference per I/O; without it (old kernel,
      * RLIMIT_NOFILE) they use the plain descriptors */
@@ -287,7 +300,7 @@ oc_status_t oc__nvmf_target_run(oc_nvmf_target_t *t, volatile int *stop)
             t->nsubsys, t->nsubsys == 1 ? "" : "s");
     for (;;) {
         struct io_uring_cqe *cqe;
-        unsigned head, n = 0;
+        unsigned head, n = 0, done = 0;
         uint64_t now;
 
         if (*stop && !t->draining) {
@@ -338,6 +351,10 @@ oc_status_t oc__nvmf_target_run(oc_nvmf_target_t *t, volatile int *stop)
                 break;
             case OC_NVMF_OP_RECV:
                 oc__nvmf_conn_recv_done(op->owner, res);
+                /* the reads of the capsules just parsed go to the disk
+                 * now, not after the rest of this batch is handled */
+                if (io_uring_sq_ready(&t->ring))
+                    io_uring_submit(&t->ring);
                 break;
             case OC_NVMF_OP_SEND:
                 oc__nvmf_conn_send_done(op->owner, res);
@@ -347,6 +364,12 @@ oc_status_t oc__nvmf_target_run(oc_nvmf_target_t *t, volatile int *stop)
                 oc_nvmf_conn_t *c = cmd->conn;
                 oc__nvmf_io_file_done(cmd, res);
                 oc__nvmf_conn_release_op(c);
+                /* responses leave every FLUSH_EVERY completions: the host
+                 * starts on the first ones while the rest are checked */
+                if (++done % FLUSH_EVERY == 0) {
+                    oc__nvmf_conn_flush_all(t);
+                    io_uring_submit(&t->ring);
+                }
                 break;
             }
             default:
