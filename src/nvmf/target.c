@@ -35,6 +35,11 @@
  * target and generator under SCHED_FIFO, 3 interleaved rounds: 86K/81K/87K
  * IOPS at the end of the batch only, 93K/96K/88K every 4 (fio 117-124K). */
 #define FLUSH_EVERY 4
+/* With poll-us, completions that arrive while a batch is handled join it
+ * (io_uring_submit_and_get_events at each flush), up to this many per
+ * batch.  Same conditions, polling 100 us both sides: 79K/71K/89K without,
+ * 90K/76K/102K with (fio 124K/111K/116K). */
+#define POLL_BATCH_MAX 256
 
 uint64_t oc__nvmf_now_ns(void)
 {
@@ -301,6 +306,7 @@ oc_status_t oc__nvmf_target_run(oc_nvmf_target_t *t, volatile int *stop)
     for (;;) {
         struct io_uring_cqe *cqe;
         unsigned head, n = 0, done = 0;
+        int polling;
         uint64_t now;
 
         if (*stop && !t->draining) {
@@ -324,7 +330,8 @@ oc_status_t oc__nvmf_target_run(oc_nvmf_target_t *t, volatile int *stop)
         oc__nvmf_conn_flush_all(t);
         /* poll-us: shortly after work, look for more without sleeping
          * (busypoll.h says when that pays) */
-        if (bp.poll_ns && oc__nvmf_poll_now(&bp, oc__nvmf_now_ns()))
+        polling = bp.poll_ns && oc__nvmf_poll_now(&bp, oc__nvmf_now_ns());
+        if (polling)
             io_uring_submit_and_get_events(&t->ring);
         else
             io_uring_submit_and_wait_timeout(&t->ring, &cqe, 1, &ts, NULL);
@@ -365,10 +372,16 @@ oc_status_t oc__nvmf_target_run(oc_nvmf_target_t *t, volatile int *stop)
                 oc__nvmf_io_file_done(cmd, res);
                 oc__nvmf_conn_release_op(c);
                 /* responses leave every FLUSH_EVERY completions: the host
-                 * starts on the first ones while the rest are checked */
+                 * starts on the first ones while the rest are checked; when
+                 * polling, what completed or arrived meanwhile joins this
+                 * batch (at most POLL_BATCH_MAX completions, so that the
+                 * loop's timers still run) */
                 if (++done % FLUSH_EVERY == 0) {
                     oc__nvmf_conn_flush_all(t);
-                    io_uring_submit(&t->ring);
+                    if (polling && n < POLL_BATCH_MAX)
+                        io_uring_submit_and_get_events(&t->ring);
+                    else
+                        io_uring_submit(&t->ring);
                 }
                 break;
             }

@@ -135,7 +135,7 @@ def main():
     conf = os.path.join(work, "nvmf.conf")
     open(conf, "w").write(
         "listen 127.0.0.1:%d\nmetrics 127.0.0.1:%d\nkato-grace-ms 200\n"
-        "send-timeout-ms 1000\n"
+        "send-timeout-ms 1000\npoll-us 50\n"
         "subsystem %s\n"
         "  allow-host %s\n  namespace 1 %s size=16M integrity=on\n"
         % (port, mport, SUB, HOST, os.path.join(work, "ns1.img")))
