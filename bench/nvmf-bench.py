@@ -72,6 +72,17 @@ def parse_args():
     ap.add_argument("--queues", type=int, default=1,
                     help="I/O queues (TCP connections) the load generator "
                          "spreads its --qd commands over; must divide --qd (1)")
+    ap.add_argument("--poll-us", type=int,
+                    default=int(os.environ.get("BENCH_NVMF_POLL_US", "0")),
+                    help="busy-poll this many us after work before sleeping, "
+                         "in the target (its poll-us) and in the load "
+                         "generator (its --poll-us); costs CPU, helps on an "
+                         "idle machine ($BENCH_NVMF_POLL_US, 0: off)")
+    ap.add_argument("--sched", choices=("normal", "fifo"), default="normal",
+                    help="fifo: run fio, the target and the load generator "
+                         "all under SCHED_FIFO (chrt -f 10, needs root), so "
+                         "that other jobs on a shared machine do not decide "
+                         "the ratio; every side gets the same (normal)")
     ap.add_argument("--port", type=int,
                     default=int(os.environ.get("BENCH_NVMF_PORT", "24900")),
                     help="first TCP port to try for the target and its "
@@ -84,15 +95,20 @@ def parse_args():
     if bad:
         ap.error("unknown case or configuration: " + ", ".join(bad))
     if a.repeats < 1 or a.seconds <= 0 or a.qd < 1 or a.queues < 1 or \
-            a.qd % a.queues or a.qd // a.queues > 127:
+            a.qd % a.queues or a.qd // a.queues > 127 or \
+            not 0 <= a.poll_us <= 10000:
         ap.error("want --repeats >= 1, --seconds > 0, --queues dividing --qd, "
-                 "at most 127 per queue")
+                 "at most 127 per queue, --poll-us 0..10000")
     return a
+
+
+def sched_prefix(a):
+    return ["chrt", "-f", "10"] if a.sched == "fifo" else []
 
 
 def fio(a, path, rw, bs):
     out = subprocess.run(
-        ["fio", "--name=nvmf-baseline", "--filename=" + path, "--size=" + a.size,
+        sched_prefix(a) + ["fio", "--name=nvmf-baseline", "--filename=" + path, "--size=" + a.size,
          "--rw=" + rw, "--bs=%d" % bs, "--iodepth=%d" % a.qd, "--direct=1",
          "--ioengine=io_uring", "--runtime=%g" % a.seconds, "--time_based",
          "--output-format=json"], check=True, stdout=subprocess.PIPE,
@@ -122,12 +138,20 @@ def target_latency(mport, nqn):
 
 
 def schedstat(pid):
-    """(seconds on a CPU, seconds runnable but waiting for one) of @pid's
-    threads, from /proc/PID/schedstat (None where the kernel lacks it)"""
+    """(seconds on a CPU, seconds runnable but waiting for one) of all of
+    @pid's threads (its loop, the metrics thread, any io_uring workers),
+    from /proc/PID/task/*/schedstat (None where the kernel lacks it)"""
+    run = wait = 0
     try:
-        with open("/proc/%d/schedstat" % pid) as f:
-            run, wait = f.read().split()[:2]
-        return int(run) / 1e9, int(wait) / 1e9
+        for tid in os.listdir("/proc/%d/task" % pid):
+            try:
+                with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
+                    r, w = f.read().split()[:2]
+            except FileNotFoundError:  # a thread that just ended
+                continue
+            run += int(r)
+            wait += int(w)
+        return run / 1e9, wait / 1e9
     except (OSError, ValueError):
         return None
 
@@ -138,10 +162,10 @@ def load(a, port, mport, tgt_pid, nsid, rw, bs):
     s0, c0 = target_latency(mport, nqn)
     sch0 = schedstat(tgt_pid)
     out = subprocess.run(
-        [os.path.join(a.build, "src/nvmf/offcore-nvmf-load"), "--addr",
+        sched_prefix(a) + [os.path.join(a.build, "src/nvmf/offcore-nvmf-load"), "--addr",
          "127.0.0.1:%d" % port, "--nqn", nqn, "--rw", rw, "--bs", str(bs),
          "--qd", str(a.qd // a.queues), "--queues", str(a.queues),
-         "--seconds", str(a.seconds)],
+         "--seconds", str(a.seconds), "--poll-us", str(a.poll_us)],
         check=True, stdout=subprocess.PIPE, text=True).stdout
     s1, c1 = target_latency(mport, nqn)
     sch1 = schedstat(tgt_pid)
@@ -171,6 +195,10 @@ def main():
         if not os.access(os.path.join(a.build, "src/nvmf", b), os.X_OK):
             sys.exit("nvmf-bench: %s/src/nvmf/%s is missing: build first "
                      "(ninja -C %s)" % (a.build, b, a.build))
+    if a.sched == "fifo" and subprocess.run(
+            ["chrt", "-f", "10", "true"], stderr=subprocess.DEVNULL).returncode:
+        sys.exit("nvmf-bench: --sched fifo: chrt -f 10 is refused here "
+                 "(needs root or CAP_SYS_NICE)")
     work = os.path.join(a.build, "nvmf-bench")
     os.makedirs(work, exist_ok=True)
     plain = os.path.join(work, "plain.img")
@@ -193,13 +221,15 @@ def main():
     mport = nt.free_port(port + 1)
     conf = os.path.join(work, "bench.conf")
     with open(conf, "w") as f:
-        f.write("listen 127.0.0.1:%d\nmetrics 127.0.0.1:%d\n" % (port, mport))
+        f.write("listen 127.0.0.1:%d\nmetrics 127.0.0.1:%d\npoll-us %d\n"
+                % (port, mport, a.poll_us))
         opts = ["", " integrity=on", " integrity=on key=" + key]
         for i, (img, o) in enumerate(zip(imgs, opts), 1):
             f.write("subsystem %s-%d\n  allow-any-host\n  namespace 1 %s%s\n"
                     % (NQN, i, img, o))
     log = open(os.path.join(work, "target.log"), "w")
-    tgt = nt.start(a.build, conf, log, timeout=300)  # builds checksums first
+    # builds checksums first
+    tgt = nt.start(a.build, conf, log, timeout=300, prefix=sched_prefix(a))
     try:
         bar = None
         for case in a.cases:
@@ -221,6 +251,8 @@ def main():
                     if cfg != "fio":
                         line["queues"] = a.queues
                         line["qd_per_queue"] = a.qd // a.queues
+                        line["poll_us"] = a.poll_us
+                    line["sched"] = a.sched
                     for k in ("lat_us", "cpu_us_per_io", "rtt_us", "target_us",
                               "target_cpu_us_per_io", "target_runq_wait_s"):
                         if k in m:
@@ -240,6 +272,7 @@ def main():
             summary = {"bench": "nvmf", "case": name, "summary": True,
                        "loadavg": [round(load0, 2), round(os.getloadavg()[0], 2)],
                        "queues": a.queues, "qd_total": a.qd,
+                       "poll_us": a.poll_us, "sched": a.sched,
                        "median_iops": {k: round(v) for k, v in med.items()},
                        "median_MBps": {k: round(statistics.median(x["MBps"] for x in v), 1)
                                        for k, v in res.items()}}

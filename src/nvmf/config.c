@@ -8,6 +8,7 @@
  *   metrics 127.0.0.1:9465       Prometheus /metrics (default: none)
  *   kato-grace-ms 5000           slack on top of a host's keep-alive
  *   send-timeout-ms 30000        close a queue whose host stops reading
+ *   poll-us 0                    busy-poll the ring this long after work
  *   subsystem NQN                starts a subsystem; lines below belong to it
  *     allow-host HOSTNQN         (repeatable) hosts that may connect
  *     allow-any-host             or: any host
@@ -247,6 +248,12 @@ oc_status_t oc__nvmf_conf_load(const char *file, oc_nvmf_conf_t *conf,
                 cerr(&x, "send-timeout-ms: want 100..3600000");
             else
                 conf->send_timeout_ms = (int)v;
+        } else if (!strcmp(k, "poll-us")) {
+            uint64_t v;
+            if (n != 2 || oc__kv_u64(tok[1], 0, 10000, &v) != 0)
+                cerr(&x, "poll-us: want 0..10000");
+            else
+                conf->poll_us = (int)v;
         } else if (!strcmp(k, "subsystem")) {
             if (n != 2) {
                 cerr(&x, "subsystem: want 'subsystem NQN'");

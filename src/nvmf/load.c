@@ -10,12 +10,21 @@
  *
  * Random or sequential Read or Write of --bs bytes; writes up to 8 KiB go
  * in the capsule, larger ones answer the target's R2T with one H2CData.
- * Data is not checked (the tests check data; this measures speed).
+ * Data is not checked unless asked: --verify-file PATH compares every
+ * C2HData of a read, byte for byte, with PATH at the command's offset (the
+ * namespace's backing file, when it holds plaintext), and checks that the
+ * PDU answers an outstanding read of that length (a pread per read: it
+ * costs the generator CPU; a check, not a speed run).
+ * --poll-us N: after data arrives, poll the sockets without sleeping for
+ * up to N us before blocking in poll() again, as a host with busy-polled
+ * queues does (the kernel's nvme-tcp poll queues, net.core.busy_poll);
+ * paused while other tasks want the CPU (busypoll.h).
  * Single-threaded, non-blocking sockets and poll(); untrusted input: the
  * target's PDUs are length-checked before use and anything unexpected
  * ends the run with an error.
  */
 #include "pdu.h"
+#include "busypoll.h"
 #include "util/clock.h"
 
 #include <arpa/inet.h>
@@ -43,11 +52,12 @@ typedef struct {
     int outstanding;
     uint16_t cid;
     uint64_t sent_ns[MAXQD]; /* by command id */
+    uint64_t lba[MAXQD];     /* by command id, for --verify-file */
 } q_t;
 
 static struct {
-    const char *addr, *nqn, *hostnqn, *rw;
-    uint32_t bs, qd, nq;
+    const char *addr, *nqn, *hostnqn, *rw, *verify;
+    uint32_t bs, qd, nq, poll_us;
     double seconds;
     uint32_t lbads;
     uint64_t nsze;
@@ -56,7 +66,9 @@ static struct {
        "0c0ffee0-0000-4000-8000-00000000b001", .rw = "randread", .bs = 4096,
        .qd = 32, .nq = 1, .seconds = 10};
 
-static uint8_t *wdata;
+static uint8_t *wdata, *vbuf;
+static int vfd = -1;
+static uint64_t verified;
 static uint64_t seq_lba, rng = 0x9e3779b97f4a7c15ull;
 static uint64_t lat_sum_ns, lat_n;
 
@@ -222,7 +234,12 @@ static void submit(q_t *q)
     oc__put32(p + 4, 72 + (incap ? o.bs : 0));
     sqe_init(p + 8, o.write ? 0x01 : 0x02, 1, o.bs,
              incap ? OC_SGL_INCAPSULE : OC_SGL_TRANSPORT);
+    /* command ids are unique among outstanding commands: a slow one keeps
+     * its id while others go round (at most MAXQD - 1 are outstanding) */
+    while (q->sent_ns[q->cid % MAXQD])
+        q->cid++;
     q->sent_ns[q->cid % MAXQD] = oc__now_ns();
+    q->lba[q->cid % MAXQD] = lba;
     oc__put16(p + 10, q->cid++ % MAXQD);
     oc__put64(p + 48, lba);
     oc__put32(p + 56, nlb - 1);
@@ -259,6 +276,32 @@ static void h2c(q_t *q, const uint8_t *r2t)
     q->tx_n += 24 + len;
 }
 
+/* --verify-file: one C2HData (no digests were asked for) against the
+ * backing file at its command's offset */
+static void check_data(q_t *q, const uint8_t *p, uint32_t plen)
+{
+    uint16_t cid = oc__le16(p + 8);
+    uint32_t datao = oc__le32(p + 12), datal = oc__le32(p + 16);
+    off_t off;
+
+    if (p[2] != 24 || p[3] != 24 || plen != 24 + datal || datao != 0 ||
+        datal != o.bs || cid >= MAXQD || !q->sent_ns[cid]) {
+        fprintf(stderr, "offcore-nvmf-load: C2HData (command %u, offset %u, "
+                "%u bytes, PDU %u bytes) answers no outstanding read of "
+                "--bs bytes\n", cid, datao, datal, plen);
+        exit(1);
+    }
+    off = (off_t)(q->lba[cid] << o.lbads);
+    if (pread(vfd, vbuf, o.bs, off) != (ssize_t)o.bs)
+        die("--verify-file: cannot read the file at the command's offset");
+    if (memcmp(vbuf, p + 24, o.bs)) {
+        fprintf(stderr, "offcore-nvmf-load: data of LBA %llu differs from "
+                "--verify-file\n", (unsigned long long)q->lba[cid]);
+        exit(1);
+    }
+    verified++;
+}
+
 /* parse what arrived; @return completions */
 static uint64_t reap(q_t *q)
 {
@@ -277,12 +320,17 @@ static uint64_t reap(q_t *q)
                 die("bad CapsuleResp");
             if ((oc__le16(p + 22) >> 1) & 0x7ff)
                 die("a command failed");
+            if (oc__le16(p + 20) >= MAXQD || !q->sent_ns[oc__le16(p + 20)])
+                die("a response for no outstanding command");
             lat_sum_ns += oc__now_ns() - q->sent_ns[oc__le16(p + 20) % MAXQD];
+            q->sent_ns[oc__le16(p + 20) % MAXQD] = 0; /* no longer outstanding */
             lat_n++;
             q->outstanding--;
             done++;
         } else if (p[0] == OC_NVMF_PDU_R2T) {
             h2c(q, p);
+        } else if (p[0] == OC_NVMF_PDU_C2H_DATA && vfd >= 0) {
+            check_data(q, p, plen);
         } else if (p[0] != OC_NVMF_PDU_C2H_DATA) {
             die("unexpected PDU from the target");
         }
@@ -298,12 +346,15 @@ int main(int argc, char **argv)
     static const struct option opts[] = {
         {"addr", 1, 0, 'a'}, {"nqn", 1, 0, 'n'}, {"hostnqn", 1, 0, 'H'},
         {"rw", 1, 0, 'r'}, {"bs", 1, 0, 'b'}, {"qd", 1, 0, 'q'},
-        {"queues", 1, 0, 'Q'}, {"seconds", 1, 0, 's'}, {"help", 0, 0, 'h'},
+        {"queues", 1, 0, 'Q'}, {"seconds", 1, 0, 's'}, {"poll-us", 1, 0, 'p'},
+        {"verify-file", 1, 0, 'V'},
+        {"help", 0, 0, 'h'},
         {0, 0, 0, 0}};
     uint8_t sqe[64], id[4096];
     q_t q[MAXQ];
     uint16_t cntlid = 0;
     uint64_t ops = 0;
+    oc_nvmf_poller_t bp = {0};
     double t0, t1;
     int c, admin;
 
@@ -317,22 +368,35 @@ int main(int argc, char **argv)
         case 'q': o.qd = (uint32_t)strtoul(optarg, NULL, 0); break;
         case 'Q': o.nq = (uint32_t)strtoul(optarg, NULL, 0); break;
         case 's': o.seconds = atof(optarg); break;
+        case 'p': o.poll_us = (uint32_t)strtoul(optarg, NULL, 0); break;
+        case 'V': o.verify = optarg; break;
         default:
             printf("usage: offcore-nvmf-load --addr IP:PORT --nqn NQN "
                    "[--hostnqn NQN] [--rw randread|randwrite|read|write]\n"
                    "       [--bs BYTES (4096)] [--qd N (32)] [--queues N "
-                   "(1)] [--seconds S (10)]\n");
+                   "(1)] [--seconds S (10)]\n"
+                   "       [--poll-us N (0: sleep in poll() at once)] "
+                   "[--verify-file PATH (reads: compare with PATH)]\n");
             return c == 'h' ? 0 : 2;
         }
     }
     if (!o.nqn || o.qd < 1 || o.qd > MAXQD - 1 || o.nq < 1 || o.nq > MAXQ ||
-        o.bs < 512 || o.bs > 128 * 1024 || o.seconds <= 0)
+        o.bs < 512 || o.bs > 128 * 1024 || o.seconds <= 0 ||
+        o.poll_us > 10000)
         die("bad arguments (--help)");
     o.random = !strncmp(o.rw, "rand", 4);
     o.write = strstr(o.rw, "write") != NULL;
     wdata = malloc(o.bs);
-    if (!wdata)
+    vbuf = malloc(o.bs);
+    if (!wdata || !vbuf)
         die("out of memory");
+    if (o.verify) {
+        if (o.write)
+            die("--verify-file checks reads: use a read --rw");
+        vfd = open(o.verify, O_RDONLY);
+        if (vfd < 0)
+            die("--verify-file: cannot open the file");
+    }
     for (uint32_t i = 0; i < o.bs; i++)
         wdata[i] = (uint8_t)(i * 31 + 7);
 
@@ -366,15 +430,18 @@ int main(int argc, char **argv)
         for (uint32_t k = 0; k < o.qd; k++)
             submit(&q[i]);
     }
+    bp.poll_ns = o.poll_us * 1000ull;
     t0 = now();
     t1 = t0;
     while (t1 - t0 < o.seconds) {
         struct pollfd pf[MAXQ];
+        int tmo = bp.poll_ns && oc__nvmf_poll_now(&bp, oc__now_ns())
+                      ? 0 : 1000;
         for (uint32_t i = 0; i < o.nq; i++) {
             pf[i].fd = q[i].fd;
             pf[i].events = POLLIN | (q[i].tx_n ? POLLOUT : 0);
         }
-        if (poll(pf, o.nq, 1000) < 0 && errno != EINTR)
+        if (poll(pf, o.nq, tmo) < 0 && errno != EINTR)
             die("poll failed");
         for (uint32_t i = 0; i < o.nq; i++) {
             q_t *x = &q[i];
@@ -385,8 +452,11 @@ int main(int argc, char **argv)
                 uint64_t d;
                 if (r == 0 || (r < 0 && errno != EAGAIN))
                     die("target closed the connection");
-                if (r > 0)
+                if (r > 0) {
                     x->rx_n += (size_t)r;
+                    if (bp.poll_ns)
+                        oc__nvmf_poll_work(&bp, oc__now_ns());
+                }
                 d = reap(x);
                 ops += d;
                 while (d--)
@@ -410,10 +480,12 @@ int main(int argc, char **argv)
     }
     printf("{\"tool\":\"offcore-nvmf-load\",\"rw\":\"%s\",\"bs\":%u,"
            "\"qd\":%u,\"queues\":%u,\"seconds\":%.3f,\"ops\":%llu,"
-           "\"iops\":%.0f,\"MBps\":%.1f,\"lat_us\":%.1f}\n",
+           "\"iops\":%.0f,\"MBps\":%.1f,\"lat_us\":%.1f,\"poll_us\":%u,"
+           "\"verified\":%llu,\"poll_backoffs\":%llu}\n",
            o.rw, o.bs, o.qd, o.nq, t1 - t0, (unsigned long long)ops,
            ops / (t1 - t0), ops * (double)o.bs / (t1 - t0) / 1e6,
-           lat_n ? lat_sum_ns / 1e3 / (double)lat_n : 0.0);
+           lat_n ? lat_sum_ns / 1e3 / (double)lat_n : 0.0, o.poll_us,
+           (unsigned long long)verified, (unsigned long long)bp.backoffs);
     for (uint32_t i = 0; i < o.nq; i++) {
         close(q[i].fd);
         free(q[i].rx);

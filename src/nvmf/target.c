@@ -9,6 +9,7 @@
  * below; other threads may only read the statistics (atomics) and, under
  * snap_lock, the connection list.
  */
+#include "busypoll.h"
 #include "target.h"
 #include "util/log.h"
 
@@ -26,6 +27,19 @@
 #define LOGC OC_COMP_APP
 #define RING_ENTRIES 4096
 #define DRAIN_MS 10000
+/* Within one batch of completions, send what is ready after every this
+ * many file completions instead of once at the end of the batch.  The
+ * disk completes reads in bursts (9-13 per wake-up at QD32 here); sending
+ * the first 4 while the others are checked lets the host answer with new
+ * commands sooner, so more of the 32 are at the disk.  Measured with fio,
+ * target and generator under SCHED_FIFO, 3 interleaved rounds: 86K/81K/87K
+ * IOPS at the end of the batch only, 93K/96K/88K every 4 (fio 117-124K). */
+#define FLUSH_EVERY 4
+/* With poll-us, completions that arrive while a batch is handled join it
+ * (io_uring_submit_and_get_events at each flush), up to this many per
+ * batch.  Same conditions, polling 100 us both sides: 79K/71K/89K without,
+ * 90K/76K/102K with (fio 124K/111K/116K). */
+#define POLL_BATCH_MAX 256
 
 uint64_t oc__nvmf_now_ns(void)
 {
@@ -151,6 +165,11 @@ oc_status_t oc__nvmf_target_init(oc_nvmf_target_t *t, oc_nvmf_conf_t *conf,
         oc__nvmf_target_fini(t);
         return OC_ERR_UNSUPPORTED;
     }
+    /* a registered ring descriptor spares each io_uring_enter the file
+     * lookup and reference of the ring itself (one or more per loop turn) */
+    if (io_uring_register_ring_fd(&t->ring) < 0)
+        oc_debug(LOGC, "nvmf: io_uring_register_ring_fd refused (using the "
+                 "plain descriptor)");
     /* the namespaces' files in the ring's file table: Read and Write then
      * skip a file lookup and reference per I/O; without it (old kernel,
      * RLIMIT_NOFILE) they use the plain descriptors */
@@ -277,6 +296,7 @@ oc_status_t oc__nvmf_target_run(oc_nvmf_target_t *t, volatile int *stop)
 {
     struct __kernel_timespec ts = {.tv_sec = 0, .tv_nsec = 100000000};
     uint64_t last_tick = 0;
+    oc_nvmf_poller_t bp = {.poll_ns = (uint64_t)t->conf->poll_us * 1000};
 
     t->accept_op.kind = OC_NVMF_OP_ACCEPT;
     t->accept_op.owner = t;
@@ -285,7 +305,8 @@ oc_status_t oc__nvmf_target_run(oc_nvmf_target_t *t, volatile int *stop)
             t->nsubsys, t->nsubsys == 1 ? "" : "s");
     for (;;) {
         struct io_uring_cqe *cqe;
-        unsigned head, n = 0;
+        unsigned head, n = 0, done = 0;
+        int polling;
         uint64_t now;
 
         if (*stop && !t->draining) {
@@ -307,7 +328,13 @@ oc_status_t oc__nvmf_target_run(oc_nvmf_target_t *t, volatile int *stop)
         if (t->draining && !t->conns && !t->accept_armed)
             break;
         oc__nvmf_conn_flush_all(t);
-        io_uring_submit_and_wait_timeout(&t->ring, &cqe, 1, &ts, NULL);
+        /* poll-us: shortly after work, look for more without sleeping
+         * (busypoll.h says when that pays) */
+        polling = bp.poll_ns && oc__nvmf_poll_now(&bp, oc__nvmf_now_ns());
+        if (polling)
+            io_uring_submit_and_get_events(&t->ring);
+        else
+            io_uring_submit_and_wait_timeout(&t->ring, &cqe, 1, &ts, NULL);
         io_uring_for_each_cqe(&t->ring, head, cqe)
         {
             oc_nvmf_op_t *op = io_uring_cqe_get_data(cqe);
@@ -331,6 +358,10 @@ oc_status_t oc__nvmf_target_run(oc_nvmf_target_t *t, volatile int *stop)
                 break;
             case OC_NVMF_OP_RECV:
                 oc__nvmf_conn_recv_done(op->owner, res);
+                /* the reads of the capsules just parsed go to the disk
+                 * now, not after the rest of this batch is handled */
+                if (io_uring_sq_ready(&t->ring))
+                    io_uring_submit(&t->ring);
                 break;
             case OC_NVMF_OP_SEND:
                 oc__nvmf_conn_send_done(op->owner, res);
@@ -340,6 +371,18 @@ oc_status_t oc__nvmf_target_run(oc_nvmf_target_t *t, volatile int *stop)
                 oc_nvmf_conn_t *c = cmd->conn;
                 oc__nvmf_io_file_done(cmd, res);
                 oc__nvmf_conn_release_op(c);
+                /* responses leave every FLUSH_EVERY completions: the host
+                 * starts on the first ones while the rest are checked; when
+                 * polling, what completed or arrived meanwhile joins this
+                 * batch (at most POLL_BATCH_MAX completions, so that the
+                 * loop's timers still run) */
+                if (++done % FLUSH_EVERY == 0) {
+                    oc__nvmf_conn_flush_all(t);
+                    if (polling && n < POLL_BATCH_MAX)
+                        io_uring_submit_and_get_events(&t->ring);
+                    else
+                        io_uring_submit(&t->ring);
+                }
                 break;
             }
             default:
@@ -347,6 +390,8 @@ oc_status_t oc__nvmf_target_run(oc_nvmf_target_t *t, volatile int *stop)
             }
         }
         io_uring_cq_advance(&t->ring, n);
+        if (bp.poll_ns && n)
+            oc__nvmf_poll_work(&bp, oc__nvmf_now_ns());
         now = oc__nvmf_now_ms();
         if (now - last_tick >= (t->draining ? 50 : 1000)) {
             last_tick = now;
@@ -354,6 +399,10 @@ oc_status_t oc__nvmf_target_run(oc_nvmf_target_t *t, volatile int *stop)
         }
     }
     io_uring_submit(&t->ring);
+    if (bp.poll_ns)
+        oc_info(LOGC, "nvmf: poll-us %d: polling paused %llu times for other "
+                "tasks wanting the CPU", t->conf->poll_us,
+                (unsigned long long)bp.backoffs);
     oc_info(LOGC, "nvmf: stopped");
     return OC_OK;
 }

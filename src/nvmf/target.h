@@ -103,6 +103,7 @@ typedef struct {
     char control[256];      /* Unix socket path; "" -> none */
     int  kato_grace_ms;
     int  send_timeout_ms;   /* close a queue whose output stalls this long */
+    int  poll_us;           /* busy-poll the ring this long after work; 0 off */
     int  nsubsys;
     oc_nvmf_subsys_conf_t subsys[OC_NVMF_MAX_SUBSYS];
 } oc_nvmf_conf_t;

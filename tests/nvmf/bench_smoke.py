@@ -46,7 +46,7 @@ def main():
     port = 24950 + os.getpid() % 40
     r = subprocess.run([sys.executable, BENCH, build, "--cases", "randread-4k",
                         "--repeats", "1", "--seconds", "0.3", "--size", "16M",
-                        "--queues", "2", "--port", str(port)],
+                        "--queues", "2", "--poll-us", "20", "--port", str(port)],
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                        text=True, timeout=240)
     print(r.stdout[-4000:])
@@ -64,6 +64,8 @@ def main():
     check(all(j.get("queues") == 2 and j.get("qd_per_queue") == 16
               for k, j in runs.items() if k != "fio"),
           "the target runs spread QD32 over 2 queues of 16")
+    check(all(j.get("poll_us") == 20 for k, j in runs.items() if k != "fio"),
+          "the target runs say they polled 20 us")
     check(all(j.get("rtt_us", 0) > 0 and j.get("target_us", 0) > 0
               for k, j in runs.items() if k != "fio"),
           "target runs give the round trip and the target's own latency")

@@ -50,7 +50,7 @@ def binary(build):
     return os.path.join(build, "src", "nvmf", "offcore-nvmf")
 
 
-def start(build, conf, log, timeout=10, env=None):
+def start(build, conf, log, timeout=10, env=None, prefix=()):
     """Start offcore-nvmf on @conf, its output appended to the open file
     @log, and return the Popen once it logs that it listens.  On failure
     (exit or @timeout seconds, which must cover building checksums of
@@ -58,7 +58,7 @@ def start(build, conf, log, timeout=10, env=None):
     e = dict(os.environ if env is None else env)
     e.setdefault("OC_LOG", "app:info")
     log.flush()
-    p = subprocess.Popen([binary(build), "-c", conf], stdout=log,
+    p = subprocess.Popen(list(prefix) + [binary(build), "-c", conf], stdout=log,
                          stderr=subprocess.STDOUT, env=e)
     mine = "offcore[%d] app info: nvmf: listening on" % p.pid
     deadline = time.time() + timeout

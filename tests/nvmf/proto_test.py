@@ -9,6 +9,7 @@ then checks that the reason was counted (/metrics) and that a well-behaved
 host, connected beside it all along, still writes and reads back.  A slow
 host that stops reading its completions must not stall that other host.
 """
+import json
 import os
 import shutil
 import struct
@@ -134,7 +135,7 @@ def main():
     conf = os.path.join(work, "nvmf.conf")
     open(conf, "w").write(
         "listen 127.0.0.1:%d\nmetrics 127.0.0.1:%d\nkato-grace-ms 200\n"
-        "send-timeout-ms 1000\n"
+        "send-timeout-ms 1000\npoll-us 50\n"
         "subsystem %s\n"
         "  allow-host %s\n  namespace 1 %s size=16M integrity=on\n"
         % (port, mport, SUB, HOST, os.path.join(work, "ns1.img")))
@@ -410,6 +411,34 @@ def main():
         check(rej(m1, "keep_alive_expired") - rej(m0, "keep_alive_expired") == 1,
               "keep-alive expiry counted")
         good.roundtrip("keep-alive expiry of another controller")
+
+        # 10b. the load generator checks its data when asked: every read's
+        # C2HData equals the backing file at that offset (plaintext here);
+        # against a file of other bytes it stops with an error
+        gen = os.path.join(build, "src", "nvmf", "offcore-nvmf-load")
+        other = os.path.join(work, "other.img")
+        with open(other, "wb") as f:
+            f.write(os.urandom(16 << 20))
+        for path, want_ok in ((os.path.join(work, "ns1.img"), True),
+                              (other, False)):
+            r = subprocess.run(
+                [gen, "--addr", "127.0.0.1:%d" % port, "--nqn", SUB,
+                 "--hostnqn", HOST, "--qd", "8", "--seconds", "0.3",
+                 "--verify-file", path], stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT, text=True, timeout=30)
+            if want_ok:
+                j = json.loads(r.stdout.strip().splitlines()[-1]) \
+                    if r.returncode == 0 else {}
+                check(r.returncode == 0 and j.get("ops", 0) > 0 and
+                      j.get("verified", 0) >= j["ops"],
+                      "offcore-nvmf-load --verify-file: %s reads, each "
+                      "C2HData equal to the backing file (%s)"
+                      % (j.get("verified"), r.stdout.strip()[-160:]))
+            else:
+                check(r.returncode == 1 and "differs" in r.stdout,
+                      "offcore-nvmf-load --verify-file against other bytes "
+                      "fails (%d: %s)" % (r.returncode, r.stdout.strip()[-80:]))
+        good.roundtrip("load generator runs")
 
         # 11. SIGTERM drains: 16 reads of 128 KiB in flight all complete
         # (and are answered) before the connection closes
