@@ -206,13 +206,20 @@ oc_guard_slot_t *oc__guard_shed(oc_guard_t *g)
 uint32_t oc__guard_fd_short(oc_guard_t *g, uint32_t over)
 {
     struct rlimit rl;
+    uint64_t nofile = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 0;
     uint32_t n = g->nconns, reserve = 16 + n / 4, cap;
 
+    /* Out again under the cap this limit gave: what the reserve was for
+     * uses it.  Lowering the cap at each such event would spiral it down
+     * to nothing (a descriptor freed above the limit frees nothing under
+     * it); the caller backs off instead. */
+    if (g->fd_cap != 0 && over == 0 && nofile == g->fd_cap_nofile &&
+        n <= g->fd_cap)
+        return 0;
     cap = n > over + reserve ? n - over - reserve : 1;
     if (g->fd_cap == 0 || cap < g->fd_cap)
         g->fd_cap = cap;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
-        g->fd_cap_nofile = rl.rlim_cur;
+    g->fd_cap_nofile = nofile;
     g->fd_check_us = oc__now_us() + 1000000u;
     oc_warn_limited(&g->lim_fd, OC_COMP_AGENT,
                     "%s: out of descriptors (limit %llu) with %u connections "

@@ -742,8 +742,12 @@ static void test_guard_fd_short(void **state)
     oc__guard_remove(&g, ev);
     oc__guard_add(&g, &s[100], t + 200);
     assert_int_equal(g.nconns, 56);
-    /* out again at the cap (the reserve was used): lowered again */
-    assert_int_equal(oc__guard_fd_short(&g, 0), 16 + 56 / 4);
+    /* out again at the cap (the reserve in use): no spiral down, back off */
+    assert_int_equal(oc__guard_fd_short(&g, 0), 0);
+    assert_int_equal(g.fd_cap, 56);
+    /* poll() refusing more than the limit still lowers it */
+    assert_int_equal(oc__guard_fd_short(&g, 2), 2 + 16 + 56 / 4);
+    assert_int_equal(g.fd_cap, 56 - 2 - 16 - 14);
     /* not lifted while the limit stays, nor before a second has passed */
     assert_false(oc__guard_fd_relax(&g, oc__now_us() + 2000000u));
     assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);

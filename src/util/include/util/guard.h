@@ -144,8 +144,10 @@ oc_guard_slot_t *oc__guard_shed(oc_guard_t *g);
  * the guard holds at most the connections open now, less @p over, less a
  * reserve of 16 + a quarter of them for the server's own descriptors (see
  * "limit" above); oc__guard_admit() applies it as it applies the cap.
- * Called again (the reserve was used up), it lowers the cap again from the
- * connections open then.  Logged, rate-limited.
+ * Called again for the same limit with no more connections than that cap
+ * (the server's own descriptors use the reserve), it changes nothing and
+ * returns 0: the caller backs off; poll() refusing more (@p over > 0)
+ * lowers it further.  Logged, rate-limited.
  * @return how many connections the caller must shed now (oc__guard_shed()
  *   each, then close it); fewer may be pending: shed those.
  */
