@@ -98,7 +98,7 @@ test-fuzz: fuzz-build
 	sh scripts/fuzz.sh $(FUZZ_DIR) $(FUZZ_RUNS)
 
 demo: build
-	sh apps/run-demo.sh $(BUILDDIR)
+	bash apps/run-demo.sh $(BUILDDIR)
 
 bench: build
 	sh bench/run-bench.sh $(BUILDDIR)
