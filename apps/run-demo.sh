@@ -37,6 +37,12 @@ TABLE=${DEMO_TABLE:-10K}
 PARTS=${DEMO_PARTS:-histogram,dp,nvmf,coll}
 PFX=${DEMO_NETNS_PREFIX:-ocdemo}
 PORT=${DEMO_PORT:-41620}
+for p in $(echo "$PARTS" | tr , ' '); do
+    case $p in
+    histogram|dp|nvmf|coll) ;;
+    *) echo "run-demo.sh: DEMO_PARTS: unknown part '$p' (histogram, dp, nvmf, coll)" >&2; exit 2 ;;
+    esac
+done
 EXE=$B/apps/histogram
 if [ ! -x "$EXE" ]; then
     echo "run-demo.sh: $EXE not found: build first (ninja -C $B)" >&2
