@@ -45,9 +45,11 @@ static void accept_some(agent_t *a, oc_ctl_listener_t *l)
              * cap now, less a reserve for our own descriptors (UCX opens
              * /proc/PID/stat when a rank's endpoint is made): handshakes,
              * oldest first, make room for it, and newcomers then take the
-             * place of the oldest handshake under that cap (a real rank
-             * behind a backlog of hostile connections still gets in at
-             * once).  With none pending, the guard backs off. */
+             * place of the oldest handshake under that cap.  Already at it
+             * (or below the reserve), the oldest handshake still gives its
+             * descriptor to the newcomer: a swap uses no more descriptors,
+             * and a real rank behind a backlog of hostile connections gets
+             * in at once.  With none pending, the guard backs off. */
             int e = a->guard.accept_errno;
             uint32_t due;
             oc_guard_slot_t *s;
@@ -55,11 +57,11 @@ static void accept_some(agent_t *a, oc_ctl_listener_t *l)
             if (e != EMFILE && e != ENFILE)
                 return; /* out of memory: the guard backs off */
             due = oc__guard_fd_short(&a->guard, 0);
-            if (due == 0 || (s = oc__guard_shed(&a->guard)) == NULL)
+            if ((s = oc__guard_shed(&a->guard)) == NULL)
                 return;
             do
                 oc__ag_conn_close(a, oc__ag_conn_of(s));
-            while (--due > 0 && (s = oc__guard_shed(&a->guard)) != NULL);
+            while (due > 1 && --due > 0 && (s = oc__guard_shed(&a->guard)) != NULL);
             oc__guard_resume(&a->guard);
             continue;
         }

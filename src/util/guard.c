@@ -212,7 +212,7 @@ uint32_t oc__guard_fd_short(oc_guard_t *g, uint32_t over)
     /* Out again under the cap this limit gave: what the reserve was for
      * uses it.  Lowering the cap at each such event would spiral it down
      * to nothing (a descriptor freed above the limit frees nothing under
-     * it); the caller backs off instead. */
+     * it); the caller swaps or backs off instead. */
     if (g->fd_cap != 0 && over == 0 && nofile == g->fd_cap_nofile &&
         n <= g->fd_cap)
         return 0;

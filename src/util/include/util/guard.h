@@ -146,8 +146,9 @@ oc_guard_slot_t *oc__guard_shed(oc_guard_t *g);
  * "limit" above); oc__guard_admit() applies it as it applies the cap.
  * Called again for the same limit with no more connections than that cap
  * (the server's own descriptors use the reserve), it changes nothing and
- * returns 0: the caller backs off; poll() refusing more (@p over > 0)
- * lowers it further.  Logged, rate-limited.
+ * returns 0 (the caller may still swap its oldest pending connection for
+ * the newcomer: that uses no more descriptors); poll() refusing more
+ * (@p over > 0) lowers it further.  Logged, rate-limited.
  * @return how many connections the caller must shed now (oc__guard_shed()
  *   each, then close it); fewer may be pending: shed those.
  */
