@@ -207,7 +207,7 @@ uint32_t oc__guard_fd_short(oc_guard_t *g, uint32_t over)
 {
     struct rlimit rl;
     uint64_t nofile = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 0;
-    uint32_t n = g->nconns, reserve = 16 + n / 4, cap;
+    uint32_t n = g->nconns, reserve = 16 + n / 4, cap, due;
 
     /* Out again under the cap this limit gave: what the reserve was for
      * uses it.  Lowering the cap at each such event would spiral it down
@@ -221,14 +221,15 @@ uint32_t oc__guard_fd_short(oc_guard_t *g, uint32_t over)
         g->fd_cap = cap;
     g->fd_cap_nofile = nofile;
     g->fd_check_us = oc__now_us() + 1000000u;
+    due = n > g->fd_cap ? n - g->fd_cap : 0;
     oc_warn_limited(&g->lim_fd, OC_COMP_AGENT,
                     "%s: out of descriptors (limit %llu) with %u connections "
                     "open: holding at most %u until the limit is raised, so "
                     "that %u stay free for the server's own use (raise "
                     "LimitNOFILE= / ulimit -n, or lower the connection cap)",
                     g->name, (unsigned long long)g->fd_cap_nofile, n,
-                    g->fd_cap, n - g->fd_cap);
-    return n > g->fd_cap ? n - g->fd_cap : 0;
+                    g->fd_cap, due);
+    return due;
 }
 
 bool oc__guard_fd_relax(oc_guard_t *g, uint64_t now)
