@@ -207,7 +207,7 @@ uint32_t oc__guard_fd_short(oc_guard_t *g, uint32_t over)
 {
     struct rlimit rl;
     uint64_t nofile = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 0;
-    uint32_t n = g->nconns, reserve = 16 + n / 4, cap, due;
+    uint32_t n = g->nconns, reserve = OC_GUARD_FD_RESERVE, cap, due;
 
     /* Out again under the cap this limit gave: what the reserve was for
      * uses it.  Lowering the cap at each such event would spiral it down

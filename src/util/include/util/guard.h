@@ -141,9 +141,9 @@ oc_guard_slot_t *oc__guard_shed(oc_guard_t *g);
  * The process ran out of descriptors with the guard's connections open
  * (accept failed with EMFILE / ENFILE, or poll() refused more descriptors
  * than RLIMIT_NOFILE: then @p over is by how many, else 0).  From now on
- * the guard holds at most the connections open now, less @p over, less a
- * reserve of 16 + a quarter of them for the server's own descriptors (see
- * "limit" above); oc__guard_admit() applies it as it applies the cap.
+ * the guard holds at most the connections open now, less @p over, less
+ * OC_GUARD_FD_RESERVE for the server's own descriptors (see "limit"
+ * above); oc__guard_admit() applies it as it applies the cap.
  * Called again for the same limit with no more connections than that cap
  * (the server's own descriptors use the reserve), it changes nothing and
  * returns 0 (the caller may still swap its oldest pending connection for
@@ -153,6 +153,12 @@ oc_guard_slot_t *oc__guard_shed(oc_guard_t *g);
  *   each, then close it); fewer may be pending: shed those.
  */
 uint32_t oc__guard_fd_short(oc_guard_t *g, uint32_t over);
+
+/** Descriptors kept free under a limit that became the cap: what a server
+ *  opens for itself at a time (UCX: one per endpoint being made, per
+ *  routing thread), with room to spare; a constant, so that a low limit
+ *  still leaves room for connections. */
+#define OC_GUARD_FD_RESERVE 16u
 
 /** Lift the cap oc__guard_fd_short() set once RLIMIT_NOFILE has been
  *  raised above what it was then (looked at, at most once a second, from
