@@ -6,7 +6,9 @@
 #   make build   configure (-Werror) and build in $(BUILDDIR)
 #   make test    build, run every test; again under ASan+UBSan; then fuzz
 #                (prints a banner and the time of each phase)
-#   make demo    histogram on 2 ranks on this machine
+#   make demo    the DPU on this machine in about a minute: histogram on 2
+#                ranks, offcore-dp between namespaces, offcore-nvmf under
+#                its load generator, collectives vs Open MPI (apps/run-demo.sh)
 #   make bench   the benchmarks, side by side with their baselines, the
 #                placements (inline vs agent, agent threads 1 vs 2), the
 #                spare-core emulation (ranks on core 0; inline, agent on
@@ -98,7 +100,7 @@ test-fuzz: fuzz-build
 	sh scripts/fuzz.sh $(FUZZ_DIR) $(FUZZ_RUNS)
 
 demo: build
-	sh apps/run-demo.sh $(BUILDDIR)
+	bash apps/run-demo.sh $(BUILDDIR)
 
 bench: build
 	sh bench/run-bench.sh $(BUILDDIR)

@@ -41,14 +41,27 @@ static void accept_some(agent_t *a, oc_ctl_listener_t *l)
     for (int k = 0; k < ACCEPT_BURST; k++) {
         oc_status_t st = oc__ctl_accept(l, &a->guard, &fd, peer, sizeof(peer));
         if (st == OC_ERR_NO_RESOURCE) {
-            /* Out of descriptors below the cap: the descriptor limit acts
-             * as the cap.  The oldest handshake gives its descriptor to the
-             * newcomer at once (a real rank behind a backlog of hostile
-             * connections gets in); with none pending, back off. */
-            oc_guard_slot_t *s = oc__guard_shed(&a->guard);
-            if (s == NULL)
-                return; /* the guard backs off */
-            oc__ag_conn_close(a, oc__ag_conn_of(s));
+            /* Out of descriptors below the cap: the descriptor limit is the
+             * cap now, less a reserve for our own descriptors (UCX opens
+             * /proc/PID/stat when a rank's endpoint is made): handshakes,
+             * oldest first, make room for it, and newcomers then take the
+             * place of the oldest handshake under that cap.  Already at it
+             * (or below the reserve), the oldest handshake still gives its
+             * descriptor to the newcomer: a swap uses no more descriptors,
+             * and a real rank behind a backlog of hostile connections gets
+             * in at once.  With none pending, the guard backs off. */
+            int e = a->guard.accept_errno;
+            uint32_t due;
+            oc_guard_slot_t *s;
+
+            if (e != EMFILE && e != ENFILE)
+                return; /* out of memory: the guard backs off */
+            due = oc__guard_fd_short(&a->guard, 0);
+            if ((s = oc__guard_shed(&a->guard)) == NULL)
+                return;
+            do
+                oc__ag_conn_close(a, oc__ag_conn_of(s));
+            while (due > 1 && --due > 0 && (s = oc__guard_shed(&a->guard)) != NULL);
             oc__guard_resume(&a->guard);
             continue;
         }
@@ -73,8 +86,9 @@ static void reap(agent_t *a)
 }
 
 /* poll() refuses more descriptors than RLIMIT_NOFILE: the limit was
- * lowered under us (prlimit).  Close handshakes, oldest first, down to a
- * margin under the limit, rather than stop serving the authenticated. */
+ * lowered under us (prlimit).  The limit becomes the cap, less a reserve
+ * (oc__guard_fd_short()): close handshakes, oldest first, down to it,
+ * rather than stop serving the authenticated. */
 static void shed(agent_t *a, size_t n)
 {
     static oc_log_limit_t lim = OC_LOG_LIMIT_INIT("descriptor-limit sheds");
@@ -82,11 +96,11 @@ static void shed(agent_t *a, size_t n)
     size_t closed = 0, want;
     oc_guard_slot_t *s;
 
-    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= n + 16) {
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= n) {
         poll(NULL, 0, 100); /* not the limit after all: do not spin */
         return;
     }
-    want = n - (size_t)rl.rlim_cur + 16 + (size_t)rl.rlim_cur / 4;
+    want = oc__guard_fd_short(&a->guard, (uint32_t)(n - rl.rlim_cur));
     while (closed < want && (s = oc__guard_shed(&a->guard)) != NULL) {
         oc__guard_remove(&a->guard, s);
         oc__ag_conn_of(s)->dead = 1;
@@ -114,6 +128,7 @@ static void run(agent_t *a)
         uint64_t now = oc__now_us();
         oc_guard_slot_t *s;
 
+        oc__guard_fd_relax(&a->guard, now); /* the limit raised again */
         for (oc_aconn_t *c = a->conns; c != NULL; c = c->next)
             nc++;
         if (nc + (size_t)a->nlfd > cap) {

@@ -25,6 +25,7 @@
 #include "tenant_int.h"
 #include "metrics/metrics.h"
 #include "pkt/flow.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 #include <arpa/inet.h>
@@ -137,14 +138,11 @@ struct oc_dp_flow {
     uint64_t  hist_untracked; /* flows of a tenant past TH_MAX entries */
 };
 
-static uint64_t now_us(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_REALTIME, &t);
-    return (uint64_t)t.tv_sec * 1000000 + (uint64_t)t.tv_nsec / 1000;
-}
-
-static uint64_t now_ms(void) { return now_us() / 1000; }
+/* Flow times and the export time are wall-clock (util/clock.h's
+ * oc__wall_us()): IPFIX carries them as dates (flowStart/EndMilliseconds,
+ * exportTime) and collectors file them so.  What is scheduled here (ticks,
+ * template refreshes) runs on the monotonic oc__now_ms(): a wall clock
+ * stepped back would stall it. */
 
 /* ------------------------------------------------------------ workers */
 
@@ -172,7 +170,7 @@ void oc__dp_flow_one(oc_dp_worker_t *w, const uint8_t *frame,
     if (m->reason != OC_PKT_R_IPV4 && m->reason != OC_PKT_R_IPV4_FRAG)
         return;
     if (*now == 0)
-        *now = now_us();
+        *now = oc__wall_us();
     /* a non-first fragment has no ports: its own flow, as IPFIX exporters
      * without reassembly do.  The parser checked the IPv4 header, its
      * total length and (reason ipv4) the TCP header. */
@@ -229,12 +227,12 @@ static void top_add(void *arg, const oc_flow_rec_t *r)
 void oc__dp_flow_tick(oc_dp_worker_t *w)
 {
     struct oc_dp_flow_w *fw = w->flow;
-    uint64_t now = now_ms(), req;
+    uint64_t now = (uint64_t)oc__now_ms(), req;
     if (now < fw->next_tick)
         return;
     fw->next_tick = now + TICK_MS;
     /* a full pass over the table every ~second; the packets' clock (us) */
-    (void)oc__flow_expire(fw->t, now_us(), fw->budget);
+    (void)oc__flow_expire(fw->t, oc__wall_us(), fw->budget);
     pthread_mutex_lock(&fw->snap_lock);
     oc__flow_stats(fw->t, &fw->st);
     req = __atomic_load_n(&w->dp->flow->snap_req, __ATOMIC_ACQUIRE);
@@ -356,16 +354,17 @@ static void flow_hist(oc_dp_t *dp, const oc_flow_rec_t *r)
 }
 
 /* Finish data message @p msg (@p len bytes, @p nrec records: the set
- * header's id and length, the message header) and send it. */
+ * header's id and length, the message header stamped @p export_s, wall
+ * seconds) and send it. */
 static void send_records(struct oc_dp_flow *f, uint8_t *msg, size_t len,
-                         uint32_t nrec, uint64_t now)
+                         uint32_t nrec, uint32_t export_s)
 {
     msg[16] = OC_IPFIX_TEMPLATE_ID >> 8;
     msg[17] = OC_IPFIX_TEMPLATE_ID & 255;
     msg[18] = (uint8_t)((len - 16) >> 8);
     msg[19] = (uint8_t)(len - 16);
-    oc__ipfix_header(msg, (uint16_t)len, (uint32_t)(now / 1000),
-                    (uint32_t)f->seq, f->domain);
+    oc__ipfix_header(msg, (uint16_t)len, export_s, (uint32_t)f->seq,
+                    f->domain);
     if (f->ncoll)
         send_all(f, msg, len);
     f->seq += nrec;
@@ -378,11 +377,12 @@ static void export_pass(oc_dp_t *dp, uint64_t *next_template, bool final)
     uint8_t msg[MSG_MAX];
     size_t len = 0;
     uint32_t nrec = 0;
-    uint64_t now = now_ms();
+    uint64_t now = (uint64_t)oc__now_ms();
+    uint32_t export_s = (uint32_t)(oc__wall_us() / 1000000u);
 
     if (now >= *next_template || final) {
         size_t tl = oc__ipfix_template_set(msg + 16);
-        oc__ipfix_header(msg, (uint16_t)(16 + tl), (uint32_t)(now / 1000),
+        oc__ipfix_header(msg, (uint16_t)(16 + tl), export_s,
                         (uint32_t)f->seq, f->domain);
         if (f->ncoll)
             send_all(f, msg, 16 + tl);
@@ -404,14 +404,14 @@ static void export_pass(oc_dp_t *dp, uint64_t *next_template, bool final)
             flow_hist(dp, r);
             __atomic_store_n(&fw->tail, fw->tail + 1, __ATOMIC_RELEASE);
             if (len + OC_IPFIX_REC_LEN > MSG_MAX) {
-                send_records(f, msg, len, nrec, now);
+                send_records(f, msg, len, nrec, export_s);
                 len = 0;
                 nrec = 0;
             }
         }
     }
     if (nrec > 0)
-        send_records(f, msg, len, nrec, now);
+        send_records(f, msg, len, nrec, export_s);
 }
 
 static void *exporter_main(void *arg)
@@ -446,17 +446,15 @@ void oc__dp_flow_print(oc_dp_t *dp, uint32_t max, FILE *out)
     struct oc_dp_flow *f = dp->flow;
     top_t all;
     uint64_t want = __atomic_add_fetch(&f->snap_req, 1, __ATOMIC_ACQ_REL);
-    struct timespec t0, now;
+    int64_t t0 = oc__now_ms();
 
-    clock_gettime(CLOCK_MONOTONIC, &t0);
     /* wait for every worker's snapshot (a sleeping worker wakes within 1 s) */
     for (uint32_t q = 0; q < dp->nthreads;) {
         struct oc_dp_flow_w *fw = dp->w[q].flow;
         pthread_mutex_lock(&fw->snap_lock);
         bool done = fw->snap_req_seen >= want;
         pthread_mutex_unlock(&fw->snap_lock);
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        if (done || now.tv_sec - t0.tv_sec > 2) {
+        if (done || oc__now_ms() - t0 > 2000) {
             q++;
             continue;
         }

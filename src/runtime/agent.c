@@ -50,8 +50,14 @@ static oc_status_t agent_send(oc_context_t *ctx, oc_eng_buf_t *b, uint32_t len)
 
     a->credits--;
     st = oc__eng_send(ctx->eng, &a->link, a->ep, a->token, b, len);
-    if (st != OC_OK && ctx->failed == OC_OK)
+    if (st != OC_OK && st != OC_INPROGRESS && ctx->failed == OC_OK) {
+        /* the agent died before its control socket said so (ctl_poll):
+         * the same words, once */
+        if (st == OC_ERR_PEER_FAILED)
+            oc_error(OC_COMP_RUNTIME, "rank %u: lost the agent: %s",
+                     ctx->rank, oc_status_string(st));
         ctx->failed = st;
+    }
     return st;
 }
 

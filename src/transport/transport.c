@@ -47,6 +47,25 @@ static int peer_gone(ucs_status_t st)
            st == UCS_ERR_UNREACHABLE || st == UCS_ERR_CANCELED;
 }
 
+/* A send UCX refused at once (@p what names the call).  A peer that is
+ * already known dead is OC_ERR_PEER_FAILED, as when the same failure ends
+ * a send in flight (send_cb): which of the two a caller meets depends only
+ * on when it sent, and it must not change the answer (netns-killagent: a
+ * rank sending to its killed agent got OC_ERR_TRANSPORT one run in many).
+ * Logged at debug level then: the endpoint's failure callback reports it
+ * once. */
+static oc_status_t send_refused(const char *what, ucs_status_ptr_t req)
+{
+    ucs_status_t st = UCS_PTR_STATUS(req);
+
+    if (peer_gone(st)) {
+        oc_debug(OC_COMP_TRANSPORT, "%s: %s", what, ucs_status_string(st));
+        return OC_ERR_PEER_FAILED;
+    }
+    oc_error(OC_COMP_TRANSPORT, "%s: %s", what, ucs_status_string(st));
+    return OC_ERR_TRANSPORT;
+}
+
 /* The names of a positive UCX_TLS list that reach other hosts. */
 static int net_tls(const char *tls, char *buf, size_t len)
 {
@@ -438,11 +457,8 @@ oc_status_t oc__tr_send(oc_tr_ep_t *ep, unsigned id, const void *buf,
                           op->token ? sizeof(op->token) : 0, buf, len, &p);
     if (req == NULL)
         return OC_OK;
-    if (UCS_PTR_IS_ERR(req)) {
-        oc_error(OC_COMP_TRANSPORT, "ucp_am_send_nbx: %s",
-                 ucs_status_string(UCS_PTR_STATUS(req)));
-        return OC_ERR_TRANSPORT;
-    }
+    if (UCS_PTR_IS_ERR(req))
+        return send_refused("ucp_am_send_nbx", req);
     return OC_INPROGRESS;
 }
 
@@ -620,11 +636,8 @@ oc_status_t oc__tr_tag_send(oc_tr_ep_t *ep, uint64_t tag, const void *buf,
     req = ucp_tag_send_nbx(ep->ucp, buf, len, tag, &p);
     if (req == NULL)
         return OC_OK;
-    if (UCS_PTR_IS_ERR(req)) {
-        oc_error(OC_COMP_TRANSPORT, "ucp_tag_send_nbx: %s",
-                 ucs_status_string(UCS_PTR_STATUS(req)));
-        return OC_ERR_TRANSPORT;
-    }
+    if (UCS_PTR_IS_ERR(req))
+        return send_refused("ucp_tag_send_nbx", req);
     return OC_INPROGRESS;
 }
 

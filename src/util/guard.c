@@ -30,6 +30,7 @@ void oc__guard_init(oc_guard_t *g, const char *name, const oc_guard_params_t *p)
     g->lim_accept.what = "accept failures";
     g->lim_cap.what = "connections over the cap";
     g->lim_expire.what = "handshake deadlines";
+    g->lim_fd.what = "descriptor-limit caps";
 }
 
 bool oc__guard_listen_ok(oc_guard_t *g, uint64_t now, int *wait_ms)
@@ -62,6 +63,7 @@ oc_status_t oc__guard_accept(oc_guard_t *g, int lfd, int *fd_out,
         *fd_out = fd;
         return OC_OK;
     }
+    g->accept_errno = errno;
     switch (errno) {
     case EAGAIN:
 #if EAGAIN != EWOULDBLOCK
@@ -123,8 +125,12 @@ static void link_pending(oc_guard_t *g, oc_guard_slot_t *s, uint64_t now)
 
 bool oc__guard_admit(oc_guard_t *g, oc_guard_slot_t **evict_out)
 {
+    uint32_t cap = g->p.max_conns;
+
+    if (g->fd_cap != 0 && g->fd_cap < cap)
+        cap = g->fd_cap;
     *evict_out = NULL;
-    if (g->nconns < g->p.max_conns)
+    if (g->nconns < cap)
         return true;
     if (g->head != NULL) {
         *evict_out = g->head;
@@ -195,6 +201,51 @@ oc_guard_slot_t *oc__guard_shed(oc_guard_t *g)
     unlink_pending(g, s);
     bump(g, C_EVICTED);
     return s;
+}
+
+uint32_t oc__guard_fd_short(oc_guard_t *g, uint32_t over)
+{
+    struct rlimit rl;
+    uint64_t nofile = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 0;
+    uint32_t n = g->nconns, reserve = OC_GUARD_FD_RESERVE, cap, due;
+
+    /* Out again under the cap this limit gave: what the reserve was for
+     * uses it.  Lowering the cap at each such event would spiral it down
+     * to nothing (a descriptor freed above the limit frees nothing under
+     * it); the caller swaps or backs off instead. */
+    if (g->fd_cap != 0 && over == 0 && nofile == g->fd_cap_nofile &&
+        n <= g->fd_cap)
+        return 0;
+    cap = n > over + reserve ? n - over - reserve : 1;
+    if (g->fd_cap == 0 || cap < g->fd_cap)
+        g->fd_cap = cap;
+    g->fd_cap_nofile = nofile;
+    g->fd_check_us = oc__now_us() + 1000000u;
+    due = n > g->fd_cap ? n - g->fd_cap : 0;
+    oc_warn_limited(&g->lim_fd, OC_COMP_AGENT,
+                    "%s: out of descriptors (limit %llu) with %u connections "
+                    "open: holding at most %u until the limit is raised, so "
+                    "that %u stay free for the server's own use (raise "
+                    "LimitNOFILE= / ulimit -n, or lower the connection cap)",
+                    g->name, (unsigned long long)g->fd_cap_nofile, n,
+                    g->fd_cap, due);
+    return due;
+}
+
+bool oc__guard_fd_relax(oc_guard_t *g, uint64_t now)
+{
+    struct rlimit rl;
+
+    if (g->fd_cap == 0 || now < g->fd_check_us)
+        return false;
+    g->fd_check_us = now + 1000000u;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur <= g->fd_cap_nofile)
+        return false;
+    oc_info(OC_COMP_AGENT, "%s: the descriptor limit was raised to %llu: "
+            "back to the cap of %u connections", g->name,
+            (unsigned long long)rl.rlim_cur, g->p.max_conns);
+    g->fd_cap = 0;
+    return true;
 }
 
 void oc__guard_pause(oc_guard_t *g, uint64_t now)

@@ -27,7 +27,9 @@ cleanup() {
     for n in "${NS[@]}"; do ip netns del "$n"; done
     rm -rf "$T"
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'exit 143' TERM   # the EXIT trap cleans up, once
+trap 'exit 130' INT
 fail() { echo "FAIL $CASE: $*"; for f in "$T"/*.log; do sed "s|^|  $(basename "$f"): |" "$f" | tail -8; done; exit 1; }
 skip() { echo "SKIP $CASE: $*"; exit 77; }
 "$OFFCORE" keygen > "$T/ck" && chmod 600 "$T/ck"

@@ -11,7 +11,7 @@
 #   wait_for SECS CMD... retry CMD every 0.1 s until it succeeds, or fail
 #                        (return 1) after SECS seconds
 #   cleanup_on_exit NS...
-#                        on exit or signal: the script's cleanup_extra (if
+#                        on exit, SIGTERM or SIGINT: the script's cleanup_extra (if
 #                        it defines one: kill its daemons), then every bg
 #                        process, whatever still runs in namespaces NS,
 #                        the namespaces themselves and $tmp
@@ -47,9 +47,13 @@ oc__cleanup() {
     for oc__p in $(cat "$tmp"/bg.pids 2>/dev/null); do
         kill "$oc__p" 2>/dev/null
     done
-    # what is left in our namespaces after a second (a daemon's own
-    # children, such as nfacctd's plugins): killed
-    wait_for 1 oc__netns_empty
+    # what is left in our namespaces after 0.3 s (a daemon's own children,
+    # such as nfacctd's plugins): killed.  Short: on a timeout meson sends
+    # SIGTERM and SIGKILLs the test 0.5 s later, cleanup or not.
+    for oc__i in 1 2 3; do
+        oc__netns_empty && break
+        sleep 0.1
+    done
     for oc__n in $oc__netns; do
         for oc__p in $(ip netns pids $oc__n 2>/dev/null); do
             kill -KILL "$oc__p" 2>/dev/null
@@ -62,5 +66,9 @@ oc__cleanup() {
 
 cleanup_on_exit() {
     oc__netns="$*"
-    trap oc__cleanup EXIT INT TERM
+    trap oc__cleanup EXIT
+    # a signal ends the script (the EXIT trap cleans up once), rather than
+    # cleaning up and carrying on without its namespaces
+    trap 'exit 143' TERM
+    trap 'exit 130' INT
 }

@@ -3,7 +3,12 @@
 # by veth pairs, UCX over TCP.  Exit 0 PASS, 1 FAIL, 77 SKIP (no root or
 # no namespaces here).  Namespaces, links and bridges are named
 # ocn-<role><pid>, addresses are in 198.18.0.0/16 (RFC 2544's benchmarking
-# range); all of them are removed on exit, with every process started.
+# range); all of them are removed on exit, on SIGTERM and SIGINT (meson's
+# timeout) too, with every process started.  A run killed before it could
+# clean up (SIGKILL) leaves its directory /tmp/oc-netns-*/ naming its pid,
+# namespaces and links: the next run removes what such a dead run left.
+# A namespace name or a root-namespace subnet that is already taken makes
+# the run fail at once, saying which: never a stale agent answering.
 #
 #   twonode  two "nodes" (namespaces), an agent and two ranks in each: one
 #            job of 4 ranks across both, every message checked (streams of
@@ -34,27 +39,50 @@ B=$(cd "$B" && pwd)
 OFFCORED=$B/src/agent/offcored
 OFFCORE=$B/src/tools/offcore
 TR=$B/tests/integration/test_runtime
-T=$(mktemp -d /tmp/oc-netns-XXXXXX)
 ID=$$
 NS=()
 LINKS=()
 PIDS=()
 
+# teardown DIR NS... -- LINK...: what a run made, processes first
+teardown() {
+    local d=$1 n l
+    shift
+    # anything still naming the run's directory (agents carry its key path)
+    pkill -9 -f -- "$d/" 2>/dev/null
+    for n in "$@"; do   # and whatever still runs in its namespaces
+        [ "$n" = -- ] && break
+        ip netns pids "$n" 2>/dev/null | xargs -r kill -9 2>/dev/null
+    done
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do ip netns del "$1" 2>/dev/null; shift; done
+    [ $# -gt 0 ] && shift
+    for l in "$@"; do ip link del "$l" 2>/dev/null; done
+}
 cleanup() {
     exec 2>/dev/null   # no "Killed" notices for what we kill here
     for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-    # anything still naming this run's directory (agents carry its key path)
-    pkill -9 -f -- "$T/" 2>/dev/null
-    # and whatever still runs in our namespaces (ranks, orteds)
-    for n in "${NS[@]}"; do
-        ip netns pids "$n" 2>/dev/null | xargs -r kill -9 2>/dev/null
-    done
+    teardown "$T" "${NS[@]}" -- "${LINKS[@]}"
     wait 2>/dev/null
-    for l in "${LINKS[@]}"; do ip link del "$l" 2>/dev/null; done
-    for n in "${NS[@]}"; do ip netns del "$n" 2>/dev/null; done
     rm -rf "$T"
 }
+# Leftovers of runs killed before their cleanup: their owner is dead.
+for d in /tmp/oc-netns-*/; do
+    [ -f "$d/owner" ] || continue
+    read -r owner < "$d/owner"
+    if [ -n "$owner" ] && [ -r "/proc/$owner/cmdline" ] &&
+       tr '\0' ' ' < "/proc/$owner/cmdline" | grep -q netns-test; then
+        continue   # still running
+    fi
+    echo "removing what run $owner left (killed before its cleanup): $(cat "$d/made" 2>/dev/null | tr '\n' ' ')"
+    teardown "${d%/}" $(sed -n 's/^ns //p' "$d/made" 2>/dev/null) -- \
+        $(sed -n 's/^link //p' "$d/made" 2>/dev/null)
+    rm -rf "$d"
+done
+T=$(mktemp -d /tmp/oc-netns-XXXXXX)
+echo $$ > "$T/owner"
 trap cleanup EXIT
+trap 'exit 143' TERM   # the EXIT trap cleans up
+trap 'exit 130' INT
 skip() { echo "SKIP $CASE: $*"; exit 77; }
 fail() {
     echo "FAIL $CASE: $*"
@@ -64,10 +92,29 @@ fail() {
 
 [ "$(id -u)" = 0 ] || skip "needs root for ip netns"
 command -v ip >/dev/null || skip "no ip (iproute2)"
-ip netns add "ocn-p$ID" 2>/dev/null || skip "cannot create network namespaces here"
+ip netns add "ocn-p$ID" 2>/dev/null || {
+    ip netns list | grep -q "^ocn-p$ID\b" &&
+        fail "network namespace ocn-p$ID already exists (another run's? ip netns del ocn-p$ID)"
+    skip "cannot create network namespaces here"
+}
 ip netns del "ocn-p$ID"
 
-mkns() { ip netns add "$1" && NS+=("$1") && ip -n "$1" link set lo up; }
+# mkns NAME: a namespace of our own; one that exists is another run's
+mkns() {
+    ip netns list | grep -q "^$1\b" &&
+        fail "network namespace $1 already exists (a leftover of another run? ip netns del $1)"
+    ip netns add "$1" || fail "ip netns add $1"
+    NS+=("$1")
+    echo "ns $1" >> "$T/made"
+    ip -n "$1" link set lo up
+}
+# free_subnet A.B.C: no interface of this namespace is on A.B.C.0/24 yet
+# (a leftover veth there would route our ranks to a stale agent)
+free_subnet() {
+    local on
+    on=$(ip -o -4 addr show to "$1.0/24" | awk '{ print $2 }' | head -1)
+    [ -z "$on" ] || fail "$1.0/24 is already on $on here (a leftover of another run? ip link del $on)"
+}
 # side DEV NS ADDR: address and bring up one end (NS "" = this namespace)
 side() {
     local ipc="ip"
@@ -80,10 +127,11 @@ side() {
 }
 # veth NAME_A NS_A ADDR_A NAME_B NS_B ADDR_B
 veth() {
-    ip link add "$1" type veth peer name "$4" || fail "veth"
+    ip link add "$1" type veth peer name "$4" || fail "veth $1 (a leftover of another run? ip link del $1)"
     LINKS+=("$1")
-    [ -n "$2" ] && ip link set "$1" netns "$2"
-    [ -n "$5" ] && ip link set "$4" netns "$5"
+    echo "link $1" >> "$T/made"
+    [ -z "$2" ] || ip link set "$1" netns "$2" || fail "veth $1 into $2"
+    [ -z "$5" ] || ip link set "$4" netns "$5" || fail "veth $4 into $5"
     side "$1" "$2" "$3"
     side "$4" "$5" "$6"
 }
@@ -173,6 +221,7 @@ grid)
         mkns "ocn-$i$ID"
         ip link add "ocn-$i$ID" type veth peer name "ocn-w$i$ID" || fail "veth"
         LINKS+=("ocn-$i$ID")
+        echo "link ocn-$i$ID" >> "$T/made"
         ip link set "ocn-$i$ID" netns "ocn-$i$ID"
         ip link set "ocn-w$i$ID" netns "$SW"
         ip -n "$SW" link set "ocn-w$i$ID" master br0 && ip -n "$SW" link set "ocn-w$i$ID" up
@@ -288,13 +337,16 @@ mpiapps)
     command -v mpirun >/dev/null || skip "no mpirun"
     [ -x "$B/apps/histogram" ] || skip "apps not built"
     BR=ocn-r$ID
+    free_subnet 198.18.60
     ip link add "$BR" type bridge || fail "bridge"
     LINKS+=("$BR")
+    echo "link $BR" >> "$T/made"
     ip addr add 198.18.60.254/24 dev "$BR" && ip link set "$BR" up || fail "bridge addr"
     for i in 1 2; do
         mkns "ocn-m$i$ID"
         ip link add "ocn-m$i$ID" type veth peer name "ocn-q$i$ID" || fail "veth"
         LINKS+=("ocn-q$i$ID")
+        echo "link ocn-q$i$ID" >> "$T/made"
         ip link set "ocn-m$i$ID" netns "ocn-m$i$ID"
         ip link set "ocn-q$i$ID" master "$BR" && ip link set "ocn-q$i$ID" up || fail "port"
         side "ocn-m$i$ID" "ocn-m$i$ID" "198.18.60.$i"
@@ -441,6 +493,7 @@ stallpeer)
 dpu)
     D=ocn-d$ID
     mkns "$D"
+    free_subnet 198.18.1
     veth "ocn-h$ID" "" 198.18.1.1 "ocn-d$ID" "$D" 198.18.1.2
     agent "$D" "ocn-d$ID" dpu --listen tcp:198.18.1.2:7702
     for s in fixed reqrep; do

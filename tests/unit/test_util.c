@@ -703,6 +703,66 @@ static void test_guard_emfile_backoff(void **state)
     close(lfd);
 }
 
+/* Out of descriptors below the cap: the limit becomes the cap, less a
+ * reserve the server keeps for its own descriptors (a flood would take each
+ * freed one at once, and a real job then hangs: hostile-flood); newcomers
+ * then evict the oldest pending connection under it; raising the limit
+ * lifts it. */
+static void test_guard_fd_short(void **state)
+{
+    oc_guard_params_t p = {200, 1000, 100};
+    oc_guard_slot_t s[101], *ev;
+    struct rlimit rl, low;
+    oc_guard_t g;
+    uint64_t t = 1000;
+
+    (void)state;
+    oc__guard_init(&g, "test", &p);
+    for (int i = 0; i < 100; i++) {
+        assert_true(oc__guard_admit(&g, &ev));
+        assert_null(ev);
+        oc__guard_add(&g, &s[i], t + (uint64_t)i);
+    }
+    oc__guard_settle(&g, &s[0]); /* a rank: never shed */
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+    low = rl;
+    low.rlim_cur = rl.rlim_cur - 1;
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+    /* 100 open: the reserve, and 3 over the limit (poll) */
+    assert_int_equal(oc__guard_fd_short(&g, 3), 3 + OC_GUARD_FD_RESERVE);
+    for (int i = 0; i < 3 + (int)OC_GUARD_FD_RESERVE; i++) {
+        oc_guard_slot_t *x = oc__guard_shed(&g);
+        assert_ptr_equal(x, &s[1 + i]); /* oldest pending first */
+        oc__guard_remove(&g, x);
+    }
+    assert_int_equal(g.nconns, 100 - 3 - OC_GUARD_FD_RESERVE);
+    /* at the lowered cap a newcomer takes the oldest handshake's place */
+    assert_true(oc__guard_admit(&g, &ev));
+    assert_ptr_equal(ev, &s[1 + 3 + OC_GUARD_FD_RESERVE]);
+    oc__guard_remove(&g, ev);
+    oc__guard_add(&g, &s[100], t + 200);
+    assert_int_equal(g.nconns, 100 - 3 - OC_GUARD_FD_RESERVE);
+    /* out again at the cap (the reserve in use): no spiral down */
+    assert_int_equal(oc__guard_fd_short(&g, 0), 0);
+    assert_int_equal(g.fd_cap, 100 - 3 - OC_GUARD_FD_RESERVE);
+    /* poll() refusing more than the limit still lowers it */
+    assert_int_equal(oc__guard_fd_short(&g, 2), 2 + OC_GUARD_FD_RESERVE);
+    assert_int_equal(g.fd_cap, 100 - 5 - 2 * OC_GUARD_FD_RESERVE);
+    /* not lifted while the limit stays, nor before a second has passed */
+    assert_false(oc__guard_fd_relax(&g, oc__now_us() + 2000000u));
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
+    assert_false(oc__guard_fd_relax(&g, 0));
+    assert_true(oc__guard_fd_relax(&g, oc__now_us() + 4000000u));
+    assert_int_equal(g.fd_cap, 0);
+    assert_true(oc__guard_admit(&g, &ev));
+    assert_null(ev);
+    /* a server with nothing to shed is told to shed nothing extra */
+    for (int i = 0; i < 101; i++)
+        oc__guard_remove(&g, &s[i]);
+    assert_int_equal(oc__guard_fd_short(&g, 0), 0);
+    assert_int_equal(g.fd_cap, 1);
+}
+
 /* A misspelt OC_ variable is reported, with the setting it resembles. */
 static void check_env(void)
 {
@@ -753,6 +813,7 @@ int main(void)
         cmocka_unit_test(test_log_rate_limit),
         cmocka_unit_test(test_guard_cap_and_deadline),
         cmocka_unit_test(test_guard_emfile_backoff),
+        cmocka_unit_test(test_guard_fd_short),
         cmocka_unit_test_setup(test_config_unknown_env, clear_env),
     };
     /* bad values are logged at error level; keep the test output short */

@@ -102,8 +102,12 @@ void oc__tr_ep_destroy(oc_tr_worker_t *w, oc_tr_ep_t *ep);
  * Send @p len bytes at @p buf as active message @p id, with op->token as
  * its header when non-zero.
  * @return OC_OK: done, buf reusable, op->cb is NOT called;
- *         OC_INPROGRESS: buf must stay untouched until op->cb(op, status);
- *         OC_ERR_TRANSPORT (logged): failed, op->cb is not called.
+ *         OC_INPROGRESS: buf must stay untouched until op->cb(op, status)
+ *         (OC_ERR_PEER_FAILED there when the peer died);
+ *         OC_ERR_PEER_FAILED: the peer is already known dead (logged at
+ *         debug only: the endpoint's failure callback reports it);
+ *         OC_ERR_TRANSPORT (logged): failed otherwise.  On an error op->cb
+ *         is not called.
  */
 oc_status_t oc__tr_send(oc_tr_ep_t *ep, unsigned id, const void *buf,
                        size_t len, oc_tr_op_t *op);

@@ -1,7 +1,8 @@
 /*
- * clock.h — the one monotonic clock of offcore (every module reads time
- * through it).  Thread-safe: a plain clock_gettime(CLOCK_MONOTONIC) read,
- * which the vDSO answers without a system call.
+ * clock.h — offcore's clocks, in one place (every module reads time through
+ * it): the monotonic clock for intervals and deadlines, the wall clock for
+ * timestamps that leave the process, and a thread's CPU time.  Thread-safe:
+ * plain clock_gettime() reads, which the vDSO answers without a system call.
  */
 #ifndef OC_UTIL_CLOCK_H
 #define OC_UTIL_CLOCK_H
@@ -29,6 +30,18 @@ static inline uint64_t oc__now_ns(void)
 static inline int64_t oc__now_ms(void)
 {
     return (int64_t)(oc__now_us() / 1000u);
+}
+
+/** Microseconds since the Unix epoch (CLOCK_REALTIME): only for timestamps
+ *  that others read as dates (IPFIX flowStart/EndMilliseconds).  It can
+ *  step (NTP, an operator), so never measure an interval with it: a caller
+ *  comparing two readings must treat a later one that is smaller as no
+ *  time at all (src/pkt/flow.c does). */
+static inline uint64_t oc__wall_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
 /** Nanoseconds of CPU time this thread has used (CLOCK_THREAD_CPUTIME_ID):

@@ -11,6 +11,16 @@
  *            accept fails would otherwise be retried at once, forever.  A
  *            server that can free a descriptor itself (oc__guard_shed(): the
  *            oldest pending connection) does so and oc__guard_resume()s.
+ *   limit    running out of descriptors below the cap (RLIMIT_NOFILE lowered,
+ *            or smaller than planned) makes the limit the cap, less a
+ *            reserve (oc__guard_fd_short()): the server sheds pending
+ *            connections down to it and newcomers then take the place of
+ *            the oldest pending one, as at the cap.  Without the reserve a
+ *            flood takes every descriptor the moment one is freed, and the
+ *            server's own work that needs one (UCX opening /proc/PID/stat
+ *            for a rank's endpoint, OpenSSL its configuration) fails: a
+ *            real job would get in and then hang.  Lifted when the limit is
+ *            raised (oc__guard_fd_relax()).
  *   cap      at most max_conns connections.  A newcomer over the cap takes
  *            the place of the oldest connection still *pending* (not yet
  *            authenticated, or not yet a whole HTTP request): a flood of
@@ -68,8 +78,12 @@ typedef struct {
     uint32_t          nconns;
     oc_guard_slot_t  *head, *tail; /* pending, oldest first */
     uint64_t          paused_until_us;
+    int               accept_errno;  /* of the last failed accept */
+    uint32_t          fd_cap;        /* 0, or the cap the limit imposes */
+    uint64_t          fd_cap_nofile; /* RLIMIT_NOFILE when it was set */
+    uint64_t          fd_check_us;   /* next look at the limit */
     _Atomic uint64_t  c[5];        /* oc_guard_counters_t, in order */
-    oc_log_limit_t    lim_accept, lim_cap, lim_expire;
+    oc_log_limit_t    lim_accept, lim_cap, lim_expire, lim_fd;
 } oc_guard_t;
 
 /* The guard's times are util/clock.h's oc__now_us(), the project's one
@@ -87,14 +101,16 @@ bool oc__guard_listen_ok(oc_guard_t *g, uint64_t now, int *wait_ms);
  * @return OC_OK and *fd_out (and the address in @p ss / @p sl when not
  *   NULL); OC_INPROGRESS nothing waiting (or an aborted connection);
  *   OC_ERR_NO_RESOURCE out of descriptors or memory: the guard now backs
- *   off (counted, logged rate-limited); OC_ERR_TRANSPORT another error
- *   (logged rate-limited).
+ *   off (counted, logged rate-limited; the errno is in g->accept_errno: on
+ *   EMFILE / ENFILE call oc__guard_fd_short()); OC_ERR_TRANSPORT another
+ *   error (logged rate-limited).
  */
 oc_status_t oc__guard_accept(oc_guard_t *g, int lfd, int *fd_out,
                             struct sockaddr_storage *ss, socklen_t *sl);
 
 /**
- * Make room for a newcomer.  @return true when it may be added (then call
+ * Make room for a newcomer under the cap (or the lower one the descriptor
+ * limit imposes, oc__guard_fd_short()).  @return true when it may be added (then call
  * oc__guard_add()); *evict_out is the pending slot the caller must close
  * first (NULL when there was room).  false: refuse it (counted, logged
  * rate-limited); the caller closes the newcomer.
@@ -120,6 +136,34 @@ oc_guard_slot_t *oc__guard_expired(oc_guard_t *g, uint64_t now);
  *  than RLIMIT_NOFILE after the limit was lowered under it).  The caller
  *  closes it and calls oc__guard_remove(). */
 oc_guard_slot_t *oc__guard_shed(oc_guard_t *g);
+
+/**
+ * The process ran out of descriptors with the guard's connections open
+ * (accept failed with EMFILE / ENFILE, or poll() refused more descriptors
+ * than RLIMIT_NOFILE: then @p over is by how many, else 0).  From now on
+ * the guard holds at most the connections open now, less @p over, less
+ * OC_GUARD_FD_RESERVE for the server's own descriptors (see "limit"
+ * above); oc__guard_admit() applies it as it applies the cap.
+ * Called again for the same limit with no more connections than that cap
+ * (the server's own descriptors use the reserve), it changes nothing and
+ * returns 0 (the caller may still swap its oldest pending connection for
+ * the newcomer: that uses no more descriptors); poll() refusing more
+ * (@p over > 0) lowers it further.  Logged, rate-limited.
+ * @return how many connections the caller must shed now (oc__guard_shed()
+ *   each, then close it); fewer may be pending: shed those.
+ */
+uint32_t oc__guard_fd_short(oc_guard_t *g, uint32_t over);
+
+/** Descriptors kept free under a limit that became the cap: what a server
+ *  opens for itself at a time (UCX: one per endpoint being made, per
+ *  routing thread), with room to spare; a constant, so that a low limit
+ *  still leaves room for connections. */
+#define OC_GUARD_FD_RESERVE 16u
+
+/** Lift the cap oc__guard_fd_short() set once RLIMIT_NOFILE has been
+ *  raised above what it was then (looked at, at most once a second, from
+ *  @p now).  @return true when it was lifted (logged). */
+bool oc__guard_fd_relax(oc_guard_t *g, uint64_t now);
 
 /** Leave the listener alone for the back-off from @p now (what an accept
  *  failing with EMFILE does; also for a server that finds out otherwise,
