@@ -19,6 +19,7 @@
  */
 #include "coll_int.h"
 
+#include "util/clock.h"
 #include "util/log.h"
 
 #include <sched.h>
@@ -370,6 +371,29 @@ oc_status_t oc__coll_start(oc_context_t *ctx, oc_request_t *req)
     return OC_OK;
 }
 
+/*
+ * A chunk that failed with a transport error, not a dead peer's: when a
+ * peer dies while this rank reads its data (cma, one host), UCX completes
+ * the read with an I/O error at once and reports the endpoint's failure
+ * (inline.c's peer_failed) only on a later progress call.  The request
+ * waits OC__COLL_ERR_GRACE_US for that report, so that it fails with
+ * OC_ERR_COLL_PEER_FAILED as the peer's death deserves; a transport error
+ * with no dead peer is reported as it is once the grace is over.
+ */
+#define OC__COLL_ERR_GRACE_US 200000u
+
+static int transport_err_final(oc_request_t *req)
+{
+    uint64_t now;
+
+    if (req->placed)
+        return 1;
+    now = oc__now_us();
+    if (req->err_us == 0)
+        req->err_us = now ? now : 1;
+    return now - req->err_us >= OC__COLL_ERR_GRACE_US;
+}
+
 OC_API oc_status_t oc_test(oc_request_t **req_p)
 {
     oc_request_t *req;
@@ -382,6 +406,11 @@ OC_API oc_status_t oc_test(oc_request_t **req_p)
     ctx = req->ctx;
     if (ctx->in_handler)
         return OC_ERR_STATE;
+    if (req->status == OC_ERR_TRANSPORT && !req->placed &&
+        ctx->failed == OC_OK && !transport_err_final(req))
+        oc__progress(ctx); /* UCX may yet say that a peer died */
+    if (req->status == OC_ERR_TRANSPORT && ctx->failed != OC_OK)
+        req->status = coll_err(ctx->failed);
     if (req->status == OC_INPROGRESS) {
         if (ctx->failed == OC_OK)
             oc__progress(ctx); /* runs oc__coll_progress */
@@ -392,8 +421,9 @@ OC_API oc_status_t oc_test(oc_request_t **req_p)
             fail(req, req->placed ? OC_ERR_COLL_PEER_FAILED : ctx->failed);
     }
     st = req->status;
-    if (st == OC_INPROGRESS)
-        return st;
+    if (st == OC_INPROGRESS ||
+        (st == OC_ERR_TRANSPORT && !transport_err_final(req)))
+        return OC_INPROGRESS;
     unlink_req(ctx->coll, req);
     if (req->inflight > 0) { /* failed with sends out: free them later */
         req->next = ctx->coll->zombies;

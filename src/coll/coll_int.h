@@ -70,6 +70,7 @@ struct oc_request {
     /* agent placement (placed.c): the agent runs it; no phases here */
     int            placed;
     oc_status_t    agent_st;       /* the agent's DONE; OC_INPROGRESS before */
+    uint64_t       err_us;         /* failed with OC_ERR_TRANSPORT at (coll.c) */
 };
 
 typedef struct {
