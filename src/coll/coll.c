@@ -46,6 +46,14 @@ static const oc_cfg_field_t coll_config_table[] = {
      "per-message cost vanishes, small enough that a send window stays a "
      "few MB.",
      offsetof(oc__coll_config_t, chunk), 4096, 64u << 20, NULL},
+    {"COLL_SHM_MAX", OC_CFG_SIZE, "2K",
+     "Allreduces of up to this many bytes, and all-to-alls whose send "
+     "buffer is up to this many bytes, go through a shared-memory segment "
+     "when every rank of the job is on one host (inline placement): one "
+     "write and one read per rank, no UCX message, where UCX's own latency "
+     "exceeds Open MPI's whole small allreduce. Above it, UCX's single-"
+     "copy rendezvous wins. 0: off. Every rank must use the same value.",
+     offsetof(oc__coll_config_t, shm_max), 0, 1u << 20, NULL},
     {"COLL_WINDOW", OC_CFG_UINT, "8",
      "Chunk sends one collective keeps in flight; more wait (back-pressure "
      "toward the transport).",
@@ -126,6 +134,7 @@ void oc__coll_fini(oc_context_t *ctx)
         rn = r->next;
         oc__coll_req_free(r);
     }
+    oc__coll_shm_fini(c);
     free(c->ordered_srcs);
     free(c);
     ctx->coll = NULL;
@@ -346,7 +355,9 @@ void oc__coll_progress(oc_context_t *ctx)
         return;
     for (r = c->active; r != NULL; r = r->next)
         if (r->status == OC_INPROGRESS)
-            r->placed ? oc__coll_placed_check(r) : (void)advance(c, r);
+            r->placed ? oc__coll_placed_check(r)
+            : r->shm  ? oc__coll_shm_advance(r)
+                      : (void)advance(c, r);
     for (p = &c->zombies; (r = *p) != NULL;) {
         if (r->inflight == 0) {
             *p = r->next;
@@ -411,6 +422,8 @@ OC_API oc_status_t oc_test(oc_request_t **req_p)
         oc__progress(ctx); /* UCX may yet say that a peer died */
     if (req->status == OC_ERR_TRANSPORT && ctx->failed != OC_OK)
         req->status = coll_err(ctx->failed);
+    if (req->shm && req->status == OC_INPROGRESS && ctx->failed == OC_OK)
+        oc__coll_shm_advance(req); /* done: no need to progress UCX */
     if (req->status == OC_INPROGRESS) {
         if (ctx->failed == OC_OK)
             oc__progress(ctx); /* runs oc__coll_progress */
