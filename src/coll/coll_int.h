@@ -99,6 +99,8 @@ struct oc__coll {
     const void      **ordered_srcs;  /* [size] scratch of the ordered reduction */
     int               done_handler;  /* placed.c: OC_AM_COLL_DONE handler set */
     oc__coll_shm_t   *shm;           /* shm.c: NULL when not every rank has it */
+    int               cores_each;    /* shm.c: all ranks on this host, no
+                                      * more of them than cores to run on */
 };
 
 /* coll.c: the phase engine */

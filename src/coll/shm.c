@@ -37,6 +37,7 @@
 #include "util/log.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,8 +177,12 @@ out:
     if (fd >= 0)
         close(fd);
     if (st == OC_OK && agreed && s != NULL && s->base != NULL) {
+        cpu_set_t cpus;
         s->next_seq = 1;
         c->shm = s;
+        /* every rank is on this host (they all mapped one segment) */
+        c->cores_each = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 &&
+                        (uint32_t)CPU_COUNT(&cpus) >= n;
         oc_debug(OC_COMP_RUNTIME, "rank %u: collectives up to %zu bytes "
                  "through shared memory", ctx->rank, s->slot);
     } else if (s != NULL) {
