@@ -460,13 +460,15 @@ OC_API oc_status_t oc_wait(oc_request_t **req_p)
      * (oc__coll_shm_setup knows: all ranks on this host, no more than its
      * cores), keep it, as Open MPI does: a yield hands it to whatever else
      * runs there, and the answer that arrives a few hundred ns later waits
-     * for the core to come back.  Measured on the shared 2-core machine
-     * (2 ranks, load average 15, /tmp A/B of coll-bench 8-512 B, 3 rounds
-     * each): per-run ratios to Open MPI 4-22x yielding after 16 turns,
-     * 0.57-1.06 yielding only after 64K turns. */
+     * for the core to come back; but not for ever: the scheduler may have
+     * put the peer on this very core.  Measured on the shared 2-core
+     * machine (2 ranks, load average 15-19, A/B of coll-bench 8-512 B,
+     * three alternating rounds, medians of per-run ratios to Open MPI in
+     * the same run): yielding after 16 idle turns 0.46-55x (most 1-20x),
+     * after 1024 (tens of us) 0.50-1.01, after 64K (ms) 0.03-1.30. */
     if (req == NULL)
         return oc_test(req_p);
-    yield_after = req->ctx->coll->cores_each ? 1u << 16 : 16;
+    yield_after = req->ctx->coll->cores_each ? 1024 : 16;
     while ((st = oc_test(req_p)) == OC_INPROGRESS) {
         mark = req->cur * 3 + req->r_done + req->s_done;
         if (mark != last) {
