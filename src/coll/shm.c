@@ -36,6 +36,7 @@
 
 #include "util/log.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
@@ -132,7 +133,8 @@ oc_status_t oc__coll_shm_setup(oc_context_t *ctx)
         fd = shm_open(mine.name, O_RDWR | O_CREAT | O_EXCL, 0600);
         if (fd < 0 || ftruncate(fd, (off_t)s->len) != 0) {
             oc_info(OC_COMP_RUNTIME, "collectives: no shared-memory segment "
-                    "(%s: %m): small collectives go through UCX", mine.name);
+                    "(%s: %s): small collectives go through UCX", mine.name,
+                    strerror(errno));
             if (fd >= 0)
                 shm_unlink(mine.name);
             mine.name[0] = '\0';
