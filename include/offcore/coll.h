@@ -19,6 +19,10 @@
  * for broadcast, dissemination for the barrier.  Payloads travel as UCX
  * active messages in chunks (OC_COLL_CHUNK) with a bounded number in
  * flight (OC_COLL_WINDOW), never through the 8-byte message aggregation.
+ * When every rank of the job is on one host, allreduces of up to
+ * OC_COLL_SHM_MAX bytes (2 KiB), and all-to-alls whose send buffer is
+ * that small, go through a shared-memory segment the ranks map at
+ * oc_init instead: one write and one read per rank, no message.
  * In the agent placement the rank hands the node's offcored its
  * contribution and a descriptor once and the agents run the collective:
  * the agent reduces the node's ranks in rank order, runs the inter-node

@@ -180,6 +180,10 @@ OC_API oc_status_t oc_iallreduce(oc_context_t *ctx, const void *sendbuf,
                                      sendbuf == OC_IN_PLACE ? recvbuf : sendbuf,
                                      bytes, recvbuf, bytes, req_p);
     }
+    if (oc__coll_shm_fits(ctx, bytes))
+        return oc__coll_shm_start(ctx, OC__SHM_ALLREDUCE,
+                                  sendbuf == OC_IN_PLACE ? recvbuf : sendbuf,
+                                  recvbuf, count, (int)dtype, (int)op, req_p);
     if (ctx->size > 1 && (ctx->coll->cfg.reproducible || es == 2 ||
                           bytes > ctx->coll->cfg.small)) {
         req = allreduce_rsag(ctx, sendbuf == OC_IN_PLACE ? recvbuf : sendbuf,
@@ -324,6 +328,10 @@ OC_API oc_status_t oc_ialltoall(oc_context_t *ctx, const void *sendbuf,
     bytes = count * es * n;
     if (count > 0 && check_buffers(sendbuf, recvbuf, bytes) != OC_OK)
         return OC_ERR_COLL_BUFFER;
+    if (!oc__coll_placed(ctx) && oc__coll_shm_fits(ctx, bytes))
+        return oc__coll_shm_start(ctx, OC__SHM_ALLTOALL,
+                                  sendbuf == OC_IN_PLACE ? recvbuf : sendbuf,
+                                  recvbuf, count, (int)dtype, 0, req_p);
     v = malloc(2 * n * sizeof(*v));
     if (v == NULL)
         return OC_ERR_NO_MEMORY;

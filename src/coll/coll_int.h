@@ -70,14 +70,25 @@ struct oc_request {
     /* agent placement (placed.c): the agent runs it; no phases here */
     int            placed;
     oc_status_t    agent_st;       /* the agent's DONE; OC_INPROGRESS before */
+    uint64_t       err_us;         /* failed with OC_ERR_TRANSPORT at (coll.c) */
+    /* shared-memory path (shm.c): OC__SHM_ALLREDUCE or _ALLTOALL, else 0;
+     * own is the input, blk_count the count (per peer for all-to-all) */
+    uint8_t        shm;
+    uint8_t        shm_written;    /* this rank's slot is filled */
+    uint64_t       shm_seq;
 };
+
+enum { OC__SHM_ALLREDUCE = 1, OC__SHM_ALLTOALL = 2 };
 
 typedef struct {
     int      reproducible;  /* OC_COLL_REPRODUCIBLE */
     uint64_t small;         /* OC_COLL_SMALL */
     uint64_t chunk;         /* OC_COLL_CHUNK */
     uint64_t window;        /* OC_COLL_WINDOW */
+    uint64_t shm_max;       /* OC_COLL_SHM_MAX */
 } oc__coll_config_t;
+
+typedef struct oc__coll_shm oc__coll_shm_t;
 
 struct oc__coll {
     oc_context_t     *ctx;
@@ -87,6 +98,9 @@ struct oc__coll {
     struct coll_op   *ops;           /* chunk operations in flight (coll.c) */
     const void      **ordered_srcs;  /* [size] scratch of the ordered reduction */
     int               done_handler;  /* placed.c: OC_AM_COLL_DONE handler set */
+    oc__coll_shm_t   *shm;           /* shm.c: NULL when not every rank has it */
+    int               cores_each;    /* shm.c: all ranks on this host, no
+                                      * more of them than cores to run on */
 };
 
 /* coll.c: the phase engine */
@@ -103,6 +117,19 @@ oc_status_t oc__coll_placed_start(oc_context_t *ctx, void *d, const uint64_t *va
 int oc__coll_placed(const oc_context_t *ctx);
 /** Complete @p req once the agent said DONE and its transfers are over. */
 void oc__coll_placed_check(oc_request_t *req);
+
+/* shm.c: small collectives among the ranks of one host (every rank of
+ * the job) through a shared segment.  Does a contribution of @p bytes
+ * (all-to-all: the whole send buffer) take that path?  The same answer on
+ * every rank for the same collective. */
+int oc__coll_shm_fits(const oc_context_t *ctx, size_t bytes);
+/** @p kind OC__SHM_*; @p count per peer for all-to-all.  OC_OK or
+ *  OC_ERR_NO_MEMORY. */
+oc_status_t oc__coll_shm_start(oc_context_t *ctx, int kind,
+                               const void *sbuf, void *rbuf, size_t count,
+                               int dtype, int op, oc_request_t **req_p);
+void oc__coll_shm_advance(oc_request_t *req);
+void oc__coll_shm_fini(oc__coll_t *c);
 
 #include "coll/reduce.h" /* the reduction kernels, reduce.c */
 

@@ -348,6 +348,8 @@ OC_API oc_status_t oc_init(const oc_context_params_t *params,
                                         : "auto: no usable agent");
         if ((st = oc__inline_wireup(ctx)) != OC_OK)
             goto err;
+        if ((st = oc__coll_shm_setup(ctx)) != OC_OK)
+            goto err;
     }
     if ((st = oc__transport_watch(ctx)) != OC_OK)
         goto err;

@@ -204,6 +204,9 @@ oc_status_t oc__coll_init(oc_context_t *ctx);
 void oc__coll_progress(oc_context_t *ctx);
 /* after the worker is destroyed: frees what is still in flight */
 void oc__coll_fini(oc_context_t *ctx);
+/* once every rank is wired (inline placement; collective: every rank
+ * calls it): map the shared segment of small collectives (src/coll/shm.c) */
+oc_status_t oc__coll_shm_setup(oc_context_t *ctx);
 
 /* bootstrap.c: all-gather through files in a shared directory */
 oc_status_t oc__file_allgather(void *arg, const void *sendbuf, void *recvbuf,

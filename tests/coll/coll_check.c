@@ -363,6 +363,38 @@ static void check_overlap(oc_context_t *ctx)
                   "overlap alltoall");
 }
 
+/* Small collectives (OC_COLL_SHM_MAX: the shared-memory path when the
+ * ranks share a host) in flight at once, more than its two slots per
+ * rank, completed in reverse order: the later ones must wait for the
+ * earlier ones' slots to be read, and none may overwrite another. */
+static void check_overlap_small(oc_context_t *ctx)
+{
+    enum { K = 7 };
+    if (g_size > 64)
+        return;
+    int32_t in[K][4], out[K][4], a2a_in[K][64], a2a_out[K][64];
+    oc_request_t *r[2 * K];
+    for (int k = 0; k < K; k++) {
+        for (int i = 0; i < 4; i++)
+            in[k][i] = g_rank * 10 + k * 100 + i;
+        for (int i = 0; i < g_size; i++)
+            a2a_in[k][i] = g_rank * 1000 + i * 10 + k;
+        CHECK(oc_iallreduce(ctx, in[k], out[k], 4, OC_INT32, OC_SUM, &r[2 * k]) == OC_OK,
+              "small i%d", k);
+        CHECK(oc_ialltoall(ctx, a2a_in[k], a2a_out[k], 1, OC_INT32, &r[2 * k + 1]) == OC_OK,
+              "small a2a i%d", k);
+    }
+    for (int k = 2 * K - 1; k >= 0; k--)
+        CHECK(oc_wait(&r[k]) == OC_OK, "small wait %d", k);
+    for (int k = 0; k < K; k++) {
+        for (int i = 0; i < 4; i++)
+            CHECK(out[k][i] == 10 * g_size * (g_size - 1) / 2 + g_size * (k * 100 + i),
+                  "small overlap sum %d %d", k, i);
+        for (int s = 0; s < g_size; s++)
+            CHECK(a2a_out[k][s] == s * 1000 + g_rank * 10 + k, "small overlap a2a %d %d", k, s);
+    }
+}
+
 static void check_bcast_barrier(oc_context_t *ctx, size_t n)
 {
     uint8_t *b = malloc(n + 1);
@@ -437,6 +469,7 @@ int main(int argc, char **argv)
     check_alltoallv(ctx, 1);
     check_alltoallv(ctx, 1234);
     check_overlap(ctx);
+    check_overlap_small(ctx);
     check_bcast_barrier(ctx, 10001);
     if (hash && g_rank == 0)
         printf("hash %016llx\n", (unsigned long long)g_hash);

@@ -8,7 +8,9 @@
 # (Open MPI's) in 41100-41199.
 #
 #   kill1     4 ranks on this node (UCX_TLS=sm,self), a 16 MiB allreduce
-#             again and again; rank 2 is SIGKILLed: every other rank must
+#             (then all-to-all 16 MiB, then allreduce 64 B) again and
+#             again; rank 2 (then 1, then 3) is SIGKILLed: every other
+#             rank must
 #             get OC_ERR_COLL_PEER_FAILED from oc_wait within the bound
 #             (10 s asserted, 5 s promised on a quiet machine; each
 #             survivor's time is printed), and its next collective must fail
@@ -134,6 +136,14 @@ kill1)
     export UCX_TLS=sm,self
     ranks 4 "" "" "" "" -- --op allreduce --bytes 16777216 --limit 120
     kill_one 4 2 "one node, allreduce 16 MiB"
+    # all-to-all moves its large chunks by cma reads (single copy): a
+    # survivor may be reading the killed rank's memory when it dies
+    ranks 4 "" "" "" "" -- --op alltoall --bytes 16777216 --limit 120
+    kill_one 4 1 "one node, all-to-all 16 MiB"
+    # small ones go through the node's shared segment (src/coll/shm.c):
+    # the survivors wait on the killed rank's slot, not on a UCX message
+    ranks 4 "" "" "" "" -- --op allreduce --bytes 64 --limit 120
+    kill_one 4 3 "one node, allreduce 64 B (shared memory)"
     ;;
 kill2)
     need_netns
