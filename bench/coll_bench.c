@@ -11,10 +11,12 @@
  * shrinks with size so a sample moves at most ~64 MiB); the JSON line
  * gives the median of each side and every sample.  Times are rank 0's
  * after a barrier, maximum over ranks.  Overlap (OSU): t_pure = start +
- * wait; t_compute = a busy loop calibrated to t_pure; t_both = start,
- * compute, wait; overlap% = 100 * (1 - (t_both - t_compute) / t_pure),
- * clamped to [0, 100].  The compute loop calls no progress function, as
- * OSU's benchmarks by default.  Every result is verified (integer-valued
+ * wait; t_compute = fixed work calibrated to t_pure, timed alone; t_both
+ * = start, the same work, wait; overlap% = 100 * (1 - (t_both -
+ * t_compute) / t_pure), clamped to [0, 100], per rank from its own times,
+ * the lowest over the ranks reported; t_compute is measured under the same
+ * core sharing as t_both (see overlap()).  The compute loop calls no
+ * progress function, as OSU's benchmarks by default.  Every result is verified (integer-valued
  * floats: sums are exact).  Exit 0 when every result verified.
  */
 #include <mpi.h>
@@ -106,25 +108,58 @@ static double sample(oc_context_t *ctx, int mpi, int a2a, float *in, float *out,
 
 static volatile double g_sink;
 
-static double compute_us(double us)
+/* Fixed work, not a wall-clock deadline: a rank that loses its core (two
+ * ranks time-sharing one, or a collective taking the rank's CPU) takes
+ * longer to finish it, and t_both shows that. */
+static void work(long units)
 {
-    double t0 = MPI_Wtime(), x = 1.0;
-    while ((MPI_Wtime() - t0) * 1e6 < us)
+    double x = 1.0;
+    for (long u = 0; u < units; u++)
         for (int i = 0; i < 64; i++)
             x = x * 1.0000001 + 1e-9;
     g_sink = x;
-    return (MPI_Wtime() - t0) * 1e6;
 }
 
-/* One OSU-style overlap measurement of one implementation at n floats. */
+/* Work units that take @p us on this rank while every rank works at the
+ * same time (the sharing of t_compute and t_both). */
+static long calibrate(double us)
+{
+    long units = 1000;
+    for (int k = 0; k < 4; k++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        work(units);
+        double t = (MPI_Wtime() - t0) * 1e6;
+        double u = t > 1 ? units * us / t : units * 2.0;
+        units = u < 1 ? 1 : u > 1e10 ? (long)1e10 : (long)u;
+    }
+    return units;
+}
+
+/* One OSU-style overlap measurement of one implementation at n floats,
+ * computed on each rank from its own times: t_pure = start + wait;
+ * t_compute = the fixed work calibrated to t_pure, timed alone; t_both =
+ * start, the same work, wait.  t_compute and t_both alternate iteration by
+ * iteration and every rank works at the same time in both (a barrier
+ * before each), so both are measured under the same sharing of the
+ * ranks' cores: with two ranks on one core each gets half of it in both,
+ * and the formula measures the collective, not the scheduler.  Returns the
+ * lowest overlap over the ranks (*t_pure_p: the highest t_pure). */
 static double overlap(oc_context_t *ctx, int mpi, float *in, float *out,
                       size_t n, int iters, double *t_pure_p)
 {
-    double tp = 0, tc = 0, tb = 0;
+    double tp = 0, tc = 0, tb = 0, ov, worst;
+    long units = 0;
     for (int phase = 0; phase < 2; phase++)
         for (int k = 0; k < iters; k++) {
             MPI_Request mr;
             oc_request_t *orq;
+            if (phase == 1) { /* compute alone, same sharing */
+                MPI_Barrier(MPI_COMM_WORLD);
+                double t0 = MPI_Wtime();
+                work(units);
+                tc += (MPI_Wtime() - t0) * 1e6;
+            }
             MPI_Barrier(MPI_COMM_WORLD);
             double t0 = MPI_Wtime();
             if (mpi)
@@ -133,7 +168,7 @@ static double overlap(oc_context_t *ctx, int mpi, float *in, float *out,
             else if (oc_iallreduce(ctx, in, out, n, OC_FLOAT32, OC_SUM, &orq) != OC_OK)
                 g_bad++;
             if (phase == 1)
-                tc += compute_us(*t_pure_p);
+                work(units);
             if (mpi)
                 MPI_Wait(&mr, MPI_STATUS_IGNORE);
             else if (oc_wait(&orq) != OC_OK)
@@ -143,12 +178,17 @@ static double overlap(oc_context_t *ctx, int mpi, float *in, float *out,
                 tp += t;
             else
                 tb += t;
-            if (phase == 0 && k == iters - 1)
-                *t_pure_p = maxall(tp / iters);
+            if (phase == 0 && k == iters - 1) {
+                tp /= iters;
+                units = calibrate(tp);
+            }
         }
-    tc = maxall(tc / iters), tb = maxall(tb / iters);
-    double ov = 100.0 * (1.0 - (tb - tc) / *t_pure_p);
-    return ov < 0 ? 0 : ov > 100 ? 100 : ov;
+    tc /= iters, tb /= iters;
+    ov = 100.0 * (1.0 - (tb - tc) / tp);
+    ov = ov < 0 ? 0 : ov > 100 ? 100 : ov;
+    MPI_Allreduce(&ov, &worst, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+    *t_pure_p = maxall(tp);
+    return worst;
 }
 
 int main(int argc, char **argv)

@@ -70,6 +70,14 @@ struct oc_request {
     /* agent placement (placed.c): the agent runs it; no phases here */
     int            placed;
     oc_status_t    agent_st;       /* the agent's DONE; OC_INPROGRESS before */
+    /* ... by memory (the agent reads sbuf and writes rbuf itself) */
+    int            cma;            /* offered: no payload, no receive here */
+    int            cma_fallback;   /* the agent said: by UCX after all */
+    const void    *cma_sbuf;
+    void          *cma_rbuf;
+    size_t         cma_len;
+    uint64_t       fail_wait_us;   /* cma, context failed: DONE awaited
+                                      until then (coll.c) */
 };
 
 typedef struct {
@@ -77,6 +85,7 @@ typedef struct {
     uint64_t small;         /* OC_COLL_SMALL */
     uint64_t chunk;         /* OC_COLL_CHUNK */
     uint64_t window;        /* OC_COLL_WINDOW */
+    int      cma;           /* OC_COLL_CMA */
 } oc__coll_config_t;
 
 struct oc__coll {
@@ -87,6 +96,8 @@ struct oc__coll {
     struct coll_op   *ops;           /* chunk operations in flight (coll.c) */
     const void      **ordered_srcs;  /* [size] scratch of the ordered reduction */
     int               done_handler;  /* placed.c: OC_AM_COLL_DONE handler set */
+    int               cma_refused;   /* placed.c: the agent fell back once */
+    uint64_t          cma_ops, cma_fallbacks; /* placed.c: counted */
 };
 
 /* coll.c: the phase engine */
