@@ -116,6 +116,8 @@ int oc__rcma_accept(oc_router_t *r, lrank_t *l, uint32_t job, uint32_t rank,
             l->cma = -1;
         } else {
             l->cma = 1;
+            oc_info(OC_COMP_AGENT, "job %u rank %u: collective data by "
+                    "memory (pid %u)", job, rank, l->pid);
         }
     }
     if (why == NULL) {

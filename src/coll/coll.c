@@ -201,16 +201,17 @@ static void fail(oc_request_t *req, oc_status_t st)
 
 /* The job failed while the agent may still be writing this rank's
  * result by memory (placed.c): its DONE, which the agent sends when it
- * drops the collective, says it stopped.  Wait for it, for at most
- * OC__CMA_FAIL_WAIT_US (an agent that died sends none and writes no
- * more), so that recvbuf is the caller's again when oc_test() fails.
- * @return 1 while still waiting. */
+ * drops the collective, says it stopped.  Wait for it, unless the agent's
+ * connection has ended (it died: it writes no more), for at most
+ * OC__CMA_FAIL_WAIT_US, so that recvbuf is the caller's again when
+ * oc_test() fails.  @return 1 while still waiting. */
 #define OC__CMA_FAIL_WAIT_US 1000000
 static int cma_drain(oc_request_t *req)
 {
     uint64_t now;
 
-    if (!req->placed || !req->cma || req->agent_st != OC_INPROGRESS)
+    if (!req->placed || !req->cma || req->agent_st != OC_INPROGRESS ||
+        oc__agent_gone(req->ctx))
         return 0;
     now = oc__now_us();
     if (req->fail_wait_us == 0)

@@ -39,6 +39,7 @@ struct oc__agent {
     uint32_t       polls;
     uint32_t       pid;       /* the agent's, from the kernel (Unix
                                  socket); 0: unknown (TCP) */
+    int            gone;      /* its control connection ended */
     /* termination waves, run by the agents */
     int            q_sent;     /* COUNTS sent for q.round */
     int            q_done;     /* QUIESCE_DONE for q.epoch arrived */
@@ -182,11 +183,22 @@ static void ctl_poll(oc_context_t *ctx)
     oc__ctl_conn_flush(a->cc);
     while ((st = oc__ctl_conn_read(a->cc, &m)) == OC_OK)
         ctl_message(ctx, &m);
+    if (st != OC_INPROGRESS)
+        a->gone = 1;
     if (st != OC_INPROGRESS && ctx->failed == OC_OK) {
         oc_error(OC_COMP_RUNTIME, "rank %u: lost the agent: %s", ctx->rank,
                  oc_status_string(st));
         ctx->failed = OC_ERR_PEER_FAILED;
     }
+}
+
+int oc__agent_gone(oc_context_t *ctx)
+{
+    if (ctx->agent == NULL)
+        return 1;
+    if (!ctx->agent->gone)
+        ctl_poll(ctx);
+    return ctx->agent->gone;
 }
 
 /* Wait for the next message of a handshake; ERROR ends it. */

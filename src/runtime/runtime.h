@@ -178,6 +178,8 @@ oc_status_t oc__agent_coll_send(oc_context_t *ctx, void *msg, size_t len);
 oc_tr_ep_t *oc__agent_ep(oc_context_t *ctx);
 /** The agent's pid as the kernel gave it (Unix control socket), else 0. */
 uint32_t oc__agent_pid(const oc_context_t *ctx);
+/** Whether the agent's control connection has ended (polls it). */
+int oc__agent_gone(oc_context_t *ctx);
 /** Whether the collectives offer the agent their buffers (OC_COLL_CMA). */
 int oc__coll_cma_wanted(const oc_context_t *ctx);
 

@@ -2,7 +2,9 @@
 # coll-agent-net-test.sh CHECK OFFCORED OFFCORE CASE — the collectives in
 # the agent placement with real processes started one by one (OC_RANK /
 # OC_SIZE), each checking its own results (coll_agent_check.c).
-#   faults   one agent (shared memory), 3 ranks: kill rank 1 while ranks
+#   faults   one agent (shared memory): 2 ranks whose buffers the agent
+#            may not read or write (coll_agent_check badbuf, by memory),
+#            then 3 ranks: kill rank 1 while ranks
 #            0 and 2 wait in a 1 MiB allreduce, then kill the agent the
 #            same way: each waiter must get OC_ERR_COLL_PEER_FAILED within
 #            10 s (the bound is 5 s; loose for a loaded machine); prints
@@ -79,6 +81,14 @@ faults)
     export UCX_TLS=sm,self
     agent "" a --listen "unix:$T/a.sock"
     apid=$(pgrep -f -- "--listen unix:$T/a.sock")
+    # by memory: buffers the agent may not read or write fail with a name
+    export OC_JOB=33 OC_JOB_KEY=$("$OFFCORE" job-key --job 33 --cluster-key "$T/ck")
+    for r in 0 1; do rank "" "$T/a.sock" $r 2 badbuf; done
+    for r in 0 1; do wait "${RP[$r]}" || fail "badbuf, rank $r"; done
+    grep -q "rank 0: collective data by memory" "$T/a.log" ||
+        fail "the agent did not move rank 0's data by memory"
+    echo "buffers out of the agent's reach: OC_ERR_COLL_MEMORY on their rank, nothing else written"
+    export OC_JOB=31 OC_JOB_KEY=$("$OFFCORE" job-key --job 31 --cluster-key "$T/ck")
     for r in 0 1 2; do rank "" "$T/a.sock" $r 3 wait 1; done
     ready 0 1 2; sleep 0.5
     vp=$(sed -n 's/^rank 1: ready pid //p' "$T/r1.log")
