@@ -16,8 +16,10 @@
  * t_compute) / t_pure), clamped to [0, 100], per rank from its own times,
  * the lowest over the ranks reported; t_compute is measured under the same
  * core sharing as t_both (see overlap()).  The compute loop calls no
- * progress function, as OSU's benchmarks by default.  Every result is verified (integer-valued
- * floats: sums are exact).  Exit 0 when every result verified.
+ * progress function, as OSU's benchmarks by default.  BENCH_COLL_VERBOSE
+ * set: every rank prints its calibration and its t_pure, t_compute and
+ * t_both to stderr.  Every result is verified (integer-valued floats: sums
+ * are exact).  Exit 0 when every result verified.
  */
 #include <mpi.h>
 #include <offcore/coll.h>
@@ -121,11 +123,14 @@ static void work(long units)
 }
 
 /* Work units that take @p us on this rank while every rank works at the
- * same time (the sharing of t_compute and t_both). */
+ * same time (the sharing of t_compute and t_both): a probe scaled to about
+ * @p us, then the median rate of 5 timed runs of it (a loaded machine
+ * preempts single runs by whole time slices). */
 static long calibrate(double us)
 {
     long units = 1000;
-    for (int k = 0; k < 4; k++) {
+    double rate[5];
+    for (int k = 0; k < 3; k++) {
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = MPI_Wtime();
         work(units);
@@ -133,7 +138,18 @@ static long calibrate(double us)
         double u = t > 1 ? units * us / t : units * 2.0;
         units = u < 1 ? 1 : u > 1e10 ? (long)1e10 : (long)u;
     }
-    return units;
+    for (int k = 0; k < 5; k++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        work(units);
+        double t = (MPI_Wtime() - t0) * 1e6;
+        rate[k] = units / (t > 1 ? t : 1);
+    }
+    double u = us * median(rate, 5);
+    if (getenv("BENCH_COLL_VERBOSE") != NULL)
+        fprintf(stderr, "# calibrate rank %d: %.0f us: rates %.1f %.1f %.1f %.1f %.1f units/us -> %.0f units\n",
+                g_rank, us, rate[0], rate[1], rate[2], rate[3], rate[4], u);
+    return u < 1 ? 1 : u > 1e10 ? (long)1e10 : (long)u;
 }
 
 /* One OSU-style overlap measurement of one implementation at n floats,
@@ -186,6 +202,10 @@ static double overlap(oc_context_t *ctx, int mpi, float *in, float *out,
     tc /= iters, tb /= iters;
     ov = 100.0 * (1.0 - (tb - tc) / tp);
     ov = ov < 0 ? 0 : ov > 100 ? 100 : ov;
+    if (getenv("BENCH_COLL_VERBOSE") != NULL)
+        fprintf(stderr, "# overlap %s rank %d n %zu: t_pure %.1f t_compute "
+                "%.1f t_both %.1f us: %.1f %%\n", mpi ? "mpi" : "offcore",
+                g_rank, n * 4, tp, tc, tb, ov);
     MPI_Allreduce(&ov, &worst, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
     *t_pure_p = maxall(tp);
     return worst;

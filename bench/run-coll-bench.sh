@@ -6,7 +6,8 @@
 # non-zero when a run fails or a result does not verify.  No speed target
 # is asserted: the figures are reported.
 #
-# Environment (defaults): BENCH_RANKS (2)  BENCH_COLL_MAX (64M in bytes)
+# Environment (defaults): BENCH_RANKS (2)  BENCH_COLL_MIN (8: the latency
+# sweeps' first size, bytes)  BENCH_COLL_MAX (64M in bytes)
 # BENCH_COLL_REPEATS (5)  BENCH_COLL_OVERLAP (65536,1048576)
 # UCX_TLS (sm,self)  BENCH_COLL_AGENT_MAX (1M: the latency sweep's top in
 # the agent placement)  BENCH_COLL_AGENT_NICE (unset: offcored at the
@@ -18,6 +19,7 @@
 set -u
 B=${1:?usage: run-coll-bench.sh BUILD_DIR}
 RANKS=${BENCH_RANKS:-2}
+MIN=${BENCH_COLL_MIN:-8}
 MAX=${BENCH_COLL_MAX:-67108864}
 REPEATS=${BENCH_COLL_REPEATS:-5}
 OVERLAP=${BENCH_COLL_OVERLAP:-65536,1048576}
@@ -28,7 +30,7 @@ OUT=$(mktemp /tmp/oc-coll-bench-XXXXXX)
 trap 'rm -f "$OUT"' EXIT INT TERM
 echo "# collectives: offcore ($RANKS ranks, inline) vs Open MPI, same job"
 timeout 900 mpirun --oversubscribe --bind-to none --mca btl self,vader \
-    -np "$RANKS" "$B/bench/coll-bench" --max "$MAX" --repeats "$REPEATS" \
+    -np "$RANKS" "$B/bench/coll-bench" --min "$MIN" --max "$MAX" --repeats "$REPEATS" \
     --overlap "$OVERLAP" | tee "$OUT"
 rc=$?
 python3 - "$OUT" <<'PY' || rc=1
@@ -66,7 +68,7 @@ if [ -x "$OFFCORED" ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; 
         timeout 900 taskset -c 0 mpirun --oversubscribe --bind-to none \
         --mca btl self,vader --mca mpi_yield_when_idle 1 \
         -x OC_PLACEMENT -x OC_AGENT -x OC_JOB -x OC_JOB_KEY \
-        -np "$RANKS" "$B/bench/coll-bench" --max "$AMAX" --repeats "$REPEATS" \
+        -np "$RANKS" "$B/bench/coll-bench" --min "$MIN" --max "$AMAX" --repeats "$REPEATS" \
         --overlap "$OVERLAP" | tee "$OUT" || rc=1
     kill "$APID" 2>/dev/null; wait "$APID" 2>/dev/null; rm -rf "$D"
     python3 - "$OUT" <<'PY' || rc=1
