@@ -119,6 +119,11 @@ void oc__coll_fini(oc_context_t *ctx)
 
     if (c == NULL)
         return;
+    if (c->cma_ops > 0)
+        oc_info(OC_COMP_RUNTIME, "rank %u: %llu allreduces offered to the "
+                "agent by memory, %llu of them sent by UCX instead", ctx->rank,
+                (unsigned long long)c->cma_ops,
+                (unsigned long long)c->cma_fallbacks);
     /* Called once the worker is destroyed (context.c): no callback can
      * run any more, so what is still in flight (the application never
      * completed a request, or a failed collective's operations that UCX
