@@ -652,7 +652,9 @@ static int advance(oc_router_t *r, acoll_t *c)
     int was = c->state, step = c->step;
 
     if (c->status != OC_OK) { /* wait for what is in flight, then end */
-        if (c->pending > 0 || c->state == ST_END)
+        /* ... and for every local rank's descriptor: one that came after
+         * the end would start the collective anew and wait for ever */
+        if (c->pending > 0 || c->state == ST_END || c->ndesc < c->nlocal)
             return 0;
         finish(r, c);
         return 1;

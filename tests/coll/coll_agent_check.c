@@ -230,7 +230,7 @@ static void check(oc_context_t *ctx, int repro)
 /* Rank 0's buffers are half out of reach of the agent (see the top). */
 static void badbuf(oc_context_t *ctx)
 {
-    const size_t n = 65536, bytes = n * 8; /* 512 KiB: two chunks */
+    const size_t n = 131072, bytes = n * 8; /* 1 MiB: two of rcma.c's calls */
     const size_t pg = (size_t)sysconf(_SC_PAGESIZE), all = bytes + 2 * pg;
     const oc_status_t want = g_rank == 0 ? OC_ERR_COLL_MEMORY
                                          : OC_ERR_COLL_PEER_FAILED;
