@@ -22,6 +22,7 @@
  * are exact).  Exit 0 when every result verified.
  */
 #include <mpi.h>
+#include <sched.h>
 #include <offcore/coll.h>
 #include <offcore/mpi.h>
 
@@ -110,15 +111,28 @@ static double sample(oc_context_t *ctx, int mpi, int a2a, float *in, float *out,
 
 static volatile double g_sink;
 
+static double g_slice_us; /* BENCH_COLL_SLICE_US: see work() */
+
 /* Fixed work, not a wall-clock deadline: a rank that loses its core (two
  * ranks time-sharing one, or a collective taking the rank's CPU) takes
- * longer to finish it, and t_both shows that. */
+ * longer to finish it, and t_both shows that.  With g_slice_us > 0 it
+ * gives up the core every g_slice_us (sched_yield: no progress of any
+ * library), so that ranks time-sharing one core interleave finely, as
+ * ranks on cores of their own run side by side: without it a rank
+ * computes a whole time slice (ms) before the other has even started its
+ * collective, which caps any implementation's overlap near 50 %. */
 static void work(long units)
 {
-    double x = 1.0;
-    for (long u = 0; u < units; u++)
+    double x = 1.0, last = g_slice_us > 0 ? MPI_Wtime() : 0;
+    for (long u = 0; u < units; u++) {
         for (int i = 0; i < 64; i++)
             x = x * 1.0000001 + 1e-9;
+        if (g_slice_us > 0 && (u & 15) == 0 &&
+            (MPI_Wtime() - last) * 1e6 >= g_slice_us) {
+            sched_yield();
+            last = MPI_Wtime();
+        }
+    }
     g_sink = x;
 }
 
@@ -232,12 +246,21 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--overlap")) snprintf(ovl, sizeof(ovl), "%s", argv[i + 1]);
     }
     if (R < 1 || R > 255) R = 5;
+    if (getenv("BENCH_COLL_SLICE_US") != NULL)
+        g_slice_us = atof(getenv("BENCH_COLL_SLICE_US"));
     MPI_Comm_rank(comm, &g_rank);
     MPI_Comm_size(comm, &g_size);
     if (oc_init_mpi(&comm, &p, &ctx) != OC_OK)
         MPI_Abort(comm, 2);
     const char *pl = oc_placement(ctx);
     size_t cap = max / 4 + g_size;
+    { /* room for the overlap sizes too (a run may do only those) */
+        char tmp[256];
+        snprintf(tmp, sizeof(tmp), "%s", ovl);
+        for (char *s = strtok(tmp, ","); s != NULL; s = strtok(NULL, ","))
+            if (strtoull(s, NULL, 0) / 4 + g_size > cap)
+                cap = strtoull(s, NULL, 0) / 4 + g_size;
+    }
     float *in = malloc(cap * 4), *out = malloc(cap * 4);
 
     for (int a2a = 0; a2a < 2; a2a++)
@@ -306,9 +329,10 @@ int main(int argc, char **argv)
                    "\"measure\":\"overlap\","
                    "\"placement\":\"%s\",\"ranks\":%d,\"bytes\":%zu,"
                    "\"us\":%.3f,\"mpi_us\":%.3f,\"overlap_pct\":%.1f,"
-                   "\"mpi_overlap_pct\":%.1f,\"overlap_runs\":[",
+                   "\"mpi_overlap_pct\":%.1f,\"compute_slice_us\":%.0f,"
+                   "\"overlap_runs\":[",
                    pl, g_size, n * 4, median(tp, R), median(mtp, R),
-                   median(ov, R), median(mov, R));
+                   median(ov, R), median(mov, R), g_slice_us);
             for (int r = 0; r < R; r++) printf("%s%.1f", r ? "," : "", ov[r]);
             printf("],\"mpi_overlap_runs\":[");
             for (int r = 0; r < R; r++) printf("%s%.1f", r ? "," : "", mov[r]);

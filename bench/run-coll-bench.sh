@@ -15,7 +15,9 @@
 # where other jobs load core 1 as well).  Two runs: the inline placement, then the agent
 # placement with one offcored pinned to core 1 and the ranks to core 0
 # (the issue's 2-core method: the agent's core is one the ranks do not
-# use); each run has its own same-run Open MPI baseline.
+# use); each run has its own same-run Open MPI baseline.  BENCH_COLL_SLICE_US
+# (50): in the agent run the ranks' compute yields core 0 that often, then
+# the overlap is measured once more with 0 (never); see coll_bench.c work().
 set -u
 B=${1:?usage: run-coll-bench.sh BUILD_DIR}
 RANKS=${BENCH_RANKS:-2}
@@ -63,20 +65,34 @@ if [ -x "$OFFCORED" ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; 
     n=0
     until grep -q ready "$D/agent.log" || [ $n -ge 100 ]; do sleep 0.1; n=$((n + 1)); done
     echo "# collectives: offcore ($RANKS ranks on core 0, agent on core 1${BENCH_COLL_AGENT_NICE:+, nice $BENCH_COLL_AGENT_NICE}) vs Open MPI, same job; $(uptime)"
-    OC_PLACEMENT=agent OC_AGENT="unix:$D/a.sock" OC_JOB=9 \
-    OC_JOB_KEY=$("$OFFCORE" job-key --job 9 --cluster-key "$D/ck") \
-        timeout 900 taskset -c 0 mpirun --oversubscribe --bind-to none \
-        --mca btl self,vader --mca mpi_yield_when_idle 1 \
-        -x OC_PLACEMENT -x OC_AGENT -x OC_JOB -x OC_JOB_KEY \
-        -np "$RANKS" "$B/bench/coll-bench" --min "$MIN" --max "$AMAX" --repeats "$REPEATS" \
-        --overlap "$OVERLAP" | tee "$OUT" || rc=1
+    # the ranks share core 0: their compute gives the core up every
+    # $SLICE us so that they interleave as ranks on cores of their own
+    # would (coll_bench.c, work()); the overlap is then measured again
+    # without (slice 0: one rank computes a whole time slice before the
+    # other starts its collective).  Both rows are printed.
+    SLICE=${BENCH_COLL_SLICE_US:-50} job=9
+    for s in "$SLICE" 0; do
+        job=$((job + 1))
+        if [ "$s" = "$SLICE" ]; then args="--min $MIN --max $AMAX"; else args="--min 2 --max 1"; fi
+        OC_PLACEMENT=agent OC_AGENT="unix:$D/a.sock" OC_JOB=$job BENCH_COLL_SLICE_US=$s \
+        OC_JOB_KEY=$("$OFFCORE" job-key --job $job --cluster-key "$D/ck") \
+            timeout 900 taskset -c 0 mpirun --oversubscribe --bind-to none \
+            --mca btl self,vader --mca mpi_yield_when_idle 1 \
+            -x OC_PLACEMENT -x OC_AGENT -x OC_JOB -x OC_JOB_KEY -x BENCH_COLL_SLICE_US \
+            -np "$RANKS" "$B/bench/coll-bench" $args --repeats "$REPEATS" \
+            --overlap "$OVERLAP" || touch "$D/failed"
+        [ "$s" = 0 ] && break
+    done | tee "$OUT"
+    [ -e "$D/failed" ] && rc=1
     kill "$APID" 2>/dev/null; wait "$APID" 2>/dev/null; rm -rf "$D"
     python3 - "$OUT" <<'PY' || rc=1
 import json, sys
 for r in (json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")):
     if r.get("measure") == "overlap":
-        print("# agent %-12s %9d B  overlap offcore %5.1f%%  Open MPI %5.1f%% (bar: >= 90%% at 1 MiB)" %
-              ("iallreduce overlap", r["bytes"], r["overlap_pct"], r["mpi_overlap_pct"]))
+        s = r.get("compute_slice_us", 0)
+        print("# agent %-12s %9d B  overlap offcore %5.1f%%  Open MPI %5.1f%% (%s; bar: >= 90%% at 1 MiB)" %
+              ("iallreduce overlap", r["bytes"], r["overlap_pct"], r["mpi_overlap_pct"],
+               "compute yields core 0 every %d us" % s if s else "compute never yields"))
     else:
         print("# agent %-12s %9d B  offcore %10.2f us  Open MPI %10.2f us  ratio %.2f" %
               (r["op"], r["bytes"], r["us"], r["mpi_us"], r["us"] / r["mpi_us"]))
