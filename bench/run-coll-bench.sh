@@ -18,6 +18,7 @@
 # use); each run has its own same-run Open MPI baseline.  BENCH_COLL_SLICE_US
 # (50): in the agent run the ranks' compute yields core 0 that often, then
 # the overlap is measured once more with 0 (never); see coll_bench.c work().
+# BENCH_COLL_RUNS ("inline agent"): which of the two runs.
 set -u
 B=${1:?usage: run-coll-bench.sh BUILD_DIR}
 RANKS=${BENCH_RANKS:-2}
@@ -30,6 +31,8 @@ export UCX_TLS=${UCX_TLS:-sm,self} OC_PLACEMENT=inline
 command -v mpirun >/dev/null || { echo "run-coll-bench: no mpirun: skipped"; exit 0; }
 OUT=$(mktemp /tmp/oc-coll-bench-XXXXXX)
 trap 'rm -f "$OUT"' EXIT INT TERM
+rc=0
+case " ${BENCH_COLL_RUNS:-inline agent} " in *" inline "*)
 echo "# collectives: offcore ($RANKS ranks, inline) vs Open MPI, same job"
 timeout 900 mpirun --oversubscribe --bind-to none --mca btl self,vader \
     -np "$RANKS" "$B/bench/coll-bench" --min "$MIN" --max "$MAX" --repeats "$REPEATS" \
@@ -52,9 +55,11 @@ for r in rows:
         print("# NOT VERIFIED:", r); sys.exit(1)
 print("# worst latency ratio offcore/Open MPI: %.2f (bar: 1.2)" % worst)
 PY
+esac
 # the agent placement: ranks on core 0, offcored on core 1
 AMAX=${BENCH_COLL_AGENT_MAX:-1048576}
 OFFCORED=$B/src/agent/offcored OFFCORE=$B/src/tools/offcore
+case " ${BENCH_COLL_RUNS:-inline agent} " in *" agent "*) ;; *) exit $rc ;; esac
 if [ -x "$OFFCORED" ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
     D=$(mktemp -d /tmp/oc-coll-bench-agent-XXXXXX)
     "$OFFCORE" keygen > "$D/ck" && chmod 600 "$D/ck"
