@@ -353,6 +353,7 @@ int main(int argc, char **argv)
                oc_status_string(st), ((t1.tv_sec - t0.tv_sec) * 1e6 +
                (t1.tv_nsec - t0.tv_nsec) / 1e3) / it, n * 4);
         oc_finalize(ctx);
+        free(x), free(y);
         return st != OC_OK;
     }
     fprintf(stderr, "usage: coll_agent_check check | wait VICTIM | time BYTES ITERS\n");
