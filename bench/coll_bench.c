@@ -11,13 +11,18 @@
  * shrinks with size so a sample moves at most ~64 MiB); the JSON line
  * gives the median of each side and every sample.  Times are rank 0's
  * after a barrier, maximum over ranks.  Overlap (OSU): t_pure = start +
- * wait; t_compute = a busy loop calibrated to t_pure; t_both = start,
- * compute, wait; overlap% = 100 * (1 - (t_both - t_compute) / t_pure),
- * clamped to [0, 100].  The compute loop calls no progress function, as
- * OSU's benchmarks by default.  Every result is verified (integer-valued
- * floats: sums are exact).  Exit 0 when every result verified.
+ * wait; t_compute = fixed work calibrated to t_pure, timed alone; t_both
+ * = start, the same work, wait; overlap% = 100 * (1 - (t_both -
+ * t_compute) / t_pure), clamped to [0, 100], per rank from its own times,
+ * the lowest over the ranks reported; t_compute is measured under the same
+ * core sharing as t_both (see overlap()).  The compute loop calls no
+ * progress function, as OSU's benchmarks by default.  BENCH_COLL_VERBOSE
+ * set: every rank prints its calibration and its t_pure, t_compute and
+ * t_both to stderr.  Every result is verified (integer-valued floats: sums
+ * are exact).  Exit 0 when every result verified.
  */
 #include <mpi.h>
+#include <sched.h>
 #include <offcore/coll.h>
 #include <offcore/mpi.h>
 
@@ -106,25 +111,85 @@ static double sample(oc_context_t *ctx, int mpi, int a2a, float *in, float *out,
 
 static volatile double g_sink;
 
-static double compute_us(double us)
+static double g_slice_us; /* BENCH_COLL_SLICE_US: see work() */
+
+/* Fixed work, not a wall-clock deadline: a rank that loses its core (two
+ * ranks time-sharing one, or a collective taking the rank's CPU) takes
+ * longer to finish it, and t_both shows that.  With g_slice_us > 0 it
+ * gives up the core every g_slice_us (sched_yield: no progress of any
+ * library), so that ranks time-sharing one core interleave finely, as
+ * ranks on cores of their own run side by side: without it a rank
+ * computes a whole time slice (ms) before the other has even started its
+ * collective, which caps any implementation's overlap near 50 %. */
+static void work(long units)
 {
-    double t0 = MPI_Wtime(), x = 1.0;
-    while ((MPI_Wtime() - t0) * 1e6 < us)
+    double x = 1.0, last = g_slice_us > 0 ? MPI_Wtime() : 0;
+    for (long u = 0; u < units; u++) {
         for (int i = 0; i < 64; i++)
             x = x * 1.0000001 + 1e-9;
+        if (g_slice_us > 0 && (u & 15) == 0 &&
+            (MPI_Wtime() - last) * 1e6 >= g_slice_us) {
+            sched_yield();
+            last = MPI_Wtime();
+        }
+    }
     g_sink = x;
-    return (MPI_Wtime() - t0) * 1e6;
 }
 
-/* One OSU-style overlap measurement of one implementation at n floats. */
+/* Work units that take @p us on this rank while every rank works at the
+ * same time (the sharing of t_compute and t_both): a probe scaled to about
+ * @p us, then the median rate of 5 timed runs of it (a loaded machine
+ * preempts single runs by whole time slices). */
+static long calibrate(double us)
+{
+    long units = 1000;
+    double rate[5];
+    for (int k = 0; k < 3; k++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        work(units);
+        double t = (MPI_Wtime() - t0) * 1e6;
+        double u = t > 1 ? units * us / t : units * 2.0;
+        units = u < 1 ? 1 : u > 1e10 ? (long)1e10 : (long)u;
+    }
+    for (int k = 0; k < 5; k++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        work(units);
+        double t = (MPI_Wtime() - t0) * 1e6;
+        rate[k] = units / (t > 1 ? t : 1);
+    }
+    double u = us * median(rate, 5);
+    if (getenv("BENCH_COLL_VERBOSE") != NULL)
+        fprintf(stderr, "# calibrate rank %d: %.0f us: rates %.1f %.1f %.1f %.1f %.1f units/us -> %.0f units\n",
+                g_rank, us, rate[0], rate[1], rate[2], rate[3], rate[4], u);
+    return u < 1 ? 1 : u > 1e10 ? (long)1e10 : (long)u;
+}
+
+/* One OSU-style overlap measurement of one implementation at n floats,
+ * computed on each rank from its own times: t_pure = start + wait;
+ * t_compute = the fixed work calibrated to t_pure, timed alone; t_both =
+ * start, the same work, wait.  t_compute and t_both alternate iteration by
+ * iteration and every rank works at the same time in both (a barrier
+ * before each), so both are measured under the same sharing of the
+ * ranks' cores: with two ranks on one core each gets half of it in both,
+ * and the formula measures the collective, not the scheduler.  Returns the
+ * lowest overlap over the ranks (*t_pure_p: the highest t_pure). */
 static double overlap(oc_context_t *ctx, int mpi, float *in, float *out,
                       size_t n, int iters, double *t_pure_p)
 {
-    double tp = 0, tc = 0, tb = 0;
+    double tp = 0, tc = 0, tb = 0, twait = 0, ov, worst;
+    long units = 0;
     for (int phase = 0; phase < 2; phase++)
         for (int k = 0; k < iters; k++) {
             MPI_Request mr;
             oc_request_t *orq;
+            if (phase == 1) { /* compute alone, same sharing */
+                MPI_Barrier(MPI_COMM_WORLD);
+                double t0 = MPI_Wtime();
+                work(units);
+                tc += (MPI_Wtime() - t0) * 1e6;
+            }
             MPI_Barrier(MPI_COMM_WORLD);
             double t0 = MPI_Wtime();
             if (mpi)
@@ -132,8 +197,11 @@ static double overlap(oc_context_t *ctx, int mpi, float *in, float *out,
                                MPI_COMM_WORLD, &mr);
             else if (oc_iallreduce(ctx, in, out, n, OC_FLOAT32, OC_SUM, &orq) != OC_OK)
                 g_bad++;
-            if (phase == 1)
-                tc += compute_us(*t_pure_p);
+            double tw = 0;
+            if (phase == 1) {
+                work(units);
+                tw = MPI_Wtime();
+            }
             if (mpi)
                 MPI_Wait(&mr, MPI_STATUS_IGNORE);
             else if (oc_wait(&orq) != OC_OK)
@@ -142,13 +210,23 @@ static double overlap(oc_context_t *ctx, int mpi, float *in, float *out,
             if (phase == 0)
                 tp += t;
             else
-                tb += t;
-            if (phase == 0 && k == iters - 1)
-                *t_pure_p = maxall(tp / iters);
+                tb += t, twait += (MPI_Wtime() - tw) * 1e6;
+            if (phase == 0 && k == iters - 1) {
+                tp /= iters;
+                units = calibrate(tp);
+            }
         }
-    tc = maxall(tc / iters), tb = maxall(tb / iters);
-    double ov = 100.0 * (1.0 - (tb - tc) / *t_pure_p);
-    return ov < 0 ? 0 : ov > 100 ? 100 : ov;
+    tc /= iters, tb /= iters;
+    ov = 100.0 * (1.0 - (tb - tc) / tp);
+    ov = ov < 0 ? 0 : ov > 100 ? 100 : ov;
+    if (getenv("BENCH_COLL_VERBOSE") != NULL)
+        fprintf(stderr, "# overlap %s rank %d n %zu: t_pure %.1f t_compute "
+                "%.1f t_both %.1f (of which the wait %.1f) us: %.1f %%\n",
+                mpi ? "mpi" : "offcore", g_rank, n * 4, tp, tc, tb,
+                twait / iters, ov);
+    MPI_Allreduce(&ov, &worst, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+    *t_pure_p = maxall(tp);
+    return worst;
 }
 
 int main(int argc, char **argv)
@@ -168,12 +246,21 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--overlap")) snprintf(ovl, sizeof(ovl), "%s", argv[i + 1]);
     }
     if (R < 1 || R > 255) R = 5;
+    if (getenv("BENCH_COLL_SLICE_US") != NULL)
+        g_slice_us = atof(getenv("BENCH_COLL_SLICE_US"));
     MPI_Comm_rank(comm, &g_rank);
     MPI_Comm_size(comm, &g_size);
     if (oc_init_mpi(&comm, &p, &ctx) != OC_OK)
         MPI_Abort(comm, 2);
     const char *pl = oc_placement(ctx);
     size_t cap = max / 4 + g_size;
+    { /* room for the overlap sizes too (a run may do only those) */
+        char tmp[256];
+        snprintf(tmp, sizeof(tmp), "%s", ovl);
+        for (char *s = strtok(tmp, ","); s != NULL; s = strtok(NULL, ","))
+            if (strtoull(s, NULL, 0) / 4 + g_size > cap)
+                cap = strtoull(s, NULL, 0) / 4 + g_size;
+    }
     float *in = malloc(cap * 4), *out = malloc(cap * 4);
 
     for (int a2a = 0; a2a < 2; a2a++)
@@ -242,9 +329,10 @@ int main(int argc, char **argv)
                    "\"measure\":\"overlap\","
                    "\"placement\":\"%s\",\"ranks\":%d,\"bytes\":%zu,"
                    "\"us\":%.3f,\"mpi_us\":%.3f,\"overlap_pct\":%.1f,"
-                   "\"mpi_overlap_pct\":%.1f,\"overlap_runs\":[",
+                   "\"mpi_overlap_pct\":%.1f,\"compute_slice_us\":%.0f,"
+                   "\"overlap_runs\":[",
                    pl, g_size, n * 4, median(tp, R), median(mtp, R),
-                   median(ov, R), median(mov, R));
+                   median(ov, R), median(mov, R), g_slice_us);
             for (int r = 0; r < R; r++) printf("%s%.1f", r ? "," : "", ov[r]);
             printf("],\"mpi_overlap_runs\":[");
             for (int r = 0; r < R; r++) printf("%s%.1f", r ? "," : "", mov[r]);

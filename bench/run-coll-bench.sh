@@ -6,7 +6,8 @@
 # non-zero when a run fails or a result does not verify.  No speed target
 # is asserted: the figures are reported.
 #
-# Environment (defaults): BENCH_RANKS (2)  BENCH_COLL_MAX (64M in bytes)
+# Environment (defaults): BENCH_RANKS (2)  BENCH_COLL_MIN (8: the latency
+# sweeps' first size, bytes)  BENCH_COLL_MAX (64M in bytes)
 # BENCH_COLL_REPEATS (5)  BENCH_COLL_OVERLAP (65536,1048576)
 # UCX_TLS (sm,self)  BENCH_COLL_AGENT_MAX (1M: the latency sweep's top in
 # the agent placement)  BENCH_COLL_AGENT_NICE (unset: offcored at the
@@ -14,10 +15,14 @@
 # where other jobs load core 1 as well).  Two runs: the inline placement, then the agent
 # placement with one offcored pinned to core 1 and the ranks to core 0
 # (the issue's 2-core method: the agent's core is one the ranks do not
-# use); each run has its own same-run Open MPI baseline.
+# use); each run has its own same-run Open MPI baseline.  BENCH_COLL_SLICE_US
+# (50): in the agent run the ranks' compute yields core 0 that often, then
+# the overlap is measured once more with 0 (never); see coll_bench.c work().
+# BENCH_COLL_RUNS ("inline agent"): which of the two runs.
 set -u
 B=${1:?usage: run-coll-bench.sh BUILD_DIR}
 RANKS=${BENCH_RANKS:-2}
+MIN=${BENCH_COLL_MIN:-8}
 MAX=${BENCH_COLL_MAX:-67108864}
 REPEATS=${BENCH_COLL_REPEATS:-5}
 OVERLAP=${BENCH_COLL_OVERLAP:-65536,1048576}
@@ -26,9 +31,11 @@ export UCX_TLS=${UCX_TLS:-sm,self} OC_PLACEMENT=inline
 command -v mpirun >/dev/null || { echo "run-coll-bench: no mpirun: skipped"; exit 0; }
 OUT=$(mktemp /tmp/oc-coll-bench-XXXXXX)
 trap 'rm -f "$OUT"' EXIT INT TERM
+rc=0
+case " ${BENCH_COLL_RUNS:-inline agent} " in *" inline "*)
 echo "# collectives: offcore ($RANKS ranks, inline) vs Open MPI, same job"
 timeout 900 mpirun --oversubscribe --bind-to none --mca btl self,vader \
-    -np "$RANKS" "$B/bench/coll-bench" --max "$MAX" --repeats "$REPEATS" \
+    -np "$RANKS" "$B/bench/coll-bench" --min "$MIN" --max "$MAX" --repeats "$REPEATS" \
     --overlap "$OVERLAP" | tee "$OUT"
 rc=$?
 python3 - "$OUT" <<'PY' || rc=1
@@ -48,9 +55,11 @@ for r in rows:
         print("# NOT VERIFIED:", r); sys.exit(1)
 print("# worst latency ratio offcore/Open MPI: %.2f (bar: 1.2)" % worst)
 PY
+esac
 # the agent placement: ranks on core 0, offcored on core 1
 AMAX=${BENCH_COLL_AGENT_MAX:-1048576}
 OFFCORED=$B/src/agent/offcored OFFCORE=$B/src/tools/offcore
+case " ${BENCH_COLL_RUNS:-inline agent} " in *" agent "*) ;; *) exit $rc ;; esac
 if [ -x "$OFFCORED" ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
     D=$(mktemp -d /tmp/oc-coll-bench-agent-XXXXXX)
     "$OFFCORE" keygen > "$D/ck" && chmod 600 "$D/ck"
@@ -61,20 +70,34 @@ if [ -x "$OFFCORED" ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; 
     n=0
     until grep -q ready "$D/agent.log" || [ $n -ge 100 ]; do sleep 0.1; n=$((n + 1)); done
     echo "# collectives: offcore ($RANKS ranks on core 0, agent on core 1${BENCH_COLL_AGENT_NICE:+, nice $BENCH_COLL_AGENT_NICE}) vs Open MPI, same job; $(uptime)"
-    OC_PLACEMENT=agent OC_AGENT="unix:$D/a.sock" OC_JOB=9 \
-    OC_JOB_KEY=$("$OFFCORE" job-key --job 9 --cluster-key "$D/ck") \
-        timeout 900 taskset -c 0 mpirun --oversubscribe --bind-to none \
-        --mca btl self,vader --mca mpi_yield_when_idle 1 \
-        -x OC_PLACEMENT -x OC_AGENT -x OC_JOB -x OC_JOB_KEY \
-        -np "$RANKS" "$B/bench/coll-bench" --max "$AMAX" --repeats "$REPEATS" \
-        --overlap "$OVERLAP" | tee "$OUT" || rc=1
+    # the ranks share core 0: their compute gives the core up every
+    # $SLICE us so that they interleave as ranks on cores of their own
+    # would (coll_bench.c, work()); the overlap is then measured again
+    # without (slice 0: one rank computes a whole time slice before the
+    # other starts its collective).  Both rows are printed.
+    SLICE=${BENCH_COLL_SLICE_US:-50} job=9
+    for s in "$SLICE" 0; do
+        job=$((job + 1))
+        if [ "$s" = "$SLICE" ]; then args="--min $MIN --max $AMAX"; else args="--min 2 --max 1"; fi
+        OC_PLACEMENT=agent OC_AGENT="unix:$D/a.sock" OC_JOB=$job BENCH_COLL_SLICE_US=$s \
+        OC_JOB_KEY=$("$OFFCORE" job-key --job $job --cluster-key "$D/ck") \
+            timeout 900 taskset -c 0 mpirun --oversubscribe --bind-to none \
+            --mca btl self,vader --mca mpi_yield_when_idle 1 \
+            -x OC_PLACEMENT -x OC_AGENT -x OC_JOB -x OC_JOB_KEY -x BENCH_COLL_SLICE_US \
+            -np "$RANKS" "$B/bench/coll-bench" $args --repeats "$REPEATS" \
+            --overlap "$OVERLAP" || touch "$D/failed"
+        [ "$s" = 0 ] && break
+    done | tee "$OUT"
+    [ -e "$D/failed" ] && rc=1
     kill "$APID" 2>/dev/null; wait "$APID" 2>/dev/null; rm -rf "$D"
     python3 - "$OUT" <<'PY' || rc=1
 import json, sys
 for r in (json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")):
     if r.get("measure") == "overlap":
-        print("# agent %-12s %9d B  overlap offcore %5.1f%%  Open MPI %5.1f%% (bar: >= 90%% at 1 MiB)" %
-              ("iallreduce overlap", r["bytes"], r["overlap_pct"], r["mpi_overlap_pct"]))
+        s = r.get("compute_slice_us", 0)
+        print("# agent %-12s %9d B  overlap offcore %5.1f%%  Open MPI %5.1f%% (%s; bar: >= 90%% at 1 MiB)" %
+              ("iallreduce overlap", r["bytes"], r["overlap_pct"], r["mpi_overlap_pct"],
+               "compute yields core 0 every %d us" % s if s else "compute never yields"))
     else:
         print("# agent %-12s %9d B  offcore %10.2f us  Open MPI %10.2f us  ratio %.2f" %
               (r["op"], r["bytes"], r["us"], r["mpi_us"], r["us"] / r["mpi_us"]))

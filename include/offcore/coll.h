@@ -27,7 +27,10 @@
  * contribution and a descriptor once and the agents run the collective:
  * the agent reduces the node's ranks in rank order, runs the inter-node
  * part with the other agents and sends each rank its result, so the
- * collective advances while the rank computes (docs/coll.md, "Agent placement"); its reductions are
+ * collective advances while the rank computes (docs/coll.md, "Agent
+ * placement"); on one host the agent reads an allreduce's send buffer and
+ * writes its receive buffer itself (process_vm_readv/writev,
+ * OC_COLL_CMA, default on), so the rank needs no CPU until oc_wait(); its reductions are
  * in rank order whatever OC_COLL_REPRODUCIBLE says.  A rank or agent that
  * dies fails the collective on every other rank with
  * OC_ERR_COLL_PEER_FAILED (within milliseconds where the kernel closes
@@ -184,7 +187,11 @@ OC_API oc_status_t oc_ibarrier(oc_context_t *ctx, oc_request_t **req_p);
  *         context, in flight or started later, fails with it;
  *         OC_ERR_TRANSPORT, OC_ERR_PEER_FAILED...; in the agent placement
  *         OC_ERR_UNSUPPORTED: the agent cannot run it, as docs/coll.md
- *         says): the request is freed
+ *         says, and OC_ERR_COLL_MEMORY: the agent, moving this rank's
+ *         allreduce data by memory (OC_COLL_CMA), could not read the send
+ *         buffer or write the receive buffer (not mapped, not writable,
+ *         the rank exiting); it wrote nothing outside the receive buffer):
+ *         the request is freed
  *         and *req_p set to NULL as well, and the receive buffer's
  *         content is undefined.
  */

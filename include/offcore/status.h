@@ -60,6 +60,7 @@ typedef enum {
     OC_ERR_COLL_REQUEST    = -65, /**< collective: NULL request pointer */
     OC_ERR_COLL_MISMATCH   = -66, /**< collective: a peer sent more, or other, data than this rank's call expects */
     OC_ERR_COLL_PEER_FAILED = -67, /**< collective: a rank (or agent) taking part died or became unreachable */
+    OC_ERR_COLL_MEMORY     = -68, /**< collective (agent placement): the agent could not read this rank's send buffer or write its receive buffer (an address not mapped, or the rank exited); nothing outside the buffers was written */
 } oc_status_t;
 
 /** Name and meaning of a status value ("OC_ERR_CTL_KEY: ..."), for any

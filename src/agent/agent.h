@@ -32,6 +32,7 @@ typedef struct {
     uint64_t metrics_max_conns;       /* /metrics connections */
     uint64_t accept_backoff_ms;       /* after EMFILE & co */
     uint64_t log_rate;                /* lines/s per limited kind */
+    int      coll_cma;                /* OC_AGENT_COLL_CMA */
     int      key_from_flag;           /* --cluster-key given (main.c) */
 } oc_agent_config_t;
 

@@ -44,6 +44,8 @@ typedef struct oc_aconn {
     uint8_t         *addr;        /* its UCX worker address */
     size_t           addr_len;
     uint64_t         token;
+    uint32_t         pid;         /* the kernel's word (SO_PEERCRED); 0:
+                                     not known (TCP) */
     int              said_bye;
     int              tr_known;    /* its transport published (rank_tr) */
     /* peer */

@@ -353,6 +353,11 @@ static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
         {OC_M_THREAD_UNDELIVERABLE, "Messages for a local rank that had "
          "left its (failing) job, dropped", OC_PROM_COUNTER, NULL,
          {{NULL, RC(undeliverable)}}},
+        {OC_M_THREAD_COLL_CMA, "Allreduce contributions of local ranks "
+         "that offered their buffers: moved by memory (process_vm_readv/"
+         "writev), or sent back to UCX (refused; docs/coll.md)",
+         OC_PROM_COUNTER, "path",
+         {{"memory", RC(coll_cma)}, {"ucx", RC(coll_cma_fallback)}}},
         {OC_M_THREAD_FORWARDED, "Bundles sent on whole (all for one rank), "
          "not re-aggregated", OC_PROM_COUNTER, NULL,
          {{NULL, RC(bundles_forwarded)}}},

@@ -105,6 +105,17 @@ const oc_cfg_field_t oc_agent_config_table[] = {
      "per second. 10 shows who misbehaves; a flood of bad peers then costs "
      "at most (10 + 1) lines a second per kind instead of a line per peer.",
      offsetof(oc_agent_config_t, log_rate), 1, 100000, NULL},
+    {"AGENT_COLL_CMA", OC_CFG_BOOL, "y",
+     "Collectives (allreduce, agent placement): read a local rank's "
+     "contribution and write its result straight in its memory "
+     "(process_vm_readv/writev: one copy each, no CPU from the rank, which "
+     "is the point of the placement) where the rank offers it "
+     "(OC_COLL_CMA). Only for the pid the kernel gives for the rank's Unix "
+     "control connection, only in the ranges the rank posted; needs the "
+     "rank's uid (or CAP_SYS_PTRACE) and, under Yama ptrace_scope 1, the "
+     "rank naming the agent its ptracer (liboffcore does). n: every rank "
+     "is told to send by UCX instead (counted as a fallback).",
+     offsetof(oc_agent_config_t, coll_cma), 0, 0, NULL},
     OC_CFG_END};
 
 int oc__agent_run(const oc_agent_config_t *cfg);

@@ -75,12 +75,14 @@ static cmd_t *cmd_new(cmd_kind_t kind, const void *addr, size_t len)
 }
 
 oc_status_t oc__router_add_rank(oc_router_t *r, uint64_t token, uint32_t job,
-                               uint32_t rank, const void *addr, size_t len)
+                               uint32_t rank, const void *addr, size_t len,
+                               uint32_t pid)
 {
     cmd_t *c = cmd_new(CMD_ADD_RANK, addr, len);
     if (c == NULL)
         return OC_ERR_NO_MEMORY;
     c->token = token;
+    c->pid = pid;
     c->job = job;
     c->rank = rank;
     return post(r, c);
@@ -184,6 +186,7 @@ void oc__router_job_free(oc_router_t *r, rjob_t *j)
         out_retire(r, &l->out);
         l->out.ep = NULL;
         oc__tr_ep_destroy(r->w, l->ep);
+        oc__rcma_rank_fini(l);
         free(l);
     }
     for (uint32_t n = 0; n < j->map->nnodes; n++)
@@ -278,6 +281,7 @@ static void apply(oc_router_t *r, cmd_t *c)
             break;
         }
         l->token = c->token;
+        oc__rcma_rank_init(r, l, c->pid);
         oc__eng_out_init(&l->out.eo);
         l->out.eo.job = c->job;
         l->out.ep = l->ep;
@@ -296,6 +300,7 @@ static void apply(oc_router_t *r, cmd_t *c)
             l->out.ep = NULL; /* what is buffered for it is dropped */
             out_retire(r, &l->out);
             oc__tr_ep_destroy(r->w, l->ep);
+            oc__rcma_rank_fini(l);
             free(l);
             j->local[c->rank] = NULL;
             j->hop[c->rank] = &j->none;

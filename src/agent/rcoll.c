@@ -40,7 +40,7 @@
  * (--threads 1, the default): a job's descriptors must meet in one
  * router.
  */
-#include "router_int.h"
+#include "rcoll_int.h"
 
 #include "coll/reduce.h"
 #include "util/clock.h"
@@ -58,43 +58,6 @@
      ((uint64_t)((seq) & 0xfffff) << 24) | ((uint64_t)((step) & 0xf) << 20) | \
      (uint64_t)((node) & 0xfffff))
 
-enum { ST_GATHER, ST_GET, ST_NET, ST_PUT, ST_END };
-enum { STEP_CHAIN = 1, STEP_RESULT = 2, STEP_A2A = 3, STEP_BCAST = 4 };
-
-typedef struct {
-    int           have;
-    uint8_t       kind;       /* what its own descriptor says */
-    uint32_t      root;
-    uint64_t     *v;          /* alltoallv: 4 * size */
-    size_t        slen, rlen; /* bytes registered */
-    uint8_t      *in;         /* its contribution, read here */
-    oc_status_t   st;         /* its own outcome (a mismatch it receives) */
-} rrank_t;
-
-typedef struct acoll {
-    struct acoll *next;
-    uint32_t      job, seq, size;
-    uint8_t       kind, dtype, op;
-    uint64_t      count;
-    uint32_t      root;
-    size_t        es;
-    uint32_t      nlocal, ndesc, first, last; /* local ranks [first, last] */
-    uint32_t      nnodes, pos;  /* nodes of the job; this one's place */
-    uint32_t     *nodes;        /* [nnodes] in rank order */
-    rrank_t      *r;            /* [size] */
-    int           state;
-    uint32_t      pending;      /* operations in flight */
-    oc_status_t   status;
-    int           dead;         /* failed: finish once pending is 0 */
-    int           step;         /* within ST_NET */
-    uint8_t      *acc;          /* what goes down the chain */
-    uint8_t      *res;          /* the result (allreduce, bcast) */
-    uint8_t      *net;          /* what came from the previous node */
-    uint8_t     **a2a_out, **a2a_in; /* [nnodes] */
-    size_t       *a2a_olen, *a2a_ilen;
-    uint32_t     *node_first;   /* [nnodes + 1] ranks of each node in order */
-    uint8_t      *zero;         /* drain(): zeros for the ranks' receives */
-} acoll_t;
 
 typedef struct {
     oc_tr_op_t op;
@@ -198,8 +161,8 @@ static void drain(oc_router_t *r, acoll_t *c)
     for (uint32_t i = c->first; i <= c->last; i++) {
         rrank_t *rr = &c->r[i];
         lrank_t *l = local_of(r, c, i);
-        if (!rr->have || l == NULL)
-            continue;
+        if (!rr->have || l == NULL || rr->cma)
+            continue; /* by memory: it posted nothing */
         if (rr->kind == OC_COLLD_ALLTOALLV) {
             for (uint32_t s = 0; s < c->size; s++)
                 if (rr->v[2 * c->size + s] > 0)
@@ -219,7 +182,8 @@ static void finish(oc_router_t *r, acoll_t *c)
         drain(r, c);
     for (uint32_t i = c->first; i <= c->last; i++)
         if (c->r[i].have)
-            tell(r, c, i, c->status != OC_OK ? c->status : c->r[i].st);
+            tell(r, c, i, c->r[i].cma_st != OC_OK ? c->r[i].cma_st
+                          : c->status != OC_OK ? c->status : c->r[i].st);
     c->state = ST_END;
 }
 
@@ -408,16 +372,26 @@ static int desc_in(oc_router_t *r, uint64_t token, const void *data,
     } else if (d.kind != OC_COLLD_BARRIER) {
         rr->slen = rr->rlen = d.count * c->es;
     }
+    if (d.flags & OC_COLLD_F_CMA) { /* its buffers, offered (rcma.c) */
+        rr->cma = oc__rcma_accept(r, l, s->job, s->rank, d.pid);
+        rr->saddr = d.saddr, rr->raddr = d.raddr;
+        if (!rr->cma) {
+            oc_colld_done_t m = {OC_COLLD_DONE_MAGIC, d.seq, OC_COLLD_FALLBACK, 0};
+            (void)oc__tr_send_small(l->ep, OC_AM_COLL_DONE, 0, &m, sizeof(m));
+        }
+    }
     /* its contribution: posted now, so that UCX moves it while the other
-     * ranks' descriptors arrive (rendezvous: the agent reads it) */
+     * ranks' descriptors arrive (rendezvous: the agent reads it); by
+     * memory, read from the loop (oc__rcma_step) */
     if (rr->slen > 0 && (d.kind != OC_COLLD_BCAST || s->rank == d.root) &&
         d.kind != OC_COLLD_BARRIER) {
         if ((rr->in = malloc(rr->slen)) == NULL) {
             c->status = OC_ERR_NO_MEMORY;
             return 1;
         }
-        issue(r, c, 4, NULL, rr->in, rr->slen,
-              OC__COLL_CONTRIB_TAG(c->job, c->seq, s->rank));
+        if (!rr->cma)
+            issue(r, c, 4, NULL, rr->in, rr->slen,
+                  OC__COLL_CONTRIB_TAG(c->job, c->seq, s->rank));
     }
     return 1;
 }
@@ -655,9 +629,18 @@ static void start_puts(oc_router_t *r, acoll_t *c)
                 }
         }
     } else if (c->kind != OC_COLLD_BARRIER) {
-        for (uint32_t i = c->first; i <= c->last; i++)
-            if (!(c->kind == OC_COLLD_BCAST && i == c->root))
+        int mem = 0;
+        for (uint32_t i = c->first; i <= c->last; i++) {
+            c->r[i].moved = 0;
+            if (c->r[i].cma)
+                mem = 1; /* written by oc__rcma_step */
+            else if (!(c->kind == OC_COLLD_BCAST && i == c->root))
                 put(r, c, i, c->res, c->count * c->es, 0);
+        }
+        if (mem) {
+            c->state = ST_WRITE; /* DONE once the results are written */
+            return;
+        }
     }
     /* DONE at once: a rank completes when it has both DONE and its
      * blocks; the result buffers live until the sends are over */
@@ -669,19 +652,22 @@ static int advance(oc_router_t *r, acoll_t *c)
     int was = c->state, step = c->step;
 
     if (c->status != OC_OK) { /* wait for what is in flight, then end */
-        if (c->pending > 0 || c->state == ST_END)
+        /* ... and for every local rank's descriptor: one that came after
+         * the end would start the collective anew and wait for ever */
+        if (c->pending > 0 || c->state == ST_END || c->ndesc < c->nlocal)
             return 0;
         finish(r, c);
         return 1;
     }
     switch (c->state) {
     case ST_GATHER:
-        if (c->ndesc < c->nlocal)
+        (void)oc__rcma_step(r, c, 0); /* read those that are in */
+        if (c->ndesc < c->nlocal || c->status != OC_OK)
             return 0;
         c->state = ST_GET; /* the contributions were posted as they came */
         break;
     case ST_GET:
-        if (c->pending > 0)
+        if (!oc__rcma_step(r, c, 0) || c->pending > 0 || c->status != OC_OK)
             return 0;
         c->state = ST_NET;
         c->step = 0;
@@ -697,6 +683,10 @@ static int advance(oc_router_t *r, acoll_t *c)
     case ST_PUT:
         start_puts(r, c);
         break;
+    case ST_WRITE:
+        if (oc__rcma_step(r, c, 1) && c->status == OC_OK)
+            finish(r, c);
+        break;
     default:
         break;
     }
@@ -710,6 +700,7 @@ int oc__rcoll_progress(oc_router_t *r)
 
     if (r->colls_held != NULL)
         retry_held(r);
+    oc__rcma_round(r);
     while ((c = *p) != NULL) {
         if (c->state != ST_END)
             while (advance(r, c))
@@ -721,7 +712,9 @@ int oc__rcoll_progress(oc_router_t *r)
         }
         p = &c->next;
     }
-    return work;
+    /* a transfer by memory cut short by the round's budget goes on at
+     * once, with no sleep in between */
+    return work + (r->cma_budget == 0);
 }
 
 void oc__rcoll_abort(oc_router_t *r, uint32_t job, uint32_t rank)

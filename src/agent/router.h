@@ -47,6 +47,8 @@ typedef struct {
                                 is blocklisted */
     int      grid;           /* two-hop routing through a grid of nodes */
     uint32_t nthreads;       /* routers in this agent (collectives need 1) */
+    int      coll_cma;       /* OC_AGENT_COLL_CMA: move allreduce data by
+                                memory where a rank offers it (rcma.c) */
 } oc_router_params_t;
 
 /**
@@ -76,6 +78,8 @@ typedef struct {
     uint64_t sleeps;             /* times the thread slept, idle */
     uint64_t undeliverable;      /* messages for a local rank that has left
                                     its (failing) job: dropped, counted */
+    uint64_t coll_cma;           /* rank contributions moved by memory */
+    uint64_t coll_cma_fallback;  /* offered by memory, sent back to UCX */
 } oc_router_counters_t;
 
 typedef struct {
@@ -108,7 +112,8 @@ oc_status_t oc__router_address(oc_router_t *r, const void **addr, size_t *len);
 /* Commands, applied by the router thread in the order posted.  Thread-safe.
  * Copies every argument. */
 oc_status_t oc__router_add_rank(oc_router_t *r, uint64_t token, uint32_t job,
-                               uint32_t rank, const void *addr, size_t len);
+                               uint32_t rank, const void *addr, size_t len,
+                               uint32_t pid);
 oc_status_t oc__router_del_rank(oc_router_t *r, uint32_t job, uint32_t rank);
 /** Publish a job's map (the router takes a reference). */
 oc_status_t oc__router_add_job(oc_router_t *r, oc_job_map_t *map);

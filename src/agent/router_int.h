@@ -61,6 +61,11 @@ typedef struct {
     uint64_t    token;     /* sender token of this rank's bundles */
     uint32_t    credits;   /* bundles routed, credit not yet returned */
     out_t       out;
+    /* collectives by memory (rcma.c) */
+    uint32_t    pid;       /* the kernel's word for its control
+                              connection; 0: unknown, never by memory */
+    int         pidfd;     /* pidfd_open(pid) at admission; -1: none */
+    int         cma;       /* 0 untried, 1 works, -1 refused */
 } lrank_t;
 
 typedef struct {
@@ -88,7 +93,7 @@ typedef enum {
 
 typedef struct cmd {
     cmd_kind_t    kind;
-    uint32_t      job, rank, node;
+    uint32_t      job, rank, node, pid;
     uint64_t      token, token2;
     oc_job_map_t *map;
     size_t        addr_len;
@@ -118,6 +123,8 @@ struct oc_router {
     int                credits_owed; /* some sender is owed credit */
     struct acoll      *colls;       /* collectives in flight (rcoll.c) */
     struct held       *colls_held;  /* descriptors of senders not yet known */
+    size_t             cma_budget;  /* bytes rcma.c may still move this
+                                       round of the loop */
     oc_router_counters_t c;
 };
 
@@ -153,6 +160,12 @@ int oc__rcoll_progress(oc_router_t *r);
 void oc__rcoll_abort(oc_router_t *r, uint32_t job, uint32_t rank);
 /** Free what is left (the router is going away). */
 void oc__rcoll_fini(oc_router_t *r);
+
+/* rcma.c: collective data moved by memory (process_vm_readv/writev) */
+/** Admission of a local rank whose control connection the kernel says is
+ *  process @p pid (0: unknown). */
+void oc__rcma_rank_init(oc_router_t *r, lrank_t *l, uint32_t pid);
+void oc__rcma_rank_fini(lrank_t *l);
 
 /* rcmd.c */
 void oc__router_apply_commands(oc_router_t *r);

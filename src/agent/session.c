@@ -43,12 +43,15 @@ static void rank_hello(agent_t *a, oc_aconn_t *c, const oc_ctl_msg_t *m)
 
     /* On a Unix socket the kernel says who is calling: a HELLO claiming
      * another process's pid is a lie worth refusing. */
-    if (oc__ctl_peer_cred(oc__ctl_conn_fd(c->cc), &pid, &uid) == OC_OK &&
-        pid != m->u.hello.pid) {
-        a->rejects_ctl++;
-        oc__ag_error(a, c, OC_ERR_CTL_AUTH, "HELLO: pid is not the caller's");
-        c->dead = 1;
-        return;
+    if (oc__ctl_peer_cred(oc__ctl_conn_fd(c->cc), &pid, &uid) == OC_OK) {
+        if (pid != m->u.hello.pid) {
+            a->rejects_ctl++;
+            oc__ag_error(a, c, OC_ERR_CTL_AUTH,
+                         "HELLO: pid is not the caller's");
+            c->dead = 1;
+            return;
+        }
+        c->pid = pid; /* the only pid the collectives act on (rcma.c) */
     }
     c->job = m->u.hello.job;
     c->rank = m->u.hello.rank;

@@ -61,6 +61,15 @@ static const oc_cfg_field_t coll_config_table[] = {
      "Chunk sends one collective keeps in flight; more wait (back-pressure "
      "toward the transport).",
      offsetof(oc__coll_config_t, window), 1, 4096, NULL},
+    {"COLL_CMA", OC_CFG_BOOL, "y",
+     "Agent placement, allreduce: let the node's agent read the send buffer "
+     "and write the result itself (process_vm_readv/writev, one copy each), "
+     "so that the rank needs no CPU between oc_iallreduce and oc_wait. The "
+     "agent checks the pid against the kernel's word for the rank's "
+     "control connection; where it will not or cannot (another uid, a "
+     "ptrace policy, a TCP control socket) it says so and the collective "
+     "goes by UCX (logged at OC_LOG=info, counted). n: always by UCX.",
+     offsetof(oc__coll_config_t, cma), 0, 0, NULL},
     OC_CFG_END,
 };
 
@@ -121,6 +130,11 @@ void oc__coll_fini(oc_context_t *ctx)
 
     if (c == NULL)
         return;
+    if (c->cma_ops > 0)
+        oc_info(OC_COMP_RUNTIME, "rank %u: %llu allreduces offered to the "
+                "agent by memory, %llu of them sent by UCX instead", ctx->rank,
+                (unsigned long long)c->cma_ops,
+                (unsigned long long)c->cma_fallbacks);
     /* Called once the worker is destroyed (context.c): no callback can
      * run any more, so what is still in flight (the application never
      * completed a request, or a failed collective's operations that UCX
@@ -200,6 +214,29 @@ static void fail(oc_request_t *req, oc_status_t st)
 {
     if (req->status == OC_INPROGRESS)
         req->status = coll_err(st);
+}
+
+/* The job failed while the agent may still be writing this rank's
+ * result by memory (placed.c): its DONE, which the agent sends when it
+ * drops the collective, says it stopped.  Wait for it, unless the agent's
+ * connection has ended (it died: it writes no more), for at most
+ * OC__CMA_FAIL_WAIT_US, so that recvbuf is the caller's again when
+ * oc_test() fails.  @return 1 while still waiting. */
+#define OC__CMA_FAIL_WAIT_US 1000000
+static int cma_drain(oc_request_t *req)
+{
+    uint64_t now;
+
+    if (!req->placed || !req->cma || req->agent_st != OC_INPROGRESS ||
+        oc__agent_gone(req->ctx))
+        return 0;
+    now = oc__now_us();
+    if (req->fail_wait_us == 0)
+        req->fail_wait_us = now + OC__CMA_FAIL_WAIT_US;
+    if (now >= req->fail_wait_us)
+        return 0;
+    (void)oc__tr_progress(req->ctx->worker);
+    return req->agent_st == OC_INPROGRESS;
 }
 
 static void unlink_req(oc__coll_t *c, oc_request_t *req)
@@ -432,7 +469,7 @@ OC_API oc_status_t oc_test(oc_request_t **req_p)
             oc__progress(ctx); /* runs oc__coll_progress */
         /* a peer found dead (inline.c) fails whatever still waits, the
          * receives from it included: UCX fails only the sends to it */
-        if (ctx->failed != OC_OK)
+        if (ctx->failed != OC_OK && !cma_drain(req))
             /* the agents failed the job: a rank or agent died */
             fail(req, req->placed ? OC_ERR_COLL_PEER_FAILED : ctx->failed);
     }

@@ -76,6 +76,14 @@ struct oc_request {
     uint8_t        shm;
     uint8_t        shm_written;    /* this rank's slot is filled */
     uint64_t       shm_seq;
+    /* ... by memory (the agent reads sbuf and writes rbuf itself) */
+    int            cma;            /* offered: no payload, no receive here */
+    int            cma_fallback;   /* the agent said: by UCX after all */
+    const void    *cma_sbuf;
+    void          *cma_rbuf;
+    size_t         cma_len;
+    uint64_t       fail_wait_us;   /* cma, context failed: DONE awaited
+                                      until then (coll.c) */
 };
 
 enum { OC__SHM_ALLREDUCE = 1, OC__SHM_ALLTOALL = 2 };
@@ -86,6 +94,7 @@ typedef struct {
     uint64_t chunk;         /* OC_COLL_CHUNK */
     uint64_t window;        /* OC_COLL_WINDOW */
     uint64_t shm_max;       /* OC_COLL_SHM_MAX */
+    int      cma;           /* OC_COLL_CMA */
 } oc__coll_config_t;
 
 typedef struct oc__coll_shm oc__coll_shm_t;
@@ -101,6 +110,8 @@ struct oc__coll {
     oc__coll_shm_t   *shm;           /* shm.c: NULL when not every rank has it */
     int               cores_each;    /* shm.c: all ranks on this host, no
                                       * more of them than cores to run on */
+    int               cma_refused;   /* placed.c: the agent fell back once */
+    uint64_t          cma_ops, cma_fallbacks; /* placed.c: counted */
 };
 
 /* coll.c: the phase engine */

@@ -14,7 +14,18 @@
  * fetch the result (one copy, into recvbuf) and finds the agent's DONE.
  * (UCX 1.13 runs one-sided puts and gets between processes over the
  * shared-memory FIFOs, emulated with the target's progress: they would
- * not have freed the rank.)  A rank or agent that dies fails the job (the
+ * not have freed the rank.)
+ *
+ * By memory (OC_COLL_CMA, allreduce): with UCX's peer-failure mode (which
+ * liboffcore asks for, src/transport) UCX drops cma and the result comes
+ * back as fragments only the rank's progress copies — no overlap.  So the
+ * descriptor offers the agent the rank's pid and buffers instead, and
+ * nothing else is sent or posted: the agent reads sendbuf with
+ * process_vm_readv, writes recvbuf with process_vm_writev and sends only
+ * DONE (src/agent/rcma.c).  If it will not, its DONE says
+ * OC_COLLD_FALLBACK: the next oc_test() then posts the receive and sends
+ * the contribution as above, and the context offers no more (logged at
+ * info, counted).  A rank or agent that dies fails the job (the
  * agents tell every rank on the control channel); a collective of a failed
  * context ends with OC_ERR_COLL_PEER_FAILED.
  *
@@ -27,8 +38,10 @@
 #include "wire/am.h"
 #include "wire/colld.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct {
     oc_tr_op_t    op;
@@ -38,6 +51,11 @@ typedef struct {
 int oc__coll_placed(const oc_context_t *ctx)
 {
     return ctx->agent != NULL;
+}
+
+int oc__coll_cma_wanted(const oc_context_t *ctx)
+{
+    return ctx->coll != NULL && ctx->coll->cfg.cma;
 }
 
 static void done_recv(void *arg, uint64_t token, void *data, size_t len)
@@ -55,9 +73,13 @@ static void done_recv(void *arg, uint64_t token, void *data, size_t len)
     for (r = ctx->coll->active; r != NULL; r = r->next) {
         if (!r->placed || r->seq != m.seq || r->agent_st != OC_INPROGRESS)
             continue;
+        if (m.status == OC_COLLD_FALLBACK && r->cma) {
+            r->cma_fallback = 1; /* oc__coll_placed_check() sends */
+            return;
+        }
         if (m.status == OC_OK || m.status == OC_ERR_COLL_MISMATCH ||
             m.status == OC_ERR_COLL_COUNT || m.status == OC_ERR_UNSUPPORTED ||
-            m.status == OC_ERR_NO_MEMORY)
+            m.status == OC_ERR_NO_MEMORY || m.status == OC_ERR_COLL_MEMORY)
             r->agent_st = (oc_status_t)m.status;
         else
             r->agent_st = OC_ERR_COLL_PEER_FAILED;
@@ -67,8 +89,39 @@ static void done_recv(void *arg, uint64_t token, void *data, size_t len)
             "is not in flight here", ctx->rank, m.seq);
 }
 
+static oc_status_t xfer(oc_request_t *req, oc_tr_ep_t *ep, void *buf,
+                        size_t len, uint64_t tag);
+
+/* The agent will not move this one by memory: receive and send by UCX
+ * after all, as a collective that never offered, and offer no more. */
+static void fall_back(oc_request_t *req)
+{
+    oc_context_t *ctx = req->ctx;
+    oc_status_t st;
+
+    req->cma = req->cma_fallback = 0;
+    ctx->coll->cma_fallbacks++;
+    if (!ctx->coll->cma_refused)
+        oc_info(OC_COMP_RUNTIME, "rank %u: the agent does not move collective "
+                "data by memory here (OC_AGENT_COLL_CMA=n, another uid, or a "
+                "ptrace policy): allreduce goes by UCX from now on", ctx->rank);
+    ctx->coll->cma_refused = 1;
+    st = xfer(req, NULL, req->cma_rbuf, req->cma_len,
+              OC__COLL_RESULT_TAG(req->seq, 0));
+    if (st == OC_OK)
+        st = xfer(req, oc__agent_ep(ctx), (void *)req->cma_sbuf, req->cma_len,
+                  OC__COLL_CONTRIB_TAG(ctx->cfg.job, req->seq, ctx->rank));
+    if (st != OC_OK) { /* the agent waits for it: the job must fail */
+        oc_error(OC_COMP_RUNTIME, "rank %u: collective %u: %s", ctx->rank,
+                 req->seq, oc_status_string(st));
+        req->agent_st = st;
+    }
+}
+
 void oc__coll_placed_check(oc_request_t *req)
 {
+    if (req->cma_fallback)
+        fall_back(req);
     if (req->agent_st == OC_INPROGRESS)
         return;
     if (req->agent_st != OC_OK)
@@ -151,10 +204,26 @@ oc_status_t oc__coll_placed_start(oc_context_t *ctx, void *dv,
         oc__coll_req_free(req);
         return OC_ERR_NO_MEMORY;
     }
+    /* by memory: everything the agent needs is in the descriptor */
+    if (d->kind == OC_COLLD_ALLREDUCE && slen > 0 && c->cfg.cma &&
+        !c->cma_refused && oc__agent_pid(ctx) != 0) {
+        req->cma = 1;
+        req->cma_sbuf = sbuf;
+        req->cma_rbuf = rbuf;
+        req->cma_len = slen;
+        d->flags = OC_COLLD_F_CMA;
+        d->pid = (uint32_t)getpid();
+        d->saddr = (uint64_t)(uintptr_t)sbuf;
+        d->raddr = (uint64_t)(uintptr_t)rbuf;
+        d->slen = d->rlen = slen;
+        c->cma_ops++;
+    }
     oc__colld_encode(d, vals, msg);
     /* the result's receives first, then the contribution, then the
      * descriptor that lets the agent start */
-    if (d->kind == OC_COLLD_ALLTOALLV) {
+    if (req->cma) {
+        /* nothing: the agent reads and writes the buffers */
+    } else if (d->kind == OC_COLLD_ALLTOALLV) {
         size_t es = oc__dtype_size(d->dtype);
         for (uint32_t s = 0; s < n && st == OC_OK; s++)
             st = xfer(req, NULL, (uint8_t *)rbuf + vals[3 * n + s] * es,
@@ -162,7 +231,8 @@ oc_status_t oc__coll_placed_start(oc_context_t *ctx, void *dv,
     } else if (d->kind != OC_COLLD_BCAST || d->root != me) {
         st = xfer(req, NULL, rbuf, rlen, OC__COLL_RESULT_TAG(req->seq, 0));
     }
-    if (st == OC_OK && (d->kind != OC_COLLD_BCAST || d->root == me))
+    if (st == OC_OK && !req->cma &&
+        (d->kind != OC_COLLD_BCAST || d->root == me))
         st = xfer(req, oc__agent_ep(ctx), (void *)sbuf, slen,
                   OC__COLL_CONTRIB_TAG(ctx->cfg.job, req->seq, me));
     if (st == OC_OK)

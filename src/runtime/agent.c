@@ -20,8 +20,10 @@
 #include "ctl/derive.h"
 #include "util/log.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 struct oc__agent {
@@ -35,12 +37,42 @@ struct oc__agent {
     oc_ctl_conn_t *cc;        /* control connection to the agent */
     uint32_t       node, thread;
     uint32_t       polls;
+    uint32_t       pid;       /* the agent's, from the kernel (Unix
+                                 socket); 0: unknown (TCP) */
+    int            gone;      /* its control connection ended */
     /* termination waves, run by the agents */
     int            q_sent;     /* COUNTS sent for q.round */
     int            q_done;     /* QUIESCE_DONE for q.epoch arrived */
 };
 
 static void agent_fini(oc_context_t *ctx);
+
+/* The agent of the node may move collective data in and out of this
+ * process (process_vm_readv/writev, docs/coll.md): it needs the same uid
+ * and, where Yama's ptrace_scope is 1, to be named our ptracer.  Named
+ * only when the kernel told us who the agent is (a Unix socket's peer) and
+ * the collectives may use it (OC_COLL_CMA).  A failure only logs: the
+ * agent then finds it cannot and the collectives go by UCX. */
+static void allow_agent_reads(oc_context_t *ctx, struct oc__agent *a)
+{
+    uint32_t pid, uid;
+    FILE *f;
+    int scope = 0;
+
+    if (oc__ctl_peer_cred(oc__ctl_conn_fd(a->cc), &pid, &uid) != OC_OK)
+        return;
+    a->pid = pid;
+    if (!oc__coll_cma_wanted(ctx))
+        return;
+    if ((f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r")) == NULL)
+        return; /* no Yama: the uid check alone applies */
+    if (fscanf(f, "%d", &scope) != 1)
+        scope = 0;
+    fclose(f);
+    if (scope == 1 && prctl(PR_SET_PTRACER, (unsigned long)pid, 0, 0, 0) != 0)
+        oc_info(OC_COMP_RUNTIME, "rank %u: prctl(PR_SET_PTRACER, agent %u) "
+                "failed: collectives will go by UCX", ctx->rank, pid);
+}
 
 /* Send one bundle to the agent, spending a credit the caller checked. */
 static oc_status_t agent_send(oc_context_t *ctx, oc_eng_buf_t *b, uint32_t len)
@@ -157,11 +189,22 @@ static void ctl_poll(oc_context_t *ctx)
     oc__ctl_conn_flush(a->cc);
     while ((st = oc__ctl_conn_read(a->cc, &m)) == OC_OK)
         ctl_message(ctx, &m);
+    if (st != OC_INPROGRESS)
+        a->gone = 1;
     if (st != OC_INPROGRESS && ctx->failed == OC_OK) {
         oc_error(OC_COMP_RUNTIME, "rank %u: lost the agent: %s", ctx->rank,
                  oc_status_string(st));
         ctx->failed = OC_ERR_PEER_FAILED;
     }
+}
+
+int oc__agent_gone(oc_context_t *ctx)
+{
+    if (ctx->agent == NULL)
+        return 1;
+    if (!ctx->agent->gone)
+        ctl_poll(ctx);
+    return ctx->agent->gone;
 }
 
 /* Wait for the next message of a handshake; ERROR ends it. */
@@ -256,6 +299,7 @@ oc_status_t oc__agent_init(oc_context_t *ctx, int required)
         goto err;
     a->node = r.u.welcome.node;
     a->thread = r.u.welcome.thread;
+    allow_agent_reads(ctx, a);
     a->token = oc__ctl_rank_token(&key, snonce, cnonce);
     if ((st = oc__tr_ep_create(ctx->worker, r.u.welcome.addr.data, 0,
                               &a->ep)) != OC_OK)
@@ -305,6 +349,11 @@ static void coll_sent(oc_tr_op_t *op, oc_status_t st)
     (void)st; /* a failed link fails the job: the control channel says so */
     free(s->msg);
     free(s);
+}
+
+uint32_t oc__agent_pid(const oc_context_t *ctx)
+{
+    return ctx->agent != NULL ? ctx->agent->pid : 0;
 }
 
 oc_tr_ep_t *oc__agent_ep(oc_context_t *ctx)

@@ -176,6 +176,12 @@ oc_status_t oc__agent_send_raw(oc_context_t *ctx, const void *buf, size_t len,
 oc_status_t oc__agent_coll_send(oc_context_t *ctx, void *msg, size_t len);
 /** The endpoint to the agent's router (collective payloads). */
 oc_tr_ep_t *oc__agent_ep(oc_context_t *ctx);
+/** The agent's pid as the kernel gave it (Unix control socket), else 0. */
+uint32_t oc__agent_pid(const oc_context_t *ctx);
+/** Whether the agent's control connection has ended (polls it). */
+int oc__agent_gone(oc_context_t *ctx);
+/** Whether the collectives offer the agent their buffers (OC_COLL_CMA). */
+int oc__coll_cma_wanted(const oc_context_t *ctx);
 
 /* inline.c: the inline placement */
 oc_status_t oc__inline_wireup(oc_context_t *ctx);

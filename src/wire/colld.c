@@ -42,7 +42,8 @@ size_t oc__colld_size(const oc_colld_t *d)
 }
 
 /* Layout: magic 4, version 1, kind 1, dtype 1, op 1, seq 4, root 4, nv 4,
- * zero 4, count 8 (= 32), then the arrays. */
+ * flags 4, count 8 (= 32); pid 4, zero 4, saddr 8, slen 8, raddr 8, rlen 8
+ * (= 72); then the arrays. */
 void oc__colld_encode(const oc_colld_t *d, const uint64_t *vals, void *buf)
 {
     uint8_t *p = buf;
@@ -55,8 +56,14 @@ void oc__colld_encode(const oc_colld_t *d, const uint64_t *vals, void *buf)
     put32(p + 8, d->seq);
     put32(p + 12, d->root);
     put32(p + 16, d->nv);
-    memset(p + 20, 0, 4);
+    put32(p + 20, d->flags);
     put64(p + 24, d->count);
+    put32(p + 32, d->pid);
+    memset(p + 36, 0, 4);
+    put64(p + 40, d->saddr);
+    put64(p + 48, d->slen);
+    put64(p + 56, d->raddr);
+    put64(p + 64, d->rlen);
     p += OC_COLLD_HDR;
     for (size_t i = 0; i < 4 * (size_t)d->nv; i++, p += 8)
         put64(p, vals[i]);
@@ -90,12 +97,18 @@ oc_status_t oc__colld_decode(const void *buf, size_t len, uint32_t size,
     d->root = get32(p + 12);
     d->nv = get32(p + 16);
     d->count = get64(p + 24);
+    d->flags = get32(p + 20);
+    d->pid = get32(p + 32);
+    d->saddr = get64(p + 40);
+    d->slen = get64(p + 48);
+    d->raddr = get64(p + 56);
+    d->rlen = get64(p + 64);
     if (d->kind < OC_COLLD_ALLREDUCE || d->kind > OC_COLLD_BARRIER ||
         d->dtype >= sizeof(esize) || d->op >= 4 ||
         (d->kind == OC_COLLD_ALLTOALLV) != (d->nv != 0) ||
         (d->nv != 0 && d->nv != size) ||
         (d->kind == OC_COLLD_BCAST && d->root >= size) ||
-        p[20] || p[21] || p[22] || p[23])
+        (d->flags & ~OC_COLLD_F_CMA) != 0 || get32(p + 36) != 0)
         return OC_ERR_INVALID_PARAM;
     need = OC_COLLD_HDR + 32 * (uint64_t)d->nv;
     if (need != len)
@@ -103,6 +116,16 @@ oc_status_t oc__colld_decode(const void *buf, size_t len, uint32_t size,
     es = esize[d->dtype];
     if (d->count > lim / es)
         return OC_ERR_INVALID_PARAM;
+    if (d->flags & OC_COLLD_F_CMA) {
+        const uint64_t top = (uint64_t)1 << 63;
+        if (d->kind != OC_COLLD_ALLREDUCE || d->pid == 0 || d->count == 0 ||
+            d->saddr == 0 || d->raddr == 0 || d->slen != d->count * es ||
+            d->rlen != d->slen || d->saddr >= top - d->slen ||
+            d->raddr >= top - d->rlen)
+            return OC_ERR_INVALID_PARAM;
+    } else if (d->pid || d->saddr || d->slen || d->raddr || d->rlen) {
+        return OC_ERR_INVALID_PARAM;
+    }
     d->v = p + OC_COLLD_HDR;
     for (uint32_t i = 0; i < d->nv; i++)
         for (unsigned w = 0; w < 4; w += 2) {

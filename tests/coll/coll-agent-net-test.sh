@@ -2,7 +2,9 @@
 # coll-agent-net-test.sh CHECK OFFCORED OFFCORE CASE — the collectives in
 # the agent placement with real processes started one by one (OC_RANK /
 # OC_SIZE), each checking its own results (coll_agent_check.c).
-#   faults   one agent (shared memory), 3 ranks: kill rank 1 while ranks
+#   faults   one agent (shared memory): 2 ranks whose buffers the agent
+#            may not read or write (coll_agent_check badbuf, by memory),
+#            then 3 ranks: kill rank 1 while ranks
 #            0 and 2 wait in a 1 MiB allreduce, then kill the agent the
 #            same way: each waiter must get OC_ERR_COLL_PEER_FAILED within
 #            10 s (the bound is 5 s; loose for a loaded machine); prints
@@ -81,6 +83,24 @@ faults)
     export UCX_TLS=sm,self
     agent "" a --listen "unix:$T/a.sock"
     apid=$(pgrep -f -- "--listen unix:$T/a.sock")
+    # by memory: buffers the agent may not read or write fail with a name.
+    # Only where the kernel lets the agent read the ranks (a seccomp
+    # profile or Yama may not): else their allreduces go by UCX, which
+    # would fault on the unreadable buffer in the rank itself.
+    export OC_JOB=34 OC_JOB_KEY=$("$OFFCORE" job-key --job 34 --cluster-key "$T/ck")
+    for r in 0 1; do rank "" "$T/a.sock" $r 2 time 64 1; done
+    for r in 0 1; do wait "${RP[$r]}" || fail "probe, rank $r"; done
+    if grep -q "rank 0: collective data by memory" "$T/a.log"; then
+        export OC_JOB=33 OC_JOB_KEY=$("$OFFCORE" job-key --job 33 --cluster-key "$T/ck")
+        for r in 0 1; do rank "" "$T/a.sock" $r 2 badbuf; done
+        for r in 0 1; do wait "${RP[$r]}" || fail "badbuf, rank $r"; done
+        echo "buffers out of the agent's reach: OC_ERR_COLL_MEMORY on their rank, nothing else written"
+    else
+        grep -q "rank 0: collective data by UCX, not by memory: the kernel refuses" "$T/a.log" ||
+            fail "the agent neither moved rank 0's data by memory nor said why not"
+        echo "SKIP badbuf: the kernel refuses process_vm_readv here ($(grep -m1 'not by memory' "$T/a.log"))"
+    fi
+    export OC_JOB=31 OC_JOB_KEY=$("$OFFCORE" job-key --job 31 --cluster-key "$T/ck")
     for r in 0 1 2; do rank "" "$T/a.sock" $r 3 wait 1; done
     ready 0 1 2; sleep 0.5
     vp=$(sed -n 's/^rank 1: ready pid //p' "$T/r1.log")

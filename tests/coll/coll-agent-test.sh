@@ -4,14 +4,18 @@
 # coll_check on NP oversubscribed ranks through it (every type x op x
 # size up to MAXBYTES against Open MPI's results), then with
 # OC_COLL_REPRODUCIBLE=y in the agent placement and in the inline
-# placement: the two result digests must be equal bit for bit.
+# placement: the two result digests must be equal bit for bit.  The first
+# agent moves the allreduce data by memory (the default; its log must say
+# so); a second one started with OC_AGENT_COLL_CMA=n refuses, so the ranks
+# fall back to UCX (its log must say why) and the digest must not change.
 set -eu
 bin=$1 offcored=$2 offcore=$3 np=$4 max=$5
 command -v mpirun >/dev/null || { echo "SKIP: no mpirun"; exit 77; }
 T=$(mktemp -d /tmp/oc-collagent-XXXXXX)
-APID=
+APID= BPID=
 cleanup() {
     [ -n "$APID" ] && kill "$APID" 2>/dev/null
+    [ -n "$BPID" ] && kill "$BPID" 2>/dev/null
     wait 2>/dev/null
     rm -rf "$T"
 }
@@ -22,17 +26,22 @@ export UCX_TLS=sm,self
 OC_LOG=agent:info "$offcored" --listen "unix:$T/a.sock" --cluster-key "$T/ck" \
     --metrics off > "$T/agent.log" 2>&1 &
 APID=$!
-n=0
-until grep -q ready "$T/agent.log"; do
-    n=$((n + 1)); [ $n -lt 100 ] || { cat "$T/agent.log"; echo "FAIL: agent not ready"; exit 1; }
-    sleep 0.1
+OC_AGENT_COLL_CMA=n OC_LOG=agent:info "$offcored" --listen "unix:$T/b.sock" \
+    --cluster-key "$T/ck" --metrics off > "$T/agentb.log" 2>&1 &
+BPID=$!
+for log in agent agentb; do
+    n=0
+    until grep -q ready "$T/$log.log"; do
+        n=$((n + 1)); [ $n -lt 100 ] || { cat "$T/$log.log"; echo "FAIL: $log not ready"; exit 1; }
+        sleep 0.1
+    done
 done
 job=1
 run() { # run PLACEMENT [VAR=VALUE...]
     pl=$1; shift
     job=$((job + 1))
     key=$("$offcore" job-key --job $job --cluster-key "$T/ck")
-    env "$@" OC_PLACEMENT=$pl OC_AGENT="unix:$T/a.sock" OC_JOB=$job \
+    env "$@" OC_PLACEMENT=$pl OC_AGENT="unix:$T/${SOCK:-a}.sock" OC_JOB=$job \
         OC_JOB_KEY="$key" timeout ${COLL_AGENT_TIMEOUT:-600} mpirun --oversubscribe --bind-to none \
         --mca btl self,vader --mca mpi_yield_when_idle 1 -x OC_PLACEMENT \
         -x OC_AGENT -x OC_JOB -x OC_JOB_KEY -x OC_COLL_REPRODUCIBLE \
@@ -44,4 +53,14 @@ ha=$(run agent OC_COLL_REPRODUCIBLE=y | tee /dev/stderr | grep '^hash')
 hi=$(run inline OC_COLL_REPRODUCIBLE=y | tee /dev/stderr | grep '^hash')
 [ -n "$ha" ] && [ "$ha" = "$hi" ] ||
     { echo "FAIL: reproducible agent and inline results differ: $ha / $hi"; exit 1; }
-echo "PASS: $np ranks through the agent; reproducible digest equals inline ($ha)"
+# by memory, unless the kernel refuses it here (seccomp, Yama): then by
+# UCX, and the agent must say why
+grep -q "rank 0: collective data by memory" "$T/agent.log" ||
+    grep -q "rank 0: collective data by UCX, not by memory: the kernel refuses" "$T/agent.log" ||
+    { tail -20 "$T/agent.log"; echo "FAIL: the agent did not move the data by memory, nor say why not"; exit 1; }
+hf=$(SOCK=b run agent OC_COLL_REPRODUCIBLE=y | tee /dev/stderr | grep '^hash')
+grep -q "rank 0: collective data by UCX, not by memory: OC_AGENT_COLL_CMA=n" "$T/agentb.log" ||
+    { tail -20 "$T/agentb.log"; echo "FAIL: no fallback to UCX"; exit 1; }
+[ "$hf" = "$ha" ] ||
+    { echo "FAIL: by memory and by UCX (fallback) results differ: $ha / $hf"; exit 1; }
+echo "PASS: $np ranks through the agent, by memory and by UCX (fallback); reproducible digest equals inline ($ha)"

@@ -9,6 +9,14 @@
  *                                OC_COLL_REPRODUCIBLE=y), all-to-all(v),
  *                                bcast, barrier at 0, 1, 1001 elements
  *                                and 1 MiB
+ *   coll_agent_check badbuf      agent placement, by memory: rank 0 hands
+ *                                the agent a send buffer, then a receive
+ *                                buffer, whose second half it may not
+ *                                read (then write): rank 0 must get
+ *                                OC_ERR_COLL_MEMORY, the others
+ *                                OC_ERR_COLL_PEER_FAILED, no byte outside
+ *                                the buffers may change, and an allreduce
+ *                                after them must work
  *   coll_agent_check wait VICTIM every rank but VICTIM starts a 1 MiB
  *                                allreduce and waits; VICTIM prints
  *                                "ready" and sleeps (the script kills it,
@@ -23,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -218,6 +227,61 @@ static void check(oc_context_t *ctx, int repro)
     }
 }
 
+/* Rank 0's buffers are half out of reach of the agent (see the top). */
+static void badbuf(oc_context_t *ctx)
+{
+    const size_t n = 131072, bytes = n * 8; /* 1 MiB: two of rcma.c's calls */
+    const size_t pg = (size_t)sysconf(_SC_PAGESIZE), all = bytes + 2 * pg;
+    const oc_status_t want = g_rank == 0 ? OC_ERR_COLL_MEMORY
+                                         : OC_ERR_COLL_PEER_FAILED;
+    uint8_t *s = mmap(NULL, all, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    uint8_t *d = mmap(NULL, all, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    oc_status_t st;
+
+    if (s == MAP_FAILED || d == MAP_FAILED) {
+        CHECK(0, "mmap");
+        return;
+    }
+    /* [guard page][buffer][guard page], every byte 0x5a */
+    memset(s, 0x5a, all), memset(d, 0x5a, all);
+    if (g_rank == 0) /* the send buffer's second half: no access */
+        CHECK(mprotect(s + pg + bytes / 2, bytes / 2, PROT_NONE) == 0, "mprotect");
+    st = oc_allreduce(ctx, s + pg, d + pg, n, OC_INT64, OC_SUM);
+    CHECK(st == want, "unreadable send buffer: %s", oc_status_string(st));
+    for (size_t i = 0; i < all; i++)
+        if (d[i] != 0x5a) { /* the result was never written */
+            CHECK(0, "receive buffer byte %zu changed", i);
+            break;
+        }
+    if (g_rank == 0) {
+        CHECK(mprotect(s + pg + bytes / 2, bytes / 2, PROT_READ | PROT_WRITE) == 0,
+              "mprotect");
+        /* the receive buffer's second half read-only */
+        CHECK(mprotect(d + pg + bytes / 2, bytes / 2, PROT_READ) == 0, "mprotect");
+    }
+    st = oc_allreduce(ctx, s + pg, d + pg, n, OC_INT64, OC_SUM);
+    if (g_rank == 0) {
+        CHECK(st == OC_ERR_COLL_MEMORY, "read-only receive buffer: %s",
+              oc_status_string(st));
+        for (size_t i = 0; i < pg; i++) /* nothing outside it */
+            if (d[i] != 0x5a || d[pg + bytes + i] != 0x5a) {
+                CHECK(0, "a guard byte changed");
+                break;
+            }
+    } else { /* the others still get the result: only rank 0's write failed */
+        CHECK(st == OC_OK || st == OC_ERR_COLL_PEER_FAILED,
+              "read-only receive buffer elsewhere: %s", oc_status_string(st));
+    }
+    munmap(s, all), munmap(d, all);
+    /* the agent and the job are fine */
+    int64_t a = g_rank + 1, b = 0;
+    st = oc_allreduce(ctx, &a, &b, 1, OC_INT64, OC_SUM);
+    CHECK(st == OC_OK && b == (int64_t)g_size * (g_size + 1) / 2,
+          "allreduce after: %s", oc_status_string(st));
+}
+
 int main(int argc, char **argv)
 {
     oc_context_params_t p = {.field_mask = OC_PARAM_HANDLER, .handler = noop};
@@ -243,6 +307,14 @@ int main(int argc, char **argv)
         printf("%s: rank %u of %u, %s placement, %d failures\n",
                g_fail ? "FAIL" : "PASS", g_rank, g_size, oc_placement(ctx),
                g_fail);
+        fflush(stdout);
+        oc_finalize(ctx);
+        return g_fail != 0;
+    }
+    if (!strcmp(argv[1], "badbuf")) {
+        badbuf(ctx);
+        printf("%s: badbuf rank %u of %u, %d failures\n",
+               g_fail ? "FAIL" : "PASS", g_rank, g_size, g_fail);
         fflush(stdout);
         oc_finalize(ctx);
         return g_fail != 0;
@@ -281,6 +353,7 @@ int main(int argc, char **argv)
                oc_status_string(st), ((t1.tv_sec - t0.tv_sec) * 1e6 +
                (t1.tv_nsec - t0.tv_nsec) / 1e3) / it, n * 4);
         oc_finalize(ctx);
+        free(x), free(y);
         return st != OC_OK;
     }
     fprintf(stderr, "usage: coll_agent_check check | wait VICTIM | time BYTES ITERS\n");

@@ -6,7 +6,8 @@
  * 5, 64, 4096, ...), the rest is the descriptor, on an exact-size heap
  * copy so that AddressSanitizer sees any read past the end.  When it is
  * accepted, the invariants the agent (src/agent/rcoll.c) relies on are
- * checked: the arrays fill the input exactly, every count and
+ * checked: the arrays fill the input exactly, a memory block is an
+ * allreduce's with in-range lengths that equal count x element size, every count and
  * displacement times the element size stays below 2^48, re-encoding gives
  * back the same bytes.  A broken invariant aborts.
  */
@@ -51,6 +52,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(d.kind >= OC_COLLD_ALLREDUCE && d.kind <= OC_COLLD_BARRIER);
         CHECK(d.nv == 0 || d.nv == job_size);
         CHECK(d.v + 32 * (size_t)d.nv == buf + size - 1);
+        if (d.flags & OC_COLLD_F_CMA) { /* what src/agent/rcma.c relies on */
+            CHECK(d.kind == OC_COLLD_ALLREDUCE && d.pid != 0);
+            CHECK(d.slen == d.rlen && d.slen > 0 && d.slen < ((uint64_t)1 << 48));
+            CHECK(d.saddr != 0 && d.saddr + d.slen > d.saddr);
+            CHECK(d.raddr != 0 && d.raddr + d.rlen > d.raddr);
+        } else {
+            CHECK(d.pid == 0 && d.slen == 0 && d.rlen == 0);
+        }
         vals = malloc(32 * (size_t)d.nv + 1);
         again = malloc(size);
         if (vals != NULL && again != NULL) {

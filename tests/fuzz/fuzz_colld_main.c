@@ -1,7 +1,8 @@
 /*
  * fuzz_colld_main.c — the collective-descriptor target's part of the
  * replay driver (replay_main.c): seeds of every kind (allreduce,
- * all-to-allv on 3 ranks, bcast, barrier) that must decode, and,
+ * all-to-allv on 3 ranks, bcast, barrier, an allreduce with the memory
+ * block) that must decode, and,
  * as random inputs, seeds with a few bytes changed and now and then
  * truncated.  Single-threaded test program.
  */
@@ -14,15 +15,20 @@
 static unsigned colld_seeds(fuzz_replay_seed_fn fn, void *arg)
 {
     uint64_t vals[12] = {1, 2, 0, 0, 1, 3, 1, 0, 2, 0, 1, 1};
-    oc_colld_t s[4] = {
+    oc_colld_t s[5] = {
         {.kind = OC_COLLD_ALLREDUCE, .dtype = 3, .op = 0, .seq = 1,
          .count = 1000},
         {.kind = OC_COLLD_ALLTOALLV, .dtype = 0, .seq = 2, .nv = 3},
         {.kind = OC_COLLD_BCAST, .dtype = 1, .seq = 3, .root = 2, .count = 5},
         {.kind = OC_COLLD_BARRIER, .seq = 4},
+        /* the memory block (version 2): an allreduce the agent moves */
+        {.kind = OC_COLLD_ALLREDUCE, .dtype = 4, .op = 0, .seq = 5,
+         .count = 131072, .flags = OC_COLLD_F_CMA, .pid = 4242,
+         .saddr = 0x7f0000001000, .slen = 1048576, .raddr = 0x7f0000201000,
+         .rlen = 1048576},
     };
     unsigned n = 0;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 5; i++) {
         uint8_t b[1 + 512];
         b[0] = 2; /* a job of 3 ranks */
         oc__colld_encode(&s[i], vals, b + 1);

@@ -1,7 +1,7 @@
 /*
  * test_colld.c — the collective descriptors of the agent placement
  * (src/wire/colld.c): round trips of every kind, and a named reject for
- * each way a rank's descriptor can be wrong.  Single-threaded.
+ * each way a rank's descriptor can be wrong (its memory block included).  Single-threaded.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -90,11 +90,49 @@ static void test_rejects(void **state)
     assert_int_equal(oc__colld_decode(buf, n, 2, &o), OC_ERR_INVALID_PARAM);
 }
 
+/* The memory block (OC_COLLD_F_CMA): what the agent will read and write
+ * in the rank, so every field that could point it elsewhere is checked. */
+static void test_memory_block(void **state)
+{
+    uint8_t buf[512];
+    const oc_colld_t good = {.kind = OC_COLLD_ALLREDUCE, .dtype = 0,
+                             .count = 256, .flags = OC_COLLD_F_CMA,
+                             .pid = 1234, .saddr = 0x10000, .slen = 1024,
+                             .raddr = 0x20000, .rlen = 1024};
+    oc_colld_t d = good, o;
+    size_t n = enc(&d, NULL, buf);
+    (void)state;
+    assert_int_equal(oc__colld_decode(buf, n, 2, &o), OC_OK);
+    assert_int_equal(o.flags, OC_COLLD_F_CMA);
+    assert_int_equal(o.pid, 1234);
+    assert_true(o.saddr == 0x10000 && o.slen == 1024);
+    assert_true(o.raddr == 0x20000 && o.rlen == 1024);
+    /* each way it can be wrong: a named reject */
+    oc_colld_t bad[] = {good, good, good, good, good, good, good, good, good};
+    bad[0].slen = 1028;                      /* not count x 4 bytes */
+    bad[1].rlen = 512;                       /* the result shorter */
+    bad[2].pid = 0;
+    bad[3].saddr = 0;
+    bad[4].raddr = ((uint64_t)1 << 63) - 512; /* wraps past 2^63 */
+    bad[5].kind = OC_COLLD_BCAST;            /* allreduce only */
+    bad[6].flags = 2;                        /* unknown flag */
+    bad[7].flags = 0;                        /* a block without its flag */
+    bad[8].count = 0, bad[8].slen = bad[8].rlen = 0;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        n = enc(&bad[i], NULL, buf);
+        assert_int_equal(oc__colld_decode(buf, n, 2, &o), OC_ERR_INVALID_PARAM);
+    }
+    n = enc(&good, NULL, buf);
+    buf[37] = 1; /* the zero after the pid */
+    assert_int_equal(oc__colld_decode(buf, n, 2, &o), OC_ERR_INVALID_PARAM);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_rejects),
+        cmocka_unit_test(test_memory_block),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

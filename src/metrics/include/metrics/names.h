@@ -43,6 +43,7 @@
 #define OC_M_THREAD_MESSAGES      "offcore_thread_messages_total"
 #define OC_M_THREAD_BUNDLES       "offcore_thread_bundles_total" /* dir */
 #define OC_M_THREAD_UNDELIVERABLE "offcore_thread_undeliverable_total"
+#define OC_M_THREAD_COLL_CMA      "offcore_thread_coll_cma_total" /* path */
 #define OC_M_THREAD_FORWARDED     "offcore_thread_bundles_forwarded_total"
 #define OC_M_THREAD_SLEEPS        "offcore_thread_sleeps_total"
 #define OC_M_THREAD_FLUSHES       "offcore_thread_flushes_total" /* reason */

@@ -7,8 +7,18 @@
  * dtype, op, count, root, its sequence number), plus, for all-to-allv,
  * its four count and displacement arrays (which tell the agent the sizes
  * of the contribution and of every block of the result: the payloads
- * themselves travel as tagged messages).  The agent answers with DONE.  Little-endian, as
- * the bundles.  Trust: a descriptor comes from a rank; the agent decodes
+ * themselves travel as tagged messages).  The agent answers with DONE.
+ *
+ * Version 2 adds the memory block (flag OC_COLLD_F_CMA, allreduce only):
+ * the rank's pid and the address and length of its send and receive
+ * buffers, so that an agent on the same host moves the data itself
+ * (process_vm_readv/writev, src/agent/rcma.c) and the rank sends no
+ * payload and posts no receive.  The agent trusts none of it: the pid
+ * must be the one the kernel gave for the rank's control connection, and
+ * it reads and writes only the ranges given here (docs/coll.md, "Trust").
+ * An agent that will not (OC_AGENT_COLL_CMA=n, refused by the kernel)
+ * answers DONE with OC_COLLD_FALLBACK: the rank then sends by UCX.
+ * Little-endian, as the bundles.  Trust: a descriptor comes from a rank; the agent decodes
  * it with oc__colld_decode() before using anything in it (fuzzed:
  * tests/fuzz/fuzz_colld.c).  Pure functions; thread-safe.
  */
@@ -21,7 +31,7 @@
 #include <stdint.h>
 
 #define OC_COLLD_MAGIC   0x444c434fu /* "OCLD" */
-#define OC_COLLD_VERSION 1
+#define OC_COLLD_VERSION 2
 #define OC_COLLD_DONE_MAGIC 0x4e44434fu /* "OCDN" */
 
 enum {
@@ -31,9 +41,19 @@ enum {
     OC_COLLD_BARRIER   = 4,
 };
 
+/** Flags: the memory block is set and the agent may move the data. */
+#define OC_COLLD_F_CMA 1u
+/** DONE status: "not by memory: send the contribution and receive the
+ *  result by UCX" (a status no collective ends with). */
+#define OC_COLLD_FALLBACK 1
+
 /** A decoded descriptor.  The pointers point into the decoded buffer. */
 typedef struct {
     uint8_t        kind, dtype, op;
+    uint32_t       flags;            /* OC_COLLD_F_* */
+    uint32_t       pid;              /* F_CMA: the rank's process id */
+    uint64_t       saddr, slen;      /* F_CMA: send buffer, bytes */
+    uint64_t       raddr, rlen;      /* F_CMA: receive buffer, bytes */
     uint32_t       seq, root;
     uint64_t       count;            /* elements (allreduce, bcast) */
     uint32_t       nv;               /* alltoallv: the job's size, else 0 */
@@ -41,8 +61,9 @@ typedef struct {
                                         sdispls, rcounts, rdispls */
 } oc_colld_t;
 
-/** Fixed part of a descriptor, in bytes. */
-#define OC_COLLD_HDR 32
+/** Fixed part of a descriptor, in bytes (32, then the memory block: pid,
+ *  zero, saddr, slen, raddr, rlen). */
+#define OC_COLLD_HDR 72
 
 /** Bytes of the encoding of @p d (d->v ignored: 32 * nv). */
 size_t oc__colld_size(const oc_colld_t *d);
@@ -58,7 +79,10 @@ uint64_t oc__colld_v(const oc_colld_t *d, unsigned which, uint32_t i);
  * @return OC_OK, or OC_ERR_WIRE_MAGIC / OC_ERR_WIRE_VERSION (not one),
  * OC_ERR_WIRE_LENGTH (the length disagrees with @p len),
  * OC_ERR_INVALID_PARAM (kind, dtype, op, root, nv out of range; a count
- * or displacement whose byte offset would pass 2^48).
+ * or displacement whose byte offset would pass 2^48; unknown flags; a
+ * memory block on another kind than allreduce, with a zero pid or
+ * address, lengths other than count x element size, a range that wraps
+ * past 2^63; or a memory block without its flag).
  */
 oc_status_t oc__colld_decode(const void *buf, size_t len, uint32_t size,
                             oc_colld_t *d);

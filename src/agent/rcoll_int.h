@@ -1,0 +1,67 @@
+/*
+ * rcoll_int.h — the state of one collective of the agent placement,
+ * shared by rcoll.c (the algorithms) and rcma.c (moving a local rank's
+ * data by memory).  Router thread only.
+ */
+#ifndef OC_AGENT_RCOLL_INT_H
+#define OC_AGENT_RCOLL_INT_H
+
+#include "router_int.h"
+
+enum { ST_GATHER, ST_GET, ST_NET, ST_PUT, ST_WRITE, ST_END };
+enum { STEP_CHAIN = 1, STEP_RESULT = 2, STEP_A2A = 3, STEP_BCAST = 4 };
+
+typedef struct {
+    int           have;
+    uint8_t       kind;       /* what its own descriptor says */
+    uint32_t      root;
+    uint64_t     *v;          /* alltoallv: 4 * size */
+    size_t        slen, rlen; /* bytes registered */
+    uint8_t      *in;         /* its contribution, read here */
+    oc_status_t   st;         /* its own outcome (a mismatch it receives) */
+    /* by memory (rcma.c): its buffers, read and written here */
+    int           cma;
+    uint64_t      saddr, raddr;
+    size_t        moved;      /* bytes of the current read or write done */
+    oc_status_t   cma_st;     /* what failed it (OC_ERR_COLL_MEMORY...) */
+} rrank_t;
+
+typedef struct acoll {
+    struct acoll *next;
+    uint32_t      job, seq, size;
+    uint8_t       kind, dtype, op;
+    uint64_t      count;
+    uint32_t      root;
+    size_t        es;
+    uint32_t      nlocal, ndesc, first, last; /* local ranks [first, last] */
+    uint32_t      nnodes, pos;  /* nodes of the job; this one's place */
+    uint32_t     *nodes;        /* [nnodes] in rank order */
+    rrank_t      *r;            /* [size] */
+    int           state;
+    uint32_t      pending;      /* operations in flight */
+    oc_status_t   status;
+    int           dead;         /* failed: finish once pending is 0 */
+    int           step;         /* within ST_NET */
+    uint8_t      *acc;          /* what goes down the chain */
+    uint8_t      *res;          /* the result (allreduce, bcast) */
+    uint8_t      *net;          /* what came from the previous node */
+    uint8_t     **a2a_out, **a2a_in; /* [nnodes] */
+    size_t       *a2a_olen, *a2a_ilen;
+    uint32_t     *node_first;   /* [nnodes + 1] ranks of each node in order */
+    uint8_t      *zero;         /* drain(): zeros for the ranks' receives */
+} acoll_t;
+
+/* rcma.c */
+/** The rank offered its buffers (flag OC_COLLD_F_CMA): 1 if the agent
+ *  moves its data by memory, 0 if it must be told OC_COLLD_FALLBACK. */
+int oc__rcma_accept(oc_router_t *r, lrank_t *l, uint32_t job, uint32_t rank,
+                    uint32_t pid);
+/** Move what the budget of this round allows of every local rank's
+ *  contribution (@p write 0) or result (1, from c->res).  A failure fails
+ *  the collective (c->status) and names it for that rank (cma_st).
+ *  @return 1 when every by-memory rank's transfer is complete. */
+int oc__rcma_step(oc_router_t *r, acoll_t *c, int write);
+/** A new round of the router's loop: a new budget. */
+void oc__rcma_round(oc_router_t *r);
+
+#endif
