@@ -11,6 +11,7 @@
 
 #include "engine/engine.h"
 #include "wire/am.h"
+#include "wire/shmseg.h"
 #include "wire/wire.h"
 
 #include <pthread.h>
@@ -54,13 +55,22 @@ typedef struct out {
     oc_router_job_counters_t *jc;
     peer_t      *peer;     /* the peer node it sends to; NULL: a local rank */
     uint8_t      none;     /* rjob_t.none: no next hop (never opened) */
+    oc_rshm_t   *shm;      /* a local rank on shared memory: its ring */
 } out_t;
+
+struct oc_rshm {
+    oc_shmseg_t      seg;
+    _Atomic uint32_t refs;
+    int              broken_said;
+};
 
 typedef struct {
     oc_tr_ep_t *ep;
     uint64_t    token;     /* sender token of this rank's bundles */
     uint32_t    credits;   /* bundles routed, credit not yet returned */
     out_t       out;
+    oc_rshm_t  *shm;       /* its shared-memory channel; NULL: UCX */
+    oc_eng_buf_t ring_buf; /* out's slot in shm's "down" ring */
 } lrank_t;
 
 typedef struct {
@@ -91,6 +101,7 @@ typedef struct cmd {
     uint32_t      job, rank, node;
     uint64_t      token, token2;
     oc_job_map_t *map;
+    oc_rshm_t    *shm;      /* CMD_ADD_RANK: a reference, or NULL */
     size_t        addr_len;
     struct cmd   *next;
     uint8_t       addr[];
@@ -118,6 +129,9 @@ struct oc_router {
     int                credits_owed; /* some sender is owed credit */
     struct acoll      *colls;       /* collectives in flight (rcoll.c) */
     struct held       *colls_held;  /* descriptors of senders not yet known */
+    lrank_t          **shm_ranks;   /* local ranks on shared memory */
+    uint32_t           nshm, shm_cap;
+    int                rank_wake_fd; /* eventfd they write (rshm.c) */
     oc_router_counters_t c;
 };
 
@@ -153,6 +167,27 @@ int oc__rcoll_progress(oc_router_t *r);
 void oc__rcoll_abort(oc_router_t *r, uint32_t job, uint32_t rank);
 /** Free what is left (the router is going away). */
 void oc__rcoll_fini(oc_router_t *r);
+
+/* rshm.c: the shared-memory channel of the ranks this router serves */
+/** Queue what the ranks published onto the receive ring.  Returns how
+ *  many bundles. */
+uint32_t oc__router_shm_poll(oc_router_t *r);
+/** A received bundle is done: its slot goes back (in order). */
+void oc__router_shm_release(oc_router_t *r, oc_eng_rx_t *e);
+/** Make a just-registered rank's outlet write into its ring. */
+oc_status_t oc__router_shm_attach(oc_router_t *r, lrank_t *l, oc_rshm_t *shm);
+void oc__router_shm_detach(oc_router_t *r, lrank_t *l);
+/** Hand bundle @p b (@p len bytes) to a local rank on shared memory: the
+ *  ring's own slot is published, a pool buffer copied into the next
+ *  slot (the caller checked room: oc__router_shm_full). */
+void oc__router_shm_deliver(oc_router_t *r, out_t *o, oc_eng_buf_t *b,
+                            uint32_t len);
+/** No room for another bundle toward @p o's rank (its ring is full). */
+int oc__router_shm_full(oc_router_t *r, out_t *o);
+/** Before sleeping: tell the ranks, then look once more.  Returns 0 when
+ *  something arrived meanwhile (do not sleep). */
+int oc__router_shm_sleep_begin(oc_router_t *r);
+void oc__router_shm_sleep_end(oc_router_t *r);
 
 /* rcmd.c */
 void oc__router_apply_commands(oc_router_t *r);

@@ -58,6 +58,7 @@ static size_t raw_encode(const oc_ctl_msg_t *m, uint8_t *b)
         p = w32(p, m->u.hello.rank);
         p = w32(p, m->u.hello.size);
         p = w32(p, m->u.hello.pid);
+        p = w32(p, m->u.hello.flags);
         memcpy(p, m->u.hello.nonce, 16), p += 16;
         p = wbytes(p, m->u.hello.addr.data, m->u.hello.addr.len);
         break;
