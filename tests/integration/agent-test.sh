@@ -6,6 +6,11 @@
 # Cases:
 #   local       one agent, ranks through it: every message checked
 #   stream      the same in stream mode (OC_AGENT_MODE=stream)
+#   shm         the shared-memory channel (the default on a Unix socket), in
+#               both modes: exact, back-pressure from a full ring (the rank
+#               waits, counted), said at info level by rank and agent; an
+#               agent offering none (OC_AGENT_SHM_SLOTS=0) and
+#               OC_AGENT_CHANNEL=ucx fall back to UCX and say so
 #   twojobs     two jobs share the agent at once, each exact
 #   badkey      a rank with the wrong job key is refused with a clear error
 #   kill-agent  SIGKILL the agent mid-run: every rank errors out within 5 s
@@ -89,6 +94,34 @@ stream)
             { cat "$T/out"; fail "$s through the agent, stream mode"; }
         grep -q "mode stream" "$T/out" || { cat "$T/out"; fail "$s: mode not logged"; }
     done
+    pass ;;
+shm)
+    start_agent
+    for mode in stream per-dest; do
+        for s in "fixed 2" "mixed 3" "reqrep 2" "backpressure 2" \
+                 "alternating 2" "stallrecv 3"; do
+            env $(job_env 13) OC_AGENT_MODE=$mode OC_LOG=runtime:info \
+                timeout 120 "$TR" $s > "$T/out" 2>&1 ||
+                { cat "$T/out"; fail "$s, $mode mode on shared memory"; }
+            grep -q "channel shm" "$T/out" ||
+                { cat "$T/out"; fail "$s: shared-memory channel not used"; }
+            if [ "$s" = "backpressure 2" ]; then
+                grep -Eq "shm channel: [1-9][0-9]* back-pressured waits" \
+                    "$T/out" || { cat "$T/out"; fail "no wait counted"; }
+            fi
+        done
+    done
+    grep -q "rank 1/2 joined (router 0, shared memory)" "$T/agent.log" ||
+        fail "the agent does not say it serves ranks on shared memory"
+    env $(job_env 14) OC_AGENT_CHANNEL=ucx OC_LOG=runtime:info \
+        timeout 120 "$TR" mixed 2 > "$T/out" 2>&1 || { cat "$T/out"; fail "ucx channel"; }
+    grep -q "channel ucx" "$T/out" || { cat "$T/out"; fail "ucx not said"; }
+    kill "$AGENT"; wait "$AGENT" 2>/dev/null
+    OC_AGENT_SHM_SLOTS=0 start_agent
+    env $(job_env 15) OC_AGENT_MODE=stream OC_LOG=runtime:info \
+        timeout 120 "$TR" reqrep 2 > "$T/out" 2>&1 || { cat "$T/out"; fail "fallback"; }
+    grep -q "channel ucx (the agent offered no shared memory)" "$T/out" ||
+        { cat "$T/out"; fail "fallback to UCX not said"; }
     pass ;;
 twojobs)
     start_agent --threads 2
