@@ -194,8 +194,18 @@ static int forward_whole(oc_router_t *r, oc_eng_rx_t *e, out_t *o)
         if (held(r, o))
             return RX_HOLD;
     }
-    if ((b = oc__eng_buf_get(r->eng)) == NULL)
+    if (o->shm != NULL) {
+        /* a rank on shared memory: copied once, straight into its ring's
+         * next slot (held() found room; the outlet holds no slot now) */
+        uint8_t *slot = oc__spsc_reserve(o->eo.ring);
+        if (slot == NULL || e->len > o->eo.ring->slot_size)
+            return RX_HOLD;
+        b = o->eo.ring_buf;
+        b->data = slot;
+        b->ring = 1;
+    } else if ((b = oc__eng_buf_get(r->eng)) == NULL) {
         return RX_NOBUF;
+    }
     memcpy(b->data, e->data, e->len);
     h.src_hop = r->p.node;
     h.seq = o->eo.seq++;
