@@ -356,10 +356,10 @@ static int route_bundle(oc_router_t *r, rjob_t *j, oc_eng_rx_t *e)
                 break;
             const uint32_t dst = oc__wire_ld32(dc);
             if (unlikely(dst >= nranks)) {
-                /* rewritten after validation (shared memory): the rest of
-                 * the bundle is rejected */
+                /* a destination out of range in a stream read in place
+                 * (shared memory: checked here, as it is read, not by
+                 * validation): the rest of the bundle is rejected */
                 reject(r, j, OC_ERR_WIRE_RANK);
-                dc = dend;
                 break;
             }
             int res = route_msg(r, j, dst, src, p, len);
@@ -510,6 +510,10 @@ static int route_one(oc_router_t *r, oc_eng_rx_t *e)
             chk.nranks = j->map->size;
             chk.dst = OC_WIRE_RANK_NONE;
             chk.src = s->is_peer ? OC_WIRE_RANK_NONE : s->rank;
+            /* a stream in shared memory: its destinations are checked as
+             * routed (route_col8), where a rank cannot change them any
+             * more; checking them here too would prove nothing */
+            chk.flags = e->shm != NULL ? OC_WIRE_CHECK_DST_AT_USE : 0;
             st = oc__wire_validate(e->data, e->len, &chk, &e->hdr);
             if (st == OC_OK && e->shm != NULL &&
                 !(e->hdr.flags & OC_WIRE_F_FIXED) && e->self_buf == NULL) {

@@ -474,6 +474,24 @@ oc_status_t oc__agent_send_raw(oc_context_t *ctx, const void *buf, size_t len,
                             token ? token : ctx->agent->token, buf, len);
 }
 
+oc_status_t oc__agent_shm_send_raw(oc_context_t *ctx, const void *buf,
+                                   size_t len)
+{
+    struct oc__agent *a = ctx->agent;
+    uint8_t *slot;
+
+    if (a == NULL || !a->shm || len > a->seg.up.slot_size ||
+        (ctx->stream != NULL && ctx->stream->buf != NULL &&
+         ctx->stream->buf->ring))
+        return OC_ERR_STATE;
+    if ((slot = oc__spsc_reserve(&a->seg.up)) == NULL)
+        return OC_ERR_NO_RESOURCE;
+    memcpy(slot, buf, len);
+    oc__spsc_publish(&a->seg.up, (uint32_t)len);
+    shm_kick(a);
+    return OC_OK;
+}
+
 typedef struct {
     oc_tr_op_t op;
     void      *msg;

@@ -179,6 +179,12 @@ oc_status_t oc__agent_init(oc_context_t *ctx, int required);
 oc_status_t oc__agent_send_raw(oc_context_t *ctx, const void *buf, size_t len,
                                uint64_t token);
 
+/** Tests only: publish raw bytes into the shared-memory ring toward the
+ *  agent.  OC_ERR_STATE (not on shared memory, or the stream outlet holds
+ *  the ring's slot), OC_ERR_NO_RESOURCE (full). */
+oc_status_t oc__agent_shm_send_raw(oc_context_t *ctx, const void *buf,
+                                   size_t len);
+
 /** A collective's descriptor (src/coll/placed.c) to the agent, with this
  *  rank's token.  Takes @p msg (malloc'ed) in every case. */
 oc_status_t oc__agent_coll_send(oc_context_t *ctx, void *msg, size_t len);

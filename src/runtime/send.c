@@ -389,7 +389,7 @@ static uint32_t deliver_one(oc_context_t *ctx, oc_eng_rx_t *e, int *stalled)
 static int deliver(oc_context_t *ctx)
 {
     const oc_wire_check_t chk = {(uint32_t)ctx->cfg.job, ctx->size, ctx->rank,
-                                 OC_WIRE_RANK_NONE};
+                                 OC_WIRE_RANK_NONE, 0};
     uint64_t budget = ctx->cfg.poll_budget ? ctx->cfg.poll_budget : UINT64_MAX;
     int total = 0;
 

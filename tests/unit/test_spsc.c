@@ -353,7 +353,7 @@ static void test_engine_ring(void **state)
     /* the consumer reads the bundles in place, as a receiver validates */
     while ((s = oc__spsc_peek(&c, &len)) != NULL) {
         oc_wire_hdr_t h;
-        oc_wire_check_t chk = {9, 3, OC_WIRE_RANK_NONE, OC_WIRE_RANK_NONE};
+        oc_wire_check_t chk = {9, 3, OC_WIRE_RANK_NONE, OC_WIRE_RANK_NONE, 0};
         oc_wire_iter_t it;
         oc_wire_msg_t msg;
         assert_true(len <= 512);
