@@ -64,14 +64,13 @@ const oc_cfg_field_t oc__runtime_config_table[] = {
      "the agent forwards whole bundles. 'stream': every message, whatever "
      "its destination, is appended to one buffer toward the agent, which "
      "sorts them per next hop and per local rank (the routing work leaves "
-     "the rank: a burst is two copies, 8 instructions a message in the "
-     "library against inline's 25, not counting UCX's copy; "
-     "bench/rank-cpu.py). per-dest is the default because it measured "
-     "faster with 2 ranks per node, where the agent's sorting (31 "
-     "instructions a message against 6 for forwarding whole bundles) is "
-     "what limits: histogram 20M/rank, ranks on core 0, agent on core 1, "
-     "3 interleaved runs, 135-159 M updates/s against 62-171 for stream "
-     "(docs/design.md). OC_LOG=runtime:info says which mode is in use.",
+     "the rank: on the shared-memory channel a burst is two copies into the "
+     "ring's slot, 6 instructions a message in the library against "
+     "inline's 30, histogram; bench/rank-cpu.py). per-dest is the default "
+     "because it measured faster with 2 ranks per node, where the agent's "
+     "sorting (22 instructions a message on shared memory against 4 for "
+     "forwarding whole bundles) is what limits (docs/design.md). "
+     "OC_LOG=runtime:info says which mode is in use.",
      offsetof(oc__config_t, agent_mode), 0, 0, agent_mode_values},
     {"AGENT_CHANNEL", OC_CFG_ENUM, "shm",
      "How bundles cross between a rank and its agent (placement agent). "
