@@ -255,7 +255,9 @@ static inline int oc__eng_try_fast(oc_eng_out_t *o, const void *buf, size_t len)
 /** (source, destination) as one word: oc_eng_out_t.fkey8. */
 static inline uint64_t oc__eng_fkey(uint32_t src, uint32_t dst)
 {
-    return (uint64_t)src | (uint64_t)dst << 32;
+    /* the destination low: a routing loop ORs the one it just loaded
+     * (zero-extended) into the bundle's source, with no shift */
+    return (uint64_t)dst | (uint64_t)src << 32;
 }
 /** Column layout: room for this many more items in the open buffer (0
  *  when there is none, or it is not in column layout for @p len). */
