@@ -431,6 +431,11 @@ oc_status_t oc__agent_init(oc_context_t *ctx, int required)
     a->thread = r.u.welcome.thread;
     if (want_shm(ctx) && (st = shm_attach(ctx)) != OC_OK)
         goto err;
+    /* auto: stream where the rank writes straight into shared memory,
+     * per-dest over UCX (each measured the faster there: design.md) */
+    if (ctx->cfg.agent_mode == OC__AGENT_MODE_AUTO)
+        ctx->cfg.agent_mode = a->shm ? OC__AGENT_MODE_STREAM
+                                     : OC__AGENT_MODE_PER_DEST;
     a->token = oc__ctl_rank_token(&key, snonce, cnonce);
     if ((st = oc__tr_ep_create(ctx->worker, r.u.welcome.addr.data, 0,
                               &a->ep)) != OC_OK)

@@ -46,7 +46,11 @@ typedef struct {
     int      agent_channel;    /* OC_AGENT_CHANNEL: 0 shm, 1 ucx */
 } oc__config_t;
 
-typedef enum { OC__AGENT_MODE_PER_DEST, OC__AGENT_MODE_STREAM } oc__agent_mode_t;
+typedef enum {
+    OC__AGENT_MODE_PER_DEST,
+    OC__AGENT_MODE_STREAM,
+    OC__AGENT_MODE_AUTO /* stream on shared memory, else per-dest (agent.c) */
+} oc__agent_mode_t;
 
 /* stall.c: what the agent watchdog remembers between polls */
 typedef struct {

@@ -7,7 +7,8 @@
 #   local       one agent, ranks through it: every message checked
 #   stream      the same in stream mode (OC_AGENT_MODE=stream)
 #   shm         the shared-memory channel (the default on a Unix socket), in
-#               both modes: exact, back-pressure from a full ring (the rank
+#               both modes, and the default mode (auto: stream there, per-dest
+#               over UCX): exact, back-pressure from a full ring (the rank
 #               waits, counted), said at info level by rank and agent; an
 #               agent offering none (OC_AGENT_SHM_SLOTS=0) and
 #               OC_AGENT_CHANNEL=ucx fall back to UCX and say so
@@ -113,9 +114,15 @@ shm)
     done
     grep -q "rank 1/2 joined (router 0, shared memory)" "$T/agent.log" ||
         fail "the agent does not say it serves ranks on shared memory"
+    # the default mode (auto): stream on shared memory, per-dest over UCX
+    env $(job_env 16) OC_LOG=runtime:info \
+        timeout 120 "$TR" fixed 2 > "$T/out" 2>&1 || { cat "$T/out"; fail "default"; }
+    grep -q "mode stream.*channel shm" "$T/out" ||
+        { cat "$T/out"; fail "default: not stream on shared memory"; }
     env $(job_env 14) OC_AGENT_CHANNEL=ucx OC_LOG=runtime:info \
         timeout 120 "$TR" mixed 2 > "$T/out" 2>&1 || { cat "$T/out"; fail "ucx channel"; }
-    grep -q "channel ucx" "$T/out" || { cat "$T/out"; fail "ucx not said"; }
+    grep -q "mode per-dest.*channel ucx" "$T/out" ||
+        { cat "$T/out"; fail "ucx (auto: per-dest) not said"; }
     kill "$AGENT"; wait "$AGENT" 2>/dev/null
     OC_AGENT_SHM_SLOTS=0 start_agent
     env $(job_env 15) OC_AGENT_MODE=stream OC_LOG=runtime:info \
