@@ -2,16 +2,20 @@
 """rank-cpu.py — instructions the ranks spend inside liboffcore per message,
 counted by callgrind (deterministic: valid on a loaded machine).
 
-Each app runs with two ranks under `valgrind --tool=callgrind` in three
+Each app runs with two ranks under `valgrind --tool=callgrind` in these
 cases: inline, agent placement in stream mode, agent placement in per-dest
-mode (the agent, `offcored`, runs natively).  From each rank's call graph
+mode, both on the rank<->agent channel in use by default (shared memory,
+OC_AGENT_CHANNEL=shm), and stream mode over UCX (agent-stream-ucx, what the
+shared-memory channel replaces on one host); the agent, `offcored`, runs
+natively.  From each rank's call graph
 it sums the inclusive cost of the application's calls into liboffcore's
 data-path API (oc_send, oc_send_burst, oc_send_many, oc_poll, oc_flush;
 oc_quiesce and its parts separately: that is mostly waiting for the other
 rank, so it is timing-dependent) and subtracts the application's own
 handlers, which liboffcore calls (a handler's replies count as the
 handler's, as with OC_APP_CPU=1).  One JSON line per app and case:
-  {"bench":"rank-cpu","app":...,"mode":"inline"|"agent-stream"|"agent-per-dest",
+  {"bench":"rank-cpu","app":...,"mode":"inline"|"agent-stream"|"agent-per-dest"
+   |"agent-stream-ucx"|"agent-per-dest-ucx","channel":"shm"|"ucx"|null,
    "instr_per_msg":<send+poll>,"send_instr_per_msg":..,"poll_instr_per_msg":..,
    "quiesce_instr_per_msg":..,"transport_copy_instr_per_msg":..,
    "agent_route_instr_per_msg":..,"msgs":..,"verified":true,
@@ -19,7 +23,8 @@ handler's, as with OC_APP_CPU=1).  One JSON line per app and case:
 Agent modes run twice: ranks under callgrind (the figures above), then the
 agent under callgrind with the ranks native: its routing per message (the
 inclusive cost of oc__router_route_all: validation, sorting, hand-off and
-UCX send; not its idle polling).  UCX copies bundles with rep movsb, which
+UCX send or the write into a rank's ring; plus oc__router_shm_poll, its
+reading of the ranks' rings; not its idle polling).  UCX copies bundles with rep movsb, which
 callgrind counts once per byte: *_copy_instr_per_msg says how much of a
 figure that is (bytes, not work a CPU does one at a time).
 Exits non-zero when a run fails or does not verify; no target.
@@ -50,7 +55,8 @@ QUICK = {
     'transpose': ['--rows', '5K', '--degree', '8'],
     'mcproxy': ['--particles', '2K', '--cycles', '1'],
 }
-MODES = ['inline', 'agent-stream', 'agent-per-dest']
+MODES = ['inline', 'agent-stream', 'agent-per-dest', 'agent-stream-ucx']
+ALL_MODES = MODES + ['agent-per-dest-ucx']
 
 SEND = {'oc_send', 'oc_send_burst', 'oc_send_many', 'oc_flush'}
 POLL = {'oc_poll'}
@@ -141,6 +147,9 @@ def parse_callgrind(path, app_obj, lib_obj):
     return out
 
 
+AGENT_FNS = ('oc__router_route_all', 'oc__router_shm_poll')
+
+
 def parse_agent(path):
     """The agent's routing: inclusive Ir of oc__router_route_all (validate,
     sort, hand-off and send; not the idle polling), and UCX's copy."""
@@ -155,8 +164,8 @@ def parse_agent(path):
             if pending:
                 pending = False
                 parts = line.split()
-                if call_fn == 'oc__router_route_all' and \
-                        cur_fn != 'oc__router_route_all' and len(parts) >= 2:
+                if call_fn in AGENT_FNS and cur_fn not in AGENT_FNS and \
+                        len(parts) >= 2:
                     route += int(parts[1])
                 continue
             if line.startswith('fn=') or line.startswith('cfn='):
@@ -241,11 +250,14 @@ class Runner:
                 [self.bin('src/tools/offcore'), 'job-key', '--job',
                  str(self.job), '--cluster-key', self.key],
                 stdout=subprocess.PIPE, check=True, text=True).stdout.strip()
+            m = mode[len('agent-'):]
             env.update(OC_PLACEMENT='agent', OC_AGENT='unix:' + sock,
                        OC_JOB=str(self.job), OC_JOB_KEY=key,
-                       OC_AGENT_MODE=mode[len('agent-'):])
+                       OC_AGENT_MODE=m[:-4] if m.endswith('-ucx') else m,
+                       OC_AGENT_CHANNEL='ucx' if m.endswith('-ucx') else 'shm')
             xs += ['-x', 'OC_PLACEMENT', '-x', 'OC_AGENT', '-x', 'OC_JOB',
-                   '-x', 'OC_JOB_KEY', '-x', 'OC_AGENT_MODE']
+                   '-x', 'OC_JOB_KEY', '-x', 'OC_AGENT_MODE',
+                   '-x', 'OC_AGENT_CHANNEL']
         prefix = os.path.join(self.tmp, 'cg.%s.%s' % (app, mode))
         cg = ['valgrind', '--tool=callgrind', '--quiet',
               '--separate-callers=%d' % SEPARATE,
@@ -294,7 +306,7 @@ def main():
     ap.add_argument('--apps', default='histogram,transpose',
                     help='comma-separated: ' + ','.join(APPS))
     ap.add_argument('--modes', default=','.join(MODES),
-                    help='comma-separated: ' + ','.join(MODES))
+                    help='comma-separated: ' + ','.join(ALL_MODES))
     ap.add_argument('--quick', action='store_true',
                     help='tiny sizes (for the test suite)')
     ap.add_argument('--no-agent', dest='agent', action='store_false',
@@ -316,8 +328,8 @@ def main():
             die('unknown app %s (%s)' % (app, ','.join(APPS)))
         base = None
         for mode in a.modes.split(','):
-            if mode not in MODES:
-                die('unknown mode %s (%s)' % (mode, ','.join(MODES)))
+            if mode not in ALL_MODES:
+                die('unknown mode %s (%s)' % (mode, ','.join(ALL_MODES)))
             got = r.run(app, sizes[app], mode)
             if got is None:
                 print('rank-cpu.py: %s (%s) failed or did not verify' %
@@ -348,6 +360,8 @@ def main():
                 base = per
             print(json.dumps({
                 'bench': 'rank-cpu', 'app': app, 'mode': mode,
+                'channel': None if mode == 'inline' else
+                           'ucx' if mode.endswith('-ucx') else 'shm',
                 'instr_per_msg': round(per, 2),
                 'send_instr_per_msg': round(send / msgs, 2),
                 'poll_instr_per_msg': round(poll / msgs, 2),

@@ -20,7 +20,7 @@
 # Environment (defaults): SPARE_REPEATS (3)  SPARE_APPS (histogram
 # transpose index-gather mcproxy)  SPARE_UPDATES (40M)  SPARE_ROWS (1M)
 # SPARE_REQUESTS (20M)  SPARE_PARTICLES (100K)  SPARE_CPU (1)
-# OC_AGENT_MODE (the library's default)  SPARE_RANK_CPUS (0)
+# OC_AGENT_MODE, OC_AGENT_CHANNEL (the library's defaults)  SPARE_RANK_CPUS (0)
 # SPARE_AGENT_CPUS (the other cores: 1-(nproc-1))
 set -u
 B=${1:?usage: run-spare-core.sh BUILD_DIR}
@@ -46,6 +46,7 @@ trap cleanup EXIT INT TERM
 "$B/src/tools/offcore" keygen > "$T/key" && chmod 600 "$T/key" || exit 2
 MODE_ENV=""
 [ -n "${OC_AGENT_MODE:-}" ] && MODE_ENV="-x OC_AGENT_MODE=$OC_AGENT_MODE"
+[ -n "${OC_AGENT_CHANNEL:-}" ] && MODE_ENV="$MODE_ENV -x OC_AGENT_CHANNEL=$OC_AGENT_CHANNEL"
 
 args_of() {
     case $1 in
@@ -133,11 +134,11 @@ for app in $APPS; do
         agent-spare) rs=$r_spare ;;
         esac
         m=$(median "$rs")
-        printf '{"bench":"spare-core","app":"%s","case":"%s","rate":%s,"rates":[%s],"verified":%s,"spread":%s,"ratio_over_inline":%s,"ratio_over_agent_shared":%s,"agent_mode":"%s","rank_cpus":"%s","agent_cpus":"%s"}\n' \
+        printf '{"bench":"spare-core","app":"%s","case":"%s","rate":%s,"rates":[%s],"verified":%s,"spread":%s,"ratio_over_inline":%s,"ratio_over_agent_shared":%s,"agent_mode":"%s","agent_channel":"%s","rank_cpus":"%s","agent_cpus":"%s"}\n' \
             "$app" "$c" "$m" "$(printf '%s\n' $rs | paste -s -d, -)" \
             "$([ $bad -eq 0 ] && echo true || echo false)" "$(spread "$rs")" \
             "$(ratio "$m" "$m_inline")" "$(ratio "$m" "$m_shared")" \
-            "${OC_AGENT_MODE:-default}" "$RANK_CPUS" \
+            "${OC_AGENT_MODE:-default}" "${OC_AGENT_CHANNEL:-default}" "$RANK_CPUS" \
             "$([ $c = agent-spare ] && echo "$AGENT_CPUS" || echo "$RANK_CPUS")"
     done
 done
@@ -149,8 +150,8 @@ if [ "${SPARE_CPU:-1}" = 1 ]; then
             run "$app" "$c" OC_APP_CPU=1
             lib=$(printf '%s' "$out" | sed -n 's/.*"lib_ns_per_msg":\([0-9.e+]*\).*/\1/p')
             hnd=$(printf '%s' "$out" | sed -n 's/.*"handler_ns_per_msg":\([0-9.e+]*\).*/\1/p')
-            printf '{"bench":"spare-core-cpu","app":"%s","case":"%s","lib_ns_per_msg":%s,"handler_ns_per_msg":%s,"rate":%s,"clock":"CLOCK_THREAD_CPUTIME_ID around oc_* calls, handlers subtracted","agent_mode":"%s"}\n' \
-                "$app" "$c" "${lib:-null}" "${hnd:-null}" "${rate:-null}" "${OC_AGENT_MODE:-default}"
+            printf '{"bench":"spare-core-cpu","app":"%s","case":"%s","lib_ns_per_msg":%s,"handler_ns_per_msg":%s,"rate":%s,"clock":"CLOCK_THREAD_CPUTIME_ID around oc_* calls, handlers subtracted","agent_mode":"%s","agent_channel":"%s"}\n' \
+                "$app" "$c" "${lib:-null}" "${hnd:-null}" "${rate:-null}" "${OC_AGENT_MODE:-default}" "${OC_AGENT_CHANNEL:-default}"
         done
     done
 fi

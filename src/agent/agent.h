@@ -34,6 +34,7 @@ typedef struct {
     uint64_t log_rate;                /* lines/s per limited kind */
     int      coll_cma;                /* OC_AGENT_COLL_CMA */
     int      key_from_flag;           /* --cluster-key given (main.c) */
+    uint64_t shm_slots;               /* OC_AGENT_SHM_SLOTS (0: none) */
 } oc_agent_config_t;
 
 extern const oc_cfg_field_t oc_agent_config_table[];

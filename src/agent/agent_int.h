@@ -48,6 +48,8 @@ typedef struct oc_aconn {
                                      not known (TCP) */
     int              said_bye;
     int              tr_known;    /* its transport published (rank_tr) */
+    int              want_shm;    /* HELLO asked for shared memory */
+    oc_rshm_t       *shm;         /* its channel, once granted */
     /* peer */
     uint32_t         node;
     uint8_t          my_nonce[32], peer_nonce[32];

@@ -361,8 +361,16 @@ static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
         {OC_M_THREAD_FORWARDED, "Bundles sent on whole (all for one rank), "
          "not re-aggregated", OC_PROM_COUNTER, NULL,
          {{NULL, RC(bundles_forwarded)}}},
+        {OC_M_THREAD_SHM_BUNDLES, "Bundles read from and written into "
+         "local ranks' shared-memory rings", OC_PROM_COUNTER, "dir",
+         {{"in", RC(shm_bundles_in)}, {"out", RC(shm_bundles_out)}}},
+        {OC_M_THREAD_SHM_FULL, "Times a local rank's shared-memory ring "
+         "was full and its deliveries held", OC_PROM_COUNTER, NULL,
+         {{NULL, RC(shm_full)}}},
+        {OC_M_THREAD_SHM_WAKES, "Wake-ups of a local rank asleep on its "
+         "ring's doorbell", OC_PROM_COUNTER, NULL, {{NULL, RC(shm_wakes)}}},
         {OC_M_THREAD_SLEEPS, "Times the thread, idle, slept on its UCX "
-         "worker's event fd", OC_PROM_COUNTER, NULL, {{NULL, RC(sleeps)}}},
+         "worker's event fd (and the ranks' wake-up eventfd)", OC_PROM_COUNTER, NULL, {{NULL, RC(sleeps)}}},
         {OC_M_THREAD_FLUSHES, "Bundles flushed, by reason", OC_PROM_COUNTER,
          "reason", {{"full", RC(flush_full)}, {"timeout", RC(flush_timeout)},
                     {"idle", RC(flush_idle)}, {"explicit", RC(flush_explicit)}}},

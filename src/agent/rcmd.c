@@ -76,11 +76,15 @@ static cmd_t *cmd_new(cmd_kind_t kind, const void *addr, size_t len)
 
 oc_status_t oc__router_add_rank(oc_router_t *r, uint64_t token, uint32_t job,
                                uint32_t rank, const void *addr, size_t len,
-                               uint32_t pid)
+                               uint32_t pid, oc_rshm_t *shm)
 {
     cmd_t *c = cmd_new(CMD_ADD_RANK, addr, len);
     if (c == NULL)
         return OC_ERR_NO_MEMORY;
+    if (shm != NULL) {
+        oc__rshm_get(shm);
+        c->shm = shm;
+    }
     c->token = token;
     c->pid = pid;
     c->job = job;
@@ -184,6 +188,7 @@ void oc__router_job_free(oc_router_t *r, rjob_t *j)
         if (l == NULL)
             continue;
         out_retire(r, &l->out);
+        oc__router_shm_detach(r, l);
         l->out.ep = NULL;
         oc__tr_ep_destroy(r->w, l->ep);
         oc__rcma_rank_fini(l);
@@ -286,6 +291,10 @@ static void apply(oc_router_t *r, cmd_t *c)
         l->out.eo.job = c->job;
         l->out.ep = l->ep;
         l->out.jc = &j->c;
+        if (c->shm != NULL && oc__router_shm_attach(r, l, c->shm) != OC_OK)
+            oc_error(OC_COMP_AGENT, "router %u: out of memory: rank %u of "
+                     "job %u on UCX, not shared memory", r->p.index, c->rank,
+                     c->job);
         j->local[c->rank] = l;
         j->hop[c->rank] = &l->out;
         sender_add(r, &s);
@@ -299,6 +308,7 @@ static void apply(oc_router_t *r, cmd_t *c)
             lrank_t *l = j->local[c->rank];
             l->out.ep = NULL; /* what is buffered for it is dropped */
             out_retire(r, &l->out);
+            oc__router_shm_detach(r, l);
             oc__tr_ep_destroy(r->w, l->ep);
             oc__rcma_rank_fini(l);
             free(l);
@@ -355,6 +365,7 @@ void oc__router_apply_commands(oc_router_t *r)
     while (c != NULL) {
         cmd_t *next = c->next;
         apply(r, c);
+        oc__rshm_put(c->shm); /* the command's reference */
         free(c);
         c = next;
     }

@@ -55,10 +55,12 @@ static inline out_t *next_hop(rjob_t *j, uint32_t dst)
 
 /* Traffic toward @p o must wait: its next hop has max_inflight bundles in
  * flight, or (a peer) its credit window is spent. */
-static inline int held(const out_t *o)
+static inline int held(oc_router_t *r, out_t *o)
 {
     if (o->peer != NULL)
         return o->peer->link.blocked || o->peer->waiting > 0;
+    if (o->shm != NULL) /* a rank on shared memory: its ring is the window */
+        return oc__router_shm_full(r, o);
     return o->eo.blocked;
 }
 
@@ -147,6 +149,10 @@ static void out_send(oc_router_t *r, out_t *o, oc_eng_buf_t *b, uint32_t len,
         peer_send(r, p, b);
         return;
     }
+    if (o->shm != NULL) {
+        oc__router_shm_deliver(r, o, b, len);
+        return;
+    }
     if (oc__eng_send(r->eng, &o->eo, o->ep, o->token, b, len) != OC_OK)
         oc_debug(OC_COMP_AGENT, "router %u: a bundle to a rank failed",
                  r->p.index);
@@ -181,15 +187,25 @@ static int forward_whole(oc_router_t *r, oc_eng_rx_t *e, out_t *o)
     oc_wire_hdr_t h = e->hdr;
     oc_eng_buf_t *b;
 
-    if (held(o))
+    if (held(r, o))
         return RX_HOLD;
     if (o->eo.buf != NULL) {
         oc__eng_flush(r->eng, &o->eo, OC_ENG_FLUSH_EXPLICIT);
-        if (held(o))
+        if (held(r, o))
             return RX_HOLD;
     }
-    if ((b = oc__eng_buf_get(r->eng)) == NULL)
+    if (o->shm != NULL) {
+        /* a rank on shared memory: copied once, straight into its ring's
+         * next slot (held() found room; the outlet holds no slot now) */
+        uint8_t *slot = oc__spsc_reserve(o->eo.ring);
+        if (slot == NULL || e->len > o->eo.ring->slot_size)
+            return RX_HOLD;
+        b = o->eo.ring_buf;
+        b->data = slot;
+        b->ring = 1;
+    } else if ((b = oc__eng_buf_get(r->eng)) == NULL) {
         return RX_NOBUF;
+    }
     memcpy(b->data, e->data, e->len);
     h.src_hop = r->p.node;
     h.seq = o->eo.seq++;
@@ -229,7 +245,7 @@ route_msg(oc_router_t *r, rjob_t *j, uint32_t dst, uint32_t src,
         eo->count++;
         return RX_DONE;
     }
-    if (unlikely(held(o)))
+    if (unlikely(held(r, o)))
         return RX_HOLD;
     if (oc__eng_put(r->eng, eo, dst, src, payload, len) != OC_OK)
         return RX_NOBUF;
@@ -240,14 +256,18 @@ route_msg(oc_router_t *r, rjob_t *j, uint32_t dst, uint32_t src,
  * fixed-size buffer of this source and its destination — a load of the
  * next hop, one 64-bit compare of (source, destination), one copy.  Stops
  * at the first item that needs more (route_msg) and returns where. */
-static const uint8_t *route_col8(out_t *const *hop, uint32_t src,
-                                 const uint8_t *dc, const uint8_t *dend,
-                                 const uint8_t **pp)
+static const uint8_t *route_col8(out_t *const *hop, uint32_t nranks,
+                                 uint32_t src, const uint8_t *dc,
+                                 const uint8_t *dend, const uint8_t **pp)
 {
     const uint64_t skey = oc__eng_fkey(src, 0);
     const uint8_t *p = *pp;
     for (; dc < dend; dc += 4, p += 8) {
         const uint32_t dst = oc__wire_ld32(dc);
+        /* checked as read: a stream in shared memory is read in place,
+         * and its rank may rewrite it after validation */
+        if (unlikely(dst >= nranks))
+            break;
         oc_eng_out_t *eo = &hop[dst]->eo; /* never NULL: rjob_t.none */
         uint8_t *wp = eo->wp;
         if (unlikely(eo->fkey8 != (skey | oc__eng_fkey(0, dst)) ||
@@ -263,12 +283,15 @@ static const uint8_t *route_col8(out_t *const *hop, uint32_t src,
 /* The same for items of another length that is a multiple of 8 (the copy
  * a constant size where the compiler can make it one: 16 bytes). */
 static inline __attribute__((always_inline)) const uint8_t *
-route_col_n(out_t *const *hop, uint32_t src, const uint8_t *dc,
-            const uint8_t *dend, const uint8_t **pp, const uint32_t len)
+route_col_n(out_t *const *hop, uint32_t nranks, uint32_t src,
+            const uint8_t *dc, const uint8_t *dend, const uint8_t **pp,
+            const uint32_t len)
 {
     const uint8_t *p = *pp;
     for (; dc < dend; dc += 4, p += len) {
         const uint32_t dst = oc__wire_ld32(dc);
+        if (unlikely(dst >= nranks)) /* as in route_col8 */
+            break;
         oc_eng_out_t *eo = &hop[dst]->eo; /* never NULL: rjob_t.none */
         uint8_t *wp = eo->wp;
         if (unlikely(eo->item_len != len || eo->fsrc != src ||
@@ -321,16 +344,25 @@ static int route_bundle(oc_router_t *r, rjob_t *j, oc_eng_rx_t *e)
         const size_t stride = oc__wire_pad8(len);
         const uint8_t *dc = it.col, *const dend = it.col + 4 * (size_t)it.left;
         const uint8_t *p = it.p;
+        const uint32_t nranks = j->map->size;
         while (dc < dend) {
             if (len == 8)
-                dc = route_col8(j->hop, src, dc, dend, &p);
+                dc = route_col8(j->hop, nranks, src, dc, dend, &p);
             else if (len == 16)
-                dc = route_col_n(j->hop, src, dc, dend, &p, 16);
+                dc = route_col_n(j->hop, nranks, src, dc, dend, &p, 16);
             else if ((len & 7) == 0)
-                dc = route_col_n(j->hop, src, dc, dend, &p, len);
+                dc = route_col_n(j->hop, nranks, src, dc, dend, &p, len);
             if (dc == dend)
                 break;
-            int res = route_msg(r, j, oc__wire_ld32(dc), src, p, len);
+            const uint32_t dst = oc__wire_ld32(dc);
+            if (unlikely(dst >= nranks)) {
+                /* a destination out of range in a stream read in place
+                 * (shared memory: checked here, as it is read, not by
+                 * validation): the rest of the bundle is rejected */
+                reject(r, j, OC_ERR_WIRE_RANK);
+                break;
+            }
+            int res = route_msg(r, j, dst, src, p, len);
             if (unlikely(res != RX_DONE)) {
                 finished = res;
                 break;
@@ -383,6 +415,8 @@ static void return_credit(oc_router_t *r, sender_t *s)
     j = oc__router_job_find(r, s->job);
     if (j == NULL || s->rank >= j->map->size || (l = j->local[s->rank]) == NULL)
         return;
+    if (l->shm != NULL)
+        return; /* shared memory: the ring is its window, no credits */
     l->credits++;
 }
 
@@ -476,7 +510,28 @@ static int route_one(oc_router_t *r, oc_eng_rx_t *e)
             chk.nranks = j->map->size;
             chk.dst = OC_WIRE_RANK_NONE;
             chk.src = s->is_peer ? OC_WIRE_RANK_NONE : s->rank;
+            /* a stream in shared memory: its destinations are checked as
+             * routed (route_col8), where a rank cannot change them any
+             * more; checking them here too would prove nothing */
+            chk.flags = e->shm != NULL ? OC_WIRE_CHECK_DST_AT_USE : 0;
             st = oc__wire_validate(e->data, e->len, &chk, &e->hdr);
+            if (st == OC_OK && e->shm != NULL &&
+                !(e->hdr.flags & OC_WIRE_F_FIXED) && e->self_buf == NULL) {
+                /* rows of headers read in place could change under us (a
+                 * column stream's destinations are re-checked as read,
+                 * route_col8): route a private copy, validated again */
+                oc_eng_buf_t *b;
+                if (e->len > r->eng->p.bundle_size) {
+                    st = OC_ERR_WIRE_LENGTH;
+                } else if ((b = oc__eng_buf_get(r->eng)) == NULL) {
+                    return RX_NOBUF;
+                } else {
+                    memcpy(b->data, e->data, e->len);
+                    e->self_buf = b;
+                    e->data = b->data;
+                    st = oc__wire_validate(e->data, e->len, &chk, &e->hdr);
+                }
+            }
             if (st == OC_OK && s->is_peer &&
                 (e->hdr.flags & OC_WIRE_F_STREAM))
                 st = OC_ERR_WIRE_FLAGS; /* streams come from ranks only */
@@ -511,7 +566,10 @@ static int route_one(oc_router_t *r, oc_eng_rx_t *e)
             return res;
         return_credit(r, s);
     }
-    oc__tr_release(r->w, e->data);
+    if (e->shm != NULL)
+        oc__router_shm_release(r, e);
+    else
+        oc__tr_release(r->w, e->data);
     return RX_DONE;
 }
 

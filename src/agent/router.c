@@ -46,13 +46,21 @@ static void router_sleep(oc_router_t *r, uint64_t idle_us)
     }
     if (!oc__tr_worker_arm(r->w))
         return; /* events pending: progress them first */
-    struct pollfd pfd[2] = {{.fd = oc__tr_worker_efd(r->w), .events = POLLIN},
-                            {.fd = r->wake_fd, .events = POLLIN}};
+    /* ranks on shared memory write rank_wake_fd when they see us asleep */
+    if (!oc__router_shm_sleep_begin(r))
+        return;
+    struct pollfd pfd[3] = {{.fd = oc__tr_worker_efd(r->w), .events = POLLIN},
+                            {.fd = r->wake_fd, .events = POLLIN},
+                            {.fd = r->rank_wake_fd, .events = POLLIN}};
     CNT_ADD(r->c.sleeps, 1);
-    if (poll(pfd, 2, 100) > 0 && (pfd[1].revents & POLLIN)) {
+    if (poll(pfd, 3, 100) > 0) {
         uint64_t v;
-        (void)!read(r->wake_fd, &v, sizeof v);
+        if (pfd[1].revents & POLLIN)
+            (void)!read(r->wake_fd, &v, sizeof v);
+        if (pfd[2].revents & POLLIN)
+            (void)!read(r->rank_wake_fd, &v, sizeof v);
     }
+    oc__router_shm_sleep_end(r);
 }
 
 static void *router_main(void *arg)
@@ -67,6 +75,8 @@ static void *router_main(void *arg)
         if (atomic_load_explicit(&r->cmd_pending, memory_order_acquire))
             oc__router_apply_commands(r);
         events = oc__tr_progress(r->w);
+        if (r->nshm > 0)
+            events += oc__router_shm_poll(r);
         done = oc__router_route_all(r);
         done += (uint32_t)oc__rcoll_progress(r);
         /* Something arrived: flush what timed out.  Nothing arrived:
@@ -106,6 +116,7 @@ oc_status_t oc__router_create(const oc_router_params_t *p, oc_router_t **r_p)
         return OC_ERR_NO_MEMORY;
     r->p = *p;
     r->wake_fd = -1;
+    r->rank_wake_fd = -1;
     pthread_mutex_init(&r->mu, NULL);
     r->cmd_tail = &r->cmd_head;
     r->peers = calloc(p->nnodes, sizeof(*r->peers));
@@ -135,6 +146,7 @@ oc_status_t oc__router_create(const oc_router_params_t *p, oc_router_t **r_p)
     if ((st = oc__eng_ring_init(&r->rx, r->eng, 256)) != OC_OK)
         goto err;
     r->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    r->rank_wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if ((st = oc__tr_context_create_wakeup(&r->tr)) != OC_OK)
         goto err;
     if ((st = oc__tr_worker_create(r->tr, &r->w)) != OC_OK)
@@ -183,7 +195,11 @@ void oc__router_destroy(oc_router_t *r)
             oc__tr_ep_destroy(r->w, r->peers[n].ep);
         }
         while (r->rx.count > 0) {
-            oc__tr_release(r->w, oc__eng_ring_at(&r->rx, 0)->data);
+            oc_eng_rx_t *e = oc__eng_ring_at(&r->rx, 0);
+            if (e->shm != NULL)
+                oc__router_shm_release(r, e);
+            else
+                oc__tr_release(r->w, e->data);
             oc__eng_ring_pop(&r->rx);
         }
     }
@@ -192,6 +208,9 @@ void oc__router_destroy(oc_router_t *r)
     pthread_mutex_destroy(&r->mu);
     if (r->wake_fd >= 0)
         close(r->wake_fd);
+    if (r->rank_wake_fd >= 0)
+        close(r->rank_wake_fd);
+    free(r->shm_ranks);
     free(r->senders);
     free(r->peers);
     oc__eng_ring_fini(&r->rx);

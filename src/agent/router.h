@@ -80,6 +80,10 @@ typedef struct {
                                     its (failing) job: dropped, counted */
     uint64_t coll_cma;           /* rank contributions moved by memory */
     uint64_t coll_cma_fallback;  /* offered by memory, sent back to UCX */
+    uint64_t shm_bundles_in;     /* bundles read from ranks' shared rings */
+    uint64_t shm_bundles_out;    /* bundles written into them */
+    uint64_t shm_full;           /* a rank's ring full: its traffic held */
+    uint64_t shm_wakes;          /* doorbell rings of a waiting rank */
 } oc_router_counters_t;
 
 typedef struct {
@@ -100,6 +104,23 @@ typedef struct {
     uint64_t blocked;            /* next hops toward it blocked now (gauge) */
 } oc_router_peer_counters_t;
 
+/** A rank's shared-memory channel (wire/shmseg.h), held by the control
+ *  thread that made it and the router that serves it; unmapped when the
+ *  last reference goes (rshm.c).  Thread-safe reference counting. */
+typedef struct oc_rshm oc_rshm_t;
+/** Create a segment of two rings of @p nslots slots of @p slot_size
+ *  bytes; *memfd_out is its sealed memfd (the caller passes it to the
+ *  rank, then closes it).  One reference.  OC_ERR_INVALID_PARAM,
+ *  OC_ERR_NO_MEMORY, OC_ERR_NO_RESOURCE (memfd, seals, mmap). */
+oc_status_t oc__rshm_create(uint32_t nslots, uint32_t slot_size,
+                            oc_rshm_t **s_out, int *memfd_out);
+void oc__rshm_get(oc_rshm_t *s);
+/** Drop a reference.  NULL is a no-op. */
+void oc__rshm_put(oc_rshm_t *s);
+/** The eventfd ranks on shared memory write to wake this router when it
+ *  sleeps (its own, not the command one: a rank may read it too). */
+int oc__router_rank_wake_fd(const oc_router_t *r);
+
 oc_status_t oc__router_create(const oc_router_params_t *p, oc_router_t **r_p);
 /** Start the thread.  After this only oc_router_post and the counter
  *  readers may be called from other threads. */
@@ -111,9 +132,11 @@ oc_status_t oc__router_address(oc_router_t *r, const void **addr, size_t *len);
 
 /* Commands, applied by the router thread in the order posted.  Thread-safe.
  * Copies every argument. */
+/** @p shm: the rank's shared-memory channel, served by this router (it
+ *  takes a reference), or NULL (UCX only). */
 oc_status_t oc__router_add_rank(oc_router_t *r, uint64_t token, uint32_t job,
                                uint32_t rank, const void *addr, size_t len,
-                               uint32_t pid);
+                               uint32_t pid, oc_rshm_t *shm);
 oc_status_t oc__router_del_rank(oc_router_t *r, uint32_t job, uint32_t rank);
 /** Publish a job's map (the router takes a reference). */
 oc_status_t oc__router_add_job(oc_router_t *r, oc_job_map_t *map);

@@ -11,6 +11,7 @@
 
 #include "engine/engine.h"
 #include "wire/am.h"
+#include "wire/shmseg.h"
 #include "wire/wire.h"
 
 #include <pthread.h>
@@ -54,7 +55,14 @@ typedef struct out {
     oc_router_job_counters_t *jc;
     peer_t      *peer;     /* the peer node it sends to; NULL: a local rank */
     uint8_t      none;     /* rjob_t.none: no next hop (never opened) */
+    oc_rshm_t   *shm;      /* a local rank on shared memory: its ring */
 } out_t;
+
+struct oc_rshm {
+    oc_shmseg_t      seg;
+    _Atomic uint32_t refs;
+    int              broken_said;
+};
 
 typedef struct {
     oc_tr_ep_t *ep;
@@ -66,6 +74,8 @@ typedef struct {
                               connection; 0: unknown, never by memory */
     int         pidfd;     /* pidfd_open(pid) at admission; -1: none */
     int         cma;       /* 0 untried, 1 works, -1 refused */
+    oc_rshm_t  *shm;       /* its shared-memory channel; NULL: UCX */
+    oc_eng_buf_t ring_buf; /* out's slot in shm's "down" ring */
 } lrank_t;
 
 typedef struct {
@@ -96,6 +106,7 @@ typedef struct cmd {
     uint32_t      job, rank, node, pid;
     uint64_t      token, token2;
     oc_job_map_t *map;
+    oc_rshm_t    *shm;      /* CMD_ADD_RANK: a reference, or NULL */
     size_t        addr_len;
     struct cmd   *next;
     uint8_t       addr[];
@@ -125,6 +136,9 @@ struct oc_router {
     struct held       *colls_held;  /* descriptors of senders not yet known */
     size_t             cma_budget;  /* bytes rcma.c may still move this
                                        round of the loop */
+    lrank_t          **shm_ranks;   /* local ranks on shared memory */
+    uint32_t           nshm, shm_cap;
+    int                rank_wake_fd; /* eventfd they write (rshm.c) */
     oc_router_counters_t c;
 };
 
@@ -166,6 +180,26 @@ void oc__rcoll_fini(oc_router_t *r);
  *  process @p pid (0: unknown). */
 void oc__rcma_rank_init(oc_router_t *r, lrank_t *l, uint32_t pid);
 void oc__rcma_rank_fini(lrank_t *l);
+/* rshm.c: the shared-memory channel of the ranks this router serves */
+/** Queue what the ranks published onto the receive ring.  Returns how
+ *  many bundles. */
+uint32_t oc__router_shm_poll(oc_router_t *r);
+/** A received bundle is done: its slot goes back (in order). */
+void oc__router_shm_release(oc_router_t *r, oc_eng_rx_t *e);
+/** Make a just-registered rank's outlet write into its ring. */
+oc_status_t oc__router_shm_attach(oc_router_t *r, lrank_t *l, oc_rshm_t *shm);
+void oc__router_shm_detach(oc_router_t *r, lrank_t *l);
+/** Hand bundle @p b (@p len bytes) to a local rank on shared memory: the
+ *  ring's own slot is published, a pool buffer copied into the next
+ *  slot (the caller checked room: oc__router_shm_full). */
+void oc__router_shm_deliver(oc_router_t *r, out_t *o, oc_eng_buf_t *b,
+                            uint32_t len);
+/** No room for another bundle toward @p o's rank (its ring is full). */
+int oc__router_shm_full(oc_router_t *r, out_t *o);
+/** Before sleeping: tell the ranks, then look once more.  Returns 0 when
+ *  something arrived meanwhile (do not sleep). */
+int oc__router_shm_sleep_begin(oc_router_t *r);
+void oc__router_shm_sleep_end(oc_router_t *r);
 
 /* rcmd.c */
 void oc__router_apply_commands(oc_router_t *r);

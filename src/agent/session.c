@@ -14,6 +14,7 @@
 
 #include <poll.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -55,6 +56,7 @@ static void rank_hello(agent_t *a, oc_aconn_t *c, const oc_ctl_msg_t *m)
     }
     c->job = m->u.hello.job;
     c->rank = m->u.hello.rank;
+    c->want_shm = (m->u.hello.flags & OC_CTL_HELLO_F_SHM) != 0;
     c->size = m->u.hello.size;
     memcpy(c->cnonce, m->u.hello.nonce, sizeof(c->cnonce));
     c->addr = malloc(m->u.hello.addr.len);
@@ -70,6 +72,46 @@ static void rank_hello(agent_t *a, oc_aconn_t *c, const oc_ctl_msg_t *m)
     memcpy(r.u.challenge.nonce, c->snonce, sizeof(c->snonce));
     oc__ag_send(c, &r);
     c->kind = C_RANK_AUTH;
+}
+
+/* A rank on this host that asked for shared memory gets its segment and
+ * its router's wake-up eventfd with WELCOME (SCM_RIGHTS): only after it
+ * proved the job key, and only over a Unix socket (the same host).
+ * Returns 1 when WELCOME went out with them, 0 when it is to go without
+ * (the rank then uses UCX). */
+static int welcome_shm(agent_t *a, oc_aconn_t *c, const oc_ctl_msg_t *w,
+                       uint32_t thread)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    int fds[2], memfd;
+    oc_status_t st;
+
+    if (!c->want_shm || a->cfg.shm_slots == 0 ||
+        getsockname(oc__ctl_conn_fd(c->cc), (struct sockaddr *)&ss, &sl) != 0 ||
+        ss.ss_family != AF_UNIX)
+        return 0;
+    st = oc__rshm_create((uint32_t)a->cfg.shm_slots,
+                         (uint32_t)(a->cfg.bundle_size & ~(uint64_t)7),
+                         &c->shm, &memfd);
+    if (st != OC_OK) {
+        oc_warn(OC_COMP_AGENT, "job %u rank %u: no shared-memory channel "
+                "(%s%s): UCX", c->job, c->rank, oc_status_string(st),
+                st == OC_ERR_INVALID_PARAM
+                    ? ": OC_AGENT_SHM_SLOTS must be a power of two" : "");
+        c->shm = NULL;
+        return 0;
+    }
+    fds[0] = memfd;
+    fds[1] = oc__router_rank_wake_fd(a->routers[thread]);
+    st = oc__ctl_conn_send_fds(c->cc, w, fds, 2);
+    close(memfd);
+    if (st != OC_OK) {
+        oc__rshm_put(c->shm);
+        c->shm = NULL;
+        return 0;
+    }
+    return 1;
 }
 
 static void rank_auth(agent_t *a, oc_aconn_t *c, const oc_ctl_msg_t *m)
@@ -125,9 +167,11 @@ static void rank_auth(agent_t *a, oc_aconn_t *c, const oc_ctl_msg_t *m)
     r.u.welcome.thread = thread;
     r.u.welcome.addr.data = raddr;
     r.u.welcome.addr.len = (uint32_t)raddr_len;
-    oc__ag_send(c, &r);
-    oc_info(OC_COMP_AGENT, "job %u rank %u/%u joined (router %u)", c->job,
-            c->rank, c->size, thread);
+    if (!welcome_shm(a, c, &r, thread))
+        oc__ag_send(c, &r);
+    oc_info(OC_COMP_AGENT, "job %u rank %u/%u joined (router %u, %s)", c->job,
+            c->rank, c->size, thread,
+            c->shm != NULL ? "shared memory" : "UCX");
     oc__ag_job_tell_peer(a, j, NULL);
     oc__ag_job_check_ready(a, j);
 }
@@ -483,6 +527,7 @@ void oc__ag_conn_drop(agent_t *a, oc_aconn_t *c)
     else if (c->kind == C_PEER)
         peer_gone(a, c);
     oc__ctl_conn_destroy(c->cc);
+    oc__rshm_put(c->shm); /* the router keeps its own reference */
     free(c->addr);
     free(c);
 }

@@ -39,6 +39,12 @@ struct oc_ctl_conn {
     size_t      out_cap, out_head, out_len;
     size_t      max_frame; /* oc__ctl_conn_set_max_frame() */
     char        name[OC_CTL_ADDR_STRLEN];
+    /* descriptors (SCM_RIGHTS, Unix sockets only): to send with the
+     * first byte of the frame at out + sfd_at; received, in order */
+    int         sfds[OC_CTL_MAX_FDS], nsfds;
+    size_t      sfd_at;
+    bool        accept_fds;
+    int         rfds[OC_CTL_MAX_FDS], nrfds;
 };
 
 oc_status_t oc__ctl_conn_create(int fd, const char *name, oc_ctl_conn_t **conn_p)
@@ -105,9 +111,59 @@ void oc__ctl_conn_destroy(oc_ctl_conn_t *c)
         return;
     if (c->fd >= 0)
         close(c->fd);
+    for (int i = 0; i < c->nsfds; i++)
+        close(c->sfds[i]);
+    for (int i = 0; i < c->nrfds; i++)
+        close(c->rfds[i]);
     free(c->in);
     free(c->out);
     free(c);
+}
+
+void oc__ctl_conn_accept_fds(oc_ctl_conn_t *c)
+{
+    c->accept_fds = c->is_socket;
+}
+
+int oc__ctl_conn_take_fd(oc_ctl_conn_t *c)
+{
+    int fd;
+    if (c->nrfds == 0)
+        return -1;
+    fd = c->rfds[0];
+    memmove(c->rfds, c->rfds + 1, sizeof(int) * (size_t)--c->nrfds);
+    return fd;
+}
+
+/* read() that keeps the descriptors a peer passed (accept_fds). */
+static ssize_t read_fds(oc_ctl_conn_t *c, void *buf, size_t len)
+{
+    union {
+        struct cmsghdr h;
+        char b[CMSG_SPACE(sizeof(int) * OC_CTL_MAX_FDS)];
+    } u;
+    struct iovec iov = {buf, len};
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1,
+                        .msg_control = u.b, .msg_controllen = sizeof(u.b)};
+    ssize_t n = recvmsg(c->fd, &mh, MSG_CMSG_CLOEXEC);
+
+    if (n < 0)
+        return n;
+    for (struct cmsghdr *h = CMSG_FIRSTHDR(&mh); h != NULL;
+         h = CMSG_NXTHDR(&mh, h)) {
+        if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
+            continue;
+        size_t k = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < k; i++) {
+            int fd;
+            memcpy(&fd, CMSG_DATA(h) + i * sizeof(int), sizeof(int));
+            if (c->nrfds < OC_CTL_MAX_FDS)
+                c->rfds[c->nrfds++] = fd;
+            else
+                close(fd); /* more than anyone sends: not ours to keep */
+        }
+    }
+    return n;
 }
 
 int oc__ctl_conn_fd(const oc_ctl_conn_t *c)
@@ -229,7 +285,9 @@ oc_status_t oc__ctl_conn_read(oc_ctl_conn_t *c, oc_ctl_msg_t *msg)
         n = c->reader != NULL
                 ? c->reader(c->reader_arg, c->in + c->in_len,
                             c->in_cap - c->in_len)
-                : read(c->fd, c->in + c->in_len, c->in_cap - c->in_len);
+                : c->accept_fds
+                      ? read_fds(c, c->in + c->in_len, c->in_cap - c->in_len)
+                      : read(c->fd, c->in + c->in_len, c->in_cap - c->in_len);
         if (n > 0) {
             c->in_len += (size_t)n;
             continue;
@@ -262,6 +320,7 @@ oc_status_t oc__ctl_conn_send(oc_ctl_conn_t *c, const oc_ctl_msg_t *msg)
     if (c->out_cap - c->out_len < len) {
         if (c->out_head > 0) {
             memmove(c->out, c->out + c->out_head, queued);
+            c->sfd_at -= c->nsfds > 0 ? c->out_head : 0;
             c->out_head = 0;
             c->out_len = queued;
         }
@@ -285,6 +344,62 @@ oc_status_t oc__ctl_conn_send(oc_ctl_conn_t *c, const oc_ctl_msg_t *msg)
     return OC_OK;
 }
 
+oc_status_t oc__ctl_conn_send_fds(oc_ctl_conn_t *c, const oc_ctl_msg_t *msg,
+                                  const int *fds, int nfds)
+{
+    size_t at;
+    oc_status_t st;
+    int i;
+
+    if (c == NULL || fds == NULL || nfds <= 0 || nfds > OC_CTL_MAX_FDS ||
+        !c->is_socket || c->nsfds > 0)
+        return OC_ERR_INVALID_PARAM;
+    at = c->out_len;
+    if ((st = oc__ctl_conn_send(c, msg)) != OC_OK)
+        return st;
+    for (i = 0; i < nfds; i++)
+        if ((c->sfds[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 0)) < 0)
+            break;
+    if (i < nfds) {
+        while (i-- > 0)
+            close(c->sfds[i]);
+        c->out_len = at; /* take the frame back */
+        return OC_ERR_NO_RESOURCE;
+    }
+    c->nsfds = nfds;
+    c->sfd_at = at;
+    return OC_OK;
+}
+
+/* Send the frame's first bytes with the descriptors attached. */
+static ssize_t send_fds(oc_ctl_conn_t *c, size_t left)
+{
+    union {
+        struct cmsghdr h;
+        char b[CMSG_SPACE(sizeof(int) * OC_CTL_MAX_FDS)];
+    } u;
+    struct iovec iov = {c->out + c->out_head, left};
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1,
+                        .msg_control = u.b,
+                        .msg_controllen = CMSG_SPACE(sizeof(int) *
+                                                     (size_t)c->nsfds)};
+    struct cmsghdr *h = CMSG_FIRSTHDR(&mh);
+    ssize_t n;
+
+    memset(u.b, 0, sizeof(u.b));
+    h->cmsg_level = SOL_SOCKET;
+    h->cmsg_type = SCM_RIGHTS;
+    h->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)c->nsfds);
+    memcpy(CMSG_DATA(h), c->sfds, sizeof(int) * (size_t)c->nsfds);
+    n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) { /* the kernel holds its own references now */
+        for (int i = 0; i < c->nsfds; i++)
+            close(c->sfds[i]);
+        c->nsfds = 0;
+    }
+    return n;
+}
+
 oc_status_t oc__ctl_conn_flush(oc_ctl_conn_t *c)
 {
     if (c == NULL)
@@ -293,9 +408,15 @@ oc_status_t oc__ctl_conn_flush(oc_ctl_conn_t *c)
         return c->wstatus;
     while (c->out_head < c->out_len) {
         size_t left = c->out_len - c->out_head;
-        ssize_t n = c->is_socket ? send(c->fd, c->out + c->out_head, left,
-                                        MSG_NOSIGNAL | MSG_DONTWAIT)
-                                 : write(c->fd, c->out + c->out_head, left);
+        ssize_t n;
+        if (c->nsfds > 0 && c->out_head < c->sfd_at)
+            left = c->sfd_at - c->out_head; /* up to the frame with fds */
+        if (c->nsfds > 0 && c->out_head == c->sfd_at)
+            n = send_fds(c, left);
+        else
+            n = c->is_socket ? send(c->fd, c->out + c->out_head, left,
+                                    MSG_NOSIGNAL | MSG_DONTWAIT)
+                             : write(c->fd, c->out + c->out_head, left);
         if (n >= 0) {
             c->out_head += (size_t)n;
             continue;

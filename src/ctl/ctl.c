@@ -51,7 +51,8 @@ typedef struct {
 static const field_t f_hello[] = {
     ANY32(hello.job), U32(hello.rank, 0, OC_CTL_MAX_RANKS - 1),
     U32(hello.size, 1, OC_CTL_MAX_RANKS), U32(hello.pid, 1, INT32_MAX),
-    RAW(hello.nonce), ADDR(hello.addr)};
+    U32(hello.flags, 0, OC_CTL_HELLO_F_ALL), RAW(hello.nonce),
+    ADDR(hello.addr)};
 static const field_t f_challenge[] = {RAW(challenge.nonce)};
 static const field_t f_auth[] = {RAW(auth.mac)};
 static const field_t f_welcome[] = {

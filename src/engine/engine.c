@@ -113,6 +113,8 @@ oc_eng_buf_t *oc__eng_buf_get(oc_eng_t *e)
 
 void oc__eng_buf_put(oc_eng_t *e, oc_eng_buf_t *b)
 {
+    if (unlikely(b->ring))
+        return; /* a ring slot: its owner publishes it, never pools it */
     b->out = NULL;
     if (b->reserve) {
         b->next = e->reserve_bufs;
@@ -145,9 +147,30 @@ static int dirty_add(oc_eng_t *e, oc_eng_out_t *o)
 oc_status_t oc__eng_open(oc_eng_t *e, oc_eng_out_t *o, uint32_t dst,
                         uint32_t src, size_t len)
 {
-    oc_eng_buf_t *b = oc__eng_buf_get(e);
-    if (b == NULL)
+    size_t size = e->p.bundle_size;
+    oc_eng_buf_t *b;
+
+    uint8_t *slot = NULL;
+
+    if (o->ring != NULL) {
+        /* the next slot of the ring, written in place; a full ring is
+         * back-pressure, except for a handler's reply, which takes a
+         * buffer (the reserve) as everywhere else so that replies never
+         * deadlock, and the owner queues it (ring_skip until it is in) */
+        if (!o->ring_skip)
+            slot = oc__spsc_reserve(o->ring);
+        if (slot == NULL && !(e->p.reserve && e->in_handler) && !o->ring_skip)
+            return OC_ERR_NO_RESOURCE;
+        if (o->ring->slot_size < size)
+            size = o->ring->slot_size & ~(size_t)7;
+    }
+    if (slot != NULL) {
+        b = o->ring_buf;
+        b->data = slot;
+        b->ring = 1;
+    } else if ((b = oc__eng_buf_get(e)) == NULL) {
         return OC_ERR_NO_RESOURCE;
+    }
     if (!o->listed && !dirty_add(e, o)) {
         oc__eng_buf_put(e, b);
         return OC_ERR_NO_RESOURCE;
@@ -158,7 +181,7 @@ oc_status_t oc__eng_open(oc_eng_t *e, oc_eng_out_t *o, uint32_t dst,
     if (o->column && len > 0) {
         /* destinations first, items after the room the most would take */
         const size_t stride = oc__wire_pad8(len);
-        const uint32_t cap = oc__wire_col_cap(e->p.bundle_size, stride);
+        const uint32_t cap = oc__wire_col_cap(size, stride);
         o->dcol = b->data + OC_WIRE_HDR_LEN;
         o->wp = o->dcol + oc__wire_col_dst_bytes(cap);
         o->end = o->wp + (size_t)cap * stride;
@@ -170,7 +193,7 @@ oc_status_t oc__eng_open(oc_eng_t *e, oc_eng_out_t *o, uint32_t dst,
     }
     o->dcol = NULL;
     o->wp = b->data + OC_WIRE_HDR_LEN;
-    o->end = b->data + e->p.bundle_size;
+    o->end = b->data + size;
     /* Fixed mode (no per-message header) until a message of another
      * length, source or destination arrives; zero-length messages need
      * headers to be counted. */
@@ -241,6 +264,7 @@ oc_status_t oc__eng_put(oc_eng_t *e, oc_eng_out_t *o, uint32_t dst,
     for (int attempt = 0; attempt < 2; attempt++) {
         if (o->buf == NULL && (st = oc__eng_open(e, o, dst, src, len)) != OC_OK)
             return st;
+        const size_t size = (size_t)(o->end - o->buf->data); /* non-column */
         if (o->item_len == len && o->fsrc == src && o->fdst == dst) {
             if (o->wp + o->stride <= o->end) {
                 o->wp = oc__wire_put_item(o->wp, buf, len);
@@ -254,12 +278,12 @@ oc_status_t oc__eng_put(oc_eng_t *e, oc_eng_out_t *o, uint32_t dst,
              * streams of a few ranks keeps its bundles fixed-size (cheap
              * to deliver), one sorting many ranks goes mixed. */
             if (o->item_len == len && attempt == 0 &&
-                (size_t)(o->wp - o->buf->data) * 4 >= e->p.bundle_size)
+                (size_t)(o->wp - o->buf->data) * 4 >= size)
                 goto full;
             if (o->item_len != OC_ENG_NO_ITEM) {
                 size_t mixed = (size_t)oc__eng_out_count(o) *
                                (o->stride + OC_WIRE_MSG_HDR_LEN);
-                if (OC_WIRE_HDR_LEN + mixed + need <= e->p.bundle_size)
+                if (OC_WIRE_HDR_LEN + mixed + need <= size)
                     to_mixed(o);
             }
             if (o->item_len == OC_ENG_NO_ITEM && o->wp + need <= o->end) {

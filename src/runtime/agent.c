@@ -13,14 +13,28 @@
  * bundle waits in a queue, holding its pool buffer, so a slow agent or
  * receiver turns into OC_ERR_NO_RESOURCE at oc_send — back-pressure, never
  * loss, never unbounded agent memory.  One thread per context.
+ *
+ * Channel (OC_AGENT_CHANNEL).  shm, where the agent listens on a Unix
+ * socket: the agent hands the authenticated rank a shared-memory segment
+ * (wire/shmseg.h) with WELCOME; bundles to the agent are written into its
+ * "up" ring and the agent's deliveries read from its "down" ring in
+ * place, with no UCX call and no copy on that hop (stream mode writes
+ * every message straight into the ring's slot; per-dest mode copies each
+ * finished bundle into a slot).  The window is the ring: full is
+ * back-pressure (no credits), and a rank with nothing else to do sleeps
+ * on the segment's doorbell (a futex the agent rings when it frees a slot
+ * or delivers) after a few empty polls, instead of yielding.  ucx, or an
+ * agent on another host: bundles over UCX under the credit window.
  */
 #include "runtime.h"
 
 #include "ctl/ctl.h"
 #include "ctl/derive.h"
 #include "util/log.h"
+#include "wire/shmseg.h"
 
 #include <stdio.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -43,6 +57,14 @@ struct oc__agent {
     /* termination waves, run by the agents */
     int            q_sent;     /* COUNTS sent for q.round */
     int            q_done;     /* QUIESCE_DONE for q.epoch arrived */
+    /* the shared-memory channel (shm != 0) */
+    int            shm;
+    oc_shmseg_t    seg;
+    int            wake_fd;    /* the agent's router: wake it if it sleeps */
+    oc_eng_buf_t   ring_buf;   /* the stream outlet's slot */
+    uint64_t       waits;      /* back-pressured turns that waited */
+    uint64_t       slept;      /* ... of them asleep on the doorbell */
+    uint64_t       kicks;      /* wake-ups written to a sleeping agent */
 };
 
 static void agent_fini(oc_context_t *ctx);
@@ -93,13 +115,68 @@ static oc_status_t agent_send(oc_context_t *ctx, oc_eng_buf_t *b, uint32_t len)
     return st;
 }
 
+/* The agent's router sleeps (idle): what we just published wakes it.
+ * The fence orders our publish before the read of its flag (it sets the
+ * flag, then looks at the ring: one of us sees the other). */
+static void shm_kick(struct oc__agent *a)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&a->seg.hdr->agent_sleeping,
+                             memory_order_relaxed)) {
+        uint64_t one = 1;
+        a->kicks++;
+        (void)!write(a->wake_fd, &one, sizeof one);
+    }
+}
+
+/* Bundles that waited for room go into the ring, in order. */
+static void shm_drain(oc_context_t *ctx)
+{
+    struct oc__agent *a = ctx->agent;
+    uint8_t *slot;
+    int moved = 0;
+
+    while (a->wait_head != NULL && (slot = oc__spsc_reserve(&a->seg.up))) {
+        oc_eng_buf_t *b = a->wait_head;
+        a->wait_head = b->next;
+        if (a->wait_head == NULL)
+            a->wait_tail = &a->wait_head;
+        a->waiting--;
+        memcpy(slot, b->data, b->len);
+        oc__spsc_publish(&a->seg.up, b->len);
+        oc__eng_buf_put(ctx->eng, b);
+        moved = 1;
+    }
+    if (a->wait_head == NULL && ctx->stream != NULL)
+        ctx->stream->ring_skip = 0; /* in order again: write in place */
+    if (moved)
+        shm_kick(a);
+}
+
 static oc_status_t agent_submit(oc_context_t *ctx, oc_eng_out_t *o,
                                 oc_eng_buf_t *b, uint32_t len)
 {
     struct oc__agent *a = ctx->agent;
 
-    (void)o;
     b->len = len;
+    if (a->shm) {
+        if (b->ring) { /* the stream outlet's slot: written in place */
+            oc__spsc_publish(&a->seg.up, len);
+            shm_kick(a);
+            return OC_OK;
+        }
+        /* a pool buffer (per-dest mode, or a handler's reply that found
+         * the ring full): copied into a slot, in order */
+        if (o == ctx->stream)
+            o->ring_skip = 1;
+        b->next = NULL;
+        *a->wait_tail = b;
+        a->wait_tail = &b->next;
+        a->waiting++;
+        shm_drain(ctx);
+        return OC_OK;
+    }
+    (void)o;
     if (a->credits == 0 || a->wait_head != NULL) { /* keep the order */
         b->next = NULL;
         *a->wait_tail = b;
@@ -132,6 +209,21 @@ static void agent_progress(oc_context_t *ctx)
      * sends; a recv per 16 polls costs nothing next to their work. */
     if ((++a->polls & 15) == 0 && !ctx->q.active)
         ctl_poll(ctx);
+    if (a->shm) {
+        uint8_t *slot;
+        uint32_t len;
+        if (a->wait_head != NULL)
+            shm_drain(ctx);
+        while ((slot = oc__spsc_peek(&a->seg.down, &len)) != NULL)
+            oc__rx_push_shm(ctx, slot, len, &a->seg.down);
+        if (a->seg.down.broken && ctx->failed == OC_OK) {
+            oc_error(OC_COMP_RUNTIME, "rank %u: the agent's delivery ring "
+                     "is corrupt", ctx->rank);
+            ctx->failed = OC_ERR_PEER_FAILED;
+        }
+        oc__agent_watch(ctx);
+        return;
+    }
 
     while (a->wait_head != NULL && a->credits > 0) {
         oc_eng_buf_t *b = a->wait_head;
@@ -234,6 +326,87 @@ static oc_status_t expect(oc_context_t *ctx, const oc_ctl_msg_t *req,
     return OC_OK;
 }
 
+static int want_shm(const oc_context_t *ctx)
+{
+    return ctx->cfg.agent_channel == 0 &&
+           strncmp(ctx->cfg.agent, "unix:", 5) == 0;
+}
+
+/* WELCOME brought the segment's memfd and the router's wake-up eventfd
+ * (or nothing: an agent that offers no shared memory; UCX then). */
+static oc_status_t shm_attach(oc_context_t *ctx)
+{
+    struct oc__agent *a = ctx->agent;
+    int mfd = oc__ctl_conn_take_fd(a->cc), efd = oc__ctl_conn_take_fd(a->cc);
+    oc_status_t st;
+
+    if (mfd < 0 || efd < 0) {
+        if (mfd >= 0)
+            close(mfd);
+        return OC_OK;
+    }
+    st = oc__shmseg_map(mfd, &a->seg);
+    close(mfd);
+    if (st != OC_OK) {
+        close(efd);
+        oc_error(OC_COMP_RUNTIME, "rank %u: cannot map the agent's "
+                 "shared-memory channel: %s", ctx->rank, oc_status_string(st));
+        return OC_ERR_PEER_FAILED;
+    }
+    a->wake_fd = efd;
+    a->ring_buf.ring = 1;
+    a->shm = 1;
+    return OC_OK;
+}
+
+void oc__agent_shm_release(oc_context_t *ctx)
+{
+    struct oc__agent *a = ctx->agent;
+    if (a == NULL || !a->shm)
+        return; /* gone: the segment went with it */
+    oc__spsc_release(&a->seg.down);
+}
+
+void oc__agent_stream_setup(oc_context_t *ctx, oc_eng_out_t *o)
+{
+    struct oc__agent *a = ctx->agent;
+    if (a == NULL || !a->shm)
+        return;
+    o->ring = &a->seg.up;
+    o->ring_buf = &a->ring_buf;
+}
+
+uint32_t oc__agent_max_bundle(const oc_context_t *ctx)
+{
+    const struct oc__agent *a = ctx->agent;
+    return a != NULL && a->shm ? a->seg.up.slot_size : 0;
+}
+
+/* Back-pressured with nothing to do: sleep on the doorbell until the
+ * agent frees a slot or delivers (at most 1 ms: the control channel and
+ * the watchdog still get their turn). */
+static void agent_wait(oc_context_t *ctx)
+{
+    struct oc__agent *a = ctx->agent;
+    oc_bell_t *bell;
+    uint32_t seen;
+
+    if (!a->shm) {
+        sched_yield();
+        return;
+    }
+    bell = &a->seg.hdr->rank_bell;
+    a->waits++;
+    shm_kick(a);
+    seen = oc__bell_prepare(bell);
+    if (oc__spsc_in_use(&a->seg.up) < a->seg.up.nslots ||
+        oc__spsc_ready(&a->seg.down)) {
+        oc__bell_cancel(bell);
+        return;
+    }
+    a->slept += (uint64_t)oc__bell_wait(bell, seen, 1000);
+}
+
 oc_status_t oc__agent_init(oc_context_t *ctx, int required)
 {
     struct oc__agent *a;
@@ -269,6 +442,7 @@ oc_status_t oc__agent_init(oc_context_t *ctx, int required)
         goto out_key;
     }
     a->wait_tail = &a->wait_head;
+    a->wake_fd = -1;
     oc__eng_out_init(&a->link);
     ctx->agent = a;
     st = oc__ctl_conn_create(fd, ctx->cfg.agent, &a->cc);
@@ -285,6 +459,11 @@ oc_status_t oc__agent_init(oc_context_t *ctx, int required)
     m.u.hello.rank = ctx->rank;
     m.u.hello.size = ctx->size;
     m.u.hello.pid = (uint32_t)getpid();
+    /* the shared-memory channel needs descriptors passed: a Unix socket */
+    if (want_shm(ctx)) {
+        m.u.hello.flags = OC_CTL_HELLO_F_SHM;
+        oc__ctl_conn_accept_fds(a->cc);
+    }
     memcpy(m.u.hello.nonce, cnonce, sizeof(cnonce));
     m.u.hello.addr.data = addr;
     m.u.hello.addr.len = (uint32_t)addr_len;
@@ -300,6 +479,13 @@ oc_status_t oc__agent_init(oc_context_t *ctx, int required)
     a->node = r.u.welcome.node;
     a->thread = r.u.welcome.thread;
     allow_agent_reads(ctx, a);
+    if (want_shm(ctx) && (st = shm_attach(ctx)) != OC_OK)
+        goto err;
+    /* auto: stream where the rank writes straight into shared memory,
+     * per-dest over UCX (each measured the faster there: design.md) */
+    if (ctx->cfg.agent_mode == OC__AGENT_MODE_AUTO)
+        ctx->cfg.agent_mode = a->shm ? OC__AGENT_MODE_STREAM
+                                     : OC__AGENT_MODE_PER_DEST;
     a->token = oc__ctl_rank_token(&key, snonce, cnonce);
     if ((st = oc__tr_ep_create(ctx->worker, r.u.welcome.addr.data, 0,
                               &a->ep)) != OC_OK)
@@ -314,11 +500,16 @@ oc_status_t oc__agent_init(oc_context_t *ctx, int required)
                                 0)) != OC_OK)
         goto err;
     oc_info(OC_COMP_RUNTIME, "rank %u/%u: placement agent (%s, node %u, "
-            "router %u), mode %s (OC_AGENT_MODE)", ctx->rank, ctx->size,
+            "router %u), mode %s (OC_AGENT_MODE), channel %s "
+            "(OC_AGENT_CHANNEL)", ctx->rank, ctx->size,
             ctx->cfg.agent, a->node, a->thread,
             ctx->cfg.agent_mode == OC__AGENT_MODE_STREAM
                 ? "stream: every message in one stream, sorted by the agent"
-                : "per-dest: bundles aggregated per destination here");
+                : "per-dest: bundles aggregated per destination here",
+            a->shm ? "shm: rings in shared memory with the agent"
+                   : want_shm(ctx) ? "ucx (the agent offered no shared memory)"
+                   : ctx->cfg.agent_channel == 1 ? "ucx"
+                   : "ucx (the agent is not on a Unix socket)");
     oc__ctl_key_clear(&key);
     return OC_OK;
 
@@ -336,6 +527,24 @@ oc_status_t oc__agent_send_raw(oc_context_t *ctx, const void *buf, size_t len,
         return OC_ERR_STATE;
     return oc__tr_send_small(ctx->agent->ep, OC_AM_BUNDLE,
                             token ? token : ctx->agent->token, buf, len);
+}
+
+oc_status_t oc__agent_shm_send_raw(oc_context_t *ctx, const void *buf,
+                                   size_t len)
+{
+    struct oc__agent *a = ctx->agent;
+    uint8_t *slot;
+
+    if (a == NULL || !a->shm || len > a->seg.up.slot_size ||
+        (ctx->stream != NULL && ctx->stream->buf != NULL &&
+         ctx->stream->buf->ring))
+        return OC_ERR_STATE;
+    if ((slot = oc__spsc_reserve(&a->seg.up)) == NULL)
+        return OC_ERR_NO_RESOURCE;
+    memcpy(slot, buf, len);
+    oc__spsc_publish(&a->seg.up, (uint32_t)len);
+    shm_kick(a);
+    return OC_OK;
 }
 
 typedef struct {
@@ -387,7 +596,12 @@ oc_status_t oc__agent_coll_send(oc_context_t *ctx, void *msg, size_t len)
 
 static int agent_pending(const oc_context_t *ctx)
 {
-    return ctx->agent != NULL && ctx->agent->wait_head != NULL;
+    struct oc__agent *a = ctx->agent;
+    if (a == NULL)
+        return 0;
+    /* on shared memory, published and not yet taken by the agent too */
+    return a->wait_head != NULL ||
+           (a->shm && oc__spsc_in_use(&a->seg.up) > 0);
 }
 
 static void agent_fini(oc_context_t *ctx)
@@ -405,6 +619,22 @@ static void agent_fini(oc_context_t *ctx)
         oc__ctl_conn_destroy(a->cc);
     }
     oc__tr_ep_destroy(ctx->worker, a->ep);
+    if (a->shm) {
+        oc_info(OC_COMP_RUNTIME, "rank %u: shm channel: %llu back-pressured "
+                "waits, %llu of them asleep on the doorbell; %llu wake-ups "
+                "of the agent", ctx->rank, (unsigned long long)a->waits,
+                (unsigned long long)a->slept, (unsigned long long)a->kicks);
+        if (ctx->stream != NULL && ctx->stream->ring == &a->seg.up) {
+            /* an open slot goes with the segment (finalize flushed what
+             * counts; a failed context's leftovers go nowhere anyway) */
+            oc_eng_out_t *o = ctx->stream;
+            o->buf = NULL;
+            o->wp = o->end = o->dcol = NULL;
+            o->item_len = OC_ENG_NO_ITEM;
+            o->count = 0;
+            o->ring = NULL;
+        }
+    }
     if (ctx->eng != NULL) {
         /* what waited for credit goes back; sends the worker still holds
          * must not find the link once it is freed */
@@ -415,6 +645,12 @@ static void agent_fini(oc_context_t *ctx)
         }
         oc__eng_out_retire(ctx->eng, &a->link);
     }
+    if (a->shm) {
+        oc__shmseg_unmap(&a->seg);
+        a->shm = 0;
+    }
+    if (a->wake_fd >= 0)
+        close(a->wake_fd);
     free(a);
     ctx->agent = NULL;
 }
@@ -470,6 +706,7 @@ const oc__placement_t oc__placement_agent = {
     .name = "agent",
     .submit = agent_submit,
     .progress = agent_progress,
+    .wait = agent_wait,
     .pending = agent_pending,
     .quiesce_step = agent_quiesce_step,
     .finalize = agent_finalize,

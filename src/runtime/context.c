@@ -13,7 +13,9 @@
 #include <string.h>
 
 static const char *const placement_values[] = {"inline", "agent", "auto", NULL};
-static const char *const agent_mode_values[] = {"per-dest", "stream", NULL};
+static const char *const agent_mode_values[] = {"per-dest", "stream", "auto",
+                                                NULL};
+static const char *const agent_channel_values[] = {"shm", "ucx", NULL};
 
 const oc_cfg_field_t oc__runtime_config_table[] = {
     {"PLACEMENT", OC_CFG_ENUM, "auto",
@@ -57,21 +59,31 @@ const oc_cfg_field_t oc__runtime_config_table[] = {
      "Bundles a rank may have at its agent not yet routed. Bounds the "
      "agent's memory per rank and carries back-pressure to oc_send.",
      offsetof(oc__config_t, agent_credits), 1, 65536, NULL},
-    {"AGENT_MODE", OC_CFG_ENUM, "per-dest",
+    {"AGENT_MODE", OC_CFG_ENUM, "auto",
      "How a rank hands its messages to the agent (placement agent). "
      "'per-dest': the rank aggregates per destination as inline does and "
      "the agent forwards whole bundles. 'stream': every message, whatever "
      "its destination, is appended to one buffer toward the agent, which "
      "sorts them per next hop and per local rank (the routing work leaves "
-     "the rank: a burst is two copies, 8 instructions a message in the "
-     "library against inline's 25, not counting UCX's copy; "
-     "bench/rank-cpu.py). per-dest is the default because it measured "
-     "faster with 2 ranks per node, where the agent's sorting (31 "
-     "instructions a message against 6 for forwarding whole bundles) is "
-     "what limits: histogram 20M/rank, ranks on core 0, agent on core 1, "
-     "3 interleaved runs, 135-159 M updates/s against 62-171 for stream "
-     "(docs/design.md). OC_LOG=runtime:info says which mode is in use.",
+     "the rank: on the shared-memory channel a burst is two copies into the "
+     "ring's slot, 6 instructions a message in the library against "
+     "inline's 30, histogram; bench/rank-cpu.py). 'auto' (the default): "
+     "stream on the shared-memory channel, per-dest over UCX, as measured "
+     "(histogram 40M/rank, ranks on core 0, agent on core 1, interleaved: "
+     "stream on shm 109-282 M updates/s, per-dest on shm 85-247, inline "
+     "141-263; over UCX per-dest was the faster; docs/design.md). "
+     "OC_LOG=runtime:info says which mode is in use.",
      offsetof(oc__config_t, agent_mode), 0, 0, agent_mode_values},
+    {"AGENT_CHANNEL", OC_CFG_ENUM, "shm",
+     "How bundles cross between a rank and its agent (placement agent). "
+     "'shm': where the agent listens on a Unix socket (the same host), it "
+     "hands the authenticated rank a shared-memory segment and bundles "
+     "are written into and read from rings in it in place: no UCX call "
+     "and no copy on that hop, back-pressure when a ring is full (the "
+     "rank sleeps on a futex the agent rings). 'ucx': over UCX with a "
+     "credit window (OC_AGENT_CREDITS), as for an agent on another host, "
+     "which always uses UCX. OC_LOG=runtime:info says which is in use.",
+     offsetof(oc__config_t, agent_channel), 0, 0, agent_channel_values},
     {"JOB", OC_CFG_UINT, "0",
      "Job id stamped on every bundle; bundles of another job are rejected. "
      "Launchers that share agents between jobs set it.",
@@ -126,6 +138,19 @@ static oc_status_t engine_create(oc_context_t *ctx)
 
     memset(&p, 0, sizeof(p));
     p.bundle_size = ctx->cfg.bundle_size & ~(uint64_t)7;
+    /* a bundle must fit a slot of the shared-memory channel */
+    if (oc__agent_max_bundle(ctx) != 0 &&
+        p.bundle_size > oc__agent_max_bundle(ctx)) {
+        p.bundle_size = oc__agent_max_bundle(ctx) & ~(uint64_t)7;
+        ctx->cfg.bundle_size = p.bundle_size;
+        ctx->max_msg = (p.bundle_size - OC_WIRE_HDR_LEN -
+                        OC_WIRE_MSG_HDR_LEN) & ~(size_t)7;
+        if (ctx->max_msg > OC_WIRE_MAX_MSG)
+            ctx->max_msg = OC_WIRE_MAX_MSG;
+        oc_info(OC_COMP_RUNTIME, "rank %u: bundles of %llu bytes at most "
+                "(the agent's shared-memory slots)", ctx->rank,
+                (unsigned long long)p.bundle_size);
+    }
     /* both lanes of a destination draw on its share of the pool; a
      * stream needs room for its whole credit window besides */
     p.nbufs = (uint64_t)ctx->size * ctx->cfg.buffers_per_dest;
@@ -330,6 +355,7 @@ OC_API oc_status_t oc_init(const oc_context_params_t *params,
         o->src = ctx->rank;
         o->job = (uint32_t)ctx->cfg.job;
         ctx->stream = o;
+        oc__agent_stream_setup(ctx, o);
     }
     if ((st = engine_create(ctx)) != OC_OK)
         goto err;

@@ -43,9 +43,14 @@ typedef struct {
     char     require_transport[OC_CFG_STRLEN]; /* OC_REQUIRE_TRANSPORT */
     uint64_t stall_warn_s; /* OC_STALL_WARN_S (stall.c) */
     int      agent_mode;       /* OC_AGENT_MODE: oc__agent_mode_t */
+    int      agent_channel;    /* OC_AGENT_CHANNEL: 0 shm, 1 ucx */
 } oc__config_t;
 
-typedef enum { OC__AGENT_MODE_PER_DEST, OC__AGENT_MODE_STREAM } oc__agent_mode_t;
+typedef enum {
+    OC__AGENT_MODE_PER_DEST,
+    OC__AGENT_MODE_STREAM,
+    OC__AGENT_MODE_AUTO /* stream on shared memory, else per-dest (agent.c) */
+} oc__agent_mode_t;
 
 /* stall.c: what the agent watchdog remembers between polls */
 typedef struct {
@@ -136,6 +141,9 @@ struct oc__placement {
                           uint32_t len);
     /** Once per progress call, after the transport's. */
     void (*progress)(oc_context_t *ctx);
+    /** Back-pressured and nothing moved for a few polls: wait for the
+     *  placement's peer (optional; default sched_yield). */
+    void (*wait)(oc_context_t *ctx);
     /** Bundles held back (waiting for credit), not yet handed over. */
     int (*pending)(const oc_context_t *ctx);
     /** One step of oc_quiesce_test: OC_OK done, OC_INPROGRESS, or error. */
@@ -157,6 +165,10 @@ int oc__progress(oc_context_t *ctx);
  *  given back and the context fails (engine.h's policy). */
 void oc__rx_push(oc_context_t *ctx, uint8_t *data, uint32_t len,
                  oc_eng_buf_t *self_buf);
+/** Queue a bundle lying in a shared ring's slot (@p ring: its owner's
+ *  handle); released back to it in order (oc__agent_shm_release). */
+void oc__rx_push_shm(oc_context_t *ctx, uint8_t *data, uint32_t len,
+                     void *ring);
 void oc__rx_drain_release(oc_context_t *ctx);
 void oc__bundle_recv(void *arg, uint64_t token, void *data, size_t len);
 /** The engine's hand-off (engine.h) of a context. */
@@ -171,9 +183,23 @@ oc_status_t oc__agent_init(oc_context_t *ctx, int required);
 oc_status_t oc__agent_send_raw(oc_context_t *ctx, const void *buf, size_t len,
                                uint64_t token);
 
+/** Tests only: publish raw bytes into the shared-memory ring toward the
+ *  agent.  OC_ERR_STATE (not on shared memory, or the stream outlet holds
+ *  the ring's slot), OC_ERR_NO_RESOURCE (full). */
+oc_status_t oc__agent_shm_send_raw(oc_context_t *ctx, const void *buf,
+                                   size_t len);
+
 /** A collective's descriptor (src/coll/placed.c) to the agent, with this
  *  rank's token.  Takes @p msg (malloc'ed) in every case. */
 oc_status_t oc__agent_coll_send(oc_context_t *ctx, void *msg, size_t len);
+/** The oldest delivery read from the shared-memory channel is done: its
+ *  slot goes back to the agent. */
+void oc__agent_shm_release(oc_context_t *ctx);
+/** Stream mode over the shared-memory channel: make @p o's buffers the
+ *  slots of the ring toward the agent.  No-op on the UCX channel. */
+void oc__agent_stream_setup(oc_context_t *ctx, oc_eng_out_t *o);
+/** The largest bundle the channel to the agent takes (0: no limit). */
+uint32_t oc__agent_max_bundle(const oc_context_t *ctx);
 /** The endpoint to the agent's router (collective payloads). */
 oc_tr_ep_t *oc__agent_ep(oc_context_t *ctx);
 /** The agent's pid as the kernel gave it (Unix control socket), else 0. */

@@ -78,9 +78,24 @@ void oc__bundle_recv(void *arg, uint64_t token, void *data, size_t len)
     oc__rx_push(ctx, data, (uint32_t)(len > UINT32_MAX ? 0 : len), NULL);
 }
 
+void oc__rx_push_shm(oc_context_t *ctx, uint8_t *data, uint32_t len,
+                     void *ring)
+{
+    oc_eng_rx_t *e = oc__eng_ring_push(&ctx->rx);
+    if (unlikely(e == NULL)) { /* engine.h's policy; the slot stays */
+        ctx->failed = OC_ERR_NO_MEMORY;
+        return;
+    }
+    e->data = data;
+    e->len = len;
+    e->shm = ring;
+}
+
 static void rx_release(oc_context_t *ctx, oc_eng_rx_t *e)
 {
-    if (e->self_buf != NULL)
+    if (e->shm != NULL)
+        oc__agent_shm_release(ctx); /* in order, as they were pushed */
+    else if (e->self_buf != NULL)
         oc__eng_buf_put(ctx->eng, e->self_buf);
     else
         oc__tr_release(ctx->worker, e->data);
@@ -374,7 +389,7 @@ static uint32_t deliver_one(oc_context_t *ctx, oc_eng_rx_t *e, int *stalled)
 static int deliver(oc_context_t *ctx)
 {
     const oc_wire_check_t chk = {(uint32_t)ctx->cfg.job, ctx->size, ctx->rank,
-                                 OC_WIRE_RANK_NONE};
+                                 OC_WIRE_RANK_NONE, 0};
     uint64_t budget = ctx->cfg.poll_budget ? ctx->cfg.poll_budget : UINT64_MAX;
     int total = 0;
 
@@ -430,7 +445,10 @@ int oc__progress(oc_context_t *ctx)
         ctx->c.send_no_resource != ctx->last_no_resource) {
         if (++ctx->idle_polls >= OC__YIELD_AFTER) {
             ctx->idle_polls = 0;
-            sched_yield();
+            if (ctx->pl->wait != NULL)
+                ctx->pl->wait(ctx);
+            else
+                sched_yield();
         }
     } else {
         ctx->idle_polls = 0;

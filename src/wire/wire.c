@@ -109,8 +109,9 @@ static oc_status_t check_column(const uint8_t *p, size_t body,
     if (body != dbytes + (size_t)h->count * stride)
         return OC_ERR_WIRE_LENGTH;
     /* the agent's hot check: one compare per destination, no branch */
-    for (uint32_t i = 0; i < h->count; i++)
-        bad |= oc__wire_ld32(p + 4 * (size_t)i) >= lim;
+    if (!(chk->flags & OC_WIRE_CHECK_DST_AT_USE))
+        for (uint32_t i = 0; i < h->count; i++)
+            bad |= oc__wire_ld32(p + 4 * (size_t)i) >= lim;
     if (bad)
         return OC_ERR_WIRE_RANK;
     if ((h->count & 1) && oc__wire_ld32(p + 4 * (size_t)h->count) != 0)

@@ -170,6 +170,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     if (size < FUZZ_WIRE_PREFIX)
         return 0;
+    memset(&chk, 0, sizeof(chk));
     chk.nranks = fuzz_wire_nranks[data[0] & 15];
     chk.dst = data[1] == 0xff ? OC_WIRE_RANK_NONE : data[1];
     chk.job = FUZZ_WIRE_JOB;

@@ -6,6 +6,12 @@
 # Cases:
 #   local       one agent, ranks through it: every message checked
 #   stream      the same in stream mode (OC_AGENT_MODE=stream)
+#   shm         the shared-memory channel (the default on a Unix socket), in
+#               both modes, and the default mode (auto: stream there, per-dest
+#               over UCX): exact, back-pressure from a full ring (the rank
+#               waits, counted), said at info level by rank and agent; an
+#               agent offering none (OC_AGENT_SHM_SLOTS=0) and
+#               OC_AGENT_CHANNEL=ucx fall back to UCX and say so
 #   twojobs     two jobs share the agent at once, each exact
 #   badkey      a rank with the wrong job key is refused with a clear error
 #   kill-agent  SIGKILL the agent mid-run: every rank errors out within 5 s
@@ -89,6 +95,40 @@ stream)
             { cat "$T/out"; fail "$s through the agent, stream mode"; }
         grep -q "mode stream" "$T/out" || { cat "$T/out"; fail "$s: mode not logged"; }
     done
+    pass ;;
+shm)
+    start_agent
+    for mode in stream per-dest; do
+        for s in "fixed 2" "mixed 3" "reqrep 2" "backpressure 2" \
+                 "alternating 2" "stallrecv 3"; do
+            env $(job_env 13) OC_AGENT_MODE=$mode OC_LOG=runtime:info \
+                timeout 120 "$TR" $s > "$T/out" 2>&1 ||
+                { cat "$T/out"; fail "$s, $mode mode on shared memory"; }
+            grep -q "channel shm" "$T/out" ||
+                { cat "$T/out"; fail "$s: shared-memory channel not used"; }
+            if [ "$s" = "backpressure 2" ]; then
+                grep -Eq "shm channel: [1-9][0-9]* back-pressured waits" \
+                    "$T/out" || { cat "$T/out"; fail "no wait counted"; }
+            fi
+        done
+    done
+    grep -q "rank 1/2 joined (router 0, shared memory)" "$T/agent.log" ||
+        fail "the agent does not say it serves ranks on shared memory"
+    # the default mode (auto): stream on shared memory, per-dest over UCX
+    env $(job_env 16) OC_LOG=runtime:info \
+        timeout 120 "$TR" fixed 2 > "$T/out" 2>&1 || { cat "$T/out"; fail "default"; }
+    grep -q "mode stream.*channel shm" "$T/out" ||
+        { cat "$T/out"; fail "default: not stream on shared memory"; }
+    env $(job_env 14) OC_AGENT_CHANNEL=ucx OC_LOG=runtime:info \
+        timeout 120 "$TR" mixed 2 > "$T/out" 2>&1 || { cat "$T/out"; fail "ucx channel"; }
+    grep -q "mode per-dest.*channel ucx" "$T/out" ||
+        { cat "$T/out"; fail "ucx (auto: per-dest) not said"; }
+    kill "$AGENT"; wait "$AGENT" 2>/dev/null
+    OC_AGENT_SHM_SLOTS=0 start_agent
+    env $(job_env 15) OC_AGENT_MODE=stream OC_LOG=runtime:info \
+        timeout 120 "$TR" reqrep 2 > "$T/out" 2>&1 || { cat "$T/out"; fail "fallback"; }
+    grep -q "channel ucx (the agent offered no shared memory)" "$T/out" ||
+        { cat "$T/out"; fail "fallback to UCX not said"; }
     pass ;;
 twojobs)
     start_agent --threads 2
@@ -186,8 +226,11 @@ hostile)
             grep -q "^offcore_rejects_total{reason=\"$r\"} [1-9]" "$T/m" &&
                 seen=$((seen + 1))
         done
-        # the forged source and the rank out of range: two RANK rejects
-        grep -q '^offcore_rejects_total{reason="OC_ERR_WIRE_RANK"} [2-9]' "$T/m" &&
+        # the forged source and the rank out of range: two RANK rejects;
+        # on shared memory a third, a destination read in place
+        nrank=2
+        grep -q "shm-injected" "$T/out" && nrank=3
+        grep -q "^offcore_rejects_total{reason=\"OC_ERR_WIRE_RANK\"} [$nrank-9]" "$T/m" &&
             seen=$((seen + 1))
         [ $seen -eq 5 ] && break
         sleep 0.05

@@ -172,7 +172,7 @@ def handshake_bye(path):
     s.settimeout(5)
     s.connect(path)
     addr = b"\x01" * 16
-    hello = struct.pack("<IIII", 7, 0, 1, os.getpid()) + b"\x22" * 16 + \
+    hello = struct.pack("<IIIII", 7, 0, 1, os.getpid(), 0) + b"\x22" * 16 + \
         struct.pack("<I", len(addr)) + addr
     s.sendall(frame_header(1, len(hello)) + hello)
     hdr = s.recv(16)

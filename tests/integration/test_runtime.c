@@ -214,8 +214,11 @@ static void scen_backpressure(void)
         seq++;
         CHECK(seq < 100000000, "never pushed back");
     }
-    /* now drain it all with polling */
-    for (uint64_t i = 0; i < 20000; i++, seq++) {
+    /* now drain it all with polling, up to a total every rank reaches: how
+     * much goes in before the first push-back depends on the channel (on
+     * shared memory the agent drains the ring while we do not poll) */
+    CHECK(seq < 900000, "pushed back only after %llu", (unsigned long long)seq);
+    for (uint64_t i = 0; i < 20000 || seq < 1000000; i++, seq++) {
         fill(buf, 8, g_rank, seq);
         send_retry(d, buf, 8);
     }
@@ -417,6 +420,26 @@ static void scen_evil(void)
         /* 5 (k == 3): a well-formed bundle under a token nobody has */
         CHECK(oc__agent_send_raw(g_ctx, b, len, k == 3 ? 0x5eed : 0) == OC_OK,
               "send");
+    }
+    {   /* 7, on the shared-memory channel: a column stream whose one
+         * destination is out of range, which the agent reads in place and
+         * checks as it routes (not in validation: a rank may rewrite its
+         * ring after that) */
+        memset(&h, 0, sizeof(h));
+        memset(b, 0, sizeof(b));
+        h.flags = OC_WIRE_F_FIXED | OC_WIRE_F_STREAM;
+        h.item_size = 8;
+        h.count = 1;
+        h.job = (uint32_t)g_ctx->cfg.job;
+        h.src = g_rank;
+        h.dst = OC_WIRE_RANK_NONE;
+        len = OC_WIRE_HDR_LEN + 8 + 8;
+        h.length = (uint32_t)len;
+        oc__wire_hdr_write(b, &h);
+        oc__wire_st32(b + OC_WIRE_HDR_LEN, 1000);
+        memcpy(b + OC_WIRE_HDR_LEN + 8, "12345678", 8);
+        if (oc__agent_shm_send_raw(g_ctx, b, len) == OC_OK)
+            fprintf(stderr, "rank %u: shm-injected\n", g_rank);
     }
     {   /* 6: junk on the control socket */
         int fd;

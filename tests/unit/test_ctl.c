@@ -58,6 +58,7 @@ static size_t raw_encode(const oc_ctl_msg_t *m, uint8_t *b)
         p = w32(p, m->u.hello.rank);
         p = w32(p, m->u.hello.size);
         p = w32(p, m->u.hello.pid);
+        p = w32(p, m->u.hello.flags);
         memcpy(p, m->u.hello.nonce, 16), p += 16;
         p = wbytes(p, m->u.hello.addr.data, m->u.hello.addr.len);
         break;
@@ -147,6 +148,7 @@ static void sample(oc_ctl_type_t t, oc_ctl_msg_t *m)
         m->u.hello.rank = 6;
         m->u.hello.size = 7;
         m->u.hello.pid = 4242;
+        m->u.hello.flags = OC_CTL_HELLO_F_SHM;
         for (int i = 0; i < 16; i++)
             m->u.hello.nonce[i] = (uint8_t)(0xc0 + i);
         m->u.hello.addr.data = addr_a;
@@ -279,7 +281,8 @@ static void test_round_trip_every_type(void **state)
         assert_memory_equal(raw, frame, len);
         if (t == OC_CTL_HELLO) {
             assert_int_equal(d.u.hello.pid, 4242);
-            assert_ptr_equal(d.u.hello.addr.data, c + 16 + 32 + 4);
+            assert_ptr_equal(d.u.hello.addr.data, c + 16 + 36 + 4);
+            assert_int_equal(d.u.hello.flags, OC_CTL_HELLO_F_SHM);
             assert_memory_equal(d.u.hello.addr.data, addr_a, 123);
         }
         if (t == OC_CTL_JOB_RANKS) {

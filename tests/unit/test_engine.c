@@ -83,7 +83,7 @@ static oc_eng_t *mk(sink_t *s, uint64_t nbufs, bool reserve)
 
 static oc_wire_hdr_t check(const uint8_t *b, uint32_t len, uint32_t dst_chk)
 {
-    const oc_wire_check_t chk = {3, NR, dst_chk, OC_WIRE_RANK_NONE};
+    const oc_wire_check_t chk = {3, NR, dst_chk, OC_WIRE_RANK_NONE, 0};
     oc_wire_hdr_t h;
     assert_int_equal(oc__wire_validate(b, len, &chk, &h), OC_OK);
     return h;
@@ -322,7 +322,7 @@ static void test_stream_outlet(void **state)
     assert_int_equal(h.flags, OC_WIRE_F_STREAM);
     assert_int_equal(h.src, 9);
     assert_int_equal(h.count, 6);
-    const oc_wire_check_t at_rank = {3, NR, 1, OC_WIRE_RANK_NONE};
+    const oc_wire_check_t at_rank = {3, NR, 1, OC_WIRE_RANK_NONE, 0};
     assert_int_equal(oc__wire_validate(bundle(&s, 0), s.len[0], &at_rank, &h),
                      OC_ERR_WIRE_FLAGS);
     sink_free(&s);

@@ -740,6 +740,16 @@ static oc_status_t fake_fill(void *arg, oc_prom_t *p)
                    "Bundles sent on whole.", OC_PROM_COUNTER);
     oc__prom_sample(p, "offcore_thread_bundles_forwarded_total",
                    OC_PROM_LABELS({"thread", "0"}), 33);
+    oc__prom_family(p, "offcore_thread_shm_bundles_total",
+                   "Bundles through ranks' rings.", OC_PROM_COUNTER);
+    oc__prom_sample(p, "offcore_thread_shm_bundles_total",
+                   OC_PROM_LABELS({"thread", "0"}, {"dir", "in"}), 34);
+    oc__prom_sample(p, "offcore_thread_shm_bundles_total",
+                   OC_PROM_LABELS({"thread", "0"}, {"dir", "out"}), 35);
+    oc__prom_family(p, "offcore_thread_shm_ring_full_total",
+                   "Rings found full.", OC_PROM_COUNTER);
+    oc__prom_sample(p, "offcore_thread_shm_ring_full_total",
+                   OC_PROM_LABELS({"thread", "0"}), 36);
     oc__prom_family(p, "offcore_thread_flushes_total",
                    "Bundle flushes by reason.", OC_PROM_COUNTER);
     oc__prom_sample(p, "offcore_thread_flushes_total",
@@ -1092,8 +1102,8 @@ static void check_tables(const char *t)
     ROW(t, "peers", "peer", "transport", "msgs", "in", "msgs", "out", "bundles",
         "in", "bundles", "out", "bytes", "in", "bytes", "out", "blocklist");
     ROW(t, "threads", "thread", "msgs", "bundles", "in", "bundles", "out",
-        "forwarded", "flush", "full", "flush", "timeout", "flush", "idle", "flush",
-        "explicit", "blocklist");
+        "forwarded", "shm", "in", "shm", "out", "shm", "full", "flush", "full",
+        "flush", "timeout", "flush", "idle", "flush", "explicit", "blocklist");
     ROW(t, "rejects by reason", "reason", "rejects");
     ROW(t, "jobs", "7", "4", "1000", "1001", "80000", "80080", "10", "11", "3");
     ROW(t, "jobs", "12", "2", "18446744073709551610", "5", "-", "-", "-", "-",
@@ -1106,10 +1116,12 @@ static void check_tables(const char *t)
     ROW(t, "peers", "n2", "tcp/e\\x1bth0", "-", "-", "-", "-", "-", "-", "-");
     /* text is never summed: the total row has no transport */
     ROW(t, "peers", "total", "210", "220", "21", "22", "2100", "2200", "6");
-    ROW(t, "threads", "0", "700", "31", "32", "33", "41", "42", "43", "44", "1");
-    ROW(t, "threads", "1", "301", "-", "-", "-", "-", "-", "-", "-", "0");
-    ROW(t, "threads", "total", "1001", "31", "32", "33", "41", "42", "43", "44",
-        "1");
+    ROW(t, "threads", "0", "700", "31", "32", "33", "34", "35", "36", "41", "42",
+        "43", "44", "1");
+    ROW(t, "threads", "1", "301", "-", "-", "-", "-", "-", "-", "-", "-", "-",
+        "-", "0");
+    ROW(t, "threads", "total", "1001", "31", "32", "33", "34", "35", "36", "41",
+        "42", "43", "44", "1");
     ROW(t, "rejects by reason", "OC_ERR_WIRE_JOB", "1");
     ROW(t, "rejects by reason", "OC_ERR_WIRE_MAGIC", "2");
     ROW(t, "rejects by reason", "total", "3");

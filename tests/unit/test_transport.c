@@ -196,7 +196,7 @@ static void test_engine_send(void **state)
     /* every item arrived once, in order, in valid bundles */
     for (long k = 0; k < 1000000; k++)
         oc__tr_progress(p->b);
-    const oc_wire_check_t chk = {1, 2, 1, OC_WIRE_RANK_NONE};
+    const oc_wire_check_t chk = {1, 2, 1, OC_WIRE_RANK_NONE, 0};
     uint64_t next = 0;
     for (int k = 0; k < p->got.n; k++) {
         oc_wire_hdr_t h;

@@ -39,7 +39,7 @@ typedef struct {
     uint32_t dst, src, len;
 } spec_t;
 
-static const oc_wire_check_t chk_any = {JOB, NRANKS, OC_WIRE_RANK_NONE, OC_WIRE_RANK_NONE};
+static const oc_wire_check_t chk_any = {JOB, NRANKS, OC_WIRE_RANK_NONE, OC_WIRE_RANK_NONE, 0};
 
 static uint8_t pat(uint32_t m, uint32_t i)
 {
@@ -382,7 +382,7 @@ static void test_mixed_large_ranks(void **state)
     /* the largest rank the format can carry: 2^24 - 2 */
     const spec_t m[2] = {{OC_WIRE_MAX_RANKS - 1, 0, 4},
                          {0, OC_WIRE_MAX_RANKS - 1, 4}};
-    oc_wire_check_t chk = {JOB, UINT32_MAX, OC_WIRE_RANK_NONE, OC_WIRE_RANK_NONE};
+    oc_wire_check_t chk = {JOB, UINT32_MAX, OC_WIRE_RANK_NONE, OC_WIRE_RANK_NONE, 0};
     size_t len = build_mixed(BUF, m, 2);
 
     check_mixed(BUF, len, m, 2, &chk);
@@ -598,7 +598,7 @@ static size_t build_stream(uint8_t *buf, uint32_t src, uint32_t n)
 
 static void test_stream_accepted_by_agent(void **state)
 {
-    const oc_wire_check_t from5 = {JOB, NRANKS, OC_WIRE_RANK_NONE, 5};
+    const oc_wire_check_t from5 = {JOB, NRANKS, OC_WIRE_RANK_NONE, 5, 0};
     oc_wire_hdr_t h;
     oc_wire_iter_t it;
     oc_wire_msg_t m;
@@ -621,8 +621,8 @@ static void test_stream_accepted_by_agent(void **state)
 
 static void test_stream_rejected(void **state)
 {
-    const oc_wire_check_t from4 = {JOB, NRANKS, OC_WIRE_RANK_NONE, 4};
-    const oc_wire_check_t at_rank = {JOB, NRANKS, 1, OC_WIRE_RANK_NONE};
+    const oc_wire_check_t from4 = {JOB, NRANKS, OC_WIRE_RANK_NONE, 4, 0};
+    const oc_wire_check_t at_rank = {JOB, NRANKS, 1, OC_WIRE_RANK_NONE, 0};
     size_t len = build_stream(BUF, 5, 8);
 
     /* claimed by another sender than the connection's */
@@ -672,7 +672,7 @@ static size_t build_column(uint8_t *buf, uint32_t src, uint32_t n,
 static void test_column_stream_accepted(void **state)
 {
     static const uint16_t items[] = {8, 1, 12, 16, 60};
-    const oc_wire_check_t from5 = {JOB, NRANKS, OC_WIRE_RANK_NONE, 5};
+    const oc_wire_check_t from5 = {JOB, NRANKS, OC_WIRE_RANK_NONE, 5, 0};
     for (size_t t = 0; t < sizeof(items) / sizeof(items[0]); t++) {
         for (uint32_t n = 1; n <= 9; n += 4) {
             oc_wire_hdr_t h;
@@ -715,8 +715,8 @@ static void test_column_stream_accepted(void **state)
 
 static void test_column_stream_rejected(void **state)
 {
-    const oc_wire_check_t from4 = {JOB, NRANKS, OC_WIRE_RANK_NONE, 4};
-    const oc_wire_check_t at_rank = {JOB, NRANKS, 1, OC_WIRE_RANK_NONE};
+    const oc_wire_check_t from4 = {JOB, NRANKS, OC_WIRE_RANK_NONE, 4, 0};
+    const oc_wire_check_t at_rank = {JOB, NRANKS, 1, OC_WIRE_RANK_NONE, 0};
     size_t len = build_column(BUF, 5, 7, 8);
 
     assert_status(validate_copy(BUF, len, &chk_any), OC_OK);
@@ -729,6 +729,16 @@ static void test_column_stream_rejected(void **state)
     len = build_column(BUF, 5, 7, 8);
     put32(BUF + HDR + 4 * 6, 0xffffffffu);
     assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_RANK);
+    {   /* left to the caller (a stream in shared memory, checked as
+         * routed): the rest is still checked */
+        oc_wire_check_t later = chk_any;
+        later.flags = OC_WIRE_CHECK_DST_AT_USE;
+        assert_status(validate_copy(BUF, len, &later), OC_OK);
+        later.src = 4;
+        assert_status(validate_copy(BUF, len, &later), OC_ERR_WIRE_RANK);
+        later.src = OC_WIRE_RANK_NONE;
+        assert_status(validate_copy(BUF, len - 8, &later), OC_ERR_WIRE_LENGTH);
+    }
     /* the destination column's padding (odd count) */
     len = build_column(BUF, 5, 7, 8);
     put32(BUF + HDR + 4 * 7, 1);
@@ -962,8 +972,8 @@ static void test_reject_fixed_stride(void **state)
 
 static void test_reject_rank_mixed(void **state)
 {
-    oc_wire_check_t big = {JOB, UINT32_MAX, OC_WIRE_RANK_NONE, OC_WIRE_RANK_NONE};
-    oc_wire_check_t none = {JOB, 0, OC_WIRE_RANK_NONE, OC_WIRE_RANK_NONE};
+    oc_wire_check_t big = {JOB, UINT32_MAX, OC_WIRE_RANK_NONE, OC_WIRE_RANK_NONE, 0};
+    oc_wire_check_t none = {JOB, 0, OC_WIRE_RANK_NONE, OC_WIRE_RANK_NONE, 0};
 
     for (int which = 0; which < 3; which++) {
         spec_t m[3] = {{1, 2, 5}, {3, 4, 16}, {5, 6, 1}};
@@ -994,7 +1004,7 @@ static void test_reject_rank_mixed(void **state)
 
 static void test_reject_rank_fixed(void **state)
 {
-    oc_wire_check_t big = {JOB, UINT32_MAX, OC_WIRE_RANK_NONE, OC_WIRE_RANK_NONE};
+    oc_wire_check_t big = {JOB, UINT32_MAX, OC_WIRE_RANK_NONE, OC_WIRE_RANK_NONE, 0};
     size_t len;
 
     len = build_fixed(BUF, NRANKS, 3, 12, 2);

@@ -99,6 +99,13 @@ typedef enum {
     OC_CTL_TYPE_END /* one past the last type */
 } oc_ctl_type_t;
 
+/* HELLO flags.  SHM: the rank asks for the shared-memory channel
+ * (wire/shmseg.h); an agent that grants it attaches the segment's memfd
+ * and its wake-up eventfd to WELCOME (SCM_RIGHTS), else the rank's bundles
+ * go over UCX as without the flag. */
+#define OC_CTL_HELLO_F_SHM 1u
+#define OC_CTL_HELLO_F_ALL 1u
+
 typedef enum {
     OC_CTL_BYE_NORMAL = 0,
     OC_CTL_BYE_SHUTDOWN = 1,   /* the agent is shutting down */
@@ -136,6 +143,7 @@ typedef struct {
     union {
         struct {
             uint32_t       job, rank, size, pid;
+            uint32_t       flags;  /* OC_CTL_HELLO_F_* */
             uint8_t        nonce[OC_CTL_CNONCE_LEN];
             oc_ctl_bytes_t addr;
         } hello;
@@ -371,7 +379,7 @@ void oc__ctl_conn_set_max_frame(oc_ctl_conn_t *conn, size_t max);
 /** Largest frame of a handshake's first message (HELLO with the largest
  *  worker address; PEER_HELLO is smaller). */
 #define OC_CTL_PREAUTH_FRAME_MAX                                               \
-    (OC_CTL_HDR_LEN + 4 * 4 + OC_CTL_CNONCE_LEN + 4 + OC_CTL_MAX_ADDR)
+    (OC_CTL_HDR_LEN + 5 * 4 + OC_CTL_CNONCE_LEN + 4 + OC_CTL_MAX_ADDR)
 
 /** What a reject status means for a control frame (the wire codes are
  *  shared with bundles, whose texts say "bundle").  Static string. */
@@ -379,6 +387,25 @@ const char *oc__ctl_reject_reason(oc_status_t st);
 
 /** Close the fd and free the buffers.  NULL is a no-op. */
 void oc__ctl_conn_destroy(oc_ctl_conn_t *conn);
+
+/** Descriptors one frame may carry (SCM_RIGHTS). */
+#define OC_CTL_MAX_FDS 4
+/**
+ * Queue @p msg with @p nfds descriptors attached to its first byte (Unix
+ * sockets only; the connection sends duplicates, the caller keeps its
+ * own).  One frame with descriptors may wait at a time.
+ * @return OC_OK; OC_ERR_INVALID_PARAM (not a Unix socket, too many, one
+ *   already waiting); OC_ERR_NO_RESOURCE (dup failed); oc__ctl_conn_send's.
+ */
+oc_status_t oc__ctl_conn_send_fds(oc_ctl_conn_t *conn, const oc_ctl_msg_t *msg,
+                                  const int *fds, int nfds);
+/** Keep descriptors the peer passes (read with recvmsg) instead of letting
+ *  the kernel discard them; at most OC_CTL_MAX_FDS are kept, in order.
+ *  Without this, passed descriptors are closed on arrival. */
+void oc__ctl_conn_accept_fds(oc_ctl_conn_t *conn);
+/** The oldest descriptor received and not yet taken (the caller owns it
+ *  now), or -1. */
+int oc__ctl_conn_take_fd(oc_ctl_conn_t *conn);
 int oc__ctl_conn_fd(const oc_ctl_conn_t *conn);
 const char *oc__ctl_conn_name(const oc_ctl_conn_t *conn);
 

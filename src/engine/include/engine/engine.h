@@ -38,6 +38,7 @@
 #define OC_ENGINE_H
 
 #include "transport/transport.h"
+#include "util/spsc.h"
 #include "wire/wire.h"
 
 #include <offcore/offcore.h>
@@ -71,6 +72,8 @@ typedef struct oc_eng_buf {
     struct oc_eng_buf *next;    /**< free list, or the owner's queue */
     uint32_t           len;     /**< bundle length while the owner holds it */
     uint8_t            reserve; /**< malloc'd beyond the pool */
+    uint8_t            ring;    /**< a slot of an outlet's ring (never
+                                     pooled: the owner publishes it) */
 } oc_eng_buf_t;
 
 /** One open buffer toward one next hop.  The owner embeds it in its own
@@ -106,6 +109,16 @@ struct oc_eng_out {
     uint32_t      job;       /**< owner: stamped on every bundle */
     uint32_t      src;       /**< owner: header src of a STREAM bundle */
     void         *user;      /**< owner: what the hand-off needs */
+    /** owner: buffers of this outlet are the slots of a shared ring
+     *  (util/spsc.h), reserved at open and written in place: the hand-off
+     *  gets @p ring_buf (its ring flag set) and publishes it — no copy, no
+     *  pool buffer.  A full ring is OC_ERR_NO_RESOURCE at open, as an
+     *  empty pool is.  NULL: the pool. */
+    oc_spsc_t    *ring;
+    oc_eng_buf_t *ring_buf;
+    uint8_t       ring_skip; /**< owner: bundles of this outlet wait for
+                                  room in pool buffers; open pool buffers
+                                  too until they are in (keeps order) */
 };
 
 /** Where a finished bundle goes: the owner sends it (oc__eng_send), queues
@@ -153,6 +166,9 @@ typedef struct {
     uint64_t       token;     /**< the sender's transport token */
     uint64_t       t_arrival; /**< us */
     oc_eng_buf_t  *self_buf;  /**< a bundle from this engine: back to pool */
+    void          *shm;       /**< owner's: the shared ring it lies in
+                                   (released there, in order); NULL:
+                                   the transport's */
     uint8_t        validated;
     oc_wire_hdr_t  hdr;       /**< once validated */
 } oc_eng_rx_t;
@@ -239,7 +255,9 @@ static inline int oc__eng_try_fast(oc_eng_out_t *o, const void *buf, size_t len)
 /** (source, destination) as one word: oc_eng_out_t.fkey8. */
 static inline uint64_t oc__eng_fkey(uint32_t src, uint32_t dst)
 {
-    return (uint64_t)src | (uint64_t)dst << 32;
+    /* the destination low: a routing loop ORs the one it just loaded
+     * (zero-extended) into the bundle's source, with no shift */
+    return (uint64_t)dst | (uint64_t)src << 32;
 }
 /** Column layout: room for this many more items in the open buffer (0
  *  when there is none, or it is not in column layout for @p len). */

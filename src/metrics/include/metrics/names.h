@@ -45,6 +45,9 @@
 #define OC_M_THREAD_UNDELIVERABLE "offcore_thread_undeliverable_total"
 #define OC_M_THREAD_COLL_CMA      "offcore_thread_coll_cma_total" /* path */
 #define OC_M_THREAD_FORWARDED     "offcore_thread_bundles_forwarded_total"
+#define OC_M_THREAD_SHM_BUNDLES   "offcore_thread_shm_bundles_total"
+#define OC_M_THREAD_SHM_FULL      "offcore_thread_shm_ring_full_total"
+#define OC_M_THREAD_SHM_WAKES     "offcore_thread_shm_rank_wakeups_total"
 #define OC_M_THREAD_SLEEPS        "offcore_thread_sleeps_total"
 #define OC_M_THREAD_FLUSHES       "offcore_thread_flushes_total" /* reason */
 #define OC_M_THREAD_BLOCKLIST     "offcore_thread_blocklist_depth"

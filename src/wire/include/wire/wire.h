@@ -73,7 +73,13 @@ typedef struct {
     uint32_t src;      /**< every message must come from this rank (what
                             an agent knows of the connection), or
                             OC_WIRE_RANK_NONE */
+    uint32_t flags;    /**< OC_WIRE_CHECK_*; 0 checks everything */
 } oc_wire_check_t;
+
+/** oc_wire_check_t.flags: a column stream's destinations are left to the
+ *  caller, which checks each as it reads it (a bundle in memory that its
+ *  sender can still write, where a check before use proves nothing). */
+#define OC_WIRE_CHECK_DST_AT_USE 1u
 
 static inline size_t oc__wire_pad8(size_t n) { return (n + 7) & ~(size_t)7; }
 

@@ -1,0 +1,209 @@
+/*
+ * rshm.c — a routing thread's side of the shared-memory channel with the
+ * ranks it serves on this host (wire/shmseg.h): read what they publish in
+ * their "up" rings in place (onto the engine's receive ring, like a UCX
+ * arrival, with no copy), give the slots back in order once routed, write
+ * their deliveries into their "down" rings (the local outlet's buffer is
+ * the ring's slot), ring a waiting rank's doorbell, and tell the ranks
+ * when this thread sleeps so they wake it.
+ *
+ * Threading: the router's thread, except oc__rshm_* (reference counts,
+ * any thread).  Trust: a rank can write its segment at any time; see
+ * shmseg.h and route.c's re-check of destinations read in place.
+ */
+#include "router_int.h"
+
+#include "util/log.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+oc_status_t oc__rshm_create(uint32_t nslots, uint32_t slot_size,
+                            oc_rshm_t **s_out, int *memfd_out)
+{
+    oc_rshm_t *s = calloc(1, sizeof(*s));
+    oc_status_t st;
+
+    if (s == NULL)
+        return OC_ERR_NO_MEMORY;
+    if ((st = oc__shmseg_create(nslots, slot_size, &s->seg, memfd_out)) !=
+        OC_OK) {
+        free(s);
+        return st;
+    }
+    atomic_init(&s->refs, 1);
+    *s_out = s;
+    return OC_OK;
+}
+
+void oc__rshm_get(oc_rshm_t *s)
+{
+    atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
+}
+
+void oc__rshm_put(oc_rshm_t *s)
+{
+    if (s == NULL)
+        return;
+    if (atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) == 1) {
+        oc__shmseg_unmap(&s->seg);
+        free(s);
+    }
+}
+
+int oc__router_rank_wake_fd(const oc_router_t *r)
+{
+    return r->rank_wake_fd;
+}
+
+oc_status_t oc__router_shm_attach(oc_router_t *r, lrank_t *l, oc_rshm_t *shm)
+{
+    if (r->nshm == r->shm_cap) {
+        uint32_t ncap = r->shm_cap ? 2 * r->shm_cap : 16;
+        lrank_t **n = realloc(r->shm_ranks, ncap * sizeof(*n));
+        if (n == NULL)
+            return OC_ERR_NO_MEMORY;
+        r->shm_ranks = n;
+        r->shm_cap = ncap;
+    }
+    r->shm_ranks[r->nshm++] = l;
+    oc__rshm_get(shm);
+    l->shm = shm;
+    l->out.shm = shm;
+    l->ring_buf.ring = 1;
+    l->out.eo.ring = &shm->seg.down;
+    l->out.eo.ring_buf = &l->ring_buf;
+    return OC_OK;
+}
+
+/* After the outlet was retired (what it held published). */
+void oc__router_shm_detach(oc_router_t *r, lrank_t *l)
+{
+    if (l->shm == NULL)
+        return;
+    for (uint32_t i = 0; i < r->nshm; i++)
+        if (r->shm_ranks[i] == l) {
+            r->shm_ranks[i] = r->shm_ranks[--r->nshm];
+            break;
+        }
+    l->out.eo.ring = NULL;
+    l->out.eo.ring_buf = NULL;
+    l->out.shm = NULL;
+    oc__rshm_put(l->shm);
+    l->shm = NULL;
+}
+
+uint32_t oc__router_shm_poll(oc_router_t *r)
+{
+    uint32_t got = 0;
+
+    for (uint32_t i = 0; i < r->nshm; i++) {
+        lrank_t *l = r->shm_ranks[i];
+        oc_rshm_t *s = l->shm;
+        uint8_t *slot;
+        uint32_t len;
+
+        while ((slot = oc__spsc_peek(&s->seg.up, &len)) != NULL) {
+            oc_eng_rx_t *e = oc__eng_ring_push(&r->rx);
+            if (e == NULL) { /* engine.h's policy: refused, counted */
+                s->seg.up.peeked--; /* stays for a later turn */
+                CNT_ADD(r->c.rejects, 1);
+                return got;
+            }
+            e->data = slot;
+            e->len = len;
+            e->token = l->token;
+            e->shm = s;
+            oc__rshm_get(s);
+            got++;
+        }
+        if (s->seg.up.broken && !s->broken_said) {
+            /* the rank wrote indices or lengths no ring has: nothing more
+             * is read from it; its job stalls and its owner sees why */
+            s->broken_said = 1;
+            CNT_ADD(r->c.rejects, 1);
+            oc_error(OC_COMP_AGENT, "router %u: a rank broke its "
+                     "shared-memory ring (token %016llx): no longer read",
+                     r->p.index, (unsigned long long)l->token);
+        }
+    }
+    if (got > 0)
+        CNT_ADD(r->c.shm_bundles_in, got);
+    return got;
+}
+
+void oc__router_shm_release(oc_router_t *r, oc_eng_rx_t *e)
+{
+    oc_rshm_t *s = e->shm;
+
+    (void)r;
+    if (e->self_buf != NULL) { /* a private copy (route.c) */
+        oc__eng_buf_put(r->eng, e->self_buf);
+        e->self_buf = NULL;
+    }
+    oc__spsc_release(&s->seg.up);
+    oc__bell_ring(&s->seg.hdr->rank_bell); /* a rank waiting for room */
+    e->shm = NULL;
+    oc__rshm_put(s);
+}
+
+int oc__router_shm_full(oc_router_t *r, out_t *o)
+{
+    oc_spsc_t *down = &o->shm->seg.down;
+    if (oc__spsc_in_use(down) + (o->eo.buf != NULL) < down->nslots)
+        return 0;
+    CNT_ADD(r->c.shm_full, 1);
+    return 1;
+}
+
+void oc__router_shm_deliver(oc_router_t *r, out_t *o, oc_eng_buf_t *b,
+                            uint32_t len)
+{
+    oc_spsc_t *down = &o->shm->seg.down;
+
+    if (!b->ring) {
+        /* a pool buffer (a bundle forwarded whole): into the next slot */
+        uint8_t *slot = oc__spsc_reserve(down);
+        if (slot == NULL || len > down->slot_size) {
+            /* not reached: the caller checked room (shm_full); say so
+             * rather than lose it silently */
+            CNT_ADD(r->c.undeliverable, 1);
+            oc_error(OC_COMP_AGENT, "router %u: no slot for a local "
+                     "delivery (bug): bundle dropped", r->p.index);
+            oc__eng_buf_put(r->eng, b);
+            return;
+        }
+        memcpy(slot, b->data, len);
+        oc__eng_buf_put(r->eng, b);
+    }
+    oc__spsc_publish(down, len);
+    CNT_ADD(r->c.shm_bundles_out, 1);
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&o->shm->seg.hdr->rank_bell.waiting,
+                             memory_order_relaxed)) {
+        CNT_ADD(r->c.shm_wakes, 1);
+        oc__bell_wake(&o->shm->seg.hdr->rank_bell);
+    }
+}
+
+int oc__router_shm_sleep_begin(oc_router_t *r)
+{
+    for (uint32_t i = 0; i < r->nshm; i++)
+        atomic_store_explicit(&r->shm_ranks[i]->shm->seg.hdr->agent_sleeping,
+                              1, memory_order_seq_cst);
+    /* a bundle published before a rank saw the flag: do not sleep */
+    for (uint32_t i = 0; i < r->nshm; i++)
+        if (oc__spsc_ready(&r->shm_ranks[i]->shm->seg.up)) {
+            oc__router_shm_sleep_end(r);
+            return 0;
+        }
+    return 1;
+}
+
+void oc__router_shm_sleep_end(oc_router_t *r)
+{
+    for (uint32_t i = 0; i < r->nshm; i++)
+        atomic_store_explicit(&r->shm_ranks[i]->shm->seg.hdr->agent_sleeping,
+                              0, memory_order_relaxed);
+}

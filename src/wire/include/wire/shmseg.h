@@ -1,0 +1,76 @@
+/*
+ * shmseg.h — the shared-memory channel between a rank and the agent on its
+ * own host: one memory segment (a sealed memfd the agent creates and hands
+ * to the authenticated rank over the Unix control socket, SCM_RIGHTS)
+ * holding two single-producer/single-consumer rings of bundle slots
+ * (util/spsc.h): "up", the rank's stream toward the agent, and "down", the
+ * agent's deliveries to the rank, plus the rank's doorbell (a futex word
+ * the rank sleeps on when back-pressured) and the agent's "sleeping" flag
+ * (the rank then writes the agent's wake-up eventfd, the second descriptor
+ * passed).
+ *
+ * Trust: the agent trusts nothing a rank writes into the segment: it keeps
+ * the geometry it chose in its own handle, the ring checks indices and
+ * lengths, and the router re-checks every destination it reads in place.
+ * The segment is sealed against shrinking, so a rank cannot make the
+ * agent's mapping fault (SIGBUS).  The rank trusts its agent.
+ *
+ * Layout (all offsets from the segment's start):
+ *   0      oc_shmseg_hdr_t (magic, version, geometry, the flags)
+ *   4096   ring "up"   (oc__spsc_bytes(nslots, slot_size))
+ *   ...    ring "down" (the same size)
+ */
+#ifndef OC_WIRE_SHMSEG_H
+#define OC_WIRE_SHMSEG_H
+
+#include "util/spsc.h"
+
+#include <offcore/offcore.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define OC_SHMSEG_MAGIC   0x4d48534fu /* "OSHM" read little-endian */
+#define OC_SHMSEG_VERSION 1
+#define OC_SHMSEG_HDR     4096u
+
+typedef struct {
+    uint32_t  magic, version;
+    uint32_t  nslots, slot_size;   /* each ring's */
+    uint64_t  ring_bytes;
+    uint8_t   pad0[OC_SPSC_ALIGN - 24];
+    oc_bell_t rank_bell;           /* the rank sleeps on it */
+    uint8_t   pad1[OC_SPSC_ALIGN - sizeof(oc_bell_t)];
+    _Atomic uint32_t agent_sleeping; /* set while the router sleeps */
+    uint8_t   pad2[OC_SPSC_ALIGN - 4];
+} oc_shmseg_hdr_t;
+
+/** One side's view of a segment. */
+typedef struct {
+    void            *base;
+    size_t           bytes;
+    oc_shmseg_hdr_t *hdr;
+    oc_spsc_t        up;    /* rank -> agent */
+    oc_spsc_t        down;  /* agent -> rank */
+} oc_shmseg_t;
+
+/**
+ * The agent: create a segment of two rings of @p nslots slots of
+ * @p slot_size bytes, mapped here, and its sealed memfd in *fd_out (close
+ * it once handed over).  @return OC_OK; OC_ERR_INVALID_PARAM (geometry);
+ * OC_ERR_NO_RESOURCE (memfd, sealing or mmap refused; errno logged by the
+ * caller).
+ */
+oc_status_t oc__shmseg_create(uint32_t nslots, uint32_t slot_size,
+                              oc_shmseg_t *seg, int *fd_out);
+
+/**
+ * The rank: map the segment of @p fd (the caller keeps and closes @p fd).
+ * @return OC_OK; OC_ERR_INVALID_PARAM (not a segment of this version, or
+ * its size does not match its header); OC_ERR_NO_RESOURCE (mmap).
+ */
+oc_status_t oc__shmseg_map(int fd, oc_shmseg_t *seg);
+
+/** Unmap.  NULL base is a no-op. */
+void oc__shmseg_unmap(oc_shmseg_t *seg);
+
+#endif

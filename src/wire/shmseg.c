@@ -1,0 +1,106 @@
+/*
+ * shmseg.c — create and map the rank<->agent shared-memory segment
+ * (shmseg.h).  Called on the control path only (registration).
+ */
+#include "wire/shmseg.h"
+
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static size_t seg_bytes(size_t ring)
+{
+    return OC_SHMSEG_HDR + 2 * ring;
+}
+
+static oc_status_t attach(oc_shmseg_t *seg, uint32_t nslots,
+                          uint32_t slot_size, size_t ring, int format)
+{
+    uint8_t *b = seg->base;
+    oc_status_t st = oc__spsc_attach(&seg->up, b + OC_SHMSEG_HDR, ring, nslots,
+                                     slot_size, format);
+    if (st == OC_OK)
+        st = oc__spsc_attach(&seg->down, b + OC_SHMSEG_HDR + ring, ring,
+                             nslots, slot_size, format);
+    return st;
+}
+
+oc_status_t oc__shmseg_create(uint32_t nslots, uint32_t slot_size,
+                              oc_shmseg_t *seg, int *fd_out)
+{
+    const size_t ring = oc__spsc_bytes(nslots, slot_size);
+    size_t bytes;
+    void *base;
+    int fd;
+
+    if (ring == 0 || seg == NULL || fd_out == NULL)
+        return OC_ERR_INVALID_PARAM;
+    bytes = seg_bytes(ring);
+    fd = memfd_create("offcore-rank-channel", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0)
+        return OC_ERR_NO_RESOURCE;
+    if (ftruncate(fd, (off_t)bytes) != 0 ||
+        fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
+        goto err;
+    base = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (base == MAP_FAILED)
+        goto err;
+    memset(seg, 0, sizeof(*seg));
+    seg->base = base;
+    seg->bytes = bytes;
+    seg->hdr = base;
+    seg->hdr->magic = OC_SHMSEG_MAGIC;
+    seg->hdr->version = OC_SHMSEG_VERSION;
+    seg->hdr->nslots = nslots;
+    seg->hdr->slot_size = slot_size;
+    seg->hdr->ring_bytes = ring;
+    if (attach(seg, nslots, slot_size, ring, 1) != OC_OK) {
+        munmap(base, bytes);
+        goto err;
+    }
+    *fd_out = fd;
+    return OC_OK;
+err:
+    close(fd);
+    return OC_ERR_NO_RESOURCE;
+}
+
+oc_status_t oc__shmseg_map(int fd, oc_shmseg_t *seg)
+{
+    oc_shmseg_hdr_t h;
+    struct stat sb;
+    size_t ring;
+    void *base;
+
+    if (fstat(fd, &sb) != 0 || sb.st_size < (off_t)OC_SHMSEG_HDR ||
+        pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
+        return OC_ERR_INVALID_PARAM;
+    ring = oc__spsc_bytes(h.nslots, h.slot_size);
+    if (h.magic != OC_SHMSEG_MAGIC || h.version != OC_SHMSEG_VERSION ||
+        ring == 0 || h.ring_bytes != ring ||
+        (uint64_t)sb.st_size != seg_bytes(ring))
+        return OC_ERR_INVALID_PARAM;
+    base = mmap(NULL, seg_bytes(ring), PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                0);
+    if (base == MAP_FAILED)
+        return OC_ERR_NO_RESOURCE;
+    memset(seg, 0, sizeof(*seg));
+    seg->base = base;
+    seg->bytes = seg_bytes(ring);
+    seg->hdr = base;
+    if (attach(seg, h.nslots, h.slot_size, ring, 0) != OC_OK) {
+        oc__shmseg_unmap(seg);
+        return OC_ERR_INVALID_PARAM;
+    }
+    return OC_OK;
+}
+
+void oc__shmseg_unmap(oc_shmseg_t *seg)
+{
+    if (seg == NULL || seg->base == NULL)
+        return;
+    munmap(seg->base, seg->bytes);
+    seg->base = NULL;
+}
