@@ -68,7 +68,7 @@
 #include <sys/types.h>
 
 #define OC_CTL_MAGIC        0x3143434fu /* "OCC1" read little-endian */
-#define OC_CTL_VERSION      1
+#define OC_CTL_VERSION      2 /* 2: HELLO carries flags (shared-memory channel) */
 #define OC_CTL_HDR_LEN      16
 #define OC_CTL_MAX_PAYLOAD  65536u
 #define OC_CTL_FRAME_MAX    (OC_CTL_HDR_LEN + OC_CTL_MAX_PAYLOAD)
