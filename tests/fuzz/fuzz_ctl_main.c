@@ -19,7 +19,8 @@ static size_t random_input(uint8_t *m)
     if (size >= FUZZ_CTL_PREFIX + OC_CTL_HDR_LEN && (fuzz_replay_rnd() & 1)) {
         uint8_t *h = m + FUZZ_CTL_PREFIX;
         size_t payload = size - FUZZ_CTL_PREFIX - OC_CTL_HDR_LEN;
-        memcpy(h, "OCC1\1\0", 6);
+        memcpy(h, "OCC1", 4);
+        h[4] = OC_CTL_VERSION, h[5] = 0;
         h[6] = (uint8_t)(1 + fuzz_replay_rnd() % (OC_CTL_TYPE_END - 1));
         h[7] = 0;
         h[8] = (uint8_t)payload, h[9] = (uint8_t)(payload >> 8);

@@ -466,7 +466,7 @@ static void test_conn_malformed(void **state)
  * byte of its payload is buffered, and the reason names control frames. */
 static void test_conn_preauth_limit(void **state)
 {
-    uint8_t hdr[OC_CTL_HDR_LEN] = {'O', 'C', 'C', '1', 1, 0, 1, 0};
+    uint8_t hdr[OC_CTL_HDR_LEN] = {'O', 'C', 'C', '1', OC_CTL_VERSION, 0, 1, 0};
     oc_ctl_conn_t *c;
     oc_ctl_msg_t m;
     int sv[2];
