@@ -5,36 +5,9 @@
  * before the agent acts on it: a rank is not trusted.
  */
 #include "wire/colld.h"
+#include "wire/wire.h" /* oc__wire_ld32/ld64/st32/st64: the one byte-order code */
 
 #include <string.h>
-
-static void put32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-    uint32_t v = 0;
-    for (int i = 3; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
 
 size_t oc__colld_size(const oc_colld_t *d)
 {
@@ -48,30 +21,30 @@ void oc__colld_encode(const oc_colld_t *d, const uint64_t *vals, void *buf)
 {
     uint8_t *p = buf;
 
-    put32(p, OC_COLLD_MAGIC);
+    oc__wire_st32(p, OC_COLLD_MAGIC);
     p[4] = OC_COLLD_VERSION;
     p[5] = d->kind;
     p[6] = d->dtype;
     p[7] = d->op;
-    put32(p + 8, d->seq);
-    put32(p + 12, d->root);
-    put32(p + 16, d->nv);
-    put32(p + 20, d->flags);
-    put64(p + 24, d->count);
-    put32(p + 32, d->pid);
+    oc__wire_st32(p + 8, d->seq);
+    oc__wire_st32(p + 12, d->root);
+    oc__wire_st32(p + 16, d->nv);
+    oc__wire_st32(p + 20, d->flags);
+    oc__wire_st64(p + 24, d->count);
+    oc__wire_st32(p + 32, d->pid);
     memset(p + 36, 0, 4);
-    put64(p + 40, d->saddr);
-    put64(p + 48, d->slen);
-    put64(p + 56, d->raddr);
-    put64(p + 64, d->rlen);
+    oc__wire_st64(p + 40, d->saddr);
+    oc__wire_st64(p + 48, d->slen);
+    oc__wire_st64(p + 56, d->raddr);
+    oc__wire_st64(p + 64, d->rlen);
     p += OC_COLLD_HDR;
     for (size_t i = 0; i < 4 * (size_t)d->nv; i++, p += 8)
-        put64(p, vals[i]);
+        oc__wire_st64(p, vals[i]);
 }
 
 uint64_t oc__colld_v(const oc_colld_t *d, unsigned which, uint32_t i)
 {
-    return get64(d->v + 8 * ((size_t)which * d->nv + i));
+    return oc__wire_ld64(d->v + 8 * ((size_t)which * d->nv + i));
 }
 
 oc_status_t oc__colld_decode(const void *buf, size_t len, uint32_t size,
@@ -85,7 +58,7 @@ oc_status_t oc__colld_decode(const void *buf, size_t len, uint32_t size,
 
     if (len < OC_COLLD_HDR)
         return OC_ERR_WIRE_LENGTH;
-    if (get32(p) != OC_COLLD_MAGIC)
+    if (oc__wire_ld32(p) != OC_COLLD_MAGIC)
         return OC_ERR_WIRE_MAGIC;
     if (p[4] != OC_COLLD_VERSION)
         return OC_ERR_WIRE_VERSION;
@@ -93,22 +66,22 @@ oc_status_t oc__colld_decode(const void *buf, size_t len, uint32_t size,
     d->kind = p[5];
     d->dtype = p[6];
     d->op = p[7];
-    d->seq = get32(p + 8);
-    d->root = get32(p + 12);
-    d->nv = get32(p + 16);
-    d->count = get64(p + 24);
-    d->flags = get32(p + 20);
-    d->pid = get32(p + 32);
-    d->saddr = get64(p + 40);
-    d->slen = get64(p + 48);
-    d->raddr = get64(p + 56);
-    d->rlen = get64(p + 64);
+    d->seq = oc__wire_ld32(p + 8);
+    d->root = oc__wire_ld32(p + 12);
+    d->nv = oc__wire_ld32(p + 16);
+    d->count = oc__wire_ld64(p + 24);
+    d->flags = oc__wire_ld32(p + 20);
+    d->pid = oc__wire_ld32(p + 32);
+    d->saddr = oc__wire_ld64(p + 40);
+    d->slen = oc__wire_ld64(p + 48);
+    d->raddr = oc__wire_ld64(p + 56);
+    d->rlen = oc__wire_ld64(p + 64);
     if (d->kind < OC_COLLD_ALLREDUCE || d->kind > OC_COLLD_BARRIER ||
         d->dtype >= sizeof(esize) || d->op >= 4 ||
         (d->kind == OC_COLLD_ALLTOALLV) != (d->nv != 0) ||
         (d->nv != 0 && d->nv != size) ||
         (d->kind == OC_COLLD_BCAST && d->root >= size) ||
-        (d->flags & ~OC_COLLD_F_CMA) != 0 || get32(p + 36) != 0)
+        (d->flags & ~OC_COLLD_F_CMA) != 0 || oc__wire_ld32(p + 36) != 0)
         return OC_ERR_INVALID_PARAM;
     need = OC_COLLD_HDR + 32 * (uint64_t)d->nv;
     if (need != len)
