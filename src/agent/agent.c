@@ -33,6 +33,24 @@ static void on_signal(int sig)
  * descriptors that are only closed at the end of the round). */
 #define ACCEPT_BURST 32
 
+/* How many of the connections have a descriptor numbered below @p lim:
+ * the room they have under a lowered limit (oc__guard_fd_short()). */
+static uint32_t conns_under(const agent_t *a, uint64_t lim)
+{
+    uint32_t k = 0;
+    for (const oc_aconn_t *c = a->conns; c != NULL; c = c->next)
+        if (!c->dead && (uint64_t)oc__ctl_conn_fd(c->cc) < lim)
+            k++;
+    return k;
+}
+
+static uint64_t nofile_now(void)
+{
+    struct rlimit rl;
+    return getrlimit(RLIMIT_NOFILE, &rl) == 0 ? (uint64_t)rl.rlim_cur
+                                              : UINT64_MAX;
+}
+
 static void accept_some(agent_t *a, oc_ctl_listener_t *l)
 {
     char peer[OC_CTL_ADDR_STRLEN];
@@ -41,22 +59,24 @@ static void accept_some(agent_t *a, oc_ctl_listener_t *l)
     for (int k = 0; k < ACCEPT_BURST; k++) {
         oc_status_t st = oc__ctl_accept(l, &a->guard, &fd, peer, sizeof(peer));
         if (st == OC_ERR_NO_RESOURCE) {
-            /* Out of descriptors below the cap: the descriptor limit is the
-             * cap now, less a reserve for our own descriptors (UCX opens
-             * /proc/PID/stat when a rank's endpoint is made): handshakes,
-             * oldest first, make room for it, and newcomers then take the
-             * place of the oldest handshake under that cap.  Already at it
-             * (or below the reserve), the oldest handshake still gives its
-             * descriptor to the newcomer: a swap uses no more descriptors,
-             * and a real rank behind a backlog of hostile connections gets
-             * in at once.  With none pending, the guard backs off. */
+            /* Out of descriptors below the cap: the connections under the
+             * descriptor limit are the cap now, less a reserve for our own
+             * descriptors (UCX opens /proc/PID/stat when a rank's endpoint
+             * is made; a rank's shared-memory segment goes out as two):
+             * handshakes, oldest first, make room for it, and newcomers
+             * then take the place of the oldest handshake under that cap.
+             * The oldest handshake always gives its descriptor to the
+             * newcomer: a swap uses no more descriptors, and a real rank
+             * behind a backlog of hostile connections gets in at once.
+             * With none pending, the guard backs off. */
             int e = a->guard.accept_errno;
             uint32_t due;
             oc_guard_slot_t *s;
 
             if (e != EMFILE && e != ENFILE)
                 return; /* out of memory: the guard backs off */
-            due = oc__guard_fd_short(&a->guard, 0);
+            due = oc__guard_fd_short(&a->guard,
+                                     conns_under(a, nofile_now()));
             if ((s = oc__guard_shed(&a->guard)) == NULL)
                 return;
             do
@@ -89,7 +109,7 @@ static void reap(agent_t *a)
  * lowered under us (prlimit).  The limit becomes the cap, less a reserve
  * (oc__guard_fd_short()): close handshakes, oldest first, down to it,
  * rather than stop serving the authenticated. */
-static void shed(agent_t *a, size_t n)
+static void shed(agent_t *a, size_t n, size_t nl)
 {
     static oc_log_limit_t lim = OC_LOG_LIMIT_INIT("descriptor-limit sheds");
     struct rlimit rl;
@@ -100,7 +120,13 @@ static void shed(agent_t *a, size_t n)
         poll(NULL, 0, 100); /* not the limit after all: do not spin */
         return;
     }
-    want = oc__guard_fd_short(&a->guard, (uint32_t)(n - rl.rlim_cur));
+    {   /* room: under the limit in number, and as a count to poll()
+         * beside the @p nl listeners */
+        uint32_t room = conns_under(a, rl.rlim_cur);
+        if (rl.rlim_cur < nl + room)
+            room = rl.rlim_cur > nl ? (uint32_t)(rl.rlim_cur - nl) : 0;
+        want = oc__guard_fd_short(&a->guard, room);
+    }
     while (closed < want && (s = oc__guard_shed(&a->guard)) != NULL) {
         oc__guard_remove(&a->guard, s);
         oc__ag_conn_of(s)->dead = 1;
@@ -158,7 +184,7 @@ static void run(agent_t *a)
         }
         rc = poll(pfd, n, oc__guard_wait_ms(&a->guard, now, wait));
         if (rc < 0 && errno == EINVAL) {
-            shed(a, n);
+            shed(a, n, (size_t)nl);
             continue;
         }
         if (rc < 0 && errno != EINTR) {

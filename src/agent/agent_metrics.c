@@ -47,14 +47,24 @@ static void rank_tr_poll(agent_t *a)
 
     for (oc_aconn_t *c = a->conns; c != NULL; c = c->next) {
         struct oc_ag_rank_tr t = {0};
-        const oc_ajob_t *j;
+        oc_ajob_t *j;
+        int found;
         if (c->kind != C_RANK || c->dead || c->tr_known)
             continue;
         j = oc__ajob_find(&a->jobs, c->job);
-        if (j == NULL || !j->ready)
+        if (j == NULL || !j->ready || j->failed)
             continue; /* READY gives the routers the rank: no endpoint yet */
-        if (!oc__tr_book_lookup(c->addr, &t.cls, t.tls, sizeof(t.tls))) {
+        found = oc__tr_book_lookup(c->addr, &t.cls, t.tls, sizeof(t.tls));
+        if (found == 0) {
             wanted = 1; /* the router has not made it yet */
+            continue;
+        }
+        if (found < 0) { /* its router cannot reach it: fail, not hang */
+            char why[192];
+            snprintf(why, sizeof(why), "the agent cannot reach rank %u "
+                     "(%s)", c->rank, t.tls);
+            oc__tr_book_forget(c->addr);
+            oc__ag_job_fail(a, j, why, 1);
             continue;
         }
         t.job = c->job;

@@ -107,6 +107,9 @@ static int welcome_shm(agent_t *a, oc_aconn_t *c, const oc_ctl_msg_t *w,
     st = oc__ctl_conn_send_fds(c->cc, w, fds, 2);
     close(memfd);
     if (st != OC_OK) {
+        oc_warn(OC_COMP_AGENT, "job %u rank %u: no shared-memory channel "
+                "(%s%s): UCX", c->job, c->rank, oc_status_string(st),
+                st == OC_ERR_NO_RESOURCE ? ": out of descriptors" : "");
         oc__rshm_put(c->shm);
         c->shm = NULL;
         return 0;

@@ -302,13 +302,14 @@ int oc__agent_gone(oc_context_t *ctx)
 /* Wait for the next message of a handshake; ERROR ends it. */
 static oc_status_t expect(oc_context_t *ctx, const oc_ctl_msg_t *req,
                           oc_ctl_type_t type, oc_ctl_msg_t *reply,
-                          int timeout_ms)
+                          int timeout_ms, int quiet)
 {
     oc_status_t st = oc__ctl_conn_request(ctx->agent->cc, req, reply,
                                          timeout_ms);
     if (st != OC_OK) {
-        oc_error(OC_COMP_RUNTIME, "rank %u: agent handshake: %s", ctx->rank,
-                 oc_status_string(st));
+        if (st == OC_ERR_CTL_TIMEOUT || !quiet)
+            oc_error(OC_COMP_RUNTIME, "rank %u: agent handshake: %s",
+                     ctx->rank, oc_status_string(st));
         return st == OC_ERR_CTL_TIMEOUT ? st : OC_ERR_PEER_FAILED;
     }
     if (reply->type == OC_CTL_ERROR) {
@@ -407,11 +408,52 @@ static void agent_wait(oc_context_t *ctx)
     a->slept += (uint64_t)oc__bell_wait(bell, seen, 1000);
 }
 
+/* Times the rank connects before it gives up a handshake the agent keeps
+ * closing (oc__agent_init). */
+#define HANDSHAKE_TRIES 5
+
+/* HELLO / CHALLENGE / AUTH on the connection just made: WELCOME in *@p r.
+ * OC_ERR_PEER_FAILED: the agent closed it first (not logged when @p quiet:
+ * the caller tries again). */
+static oc_status_t hello_auth(oc_context_t *ctx, const oc_ctl_key_t *key,
+                              const void *addr, size_t addr_len,
+                              uint8_t *snonce, uint8_t *cnonce,
+                              oc_ctl_msg_t *r, int quiet)
+{
+    oc_ctl_msg_t m;
+    oc_status_t st;
+
+    if ((st = oc__ctl_random(cnonce, OC_CTL_CNONCE_LEN)) != OC_OK)
+        return st;
+    memset(&m, 0, sizeof(m));
+    m.type = OC_CTL_HELLO;
+    m.u.hello.job = (uint32_t)ctx->cfg.job;
+    m.u.hello.rank = ctx->rank;
+    m.u.hello.size = ctx->size;
+    m.u.hello.pid = (uint32_t)getpid();
+    /* the shared-memory channel needs descriptors passed: a Unix socket */
+    if (want_shm(ctx)) {
+        m.u.hello.flags = OC_CTL_HELLO_F_SHM;
+        oc__ctl_conn_accept_fds(ctx->agent->cc);
+    }
+    memcpy(m.u.hello.nonce, cnonce, OC_CTL_CNONCE_LEN);
+    m.u.hello.addr.data = addr;
+    m.u.hello.addr.len = (uint32_t)addr_len;
+    if ((st = expect(ctx, &m, OC_CTL_CHALLENGE, r, 5000, quiet)) != OC_OK)
+        return st;
+    memcpy(snonce, r->u.challenge.nonce, OC_CTL_NONCE_LEN);
+    memset(&m, 0, sizeof(m));
+    m.type = OC_CTL_AUTH;
+    oc__ctl_rank_mac(key, snonce, cnonce, (uint32_t)ctx->cfg.job, ctx->rank,
+                    ctx->size, m.u.auth.mac);
+    return expect(ctx, &m, OC_CTL_WELCOME, r, 5000, quiet);
+}
+
 oc_status_t oc__agent_init(oc_context_t *ctx, int required)
 {
     struct oc__agent *a;
     oc_ctl_key_t key;
-    oc_ctl_msg_t m, r;
+    oc_ctl_msg_t r;
     uint8_t cnonce[OC_CTL_CNONCE_LEN], snonce[OC_CTL_NONCE_LEN];
     const void *addr;
     size_t addr_len;
@@ -451,30 +493,32 @@ oc_status_t oc__agent_init(oc_context_t *ctx, int required)
         goto err;
     }
     oc__tr_worker_address(ctx->worker, &addr, &addr_len);
-    if ((st = oc__ctl_random(cnonce, sizeof(cnonce))) != OC_OK)
-        goto err;
-    memset(&m, 0, sizeof(m));
-    m.type = OC_CTL_HELLO;
-    m.u.hello.job = (uint32_t)ctx->cfg.job;
-    m.u.hello.rank = ctx->rank;
-    m.u.hello.size = ctx->size;
-    m.u.hello.pid = (uint32_t)getpid();
-    /* the shared-memory channel needs descriptors passed: a Unix socket */
-    if (want_shm(ctx)) {
-        m.u.hello.flags = OC_CTL_HELLO_F_SHM;
-        oc__ctl_conn_accept_fds(a->cc);
+    /* An agent at its connection cap under a flood of connections that
+     * never authenticate closes the oldest one still in its handshake to
+     * admit each newcomer (util/guard.h): on a loaded host that can be
+     * ours.  Closed before WELCOME, the rank connects again, at the back
+     * of the queue, a few times before it gives up. */
+    for (int attempt = 1;; attempt++) {
+        st = hello_auth(ctx, &key, addr, addr_len, snonce, cnonce, &r,
+                        attempt < HANDSHAKE_TRIES);
+        if (st != OC_ERR_PEER_FAILED || attempt == HANDSHAKE_TRIES)
+            break;
+        oc_warn(OC_COMP_RUNTIME, "rank %u: the agent at %s closed the "
+                "connection during the handshake (at its connection cap?): "
+                "connecting again (%d of %d)", ctx->rank, ctx->cfg.agent,
+                attempt + 1, HANDSHAKE_TRIES);
+        oc__ctl_conn_destroy(a->cc);
+        a->cc = NULL;
+        usleep(10000u * (unsigned)attempt);
+        if ((st = oc__ctl_connect(ctx->cfg.agent, 5000, &fd)) != OC_OK)
+            break;
+        if ((st = oc__ctl_conn_create(fd, ctx->cfg.agent, &a->cc)) !=
+            OC_OK) {
+            close(fd);
+            break;
+        }
     }
-    memcpy(m.u.hello.nonce, cnonce, sizeof(cnonce));
-    m.u.hello.addr.data = addr;
-    m.u.hello.addr.len = (uint32_t)addr_len;
-    if ((st = expect(ctx, &m, OC_CTL_CHALLENGE, &r, 5000)) != OC_OK)
-        goto err;
-    memcpy(snonce, r.u.challenge.nonce, sizeof(snonce));
-    memset(&m, 0, sizeof(m));
-    m.type = OC_CTL_AUTH;
-    oc__ctl_rank_mac(&key, snonce, cnonce, (uint32_t)ctx->cfg.job, ctx->rank,
-                    ctx->size, m.u.auth.mac);
-    if ((st = expect(ctx, &m, OC_CTL_WELCOME, &r, 5000)) != OC_OK)
+    if (st != OC_OK)
         goto err;
     a->node = r.u.welcome.node;
     a->thread = r.u.welcome.thread;
@@ -492,7 +536,7 @@ oc_status_t oc__agent_init(oc_context_t *ctx, int required)
         goto err;
     /* READY comes when every rank of the job, on every node, is in. */
     st = expect(ctx, NULL, OC_CTL_READY, &r,
-                (int)ctx->cfg.bootstrap_timeout_s * 1000);
+                (int)ctx->cfg.bootstrap_timeout_s * 1000, 0);
     if (st != OC_OK)
         goto err;
     a->credits = (uint32_t)ctx->cfg.agent_credits;

@@ -26,6 +26,7 @@ typedef struct entry {
     uint64_t      uid;   /* the remote worker's */
     const void   *ep;    /* whose entry: struck out when it is destroyed */
     unsigned      cls;
+    int           failed; /* the endpoint could not be made: tls says why */
     char          tls[128];
     struct entry *next;
 } entry_t;
@@ -74,6 +75,41 @@ void oc__tr_book_del(const void *ep)
     free(gone);
 }
 
+/* An endpoint that could not be made (ep NULL): the owner of the rank
+ * learns why at its next lookup (oc__tr_book_forget strikes it out). */
+void oc__tr_book_failed(uint64_t uid, const char *why)
+{
+    entry_t *e = calloc(1, sizeof(*e));
+    if (e == NULL)
+        return;
+    e->uid = uid;
+    e->failed = 1;
+    snprintf(e->tls, sizeof(e->tls), "%s", why);
+    pthread_mutex_lock(&book_mu);
+    e->next = book;
+    book = e;
+    pthread_mutex_unlock(&book_mu);
+}
+
+void oc__tr_book_forget(const void *addr)
+{
+    uint64_t uid;
+
+    if (oc__tr_addr_uid(addr, &uid) != OC_OK)
+        return;
+    pthread_mutex_lock(&book_mu);
+    for (entry_t **pp = &book; *pp != NULL;) {
+        entry_t *e = *pp;
+        if (e->uid == uid && e->failed) {
+            *pp = e->next;
+            free(e);
+        } else {
+            pp = &e->next;
+        }
+    }
+    pthread_mutex_unlock(&book_mu);
+}
+
 int oc__tr_book_lookup(const void *addr, unsigned *cls, char *out,
                       size_t outlen)
 {
@@ -89,7 +125,7 @@ int oc__tr_book_lookup(const void *addr, unsigned *cls, char *out,
         if (e->uid == uid) { /* the newest endpoint to it comes first */
             *cls = e->cls;
             snprintf(out, outlen, "%s", e->tls);
-            found = 1;
+            found = e->failed ? -1 : 1;
             break;
         }
     pthread_mutex_unlock(&book_mu);

@@ -393,6 +393,14 @@ oc_status_t oc__tr_ep_create(oc_tr_worker_t *w, const void *addr,
     }
     if (st != UCS_OK) {
         oc_error(OC_COMP_TRANSPORT, "ucp_ep_create: %s", ucs_status_string(st));
+        if (oc__tr_book_on()) { /* whoever waits for it learns why */
+            uint64_t uid;
+            char why[96];
+            snprintf(why, sizeof(why), "ucp_ep_create: %s",
+                     ucs_status_string(st));
+            if (oc__tr_addr_uid(addr, &uid) == OC_OK)
+                oc__tr_book_failed(uid, why);
+        }
         free(ep);
         return OC_ERR_TRANSPORT;
     }

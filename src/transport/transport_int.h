@@ -16,6 +16,7 @@ int oc__tr_book_on(void);
  *  thread, right after ucp_ep_create). */
 void oc__tr_book_add(const void *ep, uint64_t uid, unsigned cls,
                      const char *tls);
+void oc__tr_book_failed(uint64_t uid, const char *why);
 /** Strike @p ep out (before it is freed); no-op when not there. */
 void oc__tr_book_del(const void *ep);
 /** The unique id of the worker whose address is @p addr. */

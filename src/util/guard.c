@@ -203,32 +203,33 @@ oc_guard_slot_t *oc__guard_shed(oc_guard_t *g)
     return s;
 }
 
-uint32_t oc__guard_fd_short(oc_guard_t *g, uint32_t over)
+uint32_t oc__guard_fd_short(oc_guard_t *g, uint32_t room)
 {
     struct rlimit rl;
     uint64_t nofile = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 0;
     uint32_t n = g->nconns, reserve = OC_GUARD_FD_RESERVE, cap, due;
 
-    /* Out again under the cap this limit gave: what the reserve was for
-     * uses it.  Lowering the cap at each such event would spiral it down
-     * to nothing (a descriptor freed above the limit frees nothing under
-     * it); the caller swaps or backs off instead. */
-    if (g->fd_cap != 0 && over == 0 && nofile == g->fd_cap_nofile &&
-        n <= g->fd_cap)
-        return 0;
-    cap = n > over + reserve ? n - over - reserve : 1;
-    if (g->fd_cap == 0 || cap < g->fd_cap)
+    /* The room the caller counted, not the connections open: a descriptor
+     * numbered above a limit lowered under us frees nothing under it when
+     * closed, so a cap taken from all the connections left the reserve
+     * short by as many as sat above it (hostile-flood: a job's endpoint
+     * then found no descriptor).  Only ever lowered for one limit: out
+     * again under it means the server's own descriptors grew into the
+     * reserve, and shedding more gives it back. */
+    cap = room > reserve ? room - reserve : 1;
+    if (g->fd_cap == 0 || nofile != g->fd_cap_nofile || cap < g->fd_cap)
         g->fd_cap = cap;
     g->fd_cap_nofile = nofile;
     g->fd_check_us = oc__now_us() + 1000000u;
     due = n > g->fd_cap ? n - g->fd_cap : 0;
     oc_warn_limited(&g->lim_fd, OC_COMP_AGENT,
                     "%s: out of descriptors (limit %llu) with %u connections "
-                    "open: holding at most %u until the limit is raised, so "
-                    "that %u stay free for the server's own use (raise "
-                    "LimitNOFILE= / ulimit -n, or lower the connection cap)",
-                    g->name, (unsigned long long)g->fd_cap_nofile, n,
-                    g->fd_cap, due);
+                    "open, %u of them under the limit: holding at most %u "
+                    "until the limit is raised, so that %u stay free for the "
+                    "server's own use (raise LimitNOFILE= / ulimit -n, or "
+                    "lower the connection cap)",
+                    g->name, (unsigned long long)g->fd_cap_nofile, n, room,
+                    g->fd_cap, reserve);
     return due;
 }
 

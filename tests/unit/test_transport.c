@@ -18,6 +18,7 @@
 #include "engine/engine.h"
 #include "transport/transport.h"
 #include "wire/am.h"
+#include "transport/transport_int.h" /* whitebox: the transport book */
 
 typedef struct {
     int      n;
@@ -215,6 +216,35 @@ static void test_engine_send(void **state)
     oc__eng_destroy(e);
 }
 
+/* The book (tlbook.c): what a thread that does not own the endpoint learns
+ * of it, including that it could not be made (offcored fails the rank's
+ * job with the reason instead of letting it wait for credit forever). */
+static void test_book_failed(void **state)
+{
+    pair_t *p = *state;
+    const void *addr;
+    size_t len;
+    unsigned cls = 0;
+    char tls[128];
+    uint64_t uid;
+    oc_tr_ep_t *ep;
+
+    oc__tr_book_enable();
+    assert_int_equal(oc__tr_worker_address(p->b, &addr, &len), OC_OK);
+    assert_int_equal(oc__tr_book_lookup(addr, &cls, tls, sizeof(tls)), 0);
+    assert_int_equal(oc__tr_ep_create(p->a, addr, 0, &ep), OC_OK);
+    assert_int_equal(oc__tr_book_lookup(addr, &cls, tls, sizeof(tls)), 1);
+    assert_true(tls[0] != '\0');
+    assert_int_equal(oc__tr_addr_uid(addr, &uid), OC_OK);
+    oc__tr_book_failed(uid, "ucp_ep_create: Endpoint timeout");
+    assert_int_equal(oc__tr_book_lookup(addr, &cls, tls, sizeof(tls)), -1);
+    assert_string_equal(tls, "ucp_ep_create: Endpoint timeout");
+    oc__tr_book_forget(addr); /* the failure only: the live one stays */
+    assert_int_equal(oc__tr_book_lookup(addr, &cls, tls, sizeof(tls)), 1);
+    oc__tr_ep_destroy(p->a, ep);
+    assert_int_equal(oc__tr_book_lookup(addr, &cls, tls, sizeof(tls)), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -222,6 +252,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_small_and_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_handler_ids, setup, teardown),
         cmocka_unit_test_setup_teardown(test_engine_send, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_book_failed, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -704,11 +704,11 @@ static void test_guard_emfile_backoff(void **state)
     close(lfd);
 }
 
-/* Out of descriptors below the cap: the limit becomes the cap, less a
- * reserve the server keeps for its own descriptors (a flood would take each
- * freed one at once, and a real job then hangs: hostile-flood); newcomers
- * then evict the oldest pending connection under it; raising the limit
- * lifts it. */
+/* Out of descriptors below the cap: the connections that fit under the
+ * limit become the cap, less a reserve the server keeps for its own
+ * descriptors (a flood would take each freed one at once, and a real job
+ * then hangs: hostile-flood); newcomers then evict the oldest pending
+ * connection under it; raising the limit lifts it. */
 static void test_guard_fd_short(void **state)
 {
     oc_guard_params_t p = {200, 1000, 100};
@@ -716,6 +716,7 @@ static void test_guard_fd_short(void **state)
     struct rlimit rl, low;
     oc_guard_t g;
     uint64_t t = 1000;
+    uint32_t cap;
 
     (void)state;
     oc__guard_init(&g, "test", &p);
@@ -729,26 +730,32 @@ static void test_guard_fd_short(void **state)
     low = rl;
     low.rlim_cur = rl.rlim_cur - 1;
     assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
-    /* 100 open: the reserve, and 3 over the limit (poll) */
-    assert_int_equal(oc__guard_fd_short(&g, 3), 3 + OC_GUARD_FD_RESERVE);
+    /* 100 open, 97 of them under the limit (3 above it free nothing under
+     * it when closed): the cap is 97 less the reserve, whatever is open */
+    assert_int_equal(oc__guard_fd_short(&g, 97), 3 + OC_GUARD_FD_RESERVE);
+    cap = 97 - OC_GUARD_FD_RESERVE;
+    assert_int_equal(g.fd_cap, cap);
     for (int i = 0; i < 3 + (int)OC_GUARD_FD_RESERVE; i++) {
         oc_guard_slot_t *x = oc__guard_shed(&g);
         assert_ptr_equal(x, &s[1 + i]); /* oldest pending first */
         oc__guard_remove(&g, x);
     }
-    assert_int_equal(g.nconns, 100 - 3 - OC_GUARD_FD_RESERVE);
+    assert_int_equal(g.nconns, cap);
     /* at the lowered cap a newcomer takes the oldest handshake's place */
     assert_true(oc__guard_admit(&g, &ev));
     assert_ptr_equal(ev, &s[1 + 3 + OC_GUARD_FD_RESERVE]);
     oc__guard_remove(&g, ev);
     oc__guard_add(&g, &s[100], t + 200);
-    assert_int_equal(g.nconns, 100 - 3 - OC_GUARD_FD_RESERVE);
-    /* out again at the cap (the reserve in use): no spiral down */
-    assert_int_equal(oc__guard_fd_short(&g, 0), 0);
-    assert_int_equal(g.fd_cap, 100 - 3 - OC_GUARD_FD_RESERVE);
-    /* poll() refusing more than the limit still lowers it */
-    assert_int_equal(oc__guard_fd_short(&g, 2), 2 + OC_GUARD_FD_RESERVE);
-    assert_int_equal(g.fd_cap, 100 - 5 - 2 * OC_GUARD_FD_RESERVE);
+    assert_int_equal(g.nconns, cap);
+    /* more room than the cap (descriptors came back) never raises it for
+     * the same limit */
+    assert_int_equal(oc__guard_fd_short(&g, cap + 40), 0);
+    assert_int_equal(g.fd_cap, cap);
+    /* out again under it: the server's own descriptors took 5 of the
+     * reserve; the cap goes down so that the reserve is whole again */
+    assert_int_equal(oc__guard_fd_short(&g, cap - 5),
+                     5 + OC_GUARD_FD_RESERVE);
+    assert_int_equal(g.fd_cap, cap - 5 - OC_GUARD_FD_RESERVE);
     /* not lifted while the limit stays, nor before a second has passed */
     assert_false(oc__guard_fd_relax(&g, oc__now_us() + 2000000u));
     assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);

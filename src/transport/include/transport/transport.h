@@ -212,11 +212,15 @@ const char *oc__tr_version(void);
 void oc__tr_book_enable(void);
 /** What was recorded for the newest live endpoint to the worker whose
  *  address is @p addr: its class bits in *@p cls and its transports
- *  ("tcp/lo") in @p out.  @return 1, or 0 (and "") when none is known:
- *  the book is off, the endpoint not yet created or already gone.
- *  Thread-safe. */
+ *  ("tcp/lo") in @p out.  @return 1; -1 when the newest attempt to make
+ *  one failed (@p out says why: "ucp_ep_create: Endpoint timeout"); or 0
+ *  (and "") when none is known: the book is off, the endpoint not yet
+ *  created or already gone.  Thread-safe. */
 int oc__tr_book_lookup(const void *addr, unsigned *cls, char *out,
                       size_t outlen);
+/** Strike out the failed attempts recorded for @p addr's worker (the
+ *  owner acted on them).  Thread-safe. */
+void oc__tr_book_forget(const void *addr);
 
 /** The main class of class bits @p cls, for one word in logs and
  *  metrics: "rdma" if any lane is, else "tcp", else "sm" (any class that

@@ -140,19 +140,20 @@ oc_guard_slot_t *oc__guard_shed(oc_guard_t *g);
 /**
  * The process ran out of descriptors with the guard's connections open
  * (accept failed with EMFILE / ENFILE, or poll() refused more descriptors
- * than RLIMIT_NOFILE: then @p over is by how many, else 0).  From now on
- * the guard holds at most the connections open now, less @p over, less
- * OC_GUARD_FD_RESERVE for the server's own descriptors (see "limit"
- * above); oc__guard_admit() applies it as it applies the cap.
- * Called again for the same limit with no more connections than that cap
- * (the server's own descriptors use the reserve), it changes nothing and
- * returns 0 (the caller may still swap its oldest pending connection for
- * the newcomer: that uses no more descriptors); poll() refusing more
- * (@p over > 0) lowers it further.  Logged, rate-limited.
+ * than RLIMIT_NOFILE).  @p room is how many of its connections fit under
+ * the limit now: after EMFILE, those whose descriptor is numbered below it
+ * (every number below it is taken; one above it, opened before the limit
+ * was lowered, frees nothing under it when closed); after poll(), the
+ * limit less the server's other polled descriptors, at most that.  From
+ * now on the guard holds at most @p room less OC_GUARD_FD_RESERVE (see
+ * "limit" above; at least 1); oc__guard_admit() applies it as it applies
+ * the cap.  For one limit the cap is only ever lowered: out again under
+ * it, the server's own descriptors grew into the reserve, and shedding
+ * gives it back.  Logged, rate-limited.
  * @return how many connections the caller must shed now (oc__guard_shed()
  *   each, then close it); fewer may be pending: shed those.
  */
-uint32_t oc__guard_fd_short(oc_guard_t *g, uint32_t over);
+uint32_t oc__guard_fd_short(oc_guard_t *g, uint32_t room);
 
 /** Descriptors kept free under a limit that became the cap: what a server
  *  opens for itself at a time (UCX: one per endpoint being made, per
