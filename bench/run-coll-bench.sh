@@ -11,8 +11,9 @@
 # BENCH_COLL_REPEATS (5)  BENCH_COLL_OVERLAP (65536,1048576)
 # UCX_TLS (sm,self)  BENCH_COLL_AGENT_MAX (1M: the latency sweep's top in
 # the agent placement)  BENCH_COLL_AGENT_NICE (unset: offcored at the
-# default priority; N: nice -n N, to give the agent its core on a machine
-# where other jobs load core 1 as well).  Two runs: the inline placement, then the agent
+# default priority; N: nice -n N, and its own session's scheduling group
+# at nice N where the kernel groups sessions (autogroup), to give the agent
+# its core on a machine where other jobs load core 1 as well).  Two runs: the inline placement, then the agent
 # placement with one offcored pinned to core 1 and the ranks to core 0
 # (the 2-core method: the agent's core is one the ranks do not
 # use); each run has its own same-run Open MPI baseline.  BENCH_COLL_SLICE_US
@@ -63,8 +64,16 @@ case " ${BENCH_COLL_RUNS:-inline agent} " in *" agent "*) ;; *) exit $rc ;; esac
 if [ -x "$OFFCORED" ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
     D=$(mktemp -d /tmp/oc-coll-bench-agent-XXXXXX)
     "$OFFCORE" keygen > "$D/ck" && chmod 600 "$D/ck"
-    ${BENCH_COLL_AGENT_NICE:+nice -n "$BENCH_COLL_AGENT_NICE"} \
-        taskset -c 1 "$OFFCORED" --listen "unix:$D/a.sock" --cluster-key "$D/ck" \
+    # nice alone does not reach past this session where the kernel
+    # schedules each session as a group (autogroup: Linux's default where
+    # /proc/sys/kernel/sched_autogroup_enabled is 1): the agent then runs
+    # in a session of its own whose group gets that nice as well
+    if [ -n "${BENCH_COLL_AGENT_NICE:-}" ]; then
+        set -- setsid sh -c 'echo "$0" > /proc/self/autogroup 2>/dev/null; exec nice -n "$0" "$@"' "$BENCH_COLL_AGENT_NICE"
+    else
+        set --
+    fi
+    "$@" taskset -c 1 "$OFFCORED" --listen "unix:$D/a.sock" --cluster-key "$D/ck" \
         --metrics off > "$D/agent.log" 2>&1 &
     APID=$!
     n=0

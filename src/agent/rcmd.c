@@ -192,6 +192,7 @@ void oc__router_job_free(oc_router_t *r, rjob_t *j)
         l->out.ep = NULL;
         oc__tr_ep_destroy(r->w, l->ep);
         oc__rcma_rank_fini(l);
+        oc__router_rank_cores_fini(r, l);
         free(l);
     }
     for (uint32_t n = 0; n < j->map->nnodes; n++)
@@ -287,6 +288,7 @@ static void apply(oc_router_t *r, cmd_t *c)
         }
         l->token = c->token;
         oc__rcma_rank_init(r, l, c->pid);
+        oc__router_rank_cores(r, l, c->pid);
         oc__eng_out_init(&l->out.eo);
         l->out.eo.job = c->job;
         l->out.ep = l->ep;
@@ -311,6 +313,7 @@ static void apply(oc_router_t *r, cmd_t *c)
             oc__router_shm_detach(r, l);
             oc__tr_ep_destroy(r->w, l->ep);
             oc__rcma_rank_fini(l);
+            oc__router_rank_cores_fini(r, l);
             free(l);
             j->local[c->rank] = NULL;
             j->hop[c->rank] = &j->none;

@@ -19,6 +19,22 @@
 
 /* ---- the thread ------------------------------------------------------- */
 
+/* Local rank @p pid arrives: does it count among those the idle policy
+ * yields to?  Called on the router's thread (commands), so the affinity
+ * compared is this thread's. */
+void oc__router_rank_cores(oc_router_t *r, lrank_t *l, uint32_t pid)
+{
+    l->shares_core = (uint8_t)oc__router_cpus_shared(pid);
+    r->core_sharers += l->shares_core;
+}
+
+void oc__router_rank_cores_fini(oc_router_t *r, lrank_t *l)
+{
+    if (l->shares_core && r->core_sharers > 0)
+        r->core_sharers--;
+    l->shares_core = 0;
+}
+
 /* Idle: sleep until UCX has an event (something arrived), a command is
  * posted or 100 ms pass — so an idle agent costs no CPU.  With work that
  * no UCX event announces (bundles held for an unknown job or a blocked
@@ -33,9 +49,20 @@ static void router_sleep(oc_router_t *r, uint64_t idle_us)
      * ranks their credits for 60-100 us at every lull, the swings of the
      * spare-core runs); on cores it shares, the ranks run.  Work held for
      * longer (a stalled next hop) naps 50 us: a core is not burnt for a
-     * peer that does not move.  Only an agent idle for 10 ms sleeps. */
+     * peer that does not move.  Only an agent idle for 10 ms sleeps.
+     *
+     * The yield is for local ranks that may run on this core; with none
+     * (the agent on cores of its own, as the agent placement wants) the
+     * lull is spent polling.  A yield is not free where anything else is
+     * runnable on the core: the scheduler (EEVDF, Linux 6.6+) makes the
+     * yielder give up the rest of its slice, and the router lost its core
+     * for 1.1-4.5 ms at the first yield of a lull — 9 of the 12 late
+     * collective descriptors of a traced coll-bench overlap run (ranks on
+     * core 0, offcored on core 1, other work on both), the cause of its
+     * 16-45 % runs (docs/coll.md, "Overlap"). */
     if (idle_us < 10000) {
-        sched_yield();
+        if (r->core_sharers > 0)
+            sched_yield();
         return;
     }
     if (r->rx.count > 0 || r->eng->inflight > 0 || r->eng->ndirty > 0 ||

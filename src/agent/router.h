@@ -61,6 +61,15 @@ typedef struct {
  */
 uint32_t oc__route_hop(int grid, uint32_t nnodes, uint32_t a, uint32_t b);
 
+/**
+ * Whether process @p pid may run on a CPU the calling thread may run on
+ * (cores.c; the router's idle policy yields its core only to local ranks
+ * that may share it).  @return 0 only when both affinities were read and
+ * do not meet; 1 when they meet or either cannot be read (@p pid 0, gone,
+ * or not ours to see).  Any thread.
+ */
+int oc__router_cpus_shared(uint32_t pid);
+
 /** Per-router counters.  Written only by the router; read by others with
  *  relaxed atomic loads (oc__router_counters). */
 typedef struct {

@@ -76,6 +76,8 @@ typedef struct {
     int         cma;       /* 0 untried, 1 works, -1 refused */
     oc_rshm_t  *shm;       /* its shared-memory channel; NULL: UCX */
     oc_eng_buf_t ring_buf; /* out's slot in shm's "down" ring */
+    uint8_t     shares_core; /* it may run on a core of this router's
+                                (router.c, idle policy) */
 } lrank_t;
 
 typedef struct {
@@ -139,6 +141,8 @@ struct oc_router {
     lrank_t          **shm_ranks;   /* local ranks on shared memory */
     uint32_t           nshm, shm_cap;
     int                rank_wake_fd; /* eventfd they write (rshm.c) */
+    uint32_t           core_sharers; /* local ranks that may run on this
+                                        thread's cores: idle, it yields */
     oc_router_counters_t c;
 };
 
@@ -161,6 +165,10 @@ void oc__router_send_credits(oc_router_t *r);
 oc_status_t oc__router_handoff(void *arg, oc_eng_out_t *o, oc_eng_buf_t *b,
                                uint32_t len, uint32_t count);
 void oc__router_blocked(void *arg, oc_eng_out_t *o, int on);
+/* router.c: a local rank arrives (@p pid: its process, 0 unknown) or
+ * goes; the idle policy yields the core only to ranks that may share it */
+void oc__router_rank_cores(oc_router_t *r, lrank_t *l, uint32_t pid);
+void oc__router_rank_cores_fini(oc_router_t *r, lrank_t *l);
 /** Drop what waits for a peer's credit (the peer went away). */
 void oc__router_peer_drop(oc_router_t *r, peer_t *p);
 

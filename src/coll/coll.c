@@ -216,27 +216,48 @@ static void fail(oc_request_t *req, oc_status_t st)
         req->status = coll_err(st);
 }
 
-/* The job failed while the agent may still be writing this rank's
- * result by memory (placed.c): its DONE, which the agent sends when it
- * drops the collective, says it stopped.  Wait for it, unless the agent's
- * connection has ended (it died: it writes no more), for at most
- * OC__CMA_FAIL_WAIT_US, so that recvbuf is the caller's again when
- * oc_test() fails.  @return 1 while still waiting. */
-#define OC__CMA_FAIL_WAIT_US 1000000
-static int cma_drain(oc_request_t *req)
+/*
+ * Waiting before failing: a request that is about to fail may first wait,
+ * progressing, for the word that makes its end right — one deadline per
+ * request (settle_us, set when the wait begins), for one of two reasons:
+ *
+ * - inline, a chunk failed with a transport error: when a peer dies while
+ *   this rank reads its data (cma, one host), UCX completes the read with
+ *   an I/O error at once and reports the endpoint's failure (inline.c's
+ *   peer_failed) only on a later progress call.  Wait up to
+ *   OC__SETTLE_PEER_US for that report, so that the request fails with
+ *   OC_ERR_COLL_PEER_FAILED as the peer's death deserves; a transport
+ *   error with no dead peer is reported as it is once the wait is over
+ *   (coll-fault-kill1 failed 1 run in 6 without this wait, 18/18 with).
+ * - agent placement by memory, the job failed: the agent may still be
+ *   writing this rank's result (placed.c).  Its DONE, which it sends when
+ *   it drops the collective, says it stopped: wait for it up to
+ *   OC__SETTLE_AGENT_US, unless the agent's connection has ended (it died:
+ *   it writes no more), so that recvbuf is the caller's again when
+ *   oc_test() fails.
+ *
+ * @return 1 while @p req waits.
+ */
+#define OC__SETTLE_PEER_US  200000u
+#define OC__SETTLE_AGENT_US 1000000u
+static int settling(oc_request_t *req)
 {
-    uint64_t now;
+    oc_context_t *ctx = req->ctx;
+    uint64_t bound, now;
 
-    if (!req->placed || !req->cma || req->agent_st != OC_INPROGRESS ||
-        oc__agent_gone(req->ctx))
+    if (!req->placed && req->status == OC_ERR_TRANSPORT &&
+        ctx->failed == OC_OK)
+        bound = OC__SETTLE_PEER_US;
+    else if (req->placed && req->cma && req->status == OC_INPROGRESS &&
+             req->agent_st == OC_INPROGRESS && ctx->failed != OC_OK &&
+             !oc__agent_gone(ctx))
+        bound = OC__SETTLE_AGENT_US;
+    else
         return 0;
     now = oc__now_us();
-    if (req->fail_wait_us == 0)
-        req->fail_wait_us = now + OC__CMA_FAIL_WAIT_US;
-    if (now >= req->fail_wait_us)
-        return 0;
-    (void)oc__tr_progress(req->ctx->worker);
-    return req->agent_st == OC_INPROGRESS;
+    if (req->settle_us == 0)
+        req->settle_us = now + bound;
+    return now < req->settle_us;
 }
 
 static void unlink_req(oc__coll_t *c, oc_request_t *req)
@@ -422,29 +443,6 @@ oc_status_t oc__coll_start(oc_context_t *ctx, oc_request_t *req)
     return OC_OK;
 }
 
-/*
- * A chunk that failed with a transport error, not a dead peer's: when a
- * peer dies while this rank reads its data (cma, one host), UCX completes
- * the read with an I/O error at once and reports the endpoint's failure
- * (inline.c's peer_failed) only on a later progress call.  The request
- * waits OC__COLL_ERR_GRACE_US for that report, so that it fails with
- * OC_ERR_COLL_PEER_FAILED as the peer's death deserves; a transport error
- * with no dead peer is reported as it is once the grace is over.
- */
-#define OC__COLL_ERR_GRACE_US 200000u
-
-static int transport_err_final(oc_request_t *req)
-{
-    uint64_t now;
-
-    if (req->placed)
-        return 1;
-    now = oc__now_us();
-    if (req->err_us == 0)
-        req->err_us = now ? now : 1;
-    return now - req->err_us >= OC__COLL_ERR_GRACE_US;
-}
-
 OC_API oc_status_t oc_test(oc_request_t **req_p)
 {
     oc_request_t *req;
@@ -457,25 +455,24 @@ OC_API oc_status_t oc_test(oc_request_t **req_p)
     ctx = req->ctx;
     if (ctx->in_handler)
         return OC_ERR_STATE;
-    if (req->status == OC_ERR_TRANSPORT && !req->placed &&
-        ctx->failed == OC_OK && !transport_err_final(req))
-        oc__progress(ctx); /* UCX may yet say that a peer died */
-    if (req->status == OC_ERR_TRANSPORT && ctx->failed != OC_OK)
-        req->status = coll_err(ctx->failed);
     if (req->shm && req->status == OC_INPROGRESS && ctx->failed == OC_OK)
         oc__coll_shm_advance(req); /* done: no need to progress UCX */
-    if (req->status == OC_INPROGRESS) {
+    if (req->status == OC_INPROGRESS || settling(req)) {
         if (ctx->failed == OC_OK)
             oc__progress(ctx); /* runs oc__coll_progress */
-        /* a peer found dead (inline.c) fails whatever still waits, the
-         * receives from it included: UCX fails only the sends to it */
-        if (ctx->failed != OC_OK && !cma_drain(req))
-            /* the agents failed the job: a rank or agent died */
-            fail(req, req->placed ? OC_ERR_COLL_PEER_FAILED : ctx->failed);
+        else if (settling(req))
+            (void)oc__tr_progress(ctx->worker); /* the agent's DONE */
     }
+    if (req->status == OC_ERR_TRANSPORT && ctx->failed != OC_OK)
+        req->status = coll_err(ctx->failed);
+    /* a peer found dead (inline.c) fails whatever still waits, the
+     * receives from it included: UCX fails only the sends to it; or the
+     * agents failed the job: a rank or agent died */
+    if (req->status == OC_INPROGRESS && ctx->failed != OC_OK &&
+        !settling(req))
+        fail(req, req->placed ? OC_ERR_COLL_PEER_FAILED : ctx->failed);
     st = req->status;
-    if (st == OC_INPROGRESS ||
-        (st == OC_ERR_TRANSPORT && !transport_err_final(req)))
+    if (st == OC_INPROGRESS || settling(req))
         return OC_INPROGRESS;
     unlink_req(ctx->coll, req);
     if (req->inflight > 0) { /* failed with sends out: free them later */

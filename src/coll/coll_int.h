@@ -70,7 +70,8 @@ struct oc_request {
     /* agent placement (placed.c): the agent runs it; no phases here */
     int            placed;
     oc_status_t    agent_st;       /* the agent's DONE; OC_INPROGRESS before */
-    uint64_t       err_us;         /* failed with OC_ERR_TRANSPORT at (coll.c) */
+    uint64_t       settle_us;      /* waiting before failing until then
+                                      (coll.c, settling()); 0: not */
     /* shared-memory path (shm.c): OC__SHM_ALLREDUCE or _ALLTOALL, else 0;
      * own is the input, blk_count the count (per peer for all-to-all) */
     uint8_t        shm;
@@ -82,8 +83,6 @@ struct oc_request {
     const void    *cma_sbuf;
     void          *cma_rbuf;
     size_t         cma_len;
-    uint64_t       fail_wait_us;   /* cma, context failed: DONE awaited
-                                      until then (coll.c) */
 };
 
 enum { OC__SHM_ALLREDUCE = 1, OC__SHM_ALLTOALL = 2 };
