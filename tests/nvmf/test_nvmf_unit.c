@@ -46,10 +46,17 @@ static void test_crc32c_fast_matches_table(void **state)
                              oc__crc32c_ref(0, buf + off, len));
     assert_int_equal(oc__crc32c(0, buf, sizeof(buf)),
                      oc__crc32c_ref(0, buf, sizeof(buf)));
-    /* around the three-stream chunks (3 x 1024 bytes) and several of them */
+    /* around the three- and four-stream chunks (3 and 4 x 1024 bytes),
+     * misaligned starts, and a 4-stream round followed by a 3-stream one */
     for (size_t len = 3060; len < 3090; len++)
         assert_int_equal(oc__crc32c(0x1234, buf + 3, len),
                          oc__crc32c_ref(0x1234, buf + 3, len));
+    for (size_t len = 4080; len < 4110; len++)
+        assert_int_equal(oc__crc32c(0x1234, buf + 5, len),
+                         oc__crc32c_ref(0x1234, buf + 5, len));
+    for (size_t len = 7160; len < 7180; len++)
+        assert_int_equal(oc__crc32c(7, buf + 1, len),
+                         oc__crc32c_ref(7, buf + 1, len));
     for (size_t len = 4096; len <= 131072 && len <= sizeof(buf); len *= 2)
         assert_int_equal(oc__crc32c(0, buf, len), oc__crc32c_ref(0, buf, len));
 }
