@@ -17,17 +17,28 @@ run prints a JSON line; a target run also gives the mean round trip the
 load generator saw (rtt_us) and the mean time the target itself held a
 command (target_us, from its latency histogram: command parsed to answer
 queued), so that the time between the two (network, load generator,
-scheduling) shows; and the target's CPU time per I/O and how long it
-waited, runnable, for a CPU during the run (/proc/PID/schedstat).  Each case ends with a summary line: medians, the
+scheduling) shows; the target's CPU time per I/O and how long it
+waited, runnable, for a CPU during the run (/proc/PID/schedstat), and the
+load generator's CPU time per I/O (its rusage); fio's line has fio's own.
+Each case ends with a summary line: medians (IOPS, CPU per I/O), the
 target's ratios to fio, the cost of integrity and encryption as ratios of
 the plain target, every run's own ratios, and the load average.  The
 issue's bar, integrity >= 0.7x fio at 4 KiB random read QD32, is reported,
 never asserted (timings on a shared 2-core machine are noisy).  Files
 live in BUILDDIR/nvmf-bench (3 of --size each, removed at the end).
+
+--pin (auto by default) runs fio, the target's loop and the load generator
+each on the same one CPU, the one that takes the disk's interrupts: there
+a completion wakes the reader without an interrupt to the other CPU (on a
+virtual machine, an exit to the hypervisor each), and over loopback the
+target and the generator wake each other without one either.  The
+kernel's work of both (TCP, block layer) then runs mostly on that CPU
+too.  --pin none leaves placement to the scheduler (as before).
 """
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -83,6 +94,13 @@ def parse_args():
                          "all under SCHED_FIFO (chrt -f 10, needs root), so "
                          "that other jobs on a shared machine do not decide "
                          "the ratio; every side gets the same (normal)")
+    ap.add_argument("--pin", default=os.environ.get("BENCH_NVMF_PIN", "auto"),
+                    help="CPU that fio, the target's loop (its `cpu`) and "
+                         "the load generator (--cpu) each run on: a number, "
+                         "'auto' (the CPU that takes most of the interrupts "
+                         "of the disk holding the backing files; none if "
+                         "that cannot be found) or 'none' (the scheduler's "
+                         "choice) ($BENCH_NVMF_PIN, auto)")
     ap.add_argument("--port", type=int,
                     default=int(os.environ.get("BENCH_NVMF_PORT", "24900")),
                     help="first TCP port to try for the target and its "
@@ -94,6 +112,10 @@ def parse_args():
           [c for c in a.configs if c not in CONFIGS]
     if bad:
         ap.error("unknown case or configuration: " + ", ".join(bad))
+    if a.pin not in ("auto", "none") and not (a.pin.isdigit() and
+                                              int(a.pin) < os.cpu_count()):
+        ap.error("--pin: want auto, none or a CPU number below %d"
+                 % os.cpu_count())
     if a.repeats < 1 or a.seconds <= 0 or a.qd < 1 or a.queues < 1 or \
             a.qd % a.queues or a.qd // a.queues > 127 or \
             not 0 <= a.poll_us <= 10000:
@@ -106,9 +128,38 @@ def sched_prefix(a):
     return ["chrt", "-f", "10"] if a.sched == "fifo" else []
 
 
+def disk_irq_cpu(path):
+    """The CPU that handled most interrupts of the disk holding @path
+    (its PCI function's MSI vectors, from /proc/interrupts), or None"""
+    try:
+        st = os.stat(path)
+        dev = "/sys/dev/block/%d:%d" % (os.major(st.st_dev), os.minor(st.st_dev))
+        if os.path.exists(os.path.join(dev, "partition")):
+            dev = os.path.join(dev, "..")
+        d = os.path.realpath(os.path.join(dev, "device"))
+        while d != "/" and not os.path.isdir(os.path.join(d, "msi_irqs")):
+            d = os.path.dirname(d)
+        irqs = set(os.listdir(os.path.join(d, "msi_irqs")))
+        with open("/proc/interrupts") as f:
+            ncpu = len(f.readline().split())
+            per_cpu = [0] * ncpu
+            for line in f:
+                w = line.split()
+                if w and w[0].rstrip(":") in irqs:
+                    for i, v in enumerate(w[1:1 + ncpu]):
+                        per_cpu[i] += int(v)
+    except (OSError, ValueError):
+        return None
+    return per_cpu.index(max(per_cpu)) if max(per_cpu) > 0 else None
+
+
+def pin_prefix(a):
+    return ["taskset", "-c", str(a.cpu)] if a.cpu is not None else []
+
+
 def fio(a, path, rw, bs):
     out = subprocess.run(
-        sched_prefix(a) + ["fio", "--name=nvmf-baseline", "--filename=" + path, "--size=" + a.size,
+        sched_prefix(a) + pin_prefix(a) + ["fio", "--name=nvmf-baseline", "--filename=" + path, "--size=" + a.size,
          "--rw=" + rw, "--bs=%d" % bs, "--iodepth=%d" % a.qd, "--direct=1",
          "--ioengine=io_uring", "--runtime=%g" % a.seconds, "--time_based",
          "--output-format=json"], check=True, stdout=subprocess.PIPE,
@@ -161,12 +212,15 @@ def load(a, port, mport, tgt_pid, nsid, rw, bs):
     nqn = "%s-%d" % (NQN, nsid)
     s0, c0 = target_latency(mport, nqn)
     sch0 = schedstat(tgt_pid)
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(
         sched_prefix(a) + [os.path.join(a.build, "src/nvmf/offcore-nvmf-load"), "--addr",
          "127.0.0.1:%d" % port, "--nqn", nqn, "--rw", rw, "--bs", str(bs),
          "--qd", str(a.qd // a.queues), "--queues", str(a.queues),
-         "--seconds", str(a.seconds), "--poll-us", str(a.poll_us)],
+         "--seconds", str(a.seconds), "--poll-us", str(a.poll_us)] +
+        (["--cpu", str(a.cpu)] if a.cpu is not None else []),
         check=True, stdout=subprocess.PIPE, text=True).stdout
+    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     s1, c1 = target_latency(mport, nqn)
     sch1 = schedstat(tgt_pid)
     j = json.loads(out)
@@ -178,6 +232,9 @@ def load(a, port, mport, tgt_pid, nsid, rw, bs):
     if sch0 and sch1 and j["ops"]:
         r["target_cpu_us_per_io"] = (sch1[0] - sch0[0]) / j["ops"] * 1e6
         r["target_runq_wait_s"] = sch1[1] - sch0[1]
+    if j["ops"]:  # the generator's user + system time (it has ended)
+        r["gen_cpu_us_per_io"] = (ru1.ru_utime + ru1.ru_stime - ru0.ru_utime -
+                                  ru0.ru_stime) / j["ops"] * 1e6
     return r
 
 
@@ -217,12 +274,17 @@ def main():
     with open(os.open(key, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
         f.write(os.urandom(64))
     os.chmod(key, 0o600)
+    a.cpu = (disk_irq_cpu(plain) if a.pin == "auto" else
+             None if a.pin == "none" else int(a.pin))
+    print(json.dumps({"bench": "nvmf", "pin": a.pin, "cpu": a.cpu}), flush=True)
     port = nt.free_port(a.port)
     mport = nt.free_port(port + 1)
     conf = os.path.join(work, "bench.conf")
     with open(conf, "w") as f:
         f.write("listen 127.0.0.1:%d\nmetrics 127.0.0.1:%d\npoll-us %d\n"
                 % (port, mport, a.poll_us))
+        if a.cpu is not None:
+            f.write("cpu %d\n" % a.cpu)
         opts = ["", " integrity=on", " integrity=on key=" + key]
         for i, (img, o) in enumerate(zip(imgs, opts), 1):
             f.write("subsystem %s-%d\n  allow-any-host\n  namespace 1 %s%s\n"
@@ -253,8 +315,10 @@ def main():
                         line["qd_per_queue"] = a.qd // a.queues
                         line["poll_us"] = a.poll_us
                     line["sched"] = a.sched
+                    line["cpu"] = a.cpu
                     for k in ("lat_us", "cpu_us_per_io", "rtt_us", "target_us",
-                              "target_cpu_us_per_io", "target_runq_wait_s"):
+                              "target_cpu_us_per_io", "gen_cpu_us_per_io",
+                              "target_runq_wait_s"):
                         if k in m:
                             line[k] = round(m[k], 1)
                     line["loadavg"] = round(os.getloadavg()[0], 2)
@@ -272,7 +336,13 @@ def main():
             summary = {"bench": "nvmf", "case": name, "summary": True,
                        "loadavg": [round(load0, 2), round(os.getloadavg()[0], 2)],
                        "queues": a.queues, "qd_total": a.qd,
-                       "poll_us": a.poll_us, "sched": a.sched,
+                       "poll_us": a.poll_us, "sched": a.sched, "cpu": a.cpu,
+                       "median_cpu_us_per_io": {
+                           k: {m: round(statistics.median(x[m] for x in v), 2)
+                               for m in ("cpu_us_per_io", "target_cpu_us_per_io",
+                                         "gen_cpu_us_per_io")
+                               if all(m in x for x in v)}
+                           for k, v in res.items()},
                        "median_iops": {k: round(v) for k, v in med.items()},
                        "median_MBps": {k: round(statistics.median(x["MBps"] for x in v), 1)
                                        for k, v in res.items()}}

@@ -9,6 +9,7 @@
  *   kato-grace-ms 5000           slack on top of a host's keep-alive
  *   send-timeout-ms 30000        close a queue whose host stops reading
  *   poll-us 0                    busy-poll the ring this long after work
+ *   cpu N                        run the loop on CPU N only (default: any)
  *   subsystem NQN                starts a subsystem; lines below belong to it
  *     allow-host HOSTNQN         (repeatable) hosts that may connect
  *     allow-any-host             or: any host
@@ -22,6 +23,7 @@
 #include "util/kv.h"
 
 #include <ctype.h>
+#include <sched.h>
 #include <stddef.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -199,6 +201,7 @@ oc_status_t oc__nvmf_conf_load(const char *file, oc_nvmf_conf_t *conf,
     strcpy(conf->listen, "0.0.0.0:4420");
     conf->kato_grace_ms = 5000;
     conf->send_timeout_ms = 30000;
+    conf->cpu = -1; /* the scheduler's choice */
     if (!f) {
         fprintf(err, "%s: %s\n", file, strerror(errno));
         return OC_ERR_CONFIG;
@@ -254,6 +257,12 @@ oc_status_t oc__nvmf_conf_load(const char *file, oc_nvmf_conf_t *conf,
                 cerr(&x, "poll-us: want 0..10000");
             else
                 conf->poll_us = (int)v;
+        } else if (!strcmp(k, "cpu")) {
+            uint64_t v;
+            if (n != 2 || oc__kv_u64(tok[1], 0, CPU_SETSIZE - 1, &v) != 0)
+                cerr(&x, "cpu: want a CPU number, 0..%d", CPU_SETSIZE - 1);
+            else
+                conf->cpu = (int)v;
         } else if (!strcmp(k, "subsystem")) {
             if (n != 2) {
                 cerr(&x, "subsystem: want 'subsystem NQN'");

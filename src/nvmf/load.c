@@ -19,6 +19,8 @@
  * up to N us before blocking in poll() again, as a host with busy-polled
  * queues does (the kernel's nvme-tcp poll queues, net.core.busy_poll);
  * paused while other tasks want the CPU (busypoll.h).
+ * --cpu N: run on CPU N only (the bench puts the generator on the
+ * target's CPU: over loopback each wakes the other, see docs/nvmf.md).
  * Single-threaded, non-blocking sockets and poll(); untrusted input: the
  * target's PDUs are length-checked before use and anything unexpected
  * ends the run with an error.
@@ -34,6 +36,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -58,13 +61,14 @@ typedef struct {
 static struct {
     const char *addr, *nqn, *hostnqn, *rw, *verify;
     uint32_t bs, qd, nq, poll_us;
+    int cpu;
     double seconds;
     uint32_t lbads;
     uint64_t nsze;
     int random, write;
 } o = {.addr = "127.0.0.1:4420", .hostnqn = "nqn.2014-08.org.nvmexpress:uuid:"
        "0c0ffee0-0000-4000-8000-00000000b001", .rw = "randread", .bs = 4096,
-       .qd = 32, .nq = 1, .seconds = 10};
+       .qd = 32, .nq = 1, .seconds = 10, .cpu = -1};
 
 static uint8_t *wdata, *vbuf;
 static int vfd = -1;
@@ -347,7 +351,7 @@ int main(int argc, char **argv)
         {"addr", 1, 0, 'a'}, {"nqn", 1, 0, 'n'}, {"hostnqn", 1, 0, 'H'},
         {"rw", 1, 0, 'r'}, {"bs", 1, 0, 'b'}, {"qd", 1, 0, 'q'},
         {"queues", 1, 0, 'Q'}, {"seconds", 1, 0, 's'}, {"poll-us", 1, 0, 'p'},
-        {"verify-file", 1, 0, 'V'},
+        {"verify-file", 1, 0, 'V'}, {"cpu", 1, 0, 'c'},
         {"help", 0, 0, 'h'},
         {0, 0, 0, 0}};
     uint8_t sqe[64], id[4096];
@@ -370,13 +374,15 @@ int main(int argc, char **argv)
         case 's': o.seconds = atof(optarg); break;
         case 'p': o.poll_us = (uint32_t)strtoul(optarg, NULL, 0); break;
         case 'V': o.verify = optarg; break;
+        case 'c': o.cpu = (int)strtol(optarg, NULL, 0); break;
         default:
             printf("usage: offcore-nvmf-load --addr IP:PORT --nqn NQN "
                    "[--hostnqn NQN] [--rw randread|randwrite|read|write]\n"
                    "       [--bs BYTES (4096)] [--qd N (32)] [--queues N "
                    "(1)] [--seconds S (10)]\n"
                    "       [--poll-us N (0: sleep in poll() at once)] "
-                   "[--verify-file PATH (reads: compare with PATH)]\n");
+                   "[--verify-file PATH (reads: compare with PATH)]\n"
+                   "       [--cpu N (run on CPU N only; default: any)]\n");
             return c == 'h' ? 0 : 2;
         }
     }
@@ -384,6 +390,15 @@ int main(int argc, char **argv)
         o.bs < 512 || o.bs > 128 * 1024 || o.seconds <= 0 ||
         o.poll_us > 10000)
         die("bad arguments (--help)");
+    if (o.cpu >= 0) {
+        cpu_set_t set;
+        if (o.cpu >= CPU_SETSIZE)
+            die("--cpu: no such CPU");
+        CPU_ZERO(&set);
+        CPU_SET(o.cpu, &set);
+        if (sched_setaffinity(0, sizeof(set), &set))
+            die("--cpu: not a CPU this process may run on");
+    }
     o.random = !strncmp(o.rw, "rand", 4);
     o.write = strstr(o.rw, "write") != NULL;
     wdata = malloc(o.bs);

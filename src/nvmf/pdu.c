@@ -45,12 +45,21 @@ uint32_t oc__crc32c_ref(uint32_t crc, const void *buf, size_t len)
 
 #if defined(__x86_64__)
 /*
- * Three streams at once: crc32q has a latency of 3 cycles but a throughput
- * of one per cycle, so a chunk of 3 x CHUNK bytes runs as three
- * independent CRCs, then joins them: the raw CRC register is linear, so
+ * Several streams at once: crc32q has a latency of 3 cycles but a
+ * throughput of one per cycle, so a chunk of 4 (or 3) x CHUNK bytes runs
+ * as independent CRCs, then joins them: the raw CRC register is linear, so
  * crc(A||B) = shift(crc(A), |B|) ^ crc0(B), where shift() feeds |B| zero
  * bytes, a 32x32 bit matrix applied here by four 256-entry tables
- * (shift_tab, built once from the byte-wise table).
+ * (shift_tab, built once from the byte-wise table).  Four streams, not
+ * three, because a 4 KiB block (integrity's unit) then has no 1 KiB tail
+ * run at one crc32q per 3 cycles.  Each 4-stream round first prefetches
+ * its 4 KiB: a block just read from the disk is not in this core's cache
+ * (a read through O_DIRECT is DMA), and asking for all its lines at once
+ * lets the memory system fetch them in parallel.  Measured on this VM
+ * (a throwaway program timing oc__crc32c on 4 KiB blocks; cold: a 512 MiB
+ * buffer walked once; 5 interleaved runs each, medians, load 10-12):
+ * 3 streams 783 ns, 4 streams + prefetch 669 ns, a plain read of the
+ * block 460-600 ns; hot (one block again and again): 284 vs 221 ns.
  */
 #define CHUNK 1024
 static uint32_t shift_tab[4][256];
@@ -85,7 +94,28 @@ crc32c_sse42(uint32_t crc, const uint8_t *p, size_t len)
         c = __builtin_ia32_crc32qi((uint32_t)c, *p++);
         len--;
     }
-    while (len >= 3 * CHUNK) {
+    while (len >= 4 * CHUNK) {
+        uint64_t c1 = 0, c2 = 0, c3 = 0;
+        for (size_t i = 0; i < 4 * CHUNK; i += 64)
+            __builtin_prefetch(p + i);
+        for (size_t i = 0; i < CHUNK; i += 8) {
+            uint64_t v0, v1, v2, v3;
+            memcpy(&v0, p + i, 8);
+            memcpy(&v1, p + CHUNK + i, 8);
+            memcpy(&v2, p + 2 * CHUNK + i, 8);
+            memcpy(&v3, p + 3 * CHUNK + i, 8);
+            c = __builtin_ia32_crc32di(c, v0);
+            c1 = __builtin_ia32_crc32di(c1, v1);
+            c2 = __builtin_ia32_crc32di(c2, v2);
+            c3 = __builtin_ia32_crc32di(c3, v3);
+        }
+        c = shift_chunk(shift_chunk(shift_chunk((uint32_t)c) ^ (uint32_t)c1) ^
+                        (uint32_t)c2) ^
+            (uint32_t)c3;
+        p += 4 * CHUNK;
+        len -= 4 * CHUNK;
+    }
+    if (len >= 3 * CHUNK) {
         uint64_t c1 = 0, c2 = 0;
         for (size_t i = 0; i < CHUNK; i += 8) {
             uint64_t v0, v1, v2;

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/signalfd.h>
@@ -71,6 +72,42 @@ oc_nvmf_subsys_t *oc__nvmf_subsys_find(oc_nvmf_target_t *t, const char *nqn)
         if (!strcmp(t->subsys[i].conf->nqn, nqn))
             return &t->subsys[i];
     return NULL;
+}
+
+/*
+ * `cpu N`: this thread (the loop; the metrics thread it starts later
+ * inherits the mask) runs on CPU N only.  The loop is woken by the disk's
+ * completions and by its hosts' sockets: on the CPU that takes the disk's
+ * interrupt, a completion wakes it without an interrupt to another CPU (on
+ * a virtual machine each such IPI exits to the hypervisor), and the data
+ * the kernel just handled is still in this CPU's cache.  docs/nvmf.md says
+ * how to find that CPU and what it measured.  Called before the ring
+ * exists, so that the ring's kernel side starts on that CPU too.
+ * @return 0, or -1 after logging why (no such CPU, or not one this
+ *         process may use)
+ */
+static int pin_loop(int cpu, int check_only)
+{
+    cpu_set_t set;
+
+    if (cpu < 0)
+        return 0;
+    if (sched_getaffinity(0, sizeof(set), &set) || !CPU_ISSET(cpu, &set)) {
+        oc_error(LOGC, "nvmf: cpu %d: not a CPU this process may run on "
+                 "(see nproc, taskset -p)", cpu);
+        return -1;
+    }
+    if (check_only)
+        return 0;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    if (sched_setaffinity(0, sizeof(set), &set)) {
+        oc_error(LOGC, "nvmf: cpu %d: sched_setaffinity: %s", cpu,
+                 strerror(errno));
+        return -1;
+    }
+    oc_info(LOGC, "nvmf: the loop runs on CPU %d", cpu);
+    return 0;
 }
 
 static int listen_on(oc_nvmf_target_t *t, const char *addr)
@@ -150,6 +187,10 @@ oc_status_t oc__nvmf_target_init(oc_nvmf_target_t *t, oc_nvmf_conf_t *conf,
             }
             s->nns = j + 1;
         }
+    }
+    if (pin_loop(conf->cpu, check_only)) {
+        oc__nvmf_target_fini(t);
+        return OC_ERR_CONFIG;
     }
     /* one thread submits and reaps: let the kernel run completions' task
      * work only when we wait (fewer interrupts of the loop); older kernels

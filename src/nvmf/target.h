@@ -104,6 +104,7 @@ typedef struct {
     int  kato_grace_ms;
     int  send_timeout_ms;   /* close a queue whose output stalls this long */
     int  poll_us;           /* busy-poll the ring this long after work; 0 off */
+    int  cpu;               /* pin the loop thread to this CPU; -1: none */
     int  nsubsys;
     oc_nvmf_subsys_conf_t subsys[OC_NVMF_MAX_SUBSYS];
 } oc_nvmf_conf_t;

@@ -20,7 +20,7 @@ static const struct {
      "  namespace 1 /x size=1G\n",
      1},
     {"# two subsystems\nlisten 127.0.0.1:4420\nadvertise 10.0.0.1\n"
-     "kato-grace-ms 100\nsend-timeout-ms 1000\npoll-us 50\n"
+     "kato-grace-ms 100\nsend-timeout-ms 1000\npoll-us 50\ncpu 1\n"
      "subsystem nqn.2026-11.io.offcore:a\n"
      "  allow-host nqn.2014-08.org.nvmexpress:uuid:1\n"
      "  allow-host nqn.2014-08.org.nvmexpress:uuid:2\n"

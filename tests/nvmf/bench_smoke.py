@@ -46,7 +46,8 @@ def main():
     port = 24950 + os.getpid() % 40
     r = subprocess.run([sys.executable, BENCH, build, "--cases", "randread-4k",
                         "--repeats", "1", "--seconds", "0.3", "--size", "16M",
-                        "--queues", "2", "--poll-us", "20", "--port", str(port)],
+                        "--queues", "2", "--poll-us", "20", "--pin", "0",
+                        "--port", str(port)],
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                        text=True, timeout=240)
     print(r.stdout[-4000:])
@@ -69,6 +70,12 @@ def main():
     check(all(j.get("rtt_us", 0) > 0 and j.get("target_us", 0) > 0
               for k, j in runs.items() if k != "fio"),
           "target runs give the round trip and the target's own latency")
+    check(all(j.get("cpu") == 0 for j in runs.values()),
+          "--pin 0: every run says it ran on CPU 0")
+    check(all(j.get("gen_cpu_us_per_io", 0) > 0 and
+              j.get("target_cpu_us_per_io", 0) > 0
+              for k, j in runs.items() if k != "fio"),
+          "target runs give the target's and the generator's CPU per I/O")
     summ = [j for j in lines if j.get("summary")]
     check(len(summ) == 1 and all(summ[0].get(k, 0) > 0 for k in (
         "plain_vs_fio", "integrity_vs_fio", "integrity_vs_plain",

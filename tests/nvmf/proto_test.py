@@ -125,6 +125,25 @@ def config_errors(build, work):
                         "--check"], stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, text=True)
     check(r.returncode == 0, "the same key at mode 600: configuration good")
+    # `cpu N`: a CPU this process may not run on is refused before start
+    cc = os.path.join(work, "cpu.conf")
+    ncpu = len(os.sched_getaffinity(0))
+    for cpu, good in ((min(os.sched_getaffinity(0)), True), (1023, False)):
+        open(cc, "w").write("listen 127.0.0.1:1\ncpu %d\nsubsystem "
+                            "nqn.2026-11.io.offcore:c\n  allow-any-host\n"
+                            "  namespace 1 %s size=1M\n"
+                            % (cpu, os.path.join(work, "c.img")))
+        r = subprocess.run([os.path.join(build, "src/nvmf/offcore-nvmf"), "-c",
+                            cc, "--check"], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+        if good:
+            check(r.returncode == 0, "cpu %d (of %d): configuration good"
+                  % (cpu, ncpu))
+        else:
+            check(r.returncode == 1 and "cpu 1023: not a CPU this process "
+                  "may run on" in r.stdout, "cpu 1023: refused, saying why")
+        if (r.returncode == 0) != good:
+            print(r.stdout)
 
 
 def main():

@@ -46,10 +46,17 @@ static void test_crc32c_fast_matches_table(void **state)
                              oc__crc32c_ref(0, buf + off, len));
     assert_int_equal(oc__crc32c(0, buf, sizeof(buf)),
                      oc__crc32c_ref(0, buf, sizeof(buf)));
-    /* around the three-stream chunks (3 x 1024 bytes) and several of them */
+    /* around the three- and four-stream chunks (3 and 4 x 1024 bytes),
+     * misaligned starts, and a 4-stream round followed by a 3-stream one */
     for (size_t len = 3060; len < 3090; len++)
         assert_int_equal(oc__crc32c(0x1234, buf + 3, len),
                          oc__crc32c_ref(0x1234, buf + 3, len));
+    for (size_t len = 4080; len < 4110; len++)
+        assert_int_equal(oc__crc32c(0x1234, buf + 5, len),
+                         oc__crc32c_ref(0x1234, buf + 5, len));
+    for (size_t len = 7160; len < 7180; len++)
+        assert_int_equal(oc__crc32c(7, buf + 1, len),
+                         oc__crc32c_ref(7, buf + 1, len));
     for (size_t len = 4096; len <= 131072 && len <= sizeof(buf); len *= 2)
         assert_int_equal(oc__crc32c(0, buf, len), oc__crc32c_ref(0, buf, len));
 }
@@ -181,7 +188,7 @@ static void test_config(void **state)
 
     (void)state;
     p = write_tmp("# a target\nlisten 127.0.0.1:4420\nmetrics 127.0.0.1:9465\n"
-                  "poll-us 50\n"
+                  "poll-us 50\ncpu 1\n"
                   "subsystem nqn.2026-11.io.offcore:a\n"
                   "  allow-host nqn.2014-08.org.nvmexpress:uuid:1\n"
                   "  namespace 1 /dev/null size=1G block=512 integrity=on\n"
@@ -191,6 +198,7 @@ static void test_config(void **state)
     fclose(err);
     unlink(p);
     assert_int_equal(c.poll_us, 50);
+    assert_int_equal(c.cpu, 1);
     assert_int_equal(c.nsubsys, 1);
     assert_int_equal(c.subsys[0].nns, 2);
     assert_int_equal(c.subsys[0].ns[0].size, 1ull << 30);
@@ -207,7 +215,8 @@ static void test_config(void **state)
                   "  namespace 1 /y size=4K\n"       /* duplicate nsid */
                   "  namespace 2 /z block=1024\n"    /* bad block size */
                   "frobnicate\n"
-                  "poll-us 20000\n");
+                  "poll-us 20000\n"
+                  "cpu -1\n");
     errbuf = NULL;
     err = open_memstream(&errbuf, &errlen);
     assert_int_equal(oc__nvmf_conf_load(p, &c, err), OC_ERR_CONFIG);
@@ -219,7 +228,8 @@ static void test_config(void **state)
     assert_non_null(strstr(errbuf, ":6: block '1024'"));
     assert_non_null(strstr(errbuf, ":7: unknown keyword"));
     assert_non_null(strstr(errbuf, ":8: poll-us: want 0..10000"));
-    assert_non_null(strstr(errbuf, "6 errors"));
+    assert_non_null(strstr(errbuf, ":9: cpu: want a CPU number"));
+    assert_non_null(strstr(errbuf, "7 errors"));
     free(errbuf);
 }
 
