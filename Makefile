@@ -16,6 +16,10 @@
 #                agent's instructions per message (bench/rank-cpu.py,
 #                callgrind), offcore-nvmf against
 #                local fio (bench/nvmf-bench.py), and bench-pkt
+#   make bench-inline-ab REV=<commit>  the inline placement of this tree vs
+#                REV built beside it (a temporary worktree under
+#                $(BUILDDIR), removed after), the four apps interleaved
+#                old/new (bench/run-inline-ab.sh; INLINE_AB_REPEATS, 5)
 #   make bench-pkt  the packet data plane: the classifier vs DPDK rte_acl vs
 #                a linear scan (bench/classifier.c; BENCH_PKT_ARGS passes
 #                flags, --help), then forwarding through offcore-dp vs the
@@ -46,6 +50,7 @@ SETUP = sh scripts/meson-setup.sh
 PHASE = sh scripts/phase.sh
 
 .PHONY: all deps build test test-build test-asan test-fuzz demo bench bench-pkt \
+        bench-inline-ab \
         study clean compile asan-build fuzz-build deb
 
 all: build
@@ -118,6 +123,12 @@ bench: build
 # two network namespaces through offcore-dp (bench/run-pkt-forward.sh),
 # every stage against the bare forwarder, ESP + IPFIX against a two-hop one,
 # two DPUs with every tenant stage against two bare ones.  JSON lines.
+# not part of `make bench`: it needs a commit to compare with
+bench-inline-ab: build
+	@if [ -z "$(REV)" ]; then \
+	    echo "usage: make bench-inline-ab REV=<commit>  (e.g. REV=HEAD~1)" >&2; exit 2; fi
+	sh bench/run-inline-ab.sh $(BUILDDIR) $(REV)
+
 bench-pkt: build
 	$(BUILDDIR)/bench/bench-conntrack
 	$(BUILDDIR)/bench/bench-conntrack --ipv6

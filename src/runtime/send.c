@@ -236,12 +236,16 @@ OC_API size_t oc_send_burst(oc_context_t *ctx, const uint32_t *dests,
         return stream_burst(ctx, dests, p, len, n);
     if (len == 8) {
         /* The common case (histogram updates, index-gather requests),
-         * with the length a constant the compiler can use. */
+         * with the length a constant the compiler can use.  The outlets'
+         * base is read once: the copy writes through a byte pointer, which
+         * may alias anything, so ctx->dests would be loaded again for
+         * every message (ctx->dests never moves after oc_init). */
+        oc_eng_out_t *const outs = ctx->dests;
         for (i = 0; i < n; i++, p += 8) {
             const uint32_t dest = dests[i];
             if (unlikely(dest >= size))
                 break;
-            oc_eng_out_t *d = &ctx->dests[OC__SLOT(dest, lane)];
+            oc_eng_out_t *d = &outs[OC__SLOT(dest, lane)];
             if (likely(d->item_len == 8 && d->wp + 8 <= d->end)) {
                 memcpy(d->wp, p, 8);
                 d->wp += 8;

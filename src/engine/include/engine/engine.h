@@ -99,6 +99,9 @@ struct oc_eng_out {
     uint8_t       column;    /**< owner: a rank's stream in column layout
                                   (wire.h): buffers of one item length
                                   take any destination */
+    uint8_t       ring_skip; /**< owner: bundles of this outlet wait for
+                                  room in pool buffers; open pool buffers
+                                  too until they are in (keeps order) */
     uint8_t      *dcol;      /**< column layout: the destination column of
                                   the open buffer (count entries written);
                                   NULL in the other layouts */
@@ -116,10 +119,17 @@ struct oc_eng_out {
      *  empty pool is.  NULL: the pool. */
     oc_spsc_t    *ring;
     oc_eng_buf_t *ring_buf;
-    uint8_t       ring_skip; /**< owner: bundles of this outlet wait for
-                                  room in pool buffers; open pool buffers
-                                  too until they are in (keeps order) */
 };
+
+/* 128 bytes on 64-bit hosts, on purpose: owners keep arrays of outlets
+ * (the runtime's per-destination lanes) and the send loops index them per
+ * message, which a power of two makes one shift.  At 136 bytes (the ring
+ * fields appended after the padding) oc_send_burst's inline loop took 24.2
+ * instructions a message against 23.2 at the earlier 112 (callgrind,
+ * histogram); 128 and the base read once give 21.4.  Grow it past 128 only
+ * with a measurement (bench/run-inline-ab.sh, bench/rank-cpu.py). */
+_Static_assert(sizeof(void *) != 8 || sizeof(struct oc_eng_out) == 128,
+               "oc_eng_out_t: keep it 128 bytes (see above)");
 
 /** Where a finished bundle goes: the owner sends it (oc__eng_send), queues
  *  it, or delivers it locally.  It owns @p b from here (back to the pool
