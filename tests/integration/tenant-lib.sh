@@ -45,6 +45,8 @@
 #   wait_drop SECS TENANT REASON N
 #                        wait until that counter is exactly N (fail after
 #                        SECS with its value)
+#   wait_drop_ge SECS TENANT REASON N
+#                        the same, until it is N or more
 #   listening NS PORT    a TCP listener on PORT in NS
 #   tl_handoffs SOCK     "A:n B:m " frames handed between workers per tenant
 
@@ -176,8 +178,12 @@ drop() {
 # (a function, so that wait_for reads the counter again on every try: a
 # `test "$(drop ...)"` argument would be expanded once, before the wait)
 tl_drop_is() { [ "$(drop $1 $2)" = "$3" ]; }
+tl_drop_ge() { [ "$(drop $1 $2)" -ge "$3" ]; }
 wait_drop() {
     wait_for $1 tl_drop_is $2 $3 $4 || fail "$3 of $2: $(drop $2 $3), want $4"
+}
+wait_drop_ge() {
+    wait_for $1 tl_drop_ge $2 $3 $4 || fail "$3 of $2: $(drop $2 $3), want $4 or more"
 }
 
 listening() { ip netns exec $1 ss -Hltn "sport = :$2" | grep -q .; }
