@@ -153,7 +153,7 @@ for t in A B; do
 done 2>/dev/null >/dev/null
 for t in A B; do
     H=$(eval echo \$H${t}2)
-    wait_for 10 listening $H 41580 && wait_for 10 listening $H 41581 || fail "servers in $t"
+    wait_for 30 listening $H 41580 && wait_for 30 listening $H 41581 || fail "servers in $t"
 done
 for t in A B; do
     H=$(eval echo \$H${t}1)

@@ -139,12 +139,12 @@ bg ip netns exec $RA python3 -m http.server 27090 --bind 10.10.0.2 --directory "
 bg ip netns exec $RB python3 -m http.server 27090 --bind 10.10.0.2 --directory "$tmp/b" >/dev/null 2>&1
 bg ip netns exec $RA iperf3 -s -p 27201 >/dev/null 2>&1
 bg ip netns exec $RB iperf3 -s -p 27201 >/dev/null 2>&1
-wait_for 10 listening $RA 27090 && wait_for 10 listening $RB 27090 || fail "http servers"
+wait_for 30 listening $RA 27090 && wait_for 30 listening $RB 27090 || fail "http servers"
 ip netns exec $HA curl -sf --max-time 10 http://10.10.0.2:27090/a.txt | grep -q tenant-A-remote || fail "curl in A"
 ip netns exec $HB curl -sf --max-time 10 http://10.10.0.2:27090/b.txt | grep -q tenant-B-remote || fail "curl in B"
 ip netns exec $HB curl -sf --max-time 2 http://10.10.0.2:27090/a.txt >/dev/null && fail "B reached A's remote"
 ok "curl: A gets A's remote, B gets B's (same address), never the other's"
-wait_for 10 listening $RA 27201 || fail "iperf3 server"
+wait_for 30 listening $RA 27201 || fail "iperf3 server"
 # conntrack list is checked while the iperf3 flow is open: with the test's
 # 2 s TIME_WAIT/CLOSE timeouts a closed flow may be gone by the time it is
 # listed (it was, on a quiet machine)
@@ -167,7 +167,7 @@ ok "conntrack count $(ctl conntrack count), list shows A's flows"
 # --- default deny on ingress: only the port A's group opens
 bg ip netns exec $HA python3 -m http.server 27080 --bind 10.10.0.1 --directory "$tmp" >/dev/null 2>&1
 bg ip netns exec $HA python3 -m http.server 27081 --bind 10.10.0.1 --directory "$tmp" >/dev/null 2>&1
-wait_for 10 listening $HA 27080 && wait_for 10 listening $HA 27081 || fail "servers in HA"
+wait_for 30 listening $HA 27080 && wait_for 30 listening $HA 27081 || fail "servers in HA"
 ip netns exec $RA curl -sf --max-time 10 http://10.10.0.1:27080/a.txt >/dev/null || fail "ingress rule port 27080"
 nc0=$(drop A no_connection)
 ip netns exec $RA curl -sf --max-time 2 http://10.10.0.1:27081/a.txt >/dev/null && fail "port 27081 reachable under default deny"
@@ -265,7 +265,7 @@ ok "tenant del B closed its attachment (A's $ca0 flows untouched), tenant add B 
 # loses rate (30 KB gave 15.8 Mbit/s, 100 KB 17.2, at load average 20
 # with the 2-thread run beside it); the first 200 KB add 0.53 Mbit/s to
 # the 3 s average, within the 1.1 R bound
-wait_for 10 listening $RB 27201 || fail "iperf3 server B"
+wait_for 30 listening $RB 27201 || fail "iperf3 server B"
 timeout 60 ip netns exec $HB iperf3 -c 10.10.0.2 -p 27201 -u -b 40M -l 1200 -t 3 -J >"$tmp/pol.json" || fail "iperf3 UDP in B"
 python3 - "$tmp/pol.json" <<'EOF' || fail "policing"
 import json, sys
@@ -337,8 +337,8 @@ bg ip netns exec $HA2 python3 -m http.server 27090 --bind 10.10.0.2 --directory 
 bg ip netns exec $HB2 python3 -m http.server 27090 --bind 10.10.0.2 --directory "$tmp/s2b" >/dev/null 2>&1
 bg ip netns exec $HA2 iperf3 -s -p 27201 >/dev/null 2>&1
 bg ip netns exec $HA2 python3 -m http.server 27081 --bind 10.10.0.2 --directory "$tmp" >/dev/null 2>&1
-wait_for 10 listening $HA2 27090 && wait_for 10 listening $HB2 27090 &&
-    wait_for 10 listening $HA2 27201 && wait_for 10 listening $HA2 27081 ||
+wait_for 30 listening $HA2 27090 && wait_for 30 listening $HB2 27090 &&
+    wait_for 30 listening $HA2 27201 && wait_for 30 listening $HA2 27081 ||
     fail "servers on server 2"
 for t in A B; do
     H=$(eval echo \$H$t)
