@@ -63,15 +63,15 @@ tl_init() {
     tl_dp_pids=
     dppid=
     [ "$(id -u)" = 0 ] || skip "needs root"
-    for t in ip ethtool timeout "$@"; do
-        command -v $t >/dev/null 2>&1 || skip "$t is not installed"
+    for tl_t in ip ethtool timeout "$@"; do
+        command -v $tl_t >/dev/null 2>&1 || skip "$tl_t is not installed"
     done
 }
 
 tl_scapy() {
     SPY=
-    for p in python3 /usr/bin/python3; do
-        $p -c 'import scapy.all' 2>/dev/null && { SPY=$p; break; }
+    for tl_p in python3 /usr/bin/python3; do
+        $tl_p -c 'import scapy.all' 2>/dev/null && { SPY=$tl_p; break; }
     done
     [ -n "$SPY" ] || skip "python3-scapy is not installed"
 }
@@ -83,12 +83,12 @@ tl_netns() {
     tmp=$(mktemp -d /tmp/$tl_tag.XXXXXX)
     cleanup_on_exit "$@"
     shift
-    for n in "$@"; do ip netns add $n || fail "netns $n"; done
+    for tl_x in "$@"; do ip netns add $tl_x || fail "netns $tl_x"; done
 }
 
 tl_netns_more() {
     oc__netns="$oc__netns $*"
-    for n in "$@"; do ip netns add $n || fail "netns $n"; done
+    for tl_x in "$@"; do ip netns add $tl_x || fail "netns $tl_x"; done
 }
 
 tl_veth() {
@@ -100,14 +100,14 @@ tl_up() {
     tl_n=$1
     shift
     ip -n $tl_n link set lo up
-    for d in "$@"; do ip -n $tl_n link set $d up || fail "$d up in $tl_n"; done
+    for tl_x in "$@"; do ip -n $tl_n link set $tl_x up || fail "$tl_x up in $tl_n"; done
 }
 
 tl_nooffload() {
     tl_n=$1
     shift
-    for d in "$@"; do
-        ip netns exec $tl_n ethtool -K $d tx off tso off gso off >/dev/null 2>&1
+    for tl_x in "$@"; do
+        ip netns exec $tl_n ethtool -K $tl_x tx off tso off gso off >/dev/null 2>&1
     done
 }
 
@@ -116,7 +116,7 @@ tl_host() {
     ip -n $tl_n link set $tl_d address $3 mtu 1450 || fail "$tl_d in $tl_n"
     shift 3
     tl_up $tl_n $tl_d
-    for a in "$@"; do ip -n $tl_n addr add $a dev $tl_d || fail "$a on $tl_d"; done
+    for tl_x in "$@"; do ip -n $tl_n addr add $tl_x dev $tl_d || fail "$tl_x on $tl_d"; done
     tl_nooffload $tl_n $tl_d
 }
 
@@ -128,12 +128,12 @@ tl_vxlan() {
     [ "$8" = - ] || { ip -n $tl_n link set $tl_d netns $8 || fail "moving $tl_d"; tl_n=$8; }
     shift 8
     ip -n $tl_n link set $tl_d address $tl_mac up || fail "$tl_d up"
-    for a in "$@"; do ip -n $tl_n addr add $a dev $tl_d || fail "$a on $tl_d"; done
+    for tl_x in "$@"; do ip -n $tl_n addr add $tl_x dev $tl_d || fail "$tl_x on $tl_d"; done
     tl_nooffload $tl_n $tl_d
 }
 
 cleanup_extra() {
-    for p in $tl_dp_pids; do kill "$p" 2>/dev/null; done
+    for tl_x in $tl_dp_pids; do kill "$tl_x" 2>/dev/null; done
 }
 
 tl_ctl() {
@@ -160,8 +160,8 @@ tl_dp_start() {
 
 tl_dp_stop() {
     tl_rc=0
-    for p in $tl_dp_pids; do kill -TERM $p 2>/dev/null; done
-    for p in $tl_dp_pids; do wait $p || tl_rc=$?; done
+    for tl_x in $tl_dp_pids; do kill -TERM $tl_x 2>/dev/null; done
+    for tl_x in $tl_dp_pids; do wait $tl_x || tl_rc=$?; done
     tl_dp_pids= dppid=
     [ $tl_rc = 0 ] || fail "offcore-dp exit status $tl_rc"
 }
