@@ -1,6 +1,7 @@
 # tests/integration/lib.sh — the shell helpers the network-namespace
-# integration tests (dp-test.sh, dp-tenant-test.sh, esp-test.sh,
-# ipfix-test.sh) share; sourced with `. "$(dirname "$0")/lib.sh"`.
+# integration tests (dp-test.sh, esp-test.sh, ipfix-test.sh, and through
+# tenant-lib.sh the tenant tests) share; sourced with
+# `. "$(dirname "$0")/lib.sh"`.
 # Single shell process; trusts nothing but the calling script.
 #
 #   skip REASON          print SKIP and exit 77 (meson's skip)
@@ -9,7 +10,10 @@
 #                        defines one: its daemons' logs), exit 1
 #   bg CMD...            run CMD in the background; cleanup kills it
 #   wait_for SECS CMD... retry CMD every 0.1 s until it succeeds, or fail
-#                        (return 1) after SECS seconds
+#                        (return 1) after SECS seconds.  CMD's arguments
+#                        are expanded once, before the first try: to wait
+#                        on a value that changes (a counter), make CMD a
+#                        function that reads it
 #   cleanup_on_exit NS...
 #                        on exit, SIGTERM or SIGINT: the script's cleanup_extra (if
 #                        it defines one: kill its daemons), then every bg
