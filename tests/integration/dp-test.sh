@@ -116,13 +116,28 @@ b = j["end"]["sum_received"]["bits_per_second"]
 print("ok: iperf3 TCP %.2f Gbit/s" % (b / 1e9))
 sys.exit(0 if b > 1e6 else 1)
 EOF
-timeout 20 ip netns exec $A iperf3 -c 10.77.0.2 -p 23201 -u -b 50M -t 2 -J >"$tmp/udp.json" || fail "iperf3 UDP"
-python3 - "$tmp/udp.json" <<'EOF' || { ctl stat; fail "iperf3 UDP result"; }
+# UDP has no back-pressure: on a loaded host the iperf3 server in B, starved
+# of CPU, loses datagrams at its full socket buffer (B's own counter,
+# RcvbufErrors; 52% of them once under stress-ng --cpu 4 while offcore-dp
+# had forwarded every frame).  That loss is not the forwarder's: it is
+# counted apart, and the rest must stay under 25%.
+udp_rcvbuf_errors() {
+    ip netns exec $B awk '/^Udp:/ { if (!h) { for (i = 1; i <= NF; i++) c[$i] = i; h = 1 }
+                                     else print $c["RcvbufErrors"] }' /proc/net/snmp
+}
+rb0=$(udp_rcvbuf_errors)
+timeout 60 ip netns exec $A iperf3 -c 10.77.0.2 -p 23201 -u -b 50M -t 2 -J >"$tmp/udp.json" || fail "iperf3 UDP"
+rb1=$(udp_rcvbuf_errors)
+python3 - "$tmp/udp.json" $((rb1 - rb0)) <<'EOF' || { ctl stat; fail "iperf3 UDP result"; }
 import json, sys
 s = json.load(open(sys.argv[1]))["end"]["sum"]
-print("ok: iperf3 UDP %d packets, %.2f%% lost" % (s["packets"], s["lost_percent"]))
-# loss comes from a starved receiver or forwarder on a loaded 2-core machine
-sys.exit(0 if s["packets"] > 1000 and s["lost_percent"] < 25 else 1)
+starved = int(sys.argv[2])
+lost = s["lost_packets"] - starved
+print("ok: iperf3 UDP %d packets, %.2f%% lost: %d at B's full socket buffer (a starved "
+      "receiver), %d elsewhere (%.2f%%)" % (s["packets"], s["lost_percent"], starved, lost,
+                                         100.0 * lost / max(s["packets"], 1)))
+sys.exit(0 if s["packets"] > 1000 and 0 <= starved <= s["lost_packets"]
+         and lost < 0.25 * s["packets"] else 1)
 EOF
 
 # --- a deny rule on the HTTP port, added live
