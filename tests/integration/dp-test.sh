@@ -121,13 +121,9 @@ EOF
 # RcvbufErrors; 52% of them once under stress-ng --cpu 4 while offcore-dp
 # had forwarded every frame).  That loss is not the forwarder's: it is
 # counted apart, and the rest must stay under 25%.
-udp_rcvbuf_errors() {
-    ip netns exec $B awk '/^Udp:/ { if (!h) { for (i = 1; i <= NF; i++) c[$i] = i; h = 1 }
-                                     else print $c["RcvbufErrors"] }' /proc/net/snmp
-}
-rb0=$(udp_rcvbuf_errors)
+rb0=$(udp_rcvbuf_errors $B)
 timeout 60 ip netns exec $A iperf3 -c 10.77.0.2 -p 23201 -u -b 50M -t 2 -J >"$tmp/udp.json" || fail "iperf3 UDP"
-rb1=$(udp_rcvbuf_errors)
+rb1=$(udp_rcvbuf_errors $B)
 python3 - "$tmp/udp.json" $((rb1 - rb0)) <<'EOF' || { ctl stat; fail "iperf3 UDP result"; }
 import json, sys
 s = json.load(open(sys.argv[1]))["end"]["sum"]

@@ -14,6 +14,9 @@
 #                        are expanded once, before the first try: to wait
 #                        on a value that changes (a counter), make CMD a
 #                        function that reads it
+#   udp_rcvbuf_errors NS UDP datagrams namespace NS dropped at a full
+#                        socket buffer (/proc/net/snmp's RcvbufErrors): a
+#                        receiver starved of CPU, not a forwarder's loss
 #   cleanup_on_exit NS...
 #                        on exit, SIGTERM or SIGINT: the script's cleanup_extra (if
 #                        it defines one: kill its daemons), then every bg
@@ -38,6 +41,11 @@ wait_for() {
         sleep 0.1; n=$((n - 1))
     done
     return 1
+}
+
+udp_rcvbuf_errors() {
+    ip netns exec $1 awk '/^Udp:/ { if (!h) { for (i = 1; i <= NF; i++) c[$i] = i; h = 1 }
+                                     else print $c["RcvbufErrors"] }' /proc/net/snmp
 }
 
 oc__netns_empty() {
