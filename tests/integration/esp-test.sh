@@ -150,8 +150,9 @@ EOF
 ok "TCP SYNs clamped to the ESP MSS ($(metric a offcore_dp_esp_mss_clamped_total))"
 ip netns exec $HA ping -c 1 -W 1 -M do -s 1472 10.78.0.2 >/dev/null 2>&1 &&
     fail "a 1500-byte ping passed: it cannot fit ESP in 1500"
-[ "$(metric a 'offcore_dp_esp_packets_total{dir="out",result="too_big"}')" -gt 0 ] ||
-    fail "too_big not counted"
+# (functions: wait_for reads the counters again on every try)
+too_big_counted() { [ "$(metric a 'offcore_dp_esp_packets_total{dir="out",result="too_big"}')" -gt 0 ]; }
+wait_for 20 too_big_counted || fail "too_big not counted"
 ip netns exec $HA ping -c 1 -W 2 -M do -s 1415 10.78.0.2 >/dev/null ||
     fail "the largest ping that fits ESP in 1500 (1443 bytes) did not pass"
 ok "a packet too big for ESP is dropped and counted; 1443 bytes pass"
@@ -271,15 +272,15 @@ ctl a stat --raw | grep -qi "$(cut -c3-20 "$tmp/ab.key")" && fail "metrics show 
 ctl a sa del out 0x1001 || fail "sa del"
 ip netns exec $HA ping -c 2 -i 0.2 -W 1 10.78.0.2 >/dev/null 2>&1 &&
     fail "ping passed without an out SA"
-[ "$(metric a 'offcore_dp_esp_clear_packets_total{dir="out",action="dropped"}')" -gt 0 ] ||
-    fail "clear drops not counted"
+clear_counted() { [ "$(metric a 'offcore_dp_esp_clear_packets_total{dir="out",action="dropped"}')" -gt 0 ]; }
+wait_for 20 clear_counted || fail "clear drops not counted"
 ok "sa del: A's traffic to B is dropped (esp_clear deny) and counted"
 ctl a sa add out spi=0x1003 local=192.0.2.1 peer=192.0.2.2 key="$tmp/ab2.key" \
     match=10.78.0.0/24 || fail "sa add out"
 ip netns exec $HA ping -c 2 -i 0.2 -W 1 10.78.0.2 >/dev/null 2>&1 &&
     fail "ping passed with an SA B does not know"
-[ "$(metric b 'offcore_dp_esp_packets_total{dir="in",result="unknown_spi"}')" -gt 1 ] ||
-    fail "B did not count the unknown SPI"
+spi_counted() { [ "$(metric b 'offcore_dp_esp_packets_total{dir="in",result="unknown_spi"}')" -gt 1 ]; }
+wait_for 20 spi_counted || fail "B did not count the unknown SPI"
 ctl b sa add in spi=0x1003 local=192.0.2.2 peer=192.0.2.1 key="$tmp/ab2.key" || fail "sa add in"
 ip netns exec $HA ping -c 3 -i 0.2 -W 2 10.78.0.2 >/dev/null || fail "ping after the rekey"
 ok "rekey: new SPI added live on both sides, traffic flows again"
