@@ -275,12 +275,14 @@ rb1=$(udp_rcvbuf_errors $RB)
 python3 - "$tmp/pol.json" $((rb1 - rb0)) <<'EOF' || fail "policing"
 import json, sys
 s = json.load(open(sys.argv[1]))["end"]["sum"]
-starved = int(sys.argv[2])
+# (iperf3 counts a loss by the gaps in the sequence numbers it received:
+# the socket buffer may have dropped more, at the end of the run)
+starved = min(int(sys.argv[2]), s["lost_packets"])
 through = s["packets"] - s["lost_packets"] + starved
 r = s["bits_per_second"] * through / max(s["packets"], 1) / 1e6
 print("ok: policed at 20 Mbit/s, offered 40: %.1f Mbit/s through the DPU (%.1f%% lost; "
       "%d datagrams of them at RB's full socket buffer)" % (r, s["lost_percent"], starved))
-sys.exit(0 if 16 <= r <= 22 and 0 <= starved <= s["lost_packets"] else 1)
+sys.exit(0 if 16 <= r <= 22 and starved >= 0 else 1)
 EOF
 [ "$(drop B policed)" -gt 0 ] || fail "policed not counted"
 if [ "$nq" -gt 1 ]; then

@@ -127,13 +127,14 @@ rb1=$(udp_rcvbuf_errors $B)
 python3 - "$tmp/udp.json" $((rb1 - rb0)) <<'EOF' || { ctl stat; fail "iperf3 UDP result"; }
 import json, sys
 s = json.load(open(sys.argv[1]))["end"]["sum"]
-starved = int(sys.argv[2])
+# (iperf3 counts a loss by the gaps in the sequence numbers it received:
+# the socket buffer may have dropped more, at the end of the run)
+starved = min(int(sys.argv[2]), s["lost_packets"])
 lost = s["lost_packets"] - starved
 print("ok: iperf3 UDP %d packets, %.2f%% lost: %d at B's full socket buffer (a starved "
       "receiver), %d elsewhere (%.2f%%)" % (s["packets"], s["lost_percent"], starved, lost,
                                          100.0 * lost / max(s["packets"], 1)))
-sys.exit(0 if s["packets"] > 1000 and 0 <= starved <= s["lost_packets"]
-         and lost < 0.25 * s["packets"] else 1)
+sys.exit(0 if s["packets"] > 1000 and starved >= 0 and lost < 0.25 * s["packets"] else 1)
 EOF
 
 # --- a deny rule on the HTTP port, added live

@@ -10,7 +10,7 @@
 #                        defines one: its daemons' logs), exit 1
 #   bg CMD...            run CMD in the background; cleanup kills it
 #   wait_for SECS CMD... retry CMD every 0.1 s until it succeeds, or fail
-#                        (return 1) after SECS seconds.  CMD's arguments
+#                        (return 1) once SECS seconds have passed.  CMD's arguments
 #                        are expanded once, before the first try: to wait
 #                        on a value that changes (a counter), make CMD a
 #                        function that reads it
@@ -35,12 +35,15 @@ fail() {
 bg() { "$@" & echo $! >>"$tmp/bg.pids"; }
 
 wait_for() {
-    n=$(($1 * 10)); shift
-    while [ $n -gt 0 ]; do
+    # a deadline on the clock, not a count of tries: a CMD that is slow
+    # itself (an ASan-built CLI starting on a loaded host: 0.3 s) made 10
+    # tries a second last 4x SECS
+    oc__end=$(($(date +%s) + $1)); shift
+    while :; do
         "$@" >/dev/null 2>&1 && return 0
-        sleep 0.1; n=$((n - 1))
+        [ "$(date +%s)" -lt $oc__end ] || return 1
+        sleep 0.1
     done
-    return 1
 }
 
 udp_rcvbuf_errors() {

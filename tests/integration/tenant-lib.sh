@@ -149,11 +149,10 @@ tl_dp_start() {
     tl_dp_pids="$tl_dp_pids $dppid"
     # up to 60 s: an ASan build on a loaded host maps its shadow memory
     # and the AF_XDP sockets slowly; a daemon that exits is a failure now
-    tl_i=600
+    tl_end=$(($(date +%s) + 60))
     until tl_ctl $4 ping >/dev/null 2>&1; do
         kill -0 $dppid 2>/dev/null || fail "offcore-dp ($2) exited: $(tail -5 "$3")"
-        tl_i=$((tl_i - 1))
-        [ $tl_i -gt 0 ] || fail "offcore-dp ($2) did not answer in 60 s"
+        [ "$(date +%s)" -lt $tl_end ] || fail "offcore-dp ($2) did not answer in 60 s"
         sleep 0.1
     done
 }
