@@ -73,6 +73,8 @@ need busybox-static     test -x /bin/busybox
 need cpio               has cpio
 need kmod               has depmod
 need xz-utils           has xz
+# scripts/stress-test.sh: the tests again under a busy host's CPU load
+need stress-ng          has stress-ng
 # the unit-file check of the hostile suite
 need systemd            has systemd-analyze
 # the study's plots (bench/study.py: PNG and SVG)

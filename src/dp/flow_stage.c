@@ -747,8 +747,15 @@ void oc__dp_flow_free(oc_dp_t *dp)
         free(fw);
         dp->w[q].flow = NULL;
     }
-    for (uint32_t c = 0; c < f->ncoll; c++)
+    /* what each collector got in all, the last records included: the
+     * metrics are gone with the daemon (and a test waits on this line for
+     * its capture to hold that many messages) */
+    for (uint32_t c = 0; c < f->ncoll; c++) {
+        oc_info(OC_COMP_DP, "ipfix %s: %llu messages sent, %llu failed",
+                f->coll[c].name, (unsigned long long)f->coll[c].sent,
+                (unsigned long long)f->coll[c].errors);
         close(f->coll[c].fd);
+    }
     free(f);
     dp->flow = NULL;
 }

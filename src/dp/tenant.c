@@ -222,6 +222,14 @@ uint32_t oc__dp_tenant_idle(oc_dp_worker_t *w)
         sweep(tw->ct6, tw->cap6, &tw->sw[1], now);
     }
     req = __atomic_load_n(&tw->req, __ATOMIC_SEQ_CST);
+    /* claimed, or withdrawn by a control thread that gave up waiting: then
+     * its list buffer may be gone, and the request is not run */
+    if (req > 0 && !__atomic_compare_exchange_n(&tw->req, &req, -req, false,
+                                                __ATOMIC_SEQ_CST,
+                                                __ATOMIC_SEQ_CST))
+        req = 0;
+    if (req < 0)
+        req = 0; /* not ours to run (cannot happen: one worker per tw) */
     if (req == 1) {
         tw->req_n = oc__ct_flush(tw->ct, tw->req_zone) +
                     oc__ct_flush(tw->ct6, tw->req_zone);
@@ -368,18 +376,31 @@ oc_status_t oc__dp_tenant_metrics(oc_dp_t *dp, void *prom)
 /* ----------------------------------------------------------- control */
 
 /* ask every worker to run request @p req on zone @p zone; wait (workers
- * asleep in poll() answer within its 1 s timeout) */
+ * asleep in poll() answer within its 1 s timeout).  After 3 s on the clock
+ * (not 3000 sleeps: on a loaded host each takes far longer than 1 ms) an
+ * unclaimed request is withdrawn (-1: the caller's list buffer is then
+ * never written); one the worker has claimed is waited for to its end,
+ * which is short and bounded (a walk of the worker's tables) and writes
+ * into that buffer. */
 static int ask(oc_dp_t *dp, struct oc_dp_tw *tw, int req, int zone)
 {
+    int64_t end = oc__now_ms() + 3000;
+    int expect = req;
+
     tw->req_zone = zone;
     __atomic_store_n(&tw->req, req, __ATOMIC_SEQ_CST);
-    for (int i = 0; i < 3000; i++) {
+    while (oc__now_ms() < end) {
         if (__atomic_load_n(&tw->req, __ATOMIC_SEQ_CST) == 0)
             return 0;
         usleep(1000);
     }
     (void)dp;
-    return -1; /* the worker is stuck: leave the request, report */
+    if (__atomic_compare_exchange_n(&tw->req, &expect, 0, false,
+                                    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+        return -1; /* the worker is stuck: withdrawn, report */
+    while (__atomic_load_n(&tw->req, __ATOMIC_SEQ_CST) != 0)
+        usleep(1000);
+    return 0;
 }
 
 int oc__dp_tenant_ask_all(oc_dp_t *dp, int req, int zone)

@@ -39,9 +39,10 @@ struct oc_dp_tw {
     tsweep_t     sw[2];      /* ct's, ct6's */
     oc_policer_t pol[OC_DP_MAX_ATTACH][2]; /* per attachment, direction */
     tctr_t       c[OC_DP_MAX_TENANTS];
-    /* control requests: req set by the control thread, cleared by the
-     * worker when done (seq_cst) */
-    int          req;   /* 0 none, 1 flush, 2 list */
+    /* control requests: req set by the control thread; the worker claims
+     * it (req -> -req) before it runs it and clears it when done; the
+     * control thread may withdraw it only while unclaimed (seq_cst CAS) */
+    int          req;   /* 0 none, 1 flush, 2 list, 3 count; < 0 running */
     int          req_zone;
     uint32_t     req_n;
     oc_ct_flow_t *list; /* LIST_MAX, the control thread's */

@@ -30,33 +30,15 @@
 # Netns and links: prefix ma; TCP ports 41910, 41911 in HA2; scapy's
 # frames go to UDP 41900, which nothing receives.
 set -u
-build=$1
+. "$(dirname "$0")/tenant-lib.sh"
 # THREADS (default 1): offcore-dp's workers and every veth's queues; with
 # 2, frames whose flow the other worker owns are handed to it
-nq=${2:-1}
-Q="numtxqueues $nq numrxqueues $nq"
-dp=$build/src/dp/offcore-dp
-cli=$build/src/tools/offcore
-T0=$(date +%s)
-
-. "$(dirname "$0")/lib.sh"
-[ "$(id -u)" = 0 ] || skip "needs root"
-for t in ip ethtool ping timeout; do
-    command -v $t >/dev/null 2>&1 || skip "$t is not installed"
-done
-SPY=
-for p in python3 /usr/bin/python3; do
-    $p -c 'import scapy.all' 2>/dev/null && { SPY=$p; break; }
-done
-[ -n "$SPY" ] || skip "python3-scapy is not installed"
+tl_init "$1" "${2:-1}" ping
+tl_scapy
 
 id=$$
 HA1=maHA1$id HA2=maHA2$id HB=maHB$id R=maR$id RA=maRA$id RB=maRB$id D=maD$id
-ip netns add $D 2>/dev/null || skip "cannot create network namespaces"
-tmp=$(mktemp -d /tmp/ma-dp.XXXXXX)
-dppid=
-cleanup_extra() { [ -n "$dppid" ] && kill "$dppid" 2>/dev/null; }
-cleanup_on_exit $HA1 $HA2 $HB $R $RA $RB $D
+tl_netns ma-dp $D $HA1 $HA2 $HB $R $RA $RB
 fail_logs() {
     echo "--- offcore-dp log"; tail -30 "$tmp/dp.log" 2>/dev/null
     echo "--- counters"; ctl stat --raw 2>/dev/null | grep tenant | grep -v ' 0$'
@@ -64,44 +46,28 @@ fail_logs() {
     [ -n "${MA_HOLD:-}" ] && sleep "$MA_HOLD"
 }
 
-for n in $HA1 $HA2 $HB $R $RA $RB; do ip netns add $n || fail "netns"; done
-ip link add maa0 $Q netns $HA1 type veth peer name maa1 $Q netns $D || fail veth
-ip link add mac0 $Q netns $HA2 type veth peer name mac1 $Q netns $D || fail veth
-ip link add mab0 $Q netns $HB type veth peer name mab1 $Q netns $D || fail veth
-ip link add maf0 $Q netns $R type veth peer name maf1 $Q netns $D || fail veth
-ip -n $HA1 link set maa0 address 02:00:0a:14:00:a1 mtu 1450
-ip -n $HA2 link set mac0 address 02:00:0a:14:00:a3 mtu 1450
-ip -n $HB link set mab0 address 02:00:0a:14:00:b1 mtu 1450
+tl_veth $HA1 maa0 $D maa1
+tl_veth $HA2 mac0 $D mac1
+tl_veth $HB mab0 $D mab1
+tl_veth $R maf0 $D maf1
+tl_host $HA1 maa0 02:00:0a:14:00:a1 10.20.0.1/24
+tl_host $HA2 mac0 02:00:0a:14:00:a3 10.20.0.3/24
+tl_host $HB mab0 02:00:0a:14:00:b1 10.20.0.1/24
 ip -n $D link set maf1 address 02:00:c0:a8:5b:01
 ip -n $R link set maf0 address 02:00:c0:a8:5b:02
-for x in "$HA1 maa0" "$HA2 mac0" "$HB mab0" "$R maf0" "$D maa1" "$D mac1" \
-         "$D mab1" "$D maf1" "$RA lo" "$RB lo"; do
-    set -- $x
-    ip -n $1 link set lo up
-    ip -n $1 link set $2 up
-done
-ip -n $HA1 addr add 10.20.0.1/24 dev maa0
-ip -n $HA2 addr add 10.20.0.3/24 dev mac0
-ip -n $HB addr add 10.20.0.1/24 dev mab0
+tl_up $D maa1 mac1 mab1 maf1
+tl_up $R maf0
+tl_up $RA
+tl_up $RB
+tl_nooffload $R maf0
 ip -n $R addr add 192.168.91.2/24 dev maf0
-ip -n $R link add mavxa type vxlan id 100 local 192.168.91.2 \
-    remote 192.168.91.1 dstport 4789 dev maf0 || fail "kernel vxlan device"
-ip -n $R link add mavxb type vxlan id 200 local 192.168.91.2 \
-    remote 192.168.91.1 dstport 4789 dev maf0 || fail "kernel vxlan device"
-ip -n $R link set mavxa netns $RA || fail "moving a vxlan device"
-ip -n $R link set mavxb netns $RB || fail "moving a vxlan device"
-ip -n $RA link set mavxa address 02:00:0a:14:00:a2 up
-ip -n $RB link set mavxb address 02:00:0a:14:00:b2 up
-ip -n $RA addr add 10.20.0.2/24 dev mavxa
-ip -n $RA addr add 10.20.0.5/24 dev mavxa # only A's remote has it
-ip -n $RB addr add 10.20.0.2/24 dev mavxb
-for x in "$HA1 maa0" "$HA2 mac0" "$HB mab0" "$R maf0"; do
-    set -- $x
-    ip netns exec $1 ethtool -K $2 tx off tso off gso off >/dev/null 2>&1
-done
+# A's remote also has 10.20.0.5, which only it has
+tl_vxlan $R mavxa 100 192.168.91.2 192.168.91.1 maf0 02:00:0a:14:00:a2 $RA \
+    10.20.0.2/24 10.20.0.5/24
+tl_vxlan $R mavxb 200 192.168.91.2 192.168.91.1 maf0 02:00:0a:14:00:b2 $RB \
+    10.20.0.2/24
 
 sock=$tmp/dp.sock
-ctl() { "$cli" dp --control unix:$sock "$@"; }
 TA="A vni=100 attach=a1,a2 mac=02:00:0a:14:00:a1,02:00:0a:14:00:a3 ip=10.20.0.1,10.20.0.3 local=192.168.91.1 local_mac=02:00:c0:a8:5b:01 remote=192.168.91.2 remote_mac=02:00:c0:a8:5b:02"
 cat >"$tmp/dp.conf" <<EOF
 # tenant A: two attachments (a1, a2); tenant B: one; one uplink (maf1)
@@ -116,14 +82,14 @@ tenant_rule A ingress id=1 action=allow proto=icmp
 tenant_rule A ingress id=2 action=allow proto=tcp dport=41910
 conntrack flows=4096
 EOF
-OC_LOG=info ip netns exec $D "$dp" --config "$tmp/dp.conf" >>"$tmp/dp.log" 2>&1 &
-dppid=$!
-wait_for 20 ctl ping || fail "offcore-dp did not come up"
+tl_dp_start $D "$tmp/dp.conf" "$tmp/dp.log" $sock
 ok "offcore-dp up: tenant A on a1,a2, tenant B on b, one uplink"
-drop() { # drop TENANT REASON -> the counter's value
-    ctl stat --raw | sed -n "s/^offcore_dp_tenant_dropped_packets_total{tenant=\"$1\",reason=\"$2\"} //p"
+# pings NS ADDR: NS reaches ADDR; the first echo may wait for ARP through
+# the DPU (up to 30 s), then 2 more
+pings() {
+    wait_for 30 ip netns exec $1 ping -c 1 -W 1 $2 &&
+        ip netns exec $1 ping -c 2 -i 0.2 -W 2 $2 >/dev/null
 }
-pings() { ip netns exec $1 ping -c 2 -i 0.2 -W 2 $2 >/dev/null; }
 
 # --- both attachments of A reach A's remote; the remote reaches each
 pings $HA1 10.20.0.2 || fail "ping from A's attachment 1"
@@ -152,14 +118,13 @@ ok "B reaches B's remote (same address), not 10.20.0.5 (A's remote only); A does
 echo "a2-server" >"$tmp/a2.txt"
 bg ip netns exec $HA2 python3 -m http.server 41910 --bind 10.20.0.3 --directory "$tmp" >/dev/null 2>&1
 bg ip netns exec $HA2 python3 -m http.server 41911 --bind 10.20.0.3 --directory "$tmp" >/dev/null 2>&1
-listening() { ip netns exec $1 ss -Hltn "sport = :$2" | grep -q .; }
-wait_for 10 listening $HA2 41910 && wait_for 10 listening $HA2 41911 || fail "servers in HA2"
+wait_for 30 listening $HA2 41910 && wait_for 30 listening $HA2 41911 || fail "servers in HA2"
 pings $HA1 10.20.0.3 || fail "ping from A's attachment 1 to attachment 2"
 pings $HA2 10.20.0.1 || fail "ping from A's attachment 2 to attachment 1"
-ip netns exec $HA1 curl -sf --max-time 3 http://10.20.0.3:41910/a2.txt | grep -q a2-server || fail "curl a1 -> a2:41910"
+ip netns exec $HA1 curl -sf --max-time 10 http://10.20.0.3:41910/a2.txt | grep -q a2-server || fail "curl a1 -> a2:41910"
 nc0=$(drop A no_connection)
 ip netns exec $HA1 curl -sf --max-time 2 http://10.20.0.3:41911/a2.txt >/dev/null && fail "a2:41911 reachable under default deny"
-[ "$(drop A no_connection)" -gt "$nc0" ] || fail "no_connection not counted for a1 -> a2:41911"
+wait_drop_ge 20 A no_connection $((nc0 + 1)) # a1 -> a2:41911
 ip netns exec $HB ping -c 1 -W 1 10.20.0.3 >/dev/null 2>&1 && fail "B reached A's attachment 2"
 ok "host -> host within A: ping both ways, curl to a2:41910 (ingress rule; replies by conntrack), a2:41911 refused (no_connection $nc0 -> $(drop A no_connection)); B cannot reach a2"
 
@@ -184,7 +149,7 @@ EOF
 s0=$(drop A spoofed) sb0=$(drop B spoofed)
 ip netns exec $HA1 $SPY "$tmp/spoof.py" 1 || fail scapy
 ip netns exec $HA2 $SPY "$tmp/spoof.py" 2 || fail scapy
-wait_for 5 test "$(drop A spoofed)" -eq $((s0 + 4)) || fail "spoofed A: $s0 -> $(drop A spoofed), want +4"
+wait_drop 20 A spoofed $((s0 + 4))
 [ "$(drop B spoofed)" -eq "$sb0" ] || fail "spoofed B moved: $sb0 -> $(drop B spoofed)"
 pings $HA2 10.20.0.2 || fail "attachment 2 after the spoofing"
 ip -n $RA neigh show 10.20.0.3 | grep -q "lladdr 02:00:0a:14:00:a3" || fail "RA's entry for 10.20.0.3 poisoned"
@@ -197,16 +162,15 @@ ip netns exec $HA1 ping -c 1 -W 1 10.20.0.2 >/dev/null 2>&1 && fail "attachment 
 ip netns exec $HA2 ping -c 1 -W 1 10.20.0.2 >/dev/null 2>&1 && fail "attachment 2 forwards after tenant del"
 pings $HB 10.20.0.2 || fail "B after A's deletion"
 ctl tenant add $TA >/dev/null || fail "tenant add A: $(ctl tenant add $TA)"
-wait_for 5 ip netns exec $HA1 ping -c 1 -W 1 10.20.0.2 || fail "attachment 1 after tenant add"
-wait_for 5 ip netns exec $HA2 ping -c 1 -W 1 10.20.0.2 || fail "attachment 2 after tenant add"
+wait_for 20 ip netns exec $HA1 ping -c 1 -W 1 10.20.0.2 || fail "attachment 1 after tenant add"
+wait_for 20 ip netns exec $HA2 ping -c 1 -W 1 10.20.0.2 || fail "attachment 2 after tenant add"
 ctl tenant add B2 vni=300 attach=a2 mac=02:00:0a:14:00:c1 ip=10.20.0.9 local=192.168.91.1 \
     local_mac=02:00:c0:a8:5b:01 remote=192.168.91.2 remote_mac=02:00:c0:a8:5b:02 2>&1 |
     grep -q "attachment 'a2' has a tenant" || fail "a2 taken by a second tenant"
 ok "tenant list shows a1,a2; tenant del A closed both (B unaffected); tenant add A reopened both"
 
 if [ "$nq" -gt 1 ]; then
-    ok "$nq workers: $(ctl stat --raw | sed -n 's/^offcore_dp_tenant_handoff_packets_total{tenant="\(.\)"} \([0-9]*\)$/\1:\2/p' | tr '\n' ' ')frames handed to the worker owning their flow"
+    ok "$nq workers: $(tl_handoffs $sock)frames handed to the worker owning their flow"
 fi
-kill -TERM $dppid; wait $dppid; rc=$?; dppid=
-[ $rc -eq 0 ] || fail "offcore-dp exit $rc"
+tl_dp_stop
 echo "PASS ($(($(date +%s) - T0)) s)"

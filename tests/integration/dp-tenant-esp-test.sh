@@ -29,53 +29,33 @@
 # With WORKERS > 1 (and as many queues on every veth), a frame that reaches
 # the worker not owning its flow is handed over after its decryption.
 set -u
-build=$1
-nq=${2:-1}
-Q="numtxqueues $nq numrxqueues $nq"
-dp=$build/src/dp/offcore-dp
-cli=$build/src/tools/offcore
-T0=$(date +%s)
-
-. "$(dirname "$0")/lib.sh"
-[ "$(id -u)" = 0 ] || skip "needs root"
-for t in ip ethtool ping iperf3 curl python3 tcpdump tshark timeout; do
-    command -v $t >/dev/null 2>&1 || skip "$t is not installed"
-done
+. "$(dirname "$0")/tenant-lib.sh"
+tl_init "$1" "${2:-1}" ping iperf3 curl python3 tcpdump tshark
 python3 -c "import cryptography.hazmat.primitives.ciphers.aead" 2>/dev/null ||
     skip "python3-cryptography is not installed"
 
 id=$$
 HA1=txHA1$id HB1=txHB1$id HA2=txHA2$id HB2=txHB2$id D1=txD1$id D2=txD2$id F=txF$id
-ip netns add $HA1 2>/dev/null || skip "cannot create network namespaces"
-tmp=$(mktemp -d /tmp/tx-tesp.XXXXXX)
-pids=
-cleanup_extra() { for p in $pids; do kill "$p" 2>/dev/null; done; }
-cleanup_on_exit $HA1 $HB1 $HA2 $HB2 $D1 $D2 $F
+tl_netns tx-tesp $HA1 $HB1 $HA2 $HB2 $D1 $D2 $F
 fail_logs() {
     for x in 1 2; do echo "--- offcore-dp $x log"; tail -20 "$tmp/dp$x.log" 2>/dev/null; done
 }
-for n in $HB1 $HA2 $HB2 $D1 $D2 $F; do ip netns add $n || fail "netns $n"; done
 
 # workloads: A and B on each server, 10.10.0.S in both tenants
 for s in 1 2; do
-    for t in a b; do
-        H=$(eval echo \$H$(echo $t | tr ab AB)$s) D=$(eval echo \$D$s)
-        ip link add tx${t}$s $Q netns $H type veth peer name txh${t}$s $Q netns $D || fail veth
-        ip -n $H link set tx${t}$s address 02:00:0a:00:0$s:${t}$s mtu 1450
-        ip -n $H link set lo up
-        ip -n $H link set tx${t}$s up
-        ip -n $H addr add 10.10.0.$s/24 dev tx${t}$s
-        ip netns exec $H sysctl -qw net.ipv6.conf.all.disable_ipv6=1
-        ip netns exec $H ethtool -K tx${t}$s tx off tso off gso off >/dev/null || fail ethtool
-        ip -n $D link set txh${t}$s up
-    done
     D=$(eval echo \$D$s)
-    ip link add txu$s $Q netns $D type veth peer name txf$s $Q netns $F || fail veth
-    ip -n $D link set lo up
-    ip -n $D link set txu$s up
+    for t in a b; do
+        H=$(eval echo \$H$(echo $t | tr ab AB)$s)
+        tl_veth $H tx${t}$s $D txh${t}$s
+        ip netns exec $H sysctl -qw net.ipv6.conf.all.disable_ipv6=1
+        tl_host $H tx${t}$s 02:00:0a:00:0$s:${t}$s 10.10.0.$s/24
+        tl_up $D txh${t}$s
+    done
+    tl_veth $D txu$s $F txf$s
+    tl_up $D txu$s
 done
 ip -n $F link add txbr type bridge || fail bridge
-for p in txf1 txf2 txbr; do ip -n $F link set $p up; done
+tl_up $F txf1 txf2 txbr
 ip -n $F link set txf1 master txbr
 ip -n $F link set txf2 master txbr
 mac() { ip netns exec $1 cat /sys/class/net/$2/address; }
@@ -116,32 +96,33 @@ done
 echo "ipfix 127.0.0.1:41539" >>"$tmp/dp1.conf"
 
 # the collector: a UDP socket that takes the messages (with nothing bound,
-# every other send would fail on the ICMP port unreachable), and tshark
+# every other send would fail on the ICMP port unreachable); tcpdump
+# captures them for tshark's dissector (-U: each packet is written when
+# taken, so the file can be counted while it grows)
 bg ip netns exec $D1 python3 -c "
 import socket
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.bind(('127.0.0.1', 41539))
 while True:
     s.recv(65535)"
-ip netns exec $D1 tshark -i lo -f "udp port 41539" -w "$tmp/ipfix.pcap" >"$tmp/ts.log" 2>&1 &
+ip netns exec $D1 tcpdump -i lo -nn -U -s 0 -w "$tmp/ipfix.pcap" udp port 41539 2>"$tmp/ts.log" &
 tspid=$!
 echo $tspid >>"$tmp/bg.pids"
-wait_for 10 grep -q "Capturing on" "$tmp/ts.log" || fail "tshark: $(cat "$tmp/ts.log")"
+udp_up() { ip netns exec $D1 ss -Hlun "sport = :41539" | grep -q .; }
+wait_for 30 udp_up || fail "the IPFIX collector did not bind"
+wait_for 30 grep -q listening "$tmp/ts.log" || fail "tcpdump: $(cat "$tmp/ts.log")"
 for s in 1 2; do
     D=$(eval echo \$D$s)
-    OC_LOG=info ip netns exec $D "$dp" --config "$tmp/dp$s.conf" >"$tmp/dp$s.log" 2>&1 &
-    pids="$pids $!"
+    tl_dp_start $D "$tmp/dp$s.conf" "$tmp/dp$s.log" "$tmp/dp$s.sock"
 done
-ctl() { s=$1; shift; "$cli" dp --control unix:$tmp/dp$s.sock "$@"; }
+ctl() { tl_s=$1; shift; tl_ctl "$tmp/dp$tl_s.sock" "$@"; }
 metric() { v=$(ctl $1 stat --raw | awk -v k="$2" '$1 == k {print $2}'); echo "${v:-0}"; }
-wait_for 20 ctl 1 ping || fail "offcore-dp 1 did not come up"
-wait_for 20 ctl 2 ping || fail "offcore-dp 2 did not come up"
 ok "two offcore-dp, each with one uplink for tenants A and B, ESP and IPFIX"
 
 ip netns exec $F tcpdump -i txf1 -nn -U -s 0 -w "$tmp/fabric.pcap" 2>"$tmp/td.log" &
 td=$!
 echo $td >>"$tmp/bg.pids"
-wait_for 10 grep -q listening "$tmp/td.log" || fail "tcpdump"
+wait_for 30 grep -q listening "$tmp/td.log" || fail "tcpdump"
 
 listening() { ip netns exec $1 ss -Hltn "sport = :$2" | grep -q .; }
 for t in A B; do
@@ -153,21 +134,28 @@ for t in A B; do
 done 2>/dev/null >/dev/null
 for t in A B; do
     H=$(eval echo \$H${t}2)
-    wait_for 10 listening $H 41580 && wait_for 10 listening $H 41581 || fail "servers in $t"
+    wait_for 30 listening $H 41580 && wait_for 30 listening $H 41581 || fail "servers in $t"
 done
 for t in A B; do
     H=$(eval echo \$H${t}1)
-    wait_for 10 ip netns exec $H ping -c 1 -W 1 10.10.0.2 || fail "first ping in $t"
+    wait_for 30 ip netns exec $H ping -c 1 -W 1 10.10.0.2 || fail "first ping in $t"
     ip netns exec $H ping -c 5 -i 0.2 -W 2 10.10.0.2 >/dev/null || fail "ping in $t"
-    got=$(ip netns exec $H curl -sf --max-time 5 http://10.10.0.2:41580/who.txt) ||
+    got=$(ip netns exec $H curl -sf --max-time 10 http://10.10.0.2:41580/who.txt) ||
         fail "curl in $t"
     [ "$got" = "tenant-$t-server2" ] || fail "tenant $t reached '$got'"
-    timeout 30 ip netns exec $H iperf3 -c 10.10.0.2 -p 41581 -t 2 -b 20M -J >"$tmp/ip$t.json" &
+    timeout 60 ip netns exec $H iperf3 -c 10.10.0.2 -p 41581 -t 2 -b 20M -J >"$tmp/ip$t.json" &
     ipp=$!
-    sleep 1
-    # the live iperf3 flow, listed with its tenant's VNI
+    # the live iperf3 flow, listed with its tenant's VNI: asked for while
+    # iperf3 runs (however slowly it starts), until it is listed
     v=100; [ $t = B ] && v=200
-    ctl 1 flows >"$tmp/flows$t.txt" || fail "offcore dp flows"
+    listed() {
+        ctl 1 flows >"$tmp/flows$t.txt" || return 1
+        grep -q "^10.10.0.1:[0-9]* *10.10.0.2:41581 *6 .* $v$" "$tmp/flows$t.txt"
+    }
+    until listed; do
+        kill -0 $ipp 2>/dev/null || break
+        sleep 0.1
+    done
     wait $ipp || fail "iperf3 in $t"
     grep -q "^10.10.0.1:[0-9]* *10.10.0.2:41581 *6 .* $v$" "$tmp/flows$t.txt" ||
         fail "offcore dp flows: no live iperf3 flow of tenant $t with vni $v: $(cat "$tmp/flows$t.txt")"
@@ -184,8 +172,8 @@ done
 too=$(metric 1 'offcore_dp_esp_packets_total{dir="out",result="too_big"}')
 ip netns exec $HA1 ping -c 1 -W 1 -M do -s 1422 10.10.0.2 >/dev/null 2>&1 &&
     fail "a 1450-byte ping passed: it cannot fit VXLAN and ESP in 1500"
-[ "$(metric 1 'offcore_dp_esp_packets_total{dir="out",result="too_big"}')" -gt "$too" ] ||
-    fail "too_big not counted"
+too_big_moved() { [ "$(metric 1 'offcore_dp_esp_packets_total{dir="out",result="too_big"}')" -gt "$too" ]; }
+wait_for 20 too_big_moved || fail "too_big not counted"
 ip netns exec $HA1 ping -c 1 -W 2 -M do -s 1365 10.10.0.2 >/dev/null ||
     fail "the largest ping that fits VXLAN + ESP in 1500 (1393 bytes) did not pass"
 ok "TCP SYNs clamped ($(metric 1 offcore_dp_esp_mss_clamped_total)); a 1450-byte ping is dropped and counted (too_big); 1393 bytes pass"
@@ -234,7 +222,7 @@ before=$(metric 2 'offcore_dp_esp_clear_packets_total{dir="in",action="dropped"}
 ip netns exec $HA2 tcpdump -i txa2 -nn -U -w "$tmp/forged.pcap" 'icmp[8:4] = 0x666f7267' 2>"$tmp/tdf.log" &
 tdf=$!
 echo $tdf >>"$tmp/bg.pids"
-wait_for 10 grep -q listening "$tmp/tdf.log" || fail "tcpdump in HA2"
+wait_for 30 grep -q listening "$tmp/tdf.log" || fail "tcpdump in HA2"
 ip netns exec $F python3 - "$u1" "$u2" <<'EOF' || fail "inject"
 import socket, struct, sys
 mac = lambda s: bytes.fromhex(s.replace(":", ""))
@@ -258,7 +246,7 @@ s.bind(("txf2", 0))
 s.send(mac(sys.argv[2]) + mac(sys.argv[1]) + b"\x08\x00" + oip + udp)
 EOF
 clear_moved() { [ "$(metric 2 'offcore_dp_esp_clear_packets_total{dir="in",action="dropped"}')" -gt "$before" ]; }
-wait_for 5 clear_moved || fail "the forged clear VXLAN frame was not counted"
+wait_for 20 clear_moved || fail "the forged clear VXLAN frame was not counted"
 sleep 0.5
 kill -INT $tdf; wait $tdf 2>/dev/null
 # (the count may include the namespaces' own multicast reports: not exact)
@@ -268,7 +256,8 @@ ok "a forged clear VXLAN frame for tenant A on the fabric is dropped by the ESP 
 
 # --- flows: histograms per tenant and attachment, then the IPFIX records
 # flow_idle 2 s; an idle worker's expiry pass takes up to ~10 s (it wakes
-# once a second: flow_stage.c), then the exporter's next pass
+# once a second: flow_stage.c), then the exporter's next pass: 60 s for a
+# loaded host
 hist_ok() { # SERVER TENANT VNI ATTACH: at least ping, curl and iperf3's two
     # connections ended (duration and bytes), the three TCP ones with an RTT
     [ "$(metric $1 "offcore_dp_tenant_flow_duration_seconds_count{tenant=\"$2\",vni=\"$3\"}")" -ge 4 ] &&
@@ -278,8 +267,8 @@ hist_ok() { # SERVER TENANT VNI ATTACH: at least ping, curl and iperf3's two
     [ "$(metric $1 "offcore_dp_attach_flow_bytes_count{attach=\"$4\"}")" -ge 4 ]
 }
 for s in 1 2; do
-    wait_for 20 hist_ok $s A 100 a || fail "server $s: tenant A's histograms: $(ctl $s stat --raw | grep -E '_count\{(tenant="A"|attach="a")'; ctl $s flows)"
-    wait_for 20 hist_ok $s B 200 b || fail "server $s: tenant B's histograms: $(ctl $s stat --raw | grep -E '_count\{(tenant="B"|attach="b")'; ctl $s flows)"
+    wait_for 60 hist_ok $s A 100 a || fail "server $s: tenant A's histograms: $(ctl $s stat --raw | grep -E '_count\{(tenant="A"|attach="a")'; ctl $s flows)"
+    wait_for 60 hist_ok $s B 200 b || fail "server $s: tenant B's histograms: $(ctl $s stat --raw | grep -E '_count\{(tenant="B"|attach="b")'; ctl $s flows)"
 done
 ctl 1 stat >"$tmp/stat.txt" || fail "offcore dp stat"
 
@@ -299,7 +288,7 @@ ctl 1 tenant add $(echo "$bline" | sed 's/vni=200/vni=100/') >"$tmp/dup.out" 2>&
     fail "a second tenant with VNI 100 on the uplink was accepted"
 grep -q "vni 100 is tenant A's on the same wire port" "$tmp/dup.out" || fail "dup VNI: $(cat "$tmp/dup.out")"
 ctl 1 tenant add $bline >/dev/null || fail "tenant add B"
-wait_for 10 ip netns exec $HB1 ping -c 1 -W 1 10.10.0.2 || fail "B after tenant add"
+wait_for 30 ip netns exec $HB1 ping -c 1 -W 1 10.10.0.2 || fail "B after tenant add"
 ok "live on the shared uplink: tenant del B stops B (A goes on), a duplicate VNI is refused, tenant add B restores it"
 
 # --- the shared uplink: an authentic ESP packet (encrypted here with A->B's
@@ -340,17 +329,18 @@ s.bind(("txf2", 0))
 s.send(mac(sys.argv[2]) + mac(sys.argv[1]) + b"\x08\x00" + esp)
 EOF
 vni_moved() { [ "$(metric 2 'offcore_dp_uplink_dropped_packets_total{port="txu2",reason="unknown_vni"}')" -gt "$before" ]; }
-wait_for 5 vni_moved || fail "VNI 300 not counted: $(ctl 2 stat --raw | grep -E 'uplink|esp_packets')"
+wait_for 20 vni_moved || fail "VNI 300 not counted: $(ctl 2 stat --raw | grep -E 'uplink|esp_packets')"
 [ "$(metric 2 'offcore_dp_uplink_dropped_packets_total{port="txu2",reason="unknown_vni"}')" = $((before + 1)) ] ||
     fail "VNI 300 counted more than once"
 ok "an authentic ESP packet with VXLAN VNI 300 (no tenant's) is decrypted, then dropped at the shared uplink and counted once"
 
-for p in $pids; do kill -TERM $p; done  # the last records go out at stop
-rc=0
-for p in $pids; do wait $p || rc=$?; done
-pids=
-[ $rc = 0 ] || fail "offcore-dp exit status $rc"
-sleep 0.5
+tl_dp_stop  # the last records go out at stop
+# offcore-dp 1 logs at its stop how many messages the collector was sent:
+# the capture holds them all before it is stopped
+sent=$(sed -n 's/.*ipfix 127.0.0.1:41539: \([0-9]*\) messages sent.*/\1/p' "$tmp/dp1.log")
+[ -n "$sent" ] && [ "$sent" -gt 0 ] || fail "offcore-dp 1 logged no IPFIX total: $(tail -5 "$tmp/dp1.log")"
+captured() { [ "$(tcpdump -r "$tmp/ipfix.pcap" 2>/dev/null | wc -l)" -ge "$sent" ]; }
+wait_for 30 captured || fail "the capture has $(tcpdump -r "$tmp/ipfix.pcap" 2>/dev/null | wc -l) of the $sent IPFIX messages"
 kill -INT $tspid; wait $tspid 2>/dev/null
 env -u MALLOC_PERTURB_ tshark -r "$tmp/ipfix.pcap" -d udp.port==41539,cflow \
     -Y "cflow.srcaddr" -T fields -E separator='|' -E aggregator=';' \

@@ -32,86 +32,46 @@
 # fabric: ping, curl, iperf3 within each tenant, never across, and server
 # 2's default deny.
 set -u
-build=$1
+. "$(dirname "$0")/tenant-lib.sh"
 # THREADS (default 1): offcore-dp's workers and every veth's queues; with
 # 2, frames whose flow another worker owns are handed to it
-nq=${2:-1}
-Q="numtxqueues $nq numrxqueues $nq"
-dp=$build/src/dp/offcore-dp
-cli=$build/src/tools/offcore
-T0=$(date +%s)
-
-. "$(dirname "$0")/lib.sh"
-[ "$(id -u)" = 0 ] || skip "needs root"
-for t in ip ethtool ping iperf3 curl python3 timeout; do
-    command -v $t >/dev/null 2>&1 || skip "$t is not installed"
-done
-# scapy: Debian's python3-scapy (the system python, when another python3
-# comes first in PATH)
-SPY=
-for p in python3 /usr/bin/python3; do
-    $p -c 'import scapy.all' 2>/dev/null && { SPY=$p; break; }
-done
-[ -n "$SPY" ] || skip "python3-scapy is not installed"
+tl_init "$1" "${2:-1}" ping iperf3 curl python3
+tl_scapy
 
 id=$$
 HA=octHA$id HB=octHB$id RA=octRA$id RB=octRB$id D=octD$id
-ip netns add $D 2>/dev/null || skip "cannot create network namespaces"
-tmp=$(mktemp -d /tmp/oct-dp.XXXXXX)
-dppid=
 HA2=octHA2$id HB2=octHB2$id D2=octD2$id
-dp2pid=
-cleanup_extra() {
-    [ -n "$dppid" ] && kill "$dppid" 2>/dev/null
-    [ -n "$dp2pid" ] && kill "$dp2pid" 2>/dev/null
-}
-cleanup_on_exit $HA $HB $RA $RB $D $HA2 $HB2 $D2
+tl_netns oct-dp $D $HA $HB $RA $RB
 fail_logs() {
     echo "--- offcore-dp log"; tail -30 "$tmp/dp.log" 2>/dev/null
     echo "--- counters"; ctl stat --raw 2>/dev/null | grep tenant | grep -v ' 0$'
 }
 
-for n in $HA $HB $RA $RB; do ip netns add $n || fail "netns"; done
 # host links (tenant workloads) and fabric links, one of each per tenant
-ip link add octha0 $Q netns $HA type veth peer name octha1 $Q netns $D || fail veth
-ip link add octhb0 $Q netns $HB type veth peer name octhb1 $Q netns $D || fail veth
-ip link add octfa0 $Q netns $RA type veth peer name octfa1 $Q netns $D || fail veth
-ip link add octfb0 $Q netns $RB type veth peer name octfb1 $Q netns $D || fail veth
-ip -n $HA link set octha0 address 02:00:0a:00:00:a1 mtu 1450
-ip -n $HB link set octhb0 address 02:00:0a:00:00:b1 mtu 1450
+tl_veth $HA octha0 $D octha1
+tl_veth $HB octhb0 $D octhb1
+tl_veth $RA octfa0 $D octfa1
+tl_veth $RB octfb0 $D octfb1
+tl_host $HA octha0 02:00:0a:00:00:a1 10.10.0.1/24
+tl_host $HB octhb0 02:00:0a:00:00:b1 10.10.0.1/24
 ip -n $D link set octfa1 address 02:00:c0:00:00:a1
 ip -n $D link set octfb1 address 02:00:c0:00:00:b1
 ip -n $RA link set octfa0 address 02:00:c0:00:00:a2
 ip -n $RB link set octfb0 address 02:00:c0:00:00:b2
-for x in "$HA octha0" "$HB octhb0" "$RA octfa0" "$RB octfb0" "$D octha1" \
-         "$D octhb1" "$D octfa1" "$D octfb1"; do
-    set -- $x
-    ip -n $1 link set lo up
-    ip -n $1 link set $2 up
-done
-ip -n $HA addr add 10.10.0.1/24 dev octha0
-ip -n $HB addr add 10.10.0.1/24 dev octhb0
+tl_up $D octha1 octhb1 octfa1 octfb1
+tl_up $RA octfa0
+tl_up $RB octfb0
+tl_nooffload $RA octfa0
+tl_nooffload $RB octfb0
 # the remote ends: kernel vxlan devices over the fabric links
 ip -n $RA addr add 192.168.71.2/24 dev octfa0
 ip -n $RB addr add 192.168.72.2/24 dev octfb0
 # no static neighbour entries: the remotes learn the DPU's tunnel
 # addresses by ARP, which offcore-dp answers
-ip -n $RA link add octvxa type vxlan id 100 local 192.168.71.2 \
-    remote 192.168.71.1 dstport 4789 dev octfa0 || fail "kernel vxlan device"
-ip -n $RB link add octvxb type vxlan id 200 local 192.168.72.2 \
-    remote 192.168.72.1 dstport 4789 dev octfb0 || fail "kernel vxlan device"
-ip -n $RA link set octvxa address 02:00:0a:00:00:a2 up
-ip -n $RB link set octvxb address 02:00:0a:00:00:b2 up
-ip -n $RA addr add 10.10.0.2/24 dev octvxa
-ip -n $RB addr add 10.10.0.2/24 dev octvxb
-for x in "$HA octha0" "$HB octhb0" "$RA octvxa" "$RB octvxb" "$RA octfa0" \
-         "$RB octfb0"; do
-    set -- $x
-    ip netns exec $1 ethtool -K $2 tx off tso off gso off >/dev/null 2>&1
-done
+tl_vxlan $RA octvxa 100 192.168.71.2 192.168.71.1 octfa0 02:00:0a:00:00:a2 - 10.10.0.2/24
+tl_vxlan $RB octvxb 200 192.168.72.2 192.168.72.1 octfb0 02:00:0a:00:00:b2 - 10.10.0.2/24
 
 sock=$tmp/dp.sock
-ctl() { "$cli" dp --control unix:$sock "$@"; }
 cat >"$tmp/dp.conf" <<EOF
 # two tenants, each with one attachment and its own VXLAN tunnel
 threads $nq
@@ -123,18 +83,14 @@ tenant B vni=200 attach=b mac=02:00:0a:00:00:b1 ip=10.10.0.1 local=192.168.72.1 
 tenant_rule A ingress id=1 action=allow proto=tcp dport=27080
 conntrack flows=65536 tcp_time_wait=2 tcp_close=2
 EOF
-OC_LOG=info ip netns exec $D "$dp" --config "$tmp/dp.conf" >>"$tmp/dp.log" 2>&1 &
-dppid=$!
-wait_for 20 ctl ping || fail "offcore-dp did not come up"
+tl_dp_start $D "$tmp/dp.conf" "$tmp/dp.log" $sock
 ok "offcore-dp up: $(grep -o 'conntrack [0-9]* flows per worker, [0-9]* bytes ([0-9.]* per flow)' "$tmp/dp.log")"
 
-drop() { # drop TENANT REASON -> the counter's value
-    ctl stat --raw | sed -n "s/^offcore_dp_tenant_dropped_packets_total{tenant=\"$1\",reason=\"$2\"} //p"
-}
-
 # --- within each tenant: ping, curl, iperf3
+# (the first echo waits for ARP on both sides of the DPU: up to 30 s)
 for t in A B; do
-    H=$(eval echo \$H$t) R=$(eval echo \$R$t)
+    H=$(eval echo \$H$t)
+    wait_for 30 ip netns exec $H ping -c 1 -W 1 10.10.0.2 || fail "first ping in tenant $t"
     ip netns exec $H ping -c 3 -i 0.2 -W 2 10.10.0.2 >/dev/null || fail "ping in tenant $t"
 done
 ok "ping within tenant A and within tenant B (same addresses)"
@@ -157,22 +113,25 @@ cat >"$tmp/arp.py" <<'EOF'
 from scapy.all import Ether, ARP, srp, conf
 conf.verb = 0
 iface, mac = "octfa0", "02:00:c0:00:00:a2"
-def ask(ip, dst="ff:ff:ff:ff:ff:ff"):
+# an answer is awaited up to 5 s (srp returns when it comes), silence for 2
+def ask(ip, dst="ff:ff:ff:ff:ff:ff", timeout=5):
     ans, _ = srp(Ether(src=mac, dst=dst) / ARP(op=1, hwsrc=mac, psrc="192.168.71.2", pdst=ip),
-                 iface=iface, timeout=1)
+                 iface=iface, timeout=timeout)
     return [(r[ARP].hwsrc, r[ARP].psrc, r[ARP].op) for _, r in ans if ARP in r]
 got = ask("192.168.71.1")
 assert got == [("02:00:c0:00:00:a1", "192.168.71.1", 2)], got
 got = ask("192.168.71.1", dst="02:00:c0:00:00:a1")
 assert got == [("02:00:c0:00:00:a1", "192.168.71.1", 2)], got
 for ip in ("192.168.72.1", "192.168.71.2", "192.168.71.9"):
-    got = ask(ip)
+    got = ask(ip, timeout=2)
     assert got == [], (ip, got)
 EOF
 r0=$(arp_replies A) nv0=$(drop A not_vxlan)
 ip netns exec $RA $SPY "$tmp/arp.py" || fail "ARP from A's fabric"
-[ "$(arp_replies A)" -ge $((r0 + 2)) ] || fail "arp_replies A: $r0 -> $(arp_replies A), want +2"
-[ "$(drop A not_vxlan)" -ge $((nv0 + 3)) ] || fail "not_vxlan A: $nv0 -> $(drop A not_vxlan), want +3"
+arp_replied() { [ "$(arp_replies A)" -ge $((r0 + 2)) ]; }
+not_vxlan_counted() { [ "$(drop A not_vxlan)" -ge $((nv0 + 3)) ]; }
+wait_for 20 arp_replied || fail "arp_replies A: $r0 -> $(arp_replies A), want +2"
+wait_for 20 not_vxlan_counted || fail "not_vxlan A: $nv0 -> $(drop A not_vxlan), want +3"
 ok "ARP: who-has 192.168.71.1 answered (broadcast, unicast); B's tunnel address, the remote's, an unused one: no answer"
 echo "tenant-A-remote" >"$tmp/a.txt"
 mkdir -p "$tmp/b" && echo "tenant-B-remote" >"$tmp/b/b.txt"
@@ -180,22 +139,21 @@ bg ip netns exec $RA python3 -m http.server 27090 --bind 10.10.0.2 --directory "
 bg ip netns exec $RB python3 -m http.server 27090 --bind 10.10.0.2 --directory "$tmp/b" >/dev/null 2>&1
 bg ip netns exec $RA iperf3 -s -p 27201 >/dev/null 2>&1
 bg ip netns exec $RB iperf3 -s -p 27201 >/dev/null 2>&1
-listening() { ip netns exec $1 ss -Hltn "sport = :$2" | grep -q .; }
-wait_for 10 listening $RA 27090 && wait_for 10 listening $RB 27090 || fail "http servers"
-ip netns exec $HA curl -sf --max-time 3 http://10.10.0.2:27090/a.txt | grep -q tenant-A-remote || fail "curl in A"
-ip netns exec $HB curl -sf --max-time 3 http://10.10.0.2:27090/b.txt | grep -q tenant-B-remote || fail "curl in B"
+wait_for 30 listening $RA 27090 && wait_for 30 listening $RB 27090 || fail "http servers"
+ip netns exec $HA curl -sf --max-time 10 http://10.10.0.2:27090/a.txt | grep -q tenant-A-remote || fail "curl in A"
+ip netns exec $HB curl -sf --max-time 10 http://10.10.0.2:27090/b.txt | grep -q tenant-B-remote || fail "curl in B"
 ip netns exec $HB curl -sf --max-time 2 http://10.10.0.2:27090/a.txt >/dev/null && fail "B reached A's remote"
 ok "curl: A gets A's remote, B gets B's (same address), never the other's"
-wait_for 10 listening $RA 27201 || fail "iperf3 server"
+wait_for 30 listening $RA 27201 || fail "iperf3 server"
 # conntrack list is checked while the iperf3 flow is open: with the test's
 # 2 s TIME_WAIT/CLOSE timeouts a closed flow may be gone by the time it is
 # listed (it was, on a quiet machine)
 a_iperf_listed() {
     ctl conntrack list A | grep -q "src=10.10.0.1 dst=10.10.0.2 sport=[0-9]* dport=27201 state=ESTABLISHED"
 }
-timeout 20 ip netns exec $HA iperf3 -c 10.10.0.2 -p 27201 -t 3 -J >"$tmp/tcp.json" &
+timeout 60 ip netns exec $HA iperf3 -c 10.10.0.2 -p 27201 -t 3 -J >"$tmp/tcp.json" &
 iperf_pid=$!
-wait_for 5 a_iperf_listed || fail "conntrack list: $(ctl conntrack list A)"
+wait_for 15 a_iperf_listed || fail "conntrack list: $(ctl conntrack list A)"
 [ "$(ctl conntrack count)" -ge 1 ] || fail "conntrack count"
 wait $iperf_pid || fail "iperf3 TCP in A"
 python3 - "$tmp/tcp.json" <<'EOF2' || fail "iperf3 TCP result"
@@ -209,16 +167,16 @@ ok "conntrack count $(ctl conntrack count), list shows A's flows"
 # --- default deny on ingress: only the port A's group opens
 bg ip netns exec $HA python3 -m http.server 27080 --bind 10.10.0.1 --directory "$tmp" >/dev/null 2>&1
 bg ip netns exec $HA python3 -m http.server 27081 --bind 10.10.0.1 --directory "$tmp" >/dev/null 2>&1
-wait_for 10 listening $HA 27080 && wait_for 10 listening $HA 27081 || fail "servers in HA"
-ip netns exec $RA curl -sf --max-time 3 http://10.10.0.1:27080/a.txt >/dev/null || fail "ingress rule port 27080"
+wait_for 30 listening $HA 27080 && wait_for 30 listening $HA 27081 || fail "servers in HA"
+ip netns exec $RA curl -sf --max-time 10 http://10.10.0.1:27080/a.txt >/dev/null || fail "ingress rule port 27080"
 nc0=$(drop A no_connection)
 ip netns exec $RA curl -sf --max-time 2 http://10.10.0.1:27081/a.txt >/dev/null && fail "port 27081 reachable under default deny"
+wait_drop_ge 20 A no_connection $((nc0 + 1))
 nc1=$(drop A no_connection)
-[ "$nc1" -gt "$nc0" ] || fail "no_connection not counted ($nc0 -> $nc1)"
 ok "default deny: 27080 (ingress rule) reachable, 27081 not; no_connection $nc0 -> $nc1"
 # a rule added live opens 27081; deleted, closes it again
 ctl tenant rule add A ingress id=2 action=allow proto=tcp dport=27081 >/dev/null || fail "tenant rule add"
-ip netns exec $RA curl -sf --max-time 3 http://10.10.0.1:27081/a.txt >/dev/null || fail "27081 after a live rule"
+ip netns exec $RA curl -sf --max-time 10 http://10.10.0.1:27081/a.txt >/dev/null || fail "27081 after a live rule"
 ctl tenant rule del A ingress 2 >/dev/null || fail "tenant rule del"
 ctl tenant rule del A ingress 2 >/dev/null 2>&1 && fail "deleting twice"
 ip netns exec $RA curl -sf --max-time 2 http://10.10.0.1:27081/a.txt >/dev/null && fail "27081 open after the rule was deleted"
@@ -240,8 +198,8 @@ EOF
 u0=$(drop A unknown_vni) m0=$(drop A malformed_vxlan)
 ip netns exec $RA $SPY "$tmp/vx.py" octfa0 200 8 5 || fail scapy
 ip netns exec $RA $SPY "$tmp/vx.py" octfa0 100 0 3 || fail scapy
-wait_for 5 test "$(drop A unknown_vni)" -eq $((u0 + 5)) || fail "unknown_vni: $u0 -> $(drop A unknown_vni), want +5"
-wait_for 5 test "$(drop A malformed_vxlan)" -eq $((m0 + 3)) || fail "malformed_vxlan: $m0 -> $(drop A malformed_vxlan), want +3"
+wait_drop 20 A unknown_vni $((u0 + 5))
+wait_drop 20 A malformed_vxlan $((m0 + 3))
 ok "5 frames with B's VNI on A's tunnel: unknown_vni +5; 3 without the I flag: malformed_vxlan +3"
 
 # --- spoofing from A's host
@@ -255,12 +213,15 @@ sendp(Ether(src=me, dst="ff:ff:ff:ff:ff:ff") / ARP(op=2, hwsrc=me, psrc="10.10.0
 EOF
 s0=$(drop A spoofed)
 ip netns exec $HA $SPY "$tmp/spoof.py" || fail scapy
-wait_for 5 test "$(drop A spoofed)" -eq $((s0 + 3)) || fail "spoofed: $s0 -> $(drop A spoofed), want +3"
+wait_drop 20 A spoofed $((s0 + 3))
 ok "spoofed source IP, source MAC, gratuitous ARP for 10.10.0.7: spoofed +3"
 
 # --- the return path closes with the connection
-ip netns exec $HA curl -sf --max-time 3 --local-port 27500 http://10.10.0.2:27090/a.txt >/dev/null || fail "curl from port 27500"
-sleep 3 # TIME_WAIT is 2 s in this config
+ip netns exec $HA curl -sf --max-time 10 --local-port 27500 http://10.10.0.2:27090/a.txt >/dev/null || fail "curl from port 27500"
+# TIME_WAIT is 2 s in this config: wait until conntrack no longer lists
+# the connection (it lists no expired flow)
+c27500_gone() { ! ctl conntrack list A | grep -q " sport=27500 "; }
+wait_for 30 c27500_gone || fail "the closed connection is still tracked: $(ctl conntrack list A | grep sport=27500)"
 cat >"$tmp/late.py" <<'EOF'
 from scapy.all import IP, TCP, send, conf
 conf.verb = 0
@@ -268,7 +229,7 @@ send(IP(src="10.10.0.2", dst="10.10.0.1") / TCP(sport=27090, dport=27500, flags=
 EOF
 nc0=$(drop A no_connection)
 ip netns exec $RA $SPY "$tmp/late.py" || fail scapy
-wait_for 5 test "$(drop A no_connection)" -eq $((nc0 + 1)) || fail "late segment: no_connection $nc0 -> $(drop A no_connection)"
+wait_drop 20 A no_connection $((nc0 + 1))
 ok "a segment of a closed, timed-out connection: no_connection +1"
 
 # --- tenant del / add, live: B's attachment closes, A's flows stay
@@ -293,7 +254,7 @@ ctl tenant list | grep -q "^B " && fail "B still listed"
 ctl tenant add B vni=200 attach=b mac=02:00:0a:00:00:b1 ip=10.10.0.1 local=192.168.72.1 \
     local_mac=02:00:c0:00:00:b1 remote=192.168.72.2 remote_mac=02:00:c0:00:00:b2 \
     rate=20 burst=200000 >/dev/null || fail "tenant add B"
-wait_for 5 ip netns exec $HB ping -c 1 -W 1 10.10.0.2 || fail "B does not forward after tenant add"
+wait_for 20 ip netns exec $HB ping -c 1 -W 1 10.10.0.2 || fail "B does not forward after tenant add"
 ctl tenant add B vni=200 attach=b >/dev/null 2>&1 && fail "an incomplete tenant add was taken"
 ok "tenant del B closed its attachment (A's $ca0 flows untouched), tenant add B reopened it"
 
@@ -304,18 +265,28 @@ ok "tenant del B closed its attachment (A's $ca0 flows untouched), tenant add B 
 # loses rate (30 KB gave 15.8 Mbit/s, 100 KB 17.2, at load average 20
 # with the 2-thread run beside it); the first 200 KB add 0.53 Mbit/s to
 # the 3 s average, within the 1.1 R bound
-wait_for 10 listening $RB 27201 || fail "iperf3 server B"
-timeout 20 ip netns exec $HB iperf3 -c 10.10.0.2 -p 27201 -u -b 40M -l 1200 -t 3 -J >"$tmp/pol.json" || fail "iperf3 UDP in B"
-python3 - "$tmp/pol.json" <<'EOF' || fail "policing"
+wait_for 30 listening $RB 27201 || fail "iperf3 server B"
+# The rate is what the DPU let through: datagrams RB's iperf3 server, if
+# starved of CPU by a loaded host, lost at its full socket buffer (RB's
+# RcvbufErrors) were delivered by the DPU, and count as such.
+rb0=$(udp_rcvbuf_errors $RB)
+timeout 60 ip netns exec $HB iperf3 -c 10.10.0.2 -p 27201 -u -b 40M -l 1200 -t 3 -J >"$tmp/pol.json" || fail "iperf3 UDP in B"
+rb1=$(udp_rcvbuf_errors $RB)
+python3 - "$tmp/pol.json" $((rb1 - rb0)) <<'EOF' || fail "policing"
 import json, sys
 s = json.load(open(sys.argv[1]))["end"]["sum"]
-r = s["bits_per_second"] * (1 - s["lost_percent"] / 100) / 1e6
-print("ok: policed at 20 Mbit/s, offered 40: %.1f Mbit/s received (%.1f%% lost)" % (r, s["lost_percent"]))
-sys.exit(0 if 16 <= r <= 22 else 1)
+# (iperf3 counts a loss by the gaps in the sequence numbers it received:
+# the socket buffer may have dropped more, at the end of the run)
+starved = min(int(sys.argv[2]), s["lost_packets"])
+through = s["packets"] - s["lost_packets"] + starved
+r = s["bits_per_second"] * through / max(s["packets"], 1) / 1e6
+print("ok: policed at 20 Mbit/s, offered 40: %.1f Mbit/s through the DPU (%.1f%% lost; "
+      "%d datagrams of them at RB's full socket buffer)" % (r, s["lost_percent"], starved))
+sys.exit(0 if 16 <= r <= 22 and starved >= 0 else 1)
 EOF
 [ "$(drop B policed)" -gt 0 ] || fail "policed not counted"
 if [ "$nq" -gt 1 ]; then
-    ok "$nq workers: $(ctl stat --raw | sed -n 's/^offcore_dp_tenant_handoff_packets_total{tenant="\(.\)"} \([0-9]*\)$/\1:\2/p' | tr '\n' ' ')frames handed to the worker owning their flow, $(drop A handoff_full) + $(drop B handoff_full) dropped on a full ring"
+    ok "$nq workers: $(tl_handoffs $sock)frames handed to the worker owning their flow, $(drop A handoff_full) + $(drop B handoff_full) dropped on a full ring"
 fi
 
 # --- operator commands
@@ -324,31 +295,22 @@ ctl conntrack flush A | grep -q "flushed" || fail "conntrack flush"
 [ "$(ctl conntrack count A)" -eq 0 ] || fail "flows left after flush"
 ok "tenant list, conntrack flush A (count A now 0, all $(ctl conntrack count))"
 
-kill -TERM $dppid; wait $dppid; rc=$?; dppid=
-[ $rc -eq 0 ] || fail "offcore-dp exit $rc"
+tl_dp_stop
 
 # --- setup 2: two servers, both DPUs running offcore-dp, joined by a veth
 # fabric (one link per tenant).  Server 1 keeps HA, HB and D (workloads
 # 10.10.0.1); server 2 is HA2, HB2 (10.10.0.2) and D2.  Each tenant's
 # ingress group on server 2 opens ICMP and its two TCP ports.
-for n in $HA2 $HB2 $D2; do ip netns add $n || fail "netns"; done
+tl_netns_more $HA2 $HB2 $D2
 ip -n $D link del octfa1; ip -n $D link del octfb1
-ip link add octha2 $Q netns $HA2 type veth peer name octja1 $Q netns $D2 || fail veth
-ip link add octhb2 $Q netns $HB2 type veth peer name octjb1 $Q netns $D2 || fail veth
-ip link add octka1 $Q netns $D type veth peer name octka2 $Q netns $D2 || fail veth
-ip link add octkb1 $Q netns $D type veth peer name octkb2 $Q netns $D2 || fail veth
-ip -n $HA2 link set octha2 address 02:00:0a:00:00:a2 mtu 1450
-ip -n $HB2 link set octhb2 address 02:00:0a:00:00:b2 mtu 1450
-for x in "$HA2 octha2" "$HB2 octhb2" "$D2 octja1" "$D2 octjb1" "$D octka1" \
-         "$D octkb1" "$D2 octka2" "$D2 octkb2"; do
-    set -- $x
-    ip -n $1 link set lo up
-    ip -n $1 link set $2 up
-done
-ip -n $HA2 addr add 10.10.0.2/24 dev octha2
-ip -n $HB2 addr add 10.10.0.2/24 dev octhb2
-ip netns exec $HA2 ethtool -K octha2 tx off tso off gso off >/dev/null 2>&1
-ip netns exec $HB2 ethtool -K octhb2 tx off tso off gso off >/dev/null 2>&1
+tl_veth $HA2 octha2 $D2 octja1
+tl_veth $HB2 octhb2 $D2 octjb1
+tl_veth $D octka1 $D2 octka2
+tl_veth $D octkb1 $D2 octkb2
+tl_host $HA2 octha2 02:00:0a:00:00:a2 10.10.0.2/24
+tl_host $HB2 octhb2 02:00:0a:00:00:b2 10.10.0.2/24
+tl_up $D2 octja1 octjb1 octka2 octkb2
+tl_up $D octka1 octkb1
 mac() { ip netns exec $1 cat /sys/class/net/$2/address; }
 ka1=$(mac $D octka1) kb1=$(mac $D octkb1) ka2=$(mac $D2 octka2) kb2=$(mac $D2 octkb2)
 sock2=$tmp/dp2.sock
@@ -376,12 +338,8 @@ for t in A B; do
         echo "tenant_rule $t ingress $r" >>"$tmp/s2.conf"
     done
 done
-OC_LOG=info ip netns exec $D "$dp" --config "$tmp/s1.conf" >>"$tmp/dp.log" 2>&1 &
-dppid=$!
-OC_LOG=info ip netns exec $D2 "$dp" --config "$tmp/s2.conf" >>"$tmp/dp2.log" 2>&1 &
-dp2pid=$!
-wait_for 20 ctl ping || fail "offcore-dp (server 1) did not come up"
-wait_for 20 "$cli" dp --control unix:$sock2 ping || fail "offcore-dp (server 2) did not come up"
+tl_dp_start $D "$tmp/s1.conf" "$tmp/dp.log" $sock
+tl_dp_start $D2 "$tmp/s2.conf" "$tmp/dp2.log" $sock2
 ok "setup 2: two servers, offcore-dp on both DPUs"
 echo "tenant-A-server2" >"$tmp/s2a.txt"
 mkdir -p "$tmp/s2b" && echo "tenant-B-server2" >"$tmp/s2b/s2b.txt"
@@ -389,17 +347,18 @@ bg ip netns exec $HA2 python3 -m http.server 27090 --bind 10.10.0.2 --directory 
 bg ip netns exec $HB2 python3 -m http.server 27090 --bind 10.10.0.2 --directory "$tmp/s2b" >/dev/null 2>&1
 bg ip netns exec $HA2 iperf3 -s -p 27201 >/dev/null 2>&1
 bg ip netns exec $HA2 python3 -m http.server 27081 --bind 10.10.0.2 --directory "$tmp" >/dev/null 2>&1
-wait_for 10 listening $HA2 27090 && wait_for 10 listening $HB2 27090 &&
-    wait_for 10 listening $HA2 27201 && wait_for 10 listening $HA2 27081 ||
+wait_for 30 listening $HA2 27090 && wait_for 30 listening $HB2 27090 &&
+    wait_for 30 listening $HA2 27201 && wait_for 30 listening $HA2 27081 ||
     fail "servers on server 2"
 for t in A B; do
     H=$(eval echo \$H$t)
+    wait_for 30 ip netns exec $H ping -c 1 -W 1 10.10.0.2 || fail "setup 2: first ping in tenant $t"
     ip netns exec $H ping -c 3 -i 0.2 -W 2 10.10.0.2 >/dev/null || fail "setup 2: ping in tenant $t"
 done
-ip netns exec $HA curl -sf --max-time 3 http://10.10.0.2:27090/s2a.txt | grep -q tenant-A-server2 || fail "setup 2: curl in A"
-ip netns exec $HB curl -sf --max-time 3 http://10.10.0.2:27090/s2b.txt | grep -q tenant-B-server2 || fail "setup 2: curl in B"
+ip netns exec $HA curl -sf --max-time 10 http://10.10.0.2:27090/s2a.txt | grep -q tenant-A-server2 || fail "setup 2: curl in A"
+ip netns exec $HB curl -sf --max-time 10 http://10.10.0.2:27090/s2b.txt | grep -q tenant-B-server2 || fail "setup 2: curl in B"
 ip netns exec $HB curl -sf --max-time 2 http://10.10.0.2:27090/s2a.txt >/dev/null && fail "setup 2: B reached A's server"
-timeout 20 ip netns exec $HA iperf3 -c 10.10.0.2 -p 27201 -t 2 -J >"$tmp/tcp2.json" || fail "setup 2: iperf3 TCP in A"
+timeout 60 ip netns exec $HA iperf3 -c 10.10.0.2 -p 27201 -t 2 -J >"$tmp/tcp2.json" || fail "setup 2: iperf3 TCP in A"
 python3 - "$tmp/tcp2.json" <<'EOF' || fail "setup 2: iperf3 TCP result"
 import json, sys
 b = json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"]
@@ -409,6 +368,5 @@ EOF
 # server 2's default deny: a port its group does not open
 ip netns exec $HA curl -sf --max-time 2 http://10.10.0.2:27081/s2a.txt >/dev/null && fail "setup 2: 27081 open under default deny"
 ok "setup 2: server 2 refuses a port its ingress group does not open"
-for p in $dppid $dp2pid; do kill -TERM $p; wait $p || fail "offcore-dp exit $?"; done
-dppid= dp2pid=
+tl_dp_stop
 echo "PASS ($(($(date +%s) - T0)) s)"

@@ -27,38 +27,20 @@
 #     for RA's address, a router advertisement: dropped, spoofed +3 exactly;
 #   - tenant del / tenant add with ip6= live; tenant list shows it.
 set -u
-build=$1
+. "$(dirname "$0")/tenant-lib.sh"
 # THREADS (default 1): offcore-dp's workers and every veth's queues; with
 # 2, IPv6 frames whose flow the other worker owns are handed to it
-nq=${2:-1}
-Q="numtxqueues $nq numrxqueues $nq"
-dp=$build/src/dp/offcore-dp
-cli=$build/src/tools/offcore
-
-. "$(dirname "$0")/lib.sh"
-[ "$(id -u)" = 0 ] || skip "needs root"
-for t in ip ethtool ping curl python3 timeout sysctl; do
-    command -v $t >/dev/null 2>&1 || skip "$t is not installed"
-done
-SPY=
-for p in python3 /usr/bin/python3; do
-    $p -c 'import scapy.all' 2>/dev/null && { SPY=$p; break; }
-done
-[ -n "$SPY" ] || skip "python3-scapy is not installed"
+tl_init "$1" "${2:-1}" ping curl python3 sysctl
+tl_scapy
 
 id=$$
 HA=h12aHA$id HB=h12aHB$id RA=h12aRA$id RB=h12aRB$id D=h12aD$id HA2=h12aH2$id
-ip netns add $D 2>/dev/null || skip "cannot create network namespaces"
-tmp=$(mktemp -d /tmp/h12a-dp6.XXXXXX)
-dppid=
-cleanup_extra() { [ -n "$dppid" ] && kill "$dppid" 2>/dev/null; }
-cleanup_on_exit $HA $HB $RA $RB $D $HA2
+tl_netns h12a-dp6 $D $HA $HB $RA $RB $HA2
 fail_logs() {
     echo "--- offcore-dp log"; tail -30 "$tmp/dp.log" 2>/dev/null
     echo "--- counters"; ctl stat --raw 2>/dev/null | grep -E 'tenant|conntrack6' | grep -v ' 0$'
 }
 
-for n in $HA $HB $RA $RB $HA2; do ip netns add $n || fail "netns"; done
 # no duplicate address detection (its wait is not what this tests); the
 # DPU's own interfaces speak no IPv6 (offcore-dp owns them)
 for n in $HA $HB $RA $RB $D $HA2; do
@@ -67,51 +49,31 @@ for n in $HA $HB $RA $RB $D $HA2; do
 done
 ip netns exec $D sysctl -qw net.ipv6.conf.default.disable_ipv6=1 \
     net.ipv6.conf.all.disable_ipv6=1 || fail sysctl
-ip link add h12aha0 $Q netns $HA type veth peer name h12aha1 $Q netns $D || fail veth
-ip link add h12ahb0 $Q netns $HB type veth peer name h12ahb1 $Q netns $D || fail veth
-ip link add h12afa0 $Q netns $RA type veth peer name h12afa1 $Q netns $D || fail veth
-ip link add h12afb0 $Q netns $RB type veth peer name h12afb1 $Q netns $D || fail veth
-ip link add h12aha2 $Q netns $HA2 type veth peer name h12aha3 $Q netns $D || fail veth
-ip -n $HA2 link set h12aha2 address 02:00:0a:00:00:a3 mtu 1450
-ip -n $HA link set h12aha0 address 02:00:0a:00:00:a1 mtu 1450
-ip -n $HB link set h12ahb0 address 02:00:0a:00:00:b1 mtu 1450
+tl_veth $HA h12aha0 $D h12aha1
+tl_veth $HB h12ahb0 $D h12ahb1
+tl_veth $RA h12afa0 $D h12afa1
+tl_veth $RB h12afb0 $D h12afb1
+tl_veth $HA2 h12aha2 $D h12aha3
+tl_host $HA2 h12aha2 02:00:0a:00:00:a3 10.10.0.3/24 fd00::3/64
+tl_host $HA h12aha0 02:00:0a:00:00:a1 10.10.0.1/24 fd00::1/64
+tl_host $HB h12ahb0 02:00:0a:00:00:b1 10.10.0.1/24 fd00::1/64
 ip -n $D link set h12afa1 address 02:00:c0:00:00:a1
 ip -n $D link set h12afb1 address 02:00:c0:00:00:b1
 ip -n $RA link set h12afa0 address 02:00:c0:00:00:a2
 ip -n $RB link set h12afb0 address 02:00:c0:00:00:b2
-for x in "$HA h12aha0" "$HB h12ahb0" "$RA h12afa0" "$RB h12afb0" "$D h12aha1" \
-         "$D h12ahb1" "$D h12afa1" "$D h12afb1" "$HA2 h12aha2" "$D h12aha3"; do
-    set -- $x
-    ip -n $1 link set lo up
-    ip -n $1 link set $2 up
-done
-ip -n $HA addr add 10.10.0.1/24 dev h12aha0
-ip -n $HB addr add 10.10.0.1/24 dev h12ahb0
-ip -n $HA addr add fd00::1/64 dev h12aha0
-ip -n $HB addr add fd00::1/64 dev h12ahb0
-ip -n $HA2 addr add 10.10.0.3/24 dev h12aha2
-ip -n $HA2 addr add fd00::3/64 dev h12aha2
+tl_up $D h12aha1 h12ahb1 h12afa1 h12afb1 h12aha3
+tl_up $RA h12afa0
+tl_up $RB h12afb0
+tl_nooffload $RA h12afa0
+tl_nooffload $RB h12afb0
 ip -n $RA addr add 192.168.71.2/24 dev h12afa0
 ip -n $RB addr add 192.168.72.2/24 dev h12afb0
-ip -n $RA link add h12avxa type vxlan id 100 local 192.168.71.2 \
-    remote 192.168.71.1 dstport 4789 dev h12afa0 || fail "kernel vxlan device"
-ip -n $RB link add h12avxb type vxlan id 200 local 192.168.72.2 \
-    remote 192.168.72.1 dstport 4789 dev h12afb0 || fail "kernel vxlan device"
-ip -n $RA link set h12avxa address 02:00:0a:00:00:a2 up
-ip -n $RB link set h12avxb address 02:00:0a:00:00:b2 up
-ip -n $RA addr add 10.10.0.2/24 dev h12avxa
-ip -n $RB addr add 10.10.0.2/24 dev h12avxb
-ip -n $RA addr add fd00::2/64 dev h12avxa
-ip -n $RB addr add fd00::2/64 dev h12avxb
-ip -n $RB addr add fd00::b2/64 dev h12avxb
-for x in "$HA h12aha0" "$HB h12ahb0" "$RA h12avxa" "$RB h12avxb" "$RA h12afa0" \
-         "$RB h12afb0" "$HA2 h12aha2"; do
-    set -- $x
-    ip netns exec $1 ethtool -K $2 tx off tso off gso off >/dev/null 2>&1
-done
+tl_vxlan $RA h12avxa 100 192.168.71.2 192.168.71.1 h12afa0 02:00:0a:00:00:a2 - \
+    10.10.0.2/24 fd00::2/64
+tl_vxlan $RB h12avxb 200 192.168.72.2 192.168.72.1 h12afb0 02:00:0a:00:00:b2 - \
+    10.10.0.2/24 fd00::2/64 fd00::b2/64
 
 sock=$tmp/dp.sock
-ctl() { "$cli" dp --control unix:$sock "$@"; }
 cat >"$tmp/dp.conf" <<EOF
 # two tenants with the same IPv4 and IPv6 addresses
 threads $nq
@@ -127,20 +89,14 @@ tenant_rule A ingress id=3 action=allow proto=tcp src=fd00::99 dport=41484
 tenant_rule A ingress id=6 action=allow proto=58 dst=fd00::3
 conntrack flows=65536 flows6=4096
 EOF
-OC_LOG=info ip netns exec $D "$dp" --config "$tmp/dp.conf" >>"$tmp/dp.log" 2>&1 &
-dppid=$!
-wait_for 20 ctl ping || fail "offcore-dp did not come up"
+tl_dp_start $D "$tmp/dp.conf" "$tmp/dp.log" $sock
 ok "offcore-dp up: $(grep -o 'IPv6 [0-9]* flows, [0-9]* bytes ([0-9.]* per flow)' "$tmp/dp.log")"
 
-drop() { # drop TENANT REASON -> the counter's value
-    ctl stat --raw | sed -n "s/^offcore_dp_tenant_dropped_packets_total{tenant=\"$1\",reason=\"$2\"} //p"
-}
-metric() { ctl stat --raw | sed -n "s/^$1 //p"; }
 
 # --- within each tenant: ping6, global and link-local
 for t in A B; do
     H=$(eval echo \$H$t)
-    wait_for 10 ip netns exec $H ping -6 -c 1 -W 1 fd00::2 ||
+    wait_for 30 ip netns exec $H ping -6 -c 1 -W 1 fd00::2 ||
         fail "ping6 in tenant $t: $(ip -n $H -6 neigh)"
     ip netns exec $H ping -6 -c 3 -i 0.2 -W 2 fd00::2 >/dev/null || fail "ping6 in tenant $t"
 done
@@ -155,11 +111,11 @@ ok "ping6 within tenant A and B (same addresses), neighbor discovery both ways, 
 # --- A's second attachment: from the wire (RA's solicitation for fd00::3
 # goes to HA2), and from HA on the DPU (hairpin); rule 6 lets ICMPv6 in to
 # fd00::3 only
-wait_for 10 ip netns exec $RA ping -6 -c 1 -W 1 fd00::3 ||
+wait_for 30 ip netns exec $RA ping -6 -c 1 -W 1 fd00::3 ||
     fail "RA -> HA2 (fd00::3): $(ip -n $RA -6 neigh)"
 ip -n $RA -6 neigh show fd00::3 | grep -q "lladdr 02:00:0a:00:00:a3" ||
     fail "RA resolved fd00::3 to $(ip -n $RA -6 neigh show fd00::3)"
-wait_for 10 ip netns exec $HA ping -6 -c 1 -W 1 fd00::3 ||
+wait_for 30 ip netns exec $HA ping -6 -c 1 -W 1 fd00::3 ||
     fail "HA -> HA2 on the DPU: $(ip -n $HA -6 neigh)"
 ip -n $HA -6 neigh show fd00::3 | grep -q "lladdr 02:00:0a:00:00:a3" ||
     fail "HA resolved fd00::3 to $(ip -n $HA -6 neigh show fd00::3)"
@@ -181,34 +137,34 @@ srv() { # srv NS PORT: an HTTP server on [::]:PORT serving $tmp/www
 }
 srv $HA 41480; srv $HA 41481; srv $RA 41482; srv $HA 41483; srv $HA 41484
 for p in 41480 41481 41483 41484; do
-    wait_for 10 ip netns exec $HA sh -c "ss -ltn | grep -q ':$p '" || fail "server $p on HA"
+    wait_for 30 ip netns exec $HA sh -c "ss -ltn | grep -q ':$p '" || fail "server $p on HA"
 done
-wait_for 10 ip netns exec $RA sh -c 'ss -ltn | grep -q ":41482 "' || fail "server on RA"
-[ "$(ip netns exec $RA curl -6 -sf --max-time 5 'http://[fd00::1]:41480/a.txt')" = hello6 ] ||
+wait_for 30 ip netns exec $RA sh -c 'ss -ltn | grep -q ":41482 "' || fail "server on RA"
+[ "$(ip netns exec $RA curl -6 -sf --max-time 10 'http://[fd00::1]:41480/a.txt')" = hello6 ] ||
     fail "RA -> HA:41480 (opened by A's ingress group)"
 nc0=$(drop A no_connection)
 ip netns exec $RA curl -6 -sf --max-time 2 'http://[fd00::1]:41481/a.txt' >/dev/null &&
     fail "RA -> HA:41481 passed: no ingress rule opens it"
-[ "$(drop A no_connection)" -gt "$nc0" ] || fail "no_connection did not count RA -> HA:41481"
-[ "$(ip netns exec $HA curl -6 -sf --max-time 5 'http://[fd00::2]:41482/a.txt')" = hello6 ] ||
+wait_drop_ge 20 A no_connection $((nc0 + 1)) # RA -> HA:41481
+[ "$(ip netns exec $HA curl -6 -sf --max-time 10 'http://[fd00::2]:41482/a.txt')" = hello6 ] ||
     fail "HA -> RA:41482 (replies by conntrack only)"
-[ "$(ip netns exec $HA2 curl -6 -sf --max-time 5 'http://[fd00::1]:41480/a.txt')" = hello6 ] ||
+[ "$(ip netns exec $HA2 curl -6 -sf --max-time 10 'http://[fd00::1]:41480/a.txt')" = hello6 ] ||
     fail "HA2 -> HA:41480 on the DPU (hairpin, rule 1)"
 ip netns exec $HA2 curl -6 -sf --max-time 2 'http://[fd00::1]:41481/a.txt' >/dev/null &&
     fail "HA2 -> HA:41481 passed on the DPU: no rule opens it"
 ok "default deny for IPv6: 41480 open by rule (from RA and from HA2 on the DPU), 41481 refused (no_connection $nc0 -> $(drop A no_connection)), HA's own connection returns"
 
 # --- rules with IPv6 prefixes, from the config and live
-[ "$(ip netns exec $RA curl -6 -sf --max-time 5 'http://[fd00::1]:41483/a.txt')" = hello6 ] ||
+[ "$(ip netns exec $RA curl -6 -sf --max-time 10 'http://[fd00::1]:41483/a.txt')" = hello6 ] ||
     fail "RA -> HA:41483 (rule 2: src=fd00::2/128)"
 nc0=$(drop A no_connection)
 ip netns exec $RA curl -6 -sf --max-time 2 'http://[fd00::1]:41484/a.txt' >/dev/null &&
     fail "RA -> HA:41484 passed: rule 3 is for src=fd00::99 only"
-[ "$(drop A no_connection)" -gt "$nc0" ] || fail "no_connection did not count RA -> HA:41484"
+wait_drop_ge 20 A no_connection $((nc0 + 1)) # RA -> HA:41484
 ctl tenant rule add A ingress id=4 action=allow proto=tcp src=fd00::/64 dport=41481 >"$tmp/rule.out" ||
     fail "tenant rule add with an IPv6 prefix: $(cat "$tmp/rule.out")"
 grep -q "IPv6 src=fd00::/64" "$tmp/rule.out" || fail "rule add answer: $(cat "$tmp/rule.out")"
-[ "$(ip netns exec $RA curl -6 -sf --max-time 5 'http://[fd00::1]:41481/a.txt')" = hello6 ] ||
+[ "$(ip netns exec $RA curl -6 -sf --max-time 10 'http://[fd00::1]:41481/a.txt')" = hello6 ] ||
     fail "RA -> HA:41481 after rule 4 was added"
 ctl tenant rule del A ingress 4 >/dev/null || fail "tenant rule del 4"
 ip netns exec $RA curl -6 -sf --max-time 2 'http://[fd00::1]:41481/a.txt' >/dev/null &&
@@ -222,7 +178,7 @@ ctl tenant rule add A egress id=7 action=deny proto=58 dst=fd00::2/128 >/dev/nul
 d0=$(drop A denied)
 ip netns exec $HA ping -6 -c 2 -i 0.3 -W 1 fd00::2 >/dev/null 2>&1 &&
     fail "HA -> fd00::2 ping6 passed an egress deny rule"
-[ "$(drop A denied)" -ge $((d0 + 2)) ] || fail "denied: $d0 -> $(drop A denied), want +2"
+wait_drop_ge 20 A denied $((d0 + 2))
 ip netns exec $HA ping -6 -c 1 -W 2 fd00::3 >/dev/null || fail "HA -> HA2 denied by a rule for fd00::2"
 ctl tenant rule del A egress 7 >/dev/null || fail "tenant rule del A egress 7"
 ip netns exec $HA ping -6 -c 1 -W 2 fd00::2 >/dev/null || fail "ping6 after the egress rule's deletion"
@@ -259,7 +215,7 @@ sendp(Ether(src=me, dst="33:33:00:00:00:01") / IPv6(src=ll, dst="ff02::1", hlim=
 EOF
 s0=$(drop A spoofed)
 ip netns exec $HA $SPY "$tmp/spoof6.py" || fail scapy
-wait_for 5 test "$(drop A spoofed)" -eq $((s0 + 3)) || fail "spoofed: $s0 -> $(drop A spoofed), want +3"
+wait_drop 20 A spoofed $((s0 + 3))
 sleep 1
 [ "$(drop A spoofed)" -eq $((s0 + 3)) ] || fail "spoofed: $s0 -> $(drop A spoofed), want exactly +3"
 ip netns exec $HA ping -6 -c 1 -W 2 fd00::2 >/dev/null || fail "ping6 after the spoofing"
@@ -272,10 +228,10 @@ ctl tenant add B vni=200 attach=b mac=02:00:0a:00:00:b1 ip=10.10.0.1 ip6=fd00::1
     local=192.168.72.1 local_mac=02:00:c0:00:00:b1 remote=192.168.72.2 \
     remote_mac=02:00:c0:00:00:b2 >/dev/null || fail "tenant add B with ip6="
 ctl tenant list | grep -q "^B .* ip6=fd00::1+fd00::11 " || fail "tenant list: $(ctl tenant list)"
-wait_for 5 ip netns exec $HB ping -6 -c 1 -W 1 fd00::2 || fail "B does not forward IPv6 after tenant add"
+wait_for 20 ip netns exec $HB ping -6 -c 1 -W 1 fd00::2 || fail "B does not forward IPv6 after tenant add"
 out=$(ctl tenant add C vni=300 attach=b mac=02:00:0a:00:00:c1 ip=10.0.0.1 ip6=fd00::zz \
     local=192.168.72.1 local_mac=02:00:c0:00:00:b1 remote=192.168.72.2 \
     remote_mac=02:00:c0:00:00:b2 2>&1) && fail "a bad ip6= was taken"
 echo "$out" | grep -q "ip6 'fd00::zz' is not valid" || fail "bad ip6= error: $out"
 ok "tenant del B / tenant add B with ip6=fd00::1+fd00::11 live; a bad ip6= refused ($out)"
-echo "PASS"
+echo "PASS ($(($(date +%s) - T0)) s)"

@@ -87,7 +87,7 @@ start_dp() {
     OC_LOG=info ip netns exec $D "$dp" --config "$tmp/dp.conf" \
         >>"$tmp/dp.log" 2>&1 &
     dppid=$!
-    if ! wait_for 20 ctl ping; then
+    if ! wait_for 60 ctl ping; then
         grep -q "has no DPDK backend" "$tmp/dp.log" && skip "built without DPDK"
         fail "offcore-dp did not come up"
     fi
@@ -101,13 +101,13 @@ bg ip netns exec $B python3 -m http.server 23080 --bind 10.77.0.2 \
     --directory "$tmp" >/dev/null 2>&1
 bg ip netns exec $B iperf3 -s -p 23201 >/dev/null 2>&1
 echo hello-offcore-dp >"$tmp/index.txt"
-wait_for 10 listening 23080 || fail "http.server"
-wait_for 10 ip netns exec $A curl -sf --max-time 1 http://10.77.0.2:23080/index.txt ||
+wait_for 30 listening 23080 || fail "http.server"
+wait_for 30 ip netns exec $A curl -sf --max-time 5 http://10.77.0.2:23080/index.txt ||
     fail "curl through offcore-dp"
 ok "curl"
 ip netns exec $A ping -c 3 -i 0.2 -W 2 10.77.0.2 >/dev/null || fail "ping"
 ok "ping"
-wait_for 10 listening 23201 || fail "iperf3 server"
+wait_for 30 listening 23201 || fail "iperf3 server"
 timeout 20 ip netns exec $A iperf3 -c 10.77.0.2 -p 23201 -t 2 -J >"$tmp/tcp.json" || fail "iperf3 TCP"
 python3 - "$tmp/tcp.json" <<'EOF' || fail "iperf3 TCP result"
 import json, sys
@@ -116,13 +116,25 @@ b = j["end"]["sum_received"]["bits_per_second"]
 print("ok: iperf3 TCP %.2f Gbit/s" % (b / 1e9))
 sys.exit(0 if b > 1e6 else 1)
 EOF
-timeout 20 ip netns exec $A iperf3 -c 10.77.0.2 -p 23201 -u -b 50M -t 2 -J >"$tmp/udp.json" || fail "iperf3 UDP"
-python3 - "$tmp/udp.json" <<'EOF' || { ctl stat; fail "iperf3 UDP result"; }
+# UDP has no back-pressure: on a loaded host the iperf3 server in B, starved
+# of CPU, loses datagrams at its full socket buffer (B's own counter,
+# RcvbufErrors; 52% of them once under stress-ng --cpu 4 while offcore-dp
+# had forwarded every frame).  That loss is not the forwarder's: it is
+# counted apart, and the rest must stay under 25%.
+rb0=$(udp_rcvbuf_errors $B)
+timeout 60 ip netns exec $A iperf3 -c 10.77.0.2 -p 23201 -u -b 50M -t 2 -J >"$tmp/udp.json" || fail "iperf3 UDP"
+rb1=$(udp_rcvbuf_errors $B)
+python3 - "$tmp/udp.json" $((rb1 - rb0)) <<'EOF' || { ctl stat; fail "iperf3 UDP result"; }
 import json, sys
 s = json.load(open(sys.argv[1]))["end"]["sum"]
-print("ok: iperf3 UDP %d packets, %.2f%% lost" % (s["packets"], s["lost_percent"]))
-# loss comes from a starved receiver or forwarder on a loaded 2-core machine
-sys.exit(0 if s["packets"] > 1000 and s["lost_percent"] < 25 else 1)
+# (iperf3 counts a loss by the gaps in the sequence numbers it received:
+# the socket buffer may have dropped more, at the end of the run)
+starved = min(int(sys.argv[2]), s["lost_packets"])
+lost = s["lost_packets"] - starved
+print("ok: iperf3 UDP %d packets, %.2f%% lost: %d at B's full socket buffer (a starved "
+      "receiver), %d elsewhere (%.2f%%)" % (s["packets"], s["lost_percent"], starved, lost,
+                                         100.0 * lost / max(s["packets"], 1)))
+sys.exit(0 if s["packets"] > 1000 and starved >= 0 and lost < 0.25 * s["packets"] else 1)
 EOF
 
 # --- a deny rule on the HTTP port, added live
@@ -145,7 +157,11 @@ timeout 20 ip netns exec $A iperf3 -c 10.77.0.2 -p 23201 -t 1 >/dev/null || fail
 ok "ping and iperf3 go on under the deny rule"
 denied=$(ctl rules list | sed -n 's/^id=100 .* packets=\([0-9]*\) .*/\1/p')
 ctl rules del 100 || fail "rules del"
-sleep 0.3 # let tcpdump write its last packets
+# A's capture holds every packet the rule counted before it is stopped
+# (tcpdump -U writes each as it takes it; a loaded host delays that)
+a_has_denied() { [ "$(tcpdump -nn -r "$tmp/a.pcap" 2>/dev/null | wc -l)" -ge "${denied:-1}" ]; }
+wait_for 30 a_has_denied || true
+sleep 0.3 # strays toward B (none expected) a moment to show
 kill -INT $tda $tdb; wait $tda $tdb 2>/dev/null
 sent=$(tcpdump -nn -r "$tmp/a.pcap" 2>/dev/null | wc -l)
 arrived=$(tcpdump -nn -r "$tmp/b.pcap" 2>/dev/null | wc -l)
@@ -215,14 +231,16 @@ ip netns exec $A python3 "$(dirname "$0")/dp-bad-frames.py" ocpa0 5 >/dev/null |
     fail "sending malformed frames"
 for k in $kinds; do
     eval "b=\$before_$k"
-    wait_for 5 test "$(($(reason_count $k) - b))" -ge 5 || true
+    # (a function: wait_for reads the counter again on every try)
+    counted5() { [ "$(($(reason_count $k) - b))" -ge 5 ]; }
+    wait_for 30 counted5 || true
     d=$(($(reason_count $k) - b))
     [ "$d" = 5 ] || fail "reason $k counted $d of 5 frames"
 done
 # the forwarded fragments reach tcpdump after the counters move: wait for
 # them to be written (-U: per packet), then give strays a moment to show
 pcap_has_all() { [ "$(tcpdump -nn -r "$tmp/bad.pcap" 2>/dev/null | wc -l)" -ge $nfrag ]; }
-wait_for 10 pcap_has_all || true
+wait_for 30 pcap_has_all || true
 sleep 0.5
 kill -INT $tdbad; wait $tdbad 2>/dev/null
 got=$(tcpdump -nn -r "$tmp/bad.pcap" 2>/dev/null | wc -l)

@@ -4,9 +4,9 @@
 # nfcapd, pmacct's nfacctd, tshark; exit 77 = skipped otherwise).
 #
 #   A 10.79.0.1 ── offcore-dp (namespace D) ── B 10.79.0.2
-#   collectors in D on loopback: nfcapd :28055, nfacctd :28056 (tshark
-#   captures both), and :28057 where nothing listens (a collector that is
-#   down).
+#   collectors in D on loopback: nfcapd :28055, nfacctd :28056 (tcpdump
+#   captures both for tshark's dissector), and :28057 where nothing
+#   listens (a collector that is down).
 #
 # Traffic: ping -c 7, a curl, an iperf3 TCP run of 20 MB.  Ground truth:
 # tcpdump in A (IP total lengths per direction).  Checks:
@@ -22,6 +22,8 @@
 #     round-trip time samples from TCP timestamps both ways (Linux sends
 #     the option by default), and the ended flows' samples are in the
 #     attachment's offcore_dp_attach_flow_tcp_rtt_seconds histogram.
+# Every wait is on a condition (a counter, a file's content) with a
+# generous limit: a loaded host makes the test slower, not wrong.
 set -u
 # meson sets MALLOC_PERTURB_: it makes tshark ~80x slower on big captures
 build=$1
@@ -95,59 +97,94 @@ print_output_file_append[p]: true
 print_refresh_time[p]: 1
 EOF
 bg ip netns exec $D nfacctd -f "$tmp/nfacctd.conf" >"$tmp/nfacctd.log" 2>&1
-ip netns exec $D tshark -i lo -f "udp port 28055 or udp port 28056" -w "$tmp/ipfix.pcap" \
-    >"$tmp/tshark.log" 2>&1 &
+# -U: each message is written when taken, so the file can be counted
+ip netns exec $D tcpdump -i lo -nn -U -s 0 -w "$tmp/ipfix.pcap" \
+    "udp port 28055 or udp port 28056" 2>"$tmp/tshark.log" &
 tspid=$!
 echo $tspid >>"$tmp/bg.pids"
 udp_up() { ip netns exec $D ss -Hlun "sport = :$1" | grep -q .; }
-wait_for 10 udp_up 28055 || fail "nfcapd did not come up: $(cat "$tmp/nfcapd.log")"
-wait_for 10 udp_up 28056 || fail "nfacctd did not come up: $(cat "$tmp/nfacctd.log")"
-wait_for 10 grep -q "Capturing on" "$tmp/tshark.log" || fail "tshark: $(cat "$tmp/tshark.log")"
+wait_for 30 udp_up 28055 || fail "nfcapd did not come up: $(cat "$tmp/nfcapd.log")"
+wait_for 30 udp_up 28056 || fail "nfacctd did not come up: $(cat "$tmp/nfacctd.log")"
+wait_for 30 grep -q listening "$tmp/tshark.log" || fail "tcpdump on lo: $(cat "$tmp/tshark.log")"
 
 OC_LOG=info ip netns exec $D "$dp" --config "$tmp/dp.conf" >"$tmp/dp.log" 2>&1 &
 dppid=$!
-wait_for 20 ctl ping || fail "offcore-dp did not come up"
+wait_for 60 ctl ping || fail "offcore-dp did not come up"
 ok "offcore-dp up, exporting to nfcapd, nfacctd and a collector that is down"
 
-# --- traffic, captured in A
-ip netns exec $A tcpdump -i ocxia0 -nn -U -s 128 -w "$tmp/a.pcap" ip 2>"$tmp/td.log" &
+# --- traffic, captured in A: every frame of ocxia0 (the ground truth
+# reads the IPv4 ones), so that the capture can be checked complete
+# against the device's own packet counters before it is stopped
+ip netns exec $A tcpdump -i ocxia0 -nn -U -s 128 -w "$tmp/a.pcap" 2>"$tmp/td.log" &
 td=$!
 echo $td >>"$tmp/bg.pids"
-wait_for 10 grep -q listening "$tmp/td.log" || fail "tcpdump"
+wait_for 30 grep -q listening "$tmp/td.log" || fail "tcpdump"
+dev_packets() {
+    echo $(($(ip netns exec $A cat /sys/class/net/ocxia0/statistics/rx_packets) +
+            $(ip netns exec $A cat /sys/class/net/ocxia0/statistics/tx_packets)))
+}
+a0=$(dev_packets)
 listening() { ip netns exec $B ss -Hltn "sport = :$1" | grep -q .; }
 echo hello-ipfix >"$tmp/index.txt"
 bg ip netns exec $B python3 -m http.server 28080 --bind 10.79.0.2 --directory "$tmp" >/dev/null 2>&1
 bg ip netns exec $B iperf3 -s -p 28201 >/dev/null 2>&1
-wait_for 10 listening 28080 || fail "http.server"
-wait_for 10 listening 28201 || fail "iperf3 -s"
+wait_for 30 listening 28080 || fail "http.server"
+wait_for 30 listening 28201 || fail "iperf3 -s"
 ip netns exec $A ping -c 7 -i 0.2 -W 2 10.79.0.2 >"$tmp/ping.out" || fail "ping"
 grep -q " 0% packet loss" "$tmp/ping.out" || fail "ping lost packets: $(cat "$tmp/ping.out")"
 ok "ping: 7 of 7 (while a collector is down)"
-ip netns exec $A curl -sf --max-time 5 http://10.79.0.2:28080/index.txt >/dev/null || fail "curl"
+ip netns exec $A curl -sf --max-time 10 http://10.79.0.2:28080/index.txt >/dev/null || fail "curl"
 ok "curl"
-timeout 30 ip netns exec $A iperf3 -c 10.79.0.2 -p 28201 -n 20M -J >"$tmp/iperf.json" &
+timeout 60 ip netns exec $A iperf3 -c 10.79.0.2 -p 28201 -n 20M -J >"$tmp/iperf.json" &
 ip=$!
-sleep 1
-ctl flows >"$tmp/flows.txt" || fail "offcore dp flows"
+# the flow table is asked until it lists the iperf3 data connection with
+# RTT samples both ways (the flow stays listed until 2 s idle after its
+# end): columns 10 and 11, resp_rtt_ms and init_rtt_ms as
+# min/mean/max:samples; the data connection is the largest flow, listed
+# first
+iperf_listed() {
+    ctl flows >"$tmp/flows.txt" &&
+        grep -q "10.79.0.1:[0-9]* *10.79.0.2:28201 *6 " "$tmp/flows.txt"
+}
+iperf_rtts() {
+    iperf_listed &&
+        grep "10.79.0.1:[0-9]* *10.79.0.2:28201 *6 " "$tmp/flows.txt" | head -1 |
+        awk '{ split($10, r, ":"); split($11, i, ":"); split(r[1], m, "/");
+               exit !(r[2] > 0 && i[2] > 0 && m[1] > 0) }'
+}
+wait_for 30 iperf_rtts
+rtts=$?
 wait $ip || fail "iperf3"
 cat "$tmp/flows.txt"
 grep -q "10.79.0.1:[0-9]* *10.79.0.2:28201 *6 " "$tmp/flows.txt" || fail "flows: no live iperf3 flow"
 ok "offcore dp flows shows the iperf3 flow live"
-# columns 10 and 11: resp_rtt_ms, init_rtt_ms as min/mean/max:samples (the
-# data connection: the largest flow, listed first)
-grep "10.79.0.1:[0-9]* *10.79.0.2:28201 *6 " "$tmp/flows.txt" | head -1 |
-    awk '{ split($10, r, ":"); split($11, i, ":"); split(r[1], m, "/");
-           exit !(r[2] > 0 && i[2] > 0 && m[1] > 0) }' ||
-    fail "flows: no TCP timestamp RTT samples on the iperf3 flow"
+[ $rtts = 0 ] || fail "flows: no TCP timestamp RTT samples on the iperf3 flow"
 ok "offcore dp flows shows the iperf3 flow's RTT samples both ways"
-sleep 0.5
+# the traffic is over: the capture is stopped once it holds every frame
+# the device counted since it started
+a1=$(dev_packets)
+a_captured() { [ "$(tcpdump -r "$tmp/a.pcap" 2>/dev/null | wc -l)" -ge $((a1 - a0)) ]; }
+wait_for 30 a_captured || fail "capture in A: $(tcpdump -r "$tmp/a.pcap" 2>/dev/null | wc -l) of $((a1 - a0)) frames"
 kill -INT $td; wait $td 2>/dev/null
 
 # --- wait for the records: idle timeout 2 s, then the exporter's pass
 exported() { [ "$(metric 'offcore_dp_ipfix_records_total{result="exported"}')" -ge 4 ] &&
              [ "$(metric offcore_dp_flows)" = 0 ]; }
-wait_for 15 exported || fail "records not exported: $(ctl stat --raw | grep -E 'ipfix|flows')"
-sleep 1.5 # nfacctd's print refresh
+wait_for 60 exported || fail "records not exported: $(ctl stat --raw | grep -E 'ipfix|flows')"
+# nfacctd prints once a second: wait until its file has a row per record
+recs=$(metric 'offcore_dp_ipfix_records_total{result="exported"}')
+pm_rows() {
+    python3 - "$tmp/pm.csv" "$recs" <<'EOF'
+import csv, sys
+try:
+    rows = [r for r in csv.DictReader(open(sys.argv[1]))
+            if (r.get("SRC_IP") or "")[:1].isdigit()]
+except OSError:
+    rows = []
+sys.exit(0 if len(rows) >= int(sys.argv[2]) else 1)
+EOF
+}
+wait_for 30 pm_rows || fail "nfacctd printed $(grep -c '^[0-9]' "$tmp/pm.csv" 2>/dev/null) rows for $recs records"
 ctl stat --raw | grep -E '^offcore_dp_(ipfix|flows|flow_tcp)' | grep -v '_bucket'
 for d in responder initiator; do
     n=$(metric "offcore_dp_attach_flow_tcp_rtt_seconds_count{attach=\"t0\",toward=\"$d\"}")
@@ -164,9 +201,15 @@ for c in 28055 28056; do
     [ "$f" = 0 ] || fail "collector $c: $f failed messages"
 done
 ok "the down collector cost $failed messages (counted), the others none"
+# every message sent to nfcapd and nfacctd so far is in the capture before
+# it is stopped
+msgs=$(($(metric 'offcore_dp_ipfix_messages_total{collector="127.0.0.1:28055",result="sent"}') +
+        $(metric 'offcore_dp_ipfix_messages_total{collector="127.0.0.1:28056",result="sent"}')))
+ipfix_captured() { [ "$(tcpdump -r "$tmp/ipfix.pcap" 2>/dev/null | wc -l)" -ge $msgs ]; }
+wait_for 30 ipfix_captured || fail "the capture on lo has $(tcpdump -r "$tmp/ipfix.pcap" 2>/dev/null | wc -l) of $msgs messages"
 kill -TERM $nfpid 2>/dev/null
 kill -INT $tspid; wait $tspid 2>/dev/null
-wait_for 10 sh -c "ls $tmp/nf/nfcapd.2* >/dev/null 2>&1" || fail "nfcapd wrote no file: $(ls $tmp/nf; cat $tmp/nfcapd.log)"
+wait_for 30 sh -c "ls $tmp/nf/nfcapd.2* >/dev/null 2>&1" || fail "nfcapd wrote no file: $(ls $tmp/nf; cat $tmp/nfcapd.log)"
 
 # --- each collector's view against the capture
 nfdump -R "$tmp/nf" -q -N -o "fmt:%pr|%sa|%sp|%da|%dp|%pkt|%byt" >"$tmp/nfdump.txt" 2>"$tmp/nfdump.err" ||

@@ -1,6 +1,7 @@
 # tests/integration/lib.sh — the shell helpers the network-namespace
-# integration tests (dp-test.sh, dp-tenant-test.sh, esp-test.sh,
-# ipfix-test.sh) share; sourced with `. "$(dirname "$0")/lib.sh"`.
+# integration tests (dp-test.sh, esp-test.sh, ipfix-test.sh, and through
+# tenant-lib.sh the tenant tests) share; sourced with
+# `. "$(dirname "$0")/lib.sh"`.
 # Single shell process; trusts nothing but the calling script.
 #
 #   skip REASON          print SKIP and exit 77 (meson's skip)
@@ -9,7 +10,13 @@
 #                        defines one: its daemons' logs), exit 1
 #   bg CMD...            run CMD in the background; cleanup kills it
 #   wait_for SECS CMD... retry CMD every 0.1 s until it succeeds, or fail
-#                        (return 1) after SECS seconds
+#                        (return 1) once SECS seconds have passed.  CMD's arguments
+#                        are expanded once, before the first try: to wait
+#                        on a value that changes (a counter), make CMD a
+#                        function that reads it
+#   udp_rcvbuf_errors NS UDP datagrams namespace NS dropped at a full
+#                        socket buffer (/proc/net/snmp's RcvbufErrors): a
+#                        receiver starved of CPU, not a forwarder's loss
 #   cleanup_on_exit NS...
 #                        on exit, SIGTERM or SIGINT: the script's cleanup_extra (if
 #                        it defines one: kill its daemons), then every bg
@@ -28,12 +35,20 @@ fail() {
 bg() { "$@" & echo $! >>"$tmp/bg.pids"; }
 
 wait_for() {
-    n=$(($1 * 10)); shift
-    while [ $n -gt 0 ]; do
+    # a deadline on the clock, not a count of tries: a CMD that is slow
+    # itself (an ASan-built CLI starting on a loaded host: 0.3 s) made 10
+    # tries a second last 4x SECS
+    oc__end=$(($(date +%s) + $1)); shift
+    while :; do
         "$@" >/dev/null 2>&1 && return 0
-        sleep 0.1; n=$((n - 1))
+        [ "$(date +%s)" -lt $oc__end ] || return 1
+        sleep 0.1
     done
-    return 1
+}
+
+udp_rcvbuf_errors() {
+    ip netns exec $1 awk '/^Udp:/ { if (!h) { for (i = 1; i <= NF; i++) c[$i] = i; h = 1 }
+                                     else print $c["RcvbufErrors"] }' /proc/net/snmp
 }
 
 oc__netns_empty() {
