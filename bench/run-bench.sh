@@ -23,6 +23,7 @@
 # UCX_RNDV_THRESH=inf: bundles are 64 KiB, and on shared memory UCX's eager
 # copies beat its default cma rendezvous there (docs: FACTS.md, UCX).
 set -u
+. "$(dirname "$0")/stats-lib.sh"
 
 B=${1:?usage: run-bench.sh BUILD_DIR (an already built meson build directory)}
 RANKS=${BENCH_RANKS:-2}
@@ -107,15 +108,6 @@ tp_mpi() { run transpose-mpi $MPIRUN "$B/apps/transpose/transpose-mpi" --rows "$
 mc_oc() { run mcproxy $MPIRUN "$B/apps/mcproxy/mcproxy" --particles "$PARTICLES" $OC_FLAGS; }
 mc_mpi() { run mcproxy-mpi $MPIRUN "$B/apps/mcproxy/mcproxy-mpi" --particles "$PARTICLES"; }
 
-# median "X Y Z": the median of the numbers ("" when there are none).
-median() {
-    printf '%s\n' $1 | awk 'NF { a[n++] = $1 }
-        END { if (n == 0) exit
-              for (i = 1; i < n; i++)   # insertion sort: n is small
-                  for (j = i; j > 0 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
-              if (n % 2) printf "%.6g\n", a[(n-1)/2]
-              else printf "%.6g\n", (a[n/2-1] + a[n/2]) / 2 }'
-}
 
 # pair TAG: run TAG_oc and TAG_mpi REPEATS times, interleaved; leaves the
 # rates in ${TAG}_oc_rates / ${TAG}_mpi_rates, each run's ratio in

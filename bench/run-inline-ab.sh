@@ -36,6 +36,7 @@
 # (1M)  INLINE_AB_REQUESTS (20M)  INLINE_AB_PARTICLES (100K): the sizes of
 # bench/run-spare-core.sh's rows.
 set -u
+. "$(dirname "$0")/stats-lib.sh"
 usage() {
     echo "usage: run-inline-ab.sh BUILD_DIR REV  (REV: a commit of this repository)" >&2
     exit 2
@@ -135,55 +136,42 @@ run() {
     printf '{"bench":"inline-vs-rev-run","app":"%s","tree":"%s","repeat":%s,"rate":%s,"lib_ns_per_msg":%s,"verified":%s}\n' \
         "$app" "$tree" "$3" "${rate:-null}" "${lib:-null}" "$ok"
 }
-median() {
-    printf '%s\n' $1 | awk 'NF { a[n++] = $1 }
-        END { if (n == 0) { print "null"; exit }
-              for (i = 1; i < n; i++)
-                  for (j = i; j > 0 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
-              if (n % 2) printf "%.6g\n", a[(n-1)/2]
-              else printf "%.6g\n", (a[n/2-1] + a[n/2]) / 2 }'
-}
 load1() { cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo null; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "null" || b == "null" || b == 0) print "null"; else printf "%.3f\n", a / b }'; }
-list() { printf '%s\n' $1 | paste -s -d, -; }
 
-for app in $APPS; do
-    r_old="" r_new="" bad=0 l0=$(load1)
-    i=1
-    while [ $i -le "$REPEATS" ]; do
-        if [ $((i % 2)) -eq 1 ]; then order="old new"; else order="new old"; fi
-        for t in $order; do
-            run "$t" "$app" "$i"
-            [ -n "$rate" ] || bad=1
-            if [ "$t" = old ]; then r_old="$r_old $rate"; else r_new="$r_new $rate"; fi
+# ab_pass METRIC: every app, old and new interleaved, REPEATS times; METRIC
+# is "rate" (the apps' rate) or "lib" (OC_APP_CPU=1: ns in liboffcore per
+# message).  One summary line per app.
+ab_pass() {
+    for app in $APPS; do
+        v_old="" v_new="" bad=0 l0=$(load1)
+        i=1
+        while [ $i -le "$REPEATS" ]; do
+            if [ $((i % 2)) -eq 1 ]; then order="old new"; else order="new old"; fi
+            for t in $order; do
+                run "$t" "$app" "$i"
+                eval "v=\$$1"
+                [ -n "$rate" ] && [ -n "$v" ] || bad=1
+                if [ "$t" = old ]; then v_old="$v_old $v"; else v_new="$v_new $v"; fi
+            done
+            i=$((i + 1))
         done
-        i=$((i + 1))
+        m_old=$(median "$v_old") m_new=$(median "$v_new")
+        if [ "$1" = rate ]; then
+            printf '{"bench":"inline-vs-rev","app":"%s","rev":"%s","rev_commit":"%s","new_commit":"%s","rate_old":%s,"rate_new":%s,"ratio":%s,"rates_old":[%s],"rates_new":[%s],' \
+                "$app" "$REV" "$OLD" "$NEW" "$m_old" "$m_new" "$(ratio "$m_new" "$m_old")" \
+                "$(list "$v_old")" "$(list "$v_new")"
+        else
+            printf '{"bench":"inline-vs-rev-cpu","app":"%s","rev":"%s","rev_commit":"%s","new_commit":"%s","lib_ns_old":%s,"lib_ns_new":%s,"ratio":%s,"lib_ns_olds":[%s],"lib_ns_news":[%s],"clock":"CLOCK_THREAD_CPUTIME_ID around oc_* calls, handlers subtracted, ns per message",' \
+                "$app" "$REV" "$OLD" "$NEW" "$m_old" "$m_new" "$(ratio "$m_new" "$m_old")" \
+                "$(list "$v_old")" "$(list "$v_new")"
+        fi
+        printf '"verified":%s,"repeats":%s,"load1_start":%s,"load1_end":%s}\n' \
+            "$([ $bad -eq 0 ] && echo true || echo false)" "$REPEATS" "$l0" "$(load1)"
     done
-    m_old=$(median "$r_old") m_new=$(median "$r_new")
-    printf '{"bench":"inline-vs-rev","app":"%s","rev":"%s","rev_commit":"%s","new_commit":"%s","rate_old":%s,"rate_new":%s,"ratio":%s,"rates_old":[%s],"rates_new":[%s],"verified":%s,"repeats":%s,"load1_start":%s,"load1_end":%s}\n' \
-        "$app" "$REV" "$OLD" "$NEW" "$m_old" "$m_new" "$(ratio "$m_new" "$m_old")" \
-        "$(list "$r_old")" "$(list "$r_new")" \
-        "$([ $bad -eq 0 ] && echo true || echo false)" "$REPEATS" "$l0" "$(load1)"
-done
+}
 
+ab_pass rate
 [ "${INLINE_AB_CPU:-0}" = 1 ] || exit $failed
 export OC_APP_CPU=1
-for app in $APPS; do
-    c_old="" c_new="" bad=0 l0=$(load1)
-    i=1
-    while [ $i -le "$REPEATS" ]; do
-        if [ $((i % 2)) -eq 1 ]; then order="old new"; else order="new old"; fi
-        for t in $order; do
-            run "$t" "$app" "$i"
-            [ -n "$rate" ] && [ -n "$lib" ] || bad=1
-            if [ "$t" = old ]; then c_old="$c_old $lib"; else c_new="$c_new $lib"; fi
-        done
-        i=$((i + 1))
-    done
-    m_old=$(median "$c_old") m_new=$(median "$c_new")
-    printf '{"bench":"inline-vs-rev-cpu","app":"%s","rev":"%s","rev_commit":"%s","new_commit":"%s","lib_ns_old":%s,"lib_ns_new":%s,"ratio":%s,"lib_ns_olds":[%s],"lib_ns_news":[%s],"verified":%s,"repeats":%s,"load1_start":%s,"load1_end":%s,"clock":"CLOCK_THREAD_CPUTIME_ID around oc_* calls, handlers subtracted, ns per message"}\n' \
-        "$app" "$REV" "$OLD" "$NEW" "$m_old" "$m_new" "$(ratio "$m_new" "$m_old")" \
-        "$(list "$c_old")" "$(list "$c_new")" \
-        "$([ $bad -eq 0 ] && echo true || echo false)" "$REPEATS" "$l0" "$(load1)"
-done
+ab_pass lib
 exit $failed

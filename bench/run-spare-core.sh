@@ -65,6 +65,7 @@ bin_of() {
 }
 
 . "$(dirname "$0")/agent-lib.sh"
+. "$(dirname "$0")/stats-lib.sh"
 
 JOB=1
 # run APP CASE [ENV...]: one run; its JSON line in $out, rate in $rate
@@ -96,19 +97,6 @@ run() {
     fi
 }
 
-median() {
-    printf '%s\n' $1 | awk 'NF { a[n++] = $1 }
-        END { if (n == 0) { print "null"; exit }
-              for (i = 1; i < n; i++)
-                  for (j = i; j > 0 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
-              if (n % 2) printf "%.6g\n", a[(n-1)/2]
-              else printf "%.6g\n", (a[n/2-1] + a[n/2]) / 2 }'
-}
-spread() {
-    printf '%s\n' $1 | awk 'NF { if (n == 0 || $1 < lo) lo = $1; if ($1 > hi) hi = $1; n++ }
-        END { if (n == 0 || lo == 0) print "null"; else printf "%.3f\n", hi / lo }'
-}
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "null" || b == "null" || b == 0) print "null"; else printf "%.3f\n", a / b }'; }
 
 export OC_APP_CPU=0
 for app in $APPS; do
