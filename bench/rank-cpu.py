@@ -35,9 +35,11 @@ Standard library only.
 """
 
 import argparse
+import atexit
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -193,6 +195,7 @@ class Runner:
     def __init__(self, build):
         self.build = os.path.abspath(build)
         self.tmp = tempfile.mkdtemp(prefix='oc-rankcpu-')
+        atexit.register(shutil.rmtree, self.tmp, True)  # left behind otherwise
         self.key = os.path.join(self.tmp, 'key')
         with open(self.key, 'w') as f:
             subprocess.run([self.bin('src/tools/offcore'), 'keygen'],

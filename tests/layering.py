@@ -27,10 +27,12 @@ with:
 
 Exit 0 PASS, 1 FAIL (each failure named).  Takes about a second.
 """
+import atexit
 import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -118,6 +120,7 @@ def main():
         probes += [("bare", m, h) for h in private[m]]
 
     tmp = tempfile.mkdtemp(prefix="oc-layering-")
+    atexit.register(shutil.rmtree, tmp, True)  # left behind otherwise
     probe_c = os.path.join(tmp, "probe.c")
     with open(probe_c, "w") as f:
         for i, (_, _, h) in enumerate(probes):
