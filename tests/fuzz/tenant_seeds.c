@@ -12,15 +12,10 @@
 #include "pkt/tenant.h"
 
 #include <string.h>
+#include "../pkt/pkt_bytes.h"
 
 static const uint8_t MAC[6] = {2, 0, 0, 0, 0, 1};
 
-static void wr16(uint8_t *p, uint16_t v) { p[0] = v >> 8; p[1] = (uint8_t)v; }
-static void wr32(uint8_t *p, uint32_t v)
-{
-    wr16(p, (uint16_t)(v >> 16));
-    wr16(p + 2, (uint16_t)v);
-}
 
 /* Ethernet + IPv4 + TCP (flags) or UDP (flags 0xff) */
 static size_t frame(uint8_t *f, uint32_t s, uint32_t d, uint16_t sp,

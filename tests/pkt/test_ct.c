@@ -18,16 +18,11 @@
 #include <cmocka.h>
 
 #include "pkt/ct.h"
+#include "pkt_bytes.h"
 
 #define A 0x0a000001u /* 10.0.0.1 */
 #define B 0x0a000002u
 
-static void wr16(uint8_t *p, uint16_t v) { p[0] = v >> 8; p[1] = (uint8_t)v; }
-static void wr32(uint8_t *p, uint32_t v)
-{
-    wr16(p, (uint16_t)(v >> 16));
-    wr16(p + 2, (uint16_t)v);
-}
 
 /* IPv4 header at f, @p l4len bytes after it; returns total length */
 static uint32_t ip4(uint8_t *f, uint8_t proto, uint32_t s, uint32_t d,

@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "pkt/ct.h"
+#include "pkt_bytes.h"
 
 static uint64_t rng = 0x243f6a8885a308d3ull;
 static uint32_t rnd(uint32_t n)
@@ -32,16 +33,6 @@ static uint32_t rnd(uint32_t n)
     return (uint32_t)(rng >> 11) % n;
 }
 
-static void wr16(uint8_t *p, uint16_t v)
-{
-    p[0] = v >> 8;
-    p[1] = (uint8_t)v;
-}
-static void wr32(uint8_t *p, uint32_t v)
-{
-    wr16(p, (uint16_t)(v >> 16));
-    wr16(p + 2, (uint16_t)v);
-}
 
 static uint32_t rd32(const uint8_t *p)
 {

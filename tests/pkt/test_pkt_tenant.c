@@ -17,18 +17,13 @@
 #include <cmocka.h>
 
 #include "pkt/tenant.h"
+#include "pkt_bytes.h"
 
 static const uint8_t MAC_A[6] = {2, 0, 0, 0, 0, 0xa};
 static const uint8_t MAC_B[6] = {2, 0, 0, 0, 0, 0xb};
 #define IP_A 0x0a000001u
 #define IP_B 0x0a000002u
 
-static void wr16(uint8_t *p, uint16_t v) { p[0] = v >> 8; p[1] = (uint8_t)v; }
-static void wr32(uint8_t *p, uint32_t v)
-{
-    wr16(p, (uint16_t)(v >> 16));
-    wr16(p + 2, (uint16_t)v);
-}
 
 /* Ethernet + IPv4 + UDP from (mac, ip) */
 static uint32_t udp_frame(uint8_t *f, const uint8_t *mac, uint32_t s,

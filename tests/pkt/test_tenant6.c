@@ -17,6 +17,7 @@
 
 #include "pkt/ct.h"
 #include "pkt/tenant.h"
+#include "pkt_bytes.h"
 
 static const uint8_t A6[16] = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
 static const uint8_t B6[16] = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2};
@@ -25,7 +26,6 @@ static const uint8_t C6[16] = {0xfc, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2
 static const uint8_t MAC_A[6] = {0x02, 0, 0x0a, 0, 0, 0xa1};
 static const uint8_t MAC_B[6] = {0x02, 0, 0x0a, 0, 0, 0xb1};
 
-static void wr16(uint8_t *p, uint16_t v) { p[0] = v >> 8; p[1] = (uint8_t)v; }
 
 /* IPv6 header at f with next header @p nh and @p plen payload bytes */
 static uint32_t ip6(uint8_t *f, uint8_t nh, const uint8_t *s, const uint8_t *d,
