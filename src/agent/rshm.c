@@ -33,6 +33,10 @@ oc_status_t oc__rshm_create(uint32_t nslots, uint32_t slot_size,
         return st;
     }
     atomic_init(&s->refs, 1);
+    /* the promise of oc__router_shm_sleep_begin (wire/shmseg.h) */
+    atomic_store_explicit(&s->seg.hdr->agent_barrier,
+                          (uint32_t)oc__membarrier_supported(),
+                          memory_order_relaxed);
     *s_out = s;
     return OC_OK;
 }
@@ -97,6 +101,7 @@ void oc__router_shm_detach(oc_router_t *r, lrank_t *l)
 uint32_t oc__router_shm_poll(oc_router_t *r)
 {
     uint32_t got = 0;
+    int full = 0;
 
     for (uint32_t i = 0; i < r->nshm; i++) {
         lrank_t *l = r->shm_ranks[i];
@@ -117,6 +122,8 @@ uint32_t oc__router_shm_poll(oc_router_t *r)
             e->shm = s;
             oc__rshm_get(s);
             got++;
+            /* at least 7/8 full: flushed for want of room, more follows */
+            full |= len >= s->seg.up.slot_size - s->seg.up.slot_size / 8;
         }
         if (s->seg.up.broken && !s->broken_said) {
             /* the rank wrote indices or lengths no ring has: nothing more
@@ -128,8 +135,12 @@ uint32_t oc__router_shm_poll(oc_router_t *r)
                      r->p.index, (unsigned long long)l->token);
         }
     }
-    if (got > 0)
+    if (got > 0) {
         CNT_ADD(r->c.shm_bundles_in, got);
+        /* ranks mid-stream: a lull of a few turns is not the end of
+         * their traffic (ROUTER_IDLE_TURNS) */
+        oc__eng_more(r->eng, full);
+    }
     return got;
 }
 
@@ -179,19 +190,32 @@ void oc__router_shm_deliver(oc_router_t *r, out_t *o, oc_eng_buf_t *b,
     }
     oc__spsc_publish(down, len);
     CNT_ADD(r->c.shm_bundles_out, 1);
-    atomic_thread_fence(memory_order_seq_cst);
-    if (atomic_load_explicit(&o->shm->seg.hdr->rank_bell.waiting,
-                             memory_order_relaxed)) {
+    if (oc__bell_ring(&o->shm->seg.hdr->rank_bell))
         CNT_ADD(r->c.shm_wakes, 1);
-        oc__bell_wake(&o->shm->seg.hdr->rank_bell);
-    }
 }
 
 int oc__router_shm_sleep_begin(oc_router_t *r)
 {
-    for (uint32_t i = 0; i < r->nshm; i++)
-        atomic_store_explicit(&r->shm_ranks[i]->shm->seg.hdr->agent_sleeping,
-                              1, memory_order_seq_cst);
+    int promised = 0;
+
+    for (uint32_t i = 0; i < r->nshm; i++) {
+        oc_shmseg_hdr_t *h = r->shm_ranks[i]->shm->seg.hdr;
+        atomic_store_explicit(&h->agent_sleeping, 1, memory_order_seq_cst);
+        promised |= (int)atomic_load_explicit(&h->agent_barrier,
+                                              memory_order_relaxed);
+    }
+    /* ranks that skip their fence (agent_barrier): run it for them, so a
+     * bundle they published is seen below or they see the flag */
+    if (promised && oc__membarrier_global() != 0) {
+        for (uint32_t i = 0; i < r->nshm; i++)
+            atomic_store_explicit(
+                &r->shm_ranks[i]->shm->seg.hdr->agent_barrier, 0,
+                memory_order_seq_cst);
+        oc_warn(OC_COMP_AGENT, "router %u: membarrier failed: ranks fence "
+                "for themselves from now on", r->p.index);
+        oc__router_shm_sleep_end(r);
+        return 0;
+    }
     /* a bundle published before a rank saw the flag: do not sleep */
     for (uint32_t i = 0; i < r->nshm; i++)
         if (oc__spsc_ready(&r->shm_ranks[i]->shm->seg.up)) {

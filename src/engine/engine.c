@@ -385,10 +385,14 @@ oc_status_t oc__eng_flush_dirty(oc_eng_t *e, oc_eng_flush_t why, uint64_t now)
 
 oc_status_t oc__eng_policy(oc_eng_t *e, bool idle)
 {
+    e->idle_run = idle ? e->idle_run + (e->idle_run != UINT32_MAX) : 0;
     if (e->ndirty == 0)
         return OC_OK;
-    return idle ? oc__eng_flush_dirty(e, OC_ENG_FLUSH_IDLE, 0)
-                : oc__eng_flush_dirty(e, OC_ENG_FLUSH_TIMEOUT, oc__now_us());
+    if (idle && (!e->more || e->idle_run >= e->p.idle_turns)) {
+        e->idle_run = 0;
+        return oc__eng_flush_dirty(e, OC_ENG_FLUSH_IDLE, 0);
+    }
+    return oc__eng_flush_dirty(e, OC_ENG_FLUSH_TIMEOUT, oc__now_us());
 }
 
 /* ---- sending ------------------------------------------------------------ */

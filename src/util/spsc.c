@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <linux/membarrier.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -108,9 +109,52 @@ int oc__bell_wait(oc_bell_t *b, uint32_t seen, uint32_t timeout_us)
     return rc == 0 || (rc < 0 && errno == ETIMEDOUT);
 }
 
-void oc__bell_wake(oc_bell_t *b)
+int oc__bell_wake(oc_bell_t *b)
 {
+    /* the sleeper waits on seq from before it set "waiting": bumped here
+     * before the wake, a sleeper that has not reached FUTEX_WAIT yet
+     * returns from it at once */
+    if (!atomic_exchange_explicit(&b->waiting, 0, memory_order_acq_rel))
+        return 0;
     atomic_fetch_add_explicit(&b->seq, 1, memory_order_release);
     syscall(SYS_futex, (uint32_t *)&b->seq, FUTEX_WAKE, INT_MAX, NULL, NULL,
             0);
+    return 1;
+}
+
+/* ---- the asymmetric fence ----------------------------------------------- */
+
+static long membarrier(int cmd)
+{
+    return syscall(SYS_membarrier, cmd, 0, 0);
+}
+
+int oc__membarrier_register(void)
+{
+    long q = membarrier(MEMBARRIER_CMD_QUERY);
+    if (q <= 0 || !(q & MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED))
+        return 0;
+    return membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) == 0;
+}
+
+static _Atomic int mb_known; /* 0: not asked; 1: usable; 2: not */
+
+int oc__membarrier_supported(void)
+{
+    int k = atomic_load_explicit(&mb_known, memory_order_relaxed);
+    if (k == 0) {
+        long q = membarrier(MEMBARRIER_CMD_QUERY);
+        k = q > 0 && (q & MEMBARRIER_CMD_GLOBAL_EXPEDITED) ? 1 : 2;
+        atomic_store_explicit(&mb_known, k, memory_order_relaxed);
+    }
+    return k == 1;
+}
+
+int oc__membarrier_global(void)
+{
+    if (membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) == 0)
+        return 0;
+    /* not expected once the query said yes: no more promises */
+    atomic_store_explicit(&mb_known, 2, memory_order_relaxed);
+    return -1;
 }

@@ -119,6 +119,11 @@ shm)
         timeout 120 "$TR" fixed 2 > "$T/out" 2>&1 || { cat "$T/out"; fail "default"; }
     grep -q "mode stream.*channel shm" "$T/out" ||
         { cat "$T/out"; fail "default: not stream on shared memory"; }
+    # who orders a publish before the look at the agent's sleeping flag:
+    # the agent's membarrier where the kernel has it (util/spsc.h), else
+    # the rank's own fence — said, either way
+    grep -Eq "publish fence: (the agent's \(membarrier\)|own)" "$T/out" ||
+        { cat "$T/out"; fail "default: the publish fence not said"; }
     env $(job_env 14) OC_AGENT_CHANNEL=ucx OC_LOG=runtime:info \
         timeout 120 "$TR" mixed 2 > "$T/out" 2>&1 || { cat "$T/out"; fail "ucx channel"; }
     grep -q "mode per-dest.*channel ucx" "$T/out" ||

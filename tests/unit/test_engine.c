@@ -285,6 +285,46 @@ static void test_policy(void **state)
     oc__eng_destroy(e);
 }
 
+/* While the owner expects more (oc__eng_more), IDLE waits idle_turns idle
+ * turns in a row (a busy turn starts the count again); without the hint it
+ * flushes at the first idle turn, as before. */
+static void test_policy_more(void **state)
+{
+    sink_t s = {0};
+    oc_eng_t *e = mk(&s, 8, false);
+    oc_eng_out_t o;
+    uint64_t v = 5;
+    (void)state;
+    e->p.idle_turns = 4;
+    oc__eng_out_init(&o);
+    oc__eng_more(e, 1);
+    assert_int_equal(oc__eng_put(e, &o, 1, 0, &v, 8), OC_OK);
+    for (int k = 0; k < 3; k++)
+        assert_int_equal(oc__eng_policy(e, true), OC_OK);
+    assert_int_equal(s.n, 0); /* 3 idle turns: kept */
+    assert_int_equal(oc__eng_policy(e, false), OC_OK); /* work: count again */
+    for (int k = 0; k < 3; k++)
+        assert_int_equal(oc__eng_policy(e, true), OC_OK);
+    assert_int_equal(s.n, 0);
+    assert_int_equal(oc__eng_policy(e, true), OC_OK); /* the 4th in a row */
+    assert_int_equal(s.n, 1);
+    assert_int_equal(e->c.flush[OC_ENG_FLUSH_IDLE], 1);
+    /* the timeout still applies between idle turns */
+    assert_int_equal(oc__eng_put(e, &o, 1, 0, &v, 8), OC_OK);
+    o.t_first -= 2000000;
+    assert_int_equal(oc__eng_policy(e, true), OC_OK);
+    assert_int_equal(s.n, 2);
+    assert_int_equal(e->c.flush[OC_ENG_FLUSH_TIMEOUT], 1);
+    /* no hint: the first idle turn */
+    oc__eng_more(e, 0);
+    assert_int_equal(oc__eng_put(e, &o, 1, 0, &v, 8), OC_OK);
+    assert_int_equal(oc__eng_policy(e, true), OC_OK);
+    assert_int_equal(s.n, 3);
+    assert_int_equal(e->c.flush[OC_ENG_FLUSH_IDLE], 2);
+    sink_free(&s);
+    oc__eng_destroy(e);
+}
+
 /* A hand-off error reaches the caller of the flush. */
 static void test_handoff_error(void **state)
 {
@@ -467,6 +507,7 @@ int main(void)
         cmocka_unit_test(test_full_and_backpressure),
         cmocka_unit_test(test_reserve),
         cmocka_unit_test(test_policy),
+        cmocka_unit_test(test_policy_more),
         cmocka_unit_test(test_handoff_error),
         cmocka_unit_test(test_stream_outlet),
         cmocka_unit_test(test_column_outlet),

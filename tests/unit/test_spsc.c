@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "engine/engine.h"
+#include "util/clock.h"
 #include "util/spsc.h"
 #include "wire/shmseg.h"
 
@@ -233,6 +234,88 @@ static void test_threads(void **state)
     free(m);
 }
 
+/* A bell rung while its sleeper waits wakes it once: the rings that follow
+ * before the sleeper runs again find nobody waiting (no system call), and
+ * a sleeper rung between prepare and wait does not sleep. */
+static void test_bell_once(void **state)
+{
+    oc_bell_t b;
+    uint32_t seen;
+    (void)state;
+    memset(&b, 0, sizeof(b));
+    assert_int_equal(oc__bell_ring(&b), 0); /* nobody waits */
+    seen = oc__bell_prepare(&b);
+    assert_int_equal(oc__bell_ring(&b), 1); /* the waiter: woken */
+    assert_int_equal(oc__bell_ring(&b), 0); /* once */
+    assert_int_equal(oc__bell_ring(&b), 0);
+    /* rung before it waits: the wait returns at once (seq moved) */
+    assert_int_equal(oc__bell_wait(&b, seen, 10000000), 0);
+    assert_int_equal(atomic_load(&b.waiting), 0);
+}
+
+/* The asymmetric fence (spsc.h), as the store-buffering litmus test it
+ * exists for: each round, the "rank" publishes (store X) and reads the
+ * agent's flag (load Y) with no fence of its own; the "agent" sets its flag
+ * (store Y), calls oc__membarrier_global, and reads X.  Both reading the
+ * old value (r1 = r2 = 0) is the lost wake-up: x86 allows it without the
+ * barrier (OC_TEST_NO_MEMBARRIER=1 shows it happen), never with it.
+ * Skipped where the kernel has no expedited membarrier. */
+typedef struct {
+    _Atomic uint32_t x, y, go, ready;
+    uint32_t         r1;
+    _Atomic uint32_t rounds;  /* lowered by the main thread at its deadline */
+} sb_t;
+
+static void *sb_rank(void *arg)
+{
+    sb_t *t = arg;
+    for (uint32_t k = 1; k <= atomic_load(&t->rounds); k++) {
+        /* both threads leave the same line's spin together */
+        atomic_fetch_add_explicit(&t->go, 1, memory_order_acq_rel);
+        while (atomic_load_explicit(&t->go, memory_order_acquire) < 2 * k)
+            ;
+        atomic_store_explicit(&t->x, k, memory_order_relaxed);
+        atomic_signal_fence(memory_order_seq_cst); /* no CPU fence */
+        t->r1 = atomic_load_explicit(&t->y, memory_order_relaxed);
+        atomic_store_explicit(&t->ready, k, memory_order_release);
+    }
+    return NULL;
+}
+
+static void test_membarrier(void **state)
+{
+    sb_t t;
+    pthread_t th;
+    uint32_t both_old = 0;
+    const int barrier = getenv("OC_TEST_NO_MEMBARRIER") == NULL;
+    (void)state;
+    if (!oc__membarrier_supported() || !oc__membarrier_register())
+        skip();
+    memset(&t, 0, sizeof(t));
+    atomic_store(&t.rounds, 50000);
+    assert_int_equal(pthread_create(&th, NULL, sb_rank, &t), 0);
+    const uint64_t deadline = oc__now_us() + 3000000; /* a loaded machine */
+    for (uint32_t k = 1; k <= atomic_load(&t.rounds); k++) {
+        if ((k & 1023) == 0 && oc__now_us() > deadline)
+            atomic_store(&t.rounds, k); /* this round is the last */
+        atomic_fetch_add_explicit(&t.go, 1, memory_order_acq_rel);
+        while (atomic_load_explicit(&t.go, memory_order_acquire) < 2 * k)
+            ;
+        atomic_store_explicit(&t.y, k, memory_order_seq_cst);
+        if (barrier)
+            assert_int_equal(oc__membarrier_global(), 0);
+        uint32_t r2 = atomic_load_explicit(&t.x, memory_order_relaxed);
+        while (atomic_load_explicit(&t.ready, memory_order_acquire) != k)
+            ;
+        both_old += t.r1 != k && r2 != k;
+    }
+    pthread_join(th, NULL);
+    print_message("  %u rounds, %s: both saw the old value %u times\n",
+                  atomic_load(&t.rounds), barrier ? "membarrier" : "NO membarrier",
+                  both_old);
+    assert_int_equal(both_old, 0);
+}
+
 /* ---- the segment ---------------------------------------------------- */
 
 static void test_segment(void **state)
@@ -381,6 +464,8 @@ int main(void)
         cmocka_unit_test(test_peek_ahead),
         cmocka_unit_test(test_broken),
         cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_bell_once),
+        cmocka_unit_test(test_membarrier),
         cmocka_unit_test(test_segment),
         cmocka_unit_test(test_engine_ring),
     };

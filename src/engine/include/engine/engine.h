@@ -12,7 +12,8 @@
  *   - the dirty list and the flush policy, with one enum of reasons:
  *     FULL (a message did not fit), TIMEOUT (the first message waited
  *     flush_timeout_us), IDLE (the owner saw no new work since its last
- *     turn: nobody gains from waiting), EXPLICIT (the owner asked);
+ *     turn, or for idle_turns turns while it expects more: nobody gains
+ *     from waiting), EXPLICIT (the owner asked);
  *   - the bundle header (written by src/wire) and the counters;
  *   - sends through the transport with per-outlet back-pressure: an outlet
  *     with max_inflight bundles not yet completed is "blocked" until one
@@ -143,6 +144,10 @@ typedef struct {
     uint64_t bundle_size;      /**< bytes per buffer (>= 256) */
     uint64_t nbufs;            /**< pool buffers (>= 1) */
     uint64_t flush_timeout_us;
+    /** While the owner expects more traffic (oc__eng_more), IDLE flushes
+     *  after this many idle turns in a row, not at the first; the turns
+     *  between still flush what timed out. */
+    uint32_t idle_turns;
     uint32_t max_inflight;     /**< per outlet before it blocks; 0: never */
     uint32_t src_hop;          /**< stamped in every header */
     uint32_t dirty_cap;        /**< initial dirty-list room (grows) */
@@ -196,6 +201,8 @@ struct oc_eng {
     oc_eng_buf_t     *reserve_bufs;
     oc_eng_out_t    **dirty;
     uint32_t          ndirty, dirty_cap;
+    uint32_t          idle_run;  /**< idle turns in a row (oc__eng_policy) */
+    int               more;      /**< owner: more traffic expected */
     uint64_t          inflight;  /**< bundles in flight, all outlets */
     int               in_handler; /**< owner: reserve buffers allowed now */
     oc_eng_counters_t c;
@@ -302,9 +309,19 @@ oc_status_t oc__eng_flush(oc_eng_t *e, oc_eng_out_t *o, oc_eng_flush_t why);
 oc_status_t oc__eng_flush_dirty(oc_eng_t *e, oc_eng_flush_t why, uint64_t now);
 
 /** The flush policy, once per turn of the owner's loop: @p idle (nothing
- *  new since the last turn) flushes everything (IDLE), else what timed
- *  out (TIMEOUT). */
+ *  new since the last turn) flushes everything (IDLE) — at the first idle
+ *  turn, or, while the owner expects more (oc__eng_more), after
+ *  idle_turns of them in a row — else what timed out (TIMEOUT). */
 oc_status_t oc__eng_policy(oc_eng_t *e, bool idle);
+
+/** The owner's hint for the IDLE flush: its senders are mid-stream (their
+ *  last bundles were full), so a short lull is not the end of their
+ *  traffic (1); or they flushed early, so nothing more is on its way (0,
+ *  the default). */
+static inline void oc__eng_more(oc_eng_t *e, int more)
+{
+    e->more = more;
+}
 
 /** Send a finished bundle on @p ep with @p token as its header: done now
  *  (buffer back to the pool), or in flight (counted on @p o; @p o blocks

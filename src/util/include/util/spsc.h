@@ -134,15 +134,41 @@ int oc__bell_wait(oc_bell_t *b, uint32_t seen, uint32_t timeout_us);
 /** The sleeper, step 2 when the condition already holds. */
 void oc__bell_cancel(oc_bell_t *b);
 /** The other side, after publishing or releasing: wake the sleeper if
- *  there is one (a fence and one load when nobody waits). */
-void oc__bell_wake(oc_bell_t *b);
-static inline void oc__bell_ring(oc_bell_t *b)
+ *  there is one (a fence and one load when nobody waits).  Clears
+ *  "waiting" as it wakes, so a sleeper not yet running again costs the
+ *  rings that follow one load, not a system call each.  Returns 1 if it
+ *  woke someone. */
+int oc__bell_wake(oc_bell_t *b);
+static inline int oc__bell_ring(oc_bell_t *b)
 {
     /* the store that made the condition true must be seen before we read
      * "waiting" (the sleeper does the opposite): no lost wake-up */
     atomic_thread_fence(memory_order_seq_cst);
     if (atomic_load_explicit(&b->waiting, memory_order_relaxed))
-        oc__bell_wake(b);
+        return oc__bell_wake(b);
+    return 0;
 }
+
+/* ---- the asymmetric fence ------------------------------------------------
+ * A doorbell needs a full fence on both sides (store, fence, load).  Where
+ * one side rings on every bundle and the other sleeps rarely, Linux's
+ * membarrier(2) moves the whole cost to the sleeper: the ringing process
+ * registers once (oc__membarrier_register) and then needs only a compiler
+ * barrier; the sleeper, between its store and its load, calls
+ * oc__membarrier_global, which runs a fence on every CPU running a
+ * registered process (an IPI each; a descheduled thread's context switch
+ * is one already). */
+
+/** The ringing side, once per process: 1 if registered (from then on its
+ *  fence may be skipped where the sleeper says it calls
+ *  oc__membarrier_global), 0 if the kernel has no expedited membarrier. */
+int oc__membarrier_register(void);
+/** 1 if oc__membarrier_global is available here (asked once, cached; 0
+ *  from the first failure of oc__membarrier_global on). */
+int oc__membarrier_supported(void);
+/** The sleeper: a fence on every CPU running a registered process.
+ *  Returns 0, or -1 (errno) when the call failed: the caller withdraws its
+ *  promise and does not sleep this time. */
+int oc__membarrier_global(void);
 
 #endif

@@ -7,7 +7,8 @@
  * agent's deliveries to the rank, plus the rank's doorbell (a futex word
  * the rank sleeps on when back-pressured) and the agent's "sleeping" flag
  * (the rank then writes the agent's wake-up eventfd, the second descriptor
- * passed).
+ * passed), with the agent's promise that it fences for the rank
+ * (agent_barrier).
  *
  * Trust: the agent trusts nothing a rank writes into the segment: it keeps
  * the geometry it chose in its own handle, the ring checks indices and
@@ -41,7 +42,14 @@ typedef struct {
     oc_bell_t rank_bell;           /* the rank sleeps on it */
     uint8_t   pad1[OC_SPSC_ALIGN - sizeof(oc_bell_t)];
     _Atomic uint32_t agent_sleeping; /* set while the router sleeps */
-    uint8_t   pad2[OC_SPSC_ALIGN - 4];
+    /* 1: the router calls oc__membarrier_global between setting
+     * agent_sleeping and its last look at the ring, so a rank registered
+     * with oc__membarrier_register may publish and read agent_sleeping
+     * without a fence of its own (util/spsc.h); 0 (an older agent, or the
+     * call failed): the rank fences.  In the same line as agent_sleeping:
+     * the rank's check costs no second miss. */
+    _Atomic uint32_t agent_barrier;
+    uint8_t   pad2[OC_SPSC_ALIGN - 8];
 } oc_shmseg_hdr_t;
 
 /** One side's view of a segment. */
