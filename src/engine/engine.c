@@ -392,6 +392,8 @@ oc_status_t oc__eng_policy(oc_eng_t *e, bool idle)
         e->idle_run = 0;
         return oc__eng_flush_dirty(e, OC_ENG_FLUSH_IDLE, 0);
     }
+    if (idle) /* a few turns before IDLE flushes it all: no clock read */
+        return OC_OK;
     return oc__eng_flush_dirty(e, OC_ENG_FLUSH_TIMEOUT, oc__now_us());
 }
 

@@ -309,10 +309,10 @@ static void test_policy_more(void **state)
     assert_int_equal(oc__eng_policy(e, true), OC_OK); /* the 4th in a row */
     assert_int_equal(s.n, 1);
     assert_int_equal(e->c.flush[OC_ENG_FLUSH_IDLE], 1);
-    /* the timeout still applies between idle turns */
+    /* a busy turn still flushes what timed out */
     assert_int_equal(oc__eng_put(e, &o, 1, 0, &v, 8), OC_OK);
     o.t_first -= 2000000;
-    assert_int_equal(oc__eng_policy(e, true), OC_OK);
+    assert_int_equal(oc__eng_policy(e, false), OC_OK);
     assert_int_equal(s.n, 2);
     assert_int_equal(e->c.flush[OC_ENG_FLUSH_TIMEOUT], 1);
     /* no hint: the first idle turn */

@@ -145,8 +145,9 @@ typedef struct {
     uint64_t nbufs;            /**< pool buffers (>= 1) */
     uint64_t flush_timeout_us;
     /** While the owner expects more traffic (oc__eng_more), IDLE flushes
-     *  after this many idle turns in a row, not at the first; the turns
-     *  between still flush what timed out. */
+     *  after this many idle turns in a row, not at the first (keep it a
+     *  few microseconds' worth: the turns between do not look at the
+     *  clock for TIMEOUT). */
     uint32_t idle_turns;
     uint32_t max_inflight;     /**< per outlet before it blocks; 0: never */
     uint32_t src_hop;          /**< stamped in every header */
@@ -311,7 +312,8 @@ oc_status_t oc__eng_flush_dirty(oc_eng_t *e, oc_eng_flush_t why, uint64_t now);
 /** The flush policy, once per turn of the owner's loop: @p idle (nothing
  *  new since the last turn) flushes everything (IDLE) — at the first idle
  *  turn, or, while the owner expects more (oc__eng_more), after
- *  idle_turns of them in a row — else what timed out (TIMEOUT). */
+ *  idle_turns of them in a row (nothing before) — else what timed out
+ *  (TIMEOUT). */
 oc_status_t oc__eng_policy(oc_eng_t *e, bool idle);
 
 /** The owner's hint for the IDLE flush: its senders are mid-stream (their
