@@ -65,7 +65,8 @@ struct oc__agent {
     uint64_t       waits;      /* back-pressured turns that waited */
     uint64_t       slept;      /* ... of them asleep on the doorbell */
     uint64_t       kicks;      /* wake-ups written to a sleeping agent */
-    int            light;      /* registered for the agent's membarrier */
+    int            mb_registered; /* for the agent's membarrier */
+    int            light;      /* ... and the agent promises it */
 };
 
 static void agent_fini(oc_context_t *ctx);
@@ -367,10 +368,10 @@ static oc_status_t shm_attach(oc_context_t *ctx)
     a->wake_fd = efd;
     a->ring_buf.ring = 1;
     a->shm = 1;
-    /* registered once per process, kept: cheap kicks (shm_kick) */
-    if (atomic_load_explicit(&a->seg.hdr->agent_barrier,
-                             memory_order_relaxed))
-        a->light = oc__membarrier_register();
+    /* cheap kicks (shm_kick) where the agent promises its barrier */
+    a->light = a->mb_registered &&
+               atomic_load_explicit(&a->seg.hdr->agent_barrier,
+                                    memory_order_relaxed);
     return OC_OK;
 }
 
@@ -507,6 +508,13 @@ oc_status_t oc__agent_init(oc_context_t *ctx, int required)
         goto err;
     }
     oc__tr_worker_address(ctx->worker, &addr, &addr_len);
+    /* Registered for the agent's membarrier (util/spsc.h) before HELLO,
+     * not after WELCOME: in a threaded process the kernel waits for an
+     * RCU grace period (10-15 ms here), which belongs to the rank's
+     * start, not to the time after the agent counts the job as ready.
+     * Once per process, kept. */
+    if (want_shm(ctx))
+        a->mb_registered = oc__membarrier_register();
     /* An agent at its connection cap under a flood of connections that
      * never authenticate closes the oldest one still in its handshake to
      * admit each newcomer (util/guard.h): on a loaded host that can be
