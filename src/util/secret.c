@@ -1,73 +1,25 @@
 /*
- * secret.c — key files (secret.h): the checks on the open descriptor
- * (what is checked is what is read), then one bounded read.
+ * secret.c — key files (secret.h): the file loader's rules for a key
+ * (util/file.h: OC_FILE_PRIVATE), and the hex decoding.
  */
 #include "util/secret.h"
+#include "util/file.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
-#include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
-
-#define WHY(...) snprintf(why, whylen, __VA_ARGS__)
 
 oc_status_t oc__secret_read(const char *path, uint8_t *buf, size_t cap,
                            size_t *len, char *why, size_t whylen)
 {
-    oc_status_t st = OC_ERR_CONFIG;
-    struct stat sb;
-    size_t n = 0;
+    const oc_file_rules_t r = {.what = "key file",
+                               .max_bytes = cap > 0 ? cap - 1 : 0,
+                               .flags = OC_FILE_PRIVATE};
+    oc_status_t st;
     int fd;
 
-    /* O_NOFOLLOW: a link could point anywhere; O_NONBLOCK: opening a FIFO
-     * for reading must not wait for a writer (fstat refuses it next) */
-    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK);
-    if (fd < 0) {
-        WHY("key file %s: %s", path,
-            errno == ELOOP ? "a symbolic link (give the file itself)"
-                           : strerror(errno));
-        return OC_ERR_CONFIG;
-    }
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        WHY("key file %s: not a regular file (%s)", path,
-            S_ISFIFO(sb.st_mode)   ? "a FIFO"
-            : S_ISDIR(sb.st_mode)  ? "a directory"
-            : S_ISSOCK(sb.st_mode) ? "a socket"
-                                   : "a device or other");
-        goto out;
-    }
-    if ((sb.st_mode & 077) != 0) {
-        WHY("key file %s: mode %03o lets others read it (chmod 600 %s)", path,
-            (unsigned)(sb.st_mode & 0777), path);
-        goto out;
-    }
-    if (sb.st_uid != 0 && sb.st_uid != geteuid()) {
-        WHY("key file %s: owned by uid %u, neither root nor this process's "
-            "user (uid %u)", path, (unsigned)sb.st_uid, (unsigned)geteuid());
-        goto out;
-    }
-    for (;;) {
-        ssize_t r = read(fd, buf + n, cap - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            WHY("key file %s: %s", path, strerror(errno));
-            goto out;
-        }
-        if (r == 0)
-            break;
-        n += (size_t)r;
-        if (n == cap) {
-            WHY("key file %s: longer than a key (%zu bytes or more)", path,
-                cap);
-            goto out;
-        }
-    }
-    *len = n;
-    st = OC_OK;
-out:
+    st = oc__file_open(path, &r, &fd, why, whylen);
+    if (st != OC_OK)
+        return st;
+    st = oc__file_read_fd(fd, path, &r, buf, cap, len, why, whylen);
     close(fd);
     return st;
 }

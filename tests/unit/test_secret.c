@@ -69,7 +69,7 @@ static void test_read(void **state)
             "mode 644 lets others read it (chmod 600 ");
     refused(put("group.key", "s3cret", 0640), 64, "mode 640");
     /* a file as long as the buffer is no key */
-    refused(put("long.key", "s3cret-and-more", 0600), 15, "longer than a key");
+    refused(put("long.key", "s3cret-and-more", 0600), 15, "larger than 14 bytes");
     refused("/nonexistent/oc.key", 64, "No such file");
 
     snprintf(link, sizeof(link), "%s/link.key", dir);

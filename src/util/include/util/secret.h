@@ -4,8 +4,9 @@
  * (src/pkt/esp_conf.c) and the NVMe/TCP target's XTS keys (src/nvmf/ns.c).
  * A key file must be a regular file (not a symlink, FIFO or device),
  * readable by its owner only, owned by root or by this process's user:
- * anything else is refused with the reason and the fix, never read.
- * Messages name the file, never its contents.  Pure except for the file
+ * anything else is refused with the reason and the fix, never read
+ * (util/file.h's loader, OC_FILE_PRIVATE).  Messages name the file, never
+ * its contents.  Pure except for the file
  * it opens; thread-safe.
  */
 #ifndef OC_UTIL_SECRET_H
@@ -17,7 +18,7 @@
 
 /**
  * Read key file @p path whole into @p buf (@p cap bytes: a file of @p cap
- * bytes or more is refused as "longer than a key").  The caller zeroes
+ * bytes or more is refused as "larger than CAP-1 bytes").  The caller zeroes
  * @p buf after use.
  * @return OC_OK and *@p len; OC_ERR_CONFIG with @p why ("key file PATH:
  *         reason"): cannot be opened, not a regular file (a FIFO is not
