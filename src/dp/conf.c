@@ -11,6 +11,7 @@
  */
 #include "dp.h"
 #include "tenant_int.h"
+#include "util/file.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -55,13 +56,13 @@ void oc__dp_conf_free(oc_dp_conf_t *c)
 
 /* ------------------------------------------------------------ rule files */
 
-static oc_status_t read_all(const char *path, char **buf, size_t *len,
-                            oc_conf_errors_t *err)
+static oc_status_t read_rules(const char *path, char **buf, size_t *len,
+                             oc_conf_errors_t *err)
 {
-    char msg[256];
+    char msg[512];
     oc_status_t st = oc__acl_read_file(path, buf, len, msg, sizeof(msg));
-    if (st == OC_ERR_CONFIG)
-        oc__conf_error(err, path, 0, "%s", msg);
+    if (st != OC_OK)
+        oc__conf_error(err, NULL, 0, "%s", msg);
     return st;
 }
 
@@ -76,7 +77,7 @@ oc_status_t oc__dp_rules_file(const char *path, oc_acl_action_t action,
     const char *p;
     unsigned errs_before = err->count;
 
-    st = read_all(path, &buf, &len, err);
+    st = read_rules(path, &buf, &len, err);
     if (st != OC_OK)
         return st;
     p = buf;
@@ -662,9 +663,15 @@ oc_status_t oc__dp_conf_load(const char *path, bool check_system,
     const char *slash = strrchr(path, '/');
     oc_status_t st;
 
-    st = read_all(path, &buf, &len, e);
-    if (st != OC_OK)
+    static const oc_file_rules_t r = {.what = "config file",
+                                      .max_bytes = OC_DP_CONF_FILE_MAX};
+    char msg[512];
+
+    st = oc__file_read(path, &r, &buf, &len, msg, sizeof(msg));
+    if (st != OC_OK) {
+        oc__conf_error(e, NULL, 0, "%s", msg);
         return st;
+    }
     if (slash == NULL)
         snprintf(dir, sizeof(dir), ".");
     else

@@ -7,9 +7,10 @@
  * that codec is the rank/agent handshake, with a closed set of typed
  * messages and payloads limited to 64 KiB, while rule listings and counter
  * dumps of 10K rules are megabytes of text.  So, like a one-shot HTTP/1.0
- * exchange: the client connects, sends one line (at most 4095 bytes, '\n'
- * terminated), and reads until EOF an answer whose first line is "ok" or
- * "error: REASON".  Commands:
+ * exchange: the client connects, sends one line (at most 4095 bytes of
+ * printable ASCII, '\n' terminated: ctl_line.c refuses anything else,
+ * NUL bytes included), and reads until EOF an answer whose first line is
+ * "ok" or "error: REASON".  Commands:
  *   ping
  *   rules add RULE          (the rule syntax of dp.h / docs/dp.md)
  *   rules del ID
@@ -332,28 +333,30 @@ static void handle(oc_dp_t *dp, char *line, FILE *out)
 
 static void serve_client(oc_dp_t *dp, int fd)
 {
-    char line[OC_DP_LINE_MAX];
+    char line[OC_DP_LINE_MAX], why[160];
     size_t len = 0;
+    bool closed = false;
     struct timeval tv = {2, 0};
     FILE *out;
+    int rc;
 
-    /* one request line, then the answer, then close */
-    while (len < sizeof(line) - 1) {
+    /* one request line (ctl_line.c checks it), then the answer, then close */
+    while ((rc = oc__dp_ctl_line(line, len, sizeof(line) - 1, closed, why,
+                                 sizeof(why))) == 0) {
         struct pollfd pf = {fd, POLLIN, 0};
         ssize_t r;
-        if (poll(&pf, 1, 2000) <= 0)
-            break;
-        r = read(fd, line + len, sizeof(line) - 1 - len);
-        if (r <= 0) {
-            if (r < 0 && (errno == EAGAIN || errno == EINTR))
-                continue;
-            break;
+        if (poll(&pf, 1, 2000) <= 0) {
+            closed = true;
+            continue;
         }
-        len += (size_t)r;
-        if (memchr(line, '\n', len) != NULL)
-            break;
+        r = read(fd, line + len, sizeof(line) - 1 - len);
+        if (r < 0 && (errno == EAGAIN || errno == EINTR))
+            continue;
+        if (r <= 0)
+            closed = true;
+        else
+            len += (size_t)r;
     }
-    line[len] = '\0';
     /* blocking writes, each at most 2 s */
     (void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     (void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
@@ -362,13 +365,11 @@ static void serve_client(oc_dp_t *dp, int fd)
         close(fd);
         return;
     }
-    if (memchr(line, '\n', len) == NULL) {
-        reply_error(out, len == sizeof(line) - 1 ? "request line too long"
-                                                 : "no request line");
+    if (rc < 0) {
+        static oc_log_limit_t lim = OC_LOG_LIMIT_INIT("refused control requests");
+        oc_warn_limited(&lim, OC_COMP_DP, "control request refused: %s", why);
+        reply_error(out, why);
     } else {
-        *strchr(line, '\n') = '\0';
-        if (len > 0 && strchr(line, '\r'))
-            *strchr(line, '\r') = '\0';
         handle(dp, line, out);
     }
     fclose(out);

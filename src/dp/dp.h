@@ -12,8 +12,8 @@
  *
  * Trust model: the config file and the control socket (mode 0600 by
  * default, root's) are the operator's; they are still parsed strictly
- * (fuzzed: tests/fuzz/fuzz_dp.c) and every error names file, line and
- * reason.  Packets are hostile (src/pkt/parse.c).
+ * (fuzzed: tests/fuzz/fuzz_pkt.c, the control reader by
+ * tests/fuzz/fuzz_dp_ctl.c) and every error names file, line and reason.  Packets are hostile (src/pkt/parse.c).
  */
 #ifndef OC_DP_H
 #define OC_DP_H
@@ -36,6 +36,9 @@
 #define OC_DP_LINE_MAX    4096
 #define OC_DP_MAX_SA      64    /* ESP SAs, both directions */
 #define OC_DP_MAX_IPFIX   8     /* IPFIX collectors */
+/* the largest config file read (util/file.h): 16 MiB holds some 200,000
+ * inline rule lines; rule files have their own cap, OC_ACL_FILE_MAX */
+#define OC_DP_CONF_FILE_MAX ((size_t)16 << 20)
 
 /* userdata of a classifier rule: the action in the top 2 bits, the rule's
  * counter slot below */
@@ -108,7 +111,9 @@ oc_status_t oc__dp_conf_parse(const char *text, size_t len, const char *name,
                              const char *base_dir, bool check_system,
                              oc_dp_conf_t *c, oc_conf_errors_t *err);
 
-/** oc__dp_conf_parse() of a file (read whole). */
+/** oc__dp_conf_parse() of a file, read whole by the file loader
+ *  (util/file.h: a regular file of at most OC_DP_CONF_FILE_MAX bytes; a
+ *  FIFO or a device is refused, never waited on or read). */
 oc_status_t oc__dp_conf_load(const char *path, bool check_system,
                             oc_dp_conf_t *c, oc_conf_errors_t *err);
 
@@ -140,12 +145,28 @@ int oc__dp_rules_opts(char **tok, int n, oc_acl_action_t *action,
  * Read a rule file for `rules FILE` and `rules load`: ClassBench format
  * when its first rule line starts with '@' (every rule gets @p action, ids
  * and priorities @p id_base + its index), else one `rule ...`-syntax rule
- * per line ('#' comments).  All or nothing; errors with file:line.
+ * per line ('#' comments).  All or nothing; errors with file:line and a
+ * reason that never quotes the file (the control socket's client may be
+ * shown a file it could not read itself).  Read by oc__acl_read_file()
+ * (the loader's checks; at most OC_ACL_FILE_MAX bytes, .gz inflated).
  * @return OC_OK with *rules (malloc'd) and *n; OC_ERR_CONFIG; OC_ERR_NO_MEMORY.
  */
 oc_status_t oc__dp_rules_file(const char *path, oc_acl_action_t action,
                              uint32_t id_base, oc_dp_rule_t **rules, size_t *n,
                              oc_conf_errors_t *err);
+
+/**
+ * The control socket's reader (ctl_line.c): is there a request line in the
+ * @p len bytes received into @p buf (@p cap bytes at most; the buffer has
+ * room for @p cap + 1), with @p closed true once no more will come (EOF,
+ * or the client went quiet)?  The line must be printable ASCII and tabs,
+ * ended by '\n' ('\r' before it dropped): a NUL, a control byte or a
+ * non-ASCII byte anywhere before the newline is refused with its column.
+ * @return 1: the line, NUL-terminated in place at the start of @p buf;
+ *         0: wait for more bytes; -1: refused, the reason in @p why.
+ */
+int oc__dp_ctl_line(char *buf, size_t len, size_t cap, bool closed,
+                    char *why, size_t whylen);
 
 /* ---------------------------------------------------------------- runtime */
 

@@ -118,6 +118,27 @@ int oc__dp_rules_opts(char **tok, int n, oc_acl_action_t *action,
     return 0;
 }
 
+/* Word @p i of a rule as one of @p keys.  The reasons name the word's
+ * place and our keys, never the word: a rule file read for a control
+ * client may be a file it could not read itself (/etc/shadow). */
+static int rule_key(char *word, int i, const char *const *keys,
+                    unsigned *seen, char **val, char *why, size_t whylen)
+{
+    char scratch[256];
+    int k = oc__kv_key(word, keys, seen, val, scratch, sizeof(scratch));
+    size_t kl = strcspn(word, "=");
+
+    if (k >= 0)
+        return k;
+    if (word[kl] != '=')
+        return WHY("word %d: expected KEY=VALUE", i + 1);
+    for (k = 0; keys[k] != NULL; k++)
+        if (strlen(keys[k]) == kl && !strncmp(word, keys[k], kl))
+            return WHY("word %d: '%s' given twice", i + 1, keys[k]);
+    return WHY("word %d: unknown key (id prio action proto src dst sport "
+               "dport)", i + 1);
+}
+
 int oc__dp_rule_parse(const char *text, oc_dp_rule_t *out, char *why,
                      size_t whylen)
 {
@@ -141,41 +162,40 @@ int oc__dp_rule_parse(const char *text, oc_dp_rule_t *out, char *why,
     for (int i = 0; i < n; i++) {
         uint64_t v;
         char *val;
-        int k = oc__kv_key(tok[i], keys, &seen, &val, why, whylen);
+        int k = rule_key(tok[i], i, keys, &seen, &val, why, whylen);
         if (k < 0)
             return -1;
         switch (k) {
         case ID:
             if (oc__kv_u64(val, 0, UINT32_MAX, &v) != 0)
-                return WHY("id '%.32s': expected 0..4294967295", val);
+                return WHY("id: expected 0..4294967295");
             r.r.id = (uint32_t)v;
             break;
         case PRIO:
             if (oc__kv_u64(val, 0, UINT32_MAX, &v) != 0)
-                return WHY("prio '%.32s': expected 0..4294967295", val);
+                return WHY("prio: expected 0..4294967295");
             r.r.priority = (uint32_t)v;
             break;
         case ACTION:
             if (oc__dp_parse_action(val, &r.action) != 0)
-                return WHY("action '%.32s': expected allow, deny or count", val);
+                return WHY("action: expected allow, deny or count");
             break;
         case PROTO:
             if (parse_proto(val, &r.r.proto, &r.r.proto_mask) != 0)
-                return WHY("proto '%.32s': expected tcp, udp, icmp, any or "
-                           "0..255, optionally /MASK", val);
+                return WHY("proto: expected tcp, udp, icmp, any or 0..255, "
+                           "optionally /MASK");
             break;
         case SRC:
         case DST:
             if (oc__kv_prefix(val, k == SRC ? &r.r.src_ip : &r.r.dst_ip,
                              k == SRC ? &r.r.src_len : &r.r.dst_len) != 0)
-                return WHY("%s '%.40s': expected A.B.C.D[/0..32] or any",
-                           tok[i], val);
+                return WHY("%s: expected A.B.C.D[/0..32] or any", keys[k]);
             break;
         default:
             if (parse_range(val, k == SPORT ? &r.r.sport_lo : &r.r.dport_lo,
                             k == SPORT ? &r.r.sport_hi : &r.r.dport_hi) != 0)
-                return WHY("%s '%.32s': expected PORT, LO-HI (LO <= HI, "
-                           "0..65535) or any", tok[i], val);
+                return WHY("%s: expected PORT, LO-HI (LO <= HI, 0..65535) "
+                           "or any", keys[k]);
             break;
         }
     }

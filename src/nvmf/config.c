@@ -20,6 +20,7 @@
  * it has been checked (lengths, ranges, duplicates).  Not thread-safe.
  */
 #include "target.h"
+#include "util/file.h"
 #include "util/kv.h"
 
 #include <ctype.h>
@@ -192,8 +193,11 @@ oc_status_t oc__nvmf_conf_load(const char *file, oc_nvmf_conf_t *conf,
 {
     ctx_t x = {.file = file, .e = {.echo = err}};
     oc_nvmf_subsys_conf_t *cur = NULL;
-    char line[8192];
-    FILE *f = fopen(file, "r");
+    static const oc_file_rules_t fr = {.what = "config file",
+                                       .max_bytes = OC_NVMF_CONF_FILE_MAX};
+    char line[8192], why[512], *text = NULL;
+    size_t len = 0, pos = 0;
+    int got;
 
     /* the tables are large (paths are PATH_MAX): clear what is counted,
      * entries are cleared as they are filled */
@@ -202,21 +206,18 @@ oc_status_t oc__nvmf_conf_load(const char *file, oc_nvmf_conf_t *conf,
     conf->kato_grace_ms = 5000;
     conf->send_timeout_ms = 30000;
     conf->cpu = -1; /* the scheduler's choice */
-    if (!f) {
-        fprintf(err, "%s: %s\n", file, strerror(errno));
+    /* the file loader (util/file.h): a FIFO or a device is refused, never
+     * waited on or read; lines too long or holding a NUL: util/kv.h */
+    if (oc__file_read(file, &fr, &text, &len, why, sizeof(why)) != OC_OK) {
+        oc__conf_error(&x.e, NULL, 0, "%s", why);
         return OC_ERR_CONFIG;
     }
-    while (fgets(line, sizeof(line), f)) {
+    while ((got = oc__kv_next_line(text, len, &pos, line, sizeof(line), file,
+                                   &x.line, &x.e)) != 0) {
         char *tok[MAX_TOK];
         int n;
-        x.line++;
-        if (!strchr(line, '\n') && !feof(f)) {
-            cerr(&x, "line longer than %zu bytes", sizeof(line) - 1);
-            int ch;
-            while ((ch = fgetc(f)) != EOF && ch != '\n')
-                ;
-            continue;
-        }
+        if (got < 0)
+            continue; /* the error is added */
         n = oc__kv_split(line, tok, MAX_TOK);
         if (n == 0)
             continue;
@@ -310,7 +311,7 @@ oc_status_t oc__nvmf_conf_load(const char *file, oc_nvmf_conf_t *conf,
             cerr(&x, "unknown keyword '%s'", k);
         }
     }
-    fclose(f);
+    free(text);
     for (int i = 0; i < conf->nsubsys; i++) {
         oc_nvmf_subsys_conf_t *s = &conf->subsys[i];
         x.line = s->line;

@@ -109,8 +109,13 @@ typedef struct {
     oc_nvmf_subsys_conf_t subsys[OC_NVMF_MAX_SUBSYS];
 } oc_nvmf_conf_t;
 
+/* the largest configuration file read (util/file.h's loader) */
+#define OC_NVMF_CONF_FILE_MAX ((size_t)1 << 20)
+
 /**
- * Read and check a whole configuration file (config.c).  Every error is
+ * Read and check a whole configuration file (config.c), read by the file
+ * loader (util/file.h: a regular file of at most OC_NVMF_CONF_FILE_MAX
+ * bytes; a FIFO or a device is refused at once).  Every error is
  * printed to @p err as "FILE:LINE: reason", and all of them are reported,
  * not just the first.  @return OC_OK, OC_ERR_CONFIG (errors printed),
  * OC_ERR_NO_MEMORY.

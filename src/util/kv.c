@@ -22,8 +22,9 @@ void oc__conf_error(oc_conf_errors_t *e, const char *file, unsigned line,
     int n;
 
     e->count++;
-    n = line ? snprintf(msg, sizeof(msg), "%s:%u: ", file, line)
-             : snprintf(msg, sizeof(msg), "%s: ", file);
+    n = file == NULL ? 0
+        : line       ? snprintf(msg, sizeof(msg), "%s:%u: ", file, line)
+                     : snprintf(msg, sizeof(msg), "%s: ", file);
     if (n < 0 || (size_t)n >= sizeof(msg))
         n = 0;
     va_start(ap, fmt);

@@ -17,6 +17,9 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
 
 #include "pkt/acl/acl.h"
 
@@ -449,7 +452,36 @@ static void test_parse(void **state)
     }
     assert_int_equal(oc__acl_load_rules_file("/nonexistent/x.rules", &r, &n, err,
                                             sizeof(err)), OC_ERR_CONFIG);
-    assert_non_null(strstr(err, "/nonexistent/x.rules: cannot open"));
+    assert_non_null(strstr(err, "rules file /nonexistent/x.rules: No such"));
+    /* the file loader's checks (util/file.h): a device is refused unread
+     * (it was read until 4 GiB), a FIFO at once (it waited for a writer),
+     * and a small .gz that inflates past the cap is cut there */
+    assert_int_equal(oc__acl_load_rules_file("/dev/zero", &r, &n, err,
+                                            sizeof(err)), OC_ERR_CONFIG);
+    assert_non_null(strstr(err, "not a regular file (a character device)"));
+    {
+        char fifo[] = "/tmp/oc-acl-fifo-XXXXXX", path[64];
+        gzFile gz;
+        static char zeros[1 << 20];
+        assert_non_null(mkdtemp(fifo));
+        snprintf(path, sizeof(path), "%s/f", fifo);
+        assert_int_equal(mkfifo(path, 0600), 0);
+        assert_int_equal(oc__acl_load_rules_file(path, &r, &n, err,
+                                                sizeof(err)), OC_ERR_CONFIG);
+        assert_non_null(strstr(err, "not a regular file (a FIFO)"));
+        unlink(path);
+        snprintf(path, sizeof(path), "%s/bomb.gz", fifo);
+        gz = gzopen(path, "wb9");
+        assert_non_null(gz);
+        for (size_t i = 0; i <= OC_ACL_FILE_MAX >> 20; i++)
+            assert_int_equal(gzwrite(gz, zeros, sizeof(zeros)), sizeof(zeros));
+        gzclose(gz);
+        assert_int_equal(oc__acl_load_rules_file(path, &r, &n, err,
+                                                sizeof(err)), OC_ERR_CONFIG);
+        assert_non_null(strstr(err, "larger than 64 MiB (uncompressed)"));
+        unlink(path);
+        rmdir(fifo);
+    }
 }
 
 static void test_api_errors(void **state)

@@ -414,7 +414,7 @@ static void test_errors(void **state)
     refused(BASE TA "conntrack udp=10 udp=20\n",
             "t.conf:5: conntrack: 'udp' given twice");
     refused(BASE TA "tenant_rule A ingress id=1 action=allow id=2\n",
-            "t.conf:5: tenant_rule A: 'id' given twice");
+            "t.conf:5: tenant_rule A: word 3: 'id' given twice");
 }
 
 int main(void)

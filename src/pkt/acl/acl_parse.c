@@ -7,12 +7,14 @@
  * functions, thread-safe.  Fuzzed by tests/fuzz/fuzz_acl.c.
  */
 #include "pkt/acl/acl.h"
+#include "util/file.h"
 
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
 oc_status_t oc__acl_rule_check(const oc_acl_rule_t *r, const char **why)
@@ -324,58 +326,69 @@ oc_status_t oc__acl_parse_trace(const char *buf, size_t len, const char *name,
 oc_status_t oc__acl_read_file(const char *path, char **buf, size_t *len,
                              char *err, size_t errlen)
 {
-    gzFile f = gzopen(path, "rb"); /* reads plain files unchanged too */
-    size_t cap = 1 << 20, used = 0;
-    char *b;
+    /* util/file.h's checks on the descriptor (regular file, the size
+     * cap, a FIFO never waited on); then zlib reads it, plain or gzip,
+     * and the cap holds for what it inflates to as well */
+    static const oc_file_rules_t r = {.what = "rules file",
+                                      .max_bytes = OC_ACL_FILE_MAX};
+    char scratch[256], lim[32];
+    size_t cap, used = 0;
+    gzFile f;
+    char *b = NULL;
+    int fd;
 
-    if (f == NULL) {
-        if (err != NULL && errlen > 0)
-            snprintf(err, errlen, "%s: cannot open: %s", path,
-                     strerror(errno ? errno : ENOENT));
-        return OC_ERR_CONFIG;
+    if (err == NULL || errlen == 0) {
+        err = scratch;
+        errlen = sizeof(scratch);
     }
-    b = malloc(cap + 1);
-    if (b == NULL)
+    if (oc__file_open(path, &r, &fd, err, errlen) != OC_OK)
+        return OC_ERR_CONFIG;
+    f = gzdopen(fd, "rb"); /* reads plain files unchanged too */
+    if (f == NULL) {
+        close(fd);
         goto err_mem;
-    for (;;) {
-        int r;
-        if (used == cap) {
-            char *nb;
-            if (cap >= (1ul << 32)) {
-                if (err != NULL && errlen > 0)
-                    snprintf(err, errlen, "%s: larger than 4 GiB", path);
-                free(b);
-                gzclose(f);
-                return OC_ERR_CONFIG;
+    }
+    for (cap = 1 << 20;; cap *= 2) {
+        int got;
+        char *nb;
+        if (cap > OC_ACL_FILE_MAX + 1)
+            cap = OC_ACL_FILE_MAX + 1;
+        nb = realloc(b, cap + 1);
+        if (nb == NULL)
+            goto err_mem;
+        b = nb;
+        while (used < cap &&
+               (got = gzread(f, b + used, (unsigned)(cap - used))) > 0)
+            used += (size_t)got;
+        if (used < cap) {
+            if (got < 0) {
+                int e;
+                snprintf(err, errlen, "rules file %s: read error: %s", path,
+                         gzerror(f, &e));
+                goto err;
             }
-            nb = realloc(b, cap * 2 + 1);
-            if (nb == NULL)
-                goto err_mem;
-            b = nb;
-            cap *= 2;
-        }
-        r = gzread(f, b + used, (unsigned)(cap - used));
-        if (r < 0) {
-            int e;
-            const char *m = gzerror(f, &e);
-            if (err != NULL && errlen > 0)
-                snprintf(err, errlen, "%s: read error: %s", path, m);
-            free(b);
-            gzclose(f);
-            return OC_ERR_CONFIG;
-        }
-        if (r == 0)
             break;
-        used += (size_t)r;
+        }
+        if (cap == OC_ACL_FILE_MAX + 1) {
+            snprintf(err, errlen, "rules file %s: larger than %s (uncompressed)",
+                     path, oc__file_size_str(OC_ACL_FILE_MAX, lim, sizeof(lim)));
+            goto err;
+        }
     }
     gzclose(f);
     b[used] = '\0';
     *buf = b;
     *len = used;
     return OC_OK;
-err_mem:
+err:
     free(b);
     gzclose(f);
+    return OC_ERR_CONFIG;
+err_mem:
+    free(b);
+    if (f != NULL)
+        gzclose(f);
+    snprintf(err, errlen, "rules file %s: out of memory", path);
     return OC_ERR_NO_MEMORY;
 }
 

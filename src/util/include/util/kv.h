@@ -26,7 +26,9 @@ typedef struct {
     char     text[8192]; /* newline-separated, cut when full */
 } oc_conf_errors_t;
 
-/** Add one error: @p file, @p line (0: none) and the printf-style reason.
+/** Add one error: @p file, @p line (0: none) and the printf-style reason;
+ *  @p file NULL: the reason alone (it names its file itself, as the file
+ *  loader's messages do).
  *  Thread-safety: not for one @p e from two threads at once. */
 void oc__conf_error(oc_conf_errors_t *e, const char *file, unsigned line,
                    const char *fmt, ...) __attribute__((format(printf, 4, 5)));

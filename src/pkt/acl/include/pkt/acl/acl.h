@@ -241,9 +241,16 @@ oc_status_t oc__acl_parse_trace(const char *buf, size_t len, const char *name,
                                oc_acl_trace_t **trace, size_t *n, char *err,
                                size_t errlen);
 
-/** Read a whole file (gzip-compressed when it ends in .gz, through zlib)
- *  into a NUL-terminated buffer.  @return OC_OK, OC_ERR_CONFIG (message in
- *  @p err), OC_ERR_NO_MEMORY. */
+/** The largest rule or trace file read, in bytes, after decompression:
+ *  64 MiB holds about 800,000 ClassBench rule lines (80 bytes each). */
+#define OC_ACL_FILE_MAX ((size_t)64 << 20)
+
+/** Read a whole file, plain or gzip-compressed (through zlib), into a
+ *  NUL-terminated buffer, with the loader's checks (util/file.h): a
+ *  regular file only (a FIFO is refused, never waited on), at most
+ *  OC_ACL_FILE_MAX bytes on disk and uncompressed.
+ *  @return OC_OK; OC_ERR_CONFIG (message in @p err, "rules file PATH:
+ *  reason"; it never quotes the file); OC_ERR_NO_MEMORY. */
 oc_status_t oc__acl_read_file(const char *path, char **buf, size_t *len,
                              char *err, size_t errlen);
 
