@@ -396,7 +396,6 @@ int oc__agent_run(const oc_agent_config_t *cfg)
     sa.sa_handler = on_signal;
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
     {
         /* what is bound, not what was asked: port 0 shows the kernel's */
         char where[8 * OC_CTL_ADDR_STRLEN + 8] = "", murl[160] = "";

@@ -2,6 +2,7 @@
  * main.c — offcored: command line and configuration of the routing agent.
  */
 #include "agent.h"
+#include "util/daemon.h"
 #include "util/log.h"
 
 #include <ctype.h>
@@ -142,7 +143,8 @@ static void usage(FILE *out)
 "rank on this node (OC_PLACEMENT=agent in the ranks), to local ranks and\n"
 "to the agents of other nodes. Runs in the foreground and logs to stderr\n"
 "(OC_LOG=info for more). SIGTERM or SIGINT: tells connected ranks, flushes\n"
-"and exits 0.\n"
+"and exits 0. SIGHUP is ignored (settings are read once: restart to change\n"
+"them).\n"
 "\n"
 "  --listen ADDR    unix:/PATH and/or tcp:HOST:PORT (default %s)\n"
 "  --peers ADDRS    the other agents' TCP addresses\n"
@@ -203,6 +205,7 @@ int main(int argc, char **argv)
      * ceiling) a buffer is still mapped per collective. */
     (void)mallopt(M_MMAP_THRESHOLD, 32 << 20);
     (void)mallopt(M_TRIM_THRESHOLD, 128 << 20);
+    oc__daemon_signals(); /* SIGHUP ignored: util/daemon.h */
     memset(&cfg, 0, sizeof(cfg));
     if (oc__config_load(oc_agent_config_table, &cfg) != OC_OK)
         return 2;

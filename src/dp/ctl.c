@@ -408,7 +408,6 @@ int oc__dp_serve(oc_dp_t *dp, const oc_dp_conf_t *c, oc_ctl_listener_t *lp)
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGPIPE);
     sfd = signalfd(-1, &set, SFD_CLOEXEC);
     if (sfd < 0) {
         oc_error(OC_COMP_DP, "signalfd: %s", strerror(errno));
@@ -447,8 +446,7 @@ int oc__dp_serve(oc_dp_t *dp, const oc_dp_conf_t *c, oc_ctl_listener_t *lp)
         }
         if (pf[0].revents & POLLIN) {
             struct signalfd_siginfo si;
-            if (read(sfd, &si, sizeof(si)) == sizeof(si) &&
-                si.ssi_signo != SIGPIPE) {
+            if (read(sfd, &si, sizeof(si)) == sizeof(si)) {
                 oc_info(OC_COMP_DP, "signal %u: stopping", si.ssi_signo);
                 break;
             }

@@ -4,6 +4,7 @@
  * (ports, sockets), 2 bad command line or configuration (nothing started).
  */
 #include "dp.h"
+#include "util/daemon.h"
 #include "util/log.h"
 
 #include <signal.h>
@@ -25,7 +26,11 @@ static void usage(FILE *out)
 "classifier (5-tuple rules: allow, deny, count; per-rule packet and byte\n"
 "counters).  Rules change live: offcore dp rules add|del|list|load.\n"
 "Runs in the foreground, logs to stderr (OC_LOG=info for more; OC_LOG=\n"
-"dp:debug,pkt:debug); SIGTERM or SIGINT stops it cleanly (exit 0).\n"
+"dp:debug,pkt:debug); SIGTERM or SIGINT stops it cleanly (exit 0); SIGHUP\n"
+"is ignored (the configuration is read once: restart to change it).\n"
+"Files it reads (the config, rule files, key files) must be regular files:\n"
+"a FIFO or a device is refused at once; config files up to 16 MiB, rule\n"
+"files up to 64 MiB (uncompressed).\n"
 "\n"
 "  --config FILE   the configuration (checked in full before anything\n"
 "                  starts: every error with file:line and reason, exit 2)\n"
@@ -81,6 +86,7 @@ int main(int argc, char **argv)
     sigset_t set;
     int rc;
 
+    oc__daemon_signals(); /* SIGHUP ignored: util/daemon.h */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char **dst = NULL;
@@ -159,12 +165,12 @@ int main(int argc, char **argv)
         oc__dp_conf_free(&c);
         return 0;
     }
-    /* signals are read from a signalfd by the control thread: block them
-     * before any worker starts so that none of them receives one */
+    /* SIGTERM and SIGINT are read from a signalfd by the control thread:
+     * block them before any worker starts so that none of them receives
+     * one (SIGHUP and SIGPIPE are ignored) */
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGPIPE);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     if (oc__dp_ctl_listen(&c, &l) != OC_OK) {
         fprintf(stderr, "offcore-dp: could not start (errors above)\n");

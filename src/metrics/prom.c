@@ -5,6 +5,7 @@
  */
 #include "metrics/metrics.h"
 #include "prom_int.h"
+#include "util/esc.h"
 #include "util/log.h"
 
 #include <errno.h>
@@ -76,27 +77,43 @@ static int buf_puts(oc_prom_buf_t *b, const char *s)
     return buf_put(b, s, strlen(s));
 }
 
-/* Append @p s escaping backslash, newline and, when @p quote, '"'. */
+/* Append @p s escaping backslash, newline and, when @p quote, '"'; a
+ * control byte or a byte >= 0x80 that is not part of a well-formed,
+ * non-control UTF-8 character (a label value can be a peer's: an NVMe
+ * host's NQN) is written as the text \xNN (util/esc.h), its backslash
+ * escaped, so that no reader of /metrics gets it raw. */
 static int buf_put_escaped(oc_prom_buf_t *b, const char *s, int quote)
 {
     const char *run = s;
 
     for (;; s++) {
+        unsigned char c = (unsigned char)*s;
         const char *esc = NULL;
+        char hex[12];
+        size_t u;
 
-        if (*s == '\\')
+        if (c >= 0x80 && (u = oc__esc_utf8(s, strnlen(s, 4))) > 0) {
+            s += u - 1;
+            continue;
+        }
+        if (c == '\\')
             esc = "\\\\";
-        else if (*s == '\n')
+        else if (c == '\n')
             esc = "\\n";
-        else if (*s == '"' && quote)
+        else if (c == '"' && quote)
             esc = "\\\"";
-        else if (*s != '\0')
+        else if (c != '\0' && (c < 0x20 || c >= 0x7f)) {
+            char one[8];
+            oc__esc(s, 1, one, sizeof(one));
+            snprintf(hex, sizeof(hex), "\\%s", one); /* \\xNN */
+            esc = hex;
+        } else if (c != '\0')
             continue;
         if (buf_put(b, run, (size_t)(s - run)) < 0)
             return -1;
         if (esc == NULL)
             return 0;
-        if (buf_put(b, esc, 2) < 0)
+        if (buf_put(b, esc, strlen(esc)) < 0)
             return -1;
         run = s + 1;
     }
@@ -276,9 +293,10 @@ static oc_status_t sample(oc_prom_t *p, const char *name,
             if (!strcmp(labels[j].name, ln))
                 return fail(p, OC_ERR_INVALID_PARAM, "%s: label %s given twice",
                             name, ln);
-        if (lv == NULL || !utf8_valid((const unsigned char *)lv, strlen(lv)))
-            return fail(p, OC_ERR_INVALID_PARAM, "%s: value of label %s is %s",
-                        name, ln, lv ? "not UTF-8" : "NULL");
+        /* any bytes: buf_put_escaped() writes what is not UTF-8 as text */
+        if (lv == NULL)
+            return fail(p, OC_ERR_INVALID_PARAM, "%s: value of label %s is NULL",
+                        name, ln);
     }
 
     ok = buf_puts(b, name) == 0;

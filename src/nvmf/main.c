@@ -11,6 +11,7 @@
 #include "metrics/metrics.h"
 #include "metrics/names.h"
 #include "target.h"
+#include "util/daemon.h"
 #include "util/log.h"
 
 #include <getopt.h>
@@ -43,7 +44,9 @@ static void usage(FILE *out)
             "\n"
             "OC_LOG=app:info logs connections and controllers.  SIGTERM stops\n"
             "accepting, lets in-flight commands finish (10 s at most) and\n"
-            "closes every connection.\n");
+            "closes every connection.  SIGHUP is ignored (the configuration\n"
+            "is read once: restart to change it).  The configuration must be\n"
+            "a regular file of at most 1 MiB (a FIFO is refused at once).\n");
 }
 
 #define RELAXED(x) atomic_load_explicit(&(x), memory_order_relaxed)
@@ -229,6 +232,7 @@ int main(int argc, char **argv)
     int check = 0, o;
     struct sigaction sa = {0};
 
+    oc__daemon_signals(); /* SIGHUP ignored: util/daemon.h */
     while ((o = getopt_long(argc, argv, "c:nh", opts, NULL)) != -1) {
         switch (o) {
         case 'c': cfg = optarg; break;
@@ -246,7 +250,6 @@ int main(int argc, char **argv)
     sa.sa_handler = on_signal;
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
     if (oc__nvmf_target_init(&tgt, &conf, check) != OC_OK) {
         fprintf(stderr, "offcore-nvmf: not started (reasons above)\n");
         return 1;

@@ -147,8 +147,13 @@ oc_status_t oc__inline_wireup(oc_context_t *ctx)
         char info[2048];
         uint32_t peer = (ctx->rank + 1) % ctx->size;
         oc__tr_ep_describe(ctx->eps[peer], info, sizeof(info));
-        oc_debug(OC_COMP_TRANSPORT, "rank %u -> %u:\n%s", ctx->rank, peer,
-                 info);
+        /* one log line a line of UCX's text (log lines are escaped whole:
+         * an embedded newline would print as \x0a) */
+        char *save = NULL;
+        for (char *l = strtok_r(info, "\n", &save); l != NULL;
+             l = strtok_r(NULL, "\n", &save))
+            oc_debug(OC_COMP_TRANSPORT, "rank %u -> %u: %s", ctx->rank, peer,
+                     l);
     }
 out:
     if (st != OC_OK && st != OC_ERR_NO_MEMORY)

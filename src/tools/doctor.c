@@ -9,6 +9,7 @@
  * Single-threaded.
  */
 #include "doctor.h"
+#include "util/esc.h"
 
 #include <offcore/offcore.h>
 
@@ -402,7 +403,9 @@ int oc__doctor_main(int argc, char **argv, FILE *out, FILE *err)
             usage(out);
             goto out;
         } else {
-            fprintf(err, "offcore doctor: unknown option '%s'\n\n", a);
+            char e[256];
+            fprintf(err, "offcore doctor: unknown option '%s'\n\n",
+                    oc__esc_str(a, e, sizeof(e)));
             usage(err);
             rc = 2;
             goto out;

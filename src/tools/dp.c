@@ -8,6 +8,7 @@
 #include "ctl/ctl.h"
 #include "metrics/metrics.h"
 #include "metrics/names.h"
+#include "util/esc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -131,21 +132,47 @@ static int request(const char *addr, const char *line, char **answer,
     return 0;
 }
 
+/* @p n bytes of the daemon's text, each line escaped (util/esc.h): an
+ * answer may quote a file or a peer, and goes to a terminal */
+static void put_text(const char *s, size_t n, FILE *f)
+{
+    char e[4 * 256 + 1];
+
+    for (size_t i = 0; i < n;) {
+        size_t k = strcspn(s + i, "\n");
+        if (k > n - i)
+            k = n - i;
+        for (size_t off = 0; off < k; off += 256) {
+            size_t c = k - off < 256 ? k - off : 256;
+            oc__esc(s + i + off, c, e, sizeof(e));
+            fputs(e, f);
+        }
+        i += k;
+        if (i < n && s[i] == '\n') {
+            fputc('\n', f);
+            i++;
+        }
+    }
+}
+
 /* Print the answer's body; 0 for "ok", 1 for "error: ..." */
 static int finish(char *answer, FILE *out, FILE *err)
 {
     char *body = strchr(answer, '\n');
     body = body ? body + 1 : answer + strlen(answer);
     if (!strncmp(answer, "ok\n", 3)) {
-        fputs(body, out);
+        put_text(body, strlen(body), out);
         return 0;
     }
     if (!strncmp(answer, "error: ", 7)) {
-        fprintf(err, "offcore dp: %.*s\n", (int)(body - answer - 8), answer + 7);
-        fputs(body, err);
+        fputs("offcore dp: ", err);
+        put_text(answer + 7, (size_t)(body - answer - 7), err);
+        put_text(body, strlen(body), err);
         return 1;
     }
-    fprintf(err, "offcore dp: unexpected answer: %.80s\n", answer);
+    fputs("offcore dp: unexpected answer: ", err);
+    put_text(answer, strnlen(answer, 80), err);
+    fputc('\n', err);
     return 1;
 }
 
@@ -361,7 +388,9 @@ static int do_stat(const char *addr, int argc, char **argv, FILE *out,
         else if (!strcmp(argv[i], "--raw"))
             raw = true;
         else {
-            fprintf(err, "offcore dp stat: unknown argument '%s'\n", argv[i]);
+            char e[256];
+            fprintf(err, "offcore dp stat: unknown argument '%s'\n",
+                    oc__esc_str(argv[i], e, sizeof(e)));
             return 2;
         }
     }
@@ -514,7 +543,9 @@ int oc__dp_cli_main(int argc, char **argv, FILE *out, FILE *err)
             return 2;
         }
     } else {
-        fprintf(err, "offcore dp: unknown command '%s'\n\n", argv[i]);
+        char e[256];
+        fprintf(err, "offcore dp: unknown command '%s'\n\n",
+                oc__esc_str(argv[i], e, sizeof(e)));
         dp_usage(err);
         return 2;
     }

@@ -7,7 +7,9 @@
  * It reads the target's Prometheus /metrics (the `metrics` line of its
  * configuration) with libcurl and oc__prom_parse(): the metric names are
  * the interface, named once in src/metrics/names.h.  The answer is
- * untrusted: the parser checks it, and a value missing is shown as "-".
+ * untrusted: the parser checks it, a value missing is shown as "-", and
+ * every label is escaped before it is printed (util/esc.h: a host picks
+ * its own NQN).
  * Not thread-safe (curl_global_init, static tables).
  */
 #include "nvmf.h"
@@ -15,6 +17,7 @@
 
 #include "metrics/metrics.h"
 #include "metrics/names.h"
+#include "util/esc.h"
 
 #include <curl/curl.h>
 #include <stdlib.h>
@@ -81,30 +84,29 @@ static oc_status_t collect(void *arg, const oc_prom_sample_t *s)
             continue;
         snprintf(key, sizeof(key), "%s/%s", lab(s, "subsystem"), lab(s, "nsid"));
         if ((r = row(ns_rows, &n_ns, key))) {
-            snprintf(r->sub, sizeof(r->sub), "%s", lab(s, "subsystem"));
-            snprintf(r->nsid, sizeof(r->nsid), "%s", lab(s, "nsid"));
+            oc__esc_str(lab(s, "subsystem"), r->sub, sizeof(r->sub));
+            oc__esc_str(lab(s, "nsid"), r->nsid, sizeof(r->nsid));
             r->v[f] = s->value;
             r->has[f] = 1;
         }
         return OC_OK;
     }
     if (!strcmp(s->name, OC_M_NVMF_QUEUE_COMMANDS)) {
-        snprintf(key, sizeof(key), "%s", lab(s, "conn"));
+        oc__esc_str(lab(s, "conn"), key, sizeof(key));
         if ((r = row(q_rows, &n_q, key))) {
-            snprintf(r->conn, sizeof(r->conn), "%s", lab(s, "conn"));
-            snprintf(r->peer, sizeof(r->peer), "%s", lab(s, "peer"));
-            snprintf(r->host, sizeof(r->host), "%s", lab(s, "host"));
-            snprintf(r->sub, sizeof(r->sub), "%s", lab(s, "subsystem"));
-            snprintf(r->cntlid, sizeof(r->cntlid), "%s", lab(s, "cntlid"));
-            snprintf(r->qid, sizeof(r->qid), "%s", lab(s, "qid"));
-            snprintf(r->digest, sizeof(r->digest), "%s", lab(s, "digest"));
+            oc__esc_str(lab(s, "conn"), r->conn, sizeof(r->conn));
+            oc__esc_str(lab(s, "peer"), r->peer, sizeof(r->peer));
+            oc__esc_str(lab(s, "host"), r->host, sizeof(r->host));
+            oc__esc_str(lab(s, "subsystem"), r->sub, sizeof(r->sub));
+            oc__esc_str(lab(s, "cntlid"), r->cntlid, sizeof(r->cntlid));
+            oc__esc_str(lab(s, "qid"), r->qid, sizeof(r->qid));
+            oc__esc_str(lab(s, "digest"), r->digest, sizeof(r->digest));
             r->v[0] = s->value;
         }
         return OC_OK;
     }
     if (!strcmp(s->name, OC_M_NVMF_REJECTS) && n_reasons < 16) {
-        snprintf(reasons[n_reasons], sizeof(reasons[0]), "%s",
-                 lab(s, "reason"));
+        oc__esc_str(lab(s, "reason"), reasons[n_reasons], sizeof(reasons[0]));
         reason_v[n_reasons++] = s->value;
         return OC_OK;
     }
@@ -165,7 +167,9 @@ int oc__nvmf_cli_main(int argc, char **argv, FILE *out, FILE *err)
                    !strcmp(argv[i], "counters") || !strcmp(argv[i], "all"))
             what = argv[i];
         else {
-            fprintf(err, "offcore nvmf: unknown argument '%s'\n\n", argv[i]);
+            char e[256];
+            fprintf(err, "offcore nvmf: unknown argument '%s'\n\n",
+                    oc__esc_str(argv[i], e, sizeof(e)));
             usage(err);
             return 2;
         }

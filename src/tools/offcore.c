@@ -10,6 +10,7 @@
 #include "keys.h"
 #include "nvmf.h"
 #include "stat.h"
+#include "util/esc.h"
 #include "util/log.h"
 #include "wire/wire.h"
 
@@ -83,7 +84,11 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    fprintf(stderr, "offcore: unknown command '%s'\n\n", cmd);
+    {
+        char e[256]; /* a typed ESC must not reach the terminal raw */
+        fprintf(stderr, "offcore: unknown command '%s'\n\n",
+                oc__esc_str(cmd, e, sizeof(e)));
+    }
     usage(stderr);
     return 2;
 }

@@ -15,6 +15,7 @@
 #include "http_get.h"
 
 #include "metrics/names.h"
+#include "util/esc.h"
 
 #include <curl/curl.h>
 
@@ -349,6 +350,9 @@ static int all_digits(const char *s)
 static int check_hostport(const char *a, FILE *err)
 {
     const char *port = NULL, *host_end;
+    char ea[256]; /* @p a as messages show it (util/esc.h) */
+
+    oc__esc_str(a, ea, sizeof(ea));
 
     if (a[0] == '[') {
         host_end = strchr(a, ']');
@@ -356,7 +360,7 @@ static int check_hostport(const char *a, FILE *err)
             strspn(a + 1, "0123456789abcdefABCDEF:.") !=
                 (size_t)(host_end - a - 1)) {
             fprintf(err, "offcore stat: malformed address '%s': an IPv6 "
-                         "address goes in brackets, [::1]:9464\n", a);
+                         "address goes in brackets, [::1]:9464\n", ea);
             return -1;
         }
         if (host_end[1] == ':')
@@ -380,14 +384,14 @@ static int check_hostport(const char *a, FILE *err)
         if (pl == 0 || pl > 5 || strspn(port, "0123456789") != pl ||
             v == 0 || v > 65535) {
             fprintf(err, "offcore stat: malformed address '%s': the port "
-                         "must be a number from 1 to 65535\n", a);
+                         "must be a number from 1 to 65535\n", ea);
             return -1;
         }
     }
     return 0;
 bad:
     fprintf(err, "offcore stat: malformed address '%s': expected HOST:PORT, "
-                 ":PORT, HOST, [IPV6]:PORT or an http:// URL\n", a);
+                 ":PORT, HOST, [IPV6]:PORT or an http:// URL\n", ea);
     return -1;
 }
 
@@ -396,20 +400,22 @@ bad:
 static char *agent_url(const char *a, FILE *err)
 {
     const char *fmt, *rest;
-    char *url = NULL;
+    char *url = NULL, ea[256];
+
+    oc__esc_str(a, ea, sizeof(ea));
     int n;
 
     if (!strncmp(a, "unix:", 5) || a[0] == '/' || !strncmp(a, "tcp:", 4)) {
         fprintf(err, "offcore stat: unsupported address '%s': that is a "
                      "control-socket address (offcored --listen); offcore "
                      "stat reads the HTTP metrics endpoint (offcored "
-                     "--metrics, default %s)\n", a, OC_STAT_DEFAULT_AGENT);
+                     "--metrics, default %s)\n", ea, OC_STAT_DEFAULT_AGENT);
         return NULL;
     }
     if ((rest = strstr(a, "://")) != NULL) {
         if (strncmp(a, "http://", 7) != 0 && strncmp(a, "https://", 8) != 0) {
             fprintf(err, "offcore stat: unsupported scheme in '%s': only "
-                         "http:// and https://\n", a);
+                         "http:// and https://\n", ea);
             return NULL;
         }
         rest += 3;

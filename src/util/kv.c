@@ -6,6 +6,7 @@
  * are not our format).  Pure; thread-safe on distinct arguments.
  */
 #include "util/kv.h"
+#include "util/esc.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -16,20 +17,22 @@
 void oc__conf_error(oc_conf_errors_t *e, const char *file, unsigned line,
                    const char *fmt, ...)
 {
-    char msg[1024];
+    char raw[1024], msg[1024];
     size_t used = strnlen(e->text, sizeof(e->text));
     va_list ap;
     int n;
 
     e->count++;
     n = file == NULL ? 0
-        : line       ? snprintf(msg, sizeof(msg), "%s:%u: ", file, line)
-                     : snprintf(msg, sizeof(msg), "%s: ", file);
-    if (n < 0 || (size_t)n >= sizeof(msg))
+        : line       ? snprintf(raw, sizeof(raw), "%s:%u: ", file, line)
+                     : snprintf(raw, sizeof(raw), "%s: ", file);
+    if (n < 0 || (size_t)n >= sizeof(raw))
         n = 0;
     va_start(ap, fmt);
-    vsnprintf(msg + n, sizeof(msg) - (size_t)n, fmt, ap);
+    vsnprintf(raw + n, sizeof(raw) - (size_t)n, fmt, ap);
     va_end(ap);
+    /* the reason quotes the file: its bytes reach a terminal escaped */
+    oc__esc(raw, strnlen(raw, sizeof(raw)), msg, sizeof(msg));
     if (e->echo != NULL)
         fprintf(e->echo, "%s\n", msg);
     /* cut whole: a list that ends mid-message would misname the line */

@@ -1,7 +1,9 @@
-/* log.c — OC_LOG parsing, the one place that writes log lines, and the
- * rate limiter for messages a peer can trigger (log.h).  Thread-safe: the
+/* log.c — OC_LOG parsing, the one place that writes log lines (escaped:
+ * util/esc.h), and the rate limiter for messages a peer can trigger
+ * (log.h).  Thread-safe: the
  * limiters share one mutex (they sit on error paths, never on fast ones). */
 #include "util/log.h"
+#include "util/esc.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -86,20 +88,24 @@ void oc__log_init(void)
 
 void oc__log_emit(oc_log_comp_t comp, oc_log_level_t lvl, const char *fmt, ...)
 {
-    char line[1024];
-    int n;
+    char msg[1024], line[1100];
+    int n, m;
     va_list ap;
 
+    va_start(ap, fmt);
+    m = vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (m < 0)
+        return;
+    if ((size_t)m >= sizeof(msg))
+        m = sizeof(msg) - 1;
     n = snprintf(line, sizeof(line), "offcore[%d] %s %s: ", (int)getpid(),
                  comp_names[comp], level_names[lvl]);
-    va_start(ap, fmt);
-    if (n > 0 && (size_t)n < sizeof(line))
-        n += vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
-    va_end(ap);
-    if (n < 0)
+    if (n < 0 || (size_t)n >= sizeof(line))
         return;
-    if ((size_t)n >= sizeof(line) - 1)
-        n = sizeof(line) - 2;
+    /* what a message quotes may come from a peer or a file: no byte of
+     * it reaches the log raw (util/esc.h), and one message is one line */
+    n += (int)oc__esc(msg, (size_t)m, line + n, sizeof(line) - 1 - (size_t)n);
     line[n++] = '\n';
     (void)!write(2, line, (size_t)n); /* one write: lines do not interleave */
 }

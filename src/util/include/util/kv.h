@@ -18,7 +18,8 @@
 #include <stdio.h>
 
 /** Collected errors, every one "FILE:LINE: reason" (or "FILE: reason"
- *  for what belongs to no line).  Zero it before use; @c echo may then be
+ *  for what belongs to no line), escaped (util/esc.h: what a reason
+ *  quotes of the file never reaches a terminal raw).  Zero it before use; @c echo may then be
  *  set to have each error also written there as it is found. */
 typedef struct {
     unsigned count;      /* errors added, including any cut from text */

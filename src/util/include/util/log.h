@@ -4,7 +4,10 @@
  * OC_LOG sets the levels: "warn" (all components), or
  * "transport:debug,runtime:info" (per component), or both:
  * "info,wire:trace".  Levels: error, warn, info, debug, trace.  Default warn.
- * Messages go to stderr, one line each, prefixed with the component.
+ * Messages go to stderr, one line each, prefixed with the component;
+ * every byte of a message outside printable ASCII is written as \xNN
+ * (util/esc.h), so a peer's or a file's text quoted in a message cannot
+ * split the line or reach the reader's terminal raw.
  * Thread-safe.  Log once, where an error is detected; callers return the
  * status without printing again.
  *
