@@ -18,6 +18,7 @@
 #include "util/log.h"
 
 #include <bpf/libbpf.h>
+#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -26,6 +27,7 @@
 #include <net/if.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -286,6 +288,35 @@ static void xq_close(xq_t *xq)
     umem_put(xq->pool);
 }
 
+/* " (...)" when this process is at its descriptor limit, else "": each
+ * AF_XDP socket takes several descriptors (the socket, libxdp's maps and
+ * program), and libxdp does not always say EMFILE when it runs out (EBADFD
+ * was seen), so a failed socket is checked against the limit itself. */
+static const char *fd_limit_hint(char *b, size_t cap)
+{
+    struct rlimit rl;
+    struct dirent *e;
+    unsigned long long n = 0;
+    DIR *d;
+
+    b[0] = '\0';
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+        return b;
+    d = opendir("/proc/self/fd");
+    if (d != NULL) {
+        while ((e = readdir(d)) != NULL)
+            n += e->d_name[0] != '.';
+        closedir(d);
+        n -= n > 0; /* the directory's own descriptor */
+    }
+    if (d == NULL ? errno == EMFILE || errno == ENFILE : n + 8 >= rl.rlim_cur)
+        snprintf(b, cap, " (the descriptor limit is reached: %llu open, "
+                 "ulimit -n %llu; every AF_XDP socket takes several: raise "
+                 "it, LimitNOFILE= in a systemd unit)", n,
+                 (unsigned long long)rl.rlim_cur);
+    return b;
+}
+
 static oc_status_t xq_open(xq_t *xq, const oc_port_conf_t *c, uint32_t q)
 {
     struct xsk_socket_config sc;
@@ -305,8 +336,9 @@ static oc_status_t xq_open(xq_t *xq, const oc_port_conf_t *c, uint32_t q)
                     (c->zero_copy ? XDP_ZEROCOPY : XDP_COPY);
     rc = umem_get(p, ring);
     if (rc != 0) {
-        oc_error(OC_COMP_PKT, "%s queue %u: AF_XDP UMEM: %s", c->ifname, q,
-                 strerror(-rc));
+        char hint[256];
+        oc_error(OC_COMP_PKT, "%s queue %u: AF_XDP UMEM: %s%s", c->ifname, q,
+                 strerror(-rc), fd_limit_hint(hint, sizeof(hint)));
         return OC_ERR_TRANSPORT;
     }
     first = p->xsk_users == 0;
@@ -329,6 +361,7 @@ static oc_status_t xq_open(xq_t *xq, const oc_port_conf_t *c, uint32_t q)
         nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
     }
     if (rc != 0) {
+        char hint[256];
         xq->xsk = NULL;
         oc_error(OC_COMP_PKT, "%s queue %u: AF_XDP socket: %s%s", c->ifname,
                  q, strerror(-rc),
@@ -337,7 +370,7 @@ static oc_status_t xq_open(xq_t *xq, const oc_port_conf_t *c, uint32_t q)
                  : rc == -ENOSPC
                      ? " (a veth's XDP needs at least as many rx queues as "
                        "its peer has tx queues: ethtool -l on both ends)"
-                     : "");
+                     : fd_limit_hint(hint, sizeof(hint)));
         umem_put(p);
         return c->zero_copy && rc == -EOPNOTSUPP ? OC_ERR_CONFIG
                                                  : OC_ERR_TRANSPORT;
