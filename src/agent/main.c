@@ -3,6 +3,7 @@
  */
 #include "agent.h"
 #include "util/daemon.h"
+#include "util/esc.h"
 #include "util/log.h"
 
 #include <ctype.h>
@@ -223,7 +224,9 @@ int main(int argc, char **argv)
             return 0;
         }
         if (strncmp(arg, "--", 2) != 0) {
-            fprintf(stderr, "offcored: unexpected argument '%s'\n", arg);
+            char e[256]; /* as typed, escaped: util/esc.h */
+            fprintf(stderr, "offcored: unexpected argument '%s'\n",
+                    oc__esc_str(arg, e, sizeof(e)));
             usage(stderr);
             return 2;
         }
@@ -231,9 +234,10 @@ int main(int argc, char **argv)
         eq = strchr(arg, '=');
         n = eq != NULL ? (size_t)(eq - arg) : strlen(arg);
         if ((f = flag_field(arg, n)) == NULL) {
-            fprintf(stderr, "offcored: unknown option '--%.*s' (--help lists "
-                    "the options, --dump-config every setting)\n", (int)n,
-                    arg);
+            char e[256];
+            oc__esc(arg, n, e, sizeof(e));
+            fprintf(stderr, "offcored: unknown option '--%s' (--help lists "
+                    "the options, --dump-config every setting)\n", e);
             return 2;
         }
         if (eq != NULL) {

@@ -5,6 +5,7 @@
  */
 #include "dp.h"
 #include "util/daemon.h"
+#include "util/esc.h"
 #include "util/log.h"
 
 #include <signal.h>
@@ -109,7 +110,9 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--stages"))
             dst = &stages;
         if (dst == NULL) {
-            fprintf(stderr, "offcore-dp: unknown argument '%s' (--help)\n", a);
+            char e[256]; /* as typed, escaped: util/esc.h */
+            fprintf(stderr, "offcore-dp: unknown argument '%s' (--help)\n",
+                    oc__esc_str(a, e, sizeof(e)));
             return 2;
         }
         if (i + 1 >= argc) {

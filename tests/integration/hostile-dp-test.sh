@@ -30,7 +30,8 @@
 #              connections; a configuration needing more descriptors than
 #              64 refuses to start naming the limit
 #   escape     ESC, BEL and 0xff reach no terminal or log raw: the CLI's
-#              unknown command, offcore-dp and offcore-nvmf config errors,
+#              unknown command, the daemons' unknown arguments, offcore-dp
+#              and offcore-nvmf config errors,
 #              and an NVMe host NQN under allow-any-host (target log,
 #              /metrics, offcore nvmf connections) [9]
 # Measured figures are printed as JSON lines ("measure": ...).
@@ -351,6 +352,10 @@ escape)
     grep -q "unknown command '\\\\x1b\[31mfoo\\\\x07\\\\xff'" "$tmp/cli.out" ||
         { cat -v "$tmp/cli.out"; fail "CLI: unknown command not escaped"; }
     clean "$tmp/cli.out" || fail "CLI: raw control bytes"
+    "$DP" "$(printf '\033[2Jx')" > "$tmp/dparg.out" 2>&1
+    "$OFFCORED" "$(printf -- '--\033[2Jx')" >> "$tmp/dparg.out" 2>&1
+    [ "$(grep -c '\\x1b\[2Jx' "$tmp/dparg.out")" = 2 ] && clean "$tmp/dparg.out" ||
+        { cat -v "$tmp/dparg.out"; fail "daemons: unknown arguments not escaped"; }
     printf 'attach t0 host=lo wire=lo\nthr\033[2Jeads 2\xff\n' > "$tmp/esc.conf"
     "$DP" --config "$tmp/esc.conf" --check > "$tmp/dp.out" 2>&1
     grep -q 'thr\\x1b\[2Jeads' "$tmp/dp.out" || { cat -v "$tmp/dp.out"; fail "dp config error"; }
