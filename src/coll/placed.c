@@ -109,7 +109,7 @@ static void fall_back(oc_request_t *req)
     st = xfer(req, NULL, req->cma_rbuf, req->cma_len,
               OC__COLL_RESULT_TAG(req->seq, 0));
     if (st == OC_OK)
-        st = xfer(req, oc__agent_ep(ctx), (void *)req->cma_sbuf, req->cma_len,
+        st = xfer(req, oc__agent_coll_ep(ctx), (void *)req->cma_sbuf, req->cma_len,
                   OC__COLL_CONTRIB_TAG(ctx->cfg.job, req->seq, ctx->rank));
     if (st != OC_OK) { /* the agent waits for it: the job must fail */
         oc_error(OC_COMP_RUNTIME, "rank %u: collective %u: %s", ctx->rank,
@@ -186,6 +186,10 @@ oc_status_t oc__coll_placed_start(oc_context_t *ctx, void *dv,
     size_t mlen;
     oc_status_t st = OC_OK;
 
+    /* refused before anything is posted or touched: the agents said at
+     * READY what they serve for this job */
+    if (!oc__agent_coll_serves(ctx, d->kind))
+        return OC_ERR_UNSUPPORTED;
     if (!c->done_handler) {
         st = oc__tr_set_handler(ctx->worker, OC_AM_COLL_DONE, done_recv, ctx,
                                0);
@@ -233,7 +237,7 @@ oc_status_t oc__coll_placed_start(oc_context_t *ctx, void *dv,
     }
     if (st == OC_OK && !req->cma &&
         (d->kind != OC_COLLD_BCAST || d->root == me))
-        st = xfer(req, oc__agent_ep(ctx), (void *)sbuf, slen,
+        st = xfer(req, oc__agent_coll_ep(ctx), (void *)sbuf, slen,
                   OC__COLL_CONTRIB_TAG(ctx->cfg.job, req->seq, me));
     if (st == OC_OK)
         st = oc__agent_coll_send(ctx, msg, mlen);
