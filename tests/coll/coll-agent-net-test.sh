@@ -13,6 +13,7 @@
 #            pair), ranks 0-1 on node A, 2-3 on node B: every collective,
 #            default and reproducible; then agent B is killed while the
 #            ranks wait: node A's ranks get the error in time
+# COLL_AGENT_THREADS (1): the agents' routing threads (offcored --threads).
 # Exit 0 PASS, 1 FAIL, 77 SKIP.  Namespaces "ca*", ports 41000-41099.
 set -u
 BIN=$1 OFFCORED=$2 OFFCORE=$3 CASE=$4
@@ -41,7 +42,8 @@ in_ns() { local n=$1; shift; if [ -n "$n" ]; then ip netns exec "$n" "$@"; else 
 agent() { # agent NS NAME ARGS...
     local n=$1 name=$2; shift 2
     in_ns "$n" env OC_LOG=agent:info "$OFFCORED" --cluster-key "$T/ck" \
-        --metrics off "$@" > "$T/$name.log" 2>&1 &
+        --metrics off --threads "${COLL_AGENT_THREADS:-1}" "$@" \
+        > "$T/$name.log" 2>&1 &
     PIDS+=("$!")
     for _ in $(seq 200); do grep -q ready "$T/$name.log" && return 0; sleep 0.05; done
     fail "agent $name not ready"

@@ -8,6 +8,7 @@
 # agent moves the allreduce data by memory (the default; its log must say
 # so); a second one started with OC_AGENT_COLL_CMA=n refuses, so the ranks
 # fall back to UCX (its log must say why) and the digest must not change.
+# COLL_AGENT_THREADS (1): the agents' routing threads (offcored --threads).
 set -eu
 bin=$1 offcored=$2 offcore=$3 np=$4 max=$5
 command -v mpirun >/dev/null || { echo "SKIP: no mpirun"; exit 77; }
@@ -23,11 +24,13 @@ trap cleanup EXIT INT TERM
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export UCX_TLS=sm,self
 "$offcore" keygen > "$T/ck" && chmod 600 "$T/ck"
+threads=${COLL_AGENT_THREADS:-1}
 OC_LOG=agent:info "$offcored" --listen "unix:$T/a.sock" --cluster-key "$T/ck" \
-    --metrics off > "$T/agent.log" 2>&1 &
+    --metrics off --threads "$threads" > "$T/agent.log" 2>&1 &
 APID=$!
 OC_AGENT_COLL_CMA=n OC_LOG=agent:info "$offcored" --listen "unix:$T/b.sock" \
-    --cluster-key "$T/ck" --metrics off > "$T/agentb.log" 2>&1 &
+    --cluster-key "$T/ck" --metrics off --threads "$threads" \
+    > "$T/agentb.log" 2>&1 &
 BPID=$!
 for log in agent agentb; do
     n=0
@@ -36,6 +39,8 @@ for log in agent agentb; do
         sleep 0.1
     done
 done
+grep -q "$threads routing thread" "$T/agent.log" ||
+    { cat "$T/agent.log"; echo "FAIL: the agent does not run $threads routing threads"; exit 1; }
 job=1
 run() { # run PLACEMENT [VAR=VALUE...]
     pl=$1; shift
