@@ -312,9 +312,19 @@ static int desc_in(oc_router_t *r, uint64_t token, const void *data,
                                         NULL || (l = j->local[s->rank]) == NULL)
         return s != NULL && s->is_peer; /* a peer sends none: reject */
     if ((st = oc__colld_decode(data, len, j->map->size, &d)) != OC_OK) {
+        uint32_t seq;
         oc_warn(OC_COMP_AGENT, "job %u rank %u: bad collective descriptor: %s",
                 s->job, s->rank, oc_status_string(st));
         CNT_ADD(r->c.rejects, 1);
+        /* the collective it meant, where that is known, fails on every
+         * local rank (the others would wait for this rank for ever) */
+        if (r->p.index == 0 && oc__colld_seq(data, len, &seq) &&
+            (c = acoll_get(r, j, seq)) != NULL && c->state == ST_GATHER &&
+            !c->r[s->rank].have) {
+            c->r[s->rank].have = 1;
+            c->ndesc++;
+            c->status = OC_ERR_COLL_MISMATCH;
+        }
         return 1;
     }
     if (r->p.index != 0) {

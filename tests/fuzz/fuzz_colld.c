@@ -46,6 +46,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (buf == NULL)
         return 0;
     memcpy(buf, data + 1, size - 1);
+    {
+        uint32_t seq;
+        if (oc__colld_seq(buf, size - 1, &seq)) /* reads the fixed part only */
+            CHECK(size - 1 >= OC_COLLD_HDR);
+    }
     if (oc__colld_decode(buf, size - 1, job_size, &d) == OC_OK) {
         fuzz_colld_accepted++;
         CHECK(oc__colld_size(&d) == size - 1);

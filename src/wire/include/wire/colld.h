@@ -87,6 +87,12 @@ uint64_t oc__colld_v(const oc_colld_t *d, unsigned which, uint32_t i);
 oc_status_t oc__colld_decode(const void *buf, size_t len, uint32_t size,
                             oc_colld_t *d);
 
+/** The sequence number of a descriptor oc__colld_decode() rejected, when
+ *  its fixed part was whole and of this version (so the collective it
+ *  meant is known and can be failed rather than waited for).
+ *  @return 1 and *seq_out, or 0. */
+int oc__colld_seq(const void *buf, size_t len, uint32_t *seq_out);
+
 /** The agent's answer: collective @p seq ended with @p status. */
 typedef struct {
     uint32_t magic;
