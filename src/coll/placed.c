@@ -185,6 +185,7 @@ oc_status_t oc__coll_placed_start(oc_context_t *ctx, void *dv,
     uint8_t *msg;
     size_t mlen;
     oc_status_t st = OC_OK;
+    int fault;
 
     /* refused before anything is posted or touched: the agents said at
      * READY what they serve for this job */
@@ -208,9 +209,10 @@ oc_status_t oc__coll_placed_start(oc_context_t *ctx, void *dv,
         oc__coll_req_free(req);
         return OC_ERR_NO_MEMORY;
     }
+    fault = c->cfg.fault_at == req->seq ? c->cfg.fault : 0;
     /* by memory: everything the agent needs is in the descriptor */
     if (d->kind == OC_COLLD_ALLREDUCE && slen > 0 && c->cfg.cma &&
-        !c->cma_refused && oc__agent_pid(ctx) != 0) {
+        !c->cma_refused && oc__agent_pid(ctx) != 0 && fault != 2) {
         req->cma = 1;
         req->cma_sbuf = sbuf;
         req->cma_rbuf = rbuf;
@@ -223,6 +225,15 @@ oc_status_t oc__coll_placed_start(oc_context_t *ctx, void *dv,
         c->cma_ops++;
     }
     oc__colld_encode(d, vals, msg);
+    if (fault == 1) { /* OC_COLL_FAULT=desc: a type no agent knows */
+        msg[6] = 0xff;
+        oc_warn(OC_COMP_RUNTIME, "rank %u: collective %u: OC_COLL_FAULT=desc "
+                "planted", me, req->seq);
+    } else if (fault == 2 && slen > 0) { /* =short: one element less */
+        slen -= oc__dtype_size(d->dtype) ? oc__dtype_size(d->dtype) : 1;
+        oc_warn(OC_COMP_RUNTIME, "rank %u: collective %u: OC_COLL_FAULT=short "
+                "planted", me, req->seq);
+    }
     /* the result's receives first, then the contribution, then the
      * descriptor that lets the agent start */
     if (req->cma) {
