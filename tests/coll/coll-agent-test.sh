@@ -42,7 +42,11 @@ done
 grep -q "$threads routing thread" "$T/agent.log" ||
     { cat "$T/agent.log"; echo "FAIL: the agent does not run $threads routing threads"; exit 1; }
 job=1
-run() { # run PLACEMENT [VAR=VALUE...]
+# run PLACEMENT [VAR=VALUE...]: coll_check through mpirun, its output in
+# $T/out (and on stderr); exits the script when it fails.  Never run it in
+# a pipeline or $(...): its status would be lost (coll_check prints its
+# digest before it decides whether it passed).
+run() {
     pl=$1; shift
     job=$((job + 1))
     key=$("$offcore" job-key --job $job --cluster-key "$T/ck")
@@ -50,12 +54,15 @@ run() { # run PLACEMENT [VAR=VALUE...]
         OC_JOB_KEY="$key" timeout ${COLL_AGENT_TIMEOUT:-600} mpirun --oversubscribe --bind-to none \
         --mca btl self,vader --mca mpi_yield_when_idle 1 -x OC_PLACEMENT \
         -x OC_AGENT -x OC_JOB -x OC_JOB_KEY -x OC_COLL_REPRODUCIBLE \
-        -np "$np" "$bin" --max "$max" --hash ||
-        { sed 's/^/  agent: /' "$T/agent.log" | tail -20; echo "FAIL: $pl $*"; exit 1; }
+        -np "$np" "$bin" --max "$max" --hash > "$T/out" ||
+        { cat "$T/out"; sed 's/^/  agent: /' "$T/agent.log" | tail -20; echo "FAIL: $pl $*"; exit 1; }
+    cat "$T/out" >&2
 }
 run agent OC_COLL_REPRODUCIBLE=n
-ha=$(run agent OC_COLL_REPRODUCIBLE=y | tee /dev/stderr | grep '^hash')
-hi=$(run inline OC_COLL_REPRODUCIBLE=y | tee /dev/stderr | grep '^hash')
+run agent OC_COLL_REPRODUCIBLE=y
+ha=$(grep '^hash' "$T/out")
+run inline OC_COLL_REPRODUCIBLE=y
+hi=$(grep '^hash' "$T/out")
 [ -n "$ha" ] && [ "$ha" = "$hi" ] ||
     { echo "FAIL: reproducible agent and inline results differ: $ha / $hi"; exit 1; }
 # by memory, unless the kernel refuses it here (seccomp, Yama): then by
@@ -63,7 +70,8 @@ hi=$(run inline OC_COLL_REPRODUCIBLE=y | tee /dev/stderr | grep '^hash')
 grep -q "rank 0: collective data by memory" "$T/agent.log" ||
     grep -q "rank 0: collective data by UCX, not by memory: the kernel refuses" "$T/agent.log" ||
     { tail -20 "$T/agent.log"; echo "FAIL: the agent did not move the data by memory, nor say why not"; exit 1; }
-hf=$(SOCK=b run agent OC_COLL_REPRODUCIBLE=y | tee /dev/stderr | grep '^hash')
+SOCK=b run agent OC_COLL_REPRODUCIBLE=y
+hf=$(grep '^hash' "$T/out")
 grep -q "rank 0: collective data by UCX, not by memory: OC_AGENT_COLL_CMA=n" "$T/agentb.log" ||
     { tail -20 "$T/agentb.log"; echo "FAIL: no fallback to UCX"; exit 1; }
 [ "$hf" = "$ha" ] ||
