@@ -22,7 +22,7 @@
  * descriptor offers the agent the rank's pid and buffers instead, and
  * nothing else is sent or posted: the agent reads sendbuf with
  * process_vm_readv, writes recvbuf with process_vm_writev and sends only
- * DONE (src/agent/rcma.c).  If it will not, its DONE says
+ * DONE (src/agent/router/rcma.c).  If it will not, its DONE says
  * OC_COLLD_FALLBACK: the next oc_test() then posts the receive and sends
  * the contribution as above, and the context offers no more (logged at
  * info, counted).  A rank or agent that dies fails the job (the
