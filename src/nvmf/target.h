@@ -185,11 +185,14 @@ typedef struct {
     void   *owner;
 } oc_nvmf_op_t;
 
-/* One piece of output: up to 4 iovecs sent in order. */
+/* One piece of output: up to 4 iovecs sent in order.  It is on its
+ * connection's send queue at most once at a time (queued): a piece pushed
+ * again while queued would link the queue into a ring. */
 typedef struct oc_nvmf_tx {
     struct iovec iov[4];
     int      niov;
     size_t   len, sent;
+    int      queued;          /* on the send queue now */
     int      release_cmd;     /* free the command once sent */
     struct oc_nvmf_cmd *cmd;
     struct oc_nvmf_tx *next;
@@ -269,9 +272,14 @@ typedef struct oc_nvmf_conn {
     uint64_t tx_progress_ms; /* last time output moved (or was queued) */
     struct iovec tx_iov[64];
     struct msghdr tx_msg;
-    oc_nvmf_tx_t ctl_tx;    /* ICResp / TermReq */
-    uint8_t  ctl_buf[OC_NVMF_IC_LEN + OC_NVMF_TERM_MAX_DATA];
-    int      close_after_tx;
+    /* ICResp and C2HTermReq each have their own piece and buffer: one
+     * segment can hold an ICReq and the PDU that is fatal, and the
+     * TermReq then follows the ICResp, still queued */
+    oc_nvmf_tx_t ic_tx;
+    uint8_t  ic_buf[OC_NVMF_IC_LEN];
+    oc_nvmf_tx_t term_tx;
+    uint8_t  term_buf[OC_NVMF_TERM_HLEN + OC_NVMF_TERM_MAX_DATA];
+    int      close_after_tx; /* fatal: no more input, close once sent */
     /* commands */
     oc_nvmf_cmd_t cmds[OC_NVMF_CMD_SLOTS];
     uint16_t free_cmds[OC_NVMF_CMD_SLOTS];
