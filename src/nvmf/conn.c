@@ -25,6 +25,7 @@
 
 #include <errno.h>
 #include <netinet/in.h>
+#include <stddef.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -55,6 +56,10 @@ static void conn_free(oc_nvmf_conn_t *c)
         *pp = c->flush_next;
     }
     close(c->fd);
+    if (t->fd_wait) { /* out of descriptors: one is free now */
+        t->fd_wait = 0;
+        oc__guard_resume(&t->guard);
+    }
     for (int i = 0; i < OC_NVMF_CMD_SLOTS; i++)
         free(c->cmds[i].buf);
     free(c->rx);
@@ -69,13 +74,32 @@ void oc__nvmf_conn_release_op(oc_nvmf_conn_t *c)
         conn_free(c);
 }
 
+oc_nvmf_conn_t *oc__nvmf_conn_of(oc_guard_slot_t *s)
+{
+    return (oc_nvmf_conn_t *)(void *)((char *)s -
+                                      offsetof(oc_nvmf_conn_t, slot));
+}
+
 void oc__nvmf_conn_accepted(oc_nvmf_target_t *t, int fd)
 {
     struct sockaddr_storage ss;
     socklen_t sl = sizeof(ss);
+    oc_guard_slot_t *evict;
     oc_nvmf_conn_t *c;
     int one = 1;
 
+    /* at the cap, the oldest connection still before its Connect makes
+     * room (a flood of idle sockets delays a real host by one round
+     * trip, never locks it out); with none pending, the newcomer goes
+     * (both logged by the guard, rate-limited) */
+    if (!oc__guard_admit(&t->guard, &evict)) {
+        close(fd);
+        return;
+    }
+    if (evict)
+        oc__nvmf_conn_close(oc__nvmf_conn_of(evict),
+                           "evicted: the connection cap was reached and it "
+                           "had not connected its queue yet");
     c = calloc(1, sizeof(*c));
     if (!c) {
         oc_error(LOGC, "nvmf: out of memory for a connection: closing it");
@@ -138,6 +162,7 @@ void oc__nvmf_conn_accepted(oc_nvmf_target_t *t, int fd)
     pthread_mutex_unlock(&t->snap_lock);
     atomic_fetch_add_explicit(&t->st.conns_accepted, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&t->st.conns_active, 1, memory_order_relaxed);
+    oc__guard_add(&t->guard, &c->slot, oc__now_us());
     oc_info(LOGC, "nvmf: connection %llu from %s", (unsigned long long)c->id,
             c->peer);
     arm_recv(c);
@@ -153,6 +178,7 @@ void oc__nvmf_conn_close(oc_nvmf_conn_t *c, const char *why)
     oc_info(LOGC, "nvmf: connection %llu (%s, qid %u) closed: %s",
             (unsigned long long)c->id, c->peer, c->qid, why);
     c->state = OC_NVMF_CONN_CLOSING;
+    oc__guard_remove(&c->tgt->guard, &c->slot);
     shutdown(c->fd, SHUT_RDWR);
     struct io_uring_sqe *sqe = oc__nvmf_sqe(c->tgt);
     if (sqe) {
@@ -362,6 +388,8 @@ void oc__nvmf_cmd_complete(oc_nvmf_cmd_t *cmd)
         cmd->state = OC_NVMF_CMD_FREE;
         return;
     }
+    if (c->connected) /* its Connect succeeded: no deadline, not evictable */
+        oc__guard_settle(&c->tgt->guard, &c->slot);
     if (cmd->status)
         atomic_fetch_add_explicit(&c->tgt->st.cmd_errors, 1,
                                   memory_order_relaxed);

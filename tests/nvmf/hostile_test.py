@@ -16,6 +16,9 @@ hosts over loopback, one case per run (suites hostile and nvmf):
             connections and 50 sending one byte a second are all closed
             by the target within the deadline (+ slack), a real host works
             among them
+  cap       max-connections 16 from the configuration: 40 idle
+            connections leave 16 held, real hosts take their places, and
+            with all 16 connected a newcomer is refused
   sigpipe   hosts that reset their connection while 31 reads of 128 KiB
             are being sent to them: the target lives on and serves
 
@@ -448,6 +451,72 @@ def case_idle(build, work):
         log.close()
 
 
+# --------------------------------------------------------------------- cap
+def closed_by_target(socks, within):
+    """How many of @socks the target closes within @within seconds."""
+    sel = selectors.DefaultSelector()
+    for s in socks:
+        sel.register(s, selectors.EVENT_READ)
+    left, n = set(socks), 0
+    end = time.monotonic() + within
+    while left and time.monotonic() < end:
+        for key, _ in sel.select(timeout=0.05):
+            try:
+                if key.fileobj.recv(4096):
+                    continue
+            except BlockingIOError:
+                continue
+            except OSError:
+                pass
+            sel.unregister(key.fileobj)
+            left.discard(key.fileobj)
+            n += 1
+    sel.close()
+    return n
+
+
+def case_cap(build, work):
+    """max-connections and handshake-ms from the configuration: the cap
+    holds, a real host evicts a pending connection, and with every slot
+    connected a newcomer is refused."""
+    cap = 16
+    port = nt.free_port(25700 + os.getpid() % 100)
+    mport = nt.free_port(25800 + os.getpid() % 100)
+    conf = write_conf(work, port, mport,
+                      "max-connections %d\nhandshake-ms 60000\n" % cap)
+    logpath = os.path.join(work, "target.log")
+    log = open(logpath, "w")
+    t = nt.start(build, conf, log)
+    idle, hosts = [], []
+    try:
+        idle = open_idle(port, 40)
+        n = closed_by_target(idle, 2)
+        check(n == 40 - cap, "max-connections %d, 40 idle connections: %d "
+              "closed, %d held" % (cap, n, 40 - n))
+        for i in range(cap):
+            h = nc.Host(port, timeout=5)
+            h.admin_session(SUB, HOST)
+            hosts.append(h)
+        check(len(hosts) == cap, "%d real hosts get in, each taking the "
+              "place of an idle connection" % cap)
+        ok, took = answered(port, 1.0)
+        m = metrics(mport)
+        refused = m.get('offcore_connections_total{server="nvmf",outcome="refused"}', 0)
+        check(not ok and refused >= 1, "with all %d connected, a newcomer is "
+              "refused (counted %d)" % (cap, refused))
+        hosts.pop().close()
+        time.sleep(0.2)
+        ok, took = answered(port, 1.0)
+        check(ok, "one host gone: a new connection is answered (%.3f s)" % took)
+    finally:
+        for s in idle:
+            s.close()
+        for h in hosts:
+            h.close()
+        sigterm_ends(t)
+        log.close()
+
+
 # ----------------------------------------------------------------- sigpipe
 def case_sigpipe(build, work):
     port = nt.free_port(25600 + os.getpid() % 100)
@@ -483,7 +552,7 @@ def case_sigpipe(build, work):
 
 
 CASES = {"segments": case_segments, "emfile": case_emfile, "idle": case_idle,
-         "sigpipe": case_sigpipe}
+         "cap": case_cap, "sigpipe": case_sigpipe}
 
 
 def main():
