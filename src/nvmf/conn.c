@@ -233,9 +233,9 @@ void oc__nvmf_conn_fatal(oc_nvmf_conn_t *c, uint16_t fes, uint32_t fei,
     c->term_tx.len = OC_NVMF_TERM_HLEN + n;
     c->term_tx.release_cmd = 0;
     c->term_tx.cmd = NULL;
-    c->close_after_tx = 1;
     c->rx_head = c->rx_tail = 0;
     oc__nvmf_tx_push(c, &c->term_tx);
+    c->close_after_tx = 1; /* after the push: nothing is queued after it */
 }
 
 /* -------------------------------------------------------------- send */
@@ -271,7 +271,9 @@ void oc__nvmf_conn_flush_all(oc_nvmf_target_t *t)
 
 void oc__nvmf_tx_push(oc_nvmf_conn_t *c, oc_nvmf_tx_t *tx)
 {
-    if (c->state == OC_NVMF_CONN_CLOSING) {
+    /* after the C2HTermReq nothing more goes out: a command whose file
+     * operation completes meanwhile is done without an answer */
+    if (c->state == OC_NVMF_CONN_CLOSING || c->close_after_tx) {
         if (tx->release_cmd && tx->cmd)
             tx->cmd->state = OC_NVMF_CMD_FREE;
         return;
