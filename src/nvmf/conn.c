@@ -208,6 +208,9 @@ void oc__nvmf_conn_close(oc_nvmf_conn_t *c, const char *why)
 void oc__nvmf_conn_fatal(oc_nvmf_conn_t *c, uint16_t fes, uint32_t fei,
                         const uint8_t *hdr, uint32_t hlen, const char *why)
 {
+    /* a host can make one at will, on as many connections as it likes:
+     * a few lines a second, the rest counted (log.h) */
+    static oc_log_limit_t lim = OC_LOG_LIMIT_INIT("fatal transport errors");
     uint8_t *p = c->term_buf;
     uint32_t n = hlen > OC_NVMF_TERM_MAX_DATA ? OC_NVMF_TERM_MAX_DATA : hlen;
 
@@ -215,9 +218,9 @@ void oc__nvmf_conn_fatal(oc_nvmf_conn_t *c, uint16_t fes, uint32_t fei,
     if (c->state == OC_NVMF_CONN_CLOSING || c->close_after_tx)
         return;
     atomic_fetch_add_explicit(&c->tgt->st.pdu_fatal, 1, memory_order_relaxed);
-    oc_warn(LOGC, "nvmf: connection %llu (%s): fatal transport error %u at "
-            "byte %u: %s; sending C2HTermReq", (unsigned long long)c->id,
-            c->peer, fes, fei, why);
+    oc_warn_limited(&lim, LOGC, "nvmf: connection %llu (%s): fatal transport "
+                    "error %u at byte %u: %s; sending C2HTermReq",
+                    (unsigned long long)c->id, c->peer, fes, fei, why);
     /* input stops here; the TermReq goes out after what is queued */
     memset(p, 0, OC_NVMF_TERM_HLEN);
     p[0] = OC_NVMF_PDU_C2H_TERM;

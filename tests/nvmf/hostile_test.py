@@ -253,6 +253,33 @@ def case_segments(build, work):
         check(closed_all == 20, "20 hosts sending two ICReqs at once: each "
               "got ICResp, one C2HTermReq, a close (%d of 20)" % closed_all)
 
+        # 300 more, as fast as they go: the fatal errors are logged a few
+        # lines a second, not one per connection
+        with open(logpath, errors="replace") as f:
+            before = f.read().count("fatal transport error")
+        t0, answered_ok = time.monotonic(), 0
+        for _ in range(300):
+            x = socket.create_connection(("127.0.0.1", port), timeout=5)
+            x.sendall(ICREQ + ICREQ)
+            x.settimeout(3)
+            got = b""
+            try:
+                while True:
+                    c = x.recv(65536)
+                    if not c:
+                        break
+                    got += c
+            except OSError:
+                pass
+            answered_ok += len(got) == 128 + 24 + 128
+            x.close()
+        el = time.monotonic() - t0
+        with open(logpath, errors="replace") as f:
+            lines = f.read().count("fatal transport error") - before
+        check(answered_ok == 300 and lines <= 12 * (el + 1),
+              "300 more in %.1f s: each answered and closed (%d), %d lines "
+              "logged (rate-limited: 10 a second)" % (el, answered_ok, lines))
+
         # a bad PDU followed by more PDUs, all in one segment
         h = nc.Host(port, timeout=5)
         bad = struct.pack("<BBBBI", nc.CMD, 0, 70, 0, 72) + bytes(64)
