@@ -15,6 +15,8 @@
 #   tenant     VXLAN decap, anti-spoofing, conntrack paths   500K
 #   esp        ESP decapsulation                             500K
 #   nvmf       NVMe/TCP PDU streams                          500K (~25 s)
+#   nvmf_stream  the target's connection code over a fake     50K (~35 s)
+#              ring, several PDUs per segment (~1500/s)
 #   nvmf_conf  offcore-nvmf configuration files              200K (~20 s)
 #   colld      collective descriptors, rank -> agent         500K
 #   dp_ctl     offcore-dp control lines, as the socket reads 1M (~9 s)
@@ -29,7 +31,7 @@ trap 'rm -rf "$corpus"' EXIT INT TERM
 artifacts=$dir/fuzz-artifacts
 mkdir -p "$artifacts"
 
-caps="wire:0 ctl:1000000 prom:1000000 acl:500000 pkt:500000 tenant:500000 esp:500000 nvmf:500000 nvmf_conf:200000 colld:500000 dp_ctl:1000000"
+caps="wire:0 ctl:1000000 prom:1000000 acl:500000 pkt:500000 tenant:500000 esp:500000 nvmf:500000 nvmf_stream:50000 nvmf_conf:200000 colld:500000 dp_ctl:1000000"
 for tc in $caps; do
     target=${tc%%:*}
     cap=$(eval echo "\${FUZZ_CAP_$(echo "$target" | tr a-z A-Z):-${tc#*:}}")

@@ -100,6 +100,28 @@ typedef struct oc_request oc_request_t;
  *  Thread-safe. */
 OC_API size_t oc_dtype_size(oc_dtype_t dtype);
 
+/** The collectives, as oc_coll_served() names them. */
+typedef enum {
+    OC_COLL_ALLREDUCE = 1,
+    OC_COLL_ALLTOALL,  /**< and oc_alltoallv() */
+    OC_COLL_BCAST,
+    OC_COLL_BARRIER
+} oc_coll_kind_t;
+
+/**
+ * Whether the context's placement serves collective @p kind.  Decided at
+ * oc_init() and the same on every rank of the context: the inline
+ * placement serves every one (with more than one rank); the agent
+ * placement serves those the job's agents declared when the job became
+ * ready (all of them, unless a node's ranks are not contiguous).  A call
+ * of one not served fails at once with OC_ERR_UNSUPPORTED, before any
+ * buffer is read or written, so a caller may ask here first and do the
+ * work another way (the MPI interposer passes such calls to MPI).
+ * @return 1 served, 0 not (also for a NULL context or unknown kind).
+ * Thread-safe with respect to other calls on the context.
+ */
+OC_API int oc_coll_served(const oc_context_t *ctx, oc_coll_kind_t kind);
+
 /**
  * Start an allreduce: on completion every rank's @p recvbuf holds the
  * element-wise reduction with @p op of all ranks' @p sendbuf (@p count
@@ -115,7 +137,8 @@ OC_API size_t oc_dtype_size(oc_dtype_t dtype);
  *         OC_ERR_COLL_OP (unknown, or OC_PROD on a floating type),
  *         OC_ERR_COLL_BUFFER (NULL buffer with count > 0, recvbuf
  *         OC_IN_PLACE), OC_ERR_COLL_COUNT (count * size overflows),
- *         OC_ERR_NO_MEMORY,
+ *         OC_ERR_NO_MEMORY, OC_ERR_UNSUPPORTED (the placement does not
+ *         serve it: see oc_coll_served(); nothing was read or written),
  *         OC_ERR_STATE (called from a message handler), or the error that
  *         failed the context (OC_ERR_COLL_PEER_FAILED when a rank died).  On error nothing was started and *req_p is
  *         untouched.
@@ -165,7 +188,8 @@ OC_API oc_status_t oc_ibcast(oc_context_t *ctx, void *buf, size_t count,
 
 /** Start a barrier: it completes on a rank once every rank has started it.
  *  @return OC_OK; OC_ERR_COLL_REQUEST (req_p NULL), OC_ERR_INVALID_PARAM
- *  (ctx NULL), OC_ERR_NO_MEMORY, OC_ERR_UNSUPPORTED (agent placement),
+ *  (ctx NULL), OC_ERR_NO_MEMORY, OC_ERR_UNSUPPORTED (not served:
+ *  oc_coll_served()),
  *  OC_ERR_STATE (called from a message handler), or the context's
  *  failure. */
 OC_API oc_status_t oc_ibarrier(oc_context_t *ctx, oc_request_t **req_p);
@@ -186,8 +210,9 @@ OC_API oc_status_t oc_ibarrier(oc_context_t *ctx, oc_request_t **req_p);
  *         about 1-2 s (docs/coll.md), after which every collective of the
  *         context, in flight or started later, fails with it;
  *         OC_ERR_TRANSPORT, OC_ERR_PEER_FAILED...; in the agent placement
- *         OC_ERR_UNSUPPORTED: the agent cannot run it, as docs/coll.md
- *         says, and OC_ERR_COLL_MEMORY: the agent, moving this rank's
+ *         OC_ERR_UNSUPPORTED: the agent refused it after all (a rank that
+ *         sent it to another router than its job's; never for a kind
+ *         oc_coll_served() reports), and OC_ERR_COLL_MEMORY: the agent, moving this rank's
  *         allreduce data by memory (OC_COLL_CMA), could not read the send
  *         buffer or write the receive buffer (not mapped, not writable,
  *         the rank exiting); it wrote nothing outside the receive buffer):

@@ -6,7 +6,7 @@
 #ifndef OC_AGENT_AGENT_H
 #define OC_AGENT_AGENT_H
 
-#include "router.h"
+#include "router/router.h"
 #include "util/config.h"
 
 #include <offcore/offcore.h>

@@ -66,6 +66,36 @@ void oc__ag_job_fail(agent_t *a, oc_ajob_t *j, const char *why, int tell_peers)
     }
 }
 
+/* The collectives the agents serve for @p j (OC_CTL_COLL_*), decided from
+ * the rank map alone, so that every agent of the job tells its ranks the
+ * same: all of them when each node's ranks are contiguous (rcoll.c's
+ * chain needs it), none otherwise (the ranks then refuse them up front). */
+static uint32_t job_colls(const agent_t *a, const oc_ajob_t *j)
+{
+    uint8_t *seen = calloc(a->nnodes / 8 + 1, 1);
+    uint32_t prev = UINT32_MAX, ok = 1;
+
+    if (seen == NULL)
+        return 0;
+    for (uint32_t r = 0; r < j->size && ok; r++) {
+        uint32_t n = j->node_of[r];
+        if (n == prev)
+            continue;
+        if (n >= a->nnodes || (seen[n / 8] & (1u << (n % 8))))
+            ok = 0;
+        else
+            seen[n / 8] |= (uint8_t)(1u << (n % 8));
+        prev = n;
+    }
+    free(seen);
+    if (!ok)
+        oc_warn(OC_COMP_AGENT, "job %u: the ranks of a node are not "
+                "contiguous: the agents serve none of its collectives (the "
+                "ranks refuse them; the MPI interposer passes them to MPI)",
+                j->id);
+    return ok ? OC_CTL_COLL_ALL : 0;
+}
+
 /* Wire-up is complete when every rank's node is known: publish the map to
  * the routers, give them the local ranks, and release the ranks. */
 void oc__ag_job_check_ready(agent_t *a, oc_ajob_t *j)
@@ -99,6 +129,7 @@ void oc__ag_job_check_ready(agent_t *a, oc_ajob_t *j)
     m.type = OC_CTL_READY;
     m.u.ready.size = j->size;
     m.u.ready.nnodes = j->tree_nodes;
+    m.u.ready.coll = job_colls(a, j);
     oc__ag_to_ranks(a, j, &m);
     oc_info(OC_COMP_AGENT, "job %u ready: %u ranks on %u nodes, %u here",
             j->id, j->size, j->tree_nodes, j->nlocal);

@@ -195,7 +195,7 @@ int main(int argc, char **argv)
 {
     oc_agent_config_t cfg;
 
-    /* The collectives' buffers (src/agent/rcoll.c: a copy of each local
+    /* The collectives' buffers (src/agent/router/rcoll.c: a copy of each local
      * rank's contribution and the result) live for one collective.  By
      * default glibc maps those of 128 KiB and more afresh and gives them
      * back when freed (or trims the heap past 2x the largest), so every

@@ -170,6 +170,14 @@ static void rank_auth(agent_t *a, oc_aconn_t *c, const oc_ctl_msg_t *m)
     r.u.welcome.thread = thread;
     r.u.welcome.addr.data = raddr;
     r.u.welcome.addr.len = (uint32_t)raddr_len;
+    /* a job's collectives meet in one router (its descriptors and every
+     * contribution must reach the same state): router 0, on every agent,
+     * so that it is also the router that talks to the peer agents' router
+     * 0 (peer_info maps router t to the peer's t % n) */
+    r.u.welcome.coll_thread = 0;
+    oc__router_address(a->routers[0], &raddr, &raddr_len);
+    r.u.welcome.coll_addr.data = raddr;
+    r.u.welcome.coll_addr.len = (uint32_t)raddr_len;
     if (!welcome_shm(a, c, &r, thread))
         oc__ag_send(c, &r);
     oc_info(OC_COMP_AGENT, "job %u rank %u/%u joined (router %u, %s)", c->job,

@@ -25,6 +25,22 @@ OC_API size_t oc_dtype_size(oc_dtype_t dtype)
     return oc__dtype_size((int)dtype);
 }
 
+OC_API int oc_coll_served(const oc_context_t *ctx, oc_coll_kind_t kind)
+{
+    static const uint8_t colld[] = {
+        [OC_COLL_ALLREDUCE] = OC_COLLD_ALLREDUCE,
+        [OC_COLL_ALLTOALL] = OC_COLLD_ALLTOALLV,
+        [OC_COLL_BCAST] = OC_COLLD_BCAST,
+        [OC_COLL_BARRIER] = OC_COLLD_BARRIER};
+
+    if (ctx == NULL || kind < OC_COLL_ALLREDUCE || kind > OC_COLL_BARRIER ||
+        ctx->coll == NULL)
+        return 0;
+    if (oc__coll_placed(ctx))
+        return oc__agent_coll_serves(ctx, colld[kind]);
+    return ctx->eps != NULL;
+}
+
 static int is_float(oc_dtype_t d)
 {
     return d == OC_FLOAT32 || d == OC_FLOAT64 || d == OC_BFLOAT16 ||

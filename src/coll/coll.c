@@ -26,6 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+static const char *const coll_faults[] = {"none", "desc", "short", NULL};
+
 static const oc_cfg_field_t coll_config_table[] = {
     {"COLL_REPRODUCIBLE", OC_CFG_BOOL, "n",
      "Reduce every allreduce element in rank order (x0 op x1 op x2 ...) "
@@ -70,6 +72,18 @@ static const oc_cfg_field_t coll_config_table[] = {
      "ptrace policy, a TCP control socket) it says so and the collective "
      "goes by UCX (logged at OC_LOG=info, counted). n: always by UCX.",
      offsetof(oc__coll_config_t, cma), 0, 0, NULL},
+    {"COLL_FAULT", OC_CFG_ENUM, "none",
+     "Testing only: plant a fault in this rank's collective number "
+     "OC_COLL_FAULT_AT of the agent placement, so that tests can check "
+     "that every rank then gets an error and none a result. desc: send "
+     "its descriptor with an unknown type (the agent rejects it); short: "
+     "send its contribution one element short (the agent's receive "
+     "fails). none: never.",
+     offsetof(oc__coll_config_t, fault), 0, 0, coll_faults},
+    {"COLL_FAULT_AT", OC_CFG_UINT, "0",
+     "Testing only: the sequence number (1, 2, ... in the order the "
+     "context starts collectives) that OC_COLL_FAULT applies to; 0: none.",
+     offsetof(oc__coll_config_t, fault_at), 0, UINT32_MAX, NULL},
     OC_CFG_END,
 };
 

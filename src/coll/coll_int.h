@@ -94,6 +94,8 @@ typedef struct {
     uint64_t window;        /* OC_COLL_WINDOW */
     uint64_t shm_max;       /* OC_COLL_SHM_MAX */
     int      cma;           /* OC_COLL_CMA */
+    int      fault;         /* OC_COLL_FAULT: 0 none, 1 desc, 2 short */
+    uint64_t fault_at;      /* OC_COLL_FAULT_AT: sequence number */
 } oc__coll_config_t;
 
 typedef struct oc__coll_shm oc__coll_shm_t;

@@ -22,7 +22,7 @@
  * descriptor offers the agent the rank's pid and buffers instead, and
  * nothing else is sent or posted: the agent reads sendbuf with
  * process_vm_readv, writes recvbuf with process_vm_writev and sends only
- * DONE (src/agent/rcma.c).  If it will not, its DONE says
+ * DONE (src/agent/router/rcma.c).  If it will not, its DONE says
  * OC_COLLD_FALLBACK: the next oc_test() then posts the receive and sends
  * the contribution as above, and the context offers no more (logged at
  * info, counted).  A rank or agent that dies fails the job (the
@@ -109,7 +109,7 @@ static void fall_back(oc_request_t *req)
     st = xfer(req, NULL, req->cma_rbuf, req->cma_len,
               OC__COLL_RESULT_TAG(req->seq, 0));
     if (st == OC_OK)
-        st = xfer(req, oc__agent_ep(ctx), (void *)req->cma_sbuf, req->cma_len,
+        st = xfer(req, oc__agent_coll_ep(ctx), (void *)req->cma_sbuf, req->cma_len,
                   OC__COLL_CONTRIB_TAG(ctx->cfg.job, req->seq, ctx->rank));
     if (st != OC_OK) { /* the agent waits for it: the job must fail */
         oc_error(OC_COMP_RUNTIME, "rank %u: collective %u: %s", ctx->rank,
@@ -185,7 +185,12 @@ oc_status_t oc__coll_placed_start(oc_context_t *ctx, void *dv,
     uint8_t *msg;
     size_t mlen;
     oc_status_t st = OC_OK;
+    int fault;
 
+    /* refused before anything is posted or touched: the agents said at
+     * READY what they serve for this job */
+    if (!oc__agent_coll_serves(ctx, d->kind))
+        return OC_ERR_UNSUPPORTED;
     if (!c->done_handler) {
         st = oc__tr_set_handler(ctx->worker, OC_AM_COLL_DONE, done_recv, ctx,
                                0);
@@ -204,9 +209,10 @@ oc_status_t oc__coll_placed_start(oc_context_t *ctx, void *dv,
         oc__coll_req_free(req);
         return OC_ERR_NO_MEMORY;
     }
+    fault = c->cfg.fault_at == req->seq ? c->cfg.fault : 0;
     /* by memory: everything the agent needs is in the descriptor */
     if (d->kind == OC_COLLD_ALLREDUCE && slen > 0 && c->cfg.cma &&
-        !c->cma_refused && oc__agent_pid(ctx) != 0) {
+        !c->cma_refused && oc__agent_pid(ctx) != 0 && fault != 2) {
         req->cma = 1;
         req->cma_sbuf = sbuf;
         req->cma_rbuf = rbuf;
@@ -219,6 +225,15 @@ oc_status_t oc__coll_placed_start(oc_context_t *ctx, void *dv,
         c->cma_ops++;
     }
     oc__colld_encode(d, vals, msg);
+    if (fault == 1) { /* OC_COLL_FAULT=desc: a type no agent knows */
+        msg[6] = 0xff;
+        oc_warn(OC_COMP_RUNTIME, "rank %u: collective %u: OC_COLL_FAULT=desc "
+                "planted", me, req->seq);
+    } else if (fault == 2 && slen > 0) { /* =short: one element less */
+        slen -= oc__dtype_size(d->dtype) ? oc__dtype_size(d->dtype) : 1;
+        oc_warn(OC_COMP_RUNTIME, "rank %u: collective %u: OC_COLL_FAULT=short "
+                "planted", me, req->seq);
+    }
     /* the result's receives first, then the contribution, then the
      * descriptor that lets the agent start */
     if (req->cma) {
@@ -233,7 +248,7 @@ oc_status_t oc__coll_placed_start(oc_context_t *ctx, void *dv,
     }
     if (st == OC_OK && !req->cma &&
         (d->kind != OC_COLLD_BCAST || d->root == me))
-        st = xfer(req, oc__agent_ep(ctx), (void *)sbuf, slen,
+        st = xfer(req, oc__agent_coll_ep(ctx), (void *)sbuf, slen,
                   OC__COLL_CONTRIB_TAG(ctx->cfg.job, req->seq, me));
     if (st == OC_OK)
         st = oc__agent_coll_send(ctx, msg, mlen);

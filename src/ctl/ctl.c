@@ -57,9 +57,12 @@ static const field_t f_challenge[] = {RAW(challenge.nonce)};
 static const field_t f_auth[] = {RAW(auth.mac)};
 static const field_t f_welcome[] = {
     ANY32(welcome.node), U32(welcome.thread, 0, OC_CTL_MAX_THREADS - 1),
-    ADDR(welcome.addr)};
+    ADDR(welcome.addr),
+    U32(welcome.coll_thread, 0, OC_CTL_MAX_THREADS - 1),
+    ADDR(welcome.coll_addr)};
 static const field_t f_ready[] = {U32(ready.size, 1, OC_CTL_MAX_RANKS),
-                                  U32(ready.nnodes, 1, OC_CTL_MAX_RANKS)};
+                                  U32(ready.nnodes, 1, OC_CTL_MAX_RANKS),
+                                  U32(ready.coll, 0, OC_CTL_COLL_ALL)};
 static const field_t f_error[] = {
     {"error.status", F_I32, OFF(error.status), INT32_MIN, -1},
     {"error.text", F_TEXT, OFF(error.text), 0, OC_CTL_MAX_TEXT}};
@@ -92,7 +95,10 @@ static oc_status_t check_hello(const oc_ctl_msg_t *m, const char **what)
 static oc_status_t check_ready(const oc_ctl_msg_t *m, const char **what)
 {
     *what = "ready.nnodes <= size";
-    return m->u.ready.nnodes <= m->u.ready.size ? OC_OK : OC_ERR_CTL_VALUE;
+    if (m->u.ready.nnodes > m->u.ready.size)
+        return OC_ERR_CTL_VALUE;
+    *what = "ready.coll only OC_CTL_COLL_ALL bits";
+    return (m->u.ready.coll & ~OC_CTL_COLL_ALL) == 0 ? OC_OK : OC_ERR_CTL_VALUE;
 }
 
 static oc_status_t check_job_ranks(const oc_ctl_msg_t *m, const char **what)

@@ -10,6 +10,9 @@
  *   send-timeout-ms 30000        close a queue whose host stops reading
  *   poll-us 0                    busy-poll the ring this long after work
  *   cpu N                        run the loop on CPU N only (default: any)
+ *   max-connections 1024         connections at most (util/guard.h)
+ *   handshake-ms 5000            ICReq and Connect due this long after accept
+ *   accept-backoff-ms 100        accept paused this long when out of fds
  *   subsystem NQN                starts a subsystem; lines below belong to it
  *     allow-host HOSTNQN         (repeatable) hosts that may connect
  *     allow-any-host             or: any host
@@ -206,6 +209,14 @@ oc_status_t oc__nvmf_conf_load(const char *file, oc_nvmf_conf_t *conf,
     conf->kato_grace_ms = 5000;
     conf->send_timeout_ms = 30000;
     conf->cpu = -1; /* the scheduler's choice */
+    /* as offcored's control socket: 1024 queues is 60 hosts with 16
+     * queues each; a Linux host sends ICReq and Connect within a round
+     * trip of connecting, so 5 s is slack for a loaded one, and holds an
+     * idle flood's sockets only that long; 100 ms of back-off makes an
+     * accept out of descriptors cost ten tries a second */
+    conf->max_conns = 1024;
+    conf->handshake_ms = 5000;
+    conf->accept_backoff_ms = 100;
     /* the file loader (util/file.h): a FIFO or a device is refused, never
      * waited on or read; lines too long or holding a NUL: util/kv.h */
     if (oc__file_read(file, &fr, &text, &len, why, sizeof(why)) != OC_OK) {
@@ -264,6 +275,24 @@ oc_status_t oc__nvmf_conf_load(const char *file, oc_nvmf_conf_t *conf,
                 cerr(&x, "cpu: want a CPU number, 0..%d", CPU_SETSIZE - 1);
             else
                 conf->cpu = (int)v;
+        } else if (!strcmp(k, "max-connections")) {
+            uint64_t v;
+            if (n != 2 || oc__kv_u64(tok[1], 1, 1u << 20, &v) != 0)
+                cerr(&x, "max-connections: want 1..%u", 1u << 20);
+            else
+                conf->max_conns = (uint32_t)v;
+        } else if (!strcmp(k, "handshake-ms")) {
+            uint64_t v;
+            if (n != 2 || oc__kv_u64(tok[1], 100, 600000, &v) != 0)
+                cerr(&x, "handshake-ms: want 100..600000");
+            else
+                conf->handshake_ms = (uint32_t)v;
+        } else if (!strcmp(k, "accept-backoff-ms")) {
+            uint64_t v;
+            if (n != 2 || oc__kv_u64(tok[1], 1, 60000, &v) != 0)
+                cerr(&x, "accept-backoff-ms: want 1..60000");
+            else
+                conf->accept_backoff_ms = (uint32_t)v;
         } else if (!strcmp(k, "subsystem")) {
             if (n != 2) {
                 cerr(&x, "subsystem: want 'subsystem NQN'");

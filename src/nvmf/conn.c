@@ -13,12 +13,19 @@
  * before its lengths are used; here the PDU sequence is checked (data for
  * a command that asked for it, at the offset it was asked for, never more)
  * and any violation ends the connection with a C2HTermReq.
+ *
+ * One segment may carry several PDUs, and parse() takes them one after
+ * the other; after a fatal one, nothing more is read or parsed, exactly
+ * one C2HTermReq goes out after the output already queued, and the
+ * connection is closed once it has left (or when the host stops reading:
+ * send-timeout-ms, target.c).
  */
 #include "target.h"
 #include "util/log.h"
 
 #include <errno.h>
 #include <netinet/in.h>
+#include <stddef.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -49,6 +56,10 @@ static void conn_free(oc_nvmf_conn_t *c)
         *pp = c->flush_next;
     }
     close(c->fd);
+    if (t->fd_wait) { /* out of descriptors: one is free now */
+        t->fd_wait = 0;
+        oc__guard_resume(&t->guard);
+    }
     for (int i = 0; i < OC_NVMF_CMD_SLOTS; i++)
         free(c->cmds[i].buf);
     free(c->rx);
@@ -63,13 +74,32 @@ void oc__nvmf_conn_release_op(oc_nvmf_conn_t *c)
         conn_free(c);
 }
 
+oc_nvmf_conn_t *oc__nvmf_conn_of(oc_guard_slot_t *s)
+{
+    return (oc_nvmf_conn_t *)(void *)((char *)s -
+                                      offsetof(oc_nvmf_conn_t, slot));
+}
+
 void oc__nvmf_conn_accepted(oc_nvmf_target_t *t, int fd)
 {
     struct sockaddr_storage ss;
     socklen_t sl = sizeof(ss);
+    oc_guard_slot_t *evict;
     oc_nvmf_conn_t *c;
     int one = 1;
 
+    /* at the cap, the oldest connection still before its Connect makes
+     * room (a flood of idle sockets delays a real host by one round
+     * trip, never locks it out); with none pending, the newcomer goes
+     * (both logged by the guard, rate-limited) */
+    if (!oc__guard_admit(&t->guard, &evict)) {
+        close(fd);
+        return;
+    }
+    if (evict)
+        oc__nvmf_conn_close(oc__nvmf_conn_of(evict),
+                           "evicted: the connection cap was reached and it "
+                           "had not connected its queue yet");
     c = calloc(1, sizeof(*c));
     if (!c) {
         oc_error(LOGC, "nvmf: out of memory for a connection: closing it");
@@ -132,6 +162,7 @@ void oc__nvmf_conn_accepted(oc_nvmf_target_t *t, int fd)
     pthread_mutex_unlock(&t->snap_lock);
     atomic_fetch_add_explicit(&t->st.conns_accepted, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&t->st.conns_active, 1, memory_order_relaxed);
+    oc__guard_add(&t->guard, &c->slot, oc__now_us());
     oc_info(LOGC, "nvmf: connection %llu from %s", (unsigned long long)c->id,
             c->peer);
     arm_recv(c);
@@ -147,6 +178,7 @@ void oc__nvmf_conn_close(oc_nvmf_conn_t *c, const char *why)
     oc_info(LOGC, "nvmf: connection %llu (%s, qid %u) closed: %s",
             (unsigned long long)c->id, c->peer, c->qid, why);
     c->state = OC_NVMF_CONN_CLOSING;
+    oc__guard_remove(&c->tgt->guard, &c->slot);
     shutdown(c->fd, SHUT_RDWR);
     struct io_uring_sqe *sqe = oc__nvmf_sqe(c->tgt);
     if (sqe) {
@@ -154,9 +186,11 @@ void oc__nvmf_conn_close(oc_nvmf_conn_t *c, const char *why)
         io_uring_sqe_set_data64(sqe, 0);
     }
     /* queued output that will never go out: its commands are done */
-    for (oc_nvmf_tx_t *tx = c->txq_head; tx; tx = tx->next)
+    for (oc_nvmf_tx_t *tx = c->txq_head; tx; tx = tx->next) {
+        tx->queued = 0;
         if (tx->release_cmd && tx->cmd)
             tx->cmd->state = OC_NVMF_CMD_FREE;
+    }
     c->txq_head = c->txq_tail = NULL;
     if (ctrl) {
         c->ctrl = NULL;
@@ -174,15 +208,19 @@ void oc__nvmf_conn_close(oc_nvmf_conn_t *c, const char *why)
 void oc__nvmf_conn_fatal(oc_nvmf_conn_t *c, uint16_t fes, uint32_t fei,
                         const uint8_t *hdr, uint32_t hlen, const char *why)
 {
-    uint8_t *p = c->ctl_buf;
+    /* a host can make one at will, on as many connections as it likes:
+     * a few lines a second, the rest counted (log.h) */
+    static oc_log_limit_t lim = OC_LOG_LIMIT_INIT("fatal transport errors");
+    uint8_t *p = c->term_buf;
     uint32_t n = hlen > OC_NVMF_TERM_MAX_DATA ? OC_NVMF_TERM_MAX_DATA : hlen;
 
-    atomic_fetch_add_explicit(&c->tgt->st.pdu_fatal, 1, memory_order_relaxed);
-    oc_warn(LOGC, "nvmf: connection %llu (%s): fatal transport error %u at "
-            "byte %u: %s; sending C2HTermReq", (unsigned long long)c->id,
-            c->peer, fes, fei, why);
-    if (c->state == OC_NVMF_CONN_CLOSING)
+    /* once per connection: the first fatal error ends it */
+    if (c->state == OC_NVMF_CONN_CLOSING || c->close_after_tx)
         return;
+    atomic_fetch_add_explicit(&c->tgt->st.pdu_fatal, 1, memory_order_relaxed);
+    oc_warn_limited(&lim, LOGC, "nvmf: connection %llu (%s): fatal transport "
+                    "error %u at byte %u: %s; sending C2HTermReq",
+                    (unsigned long long)c->id, c->peer, fes, fei, why);
     /* input stops here; the TermReq goes out after what is queued */
     memset(p, 0, OC_NVMF_TERM_HLEN);
     p[0] = OC_NVMF_PDU_C2H_TERM;
@@ -192,15 +230,15 @@ void oc__nvmf_conn_fatal(oc_nvmf_conn_t *c, uint16_t fes, uint32_t fei,
     oc__put32(p + 10, fei);
     if (n)
         memcpy(p + OC_NVMF_TERM_HLEN, hdr, n);
-    c->ctl_tx.iov[0].iov_base = p;
-    c->ctl_tx.iov[0].iov_len = OC_NVMF_TERM_HLEN + n;
-    c->ctl_tx.niov = 1;
-    c->ctl_tx.len = OC_NVMF_TERM_HLEN + n;
-    c->ctl_tx.release_cmd = 0;
-    c->ctl_tx.cmd = NULL;
-    c->close_after_tx = 1;
+    c->term_tx.iov[0].iov_base = p;
+    c->term_tx.iov[0].iov_len = OC_NVMF_TERM_HLEN + n;
+    c->term_tx.niov = 1;
+    c->term_tx.len = OC_NVMF_TERM_HLEN + n;
+    c->term_tx.release_cmd = 0;
+    c->term_tx.cmd = NULL;
     c->rx_head = c->rx_tail = 0;
-    oc__nvmf_tx_push(c, &c->ctl_tx);
+    oc__nvmf_tx_push(c, &c->term_tx);
+    c->close_after_tx = 1; /* after the push: nothing is queued after it */
 }
 
 /* -------------------------------------------------------------- send */
@@ -236,11 +274,20 @@ void oc__nvmf_conn_flush_all(oc_nvmf_target_t *t)
 
 void oc__nvmf_tx_push(oc_nvmf_conn_t *c, oc_nvmf_tx_t *tx)
 {
-    if (c->state == OC_NVMF_CONN_CLOSING) {
+    /* after the C2HTermReq nothing more goes out: a command whose file
+     * operation completes meanwhile is done without an answer */
+    if (c->state == OC_NVMF_CONN_CLOSING || c->close_after_tx) {
         if (tx->release_cmd && tx->cmd)
             tx->cmd->state = OC_NVMF_CMD_FREE;
         return;
     }
+    if (tx->queued) { /* a bug of ours: end the connection, never loop */
+        oc_error(LOGC, "nvmf: connection %llu: a piece of output queued "
+                 "twice; closing the connection", (unsigned long long)c->id);
+        oc__nvmf_conn_close(c, "internal error (output queued twice)");
+        return;
+    }
+    tx->queued = 1;
     tx->sent = 0;
     tx->next = NULL;
     if (!c->txq_head)
@@ -321,6 +368,7 @@ void oc__nvmf_conn_send_done(oc_nvmf_conn_t *c, int res)
         c->txq_head = tx->next;
         if (!c->txq_head)
             c->txq_tail = NULL;
+        tx->queued = 0;
         if (tx->release_cmd && tx->cmd)
             cmd_free(c, tx->cmd);
     }
@@ -345,6 +393,8 @@ void oc__nvmf_cmd_complete(oc_nvmf_cmd_t *cmd)
         cmd->state = OC_NVMF_CMD_FREE;
         return;
     }
+    if (c->connected) /* its Connect succeeded: no deadline, not evictable */
+        oc__guard_settle(&c->tgt->guard, &c->slot);
     if (cmd->status)
         atomic_fetch_add_explicit(&c->tgt->st.cmd_errors, 1,
                                   memory_order_relaxed);
@@ -447,7 +497,7 @@ static void arm_recv(oc_nvmf_conn_t *c)
 
 static void handle_icreq(oc_nvmf_conn_t *c, const uint8_t *p)
 {
-    uint8_t *r = c->ctl_buf;
+    uint8_t *r = c->ic_buf;
     uint8_t dgst = p[11];
 
     c->lim.hdgst = !!(dgst & OC_NVMF_IC_HDGST);
@@ -462,16 +512,16 @@ static void handle_icreq(oc_nvmf_conn_t *c, const uint8_t *p)
     r[10] = 0;                /* CPDA: data right after the header */
     r[11] = dgst;             /* both digests as the host asked */
     oc__put32(r + 12, OC_NVMF_MAXH2C);
-    c->ctl_tx.iov[0].iov_base = r;
-    c->ctl_tx.iov[0].iov_len = OC_NVMF_IC_LEN;
-    c->ctl_tx.niov = 1;
-    c->ctl_tx.len = OC_NVMF_IC_LEN;
-    c->ctl_tx.release_cmd = 0;
-    c->ctl_tx.cmd = NULL;
+    c->ic_tx.iov[0].iov_base = r;
+    c->ic_tx.iov[0].iov_len = OC_NVMF_IC_LEN;
+    c->ic_tx.niov = 1;
+    c->ic_tx.len = OC_NVMF_IC_LEN;
+    c->ic_tx.release_cmd = 0;
+    c->ic_tx.cmd = NULL;
     oc_debug(LOGC, "nvmf: connection %llu: ICReq, header digest %s, data "
              "digest %s", (unsigned long long)c->id, c->lim.hdgst ? "on" : "off",
              c->lim.ddgst ? "on" : "off");
-    oc__nvmf_tx_push(c, &c->ctl_tx);
+    oc__nvmf_tx_push(c, &c->ic_tx);
 }
 
 static void cmd_exec(oc_nvmf_cmd_t *cmd)
@@ -749,10 +799,13 @@ static void parse(oc_nvmf_conn_t *c)
                                in.why);
             break;
         }
-        handle_pdu(c, p, &in);
+        /* taken off the buffer before it is handled: a fatal error in
+         * handling discards the rest of the input (rx_head = rx_tail =
+         * 0), which the PDU's length must not be added to afterwards.
+         * p stays valid: nothing receives into rx before the next
+         * arm_recv() */
         c->rx_head += in.plen;
-        if (c->rx_head == c->rx_tail)
-            c->rx_head = c->rx_tail = 0;
+        handle_pdu(c, p, &in);
     }
 }
 

@@ -42,6 +42,11 @@ static void usage(FILE *out)
             "                      does not bind the listen address\n"
             "  -h, --help          this text\n"
             "\n"
+            "Admission (configuration statements, docs/nvmf.md): at most\n"
+            "max-connections (1024) connections; each must send its ICReq and\n"
+            "Connect within handshake-ms (5000) of arriving, and at the cap\n"
+            "the oldest one that has not makes room for a newcomer.\n"
+            "\n"
             "OC_LOG=app:info logs connections and controllers.  SIGTERM stops\n"
             "accepting, lets in-flight commands finish (10 s at most) and\n"
             "closes every connection.  SIGHUP is ignored (the configuration\n"
@@ -107,6 +112,29 @@ static oc_status_t fill(void *arg, oc_prom_t *p)
         oc__prom_sample(p, OC_M_NVMF_REJECTS,
                        OC_PROM_LABELS({"reason", rej[i].reason}),
                        RELAXED(*(_Atomic uint64_t *)((uint8_t *)s + rej[i].off)));
+    {   /* admission (util/guard.h): the same families as offcored's */
+        static const char *const outcome[] = {"accepted", "evicted",
+                                              "refused", "expired"};
+        oc_guard_counters_t gc;
+        const uint64_t *v = &gc.accepted;
+
+        oc__guard_counters(&t->guard, &gc);
+        oc__prom_family(p, OC_M_CONNECTIONS,
+                       "Connections, by outcome: accepted; evicted (not yet "
+                       "connected, closed to make room at the cap); refused "
+                       "(cap reached); expired (no ICReq and Connect within "
+                       "handshake-ms)", OC_PROM_COUNTER);
+        for (int o = 0; o < 4; o++)
+            oc__prom_sample(p, OC_M_CONNECTIONS,
+                           OC_PROM_LABELS({"server", "nvmf"},
+                                          {"outcome", outcome[o]}),
+                           v[o]);
+        oc__prom_family(p, OC_M_ACCEPT_BACKOFFS,
+                       "Times accept failed for want of descriptors or "
+                       "memory and the listener paused", OC_PROM_COUNTER);
+        oc__prom_sample(p, OC_M_ACCEPT_BACKOFFS,
+                       OC_PROM_LABELS({"server", "nvmf"}), gc.backoffs);
+    }
     oc__prom_family(p, OC_M_NVMF_COMMANDS, "commands received",
                    OC_PROM_COUNTER);
     oc__prom_sample(p, OC_M_NVMF_COMMANDS,

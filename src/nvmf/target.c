@@ -1,9 +1,11 @@
 /*
  * target.c — the target's life: open the namespaces, listen, and run the
  * io_uring loop that carries every socket and file operation (no thread
- * per connection; one ring for all of them); keep-alive expiry; drain on
- * SIGTERM/SIGINT: stop accepting, let in-flight commands finish (10 s at
- * most), then close every connection.
+ * per connection; one ring for all of them); admission under the guard
+ * (util/guard.h: connection cap, deadline for a connection's ICReq and
+ * Connect, accept back-off when out of descriptors); keep-alive expiry;
+ * drain on SIGTERM/SIGINT: stop accepting, let in-flight commands finish
+ * (10 s at most), then close every connection.
  *
  * Threading: oc__nvmf_target_run() runs on one thread that owns everything
  * below; other threads may only read the statistics (atomics) and, under
@@ -20,6 +22,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -157,6 +160,25 @@ static int listen_on(oc_nvmf_target_t *t, const char *addr)
     return 0;
 }
 
+/* The guard of the listener, its cap fitted to the descriptor limit (as
+ * offcored's: 3/4 of it at most, after raising the soft limit to the
+ * hard one). */
+static void setup_guard(oc_nvmf_target_t *t)
+{
+    uint64_t nofile;
+    uint32_t cap = oc__guard_fit_nofile(t->conf->max_conns, &nofile);
+    oc_guard_params_t gp = {cap, t->conf->handshake_ms,
+                            t->conf->accept_backoff_ms};
+
+    if (cap < t->conf->max_conns)
+        oc_warn(LOGC, "nvmf: the descriptor limit (%llu) leaves room for %u "
+                "connections, fewer than max-connections %u: using %u "
+                "(raise LimitNOFILE= / ulimit -n)", (unsigned long long)nofile,
+                cap, t->conf->max_conns, cap);
+    oc__guard_init(&t->guard, "nvmf", &gp);
+    oc__guard_log_as(&t->guard, LOGC);
+}
+
 oc_status_t oc__nvmf_target_init(oc_nvmf_target_t *t, oc_nvmf_conf_t *conf,
                                 int check_only)
 {
@@ -232,6 +254,7 @@ oc_status_t oc__nvmf_target_init(oc_nvmf_target_t *t, oc_nvmf_conf_t *conf,
         oc__nvmf_target_fini(t);
         return OC_ERR_CONFIG;
     }
+    setup_guard(t);
     return OC_OK;
 }
 
@@ -255,7 +278,10 @@ static void arm_accept(oc_nvmf_target_t *t)
 {
     struct io_uring_sqe *sqe;
 
-    if (t->accept_armed || t->draining || t->listen_fd < 0)
+    /* not while the guard backs off: a listener out of descriptors would
+     * fail again at once, forever */
+    if (t->accept_armed || t->draining || t->listen_fd < 0 ||
+        !oc__guard_listen_ok(&t->guard, oc__now_us(), NULL))
         return;
     sqe = oc__nvmf_sqe(t);
     if (!sqe)
@@ -314,6 +340,7 @@ static void tick(oc_nvmf_target_t *t)
             next = t->conns;
         }
     }
+    oc__log_limits_flush(); /* the guard's "N suppressed" summaries */
     if (t->draining && t->conns && (!busy(t) || now > t->drain_deadline_ms)) {
         if (busy(t))
             oc_warn(LOGC, "nvmf: drain: commands still running after %d ms; "
@@ -330,6 +357,60 @@ static void tick(oc_nvmf_target_t *t)
         for (oc_nvmf_conn_t *c = t->conns; c; c = c->next)
             if (c->state != OC_NVMF_CONN_CLOSING)
                 oc__nvmf_conn_close(c, "target shutting down");
+    }
+}
+
+/* How many open connections have a descriptor numbered below @p lim: the
+ * room they have under a lowered limit (oc__guard_fd_short()). */
+static uint32_t conns_under(const oc_nvmf_target_t *t, uint64_t lim)
+{
+    uint32_t k = 0;
+
+    for (const oc_nvmf_conn_t *c = t->conns; c; c = c->next)
+        if (c->state != OC_NVMF_CONN_CLOSING && (uint64_t)c->fd < lim)
+            k++;
+    return k;
+}
+
+/* An accept's completion: a connection, or why not.  Out of descriptors,
+ * the connections under the limit become the cap less a reserve
+ * (oc__guard_fd_short()), connections still before their Connect are
+ * closed, oldest first, down to it, and accepting resumes once one of
+ * them has let its descriptor go (conn.c); with none to close the
+ * guard's back-off keeps the listener alone.  Either way no accept is
+ * retried at once: that was a loop at 100% CPU logging each failure. */
+static void accepted(oc_nvmf_target_t *t, int res)
+{
+    struct rlimit rl;
+    oc_guard_slot_t *s;
+    oc_status_t st;
+    uint32_t due;
+
+    if (res >= 0) {
+        oc__guard_accept_result(&t->guard, res);
+        if (t->draining)
+            close(res);
+        else
+            oc__nvmf_conn_accepted(t, res);
+        return;
+    }
+    if (t->draining || res == -ECANCELED) /* the listener was closed */
+        return;
+    st = oc__guard_accept_result(&t->guard, res); /* counted, logged */
+    if (st != OC_ERR_NO_RESOURCE ||
+        (t->guard.accept_errno != EMFILE && t->guard.accept_errno != ENFILE))
+        return;
+    due = oc__guard_fd_short(&t->guard,
+                             conns_under(t, getrlimit(RLIMIT_NOFILE, &rl) == 0
+                                                ? (uint64_t)rl.rlim_cur
+                                                : UINT64_MAX));
+    if (due == 0)
+        due = 1; /* the newcomer takes the place of the oldest pending */
+    for (; due > 0 && (s = oc__guard_shed(&t->guard)) != NULL; due--) {
+        oc__nvmf_conn_close(oc__nvmf_conn_of(s),
+                           "closed to make room: out of descriptors and it "
+                           "had not connected its queue yet");
+        t->fd_wait = 1;
     }
 }
 
@@ -368,6 +449,23 @@ oc_status_t oc__nvmf_target_run(oc_nvmf_target_t *t, volatile int *stop)
         }
         if (t->draining && !t->conns && !t->accept_armed)
             break;
+        /* the guard: the limit raised again, the back-off over, the
+         * deadlines of connections that have not connected their queue */
+        {
+            uint64_t us = oc__now_us();
+            oc_guard_slot_t *s;
+            int ms;
+
+            oc__guard_fd_relax(&t->guard, us);
+            arm_accept(t);
+            while ((s = oc__guard_expired(&t->guard, us)) != NULL)
+                oc__nvmf_conn_close(oc__nvmf_conn_of(s),
+                                   "no ICReq and Connect within "
+                                   "handshake-ms");
+            ms = oc__guard_wait_ms(&t->guard, us, 100);
+            ts.tv_sec = ms / 1000;
+            ts.tv_nsec = (long long)(ms % 1000) * 1000000;
+        }
         oc__nvmf_conn_flush_all(t);
         /* poll-us: shortly after work, look for more without sleeping
          * (busypoll.h says when that pays) */
@@ -386,15 +484,7 @@ oc_status_t oc__nvmf_target_run(oc_nvmf_target_t *t, volatile int *stop)
             switch (op->kind) {
             case OC_NVMF_OP_ACCEPT:
                 t->accept_armed = 0;
-                if (res >= 0) {
-                    if (t->draining)
-                        close(res);
-                    else
-                        oc__nvmf_conn_accepted(t, res);
-                } else if (res != -ECANCELED && res != -EBADF &&
-                           res != -EINVAL) {
-                    oc_warn(LOGC, "nvmf: accept: %s", strerror(-res));
-                }
+                accepted(t, res);
                 arm_accept(t);
                 break;
             case OC_NVMF_OP_RECV:

@@ -16,6 +16,7 @@
 #define OC_NVMF_TARGET_H
 
 #include "pdu.h"
+#include "util/guard.h"
 
 #include <liburing.h>
 #include <offcore/offcore.h>
@@ -105,6 +106,11 @@ typedef struct {
     int  send_timeout_ms;   /* close a queue whose output stalls this long */
     int  poll_us;           /* busy-poll the ring this long after work; 0 off */
     int  cpu;               /* pin the loop thread to this CPU; -1: none */
+    /* admission (util/guard.h): connections at most; a new connection
+     * must have its queue connected (ICReq, then Connect) this long after
+     * it arrived; the listener's pause when accept runs out of
+     * descriptors or memory */
+    uint32_t max_conns, handshake_ms, accept_backoff_ms;
     int  nsubsys;
     oc_nvmf_subsys_conf_t subsys[OC_NVMF_MAX_SUBSYS];
 } oc_nvmf_conf_t;
@@ -190,11 +196,14 @@ typedef struct {
     void   *owner;
 } oc_nvmf_op_t;
 
-/* One piece of output: up to 4 iovecs sent in order. */
+/* One piece of output: up to 4 iovecs sent in order.  It is on its
+ * connection's send queue at most once at a time (queued): a piece pushed
+ * again while queued would link the queue into a ring. */
 typedef struct oc_nvmf_tx {
     struct iovec iov[4];
     int      niov;
     size_t   len, sent;
+    int      queued;          /* on the send queue now */
     int      release_cmd;     /* free the command once sent */
     struct oc_nvmf_cmd *cmd;
     struct oc_nvmf_tx *next;
@@ -274,9 +283,17 @@ typedef struct oc_nvmf_conn {
     uint64_t tx_progress_ms; /* last time output moved (or was queued) */
     struct iovec tx_iov[64];
     struct msghdr tx_msg;
-    oc_nvmf_tx_t ctl_tx;    /* ICResp / TermReq */
-    uint8_t  ctl_buf[OC_NVMF_IC_LEN + OC_NVMF_TERM_MAX_DATA];
-    int      close_after_tx;
+    /* ICResp and C2HTermReq each have their own piece and buffer: one
+     * segment can hold an ICReq and the PDU that is fatal, and the
+     * TermReq then follows the ICResp, still queued */
+    oc_nvmf_tx_t ic_tx;
+    uint8_t  ic_buf[OC_NVMF_IC_LEN];
+    oc_nvmf_tx_t term_tx;
+    uint8_t  term_buf[OC_NVMF_TERM_HLEN + OC_NVMF_TERM_MAX_DATA];
+    int      close_after_tx; /* fatal: no more input, close once sent */
+    /* admission: pending (evictable, with a deadline) until its Connect
+     * succeeds; counted until closed */
+    oc_guard_slot_t slot;
     /* commands */
     oc_nvmf_cmd_t cmds[OC_NVMF_CMD_SLOTS];
     uint16_t free_cmds[OC_NVMF_CMD_SLOTS];
@@ -301,6 +318,12 @@ typedef struct oc_nvmf_target {
     char     traddr[256];
     oc_nvmf_op_t accept_op;
     int      accept_armed;
+    /* who may hold a connection, for how long before Connect, and the
+     * accept back-off (util/guard.h); fd_wait: the back-off ends when a
+     * connection closed to make room (out of descriptors) has let its
+     * descriptor go */
+    oc_guard_t guard;
+    int      fd_wait;
     int      nsubsys;
     oc_nvmf_subsys_t subsys[OC_NVMF_MAX_SUBSYS + 1]; /* [0] discovery */
     oc_nvmf_conn_t *conns;
@@ -317,7 +340,11 @@ typedef struct oc_nvmf_target {
 uint64_t oc__nvmf_now_ms(void);
 uint64_t oc__nvmf_now_ns(void);
 struct io_uring_sqe *oc__nvmf_sqe(oc_nvmf_target_t *t);
+/** A connection accepted: admitted under the guard's cap (which may close
+ *  the oldest one still pending, or refuse this one), then received from. */
 void oc__nvmf_conn_accepted(oc_nvmf_target_t *t, int fd);
+/** The connection a guard slot belongs to. */
+oc_nvmf_conn_t *oc__nvmf_conn_of(oc_guard_slot_t *s);
 void oc__nvmf_conn_recv_done(oc_nvmf_conn_t *c, int res);
 void oc__nvmf_conn_send_done(oc_nvmf_conn_t *c, int res);
 void oc__nvmf_conn_close(oc_nvmf_conn_t *c, const char *why);

@@ -42,6 +42,9 @@
 
 struct oc__agent {
     oc_tr_ep_t    *ep;        /* to the agent's router */
+    oc_tr_ep_t    *coll_ep;   /* to the router that runs the job's
+                                 collectives: ep itself, or one more */
+    uint32_t       colls;     /* READY's OC_CTL_COLL_*: what it serves */
     uint64_t       token;     /* names this rank to the agent */
     uint32_t       credits;   /* bundles we may still send */
     oc_eng_out_t   link;      /* accounts the bundles in flight to it */
@@ -49,7 +52,7 @@ struct oc__agent {
     oc_eng_buf_t **wait_tail;
     uint32_t       waiting;
     oc_ctl_conn_t *cc;        /* control connection to the agent */
-    uint32_t       node, thread;
+    uint32_t       node, thread, coll_thread;
     uint32_t       polls;
     uint32_t       pid;       /* the agent's, from the kernel (Unix
                                  socket); 0: unknown (TCP) */
@@ -550,6 +553,7 @@ oc_status_t oc__agent_init(oc_context_t *ctx, int required)
         goto err;
     a->node = r.u.welcome.node;
     a->thread = r.u.welcome.thread;
+    a->coll_thread = r.u.welcome.coll_thread;
     allow_agent_reads(ctx, a);
     if (want_shm(ctx) && (st = shm_attach(ctx)) != OC_OK)
         goto err;
@@ -562,11 +566,19 @@ oc_status_t oc__agent_init(oc_context_t *ctx, int required)
     if ((st = oc__tr_ep_create(ctx->worker, r.u.welcome.addr.data, 0,
                               &a->ep)) != OC_OK)
         goto err;
+    /* the job's collectives meet in one router of the agent, which need
+     * not be the one that routes this rank's bundles */
+    if (a->coll_thread == a->thread)
+        a->coll_ep = a->ep;
+    else if ((st = oc__tr_ep_create(ctx->worker, r.u.welcome.coll_addr.data,
+                                   0, &a->coll_ep)) != OC_OK)
+        goto err;
     /* READY comes when every rank of the job, on every node, is in. */
     st = expect(ctx, NULL, OC_CTL_READY, &r,
                 (int)ctx->cfg.bootstrap_timeout_s * 1000, 0);
     if (st != OC_OK)
         goto err;
+    a->colls = r.u.ready.coll;
     a->credits = (uint32_t)ctx->cfg.agent_credits;
     if ((st = oc__tr_set_handler(ctx->worker, OC_AM_CREDIT, credit_recv, ctx,
                                 0)) != OC_OK)
@@ -637,9 +649,15 @@ uint32_t oc__agent_pid(const oc_context_t *ctx)
     return ctx->agent != NULL ? ctx->agent->pid : 0;
 }
 
-oc_tr_ep_t *oc__agent_ep(oc_context_t *ctx)
+oc_tr_ep_t *oc__agent_coll_ep(oc_context_t *ctx)
 {
-    return ctx->agent != NULL ? ctx->agent->ep : NULL;
+    return ctx->agent != NULL ? ctx->agent->coll_ep : NULL;
+}
+
+int oc__agent_coll_serves(const oc_context_t *ctx, unsigned kind)
+{
+    return ctx->agent != NULL && kind < 32 &&
+           (ctx->agent->colls & (1u << kind)) != 0;
 }
 
 oc_status_t oc__agent_coll_send(oc_context_t *ctx, void *msg, size_t len)
@@ -658,7 +676,7 @@ oc_status_t oc__agent_coll_send(oc_context_t *ctx, void *msg, size_t len)
     s->op.cb = coll_sent;
     s->op.token = ctx->agent->token;
     s->msg = msg;
-    st = oc__tr_send(ctx->agent->ep, OC_AM_COLL, msg, len, &s->op);
+    st = oc__tr_send(ctx->agent->coll_ep, OC_AM_COLL, msg, len, &s->op);
     if (st == OC_INPROGRESS)
         return OC_OK;
     free(msg);
@@ -690,6 +708,8 @@ static void agent_fini(oc_context_t *ctx)
             oc__ctl_conn_flush(a->cc);
         oc__ctl_conn_destroy(a->cc);
     }
+    if (a->coll_ep != a->ep)
+        oc__tr_ep_destroy(ctx->worker, a->coll_ep);
     oc__tr_ep_destroy(ctx->worker, a->ep);
     if (a->shm) {
         oc_info(OC_COMP_RUNTIME, "rank %u: shm channel: %llu back-pressured "

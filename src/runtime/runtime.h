@@ -200,8 +200,12 @@ void oc__agent_shm_release(oc_context_t *ctx);
 void oc__agent_stream_setup(oc_context_t *ctx, oc_eng_out_t *o);
 /** The largest bundle the channel to the agent takes (0: no limit). */
 uint32_t oc__agent_max_bundle(const oc_context_t *ctx);
-/** The endpoint to the agent's router (collective payloads). */
-oc_tr_ep_t *oc__agent_ep(oc_context_t *ctx);
+/** The endpoint to the agent's router that runs the job's collectives
+ *  (their descriptors and payloads; WELCOME's coll_thread). */
+oc_tr_ep_t *oc__agent_coll_ep(oc_context_t *ctx);
+/** Whether the agent serves collectives of wire/colld.h kind @p kind for
+ *  this job (READY's OC_CTL_COLL_* word); 0 without an agent. */
+int oc__agent_coll_serves(const oc_context_t *ctx, unsigned kind);
 /** The agent's pid as the kernel gave it (Unix control socket), else 0. */
 uint32_t oc__agent_pid(const oc_context_t *ctx);
 /** Whether the agent's control connection has ended (polls it). */

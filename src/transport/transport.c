@@ -207,7 +207,7 @@ oc_status_t oc__tr_context_create_net(oc_tr_context_t **ctx_p)
 
 oc_status_t oc__tr_context_create_wakeup(oc_tr_context_t **ctx_p)
 {
-    /* TAG: the collectives of the agent placement (src/agent/rcoll.c) */
+    /* TAG: the collectives of the agent placement (src/agent/router/rcoll.c) */
     return context_create(ctx_p, UCP_FEATURE_AM | UCP_FEATURE_TAG |
                                   UCP_FEATURE_WAKEUP, 0);
 }

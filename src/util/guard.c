@@ -1,5 +1,6 @@
 /* guard.c — accept back-off, connection cap and deadline shared by
- * offcored's servers (guard.h).  One thread per guard; counters atomic. */
+ * offcored's servers and offcore-nvmf's listener (guard.h).  One thread
+ * per guard; counters atomic. */
 #include "util/guard.h"
 #include "util/clock.h"
 
@@ -27,6 +28,7 @@ void oc__guard_init(oc_guard_t *g, const char *name, const oc_guard_params_t *p)
     if (g->p.backoff_ms == 0)
         g->p.backoff_ms = 1;
     g->name = name;
+    g->comp = OC_COMP_AGENT;
     g->lim_accept.what = "accept failures";
     g->lim_cap.what = "connections over the cap";
     g->lim_expire.what = "handshake deadlines";
@@ -45,6 +47,11 @@ bool oc__guard_listen_ok(oc_guard_t *g, uint64_t now, int *wait_ms)
     return false;
 }
 
+void oc__guard_log_as(oc_guard_t *g, oc_log_comp_t comp)
+{
+    g->comp = comp;
+}
+
 oc_status_t oc__guard_accept(oc_guard_t *g, int lfd, int *fd_out,
                             struct sockaddr_storage *ss, socklen_t *sl)
 {
@@ -58,13 +65,21 @@ oc_status_t oc__guard_accept(oc_guard_t *g, int lfd, int *fd_out,
     }
     *sl = sizeof(*ss);
     fd = accept4(lfd, (struct sockaddr *)ss, sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd >= 0) {
-        bump(g, C_ACCEPTED);
+    if (fd >= 0)
         *fd_out = fd;
+    return oc__guard_accept_result(g, fd >= 0 ? fd : -errno);
+}
+
+oc_status_t oc__guard_accept_result(oc_guard_t *g, int res)
+{
+    int e = -res;
+
+    if (res >= 0) {
+        bump(g, C_ACCEPTED);
         return OC_OK;
     }
-    g->accept_errno = errno;
-    switch (errno) {
+    g->accept_errno = e;
+    switch (e) {
     case EAGAIN:
 #if EAGAIN != EWOULDBLOCK
     case EWOULDBLOCK:
@@ -79,16 +94,16 @@ oc_status_t oc__guard_accept(oc_guard_t *g, int lfd, int *fd_out,
     case ENOBUFS:
     case ENOMEM:
         oc__guard_pause(g, oc__now_us());
-        oc_warn_limited(&g->lim_accept, OC_COMP_AGENT,
+        oc_warn_limited(&g->lim_accept, g->comp,
                         "%s: accept: %s: not accepting for %u ms (%u "
                         "connections open; raise the descriptor limit, "
                         "LimitNOFILE=, or lower the connection cap)",
-                        g->name, strerror(errno), g->p.backoff_ms, g->nconns);
+                        g->name, strerror(e), g->p.backoff_ms, g->nconns);
         return OC_ERR_NO_RESOURCE;
     default:
         oc__guard_pause(g, oc__now_us());
-        oc_warn_limited(&g->lim_accept, OC_COMP_AGENT, "%s: accept: %s",
-                        g->name, strerror(errno));
+        oc_warn_limited(&g->lim_accept, g->comp, "%s: accept: %s",
+                        g->name, strerror(e));
         return OC_ERR_TRANSPORT;
     }
 }
@@ -135,14 +150,14 @@ bool oc__guard_admit(oc_guard_t *g, oc_guard_slot_t **evict_out)
     if (g->head != NULL) {
         *evict_out = g->head;
         bump(g, C_EVICTED);
-        oc_warn_limited(&g->lim_cap, OC_COMP_AGENT,
+        oc_warn_limited(&g->lim_cap, g->comp,
                         "%s: %u connections (the cap): closing the oldest "
                         "one still in its handshake to admit a new one",
                         g->name, g->nconns);
         return true;
     }
     bump(g, C_REFUSED);
-    oc_warn_limited(&g->lim_cap, OC_COMP_AGENT,
+    oc_warn_limited(&g->lim_cap, g->comp,
                     "%s: %u connections (the cap), all authenticated: "
                     "refusing a new one", g->name, g->nconns);
     return false;
@@ -185,7 +200,7 @@ oc_guard_slot_t *oc__guard_expired(oc_guard_t *g, uint64_t now)
         return NULL;
     unlink_pending(g, s);
     bump(g, C_EXPIRED);
-    oc_warn_limited(&g->lim_expire, OC_COMP_AGENT,
+    oc_warn_limited(&g->lim_expire, g->comp,
                     "%s: a connection did not finish its handshake or "
                     "request within %u ms: closed", g->name,
                     g->p.deadline_ms);
@@ -222,7 +237,7 @@ uint32_t oc__guard_fd_short(oc_guard_t *g, uint32_t room)
     g->fd_cap_nofile = nofile;
     g->fd_check_us = oc__now_us() + 1000000u;
     due = n > g->fd_cap ? n - g->fd_cap : 0;
-    oc_warn_limited(&g->lim_fd, OC_COMP_AGENT,
+    oc_warn_limited(&g->lim_fd, g->comp,
                     "%s: out of descriptors (limit %llu) with %u connections "
                     "open, %u of them under the limit: holding at most %u "
                     "until the limit is raised, so that %u stay free for the "
@@ -242,7 +257,7 @@ bool oc__guard_fd_relax(oc_guard_t *g, uint64_t now)
     g->fd_check_us = now + 1000000u;
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur <= g->fd_cap_nofile)
         return false;
-    oc_info(OC_COMP_AGENT, "%s: the descriptor limit was raised to %llu: "
+    oc_info(g->comp, "%s: the descriptor limit was raised to %llu: "
             "back to the cap of %u connections", g->name,
             (unsigned long long)rl.rlim_cur, g->p.max_conns);
     g->fd_cap = 0;

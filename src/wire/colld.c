@@ -47,6 +47,17 @@ uint64_t oc__colld_v(const oc_colld_t *d, unsigned which, uint32_t i)
     return oc__wire_ld64(d->v + 8 * ((size_t)which * d->nv + i));
 }
 
+int oc__colld_seq(const void *buf, size_t len, uint32_t *seq_out)
+{
+    const uint8_t *p = buf;
+
+    if (len < OC_COLLD_HDR || oc__wire_ld32(p) != OC_COLLD_MAGIC ||
+        p[4] != OC_COLLD_VERSION)
+        return 0;
+    *seq_out = oc__wire_ld32(p + 8);
+    return 1;
+}
+
 oc_status_t oc__colld_decode(const void *buf, size_t len, uint32_t size,
                             oc_colld_t *d)
 {

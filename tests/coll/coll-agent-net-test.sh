@@ -13,6 +13,10 @@
 #            pair), ranks 0-1 on node A, 2-3 on node B: every collective,
 #            default and reproducible; then agent B is killed while the
 #            ranks wait: node A's ranks get the error in time
+#   planted  one agent: a fault planted in one rank's collective (its
+#            descriptor rejected, its contribution short): every rank
+#            gets an error for it, and the collectives around it verify
+# COLL_AGENT_THREADS (1): the agents' routing threads (offcored --threads).
 # Exit 0 PASS, 1 FAIL, 77 SKIP.  Namespaces "ca*", ports 41000-41099.
 set -u
 BIN=$1 OFFCORED=$2 OFFCORE=$3 CASE=$4
@@ -41,7 +45,8 @@ in_ns() { local n=$1; shift; if [ -n "$n" ]; then ip netns exec "$n" "$@"; else 
 agent() { # agent NS NAME ARGS...
     local n=$1 name=$2; shift 2
     in_ns "$n" env OC_LOG=agent:info "$OFFCORED" --cluster-key "$T/ck" \
-        --metrics off "$@" > "$T/$name.log" 2>&1 &
+        --metrics off --threads "${COLL_AGENT_THREADS:-1}" "$@" \
+        > "$T/$name.log" 2>&1 &
     PIDS+=("$!")
     for _ in $(seq 200); do grep -q ready "$T/$name.log" && return 0; sleep 0.05; done
     fail "agent $name not ready"
@@ -112,6 +117,33 @@ faults)
     k=$(now_ms); kill -9 "$apid"
     echo "kill the agent mid-allreduce:"; waiters "$k" 0 2
     kill -9 "$(sed -n 's/^rank 1: ready pid //p' "$T/r1.log")"
+    echo "PASS $CASE" ;;
+planted)
+    # a fault planted in rank 1's second collective (OC_COLL_FAULT): its
+    # descriptor rejected by the agent, or its contribution one element
+    # short; every rank must get an error for it, none OC_OK, and the
+    # collectives before and after it must verify
+    export UCX_TLS=sm,self
+    agent "" a --listen "unix:$T/a.sock"
+    job=40
+    for f in desc short; do
+        for kind in allreduce alltoall bcast; do
+            [ "$f/$kind" = short/bcast ] && continue # rank 1 sends none
+            job=$((job + 1))
+            export OC_JOB=$job OC_JOB_KEY=$("$OFFCORE" job-key --job $job --cluster-key "$T/ck")
+            for r in 0 1 2; do
+                if [ $r = 1 ]; then
+                    OC_COLL_FAULT=$f OC_COLL_FAULT_AT=2 rank "" "$T/a.sock" $r 3 planted $kind
+                else
+                    rank "" "$T/a.sock" $r 3 planted $kind
+                fi
+            done
+            for r in 0 1 2; do
+                wait "${RP[$r]}" || { cat "$T/r$r.log"; fail "$f/$kind: rank $r"; }
+            done
+            echo "$f/$kind: $(grep -h "$kind 2:" "$T"/r[012].log | sort | tr '\n' ' ')"
+        done
+    done
     echo "PASS $CASE" ;;
 twonode)
     [ "$(id -u)" = 0 ] || skip "needs root for ip netns"

@@ -8,6 +8,7 @@
 # agent moves the allreduce data by memory (the default; its log must say
 # so); a second one started with OC_AGENT_COLL_CMA=n refuses, so the ranks
 # fall back to UCX (its log must say why) and the digest must not change.
+# COLL_AGENT_THREADS (1): the agents' routing threads (offcored --threads).
 set -eu
 bin=$1 offcored=$2 offcore=$3 np=$4 max=$5
 command -v mpirun >/dev/null || { echo "SKIP: no mpirun"; exit 77; }
@@ -23,11 +24,13 @@ trap cleanup EXIT INT TERM
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export UCX_TLS=sm,self
 "$offcore" keygen > "$T/ck" && chmod 600 "$T/ck"
+threads=${COLL_AGENT_THREADS:-1}
 OC_LOG=agent:info "$offcored" --listen "unix:$T/a.sock" --cluster-key "$T/ck" \
-    --metrics off > "$T/agent.log" 2>&1 &
+    --metrics off --threads "$threads" > "$T/agent.log" 2>&1 &
 APID=$!
 OC_AGENT_COLL_CMA=n OC_LOG=agent:info "$offcored" --listen "unix:$T/b.sock" \
-    --cluster-key "$T/ck" --metrics off > "$T/agentb.log" 2>&1 &
+    --cluster-key "$T/ck" --metrics off --threads "$threads" \
+    > "$T/agentb.log" 2>&1 &
 BPID=$!
 for log in agent agentb; do
     n=0
@@ -36,8 +39,14 @@ for log in agent agentb; do
         sleep 0.1
     done
 done
+grep -q "$threads routing thread" "$T/agent.log" ||
+    { cat "$T/agent.log"; echo "FAIL: the agent does not run $threads routing threads"; exit 1; }
 job=1
-run() { # run PLACEMENT [VAR=VALUE...]
+# run PLACEMENT [VAR=VALUE...]: coll_check through mpirun, its output in
+# $T/out (and on stderr); exits the script when it fails.  Never run it in
+# a pipeline or $(...): its status would be lost (coll_check prints its
+# digest before it decides whether it passed).
+run() {
     pl=$1; shift
     job=$((job + 1))
     key=$("$offcore" job-key --job $job --cluster-key "$T/ck")
@@ -45,12 +54,15 @@ run() { # run PLACEMENT [VAR=VALUE...]
         OC_JOB_KEY="$key" timeout ${COLL_AGENT_TIMEOUT:-600} mpirun --oversubscribe --bind-to none \
         --mca btl self,vader --mca mpi_yield_when_idle 1 -x OC_PLACEMENT \
         -x OC_AGENT -x OC_JOB -x OC_JOB_KEY -x OC_COLL_REPRODUCIBLE \
-        -np "$np" "$bin" --max "$max" --hash ||
-        { sed 's/^/  agent: /' "$T/agent.log" | tail -20; echo "FAIL: $pl $*"; exit 1; }
+        -np "$np" "$bin" --max "$max" --hash > "$T/out" ||
+        { cat "$T/out"; sed 's/^/  agent: /' "$T/agent.log" | tail -20; echo "FAIL: $pl $*"; exit 1; }
+    cat "$T/out" >&2
 }
 run agent OC_COLL_REPRODUCIBLE=n
-ha=$(run agent OC_COLL_REPRODUCIBLE=y | tee /dev/stderr | grep '^hash')
-hi=$(run inline OC_COLL_REPRODUCIBLE=y | tee /dev/stderr | grep '^hash')
+run agent OC_COLL_REPRODUCIBLE=y
+ha=$(grep '^hash' "$T/out")
+run inline OC_COLL_REPRODUCIBLE=y
+hi=$(grep '^hash' "$T/out")
 [ -n "$ha" ] && [ "$ha" = "$hi" ] ||
     { echo "FAIL: reproducible agent and inline results differ: $ha / $hi"; exit 1; }
 # by memory, unless the kernel refuses it here (seccomp, Yama): then by
@@ -58,7 +70,8 @@ hi=$(run inline OC_COLL_REPRODUCIBLE=y | tee /dev/stderr | grep '^hash')
 grep -q "rank 0: collective data by memory" "$T/agent.log" ||
     grep -q "rank 0: collective data by UCX, not by memory: the kernel refuses" "$T/agent.log" ||
     { tail -20 "$T/agent.log"; echo "FAIL: the agent did not move the data by memory, nor say why not"; exit 1; }
-hf=$(SOCK=b run agent OC_COLL_REPRODUCIBLE=y | tee /dev/stderr | grep '^hash')
+SOCK=b run agent OC_COLL_REPRODUCIBLE=y
+hf=$(grep '^hash' "$T/out")
 grep -q "rank 0: collective data by UCX, not by memory: OC_AGENT_COLL_CMA=n" "$T/agentb.log" ||
     { tail -20 "$T/agentb.log"; echo "FAIL: no fallback to UCX"; exit 1; }
 [ "$hf" = "$ha" ] ||

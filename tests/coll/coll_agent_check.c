@@ -22,6 +22,13 @@
  *                                "ready" and sleeps (the script kills it,
  *                                or the agent); each waiter prints
  *                                "rank R: STATUS at MS" (CLOCK_REALTIME)
+ *   coll_agent_check planted KIND  collectives 1 and 3 (an int64 allreduce,
+ *                                or an all-to-all, or a bcast: KIND) must
+ *                                verify, collective 2 (the same) must fail
+ *                                on every rank: run with OC_COLL_FAULT and
+ *                                OC_COLL_FAULT_AT=2 on one rank, which plants
+ *                                a fault there; prints "rank R: STATUS"
+ *   coll_agent_check time BYTES ITERS  allreduce latency
  *
  * Exit 0 PASS, 1 FAIL.  Single-threaded; trusts its environment.
  */
@@ -282,6 +289,44 @@ static void badbuf(oc_context_t *ctx)
           "allreduce after: %s", oc_status_string(st));
 }
 
+/* One int64 collective of @p kind on 1001 elements (per rank), checked
+ * when it says OC_OK.  @return its status. */
+static oc_status_t planted_one(oc_context_t *ctx, const char *kind, int no)
+{
+    const size_t n = 1001;
+    int64_t *in = malloc(8 * n * g_size), *out = malloc(8 * n * g_size);
+    oc_status_t st;
+    int bad = 0;
+
+    for (size_t i = 0; i < n * g_size; i++)
+        in[i] = (int64_t)(g_rank * 1000003 + i * 7 + (size_t)no);
+    memset(out, 0x5a, 8 * n * g_size);
+    if (!strcmp(kind, "alltoall")) {
+        st = oc_alltoall(ctx, in, out, n, OC_INT64);
+        for (size_t s = 0; s < g_size && st == OC_OK; s++)
+            for (size_t i = 0; i < n; i++)
+                bad |= out[s * n + i] !=
+                       (int64_t)(s * 1000003 + (g_rank * n + i) * 7 + (size_t)no);
+    } else if (!strcmp(kind, "bcast")) {
+        if (g_rank != 0)
+            memset(in, 0x5a, 8 * n);
+        st = oc_bcast(ctx, in, n, OC_INT64, 0);
+        for (size_t i = 0; i < n && st == OC_OK; i++)
+            bad |= in[i] != (int64_t)(i * 7 + (size_t)no);
+    } else {
+        st = oc_allreduce(ctx, in, out, n, OC_INT64, OC_SUM);
+        for (size_t i = 0; i < n && st == OC_OK; i++) {
+            int64_t want = 0;
+            for (uint32_t r = 0; r < g_size; r++)
+                want += (int64_t)(r * 1000003 + i * 7 + (size_t)no);
+            bad |= out[i] != want;
+        }
+    }
+    CHECK(!bad, "%s %d: OC_OK with a wrong result", kind, no);
+    free(in), free(out);
+    return st;
+}
+
 int main(int argc, char **argv)
 {
     oc_context_params_t p = {.field_mask = OC_PARAM_HANDLER, .handler = noop};
@@ -338,6 +383,21 @@ int main(int argc, char **argv)
         free(x), free(y);
         return st == OC_ERR_COLL_PEER_FAILED ? 0 : 1;
     }
+    if (!strcmp(argv[1], "planted") && argc > 2) {
+        st = planted_one(ctx, argv[2], 1);
+        CHECK(st == OC_OK, "%s 1: %s", argv[2], oc_status_string(st));
+        st = planted_one(ctx, argv[2], 2);
+        printf("rank %u: %s 2: %s\n", g_rank, argv[2], oc_status_string(st));
+        CHECK(st != OC_OK, "%s 2: OC_OK though a fault was planted", argv[2]);
+        st = planted_one(ctx, argv[2], 3);
+        CHECK(st == OC_OK, "%s 3 (after the fault): %s", argv[2],
+              oc_status_string(st));
+        printf("%s: planted %s rank %u of %u, %d failures\n",
+               g_fail ? "FAIL" : "PASS", argv[2], g_rank, g_size, g_fail);
+        fflush(stdout);
+        oc_finalize(ctx);
+        return g_fail != 0;
+    }
     if (!strcmp(argv[1], "time") && argc > 3) { /* time BYTES ITERS */
         size_t n = strtoull(argv[2], NULL, 0) / 4;
         int it = atoi(argv[3]);
@@ -356,6 +416,7 @@ int main(int argc, char **argv)
         free(x), free(y);
         return st != OC_OK;
     }
-    fprintf(stderr, "usage: coll_agent_check check | wait VICTIM | time BYTES ITERS\n");
+    fprintf(stderr, "usage: coll_agent_check check | badbuf | wait VICTIM | planted KIND | "
+            "time BYTES ITERS\n");
     return 2;
 }

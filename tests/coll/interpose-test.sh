@@ -3,7 +3,8 @@
 # APP (built without any offcore header) prints the same with and without
 # LD_PRELOAD=LIB, and with it the log (OC_LOG=info) shows the calls offcore
 # served and those it passed through.  With OFFCORED and OFFCORE, in the
-# agent placement, through an offcored started here.
+# agent placement, through an offcored started here, of
+# COLL_AGENT_THREADS routing threads (1).
 set -u
 app=$1 lib=$2 np=$3 offcored=${4:-} offcore=${5:-}
 command -v mpirun >/dev/null || { echo "SKIP: no mpirun"; exit 77; }
@@ -15,13 +16,15 @@ trap '[ -n "$APID" ] && kill $APID; rm -rf "$T"' EXIT INT TERM
 if [ -n "$offcored" ]; then
     "$offcore" keygen > "$T/ck" && chmod 600 "$T/ck"
     "$offcored" --listen "unix:$T/a.sock" --cluster-key "$T/ck" --metrics off \
-        > "$T/agent.log" 2>&1 &
+        --threads "${COLL_AGENT_THREADS:-1}" > "$T/agent.log" 2>&1 &
     APID=$!
     n=0
     until grep -q ready "$T/agent.log"; do
         n=$((n + 1)); [ $n -lt 100 ] || { echo "FAIL: agent not ready"; exit 1; }
         sleep 0.1
     done
+    grep -q "${COLL_AGENT_THREADS:-1} routing thread" "$T/agent.log" ||
+        { cat "$T/agent.log"; echo "FAIL: not ${COLL_AGENT_THREADS:-1} routing threads"; exit 1; }
     export OC_PLACEMENT=agent OC_AGENT="unix:$T/a.sock" OC_JOB=4
     export OC_JOB_KEY=$("$offcore" job-key --job 4 --cluster-key "$T/ck")
 fi

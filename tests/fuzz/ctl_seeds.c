@@ -43,10 +43,14 @@ static void msg(oc_ctl_msg_t *m, int t, unsigned shape)
         m->u.welcome.thread = shape;
         m->u.welcome.addr.data = addr + 5;
         m->u.welcome.addr.len = 77;
+        m->u.welcome.coll_thread = shape / 2;
+        m->u.welcome.coll_addr.data = addr + 9;
+        m->u.welcome.coll_addr.len = 64;
         break;
     case OC_CTL_READY:
         m->u.ready.size = 16;
         m->u.ready.nnodes = 4;
+        m->u.ready.coll = shape ? OC_CTL_COLL_ALL : 0;
         break;
     case OC_CTL_ERROR:
         m->u.error.status = OC_ERR_CTL_AUTH;

@@ -5,7 +5,7 @@
  * Input: one byte picks the job size the agent checks against (1, 2, 3,
  * 5, 64, 4096, ...), the rest is the descriptor, on an exact-size heap
  * copy so that AddressSanitizer sees any read past the end.  When it is
- * accepted, the invariants the agent (src/agent/rcoll.c) relies on are
+ * accepted, the invariants the agent (src/agent/router/rcoll.c) relies on are
  * checked: the arrays fill the input exactly, a memory block is an
  * allreduce's with in-range lengths that equal count x element size, every count and
  * displacement times the element size stays below 2^48, re-encoding gives
@@ -46,13 +46,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (buf == NULL)
         return 0;
     memcpy(buf, data + 1, size - 1);
+    {
+        uint32_t seq;
+        if (oc__colld_seq(buf, size - 1, &seq)) /* reads the fixed part only */
+            CHECK(size - 1 >= OC_COLLD_HDR);
+    }
     if (oc__colld_decode(buf, size - 1, job_size, &d) == OC_OK) {
         fuzz_colld_accepted++;
         CHECK(oc__colld_size(&d) == size - 1);
         CHECK(d.kind >= OC_COLLD_ALLREDUCE && d.kind <= OC_COLLD_BARRIER);
         CHECK(d.nv == 0 || d.nv == job_size);
         CHECK(d.v + 32 * (size_t)d.nv == buf + size - 1);
-        if (d.flags & OC_COLLD_F_CMA) { /* what src/agent/rcma.c relies on */
+        if (d.flags & OC_COLLD_F_CMA) { /* what src/agent/router/rcma.c relies on */
             CHECK(d.kind == OC_COLLD_ALLREDUCE && d.pid != 0);
             CHECK(d.slen == d.rlen && d.slen > 0 && d.slen < ((uint64_t)1 << 48));
             CHECK(d.saddr != 0 && d.saddr + d.slen > d.saddr);

@@ -60,6 +60,9 @@ static void check_pointers(const oc_ctl_msg_t *m, const uint8_t *buf,
         break;
     case OC_CTL_WELCOME:
         CHECK(inside(m->u.welcome.addr.data, m->u.welcome.addr.len, buf, len));
+        CHECK(inside(m->u.welcome.coll_addr.data, m->u.welcome.coll_addr.len,
+                     buf, len));
+        CHECK(m->u.welcome.coll_thread < OC_CTL_MAX_THREADS);
         break;
     case OC_CTL_ERROR:
         CHECK(inside(m->u.error.text.data, m->u.error.text.len, buf, len));

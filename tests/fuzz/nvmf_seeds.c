@@ -1,6 +1,7 @@
 /*
  * nvmf_seeds.c — the seed corpus of the NVMe/TCP fuzz target: host
- * byte streams built the way the Linux nvme-tcp host builds them.
+ * byte streams built the way the Linux nvme-tcp host builds them; the
+ * builders are shared with the stream target's seeds (nvmf_stream_seeds.c).
  */
 #include "fuzz_nvmf.h"
 
@@ -8,13 +9,7 @@
 
 #include "nvmf/pdu.h"
 
-typedef struct {
-    uint8_t b[16384];
-    size_t n;
-    int hd, dd;
-} stream_t;
-
-static void icreq(stream_t *s, int hd, int dd)
+void fuzz_nvmf_icreq(fuzz_nvmf_stream_t *s, int hd, int dd)
 {
     uint8_t *p = s->b + s->n;
     memset(p, 0, 128);
@@ -27,9 +22,16 @@ static void icreq(stream_t *s, int hd, int dd)
     s->dd = dd;
 }
 
-/* a capsule: SQE with opcode/fctype, and optional in-capsule data */
-static void capsule(stream_t *s, uint8_t opc, uint8_t fct, uint32_t sgl_len,
-                    const uint8_t *data, uint32_t dlen)
+void fuzz_nvmf_capsule(fuzz_nvmf_stream_t *s, uint8_t opc, uint8_t fct,
+                       uint32_t sgl_len, const uint8_t *data, uint32_t dlen)
+{
+    fuzz_nvmf_capsule_cdw(s, opc, fct, 0, NULL, sgl_len, data, dlen);
+}
+
+void fuzz_nvmf_capsule_cdw(fuzz_nvmf_stream_t *s, uint8_t opc, uint8_t fct,
+                           uint32_t nsid, const uint32_t cdw[6],
+                           uint32_t sgl_len, const uint8_t *data,
+                           uint32_t dlen)
 {
     uint8_t *p = s->b + s->n;
     uint32_t hd = s->hd ? 4 : 0, dd = s->dd && dlen ? 4 : 0;
@@ -45,7 +47,11 @@ static void capsule(stream_t *s, uint8_t opc, uint8_t fct, uint32_t sgl_len,
     p[8] = opc;
     p[9] = 0x40; /* SGL */
     oc__put16(p + 10, 7);
-    p[12] = fct;
+    oc__put32(p + 8 + 4, nsid);
+    if (opc == 0x7f)
+        p[12] = fct; /* FCTYPE, where other commands have their NSID */
+    for (int i = 0; cdw && i < 6; i++) /* command dwords 10..15 */
+        oc__put32(p + 8 + 40 + 4 * i, cdw[i]);
     oc__put32(p + 8 + 32, sgl_len);
     p[8 + 39] = dlen ? OC_SGL_INCAPSULE : OC_SGL_TRANSPORT;
     if (hd)
@@ -58,8 +64,8 @@ static void capsule(stream_t *s, uint8_t opc, uint8_t fct, uint32_t sgl_len,
     s->n += plen;
 }
 
-static void h2c(stream_t *s, uint16_t ttag, uint32_t off, uint32_t len,
-                int last)
+void fuzz_nvmf_h2c(fuzz_nvmf_stream_t *s, uint16_t ttag, uint32_t off,
+                   uint32_t len, int last)
 {
     uint8_t *p = s->b + s->n;
     uint32_t hd = s->hd ? 4 : 0, dd = s->dd ? 4 : 0;
@@ -84,9 +90,9 @@ static void h2c(stream_t *s, uint16_t ttag, uint32_t off, uint32_t len,
 }
 
 static void emit(fuzz_nvmf_seed_fn fn, void *arg, uint8_t prefix,
-                 const stream_t *s, int valid, unsigned *n)
+                 const fuzz_nvmf_stream_t *s, int valid, unsigned *n)
 {
-    static uint8_t buf[sizeof(((stream_t *)0)->b) + 1];
+    static uint8_t buf[sizeof(((fuzz_nvmf_stream_t *)0)->b) + 1];
     buf[0] = prefix;
     memcpy(buf + 1, s->b, s->n);
     fn(arg, buf, s->n + 1, valid);
@@ -96,7 +102,7 @@ static void emit(fuzz_nvmf_seed_fn fn, void *arg, uint8_t prefix,
 unsigned fuzz_nvmf_seeds(fuzz_nvmf_seed_fn fn, void *arg)
 {
     static uint8_t connect[1024];
-    static stream_t s;
+    static fuzz_nvmf_stream_t s;
     unsigned n = 0;
 
     memset(connect, 0, sizeof(connect));
@@ -107,30 +113,30 @@ unsigned fuzz_nvmf_seeds(fuzz_nvmf_seed_fn fn, void *arg)
         for (uint8_t chunking = 0; chunking < 4; chunking++) {
             uint8_t prefix = (uint8_t)((dg << 1) | (chunking << 3));
             memset(&s, 0, sizeof(s));
-            icreq(&s, dg & 1, dg & 2);
-            capsule(&s, 0x7f, 0x01, 1024, connect, 1024); /* Connect */
-            capsule(&s, 0x7f, 0x04, 0, NULL, 0);          /* Property Get */
-            capsule(&s, 0x06, 0, 4096, NULL, 0);          /* Identify */
-            capsule(&s, 0x01, 0, 512, connect, 512); /* in-capsule Write */
-            capsule(&s, 0x01, 0, 65536, NULL, 0);         /* Write via R2T */
-            h2c(&s, 3, 0, 256, 0);
-            h2c(&s, 3, 256, 256, 1);
+            fuzz_nvmf_icreq(&s, dg & 1, dg & 2);
+            fuzz_nvmf_capsule(&s, 0x7f, 0x01, 1024, connect, 1024); /* Connect */
+            fuzz_nvmf_capsule(&s, 0x7f, 0x04, 0, NULL, 0);          /* Property Get */
+            fuzz_nvmf_capsule(&s, 0x06, 0, 4096, NULL, 0);          /* Identify */
+            fuzz_nvmf_capsule(&s, 0x01, 0, 512, connect, 512); /* in-capsule Write */
+            fuzz_nvmf_capsule(&s, 0x01, 0, 65536, NULL, 0);         /* Write via R2T */
+            fuzz_nvmf_h2c(&s, 3, 0, 256, 0);
+            fuzz_nvmf_h2c(&s, 3, 256, 256, 1);
             emit(fn, arg, prefix, &s, 1, &n);
         }
     }
     /* near misses: a second ICReq, a bad header digest, a huge H2CData */
     memset(&s, 0, sizeof(s));
-    icreq(&s, 0, 0);
-    icreq(&s, 0, 0);
+    fuzz_nvmf_icreq(&s, 0, 0);
+    fuzz_nvmf_icreq(&s, 0, 0);
     emit(fn, arg, 0, &s, 0, &n);
     memset(&s, 0, sizeof(s));
-    icreq(&s, 1, 0);
-    capsule(&s, 0x06, 0, 4096, NULL, 0);
+    fuzz_nvmf_icreq(&s, 1, 0);
+    fuzz_nvmf_capsule(&s, 0x06, 0, 4096, NULL, 0);
     s.b[128 + 72] ^= 1;
     emit(fn, arg, 2, &s, 0, &n);
     memset(&s, 0, sizeof(s));
-    icreq(&s, 0, 0);
-    h2c(&s, 1, 0, 16, 1);
+    fuzz_nvmf_icreq(&s, 0, 0);
+    fuzz_nvmf_h2c(&s, 1, 0, 16, 1);
     oc__put32(s.b + 128 + 16, 1u << 30);
     emit(fn, arg, 0, &s, 0, &n);
     return n;

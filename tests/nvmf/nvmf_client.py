@@ -59,12 +59,25 @@ class Host:
         self.s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.hd = self.dd = False
         self.cid = 0
+        self.held = None
 
     def close(self):
         self.s.close()
 
     # --------------------------------------------------------------- I/O
     def send(self, b):
+        if self.held is not None:
+            self.held += b
+        else:
+            self.s.sendall(b)
+
+    def hold(self):
+        """Collect what the builders send until flush(), which sends it
+        in one sendall: several PDUs in one TCP segment (when it fits)."""
+        self.held = bytearray()
+
+    def flush(self):
+        b, self.held = bytes(self.held), None
         self.s.sendall(b)
 
     def recvn(self, n):
@@ -174,6 +187,12 @@ class Host:
     # ----------------------------------------------------------- fabrics
     def connect(self, subnqn, hostnqn, qid=0, cntlid=0xFFFF, sqsize=31,
                 kato=0, hostid=b"\x11" * 16):
+        self.connect_capsule(subnqn, hostnqn, qid, cntlid, sqsize, kato, hostid)
+        return self.response()
+
+    def connect_capsule(self, subnqn, hostnqn, qid=0, cntlid=0xFFFF,
+                        sqsize=31, kato=0, hostid=b"\x11" * 16):
+        """Send a Connect; its answer is the next response()."""
         d = bytearray(1024)
         d[0:16] = hostid
         struct.pack_into("<H", d, 16, cntlid)
@@ -183,7 +202,7 @@ class Host:
         d[512:512 + len(hst)] = hst
         s = self.sqe(0x7F, fct=0x01, sgl_len=1024, sgl_type=0x01,
                      cdw={10: qid << 16, 11: sqsize, 12: kato})
-        return self.cmd(s, bytes(d))
+        self.capsule(s, bytes(d))
 
     def prop_get(self, off, size8=False):
         r = self.cmd(self.sqe(0x7F, fct=0x04, cdw={10: 1 if size8 else 0, 11: off}))

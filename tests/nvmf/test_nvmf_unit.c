@@ -188,7 +188,8 @@ static void test_config(void **state)
 
     (void)state;
     p = write_tmp("# a target\nlisten 127.0.0.1:4420\nmetrics 127.0.0.1:9465\n"
-                  "poll-us 50\ncpu 1\n"
+                  "poll-us 50\ncpu 1\nmax-connections 64\nhandshake-ms 2000\n"
+                  "accept-backoff-ms 50\n"
                   "subsystem nqn.2026-11.io.offcore:a\n"
                   "  allow-host nqn.2014-08.org.nvmexpress:uuid:1\n"
                   "  namespace 1 /dev/null size=1G block=512 integrity=on\n"
@@ -199,6 +200,9 @@ static void test_config(void **state)
     unlink(p);
     assert_int_equal(c.poll_us, 50);
     assert_int_equal(c.cpu, 1);
+    assert_int_equal(c.max_conns, 64);
+    assert_int_equal(c.handshake_ms, 2000);
+    assert_int_equal(c.accept_backoff_ms, 50);
     assert_int_equal(c.nsubsys, 1);
     assert_int_equal(c.subsys[0].nns, 2);
     assert_int_equal(c.subsys[0].ns[0].size, 1ull << 30);
@@ -216,7 +220,10 @@ static void test_config(void **state)
                   "  namespace 2 /z block=1024\n"    /* bad block size */
                   "frobnicate\n"
                   "poll-us 20000\n"
-                  "cpu -1\n");
+                  "cpu -1\n"
+                  "max-connections 0\n"
+                  "handshake-ms 10\n"
+                  "accept-backoff-ms 1 2\n");
     errbuf = NULL;
     err = open_memstream(&errbuf, &errlen);
     assert_int_equal(oc__nvmf_conf_load(p, &c, err), OC_ERR_CONFIG);
@@ -229,7 +236,23 @@ static void test_config(void **state)
     assert_non_null(strstr(errbuf, ":7: unknown keyword"));
     assert_non_null(strstr(errbuf, ":8: poll-us: want 0..10000"));
     assert_non_null(strstr(errbuf, ":9: cpu: want a CPU number"));
-    assert_non_null(strstr(errbuf, "7 errors"));
+    assert_non_null(strstr(errbuf, ":10: max-connections: want 1.."));
+    assert_non_null(strstr(errbuf, ":11: handshake-ms: want 100..600000"));
+    assert_non_null(strstr(errbuf, ":12: accept-backoff-ms: want 1..60000"));
+    assert_non_null(strstr(errbuf, "10 errors"));
+    free(errbuf);
+
+    /* the admission defaults (docs/nvmf.md) */
+    p = write_tmp("subsystem nqn.2026-11.io.offcore:a\n  allow-any-host\n"
+                  "  namespace 1 /x\n");
+    errbuf = NULL;
+    err = open_memstream(&errbuf, &errlen);
+    assert_int_equal(oc__nvmf_conf_load(p, &c, err), OC_OK);
+    fclose(err);
+    unlink(p);
+    assert_int_equal(c.max_conns, 1024);
+    assert_int_equal(c.handshake_ms, 5000);
+    assert_int_equal(c.accept_backoff_ms, 100);
     free(errbuf);
 }
 

@@ -90,6 +90,26 @@ static void test_rejects(void **state)
     assert_int_equal(oc__colld_decode(buf, n, 2, &o), OC_ERR_INVALID_PARAM);
 }
 
+/* A rejected descriptor still names its collective when its fixed part is
+ * whole (the agent fails that collective instead of waiting for ever). */
+static void test_seq_of_rejected(void **state)
+{
+    uint8_t buf[512];
+    uint32_t seq = 0;
+    oc_colld_t d = {.kind = OC_COLLD_ALLREDUCE, .dtype = 7, .seq = 4242,
+                    .count = 4}, o;
+    size_t n = enc(&d, NULL, buf);
+    (void)state;
+    assert_int_equal(oc__colld_decode(buf, n, 2, &o), OC_ERR_INVALID_PARAM);
+    assert_int_equal(oc__colld_seq(buf, n, &seq), 1);
+    assert_int_equal(seq, 4242);
+    assert_int_equal(oc__colld_seq(buf, OC_COLLD_HDR - 1, &seq), 0);
+    buf[4] = 9;
+    assert_int_equal(oc__colld_seq(buf, n, &seq), 0);
+    buf[4] = OC_COLLD_VERSION, buf[1] ^= 1;
+    assert_int_equal(oc__colld_seq(buf, n, &seq), 0);
+}
+
 /* The memory block (OC_COLLD_F_CMA): what the agent will read and write
  * in the rank, so every field that could point it elsewhere is checked. */
 static void test_memory_block(void **state)
@@ -132,6 +152,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_rejects),
+        cmocka_unit_test(test_seq_of_rejected),
         cmocka_unit_test(test_memory_block),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

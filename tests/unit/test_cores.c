@@ -1,5 +1,5 @@
 /*
- * test_cores.c — oc__router_cpus_shared (src/agent/cores.c), which decides
+ * test_cores.c — oc__router_cpus_shared (src/agent/router/cores.c), which decides
  * whether offcored's router gives its core up for a local rank: a rank
  * pinned to another CPU than the caller's does not share it, one pinned
  * to the same does, and what cannot be read (pid 0, a pid that is gone)
@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent/router.h"
+#include "agent/router/router.h"
 
 /* A child pinned to @p cpu, waiting to be killed; its pid. */
 static pid_t pinned_child(int cpu)

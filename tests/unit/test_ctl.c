@@ -73,10 +73,13 @@ static size_t raw_encode(const oc_ctl_msg_t *m, uint8_t *b)
         p = w32(p, m->u.welcome.node);
         p = w32(p, m->u.welcome.thread);
         p = wbytes(p, m->u.welcome.addr.data, m->u.welcome.addr.len);
+        p = w32(p, m->u.welcome.coll_thread);
+        p = wbytes(p, m->u.welcome.coll_addr.data, m->u.welcome.coll_addr.len);
         break;
     case OC_CTL_READY:
         p = w32(p, m->u.ready.size);
         p = w32(p, m->u.ready.nnodes);
+        p = w32(p, m->u.ready.coll);
         break;
     case OC_CTL_ERROR:
         p = w32(p, (uint32_t)m->u.error.status);
@@ -129,7 +132,7 @@ static size_t raw_encode(const oc_ctl_msg_t *m, uint8_t *b)
         break;
     }
     w32(b, OC_CTL_MAGIC);
-    b[4] = 2, b[5] = 0; /* OC_CTL_VERSION, written out */
+    b[4] = 3, b[5] = 0; /* OC_CTL_VERSION, written out */
     b[6] = (uint8_t)m->type, b[7] = (uint8_t)(m->type >> 8);
     w32(b + 8, (uint32_t)(p - b - 16));
     w32(b + 12, 0);
@@ -168,10 +171,14 @@ static void sample(oc_ctl_type_t t, oc_ctl_msg_t *m)
         m->u.welcome.thread = 63;
         m->u.welcome.addr.data = addr_b;
         m->u.welcome.addr.len = 1;
+        m->u.welcome.coll_thread = 0;
+        m->u.welcome.coll_addr.data = addr_b;
+        m->u.welcome.coll_addr.len = 1;
         break;
     case OC_CTL_READY:
         m->u.ready.size = 1024;
         m->u.ready.nnodes = 1024;
+        m->u.ready.coll = OC_CTL_COLL_ALL;
         break;
     case OC_CTL_ERROR:
         m->u.error.status = OC_ERR_CTL_AUTH;
@@ -302,7 +309,7 @@ static void test_round_trip_every_type(void **state)
 
 static void test_golden_bytes(void **state)
 {
-    static const uint8_t want[] = {'O', 'C', 'C', '1', 2, 0, 7, 0, 4, 0, 0, 0,
+    static const uint8_t want[] = {'O', 'C', 'C', '1', 3, 0, 7, 0, 4, 0, 0, 0,
                                    0,   0,   0,   0,   1, 0, 0, 0};
     oc_ctl_msg_t m;
     size_t len;
@@ -390,7 +397,8 @@ static void test_reject_header(void **state)
     BAD(3, '2', OC_ERR_WIRE_MAGIC);
     BAD(4, 0, OC_ERR_WIRE_VERSION);
     BAD(4, 1, OC_ERR_WIRE_VERSION); /* version 1: before HELLO flags */
-    BAD(4, 3, OC_ERR_WIRE_VERSION);
+    BAD(4, 2, OC_ERR_WIRE_VERSION); /* version 2: before the collectives' router */
+    BAD(4, 4, OC_ERR_WIRE_VERSION);
     BAD(5, 1, OC_ERR_WIRE_VERSION);
     BAD(6, 0, OC_ERR_CTL_TYPE);
     BAD(6, OC_CTL_TYPE_END, OC_ERR_CTL_TYPE);
@@ -456,6 +464,10 @@ MUT(hello_addr_empty, m->u.hello.addr.len = 0)
 MUT(hello_addr_long, m->u.hello.addr.len = OC_CTL_MAX_ADDR + 1)
 MUT(welcome_thread, m->u.welcome.thread = OC_CTL_MAX_THREADS)
 MUT(welcome_addr_empty, m->u.welcome.addr.len = 0)
+MUT(welcome_coll_thread, m->u.welcome.coll_thread = OC_CTL_MAX_THREADS)
+MUT(welcome_coll_addr_empty, m->u.welcome.coll_addr.len = 0)
+MUT(ready_coll_bit0, m->u.ready.coll = OC_CTL_COLL_ALL | 1u)
+MUT(ready_coll_high, m->u.ready.coll = 1u << 5)
 MUT(ready_size_0, (m->u.ready.size = 0, m->u.ready.nnodes = 0))
 MUT(ready_nnodes_0, m->u.ready.nnodes = 0)
 MUT(ready_nnodes_big, m->u.ready.nnodes = m->u.ready.size + 1)
@@ -495,6 +507,10 @@ static const bad_t bad[] = {
     {"hello addr 4097", OC_CTL_HELLO, hello_addr_long, OC_ERR_CTL_VALUE},
     {"welcome thread 64", OC_CTL_WELCOME, welcome_thread, OC_ERR_CTL_VALUE},
     {"welcome addr empty", OC_CTL_WELCOME, welcome_addr_empty, OC_ERR_CTL_VALUE},
+    {"welcome coll_thread 64", OC_CTL_WELCOME, welcome_coll_thread, OC_ERR_CTL_VALUE},
+    {"welcome coll_addr empty", OC_CTL_WELCOME, welcome_coll_addr_empty, OC_ERR_CTL_VALUE},
+    {"ready coll bit 0", OC_CTL_READY, ready_coll_bit0, OC_ERR_CTL_VALUE},
+    {"ready coll unknown bit", OC_CTL_READY, ready_coll_high, OC_ERR_CTL_VALUE},
     {"ready size 0", OC_CTL_READY, ready_size_0, OC_ERR_CTL_VALUE},
     {"ready nnodes 0", OC_CTL_READY, ready_nnodes_0, OC_ERR_CTL_VALUE},
     {"ready nnodes > size", OC_CTL_READY, ready_nnodes_big, OC_ERR_CTL_VALUE},

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "agent/router.h"
+#include "agent/router/router.h"
 
 static void test_direct(void **state)
 {

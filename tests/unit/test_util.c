@@ -17,6 +17,7 @@
 #include "util/log.h"
 #include "util/reject.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -704,6 +705,34 @@ static void test_guard_emfile_backoff(void **state)
     close(lfd);
 }
 
+/* The same verdicts for an accept made elsewhere (offcore-nvmf's io_uring
+ * accept hands its completion's result in): a listener failing with
+ * EMFILE from a ring was retried at once, forever, before. */
+static void test_guard_accept_result(void **state)
+{
+    oc_guard_params_t p = {16, 1000, 200};
+    oc_guard_counters_t c;
+    oc_guard_t g;
+    uint64_t now;
+
+    (void)state;
+    oc__guard_init(&g, "test", &p);
+    assert_status(oc__guard_accept_result(&g, 7), OC_OK);
+    assert_status(oc__guard_accept_result(&g, -EAGAIN), OC_INPROGRESS);
+    assert_status(oc__guard_accept_result(&g, -ECONNABORTED), OC_INPROGRESS);
+    now = oc__now_us();
+    assert_true(oc__guard_listen_ok(&g, now, NULL));
+    assert_status(oc__guard_accept_result(&g, -EMFILE), OC_ERR_NO_RESOURCE);
+    assert_int_equal(g.accept_errno, EMFILE);
+    assert_false(oc__guard_listen_ok(&g, oc__now_us(), NULL));
+    oc__guard_resume(&g);
+    assert_status(oc__guard_accept_result(&g, -EBADF), OC_ERR_TRANSPORT);
+    assert_false(oc__guard_listen_ok(&g, oc__now_us(), NULL));
+    oc__guard_counters(&g, &c);
+    assert_int_equal(c.accepted, 1);
+    assert_int_equal(c.backoffs, 2);
+}
+
 /* Out of descriptors below the cap: the connections that fit under the
  * limit become the cap, less a reserve the server keeps for its own
  * descriptors (a flood would take each freed one at once, and a real job
@@ -821,6 +850,7 @@ int main(void)
         cmocka_unit_test(test_log_rate_limit),
         cmocka_unit_test(test_guard_cap_and_deadline),
         cmocka_unit_test(test_guard_emfile_backoff),
+        cmocka_unit_test(test_guard_accept_result),
         cmocka_unit_test(test_guard_fd_short),
         cmocka_unit_test_setup(test_config_unknown_env, clear_env),
     };

@@ -22,6 +22,16 @@
  * blocking collectives and are finished at MPI_Finalize; a rank blocked
  * in another MPI call (MPI_Recv, MPI_Barrier...) does not advance them.
  *
+ * Correct or loud: what the placement does not serve (oc_coll_served(),
+ * decided at oc_init and the same on every rank) is passed to MPI before
+ * any buffer is touched.  A served call that fails after it started is
+ * never MPI_SUCCESS: the communicator's error handler is invoked with an
+ * error code of the matching MPI class whose string names offcore's status
+ * (MPI_ERRORS_ARE_FATAL, the default, aborts the job at that call;
+ * MPI_ERRORS_RETURN returns the code), for the blocking calls at the call,
+ * for the non-blocking ones in the MPI_Wait / MPI_Test that completes
+ * them, whose request's status then carries the code too.
+ *
  * Threading: served only when MPI was initialised with at most
  * MPI_THREAD_SERIALIZED (an offcore context is used by one thread at a
  * time); with MPI_THREAD_MULTIPLE everything is passed through.  All ranks
@@ -35,6 +45,7 @@
 #include <offcore/mpi.h>
 
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,7 +67,9 @@ static unsigned g_logged[F_N]; /* bit per reason already logged */
 typedef struct greq {
     oc_request_t *oreq;
     MPI_Request   mreq;
+    MPI_Comm      comm;  /* the program's, for its error handler */
     oc_status_t   st;
+    int           code;  /* MPI error code of st (MPI_SUCCESS when OK) */
     int           f;
     struct greq  *next;
 } greq_t;
@@ -197,13 +210,69 @@ static int map_op(MPI_Op o, oc_dtype_t d, oc_op_t *op)
     return 1;
 }
 
-static int result(int f, oc_status_t st)
+/* The MPI error class closest to an offcore status. */
+static int mpi_class(oc_status_t st)
 {
+    switch (st) {
+    case OC_ERR_NO_MEMORY:
+        return MPI_ERR_NO_MEM;
+    case OC_ERR_COLL_MISMATCH:
+        return MPI_ERR_TRUNCATE; /* the peers' amounts disagree */
+    case OC_ERR_COLL_COUNT:
+        return MPI_ERR_COUNT;
+    case OC_ERR_COLL_BUFFER:
+    case OC_ERR_COLL_MEMORY:
+        return MPI_ERR_BUFFER;
+    case OC_ERR_COLL_DTYPE:
+        return MPI_ERR_TYPE;
+    case OC_ERR_COLL_OP:
+        return MPI_ERR_OP;
+    case OC_ERR_UNSUPPORTED:
+        return MPI_ERR_UNSUPPORTED_OPERATION;
+    case OC_ERR_COLL_PEER_FAILED:
+    case OC_ERR_PEER_FAILED:
+    case OC_ERR_TRANSPORT:
+        return MPI_ERR_OTHER; /* a process or link of the job failed */
+    default:
+        return MPI_ERR_INTERN;
+    }
+}
+
+/* An MPI error code for @p st: one added per status the first time it is
+ * needed (class mpi_class(st), string "offcore: <status>"), so that
+ * MPI_Error_class and MPI_Error_string tell the program what failed; the
+ * bare class where MPI cannot add one. */
+static int mpi_code(oc_status_t st)
+{
+    enum { NCODES = 256 }; /* offcore statuses are > -256 */
+    static int codes[NCODES];
+    int cls = mpi_class(st), i = -(int)st, code;
+    char text[MPI_MAX_ERROR_STRING];
+
+    if (i <= 0 || i >= NCODES)
+        return cls;
+    if (codes[i] != 0)
+        return codes[i];
+    if (PMPI_Add_error_code(cls, &code) != MPI_SUCCESS)
+        return cls;
+    snprintf(text, sizeof(text), "offcore: %s", oc_status_string(st));
+    (void)PMPI_Add_error_string(code, text);
+    return codes[i] = code;
+}
+
+/* A served call ended: MPI_SUCCESS, or the error, logged and raised on
+ * the program's communicator @p c (its handler may abort). */
+static int result(int f, oc_status_t st, MPI_Comm c)
+{
+    int code;
+
     if (st == OC_OK)
         return MPI_SUCCESS;
     oc_error(OC_COMP_RUNTIME, "offcore-mpi: %s failed: %s", fname[f],
              oc_status_string(st));
-    return MPI_ERR_INTERN;
+    code = mpi_code(st);
+    (void)PMPI_Comm_call_errhandler(c, code);
+    return code;
 }
 
 /* MPI's callbacks of a generalized request. */
@@ -214,7 +283,8 @@ static int greq_query(void *extra, MPI_Status *status)
     PMPI_Status_set_cancelled(status, 0);
     status->MPI_SOURCE = MPI_UNDEFINED;
     status->MPI_TAG = MPI_UNDEFINED;
-    return g->st == OC_OK ? MPI_SUCCESS : MPI_ERR_INTERN;
+    status->MPI_ERROR = g->code;
+    return g->code;
 }
 
 static int greq_free(void *extra)
@@ -246,10 +316,10 @@ static int progress_pending(void)
         }
         *p = g->next; /* off the list first: complete may free it */
         g->st = st;
-        if (st != OC_OK)
-            oc_error(OC_COMP_RUNTIME, "offcore-mpi: %s failed: %s",
-                     fname[g->f], oc_status_string(st));
+        g->code = MPI_SUCCESS;
         n++;
+        if (st != OC_OK) /* raised here, in the call that completes it */
+            g->code = result(g->f, st, g->comm);
         PMPI_Grequest_complete(g->mreq);
     }
     return n;
@@ -257,19 +327,20 @@ static int progress_pending(void)
 
 /* Hand the program a generalized request for @p oreq (just started). */
 static int greq_start(int f, oc_status_t st, oc_request_t *oreq,
-                      MPI_Request *req)
+                      MPI_Comm c, MPI_Request *req)
 {
     greq_t *g;
     int rc;
 
     if (st != OC_OK)
-        return result(f, st);
+        return result(f, st, c);
     g = calloc(1, sizeof(*g));
     if (g == NULL) { /* finish it here: nothing may be left behind */
         oc_wait(&oreq);
-        return result(f, OC_ERR_NO_MEMORY);
+        return result(f, OC_ERR_NO_MEMORY, c);
     }
     g->oreq = oreq;
+    g->comm = c;
     g->f = f;
     rc = PMPI_Grequest_start(greq_query, greq_free, greq_cancel, g, &g->mreq);
     if (rc != MPI_SUCCESS) {
@@ -293,6 +364,9 @@ static void idle_turn(unsigned *idle)
     }
 }
 
+#define NOT_SERVED "the placement does not serve it (the agents said so at " \
+                   "oc_init)"
+
 /* Why an allreduce is not served (for the log; reason number in *r), or
  * NULL when it is: types and op in *d, *op. */
 static const char *allreduce_why(const void *sbuf, const void *rbuf, int count,
@@ -301,6 +375,8 @@ static const char *allreduce_why(const void *sbuf, const void *rbuf, int count,
 {
     if (!world_like(c))
         return *r = 0, "communicator not congruent with MPI_COMM_WORLD";
+    if (!oc_coll_served(g_ctx, OC_COLL_ALLREDUCE))
+        return *r = 4, NOT_SERVED;
     if (!map_type(t, d))
         return *r = 1, "datatype not served";
     if (!map_op(o, *d, op))
@@ -318,6 +394,8 @@ static const char *alltoall_why(const void *sbuf, int scount, MPI_Datatype st,
     int in_place = sbuf == MPI_IN_PLACE;
     if (!world_like(c))
         return *r = 0, "communicator not congruent with MPI_COMM_WORLD";
+    if (!oc_coll_served(g_ctx, OC_COLL_ALLTOALL))
+        return *r = 4, NOT_SERVED;
     if (!map_type(rt, d) || (!in_place && (st != rt || scount != rcount)))
         return *r = 1, "datatype not served, or send/receive types differ";
     if (rcount < 0 || (rcount > 0 && rbuf == NULL))
@@ -338,7 +416,7 @@ EXPORT int MPI_Allreduce(const void *sbuf, void *rbuf, int count,
         return PMPI_Allreduce(sbuf, rbuf, count, t, o, c);
     return result(F_ALLREDUCE,
                   oc_allreduce(g_ctx, sbuf == MPI_IN_PLACE ? OC_IN_PLACE : sbuf,
-                               rbuf, (size_t)count, d, op));
+                               rbuf, (size_t)count, d, op), c);
 }
 
 EXPORT int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype st,
@@ -354,7 +432,7 @@ EXPORT int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype st,
         return PMPI_Alltoall(sbuf, scount, st, rbuf, rcount, rt, c);
     return result(F_ALLTOALL,
                   oc_alltoall(g_ctx, sbuf == MPI_IN_PLACE ? OC_IN_PLACE : sbuf,
-                              rbuf, (size_t)rcount, d));
+                              rbuf, (size_t)rcount, d), c);
 }
 
 EXPORT int MPI_Alltoallv(const void *sbuf, const int *sc, const int *sd,
@@ -367,6 +445,8 @@ EXPORT int MPI_Alltoallv(const void *sbuf, const int *sc, const int *sd,
 
     if (!world_like(c)) {
         note(F_ALLTOALLV, 0, 0, "communicator not congruent with MPI_COMM_WORLD");
+    } else if (!oc_coll_served(g_ctx, OC_COLL_ALLTOALL)) {
+        note(F_ALLTOALLV, 0, 4, NOT_SERVED);
     } else if (sbuf == MPI_IN_PLACE || !map_type(rt, &d) || st != rt) {
         note(F_ALLTOALLV, 0, 1, "datatype or MPI_IN_PLACE not served");
     } else {
@@ -382,7 +462,7 @@ EXPORT int MPI_Alltoallv(const void *sbuf, const int *sc, const int *sd,
             note(F_ALLTOALLV, 1, 0, NULL);
             int rcode = result(F_ALLTOALLV,
                                oc_alltoallv(g_ctx, sbuf, v, v + n, rbuf,
-                                            v + 2 * n, v + 3 * n, d));
+                                            v + 2 * n, v + 3 * n, d), c);
             free(v);
             return rcode;
         }
@@ -410,7 +490,7 @@ EXPORT int MPI_Iallreduce(const void *sbuf, void *rbuf, int count,
         return PMPI_Iallreduce(sbuf, rbuf, count, t, o, c, req);
     st = oc_iallreduce(g_ctx, sbuf == MPI_IN_PLACE ? OC_IN_PLACE : sbuf, rbuf,
                        (size_t)count, d, op, &oreq);
-    return greq_start(F_IALLREDUCE, st, oreq, req);
+    return greq_start(F_IALLREDUCE, st, oreq, c, req);
 }
 
 EXPORT int MPI_Ialltoall(const void *sbuf, int scount, MPI_Datatype st,
@@ -431,7 +511,7 @@ EXPORT int MPI_Ialltoall(const void *sbuf, int scount, MPI_Datatype st,
         return PMPI_Ialltoall(sbuf, scount, st, rbuf, rcount, rt, c, req);
     ost = oc_ialltoall(g_ctx, sbuf == MPI_IN_PLACE ? OC_IN_PLACE : sbuf, rbuf,
                        (size_t)rcount, d, &oreq);
-    return greq_start(F_IALLTOALL, ost, oreq, req);
+    return greq_start(F_IALLTOALL, ost, oreq, c, req);
 }
 
 /* ---- completion: every wait and test advances the pending collectives --- */

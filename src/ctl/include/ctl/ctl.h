@@ -19,8 +19,11 @@
  *                    addr (the rank's UCX worker address)        rank->agent
  *   2  CHALLENGE     32 B server nonce                           agent->rank
  *   3  AUTH          32 B mac (oc__ctl_rank_mac)                  rank->agent
- *   4  WELCOME       u32 node, u32 thread, addr (the agent thread's worker)
- *   5  READY         u32 size, u32 nnodes                        agent->rank
+ *   4  WELCOME       u32 node, u32 thread, addr (the agent thread's worker),
+ *                    u32 coll_thread, addr (the worker of the thread that
+ *                    runs the job's collectives)                 agent->rank
+ *   5  READY         u32 size, u32 nnodes, u32 coll (OC_CTL_COLL_*: the
+ *                    collectives the agent serves this job)     agent->rank
  *   6  ERROR         i32 status, text                            either way
  *   7  BYE           u32 reason (oc_ctl_bye_t)                   either way
  *   8  COUNTS        u32 job, u32 epoch, u32 round, u64 sent, u64 delivered
@@ -38,7 +41,8 @@
  *
  * Rules checked by the decoder (and by the encoder, with the same codes):
  *   size 1 .. OC_CTL_MAX_RANKS and rank < size (HELLO); pid 1 .. INT32_MAX;
- *   thread < OC_CTL_MAX_THREADS; nnodes 1 .. size (READY); status < 0
+ *   thread, coll_thread < OC_CTL_MAX_THREADS; nnodes 1 .. size and coll
+ *   only OC_CTL_COLL_ALL bits (READY); status < 0
  *   (ERROR, JOB_FAIL); reason 0 .. 2; PEER_INFO n 1 .. OC_CTL_MAX_THREADS; JOB_RANKS
  *   size 1 .. OC_CTL_MAX_RANKS, ranks strictly increasing and < size (so
  *   no duplicates, n <= size).  Every message has one encoding: decoding
@@ -68,7 +72,9 @@
 #include <sys/types.h>
 
 #define OC_CTL_MAGIC        0x3143434fu /* "OCC1" read little-endian */
-#define OC_CTL_VERSION      2 /* 2: HELLO carries flags (shared-memory channel) */
+#define OC_CTL_VERSION      3 /* 2: HELLO carries flags (shared-memory channel);
+                                 3: WELCOME names the collectives' router, READY
+                                 the collectives the agent serves */
 #define OC_CTL_HDR_LEN      16
 #define OC_CTL_MAX_PAYLOAD  65536u
 #define OC_CTL_FRAME_MAX    (OC_CTL_HDR_LEN + OC_CTL_MAX_PAYLOAD)
@@ -105,6 +111,17 @@ typedef enum {
  * go over UCX as without the flag. */
 #define OC_CTL_HELLO_F_SHM 1u
 #define OC_CTL_HELLO_F_ALL 1u
+
+/* READY's coll: the collectives the agent serves for the job, one bit per
+ * kind (wire/colld.h's OC_COLLD_* numbers, 1 << kind).  Decided once per
+ * job from what every agent of it knows (the rank map), so every rank gets
+ * the same word; the rank refuses the others up front (OC_ERR_UNSUPPORTED,
+ * before any buffer is touched). */
+#define OC_CTL_COLL_ALLREDUCE (1u << 1)
+#define OC_CTL_COLL_ALLTOALLV (1u << 2)
+#define OC_CTL_COLL_BCAST     (1u << 3)
+#define OC_CTL_COLL_BARRIER   (1u << 4)
+#define OC_CTL_COLL_ALL       0x1eu
 
 typedef enum {
     OC_CTL_BYE_NORMAL = 0,
@@ -156,9 +173,12 @@ typedef struct {
         struct {
             uint32_t       node, thread;
             oc_ctl_bytes_t addr;
+            uint32_t       coll_thread;
+            oc_ctl_bytes_t coll_addr;
         } welcome;
         struct {
             uint32_t size, nnodes;
+            uint32_t coll; /* OC_CTL_COLL_* */
         } ready;
         struct {
             int32_t        status;

@@ -1,10 +1,13 @@
 /*
- * guard.h — the one admission policy of offcored's servers (the control
- * socket, src/agent, and the /metrics endpoint, src/metrics/http.c): who may
- * hold a connection, for how long before proving itself, and what the
- * server does when the process runs out of descriptors.
+ * guard.h — the one admission policy of offcore's servers (offcored's
+ * control socket, src/agent; the /metrics endpoint, src/metrics/http.c;
+ * offcore-nvmf's listener, src/nvmf): who may hold a connection, for how
+ * long before proving itself, and what the server does when the process
+ * runs out of descriptors.
  *
- *   accept   oc__guard_accept() wraps accept4().  EMFILE / ENFILE / ENOBUFS /
+ *   accept   oc__guard_accept() wraps accept4(); a server that accepts
+ *            some other way (offcore-nvmf: through io_uring) hands each
+ *            result to oc__guard_accept_result().  EMFILE / ENFILE / ENOBUFS /
  *            ENOMEM do not spin: the listener is left out of poll() for a
  *            back-off period (oc__guard_listen_ok()), the event is counted
  *            and logged rate-limited.  A listener that stays readable while
@@ -79,6 +82,7 @@ typedef struct {
     oc_guard_slot_t  *head, *tail; /* pending, oldest first */
     uint64_t          paused_until_us;
     int               accept_errno;  /* of the last failed accept */
+    oc_log_comp_t     comp;          /* the server's log component */
     uint32_t          fd_cap;        /* 0, or the cap the limit imposes */
     uint64_t          fd_cap_nofile; /* RLIMIT_NOFILE when it was set */
     uint64_t          fd_check_us;   /* next look at the limit */
@@ -91,6 +95,10 @@ typedef struct {
 
 /** Set up @p g; @p name must outlive it.  Values of 0 in @p p become 1. */
 void oc__guard_init(oc_guard_t *g, const char *name, const oc_guard_params_t *p);
+
+/** Log as @p comp (default OC_COMP_AGENT): a server of another component
+ *  (offcore-nvmf) has its guard's lines under its own name. */
+void oc__guard_log_as(oc_guard_t *g, oc_log_comp_t comp);
 
 /** Whether to poll the listener now.  When not, *wait_ms (if not NULL) is
  *  lowered to the time left in the back-off. */
@@ -107,6 +115,14 @@ bool oc__guard_listen_ok(oc_guard_t *g, uint64_t now, int *wait_ms);
  */
 oc_status_t oc__guard_accept(oc_guard_t *g, int lfd, int *fd_out,
                             struct sockaddr_storage *ss, socklen_t *sl);
+
+/**
+ * What oc__guard_accept() does with accept4()'s result, for a server that
+ * accepted some other way (an io_uring accept's completion): @p res is the
+ * new descriptor or a negated errno.  Counted, classified and logged as
+ * there; the same return values (OC_OK when @p res >= 0).
+ */
+oc_status_t oc__guard_accept_result(oc_guard_t *g, int res);
 
 /**
  * Make room for a newcomer under the cap (or the lower one the descriptor

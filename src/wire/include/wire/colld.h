@@ -12,7 +12,7 @@
  * Version 2 adds the memory block (flag OC_COLLD_F_CMA, allreduce only):
  * the rank's pid and the address and length of its send and receive
  * buffers, so that an agent on the same host moves the data itself
- * (process_vm_readv/writev, src/agent/rcma.c) and the rank sends no
+ * (process_vm_readv/writev, src/agent/router/rcma.c) and the rank sends no
  * payload and posts no receive.  The agent trusts none of it: the pid
  * must be the one the kernel gave for the rank's control connection, and
  * it reads and writes only the ranges given here (docs/coll.md, "Trust").
@@ -87,6 +87,12 @@ uint64_t oc__colld_v(const oc_colld_t *d, unsigned which, uint32_t i);
 oc_status_t oc__colld_decode(const void *buf, size_t len, uint32_t size,
                             oc_colld_t *d);
 
+/** The sequence number of a descriptor oc__colld_decode() rejected, when
+ *  its fixed part was whole and of this version (so the collective it
+ *  meant is known and can be failed rather than waited for).
+ *  @return 1 and *seq_out, or 0. */
+int oc__colld_seq(const void *buf, size_t len, uint32_t *seq_out);
+
 /** The agent's answer: collective @p seq ended with @p status. */
 typedef struct {
     uint32_t magic;
@@ -95,7 +101,7 @@ typedef struct {
     uint32_t pad;
 } oc_colld_done_t;
 
-/* Tags of the agent placement (placed.c, src/agent/rcoll.c): a rank's
+/* Tags of the agent placement (placed.c, src/agent/router/rcoll.c): a rank's
  * contribution to its agent (job, sequence, rank) and a block of its
  * result from the agent (sequence, source rank).  The top 4 bits keep them
  * apart from the agents' own messages (0xC); a rank in the agent placement

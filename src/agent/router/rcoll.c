@@ -36,9 +36,11 @@
  * (job & 0xffff, sequence, rank) and, between the authenticated agents,
  * (job, sequence, step, node); a rank that sent a tagged message with
  * another's tag first could corrupt that collective's data, never memory
- * outside its buffers (docs/coll.md, "Trust").  Requires one routing thread
- * (--threads 1, the default): a job's descriptors must meet in one
- * router.
+ * outside its buffers (docs/coll.md, "Trust").  With several routing
+ * threads, a job's descriptors and contributions must meet in one router:
+ * every rank sends them to router 0 (WELCOME's coll_thread, session.c),
+ * whichever router serves its bundles, and router 0 of every agent talks
+ * to router 0 of the others.
  */
 #include "rcoll_int.h"
 
@@ -310,15 +312,29 @@ static int desc_in(oc_router_t *r, uint64_t token, const void *data,
                                         NULL || (l = j->local[s->rank]) == NULL)
         return s != NULL && s->is_peer; /* a peer sends none: reject */
     if ((st = oc__colld_decode(data, len, j->map->size, &d)) != OC_OK) {
+        uint32_t seq;
         oc_warn(OC_COMP_AGENT, "job %u rank %u: bad collective descriptor: %s",
                 s->job, s->rank, oc_status_string(st));
         CNT_ADD(r->c.rejects, 1);
+        /* the collective it meant, where that is known, fails on every
+         * local rank (the others would wait for this rank for ever) */
+        if (r->p.index == 0 && oc__colld_seq(data, len, &seq) &&
+            (c = acoll_get(r, j, seq)) != NULL && c->state == ST_GATHER &&
+            !c->r[s->rank].have) {
+            c->r[s->rank].have = 1;
+            c->ndesc++;
+            c->status = OC_ERR_COLL_MISMATCH;
+        }
         return 1;
     }
-    if (r->p.nthreads > 1) {
+    if (r->p.index != 0) {
+        /* WELCOME names router 0 for the job's collectives: a rank that
+         * sends one elsewhere is told so, and only it fails */
         oc_colld_done_t m = {OC_COLLD_DONE_MAGIC, d.seq, OC_ERR_UNSUPPORTED, 0};
-        oc_warn(OC_COMP_AGENT, "job %u: collectives need offcored --threads 1",
-                s->job);
+        oc_warn(OC_COMP_AGENT, "job %u rank %u: collective %u sent to router "
+                "%u, not to the job's collective router 0: refused", s->job,
+                s->rank, d.seq, r->p.index);
+        CNT_ADD(r->c.rejects, 1);
         (void)oc__tr_send_small(l->ep, OC_AM_COLL_DONE, 0, &m, sizeof(m));
         return 1;
     }

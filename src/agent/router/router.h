@@ -46,7 +46,7 @@ typedef struct {
     uint64_t max_inflight;   /* bundles in flight per next hop before it
                                 is blocklisted */
     int      grid;           /* two-hop routing through a grid of nodes */
-    uint32_t nthreads;       /* routers in this agent (collectives need 1) */
+    uint32_t nthreads;       /* routers in this agent (collectives: router 0) */
     int      coll_cma;       /* OC_AGENT_COLL_CMA: move allreduce data by
                                 memory where a rank offers it (rcma.c) */
 } oc_router_params_t;

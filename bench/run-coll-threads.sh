@@ -1,0 +1,69 @@
+#!/bin/sh
+# run-coll-threads.sh BUILD_DIR — the collectives of the agent placement
+# through offcored with 1, 2 and 4 routing threads: bench/coll_bench.c's
+# allreduce and all-to-all sweep (8 B to BENCH_COLL_MAX) and the
+# iallreduce overlap, with Open MPI in the same job as the baseline, one
+# agent per thread count.  Prints coll_bench's JSON lines (each with
+# "agent_threads" added) and one summary line per thread count: rows,
+# rows verified, worst latency ratio to Open MPI.  Exits non-zero when a
+# run fails or a row does not verify: results must not depend on the
+# thread count.  No speed target is asserted.
+#
+# Environment (defaults): BENCH_RANKS (2)  BENCH_COLL_THREADS ("1 2 4")
+# BENCH_COLL_MAX (1048576)  BENCH_COLL_REPEATS (3)  UCX_TLS (sm,self)
+# BENCH_PIN (n; y: ranks on cores 0..RANKS-1, the agent's threads on the
+# next cores, mpirun --bind-to hwthread: for a machine with
+# RANKS + threads cores; n: no pinning, ranks oversubscribed as they come)
+set -u
+B=${1:?usage: run-coll-threads.sh BUILD_DIR}
+B=$(cd "$B" && pwd)
+RANKS=${BENCH_RANKS:-2} MAX=${BENCH_COLL_MAX:-1048576}
+REPEATS=${BENCH_COLL_REPEATS:-3} PIN=${BENCH_PIN:-n}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export UCX_TLS=${UCX_TLS:-sm,self}
+command -v mpirun >/dev/null || { echo "run-coll-threads: no mpirun: skipped"; exit 0; }
+D=$(mktemp -d /tmp/oc-coll-threads-XXXXXX)
+APID=
+trap '[ -n "$APID" ] && kill "$APID" 2>/dev/null; rm -rf "$D"' EXIT INT TERM
+"$B/src/tools/offcore" keygen > "$D/ck" && chmod 600 "$D/ck"
+rc=0 job=20
+for t in ${BENCH_COLL_THREADS:-1 2 4}; do
+    job=$((job + 1))
+    agent_pin= rank_pin= bind="--oversubscribe --bind-to none"
+    if [ "$PIN" = y ]; then
+        agent_pin="taskset -c $RANKS-$((RANKS + t - 1))"
+        rank_pin="taskset -c 0-$((RANKS - 1))"
+        bind="--bind-to hwthread --map-by hwthread"
+    fi
+    rm -f "$D/a.sock"
+    $agent_pin "$B/src/agent/offcored" --listen "unix:$D/a.sock" \
+        --cluster-key "$D/ck" --metrics off --threads "$t" > "$D/agent.log" 2>&1 &
+    APID=$!
+    n=0
+    until grep -q ready "$D/agent.log" 2>/dev/null || [ $n -ge 100 ]; do sleep 0.1; n=$((n + 1)); done
+    OC_PLACEMENT=agent OC_AGENT="unix:$D/a.sock" OC_JOB=$job \
+    OC_JOB_KEY=$("$B/src/tools/offcore" job-key --job $job --cluster-key "$D/ck") \
+        timeout 900 $rank_pin mpirun $bind --mca btl self,vader \
+        -x OC_PLACEMENT -x OC_AGENT -x OC_JOB -x OC_JOB_KEY -x UCX_TLS \
+        -np "$RANKS" "$B/bench/coll-bench" --min 8 --max "$MAX" \
+        --repeats "$REPEATS" --overlap 65536,1048576 > "$D/out" 2> "$D/err"
+    r=$?
+    kill "$APID" 2>/dev/null; wait "$APID" 2>/dev/null; APID=
+    python3 - "$D/out" "$t" "$r" "$RANKS" <<'PY' || rc=1
+import json, sys
+path, t, r, ranks = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+rows = [json.loads(l) for l in open(path) if l.startswith("{")]
+for x in rows:
+    x["agent_threads"] = t
+    print(json.dumps(x, separators=(",", ":")))
+lat = [x for x in rows if x.get("measure") != "overlap"]
+ok = sum(1 for x in rows if x["verified"])
+worst = max((x["us"] / x["mpi_us"] for x in lat), default=0)
+print(json.dumps({"bench": "coll-threads", "ranks": ranks, "agent_threads": t,
+                  "rc": r, "rows": len(rows), "verified": ok,
+                  "worst_latency_ratio": round(worst, 3)}, separators=(",", ":")))
+sys.exit(0 if r == 0 and rows and ok == len(rows) else 1)
+PY
+    [ $r -eq 0 ] || { tail -5 "$D/err"; tail -5 "$D/agent.log"; }
+done
+exit $rc
