@@ -165,6 +165,7 @@ void oc__coll_fini(oc_context_t *ctx)
         rn = r->next;
         oc__coll_req_free(r);
     }
+    oc__coll_placed_fini(c);
     oc__coll_shm_fini(c);
     free(c->ordered_srcs);
     free(c);

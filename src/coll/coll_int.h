@@ -113,6 +113,7 @@ struct oc__coll {
                                       * more of them than cores to run on */
     int               cma_refused;   /* placed.c: the agent fell back once */
     uint64_t          cma_ops, cma_fallbacks; /* placed.c: counted */
+    struct placed_op *placed_ops;    /* placed.c: transfers in flight */
 };
 
 /* coll.c: the phase engine */
@@ -129,6 +130,9 @@ oc_status_t oc__coll_placed_start(oc_context_t *ctx, void *d, const uint64_t *va
 int oc__coll_placed(const oc_context_t *ctx);
 /** Complete @p req once the agent said DONE and its transfers are over. */
 void oc__coll_placed_check(oc_request_t *req);
+/** Free the transfers still in flight (the worker is gone: no callback
+ *  can run any more). */
+void oc__coll_placed_fini(oc__coll_t *c);
 
 /* shm.c: small collectives among the ranks of one host (every rank of
  * the job) through a shared segment.  Does a contribution of @p bytes

@@ -43,10 +43,25 @@
 #include <string.h>
 #include <unistd.h>
 
-typedef struct {
-    oc_tr_op_t    op;
-    oc_request_t *req;
+/* One tagged transfer in flight; on the context's list until its callback
+ * runs, so that oc__coll_placed_fini() frees those whose callback never
+ * will (a failed collective's receives the agent never filled, a
+ * rendezvous send the rank did not progress to its end before it left). */
+typedef struct placed_op {
+    oc_tr_op_t        op;
+    oc_request_t     *req;
+    struct placed_op *next, **pprev;
 } placed_op_t;
+
+void oc__coll_placed_fini(oc__coll_t *c)
+{
+    placed_op_t *o, *on;
+    for (o = c->placed_ops; o != NULL; o = on) {
+        on = o->next;
+        free(o);
+    }
+    c->placed_ops = NULL;
+}
 
 int oc__coll_placed(const oc_context_t *ctx)
 {
@@ -135,6 +150,9 @@ static void op_done(oc_tr_op_t *op, oc_status_t st)
     placed_op_t *o = (placed_op_t *)op;
     oc_request_t *req = o->req;
 
+    *o->pprev = o->next;
+    if (o->next != NULL)
+        o->next->pprev = o->pprev;
     free(o);
     req->inflight--;
     if (st == OC_ERR_WIRE_LENGTH) {
@@ -162,6 +180,12 @@ static oc_status_t xfer(oc_request_t *req, oc_tr_ep_t *ep, void *buf,
     st = ep != NULL ? oc__tr_tag_send(ep, tag, buf, len, &o->op)
                     : oc__tr_tag_recv(req->ctx->worker, tag, buf, len, &o->op);
     if (st == OC_INPROGRESS) {
+        oc__coll_t *c = req->ctx->coll;
+        o->next = c->placed_ops;
+        if (o->next != NULL)
+            o->next->pprev = &o->next;
+        o->pprev = &c->placed_ops;
+        c->placed_ops = o;
         req->inflight++;
         return OC_OK;
     }
