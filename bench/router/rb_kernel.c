@@ -55,7 +55,7 @@ typedef struct rbk {
     uint64_t          seen;      /* seq of that run */
     uint64_t          next;      /* next bundle of the feed */
     uint64_t          out;       /* handed over, not yet released */
-    uint64_t          t0;
+    uint64_t          t0, cpu0, cpu1;
     _Atomic uint64_t  t1;
     uint64_t          bundles_out;
     _Atomic int       asleep;
@@ -63,11 +63,16 @@ typedef struct rbk {
 
 static rbk_t *g_k; /* the one kernel of this module (see above) */
 
-static uint64_t now_ns(void)
+static uint64_t clock_ns(clockid_t id)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(id, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t now_ns(void)
+{
+    return clock_ns(CLOCK_MONOTONIC);
 }
 
 /* ---- the transport ---------------------------------------------------- */
@@ -207,6 +212,7 @@ unsigned oc__tr_progress(oc_tr_worker_t *w)
         k->next = 0;
         k->out = 0;
         k->bundles_out = 0;
+        k->cpu0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
         k->t0 = now_ns();
     }
     while (k->next < k->n && k->out < k->p.window) {
@@ -238,8 +244,9 @@ oc_status_t oc__tr_send(oc_tr_ep_t *ep, unsigned id, const void *buf,
         return OC_OK;
     k->bundles_out++;
     if (k->sink.deliver(k->sink.arg, ep->rank, buf, (uint32_t)len)) {
-        uint64_t one = 1;
-        atomic_store_explicit(&k->t1, now_ns(), memory_order_release);
+        uint64_t one = 1, t1 = now_ns();
+        k->cpu1 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+        atomic_store_explicit(&k->t1, t1, memory_order_release);
         (void)!write(k->done_fd, &one, sizeof one);
     }
     return OC_OK;
@@ -351,6 +358,7 @@ static int rb_run(void *kv, const rb_bundle_t *feed, uint64_t n,
     (void)!read(k->done_fd, &v, sizeof v);
     oc__router_counters(k->r, &c1);
     out->ns = atomic_load_explicit(&k->t1, memory_order_acquire) - k->t0;
+    out->cpu_ns = k->cpu1 - k->cpu0;
     out->bundles_out = k->bundles_out;
     out->rejects = c1.rejects - c0.rejects;
     out->undeliverable = c1.undeliverable - c0.undeliverable;

@@ -51,6 +51,9 @@ typedef struct {
 /** One run: what the routing thread did, in its own time. */
 typedef struct {
     uint64_t ns;           /* first bundle handed over .. last delivery */
+    uint64_t cpu_ns;       /* the routing thread's CPU time in that span
+                              (CLOCK_THREAD_CPUTIME_ID): what a shared
+                              machine's other work disturbs least */
     uint64_t bundles_out;  /* deliveries */
     uint64_t rejects;      /* the router's counters: must stay 0 */
     uint64_t undeliverable;

@@ -67,7 +67,8 @@ typedef struct {
     const char *path;
     const rb_kernel_t *ops;
     void *k;
-    double rate[64];
+    double rate[64];         /* per second of the routing thread's CPU */
+    double wall[64];         /* per second of wall-clock time */
     double per_bundle;       /* items per delivered bundle, last run */
 } kern_t;
 
@@ -101,10 +102,10 @@ static uint64_t enc(uint32_t dst, uint32_t src, uint32_t k)
     return (uint64_t)dst << 48 | (uint64_t)src << 32 | k;
 }
 
-static double now_s(void)
+static double clock_s(clockid_t id)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(id, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
@@ -455,14 +456,16 @@ bare_bundle(bare_t *b, const uint8_t *data, const size_t stride)
     }
 }
 
-/* Returns seconds; b->got[] the items per destination. */
-static double bare_run(bare_t *b, const work_t *w)
+/* Returns the seconds of this thread's CPU time it took (and the wall
+ * clock's in *wall); b->got[] the items per destination. */
+static double bare_run(bare_t *b, const work_t *w, double *wall)
 {
-    double t0, t1;
+    double t0, t1, c0, c1;
     memset(b->fill, 0, w->R * sizeof(uint32_t));
     memset(b->got, 0, w->R * sizeof(uint64_t));
     b->arrays = 0;
-    t0 = now_s();
+    t0 = clock_s(CLOCK_MONOTONIC);
+    c0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
     for (uint64_t i = 0; i < w->nfeed; i++) {
         const uint8_t *data = w->feed[i].data;
         if (oc__wire_ld32(data + 4) >> 16 == 16) /* item_size */
@@ -470,8 +473,10 @@ static double bare_run(bare_t *b, const work_t *w)
         else
             bare_bundle(b, data, 8);
     }
-    t1 = now_s();
-    return t1 - t0;
+    c1 = clock_s(CLOCK_THREAD_CPUTIME_ID);
+    t1 = clock_s(CLOCK_MONOTONIC);
+    *wall = t1 - t0;
+    return c1 - c0;
 }
 
 /* ---- kernels -------------------------------------------------------------- */
@@ -496,7 +501,7 @@ static int kern_load(kern_t *k, const char *path)
 }
 
 static int kern_run(kern_t *k, const work_t *w, sink_t *s, int verify,
-                    double *rate, const char *label)
+                    uint32_t rep, const char *label)
 {
     rb_sink_t rs = {sink_deliver, s};
     rb_run_t r;
@@ -519,7 +524,8 @@ static int kern_run(kern_t *k, const work_t *w, sink_t *s, int verify,
         failed = 1;
         return -1;
     }
-    *rate = unit_msgs(w) / (r.ns * 1e-9);
+    k->rate[rep] = unit_msgs(w) / (r.cpu_ns * 1e-9);
+    k->wall[rep] = unit_msgs(w) / (r.ns * 1e-9);
     k->per_bundle = r.bundles_out ? (double)w->items / r.bundles_out : 0;
     return 0;
 }
@@ -553,7 +559,7 @@ static void bench_one(kern_t *ks, int nk, uint32_t shape, uint32_t R)
     work_t w;
     bare_t b;
     sink_t s;
-    double bare[64], l0 = load1(), m_new, m_bare;
+    double bare[64], bare_wall[64], l0 = load1(), m_new, m_bare;
     const char *label[MAX_KERNELS] = {"router", "main's router"};
     int ok = 1;
     rb_params_t p = {RB_KERNEL_ABI, R, JOB, opt.bundle_size, opt.buffers,
@@ -568,16 +574,15 @@ static void bench_one(kern_t *ks, int nk, uint32_t shape, uint32_t R)
 
     /* each kernel: created, then one untimed run checking every item */
     for (int i = 0; i < nk; i++) {
-        double r;
         if (ks[i].ops->create(&p, &ks[i].k) != 0) {
             fprintf(stderr, "router-bench: %s: cannot create a router of %u "
                     "ranks\n", ks[i].path, R);
             exit(1);
         }
-        if (kern_run(&ks[i], &w, &s, 1, &r, label[i]) != 0)
+        if (kern_run(&ks[i], &w, &s, 1, 0, label[i]) != 0)
             ok = 0;
     }
-    (void)bare_run(&b, &w); /* warm */
+    (void)bare_run(&b, &w, &bare_wall[0]); /* warm */
 
     /* the timed runs: kernels and the bare loop in turn, the order
      * rotated every repeat, each routing thread asleep before any run */
@@ -587,7 +592,7 @@ static void bench_one(kern_t *ks, int nk, uint32_t shape, uint32_t R)
             for (int i = 0; i < nk; i++)
                 ks[i].ops->quiesce(ks[i].k, 500);
             if (who == nk) {
-                double sec = bare_run(&b, &w);
+                double sec = bare_run(&b, &w, &bare_wall[rep]);
                 for (uint32_t d = 0; d < R; d++)
                     if (b.got[d] != w.exp_dst[d]) {
                         fprintf(stderr, "router-bench: the bare loop lost "
@@ -596,8 +601,8 @@ static void bench_one(kern_t *ks, int nk, uint32_t shape, uint32_t R)
                         failed = 1;
                     }
                 bare[rep] = unit_msgs(&w) / sec;
-            } else if (kern_run(&ks[who], &w, &s, 0, &ks[who].rate[rep],
-                                label[who]) != 0) {
+                bare_wall[rep] = unit_msgs(&w) / bare_wall[rep];
+            } else if (kern_run(&ks[who], &w, &s, 0, rep, label[who]) != 0) {
                 ok = 0;
             }
         }
@@ -629,7 +634,10 @@ static void bench_one(kern_t *ks, int nk, uint32_t shape, uint32_t R)
         printf(",\"main_items_per_bundle_out\":%.1f,\"rev\":\"%s\"",
                ks[1].per_bundle, opt.rev ? opt.rev : "");
     }
-    printf(",\"items_per_bundle_out\":%.1f,\"items_per_run\":%" PRIu64
+    if (ok) /* the same, by the wall clock (a busy machine's share) */
+        printf(",\"wall_msgs_per_s\":%.4g,\"wall_bare_msgs_per_s\":%.4g",
+               median(ks[0].wall, n), median(bare_wall, n));
+    printf(",\"clock\":\"thread CPU time\",\"items_per_bundle_out\":%.1f,\"items_per_run\":%" PRIu64
            ",\"bundles_per_run\":%" PRIu64 ",\"bundle_size\":%u,"
            "\"window\":%u,\"repeats\":%u,\"load1_start\":%.2f,"
            "\"load1_end\":%.2f,\"verified\":%s}\n",
