@@ -80,6 +80,7 @@ static struct {
 } opt = {8000, 32, 1024, 16, 200, 16000000, 1024, 1, 5, NULL};
 
 static int failed;
+static int quiesce_said;
 
 static uint64_t rng_next(uint64_t *s)
 {
@@ -590,7 +591,10 @@ static void bench_one(kern_t *ks, int nk, uint32_t shape, uint32_t R)
         for (int j = 0; j <= nk && ok; j++) {
             int who = (int)((j + rep) % (uint32_t)(nk + 1));
             for (int i = 0; i < nk; i++)
-                ks[i].ops->quiesce(ks[i].k, 500);
+                if (!ks[i].ops->quiesce(ks[i].k, 1000) && !quiesce_said++)
+                    fprintf(stderr, "router-bench: a routing thread did not "
+                            "go to sleep within 1 s: its spinning is in the "
+                            "figures\n");
             if (who == nk) {
                 double sec = bare_run(&b, &w, &bare_wall[rep]);
                 for (uint32_t d = 0; d < R; d++)
