@@ -15,7 +15,7 @@
 # whatever happens.
 #
 # Environment: ROUTER_BENCH_ARGS, passed to router-bench (its --help; the
-# defaults: both shapes, 8,64,512 destinations, 5 repeats, 16M items per
+# defaults: both shapes, 8,64,512 destinations, 7 repeats, 16M items per
 # run).  Exit: router-bench's status (1: a run did not verify), 2 bad
 # arguments or a failed build; without git (or outside a checkout) REV is
 # skipped with a note and ratio_main is null.

@@ -77,7 +77,7 @@ static struct {
     uint64_t items, pool_bundles, seed;
     uint32_t repeats;
     const char *rev;
-} opt = {8000, 32, 1024, 16, 200, 16000000, 1024, 1, 5, NULL};
+} opt = {8000, 32, 1024, 16, 200, 16000000, 1024, 1, 7, NULL};
 
 static int failed;
 static int quiesce_said;
@@ -669,7 +669,7 @@ static int usage(void)
 "usage: router-bench [options]\n"
 "  --shape oneway|reqreply|both  (both)\n"
 "  --dests LIST        destination ranks, comma-separated (8,64,512)\n"
-"  --repeats N         timed runs per kernel and of the bare loop (5)\n"
+"  --repeats N         timed runs per kernel and of the bare loop (7)\n"
 "  --items N           items routed per run, K/M suffixes (16M)\n"
 "  --kernel PATH       the router module to measure (router-kernel.so\n"
 "                      beside this program)\n"
