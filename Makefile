@@ -9,13 +9,18 @@
 #   make demo    the DPU on this machine in about a minute: histogram on 2
 #                ranks, offcore-dp between namespaces, offcore-nvmf under
 #                its load generator, collectives vs Open MPI (apps/run-demo.sh)
-#   make bench   the benchmarks, side by side with their baselines, the
+#   make bench   the benchmarks, side by side with their baselines: the
+#                routing kernel alone (router-bench: vs a bare partitioning
+#                loop and the router of ROUTER_BASE, below), the
 #                placements (inline vs agent, agent threads 1 vs 2), the
 #                spare-core emulation (ranks on core 0; inline, agent on
 #                their core, agent on the other core), the ranks' and the
 #                agent's instructions per message (bench/rank-cpu.py,
 #                callgrind), offcore-nvmf against
 #                local fio (bench/nvmf-bench.py), and bench-pkt
+#   make bench-router-ab REV=<commit>  one routing thread's kernel, this
+#                tree's router vs REV's and the bare partitioning loop, in
+#                one process (bench/run-router-bench.sh; ROUTER_BENCH_ARGS)
 #   make bench-inline-ab REV=<commit>  the inline placement of this tree vs
 #                REV built beside it (a temporary worktree under
 #                $(BUILDDIR), removed after), the four apps interleaved
@@ -50,7 +55,7 @@ SETUP = sh scripts/meson-setup.sh
 PHASE = sh scripts/phase.sh
 
 .PHONY: all deps build test test-build test-asan test-fuzz demo bench bench-pkt \
-        bench-inline-ab \
+        bench-inline-ab bench-router-ab \
         study clean compile asan-build fuzz-build deb
 
 all: build
@@ -107,7 +112,13 @@ test-fuzz: fuzz-build
 demo: build
 	bash apps/run-demo.sh $(BUILDDIR)
 
+# The router before issue 22's rewrite of the routing kernel: `make bench`
+# prints router-bench's ratio_main against it (ROUTER_BASE=<commit> to
+# change; the commit router-bench was written on).
+ROUTER_BASE ?= 85d9d56f4b47c1d9b93d514077e6020fb91226da
+
 bench: build
+	sh bench/run-router-bench.sh $(BUILDDIR) $(ROUTER_BASE)
 	sh bench/run-bench.sh $(BUILDDIR)
 	sh bench/run-agent-bench.sh $(BUILDDIR)
 	sh bench/run-coll-bench.sh $(BUILDDIR)
@@ -128,6 +139,11 @@ bench-inline-ab: build
 	@if [ -z "$(REV)" ]; then \
 	    echo "usage: make bench-inline-ab REV=<commit>  (e.g. REV=HEAD~1)" >&2; exit 2; fi
 	sh bench/run-inline-ab.sh $(BUILDDIR) $(REV)
+
+bench-router-ab: build
+	@if [ -z "$(REV)" ]; then \
+	    echo "usage: make bench-router-ab REV=<commit>  (e.g. REV=main)" >&2; exit 2; fi
+	sh bench/run-router-bench.sh $(BUILDDIR) $(REV)
 
 bench-pkt: build
 	$(BUILDDIR)/bench/bench-conntrack

@@ -1,0 +1,391 @@
+/*
+ * rb_kernel.c — one routing thread of offcored, in process, for
+ * router-bench (rb_kernel.h): the router of this tree's src/agent/router,
+ * unchanged, linked against an in-process transport instead of UCX.
+ *
+ * The seam is the transport (transport/transport.h), at link time: the
+ * production router is not built differently and pays nothing for it.  The
+ * router is driven only through router.h (create, add_job, add_rank,
+ * start, counters, destroy), which every revision has, so this file builds
+ * against another commit's router as well (bench/run-router-bench.sh).
+ *
+ * The transport here: a worker's "progress" hands the harness's pre-made
+ * bundles to the router's bundle handler (persistent: read in place, as
+ * UCX's are), at most `window` of them not yet released; a send to a
+ * rank's endpoint is a sink that hands the bundle to the harness and
+ * completes at once (the buffer goes back to the router's pool); credits
+ * and the rest are accepted and dropped.  So a run costs what the routing
+ * thread does per bundle and per message — validation, the routing loop,
+ * flush policy, credits — and no network, copy or wake-up.
+ *
+ * One kernel per module at a time (the transport finds it through a
+ * static); the harness loads each revision's module once.
+ */
+#include "rb_kernel.h"
+
+#include "router.h"
+#include "transport/transport.h"
+#include "wire/am.h"
+
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#define RB_ADDR_MAGIC 0x4b425252u /* "RRBK" */
+#define RB_AM_IDS 16
+
+typedef struct rbk {
+    oc_router_t      *r;
+    rb_params_t       p;
+    int               done_fd;   /* the routing thread says: run complete */
+    oc_tr_worker_t   *w;
+    /* the run the harness posts (then seq, release, then the wake) */
+    const rb_bundle_t *post_feed;
+    uint64_t          post_n;
+    rb_sink_t         post_sink;
+    _Atomic uint64_t  seq;
+    /* the routing thread's side: its copy of the run it is feeding */
+    const rb_bundle_t *feed;
+    uint64_t          n;
+    rb_sink_t         sink;
+    uint64_t          seen;      /* seq of that run */
+    uint64_t          next;      /* next bundle of the feed */
+    uint64_t          out;       /* handed over, not yet released */
+    uint64_t          t0, cpu0, cpu1;
+    _Atomic uint64_t  t1;
+    uint64_t          bundles_out;
+    _Atomic int       asleep;
+} rbk_t;
+
+static rbk_t *g_k; /* the one kernel of this module (see above) */
+
+static uint64_t clock_ns(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t now_ns(void)
+{
+    return clock_ns(CLOCK_MONOTONIC);
+}
+
+/* ---- the transport ---------------------------------------------------- */
+
+struct oc_tr_context {
+    int unused;
+};
+
+struct oc_tr_worker {
+    oc_tr_recv_cb_t cb[RB_AM_IDS];
+    void           *arg[RB_AM_IDS];
+    int             efd;         /* the router sleeps on it; a run wakes it */
+    uint8_t         addr[8];
+};
+
+struct oc_tr_ep {
+    uint32_t rank;
+    int      rank_ep;            /* an address of ours (a local rank) */
+};
+
+oc_status_t oc__tr_context_create_wakeup(oc_tr_context_t **ctx_p)
+{
+    oc_tr_context_t *c = calloc(1, sizeof(*c));
+    if (c == NULL)
+        return OC_ERR_NO_MEMORY;
+    *ctx_p = c;
+    return OC_OK;
+}
+
+void oc__tr_context_destroy(oc_tr_context_t *ctx)
+{
+    free(ctx);
+}
+
+oc_status_t oc__tr_worker_create(oc_tr_context_t *ctx, oc_tr_worker_t **w_p)
+{
+    oc_tr_worker_t *w = calloc(1, sizeof(*w));
+    (void)ctx;
+    if (w == NULL)
+        return OC_ERR_NO_MEMORY;
+    w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (w->efd < 0) {
+        free(w);
+        return OC_ERR_NO_RESOURCE;
+    }
+    if (g_k != NULL)
+        g_k->w = w;
+    *w_p = w;
+    return OC_OK;
+}
+
+void oc__tr_worker_destroy(oc_tr_worker_t *w)
+{
+    if (w == NULL)
+        return;
+    close(w->efd);
+    free(w);
+}
+
+int oc__tr_worker_efd(oc_tr_worker_t *w)
+{
+    return w->efd;
+}
+
+/* Before the router sleeps: 1 (sleep) unless a run is waiting. */
+int oc__tr_worker_arm(oc_tr_worker_t *w)
+{
+    rbk_t *k = g_k;
+    uint64_t v;
+    (void)!read(w->efd, &v, sizeof v);
+    if (k != NULL &&
+        atomic_load_explicit(&k->seq, memory_order_acquire) != k->seen)
+        return 0;
+    if (k != NULL)
+        atomic_store_explicit(&k->asleep, 1, memory_order_release);
+    return 1;
+}
+
+oc_status_t oc__tr_worker_address(oc_tr_worker_t *w, const void **addr,
+                                 size_t *len)
+{
+    *addr = w->addr;
+    *len = sizeof(w->addr);
+    return OC_OK;
+}
+
+oc_status_t oc__tr_set_handler(oc_tr_worker_t *w, unsigned id,
+                              oc_tr_recv_cb_t cb, void *arg, int persistent)
+{
+    (void)persistent; /* the feed's bundles outlive every run */
+    if (id >= RB_AM_IDS)
+        return OC_ERR_INVALID_PARAM;
+    w->cb[id] = cb;
+    w->arg[id] = arg;
+    return OC_OK;
+}
+
+oc_status_t oc__tr_ep_create(oc_tr_worker_t *w, const void *addr,
+                            int peer_err, oc_tr_ep_t **ep_p)
+{
+    oc_tr_ep_t *ep = calloc(1, sizeof(*ep));
+    uint32_t a[2];
+    (void)w;
+    (void)peer_err;
+    if (ep == NULL)
+        return OC_ERR_NO_MEMORY;
+    memcpy(a, addr, sizeof(a));
+    ep->rank_ep = a[0] == RB_ADDR_MAGIC;
+    ep->rank = a[1];
+    *ep_p = ep;
+    return OC_OK;
+}
+
+void oc__tr_ep_destroy(oc_tr_worker_t *w, oc_tr_ep_t *ep)
+{
+    (void)w;
+    free(ep);
+}
+
+/* The routing thread's turn: start a run the harness posted, then hand
+ * over bundles up to the window. */
+unsigned oc__tr_progress(oc_tr_worker_t *w)
+{
+    rbk_t *k = g_k;
+    unsigned got = 0;
+    uint64_t seq;
+
+    if (k == NULL)
+        return 0;
+    seq = atomic_load_explicit(&k->seq, memory_order_acquire);
+    if (seq != k->seen) {
+        atomic_store_explicit(&k->asleep, 0, memory_order_relaxed);
+        k->seen = seq;
+        k->feed = k->post_feed;
+        k->n = k->post_n;
+        k->sink = k->post_sink;
+        k->next = 0;
+        k->out = 0;
+        k->bundles_out = 0;
+        k->cpu0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+        k->t0 = now_ns();
+    }
+    while (k->next < k->n && k->out < k->p.window) {
+        const rb_bundle_t *b = &k->feed[k->next++];
+        k->out++;
+        got++;
+        /* the sender token of rank src (rb_create) */
+        w->cb[OC_AM_BUNDLE](w->arg[OC_AM_BUNDLE], (uint64_t)b->src + 1,
+                            (void *)b->data, b->len);
+    }
+    return got;
+}
+
+void oc__tr_release(oc_tr_worker_t *w, void *data)
+{
+    (void)w;
+    (void)data;
+    if (g_k != NULL && g_k->out > 0)
+        g_k->out--;
+}
+
+/* A bundle to a local rank: the sink; done at once. */
+oc_status_t oc__tr_send(oc_tr_ep_t *ep, unsigned id, const void *buf,
+                       size_t len, oc_tr_op_t *op)
+{
+    rbk_t *k = g_k;
+    (void)op;
+    if (k == NULL || !ep->rank_ep || id != OC_AM_BUNDLE)
+        return OC_OK;
+    k->bundles_out++;
+    if (k->sink.deliver(k->sink.arg, ep->rank, buf, (uint32_t)len)) {
+        uint64_t one = 1, t1 = now_ns();
+        k->cpu1 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+        atomic_store_explicit(&k->t1, t1, memory_order_release);
+        (void)!write(k->done_fd, &one, sizeof one);
+    }
+    return OC_OK;
+}
+
+oc_status_t oc__tr_send_small(oc_tr_ep_t *ep, unsigned id, uint64_t token,
+                             const void *buf, size_t len)
+{
+    (void)ep; (void)id; (void)token; (void)buf; (void)len;
+    return OC_OK; /* credits: the feed has its own window */
+}
+
+oc_status_t oc__tr_tag_send(oc_tr_ep_t *ep, uint64_t tag, const void *buf,
+                           size_t len, oc_tr_op_t *op)
+{
+    (void)ep; (void)tag; (void)buf; (void)len; (void)op;
+    return OC_ERR_TRANSPORT; /* collectives: not benchmarked here */
+}
+
+oc_status_t oc__tr_tag_recv(oc_tr_worker_t *w, uint64_t tag, void *buf,
+                           size_t len, oc_tr_op_t *op)
+{
+    (void)w; (void)tag; (void)buf; (void)len; (void)op;
+    return OC_ERR_TRANSPORT;
+}
+
+/* ---- the driver (rb_kernel.h) ----------------------------------------- */
+
+static void rb_destroy(void *kv)
+{
+    rbk_t *k = kv;
+    if (k == NULL)
+        return;
+    oc__router_destroy(k->r);
+    if (k->done_fd >= 0)
+        close(k->done_fd);
+    if (g_k == k)
+        g_k = NULL;
+    free(k);
+}
+
+static int rb_create(const rb_params_t *p, void **kp)
+{
+    oc_router_params_t rp;
+    oc_job_map_t *map;
+    rbk_t *k;
+
+    if (p->abi != RB_KERNEL_ABI || p->nranks == 0 || p->window == 0 ||
+        g_k != NULL)
+        return -1;
+    k = calloc(1, sizeof(*k));
+    if (k == NULL)
+        return -1;
+    k->p = *p;
+    k->done_fd = eventfd(0, EFD_CLOEXEC);
+    g_k = k;
+    /* by name: revisions may add fields */
+    memset(&rp, 0, sizeof(rp));
+    rp.index = 0;
+    rp.node = 0;
+    rp.nnodes = 1;
+    rp.bundle_size = p->bundle_size;
+    rp.buffers = p->buffers;
+    rp.flush_timeout_us = p->flush_timeout_us;
+    rp.max_inflight = p->max_inflight;
+    rp.nthreads = 1;
+    if (k->done_fd < 0 || oc__router_create(&rp, &k->r) != OC_OK)
+        goto err;
+    if ((map = oc__job_map_new(p->job, p->nranks, 1)) == NULL)
+        goto err;
+    /* every rank on node 0 (node_of is zeroed): all local */
+    if (oc__router_add_job(k->r, map) != OC_OK) {
+        oc__job_map_put(map);
+        goto err;
+    }
+    oc__job_map_put(map);
+    for (uint32_t i = 0; i < p->nranks; i++) {
+        uint32_t addr[2] = {RB_ADDR_MAGIC, i};
+        if (oc__router_add_rank(k->r, (uint64_t)i + 1, p->job, i, addr,
+                               sizeof(addr), 0, NULL) != OC_OK)
+            goto err;
+    }
+    if (oc__router_start(k->r) != OC_OK)
+        goto err;
+    *kp = k;
+    return 0;
+err:
+    rb_destroy(k);
+    return -1;
+}
+
+static int rb_run(void *kv, const rb_bundle_t *feed, uint64_t n,
+                  const rb_sink_t *sink, uint32_t timeout_ms, rb_run_t *out)
+{
+    rbk_t *k = kv;
+    oc_router_counters_t c0, c1;
+    struct pollfd pfd = {.fd = k->done_fd, .events = POLLIN};
+    uint64_t one = 1, v;
+
+    oc__router_counters(k->r, &c0);
+    k->post_feed = feed;
+    k->post_n = n;
+    k->post_sink = *sink;
+    atomic_store_explicit(&k->t1, 0, memory_order_relaxed);
+    atomic_fetch_add_explicit(&k->seq, 1, memory_order_release);
+    (void)!write(k->w->efd, &one, sizeof one);
+    if (poll(&pfd, 1, (int)timeout_ms) != 1)
+        return -1;
+    (void)!read(k->done_fd, &v, sizeof v);
+    oc__router_counters(k->r, &c1);
+    out->ns = atomic_load_explicit(&k->t1, memory_order_acquire) - k->t0;
+    out->cpu_ns = k->cpu1 - k->cpu0;
+    out->bundles_out = k->bundles_out;
+    out->rejects = c1.rejects - c0.rejects;
+    out->undeliverable = c1.undeliverable - c0.undeliverable;
+    return 0;
+}
+
+static int rb_quiesce(void *kv, uint32_t timeout_ms)
+{
+    rbk_t *k = kv;
+    static const struct timespec ms = {0, 1000000};
+    for (uint32_t i = 0; i < timeout_ms; i++) {
+        if (atomic_load_explicit(&k->asleep, memory_order_acquire))
+            return 1;
+        nanosleep(&ms, NULL);
+    }
+    return 0;
+}
+
+static const rb_kernel_t kernel = {
+    .abi = RB_KERNEL_ABI,
+    .create = rb_create,
+    .run = rb_run,
+    .quiesce = rb_quiesce,
+    .destroy = rb_destroy,
+};
+
+__attribute__((visibility("default"))) const rb_kernel_t *rb_kernel(void)
+{
+    return &kernel;
+}
