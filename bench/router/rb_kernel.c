@@ -273,6 +273,16 @@ oc_status_t oc__tr_tag_recv(oc_tr_worker_t *w, uint64_t tag, void *buf,
     return OC_ERR_TRANSPORT;
 }
 
+#ifdef OC_TR_HAS_TAG_RECV_MASKED /* revisions since the agents' failure messages */
+oc_status_t oc__tr_tag_recv_masked(oc_tr_worker_t *w, uint64_t tag,
+                                  uint64_t mask, void *buf, size_t cap,
+                                  oc_tr_recv_op_t *op)
+{
+    (void)w; (void)tag; (void)mask; (void)buf; (void)cap; (void)op;
+    return OC_ERR_TRANSPORT;
+}
+#endif
+
 /* ---- the driver (rb_kernel.h) ----------------------------------------- */
 
 static void rb_destroy(void *kv)

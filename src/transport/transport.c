@@ -711,3 +711,41 @@ oc_status_t oc__tr_tag_recv(oc_tr_worker_t *w, uint64_t tag, void *buf,
         return tag_recv_status(UCS_PTR_STATUS(req), 0, len);
     return OC_INPROGRESS;
 }
+
+static void tag_recv_masked_cb(void *request, ucs_status_t status,
+                               const ucp_tag_recv_info_t *info,
+                               void *user_data)
+{
+    oc_tr_recv_op_t *op = user_data;
+
+    if (status == UCS_OK && info != NULL) { /* info lives in the request */
+        op->tag = info->sender_tag;
+        op->len = info->length;
+    }
+    ucp_request_free(request);
+    /* a length below the cap is the caller's to judge */
+    op->op.cb(&op->op, tag_recv_status(status, 0, 0));
+}
+
+oc_status_t oc__tr_tag_recv_masked(oc_tr_worker_t *w, uint64_t tag,
+                                  uint64_t mask, void *buf, size_t cap,
+                                  oc_tr_recv_op_t *op)
+{
+    ucp_request_param_t p;
+    ucs_status_ptr_t req;
+
+    op->tag = 0;
+    op->len = 0;
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                     UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+    p.cb.recv = tag_recv_masked_cb;
+    p.user_data = op;
+    req = ucp_tag_recv_nbx(w->ucp, buf, cap, tag, mask, &p);
+    if (req == NULL || UCS_PTR_IS_ERR(req)) { /* NULL: not with NO_IMM_CMPL */
+        oc_error(OC_COMP_TRANSPORT, "tagged receive refused: %s",
+                 req == NULL ? "completed at once"
+                             : ucs_status_string(UCS_PTR_STATUS(req)));
+        return OC_ERR_TRANSPORT;
+    }
+    return OC_INPROGRESS;
+}

@@ -140,6 +140,30 @@ oc_status_t oc__tr_tag_send(oc_tr_ep_t *ep, uint64_t tag, const void *buf,
 oc_status_t oc__tr_tag_recv(oc_tr_worker_t *w, uint64_t tag, void *buf,
                            size_t len, oc_tr_op_t *op);
 
+/** A receive posted with oc__tr_tag_recv_masked(): what matched it. */
+typedef struct {
+    oc_tr_op_t op;
+    uint64_t   tag; /* the sender's tag: set before op.cb runs with OC_OK */
+    size_t     len; /* the bytes received: likewise */
+} oc_tr_recv_op_t;
+
+/**
+ * Post a receive of at most @p cap bytes into @p buf of a message whose
+ * tag equals @p tag in the bits set in @p mask (so that one receive takes
+ * one of a few tags: the caller tells them apart by op->tag).  The caller
+ * checks op->len.  @return OC_INPROGRESS (op->op.cb(&op->op, status) runs
+ * later, with OC_OK and op->tag and op->len set, OC_ERR_WIRE_LENGTH when
+ * the message was longer than @p cap, OC_ERR_PEER_FAILED when its sender
+ * died mid-message, or OC_ERR_TRANSPORT; @p buf and @p op stay valid until
+ * then), or OC_ERR_TRANSPORT (logged; the callback does not run).
+ */
+oc_status_t oc__tr_tag_recv_masked(oc_tr_worker_t *w, uint64_t tag,
+                                  uint64_t mask, void *buf, size_t cap,
+                                  oc_tr_recv_op_t *op);
+/* For code built against several revisions of this header
+ * (bench/router/rb_kernel.c). */
+#define OC_TR_HAS_TAG_RECV_MASKED 1
+
 /** Progress communication.  @return a non-zero value if anything happened. */
 unsigned oc__tr_progress(oc_tr_worker_t *w);
 
