@@ -58,6 +58,23 @@ int oc__colld_seq(const void *buf, size_t len, uint32_t *seq_out)
     return 1;
 }
 
+int oc__colld_shape(const void *buf, size_t len, uint32_t size,
+                    uint8_t *kind_out, uint32_t *root_out)
+{
+    const uint8_t *p = buf;
+    uint32_t seq, root;
+
+    if (!oc__colld_seq(buf, len, &seq) || p[5] < OC_COLLD_ALLREDUCE ||
+        p[5] > OC_COLLD_BARRIER)
+        return 0;
+    root = oc__wire_ld32(p + 12);
+    if (p[5] == OC_COLLD_BCAST && root >= size)
+        return 0;
+    *kind_out = p[5];
+    *root_out = p[5] == OC_COLLD_BCAST ? root : 0;
+    return 1;
+}
+
 oc_status_t oc__colld_decode(const void *buf, size_t len, uint32_t size,
                             oc_colld_t *d)
 {
@@ -118,4 +135,37 @@ oc_status_t oc__colld_decode(const void *buf, size_t len, uint32_t size,
                 return OC_ERR_INVALID_PARAM;
         }
     return OC_OK;
+}
+
+void oc__colld_fail_encode(oc_status_t status, void *buf)
+{
+    uint8_t *p = buf;
+
+    oc__wire_st32(p, OC_COLLD_FAIL_MAGIC);
+    oc__wire_st32(p + 4, (uint32_t)(int32_t)status);
+}
+
+oc_status_t oc__colld_fail_decode(const void *buf, size_t len,
+                                 oc_status_t *status_out)
+{
+    const uint8_t *p = buf;
+    int32_t st;
+
+    if (len != OC_COLLD_FAIL_LEN)
+        return OC_ERR_WIRE_LENGTH;
+    if (oc__wire_ld32(p) != OC_COLLD_FAIL_MAGIC)
+        return OC_ERR_WIRE_MAGIC;
+    st = (int32_t)oc__wire_ld32(p + 4);
+    switch (st) {
+    case OC_ERR_COLL_MISMATCH:
+    case OC_ERR_COLL_COUNT:
+    case OC_ERR_COLL_MEMORY:
+    case OC_ERR_COLL_PEER_FAILED:
+    case OC_ERR_NO_MEMORY:
+    case OC_ERR_UNSUPPORTED:
+        *status_out = (oc_status_t)st;
+        return OC_OK;
+    default:
+        return OC_ERR_INVALID_PARAM;
+    }
 }

@@ -9,7 +9,11 @@
  * checked: the arrays fill the input exactly, a memory block is an
  * allreduce's with in-range lengths that equal count x element size, every count and
  * displacement times the element size stays below 2^48, re-encoding gives
- * back the same bytes.  A broken invariant aborts.
+ * back the same bytes.  The same bytes go to oc__colld_shape() (what a
+ * rejected descriptor says it is: a known kind, a root of the job) and to
+ * oc__colld_fail_decode(), the agents' failure message (accepted: 8
+ * bytes, a status a collective ends with, re-encoded to the same bytes).
+ * A broken invariant aborts.
  */
 #include "fuzz_colld.h"
 
@@ -50,6 +54,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         uint32_t seq;
         if (oc__colld_seq(buf, size - 1, &seq)) /* reads the fixed part only */
             CHECK(size - 1 >= OC_COLLD_HDR);
+    }
+    {
+        uint8_t kind;
+        uint32_t root;
+        oc_status_t st;
+        if (oc__colld_shape(buf, size - 1, job_size, &kind, &root)) {
+            CHECK(size - 1 >= OC_COLLD_HDR);
+            CHECK(kind >= OC_COLLD_ALLREDUCE && kind <= OC_COLLD_BARRIER);
+            CHECK(kind == OC_COLLD_BCAST ? root < job_size : root == 0);
+        }
+        if (oc__colld_fail_decode(buf, size - 1, &st) == OC_OK) {
+            uint8_t again8[OC_COLLD_FAIL_LEN];
+            fuzz_colld_accepted++;
+            CHECK(size - 1 == OC_COLLD_FAIL_LEN);
+            CHECK(st < OC_OK && st != OC_INPROGRESS);
+            oc__colld_fail_encode(st, again8);
+            CHECK(memcmp(again8, buf, OC_COLLD_FAIL_LEN) == 0);
+        }
     }
     if (oc__colld_decode(buf, size - 1, job_size, &d) == OC_OK) {
         fuzz_colld_accepted++;

@@ -2,7 +2,7 @@
  * fuzz_colld_main.c — the collective-descriptor target's part of the
  * replay driver (replay_main.c): seeds of every kind (allreduce,
  * all-to-allv on 3 ranks, bcast, barrier, an allreduce with the memory
- * block) that must decode, and,
+ * block) and an agent's failure message, all of which must decode, and,
  * as random inputs, seeds with a few bytes changed and now and then
  * truncated.  Single-threaded test program.
  */
@@ -33,6 +33,13 @@ static unsigned colld_seeds(fuzz_replay_seed_fn fn, void *arg)
         b[0] = 2; /* a job of 3 ranks */
         oc__colld_encode(&s[i], vals, b + 1);
         fn(arg, b, 1 + oc__colld_size(&s[i]), 1);
+        n++;
+    }
+    {
+        uint8_t b[1 + OC_COLLD_FAIL_LEN];
+        b[0] = 2;
+        oc__colld_fail_encode(OC_ERR_COLL_MISMATCH, b + 1);
+        fn(arg, b, sizeof(b), 1);
         n++;
     }
     return n;

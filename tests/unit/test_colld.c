@@ -1,7 +1,9 @@
 /*
  * test_colld.c — the collective descriptors of the agent placement
  * (src/wire/colld.c): round trips of every kind, and a named reject for
- * each way a rank's descriptor can be wrong (its memory block included).  Single-threaded.
+ * each way a rank's descriptor can be wrong (its memory block included);
+ * what a rejected one says it is; the agents' failure message.
+ * Single-threaded.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -147,6 +149,68 @@ static void test_memory_block(void **state)
     assert_int_equal(oc__colld_decode(buf, n, 2, &o), OC_ERR_INVALID_PARAM);
 }
 
+/* What a rejected descriptor says it is: only a known kind, and for a
+ * broadcast only a root of the job. */
+static void test_shape_of_rejected(void **state)
+{
+    uint8_t buf[512];
+    oc_colld_t b = {.kind = OC_COLLD_BCAST, .dtype = 0, .root = 2, .seq = 9,
+                    .count = 1};
+    size_t n;
+    uint8_t kind = 0;
+    uint32_t root = 7;
+    (void)state;
+    n = enc(&b, NULL, buf);
+    buf[6] = 0xff; /* no such type: rejected, its shape still told */
+    assert_int_equal(oc__colld_shape(buf, n, 3, &kind, &root), 1);
+    assert_int_equal(kind, OC_COLLD_BCAST);
+    assert_int_equal(root, 2);
+    assert_int_equal(oc__colld_shape(buf, n, 2, &kind, &root), 0); /* root */
+    buf[5] = 9;
+    assert_int_equal(oc__colld_shape(buf, n, 3, &kind, &root), 0);
+    buf[5] = OC_COLLD_ALLREDUCE;
+    assert_int_equal(oc__colld_shape(buf, n, 3, &kind, &root), 1);
+    assert_int_equal(kind, OC_COLLD_ALLREDUCE);
+    assert_int_equal(root, 0);
+    assert_int_equal(oc__colld_shape(buf, OC_COLLD_HDR - 1, 3, &kind, &root), 0);
+}
+
+/* The failure message between agents: a round trip of each status a
+ * collective ends with, a named reject for anything else. */
+static void test_fail_message(void **state)
+{
+    const oc_status_t ok[] = {OC_ERR_COLL_MISMATCH, OC_ERR_COLL_COUNT,
+                              OC_ERR_COLL_MEMORY, OC_ERR_COLL_PEER_FAILED,
+                              OC_ERR_NO_MEMORY, OC_ERR_UNSUPPORTED};
+    uint8_t buf[OC_COLLD_FAIL_LEN + 1];
+    oc_status_t st;
+    (void)state;
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        oc__colld_fail_encode(ok[i], buf);
+        st = OC_OK;
+        assert_int_equal(oc__colld_fail_decode(buf, OC_COLLD_FAIL_LEN, &st), OC_OK);
+        assert_int_equal(st, ok[i]);
+    }
+    assert_int_equal(oc__colld_fail_decode(buf, OC_COLLD_FAIL_LEN - 1, &st),
+                     OC_ERR_WIRE_LENGTH);
+    assert_int_equal(oc__colld_fail_decode(buf, OC_COLLD_FAIL_LEN + 1, &st),
+                     OC_ERR_WIRE_LENGTH);
+    assert_int_equal(oc__colld_fail_decode(buf, 0, &st), OC_ERR_WIRE_LENGTH);
+    oc__colld_fail_encode(OC_OK, buf); /* not a failure */
+    assert_int_equal(oc__colld_fail_decode(buf, OC_COLLD_FAIL_LEN, &st),
+                     OC_ERR_INVALID_PARAM);
+    oc__colld_fail_encode(OC_INPROGRESS, buf);
+    assert_int_equal(oc__colld_fail_decode(buf, OC_COLLD_FAIL_LEN, &st),
+                     OC_ERR_INVALID_PARAM);
+    oc__colld_fail_encode(OC_ERR_INVALID_PARAM, buf);
+    assert_int_equal(oc__colld_fail_decode(buf, OC_COLLD_FAIL_LEN, &st),
+                     OC_ERR_INVALID_PARAM);
+    oc__colld_fail_encode(OC_ERR_COLL_MISMATCH, buf);
+    buf[0] ^= 1;
+    assert_int_equal(oc__colld_fail_decode(buf, OC_COLLD_FAIL_LEN, &st),
+                     OC_ERR_WIRE_MAGIC);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -154,6 +218,8 @@ int main(void)
         cmocka_unit_test(test_rejects),
         cmocka_unit_test(test_seq_of_rejected),
         cmocka_unit_test(test_memory_block),
+        cmocka_unit_test(test_shape_of_rejected),
+        cmocka_unit_test(test_fail_message),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -93,6 +93,15 @@ oc_status_t oc__colld_decode(const void *buf, size_t len, uint32_t size,
  *  @return 1 and *seq_out, or 0. */
 int oc__colld_seq(const void *buf, size_t len, uint32_t *seq_out);
 
+/** What a descriptor oc__colld_decode() rejected says it is, when its
+ *  fixed part was whole and of this version and its kind is one of the
+ *  four (for a broadcast, with a root below @p size).  Not trusted: the
+ *  agent uses it only to choose which messages to send the other agents
+ *  when the collective fails, none of them a rank's data.
+ *  @return 1 and *kind_out and *root_out, or 0. */
+int oc__colld_shape(const void *buf, size_t len, uint32_t size,
+                    uint8_t *kind_out, uint32_t *root_out);
+
 /** The agent's answer: collective @p seq ended with @p status. */
 typedef struct {
     uint32_t magic;
@@ -100,6 +109,27 @@ typedef struct {
     int32_t  status;
     uint32_t pad;
 } oc_colld_done_t;
+
+/* An agent's "this collective failed here" to the other agents of the job
+ * (src/agent/router/rcoll.c): in place of a step's data, under the step's
+ * tag with the failure bit set, 8 bytes: magic, status.  From an
+ * authenticated agent, and still decoded strictly. */
+#define OC_COLLD_FAIL_MAGIC 0x4c46434fu /* "OCFL" */
+#define OC_COLLD_FAIL_LEN   8
+
+/** Encode "failed with @p status" into @p buf of OC_COLLD_FAIL_LEN bytes. */
+void oc__colld_fail_encode(oc_status_t status, void *buf);
+
+/**
+ * Decode a failure message of @p len bytes at @p buf.
+ * @return OC_OK and *status_out, one of the statuses a collective of the
+ * agent placement ends with (OC_ERR_COLL_MISMATCH, OC_ERR_COLL_COUNT,
+ * OC_ERR_COLL_MEMORY, OC_ERR_COLL_PEER_FAILED, OC_ERR_NO_MEMORY,
+ * OC_ERR_UNSUPPORTED); or OC_ERR_WIRE_LENGTH (not OC_COLLD_FAIL_LEN
+ * bytes), OC_ERR_WIRE_MAGIC, OC_ERR_INVALID_PARAM (another status).
+ */
+oc_status_t oc__colld_fail_decode(const void *buf, size_t len,
+                                 oc_status_t *status_out);
 
 /* Tags of the agent placement (placed.c, src/agent/router/rcoll.c): a rank's
  * contribution to its agent (job, sequence, rank) and a block of its
