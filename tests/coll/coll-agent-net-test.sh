@@ -16,6 +16,10 @@
 #   planted  one agent: a fault planted in one rank's collective (its
 #            descriptor rejected, its contribution short): every rank
 #            gets an error for it, and the collectives around it verify
+#   twonode-planted  the same across two agents (namespaces as twonode),
+#            planted on a rank of node A, then of node B, with 1001
+#            elements per rank and with 128 Ki (1 MiB: rendezvous): every
+#            rank on both nodes gets the same named error for it, none waits
 # COLL_AGENT_THREADS (1): the agents' routing threads (offcored --threads).
 # Exit 0 PASS, 1 FAIL, 77 SKIP.  Namespaces "ca*", ports 41000-41099.
 set -u
@@ -58,7 +62,7 @@ rank() { # rank NS SOCK R SIZE ARGS...: background, output in rR.log
     # leaves them rather than risk a late callback): no leak check there
     [ "$1" = wait ] && lsan=detect_leaks=0 asan=$asan:detect_leaks=0
     in_ns "$n" env LSAN_OPTIONS="$lsan" ASAN_OPTIONS="$asan" OC_AGENT="unix:$sock" OC_RANK=$r OC_SIZE=$size \
-        timeout 120 "$BIN" "$@" > "$T/r$r.log" 2>&1 &
+        timeout "${RANK_TIMEOUT:-120}" "$BIN" "$@" > "$T/r$r.log" 2>&1 &
     RP[$r]=$!
 }
 ready() { # ready R...: each has said ready
@@ -81,6 +85,33 @@ waiters() { # waiters KILL_MS R...: each got the error within 10 s
         echo "  rank $r: OC_ERR_COLL_PEER_FAILED $d ms after the kill"
         [ $d -lt 10000 ] || fail "rank $r: $d ms"
     done
+}
+twonode_up() { # two namespaces joined by a veth pair, an agent in each
+    [ "$(id -u)" = 0 ] || skip "needs root for ip netns"
+    ip netns add "caA$ID" 2>/dev/null || skip "cannot create network namespaces"
+    NS+=("caA$ID"); ip netns add "caB$ID"; NS+=("caB$ID")
+    ip link add "caA$ID" type veth peer name "caB$ID" || fail veth
+    ip link set "caA$ID" netns "caA$ID"; ip link set "caB$ID" netns "caB$ID"
+    for x in "A 1" "B 2"; do set -- $x
+        ip -n "ca$1$ID" link set lo up
+        ip -n "ca$1$ID" addr add "198.18.41.$2/24" dev "ca$1$ID"
+        ip -n "ca$1$ID" link set "ca$1$ID" up
+    done
+    export UCX_TLS=tcp
+    agents_up A 41001
+}
+agents_up() { # agents_up NAME PORT: agent NAME on node A, NAME on B (lower case: its socket)
+    local a=$1 b=${1/A/B} p=$2
+    UCX_NET_DEVICES="caA$ID" agent "caA$ID" "$a" --listen "unix:$T/${a,,}.sock,tcp:198.18.41.1:$p" \
+        --peers "tcp:198.18.41.2:$p"
+    UCX_NET_DEVICES="caB$ID" agent "caB$ID" "$b" --listen "unix:$T/${b,,}.sock,tcp:198.18.41.2:$p" \
+        --peers "tcp:198.18.41.1:$p"
+    ASOCK=$T/${a,,}.sock BSOCK=$T/${b,,}.sock
+}
+nrank() { # nrank R ARGS...: rank R of 4, 0-1 on node A, 2-3 on node B
+    local r=$1; shift
+    if [ "$r" -lt 2 ]; then UCX_NET_DEVICES="caA$ID" rank "caA$ID" "$ASOCK" "$r" 4 "$@"
+    else UCX_NET_DEVICES="caB$ID" rank "caB$ID" "$BSOCK" "$r" 4 "$@"; fi
 }
 declare -a RP
 case "$CASE" in
@@ -146,21 +177,7 @@ planted)
     done
     echo "PASS $CASE" ;;
 twonode)
-    [ "$(id -u)" = 0 ] || skip "needs root for ip netns"
-    ip netns add "caA$ID" 2>/dev/null || skip "cannot create network namespaces"
-    NS+=("caA$ID"); ip netns add "caB$ID"; NS+=("caB$ID")
-    ip link add "caA$ID" type veth peer name "caB$ID" || fail veth
-    ip link set "caA$ID" netns "caA$ID"; ip link set "caB$ID" netns "caB$ID"
-    for x in "A 1" "B 2"; do set -- $x
-        ip -n "ca$1$ID" link set lo up
-        ip -n "ca$1$ID" addr add "198.18.41.$2/24" dev "ca$1$ID"
-        ip -n "ca$1$ID" link set "ca$1$ID" up
-    done
-    export UCX_TLS=tcp
-    UCX_NET_DEVICES="caA$ID" agent "caA$ID" A --listen "unix:$T/a.sock,tcp:198.18.41.1:41001" \
-        --peers tcp:198.18.41.2:41001
-    UCX_NET_DEVICES="caB$ID" agent "caB$ID" B --listen "unix:$T/b.sock,tcp:198.18.41.2:41001" \
-        --peers tcp:198.18.41.1:41001
+    twonode_up
     job=40
     for repro in n y; do
         job=$((job + 1)); export OC_JOB=$job OC_COLL_REPRODUCIBLE=$repro
@@ -179,6 +196,43 @@ twonode)
     k=$(now_ms); kill -9 "$bpid"
     echo "kill agent B mid-allreduce:"; waiters "$k" 0 1 2
     kill -9 "$(sed -n 's/^rank 3: ready pid //p' "$T/r3.log")"
+    echo "PASS $CASE" ;;
+twonode-planted)
+    # as planted, with ranks on two agents: the fault is local to one node
+    # (its agent fails the collective for its ranks), and the other node's
+    # agent must learn it from the inter-agent messages: every rank of
+    # both nodes gets the same named error, none waits (a rank still
+    # waiting after 30 s fails the case), and collectives 1 and 3 verify
+    twonode_up
+    job=50
+    for n in 1001 131072; do
+    for f in desc short; do
+        for kind in allreduce alltoall bcast; do
+            for at in 1 2; do # a rank of node A, then one of node B
+                # bcast: only the root (rank 0, node A) sends a contribution
+                [ $f/$kind = short/bcast ] && { [ $at = 2 ] && continue; at=0; }
+                job=$((job + 1)) what="$f/$kind/$n on rank $at"
+                export OC_JOB=$job OC_JOB_KEY=$("$OFFCORE" job-key --job $job --cluster-key "$T/ck")
+                for r in 0 1 2 3; do
+                    if [ $r = $at ]; then
+                        OC_COLL_FAULT=$f OC_COLL_FAULT_AT=2 RANK_TIMEOUT=30 nrank $r planted $kind $n
+                    else
+                        RANK_TIMEOUT=30 nrank $r planted $kind $n
+                    fi
+                done
+                for r in 0 1 2 3; do
+                    wait "${RP[$r]}" || fail "$what: rank $r (exit $?)"
+                done
+                got=$(sed -n "s/^rank \([0-3]\): $kind 2: \(OC_[A-Z_]*\).*/\1 \2/p" "$T"/r[0-3].log | sort)
+                echo "$what:" $got
+                # one status for all, and the one the agent of the fault named
+                [ "$(echo "$got" | wc -l)" = 4 ] &&
+                    [ "$(echo "$got" | cut -d' ' -f2 | sort -u)" = OC_ERR_COLL_MISMATCH ] ||
+                    fail "$what: not OC_ERR_COLL_MISMATCH on every rank"
+            done
+        done
+    done
+    done
     echo "PASS $CASE" ;;
 *) echo "unknown case $CASE"; exit 2 ;;
 esac

@@ -22,8 +22,9 @@
  *                                "ready" and sleeps (the script kills it,
  *                                or the agent); each waiter prints
  *                                "rank R: STATUS at MS" (CLOCK_REALTIME)
- *   coll_agent_check planted KIND  collectives 1 and 3 (an int64 allreduce,
- *                                or an all-to-all, or a bcast: KIND) must
+ *   coll_agent_check planted KIND [N]  collectives 1 and 3 (an int64
+ *                                allreduce, or an all-to-all, or a bcast:
+ *                                KIND, N elements per rank, 1001) must
  *                                verify, collective 2 (the same) must fail
  *                                on every rank: run with OC_COLL_FAULT and
  *                                OC_COLL_FAULT_AT=2 on one rank, which plants
@@ -289,11 +290,11 @@ static void badbuf(oc_context_t *ctx)
           "allreduce after: %s", oc_status_string(st));
 }
 
-/* One int64 collective of @p kind on 1001 elements (per rank), checked
+/* One int64 collective of @p kind on @p n elements (per rank), checked
  * when it says OC_OK.  @return its status. */
-static oc_status_t planted_one(oc_context_t *ctx, const char *kind, int no)
+static oc_status_t planted_one(oc_context_t *ctx, const char *kind, int no,
+                               size_t n)
 {
-    const size_t n = 1001;
     int64_t *in = malloc(8 * n * g_size), *out = malloc(8 * n * g_size);
     oc_status_t st;
     int bad = 0;
@@ -384,12 +385,13 @@ int main(int argc, char **argv)
         return st == OC_ERR_COLL_PEER_FAILED ? 0 : 1;
     }
     if (!strcmp(argv[1], "planted") && argc > 2) {
-        st = planted_one(ctx, argv[2], 1);
+        size_t n = argc > 3 ? strtoull(argv[3], NULL, 0) : 1001;
+        st = planted_one(ctx, argv[2], 1, n);
         CHECK(st == OC_OK, "%s 1: %s", argv[2], oc_status_string(st));
-        st = planted_one(ctx, argv[2], 2);
+        st = planted_one(ctx, argv[2], 2, n);
         printf("rank %u: %s 2: %s\n", g_rank, argv[2], oc_status_string(st));
         CHECK(st != OC_OK, "%s 2: OC_OK though a fault was planted", argv[2]);
-        st = planted_one(ctx, argv[2], 3);
+        st = planted_one(ctx, argv[2], 3, n);
         CHECK(st == OC_OK, "%s 3 (after the fault): %s", argv[2],
               oc_status_string(st));
         printf("%s: planted %s rank %u of %u, %d failures\n",
@@ -416,7 +418,7 @@ int main(int argc, char **argv)
         free(x), free(y);
         return st != OC_OK;
     }
-    fprintf(stderr, "usage: coll_agent_check check | badbuf | wait VICTIM | planted KIND | "
+    fprintf(stderr, "usage: coll_agent_check check | badbuf | wait VICTIM | planted KIND [N] | "
             "time BYTES ITERS\n");
     return 2;
 }

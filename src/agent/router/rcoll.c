@@ -19,28 +19,48 @@
  * inline placement's reproducible mode does: bitwise the same result.
  * 16-bit floats travel raw along the chain and are reduced in float32 and
  * rounded once at the last node, as inline.  Broadcast: the root's node
- * sends to every node.  All-to-all(v): each node sends every other node
- * one message with all its ranks' blocks for that node's ranks, and
- * scatters what it receives (the aggregation idea: node pairs, not rank
- * pairs, cross the network).
+ * sends to every node, every other node sends every node an empty message
+ * (below).  All-to-all(v): each node sends every other node one message
+ * with all its ranks' blocks for that node's ranks, and scatters what it
+ * receives (the aggregation idea: node pairs, not rank pairs, cross the
+ * network).
  *
  * Faults: a rank or peer agent that goes away fails the job (jobctl.c
  * tells every rank); here its collectives are failed (DONE with
  * OC_ERR_COLL_PEER_FAILED to the local ranks still there) and their state
- * is kept until no operation of theirs is in flight.
+ * is kept until no operation of theirs is in flight.  A collective that
+ * fails here for a local reason (a rejected descriptor, a mismatch between
+ * this node's ranks, a short contribution, out of memory, a buffer rcma.c
+ * cannot read) still runs its inter-node part once every local
+ * descriptor is in: every message this node owes another is sent, a
+ * failure message in its place (its tag with RC_FAILED set, 8 bytes:
+ * wire/colld.h), and every message owed to it is received and dropped.
+ * Each inter-agent receive is posted with RC_MASK, taking the data or the
+ * failure message: a node told fails the collective with that status and
+ * sends failure messages on in turn (down the chain; the chain's last node
+ * to all).  So every agent ends it with the same status, each posted
+ * receive gets exactly one message (none is left to match a later
+ * collective), and the success path sends what it sent before, but for a
+ * broadcast, whose root's node would otherwise hear from no one: the
+ * empty messages above.  Which messages a node owes follows from the kind
+ * (and a broadcast's root): taken from a rejected descriptor when no local
+ * one decoded, never any of its data.
  *
  * Threading: the router's thread only.  Trust: descriptors come from
  * ranks; only a registered sender's, decoded by oc__colld_decode(), is
  * used, and every receive is posted with the size the descriptors imply
- * (UCX never writes past it).  Payload tags carry no token: matched by
- * (job & 0xffff, sequence, rank) and, between the authenticated agents,
- * (job, sequence, step, node); a rank that sent a tagged message with
- * another's tag first could corrupt that collective's data, never memory
- * outside its buffers (docs/coll.md, "Trust").  With several routing
- * threads, a job's descriptors and contributions must meet in one router:
- * every rank sends them to router 0 (WELCOME's coll_thread, session.c),
- * whichever router serves its bundles, and router 0 of every agent talks
- * to router 0 of the others.
+ * (UCX never writes past it); a peer agent's failure message is decoded
+ * strictly (oc__colld_fail_decode) although the peer is authenticated,
+ * and one that does not decode still fails the collective
+ * (OC_ERR_COLL_PEER_FAILED, counted as a reject).  Payload tags carry no
+ * token: matched by (job & 0xffff, sequence, rank) and, between the
+ * authenticated agents, (job, sequence, step, node); a rank that sent a
+ * tagged message with another's tag first could corrupt that collective's
+ * data, never memory outside its buffers (docs/coll.md, "Trust").  With
+ * several routing threads, a job's descriptors and contributions must meet
+ * in one router: every rank sends them to router 0 (WELCOME's
+ * coll_thread, session.c), whichever router serves its bundles, and
+ * router 0 of every agent talks to router 0 of the others.
  */
 #include "rcoll_int.h"
 
@@ -54,11 +74,18 @@
 
 /* Tag of an inter-agent message: 0xC in the top 4 bits (the ranks'
  * collectives never set them: their sequence numbers have 20 bits),
- * job 16 bits, sequence 20, step 4, sending node 20. */
+ * job 16 bits, sequence 20, step 4 (1-4: STEP_*, plus RC_FAILED), sending
+ * node 20. */
 #define RC_TAG(job, seq, step, node)                                          \
     (((uint64_t)0xC << 60) | ((uint64_t)((job) & 0xffff) << 44) |            \
      ((uint64_t)((seq) & 0xfffff) << 24) | ((uint64_t)((step) & 0xf) << 20) | \
      (uint64_t)((node) & 0xfffff))
+/* The step's failure bit: the message is a failure message
+ * (oc__colld_fail_decode), not the step's data.  Every inter-agent
+ * receive is posted with RC_MASK, so that it takes either. */
+#define RC_FAILED 0x8
+#define RC_FAIL_BIT ((uint64_t)RC_FAILED << 20)
+#define RC_MASK (~RC_FAIL_BIT)
 
 
 typedef struct {
@@ -108,6 +135,135 @@ static void issue(oc_router_t *r, acoll_t *c, int kind, oc_tr_ep_t *ep,
         c->status = OC_ERR_COLL_MISMATCH;
     else if (st != OC_OK && c->status == OC_OK)
         c->status = OC_ERR_COLL_PEER_FAILED;
+}
+
+/* An inter-agent transfer: a receive, or a failure message sent; @p small
+ * holds a message of a few bytes (a failure message, or data this short). */
+typedef struct {
+    oc_tr_recv_op_t op;
+    oc_router_t    *r;
+    acoll_t        *c;
+    uint8_t        *buf;  /* where the step's data goes; NULL: failed here */
+    size_t          want; /* its length */
+    uint32_t        from; /* the sending node */
+    uint8_t         small[16];
+} nop_t;
+
+static void net_recvd(oc_tr_op_t *op, oc_status_t st)
+{
+    nop_t *o = (nop_t *)op;
+    acoll_t *c = o->c;
+    const uint8_t *got = o->buf != NULL && o->want >= sizeof(o->small)
+                             ? o->buf : o->small;
+    oc_status_t why = OC_OK, dec;
+
+    c->pending--;
+    if (st == OC_OK && (o->op.tag & RC_FAIL_BIT)) {
+        /* the sender failed this collective: its status, checked */
+        if ((dec = oc__colld_fail_decode(got, o->op.len, &why)) != OC_OK) {
+            oc_warn(OC_COMP_AGENT, "job %u: collective %u: node %u's failure "
+                    "message is malformed: %s", c->job, c->seq, o->from,
+                    oc_status_string(dec));
+            CNT_ADD(o->r->c.rejects, 1);
+            why = OC_ERR_COLL_PEER_FAILED;
+        }
+    } else if (st == OC_OK) {
+        if (o->op.len != o->want)
+            why = OC_ERR_COLL_MISMATCH;
+        else if (o->buf != NULL && got != o->buf)
+            memcpy(o->buf, o->small, o->want);
+    } else {
+        why = st == OC_ERR_WIRE_LENGTH ? OC_ERR_COLL_MISMATCH
+                                       : OC_ERR_COLL_PEER_FAILED;
+    }
+    if (why != OC_OK && c->status == OC_OK)
+        c->status = why; /* failed here already: what came is dropped */
+    free(o);
+}
+
+static void net_sent(oc_tr_op_t *op, oc_status_t st)
+{
+    nop_t *o = (nop_t *)op;
+    acoll_t *c = o->c;
+
+    c->pending--;
+    if (st != OC_OK && c->status == OC_OK)
+        c->status = OC_ERR_COLL_PEER_FAILED;
+    free(o);
+}
+
+static nop_t *nop_new(oc_router_t *r, acoll_t *c, uint32_t k)
+{
+    nop_t *o = malloc(sizeof(*o));
+
+    if (o == NULL) {
+        /* the peer will wait for this message: said, for the operator */
+        oc_error(OC_COMP_AGENT, "job %u: collective %u: out of memory for a "
+                 "message to or from node %u", c->job, c->seq, c->nodes[k]);
+        if (c->status == OC_OK)
+            c->status = OC_ERR_NO_MEMORY;
+        return NULL;
+    }
+    o->r = r;
+    o->c = c;
+    o->from = c->nodes[k];
+    o->op.op.token = 0;
+    return o;
+}
+
+/* Receive node @p k's message of step @p step: @p want bytes into @p buf
+ * (NULL when this collective failed here: whatever comes is dropped), or
+ * its failure message, whose status fails the collective here. */
+static void net_recv(oc_router_t *r, acoll_t *c, uint32_t k, int step,
+                     uint8_t *buf, size_t want)
+{
+    nop_t *o = nop_new(r, c, k);
+    int big;
+
+    if (o == NULL)
+        return;
+    o->op.op.cb = net_recvd;
+    o->buf = buf;
+    o->want = want;
+    big = buf != NULL && want >= sizeof(o->small);
+    if (oc__tr_tag_recv_masked(r->w, RC_TAG(c->job, c->seq, step, c->nodes[k]),
+                               RC_MASK, big ? buf : o->small,
+                               big ? want : sizeof(o->small), &o->op) ==
+        OC_INPROGRESS) {
+        c->pending++;
+        return;
+    }
+    free(o);
+    if (c->status == OC_OK)
+        c->status = OC_ERR_COLL_PEER_FAILED;
+}
+
+/* Send node @p k this node's message of step @p step: @p len bytes at
+ * @p buf, or, when the collective failed here, its status instead (the
+ * peer waits for a message from this node either way). */
+static void net_send(oc_router_t *r, acoll_t *c, uint32_t k, int step,
+                     const void *buf, size_t len)
+{
+    oc_tr_ep_t *ep = r->peers[c->nodes[k]].ep;
+    nop_t *o;
+    oc_status_t st;
+
+    if (c->status == OC_OK) {
+        issue(r, c, 3, ep, (void *)buf, len,
+              RC_TAG(c->job, c->seq, step, r->p.node));
+        return;
+    }
+    if (ep == NULL || (o = nop_new(r, c, k)) == NULL)
+        return; /* gone: the job fails (oc__rcoll_abort) */
+    o->op.op.cb = net_sent;
+    oc__colld_fail_encode(c->status, o->small);
+    st = oc__tr_tag_send(ep, RC_TAG(c->job, c->seq, step | RC_FAILED, r->p.node),
+                         o->small, OC_COLLD_FAIL_LEN, &o->op.op);
+    if (st == OC_INPROGRESS) {
+        c->pending++;
+        return;
+    }
+    free(o);
 }
 
 static void acoll_free(acoll_t *c)
@@ -324,6 +480,11 @@ static int desc_in(oc_router_t *r, uint64_t token, const void *data,
             c->r[s->rank].have = 1;
             c->ndesc++;
             c->status = OC_ERR_COLL_MISMATCH;
+            /* what it says it is, until a rank's descriptor says so: the
+             * messages the other agents wait for (see the file comment) */
+            if (!c->kset)
+                (void)oc__colld_shape(data, len, j->map->size, &c->kind,
+                                      &c->root);
         }
         return 1;
     }
@@ -352,10 +513,11 @@ static int desc_in(oc_router_t *r, uint64_t token, const void *data,
                 s->job, s->rank, d.seq);
         return 1;
     }
-    if (c->ndesc == 0) {
+    if (!c->kset) {
         c->kind = d.kind, c->dtype = d.dtype, c->op = d.op;
         c->count = d.count, c->root = d.root;
         c->es = oc__dtype_size(d.dtype);
+        c->kset = 1;
     } else if (c->kind != d.kind || c->dtype != d.dtype || c->op != d.op ||
                c->count != d.count || c->root != d.root) {
         c->status = OC_ERR_COLL_MISMATCH;
@@ -423,92 +585,89 @@ static uint32_t node_pos(const acoll_t *c, uint32_t rank)
     return k;
 }
 
-static oc_tr_ep_t *peer_ep(oc_router_t *r, acoll_t *c, uint32_t k)
-{
-    return r->peers[c->nodes[k]].ep;
-}
-
 static int raw16(const acoll_t *c)
 {
     return c->es == 2;
 }
 
-/* Allreduce and barrier: the chain (see the file comment). */
+/* Allreduce and barrier: fold this node's ranks onto what came down the
+ * chain into c->res, and say what goes on to the next node. */
+static void fold(acoll_t *c, size_t bytes, const void **obuf, size_t *olen)
+{
+    const uint32_t last = c->nnodes - 1;
+    const size_t before = c->node_first[c->pos]; /* ranks on earlier nodes */
+    const void **srcs;
+    uint32_t k = 0, n;
+
+    n = c->nlocal + (c->pos > 0 ? (raw16(c) ? (uint32_t)before : 1) : 0);
+    srcs = malloc(sizeof(*srcs) * (n + 1));
+    c->res = malloc(bytes + 1);
+    if (srcs == NULL || c->res == NULL) {
+        free(srcs);
+        c->status = OC_ERR_NO_MEMORY;
+        return;
+    }
+    if (c->pos > 0)
+        for (uint32_t b = 0; b < (raw16(c) ? before : 1); b++)
+            srcs[k++] = c->net + b * bytes;
+    for (uint32_t i = c->first; i <= c->last; i++)
+        srcs[k++] = c->r[i].in;
+    if (c->pos == last || !raw16(c)) {
+        if (bytes > 0)
+            oc__reduce_ordered(c->dtype, c->op, c->res, srcs, n, c->count);
+    }
+    if (c->pos < last) {
+        /* raw 16-bit floats: what came, then this node's inputs */
+        *olen = raw16(c) ? n * bytes : bytes;
+        if ((c->acc = malloc(*olen + 1)) == NULL) {
+            c->status = OC_ERR_NO_MEMORY;
+        } else if (raw16(c)) {
+            for (uint32_t b = 0; b < n; b++)
+                memcpy(c->acc + b * bytes, srcs[b], bytes);
+        } else {
+            memcpy(c->acc, c->res, bytes);
+        }
+        *obuf = c->acc;
+    }
+    free(srcs);
+}
+
+/* Allreduce and barrier: the chain (see the file comment).  Failed here,
+ * or told so, a node still receives and sends every message of the
+ * chain, failure messages in place of its data. */
 static void chain(oc_router_t *r, acoll_t *c)
 {
     const size_t bytes = c->kind == OC_COLLD_BARRIER ? 0 : c->count * c->es;
-    const uint32_t last = c->nnodes - 1, me = r->p.node;
+    const uint32_t last = c->nnodes - 1;
     const size_t before = c->node_first[c->pos]; /* ranks on earlier nodes */
 
     if (c->step == 0) {
         if (c->pos > 0) {
             size_t inlen = raw16(c) ? before * bytes : bytes;
-            if ((c->net = malloc(inlen + 1)) == NULL) {
+            if (c->status == OC_OK && (c->net = malloc(inlen + 1)) == NULL)
                 c->status = OC_ERR_NO_MEMORY;
-                return;
-            }
-            issue(r, c, 4, NULL,
-                  c->net, inlen,
-                  RC_TAG(c->job, c->seq, STEP_CHAIN, c->nodes[c->pos - 1]));
+            net_recv(r, c, c->pos - 1, STEP_CHAIN,
+                     c->status == OC_OK ? c->net : NULL, inlen);
         }
         c->step = 1;
         return;
     }
     if (c->step == 1) {
-        const void **srcs;
-        uint32_t k = 0, n;
+        const void *obuf = NULL;
+        size_t olen = 0;
 
         if (c->pending > 0)
             return;
-        n = c->nlocal + (c->pos > 0 ? (raw16(c) ? (uint32_t)before : 1) : 0);
-        srcs = malloc(sizeof(*srcs) * (n + 1));
-        c->res = malloc(bytes + 1);
-        if (srcs == NULL || c->res == NULL) {
-            free(srcs);
-            c->status = OC_ERR_NO_MEMORY;
-            return;
-        }
-        if (c->pos > 0)
-            for (uint32_t b = 0; b < (raw16(c) ? before : 1); b++)
-                srcs[k++] = c->net + b * bytes;
-        for (uint32_t i = c->first; i <= c->last; i++)
-            srcs[k++] = c->r[i].in;
-        if (c->pos == last || !raw16(c)) {
-            if (bytes > 0)
-                oc__reduce_ordered(c->dtype, c->op, c->res, srcs, n, c->count);
-        }
+        if (c->status == OC_OK)
+            fold(c, bytes, &obuf, &olen);
         if (c->pos < last) {
-            size_t olen = bytes;
-            const void *obuf = c->res;
-            if (raw16(c)) { /* raw: what came, then this node's inputs */
-                olen = n * bytes;
-                if ((c->acc = malloc(olen + 1)) == NULL) {
-                    free(srcs);
-                    c->status = OC_ERR_NO_MEMORY;
-                    return;
-                }
-                for (uint32_t b = 0; b < n; b++)
-                    memcpy(c->acc + b * bytes, srcs[b], bytes);
-                obuf = c->acc;
-            } else {
-                if ((c->acc = malloc(bytes + 1)) == NULL) {
-                    free(srcs);
-                    c->status = OC_ERR_NO_MEMORY;
-                    return;
-                }
-                memcpy(c->acc, c->res, bytes);
-                obuf = c->acc;
-            }
-            issue(r, c, 3, peer_ep(r, c, c->pos + 1), (void *)obuf, olen,
-                  RC_TAG(c->job, c->seq, STEP_CHAIN, me));
-            issue(r, c, 4, NULL, c->res, bytes,
-                  RC_TAG(c->job, c->seq, STEP_RESULT, c->nodes[last]));
+            net_send(r, c, c->pos + 1, STEP_CHAIN, obuf, olen);
+            net_recv(r, c, last, STEP_RESULT,
+                     c->status == OC_OK ? c->res : NULL, bytes);
         } else {
             for (uint32_t q = 0; q < last; q++)
-                issue(r, c, 3, peer_ep(r, c, q), c->res, bytes,
-                      RC_TAG(c->job, c->seq, STEP_RESULT, me));
+                net_send(r, c, q, STEP_RESULT, c->res, bytes);
         }
-        free(srcs);
         c->step = 2;
         return;
     }
@@ -516,28 +675,34 @@ static void chain(oc_router_t *r, acoll_t *c)
         c->state = ST_PUT;
 }
 
+/* Broadcast: the root's node sends every node the data; every other node
+ * sends every node an empty message (a failure message when it failed),
+ * so that a failure anywhere fails the broadcast everywhere. */
 static void bcast(oc_router_t *r, acoll_t *c)
 {
     const size_t bytes = c->count * c->es;
     const uint32_t rp = node_pos(c, c->root);
 
     if (c->step == 0) {
-        if (rp == c->pos) {
+        if (c->status != OC_OK) {
+            /* nothing of the data */
+        } else if (rp == c->pos) {
             c->res = c->r[c->root].in;
-            for (uint32_t q = 0; q < c->nnodes; q++)
-                if (q != c->pos)
-                    issue(r, c, 3, peer_ep(r, c, q), c->res, bytes,
-                          RC_TAG(c->job, c->seq, STEP_BCAST, r->p.node));
+        } else if ((c->res = malloc(bytes + 1)) == NULL) {
+            c->status = OC_ERR_NO_MEMORY;
         } else {
             /* kept in r[root].in, so that it is freed as the root's is */
-            if ((c->res = malloc(bytes + 1)) == NULL) {
-                c->status = OC_ERR_NO_MEMORY;
-                return;
-            }
             c->r[c->root].in = c->res;
-            issue(r, c, 4, NULL, c->res, bytes,
-                  RC_TAG(c->job, c->seq, STEP_BCAST, c->nodes[rp]));
         }
+        for (uint32_t q = 0; q < c->nnodes; q++)
+            if (q != c->pos)
+                net_recv(r, c, q, STEP_BCAST,
+                         q == rp && c->status == OC_OK ? c->res : NULL,
+                         q == rp ? bytes : 0);
+        for (uint32_t q = 0; q < c->nnodes; q++)
+            if (q != c->pos)
+                net_send(r, c, q, STEP_BCAST, c->res,
+                         rp == c->pos ? bytes : 0);
         c->step = 1;
         return;
     }
@@ -550,47 +715,62 @@ static void bcast(oc_router_t *r, acoll_t *c)
 #define RCNT(rr, s) ((rr)->v[2 * c->size + (s)])
 #define RD(rr, s) ((rr)->v[3 * c->size + (s)])
 
-static void alltoallv(oc_router_t *r, acoll_t *c)
+/* All-to-all(v): this node's blocks for every other node, packed. */
+static void a2a_pack(acoll_t *c)
 {
-    if (c->step == 0) {
-        size_t M = c->nnodes;
-        c->a2a_out = calloc(M, sizeof(*c->a2a_out));
-        c->a2a_in = calloc(M, sizeof(*c->a2a_in));
-        c->a2a_olen = calloc(M, sizeof(size_t));
-        c->a2a_ilen = calloc(M, sizeof(size_t));
-        if (!c->a2a_out || !c->a2a_in || !c->a2a_olen || !c->a2a_ilen) {
+    size_t M = c->nnodes;
+
+    c->a2a_out = calloc(M, sizeof(*c->a2a_out));
+    c->a2a_in = calloc(M, sizeof(*c->a2a_in));
+    c->a2a_olen = calloc(M, sizeof(size_t));
+    c->a2a_ilen = calloc(M, sizeof(size_t));
+    if (!c->a2a_out || !c->a2a_in || !c->a2a_olen || !c->a2a_ilen) {
+        c->status = OC_ERR_NO_MEMORY;
+        return;
+    }
+    for (uint32_t q = 0; q < M; q++) {
+        size_t ol = 0, il = 0, off = 0;
+        if (q == c->pos)
+            continue;
+        for (uint32_t s = c->first; s <= c->last; s++)
+            for (uint32_t d = c->node_first[q]; d < c->node_first[q + 1]; d++)
+                ol += SC(&c->r[s], d) * c->es;
+        for (uint32_t s = c->node_first[q]; s < c->node_first[q + 1]; s++)
+            for (uint32_t d = c->first; d <= c->last; d++)
+                il += RCNT(&c->r[d], s) * c->es;
+        c->a2a_out[q] = malloc(ol + 1);
+        c->a2a_in[q] = malloc(il + 1);
+        if (c->a2a_out[q] == NULL || c->a2a_in[q] == NULL) {
             c->status = OC_ERR_NO_MEMORY;
             return;
         }
-        for (uint32_t q = 0; q < M; q++) {
-            size_t ol = 0, il = 0, off = 0;
+        for (uint32_t s = c->first; s <= c->last; s++)
+            for (uint32_t d = c->node_first[q]; d < c->node_first[q + 1]; d++) {
+                size_t len = SC(&c->r[s], d) * c->es;
+                if (len)
+                    memcpy(c->a2a_out[q] + off,
+                           c->r[s].in + SD(&c->r[s], d) * c->es, len);
+                off += len;
+            }
+        c->a2a_olen[q] = ol, c->a2a_ilen[q] = il;
+    }
+}
+
+/* All-to-all(v): one message each way between this node and every other;
+ * failed here, failure messages go instead (and what comes is dropped). */
+static void alltoallv(oc_router_t *r, acoll_t *c)
+{
+    if (c->step == 0) {
+        if (c->status == OC_OK)
+            a2a_pack(c); /* everything first: one outcome for every node */
+        for (uint32_t q = 0; q < c->nnodes; q++) {
+            int ok = c->status == OC_OK;
             if (q == c->pos)
                 continue;
-            for (uint32_t s = c->first; s <= c->last; s++)
-                for (uint32_t d = c->node_first[q]; d < c->node_first[q + 1]; d++)
-                    ol += SC(&c->r[s], d) * c->es;
-            for (uint32_t s = c->node_first[q]; s < c->node_first[q + 1]; s++)
-                for (uint32_t d = c->first; d <= c->last; d++)
-                    il += RCNT(&c->r[d], s) * c->es;
-            c->a2a_out[q] = malloc(ol + 1);
-            c->a2a_in[q] = malloc(il + 1);
-            if (c->a2a_out[q] == NULL || c->a2a_in[q] == NULL) {
-                c->status = OC_ERR_NO_MEMORY;
-                return;
-            }
-            for (uint32_t s = c->first; s <= c->last; s++)
-                for (uint32_t d = c->node_first[q]; d < c->node_first[q + 1]; d++) {
-                    size_t len = SC(&c->r[s], d) * c->es;
-                    if (len)
-                        memcpy(c->a2a_out[q] + off,
-                               c->r[s].in + SD(&c->r[s], d) * c->es, len);
-                    off += len;
-                }
-            c->a2a_olen[q] = ol, c->a2a_ilen[q] = il;
-            issue(r, c, 4, NULL, c->a2a_in[q], il,
-                  RC_TAG(c->job, c->seq, STEP_A2A, c->nodes[q]));
-            issue(r, c, 3, peer_ep(r, c, q), c->a2a_out[q], ol,
-                  RC_TAG(c->job, c->seq, STEP_A2A, r->p.node));
+            net_recv(r, c, q, STEP_A2A, ok ? c->a2a_in[q] : NULL,
+                     ok ? c->a2a_ilen[q] : 0);
+            net_send(r, c, q, STEP_A2A, ok ? c->a2a_out[q] : NULL,
+                     ok ? c->a2a_olen[q] : 0);
         }
         c->step = 1;
         return;
@@ -667,11 +847,24 @@ static int advance(oc_router_t *r, acoll_t *c)
 {
     int was = c->state, step = c->step;
 
-    if (c->status != OC_OK) { /* wait for what is in flight, then end */
-        /* ... and for every local rank's descriptor: one that came after
-         * the end would start the collective anew and wait for ever */
+    if (c->status != OC_OK && c->state != ST_NET) {
+        /* wait for what is in flight, then end; and for every local
+         * rank's descriptor: one that came after the end would start the
+         * collective anew and wait for ever */
         if (c->pending > 0 || c->state == ST_END || c->ndesc < c->nlocal)
             return 0;
+        if (c->state < ST_NET && c->nnodes > 1 && !c->dead) {
+            /* the other nodes' agents wait for this one's messages: it
+             * sends them its failure instead (see the file comment) */
+            if (c->kind != 0) {
+                c->state = ST_NET;
+                c->step = 0;
+                return 1;
+            }
+            oc_warn(OC_COMP_AGENT, "job %u: collective %u failed before any "
+                    "of its descriptors here said what it is: the other "
+                    "nodes' agents are not told", c->job, c->seq);
+        }
         finish(r, c);
         return 1;
     }

@@ -29,7 +29,8 @@ typedef struct {
 typedef struct acoll {
     struct acoll *next;
     uint32_t      job, seq, size;
-    uint8_t       kind, dtype, op;
+    uint8_t       kind, dtype, op; /* from the first rank's descriptor */
+    int           kset;         /* ... once one was decoded */
     uint64_t      count;
     uint32_t      root;
     size_t        es;
