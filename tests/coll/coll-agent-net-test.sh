@@ -18,8 +18,10 @@
 #            gets an error for it, and the collectives around it verify
 #   twonode-planted  the same across two agents (namespaces as twonode),
 #            planted on a rank of node A, then of node B, with 1001
-#            elements per rank and with 128 Ki (1 MiB: rendezvous): every
-#            rank on both nodes gets the same named error for it, none waits
+#            elements per rank and with 128 Ki (1 MiB: rendezvous), then
+#            1001 again with every message over 256 bytes by rendezvous
+#            (UCX_RNDV_THRESH, agents restarted): every rank on both nodes
+#            gets the same named error for it, none waits
 # COLL_AGENT_THREADS (1): the agents' routing threads (offcored --threads).
 # Exit 0 PASS, 1 FAIL, 77 SKIP.  Namespaces "ca*", ports 41000-41099.
 set -u
@@ -107,6 +109,7 @@ agents_up() { # agents_up NAME PORT: agent NAME on node A, NAME on B (lower case
     UCX_NET_DEVICES="caB$ID" agent "caB$ID" "$b" --listen "unix:$T/${b,,}.sock,tcp:198.18.41.2:$p" \
         --peers "tcp:198.18.41.1:$p"
     ASOCK=$T/${a,,}.sock BSOCK=$T/${b,,}.sock
+    AP=($(pgrep -f -- "--listen unix:$ASOCK") $(pgrep -f -- "--listen unix:$BSOCK"))
 }
 nrank() { # nrank R ARGS...: rank R of 4, 0-1 on node A, 2-3 on node B
     local r=$1; shift
@@ -205,13 +208,18 @@ twonode-planted)
     # waiting after 30 s fails the case), and collectives 1 and 3 verify
     twonode_up
     job=50
-    for n in 1001 131072; do
+    for n in 1001 131072 rndv; do
+    if [ $n = rndv ]; then # the same agents would keep their thresholds
+        kill "${AP[@]}"
+        for p in "${AP[@]}"; do while kill -0 "$p" 2>/dev/null; do sleep 0.05; done; done
+        export UCX_RNDV_THRESH=256; agents_up A2 41002; n=1001
+    fi
     for f in desc short; do
         for kind in allreduce alltoall bcast; do
             for at in 1 2; do # a rank of node A, then one of node B
                 # bcast: only the root (rank 0, node A) sends a contribution
                 [ $f/$kind = short/bcast ] && { [ $at = 2 ] && continue; at=0; }
-                job=$((job + 1)) what="$f/$kind/$n on rank $at"
+                job=$((job + 1)) what="$f/$kind/$n${UCX_RNDV_THRESH:+/rndv} on rank $at"
                 export OC_JOB=$job OC_JOB_KEY=$("$OFFCORE" job-key --job $job --cluster-key "$T/ck")
                 for r in 0 1 2 3; do
                     if [ $r = $at ]; then

@@ -44,7 +44,8 @@
  * broadcast, whose root's node would otherwise hear from no one: the
  * empty messages above.  Which messages a node owes follows from the kind
  * (and a broadcast's root): taken from a rejected descriptor when no local
- * one decoded, never any of its data.
+ * one decoded, never any of its data.  A failed collective's DONE goes once
+ * the zeros filling its ranks' posted receives are sent (drain()).
  *
  * Threading: the router's thread only.  Trust: descriptors come from
  * ranks; only a registered sender's, decoded by oc__colld_decode(), is
@@ -307,7 +308,8 @@ static void tell(oc_router_t *r, acoll_t *c, uint32_t rank, oc_status_t st)
 
 /* A failed collective: every receive a local rank posted for its result
  * still gets a message (zeros; the rank reports the error), so that none
- * is left posted in the rank. */
+ * is left posted in the rank; DONE goes once they are all in (see
+ * finish()). */
 static void drain(oc_router_t *r, acoll_t *c)
 {
     size_t max = 0;
@@ -334,15 +336,32 @@ static void drain(oc_router_t *r, acoll_t *c)
     }
 }
 
-static void finish(oc_router_t *r, acoll_t *c)
+static void tell_all(oc_router_t *r, acoll_t *c)
 {
-    if (c->status != OC_OK)
-        drain(r, c);
     for (uint32_t i = c->first; i <= c->last; i++)
         if (c->r[i].have)
             tell(r, c, i, c->r[i].cma_st != OC_OK ? c->r[i].cma_st
                           : c->status != OC_OK ? c->status : c->r[i].st);
     c->state = ST_END;
+}
+
+/* DONE to every local rank.  A rank whose DONE says the collective failed
+ * returns at once, without waiting for its result's receives: so a failed
+ * one's DONE waits for the drain (a rendezvous into a receive the rank
+ * posted, landing after it returned, would write into a buffer the
+ * application has since reused).  Not when the job failed: nothing more
+ * comes from the ranks that are gone. */
+static void finish(oc_router_t *r, acoll_t *c)
+{
+    if (c->status != OC_OK) {
+        uint32_t before = c->pending;
+        drain(r, c);
+        if (c->pending > before && !c->dead) {
+            c->state = ST_DRAIN;
+            return;
+        }
+    }
+    tell_all(r, c);
 }
 
 /* The job's nodes in rank order; each node's ranks must be contiguous. */
@@ -847,6 +866,12 @@ static int advance(oc_router_t *r, acoll_t *c)
 {
     int was = c->state, step = c->step;
 
+    if (c->state == ST_DRAIN) {
+        if (c->pending > 0)
+            return 0;
+        tell_all(r, c);
+        return 1;
+    }
     if (c->status != OC_OK && c->state != ST_NET) {
         /* wait for what is in flight, then end; and for every local
          * rank's descriptor: one that came after the end would start the

@@ -8,7 +8,8 @@
 
 #include "router_int.h"
 
-enum { ST_GATHER, ST_GET, ST_NET, ST_PUT, ST_WRITE, ST_END };
+/* ST_DRAIN: failed, the ranks' posted receives being filled before DONE */
+enum { ST_GATHER, ST_GET, ST_NET, ST_PUT, ST_WRITE, ST_DRAIN, ST_END };
 enum { STEP_CHAIN = 1, STEP_RESULT = 2, STEP_A2A = 3, STEP_BCAST = 4 };
 
 typedef struct {
