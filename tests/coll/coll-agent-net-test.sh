@@ -102,7 +102,8 @@ twonode_up() { # two namespaces joined by a veth pair, an agent in each
     export UCX_TLS=tcp
     agents_up A 41001
 }
-agents_up() { # agents_up NAME PORT: agent NAME on node A, NAME on B (lower case: its socket)
+agents_up() { # agents_up NAME PORT: agent NAME on node A and NAME with B
+    # for A on node B (logs NAME.log, sockets name.sock), peers on PORT
     local a=$1 b=${1/A/B} p=$2
     UCX_NET_DEVICES="caA$ID" agent "caA$ID" "$a" --listen "unix:$T/${a,,}.sock,tcp:198.18.41.1:$p" \
         --peers "tcp:198.18.41.2:$p"
@@ -115,6 +116,35 @@ nrank() { # nrank R ARGS...: rank R of 4, 0-1 on node A, 2-3 on node B
     local r=$1; shift
     if [ "$r" -lt 2 ]; then UCX_NET_DEVICES="caA$ID" rank "caA$ID" "$ASOCK" "$r" 4 "$@"
     else UCX_NET_DEVICES="caB$ID" rank "caB$ID" "$BSOCK" "$r" 4 "$@"; fi
+}
+planted_across() { # planted_across N: twonode-planted's faults, N elements
+    local n=$1 f kind at r what got
+    for f in desc short; do
+        for kind in allreduce alltoall bcast; do
+            for at in 1 2; do # a rank of node A, then one of node B
+                # bcast: only the root (rank 0, node A) sends a contribution
+                [ $f/$kind = short/bcast ] && { [ $at = 2 ] && continue; at=0; }
+                job=$((job + 1)) what="$f/$kind/$n${UCX_RNDV_THRESH:+/rndv} on rank $at"
+                export OC_JOB=$job OC_JOB_KEY=$("$OFFCORE" job-key --job $job --cluster-key "$T/ck")
+                for r in 0 1 2 3; do
+                    if [ $r = $at ]; then
+                        OC_COLL_FAULT=$f OC_COLL_FAULT_AT=2 RANK_TIMEOUT=30 nrank $r planted $kind $n
+                    else
+                        RANK_TIMEOUT=30 nrank $r planted $kind $n
+                    fi
+                done
+                for r in 0 1 2 3; do
+                    wait "${RP[$r]}" || fail "$what: rank $r (exit $?)"
+                done
+                got=$(sed -n "s/^rank \([0-3]\): $kind 2: \(OC_[A-Z_]*\).*/\1 \2/p" "$T"/r[0-3].log | sort)
+                echo "$what:" $got
+                # one status for all, and the one the agent of the fault named
+                [ "$(echo "$got" | wc -l)" = 4 ] &&
+                    [ "$(echo "$got" | cut -d' ' -f2 | sort -u)" = OC_ERR_COLL_MISMATCH ] ||
+                    fail "$what: not OC_ERR_COLL_MISMATCH on every rank"
+            done
+        done
+    done
 }
 declare -a RP
 case "$CASE" in
@@ -208,39 +238,15 @@ twonode-planted)
     # waiting after 30 s fails the case), and collectives 1 and 3 verify
     twonode_up
     job=50
-    for n in 1001 131072 rndv; do
-    if [ $n = rndv ]; then # the same agents would keep their thresholds
-        kill "${AP[@]}"
-        for p in "${AP[@]}"; do while kill -0 "$p" 2>/dev/null; do sleep 0.05; done; done
-        export UCX_RNDV_THRESH=256; agents_up A2 41002; n=1001
-    fi
-    for f in desc short; do
-        for kind in allreduce alltoall bcast; do
-            for at in 1 2; do # a rank of node A, then one of node B
-                # bcast: only the root (rank 0, node A) sends a contribution
-                [ $f/$kind = short/bcast ] && { [ $at = 2 ] && continue; at=0; }
-                job=$((job + 1)) what="$f/$kind/$n${UCX_RNDV_THRESH:+/rndv} on rank $at"
-                export OC_JOB=$job OC_JOB_KEY=$("$OFFCORE" job-key --job $job --cluster-key "$T/ck")
-                for r in 0 1 2 3; do
-                    if [ $r = $at ]; then
-                        OC_COLL_FAULT=$f OC_COLL_FAULT_AT=2 RANK_TIMEOUT=30 nrank $r planted $kind $n
-                    else
-                        RANK_TIMEOUT=30 nrank $r planted $kind $n
-                    fi
-                done
-                for r in 0 1 2 3; do
-                    wait "${RP[$r]}" || fail "$what: rank $r (exit $?)"
-                done
-                got=$(sed -n "s/^rank \([0-3]\): $kind 2: \(OC_[A-Z_]*\).*/\1 \2/p" "$T"/r[0-3].log | sort)
-                echo "$what:" $got
-                # one status for all, and the one the agent of the fault named
-                [ "$(echo "$got" | wc -l)" = 4 ] &&
-                    [ "$(echo "$got" | cut -d' ' -f2 | sort -u)" = OC_ERR_COLL_MISMATCH ] ||
-                    fail "$what: not OC_ERR_COLL_MISMATCH on every rank"
-            done
-        done
-    done
-    done
+    planted_across 1001
+    planted_across 131072
+    # again with every message over 256 bytes by rendezvous (a failed
+    # collective's drain among them): agents that start with the threshold
+    kill "${AP[@]}"
+    for p in "${AP[@]}"; do while kill -0 "$p" 2>/dev/null; do sleep 0.05; done; done
+    export UCX_RNDV_THRESH=256
+    agents_up A2 41002
+    planted_across 1001
     echo "PASS $CASE" ;;
 *) echo "unknown case $CASE"; exit 2 ;;
 esac
