@@ -29,7 +29,9 @@
  *                                on every rank: run with OC_COLL_FAULT and
  *                                OC_COLL_FAULT_AT=2 on one rank, which plants
  *                                a fault there; prints "rank R: STATUS"
- *   coll_agent_check time BYTES ITERS  allreduce latency
+ *   coll_agent_check time BYTES ITERS [KIND]  latency of an allreduce
+ *                                (or KIND: bcast from rank 0, alltoall of
+ *                                BYTES per rank, barrier)
  *
  * Exit 0 PASS, 1 FAIL.  Single-threaded; trusts its environment.
  */
@@ -400,25 +402,40 @@ int main(int argc, char **argv)
         oc_finalize(ctx);
         return g_fail != 0;
     }
-    if (!strcmp(argv[1], "time") && argc > 3) { /* time BYTES ITERS */
+    if (!strcmp(argv[1], "time") && argc > 3) { /* time BYTES ITERS [KIND] */
         size_t n = strtoull(argv[2], NULL, 0) / 4;
         int it = atoi(argv[3]);
+        const char *kind = argc > 4 ? argv[4] : "allreduce";
         float *x = calloc(n + 1, 4), *y = calloc(n + 1, 4);
         struct timespec t0, t1;
+        if (!strcmp(kind, "alltoall")) { /* n / size elements per pair */
+            n = n / g_size > 0 ? n / g_size : 1;
+            free(x), free(y);
+            x = calloc(n * g_size + 1, 4), y = calloc(n * g_size + 1, 4);
+        }
         oc_barrier(ctx);
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        for (int k = 0; k < it; k++)
-            if ((st = oc_allreduce(ctx, x, y, n, OC_FLOAT32, OC_SUM)) != OC_OK)
+        for (int k = 0; k < it; k++) {
+            if (!strcmp(kind, "bcast"))
+                st = oc_bcast(ctx, x, n, OC_FLOAT32, 0);
+            else if (!strcmp(kind, "alltoall"))
+                st = oc_alltoall(ctx, x, y, n, OC_FLOAT32);
+            else if (!strcmp(kind, "barrier"))
+                st = oc_barrier(ctx);
+            else
+                st = oc_allreduce(ctx, x, y, n, OC_FLOAT32, OC_SUM);
+            if (st != OC_OK)
                 break;
+        }
         clock_gettime(CLOCK_MONOTONIC, &t1);
-        printf("rank %u: %s, %.1f us per allreduce of %zu bytes\n", g_rank,
+        printf("rank %u: %s, %.1f us per %s of %zu bytes\n", g_rank,
                oc_status_string(st), ((t1.tv_sec - t0.tv_sec) * 1e6 +
-               (t1.tv_nsec - t0.tv_nsec) / 1e3) / it, n * 4);
+               (t1.tv_nsec - t0.tv_nsec) / 1e3) / it, kind, n * 4);
         oc_finalize(ctx);
         free(x), free(y);
         return st != OC_OK;
     }
     fprintf(stderr, "usage: coll_agent_check check | badbuf | wait VICTIM | planted KIND [N] | "
-            "time BYTES ITERS\n");
+            "time BYTES ITERS [KIND]\n");
     return 2;
 }
