@@ -50,9 +50,12 @@ export OC_JOB_KEY=$("$OFFCORE" job-key --job 31 --cluster-key "$T/ck")
 in_ns() { local n=$1; shift; if [ -n "$n" ]; then ip netns exec "$n" "$@"; else "$@"; fi; }
 agent() { # agent NS NAME ARGS...
     local n=$1 name=$2; shift 2
-    in_ns "$n" env OC_LOG=agent:info "$OFFCORED" --cluster-key "$T/ck" \
-        --metrics off --threads "${COLL_AGENT_THREADS:-1}" "$@" \
-        > "$T/$name.log" 2>&1 &
+    set -- env OC_LOG=agent:info "$OFFCORED" --cluster-key "$T/ck" \
+        --metrics off --threads "${COLL_AGENT_THREADS:-1}" "$@"
+    [ -n "$n" ] && set -- ip netns exec "$n" "$@"
+    # a simple command, not a function: its pid is the agent's (each execs
+    # the next), so that cleanup's kill reaches it outside a namespace too
+    "$@" > "$T/$name.log" 2>&1 &
     PIDS+=("$!")
     for _ in $(seq 200); do grep -q ready "$T/$name.log" && return 0; sleep 0.05; done
     fail "agent $name not ready"
