@@ -286,6 +286,8 @@ route_col(out_t *const *hop, uint32_t nranks, uint32_t src,
         if (likely(eo->item_len == OC_ENG_NO_ITEM && room >= msz)) {
             oc__wire_st64(wp, mh | (dst & 0xffffffu));
             memcpy(wp + OC_WIRE_MSG_HDR_LEN, p, len);
+            /* the line this outlet writes next-but-one, for writing */
+            __builtin_prefetch(wp + 128, 1, 3);
             eo->wp = wp + msz;
             eo->count++;
             continue;
