@@ -252,51 +252,67 @@ route_msg(oc_router_t *r, rjob_t *j, uint32_t dst, uint32_t src,
     return RX_DONE;
 }
 
-/* The common case of a column stream: 8-byte items, each for an open
- * fixed-size buffer of this source and its destination — a load of the
- * next hop, one 64-bit compare of (source, destination), one copy.  Stops
- * at the first item that needs more (route_msg) and returns where. */
-static const uint8_t *route_col8(out_t *const *hop, uint32_t nranks,
-                                 uint32_t src, const uint8_t *dc,
-                                 const uint8_t *dend, const uint8_t **pp)
-{
-    const uint64_t skey = oc__eng_fkey(src, 0);
-    const uint8_t *p = *pp;
-    for (; dc < dend; dc += 4, p += 8) {
-        const uint32_t dst = oc__wire_ld32(dc);
-        /* checked as read: a stream in shared memory is read in place,
-         * and its rank may rewrite it after validation */
-        if (unlikely(dst >= nranks))
-            break;
-        oc_eng_out_t *eo = &hop[dst]->eo; /* never NULL: rjob_t.none */
-        uint8_t *wp = eo->wp;
-        if (unlikely(eo->fkey8 != (skey | oc__eng_fkey(0, dst)) ||
-                     wp + 8 > eo->end))
-            break;
-        memcpy(wp, p, 8);
-        eo->wp = wp + 8;
-    }
-    *pp = p;
-    return dc;
-}
+/* Up to this many ranks a job's outlets stay in L1 (128 bytes each):
+ * route_col does not prefetch them. */
+#define OC_ROUTER_FEW_RANKS 128
 
-/* The same for items of another length that is a multiple of 8 (the copy
- * a constant size where the compiler can make it one: 16 bytes). */
+/* A rank's column stream, items of @p len bytes (a multiple of 8; a
+ * constant where inlined, so every copy is a fixed-size move): each item
+ * goes to its next hop's open buffer while that has room, with no call.
+ * An outlet toward a local rank receives from many senders, so its buffer
+ * is mixed (a header per item) almost always: that case is checked first,
+ * and its header is the bundle's (source, length) word with the
+ * destination ORed in.  An open fixed-size buffer of this source and
+ * destination (an outlet fed by this rank alone) takes the item bare.
+ * Anything else (no buffer, no room, another mode, a destination out of
+ * range) stops the loop where it is, for route_msg.  These are exactly
+ * route_msg's cases that need neither a flush nor an open, in the same
+ * outlets, so order and back-pressure are route_msg's.  @p ahead: also
+ * prefetch the outlet of the item 8 ahead. */
 static inline __attribute__((always_inline)) const uint8_t *
-route_col_n(out_t *const *hop, uint32_t nranks, uint32_t src,
-            const uint8_t *dc, const uint8_t *dend, const uint8_t **pp,
-            const uint32_t len)
+route_col(out_t *const *hop, uint32_t lim, uint32_t src,
+          const uint8_t *dc, const uint8_t *dend, const uint8_t **pp,
+          const uint32_t len, const int ahead)
 {
+    const uint64_t mh = oc__wire_msg_hdr(0, src, len);
+    const uint64_t skey = oc__eng_fkey(src, 0);
+    const size_t msz = OC_WIRE_MSG_HDR_LEN + (size_t)len;
     const uint8_t *p = *pp;
     for (; dc < dend; dc += 4, p += len) {
         const uint32_t dst = oc__wire_ld32(dc);
-        if (unlikely(dst >= nranks)) /* as in route_col8 */
+        /* checked as read: a stream in shared memory is read in place,
+         * and its rank may rewrite it after validation (the same bound
+         * as validation's, so the header takes it whole) */
+        if (unlikely(dst >= lim))
             break;
+        /* the outlet of an item a few ahead (at hundreds of destinations
+         * the outlets are more than L1 holds; at tens it only costs) */
+        if (ahead && dc + 32 < dend) {
+            const uint32_t a = oc__wire_ld32(dc + 32);
+            if (a < lim)
+                __builtin_prefetch(hop[a], 1, 3);
+        }
         oc_eng_out_t *eo = &hop[dst]->eo; /* never NULL: rjob_t.none */
         uint8_t *wp = eo->wp;
-        if (unlikely(eo->item_len != len || eo->fsrc != src ||
-                     eo->fdst != dst || wp + len > eo->end))
+        /* no buffer: wp == end == NULL, no room */
+        const size_t room = (size_t)(eo->end - wp);
+        if (likely(eo->item_len == OC_ENG_NO_ITEM && room >= msz)) {
+            oc__wire_st64(wp, mh | dst);
+            memcpy(wp + OC_WIRE_MSG_HDR_LEN, p, len);
+            /* the line this outlet writes next-but-one, for writing */
+            __builtin_prefetch(wp + 128, 1, 3);
+            eo->wp = wp + msz;
+            eo->count++;
+            continue;
+        }
+        if (len == 8) {
+            if (unlikely(eo->fkey8 != (skey | oc__eng_fkey(0, dst)) ||
+                         room < 8))
+                break;
+        } else if (unlikely(eo->item_len != len || eo->fsrc != src ||
+                            eo->fdst != dst || room < len)) {
             break;
+        }
         memcpy(wp, p, len);
         eo->wp = wp + len;
     }
@@ -336,22 +352,27 @@ static int route_bundle(oc_router_t *r, rjob_t *j, oc_eng_rx_t *e)
     oc__wire_iter_skip(&it, i);
     if (it.col != NULL) {
         /* a rank's column stream: one source, one length; the
-         * destinations are an array.  The common case — an 8-byte item
-         * for an open fixed-size buffer of this source and destination —
-         * is a load of the next hop, one 64-bit compare of (source,
-         * destination) and one copy. */
+         * destinations are an array.  route_col takes every item whose
+         * next hop has an open buffer with room; route_msg the rest. */
         const uint32_t src = e->hdr.src, len = e->hdr.item_size;
         const size_t stride = oc__wire_pad8(len);
         const uint8_t *dc = it.col, *const dend = it.col + 4 * (size_t)it.left;
         const uint8_t *p = it.p;
-        const uint32_t nranks = j->map->size;
+        /* validation's bound (wire.c): below it, a rank fits its
+         * 24-bit field */
+        const uint32_t nranks = j->map->size < OC_WIRE_MAX_RANKS
+                                    ? j->map->size : OC_WIRE_MAX_RANKS;
         while (dc < dend) {
-            if (len == 8)
-                dc = route_col8(j->hop, nranks, src, dc, dend, &p);
+            if (len == 8 && nranks <= OC_ROUTER_FEW_RANKS)
+                dc = route_col(j->hop, nranks, src, dc, dend, &p, 8, 0);
+            else if (len == 8)
+                dc = route_col(j->hop, nranks, src, dc, dend, &p, 8, 1);
+            else if (len == 16 && nranks <= OC_ROUTER_FEW_RANKS)
+                dc = route_col(j->hop, nranks, src, dc, dend, &p, 16, 0);
             else if (len == 16)
-                dc = route_col_n(j->hop, nranks, src, dc, dend, &p, 16);
+                dc = route_col(j->hop, nranks, src, dc, dend, &p, 16, 1);
             else if ((len & 7) == 0)
-                dc = route_col_n(j->hop, nranks, src, dc, dend, &p, len);
+                dc = route_col(j->hop, nranks, src, dc, dend, &p, len, 1);
             if (dc == dend)
                 break;
             const uint32_t dst = oc__wire_ld32(dc);
@@ -511,7 +532,7 @@ static int route_one(oc_router_t *r, oc_eng_rx_t *e)
             chk.dst = OC_WIRE_RANK_NONE;
             chk.src = s->is_peer ? OC_WIRE_RANK_NONE : s->rank;
             /* a stream in shared memory: its destinations are checked as
-             * routed (route_col8), where a rank cannot change them any
+             * routed (route_col), where a rank cannot change them any
              * more; checking them here too would prove nothing */
             chk.flags = e->shm != NULL ? OC_WIRE_CHECK_DST_AT_USE : 0;
             st = oc__wire_validate(e->data, e->len, &chk, &e->hdr);
@@ -519,7 +540,7 @@ static int route_one(oc_router_t *r, oc_eng_rx_t *e)
                 !(e->hdr.flags & OC_WIRE_F_FIXED) && e->self_buf == NULL) {
                 /* rows of headers read in place could change under us (a
                  * column stream's destinations are re-checked as read,
-                 * route_col8): route a private copy, validated again */
+                 * route_col): route a private copy, validated again */
                 oc_eng_buf_t *b;
                 if (e->len > r->eng->p.bundle_size) {
                     st = OC_ERR_WIRE_LENGTH;
