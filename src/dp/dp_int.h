@@ -1,6 +1,7 @@
 /*
  * dp_int.h — offcore-dp's runtime state, shared by dp.c (workers),
- * rules.c (rule slots and counters) and ctl.c (control, metrics).
+ * stage.c (the stage toolbox), rules.c (rule slots and counters), the
+ * stages and ctl.c (control, metrics).
  * Private to src/dp.  Threading: see dp.h and each field.
  */
 #ifndef OC_DP_INT_H
@@ -27,6 +28,13 @@ enum {
 typedef struct {
     uint64_t packets, bytes;
 } oc_dp_ctr_t;
+
+/* Add to a counter only this thread writes; other threads read it with
+ * relaxed loads. */
+static inline void oc__dp_ctr_add(uint64_t *c, uint64_t v)
+{
+    __atomic_store_n(c, *c + v, __ATOMIC_RELAXED);
+}
 
 typedef struct oc_dp_worker {
     struct oc_dp  *dp;
@@ -141,16 +149,27 @@ void oc__dp_flow_tick(oc_dp_worker_t *w);
 void oc__dp_flow_print(oc_dp_t *dp, uint32_t max, FILE *out);
 void oc__dp_flow_metrics(oc_dp_t *dp, void *prom /* oc_prom_t * */);
 
-/* dp.c's stages and sending, for the tenant pipeline (uplink.c) */
+/* The stage toolbox (stage.c), for the worker loop (dp.c) and the tenant
+ * pipeline alike; worker thread, on its own burst.  parse: the parser and
+ * its policy (meta and a verdict per packet); classify: the classifier on
+ * the IPv4 packets still forwarded (rule counters, deny verdicts). */
 void oc__dp_stage_parse(oc_dp_worker_t *w, oc_pkt_t **pkts, uint16_t n);
+void oc__dp_stage_classify(oc_dp_worker_t *w, oc_pkt_t **pkts, uint16_t n);
+/** Send the packets of @p pkts whose verdict is forward on @p out (a full
+ *  ring: retried, then counted tx_full), count and free the others to
+ *  @p in's pool. */
 void oc__dp_send(oc_dp_worker_t *w, oc_port_t *in, oc_port_t *out,
                  oc_pkt_t **pkts, uint16_t n);
+/** oc__dp_send() of every packet, verdicts unread (the bare forwarder). */
+void oc__dp_send_bare(oc_dp_worker_t *w, oc_port_t *in, oc_port_t *out,
+                      oc_pkt_t **pkts, uint16_t n);
 
-/* The tenant pipeline around the tenant stages (uplink.c): a burst from
- * a tenant attachment's wire port (ESP decryption, the VNI demultiplexing
- * of a shared port, the tenant stages, delivery), and what follows the
- * tenant stages in either direction (flow accounting of the inner packet
- * with its VNI; ESP encryption of the VXLAN packet toward the wire). */
+/* The tenant pipeline around the tenant stages: a burst from a tenant
+ * attachment's wire port (uplink.c: ESP decryption, the VNI
+ * demultiplexing of a shared port, the tenant stages, delivery), and what
+ * follows the tenant stages in either direction (tenant_post.c: flow
+ * accounting of the inner packet with its VNI; ESP encryption of the
+ * VXLAN packet toward the wire). */
 void oc__dp_uplink_rx(oc_dp_worker_t *w, uint32_t a, oc_pkt_t **pkts,
                       uint16_t n);
 void oc__dp_tenant_post(oc_dp_worker_t *w, uint32_t a, int dir,
