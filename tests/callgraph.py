@@ -121,7 +121,7 @@ def main():
 
     # the objects of each room's sources (a source compiled into several
     # targets counts once: the union of its objects' symbols)
-    objs = {}  # "dp/dp.c" -> [object paths]
+    objs = {}  # "dp/pipeline.c" -> [object paths]
     for c in json.load(open(os.path.join(build, "compile_commands.json"))):
         path = os.path.realpath(os.path.join(c["directory"], c["file"]))
         if not path.startswith(src + os.sep) or not path.endswith(".c"):

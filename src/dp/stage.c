@@ -1,8 +1,9 @@
 /*
  * stage.c — offcore-dp's stage toolbox: the steps a burst goes through,
- * called by the worker loop (dp.c) and by the tenant pipeline (uplink.c,
- * tenant_stage.c, tenant_post.c) alike: parse + policy, the classifier,
- * and sending what passed to the other port (freeing what was dropped).
+ * called by the worker loop (pipeline.c) and by the tenant pipeline
+ * (tenant/: uplink.c, tenant_stage.c, tenant_post.c) alike: parse +
+ * policy, the classifier, and sending what passed to the other port
+ * (freeing what was dropped).
  * It calls nothing else in offcore-dp, so that the files that call it
  * never form a circle with the loop.
  *

@@ -1,5 +1,6 @@
 /*
- * dp.c — offcore-dp's runtime: ports, worker threads and the pipeline.
+ * pipeline.c — offcore-dp's runtime: ports, worker threads and the
+ * pipeline's loop (the steps themselves: stage.c, the stages, tenant/).
  *
  * Worker q owns queue q of every port and one packet pool (the UMEM its
  * AF_XDP sockets share).  Its loop: for each attachment and direction,
@@ -16,7 +17,7 @@
  * on a new rule; a reused slot's counters start from a baseline.
  */
 #include "dp_int.h"
-#include "tenant_int.h"
+#include "tenant/tenant_int.h"
 #include "util/log.h"
 
 #include <errno.h>
@@ -187,7 +188,7 @@ oc_status_t oc__dp_start(const oc_dp_conf_t *c, oc_dp_t **out)
         snprintf(at->name, sizeof(at->name), "%s", ac->name);
         for (uint32_t b = 0; b < a; b++)
             if (!strcmp(c->attach[b].wire, ac->wire)) {
-                /* one uplink: open once (conf.c checked the settings) */
+                /* one uplink: open once (conf/conf.c checked the settings) */
                 at->wire_of = b + 1;
                 at->port[1] = dp->att[b].port[1];
                 dp->att[b].uplink = true;

@@ -1,11 +1,11 @@
 /*
  * tenant_post.c — what follows the tenant stages (tenant_stage.c) in
  * either direction, before the frame leaves: flow accounting of the inner
- * packet with the tenant's VNI (flow_stage.c), the MSS clamp of TCP SYNs
+ * packet with the tenant's VNI (src/dp/flow_stage.c), the MSS clamp of TCP SYNs
  * so that VXLAN + ESP fit esp_mtu, and host -> wire ESP encryption of the
- * VXLAN packet (esp_stage.c; uplink.c says why after encapsulation).
- * Called by the worker loop (dp.c), the uplink (uplink.c) and the handoff
- * rings (tenant_hand.c).
+ * VXLAN packet (src/dp/esp_stage.c; uplink.c says why after
+ * encapsulation).  Called by the worker loop (src/dp/pipeline.c), the
+ * uplink (uplink.c) and the handoff rings (tenant_hand.c).
  *
  * Threading: worker threads only, on their own bursts.
  */

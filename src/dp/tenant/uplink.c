@@ -25,12 +25,11 @@
  * VXLAN header or touches a tenant's connection table before the frame's
  * ICV and replay window have been checked.
  *
- * A shared wire port is opened once (dp.c) and received by its first
- * attachment; an ARP request for a tenant's tunnel address goes to that
- * tenant's stages (they answer it); a frame that is no VXLAN, or whose VNI
- * no live tenant on
- * that port has, is dropped and counted per port and reason
- * (offcore_dp_uplink_dropped_packets_total).
+ * A shared wire port is opened once (src/dp/pipeline.c) and received by
+ * its first attachment; an ARP request for a tenant's tunnel address goes
+ * to that tenant's stages (they answer it); a frame that is no VXLAN, or
+ * whose VNI no live tenant on that port has, is dropped and counted per
+ * port and reason (offcore_dp_uplink_dropped_packets_total).
  *
  * Threading: worker threads only, on their own bursts; counters per worker
  * (relaxed stores), read by the metrics thread (relaxed loads).

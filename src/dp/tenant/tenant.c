@@ -10,7 +10,8 @@
  * control thread reads counters with relaxed loads and asks the worker for
  * what touches its table (flush, list) through a request word it waits on.
  * Security groups are per-tenant classifiers (src/pkt/acl) whose writer is
- * the control thread and whose readers are the workers (RCU, as dp.c's).
+ * the control thread and whose readers are the workers (RCU, as the
+ * pipeline's, src/dp/pipeline.c).
  */
 #include "tenant_int.h"
 #include "metrics/metrics.h"

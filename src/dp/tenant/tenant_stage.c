@@ -30,7 +30,8 @@
  * frames run through one by one.
  *
  * Threading: the worker that owns the tenant state (tenant.c); the groups
- * are read as RCU readers (the worker is registered in dp.c).  Frames are
+ * are read as RCU readers (the worker is registered in
+ * src/dp/pipeline.c).  Frames are
  * hostile: every parser here is fuzzed (tests/fuzz/fuzz_tenant.c).
  */
 #include "tenant_int.h"
