@@ -8,7 +8,7 @@
  * messages and payloads limited to 64 KiB, while rule listings and counter
  * dumps of 10K rules are megabytes of text.  So, like a one-shot HTTP/1.0
  * exchange: the client connects, sends one line (at most 4095 bytes of
- * printable ASCII, '\n' terminated: ctl_line.c refuses anything else,
+ * printable ASCII, '\n' terminated: conf/ctl_line.c refuses anything else,
  * NUL bytes included), and reads until EOF an answer whose first line is
  * "ok" or "error: REASON".  Commands:
  *   ping
@@ -26,7 +26,7 @@
  */
 #include "ctl/ctl.h"
 #include "dp_int.h"
-#include "tenant_int.h"
+#include "tenant/tenant_int.h"
 #include "metrics/metrics.h"
 #include "metrics/names.h"
 #include "util/guard.h"
@@ -323,7 +323,7 @@ static void handle(oc_dp_t *dp, char *line, FILE *out)
         fprintf(out, "ok\n%s", b.data ? b.data : "");
         oc__prom_buf_free(&b);
     } else if (oc__dp_tenant_ctl(dp, line, out)) {
-        /* conntrack count|list|flush, tenant list (tenant.c) */
+        /* conntrack count|list|flush, tenant list (tenant/tenant_ctl.c) */
     } else {
         reply_error(out, "unknown command (ping, rules add|del|list|load, stat, "
                          "conntrack count|list|flush [TENANT], tenant list, "
@@ -340,7 +340,7 @@ static void serve_client(oc_dp_t *dp, int fd)
     FILE *out;
     int rc;
 
-    /* one request line (ctl_line.c checks it), then the answer, then close */
+    /* one request line (conf/ctl_line.c checks it), the answer, close */
     while ((rc = oc__dp_ctl_line(line, len, sizeof(line) - 1, closed, why,
                                  sizeof(why))) == 0) {
         struct pollfd pf = {fd, POLLIN, 0};

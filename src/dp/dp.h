@@ -1,7 +1,7 @@
 /*
  * dp.h — offcore-dp, the packet data-plane daemon: its configuration
- * (conf.c), its pipeline and worker threads (dp.c, stages.c), its control
- * socket and metrics (ctl.c).
+ * (conf/), its pipeline and worker threads (pipeline.c, stage.c), its
+ * control socket and metrics (ctl.c).
  *
  * Threads: N workers, worker q serving queue q of every port (the NIC's —
  * here veth's — RSS hash spreads flows over queues); one control thread
@@ -19,7 +19,7 @@
 #define OC_DP_H
 
 #include "ctl/ctl.h"
-#include "tenant.h"
+#include "tenant/tenant.h"
 #include "pkt/esp.h"
 #include "pkt/pkt.h"
 #include "util/kv.h"
@@ -78,7 +78,7 @@ typedef struct {
     oc_dp_attach_conf_t attach[OC_DP_MAX_ATTACH];
     size_t        nrules;
     oc_dp_rule_t *rules;     /* malloc'd */
-    oc_dp_tenants_conf_t tenants; /* tenant stages (dp/tenant.h) */
+    oc_dp_tenants_conf_t tenants; /* tenant stages (tenant/tenant.h) */
     /* ESP (esp_stage.c; docs/dp.md "Encryption between DPUs") */
     bool     esp;            /* the stage runs: `esp on` or any `sa` line */
     bool     esp_clear;      /* IPv4 no SA protects passes in clear (deny) */
@@ -132,12 +132,13 @@ int oc__dp_rule_format(const oc_dp_rule_t *r, char *buf, size_t cap);
 
 const char *oc__dp_action_name(oc_acl_action_t a);
 
-/* internal (rule.c), shared with conf.c: "allow"/"deny"/"count" (and
+/* internal (conf/rule.c), shared with conf/conf.c: "allow"/"deny"/"count" (and
  * aliases) -> action.  0 or -1. */
 int oc__dp_parse_action(const char *s, oc_acl_action_t *a);
-/* internal (rule.c), shared by conf.c's `rules FILE ...` and the control
- * socket's `rules load PATH ...`: the option words [action=allow|deny|
- * count] [id_base=N] (defaults allow, 0).  0, or -1 with @p why. */
+/* internal (conf/rule.c), shared by conf/conf.c's `rules FILE ...` and
+ * the control socket's `rules load PATH ...`: the option words
+ * [action=allow|deny|count] [id_base=N] (defaults allow, 0).  0, or -1
+ * with @p why. */
 int oc__dp_rules_opts(char **tok, int n, oc_acl_action_t *action,
                       uint32_t *id_base, char *why, size_t whylen);
 
@@ -156,7 +157,7 @@ oc_status_t oc__dp_rules_file(const char *path, oc_acl_action_t action,
                              oc_conf_errors_t *err);
 
 /**
- * The control socket's reader (ctl_line.c): is there a request line in the
+ * The control socket's reader (conf/ctl_line.c): is there a request line in the
  * @p len bytes received into @p buf (@p cap bytes at most; the buffer has
  * room for @p cap + 1), with @p closed true once no more will come (EOF,
  * or the client went quiet)?  The line must be printable ASCII and tabs,

@@ -1,6 +1,7 @@
 /*
- * dp_int.h — offcore-dp's runtime state, shared by dp.c (workers),
- * rules.c (rule slots and counters) and ctl.c (control, metrics).
+ * dp_int.h — offcore-dp's runtime state, shared by pipeline.c (workers),
+ * stage.c (the stage toolbox), rules.c (rule slots and counters), the
+ * stages, tenant/ and ctl.c (control, metrics).
  * Private to src/dp.  Threading: see dp.h and each field.
  */
 #ifndef OC_DP_INT_H
@@ -28,6 +29,13 @@ typedef struct {
     uint64_t packets, bytes;
 } oc_dp_ctr_t;
 
+/* Add to a counter only this thread writes; other threads read it with
+ * relaxed loads. */
+static inline void oc__dp_ctr_add(uint64_t *c, uint64_t v)
+{
+    __atomic_store_n(c, *c + v, __ATOMIC_RELAXED);
+}
+
 typedef struct oc_dp_worker {
     struct oc_dp  *dp;
     uint32_t       q;
@@ -42,8 +50,8 @@ typedef struct oc_dp_worker {
          * [0] unknown VNI, else the VXLAN decapsulation's reason */
         uint64_t uplink[OC_DP_MAX_ATTACH][OC_VXLAN_NREASONS];
     } c;                   /* written by this worker only */
-    struct oc_dp_tw *tw;   /* tenant stages' state (tenant.c), or NULL */
-    int      hand_fd;      /* eventfd: frames handed to this worker (tenant_hand.c) */
+    struct oc_dp_tw *tw;   /* tenant stages' state (tenant/tenant.c), or NULL */
+    int      hand_fd;      /* eventfd: handoffs (tenant/tenant_hand.c) */
     struct oc_dp_esp_w *esp; /* the ESP stage's per-worker state, or NULL */
     struct oc_dp_flow_w *flow; /* flow telemetry's per-worker state, or NULL */
     uint64_t seq;          /* loop iterations (grace periods of slots) */
@@ -59,7 +67,7 @@ typedef struct {
     char       name[OC_DP_NAME_MAX];
     oc_port_t *port[2]; /* 0 host side, 1 wire side */
     /* a wire port shared by several attachments (one uplink, tenants told
-     * apart by VNI: uplink.c) is opened by the first of them, which
+     * apart by VNI: tenant/uplink.c) is opened by the first of them, which
      * receives for all: wire_of is 1 + that attachment's index in the
      * others (0: the port is its own), uplink is set in the first */
     uint32_t   wire_of;
@@ -84,7 +92,7 @@ struct oc_dp {
     oc_dp_worker_t *w;
     oc_pkt_pool_t  *pools[OC_DP_MAX_THREADS];
     oc_dp_attach_t  att[OC_DP_MAX_ATTACH];
-    struct oc_dp_tenants *ten;            /* tenant.c; NULL: no tenants */
+    struct oc_dp_tenants *ten;            /* tenant/tenant.c; NULL: none */
     struct oc_dp_hand **hand;             /* [from * nthreads + to] rings */
     int             att_tenant[OC_DP_MAX_ATTACH]; /* tenant index or -1 */
     /* rule slots: written by the control thread under lock; the metrics
@@ -141,16 +149,27 @@ void oc__dp_flow_tick(oc_dp_worker_t *w);
 void oc__dp_flow_print(oc_dp_t *dp, uint32_t max, FILE *out);
 void oc__dp_flow_metrics(oc_dp_t *dp, void *prom /* oc_prom_t * */);
 
-/* dp.c's stages and sending, for the tenant pipeline (uplink.c) */
+/* The stage toolbox (stage.c), for the worker loop (pipeline.c) and the tenant
+ * pipeline alike; worker thread, on its own burst.  parse: the parser and
+ * its policy (meta and a verdict per packet); classify: the classifier on
+ * the IPv4 packets still forwarded (rule counters, deny verdicts). */
 void oc__dp_stage_parse(oc_dp_worker_t *w, oc_pkt_t **pkts, uint16_t n);
+void oc__dp_stage_classify(oc_dp_worker_t *w, oc_pkt_t **pkts, uint16_t n);
+/** Send the packets of @p pkts whose verdict is forward on @p out (a full
+ *  ring: retried, then counted tx_full), count and free the others to
+ *  @p in's pool. */
 void oc__dp_send(oc_dp_worker_t *w, oc_port_t *in, oc_port_t *out,
                  oc_pkt_t **pkts, uint16_t n);
+/** oc__dp_send() of every packet, verdicts unread (the bare forwarder). */
+void oc__dp_send_bare(oc_dp_worker_t *w, oc_port_t *in, oc_port_t *out,
+                      oc_pkt_t **pkts, uint16_t n);
 
-/* The tenant pipeline around the tenant stages (uplink.c): a burst from
- * a tenant attachment's wire port (ESP decryption, the VNI demultiplexing
- * of a shared port, the tenant stages, delivery), and what follows the
- * tenant stages in either direction (flow accounting of the inner packet
- * with its VNI; ESP encryption of the VXLAN packet toward the wire). */
+/* The tenant pipeline around the tenant stages: a burst from a tenant
+ * attachment's wire port (tenant/uplink.c: ESP decryption, the VNI
+ * demultiplexing of a shared port, the tenant stages, delivery), and what
+ * follows the tenant stages in either direction (tenant/tenant_post.c: flow
+ * accounting of the inner packet with its VNI; ESP encryption of the
+ * VXLAN packet toward the wire). */
 void oc__dp_uplink_rx(oc_dp_worker_t *w, uint32_t a, oc_pkt_t **pkts,
                       uint16_t n);
 void oc__dp_tenant_post(oc_dp_worker_t *w, uint32_t a, int dir,

@@ -54,11 +54,6 @@ struct oc_dp_esp_w {
     uint64_t     clear_dropped[2], clear_passed[2], mss_clamped;
 };
 
-static inline void ctr_add(uint64_t *c, uint64_t v)
-{
-    __atomic_store_n(c, *c + v, __ATOMIC_RELAXED);
-}
-
 static inline uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
 
 /* -------------------------------------------------------- packet path */
@@ -117,7 +112,7 @@ static int find_in(oc_dp_worker_t *w, uint32_t spi, uint32_t src, uint32_t dst,
 
 static void drop(oc_dp_worker_t *w, oc_pkt_t *p, int dir, oc_esp_result_t r)
 {
-    ctr_add(&w->esp->res[dir][r], 1);
+    oc__dp_ctr_add(&w->esp->res[dir][r], 1);
     p->verdict = OC_DP_V_ESP;
 }
 
@@ -125,9 +120,9 @@ static void drop(oc_dp_worker_t *w, oc_pkt_t *p, int dir, oc_esp_result_t r)
 static void clear(oc_dp_worker_t *w, oc_pkt_t *p, int dir)
 {
     if (w->dp->esp->clear) {
-        ctr_add(&w->esp->clear_passed[dir], 1);
+        oc__dp_ctr_add(&w->esp->clear_passed[dir], 1);
     } else {
-        ctr_add(&w->esp->clear_dropped[dir], 1);
+        oc__dp_ctr_add(&w->esp->clear_dropped[dir], 1);
         p->verdict = OC_DP_V_ESP;
     }
 }
@@ -158,7 +153,7 @@ void oc__dp_esp_out(oc_dp_worker_t *w, oc_pkt_t **pkts, uint16_t n)
         ip = p->data + l3;
         ilen = rd16(ip + 2); /* the parser checked it against the frame */
         if (oc__esp_mss_clamp(ip, ilen, e->mss))
-            ctr_add(&w->esp->mss_clamped, 1);
+            oc__dp_ctr_add(&w->esp->mss_clamped, 1);
         oc__esp_room(w->pool, p, &head, &tail);
         tail += p->len - l3 - ilen; /* Ethernet padding is ours too */
         if (head < OC_ESP_HEAD) {
@@ -177,9 +172,9 @@ void oc__dp_esp_out(oc_dp_worker_t *w, oc_pkt_t **pkts, uint16_t n)
             drop(w, p, 0, r);
             continue;
         }
-        ctr_add(&w->esp->res[0][OC_ESP_OK], 1);
-        ctr_add(&w->esp->sa[k].packets, 1);
-        ctr_add(&w->esp->sa[k].bytes, ilen);
+        oc__dp_ctr_add(&w->esp->res[0][OC_ESP_OK], 1);
+        oc__dp_ctr_add(&w->esp->sa[k].packets, 1);
+        oc__dp_ctr_add(&w->esp->sa[k].bytes, ilen);
         p->data -= OC_ESP_HEAD;
         p->len = l3 + olen;
         o[-2] = 0x08; /* the innermost ethertype: IPv4 */
@@ -230,21 +225,21 @@ void oc__dp_esp_in(oc_dp_worker_t *w, oc_pkt_t **pkts, uint16_t n)
             drop(w, p, 1, r);
             continue;
         }
-        ctr_add(&w->esp->res[1][OC_ESP_OK], 1);
-        ctr_add(&w->esp->sa[k].packets, 1);
-        ctr_add(&w->esp->sa[k].bytes, ilen);
+        oc__dp_ctr_add(&w->esp->res[1][OC_ESP_OK], 1);
+        oc__dp_ctr_add(&w->esp->sa[k].packets, 1);
+        oc__dp_ctr_add(&w->esp->sa[k].bytes, ilen);
         memmove(inner - l3, p->data, l3);
         p->data = inner - l3;
         p->len = l3 + ilen;
         inner[-2] = (inner[0] >> 4) == 6 ? 0x86 : 0x08;
         inner[-1] = (inner[0] >> 4) == 6 ? 0xdd : 0x00;
         if (oc__esp_mss_clamp(inner, ilen, dp->esp->mss))
-            ctr_add(&w->esp->mss_clamped, 1);
+            oc__dp_ctr_add(&w->esp->mss_clamped, 1);
         /* the stages after this one see the inner packet */
         {
             oc_pkt_reason_t pr = oc__pkt_parse(p->data, p->len, dp->max_frame, m);
             p->hash = m->hash;
-            ctr_add(&w->c.reason[pr], 1);
+            oc__dp_ctr_add(&w->c.reason[pr], 1);
             if (dp->policy[pr] == OC_PKT_DROP)
                 p->verdict = OC_DP_V_POLICY;
         }
@@ -258,7 +253,7 @@ bool oc__dp_esp_clamp(oc_dp_worker_t *w, uint8_t *ip, uint32_t len,
     if (e == NULL || e->mss <= extra ||
         !oc__esp_mss_clamp(ip, len, (uint16_t)(e->mss - extra)))
         return false;
-    ctr_add(&w->esp->mss_clamped, 1);
+    oc__dp_ctr_add(&w->esp->mss_clamped, 1);
     return true;
 }
 

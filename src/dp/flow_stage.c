@@ -22,7 +22,7 @@
  * encode, send), the control thread (snapshot request, metrics reads).
  */
 #include "dp_int.h"
-#include "tenant_int.h"
+#include "tenant/tenant_int.h"
 #include "metrics/metrics.h"
 #include "pkt/flow.h"
 #include "util/clock.h"

@@ -1,7 +1,8 @@
 /*
  * admin.c — Fabrics commands (Connect, Property Get/Set) and the admin
  * command set: Identify, Get Log Page (with the discovery log), Set/Get
- * Features, Keep Alive, Async Event Request; controllers' lifetime.
+ * Features, Keep Alive, Async Event Request; a controller's creation
+ * (Connect; qpair.c destroys it with its admin queue).
  *
  * Threading: the loop thread only.  Trust: the host's command fields are
  * untrusted: every field is range-checked and answered with the NVMe
@@ -32,16 +33,6 @@ enum { REG_CAP = 0x00, REG_VS = 0x08, REG_CC = 0x14, REG_CSTS = 0x1c };
 
 #define NVME_VS_1_3 0x00010300u
 
-int oc__nvmf_cmd_dir_write(const uint8_t *sqe, int admin)
-{
-    uint8_t opc = oc__sqe_opc(sqe);
-
-    if (opc == 0x7f) /* fabrics: direction from FCTYPE's low bits */
-        return (sqe[4] & 0x03) == 0x01;
-    (void)admin;
-    return (opc & 0x03) == 0x01;
-}
-
 static void done(oc_nvmf_cmd_t *cmd, uint16_t status)
 {
     cmd->status = status;
@@ -56,35 +47,6 @@ static void put_str(uint8_t *dst, size_t n, const char *s)
 }
 
 /* ------------------------------------------------------- controllers */
-void oc__nvmf_ctrl_destroy(oc_nvmf_ctrl_t *ctrl)
-{
-    oc_nvmf_target_t *t = ctrl->tgt;
-
-    for (oc_nvmf_ctrl_t **pp = &t->ctrls; *pp; pp = &(*pp)->next)
-        if (*pp == ctrl) {
-            *pp = ctrl->next;
-            break;
-        }
-    for (int q = 1; q <= OC_NVMF_MAX_IO_QUEUES; q++) {
-        oc_nvmf_conn_t *c = ctrl->io[q];
-        if (c) {
-            ctrl->io[q] = NULL;
-            c->ctrl = NULL;
-            oc__nvmf_conn_close(c, "its controller went away");
-        }
-    }
-    if (ctrl->admin) {
-        oc_nvmf_conn_t *c = ctrl->admin;
-        ctrl->admin = NULL;
-        c->ctrl = NULL;
-        oc__nvmf_conn_close(c, "controller destroyed");
-    }
-    oc_info(LOGC, "nvmf: controller %u of %s for %s destroyed", ctrl->cntlid,
-            ctrl->subsys->conf ? ctrl->subsys->conf->nqn : OC_NVMF_DISCOVERY_NQN,
-            ctrl->hostnqn);
-    free(ctrl);
-}
-
 static int host_allowed(const oc_nvmf_subsys_t *s, const char *hostnqn)
 {
     if (s->discovery || s->conf->allow_any)

@@ -45,38 +45,6 @@
  * 90K/76K/102K with (fio 124K/111K/116K). */
 #define POLL_BATCH_MAX 256
 
-uint64_t oc__nvmf_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t oc__nvmf_now_ms(void)
-{
-    return oc__nvmf_now_ns() / 1000000;
-}
-
-struct io_uring_sqe *oc__nvmf_sqe(oc_nvmf_target_t *t)
-{
-    struct io_uring_sqe *sqe = io_uring_get_sqe(&t->ring);
-    if (!sqe) { /* full: hand what is queued to the kernel, then retry */
-        io_uring_submit(&t->ring);
-        sqe = io_uring_get_sqe(&t->ring);
-    }
-    return sqe;
-}
-
-oc_nvmf_subsys_t *oc__nvmf_subsys_find(oc_nvmf_target_t *t, const char *nqn)
-{
-    if (!strcmp(nqn, OC_NVMF_DISCOVERY_NQN))
-        return &t->subsys[0];
-    for (int i = 1; i <= t->nsubsys; i++)
-        if (!strcmp(t->subsys[i].conf->nqn, nqn))
-            return &t->subsys[i];
-    return NULL;
-}
-
 /*
  * `cpu N`: this thread (the loop; the metrics thread it starts later
  * inherits the mask) runs on CPU N only.  The loop is woken by the disk's
@@ -376,7 +344,7 @@ static uint32_t conns_under(const oc_nvmf_target_t *t, uint64_t lim)
  * the connections under the limit become the cap less a reserve
  * (oc__guard_fd_short()), connections still before their Connect are
  * closed, oldest first, down to it, and accepting resumes once one of
- * them has let its descriptor go (conn.c); with none to close the
+ * them has let its descriptor go (qpair.c); with none to close the
  * guard's back-off keeps the listener alone.  Either way no accept is
  * retried at once: that was a loop at 100% CPU logging each failure. */
 static void accepted(oc_nvmf_target_t *t, int res)

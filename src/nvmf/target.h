@@ -3,7 +3,7 @@
  * namespaces, controllers, queues (one TCP connection each) and commands.
  *
  * Threading: the whole target runs on one thread, an io_uring loop
- * (loop.c) that owns every socket, file and buffer; nothing here is
+ * (target.c) that owns every socket, file and buffer; nothing here is
  * locked.  The one exception is the statistics snapshot that the metrics
  * HTTP thread reads (oc_nvmf_stats_t: relaxed atomics, and the connection
  * table under its own mutex).
@@ -336,16 +336,23 @@ typedef struct oc_nvmf_target {
     pthread_mutex_t snap_lock; /* guards the connection list for readers */
 } oc_nvmf_target_t;
 
-/* loop.c / conn.c */
+/* base.c: what the target lends conn.c, qpair.c, admin.c and io.c */
 uint64_t oc__nvmf_now_ms(void);
 uint64_t oc__nvmf_now_ns(void);
+/** A submission entry of the ring (what is queued is submitted first when
+ *  it is full), or NULL. */
 struct io_uring_sqe *oc__nvmf_sqe(oc_nvmf_target_t *t);
+oc_nvmf_subsys_t *oc__nvmf_subsys_find(oc_nvmf_target_t *t, const char *nqn);
+
+/* conn.c: a connection's input */
 /** A connection accepted: admitted under the guard's cap (which may close
  *  the oldest one still pending, or refuse this one), then received from. */
 void oc__nvmf_conn_accepted(oc_nvmf_target_t *t, int fd);
+void oc__nvmf_conn_recv_done(oc_nvmf_conn_t *c, int res);
+
+/* qpair.c: a connection's output and end */
 /** The connection a guard slot belongs to. */
 oc_nvmf_conn_t *oc__nvmf_conn_of(oc_guard_slot_t *s);
-void oc__nvmf_conn_recv_done(oc_nvmf_conn_t *c, int res);
 void oc__nvmf_conn_send_done(oc_nvmf_conn_t *c, int res);
 void oc__nvmf_conn_close(oc_nvmf_conn_t *c, const char *why);
 void oc__nvmf_conn_fatal(oc_nvmf_conn_t *c, uint16_t fes, uint32_t fei,
@@ -360,13 +367,25 @@ void oc__nvmf_cmd_r2t(oc_nvmf_cmd_t *cmd);
 void oc__nvmf_tx_push(oc_nvmf_conn_t *c, oc_nvmf_tx_t *tx);
 /** One sendmsg per connection for what this loop turn queued. */
 void oc__nvmf_conn_flush_all(oc_nvmf_target_t *t);
+/** Unlink and free a controller, closing its queues. */
+void oc__nvmf_ctrl_destroy(oc_nvmf_ctrl_t *ctrl);
 
 /* admin.c */
 void oc__nvmf_admin_exec(oc_nvmf_cmd_t *cmd);
 void oc__nvmf_fabrics_exec(oc_nvmf_cmd_t *cmd);
-void oc__nvmf_ctrl_destroy(oc_nvmf_ctrl_t *ctrl);
-/** Direction of a command's data: 1 to the controller, 0 from it or none. */
-int oc__nvmf_cmd_dir_write(const uint8_t *sqe, int admin);
+
+/** Direction of a command's data: 1 to the controller, 0 from it or none
+ *  (@p admin: an admin queue's command; the direction does not depend on
+ *  it today). */
+static inline int oc__nvmf_cmd_dir_write(const uint8_t *sqe, int admin)
+{
+    uint8_t opc = oc__sqe_opc(sqe);
+
+    if (opc == 0x7f) /* fabrics: direction from FCTYPE's low bits */
+        return (sqe[4] & 0x03) == 0x01;
+    (void)admin;
+    return (opc & 0x03) == 0x01;
+}
 
 /* io.c */
 void oc__nvmf_io_exec(oc_nvmf_cmd_t *cmd);
@@ -394,6 +413,5 @@ oc_status_t oc__nvmf_target_init(oc_nvmf_target_t *t, oc_nvmf_conf_t *conf,
                                 int check_only);
 oc_status_t oc__nvmf_target_run(oc_nvmf_target_t *t, volatile int *stop);
 void oc__nvmf_target_fini(oc_nvmf_target_t *t);
-oc_nvmf_subsys_t *oc__nvmf_subsys_find(oc_nvmf_target_t *t, const char *nqn);
 
 #endif

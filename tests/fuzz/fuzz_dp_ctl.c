@@ -1,8 +1,8 @@
 /*
  * fuzz_dp_ctl.c — libFuzzer target for offcore-dp's control socket reader
- * (src/dp/ctl_line.c, oc__dp_ctl_line()) and the command parsers an
+ * (src/dp/conf/ctl_line.c, oc__dp_ctl_line()) and the command parsers an
  * accepted line reaches that need no running daemon (rules add's rule
- * syntax, rules load's options: src/dp/rule.c).
+ * syntax, rules load's options: src/dp/conf/rule.c).
  *
  * Input: the first byte says how the client's bytes arrive (chunks of 1
  * to 16 bytes, or all at once) and whether it then closes or goes quiet;

@@ -1,13 +1,14 @@
 /*
  * fuzz_nvmf_stream.c — libFuzzer target for offcore-nvmf's PDU stream: the
- * connection code itself (src/nvmf/conn.c, with admin.c and io.c behind
- * it), fed a host's byte stream in segments of any size, so that one
- * segment carries several PDUs, a PDU spans segments, and a fatal one
- * arrives with more behind it.  It found that responses whose file
+ * connection code itself (src/nvmf/conn.c and qpair.c, with admin.c and
+ * io.c behind it), fed a host's byte stream in segments of any size, so
+ * that one segment carries several PDUs, a PDU spans segments, and a
+ * fatal one arrives with more behind it.  It found that responses whose file
  * operation completed after a C2HTermReq went out behind it.
  *
  * The io_uring the target runs on is replaced by a ring of our own (the
- * oc__nvmf_sqe() below, and target.c's dispatch of completions, turn by
+ * oc__nvmf_sqe() below, in src/nvmf/base.c's place with the clock and the
+ * subsystem lookup, and target.c's dispatch of completions, turn by
  * turn): a receive takes the next segment, a send takes what the host
  * reads of it, a file operation completes whole (a namespace of 2048
  * blocks of 512 bytes that stores nothing: only the protocol is under
@@ -101,7 +102,7 @@ struct io_uring_sqe *oc__nvmf_sqe(oc_nvmf_target_t *t)
 {
     (void)t;
     if (nsq == SQ_MAX)
-        return NULL; /* conn.c closes the connection: allowed */
+        return NULL; /* the connection is closed: allowed */
     memset(&sq[nsq], 0, sizeof(sq[0]));
     return &sq[nsq++];
 }

@@ -1,6 +1,6 @@
 /*
  * fuzz_pkt.c — libFuzzer target over the packet parser (src/pkt/parse.c)
- * and offcore-dp's rule and config parsers (src/dp/conf.c).  Invariants
+ * and offcore-dp's rule and config parsers (src/dp/conf/conf.c).  Invariants
  * checked beyond "no crash, no out-of-bounds read" (the exact-size copies
  * let ASan see any read past the end):
  *   frames: the reason is in range and repeatable; a classified frame has

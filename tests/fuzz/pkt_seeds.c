@@ -112,7 +112,7 @@ static const char *const texts[] = {
     "id=4 action=deny proto=17/0x0f",
     "threads 2\nburst 32\nring 1024\nattach t0 host=a0 wire=b0 xdp=generic\n"
     "rule id=1 action=deny proto=tcp dport=80\npolicy ipv6 drop\ndefault deny\n",
-    /* the tenant directives (src/dp/tenant_conf.c) */
+    /* the tenant directives (src/dp/tenant/tenant_conf.c) */
     "threads 1\nattach a host=h0 wire=w0\ntenant A vni=100 attach=a "
     "mac=02:00:00:00:00:a1 ip=10.0.0.1 local=192.168.0.1 "
     "local_mac=02:00:00:00:01:01 remote=192.168.0.2 remote_mac=02:00:00:00:01:02 "

@@ -1,7 +1,7 @@
 /*
- * test_dp_tenant.c — offcore-dp's tenant directives (src/dp/tenant_conf.c):
- * a two-tenant config parses into what it says; every mistake is refused
- * with file:line and nothing is applied.
+ * test_dp_tenant.c — offcore-dp's tenant directives
+ * (src/dp/tenant/tenant_conf.c): a two-tenant config parses into what it
+ * says; every mistake is refused with file:line and nothing is applied.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "dp/dp.h"
-#include "dp/tenant_int.h"
+#include "dp/tenant/tenant_int.h"
 
 #define BASE                                                                   \
     "threads 1\n"                                                              \

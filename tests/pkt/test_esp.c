@@ -393,7 +393,7 @@ static void test_sa_syntax(void **state)
     rmdir(dir);
 }
 
-/* offcore-dp's config directives for ESP and IPFIX (src/dp/conf.c) */
+/* offcore-dp's config directives for ESP and IPFIX (src/dp/conf/conf.c) */
 static void test_conf(void **state)
 {
     char dir[] = "/tmp/oc-esp-conf-XXXXXX", path[128], text[1024];

@@ -1,7 +1,8 @@
 /*
  * test_pkt.c — unit tests of src/pkt (the parser, every reason and its
  * policy; the buffer pool) and of offcore-dp's rule and config parsers
- * (src/dp/conf.c).  The frames come from tests/fuzz/pkt_seeds.c's builders.
+ * (src/dp/conf/conf.c).  The frames come from tests/fuzz/pkt_seeds.c's
+ * builders.
  */
 #include <setjmp.h>
 #include <stdarg.h>

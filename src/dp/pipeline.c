@@ -1,5 +1,6 @@
 /*
- * dp.c — offcore-dp's runtime: ports, worker threads and the pipeline.
+ * pipeline.c — offcore-dp's runtime: ports, worker threads and the
+ * pipeline's loop (the steps themselves: stage.c, the stages, tenant/).
  *
  * Worker q owns queue q of every port and one packet pool (the UMEM its
  * AF_XDP sockets share).  Its loop: for each attachment and direction,
@@ -16,7 +17,7 @@
  * on a new rule; a reused slot's counters start from a baseline.
  */
 #include "dp_int.h"
-#include "tenant_int.h"
+#include "tenant/tenant_int.h"
 #include "util/log.h"
 
 #include <errno.h>
@@ -28,119 +29,8 @@
 #include <unistd.h>
 
 #define SPIN_IDLE 256  /* empty polls before sleeping in poll() */
-#define TX_RETRIES 8   /* a full tx ring: kicks before counting a drop */
-
-static inline void ctr_add(uint64_t *c, uint64_t v)
-{
-    __atomic_store_n(c, *c + v, __ATOMIC_RELAXED);
-}
-
-/* ------------------------------------------------------------- stages */
-
-/* parse + policy: sets meta and a verdict per packet */
-static void stage_parse(oc_dp_worker_t *w, oc_pkt_t **pkts, uint16_t n)
-{
-    const oc_dp_t *dp = w->dp;
-    for (uint16_t i = 0; i < n; i++) {
-        oc_pkt_meta_t *m = &w->meta[i];
-        oc_pkt_reason_t r = oc__pkt_parse(pkts[i]->data, pkts[i]->len,
-                                         dp->max_frame, m);
-        pkts[i]->hash = m->hash;
-        ctr_add(&w->c.reason[r], 1);
-        pkts[i]->verdict = dp->policy[r] == OC_PKT_DROP ? OC_DP_V_POLICY
-                                                        : OC_DP_V_FORWARD;
-    }
-}
-
-/* classifier: IPv4 packets still forwarded, in one burst lookup */
-static void stage_classify(oc_dp_worker_t *w, oc_pkt_t **pkts, uint16_t n)
-{
-    oc_dp_t *dp = w->dp;
-    uint16_t k = 0;
-
-    for (uint16_t i = 0; i < n; i++) {
-        uint8_t r = w->meta[i].reason;
-        if (pkts[i]->verdict == OC_DP_V_FORWARD &&
-            (r == OC_PKT_R_IPV4 || r == OC_PKT_R_IPV4_FRAG)) {
-            w->keys[k] = w->meta[i].key;
-            w->kidx[k++] = i;
-        }
-    }
-    if (k == 0)
-        return;
-    oc__acl_lookup_burst(dp->acl, w->keys, k, w->ud);
-    for (uint16_t j = 0; j < k; j++) {
-        oc_pkt_t *p = pkts[w->kidx[j]];
-        uint32_t ud = w->ud[j], slot, action;
-        if (ud == OC_ACL_NO_MATCH) {
-            ctr_add(&w->c.nomatch, 1);
-            if (dp->default_action == OC_ACL_DENY)
-                p->verdict = OC_DP_V_DEFAULT;
-            continue;
-        }
-        slot = ud & OC_DP_UD_SLOT_MASK;
-        action = ud >> OC_DP_UD_ACTION_SHIFT;
-        ctr_add(&w->rule[slot].packets, 1);
-        ctr_add(&w->rule[slot].bytes, p->len);
-        if (action == OC_ACL_DENY)
-            p->verdict = OC_DP_V_RULE;
-    }
-}
 
 /* ----------------------------------------------------------- the loop */
-
-/* Send @p n packets (after the stages), free the dropped ones. */
-static void forward(oc_dp_worker_t *w, oc_port_t *in, oc_port_t *out,
-                    oc_pkt_t **pkts, uint16_t n, bool bare)
-{
-    oc_pkt_t *fwd[OC_DP_BURST_MAX], *drop[OC_DP_BURST_MAX];
-    uint16_t nf = 0, nd = 0, sent = 0;
-    uint32_t q = w->q;
-
-    if (bare) {
-        memcpy(fwd, pkts, n * sizeof(*pkts));
-        nf = n;
-    } else {
-        for (uint16_t i = 0; i < n; i++) {
-            if (pkts[i]->verdict == OC_DP_V_FORWARD)
-                fwd[nf++] = pkts[i];
-            else {
-                ctr_add(&w->c.dropped[pkts[i]->verdict], 1);
-                drop[nd++] = pkts[i];
-            }
-        }
-    }
-    for (int t = 0; sent < nf && t <= TX_RETRIES; t++)
-        sent += oc__port_tx_burst(out, q, fwd + sent, nf - sent);
-    if (sent < nf) {
-        /* the peer does not drain: counted, never silent */
-        ctr_add(&w->c.dropped[OC_DP_V_TX_FULL], nf - sent);
-        memcpy(drop + nd, fwd + sent, (size_t)(nf - sent) * sizeof(*fwd));
-        nd += nf - sent;
-    }
-    ctr_add(&w->c.forwarded, sent);
-    if (nd > 0)
-        oc__port_free_bulk(in, q, drop, nd);
-}
-
-void oc__dp_forward(oc_dp_worker_t *w, uint32_t a, int dir, oc_pkt_t **pkts,
-                    uint16_t n)
-{
-    oc__dp_tenant_post(w, a, dir, pkts, n);
-    forward(w, w->dp->att[a].port[dir], w->dp->att[a].port[!dir], pkts, n,
-            false);
-}
-
-void oc__dp_stage_parse(oc_dp_worker_t *w, oc_pkt_t **pkts, uint16_t n)
-{
-    stage_parse(w, pkts, n);
-}
-
-void oc__dp_send(oc_dp_worker_t *w, oc_port_t *in, oc_port_t *out,
-                 oc_pkt_t **pkts, uint16_t n)
-{
-    forward(w, in, out, pkts, n, false);
-}
 
 static void sleep_idle(oc_dp_worker_t *w)
 {
@@ -167,7 +57,7 @@ static void sleep_idle(oc_dp_worker_t *w)
     if (!dp->bare)
         oc__acl_reader_online();
     __atomic_store_n(&w->asleep, 0, __ATOMIC_SEQ_CST);
-    ctr_add(&w->c.sleeps, 1);
+    oc__dp_ctr_add(&w->c.sleeps, 1);
 }
 
 static void *worker_main(void *arg)
@@ -203,16 +93,19 @@ static void *worker_main(void *arg)
                     n = oc__dp_tenant_burst(w, a, dir, pkts, n);
                     oc__dp_tenant_post(w, a, dir, pkts, n);
                 } else if (!dp->bare) {
-                    stage_parse(w, pkts, n);
+                    oc__dp_stage_parse(w, pkts, n);
                     if (dp->esp != NULL && dir == 1)
                         oc__dp_esp_in(w, pkts, n);
-                    stage_classify(w, pkts, n);
+                    oc__dp_stage_classify(w, pkts, n);
                     if (dp->flow != NULL)
                         oc__dp_flow_burst(w, a, pkts, n);
                     if (dp->esp != NULL && dir == 0)
                         oc__dp_esp_out(w, pkts, n);
                 }
-                forward(w, in, out, pkts, n, dp->bare);
+                if (dp->bare)
+                    oc__dp_send_bare(w, in, out, pkts, n);
+                else
+                    oc__dp_send(w, in, out, pkts, n);
             }
         if (dp->flow != NULL)
             oc__dp_flow_tick(w);
@@ -295,7 +188,7 @@ oc_status_t oc__dp_start(const oc_dp_conf_t *c, oc_dp_t **out)
         snprintf(at->name, sizeof(at->name), "%s", ac->name);
         for (uint32_t b = 0; b < a; b++)
             if (!strcmp(c->attach[b].wire, ac->wire)) {
-                /* one uplink: open once (conf.c checked the settings) */
+                /* one uplink: open once (conf/conf.c checked the settings) */
                 at->wire_of = b + 1;
                 at->port[1] = dp->att[b].port[1];
                 dp->att[b].uplink = true;

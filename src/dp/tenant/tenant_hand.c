@@ -14,6 +14,11 @@
  * producer writes the consumer's eventfd (in its poll() set) once per
  * burst so that a sleeping worker wakes.
  *
+ * oc__dp_tenant_burst() is the dispatch in front of the tenant stages
+ * (tenant_stage.c): frames of this worker's flows go on to them, the
+ * others into the rings; a drained ring's frames run the same stages and
+ * leave through tenant_post.c.
+ *
  * Threading: ring q -> r: head written by q, tail by r (acquire/release).
  */
 #include "tenant_int.h"
@@ -171,13 +176,48 @@ uint32_t oc__dp_hand_drain(oc_dp_worker_t *w)
             }
             tail += got;
             __atomic_store_n(&h->tail, tail, __ATOMIC_RELEASE);
-            oc__dp_forward(w, a, dir, pkts,
-                           oc__dp_tenant_stages(w, a, dir, pkts,
-                                                (uint16_t)got));
+            oc__dp_tenant_forward(w, a, dir, pkts,
+                                  oc__dp_tenant_stages(w, a, dir, pkts,
+                                                       (uint16_t)got));
             done += got;
         }
     }
     if (done > 0)
         (void)!read(w->hand_fd, &v, sizeof(v)); /* reset: later kicks set it again */
     return done;
+}
+
+uint16_t oc__dp_tenant_burst(oc_dp_worker_t *w, uint32_t a, int dir,
+                             oc_pkt_t **pkts, uint16_t n)
+{
+    oc_dp_t *dp = w->dp;
+    oc_pkt_t *gone[OC_DP_BURST_MAX];
+    uint64_t kick = 0; /* workers to wake, a bit each */
+    int ti = __atomic_load_n(&dp->att_tenant[a], __ATOMIC_ACQUIRE);
+    uint32_t t = (uint32_t)ti;
+    uint16_t k = 0, ng = 0;
+
+    if (ti >= 0 && dp->nthreads > 1) {
+        for (uint16_t i = 0; i < n; i++) {
+            uint32_t r = oc__dp_hand_owner(w, a, dir, pkts[i]);
+            if (r == w->q) {
+                pkts[k++] = pkts[i];
+                continue;
+            }
+            if (oc__dp_hand_push(w, r, a, dir, pkts[i]) == 0) {
+                oc__dp_ctr_add(&w->tw->c[t].handoff, 1);
+                kick |= 1ull << r;
+            } else {
+                oc__dp_ctr_add(&w->tw->c[t].drop[OC_DP_T_HANDOFF_FULL], 1);
+            }
+            gone[ng++] = pkts[i];
+        }
+        for (uint32_t r = 0; kick != 0; r++, kick >>= 1)
+            if (kick & 1)
+                oc__dp_hand_kick(w, r);
+        if (ng > 0)
+            oc__port_free_bulk(dp->att[a].port[dir], w->q, gone, ng);
+        n = k;
+    }
+    return oc__dp_tenant_stages(w, a, dir, pkts, n);
 }

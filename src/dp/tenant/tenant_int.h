@@ -1,13 +1,17 @@
 /*
- * tenant_int.h — the tenant stages' calls into and out of offcore-dp's
- * configuration (tenant_conf.c), runtime and control (tenant.c).  Private
- * to src/dp; threading as in tenant.h.
+ * tenant_int.h — the tenant subsystem's calls into and out of offcore-dp's
+ * configuration (tenant_conf.c, tenant_rule6.c), runtime (tenant.c,
+ * tenant_stage.c, tenant_hand.c, tenant_post.c) and control
+ * (tenant_ctl.c, tenant_live.c).  Private to src/dp; threading as in
+ * tenant.h.
  */
 #ifndef OC_DP_TENANT_INT_H
 #define OC_DP_TENANT_INT_H
 
 #include "dp_int.h"
 #include "tenant.h"
+
+#define OC_DP_CT_LIST_MAX 4096 /* flows `conntrack list` shows */
 
 /* per worker and tenant counters, written by the worker only */
 typedef struct {
@@ -63,6 +67,16 @@ struct oc_dp_tenants {
     uint8_t   att_idx[OC_DP_MAX_ATTACH];
 };
 
+/** The tenant of attachment @p a, or NULL: none (or deleted).  Any
+ *  thread: the pointer stays valid until the tenant is deleted (tenant
+ *  del waits for a grace period of the workers before it frees the slot). */
+static inline const oc_dp_tenant_conf_t *oc__dp_tenant_of(const oc_dp_t *dp,
+                                                         uint32_t a)
+{
+    int t = __atomic_load_n(&dp->att_tenant[a], __ATOMIC_ACQUIRE);
+    return t < 0 ? NULL : &dp->ten->t[t];
+}
+
 /** A tenant_rule: the `rule` syntax, with src=/dst= also taking IPv6
  *  prefixes (ADDR[/LEN]).  @return 0, or -1 with the reason. */
 int oc__dp_trule_parse(const char *text, oc_dp_trule_t *out, char *why,
@@ -103,8 +117,13 @@ int oc__dp_tenant_parse(oc_dp_tenants_conf_t *tc, char **tok, int n,
                         const char *file, unsigned ln, oc_conf_errors_t *e);
 /** `tenant add ...` / `tenant del NAME` (tenant_live.c): @return 1 handled. */
 int oc__dp_tenant_live_ctl(oc_dp_t *dp, const char *line, FILE *out);
-/** Ask every worker to run control request @p req (tenant.c). */
+/** Ask every worker to run control request @p req (1 flush, 2 list, 3
+ *  count) on zone @p zone (-1: all) and wait for it (tenant.c; the worker
+ *  side is oc__dp_tenant_idle).  @return 0, -1 a worker is stuck. */
 int oc__dp_tenant_ask_all(oc_dp_t *dp, int req, int zone);
+/** The same of one worker's state @p tw (its list buffer, for a list,
+ *  set by the caller).  @return 0, -1 the worker is stuck (withdrawn). */
+int oc__dp_tenant_ask(oc_dp_t *dp, struct oc_dp_tw *tw, int req, int zone);
 /** A config line's directive if it is a tenant one (tenant, tenant_rule,
  *  conntrack); @p rule is the line's text from its fourth word on (the
  *  rule of a tenant_rule).  @return 1 handled (errors added to @p e), 0
@@ -121,9 +140,9 @@ void oc__dp_tenants_check(const oc_dp_conf_t *c, const char *file,
 oc_status_t oc__dp_tenants_start(oc_dp_t *dp, const oc_dp_conf_t *c);
 void oc__dp_tenants_stop(oc_dp_t *dp);
 /** A burst from attachment @p a's host (@p dir 0) or wire (@p dir 1)
- *  port: frames of flows another worker owns go to it (tenant_hand.c) and
- *  leave the array; the stages run on the rest (oc__dp_tenant_stages).
- *  @return frames left in @p pkts.  Worker thread (tenant_stage.c). */
+ *  port: frames of flows another worker owns go to it and leave the
+ *  array; the stages run on the rest (oc__dp_tenant_stages).
+ *  @return frames left in @p pkts.  Worker thread (tenant_hand.c). */
 uint16_t oc__dp_tenant_burst(oc_dp_worker_t *w, uint32_t a, int dir,
                              oc_pkt_t **pkts, uint16_t n);
 /** The stages alone (tenant_stage.c): verdicts set, frames encapsulated or
@@ -135,7 +154,6 @@ uint16_t oc__dp_tenant_stages(oc_dp_worker_t *w, uint32_t a, int dir,
 /** Between bursts: frames handed over by other workers, a control
  *  request, the sweep of expired flows.  @return frames processed. */
 uint32_t oc__dp_tenant_idle(oc_dp_worker_t *w);
-const oc_dp_tenant_conf_t *oc__dp_tenant_of(const oc_dp_t *dp, uint32_t a);
 
 /* handoff between workers (tenant_hand.c) */
 oc_status_t oc__dp_hand_create(oc_dp_t *dp);
@@ -148,13 +166,14 @@ int oc__dp_hand_push(oc_dp_worker_t *w, uint32_t to, uint32_t a, int dir,
 void oc__dp_hand_kick(oc_dp_worker_t *w, uint32_t to);
 uint32_t oc__dp_hand_drain(oc_dp_worker_t *w);
 
-/* dp.c: send a processed burst on attachment @p a's other port, free the
- * dropped frames (dp.c's forward()) */
-void oc__dp_forward(oc_dp_worker_t *w, uint32_t a, int dir, oc_pkt_t **pkts,
-                    uint16_t n);
+/* tenant_post.c: what follows the tenant stages (oc__dp_tenant_post,
+ * dp_int.h), then send the burst on attachment @p a's other port and free
+ * the dropped frames (oc__dp_send) */
+void oc__dp_tenant_forward(oc_dp_worker_t *w, uint32_t a, int dir,
+                           oc_pkt_t **pkts, uint16_t n);
 oc_status_t oc__dp_tenant_metrics(oc_dp_t *dp, void *prom);
-/** Control commands starting with "conntrack " or "tenant ": @return 1
- *  handled (answer written), 0 not ours. */
+/** Control commands starting with "conntrack " or "tenant "
+ *  (tenant_ctl.c): @return 1 handled (answer written), 0 not ours. */
 int oc__dp_tenant_ctl(oc_dp_t *dp, const char *line, FILE *out);
 
 #endif

@@ -1,7 +1,9 @@
 /*
  * uplink.c — offcore-dp's tenant pipeline around the tenant stages
- * (tenant.c): how ESP, flow telemetry and a wire port shared by several
- * tenants (one uplink) compose with them.
+ * (tenant_stage.c): how ESP, flow telemetry and a wire port shared by
+ * several tenants (one uplink) compose with them.  This file receives from
+ * the wire port; what follows the stages in either direction (flow
+ * accounting, ESP encryption) is tenant_post.c.
  *
  *   host -> wire: tenant stages (anti-spoofing, security group, conntrack,
  *     policing, VXLAN encapsulation) · flow accounting of the inner packet
@@ -23,12 +25,11 @@
  * VXLAN header or touches a tenant's connection table before the frame's
  * ICV and replay window have been checked.
  *
- * A shared wire port is opened once (dp.c) and received by its first
- * attachment; an ARP request for a tenant's tunnel address goes to that
- * tenant's stages (they answer it); a frame that is no VXLAN, or whose VNI
- * no live tenant on
- * that port has, is dropped and counted per port and reason
- * (offcore_dp_uplink_dropped_packets_total).
+ * A shared wire port is opened once (src/dp/pipeline.c) and received by
+ * its first attachment; an ARP request for a tenant's tunnel address goes
+ * to that tenant's stages (they answer it); a frame that is no VXLAN, or
+ * whose VNI no live tenant on that port has, is dropped and counted per
+ * port and reason (offcore_dp_uplink_dropped_packets_total).
  *
  * Threading: worker threads only, on their own bursts; counters per worker
  * (relaxed stores), read by the metrics thread (relaxed loads).
@@ -40,11 +41,6 @@
 #include <string.h>
 
 #define NONE 0xff /* a frame no attachment takes (dropped) */
-
-static inline void ctr_add(uint64_t *c, uint64_t v)
-{
-    __atomic_store_n(c, *c + v, __ATOMIC_RELAXED);
-}
 
 /* Does attachment @p x of tenant @p tc take inner frame @p in (@p len
  * bytes)?  Its own MAC, a broadcast ARP or a multicast IPv6 neighbor
@@ -124,7 +120,7 @@ static uint32_t demux(oc_dp_worker_t *w, uint32_t a, oc_pkt_t *p)
         return first;
     }
     if (vr != OC_VXLAN_OK) {
-        ctr_add(&w->c.uplink[a][vr], 1);
+        oc__dp_ctr_add(&w->c.uplink[a][vr], 1);
         return NONE;
     }
     for (uint32_t b = a; b < dp->nattach; b++) {
@@ -146,7 +142,7 @@ static uint32_t demux(oc_dp_worker_t *w, uint32_t a, oc_pkt_t *p)
         p->verdict = OC_DP_V_FORWARD;
         return first;
     }
-    ctr_add(&w->c.uplink[a][0], 1); /* unknown VNI */
+    oc__dp_ctr_add(&w->c.uplink[a][0], 1); /* unknown VNI */
     return NONE;
 }
 
@@ -190,52 +186,6 @@ void oc__dp_uplink_rx(oc_dp_worker_t *w, uint32_t a, oc_pkt_t **pkts,
         oc__dp_tenant_post(w, b, 1, sub, k);
         oc__dp_send(w, in, dp->att[b].port[0], sub, k);
     }
-}
-
-void oc__dp_tenant_post(oc_dp_worker_t *w, uint32_t a, int dir,
-                        oc_pkt_t **pkts, uint16_t n)
-{
-    oc_dp_t *dp = w->dp;
-    const oc_dp_tenant_conf_t *tc;
-    bool esp = dp->esp != NULL && dir == 0;
-    uint64_t now = 0;
-
-    if (n == 0 || (dp->flow == NULL && dp->esp == NULL))
-        return;
-    tc = oc__dp_tenant_of(dp, a);
-    for (uint16_t i = 0; i < n; i++) {
-        oc_pkt_t *p = pkts[i];
-        if (p->verdict != OC_DP_V_FORWARD)
-            continue;
-        if (tc == NULL) {
-            /* the tenant was deleted during this burst: its attachment is
-             * closed; nothing leaves unencrypted or unaccounted */
-            p->verdict = OC_DP_V_TENANT;
-            continue;
-        }
-        {
-            /* the inner frame: behind the VXLAN headers on the way out,
-             * already decapsulated on the way in */
-            uint32_t off = dir == 0 ? OC_VXLAN_OVERHEAD : 0;
-            oc_pkt_meta_t m;
-            if (p->len > off &&
-                oc__pkt_parse(p->data + off, p->len - off, dp->max_frame, &m) ==
-                    OC_PKT_R_IPV4) {
-                /* TCP fits VXLAN + ESP in esp_mtu: SYNs both ways clamped
-                 * (the ESP stage itself sees only the outer UDP) */
-                if (dp->esp != NULL && m.key.proto == 6)
-                    (void)oc__dp_esp_clamp(w, p->data + off + m.l3_off,
-                                           p->len - off - m.l3_off,
-                                           OC_VXLAN_OVERHEAD);
-            }
-            if (dp->flow != NULL && p->len > off)
-                oc__dp_flow_one(w, p->data + off, &m, tc->vni, a, &now);
-        }
-        if (esp) /* the ESP stage reads the outer (VXLAN) packet's parse */
-            (void)oc__pkt_parse(p->data, p->len, dp->max_frame, &w->meta[i]);
-    }
-    if (esp && tc != NULL)
-        oc__dp_esp_out(w, pkts, n);
 }
 
 void oc__dp_uplink_metrics(oc_dp_t *dp, void *prom)

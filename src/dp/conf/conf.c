@@ -10,7 +10,7 @@
  * by tests/fuzz/fuzz_pkt.c.
  */
 #include "dp.h"
-#include "tenant_int.h"
+#include "tenant/tenant_int.h"
 #include "util/file.h"
 
 #include <errno.h>
@@ -372,8 +372,9 @@ static void parse_line(oc_dp_conf_t *c, size_t *rcap, char *line,
             if (!strcmp(o->name, a.name))
                 ERR("attach %s: name already used on line %u", a.name, o->line);
             /* a wire port may be shared (one uplink, tenants told apart
-             * by VNI: checked with the tenants, tenant_conf.c); a host
-             * port belongs to one attachment */
+             * by VNI: checked with the tenants,
+             * src/dp/tenant/tenant_conf.c); a host port belongs to one
+             * attachment */
             if (!strcmp(o->host, a.host) || !strcmp(o->wire, a.host) ||
                 !strcmp(o->host, a.wire))
                 ERR("attach %s: an interface of it is already in attach %s "
@@ -425,7 +426,7 @@ static void parse_line(oc_dp_conf_t *c, size_t *rcap, char *line,
             free(rules);
         }
     } else if (oc__dp_tenant_directive(c, tok, n, FROM(3), name, ln, e)) {
-        /* tenant, tenant_rule, conntrack (tenant_conf.c) */
+        /* tenant, tenant_rule, conntrack (src/dp/tenant/tenant_conf.c) */
     } else if (!strcmp(tok[0], "sa")) {
         oc_esp_sa_spec_t sa;
         char why[320];
@@ -519,9 +520,9 @@ static void parse_line(oc_dp_conf_t *c, size_t *rcap, char *line,
 }
 
 /* Attachments sharing a wire interface (one uplink): the port is opened
- * once and wire->host frames are told apart by VNI (uplink.c), so every
- * attachment on it needs a tenant, their VNIs must differ, and the port's
- * settings must agree. */
+ * once and wire->host frames are told apart by VNI
+ * (src/dp/tenant/uplink.c), so every attachment on it needs a tenant,
+ * their VNIs must differ, and the port's settings must agree. */
 static void check_shared_wire(const oc_dp_conf_t *c, const char *name,
                               oc_conf_errors_t *e)
 {

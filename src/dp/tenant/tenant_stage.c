@@ -30,7 +30,8 @@
  * frames run through one by one.
  *
  * Threading: the worker that owns the tenant state (tenant.c); the groups
- * are read as RCU readers (the worker is registered in dp.c).  Frames are
+ * are read as RCU readers (the worker is registered in
+ * src/dp/pipeline.c).  Frames are
  * hostile: every parser here is fuzzed (tests/fuzz/fuzz_tenant.c).
  */
 #include "tenant_int.h"
@@ -41,11 +42,6 @@
 #define PASS 0xff /* why[i] of a frame still on its way */
 #define ANSWERED 0xfe /* an ARP request for the tunnel end, answered */
 #define NONE 0xff /* to[i] of a frame for the wire (not a hairpin) */
-
-static inline void add(uint64_t *c, uint64_t v)
-{
-    __atomic_store_n(c, *c + v, __ATOMIC_RELAXED);
-}
 
 /* a group's answer for one key: 1 allow, 0 deny by rule, -1 no rule */
 static int group(oc_acl_t *acl, const oc_acl_key_t *k)
@@ -356,7 +352,7 @@ static void ingress(oc_dp_worker_t *w, uint32_t t, uint32_t a,
                 why[i] = ANSWERED;
                 continue;
             }
-            add(&tw->c[t].vxlan[vr], 1);
+            oc__dp_ctr_add(&tw->c[t].vxlan[vr], 1);
             why[i] = vr == OC_VXLAN_NOT_VXLAN ? OC_DP_T_NOT_VXLAN
                                               : OC_DP_T_MALFORMED_VXLAN;
             continue;
@@ -389,7 +385,7 @@ static void ingress(oc_dp_worker_t *w, uint32_t t, uint32_t a,
             if (r == OC_PKT_R_UNKNOWN_ETHERTYPE) {
                 why[i] = OC_DP_T_NOT_IPV4;
             } else {
-                add(&tw->c[t].vxlan[OC_VXLAN_BAD_INNER], 1);
+                oc__dp_ctr_add(&tw->c[t].vxlan[OC_VXLAN_BAD_INNER], 1);
                 why[i] = OC_DP_T_MALFORMED_VXLAN;
             }
             continue;
@@ -492,7 +488,7 @@ uint16_t oc__dp_tenant_stages(oc_dp_worker_t *w, uint32_t a, int dir,
         }
         if (why[i] == PASS && to[i] != NONE) {
             if (w->meta[i].reason == OC_PKT_R_IPV6)
-                add(&tw->c[t].pkts6[1], 1);
+                oc__dp_ctr_add(&tw->c[t].pkts6[1], 1);
             hto[nh] = to[i];
             hair[nh++] = pkts[i];
             dests |= 1ull << to[i];
@@ -500,12 +496,12 @@ uint16_t oc__dp_tenant_stages(oc_dp_worker_t *w, uint32_t a, int dir,
         }
         if (why[i] == PASS) {
             pkts[i]->verdict = OC_DP_V_FORWARD;
-            add(&tw->c[t].pkts[dir], 1);
+            oc__dp_ctr_add(&tw->c[t].pkts[dir], 1);
             if (w->meta[i].reason == OC_PKT_R_IPV6)
-                add(&tw->c[t].pkts6[dir], 1);
+                oc__dp_ctr_add(&tw->c[t].pkts6[dir], 1);
         } else {
             pkts[i]->verdict = OC_DP_V_TENANT;
-            add(&tw->c[t].drop[why[i]], 1);
+            oc__dp_ctr_add(&tw->c[t].drop[why[i]], 1);
         }
         pkts[k++] = pkts[i];
     }
@@ -514,7 +510,7 @@ uint16_t oc__dp_tenant_stages(oc_dp_worker_t *w, uint32_t a, int dir,
          * its ring cannot take is dropped with dp's tx_full count */
         oc_port_t *wire = w->dp->att[a].port[1];
         sent = oc__port_tx_burst(wire, w->q, arp, na);
-        add(&tw->c[t].arp_replies, sent);
+        oc__dp_ctr_add(&tw->c[t].arp_replies, sent);
         for (uint16_t i = sent; i < na; i++) {
             arp[i]->verdict = OC_DP_V_TX_FULL;
             pkts[k++] = arp[i];
@@ -529,45 +525,10 @@ uint16_t oc__dp_tenant_stages(oc_dp_worker_t *w, uint32_t a, int dir,
         for (uint16_t i = 0; i < nh; i++)
             if (hto[i] == b)
                 sub[ns++] = hair[i];
-        add(&tw->c[t].pkts[1], ns);
+        oc__dp_ctr_add(&tw->c[t].pkts[1], ns);
         for (uint16_t i = 0; i < ns; i++)
             sub[i]->verdict = OC_DP_V_FORWARD;
         oc__dp_send(w, w->dp->att[a].port[0], w->dp->att[b].port[0], sub, ns);
     }
     return k;
-}
-
-uint16_t oc__dp_tenant_burst(oc_dp_worker_t *w, uint32_t a, int dir,
-                             oc_pkt_t **pkts, uint16_t n)
-{
-    oc_dp_t *dp = w->dp;
-    oc_pkt_t *gone[OC_DP_BURST_MAX];
-    uint64_t kick = 0; /* workers to wake, a bit each */
-    int ti = __atomic_load_n(&dp->att_tenant[a], __ATOMIC_ACQUIRE);
-    uint32_t t = (uint32_t)ti;
-    uint16_t k = 0, ng = 0;
-
-    if (ti >= 0 && dp->nthreads > 1) {
-        for (uint16_t i = 0; i < n; i++) {
-            uint32_t r = oc__dp_hand_owner(w, a, dir, pkts[i]);
-            if (r == w->q) {
-                pkts[k++] = pkts[i];
-                continue;
-            }
-            if (oc__dp_hand_push(w, r, a, dir, pkts[i]) == 0) {
-                add(&w->tw->c[t].handoff, 1);
-                kick |= 1ull << r;
-            } else {
-                add(&w->tw->c[t].drop[OC_DP_T_HANDOFF_FULL], 1);
-            }
-            gone[ng++] = pkts[i];
-        }
-        for (uint32_t r = 0; kick != 0; r++, kick >>= 1)
-            if (kick & 1)
-                oc__dp_hand_kick(w, r);
-        if (ng > 0)
-            oc__port_free_bulk(dp->att[a].port[dir], w->q, gone, ng);
-        n = k;
-    }
-    return oc__dp_tenant_stages(w, a, dir, pkts, n);
 }

@@ -1,0 +1,117 @@
+/*
+ * stage.c — offcore-dp's stage toolbox: the steps a burst goes through,
+ * called by the worker loop (pipeline.c) and by the tenant pipeline
+ * (tenant/: uplink.c, tenant_stage.c, tenant_post.c) alike: parse +
+ * policy, the classifier, and sending what passed to the other port
+ * (freeing what was dropped).
+ * It calls nothing else in offcore-dp, so that the files that call it
+ * never form a circle with the loop.
+ *
+ * Threading: worker threads only, on their own bursts; counters per
+ * worker, written with relaxed stores (dp_int.h).
+ */
+#include "dp_int.h"
+
+#include <string.h>
+
+#define TX_RETRIES 8   /* a full tx ring: kicks before counting a drop */
+
+/* ------------------------------------------------------------- stages */
+
+/* parse + policy: sets meta and a verdict per packet */
+void oc__dp_stage_parse(oc_dp_worker_t *w, oc_pkt_t **pkts, uint16_t n)
+{
+    const oc_dp_t *dp = w->dp;
+    for (uint16_t i = 0; i < n; i++) {
+        oc_pkt_meta_t *m = &w->meta[i];
+        oc_pkt_reason_t r = oc__pkt_parse(pkts[i]->data, pkts[i]->len,
+                                         dp->max_frame, m);
+        pkts[i]->hash = m->hash;
+        oc__dp_ctr_add(&w->c.reason[r], 1);
+        pkts[i]->verdict = dp->policy[r] == OC_PKT_DROP ? OC_DP_V_POLICY
+                                                        : OC_DP_V_FORWARD;
+    }
+}
+
+/* classifier: IPv4 packets still forwarded, in one burst lookup */
+void oc__dp_stage_classify(oc_dp_worker_t *w, oc_pkt_t **pkts, uint16_t n)
+{
+    oc_dp_t *dp = w->dp;
+    uint16_t k = 0;
+
+    for (uint16_t i = 0; i < n; i++) {
+        uint8_t r = w->meta[i].reason;
+        if (pkts[i]->verdict == OC_DP_V_FORWARD &&
+            (r == OC_PKT_R_IPV4 || r == OC_PKT_R_IPV4_FRAG)) {
+            w->keys[k] = w->meta[i].key;
+            w->kidx[k++] = i;
+        }
+    }
+    if (k == 0)
+        return;
+    oc__acl_lookup_burst(dp->acl, w->keys, k, w->ud);
+    for (uint16_t j = 0; j < k; j++) {
+        oc_pkt_t *p = pkts[w->kidx[j]];
+        uint32_t ud = w->ud[j], slot, action;
+        if (ud == OC_ACL_NO_MATCH) {
+            oc__dp_ctr_add(&w->c.nomatch, 1);
+            if (dp->default_action == OC_ACL_DENY)
+                p->verdict = OC_DP_V_DEFAULT;
+            continue;
+        }
+        slot = ud & OC_DP_UD_SLOT_MASK;
+        action = ud >> OC_DP_UD_ACTION_SHIFT;
+        oc__dp_ctr_add(&w->rule[slot].packets, 1);
+        oc__dp_ctr_add(&w->rule[slot].bytes, p->len);
+        if (action == OC_ACL_DENY)
+            p->verdict = OC_DP_V_RULE;
+    }
+}
+
+/* ------------------------------------------------------------ sending */
+
+/* Send @p n packets (after the stages), free the dropped ones. */
+static void forward(oc_dp_worker_t *w, oc_port_t *in, oc_port_t *out,
+                    oc_pkt_t **pkts, uint16_t n, bool bare)
+{
+    oc_pkt_t *fwd[OC_DP_BURST_MAX], *drop[OC_DP_BURST_MAX];
+    uint16_t nf = 0, nd = 0, sent = 0;
+    uint32_t q = w->q;
+
+    if (bare) {
+        memcpy(fwd, pkts, n * sizeof(*pkts));
+        nf = n;
+    } else {
+        for (uint16_t i = 0; i < n; i++) {
+            if (pkts[i]->verdict == OC_DP_V_FORWARD)
+                fwd[nf++] = pkts[i];
+            else {
+                oc__dp_ctr_add(&w->c.dropped[pkts[i]->verdict], 1);
+                drop[nd++] = pkts[i];
+            }
+        }
+    }
+    for (int t = 0; sent < nf && t <= TX_RETRIES; t++)
+        sent += oc__port_tx_burst(out, q, fwd + sent, nf - sent);
+    if (sent < nf) {
+        /* the peer does not drain: counted, never silent */
+        oc__dp_ctr_add(&w->c.dropped[OC_DP_V_TX_FULL], nf - sent);
+        memcpy(drop + nd, fwd + sent, (size_t)(nf - sent) * sizeof(*fwd));
+        nd += nf - sent;
+    }
+    oc__dp_ctr_add(&w->c.forwarded, sent);
+    if (nd > 0)
+        oc__port_free_bulk(in, q, drop, nd);
+}
+
+void oc__dp_send(oc_dp_worker_t *w, oc_port_t *in, oc_port_t *out,
+                 oc_pkt_t **pkts, uint16_t n)
+{
+    forward(w, in, out, pkts, n, false);
+}
+
+void oc__dp_send_bare(oc_dp_worker_t *w, oc_port_t *in, oc_port_t *out,
+                      oc_pkt_t **pkts, uint16_t n)
+{
+    forward(w, in, out, pkts, n, true);
+}
