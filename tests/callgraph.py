@@ -31,8 +31,9 @@ ALLOWED = [
     # src/agent/router: the routing thread's loop and the routing kernel,
     # commands and agent collectives call each other (issue 26, item 2);
     # its split is someone else's work.  Remove the entry when it is done.
+    # (rcma.c left it when the job lookup became an inline in router_int.h)
     {"agent/router/router.c", "agent/router/route.c", "agent/router/rcmd.c",
-     "agent/router/rcoll.c", "agent/router/rcma.c"},
+     "agent/router/rcoll.c"},
 ]
 
 

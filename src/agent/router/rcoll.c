@@ -45,7 +45,7 @@
  * empty messages above.  Which messages a node owes follows from the kind
  * (and a broadcast's root): taken from a rejected descriptor when no local
  * one decoded, never any of its data.  A failed collective's DONE goes once
- * the zeros filling its ranks' posted receives are sent (drain()).
+ * the zeros filling its ranks' posted receives are sent (oc__rc_drain()).
  *
  * Threading: the router's thread only.  Trust: descriptors come from
  * ranks; only a registered sender's, decoded by oc__colld_decode(), is
@@ -72,297 +72,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-
-/* Tag of an inter-agent message: 0xC in the top 4 bits (the ranks'
- * collectives never set them: their sequence numbers have 20 bits),
- * job 16 bits, sequence 20, step 4 (1-4: STEP_*, plus RC_FAILED), sending
- * node 20. */
-#define RC_TAG(job, seq, step, node)                                          \
-    (((uint64_t)0xC << 60) | ((uint64_t)((job) & 0xffff) << 44) |            \
-     ((uint64_t)((seq) & 0xfffff) << 24) | ((uint64_t)((step) & 0xf) << 20) | \
-     (uint64_t)((node) & 0xfffff))
-/* The step's failure bit: the message is a failure message
- * (oc__colld_fail_decode), not the step's data.  Every inter-agent
- * receive is posted with RC_MASK, so that it takes either. */
-#define RC_FAILED 0x8
-#define RC_FAIL_BIT ((uint64_t)RC_FAILED << 20)
-#define RC_MASK (~RC_FAIL_BIT)
-
-
-typedef struct {
-    oc_tr_op_t op;
-    acoll_t   *c;
-} rop_t;
-
-static void op_done(oc_tr_op_t *op, oc_status_t st)
-{
-    rop_t *o = (rop_t *)op;
-    acoll_t *c = o->c;
-    free(o);
-    c->pending--;
-    if (st == OC_ERR_WIRE_LENGTH && c->status == OC_OK)
-        c->status = OC_ERR_COLL_MISMATCH;
-    else if (st != OC_OK && c->status == OC_OK)
-        c->status = OC_ERR_COLL_PEER_FAILED;
-}
-
-/* Issue one tagged transfer: @p kind 3 send (on @p ep), 4 receive. */
-static void issue(oc_router_t *r, acoll_t *c, int kind, oc_tr_ep_t *ep,
-                  void *buf, size_t len, uint64_t tag)
-{
-    rop_t *o = malloc(sizeof(*o));
-    oc_status_t st;
-
-    if (o == NULL) {
-        if (c->status == OC_OK)
-            c->status = OC_ERR_NO_MEMORY;
-        return;
-    }
-    o->op.cb = op_done;
-    o->op.token = 0;
-    o->c = c;
-    if (ep == NULL && kind != 4) {
-        st = OC_ERR_PEER_FAILED;
-    } else {
-        st = kind == 3 ? oc__tr_tag_send(ep, tag, buf, len, &o->op)
-                       : oc__tr_tag_recv(r->w, tag, buf, len, &o->op);
-    }
-    if (st == OC_INPROGRESS) {
-        c->pending++;
-        return;
-    }
-    free(o);
-    if (st == OC_ERR_WIRE_LENGTH && c->status == OC_OK)
-        c->status = OC_ERR_COLL_MISMATCH;
-    else if (st != OC_OK && c->status == OC_OK)
-        c->status = OC_ERR_COLL_PEER_FAILED;
-}
-
-/* An inter-agent transfer: a receive, or a failure message sent; @p small
- * holds a message of a few bytes (a failure message, or data this short). */
-typedef struct {
-    oc_tr_recv_op_t op;
-    oc_router_t    *r;
-    acoll_t        *c;
-    uint8_t        *buf;  /* where the step's data goes; NULL: failed here */
-    size_t          want; /* its length */
-    uint32_t        from; /* the sending node */
-    uint8_t         small[16];
-} nop_t;
-
-static void net_recvd(oc_tr_op_t *op, oc_status_t st)
-{
-    nop_t *o = (nop_t *)op;
-    acoll_t *c = o->c;
-    const uint8_t *got = o->buf != NULL && o->want >= sizeof(o->small)
-                             ? o->buf : o->small;
-    oc_status_t why = OC_OK, dec;
-
-    c->pending--;
-    if (st == OC_OK && (o->op.tag & RC_FAIL_BIT)) {
-        /* the sender failed this collective: its status, checked */
-        if ((dec = oc__colld_fail_decode(got, o->op.len, &why)) != OC_OK) {
-            oc_warn(OC_COMP_AGENT, "job %u: collective %u: node %u's failure "
-                    "message is malformed: %s", c->job, c->seq, o->from,
-                    oc_status_string(dec));
-            CNT_ADD(o->r->c.rejects, 1);
-            why = OC_ERR_COLL_PEER_FAILED;
-        }
-    } else if (st == OC_OK) {
-        if (o->op.len != o->want)
-            why = OC_ERR_COLL_MISMATCH;
-        else if (o->buf != NULL && got != o->buf)
-            memcpy(o->buf, o->small, o->want);
-    } else {
-        why = st == OC_ERR_WIRE_LENGTH ? OC_ERR_COLL_MISMATCH
-                                       : OC_ERR_COLL_PEER_FAILED;
-    }
-    if (why != OC_OK && c->status == OC_OK)
-        c->status = why; /* failed here already: what came is dropped */
-    free(o);
-}
-
-static void net_sent(oc_tr_op_t *op, oc_status_t st)
-{
-    nop_t *o = (nop_t *)op;
-    acoll_t *c = o->c;
-
-    c->pending--;
-    if (st != OC_OK && c->status == OC_OK)
-        c->status = OC_ERR_COLL_PEER_FAILED;
-    free(o);
-}
-
-static nop_t *nop_new(oc_router_t *r, acoll_t *c, uint32_t k)
-{
-    nop_t *o = malloc(sizeof(*o));
-
-    if (o == NULL) {
-        /* the peer will wait for this message: said, for the operator */
-        oc_error(OC_COMP_AGENT, "job %u: collective %u: out of memory for a "
-                 "message to or from node %u", c->job, c->seq, c->nodes[k]);
-        if (c->status == OC_OK)
-            c->status = OC_ERR_NO_MEMORY;
-        return NULL;
-    }
-    o->r = r;
-    o->c = c;
-    o->from = c->nodes[k];
-    o->op.op.token = 0;
-    return o;
-}
-
-/* Receive node @p k's message of step @p step: @p want bytes into @p buf
- * (NULL when this collective failed here: whatever comes is dropped), or
- * its failure message, whose status fails the collective here. */
-static void net_recv(oc_router_t *r, acoll_t *c, uint32_t k, int step,
-                     uint8_t *buf, size_t want)
-{
-    nop_t *o = nop_new(r, c, k);
-    int big;
-
-    if (o == NULL)
-        return;
-    o->op.op.cb = net_recvd;
-    o->buf = buf;
-    o->want = want;
-    big = buf != NULL && want >= sizeof(o->small);
-    if (oc__tr_tag_recv_masked(r->w, RC_TAG(c->job, c->seq, step, c->nodes[k]),
-                               RC_MASK, big ? buf : o->small,
-                               big ? want : sizeof(o->small), &o->op) ==
-        OC_INPROGRESS) {
-        c->pending++;
-        return;
-    }
-    free(o);
-    if (c->status == OC_OK)
-        c->status = OC_ERR_COLL_PEER_FAILED;
-}
-
-/* Send node @p k this node's message of step @p step: @p len bytes at
- * @p buf, or, when the collective failed here, its status instead (the
- * peer waits for a message from this node either way). */
-static void net_send(oc_router_t *r, acoll_t *c, uint32_t k, int step,
-                     const void *buf, size_t len)
-{
-    oc_tr_ep_t *ep = r->peers[c->nodes[k]].ep;
-    nop_t *o;
-    oc_status_t st;
-
-    if (c->status == OC_OK) {
-        issue(r, c, 3, ep, (void *)buf, len,
-              RC_TAG(c->job, c->seq, step, r->p.node));
-        return;
-    }
-    if (ep == NULL || (o = nop_new(r, c, k)) == NULL)
-        return; /* gone: the job fails (oc__rcoll_abort) */
-    o->op.op.cb = net_sent;
-    oc__colld_fail_encode(c->status, o->small);
-    st = oc__tr_tag_send(ep, RC_TAG(c->job, c->seq, step | RC_FAILED, r->p.node),
-                         o->small, OC_COLLD_FAIL_LEN, &o->op.op);
-    if (st == OC_INPROGRESS) {
-        c->pending++;
-        return;
-    }
-    free(o);
-}
-
-static void acoll_free(acoll_t *c)
-{
-    for (uint32_t i = 0; c->r != NULL && i < c->size; i++) {
-        free(c->r[i].v);
-        free(c->r[i].in);
-    }
-    for (uint32_t n = 0; c->a2a_out != NULL && n < c->nnodes; n++) {
-        free(c->a2a_out[n]);
-        free(c->a2a_in[n]);
-    }
-    free(c->a2a_out);
-    free(c->a2a_in);
-    free(c->a2a_olen);
-    free(c->a2a_ilen);
-    free(c->r);
-    free(c->nodes);
-    free(c->node_first);
-    free(c->zero);
-    free(c->acc);
-    free(c->net);
-    if (c->kind != OC_COLLD_BCAST)
-        free(c->res); /* bcast: the root's input, freed above */
-    free(c);
-}
-
-static lrank_t *local_of(oc_router_t *r, acoll_t *c, uint32_t rank)
-{
-    rjob_t *j = oc__router_job_find(r, c->job);
-    return j != NULL ? j->local[rank] : NULL;
-}
-
-static void tell(oc_router_t *r, acoll_t *c, uint32_t rank, oc_status_t st)
-{
-    lrank_t *l = local_of(r, c, rank);
-    oc_colld_done_t m = {OC_COLLD_DONE_MAGIC, c->seq, st, 0};
-    if (l != NULL && l->ep != NULL)
-        (void)oc__tr_send_small(l->ep, OC_AM_COLL_DONE, 0, &m, sizeof(m));
-}
-
-/* A failed collective: every receive a local rank posted for its result
- * still gets a message (zeros; the rank reports the error), so that none
- * is left posted in the rank; DONE goes once they are all in (see
- * finish()). */
-static void drain(oc_router_t *r, acoll_t *c)
-{
-    size_t max = 0;
-    for (uint32_t i = c->first; i <= c->last; i++)
-        if (c->r[i].have && c->r[i].rlen > max)
-            max = c->r[i].rlen;
-    if (max == 0 || c->zero != NULL || (c->zero = calloc(1, max)) == NULL)
-        return;
-    for (uint32_t i = c->first; i <= c->last; i++) {
-        rrank_t *rr = &c->r[i];
-        lrank_t *l = local_of(r, c, i);
-        if (!rr->have || l == NULL || rr->cma)
-            continue; /* by memory: it posted nothing */
-        if (rr->kind == OC_COLLD_ALLTOALLV) {
-            for (uint32_t s = 0; s < c->size; s++)
-                if (rr->v[2 * c->size + s] > 0)
-                    issue(r, c, 3, l->ep, c->zero,
-                          rr->v[2 * c->size + s] * oc__dtype_size(c->dtype),
-                          OC__COLL_RESULT_TAG(c->seq, s));
-        } else if (rr->rlen > 0 && !(rr->kind == OC_COLLD_BCAST && rr->root == i)) {
-            issue(r, c, 3, l->ep, c->zero, rr->rlen,
-                  OC__COLL_RESULT_TAG(c->seq, 0));
-        }
-    }
-}
-
-static void tell_all(oc_router_t *r, acoll_t *c)
-{
-    for (uint32_t i = c->first; i <= c->last; i++)
-        if (c->r[i].have)
-            tell(r, c, i, c->r[i].cma_st != OC_OK ? c->r[i].cma_st
-                          : c->status != OC_OK ? c->status : c->r[i].st);
-    c->state = ST_END;
-}
-
-/* DONE to every local rank.  A rank whose DONE says the collective failed
- * returns at once, without waiting for its result's receives: so a failed
- * one's DONE waits for the drain (a rendezvous into a receive the rank
- * posted, landing after it returned, would write into a buffer the
- * application has since reused).  Not when the job failed: nothing more
- * comes from the ranks that are gone. */
-static void finish(oc_router_t *r, acoll_t *c)
-{
-    if (c->status != OC_OK) {
-        uint32_t before = c->pending;
-        drain(r, c);
-        if (c->pending > before && !c->dead) {
-            c->state = ST_DRAIN;
-            return;
-        }
-    }
-    tell_all(r, c);
-}
 
 /* The job's nodes in rank order; each node's ranks must be contiguous. */
 static oc_status_t layout(oc_router_t *r, acoll_t *c, const oc_job_map_t *m)
@@ -409,7 +118,7 @@ static acoll_t *acoll_get(oc_router_t *r, rjob_t *j, uint32_t seq)
     c->size = j->map->size;
     c->r = calloc(c->size, sizeof(*c->r));
     if (c->r == NULL || layout(r, c, j->map) != OC_OK) {
-        acoll_free(c);
+        oc__rc_acoll_free(c);
         return NULL;
     }
     *tail = c; /* in order of arrival: the sequence order */
@@ -587,7 +296,7 @@ static int desc_in(oc_router_t *r, uint64_t token, const void *data,
             return 1;
         }
         if (!rr->cma)
-            issue(r, c, 4, NULL, rr->in, rr->slen,
+            oc__rc_issue(r, c, 4, NULL, rr->in, rr->slen,
                   OC__COLL_CONTRIB_TAG(c->job, c->seq, s->rank));
     }
     return 1;
@@ -665,7 +374,7 @@ static void chain(oc_router_t *r, acoll_t *c)
             size_t inlen = raw16(c) ? before * bytes : bytes;
             if (c->status == OC_OK && (c->net = malloc(inlen + 1)) == NULL)
                 c->status = OC_ERR_NO_MEMORY;
-            net_recv(r, c, c->pos - 1, STEP_CHAIN,
+            oc__rc_net_recv(r, c, c->pos - 1, STEP_CHAIN,
                      c->status == OC_OK ? c->net : NULL, inlen);
         }
         c->step = 1;
@@ -680,12 +389,12 @@ static void chain(oc_router_t *r, acoll_t *c)
         if (c->status == OC_OK)
             fold(c, bytes, &obuf, &olen);
         if (c->pos < last) {
-            net_send(r, c, c->pos + 1, STEP_CHAIN, obuf, olen);
-            net_recv(r, c, last, STEP_RESULT,
+            oc__rc_net_send(r, c, c->pos + 1, STEP_CHAIN, obuf, olen);
+            oc__rc_net_recv(r, c, last, STEP_RESULT,
                      c->status == OC_OK ? c->res : NULL, bytes);
         } else {
             for (uint32_t q = 0; q < last; q++)
-                net_send(r, c, q, STEP_RESULT, c->res, bytes);
+                oc__rc_net_send(r, c, q, STEP_RESULT, c->res, bytes);
         }
         c->step = 2;
         return;
@@ -715,12 +424,12 @@ static void bcast(oc_router_t *r, acoll_t *c)
         }
         for (uint32_t q = 0; q < c->nnodes; q++)
             if (q != c->pos)
-                net_recv(r, c, q, STEP_BCAST,
+                oc__rc_net_recv(r, c, q, STEP_BCAST,
                          q == rp && c->status == OC_OK ? c->res : NULL,
                          q == rp ? bytes : 0);
         for (uint32_t q = 0; q < c->nnodes; q++)
             if (q != c->pos)
-                net_send(r, c, q, STEP_BCAST, c->res,
+                oc__rc_net_send(r, c, q, STEP_BCAST, c->res,
                          rp == c->pos ? bytes : 0);
         c->step = 1;
         return;
@@ -786,9 +495,9 @@ static void alltoallv(oc_router_t *r, acoll_t *c)
             int ok = c->status == OC_OK;
             if (q == c->pos)
                 continue;
-            net_recv(r, c, q, STEP_A2A, ok ? c->a2a_in[q] : NULL,
+            oc__rc_net_recv(r, c, q, STEP_A2A, ok ? c->a2a_in[q] : NULL,
                      ok ? c->a2a_ilen[q] : 0);
-            net_send(r, c, q, STEP_A2A, ok ? c->a2a_out[q] : NULL,
+            oc__rc_net_send(r, c, q, STEP_A2A, ok ? c->a2a_out[q] : NULL,
                      ok ? c->a2a_olen[q] : 0);
         }
         c->step = 1;
@@ -803,10 +512,10 @@ static void alltoallv(oc_router_t *r, acoll_t *c)
 static void put(oc_router_t *r, acoll_t *c, uint32_t d, const void *src,
                 size_t len, uint32_t from)
 {
-    lrank_t *l = local_of(r, c, d);
+    lrank_t *l = oc__rc_local_of(r, c, d);
     if (len == 0)
         return;
-    issue(r, c, 3, l ? l->ep : NULL, (void *)src, len,
+    oc__rc_issue(r, c, 3, l ? l->ep : NULL, (void *)src, len,
           OC__COLL_RESULT_TAG(c->seq, from));
 }
 
@@ -829,8 +538,8 @@ static void start_puts(oc_router_t *r, acoll_t *c)
                          * ends with OC_ERR_COLL_MISMATCH on the receiver,
                          * as inline, and no receive is left posted */
                         if (slen != len) {
-                            lrank_t *l = local_of(r, c, d);
-                            issue(r, c, 3, l ? l->ep : NULL,
+                            lrank_t *l = oc__rc_local_of(r, c, d);
+                            oc__rc_issue(r, c, 3, l ? l->ep : NULL,
                                   c->r[s].in + SD(&c->r[s], d) * c->es, slen,
                                   OC__COLL_RESULT_TAG(c->seq, s));
                             continue;
@@ -859,7 +568,7 @@ static void start_puts(oc_router_t *r, acoll_t *c)
     }
     /* DONE at once: a rank completes when it has both DONE and its
      * blocks; the result buffers live until the sends are over */
-    finish(r, c);
+    oc__rc_finish(r, c);
 }
 
 static int advance(oc_router_t *r, acoll_t *c)
@@ -869,7 +578,7 @@ static int advance(oc_router_t *r, acoll_t *c)
     if (c->state == ST_DRAIN) {
         if (c->pending > 0)
             return 0;
-        tell_all(r, c);
+        oc__rc_tell_all(r, c);
         return 1;
     }
     if (c->status != OC_OK && c->state != ST_NET) {
@@ -890,7 +599,7 @@ static int advance(oc_router_t *r, acoll_t *c)
                     "of its descriptors here said what it is: the other "
                     "nodes' agents are not told", c->job, c->seq);
         }
-        finish(r, c);
+        oc__rc_finish(r, c);
         return 1;
     }
     switch (c->state) {
@@ -919,7 +628,7 @@ static int advance(oc_router_t *r, acoll_t *c)
         break;
     case ST_WRITE:
         if (oc__rcma_step(r, c, 1) && c->status == OC_OK)
-            finish(r, c);
+            oc__rc_finish(r, c);
         break;
     default:
         break;
@@ -941,7 +650,7 @@ int oc__rcoll_progress(oc_router_t *r)
                 work++;
         if (c->state == ST_END && c->pending == 0) {
             *p = c->next;
-            acoll_free(c);
+            oc__rc_acoll_free(c);
             continue;
         }
         p = &c->next;
@@ -962,7 +671,7 @@ void oc__rcoll_abort(oc_router_t *r, uint32_t job, uint32_t rank)
             c->r[rank].have = 0; /* its endpoint goes: nothing to tell it */
         c->status = OC_ERR_COLL_PEER_FAILED;
         c->dead = 1;
-        finish(r, c);
+        oc__rc_finish(r, c);
         oc_warn(OC_COMP_AGENT, "job %u: collective %u failed (%s)", c->job,
                 c->seq, rank != UINT32_MAX ? "a local rank is gone"
                         : job != UINT32_MAX ? "the job failed" : "a peer agent is gone");
@@ -983,6 +692,6 @@ void oc__rcoll_fini(oc_router_t *r)
     while ((c = r->colls) != NULL) {
         r->colls = c->next;
         if (c->pending == 0)
-            acoll_free(c);
+            oc__rc_acoll_free(c);
     }
 }

@@ -66,4 +66,30 @@ int oc__rcma_step(oc_router_t *r, acoll_t *c, int write);
 /** A new round of the router's loop: a new budget. */
 void oc__rcma_round(oc_router_t *r);
 
+/* rcoll_net.c: the transfers and the end of a collective */
+/** Issue one tagged transfer of @p c: @p kind 3 send on @p ep, 4 receive;
+ *  counted in c->pending until it completes; a failure fails @p c. */
+void oc__rc_issue(oc_router_t *r, acoll_t *c, int kind, oc_tr_ep_t *ep,
+                  void *buf, size_t len, uint64_t tag);
+/** Receive step @p step's message from the job's node @p k (position in
+ *  c->nodes) into @p buf: the data, or that node's failure message. */
+void oc__rc_net_recv(oc_router_t *r, acoll_t *c, uint32_t k, int step,
+                     uint8_t *buf, size_t want);
+/** Send step @p step's message to node @p k: the data, or, when @p c has
+ *  failed, a failure message with its status in the data's place. */
+void oc__rc_net_send(oc_router_t *r, acoll_t *c, uint32_t k, int step,
+                     const void *buf, size_t len);
+void oc__rc_acoll_free(acoll_t *c);
+/** The router's state of local rank @p rank of @p c's job, or NULL. */
+lrank_t *oc__rc_local_of(oc_router_t *r, acoll_t *c, uint32_t rank);
+/** DONE with @p st to local rank @p rank. */
+void oc__rc_tell(oc_router_t *r, acoll_t *c, uint32_t rank, oc_status_t st);
+/** A failed collective: zeros into every receive its local ranks posted. */
+void oc__rc_drain(oc_router_t *r, acoll_t *c);
+/** DONE to every local rank, each with its own outcome. */
+void oc__rc_tell_all(oc_router_t *r, acoll_t *c);
+/** End @p c: drain first when it failed (ST_DRAIN until the zeros are
+ *  sent), then DONE to every local rank. */
+void oc__rc_finish(oc_router_t *r, acoll_t *c);
+
 #endif

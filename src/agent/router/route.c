@@ -14,14 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-rjob_t *oc__router_job_find(oc_router_t *r, uint32_t job)
-{
-    for (int i = 0; i < OC_ROUTER_MAX_JOBS; i++)
-        if (r->jobs[i].map != NULL && r->jobs[i].map->job == job)
-            return &r->jobs[i];
-    return NULL;
-}
-
 sender_t *oc__router_sender_find(oc_router_t *r, uint64_t token)
 {
     if (token == 0)

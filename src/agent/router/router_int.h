@@ -153,8 +153,17 @@ struct oc_router {
  * (only that sender waits), or short of buffers (everything waits). */
 enum { RX_DONE, RX_HOLD, RX_NOBUF };
 
+/* A job of this router by id, or NULL.  Inline: every room of the
+ * router looks jobs up (a short scan of OC_ROUTER_MAX_JOBS slots). */
+static inline rjob_t *oc__router_job_find(oc_router_t *r, uint32_t job)
+{
+    for (int i = 0; i < OC_ROUTER_MAX_JOBS; i++)
+        if (r->jobs[i].map != NULL && r->jobs[i].map->job == job)
+            return &r->jobs[i];
+    return NULL;
+}
+
 /* route.c */
-rjob_t *oc__router_job_find(oc_router_t *r, uint32_t job);
 sender_t *oc__router_sender_find(oc_router_t *r, uint64_t token);
 uint32_t oc__router_route_all(oc_router_t *r);
 void oc__router_bundle_recv(void *arg, uint64_t token, void *data,
