@@ -26,7 +26,7 @@
  * or delivers) after a few empty polls, instead of yielding.  ucx, or an
  * agent on another host: bundles over UCX under the credit window.
  */
-#include "runtime.h"
+#include "agent_state.h"
 
 #include "ctl/ctl.h"
 #include "ctl/derive.h"
@@ -39,38 +39,6 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <unistd.h>
-
-struct oc__agent {
-    oc_tr_ep_t    *ep;        /* to the agent's router */
-    oc_tr_ep_t    *coll_ep;   /* to the router that runs the job's
-                                 collectives: ep itself, or one more */
-    uint32_t       colls;     /* READY's OC_CTL_COLL_*: what it serves */
-    uint64_t       token;     /* names this rank to the agent */
-    uint32_t       credits;   /* bundles we may still send */
-    oc_eng_out_t   link;      /* accounts the bundles in flight to it */
-    oc_eng_buf_t  *wait_head; /* bundles waiting for credit, in order */
-    oc_eng_buf_t **wait_tail;
-    uint32_t       waiting;
-    oc_ctl_conn_t *cc;        /* control connection to the agent */
-    uint32_t       node, thread, coll_thread;
-    uint32_t       polls;
-    uint32_t       pid;       /* the agent's, from the kernel (Unix
-                                 socket); 0: unknown (TCP) */
-    int            gone;      /* its control connection ended */
-    /* termination waves, run by the agents */
-    int            q_sent;     /* COUNTS sent for q.round */
-    int            q_done;     /* QUIESCE_DONE for q.epoch arrived */
-    /* the shared-memory channel (shm != 0) */
-    int            shm;
-    oc_shmseg_t    seg;
-    int            wake_fd;    /* the agent's router: wake it if it sleeps */
-    oc_eng_buf_t   ring_buf;   /* the stream outlet's slot */
-    uint64_t       waits;      /* back-pressured turns that waited */
-    uint64_t       slept;      /* ... of them asleep on the doorbell */
-    uint64_t       kicks;      /* wake-ups written to a sleeping agent */
-    int            mb_registered; /* for the agent's membarrier */
-    int            light;      /* ... and the agent promises it */
-};
 
 static void agent_fini(oc_context_t *ctx);
 
@@ -120,59 +88,6 @@ static oc_status_t agent_send(oc_context_t *ctx, oc_eng_buf_t *b, uint32_t len)
     return st;
 }
 
-/* The agent's router sleeps (idle): what we just published wakes it.
- * The fence orders our publish before the read of its flag (it sets the
- * flag, then looks at the ring: one of us sees the other). */
-/* Registered for the agent's membarrier, and it still promises to call it
- * before it sleeps (wire/shmseg.h; it withdraws the promise if the call
- * ever fails): ordering a publish before the load of its flag is then the
- * agent's job, once per sleep, not ours per bundle. */
-static int agent_fences(struct oc__agent *a)
-{
-    return a->light && atomic_load_explicit(&a->seg.hdr->agent_barrier,
-                                            memory_order_relaxed);
-}
-
-static void shm_kick(struct oc__agent *a)
-{
-    /* a fence here waits for every store of the bundle to leave the store
-     * buffer: 6-7 % of a rank's time in the histogram */
-    if (agent_fences(a))
-        atomic_signal_fence(memory_order_seq_cst);
-    else
-        atomic_thread_fence(memory_order_seq_cst);
-    if (atomic_load_explicit(&a->seg.hdr->agent_sleeping,
-                             memory_order_relaxed)) {
-        uint64_t one = 1;
-        a->kicks++;
-        (void)!write(a->wake_fd, &one, sizeof one);
-    }
-}
-
-/* Bundles that waited for room go into the ring, in order. */
-static void shm_drain(oc_context_t *ctx)
-{
-    struct oc__agent *a = ctx->agent;
-    uint8_t *slot;
-    int moved = 0;
-
-    while (a->wait_head != NULL && (slot = oc__spsc_reserve(&a->seg.up))) {
-        oc_eng_buf_t *b = a->wait_head;
-        a->wait_head = b->next;
-        if (a->wait_head == NULL)
-            a->wait_tail = &a->wait_head;
-        a->waiting--;
-        memcpy(slot, b->data, b->len);
-        oc__spsc_publish(&a->seg.up, b->len);
-        oc__eng_buf_put(ctx->eng, b);
-        moved = 1;
-    }
-    if (a->wait_head == NULL && ctx->stream != NULL)
-        ctx->stream->ring_skip = 0; /* in order again: write in place */
-    if (moved)
-        shm_kick(a);
-}
-
 static oc_status_t agent_submit(oc_context_t *ctx, oc_eng_out_t *o,
                                 oc_eng_buf_t *b, uint32_t len)
 {
@@ -182,7 +97,7 @@ static oc_status_t agent_submit(oc_context_t *ctx, oc_eng_out_t *o,
     if (a->shm) {
         if (b->ring) { /* the stream outlet's slot: written in place */
             oc__spsc_publish(&a->seg.up, len);
-            shm_kick(a);
+            oc__agent_shm_kick(a);
             return OC_OK;
         }
         /* a pool buffer (per-dest mode, or a handler's reply that found
@@ -193,7 +108,7 @@ static oc_status_t agent_submit(oc_context_t *ctx, oc_eng_out_t *o,
         *a->wait_tail = b;
         a->wait_tail = &b->next;
         a->waiting++;
-        shm_drain(ctx);
+        oc__agent_shm_drain(ctx);
         return OC_OK;
     }
     (void)o;
@@ -233,7 +148,7 @@ static void agent_progress(oc_context_t *ctx)
         uint8_t *slot;
         uint32_t len;
         if (a->wait_head != NULL)
-            shm_drain(ctx);
+            oc__agent_shm_drain(ctx);
         while ((slot = oc__spsc_peek(&a->seg.down, &len)) != NULL)
             oc__rx_push_shm(ctx, slot, len, &a->seg.down);
         if (a->seg.down.broken && ctx->failed == OC_OK) {
@@ -347,91 +262,6 @@ static oc_status_t expect(oc_context_t *ctx, const oc_ctl_msg_t *req,
     return OC_OK;
 }
 
-static int want_shm(const oc_context_t *ctx)
-{
-    return ctx->cfg.agent_channel == 0 &&
-           strncmp(ctx->cfg.agent, "unix:", 5) == 0;
-}
-
-/* WELCOME brought the segment's memfd and the router's wake-up eventfd
- * (or nothing: an agent that offers no shared memory; UCX then). */
-static oc_status_t shm_attach(oc_context_t *ctx)
-{
-    struct oc__agent *a = ctx->agent;
-    int mfd = oc__ctl_conn_take_fd(a->cc), efd = oc__ctl_conn_take_fd(a->cc);
-    oc_status_t st;
-
-    if (mfd < 0 || efd < 0) {
-        if (mfd >= 0)
-            close(mfd);
-        return OC_OK;
-    }
-    st = oc__shmseg_map(mfd, &a->seg);
-    close(mfd);
-    if (st != OC_OK) {
-        close(efd);
-        oc_error(OC_COMP_RUNTIME, "rank %u: cannot map the agent's "
-                 "shared-memory channel: %s", ctx->rank, oc_status_string(st));
-        return OC_ERR_PEER_FAILED;
-    }
-    a->wake_fd = efd;
-    a->ring_buf.ring = 1;
-    a->shm = 1;
-    /* cheap kicks (shm_kick) where the agent promises its barrier */
-    a->light = a->mb_registered &&
-               atomic_load_explicit(&a->seg.hdr->agent_barrier,
-                                    memory_order_relaxed);
-    return OC_OK;
-}
-
-void oc__agent_shm_release(oc_context_t *ctx)
-{
-    struct oc__agent *a = ctx->agent;
-    if (a == NULL || !a->shm)
-        return; /* gone: the segment went with it */
-    oc__spsc_release(&a->seg.down);
-}
-
-void oc__agent_stream_setup(oc_context_t *ctx, oc_eng_out_t *o)
-{
-    struct oc__agent *a = ctx->agent;
-    if (a == NULL || !a->shm)
-        return;
-    o->ring = &a->seg.up;
-    o->ring_buf = &a->ring_buf;
-}
-
-uint32_t oc__agent_max_bundle(const oc_context_t *ctx)
-{
-    const struct oc__agent *a = ctx->agent;
-    return a != NULL && a->shm ? a->seg.up.slot_size : 0;
-}
-
-/* Back-pressured with nothing to do: sleep on the doorbell until the
- * agent frees a slot or delivers (at most 1 ms: the control channel and
- * the watchdog still get their turn). */
-static void agent_wait(oc_context_t *ctx)
-{
-    struct oc__agent *a = ctx->agent;
-    oc_bell_t *bell;
-    uint32_t seen;
-
-    if (!a->shm) {
-        sched_yield();
-        return;
-    }
-    bell = &a->seg.hdr->rank_bell;
-    a->waits++;
-    shm_kick(a);
-    seen = oc__bell_prepare(bell);
-    if (oc__spsc_in_use(&a->seg.up) < a->seg.up.nslots ||
-        oc__spsc_ready(&a->seg.down)) {
-        oc__bell_cancel(bell);
-        return;
-    }
-    a->slept += (uint64_t)oc__bell_wait(bell, seen, 1000);
-}
-
 /* Times the rank connects before it gives up a handshake the agent keeps
  * closing (oc__agent_init). */
 #define HANDSHAKE_TRIES 5
@@ -456,7 +286,7 @@ static oc_status_t hello_auth(oc_context_t *ctx, const oc_ctl_key_t *key,
     m.u.hello.size = ctx->size;
     m.u.hello.pid = (uint32_t)getpid();
     /* the shared-memory channel needs descriptors passed: a Unix socket */
-    if (want_shm(ctx)) {
+    if (oc__agent_want_shm(ctx)) {
         m.u.hello.flags = OC_CTL_HELLO_F_SHM;
         oc__ctl_conn_accept_fds(ctx->agent->cc);
     }
@@ -522,7 +352,7 @@ oc_status_t oc__agent_init(oc_context_t *ctx, int required)
      * RCU grace period (10-15 ms here), which belongs to the rank's
      * start, not to the time after the agent counts the job as ready.
      * Once per process, kept. */
-    if (want_shm(ctx))
+    if (oc__agent_want_shm(ctx))
         a->mb_registered = oc__membarrier_register();
     /* An agent at its connection cap under a flood of connections that
      * never authenticate closes the oldest one still in its handshake to
@@ -555,7 +385,7 @@ oc_status_t oc__agent_init(oc_context_t *ctx, int required)
     a->thread = r.u.welcome.thread;
     a->coll_thread = r.u.welcome.coll_thread;
     allow_agent_reads(ctx, a);
-    if (want_shm(ctx) && (st = shm_attach(ctx)) != OC_OK)
+    if (oc__agent_want_shm(ctx) && (st = oc__agent_shm_attach(ctx)) != OC_OK)
         goto err;
     /* auto: stream where the rank writes straight into shared memory,
      * per-dest over UCX (each measured the faster there: design.md) */
@@ -591,7 +421,7 @@ oc_status_t oc__agent_init(oc_context_t *ctx, int required)
                 ? "stream: every message in one stream, sorted by the agent"
                 : "per-dest: bundles aggregated per destination here",
             a->shm ? "shm: rings in shared memory with the agent"
-                   : want_shm(ctx) ? "ucx (the agent offered no shared memory)"
+                   : oc__agent_want_shm(ctx) ? "ucx (the agent offered no shared memory)"
                    : ctx->cfg.agent_channel == 1 ? "ucx"
                    : "ucx (the agent is not on a Unix socket)");
     oc__ctl_key_clear(&key);
@@ -611,24 +441,6 @@ oc_status_t oc__agent_send_raw(oc_context_t *ctx, const void *buf, size_t len,
         return OC_ERR_STATE;
     return oc__tr_send_small(ctx->agent->ep, OC_AM_BUNDLE,
                             token ? token : ctx->agent->token, buf, len);
-}
-
-oc_status_t oc__agent_shm_send_raw(oc_context_t *ctx, const void *buf,
-                                   size_t len)
-{
-    struct oc__agent *a = ctx->agent;
-    uint8_t *slot;
-
-    if (a == NULL || !a->shm || len > a->seg.up.slot_size ||
-        (ctx->stream != NULL && ctx->stream->buf != NULL &&
-         ctx->stream->buf->ring))
-        return OC_ERR_STATE;
-    if ((slot = oc__spsc_reserve(&a->seg.up)) == NULL)
-        return OC_ERR_NO_RESOURCE;
-    memcpy(slot, buf, len);
-    oc__spsc_publish(&a->seg.up, (uint32_t)len);
-    shm_kick(a);
-    return OC_OK;
 }
 
 typedef struct {
@@ -717,7 +529,7 @@ static void agent_fini(oc_context_t *ctx)
                 "of the agent; publish fence: %s", ctx->rank,
                 (unsigned long long)a->waits, (unsigned long long)a->slept,
                 (unsigned long long)a->kicks,
-                agent_fences(a) ? "the agent's (membarrier)" : "own");
+                oc__agent_fences(a) ? "the agent's (membarrier)" : "own");
         if (ctx->stream != NULL && ctx->stream->ring == &a->seg.up) {
             /* an open slot goes with the segment (finalize flushed what
              * counts; a failed context's leftovers go nowhere anyway) */
@@ -800,7 +612,7 @@ const oc__placement_t oc__placement_agent = {
     .name = "agent",
     .submit = agent_submit,
     .progress = agent_progress,
-    .wait = agent_wait,
+    .wait = oc__agent_wait,
     .pending = agent_pending,
     .quiesce_step = agent_quiesce_step,
     .finalize = agent_finalize,
