@@ -6,7 +6,12 @@
 # for a machine with N + T cores (the devkit's 16-core one: B=/oc/build);
 # B (the build, /oc/build), N (8), TS ("1 4"), UPD (50M), REQ (20M).
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 UCX_TLS=sm,self OMPI_MCA_plm=isolated
-B=${B:-/oc/build}; T=/tmp/ocx; mkdir -p $T; N=${N:-8}
+B=${B:-/oc/build}; N=${N:-8}
+B=$(cd "$B" && pwd)
+T=$(mktemp -d /tmp/oc-agent-modes-XXXXXX)
+AGENT=
+trap '[ -n "$AGENT" ] && kill "$AGENT" 2>/dev/null; rm -rf "$T"' EXIT INT TERM
+. "$(dirname "$0")/agent-lib.sh"
 $B/src/tools/offcore keygen > $T/key && chmod 600 $T/key
 JOB=1
 for rep in 1 2; do
@@ -15,14 +20,13 @@ for app in histogram index-gather; do
   for t in ${TS:-1 4}; do
   for cm in shm:stream ucx:stream ucx:per-dest; do
     ch=${cm%%:*}; md=${cm#*:}
-    JOB=$((JOB + 1)); rm -f $T/a.sock
-    taskset -c $N-$((N + t - 1)) $B/src/agent/offcored --listen unix:$T/a.sock --cluster-key $T/key --metrics off --threads $t > $T/a.log 2>&1 & AG=$!
-    w=0; while ! grep -q ready $T/a.log 2>/dev/null; do w=$((w+1)); [ $w -gt 100 ] && break; sleep 0.05; done
+    JOB=$((JOB + 1)); rm -f $T/agent.sock
+    start_agent $N-$((N + t - 1)) --threads $t
     k=$($B/src/tools/offcore job-key --job $JOB --cluster-key $T/key)
     out=$(timeout 120 taskset -c 0-$((N-1)) mpirun --allow-run-as-root --bind-to hwthread --map-by hwthread -np $N -x UCX_TLS \
-      -x OC_PLACEMENT=agent -x OC_AGENT=unix:$T/a.sock -x OC_JOB=$JOB -x OC_JOB_KEY=$k -x OC_AGENT_CHANNEL=$ch -x OC_AGENT_MODE=$md \
+      -x OC_PLACEMENT=agent -x OC_AGENT=unix:$T/agent.sock -x OC_JOB=$JOB -x OC_JOB_KEY=$k -x OC_AGENT_CHANNEL=$ch -x OC_AGENT_MODE=$md \
       $B/apps/$app $args 2>$T/err); rc=$?
-    kill $AG; wait $AG 2>/dev/null
+    stop_agent
     rate=$(printf '%s' "$out" | sed -n 's/.*"rate":\([0-9.e+-]*\).*/\1/p' | head -1)
     ok=false; printf '%s' "$out" | grep -q '"verified":true' && [ $rc -eq 0 ] && ok=true
     echo "{\"app\":\"$app\",\"threads\":$t,\"channel\":\"$ch\",\"mode\":\"$md\",\"rate\":${rate:-null},\"verified\":$ok,\"rc\":$rc}"

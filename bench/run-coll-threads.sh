@@ -22,34 +22,31 @@ REPEATS=${BENCH_COLL_REPEATS:-3} PIN=${BENCH_PIN:-n}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export UCX_TLS=${UCX_TLS:-sm,self}
 command -v mpirun >/dev/null || { echo "run-coll-threads: no mpirun: skipped"; exit 0; }
-D=$(mktemp -d /tmp/oc-coll-threads-XXXXXX)
-APID=
-trap '[ -n "$APID" ] && kill "$APID" 2>/dev/null; rm -rf "$D"' EXIT INT TERM
-"$B/src/tools/offcore" keygen > "$D/ck" && chmod 600 "$D/ck"
+T=$(mktemp -d /tmp/oc-coll-threads-XXXXXX)
+AGENT=
+trap '[ -n "$AGENT" ] && kill "$AGENT" 2>/dev/null; rm -rf "$T"' EXIT INT TERM
+. "$(dirname "$0")/agent-lib.sh"
+"$B/src/tools/offcore" keygen > "$T/key" && chmod 600 "$T/key"
 rc=0 job=20
 for t in ${BENCH_COLL_THREADS:-1 2 4}; do
     job=$((job + 1))
-    agent_pin= rank_pin= bind="--oversubscribe --bind-to none"
+    agent_cpus= rank_pin= bind="--oversubscribe --bind-to none"
     if [ "$PIN" = y ]; then
-        agent_pin="taskset -c $RANKS-$((RANKS + t - 1))"
+        agent_cpus=$RANKS-$((RANKS + t - 1))
         rank_pin="taskset -c 0-$((RANKS - 1))"
         bind="--bind-to hwthread --map-by hwthread"
     fi
-    rm -f "$D/a.sock"
-    $agent_pin "$B/src/agent/offcored" --listen "unix:$D/a.sock" \
-        --cluster-key "$D/ck" --metrics off --threads "$t" > "$D/agent.log" 2>&1 &
-    APID=$!
-    n=0
-    until grep -q ready "$D/agent.log" 2>/dev/null || [ $n -ge 100 ]; do sleep 0.1; n=$((n + 1)); done
-    OC_PLACEMENT=agent OC_AGENT="unix:$D/a.sock" OC_JOB=$job \
-    OC_JOB_KEY=$("$B/src/tools/offcore" job-key --job $job --cluster-key "$D/ck") \
+    rm -f "$T/agent.sock"
+    start_agent "$agent_cpus" --threads "$t"
+    OC_PLACEMENT=agent OC_AGENT="unix:$T/agent.sock" OC_JOB=$job \
+    OC_JOB_KEY=$("$B/src/tools/offcore" job-key --job $job --cluster-key "$T/key") \
         timeout 900 $rank_pin mpirun $bind --mca btl self,vader \
         -x OC_PLACEMENT -x OC_AGENT -x OC_JOB -x OC_JOB_KEY -x UCX_TLS \
         -np "$RANKS" "$B/bench/coll-bench" --min 8 --max "$MAX" \
-        --repeats "$REPEATS" --overlap 65536,1048576 > "$D/out" 2> "$D/err"
+        --repeats "$REPEATS" --overlap 65536,1048576 > "$T/out" 2> "$T/err"
     r=$?
-    kill "$APID" 2>/dev/null; wait "$APID" 2>/dev/null; APID=
-    python3 - "$D/out" "$t" "$r" "$RANKS" <<'PY' || rc=1
+    stop_agent
+    python3 - "$T/out" "$t" "$r" "$RANKS" <<'PY' || rc=1
 import json, sys
 path, t, r, ranks = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 rows = [json.loads(l) for l in open(path) if l.startswith("{")]
@@ -64,6 +61,6 @@ print(json.dumps({"bench": "coll-threads", "ranks": ranks, "agent_threads": t,
                   "worst_latency_ratio": round(worst, 3)}, separators=(",", ":")))
 sys.exit(0 if r == 0 and rows and ok == len(rows) else 1)
 PY
-    [ $r -eq 0 ] || { tail -5 "$D/err"; tail -5 "$D/agent.log"; }
+    [ $r -eq 0 ] || { tail -5 "$T/err"; tail -5 "$T/agent.log"; }
 done
 exit $rc
