@@ -145,7 +145,7 @@ void oc__coll_fini(oc_context_t *ctx)
     if (c == NULL)
         return;
     if (c->cma_ops > 0)
-        oc_info(OC_COMP_RUNTIME, "rank %u: %llu allreduces offered to the "
+        oc_info(OC_COMP_COLL, "rank %u: %llu allreduces offered to the "
                 "agent by memory, %llu of them sent by UCX instead", ctx->rank,
                 (unsigned long long)c->cma_ops,
                 (unsigned long long)c->cma_fallbacks);
@@ -299,7 +299,7 @@ static void op_done(oc_tr_op_t *op, oc_status_t st)
     if (st == OC_ERR_WIRE_LENGTH) {
         /* Keep running the schedule, so that the peers that wait on this
          * rank's later sends are not left hanging; report it at the end. */
-        oc_error(OC_COMP_RUNTIME, "collective %u phase %u: a peer sent another "
+        oc_error(OC_COMP_COLL, "collective %u phase %u: a peer sent another "
                  "length than this rank expects", req->seq, req->cur);
         if (req->mismatch == OC_OK)
             req->mismatch = OC_ERR_COLL_MISMATCH;

@@ -100,7 +100,7 @@ static void done_recv(void *arg, uint64_t token, void *data, size_t len)
             r->agent_st = OC_ERR_COLL_PEER_FAILED;
         return;
     }
-    oc_warn(OC_COMP_RUNTIME, "rank %u: the agent ended collective %u, which "
+    oc_warn(OC_COMP_COLL, "rank %u: the agent ended collective %u, which "
             "is not in flight here", ctx->rank, m.seq);
 }
 
@@ -117,7 +117,7 @@ static void fall_back(oc_request_t *req)
     req->cma = req->cma_fallback = 0;
     ctx->coll->cma_fallbacks++;
     if (!ctx->coll->cma_refused)
-        oc_info(OC_COMP_RUNTIME, "rank %u: the agent does not move collective "
+        oc_info(OC_COMP_COLL, "rank %u: the agent does not move collective "
                 "data by memory here (OC_AGENT_COLL_CMA=n, another uid, or a "
                 "ptrace policy): allreduce goes by UCX from now on", ctx->rank);
     ctx->coll->cma_refused = 1;
@@ -127,7 +127,7 @@ static void fall_back(oc_request_t *req)
         st = xfer(req, oc__agent_coll_ep(ctx), (void *)req->cma_sbuf, req->cma_len,
                   OC__COLL_CONTRIB_TAG(ctx->cfg.job, req->seq, ctx->rank));
     if (st != OC_OK) { /* the agent waits for it: the job must fail */
-        oc_error(OC_COMP_RUNTIME, "rank %u: collective %u: %s", ctx->rank,
+        oc_error(OC_COMP_COLL, "rank %u: collective %u: %s", ctx->rank,
                  req->seq, oc_status_string(st));
         req->agent_st = st;
     }
@@ -251,11 +251,11 @@ oc_status_t oc__coll_placed_start(oc_context_t *ctx, void *dv,
     oc__colld_encode(d, vals, msg);
     if (fault == 1) { /* OC_COLL_FAULT=desc: a type no agent knows */
         msg[6] = 0xff;
-        oc_warn(OC_COMP_RUNTIME, "rank %u: collective %u: OC_COLL_FAULT=desc "
+        oc_warn(OC_COMP_COLL, "rank %u: collective %u: OC_COLL_FAULT=desc "
                 "planted", me, req->seq);
     } else if (fault == 2 && slen > 0) { /* =short: one element less */
         slen -= oc__dtype_size(d->dtype) ? oc__dtype_size(d->dtype) : 1;
-        oc_warn(OC_COMP_RUNTIME, "rank %u: collective %u: OC_COLL_FAULT=short "
+        oc_warn(OC_COMP_COLL, "rank %u: collective %u: OC_COLL_FAULT=short "
                 "planted", me, req->seq);
     }
     /* the result's receives first, then the contribution, then the
@@ -285,7 +285,7 @@ oc_status_t oc__coll_placed_start(oc_context_t *ctx, void *dv,
     c->active = req;
     if (st != OC_OK) {
         /* transfers may be posted: the request stays until they end */
-        oc_error(OC_COMP_RUNTIME, "rank %u: collective %u could not start: "
+        oc_error(OC_COMP_COLL, "rank %u: collective %u could not start: "
                  "%s", me, req->seq, oc_status_string(st));
         req->status = st;
         req->agent_st = st;

@@ -132,7 +132,7 @@ oc_status_t oc__coll_shm_setup(oc_context_t *ctx)
                  (long)getpid(), (unsigned long long)mine.cookie);
         fd = shm_open(mine.name, O_RDWR | O_CREAT | O_EXCL, 0600);
         if (fd < 0 || ftruncate(fd, (off_t)s->len) != 0) {
-            oc_info(OC_COMP_RUNTIME, "collectives: no shared-memory segment "
+            oc_info(OC_COMP_COLL, "collectives: no shared-memory segment "
                     "(%s: %s): small collectives go through UCX", mine.name,
                     strerror(errno));
             if (fd >= 0)
@@ -185,7 +185,7 @@ out:
         /* every rank is on this host (they all mapped one segment) */
         c->cores_each = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 &&
                         (uint32_t)CPU_COUNT(&cpus) >= n;
-        oc_debug(OC_COMP_RUNTIME, "rank %u: collectives up to %zu bytes "
+        oc_debug(OC_COMP_COLL, "rank %u: collectives up to %zu bytes "
                  "through shared memory", ctx->rank, s->slot);
     } else if (s != NULL) {
         unmap(s);

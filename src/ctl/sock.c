@@ -91,7 +91,7 @@ static oc_status_t parse(const char *s, bool for_listen, addr_t *a)
     snprintf(a->port, sizeof(a->port), "%lu", port);
     return OC_OK;
 bad:
-    oc_error(OC_COMP_WIRE, "ctl: bad address \"%s\": %s", s, why);
+    oc_error(OC_COMP_CTL, "ctl: bad address \"%s\": %s", s, why);
     return OC_ERR_CTL_ADDR;
 }
 
@@ -107,7 +107,7 @@ static oc_status_t resolve(const char *s, const addr_t *a, bool passive,
     hints.ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0);
     rc = getaddrinfo(a->host[0] ? a->host : NULL, a->port, &hints, res);
     if (rc != 0) {
-        oc_error(OC_COMP_WIRE, "ctl: %s: cannot resolve: %s", s,
+        oc_error(OC_COMP_CTL, "ctl: %s: cannot resolve: %s", s,
                  gai_strerror(rc));
         return OC_ERR_CTL_ADDR;
     }
@@ -160,7 +160,7 @@ static oc_status_t bind_unix(int fd, const char *s, const addr_t *a)
     if (errno != EADDRINUSE)
         goto err;
     if (lstat(a->path, &sb) != 0 || !S_ISSOCK(sb.st_mode)) {
-        oc_error(OC_COMP_WIRE, "ctl: listen %s: the path exists and is not a "
+        oc_error(OC_COMP_CTL, "ctl: listen %s: the path exists and is not a "
                  "socket; not removing it", s);
         return OC_ERR_CTL_ADDR;
     }
@@ -170,17 +170,17 @@ static oc_status_t bind_unix(int fd, const char *s, const addr_t *a)
     rc = connect(probe, (struct sockaddr *)&sun, sizeof(sun));
     close(probe);
     if (rc == 0 || errno != ECONNREFUSED) {
-        oc_error(OC_COMP_WIRE, "ctl: listen %s: address in use (%s)", s,
+        oc_error(OC_COMP_CTL, "ctl: listen %s: address in use (%s)", s,
                  rc == 0 ? "another process accepts on it" : strerror(errno));
         return OC_ERR_CTL_ADDR;
     }
-    oc_info(OC_COMP_WIRE, "ctl: listen %s: removing a stale socket file", s);
+    oc_info(OC_COMP_CTL, "ctl: listen %s: removing a stale socket file", s);
     if (unlink(a->path) != 0 && errno != ENOENT)
         goto err;
     if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0)
         return OC_OK;
 err:
-    oc_error(OC_COMP_WIRE, "ctl: listen %s: %s", s, strerror(errno));
+    oc_error(OC_COMP_CTL, "ctl: listen %s: %s", s, strerror(errno));
     return OC_ERR_CTL_ADDR;
 }
 
@@ -193,13 +193,13 @@ static oc_status_t listen_unix(const char *s, const addr_t *a,
 
     fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
-        oc_error(OC_COMP_WIRE, "ctl: listen %s: %s", s, strerror(errno));
+        oc_error(OC_COMP_CTL, "ctl: listen %s: %s", s, strerror(errno));
         return OC_ERR_CTL_ADDR;
     }
     if ((st = bind_unix(fd, s, a)) != OC_OK)
         goto err_close;
     if (listen(fd, SOMAXCONN) != 0 || stat(a->path, &sb) != 0) {
-        oc_error(OC_COMP_WIRE, "ctl: listen %s: %s", s, strerror(errno));
+        oc_error(OC_COMP_CTL, "ctl: listen %s: %s", s, strerror(errno));
         st = OC_ERR_CTL_ADDR;
         goto err_unlink;
     }
@@ -247,7 +247,7 @@ static oc_status_t listen_tcp(const char *s, const addr_t *a,
     }
     freeaddrinfo(res);
     if (fd < 0) {
-        oc_error(OC_COMP_WIRE, "ctl: listen %s: %s", s, strerror(err));
+        oc_error(OC_COMP_CTL, "ctl: listen %s: %s", s, strerror(err));
         return OC_ERR_CTL_ADDR;
     }
     l->fd = fd;
@@ -271,7 +271,7 @@ oc_status_t oc__ctl_listen(const char *addr, oc_ctl_listener_t *l)
     if (st != OC_OK)
         return st;
     *l = nl;
-    oc_debug(OC_COMP_WIRE, "ctl: listening on %s", l->addr);
+    oc_debug(OC_COMP_CTL, "ctl: listening on %s", l->addr);
     return OC_OK;
 }
 
@@ -340,7 +340,7 @@ oc_status_t oc__ctl_peer_cred(int fd, uint32_t *pid, uint32_t *uid)
 static oc_status_t connect_errno(const char *s, int err, bool quiet)
 {
     (void)quiet;
-    oc_debug(OC_COMP_WIRE, "ctl: connect %s: %s", s, strerror(err));
+    oc_debug(OC_COMP_CTL, "ctl: connect %s: %s", s, strerror(err));
     return OC_ERR_CTL_CONNECT;
 }
 
@@ -389,7 +389,7 @@ oc_status_t oc__ctl_connect_finish(int fd)
 
     if (err == 0)
         return OC_OK;
-    oc_debug(OC_COMP_WIRE, "ctl: connect fd %d: %s", fd, strerror(err));
+    oc_debug(OC_COMP_CTL, "ctl: connect fd %d: %s", fd, strerror(err));
     return OC_ERR_CTL_CONNECT;
 }
 
@@ -486,7 +486,7 @@ oc_status_t oc__ctl_connect(const char *addr, int timeout_ms, int *fd_out)
         freeaddrinfo(res);
     }
     if (st == OC_ERR_CTL_TIMEOUT) {
-        oc_debug(OC_COMP_WIRE, "ctl: connect %s: no answer in %d ms", addr,
+        oc_debug(OC_COMP_CTL, "ctl: connect %s: no answer in %d ms", addr,
                 timeout_ms);
         return st;
     }

@@ -432,6 +432,7 @@ int oc__dp_serve(oc_dp_t *dp, const oc_dp_conf_t *c, oc_ctl_listener_t *lp)
                             .backoff_ms = 100};
     oc_guard_t guard;
     oc__guard_init(&guard, "dp control", &gp);
+    oc__guard_log_as(&guard, OC_COMP_DP);
     for (;;) {
         struct pollfd pf[2] = {{sfd, POLLIN, 0}, {l.fd, POLLIN, 0}};
         int wait_ms = -1;

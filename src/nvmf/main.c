@@ -47,7 +47,7 @@ static void usage(FILE *out)
             "Connect within handshake-ms (5000) of arriving, and at the cap\n"
             "the oldest one that has not makes room for a newcomer.\n"
             "\n"
-            "OC_LOG=app:info logs connections and controllers.  SIGTERM stops\n"
+            "OC_LOG=nvmf:info logs connections and controllers.  SIGTERM stops\n"
             "accepting, lets in-flight commands finish (10 s at most) and\n"
             "closes every connection.  SIGHUP is ignored (the configuration\n"
             "is read once: restart to change it).  The configuration must be\n"

@@ -45,7 +45,7 @@ echo "inline job from the installed files: verified"
 # the installed agent
 mkdir -p /etc/offcore /run/offcore
 offcore keygen > /etc/offcore/cluster.key && chmod 600 /etc/offcore/cluster.key
-OC_LOG=agent:info /usr/sbin/offcored --listen unix:/tmp/agent.sock --metrics off >/tmp/agent.log 2>&1 &
+OC_LOG=agent:info,router:info /usr/sbin/offcored --listen unix:/tmp/agent.sock --metrics off >/tmp/agent.log 2>&1 &
 agent=$!
 i=0
 until grep -q ready /tmp/agent.log; do

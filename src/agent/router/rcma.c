@@ -52,7 +52,7 @@ void oc__rcma_rank_init(oc_router_t *r, lrank_t *l, uint32_t pid)
         return;
     l->pidfd = pidfd_open((pid_t)pid, 0);
     if (l->pidfd < 0)
-        oc_info(OC_COMP_AGENT, "rank pid %u: pidfd_open: %s (its collectives "
+        oc_info(OC_COMP_ROUTER, "rank pid %u: pidfd_open: %s (its collectives "
                 "go by UCX)", pid, strerror(errno));
 }
 
@@ -121,7 +121,7 @@ int oc__rcma_accept(oc_router_t *r, lrank_t *l, uint32_t job, uint32_t rank,
             l->cma = -1;
         } else {
             l->cma = 1;
-            oc_info(OC_COMP_AGENT, "job %u rank %u: collective data by "
+            oc_info(OC_COMP_ROUTER, "job %u rank %u: collective data by "
                     "memory (pid %u)", job, rank, l->pid);
         }
     }
@@ -131,7 +131,7 @@ int oc__rcma_accept(oc_router_t *r, lrank_t *l, uint32_t job, uint32_t rank,
     }
     CNT_ADD(r->c.coll_cma_fallback, 1);
     if (!told)
-        oc_info(OC_COMP_AGENT, "job %u rank %u: collective data by UCX, not "
+        oc_info(OC_COMP_ROUTER, "job %u rank %u: collective data by UCX, not "
                 "by memory: %s", job, rank, why);
     l->cma = -1;
     return 0;
@@ -163,7 +163,7 @@ int oc__rcma_step(oc_router_t *r, acoll_t *c, int write)
                 rr->cma_st = gone ? OC_ERR_COLL_PEER_FAILED
                                   : OC_ERR_COLL_MEMORY;
                 c->status = OC_ERR_COLL_PEER_FAILED;
-                oc_warn(OC_COMP_AGENT, "job %u rank %u: collective %u: cannot "
+                oc_warn(OC_COMP_ROUTER, "job %u rank %u: collective %u: cannot "
                         "%s its %s buffer: %s", c->job, i, c->seq,
                         write ? "write" : "read", write ? "receive" : "send",
                         gone ? "it is gone" : strerror(errno));

@@ -197,7 +197,7 @@ static int desc_in(oc_router_t *r, uint64_t token, const void *data,
         return s != NULL && s->is_peer; /* a peer sends none: reject */
     if ((st = oc__colld_decode(data, len, j->map->size, &d)) != OC_OK) {
         uint32_t seq;
-        oc_warn(OC_COMP_AGENT, "job %u rank %u: bad collective descriptor: %s",
+        oc_warn(OC_COMP_ROUTER, "job %u rank %u: bad collective descriptor: %s",
                 s->job, s->rank, oc_status_string(st));
         CNT_ADD(r->c.rejects, 1);
         /* the collective it meant, where that is known, fails on every
@@ -220,7 +220,7 @@ static int desc_in(oc_router_t *r, uint64_t token, const void *data,
         /* WELCOME names router 0 for the job's collectives: a rank that
          * sends one elsewhere is told so, and only it fails */
         oc_colld_done_t m = {OC_COLLD_DONE_MAGIC, d.seq, OC_ERR_UNSUPPORTED, 0};
-        oc_warn(OC_COMP_AGENT, "job %u rank %u: collective %u sent to router "
+        oc_warn(OC_COMP_ROUTER, "job %u rank %u: collective %u sent to router "
                 "%u, not to the job's collective router 0: refused", s->job,
                 s->rank, d.seq, r->p.index);
         CNT_ADD(r->c.rejects, 1);
@@ -230,14 +230,14 @@ static int desc_in(oc_router_t *r, uint64_t token, const void *data,
     c = acoll_get(r, j, d.seq);
     if (c == NULL) {
         oc_colld_done_t m = {OC_COLLD_DONE_MAGIC, d.seq, OC_ERR_UNSUPPORTED, 0};
-        oc_warn(OC_COMP_AGENT, "job %u: collective %u refused (out of memory, "
+        oc_warn(OC_COMP_ROUTER, "job %u: collective %u refused (out of memory, "
                 "or the ranks of a node are not contiguous)", s->job, d.seq);
         (void)oc__tr_send_small(l->ep, OC_AM_COLL_DONE, 0, &m, sizeof(m));
         return 1;
     }
     rr = &c->r[s->rank];
     if (rr->have || c->state != ST_GATHER) {
-        oc_warn(OC_COMP_AGENT, "job %u rank %u: collective %u started twice",
+        oc_warn(OC_COMP_ROUTER, "job %u rank %u: collective %u started twice",
                 s->job, s->rank, d.seq);
         return 1;
     }
@@ -595,7 +595,7 @@ static int advance(oc_router_t *r, acoll_t *c)
                 c->step = 0;
                 return 1;
             }
-            oc_warn(OC_COMP_AGENT, "job %u: collective %u failed before any "
+            oc_warn(OC_COMP_ROUTER, "job %u: collective %u failed before any "
                     "of its descriptors here said what it is: the other "
                     "nodes' agents are not told", c->job, c->seq);
         }
@@ -672,7 +672,7 @@ void oc__rcoll_abort(oc_router_t *r, uint32_t job, uint32_t rank)
         c->status = OC_ERR_COLL_PEER_FAILED;
         c->dead = 1;
         oc__rc_finish(r, c);
-        oc_warn(OC_COMP_AGENT, "job %u: collective %u failed (%s)", c->job,
+        oc_warn(OC_COMP_ROUTER, "job %u: collective %u failed (%s)", c->job,
                 c->seq, rank != UINT32_MAX ? "a local rank is gone"
                         : job != UINT32_MAX ? "the job failed" : "a peer agent is gone");
     }

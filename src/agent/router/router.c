@@ -179,7 +179,7 @@ oc_status_t oc__router_create(const oc_router_params_t *p, oc_router_t **r_p)
     ep.blocked = oc__router_blocked;
     ep.arg = r;
     ep.name = "router";
-    ep.log_comp = OC_COMP_AGENT;
+    ep.log_comp = OC_COMP_ROUTER;
     if ((st = oc__eng_create(&ep, &r->eng)) != OC_OK)
         goto err;
     if ((st = oc__eng_ring_init(&r->rx, r->eng, 256)) != OC_OK)

@@ -89,7 +89,7 @@ static void note(int f, int served, unsigned reason, const char *why)
     (served ? g_served : g_passed)[f]++;
     if (!(g_logged[f] & bit)) {
         g_logged[f] |= bit;
-        oc_info(OC_COMP_RUNTIME, "offcore-mpi: %s %s%s%s", fname[f],
+        oc_info(OC_COMP_COLL, "offcore-mpi: %s %s%s%s", fname[f],
                 served ? "served by offcore" : "passed through to MPI",
                 why ? ": " : "", why ? why : "");
     }
@@ -102,7 +102,7 @@ static void setup(int provided)
     oc_status_t st;
 
     if (provided == MPI_THREAD_MULTIPLE) {
-        oc_info(OC_COMP_RUNTIME, "offcore-mpi: MPI_THREAD_MULTIPLE: every "
+        oc_info(OC_COMP_COLL, "offcore-mpi: MPI_THREAD_MULTIPLE: every "
                                  "call passed through to MPI");
         return;
     }
@@ -110,12 +110,12 @@ static void setup(int provided)
         return;
     st = oc_init_mpi(&g_comm, &p, &g_ctx);
     if (st != OC_OK) {
-        oc_warn(OC_COMP_RUNTIME, "offcore-mpi: oc_init: %s; every call "
+        oc_warn(OC_COMP_COLL, "offcore-mpi: oc_init: %s; every call "
                 "passed through to MPI", oc_status_string(st));
         g_ctx = NULL;
         return;
     }
-    oc_info(OC_COMP_RUNTIME, "offcore-mpi: serving MPI_Allreduce, "
+    oc_info(OC_COMP_COLL, "offcore-mpi: serving MPI_Allreduce, "
             "MPI_Iallreduce, MPI_Alltoall, MPI_Ialltoall, MPI_Alltoallv on "
             "MPI_COMM_WORLD and congruent communicators (placement %s)",
             oc_placement(g_ctx));
@@ -151,7 +151,7 @@ EXPORT int MPI_Finalize(void)
             idle_turn(&idle);
     if (g_ctx != NULL) {
         for (int f = 0; f < F_N; f++)
-            oc_info(OC_COMP_RUNTIME, "offcore-mpi: %s: %llu served, %llu "
+            oc_info(OC_COMP_COLL, "offcore-mpi: %s: %llu served, %llu "
                     "passed through", fname[f],
                     (unsigned long long)g_served[f],
                     (unsigned long long)g_passed[f]);
@@ -268,7 +268,7 @@ static int result(int f, oc_status_t st, MPI_Comm c)
 
     if (st == OC_OK)
         return MPI_SUCCESS;
-    oc_error(OC_COMP_RUNTIME, "offcore-mpi: %s failed: %s", fname[f],
+    oc_error(OC_COMP_COLL, "offcore-mpi: %s failed: %s", fname[f],
              oc_status_string(st));
     code = mpi_code(st);
     (void)PMPI_Comm_call_errhandler(c, code);

@@ -96,8 +96,9 @@ typedef struct {
 /** Set up @p g; @p name must outlive it.  Values of 0 in @p p become 1. */
 void oc__guard_init(oc_guard_t *g, const char *name, const oc_guard_params_t *p);
 
-/** Log as @p comp (default OC_COMP_AGENT): a server of another component
- *  (offcore-nvmf) has its guard's lines under its own name. */
+/** Log as @p comp (default OC_COMP_UTIL): each server (offcored, offcore-nvmf,
+ *  offcore-dp, the metrics exporter) has its guard's lines under its own
+ *  module's name. */
 void oc__guard_log_as(oc_guard_t *g, oc_log_comp_t comp);
 
 /** Whether to poll the listener now.  When not, *wait_ms (if not NULL) is
