@@ -7,7 +7,7 @@
  * UCX's tagged messages it costs a request, tag matching and a completion
  * callback per message on each side, and UCX's one-way latency over
  * shared memory alone (ucx_perftest tag_lat, 8 B: 0.29 us typical here) is
- * above Open MPI's whole 8-byte allreduce (~0.23 us, FACTS.md).  Here a
+ * above Open MPI's whole 8-byte allreduce (~0.23 us, docs/facts.md).  Here a
  * rank writes its contribution once into its own slot and raises a
  * sequence number; every rank reads every slot straight from the segment.
  *

@@ -124,7 +124,7 @@ static void *router_main(void *arg)
             idle_spins = 0;
         } else {
             /* Back off after a while so an agent sharing cores with the
-             * application does not starve it (FACTS.md); a short spin
+             * application does not starve it (docs/facts.md); a short spin
              * first keeps the latency of a busy period. */
             if (++idle_spins == 20000)
                 idle_since = oc__now_us();

@@ -1,7 +1,7 @@
 /*
  * ctl.h — the control plane: the handshake and job wire-up between ranks and
- * their node's agent, and between agents (DESIGN.md "Bootstrap").  Never
- * data.  Parts:
+ * their node's agent, and between agents (docs/design.md, "Decided":
+ * Bootstrap).  Never data.  Parts:
  *   ctl.c   the message codec (table-driven, strict)
  *   auth.c  keys, nonces and the HMAC-SHA256 proofs
  *   conn.c  a non-blocking framed connection for poll() loops, and a
@@ -9,8 +9,9 @@
  *   sock.c  "unix:/path" and "tcp:HOST:PORT" listen / accept / connect
  *   derive.c  job keys and data-path tokens (derive.h)
  *
- * FRAME (protocol version 1, little-endian, no padding, no alignment):
- *   0 u32 magic "OCC1"   4 u16 version (1)   6 u16 type
+ * FRAME (protocol version 3, OC_CTL_VERSION below; little-endian, no
+ * padding, no alignment):
+ *   0 u32 magic "OCC1"   4 u16 version (3)   6 u16 type
  *   8 u32 payload length (0 .. OC_CTL_MAX_PAYLOAD = 65536)   12 u32 reserved 0
  *  16 payload: the fields of the type, in this order, nothing after them:
  *

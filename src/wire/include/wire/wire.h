@@ -1,5 +1,6 @@
 /*
- * wire.h — the bundle and message format (DESIGN.md "Wire format").
+ * wire.h — the bundle and message format (docs/design.md, "Decided":
+ * Wire format).
  *
  * The only module that knows the byte layout.  Everything else builds
  * bundles with the oc_wire_put_* helpers and reads them through
