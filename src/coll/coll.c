@@ -46,10 +46,8 @@ static const oc_cfg_field_t coll_config_table[] = {
     {"COLL_CHUNK", OC_CFG_SIZE, "1M",
      "Bytes per tagged message of a collective. Large enough that the "
      "per-message cost (a rendezvous handshake each) vanishes, small "
-     "enough that a send window stays a few MB. 1M: 2 ranks on one host, "
-     "16 MiB allreduce/all-to-all, medians of per-run ratios to Open MPI "
-     "0.63/0.83 with 1M chunks, 1.07/0.86 with 128K (4 alternating rounds, "
-     "load average 15).",
+     "enough that a send window stays a few MB (docs/results.md has what "
+     "1M and 128K measured).",
      offsetof(oc__coll_config_t, chunk), 4096, 64u << 20, NULL},
     {"COLL_SHM_MAX", OC_CFG_SIZE, "2K",
      "Allreduces of up to this many bytes, and all-to-alls whose send "
