@@ -1,33 +1,9 @@
 /*
- * placed.c — the rank's side of the collectives in the agent placement
- * (docs/coll.md): a collective is one descriptor to the node's agent, the
- * contribution as one tagged message, and the result back.
- *
- * oc_i*() posts the receives of the result (tagged, straight into the
- * receive buffer: one per source block for all-to-all(v), so the gaps
- * between blocks stay untouched), sends the contribution as one tagged
- * message and the descriptor (wire/colld.h) as an active message with the
- * rank's token, and returns.  Large messages go by UCX rendezvous: over
- * shared memory the agent reads the contribution itself (cma), so nothing
- * is needed from the rank while the agent reduces, runs the inter-node part
- * and sends the result back; the rank's next oc_test()/oc_wait() lets UCX
- * fetch the result (one copy, into recvbuf) and finds the agent's DONE.
- * (UCX 1.13 runs one-sided puts and gets between processes over the
- * shared-memory FIFOs, emulated with the target's progress: they would
- * not have freed the rank.)
- *
- * By memory (OC_COLL_CMA, allreduce): with UCX's peer-failure mode (which
- * liboffcore asks for, src/transport) UCX drops cma and the result comes
- * back as fragments only the rank's progress copies — no overlap.  So the
- * descriptor offers the agent the rank's pid and buffers instead, and
- * nothing else is sent or posted: the agent reads sendbuf with
- * process_vm_readv, writes recvbuf with process_vm_writev and sends only
- * DONE (src/agent/router/rcma.c).  If it will not, its DONE says
- * OC_COLLD_FALLBACK: the next oc_test() then posts the receive and sends
- * the contribution as above, and the context offers no more (logged at
- * info, counted).  A rank or agent that dies fails the job (the
- * agents tell every rank on the control channel); a collective of a failed
- * context ends with OC_ERR_COLL_PEER_FAILED.
+ * placed.c — the rank's side of the collectives in the agent placement:
+ * a collective is one descriptor to the node's agent (wire/colld.h), the
+ * contribution as one tagged message (or, with OC_COLL_CMA, the rank's
+ * buffers for the agent to read and write itself), and the result back.
+ * How each step goes and why: docs/coll.md, "The rank's side".
  *
  * Threading: the context's thread only.  Trust: the agent is trusted (it
  * authenticated with the job key); its answers are still checked.
