@@ -1,29 +1,16 @@
 /*
  * rcma.c — the agent moves a local rank's allreduce data by memory:
  * process_vm_readv of its send buffer, process_vm_writev of its result
- * (Linux cross-memory attach: one copy, no CPU or progress from the rank,
- * so its cores are free between oc_iallreduce and oc_wait — the point of
- * the agent placement; docs/coll.md, "By memory").
+ * (one copy, no CPU or progress from the rank: docs/coll.md, "By memory").
  *
- * Trust: the rank's descriptor names a pid and two ranges.  Only a rank
- * whose control connection the kernel vouched for (SO_PEERCRED at HELLO,
- * session.c) is served, only if the descriptor's pid is that one, and the
- * agent reads and writes exactly the two ranges the descriptor gave
- * (oc__colld_decode() checked their lengths against the collective), so a
- * rank can make the agent touch no memory but its own.  The pid is pinned
- * at admission with a pidfd: before each chunk the agent checks that that
- * process is still alive, so a recycled pid is never written (the window
- * left is one system call, between the check and the copy, in which the
- * rank must exit, be reaped and its pid be reused).  The kernel does the
- * rest: same uid (or CAP_SYS_PTRACE), and Yama's ptrace policy (the rank
- * names the agent its ptracer, runtime/agent.c).  Where the kernel
- * refuses, the rank is told to use UCX (OC_COLLD_FALLBACK), logged at
- * info and counted; a failure after that (a range not mapped, the rank
- * gone) fails the collective with a named error, never a write elsewhere.
- *
- * Bounded: at most OC_RCMA_CHUNK bytes a call and OC_RCMA_ROUND bytes per
- * round of the router's loop, so that a 64 MiB collective does not keep
- * the loop from its other work.  Router thread only.
+ * Trust: only a rank whose control connection the kernel vouched for
+ * (SO_PEERCRED at HELLO) is served, only for that pid (pinned with a pidfd
+ * and checked alive before each chunk), and only in the two ranges its
+ * decoded descriptor gave: a rank can make the agent touch no memory but
+ * its own.  Where the kernel refuses (uid, Yama), the rank is told to use
+ * UCX (OC_COLLD_FALLBACK); a later failure fails the collective by name.
+ * Threading: router thread only; at most OC_RCMA_CHUNK bytes a call and
+ * OC_RCMA_ROUND per round of the router's loop.  Details: docs/coll.md.
  */
 #include "rcoll_int.h"
 
