@@ -1,26 +1,13 @@
 /*
- * ns.c — a namespace's backing store and its protection.
- *
- * Backing: a regular file (created sparse when missing and a size is
- * configured) or a block device, opened O_DIRECT when the file system
- * allows it.
- *
- * Integrity: one CRC32C per logical block, in a sidecar file beside the
- * data ("PATH.crc" unless configured): a 4 KiB header (magic, block size,
- * block count, so that a sidecar of another geometry is refused) and then
- * 4 bytes per block, mapped shared into memory and written back by the
- * kernel; Flush and FUA fdatasync it with the data.  The checksum covers
- * the bytes as stored (ciphertext when encrypted), so corruption is caught
- * before decryption.  A block whose data and checksum disagree reads as an
- * error, never as data: a torn write (target killed between the two) fails
- * the read rather than returning a mix.
- *
- * Encryption at rest: AES-256-XTS through OpenSSL's EVP interface, one
- * XTS message per logical block, the tweak the block's LBA (little-endian,
- * as dm-crypt's plain64), the 64-byte key from a file that must belong to
- * the target's user and be unreadable by anyone else.
+ * ns.c — a namespace's backing store and its protection: a regular file
+ * (created sparse when missing and sized) or a block device, opened
+ * O_DIRECT when the file system allows it; optionally a CRC32C per block
+ * in a sidecar file, checked on every read (a mismatch reads as an error,
+ * never as data), and AES-256-XTS at rest (tweak: the block's LBA).  The
+ * formats and guarantees: docs/nvmf.md, "Data protection".
  *
  * Threading: the loop thread only (the EVP contexts are reused per block).
+ * Trust: the key file must be the target's user's and unreadable by others.
  */
 #include "target.h"
 #include "util/log.h"
