@@ -27,7 +27,7 @@ mkdir -p "$src"
     tail -40 "$out/build.log"; echo "make-deb: dpkg-buildpackage failed (log: $out/build.log)" >&2; exit 1; }
 ls -1 "$out"/*.deb
 # lintian: errors and warnings fail the build; the informational tags
-# that remain are explained in the README (Packages)
+# that remain are explained in docs/tools.md (Packages)
 rc=0
 lintian -I --fail-on error,warning "$out"/*.changes > "$out/lintian.log" 2>&1 || rc=$?
 grep -v "root privileges" "$out/lintian.log" || true
