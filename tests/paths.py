@@ -10,7 +10,8 @@
      against the repository root, src/, include/, the citing file's folder
      and each module's include/ folder.  A bare file name (`DESIGN.md`,
      `placement.h`) must be the name of some file in the tree.
-  3. Paths that are not in the tree by design are skipped, each kind
+  3. README.md's layout names every folder of src/ and include/.
+  4. Paths that are not in the tree by design are skipped, each kind
      named in ALLOW below with its reason; absolute paths (/usr/...,
      /run/offcore/...) are the machine's, not the tree's, and never checked.
 
@@ -195,7 +196,24 @@ class Checker:
             for i, line in enumerate(c.split('\n')):
                 self.check_tokens(line, '%s:%d' % (rel, line0 + i), d)
 
+    def check_layout(self):
+        """README's layout names every folder of src/ (and include/)."""
+        with open(os.path.join(self.root, 'README.md'), encoding='utf-8') as f:
+            readme = f.read()
+        m = re.search(r'^## Layout\n(.*?)(?=^## |\Z)', readme, re.M | re.S)
+        if not m:
+            self.fail('README.md', 'no "## Layout" section')
+            return
+        layout = m.group(1)
+        for top in ('src', 'include'):
+            for d in sorted(os.listdir(os.path.join(self.root, top))):
+                if os.path.isdir(os.path.join(self.root, top, d)) and \
+                        not re.search(r'^%s/%s/' % (top, d), layout, re.M):
+                    self.fail('README.md', 'its layout does not name %s/%s/'
+                              % (top, d))
+
     def run(self):
+        self.check_layout()
         md = [os.path.join(self.root, 'README.md')]
         md += sorted(glob.glob(os.path.join(self.root, 'docs', '*.md')))
         md += sorted(glob.glob(os.path.join(self.root, 'src', '**', 'README.md'),
