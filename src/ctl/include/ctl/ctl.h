@@ -1,13 +1,30 @@
 /*
  * ctl.h — the control plane: the handshake and job wire-up between ranks and
  * their node's agent, and between agents (docs/design.md, "Decided":
- * Bootstrap).  Never data.  Parts:
- *   ctl.c   the message codec (table-driven, strict)
- *   auth.c  keys, nonces and the HMAC-SHA256 proofs
- *   conn.c  a non-blocking framed connection for poll() loops, and a
- *           blocking request helper for clients
- *   sock.c  "unix:/path" and "tcp:HOST:PORT" listen / accept / connect
- *   derive.c  job keys and data-path tokens (derive.h)
+ * Bootstrap).  Never data.  Parts: ctl.c the message codec (table-driven,
+ * strict; the frame and every message below, beside their constants),
+ * auth.c keys, nonces and HMAC-SHA256 proofs, conn.c a non-blocking framed
+ * connection, sock.c unix:/tcp: listen/accept/connect, derive.c job keys
+ * and data-path tokens.
+ *
+ * Trust: every frame is decoded strictly before use (fuzzed:
+ * tests/fuzz/fuzz_ctl.c).  Thread-safety: every function here is
+ * thread-safe on distinct objects; a connection or listener is used by one
+ * thread at a time.
+ */
+#ifndef OC_CTL_H
+#define OC_CTL_H
+
+#include <offcore/offcore.h>
+#include "util/reject.h"
+#include <stdbool.h>
+
+#include "util/guard.h"
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* The protocol.
  *
  * FRAME (protocol version 3, OC_CTL_VERSION below; little-endian, no
  * padding, no alignment):
@@ -16,8 +33,9 @@
  *  16 payload: the fields of the type, in this order, nothing after them:
  *
  *   type             payload
- *   1  HELLO         u32 job, u32 rank, u32 size, u32 pid, 16 B client nonce,
- *                    addr (the rank's UCX worker address)        rank->agent
+ *   1  HELLO         u32 job, u32 rank, u32 size, u32 pid, u32 flags
+ *                    (OC_CTL_HELLO_F_*), 16 B client nonce, addr (the
+ *                    rank's UCX worker address)                  rank->agent
  *   2  CHALLENGE     32 B server nonce                           agent->rank
  *   3  AUTH          32 B mac (oc__ctl_rank_mac)                  rank->agent
  *   4  WELCOME       u32 node, u32 thread, addr (the agent thread's worker),
@@ -56,22 +74,7 @@
  * fresh nonce (oc__ctl_random) per connection; oc__ctl_peer_verify() refuses
  * a peer that claims the verifier's own node id or nonce (else it could
  * reflect the verifier's proof back at it).
- *
- * Thread-safety: every function here is thread-safe on distinct objects; a
- * connection or listener is used by one thread at a time.
  */
-#ifndef OC_CTL_H
-#define OC_CTL_H
-
-#include <offcore/offcore.h>
-#include "util/reject.h"
-#include <stdbool.h>
-
-#include "util/guard.h"
-#include <stddef.h>
-#include <stdint.h>
-#include <sys/types.h>
-
 #define OC_CTL_MAGIC        0x3143434fu /* "OCC1" read little-endian */
 #define OC_CTL_VERSION      3 /* 2: HELLO carries flags (shared-memory channel);
                                  3: WELCOME names the collectives' router, READY
