@@ -2,7 +2,7 @@
  * ctl.h — the control plane: the handshake and job wire-up between ranks and
  * their node's agent, and between agents (docs/design.md, "Decided":
  * Bootstrap).  Never data.  Parts: ctl.c the message codec (table-driven,
- * strict; the frame and every message below, beside their constants),
+ * strict; the frame and every message in the comment below),
  * auth.c keys, nonces and HMAC-SHA256 proofs, conn.c a non-blocking framed
  * connection, sock.c unix:/tcp: listen/accept/connect, derive.c job keys
  * and data-path tokens.
@@ -12,18 +12,6 @@
  * thread-safe on distinct objects; a connection or listener is used by one
  * thread at a time.
  */
-#ifndef OC_CTL_H
-#define OC_CTL_H
-
-#include <offcore/offcore.h>
-#include "util/reject.h"
-#include <stdbool.h>
-
-#include "util/guard.h"
-#include <stddef.h>
-#include <stdint.h>
-#include <sys/types.h>
-
 /* The protocol.
  *
  * FRAME (protocol version 3, OC_CTL_VERSION below; little-endian, no
@@ -75,6 +63,18 @@
  * a peer that claims the verifier's own node id or nonce (else it could
  * reflect the verifier's proof back at it).
  */
+#ifndef OC_CTL_H
+#define OC_CTL_H
+
+#include <offcore/offcore.h>
+#include "util/reject.h"
+#include <stdbool.h>
+
+#include "util/guard.h"
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
 #define OC_CTL_MAGIC        0x3143434fu /* "OCC1" read little-endian */
 #define OC_CTL_VERSION      3 /* 2: HELLO carries flags (shared-memory channel);
                                  3: WELCOME names the collectives' router, READY

@@ -1,22 +1,13 @@
 /*
  * wire.h — the bundle and message format (docs/design.md, "Wire format").
  *
- * The only module that knows the byte layout (below, beside its
- * constants).  Everything else builds bundles with the oc_wire_put_*
- * helpers and reads them through oc__wire_validate() + oc_wire_iter_*.
+ * The only module that knows the byte layout (the comment below).
+ * Everything else builds bundles with the oc_wire_put_* helpers and
+ * reads them through oc__wire_validate() + oc_wire_iter_*.
  * Trust: bundles come from any peer; oc__wire_validate() checks every
  * field before anything is delivered or routed (fuzzed: tests/fuzz/).
  * No state of its own: thread-safe on distinct bundles.
  */
-#ifndef OC_WIRE_H
-#define OC_WIRE_H
-
-#include <offcore/offcore.h>
-#include "util/reject.h"
-#include <stdbool.h>
-#include <stdint.h>
-#include <string.h>
-
 /* The layout.
  *
  * Bundle (little-endian, 8-byte aligned, OC_WIRE_HDR_LEN = 40 bytes):
@@ -44,6 +35,15 @@
  *            an array of messages) goes in as two copies, and the agent
  *            reads the destinations as one array.
  */
+#ifndef OC_WIRE_H
+#define OC_WIRE_H
+
+#include <offcore/offcore.h>
+#include "util/reject.h"
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
 #define OC_WIRE_MAGIC       0x3142434fu /* "OCB1" read little-endian */
 #define OC_WIRE_VERSION     1
 #define OC_WIRE_HDR_LEN     40
