@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
 """paths.py SOURCE_DIR — every link and every cited path in the docs exists.
 
-  1. Every relative markdown link in README.md, docs/*.md and src/**/README.md
-     resolves: the file (or folder) exists, and an #anchor names a heading
-     (GitHub's slug) or an <a id/name> of the target page.
+  1. Every relative markdown link in README.md, docs/*.md and the READMEs
+     under src/, bench/, apps/ and tests/ resolves: the file (or folder)
+     exists, and an #anchor names a heading (GitHub's slug) or an
+     <a id/name> of the target page.
   2. Every path those pages cite, and every path cited in a comment of a C
-     file under src/ or include/, exists: a token such as `src/x/y.c`,
-     `docs/z.md`, `util/spsc.h`, `tests/a/b.sh`, `bench/...` is looked up
-     against the repository root, src/, include/, the citing file's folder
-     and each module's include/ folder.  A bare file name (`DESIGN.md`,
-     `placement.h`) must be the name of some file in the tree.
+     file under src/, include/, apps/, bench/ or tests/, exists: a token
+     such as `src/x/y.c`, `docs/z.md`, `util/spsc.h`, `tests/a/b.sh`,
+     `bench/...` is looked up against the repository root, src/, include/,
+     the citing file's folder and each module's include/ folder.  A bare
+     file name (`DESIGN.md`, `placement.h`) must be the name of some file
+     in the tree.
   3. README.md's layout names every folder of src/ and include/.
   4. Paths that are not in the tree by design are skipped, each kind
      named in ALLOW below with its reason; absolute paths (/usr/...,
@@ -216,12 +218,13 @@ class Checker:
         self.check_layout()
         md = [os.path.join(self.root, 'README.md')]
         md += sorted(glob.glob(os.path.join(self.root, 'docs', '*.md')))
-        md += sorted(glob.glob(os.path.join(self.root, 'src', '**', 'README.md'),
-                               recursive=True))
+        for top in ('src', 'bench', 'apps', 'tests'):
+            md += sorted(glob.glob(os.path.join(self.root, top, '**',
+                                                'README.md'), recursive=True))
         for p in md:
             self.check_markdown(p)
         cs = []
-        for top in ('src', 'include'):
+        for top in ('src', 'include', 'apps', 'bench', 'tests'):
             cs += glob.glob(os.path.join(self.root, top, '**', '*.[ch]'),
                             recursive=True)
         for p in sorted(cs):
