@@ -272,7 +272,7 @@ class Env:
                 self.links.append(host_if)
             if r.returncode != 0:
                 return '%s: %s' % (' '.join(s), r.stderr.strip())
-        # checksum/segmentation offloads off on veth (FACTS.md)
+        # checksum/segmentation offloads off on veth (docs/facts.md)
         if shutil.which('ethtool'):
             subprocess.run(['ethtool', '-K', host_if, 'tx', 'off', 'tso',
                             'off', 'gso', 'off'], capture_output=True)

@@ -6,7 +6,8 @@
      exists, and an #anchor names a heading (GitHub's slug) or an
      <a id/name> of the target page.
   2. Every path those pages cite, and every path cited in a comment of a C
-     file under src/, include/, apps/, bench/ or tests/, exists: a token
+     file under src/, include/, apps/, bench/ or tests/, or of a shell,
+     Python, meson or make file, exists (a program by its source): a token
      such as `src/x/y.c`, `docs/z.md`, `util/spsc.h`, `tests/a/b.sh`,
      `bench/...` is looked up against the repository root, src/, include/,
      the citing file's folder and each module's include/ folder.  A bare
@@ -51,7 +52,7 @@ ALLOW_BARE = {
     # files named as they are installed or generated, not as in the tree
     'offcored.service', 'offcore-dp.service', 'offcore-nvmf.service',
     'config.h',      # meson's generated configuration header
-    'version_gen.h', # util/version_gen.h.in, filled by meson's vcs_tag
+    'version_gen.h', # made from its .in template by meson's vcs_tag
 }
 
 TOKEN = re.compile(
@@ -100,6 +101,7 @@ class Checker:
         self.failures = []
         self.names = set()
         self.incdirs = []
+        self.moddirs = []
         for dp, dns, fns in os.walk(root):
             dns[:] = [d for d in dns if not d.startswith('.')
                       and not (dp == root and d.startswith('build'))]
@@ -107,6 +109,9 @@ class Checker:
             if os.path.basename(dp) == 'include' and \
                     dp.startswith(os.path.join(root, 'src')):
                 self.incdirs.append(dp)
+            if 'meson.build' in fns and \
+                    dp.startswith(os.path.join(root, 'src') + os.sep):
+                self.moddirs.append(dp)
 
     def fail(self, where, what):
         self.failures.append('%s: %s' % (where, what))
@@ -115,7 +120,8 @@ class Checker:
         p = os.path.normpath(os.path.join(base, rel))
         if '*' in rel:
             return bool(glob.glob(p))
-        return os.path.exists(p)
+        # a program is named where its source is (tests/unit/test_metrics)
+        return os.path.exists(p) or os.path.exists(p + '.c')
 
     def cited(self, token, citing_dir):
         """True when the cited token names something in the tree."""
@@ -125,10 +131,10 @@ class Checker:
                 any(n.endswith(rel) for n in ALLOW_BARE)
         bases = [self.root, os.path.join(self.root, 'src'),
                  os.path.join(self.root, 'include'), citing_dir] + self.incdirs
-        if rel.startswith('include/'):
-            # a module's own include/ folder, named from the module
-            # (`include/runtime/settings.h` in src/runtime's paragraph)
-            bases += [os.path.dirname(i) for i in self.incdirs]
+        # a module's folders: a header as the module's own files include
+        # it (`tenant/tenant.h` in src/dp), or its include/ folder named
+        # from the module (`include/runtime/settings.h`)
+        bases += self.moddirs
         return any(self.exists(b, rel) for b in bases)
 
     def is_citation(self, token):
@@ -137,14 +143,17 @@ class Checker:
             return False
         if '...' in t or t.endswith('.') or '/' not in t and '*' in t:
             return False
+        stem = t.rsplit('.', 1)[0]
+        if re.search(r'[a-z]', stem) and \
+                re.search(r'(?<![A-Za-z])[A-Z]{3,}(?![A-Za-z])', stem):
+            return False   # a pattern: fuzz_NAME.c, src/ROOM/x.c
         base = t.rsplit('/', 1)[-1]
         ext = base.rsplit('.', 1)[-1] if '.' in base else ''
         if '/' not in t and ext not in BARE_EXTS:
             return False   # nvmf.conf, sweep-bundle.csv: files a user makes
         if ext in EXTS and base != '.' + ext:
-            # a bare word ending in an extension is a file only when it
-            # looks like one (lowercase letters, digits, - _ . ; one dot
-            # before the extension at most twice): skips "e.g.c"-likes
+            # a word ending in an extension is a file name only when it
+            # looks like one (letters, digits, - _ + . *)
             return re.fullmatch(r'[A-Za-z0-9_+*-][A-Za-z0-9_.+*-]*', base) \
                 is not None
         return '/' in t and t.split('/', 1)[0] in ROOTS
@@ -214,6 +223,22 @@ class Checker:
                     self.fail('README.md', 'its layout does not name %s/%s/'
                               % (top, d))
 
+    def check_hash_comments(self, path):
+        """'#' comments of shell, Python, meson and make files."""
+        rel = os.path.relpath(path, self.root)
+        d = os.path.dirname(path)
+        with open(path, encoding='utf-8', errors='replace') as f:
+            lines = f.read().split('\n')
+        for no, line in enumerate(lines, 1):
+            if line.startswith('#!'):
+                continue
+            if re.match(r'\s*#\s*(include|define|if|ifn?def|endif|else|pragma)\b',
+                        line):
+                continue                 # C in a here-document
+            m = re.search(r'(?:^|\s)#(.*)$', line)
+            if m:
+                self.check_tokens(m.group(1), '%s:%d' % (rel, no), d)
+
     def run(self):
         self.check_layout()
         md = [os.path.join(self.root, 'README.md')]
@@ -229,7 +254,16 @@ class Checker:
                             recursive=True)
         for p in sorted(cs):
             self.check_c(p)
-        return len(md), len(cs)
+        hs = [os.path.join(self.root, n) for n in ('Makefile', 'meson.build')]
+        for top in ('src', 'apps', 'bench', 'tests', 'scripts', 'debian',
+                    'contrib'):
+            for dp, _, fns in os.walk(os.path.join(self.root, top)):
+                hs += [os.path.join(dp, n) for n in fns
+                       if n.endswith(('.sh', '.py')) or n == 'meson.build']
+        for p in sorted(hs):
+            if os.path.isfile(p):
+                self.check_hash_comments(p)
+        return len(md), len(cs) + len(hs)
 
 
 def main():
@@ -246,10 +280,10 @@ def main():
     for f in c.failures:
         print('FAIL ' + f)
     if c.failures:
-        print('FAIL: %d wrong links or cited paths (%d pages, %d C files)' % (
+        print('FAIL: %d wrong links or cited paths (%d pages, %d source files)' % (
             len(c.failures), nmd, nc))
         return 1
-    print('PASS: every link and cited path exists (%d pages, %d C files)' % (
+    print('PASS: every link and cited path exists (%d pages, %d source files)' % (
         nmd, nc))
     return 0
 

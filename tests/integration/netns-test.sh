@@ -120,7 +120,7 @@ side() {
     local ipc="ip"
     [ -n "$2" ] && ipc="ip -n $2"
     $ipc addr add "$3/24" dev "$1" && $ipc link set "$1" up || fail "addr $3"
-    # checksum and segmentation offloads off on the endpoints (FACTS.md)
+    # checksum and segmentation offloads off on the endpoints (docs/facts.md)
     command -v ethtool >/dev/null &&
         in_ns "$2" ethtool -K "$1" tx off tso off gso off >/dev/null 2>&1
     return 0
