@@ -25,6 +25,11 @@ SPANK_PLUGIN(offcore, 1);
 
 static oc_slurm_mode_t mode;  /* from --offcore (in every context) */
 static oc_slurm_conf_t conf;  /* from plugstack.conf */
+/* What init_post_opt has to tell the step's user: Slurm shows a remote
+ * plugin's log lines only in slurmd's log, so task_init writes them to the
+ * task's stderr, which srun shows (once per node, from its first task). */
+static char note[1100];
+static int  failed;
 
 static int option_cb(int val, const char *optarg, int remote)
 {
@@ -89,7 +94,7 @@ int slurm_spank_init_post_opt(spank_t sp, int argc, char **argv)
 {
     uint32_t jobid = 0, stepid = 0;
     oc_slurm_env_t env;
-    char why[768], host[256];
+    char why[768], host[256]; /* note = host + why */
     int rc;
 
     (void)argc;
@@ -109,16 +114,38 @@ int slurm_spank_init_post_opt(spank_t sp, int argc, char **argv)
         snprintf(host, sizeof(host), "?");
     host[sizeof(host) - 1] = '\0';
     rc = oc__slurm_env(mode, &conf, jobid, stepid, &env, why, sizeof(why));
-    if (rc != 0) {
-        slurm_error("offcore: %s: %s", host, why);
-        return -1;
+    if (why[0] != '\0') {
+        snprintf(note, sizeof(note), "offcore: %s: %s", host, why);
+        if (rc != 0)
+            slurm_error("%s", note);
+        else
+            slurm_info("%s", note);
     }
-    if (why[0] != '\0')
-        slurm_spank_log("offcore: %s: %s", host, why);
+    if (rc != 0) {
+        failed = 1; /* task_init says why and fails each task */
+        return 0;
+    }
     rc = put(sp, "OC_PLACEMENT", env.placement) ||
          put(sp, "OC_JOB", env.job) || put(sp, "OC_AGENT", env.agent) ||
          put(sp, "OC_JOB_KEY", env.job_key);
     memset(&env, 0, sizeof(env));
     return rc ? -1 : 0;
+}
+
+/* In each task, as the user, just before it runs the program: its stderr
+ * is the user's. */
+int slurm_spank_task_init(spank_t sp, int argc, char **argv)
+{
+    int local = 0;
+
+    (void)argc;
+    (void)argv;
+    if (spank_remote(sp) != 1 || note[0] == '\0')
+        return failed ? -1 : 0;
+    if (spank_get_item(sp, S_TASK_ID, &local) != ESPANK_SUCCESS || local == 0) {
+        fprintf(stderr, "%s\n", note);
+        fflush(stderr);
+    }
+    return failed ? -1 : 0;
 }
 #pragma GCC visibility pop
