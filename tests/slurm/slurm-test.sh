@@ -12,6 +12,8 @@
 #   - two jobs at once through the agent, both verified, overlapping in
 #     the agent's log; a task of one job that claims the other's id with
 #     its own key is refused (the agent checks the key of every rank);
+#   - sbatch --offcore=agent: the batch script gets no variables, the srun
+#     inside it does and runs through the agent;
 #   - --offcore=auto with the agent up: agent, and it says so;
 #   - the agent stopped (SIGSTOP: its socket still accepts) and then gone:
 #     --offcore=agent fails the step with the plugin's message; auto runs
@@ -227,6 +229,16 @@ b_end=$(sed -n "/job $jb ended/=" "$T/agent.log")
 [ -n "$a_at" ] && [ -n "$b_end" ] && [ "$a_at" -lt "$b_end" ] ||
     fail "job B ended before job A joined: the jobs did not overlap (raise B's --updates)"
 echo "ok: two jobs at once (OC_JOB $jb and $ja) verified; job $jb's id with another step's key refused"
+
+# 4b. sbatch --offcore=agent: the batch script gets no variables (it runs
+# no ranks); the srun steps inside it inherit the option and get theirs
+timeout 120 sbatch --wait --offcore=agent -n2 -o "$T/batch.out" -e "$T/batch.err" \
+    --wrap "env > $T/batch.env; srun --mpi=pmix $HIST $HARGS" > /dev/null ||
+    fail "sbatch --offcore=agent: $(cat "$T/batch.err" 2>/dev/null)"
+! grep -q '^OC_' "$T/batch.env" || fail "the batch script got offcore variables"
+grep -q '"verified":true' "$T/batch.out" && grep -q '"placement":"agent"' "$T/batch.out" ||
+    fail "srun inside sbatch --offcore=agent: $(cat "$T/batch.out" "$T/batch.err")"
+echo "ok: sbatch --offcore=agent: the script gets no variables, its srun runs through the agent, verified"
 
 # 5. auto with the agent up
 job -n2 --offcore=auto "$HIST" $HARGS || fail "histogram --offcore=auto"
