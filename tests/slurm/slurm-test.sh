@@ -26,37 +26,11 @@ set -euo pipefail
 PLUGIN=${1:?usage: slurm-test.sh PLUGIN HISTOGRAM COLL_CHECK OFFCORED OFFCORE}
 HIST=$2 COLL=$3 OFFCORED=$4 OFFCORE=$5
 
-[ "$(id -u)" = 0 ] || { echo "SKIP: needs root (slurmd, slurmctld, munged)"; exit 77; }
-[ -f "$PLUGIN" ] || { echo "SKIP: the plugin is not built (no slurm/spank.h: apt install libslurm-dev)"; exit 77; }
-libs=$(ldd "$PLUGIN" 2>&1 || true)
-if [[ $libs == *libasan* || $libs == *libubsan* ]]; then
-    echo "SKIP: a sanitizer build's plugin cannot load into Slurm's programs (built without ASan); the normal build runs this test"
-    exit 77
-fi
-for t in munged slurmctld slurmd srun sinfo squeue scancel python3; do
-    command -v $t >/dev/null ||
-        { echo "SKIP: no $t (apt install munge slurmctld slurmd slurm-client)"; exit 77; }
-done
-
-T=$(mktemp -d /tmp/oc-slurm-XXXXXX)
-MUNGE= CTLD= SLURMD= AGENT= JOBB=
-stop() { # stop PID: TERM, then wait for it (by PID: only what we started)
-    [ -n "$1" ] || return 0
-    kill "$1" 2>/dev/null || true
-    wait "$1" 2>/dev/null || true
-}
+. "$(dirname "$0")/cluster-lib.sh"
+JOBB=
 cleanup() {
-    set +e
-    if [ -n "$CTLD" ] && kill -0 "$CTLD" 2>/dev/null; then
-        scancel --quiet --user=root 2>/dev/null # this cluster's jobs only
-    fi
-    [ -n "$AGENT" ] && kill -CONT "$AGENT" 2>/dev/null
     stop "$JOBB"
-    stop "$AGENT"
-    stop "$SLURMD"
-    stop "$CTLD"
-    stop "$MUNGE"
-    rm -rf "$T"
+    slurm_down
 }
 trap cleanup EXIT INT TERM
 fail() {
@@ -66,90 +40,10 @@ fail() {
     done
     exit 1
 }
-# until DEADLINE_S CMD...: poll CMD every 0.1 s for at most DEADLINE_S
-until_ok() {
-    local n=$(($1 * 10))
-    shift
-    until "$@"; do
-        n=$((n - 1))
-        [ $n -gt 0 ] || return 1
-        sleep 0.1
-    done
-}
-
-# munge: its own key and socket (the socket's directory must let others
-# in: srun and the tasks' steps talk to it)
-mkdir -p "$T/munge" "$T/state" "$T/spool"
-chmod 711 "$T" "$T/munge"
-head -c 1024 /dev/urandom > "$T/munge/key"
-chmod 400 "$T/munge/key"
-munged -F --force --socket="$T/munge/sock" --key-file="$T/munge/key" \
-    --pid-file="$T/munge/pid" --seed-file="$T/munge/seed" \
-    --log-file="$T/munge/log" > "$T/munge/out" 2>&1 &
-MUNGE=$!
-until_ok 10 test -S "$T/munge/sock" || fail "munged did not start: $(cat "$T/munge/out")"
-
-# two free TCP ports for slurmctld and slurmd
-read -r PCTL PD < <(python3 -c '
-import socket
-ss = [socket.socket() for _ in range(2)]
-for s in ss: s.bind(("127.0.0.1", 0))
-print(*[s.getsockname()[1] for s in ss])')
-
-"$OFFCORE" keygen > "$T/cluster.key"
-chmod 600 "$T/cluster.key"
-host=$(hostname)
-cat > "$T/slurm.conf" <<EOF
-ClusterName=octest
-SlurmctldHost=$host(127.0.0.1)
-SlurmctldPort=$PCTL
-SlurmdPort=$PD
-SlurmUser=root
-SlurmdUser=root
-StateSaveLocation=$T/state
-SlurmdSpoolDir=$T/spool
-SlurmctldPidFile=$T/slurmctld.pid
-SlurmdPidFile=$T/slurmd.pid
-SlurmctldLogFile=$T/slurmctld.log
-SlurmdLogFile=$T/slurmd.log
-AuthType=auth/munge
-AuthInfo=socket=$T/munge/sock
-CredType=cred/munge
-MailProg=/bin/true
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/none
-SchedulerType=sched/builtin
-SelectType=select/cons_tres
-SelectTypeParameters=CR_CPU
-MpiDefault=none
-PlugStackConfig=$T/plugstack.conf
-ReturnToService=2
-SlurmdParameters=config_overrides
-NodeName=octest1 NodeHostname=$host NodeAddr=127.0.0.1 CPUs=8 State=UNKNOWN
-PartitionName=test Nodes=octest1 Default=YES MaxTime=INFINITE State=UP
-EOF
-echo "required $PLUGIN key=$T/cluster.key agent=unix:$T/agent.sock timeout_ms=1000" \
-    > "$T/plugstack.conf"
-export SLURM_CONF=$T/slurm.conf
-slurmctld -D -f "$T/slurm.conf" > "$T/slurmctld.out" 2>&1 &
-CTLD=$!
-slurmd -D -f "$T/slurm.conf" -N octest1 > "$T/slurmd.out" 2>&1 &
-SLURMD=$!
-node_idle() { [ "$(sinfo -h -n octest1 -o %T 2>/dev/null)" = idle ]; }
-until_ok 30 node_idle || {
-    cat "$T/slurmctld.out" "$T/slurmd.out"
-    echo "SKIP: Slurm did not start here (see above)"; exit 77; }
-mpis=$(srun --mpi=list 2>&1 || true)
-[[ $mpis == *pmix* ]] ||
-    { echo "SKIP: Slurm has no PMIx plugin here (srun --mpi=list: $mpis)"; exit 77; }
-
-OC_LOG=agent:info "$OFFCORED" --listen "unix:$T/agent.sock" \
-    --cluster-key "$T/cluster.key" --metrics off > "$T/agent.log" 2>&1 &
-AGENT=$!
-until_ok 20 grep -q ready "$T/agent.log" || fail "offcored not ready"
+rc=0
+slurm_up "$PLUGIN" "$OFFCORE" || rc=$?
+[ $rc = 0 ] || { [ $rc = 77 ] || echo "FAIL: Slurm did not start"; exit $rc; }
+agent_up "$OFFCORED" || fail "offcored not ready"
 
 # The tasks inherit this environment (srun --export=ALL): shared memory
 # for UCX, Open MPI's shared-memory transport, and nothing of offcore's.
