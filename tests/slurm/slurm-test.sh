@@ -3,7 +3,8 @@
 # plugin in a real Slurm: munged, slurmctld and slurmd from Debian's
 # packages, one node, a generated slurm.conf and plugstack.conf in a temp
 # dir (ports picked free, nothing of the machine's own Slurm or munge
-# used), and an offcored this test starts.  Jobs, each through srun:
+# used; tests/slurm/cluster-lib.sh), and an offcored this test starts.
+# Jobs, each through srun:
 #   - no --offcore: no OC_* variable set, histogram runs as before;
 #   - --offcore=agent and --offcore=inline: histogram and coll_check
 #     verified, in the placement asked for (the agent's log shows the job);
@@ -21,7 +22,8 @@
 # The ranks start with `srun --mpi=pmix` (Slurm's PMIx plugin and Debian's
 # Open MPI 4.1, which works here).  Runs as root (the daemons, and the
 # agent's socket, root-only today); the tasks run as root too.
-# Exit 0 PASS, 1 FAIL, 77 SKIP (not root, a package or the plugin missing).
+# Exit 0 PASS, 1 FAIL, 77 SKIP (not root, a package or the plugin missing,
+# a sanitizer build's plugin, Slurm unable to start here).
 set -euo pipefail
 PLUGIN=${1:?usage: slurm-test.sh PLUGIN HISTOGRAM COLL_CHECK OFFCORED OFFCORE}
 HIST=$2 COLL=$3 OFFCORED=$4 OFFCORE=$5
