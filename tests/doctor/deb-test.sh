@@ -31,6 +31,15 @@ for f in /usr/bin/offcore /usr/sbin/offcored /usr/libexec/offcore/histogram \
          /usr/include/offcore/offcore.h; do
     [ -e "$f" ] || fail "$f not installed"
 done
+# the Slurm plugin and its plugstack.conf snippet, which names it
+dpkg -L offcore > /tmp/offcore.list
+for f in /usr/lib/x86_64-linux-gnu/slurm-wlm/spank_offcore.so \
+         /etc/slurm/plugstack.conf.d/offcore.conf; do
+    grep -qx "$f" /tmp/offcore.list || fail "dpkg -L offcore does not list $f"
+done
+plugin=$(sed -n 's/^required \([^ ]*\) .*/\1/p' /etc/slurm/plugstack.conf.d/offcore.conf)
+[ "$plugin" = /usr/lib/x86_64-linux-gnu/slurm-wlm/spank_offcore.so ] ||
+    fail "offcore.conf names '$plugin', not the installed plugin"
 for f in histogram sssp triangle bench-memcpy; do
     [ -e /usr/bin/$f ] && fail "/usr/bin/$f is on everyone's PATH"
 done

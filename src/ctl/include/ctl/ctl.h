@@ -323,6 +323,8 @@ oc_status_t oc__ctl_cluster_key_load(const char *flag_file, oc_ctl_key_t *key,
                                     char *source, size_t source_cap);
 #define OC_CTL_CLUSTER_KEY_FILE_ENV "OC_AGENT_CLUSTER_KEY"
 #define OC_CTL_CLUSTER_KEY_DEFAULT  "/etc/offcore/cluster.key"
+/* Where offcored listens and ranks look for it unless told otherwise. */
+#define OC_CTL_AGENT_DEFAULT        "unix:/run/offcore/offcored.sock"
 
 oc_status_t oc__ctl_key_from_hex(const char *hex, oc_ctl_key_t *key);
 oc_status_t oc__ctl_key_from_file(const char *path, oc_ctl_key_t *key);
@@ -550,6 +552,22 @@ oc_status_t oc__ctl_connect_start(const char *addr, int *fd_out);
 /** Outcome of a started connection once its fd is writable: OC_OK, or
  *  OC_ERR_CTL_CONNECT (the caller closes the fd either way on error). */
 oc_status_t oc__ctl_connect_finish(int fd);
+
+/**
+ * Does an offcored answer at @p addr?  Connects (at most @p timeout_ms),
+ * sends a rank's HELLO for @p job (rank 0 of 1, this process's pid) and
+ * waits as long again for the CHALLENGE, then closes without
+ * authenticating: the agent drops such a connection silently and keeps no
+ * state of it.  Unlike a bare connect, a stopped or hung agent (whose
+ * listening socket still accepts) does not pass.  Needs no key.
+ * @p why receives a one-line reason for the operator on every failure.
+ * @return OC_OK; OC_ERR_CTL_CONNECT, OC_ERR_CTL_ADDR, OC_ERR_CTL_TIMEOUT
+ *   (nothing answers in time), OC_ERR_CTL_TYPE (not an offcored), the
+ *   agent's refusal (its ERROR status), OC_ERR_PEER_FAILED (it closed the
+ *   connection), OC_ERR_INVALID_PARAM.
+ */
+oc_status_t oc__ctl_agent_probe(const char *addr, uint32_t job, int timeout_ms,
+                               char *why, size_t why_cap);
 
 /** Credentials of a Unix socket's peer (SO_PEERCRED): lets an agent check
  *  that HELLO's pid is the process at the other end.
