@@ -249,7 +249,7 @@ class Checker:
         for p in md:
             self.check_markdown(p)
         cs = []
-        for top in ('src', 'include', 'apps', 'bench', 'tests'):
+        for top in ('src', 'include', 'apps', 'bench', 'tests', 'contrib'):
             cs += glob.glob(os.path.join(self.root, top, '**', '*.[ch]'),
                             recursive=True)
         for p in sorted(cs):
