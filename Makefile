@@ -4,8 +4,12 @@
 #
 #   make deps    install what is missing (apt-get; root or sudo)
 #   make build   configure (-Werror) and build in $(BUILDDIR)
-#   make test    build, run every test; again under ASan+UBSan; then fuzz
-#                (prints a banner and the time of each phase)
+#   make test    build, run every test; again under ASan+UBSan; then fuzz;
+#                then cross-build for aarch64 and run the unit tests under
+#                qemu-user (prints a banner and the time of each phase)
+#   make test-arm64  the last phase alone: cross/aarch64-linux-gnu.ini in
+#                $(ARM64_DIR), Debian's arm64 libraries, qemu-user
+#                (scripts/test-arm64.sh; docs/arm64.md)
 #   make demo    the DPU on this machine in about a minute: histogram on 2
 #                ranks, offcore-dp between namespaces, offcore-nvmf under
 #                its load generator, collectives vs Open MPI (apps/run-demo.sh)
@@ -38,12 +42,14 @@
 #                this tree, built in $(BUILDDIR)/deb; lintian checks them
 #   make clean
 #
-# Phases of `make test` can be run alone: test-build, test-asan, test-fuzz.
+# Phases of `make test` can be run alone: test-build, test-asan, test-fuzz,
+# test-arm64.
 # Build directories can be moved: make test BUILDDIR=b ASAN_DIR=b-asan ...
 
 BUILDDIR  ?= build
 ASAN_DIR  ?= build-asan
 FUZZ_DIR  ?= build-fuzz
+ARM64_DIR ?= build-arm64
 FUZZ_RUNS ?= 5000000
 FUZZ_CC   ?= clang
 
@@ -54,7 +60,8 @@ export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM = 1
 SETUP = sh scripts/meson-setup.sh
 PHASE = sh scripts/phase.sh
 
-.PHONY: all deps build test test-build test-asan test-fuzz demo bench bench-pkt \
+.PHONY: all deps build test test-build test-asan test-fuzz test-arm64 demo \
+        bench bench-pkt \
         bench-inline-ab bench-router-ab \
         study clean compile asan-build fuzz-build deb
 
@@ -76,7 +83,8 @@ test:
 	$(PHASE) "build ($(BUILDDIR))" $(MAKE) --no-print-directory compile && \
 	$(PHASE) "tests ($(BUILDDIR))" $(MAKE) --no-print-directory test-build && \
 	$(PHASE) "ASan+UBSan build and tests ($(ASAN_DIR))" $(MAKE) --no-print-directory test-asan && \
-	$(PHASE) "fuzz build and run ($(FUZZ_DIR))" $(MAKE) --no-print-directory test-fuzz; \
+	$(PHASE) "fuzz build and run ($(FUZZ_DIR))" $(MAKE) --no-print-directory test-fuzz && \
+	$(PHASE) "aarch64 cross build, tests under qemu ($(ARM64_DIR))" $(MAKE) --no-print-directory test-arm64; \
 	rc=$$?; \
 	printf '\n== make test: time per phase\n'; cat $$times; rm -f $$times; \
 	if [ $$rc -eq 0 ]; then echo "== make test: ALL PASSED"; \
@@ -108,6 +116,12 @@ fuzz-build:
 
 test-fuzz: fuzz-build
 	sh scripts/fuzz.sh $(FUZZ_DIR) $(FUZZ_RUNS)
+
+# aarch64 (a DPU's Arm cores): packages, cross build, the unit, packet and
+# fuzz-replay tests under qemu-user; what cannot run there is listed with
+# its reason in the script.
+test-arm64:
+	sh scripts/test-arm64.sh $(ARM64_DIR)
 
 demo: build
 	bash apps/run-demo.sh $(BUILDDIR)
@@ -160,5 +174,5 @@ deb: deps
 	sh debian/make-deb.sh $(BUILDDIR)/deb
 
 clean:
-	rm -rf $(BUILDDIR) $(ASAN_DIR) $(FUZZ_DIR)
+	rm -rf $(BUILDDIR) $(ASAN_DIR) $(FUZZ_DIR) $(ARM64_DIR)
 

@@ -5,6 +5,12 @@
 #
 # Each package is checked by what the build uses from it (a command, a
 # pkg-config module, a file).  Runs apt-get as root, or through sudo.
+#
+# `scripts/deps.sh arm64` instead installs what cross-building for aarch64
+# and running its tests under qemu-user need (scripts/test-arm64.sh): the
+# cross compiler, qemu-user and Debian's arm64 (multiarch) -dev packages,
+# adding the arm64 architecture to dpkg first.  Not in `make deps`: only
+# `make test-arm64` needs them.
 set -eu
 
 missing=""
@@ -21,6 +27,31 @@ fuzzer_rt() { # libFuzzer's runtime, from clang's resource directory
     test -f "$(clang -print-resource-dir)/lib/linux/libclang_rt.fuzzer-$(uname -m).a"
 }
 
+arm64=n
+[ "${1:-}" = arm64 ] && arm64=y
+have_arm64=n
+for a in $(dpkg --print-foreign-architectures); do
+    [ "$a" = arm64 ] && have_arm64=y
+done
+apc() { test -f "/usr/lib/aarch64-linux-gnu/pkgconfig/$1.pc"; }
+
+if [ "$arm64" = y ]; then
+need gcc-aarch64-linux-gnu aarch64-linux-gnu-gcc --version
+need libc6-dev-arm64-cross test -f /usr/aarch64-linux-gnu/include/stdio.h
+need qemu-user          has qemu-aarch64
+# what the build needs from each, for the arm64 architecture; MPI and DPDK
+# are left out there (meson: -Dmpi=disabled; DPDK is optional anyway)
+need libucx-dev:arm64   apc ucx
+need libcmocka-dev:arm64 apc cmocka
+need liburcu-dev:arm64  apc liburcu-qsbr
+need zlib1g-dev:arm64   apc zlib
+need libxdp-dev:arm64   apc libxdp
+need libbpf-dev:arm64   apc libbpf
+need libssl-dev:arm64   apc libcrypto
+need libmicrohttpd-dev:arm64 apc libmicrohttpd
+need libcurl4-openssl-dev:arm64 apc libcurl
+need liburing-dev:arm64 apc liburing
+else
 need meson              has meson
 need ninja-build        has ninja
 need pkg-config         has pkg-config
@@ -91,6 +122,7 @@ need slurm-client       has srun
 need debhelper          has dh
 need lintian            has lintian
 need fakeroot           has fakeroot
+fi
 
 if [ -z "$missing" ]; then
     echo "deps: all build and test dependencies are installed"
@@ -106,6 +138,9 @@ else
     exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive
+if [ "$arm64" = y ] && [ "$have_arm64" = n ]; then
+    $SUDO dpkg --add-architecture arm64
+fi
 # --no-install-recommends keeps a fresh install small (clang would pull the
 # whole llvm-14-dev); libc6-dev, which gcc only recommends, is listed above.
 $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -q

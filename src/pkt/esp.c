@@ -195,11 +195,21 @@ oc_esp_result_t oc__esp_peek(const uint8_t *ip, uint32_t len, uint32_t *spi,
     return OC_ESP_OK;
 }
 
+/* The spin-wait hint of each CPU (the DPU's Arm cores build this too). */
+static inline void spin_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield" ::: "memory");
+#endif
+}
+
 static void lock(oc_esp_sa_t *sa)
 {
     while (__atomic_exchange_n(&sa->lock, 1, __ATOMIC_ACQUIRE))
         while (__atomic_load_n(&sa->lock, __ATOMIC_RELAXED))
-            __builtin_ia32_pause();
+            spin_pause();
 }
 
 static void unlock(oc_esp_sa_t *sa)

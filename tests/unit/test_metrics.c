@@ -1378,11 +1378,16 @@ static int run_binary(const char *const *args, char **out, char **err)
     char of[] = "/tmp/oc-stat-out.XXXXXX", ef[] = "/tmp/oc-stat-err.XXXXXX";
     int ofd = mkstemp(of), efd = mkstemp(ef), status;
     posix_spawn_file_actions_t fa;
+    const char *wrapper = getenv("MESON_EXE_WRAPPER");
     char *argv[16];
     int argc = 0;
     pid_t pid;
 
     assert_true(ofd >= 0 && efd >= 0);
+    /* a cross build's binary runs under the emulator meson names (one
+     * program, e.g. qemu-aarch64: cross/aarch64-linux-gnu.ini) */
+    if (wrapper != NULL && *wrapper != '\0')
+        argv[argc++] = (char *)wrapper;
     argv[argc++] = (char *)offcore_bin;
     for (; *args; args++)
         argv[argc++] = (char *)*args;
@@ -1390,8 +1395,7 @@ static int run_binary(const char *const *args, char **out, char **err)
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, ofd, 1);
     posix_spawn_file_actions_adddup2(&fa, efd, 2);
-    assert_int_equal(posix_spawn(&pid, offcore_bin, &fa, NULL, argv, environ),
-                     0);
+    assert_int_equal(posix_spawn(&pid, argv[0], &fa, NULL, argv, environ), 0);
     posix_spawn_file_actions_destroy(&fa);
     assert_int_equal(waitpid(pid, &status, 0), pid);
     for (int k = 0; k < 2; k++) {
