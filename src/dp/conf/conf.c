@@ -6,8 +6,8 @@
  * only when there is none.  Strict: unknown directives and keys, trailing
  * garbage, out-of-range numbers and duplicates are errors.  Pure except
  * for reading rule files and (check_system) asking the kernel whether an
- * interface exists.  Words, keys and the error list: util/kv.h.  Fuzzed
- * by tests/fuzz/fuzz_pkt.c.
+ * interface exists.  Words, keys and the error list: util/kv.h; the
+ * directives: one table (directives[]).  Fuzzed by tests/fuzz/fuzz_pkt.c.
  */
 #include "dp.h"
 #include "tenant/tenant_int.h"
@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stddef.h>
 #include <net/if.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -196,328 +197,391 @@ static int cmp_id(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* One line of the configuration file being parsed: its words and where
+ * what it sets goes. */
+typedef struct {
+    oc_dp_conf_t     *c;
+    size_t           *rcap;     /* c->rules' capacity */
+    char            **tok;      /* the words (util/kv.h) */
+    int               n;
+    const char       *line, *rest; /* split in place; the text as typed */
+    const char       *name;     /* the file, for errors */
+    unsigned          ln;
+    const char       *base_dir; /* relative rule and key files */
+    oc_conf_errors_t *e;
+    bool             *nomem;
+} line_t;
+
+#define ERR(...) oc__conf_error(l->e, l->name, l->ln, __VA_ARGS__)
+
+/* the line's text from word i on, as typed (rule and SA syntax) */
+static const char *from(const line_t *l, int i)
+{
+    return i < l->n ? l->rest + (l->tok[i] - l->line) : "";
+}
+
+static void d_default(line_t *l)
+{
+    oc_acl_action_t a;
+    if (oc__dp_parse_action(l->tok[1], &a) != 0 || a == OC_ACL_COUNT)
+        ERR("default '%.32s': expected allow or deny", l->tok[1]);
+    else
+        l->c->default_action = a;
+}
+
+static void d_address(line_t *l)
+{
+    char **tok = l->tok;
+    char *dst = tok[0][0] == 'c' ? l->c->control : l->c->metrics;
+    if (strlen(tok[1]) >= OC_DP_PATH_MAX)
+        ERR("%s: address too long", tok[0]);
+    else if (tok[0][0] == 'c' && strncmp(tok[1], "unix:/", 6) != 0 &&
+             tok[1][0] != '/')
+        ERR("control '%.64s': expected unix:/PATH (a local socket: it "
+            "changes the rules)", tok[1]);
+    else
+        snprintf(dst, OC_DP_PATH_MAX, "%s", tok[1]);
+}
+
+static void d_policy(line_t *l)
+{
+    char **tok = l->tok;
+    int r;
+    if (l->n != 3) {
+        ERR("policy takes REASON pass|drop");
+        return;
+    }
+    r = oc__pkt_reason_from_name(tok[1]);
+    if (r < 0)
+        ERR("policy: unknown reason '%.40s' (see offcore-dp --help)", tok[1]);
+    else if (!strcmp(tok[2], "pass"))
+        l->c->policy[r] = OC_PKT_PASS;
+    else if (!strcmp(tok[2], "drop"))
+        l->c->policy[r] = OC_PKT_DROP;
+    else
+        ERR("policy %s '%.32s': expected pass or drop", tok[1], tok[2]);
+}
+
+/* attach's key=value words; false (and the error added) on a bad one */
+static bool attach_keys(line_t *l, oc_dp_attach_conf_t *a)
+{
+    static const char *const akeys[] = {"host", "wire", "backend", "xdp",
+                                        "zero_copy", NULL};
+    static const struct { const char *word; oc_port_xdp_mode_t mode; } xdp[] = {
+        {"auto", OC_PORT_XDP_AUTO}, {"native", OC_PORT_XDP_NATIVE},
+        {"generic", OC_PORT_XDP_GENERIC}};
+    static const struct { const char *word; int b; } be[] = {
+        {"xdp", OC_DP_BACKEND_XDP}, {"dpdk-af_xdp", OC_DP_BACKEND_DPDK_AF_XDP},
+        {"dpdk-af_packet", OC_DP_BACKEND_DPDK_AF_PACKET}};
+    unsigned seen = 0;
+
+    for (int i = 2; i < l->n; i++) {
+        char why[160], *eq;
+        int k = oc__kv_key(l->tok[i], akeys, &seen, &eq, why, sizeof(why));
+        size_t w;
+        if (k < 0) {
+            ERR("attach %s: %s", a->name, why);
+            return false;
+        }
+        if (k <= 1) {
+            if (!valid_ifname(eq)) {
+                ERR("attach %s: %s '%.40s' is no interface name", a->name,
+                    l->tok[i], eq);
+                return false;
+            }
+            snprintf(k == 0 ? a->host : a->wire, sizeof(a->host), "%s", eq);
+        } else if (k == 3) {
+            for (w = 0; w < 3 && strcmp(eq, xdp[w].word) != 0; w++)
+                ;
+            if (w == 3) {
+                ERR("attach %s: xdp '%.32s': expected auto, native or "
+                    "generic", a->name, eq);
+                return false;
+            }
+            a->xdp_mode = xdp[w].mode;
+        } else if (k == 2) {
+            for (w = 0; w < 3 && strcmp(eq, be[w].word) != 0; w++)
+                ;
+            if (w == 3) {
+                ERR("attach %s: backend '%.32s': expected xdp, "
+                    "dpdk-af_xdp or dpdk-af_packet", a->name, eq);
+                return false;
+            }
+            a->backend = be[w].b;
+        } else if (!strcmp(eq, "yes") || !strcmp(eq, "no")) {
+            a->zero_copy = eq[0] == 'y';
+        } else {
+            ERR("attach %s: zero_copy '%.32s': expected yes or no", a->name,
+                eq);
+            return false;
+        }
+    }
+    return true;
+}
+
+static void d_attach(line_t *l)
+{
+    oc_dp_conf_t *c = l->c;
+    oc_dp_attach_conf_t a;
+
+    memset(&a, 0, sizeof(a));
+    a.line = l->ln;
+    if (l->n < 2) {
+        ERR("attach takes NAME host=IF wire=IF");
+        return;
+    }
+    if (strlen(l->tok[1]) >= sizeof(a.name) || strchr(l->tok[1], '=')) {
+        ERR("attach: bad name '%.40s'", l->tok[1]);
+        return;
+    }
+    snprintf(a.name, sizeof(a.name), "%s", l->tok[1]);
+    if (!attach_keys(l, &a))
+        return;
+    if (a.host[0] == '\0' || a.wire[0] == '\0') {
+        ERR("attach %s: needs host=IF and wire=IF", a.name);
+        return;
+    }
+    if (!strcmp(a.host, a.wire)) {
+        ERR("attach %s: host and wire are the same interface", a.name);
+        return;
+    }
+    for (uint32_t i = 0; i < c->nattach; i++) {
+        const oc_dp_attach_conf_t *o = &c->attach[i];
+        if (!strcmp(o->name, a.name))
+            ERR("attach %s: name already used on line %u", a.name, o->line);
+        /* a wire port may be shared (one uplink, tenants told apart by
+         * VNI: checked with the tenants, src/dp/tenant/tenant_conf.c); a
+         * host port belongs to one attachment */
+        if (!strcmp(o->host, a.host) || !strcmp(o->wire, a.host) ||
+            !strcmp(o->host, a.wire))
+            ERR("attach %s: an interface of it is already in attach %s "
+                "(line %u)", a.name, o->name, o->line);
+    }
+    if (c->nattach == OC_DP_MAX_ATTACH)
+        ERR("more than %u attachments", OC_DP_MAX_ATTACH);
+    else
+        c->attach[c->nattach++] = a;
+}
+
+static void d_rule(line_t *l)
+{
+    oc_dp_rule_t r;
+    char why[160];
+    if (oc__dp_rule_parse(from(l, 1), &r, why, sizeof(why)) != 0)
+        ERR("rule: %s", why);
+    else if (add_rules(l->c, l->rcap, &r, 1) != 0)
+        *l->nomem = true;
+}
+
+static void d_rules(line_t *l)
+{
+    char **tok = l->tok;
+    oc_acl_action_t action;
+    uint32_t id_base;
+    char path[PATH_MAX], why[160];
+    oc_dp_rule_t *rules = NULL;
+    size_t nr = 0;
+    unsigned before = l->e->count;
+    oc_status_t st;
+
+    if (l->n < 2) {
+        ERR("rules takes FILE [action=allow|deny|count] [id_base=N]");
+        return;
+    }
+    if (oc__dp_rules_opts(tok + 2, l->n - 2, &action, &id_base, why,
+                          sizeof(why)) != 0) {
+        ERR("rules %s: %s", tok[1], why);
+        return;
+    }
+    if (tok[1][0] == '/' || l->base_dir == NULL)
+        snprintf(path, sizeof(path), "%s", tok[1]);
+    else
+        snprintf(path, sizeof(path), "%s/%s", l->base_dir, tok[1]);
+    st = oc__dp_rules_file(path, action, id_base, &rules, &nr, l->e);
+    if (st == OC_ERR_NO_MEMORY)
+        *l->nomem = true;
+    else if (st != OC_OK && l->e->count == before)
+        ERR("rules %s: cannot be read", path);
+    else if (st != OC_OK)
+        ERR("rules %s: not loaded (errors above)", path);
+    else if (add_rules(l->c, l->rcap, rules, nr) != 0)
+        *l->nomem = true;
+    free(rules);
+}
+
+/* tenant, tenant_rule, conntrack (src/dp/tenant/tenant_conf.c) */
+static void d_tenant(line_t *l)
+{
+    (void)oc__dp_tenant_directive(l->c, l->tok, l->n, from(l, 3), l->name,
+                                  l->ln, l->e);
+}
+
+static void d_sa(line_t *l)
+{
+    oc_dp_conf_t *c = l->c;
+    oc_esp_sa_spec_t sa;
+    char why[320];
+
+    if (oc__esp_sa_parse(from(l, 1), l->base_dir, &sa, why, sizeof(why)) != 0) {
+        ERR("sa: %s", why);
+        return;
+    }
+    for (uint32_t i = 0; i < c->nsa; i++)
+        if (c->sa[i].sa.spi == sa.sa.spi &&
+            c->sa[i].sa.outbound == sa.sa.outbound) {
+            ERR("sa: %s spi 0x%08x defined twice",
+                sa.sa.outbound ? "out" : "in", sa.sa.spi);
+            memset(&sa, 0, sizeof(sa));
+            return;
+        }
+    if (c->nsa == OC_DP_MAX_SA)
+        ERR("sa: more than %u SAs", OC_DP_MAX_SA);
+    else {
+        c->sa[c->nsa++] = sa;
+        c->esp = true;
+    }
+    memset(&sa, 0, sizeof(sa)); /* the key */
+}
+
+static void d_ipfix(line_t *l)
+{
+    oc_dp_conf_t *c = l->c;
+    const char *s = l->tok[1], *colon = strrchr(s, ':');
+    uint64_t v;
+
+    if (strlen(s) >= OC_DP_PATH_MAX || colon == NULL || colon == s ||
+        oc__kv_u64(colon + 1, 1, 65535, &v) != 0)
+        ERR("ipfix '%.64s': expected HOST:PORT (UDP)", s);
+    else if (c->nipfix == OC_DP_MAX_IPFIX)
+        ERR("ipfix: more than %u collectors", OC_DP_MAX_IPFIX);
+    else {
+        snprintf(c->ipfix[c->nipfix++], OC_DP_PATH_MAX, "%s", s);
+        c->flows = true;
+    }
+}
+
+/* The directives, in the order `unknown directive` lists them.  A number
+ * or a choice of two words is set from the table; the others have their
+ * function.  one: the directive takes exactly one value. */
+enum { NUM, NUM_POW2, WORDS, FN };
+static const struct directive {
+    const char *name;
+    uint8_t kind;
+    bool one;
+    size_t off;          /* NUM: a uint32_t of oc_dp_conf_t; WORDS: a bool */
+    uint64_t min, max;   /* NUM */
+    const char *unit;    /* NUM: said before the range */
+    const char *word[2]; /* WORDS: the first sets the bool to 'first' */
+    bool first;
+    void (*fn)(line_t *l); /* FN */
+} directives[] = {
+#define OFF(f) offsetof(oc_dp_conf_t, f)
+#define NUMBER(n, f, lo, hi, unit) {n, NUM, true, OFF(f), lo, hi, unit, {0}, 0, 0}
+#define POW2(n, f, lo, hi) \
+    {n, NUM_POW2, true, OFF(f), lo, hi, "a power of two, ", {0}, 0, 0}
+#define CHOICE(n, f, w0, w1, first) \
+    {n, WORDS, true, OFF(f), 0, 0, NULL, {w0, w1}, first, 0}
+#define CALL(n, one, fn) {n, FN, one, 0, 0, 0, NULL, {0}, 0, fn}
+    NUMBER("threads", threads, 1, OC_DP_MAX_THREADS, ""),
+    NUMBER("burst", burst, 1, 256, ""),
+    POW2("ring", ring_size, 64, 16384),
+    NUMBER("max_rules", max_rules, 1, OC_ACL_MAX_RULES, ""),
+    NUMBER("max_frame", max_frame, 64, 2048 - OC_PKT_HEADROOM, ""),
+    CHOICE("stages", bare, "classifier", "none", false),
+    CALL("default", true, d_default),
+    CALL("control", true, d_address),
+    CALL("metrics", true, d_address),
+    CALL("policy", false, d_policy),
+    CALL("attach", false, d_attach),
+    CALL("rule", false, d_rule),
+    CALL("rules", false, d_rules),
+    CALL("tenant", false, d_tenant),
+    CALL("tenant_rule", false, d_tenant),
+    CALL("conntrack", false, d_tenant),
+    CALL("sa", false, d_sa),
+    CHOICE("esp", esp, "on", "off", true),
+    CHOICE("esp_clear", esp_clear, "allow", "deny", true),
+    NUMBER("esp_mtu", esp_mtu, 576, 9000, ""),
+    CHOICE("flows", flows, "on", "off", true),
+    POW2("flow_table", flow_table, 1024, 1u << 24),
+    NUMBER("flow_idle", flow_idle_s, 1, 86400, "seconds, "),
+    NUMBER("flow_active", flow_active_s, 1, 86400, "seconds, "),
+    CALL("ipfix", true, d_ipfix),
+    NUMBER("ipfix_domain", ipfix_domain, 0, UINT32_MAX, ""),
+    NUMBER("ipfix_template", ipfix_template_s, 1, 86400, "seconds, "),
+#undef CALL
+#undef CHOICE
+#undef POW2
+#undef NUMBER
+#undef OFF
+};
+#define NDIRECTIVES (sizeof(directives) / sizeof(directives[0]))
+
+static void unknown(line_t *l)
+{
+    char list[512];
+    size_t o = 0;
+
+    for (size_t i = 0; i < NDIRECTIVES && o < sizeof(list); i++)
+        o += (size_t)snprintf(list + o, sizeof(list) - o, "%s%s", i ? " " : "",
+                              directives[i].name);
+    ERR("unknown directive '%.40s' (%s)", l->tok[0], list);
+}
+
 static void parse_line(oc_dp_conf_t *c, size_t *rcap, char *line,
                        const char *name, unsigned ln, const char *base_dir,
                        oc_conf_errors_t *e, bool *nomem)
 {
-    char *tok[24];
-    int n;
-    uint64_t v;
     char rest[OC_DP_LINE_MAX];
+    line_t ll = {c, rcap, NULL, 0, line, rest, name, ln, base_dir, e, nomem};
+    line_t *l = &ll;
+    char *tok[24];
+    const struct directive *d = NULL;
+    uint64_t v;
 
     snprintf(rest, sizeof(rest), "%s", line);
-    n = oc__kv_split(line, tok, 24);
-    if (n < 0) {
-        oc__conf_error(e, name, ln, "too many words");
+    l->tok = tok;
+    l->n = oc__kv_split(line, tok, 24);
+    if (l->n < 0) {
+        ERR("too many words");
         return;
     }
-    if (n == 0)
+    if (l->n == 0)
         return;
-/* the line's text from word i on, as typed (rule and SA syntax) */
-#define FROM(i) ((i) < n ? rest + (tok[(i)] - line) : "")
-#define ERR(...) oc__conf_error(e, name, ln, __VA_ARGS__)
-#define ONE_ARG()                                                              \
-    if (n != 2) {                                                              \
-        ERR("'%s' takes one value", tok[0]);                                   \
-        return;                                                                \
+    for (size_t i = 0; i < NDIRECTIVES && d == NULL; i++)
+        if (!strcmp(tok[0], directives[i].name))
+            d = &directives[i];
+    if (d == NULL) {
+        unknown(l);
+        return;
     }
-    if (!strcmp(tok[0], "threads")) {
-        ONE_ARG();
-        if (oc__kv_u64(tok[1], 1, OC_DP_MAX_THREADS, &v) != 0)
-            ERR("threads '%.32s': expected 1..%u", tok[1], OC_DP_MAX_THREADS);
-        else
-            c->threads = (uint32_t)v;
-    } else if (!strcmp(tok[0], "burst")) {
-        ONE_ARG();
-        if (oc__kv_u64(tok[1], 1, 256, &v) != 0)
-            ERR("burst '%.32s': expected 1..256", tok[1]);
-        else
-            c->burst = (uint32_t)v;
-    } else if (!strcmp(tok[0], "ring")) {
-        ONE_ARG();
-        if (oc__kv_u64(tok[1], 64, 16384, &v) != 0 || (v & (v - 1)) != 0)
-            ERR("ring '%.32s': expected a power of two, 64..16384", tok[1]);
-        else
-            c->ring_size = (uint32_t)v;
-    } else if (!strcmp(tok[0], "max_rules")) {
-        ONE_ARG();
-        if (oc__kv_u64(tok[1], 1, OC_ACL_MAX_RULES, &v) != 0)
-            ERR("max_rules '%.32s': expected 1..%u", tok[1], OC_ACL_MAX_RULES);
-        else
-            c->max_rules = (uint32_t)v;
-    } else if (!strcmp(tok[0], "max_frame")) {
-        ONE_ARG();
-        if (oc__kv_u64(tok[1], 64, 2048 - OC_PKT_HEADROOM, &v) != 0)
-            ERR("max_frame '%.32s': expected 64..%u", tok[1],
-                2048 - OC_PKT_HEADROOM);
-        else
-            c->max_frame = (uint32_t)v;
-    } else if (!strcmp(tok[0], "stages")) {
-        ONE_ARG();
-        if (!strcmp(tok[1], "none"))
-            c->bare = true;
-        else if (!strcmp(tok[1], "classifier"))
-            c->bare = false;
-        else
-            ERR("stages '%.32s': expected classifier or none", tok[1]);
-    } else if (!strcmp(tok[0], "default")) {
-        oc_acl_action_t a;
-        ONE_ARG();
-        if (oc__dp_parse_action(tok[1], &a) != 0 || a == OC_ACL_COUNT)
-            ERR("default '%.32s': expected allow or deny", tok[1]);
-        else
-            c->default_action = a;
-    } else if (!strcmp(tok[0], "control") || !strcmp(tok[0], "metrics")) {
-        char *dst = tok[0][0] == 'c' ? c->control : c->metrics;
-        ONE_ARG();
-        if (strlen(tok[1]) >= OC_DP_PATH_MAX)
-            ERR("%s: address too long", tok[0]);
-        else if (tok[0][0] == 'c' && strncmp(tok[1], "unix:/", 6) != 0 &&
-                 tok[1][0] != '/')
-            ERR("control '%.64s': expected unix:/PATH (a local socket: it "
-                "changes the rules)", tok[1]);
-        else
-            snprintf(dst, OC_DP_PATH_MAX, "%s", tok[1]);
-    } else if (!strcmp(tok[0], "policy")) {
-        int r;
-        if (n != 3) {
-            ERR("policy takes REASON pass|drop");
-            return;
-        }
-        r = oc__pkt_reason_from_name(tok[1]);
-        if (r < 0)
-            ERR("policy: unknown reason '%.40s' (see offcore-dp --help)", tok[1]);
-        else if (!strcmp(tok[2], "pass"))
-            c->policy[r] = OC_PKT_PASS;
-        else if (!strcmp(tok[2], "drop"))
-            c->policy[r] = OC_PKT_DROP;
-        else
-            ERR("policy %s '%.32s': expected pass or drop", tok[1], tok[2]);
-    } else if (!strcmp(tok[0], "attach")) {
-        oc_dp_attach_conf_t a;
-        memset(&a, 0, sizeof(a));
-        a.line = ln;
-        if (n < 2) {
-            ERR("attach takes NAME host=IF wire=IF");
-            return;
-        }
-        if (strlen(tok[1]) >= sizeof(a.name) || strchr(tok[1], '=')) {
-            ERR("attach: bad name '%.40s'", tok[1]);
-            return;
-        }
-        snprintf(a.name, sizeof(a.name), "%s", tok[1]);
-        static const char *const akeys[] = {"host", "wire", "backend",
-                                            "xdp", "zero_copy", NULL};
-        unsigned seen = 0;
-        for (int i = 2; i < n; i++) {
-            char why[160], *eq;
-            int k = oc__kv_key(tok[i], akeys, &seen, &eq, why, sizeof(why));
-            if (k < 0) {
-                ERR("attach %s: %s", a.name, why);
-                return;
-            }
-            if (k <= 1) {
-                if (!valid_ifname(eq)) {
-                    ERR("attach %s: %s '%.40s' is no interface name", a.name,
-                        tok[i], eq);
-                    return;
-                }
-                snprintf(k == 0 ? a.host : a.wire, sizeof(a.host), "%s", eq);
-            } else if (k == 3) {
-                if (!strcmp(eq, "auto"))
-                    a.xdp_mode = OC_PORT_XDP_AUTO;
-                else if (!strcmp(eq, "native"))
-                    a.xdp_mode = OC_PORT_XDP_NATIVE;
-                else if (!strcmp(eq, "generic"))
-                    a.xdp_mode = OC_PORT_XDP_GENERIC;
-                else {
-                    ERR("attach %s: xdp '%.32s': expected auto, native or "
-                        "generic", a.name, eq);
-                    return;
-                }
-            } else if (k == 2) {
-                if (!strcmp(eq, "xdp"))
-                    a.backend = OC_DP_BACKEND_XDP;
-                else if (!strcmp(eq, "dpdk-af_xdp"))
-                    a.backend = OC_DP_BACKEND_DPDK_AF_XDP;
-                else if (!strcmp(eq, "dpdk-af_packet"))
-                    a.backend = OC_DP_BACKEND_DPDK_AF_PACKET;
-                else {
-                    ERR("attach %s: backend '%.32s': expected xdp, "
-                        "dpdk-af_xdp or dpdk-af_packet", a.name, eq);
-                    return;
-                }
-            } else {
-                if (!strcmp(eq, "yes"))
-                    a.zero_copy = true;
-                else if (!strcmp(eq, "no"))
-                    a.zero_copy = false;
-                else {
-                    ERR("attach %s: zero_copy '%.32s': expected yes or no",
-                        a.name, eq);
-                    return;
-                }
-            }
-        }
-        if (a.host[0] == '\0' || a.wire[0] == '\0') {
-            ERR("attach %s: needs host=IF and wire=IF", a.name);
-            return;
-        }
-        if (!strcmp(a.host, a.wire)) {
-            ERR("attach %s: host and wire are the same interface", a.name);
-            return;
-        }
-        for (uint32_t i = 0; i < c->nattach; i++) {
-            const oc_dp_attach_conf_t *o = &c->attach[i];
-            if (!strcmp(o->name, a.name))
-                ERR("attach %s: name already used on line %u", a.name, o->line);
-            /* a wire port may be shared (one uplink, tenants told apart
-             * by VNI: checked with the tenants,
-             * src/dp/tenant/tenant_conf.c); a host port belongs to one
-             * attachment */
-            if (!strcmp(o->host, a.host) || !strcmp(o->wire, a.host) ||
-                !strcmp(o->host, a.wire))
-                ERR("attach %s: an interface of it is already in attach %s "
-                    "(line %u)", a.name, o->name, o->line);
-        }
-        if (c->nattach == OC_DP_MAX_ATTACH)
-            ERR("more than %u attachments", OC_DP_MAX_ATTACH);
-        else
-            c->attach[c->nattach++] = a;
-    } else if (!strcmp(tok[0], "rule")) {
-        oc_dp_rule_t r;
-        char why[160];
-        if (oc__dp_rule_parse(FROM(1), &r, why, sizeof(why)) != 0)
-            ERR("rule: %s", why);
-        else if (add_rules(c, rcap, &r, 1) != 0)
-            *nomem = true;
-    } else if (!strcmp(tok[0], "rules")) {
-        oc_acl_action_t action;
-        uint32_t id_base;
-        char path[PATH_MAX];
-        oc_dp_rule_t *rules = NULL;
-        size_t nr = 0;
-        if (n < 2) {
-            ERR("rules takes FILE [action=allow|deny|count] [id_base=N]");
-            return;
-        }
-        char why[160];
-        if (oc__dp_rules_opts(tok + 2, n - 2, &action, &id_base, why,
-                              sizeof(why)) != 0) {
-            ERR("rules %s: %s", tok[1], why);
-            return;
-        }
-        if (tok[1][0] == '/' || base_dir == NULL)
-            snprintf(path, sizeof(path), "%s", tok[1]);
-        else
-            snprintf(path, sizeof(path), "%s/%s", base_dir, tok[1]);
-        {
-            unsigned before = e->count;
-            oc_status_t st = oc__dp_rules_file(path, action, id_base,
-                                              &rules, &nr, e);
-            if (st == OC_ERR_NO_MEMORY)
-                *nomem = true;
-            else if (st != OC_OK && e->count == before)
-                ERR("rules %s: cannot be read", path);
-            else if (st != OC_OK)
-                ERR("rules %s: not loaded (errors above)", path);
-            else if (add_rules(c, rcap, rules, nr) != 0)
-                *nomem = true;
-            free(rules);
-        }
-    } else if (oc__dp_tenant_directive(c, tok, n, FROM(3), name, ln, e)) {
-        /* tenant, tenant_rule, conntrack (src/dp/tenant/tenant_conf.c) */
-    } else if (!strcmp(tok[0], "sa")) {
-        oc_esp_sa_spec_t sa;
-        char why[320];
-        if (oc__esp_sa_parse(FROM(1), base_dir, &sa, why, sizeof(why)) != 0) {
-            ERR("sa: %s", why);
-            return;
-        }
-        for (uint32_t i = 0; i < c->nsa; i++)
-            if (c->sa[i].sa.spi == sa.sa.spi &&
-                c->sa[i].sa.outbound == sa.sa.outbound) {
-                ERR("sa: %s spi 0x%08x defined twice",
-                    sa.sa.outbound ? "out" : "in", sa.sa.spi);
-                return;
-            }
-        if (c->nsa == OC_DP_MAX_SA)
-            ERR("sa: more than %u SAs", OC_DP_MAX_SA);
-        else {
-            c->sa[c->nsa++] = sa;
-            c->esp = true;
-        }
-        memset(&sa, 0, sizeof(sa));
-    } else if (!strcmp(tok[0], "esp") || !strcmp(tok[0], "esp_clear")) {
-        bool *dst = tok[0][3] == '\0' ? &c->esp : &c->esp_clear;
-        ONE_ARG();
-        if (!strcmp(tok[1], tok[0][3] ? "allow" : "on"))
-            *dst = true;
-        else if (!strcmp(tok[1], tok[0][3] ? "deny" : "off"))
-            *dst = false;
-        else
-            ERR("%s '%.32s': expected %s", tok[0], tok[1],
-                tok[0][3] ? "allow or deny" : "on or off");
-    } else if (!strcmp(tok[0], "flows")) {
-        ONE_ARG();
-        if (!strcmp(tok[1], "on") || !strcmp(tok[1], "off"))
-            c->flows = tok[1][1] == 'n';
-        else
-            ERR("flows '%.32s': expected on or off", tok[1]);
-    } else if (!strcmp(tok[0], "ipfix")) {
-        ONE_ARG();
-        if (strlen(tok[1]) >= OC_DP_PATH_MAX || strrchr(tok[1], ':') == NULL ||
-            strrchr(tok[1], ':') == tok[1] ||
-            oc__kv_u64(strrchr(tok[1], ':') + 1, 1, 65535, &v) != 0)
-            ERR("ipfix '%.64s': expected HOST:PORT (UDP)", tok[1]);
-        else if (c->nipfix == OC_DP_MAX_IPFIX)
-            ERR("ipfix: more than %u collectors", OC_DP_MAX_IPFIX);
-        else {
-            snprintf(c->ipfix[c->nipfix++], OC_DP_PATH_MAX, "%s", tok[1]);
-            c->flows = true;
-        }
-    } else if (!strcmp(tok[0], "flow_table") || !strcmp(tok[0], "flow_idle") ||
-               !strcmp(tok[0], "flow_active") || !strcmp(tok[0], "ipfix_domain") ||
-               !strcmp(tok[0], "ipfix_template")) {
-        ONE_ARG();
-        if (!strcmp(tok[0], "flow_table")) {
-            if (oc__kv_u64(tok[1], 1024, 1u << 24, &v) != 0 || (v & (v - 1)) != 0)
-                ERR("flow_table '%.32s': expected a power of two, 1024..16777216",
-                    tok[1]);
-            else
-                c->flow_table = (uint32_t)v;
-        } else if (!strcmp(tok[0], "ipfix_domain")) {
-            if (oc__kv_u64(tok[1], 0, UINT32_MAX, &v) != 0)
-                ERR("ipfix_domain '%.32s': expected 0..4294967295", tok[1]);
-            else
-                c->ipfix_domain = (uint32_t)v;
-        } else {
-            if (oc__kv_u64(tok[1], 1, 86400, &v) != 0)
-                ERR("%s '%.32s': expected seconds, 1..86400", tok[0], tok[1]);
-            else if (!strcmp(tok[0], "flow_idle"))
-                c->flow_idle_s = (uint32_t)v;
-            else if (!strcmp(tok[0], "flow_active"))
-                c->flow_active_s = (uint32_t)v;
-            else
-                c->ipfix_template_s = (uint32_t)v;
-        }
-    } else if (!strcmp(tok[0], "esp_mtu")) {
-        ONE_ARG();
-        if (oc__kv_u64(tok[1], 576, 9000, &v) != 0)
-            ERR("esp_mtu '%.32s': expected 576..9000", tok[1]);
-        else
-            c->esp_mtu = (uint32_t)v;
-    } else {
-        ERR("unknown directive '%.40s' (threads burst ring max_rules "
-            "max_frame stages default control metrics policy attach rule "
-            "rules tenant tenant_rule conntrack sa esp esp_clear esp_mtu "
-            "flows flow_table flow_idle flow_active ipfix ipfix_domain "
-            "ipfix_template)", tok[0]);
+    if (d->one && l->n != 2) {
+        ERR("'%s' takes one value", tok[0]);
+        return;
     }
-#undef FROM
-#undef ONE_ARG
-#undef ERR
+    switch (d->kind) {
+    case NUM:
+    case NUM_POW2:
+        if (oc__kv_u64(tok[1], d->min, d->max, &v) != 0 ||
+            (d->kind == NUM_POW2 && (v & (v - 1)) != 0))
+            ERR("%s '%.32s': expected %s%llu..%llu", tok[0], tok[1], d->unit,
+                (unsigned long long)d->min, (unsigned long long)d->max);
+        else
+            *(uint32_t *)((char *)c + d->off) = (uint32_t)v;
+        break;
+    case WORDS:
+        if (!strcmp(tok[1], d->word[0]) || !strcmp(tok[1], d->word[1]))
+            *(bool *)((char *)c + d->off) =
+                !strcmp(tok[1], d->word[0]) ? d->first : !d->first;
+        else
+            ERR("%s '%.32s': expected %s or %s", tok[0], tok[1], d->word[0],
+                d->word[1]);
+        break;
+    default:
+        d->fn(l);
+    }
 }
+#undef ERR
 
 /* Attachments sharing a wire interface (one uplink): the port is opened
  * once and wire->host frames are told apart by VNI
