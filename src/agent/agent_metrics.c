@@ -196,12 +196,10 @@ static void guard_metrics(agent_t *a, oc_prom_t *p)
     }
 }
 
-static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
+/* The agent itself: who it is, since when, the jobs it serves. */
+static void agent_metrics(agent_t *a, oc_prom_t *p)
 {
-    agent_t *a = arg;
-    oc_router_counters_t rc[OC_AGENT_MAX_THREADS];
-    oc_router_job_counters_t jc[64];
-    char node[16], v[32], t[16];
+    char node[16], v[32];
     oc_prom_label_t l[2];
 
     snprintf(node, sizeof(node), "%u", a->node);
@@ -222,10 +220,17 @@ static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
         oc__prom_sample(p, OC_M_JOB_RANKS, l, 1, a->pub[i].nlocal);
     }
     pthread_mutex_unlock(&a->pub_mu);
+}
 
-    /* per job, summed over routers */
+/* Per job, summed over the routing threads. */
+static void job_metrics(agent_t *a, oc_prom_t *p)
+{
+    oc_router_job_counters_t jc[64];
     struct { uint32_t job; oc_router_job_counters_t s; } jobs[64];
     uint32_t nj = 0;
+    char v[32];
+    oc_prom_label_t l[1];
+
     for (uint32_t r = 0; r < a->nrouters; r++) {
         uint32_t n = oc__router_job_counters(a->routers[r], jc, 64);
         for (uint32_t i = 0; i < n && i < 64; i++) {
@@ -273,8 +278,12 @@ static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
         l[0] = LBL("job", v);
         oc__prom_sample(p, OC_M_JOB_REJECTS, l, 1, jobs[k].s.rejects);
     }
+}
 
-    /* per peer node, summed over routers: what crossed the network */
+/* Per peer node, summed over the routing threads: what crossed the
+ * network. */
+static void peer_metrics(agent_t *a, oc_prom_t *p)
+{
     static const struct { const char *name, *help; size_t in, out; } pf[] = {
         {OC_M_PEER_BUNDLES, "Bundles exchanged with the peer node",
          offsetof(oc_router_peer_counters_t, bundles_in),
@@ -287,6 +296,9 @@ static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
          offsetof(oc_router_peer_counters_t, msgs_out)},
     };
     oc_router_peer_counters_t pc;
+    char v[32];
+    oc_prom_label_t l[1];
+
     for (size_t f = 0; f < 3; f++) {
         oc__prom_family(p, pf[f].name, pf[f].help, OC_PROM_COUNTER);
         for (uint32_t n = 0; n < a->nnodes; n++) {
@@ -307,6 +319,13 @@ static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
         l[0] = LBL("peer", v);
         oc__prom_sample(p, OC_M_PEER_BLOCKLIST, l, 1, pc.blocked);
     }
+}
+
+/* The transports UCX picked, toward peer agents and local ranks (what the
+ * control thread published under pub_mu). */
+static void transport_metrics(agent_t *a, oc_prom_t *p)
+{
+    char v[32];
 
     oc__prom_family(p, OC_M_PEER_TRANSPORT,
                    "The transports UCX picked for active messages to the "
@@ -345,9 +364,16 @@ static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
         oc__prom_sample(p, OC_M_RANK_TRANSPORT, tl, 4, 1);
     }
     pthread_mutex_unlock(&a->pub_mu);
+}
 
-    /* per routing thread: one row a family, its samples' second label
-     * (none, dir or reason) and the counters they show */
+/* Per routing thread (@p rc, a snapshot of each): one row a family, its
+ * samples' second label (none, dir or reason) and the counters they show. */
+static void thread_metrics(agent_t *a, oc_prom_t *p,
+                           const oc_router_counters_t *rc)
+{
+    char t[16];
+    oc_prom_label_t l[2];
+
 #define RC(f) offsetof(oc_router_counters_t, f)
     static const struct {
         const char *name, *help;
@@ -390,8 +416,6 @@ static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
          OC_PROM_GAUGE, NULL, {{NULL, RC(backlog)}}},
     };
 #undef RC
-    for (uint32_t r = 0; r < a->nrouters; r++)
-        oc__router_counters(a->routers[r], &rc[r]);
     for (size_t f = 0; f < sizeof(tf) / sizeof(tf[0]); f++) {
         oc__prom_family(p, tf[f].name, tf[f].help, tf[f].type);
         for (uint32_t r = 0; r < a->nrouters; r++) {
@@ -405,8 +429,15 @@ static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
             }
         }
     }
+}
 
-    /* rejects by reason, over all threads */
+/* Rejects by reason, summed over the routing threads (@p rc), and the
+ * control thread's. */
+static void reject_metrics(agent_t *a, oc_prom_t *p,
+                           const oc_router_counters_t *rc)
+{
+    oc_prom_label_t l[1];
+
     oc__prom_family(p, OC_M_REJECTS,
                    "Bundles and control messages rejected, by reason",
                    OC_PROM_COUNTER);
@@ -432,6 +463,21 @@ static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
         oc__prom_sample(p, OC_M_REJECTS, l, 1,
                        atomic_load(&a->rejects_ctl));
     }
+}
+
+static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
+{
+    agent_t *a = arg;
+    oc_router_counters_t rc[OC_AGENT_MAX_THREADS];
+
+    agent_metrics(a, p);
+    job_metrics(a, p);
+    peer_metrics(a, p);
+    transport_metrics(a, p);
+    for (uint32_t r = 0; r < a->nrouters; r++)
+        oc__router_counters(a->routers[r], &rc[r]);
+    thread_metrics(a, p, rc);
+    reject_metrics(a, p, rc);
     guard_metrics(a, p);
     return oc__prom_status(p);
 }
