@@ -132,6 +132,100 @@ static bool may_open_out(void *arg, uint32_t j)
     return a->g[j] > 0;
 }
 
+/* the ingress group, asked by conntrack when a packet would open a flow */
+static bool may_open(void *arg, uint32_t j)
+{
+    ask_t *a = arg;
+    a->g[j] = (int8_t)ask_group(a, j);
+    return a->g[j] > 0;
+}
+
+/* A burst's packets for conntrack, both directions: IPv4 ones (nc) first,
+ * then the IPv6 ones gathered beside them (n6), in burst order each. */
+typedef struct {
+    const uint8_t *ip[OC_DP_BURST_MAX];  /* the IP header */
+    uint32_t len[OC_DP_BURST_MAX];       /* from it to the frame's end */
+    uint16_t at[OC_DP_BURST_MAX];        /* the packet's place in the burst */
+    int8_t g[OC_DP_BURST_MAX];           /* the ingress group's answer, 2 not asked */
+    oc_ct_result_t cr[OC_DP_BURST_MAX];
+    oc_ct_info_t info[OC_DP_BURST_MAX];
+    uint16_t nc, n6;
+    const uint8_t *ip6[OC_DP_BURST_MAX]; /* the IPv6 packets, until tracked */
+    uint32_t len6[OC_DP_BURST_MAX];
+    uint16_t at6[OC_DP_BURST_MAX];
+    ask_t ask, ask6;                     /* IPv4's and IPv6's ingress group */
+} ctb_t;
+
+static void ct_add(ctb_t *b, uint16_t i, const uint8_t *ip, uint32_t len)
+{
+    b->ip[b->nc] = ip;
+    b->len[b->nc] = len;
+    b->g[b->nc] = 2;
+    b->at[b->nc++] = i;
+}
+
+static void ct_add6(ctb_t *b, uint16_t i, const uint8_t *ip, uint32_t len)
+{
+    b->ip6[b->n6] = ip;
+    b->len6[b->n6] = len;
+    b->at6[b->n6++] = i;
+}
+
+/* Track the burst's packets in tenant @p t's tables, IPv4's then IPv6's;
+ * @p may decides whether a packet opens a flow (@p to: egress's hairpin
+ * destinations, NULL on ingress). */
+static void ct_track(oc_dp_worker_t *w, uint32_t t, uint64_t now,
+                     const uint8_t *to, bool (*may)(void *, uint32_t),
+                     ctb_t *b)
+{
+    struct oc_dp_tenants *ten = w->dp->ten;
+    uint16_t nc = b->nc;
+
+    b->ask = (ask_t){w, ten->acl[t][1], b->at, to, b->g, NULL, NULL, false};
+    b->ask6 = (ask_t){w, NULL, b->at + nc, to, b->g + nc,
+                      __atomic_load_n(&ten->g6[t][1], __ATOMIC_ACQUIRE),
+                      b->ip + nc, true};
+    for (uint16_t j = 0; j < b->n6; j++) {
+        b->ip[nc + j] = b->ip6[j];
+        b->len[nc + j] = b->len6[j];
+        b->g[nc + j] = 2;
+        b->at[nc + j] = b->at6[j];
+    }
+    oc__ct_track_burst(w->tw->ct, (uint16_t)t, b->ip, b->len, nc,
+                      now / 1000000, may, &b->ask, b->cr, b->info);
+    oc__ct_track_burst(w->tw->ct6, (uint16_t)t, b->ip + nc, b->len + nc,
+                      b->n6, now / 1000000, may, &b->ask6, b->cr + nc,
+                      b->info + nc);
+}
+
+/* The verdict of tracked packet @p j on its way to a host (wire -> host,
+ * or a hairpin): a flow's packet passes; one without a flow (a fragment
+ * has none) passes if the ingress group allows it; @p why if it passes. */
+static uint8_t ct_to_host(const ctb_t *b, uint16_t j, uint8_t why)
+{
+    int gj = b->g[j];
+
+    switch (b->cr[j]) {
+    case OC_CT_NEW: /* the group allowed it */
+    case OC_CT_EST:
+    case OC_CT_RELATED:
+        return why;
+    case OC_CT_INVALID:
+        return OC_DP_T_INVALID;
+    case OC_CT_FULL:
+        return OC_DP_T_TABLE_FULL;
+    default:
+        if (gj == 2)
+            gj = j < b->nc ? ask_group(&b->ask, j)
+                           : ask_group(&b->ask6, j - b->nc);
+        if (gj <= 0)
+            return gj == 0 ? OC_DP_T_DENIED : OC_DP_T_NO_CONN;
+        if (b->cr[j] == OC_CT_NO_CONN)
+            return OC_DP_T_INVALID; /* allowed, but cannot open a flow */
+        return why;
+    }
+}
+
 static void egress(oc_dp_worker_t *w, uint32_t t, uint32_t a, oc_pkt_t **pkts,
                    uint16_t n, uint64_t now, uint8_t *why, uint8_t *to)
 {
@@ -139,21 +233,13 @@ static void egress(oc_dp_worker_t *w, uint32_t t, uint32_t a, oc_pkt_t **pkts,
     const oc_dp_tenant_conf_t *tc = &ten->t[t];
     uint32_t x = ten->att_idx[a]; /* the attachment's own MAC, address */
     struct oc_dp_tw *tw = w->tw;
-    const uint8_t *ip[OC_DP_BURST_MAX];
-    uint32_t len[OC_DP_BURST_MAX];
-    uint16_t at[OC_DP_BURST_MAX], k = 0, nc = 0;
-    oc_ct_result_t cr[OC_DP_BURST_MAX];
-    oc_ct_info_t info[OC_DP_BURST_MAX];
+    uint16_t k = 0;
+    ctb_t b;
     oc_vxlan_hdr_t hdr;
-    int8_t g[OC_DP_BURST_MAX];
-    ask_t ask = {w, ten->acl[t][1], at, to, g, NULL, NULL, false};
-    uint16_t at6[OC_DP_BURST_MAX], n6 = 0; /* IPv6 frames for conntrack */
     const oc_dp_rules6_t *g6 = __atomic_load_n(&ten->g6[t][0],
                                                __ATOMIC_ACQUIRE);
-    ask_t ask6 = {w, NULL, NULL, to, NULL,
-                  __atomic_load_n(&ten->g6[t][1], __ATOMIC_ACQUIRE), NULL,
-                  true};
 
+    b.nc = b.n6 = 0;
     prefetch(pkts, n, true);
     /* parse and anti-spoofing; the keys of IPv4 frames for the group; the
      * IPv6 group's answer per frame (IPv6 is the rarer: no burst lookup) */
@@ -178,7 +264,8 @@ static void egress(oc_dp_worker_t *w, uint32_t t, uint32_t a, oc_pkt_t **pkts,
                               pkts[i]->data + m->l3_off + 24) == 0)
                 why[i] = OC_DP_T_DENIED;
             else
-                at6[n6++] = i;
+                ct_add6(&b, i, pkts[i]->data + m->l3_off,
+                        pkts[i]->len - m->l3_off);
         } else if (r != OC_PKT_R_IPV4 && r != OC_PKT_R_IPV4_FRAG &&
                    r != OC_PKT_R_ARP)
             why[i] = OC_DP_T_NOT_IPV4;
@@ -203,65 +290,32 @@ static void egress(oc_dp_worker_t *w, uint32_t t, uint32_t a, oc_pkt_t **pkts,
             why[i] = OC_DP_T_DENIED;
             continue;
         }
-        ip[nc] = pkts[i]->data + w->meta[i].l3_off;
-        len[nc] = pkts[i]->len - w->meta[i].l3_off;
-        g[nc] = 2;
-        at[nc++] = i;
+        ct_add(&b, i, pkts[i]->data + w->meta[i].l3_off,
+               pkts[i]->len - w->meta[i].l3_off);
     }
     /* connection tracking: the host opens flows (a hairpin's, if the
-     * ingress group allows); IPv6 flows in their table, after IPv4's */
-    ask6.at = at + nc;
-    ask6.g = g + nc;
-    ask6.ip = ip + nc;
-    for (uint16_t j = 0; j < n6; j++) {
-        ip[nc + j] = pkts[at6[j]]->data + w->meta[at6[j]].l3_off;
-        len[nc + j] = pkts[at6[j]]->len - w->meta[at6[j]].l3_off;
-        g[nc + j] = 2;
-        at[nc + j] = at6[j];
-    }
-    oc__ct_track_burst(tw->ct, (uint16_t)t, ip, len, nc, now / 1000000,
-                      may_open_out, &ask, cr, info);
-    oc__ct_track_burst(tw->ct6, (uint16_t)t, ip + nc, len + nc, n6,
-                      now / 1000000, may_open_out, &ask6, cr + nc, info + nc);
-    for (uint16_t j = 0; j < nc + n6; j++) {
-        if (to[at[j]] != NONE) { /* as on the way in */
-            uint8_t *y = &why[at[j]];
-            int gj = g[j];
-            switch (cr[j]) {
-            case OC_CT_NEW:
-            case OC_CT_EST:
-            case OC_CT_RELATED:
-                break;
-            case OC_CT_INVALID:
-                *y = OC_DP_T_INVALID;
-                break;
-            case OC_CT_FULL:
-                *y = OC_DP_T_TABLE_FULL;
-                break;
-            default:
-                if (gj == 2)
-                    gj = j < nc ? ask_group(&ask, j) : ask_group(&ask6, j - nc);
-                if (gj <= 0)
-                    *y = gj == 0 ? OC_DP_T_DENIED : OC_DP_T_NO_CONN;
-                else if (cr[j] == OC_CT_NO_CONN)
-                    *y = OC_DP_T_INVALID;
-            }
+     * ingress group allows) */
+    ct_track(w, t, now, to, may_open_out, &b);
+    for (uint16_t j = 0; j < b.nc + b.n6; j++) {
+        uint8_t *y = &why[b.at[j]];
+        if (to[b.at[j]] != NONE) { /* as on the way in */
+            *y = ct_to_host(&b, j, *y);
             continue;
         }
-        switch (cr[j]) {
+        switch (b.cr[j]) {
         case OC_CT_NEW:
         case OC_CT_EST:
         case OC_CT_RELATED:
         case OC_CT_UNTRACKED:
             break;
         case OC_CT_FULL:
-            why[at[j]] = OC_DP_T_TABLE_FULL;
+            *y = OC_DP_T_TABLE_FULL;
             break;
         case OC_CT_NO_CONN:
-            why[at[j]] = OC_DP_T_NO_CONN;
+            *y = OC_DP_T_NO_CONN;
             break;
         default:
-            why[at[j]] = OC_DP_T_INVALID;
+            *y = OC_DP_T_INVALID;
         }
     }
     /* policing and encapsulation, in order (a hairpin: both attachments'
@@ -283,14 +337,6 @@ static void egress(oc_dp_worker_t *w, uint32_t t, uint32_t a, oc_pkt_t **pkts,
     }
 }
 
-/* the ingress group, asked by conntrack when a packet would open a flow */
-static bool may_open(void *arg, uint32_t j)
-{
-    ask_t *a = arg;
-    a->g[j] = (int8_t)ask_group(a, j);
-    return a->g[j] > 0;
-}
-
 static void ingress(oc_dp_worker_t *w, uint32_t t, uint32_t a,
                     oc_pkt_t **pkts, uint16_t n, uint64_t now, uint8_t *why)
 {
@@ -299,18 +345,11 @@ static void ingress(oc_dp_worker_t *w, uint32_t t, uint32_t a,
     const oc_dp_tenant_conf_t *tc = &ten->t[t];
     uint32_t x = ten->att_idx[a];
     struct oc_dp_tw *tw = w->tw;
-    const uint8_t *ip[OC_DP_BURST_MAX];
-    uint32_t len[OC_DP_BURST_MAX], ilen[OC_DP_BURST_MAX];
-    uint16_t at[OC_DP_BURST_MAX], ioff[OC_DP_BURST_MAX], nc = 0;
-    int8_t g[OC_DP_BURST_MAX];
-    oc_ct_result_t cr[OC_DP_BURST_MAX];
-    oc_ct_info_t info[OC_DP_BURST_MAX];
-    ask_t ask = {w, ten->acl[t][1], at, NULL, g, NULL, NULL, false};
-    uint16_t at6[OC_DP_BURST_MAX], n6 = 0; /* IPv6 frames for conntrack */
-    ask_t ask6 = {w, NULL, NULL, NULL, NULL,
-                  __atomic_load_n(&ten->g6[t][1], __ATOMIC_ACQUIRE), NULL,
-                  true};
+    uint32_t ilen[OC_DP_BURST_MAX];
+    uint16_t ioff[OC_DP_BURST_MAX];
+    ctb_t b;
 
+    b.nc = b.n6 = 0;
     prefetch(pkts, n, false);
     /* the tunnel's checks, the inner frame's parse and delivery check */
     for (uint16_t i = 0; i < n; i++) {
@@ -355,7 +394,7 @@ static void ingress(oc_dp_worker_t *w, uint32_t t, uint32_t a,
                   (nd == NULL || oc__ip6_owns(&tc->ip6[x], nd))))
                 why[i] = OC_DP_T_NOT_OURS;
             else if (!link)
-                at6[n6++] = i;
+                ct_add6(&b, i, in + m->l3_off, rx.inner_len - m->l3_off);
             continue;
         }
         if (r != OC_PKT_R_IPV4 && r != OC_PKT_R_IPV4_FRAG &&
@@ -373,53 +412,14 @@ static void ingress(oc_dp_worker_t *w, uint32_t t, uint32_t a,
             why[i] = OC_DP_T_NOT_OURS;
             continue;
         }
-        if (r != OC_PKT_R_ARP) {
-            ip[nc] = in + m->l3_off;
-            len[nc] = rx.inner_len - m->l3_off;
-            g[nc] = 2;
-            at[nc++] = i;
-        }
+        if (r != OC_PKT_R_ARP)
+            ct_add(&b, i, in + m->l3_off, rx.inner_len - m->l3_off);
     }
     /* connection tracking: a packet of a flow the tenant has passes; one
-     * that would open a flow asks the ingress group (default deny); IPv6
-     * flows in their table, after IPv4's */
-    ask6.at = at + nc;
-    ask6.g = g + nc;
-    ask6.ip = ip + nc;
-    for (uint16_t j = 0; j < n6; j++) {
-        uint16_t i = at6[j];
-        ip[nc + j] = pkts[i]->data + ioff[i] + w->meta[i].l3_off;
-        len[nc + j] = ilen[i] - w->meta[i].l3_off;
-        g[nc + j] = 2;
-        at[nc + j] = i;
-    }
-    oc__ct_track_burst(tw->ct, (uint16_t)t, ip, len, nc, now / 1000000,
-                      may_open, &ask, cr, info);
-    oc__ct_track_burst(tw->ct6, (uint16_t)t, ip + nc, len + nc, n6,
-                      now / 1000000, may_open, &ask6, cr + nc, info + nc);
-    for (uint16_t j = 0; j < nc + n6; j++) {
-        uint8_t *y = &why[at[j]];
-        int gj = g[j];
-        switch (cr[j]) {
-        case OC_CT_NEW: /* the group allowed it */
-        case OC_CT_EST:
-        case OC_CT_RELATED:
-            break;
-        case OC_CT_INVALID:
-            *y = OC_DP_T_INVALID;
-            break;
-        case OC_CT_FULL:
-            *y = OC_DP_T_TABLE_FULL;
-            break;
-        default: /* no flow (a fragment has none): the group decides */
-            if (gj == 2)
-                gj = j < nc ? ask_group(&ask, j) : ask_group(&ask6, j - nc);
-            if (gj <= 0)
-                *y = gj == 0 ? OC_DP_T_DENIED : OC_DP_T_NO_CONN;
-            else if (cr[j] == OC_CT_NO_CONN)
-                *y = OC_DP_T_INVALID; /* allowed, but cannot open a flow */
-        }
-    }
+     * that would open a flow asks the ingress group (default deny) */
+    ct_track(w, t, now, NULL, may_open, &b);
+    for (uint16_t j = 0; j < b.nc + b.n6; j++)
+        why[b.at[j]] = ct_to_host(&b, j, why[b.at[j]]);
     /* policing, in order; the inner frame is what goes to the host */
     for (uint16_t i = 0; i < n; i++) {
         oc_pkt_t *p = pkts[i];
