@@ -15,14 +15,13 @@ dir=${1:-build-arm64}
 
 # NAME: why it does not run under qemu-user here (the native build runs it)
 SKIP='
-test_hugemem: qemu-user answers madvise(MADV_POPULATE_WRITE) without faulting pages in, so the residency check (mincore) fails
-test_ct_scale: the same: its 85 MB table is not made resident at creation under qemu-user, so "filling allocates nothing" (RSS) fails
-test_metrics_promtool: promtool is an x86 binary beside an arm64 server; it skips (77) on most hosts anyway
+test_hugemem: qemu-user neither honours MAP_POPULATE nor MADV_POPULATE_WRITE (it answers 0 and faults nothing in), so the residency check (mincore) fails
+test_ct_scale: the same: its 85 MB table is not resident at creation under qemu-user, so "filling it allocates nothing" (RSS) fails
 fuzz_nvmf_replay: its seed replay takes about a minute under qemu-user (the parsers are replayed natively, and under ASan)
 fuzz_nvmf_stream_replay: about two minutes under qemu-user
 fuzz_dp_ctl_replay: about three minutes under qemu-user
 fuzz_esp_replay: 16 s under qemu-user, the ESP path is covered by test_esp
-dp-traffic: network namespaces, veth and AF_XDP (root networking, bpf syscalls qemu-user does not emulate)
+dp-traffic: network namespaces, veth and AF_XDP (root networking, the same for every name below; not tried under qemu-user: it runs natively in the pkt suite)
 dp-traffic-dpdk: DPDK ports (and no libdpdk-dev:arm64 in this build)
 dp-tenant: network namespaces, veth and AF_XDP
 dp-tenant-2threads: network namespaces, veth and AF_XDP
