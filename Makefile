@@ -84,7 +84,7 @@ test:
 	$(PHASE) "tests ($(BUILDDIR))" $(MAKE) --no-print-directory test-build && \
 	$(PHASE) "ASan+UBSan build and tests ($(ASAN_DIR))" $(MAKE) --no-print-directory test-asan && \
 	$(PHASE) "fuzz build and run ($(FUZZ_DIR))" $(MAKE) --no-print-directory test-fuzz && \
-	$(PHASE) "aarch64 cross build, tests under qemu ($(ARM64_DIR))" $(MAKE) --no-print-directory test-arm64; \
+	$(PHASE) "arm64 cross build, qemu tests ($(ARM64_DIR))" $(MAKE) --no-print-directory test-arm64; \
 	rc=$$?; \
 	printf '\n== make test: time per phase\n'; cat $$times; rm -f $$times; \
 	if [ $$rc -eq 0 ]; then echo "== make test: ALL PASSED"; \
