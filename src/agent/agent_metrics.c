@@ -8,6 +8,7 @@
 #include "agent_int.h"
 
 #include "metrics/names.h"
+#include "util/version.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -207,7 +208,7 @@ static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
     snprintf(node, sizeof(node), "%u", a->node);
     oc__prom_family(p, OC_M_AGENT_INFO, "This agent", OC_PROM_GAUGE);
     l[0] = LBL("node", node);
-    l[1] = LBL("version", "0.1");
+    l[1] = LBL("version", oc__version());
     oc__prom_sample(p, OC_M_AGENT_INFO, l, 2, 1);
     oc__prom_family(p, OC_M_AGENT_UPTIME, "Seconds since start",
                    OC_PROM_GAUGE);

@@ -9,6 +9,7 @@
  * peers are untrusted until their MAC checks out.
  */
 #include "agent_int.h"
+#include "util/version.h"
 
 #include "ctl/derive.h"
 
@@ -571,6 +572,27 @@ void oc__ag_dial_peers(agent_t *a)
     }
 }
 
+/* Another release at the other end: both versions in the log, and told
+ * to the peer in a frame of its own version (ctl.h). */
+static void version_refused(agent_t *a, oc_aconn_t *c)
+{
+    unsigned theirs = oc__ctl_conn_peer_version(c->cc);
+    char text[160];
+
+    a->rejects_ctl++;
+    oc_warn_limited(&a->lim_bad, OC_COMP_AGENT,
+                    "control: %s speaks control protocol version %u; this "
+                    "offcored (%s) speaks %u: another offcore release "
+                    "(run one release on every rank and agent), connection "
+                    "closed", oc__ctl_conn_name(c->cc), theirs, oc__version(),
+                    OC_CTL_VERSION);
+    snprintf(text, sizeof(text), "offcored %s speaks control protocol "
+             "version %u, not %u: run one offcore release on the node",
+             oc__version(), OC_CTL_VERSION, theirs);
+    (void)oc__ctl_conn_send_version_error(c->cc, text);
+    c->dead = 1;
+}
+
 void oc__ag_conn_io(agent_t *a, oc_aconn_t *c, short revents)
 {
     oc_ctl_msg_t m;
@@ -586,6 +608,10 @@ void oc__ag_conn_io(agent_t *a, oc_aconn_t *c, short revents)
             st = oc__ctl_conn_read(c->cc, &m);
             if (st == OC_INPROGRESS)
                 break;
+            if (st == OC_ERR_WIRE_VERSION) {
+                version_refused(a, c);
+                break;
+            }
             if (st != OC_OK) {
                 if (st != OC_ERR_PEER_FAILED) {
                     a->rejects_ctl++;

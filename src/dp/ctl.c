@@ -377,21 +377,11 @@ static void serve_client(oc_dp_t *dp, int fd)
 
 oc_status_t oc__dp_ctl_listen(const oc_dp_conf_t *c, oc_ctl_listener_t *l)
 {
-    const char *path = c->control + (strncmp(c->control, "unix:", 5) ? 0 : 5);
-    const char *slash = strrchr(path, '/');
     oc_status_t st;
-    mode_t old;
 
-    /* the socket's directory (/run/offcore by default): made if missing */
-    if (slash != NULL && slash != path) {
-        char dir[OC_DP_PATH_MAX];
-        snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
-        if (mkdir(dir, 0755) != 0 && errno != EEXIST)
-            oc_warn(OC_COMP_DP, "cannot create %s: %s", dir, strerror(errno));
-    }
-    old = umask(0077); /* the socket changes rules: root's only */
-    st = oc__ctl_listen(c->control, l);
-    umask(old);
+    /* the socket changes rules: root's only; its directory (/run/offcore
+     * by default) made if missing */
+    st = oc__ctl_listen_mode(c->control, 0600, l);
     if (st != OC_OK)
         oc_error(OC_COMP_DP, "control socket %s: cannot listen (is another "
                  "offcore-dp running on it?)", c->control);

@@ -18,7 +18,9 @@
  * socket, so a shutdown() never hits a reused descriptor.
  */
 #include "metrics/metrics.h"
+#include "metrics/names.h"
 #include "util/log.h"
+#include "util/version.h"
 
 #include <microhttpd.h>
 
@@ -309,6 +311,11 @@ static enum MHD_Result send_metrics(oc_metrics_server_t *srv,
         buf.data[0] = '\0';
     }
     oc__prom_init(&p, &buf);
+    /* every daemon's endpoint says which build answers (names.h) */
+    oc__prom_family(&p, OC_M_BUILD_INFO, "The build of this daemon",
+                    OC_PROM_GAUGE);
+    oc__prom_sample(&p, OC_M_BUILD_INFO,
+                    OC_PROM_LABELS({"version", oc__version()}), 1);
     st = srv->fill(srv->arg, &p);
     if (st != OC_OK)
         oc_warn(OC_COMP_AGENT,

@@ -13,6 +13,7 @@
 #include "target.h"
 #include "util/daemon.h"
 #include "util/log.h"
+#include "util/version.h"
 
 #include <getopt.h>
 #include <signal.h>
@@ -41,6 +42,7 @@ static void usage(FILE *out)
             "                      checksum files) and keys, then exit (0: good);\n"
             "                      does not bind the listen address\n"
             "  -h, --help          this text\n"
+            "      --version [-v]  print the version (-v: and how it was built)\n"
             "\n"
             "Admission (configuration statements, docs/nvmf.md): at most\n"
             "max-connections (1024) connections; each must send its ICReq and\n"
@@ -260,6 +262,8 @@ int main(int argc, char **argv)
     int check = 0, o;
     struct sigaction sa = {0};
 
+    if (oc__version_opt(argc, argv, "offcore-nvmf"))
+        return 0;
     oc__daemon_signals(); /* SIGHUP ignored: util/daemon.h */
     while ((o = getopt_long(argc, argv, "c:nh", opts, NULL)) != -1) {
         switch (o) {

@@ -2,6 +2,7 @@
  * context.c — liboffcore context life cycle: configuration, transport
  * start-up, address exchange, and tear-down.
  */
+#include "util/defaults.h"
 #include "runtime.h"
 
 #include "ctl/ctl.h"
@@ -10,6 +11,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 static const char *const placement_values[] = {"inline", "agent", "auto", NULL};
@@ -51,7 +53,7 @@ const oc_cfg_field_t oc__runtime_config_table[] = {
      "Most bundles one oc_poll delivers (0: all that are queued). Lower it "
      "to bound the time a poll spends in handlers.",
      offsetof(oc__config_t, poll_budget), 0, UINT32_MAX, NULL},
-    {"AGENT", OC_CFG_STRING, "unix:/run/offcore/offcored.sock",
+    {"AGENT", OC_CFG_STRING, OC_DEFAULT_AGENT_ADDR,
      "The agent's control address (unix:/PATH or tcp:HOST:PORT), as given "
      "to offcored --listen.",
      offsetof(oc__config_t, agent), 0, 0, NULL},
@@ -199,7 +201,7 @@ static void context_free(oc_context_t *ctx)
  * missing key, a silent agent), at info when none answers at all. */
 static void placement_failed(const oc_context_t *ctx, oc_status_t st)
 {
-    char why[OC_CFG_STRLEN + 128];
+    char why[OC_CFG_STRLEN + 256];
     int quiet = 0;
 
     switch (st) {
@@ -213,6 +215,19 @@ static void placement_failed(const oc_context_t *ctx, oc_status_t st)
         quiet = k == NULL || k[0] == '\0';
         break;
     }
+    case OC_ERR_CTL_DENIED:
+        snprintf(why, sizeof(why), "the agent's socket %s refuses this user "
+                 "(uid %u): EACCES, permission denied (offcored makes it "
+                 "OC_AGENT_SOCKET_MODE, 0666 by default; check the socket's "
+                 "and its directory's modes)", ctx->cfg.agent,
+                 (unsigned)getuid());
+        break;
+    case OC_ERR_CTL_VERSION:
+        snprintf(why, sizeof(why), "the agent at %s is another offcore "
+                 "release (its control protocol version and this library's "
+                 "are logged above): run one release on the node",
+                 ctx->cfg.agent);
+        break;
     case OC_ERR_CTL_KEY:
         snprintf(why, sizeof(why), "an agent answers at %s but OC_JOB_KEY is "
                  "missing or not a valid key", ctx->cfg.agent);

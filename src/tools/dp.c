@@ -4,6 +4,7 @@
  * src/dp/ctl.c).  `stat` reads the daemon's counters as Prometheus text
  * and prints them as tables, through the same parser as `offcore stat`.
  */
+#include "util/defaults.h"
 #include "dp.h"
 #include "ctl/ctl.h"
 #include "metrics/metrics.h"
@@ -20,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define DEFAULT_CONTROL "unix:/run/offcore/dp.sock"
+#define DEFAULT_CONTROL OC_DEFAULT_DP_ADDR
 #define TIMEOUT_MS 10000 /* a 10K-rule load takes well under a second */
 
 static void dp_usage(FILE *out)

@@ -3,6 +3,7 @@
  * an operator and a launcher need.  The cluster key stays with the agents
  * (and the launcher); each job's ranks get only their job's key.
  */
+#include "util/defaults.h"
 #include "keys.h"
 
 #include "ctl/ctl.h"
@@ -58,7 +59,7 @@ int oc__jobkey_main(int argc, char **argv, FILE *out, FILE *err)
                 "usage: offcore job-key --job ID [--cluster-key FILE]\n"
                 "Prints the key of job ID (hex), derived from the cluster key:\n"
                 "--cluster-key FILE, else $OC_CLUSTER_KEY (hex), else the file\n"
-                "$OC_AGENT_CLUSTER_KEY, else /etc/offcore/cluster.key (the same\n"
+                "$OC_AGENT_CLUSTER_KEY, else " OC_DEFAULT_CLUSTER_KEY " (the same\n"
                 "order as offcored; a variable set but empty counts as unset).\n"
                 "Launchers give it to the job's ranks as OC_JOB_KEY, with\n"
                 "OC_JOB=ID; it admits them to the agents for that job only.\n");

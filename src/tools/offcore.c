@@ -10,8 +10,10 @@
 #include "keys.h"
 #include "nvmf.h"
 #include "stat.h"
+#include "ctl/ctl.h"
 #include "util/esc.h"
 #include "util/log.h"
+#include "util/version.h"
 #include "wire/wire.h"
 
 #include <stdio.h>
@@ -44,7 +46,8 @@ static void usage(FILE *out)
             "  keygen                  print a new random cluster key (hex)\n"
             "  job-key --job ID [--cluster-key FILE]\n"
             "                          print job ID's key, for its ranks' OC_JOB_KEY\n"
-            "  version, --version      print the version\n"
+            "  version, --version [-v] print the version (-v: build details)\n"
+            "  info                    the same as version -v\n"
             "  help, --help            this text\n");
 }
 
@@ -75,9 +78,22 @@ int main(int argc, char **argv)
         return oc__nvmf_cli_main(argc - 1, argv + 1, stdout, stderr);
     if (!strcmp(cmd, "stat"))
         return oc__stat_main(argc - 1, argv + 1, stdout, stderr);
-    if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
-        printf("offcore %d.%d (wire version %d)\n", OC_VERSION_MAJOR,
-               OC_VERSION_MINOR, OC_WIRE_VERSION);
+    if (!strcmp(cmd, "version") || !strcmp(cmd, "--version") ||
+        !strcmp(cmd, "info")) {
+        int verbose = !strcmp(cmd, "info");
+        for (int i = 2; i < argc; i++) {
+            if (strcmp(argv[i], "-v") && strcmp(argv[i], "--verbose")) {
+                char e[256];
+                fprintf(stderr, "offcore %s: unknown argument '%s' (-v is "
+                        "the only one)\n", cmd, oc__esc_str(argv[i], e, sizeof(e)));
+                return 2;
+            }
+            verbose = 1;
+        }
+        oc__version_print("offcore", verbose);
+        if (verbose)
+            printf("  wire:       bundle version %d, control protocol %d\n",
+                   OC_WIRE_VERSION, OC_CTL_VERSION);
         return 0;
     }
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {

@@ -393,6 +393,11 @@ int oc__stat_print_tables(render_t *r, const char *url)
             node = oc__stat_shown(s, "node");
             version = oc__stat_shown(s, "version");
             s->used = 1;
+        } else if (!strcmp(s->name, OC_M_BUILD_INFO)) {
+            /* every daemon's; the agent's own info says the same */
+            if (version == NULL)
+                version = oc__stat_shown(s, "version");
+            s->used = 1;
         } else if (!strcmp(s->name, OC_M_AGENT_UPTIME) &&
                    s->nlabels == 0) {
             uptime = s->value;

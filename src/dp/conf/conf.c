@@ -9,6 +9,7 @@
  * interface exists.  Words, keys and the error list: util/kv.h.  Fuzzed
  * by tests/fuzz/fuzz_pkt.c.
  */
+#include "util/defaults.h"
 #include "dp.h"
 #include "tenant/tenant_int.h"
 #include "util/file.h"
@@ -30,7 +31,7 @@ void oc__dp_conf_defaults(oc_dp_conf_t *c)
     c->max_rules = 65536;
     c->max_frame = 1518 + 8; /* 1500 MTU, Ethernet header, two VLAN tags */
     c->default_action = OC_ACL_ALLOW;
-    snprintf(c->control, sizeof(c->control), "unix:/run/offcore/dp.sock");
+    snprintf(c->control, sizeof(c->control), "%s", OC_DEFAULT_DP_ADDR);
     snprintf(c->metrics, sizeof(c->metrics), "off");
     c->esp_mtu = 1500;
     c->flow_table = 65536;

@@ -10,6 +10,10 @@
 #ifndef OC_METRICS_NAMES_H
 #define OC_METRICS_NAMES_H
 
+/* every daemon's endpoint (src/metrics/http.c writes it before the
+ * daemon's own families): gauge 1, label version (util/version.h) */
+#define OC_M_BUILD_INFO    "offcore_build_info"
+
 /* the agent: gauge 1, labels node, version (every offcored has it: stat
  * tells an offcored from another exporter by it); seconds since start */
 #define OC_M_AGENT_INFO    "offcore_agent_info"
