@@ -368,7 +368,7 @@ int oc__agent_run(const oc_agent_config_t *cfg)
     if (oc__ctl_cluster_key_load(cfg->key_from_flag ? cfg->cluster_key : NULL,
                                 &a->cluster_key, ksrc, sizeof(ksrc)) != OC_OK) {
         fprintf(stderr, "offcored: no cluster key from %s: create one with "
-                        "'offcore keygen > FILE; chmod 600 FILE' and pass "
+                        "'offcore keygen --out FILE' and pass "
                         "--cluster-key FILE (or set OC_CLUSTER_KEY)\n", ksrc);
         goto out;
     }
