@@ -199,9 +199,6 @@ static const oc_cfg_field_t *flag_field(const char *flag, size_t n)
     return NULL;
 }
 
-/* Variables of the same prefix that belong to the ranks, not offcored. */
-static const char *const foreign_env[] = {"OC_AGENT_CREDITS", NULL};
-
 int main(int argc, char **argv)
 {
     oc_agent_config_t cfg;
@@ -223,7 +220,7 @@ int main(int argc, char **argv)
     memset(&cfg, 0, sizeof(cfg));
     if (oc__config_load(oc_agent_config_table, &cfg) != OC_OK)
         return 2;
-    oc__config_check_env(oc_agent_config_table, "AGENT_", foreign_env);
+    oc__env_check("offcored"); /* one table of every OC_* name */
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i], *eq, *val;
         const oc_cfg_field_t *f;

@@ -5,6 +5,7 @@
  */
 #include "util/defaults.h"
 #include "dp.h"
+#include "util/config.h"
 #include "util/daemon.h"
 #include "util/esc.h"
 #include "util/log.h"
@@ -93,6 +94,7 @@ int main(int argc, char **argv)
     if (oc__version_opt(argc, argv, "offcore-dp"))
         return 0;
     oc__daemon_signals(); /* SIGHUP ignored: util/daemon.h */
+    oc__env_check("offcore-dp"); /* util/envnames.c: a misspelt OC_* name */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char **dst = NULL;

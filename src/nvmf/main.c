@@ -11,6 +11,7 @@
 #include "metrics/metrics.h"
 #include "metrics/names.h"
 #include "target.h"
+#include "util/config.h"
 #include "util/daemon.h"
 #include "util/log.h"
 #include "util/version.h"
@@ -48,6 +49,10 @@ static void usage(FILE *out)
             "max-connections (1024) connections; each must send its ICReq and\n"
             "Connect within handshake-ms (5000) of arriving, and at the cap\n"
             "the oldest one that has not makes room for a newcomer.\n"
+            "\n"
+            "exit status: 0 stopped cleanly (or --check: good); 1 could not\n"
+            "start (files, keys, CPUs, the listen address); 2 usage, or a\n"
+            "configuration refused (syntax, values).\n"
             "\n"
             "OC_LOG=app:info logs connections and controllers.  SIGTERM stops\n"
             "accepting, lets in-flight commands finish (10 s at most) and\n"
@@ -265,6 +270,7 @@ int main(int argc, char **argv)
     if (oc__version_opt(argc, argv, "offcore-nvmf"))
         return 0;
     oc__daemon_signals(); /* SIGHUP ignored: util/daemon.h */
+    oc__env_check("offcore-nvmf"); /* util/envnames.c: a misspelt OC_* name */
     while ((o = getopt_long(argc, argv, "c:nh", opts, NULL)) != -1) {
         switch (o) {
         case 'c': cfg = optarg; break;
@@ -277,8 +283,10 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    /* 2: refused before anything started, as offcore-dp (the unit does
+     * not restart it); 1: could not start (files, keys, the address) */
     if (oc__nvmf_conf_load(cfg, &conf, stderr) != OC_OK)
-        return 1;
+        return 2;
     sa.sa_handler = on_signal;
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);

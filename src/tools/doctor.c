@@ -324,7 +324,8 @@ static void usage(FILE *out)
         "  --agent ADDR    offcored metrics address (default $%s or %s);\n"
         "                  its control socket: $OC_AGENT (unix:PATH) or\n"
         "                  " OC_DEFAULT_AGENT_SOCK "\n"
-        "  --dp-socket P   offcore-dp's control socket\n"
+        "  --dp-control P  offcore-dp's control socket, PATH or unix:PATH, as\n"
+        "                  its --control (--dp-socket is the same)\n"
         "                  (default " OC_DEFAULT_DP_SOCK ")\n"
         "  --nccl LIB      the NCCL library to probe (default libnccl.so.2)\n"
         "  --nccl-timeout S  seconds the NCCL init may take (default 20)\n"
@@ -366,7 +367,8 @@ int oc__doctor_main(int argc, char **argv, FILE *out, FILE *err)
         } else if ((!strcmp(a, "--require") || !strcmp(a, "--root") ||
                     !strcmp(a, "--agent") || !strcmp(a, "--nccl") ||
                     !strcmp(a, "--nccl-timeout") ||
-                    !strcmp(a, "--dp-socket")) && !v) {
+                    !strcmp(a, "--dp-socket") ||
+                    !strcmp(a, "--dp-control")) && !v) {
             fprintf(err, "offcore doctor: %s needs a value\n", a);
             rc = 2;
             goto out;
@@ -389,8 +391,11 @@ int oc__doctor_main(int argc, char **argv, FILE *out, FILE *err)
             d->agent = argv[++i];
         } else if (!strcmp(a, "--nccl")) {
             d->nccl_lib = argv[++i];
-        } else if (!strcmp(a, "--dp-socket")) {
+        } else if (!strcmp(a, "--dp-socket") || !strcmp(a, "--dp-control")) {
+            /* --dp-control: offcore dp's and offcore-dp's --control */
             d->dp_sock = argv[++i];
+            if (!strncmp(d->dp_sock, "unix:", 5))
+                d->dp_sock += 5;
         } else if (!strcmp(a, "--nccl-timeout")) {
             char *end;
             d->nccl_timeout_s = strtod(argv[++i], &end);

@@ -11,6 +11,7 @@
 #include "nvmf.h"
 #include "stat.h"
 #include "ctl/ctl.h"
+#include "util/config.h"
 #include "util/esc.h"
 #include "util/log.h"
 #include "util/version.h"
@@ -57,6 +58,15 @@ int main(int argc, char **argv)
     const char *cmd = argc > 1 ? argv[1] : "help";
 
     if (!strcmp(cmd, "config") || !strcmp(cmd, "--dump-config")) {
+        if (argc > 2) {
+            char e[256];
+            fprintf(stderr, "offcore config: unexpected argument '%s' (it "
+                    "takes none; offcored --dump-config lists the agent's)\n",
+                    oc__esc_str(argv[2], e, sizeof(e)));
+            return 2;
+        }
+        /* a misspelt variable is the usual reason to look here */
+        oc__env_check("offcore config");
         printf("# liboffcore settings: set as environment variables\n");
         if (oc__runtime_settings_dump(stdout) != OC_OK)
             return 2;

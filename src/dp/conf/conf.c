@@ -12,6 +12,7 @@
 #include "util/defaults.h"
 #include "dp.h"
 #include "tenant/tenant_int.h"
+#include "metrics/metrics.h"
 #include "util/file.h"
 
 #include <errno.h>
@@ -161,6 +162,15 @@ out:
 
 /* ---------------------------------------------------------- config file */
 
+/* offcore-dp's metrics address, as its HTTP server will parse it */
+static bool metrics_addr_ok(const char *s)
+{
+    char host[256];
+    uint16_t port;
+    int any;
+    return oc__metrics_addr_split(s, host, sizeof(host), &port, &any) == OC_OK;
+}
+
 static bool valid_ifname(const char *s)
 {
     size_t n = strlen(s);
@@ -277,6 +287,10 @@ static void parse_line(oc_dp_conf_t *c, size_t *rcap, char *line,
                  tok[1][0] != '/')
             ERR("control '%.64s': expected unix:/PATH (a local socket: it "
                 "changes the rules)", tok[1]);
+        else if (tok[0][0] == 'm' && strcmp(tok[1], "off") != 0 &&
+                 !metrics_addr_ok(tok[1]))
+            ERR("metrics '%.64s': expected HOST:PORT, [IPV6]:PORT, :PORT, "
+                "PORT or HOST (ports 0 to 65535), or off", tok[1]);
         else
             snprintf(dst, OC_DP_PATH_MAX, "%s", tok[1]);
     } else if (!strcmp(tok[0], "policy")) {

@@ -205,6 +205,19 @@ oc_status_t oc__prom_parse(const char *text, size_t len, oc_prom_sample_fn cb,
  *  OpenTelemetry/Prometheus exporter convention). */
 #define OC_METRICS_DEFAULT_PORT OC_DEFAULT_METRICS_PORT
 
+/**
+ * The syntax of a listen address, without resolving it: "HOST:PORT",
+ * "[IPV6]:PORT", ":PORT" or "PORT" (every IPv4 address), "HOST" or
+ * "[IPV6]" (the default port); ports 0 to 65535.  What the server below
+ * accepts; configuration checkers call it to refuse early.
+ * @param host  receives the host part ("" for every address)
+ * @param any   set to 1 when every address is meant
+ * @return OC_OK; OC_ERR_CONFIG (malformed, port out of range, host longer
+ *         than @p cap); OC_ERR_INVALID_PARAM.  Pure, thread-safe.
+ */
+oc_status_t oc__metrics_addr_split(const char *spec, char *host, size_t cap,
+                                   uint16_t *port, int *any);
+
 /** Content-Type of the answer to GET /metrics. */
 #define OC_METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
