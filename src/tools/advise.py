@@ -209,7 +209,8 @@ def main(argv=None):
         'the cores its ranks leave (and with --dpu in the DPU profile), and '
         'recommend a placement from the measured speedup, network '
         'utilization and M:C ratio.  Example: offcore advise -- mpirun -np '
-        '2 histogram --updates 40M.  A command that starts with taskset -c '
+        '2 /usr/libexec/offcore/histogram --updates 40M (the package puts '
+        'the apps there; a build tree has them in build/apps).  A command that starts with taskset -c '
         'LIST confines the ranks to LIST; the agent then runs on the other '
         'cores.')
     ap.add_argument('--repeats', type=int, default=3,

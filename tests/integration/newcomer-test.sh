@@ -20,7 +20,8 @@
 #              offcore keygen --out writes 0600 and never overwrites
 #   cli        exit codes and options: offcore config --bogus exits 2,
 #              offcore-dp and offcore-nvmf refuse a bad config with 2,
-#              offcore-dp --check refuses metrics port 99999
+#              offcore-dp --check refuses metrics port 99999; the shipped
+#              example nvmf.conf passes --check
 set -u -o pipefail
 B=${1:?usage: newcomer-test.sh BUILD_DIR CASE}
 CASE=${2:?case}
@@ -224,6 +225,12 @@ cli)
         rc=$?
         [ $rc = 2 ] || fail "$(basename "$b") --no-such-option: exit $rc, want 2"
     done
+    # the example the package ships passes --check (its state directory
+    # moved here)
+    sed "s|/var/lib/offcore|$T|" "$(dirname "$0")/../../contrib/examples/nvmf.conf" \
+        > "$T/example.conf" || fail "contrib/examples/nvmf.conf"
+    timeout 30 "$NVMF" --config "$T/example.conf" --check > "$T/out" 2>&1 ||
+        { cat "$T/out"; fail "the shipped nvmf example does not pass --check"; }
     "$OFFCORE" doctor --dp-control "unix:$T/none.sock" --json > "$T/out" 2>&1
     grep -q "$T/none.sock" "$T/out" || { cat "$T/out"; fail "doctor --dp-control"; }
     pass ;;
