@@ -327,6 +327,21 @@ static oc_status_t fill_metrics(void *arg, oc_prom_t *p)
     }
     pthread_mutex_unlock(&a->pub_mu);
 
+    oc__prom_family(p, OC_M_PEER_AUTH_FAILURES,
+                   "Handshakes with the peer node's agent refused either "
+                   "way for a wrong proof: another cluster key",
+                   OC_PROM_COUNTER);
+    pthread_mutex_lock(&a->pub_mu);
+    for (uint32_t n = 0; n < a->nnodes; n++) {
+        if (n == a->node)
+            continue;
+        snprintf(v, sizeof(v), "%u", n);
+        l[0] = LBL("peer", v);
+        oc__prom_sample(p, OC_M_PEER_AUTH_FAILURES, l, 1,
+                        a->peer_tr[n].auth_fail);
+    }
+    pthread_mutex_unlock(&a->pub_mu);
+
     oc__prom_family(p, OC_M_RANK_TRANSPORT,
                    "The transports UCX picked for active messages between "
                    "the agent and the local rank (the agent's endpoint to "

@@ -9,6 +9,7 @@
  */
 #include "doctor.h"
 
+#include "metrics/names.h"
 #include "stat.h"
 #include "transport/transport.h"
 #include "util/defaults.h"
@@ -320,6 +321,14 @@ void oc__dr_offcored(oc_dr_t *d)
     int series = 0;
     for (const char *p = o; p && (p = strstr(p, "\"name\":")); p++)
         series++;
+    /* a peer agent with another cluster key: the mesh is broken even
+     * though this agent answers */
+    int keyfail = 0;
+    for (const char *p = o; rc == 0 && p && (p = strstr(p, "\"name\":\""
+                OC_M_PEER_AUTH_FAILURES "\"")); p++) {
+        const char *v = strstr(p, "\"value\":");
+        keyfail += v != NULL && strtoull(v + 8, NULL, 10) > 0;
+    }
     if (rc == 0)
         oc__dr_ev(d, "metrics at %s: %d series", argv[3], series);
     else
@@ -335,6 +344,13 @@ void oc__dr_offcored(oc_dr_t *d)
                    "and its directory",
                    "this user (uid %u) may not connect to %s (EACCES): its "
                    "ranks cannot use the agent", (unsigned)getuid(), ctl);
+    } else if (rc == 0 && keyfail > 0) {
+        d->agent_ok = 1;
+        oc__dr_set(d, OC_DR_FAIL, "give every agent the same cluster key "
+                   "file (offcore keygen --out FILE once, then copy it)",
+                   "offcored answers, but %d peer agent%s refused the "
+                   "handshake: another cluster key (offcore stat says which)",
+                   keyfail, keyfail == 1 ? "" : "s");
     } else if (rc == 0) {
         d->agent_ok = 1;
         oc__dr_set(d, sock < 0 ? OC_DR_WARN : OC_DR_OK,

@@ -18,6 +18,8 @@
 #   keys       inline jobs beside an agent print no key error; a
 #              malformed OC_JOB_KEY is called malformed, not unset;
 #              offcore keygen --out writes 0600 and never overwrites
+#   peerkey    a peer agent with another cluster key shows in offcore
+#              stat and fails offcore doctor, not only in the log
 #   cli        exit codes and options: offcore config --bogus exits 2,
 #              offcore-dp and offcore-nvmf refuse a bad config with 2,
 #              offcore-dp --check refuses metrics port 99999; the shipped
@@ -233,6 +235,36 @@ cli)
         { cat "$T/out"; fail "the shipped nvmf example does not pass --check"; }
     "$OFFCORE" doctor --dp-control "unix:$T/none.sock" --json > "$T/out" 2>&1
     grep -q "$T/none.sock" "$T/out" || { cat "$T/out"; fail "doctor --dp-control"; }
+    pass ;;
+peerkey)
+    # two agents with different cluster keys: said by stat and doctor,
+    # not only in the logs
+    free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+    pa=$(free_port); pb=$(free_port); ma=$(free_port)
+    "$OFFCORE" keygen --out "$T/other.key" || fail "keygen"
+    "$OFFCORED" --listen "unix:$T/b.sock,tcp:127.0.0.1:$pb" \
+        --peers "tcp:127.0.0.1:$pa" --cluster-key "$T/other.key" \
+        --metrics off > "$T/b.log" 2>&1 &
+    PIDS+=($!)
+    METRICS=127.0.0.1:$ma start_agent "$T/a.sock" --listen \
+        "unix:$T/a.sock,tcp:127.0.0.1:$pa" --peers "tcp:127.0.0.1:$pb"
+    refused() {
+        curl -sf "http://127.0.0.1:$ma/metrics" > "$T/m" &&
+            grep -Eq '^offcore_peer_auth_failures_total\{peer="[0-9]+"\} [1-9]' "$T/m"
+    }
+    end=$(($(date +%s) + 20))
+    until refused; do
+        [ "$(date +%s)" -lt $end ] || { cat "$T/b.log"; fail "no refused handshake counted in 20 s"; }
+        sleep 0.1
+    done
+    "$OFFCORE" stat --agent "127.0.0.1:$ma" > "$T/stat" 2>&1 ||
+        { cat "$T/stat"; fail "offcore stat"; }
+    grep -q "handshakes\? refused: another cluster key" "$T/stat" ||
+        { cat "$T/stat"; fail "offcore stat does not say it"; }
+    OC_AGENT=unix:$T/a.sock timeout 60 "$OFFCORE" doctor --agent "127.0.0.1:$ma" \
+        > "$T/doctor" 2>&1
+    grep -q "another cluster key" "$T/doctor" ||
+        { cat "$T/doctor"; fail "offcore doctor does not say it"; }
     pass ;;
 *)
     echo "unknown case $CASE"; exit 2 ;;
