@@ -322,10 +322,22 @@ static void handle(oc_dp_t *dp, char *line, FILE *out)
         }
         fprintf(out, "ok\n%s", b.data ? b.data : "");
         oc__prom_buf_free(&b);
+    } else if (!strcmp(line, "log") || !strncmp(line, "log ", 4)) {
+        /* the levels while it runs, as OC_LOG (ovs-appctl vlog/set) */
+        if (line[3] == ' ' && oc__log_set(line + 4) != 0)
+            return reply_error(out, "log takes a level spec as OC_LOG: "
+                               "LEVEL or COMPONENT:LEVEL,... (levels error "
+                               "warn info debug trace)");
+        if (line[3] == ' ')
+            oc_warn(OC_COMP_DP, "log levels set to %s (control socket)",
+                    line + 4);
+        oc__log_describe(why, sizeof(why));
+        fprintf(out, "ok\n%s\n", why);
     } else if (oc__dp_tenant_ctl(dp, line, out)) {
         /* conntrack count|list|flush, tenant list (tenant/tenant_ctl.c) */
     } else {
-        reply_error(out, "unknown command (ping, rules add|del|list|load, stat, "
+        reply_error(out, "unknown command (ping, log [SPEC], rules "
+                         "add|del|list|load, stat, "
                          "conntrack count|list|flush [TENANT], tenant list, "
                          "sa add|del|list, flows)");
     }

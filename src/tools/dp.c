@@ -38,6 +38,8 @@ static void dp_usage(FILE *out)
 "                      (unset fields match anything; lowest prio wins,\n"
 "                      prio defaults to id)\n"
 "  rules del ID        delete the rule with that id\n"
+"  log [SPEC]          the log levels now; with SPEC (as OC_LOG, e.g.\n"
+"                      dp:debug or info) set them while it runs\n"
 "  rules list          every rule, in match order, with its counters\n"
 "  rules load FILE [action=allow|deny|count] [id_base=N]\n"
 "                      replace every rule with FILE's (ClassBench lines, or\n"
@@ -470,6 +472,9 @@ int oc__dp_cli_main(int argc, char **argv, FILE *out, FILE *err)
         return do_stat(addr, argc - i - 1, argv + i + 1, out, err);
     if (!strcmp(argv[i], "ping")) {
         snprintf(line, sizeof(line), "ping");
+    } else if (!strcmp(argv[i], "log") && i + 2 >= argc) {
+        snprintf(line, sizeof(line), "log%s%s", i + 1 < argc ? " " : "",
+                 i + 1 < argc ? argv[i + 1] : "");
     } else if (!strcmp(argv[i], "rules") && i + 1 < argc) {
         const char *sub = argv[i + 1];
         if (!strcmp(sub, "list") && i + 2 == argc) {
