@@ -23,7 +23,7 @@
 #   cli        exit codes and options: offcore config --bogus exits 2,
 #              offcore-dp and offcore-nvmf refuse a bad config with 2,
 #              offcore-dp --check refuses metrics port 99999; the shipped
-#              example nvmf.conf passes --check
+#              example nvmf.conf passes --check; bash completion works
 set -u -o pipefail
 B=${1:?usage: newcomer-test.sh BUILD_DIR CASE}
 CASE=${2:?case}
@@ -233,6 +233,16 @@ cli)
         > "$T/example.conf" || fail "contrib/examples/nvmf.conf"
     timeout 30 "$NVMF" --config "$T/example.conf" --check > "$T/out" 2>&1 ||
         { cat "$T/out"; fail "the shipped nvmf example does not pass --check"; }
+    # bash completion: subcommands, and the options a --help lists
+    comp=$(PATH="$(dirname "$OFFCORE"):$(dirname "$OFFCORED"):$PATH" bash -c '
+        . "$1"
+        COMP_WORDS=(offcore st); COMP_CWORD=1; _offcore; echo "${COMPREPLY[*]}"
+        COMP_WORDS=(offcore stat --w); COMP_CWORD=2; _offcore; echo "${COMPREPLY[*]}"
+        COMP_WORDS=(offcored --threa); COMP_CWORD=1; _offcore_daemon; echo "${COMPREPLY[*]}"
+    ' sh "$(dirname "$0")/../../contrib/bash-completion/offcore") ||
+        fail "the bash completion script"
+    [ "$comp" = "$(printf 'stat\n--watch\n--threads')" ] ||
+        fail "bash completion offers: $comp"
     "$OFFCORE" doctor --dp-control "unix:$T/none.sock" --json > "$T/out" 2>&1
     grep -q "$T/none.sock" "$T/out" || { cat "$T/out"; fail "doctor --dp-control"; }
     pass ;;
