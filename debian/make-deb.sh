@@ -36,4 +36,4 @@ rc=0
 lintian -I --fail-on error,warning "$out"/*.changes > "$out/lintian.log" 2>&1 || rc=$?
 grep -v "root privileges" "$out/lintian.log" || true
 [ $rc = 0 ] || { echo "make-deb: lintian found errors or warnings" >&2; exit 1; }
-echo "make deb: done; install with: apt install ./liboffcore0_*.deb ./offcore_*.deb (in $out; liboffcore-dev, offcore-apps beside them)"
+echo "make deb: done: apt install $out/*.deb (liboffcore0, liboffcore-dev, offcore, offcore-apps)"

@@ -71,8 +71,10 @@ echo "agent job through the installed offcored: verified"
 # a job of an ordinary user through root's agent (the job key is the gate)
 if command -v setpriv >/dev/null; then
     key=$(offcore job-key --job 8)
+    home=$(mktemp -d /tmp/nobody.XXXXXX) && chown nobody:nogroup "$home" ||
+        fail "a home for nobody"
     out=$(setpriv --reuid=nobody --regid=nogroup --clear-groups -- \
-          env HOME=/tmp TMPDIR=/tmp UCX_NET_DEVICES=lo OC_PLACEMENT=agent \
+          env HOME=$home TMPDIR=$home UCX_NET_DEVICES=lo OC_PLACEMENT=agent \
           OC_JOB=8 OC_JOB_KEY=$key \
           mpirun --oversubscribe -np 2 --bind-to none \
           -x OC_PLACEMENT -x OC_JOB -x OC_JOB_KEY -x UCX_NET_DEVICES -x UCX_TLS \
