@@ -1,5 +1,5 @@
 # Makefile — wraps the README's commands and installs the Debian packages
-# they need (DESIGN.md: Meson + Ninja build the code; this file only drives
+# they need (docs/design.md: Meson + Ninja build the code; this file only drives
 # them).
 #
 #   make deps    install what is missing (apt-get; root or sudo)

@@ -184,10 +184,10 @@ demo_nvmf() {
     head -c 32M /dev/urandom > "$T/disk.img" || { failed nvmf "a 32 MiB file in $T"; return; }
     printf 'listen 127.0.0.1:%s\nmetrics 127.0.0.1:%s\nsubsystem %s\n  allow-any-host\n  namespace 1 %s integrity=on\n' \
         "$PORT" "$mport" "$nqn" "$T/disk.img" > "$T/nvmf.conf"
-    OC_LOG=app:info "$tgt" -c "$T/nvmf.conf" > "$T/nvmf.log" 2>&1 &
+    OC_LOG=nvmf:info "$tgt" -c "$T/nvmf.conf" > "$T/nvmf.log" 2>&1 &
     PIDS+=("$!")
     local me=$!
-    wait_for 30 grep -q "offcore\[$me\] app info: nvmf: listening on" "$T/nvmf.log" ||
+    wait_for 30 grep -q "offcore\[$me\] nvmf info: listening on" "$T/nvmf.log" ||
         { failed nvmf "the target did not start: $(tail -2 "$T/nvmf.log" | tr '\n' ' ')"; return; }
     w=$("$load" --addr "127.0.0.1:$PORT" --nqn "$nqn" --rw randwrite --seconds 2 2>&1) ||
         { failed nvmf "randwrite: $w"; return; }
@@ -214,7 +214,7 @@ demo_coll() {
         { failed coll "inline: $(grep -m3 FAIL "$T/coll-inline" | tr '\n' ' ')"; return; }
     ti=$(secs "$t0")
     "$oc" keygen > "$T/ck" && chmod 600 "$T/ck"
-    OC_LOG=agent:info "$od" --listen "unix:$T/agent.sock" --cluster-key "$T/ck" \
+    OC_LOG=agent:info,router:info "$od" --listen "unix:$T/agent.sock" --cluster-key "$T/ck" \
         --metrics off > "$T/agent.log" 2>&1 &
     PIDS+=("$!")
     wait_for 10 grep -q ready "$T/agent.log" || { failed coll "offcored did not start"; return; }

@@ -21,7 +21,7 @@
 #   BENCH_MEMCPY_MS (200 per size)  BENCH_SKIP (space-separated program names)
 #   OC_PLACEMENT (inline)  UCX_TLS (sm,self: one node)  UCX_RNDV_THRESH (inf)
 # UCX_RNDV_THRESH=inf: bundles are 64 KiB, and on shared memory UCX's eager
-# copies beat its default cma rendezvous there (docs: FACTS.md, UCX).
+# copies beat its default cma rendezvous there (docs/facts.md, UCX).
 set -u
 . "$(dirname "$0")/stats-lib.sh"
 

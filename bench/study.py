@@ -272,7 +272,7 @@ class Env:
                 self.links.append(host_if)
             if r.returncode != 0:
                 return '%s: %s' % (' '.join(s), r.stderr.strip())
-        # checksum/segmentation offloads off on veth (FACTS.md)
+        # checksum/segmentation offloads off on veth (docs/facts.md)
         if shutil.which('ethtool'):
             subprocess.run(['ethtool', '-K', host_if, 'tx', 'off', 'tso',
                             'off', 'gso', 'off'], capture_output=True)
@@ -294,7 +294,7 @@ class Env:
         """Start offcored for @placement ('agent' or 'dpu'); return the
         OC_AGENT address and the environment the ranks need."""
         log_path = os.path.join(self.tmp, 'agent-%d.log' % self.job)
-        env = dict(os.environ, OC_LOG='agent:info', **extra_env)
+        env = dict(os.environ, OC_LOG='agent:info,router:info', **extra_env)
         argv = [self.offcored, '--cluster-key', self.key, '--metrics', 'off',
                 '--threads', str(threads)]
         cpus = self.agent_cpus(threads)

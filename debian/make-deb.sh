@@ -30,7 +30,7 @@ echo "make deb: building liboffcore0, liboffcore-dev, offcore, offcore-apps with
     tail -40 "$out/build.log"; echo "make-deb: dpkg-buildpackage failed (log: $out/build.log)" >&2; exit 1; }
 ls -1 "$out"/*.deb
 # lintian: errors and warnings fail the build; the informational tags
-# that remain are explained in the README (Packages)
+# that remain are explained in docs/tools.md (Packages)
 echo "make deb: checking the packages with lintian (log: $out/lintian.log)"
 rc=0
 lintian -I --fail-on error,warning "$out"/*.changes > "$out/lintian.log" 2>&1 || rc=$?

@@ -79,6 +79,14 @@ need stress-ng          has stress-ng
 need systemd            has systemd-analyze
 # the study's plots (bench/study.py: PNG and SVG)
 need gnuplot-nox        has gnuplot
+# the Slurm plugin (contrib/slurm: slurm/spank.h) and the slurm suite's
+# one-node cluster (tests/slurm/slurm-test.sh: munged, slurmctld, slurmd,
+# srun with its PMIx plugin)
+need libslurm-dev       test -f /usr/include/slurm/spank.h
+need munge              has munged
+need slurmctld          has slurmctld
+need slurmd             has slurmd
+need slurm-client       has srun
 # `make deb`: the Debian packaging tools
 need debhelper          has dh
 need lintian            has lintian

@@ -1,61 +1,19 @@
 /*
  * offcore/coll.h — collectives over all ranks of a liboffcore context:
  * allreduce, all-to-all(v), broadcast and barrier, non-blocking with
- * blocking wrappers.
+ * blocking wrappers, in both placements (inline: the ranks run them;
+ * agent: the node's offcored does, while the ranks compute).
  *
- * Semantics follow MPI's: every rank of the context calls the same
- * collectives in the same order with matching arguments (counts, dtype,
- * op, root); a non-blocking collective is started with oc_i*(), runs while
- * the application calls oc_poll(), oc_test() or oc_wait() on the same
- * context, and its buffers belong to the library until it completes (the
- * send buffer must not be written, the receive buffer neither read nor
- * written).  Several collectives may be in flight at once; they complete
- * in any order.
+ * Semantics follow MPI's: every rank calls the same collectives in the
+ * same order with matching arguments; one started with oc_i*() runs while
+ * the application calls oc_poll(), oc_test() or oc_wait() on the context,
+ * and its buffers belong to the library until it completes.  Several may
+ * be in flight; they complete in any order.  A rank or agent that dies
+ * fails it on every other rank with OC_ERR_COLL_PEER_FAILED.
  *
- * Placement: in the inline placement the ranks run the algorithms
- * themselves (docs/coll.md): recursive doubling for small reductions,
- * reduce-scatter + all-gather by pairwise exchange for large ones and for
- * the reproducible mode, pairwise exchange for all-to-all, a binomial tree
- * for broadcast, dissemination for the barrier.  Payloads travel as UCX
- * active messages in chunks (OC_COLL_CHUNK) with a bounded number in
- * flight (OC_COLL_WINDOW), never through the 8-byte message aggregation.
- * When every rank of the job is on one host, allreduces of up to
- * OC_COLL_SHM_MAX bytes (2 KiB), and all-to-alls whose send buffer is
- * that small, go through a shared-memory segment the ranks map at
- * oc_init instead: one write and one read per rank, no message.
- * In the agent placement the rank hands the node's offcored its
- * contribution and a descriptor once and the agents run the collective:
- * the agent reduces the node's ranks in rank order, runs the inter-node
- * part with the other agents and sends each rank its result, so the
- * collective advances while the rank computes (docs/coll.md, "Agent
- * placement"); on one host the agent reads an allreduce's send buffer and
- * writes its receive buffer itself (process_vm_readv/writev,
- * OC_COLL_CMA, default on), so the rank needs no CPU until oc_wait(); its reductions are
- * in rank order whatever OC_COLL_REPRODUCIBLE says.  A rank or agent that
- * dies fails the collective on every other rank with
- * OC_ERR_COLL_PEER_FAILED (within milliseconds where the kernel closes
- * the dead process's connections).
- *
- * Reductions: sum, min, max for every type; prod for the integer types.
- * Integer sums and products wrap (two's complement), as MPI's do in
- * practice.  bfloat16 and float16 are widened to float32, reduced in
- * float32 over all ranks, and rounded once to the 16-bit type
- * (round-to-nearest-even).  Floating-point error: a float32/float64 sum
- * over n ranks is within (n-1) * eps * sum(|x_i|) of the exact sum
- * (eps = 2^-24 or 2^-53); a 16-bit sum additionally within half a unit in
- * the last place of the 16-bit result.
- *
- * Reproducibility (OC_COLL_REPRODUCIBLE, default off): with it, every
- * element of an allreduce is reduced in rank order,
- * ((x_0 op x_1) op x_2) ..., whatever the size, the algorithm or the
- * chunking, so results are bitwise identical from run to run and equal to
- * a serial left-to-right reduction.  Without it, results are still the
- * same from run to run for the same rank count and size (the algorithms
- * are deterministic), but small and large messages reduce in different
- * orders (recursive doubling pairs ranks as a tree).
- *
- * Threading: like every call on a context, none of these is thread-safe
- * on the same context; a request belongs to the context that started it.
+ * Threading: none of these is thread-safe on one context; a request
+ * belongs to the context that started it.  Algorithms, numerical promises
+ * and reproducibility (OC_COLL_REPRODUCIBLE): docs/coll.md.
  */
 #ifndef OFFCORE_COLL_H
 #define OFFCORE_COLL_H

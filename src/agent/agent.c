@@ -346,6 +346,7 @@ static void setup_guard(agent_t *a)
                 (unsigned long long)nofile, cap,
                 (unsigned long long)a->cfg.max_conns, cap);
     oc__guard_init(&a->guard, "control", &gp);
+    oc__guard_log_as(&a->guard, OC_COMP_AGENT);
     a->lim_bad.what = "malformed or unexpected control messages";
 }
 

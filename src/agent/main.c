@@ -64,10 +64,10 @@ const oc_cfg_field_t oc_agent_config_table[] = {
      "this host that asks for it (OC_AGENT_CHANNEL=shm, the default): one "
      "ring toward the agent, one back, each slot a bundle "
      "(AGENT_BUNDLE_SIZE), so 2 x this x bundle size per rank (1 MiB by "
-     "default). Ranks sharing a core hand it over when a ring fills: 64 "
-     "measured 6-8 % faster than 32 there (histogram, agent on a spare "
-     "core), 128 no better than 64. A power of two; 0 offers none (ranks "
-     "then use UCX).",
+     "default). Ranks sharing a core hand it over when a ring fills, so "
+     "fewer slots cost speed; more than 64 gained nothing "
+     "(docs/results.md). A power of two; 0 offers none (ranks then use "
+     "UCX).",
      offsetof(oc_agent_config_t, shm_slots), 0, 65536, NULL},
     {"AGENT_MAX_INFLIGHT", OC_CFG_UINT, "16",
      "Bundles in flight to one next hop before it is blocklisted and its "

@@ -46,10 +46,8 @@ static const oc_cfg_field_t coll_config_table[] = {
     {"COLL_CHUNK", OC_CFG_SIZE, "1M",
      "Bytes per tagged message of a collective. Large enough that the "
      "per-message cost (a rendezvous handshake each) vanishes, small "
-     "enough that a send window stays a few MB. 1M: 2 ranks on one host, "
-     "16 MiB allreduce/all-to-all, medians of per-run ratios to Open MPI "
-     "0.63/0.83 with 1M chunks, 1.07/0.86 with 128K (4 alternating rounds, "
-     "load average 15).",
+     "enough that a send window stays a few MB (docs/results.md has what "
+     "1M and 128K measured).",
      offsetof(oc__coll_config_t, chunk), 4096, 64u << 20, NULL},
     {"COLL_SHM_MAX", OC_CFG_SIZE, "2K",
      "Allreduces of up to this many bytes, and all-to-alls whose send "
@@ -145,7 +143,7 @@ void oc__coll_fini(oc_context_t *ctx)
     if (c == NULL)
         return;
     if (c->cma_ops > 0)
-        oc_info(OC_COMP_RUNTIME, "rank %u: %llu allreduces offered to the "
+        oc_info(OC_COMP_COLL, "rank %u: %llu allreduces offered to the "
                 "agent by memory, %llu of them sent by UCX instead", ctx->rank,
                 (unsigned long long)c->cma_ops,
                 (unsigned long long)c->cma_fallbacks);
@@ -299,7 +297,7 @@ static void op_done(oc_tr_op_t *op, oc_status_t st)
     if (st == OC_ERR_WIRE_LENGTH) {
         /* Keep running the schedule, so that the peers that wait on this
          * rank's later sends are not left hanging; report it at the end. */
-        oc_error(OC_COMP_RUNTIME, "collective %u phase %u: a peer sent another "
+        oc_error(OC_COMP_COLL, "collective %u phase %u: a peer sent another "
                  "length than this rank expects", req->seq, req->cur);
         if (req->mismatch == OC_OK)
             req->mismatch = OC_ERR_COLL_MISMATCH;

@@ -1,33 +1,9 @@
 /*
- * placed.c — the rank's side of the collectives in the agent placement
- * (docs/coll.md): a collective is one descriptor to the node's agent, the
- * contribution as one tagged message, and the result back.
- *
- * oc_i*() posts the receives of the result (tagged, straight into the
- * receive buffer: one per source block for all-to-all(v), so the gaps
- * between blocks stay untouched), sends the contribution as one tagged
- * message and the descriptor (wire/colld.h) as an active message with the
- * rank's token, and returns.  Large messages go by UCX rendezvous: over
- * shared memory the agent reads the contribution itself (cma), so nothing
- * is needed from the rank while the agent reduces, runs the inter-node part
- * and sends the result back; the rank's next oc_test()/oc_wait() lets UCX
- * fetch the result (one copy, into recvbuf) and finds the agent's DONE.
- * (UCX 1.13 runs one-sided puts and gets between processes over the
- * shared-memory FIFOs, emulated with the target's progress: they would
- * not have freed the rank.)
- *
- * By memory (OC_COLL_CMA, allreduce): with UCX's peer-failure mode (which
- * liboffcore asks for, src/transport) UCX drops cma and the result comes
- * back as fragments only the rank's progress copies — no overlap.  So the
- * descriptor offers the agent the rank's pid and buffers instead, and
- * nothing else is sent or posted: the agent reads sendbuf with
- * process_vm_readv, writes recvbuf with process_vm_writev and sends only
- * DONE (src/agent/router/rcma.c).  If it will not, its DONE says
- * OC_COLLD_FALLBACK: the next oc_test() then posts the receive and sends
- * the contribution as above, and the context offers no more (logged at
- * info, counted).  A rank or agent that dies fails the job (the
- * agents tell every rank on the control channel); a collective of a failed
- * context ends with OC_ERR_COLL_PEER_FAILED.
+ * placed.c — the rank's side of the collectives in the agent placement:
+ * a collective is one descriptor to the node's agent (wire/colld.h), the
+ * contribution as one tagged message (or, with OC_COLL_CMA, the rank's
+ * buffers for the agent to read and write itself), and the result back.
+ * How each step goes and why: docs/coll.md, "The rank's side".
  *
  * Threading: the context's thread only.  Trust: the agent is trusted (it
  * authenticated with the job key); its answers are still checked.
@@ -100,7 +76,7 @@ static void done_recv(void *arg, uint64_t token, void *data, size_t len)
             r->agent_st = OC_ERR_COLL_PEER_FAILED;
         return;
     }
-    oc_warn(OC_COMP_RUNTIME, "rank %u: the agent ended collective %u, which "
+    oc_warn(OC_COMP_COLL, "rank %u: the agent ended collective %u, which "
             "is not in flight here", ctx->rank, m.seq);
 }
 
@@ -117,7 +93,7 @@ static void fall_back(oc_request_t *req)
     req->cma = req->cma_fallback = 0;
     ctx->coll->cma_fallbacks++;
     if (!ctx->coll->cma_refused)
-        oc_info(OC_COMP_RUNTIME, "rank %u: the agent does not move collective "
+        oc_info(OC_COMP_COLL, "rank %u: the agent does not move collective "
                 "data by memory here (OC_AGENT_COLL_CMA=n, another uid, or a "
                 "ptrace policy): allreduce goes by UCX from now on", ctx->rank);
     ctx->coll->cma_refused = 1;
@@ -127,7 +103,7 @@ static void fall_back(oc_request_t *req)
         st = xfer(req, oc__agent_coll_ep(ctx), (void *)req->cma_sbuf, req->cma_len,
                   OC__COLL_CONTRIB_TAG(ctx->cfg.job, req->seq, ctx->rank));
     if (st != OC_OK) { /* the agent waits for it: the job must fail */
-        oc_error(OC_COMP_RUNTIME, "rank %u: collective %u: %s", ctx->rank,
+        oc_error(OC_COMP_COLL, "rank %u: collective %u: %s", ctx->rank,
                  req->seq, oc_status_string(st));
         req->agent_st = st;
     }
@@ -251,11 +227,11 @@ oc_status_t oc__coll_placed_start(oc_context_t *ctx, void *dv,
     oc__colld_encode(d, vals, msg);
     if (fault == 1) { /* OC_COLL_FAULT=desc: a type no agent knows */
         msg[6] = 0xff;
-        oc_warn(OC_COMP_RUNTIME, "rank %u: collective %u: OC_COLL_FAULT=desc "
+        oc_warn(OC_COMP_COLL, "rank %u: collective %u: OC_COLL_FAULT=desc "
                 "planted", me, req->seq);
     } else if (fault == 2 && slen > 0) { /* =short: one element less */
         slen -= oc__dtype_size(d->dtype) ? oc__dtype_size(d->dtype) : 1;
-        oc_warn(OC_COMP_RUNTIME, "rank %u: collective %u: OC_COLL_FAULT=short "
+        oc_warn(OC_COMP_COLL, "rank %u: collective %u: OC_COLL_FAULT=short "
                 "planted", me, req->seq);
     }
     /* the result's receives first, then the contribution, then the
@@ -285,7 +261,7 @@ oc_status_t oc__coll_placed_start(oc_context_t *ctx, void *dv,
     c->active = req;
     if (st != OC_OK) {
         /* transfers may be posted: the request stays until they end */
-        oc_error(OC_COMP_RUNTIME, "rank %u: collective %u could not start: "
+        oc_error(OC_COMP_COLL, "rank %u: collective %u could not start: "
                  "%s", me, req->seq, oc_status_string(st));
         req->status = st;
         req->agent_st = st;

@@ -1,32 +1,11 @@
 /*
  * shm.c — small allreduces and all-to-alls among ranks of one host
- * through a shared-memory segment, without UCX on their path (the way
- * Open MPI's coll/sm and vader's fast boxes do it).
- *
- * Why: a collective of a few bytes is one exchange of a few bytes; over
- * UCX's tagged messages it costs a request, tag matching and a completion
- * callback per message on each side, and UCX's one-way latency over
- * shared memory alone (ucx_perftest tag_lat, 8 B: 0.29 us typical here) is
- * above Open MPI's whole 8-byte allreduce (~0.23 us, FACTS.md).  Here a
- * rank writes its contribution once into its own slot and raises a
- * sequence number; every rank reads every slot straight from the segment.
- *
- * Layout: a header, then one area per rank, each a "done" counter (the
- * last collective whose slots this rank has finished reading) and two
- * slots (sequence number, data) used alternately by collective number s
- * (slot s & 1).  Rank r writes collective s into its slot s & 1 only once
- * every rank's done >= s - 2: nobody still reads what it overwrites.  A
- * rank consumes its collectives in order (done rises by one).  Stores
- * that publish (slot sequence, done) are release, the loads that check
- * them acquire.
- *
- * Used when every rank of the job mapped the segment at start-up (all on
- * one host: oc__coll_shm_setup) and the contribution fits a slot
- * (OC_COLL_SHM_MAX): every rank decides alike, so the collectives'
- * numbering stays the same everywhere.  A rank that dies leaves the
- * others waiting on its slot: the UCX endpoints to it (peer-failure mode)
- * still report the death while oc_test/oc_wait progress them, and the
- * request fails with OC_ERR_COLL_PEER_FAILED as on the UCX path.
+ * through a shared-memory segment, without UCX on their path (as Open
+ * MPI's coll/sm does): each rank writes its contribution once into its
+ * slot and raises a sequence number; every rank reads every slot.  Used
+ * when every rank mapped the segment at start-up and the contribution
+ * fits a slot (OC_COLL_SHM_MAX).  Why, the layout and its ordering rules:
+ * docs/coll.md, "The shared segment".
  *
  * Threading: the context's thread.  Trust: the segment is created 0600
  * by rank 0 under a random name, checked by a random cookie, and unlinked
@@ -132,7 +111,7 @@ oc_status_t oc__coll_shm_setup(oc_context_t *ctx)
                  (long)getpid(), (unsigned long long)mine.cookie);
         fd = shm_open(mine.name, O_RDWR | O_CREAT | O_EXCL, 0600);
         if (fd < 0 || ftruncate(fd, (off_t)s->len) != 0) {
-            oc_info(OC_COMP_RUNTIME, "collectives: no shared-memory segment "
+            oc_info(OC_COMP_COLL, "collectives: no shared-memory segment "
                     "(%s: %s): small collectives go through UCX", mine.name,
                     strerror(errno));
             if (fd >= 0)
@@ -185,7 +164,7 @@ out:
         /* every rank is on this host (they all mapped one segment) */
         c->cores_each = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 &&
                         (uint32_t)CPU_COUNT(&cpus) >= n;
-        oc_debug(OC_COMP_RUNTIME, "rank %u: collectives up to %zu bytes "
+        oc_debug(OC_COMP_COLL, "rank %u: collectives up to %zu bytes "
                  "through shared memory", ctx->rank, s->slot);
     } else if (s != NULL) {
         unmap(s);

@@ -42,7 +42,7 @@ oc_status_t oc__ctl_random(void *buf, size_t len)
             /* no getrandom (old kernel, seccomp): OpenSSL's own sources */
             if (len <= INT32_MAX && RAND_bytes(p, (int)len) == 1)
                 return OC_OK;
-            oc_error(OC_COMP_WIRE, "ctl: no random source: %s",
+            oc_error(OC_COMP_CTL, "ctl: no random source: %s",
                      strerror(errno));
             return OC_ERR_TRANSPORT;
         }
@@ -171,7 +171,7 @@ static oc_status_t key_hex(const char *s, size_t n, const char *from,
     long got = oc__secret_hex((const uint8_t *)s, n, k.bytes, sizeof(k.bytes));
 
     if (got < OC_CTL_KEY_MIN) {
-        oc_error(OC_COMP_WIRE,
+        oc_error(OC_COMP_CTL,
                  "ctl: key from %s: want %d to %d hex digits (%d to %d "
                  "bytes), got %zu characters or a non-hex one",
                  from, 2 * OC_CTL_KEY_MIN, 2 * OC_CTL_KEY_MAX, OC_CTL_KEY_MIN,
@@ -202,7 +202,7 @@ oc_status_t oc__ctl_key_from_file(const char *path, oc_ctl_key_t *key)
     if (path == NULL || key == NULL)
         return OC_ERR_INVALID_PARAM;
     if (oc__secret_read(path, buf, sizeof(buf), &n, why, sizeof(why)) != OC_OK) {
-        oc_error(OC_COMP_WIRE, "ctl: %s", why);
+        oc_error(OC_COMP_CTL, "ctl: %s", why);
         goto out;
     }
     /* hex text (what offcore keygen writes), else the raw key bytes */
@@ -211,7 +211,7 @@ oc_status_t oc__ctl_key_from_file(const char *path, oc_ctl_key_t *key)
         snprintf(from, sizeof(from), "file %s", path);
         st = key_hex((const char *)buf, n, from, key);
     } else if (n < OC_CTL_KEY_MIN || n > OC_CTL_KEY_MAX) {
-        oc_error(OC_COMP_WIRE,
+        oc_error(OC_COMP_CTL,
                  "ctl: key file %s: %zu bytes; a raw key has %d to %d, a hex "
                  "one %d to %d hex digits",
                  path, n, OC_CTL_KEY_MIN, OC_CTL_KEY_MAX, 2 * OC_CTL_KEY_MIN,
@@ -238,7 +238,7 @@ oc_status_t oc__ctl_key_load(const char *path, const char *env,
         return oc__ctl_key_from_file(path, key);
     if (env != NULL && (v = getenv(env)) != NULL && v[0] != '\0')
         return key_hex(v, strlen(v), env, key);
-    oc_error(OC_COMP_WIRE, "ctl: no key: give a key file or set %s",
+    oc_error(OC_COMP_CTL, "ctl: no key: give a key file or set %s",
              env != NULL ? env : "a key variable");
     return OC_ERR_CTL_KEY;
 }
@@ -258,12 +258,12 @@ oc_status_t oc__ctl_cluster_key_load(const char *flag_file, oc_ctl_key_t *key,
         goto from_file;
     }
     if (flag_file != NULL) {
-        oc_error(OC_COMP_WIRE, "ctl: --cluster-key is empty: give a key file");
+        oc_error(OC_COMP_CTL, "ctl: --cluster-key is empty: give a key file");
         return OC_ERR_CTL_KEY;
     }
     v = getenv(OC_CTL_CLUSTER_KEY_ENV);
     if (v != NULL && v[0] == '\0')
-        oc_warn(OC_COMP_WIRE, "ctl: %s is set but empty: ignored (treated as "
+        oc_warn(OC_COMP_CTL, "ctl: %s is set but empty: ignored (treated as "
                 "unset)", OC_CTL_CLUSTER_KEY_ENV);
     else if (v != NULL) {
         snprintf(src, sizeof(src), "%s", OC_CTL_CLUSTER_KEY_ENV);
@@ -272,7 +272,7 @@ oc_status_t oc__ctl_cluster_key_load(const char *flag_file, oc_ctl_key_t *key,
     }
     v = getenv(OC_CTL_CLUSTER_KEY_FILE_ENV);
     if (v != NULL && v[0] == '\0')
-        oc_warn(OC_COMP_WIRE, "ctl: %s is set but empty: ignored (treated as "
+        oc_warn(OC_COMP_CTL, "ctl: %s is set but empty: ignored (treated as "
                 "unset)", OC_CTL_CLUSTER_KEY_FILE_ENV);
     else if (v != NULL) {
         file = v;

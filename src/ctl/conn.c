@@ -244,9 +244,9 @@ static oc_status_t read_fail(oc_ctl_conn_t *c, oc_status_t st, const char *why)
     c->rstatus = st;
     c->in_used = 0;
     if (st == OC_ERR_PEER_FAILED)
-        oc_debug(OC_COMP_WIRE, "ctl: %s: %s", c->name, why);
+        oc_debug(OC_COMP_CTL, "ctl: %s: %s", c->name, why);
     else
-        oc_debug(OC_COMP_WIRE, "ctl: %s: malformed frame: %s", c->name,
+        oc_debug(OC_COMP_CTL, "ctl: %s: malformed frame: %s", c->name,
                  oc__ctl_reject_reason(st));
     return st;
 }
@@ -371,7 +371,7 @@ oc_status_t oc__ctl_conn_send(oc_ctl_conn_t *c, const oc_ctl_msg_t *msg)
     if (st != OC_OK)
         return st;
     c->out_len += len;
-    oc_trace(OC_COMP_WIRE, "ctl: %s: queued %s (%zu bytes)", c->name,
+    oc_trace(OC_COMP_CTL, "ctl: %s: queued %s (%zu bytes)", c->name,
              oc__ctl_type_name((int)msg->type), len);
     return OC_OK;
 }
@@ -457,7 +457,7 @@ oc_status_t oc__ctl_conn_flush(oc_ctl_conn_t *c)
             continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK)
             return OC_INPROGRESS;
-        oc_debug(OC_COMP_WIRE, "ctl: %s: write: %s", c->name, strerror(errno));
+        oc_debug(OC_COMP_CTL, "ctl: %s: write: %s", c->name, strerror(errno));
         c->wstatus = OC_ERR_PEER_FAILED;
         return c->wstatus;
     }
@@ -503,7 +503,7 @@ oc_status_t oc__ctl_conn_request(oc_ctl_conn_t *c, const oc_ctl_msg_t *req,
         pfd.events = oc__ctl_conn_events(c);
         pfd.revents = 0;
         if (poll(&pfd, 1, wait) < 0 && errno != EINTR) {
-            oc_debug(OC_COMP_WIRE, "ctl: %s: poll: %s", c->name,
+            oc_debug(OC_COMP_CTL, "ctl: %s: poll: %s", c->name,
                      strerror(errno));
             return OC_ERR_PEER_FAILED;
         }

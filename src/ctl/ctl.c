@@ -332,7 +332,7 @@ oc_status_t oc__ctl_encode(const oc_ctl_msg_t *msg, uint8_t *buf, size_t cap,
     return OC_OK;
 
 err:
-    oc_debug(OC_COMP_WIRE, "ctl: cannot encode %s: %s: %s", t->name, what,
+    oc_debug(OC_COMP_CTL, "ctl: cannot encode %s: %s: %s", t->name, what,
              oc_status_string(st));
     return st;
 }
@@ -498,7 +498,7 @@ oc_status_t oc__ctl_decode(const uint8_t *buf, size_t len, oc_ctl_msg_t *out)
     return OC_OK;
 
 err:
-    oc_debug(OC_COMP_WIRE, "ctl: rejected %s frame (%zu bytes): %s: %s",
+    oc_debug(OC_COMP_CTL, "ctl: rejected %s frame (%zu bytes): %s: %s",
              t != NULL ? t->name : "a", len, what, oc_status_string(st));
     return st;
 }

@@ -91,7 +91,7 @@ static oc_status_t parse(const char *s, bool for_listen, addr_t *a)
     snprintf(a->port, sizeof(a->port), "%lu", port);
     return OC_OK;
 bad:
-    oc_error(OC_COMP_WIRE, "ctl: bad address \"%s\": %s", s, why);
+    oc_error(OC_COMP_CTL, "ctl: bad address \"%s\": %s", s, why);
     return OC_ERR_CTL_ADDR;
 }
 
@@ -107,7 +107,7 @@ static oc_status_t resolve(const char *s, const addr_t *a, bool passive,
     hints.ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0);
     rc = getaddrinfo(a->host[0] ? a->host : NULL, a->port, &hints, res);
     if (rc != 0) {
-        oc_error(OC_COMP_WIRE, "ctl: %s: cannot resolve: %s", s,
+        oc_error(OC_COMP_CTL, "ctl: %s: cannot resolve: %s", s,
                  gai_strerror(rc));
         return OC_ERR_CTL_ADDR;
     }
@@ -160,7 +160,7 @@ static oc_status_t bind_unix(int fd, const char *s, const addr_t *a)
     if (errno != EADDRINUSE)
         goto err;
     if (lstat(a->path, &sb) != 0 || !S_ISSOCK(sb.st_mode)) {
-        oc_error(OC_COMP_WIRE, "ctl: listen %s: the path exists and is not a "
+        oc_error(OC_COMP_CTL, "ctl: listen %s: the path exists and is not a "
                  "socket; not removing it", s);
         return OC_ERR_CTL_ADDR;
     }
@@ -170,17 +170,17 @@ static oc_status_t bind_unix(int fd, const char *s, const addr_t *a)
     rc = connect(probe, (struct sockaddr *)&sun, sizeof(sun));
     close(probe);
     if (rc == 0 || errno != ECONNREFUSED) {
-        oc_error(OC_COMP_WIRE, "ctl: listen %s: address in use (%s)", s,
+        oc_error(OC_COMP_CTL, "ctl: listen %s: address in use (%s)", s,
                  rc == 0 ? "another process accepts on it" : strerror(errno));
         return OC_ERR_CTL_ADDR;
     }
-    oc_info(OC_COMP_WIRE, "ctl: listen %s: removing a stale socket file", s);
+    oc_info(OC_COMP_CTL, "ctl: listen %s: removing a stale socket file", s);
     if (unlink(a->path) != 0 && errno != ENOENT)
         goto err;
     if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0)
         return OC_OK;
 err:
-    oc_error(OC_COMP_WIRE, "ctl: listen %s: %s", s, strerror(errno));
+    oc_error(OC_COMP_CTL, "ctl: listen %s: %s", s, strerror(errno));
     return OC_ERR_CTL_ADDR;
 }
 
@@ -196,12 +196,12 @@ static oc_status_t make_dir(const char *s, const addr_t *a)
         return OC_OK;
     snprintf(dir, sizeof(dir), "%.*s", (int)(slash - a->path), a->path);
     if (mkdir(dir, 0755) == 0) {
-        oc_info(OC_COMP_WIRE, "ctl: listen %s: made %s (mode 0755)", s, dir);
+        oc_info(OC_COMP_CTL, "ctl: listen %s: made %s (mode 0755)", s, dir);
         return OC_OK;
     }
     if (errno == EEXIST)
         return OC_OK;
-    oc_error(OC_COMP_WIRE, "ctl: listen %s: cannot make its directory %s: "
+    oc_error(OC_COMP_CTL, "ctl: listen %s: cannot make its directory %s: "
              "%s", s, dir, strerror(errno));
     return OC_ERR_CTL_ADDR;
 }
@@ -218,7 +218,7 @@ static oc_status_t listen_unix(const char *s, const addr_t *a, unsigned mode,
         return st;
     fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
-        oc_error(OC_COMP_WIRE, "ctl: listen %s: %s", s, strerror(errno));
+        oc_error(OC_COMP_CTL, "ctl: listen %s: %s", s, strerror(errno));
         return OC_ERR_CTL_ADDR;
     }
     /* no moment with more access than asked: made under a umask that
@@ -231,13 +231,13 @@ static oc_status_t listen_unix(const char *s, const addr_t *a, unsigned mode,
     if (st != OC_OK)
         goto err_close;
     if (mode != 0 && chmod(a->path, (mode_t)mode) != 0) {
-        oc_error(OC_COMP_WIRE, "ctl: listen %s: chmod %o: %s", s, mode,
+        oc_error(OC_COMP_CTL, "ctl: listen %s: chmod %o: %s", s, mode,
                  strerror(errno));
         st = OC_ERR_CTL_ADDR;
         goto err_unlink;
     }
     if (listen(fd, SOMAXCONN) != 0 || stat(a->path, &sb) != 0) {
-        oc_error(OC_COMP_WIRE, "ctl: listen %s: %s", s, strerror(errno));
+        oc_error(OC_COMP_CTL, "ctl: listen %s: %s", s, strerror(errno));
         st = OC_ERR_CTL_ADDR;
         goto err_unlink;
     }
@@ -285,7 +285,7 @@ static oc_status_t listen_tcp(const char *s, const addr_t *a,
     }
     freeaddrinfo(res);
     if (fd < 0) {
-        oc_error(OC_COMP_WIRE, "ctl: listen %s: %s", s, strerror(err));
+        oc_error(OC_COMP_CTL, "ctl: listen %s: %s", s, strerror(err));
         return OC_ERR_CTL_ADDR;
     }
     l->fd = fd;
@@ -316,7 +316,7 @@ oc_status_t oc__ctl_listen_mode(const char *addr, unsigned mode,
     if (st != OC_OK)
         return st;
     *l = nl;
-    oc_debug(OC_COMP_WIRE, "ctl: listening on %s", l->addr);
+    oc_debug(OC_COMP_CTL, "ctl: listening on %s", l->addr);
     return OC_OK;
 }
 
@@ -385,7 +385,7 @@ oc_status_t oc__ctl_peer_cred(int fd, uint32_t *pid, uint32_t *uid)
 static oc_status_t connect_errno(const char *s, int err, bool quiet)
 {
     (void)quiet;
-    oc_debug(OC_COMP_WIRE, "ctl: connect %s: %s", s, strerror(err));
+    oc_debug(OC_COMP_CTL, "ctl: connect %s: %s", s, strerror(err));
     /* a Unix socket there that this user may not open: not "nothing
      * answers" (a user told that removes a working agent's socket) */
     if ((err == EACCES || err == EPERM) &&
@@ -439,7 +439,7 @@ oc_status_t oc__ctl_connect_finish(int fd)
 
     if (err == 0)
         return OC_OK;
-    oc_debug(OC_COMP_WIRE, "ctl: connect fd %d: %s", fd, strerror(err));
+    oc_debug(OC_COMP_CTL, "ctl: connect fd %d: %s", fd, strerror(err));
     return OC_ERR_CTL_CONNECT;
 }
 
@@ -536,7 +536,7 @@ oc_status_t oc__ctl_connect(const char *addr, int timeout_ms, int *fd_out)
         freeaddrinfo(res);
     }
     if (st == OC_ERR_CTL_TIMEOUT) {
-        oc_debug(OC_COMP_WIRE, "ctl: connect %s: no answer in %d ms", addr,
+        oc_debug(OC_COMP_CTL, "ctl: connect %s: no answer in %d ms", addr,
                 timeout_ms);
         return st;
     }

@@ -1,28 +1,14 @@
 /*
- * ctl.c — offcore-dp's control socket and counters.
+ * ctl.c — offcore-dp's control socket and counters: a Unix socket (mode
+ * 0600) taking one printable line per connection (conf/ctl_line.c refuses
+ * anything else) and answering "ok" or "error: REASON", then the body,
+ * until EOF — not src/ctl's framed codec, whose 64 KiB payloads a listing
+ * of 10K rules would not fit.  The commands: docs/dp.md, "The control
+ * socket".
  *
- * The socket (a Unix socket, by default /run/offcore/dp.sock, mode 0600)
- * is listened on and accepted with src/ctl's socket helpers (stale-socket
- * cleanup, peer credentials).  The protocol is not src/ctl's framed codec:
- * that codec is the rank/agent handshake, with a closed set of typed
- * messages and payloads limited to 64 KiB, while rule listings and counter
- * dumps of 10K rules are megabytes of text.  So, like a one-shot HTTP/1.0
- * exchange: the client connects, sends one line (at most 4095 bytes of
- * printable ASCII, '\n' terminated: conf/ctl_line.c refuses anything else,
- * NUL bytes included), and reads until EOF an answer whose first line is
- * "ok" or "error: REASON".  Commands:
- *   ping
- *   rules add RULE          (the rule syntax of dp.h / docs/dp.md)
- *   rules del ID
- *   rules list              (one rule a line, with packets= and bytes=)
- *   rules load PATH [action=allow|deny|count] [id_base=N]   (replace all)
- *   stat                    (every counter, Prometheus text 0.0.4)
- *   sa add in|out spi=N local=A peer=A key=/PATH [match=PREFIX]
- *   sa del in|out SPI
- *   sa list                 (one SA a line, never its key)
- *   flows [N]               (the N (20) largest flows now, by bytes)
- * The control thread serves one client at a time; a client that stops
- * reading for 2 s is dropped.  It is also the classifier's only writer.
+ * Threading: the control thread serves one client at a time (one that
+ * stops reading for 2 s is dropped) and is the classifier's only writer.
+ * Trust: whoever can open the socket may change the filter (root's, 0600).
  */
 #include "ctl/ctl.h"
 #include "dp_int.h"
@@ -434,6 +420,7 @@ int oc__dp_serve(oc_dp_t *dp, const oc_dp_conf_t *c, oc_ctl_listener_t *lp)
                             .backoff_ms = 100};
     oc_guard_t guard;
     oc__guard_init(&guard, "dp control", &gp);
+    oc__guard_log_as(&guard, OC_COMP_DP);
     for (;;) {
         struct pollfd pf[2] = {{sfd, POLLIN, 0}, {l.fd, POLLIN, 0}};
         int wait_ms = -1;

@@ -111,8 +111,8 @@ static oc_status_t resolve(const char *spec, addr_t *addrs, size_t *naddrs)
     snprintf(portstr, sizeof(portstr), "%u", (unsigned)port);
     rc = getaddrinfo(host, portstr, &hints, &res);
     if (rc != 0 || res == NULL) {
-        oc_error(OC_COMP_AGENT,
-                 "metrics: cannot listen on '%s': unknown host "
+        oc_error(OC_COMP_METRICS,
+                 "cannot listen on '%s': unknown host "
                  "'%s' (%s)",
                  spec, host, rc ? gai_strerror(rc) : "no address");
         return OC_ERR_CONFIG;
@@ -127,8 +127,8 @@ static oc_status_t resolve(const char *spec, addr_t *addrs, size_t *naddrs)
     }
     freeaddrinfo(res);
     if (n == 0) {
-        oc_error(OC_COMP_AGENT,
-                 "metrics: cannot listen on '%s': no IPv4 or "
+        oc_error(OC_COMP_METRICS,
+                 "cannot listen on '%s': no IPv4 or "
                  "IPv6 address for '%s'",
                  spec, host);
         return OC_ERR_CONFIG;
@@ -137,8 +137,8 @@ static oc_status_t resolve(const char *spec, addr_t *addrs, size_t *naddrs)
     return OC_OK;
 
 bad:
-    oc_error(OC_COMP_AGENT,
-             "metrics: bad listen address '%s': expected "
+    oc_error(OC_COMP_METRICS,
+             "bad listen address '%s': expected "
              "HOST:PORT, [IPV6]:PORT, :PORT, PORT or HOST (port 0 picks a "
              "free port, default %d)",
              spec, OC_METRICS_DEFAULT_PORT);
@@ -168,38 +168,38 @@ static oc_status_t explain_failure(const char *shown, int e)
 {
     switch (e) {
     case 0:
-        oc_error(OC_COMP_AGENT,
-                 "metrics: libmicrohttpd could not start for %s "
-                 "(OC_LOG=agent:debug shows its messages)",
+        oc_error(OC_COMP_METRICS,
+                 "libmicrohttpd could not start for %s "
+                 "(OC_LOG=metrics:debug shows its messages)",
                  shown);
         return OC_ERR_NO_MEMORY;
     case EADDRINUSE:
-        oc_error(OC_COMP_AGENT,
-                 "metrics: cannot listen on %s: address "
+        oc_error(OC_COMP_METRICS,
+                 "cannot listen on %s: address "
                  "already in use (another offcored or exporter holds the "
                  "port: choose another)",
                  shown);
         return OC_ERR_CONFIG;
     case EADDRNOTAVAIL:
-        oc_error(OC_COMP_AGENT,
-                 "metrics: cannot listen on %s: not an "
+        oc_error(OC_COMP_METRICS,
+                 "cannot listen on %s: not an "
                  "address of this host",
                  shown);
         return OC_ERR_CONFIG;
     case EACCES:
-        oc_error(OC_COMP_AGENT,
-                 "metrics: cannot listen on %s: permission "
+        oc_error(OC_COMP_METRICS,
+                 "cannot listen on %s: permission "
                  "denied (ports below 1024 need privileges)",
                  shown);
         return OC_ERR_CONFIG;
     case EAFNOSUPPORT:
-        oc_error(OC_COMP_AGENT,
-                 "metrics: cannot listen on %s: address "
+        oc_error(OC_COMP_METRICS,
+                 "cannot listen on %s: address "
                  "family not supported here",
                  shown);
         return OC_ERR_CONFIG;
     default:
-        oc_error(OC_COMP_AGENT, "metrics: cannot listen on %s: %s", shown,
+        oc_error(OC_COMP_METRICS, "cannot listen on %s: %s", shown,
                  strerror(e));
         return e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM
                    ? OC_ERR_NO_MEMORY
@@ -218,7 +218,7 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     n = strlen(msg);
     while (n > 0 && msg[n - 1] == '\n')
         msg[--n] = '\0';
-    oc_debug(OC_COMP_AGENT, "metrics: libmicrohttpd: %s", msg);
+    oc_debug(OC_COMP_METRICS, "libmicrohttpd: %s", msg);
 }
 
 static enum MHD_Result send_response(struct MHD_Connection *conn, unsigned code,
@@ -275,8 +275,8 @@ static enum MHD_Result send_metrics(oc_metrics_server_t *srv,
                     OC_PROM_LABELS({"version", oc__version()}), 1);
     st = srv->fill(srv->arg, &p);
     if (st != OC_OK)
-        oc_warn(OC_COMP_AGENT,
-                "metrics: the agent could not fill the "
+        oc_warn(OC_COMP_METRICS,
+                "the agent could not fill the "
                 "metrics: %s",
                 oc_status_string(st));
     else
@@ -549,6 +549,7 @@ oc_status_t oc__metrics_server_start_limited(const char *listen_addr,
     srv->wake[0] = srv->wake[1] = -1;
     pthread_mutex_init(&srv->mu, NULL);
     oc__guard_init(&srv->guard, "metrics", limits != NULL ? limits : &dflt);
+    oc__guard_log_as(&srv->guard, OC_COMP_METRICS);
     if (getsockname(fd, (struct sockaddr *)&bound, &bl) != 0)
         goto err_sys;
     memset(&b, 0, sizeof(b));
@@ -575,7 +576,7 @@ oc_status_t oc__metrics_server_start_limited(const char *listen_addr,
         pthread_create(&srv->thr, NULL, accept_thread, srv) != 0)
         goto err_sys;
     srv->thr_started = 1;
-    oc_info(OC_COMP_AGENT, "metrics: serving http://%s/metrics (at most %u "
+    oc_info(OC_COMP_METRICS, "serving http://%s/metrics (at most %u "
             "connections, %u ms per request)", srv->shown,
             srv->guard.p.max_conns, srv->guard.p.deadline_ms);
     *out = srv;

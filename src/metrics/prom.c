@@ -144,7 +144,7 @@ fail(oc_prom_t *p, oc_status_t st, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    oc_error(OC_COMP_AGENT, "metrics: %s", msg);
+    oc_error(OC_COMP_METRICS, "%s", msg);
     p->status = st;
     return st;
 }

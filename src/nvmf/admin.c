@@ -15,7 +15,7 @@
 
 #include <stdlib.h>
 
-#define LOGC OC_COMP_APP
+#define LOGC OC_COMP_NVMF
 
 enum {
     ADM_GET_LOG = 0x02,
@@ -77,7 +77,7 @@ static void connect_reject(oc_nvmf_cmd_t *cmd, uint16_t sc, uint32_t ipo,
     oc_nvmf_target_t *t = cmd->conn->tgt;
 
     atomic_fetch_add_explicit(&t->st.connect_rejected, 1, memory_order_relaxed);
-    oc_warn(LOGC, "nvmf: connection %llu (%s): Connect rejected: %s",
+    oc_warn(LOGC, "connection %llu (%s): Connect rejected: %s",
             (unsigned long long)cmd->conn->id, cmd->conn->peer, why);
     cmd->dw0 = ipo;
     done(cmd, sc);
@@ -116,7 +116,7 @@ static void do_connect(oc_nvmf_cmd_t *cmd)
                               "no such subsystem");
     if (!host_allowed(sub, hostnqn)) {
         atomic_fetch_add_explicit(&t->st.host_denied, 1, memory_order_relaxed);
-        oc_warn(LOGC, "nvmf: host %s may not use %s", hostnqn, subnqn);
+        oc_warn(LOGC, "host %s may not use %s", hostnqn, subnqn);
         return connect_reject(cmd, OC_NVME_SC_CONNECT_HOST, IPO_DATA(512),
                               "host not allowed");
     }
@@ -147,7 +147,7 @@ static void do_connect(oc_nvmf_cmd_t *cmd)
         t->ctrls = ctrl;
         c->ctrl = ctrl;
         cmd->dw0 = ctrl->cntlid;
-        oc_info(LOGC, "nvmf: host %s connected to %s: controller %u "
+        oc_info(LOGC, "host %s connected to %s: controller %u "
                 "(connection %llu, %s, queue size %u, keep-alive %u ms)",
                 hostnqn, subnqn, ctrl->cntlid, (unsigned long long)c->id,
                 c->peer, sqsize + 1, kato);
@@ -166,7 +166,7 @@ static void do_connect(oc_nvmf_cmd_t *cmd)
                                   "queue id not granted or already connected");
         ctrl->io[qid] = c;
         c->ctrl = ctrl;
-        oc_debug(LOGC, "nvmf: controller %u: I/O queue %u on connection %llu",
+        oc_debug(LOGC, "controller %u: I/O queue %u on connection %llu",
                  ctrl->cntlid, qid, (unsigned long long)c->id);
     }
     c->qid = qid;

@@ -1,23 +1,9 @@
 /*
  * config.c — offcore-nvmf's configuration file, checked in full before
  * the target starts: every error is reported as FILE:LINE: reason, all of
- * them, then the load fails.  docs/nvmf.md documents the format:
- *
- *   listen 0.0.0.0:4420          address the target listens on (default)
- *   advertise 192.0.2.1          TRADDR in the discovery log
- *   metrics 127.0.0.1:9465       Prometheus /metrics (default: none)
- *   kato-grace-ms 5000           slack on top of a host's keep-alive
- *   send-timeout-ms 30000        close a queue whose host stops reading
- *   poll-us 0                    busy-poll the ring this long after work
- *   cpu N                        run the loop on CPU N only (default: any)
- *   max-connections 1024         connections at most (util/guard.h)
- *   handshake-ms 5000            ICReq and Connect due this long after accept
- *   accept-backoff-ms 100        accept paused this long when out of fds
- *   subsystem NQN                starts a subsystem; lines below belong to it
- *     allow-host HOSTNQN         (repeatable) hosts that may connect
- *     allow-any-host             or: any host
- *     namespace NSID PATH [size=SIZE] [block=512|4096] [integrity=on|off]
- *               [integrity-file=PATH] [key=KEYFILE] [direct=auto|on|off]
+ * them, then the load fails.  The format (listen, metrics, subsystem,
+ * allow-host, namespace ... and the admission limits): docs/nvmf.md,
+ * "Configuration".
  *
  * Trust: the file is the operator's; still, nothing in it is used before
  * it has been checked (lengths, ranges, duplicates).  Not thread-safe.

@@ -29,7 +29,7 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 
-#define LOGC OC_COMP_APP
+#define LOGC OC_COMP_NVMF
 
 static void arm_recv(oc_nvmf_conn_t *c);
 
@@ -55,7 +55,7 @@ void oc__nvmf_conn_accepted(oc_nvmf_target_t *t, int fd)
                            "had not connected its queue yet");
     c = calloc(1, sizeof(*c));
     if (!c) {
-        oc_error(LOGC, "nvmf: out of memory for a connection: closing it");
+        oc_error(LOGC, "out of memory for a connection: closing it");
         close(fd);
         return;
     }
@@ -67,7 +67,7 @@ void oc__nvmf_conn_accepted(oc_nvmf_target_t *t, int fd)
     c->rx_cap = oc__nvmf_pdu_max(&c->lim);
     c->rx = malloc(c->rx_cap);
     if (!c->rx) {
-        oc_error(LOGC, "nvmf: out of memory for a connection: closing it");
+        oc_error(LOGC, "out of memory for a connection: closing it");
         free(c);
         close(fd);
         return;
@@ -116,7 +116,7 @@ void oc__nvmf_conn_accepted(oc_nvmf_target_t *t, int fd)
     atomic_fetch_add_explicit(&t->st.conns_accepted, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&t->st.conns_active, 1, memory_order_relaxed);
     oc__guard_add(&t->guard, &c->slot, oc__now_us());
-    oc_info(LOGC, "nvmf: connection %llu from %s", (unsigned long long)c->id,
+    oc_info(LOGC, "connection %llu from %s", (unsigned long long)c->id,
             c->peer);
     arm_recv(c);
 }
@@ -169,7 +169,7 @@ static void handle_icreq(oc_nvmf_conn_t *c, const uint8_t *p)
     c->ic_tx.len = OC_NVMF_IC_LEN;
     c->ic_tx.release_cmd = 0;
     c->ic_tx.cmd = NULL;
-    oc_debug(LOGC, "nvmf: connection %llu: ICReq, header digest %s, data "
+    oc_debug(LOGC, "connection %llu: ICReq, header digest %s, data "
              "digest %s", (unsigned long long)c->id, c->lim.hdgst ? "on" : "off",
              c->lim.ddgst ? "on" : "off");
     oc__nvmf_tx_push(c, &c->ic_tx);
@@ -238,7 +238,7 @@ static void handle_capsule(oc_nvmf_conn_t *c, const uint8_t *p,
             oc__le32(p + in->data_off + in->data_len)) {
         atomic_fetch_add_explicit(&t->st.data_digest_err, 1,
                                   memory_order_relaxed);
-        oc_warn(LOGC, "nvmf: connection %llu: data digest error in command "
+        oc_warn(LOGC, "connection %llu: data digest error in command "
                 "cid %u", (unsigned long long)c->id, cmd->cid);
         cmd->status = OC_NVME_SC_TRANSIENT_XPORT;
         oc__nvmf_cmd_complete(cmd);
@@ -398,7 +398,7 @@ static void handle_pdu(oc_nvmf_conn_t *c, const uint8_t *p,
         handle_icreq(c, p);
         break;
     case OC_NVMF_PDU_H2C_TERM:
-        oc_warn(LOGC, "nvmf: connection %llu (%s): host sent H2CTermReq, "
+        oc_warn(LOGC, "connection %llu (%s): host sent H2CTermReq, "
                 "FES %u", (unsigned long long)c->id, c->peer, oc__le16(p + 8));
         oc__nvmf_conn_close(c, "host terminated the connection");
         break;

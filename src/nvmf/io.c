@@ -19,7 +19,7 @@
 #include <linux/falloc.h>
 #include <stdlib.h>
 
-#define LOGC OC_COMP_APP
+#define LOGC OC_COMP_NVMF
 
 enum {
     ST_READ = 1,
@@ -182,7 +182,7 @@ void oc__nvmf_io_file_done(oc_nvmf_cmd_t *cmd, int res)
     switch (cmd->step) {
     case ST_READ:
         if (res < 0) {
-            oc_error(LOGC, "nvmf: %s: read at byte %llu: %s", ns->path,
+            oc_error(LOGC, "%s: read at byte %llu: %s", ns->path,
                      (unsigned long long)((cmd->slba << ns->bs_shift) +
                                           cmd->io_done), strerror(-res));
             return finish(cmd, OC_NVME_SC_READ_ERROR);
@@ -201,7 +201,7 @@ void oc__nvmf_io_file_done(oc_nvmf_cmd_t *cmd, int res)
             if (bad) {
                 atomic_fetch_add_explicit(&ns->st.integrity_errors, 1,
                                           memory_order_relaxed);
-                oc_error(LOGC, "nvmf: %s: namespace %u: block %llu fails its "
+                oc_error(LOGC, "%s: namespace %u: block %llu fails its "
                          "checksum: Unrecovered Read Error to the host",
                          ns->path, ns->nsid, (unsigned long long)lba);
                 return finish(cmd, OC_NVME_SC_READ_ERROR);
@@ -213,7 +213,7 @@ void oc__nvmf_io_file_done(oc_nvmf_cmd_t *cmd, int res)
         return finish(cmd, 0);
     case ST_WRITE:
         if (res <= 0) {
-            oc_error(LOGC, "nvmf: %s: write at byte %llu: %s", ns->path,
+            oc_error(LOGC, "%s: write at byte %llu: %s", ns->path,
                      (unsigned long long)((cmd->slba << ns->bs_shift) +
                                           cmd->io_done),
                      res ? strerror(-res) : "no progress");
@@ -231,7 +231,7 @@ void oc__nvmf_io_file_done(oc_nvmf_cmd_t *cmd, int res)
     case ST_SYNC_DATA:
     case ST_SYNC_META:
         if (res < 0) {
-            oc_error(LOGC, "nvmf: %s: fdatasync: %s", ns->path, strerror(-res));
+            oc_error(LOGC, "%s: fdatasync: %s", ns->path, strerror(-res));
             return finish(cmd, OC_NVME_SC_WRITE_FAULT);
         }
         if (cmd->step == ST_SYNC_DATA)
@@ -248,7 +248,7 @@ void oc__nvmf_io_file_done(oc_nvmf_cmd_t *cmd, int res)
         return finish(cmd, 0);
     case ST_WZ_WRITE:
         if (res != (int)(cmd->io_done << ns->bs_shift)) {
-            oc_error(LOGC, "nvmf: %s: writing zeros: %s", ns->path,
+            oc_error(LOGC, "%s: writing zeros: %s", ns->path,
                      res < 0 ? strerror(-res) : "short write");
             return finish(cmd, OC_NVME_SC_WRITE_FAULT);
         }

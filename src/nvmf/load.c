@@ -1,27 +1,12 @@
 /*
  * load.c — offcore-nvmf-load: an NVMe/TCP load generator (a minimal host:
- * admin queue, Connect, CC.EN, Identify, I/O queues), for `make bench`.
- * It keeps --qd commands outstanding on each of --queues I/O queues and
- * prints one JSON line: operations and bytes per second, and the mean
- * round trip of a command (capsule queued for sending to response
- * parsed), so that a bench can set it beside the target's own latency.
- * New commands go out in the same turn as the completions that free
- * their slots (one send per queue per turn).
+ * admin queue, Connect, CC.EN, Identify, I/O queues) for `make bench`.
+ * Keeps --qd commands outstanding on each of --queues I/O queues of random
+ * or sequential reads or writes and prints one JSON line (operations and
+ * bytes per second, mean round trip); --verify-file checks read data.
+ * Its options in full: docs/nvmf.md, "The load generator".
  *
- * Random or sequential Read or Write of --bs bytes; writes up to 8 KiB go
- * in the capsule, larger ones answer the target's R2T with one H2CData.
- * Data is not checked unless asked: --verify-file PATH compares every
- * C2HData of a read, byte for byte, with PATH at the command's offset (the
- * namespace's backing file, when it holds plaintext), and checks that the
- * PDU answers an outstanding read of that length (a pread per read: it
- * costs the generator CPU; a check, not a speed run).
- * --poll-us N: after data arrives, poll the sockets without sleeping for
- * up to N us before blocking in poll() again, as a host with busy-polled
- * queues does (the kernel's nvme-tcp poll queues, net.core.busy_poll);
- * paused while other tasks want the CPU (busypoll.h).
- * --cpu N: run on CPU N only (the bench puts the generator on the
- * target's CPU: over loopback each wakes the other, see docs/nvmf.md).
- * Single-threaded, non-blocking sockets and poll(); untrusted input: the
+ * Threading: one thread, non-blocking sockets and poll().  Trust: the
  * target's PDUs are length-checked before use and anything unexpected
  * ends the run with an error.
  */

@@ -55,7 +55,7 @@ static void usage(FILE *out)
             "start (files, keys, CPUs, the listen address); 2 usage, or a\n"
             "configuration refused (syntax, values).\n"
             "\n"
-            "OC_LOG=app:info logs connections and controllers.  SIGTERM stops\n"
+            "OC_LOG=nvmf:info logs connections and controllers.  SIGTERM stops\n"
             "accepting, lets in-flight commands finish (10 s at most) and\n"
             "closes every connection.  SIGHUP is ignored (the configuration\n"
             "is read once: restart to change it).  The configuration must be\n"

@@ -1,26 +1,13 @@
 /*
- * ns.c — a namespace's backing store and its protection.
- *
- * Backing: a regular file (created sparse when missing and a size is
- * configured) or a block device, opened O_DIRECT when the file system
- * allows it.
- *
- * Integrity: one CRC32C per logical block, in a sidecar file beside the
- * data ("PATH.crc" unless configured): a 4 KiB header (magic, block size,
- * block count, so that a sidecar of another geometry is refused) and then
- * 4 bytes per block, mapped shared into memory and written back by the
- * kernel; Flush and FUA fdatasync it with the data.  The checksum covers
- * the bytes as stored (ciphertext when encrypted), so corruption is caught
- * before decryption.  A block whose data and checksum disagree reads as an
- * error, never as data: a torn write (target killed between the two) fails
- * the read rather than returning a mix.
- *
- * Encryption at rest: AES-256-XTS through OpenSSL's EVP interface, one
- * XTS message per logical block, the tweak the block's LBA (little-endian,
- * as dm-crypt's plain64), the 64-byte key from a file that must belong to
- * the target's user and be unreadable by anyone else.
+ * ns.c — a namespace's backing store and its protection: a regular file
+ * (created sparse when missing and sized) or a block device, opened
+ * O_DIRECT when the file system allows it; optionally a CRC32C per block
+ * in a sidecar file, checked on every read (a mismatch reads as an error,
+ * never as data), and AES-256-XTS at rest (tweak: the block's LBA).  The
+ * formats and guarantees: docs/nvmf.md, "Data protection".
  *
  * Threading: the loop thread only (the EVP contexts are reused per block).
+ * Trust: the key file must be the target's user's and unreadable by others.
  */
 #include "target.h"
 #include "util/log.h"
@@ -37,7 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define LOGC OC_COMP_APP
+#define LOGC OC_COMP_NVMF
 #define META_MAGIC "offcore-nvmf-crc32c-v1"
 #define META_HDR 4096u
 
@@ -50,18 +37,18 @@ static int read_key(const char *path, uint8_t key[64])
     int rc = -1;
 
     if (oc__secret_read(path, buf, sizeof(buf), &n, why, sizeof(why)) != OC_OK) {
-        oc_error(LOGC, "nvmf: %s", why);
+        oc_error(LOGC, "%s", why);
         goto out;
     }
     if (n == 64)
         memcpy(key, buf, 64);
     else if (oc__secret_hex(buf, n, key, 64) != 64) {
-        oc_error(LOGC, "nvmf: key file %s: want 64 raw bytes or 128 hex "
+        oc_error(LOGC, "key file %s: want 64 raw bytes or 128 hex "
                  "digits (AES-256-XTS takes two 256-bit keys)", path);
         goto out;
     }
     if (!memcmp(key, key + 32, 32)) {
-        oc_error(LOGC, "nvmf: key file %s: the two halves of an XTS key must "
+        oc_error(LOGC, "key file %s: the two halves of an XTS key must "
                  "differ", path);
         goto out;
     }
@@ -84,7 +71,7 @@ static int crypto_init(oc_nvmf_ns_t *ns, const char *key_path)
     d = EVP_CIPHER_CTX_new();
     if (!e || !d || !EVP_EncryptInit_ex(e, EVP_aes_256_xts(), NULL, key, NULL) ||
         !EVP_DecryptInit_ex(d, EVP_aes_256_xts(), NULL, key, NULL)) {
-        oc_error(LOGC, "nvmf: AES-256-XTS setup failed (OpenSSL)");
+        oc_error(LOGC, "AES-256-XTS setup failed (OpenSSL)");
         EVP_CIPHER_CTX_free(e);
         EVP_CIPHER_CTX_free(d);
         memset(key, 0, sizeof(key));
@@ -122,7 +109,7 @@ static int meta_open(oc_nvmf_ns_t *ns, const char *path)
         created = 1;
     }
     if (fd < 0) {
-        oc_error(LOGC, "nvmf: checksum file %s: %s", path, strerror(errno));
+        oc_error(LOGC, "checksum file %s: %s", path, strerror(errno));
         return -1;
     }
     if (!created) {
@@ -130,20 +117,20 @@ static int meta_open(oc_nvmf_ns_t *ns, const char *path)
             pread(fd, hdr, META_HDR, 0) != META_HDR ||
             memcmp(hdr, META_MAGIC, sizeof(META_MAGIC)) ||
             oc__le32(hdr + 32) != ns->bs || oc__le64(hdr + 40) != ns->nblocks) {
-            oc_error(LOGC, "nvmf: checksum file %s is not one for %s (%llu "
+            oc_error(LOGC, "checksum file %s is not one for %s (%llu "
                      "blocks of %u bytes): move it away to rebuild it", path,
                      ns->path, (unsigned long long)ns->nblocks, ns->bs);
             close(fd);
             return -1;
         }
     } else if (ftruncate(fd, (off_t)len)) {
-        oc_error(LOGC, "nvmf: checksum file %s: %s", path, strerror(errno));
+        oc_error(LOGC, "checksum file %s: %s", path, strerror(errno));
         goto err_unlink;
     }
     ns->meta_map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (ns->meta_map == MAP_FAILED) {
         ns->meta_map = NULL;
-        oc_error(LOGC, "nvmf: checksum file %s: mmap: %s", path, strerror(errno));
+        oc_error(LOGC, "checksum file %s: mmap: %s", path, strerror(errno));
         goto err_unlink;
     }
     ns->meta_map_len = len;
@@ -155,14 +142,14 @@ static int meta_open(oc_nvmf_ns_t *ns, const char *path)
         uint64_t per = (1u << 20) >> ns->bs_shift;
         if (posix_memalign((void **)&buf, 4096, 1 << 20))
             goto err_unlink;
-        oc_info(LOGC, "nvmf: %s: building checksums of %llu blocks", path,
+        oc_info(LOGC, "%s: building checksums of %llu blocks", path,
                 (unsigned long long)ns->nblocks);
         for (uint64_t lba = 0; lba < ns->nblocks; lba += per) {
             uint64_t n = ns->nblocks - lba < per ? ns->nblocks - lba : per;
             ssize_t r = pread(ns->fd, buf, n << ns->bs_shift,
                               (off_t)(lba << ns->bs_shift));
             if (r < 0) {
-                oc_error(LOGC, "nvmf: %s: %s", ns->path, strerror(errno));
+                oc_error(LOGC, "%s: %s", ns->path, strerror(errno));
                 free(buf);
                 goto err_unlink;
             }
@@ -179,7 +166,7 @@ static int meta_open(oc_nvmf_ns_t *ns, const char *path)
         oc__put64(hdr + 40, ns->nblocks);
         memcpy(ns->meta_map, hdr, META_HDR);
         if (msync(ns->meta_map, len, MS_SYNC)) {
-            oc_error(LOGC, "nvmf: %s: %s", path, strerror(errno));
+            oc_error(LOGC, "%s: %s", path, strerror(errno));
             goto err_unlink;
         }
     }
@@ -220,28 +207,28 @@ oc_status_t oc__nvmf_ns_open(const oc_nvmf_ns_conf_t *nc, const char *subnqn,
     if (ns->fd >= 0)
         ns->direct = 1;
     else if (nc->direct == 1) {
-        oc_error(LOGC, "nvmf: %s: cannot open with O_DIRECT: %s", nc->path,
+        oc_error(LOGC, "%s: cannot open with O_DIRECT: %s", nc->path,
                  strerror(errno));
         goto err;
     }
     if (ns->fd < 0)
         ns->fd = open(nc->path, flags, 0600);
     if (ns->fd < 0 || fstat(ns->fd, &st)) {
-        oc_error(LOGC, "nvmf: %s: %s", nc->path, strerror(errno));
+        oc_error(LOGC, "%s: %s", nc->path, strerror(errno));
         goto err;
     }
     if (S_ISBLK(st.st_mode)) {
         if (nc->integrity && !nc->integrity_path[0]) {
-            oc_error(LOGC, "nvmf: %s: a block device keeps its checksums in "
+            oc_error(LOGC, "%s: a block device keeps its checksums in "
                      "a file: add integrity-file=PATH", nc->path);
             goto err;
         }
         if (ioctl(ns->fd, BLKGETSIZE64, &size)) {
-            oc_error(LOGC, "nvmf: %s: size: %s", nc->path, strerror(errno));
+            oc_error(LOGC, "%s: size: %s", nc->path, strerror(errno));
             goto err;
         }
         if (nc->size > size) {
-            oc_error(LOGC, "nvmf: %s: device has %llu bytes, config asks %llu",
+            oc_error(LOGC, "%s: device has %llu bytes, config asks %llu",
                      nc->path, (unsigned long long)size,
                      (unsigned long long)nc->size);
             goto err;
@@ -249,12 +236,12 @@ oc_status_t oc__nvmf_ns_open(const oc_nvmf_ns_conf_t *nc, const char *subnqn,
     } else if (S_ISREG(st.st_mode)) {
         size = (uint64_t)st.st_size;
         if (nc->size > size && ftruncate(ns->fd, (off_t)nc->size)) {
-            oc_error(LOGC, "nvmf: %s: extend to %llu bytes: %s", nc->path,
+            oc_error(LOGC, "%s: extend to %llu bytes: %s", nc->path,
                      (unsigned long long)nc->size, strerror(errno));
             goto err;
         }
     } else {
-        oc_error(LOGC, "nvmf: %s: neither a regular file nor a block device",
+        oc_error(LOGC, "%s: neither a regular file nor a block device",
                  nc->path);
         goto err;
     }
@@ -262,7 +249,7 @@ oc_status_t oc__nvmf_ns_open(const oc_nvmf_ns_conf_t *nc, const char *subnqn,
         size = nc->size;
     ns->nblocks = size >> ns->bs_shift;
     if (ns->nblocks == 0) {
-        oc_error(LOGC, "nvmf: %s: empty (give a size to create it)", nc->path);
+        oc_error(LOGC, "%s: empty (give a size to create it)", nc->path);
         goto err;
     }
     /* a stable NGUID/UUID from the subsystem NQN and the NSID */
@@ -282,7 +269,7 @@ oc_status_t oc__nvmf_ns_open(const oc_nvmf_ns_conf_t *nc, const char *subnqn,
         if (meta_open(ns, mp))
             goto err;
     }
-    oc_info(LOGC, "nvmf: namespace %u: %s, %llu blocks of %u bytes%s%s%s",
+    oc_info(LOGC, "namespace %u: %s, %llu blocks of %u bytes%s%s%s",
             ns->nsid, ns->path, (unsigned long long)ns->nblocks, ns->bs,
             ns->direct ? ", O_DIRECT" : "", ns->crc ? ", CRC32C per block" : "",
             ns->xts_enc ? ", AES-256-XTS" : "");

@@ -92,7 +92,7 @@ static inline void oc__put64(uint8_t *p, uint64_t v)
 /* ------------------------------------------------------------- CRC32C */
 /** CRC32C (Castagnoli) of @p len bytes, continuing @p crc (start with 0):
  *  the NVMe/TCP header and data digest.  SSE4.2 when the CPU has it, a
- *  table otherwise (crc32c.c says why no library).  Thread-safe. */
+ *  table otherwise (pdu.c says why no library).  Thread-safe. */
 uint32_t oc__crc32c(uint32_t crc, const void *buf, size_t len);
 /** The table version, always: the oracle the tests hold the fast one to. */
 uint32_t oc__crc32c_ref(uint32_t crc, const void *buf, size_t len);

@@ -23,7 +23,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define LOGC OC_COMP_APP
+#define LOGC OC_COMP_NVMF
 
 static void flush_tx(oc_nvmf_conn_t *c);
 
@@ -77,7 +77,7 @@ void oc__nvmf_conn_close(oc_nvmf_conn_t *c, const char *why)
 
     if (c->state == OC_NVMF_CONN_CLOSING)
         return;
-    oc_info(LOGC, "nvmf: connection %llu (%s, qid %u) closed: %s",
+    oc_info(LOGC, "connection %llu (%s, qid %u) closed: %s",
             (unsigned long long)c->id, c->peer, c->qid, why);
     c->state = OC_NVMF_CONN_CLOSING;
     oc__guard_remove(&c->tgt->guard, &c->slot);
@@ -133,7 +133,7 @@ void oc__nvmf_ctrl_destroy(oc_nvmf_ctrl_t *ctrl)
         c->ctrl = NULL;
         oc__nvmf_conn_close(c, "controller destroyed");
     }
-    oc_info(LOGC, "nvmf: controller %u of %s for %s destroyed", ctrl->cntlid,
+    oc_info(LOGC, "controller %u of %s for %s destroyed", ctrl->cntlid,
             ctrl->subsys->conf ? ctrl->subsys->conf->nqn : OC_NVMF_DISCOVERY_NQN,
             ctrl->hostnqn);
     free(ctrl);
@@ -152,7 +152,7 @@ void oc__nvmf_conn_fatal(oc_nvmf_conn_t *c, uint16_t fes, uint32_t fei,
     if (c->state == OC_NVMF_CONN_CLOSING || c->close_after_tx)
         return;
     atomic_fetch_add_explicit(&c->tgt->st.pdu_fatal, 1, memory_order_relaxed);
-    oc_warn_limited(&lim, LOGC, "nvmf: connection %llu (%s): fatal transport "
+    oc_warn_limited(&lim, LOGC, "connection %llu (%s): fatal transport "
                     "error %u at byte %u: %s; sending C2HTermReq",
                     (unsigned long long)c->id, c->peer, fes, fei, why);
     /* input stops here; the TermReq goes out after what is queued */
@@ -216,7 +216,7 @@ void oc__nvmf_tx_push(oc_nvmf_conn_t *c, oc_nvmf_tx_t *tx)
         return;
     }
     if (tx->queued) { /* a bug of ours: end the connection, never loop */
-        oc_error(LOGC, "nvmf: connection %llu: a piece of output queued "
+        oc_error(LOGC, "connection %llu: a piece of output queued "
                  "twice; closing the connection", (unsigned long long)c->id);
         oc__nvmf_conn_close(c, "internal error (output queued twice)");
         return;

@@ -28,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define LOGC OC_COMP_APP
+#define LOGC OC_COMP_NVMF
 #define RING_ENTRIES 4096
 #define DRAIN_MS 10000
 /* Within one batch of completions, send what is ready after every this
@@ -64,7 +64,7 @@ static int pin_loop(int cpu, int check_only)
     if (cpu < 0)
         return 0;
     if (sched_getaffinity(0, sizeof(set), &set) || !CPU_ISSET(cpu, &set)) {
-        oc_error(LOGC, "nvmf: cpu %d: not a CPU this process may run on "
+        oc_error(LOGC, "cpu %d: not a CPU this process may run on "
                  "(see nproc, taskset -p)", cpu);
         return -1;
     }
@@ -73,11 +73,11 @@ static int pin_loop(int cpu, int check_only)
     CPU_ZERO(&set);
     CPU_SET(cpu, &set);
     if (sched_setaffinity(0, sizeof(set), &set)) {
-        oc_error(LOGC, "nvmf: cpu %d: sched_setaffinity: %s", cpu,
+        oc_error(LOGC, "cpu %d: sched_setaffinity: %s", cpu,
                  strerror(errno));
         return -1;
     }
-    oc_info(LOGC, "nvmf: the loop runs on CPU %d", cpu);
+    oc_info(LOGC, "the loop runs on CPU %d", cpu);
     return 0;
 }
 
@@ -88,7 +88,7 @@ static int listen_on(oc_nvmf_target_t *t, const char *addr)
     int fd, one = 1, rc;
 
     if (oc__nvmf_parse_hostport(addr, host, sizeof(host), &t->port)) {
-        oc_error(LOGC, "nvmf: listen address '%s': want HOST:PORT", addr);
+        oc_error(LOGC, "listen address '%s': want HOST:PORT", addr);
         return -1;
     }
     hints.ai_family = AF_INET;
@@ -96,7 +96,7 @@ static int listen_on(oc_nvmf_target_t *t, const char *addr)
     hints.ai_flags = AI_PASSIVE;
     rc = getaddrinfo(host, NULL, &hints, &ai);
     if (rc) {
-        oc_error(LOGC, "nvmf: listen address '%s': %s", addr, gai_strerror(rc));
+        oc_error(LOGC, "listen address '%s': %s", addr, gai_strerror(rc));
         return -1;
     }
     ((struct sockaddr_in *)ai->ai_addr)->sin_port = htons(t->port);
@@ -113,7 +113,7 @@ static int listen_on(oc_nvmf_target_t *t, const char *addr)
         usleep(100000);
     }
     if (fd < 0 || rc || listen(fd, 128)) {
-        oc_error(LOGC, "nvmf: listen on %s: %s", addr, strerror(errno));
+        oc_error(LOGC, "listen on %s: %s", addr, strerror(errno));
         if (fd >= 0)
             close(fd);
         freeaddrinfo(ai);
@@ -139,7 +139,7 @@ static void setup_guard(oc_nvmf_target_t *t)
                             t->conf->accept_backoff_ms};
 
     if (cap < t->conf->max_conns)
-        oc_warn(LOGC, "nvmf: the descriptor limit (%llu) leaves room for %u "
+        oc_warn(LOGC, "the descriptor limit (%llu) leaves room for %u "
                 "connections, fewer than max-connections %u: using %u "
                 "(raise LimitNOFILE= / ulimit -n)", (unsigned long long)nofile,
                 cap, t->conf->max_conns, cap);
@@ -169,7 +169,7 @@ oc_status_t oc__nvmf_target_init(oc_nvmf_target_t *t, oc_nvmf_conf_t *conf,
             oc_status_t st = oc__nvmf_ns_open(&s->conf->ns[j], s->conf->nqn,
                                              &s->ns[j]);
             if (st != OC_OK) {
-                oc_error(LOGC, "nvmf: config line %d: namespace %u of %s "
+                oc_error(LOGC, "config line %d: namespace %u of %s "
                          "cannot be used (above)", s->conf->ns[j].line,
                          s->conf->ns[j].nsid, s->conf->nqn);
                 oc__nvmf_target_fini(t);
@@ -191,7 +191,7 @@ oc_status_t oc__nvmf_target_init(oc_nvmf_target_t *t, oc_nvmf_conf_t *conf,
     if (rc == -EINVAL)
         rc = io_uring_queue_init(RING_ENTRIES, &t->ring, 0);
     if (rc) {
-        oc_error(LOGC, "nvmf: io_uring_queue_init: %s", strerror(-rc));
+        oc_error(LOGC, "io_uring_queue_init: %s", strerror(-rc));
         t->ring.ring_fd = -1;
         oc__nvmf_target_fini(t);
         return OC_ERR_UNSUPPORTED;
@@ -199,7 +199,7 @@ oc_status_t oc__nvmf_target_init(oc_nvmf_target_t *t, oc_nvmf_conf_t *conf,
     /* a registered ring descriptor spares each io_uring_enter the file
      * lookup and reference of the ring itself (one or more per loop turn) */
     if (io_uring_register_ring_fd(&t->ring) < 0)
-        oc_debug(LOGC, "nvmf: io_uring_register_ring_fd refused (using the "
+        oc_debug(LOGC, "io_uring_register_ring_fd refused (using the "
                  "plain descriptor)");
     /* the namespaces' files in the ring's file table: Read and Write then
      * skip a file lookup and reference per I/O; without it (old kernel,
@@ -210,7 +210,7 @@ oc_status_t oc__nvmf_target_init(oc_nvmf_target_t *t, oc_nvmf_conf_t *conf,
             for (int j = 0; j < t->subsys[i].nns; j++)
                 fds[n++] = t->subsys[i].ns[j]->fd;
         if (n && (rc = io_uring_register_files(&t->ring, fds, (unsigned)n)))
-            oc_info(LOGC, "nvmf: io_uring_register_files: %s (using plain "
+            oc_info(LOGC, "io_uring_register_files: %s (using plain "
                     "descriptors)", strerror(-rc));
         for (int i = 1, k = 0; !rc && i <= t->nsubsys; i++)
             for (int j = 0; j < t->subsys[i].nns; j++)
@@ -285,7 +285,7 @@ static void tick(oc_nvmf_target_t *t)
                 ctrl->kato_ms + (uint64_t)t->conf->kato_grace_ms) {
             atomic_fetch_add_explicit(&t->st.kato_expired, 1,
                                       memory_order_relaxed);
-            oc_warn(LOGC, "nvmf: controller %u (%s): no command for %llu ms "
+            oc_warn(LOGC, "controller %u (%s): no command for %llu ms "
                     "(keep-alive %u ms): closing it", ctrl->cntlid,
                     ctrl->hostnqn,
                     (unsigned long long)(now - ctrl->last_activity_ms),
@@ -299,7 +299,7 @@ static void tick(oc_nvmf_target_t *t)
             now - c->tx_progress_ms > (uint64_t)t->conf->send_timeout_ms) {
             atomic_fetch_add_explicit(&t->st.send_stalled, 1,
                                       memory_order_relaxed);
-            oc_warn(LOGC, "nvmf: connection %llu (%s): the host has read "
+            oc_warn(LOGC, "connection %llu (%s): the host has read "
                     "nothing for %d ms: closing it", (unsigned long long)c->id,
                     c->peer, t->conf->send_timeout_ms);
             /* closing an admin queue closes its controller's other queues,
@@ -311,7 +311,7 @@ static void tick(oc_nvmf_target_t *t)
     oc__log_limits_flush(); /* the guard's "N suppressed" summaries */
     if (t->draining && t->conns && (!busy(t) || now > t->drain_deadline_ms)) {
         if (busy(t))
-            oc_warn(LOGC, "nvmf: drain: commands still running after %d ms; "
+            oc_warn(LOGC, "drain: commands still running after %d ms; "
                     "closing anyway", DRAIN_MS);
         while (t->conns && t->conns->state != OC_NVMF_CONN_CLOSING) {
             oc_nvmf_conn_t *c = t->conns;
@@ -391,7 +391,7 @@ oc_status_t oc__nvmf_target_run(oc_nvmf_target_t *t, volatile int *stop)
     t->accept_op.kind = OC_NVMF_OP_ACCEPT;
     t->accept_op.owner = t;
     arm_accept(t);
-    oc_info(LOGC, "nvmf: listening on %s (%d subsystem%s)", t->conf->listen,
+    oc_info(LOGC, "listening on %s (%d subsystem%s)", t->conf->listen,
             t->nsubsys, t->nsubsys == 1 ? "" : "s");
     for (;;) {
         struct io_uring_cqe *cqe;
@@ -400,7 +400,7 @@ oc_status_t oc__nvmf_target_run(oc_nvmf_target_t *t, volatile int *stop)
         uint64_t now;
 
         if (*stop && !t->draining) {
-            oc_info(LOGC, "nvmf: stopping: no new connections, draining "
+            oc_info(LOGC, "stopping: no new connections, draining "
                     "in-flight commands");
             t->draining = 1;
             t->drain_deadline_ms = oc__nvmf_now_ms() + DRAIN_MS;
@@ -499,9 +499,9 @@ oc_status_t oc__nvmf_target_run(oc_nvmf_target_t *t, volatile int *stop)
     }
     io_uring_submit(&t->ring);
     if (bp.poll_ns)
-        oc_info(LOGC, "nvmf: poll-us %d: polling paused %llu times for other "
+        oc_info(LOGC, "poll-us %d: polling paused %llu times for other "
                 "tasks wanting the CPU", t->conf->poll_us,
                 (unsigned long long)bp.backoffs);
-    oc_info(LOGC, "nvmf: stopped");
+    oc_info(LOGC, "stopped");
     return OC_OK;
 }

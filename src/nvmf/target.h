@@ -9,7 +9,7 @@
  * table under its own mutex).
  *
  * Trust: hosts are untrusted (pdu.c checks their bytes, conn.c their PDU
- * sequence, admin.c/io.c their commands); the configuration file and the
+ * sequence, admin.c and io.c their commands); the configuration file and the
  * key files are trusted once validated (config.c).
  */
 #ifndef OC_NVMF_TARGET_H

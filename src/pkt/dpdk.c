@@ -6,7 +6,7 @@
  * same oc_pkt_t bursts either way.
  *
  * The EAL starts once, on the first DPDK port, without hugepages or PCI
- * (--no-huge --no-pci --no-shconf: FACTS.md), and devices are hot-plugged
+ * (--no-huge --no-pci --no-shconf: docs/facts.md), and devices are hot-plugged
  * with rte_eal_hotplug_add().  Each port's queue has its own mbuf pool
  * (see pool_of); an oc_pkt_t lives in each mbuf's private area.
  * Threading: queue q is used by one (non-EAL) thread; the control thread

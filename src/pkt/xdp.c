@@ -194,7 +194,7 @@ void oc__xdp_stats(const oc_port_t *port, oc_port_stats_t *out)
 
 /* libbpf and libxdp print to stderr by default, warnings included that
  * are normal here (no bpffs inside `ip netns exec`: libxdp loads a single
- * program, FACTS.md).  Their lines go to our log at debug level; failures
+ * program, docs/facts.md).  Their lines go to our log at debug level; failures
  * that matter are logged by us with the call that failed. */
 static int lib_print(const char *lib, const char *fmt, va_list ap)
 {
@@ -245,7 +245,7 @@ static int umem_get(oc_pkt_pool_t *p, uint32_t ring_size)
 
     if (p->xsk_umem != NULL)
         return 0;
-    /* libxdp needs zeroed ring structs (FACTS.md) */
+    /* libxdp needs zeroed ring structs (docs/facts.md) */
     p->xsk_fill = calloc(1, sizeof(struct xsk_ring_prod));
     p->xsk_comp = calloc(1, sizeof(struct xsk_ring_cons));
     if (p->xsk_fill == NULL || p->xsk_comp == NULL) {

@@ -1,30 +1,15 @@
 /*
  * agent.c — the agent placement of liboffcore: bundles go to the node's
- * offcored instead of straight to their destination.
+ * offcored instead of straight to their destination.  Two modes
+ * (OC_AGENT_MODE: stream, every message in one outlet toward the agent,
+ * which sorts them; per-dest, whole per-destination bundles) over two
+ * channels (OC_AGENT_CHANNEL: a shared-memory segment of rings on one
+ * host, or UCX under a credit window of OC_AGENT_CREDITS).  A full window
+ * or ring is OC_ERR_NO_RESOURCE at oc_send: back-pressure, never loss.
+ * How each works: docs/design.md, "Stream mode" and "Shared-memory channel".
  *
- * Two modes (OC_AGENT_MODE).  stream: the rank appends every message,
- * whatever its destination, to one outlet toward the agent (a sequential
- * write; bundles flagged OC_WIRE_F_STREAM) and the agent sorts them per
- * next hop and per local rank — the routing work leaves the rank.
- * per-dest: the rank keeps its per-destination aggregation (fixed-size
- * bundles) and the agent forwards whole bundles.  Either way every
- * finished bundle goes to the agent under a credit window: at most
- * OC_AGENT_CREDITS bundles not yet routed by the agent.  Without credit a
- * bundle waits in a queue, holding its pool buffer, so a slow agent or
- * receiver turns into OC_ERR_NO_RESOURCE at oc_send — back-pressure, never
- * loss, never unbounded agent memory.  One thread per context.
- *
- * Channel (OC_AGENT_CHANNEL).  shm, where the agent listens on a Unix
- * socket: the agent hands the authenticated rank a shared-memory segment
- * (wire/shmseg.h) with WELCOME; bundles to the agent are written into its
- * "up" ring and the agent's deliveries read from its "down" ring in
- * place, with no UCX call and no copy on that hop (stream mode writes
- * every message straight into the ring's slot; per-dest mode copies each
- * finished bundle into a slot).  The window is the ring: full is
- * back-pressure (no credits), and a rank with nothing else to do sleeps
- * on the segment's doorbell (a futex the agent rings when it frees a slot
- * or delivers) after a few empty polls, instead of yielding.  ucx, or an
- * agent on another host: bundles over UCX under the credit window.
+ * Threading: one thread per context.  Trust: the agent authenticated with
+ * the job key; what it delivers is validated as any bundle is.
  */
 #include "agent_state.h"
 

@@ -36,9 +36,9 @@ const oc_cfg_field_t oc__runtime_config_table[] = {
     {"BUNDLE_SIZE", OC_CFG_SIZE, "8000",
      "Bytes per aggregation buffer (one bundle). 8000 fits one UCX "
      "shared-memory segment (UCX_MM_SEG_SIZE, 8256 with headers), so UCX "
-     "hands bundles over without reassembly; it measured 1.5-2x the "
-     "request/reply rate of 64K here and the same histogram rate. Over "
-     "TCP or RDMA between nodes larger bundles (64K) pay more. The largest "
+     "hands bundles over without reassembly (docs/results.md has what "
+     "8000 and 64K measured). Over TCP or RDMA between nodes larger "
+     "bundles (64K) pay more. The largest "
      "message is this minus 48 bytes, rounded down to 8 (at most 65535).",
      offsetof(oc__config_t, bundle_size), 256, 16u << 20, NULL},
     {"BUFFERS_PER_DEST", OC_CFG_UINT, "4",
@@ -70,12 +70,9 @@ const oc_cfg_field_t oc__runtime_config_table[] = {
      "its destination, is appended to one buffer toward the agent, which "
      "sorts them per next hop and per local rank (the routing work leaves "
      "the rank: on the shared-memory channel a burst is two copies into the "
-     "ring's slot, 6 instructions a message in the library against "
-     "inline's 30, histogram; bench/rank-cpu.py). 'auto' (the default): "
-     "stream on the shared-memory channel, per-dest over UCX, as measured "
-     "(histogram 40M/rank, ranks on core 0, agent on core 1, interleaved: "
-     "stream on shm 109-282 M updates/s, per-dest on shm 85-247, inline "
-     "141-263; over UCX per-dest was the faster; docs/design.md). "
+     "ring's slot). 'auto' (the default): stream on the shared-memory "
+     "channel, per-dest over UCX, the faster of the two on each "
+     "(docs/design.md, docs/results.md). "
      "OC_LOG=runtime:info says which mode is in use.",
      offsetof(oc__config_t, agent_mode), 0, 0, agent_mode_values},
     {"AGENT_CHANNEL", OC_CFG_ENUM, "shm",

@@ -7,7 +7,8 @@
  * agent for every destination.  A full, timed-out or idle outlet becomes
  * a bundle, which the engine hands back here (handoff): a bundle for this
  * rank goes straight onto the receive ring, any other to the placement
- * (placement.h: inline sends it to its rank, agent to the node's agent).
+ * (oc__placement_t below: inline sends it to its rank, agent to the
+ * node's agent).
  * oc_poll runs the transport, validates each received bundle once and
  * hands its messages to the handler.  Buffers come from the engine's pool
  * sized at init; sends from inside a handler may take extra buffers from a
@@ -111,7 +112,7 @@ struct oc_context {
     uint32_t        idle_polls;    /* empty polls under back-pressure */
     oc_eng_ring_t   rx;            /* received bundles */
     /* cold */
-    const oc__placement_t *pl;    /* inline or agent (placement.h) */
+    const oc__placement_t *pl;    /* inline or agent (oc__placement_t) */
     oc_eng_out_t    stream_out;   /* the stream outlet */
     oc_tr_ep_t    **eps;          /* [size] inline placement */
     oc__config_t    cfg;

@@ -30,7 +30,7 @@ import study  # noqa: E402  (the placement study's machinery)
 
 # A placement "clearly" beats inline when its median is this much faster
 # and even its slowest run beats the fastest inline run: this machine's
-# run-to-run spread is several percent (FACTS.md), so smaller gains are
+# run-to-run spread is several percent (docs/facts.md), so smaller gains are
 # noise.
 GAIN = 1.05
 # A DPU profile within this fraction of the host agent's speedup is

@@ -4,7 +4,7 @@
  * (capabilities, bpffs, hugepages), all from sysfs/procfs/dev under the
  * root prefix.  Layouts: the kernel's Documentation/ABI/stable/
  * sysfs-class-infiniband and Documentation/admin-guide/mm/hugetlbpage.rst.
- * Nothing here calls ibverbs (DESIGN.md: UCX is our only verbs user).
+ * Nothing here calls ibverbs (docs/design.md: UCX is our only verbs user).
  */
 #include "doctor.h"
 

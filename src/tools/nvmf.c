@@ -6,7 +6,7 @@
  *
  * It reads the target's Prometheus /metrics (the `metrics` line of its
  * configuration) with libcurl and oc__prom_parse(): the metric names are
- * the interface, named once in src/metrics/names.h.  The answer is
+ * the interface, named once in metrics/names.h.  The answer is
  * untrusted: the parser checks it, a value missing is shown as "-", and
  * every label is escaped before it is printed (util/esc.h: a host picks
  * its own NQN).

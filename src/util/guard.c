@@ -28,7 +28,7 @@ void oc__guard_init(oc_guard_t *g, const char *name, const oc_guard_params_t *p)
     if (g->p.backoff_ms == 0)
         g->p.backoff_ms = 1;
     g->name = name;
-    g->comp = OC_COMP_AGENT;
+    g->comp = OC_COMP_UTIL;
     g->lim_accept.what = "accept failures";
     g->lim_cap.what = "connections over the cap";
     g->lim_expire.what = "handshake deadlines";

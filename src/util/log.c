@@ -17,7 +17,8 @@
 int oc__log_levels[OC_COMP_MAX] = {-1};
 
 static const char *const comp_names[OC_COMP_MAX] = {
-    "util", "wire", "transport", "runtime", "agent", "app", "pkt", "dp"};
+    "util", "wire",    "transport", "runtime", "agent",  "app",   "pkt",
+    "dp",   "ctl",     "metrics",   "coll",    "nvmf",   "router"};
 static const char *const level_names[] = {"error", "warn", "info", "debug",
                                           "trace"};
 
@@ -103,12 +104,18 @@ static void log_init_once(void)
     int rc = oc__log_parse(spec, levels);
     for (int i = OC_COMP_MAX - 1; i >= 0; i--) /* [0] last: it is the flag */
         __atomic_store_n(&oc__log_levels[i], levels[i], __ATOMIC_RELEASE);
-    if (rc != 0)
+    if (rc != 0) {
+        char comps[160];
+        size_t n = 0;
+        for (int i = 0; i < OC_COMP_MAX && n < sizeof(comps); i++)
+            n += (size_t)snprintf(comps + n, sizeof(comps) - n, "%s%s",
+                                  i ? " " : "", comp_names[i]);
         fprintf(stderr,
                 "offcore: warning: OC_LOG='%s' not understood; expected "
                 "LEVEL or COMPONENT:LEVEL,... (levels error warn info debug "
-                "trace; components util wire transport runtime agent app)\n",
-                spec);
+                "trace; components %s)\n",
+                spec, comps);
+    }
 }
 
 void oc__log_init(void)

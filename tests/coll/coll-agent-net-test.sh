@@ -50,7 +50,7 @@ export OC_JOB_KEY=$("$OFFCORE" job-key --job 31 --cluster-key "$T/ck")
 in_ns() { local n=$1; shift; if [ -n "$n" ]; then ip netns exec "$n" "$@"; else "$@"; fi; }
 agent() { # agent NS NAME ARGS...
     local n=$1 name=$2; shift 2
-    set -- env OC_LOG=agent:info "$OFFCORED" --cluster-key "$T/ck" \
+    set -- env OC_LOG=agent:info,router:info "$OFFCORED" --cluster-key "$T/ck" \
         --metrics off --threads "${COLL_AGENT_THREADS:-1}" "$@"
     [ -n "$n" ] && set -- ip netns exec "$n" "$@"
     # a simple command, not a function: its pid is the agent's (each execs

@@ -25,10 +25,10 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export UCX_TLS=sm,self
 "$offcore" keygen > "$T/ck" && chmod 600 "$T/ck"
 threads=${COLL_AGENT_THREADS:-1}
-OC_LOG=agent:info "$offcored" --listen "unix:$T/a.sock" --cluster-key "$T/ck" \
+OC_LOG=agent:info,router:info "$offcored" --listen "unix:$T/a.sock" --cluster-key "$T/ck" \
     --metrics off --threads "$threads" > "$T/agent.log" 2>&1 &
 APID=$!
-OC_AGENT_COLL_CMA=n OC_LOG=agent:info "$offcored" --listen "unix:$T/b.sock" \
+OC_AGENT_COLL_CMA=n OC_LOG=agent:info,router:info "$offcored" --listen "unix:$T/b.sock" \
     --cluster-key "$T/ck" --metrics off --threads "$threads" \
     > "$T/agentb.log" 2>&1 &
 BPID=$!

@@ -52,7 +52,7 @@ need_netns() {
         ip -n "$ns" link set lo up
         ip -n "$ns" addr add "$addr/24" dev "$ns" && ip -n "$ns" link set "$ns" up ||
             fail "address $addr"
-        # checksum and segmentation offloads off on the endpoints (FACTS.md)
+        # checksum and segmentation offloads off on the endpoints (docs/facts.md)
         command -v ethtool >/dev/null &&
             ip netns exec "$ns" ethtool -K "$ns" tx off tso off gso off >/dev/null 2>&1
     done

@@ -32,6 +32,15 @@ for f in /usr/bin/offcore /usr/sbin/offcored /usr/libexec/offcore/histogram \
          /usr/include/offcore/offcore.h; do
     [ -e "$f" ] || fail "$f not installed"
 done
+# the Slurm plugin and its plugstack.conf snippet, which names it
+dpkg -L offcore > /tmp/offcore.list
+for f in /usr/lib/x86_64-linux-gnu/slurm-wlm/spank_offcore.so \
+         /etc/slurm/plugstack.conf.d/offcore.conf; do
+    grep -qx "$f" /tmp/offcore.list || fail "dpkg -L offcore does not list $f"
+done
+plugin=$(sed -n 's/^required \([^ ]*\) .*/\1/p' /etc/slurm/plugstack.conf.d/offcore.conf)
+[ "$plugin" = /usr/lib/x86_64-linux-gnu/slurm-wlm/spank_offcore.so ] ||
+    fail "offcore.conf names '$plugin', not the installed plugin"
 for f in histogram sssp triangle bench-memcpy; do
     [ -e /usr/bin/$f ] && fail "/usr/bin/$f is on everyone's PATH"
 done
@@ -52,7 +61,7 @@ done
 mkdir -p /etc/offcore
 offcore keygen --out /etc/offcore/cluster.key
 [ "$(stat -c %a /etc/offcore/cluster.key)" = 600 ] || fail "keygen --out mode"
-env -u UCX_TLS UCX_NET_DEVICES=lo OC_LOG=agent:info /usr/sbin/offcored --metrics off >/tmp/agent.log 2>&1 &
+env -u UCX_TLS UCX_NET_DEVICES=lo OC_LOG=agent:info,router:info /usr/sbin/offcored --metrics off >/tmp/agent.log 2>&1 &
 agent=$!
 i=0
 until grep -q ready /tmp/agent.log; do

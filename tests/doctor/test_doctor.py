@@ -247,7 +247,7 @@ def daemons(binary, offcored):
                               "--cluster-key", key, "--metrics",
                               "127.0.0.1:%d" % port], stdout=log,
                              stderr=subprocess.STDOUT,
-                             env=dict(os.environ, OC_LOG="agent:info",
+                             env=dict(os.environ, OC_LOG="agent:info,router:info",
                                       UCX_TLS="sm,self"))
     dp = os.path.join(tmp, "dp.sock")
     stale = os.path.join(tmp, "stale.sock")

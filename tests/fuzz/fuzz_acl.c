@@ -1,6 +1,6 @@
 /*
  * fuzz_acl.c — libFuzzer target for the ClassBench rule and trace parsers
- * (src/pkt/acl/acl_parse.c: operator files, STYLE.md rule 13) and, behind
+ * (src/pkt/acl/acl_parse.c: operator files) and, behind
  * them, the classifier's tree builder and lookups.
  *
  * Input: byte 0 bit 0 picks the parser (clear: rules, set: trace); the

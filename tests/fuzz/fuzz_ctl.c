@@ -1,6 +1,6 @@
 /*
  * fuzz_ctl.c — libFuzzer target for the control plane's parsers
- * (STYLE.md rule 13): oc__ctl_decode() on single frames, and the framed
+ * (every parser of untrusted input has one): oc__ctl_decode() on single frames, and the framed
  * connection reader (oc__ctl_conn_read) on byte streams that arrive in
  * chunks of fuzzed sizes (from memory, through the connection's internal
  * reader hook: pipes cost two system calls a chunk, and the fd path itself

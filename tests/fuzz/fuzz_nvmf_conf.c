@@ -1,6 +1,6 @@
 /*
  * fuzz_nvmf_conf.c — libFuzzer target for offcore-nvmf's configuration
- * parser (src/nvmf/config.c; STYLE.md rule 13 names config files).
+ * parser (src/nvmf/config.c: a config file crosses a trust boundary too).
  *
  * The input is the file's text, handed to oc__nvmf_conf_load() through a
  * memfd.  A file that loads must describe something the target can run:

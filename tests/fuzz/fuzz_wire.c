@@ -1,6 +1,6 @@
 /*
  * fuzz_wire.c — libFuzzer target for oc__wire_validate(), the parser that
- * stands between every peer and the runtime (STYLE.md rule 13).
+ * stands between every peer and the runtime.
  *
  * Arbitrary bytes go to the validator on an exact-size heap copy, so that
  * AddressSanitizer sees any read past the end.  When a bundle is accepted,

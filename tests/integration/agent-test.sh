@@ -50,7 +50,7 @@ export OC_BOOTSTRAP_DIR=$T   # unused in agent placement; harmless
 chmod 600 "$T/cluster.key"
 
 start_agent() { # start_agent [extra args]: waits until it is ready
-    OC_LOG=agent:info "$OFFCORED" --listen "unix:$T/agent.sock" --cluster-key "$T/cluster.key" \
+    OC_LOG=agent:info,router:info "$OFFCORED" --listen "unix:$T/agent.sock" --cluster-key "$T/cluster.key" \
         --metrics "${METRICS:-off}" "$@" > "$T/agent.log" 2>&1 &
     AGENT=$!
     PIDS+=("$AGENT")

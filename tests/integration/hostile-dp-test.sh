@@ -153,7 +153,7 @@ subsystem nqn.2026-01.io.offcore:hostile
   allow-any-host
   namespace 1 $tmp/ns1.img size=1M
 EOF
-    OC_LOG=app:info spawn "$tmp/nvmf.log" "$NVMF" --config "$tmp/nvmf.conf"
+    OC_LOG=nvmf:info spawn "$tmp/nvmf.log" "$NVMF" --config "$tmp/nvmf.conf"
     NVPID=$SPAWNED
     for _ in $(seq 200); do
         grep -q "listening on" "$tmp/nvmf.log" && return 0

@@ -85,7 +85,7 @@ chmod 600 "$T/cluster.key"
 # $T/agent.sock; waits for "ready"
 start_agent() {
     ( [ -n "${AGENT_ULIMIT:-}" ] && ulimit -n "$AGENT_ULIMIT"
-      exec env OC_LOG="${AGENT_LOG:-agent:info}" "$OFFCORED" \
+      exec env OC_LOG="${AGENT_LOG:-agent:info,router:info}" "$OFFCORED" \
           --listen "unix:$T/agent.sock" --cluster-key "$T/cluster.key" \
           --metrics "${METRICS:-off}" "$@" ) > "$T/agent.log" 2>&1 &
     AGENT=$!

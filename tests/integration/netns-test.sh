@@ -120,7 +120,7 @@ side() {
     local ipc="ip"
     [ -n "$2" ] && ipc="ip -n $2"
     $ipc addr add "$3/24" dev "$1" && $ipc link set "$1" up || fail "addr $3"
-    # checksum and segmentation offloads off on the endpoints (FACTS.md)
+    # checksum and segmentation offloads off on the endpoints (docs/facts.md)
     command -v ethtool >/dev/null &&
         in_ns "$2" ethtool -K "$1" tx off tso off gso off >/dev/null 2>&1
     return 0
@@ -165,10 +165,10 @@ twonode)
     A=ocn-a$ID; Bn=ocn-b$ID
     mkns "$A"; mkns "$Bn"
     veth "ocn-a$ID" "$A" 198.18.0.1 "ocn-b$ID" "$Bn" 198.18.0.2
-    OC_LOG=agent:info agent "$A" "ocn-a$ID" agentA \
+    OC_LOG=agent:info,router:info agent "$A" "ocn-a$ID" agentA \
         --listen "unix:$T/a.sock,tcp:198.18.0.1:7701" \
         --peers tcp:198.18.0.2:7701 --metrics 198.18.0.1:9464
-    OC_LOG=agent:info agent "$Bn" "ocn-b$ID" agentB \
+    OC_LOG=agent:info,router:info agent "$Bn" "ocn-b$ID" agentB \
         --listen "unix:$T/b.sock,tcp:198.18.0.2:7701" \
         --peers tcp:198.18.0.1:7701 --metrics 198.18.0.2:9464
     for s in fixed mixed reqrep; do
@@ -257,7 +257,7 @@ killagent)
     A=ocn-a$ID; Bn=ocn-b$ID
     mkns "$A"; mkns "$Bn"
     veth "ocn-a$ID" "$A" 198.18.3.1 "ocn-b$ID" "$Bn" 198.18.3.2
-    export OC_LOG=agent:info
+    export OC_LOG=agent:info,router:info
     agent "$A" "ocn-a$ID" agentA --listen "unix:$T/a.sock,tcp:198.18.3.1:7705" \
         --peers tcp:198.18.3.2:7705
     agent "$Bn" "ocn-b$ID" agentB --listen "unix:$T/b.sock,tcp:198.18.3.2:7705" \
@@ -350,7 +350,7 @@ mpiapps)
         ip link set "ocn-m$i$ID" netns "ocn-m$i$ID"
         ip link set "ocn-q$i$ID" master "$BR" && ip link set "ocn-q$i$ID" up || fail "port"
         side "ocn-m$i$ID" "ocn-m$i$ID" "198.18.60.$i"
-        OC_LOG=agent:info agent "ocn-m$i$ID" "ocn-m$i$ID" "agent$i" \
+        OC_LOG=agent:info,router:info agent "ocn-m$i$ID" "ocn-m$i$ID" "agent$i" \
             --listen "unix:$T/m$i.sock,tcp:198.18.60.$i:7704" \
             --peers "tcp:198.18.60.$((3 - i)):7704" --metrics "198.18.60.$i:9464"
     done
@@ -444,7 +444,7 @@ stallpeer)
     A=ocn-a$ID; Bn=ocn-b$ID
     mkns "$A"; mkns "$Bn"
     veth "ocn-a$ID" "$A" 198.18.4.1 "ocn-b$ID" "$Bn" 198.18.4.2
-    export OC_LOG=agent:info
+    export OC_LOG=agent:info,router:info
     agent "$A" "ocn-a$ID" agentA --listen "unix:$T/a.sock,tcp:198.18.4.1:7707" \
         --peers tcp:198.18.4.2:7707
     agent "$Bn" "ocn-b$ID" agentB --listen "unix:$T/b.sock,tcp:198.18.4.2:7707" \

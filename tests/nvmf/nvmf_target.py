@@ -56,11 +56,11 @@ def start(build, conf, log, timeout=10, env=None, prefix=()):
     (exit or @timeout seconds, which must cover building checksums of
     large namespaces) the log is printed and SystemExit raised."""
     e = dict(os.environ if env is None else env)
-    e.setdefault("OC_LOG", "app:info")
+    e.setdefault("OC_LOG", "nvmf:info")
     log.flush()
     p = subprocess.Popen(list(prefix) + [binary(build), "-c", conf], stdout=log,
                          stderr=subprocess.STDOUT, env=e)
-    mine = "offcore[%d] app info: nvmf: listening on" % p.pid
+    mine = "offcore[%d] nvmf info: listening on" % p.pid
     deadline = time.time() + timeout
     while True:
         log.flush()

@@ -1,5 +1,5 @@
 /*
- * test_esc.c — escaping for logs and terminals (src/util/esc.h), and the
+ * test_esc.c — escaping for logs and terminals (util/esc.h), and the
  * sinks that apply it: the log writer (util/log.h) and the config error
  * list (util/kv.h).  Single-threaded; captures stderr through a pipe.
  */

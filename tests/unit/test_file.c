@@ -1,5 +1,5 @@
 /*
- * test_file.c — the file loader (src/util/file.h): what is read whole,
+ * test_file.c — the file loader (util/file.h): what is read whole,
  * what is refused at once and with which reason (FIFO, device, directory,
  * socket, too large, growing past the cap, descriptor limit), that no
  * message quotes the file's contents, and that a FIFO never waits.

@@ -1,5 +1,5 @@
 /*
- * test_kv.c — the configuration tokenizer (src/util/kv.h): word
+ * test_kv.c — the configuration tokenizer (util/kv.h): word
  * splitting and comments, KEY=VALUE against a key table with its three
  * named errors, strict numbers, IPv4 addresses and prefixes, and the
  * FILE:LINE error list (cut whole, echoed, counted past the cut).

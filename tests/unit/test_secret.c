@@ -1,5 +1,5 @@
 /*
- * test_secret.c — key files (src/util/secret.h): what is read, what is
+ * test_secret.c — key files (util/secret.h): what is read, what is
  * refused and with which reason (mode, owner, symlink, FIFO, directory,
  * length), and the hex decoding every key reader shares.
  * Single-threaded; makes its files under a fresh /tmp directory.

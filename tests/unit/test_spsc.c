@@ -1,6 +1,6 @@
 /*
- * test_spsc.c — the shared-memory ring and doorbell (src/util/spsc.h), the
- * rank<->agent segment built on it (src/wire/shmseg.h), and the engine's
+ * test_spsc.c — the shared-memory ring and doorbell (util/spsc.h), the
+ * rank<->agent segment built on it (wire/shmseg.h), and the engine's
  * outlets writing into a ring in place (oc_eng_out_t.ring): geometry,
  * wrap-around, full, a producer that breaks the rules, a producer and a
  * consumer in two threads sleeping on doorbells, two mappings of one

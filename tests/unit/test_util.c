@@ -191,6 +191,18 @@ static void test_log_parse_good(void **state)
     want[OC_COMP_APP] = OC_LOG_TRACE;
     assert_int_equal(oc__log_parse("util:error,agent:debug,app:trace,", lv), 0);
     expect_levels(lv, want);
+
+    /* every module is a component of its own (tests/logcomp.py) */
+    for (int i = 0; i < OC_COMP_MAX; i++)
+        want[i] = OC_LOG_WARN;
+    want[OC_COMP_CTL] = OC_LOG_INFO;
+    want[OC_COMP_METRICS] = OC_LOG_ERROR;
+    want[OC_COMP_COLL] = OC_LOG_DEBUG;
+    want[OC_COMP_NVMF] = OC_LOG_DEBUG;
+    want[OC_COMP_ROUTER] = OC_LOG_TRACE;
+    assert_int_equal(oc__log_parse("ctl:info,metrics:error,coll:debug,"
+                                   "nvmf:debug,router:trace", lv), 0);
+    expect_levels(lv, want);
 }
 
 static void test_log_parse_bad(void **state)

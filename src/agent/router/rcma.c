@@ -1,29 +1,16 @@
 /*
  * rcma.c — the agent moves a local rank's allreduce data by memory:
  * process_vm_readv of its send buffer, process_vm_writev of its result
- * (Linux cross-memory attach: one copy, no CPU or progress from the rank,
- * so its cores are free between oc_iallreduce and oc_wait — the point of
- * the agent placement; docs/coll.md, "By memory").
+ * (one copy, no CPU or progress from the rank: docs/coll.md, "By memory").
  *
- * Trust: the rank's descriptor names a pid and two ranges.  Only a rank
- * whose control connection the kernel vouched for (SO_PEERCRED at HELLO,
- * session.c) is served, only if the descriptor's pid is that one, and the
- * agent reads and writes exactly the two ranges the descriptor gave
- * (oc__colld_decode() checked their lengths against the collective), so a
- * rank can make the agent touch no memory but its own.  The pid is pinned
- * at admission with a pidfd: before each chunk the agent checks that that
- * process is still alive, so a recycled pid is never written (the window
- * left is one system call, between the check and the copy, in which the
- * rank must exit, be reaped and its pid be reused).  The kernel does the
- * rest: same uid (or CAP_SYS_PTRACE), and Yama's ptrace policy (the rank
- * names the agent its ptracer, runtime/agent.c).  Where the kernel
- * refuses, the rank is told to use UCX (OC_COLLD_FALLBACK), logged at
- * info and counted; a failure after that (a range not mapped, the rank
- * gone) fails the collective with a named error, never a write elsewhere.
- *
- * Bounded: at most OC_RCMA_CHUNK bytes a call and OC_RCMA_ROUND bytes per
- * round of the router's loop, so that a 64 MiB collective does not keep
- * the loop from its other work.  Router thread only.
+ * Trust: only a rank whose control connection the kernel vouched for
+ * (SO_PEERCRED at HELLO) is served, only for that pid (pinned with a pidfd
+ * and checked alive before each chunk), and only in the two ranges its
+ * decoded descriptor gave: a rank can make the agent touch no memory but
+ * its own.  Where the kernel refuses (uid, Yama), the rank is told to use
+ * UCX (OC_COLLD_FALLBACK); a later failure fails the collective by name.
+ * Threading: router thread only; at most OC_RCMA_CHUNK bytes a call and
+ * OC_RCMA_ROUND per round of the router's loop.  Details: docs/coll.md.
  */
 #include "rcoll_int.h"
 
@@ -52,7 +39,7 @@ void oc__rcma_rank_init(oc_router_t *r, lrank_t *l, uint32_t pid)
         return;
     l->pidfd = pidfd_open((pid_t)pid, 0);
     if (l->pidfd < 0)
-        oc_info(OC_COMP_AGENT, "rank pid %u: pidfd_open: %s (its collectives "
+        oc_info(OC_COMP_ROUTER, "rank pid %u: pidfd_open: %s (its collectives "
                 "go by UCX)", pid, strerror(errno));
 }
 
@@ -121,7 +108,7 @@ int oc__rcma_accept(oc_router_t *r, lrank_t *l, uint32_t job, uint32_t rank,
             l->cma = -1;
         } else {
             l->cma = 1;
-            oc_info(OC_COMP_AGENT, "job %u rank %u: collective data by "
+            oc_info(OC_COMP_ROUTER, "job %u rank %u: collective data by "
                     "memory (pid %u)", job, rank, l->pid);
         }
     }
@@ -131,7 +118,7 @@ int oc__rcma_accept(oc_router_t *r, lrank_t *l, uint32_t job, uint32_t rank,
     }
     CNT_ADD(r->c.coll_cma_fallback, 1);
     if (!told)
-        oc_info(OC_COMP_AGENT, "job %u rank %u: collective data by UCX, not "
+        oc_info(OC_COMP_ROUTER, "job %u rank %u: collective data by UCX, not "
                 "by memory: %s", job, rank, why);
     l->cma = -1;
     return 0;
@@ -163,7 +150,7 @@ int oc__rcma_step(oc_router_t *r, acoll_t *c, int write)
                 rr->cma_st = gone ? OC_ERR_COLL_PEER_FAILED
                                   : OC_ERR_COLL_MEMORY;
                 c->status = OC_ERR_COLL_PEER_FAILED;
-                oc_warn(OC_COMP_AGENT, "job %u rank %u: collective %u: cannot "
+                oc_warn(OC_COMP_ROUTER, "job %u rank %u: collective %u: cannot "
                         "%s its %s buffer: %s", c->job, i, c->seq,
                         write ? "write" : "read", write ? "receive" : "send",
                         gone ? "it is gone" : strerror(errno));

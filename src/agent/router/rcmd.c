@@ -153,7 +153,7 @@ static void sender_add(oc_router_t *r, const sender_t *s)
         uint32_t ncap = r->senders_cap ? r->senders_cap * 2 : 32;
         sender_t *n = realloc(r->senders, ncap * sizeof(*n));
         if (n == NULL) {
-            oc_error(OC_COMP_AGENT, "router %u: out of memory", r->p.index);
+            oc_error(OC_COMP_ROUTER, "router %u: out of memory", r->p.index);
             return;
         }
         r->senders = n;
@@ -222,7 +222,7 @@ static void apply(oc_router_t *r, cmd_t *c)
             if (r->jobs[i].map == NULL)
                 j = &r->jobs[i];
         if (j == NULL) {
-            oc_error(OC_COMP_AGENT, "router %u: more than %d jobs", r->p.index,
+            oc_error(OC_COMP_ROUTER, "router %u: more than %d jobs", r->p.index,
                      OC_ROUTER_MAX_JOBS);
             oc__job_map_put(c->map);
             break;
@@ -232,7 +232,7 @@ static void apply(oc_router_t *r, cmd_t *c)
         j->to_node = calloc(c->map->nnodes, sizeof(*j->to_node));
         j->hop = calloc(c->map->size, sizeof(*j->hop));
         if (j->local == NULL || j->to_node == NULL || j->hop == NULL) {
-            oc_error(OC_COMP_AGENT, "router %u: out of memory for job %u",
+            oc_error(OC_COMP_ROUTER, "router %u: out of memory for job %u",
                      r->p.index, c->job);
             free(j->local);
             free(j->to_node);
@@ -274,7 +274,7 @@ static void apply(oc_router_t *r, cmd_t *c)
         sender_t s = {c->token, 0, c->job, c->rank, r->p.node};
         j = oc__router_job_find(r, c->job);
         if (j == NULL || c->rank >= j->map->size || j->local[c->rank]) {
-            oc_error(OC_COMP_AGENT, "router %u: cannot add rank %u of job %u",
+            oc_error(OC_COMP_ROUTER, "router %u: cannot add rank %u of job %u",
                      r->p.index, c->rank, c->job);
             break;
         }
@@ -294,7 +294,7 @@ static void apply(oc_router_t *r, cmd_t *c)
         l->out.ep = l->ep;
         l->out.jc = &j->c;
         if (c->shm != NULL && oc__router_shm_attach(r, l, c->shm) != OC_OK)
-            oc_error(OC_COMP_AGENT, "router %u: out of memory: rank %u of "
+            oc_error(OC_COMP_ROUTER, "router %u: out of memory: rank %u of "
                      "job %u on UCX, not shared memory", r->p.index, c->rank,
                      c->job);
         j->local[c->rank] = l;

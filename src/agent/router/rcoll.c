@@ -1,67 +1,16 @@
 /*
  * rcoll.c — the collectives of the agent placement, run by a routing
- * thread of offcored (docs/coll.md, "Agent placement").
+ * thread of offcored: each local rank sends a descriptor (wire/colld.h)
+ * and its contribution; the agent reduces the node's ranks in rank order,
+ * runs the inter-node part with the other agents and sends every rank its
+ * result.  How the chain over the nodes, the all-to-all and the failure
+ * messages work: docs/coll.md, "Inside the agent".
  *
- * Each local rank of a job sends one descriptor per collective
- * (wire/colld.h, active message OC_AM_COLL, authenticated by the rank's
- * token as its bundles are) and its contribution as a tagged message,
- * whose receive the agent posts when the descriptor arrives (rendezvous:
- * over shared memory the agent reads it, no progress needed from the
- * rank).  Once every local rank's is in, the agent reduces the node's
- * ranks in rank order, runs the inter-node part with the other agents
- * (tagged UCX messages on the routers' peer endpoints), sends every local
- * rank its result (tagged, into the receive the rank posted) and DONE.
- *
- * Inter-node: allreduce and barrier run a chain over the job's nodes in
- * rank order (each node's ranks are contiguous): node k folds its ranks
- * onto what node k-1 sent and passes it on; the last node sends the
- * result to all.  So every element is reduced in rank order, as the
- * inline placement's reproducible mode does: bitwise the same result.
- * 16-bit floats travel raw along the chain and are reduced in float32 and
- * rounded once at the last node, as inline.  Broadcast: the root's node
- * sends to every node, every other node sends every node an empty message
- * (below).  All-to-all(v): each node sends every other node one message
- * with all its ranks' blocks for that node's ranks, and scatters what it
- * receives (the aggregation idea: node pairs, not rank pairs, cross the
- * network).
- *
- * Faults: a rank or peer agent that goes away fails the job (jobctl.c
- * tells every rank); here its collectives are failed (DONE with
- * OC_ERR_COLL_PEER_FAILED to the local ranks still there) and their state
- * is kept until no operation of theirs is in flight.  A collective that
- * fails here for a local reason (a rejected descriptor, a mismatch between
- * this node's ranks, a short contribution, out of memory, a buffer rcma.c
- * cannot read) still runs its inter-node part once every local
- * descriptor is in: every message this node owes another is sent, a
- * failure message in its place (its tag with RC_FAILED set, 8 bytes:
- * wire/colld.h), and every message owed to it is received and dropped.
- * Each inter-agent receive is posted with RC_MASK, taking the data or the
- * failure message: a node told fails the collective with that status and
- * sends failure messages on in turn (down the chain; the chain's last node
- * to all).  So every agent ends it with the same status, each posted
- * receive gets exactly one message (none is left to match a later
- * collective), and the success path sends what it sent before, but for a
- * broadcast, whose root's node would otherwise hear from no one: the
- * empty messages above.  Which messages a node owes follows from the kind
- * (and a broadcast's root): taken from a rejected descriptor when no local
- * one decoded, never any of its data.  A failed collective's DONE goes once
- * the zeros filling its ranks' posted receives are sent (oc__rc_drain()).
- *
- * Threading: the router's thread only.  Trust: descriptors come from
- * ranks; only a registered sender's, decoded by oc__colld_decode(), is
- * used, and every receive is posted with the size the descriptors imply
- * (UCX never writes past it); a peer agent's failure message is decoded
- * strictly (oc__colld_fail_decode) although the peer is authenticated,
- * and one that does not decode still fails the collective
- * (OC_ERR_COLL_PEER_FAILED, counted as a reject).  Payload tags carry no
- * token: matched by (job & 0xffff, sequence, rank) and, between the
- * authenticated agents, (job, sequence, step, node); a rank that sent a
- * tagged message with another's tag first could corrupt that collective's
- * data, never memory outside its buffers (docs/coll.md, "Trust").  With
- * several routing threads, a job's descriptors and contributions must meet
- * in one router: every rank sends them to router 0 (WELCOME's
- * coll_thread, session.c), whichever router serves its bundles, and
- * router 0 of every agent talks to router 0 of the others.
+ * Threading: the router's thread only (router 0 of each agent serves every
+ * job's collectives).  Trust: only a registered sender's descriptors,
+ * decoded by oc__colld_decode(), are used; every receive is posted with
+ * the size they imply; a peer agent's failure message is decoded strictly;
+ * payload tags carry no token (docs/coll.md, "Agent placement").
  */
 #include "rcoll_int.h"
 
@@ -197,7 +146,7 @@ static int desc_in(oc_router_t *r, uint64_t token, const void *data,
         return s != NULL && s->is_peer; /* a peer sends none: reject */
     if ((st = oc__colld_decode(data, len, j->map->size, &d)) != OC_OK) {
         uint32_t seq;
-        oc_warn(OC_COMP_AGENT, "job %u rank %u: bad collective descriptor: %s",
+        oc_warn(OC_COMP_ROUTER, "job %u rank %u: bad collective descriptor: %s",
                 s->job, s->rank, oc_status_string(st));
         CNT_ADD(r->c.rejects, 1);
         /* the collective it meant, where that is known, fails on every
@@ -220,7 +169,7 @@ static int desc_in(oc_router_t *r, uint64_t token, const void *data,
         /* WELCOME names router 0 for the job's collectives: a rank that
          * sends one elsewhere is told so, and only it fails */
         oc_colld_done_t m = {OC_COLLD_DONE_MAGIC, d.seq, OC_ERR_UNSUPPORTED, 0};
-        oc_warn(OC_COMP_AGENT, "job %u rank %u: collective %u sent to router "
+        oc_warn(OC_COMP_ROUTER, "job %u rank %u: collective %u sent to router "
                 "%u, not to the job's collective router 0: refused", s->job,
                 s->rank, d.seq, r->p.index);
         CNT_ADD(r->c.rejects, 1);
@@ -230,14 +179,14 @@ static int desc_in(oc_router_t *r, uint64_t token, const void *data,
     c = acoll_get(r, j, d.seq);
     if (c == NULL) {
         oc_colld_done_t m = {OC_COLLD_DONE_MAGIC, d.seq, OC_ERR_UNSUPPORTED, 0};
-        oc_warn(OC_COMP_AGENT, "job %u: collective %u refused (out of memory, "
+        oc_warn(OC_COMP_ROUTER, "job %u: collective %u refused (out of memory, "
                 "or the ranks of a node are not contiguous)", s->job, d.seq);
         (void)oc__tr_send_small(l->ep, OC_AM_COLL_DONE, 0, &m, sizeof(m));
         return 1;
     }
     rr = &c->r[s->rank];
     if (rr->have || c->state != ST_GATHER) {
-        oc_warn(OC_COMP_AGENT, "job %u rank %u: collective %u started twice",
+        oc_warn(OC_COMP_ROUTER, "job %u rank %u: collective %u started twice",
                 s->job, s->rank, d.seq);
         return 1;
     }
@@ -595,7 +544,7 @@ static int advance(oc_router_t *r, acoll_t *c)
                 c->step = 0;
                 return 1;
             }
-            oc_warn(OC_COMP_AGENT, "job %u: collective %u failed before any "
+            oc_warn(OC_COMP_ROUTER, "job %u: collective %u failed before any "
                     "of its descriptors here said what it is: the other "
                     "nodes' agents are not told", c->job, c->seq);
         }
@@ -672,7 +621,7 @@ void oc__rcoll_abort(oc_router_t *r, uint32_t job, uint32_t rank)
         c->status = OC_ERR_COLL_PEER_FAILED;
         c->dead = 1;
         oc__rc_finish(r, c);
-        oc_warn(OC_COMP_AGENT, "job %u: collective %u failed (%s)", c->job,
+        oc_warn(OC_COMP_ROUTER, "job %u: collective %u failed (%s)", c->job,
                 c->seq, rank != UINT32_MAX ? "a local rank is gone"
                         : job != UINT32_MAX ? "the job failed" : "a peer agent is gone");
     }

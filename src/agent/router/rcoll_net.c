@@ -102,7 +102,7 @@ static void net_recvd(oc_tr_op_t *op, oc_status_t st)
     if (st == OC_OK && (o->op.tag & RC_FAIL_BIT)) {
         /* the sender failed this collective: its status, checked */
         if ((dec = oc__colld_fail_decode(got, o->op.len, &why)) != OC_OK) {
-            oc_warn(OC_COMP_AGENT, "job %u: collective %u: node %u's failure "
+            oc_warn(OC_COMP_ROUTER, "job %u: collective %u: node %u's failure "
                     "message is malformed: %s", c->job, c->seq, o->from,
                     oc_status_string(dec));
             CNT_ADD(o->r->c.rejects, 1);
@@ -139,7 +139,7 @@ static nop_t *nop_new(oc_router_t *r, acoll_t *c, uint32_t k)
 
     if (o == NULL) {
         /* the peer will wait for this message: said, for the operator */
-        oc_error(OC_COMP_AGENT, "job %u: collective %u: out of memory for a "
+        oc_error(OC_COMP_ROUTER, "job %u: collective %u: out of memory for a "
                  "message to or from node %u", c->job, c->seq, c->nodes[k]);
         if (c->status == OC_OK)
             c->status = OC_ERR_NO_MEMORY;

@@ -34,7 +34,7 @@ static void reject(oc_router_t *r, rjob_t *j, oc_status_t why)
     if (j != NULL)
         CNT_ADD(j->c.rejects, 1);
     if (r->c.rejects <= 20)
-        oc_warn(OC_COMP_AGENT, "router %u: rejected a bundle: %s", r->p.index,
+        oc_warn(OC_COMP_ROUTER, "router %u: rejected a bundle: %s", r->p.index,
                 oc_status_string(why));
 }
 
@@ -83,7 +83,7 @@ static void peer_send(oc_router_t *r, peer_t *p, oc_eng_buf_t *b)
     p->credits--;
     if (oc__eng_send(r->eng, &p->link, p->ep, p->send_token, b, b->len) !=
         OC_OK)
-        oc_debug(OC_COMP_AGENT, "router %u: a bundle to a peer failed",
+        oc_debug(OC_COMP_ROUTER, "router %u: a bundle to a peer failed",
                  r->p.index);
 }
 
@@ -146,7 +146,7 @@ static void out_send(oc_router_t *r, out_t *o, oc_eng_buf_t *b, uint32_t len,
         return;
     }
     if (oc__eng_send(r->eng, &o->eo, o->ep, o->token, b, len) != OC_OK)
-        oc_debug(OC_COMP_AGENT, "router %u: a bundle to a rank failed",
+        oc_debug(OC_COMP_ROUTER, "router %u: a bundle to a rank failed",
                  r->p.index);
 }
 
@@ -497,7 +497,7 @@ static int route_one(oc_router_t *r, oc_eng_rx_t *e)
     oc_status_t st = OC_OK;
 
     if (s == NULL) {
-        oc_debug(OC_COMP_AGENT, "router %u: bundle with unknown token "
+        oc_debug(OC_COMP_ROUTER, "router %u: bundle with unknown token "
                  "%016llx", r->p.index, (unsigned long long)e->token);
         st = OC_ERR_STATE;
     } else if (!e->validated) {

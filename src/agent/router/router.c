@@ -124,7 +124,7 @@ static void *router_main(void *arg)
             idle_spins = 0;
         } else {
             /* Back off after a while so an agent sharing cores with the
-             * application does not starve it (FACTS.md); a short spin
+             * application does not starve it (docs/facts.md); a short spin
              * first keeps the latency of a busy period. */
             if (++idle_spins == 20000)
                 idle_since = oc__now_us();
@@ -179,7 +179,7 @@ oc_status_t oc__router_create(const oc_router_params_t *p, oc_router_t **r_p)
     ep.blocked = oc__router_blocked;
     ep.arg = r;
     ep.name = "router";
-    ep.log_comp = OC_COMP_AGENT;
+    ep.log_comp = OC_COMP_ROUTER;
     if ((st = oc__eng_create(&ep, &r->eng)) != OC_OK)
         goto err;
     if ((st = oc__eng_ring_init(&r->rx, r->eng, 256)) != OC_OK)

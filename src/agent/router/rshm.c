@@ -130,7 +130,7 @@ uint32_t oc__router_shm_poll(oc_router_t *r)
              * is read from it; its job stalls and its owner sees why */
             s->broken_said = 1;
             CNT_ADD(r->c.rejects, 1);
-            oc_error(OC_COMP_AGENT, "router %u: a rank broke its "
+            oc_error(OC_COMP_ROUTER, "router %u: a rank broke its "
                      "shared-memory ring (token %016llx): no longer read",
                      r->p.index, (unsigned long long)l->token);
         }
@@ -180,7 +180,7 @@ void oc__router_shm_deliver(oc_router_t *r, out_t *o, oc_eng_buf_t *b,
             /* not reached: the caller checked room (shm_full); say so
              * rather than lose it silently */
             CNT_ADD(r->c.undeliverable, 1);
-            oc_error(OC_COMP_AGENT, "router %u: no slot for a local "
+            oc_error(OC_COMP_ROUTER, "router %u: no slot for a local "
                      "delivery (bug): bundle dropped", r->p.index);
             oc__eng_buf_put(r->eng, b);
             return;
@@ -211,7 +211,7 @@ int oc__router_shm_sleep_begin(oc_router_t *r)
             atomic_store_explicit(
                 &r->shm_ranks[i]->shm->seg.hdr->agent_barrier, 0,
                 memory_order_seq_cst);
-        oc_warn(OC_COMP_AGENT, "router %u: membarrier failed: ranks fence "
+        oc_warn(OC_COMP_ROUTER, "router %u: membarrier failed: ranks fence "
                 "for themselves from now on", r->p.index);
         oc__router_shm_sleep_end(r);
         return 0;

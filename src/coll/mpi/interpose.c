@@ -1,42 +1,17 @@
 /*
  * interpose.c — liboffcore-mpi.so, a PMPI interposition library: an
- * unmodified MPI program run with LD_PRELOAD=liboffcore-mpi.so (or linked
- * with it ahead of MPI) gets MPI_Allreduce, MPI_Iallreduce, MPI_Alltoall,
- * MPI_Ialltoall and MPI_Alltoallv on MPI_COMM_WORLD, and on communicators
- * congruent with it (its duplicates), served by offcore's collectives;
- * every other call, and these on other communicators or with types/ops
- * offcore lacks, go to the MPI library unchanged (PMPI_*).  What is served
- * and what is passed through is logged once per call and reason at
- * OC_LOG=info, and counted (the counts are logged at MPI_Finalize).
+ * unmodified MPI program run with LD_PRELOAD=liboffcore-mpi.so gets
+ * MPI_Allreduce, MPI_Iallreduce, MPI_Alltoall(v) and MPI_Ialltoall on
+ * MPI_COMM_WORLD and its duplicates served by offcore's collectives; every
+ * other call goes to MPI unchanged (PMPI_*), said at OC_LOG=info.
+ * Non-blocking calls hand back generalized requests, so MPI_Wait/Test and
+ * their variants are interposed to progress them.  Correct or loud: what
+ * the placement does not serve is passed to MPI before any buffer is
+ * touched; a served call that fails is never MPI_SUCCESS.  How, in full:
+ * docs/coll.md, "Unmodified MPI programs".
  *
- * Non-blocking calls: the program gets a real MPI request, a generalized
- * request (MPI_Grequest_start) that this library completes
- * (MPI_Grequest_complete) once the offcore request completes, so every
- * request function works on it unchanged, in arrays mixed with MPI's own
- * requests (Waitall, Testsome, Request_get_status, Request_free...).  MPI
- * does not progress a generalized request, so MPI_Wait, MPI_Test and their
- * -all/-any/-some variants and MPI_Request_get_status are interposed too:
- * while offcore requests are pending they advance them, then ask MPI with
- * the non-blocking PMPI_Test* form (a wait loops; with none pending they
- * go straight to PMPI).  Pending collectives also advance in the served
- * blocking collectives and are finished at MPI_Finalize; a rank blocked
- * in another MPI call (MPI_Recv, MPI_Barrier...) does not advance them.
- *
- * Correct or loud: what the placement does not serve (oc_coll_served(),
- * decided at oc_init and the same on every rank) is passed to MPI before
- * any buffer is touched.  A served call that fails after it started is
- * never MPI_SUCCESS: the communicator's error handler is invoked with an
- * error code of the matching MPI class whose string names offcore's status
- * (MPI_ERRORS_ARE_FATAL, the default, aborts the job at that call;
- * MPI_ERRORS_RETURN returns the code), for the blocking calls at the call,
- * for the non-blocking ones in the MPI_Wait / MPI_Test that completes
- * them, whose request's status then carries the code too.
- *
- * Threading: served only when MPI was initialised with at most
- * MPI_THREAD_SERIALIZED (an offcore context is used by one thread at a
- * time); with MPI_THREAD_MULTIPLE everything is passed through.  All ranks
- * must call the served collectives on congruent communicators in one
- * order (they share one offcore context and sequence).
+ * Threading: served only under MPI_THREAD_SERIALIZED or less; with
+ * MPI_THREAD_MULTIPLE everything is passed through.
  */
 #include "util/log.h"
 
@@ -89,7 +64,7 @@ static void note(int f, int served, unsigned reason, const char *why)
     (served ? g_served : g_passed)[f]++;
     if (!(g_logged[f] & bit)) {
         g_logged[f] |= bit;
-        oc_info(OC_COMP_RUNTIME, "offcore-mpi: %s %s%s%s", fname[f],
+        oc_info(OC_COMP_COLL, "offcore-mpi: %s %s%s%s", fname[f],
                 served ? "served by offcore" : "passed through to MPI",
                 why ? ": " : "", why ? why : "");
     }
@@ -102,7 +77,7 @@ static void setup(int provided)
     oc_status_t st;
 
     if (provided == MPI_THREAD_MULTIPLE) {
-        oc_info(OC_COMP_RUNTIME, "offcore-mpi: MPI_THREAD_MULTIPLE: every "
+        oc_info(OC_COMP_COLL, "offcore-mpi: MPI_THREAD_MULTIPLE: every "
                                  "call passed through to MPI");
         return;
     }
@@ -110,12 +85,12 @@ static void setup(int provided)
         return;
     st = oc_init_mpi(&g_comm, &p, &g_ctx);
     if (st != OC_OK) {
-        oc_warn(OC_COMP_RUNTIME, "offcore-mpi: oc_init: %s; every call "
+        oc_warn(OC_COMP_COLL, "offcore-mpi: oc_init: %s; every call "
                 "passed through to MPI", oc_status_string(st));
         g_ctx = NULL;
         return;
     }
-    oc_info(OC_COMP_RUNTIME, "offcore-mpi: serving MPI_Allreduce, "
+    oc_info(OC_COMP_COLL, "offcore-mpi: serving MPI_Allreduce, "
             "MPI_Iallreduce, MPI_Alltoall, MPI_Ialltoall, MPI_Alltoallv on "
             "MPI_COMM_WORLD and congruent communicators (placement %s)",
             oc_placement(g_ctx));
@@ -151,7 +126,7 @@ EXPORT int MPI_Finalize(void)
             idle_turn(&idle);
     if (g_ctx != NULL) {
         for (int f = 0; f < F_N; f++)
-            oc_info(OC_COMP_RUNTIME, "offcore-mpi: %s: %llu served, %llu "
+            oc_info(OC_COMP_COLL, "offcore-mpi: %s: %llu served, %llu "
                     "passed through", fname[f],
                     (unsigned long long)g_served[f],
                     (unsigned long long)g_passed[f]);
@@ -268,7 +243,7 @@ static int result(int f, oc_status_t st, MPI_Comm c)
 
     if (st == OC_OK)
         return MPI_SUCCESS;
-    oc_error(OC_COMP_RUNTIME, "offcore-mpi: %s failed: %s", fname[f],
+    oc_error(OC_COMP_COLL, "offcore-mpi: %s failed: %s", fname[f],
              oc_status_string(st));
     code = mpi_code(st);
     (void)PMPI_Comm_call_errhandler(c, code);

@@ -1,32 +1,16 @@
 /*
  * tenant.h — offcore-dp's tenant stages: configuration (tenant_conf.c) and
- * the pipeline (tenant.c).  A tenant owns one or more attachments (up to
- * OC_DP_TENANT_ATT, each a VM or container of the tenant on this server):
- * an attachment's host port carries that workload, with its own MAC, IPv4
- * address and IPv6 addresses (its link-local one, and those ip6= lists);
- * the wire port the tenant's VXLAN tunnel (IPv4 outer headers).  The attachments
- * share the tenant's VNI, tunnel, security groups and connection table;
- * anti-spoofing, delivery and policing are per attachment.
- *
- *   host -> wire: parse, anti-spoofing (MAC, IPv4, ARP; IPv6, ND), egress
- *     security
- *     group (default allow), connection tracking (opens flows), policing,
- *     VXLAN encapsulation with the tenant's VNI;
- *   host -> host: a frame for another attachment of the same tenant
- *     hairpins (tenant_stage.c), through the same steps, the ingress group
- *     deciding whether it opens a flow, no encapsulation;
- *   wire -> host: VXLAN decapsulation (malformed counted by reason, VNI
- *     other than the tenant's: unknown_vni), inner parse, connection
- *     tracking (flows of the tenant pass), else the ingress security group
- *     with default deny (an allowed packet opens its flow), policing.
+ * the pipeline (tenant.c).  A tenant owns one or more attachments (a VM or
+ * container each, with its own MAC and addresses) that share its VNI,
+ * VXLAN tunnel, security groups and connection table; anti-spoofing,
+ * delivery and policing are per attachment.  What each direction does
+ * (host -> wire, host -> host, wire -> host): docs/tenants.md, "The stages".
  *
  * Threading: the tables, policers and counters are per worker; with
- * tenants offcore-dp runs one worker (conf check: a second worker would
- * meet reply packets whose flow lives in the other worker's table, because
- * the kernel's queue choice is not symmetric).  Control calls (conntrack
- * count/flush/list) ask the worker through a request word and wait.
- * Trust: packets hostile (src/pkt/ct.c, src/pkt/tenant.c are fuzzed);
- * config strict, errors with file:line.
+ * tenants offcore-dp runs one worker (the kernel's queue choice is not
+ * symmetric).  Control calls ask the worker through a request word and
+ * wait.  Trust: packets hostile (src/pkt/ct.c, src/pkt/tenant.c are
+ * fuzzed); config strict, errors with file:line.
  */
 #ifndef OC_DP_TENANT_H
 #define OC_DP_TENANT_H

@@ -1,33 +1,11 @@
 /*
- * tenant_stage.c — the tenant stages on a burst (tenant.h):
- *   host -> wire: parse, anti-spoofing, egress group, conntrack (opens
- *     flows), policing, VXLAN encapsulation (IPv6 frames: their own
- *     anti-spoofing, group and table; neighbor discovery skips the group
- *     and conntrack);
- *   host -> host (hairpin): a frame from one of a tenant's attachments to
- *     another of its attachments on this DPU (that one's MAC, or a
- *     broadcast ARP request for its address) takes the host -> wire steps
- *     but conntrack opens its flow only if the tenant's ingress group
- *     allows it (the receiving side's default deny; replies pass as the
- *     flow's), both attachments' policers, and goes to the other
- *     attachment's host port unencapsulated;
- *   wire -> host: the ARP responder of the tunnel end, VXLAN
- *     decapsulation, VNI, inner parse, delivery check, conntrack | the
- *     ingress group (default deny; an allowed packet opens its flow),
- *     policing.
- *
- * Each step runs over the whole burst before the next, so that what costs
- * memory latency overlaps instead of following frame after frame: the
- * burst's headers are prefetched first (and, host -> wire, the headroom
- * the outer headers go to); the egress group classifies the burst's keys
- * in one lookup; conntrack takes the burst at once (oc__ct_track_burst:
- * hashes, then prefetched index slots and entries, then the packets in
- * order); the outer headers come from a template made once per burst (one
- * 50-byte copy and four fields a frame).  The order of the steps is the
- * order in which one frame meets them, and the steps that keep state
- * (conntrack, the policer, the ingress group's decision to open a flow)
- * take the frames in burst order: verdicts and counters are those of the
- * frames run through one by one.
+ * tenant_stage.c — the tenant stages on a burst (tenant.h): host -> wire
+ * (parse, anti-spoofing, egress group, conntrack, policing, VXLAN),
+ * host -> host hairpin between a tenant's attachments, and wire -> host
+ * (ARP responder, decapsulation, VNI, conntrack or the ingress group,
+ * policing).  Each step runs over the whole burst before the next, in the
+ * order one frame meets them, so memory latency overlaps while verdicts
+ * stay those of frames run one by one: docs/tenants.md, "The stages".
  *
  * Threading: the worker that owns the tenant state (tenant.c); the groups
  * are read as RCU readers (the worker is registered in

@@ -2,37 +2,15 @@
  * uplink.c — offcore-dp's tenant pipeline around the tenant stages
  * (tenant_stage.c): how ESP, flow telemetry and a wire port shared by
  * several tenants (one uplink) compose with them.  This file receives from
- * the wire port; what follows the stages in either direction (flow
- * accounting, ESP encryption) is tenant_post.c.
- *
- *   host -> wire: tenant stages (anti-spoofing, security group, conntrack,
- *     policing, VXLAN encapsulation) · flow accounting of the inner packet
- *     with the tenant's VNI · ESP encryption of the VXLAN packet (tunnel
- *     mode between the two DPUs' wire addresses) · send
- *   wire -> host: parse · ESP decryption · on a shared wire port, the
- *     tenant by VNI, and among that tenant's attachments the one whose MAC
- *     is the inner destination (a broadcast ARP request or a multicast
- *     IPv6 neighbor solicitation: the one whose address it asks for) ·
- *     tenant stages (decapsulation, VNI check, conntrack,
- *     ingress group, policing) · flow accounting of the inner packet ·
- *     delivery to that tenant's host port
- *
- * Why encrypt after encapsulation (and decrypt before decapsulation): the
- * fabric then carries nothing but ESP between the DPUs' addresses — not
- * the tenants' addresses, not even which tenant (the VNI) is talking —
- * and one pair of SAs protects every tenant between two servers, as
- * VXLAN-over-IPsec underlays are run.  On the way in, nothing reads a
- * VXLAN header or touches a tenant's connection table before the frame's
- * ICV and replay window have been checked.
- *
- * A shared wire port is opened once (src/dp/pipeline.c) and received by
- * its first attachment; an ARP request for a tenant's tunnel address goes
- * to that tenant's stages (they answer it); a frame that is no VXLAN, or
- * whose VNI no live tenant on that port has, is dropped and counted per
- * port and reason (offcore_dp_uplink_dropped_packets_total).
+ * the wire port (ESP decryption, the tenant by VNI and the attachment by
+ * inner MAC, then the stages); what follows the stages in either direction
+ * (flow accounting, ESP encryption after VXLAN) is tenant_post.c.  The
+ * order and why: docs/tenants.md, "Tenants with ESP and flow export, on
+ * one uplink".
  *
  * Threading: worker threads only, on their own bursts; counters per worker
- * (relaxed stores), read by the metrics thread (relaxed loads).
+ * (relaxed stores), read by the metrics thread (relaxed loads).  Trust:
+ * frames are hostile; nothing reads VXLAN before ESP's ICV and replay check.
  */
 #include "tenant_int.h"
 #include "metrics/metrics.h"

@@ -1,22 +1,29 @@
 /*
  * ctl.h — the control plane: the handshake and job wire-up between ranks and
- * their node's agent, and between agents (DESIGN.md "Bootstrap").  Never
- * data.  Parts:
- *   ctl.c   the message codec (table-driven, strict)
- *   auth.c  keys, nonces and the HMAC-SHA256 proofs
- *   conn.c  a non-blocking framed connection for poll() loops, and a
- *           blocking request helper for clients
- *   sock.c  "unix:/path" and "tcp:HOST:PORT" listen / accept / connect
- *   derive.c  job keys and data-path tokens (derive.h)
+ * their node's agent, and between agents (docs/design.md, "Decided":
+ * Bootstrap).  Never data.  Parts: ctl.c the message codec (table-driven,
+ * strict; the frame and every message in the comment below),
+ * auth.c keys, nonces and HMAC-SHA256 proofs, conn.c a non-blocking framed
+ * connection, sock.c unix:/tcp: listen/accept/connect, derive.c job keys
+ * and data-path tokens.
  *
- * FRAME (protocol version 1, little-endian, no padding, no alignment):
- *   0 u32 magic "OCC1"   4 u16 version (1)   6 u16 type
+ * Trust: every frame is decoded strictly before use (fuzzed:
+ * tests/fuzz/fuzz_ctl.c).  Thread-safety: every function here is
+ * thread-safe on distinct objects; a connection or listener is used by one
+ * thread at a time.
+ */
+/* The protocol.
+ *
+ * FRAME (protocol version 3, OC_CTL_VERSION below; little-endian, no
+ * padding, no alignment):
+ *   0 u32 magic "OCC1"   4 u16 version (3)   6 u16 type
  *   8 u32 payload length (0 .. OC_CTL_MAX_PAYLOAD = 65536)   12 u32 reserved 0
  *  16 payload: the fields of the type, in this order, nothing after them:
  *
  *   type             payload
- *   1  HELLO         u32 job, u32 rank, u32 size, u32 pid, 16 B client nonce,
- *                    addr (the rank's UCX worker address)        rank->agent
+ *   1  HELLO         u32 job, u32 rank, u32 size, u32 pid, u32 flags
+ *                    (OC_CTL_HELLO_F_*), 16 B client nonce, addr (the
+ *                    rank's UCX worker address)                  rank->agent
  *   2  CHALLENGE     32 B server nonce                           agent->rank
  *   3  AUTH          32 B mac (oc__ctl_rank_mac)                  rank->agent
  *   4  WELCOME       u32 node, u32 thread, addr (the agent thread's worker),
@@ -55,9 +62,6 @@
  * fresh nonce (oc__ctl_random) per connection; oc__ctl_peer_verify() refuses
  * a peer that claims the verifier's own node id or nonce (else it could
  * reflect the verifier's proof back at it).
- *
- * Thread-safety: every function here is thread-safe on distinct objects; a
- * connection or listener is used by one thread at a time.
  */
 #ifndef OC_CTL_H
 #define OC_CTL_H
@@ -320,6 +324,8 @@ oc_status_t oc__ctl_cluster_key_load(const char *flag_file, oc_ctl_key_t *key,
                                     char *source, size_t source_cap);
 #define OC_CTL_CLUSTER_KEY_FILE_ENV "OC_AGENT_CLUSTER_KEY"
 #define OC_CTL_CLUSTER_KEY_DEFAULT  OC_DEFAULT_CLUSTER_KEY /* util/defaults.h */
+/* Where offcored listens and ranks look for it unless told otherwise. */
+#define OC_CTL_AGENT_DEFAULT        OC_DEFAULT_AGENT_ADDR /* util/defaults.h */
 
 oc_status_t oc__ctl_key_from_hex(const char *hex, oc_ctl_key_t *key);
 oc_status_t oc__ctl_key_from_file(const char *path, oc_ctl_key_t *key);
@@ -572,6 +578,22 @@ oc_status_t oc__ctl_connect_start(const char *addr, int *fd_out);
 /** Outcome of a started connection once its fd is writable: OC_OK, or
  *  OC_ERR_CTL_CONNECT (the caller closes the fd either way on error). */
 oc_status_t oc__ctl_connect_finish(int fd);
+
+/**
+ * Does an offcored answer at @p addr?  Connects (at most @p timeout_ms),
+ * sends a rank's HELLO for @p job (rank 0 of 1, this process's pid) and
+ * waits as long again for the CHALLENGE, then closes without
+ * authenticating: the agent drops such a connection silently and keeps no
+ * state of it.  Unlike a bare connect, a stopped or hung agent (whose
+ * listening socket still accepts) does not pass.  Needs no key.
+ * @p why receives a one-line reason for the operator on every failure.
+ * @return OC_OK; OC_ERR_CTL_CONNECT, OC_ERR_CTL_ADDR, OC_ERR_CTL_TIMEOUT
+ *   (nothing answers in time), OC_ERR_CTL_TYPE (not an offcored), the
+ *   agent's refusal (its ERROR status), OC_ERR_PEER_FAILED (it closed the
+ *   connection), OC_ERR_INVALID_PARAM.
+ */
+oc_status_t oc__ctl_agent_probe(const char *addr, uint32_t job, int timeout_ms,
+                               char *why, size_t why_cap);
 
 /** Credentials of a Unix socket's peer (SO_PEERCRED): lets an agent check
  *  that HELLO's pid is the process at the other end.

@@ -1,34 +1,12 @@
 /*
  * engine.h — the one aggregation engine of offcore, under the runtime
- * (liboffcore, both placements) and the agent's routing threads alike.
- *
- * What it owns:
- *   - a pool of bundle buffers (sized at creation; optionally a reserve of
- *     malloc'd ones for replies sent from inside a handler);
- *   - outlets (oc_eng_out_t): one open buffer toward one next hop, in
- *     fixed mode (no per-message header: every item of one length, from
- *     one source to one destination) until a message breaks that, then
- *     rewritten in place as mixed mode (src/wire's format);
- *   - the dirty list and the flush policy, with one enum of reasons:
- *     FULL (a message did not fit), TIMEOUT (the first message waited
- *     flush_timeout_us), IDLE (the owner saw no new work since its last
- *     turn, or for idle_turns turns while it expects more: nobody gains
- *     from waiting), EXPLICIT (the owner asked);
- *   - the bundle header (written by src/wire) and the counters;
- *   - sends through the transport with per-outlet back-pressure: an outlet
- *     with max_inflight bundles not yet completed is "blocked" until one
- *     completes (the owner holds its traffic back, never drops it);
- *   - the receive ring of bundles waiting to be delivered or routed.
- *
- * Out-of-memory policy (the one policy, for every owner): the engine never
- * allocates on the fast path and never aborts.  Where it must allocate
- * (the receive ring growing, the dirty list growing, a reserve buffer) and
- * cannot, it refuses what asked for the memory with OC_ERR_NO_MEMORY or
- * OC_ERR_NO_RESOURCE, logs it once and counts it (oom); the owner hands
- * the bundle back to the transport and fails the flow that lost it (the
- * runtime fails its context with OC_ERR_NO_MEMORY, which every later call
- * returns; the agent rejects the bundle, counted against its job, which
- * then cannot quiesce), so nothing is ever lost without a visible error.
+ * (liboffcore, both placements) and the agent's routing threads alike: a
+ * pool of bundle buffers, outlets (one open buffer toward one next hop,
+ * fixed mode until a message breaks it, then mixed), the dirty list and
+ * the flush policy (FULL, TIMEOUT, IDLE, EXPLICIT), sends with per-outlet
+ * back-pressure, and the receive ring.  It never allocates on the fast
+ * path and never aborts: out of memory is refused, logged once, counted.
+ * Its parts and policies: docs/design.md, "The aggregation engine".
  *
  * Threading: an engine belongs to one thread (a rank's context, or one
  * routing thread); nothing here is locked.  Counters are written with

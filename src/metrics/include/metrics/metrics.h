@@ -38,7 +38,7 @@ const char *oc__prom_type_name(oc_prom_type_t type);
 
 /**
  * A growable byte buffer that the caller owns.  Start it as {0} (or with a
- * malloc'd data/cap of its own to reuse across scrapes); the writer grows
+ * malloc'd data and cap of its own to reuse across scrapes); the writer grows
  * it with realloc().  data is NUL-terminated whenever it is non-NULL.
  * Free it with oc__prom_buf_free(), or take data over (it is malloc'd).
  */

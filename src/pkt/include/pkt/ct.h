@@ -1,35 +1,15 @@
 /*
- * ct.h — connection tracking for offcore-dp's tenant stages: TCP (handshake,
- * established, FIN/RST closing, per-state timeouts, sequence-window checks),
- * UDP, ICMP echo pairs and ICMP errors related to a tracked flow, other IP
- * protocols as generic flows.  A table tracks one family: IPv4 or (conf
- * ipv6) IPv6, whose ICMPv6 echo pairs and errors it tracks as ICMP's.
+ * ct.h — connection tracking for offcore-dp's tenant stages: TCP (states,
+ * timeouts, sequence windows), UDP, ICMP echo pairs and related errors,
+ * other protocols as generic flows; one table per family (IPv4 or IPv6).
+ * Sized once at oc__ct_create(), never allocating in oc__ct_track(); a
+ * full table evicts only flows not yet established.  Memory per flow and
+ * the eviction policy: docs/tenants.md, "Inside the table".
  *
- * Memory: a table is sized once, at oc__ct_create(), for `capacity` flows
- * and mapped and touched there; oc__ct_track() never allocates.  The bytes
- * per flow are oc__ct_mem_bytes() / capacity (64-byte entry + 4-byte free
- * list slot + the index at load <= 0.5: about 85 bytes at 1M flows; an
- * IPv6 table adds the flow's two addresses, 32 bytes, in an array beside
- * the entries: about 117 bytes).
- *
- * When the table is full (eviction policy, docs/tenants.md): a new flow
- * looks at the next OC_CT_EVICT_SCAN entries of a clock hand sweeping the
- * table; an expired flow there is reclaimed (counted `expired`); else the
- * one closest to expiry among those not yet established (TCP before the
- * handshake's last ACK, UDP/ICMP/generic not yet answered) is evicted
- * (counted `evicted`); when every one of them is established the new flow
- * is not created: OC_CT_FULL (counted `full`) and the stage drops its
- * packet.  An established flow is therefore never evicted while it lives,
- * so its packets are never reclassified as "no connection".
- *
- * Threading: a table belongs to one thread (no lock, no atomics on the
- * lookup path); which thread owns a flow is oc__ct_thread_of() of the
- * parser's symmetric flow hash, so both directions meet the same table.
- * oc__ct_count() and oc__ct_stats() may be called from any thread (relaxed
- * loads).  Everything else is for the owner thread only.
- *
- * Trust model: packets are hostile: oc__ct_track() checks every length
- * (fuzzed: tests/fuzz/fuzz_tenant.c).
+ * Threading: a table belongs to one thread, chosen by oc__ct_thread_of()
+ * of the symmetric flow hash; oc__ct_count() and oc__ct_stats() may be
+ * called from any thread (relaxed loads).  Trust: packets are hostile:
+ * oc__ct_track() checks every length (fuzzed: tests/fuzz/fuzz_tenant.c).
  */
 #ifndef OC_PKT_CT_H
 #define OC_PKT_CT_H

@@ -1,26 +1,17 @@
 /*
  * esp.h — IPsec ESP (RFC 4303) in tunnel mode with AES-256-GCM (RFC 4106),
- * for offcore-dp's ESP stage (esp_stage.c) and its tests.
- *
- * Security associations (oc_esp_sa_t) hold the key, the salt, the tunnel
- * endpoints (the two DPUs' wire addresses), the outbound sequence counter
- * and the inbound anti-replay window (RFC 4303 3.4.3, OC_ESP_WINDOW
- * packets).  Crypto is OpenSSL's EVP AES-256-GCM: one EVP_CIPHER_CTX per
- * worker thread per SA (oc_esp_ctx_t), keyed once when the thread first
- * uses the SA; per packet only the IV is set, so the packet path never
- * allocates.  The 8-byte explicit IV is the packet's 64-bit sequence
- * number (RFC 4106 section 3.1 allows a counter), so it never repeats under
- * one key; the 32-bit wire sequence number never wraps: the packet after
- * 2^32-1 is refused (OC_ESP_E_SEQ_OVERFLOW) and the operator rekeys by
- * adding a new SA.
+ * for offcore-dp's ESP stage (esp_stage.c) and its tests: security
+ * associations (key, salt, tunnel endpoints, outbound sequence counter,
+ * inbound anti-replay window), OpenSSL EVP contexts keyed once per worker
+ * thread and SA (the packet path never allocates), the 64-bit sequence
+ * number as the explicit IV (never repeated under one key; the packet after
+ * 2^32-1 is refused: rekey).  docs/esp-ipfix.md has the operator's side.
  *
  * Threading: an outbound SA's counter is one atomic add per packet; an
- * inbound SA's window is updated under a spinlock after the ICV checks
- * (two threads may serve one SA).  Keys are never logged or printed.
- *
- * Trust model: decapsulated packets are hostile: every length is checked
- * before it is read, the ICV before anything of the plaintext is used
- * (fuzzed: tests/fuzz/fuzz_esp.c).
+ * inbound SA's window is updated under a spinlock after the ICV checks.
+ * Keys are never logged.  Trust: decapsulated packets are hostile: every
+ * length is checked before it is read, the ICV before the plaintext is
+ * used (fuzzed: tests/fuzz/fuzz_esp.c).
  */
 #ifndef OC_PKT_ESP_H
 #define OC_PKT_ESP_H

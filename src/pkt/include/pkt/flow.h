@@ -1,37 +1,15 @@
 /*
  * flow.h — flow telemetry: a per-thread bidirectional flow table (flow.c)
  * and the IPFIX (RFC 7011) message encoder for its records (ipfix.c).
- *
- * A flow is an IPv4 5-tuple (and a VXLAN VNI when known) seen in both
- * directions as one biflow (RFC 5103): "forward" is the direction of the
- * first packet seen.  Per direction: packets, octets (IP total length, as
- * octetDeltaCount counts them), TCP flags seen (OR).  A flow ends (a
- * record is emitted) when idle for the idle timeout, at every active
- * timeout (counters restart: delta counts), once TCP FIN was seen both
- * ways or RST either way (after a second of quiet, for the last ACKs),
- * or when the table is shut down.  A flow that does not fit the table
- * is not tracked and is counted.
- *
- * Round-trip times all through a TCP flow, where its packets carry the
- * timestamps option (RFC 7323), by the classic passive method: per
- * direction, the DPU clock time a TSval is first seen is remembered (one
- * pending TSval per direction: fixed memory, no allocation); the first
- * packet of the other direction (ACK set) whose TSecr echoes it gives one
- * sample.  Forward TSvals echoed by the reverse side measure DPU ->
- * responder -> DPU (rtt[0]); reverse TSvals, DPU -> initiator -> DPU
- * (rtt[1]).  Only the first echo of a TSval counts and only a TSval newer
- * than any before from its side is remembered (retransmissions and
- * duplicate ACKs give no sample: Karn's rule); an echo of a TSval newer
- * than the pending one abandons it (it was passed over); serial-number
- * arithmetic, so TSval wrap-around is fine.  Samples are kept per
- * direction as count, min, max, sum and a histogram on
- * oc_flow_rtt_le_us (the same buckets as the Prometheus histograms),
- * cumulative over the flow's life (not reset at an active timeout).
+ * Biflows (RFC 5103) of an IPv4 5-tuple and VNI, ended by idle and active
+ * timeouts or TCP's close; round-trip times from TCP timestamps (RFC 7323)
+ * by the passive method.  What is counted and when a record goes out:
+ * docs/esp-ipfix.md, "Inside the flow table".
  *
  * Threading: a table belongs to one thread; records are handed out
  * through a callback (the caller queues them).  No allocation after
- * create.  Packets are hostile, but the table only reads the parser's
- * checked key and the IPv4/TCP header bytes the parser vouched for.
+ * create.  Trust: packets are hostile, but the table only reads the
+ * parser's checked key and the IPv4/TCP header bytes the parser vouched for.
  */
 #ifndef OC_PKT_FLOW_H
 #define OC_PKT_FLOW_H

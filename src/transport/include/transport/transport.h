@@ -4,7 +4,7 @@
  *
  * One oc_tr_worker_t per thread (UCS_THREAD_MODE_SINGLE); none of these
  * functions is thread-safe on the same worker.  Bundles travel as UCP
- * active messages forced to the eager protocol (FACTS.md: eager copies beat
+ * active messages forced to the eager protocol (docs/facts.md: eager copies beat
  * rendezvous over cma at 16-64 KiB) and are received whole and persistent:
  * the receive callback keeps the data until oc__tr_release(), so a bundle is
  * parsed where UCX put it, without a copy.

@@ -13,7 +13,7 @@
 #define OC__DEFAULT_STR(x)  OC__DEFAULT_STR_(x)
 
 /* Made by systemd (RuntimeDirectory=, kept by RuntimeDirectoryPreserve=)
- * or tmpfiles.d (contrib/systemd/offcore.tmpfiles); a daemon started by
+ * or tmpfiles.d (contrib/offcore.tmpfiles); a daemon started by
  * hand makes it when missing (mode 0755: any user's ranks reach the
  * agent's socket, the job key is the gate). */
 #define OC_DEFAULT_RUN_DIR     "/run/offcore"

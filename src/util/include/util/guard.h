@@ -1,45 +1,16 @@
 /*
  * guard.h — the one admission policy of offcore's servers (offcored's
- * control socket, src/agent; the /metrics endpoint, src/metrics/http.c;
- * offcore-nvmf's listener, src/nvmf): who may hold a connection, for how
- * long before proving itself, and what the server does when the process
- * runs out of descriptors.
- *
- *   accept   oc__guard_accept() wraps accept4(); a server that accepts
- *            some other way (offcore-nvmf: through io_uring) hands each
- *            result to oc__guard_accept_result().  EMFILE / ENFILE / ENOBUFS /
- *            ENOMEM do not spin: the listener is left out of poll() for a
- *            back-off period (oc__guard_listen_ok()), the event is counted
- *            and logged rate-limited.  A listener that stays readable while
- *            accept fails would otherwise be retried at once, forever.  A
- *            server that can free a descriptor itself (oc__guard_shed(): the
- *            oldest pending connection) does so and oc__guard_resume()s.
- *   limit    running out of descriptors below the cap (RLIMIT_NOFILE lowered,
- *            or smaller than planned) makes the limit the cap, less a
- *            reserve (oc__guard_fd_short()): the server sheds pending
- *            connections down to it and newcomers then take the place of
- *            the oldest pending one, as at the cap.  Without the reserve a
- *            flood takes every descriptor the moment one is freed, and the
- *            server's own work that needs one (UCX opening /proc/PID/stat
- *            for a rank's endpoint, OpenSSL its configuration) fails: a
- *            real job would get in and then hang.  Lifted when the limit is
- *            raised (oc__guard_fd_relax()).
- *   cap      at most max_conns connections.  A newcomer over the cap takes
- *            the place of the oldest connection still *pending* (not yet
- *            authenticated, or not yet a whole HTTP request): a flood of
- *            idle sockets can delay a real client by one round trip, never
- *            lock it out.  With nothing pending it is refused (closed).
- *   deadline a pending connection must settle (finish its handshake, or
- *            send its whole request) within deadline_ms of arriving — a
- *            deadline for the whole exchange, not per byte, so a client
- *            trickling one byte a second gains nothing.
- *
- * The guard keeps no sockets: servers embed an oc_guard_slot_t in their
- * connection objects, tell the guard when a connection arrives, settles
- * and leaves, and close what oc__guard_expired() / oc__guard_admit() name.
+ * control socket, the /metrics endpoint, offcore-nvmf's listener): at most
+ * max_conns connections, a newcomer over the cap taking the place of the
+ * oldest one still pending; a deadline for a pending connection's whole
+ * exchange; no spinning when accept runs out of descriptors (back-off, and
+ * a reserve of descriptors for the server's own work).  The policy and its
+ * reasons: docs/agent-limits.md, "Admission".  The guard keeps no sockets:
+ * servers embed an oc_guard_slot_t and close what it names.
  *
  * Threading: one guard is used by one thread (the server's loop), except
- * the counters, which any thread may read (relaxed atomics).
+ * the counters, which any thread may read (relaxed atomics).  Trust: every
+ * peer is a stranger until its server says it settled.
  */
 #ifndef OC_UTIL_GUARD_H
 #define OC_UTIL_GUARD_H
@@ -96,8 +67,9 @@ typedef struct {
 /** Set up @p g; @p name must outlive it.  Values of 0 in @p p become 1. */
 void oc__guard_init(oc_guard_t *g, const char *name, const oc_guard_params_t *p);
 
-/** Log as @p comp (default OC_COMP_AGENT): a server of another component
- *  (offcore-nvmf) has its guard's lines under its own name. */
+/** Log as @p comp (default OC_COMP_UTIL): each server (offcored, offcore-nvmf,
+ *  offcore-dp, the metrics exporter) has its guard's lines under its own
+ *  module's name. */
 void oc__guard_log_as(oc_guard_t *g, oc_log_comp_t comp);
 
 /** Whether to poll the listener now.  When not, *wait_ms (if not NULL) is

@@ -3,7 +3,9 @@
  *
  * OC_LOG sets the levels: "warn" (all components), or
  * "transport:debug,runtime:info" (per component), or both:
- * "info,wire:trace".  Levels: error, warn, info, debug, trace.  Default warn.
+ * "info,wire:trace".  A component is a module of src/: util, wire, ctl,
+ * transport, runtime, coll, agent, router, metrics, pkt, dp, nvmf, and app
+ * (the tools); tests/logcomp.py checks that each module logs as itself.  Levels: error, warn, info, debug, trace.  Default warn.
  * Messages go to stderr, one line each, prefixed with the component;
  * every byte of a message outside printable ASCII is written as \xNN
  * (util/esc.h), so a peer's or a file's text quoted in a message cannot
@@ -39,9 +41,14 @@ typedef enum {
     OC_COMP_TRANSPORT,
     OC_COMP_RUNTIME,
     OC_COMP_AGENT,
-    OC_COMP_APP,
-    OC_COMP_PKT, /* src/pkt: ports, buffers, parser */
-    OC_COMP_DP,  /* offcore-dp */
+    OC_COMP_APP,     /* the command-line tools and apps */
+    OC_COMP_PKT,     /* src/pkt: ports, buffers, parser */
+    OC_COMP_DP,      /* offcore-dp */
+    OC_COMP_CTL,     /* src/ctl: the control protocol, keys */
+    OC_COMP_METRICS, /* src/metrics: exporters */
+    OC_COMP_COLL,    /* src/coll: collectives, the MPI interposer */
+    OC_COMP_NVMF,    /* offcore-nvmf */
+    OC_COMP_ROUTER,  /* src/agent/router: the agent's routing threads */
     OC_COMP_MAX
 } oc_log_comp_t;
 

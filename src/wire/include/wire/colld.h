@@ -1,25 +1,15 @@
 /*
  * colld.h — the messages of the collectives in the agent placement, on
  * the data transport between a rank and its agent (active messages
- * OC_AM_COLL and OC_AM_COLL_DONE, am.h).
+ * OC_AM_COLL and OC_AM_COLL_DONE, am.h): a rank starts a collective with
+ * one descriptor (kind, dtype, op, count, root, sequence number; for
+ * all-to-allv its count and displacement arrays; with OC_COLLD_F_CMA its
+ * pid and buffers, for the agent to move the data itself), and the agent
+ * answers DONE (or OC_COLLD_FALLBACK: send by UCX).  docs/coll.md,
+ * "Agent placement".  Little-endian, as the bundles.
  *
- * A rank starts a collective with one descriptor: what it is (kind,
- * dtype, op, count, root, its sequence number), plus, for all-to-allv,
- * its four count and displacement arrays (which tell the agent the sizes
- * of the contribution and of every block of the result: the payloads
- * themselves travel as tagged messages).  The agent answers with DONE.
- *
- * Version 2 adds the memory block (flag OC_COLLD_F_CMA, allreduce only):
- * the rank's pid and the address and length of its send and receive
- * buffers, so that an agent on the same host moves the data itself
- * (process_vm_readv/writev, src/agent/router/rcma.c) and the rank sends no
- * payload and posts no receive.  The agent trusts none of it: the pid
- * must be the one the kernel gave for the rank's control connection, and
- * it reads and writes only the ranges given here (docs/coll.md, "Trust").
- * An agent that will not (OC_AGENT_COLL_CMA=n, refused by the kernel)
- * answers DONE with OC_COLLD_FALLBACK: the rank then sends by UCX.
- * Little-endian, as the bundles.  Trust: a descriptor comes from a rank; the agent decodes
- * it with oc__colld_decode() before using anything in it (fuzzed:
+ * Trust: a descriptor comes from a rank; the agent decodes it with
+ * oc__colld_decode() before using anything in it (fuzzed:
  * tests/fuzz/fuzz_colld.c).  Pure functions; thread-safe.
  */
 #ifndef OC_WIRE_COLLD_H

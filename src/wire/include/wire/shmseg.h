@@ -1,20 +1,15 @@
 /*
  * shmseg.h — the shared-memory channel between a rank and the agent on its
- * own host: one memory segment (a sealed memfd the agent creates and hands
- * to the authenticated rank over the Unix control socket, SCM_RIGHTS)
- * holding two single-producer/single-consumer rings of bundle slots
- * (util/spsc.h): "up", the rank's stream toward the agent, and "down", the
- * agent's deliveries to the rank, plus the rank's doorbell (a futex word
- * the rank sleeps on when back-pressured) and the agent's "sleeping" flag
- * (the rank then writes the agent's wake-up eventfd, the second descriptor
- * passed), with the agent's promise that it fences for the rank
- * (agent_barrier).
+ * own host: a sealed memfd the agent creates and hands to the
+ * authenticated rank (SCM_RIGHTS) holding two SPSC rings of bundle slots
+ * (util/spsc.h), "up" toward the agent and "down" back, the rank's
+ * doorbell and the agent's "sleeping" flag.  How it runs:
+ * docs/design.md, "Shared-memory channel".
  *
  * Trust: the agent trusts nothing a rank writes into the segment: it keeps
- * the geometry it chose in its own handle, the ring checks indices and
- * lengths, and the router re-checks every destination it reads in place.
- * The segment is sealed against shrinking, so a rank cannot make the
- * agent's mapping fault (SIGBUS).  The rank trusts its agent.
+ * the geometry in its own handle, the ring checks indices and lengths, the
+ * router re-checks every destination, and the seals stop a rank from
+ * shrinking it under the agent (SIGBUS).  The rank trusts its agent.
  *
  * Layout (all offsets from the segment's start):
  *   0      oc_shmseg_hdr_t (magic, version, geometry, the flags)

@@ -1,9 +1,14 @@
 /*
- * wire.h — the bundle and message format (DESIGN.md "Wire format").
+ * wire.h — the bundle and message format (docs/design.md, "Wire format").
  *
- * The only module that knows the byte layout.  Everything else builds
- * bundles with the oc_wire_put_* helpers and reads them through
- * oc__wire_validate() + oc_wire_iter_*.
+ * The only module that knows the byte layout (the comment below).
+ * Everything else builds bundles with the oc_wire_put_* helpers and
+ * reads them through oc__wire_validate() + oc_wire_iter_*.
+ * Trust: bundles come from any peer; oc__wire_validate() checks every
+ * field before anything is delivered or routed (fuzzed: tests/fuzz/).
+ * No state of its own: thread-safe on distinct bundles.
+ */
+/* The layout.
  *
  * Bundle (little-endian, 8-byte aligned, OC_WIRE_HDR_LEN = 40 bytes):
  *   0 u32 magic "OCB1"   4 u8 version   5 u8 flags   6 u16 item_size

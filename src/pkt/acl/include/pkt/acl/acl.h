@@ -2,38 +2,15 @@
  * acl.h — the packet classifier: IPv4 5-tuple rules, first match by
  * priority, burst lookups that run while rules are added and removed.
  *
- * Threading model:
- *  - oc__acl_add(), oc__acl_del(), oc__acl_load() and oc__acl_rules() are
- *    writer calls: one thread at a time (the caller serialises them, e.g.
- *    the control thread of offcore-dp).  They never block readers.
- *  - oc__acl_lookup_burst() runs on any number of reader threads at the same
- *    time as the writer.  Each reader thread calls oc__acl_reader_register()
- *    once, oc__acl_reader_quiescent() regularly (between bursts, e.g. once
- *    per poll loop iteration) and oc__acl_reader_unregister() before it
- *    exits; oc__acl_reader_offline()/online() around a blocking wait (poll)
- *    so the writer does not wait for a sleeping reader.  A reader must not
- *    hold any pointer obtained from the classifier across a quiescent
- *    state (the API hands out none: results are copied to out_userdata).
- *  - Memory of replaced tables is reclaimed only after every registered
- *    reader has passed a quiescent state (RCU, QSBR flavour; see README).
- *    A registered reader that neither reports quiescent states nor goes
- *    offline holds the next rebuild back; once 1024 rules wait in the
- *    side part, oc__acl_add() waits for it (back-pressure on the writer).
- *  - The rebuild thread started by oc__acl_create() inherits the creating
- *    thread's CPU affinity: create the classifier from the control
- *    thread, not from a data-plane core.  (Not at a lower priority: on a
- *    loaded machine a starved rebuild fills the side part, and then adds
- *    wait for it.)
- *  - oc__acl_create()/oc__acl_destroy(): no reader may be inside a lookup on
- *    that classifier when it is destroyed.
- *
- * Trust model: rules come from the operator (config file, control socket);
- * they are validated (oc__acl_rule_check) but are trusted to be wanted.
- * Rule files are parsed strictly with file, line and reason on error
- * (acl_parse.c, fuzzed).  Keys come from packets: any value is valid.
- *
- * The scalar linear first-match scan oc__acl_match_linear() is the oracle
- * the tests compare every optimized lookup against.
+ * Threading: the writer calls (oc__acl_add/del/load/rules) one thread at a
+ * time, never blocking readers; oc__acl_lookup_burst() on any number of
+ * registered reader threads, which report quiescent states (RCU, QSBR) and
+ * go offline around blocking waits; no reader inside a lookup at destroy.
+ * Create it from the control thread (the rebuild thread inherits its
+ * affinity).  The full model: src/pkt/acl/README.md, "Threading".
+ * Trust: rules come from the operator, validated but trusted to be wanted;
+ * keys come from packets, any value valid.  oc__acl_match_linear() is the
+ * oracle the tests compare every optimized lookup against.
  */
 #ifndef OC_PKT_ACL_H
 #define OC_PKT_ACL_H
