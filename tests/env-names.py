@@ -6,7 +6,7 @@
    *_ENV "OC_..." define) is in util/envnames.c's table, and the table
    lists nothing that nothing reads;
 2. the default agent socket path, offcore-dp's socket path and the metrics
-   port are spelled once in src/ and include/ (util/defaults.h), and the
+   port are spelled once in src/, include/ and contrib/'s C (util/defaults.h), and the
    version literal once (meson.build's project()).
 Exit 0 PASS, 1 FAIL."""
 import os
@@ -62,7 +62,7 @@ defaults = {
 }
 for what, rx in defaults.items():
     where = []
-    for path, text in files("src", "include"):
+    for path, text in files("src", "include", "contrib"):
         # comments may mention a default; code must use the header's name
         code = re.sub(r'/\*.*?\*/|//[^\n]*', '', text, flags=re.S)
         if re.search(rx, code):
