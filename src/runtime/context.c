@@ -196,7 +196,8 @@ static void context_free(oc_context_t *ctx)
 
 /* Is the node's agent another user's?  Its Unix socket's owner says so
  * before anything is connected: the UCX context must know (transport.h,
- * oc__tr_context_create_xuser).  No agent, or a TCP one: no. */
+ * oc__tr_context_create_xuser).  No agent, a TCP one, or no job key
+ * with OC_PLACEMENT=auto: no. */
 static int agent_other_user(const oc_context_t *ctx)
 {
     const char *a = ctx->cfg.agent;
@@ -204,6 +205,13 @@ static int agent_other_user(const oc_context_t *ctx)
 
     if (ctx->cfg.placement == 0) /* inline */
         return 0;
+    /* auto without a key never uses the agent: a plain inline job keeps
+     * UCX's shared memory between its ranks */
+    if (ctx->cfg.placement == 2) {
+        const char *k = getenv(OC_CTL_JOB_KEY_ENV);
+        if (k == NULL || k[0] == '\0')
+            return 0;
+    }
     if (strncmp(a, "unix:", 5) == 0)
         a += 5;
     else if (a[0] != '/')

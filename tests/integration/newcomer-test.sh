@@ -123,6 +123,12 @@ otheruser)
         { cat "$T/out"; fail "the job of nobody did not use the agent"; }
     grep -q "the agent runs as another user: UCX_TLS cma,self,tcp" "$T/out" ||
         { cat "$T/out"; fail "the rank did not leave UCX's sysv/posix out"; }
+    # a plain inline job of nobody (auto, no key) keeps UCX's shared memory
+    OC_AGENT=unix:$T/run/agent.sock OC_LOG=transport:info timeout 60 \
+        setpriv --reuid=nobody --regid=nogroup --clear-groups -- \
+        "$TR" fixed 2 > "$T/out" 2>&1 || { cat "$T/out"; fail "nobody's inline job"; }
+    grep -q "runs as another user" "$T/out" &&
+        { cat "$T/out"; fail "an inline job without a key left shared memory out"; }
     kill "$AGENT"; wait "$AGENT" 2>/dev/null
     # a site that closes the socket: EACCES is said as EACCES
     OC_AGENT_SOCKET_MODE=0600 start_agent "$T/run/agent.sock"
