@@ -18,17 +18,22 @@ out=$(cd "$out" && pwd)
 src=$out/offcore-$version
 rm -rf "$src" "$out"/*.deb "$out"/*.buildinfo "$out"/*.changes
 mkdir -p "$src"
+echo "make deb: copying the tree (git ls-files) to $src"
 # tracked and untracked-but-not-ignored files that exist
 (cd "$top" && git ls-files -co --exclude-standard |
     while IFS= read -r f; do
         if [ -e "$f" ] || [ -L "$f" ]; then printf '%s\n' "$f"; fi
     done | tar -cf - -T -) | tar -C "$src" -xf -
+echo "make deb: building liboffcore0, liboffcore-dev, offcore, offcore-apps with" \
+     "dpkg-buildpackage (meson, about a minute on 2 cores; log: $out/build.log)"
 (cd "$src" && dpkg-buildpackage -us -uc -b) > "$out/build.log" 2>&1 || {
     tail -40 "$out/build.log"; echo "make-deb: dpkg-buildpackage failed (log: $out/build.log)" >&2; exit 1; }
 ls -1 "$out"/*.deb
 # lintian: errors and warnings fail the build; the informational tags
 # that remain are explained in docs/tools.md (Packages)
+echo "make deb: checking the packages with lintian (log: $out/lintian.log)"
 rc=0
 lintian -I --fail-on error,warning "$out"/*.changes > "$out/lintian.log" 2>&1 || rc=$?
 grep -v "root privileges" "$out/lintian.log" || true
 [ $rc = 0 ] || { echo "make-deb: lintian found errors or warnings" >&2; exit 1; }
+echo "make deb: done: apt install $out/*.deb (liboffcore0, liboffcore-dev, offcore, offcore-apps)"

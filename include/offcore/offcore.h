@@ -36,6 +36,16 @@ extern "C" {
 #define OC_VERSION_MAJOR 0
 #define OC_VERSION_MINOR 1
 
+/**
+ * The library's version as built: "MAJOR.MINOR.PATCH", followed where it
+ * was built from a git checkout by '+' and `git describe` (e.g.
+ * "0.1.0+e5aa0e1").  The same string every offcore binary's --version
+ * prints and the daemons' offcore_build_info metric carries.  Thread-safe.
+ *
+ * @return a static string, valid for the life of the process; never NULL
+ */
+OC_API const char *oc_version(void);
+
 typedef struct oc_context oc_context_t;
 
 /**

@@ -52,6 +52,8 @@ typedef enum {
     OC_ERR_CTL_TIMEOUT     = -44, /**< the agent did not answer in time */
     OC_ERR_CTL_ADDR        = -45, /**< OC_AGENT is not a usable address */
     OC_ERR_CTL_CONNECT     = -46, /**< nothing answers at OC_AGENT */
+    OC_ERR_CTL_DENIED      = -47, /**< OC_AGENT's Unix socket refuses this user (EACCES: the modes of the socket or its directory) */
+    OC_ERR_CTL_VERSION     = -48, /**< the agent speaks another control protocol version (another offcore release): both versions are logged */
     OC_ERR_COLL_DTYPE      = -60, /**< collective: unknown datatype */
     OC_ERR_COLL_OP         = -61, /**< collective: unknown op, or not defined for the datatype */
     OC_ERR_COLL_BUFFER     = -62, /**< collective: NULL or misplaced buffer (OC_IN_PLACE where not allowed) */

@@ -293,8 +293,15 @@ static oc_status_t setup_nodes(agent_t *a)
 
 static oc_status_t setup_listen(agent_t *a)
 {
-    char listen[OC_CFG_STRLEN], *p, *tok;
+    char listen[OC_CFG_STRLEN], *p, *tok, *end;
+    unsigned long mode = strtoul(a->cfg.socket_mode, &end, 8);
 
+    if (a->cfg.socket_mode[0] < '0' || a->cfg.socket_mode[0] > '7' ||
+        *end != '\0' || mode == 0 || mode > 0777) {
+        oc_error(OC_COMP_AGENT, "OC_AGENT_SOCKET_MODE '%s': give octal "
+                 "permission bits from 1 to 0777, e.g. 0666", a->cfg.socket_mode);
+        return OC_ERR_CONFIG;
+    }
     snprintf(listen, sizeof(listen), "%s", a->cfg.listen);
     if (listen[strspn(listen, ", \t")] == '\0') {
         oc_error(OC_COMP_AGENT, "no control address: --listen (or "
@@ -316,7 +323,7 @@ static oc_status_t setup_listen(agent_t *a)
             oc_error(OC_COMP_AGENT, "--listen: at most 8 addresses");
             return OC_ERR_CONFIG;
         }
-        if (oc__ctl_listen(tok, &a->lis[a->nlfd]) != OC_OK)
+        if (oc__ctl_listen_mode(tok, (unsigned)mode, &a->lis[a->nlfd]) != OC_OK)
             return OC_ERR_CONFIG; /* logged with the reason */
         oc_info(OC_COMP_AGENT, "listening on %s", a->lis[a->nlfd].addr);
         a->nlfd++;
@@ -362,7 +369,7 @@ int oc__agent_run(const oc_agent_config_t *cfg)
     if (oc__ctl_cluster_key_load(cfg->key_from_flag ? cfg->cluster_key : NULL,
                                 &a->cluster_key, ksrc, sizeof(ksrc)) != OC_OK) {
         fprintf(stderr, "offcored: no cluster key from %s: create one with "
-                        "'offcore keygen > FILE; chmod 600 FILE' and pass "
+                        "'offcore keygen --out FILE' and pass "
                         "--cluster-key FILE (or set OC_CLUSTER_KEY)\n", ksrc);
         goto out;
     }

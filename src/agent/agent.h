@@ -35,6 +35,7 @@ typedef struct {
     int      coll_cma;                /* OC_AGENT_COLL_CMA */
     int      key_from_flag;           /* --cluster-key given (main.c) */
     uint64_t shm_slots;               /* OC_AGENT_SHM_SLOTS (0: none) */
+    char     socket_mode[OC_CFG_STRLEN]; /* octal, the Unix sockets' mode */
 } oc_agent_config_t;
 
 extern const oc_cfg_field_t oc_agent_config_table[];

@@ -88,6 +88,8 @@ typedef struct {
         int      known;
         unsigned cls;
         char     tls[128];
+        uint64_t auth_fail; /* handshakes refused either way: another
+                               cluster key (offcore stat, doctor) */
     }                *peer_tr;       /* [nnodes] */
     /* the same for each local rank of a ready job: the agent's endpoint
      * to the rank's worker (the routers make it at READY), looked up by

@@ -8,6 +8,7 @@
 #include "agent_int.h"
 
 #include "metrics/names.h"
+#include "util/version.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -205,7 +206,7 @@ static void agent_metrics(agent_t *a, oc_prom_t *p)
     snprintf(node, sizeof(node), "%u", a->node);
     oc__prom_family(p, OC_M_AGENT_INFO, "This agent", OC_PROM_GAUGE);
     l[0] = LBL("node", node);
-    l[1] = LBL("version", "0.1");
+    l[1] = LBL("version", oc__version());
     oc__prom_sample(p, OC_M_AGENT_INFO, l, 2, 1);
     oc__prom_family(p, OC_M_AGENT_UPTIME, "Seconds since start",
                    OC_PROM_GAUGE);
@@ -342,6 +343,21 @@ static void transport_metrics(agent_t *a, oc_prom_t *p)
                                                       : "unknown");
         tl[2] = LBL("class", oc__tr_class_main(a->peer_tr[n].cls));
         oc__prom_sample(p, OC_M_PEER_TRANSPORT, tl, 3, 1);
+    }
+    pthread_mutex_unlock(&a->pub_mu);
+
+    oc__prom_family(p, OC_M_PEER_AUTH_FAILURES,
+                   "Handshakes with the peer node's agent refused either "
+                   "way for a wrong proof: another cluster key",
+                   OC_PROM_COUNTER);
+    pthread_mutex_lock(&a->pub_mu);
+    for (uint32_t n = 0; n < a->nnodes; n++) {
+        if (n == a->node)
+            continue;
+        snprintf(v, sizeof(v), "%u", n);
+        l[0] = LBL("peer", v);
+        oc__prom_sample(p, OC_M_PEER_AUTH_FAILURES, l, 1,
+                        a->peer_tr[n].auth_fail);
     }
     pthread_mutex_unlock(&a->pub_mu);
 

@@ -1,10 +1,12 @@
 /*
  * main.c — offcored: command line and configuration of the routing agent.
  */
+#include "util/defaults.h"
 #include "agent.h"
 #include "util/daemon.h"
 #include "util/esc.h"
 #include "util/log.h"
+#include "util/version.h"
 
 #include <ctype.h>
 #include <malloc.h>
@@ -16,7 +18,7 @@
 static const char *const route_values[] = {"direct", "grid", NULL};
 
 const oc_cfg_field_t oc_agent_config_table[] = {
-    {"AGENT_LISTEN", OC_CFG_STRING, "unix:/run/offcore/offcored.sock",
+    {"AGENT_LISTEN", OC_CFG_STRING, OC_DEFAULT_AGENT_ADDR,
      "Where ranks and peer agents connect (comma list of unix:/PATH and "
      "tcp:HOST:PORT). Ranks on this host use the Unix socket; a TCP address "
      "serves ranks on another host (the DPU case) and peer agents.",
@@ -34,11 +36,11 @@ const oc_cfg_field_t oc_agent_config_table[] = {
      "a core for the application on small machines; give one per core the "
      "agent owns (a DPU's Arm cores, a spare socket).",
      offsetof(oc_agent_config_t, threads), 1, 64, NULL},
-    {"AGENT_METRICS", OC_CFG_STRING, "127.0.0.1:9464",
-     "HOST:PORT of the Prometheus endpoint (GET /metrics), or off. 9464 is "
+    {"AGENT_METRICS", OC_CFG_STRING, OC_DEFAULT_METRICS_ADDR,
+     "HOST:PORT of the Prometheus endpoint (GET /metrics), or off. The port is "
      "the port Prometheus' registry lists for such exporters.",
      offsetof(oc_agent_config_t, metrics), 0, 0, NULL},
-    {"AGENT_CLUSTER_KEY", OC_CFG_STRING, "/etc/offcore/cluster.key",
+    {"AGENT_CLUSTER_KEY", OC_CFG_STRING, OC_DEFAULT_CLUSTER_KEY,
      "File holding the cluster key (32+ bytes, hex or raw, mode 0600, a "
      "regular file) that agents prove to each other and from which each "
      "job's key derives (offcore job-key). Where the key comes from, first "
@@ -129,6 +131,14 @@ const oc_cfg_field_t oc_agent_config_table[] = {
      "rank naming the agent its ptracer (liboffcore does). n: every rank "
      "is told to send by UCX instead (counted as a fallback).",
      offsetof(oc_agent_config_t, coll_cma), 0, 0, NULL},
+    {"AGENT_SOCKET_MODE", OC_CFG_STRING, "0666",
+     "Permission bits (octal) of the Unix control sockets of --listen; "
+     "their directory is made 0755 when missing. 0666: ranks of every "
+     "local user may connect, and the job key (OC_JOB_KEY) decides which "
+     "job they join: a socket only root could open made ordinary users' "
+     "jobs fall back to inline. A site that wants a group of its own "
+     "(0660 and the unit's Group=) can have it.",
+     offsetof(oc_agent_config_t, socket_mode), 0, 0, NULL},
     OC_CFG_END};
 
 int oc__agent_run(const oc_agent_config_t *cfg);
@@ -138,7 +148,7 @@ static void usage(FILE *out)
     fprintf(out,
 "usage: offcored [--listen ADDR[,ADDR]] [--peers ADDR,...] [--threads N]\n"
 "                [--metrics HOST:PORT|off] [--cluster-key FILE] [--node N]\n"
-"                [--SETTING=VALUE ...] [--dump-config] [--help]\n"
+"                [--SETTING=VALUE ...] [--dump-config] [--help] [--version]\n"
 "\n"
 "The offcore routing agent: aggregates and routes the messages of every\n"
 "rank on this node (OC_PLACEMENT=agent in the ranks), to local ranks and\n"
@@ -150,19 +160,20 @@ static void usage(FILE *out)
 "  --listen ADDR    unix:/PATH and/or tcp:HOST:PORT (default %s)\n"
 "  --peers ADDRS    the other agents' TCP addresses\n"
 "  --threads N      routing threads (default 1)\n"
-"  --metrics ADDR   Prometheus endpoint, or off (default 127.0.0.1:9464)\n"
-"  --cluster-key F  cluster key file (default /etc/offcore/cluster.key)\n"
+"  --metrics ADDR   Prometheus endpoint, or off (default " OC_DEFAULT_METRICS_ADDR ")\n"
+"  --cluster-key F  cluster key file (default " OC_DEFAULT_CLUSTER_KEY ")\n"
 "  --node N         this node's index (default: from the sorted addresses)\n"
 "  --route MODE     direct, or grid (two hops; every agent the same)\n"
 "  --max-conns N    control connections at most (default 1024)\n"
 "  --handshake-ms N handshake / HTTP request deadline (default 5000)\n"
 "  --log-rate N     lines a second per kind of peer-caused warning (10)\n"
 "  --dump-config    list every setting with its value, default and meaning\n"
+"  --version [-v]   print the version (-v: and how it was built)\n"
 "\n"
 "Every setting is also an environment variable OC_AGENT_<NAME> and a flag\n"
 "--<name> (--dump-config lists them); a flag beats the variable.\n"
 "The cluster key: --cluster-key FILE, else OC_CLUSTER_KEY (hex), else the\n"
-"file OC_AGENT_CLUSTER_KEY, else /etc/offcore/cluster.key.\n",
+"file OC_AGENT_CLUSTER_KEY, else " OC_DEFAULT_CLUSTER_KEY ".\n",
             oc_agent_config_table[0].dflt);
 }
 
@@ -188,9 +199,6 @@ static const oc_cfg_field_t *flag_field(const char *flag, size_t n)
     return NULL;
 }
 
-/* Variables of the same prefix that belong to the ranks, not offcored. */
-static const char *const foreign_env[] = {"OC_AGENT_CREDITS", NULL};
-
 int main(int argc, char **argv)
 {
     oc_agent_config_t cfg;
@@ -206,11 +214,13 @@ int main(int argc, char **argv)
      * ceiling) a buffer is still mapped per collective. */
     (void)mallopt(M_MMAP_THRESHOLD, 32 << 20);
     (void)mallopt(M_TRIM_THRESHOLD, 128 << 20);
+    if (oc__version_opt(argc, argv, "offcored"))
+        return 0;
     oc__daemon_signals(); /* SIGHUP ignored: util/daemon.h */
     memset(&cfg, 0, sizeof(cfg));
     if (oc__config_load(oc_agent_config_table, &cfg) != OC_OK)
         return 2;
-    oc__config_check_env(oc_agent_config_table, "AGENT_", foreign_env);
+    oc__env_check("offcored"); /* one table of every OC_* name */
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i], *eq, *val;
         const oc_cfg_field_t *f;

@@ -9,6 +9,7 @@
  * peers are untrusted until their MAC checks out.
  */
 #include "agent_int.h"
+#include "util/version.h"
 
 #include "ctl/derive.h"
 
@@ -277,6 +278,29 @@ static void peer_hello(agent_t *a, oc_aconn_t *c, const oc_ctl_msg_t *m)
     c->kind = C_PEER_AUTH;
 }
 
+/* A peer that does not share our cluster key, seen from either end: in
+ * the metrics (offcore stat's peers, doctor), not only in the log. */
+static void peer_auth_failed(agent_t *a, uint32_t node)
+{
+    if (node >= a->nnodes || node == a->node)
+        return;
+    pthread_mutex_lock(&a->pub_mu);
+    a->peer_tr[node].auth_fail++;
+    pthread_mutex_unlock(&a->pub_mu);
+}
+
+/* The peer sent ERROR during the agents' handshake: it refused us. */
+static void peer_refused(agent_t *a, oc_aconn_t *c, const oc_ctl_msg_t *m)
+{
+    if (m->u.error.status == OC_ERR_CTL_AUTH)
+        peer_auth_failed(a, c->node);
+    oc_warn_limited(&a->lim_bad, OC_COMP_AGENT, "peer %s refused this "
+                    "agent: %.*s", oc__ctl_conn_name(c->cc),
+                    (int)m->u.error.text.len,
+                    (const char *)m->u.error.text.data);
+    c->dead = 1;
+}
+
 static void peer_auth(agent_t *a, oc_aconn_t *c, const oc_ctl_msg_t *m)
 {
     uint8_t mac[OC_CTL_MAC_LEN];
@@ -285,6 +309,7 @@ static void peer_auth(agent_t *a, oc_aconn_t *c, const oc_ctl_msg_t *m)
     oc__ctl_peer_mac(&a->cluster_key, c->my_nonce, c->peer_nonce, c->node, mac);
     if (!oc__ctl_mac_equal(mac, m->u.auth.mac)) {
         a->rejects_ctl++;
+        peer_auth_failed(a, c->node);
         oc__ag_error(a, c, OC_ERR_CTL_AUTH, "peer authentication failed: "
                                        "a different cluster key");
         c->dead = 1;
@@ -439,11 +464,19 @@ static void on_message(agent_t *a, oc_aconn_t *c, const oc_ctl_msg_t *m)
             goto unexpected;
         return;
     case C_PEER_HELLO:
+        if (m->type == OC_CTL_ERROR) {
+            peer_refused(a, c, m);
+            return;
+        }
         if (m->type != OC_CTL_PEER_HELLO)
             goto unexpected;
         peer_hello(a, c, m);
         return;
     case C_PEER_AUTH:
+        if (m->type == OC_CTL_ERROR) {
+            peer_refused(a, c, m);
+            return;
+        }
         if (m->type != OC_CTL_PEER_AUTH)
             goto unexpected;
         peer_auth(a, c, m);
@@ -571,6 +604,27 @@ void oc__ag_dial_peers(agent_t *a)
     }
 }
 
+/* Another release at the other end: both versions in the log, and told
+ * to the peer in a frame of its own version (ctl.h). */
+static void version_refused(agent_t *a, oc_aconn_t *c)
+{
+    unsigned theirs = oc__ctl_conn_peer_version(c->cc);
+    char text[160];
+
+    a->rejects_ctl++;
+    oc_warn_limited(&a->lim_bad, OC_COMP_AGENT,
+                    "control: %s speaks control protocol version %u; this "
+                    "offcored (%s) speaks %u: another offcore release "
+                    "(run one release on every rank and agent), connection "
+                    "closed", oc__ctl_conn_name(c->cc), theirs, oc__version(),
+                    OC_CTL_VERSION);
+    snprintf(text, sizeof(text), "offcored %s speaks control protocol "
+             "version %u, not %u: run one offcore release on the node",
+             oc__version(), OC_CTL_VERSION, theirs);
+    (void)oc__ctl_conn_send_version_error(c->cc, text);
+    c->dead = 1;
+}
+
 void oc__ag_conn_io(agent_t *a, oc_aconn_t *c, short revents)
 {
     oc_ctl_msg_t m;
@@ -586,6 +640,10 @@ void oc__ag_conn_io(agent_t *a, oc_aconn_t *c, short revents)
             st = oc__ctl_conn_read(c->cc, &m);
             if (st == OC_INPROGRESS)
                 break;
+            if (st == OC_ERR_WIRE_VERSION) {
+                version_refused(a, c);
+                break;
+            }
             if (st != OC_OK) {
                 if (st != OC_ERR_PEER_FAILED) {
                     a->rejects_ctl++;

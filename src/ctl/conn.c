@@ -45,6 +45,7 @@ struct oc_ctl_conn {
     size_t      sfd_at;
     bool        accept_fds;
     int         rfds[OC_CTL_MAX_FDS], nrfds;
+    unsigned    peer_version; /* the version of a frame refused for it */
 };
 
 oc_status_t oc__ctl_conn_create(int fd, const char *name, oc_ctl_conn_t **conn_p)
@@ -176,6 +177,34 @@ const char *oc__ctl_conn_name(const oc_ctl_conn_t *c)
     return c->name;
 }
 
+unsigned oc__ctl_conn_peer_version(const oc_ctl_conn_t *c)
+{
+    return c->peer_version;
+}
+
+oc_status_t oc__ctl_conn_send_version_error(oc_ctl_conn_t *c, const char *text)
+{
+    oc_ctl_msg_t m;
+    size_t before;
+    oc_status_t st;
+
+    if (c == NULL || text == NULL || c->peer_version == 0)
+        return OC_ERR_INVALID_PARAM;
+    memset(&m, 0, sizeof(m));
+    m.type = OC_CTL_ERROR;
+    m.u.error.status = OC_ERR_WIRE_VERSION;
+    m.u.error.text.data = (const uint8_t *)text;
+    m.u.error.text.len = (uint32_t)strnlen(text, OC_CTL_MAX_TEXT);
+    before = c->out_len;
+    if ((st = oc__ctl_conn_send(c, &m)) != OC_OK)
+        return st;
+    /* ERROR's layout is the same in every version: framed in the peer's
+     * own, the refusal is one it can read */
+    c->out[before + 4] = (uint8_t)c->peer_version;
+    c->out[before + 5] = (uint8_t)(c->peer_version >> 8);
+    return OC_OK;
+}
+
 void oc__ctl_conn_set_max_frame(oc_ctl_conn_t *c, size_t max)
 {
     c->max_frame = max < OC_CTL_HDR_LEN ? OC_CTL_HDR_LEN
@@ -269,6 +298,9 @@ oc_status_t oc__ctl_conn_read(oc_ctl_conn_t *c, oc_ctl_msg_t *msg)
         ssize_t n;
 
         st = oc__ctl_frame_len(c->in + c->in_off, have, &need);
+        if (st == OC_ERR_WIRE_VERSION) /* magic good: the peer's version */
+            c->peer_version = c->in[c->in_off + 4] |
+                              (unsigned)c->in[c->in_off + 5] << 8;
         if (st < 0)
             return read_fail(c, st, "");
         if (st == OC_OK && need > c->max_frame)

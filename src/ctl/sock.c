@@ -184,20 +184,58 @@ err:
     return OC_ERR_CTL_ADDR;
 }
 
-static oc_status_t listen_unix(const char *s, const addr_t *a,
+/* The socket's directory, made (0755: others may reach what is in it)
+ * when missing; its own parent must exist.  Without systemd nothing else
+ * makes /run/offcore. */
+static oc_status_t make_dir(const char *s, const addr_t *a)
+{
+    char dir[sizeof(a->path)];
+    const char *slash = strrchr(a->path, '/');
+
+    if (slash == NULL || slash == a->path)
+        return OC_OK;
+    snprintf(dir, sizeof(dir), "%.*s", (int)(slash - a->path), a->path);
+    if (mkdir(dir, 0755) == 0) {
+        oc_info(OC_COMP_CTL, "ctl: listen %s: made %s (mode 0755)", s, dir);
+        return OC_OK;
+    }
+    if (errno == EEXIST)
+        return OC_OK;
+    oc_error(OC_COMP_CTL, "ctl: listen %s: cannot make its directory %s: "
+             "%s", s, dir, strerror(errno));
+    return OC_ERR_CTL_ADDR;
+}
+
+static oc_status_t listen_unix(const char *s, const addr_t *a, unsigned mode,
                                oc_ctl_listener_t *l)
 {
     struct stat sb;
     oc_status_t st;
+    mode_t old = 0;
     int fd;
 
+    if (mode != 0 && (st = make_dir(s, a)) != OC_OK)
+        return st;
     fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         oc_error(OC_COMP_CTL, "ctl: listen %s: %s", s, strerror(errno));
         return OC_ERR_CTL_ADDR;
     }
-    if ((st = bind_unix(fd, s, a)) != OC_OK)
+    /* no moment with more access than asked: made under a umask that
+     * grants at most @p mode, then set to exactly it */
+    if (mode != 0)
+        old = umask((mode_t)(~mode & 0777));
+    st = bind_unix(fd, s, a);
+    if (mode != 0)
+        umask(old);
+    if (st != OC_OK)
         goto err_close;
+    if (mode != 0 && chmod(a->path, (mode_t)mode) != 0) {
+        oc_error(OC_COMP_CTL, "ctl: listen %s: chmod %o: %s", s, mode,
+                 strerror(errno));
+        st = OC_ERR_CTL_ADDR;
+        goto err_unlink;
+    }
     if (listen(fd, SOMAXCONN) != 0 || stat(a->path, &sb) != 0) {
         oc_error(OC_COMP_CTL, "ctl: listen %s: %s", s, strerror(errno));
         st = OC_ERR_CTL_ADDR;
@@ -257,6 +295,12 @@ static oc_status_t listen_tcp(const char *s, const addr_t *a,
 
 oc_status_t oc__ctl_listen(const char *addr, oc_ctl_listener_t *l)
 {
+    return oc__ctl_listen_mode(addr, 0, l);
+}
+
+oc_status_t oc__ctl_listen_mode(const char *addr, unsigned mode,
+                                oc_ctl_listener_t *l)
+{
     oc_ctl_listener_t nl;
     oc_status_t st;
     addr_t a;
@@ -267,7 +311,8 @@ oc_status_t oc__ctl_listen(const char *addr, oc_ctl_listener_t *l)
         return st;
     memset(&nl, 0, sizeof(nl));
     nl.fd = -1;
-    st = a.is_unix ? listen_unix(addr, &a, &nl) : listen_tcp(addr, &a, &nl);
+    st = a.is_unix ? listen_unix(addr, &a, mode & 0777, &nl)
+                  : listen_tcp(addr, &a, &nl);
     if (st != OC_OK)
         return st;
     *l = nl;
@@ -341,6 +386,11 @@ static oc_status_t connect_errno(const char *s, int err, bool quiet)
 {
     (void)quiet;
     oc_debug(OC_COMP_CTL, "ctl: connect %s: %s", s, strerror(err));
+    /* a Unix socket there that this user may not open: not "nothing
+     * answers" (a user told that removes a working agent's socket) */
+    if ((err == EACCES || err == EPERM) &&
+        (strncmp(s, "unix:", 5) == 0 || s[0] == '/'))
+        return OC_ERR_CTL_DENIED;
     return OC_ERR_CTL_CONNECT;
 }
 

@@ -308,10 +308,22 @@ static void handle(oc_dp_t *dp, char *line, FILE *out)
         }
         fprintf(out, "ok\n%s", b.data ? b.data : "");
         oc__prom_buf_free(&b);
+    } else if (!strcmp(line, "log") || !strncmp(line, "log ", 4)) {
+        /* the levels while it runs, as OC_LOG (ovs-appctl vlog/set) */
+        if (line[3] == ' ' && oc__log_set(line + 4) != 0)
+            return reply_error(out, "log takes a level spec as OC_LOG: "
+                               "LEVEL or COMPONENT:LEVEL,... (levels error "
+                               "warn info debug trace)");
+        if (line[3] == ' ')
+            oc_warn(OC_COMP_DP, "log levels set to %s (control socket)",
+                    line + 4);
+        oc__log_describe(why, sizeof(why));
+        fprintf(out, "ok\n%s\n", why);
     } else if (oc__dp_tenant_ctl(dp, line, out)) {
         /* conntrack count|list|flush, tenant list (tenant/tenant_ctl.c) */
     } else {
-        reply_error(out, "unknown command (ping, rules add|del|list|load, stat, "
+        reply_error(out, "unknown command (ping, log [SPEC], rules "
+                         "add|del|list|load, stat, "
                          "conntrack count|list|flush [TENANT], tenant list, "
                          "sa add|del|list, flows)");
     }
@@ -363,21 +375,11 @@ static void serve_client(oc_dp_t *dp, int fd)
 
 oc_status_t oc__dp_ctl_listen(const oc_dp_conf_t *c, oc_ctl_listener_t *l)
 {
-    const char *path = c->control + (strncmp(c->control, "unix:", 5) ? 0 : 5);
-    const char *slash = strrchr(path, '/');
     oc_status_t st;
-    mode_t old;
 
-    /* the socket's directory (/run/offcore by default): made if missing */
-    if (slash != NULL && slash != path) {
-        char dir[OC_DP_PATH_MAX];
-        snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
-        if (mkdir(dir, 0755) != 0 && errno != EEXIST)
-            oc_warn(OC_COMP_DP, "cannot create %s: %s", dir, strerror(errno));
-    }
-    old = umask(0077); /* the socket changes rules: root's only */
-    st = oc__ctl_listen(c->control, l);
-    umask(old);
+    /* the socket changes rules: root's only; its directory (/run/offcore
+     * by default) made if missing */
+    st = oc__ctl_listen_mode(c->control, 0600, l);
     if (st != OC_OK)
         oc_error(OC_COMP_DP, "control socket %s: cannot listen (is another "
                  "offcore-dp running on it?)", c->control);

@@ -3,10 +3,13 @@
  * clean stop.  Exit codes: 0 stopped by SIGTERM/SIGINT, 1 could not start
  * (ports, sockets), 2 bad command line or configuration (nothing started).
  */
+#include "util/defaults.h"
 #include "dp.h"
+#include "util/config.h"
 #include "util/daemon.h"
 #include "util/esc.h"
 #include "util/log.h"
+#include "util/version.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -18,7 +21,7 @@ static void usage(FILE *out)
     fprintf(out,
 "usage: offcore-dp --config FILE [--threads N] [--control unix:/PATH]\n"
 "                  [--metrics HOST:PORT|off] [--stages classifier|none]\n"
-"                  [--check] [--help]\n"
+"                  [--check] [--help] [--version]\n"
 "\n"
 "The offcore packet data plane.  For each attachment of the config file it\n"
 "owns two ports, the host side and the wire side (AF_XDP sockets through\n"
@@ -36,10 +39,11 @@ static void usage(FILE *out)
 "  --config FILE   the configuration (checked in full before anything\n"
 "                  starts: every error with file:line and reason, exit 2)\n"
 "  --check         only check the configuration (interfaces included)\n"
+"  --version [-v]  print the version (-v: and how it was built)\n"
 "  --threads N     worker threads = queues used on every port (default 1;\n"
 "                  each port needs N rx queues; flows spread over them by\n"
 "                  the NIC's receive hash)\n"
-"  --control ADDR  control socket (default unix:/run/offcore/dp.sock)\n"
+"  --control ADDR  control socket (default " OC_DEFAULT_DP_ADDR ")\n"
 "  --metrics ADDR  Prometheus endpoint HOST:PORT, or off (default off)\n"
 "  --stages S      classifier (default), or none: a bare forwarder\n"
 "\n"
@@ -87,7 +91,10 @@ int main(int argc, char **argv)
     sigset_t set;
     int rc;
 
+    if (oc__version_opt(argc, argv, "offcore-dp"))
+        return 0;
     oc__daemon_signals(); /* SIGHUP ignored: util/daemon.h */
+    oc__env_check("offcore-dp"); /* util/envnames.c: a misspelt OC_* name */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char **dst = NULL;

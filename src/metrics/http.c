@@ -18,7 +18,9 @@
  * socket, so a shutdown() never hits a reused descriptor.
  */
 #include "metrics/metrics.h"
+#include "metrics/names.h"
 #include "util/log.h"
+#include "util/version.h"
 
 #include <microhttpd.h>
 
@@ -67,23 +69,6 @@ struct oc_metrics_server {
 
 /* ------------------------------------------------------------ address */
 
-static int parse_port(const char *s, uint16_t *port)
-{
-    unsigned long v = 0;
-
-    if (*s == '\0' || strlen(s) > 5)
-        return -1;
-    for (; *s; s++) {
-        if (*s < '0' || *s > '9')
-            return -1;
-        v = v * 10 + (unsigned long)(*s - '0');
-    }
-    if (v > 65535)
-        return -1;
-    *port = (uint16_t)v;
-    return 0;
-}
-
 /* Where to listen: one address, or each address a name resolves to, tried
  * in order (so that "localhost" works whether or not ::1 exists here). */
 #define MAX_ADDRS 4
@@ -96,39 +81,13 @@ typedef struct {
 static oc_status_t resolve(const char *spec, addr_t *addrs, size_t *naddrs)
 {
     char host[256] = "", portstr[8];
-    const char *colon;
     uint16_t port = OC_METRICS_DEFAULT_PORT;
     int any = 0;
 
     if (spec == NULL || *spec == '\0')
         spec = DEFAULT_LISTEN;
-    if (strspn(spec, "0123456789") == strlen(spec)) {
-        any = 1;
-        if (parse_port(spec, &port) < 0)
-            goto bad;
-    } else if (spec[0] == '[') {
-        const char *rb = strchr(spec, ']');
-        if (rb == NULL || (size_t)(rb - spec - 1) >= sizeof(host) ||
-            rb == spec + 1)
-            goto bad;
-        memcpy(host, spec + 1, (size_t)(rb - spec - 1));
-        host[rb - spec - 1] = '\0';
-        if (rb[1] != '\0' && (rb[1] != ':' || parse_port(rb + 2, &port) < 0))
-            goto bad;
-    } else if ((colon = strchr(spec, ':')) != NULL &&
-               strchr(colon + 1, ':') == NULL) {
-        if ((size_t)(colon - spec) >= sizeof(host) ||
-            parse_port(colon + 1, &port) < 0)
-            goto bad;
-        memcpy(host, spec, (size_t)(colon - spec));
-        host[colon - spec] = '\0';
-        any = host[0] == '\0';
-    } else {
-        /* a bare name, IPv4 or IPv6 address: the default port */
-        if (strlen(spec) >= sizeof(host))
-            goto bad;
-        strcpy(host, spec);
-    }
+    if (oc__metrics_addr_split(spec, host, sizeof(host), &port, &any) != OC_OK)
+        goto bad;
 
     memset(addrs, 0, sizeof(*addrs));
     if (any) {
@@ -309,6 +268,11 @@ static enum MHD_Result send_metrics(oc_metrics_server_t *srv,
         buf.data[0] = '\0';
     }
     oc__prom_init(&p, &buf);
+    /* every daemon's endpoint says which build answers (names.h) */
+    oc__prom_family(&p, OC_M_BUILD_INFO, "The build of this daemon",
+                    OC_PROM_GAUGE);
+    oc__prom_sample(&p, OC_M_BUILD_INFO,
+                    OC_PROM_LABELS({"version", oc__version()}), 1);
     st = srv->fill(srv->arg, &p);
     if (st != OC_OK)
         oc_warn(OC_COMP_METRICS,

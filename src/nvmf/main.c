@@ -11,8 +11,10 @@
 #include "metrics/metrics.h"
 #include "metrics/names.h"
 #include "target.h"
+#include "util/config.h"
 #include "util/daemon.h"
 #include "util/log.h"
+#include "util/version.h"
 
 #include <getopt.h>
 #include <signal.h>
@@ -35,17 +37,23 @@ static void usage(FILE *out)
             "(nvme connect -t tcp ...) uses its namespaces.\n"
             "\n"
             "  -c, --config FILE   subsystems, hosts, namespaces, listen address\n"
-            "                      (docs/nvmf.md describes the format)\n"
+            "                      (docs/nvmf.md describes the format; installed in\n"
+            "                      /usr/share/doc/offcore, with examples/nvmf.conf)\n"
             "  -n, --check         check the configuration, open the namespaces'\n"
             "                      backing files (creating missing ones, and their\n"
             "                      checksum files) and keys, then exit (0: good);\n"
             "                      does not bind the listen address\n"
             "  -h, --help          this text\n"
+            "      --version [-v]  print the version (-v: and how it was built)\n"
             "\n"
             "Admission (configuration statements, docs/nvmf.md): at most\n"
             "max-connections (1024) connections; each must send its ICReq and\n"
             "Connect within handshake-ms (5000) of arriving, and at the cap\n"
             "the oldest one that has not makes room for a newcomer.\n"
+            "\n"
+            "exit status: 0 stopped cleanly (or --check: good); 1 could not\n"
+            "start (files, keys, CPUs, the listen address); 2 usage, or a\n"
+            "configuration refused (syntax, values).\n"
             "\n"
             "OC_LOG=nvmf:info logs connections and controllers.  SIGTERM stops\n"
             "accepting, lets in-flight commands finish (10 s at most) and\n"
@@ -260,7 +268,10 @@ int main(int argc, char **argv)
     int check = 0, o;
     struct sigaction sa = {0};
 
+    if (oc__version_opt(argc, argv, "offcore-nvmf"))
+        return 0;
     oc__daemon_signals(); /* SIGHUP ignored: util/daemon.h */
+    oc__env_check("offcore-nvmf"); /* util/envnames.c: a misspelt OC_* name */
     while ((o = getopt_long(argc, argv, "c:nh", opts, NULL)) != -1) {
         switch (o) {
         case 'c': cfg = optarg; break;
@@ -273,8 +284,10 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    /* 2: refused before anything started, as offcore-dp (the unit does
+     * not restart it); 1: could not start (files, keys, the address) */
     if (oc__nvmf_conf_load(cfg, &conf, stderr) != OC_OK)
-        return 1;
+        return 2;
     sa.sa_handler = on_signal;
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);

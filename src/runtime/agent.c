@@ -226,6 +226,24 @@ static oc_status_t expect(oc_context_t *ctx, const oc_ctl_msg_t *req,
 {
     oc_status_t st = oc__ctl_conn_request(ctx->agent->cc, req, reply,
                                          timeout_ms);
+    if (st == OC_ERR_WIRE_VERSION) {
+        oc_error(OC_COMP_RUNTIME, "rank %u: the agent at %s speaks control "
+                 "protocol version %u; this library (liboffcore %s) speaks "
+                 "%u: another offcore release (run one release on the node)",
+                 ctx->rank, ctx->cfg.agent,
+                 oc__ctl_conn_peer_version(ctx->agent->cc), oc_version(),
+                 OC_CTL_VERSION);
+        return OC_ERR_CTL_VERSION;
+    }
+    if (st == OC_OK && reply->type == OC_CTL_ERROR &&
+        reply->u.error.status == OC_ERR_WIRE_VERSION) {
+        oc_error(OC_COMP_RUNTIME, "rank %u: the agent at %s refused this "
+                 "library (liboffcore %s, control protocol version %u): %.*s",
+                 ctx->rank, ctx->cfg.agent, oc_version(), OC_CTL_VERSION,
+                 (int)reply->u.error.text.len,
+                 (const char *)reply->u.error.text.data);
+        return OC_ERR_CTL_VERSION;
+    }
     if (st != OC_OK) {
         if (st == OC_ERR_CTL_TIMEOUT || !quiet)
             oc_error(OC_COMP_RUNTIME, "rank %u: agent handshake: %s",
@@ -302,16 +320,36 @@ oc_status_t oc__agent_init(oc_context_t *ctx, int required)
 
     /* auto: a quick look; agent: wait as long as a slow start may take */
     st = oc__ctl_connect(ctx->cfg.agent, required ? 5000 : 200, &fd);
+    if (st == OC_ERR_CTL_DENIED) {
+        oc_log(OC_COMP_RUNTIME, log_lvl, "rank %u: the agent's socket %s "
+               "refuses this user (uid %u): EACCES, permission denied",
+               ctx->rank, ctx->cfg.agent, (unsigned)getuid());
+        return st;
+    }
     if (st != OC_OK) {
         oc_log(OC_COMP_RUNTIME, log_lvl, "rank %u: no agent answers at %s%s",
                ctx->rank, ctx->cfg.agent,
                required ? " (start offcored, or set OC_AGENT)" : "");
         return st;
     }
+    /* unset and malformed are different mistakes: say which (a key that
+     * is there but wrong is logged with its reason by the loader) */
+    {
+        const char *k = getenv(OC_CTL_JOB_KEY_ENV);
+        if (k == NULL || k[0] == '\0') {
+            oc_log(OC_COMP_RUNTIME, log_lvl,
+                   "rank %u: an agent answers at %s but OC_JOB_KEY is not "
+                   "set (the launcher gets it from 'offcore job-key --job "
+                   "%llu')", ctx->rank, ctx->cfg.agent,
+                   (unsigned long long)ctx->cfg.job);
+            close(fd);
+            return OC_ERR_CTL_KEY;
+        }
+    }
     if (oc__ctl_key_load(NULL, OC_CTL_JOB_KEY_ENV, &key) != OC_OK) {
         oc_log(OC_COMP_RUNTIME, log_lvl,
-               "rank %u: an agent answers at %s but OC_JOB_KEY is not set "
-               "(the launcher gets it from 'offcore job-key --job %llu')",
+               "rank %u: an agent answers at %s but OC_JOB_KEY is not a "
+               "valid key (hex, as 'offcore job-key --job %llu' prints it)",
                ctx->rank, ctx->cfg.agent, (unsigned long long)ctx->cfg.job);
         close(fd);
         return OC_ERR_CTL_KEY;
@@ -350,9 +388,11 @@ oc_status_t oc__agent_init(oc_context_t *ctx, int required)
         if (st != OC_ERR_PEER_FAILED || attempt == HANDSHAKE_TRIES)
             break;
         oc_warn(OC_COMP_RUNTIME, "rank %u: the agent at %s closed the "
-                "connection during the handshake (at its connection cap?): "
-                "connecting again (%d of %d)", ctx->rank, ctx->cfg.agent,
-                attempt + 1, HANDSHAKE_TRIES);
+                "connection during the handshake (at its connection cap, or "
+                "an older offcore release that does not say so? this is "
+                "liboffcore %s, control protocol version %u): connecting "
+                "again (%d of %d)", ctx->rank, ctx->cfg.agent, oc_version(),
+                OC_CTL_VERSION, attempt + 1, HANDSHAKE_TRIES);
         oc__ctl_conn_destroy(a->cc);
         a->cc = NULL;
         usleep(10000u * (unsigned)attempt);

@@ -2,14 +2,18 @@
  * context.c — liboffcore context life cycle: configuration, transport
  * start-up, address exchange, and tear-down.
  */
+#include "util/defaults.h"
 #include "runtime.h"
 
 #include "ctl/ctl.h"
 #include "util/log.h"
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <string.h>
 
 static const char *const placement_values[] = {"inline", "agent", "auto", NULL};
@@ -51,7 +55,7 @@ const oc_cfg_field_t oc__runtime_config_table[] = {
      "Most bundles one oc_poll delivers (0: all that are queued). Lower it "
      "to bound the time a poll spends in handlers.",
      offsetof(oc__config_t, poll_budget), 0, UINT32_MAX, NULL},
-    {"AGENT", OC_CFG_STRING, "unix:/run/offcore/offcored.sock",
+    {"AGENT", OC_CFG_STRING, OC_DEFAULT_AGENT_ADDR,
      "The agent's control address (unix:/PATH or tcp:HOST:PORT), as given "
      "to offcored --listen.",
      offsetof(oc__config_t, agent), 0, 0, NULL},
@@ -190,13 +194,39 @@ static void context_free(oc_context_t *ctx)
     free(ctx);
 }
 
+/* Is the node's agent another user's?  Its Unix socket's owner says so
+ * before anything is connected: the UCX context must know (transport.h,
+ * oc__tr_context_create_xuser).  No agent, a TCP one, or no job key
+ * with OC_PLACEMENT=auto: no. */
+static int agent_other_user(const oc_context_t *ctx)
+{
+    const char *a = ctx->cfg.agent;
+    struct stat sb;
+
+    if (ctx->cfg.placement == 0) /* inline */
+        return 0;
+    /* auto without a key never uses the agent: a plain inline job keeps
+     * UCX's shared memory between its ranks */
+    if (ctx->cfg.placement == 2) {
+        const char *k = getenv(OC_CTL_JOB_KEY_ENV);
+        if (k == NULL || k[0] == '\0')
+            return 0;
+    }
+    if (strncmp(a, "unix:", 5) == 0)
+        a += 5;
+    else if (a[0] != '/')
+        return 0;
+    return stat(a, &sb) == 0 && S_ISSOCK(sb.st_mode) &&
+           sb.st_uid != geteuid();
+}
+
 /* Why the agent placement could not be had, said once: an error when it
  * was required (OC_PLACEMENT=agent), else the fall-back to inline, at the
  * default level when an agent answered but could not be used (a wrong or
  * missing key, a silent agent), at info when none answers at all. */
 static void placement_failed(const oc_context_t *ctx, oc_status_t st)
 {
-    char why[OC_CFG_STRLEN + 128];
+    char why[OC_CFG_STRLEN + 256];
     int quiet = 0;
 
     switch (st) {
@@ -210,10 +240,28 @@ static void placement_failed(const oc_context_t *ctx, oc_status_t st)
         quiet = k == NULL || k[0] == '\0';
         break;
     }
-    case OC_ERR_CTL_KEY:
-        snprintf(why, sizeof(why), "an agent answers at %s but OC_JOB_KEY is "
-                 "missing or not a valid key", ctx->cfg.agent);
+    case OC_ERR_CTL_DENIED:
+        snprintf(why, sizeof(why), "the agent's socket %s refuses this user "
+                 "(uid %u): EACCES, permission denied (offcored makes it "
+                 "OC_AGENT_SOCKET_MODE, 0666 by default; check the socket's "
+                 "and its directory's modes)", ctx->cfg.agent,
+                 (unsigned)getuid());
         break;
+    case OC_ERR_CTL_VERSION:
+        snprintf(why, sizeof(why), "the agent at %s is another offcore "
+                 "release (its control protocol version and this library's "
+                 "are logged above): run one release on the node",
+                 ctx->cfg.agent);
+        break;
+    case OC_ERR_CTL_KEY: {
+        /* no key at all: the launcher did not mean the agent (a plain
+         * inline job on a node that has one): not news */
+        const char *k = getenv(OC_CTL_JOB_KEY_ENV);
+        quiet = k == NULL || k[0] == '\0';
+        snprintf(why, sizeof(why), "an agent answers at %s but OC_JOB_KEY is "
+                 "%s", ctx->cfg.agent, quiet ? "not set" : "not a valid key");
+        break;
+    }
     case OC_ERR_CTL_AUTH:
         snprintf(why, sizeof(why), "the agent at %s refused the job (wrong "
                  "OC_JOB_KEY for OC_JOB=%llu?)", ctx->cfg.agent,
@@ -280,6 +328,13 @@ OC_API oc_status_t oc_init(const oc_context_params_t *params,
         st = OC_ERR_INVALID_PARAM;
         goto err;
     }
+    /* a misspelt OC_* name, said once per process by rank 0 (every rank
+     * has the same environment): util/envnames.c lists them all */
+    if (ctx->rank == 0) {
+        static atomic_flag checked = ATOMIC_FLAG_INIT;
+        if (!atomic_flag_test_and_set(&checked))
+            oc__env_check("liboffcore");
+    }
     if ((params->field_mask & OC_PARAM_ALLGATHER) && params->allgather) {
         ctx->allgather = params->allgather;
         ctx->allgather_arg = params->allgather_arg;
@@ -324,7 +379,8 @@ OC_API oc_status_t oc_init(const oc_context_params_t *params,
         oc__eng_out_init(&ctx->dests[i]);
     if ((st = oc__quiesce_init(ctx)) != OC_OK)
         goto err;
-    if ((st = oc__tr_context_create(&ctx->tr)) != OC_OK)
+    if ((st = agent_other_user(ctx) ? oc__tr_context_create_xuser(&ctx->tr)
+                                    : oc__tr_context_create(&ctx->tr)) != OC_OK)
         goto err;
     if ((st = oc__tr_worker_create(ctx->tr, &ctx->worker)) != OC_OK)
         goto err;

@@ -9,6 +9,7 @@
  * Single-threaded.
  */
 #include "doctor.h"
+#include "util/defaults.h"
 #include "util/esc.h"
 
 #include <offcore/offcore.h>
@@ -322,15 +323,16 @@ static void usage(FILE *out)
         "  --live          run the live probes with --root too\n"
         "  --agent ADDR    offcored metrics address (default $%s or %s);\n"
         "                  its control socket: $OC_AGENT (unix:PATH) or\n"
-        "                  /run/offcore/offcored.sock\n"
-        "  --dp-socket P   offcore-dp's control socket\n"
-        "                  (default /run/offcore/offcore-dp.sock)\n"
+        "                  " OC_DEFAULT_AGENT_SOCK "\n"
+        "  --dp-control P  offcore-dp's control socket, PATH or unix:PATH, as\n"
+        "                  its --control (--dp-socket is the same)\n"
+        "                  (default " OC_DEFAULT_DP_SOCK ")\n"
         "  --nccl LIB      the NCCL library to probe (default libnccl.so.2)\n"
         "  --nccl-timeout S  seconds the NCCL init may take (default 20)\n"
         "\n"
         "exit status: 0 no check failed and every requirement is met;\n"
         "1 a check failed or a requirement is not met; 2 usage error.\n",
-        "OC_AGENT_METRICS", "127.0.0.1:9464");
+        "OC_AGENT_METRICS", OC_DEFAULT_METRICS_ADDR);
 }
 
 int oc__doctor_main(int argc, char **argv, FILE *out, FILE *err)
@@ -353,8 +355,8 @@ int oc__doctor_main(int argc, char **argv, FILE *out, FILE *err)
     d->agent = getenv("OC_AGENT_METRICS");
     d->nccl_lib = "libnccl.so.2";
     d->nccl_timeout_s = 20;
-    d->agent_ctl = "/run/offcore/offcored.sock";
-    d->dp_sock = "/run/offcore/offcore-dp.sock";
+    d->agent_ctl = OC_DEFAULT_AGENT_SOCK;
+    d->dp_sock = OC_DEFAULT_DP_SOCK;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -365,7 +367,8 @@ int oc__doctor_main(int argc, char **argv, FILE *out, FILE *err)
         } else if ((!strcmp(a, "--require") || !strcmp(a, "--root") ||
                     !strcmp(a, "--agent") || !strcmp(a, "--nccl") ||
                     !strcmp(a, "--nccl-timeout") ||
-                    !strcmp(a, "--dp-socket")) && !v) {
+                    !strcmp(a, "--dp-socket") ||
+                    !strcmp(a, "--dp-control")) && !v) {
             fprintf(err, "offcore doctor: %s needs a value\n", a);
             rc = 2;
             goto out;
@@ -388,8 +391,11 @@ int oc__doctor_main(int argc, char **argv, FILE *out, FILE *err)
             d->agent = argv[++i];
         } else if (!strcmp(a, "--nccl")) {
             d->nccl_lib = argv[++i];
-        } else if (!strcmp(a, "--dp-socket")) {
+        } else if (!strcmp(a, "--dp-socket") || !strcmp(a, "--dp-control")) {
+            /* --dp-control: offcore dp's and offcore-dp's --control */
             d->dp_sock = argv[++i];
+            if (!strncmp(d->dp_sock, "unix:", 5))
+                d->dp_sock += 5;
         } else if (!strcmp(a, "--nccl-timeout")) {
             char *end;
             d->nccl_timeout_s = strtod(argv[++i], &end);

@@ -9,8 +9,10 @@
  */
 #include "doctor.h"
 
+#include "metrics/names.h"
 #include "stat.h"
 #include "transport/transport.h"
+#include "util/defaults.h"
 #include "util/log.h"
 
 #include <dlfcn.h>
@@ -299,7 +301,9 @@ void oc__dr_offcored(oc_dr_t *d)
                                          ? env + 5 : d->agent_ctl);
     if (stat(ctl, &sb) == 0) {
         int c = unix_connect(ctl);
-        sock = c == 0 ? 1 : -1;
+        /* -2: the socket is there but this user may not connect (EACCES
+         * on the socket or its directory): not a stale socket */
+        sock = c == 0 ? 1 : c == -EACCES || c == -EPERM ? -2 : -1;
         oc__dr_ev(d, "control socket %s: %s", ctl,
                   c == 0 ? "accepts connections" : strerror(-c));
     } else {
@@ -317,6 +321,14 @@ void oc__dr_offcored(oc_dr_t *d)
     int series = 0;
     for (const char *p = o; p && (p = strstr(p, "\"name\":")); p++)
         series++;
+    /* a peer agent with another cluster key: the mesh is broken even
+     * though this agent answers */
+    int keyfail = 0;
+    for (const char *p = o; rc == 0 && p && (p = strstr(p, "\"name\":\""
+                OC_M_PEER_AUTH_FAILURES "\"")); p++) {
+        const char *v = strstr(p, "\"value\":");
+        keyfail += v != NULL && strtoull(v + 8, NULL, 10) > 0;
+    }
     if (rc == 0)
         oc__dr_ev(d, "metrics at %s: %d series", argv[3], series);
     else
@@ -324,7 +336,22 @@ void oc__dr_offcored(oc_dr_t *d)
                   e ? (int)strcspn(e, "\n") : 1, e ? e : "?");
     free(o);
     free(e);
-    if (rc == 0) {
+    if (sock == -2) {
+        d->agent_ok = rc == 0;
+        oc__dr_set(d, OC_DR_FAIL, "let this user reach it: restart offcored "
+                   "(this version makes its socket 0666 in a 0755 directory; "
+                   "the job key is the gate), or fix the modes of the socket "
+                   "and its directory",
+                   "this user (uid %u) may not connect to %s (EACCES): its "
+                   "ranks cannot use the agent", (unsigned)getuid(), ctl);
+    } else if (rc == 0 && keyfail > 0) {
+        d->agent_ok = 1;
+        oc__dr_set(d, OC_DR_FAIL, "give every agent the same cluster key "
+                   "file (offcore keygen --out FILE once, then copy it)",
+                   "offcored answers, but %d peer agent%s refused the "
+                   "handshake: another cluster key (offcore stat says which)",
+                   keyfail, keyfail == 1 ? "" : "s");
+    } else if (rc == 0) {
         d->agent_ok = 1;
         oc__dr_set(d, sock < 0 ? OC_DR_WARN : OC_DR_OK,
                    sock < 0 ? "remove the stale socket or restart offcored"
@@ -339,8 +366,8 @@ void oc__dr_offcored(oc_dr_t *d)
                    "offcored)", "a stale offcored socket: nothing accepts on "
                    "it");
     } else {
-        oc__dr_set(d, OC_DR_NA, "start one: offcored --listen unix:"
-                   "/run/offcore/offcored.sock --metrics 127.0.0.1:9464",
+        oc__dr_set(d, OC_DR_NA, "start one: offcored --listen "
+                   OC_DEFAULT_AGENT_ADDR " --metrics " OC_DEFAULT_METRICS_ADDR,
                    "no offcored on this host: ranks run inline");
     }
 }

@@ -4,6 +4,7 @@
  * src/dp/ctl.c).  `stat` reads the daemon's counters as Prometheus text
  * and prints them as tables, through the same parser as `offcore stat`.
  */
+#include "util/defaults.h"
 #include "dp.h"
 #include "ctl/ctl.h"
 #include "metrics/metrics.h"
@@ -20,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define DEFAULT_CONTROL "unix:/run/offcore/dp.sock"
+#define DEFAULT_CONTROL OC_DEFAULT_DP_ADDR
 #define TIMEOUT_MS 10000 /* a 10K-rule load takes well under a second */
 
 static void dp_usage(FILE *out)
@@ -37,6 +38,8 @@ static void dp_usage(FILE *out)
 "                      (unset fields match anything; lowest prio wins,\n"
 "                      prio defaults to id)\n"
 "  rules del ID        delete the rule with that id\n"
+"  log [SPEC]          the log levels now; with SPEC (as OC_LOG, e.g.\n"
+"                      dp:debug or info) set them while it runs\n"
 "  rules list          every rule, in match order, with its counters\n"
 "  rules load FILE [action=allow|deny|count] [id_base=N]\n"
 "                      replace every rule with FILE's (ClassBench lines, or\n"
@@ -469,6 +472,9 @@ int oc__dp_cli_main(int argc, char **argv, FILE *out, FILE *err)
         return do_stat(addr, argc - i - 1, argv + i + 1, out, err);
     if (!strcmp(argv[i], "ping")) {
         snprintf(line, sizeof(line), "ping");
+    } else if (!strcmp(argv[i], "log") && i + 2 >= argc) {
+        snprintf(line, sizeof(line), "log%s%s", i + 1 < argc ? " " : "",
+                 i + 1 < argc ? argv[i + 1] : "");
     } else if (!strcmp(argv[i], "rules") && i + 1 < argc) {
         const char *sub = argv[i + 1];
         if (!strcmp(sub, "list") && i + 2 == argc) {

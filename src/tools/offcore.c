@@ -10,8 +10,11 @@
 #include "keys.h"
 #include "nvmf.h"
 #include "stat.h"
+#include "ctl/ctl.h"
+#include "util/config.h"
 #include "util/esc.h"
 #include "util/log.h"
+#include "util/version.h"
 #include "wire/wire.h"
 
 #include <stdio.h>
@@ -41,10 +44,12 @@ static void usage(FILE *out)
             "  dp rules add|del|list|load, dp stat\n"
             "                          rules and counters of a running offcore-dp\n"
             "                          (offcore dp --help)\n"
-            "  keygen                  print a new random cluster key (hex)\n"
+            "  keygen [--out FILE]     a new random cluster key (hex): to FILE,\n"
+            "                          made with mode 0600, or to stdout\n"
             "  job-key --job ID [--cluster-key FILE]\n"
             "                          print job ID's key, for its ranks' OC_JOB_KEY\n"
-            "  version, --version      print the version\n"
+            "  version, --version [-v] print the version (-v: build details)\n"
+            "  info                    the same as version -v\n"
             "  help, --help            this text\n");
 }
 
@@ -53,6 +58,15 @@ int main(int argc, char **argv)
     const char *cmd = argc > 1 ? argv[1] : "help";
 
     if (!strcmp(cmd, "config") || !strcmp(cmd, "--dump-config")) {
+        if (argc > 2) {
+            char e[256];
+            fprintf(stderr, "offcore config: unexpected argument '%s' (it "
+                    "takes none; offcored --dump-config lists the agent's)\n",
+                    oc__esc_str(argv[2], e, sizeof(e)));
+            return 2;
+        }
+        /* a misspelt variable is the usual reason to look here */
+        oc__env_check("offcore config");
         printf("# liboffcore settings: set as environment variables\n");
         if (oc__runtime_settings_dump(stdout) != OC_OK)
             return 2;
@@ -75,9 +89,22 @@ int main(int argc, char **argv)
         return oc__nvmf_cli_main(argc - 1, argv + 1, stdout, stderr);
     if (!strcmp(cmd, "stat"))
         return oc__stat_main(argc - 1, argv + 1, stdout, stderr);
-    if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
-        printf("offcore %d.%d (wire version %d)\n", OC_VERSION_MAJOR,
-               OC_VERSION_MINOR, OC_WIRE_VERSION);
+    if (!strcmp(cmd, "version") || !strcmp(cmd, "--version") ||
+        !strcmp(cmd, "info")) {
+        int verbose = !strcmp(cmd, "info");
+        for (int i = 2; i < argc; i++) {
+            if (strcmp(argv[i], "-v") && strcmp(argv[i], "--verbose")) {
+                char e[256];
+                fprintf(stderr, "offcore %s: unknown argument '%s' (-v is "
+                        "the only one)\n", cmd, oc__esc_str(argv[i], e, sizeof(e)));
+                return 2;
+            }
+            verbose = 1;
+        }
+        oc__version_print("offcore", verbose);
+        if (verbose)
+            printf("  wire:       bundle version %d, control protocol %d\n",
+                   OC_WIRE_VERSION, OC_CTL_VERSION);
         return 0;
     }
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {

@@ -319,7 +319,8 @@ static void usage(FILE *out)
             " reason.\n"
             "\n"
             "  -a, --agent ADDR     HOST:PORT, :PORT or PORT (this host), HOST"
-            " (port 9464),\n"
+            " (port "
+            OC__DEFAULT_STR(OC_DEFAULT_METRICS_PORT) "),\n"
             "                       [IPV6]:PORT or an http(s):// URL of the"
             " agent's metrics\n"
             "                       endpoint, as offcored --metrics (not its"
@@ -360,7 +361,8 @@ static int check_hostport(const char *a, FILE *err)
             strspn(a + 1, "0123456789abcdefABCDEF:.") !=
                 (size_t)(host_end - a - 1)) {
             fprintf(err, "offcore stat: malformed address '%s': an IPv6 "
-                         "address goes in brackets, [::1]:9464\n", ea);
+                         "address goes in brackets, [::1]:%d\n", ea,
+                    OC_DEFAULT_METRICS_PORT);
             return -1;
         }
         if (host_end[1] == ':')
@@ -397,6 +399,9 @@ bad:
 
 /* ADDR -> http://ADDR/metrics; a URL is taken as it is ("/metrics" added
  * when it has no path).  NULL when ADDR is not one (said on @p err). */
+/* the default port, as text in the URL formats below */
+#define PORT OC__DEFAULT_STR(OC_DEFAULT_METRICS_PORT)
+
 static char *agent_url(const char *a, FILE *err)
 {
     const char *fmt, *rest;
@@ -425,12 +430,12 @@ static char *agent_url(const char *a, FILE *err)
     } else if (a[0] == ':')
         fmt = "http://127.0.0.1%s/metrics";
     else if (a[0] == '[')
-        fmt = strstr(a, "]:") ? "http://%s/metrics" : "http://%s:9464/metrics";
+        fmt = strstr(a, "]:") ? "http://%s/metrics" : "http://%s:" PORT "/metrics";
     else if (strchr(a, ':') == NULL)
         fmt = all_digits(a) ? "http://127.0.0.1:%s/metrics"
-                            : "http://%s:9464/metrics";
+                            : "http://%s:" PORT "/metrics";
     else if (strchr(a, ':') != strrchr(a, ':'))
-        fmt = "http://[%s]:9464/metrics"; /* a bare IPv6 address */
+        fmt = "http://[%s]:" PORT "/metrics"; /* a bare IPv6 address */
     else
         fmt = "http://%s/metrics";
     if (rest == NULL && (strchr(a, ':') == NULL || a[0] == '[' ||

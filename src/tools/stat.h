@@ -6,6 +6,8 @@
 #ifndef OC_TOOLS_STAT_H
 #define OC_TOOLS_STAT_H
 
+#include "util/defaults.h"
+
 #include <stdio.h>
 
 /** Environment variable holding the default agent address. */
@@ -13,7 +15,7 @@
 
 /** Where `offcore stat` looks when neither --agent nor OC_AGENT_METRICS
  *  says. */
-#define OC_STAT_DEFAULT_AGENT "127.0.0.1:9464"
+#define OC_STAT_DEFAULT_AGENT OC_DEFAULT_METRICS_ADDR
 
 /**
  * Run `offcore stat`.  @p argv[0] is "stat"; the options follow

@@ -393,6 +393,13 @@ int oc__stat_print_tables(render_t *r, const char *url)
             node = oc__stat_shown(s, "node");
             version = oc__stat_shown(s, "version");
             s->used = 1;
+        } else if (!strcmp(s->name, OC_M_PEER_AUTH_FAILURES)) {
+            s->used = 1; /* said below the header when not 0 */
+        } else if (!strcmp(s->name, OC_M_BUILD_INFO)) {
+            /* every daemon's; the agent's own info says the same */
+            if (version == NULL)
+                version = oc__stat_shown(s, "version");
+            s->used = 1;
         } else if (!strcmp(s->name, OC_M_AGENT_UPTIME) &&
                    s->nlabels == 0) {
             uptime = s->value;
@@ -407,6 +414,19 @@ int oc__stat_print_tables(render_t *r, const char *url)
         print_uptime(r->out, uptime);
     }
     fputc('\n', r->out);
+    for (size_t i = 0; i < cur->n; i++) {
+        const smp_t *s = &cur->v[i];
+        const char *peer;
+        if (strcmp(s->name, OC_M_PEER_AUTH_FAILURES) != 0 ||
+            (s->is_u64 ? s->u64 == 0 : !(s->value > 0)))
+            continue;
+        peer = oc__stat_shown(s, "peer");
+        oc__stat_fmt_value(buf, sizeof(buf), s->is_u64, s->u64, s->value);
+        fprintf(r->out, "peer %s: %s handshake%s refused: another cluster "
+                "key (the same key file on every agent)\n",
+                peer ? peer : "?", buf,
+                s->is_u64 && s->u64 == 1 ? "" : "s");
+    }
     if (r->watch > 0) {
         time_t t = (time_t)r->cur->wall;
         struct tm tm;

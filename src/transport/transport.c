@@ -66,31 +66,6 @@ static oc_status_t send_refused(const char *what, ucs_status_ptr_t req)
     return OC_ERR_TRANSPORT;
 }
 
-/* The names of a positive UCX_TLS list that reach other hosts. */
-static int net_tls(const char *tls, char *buf, size_t len)
-{
-    size_t used = 0;
-    buf[0] = '\0';
-    for (const char *p = tls; *p;) {
-        size_t n = strcspn(p, ",");
-        int local = (n == 2 && !strncmp(p, "sm", 2)) ||
-                    (n == 3 && !strncmp(p, "shm", 3)) ||
-                    (n == 4 && !strncmp(p, "cuda", 4)) ||
-                    (n == 4 && !strncmp(p, "rocm", 4)) ||
-                    (oc__tr_class_of(p, n) & OC_TR_CLASS_INTRA_HOST);
-        if (!local && n > 0 && used + n + 2 < len) {
-            if (used)
-                buf[used++] = ',';
-            memcpy(buf + used, p, n);
-            used += n;
-            buf[used] = '\0';
-        }
-        p += n;
-        p += *p == ',';
-    }
-    return used ? 0 : -1;
-}
-
 /*
  * Peer-failure detection, UCX's own: endpoints made with peer_err ask for
  * UCP_ERR_HANDLING_MODE_PEER, and UCX's keepalive checks their peers
@@ -153,7 +128,18 @@ static oc_status_t context_create(oc_tr_context_t **ctx_p, uint64_t features,
                  ucs_status_string(st));
         goto err_free;
     }
-    if (net_only) {
+    if (net_only == 2) {
+        char buf[512];
+        oc__tr_xuser_tls(getenv("UCX_TLS"), buf, sizeof(buf));
+        oc_info(OC_COMP_TRANSPORT, "the agent runs as another user: UCX_TLS "
+                "%s (UCX's shared-memory segments are owner-only)", buf);
+        if ((st = ucp_config_modify(config, "TLS", buf)) != UCS_OK) {
+            oc_error(OC_COMP_TRANSPORT, "ucp_config_modify(TLS=%s): %s", buf,
+                     ucs_status_string(st));
+            ucp_config_release(config);
+            goto err_free;
+        }
+    } else if (net_only) {
         /* UCX_TLS as set, less what reaches only this host */
         const char *tls = getenv("UCX_TLS");
         char buf[512];
@@ -161,7 +147,7 @@ static oc_status_t context_create(oc_tr_context_t **ctx_p, uint64_t features,
             snprintf(buf, sizeof(buf), "^sm,self");
         else if (tls[0] == '^')
             snprintf(buf, sizeof(buf), "%s,sm,self", tls);
-        else if (net_tls(tls, buf, sizeof(buf)) != 0) {
+        else if (oc__tr_net_tls(tls, buf, sizeof(buf)) != 0) {
             oc_info(OC_COMP_TRANSPORT, "UCX_TLS=%s names no transport that "
                     "reaches another host", tls);
             ucp_config_release(config);
@@ -198,6 +184,11 @@ err_free:
 oc_status_t oc__tr_context_create(oc_tr_context_t **ctx_p)
 {
     return context_create(ctx_p, UCP_FEATURE_AM | UCP_FEATURE_TAG, 0);
+}
+
+oc_status_t oc__tr_context_create_xuser(oc_tr_context_t **ctx_p)
+{
+    return context_create(ctx_p, UCP_FEATURE_AM | UCP_FEATURE_TAG, 2);
 }
 
 oc_status_t oc__tr_context_create_net(oc_tr_context_t **ctx_p)

@@ -1,5 +1,6 @@
 /* config.c — parsing and listing of declarative configuration tables. */
 #include "util/config.h"
+#include "util/esc.h"
 
 #include "util/log.h"
 
@@ -220,6 +221,50 @@ unsigned oc__config_check_env(const oc_cfg_field_t *table, const char *prefix,
         else
             oc_warn(OC_COMP_UTIL, "unknown environment variable %s, ignored "
                     "(--dump-config lists the settings)", name);
+    }
+    return n;
+}
+
+unsigned oc__env_check(const char *who)
+{
+    char name[128];
+    unsigned n = 0;
+
+    for (char **e = environ; e != NULL && *e != NULL; e++) {
+        const char *eq = strchr(*e, '=');
+        const oc_env_name_t *best = NULL;
+        unsigned bestd = 3;
+        int known = 0;
+
+        if (eq == NULL || strncmp(*e, "OC_", 3) != 0)
+            continue;
+        /* as typed, escaped: it comes from anyone's environment */
+        oc__esc(*e, (size_t)(eq - *e), name, sizeof(name));
+        for (const oc_env_name_t *v = oc__env_names; v->name && !known; v++) {
+            size_t len = strlen(v->name);
+            unsigned d;
+            if (v->name[len - 1] == '_') { /* a prefix */
+                known = strncmp(name, v->name, len) == 0;
+                continue;
+            }
+            d = distance(name, v->name);
+            known = d == 0;
+            if (d < bestd) {
+                bestd = d;
+                best = v;
+            }
+        }
+        if (known)
+            continue;
+        n++;
+        if (best != NULL)
+            oc_warn(OC_COMP_UTIL, "%s: unknown environment variable %s, "
+                    "ignored (did you mean %s? read by %s)", who, name,
+                    best->name, best->who);
+        else
+            oc_warn(OC_COMP_UTIL, "%s: unknown environment variable %s, "
+                    "ignored (offcore config and --dump-config list the "
+                    "settings)", who, name);
     }
     return n;
 }

@@ -66,6 +66,37 @@ int oc__log_parse(const char *spec, int levels[OC_COMP_MAX])
     return rc;
 }
 
+int oc__log_set(const char *spec)
+{
+    int levels[OC_COMP_MAX];
+
+    if (spec == NULL || oc__log_parse(spec, levels) != 0)
+        return -1;
+    if (oc__log_levels[0] < 0)
+        oc__log_init();
+    /* from a control thread while others log: each level one aligned
+     * store; a reader sees the old or the new one */
+    for (int i = OC_COMP_MAX - 1; i >= 0; i--)
+        __atomic_store_n(&oc__log_levels[i], levels[i], __ATOMIC_RELAXED);
+    return 0;
+}
+
+size_t oc__log_describe(char *buf, size_t cap)
+{
+    size_t n = 0;
+
+    if (oc__log_levels[0] < 0)
+        oc__log_init();
+    if (cap > 0)
+        buf[0] = '\0';
+    for (int i = 0; i < OC_COMP_MAX && n < cap; i++) {
+        int l = __atomic_load_n(&oc__log_levels[i], __ATOMIC_RELAXED);
+        n += (size_t)snprintf(buf + n, cap - n, "%s%s:%s", i ? "," : "",
+                              comp_names[i], level_names[l]);
+    }
+    return n;
+}
+
 static void log_init_once(void)
 {
     int levels[OC_COMP_MAX];

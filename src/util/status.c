@@ -41,6 +41,8 @@ OC_API const char *oc_status_string(oc_status_t s)
     case OC_ERR_CTL_TIMEOUT: return "OC_ERR_CTL_TIMEOUT: no answer on the control channel in time";
     case OC_ERR_CTL_ADDR: return "OC_ERR_CTL_ADDR: bad control address or cannot listen on it";
     case OC_ERR_CTL_CONNECT: return "OC_ERR_CTL_CONNECT: nothing answers at the control address";
+    case OC_ERR_CTL_DENIED: return "OC_ERR_CTL_DENIED: permission denied (EACCES) on the control socket: its mode or its directory's keeps this user out";
+    case OC_ERR_CTL_VERSION: return "OC_ERR_CTL_VERSION: the other side speaks another control protocol version (another offcore release)";
     case OC_ERR_COLL_DTYPE: return "OC_ERR_COLL_DTYPE: unknown collective datatype";
     case OC_ERR_COLL_OP: return "OC_ERR_COLL_OP: unknown reduction op, or not defined for the datatype";
     case OC_ERR_COLL_BUFFER: return "OC_ERR_COLL_BUFFER: NULL or misplaced collective buffer";

@@ -3,7 +3,8 @@
 # with dpkg -i into a throwaway root (an overlay of this machine's own
 # root, in a private mount namespace: nothing changes on the machine) and
 # run jobs from the installed files only: histogram on 2 ranks inline and
-# through the installed offcored, `offcore doctor`, a program built with
+# through the installed offcored (at its default socket, as root and as
+# user nobody), `offcore doctor`, a program built with
 # the installed headers and pkg-config file.  Exit 0 PASS, 1 FAIL, 77 SKIP.
 set -u
 SRC=${1:?usage: deb-test.sh SOURCE_DIR BUILD_DIR}
@@ -51,10 +52,16 @@ out=$(mpirun --allow-run-as-root --oversubscribe -np 2 --bind-to none \
       -x OC_PLACEMENT=inline /usr/libexec/offcore/histogram --updates 200K --table 10K)
 echo "$out" | grep -q '"verified":true' || fail "inline job: $out"
 echo "inline job from the installed files: verified"
-# the installed agent
-mkdir -p /etc/offcore /run/offcore
-offcore keygen > /etc/offcore/cluster.key && chmod 600 /etc/offcore/cluster.key
-OC_LOG=agent:info,router:info /usr/sbin/offcored --listen unix:/tmp/agent.sock --metrics off >/tmp/agent.log 2>&1 &
+for b in /usr/bin/offcore /usr/sbin/offcored /usr/sbin/offcore-dp /usr/sbin/offcore-nvmf; do
+    $b --version | grep -q "^$(basename $b) [0-9]" || fail "$b --version"
+done
+# the installed agent, at its default socket: /run/offcore is not there
+# (a fresh tmpfs), the agent makes it; UCX as the unit would have it (all
+# transports: ranks of other users reach it over tcp/cma)
+mkdir -p /etc/offcore
+offcore keygen --out /etc/offcore/cluster.key
+[ "$(stat -c %a /etc/offcore/cluster.key)" = 600 ] || fail "keygen --out mode"
+env -u UCX_TLS UCX_NET_DEVICES=lo OC_LOG=agent:info,router:info /usr/sbin/offcored --metrics off >/tmp/agent.log 2>&1 &
 agent=$!
 i=0
 until grep -q ready /tmp/agent.log; do
@@ -63,14 +70,32 @@ until grep -q ready /tmp/agent.log; do
     sleep 0.05
 done
 key=$(offcore job-key --job 7)
-out=$(OC_PLACEMENT=agent OC_AGENT=unix:/tmp/agent.sock OC_JOB=7 OC_JOB_KEY=$key \
+out=$(OC_PLACEMENT=agent OC_JOB=7 OC_JOB_KEY=$key \
       mpirun --allow-run-as-root --oversubscribe -np 2 --bind-to none \
-      -x OC_PLACEMENT -x OC_AGENT -x OC_JOB -x OC_JOB_KEY \
+      -x OC_PLACEMENT -x OC_JOB -x OC_JOB_KEY \
       /usr/libexec/offcore/histogram --updates 200K --table 10K)
-kill $agent; wait $agent || true
 echo "$out" | grep -q '"placement":"agent"' || fail "agent job: $out"
 echo "$out" | grep -q '"verified":true' || fail "agent job: $out"
 echo "agent job through the installed offcored: verified"
+# a job of an ordinary user through root's agent (the job key is the gate)
+if command -v setpriv >/dev/null; then
+    key=$(offcore job-key --job 8)
+    home=$(mktemp -d /tmp/nobody.XXXXXX) && chown nobody:nogroup "$home" ||
+        fail "a home for nobody"
+    out=$(setpriv --reuid=nobody --regid=nogroup --clear-groups -- \
+          env HOME=$home TMPDIR=$home UCX_NET_DEVICES=lo OC_PLACEMENT=agent \
+          OC_JOB=8 OC_JOB_KEY=$key \
+          mpirun --oversubscribe -np 2 --bind-to none \
+          -x OC_PLACEMENT -x OC_JOB -x OC_JOB_KEY -x UCX_NET_DEVICES -x UCX_TLS \
+          /usr/libexec/offcore/histogram --updates 200K --table 10K 2>&1) ||
+        { cat /tmp/agent.log; fail "nobody's job: $out"; }
+    echo "$out" | grep -q '"placement":"agent"' || fail "nobody's agent job: $out"
+    echo "$out" | grep -q '"verified":true' || fail "nobody's agent job: $out"
+    echo "a job of user nobody through the installed offcored: verified"
+else
+    echo "SKIP part: no setpriv, no job as another user"
+fi
+kill $agent; wait $agent || true
 offcore doctor --json | python3 -m json.tool >/dev/null || fail "offcore doctor --json"
 # a program built against liboffcore-dev
 cat > /tmp/t.c <<'C'

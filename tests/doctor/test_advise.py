@@ -85,6 +85,29 @@ class Decide(unittest.TestCase):
                           spare_cores=2)
         self.assertTrue(any('80% busy' in r for r in d['reasons']))
 
+    def test_over_full_is_not_busy(self):
+        # 120% of the baseline: the baseline was measured low, not a
+        # network busier than full (issue 28, item 11)
+        notes = []
+        self.assertIsNone(advise.plausible(1.2, 'inline', notes))
+        self.assertTrue(any('120%' in n and 'measured low' in n
+                            for n in notes))
+        self.assertEqual(advise.plausible(0.8, 'inline', notes), 0.8)
+        self.assertIsNone(advise.plausible(None, 'inline', notes))
+
+    def test_bandwidth_best_of_tries(self):
+        class Env:
+            def __init__(self, seq):
+                self.seq = list(seq)
+
+            def bandwidth(self, transport, size):
+                return self.seq.pop(0)
+        self.assertEqual(advise.best_bandwidth(
+            Env([(1.01e9, None), (20.22e9, None), (None, 'busy')]), 'sm'),
+            (20.22e9, None))
+        self.assertEqual(advise.best_bandwidth(
+            Env([(None, 'no perftest')] * 3), 'sm'), (None, 'no perftest'))
+
     def test_thresholds_are_the_studys(self):
         self.assertEqual(advise.decide(mc=advise.study.MC_HOST)['category'],
                          'host-dominated')

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "dp/dp.h"
+#include "util/log.h"
 
 #define CHECK(cond)                                                            \
     do {                                                                       \
@@ -74,6 +75,14 @@ static void parse_more(const char *line)
     if (!strncmp(line, "rules add ", 10)) {
         if (oc__dp_rule_parse(line + 10, &r, why, sizeof(why)) != 0)
             check_text(why);
+    } else if (!strncmp(line, "log ", 4)) {
+        /* the level spec offcore dp log hands oc__log_set(): parsed into a
+         * local table here, the process's levels left alone */
+        int levels[OC_COMP_MAX];
+        (void)oc__log_parse(line + 4, levels);
+        for (int i = 0; i < OC_COMP_MAX; i++)
+            if (levels[i] < OC_LOG_ERROR || levels[i] > OC_LOG_TRACE)
+                abort();
     } else if (!strncmp(line, "rules load ", 11)) {
         oc_acl_action_t action;
         uint32_t id_base;

@@ -38,6 +38,8 @@ static unsigned dp_ctl_seeds(fuzz_replay_seed_fn fn, void *arg)
     S(0, "rules list\nand more after the newline", 1);
     S(7, "sa del in 0x100\n", 1);
     S(0, "flows 5\n", 1);
+    S(2, "log dp:debug,pkt:info\n", 1);
+    S(0, "log nosuch:loud,warn\n", 1);
     S(4, "conntrack list\ttenantA\n", 1);
     S(0, "\n", 1);
     S(0, "\0\n", 0);

@@ -11,6 +11,8 @@
 #   dp-ctlnul  control lines holding a NUL byte (the first crashed the
 #              daemon), an ESC or a BEL: each answered "error: ...", and
 #              offcore-dp forwards on [2]
+#   dp-log     offcore dp log shows the levels and sets them live; a bad
+#              spec is refused and changes nothing
 #   dp-sighup  SIGHUP twice: offcore-dp stays up and forwards [5]
 #   sighup     SIGHUP twice to offcored and to offcore-nvmf: both stay up
 #              and accept connections [5]
@@ -189,6 +191,24 @@ dp-ctlnul)
     clean "$tmp/dp.log" || fail "raw control bytes in the log"
     echo "{\"measure\":\"dp-ctlnul\",\"requests\":$n,\"alive\":true}"
     ok "NUL, ESC and BEL lines refused; offcore-dp forwards on"
+    ;;
+dp-log)
+    # the log levels changed while it runs (issue 28: ovs-appctl vlog/set)
+    setup_dp
+    start_dp
+    ctl log > "$tmp/ans" 2>&1 || { cat "$tmp/ans"; fail "offcore dp log"; }
+    grep -q "dp:info" "$tmp/ans" || { cat "$tmp/ans"; fail "levels not shown"; }
+    ctl log dp:debug,pkt:info > "$tmp/ans" 2>&1 || { cat "$tmp/ans"; fail "log dp:debug"; }
+    grep -q "dp:debug" "$tmp/ans" && grep -q "pkt:info" "$tmp/ans" ||
+        { cat "$tmp/ans"; fail "levels not changed"; }
+    grep -q "log levels set to dp:debug,pkt:info" "$tmp/dp.log" ||
+        fail "the change is not logged"
+    ctl log nosuch:loud > "$tmp/ans" 2>&1 && fail "a bad spec was taken"
+    grep -q "log takes a level spec" "$tmp/ans" || { cat "$tmp/ans"; fail "no reason"; }
+    ctl log > "$tmp/ans" 2>&1
+    grep -q "dp:debug" "$tmp/ans" || { cat "$tmp/ans"; fail "a bad spec changed the levels"; }
+    still_up "log level changes"
+    ok "log levels shown and set live; a bad spec refused"
     ;;
 dp-sighup)
     setup_dp

@@ -32,7 +32,8 @@ _Static_assert(OC_ERR_NO_RESOURCE == -1 && OC_ERR_TRANSPORT_REQUIRED == -12,
                "status numbers moved");
 _Static_assert(OC_ERR_CTL_AUTH == -42 && OC_ERR_CTL_KEY == -43 &&
                    OC_ERR_CTL_TIMEOUT == -44 && OC_ERR_CTL_ADDR == -45 &&
-                   OC_ERR_CTL_CONNECT == -46,
+                   OC_ERR_CTL_CONNECT == -46 && OC_ERR_CTL_DENIED == -47 &&
+                   OC_ERR_CTL_VERSION == -48,
                "status numbers moved");
 _Static_assert(OC_ERR_COLL_DTYPE == -60 && OC_ERR_COLL_MISMATCH == -66,
                "status numbers moved");
@@ -105,6 +106,19 @@ static void traffic(oc_context_t *ctx, uint64_t n)
     }
     assert_int_equal(oc_quiesce(ctx), OC_OK);
     assert_int_equal(n_got, want);
+}
+
+/* oc_version(): the build's version, starting with the header's numbers */
+static void test_version(void **state)
+{
+    char want[32];
+    const char *v = oc_version();
+
+    (void)state;
+    assert_non_null(v);
+    snprintf(want, sizeof(want), "%d.%d.", OC_VERSION_MAJOR, OC_VERSION_MINOR);
+    assert_int_equal(strncmp(v, want, strlen(want)), 0);
+    assert_ptr_equal(oc_version(), v); /* static */
 }
 
 static void test_counters_full(void **state)
@@ -314,6 +328,7 @@ static void test_init_errors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_version),
         cmocka_unit_test(test_counters_full),
         cmocka_unit_test(test_counters_older_struct),
         cmocka_unit_test(test_counters_newer_struct),

@@ -20,6 +20,7 @@
 #include "metrics/metrics.h"
 #include "tools/stat.h"
 #include "metrics/names.h"
+#include "util/version.h"
 
 #include <arpa/inet.h>
 #include <curl/curl.h>
@@ -898,6 +899,11 @@ static void test_http_serve(void **state)
     reply_t r;
 
     oc__prom_init(&p, &want);
+    /* the server's own family first: the build (util/version.h) */
+    oc__prom_family(&p, OC_M_BUILD_INFO, "The build of this daemon",
+                    OC_PROM_GAUGE);
+    oc__prom_sample(&p, OC_M_BUILD_INFO,
+                    OC_PROM_LABELS({"version", oc__version()}), 1);
     fake_fill(&a, &p);
     assert_int_equal(oc__prom_status(&p), OC_OK);
 

@@ -74,6 +74,8 @@ static const struct {
     S(OC_ERR_CTL_TIMEOUT),
     S(OC_ERR_CTL_ADDR),
     S(OC_ERR_CTL_CONNECT),
+    S(OC_ERR_CTL_DENIED),
+    S(OC_ERR_CTL_VERSION),
     S(OC_ERR_COLL_DTYPE),
     S(OC_ERR_COLL_OP),
     S(OC_ERR_COLL_BUFFER),

@@ -9,8 +9,10 @@
  * interface exists.  Words, keys and the error list: util/kv.h; the
  * directives: one table (directives[]).  Fuzzed by tests/fuzz/fuzz_pkt.c.
  */
+#include "util/defaults.h"
 #include "dp.h"
 #include "tenant/tenant_int.h"
+#include "metrics/metrics.h"
 #include "util/file.h"
 
 #include <errno.h>
@@ -31,7 +33,7 @@ void oc__dp_conf_defaults(oc_dp_conf_t *c)
     c->max_rules = 65536;
     c->max_frame = 1518 + 8; /* 1500 MTU, Ethernet header, two VLAN tags */
     c->default_action = OC_ACL_ALLOW;
-    snprintf(c->control, sizeof(c->control), "unix:/run/offcore/dp.sock");
+    snprintf(c->control, sizeof(c->control), "%s", OC_DEFAULT_DP_ADDR);
     snprintf(c->metrics, sizeof(c->metrics), "off");
     c->esp_mtu = 1500;
     c->flow_table = 65536;
@@ -161,6 +163,15 @@ out:
 
 /* ---------------------------------------------------------- config file */
 
+/* offcore-dp's metrics address, as its HTTP server will parse it */
+static bool metrics_addr_ok(const char *s)
+{
+    char host[256];
+    uint16_t port;
+    int any;
+    return oc__metrics_addr_split(s, host, sizeof(host), &port, &any) == OC_OK;
+}
+
 static bool valid_ifname(const char *s)
 {
     size_t n = strlen(s);
@@ -239,6 +250,10 @@ static void d_address(line_t *l)
              tok[1][0] != '/')
         ERR("control '%.64s': expected unix:/PATH (a local socket: it "
             "changes the rules)", tok[1]);
+    else if (tok[0][0] == 'm' && strcmp(tok[1], "off") != 0 &&
+             !metrics_addr_ok(tok[1]))
+        ERR("metrics '%.64s': expected HOST:PORT, [IPV6]:PORT, :PORT, "
+            "PORT or HOST (ports 0 to 65535), or off", tok[1]);
     else
         snprintf(dst, OC_DP_PATH_MAX, "%s", tok[1]);
 }

@@ -67,6 +67,7 @@
 #define OC_CTL_H
 
 #include <offcore/offcore.h>
+#include "util/defaults.h"
 #include "util/reject.h"
 #include <stdbool.h>
 
@@ -322,9 +323,9 @@ oc_status_t oc__ctl_key_load(const char *path, const char *env,
 oc_status_t oc__ctl_cluster_key_load(const char *flag_file, oc_ctl_key_t *key,
                                     char *source, size_t source_cap);
 #define OC_CTL_CLUSTER_KEY_FILE_ENV "OC_AGENT_CLUSTER_KEY"
-#define OC_CTL_CLUSTER_KEY_DEFAULT  "/etc/offcore/cluster.key"
+#define OC_CTL_CLUSTER_KEY_DEFAULT  OC_DEFAULT_CLUSTER_KEY /* util/defaults.h */
 /* Where offcored listens and ranks look for it unless told otherwise. */
-#define OC_CTL_AGENT_DEFAULT        "unix:/run/offcore/offcored.sock"
+#define OC_CTL_AGENT_DEFAULT        OC_DEFAULT_AGENT_ADDR /* util/defaults.h */
 
 oc_status_t oc__ctl_key_from_hex(const char *hex, oc_ctl_key_t *key);
 oc_status_t oc__ctl_key_from_file(const char *path, oc_ctl_key_t *key);
@@ -435,6 +436,20 @@ int oc__ctl_conn_take_fd(oc_ctl_conn_t *conn);
 int oc__ctl_conn_fd(const oc_ctl_conn_t *conn);
 const char *oc__ctl_conn_name(const oc_ctl_conn_t *conn);
 
+/** The protocol version of the frame that the last read refused with
+ *  OC_ERR_WIRE_VERSION (another offcore release at the other end); 0
+ *  when none was. */
+unsigned oc__ctl_conn_peer_version(const oc_ctl_conn_t *conn);
+
+/** After such a refusal: queue an ERROR (status OC_ERR_WIRE_VERSION,
+ *  @p text, at most OC_CTL_MAX_TEXT printable characters) framed in the
+ *  peer's version, so that the other release reads why (ERROR's layout
+ *  is the same in every version).  Flush it before closing.
+ *  @return OC_OK; OC_ERR_INVALID_PARAM (no refusal seen); as
+ *  oc__ctl_conn_send(). */
+oc_status_t oc__ctl_conn_send_version_error(oc_ctl_conn_t *conn,
+                                            const char *text);
+
 /**
  * Read the next message.  Reads from the fd as needed; never blocks.  After
  * poll() reports POLLIN, call it until it returns OC_INPROGRESS: several
@@ -517,6 +532,16 @@ typedef struct {
 oc_status_t oc__ctl_listen(const char *addr, oc_ctl_listener_t *l);
 
 /**
+ * The same; a Unix socket gets permission bits @p mode (e.g. 0666: any
+ * local user may connect, the job key being the gate; 0600: root's only)
+ * from its creation on, and its directory is made (0755) when missing.
+ * @p mode 0: as oc__ctl_listen() (the umask decides, no directory made).
+ * TCP ignores @p mode.  Returns as oc__ctl_listen().
+ */
+oc_status_t oc__ctl_listen_mode(const char *addr, unsigned mode,
+                                oc_ctl_listener_t *l);
+
+/**
  * Accept one connection, non-blocking and close-on-exec (TCP: NODELAY),
  * under the server's admission guard @p g (util/guard.h: its back-off on
  * EMFILE; the caller then applies its cap and deadline).
@@ -538,8 +563,9 @@ void oc__ctl_listener_close(oc_ctl_listener_t *l);
  * name resolves to is tried in turn.  The fd is non-blocking and
  * close-on-exec (TCP: NODELAY).
  * @return OC_OK and *fd_out; OC_ERR_CTL_CONNECT (refused, no such socket,
- *   unreachable: logged); OC_ERR_CTL_TIMEOUT; OC_ERR_CTL_ADDR (unparsable,
- *   unresolvable); OC_ERR_INVALID_PARAM.
+ *   unreachable: logged); OC_ERR_CTL_DENIED (a Unix socket this user may
+ *   not open: EACCES/EPERM); OC_ERR_CTL_TIMEOUT; OC_ERR_CTL_ADDR
+ *   (unparsable, unresolvable); OC_ERR_INVALID_PARAM.
  */
 oc_status_t oc__ctl_connect(const char *addr, int timeout_ms, int *fd_out);
 

@@ -198,11 +198,25 @@ oc_status_t oc__prom_parse(const char *text, size_t len, oc_prom_sample_fn cb,
 
 /* ----------------------------------------------------------- HTTP server */
 
+#include "util/defaults.h"
 #include "util/guard.h"
 
 /** Port the agent serves its metrics on unless told otherwise (the
  *  OpenTelemetry/Prometheus exporter convention). */
-#define OC_METRICS_DEFAULT_PORT 9464
+#define OC_METRICS_DEFAULT_PORT OC_DEFAULT_METRICS_PORT
+
+/**
+ * The syntax of a listen address, without resolving it: "HOST:PORT",
+ * "[IPV6]:PORT", ":PORT" or "PORT" (every IPv4 address), "HOST" or
+ * "[IPV6]" (the default port); ports 0 to 65535.  What the server below
+ * accepts; configuration checkers call it to refuse early.
+ * @param host  receives the host part ("" for every address)
+ * @param any   set to 1 when every address is meant
+ * @return OC_OK; OC_ERR_CONFIG (malformed, port out of range, host longer
+ *         than @p cap); OC_ERR_INVALID_PARAM.  Pure, thread-safe.
+ */
+oc_status_t oc__metrics_addr_split(const char *spec, char *host, size_t cap,
+                                   uint16_t *port, int *any);
 
 /** Content-Type of the answer to GET /metrics. */
 #define OC_METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
@@ -226,7 +240,7 @@ typedef struct oc_metrics_server oc_metrics_server_t;
  * @param listen_addr  "HOST:PORT" binds that address only (IPv4, [IPv6]
  *                     or a name, resolved once); ":PORT" or "PORT" binds
  *                     every IPv4 address; "HOST" takes the default port;
- *                     NULL or "" mean "127.0.0.1:9464".  Port 0 (e.g.
+ *                     NULL or "" mean OC_DEFAULT_METRICS_ADDR.  Port 0 (e.g.
  *                     "127.0.0.1:0", or "0") picks a free port: see
  *                     oc__metrics_server_port().
  * @param fill         called for each scrape (see oc_metrics_fill_fn);

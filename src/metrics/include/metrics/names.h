@@ -10,6 +10,10 @@
 #ifndef OC_METRICS_NAMES_H
 #define OC_METRICS_NAMES_H
 
+/* every daemon's endpoint (src/metrics/http.c writes it before the
+ * daemon's own families): gauge 1, label version (util/version.h) */
+#define OC_M_BUILD_INFO    "offcore_build_info"
+
 /* the agent: gauge 1, labels node, version (every offcored has it: stat
  * tells an offcored from another exporter by it); seconds since start */
 #define OC_M_AGENT_INFO    "offcore_agent_info"
@@ -34,6 +38,9 @@
  * "tl/dev" list, e.g. "tcp/eth0" or "rc_mlx5/mlx5_0:1"), class (rdma,
  * tcp, sm, other, unknown) */
 #define OC_M_PEER_TRANSPORT "offcore_peer_transport"
+/* counter per configured peer node (label peer): handshakes between the
+ * agents refused, either way, for a wrong proof (another cluster key) */
+#define OC_M_PEER_AUTH_FAILURES "offcore_peer_auth_failures_total"
 
 /* gauge, 1 per local rank of a ready job: labels job, rank, transport,
  * class (as the peers'): the agent's endpoint to the rank's worker */

@@ -42,6 +42,10 @@ typedef void (*oc_tr_recv_cb_t)(void *arg, uint64_t token, void *data,
 
 /** Create the UCP context (active messages).  UCX_* variables apply. */
 oc_status_t oc__tr_context_create(oc_tr_context_t **ctx_p);
+/** The same for a rank whose node agent runs as another user: UCX's
+ *  sysv and posix transports (owner-only segments) left out of UCX_TLS,
+ *  sm turned into cma, tcp added to a list that names no network. */
+oc_status_t oc__tr_context_create_xuser(oc_tr_context_t **ctx_p);
 /** The same, with UCP_FEATURE_WAKEUP: its workers can sleep until
  *  something arrives (oc__tr_worker_efd, oc__tr_worker_arm).  For threads
  *  that may be idle for long (the agent's routers); the ranks, which only

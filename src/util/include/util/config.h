@@ -54,6 +54,24 @@ oc_status_t oc__config_set(const oc_cfg_field_t *table, void *cfg,
 unsigned oc__config_check_env(const oc_cfg_field_t *table, const char *prefix,
                              const char *const *also);
 
+/** One OC_* environment variable and who reads it (util/envnames.c). */
+typedef struct {
+    const char *name; /* "OC_PLACEMENT"; ending in '_': a prefix */
+    const char *who;  /* "liboffcore", "offcored", ... */
+} oc_env_name_t;
+
+/** Every OC_* variable of offcore, NULL-terminated (util/envnames.c). */
+extern const oc_env_name_t oc__env_names[];
+
+/**
+ * Warn (component util, level warn) about every OC_* variable in the
+ * environment that oc__env_names does not list, suggesting the closest
+ * listed name: "unknown environment variable OC_PLACMENT, ignored (did you
+ * mean OC_PLACEMENT?)".  @p who names the caller in the line.  Not
+ * thread-safe against setenv().  @return how many.
+ */
+unsigned oc__env_check(const char *who);
+
 /** Print the table: name, current value (the default when @p cfg is
  *  NULL), default, description. */
 void oc__config_dump(FILE *out, const char *component,

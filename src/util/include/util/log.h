@@ -25,6 +25,7 @@
 #define OC_UTIL_LOG_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
 typedef enum {
     OC_LOG_ERROR = 0,
@@ -60,7 +61,8 @@ static inline int oc__log_enabled(oc_log_comp_t comp, oc_log_level_t lvl)
 {
     if (__builtin_expect(oc__log_levels[0] < 0, 0))
         oc__log_init();
-    return (int)lvl <= oc__log_levels[comp];
+    /* relaxed: oc__log_set() may change a level under a running thread */
+    return (int)lvl <= __atomic_load_n(&oc__log_levels[comp], __ATOMIC_RELAXED);
 }
 
 #define oc_log(comp, lvl, ...)                                                 \
@@ -119,5 +121,15 @@ unsigned long long oc__log_limit_suppressed(const oc_log_limit_t *lim);
 /** Parse a level spec like OC_LOG into @p levels.  Returns 0, or -1 on a
  *  bad spec (levels then hold what parsed).  Exposed for tests. */
 int oc__log_parse(const char *spec, int levels[OC_COMP_MAX]);
+
+/** Set the levels while the process runs (a daemon's control socket):
+ *  @p spec as OC_LOG; components it does not name go back to warn.
+ *  Thread-safe against logging threads.  @return 0, or -1 on a bad spec
+ *  (nothing changed). */
+int oc__log_set(const char *spec);
+
+/** The current levels as one OC_LOG spec ("util:warn,wire:info,...") in
+ *  @p buf.  @return its length (truncated to @p cap). */
+size_t oc__log_describe(char *buf, size_t cap);
 
 #endif
