@@ -84,6 +84,7 @@ __attribute__((constructor)) static void detect_cpu(void)
     oc__acl_have_avx512 = __builtin_cpu_supports("avx512f") &&
                           __builtin_cpu_supports("avx512bw") &&
                           __builtin_cpu_supports("avx512vl");
+    oc__acl_path = oc__acl_have_avx512 ? OC__ACL_PATH_AVX512 : OC__ACL_PATH_SCALAR;
 }
 
 #define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
@@ -253,7 +254,23 @@ void oc__acl_tree_lookup_scalar(const oc__acl_tree_t *t, const uint8_t *dead,
 }
 
 #if defined(__x86_64__)
-#define GROUP 64
+#define GROUP OC__ACL_GROUP
+
+/* the lines of leaf @p r that its test reads first */
+static inline void prefetch_leaf(const oc__acl_tree_t *t, uint32_t r)
+{
+    if (r == REF_EMPTY) {
+    } else if (r & REF_SMALL) {
+        const char *sp = (const char *)&t->small[r & (SMALL_MAXIDX - 1)];
+        _mm_prefetch(sp, _MM_HINT_T0);
+        _mm_prefetch(sp + 64, _MM_HINT_T0);
+    } else { /* the three lines of the first block */
+        const char *bp = (const char *)&t->blk[r & (LEAF_MAXIDX - 1)];
+        _mm_prefetch(bp, _MM_HINT_T0);
+        _mm_prefetch(bp + 64, _MM_HINT_T0);
+        _mm_prefetch(bp + 128, _MM_HINT_T0);
+    }
+}
 
 /* Walk the keys in @p active down to their leaves, one level of every key
  * at a time so that their loads overlap; each step prefetches the slot the
@@ -286,29 +303,23 @@ __attribute__((noinline)) static void walk_group(const oc__acl_tree_t *t,
                 slot[i] = child_of(nodes, r64, kf[i]);
                 _mm_prefetch((const char *)slot[i], _MM_HINT_T0);
                 act[nn++] = (uint8_t)i;
-            } else if (r == REF_EMPTY) {
-            } else if (r & REF_SMALL) {
-                const char *sp = (const char *)&t->small[r & (SMALL_MAXIDX - 1)];
-                _mm_prefetch(sp, _MM_HINT_T0);
-                _mm_prefetch(sp + 64, _MM_HINT_T0);
-            } else { /* the three lines of the first block */
-                const char *bp = (const char *)&t->blk[r & (LEAF_MAXIDX - 1)];
-                _mm_prefetch(bp, _MM_HINT_T0);
-                _mm_prefetch(bp + 64, _MM_HINT_T0);
-                _mm_prefetch(bp + 128, _MM_HINT_T0);
+            } else {
+                prefetch_leaf(t, r);
             }
         }
         na = nn;
     }
 }
 
+/* @p gather: walk with oc__acl_walk_avx512, else with walk_group */
 AVX512 static void lookup_avx512(const oc__acl_tree_t *t, const uint8_t *dead,
                                  const oc_acl_key_t *keys, uint32_t n,
-                                 uint32_t *rank)
+                                 uint32_t *rank, int gather)
 {
     for (uint32_t g = 0; g < n; g += GROUP) {
         uint32_t gn = n - g < GROUP ? n - g : GROUP;
         uint32_t kf[GROUP][NFIELDS], best[GROUP];
+        uint64_t kq[NFIELDS][GROUP]; /* the fields again, field by field */
         uint64_t fb = 0;
         uint64_t ref[GROUP];
         const oc_acl_key_t *k = keys + g;
@@ -317,6 +328,10 @@ AVX512 static void lookup_avx512(const oc__acl_tree_t *t, const uint8_t *dead,
             key_fields(&k[i], kf[i]);
             best[i] = OC__ACL_NONE;
         }
+        if (gather)
+            for (uint32_t i = 0; i < gn; i++)
+                for (unsigned f = 0; f < NFIELDS; f++)
+                    kq[f][i] = kf[i][f];
         for (unsigned p = 0; p < t->nparts; p++) {
             uint64_t active = 0;
             uint64_t root = t->part[p].root;
@@ -327,7 +342,13 @@ AVX512 static void lookup_avx512(const oc__acl_tree_t *t, const uint8_t *dead,
                 else if (t->part[p].min_rank >= best[i])
                     ref[i] = REF_EMPTY;
             }
-            walk_group(t, ref, kf, active);
+            if (!gather) {
+                walk_group(t, ref, kf, active);
+            } else if (active != 0) {
+                oc__acl_walk_avx512(t->nodes, (const uint64_t(*)[GROUP])kq, ref, gn);
+                for (uint32_t i = 0; i < gn; i++)
+                    prefetch_leaf(t, (uint32_t)ref[i]);
+            }
             for (uint32_t i = 0; i < gn; i++) {
                 uint32_t r = (uint32_t)ref[i];
                 const oc__acl_blk_t *b;
@@ -376,12 +397,39 @@ AVX512 static void lookup_avx512(const oc__acl_tree_t *t, const uint8_t *dead,
 }
 #endif
 
+int oc__acl_path = OC__ACL_PATH_SCALAR; /* detect_cpu() picks the best */
+
+static const char *const path_name[OC__ACL_NPATHS] = {"scalar", "avx512-leaf",
+                                                      "avx512"};
+
+const char *oc__acl_lookup_method(void)
+{
+    return path_name[__atomic_load_n(&oc__acl_path, __ATOMIC_RELAXED)];
+}
+
+oc_status_t oc__acl_set_lookup_path(const char *name)
+{
+    int p = -1;
+    if (name == NULL || strcmp(name, "auto") == 0)
+        p = oc__acl_have_avx512 ? OC__ACL_PATH_AVX512 : OC__ACL_PATH_SCALAR;
+    for (int i = 0; i < OC__ACL_NPATHS && p < 0; i++)
+        if (strcmp(name, path_name[i]) == 0)
+            p = i;
+    if (p < 0)
+        return OC_ERR_INVALID_PARAM;
+    if (p != OC__ACL_PATH_SCALAR && !oc__acl_have_avx512)
+        return OC_ERR_UNSUPPORTED;
+    __atomic_store_n(&oc__acl_path, p, __ATOMIC_RELAXED);
+    return OC_OK;
+}
+
 void oc__acl_tree_lookup(const oc__acl_tree_t *t, const uint8_t *dead,
                          const oc_acl_key_t *keys, uint32_t n, uint32_t *rank)
 {
 #if defined(__x86_64__)
-    if (oc__acl_have_avx512) {
-        lookup_avx512(t, dead, keys, n, rank);
+    int p = __atomic_load_n(&oc__acl_path, __ATOMIC_RELAXED);
+    if (p != OC__ACL_PATH_SCALAR) {
+        lookup_avx512(t, dead, keys, n, rank, p == OC__ACL_PATH_AVX512);
         return;
     }
 #endif
@@ -468,7 +516,8 @@ void oc__acl_side_lookup(const oc__acl_side_view_t *sv, const oc_acl_key_t *keys
                          uint32_t n, uint64_t *best, uint32_t *ud, int scalar)
 {
 #if defined(__x86_64__)
-    if (!scalar && oc__acl_have_avx512) {
+    if (!scalar && __atomic_load_n(&oc__acl_path, __ATOMIC_RELAXED) !=
+                       OC__ACL_PATH_SCALAR) {
         side_avx512(sv, keys, n, best, ud);
         return;
     }
