@@ -11,6 +11,7 @@
  */
 #include "acl_tree.h"
 
+#include <stddef.h>
 #include <string.h>
 
 #if defined(__x86_64__)
@@ -311,15 +312,108 @@ __attribute__((noinline)) static void walk_group(const oc__acl_tree_t *t,
     }
 }
 
-/* @p gather: walk with oc__acl_walk_avx512, else with walk_group */
-AVX512 static void lookup_avx512(const oc__acl_tree_t *t, const uint8_t *dead,
-                                 const oc_acl_key_t *keys, uint32_t n,
-                                 uint32_t *rank, int gather)
+/* the key, spread the way a small leaf's record is laid out (twice: a leaf
+ * of two records is one 64-byte load) */
+_Static_assert(sizeof(oc_acl_key_t) == 16 &&
+               offsetof(oc_acl_key_t, proto) == 12,
+               "skey and vkey permute the key's 16 bytes");
+
+AVX512 static inline __m512i skey(const oc_acl_key_t *k)
+{
+    /* 16-bit words of the key: src 0-1, dst 2-3, sport 4, dport 5, proto 6
+     * (the byte above it is padding, never compared) */
+    const __m512i idx = _mm512_set_epi16(7, 7, 7, 6, 5, 5, 4, 4, 3, 2, 3, 2, 1, 0, 1, 0,
+                                         7, 7, 7, 6, 5, 5, 4, 4, 3, 2, 3, 2, 1, 0, 1, 0);
+    return _mm512_permutexvar_epi16(
+        idx, _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)k)));
+}
+
+_Static_assert(OC__ACL_SMALL <= 2 && sizeof(oc__acl_srule_t) == 32,
+               "small_match tests up to two 32-byte records in one load");
+
+/* records of small leaf @p q (@p n of them) matching @p sk (bit i: record
+ * i), branch-free: lows <= key <= highs, (proto & pm) == pv */
+AVX512 static inline uint32_t small_match(const oc__acl_srule_t *q, unsigned n,
+                                          __m512i sk)
+{
+    __m512i rec = _mm512_maskz_loadu_epi32(n > 1 ? 0xffff : 0x00ff, q);
+    uint32_t a = (uint32_t)((_mm512_cmp_epu32_mask(rec, sk, _MM_CMPINT_LE) & 0x0505) |
+                            (_mm512_cmp_epu32_mask(sk, rec, _MM_CMPINT_LE) & 0x0a0a));
+    uint32_t p = (uint32_t)((_mm512_cmp_epu16_mask(rec, sk, _MM_CMPINT_LE) & 0x05000500u) |
+                            (_mm512_cmp_epu16_mask(sk, rec, _MM_CMPINT_LE) & 0x0a000a00u));
+    uint64_t pr = _mm512_cmpeq_epi8_mask(
+        _mm512_and_si512(_mm512_srli_epi16(rec, 8), sk), rec); /* pm & proto == pv */
+    uint32_t ma = (a & 0xf) == 0xf && (p >> 8 & 0xf) == 0xf && (pr >> 24 & 1);
+    uint32_t mb = (a >> 8 & 0xf) == 0xf && (p >> 24 & 0xf) == 0xf && (pr >> 56 & 1);
+    return (ma | mb << 1) & (n > 1 ? 3u : 1u);
+}
+
+/* a small leaf by small_match: same contract as leaf_small */
+AVX512 static inline uint32_t leaf_small_avx512(const oc__acl_tree_t *t,
+                                                const uint8_t *dead, uint32_t ref,
+                                                const oc_acl_key_t *k,
+                                                uint32_t best)
+{
+    const oc__acl_srule_t *q = &t->small[ref & (SMALL_MAXIDX - 1)];
+    unsigned n = ((ref >> 27) & 7) + 1;
+    uint32_t m = small_match(q, n, skey(k));
+    while (m) {
+        uint32_t r = q[__builtin_ctz(m)].rank;
+        if (r >= best)
+            return best;
+        if (!is_dead(dead, r))
+            return r;
+        if (t->cover[r])
+            return FALLBACK;
+        m &= m - 1;
+    }
+    return best;
+}
+
+/* Best live rank of leaf @p r for key @p k, better than @p best, or
+ * FALLBACK (a dead covering rule was hit): leaf_scalar with AVX-512 tests
+ * (@p vsmall: small leaves too). */
+AVX512 static inline uint32_t leaf_avx512(const oc__acl_tree_t *t,
+                                          const uint8_t *dead, uint32_t r,
+                                          const oc_acl_key_t *k, uint32_t best,
+                                          int vsmall)
+{
+    const oc__acl_blk_t *b;
+    unsigned nb;
+    vkey_t v;
+    if (r == REF_EMPTY)
+        return best;
+    if (r & REF_SMALL)
+        return vsmall ? leaf_small_avx512(t, dead, r, k, best)
+                      : leaf_small(t, dead, r, k, best);
+    b = &t->blk[r & (LEAF_MAXIDX - 1)];
+    nb = ((r >> 23) & 0x7f) + 1;
+    vkey(&v, k);
+    for (unsigned j = 0; j < nb; j++, b++) {
+        uint32_t m = blk_match8(b, &v);
+        if (b->rank[0] >= best)
+            break;
+        while (m) {
+            uint32_t rk = b->rank[__builtin_ctz(m)];
+            if (!is_dead(dead, rk))
+                return rk < best ? rk : best;
+            if (t->cover[rk])
+                return FALLBACK;
+            m &= m - 1;
+        }
+    }
+    return best;
+}
+
+/* the avx512-leaf path: walk_group's scalar walks, tree by tree */
+AVX512 static void lookup_avx512_leaf(const oc__acl_tree_t *t,
+                                      const uint8_t *dead,
+                                      const oc_acl_key_t *keys, uint32_t n,
+                                      uint32_t *rank)
 {
     for (uint32_t g = 0; g < n; g += GROUP) {
         uint32_t gn = n - g < GROUP ? n - g : GROUP;
         uint32_t kf[GROUP][NFIELDS], best[GROUP];
-        uint64_t kq[NFIELDS][GROUP]; /* the fields again, field by field */
         uint64_t fb = 0;
         uint64_t ref[GROUP];
         const oc_acl_key_t *k = keys + g;
@@ -328,10 +422,6 @@ AVX512 static void lookup_avx512(const oc__acl_tree_t *t, const uint8_t *dead,
             key_fields(&k[i], kf[i]);
             best[i] = OC__ACL_NONE;
         }
-        if (gather)
-            for (uint32_t i = 0; i < gn; i++)
-                for (unsigned f = 0; f < NFIELDS; f++)
-                    kq[f][i] = kf[i][f];
         for (unsigned p = 0; p < t->nparts; p++) {
             uint64_t active = 0;
             uint64_t root = t->part[p].root;
@@ -342,57 +432,70 @@ AVX512 static void lookup_avx512(const oc__acl_tree_t *t, const uint8_t *dead,
                 else if (t->part[p].min_rank >= best[i])
                     ref[i] = REF_EMPTY;
             }
-            if (!gather) {
-                walk_group(t, ref, kf, active);
-            } else if (active != 0) {
-                oc__acl_walk_avx512(t->nodes, (const uint64_t(*)[GROUP])kq, ref, gn);
-                for (uint32_t i = 0; i < gn; i++)
-                    prefetch_leaf(t, (uint32_t)ref[i]);
-            }
+            walk_group(t, ref, kf, active);
             for (uint32_t i = 0; i < gn; i++) {
-                uint32_t r = (uint32_t)ref[i];
-                const oc__acl_blk_t *b;
-                unsigned nb;
-                vkey_t v;
-                if (r == REF_EMPTY)
+                uint32_t x;
+                if (fb >> i & 1)
                     continue;
-                if (r & REF_SMALL) {
-                    uint32_t x = leaf_small(t, dead, r, &k[i], best[i]);
-                    if (x == FALLBACK) {
-                        fb |= 1ull << i;
-                        best[i] = 0;
-                    } else {
-                        best[i] = x;
-                    }
-                    continue;
+                x = leaf_avx512(t, dead, (uint32_t)ref[i], &k[i], best[i], 0);
+                if (x == FALLBACK) {
+                    fb |= 1ull << i;
+                    best[i] = 0; /* no other tree is walked */
+                } else {
+                    best[i] = x;
                 }
-                b = &t->blk[r & (LEAF_MAXIDX - 1)];
-                nb = ((r >> 23) & 0x7f) + 1;
-                vkey(&v, &k[i]);
-                for (unsigned j = 0; j < nb; j++, b++) {
-                    uint32_t m = blk_match8(b, &v);
-                    if (b->rank[0] >= best[i])
-                        break;
-                    while (m) {
-                        uint32_t rk = b->rank[__builtin_ctz(m)];
-                        if (!is_dead(dead, rk)) {
-                            if (rk < best[i])
-                                best[i] = rk;
-                            goto next_key;
-                        }
-                        if (t->cover[rk]) {
-                            fb |= 1ull << i;
-                            best[i] = 0; /* no other tree is walked */
-                            goto next_key;
-                        }
-                        m &= m - 1;
-                    }
-                }
-            next_key:;
             }
         }
         for (uint32_t i = 0; i < gn; i++)
             rank[g + i] = fb >> i & 1 ? flat_scan(t, dead, &k[i]) : best[i];
+    }
+}
+
+/* the avx512 path: every tree walked for the whole group by the gather walk
+ * first (a key that an earlier tree answers better than a later tree's
+ * min_rank still walks it: walks are cheap, and then every leaf is
+ * prefetched long before its test), then each key's leaves in tree order,
+ * as far as they can improve on the best so far */
+AVX512 static void lookup_gather(const oc__acl_tree_t *t, const uint8_t *dead,
+                                 const oc_acl_key_t *keys, uint32_t n,
+                                 uint32_t *rank)
+{
+    unsigned np = t->nparts;
+    for (uint32_t g = 0; g < n; g += GROUP) {
+        uint32_t gn = n - g < GROUP ? n - g : GROUP;
+        uint64_t kq[NFIELDS][GROUP]; /* the keys' fields, field by field */
+        uint64_t ref[4][GROUP];
+        const oc_acl_key_t *k = keys + g;
+
+        for (uint32_t i = 0; i < gn; i++) {
+            kq[0][i] = k[i].src_ip;
+            kq[1][i] = k[i].dst_ip;
+            kq[2][i] = k[i].sport;
+            kq[3][i] = k[i].dport;
+            kq[4][i] = k[i].proto;
+        }
+        for (unsigned p = 0; p < np; p++) {
+            uint64_t root = t->part[p].root;
+            for (uint32_t i = 0; i < gn; i++)
+                ref[p][i] = root;
+            if (!is_leaf(root))
+                oc__acl_walk_avx512(t->nodes, (const uint64_t(*)[GROUP])kq,
+                                    ref[p], gn);
+        }
+        for (unsigned p = 0; p < np; p++)
+            for (uint32_t i = 0; i < gn; i++)
+                prefetch_leaf(t, (uint32_t)ref[p][i]);
+        for (uint32_t i = 0; i < gn; i++) {
+            uint32_t best = OC__ACL_NONE;
+            for (unsigned p = 0; p < np && t->part[p].min_rank < best; p++) {
+                best = leaf_avx512(t, dead, (uint32_t)ref[p][i], &k[i], best, 1);
+                if (best == FALLBACK) {
+                    best = flat_scan(t, dead, &k[i]);
+                    break;
+                }
+            }
+            rank[g + i] = best;
+        }
     }
 }
 #endif
@@ -429,7 +532,10 @@ void oc__acl_tree_lookup(const oc__acl_tree_t *t, const uint8_t *dead,
 #if defined(__x86_64__)
     int p = __atomic_load_n(&oc__acl_path, __ATOMIC_RELAXED);
     if (p != OC__ACL_PATH_SCALAR) {
-        lookup_avx512(t, dead, keys, n, rank, p == OC__ACL_PATH_AVX512);
+        if (p == OC__ACL_PATH_AVX512)
+            lookup_gather(t, dead, keys, n, rank);
+        else
+            lookup_avx512_leaf(t, dead, keys, n, rank);
         return;
     }
 #endif
