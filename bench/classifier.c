@@ -8,9 +8,10 @@
  *
  * Lookups only, one core (the main thread is pinned to one CPU), bursts of
  * BURST keys for every implementation.  Each repeat classifies the whole
- * trace with offcore and with each rte_acl method on the same rte_acl
- * table (the order rotating between repeats, each timed pass right after
- * an untimed warm-up pass), then the linear
+ * trace with offcore (its default lookup path, then the others that
+ * --offcore-paths names, on the same tables) and with each rte_acl method
+ * on the same rte_acl table (the order rotating between repeats, each
+ * timed pass right after an untimed warm-up pass), then the linear
  * scan on a prefix; the reported rate is the median of the repeats, every
  * repeat is shown, both per wall-clock second and per second of the
  * thread's CPU time (steadier on a shared machine).  verified = every answer of every timed run equals the
@@ -20,9 +21,9 @@
  * peak_bytes = growth of the process's peak RSS during the build.
  *
  * Output: JSON lines (see --help); exit status 1 if any result is not
- * verified.  The offcore row names rte_acl's fastest method (highest median
- * per CPU-second), its ratios are against that method, and it lists every
- * method's medians.  Single process; the update test runs a
+ * verified.  The offcore rows (one per path, the default first) name
+ * rte_acl's fastest method (highest median per CPU-second), take their
+ * ratios against that method, and list every method's medians.  Single process; the update test runs a
  * reader thread (CPU 0) and the writer (CPU 1, with the rebuild thread).
  */
 #include <errno.h>
@@ -54,7 +55,9 @@ static struct {
     double update_rate;
     const char *families;
     int dpdk;
-} opt = {"data/classbench", 7, 20000, 0, 4000, 1000.0, "acl1,fw1", 1};
+    const char *paths;
+} opt = {"data/classbench", 7, 20000, 0, 4000, 1000.0, "acl1,fw1", 1,
+         "avx512-leaf,scalar"};
 static int failures; /* verified == false anywhere: exit status 1 */
 
 static double now_s(void)
@@ -260,7 +263,7 @@ typedef struct {
     int ok;         /* every timed pass verified */
 } ctd_t;
 
-#define MAXCTD (1 + 5)
+#define MAXCTD (3 + 5) /* offcore's paths, rte_acl's methods */
 
 /* Keys [a, b) through offcore, time added to @p acc. */
 static void slice_offcore(fam_t *f, oc_acl_t *acl, size_t a, size_t b,
@@ -314,13 +317,13 @@ static int dpdk_verified(const fam_t *f, const uint32_t *out)
 }
 #endif
 
-/* Index of the rte_acl contender with the highest median of @p cpu (per
- * CPU-second, else wall) among @p c[1..n-1]; 0 when there is none. */
-static int fastest(const ctd_t *c, int n, int nrep, int cpu)
+/* Index of the contender with the highest median of @p cpu (per CPU-second,
+ * else wall) among @p c[lo..n-1]; -1 when there is none. */
+static int fastest(const ctd_t *c, int lo, int n, int nrep, int cpu)
 {
-    int best = 0;
-    for (int i = 1; i < n; i++)
-        if (best == 0 ||
+    int best = -1;
+    for (int i = lo; i < n; i++)
+        if (best < 0 ||
             median(cpu ? c[i].c : c[i].w, nrep) > median(cpu ? c[best].c : c[best].w, nrep))
             best = i;
     return best;
@@ -367,7 +370,8 @@ static void bench_lookups(fam_t *f)
     ctd_t c[MAXCTD];
     double ml[MAXREP], cl[MAXREP];
     size_t nl = f->nk < opt.linear_keys ? f->nk : opt.linear_keys;
-    int nc = 1, okl = 1, ok, best = 0;
+    int nc = 0, noc, okl = 1, ok, best;
+    char paths[128], *save = NULL, *pn;
     oc_acl_t *acl;
     double t0;
 #ifdef OC_HAVE_DPDK
@@ -378,8 +382,23 @@ static void bench_lookups(fam_t *f)
 #endif
 
     memset(c, 0, sizeof(c));
-    c[0].impl = "offcore";
-    c[0].method = oc__acl_lookup_method();
+    /* offcore: the default path first, then the others asked for */
+    c[nc].impl = "offcore";
+    c[nc++].method = oc__acl_lookup_method();
+    snprintf(paths, sizeof(paths), "%s", opt.paths);
+    for (pn = strtok_r(paths, ",", &save); pn && nc < 3; pn = strtok_r(NULL, ",", &save)) {
+        if (strcmp(pn, c[0].method) == 0)
+            continue;
+        if (oc__acl_set_lookup_path(pn) != OC_OK) {
+            fprintf(stderr, "bench-classifier: offcore path %s: not on this CPU, "
+                            "skipped\n", pn);
+            continue;
+        }
+        c[nc].impl = "offcore";
+        c[nc++].method = oc__acl_lookup_method();
+    }
+    noc = nc;
+    oc__acl_set_lookup_path(c[0].method);
     reset_peak();
     c[0].peak = status_kb("VmRSS:");
     t0 = now_s();
@@ -391,6 +410,11 @@ static void bench_lookups(fam_t *f)
     c[0].build_s = now_s() - t0;
     c[0].peak = status_kb("VmHWM:") - c[0].peak;
     c[0].mem = oc__acl_mem_bytes(acl);
+    for (int i = 1; i < noc; i++) { /* the same tables */
+        c[i].build_s = c[0].build_s;
+        c[i].peak = c[0].peak;
+        c[i].mem = c[0].mem;
+    }
 
 #ifdef OC_HAVE_DPDK
     if (opt.dpdk) {
@@ -443,7 +467,8 @@ static void bench_lookups(fam_t *f)
         for (int k = 0; k < nc; k++) {
             int i = (r + k) % nc;
             acc_t a = {0, 0}, warm = {0, 0};
-            if (i == 0) {
+            if (i < noc) {
+                oc__acl_set_lookup_path(c[i].method);
                 slice_offcore(f, acl, 0, f->nk, c[i].out, &warm);
                 slice_offcore(f, acl, 0, f->nk, c[i].out, &a);
                 c[i].ok &= memcmp(c[i].out, f->want, f->nk * sizeof(uint32_t)) == 0;
@@ -462,16 +487,17 @@ static void bench_lookups(fam_t *f)
         okl &= ok;
         fprintf(stderr, "  %s repeat %d: M lookups/s", f->fam, r + 1);
         for (int i = 0; i < nc; i++)
-            fprintf(stderr, " %s%s%s %.2f", c[i].impl, i ? " " : "",
-                    i ? c[i].method : "", c[i].w[r]);
+            fprintf(stderr, " %s %s %.2f", c[i].impl, c[i].method, c[i].w[r]);
         fprintf(stderr, ", linear %.3f\n", ml[r]);
     }
     /* rte_acl at its best: its fastest method per CPU-second, the steadier
      * figure on a shared machine */
-    best = fastest(c, nc, opt.repeats, 1);
-    result(f->fam, f->n, &c[0], opt.repeats, f->nk, best ? &c[best] : NULL,
-           c + 1, nc - 1, -1);
-    for (int i = 1; i < nc; i++)
+    oc__acl_set_lookup_path(c[0].method);
+    best = fastest(c, noc, nc, opt.repeats, 1);
+    for (int i = 0; i < noc; i++)
+        result(f->fam, f->n, &c[i], opt.repeats, f->nk, best >= 0 ? &c[best] : NULL,
+               c + noc, nc - noc, -1);
+    for (int i = noc; i < nc; i++)
         result(f->fam, f->n, &c[i], opt.repeats, f->nk, &c[best], NULL, 0,
                i == best);
     {
@@ -479,7 +505,7 @@ static void bench_lookups(fam_t *f)
                      .mem = f->n * sizeof(oc_acl_rule_t)};
         memcpy(lin.w, ml, sizeof(ml));
         memcpy(lin.c, cl, sizeof(cl));
-        result(f->fam, f->n, &lin, opt.repeats, nl, best ? &c[best] : NULL,
+        result(f->fam, f->n, &lin, opt.repeats, nl, best >= 0 ? &c[best] : NULL,
                NULL, 0, -1);
     }
 
@@ -687,6 +713,9 @@ static void usage(FILE *o)
         "  --update-ops N    del+add pairs in the update test (default 4000)\n"
         "  --update-rate R   updates per second, paced (default 1000)\n"
         "  --no-dpdk         skip rte_acl\n"
+        "  --offcore-paths L offcore's lookup paths timed beside its default one\n"
+        "                    (default avx512-leaf,scalar; those the CPU lacks are\n"
+        "                    skipped; \"\" for none)\n"
         "Prints one JSON line per implementation (rte_acl: per method) and family:\n"
         "  {\"bench\":\"classifier\",...,\"mpps\":..,\"verified\":true}\n"
         "  offcore's line: rte_acl_fastest, ratio_vs_rte_acl, ratio_cpu_vs_rte_acl,\n"
@@ -732,7 +761,8 @@ int main(int argc, char **argv)
         {"data", 1, 0, 'd'}, {"families", 1, 0, 'f'}, {"repeats", 1, 0, 'r'},
         {"linear-keys", 1, 0, 'l'}, {"keys", 1, 0, 'k'},
         {"update-ops", 1, 0, 'u'},
-        {"update-rate", 1, 0, 'R'}, {"no-dpdk", 0, 0, 'D'}, {"help", 0, 0, 'h'},
+        {"update-rate", 1, 0, 'R'}, {"no-dpdk", 0, 0, 'D'},
+        {"offcore-paths", 1, 0, 'P'}, {"help", 0, 0, 'h'},
         {0, 0, 0, 0}};
     char fams[256], *save = NULL, *fam;
     int c;
@@ -747,6 +777,7 @@ int main(int argc, char **argv)
         case 'u': opt.update_ops = atoi(optarg); break;
         case 'R': opt.update_rate = atof(optarg); break;
         case 'D': opt.dpdk = 0; break;
+        case 'P': opt.paths = optarg; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
