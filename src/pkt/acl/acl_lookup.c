@@ -97,14 +97,22 @@ typedef struct {
     __m128i pr;   /* 16 x u8 */
 } vkey_t;
 
+_Static_assert(sizeof(oc_acl_key_t) == 16 &&
+               offsetof(oc_acl_key_t, proto) == 12,
+               "vkey and skey permute the key's 16 bytes");
+
+/* the key's 16 bytes, permuted: 32-bit words src 0, dst 1; 16-bit words
+ * sport 4, dport 5; byte proto 12 */
 AVX512 static inline void vkey(vkey_t *v, const oc_acl_key_t *k)
 {
-    __m256i p = _mm256_set_m128i(_mm_set1_epi16((short)k->dport),
-                                 _mm_set1_epi16((short)k->sport));
-    v->ip = _mm512_mask_blend_epi32(0xff00, _mm512_set1_epi32((int)k->src_ip),
-                                    _mm512_set1_epi32((int)k->dst_ip));
-    v->p = _mm512_inserti64x4(_mm512_castsi256_si512(p), p, 1);
-    v->pr = _mm_set1_epi8((char)k->proto);
+    __m128i x = _mm_loadu_si128((const __m128i *)k);
+    __m512i z = _mm512_castsi128_si512(x);
+    v->ip = _mm512_permutexvar_epi32(
+        _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0), z);
+    v->p = _mm512_permutexvar_epi16(
+        _mm512_set_epi16(5, 5, 5, 5, 5, 5, 5, 5, 4, 4, 4, 4, 4, 4, 4, 4,
+                         5, 5, 5, 5, 5, 5, 5, 5, 4, 4, 4, 4, 4, 4, 4, 4), z);
+    v->pr = _mm_shuffle_epi8(x, _mm_set1_epi8(12));
 }
 
 AVX512 static inline uint32_t blk_match8(const oc__acl_blk_t *b,
@@ -314,10 +322,6 @@ __attribute__((noinline)) static void walk_group(const oc__acl_tree_t *t,
 
 /* the key, spread the way a small leaf's record is laid out (twice: a leaf
  * of two records is one 64-byte load) */
-_Static_assert(sizeof(oc_acl_key_t) == 16 &&
-               offsetof(oc_acl_key_t, proto) == 12,
-               "skey and vkey permute the key's 16 bytes");
-
 AVX512 static inline __m512i skey(const oc_acl_key_t *k)
 {
     /* 16-bit words of the key: src 0-1, dst 2-3, sport 4, dport 5, proto 6
