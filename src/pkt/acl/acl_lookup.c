@@ -265,22 +265,6 @@ void oc__acl_tree_lookup_scalar(const oc__acl_tree_t *t, const uint8_t *dead,
 #if defined(__x86_64__)
 #define GROUP OC__ACL_GROUP
 
-/* the lines of leaf @p r that its test reads first */
-static inline void prefetch_leaf(const oc__acl_tree_t *t, uint32_t r)
-{
-    if (r == REF_EMPTY) {
-    } else if (r & REF_SMALL) {
-        const char *sp = (const char *)&t->small[r & (SMALL_MAXIDX - 1)];
-        _mm_prefetch(sp, _MM_HINT_T0);
-        _mm_prefetch(sp + 64, _MM_HINT_T0);
-    } else { /* the three lines of the first block */
-        const char *bp = (const char *)&t->blk[r & (LEAF_MAXIDX - 1)];
-        _mm_prefetch(bp, _MM_HINT_T0);
-        _mm_prefetch(bp + 64, _MM_HINT_T0);
-        _mm_prefetch(bp + 128, _MM_HINT_T0);
-    }
-}
-
 /* Walk the keys in @p active down to their leaves, one level of every key
  * at a time so that their loads overlap; each step prefetches the slot the
  * key's next step reads, the last one the leaf.  Plain integer code: kept
@@ -313,7 +297,7 @@ __attribute__((noinline)) static void walk_group(const oc__acl_tree_t *t,
                 _mm_prefetch((const char *)slot[i], _MM_HINT_T0);
                 act[nn++] = (uint8_t)i;
             } else {
-                prefetch_leaf(t, r);
+                oc__acl_prefetch_leaf(t, r);
             }
         }
         na = nn;
@@ -457,9 +441,9 @@ AVX512 static void lookup_avx512_leaf(const oc__acl_tree_t *t,
 
 /* the avx512 path: every tree walked for the whole group by the gather walk
  * first (a key that an earlier tree answers better than a later tree's
- * min_rank still walks it: walks are cheap, and then every leaf is
- * prefetched long before its test), then each key's leaves in tree order,
- * as far as they can improve on the best so far */
+ * min_rank still walks it: walks are cheap, and every leaf is prefetched
+ * when its walk ends, long before its test), then each key's leaves in
+ * tree order, as far as they can improve on the best so far */
 AVX512 static void lookup_gather(const oc__acl_tree_t *t, const uint8_t *dead,
                                  const oc_acl_key_t *keys, uint32_t n,
                                  uint32_t *rank)
@@ -483,12 +467,10 @@ AVX512 static void lookup_gather(const oc__acl_tree_t *t, const uint8_t *dead,
             for (uint32_t i = 0; i < gn; i++)
                 ref[p][i] = root;
             if (!is_leaf(root))
-                oc__acl_walk_avx512(t->nodes, (const uint64_t(*)[GROUP])kq,
-                                    ref[p], gn);
+                oc__acl_walk_avx512(t, (const uint64_t(*)[GROUP])kq, ref[p], gn);
+            else
+                oc__acl_prefetch_leaf(t, (uint32_t)root);
         }
-        for (unsigned p = 0; p < np; p++)
-            for (uint32_t i = 0; i < gn; i++)
-                prefetch_leaf(t, (uint32_t)ref[p][i]);
         for (uint32_t i = 0; i < gn; i++) {
             uint32_t best = OC__ACL_NONE;
             for (unsigned p = 0; p < np && t->part[p].min_rank < best; p++) {

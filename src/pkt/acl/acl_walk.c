@@ -6,7 +6,8 @@
  * (laid out field by field), computes the child slots and gathers them in
  * one instruction; the vectors of a group step in turn, so that eight
  * gathers' memory latencies overlap (rte_acl's AVX-512 methods hide theirs
- * the same way).  Lanes that reached a leaf stop loading.  The scalar
+ * the same way).  Lanes that reached a leaf stop loading and prefetch the
+ * leaf, whose test comes after the whole group's walk.  The scalar
  * reference is oc__acl_tree_lookup_scalar (acl_lookup.c), which walks the
  * same references one key at a time.  Read-only; any number of threads.
  */
@@ -19,10 +20,21 @@
 #define VL 8 /* keys per vector: one 64-bit reference per lane */
 #define NV (OC__ACL_GROUP / VL)
 
-AVX512 void oc__acl_walk_avx512(const uint64_t *nodes,
+/* prefetch the leaves of the lanes in @p m of @p r */
+AVX512 static inline void prefetch_lanes(const oc__acl_tree_t *t, __m512i r,
+                                         __mmask8 m)
+{
+    uint64_t x[VL];
+    _mm512_storeu_si512(x, r);
+    for (unsigned l = m; l; l &= l - 1)
+        oc__acl_prefetch_leaf(t, (uint32_t)x[__builtin_ctz(l)]);
+}
+
+AVX512 void oc__acl_walk_avx512(const oc__acl_tree_t *t,
                                 const uint64_t (*kf)[OC__ACL_GROUP],
                                 uint64_t *ref, uint32_t n)
 {
+    const uint64_t *nodes = t->nodes;
     const __m512i leaf = _mm512_set1_epi64(REF_LEAF);
     const __m512i off = _mm512_set1_epi64(0x7fffffff);
     __m512i r[NV];
@@ -33,12 +45,15 @@ AVX512 void oc__acl_walk_avx512(const uint64_t *nodes,
         __mmask8 in = n - v * VL >= VL ? 0xff : (__mmask8)((1u << (n - v * VL)) - 1);
         r[v] = _mm512_maskz_loadu_epi64(in, ref + v * VL);
         act[v] = _mm512_mask_testn_epi64_mask(in, r[v], leaf);
+        if (in & ~act[v])
+            prefetch_lanes(t, r[v], in & ~act[v]);
         any |= act[v];
     }
     while (any) {
         any = 0;
         for (unsigned v = 0; v < nv; v++) {
             __m512i h, val, idx;
+            __mmask8 was;
             if (act[v] == 0)
                 continue;
             /* the cut: field bits 32..34, shift 35..39, index mask 48..63 */
@@ -55,8 +70,12 @@ AVX512 void oc__acl_walk_avx512(const uint64_t *nodes,
             idx = _mm512_add_epi64(_mm512_and_si512(r[v], off),
                                    _mm512_and_si512(val, _mm512_srli_epi64(h, 16)));
             r[v] = _mm512_mask_i64gather_epi64(r[v], act[v], idx, nodes, 8);
+            was = act[v];
             act[v] = _mm512_mask_testn_epi64_mask(act[v], r[v], leaf);
             any |= act[v];
+            /* leaves reached: their tests come after the whole walk */
+            if (was & ~act[v])
+                prefetch_lanes(t, r[v], was & ~act[v]);
         }
     }
     for (unsigned v = 0; v < nv; v++) {
