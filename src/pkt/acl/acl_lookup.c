@@ -613,6 +613,8 @@ void oc__acl_side_lookup(const oc__acl_side_view_t *sv, const oc_acl_key_t *keys
         side_avx512(sv, keys, n, best, ud);
         return;
     }
+#else
+    (void)scalar; /* the scalar scan is the only one */
 #endif
     side_scalar(sv, keys, n, best, ud);
 }
