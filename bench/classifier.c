@@ -389,10 +389,16 @@ static void bench_lookups(fam_t *f)
     for (pn = strtok_r(paths, ",", &save); pn && nc < 3; pn = strtok_r(NULL, ",", &save)) {
         if (strcmp(pn, c[0].method) == 0)
             continue;
-        if (oc__acl_set_lookup_path(pn) != OC_OK) {
+        oc_status_t st = oc__acl_set_lookup_path(pn);
+        if (st == OC_ERR_UNSUPPORTED) {
             fprintf(stderr, "bench-classifier: offcore path %s: not on this CPU, "
                             "skipped\n", pn);
             continue;
+        }
+        if (st != OC_OK) {
+            fprintf(stderr, "bench-classifier: --offcore-paths: no path %s "
+                            "(scalar, avx512-leaf, avx512)\n", pn);
+            exit(2);
         }
         c[nc].impl = "offcore";
         c[nc++].method = oc__acl_lookup_method();
