@@ -56,35 +56,57 @@ static uint32_t oracle(const oc_acl_rule_t *r, size_t n, const oc_acl_key_t *k)
     return w < 0 ? OC_ACL_NO_MATCH : r[w].userdata;
 }
 
-/* every key through both lookup paths, against the oracle (stride: check
- * every stride-th key with the oracle; the two paths are always compared) */
+/* every lookup path oc__acl_set_lookup_path names; the ones this CPU lacks
+ * are skipped, said once each */
+static const char *const paths[] = {"scalar", "avx512-leaf", "avx512"};
+#define NPATHS (sizeof(paths) / sizeof(paths[0]))
+static int path_skipped[NPATHS];
+
+/* every key through every lookup path this CPU has and the scalar reference
+ * walk, against the oracle (stride: check every stride-th key with the
+ * oracle; the paths are always compared with each other) */
 static void check_keys(oc_acl_t *acl, const oc_acl_rule_t *rules, size_t n,
                        const oc_acl_key_t *keys, size_t nk, size_t stride)
 {
     uint32_t *a = malloc(nk * sizeof(*a)), *b = malloc(nk * sizeof(*b));
+    uint32_t *want = malloc(nk * sizeof(*want));
     size_t bad = 0;
     assert_non_null(a);
     assert_non_null(b);
+    assert_non_null(want);
     oc__acl_reader_online();
-    /* odd burst sizes on purpose: groups and chunks end mid-way */
-    for (size_t i = 0; i < nk; i += 37) {
-        uint32_t m = (uint32_t)(nk - i < 37 ? nk - i : 37);
-        assert_int_equal(oc__acl_lookup_burst(acl, keys + i, m, a + i), m);
-    }
     assert_int_equal(oc__acl_lookup_burst_scalar(acl, keys, (uint32_t)nk, b), nk);
     oc__acl_reader_offline();
-    for (size_t i = 0; i < nk; i++) {
-        uint32_t want = a[i];
-        if (i % stride == 0)
-            want = oracle(rules, n, &keys[i]);
-        if (a[i] != want || b[i] != want) {
-            if (bad++ < 5)
-                print_error("key %zu: fast %u scalar %u oracle %u\n", i, a[i],
-                            b[i], want);
+    for (size_t i = 0; i < nk; i++)
+        want[i] = i % stride == 0 ? oracle(rules, n, &keys[i]) : b[i];
+    for (size_t p = 0; p < NPATHS; p++) {
+        oc_status_t st = oc__acl_set_lookup_path(paths[p]);
+        if (st == OC_ERR_UNSUPPORTED) {
+            if (!path_skipped[p]++)
+                print_message("SKIP lookup path %s: this CPU lacks it\n", paths[p]);
+            continue;
+        }
+        assert_int_equal(st, OC_OK);
+        assert_string_equal(oc__acl_lookup_method(), paths[p]);
+        oc__acl_reader_online();
+        /* odd burst sizes on purpose: groups and chunks end mid-way */
+        for (size_t i = 0; i < nk; i += 37) {
+            uint32_t m = (uint32_t)(nk - i < 37 ? nk - i : 37);
+            assert_int_equal(oc__acl_lookup_burst(acl, keys + i, m, a + i), m);
+        }
+        oc__acl_reader_offline();
+        for (size_t i = 0; i < nk; i++) {
+            if (a[i] != want[i] || b[i] != want[i]) {
+                if (bad++ < 5)
+                    print_error("key %zu: path %s %u scalar walk %u oracle %u\n",
+                                i, paths[p], a[i], b[i], want[i]);
+            }
         }
     }
+    assert_int_equal(oc__acl_set_lookup_path("auto"), OC_OK);
     free(a);
     free(b);
+    free(want);
     assert_int_equal(bad, 0);
 }
 
@@ -517,6 +539,19 @@ static void test_api_errors(void **state)
     assert_int_equal(oc__acl_count(acl), 2);
     oc__acl_destroy(acl);
     oc__acl_destroy(NULL);
+    /* lookup paths: unknown names are refused, by the call and by the
+     * environment variable (oc__acl_create fails: a typo is never a silent
+     * fall-back to another path) */
+    assert_int_equal(oc__acl_set_lookup_path("avx9"), OC_ERR_INVALID_PARAM);
+    assert_int_equal(oc__acl_set_lookup_path("scalar"), OC_OK);
+    assert_string_equal(oc__acl_lookup_method(), "scalar");
+    setenv("OC_ACL_PATH", "avx9", 1);
+    assert_int_equal(oc__acl_create(2, &acl), OC_ERR_CONFIG);
+    setenv("OC_ACL_PATH", "auto", 1);
+    assert_int_equal(oc__acl_create(2, &acl), OC_OK);
+    assert_string_not_equal(oc__acl_lookup_method(), "avx512-leaf");
+    oc__acl_destroy(acl);
+    unsetenv("OC_ACL_PATH");
 }
 
 int main(int argc, char **argv)

@@ -27,6 +27,7 @@
 #include <urcu-qsbr.h>
 
 #include "acl_tree.h"
+#include "util/log.h"
 
 #define SIDE_CAP 1024u     /* rules added between two rebuilds, at most */
 _Static_assert(SIDE_CAP / OC__ACL_LANES <= 64 * OC__ACL_SIDE_WORDS,
@@ -446,6 +447,12 @@ oc_status_t oc__acl_create(uint32_t max_rules, oc_acl_t **out)
 
     if (max_rules == 0 || max_rules > OC_ACL_MAX_RULES || out == NULL)
         return OC_ERR_INVALID_PARAM;
+    if (getenv("OC_ACL_PATH") != NULL &&
+        oc__acl_set_lookup_path(getenv("OC_ACL_PATH")) != OC_OK) {
+        oc_error(OC_COMP_PKT, "OC_ACL_PATH=%s: not a lookup path of this CPU "
+                 "(scalar, avx512-leaf, avx512, auto)", getenv("OC_ACL_PATH"));
+        return OC_ERR_CONFIG;
+    }
     acl = calloc(1, sizeof(*acl));
     if (acl == NULL)
         return OC_ERR_NO_MEMORY;
@@ -756,11 +763,6 @@ static inline uint32_t lookup(oc_acl_t *acl, const oc_acl_key_t *keys,
         }
     }
     return n;
-}
-
-const char *oc__acl_lookup_method(void)
-{
-    return oc__acl_have_avx512 ? "avx512" : "scalar";
 }
 
 uint32_t oc__acl_lookup_burst(oc_acl_t *acl, const oc_acl_key_t *keys,

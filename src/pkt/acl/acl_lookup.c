@@ -11,6 +11,7 @@
  */
 #include "acl_tree.h"
 
+#include <stddef.h>
 #include <string.h>
 
 #if defined(__x86_64__)
@@ -84,6 +85,7 @@ __attribute__((constructor)) static void detect_cpu(void)
     oc__acl_have_avx512 = __builtin_cpu_supports("avx512f") &&
                           __builtin_cpu_supports("avx512bw") &&
                           __builtin_cpu_supports("avx512vl");
+    oc__acl_path = oc__acl_have_avx512 ? OC__ACL_PATH_AVX512 : OC__ACL_PATH_SCALAR;
 }
 
 #define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
@@ -95,14 +97,22 @@ typedef struct {
     __m128i pr;   /* 16 x u8 */
 } vkey_t;
 
+_Static_assert(sizeof(oc_acl_key_t) == 16 &&
+               offsetof(oc_acl_key_t, proto) == 12,
+               "vkey and skey permute the key's 16 bytes");
+
+/* the key's 16 bytes, permuted: 32-bit words src 0, dst 1; 16-bit words
+ * sport 4, dport 5; byte proto 12 */
 AVX512 static inline void vkey(vkey_t *v, const oc_acl_key_t *k)
 {
-    __m256i p = _mm256_set_m128i(_mm_set1_epi16((short)k->dport),
-                                 _mm_set1_epi16((short)k->sport));
-    v->ip = _mm512_mask_blend_epi32(0xff00, _mm512_set1_epi32((int)k->src_ip),
-                                    _mm512_set1_epi32((int)k->dst_ip));
-    v->p = _mm512_inserti64x4(_mm512_castsi256_si512(p), p, 1);
-    v->pr = _mm_set1_epi8((char)k->proto);
+    __m128i x = _mm_loadu_si128((const __m128i *)k);
+    __m512i z = _mm512_castsi128_si512(x);
+    v->ip = _mm512_permutexvar_epi32(
+        _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0), z);
+    v->p = _mm512_permutexvar_epi16(
+        _mm512_set_epi16(5, 5, 5, 5, 5, 5, 5, 5, 4, 4, 4, 4, 4, 4, 4, 4,
+                         5, 5, 5, 5, 5, 5, 5, 5, 4, 4, 4, 4, 4, 4, 4, 4), z);
+    v->pr = _mm_shuffle_epi8(x, _mm_set1_epi8(12));
 }
 
 AVX512 static inline uint32_t blk_match8(const oc__acl_blk_t *b,
@@ -253,7 +263,7 @@ void oc__acl_tree_lookup_scalar(const oc__acl_tree_t *t, const uint8_t *dead,
 }
 
 #if defined(__x86_64__)
-#define GROUP 64
+#define GROUP OC__ACL_GROUP
 
 /* Walk the keys in @p active down to their leaves, one level of every key
  * at a time so that their loads overlap; each step prefetches the slot the
@@ -286,25 +296,108 @@ __attribute__((noinline)) static void walk_group(const oc__acl_tree_t *t,
                 slot[i] = child_of(nodes, r64, kf[i]);
                 _mm_prefetch((const char *)slot[i], _MM_HINT_T0);
                 act[nn++] = (uint8_t)i;
-            } else if (r == REF_EMPTY) {
-            } else if (r & REF_SMALL) {
-                const char *sp = (const char *)&t->small[r & (SMALL_MAXIDX - 1)];
-                _mm_prefetch(sp, _MM_HINT_T0);
-                _mm_prefetch(sp + 64, _MM_HINT_T0);
-            } else { /* the three lines of the first block */
-                const char *bp = (const char *)&t->blk[r & (LEAF_MAXIDX - 1)];
-                _mm_prefetch(bp, _MM_HINT_T0);
-                _mm_prefetch(bp + 64, _MM_HINT_T0);
-                _mm_prefetch(bp + 128, _MM_HINT_T0);
+            } else {
+                oc__acl_prefetch_leaf(t, r);
             }
         }
         na = nn;
     }
 }
 
-AVX512 static void lookup_avx512(const oc__acl_tree_t *t, const uint8_t *dead,
-                                 const oc_acl_key_t *keys, uint32_t n,
-                                 uint32_t *rank)
+/* the key, spread the way a small leaf's record is laid out (twice: a leaf
+ * of two records is one 64-byte load) */
+AVX512 static inline __m512i skey(const oc_acl_key_t *k)
+{
+    /* 16-bit words of the key: src 0-1, dst 2-3, sport 4, dport 5, proto 6
+     * (the byte above it is padding, never compared) */
+    const __m512i idx = _mm512_set_epi16(7, 7, 7, 6, 5, 5, 4, 4, 3, 2, 3, 2, 1, 0, 1, 0,
+                                         7, 7, 7, 6, 5, 5, 4, 4, 3, 2, 3, 2, 1, 0, 1, 0);
+    return _mm512_permutexvar_epi16(
+        idx, _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)k)));
+}
+
+_Static_assert(OC__ACL_SMALL <= 2 && sizeof(oc__acl_srule_t) == 32,
+               "small_match tests up to two 32-byte records in one load");
+
+/* records of small leaf @p q (@p n of them) matching @p sk (bit i: record
+ * i), branch-free: lows <= key <= highs, (proto & pm) == pv */
+AVX512 static inline uint32_t small_match(const oc__acl_srule_t *q, unsigned n,
+                                          __m512i sk)
+{
+    __m512i rec = _mm512_maskz_loadu_epi32(n > 1 ? 0xffff : 0x00ff, q);
+    uint32_t a = (uint32_t)((_mm512_cmp_epu32_mask(rec, sk, _MM_CMPINT_LE) & 0x0505) |
+                            (_mm512_cmp_epu32_mask(sk, rec, _MM_CMPINT_LE) & 0x0a0a));
+    uint32_t p = (uint32_t)((_mm512_cmp_epu16_mask(rec, sk, _MM_CMPINT_LE) & 0x05000500u) |
+                            (_mm512_cmp_epu16_mask(sk, rec, _MM_CMPINT_LE) & 0x0a000a00u));
+    uint64_t pr = _mm512_cmpeq_epi8_mask(
+        _mm512_and_si512(_mm512_srli_epi16(rec, 8), sk), rec); /* pm & proto == pv */
+    uint32_t ma = (a & 0xf) == 0xf && (p >> 8 & 0xf) == 0xf && (pr >> 24 & 1);
+    uint32_t mb = (a >> 8 & 0xf) == 0xf && (p >> 24 & 0xf) == 0xf && (pr >> 56 & 1);
+    return (ma | mb << 1) & (n > 1 ? 3u : 1u);
+}
+
+/* a small leaf by small_match: same contract as leaf_small */
+AVX512 static inline uint32_t leaf_small_avx512(const oc__acl_tree_t *t,
+                                                const uint8_t *dead, uint32_t ref,
+                                                const oc_acl_key_t *k,
+                                                uint32_t best)
+{
+    const oc__acl_srule_t *q = &t->small[ref & (SMALL_MAXIDX - 1)];
+    unsigned n = ((ref >> 27) & 7) + 1;
+    uint32_t m = small_match(q, n, skey(k));
+    while (m) {
+        uint32_t r = q[__builtin_ctz(m)].rank;
+        if (r >= best)
+            return best;
+        if (!is_dead(dead, r))
+            return r;
+        if (t->cover[r])
+            return FALLBACK;
+        m &= m - 1;
+    }
+    return best;
+}
+
+/* Best live rank of leaf @p r for key @p k, better than @p best, or
+ * FALLBACK (a dead covering rule was hit): leaf_scalar with AVX-512 tests
+ * (@p vsmall: small leaves too). */
+AVX512 static inline uint32_t leaf_avx512(const oc__acl_tree_t *t,
+                                          const uint8_t *dead, uint32_t r,
+                                          const oc_acl_key_t *k, uint32_t best,
+                                          int vsmall)
+{
+    const oc__acl_blk_t *b;
+    unsigned nb;
+    vkey_t v;
+    if (r == REF_EMPTY)
+        return best;
+    if (r & REF_SMALL)
+        return vsmall ? leaf_small_avx512(t, dead, r, k, best)
+                      : leaf_small(t, dead, r, k, best);
+    b = &t->blk[r & (LEAF_MAXIDX - 1)];
+    nb = ((r >> 23) & 0x7f) + 1;
+    vkey(&v, k);
+    for (unsigned j = 0; j < nb; j++, b++) {
+        uint32_t m = blk_match8(b, &v);
+        if (b->rank[0] >= best)
+            break;
+        while (m) {
+            uint32_t rk = b->rank[__builtin_ctz(m)];
+            if (!is_dead(dead, rk))
+                return rk < best ? rk : best;
+            if (t->cover[rk])
+                return FALLBACK;
+            m &= m - 1;
+        }
+    }
+    return best;
+}
+
+/* the avx512-leaf path: walk_group's scalar walks, tree by tree */
+AVX512 static void lookup_avx512_leaf(const oc__acl_tree_t *t,
+                                      const uint8_t *dead,
+                                      const oc_acl_key_t *keys, uint32_t n,
+                                      uint32_t *rank)
 {
     for (uint32_t g = 0; g < n; g += GROUP) {
         uint32_t gn = n - g < GROUP ? n - g : GROUP;
@@ -329,59 +422,106 @@ AVX512 static void lookup_avx512(const oc__acl_tree_t *t, const uint8_t *dead,
             }
             walk_group(t, ref, kf, active);
             for (uint32_t i = 0; i < gn; i++) {
-                uint32_t r = (uint32_t)ref[i];
-                const oc__acl_blk_t *b;
-                unsigned nb;
-                vkey_t v;
-                if (r == REF_EMPTY)
+                uint32_t x;
+                if (fb >> i & 1)
                     continue;
-                if (r & REF_SMALL) {
-                    uint32_t x = leaf_small(t, dead, r, &k[i], best[i]);
-                    if (x == FALLBACK) {
-                        fb |= 1ull << i;
-                        best[i] = 0;
-                    } else {
-                        best[i] = x;
-                    }
-                    continue;
+                x = leaf_avx512(t, dead, (uint32_t)ref[i], &k[i], best[i], 0);
+                if (x == FALLBACK) {
+                    fb |= 1ull << i;
+                    best[i] = 0; /* no other tree is walked */
+                } else {
+                    best[i] = x;
                 }
-                b = &t->blk[r & (LEAF_MAXIDX - 1)];
-                nb = ((r >> 23) & 0x7f) + 1;
-                vkey(&v, &k[i]);
-                for (unsigned j = 0; j < nb; j++, b++) {
-                    uint32_t m = blk_match8(b, &v);
-                    if (b->rank[0] >= best[i])
-                        break;
-                    while (m) {
-                        uint32_t rk = b->rank[__builtin_ctz(m)];
-                        if (!is_dead(dead, rk)) {
-                            if (rk < best[i])
-                                best[i] = rk;
-                            goto next_key;
-                        }
-                        if (t->cover[rk]) {
-                            fb |= 1ull << i;
-                            best[i] = 0; /* no other tree is walked */
-                            goto next_key;
-                        }
-                        m &= m - 1;
-                    }
-                }
-            next_key:;
             }
         }
         for (uint32_t i = 0; i < gn; i++)
             rank[g + i] = fb >> i & 1 ? flat_scan(t, dead, &k[i]) : best[i];
     }
 }
+
+/* the avx512 path: every tree walked for the whole group by the gather walk
+ * first (a key that an earlier tree answers better than a later tree's
+ * min_rank still walks it: walks are cheap, and every leaf is prefetched
+ * when its walk ends, long before its test), then each key's leaves in
+ * tree order, as far as they can improve on the best so far */
+AVX512 static void lookup_gather(const oc__acl_tree_t *t, const uint8_t *dead,
+                                 const oc_acl_key_t *keys, uint32_t n,
+                                 uint32_t *rank)
+{
+    unsigned np = t->nparts;
+    for (uint32_t g = 0; g < n; g += GROUP) {
+        uint32_t gn = n - g < GROUP ? n - g : GROUP;
+        uint64_t kq[NFIELDS][GROUP]; /* the keys' fields, field by field */
+        uint64_t ref[4][GROUP];
+        const oc_acl_key_t *k = keys + g;
+
+        for (uint32_t i = 0; i < gn; i++) {
+            kq[0][i] = k[i].src_ip;
+            kq[1][i] = k[i].dst_ip;
+            kq[2][i] = k[i].sport;
+            kq[3][i] = k[i].dport;
+            kq[4][i] = k[i].proto;
+        }
+        for (unsigned p = 0; p < np; p++) {
+            uint64_t root = t->part[p].root;
+            for (uint32_t i = 0; i < gn; i++)
+                ref[p][i] = root;
+            if (!is_leaf(root))
+                oc__acl_walk_avx512(t, (const uint64_t(*)[GROUP])kq, ref[p], gn);
+            else
+                oc__acl_prefetch_leaf(t, (uint32_t)root);
+        }
+        for (uint32_t i = 0; i < gn; i++) {
+            uint32_t best = OC__ACL_NONE;
+            for (unsigned p = 0; p < np && t->part[p].min_rank < best; p++) {
+                best = leaf_avx512(t, dead, (uint32_t)ref[p][i], &k[i], best, 1);
+                if (best == FALLBACK) {
+                    best = flat_scan(t, dead, &k[i]);
+                    break;
+                }
+            }
+            rank[g + i] = best;
+        }
+    }
+}
 #endif
+
+int oc__acl_path = OC__ACL_PATH_SCALAR; /* detect_cpu() picks the best */
+
+static const char *const path_name[OC__ACL_NPATHS] = {"scalar", "avx512-leaf",
+                                                      "avx512"};
+
+const char *oc__acl_lookup_method(void)
+{
+    return path_name[__atomic_load_n(&oc__acl_path, __ATOMIC_RELAXED)];
+}
+
+oc_status_t oc__acl_set_lookup_path(const char *name)
+{
+    int p = -1;
+    if (name == NULL || strcmp(name, "auto") == 0)
+        p = oc__acl_have_avx512 ? OC__ACL_PATH_AVX512 : OC__ACL_PATH_SCALAR;
+    for (int i = 0; i < OC__ACL_NPATHS && p < 0; i++)
+        if (strcmp(name, path_name[i]) == 0)
+            p = i;
+    if (p < 0)
+        return OC_ERR_INVALID_PARAM;
+    if (p != OC__ACL_PATH_SCALAR && !oc__acl_have_avx512)
+        return OC_ERR_UNSUPPORTED;
+    __atomic_store_n(&oc__acl_path, p, __ATOMIC_RELAXED);
+    return OC_OK;
+}
 
 void oc__acl_tree_lookup(const oc__acl_tree_t *t, const uint8_t *dead,
                          const oc_acl_key_t *keys, uint32_t n, uint32_t *rank)
 {
 #if defined(__x86_64__)
-    if (oc__acl_have_avx512) {
-        lookup_avx512(t, dead, keys, n, rank);
+    int p = __atomic_load_n(&oc__acl_path, __ATOMIC_RELAXED);
+    if (p != OC__ACL_PATH_SCALAR) {
+        if (p == OC__ACL_PATH_AVX512)
+            lookup_gather(t, dead, keys, n, rank);
+        else
+            lookup_avx512_leaf(t, dead, keys, n, rank);
         return;
     }
 #endif
@@ -468,10 +608,13 @@ void oc__acl_side_lookup(const oc__acl_side_view_t *sv, const oc_acl_key_t *keys
                          uint32_t n, uint64_t *best, uint32_t *ud, int scalar)
 {
 #if defined(__x86_64__)
-    if (!scalar && oc__acl_have_avx512) {
+    if (!scalar && __atomic_load_n(&oc__acl_path, __ATOMIC_RELAXED) !=
+                       OC__ACL_PATH_SCALAR) {
         side_avx512(sv, keys, n, best, ud);
         return;
     }
+#else
+    (void)scalar; /* the scalar scan is the only one */
 #endif
     side_scalar(sv, keys, n, best, ud);
 }

@@ -108,6 +108,44 @@ void oc__acl_tree_lookup_scalar(const oc__acl_tree_t *t, const uint8_t *dead,
 void oc__acl_tree_lookup(const oc__acl_tree_t *t, const uint8_t *dead,
                          const oc_acl_key_t *keys, uint32_t n, uint32_t *rank);
 
+/* The lookup paths (oc__acl_set_lookup_path names them): the scalar
+ * reference; groups of keys walked by scalar code with prefetches and leaf
+ * blocks tested with AVX-512; the AVX-512 gather walk with the same leaf
+ * tests.  oc__acl_path is the one oc__acl_tree_lookup takes. */
+enum { OC__ACL_PATH_SCALAR, OC__ACL_PATH_AVX512_LEAF, OC__ACL_PATH_AVX512,
+       OC__ACL_NPATHS };
+extern int oc__acl_path;
+
+/* Prefetch the lines of leaf @p r that its test reads first (a small
+ * leaf's records, a block leaf's first block). */
+static inline void oc__acl_prefetch_leaf(const oc__acl_tree_t *t, uint32_t r)
+{
+    const char *p;
+    if (r == REF_EMPTY)
+        return;
+    if (r & REF_SMALL) {
+        p = (const char *)&t->small[r & (SMALL_MAXIDX - 1)];
+        __builtin_prefetch(p, 0, 3);
+        __builtin_prefetch(p + 64, 0, 3);
+        return;
+    }
+    p = (const char *)&t->blk[r & (LEAF_MAXIDX - 1)];
+    __builtin_prefetch(p, 0, 3);
+    __builtin_prefetch(p + 64, 0, 3);
+    __builtin_prefetch(p + 128, 0, 3);
+}
+
+/* Keys walked together by the fast paths. */
+#define OC__ACL_GROUP 64
+
+/* Walk @p n <= OC__ACL_GROUP keys down one tree (acl_walk.c, AVX-512 F):
+ * ref[i] holds key i's start (the root, or a leaf such as REF_EMPTY:
+ * nothing to walk) and gets its leaf, prefetched; kf[f][i] is field f of
+ * key i (src, dst, sport, dport, proto). */
+void oc__acl_walk_avx512(const oc__acl_tree_t *t,
+                         const uint64_t (*kf)[OC__ACL_GROUP], uint64_t *ref,
+                         uint32_t n);
+
 /* The side part of a state (acl.c): @p cnt rules in blocks (lane rank =
  * slot), per slot its order (priority << 32 | id), userdata and tombstone,
  * per block the lowest order in it, and address filters so that a key

@@ -167,9 +167,22 @@ uint32_t oc__acl_lookup_burst(oc_acl_t *acl, const oc_acl_key_t *keys,
 uint32_t oc__acl_lookup_burst_scalar(oc_acl_t *acl, const oc_acl_key_t *keys,
                                     uint32_t n, uint32_t *out_userdata);
 
-/** Which fast path oc__acl_lookup_burst() uses on this CPU: "avx512" or
- *  "scalar" (static string). */
+/** Which path oc__acl_lookup_burst() takes (process-wide): "avx512" (the
+ *  AVX-512 gather walk, the default where the CPU has AVX-512 F/BW/VL),
+ *  "avx512-leaf" (scalar walk, AVX-512 leaf tests) or "scalar" (static
+ *  string). */
 const char *oc__acl_lookup_method(void);
+
+/** Make oc__acl_lookup_burst() take path @p name ("scalar", "avx512-leaf",
+ *  "avx512"; "auto" or NULL: the best this CPU has), for every classifier
+ *  of the process: for tests and benchmarks that compare the paths.  Not
+ *  meant to change while other threads look up (each burst takes one path,
+ *  but which one is then a race).  oc__acl_create() applies the environment
+ *  variable OC_ACL_PATH the same way (and fails with OC_ERR_CONFIG, logged,
+ *  when it names no path of this CPU).
+ *  @return OC_OK; OC_ERR_INVALID_PARAM: no such path; OC_ERR_UNSUPPORTED:
+ *  this CPU lacks it. */
+oc_status_t oc__acl_set_lookup_path(const char *name);
 
 /** Reader-thread registration (wrappers around the reclamation scheme, so
  *  callers need not know it).  Call from the reader thread itself. */
