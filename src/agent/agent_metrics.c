@@ -352,11 +352,12 @@ static void transport_metrics(agent_t *a, oc_prom_t *p)
                    OC_PROM_COUNTER);
     pthread_mutex_lock(&a->pub_mu);
     for (uint32_t n = 0; n < a->nnodes; n++) {
+        oc_prom_label_t pl[1];
         if (n == a->node)
             continue;
         snprintf(v, sizeof(v), "%u", n);
-        l[0] = LBL("peer", v);
-        oc__prom_sample(p, OC_M_PEER_AUTH_FAILURES, l, 1,
+        pl[0] = LBL("peer", v);
+        oc__prom_sample(p, OC_M_PEER_AUTH_FAILURES, pl, 1,
                         a->peer_tr[n].auth_fail);
     }
     pthread_mutex_unlock(&a->pub_mu);
