@@ -63,6 +63,8 @@ const oc_env_name_t oc__env_names[] = {
     {"OC_AGENT_COLL_CMA", "offcored"},
     {"OC_AGENT_SOCKET_MODE", "offcored"},
     {"OC_CLUSTER_KEY", "offcored, offcore job-key"},
+    /* offcore-dp's classifier (src/pkt/acl/acl.c): its lookup path */
+    {"OC_ACL_PATH", "offcore-dp, the classifier"},
     /* the CLI */
     {"OC_NVMF_METRICS", "offcore nvmf"},
     {"OC_DP_CONTROL", "offcore dp"},
