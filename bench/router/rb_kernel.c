@@ -76,7 +76,7 @@ typedef struct rbk {
     /* shared memory: the ranks' view of their segments; the run's end as
      * the ranks' thread saw it (the seq), taken up by the routing thread */
     oc_shmseg_t      *ranks;
-    uint64_t          turns;
+    uint64_t          turns, idle_turns, last_work, last_cpu, busy_ns;
     int               running;
     _Atomic uint64_t  stop_seq;
 } rbk_t;
@@ -213,20 +213,35 @@ void oc__tr_ep_destroy(oc_tr_worker_t *w, oc_tr_ep_t *ep)
     free(ep);
 }
 
+/* What the routing thread has done so far (a turn that changes none of
+ * it was idle). */
+static uint64_t shm_work(rbk_t *k)
+{
+    oc_router_counters_t c;
+    oc__router_counters(k->r, &c);
+    return c.msgs + c.shm_bundles_in + c.shm_bundles_out;
+}
+
 /* Shared memory, the routing thread's turn: mark a run's start (the
  * ranks' thread waits for it before publishing) and its end (after the
- * ranks' thread saw the last delivery): the thread's CPU time between. */
+ * ranks' thread saw the last delivery): the thread's CPU time between.
+ * On a shared machine the one thread that plays the ranks is not always
+ * running, and the routing thread spins meanwhile: so every turn's CPU
+ * time is read, and only the turns that did something count as busy
+ * (rb_run_t.busy_cpu_ns; each pays one clock read and one counter
+ * snapshot, both kernels alike). */
 static unsigned shm_turn(rbk_t *k)
 {
     const uint64_t seq = atomic_load_explicit(&k->seq, memory_order_acquire);
-    uint64_t one = 1;
+    uint64_t one = 1, work, cpu;
 
     if (seq != k->seen) {
         atomic_store_explicit(&k->asleep, 0, memory_order_relaxed);
         k->seen = seq;
-        k->turns = 0;
+        k->turns = k->idle_turns = k->busy_ns = 0;
+        k->last_work = shm_work(k);
         k->running = 1;
-        k->cpu0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+        k->cpu0 = k->last_cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
         k->t0 = now_ns();
         (void)!write(k->done_fd, &one, sizeof one);
         return 0;
@@ -234,8 +249,16 @@ static unsigned shm_turn(rbk_t *k)
     if (!k->running)
         return 0;
     k->turns++;
+    work = shm_work(k);
+    cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    if (work == k->last_work)
+        k->idle_turns++;
+    else
+        k->busy_ns += cpu - k->last_cpu;
+    k->last_work = work;
+    k->last_cpu = cpu;
     if (atomic_load_explicit(&k->stop_seq, memory_order_acquire) == seq) {
-        k->cpu1 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+        k->cpu1 = cpu;
         k->running = 0;
         (void)!write(k->done_fd, &one, sizeof one);
     }
@@ -446,9 +469,10 @@ static int wait_fd(int fd, uint32_t timeout_ms)
 }
 
 /* Shared memory: this thread is every rank.  Bundles go into their
- * ranks' "up" rings in feed order, as far as each ring has room; the
- * "down" rings are read as liboffcore reads them (every line of a
- * delivery touched, as the handlers would), then released in order. */
+ * ranks' "up" rings in feed order, a round of the senders at a time, as
+ * far as each ring has room; then the "down" rings are read as
+ * liboffcore reads them (every line of a delivery touched, as the
+ * handlers would) and released in order. */
 static int shm_run(rbk_t *k, const rb_bundle_t *feed, uint64_t n,
                    const rb_sink_t *sink, uint32_t timeout_ms, rb_run_t *out)
 {
@@ -466,7 +490,9 @@ static int shm_run(rbk_t *k, const rb_bundle_t *feed, uint64_t n,
         return -1; /* the routing thread never took the run up */
     while (!complete) {
         int did = 0;
-        while (next < n) {
+        /* a round: each rank sends its next bundle, then each polls (a
+         * rank streaming at full speed between its deliveries) */
+        for (uint32_t m = 0; m < R && next < n; m++) {
             const rb_bundle_t *b = &feed[next];
             oc_shmseg_t *g = &k->ranks[b->src];
             uint8_t *slot = oc__spsc_reserve(&g->up);
@@ -509,6 +535,8 @@ static int shm_run(rbk_t *k, const rb_bundle_t *feed, uint64_t n,
     out->rejects = c1.rejects - c0.rejects;
     out->undeliverable = c1.undeliverable - c0.undeliverable;
     out->turns = k->turns;
+    out->idle_turns = k->idle_turns;
+    out->busy_cpu_ns = k->busy_ns;
     return 0;
 }
 
@@ -538,7 +566,8 @@ static int rb_run(void *kv, const rb_bundle_t *feed, uint64_t n,
     out->bundles_out = k->bundles_out;
     out->rejects = c1.rejects - c0.rejects;
     out->undeliverable = c1.undeliverable - c0.undeliverable;
-    out->turns = 0;
+    out->turns = out->idle_turns = 0;
+    out->busy_cpu_ns = out->cpu_ns;
     return 0;
 }
 

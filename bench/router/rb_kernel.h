@@ -64,6 +64,12 @@ typedef struct {
     uint64_t rejects;      /* the router's counters: must stay 0 */
     uint64_t undeliverable;
     uint64_t turns;        /* turns of the routing thread's loop */
+    /* shared memory: the turns that routed and delivered nothing (the
+     * thread waiting for the ranks' thread, which shares the machine),
+     * and the CPU time of the other turns: the routing thread's busy
+     * time (the transport seam: cpu_ns) */
+    uint64_t idle_turns;
+    uint64_t busy_cpu_ns;
 } rb_run_t;
 
 typedef struct {

@@ -73,10 +73,13 @@ typedef struct {
     const char *path;
     const rb_kernel_t *ops;
     void *k;
-    double rate[64];         /* per second of the routing thread's CPU */
+    double rate[64];         /* per second of the routing thread's busy
+                                CPU (shm: less its idle turns) */
+    double cpu[64];          /* per second of its CPU, idle turns too */
     double wall[64];         /* per second of wall-clock time */
     double per_bundle;       /* items per delivered bundle, last run */
     double turns_per_bundle; /* routing loop turns per bundle in, last run */
+    double idle_frac;        /* of those turns, idle, last run */
 } kern_t;
 
 static struct {
@@ -533,7 +536,9 @@ static int kern_run(kern_t *k, const work_t *w, sink_t *s, int verify,
         failed = 1;
         return -1;
     }
-    k->rate[rep] = unit_msgs(w) / (r.cpu_ns * 1e-9);
+    k->rate[rep] = unit_msgs(w) / (r.busy_cpu_ns * 1e-9);
+    k->cpu[rep] = unit_msgs(w) / (r.cpu_ns * 1e-9);
+    k->idle_frac = r.turns ? (double)r.idle_turns / (double)r.turns : 0;
     k->wall[rep] = unit_msgs(w) / (r.ns * 1e-9);
     k->per_bundle = r.bundles_out ? (double)w->items / r.bundles_out : 0;
     k->turns_per_bundle = (double)r.turns / (double)w->nfeed;
@@ -656,10 +661,19 @@ static void bench_one(kern_t *ks, int nk, uint32_t shm, uint32_t shape,
     if (ok) /* the same, by the wall clock (a busy machine's share) */
         printf(",\"wall_msgs_per_s\":%.4g,\"wall_bare_msgs_per_s\":%.4g",
                median(ks[0].wall, n), median(bare_wall, n));
-    if (shm) /* a thread that waits for the ranks turns more per bundle */
-        printf(",\"shm_slots\":%u,\"turns_per_bundle_in\":%.2f",
-               opt.shm_slots, ks[0].turns_per_bundle);
-    printf(",\"clock\":\"thread CPU time\",\"items_per_bundle_out\":%.1f,\"items_per_run\":%" PRIu64
+    if (shm && ok) { /* a thread that waits for the ranks turns idle */
+        printf(",\"shm_slots\":%u,\"turns_per_bundle_in\":%.2f,"
+               "\"idle_turns\":%.3f,\"cpu_msgs_per_s\":%.4g,\"cpu_runs\":",
+               opt.shm_slots, ks[0].turns_per_bundle, ks[0].idle_frac,
+               median(ks[0].cpu, n));
+        print_list(ks[0].cpu, n);
+        if (nk > 1)
+            printf(",\"main_idle_turns\":%.3f,\"main_cpu_msgs_per_s\":%.4g",
+                   ks[1].idle_frac, median(ks[1].cpu, n));
+    }
+    printf(",\"clock\":\"%s\",", shm ? "thread CPU time less idle turns"
+                                       : "thread CPU time");
+    printf("\"items_per_bundle_out\":%.1f,\"items_per_run\":%" PRIu64
            ",\"bundles_per_run\":%" PRIu64 ",\"bundle_size\":%u,"
            "\"window\":%u,\"flush_timeout_us\":%u,\"repeats\":%u,"
            "\"load1_start\":%.2f,"
