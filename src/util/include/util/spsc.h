@@ -114,6 +114,21 @@ static inline void oc__spsc_release(oc_spsc_t *r)
     atomic_store_explicit(&r->sh->head, r->head, memory_order_release);
 }
 
+/** Consumer: release the oldest slot handed out, in this handle only: the
+ *  producer sees it (and every slot released so before it) at the next
+ *  oc__spsc_release_commit.  For a consumer that releases many slots in
+ *  a burst: one store to the line the producer reads, not one each. */
+static inline void oc__spsc_release_later(oc_spsc_t *r)
+{
+    r->head++;
+}
+
+/** Consumer: make the slots released by oc__spsc_release_later visible. */
+static inline void oc__spsc_release_commit(oc_spsc_t *r)
+{
+    atomic_store_explicit(&r->sh->head, r->head, memory_order_release);
+}
+
 /* ---- doorbell ----------------------------------------------------------- */
 
 /** A futex word to sleep on until the other side has done something, in
@@ -139,14 +154,21 @@ void oc__bell_cancel(oc_bell_t *b);
  *  rings that follow one load, not a system call each.  Returns 1 if it
  *  woke someone. */
 int oc__bell_wake(oc_bell_t *b);
+/** oc__bell_ring after the caller's own full fence (atomic_thread_fence,
+ *  seq_cst) between its stores and this call: one fence for the bells
+ *  of many rings. */
+static inline int oc__bell_ring_fenced(oc_bell_t *b)
+{
+    if (atomic_load_explicit(&b->waiting, memory_order_relaxed))
+        return oc__bell_wake(b);
+    return 0;
+}
 static inline int oc__bell_ring(oc_bell_t *b)
 {
     /* the store that made the condition true must be seen before we read
      * "waiting" (the sleeper does the opposite): no lost wake-up */
     atomic_thread_fence(memory_order_seq_cst);
-    if (atomic_load_explicit(&b->waiting, memory_order_relaxed))
-        return oc__bell_wake(b);
-    return 0;
+    return oc__bell_ring_fenced(b);
 }
 
 /* ---- the asymmetric fence ------------------------------------------------
