@@ -2,8 +2,8 @@
  * test_spsc.c — the shared-memory ring and doorbell (src/util/spsc.h), the
  * rank<->agent segment built on it (src/wire/shmseg.h), and the engine's
  * outlets writing into a ring in place (oc_eng_out_t.ring): geometry,
- * wrap-around, full, releases committed later (a burst at once), a
- * producer that breaks the rules, a producer and a
+ * wrap-around, full, one fence for many doorbells, a producer that
+ * breaks the rules, a producer and a
  * consumer in two threads sleeping on doorbells, two mappings of one
  * segment, and bundles built in ring slots read back by src/wire.
  */
@@ -232,42 +232,6 @@ static void test_threads(void **state)
     print_message("  %u items; producer slept %llu times, consumer %llu\n",
                   NITEMS, (unsigned long long)x.prod_slept,
                   (unsigned long long)x.cons_slept);
-    free(m);
-}
-
-/* Slots released "later" stay the consumer's until committed: the
- * producer finds the ring full until then, and after the commit every
- * one of them free at once, in order; peek's bound holds meanwhile. */
-static void test_release_later(void **state)
-{
-    oc_spsc_t p, c;
-    size_t bytes;
-    uint8_t *m = ring_mem(4, 64, &bytes), *s;
-    uint32_t len;
-    (void)state;
-
-    assert_int_equal(oc__spsc_attach(&p, m, bytes, 4, 64, 1), OC_OK);
-    assert_int_equal(oc__spsc_attach(&c, m, bytes, 4, 64, 0), OC_OK);
-    for (uint32_t round = 0; round < 3; round++) {
-        for (uint32_t i = 0; i < 4; i++) {
-            assert_non_null(s = oc__spsc_reserve(&p));
-            s[0] = (uint8_t)(round * 4 + i);
-            oc__spsc_publish(&p, 1 + i);
-        }
-        assert_null(oc__spsc_reserve(&p)); /* full */
-        for (uint32_t i = 0; i < 4; i++) {
-            assert_non_null(s = oc__spsc_peek(&c, &len));
-            assert_int_equal(len, 1 + i);
-            assert_int_equal(s[0], round * 4 + i);
-            oc__spsc_release_later(&c);
-            assert_null(oc__spsc_reserve(&p)); /* not yet seen */
-            assert_int_equal(oc__spsc_in_use(&p), 4);
-        }
-        assert_null(oc__spsc_peek(&c, &len));
-        assert_false(c.broken);
-        oc__spsc_release_commit(&c);
-        assert_int_equal(oc__spsc_in_use(&p), 0); /* all four at once */
-    }
     free(m);
 }
 
@@ -518,7 +482,6 @@ int main(void)
         cmocka_unit_test(test_broken),
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_bell_once),
-        cmocka_unit_test(test_release_later),
         cmocka_unit_test(test_bell_fenced),
         cmocka_unit_test(test_membarrier),
         cmocka_unit_test(test_segment),

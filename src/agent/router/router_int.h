@@ -142,8 +142,8 @@ struct oc_router {
     lrank_t          **shm_ranks;   /* local ranks on shared memory */
     uint32_t           nshm, shm_cap;
     oc_rshm_t        **shm_pend;    /* rings released into or delivered
-                                       to this turn, not yet told (each
-                                       holds a reference) */
+                                       to this turn, doorbell not yet
+                                       rung (each holds a reference) */
     uint32_t           npend, pend_cap;
     int                rank_wake_fd; /* eventfd they write (rshm.c) */
     uint32_t           core_sharers; /* local ranks that may run on this
@@ -206,11 +206,11 @@ void oc__rcma_rank_fini(lrank_t *l);
 /** Queue what the ranks published onto the receive ring.  Returns how
  *  many bundles. */
 uint32_t oc__router_shm_poll(oc_router_t *r);
-/** A received bundle is done: its slot goes back (in order), seen by the
- *  rank at the next oc__router_shm_flush. */
+/** A received bundle is done: its slot goes back (in order); a rank
+ *  asleep on its doorbell is woken at the next oc__router_shm_flush. */
 void oc__router_shm_release(oc_router_t *r, oc_eng_rx_t *e);
-/** End of a turn: the ranks see the slots released this turn, and those
- *  waiting on their doorbell are woken (one fence for all).  Before the
+/** End of a turn: the ranks released into or delivered to this turn that
+ *  wait on their doorbell are woken (one fence for all).  Before the
  *  router sleeps or goes away. */
 void oc__router_shm_flush(oc_router_t *r);
 /** Make a just-registered rank's outlet write into its ring. */

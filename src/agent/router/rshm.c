@@ -4,8 +4,8 @@
  * their "up" rings in place (onto the engine's receive ring, like a UCX
  * arrival, with no copy), give the slots back in order once routed, write
  * their deliveries into their "down" rings (the local outlet's buffer is
- * the ring's slot), ring a waiting rank's doorbell (both once per turn
- * per ring: oc__router_shm_flush), and tell the ranks when this thread
+ * the ring's slot), ring a waiting rank's doorbell (once per turn per
+ * ring: oc__router_shm_flush), and tell the ranks when this thread
  * sleeps so they wake it.
  *
  * Threading: the router's thread, except oc__rshm_* (reference counts,
@@ -158,11 +158,14 @@ uint32_t oc__router_shm_poll(oc_router_t *r)
     return got;
 }
 
-/* Ring @p s was released into or delivered to: its rank is told at the
- * turn's end (oc__router_shm_flush), once however many bundles it was —
- * a turn routes every bundle the ranks published, and a store to the
- * ring's head and a full fence per bundle were the rank's cache line and
- * the store buffer drained, bundle after bundle. */
+/* Ring @p s was released into or delivered to: a rank asleep on its
+ * doorbell is woken at the turn's end (oc__router_shm_flush), once
+ * however many bundles it was.  A turn routes every bundle the ranks
+ * published; a full fence per bundle drained the store buffer (full of
+ * the routing loop's stores) bundle after bundle, and a rank that waits
+ * for room was woken for each slot — a futex call and, where it shares
+ * the router's core, a switch of that core per bundle.  The slots
+ * themselves go back at once: a rank still running uses them. */
 static void shm_pend(oc_router_t *r, oc_rshm_t *s)
 {
     if (s->pend)
@@ -170,7 +173,6 @@ static void shm_pend(oc_router_t *r, oc_rshm_t *s)
     if (r->npend == r->pend_cap) /* a ring no longer served: room now */
         oc__router_shm_flush(r);
     if (r->pend_cap == 0) { /* not reached: attach made room */
-        oc__spsc_release_commit(&s->seg.up);
         oc__bell_ring(&s->seg.hdr->rank_bell);
         return;
     }
@@ -185,8 +187,6 @@ void oc__router_shm_flush(oc_router_t *r)
 
     if (n == 0)
         return;
-    for (uint32_t i = 0; i < n; i++)
-        oc__spsc_release_commit(&r->shm_pend[i]->seg.up);
     /* the heads and the deliveries published before any "waiting" is
      * read: no lost wake-up (oc__bell_ring) */
     atomic_thread_fence(memory_order_seq_cst);
@@ -208,8 +208,8 @@ void oc__router_shm_release(oc_router_t *r, oc_eng_rx_t *e)
         oc__eng_buf_put(r->eng, e->self_buf);
         e->self_buf = NULL;
     }
-    oc__spsc_release_later(&s->seg.up); /* committed by the flush */
-    shm_pend(r, s);
+    oc__spsc_release(&s->seg.up);
+    shm_pend(r, s); /* a rank waiting for room: woken at the turn's end */
     e->shm = NULL;
     oc__rshm_put(s);
 }

@@ -114,21 +114,6 @@ static inline void oc__spsc_release(oc_spsc_t *r)
     atomic_store_explicit(&r->sh->head, r->head, memory_order_release);
 }
 
-/** Consumer: release the oldest slot handed out, in this handle only: the
- *  producer sees it (and every slot released so before it) at the next
- *  oc__spsc_release_commit.  For a consumer that releases many slots in
- *  a burst: one store to the line the producer reads, not one each. */
-static inline void oc__spsc_release_later(oc_spsc_t *r)
-{
-    r->head++;
-}
-
-/** Consumer: make the slots released by oc__spsc_release_later visible. */
-static inline void oc__spsc_release_commit(oc_spsc_t *r)
-{
-    atomic_store_explicit(&r->sh->head, r->head, memory_order_release);
-}
-
 /* ---- doorbell ----------------------------------------------------------- */
 
 /** A futex word to sleep on until the other side has done something, in
