@@ -207,8 +207,7 @@ void oc__rcma_rank_fini(lrank_t *l);
  *  many bundles. */
 uint32_t oc__router_shm_poll(oc_router_t *r);
 /** A received bundle is done: its slot goes back (in order); a rank
- *  asleep on its doorbell is woken once a quarter of its ring is free,
- *  or at the next oc__router_shm_flush. */
+ *  asleep on its doorbell is woken at the next oc__router_shm_flush. */
 void oc__router_shm_release(oc_router_t *r, oc_eng_rx_t *e);
 /** End of a turn: the ranks released into or delivered to this turn that
  *  wait on their doorbell are woken (one fence for all).  Before the

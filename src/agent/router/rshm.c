@@ -160,14 +160,12 @@ uint32_t oc__router_shm_poll(oc_router_t *r)
 
 /* Ring @p s was released into or delivered to: a rank asleep on its
  * doorbell is woken at the turn's end (oc__router_shm_flush), once
- * however many bundles it was (or, waiting for room, once a quarter of
- * its ring is free: oc__router_shm_release).  A turn routes every bundle
- * the ranks published; a full fence per bundle drained the store buffer
- * (full of the routing loop's stores) bundle after bundle, and a rank
- * that waits for room was woken for each slot — a futex call and, where
- * it shares the router's core, a switch of that core per bundle, to
- * publish one bundle and sleep again.  The slots themselves go back at
- * once: a rank still running uses them. */
+ * however many bundles it was.  A turn routes every bundle the ranks
+ * published; a full fence per bundle drained the store buffer (full of
+ * the routing loop's stores) bundle after bundle, and a rank that waits
+ * for room was woken for each slot — a futex call and, where it shares
+ * the router's core, a switch of that core per bundle.  The slots
+ * themselves go back at once: a rank still running uses them. */
 static void shm_pend(oc_router_t *r, oc_rshm_t *s)
 {
     if (s->pend)
@@ -211,16 +209,7 @@ void oc__router_shm_release(oc_router_t *r, oc_eng_rx_t *e)
         e->self_buf = NULL;
     }
     oc__spsc_release(&s->seg.up);
-    /* a rank asleep for room: woken once a quarter of its ring is free
-     * (its last bundles still routed meanwhile), else at the turn's end;
-     * the load is only a hint, the flush's fenced look is the promise */
-    if (s->seg.up.tail - s->seg.up.head <=
-            s->seg.up.nslots - s->seg.up.nslots / 4 &&
-        atomic_load_explicit(&s->seg.hdr->rank_bell.waiting,
-                             memory_order_relaxed) &&
-        oc__bell_ring(&s->seg.hdr->rank_bell))
-        CNT_ADD(r->c.shm_wakes, 1);
-    shm_pend(r, s);
+    shm_pend(r, s); /* a rank waiting for room: woken at the turn's end */
     e->shm = NULL;
     oc__rshm_put(s);
 }
