@@ -18,6 +18,19 @@
  * thread does per bundle and per message — validation, the routing loop,
  * flush policy, credits — and no network, copy or wake-up.
  *
+ * The shared-memory channel (rb_params_t.shm_slots): every rank gets the
+ * segment offcored's control side makes for it (oc__rshm_create, handed
+ * to the router with the rank, mapped a second time as the rank maps it),
+ * and the harness's thread plays all the ranks as liboffcore does: it
+ * writes each bundle into its rank's "up" ring and publishes it (waking
+ * the router if it sleeps), and reads the "down" rings, touching every
+ * line of a delivery as the rank's handlers would, releasing the slots in
+ * order.  The routing thread then runs its real shared-memory path —
+ * rshm.c's poll and release, validation of bundles read in place,
+ * deliveries written into the ranks' ring slots — against another core's
+ * cache, as in offcored.  Its turns still call oc__tr_progress (no UCX
+ * traffic), which marks the run's start and end on that thread.
+ *
  * One kernel per module at a time (the transport finds it through a
  * static); the harness loads each revision's module once.
  */
@@ -26,6 +39,7 @@
 #include "router.h"
 #include "transport/transport.h"
 #include "wire/am.h"
+#include "wire/shmseg.h"
 
 #include <poll.h>
 #include <stdatomic.h>
@@ -59,9 +73,16 @@ typedef struct rbk {
     _Atomic uint64_t  t1;
     uint64_t          bundles_out;
     _Atomic int       asleep;
+    /* shared memory: the ranks' view of their segments; the run's end as
+     * the ranks' thread saw it (the seq), taken up by the routing thread */
+    oc_shmseg_t      *ranks;
+    uint64_t          turns, idle_turns, last_work, last_cpu, busy_ns;
+    int               running;
+    _Atomic uint64_t  stop_seq;
 } rbk_t;
 
 static rbk_t *g_k; /* the one kernel of this module (see above) */
+static volatile uint64_t rb_touched; /* what the ranks read: kept */
 
 static uint64_t clock_ns(clockid_t id)
 {
@@ -192,6 +213,58 @@ void oc__tr_ep_destroy(oc_tr_worker_t *w, oc_tr_ep_t *ep)
     free(ep);
 }
 
+/* What the routing thread has done so far (a turn that changes none of
+ * it was idle). */
+static uint64_t shm_work(rbk_t *k)
+{
+    oc_router_counters_t c;
+    oc__router_counters(k->r, &c);
+    return c.msgs + c.shm_bundles_in + c.shm_bundles_out;
+}
+
+/* Shared memory, the routing thread's turn: mark a run's start (the
+ * ranks' thread waits for it before publishing) and its end (after the
+ * ranks' thread saw the last delivery): the thread's CPU time between.
+ * On a shared machine the one thread that plays the ranks is not always
+ * running, and the routing thread spins meanwhile: so every turn's CPU
+ * time is read, and only the turns that did something count as busy
+ * (rb_run_t.busy_cpu_ns; each pays one clock read and one counter
+ * snapshot, both kernels alike). */
+static unsigned shm_turn(rbk_t *k)
+{
+    const uint64_t seq = atomic_load_explicit(&k->seq, memory_order_acquire);
+    uint64_t one = 1, work, cpu;
+
+    if (seq != k->seen) {
+        atomic_store_explicit(&k->asleep, 0, memory_order_relaxed);
+        k->seen = seq;
+        k->turns = k->idle_turns = k->busy_ns = 0;
+        k->last_work = shm_work(k);
+        k->running = 1;
+        k->cpu0 = k->last_cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+        k->t0 = now_ns();
+        (void)!write(k->done_fd, &one, sizeof one);
+        return 0;
+    }
+    if (!k->running)
+        return 0;
+    k->turns++;
+    work = shm_work(k);
+    cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    if (work == k->last_work)
+        k->idle_turns++;
+    else
+        k->busy_ns += cpu - k->last_cpu;
+    k->last_work = work;
+    k->last_cpu = cpu;
+    if (atomic_load_explicit(&k->stop_seq, memory_order_acquire) == seq) {
+        k->cpu1 = cpu;
+        k->running = 0;
+        (void)!write(k->done_fd, &one, sizeof one);
+    }
+    return 0;
+}
+
 /* The routing thread's turn: start a run the harness posted, then hand
  * over bundles up to the window. */
 unsigned oc__tr_progress(oc_tr_worker_t *w)
@@ -202,6 +275,8 @@ unsigned oc__tr_progress(oc_tr_worker_t *w)
 
     if (k == NULL)
         return 0;
+    if (k->ranks != NULL)
+        return shm_turn(k);
     seq = atomic_load_explicit(&k->seq, memory_order_acquire);
     if (seq != k->seen) {
         atomic_store_explicit(&k->asleep, 0, memory_order_relaxed);
@@ -291,6 +366,10 @@ static void rb_destroy(void *kv)
     if (k == NULL)
         return;
     oc__router_destroy(k->r);
+    if (k->ranks != NULL)
+        for (uint32_t i = 0; i < k->p.nranks; i++)
+            oc__shmseg_unmap(&k->ranks[i]);
+    free(k->ranks);
     if (k->done_fd >= 0)
         close(k->done_fd);
     if (g_k == k)
@@ -333,10 +412,30 @@ static int rb_create(const rb_params_t *p, void **kp)
         goto err;
     }
     oc__job_map_put(map);
+    if (p->shm_slots > 0 &&
+        (k->ranks = calloc(p->nranks, sizeof(*k->ranks))) == NULL)
+        goto err;
     for (uint32_t i = 0; i < p->nranks; i++) {
         uint32_t addr[2] = {RB_ADDR_MAGIC, i};
-        if (oc__router_add_rank(k->r, (uint64_t)i + 1, p->job, i, addr,
-                               sizeof(addr), 0, NULL) != OC_OK)
+        oc_rshm_t *s = NULL;
+        oc_status_t st;
+        int fd;
+        /* as offcored's session.c makes it, and the rank maps it */
+        if (p->shm_slots > 0) {
+            if (oc__rshm_create(p->shm_slots, p->bundle_size & ~7u, &s,
+                                &fd) != OC_OK)
+                goto err;
+            st = oc__shmseg_map(fd, &k->ranks[i]);
+            close(fd);
+            if (st != OC_OK) {
+                oc__rshm_put(s);
+                goto err;
+            }
+        }
+        st = oc__router_add_rank(k->r, (uint64_t)i + 1, p->job, i, addr,
+                                 sizeof(addr), 0, s);
+        oc__rshm_put(s); /* the router keeps its own reference */
+        if (st != OC_OK)
             goto err;
     }
     if (oc__router_start(k->r) != OC_OK)
@@ -348,10 +447,105 @@ err:
     return -1;
 }
 
+/* The ranks' side of a publish (liboffcore's oc__agent_shm_kick, the
+ * fence kept): wake the router if it sleeps. */
+static void shm_kick(rbk_t *k, oc_shmseg_t *g)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&g->hdr->agent_sleeping, memory_order_relaxed)) {
+        uint64_t one = 1;
+        (void)!write(oc__router_rank_wake_fd(k->r), &one, sizeof one);
+    }
+}
+
+static int wait_fd(int fd, uint32_t timeout_ms)
+{
+    struct pollfd pfd = {.fd = fd, .events = POLLIN};
+    uint64_t v;
+    if (poll(&pfd, 1, (int)timeout_ms) != 1)
+        return -1;
+    (void)!read(fd, &v, sizeof v);
+    return 0;
+}
+
+/* Shared memory: this thread is every rank.  Bundles go into their
+ * ranks' "up" rings in feed order, a round of the senders at a time, as
+ * far as each ring has room; then the "down" rings are read as
+ * liboffcore reads them (every line of a delivery touched, as the
+ * handlers would) and released in order. */
+static int shm_run(rbk_t *k, const rb_bundle_t *feed, uint64_t n,
+                   const rb_sink_t *sink, uint32_t timeout_ms, rb_run_t *out)
+{
+    const uint32_t R = k->p.nranks;
+    const uint64_t one = 1, deadline = now_ns() + timeout_ms * 1000000ull;
+    oc_router_counters_t c0, c1;
+    uint64_t next = 0, seq, spins = 0, sum = 0;
+    int complete = 0;
+
+    oc__router_counters(k->r, &c0);
+    k->bundles_out = 0;
+    seq = atomic_fetch_add_explicit(&k->seq, 1, memory_order_release) + 1;
+    (void)!write(k->w->efd, &one, sizeof one);
+    if (wait_fd(k->done_fd, timeout_ms) != 0)
+        return -1; /* the routing thread never took the run up */
+    while (!complete) {
+        int did = 0;
+        /* a round: each rank sends its next bundle, then each polls (a
+         * rank streaming at full speed between its deliveries) */
+        for (uint32_t m = 0; m < R && next < n; m++) {
+            const rb_bundle_t *b = &feed[next];
+            oc_shmseg_t *g = &k->ranks[b->src];
+            uint8_t *slot = oc__spsc_reserve(&g->up);
+            if (slot == NULL)
+                break;
+            memcpy(slot, b->data, b->len);
+            oc__spsc_publish(&g->up, b->len);
+            shm_kick(k, g);
+            next++;
+            did = 1;
+        }
+        for (uint32_t i = 0; i < R && !complete; i++) {
+            oc_spsc_t *down = &k->ranks[i].down;
+            uint8_t *slot;
+            uint32_t len;
+            while (!complete && (slot = oc__spsc_peek(down, &len)) != NULL) {
+                for (uint32_t o = 0; o < len; o += 64)
+                    sum += slot[o];
+                k->bundles_out++;
+                complete = sink->deliver(sink->arg, i, slot, len);
+                oc__spsc_release(down);
+                did = 1;
+            }
+            if (down->broken)
+                return -1;
+        }
+        if (!did && (++spins & 4095) == 0 && now_ns() > deadline)
+            return -1;
+    }
+    k->t1 = now_ns();
+    atomic_store_explicit(&k->stop_seq, seq, memory_order_release);
+    (void)!write(k->w->efd, &one, sizeof one);
+    if (wait_fd(k->done_fd, timeout_ms) != 0)
+        return -1;
+    oc__router_counters(k->r, &c1);
+    rb_touched = sum; /* the lines were read */
+    out->ns = k->t1 - k->t0;
+    out->cpu_ns = k->cpu1 - k->cpu0;
+    out->bundles_out = k->bundles_out;
+    out->rejects = c1.rejects - c0.rejects;
+    out->undeliverable = c1.undeliverable - c0.undeliverable;
+    out->turns = k->turns;
+    out->idle_turns = k->idle_turns;
+    out->busy_cpu_ns = k->busy_ns;
+    return 0;
+}
+
 static int rb_run(void *kv, const rb_bundle_t *feed, uint64_t n,
                   const rb_sink_t *sink, uint32_t timeout_ms, rb_run_t *out)
 {
     rbk_t *k = kv;
+    if (k->ranks != NULL)
+        return shm_run(k, feed, n, sink, timeout_ms, out);
     oc_router_counters_t c0, c1;
     struct pollfd pfd = {.fd = k->done_fd, .events = POLLIN};
     uint64_t one = 1, v;
@@ -372,6 +566,8 @@ static int rb_run(void *kv, const rb_bundle_t *feed, uint64_t n,
     out->bundles_out = k->bundles_out;
     out->rejects = c1.rejects - c0.rejects;
     out->undeliverable = c1.undeliverable - c0.undeliverable;
+    out->turns = out->idle_turns = 0;
+    out->busy_cpu_ns = out->cpu_ns;
     return 0;
 }
 

@@ -17,7 +17,7 @@
 
 #include <stdint.h>
 
-#define RB_KERNEL_ABI 1
+#define RB_KERNEL_ABI 2
 
 /** One pre-made bundle: a rank's stream toward its agent (wire.h). */
 typedef struct {
@@ -26,8 +26,9 @@ typedef struct {
     uint32_t       src;  /* the rank that sent it (its sender token) */
 } rb_bundle_t;
 
-/** Where the router's deliveries go: called on the routing thread for
- *  every bundle it hands to local rank @p rank.  @p data is valid only
+/** Where the router's deliveries go: called for every bundle it hands to
+ *  local rank @p rank — on the routing thread (the transport seam), or on
+ *  the ranks' thread, which read their delivery rings (shared memory).  @p data is valid only
  *  during the call.  Returns 1 when the run is complete (every message
  *  expected has arrived), else 0. */
 typedef struct {
@@ -45,7 +46,12 @@ typedef struct {
     uint32_t max_inflight;
     uint32_t flush_timeout_us;
     uint32_t window;       /* bundles handed to the router and not yet
-                              released by it, at most */
+                              released by it, at most (transport seam) */
+    uint32_t shm_slots;    /* 0: bundles through the transport seam;
+                              else every rank on a shared-memory channel
+                              (wire/shmseg.h) of rings of this many slots
+                              of bundle_size, written and read by the
+                              ranks' thread (rb_kernel_t.run's caller) */
 } rb_params_t;
 
 /** One run: what the routing thread did, in its own time. */
@@ -57,6 +63,13 @@ typedef struct {
     uint64_t bundles_out;  /* deliveries */
     uint64_t rejects;      /* the router's counters: must stay 0 */
     uint64_t undeliverable;
+    uint64_t turns;        /* turns of the routing thread's loop */
+    /* shared memory: the turns that routed and delivered nothing (the
+     * thread waiting for the ranks' thread, which shares the machine),
+     * and the CPU time of the other turns: the routing thread's busy
+     * time (the transport seam: cpu_ns) */
+    uint64_t idle_turns;
+    uint64_t busy_cpu_ns;
 } rb_run_t;
 
 typedef struct {
@@ -65,7 +78,9 @@ typedef struct {
      *  started.  0 or a negative error. */
     int  (*create)(const rb_params_t *p, void **k);
     /** Hand @p n bundles to the router, in order, at most p->window not
-     *  yet released at a time; return when @p sink says the run is
+     *  yet released at a time (shared memory: each into its rank's ring,
+     *  as far as the ring has room, while the caller's thread reads the
+     *  ranks' delivery rings); return when @p sink says the run is
      *  complete (0), or after @p timeout_ms (-1).  Not thread-safe; one
      *  run at a time. */
     int  (*run)(void *k, const rb_bundle_t *feed, uint64_t n,

@@ -19,8 +19,14 @@
  * into per-destination arrays of a bundle's size — with no validation,
  * headers, flush policy or credits: what the routing kernel is up against.
  *
- * Prints one JSON line per (shape, R) (docs/router.md describes the
- * fields).  Exit 0 when every run verified, 1 otherwise, 2 bad arguments.
+ * With --channel shm the bundles reach the router as the apps' do: each
+ * rank on its shared-memory channel with offcored, the ranks played by
+ * this thread (rb_kernel.c) — written into the ranks' rings, read from
+ * their delivery rings — so the routing thread runs rshm.c's path, not
+ * the transport seam's.
+ *
+ * Prints one JSON line per (channel, shape, R) (docs/router.md describes
+ * the fields).  Exit 0 when every run verified, 1 otherwise, 2 bad arguments.
  */
 #include "rb_kernel.h"
 
@@ -67,9 +73,13 @@ typedef struct {
     const char *path;
     const rb_kernel_t *ops;
     void *k;
-    double rate[64];         /* per second of the routing thread's CPU */
+    double rate[64];         /* per second of the routing thread's busy
+                                CPU (shm: less its idle turns) */
+    double cpu[64];          /* per second of its CPU, idle turns too */
     double wall[64];         /* per second of wall-clock time */
     double per_bundle;       /* items per delivered bundle, last run */
+    double turns_per_bundle; /* routing loop turns per bundle in, last run */
+    double idle_frac;        /* of those turns, idle, last run */
 } kern_t;
 
 static struct {
@@ -77,7 +87,8 @@ static struct {
     uint64_t items, pool_bundles, seed;
     uint32_t repeats;
     const char *rev;
-} opt = {8000, 32, 1024, 16, 200, 16000000, 1024, 1, 7, NULL};
+    uint32_t shm_slots;      /* the rings of --channel shm */
+} opt = {8000, 32, 1024, 16, 200, 16000000, 1024, 1, 7, NULL, 64};
 
 static int failed;
 static int quiesce_said;
@@ -525,9 +536,12 @@ static int kern_run(kern_t *k, const work_t *w, sink_t *s, int verify,
         failed = 1;
         return -1;
     }
-    k->rate[rep] = unit_msgs(w) / (r.cpu_ns * 1e-9);
+    k->rate[rep] = unit_msgs(w) / (r.busy_cpu_ns * 1e-9);
+    k->cpu[rep] = unit_msgs(w) / (r.cpu_ns * 1e-9);
+    k->idle_frac = r.turns ? (double)r.idle_turns / (double)r.turns : 0;
     k->wall[rep] = unit_msgs(w) / (r.ns * 1e-9);
     k->per_bundle = r.bundles_out ? (double)w->items / r.bundles_out : 0;
+    k->turns_per_bundle = (double)r.turns / (double)w->nfeed;
     return 0;
 }
 
@@ -555,7 +569,8 @@ static void print_list(const double *v, uint32_t n)
     putchar(']');
 }
 
-static void bench_one(kern_t *ks, int nk, uint32_t shape, uint32_t R)
+static void bench_one(kern_t *ks, int nk, uint32_t shm, uint32_t shape,
+                      uint32_t R)
 {
     work_t w;
     bare_t b;
@@ -564,7 +579,8 @@ static void bench_one(kern_t *ks, int nk, uint32_t shape, uint32_t R)
     const char *label[MAX_KERNELS] = {"router", "main's router"};
     int ok = 1;
     rb_params_t p = {RB_KERNEL_ABI, R, JOB, opt.bundle_size, opt.buffers,
-                     opt.max_inflight, opt.flush_timeout_us, opt.window};
+                     opt.max_inflight, opt.flush_timeout_us, opt.window,
+                     shm ? opt.shm_slots : 0};
 
     work_build(&w, shape, R);
     bare_init(&b, R);
@@ -615,8 +631,9 @@ static void bench_one(kern_t *ks, int nk, uint32_t shape, uint32_t R)
     const uint32_t n = opt.repeats;
     m_new = ok ? median(ks[0].rate, n) : 0;
     m_bare = ok ? median(bare, n) : 0;
-    printf("{\"bench\":\"router\",\"shape\":\"%s\",\"dests\":%u,"
-           "\"unit\":\"%s\",", shape ? "reqreply" : "oneway", R,
+    printf("{\"bench\":\"router\",\"channel\":\"%s\",\"shape\":\"%s\","
+           "\"dests\":%u,\"unit\":\"%s\",", shm ? "shm" : "transport",
+           shape ? "reqreply" : "oneway", R,
            shape ? "request+reply pairs" : "8-byte messages");
     if (ok)
         printf("\"msgs_per_s\":%.4g,\"ratio_bare\":%.3f,", m_new,
@@ -637,11 +654,26 @@ static void bench_one(kern_t *ks, int nk, uint32_t shape, uint32_t R)
         print_list(ks[1].rate, ok ? n : 0);
         printf(",\"main_items_per_bundle_out\":%.1f,\"rev\":\"%s\"",
                ks[1].per_bundle, opt.rev ? opt.rev : "");
+        if (shm)
+            printf(",\"main_turns_per_bundle_in\":%.2f",
+                   ks[1].turns_per_bundle);
     }
     if (ok) /* the same, by the wall clock (a busy machine's share) */
         printf(",\"wall_msgs_per_s\":%.4g,\"wall_bare_msgs_per_s\":%.4g",
                median(ks[0].wall, n), median(bare_wall, n));
-    printf(",\"clock\":\"thread CPU time\",\"items_per_bundle_out\":%.1f,\"items_per_run\":%" PRIu64
+    if (shm && ok) { /* a thread that waits for the ranks turns idle */
+        printf(",\"shm_slots\":%u,\"turns_per_bundle_in\":%.2f,"
+               "\"idle_turns\":%.3f,\"cpu_msgs_per_s\":%.4g,\"cpu_runs\":",
+               opt.shm_slots, ks[0].turns_per_bundle, ks[0].idle_frac,
+               median(ks[0].cpu, n));
+        print_list(ks[0].cpu, n);
+        if (nk > 1)
+            printf(",\"main_idle_turns\":%.3f,\"main_cpu_msgs_per_s\":%.4g",
+                   ks[1].idle_frac, median(ks[1].cpu, n));
+    }
+    printf(",\"clock\":\"%s\",", shm ? "thread CPU time less idle turns"
+                                       : "thread CPU time");
+    printf("\"items_per_bundle_out\":%.1f,\"items_per_run\":%" PRIu64
            ",\"bundles_per_run\":%" PRIu64 ",\"bundle_size\":%u,"
            "\"window\":%u,\"flush_timeout_us\":%u,\"repeats\":%u,"
            "\"load1_start\":%.2f,"
@@ -668,6 +700,10 @@ static int usage(void)
     fprintf(stderr,
 "usage: router-bench [options]\n"
 "  --shape oneway|reqreply|both  (both)\n"
+"  --channel transport|shm|both  how bundles reach the router: the\n"
+"                      transport seam, or the ranks' shared-memory rings\n"
+"                      (offcored's path for local ranks) (transport)\n"
+"  --shm-slots N       slots per ring, --channel shm (64, offcored's)\n"
 "  --dests LIST        destination ranks, comma-separated (8,64,512)\n"
 "  --repeats N         timed runs per kernel and of the bare loop (7)\n"
 "  --items N           items routed per run, K/M suffixes (16M)\n"
@@ -704,7 +740,7 @@ static int num(const char *s, uint64_t *v)
 int main(int argc, char **argv)
 {
     const char *kpath = NULL, *mpath = NULL, *dests = "8,64,512";
-    int shapes = 3, nk = 1;
+    int shapes = 3, nk = 1, channels = 1;
     kern_t ks[MAX_KERNELS];
     char self[PATH_MAX], def[PATH_MAX + 32];
     uint64_t v;
@@ -722,6 +758,11 @@ int main(int argc, char **argv)
             shapes = !strcmp(val, "oneway") ? 1 : !strcmp(val, "reqreply") ? 2
                    : !strcmp(val, "both") ? 3 : 0;
             if (!shapes)
+                return usage();
+        } else if (strcmp(a, "--channel") == 0) {
+            channels = !strcmp(val, "transport") ? 1 : !strcmp(val, "shm") ? 2
+                     : !strcmp(val, "both") ? 3 : 0;
+            if (!channels)
                 return usage();
         } else if (strcmp(a, "--dests") == 0) {
             dests = val;
@@ -746,6 +787,9 @@ int main(int argc, char **argv)
             opt.bundle_size = (uint32_t)v;
         } else if (strcmp(a, "--flush-timeout-us") == 0 && v <= UINT32_MAX) {
             opt.flush_timeout_us = (uint32_t)v;
+        } else if (strcmp(a, "--shm-slots") == 0 && v <= 65536 &&
+                   (v & (v - 1)) == 0) {
+            opt.shm_slots = (uint32_t)v;
         } else if (strcmp(a, "--seed") == 0) {
             opt.seed = v;
         } else {
@@ -769,16 +813,20 @@ int main(int argc, char **argv)
             return 1;
         nk = 2;
     }
-    for (uint32_t shape = 0; shape < 2; shape++) {
-        if (!(shapes & (1 << shape)))
+    for (uint32_t shm = 0; shm < 2; shm++) {
+        if (!(channels & (1 << shm)))
             continue;
-        for (const char *d = dests; *d;) {
-            char *e;
-            unsigned long R = strtoul(d, &e, 10);
-            if (e == d || R == 0 || R > 65535 || (*e != ',' && *e != 0))
-                return usage();
-            bench_one(ks, nk, shape, (uint32_t)R);
-            d = *e ? e + 1 : e;
+        for (uint32_t shape = 0; shape < 2; shape++) {
+            if (!(shapes & (1 << shape)))
+                continue;
+            for (const char *d = dests; *d;) {
+                char *e;
+                unsigned long R = strtoul(d, &e, 10);
+                if (e == d || R == 0 || R > 65535 || (*e != ',' && *e != 0))
+                    return usage();
+                bench_one(ks, nk, shm, shape, (uint32_t)R);
+                d = *e ? e + 1 : e;
+            }
         }
     }
     return failed;

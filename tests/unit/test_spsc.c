@@ -2,7 +2,8 @@
  * test_spsc.c — the shared-memory ring and doorbell (util/spsc.h), the
  * rank<->agent segment built on it (wire/shmseg.h), and the engine's
  * outlets writing into a ring in place (oc_eng_out_t.ring): geometry,
- * wrap-around, full, a producer that breaks the rules, a producer and a
+ * wrap-around, full, one fence for many doorbells, a producer that
+ * breaks the rules, a producer and a
  * consumer in two threads sleeping on doorbells, two mappings of one
  * segment, and bundles built in ring slots read back by src/wire.
  */
@@ -232,6 +233,22 @@ static void test_threads(void **state)
                   NITEMS, (unsigned long long)x.prod_slept,
                   (unsigned long long)x.cons_slept);
     free(m);
+}
+
+/* One fence, many bells: oc__bell_ring_fenced wakes a waiter as
+ * oc__bell_ring does, once, and costs nothing where nobody waits. */
+static void test_bell_fenced(void **state)
+{
+    oc_bell_t b[3];
+    (void)state;
+    memset(b, 0, sizeof(b));
+    (void)oc__bell_prepare(&b[1]);
+    atomic_thread_fence(memory_order_seq_cst);
+    assert_int_equal(oc__bell_ring_fenced(&b[0]), 0);
+    assert_int_equal(oc__bell_ring_fenced(&b[1]), 1);
+    assert_int_equal(oc__bell_ring_fenced(&b[2]), 0);
+    assert_int_equal(oc__bell_ring_fenced(&b[1]), 0); /* once */
+    assert_int_equal(atomic_load(&b[1].waiting), 0);
 }
 
 /* A bell rung while its sleeper waits wakes it once: the rings that follow
@@ -465,6 +482,7 @@ int main(void)
         cmocka_unit_test(test_broken),
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_bell_once),
+        cmocka_unit_test(test_bell_fenced),
         cmocka_unit_test(test_membarrier),
         cmocka_unit_test(test_segment),
         cmocka_unit_test(test_engine_ring),

@@ -247,6 +247,9 @@ route_msg(oc_router_t *r, rjob_t *j, uint32_t dst, uint32_t src,
 /* Up to this many ranks a job's outlets stay in L1 (128 bytes each):
  * route_col does not prefetch them. */
 #define OC_ROUTER_FEW_RANKS 128
+/* How far ahead route_col reads a stream's items (bytes; half that in
+ * its column of destinations). */
+#define OC_ROUTER_READ_AHEAD 1024
 
 /* A rank's column stream, items of @p len bytes (a multiple of 8; a
  * constant where inlined, so every copy is a fixed-size move): each item
@@ -277,6 +280,13 @@ route_col(out_t *const *hop, uint32_t lim, uint32_t src,
          * as validation's, so the header takes it whole) */
         if (unlikely(dst >= lim))
             break;
+        /* the bundle itself, a few hundred nanoseconds ahead: a rank's
+         * stream was written by the rank's core (a shared-memory slot,
+         * or UCX's receive buffer), so each of its lines is a transfer
+         * from another cache that the hardware prefetcher does not
+         * start early enough */
+        __builtin_prefetch(p + OC_ROUTER_READ_AHEAD, 0, 3);
+        __builtin_prefetch(dc + OC_ROUTER_READ_AHEAD / 2, 0, 3);
         /* the outlet of an item a few ahead (at hundreds of destinations
          * the outlets are more than L1 holds; at tens it only costs) */
         if (ahead && dc + 32 < dend) {
@@ -291,7 +301,9 @@ route_col(out_t *const *hop, uint32_t lim, uint32_t src,
         if (likely(eo->item_len == OC_ENG_NO_ITEM && room >= msz)) {
             oc__wire_st64(wp, mh | dst);
             memcpy(wp + OC_WIRE_MSG_HDR_LEN, p, len);
-            /* the line this outlet writes next-but-one, for writing */
+            /* the line this outlet writes next-but-one, for writing (a
+             * ring slot toward a rank on shared memory: its lines were
+             * last read by the rank's core, each write a transfer) */
             __builtin_prefetch(wp + 128, 1, 3);
             eo->wp = wp + msz;
             eo->count++;
@@ -306,6 +318,8 @@ route_col(out_t *const *hop, uint32_t lim, uint32_t src,
             break;
         }
         memcpy(wp, p, len);
+        /* as above: a ring slot's lines were last read by its rank */
+        __builtin_prefetch(wp + 128, 1, 3);
         eo->wp = wp + len;
     }
     *pp = p;

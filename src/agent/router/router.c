@@ -120,6 +120,9 @@ static void *router_main(void *arg)
         /* Something arrived: flush what timed out.  Nothing arrived:
          * nobody gains from waiting, send it all (IDLE). */
         oc__eng_policy(r->eng, done == 0 && events == 0);
+        /* what the ranks on shared memory got and gave back this turn,
+         * told once (before any sleep) */
+        oc__router_shm_flush(r);
         if (done > 0 || events > 0) {
             idle_spins = 0;
         } else {
@@ -135,6 +138,7 @@ static void *router_main(void *arg)
     }
     /* drain: flush and complete what is in flight */
     oc__eng_flush_dirty(r->eng, OC_ENG_FLUSH_EXPLICIT, 0);
+    oc__router_shm_flush(r);
     for (int k = 0; k < 100000 && r->eng->inflight > 0; k++)
         oc__tr_progress(r->w);
     return NULL;
@@ -241,6 +245,7 @@ void oc__router_destroy(oc_router_t *r)
                 oc__tr_release(r->w, e->data);
             oc__eng_ring_pop(&r->rx);
         }
+        oc__router_shm_flush(r); /* the references it held */
     }
     oc__tr_worker_destroy(r->w);
     oc__tr_context_destroy(r->tr);
@@ -250,6 +255,7 @@ void oc__router_destroy(oc_router_t *r)
     if (r->rank_wake_fd >= 0)
         close(r->rank_wake_fd);
     free(r->shm_ranks);
+    free(r->shm_pend);
     free(r->senders);
     free(r->peers);
     oc__eng_ring_fini(&r->rx);

@@ -62,6 +62,7 @@ struct oc_rshm {
     oc_shmseg_t      seg;
     _Atomic uint32_t refs;
     int              broken_said;
+    int              pend;  /* on its router's shm_pend list (rshm.c) */
 };
 
 typedef struct {
@@ -140,6 +141,10 @@ struct oc_router {
                                        round of the loop */
     lrank_t          **shm_ranks;   /* local ranks on shared memory */
     uint32_t           nshm, shm_cap;
+    oc_rshm_t        **shm_pend;    /* rings released into or delivered
+                                       to this turn, doorbell not yet
+                                       rung (each holds a reference) */
+    uint32_t           npend, pend_cap;
     int                rank_wake_fd; /* eventfd they write (rshm.c) */
     uint32_t           core_sharers; /* local ranks that may run on this
                                         thread's cores: idle, it yields */
@@ -201,14 +206,20 @@ void oc__rcma_rank_fini(lrank_t *l);
 /** Queue what the ranks published onto the receive ring.  Returns how
  *  many bundles. */
 uint32_t oc__router_shm_poll(oc_router_t *r);
-/** A received bundle is done: its slot goes back (in order). */
+/** A received bundle is done: its slot goes back (in order); a rank
+ *  asleep on its doorbell is woken at the next oc__router_shm_flush. */
 void oc__router_shm_release(oc_router_t *r, oc_eng_rx_t *e);
+/** End of a turn: the ranks released into or delivered to this turn that
+ *  wait on their doorbell are woken (one fence for all).  Before the
+ *  router sleeps or goes away. */
+void oc__router_shm_flush(oc_router_t *r);
 /** Make a just-registered rank's outlet write into its ring. */
 oc_status_t oc__router_shm_attach(oc_router_t *r, lrank_t *l, oc_rshm_t *shm);
 void oc__router_shm_detach(oc_router_t *r, lrank_t *l);
 /** Hand bundle @p b (@p len bytes) to a local rank on shared memory: the
  *  ring's own slot is published, a pool buffer copied into the next
- *  slot (the caller checked room: oc__router_shm_full). */
+ *  slot (the caller checked room: oc__router_shm_full); a rank waiting
+ *  is woken at the next oc__router_shm_flush. */
 void oc__router_shm_deliver(oc_router_t *r, out_t *o, oc_eng_buf_t *b,
                             uint32_t len);
 /** No room for another bundle toward @p o's rank (its ring is full). */

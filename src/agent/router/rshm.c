@@ -4,8 +4,9 @@
  * their "up" rings in place (onto the engine's receive ring, like a UCX
  * arrival, with no copy), give the slots back in order once routed, write
  * their deliveries into their "down" rings (the local outlet's buffer is
- * the ring's slot), ring a waiting rank's doorbell, and tell the ranks
- * when this thread sleeps so they wake it.
+ * the ring's slot), ring a waiting rank's doorbell (once per turn per
+ * ring: oc__router_shm_flush), and tell the ranks when this thread
+ * sleeps so they wake it.
  *
  * Threading: the router's thread, except oc__rshm_* (reference counts,
  * any thread).  Trust: a rank can write its segment at any time; see
@@ -71,6 +72,13 @@ oc_status_t oc__router_shm_attach(oc_router_t *r, lrank_t *l, oc_rshm_t *shm)
         r->shm_ranks = n;
         r->shm_cap = ncap;
     }
+    if (r->pend_cap < r->shm_cap) { /* room for every ring served */
+        oc_rshm_t **n = realloc(r->shm_pend, r->shm_cap * sizeof(*n));
+        if (n == NULL)
+            return OC_ERR_NO_MEMORY;
+        r->shm_pend = n;
+        r->pend_cap = r->shm_cap;
+    }
     r->shm_ranks[r->nshm++] = l;
     oc__rshm_get(shm);
     l->shm = shm;
@@ -109,6 +117,12 @@ uint32_t oc__router_shm_poll(oc_router_t *r)
         uint8_t *slot;
         uint32_t len;
 
+        /* every turn looks at every ring: a ring with nothing new costs
+         * one load of its tail here, not a call (oc__spsc_ready; a broken
+         * ring is left alone, peek says why below) */
+        if (s->seg.up.peeked == s->seg.up.tail && !s->seg.up.broken &&
+            !oc__spsc_ready(&s->seg.up))
+            continue;
         while ((slot = oc__spsc_peek(&s->seg.up, &len)) != NULL) {
             oc_eng_rx_t *e = oc__eng_ring_push(&r->rx);
             if (e == NULL) { /* engine.h's policy: refused, counted */
@@ -144,17 +158,58 @@ uint32_t oc__router_shm_poll(oc_router_t *r)
     return got;
 }
 
+/* Ring @p s was released into or delivered to: a rank asleep on its
+ * doorbell is woken at the turn's end (oc__router_shm_flush), once
+ * however many bundles it was.  A turn routes every bundle the ranks
+ * published; a full fence per bundle drained the store buffer (full of
+ * the routing loop's stores) bundle after bundle, and a rank that waits
+ * for room was woken for each slot — a futex call and, where it shares
+ * the router's core, a switch of that core per bundle.  The slots
+ * themselves go back at once: a rank still running uses them. */
+static void shm_pend(oc_router_t *r, oc_rshm_t *s)
+{
+    if (s->pend)
+        return;
+    if (r->npend == r->pend_cap) /* a ring no longer served: room now */
+        oc__router_shm_flush(r);
+    if (r->pend_cap == 0) { /* not reached: attach made room */
+        oc__bell_ring(&s->seg.hdr->rank_bell);
+        return;
+    }
+    s->pend = 1;
+    oc__rshm_get(s);
+    r->shm_pend[r->npend++] = s;
+}
+
+void oc__router_shm_flush(oc_router_t *r)
+{
+    const uint32_t n = r->npend;
+
+    if (n == 0)
+        return;
+    /* the heads and the deliveries published before any "waiting" is
+     * read: no lost wake-up (oc__bell_ring) */
+    atomic_thread_fence(memory_order_seq_cst);
+    for (uint32_t i = 0; i < n; i++) {
+        oc_rshm_t *s = r->shm_pend[i];
+        if (oc__bell_ring_fenced(&s->seg.hdr->rank_bell))
+            CNT_ADD(r->c.shm_wakes, 1);
+        s->pend = 0;
+        oc__rshm_put(s);
+    }
+    r->npend = 0;
+}
+
 void oc__router_shm_release(oc_router_t *r, oc_eng_rx_t *e)
 {
     oc_rshm_t *s = e->shm;
 
-    (void)r;
     if (e->self_buf != NULL) { /* a private copy (route.c) */
         oc__eng_buf_put(r->eng, e->self_buf);
         e->self_buf = NULL;
     }
     oc__spsc_release(&s->seg.up);
-    oc__bell_ring(&s->seg.hdr->rank_bell); /* a rank waiting for room */
+    shm_pend(r, s); /* a rank waiting for room: woken at the turn's end */
     e->shm = NULL;
     oc__rshm_put(s);
 }
@@ -190,8 +245,7 @@ void oc__router_shm_deliver(oc_router_t *r, out_t *o, oc_eng_buf_t *b,
     }
     oc__spsc_publish(down, len);
     CNT_ADD(r->c.shm_bundles_out, 1);
-    if (oc__bell_ring(&o->shm->seg.hdr->rank_bell))
-        CNT_ADD(r->c.shm_wakes, 1);
+    shm_pend(r, o->shm); /* a rank asleep on its doorbell: woken then */
 }
 
 int oc__router_shm_sleep_begin(oc_router_t *r)

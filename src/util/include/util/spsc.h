@@ -139,14 +139,21 @@ void oc__bell_cancel(oc_bell_t *b);
  *  rings that follow one load, not a system call each.  Returns 1 if it
  *  woke someone. */
 int oc__bell_wake(oc_bell_t *b);
+/** oc__bell_ring after the caller's own full fence (atomic_thread_fence,
+ *  seq_cst) between its stores and this call: one fence for the bells
+ *  of many rings. */
+static inline int oc__bell_ring_fenced(oc_bell_t *b)
+{
+    if (atomic_load_explicit(&b->waiting, memory_order_relaxed))
+        return oc__bell_wake(b);
+    return 0;
+}
 static inline int oc__bell_ring(oc_bell_t *b)
 {
     /* the store that made the condition true must be seen before we read
      * "waiting" (the sleeper does the opposite): no lost wake-up */
     atomic_thread_fence(memory_order_seq_cst);
-    if (atomic_load_explicit(&b->waiting, memory_order_relaxed))
-        return oc__bell_wake(b);
-    return 0;
+    return oc__bell_ring_fenced(b);
 }
 
 /* ---- the asymmetric fence ------------------------------------------------
