@@ -47,7 +47,7 @@ static void usage(FILE *out)
 "  --metrics ADDR  Prometheus endpoint HOST:PORT, or off (default off)\n"
 "  --stages S      classifier (default), or none: a bare forwarder\n"
 "\n"
-"Config file, one directive a line, '#' comments:\n"
+"Config file (man 5 offcore-dp.conf), one directive a line, '#' comments:\n"
 "  attach NAME host=IF wire=IF [backend=xdp|dpdk-af_packet|dpdk-af_xdp]\n"
 "         [xdp=auto|native|generic] [zero_copy=yes|no]\n"
 "         (attachments with tenants may share one wire=IF: one uplink,\n"
