@@ -59,6 +59,8 @@ typedef struct {
     /* endpoints */
     int          fail_ep_create;
     uint32_t     eps_live;
+    /* checks that failed inside the router's calls (rkernel_fake.c) */
+    uint32_t     bad;
     /* collective stubs */
     uint32_t     coll_aborts, abort_job, abort_rank;
 } rk_log_t;

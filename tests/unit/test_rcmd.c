@@ -101,6 +101,8 @@ static void test_add_rank_refused(void **state)
     add_rank(f, 0x777, RK_JOB + 1, 0); /* no such job */
     add_rank(f, 0x778, RK_JOB, RK_RANKS); /* no such rank */
     add_rank(f, 0x779, RK_JOB, 0);        /* there already */
+    oc__router_apply_commands(f->r);
+    assert_int_equal(rk.eps_live, RK_LOCAL + 1);
     rk.fail_ep_create = 1;
     add_rank(f, 0x77a, RK_JOB, RK_LOCAL); /* no endpoint */
     oc__router_apply_commands(f->r);
