@@ -8,7 +8,8 @@
  * before it; bundle boundaries; malformed bundles refused and counted,
  * never routed; a full next hop holding its sender back (a rank's
  * max_inflight, a peer's credit window) and letting it go when credit
- * returns; a peer held to the messages its link may carry.
+ * returns; a peer held to the messages its link may carry; a rank on
+ * shared memory, whose stream's destinations are checked as read.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +19,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <unistd.h>
 
 #include "rkernel_fake.h"
 
@@ -539,6 +541,81 @@ static void test_peer_bundles(void **state)
     assert_int_equal(check_sent(), 3); /* nothing of the refused */
 }
 
+/* A rank on shared memory: its column stream is read in place, where the
+ * rank can still rewrite it, so each destination is checked as it is
+ * read — one out of range stops the bundle there, refused and counted,
+ * the items before it routed, none after; its row stream is copied and
+ * validated whole.  What is routed to it lands in its ring, not on UCX. */
+static void test_shm_rank(void **state)
+{
+    rk_fix_t *f = *state;
+    uint32_t dst[6] = {1, 5, 2, RK_RANKS, 0, 1};
+    uint64_t vals[6];
+    oc_rshm_t *s;
+    oc_shmseg_t seg;
+    oc_wire_check_t chk = {RK_JOB, RK_RANKS, 3, OC_WIRE_RANK_NONE, 0};
+    oc_wire_hdr_t h;
+    uint8_t a[8], *b, *slot;
+    size_t len;
+    uint32_t slen;
+    int fd;
+
+    assert_int_equal(oc__rshm_create(4, RK_BUNDLE, &s, &fd), OC_OK);
+    assert_int_equal(oc__shmseg_map(fd, &seg), OC_OK);
+    close(fd);
+    assert_int_equal(oc__router_del_rank(f->r, RK_JOB, 3), OC_OK);
+    rk_addr(0, 3, a);
+    assert_int_equal(oc__router_add_rank(f->r, rk_tok(3), RK_JOB, 3, a, 8, 0,
+                                        s), OC_OK);
+    oc__rshm_put(s); /* the router's reference stays */
+    oc__router_apply_commands(f->r);
+
+    for (uint32_t k = 0; k < 6; k++)
+        vals[k] = dst[k] < RK_RANKS ? val(3, dst[k], k < 3 ? want[3][dst[k]]++
+                                                         : 99)
+                                    : 0;
+    b = rk_col(3, 6, dst, vals, 8, &len);
+    assert_non_null(slot = oc__spsc_reserve(&seg.up));
+    memcpy(slot, b, len);
+    oc__spsc_publish(&seg.up, (uint32_t)len);
+    free(b);
+    assert_int_equal(oc__router_shm_poll(f->r), 1);
+    assert_int_equal(rk_turn(f, 1), 1);
+    assert_int_equal(f->r->c.reject_wire[OC_ERR_WIRE_TRUNCATED -
+                                         OC_ERR_WIRE_RANK], 1);
+    assert_int_equal(check_sent(), 3); /* 1, 5, 2: not 0 and 1 after */
+    assert_int_equal(f->r->c.msgs, 3);
+    assert_int_equal(oc__spsc_in_use(&seg.up), 0); /* the slot back */
+
+    b = rk_row(3, 6, dst, vals, 8, &len);
+    assert_non_null(slot = oc__spsc_reserve(&seg.up));
+    memcpy(slot, b, len);
+    oc__spsc_publish(&seg.up, (uint32_t)len);
+    free(b);
+    assert_int_equal(oc__router_shm_poll(f->r), 1);
+    assert_int_equal(rk_turn(f, 1), 1);
+    assert_int_equal(f->r->c.reject_wire[OC_ERR_WIRE_TRUNCATED -
+                                         OC_ERR_WIRE_RANK], 2);
+    assert_int_equal(check_sent(), 3); /* none of it */
+    assert_int_equal(oc__spsc_in_use(&seg.up), 0);
+
+    /* rank 0 to rank 3: into its ring */
+    dst[0] = 3;
+    vals[0] = 0x34;
+    b = rk_col(0, 1, dst, vals, 8, &len);
+    rk_feed(f, rk_tok(0), b, len);
+    free(b);
+    rk_turn(f, 1);
+    assert_int_equal(rk.bundles_to_rank[3], 0);
+    assert_non_null(slot = oc__spsc_peek(&seg.down, &slen));
+    assert_int_equal(oc__wire_validate(slot, slen, &chk, &h), OC_OK);
+    assert_int_equal(h.count, 1);
+    assert_int_equal(oc__wire_ld64(slot + OC_WIRE_HDR_LEN), 0x34);
+    oc__spsc_release(&seg.down);
+    assert_int_equal(f->r->c.shm_bundles_out, 1);
+    oc__shmseg_unmap(&seg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -553,6 +630,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_peer_credits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_peer_bundles, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_shm_rank, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
