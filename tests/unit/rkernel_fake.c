@@ -208,6 +208,8 @@ oc_status_t oc__tr_send_small(oc_tr_ep_t *ep, unsigned id, uint64_t token,
     CHECK(len == sizeof(m));
     memcpy(&m, buf, sizeof(m));
     CHECK(m.magic == OC_AM_CREDIT_MAGIC);
+    if (rk.fail_small)
+        return OC_ERR_NO_RESOURCE;
     if (ep->kind == 0) {
         CHECK(token == 0);
         rk.credits_to_rank[ep->id] += m.credits;

@@ -56,6 +56,8 @@ typedef struct {
     uint32_t     peer_credited;
     /* receives */
     uint32_t     fed, released;
+    /* credit messages refused by the transport (it is out of room) */
+    int          fail_small;
     /* endpoints */
     int          fail_ep_create;
     uint32_t     eps_live;

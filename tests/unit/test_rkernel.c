@@ -541,6 +541,41 @@ static void test_peer_bundles(void **state)
     assert_int_equal(check_sent(), 3); /* nothing of the refused */
 }
 
+/* Credit the transport cannot send now is owed, not lost: sent whole at
+ * a later turn — a rank's, and a peer's. */
+static void test_credit_retry(void **state)
+{
+    rk_fix_t *f = *state;
+    uint32_t src[1] = {5}, dst[1] = {1};
+    uint64_t v;
+    size_t len;
+
+    for (int peer = 0; peer < 2; peer++) {
+        uint32_t *got = peer ? &rk.credits_to_peer : &rk.credits_to_rank[0];
+        rk.fail_small = 1;
+        if (peer) {
+            v = val(5, 1, want[5][1]++);
+            feed_free(f, RK_PEER_RECV, rk_mixed(RK_JOB, 1, src, dst, &v, &len),
+                      &len);
+        } else {
+            v = val(0, 1, want[0][1]++);
+            feed_free(f, rk_tok(0), rk_fixed(0, 1, 1, &v, 8, &len), &len);
+        }
+        assert_int_equal(rk_turn(f, 1), 1);
+        assert_int_equal(*got, 0);
+        assert_int_equal(f->r->credits_owed, 1);
+        rk_turn(f, 1);
+        assert_int_equal(*got, 0);
+        rk.fail_small = 0;
+        rk_turn(f, 1);
+        assert_int_equal(*got, 1);
+        assert_int_equal(f->r->credits_owed, 0);
+        rk_turn(f, 1);
+        assert_int_equal(*got, 1); /* once */
+    }
+    assert_int_equal(check_sent(), 2);
+}
+
 /* A rank on shared memory: its column stream is read in place, where the
  * rank can still rewrite it, so each destination is checked as it is
  * read — one out of range stops the bundle there, refused and counted,
@@ -630,6 +665,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_peer_credits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_peer_bundles, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_credit_retry, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shm_rank, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
