@@ -29,8 +29,9 @@ PLUGIN=${1:?usage: slurm-test.sh PLUGIN HISTOGRAM COLL_CHECK OFFCORED OFFCORE}
 HIST=$2 COLL=$3 OFFCORED=$4 OFFCORE=$5
 
 . "$(dirname "$0")/cluster-lib.sh"
-JOBB=
+JOBB= BPIDS=
 cleanup() {
+    [ -z "$BPIDS" ] || kill -CONT $BPIDS 2>/dev/null || true
     stop "$JOBB"
     slurm_down
 }
@@ -106,6 +107,11 @@ JOBB=$!
 b_joined() { [ "$(grep -c "rank 0/2 joined" "$T/agent.log" || true)" -gt "$before" ]; }
 until_ok 60 b_joined || fail "job B's ranks did not join the agent"
 jb=$(job_of)
+# hold B's ranks (stopped, still joined) until A has run, so that the two
+# jobs are on the agent at once however slow A's launch is
+BPIDS=$(pgrep -f -- "^$HIST --updates 20M" || true)
+[ -n "$BPIDS" ] || fail "job B's ranks are not running"
+kill -STOP $BPIDS
 # while B runs, a task of another step claims job B's id with its own key
 if job -n1 --offcore=agent env OC_JOB="$jb" "$HIST" $HARGS; then
     fail "a task with another job's id and its own key was admitted"
@@ -116,6 +122,8 @@ job -n2 --offcore=agent "$HIST" $HARGS || fail "job A beside job B"
 verified agent || fail "job A beside job B: $(cat "$T/out")"
 ja=$(job_of)
 [ -n "$ja" ] && [ "$ja" != "$jb" ] || fail "jobs A and B got the same OC_JOB ($ja)"
+kill -CONT $BPIDS
+BPIDS=
 wait $JOBB || fail "job B: $(cat "$T/errb")"
 JOBB=
 grep -q '"verified":true' "$T/outb" || fail "job B: $(cat "$T/outb")"
@@ -123,7 +131,7 @@ grep -q '"verified":true' "$T/outb" || fail "job B: $(cat "$T/outb")"
 a_at=$(sed -n "/job $ja rank 0\/2 joined/=" "$T/agent.log")
 b_end=$(sed -n "/job $jb ended/=" "$T/agent.log")
 [ -n "$a_at" ] && [ -n "$b_end" ] && [ "$a_at" -lt "$b_end" ] ||
-    fail "job B ended before job A joined: the jobs did not overlap (raise B's --updates)"
+    fail "job B ended before job A joined: the jobs did not overlap"
 echo "ok: two jobs at once (OC_JOB $jb and $ja) verified; job $jb's id with another step's key refused"
 
 # 4b. sbatch --offcore=agent: the batch script gets no variables (it runs
