@@ -438,7 +438,8 @@ int oc__progress(oc_context_t *ctx)
     events = oc__tr_progress(ctx->worker);
     if (ctx->pl->progress != NULL)
         ctx->pl->progress(ctx);
-    oc__coll_progress(ctx);
+    for (uint32_t i = 0; i < ctx->nhooks; i++) /* runtime/ext.h */
+        ctx->hooks[i].fn(ctx->hooks[i].arg);
     n = deliver(ctx);
     /* Back-pressured and nothing moved: what we wait for is another
      * process's work (the receiver's, the agent's).  Where it shares our
