@@ -25,6 +25,10 @@ OC_API size_t oc_dtype_size(oc_dtype_t dtype)
     return oc__dtype_size((int)dtype);
 }
 
+OC_API int oc_dtype_count(void) { return OC__DTYPE_COUNT; }
+
+OC_API int oc_op_count(void) { return OC__OP_COUNT; }
+
 OC_API int oc_coll_served(const oc_context_t *ctx, oc_coll_kind_t kind)
 {
     static const uint8_t colld[] = {
@@ -182,7 +186,7 @@ OC_API oc_status_t oc_iallreduce(oc_context_t *ctx, const void *sendbuf,
 
     if (st != OC_OK)
         return st;
-    if ((unsigned)op >= OC_OP_COUNT || (op == OC_PROD && is_float(dtype)))
+    if ((unsigned)op >= OC__OP_COUNT || (op == OC_PROD && is_float(dtype)))
         return OC_ERR_COLL_OP;
     if (count > SIZE_MAX / es / (oc__ext_size(ctx) + 1u))
         return OC_ERR_COLL_COUNT;
