@@ -81,6 +81,8 @@ need iperf3             has iperf3
 need tcpdump            has tcpdump
 need python3            has python3
 need valgrind           has valgrind
+# the ABI check of liboffcore (tests/abi-check.sh: abidiff against abi/)
+need abigail-tools      has abidiff
 need iproute2           has ip
 need ethtool            has ethtool
 need tshark             has tshark

@@ -51,20 +51,15 @@ LAYERS = {
     "engine": ["transport", "wire", "util"],
     "pkt": ["acl", "util"],
     "nvmf": ["metrics", "util"],
-    # (and "coll": liboffcore compiles src/runtime and src/coll with one
-    # set of flags, so coll's exported reduce.h is on the runtime's path)
-    "runtime": ["coll", "engine", "transport", "ctl", "wire", "util"],
-    # compiled into liboffcore with the runtime: same layers, and the
+    "runtime": ["engine", "transport", "ctl", "wire", "util"],
+    # linked into liboffcore above the runtime: runtime/ext.h, never the
     # context's private state (src/runtime/runtime.h)
-    "coll": ["runtime", "engine", "transport", "ctl", "wire", "util"],
+    "coll": ["runtime", "transport", "wire", "util"],
     "coll-mpi": ["util"],
     "agent": ["coll", "engine", "transport", "ctl", "wire", "metrics", "util"],
     "dp": ["pkt", "acl", "ctl", "metrics", "util"],
     "tools": ["runtime", "transport", "ctl", "wire", "metrics", "util"],
 }
-# module -> folders under src/ it may have on its path besides its own
-# (liboffcore is one library made of two folders)
-PRIVATE_DIRS = {"coll": ["runtime"], "runtime": ["runtime"]}
 # module -> its folder under src/
 FOLDER = {m: m for m in LAYERS}
 FOLDER.update({"acl": "pkt/acl", "coll-mpi": "coll/mpi"})
@@ -175,7 +170,6 @@ def main():
         # module, src/dp/tenant, has the module's folder too)
         ok_dirs = {os.path.join(src, FOLDER[x], "include") for x in allowed}
         ok_dirs |= {os.path.join(src, own), os.path.join(src, FOLDER[m])}
-        ok_dirs |= {os.path.join(src, p) for p in PRIVATE_DIRS.get(m, [])}
         for a in flags:
             if a.startswith("-I"):
                 d = os.path.realpath(os.path.join(c["directory"], a[2:]))
@@ -208,7 +202,6 @@ def main():
                 fails.append('%s (module %s) can reach the private header '
                              '"%s"' % (rel, m, h))
             elif kind == "bare" and reach and x != m and \
-                    FOLDER[x] not in PRIVATE_DIRS.get(m, []) and \
                     not os.path.exists(os.path.join(src, own, h)) and \
                     not os.path.exists(os.path.join(src, FOLDER[m], h)):
                 fails.append('%s (module %s) can reach "%s", private to '

@@ -163,7 +163,7 @@ static uint8_t *col_begin(uint8_t *at, uint32_t src, uint32_t n, uint32_t isz,
     h.dst = OC_WIRE_RANK_NONE;
     oc__wire_hdr_write(at, &h);
     if (n & 1)
-        oc__wire_st32(at + OC_WIRE_HDR_LEN + 4 * (size_t)n, 0);
+        oc__store_le32(at + OC_WIRE_HDR_LEN + 4 * (size_t)n, 0);
     *len = h.length;
     return at + OC_WIRE_HDR_LEN + dbytes;
 }
@@ -226,10 +226,10 @@ static void work_build(work_t *w, uint32_t shape, uint32_t R)
             for (uint32_t i = 0; i < n; i++) {
                 uint32_t d = rnd_dst(&rng, R);
                 uint64_t v = enc(d, s, kq[(size_t)s * R + d]++);
-                oc__wire_st32(b + OC_WIRE_HDR_LEN + 4 * (size_t)i, d);
-                oc__wire_st64(items + (size_t)i * isz, v);
+                oc__store_le32(b + OC_WIRE_HDR_LEN + 4 * (size_t)i, d);
+                oc__store_le64(items + (size_t)i * isz, v);
                 if (isz == 16) {
-                    oc__wire_st64(items + (size_t)i * isz + 8, ~v);
+                    oc__store_le64(items + (size_t)i * isz + 8, ~v);
                     rq[(size_t)s * cap16 + i] = d;
                 }
             }
@@ -259,8 +259,8 @@ static void work_build(work_t *w, uint32_t shape, uint32_t R)
                 arena_take(w, &used, cap, len);
                 for (uint32_t x = 0; x < m; x++, i++) {
                     uint32_t s = rep[i];
-                    oc__wire_st32(b + OC_WIRE_HDR_LEN + 4 * (size_t)x, s);
-                    oc__wire_st64(items + (size_t)x * 8,
+                    oc__store_le32(b + OC_WIRE_HDR_LEN + 4 * (size_t)x, s);
+                    oc__store_le64(items + (size_t)x * 8,
                                   enc(s, d, kr[(size_t)d * R + s]++));
                 }
                 w->pass[w->npass++] = (rb_bundle_t){b, len, d};
@@ -331,7 +331,7 @@ static void verify_bundle(sink_t *k, uint32_t rank, const uint8_t *data,
             sink_fail(k, "a message of %u bytes for rank %u", m.len, rank);
             continue;
         }
-        v = oc__wire_ld64(m.payload);
+        v = oc__load_le64(m.payload);
         const uint32_t d = (uint32_t)(v >> 48), s = (uint32_t)(v >> 32) & 0xffff;
         if (d != rank || s != m.src || s >= w->R) {
             sink_fail(k, "an item for rank %u arrived at rank %u", d, rank);
@@ -340,7 +340,7 @@ static void verify_bundle(sink_t *k, uint32_t rank, const uint8_t *data,
         const size_t idx = (size_t)s * w->R + d;
         const uint32_t pp = w->per_pass[t][idx];
         if (pp == 0 || (uint32_t)v != k->next[t][idx] % pp ||
-            (t && oc__wire_ld64(m.payload + 8) != ~v)) {
+            (t && oc__load_le64(m.payload + 8) != ~v)) {
             sink_fail(k, "from rank %u to rank %u: lost, repeated or "
                       "reordered", s, d);
             continue;
@@ -353,7 +353,7 @@ static int sink_deliver(void *arg, uint32_t rank, const uint8_t *data,
                         uint32_t len)
 {
     sink_t *k = arg;
-    const uint32_t n = oc__wire_ld32(data + 8); /* the header's count */
+    const uint32_t n = oc__load_le32(data + 8); /* the header's count */
 
     if (rank >= k->w->R || len < OC_WIRE_HDR_LEN) {
         sink_fail(k, "a bundle for rank %u (%u bytes)", rank, len);
@@ -439,7 +439,7 @@ static void bare_free(bare_t *b)
 static inline __attribute__((always_inline)) void
 bare_bundle(bare_t *b, const uint8_t *data, const size_t stride)
 {
-    const uint32_t n = oc__wire_ld32(data + 8), R = b->R, cap = b->cap;
+    const uint32_t n = oc__load_le32(data + 8), R = b->R, cap = b->cap;
     const uint8_t *dc = data + OC_WIRE_HDR_LEN;
     const uint8_t *items = dc + oc__wire_col_dst_bytes(n);
     uint32_t *restrict hist = b->hist, *restrict fill = b->fill;
@@ -447,7 +447,7 @@ bare_bundle(bare_t *b, const uint8_t *data, const size_t stride)
     uint8_t *const base = b->base;
 
     for (uint32_t i = 0; i < n; i++) /* count */
-        hist[oc__wire_ld32(dc + 4 * (size_t)i)]++;
+        hist[oc__load_le32(dc + 4 * (size_t)i)]++;
     for (uint32_t d = 0; d < R; d++) { /* room, and where each run goes */
         const uint32_t h = hist[d] * (uint32_t)stride;
         if (h == 0)
@@ -462,7 +462,7 @@ bare_bundle(bare_t *b, const uint8_t *data, const size_t stride)
         hist[d] = 0;
     }
     for (uint32_t i = 0; i < n; i++) { /* copy */
-        const uint32_t d = oc__wire_ld32(dc + 4 * (size_t)i);
+        const uint32_t d = oc__load_le32(dc + 4 * (size_t)i);
         memcpy(pos[d], items + i * stride, stride);
         pos[d] += stride;
     }
@@ -480,7 +480,7 @@ static double bare_run(bare_t *b, const work_t *w, double *wall)
     c0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
     for (uint64_t i = 0; i < w->nfeed; i++) {
         const uint8_t *data = w->feed[i].data;
-        if (oc__wire_ld32(data + 4) >> 16 == 16) /* item_size */
+        if (oc__load_le32(data + 4) >> 16 == 16) /* item_size */
             bare_bundle(b, data, 16);
         else
             bare_bundle(b, data, 8);

@@ -32,8 +32,7 @@ typedef enum {
     OC_FLOAT32,
     OC_FLOAT64,
     OC_BFLOAT16, /**< the upper 16 bits of a float32 (stored as uint16_t) */
-    OC_FLOAT16,  /**< IEEE 754 binary16 (stored as uint16_t) */
-    OC_DTYPE_COUNT
+    OC_FLOAT16   /**< IEEE 754 binary16 (stored as uint16_t) */
 } oc_dtype_t;
 
 /** Reduction operators.  OC_PROD is defined for integer types only. */
@@ -41,8 +40,7 @@ typedef enum {
     OC_SUM = 0,
     OC_MIN,
     OC_MAX,
-    OC_PROD,
-    OC_OP_COUNT
+    OC_PROD
 } oc_op_t;
 
 /** Pass as the send buffer to reduce (or exchange) in the receive buffer:
@@ -57,6 +55,13 @@ typedef struct oc_request oc_request_t;
 /** Size in bytes of one element of @p dtype; 0 for an unknown type.
  *  Thread-safe. */
 OC_API size_t oc_dtype_size(oc_dtype_t dtype);
+
+/** How many element types (oc_dtype_t: 0 .. n-1) and reduction operators
+ *  (oc_op_t: 0 .. n-1) this library knows.  Functions, not enum members,
+ *  so that a type or an operator added in a later version changes no
+ *  value an application was compiled with.  Thread-safe. */
+OC_API int oc_dtype_count(void);
+OC_API int oc_op_count(void);
 
 /** The collectives, as oc_coll_served() names them. */
 typedef enum {

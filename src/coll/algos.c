@@ -25,6 +25,10 @@ OC_API size_t oc_dtype_size(oc_dtype_t dtype)
     return oc__dtype_size((int)dtype);
 }
 
+OC_API int oc_dtype_count(void) { return OC__DTYPE_COUNT; }
+
+OC_API int oc_op_count(void) { return OC__OP_COUNT; }
+
 OC_API int oc_coll_served(const oc_context_t *ctx, oc_coll_kind_t kind)
 {
     static const uint8_t colld[] = {
@@ -34,11 +38,11 @@ OC_API int oc_coll_served(const oc_context_t *ctx, oc_coll_kind_t kind)
         [OC_COLL_BARRIER] = OC_COLLD_BARRIER};
 
     if (ctx == NULL || kind < OC_COLL_ALLREDUCE || kind > OC_COLL_BARRIER ||
-        ctx->coll == NULL)
+        oc__coll_of(ctx) == NULL)
         return 0;
     if (oc__coll_placed(ctx))
-        return oc__agent_coll_serves(ctx, colld[kind]);
-    return ctx->eps != NULL;
+        return oc__ext_agent_coll_serves(ctx, colld[kind]);
+    return oc__ext_has_peers(ctx);
 }
 
 static int is_float(oc_dtype_t d)
@@ -89,7 +93,7 @@ static void block(size_t count, uint32_t n, uint32_t b, size_t *off,
 static oc_request_t *allreduce_rd(oc_context_t *ctx, uint8_t *rbuf,
                                   size_t bytes)
 {
-    const uint32_t n = ctx->size, me = ctx->rank;
+    const uint32_t n = oc__ext_size(ctx), me = oc__ext_rank(ctx);
     uint32_t p = 1, L = 0, rem;
     int64_t nr;
     oc_request_t *req;
@@ -139,7 +143,7 @@ static oc_request_t *allreduce_rd(oc_context_t *ctx, uint8_t *rbuf,
 static oc_request_t *allreduce_rsag(oc_context_t *ctx, const uint8_t *sbuf,
                                     uint8_t *rbuf, size_t count, size_t es)
 {
-    const uint32_t n = ctx->size, me = ctx->rank;
+    const uint32_t n = oc__ext_size(ctx), me = oc__ext_rank(ctx);
     size_t moff, mlen;
     oc_request_t *req = oc__coll_req_new(ctx, 2 * (n - 1));
 
@@ -182,9 +186,9 @@ OC_API oc_status_t oc_iallreduce(oc_context_t *ctx, const void *sendbuf,
 
     if (st != OC_OK)
         return st;
-    if ((unsigned)op >= OC_OP_COUNT || (op == OC_PROD && is_float(dtype)))
+    if ((unsigned)op >= OC__OP_COUNT || (op == OC_PROD && is_float(dtype)))
         return OC_ERR_COLL_OP;
-    if (count > SIZE_MAX / es / (ctx->size + 1u))
+    if (count > SIZE_MAX / es / (oc__ext_size(ctx) + 1u))
         return OC_ERR_COLL_COUNT;
     bytes = count * es;
     if (count > 0 && check_buffers(sendbuf, recvbuf, bytes) != OC_OK)
@@ -200,14 +204,14 @@ OC_API oc_status_t oc_iallreduce(oc_context_t *ctx, const void *sendbuf,
         return oc__coll_shm_start(ctx, OC__SHM_ALLREDUCE,
                                   sendbuf == OC_IN_PLACE ? recvbuf : sendbuf,
                                   recvbuf, count, (int)dtype, (int)op, req_p);
-    if (ctx->size > 1 && (ctx->coll->cfg.reproducible || es == 2 ||
-                          bytes > ctx->coll->cfg.small)) {
+    if (oc__ext_size(ctx) > 1 && (oc__coll_of(ctx)->cfg.reproducible || es == 2 ||
+                          bytes > oc__coll_of(ctx)->cfg.small)) {
         req = allreduce_rsag(ctx, sendbuf == OC_IN_PLACE ? recvbuf : sendbuf,
                              recvbuf, count, es);
     } else {
         if (count > 0 && sendbuf != OC_IN_PLACE)
             memcpy(recvbuf, sendbuf, bytes);
-        req = ctx->size == 1 ? oc__coll_req_new(ctx, 0)
+        req = oc__ext_size(ctx) == 1 ? oc__coll_req_new(ctx, 0)
                              : allreduce_rd(ctx, recvbuf, bytes);
     }
     if (req == NULL)
@@ -227,7 +231,7 @@ static oc_status_t alltoallv_start(oc_context_t *ctx, const uint8_t *sbuf,
                                    const size_t *rd, size_t es, uint8_t *own,
                                    oc_request_t **req_p)
 {
-    const uint32_t n = ctx->size, me = ctx->rank;
+    const uint32_t n = oc__ext_size(ctx), me = oc__ext_rank(ctx);
     oc_request_t *req = oc__coll_req_new(ctx, n - 1);
 
     if (req == NULL) {
@@ -262,7 +266,7 @@ static oc_status_t placed_alltoallv(oc_context_t *ctx, const void *sbuf,
                                     size_t slim, size_t rlim, uint8_t *own,
                                     oc_request_t **req_p)
 {
-    const uint32_t n = ctx->size;
+    const uint32_t n = oc__ext_size(ctx);
     size_t es = oc__dtype_size((int)dtype);
     oc_colld_t d = {.kind = OC_COLLD_ALLTOALLV, .dtype = (uint8_t)dtype,
                     .nv = n};
@@ -273,7 +277,7 @@ static oc_status_t placed_alltoallv(oc_context_t *ctx, const void *sbuf,
         free(own);
         return OC_ERR_NO_MEMORY;
     }
-    if (rc[ctx->rank] != sc[ctx->rank]) {
+    if (rc[oc__ext_rank(ctx)] != sc[oc__ext_rank(ctx)]) {
         free(v);
         free(own);
         return OC_ERR_COLL_COUNT;
@@ -309,7 +313,7 @@ OC_API oc_status_t oc_ialltoallv(oc_context_t *ctx, const void *sendbuf,
         return OC_ERR_COLL_COUNT;
     if (sendbuf == OC_IN_PLACE || recvbuf == (void *)OC_IN_PLACE)
         return OC_ERR_COLL_BUFFER;
-    for (uint32_t i = 0; i < ctx->size; i++) {
+    for (uint32_t i = 0; i < oc__ext_size(ctx); i++) {
         if (scounts[i] > SIZE_MAX / es / 2 || sdispls[i] > SIZE_MAX / es / 2 ||
             rcounts[i] > SIZE_MAX / es / 2 || rdispls[i] > SIZE_MAX / es / 2)
             return OC_ERR_COLL_COUNT;
@@ -338,7 +342,7 @@ OC_API oc_status_t oc_ialltoall(oc_context_t *ctx, const void *sendbuf,
 
     if (st != OC_OK)
         return st;
-    n = ctx->size;
+    n = oc__ext_size(ctx);
     if (count > SIZE_MAX / es / n / 2)
         return OC_ERR_COLL_COUNT;
     bytes = count * es * n;
@@ -385,7 +389,7 @@ OC_API oc_status_t oc_ibcast(oc_context_t *ctx, void *buf, size_t count,
 
     if (st != OC_OK)
         return st;
-    n = ctx->size, me = ctx->rank;
+    n = oc__ext_size(ctx), me = oc__ext_rank(ctx);
     if (root >= n)
         return OC_ERR_COLL_ROOT;
     if (count > SIZE_MAX / es / 2)
@@ -433,7 +437,7 @@ OC_API oc_status_t oc_ibarrier(oc_context_t *ctx, oc_request_t **req_p)
         oc_colld_t d = {.kind = OC_COLLD_BARRIER};
         return oc__coll_placed_start(ctx, &d, NULL, NULL, 0, NULL, 0, req_p);
     }
-    n = ctx->size, me = ctx->rank;
+    n = oc__ext_size(ctx), me = oc__ext_rank(ctx);
     while ((1u << L) < n)
         L++;
     if ((req = oc__coll_req_new(ctx, L)) == NULL)

@@ -9,8 +9,8 @@
  * its receiver has posted the buffer (back-pressure by construction); a
  * small one that arrives early waits in UCX's unexpected queue.  A request
  * keeps at most OC_COLL_WINDOW chunk sends and as many receives in
- * flight.  Progress runs from oc_poll() (the hook in send.c) and from
- * oc_test()/oc_wait().
+ * flight.  Progress runs from oc_poll() (the progress hook of
+ * runtime/ext.h, set by the first collective) and from oc_test()/oc_wait().
  *
  * Threading: the context's thread only.  Trust: the ranks of one job run
  * the same code; a chunk of another length than the receiver posted fails
@@ -86,9 +86,9 @@ static const oc_cfg_field_t coll_config_table[] = {
 };
 
 /* One chunk's send or receive in flight; on its context's list until its
- * callback runs, so that oc__coll_fini() can free those whose callback
- * never will (a failed collective's receives from a dead rank, sends a
- * force-closed endpoint left unfinished). */
+ * callback runs, so that the fini hook (coll_fini) can free those whose
+ * callback never will (a failed collective's receives from a dead rank,
+ * sends a force-closed endpoint left unfinished). */
 typedef struct coll_op {
     oc_tr_op_t      op;
     oc_request_t   *req;
@@ -112,7 +112,7 @@ static void op_unlink(coll_op_t *o)
         o->next->pprev = o->pprev;
 }
 
-oc_status_t oc__coll_init(oc_context_t *ctx)
+static oc_status_t coll_init(oc_context_t *ctx, void **state_p)
 {
     oc__coll_t *c = calloc(1, sizeof(*c));
     oc_status_t st;
@@ -123,20 +123,27 @@ oc_status_t oc__coll_init(oc_context_t *ctx)
         free(c);
         return st;
     }
-    c->ordered_srcs = calloc(ctx->size, sizeof(*c->ordered_srcs));
+    c->ordered_srcs = calloc(oc__ext_size(ctx), sizeof(*c->ordered_srcs));
     if (c->ordered_srcs == NULL) {
         free(c);
         return OC_ERR_NO_MEMORY;
     }
     c->ctx = ctx;
     c->next_seq = 1;
-    ctx->coll = c;
+    *state_p = c;
     return OC_OK;
 }
 
-void oc__coll_fini(oc_context_t *ctx)
+static int coll_agent_access(const oc_context_t *ctx, void *state)
 {
-    oc__coll_t *c = ctx->coll;
+    const oc__coll_t *c = state;
+    (void)ctx;
+    return c != NULL && c->cfg.cma;
+}
+
+static void coll_fini(oc_context_t *ctx, void *state)
+{
+    oc__coll_t *c = state;
     oc_request_t *r, *rn;
     coll_op_t *o, *on;
 
@@ -144,7 +151,7 @@ void oc__coll_fini(oc_context_t *ctx)
         return;
     if (c->cma_ops > 0)
         oc_info(OC_COMP_COLL, "rank %u: %llu allreduces offered to the "
-                "agent by memory, %llu of them sent by UCX instead", ctx->rank,
+                "agent by memory, %llu of them sent by UCX instead", oc__ext_rank(ctx),
                 (unsigned long long)c->cma_ops,
                 (unsigned long long)c->cma_fallbacks);
     /* Called once the worker is destroyed (context.c): no callback can
@@ -167,8 +174,19 @@ void oc__coll_fini(oc_context_t *ctx)
     oc__coll_shm_fini(c);
     free(c->ordered_srcs);
     free(c);
-    ctx->coll = NULL;
 }
+
+/* The collectives are an extension of the runtime (runtime/ext.h): every
+ * context gets their state at oc_init, their shared segment once it is
+ * wired (shm.c), and their progress hook once a collective starts. */
+const oc_ext_t oc__coll_ext = {
+    .name = "coll",
+    .init = coll_init,
+    .wired = oc__coll_shm_setup,
+    .agent_access = coll_agent_access,
+    .fini = coll_fini,
+};
+OC_EXT_REGISTER(oc__coll_ext)
 
 /* A collective's name for what failed it: a dead or unreachable peer
  * (the context failed with OC_ERR_PEER_FAILED, inline.c, or a send to it
@@ -182,11 +200,11 @@ oc_status_t oc__coll_check_ctx(oc_context_t *ctx)
 {
     if (ctx == NULL)
         return OC_ERR_INVALID_PARAM;
-    if (ctx->in_handler)
+    if (oc__ext_in_handler(ctx))
         return OC_ERR_STATE;
-    if (ctx->failed != OC_OK)
-        return coll_err(ctx->failed); /* fail fast: a peer is gone */
-    if (ctx->coll == NULL || (ctx->eps == NULL && ctx->agent == NULL))
+    if (oc__ext_failed(ctx) != OC_OK)
+        return coll_err(oc__ext_failed(ctx)); /* fail fast: a peer is gone */
+    if (oc__coll_of(ctx) == NULL || (!oc__ext_has_peers(ctx) && !oc__ext_agent(ctx)))
         return OC_ERR_UNSUPPORTED;
     return OC_OK;
 }
@@ -259,11 +277,11 @@ static int settling(oc_request_t *req)
     uint64_t bound, now;
 
     if (!req->placed && req->status == OC_ERR_TRANSPORT &&
-        ctx->failed == OC_OK)
+        oc__ext_failed(ctx) == OC_OK)
         bound = OC__SETTLE_PEER_US;
     else if (req->placed && req->cma && req->status == OC_INPROGRESS &&
-             req->agent_st == OC_INPROGRESS && ctx->failed != OC_OK &&
-             !oc__agent_gone(ctx))
+             req->agent_st == OC_INPROGRESS && oc__ext_failed(ctx) != OC_OK &&
+             !oc__ext_agent_gone(ctx))
         bound = OC__SETTLE_AGENT_US;
     else
         return 0;
@@ -342,10 +360,10 @@ static void post(oc__coll_t *c, oc_request_t *req, const oc__phase_t *ph,
          * receive whose message is already here), which unlinks it */
         op_link(c, o);
         if (is_recv)
-            st = oc__tr_tag_recv(c->ctx->worker, tag, ph->rbuf + off, len,
+            st = oc__tr_tag_recv(oc__ext_worker(c->ctx), tag, ph->rbuf + off, len,
                                 &o->op);
         else
-            st = oc__tr_tag_send(c->ctx->eps[ph->speer], tag, ph->sbuf + off,
+            st = oc__tr_tag_send(oc__ext_peer_ep(c->ctx, ph->speer), tag, ph->sbuf + off,
                                 len, &o->op);
         (*posted)++;
         if (st == OC_INPROGRESS) { /* o may be freed already */
@@ -376,12 +394,13 @@ static void run_after(oc_request_t *req, const oc__phase_t *ph)
                     count);
         break;
     case OC__AFTER_REDUCE_ORDERED: {
-        const void **srcs = ctx->coll->ordered_srcs;
-        for (uint32_t k = 0; k < ctx->size; k++)
-            srcs[k] = k == ctx->rank ? req->own : req->tmp + k * req->blk_stride;
+        const void **srcs = oc__coll_of(ctx)->ordered_srcs;
+        const uint32_t n = oc__ext_size(ctx), me = oc__ext_rank(ctx);
+        for (uint32_t k = 0; k < n; k++)
+            srcs[k] = k == me ? req->own : req->tmp + k * req->blk_stride;
         oc__reduce_ordered(req->dtype, req->op,
-                           req->rbuf + req->blk_off * req->esize, srcs,
-                           ctx->size, req->blk_count);
+                           req->rbuf + req->blk_off * req->esize, srcs, n,
+                           req->blk_count);
         break;
     }
     default:
@@ -420,13 +439,12 @@ static oc_status_t advance(oc__coll_t *c, oc_request_t *req)
     return req->status;
 }
 
-void oc__coll_progress(oc_context_t *ctx)
+/* The progress hook (runtime/ext.h), set by the first collective. */
+static void coll_progress(void *arg)
 {
-    oc__coll_t *c = ctx->coll;
+    oc__coll_t *c = arg;
     oc_request_t **p, *r;
 
-    if (c == NULL)
-        return;
     for (r = c->active; r != NULL; r = r->next)
         if (r->status == OC_INPROGRESS)
             r->placed ? oc__coll_placed_check(r)
@@ -442,16 +460,24 @@ void oc__coll_progress(oc_context_t *ctx)
     }
 }
 
+void oc__coll_link(oc__coll_t *c, oc_request_t *req)
+{
+    req->next = c->active;
+    c->active = req;
+    if (!c->hooked &&
+        oc__ext_progress_hook(c->ctx, coll_progress, c) == OC_OK)
+        c->hooked = 1;
+}
+
 oc_status_t oc__coll_start(oc_context_t *ctx, oc_request_t *req)
 {
-    oc__coll_t *c = ctx->coll;
+    oc__coll_t *c = oc__coll_of(ctx);
 
     req->seq = c->next_seq;
     c->next_seq = (c->next_seq + 1) & ((1u << OC__COLL_SEQ_BITS) - 1);
     if (c->next_seq == 0)
         c->next_seq = 1;
-    req->next = c->active;
-    c->active = req;
+    oc__coll_link(c, req);
     advance(c, req);
     return OC_OK;
 }
@@ -466,31 +492,31 @@ OC_API oc_status_t oc_test(oc_request_t **req_p)
         return OC_ERR_COLL_REQUEST;
     req = *req_p;
     ctx = req->ctx;
-    if (ctx->in_handler)
+    if (oc__ext_in_handler(ctx))
         return OC_ERR_STATE;
-    if (req->shm && req->status == OC_INPROGRESS && ctx->failed == OC_OK)
+    if (req->shm && req->status == OC_INPROGRESS && oc__ext_failed(ctx) == OC_OK)
         oc__coll_shm_advance(req); /* done: no need to progress UCX */
     if (req->status == OC_INPROGRESS || settling(req)) {
-        if (ctx->failed == OC_OK)
-            oc__progress(ctx); /* runs oc__coll_progress */
+        if (oc__ext_failed(ctx) == OC_OK)
+            oc__ext_progress(ctx); /* runs coll_progress */
         else if (settling(req))
-            (void)oc__tr_progress(ctx->worker); /* the agent's DONE */
+            (void)oc__tr_progress(oc__ext_worker(ctx)); /* the agent's DONE */
     }
-    if (req->status == OC_ERR_TRANSPORT && ctx->failed != OC_OK)
-        req->status = coll_err(ctx->failed);
+    if (req->status == OC_ERR_TRANSPORT && oc__ext_failed(ctx) != OC_OK)
+        req->status = coll_err(oc__ext_failed(ctx));
     /* a peer found dead (inline.c) fails whatever still waits, the
      * receives from it included: UCX fails only the sends to it; or the
      * agents failed the job: a rank or agent died */
-    if (req->status == OC_INPROGRESS && ctx->failed != OC_OK &&
+    if (req->status == OC_INPROGRESS && oc__ext_failed(ctx) != OC_OK &&
         !settling(req))
-        fail(req, req->placed ? OC_ERR_COLL_PEER_FAILED : ctx->failed);
+        fail(req, req->placed ? OC_ERR_COLL_PEER_FAILED : oc__ext_failed(ctx));
     st = req->status;
     if (st == OC_INPROGRESS || settling(req))
         return OC_INPROGRESS;
-    unlink_req(ctx->coll, req);
+    unlink_req(oc__coll_of(ctx), req);
     if (req->inflight > 0) { /* failed with sends out: free them later */
-        req->next = ctx->coll->zombies;
-        ctx->coll->zombies = req;
+        req->next = oc__coll_of(ctx)->zombies;
+        oc__coll_of(ctx)->zombies = req;
     } else {
         oc__coll_req_free(req);
     }
@@ -518,7 +544,7 @@ OC_API oc_status_t oc_wait(oc_request_t **req_p)
      * after 1024 (tens of us) 0.50-1.01, after 64K (ms) 0.03-1.30. */
     if (req == NULL)
         return oc_test(req_p);
-    yield_after = req->ctx->coll->cores_each ? 1024 : 16;
+    yield_after = oc__coll_of(req->ctx)->cores_each ? 1024 : 16;
     while ((st = oc_test(req_p)) == OC_INPROGRESS) {
         mark = req->cur * 3 + req->r_done + req->s_done;
         if (mark != last) {

@@ -8,13 +8,17 @@
  * copy).  Every algorithm here fits that shape (recursive doubling,
  * pairwise exchange, binomial tree, dissemination), which lets a message
  * be named by (collective sequence number, phase, chunk index) alone: the
- * 64-bit header the transport carries.  Threading: a context's thread only
- * (runtime.h).
+ * 64-bit header the transport carries.  The collectives sit on the
+ * runtime as its extension (runtime/ext.h): they see a context only
+ * through it.  Threading: a context's thread only.
  */
 #ifndef OC_COLL_INT_H
 #define OC_COLL_INT_H
 
-#include "runtime.h"
+#include "runtime/ext.h"
+#include "transport/transport.h"
+#include "util/config.h"
+#include "util/reject.h"
 
 #include <offcore/coll.h>
 #include <stddef.h>
@@ -114,13 +118,26 @@ struct oc__coll {
     int               cma_refused;   /* placed.c: the agent fell back once */
     uint64_t          cma_ops, cma_fallbacks; /* placed.c: counted */
     struct placed_op *placed_ops;    /* placed.c: transfers in flight */
+    int               hooked;        /* the progress hook is set */
 };
+
+/* coll.c: the collectives as the runtime's extension */
+extern const oc_ext_t oc__coll_ext;
+
+/** The collectives' state of @p ctx (NULL before oc_init made it). */
+static inline oc__coll_t *oc__coll_of(const oc_context_t *ctx)
+{
+    return (oc__coll_t *)oc__ext_state(ctx, &oc__coll_ext);
+}
 
 /* coll.c: the phase engine */
 oc_status_t oc__coll_start(oc_context_t *ctx, oc_request_t *req);
 oc_request_t *oc__coll_req_new(oc_context_t *ctx, uint32_t nphases);
 void oc__coll_req_free(oc_request_t *req);
 oc_status_t oc__coll_check_ctx(oc_context_t *ctx);
+/** Put @p req on the active list (and set the progress hook, the first
+ *  time). */
+void oc__coll_link(oc__coll_t *c, oc_request_t *req);
 
 /* placed.c: the agent placement.  @p vals: 4 * size values for
  * all-to-allv (d->nv = size), else NULL. */
@@ -135,7 +152,10 @@ void oc__coll_placed_check(oc_request_t *req);
 void oc__coll_placed_fini(oc__coll_t *c);
 
 /* shm.c: small collectives among the ranks of one host (every rank of
- * the job) through a shared segment.  Does a contribution of @p bytes
+ * the job) through a shared segment.  Set up by the wired hook
+ * (runtime/ext.h; collective: every rank calls it). */
+oc_status_t oc__coll_shm_setup(oc_context_t *ctx, void *state);
+/* Does a contribution of @p bytes
  * (all-to-all: the whole send buffer) take that path?  The same answer on
  * every rank for the same collective. */
 int oc__coll_shm_fits(const oc_context_t *ctx, size_t bytes);

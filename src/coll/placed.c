@@ -41,12 +41,7 @@ void oc__coll_placed_fini(oc__coll_t *c)
 
 int oc__coll_placed(const oc_context_t *ctx)
 {
-    return ctx->agent != NULL;
-}
-
-int oc__coll_cma_wanted(const oc_context_t *ctx)
-{
-    return ctx->coll != NULL && ctx->coll->cfg.cma;
+    return oc__ext_agent(ctx);
 }
 
 static void done_recv(void *arg, uint64_t token, void *data, size_t len)
@@ -56,12 +51,12 @@ static void done_recv(void *arg, uint64_t token, void *data, size_t len)
     oc_request_t *r;
 
     (void)token;
-    if (len != sizeof(m) || ctx->coll == NULL)
+    if (len != sizeof(m) || oc__coll_of(ctx) == NULL)
         return;
     memcpy(&m, data, sizeof(m));
     if (m.magic != OC_COLLD_DONE_MAGIC)
         return;
-    for (r = ctx->coll->active; r != NULL; r = r->next) {
+    for (r = oc__coll_of(ctx)->active; r != NULL; r = r->next) {
         if (!r->placed || r->seq != m.seq || r->agent_st != OC_INPROGRESS)
             continue;
         if (m.status == OC_COLLD_FALLBACK && r->cma) {
@@ -77,7 +72,7 @@ static void done_recv(void *arg, uint64_t token, void *data, size_t len)
         return;
     }
     oc_warn(OC_COMP_COLL, "rank %u: the agent ended collective %u, which "
-            "is not in flight here", ctx->rank, m.seq);
+            "is not in flight here", oc__ext_rank(ctx), m.seq);
 }
 
 static oc_status_t xfer(oc_request_t *req, oc_tr_ep_t *ep, void *buf,
@@ -91,19 +86,19 @@ static void fall_back(oc_request_t *req)
     oc_status_t st;
 
     req->cma = req->cma_fallback = 0;
-    ctx->coll->cma_fallbacks++;
-    if (!ctx->coll->cma_refused)
+    oc__coll_of(ctx)->cma_fallbacks++;
+    if (!oc__coll_of(ctx)->cma_refused)
         oc_info(OC_COMP_COLL, "rank %u: the agent does not move collective "
                 "data by memory here (OC_AGENT_COLL_CMA=n, another uid, or a "
-                "ptrace policy): allreduce goes by UCX from now on", ctx->rank);
-    ctx->coll->cma_refused = 1;
+                "ptrace policy): allreduce goes by UCX from now on", oc__ext_rank(ctx));
+    oc__coll_of(ctx)->cma_refused = 1;
     st = xfer(req, NULL, req->cma_rbuf, req->cma_len,
               OC__COLL_RESULT_TAG(req->seq, 0));
     if (st == OC_OK)
-        st = xfer(req, oc__agent_coll_ep(ctx), (void *)req->cma_sbuf, req->cma_len,
-                  OC__COLL_CONTRIB_TAG(ctx->cfg.job, req->seq, ctx->rank));
+        st = xfer(req, oc__ext_agent_coll_ep(ctx), (void *)req->cma_sbuf, req->cma_len,
+                  OC__COLL_CONTRIB_TAG(oc__ext_job(ctx), req->seq, oc__ext_rank(ctx)));
     if (st != OC_OK) { /* the agent waits for it: the job must fail */
-        oc_error(OC_COMP_COLL, "rank %u: collective %u: %s", ctx->rank,
+        oc_error(OC_COMP_COLL, "rank %u: collective %u: %s", oc__ext_rank(ctx),
                  req->seq, oc_status_string(st));
         req->agent_st = st;
     }
@@ -154,9 +149,9 @@ static oc_status_t xfer(oc_request_t *req, oc_tr_ep_t *ep, void *buf,
     o->op.token = 0;
     o->req = req;
     st = ep != NULL ? oc__tr_tag_send(ep, tag, buf, len, &o->op)
-                    : oc__tr_tag_recv(req->ctx->worker, tag, buf, len, &o->op);
+                    : oc__tr_tag_recv(oc__ext_worker(req->ctx), tag, buf, len, &o->op);
     if (st == OC_INPROGRESS) {
-        oc__coll_t *c = req->ctx->coll;
+        oc__coll_t *c = oc__coll_of(req->ctx);
         o->next = c->placed_ops;
         if (o->next != NULL)
             o->next->pprev = &o->next;
@@ -179,8 +174,8 @@ oc_status_t oc__coll_placed_start(oc_context_t *ctx, void *dv,
                                   oc_request_t **req_p)
 {
     oc_colld_t *d = dv;
-    oc__coll_t *c = ctx->coll;
-    const uint32_t n = ctx->size, me = ctx->rank;
+    oc__coll_t *c = oc__coll_of(ctx);
+    const uint32_t n = oc__ext_size(ctx), me = oc__ext_rank(ctx);
     oc_request_t *req;
     uint8_t *msg;
     size_t mlen;
@@ -189,10 +184,10 @@ oc_status_t oc__coll_placed_start(oc_context_t *ctx, void *dv,
 
     /* refused before anything is posted or touched: the agents said at
      * READY what they serve for this job */
-    if (!oc__agent_coll_serves(ctx, d->kind))
+    if (!oc__ext_agent_coll_serves(ctx, d->kind))
         return OC_ERR_UNSUPPORTED;
     if (!c->done_handler) {
-        st = oc__tr_set_handler(ctx->worker, OC_AM_COLL_DONE, done_recv, ctx,
+        st = oc__tr_set_handler(oc__ext_worker(ctx), OC_AM_COLL_DONE, done_recv, ctx,
                                0);
         if (st != OC_OK)
             return st;
@@ -212,7 +207,7 @@ oc_status_t oc__coll_placed_start(oc_context_t *ctx, void *dv,
     fault = c->cfg.fault_at == req->seq ? c->cfg.fault : 0;
     /* by memory: everything the agent needs is in the descriptor */
     if (d->kind == OC_COLLD_ALLREDUCE && slen > 0 && c->cfg.cma &&
-        !c->cma_refused && oc__agent_pid(ctx) != 0 && fault != 2) {
+        !c->cma_refused && oc__ext_agent_pid(ctx) != 0 && fault != 2) {
         req->cma = 1;
         req->cma_sbuf = sbuf;
         req->cma_rbuf = rbuf;
@@ -248,17 +243,16 @@ oc_status_t oc__coll_placed_start(oc_context_t *ctx, void *dv,
     }
     if (st == OC_OK && !req->cma &&
         (d->kind != OC_COLLD_BCAST || d->root == me))
-        st = xfer(req, oc__agent_coll_ep(ctx), (void *)sbuf, slen,
-                  OC__COLL_CONTRIB_TAG(ctx->cfg.job, req->seq, me));
+        st = xfer(req, oc__ext_agent_coll_ep(ctx), (void *)sbuf, slen,
+                  OC__COLL_CONTRIB_TAG(oc__ext_job(ctx), req->seq, me));
     if (st == OC_OK)
-        st = oc__agent_coll_send(ctx, msg, mlen);
+        st = oc__ext_agent_coll_send(ctx, msg, mlen);
     else
         free(msg);
     c->next_seq = (c->next_seq + 1) & ((1u << OC__COLL_SEQ_BITS) - 1);
     if (c->next_seq == 0)
         c->next_seq = 1;
-    req->next = c->active;
-    c->active = req;
+    oc__coll_link(c, req);
     if (st != OC_OK) {
         /* transfers may be posted: the request stays until they end */
         oc_error(OC_COMP_COLL, "rank %u: collective %u could not start: "

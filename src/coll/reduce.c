@@ -79,8 +79,8 @@ uint16_t oc__f32_to_f16(float f)
 
 size_t oc__dtype_size(int dtype)
 {
-    static const size_t sz[OC_DTYPE_COUNT] = {4, 8, 8, 4, 8, 2, 2};
-    return dtype >= 0 && dtype < OC_DTYPE_COUNT ? sz[dtype] : 0;
+    static const size_t sz[OC__DTYPE_COUNT] = {4, 8, 8, 4, 8, 2, 2};
+    return dtype >= 0 && dtype < OC__DTYPE_COUNT ? sz[dtype] : 0;
 }
 
 #define RED(T, UT, a, b, op)                                                  \

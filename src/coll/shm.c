@@ -78,17 +78,17 @@ typedef struct {
     uint8_t  pad[7];
 } offer_t;
 
-oc_status_t oc__coll_shm_setup(oc_context_t *ctx)
+oc_status_t oc__coll_shm_setup(oc_context_t *ctx, void *state)
 {
-    oc__coll_t *c = ctx->coll;
-    const uint32_t n = ctx->size;
+    oc__coll_t *c = state;
+    const uint32_t n = oc__ext_size(ctx);
     offer_t mine, *all = NULL;
     uint8_t ok = 0, *oks = NULL;
     oc__coll_shm_t *s = NULL;
     oc_status_t st = OC_OK;
     int fd = -1, agreed = 1;
 
-    if (c == NULL || n < 2 || ctx->allgather == NULL)
+    if (c == NULL || n < 2 || !oc__ext_has_allgather(ctx))
         return OC_OK;
     memset(&mine, 0, sizeof(mine));
     mine.want = c->cfg.shm_max > 0;
@@ -100,11 +100,11 @@ oc_status_t oc__coll_shm_setup(oc_context_t *ctx)
         goto out;
     }
     s->n = n;
-    s->me = ctx->rank;
+    s->me = oc__ext_rank(ctx);
     s->slot = c->cfg.shm_max;
     s->area = CL + 2 * (CL + up(s->slot));
     s->len = CL + (size_t)n * s->area;
-    if (ctx->rank == 0 && mine.want &&
+    if (oc__ext_rank(ctx) == 0 && mine.want &&
         getrandom(&mine.cookie, sizeof(mine.cookie), 0) ==
             (ssize_t)sizeof(mine.cookie)) {
         snprintf(mine.name, sizeof(mine.name), "/offcore-coll-%ld-%016llx",
@@ -120,8 +120,7 @@ oc_status_t oc__coll_shm_setup(oc_context_t *ctx)
         }
     }
     /* round 1: everyone learns rank 0's segment and who wants it */
-    if ((st = ctx->allgather(ctx->allgather_arg, &mine, all,
-                             sizeof(mine))) != OC_OK)
+    if ((st = oc__ext_allgather(ctx, &mine, all, sizeof(mine))) != OC_OK)
         goto out_unlink;
     for (uint32_t r = 0; r < n; r++)
         agreed &= all[r].want;
@@ -133,14 +132,14 @@ oc_status_t oc__coll_shm_setup(oc_context_t *ctx)
                            fd, 0);
             s->base = p == MAP_FAILED ? NULL : p;
         }
-        if (s->base != NULL && ctx->rank == 0) {
+        if (s->base != NULL && oc__ext_rank(ctx) == 0) {
             shm_hdr_t h = {all[0].cookie, n, (uint32_t)s->slot};
             memcpy(s->base, &h, sizeof(h));
         }
         ok = s->base != NULL;
     }
     /* round 2: everyone mapped it (rank 0 wrote the header before) */
-    if ((st = ctx->allgather(ctx->allgather_arg, &ok, oks, 1)) != OC_OK)
+    if ((st = oc__ext_allgather(ctx, &ok, oks, 1)) != OC_OK)
         goto out_unlink;
     for (uint32_t r = 0; r < n; r++)
         agreed &= oks[r];
@@ -152,7 +151,7 @@ oc_status_t oc__coll_shm_setup(oc_context_t *ctx)
             agreed = 0; /* cannot differ on one rank only: the same file */
     }
 out_unlink:
-    if (ctx->rank == 0 && mine.name[0] != '\0')
+    if (oc__ext_rank(ctx) == 0 && mine.name[0] != '\0')
         shm_unlink(mine.name); /* every rank has it open or gave up */
 out:
     if (fd >= 0)
@@ -165,7 +164,7 @@ out:
         c->cores_each = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 &&
                         (uint32_t)CPU_COUNT(&cpus) >= n;
         oc_debug(OC_COMP_COLL, "rank %u: collectives up to %zu bytes "
-                 "through shared memory", ctx->rank, s->slot);
+                 "through shared memory", oc__ext_rank(ctx), s->slot);
     } else if (s != NULL) {
         unmap(s);
     }
@@ -183,7 +182,7 @@ void oc__coll_shm_fini(oc__coll_t *c)
 
 int oc__coll_shm_fits(const oc_context_t *ctx, size_t bytes)
 {
-    const oc__coll_shm_t *s = ctx->coll->shm;
+    const oc__coll_shm_t *s = oc__coll_of(ctx)->shm;
     return s != NULL && bytes > 0 && bytes <= s->slot;
 }
 
@@ -191,7 +190,7 @@ oc_status_t oc__coll_shm_start(oc_context_t *ctx, int kind,
                                const void *sbuf, void *rbuf, size_t count,
                                int dtype, int op, oc_request_t **req_p)
 {
-    oc__coll_t *c = ctx->coll;
+    oc__coll_t *c = oc__coll_of(ctx);
     oc_request_t *r = calloc(1, sizeof(*r));
 
     if (r == NULL)
@@ -206,8 +205,7 @@ oc_status_t oc__coll_shm_start(oc_context_t *ctx, int kind,
     r->dtype = dtype;
     r->op = op;
     r->esize = oc__dtype_size(dtype);
-    r->next = c->active;
-    c->active = r;
+    oc__coll_link(c, r);
     *req_p = r;
     oc__coll_shm_advance(r);
     return OC_OK;
@@ -220,7 +218,7 @@ static uint64_t load_acq(const uint64_t *p)
 
 void oc__coll_shm_advance(oc_request_t *req)
 {
-    oc__coll_shm_t *s = req->ctx->coll->shm;
+    oc__coll_shm_t *s = oc__coll_of(req->ctx)->shm;
     const uint64_t k = req->shm_seq;
     const size_t bytes = req->blk_count * req->esize; /* per peer */
 
@@ -239,7 +237,7 @@ void oc__coll_shm_advance(oc_request_t *req)
         if (load_acq(seq_of(s, p, k)) != k)
             return;
     if (req->shm == OC__SHM_ALLREDUCE) {
-        const void **srcs = req->ctx->coll->ordered_srcs;
+        const void **srcs = oc__coll_of(req->ctx)->ordered_srcs;
         for (uint32_t p = 0; p < s->n; p++)
             srcs[p] = data_of(s, p, k);
         oc__reduce_ordered(req->dtype, req->op, req->rbuf, srcs, s->n,

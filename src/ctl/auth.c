@@ -63,15 +63,6 @@ void oc__ctl_hmac_sha256(const void *key, size_t key_len, const void *data,
         memset(mac, 0, OC_CTL_MAC_LEN);
 }
 
-static uint8_t *put32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-    p[2] = (uint8_t)(v >> 16);
-    p[3] = (uint8_t)(v >> 24);
-    return p + 4;
-}
-
 void oc__ctl_rank_mac(const oc_ctl_key_t *job_key,
                      const uint8_t server_nonce[OC_CTL_NONCE_LEN],
                      const uint8_t client_nonce[OC_CTL_CNONCE_LEN],
@@ -86,9 +77,9 @@ void oc__ctl_rank_mac(const oc_ctl_key_t *job_key,
     p += OC_CTL_NONCE_LEN;
     memcpy(p, client_nonce, OC_CTL_CNONCE_LEN);
     p += OC_CTL_CNONCE_LEN;
-    p = put32(p, job);
-    p = put32(p, rank);
-    put32(p, size);
+    oc__store_le32(p, job);
+    oc__store_le32(p + 4, rank);
+    oc__store_le32(p + 8, size);
     oc__ctl_hmac_sha256(job_key->bytes, job_key->len, m, sizeof(m), mac);
 }
 
@@ -105,7 +96,7 @@ void oc__ctl_peer_mac(const oc_ctl_key_t *cluster_key,
     p += OC_CTL_NONCE_LEN;
     memcpy(p, own_nonce, OC_CTL_NONCE_LEN);
     p += OC_CTL_NONCE_LEN;
-    put32(p, own_node);
+    oc__store_le32(p, own_node);
     oc__ctl_hmac_sha256(cluster_key->bytes, cluster_key->len, m, sizeof(m),
                        mac);
 }

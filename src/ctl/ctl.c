@@ -148,20 +148,6 @@ const char *oc__ctl_type_name(int type)
     return t != NULL ? t->name : "UNKNOWN";
 }
 
-static inline uint32_t ld32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-           (uint32_t)p[3] << 24;
-}
-
-static inline void st32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-    p[2] = (uint8_t)(v >> 16);
-    p[3] = (uint8_t)(v >> 24);
-}
-
 static bool printable(const uint8_t *p, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++)
@@ -244,12 +230,12 @@ static uint8_t *enc_field(const field_t *f, const uint8_t *base, uint8_t *p)
     switch (f->kind) {
     case F_U32:
     case F_I32:
-        st32(p, *(const uint32_t *)v);
+        oc__store_le32(p, *(const uint32_t *)v);
         return p + 4;
     case F_U64: {
         uint64_t x = *(const uint64_t *)v;
-        st32(p, (uint32_t)x);
-        st32(p + 4, (uint32_t)(x >> 32));
+        oc__store_le32(p, (uint32_t)x);
+        oc__store_le32(p + 4, (uint32_t)(x >> 32));
         return p + 8;
     }
     case F_RAW:
@@ -258,17 +244,17 @@ static uint8_t *enc_field(const field_t *f, const uint8_t *base, uint8_t *p)
     case F_BYTES:
     case F_TEXT: {
         const oc_ctl_bytes_t *b = v;
-        st32(p, b->len);
+        oc__store_le32(p, b->len);
         if (b->len != 0)
             memcpy(p + 4, b->data, b->len);
         return p + 4 + b->len;
     }
     case F_ADDRS: {
         const oc_ctl_addrs_t *a = v;
-        st32(p, a->count);
+        oc__store_le32(p, a->count);
         p += 4;
         for (uint32_t i = 0; i < a->count; i++) {
-            st32(p, a->item[i].len);
+            oc__store_le32(p, a->item[i].len);
             memcpy(p + 4, a->item[i].data, a->item[i].len);
             p += 4 + a->item[i].len;
         }
@@ -276,10 +262,10 @@ static uint8_t *enc_field(const field_t *f, const uint8_t *base, uint8_t *p)
     }
     case F_U32S: {
         const oc_ctl_u32s_t *l = v;
-        st32(p, l->count);
+        oc__store_le32(p, l->count);
         p += 4;
         for (uint32_t i = 0; i < l->count; i++, p += 4)
-            st32(p, oc__ctl_u32s_get(l, i));
+            oc__store_le32(p, oc__ctl_u32s_get(l, i));
         return p;
     }
     }
@@ -317,13 +303,13 @@ oc_status_t oc__ctl_encode(const oc_ctl_msg_t *msg, uint8_t *buf, size_t cap,
     if (buf != NULL) {
         if (cap < OC_CTL_HDR_LEN + payload)
             return OC_ERR_INVALID_PARAM;
-        st32(buf, OC_CTL_MAGIC);
+        oc__store_le32(buf, OC_CTL_MAGIC);
         buf[4] = OC_CTL_VERSION;
         buf[5] = 0;
         buf[6] = (uint8_t)msg->type;
         buf[7] = (uint8_t)(msg->type >> 8);
-        st32(buf + 8, (uint32_t)payload);
-        st32(buf + 12, 0);
+        oc__store_le32(buf + 8, (uint32_t)payload);
+        oc__store_le32(buf + 12, 0);
         p = buf + OC_CTL_HDR_LEN;
         for (unsigned i = 0; i < t->nfields; i++)
             p = enc_field(&t->fields[i], base, p);
@@ -345,15 +331,15 @@ oc_status_t oc__ctl_frame_len(const uint8_t *buf, size_t len, size_t *frame_len)
 
     if (len < OC_CTL_HDR_LEN)
         return OC_INPROGRESS;
-    if (ld32(buf) != OC_CTL_MAGIC)
+    if (oc__load_le32(buf) != OC_CTL_MAGIC)
         return OC_ERR_WIRE_MAGIC;
-    if ((buf[4] | buf[5] << 8) != OC_CTL_VERSION)
+    if (oc__load_le16(buf + 4) != OC_CTL_VERSION)
         return OC_ERR_WIRE_VERSION;
-    if (type_of(buf[6] | buf[7] << 8) == NULL)
+    if (type_of(oc__load_le16(buf + 6)) == NULL)
         return OC_ERR_CTL_TYPE;
-    if (ld32(buf + 12) != 0)
+    if (oc__load_le32(buf + 12) != 0)
         return OC_ERR_WIRE_FLAGS;
-    payload = ld32(buf + 8);
+    payload = oc__load_le32(buf + 8);
     if (payload > OC_CTL_MAX_PAYLOAD)
         return OC_ERR_WIRE_LENGTH;
     *frame_len = OC_CTL_HDR_LEN + (size_t)payload;
@@ -374,7 +360,7 @@ static oc_status_t dec_field(const field_t *f, const uint8_t **pp,
     case F_I32:
         if (left < 4)
             return OC_ERR_WIRE_LENGTH;
-        n = ld32(p);
+        n = oc__load_le32(p);
         if (f->kind == F_U32 ? !in_range(n, f) : !in_range((int32_t)n, f))
             return OC_ERR_CTL_VALUE;
         memcpy(v, &n, 4);
@@ -384,7 +370,7 @@ static oc_status_t dec_field(const field_t *f, const uint8_t **pp,
         uint64_t x;
         if (left < 8)
             return OC_ERR_WIRE_LENGTH;
-        x = (uint64_t)ld32(p) | (uint64_t)ld32(p + 4) << 32;
+        x = (uint64_t)oc__load_le32(p) | (uint64_t)oc__load_le32(p + 4) << 32;
         memcpy(v, &x, 8);
         p += 8;
         break;
@@ -400,7 +386,7 @@ static oc_status_t dec_field(const field_t *f, const uint8_t **pp,
         oc_ctl_bytes_t *b = v;
         if (left < 4)
             return OC_ERR_WIRE_LENGTH;
-        n = ld32(p);
+        n = oc__load_le32(p);
         if (n > left - 4)
             return OC_ERR_WIRE_LENGTH;
         if (!in_range(n, f) || (f->kind == F_TEXT && !printable(p + 4, n)))
@@ -414,7 +400,7 @@ static oc_status_t dec_field(const field_t *f, const uint8_t **pp,
         oc_ctl_addrs_t *a = v;
         if (left < 4)
             return OC_ERR_WIRE_LENGTH;
-        n = ld32(p);
+        n = oc__load_le32(p);
         if (n > f->max)
             return OC_ERR_WIRE_COUNT;
         if (n < f->min)
@@ -425,7 +411,7 @@ static oc_status_t dec_field(const field_t *f, const uint8_t **pp,
             uint32_t len;
             if ((size_t)(end - p) < 4)
                 return OC_ERR_WIRE_LENGTH;
-            len = ld32(p);
+            len = oc__load_le32(p);
             if (len > (size_t)(end - p) - 4)
                 return OC_ERR_WIRE_LENGTH;
             if (len < 1 || len > OC_CTL_MAX_ADDR)
@@ -440,7 +426,7 @@ static oc_status_t dec_field(const field_t *f, const uint8_t **pp,
         oc_ctl_u32s_t *l = v;
         if (left < 4)
             return OC_ERR_WIRE_LENGTH;
-        n = ld32(p);
+        n = oc__load_le32(p);
         if (n > f->max)
             return OC_ERR_WIRE_COUNT;
         if (n > (left - 4) / 4)
@@ -476,7 +462,7 @@ oc_status_t oc__ctl_decode(const uint8_t *buf, size_t len, oc_ctl_msg_t *out)
         goto err;
 
     memset(&m, 0, sizeof(m));
-    m.type = (oc_ctl_type_t)(buf[6] | buf[7] << 8);
+    m.type = (oc_ctl_type_t)oc__load_le16(buf + 6);
     t = type_of((int)m.type);
     p = buf + OC_CTL_HDR_LEN;
     end = buf + len;

@@ -8,20 +8,12 @@
 
 #include <string.h>
 
-static void put32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-    p[2] = (uint8_t)(v >> 16);
-    p[3] = (uint8_t)(v >> 24);
-}
-
 void oc__ctl_job_key(const oc_ctl_key_t *cluster_key, uint32_t job,
                     oc_ctl_key_t *job_key)
 {
     uint8_t msg[14 + 4];
     memcpy(msg, "offcore-job-v1", 14);
-    put32(msg + 14, job);
+    oc__store_le32(msg + 14, job);
     oc__ctl_hmac_sha256(cluster_key->bytes, cluster_key->len, msg, sizeof(msg),
                        job_key->bytes);
     job_key->len = OC_CTL_MAC_LEN;
@@ -56,7 +48,7 @@ uint64_t oc__ctl_peer_token(const oc_ctl_key_t *cluster_key,
     memcpy(msg, "offcore-ptoken-v1", 17);
     memcpy(msg + 17, sender_nonce, OC_CTL_NONCE_LEN);
     memcpy(msg + 17 + OC_CTL_NONCE_LEN, receiver_nonce, OC_CTL_NONCE_LEN);
-    put32(msg + 17 + 2 * OC_CTL_NONCE_LEN, sender_node);
+    oc__store_le32(msg + 17 + 2 * OC_CTL_NONCE_LEN, sender_node);
     oc__ctl_hmac_sha256(cluster_key->bytes, cluster_key->len, msg, sizeof(msg),
                        mac);
     return trunc64(mac);

@@ -17,6 +17,7 @@
 #include "metrics/names.h"
 #include "util/guard.h"
 #include "util/log.h"
+#include "util/counter.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -42,7 +43,7 @@ static const char *const drop_cause[OC_DP_V_MAX] = {
         uint64_t s_ = 0;                                                       \
         for (uint32_t q_ = 0; q_ < dp->nthreads; q_++) {                       \
             const oc_dp_worker_t *w = &dp->w[q_];                              \
-            s_ += __atomic_load_n(&(expr), __ATOMIC_RELAXED);                  \
+            s_ += OC__CTR_GET(expr);                                             \
         }                                                                      \
         s_;                                                                    \
     })
@@ -61,7 +62,7 @@ oc_status_t oc__dp_metrics(void *arg, void *prom)
     oc__prom_family(p, OC_M_DP_RULE_UPDATES,
                    "rule adds, deletes and loads applied", OC_PROM_COUNTER);
     oc__prom_sample(p, OC_M_DP_RULE_UPDATES, NULL, 0,
-                   __atomic_load_n(&dp->rule_ops, __ATOMIC_RELAXED));
+                   OC__CTR_GET(dp->rule_ops));
 
     static const char *const fam[] = {
         OC_M_DP_PORT_PACKETS, OC_M_DP_PORT_BYTES,
@@ -133,7 +134,7 @@ oc_status_t oc__dp_metrics(void *arg, void *prom)
         snprintf(buf, sizeof(buf), "%u", q);
         oc__prom_sample(p, OC_M_DP_THREAD_FORWARDED,
                        OC_PROM_LABELS({"thread", buf}),
-                       __atomic_load_n(&dp->w[q].c.forwarded, __ATOMIC_RELAXED));
+                       OC__CTR_GET(dp->w[q].c.forwarded));
     }
     oc__prom_family(p, OC_M_DP_THREAD_SLEEPS,
                    "times a worker found no traffic and slept in poll()",
@@ -142,7 +143,7 @@ oc_status_t oc__dp_metrics(void *arg, void *prom)
         snprintf(buf, sizeof(buf), "%u", q);
         oc__prom_sample(p, OC_M_DP_THREAD_SLEEPS,
                        OC_PROM_LABELS({"thread", buf}),
-                       __atomic_load_n(&dp->w[q].c.sleeps, __ATOMIC_RELAXED));
+                       OC__CTR_GET(dp->w[q].c.sleeps));
     }
     for (int f = 0; f < 2; f++) {
         const char *name = f == 0 ? OC_M_DP_RULE_PACKETS

@@ -8,6 +8,7 @@
 #define OC_DP_INT_H
 
 #include "dp.h"
+#include "util/counter.h"
 
 #include <pthread.h>
 
@@ -28,13 +29,6 @@ enum {
 typedef struct {
     uint64_t packets, bytes;
 } oc_dp_ctr_t;
-
-/* Add to a counter only this thread writes; other threads read it with
- * relaxed loads. */
-static inline void oc__dp_ctr_add(uint64_t *c, uint64_t v)
-{
-    __atomic_store_n(c, *c + v, __ATOMIC_RELAXED);
-}
 
 typedef struct oc_dp_worker {
     struct oc_dp  *dp;

@@ -22,7 +22,9 @@
  */
 #include "dp_int.h"
 #include "metrics/metrics.h"
+#include "util/bytes.h"
 #include "util/log.h"
+#include "util/counter.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -54,7 +56,6 @@ struct oc_dp_esp_w {
     uint64_t     clear_dropped[2], clear_passed[2], mss_clamped;
 };
 
-static inline uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
 
 /* -------------------------------------------------------- packet path */
 
@@ -112,7 +113,7 @@ static int find_in(oc_dp_worker_t *w, uint32_t spi, uint32_t src, uint32_t dst,
 
 static void drop(oc_dp_worker_t *w, oc_pkt_t *p, int dir, oc_esp_result_t r)
 {
-    oc__dp_ctr_add(&w->esp->res[dir][r], 1);
+    OC__CTR_ADD(w->esp->res[dir][r], 1);
     p->verdict = OC_DP_V_ESP;
 }
 
@@ -120,9 +121,9 @@ static void drop(oc_dp_worker_t *w, oc_pkt_t *p, int dir, oc_esp_result_t r)
 static void clear(oc_dp_worker_t *w, oc_pkt_t *p, int dir)
 {
     if (w->dp->esp->clear) {
-        oc__dp_ctr_add(&w->esp->clear_passed[dir], 1);
+        OC__CTR_ADD(w->esp->clear_passed[dir], 1);
     } else {
-        oc__dp_ctr_add(&w->esp->clear_dropped[dir], 1);
+        OC__CTR_ADD(w->esp->clear_dropped[dir], 1);
         p->verdict = OC_DP_V_ESP;
     }
 }
@@ -151,9 +152,9 @@ void oc__dp_esp_out(oc_dp_worker_t *w, oc_pkt_t **pkts, uint16_t n)
             continue;
         }
         ip = p->data + l3;
-        ilen = rd16(ip + 2); /* the parser checked it against the frame */
+        ilen = oc__load_be16(ip + 2); /* the parser checked it against the frame */
         if (oc__esp_mss_clamp(ip, ilen, e->mss))
-            oc__dp_ctr_add(&w->esp->mss_clamped, 1);
+            OC__CTR_ADD(w->esp->mss_clamped, 1);
         oc__esp_room(w->pool, p, &head, &tail);
         tail += p->len - l3 - ilen; /* Ethernet padding is ours too */
         if (head < OC_ESP_HEAD) {
@@ -172,9 +173,9 @@ void oc__dp_esp_out(oc_dp_worker_t *w, oc_pkt_t **pkts, uint16_t n)
             drop(w, p, 0, r);
             continue;
         }
-        oc__dp_ctr_add(&w->esp->res[0][OC_ESP_OK], 1);
-        oc__dp_ctr_add(&w->esp->sa[k].packets, 1);
-        oc__dp_ctr_add(&w->esp->sa[k].bytes, ilen);
+        OC__CTR_ADD(w->esp->res[0][OC_ESP_OK], 1);
+        OC__CTR_ADD(w->esp->sa[k].packets, 1);
+        OC__CTR_ADD(w->esp->sa[k].bytes, ilen);
         p->data -= OC_ESP_HEAD;
         p->len = l3 + olen;
         o[-2] = 0x08; /* the innermost ethertype: IPv4 */
@@ -225,21 +226,21 @@ void oc__dp_esp_in(oc_dp_worker_t *w, oc_pkt_t **pkts, uint16_t n)
             drop(w, p, 1, r);
             continue;
         }
-        oc__dp_ctr_add(&w->esp->res[1][OC_ESP_OK], 1);
-        oc__dp_ctr_add(&w->esp->sa[k].packets, 1);
-        oc__dp_ctr_add(&w->esp->sa[k].bytes, ilen);
+        OC__CTR_ADD(w->esp->res[1][OC_ESP_OK], 1);
+        OC__CTR_ADD(w->esp->sa[k].packets, 1);
+        OC__CTR_ADD(w->esp->sa[k].bytes, ilen);
         memmove(inner - l3, p->data, l3);
         p->data = inner - l3;
         p->len = l3 + ilen;
         inner[-2] = (inner[0] >> 4) == 6 ? 0x86 : 0x08;
         inner[-1] = (inner[0] >> 4) == 6 ? 0xdd : 0x00;
         if (oc__esp_mss_clamp(inner, ilen, dp->esp->mss))
-            oc__dp_ctr_add(&w->esp->mss_clamped, 1);
+            OC__CTR_ADD(w->esp->mss_clamped, 1);
         /* the stages after this one see the inner packet */
         {
             oc_pkt_reason_t pr = oc__pkt_parse(p->data, p->len, dp->max_frame, m);
             p->hash = m->hash;
-            oc__dp_ctr_add(&w->c.reason[pr], 1);
+            OC__CTR_ADD(w->c.reason[pr], 1);
             if (dp->policy[pr] == OC_PKT_DROP)
                 p->verdict = OC_DP_V_POLICY;
         }
@@ -253,7 +254,7 @@ bool oc__dp_esp_clamp(oc_dp_worker_t *w, uint8_t *ip, uint32_t len,
     if (e == NULL || e->mss <= extra ||
         !oc__esp_mss_clamp(ip, len, (uint16_t)(e->mss - extra)))
         return false;
-    oc__dp_ctr_add(&w->esp->mss_clamped, 1);
+    OC__CTR_ADD(w->esp->mss_clamped, 1);
     return true;
 }
 
@@ -273,8 +274,8 @@ static oc_dp_ctr_t slot_count(const oc_dp_t *dp, uint32_t i)
 {
     oc_dp_ctr_t c = {0, 0};
     for (uint32_t q = 0; q < dp->nthreads; q++) {
-        c.packets += __atomic_load_n(&dp->w[q].esp->sa[i].packets, __ATOMIC_RELAXED);
-        c.bytes += __atomic_load_n(&dp->w[q].esp->sa[i].bytes, __ATOMIC_RELAXED);
+        c.packets += OC__CTR_GET(dp->w[q].esp->sa[i].packets);
+        c.bytes += OC__CTR_GET(dp->w[q].esp->sa[i].bytes);
     }
     return c;
 }
@@ -383,7 +384,7 @@ void oc__dp_esp_sa_list(oc_dp_t *dp, FILE *out)
         uint64_t s_ = 0;                                                       \
         for (uint32_t q_ = 0; q_ < dp->nthreads; q_++) {                       \
             const struct oc_dp_esp_w *x = dp->w[q_].esp;                       \
-            s_ += __atomic_load_n(&(expr), __ATOMIC_RELAXED);                  \
+            s_ += OC__CTR_GET(expr);                                             \
         }                                                                      \
         s_;                                                                    \
     })

@@ -25,8 +25,11 @@
 #include "tenant/tenant_int.h"
 #include "metrics/metrics.h"
 #include "pkt/flow.h"
+#include "util/bytes.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/counter.h"
+#include "util/spsc.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -102,9 +105,11 @@ struct oc_dp_flow_w {
     oc_flow_table_t *t;
     uint64_t next_tick;
     uint32_t budget;          /* slots expired per tick: a pass a second */
-    /* SPSC ring: the worker writes head, the exporter tail */
-    uint64_t head, tail;
-    oc_flow_rec_t ring[RING];
+    /* util/spsc.h ring of records: the worker publishes, the exporter
+     * releases; a handle each, on lines of their own */
+    oc_spsc_t prod __attribute__((aligned(64)));
+    oc_spsc_t cons __attribute__((aligned(64)));
+    void     *ring;
     uint64_t queue_full, pushed;
     /* top-flows snapshot */
     pthread_mutex_t snap_lock;
@@ -149,14 +154,14 @@ struct oc_dp_flow {
 static void push(void *arg, const oc_flow_rec_t *r)
 {
     struct oc_dp_flow_w *fw = arg;
-    uint64_t tail = __atomic_load_n(&fw->tail, __ATOMIC_ACQUIRE);
-    if (fw->head - tail >= RING) {
-        __atomic_store_n(&fw->queue_full, fw->queue_full + 1, __ATOMIC_RELAXED);
+    uint8_t *slot = oc__spsc_reserve(&fw->prod);
+    if (slot == NULL) {
+        OC__CTR_INC(fw->queue_full);
         return;
     }
-    fw->ring[fw->head & (RING - 1)] = *r;
-    __atomic_store_n(&fw->head, fw->head + 1, __ATOMIC_RELEASE);
-    __atomic_store_n(&fw->pushed, fw->pushed + 1, __ATOMIC_RELAXED);
+    memcpy(slot, r, sizeof(*r));
+    oc__spsc_publish(&fw->prod, sizeof(*r));
+    OC__CTR_INC(fw->pushed);
 }
 
 void oc__dp_flow_one(oc_dp_worker_t *w, const uint8_t *frame,
@@ -183,7 +188,7 @@ void oc__dp_flow_one(oc_dp_worker_t *w, const uint8_t *frame,
         if (oc__flow_tcp_ts(tcp, (size_t)(tcp[12] >> 4) * 4, &ts))
             tsp = &ts;
     }
-    (void)oc__flow_update(w->flow->t, (uint32_t)(ip[2] << 8 | ip[3]), fl,
+    (void)oc__flow_update(w->flow->t, oc__load_be16(ip + 2), fl,
                          m->key.src_ip, m->key.dst_ip, m->key.sport,
                          m->key.dport, m->key.proto, vni, (uint16_t)a, *now,
                          tsp);
@@ -255,11 +260,11 @@ static void send_all(struct oc_dp_flow *f, const uint8_t *m, size_t len)
     for (uint32_t c = 0; c < f->ncoll; c++) {
         collector_t *k = &f->coll[c];
         if (send(k->fd, m, len, MSG_DONTWAIT) == (ssize_t)len)
-            __atomic_store_n(&k->sent, k->sent + 1, __ATOMIC_RELAXED);
+            OC__CTR_INC(k->sent);
         else
-            __atomic_store_n(&k->errors, k->errors + 1, __ATOMIC_RELAXED);
+            OC__CTR_INC(k->errors);
     }
-    __atomic_store_n(&f->messages, f->messages + 1, __ATOMIC_RELAXED);
+    OC__CTR_INC(f->messages);
 }
 
 static void rtt_observe(struct oc_dp_flow *f, uint32_t us)
@@ -278,7 +283,7 @@ static void hist_observe(hist_t *h, int k, double v)
     int b = 0;
     while (b < HB && v > hist_le[k][b])
         b++;
-    __atomic_store_n(&h->b[b], h->b[b] + 1, __ATOMIC_RELAXED);
+    OC__CTR_INC(h->b[b]);
     h->sum += v;
 }
 
@@ -287,7 +292,7 @@ static void hist_add_rtt(hist_t *h, const oc_flow_rtt_t *r)
 {
     for (int b = 0; b <= HB; b++)
         if (r->b[b])
-            __atomic_store_n(&h->b[b], h->b[b] + r->b[b], __ATOMIC_RELAXED);
+            OC__CTR_ADD(h->b[b], r->b[b]);
     h->sum += (double)r->sum_us / 1e6;
 }
 
@@ -309,8 +314,7 @@ static thist_t *tenant_hist(oc_dp_t *dp, const oc_flow_rec_t *r)
         if (f->th[i].vni == r->vni && !strcmp(f->th[i].name, name))
             return &f->th[i];
     if (f->nth == TH_MAX) {
-        __atomic_store_n(&f->hist_untracked, f->hist_untracked + 1,
-                         __ATOMIC_RELAXED);
+        OC__CTR_INC(f->hist_untracked);
         return NULL;
     }
     e = &f->th[f->nth];
@@ -368,7 +372,7 @@ static void send_records(struct oc_dp_flow *f, uint8_t *msg, size_t len,
     if (f->ncoll)
         send_all(f, msg, len);
     f->seq += nrec;
-    __atomic_store_n(&f->records, f->records + nrec, __ATOMIC_RELAXED);
+    OC__CTR_ADD(f->records, nrec);
 }
 
 static void export_pass(oc_dp_t *dp, uint64_t *next_template, bool final)
@@ -386,14 +390,18 @@ static void export_pass(oc_dp_t *dp, uint64_t *next_template, bool final)
                         (uint32_t)f->seq, f->domain);
         if (f->ncoll)
             send_all(f, msg, 16 + tl);
-        __atomic_store_n(&f->templates, f->templates + 1, __ATOMIC_RELAXED);
+        OC__CTR_INC(f->templates);
         *next_template = now + (uint64_t)f->template_s * 1000;
     }
     for (uint32_t q = 0; q < dp->nthreads; q++) {
         struct oc_dp_flow_w *fw = dp->w[q].flow;
-        uint64_t head = __atomic_load_n(&fw->head, __ATOMIC_ACQUIRE);
-        while (fw->tail != head) {
-            const oc_flow_rec_t *r = &fw->ring[fw->tail & (RING - 1)];
+        uint32_t left = oc__spsc_count(&fw->cons), rlen;
+        for (; left > 0; left--) {
+            /* read in place: slots are OC_SPSC_ALIGN-aligned */
+            const oc_flow_rec_t *r =
+                (const oc_flow_rec_t *)oc__spsc_peek(&fw->cons, &rlen);
+            if (r == NULL)
+                break; /* counted, so not without a broken ring */
             if (len == 0)
                 len = 20; /* message header + set header */
             oc__ipfix_record(msg + len, r);
@@ -402,7 +410,7 @@ static void export_pass(oc_dp_t *dp, uint64_t *next_template, bool final)
             if (r->rtt_us)
                 rtt_observe(f, r->rtt_us);
             flow_hist(dp, r);
-            __atomic_store_n(&fw->tail, fw->tail + 1, __ATOMIC_RELEASE);
+            oc__spsc_release(&fw->cons);
             if (len + OC_IPFIX_REC_LEN > MSG_MAX) {
                 send_records(f, msg, len, nrec, export_s);
                 len = 0;
@@ -502,7 +510,7 @@ void oc__dp_flow_print(oc_dp_t *dp, uint32_t max, FILE *out)
 static void hist_copy(const hist_t *h, uint64_t b[HB + 1])
 {
     for (int i = 0; i <= HB; i++)
-        b[i] = __atomic_load_n(&h->b[i], __ATOMIC_RELAXED);
+        b[i] = OC__CTR_GET(h->b[i]);
 }
 
 /* Per-tenant (label tenant, vni) and per-attachment (label attach)
@@ -563,7 +571,7 @@ static void hist_metrics(oc_dp_t *dp, oc_prom_t *p)
                        "ended tenant flows not in a histogram (more than 64 "
                        "tenant names and VNIs seen)", OC_PROM_COUNTER);
         oc__prom_sample(p, "offcore_dp_tenant_flow_hist_untracked_total", NULL,
-                       0, __atomic_load_n(&f->hist_untracked, __ATOMIC_RELAXED));
+                       0, OC__CTR_GET(f->hist_untracked));
     }
 }
 
@@ -572,7 +580,7 @@ static void hist_metrics(oc_dp_t *dp, oc_prom_t *p)
         uint64_t s_ = 0;                                                       \
         for (uint32_t q_ = 0; q_ < dp->nthreads; q_++) {                       \
             struct oc_dp_flow_w *x = dp->w[q_].flow;                           \
-            s_ += __atomic_load_n(&(expr), __ATOMIC_RELAXED);                  \
+            s_ += OC__CTR_GET(expr);                                             \
         }                                                                      \
         s_;                                                                    \
     })
@@ -607,7 +615,7 @@ void oc__dp_flow_metrics(oc_dp_t *dp, void *prom)
                    OC_PROM_COUNTER);
     oc__prom_sample(p, "offcore_dp_ipfix_records_total",
                    OC_PROM_LABELS({"result", "exported"}),
-                   __atomic_load_n(&f->records, __ATOMIC_RELAXED));
+                   OC__CTR_GET(f->records));
     oc__prom_sample(p, "offcore_dp_ipfix_records_total",
                    OC_PROM_LABELS({"result", "queue_full"}),
                    FSUM(x->queue_full));
@@ -618,17 +626,17 @@ void oc__dp_flow_metrics(oc_dp_t *dp, void *prom)
         oc__prom_sample(p, "offcore_dp_ipfix_messages_total",
                        OC_PROM_LABELS({"collector", f->coll[c].name},
                                       {"result", "sent"}),
-                       __atomic_load_n(&f->coll[c].sent, __ATOMIC_RELAXED));
+                       OC__CTR_GET(f->coll[c].sent));
         oc__prom_sample(p, "offcore_dp_ipfix_messages_total",
                        OC_PROM_LABELS({"collector", f->coll[c].name},
                                       {"result", "failed"}),
-                       __atomic_load_n(&f->coll[c].errors, __ATOMIC_RELAXED));
+                       OC__CTR_GET(f->coll[c].errors));
     }
     oc__prom_family(p, "offcore_dp_ipfix_template_sends_total",
                    "template sets sent (at start, then every ipfix_template s)",
                    OC_PROM_COUNTER);
     oc__prom_sample(p, "offcore_dp_ipfix_template_sends_total", NULL, 0,
-                   __atomic_load_n(&f->templates, __ATOMIC_RELAXED));
+                   OC__CTR_GET(f->templates));
     /* the exporter thread writes the histograms; a torn read of one
      * bucket is one observation off, never a crash */
     oc__prom_family(p, "offcore_dp_flow_tcp_handshake_rtt_seconds",
@@ -637,7 +645,7 @@ void oc__dp_flow_metrics(oc_dp_t *dp, void *prom)
     {
         uint64_t b[RTT_BUCKETS + 1];
         for (int i = 0; i <= RTT_BUCKETS; i++)
-            b[i] = __atomic_load_n(&f->rtt_bucket[i], __ATOMIC_RELAXED);
+            b[i] = OC__CTR_GET(f->rtt_bucket[i]);
         oc__prom_histogram(p, "offcore_dp_flow_tcp_handshake_rtt_seconds", NULL,
                           0, rtt_le, RTT_BUCKETS, b, f->rtt_sum);
     }
@@ -703,9 +711,17 @@ oc_status_t oc__dp_flow_init(oc_dp_t *dp, const oc_dp_conf_t *c)
                              .idle_ms = c->flow_idle_s * 1000,
                              .active_ms = c->flow_active_s * 1000,
                              .emit = push};
+        size_t bytes = oc__spsc_bytes(RING, sizeof(oc_flow_rec_t));
         if (fw == NULL)
             return OC_ERR_NO_MEMORY;
         dp->w[q].flow = fw;
+        if ((fw->ring = aligned_alloc(OC_SPSC_ALIGN, bytes)) == NULL)
+            return OC_ERR_NO_MEMORY;
+        if (oc__spsc_attach(&fw->prod, fw->ring, bytes, RING,
+                            sizeof(oc_flow_rec_t), 1) != OC_OK ||
+            oc__spsc_attach(&fw->cons, fw->ring, bytes, RING,
+                            sizeof(oc_flow_rec_t), 0) != OC_OK)
+            return OC_ERR_INVALID_PARAM;
         fw->budget = c->flow_table / (1000 / TICK_MS) + 1;
         pthread_mutex_init(&fw->snap_lock, NULL);
         fc.arg = fw;
@@ -744,6 +760,7 @@ void oc__dp_flow_free(oc_dp_t *dp)
         if (fw == NULL)
             continue;
         pthread_mutex_destroy(&fw->snap_lock);
+        free(fw->ring);
         free(fw);
         dp->w[q].flow = NULL;
     }

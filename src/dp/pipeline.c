@@ -57,7 +57,7 @@ static void sleep_idle(oc_dp_worker_t *w)
     if (!dp->bare)
         oc__acl_reader_online();
     __atomic_store_n(&w->asleep, 0, __ATOMIC_SEQ_CST);
-    oc__dp_ctr_add(&w->c.sleeps, 1);
+    OC__CTR_ADD(w->c.sleeps, 1);
 }
 
 static void *worker_main(void *arg)

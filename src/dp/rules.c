@@ -6,6 +6,7 @@
  */
 #include "dp_int.h"
 #include "util/log.h"
+#include "util/counter.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -43,9 +44,8 @@ oc_dp_ctr_t oc__dp_slot_count(const oc_dp_t *dp, uint32_t slot)
     for (uint32_t q = 0; q < dp->nthreads && dp->w != NULL; q++) {
         if (dp->w[q].rule == NULL)
             continue;
-        s.packets += __atomic_load_n(&dp->w[q].rule[slot].packets,
-                                     __ATOMIC_RELAXED);
-        s.bytes += __atomic_load_n(&dp->w[q].rule[slot].bytes, __ATOMIC_RELAXED);
+        s.packets += OC__CTR_GET(dp->w[q].rule[slot].packets);
+        s.bytes += OC__CTR_GET(dp->w[q].rule[slot].bytes);
     }
     return s;
 }

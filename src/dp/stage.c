@@ -27,7 +27,7 @@ void oc__dp_stage_parse(oc_dp_worker_t *w, oc_pkt_t **pkts, uint16_t n)
         oc_pkt_reason_t r = oc__pkt_parse(pkts[i]->data, pkts[i]->len,
                                          dp->max_frame, m);
         pkts[i]->hash = m->hash;
-        oc__dp_ctr_add(&w->c.reason[r], 1);
+        OC__CTR_ADD(w->c.reason[r], 1);
         pkts[i]->verdict = dp->policy[r] == OC_PKT_DROP ? OC_DP_V_POLICY
                                                         : OC_DP_V_FORWARD;
     }
@@ -54,15 +54,15 @@ void oc__dp_stage_classify(oc_dp_worker_t *w, oc_pkt_t **pkts, uint16_t n)
         oc_pkt_t *p = pkts[w->kidx[j]];
         uint32_t ud = w->ud[j], slot, action;
         if (ud == OC_ACL_NO_MATCH) {
-            oc__dp_ctr_add(&w->c.nomatch, 1);
+            OC__CTR_ADD(w->c.nomatch, 1);
             if (dp->default_action == OC_ACL_DENY)
                 p->verdict = OC_DP_V_DEFAULT;
             continue;
         }
         slot = ud & OC_DP_UD_SLOT_MASK;
         action = ud >> OC_DP_UD_ACTION_SHIFT;
-        oc__dp_ctr_add(&w->rule[slot].packets, 1);
-        oc__dp_ctr_add(&w->rule[slot].bytes, p->len);
+        OC__CTR_ADD(w->rule[slot].packets, 1);
+        OC__CTR_ADD(w->rule[slot].bytes, p->len);
         if (action == OC_ACL_DENY)
             p->verdict = OC_DP_V_RULE;
     }
@@ -86,7 +86,7 @@ static void forward(oc_dp_worker_t *w, oc_port_t *in, oc_port_t *out,
             if (pkts[i]->verdict == OC_DP_V_FORWARD)
                 fwd[nf++] = pkts[i];
             else {
-                oc__dp_ctr_add(&w->c.dropped[pkts[i]->verdict], 1);
+                OC__CTR_ADD(w->c.dropped[pkts[i]->verdict], 1);
                 drop[nd++] = pkts[i];
             }
         }
@@ -95,11 +95,11 @@ static void forward(oc_dp_worker_t *w, oc_port_t *in, oc_port_t *out,
         sent += oc__port_tx_burst(out, q, fwd + sent, nf - sent);
     if (sent < nf) {
         /* the peer does not drain: counted, never silent */
-        oc__dp_ctr_add(&w->c.dropped[OC_DP_V_TX_FULL], nf - sent);
+        OC__CTR_ADD(w->c.dropped[OC_DP_V_TX_FULL], nf - sent);
         memcpy(drop + nd, fwd + sent, (size_t)(nf - sent) * sizeof(*fwd));
         nd += nf - sent;
     }
-    oc__dp_ctr_add(&w->c.forwarded, sent);
+    OC__CTR_ADD(w->c.forwarded, sent);
     if (nd > 0)
         oc__port_free_bulk(in, q, drop, nd);
 }

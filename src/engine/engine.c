@@ -8,17 +8,16 @@
 #include "util/log.h"
 #include "wire/am.h"
 #include "util/clock.h"
+#include "util/likely.h"
+#include "util/counter.h"
 
 #include <stdlib.h>
-
-#define likely(x)   __builtin_expect(!!(x), 1)
-#define unlikely(x) __builtin_expect(!!(x), 0)
 
 static void send_done(oc_tr_op_t *op, oc_status_t st);
 
 static void oom(oc_eng_t *e, const char *what)
 {
-    OC_ENG_CNT_ADD(e->c.oom, 1);
+    OC__CTR_ADD(e->c.oom, 1);
     if (e->c.oom <= 10)
         oc_log(e->p.log_comp, OC_LOG_ERROR, "%s: out of memory %s; refused (counted)",
                  e->p.name ? e->p.name : "engine", what);
@@ -107,7 +106,7 @@ oc_eng_buf_t *oc__eng_buf_get(oc_eng_t *e)
         b->op.cb = send_done;
         b->reserve = 1;
     }
-    OC_ENG_CNT_ADD(e->c.reserve_buffers, 1);
+    OC__CTR_ADD(e->c.reserve_buffers, 1);
     return b;
 }
 
@@ -218,7 +217,7 @@ static void to_mixed(oc_eng_out_t *o)
         uint8_t *s = base + (size_t)i * stride;
         uint8_t *d = base + (size_t)i * (stride + OC_WIRE_MSG_HDR_LEN);
         memmove(d + OC_WIRE_MSG_HDR_LEN, s, stride);
-        oc__wire_st64(d, mh);
+        oc__store_le64(d, mh);
     }
     o->wp = base + (size_t)o->count * (stride + OC_WIRE_MSG_HDR_LEN);
     o->item_len = OC_ENG_NO_ITEM;
@@ -238,7 +237,7 @@ static oc_status_t put_column(oc_eng_t *e, oc_eng_out_t *o, uint32_t dst,
             return st;
         if (o->dcol != NULL) {
             if (len == o->item_len && o->wp + o->stride <= o->end) {
-                oc__wire_st32(o->dcol + 4 * (size_t)o->count, dst);
+                oc__store_le32(o->dcol + 4 * (size_t)o->count, dst);
                 o->wp = oc__wire_put_item(o->wp, buf, len);
                 o->count++;
                 return OC_OK;
@@ -319,7 +318,7 @@ oc_status_t oc__eng_flush(oc_eng_t *e, oc_eng_out_t *o, oc_eng_flush_t why)
         const size_t ibytes = (size_t)h.count * o->stride;
         uint8_t *items = o->wp - ibytes;
         if (h.count & 1)
-            oc__wire_st32(o->dcol + 4 * (size_t)h.count, 0);
+            oc__store_le32(o->dcol + 4 * (size_t)h.count, 0);
         if (items != o->dcol + dbytes)
             memmove(o->dcol + dbytes, items, ibytes);
         len = (uint32_t)(OC_WIRE_HDR_LEN + dbytes + ibytes);
@@ -349,9 +348,9 @@ oc_status_t oc__eng_flush(oc_eng_t *e, oc_eng_out_t *o, oc_eng_flush_t why)
     o->fkey8 = OC_ENG_NO_KEY;
     o->count = 0;
 
-    OC_ENG_CNT_ADD(e->c.bundles, 1);
-    OC_ENG_CNT_ADD(e->c.bytes, len);
-    OC_ENG_CNT_ADD(e->c.flush[why], 1);
+    OC__CTR_ADD(e->c.bundles, 1);
+    OC__CTR_ADD(e->c.bytes, len);
+    OC__CTR_ADD(e->c.flush[why], 1);
     return e->p.handoff(e->p.arg, o, b, len, h.count);
 }
 
@@ -402,7 +401,7 @@ oc_status_t oc__eng_policy(oc_eng_t *e, bool idle)
 static void set_blocked(oc_eng_t *e, oc_eng_out_t *o, int on)
 {
     o->blocked = (uint8_t)on;
-    OC_ENG_CNT_ADD(e->c.blocked, on ? 1 : (uint64_t)-1);
+    OC__CTR_ADD(e->c.blocked, on ? 1 : (uint64_t)-1);
     if (e->p.blocked != NULL)
         e->p.blocked(e->p.arg, o, on);
 }
@@ -472,7 +471,7 @@ void oc__eng_counters(const oc_eng_t *e, oc_eng_counters_t *out)
     const uint64_t *src = (const uint64_t *)&e->c;
     uint64_t *dst = (uint64_t *)out;
     for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
-        dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+        dst[i] = OC__CTR_GET(src[i]);
 }
 
 /* ---- receive ring ------------------------------------------------------- */

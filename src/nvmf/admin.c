@@ -88,9 +88,9 @@ static void do_connect(oc_nvmf_cmd_t *cmd)
     oc_nvmf_conn_t *c = cmd->conn;
     oc_nvmf_target_t *t = c->tgt;
     const uint8_t *s = cmd->sqe, *d = cmd->buf;
-    uint16_t recfmt = oc__le16(s + 40), qid = oc__le16(s + 42),
-             sqsize = oc__le16(s + 44);
-    uint32_t kato = oc__le32(s + 48);
+    uint16_t recfmt = oc__load_le16(s + 40), qid = oc__load_le16(s + 42),
+             sqsize = oc__load_le16(s + 44);
+    uint32_t kato = oc__load_le32(s + 48);
     char subnqn[OC_NVMF_NQN_MAX + 1], hostnqn[OC_NVMF_NQN_MAX + 1];
     oc_nvmf_subsys_t *sub;
     uint16_t cntlid;
@@ -109,7 +109,7 @@ static void do_connect(oc_nvmf_cmd_t *cmd)
     if (nqn_field(hostnqn, d + 512))
         return connect_reject(cmd, OC_NVME_SC_CONNECT_PARAM, IPO_DATA(512),
                               "host NQN malformed");
-    cntlid = oc__le16(d + 16);
+    cntlid = oc__load_le16(d + 16);
     sub = oc__nvmf_subsys_find(t, subnqn);
     if (!sub)
         return connect_reject(cmd, OC_NVME_SC_CONNECT_PARAM, IPO_DATA(256),
@@ -201,7 +201,7 @@ void oc__nvmf_fabrics_exec(oc_nvmf_cmd_t *cmd)
     oc_nvmf_ctrl_t *ctrl = c->ctrl;
     const uint8_t *s = cmd->sqe;
     uint8_t fct = s[4], size = s[40] & 7;
-    uint32_t off = oc__le32(s + 44);
+    uint32_t off = oc__load_le32(s + 44);
     uint64_t v;
 
     if (fct == FCT_CONNECT)
@@ -226,7 +226,7 @@ void oc__nvmf_fabrics_exec(oc_nvmf_cmd_t *cmd)
     case FCT_PROP_SET:
         if (off != REG_CC || size != 0)
             return done(cmd, OC_NVME_SC_INVALID_FIELD);
-        v = oc__le64(s + 48);
+        v = oc__load_le64(s + 48);
         {
             uint32_t cc = (uint32_t)v, old = ctrl->cc;
             if ((cc & 1) && !(old & 1)) {
@@ -268,27 +268,27 @@ static void id_ctrl(oc_nvmf_cmd_t *cmd, uint8_t *b)
     b[72] = 6;                          /* RAB */
     b[76] = s->discovery ? 0 : 0x02;    /* CMIC: several controllers */
     b[77] = OC_NVMF_MDTS;
-    oc__put16(b + 78, ctrl->cntlid);
-    oc__put32(b + 80, NVME_VS_1_3);
-    oc__put32(b + 96, 1);                /* CTRATT: 128-bit host id */
+    oc__store_le16(b + 78, ctrl->cntlid);
+    oc__store_le32(b + 80, NVME_VS_1_3);
+    oc__store_le32(b + 96, 1);                /* CTRATT: 128-bit host id */
     b[111] = s->discovery ? 2 : 1;      /* CNTRLTYPE */
     b[258] = 3;                         /* ACL */
     b[259] = OC_NVMF_AERL;
     b[260] = 0x03;                      /* FRMW: one slot, read-only */
     b[261] = 0x04;                      /* LPA: extended Get Log Page data */
-    oc__put16(b + 320, 10);              /* KAS: 1 s granularity */
+    oc__store_le16(b + 320, 10);              /* KAS: 1 s granularity */
     b[512] = 0x66;                      /* SQES */
     b[513] = 0x44;                      /* CQES */
-    oc__put16(b + 514, OC_NVMF_QUEUE_DEPTH); /* MAXCMD */
-    oc__put32(b + 516, nn);
+    oc__store_le16(b + 514, OC_NVMF_QUEUE_DEPTH); /* MAXCMD */
+    oc__store_le32(b + 516, nn);
     if (!s->discovery) {
-        oc__put16(b + 520, 0x0c);        /* ONCS: DSM, Write Zeroes */
+        oc__store_le16(b + 520, 0x0c);        /* ONCS: DSM, Write Zeroes */
         b[525] = 0x01;                  /* VWC present: Flush honoured */
     }
-    oc__put32(b + 536, 1u | (1u << 20)); /* SGLS: SGLs, offsets in capsule */
+    oc__store_le32(b + 536, 1u | (1u << 20)); /* SGLS: SGLs, offsets in capsule */
     memcpy(b + 768, nqn, strlen(nqn));
-    oc__put32(b + 1792, (OC_NVME_SQE_LEN + OC_NVMF_INCAP) / 16); /* IOCCSZ */
-    oc__put32(b + 1796, 1);              /* IORCSZ */
+    oc__store_le32(b + 1792, (OC_NVME_SQE_LEN + OC_NVMF_INCAP) / 16); /* IOCCSZ */
+    oc__store_le32(b + 1796, 1);              /* IORCSZ */
     b[1803] = 1;                        /* MSDBD */
 }
 
@@ -302,9 +302,9 @@ static oc_nvmf_ns_t *ns_find(oc_nvmf_subsys_t *s, uint32_t nsid)
 
 static uint16_t id_ns(oc_nvmf_ns_t *ns, uint8_t *b)
 {
-    oc__put64(b, ns->nblocks);          /* NSZE */
-    oc__put64(b + 8, ns->nblocks);      /* NCAP */
-    oc__put64(b + 16, ns->nblocks);     /* NUSE */
+    oc__store_le64(b, ns->nblocks);          /* NSZE */
+    oc__store_le64(b + 8, ns->nblocks);      /* NCAP */
+    oc__store_le64(b + 16, ns->nblocks);     /* NUSE */
     b[24] = 0;                         /* NSFEAT */
     b[25] = 0;                         /* NLBAF: one format */
     b[26] = 0;                         /* FLBAS */
@@ -352,7 +352,7 @@ static void identify(oc_nvmf_cmd_t *cmd)
                 list[j - 1] = x;
             }
         for (int i = 0; i < n; i++)
-            oc__put32(b + 4 * i, list[i]);
+            oc__store_le32(b + 4 * i, list[i]);
         return done(cmd, 0);
     }
     case 0x03: /* namespace identification descriptors */
@@ -399,9 +399,9 @@ static uint32_t discovery_log(oc_nvmf_target_t *t, const oc_nvmf_conn_t *c,
         e[1] = 1;                     /* ADRFAM: IPv4 */
         e[2] = 2;                     /* SUBTYPE: NVM subsystem */
         e[3] = 0x02;                  /* TREQ: secure channel not required */
-        oc__put16(e + 4, 1);           /* PORTID */
-        oc__put16(e + 6, 0xffff);      /* CNTLID: dynamic */
-        oc__put16(e + 8, 32);          /* ASQSZ */
+        oc__store_le16(e + 4, 1);           /* PORTID */
+        oc__store_le16(e + 6, 0xffff);      /* CNTLID: dynamic */
+        oc__store_le16(e + 8, 32);          /* ASQSZ */
         snprintf(svc, sizeof(svc), "%u", t->port);
         put_str(e + 32, 32, svc);
         memcpy(e + 256, s->conf->nqn, strlen(s->conf->nqn));
@@ -409,9 +409,9 @@ static uint32_t discovery_log(oc_nvmf_target_t *t, const oc_nvmf_conn_t *c,
         e[768] = 0;                   /* TSAS: no security */
         n++;
     }
-    oc__put64(page, 1);                /* GENCTR: entries never change */
-    oc__put64(page + 8, n);
-    oc__put16(page + 16, 0);
+    oc__store_le64(page, 1);                /* GENCTR: entries never change */
+    oc__store_le64(page + 8, n);
+    oc__store_le16(page + 16, 0);
     return 1024 + 1024 * n;
 }
 
@@ -422,8 +422,8 @@ static void get_log(oc_nvmf_cmd_t *cmd)
     const uint8_t *q = cmd->sqe;
     uint8_t lid = q[40];
     uint32_t numd =
-        ((uint32_t)oc__le16(q + 42) | ((uint32_t)oc__le16(q + 44) << 16)) + 1;
-    uint64_t off = oc__le64(q + 48);
+        ((uint32_t)oc__load_le16(q + 42) | ((uint32_t)oc__load_le16(q + 44) << 16)) + 1;
+    uint64_t off = oc__load_le64(q + 48);
     uint64_t len = (uint64_t)numd * 4;
     static uint8_t page[1024 + 1024 * OC_NVMF_MAX_SUBSYS];
     uint32_t plen;
@@ -443,7 +443,7 @@ static void get_log(oc_nvmf_cmd_t *cmd)
     case 0x02: /* SMART / health: all zero, temperature 300 K */
         if (s->discovery)
             return done(cmd, OC_NVME_SC_INVALID_LOG);
-        oc__put16(page + 1, 300);
+        oc__store_le16(page + 1, 300);
         plen = 512;
         break;
     case 0x03: /* firmware slot: slot 1 active */

@@ -158,11 +158,11 @@ static void handle_icreq(oc_nvmf_conn_t *c, const uint8_t *p)
     memset(r, 0, OC_NVMF_IC_LEN);
     r[0] = OC_NVMF_PDU_ICRESP;
     r[2] = OC_NVMF_IC_LEN;
-    oc__put32(r + 4, OC_NVMF_IC_LEN);
-    oc__put16(r + 8, 0);       /* PFV */
+    oc__store_le32(r + 4, OC_NVMF_IC_LEN);
+    oc__store_le16(r + 8, 0);       /* PFV */
     r[10] = 0;                /* CPDA: data right after the header */
     r[11] = dgst;             /* both digests as the host asked */
-    oc__put32(r + 12, OC_NVMF_MAXH2C);
+    oc__store_le32(r + 12, OC_NVMF_MAXH2C);
     c->ic_tx.iov[0].iov_base = r;
     c->ic_tx.iov[0].iov_len = OC_NVMF_IC_LEN;
     c->ic_tx.niov = 1;
@@ -235,7 +235,7 @@ static void handle_capsule(oc_nvmf_conn_t *c, const uint8_t *p,
 
     if (in->data_len && c->lim.ddgst &&
         oc__crc32c(0, p + in->data_off, in->data_len) !=
-            oc__le32(p + in->data_off + in->data_len)) {
+            oc__load_le32(p + in->data_off + in->data_len)) {
         atomic_fetch_add_explicit(&t->st.data_digest_err, 1,
                                   memory_order_relaxed);
         oc_warn(LOGC, "connection %llu: data digest error in command "
@@ -282,8 +282,8 @@ static void handle_capsule(oc_nvmf_conn_t *c, const uint8_t *p,
 static oc_nvmf_cmd_t *h2c_validate(oc_nvmf_conn_t *c, const uint8_t *p,
                                    const oc_nvmf_pdu_info_t *in)
 {
-    uint16_t cccid = oc__le16(p + 8), ttag = oc__le16(p + 10);
-    uint32_t datao = oc__le32(p + 12);
+    uint16_t cccid = oc__load_le16(p + 8), ttag = oc__load_le16(p + 10);
+    uint32_t datao = oc__load_le32(p + 12);
     oc_nvmf_cmd_t *cmd;
 
     if (ttag >= OC_NVMF_CMD_SLOTS ||
@@ -342,9 +342,9 @@ static void handle_h2c(oc_nvmf_conn_t *c, const uint8_t *p,
         return;
     if (c->lim.ddgst &&
         oc__crc32c(0, p + in->data_off, in->data_len) !=
-            oc__le32(p + in->data_off + in->data_len))
+            oc__load_le32(p + in->data_off + in->data_len))
         ok = 0;
-    memcpy(cmd->buf + oc__le32(p + 12), p + in->data_off, in->data_len);
+    memcpy(cmd->buf + oc__load_le32(p + 12), p + in->data_off, in->data_len);
     h2c_finish(c, cmd, in->data_len, in->flags, ok);
 }
 
@@ -367,7 +367,7 @@ static int h2c_try_direct(oc_nvmf_conn_t *c, const uint8_t *p, uint32_t avail,
     have = avail - in->data_off;
     if (have >= in->data_len)
         return 0; /* only the digest is missing */
-    if (hd && oc__crc32c(0, p, in->hlen) != oc__le32(p + in->hlen)) {
+    if (hd && oc__crc32c(0, p, in->hlen) != oc__load_le32(p + in->hlen)) {
         atomic_fetch_add_explicit(&c->tgt->st.hdr_digest_err, 1,
                                   memory_order_relaxed);
         oc__nvmf_conn_fatal(c, OC_NVMF_FES_HDR_DIGEST, 0, p, in->hlen,
@@ -378,7 +378,7 @@ static int h2c_try_direct(oc_nvmf_conn_t *c, const uint8_t *p, uint32_t avail,
     if (!cmd)
         return 1;
     c->dr_cmd = cmd;
-    c->dr_datao = oc__le32(p + 12);
+    c->dr_datao = oc__load_le32(p + 12);
     c->dr_datal = in->data_len;
     c->dr_flags = in->flags;
     c->dr_off = c->dr_datao + have;
@@ -399,7 +399,7 @@ static void handle_pdu(oc_nvmf_conn_t *c, const uint8_t *p,
         break;
     case OC_NVMF_PDU_H2C_TERM:
         oc_warn(LOGC, "connection %llu (%s): host sent H2CTermReq, "
-                "FES %u", (unsigned long long)c->id, c->peer, oc__le16(p + 8));
+                "FES %u", (unsigned long long)c->id, c->peer, oc__load_le16(p + 8));
         oc__nvmf_conn_close(c, "host terminated the connection");
         break;
     case OC_NVMF_PDU_CMD:
@@ -428,7 +428,7 @@ static void parse(oc_nvmf_conn_t *c)
             c->rx_head += OC_NVMF_DGST_LEN;
             h2c_finish(c, cmd, c->dr_datal, c->dr_flags,
                        oc__crc32c(0, cmd->buf + c->dr_datao, c->dr_datal) ==
-                           oc__le32(p));
+                           oc__load_le32(p));
             continue;
         }
         rc = oc__nvmf_pdu_check(p, avail, &c->lim, &in);

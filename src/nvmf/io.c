@@ -151,8 +151,8 @@ static void submit_dsm(oc_nvmf_cmd_t *cmd)
 
     while (cmd->zr_lo < cmd->zr_hi) {
         const uint8_t *r = cmd->buf + 16 * cmd->zr_lo;
-        uint32_t nlb = oc__le32(r + 4);
-        uint64_t slba = oc__le64(r + 8);
+        uint32_t nlb = oc__load_le32(r + 4);
+        uint64_t slba = oc__load_le64(r + 8);
         struct io_uring_sqe *sqe;
         if (nlb == 0) {
             cmd->zr_lo++;
@@ -261,7 +261,7 @@ void oc__nvmf_io_file_done(oc_nvmf_cmd_t *cmd, int res)
     case ST_DSM: {
         const uint8_t *r = cmd->buf + 16 * cmd->zr_lo;
         if (res == 0)
-            oc__nvmf_ns_mark_zero(ns, oc__le64(r + 8), oc__le32(r + 4));
+            oc__nvmf_ns_mark_zero(ns, oc__load_le64(r + 8), oc__load_le32(r + 4));
         /* deallocation is advisory: a file system that cannot punch holes
          * keeps the data, which stays valid */
         cmd->zr_lo++;
@@ -302,7 +302,7 @@ void oc__nvmf_io_exec(oc_nvmf_cmd_t *cmd)
     if (!ns)
         return finish(cmd, OC_NVME_SC_INVALID_NS);
     cmd->ns = ns;
-    cmd->slba = oc__le64(s + 40);
+    cmd->slba = oc__load_le64(s + 40);
     nlb = (cdw12 & 0xffff) + 1;
     cmd->fua = (cdw12 >> 30) & 1;
 
@@ -356,7 +356,7 @@ void oc__nvmf_io_exec(oc_nvmf_cmd_t *cmd)
             return finish(cmd, OC_NVME_SC_SGL_LEN);
         for (uint32_t i = 0; i < nr; i++) {
             const uint8_t *r = cmd->buf + 16 * i;
-            uint64_t sl = oc__le64(r + 8), n = oc__le32(r + 4);
+            uint64_t sl = oc__load_le64(r + 8), n = oc__load_le32(r + 4);
             if (sl > ns->nblocks || n > ns->nblocks - sl)
                 return finish(cmd, OC_NVME_SC_LBA_RANGE);
         }

@@ -131,7 +131,7 @@ static uint16_t sync_cmd(int fd, const uint8_t sqe[64], const void *in,
     h[0] = OC_NVMF_PDU_CMD;
     h[2] = 72;
     h[3] = inlen ? 72 : 0;
-    oc__put32(h + 4, plen);
+    oc__store_le32(h + 4, plen);
     memcpy(h + 8, sqe, 64);
     xsend(fd, h, sizeof(h));
     if (inlen)
@@ -139,12 +139,12 @@ static uint16_t sync_cmd(int fd, const uint8_t sqe[64], const void *in,
     for (;;) {
         uint32_t l;
         xrecv(fd, ch, 8);
-        l = oc__le32(ch + 4);
+        l = oc__load_le32(ch + 4);
         if (ch[0] == OC_NVMF_PDU_C2H_DATA) {
             uint8_t dh[16];
             uint32_t dl;
             xrecv(fd, dh, 16);
-            dl = oc__le32(dh + 8);
+            dl = oc__load_le32(dh + 8);
             if (dl > outlen || l != 24 + dl)
                 die("bad C2HData during setup");
             xrecv(fd, out, dl);
@@ -154,8 +154,8 @@ static uint16_t sync_cmd(int fd, const uint8_t sqe[64], const void *in,
             die("unexpected PDU during setup");
         xrecv(fd, body, 16);
         if (dw0)
-            *dw0 = oc__le32(body);
-        return (uint16_t)((oc__le16(body + 14) >> 1) & 0x7ff);
+            *dw0 = oc__load_le32(body);
+        return (uint16_t)((oc__load_le16(body + 14) >> 1) & 0x7ff);
     }
 }
 
@@ -165,8 +165,8 @@ static void sqe_init(uint8_t *s, uint8_t opc, uint32_t nsid, uint32_t len,
     memset(s, 0, 64);
     s[0] = opc;
     s[1] = 0x40;
-    oc__put32(s + 4, nsid);
-    oc__put32(s + 32, len);
+    oc__store_le32(s + 4, nsid);
+    oc__store_le32(s + 32, len);
     s[39] = sgl;
 }
 
@@ -178,19 +178,19 @@ static int open_queue(uint16_t qid, uint16_t *cntlid)
 
     ic[0] = OC_NVMF_PDU_ICREQ;
     ic[2] = 128;
-    oc__put32(ic + 4, 128);
+    oc__store_le32(ic + 4, 128);
     xsend(fd, ic, 128);
     xrecv(fd, ic, 128);
     if (ic[0] != OC_NVMF_PDU_ICRESP)
         die("no ICResp");
     memset(d, 0x5a, 16);
-    oc__put16(d + 16, qid ? *cntlid : 0xffff);
+    oc__store_le16(d + 16, qid ? *cntlid : 0xffff);
     snprintf((char *)d + 256, 256, "%s", o.nqn);
     snprintf((char *)d + 512, 256, "%s", o.hostnqn);
     sqe_init(sqe, 0x7f, 0, 1024, OC_SGL_INCAPSULE);
     sqe[4] = 0x01;
-    oc__put16(sqe + 42, qid);
-    oc__put16(sqe + 44, (uint16_t)(qid ? o.qd : 31));
+    oc__store_le16(sqe + 42, qid);
+    oc__store_le16(sqe + 44, (uint16_t)(qid ? o.qd : 31));
     if (sync_cmd(fd, sqe, d, 1024, NULL, 0, &dw0))
         die("Connect refused");
     if (!qid)
@@ -220,7 +220,7 @@ static void submit(q_t *q)
     p[0] = OC_NVMF_PDU_CMD;
     p[2] = 72;
     p[3] = incap ? 72 : 0;
-    oc__put32(p + 4, 72 + (incap ? o.bs : 0));
+    oc__store_le32(p + 4, 72 + (incap ? o.bs : 0));
     sqe_init(p + 8, o.write ? 0x01 : 0x02, 1, o.bs,
              incap ? OC_SGL_INCAPSULE : OC_SGL_TRANSPORT);
     /* command ids are unique among outstanding commands: a slow one keeps
@@ -229,9 +229,9 @@ static void submit(q_t *q)
         q->cid++;
     q->sent_ns[q->cid % MAXQD] = oc__now_ns();
     q->lba[q->cid % MAXQD] = lba;
-    oc__put16(p + 10, q->cid++ % MAXQD);
-    oc__put64(p + 48, lba);
-    oc__put32(p + 56, nlb - 1);
+    oc__store_le16(p + 10, q->cid++ % MAXQD);
+    oc__store_le64(p + 48, lba);
+    oc__store_le32(p + 56, nlb - 1);
     q->tx_n += 72;
     if (incap) {
         memcpy(p + 72, wdata, o.bs);
@@ -242,7 +242,7 @@ static void submit(q_t *q)
 
 static void h2c(q_t *q, const uint8_t *r2t)
 {
-    uint32_t off = oc__le32(r2t + 12), len = oc__le32(r2t + 16);
+    uint32_t off = oc__load_le32(r2t + 12), len = oc__load_le32(r2t + 16);
     uint8_t *p;
 
     if (len > o.bs || off + len > o.bs)
@@ -257,10 +257,10 @@ static void h2c(q_t *q, const uint8_t *r2t)
     p[1] = OC_NVMF_F_LAST;
     p[2] = 24;
     p[3] = 24;
-    oc__put32(p + 4, 24 + len);
+    oc__store_le32(p + 4, 24 + len);
     memcpy(p + 8, r2t + 8, 4); /* cccid, ttag */
-    oc__put32(p + 12, off);
-    oc__put32(p + 16, len);
+    oc__store_le32(p + 12, off);
+    oc__store_le32(p + 16, len);
     memcpy(p + 24, wdata + off, len);
     q->tx_n += 24 + len;
 }
@@ -269,8 +269,8 @@ static void h2c(q_t *q, const uint8_t *r2t)
  * backing file at its command's offset */
 static void check_data(q_t *q, const uint8_t *p, uint32_t plen)
 {
-    uint16_t cid = oc__le16(p + 8);
-    uint32_t datao = oc__le32(p + 12), datal = oc__le32(p + 16);
+    uint16_t cid = oc__load_le16(p + 8);
+    uint32_t datao = oc__load_le32(p + 12), datal = oc__load_le32(p + 16);
     off_t off;
 
     if (p[2] != 24 || p[3] != 24 || plen != 24 + datal || datao != 0 ||
@@ -299,7 +299,7 @@ static uint64_t reap(q_t *q)
 
     while (q->rx_n - pos >= 8) {
         const uint8_t *p = q->rx + pos;
-        uint32_t plen = oc__le32(p + 4);
+        uint32_t plen = oc__load_le32(p + 4);
         if (plen < 8 || plen > RXCAP)
             die("bad PDU length from the target");
         if (q->rx_n - pos < plen)
@@ -307,12 +307,12 @@ static uint64_t reap(q_t *q)
         if (p[0] == OC_NVMF_PDU_RSP) {
             if (plen != 24)
                 die("bad CapsuleResp");
-            if ((oc__le16(p + 22) >> 1) & 0x7ff)
+            if ((oc__load_le16(p + 22) >> 1) & 0x7ff)
                 die("a command failed");
-            if (oc__le16(p + 20) >= MAXQD || !q->sent_ns[oc__le16(p + 20)])
+            if (oc__load_le16(p + 20) >= MAXQD || !q->sent_ns[oc__load_le16(p + 20)])
                 die("a response for no outstanding command");
-            lat_sum_ns += oc__now_ns() - q->sent_ns[oc__le16(p + 20) % MAXQD];
-            q->sent_ns[oc__le16(p + 20) % MAXQD] = 0; /* no longer outstanding */
+            lat_sum_ns += oc__now_ns() - q->sent_ns[oc__load_le16(p + 20) % MAXQD];
+            q->sent_ns[oc__load_le16(p + 20) % MAXQD] = 0; /* no longer outstanding */
             lat_n++;
             q->outstanding--;
             done++;
@@ -403,20 +403,20 @@ int main(int argc, char **argv)
     admin = open_queue(0, &cntlid);
     sqe_init(sqe, 0x7f, 0, 0, OC_SGL_TRANSPORT);
     sqe[4] = 0x00; /* Property Set CC: EN, IOSQES 6, IOCQES 4 */
-    oc__put32(sqe + 44, 0x14);
-    oc__put32(sqe + 48, 1 | (6 << 16) | (4 << 20));
+    oc__store_le32(sqe + 44, 0x14);
+    oc__store_le32(sqe + 48, 1 | (6 << 16) | (4 << 20));
     if (sync_cmd(admin, sqe, NULL, 0, NULL, 0, NULL))
         die("Property Set CC failed");
     sqe_init(sqe, 0x06, 1, 4096, OC_SGL_TRANSPORT);
     if (sync_cmd(admin, sqe, NULL, 0, id, sizeof(id), NULL))
         die("Identify namespace 1 failed");
-    o.nsze = oc__le64(id);
+    o.nsze = oc__load_le64(id);
     o.lbads = id[128 + 2];
     if (o.lbads < 9 || o.lbads > 12 || o.bs % (1u << o.lbads) || !o.nsze)
         die("namespace 1: unusable geometry for --bs");
     sqe_init(sqe, 0x09, 0, 0, OC_SGL_TRANSPORT);
-    oc__put32(sqe + 40, 0x07);
-    oc__put32(sqe + 44, (o.nq - 1) | ((o.nq - 1) << 16));
+    oc__store_le32(sqe + 40, 0x07);
+    oc__store_le32(sqe + 44, (o.nq - 1) | ((o.nq - 1) << 16));
     if (sync_cmd(admin, sqe, NULL, 0, NULL, 0, NULL))
         die("Set Features (queues) failed");
     for (uint32_t i = 0; i < o.nq; i++) {

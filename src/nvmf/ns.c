@@ -88,7 +88,7 @@ static int xts(EVP_CIPHER_CTX *ctx, uint8_t *blk, uint32_t bs, uint64_t lba)
     uint8_t iv[16] = {0};
     int outl = 0;
 
-    oc__put64(iv, lba);
+    oc__store_le64(iv, lba);
     if (!EVP_CipherInit_ex(ctx, NULL, NULL, NULL, iv, -1) ||
         !EVP_CipherUpdate(ctx, blk, &outl, blk, (int)bs) || outl != (int)bs)
         return -1;
@@ -116,7 +116,7 @@ static int meta_open(oc_nvmf_ns_t *ns, const char *path)
         if (fstat(fd, &st) || (size_t)st.st_size < len ||
             pread(fd, hdr, META_HDR, 0) != META_HDR ||
             memcmp(hdr, META_MAGIC, sizeof(META_MAGIC)) ||
-            oc__le32(hdr + 32) != ns->bs || oc__le64(hdr + 40) != ns->nblocks) {
+            oc__load_le32(hdr + 32) != ns->bs || oc__load_le64(hdr + 40) != ns->nblocks) {
             oc_error(LOGC, "checksum file %s is not one for %s (%llu "
                      "blocks of %u bytes): move it away to rebuild it", path,
                      ns->path, (unsigned long long)ns->nblocks, ns->bs);
@@ -162,8 +162,8 @@ static int meta_open(oc_nvmf_ns_t *ns, const char *path)
         free(buf);
         memset(hdr, 0, sizeof(hdr));
         memcpy(hdr, META_MAGIC, sizeof(META_MAGIC));
-        oc__put32(hdr + 32, ns->bs);
-        oc__put64(hdr + 40, ns->nblocks);
+        oc__store_le32(hdr + 32, ns->bs);
+        oc__store_le64(hdr + 40, ns->nblocks);
         memcpy(ns->meta_map, hdr, META_HDR);
         if (msync(ns->meta_map, len, MS_SYNC)) {
             oc_error(LOGC, "%s: %s", path, strerror(errno));

@@ -205,7 +205,7 @@ oc_nvmf_pdu_rc_t oc__nvmf_pdu_check(const uint8_t *buf, size_t avail,
     info->type = buf[0];
     info->flags = buf[1];
     info->hlen = buf[2];
-    info->plen = oc__le32(buf + 4);
+    info->plen = oc__load_le32(buf + 4);
     const uint8_t pdo = buf[3];
 
     switch (info->type) {
@@ -293,7 +293,7 @@ oc_nvmf_pdu_rc_t oc__nvmf_pdu_check(const uint8_t *buf, size_t avail,
             info->need = OC_NVMF_DATA_HLEN;
             return OC_NVMF_PDU_NEED;
         }
-        uint32_t datal = oc__le32(buf + 16);
+        uint32_t datal = oc__load_le32(buf + 16);
         if (datal == 0)
             return bad(info, OC_NVMF_FES_HDR_FIELD, 16, "H2CData without data");
         if (datal > lim->max_h2c)
@@ -310,10 +310,10 @@ oc_nvmf_pdu_rc_t oc__nvmf_pdu_check(const uint8_t *buf, size_t avail,
         info->need = info->plen;
         return OC_NVMF_PDU_NEED;
     }
-    if (hd && oc__crc32c(0, buf, info->hlen) != oc__le32(buf + info->hlen))
+    if (hd && oc__crc32c(0, buf, info->hlen) != oc__load_le32(buf + info->hlen))
         return bad(info, OC_NVMF_FES_HDR_DIGEST, 0, "header digest");
     if (info->type == OC_NVMF_PDU_ICREQ) {
-        if (oc__le16(buf + 8) != 0)
+        if (oc__load_le16(buf + 8) != 0)
             return bad(info, OC_NVMF_FES_UNSUPPORTED, 8, "ICReq PDU format version");
         if (buf[10] > 31)
             return bad(info, OC_NVMF_FES_HDR_FIELD, 10, "ICReq HPDA");
@@ -329,8 +329,8 @@ uint16_t oc__nvmf_sgl_decode(const uint8_t *sqe, int dir_write, uint32_t incap,
                             uint32_t *len)
 {
     uint8_t psdt = (uint8_t)(oc__sqe_flags(sqe) >> 6);
-    uint64_t addr = oc__le64(sqe + 24);
-    uint32_t l = oc__le32(sqe + 32);
+    uint64_t addr = oc__load_le64(sqe + 24);
+    uint32_t l = oc__load_le32(sqe + 32);
     uint8_t type = sqe[39];
 
     if (psdt != 1 && psdt != 2) /* NVMe/TCP carries SGLs only, no PRPs */

@@ -13,6 +13,8 @@
 #ifndef OC_NVMF_PDU_H
 #define OC_NVMF_PDU_H
 
+#include "util/bytes.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -58,36 +60,6 @@ enum {
     OC_NVMF_FES_DATA_LIMIT = 0x05,
     OC_NVMF_FES_UNSUPPORTED = 0x06,
 };
-
-/* --------------------------------------------------------- byte access */
-static inline uint16_t oc__le16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] | (p[1] << 8));
-}
-static inline uint32_t oc__le32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
-           ((uint32_t)p[3] << 24);
-}
-static inline uint64_t oc__le64(const uint8_t *p)
-{
-    return (uint64_t)oc__le32(p) | ((uint64_t)oc__le32(p + 4) << 32);
-}
-static inline void oc__put16(uint8_t *p, uint16_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-}
-static inline void oc__put32(uint8_t *p, uint32_t v)
-{
-    oc__put16(p, (uint16_t)v);
-    oc__put16(p + 2, (uint16_t)(v >> 16));
-}
-static inline void oc__put64(uint8_t *p, uint64_t v)
-{
-    oc__put32(p, (uint32_t)v);
-    oc__put32(p + 4, (uint32_t)(v >> 32));
-}
 
 /* ------------------------------------------------------------- CRC32C */
 /** CRC32C (Castagnoli) of @p len bytes, continuing @p crc (start with 0):
@@ -154,12 +126,12 @@ uint32_t oc__nvmf_pdu_max(const oc_nvmf_pdu_limits_t *lim);
 
 static inline uint8_t oc__sqe_opc(const uint8_t *s) { return s[0]; }
 static inline uint8_t oc__sqe_flags(const uint8_t *s) { return s[1]; }
-static inline uint16_t oc__sqe_cid(const uint8_t *s) { return oc__le16(s + 2); }
-static inline uint32_t oc__sqe_nsid(const uint8_t *s) { return oc__le32(s + 4); }
+static inline uint16_t oc__sqe_cid(const uint8_t *s) { return oc__load_le16(s + 2); }
+static inline uint32_t oc__sqe_nsid(const uint8_t *s) { return oc__load_le32(s + 4); }
 /* command dwords 10..15 */
 static inline uint32_t oc__sqe_cdw(const uint8_t *s, int n)
 {
-    return oc__le32(s + 4 * n);
+    return oc__load_le32(s + 4 * n);
 }
 
 /* SGL descriptor in DPTR (bytes 24..39) */
@@ -223,12 +195,12 @@ static inline void oc__nvmf_cqe(uint8_t *cqe, uint32_t dw0, uint32_t dw1,
         sf |= 0x8000; /* DNR: every error here is final for the command */
     if (status == OC_NVME_SC_TRANSIENT_XPORT)
         sf &= 0x7fff; /* a digest error may be retried */
-    oc__put32(cqe, dw0);
-    oc__put32(cqe + 4, dw1);
-    oc__put16(cqe + 8, sqhd);
-    oc__put16(cqe + 10, 0);
-    oc__put16(cqe + 12, cid);
-    oc__put16(cqe + 14, sf);
+    oc__store_le32(cqe, dw0);
+    oc__store_le32(cqe + 4, dw1);
+    oc__store_le16(cqe + 8, sqhd);
+    oc__store_le16(cqe + 10, 0);
+    oc__store_le16(cqe + 12, cid);
+    oc__store_le16(cqe + 14, sf);
 }
 
 #endif

@@ -159,9 +159,9 @@ void oc__nvmf_conn_fatal(oc_nvmf_conn_t *c, uint16_t fes, uint32_t fei,
     memset(p, 0, OC_NVMF_TERM_HLEN);
     p[0] = OC_NVMF_PDU_C2H_TERM;
     p[2] = OC_NVMF_TERM_HLEN;
-    oc__put32(p + 4, OC_NVMF_TERM_HLEN + n);
-    oc__put16(p + 8, fes);
-    oc__put32(p + 10, fei);
+    oc__store_le32(p + 4, OC_NVMF_TERM_HLEN + n);
+    oc__store_le16(p + 8, fes);
+    oc__store_le32(p + 10, fei);
     if (n)
         memcpy(p + OC_NVMF_TERM_HLEN, hdr, n);
     c->term_tx.iov[0].iov_base = p;
@@ -343,18 +343,18 @@ void oc__nvmf_cmd_complete(oc_nvmf_cmd_t *cmd)
                (dd ? OC_NVMF_F_DDGST : 0);
         h[2] = OC_NVMF_DATA_HLEN;
         h[3] = (uint8_t)(OC_NVMF_DATA_HLEN + hd);
-        oc__put32(h + 4, OC_NVMF_DATA_HLEN + hd + cmd->data_len + dd);
-        oc__put16(h + 8, cmd->cid);
-        oc__put32(h + 12, 0);
-        oc__put32(h + 16, cmd->data_len);
+        oc__store_le32(h + 4, OC_NVMF_DATA_HLEN + hd + cmd->data_len + dd);
+        oc__store_le16(h + 8, cmd->cid);
+        oc__store_le32(h + 12, 0);
+        oc__store_le32(h + 16, cmd->data_len);
         if (hd)
-            oc__put32(h + OC_NVMF_DATA_HLEN, oc__crc32c(0, h, OC_NVMF_DATA_HLEN));
+            oc__store_le32(h + OC_NVMF_DATA_HLEN, oc__crc32c(0, h, OC_NVMF_DATA_HLEN));
         tx->iov[tx->niov].iov_base = h;
         tx->iov[tx->niov++].iov_len = OC_NVMF_DATA_HLEN + hd;
         tx->iov[tx->niov].iov_base = cmd->buf;
         tx->iov[tx->niov++].iov_len = cmd->data_len;
         if (dd) {
-            oc__put32(cmd->ddgst, oc__crc32c(0, cmd->buf, cmd->data_len));
+            oc__store_le32(cmd->ddgst, oc__crc32c(0, cmd->buf, cmd->data_len));
             tx->iov[tx->niov].iov_base = cmd->ddgst;
             tx->iov[tx->niov++].iov_len = dd;
         }
@@ -364,10 +364,10 @@ void oc__nvmf_cmd_complete(oc_nvmf_cmd_t *cmd)
     r[0] = OC_NVMF_PDU_RSP;
     r[1] = hd ? OC_NVMF_F_HDGST : 0;
     r[2] = OC_NVMF_RSP_HLEN;
-    oc__put32(r + 4, OC_NVMF_RSP_HLEN + hd);
+    oc__store_le32(r + 4, OC_NVMF_RSP_HLEN + hd);
     oc__nvmf_cqe(r + 8, cmd->dw0, cmd->dw1, c->sqhd, cmd->cid, cmd->status);
     if (hd)
-        oc__put32(r + OC_NVMF_RSP_HLEN, oc__crc32c(0, r, OC_NVMF_RSP_HLEN));
+        oc__store_le32(r + OC_NVMF_RSP_HLEN, oc__crc32c(0, r, OC_NVMF_RSP_HLEN));
     tx->iov[tx->niov].iov_base = r;
     tx->iov[tx->niov++].iov_len = OC_NVMF_RSP_HLEN + hd;
     tx->len += OC_NVMF_RSP_HLEN + hd;
@@ -387,13 +387,13 @@ void oc__nvmf_cmd_r2t(oc_nvmf_cmd_t *cmd)
     h[0] = OC_NVMF_PDU_R2T;
     h[1] = hd ? OC_NVMF_F_HDGST : 0;
     h[2] = OC_NVMF_DATA_HLEN;
-    oc__put32(h + 4, OC_NVMF_DATA_HLEN + hd);
-    oc__put16(h + 8, cmd->cid);
-    oc__put16(h + 10, cmd->ttag);
-    oc__put32(h + 12, cmd->h2c_got);
-    oc__put32(h + 16, cmd->data_len - cmd->h2c_got);
+    oc__store_le32(h + 4, OC_NVMF_DATA_HLEN + hd);
+    oc__store_le16(h + 8, cmd->cid);
+    oc__store_le16(h + 10, cmd->ttag);
+    oc__store_le32(h + 12, cmd->h2c_got);
+    oc__store_le32(h + 16, cmd->data_len - cmd->h2c_got);
     if (hd)
-        oc__put32(h + OC_NVMF_DATA_HLEN, oc__crc32c(0, h, OC_NVMF_DATA_HLEN));
+        oc__store_le32(h + OC_NVMF_DATA_HLEN, oc__crc32c(0, h, OC_NVMF_DATA_HLEN));
     cmd->r2t_tx.iov[0].iov_base = h;
     cmd->r2t_tx.iov[0].iov_len = OC_NVMF_DATA_HLEN + hd;
     cmd->r2t_tx.niov = 1;

@@ -15,6 +15,7 @@
  */
 #include "ct_int.h"
 #include "util/hugemem.h"
+#include "util/counter.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -124,7 +125,7 @@ size_t oc__ct_mem_bytes(const oc_ct_t *ct)
 
 uint32_t oc__ct_count(const oc_ct_t *ct)
 {
-    return (uint32_t)__atomic_load_n(&ct->st.flows, __ATOMIC_RELAXED);
+    return (uint32_t)OC__CTR_GET(ct->st.flows);
 }
 
 void oc__ct_stats(const oc_ct_t *ct, oc_ct_stats_t *out)
@@ -132,7 +133,7 @@ void oc__ct_stats(const oc_ct_t *ct, oc_ct_stats_t *out)
     const uint64_t *s = (const uint64_t *)&ct->st;
     uint64_t *d = (uint64_t *)out;
     for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
-        d[i] = __atomic_load_n(&s[i], __ATOMIC_RELAXED);
+        d[i] = OC__CTR_GET(s[i]);
 }
 
 /* ------------------------------------------------------------- index */
@@ -166,7 +167,7 @@ void oc__ct_remove(oc_ct_t *ct, uint32_t ei)
     ct->idx[hole] = 0;
     ct->e[ei].flags = 0;
     ct->free[ct->nfree++] = ei;
-    __atomic_store_n(&ct->st.flows, ct->st.flows - 1, __ATOMIC_RELAXED);
+    OC__CTR_SUB(ct->st.flows, 1);
 }
 
 uint32_t oc__ct_expire(oc_ct_t *ct, uint64_t now_ms, uint32_t budget)
@@ -177,7 +178,7 @@ uint32_t oc__ct_expire(oc_ct_t *ct, uint64_t now_ms, uint32_t budget)
         ct->hand = ct->hand + 1 == ct->cap ? 0 : ct->hand + 1;
         if ((ct->e[ei].flags & F_USED) && expired(&ct->e[ei], now_ms)) {
             oc__ct_remove(ct, ei);
-            bump(&ct->st.expired);
+            OC__CTR_INC(ct->st.expired);
             n++;
         }
     }
@@ -198,7 +199,7 @@ static int64_t make_room(oc_ct_t *ct, uint64_t now)
             continue;
         if (expired(e, now)) {
             oc__ct_remove(ct, ei);
-            bump(&ct->st.expired);
+            OC__CTR_INC(ct->st.expired);
             return ei;
         }
         /* expires - timeout is not stored; the earliest expiry among
@@ -210,7 +211,7 @@ static int64_t make_room(oc_ct_t *ct, uint64_t now)
     }
     if (victim >= 0) {
         oc__ct_remove(ct, (uint32_t)victim);
-        bump(&ct->st.evicted);
+        OC__CTR_INC(ct->st.evicted);
     }
     return victim;
 }
@@ -222,7 +223,7 @@ ct_entry_t *oc__ct_insert(oc_ct_t *ct, const ct_key_t *k, uint32_t h,
     ct_entry_t *e;
 
     if (ct->nfree == 0 && make_room(ct, now) < 0) {
-        bump(&ct->st.full);
+        OC__CTR_INC(ct->st.full);
         return NULL;
     }
     ei = ct->free[--ct->nfree];
@@ -243,8 +244,8 @@ ct_entry_t *oc__ct_insert(oc_ct_t *ct, const ct_key_t *k, uint32_t h,
     for (s = h & ct->mask; ct->idx[s] != 0; s = (s + 1) & ct->mask)
         ;
     ct->idx[s] = (uint64_t)h << 32 | (ei + 1);
-    __atomic_store_n(&ct->st.flows, ct->st.flows + 1, __ATOMIC_RELAXED);
-    bump(&ct->st.created);
+    OC__CTR_INC(ct->st.flows);
+    OC__CTR_INC(ct->st.created);
     return e;
 }
 

@@ -10,6 +10,9 @@
 
 #include "pkt/ct.h"
 
+#include "util/bytes.h"
+#include "util/counter.h"
+
 #include <string.h>
 
 enum {
@@ -60,21 +63,7 @@ struct oc_ct {
                         * then endpoint 1's; NULL in an IPv4 table */
 };
 
-static inline void bump(uint64_t *c)
-{
-    __atomic_store_n(c, *c + 1, __ATOMIC_RELAXED);
-}
 
-static inline uint16_t rd16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static inline uint32_t rd32(const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 |
-           p[3];
-}
 
 /* sequence-space comparisons (RFC 793 modular arithmetic) */
 static inline bool seq_after(uint32_t a, uint32_t b)
@@ -112,10 +101,10 @@ static inline void key_make(ct_key_t *k, uint16_t zone, uint8_t proto,
  * take all 128 bits (key_make6 orders by the full address) */
 static inline uint32_t a6_digest(const uint8_t *a)
 {
-    uint64_t x = (uint64_t)rd32(a) * 0x9e3779b97f4a7c15ull ^
-                 (uint64_t)rd32(a + 4) * 0xc2b2ae3d27d4eb4full ^
-                 (uint64_t)rd32(a + 8) * 0x165667b19e3779f9ull ^
-                 (uint64_t)rd32(a + 12) * 0x27d4eb2f165667c5ull;
+    uint64_t x = (uint64_t)oc__load_be32(a) * 0x9e3779b97f4a7c15ull ^
+                 (uint64_t)oc__load_be32(a + 4) * 0xc2b2ae3d27d4eb4full ^
+                 (uint64_t)oc__load_be32(a + 8) * 0x165667b19e3779f9ull ^
+                 (uint64_t)oc__load_be32(a + 12) * 0x27d4eb2f165667c5ull;
     return (uint32_t)(x >> 32) ^ (uint32_t)x;
 }
 

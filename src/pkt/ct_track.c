@@ -85,7 +85,7 @@ static oc_ct_result_t tcp_track(oc_ct_t *ct, ct_entry_t *e, int dir,
     /* both sides known: every segment is checked against the window */
     if (st >= OC_CT_TCP_SYN_RECV &&
         !(st == OC_CT_TCP_SYN_RECV && (f & TH_SYN)) && !in_window(e, dir, g)) {
-        bump(&ct->st.out_of_window);
+        OC__CTR_INC(ct->st.out_of_window);
         info->why = OC_CT_WHY_WINDOW;
         return OC_CT_INVALID;
     }
@@ -106,17 +106,17 @@ static oc_ct_result_t tcp_track(oc_ct_t *ct, ct_entry_t *e, int dir,
                      (st == OC_CT_TCP_SYN_RECV && dir == 1 && (f & TH_ACK)))) {
             /* not a retransmission of the handshake */
             info->why = OC_CT_WHY_FLAGS;
-            bump(&ct->st.invalid);
+            OC__CTR_INC(ct->st.invalid);
             return OC_CT_INVALID;
         }
     } else if (!(f & TH_ACK)) {
         info->why = OC_CT_WHY_FLAGS; /* every segment after SYN carries ACK */
-        bump(&ct->st.invalid);
+        OC__CTR_INC(ct->st.invalid);
         return OC_CT_INVALID;
     } else {
         if (st == OC_CT_TCP_SYN_SENT) {
             info->why = OC_CT_WHY_FLAGS; /* no SYN+ACK yet */
-            bump(&ct->st.invalid);
+            OC__CTR_INC(ct->st.invalid);
             return OC_CT_INVALID;
         }
         if (st == OC_CT_TCP_SYN_RECV && dir == 0) {
@@ -159,7 +159,7 @@ static int ip_parse(const uint8_t *ip, uint32_t len, bool inner, ip_tuple_t *t,
     if (len < 20 || (ip[0] >> 4) != 4)
         return -1;
     ihl = (uint32_t)(ip[0] & 15) * 4;
-    total = rd16(ip + 2);
+    total = oc__load_be16(ip + 2);
     if (ihl < 20 || ihl > len)
         return -1;
     /* an ICMP error quotes a prefix of the packet: its total length may
@@ -168,14 +168,14 @@ static int ip_parse(const uint8_t *ip, uint32_t len, bool inner, ip_tuple_t *t,
         return -1;
     if (inner || total > len)
         total = len;
-    t->sip = rd32(ip + 12);
-    t->dip = rd32(ip + 16);
+    t->sip = oc__load_be32(ip + 12);
+    t->dip = oc__load_be32(ip + 16);
     t->s6 = t->d6 = NULL;
     t->proto = ip[9];
     t->sp = t->dp = 0;
     *l4 = ip + ihl;
     *l4len = total - ihl;
-    return (rd16(ip + 6) & 0x1fff) != 0 ? 1 : 0;
+    return (oc__load_be16(ip + 6) & 0x1fff) != 0 ? 1 : 0;
 }
 
 #define IP6_MAX_EXT 8 /* as the parser's (src/pkt/parse.c) */
@@ -192,7 +192,7 @@ static int ip6_parse(const uint8_t *ip, uint32_t len, bool inner,
 
     if (len < 40 || (ip[0] >> 4) != 6)
         return -1;
-    total = 40u + rd16(ip + 4);
+    total = 40u + oc__load_be16(ip + 4);
     if (!inner && total > len)
         return -1;
     if (inner || total > len)
@@ -204,7 +204,7 @@ static int ip6_parse(const uint8_t *ip, uint32_t len, bool inner,
         if (i == IP6_MAX_EXT || total - off < 8)
             return -1;
         if (nh == 44) {
-            if ((rd16(ip + off + 2) & 0xfff8) != 0)
+            if ((oc__load_be16(ip + off + 2) & 0xfff8) != 0)
                 return 1;
             l = 8;
         } else if (nh == 51) {
@@ -294,24 +294,24 @@ static oc_ct_result_t icmp_error(oc_ct_t *ct, uint16_t zone, const uint8_t *q,
 
     if (any_parse(ct, q, qlen, true, &t, &l4, &l4len) != 0 || l4len < 8) {
         info->why = OC_CT_WHY_MALFORMED;
-        bump(&ct->st.invalid);
+        OC__CTR_INC(ct->st.invalid);
         return OC_CT_INVALID;
     }
     if (t.proto == 6 || t.proto == 17) {
-        t.sp = rd16(l4);
-        t.dp = rd16(l4 + 2);
+        t.sp = oc__load_be16(l4);
+        t.dp = oc__load_be16(l4 + 2);
     } else if (t.proto == ICMP_PROTO(ct) &&
                (icmp_echo_req(ct, l4[0]) || icmp_echo_rep(ct, l4[0]))) {
-        t.sp = t.dp = rd16(l4 + 4);
+        t.sp = t.dp = oc__load_be16(l4 + 4);
     } else if (t.proto == ICMP_PROTO(ct)) {
-        bump(&ct->st.no_conn); /* errors about errors are never related */
+        OC__CTR_INC(ct->st.no_conn); /* errors about errors are never related */
         return OC_CT_NO_CONN;
     }
     key_of(&k, zone, &t);
     h = key_hash(&k);
     e = lookup(ct, &k, h);
     if (e == NULL || expired(e, now)) {
-        bump(&ct->st.no_conn);
+        OC__CTR_INC(ct->st.no_conn);
         return OC_CT_NO_CONN;
     }
     return OC_CT_RELATED;
@@ -363,12 +363,12 @@ static void prepare(oc_ct_t *ct, uint16_t zone, const uint8_t *ip, uint32_t len,
         if (l4len < 20 || (doff = (uint32_t)(l4[12] >> 4) * 4) < 20 ||
             doff > l4len)
             goto malformed;
-        t.sp = rd16(l4);
-        t.dp = rd16(l4 + 2);
-        p->g.seq = rd32(l4 + 4);
-        p->g.ack = rd32(l4 + 8);
+        t.sp = oc__load_be16(l4);
+        t.dp = oc__load_be16(l4 + 2);
+        p->g.seq = oc__load_be32(l4 + 4);
+        p->g.ack = oc__load_be32(l4 + 8);
         p->g.flags = l4[13] & (TH_FIN | TH_SYN | TH_RST | TH_ACK);
-        p->g.win = rd16(l4 + 14);
+        p->g.win = oc__load_be16(l4 + 14);
         p->g.end = p->g.seq + (l4len - doff) + !!(p->g.flags & TH_SYN) +
                    !!(p->g.flags & TH_FIN);
         p->g.wscale =
@@ -380,14 +380,14 @@ static void prepare(oc_ct_t *ct, uint16_t zone, const uint8_t *ip, uint32_t len,
     case 17:
         if (l4len < 8)
             goto malformed;
-        t.sp = rd16(l4);
-        t.dp = rd16(l4 + 2);
+        t.sp = oc__load_be16(l4);
+        t.dp = oc__load_be16(l4 + 2);
         break;
     case 1: /* ICMP, or ICMPv6 in an IPv6 table */
         if (l4len < 8)
             goto malformed;
         if (icmp_echo_req(ct, l4[0]) || icmp_echo_rep(ct, l4[0])) {
-            t.sp = t.dp = rd16(l4 + 4); /* echo identifier */
+            t.sp = t.dp = oc__load_be16(l4 + 4); /* echo identifier */
             p->icmp = 1;
             p->icmp_reply = icmp_echo_rep(ct, l4[0]);
             p->opener = !p->icmp_reply;
@@ -400,7 +400,7 @@ static void prepare(oc_ct_t *ct, uint16_t zone, const uint8_t *ip, uint32_t len,
             p->step = P_DONE;
             p->res = OC_CT_INVALID;
             p->why = OC_CT_WHY_ICMP;
-            bump(&ct->st.invalid);
+            OC__CTR_INC(ct->st.invalid);
             return;
         }
         break;
@@ -415,7 +415,7 @@ malformed:
     p->step = P_DONE;
     p->res = OC_CT_INVALID;
     p->why = OC_CT_WHY_MALFORMED;
-    bump(&ct->st.invalid);
+    OC__CTR_INC(ct->st.invalid);
 }
 
 /* Whether a packet that would open a flow may: the caller's answer. */
@@ -443,7 +443,7 @@ static oc_ct_result_t apply(oc_ct_t *ct, uint16_t zone, ct_pkt_t *p,
     e = lookup(ct, &p->k, p->h);
     if (e != NULL && expired(e, now)) {
         oc__ct_remove(ct, (uint32_t)(e - ct->e));
-        bump(&ct->st.expired);
+        OC__CTR_INC(ct->st.expired);
         e = NULL;
     }
     dir = e != NULL && p->k.src_side != !!(e->flags & F_ORIG1);
@@ -451,13 +451,13 @@ static oc_ct_result_t apply(oc_ct_t *ct, uint16_t zone, ct_pkt_t *p,
     if (e != NULL && p->proto == 6 && p->opener && dir == 0 &&
         e->state >= OC_CT_TCP_TIME_WAIT) {
         oc__ct_remove(ct, (uint32_t)(e - ct->e));
-        bump(&ct->st.closed);
+        OC__CTR_INC(ct->st.closed);
         e = NULL;
     }
     if (e == NULL) {
         if (!p->opener ||
             !(may->fn != NULL ? may->fn(may->arg, i) : may->allow)) {
-            bump(&ct->st.no_conn);
+            OC__CTR_INC(ct->st.no_conn);
             return OC_CT_NO_CONN;
         }
         e = oc__ct_insert(ct, &p->k, p->h, now);
@@ -484,7 +484,7 @@ static oc_ct_result_t apply(oc_ct_t *ct, uint16_t zone, ct_pkt_t *p,
     } else if (p->icmp && dir != p->icmp_reply) {
         info->why =
             OC_CT_WHY_ICMP; /* a reply from the requester, or vice versa */
-        bump(&ct->st.invalid);
+        OC__CTR_INC(ct->st.invalid);
         return OC_CT_INVALID;
     } else if (dir == 1) {
         e->flags |= F_REPLIED | F_ASSURED;

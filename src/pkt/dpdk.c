@@ -16,6 +16,7 @@
  */
 #include "port_int.h"
 #include "util/log.h"
+#include "util/counter.h"
 
 #include <rte_dev.h>
 #include <rte_eal.h>
@@ -30,10 +31,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define RELAXED_ADD(field, v)                                                  \
-    __atomic_store_n(&(field), (field) + (v), __ATOMIC_RELAXED)
-#define RELAXED_GET(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
 
 #define DPDK_MAX_QUEUES 64
 #define DPDK_RING       1024
@@ -212,8 +209,8 @@ uint16_t oc__dpdk_rx_burst(oc_port_t *p, uint32_t q, oc_pkt_t **pkts,
         bytes += m[i]->pkt_len;
     }
     if (got > 0) {
-        RELAXED_ADD(dq->rx_packets, got);
-        RELAXED_ADD(dq->rx_bytes, bytes);
+        OC__CTR_ADD(dq->rx_packets, got);
+        OC__CTR_ADD(dq->rx_bytes, bytes);
     }
     return got;
 }
@@ -233,10 +230,10 @@ uint16_t oc__dpdk_tx_burst(oc_port_t *p, uint32_t q, oc_pkt_t **pkts,
     k = rte_eth_tx_burst(p->dpdk_id, (uint16_t)q, m, n);
     for (uint16_t i = 0; i < k; i++)
         bytes += m[i]->pkt_len;
-    RELAXED_ADD(dq->tx_packets, k);
-    RELAXED_ADD(dq->tx_bytes, bytes);
+    OC__CTR_ADD(dq->tx_packets, k);
+    OC__CTR_ADD(dq->tx_bytes, bytes);
     if (k < n)
-        RELAXED_ADD(dq->tx_full, 1);
+        OC__CTR_ADD(dq->tx_full, 1);
     return k;
 }
 
@@ -260,11 +257,11 @@ void oc__dpdk_stats(const oc_port_t *p, oc_port_stats_t *out)
     memset(out, 0, sizeof(*out));
     for (uint32_t q = 0; q < p->nqueues; q++) {
         dq_t *dq = &((dq_t *)p->q)[q];
-        out->rx_packets += RELAXED_GET(dq->rx_packets);
-        out->rx_bytes += RELAXED_GET(dq->rx_bytes);
-        out->tx_packets += RELAXED_GET(dq->tx_packets);
-        out->tx_bytes += RELAXED_GET(dq->tx_bytes);
-        out->tx_full += RELAXED_GET(dq->tx_full);
+        out->rx_packets += OC__CTR_GET(dq->rx_packets);
+        out->rx_bytes += OC__CTR_GET(dq->rx_bytes);
+        out->tx_packets += OC__CTR_GET(dq->tx_packets);
+        out->tx_bytes += OC__CTR_GET(dq->tx_bytes);
+        out->tx_full += OC__CTR_GET(dq->tx_full);
     }
     if (rte_eth_stats_get(p->dpdk_id, &es) == 0) {
         out->kernel_rx_dropped = es.imissed + es.rx_nombuf;

@@ -16,6 +16,8 @@
  */
 #include "pkt/esp.h"
 
+#include "util/bytes.h"
+
 #include <arpa/inet.h>
 #include <openssl/evp.h>
 #include <stdio.h>
@@ -43,23 +45,12 @@ const char *oc__esp_result_name(oc_esp_result_t r)
     return (unsigned)r < OC_ESP_E_MAX ? result_names[r] : "?";
 }
 
-static inline uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
-static inline uint32_t rd32(const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-static inline void wr16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
-static inline void wr32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 24); p[1] = (uint8_t)(v >> 16);
-    p[2] = (uint8_t)(v >> 8);  p[3] = (uint8_t)v;
-}
 
 static uint16_t ip_csum(const uint8_t *h, unsigned n)
 {
     uint32_t s = 0;
     for (unsigned i = 0; i + 1 < n; i += 2)
-        s += rd16(h + i);
+        s += oc__load_be16(h + i);
     while (s >> 16)
         s = (s & 0xffff) + (s >> 16);
     return (uint16_t)~s;
@@ -126,21 +117,21 @@ oc_esp_result_t oc__esp_encap(oc_esp_sa_t *sa, oc_esp_ctx_t *x, uint8_t *ip,
     /* outer IPv4: DSCP/ECN copied from an IPv4 inner header, DF set (the
      * inner packet is never fragmented: see TOO_BIG), ID 0 (RFC 6864) */
     o[0] = 0x45;
-    o[1] = (ip[0] >> 4) == 4 ? ip[1] : (uint8_t)((rd16(ip) >> 4) & 0xff);
-    wr16(o + 2, (uint16_t)total);
-    wr16(o + 4, 0);
-    wr16(o + 6, 0x4000);
+    o[1] = (ip[0] >> 4) == 4 ? ip[1] : (uint8_t)((oc__load_be16(ip) >> 4) & 0xff);
+    oc__store_be16(o + 2, (uint16_t)total);
+    oc__store_be16(o + 4, 0);
+    oc__store_be16(o + 6, 0x4000);
     o[8] = 64;
     o[9] = 50;
-    wr16(o + 10, 0);
-    wr32(o + 12, sa->c.local);
-    wr32(o + 16, sa->c.peer);
-    wr16(o + 10, ip_csum(o, 20));
+    oc__store_be16(o + 10, 0);
+    oc__store_be32(o + 12, sa->c.local);
+    oc__store_be32(o + 16, sa->c.peer);
+    oc__store_be16(o + 10, ip_csum(o, 20));
     /* ESP header and IV (= the 64-bit sequence number: unique per key) */
-    wr32(o + 20, sa->c.spi);
-    wr32(o + 24, (uint32_t)seq);
-    wr32(o + 28, (uint32_t)(seq >> 32));
-    wr32(o + 32, (uint32_t)seq);
+    oc__store_be32(o + 20, sa->c.spi);
+    oc__store_be32(o + 24, (uint32_t)seq);
+    oc__store_be32(o + 28, (uint32_t)(seq >> 32));
+    oc__store_be32(o + 32, (uint32_t)seq);
     /* trailer */
     p = ip + len;
     for (uint32_t i = 0; i < pad; i++)
@@ -168,13 +159,13 @@ static oc_esp_result_t outer(const uint8_t *ip, uint32_t len, uint32_t *hl,
     if (len < 20)
         return OC_ESP_E_SHORT;
     *hl = (uint32_t)(ip[0] & 15) * 4;
-    *tot = rd16(ip + 2);
+    *tot = oc__load_be16(ip + 2);
     if ((ip[0] >> 4) != 4 || *hl < 20 || *hl > len || *tot < *hl ||
         *tot > len)
         return OC_ESP_E_MALFORMED;
     /* fragments are not reassembled: the sender's DF and our MTU rules
      * mean a fragmented ESP packet is never one of ours */
-    if ((rd16(ip + 6) & 0x3fff) != 0 || ip[9] != 50)
+    if ((oc__load_be16(ip + 6) & 0x3fff) != 0 || ip[9] != 50)
         return OC_ESP_E_MALFORMED;
     if (*tot - *hl < OC_ESP_HDR_LEN + OC_ESP_IV_LEN + 2 + OC_ESP_ICV_LEN)
         return OC_ESP_E_SHORT;
@@ -189,9 +180,9 @@ oc_esp_result_t oc__esp_peek(const uint8_t *ip, uint32_t len, uint32_t *spi,
     *spi = 0;
     if (r != OC_ESP_OK)
         return r;
-    *spi = rd32(ip + hl);
-    *src = rd32(ip + 12);
-    *dst = rd32(ip + 16);
+    *spi = oc__load_be32(ip + hl);
+    *src = oc__load_be32(ip + 12);
+    *dst = oc__load_be32(ip + 16);
     return OC_ESP_OK;
 }
 
@@ -262,10 +253,10 @@ oc_esp_result_t oc__esp_decap(oc_esp_sa_t *sa, oc_esp_ctx_t *x, uint8_t *ip,
     if (r != OC_ESP_OK)
         return r;
     e = ip + hl;
-    if (rd32(e) != sa->c.spi || rd32(ip + 12) != sa->c.peer ||
-        rd32(ip + 16) != sa->c.local)
+    if (oc__load_be32(e) != sa->c.spi || oc__load_be32(ip + 12) != sa->c.peer ||
+        oc__load_be32(ip + 16) != sa->c.local)
         return OC_ESP_E_UNKNOWN_SPI;
-    seq = rd32(e + 4);
+    seq = oc__load_be32(e + 4);
     lock(sa);
     fresh = window_ok(sa, seq);
     unlock(sa);
@@ -308,7 +299,7 @@ oc_esp_result_t oc__esp_decap(oc_esp_sa_t *sa, oc_esp_ctx_t *x, uint8_t *ip,
         uint32_t il;
         if (ilen < 20 || (pt[0] >> 4) != 4 || (pt[0] & 15) < 5)
             return OC_ESP_E_BAD_INNER;
-        il = rd16(pt + 2);
+        il = oc__load_be16(pt + 2);
         if (il < (uint32_t)(pt[0] & 15) * 4 || il > ilen)
             return OC_ESP_E_BAD_INNER;
         ilen = il; /* anything after it is TFC padding (RFC 4303 2.4) */
@@ -316,7 +307,7 @@ oc_esp_result_t oc__esp_decap(oc_esp_sa_t *sa, oc_esp_ctx_t *x, uint8_t *ip,
         uint32_t il;
         if (ilen < 40 || (pt[0] >> 4) != 6)
             return OC_ESP_E_BAD_INNER;
-        il = 40u + rd16(pt + 4);
+        il = 40u + oc__load_be16(pt + 4);
         if (il > ilen)
             return OC_ESP_E_BAD_INNER;
         ilen = il;
@@ -334,10 +325,10 @@ bool oc__esp_mss_clamp(uint8_t *ip, uint32_t len, uint16_t mss)
     uint8_t *t;
 
     if (len < 20 || (ip[0] >> 4) != 4 || ip[9] != 6 ||
-        (rd16(ip + 6) & 0x1fff) != 0)
+        (oc__load_be16(ip + 6) & 0x1fff) != 0)
         return false;
     hl = (uint32_t)(ip[0] & 15) * 4;
-    tot = rd16(ip + 2);
+    tot = oc__load_be16(ip + 2);
     if (hl < 20 || tot > len || tot < hl + 20)
         return false;
     t = ip + hl;
@@ -357,16 +348,16 @@ bool oc__esp_mss_clamp(uint8_t *ip, uint32_t len, uint16_t mss)
         if (o + 1 >= doff || t[o + 1] < 2 || o + t[o + 1] > doff)
             break;
         if (kind == 2 && t[o + 1] == 4) {
-            uint16_t old = rd16(t + o + 2);
+            uint16_t old = oc__load_be16(t + o + 2);
             uint32_t s;
             if (old <= mss)
                 return false;
-            wr16(t + o + 2, mss);
+            oc__store_be16(t + o + 2, mss);
             /* RFC 1624: HC' = ~(~HC + ~m + m') */
-            s = (uint16_t)~rd16(t + 16) + (uint16_t)~old + mss;
+            s = (uint16_t)~oc__load_be16(t + 16) + (uint16_t)~old + mss;
             while (s >> 16)
                 s = (s & 0xffff) + (s >> 16);
-            wr16(t + 16, (uint16_t)~s);
+            oc__store_be16(t + 16, (uint16_t)~s);
             return true;
         }
         o += t[o + 1];

@@ -7,7 +7,8 @@
  */
 #include "pkt/flow.h"
 
-#include <arpa/inet.h>
+#include "util/bytes.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -142,14 +143,12 @@ void oc__flow_table_destroy(oc_flow_table_t *t)
 bool oc__flow_tcp_ts(const uint8_t *tcp, size_t hdr_len, oc_flow_ts_t *out)
 {
     size_t i = 20;
-    uint32_t w[3];
     /* the layout Linux and most stacks send on every segment: NOP, NOP,
      * TS first (one word compare, then the two values) */
     if (hdr_len >= 32) {
-        memcpy(w, tcp + 20, sizeof(w));
-        if (w[0] == htonl(0x0101080au)) {
-            out->val = ntohl(w[1]);
-            out->ecr = ntohl(w[2]);
+        if (oc__load_be32(tcp + 20) == 0x0101080au) {
+            out->val = oc__load_be32(tcp + 24);
+            out->ecr = oc__load_be32(tcp + 28);
             return true;
         }
     }
@@ -168,10 +167,8 @@ bool oc__flow_tcp_ts(const uint8_t *tcp, size_t hdr_len, oc_flow_ts_t *out)
             return false;       /* malformed: stop */
         if (kind == 8 && olen == 10) {
             const uint8_t *o = tcp + i + 2;
-            out->val = (uint32_t)o[0] << 24 | (uint32_t)o[1] << 16 |
-                       (uint32_t)o[2] << 8 | o[3];
-            out->ecr = (uint32_t)o[4] << 24 | (uint32_t)o[5] << 16 |
-                       (uint32_t)o[6] << 8 | o[7];
+            out->val = oc__load_be32(o);
+            out->ecr = oc__load_be32(o + 4);
             return true;
         }
         i += olen;

@@ -24,6 +24,8 @@
  */
 #include "pkt/pkt.h"
 
+#include "util/bytes.h"
+
 #include <string.h>
 
 static const char *const reason_names[OC_PKT_R_MAX] = {
@@ -68,16 +70,6 @@ oc_pkt_policy_t oc__pkt_default_policy(oc_pkt_reason_t r)
     }
 }
 
-static inline uint16_t rd16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static inline uint32_t rd32(const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 |
-           p[3];
-}
 
 /* Symmetric: a flow and its reply hash alike (one thread may own both). */
 static inline uint32_t flow_hash(uint32_t a, uint32_t b, uint16_t pa,
@@ -100,14 +92,14 @@ static int parse_l4(uint8_t proto, const uint8_t *l4, uint32_t n,
         if (n < 20 || (uint32_t)(l4[12] >> 4) * 4 < 20 ||
             (uint32_t)(l4[12] >> 4) * 4 > n)
             return -1;
-        *sport = rd16(l4);
-        *dport = rd16(l4 + 2);
+        *sport = oc__load_be16(l4);
+        *dport = oc__load_be16(l4 + 2);
         return 0;
     case 17: /* UDP */
-        if (n < 8 || rd16(l4 + 4) < 8 || rd16(l4 + 4) > n)
+        if (n < 8 || oc__load_be16(l4 + 4) < 8 || oc__load_be16(l4 + 4) > n)
             return -1;
-        *sport = rd16(l4);
-        *dport = rd16(l4 + 2);
+        *sport = oc__load_be16(l4);
+        *dport = oc__load_be16(l4 + 2);
         return 0;
     case 1:  /* ICMP */
     case 58: /* ICMPv6 */
@@ -131,14 +123,14 @@ static oc_pkt_reason_t parse_ipv4(const uint8_t *ip, uint32_t n,
     ihl = (uint32_t)(ip[0] & 15) * 4;
     if (ihl < 20 || ihl > n)
         return OC_PKT_R_BAD_IP_HDR_LEN;
-    total = rd16(ip + 2);
+    total = oc__load_be16(ip + 2);
     /* shorter than the frame is Ethernet padding; longer is a lie */
     if (total < ihl || total > n)
         return OC_PKT_R_BAD_IP_TOTAL_LEN;
-    m->key.src_ip = rd32(ip + 12);
-    m->key.dst_ip = rd32(ip + 16);
+    m->key.src_ip = oc__load_be32(ip + 12);
+    m->key.dst_ip = oc__load_be32(ip + 16);
     m->key.proto = ip[9];
-    frag = rd16(ip + 6);
+    frag = oc__load_be16(ip + 6);
     if ((frag & 0x3fff) != 0)
         m->is_fragment = 1;
     if ((frag & 0x1fff) != 0) {
@@ -166,7 +158,7 @@ static oc_pkt_reason_t parse_ipv6(const uint8_t *ip, uint32_t n,
                                            : OC_PKT_R_BAD_IP_HDR_LEN;
     if ((ip[0] >> 4) != 6)
         return OC_PKT_R_BAD_IP_VERSION;
-    total = 40u + rd16(ip + 4);
+    total = 40u + oc__load_be16(ip + 4);
     if (total > n) /* a jumbogram (payload length 0) is not for us either */
         return OC_PKT_R_BAD_IP_TOTAL_LEN;
     nh = ip[6];
@@ -177,12 +169,12 @@ static oc_pkt_reason_t parse_ipv6(const uint8_t *ip, uint32_t n,
         if (i == IPV6_MAX_EXT || total - off < 8)
             return OC_PKT_R_IPV6_EXT;
         if (nh == 44) { /* fragment header: 8 bytes */
-            uint16_t fo = rd16(ip + off + 2);
+            uint16_t fo = oc__load_be16(ip + off + 2);
             m->is_fragment = 1;
             len = 8;
             if ((fo & 0xfff8) != 0) { /* not the first: no L4 header */
-                m->hash = flow_hash(rd32(ip + 8) ^ rd32(ip + 20),
-                                    rd32(ip + 24) ^ rd32(ip + 36), 0, 0, 44);
+                m->hash = flow_hash(oc__load_be32(ip + 8) ^ oc__load_be32(ip + 20),
+                                    oc__load_be32(ip + 24) ^ oc__load_be32(ip + 36), 0, 0, 44);
                 return OC_PKT_R_IPV6;
             }
         } else if (nh == 51) { /* AH: (len + 2) 32-bit words */
@@ -200,7 +192,7 @@ static oc_pkt_reason_t parse_ipv6(const uint8_t *ip, uint32_t n,
     m->l4_proto = nh;
     m->l4_off = (uint16_t)(l3_off + off);
     m->l4_end = (uint16_t)(l3_off + total);
-    m->hash = flow_hash(rd32(ip + 8) ^ rd32(ip + 20), rd32(ip + 24) ^ rd32(ip + 36),
+    m->hash = flow_hash(oc__load_be32(ip + 8) ^ oc__load_be32(ip + 20), oc__load_be32(ip + 24) ^ oc__load_be32(ip + 36),
                         sport, dport, nh);
     return OC_PKT_R_IPV6;
 }
@@ -221,7 +213,7 @@ oc_pkt_reason_t oc__pkt_parse(const uint8_t *f, uint32_t len,
         r = OC_PKT_R_RUNT;
         goto out;
     }
-    et = rd16(f + off);
+    et = oc__load_be16(f + off);
     while (et == 0x8100 || et == 0x88a8) {
         if (m->vlans == 2) {
             r = OC_PKT_R_VLAN_DEPTH;
@@ -233,7 +225,7 @@ oc_pkt_reason_t oc__pkt_parse(const uint8_t *f, uint32_t len,
         }
         off += 4;
         m->vlans++;
-        et = rd16(f + off);
+        et = oc__load_be16(f + off);
     }
     off += 2;
     m->ethertype = et;

@@ -10,30 +10,10 @@
  */
 #include "pkt/tenant.h"
 
+#include "util/bytes.h"
+
 #include <string.h>
 
-static inline uint16_t rd16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static inline uint32_t rd32(const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 |
-           p[3];
-}
-
-static inline void wr16(uint8_t *p, uint16_t v)
-{
-    p[0] = (uint8_t)(v >> 8);
-    p[1] = (uint8_t)v;
-}
-
-static inline void wr32(uint8_t *p, uint32_t v)
-{
-    wr16(p, (uint16_t)(v >> 16));
-    wr16(p + 2, (uint16_t)v);
-}
 
 /* ------------------------------------------------------------- VXLAN */
 
@@ -46,19 +26,19 @@ void oc__vxlan_hdr_init(oc_vxlan_hdr_t *h, const oc_vxlan_tun_t *t,
     memset(h->b, 0, sizeof(h->b));
     memcpy(o, t->remote_mac, 6);
     memcpy(o + 6, t->local_mac, 6);
-    wr16(o + 12, 0x0800);
+    oc__store_be16(o + 12, 0x0800);
     ip[0] = 0x45;
-    wr16(ip + 6, 0x4000); /* DF: VXLAN must not be fragmented */
+    oc__store_be16(ip + 6, 0x4000); /* DF: VXLAN must not be fragmented */
     ip[8] = 64;
     ip[9] = 17;
-    wr32(ip + 12, t->local_ip);
-    wr32(ip + 16, t->remote_ip);
-    wr16(udp + 2, OC_VXLAN_PORT);
+    oc__store_be32(ip + 12, t->local_ip);
+    oc__store_be32(ip + 16, t->remote_ip);
+    oc__store_be16(udp + 2, OC_VXLAN_PORT);
     /* UDP checksum 0: allowed over IPv4 (RFC 7348 5) */
-    wr32(vx, 0x08000000u); /* I flag, reserved */
-    wr32(vx + 4, (vni & OC_VXLAN_VNI_MAX) << 8);
+    oc__store_be32(vx, 0x08000000u); /* I flag, reserved */
+    oc__store_be32(vx + 4, (vni & OC_VXLAN_VNI_MAX) << 8);
     for (int i = 0; i < 20; i += 2)
-        sum += rd16(ip + i); /* total length and checksum are 0 here */
+        sum += oc__load_be16(ip + i); /* total length and checksum are 0 here */
     h->sum = sum;
 }
 
@@ -69,12 +49,12 @@ uint8_t *oc__vxlan_encap_hdr(uint8_t *inner, uint32_t len,
     uint32_t sum = h->sum + (20 + 8 + 8 + len);
 
     memcpy(o, h->b, OC_VXLAN_OVERHEAD);
-    wr16(ip + 2, (uint16_t)(20 + 8 + 8 + len));
+    oc__store_be16(ip + 2, (uint16_t)(20 + 8 + 8 + len));
     sum = (sum & 0xffff) + (sum >> 16);
     sum = (sum & 0xffff) + (sum >> 16);
-    wr16(ip + 10, (uint16_t)~sum);
-    wr16(udp, (uint16_t)(49152 + (hash & 0x3fff)));
-    wr16(udp + 4, (uint16_t)(8 + 8 + len));
+    oc__store_be16(ip + 10, (uint16_t)~sum);
+    oc__store_be16(udp, (uint16_t)(49152 + (hash & 0x3fff)));
+    oc__store_be16(udp + 4, (uint16_t)(8 + 8 + len));
     return o;
 }
 
@@ -94,7 +74,7 @@ oc_vxlan_reason_t oc__vxlan_decap(const uint8_t *f, uint32_t len,
 
     if (len < 14)
         return OC_VXLAN_SHORT;
-    if (rd16(f + 12) != 0x0800)
+    if (oc__load_be16(f + 12) != 0x0800)
         return OC_VXLAN_NOT_VXLAN;
     ip = f + 14;
     if (len < 14 + 20)
@@ -102,19 +82,19 @@ oc_vxlan_reason_t oc__vxlan_decap(const uint8_t *f, uint32_t len,
     if ((ip[0] >> 4) != 4)
         return OC_VXLAN_BAD_OUTER;
     ihl = (uint32_t)(ip[0] & 15) * 4;
-    total = rd16(ip + 2);
+    total = oc__load_be16(ip + 2);
     if (ihl < 20 || total < ihl || 14 + total > len)
         return OC_VXLAN_BAD_OUTER;
-    if (ip[9] != 17 || (local_ip != 0 && rd32(ip + 16) != local_ip))
+    if (ip[9] != 17 || (local_ip != 0 && oc__load_be32(ip + 16) != local_ip))
         return OC_VXLAN_NOT_VXLAN;
-    if ((rd16(ip + 6) & 0x3fff) != 0) /* MF or an offset: VXLAN is never fragmented */
+    if ((oc__load_be16(ip + 6) & 0x3fff) != 0) /* MF or an offset: VXLAN is never fragmented */
         return OC_VXLAN_BAD_OUTER;
     if (total < ihl + 8)
         return OC_VXLAN_SHORT;
     udp = ip + ihl;
-    if (rd16(udp + 2) != OC_VXLAN_PORT)
+    if (oc__load_be16(udp + 2) != OC_VXLAN_PORT)
         return OC_VXLAN_NOT_VXLAN;
-    ulen = rd16(udp + 4);
+    ulen = oc__load_be16(udp + 4);
     if (ulen < 8 || ulen > total - ihl)
         return OC_VXLAN_BAD_OUTER;
     if (ulen < 16)
@@ -124,10 +104,10 @@ oc_vxlan_reason_t oc__vxlan_decap(const uint8_t *f, uint32_t len,
         return OC_VXLAN_BAD_FLAGS;
     if (ulen - 16 < 14)
         return OC_VXLAN_BAD_INNER;
-    out->vni = rd32(vx + 4) >> 8;
+    out->vni = oc__load_be32(vx + 4) >> 8;
     out->inner_off = (uint32_t)(vx + 8 - f);
     out->inner_len = ulen - 16;
-    out->src_ip = rd32(ip + 12);
+    out->src_ip = oc__load_be32(ip + 12);
     return OC_VXLAN_OK;
 }
 
@@ -157,11 +137,11 @@ oc_spoof_t oc__spoof_check(const uint8_t *f, uint32_t len,
         if (m->l3_off + 28u > len)
             return OC_SPOOF_ARP;
         a = f + m->l3_off;
-        if (rd16(a) != 1 || rd16(a + 2) != 0x0800 || a[4] != 6 || a[5] != 4)
+        if (oc__load_be16(a) != 1 || oc__load_be16(a + 2) != 0x0800 || a[4] != 6 || a[5] != 4)
             return OC_SPOOF_ARP;
         if (memcmp(a + 8, mac, 6) != 0)
             return OC_SPOOF_ARP;
-        if (rd32(a + 14) != ip && rd32(a + 14) != 0)
+        if (oc__load_be32(a + 14) != ip && oc__load_be32(a + 14) != 0)
             return OC_SPOOF_ARP;
         return OC_SPOOF_OK;
     default:
@@ -285,12 +265,12 @@ bool oc__arp_answer(uint8_t *f, uint32_t len, const uint8_t mac[6], uint32_t ip)
     uint32_t spa;
 
     /* Ethernet/IPv4 ARP request: htype 1, ptype 0x0800, hlen 6, plen 4 */
-    if (len < 42 || rd16(f + 12) != 0x0806 || rd16(a) != 1 ||
-        rd16(a + 2) != 0x0800 || a[4] != 6 || a[5] != 4 || rd16(a + 6) != 1)
+    if (len < 42 || oc__load_be16(f + 12) != 0x0806 || oc__load_be16(a) != 1 ||
+        oc__load_be16(a + 2) != 0x0800 || a[4] != 6 || a[5] != 4 || oc__load_be16(a + 6) != 1)
         return false;
-    if (rd32(a + 24) != ip || (memcmp(f, bcast, 6) != 0 && memcmp(f, mac, 6)))
+    if (oc__load_be32(a + 24) != ip || (memcmp(f, bcast, 6) != 0 && memcmp(f, mac, 6)))
         return false;
-    spa = rd32(a + 14);
+    spa = oc__load_be32(a + 14);
     /* a gratuitous announcement is no question; a reply goes to a unicast
      * sender only */
     if (spa == ip || (a[8] & 1) || !memcmp(a + 8, "\0\0\0\0\0\0", 6))
@@ -298,11 +278,11 @@ bool oc__arp_answer(uint8_t *f, uint32_t len, const uint8_t mac[6], uint32_t ip)
     memcpy(sha, a + 8, 6);
     memcpy(f, sha, 6);
     memcpy(f + 6, mac, 6);
-    wr16(a + 6, 2);
+    oc__store_be16(a + 6, 2);
     memcpy(a + 8, mac, 6);
-    wr32(a + 14, ip);
+    oc__store_be32(a + 14, ip);
     memcpy(a + 18, sha, 6);
-    wr32(a + 24, spa);
+    oc__store_be32(a + 24, spa);
     memset(f + 42, 0, len - 42);
     return true;
 }

@@ -16,6 +16,7 @@
 #include "pool_int.h"
 #include "port_int.h"
 #include "util/log.h"
+#include "util/counter.h"
 
 #include <bpf/libbpf.h>
 #include <dirent.h>
@@ -33,10 +34,6 @@
 #include <unistd.h>
 #include <xdp/libxdp.h>
 #include <xdp/xsk.h>
-
-#define RELAXED_ADD(field, v)                                                  \
-    __atomic_store_n(&(field), (field) + (v), __ATOMIC_RELAXED)
-#define RELAXED_GET(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
 
 typedef struct {
     struct xsk_socket    *xsk;
@@ -62,7 +59,7 @@ static void xq_refill(xq_t *xq)
     if (want > p->nfree) {
         want = p->nfree;
         if (want == 0) {
-            RELAXED_ADD(xq->rx_no_buf, 1);
+            OC__CTR_ADD(xq->rx_no_buf, 1);
             return;
         }
     }
@@ -116,8 +113,8 @@ uint16_t oc__xdp_rx_burst(oc_port_t *port, uint32_t q, oc_pkt_t **pkts,
     }
     if (got > 0) {
         xsk_ring_cons__release(&xq->rx, got);
-        RELAXED_ADD(xq->rx_packets, got);
-        RELAXED_ADD(xq->rx_bytes, bytes);
+        OC__CTR_ADD(xq->rx_packets, got);
+        OC__CTR_ADD(xq->rx_bytes, bytes);
     }
     xq_refill(xq);
     return (uint16_t)got;
@@ -149,11 +146,11 @@ uint16_t oc__xdp_tx_burst(oc_port_t *port, uint32_t q, oc_pkt_t **pkts,
         xsk_ring_prod__submit(&xq->tx, k);
         xq->tx_outstanding += k;
         (void)sendto(xq->fd, NULL, 0, MSG_DONTWAIT, NULL, 0);
-        RELAXED_ADD(xq->tx_packets, k);
-        RELAXED_ADD(xq->tx_bytes, bytes);
+        OC__CTR_ADD(xq->tx_packets, k);
+        OC__CTR_ADD(xq->tx_bytes, bytes);
     }
     if (k < n)
-        RELAXED_ADD(xq->tx_full, 1);
+        OC__CTR_ADD(xq->tx_full, 1);
     return (uint16_t)k;
 }
 
@@ -177,12 +174,12 @@ void oc__xdp_stats(const oc_port_t *port, oc_port_stats_t *out)
         xq_t *xq = &XQ(port)[q];
         struct xdp_statistics st;
         socklen_t len = sizeof(st);
-        out->rx_packets += RELAXED_GET(xq->rx_packets);
-        out->rx_bytes += RELAXED_GET(xq->rx_bytes);
-        out->tx_packets += RELAXED_GET(xq->tx_packets);
-        out->tx_bytes += RELAXED_GET(xq->tx_bytes);
-        out->tx_full += RELAXED_GET(xq->tx_full);
-        out->rx_no_buf += RELAXED_GET(xq->rx_no_buf);
+        out->rx_packets += OC__CTR_GET(xq->rx_packets);
+        out->rx_bytes += OC__CTR_GET(xq->rx_bytes);
+        out->tx_packets += OC__CTR_GET(xq->tx_packets);
+        out->tx_bytes += OC__CTR_GET(xq->tx_bytes);
+        out->tx_full += OC__CTR_GET(xq->tx_full);
+        out->rx_no_buf += OC__CTR_GET(xq->rx_no_buf);
         memset(&st, 0, sizeof(st));
         if (getsockopt(xq->fd, SOL_XDP, XDP_STATISTICS, &st, &len) == 0) {
             out->kernel_rx_dropped += st.rx_dropped + st.rx_ring_full +

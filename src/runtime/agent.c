@@ -42,7 +42,7 @@ static void allow_agent_reads(oc_context_t *ctx, struct oc__agent *a)
     if (oc__ctl_peer_cred(oc__ctl_conn_fd(a->cc), &pid, &uid) != OC_OK)
         return;
     a->pid = pid;
-    if (!oc__coll_cma_wanted(ctx))
+    if (!oc__ext_agent_access(ctx))
         return;
     if ((f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r")) == NULL)
         return; /* no Yama: the uid check alone applies */
@@ -210,7 +210,7 @@ static void ctl_poll(oc_context_t *ctx)
     }
 }
 
-int oc__agent_gone(oc_context_t *ctx)
+static int agent_gone(oc_context_t *ctx)
 {
     if (ctx->agent == NULL)
         return 1;
@@ -481,23 +481,23 @@ static void coll_sent(oc_tr_op_t *op, oc_status_t st)
     free(s);
 }
 
-uint32_t oc__agent_pid(const oc_context_t *ctx)
+static uint32_t agent_pid(const oc_context_t *ctx)
 {
     return ctx->agent != NULL ? ctx->agent->pid : 0;
 }
 
-oc_tr_ep_t *oc__agent_coll_ep(oc_context_t *ctx)
+static oc_tr_ep_t *agent_coll_ep(oc_context_t *ctx)
 {
     return ctx->agent != NULL ? ctx->agent->coll_ep : NULL;
 }
 
-int oc__agent_coll_serves(const oc_context_t *ctx, unsigned kind)
+static int agent_coll_serves(const oc_context_t *ctx, unsigned kind)
 {
     return ctx->agent != NULL && kind < 32 &&
            (ctx->agent->colls & (1u << kind)) != 0;
 }
 
-oc_status_t oc__agent_coll_send(oc_context_t *ctx, void *msg, size_t len)
+static oc_status_t agent_coll_send(oc_context_t *ctx, void *msg, size_t len)
 {
     coll_send_t *s;
     oc_status_t st;
@@ -642,4 +642,9 @@ const oc__placement_t oc__placement_agent = {
     .quiesce_step = agent_quiesce_step,
     .finalize = agent_finalize,
     .fini = agent_fini,
+    .coll_send = agent_coll_send,
+    .coll_ep = agent_coll_ep,
+    .coll_serves = agent_coll_serves,
+    .peer_pid = agent_pid,
+    .peer_gone = agent_gone,
 };

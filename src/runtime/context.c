@@ -184,7 +184,7 @@ static void context_free(oc_context_t *ctx)
     if (ctx->rx.q != NULL && ctx->worker != NULL)
         oc__rx_drain_release(ctx);
     oc__tr_worker_destroy(ctx->worker);
-    oc__coll_fini(ctx); /* after the worker: no callback into it can run */
+    oc__ext_fini(ctx); /* after the worker: no callback into it can run */
     oc__tr_context_destroy(ctx->tr);
     oc__quiesce_fini(ctx);
     oc__eng_ring_fini(&ctx->rx);
@@ -392,7 +392,7 @@ OC_API oc_status_t oc_init(const oc_context_params_t *params,
     if ((st = oc__tr_set_handler(ctx->worker, OC_AM_CONTROL, oc__control_recv,
                                 ctx, 0)) != OC_OK)
         goto err;
-    if ((st = oc__coll_init(ctx)) != OC_OK)
+    if ((st = oc__ext_init(ctx)) != OC_OK)
         goto err;
     if (ctx->cfg.placement != 0) { /* agent, or auto */
         st = oc__agent_init(ctx, ctx->cfg.placement == 1);
@@ -433,7 +433,7 @@ OC_API oc_status_t oc_init(const oc_context_params_t *params,
                                         : "auto: no usable agent");
         if ((st = oc__inline_wireup(ctx)) != OC_OK)
             goto err;
-        if ((st = oc__coll_shm_setup(ctx)) != OC_OK)
+        if ((st = oc__ext_wired(ctx)) != OC_OK)
             goto err;
     }
     if ((st = oc__transport_watch(ctx)) != OC_OK)

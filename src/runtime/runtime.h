@@ -21,6 +21,7 @@
 #define OC_RUNTIME_H
 
 #include "engine/engine.h"
+#include "runtime/ext.h"
 #include "transport/transport.h"
 #include "util/config.h"
 #include "wire/am.h"
@@ -72,6 +73,12 @@ extern const oc_cfg_field_t oc__runtime_config_table[];
 #define OC__SLOT(dest, lane) (((uint32_t)(dest) << 1) | (uint32_t)(lane))
 
 typedef struct oc__placement oc__placement_t;
+
+/* A progress hook of an extension (oc__ext_progress_hook). */
+typedef struct {
+    void (*fn)(void *arg);
+    void  *arg;
+} oc__hook_t;
 
 typedef struct {
     int      valid;
@@ -127,8 +134,11 @@ struct oc_context {
     /* agent placement (agent.c); NULL in inline placement */
     struct oc__agent *agent;
     oc__stall_t      stall;         /* stall.c */
-    /* collectives (src/coll) */
-    struct oc__coll *coll;
+    /* extensions (runtime/ext.h, ext.c): their state and progress hooks */
+    void            *ext_state[OC_EXT_MAX];
+    uint32_t         ext_inited;    /* extensions 0 .. n-1 had init */
+    uint32_t         nhooks;
+    oc__hook_t       hooks[OC_EXT_MAX];
 };
 
 /** What a placement does with the bundles and the job's life cycle.  A
@@ -152,6 +162,13 @@ struct oc__placement {
     /** oc_finalize's part: everything sent, then leave. */
     oc_status_t (*finalize)(oc_context_t *ctx);
     void (*fini)(oc_context_t *ctx);
+    /* The collectives' side of a placement that runs them in an agent
+     * (runtime/ext.h's oc__ext_agent_*; NULL: none). */
+    oc_status_t (*coll_send)(oc_context_t *ctx, void *msg, size_t len);
+    oc_tr_ep_t *(*coll_ep)(oc_context_t *ctx);
+    int (*coll_serves)(const oc_context_t *ctx, unsigned kind);
+    uint32_t (*peer_pid)(const oc_context_t *ctx);
+    int (*peer_gone)(oc_context_t *ctx);
 };
 
 extern const oc__placement_t oc__placement_inline;
@@ -190,9 +207,6 @@ oc_status_t oc__agent_send_raw(oc_context_t *ctx, const void *buf, size_t len,
 oc_status_t oc__agent_shm_send_raw(oc_context_t *ctx, const void *buf,
                                    size_t len);
 
-/** A collective's descriptor (src/coll/placed.c) to the agent, with this
- *  rank's token.  Takes @p msg (malloc'ed) in every case. */
-oc_status_t oc__agent_coll_send(oc_context_t *ctx, void *msg, size_t len);
 /** The oldest delivery read from the shared-memory channel is done: its
  *  slot goes back to the agent. */
 void oc__agent_shm_release(oc_context_t *ctx);
@@ -201,18 +215,6 @@ void oc__agent_shm_release(oc_context_t *ctx);
 void oc__agent_stream_setup(oc_context_t *ctx, oc_eng_out_t *o);
 /** The largest bundle the channel to the agent takes (0: no limit). */
 uint32_t oc__agent_max_bundle(const oc_context_t *ctx);
-/** The endpoint to the agent's router that runs the job's collectives
- *  (their descriptors and payloads; WELCOME's coll_thread). */
-oc_tr_ep_t *oc__agent_coll_ep(oc_context_t *ctx);
-/** Whether the agent serves collectives of wire/colld.h kind @p kind for
- *  this job (READY's OC_CTL_COLL_* word); 0 without an agent. */
-int oc__agent_coll_serves(const oc_context_t *ctx, unsigned kind);
-/** The agent's pid as the kernel gave it (Unix control socket), else 0. */
-uint32_t oc__agent_pid(const oc_context_t *ctx);
-/** Whether the agent's control connection has ended (polls it). */
-int oc__agent_gone(oc_context_t *ctx);
-/** Whether the collectives offer the agent their buffers (OC_COLL_CMA). */
-int oc__coll_cma_wanted(const oc_context_t *ctx);
 
 /* inline.c: the inline placement */
 oc_status_t oc__inline_wireup(oc_context_t *ctx);
@@ -236,14 +238,15 @@ oc_status_t oc__inline_quiesce_step(oc_context_t *ctx);
 oc_status_t oc__transport_watch(oc_context_t *ctx);
 /* ... and before any connection: does UCX offer it toward other hosts? */
 oc_status_t oc__transport_precheck(oc_context_t *ctx);
-/* src/coll: the collectives' hooks */
-oc_status_t oc__coll_init(oc_context_t *ctx);
-void oc__coll_progress(oc_context_t *ctx);
-/* after the worker is destroyed: frees what is still in flight */
-void oc__coll_fini(oc_context_t *ctx);
+/* ext.c: the registered extensions' lifecycle (runtime/ext.h) */
+oc_status_t oc__ext_init(oc_context_t *ctx);
 /* once every rank is wired (inline placement; collective: every rank
- * calls it): map the shared segment of small collectives (src/coll/shm.c) */
-oc_status_t oc__coll_shm_setup(oc_context_t *ctx);
+ * calls it) */
+oc_status_t oc__ext_wired(oc_context_t *ctx);
+/* whether an extension wants the agent to reach this process's memory */
+int oc__ext_agent_access(const oc_context_t *ctx);
+/* after the worker is destroyed: no callback into an extension can run */
+void oc__ext_fini(oc_context_t *ctx);
 
 /* bootstrap.c: all-gather through files in a shared directory */
 oc_status_t oc__file_allgather(void *arg, const void *sendbuf, void *recvbuf,

@@ -9,13 +9,11 @@
 
 #include "util/log.h"
 #include "util/clock.h"
+#include "util/likely.h"
 
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define likely(x)   __builtin_expect(!!(x), 1)
-#define unlikely(x) __builtin_expect(!!(x), 0)
 
 /* ---- bundles out: the engine's hand-off ------------------------------- */
 
@@ -153,7 +151,7 @@ OC_API oc_status_t oc_send(oc_context_t *ctx, uint32_t dest, const void *buf,
     if (ctx->stream != NULL && buf != NULL &&
         oc__eng_col_room(ctx->stream, len) > 0) {
         oc_eng_out_t *o = ctx->stream;
-        oc__wire_st32(o->dcol + 4 * (size_t)o->count, dest);
+        oc__store_le32(o->dcol + 4 * (size_t)o->count, dest);
         o->wp = oc__wire_put_item(o->wp, buf, len);
         o->count++;
         ctx->c.msgs_sent++;
@@ -196,7 +194,7 @@ static size_t stream_burst(oc_context_t *ctx, const uint32_t *dests,
             memcpy(o->dcol + 4 * (size_t)o->count, dests + i, 4 * k);
 #else
             for (size_t j = 0; j < k; j++)
-                oc__wire_st32(o->dcol + 4 * (o->count + j), dests[i + j]);
+                oc__store_le32(o->dcol + 4 * (o->count + j), dests[i + j]);
 #endif
             if (len == o->stride) {
                 memcpy(o->wp, p, k * len);
@@ -438,7 +436,8 @@ int oc__progress(oc_context_t *ctx)
     events = oc__tr_progress(ctx->worker);
     if (ctx->pl->progress != NULL)
         ctx->pl->progress(ctx);
-    oc__coll_progress(ctx);
+    for (uint32_t i = 0; i < ctx->nhooks; i++) /* runtime/ext.h */
+        ctx->hooks[i].fn(ctx->hooks[i].arg);
     n = deliver(ctx);
     /* Back-pressured and nothing moved: what we wait for is another
      * process's work (the receiver's, the agent's).  Where it shares our

@@ -6,6 +6,7 @@
  * are not our format).  Pure; thread-safe on distinct arguments.
  */
 #include "util/kv.h"
+#include "util/bytes.h"
 #include "util/esc.h"
 
 #include <arpa/inet.h>
@@ -164,7 +165,7 @@ int oc__kv_ipv4(const char *s, uint32_t *ip)
 
     if (inet_pton(AF_INET, s, &a) != 1)
         return -1;
-    *ip = ntohl(a.s_addr);
+    *ip = oc__load_be32(&a.s_addr);
     return 0;
 }
 

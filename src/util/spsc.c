@@ -85,6 +85,20 @@ uint8_t *oc__spsc_peek(oc_spsc_t *r, uint32_t *len)
     return r->slots + (size_t)(r->peeked++ & r->mask) * r->slot_size;
 }
 
+uint32_t oc__spsc_count(oc_spsc_t *r)
+{
+    uint32_t tail = atomic_load_explicit(&r->sh->tail, memory_order_acquire);
+
+    if (r->broken)
+        return 0;
+    if (tail - r->head > r->nslots) { /* as in peek: never trusted */
+        r->broken = 1;
+        return 0;
+    }
+    r->tail = tail;
+    return tail - r->peeked;
+}
+
 /* ---- doorbell ----------------------------------------------------------- */
 
 uint32_t oc__bell_prepare(oc_bell_t *b)

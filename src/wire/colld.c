@@ -5,7 +5,8 @@
  * before the agent acts on it: a rank is not trusted.
  */
 #include "wire/colld.h"
-#include "wire/wire.h" /* oc__wire_ld32/ld64/st32/st64: the one byte-order code */
+#include "util/bytes.h" /* the one byte-order code */
+#include "wire/wire.h"
 
 #include <string.h>
 
@@ -21,40 +22,40 @@ void oc__colld_encode(const oc_colld_t *d, const uint64_t *vals, void *buf)
 {
     uint8_t *p = buf;
 
-    oc__wire_st32(p, OC_COLLD_MAGIC);
+    oc__store_le32(p, OC_COLLD_MAGIC);
     p[4] = OC_COLLD_VERSION;
     p[5] = d->kind;
     p[6] = d->dtype;
     p[7] = d->op;
-    oc__wire_st32(p + 8, d->seq);
-    oc__wire_st32(p + 12, d->root);
-    oc__wire_st32(p + 16, d->nv);
-    oc__wire_st32(p + 20, d->flags);
-    oc__wire_st64(p + 24, d->count);
-    oc__wire_st32(p + 32, d->pid);
+    oc__store_le32(p + 8, d->seq);
+    oc__store_le32(p + 12, d->root);
+    oc__store_le32(p + 16, d->nv);
+    oc__store_le32(p + 20, d->flags);
+    oc__store_le64(p + 24, d->count);
+    oc__store_le32(p + 32, d->pid);
     memset(p + 36, 0, 4);
-    oc__wire_st64(p + 40, d->saddr);
-    oc__wire_st64(p + 48, d->slen);
-    oc__wire_st64(p + 56, d->raddr);
-    oc__wire_st64(p + 64, d->rlen);
+    oc__store_le64(p + 40, d->saddr);
+    oc__store_le64(p + 48, d->slen);
+    oc__store_le64(p + 56, d->raddr);
+    oc__store_le64(p + 64, d->rlen);
     p += OC_COLLD_HDR;
     for (size_t i = 0; i < 4 * (size_t)d->nv; i++, p += 8)
-        oc__wire_st64(p, vals[i]);
+        oc__store_le64(p, vals[i]);
 }
 
 uint64_t oc__colld_v(const oc_colld_t *d, unsigned which, uint32_t i)
 {
-    return oc__wire_ld64(d->v + 8 * ((size_t)which * d->nv + i));
+    return oc__load_le64(d->v + 8 * ((size_t)which * d->nv + i));
 }
 
 int oc__colld_seq(const void *buf, size_t len, uint32_t *seq_out)
 {
     const uint8_t *p = buf;
 
-    if (len < OC_COLLD_HDR || oc__wire_ld32(p) != OC_COLLD_MAGIC ||
+    if (len < OC_COLLD_HDR || oc__load_le32(p) != OC_COLLD_MAGIC ||
         p[4] != OC_COLLD_VERSION)
         return 0;
-    *seq_out = oc__wire_ld32(p + 8);
+    *seq_out = oc__load_le32(p + 8);
     return 1;
 }
 
@@ -67,7 +68,7 @@ int oc__colld_shape(const void *buf, size_t len, uint32_t size,
     if (!oc__colld_seq(buf, len, &seq) || p[5] < OC_COLLD_ALLREDUCE ||
         p[5] > OC_COLLD_BARRIER)
         return 0;
-    root = oc__wire_ld32(p + 12);
+    root = oc__load_le32(p + 12);
     if (p[5] == OC_COLLD_BCAST && root >= size)
         return 0;
     *kind_out = p[5];
@@ -86,7 +87,7 @@ oc_status_t oc__colld_decode(const void *buf, size_t len, uint32_t size,
 
     if (len < OC_COLLD_HDR)
         return OC_ERR_WIRE_LENGTH;
-    if (oc__wire_ld32(p) != OC_COLLD_MAGIC)
+    if (oc__load_le32(p) != OC_COLLD_MAGIC)
         return OC_ERR_WIRE_MAGIC;
     if (p[4] != OC_COLLD_VERSION)
         return OC_ERR_WIRE_VERSION;
@@ -94,22 +95,22 @@ oc_status_t oc__colld_decode(const void *buf, size_t len, uint32_t size,
     d->kind = p[5];
     d->dtype = p[6];
     d->op = p[7];
-    d->seq = oc__wire_ld32(p + 8);
-    d->root = oc__wire_ld32(p + 12);
-    d->nv = oc__wire_ld32(p + 16);
-    d->count = oc__wire_ld64(p + 24);
-    d->flags = oc__wire_ld32(p + 20);
-    d->pid = oc__wire_ld32(p + 32);
-    d->saddr = oc__wire_ld64(p + 40);
-    d->slen = oc__wire_ld64(p + 48);
-    d->raddr = oc__wire_ld64(p + 56);
-    d->rlen = oc__wire_ld64(p + 64);
+    d->seq = oc__load_le32(p + 8);
+    d->root = oc__load_le32(p + 12);
+    d->nv = oc__load_le32(p + 16);
+    d->count = oc__load_le64(p + 24);
+    d->flags = oc__load_le32(p + 20);
+    d->pid = oc__load_le32(p + 32);
+    d->saddr = oc__load_le64(p + 40);
+    d->slen = oc__load_le64(p + 48);
+    d->raddr = oc__load_le64(p + 56);
+    d->rlen = oc__load_le64(p + 64);
     if (d->kind < OC_COLLD_ALLREDUCE || d->kind > OC_COLLD_BARRIER ||
         d->dtype >= sizeof(esize) || d->op >= 4 ||
         (d->kind == OC_COLLD_ALLTOALLV) != (d->nv != 0) ||
         (d->nv != 0 && d->nv != size) ||
         (d->kind == OC_COLLD_BCAST && d->root >= size) ||
-        (d->flags & ~OC_COLLD_F_CMA) != 0 || oc__wire_ld32(p + 36) != 0)
+        (d->flags & ~OC_COLLD_F_CMA) != 0 || oc__load_le32(p + 36) != 0)
         return OC_ERR_INVALID_PARAM;
     need = OC_COLLD_HDR + 32 * (uint64_t)d->nv;
     if (need != len)
@@ -141,8 +142,8 @@ void oc__colld_fail_encode(oc_status_t status, void *buf)
 {
     uint8_t *p = buf;
 
-    oc__wire_st32(p, OC_COLLD_FAIL_MAGIC);
-    oc__wire_st32(p + 4, (uint32_t)(int32_t)status);
+    oc__store_le32(p, OC_COLLD_FAIL_MAGIC);
+    oc__store_le32(p + 4, (uint32_t)(int32_t)status);
 }
 
 oc_status_t oc__colld_fail_decode(const void *buf, size_t len,
@@ -153,9 +154,9 @@ oc_status_t oc__colld_fail_decode(const void *buf, size_t len,
 
     if (len != OC_COLLD_FAIL_LEN)
         return OC_ERR_WIRE_LENGTH;
-    if (oc__wire_ld32(p) != OC_COLLD_FAIL_MAGIC)
+    if (oc__load_le32(p) != OC_COLLD_FAIL_MAGIC)
         return OC_ERR_WIRE_MAGIC;
-    st = (int32_t)oc__wire_ld32(p + 4);
+    st = (int32_t)oc__load_le32(p + 4);
     switch (st) {
     case OC_ERR_COLL_MISMATCH:
     case OC_ERR_COLL_COUNT:

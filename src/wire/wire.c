@@ -5,50 +5,36 @@
  */
 #include "wire/wire.h"
 
-static inline uint32_t ld32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-           (uint32_t)p[3] << 24;
-}
-
-static inline void st32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-    p[2] = (uint8_t)(v >> 16);
-    p[3] = (uint8_t)(v >> 24);
-}
-
 void oc__wire_hdr_write(void *buf, const oc_wire_hdr_t *h)
 {
     uint8_t *p = buf;
-    st32(p + 0, OC_WIRE_MAGIC);
+    oc__store_le32(p + 0, OC_WIRE_MAGIC);
     p[4] = OC_WIRE_VERSION;
     p[5] = h->flags;
     p[6] = (uint8_t)h->item_size;
     p[7] = (uint8_t)(h->item_size >> 8);
-    st32(p + 8, h->count);
-    st32(p + 12, h->length);
-    st32(p + 16, h->src_hop);
-    st32(p + 20, h->job);
-    oc__wire_st64(p + 24, h->seq);
-    st32(p + 32, h->src);
-    st32(p + 36, h->dst);
+    oc__store_le32(p + 8, h->count);
+    oc__store_le32(p + 12, h->length);
+    oc__store_le32(p + 16, h->src_hop);
+    oc__store_le32(p + 20, h->job);
+    oc__store_le64(p + 24, h->seq);
+    oc__store_le32(p + 32, h->src);
+    oc__store_le32(p + 36, h->dst);
 }
 
 static void hdr_read(const uint8_t *p, oc_wire_hdr_t *h)
 {
-    h->magic = ld32(p);
+    h->magic = oc__load_le32(p);
     h->version = p[4];
     h->flags = p[5];
-    h->item_size = (uint16_t)(p[6] | p[7] << 8);
-    h->count = ld32(p + 8);
-    h->length = ld32(p + 12);
-    h->src_hop = ld32(p + 16);
-    h->job = ld32(p + 20);
-    h->seq = oc__wire_ld64(p + 24);
-    h->src = ld32(p + 32);
-    h->dst = ld32(p + 36);
+    h->item_size = oc__load_le16(p + 6);
+    h->count = oc__load_le32(p + 8);
+    h->length = oc__load_le32(p + 12);
+    h->src_hop = oc__load_le32(p + 16);
+    h->job = oc__load_le32(p + 20);
+    h->seq = oc__load_le64(p + 24);
+    h->src = oc__load_le32(p + 32);
+    h->dst = oc__load_le32(p + 36);
 }
 
 static inline bool rank_ok(uint32_t r, uint32_t nranks)
@@ -82,7 +68,7 @@ static oc_status_t check_fixed(const uint8_t *p, size_t body,
     if (pad != 0) {
         uint64_t mask = ~(UINT64_MAX >> (8 * pad));
         for (size_t off = stride - 8; off < body; off += stride)
-            if (oc__wire_ld64(p + off) & mask)
+            if (oc__load_le64(p + off) & mask)
                 return OC_ERR_WIRE_LENGTH;
     }
     return OC_OK;
@@ -111,15 +97,15 @@ static oc_status_t check_column(const uint8_t *p, size_t body,
     /* the agent's hot check: one compare per destination, no branch */
     if (!(chk->flags & OC_WIRE_CHECK_DST_AT_USE))
         for (uint32_t i = 0; i < h->count; i++)
-            bad |= oc__wire_ld32(p + 4 * (size_t)i) >= lim;
+            bad |= oc__load_le32(p + 4 * (size_t)i) >= lim;
     if (bad)
         return OC_ERR_WIRE_RANK;
-    if ((h->count & 1) && oc__wire_ld32(p + 4 * (size_t)h->count) != 0)
+    if ((h->count & 1) && oc__load_le32(p + 4 * (size_t)h->count) != 0)
         return OC_ERR_WIRE_LENGTH; /* the column's padding */
     if (stride != h->item_size) {
         uint64_t mask = ~(UINT64_MAX >> (8 * (stride - h->item_size)));
         for (size_t off = dbytes + stride - 8; off < body; off += stride)
-            if (oc__wire_ld64(p + off) & mask)
+            if (oc__load_le64(p + off) & mask)
                 return OC_ERR_WIRE_LENGTH;
     }
     return OC_OK;
@@ -155,7 +141,7 @@ static oc_status_t check_mixed(const uint8_t *p, size_t body,
 
         if ((size_t)(end - p) < OC_WIRE_MSG_HDR_LEN)
             return OC_ERR_WIRE_LENGTH;
-        mh = oc__wire_ld64(p);
+        mh = oc__load_le64(p);
         dst = (uint32_t)(mh & 0xffffffu);
         src = (uint32_t)((mh >> 24) & 0xffffffu);
         len = (uint32_t)(mh >> 48);
@@ -170,7 +156,7 @@ static oc_status_t check_mixed(const uint8_t *p, size_t body,
             return OC_ERR_WIRE_LENGTH;
         /* padding: the top (padded - len) bytes of the last word */
         if ((len & 7) &&
-            (oc__wire_ld64(p + padded - 8) & ~(UINT64_MAX >> (8 * (padded - len)))))
+            (oc__load_le64(p + padded - 8) & ~(UINT64_MAX >> (8 * (padded - len)))))
             return OC_ERR_WIRE_LENGTH;
         p += padded;
         if (++n > h->count)

@@ -98,8 +98,8 @@ static void check_types(oc_context_t *ctx, size_t n)
                                     0x4500, 0x4600, 0x4700, 0x4800}; /* 1..8 */
     static const uint16_t b16[8] = {0x3f80, 0x4000, 0x4040, 0x4080,
                                     0x40a0, 0x40c0, 0x40e0, 0x4100};
-    for (int dt = 0; dt < OC_DTYPE_COUNT; dt++)
-        for (int op = 0; op < OC_OP_COUNT; op++) {
+    for (int dt = 0; dt < oc_dtype_count(); dt++)
+        for (int op = 0; op < oc_op_count(); op++) {
             size_t es = oc_dtype_size((oc_dtype_t)dt);
             int isf = dt == OC_FLOAT32 || dt == OC_FLOAT64 || dt >= OC_BFLOAT16;
             if (op == OC_PROD && isf)

@@ -449,11 +449,11 @@ int main(int argc, char **argv)
     int repro = rv && (rv[0] == 'y' || rv[0] == '1' || rv[0] == 't' || !strcmp(rv, "on"));
 
     check_errors(ctx);
-    for (int t = 0; t < OC_DTYPE_COUNT; t++) {
+    for (int t = 0; t < oc_dtype_count(); t++) {
         size_t es = oc_dtype_size((oc_dtype_t)t);
         size_t counts[] = {0, 1, 3, 17, 1001, 4099, 65536 / es + 1, max / es / 4 + 3,
                            max / es};
-        for (int op = 0; op < OC_OP_COUNT; op++) {
+        for (int op = 0; op < oc_op_count(); op++) {
             if (op == OC_PROD && t >= OC_FLOAT32)
                 continue;
             for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++)

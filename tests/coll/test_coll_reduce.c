@@ -128,8 +128,8 @@ static void test_fast_vs_ref(void **s)
             for (size_t i = 0; i < MAXC * 8; i += 8)
                 memset(in[k] + i + 2, 0, 5);
     }
-    for (int dt = 0; dt < OC_DTYPE_COUNT; dt++)
-        for (int op = 0; op < OC_OP_COUNT; op++)
+    for (int dt = 0; dt < OC__DTYPE_COUNT; dt++)
+        for (int op = 0; op < OC__OP_COUNT; op++)
             for (uint32_t n = 1; n <= MAXN; n++)
                 for (size_t ci = 0; ci < sizeof(counts) / sizeof(*counts); ci++)
                     for (int32_t a = -1; a < (int32_t)n; a++) {

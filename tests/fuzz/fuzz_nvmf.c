@@ -46,7 +46,7 @@ static void check_accepted(const uint8_t *p, size_t avail,
         hd = lim->hdgst ? 4 : 0;
         dd = lim->ddgst ? 4 : 0;
         if (hd)
-            CHECK(oc__crc32c_ref(0, p, in->hlen) == oc__le32(p + in->hlen));
+            CHECK(oc__crc32c_ref(0, p, in->hlen) == oc__load_le32(p + in->hlen));
     }
     if (in->data_len) {
         CHECK(in->data_off >= in->hlen + hd);

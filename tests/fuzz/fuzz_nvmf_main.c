@@ -22,7 +22,7 @@ static size_t random_input(uint8_t *m)
         h[1] &= 0x07;
         h[2] = hlens[t];
         h[3] = fuzz_replay_rnd() & 1 ? 0 : hlens[t];
-        oc__put32(h + 4, (uint32_t)(size - FUZZ_NVMF_PREFIX));
+        oc__store_le32(h + 4, (uint32_t)(size - FUZZ_NVMF_PREFIX));
     }
     return size;
 }

@@ -397,7 +397,7 @@ static void check_answered(void)
             c->dr_state || h->out_len > OUT_MAX)
             continue;
         while (off + 8 <= h->out_len) {
-            uint32_t plen = oc__le32(h->out + off + 4);
+            uint32_t plen = oc__load_le32(h->out + off + 4);
             if (h->out[off] == OC_NVMF_PDU_RSP)
                 rsp++;
             off += plen;
@@ -424,7 +424,7 @@ static int check_output(const host_t *h)
         uint32_t plen;
         CHECK(!term); /* nothing after a C2HTermReq */
         CHECK(h->out_len - off >= 8);
-        plen = oc__le32(p + 4);
+        plen = oc__load_le32(p + 4);
         CHECK(plen >= 8 && plen <= h->out_len - off);
         switch (p[0]) {
         case OC_NVMF_PDU_ICRESP:
@@ -433,7 +433,7 @@ static int check_output(const host_t *h)
         case OC_NVMF_PDU_C2H_TERM:
             CHECK(p[2] == OC_NVMF_TERM_HLEN && plen >= OC_NVMF_TERM_HLEN &&
                   plen <= OC_NVMF_TERM_HLEN + OC_NVMF_TERM_MAX_DATA);
-            CHECK(oc__le16(p + 8) >= 1 && oc__le16(p + 8) <= 6);
+            CHECK(oc__load_le16(p + 8) >= 1 && oc__load_le16(p + 8) <= 6);
             term = 1;
             break;
         case OC_NVMF_PDU_RSP:
@@ -475,7 +475,7 @@ void fuzz_nvmf_stream_connect_data(uint8_t d[1024], uint16_t cntlid)
 {
     memset(d, 0, 1024);
     memset(d, 0x11, 16); /* host id */
-    oc__put16(d + 16, cntlid);
+    oc__store_le16(d + 16, cntlid);
     strcpy((char *)d + 256, SUBNQN);
     strcpy((char *)d + 512, HOSTNQN);
 }

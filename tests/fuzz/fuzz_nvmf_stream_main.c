@@ -31,7 +31,7 @@ static size_t random_input(uint8_t *m)
         h[1] &= 0x07;
         h[2] = hlens[t];
         h[3] = len > hlens[t] ? hlens[t] : 0;
-        oc__put32(h + 4, (uint32_t)len);
+        oc__store_le32(h + 4, (uint32_t)len);
         if (t == 1) /* a capsule: an SGL the decoder takes */
             h[9] = 0x40, h[8 + 39] = len > hlens[t] ? 0x01 : 0x5a;
         size += len;

@@ -139,7 +139,7 @@ static void check_accepted(const uint8_t *buf, size_t len,
         memset(rp, 0, oc__wire_col_dst_bytes(h->count));
         oc__wire_iter_init(&it, buf, h);
         while (oc__wire_iter_next(&it, &m))
-            oc__wire_st32(rp + 4 * (size_t)k++, m.dst);
+            oc__store_le32(rp + 4 * (size_t)k++, m.dst);
         rp += oc__wire_col_dst_bytes(h->count);
     }
     oc__wire_iter_init(&it, buf, h);

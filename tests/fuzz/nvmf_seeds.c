@@ -15,7 +15,7 @@ void fuzz_nvmf_icreq(fuzz_nvmf_stream_t *s, int hd, int dd)
     memset(p, 0, 128);
     p[0] = OC_NVMF_PDU_ICREQ;
     p[2] = 128;
-    oc__put32(p + 4, 128);
+    oc__store_le32(p + 4, 128);
     p[11] = (uint8_t)((hd ? 1 : 0) | (dd ? 2 : 0));
     s->n += 128;
     s->hd = hd;
@@ -43,23 +43,23 @@ void fuzz_nvmf_capsule_cdw(fuzz_nvmf_stream_t *s, uint8_t opc, uint8_t fct,
     p[1] = (uint8_t)((hd ? OC_NVMF_F_HDGST : 0) | (dd ? OC_NVMF_F_DDGST : 0));
     p[2] = 72;
     p[3] = (uint8_t)pdo;
-    oc__put32(p + 4, plen);
+    oc__store_le32(p + 4, plen);
     p[8] = opc;
     p[9] = 0x40; /* SGL */
-    oc__put16(p + 10, 7);
-    oc__put32(p + 8 + 4, nsid);
+    oc__store_le16(p + 10, 7);
+    oc__store_le32(p + 8 + 4, nsid);
     if (opc == 0x7f)
         p[12] = fct; /* FCTYPE, where other commands have their NSID */
     for (int i = 0; cdw && i < 6; i++) /* command dwords 10..15 */
-        oc__put32(p + 8 + 40 + 4 * i, cdw[i]);
-    oc__put32(p + 8 + 32, sgl_len);
+        oc__store_le32(p + 8 + 40 + 4 * i, cdw[i]);
+    oc__store_le32(p + 8 + 32, sgl_len);
     p[8 + 39] = dlen ? OC_SGL_INCAPSULE : OC_SGL_TRANSPORT;
     if (hd)
-        oc__put32(p + 72, oc__crc32c_ref(0, p, 72));
+        oc__store_le32(p + 72, oc__crc32c_ref(0, p, 72));
     if (dlen) {
         memcpy(p + pdo, data, dlen);
         if (dd)
-            oc__put32(p + pdo + dlen, oc__crc32c_ref(0, data, dlen));
+            oc__store_le32(p + pdo + dlen, oc__crc32c_ref(0, data, dlen));
     }
     s->n += plen;
 }
@@ -76,16 +76,16 @@ void fuzz_nvmf_h2c(fuzz_nvmf_stream_t *s, uint16_t ttag, uint32_t off,
                      (last ? OC_NVMF_F_LAST : 0));
     p[2] = 24;
     p[3] = (uint8_t)(24 + hd);
-    oc__put32(p + 4, 24 + hd + len + dd);
-    oc__put16(p + 8, 7);
-    oc__put16(p + 10, ttag);
-    oc__put32(p + 12, off);
-    oc__put32(p + 16, len);
+    oc__store_le32(p + 4, 24 + hd + len + dd);
+    oc__store_le16(p + 8, 7);
+    oc__store_le16(p + 10, ttag);
+    oc__store_le32(p + 12, off);
+    oc__store_le32(p + 16, len);
     if (hd)
-        oc__put32(p + 24, oc__crc32c_ref(0, p, 24));
+        oc__store_le32(p + 24, oc__crc32c_ref(0, p, 24));
     memset(p + 24 + hd, 0xa5, len);
     if (dd)
-        oc__put32(p + 24 + hd + len, oc__crc32c_ref(0, p + 24 + hd, len));
+        oc__store_le32(p + 24 + hd + len, oc__crc32c_ref(0, p + 24 + hd, len));
     s->n += 24 + hd + len + dd;
 }
 
@@ -106,7 +106,7 @@ unsigned fuzz_nvmf_seeds(fuzz_nvmf_seed_fn fn, void *arg)
     unsigned n = 0;
 
     memset(connect, 0, sizeof(connect));
-    oc__put16(connect + 16, 0xffff);
+    oc__store_le16(connect + 16, 0xffff);
     strcpy((char *)connect + 256, "nqn.2026-11.io.offcore:seed");
     strcpy((char *)connect + 512, "nqn.2014-08.org.nvmexpress:uuid:seed");
     for (int dg = 0; dg < 4; dg++) {
@@ -137,7 +137,7 @@ unsigned fuzz_nvmf_seeds(fuzz_nvmf_seed_fn fn, void *arg)
     memset(&s, 0, sizeof(s));
     fuzz_nvmf_icreq(&s, 0, 0);
     fuzz_nvmf_h2c(&s, 1, 0, 16, 1);
-    oc__put32(s.b + 128 + 16, 1u << 30);
+    oc__store_le32(s.b + 128 + 16, 1u << 30);
     emit(fn, arg, 0, &s, 0, &n);
     return n;
 }

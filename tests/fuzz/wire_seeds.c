@@ -87,7 +87,7 @@ static size_t column(seed_t *s, uint16_t item, unsigned n, uint32_t nranks,
     uint8_t pl[4096];
     uint8_t *col = s->p;
     for (unsigned k = 0; k < n; k++)
-        oc__wire_st32(col + 4 * k, (k * 7) % nranks);
+        oc__store_le32(col + 4 * k, (k * 7) % nranks);
     s->p += oc__wire_col_dst_bytes(n);
     for (unsigned k = 0; k < n; k++) {
         payload(pl, item, k);

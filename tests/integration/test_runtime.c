@@ -288,7 +288,7 @@ static void scen_errors(void)
             h.src = h.dst = OC_WIRE_RANK_NONE;
             oc__wire_hdr_write(b->data, &h);
             /* 2: a message for a rank that does not exist */
-            oc__wire_st64(b->data + OC_WIRE_HDR_LEN,
+            oc__store_le64(b->data + OC_WIRE_HDR_LEN,
                          oc__wire_msg_hdr(g_size + 5, 0, 0));
         }
         oc__rx_push(g_ctx, b->data, k == 2 ? 48 : 56, b);
@@ -461,7 +461,7 @@ static void scen_evil(void)
         len = OC_WIRE_HDR_LEN + 8 + 8;
         h.length = (uint32_t)len;
         oc__wire_hdr_write(b, &h);
-        oc__wire_st32(b + OC_WIRE_HDR_LEN, 1000);
+        oc__store_le32(b + OC_WIRE_HDR_LEN, 1000);
         memcpy(b + OC_WIRE_HDR_LEN + 8, "12345678", 8);
         if (oc__agent_shm_send_raw(g_ctx, b, len) == OC_OK)
             fprintf(stderr, "rank %u: shm-injected\n", g_rank);

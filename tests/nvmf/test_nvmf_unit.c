@@ -72,9 +72,9 @@ static void build_cmd(uint8_t *p, uint32_t dlen, int hd, int dd)
     p[1] = (uint8_t)((hd ? OC_NVMF_F_HDGST : 0) | (d ? OC_NVMF_F_DDGST : 0));
     p[2] = 72;
     p[3] = (uint8_t)(dlen ? 72 + h : 0);
-    oc__put32(p + 4, 72 + h + dlen + d);
+    oc__store_le32(p + 4, 72 + h + dlen + d);
     if (hd)
-        oc__put32(p + 72, oc__crc32c(0, p, 72));
+        oc__store_le32(p + 72, oc__crc32c(0, p, 72));
 }
 
 static void test_pdu_check(void **state)
@@ -121,7 +121,7 @@ static void test_pdu_check(void **state)
     assert_int_equal(in.fes, OC_NVMF_FES_PDU_SEQ);
     memset(p, 0, 128);
     p[2] = 128;
-    oc__put32(p + 4, 128);
+    oc__store_le32(p + 4, 128);
     assert_int_equal(oc__nvmf_pdu_check(p, 128, &lim, &in), OC_NVMF_PDU_OK);
     lim.ic_done = 1;
     assert_int_equal(oc__nvmf_pdu_check(p, 128, &lim, &in), OC_NVMF_PDU_BAD);
@@ -130,10 +130,10 @@ static void test_pdu_check(void **state)
     p[0] = OC_NVMF_PDU_H2C_DATA;
     p[2] = 24;
     p[3] = 24;
-    oc__put32(p + 4, 24 + 100);
-    oc__put32(p + 16, 100);
+    oc__store_le32(p + 4, 24 + 100);
+    oc__store_le32(p + 16, 100);
     assert_int_equal(oc__nvmf_pdu_check(p, 124, &lim, &in), OC_NVMF_PDU_OK);
-    oc__put32(p + 16, 99);
+    oc__store_le32(p + 16, 99);
     assert_int_equal(oc__nvmf_pdu_check(p, 124, &lim, &in), OC_NVMF_PDU_BAD);
     assert_int_equal(in.fei, 4);
 }
@@ -147,16 +147,16 @@ static void test_sgl(void **state)
     (void)state;
     s[1] = 0x40;
     s[39] = OC_SGL_TRANSPORT;
-    oc__put32(s + 32, 4096);
+    oc__store_le32(s + 32, 4096);
     assert_int_equal(oc__nvmf_sgl_decode(s, 0, 0, 131072, &k, &len), 0);
     assert_int_equal(k, OC_NVMF_XFER_C2H);
     assert_int_equal(oc__nvmf_sgl_decode(s, 1, 0, 131072, &k, &len), 0);
     assert_int_equal(k, OC_NVMF_XFER_R2T);
-    oc__put32(s + 32, 262144); /* above MDTS */
+    oc__store_le32(s + 32, 262144); /* above MDTS */
     assert_int_equal(oc__nvmf_sgl_decode(s, 0, 0, 131072, &k, &len),
                      OC_NVME_SC_INVALID_FIELD);
     s[39] = OC_SGL_INCAPSULE;
-    oc__put32(s + 32, 512);
+    oc__store_le32(s + 32, 512);
     assert_int_equal(oc__nvmf_sgl_decode(s, 1, 512, 131072, &k, &len), 0);
     assert_int_equal(k, OC_NVMF_XFER_INCAPSULE);
     assert_int_equal(oc__nvmf_sgl_decode(s, 1, 1024, 131072, &k, &len),

@@ -129,7 +129,7 @@ static void test_fixed(void **state)
     assert_int_equal(h.src_hop, 7);
     assert_int_equal(s.len[0], OC_WIRE_HDR_LEN + 80);
     for (uint64_t v = 0; v < 10; v++)
-        assert_int_equal(oc__wire_ld64(bundle(&s, 0) + OC_WIRE_HDR_LEN + 8 * v), v);
+        assert_int_equal(oc__load_le64(bundle(&s, 0) + OC_WIRE_HDR_LEN + 8 * v), v);
     assert_int_equal(e->c.flush[OC_ENG_FLUSH_EXPLICIT], 1);
     assert_int_equal(e->c.bundles, 1);
     sink_free(&s);
@@ -162,7 +162,7 @@ static void test_to_mixed(void **state)
         assert_true(oc__wire_iter_next(&it, &m));
         assert_int_equal(m.len, 8);
         assert_int_equal(m.src, 1);
-        assert_int_equal(oc__wire_ld64(m.payload), v);
+        assert_int_equal(oc__load_le64(m.payload), v);
     }
     assert_true(oc__wire_iter_next(&it, &m));
     assert_int_equal(m.len, 12);

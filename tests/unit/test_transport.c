@@ -208,7 +208,7 @@ static void test_engine_send(void **state)
                                           &h), OC_OK);
         oc__wire_iter_init(&it, p->got.data[k], &h);
         while (oc__wire_iter_next(&it, &m))
-            assert_int_equal(oc__wire_ld64(m.payload), next++);
+            assert_int_equal(oc__load_le64(m.payload), next++);
         oc__tr_release(p->b, p->got.data[k]);
     }
     assert_int_equal(next, 4000);

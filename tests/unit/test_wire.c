@@ -264,7 +264,7 @@ static void test_msg_hdr_layout(void **state)
     assert_int_equal(b[8], 0x42);
     for (int i = 9; i < 16; i++)
         assert_int_equal(b[i], 0);
-    assert_true(oc__wire_ld64(b) == oc__wire_msg_hdr(0x123456u, 0xabcdefu, 1));
+    assert_true(oc__load_le64(b) == oc__wire_msg_hdr(0x123456u, 0xabcdefu, 1));
 }
 
 static void test_pad8(void **state)
@@ -642,7 +642,7 @@ static void test_stream_rejected(void **state)
     assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_RANK);
     /* one message from another rank than the header's */
     len = build_stream(BUF, 5, 8);
-    oc__wire_st64(BUF + HDR + 3 * 16, oc__wire_msg_hdr(1, 6, 8));
+    oc__store_le64(BUF + HDR + 3 * 16, oc__wire_msg_hdr(1, 6, 8));
     assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_RANK);
 }
 
@@ -653,9 +653,9 @@ static size_t build_column(uint8_t *buf, uint32_t src, uint32_t n,
     uint8_t *p = buf + HDR, *items;
     oc_wire_hdr_t h;
     for (uint32_t k = 0; k < n; k++)
-        oc__wire_st32(p + 4 * k, (k * 5) % NRANKS);
+        oc__store_le32(p + 4 * k, (k * 5) % NRANKS);
     if (n & 1)
-        oc__wire_st32(p + 4 * n, 0);
+        oc__store_le32(p + 4 * n, 0);
     items = p + oc__wire_col_dst_bytes(n);
     for (uint32_t k = 0; k < n; k++) {
         uint8_t v[64];
@@ -833,18 +833,18 @@ static void test_reject_msg_past_end(void **state)
 
     assert_int_equal(len, 96);
     /* last message claims 9 bytes: padded 16 runs 8 past the end */
-    oc__wire_st64(BUF + 80, oc__wire_msg_hdr(5, 6, 9));
+    oc__store_le64(BUF + 80, oc__wire_msg_hdr(5, 6, 9));
     assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_LENGTH);
     /* ... or the maximum */
-    oc__wire_st64(BUF + 80, oc__wire_msg_hdr(5, 6, OC_WIRE_MAX_MSG));
+    oc__store_le64(BUF + 80, oc__wire_msg_hdr(5, 6, OC_WIRE_MAX_MSG));
     assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_LENGTH);
     /* first message claims everything and more */
     len = std_mixed();
-    oc__wire_st64(BUF + 40, oc__wire_msg_hdr(1, 2, 49));
+    oc__store_le64(BUF + 40, oc__wire_msg_hdr(1, 2, 49));
     assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_LENGTH);
     /* a middle message that swallows exactly the rest: count then wrong */
     len = std_mixed();
-    oc__wire_st64(BUF + 56, oc__wire_msg_hdr(3, 4, 32));
+    oc__store_le64(BUF + 56, oc__wire_msg_hdr(3, 4, 32));
     assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_COUNT);
 }
 
@@ -854,7 +854,7 @@ static void test_reject_msg_hdr_cut(void **state)
      * must be multiples of 8 and so is every message, this is caught by
      * the length checks whatever the header length field says. */
     size_t len = std_mixed();
-    oc__wire_st64(BUF + len, oc__wire_msg_hdr(1, 1, 0));
+    oc__store_le64(BUF + len, oc__wire_msg_hdr(1, 1, 0));
     put32(BUF + 8, 4); /* count includes the cut message */
     for (size_t cut = 1; cut < 8; cut++) {
         put32(BUF + 12, (uint32_t)(len + cut));

@@ -274,7 +274,7 @@ route_col(out_t *const *hop, uint32_t lim, uint32_t src,
     const size_t msz = OC_WIRE_MSG_HDR_LEN + (size_t)len;
     const uint8_t *p = *pp;
     for (; dc < dend; dc += 4, p += len) {
-        const uint32_t dst = oc__wire_ld32(dc);
+        const uint32_t dst = oc__load_le32(dc);
         /* checked as read: a stream in shared memory is read in place,
          * and its rank may rewrite it after validation (the same bound
          * as validation's, so the header takes it whole) */
@@ -290,7 +290,7 @@ route_col(out_t *const *hop, uint32_t lim, uint32_t src,
         /* the outlet of an item a few ahead (at hundreds of destinations
          * the outlets are more than L1 holds; at tens it only costs) */
         if (ahead && dc + 32 < dend) {
-            const uint32_t a = oc__wire_ld32(dc + 32);
+            const uint32_t a = oc__load_le32(dc + 32);
             if (a < lim)
                 __builtin_prefetch(hop[a], 1, 3);
         }
@@ -299,7 +299,7 @@ route_col(out_t *const *hop, uint32_t lim, uint32_t src,
         /* no buffer: wp == end == NULL, no room */
         const size_t room = (size_t)(eo->end - wp);
         if (likely(eo->item_len == OC_ENG_NO_ITEM && room >= msz)) {
-            oc__wire_st64(wp, mh | dst);
+            oc__store_le64(wp, mh | dst);
             memcpy(wp + OC_WIRE_MSG_HDR_LEN, p, len);
             /* the line this outlet writes next-but-one, for writing (a
              * ring slot toward a rank on shared memory: its lines were
@@ -381,7 +381,7 @@ static int route_bundle(oc_router_t *r, rjob_t *j, oc_eng_rx_t *e)
                 dc = route_col(j->hop, nranks, src, dc, dend, &p, len, 1);
             if (dc == dend)
                 break;
-            const uint32_t dst = oc__wire_ld32(dc);
+            const uint32_t dst = oc__load_le32(dc);
             if (unlikely(dst >= nranks)) {
                 /* a destination out of range in a stream read in place
                  * (shared memory: checked here, as it is read, not by
@@ -411,7 +411,7 @@ static int route_bundle(oc_router_t *r, rjob_t *j, oc_eng_rx_t *e)
     } else {
         const uint8_t *p = it.p;
         for (uint32_t left = it.left; left > 0; left--) {
-            const uint64_t mh = oc__wire_ld64(p);
+            const uint64_t mh = oc__load_le64(p);
             const uint32_t len = (uint32_t)(mh >> 48);
             int res = route_msg(r, j, (uint32_t)(mh & 0xffffffu),
                                 (uint32_t)((mh >> 24) & 0xffffffu),

@@ -13,13 +13,12 @@
 #include "wire/am.h"
 #include "wire/shmseg.h"
 #include "wire/wire.h"
+#include "util/likely.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 
 #define OC_ROUTER_MAX_JOBS 64
-#define likely(x)   __builtin_expect(!!(x), 1)
-#define unlikely(x) __builtin_expect(!!(x), 0)
 
 /* Bundles this router may have at one peer agent's router, not yet
  * routed there (the peer's credit window): bounds what a slow or stalled
@@ -151,7 +150,7 @@ struct oc_router {
     oc_router_counters_t c;
 };
 
-#define CNT_ADD(field, v) OC_ENG_CNT_ADD(field, v)
+#define CNT_ADD(field, v) OC__CTR_ADD(field, v)
 
 /* What became of a bundle: routed (or rejected) and released, or kept for
  * later — held by its sender's blocked next hop or a job not yet known

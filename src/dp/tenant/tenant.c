@@ -17,6 +17,7 @@
 #include "metrics/metrics.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/counter.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -249,7 +250,7 @@ uint32_t oc__dp_tenant_idle(oc_dp_worker_t *w)
         uint64_t s_ = 0;                                                       \
         for (uint32_t q_ = 0; q_ < dp->nthreads; q_++) {                       \
             const struct oc_dp_tw *tw = dp->w[q_].tw;                          \
-            s_ += __atomic_load_n(&(expr), __ATOMIC_RELAXED);                  \
+            s_ += OC__CTR_GET(expr);                                             \
         }                                                                      \
         s_;                                                                    \
     })

@@ -19,9 +19,12 @@
  * others into the rings; a drained ring's frames run the same stages and
  * leave through tenant_post.c.
  *
- * Threading: ring q -> r: head written by q, tail by r (acquire/release).
+ * The rings are util/spsc.h's (tail: published by q, head: released by
+ * r).  Threading: ring q -> r: its producer handle belongs to worker q,
+ * its consumer handle to worker r.
  */
 #include "tenant_int.h"
+#include "util/spsc.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -39,9 +42,9 @@ typedef struct {
 } hand_slot_t;
 
 struct oc_dp_hand {
-    uint32_t head __attribute__((aligned(64))); /* producer */
-    uint32_t tail __attribute__((aligned(64))); /* consumer */
-    hand_slot_t slot[HAND_SLOTS];
+    oc_spsc_t prod __attribute__((aligned(64))); /* worker q's */
+    oc_spsc_t cons __attribute__((aligned(64))); /* worker r's */
+    void     *mem;                               /* the ring */
 };
 
 uint32_t oc__dp_hand_owner(oc_dp_worker_t *w, uint32_t a, int dir,
@@ -82,10 +85,19 @@ oc_status_t oc__dp_hand_create(oc_dp_t *dp)
         return OC_ERR_NO_MEMORY;
     for (uint32_t i = 0; i < n * n; i++)
         if (i / n != i % n) {
-            dp->hand[i] = aligned_alloc(64, sizeof(struct oc_dp_hand));
-            if (dp->hand[i] == NULL)
+            struct oc_dp_hand *h;
+            size_t bytes = oc__spsc_bytes(HAND_SLOTS, sizeof(hand_slot_t));
+            h = dp->hand[i] = aligned_alloc(64, sizeof(*h));
+            if (h == NULL)
                 return OC_ERR_NO_MEMORY;
-            memset(dp->hand[i], 0, sizeof(struct oc_dp_hand));
+            memset(h, 0, sizeof(*h));
+            if ((h->mem = aligned_alloc(OC_SPSC_ALIGN, bytes)) == NULL)
+                return OC_ERR_NO_MEMORY;
+            if (oc__spsc_attach(&h->prod, h->mem, bytes, HAND_SLOTS,
+                                sizeof(hand_slot_t), 1) != OC_OK ||
+                oc__spsc_attach(&h->cons, h->mem, bytes, HAND_SLOTS,
+                                sizeof(hand_slot_t), 0) != OC_OK)
+                return OC_ERR_INVALID_PARAM;
         }
     for (uint32_t q = 0; q < n; q++) {
         dp->w[q].hand_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -99,7 +111,10 @@ void oc__dp_hand_free(oc_dp_t *dp)
 {
     if (dp->hand != NULL)
         for (uint32_t i = 0; i < dp->nthreads * dp->nthreads; i++)
-            free(dp->hand[i]);
+            if (dp->hand[i] != NULL) {
+                free(dp->hand[i]->mem);
+                free(dp->hand[i]);
+            }
     free(dp->hand);
     dp->hand = NULL;
     if (dp->w != NULL)
@@ -112,18 +127,16 @@ int oc__dp_hand_push(oc_dp_worker_t *w, uint32_t to, uint32_t a, int dir,
                      const oc_pkt_t *p)
 {
     struct oc_dp_hand *h = w->dp->hand[w->q * w->dp->nthreads + to];
-    uint32_t head = h->head;
     hand_slot_t *s;
 
     if (p->len > sizeof(s->data) ||
-        head - __atomic_load_n(&h->tail, __ATOMIC_ACQUIRE) == HAND_SLOTS)
+        (s = (hand_slot_t *)oc__spsc_reserve(&h->prod)) == NULL)
         return -1;
-    s = &h->slot[head % HAND_SLOTS];
     memcpy(s->data, p->data, p->len);
     s->len = (uint16_t)p->len;
     s->att = (uint8_t)a;
     s->dir = (uint8_t)dir;
-    __atomic_store_n(&h->head, head + 1, __ATOMIC_RELEASE);
+    oc__spsc_publish(&h->prod, sizeof(*s));
     return 0;
 }
 
@@ -143,39 +156,43 @@ uint32_t oc__dp_hand_drain(oc_dp_worker_t *w)
     if (dp->hand == NULL)
         return 0;
     for (uint32_t from = 0; from < dp->nthreads; from++) {
-        struct oc_dp_hand *h;
-        uint32_t tail, head;
+        oc_spsc_t *r;
+        uint32_t left, len;
         if (from == w->q)
             continue;
-        h = dp->hand[from * dp->nthreads + w->q];
-        tail = h->tail;
-        head = __atomic_load_n(&h->head, __ATOMIC_ACQUIRE);
-        while (tail != head) {
+        r = &dp->hand[from * dp->nthreads + w->q]->cons;
+        left = oc__spsc_count(r); /* what was there when we came */
+        while (left > 0) {
             oc_pkt_t *pkts[OC_DP_BURST_MAX];
-            uint32_t k = head - tail, got;
-            const hand_slot_t *s0 = &h->slot[tail % HAND_SLOTS];
-            uint32_t a = s0->att;
-            int dir = s0->dir;
+            const hand_slot_t *s[OC_DP_BURST_MAX];
+            uint32_t k = left, got;
+            uint32_t a;
+            int dir;
             if (k > dp->burst)
                 k = dp->burst;
+            s[0] = (const hand_slot_t *)oc__spsc_peek(r, &len);
+            if (s[0] == NULL)
+                break; /* counted, so not without a broken ring */
+            a = s[0]->att;
+            dir = s[0]->dir;
             /* one burst per (attachment, direction) run of slots */
             for (uint32_t i = 1; i < k; i++) {
-                const hand_slot_t *s = &h->slot[(tail + i) % HAND_SLOTS];
-                if (s->att != a || s->dir != dir) {
+                s[i] = (const hand_slot_t *)oc__spsc_peek(r, &len);
+                if (s[i] == NULL || s[i]->att != a || s[i]->dir != dir) {
                     k = i;
                     break;
                 }
             }
             got = oc__pkt_alloc_bulk(w->pool, pkts, k);
+            for (uint32_t i = 0; i < got; i++) {
+                memcpy(pkts[i]->data, s[i]->data, s[i]->len);
+                pkts[i]->len = s[i]->len;
+                oc__spsc_release(r);
+            }
+            oc__spsc_unpeek(r); /* looked ahead further than it took */
             if (got == 0)
                 break; /* no buffer now: the frames wait in the ring */
-            for (uint32_t i = 0; i < got; i++) {
-                const hand_slot_t *s = &h->slot[(tail + i) % HAND_SLOTS];
-                memcpy(pkts[i]->data, s->data, s->len);
-                pkts[i]->len = s->len;
-            }
-            tail += got;
-            __atomic_store_n(&h->tail, tail, __ATOMIC_RELEASE);
+            left -= got;
             oc__dp_tenant_forward(w, a, dir, pkts,
                                   oc__dp_tenant_stages(w, a, dir, pkts,
                                                        (uint16_t)got));
@@ -205,10 +222,10 @@ uint16_t oc__dp_tenant_burst(oc_dp_worker_t *w, uint32_t a, int dir,
                 continue;
             }
             if (oc__dp_hand_push(w, r, a, dir, pkts[i]) == 0) {
-                oc__dp_ctr_add(&w->tw->c[t].handoff, 1);
+                OC__CTR_ADD(w->tw->c[t].handoff, 1);
                 kick |= 1ull << r;
             } else {
-                oc__dp_ctr_add(&w->tw->c[t].drop[OC_DP_T_HANDOFF_FULL], 1);
+                OC__CTR_ADD(w->tw->c[t].drop[OC_DP_T_HANDOFF_FULL], 1);
             }
             gone[ng++] = pkts[i];
         }

@@ -13,6 +13,7 @@
  * hostile: every parser here is fuzzed (tests/fuzz/fuzz_tenant.c).
  */
 #include "tenant_int.h"
+#include "util/bytes.h"
 #include "util/clock.h"
 
 #include <string.h>
@@ -57,8 +58,8 @@ static bool v6_prep(const uint8_t *f, uint32_t len, oc_pkt_meta_t *m,
     memset(&m->key, 0, sizeof(m->key)); /* addresses: tenant_rule6.c */
     m->key.proto = m->l4_proto;
     if (m->l4_off != 0 && (m->l4_proto == 6 || m->l4_proto == 17)) {
-        m->key.sport = (uint16_t)(f[m->l4_off] << 8 | f[m->l4_off + 1]);
-        m->key.dport = (uint16_t)(f[m->l4_off + 2] << 8 | f[m->l4_off + 3]);
+        m->key.sport = oc__load_be16(f + m->l4_off);
+        m->key.dport = oc__load_be16(f + m->l4_off + 2);
     }
     return type >= 0 && oc__icmp6_is_link((uint8_t)type);
 }
@@ -81,8 +82,7 @@ static uint8_t sibling(const oc_dp_t *dp, uint32_t t, uint32_t x,
             y = i;
     if (y == NONE && !memcmp(f, bcast, 6) && len >= 42 && f[12] == 0x08 &&
         f[13] == 0x06 && f[20] == 0 && f[21] == 1) {
-        uint32_t tip = (uint32_t)f[38] << 24 | (uint32_t)f[39] << 16 |
-                       (uint32_t)f[40] << 8 | f[41];
+        uint32_t tip = oc__load_be32(f + 38);
         for (uint32_t i = 0; i < tc->natt; i++)
             if (i != x && tc->ip[i] == tip)
                 y = i;
@@ -369,7 +369,7 @@ static void ingress(oc_dp_worker_t *w, uint32_t t, uint32_t a,
                 why[i] = ANSWERED;
                 continue;
             }
-            oc__dp_ctr_add(&tw->c[t].vxlan[vr], 1);
+            OC__CTR_ADD(tw->c[t].vxlan[vr], 1);
             why[i] = vr == OC_VXLAN_NOT_VXLAN ? OC_DP_T_NOT_VXLAN
                                               : OC_DP_T_MALFORMED_VXLAN;
             continue;
@@ -402,7 +402,7 @@ static void ingress(oc_dp_worker_t *w, uint32_t t, uint32_t a,
             if (r == OC_PKT_R_UNKNOWN_ETHERTYPE) {
                 why[i] = OC_DP_T_NOT_IPV4;
             } else {
-                oc__dp_ctr_add(&tw->c[t].vxlan[OC_VXLAN_BAD_INNER], 1);
+                OC__CTR_ADD(tw->c[t].vxlan[OC_VXLAN_BAD_INNER], 1);
                 why[i] = OC_DP_T_MALFORMED_VXLAN;
             }
             continue;
@@ -466,7 +466,7 @@ uint16_t oc__dp_tenant_stages(oc_dp_worker_t *w, uint32_t a, int dir,
         }
         if (why[i] == PASS && to[i] != NONE) {
             if (w->meta[i].reason == OC_PKT_R_IPV6)
-                oc__dp_ctr_add(&tw->c[t].pkts6[1], 1);
+                OC__CTR_ADD(tw->c[t].pkts6[1], 1);
             hto[nh] = to[i];
             hair[nh++] = pkts[i];
             dests |= 1ull << to[i];
@@ -474,12 +474,12 @@ uint16_t oc__dp_tenant_stages(oc_dp_worker_t *w, uint32_t a, int dir,
         }
         if (why[i] == PASS) {
             pkts[i]->verdict = OC_DP_V_FORWARD;
-            oc__dp_ctr_add(&tw->c[t].pkts[dir], 1);
+            OC__CTR_ADD(tw->c[t].pkts[dir], 1);
             if (w->meta[i].reason == OC_PKT_R_IPV6)
-                oc__dp_ctr_add(&tw->c[t].pkts6[dir], 1);
+                OC__CTR_ADD(tw->c[t].pkts6[dir], 1);
         } else {
             pkts[i]->verdict = OC_DP_V_TENANT;
-            oc__dp_ctr_add(&tw->c[t].drop[why[i]], 1);
+            OC__CTR_ADD(tw->c[t].drop[why[i]], 1);
         }
         pkts[k++] = pkts[i];
     }
@@ -488,7 +488,7 @@ uint16_t oc__dp_tenant_stages(oc_dp_worker_t *w, uint32_t a, int dir,
          * its ring cannot take is dropped with dp's tx_full count */
         oc_port_t *wire = w->dp->att[a].port[1];
         sent = oc__port_tx_burst(wire, w->q, arp, na);
-        oc__dp_ctr_add(&tw->c[t].arp_replies, sent);
+        OC__CTR_ADD(tw->c[t].arp_replies, sent);
         for (uint16_t i = sent; i < na; i++) {
             arp[i]->verdict = OC_DP_V_TX_FULL;
             pkts[k++] = arp[i];
@@ -503,7 +503,7 @@ uint16_t oc__dp_tenant_stages(oc_dp_worker_t *w, uint32_t a, int dir,
         for (uint16_t i = 0; i < nh; i++)
             if (hto[i] == b)
                 sub[ns++] = hair[i];
-        oc__dp_ctr_add(&tw->c[t].pkts[1], ns);
+        OC__CTR_ADD(tw->c[t].pkts[1], ns);
         for (uint16_t i = 0; i < ns; i++)
             sub[i]->verdict = OC_DP_V_FORWARD;
         oc__dp_send(w, w->dp->att[a].port[0], w->dp->att[b].port[0], sub, ns);

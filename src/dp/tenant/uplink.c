@@ -15,6 +15,8 @@
 #include "tenant_int.h"
 #include "metrics/metrics.h"
 #include "pkt/flow.h"
+#include "util/bytes.h"
+#include "util/counter.h"
 
 #include <string.h>
 
@@ -44,8 +46,7 @@ static bool takes(const oc_dp_tenant_conf_t *tc, uint32_t x, const uint8_t *in,
         return false;
     if (in[12] == 0x08 && in[13] == 0x06 && len >= 14 + 28) {
         const uint8_t *tip = in + 14 + 24; /* the ARP target address */
-        uint32_t ip = (uint32_t)tip[0] << 24 | (uint32_t)tip[1] << 16 |
-                      (uint32_t)tip[2] << 8 | tip[3];
+        uint32_t ip = oc__load_be32(tip);
         return ip == tc->ip[x];
     }
     return false;
@@ -65,8 +66,7 @@ static int arp_for_tunnel(oc_dp_worker_t *w, uint32_t a, const oc_pkt_t *p,
     if (p->len < 42 || f[12] != 0x08 || f[13] != 0x06 || f[20] != 0 ||
         f[21] != 1)
         return 0;
-    tip = (uint32_t)f[38] << 24 | (uint32_t)f[39] << 16 |
-          (uint32_t)f[40] << 8 | f[41];
+    tip = oc__load_be32(f + 38);
     for (uint32_t x = a; x < dp->nattach; x++) {
         int t;
         if (x != a && dp->att[x].wire_of != a + 1)
@@ -98,7 +98,7 @@ static uint32_t demux(oc_dp_worker_t *w, uint32_t a, oc_pkt_t *p)
         return first;
     }
     if (vr != OC_VXLAN_OK) {
-        oc__dp_ctr_add(&w->c.uplink[a][vr], 1);
+        OC__CTR_ADD(w->c.uplink[a][vr], 1);
         return NONE;
     }
     for (uint32_t b = a; b < dp->nattach; b++) {
@@ -120,7 +120,7 @@ static uint32_t demux(oc_dp_worker_t *w, uint32_t a, oc_pkt_t *p)
         p->verdict = OC_DP_V_FORWARD;
         return first;
     }
-    oc__dp_ctr_add(&w->c.uplink[a][0], 1); /* unknown VNI */
+    OC__CTR_ADD(w->c.uplink[a][0], 1); /* unknown VNI */
     return NONE;
 }
 
@@ -185,7 +185,7 @@ void oc__dp_uplink_metrics(oc_dp_t *dp, void *prom)
         for (int r = 0; r < OC_VXLAN_NREASONS; r++) {
             uint64_t v = 0;
             for (uint32_t q = 0; q < dp->nthreads; q++)
-                v += __atomic_load_n(&dp->w[q].c.uplink[a][r], __ATOMIC_RELAXED);
+                v += OC__CTR_GET(dp->w[q].c.uplink[a][r]);
             oc__prom_sample(p, "offcore_dp_uplink_dropped_packets_total",
                            OC_PROM_LABELS({"port", oc__port_name(dp->att[a].port[1])},
                                           {"reason", r == 0 ? "unknown_vni"

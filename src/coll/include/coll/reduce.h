@@ -12,6 +12,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* How many oc_dtype_t and oc_op_t values there are (the public header
+ * keeps them out of its enums: oc_dtype_count(), oc_op_count()). */
+#define OC__DTYPE_COUNT (OC_FLOAT16 + 1)
+#define OC__OP_COUNT    (OC_PROD + 1)
+
 size_t oc__dtype_size(int dtype);
 /* dst[i] = ((srcs[0][i] op srcs[1][i]) op srcs[2][i]) ...; a source may
  * be dst itself, else none may overlap it.  The _ref form is the scalar

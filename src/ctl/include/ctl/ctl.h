@@ -67,6 +67,7 @@
 #define OC_CTL_H
 
 #include <offcore/offcore.h>
+#include "util/bytes.h"
 #include "util/defaults.h"
 #include "util/reject.h"
 #include <stdbool.h>
@@ -224,8 +225,7 @@ static inline uint32_t oc__ctl_u32s_get(const oc_ctl_u32s_t *l, uint32_t i)
     if (l->host != NULL)
         return l->host[i];
     p = l->wire + 4 * (size_t)i;
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-           (uint32_t)p[3] << 24;
+    return oc__load_le32(p);
 }
 
 /** "HELLO", ...; "UNKNOWN" for a value that is no type.  Static string. */

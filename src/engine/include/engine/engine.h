@@ -19,6 +19,7 @@
 #include "transport/transport.h"
 #include "util/spsc.h"
 #include "wire/wire.h"
+#include "util/counter.h"
 
 #include <offcore/offcore.h>
 #include <stdbool.h>
@@ -342,8 +343,5 @@ static inline void oc__eng_ring_pop(oc_eng_ring_t *r)
  *  positions 0..kept-1 (oc__eng_ring_at), drop the other n - kept; entries
  *  pushed after the scan move down behind the kept ones. */
 void oc__eng_ring_compact(oc_eng_ring_t *r, uint32_t n, uint32_t kept);
-
-#define OC_ENG_CNT_ADD(field, v)                                           \
-    __atomic_store_n(&(field), (field) + (v), __ATOMIC_RELAXED)
 
 #endif

@@ -1,8 +1,7 @@
 /*
  * runtime/settings.h — what liboffcore shows the rest of the tree beyond
  * its public API: its settings table, for `offcore config`.  The context's
- * private state (runtime.h) stays private to liboffcore (src/runtime and
- * src/coll, which is compiled into it).
+ * private state (runtime.h) stays private to src/runtime.
  *
  * Threading: reads the environment; call it from one thread.
  */

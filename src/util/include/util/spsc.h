@@ -1,8 +1,10 @@
 /*
- * spsc.h — a single-producer/single-consumer ring of fixed-size slots in
- * memory two processes may share (a memfd mapped by both), and a doorbell
- * (futex word) to sleep on it: the bottom of the rank<->agent channel on
- * one host (wire/shmseg.h), generic enough for any two threads.
+ * spsc.h — the tree's one single-producer/single-consumer ring: fixed-size
+ * slots in memory two processes may share (a memfd mapped by both), and a
+ * doorbell (futex word) to sleep on it: the bottom of the rank<->agent
+ * channel on one host (wire/shmseg.h), and between two threads the
+ * offcore-dp rings (tenant hand-off, flow records).  tail counts slots
+ * published (the producer's), head slots released (the consumer's).
  *
  * The producer reserves the next free slot, writes a bundle into it in
  * place and publishes it with its length (one release store of the tail);
@@ -98,6 +100,16 @@ static inline uint32_t oc__spsc_in_use(oc_spsc_t *r)
  *  or NULL (none; or the ring is broken: r->broken).  The slot stays valid
  *  until released. */
 uint8_t *oc__spsc_peek(oc_spsc_t *r, uint32_t *len);
+
+/** Consumer: how many published slots have not been handed out yet (a
+ *  bound for a drain that should not chase a producer still publishing);
+ *  0 on a broken ring.  Loads the shared tail once. */
+uint32_t oc__spsc_count(oc_spsc_t *r);
+
+/** Consumer: hand back the slots peeked and not released, so that the
+ *  next peek starts again at the oldest unreleased one (a consumer that
+ *  looked ahead further than it could take). */
+static inline void oc__spsc_unpeek(oc_spsc_t *r) { r->peeked = r->head; }
 
 /** Consumer: is a slot published that was not handed out yet?  (One
  *  load; for a sleeper's last look, not a substitute for peek.) */

@@ -39,6 +39,7 @@
 #define OC_WIRE_H
 
 #include <offcore/offcore.h>
+#include "util/bytes.h"
 #include "util/reject.h"
 #include <stdbool.h>
 #include <stdint.h>
@@ -88,24 +89,6 @@ typedef struct {
 
 static inline size_t oc__wire_pad8(size_t n) { return (n + 7) & ~(size_t)7; }
 
-/* Little-endian loads and stores; plain moves on little-endian hosts. */
-static inline uint64_t oc__wire_ld64(const void *p)
-{
-    uint64_t v;
-    memcpy(&v, p, 8);
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    v = __builtin_bswap64(v);
-#endif
-    return v;
-}
-static inline void oc__wire_st64(void *p, uint64_t v)
-{
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    v = __builtin_bswap64(v);
-#endif
-    memcpy(p, &v, 8);
-}
-
 static inline uint64_t oc__wire_msg_hdr(uint32_t dst, uint32_t src, uint32_t len)
 {
     return (uint64_t)(dst & 0xffffffu) | ((uint64_t)(src & 0xffffffu) << 24) |
@@ -117,10 +100,10 @@ static inline uint64_t oc__wire_msg_hdr(uint32_t dst, uint32_t src, uint32_t len
 static inline uint8_t *oc__wire_put_msg(uint8_t *p, uint32_t dst, uint32_t src,
                                        const void *buf, size_t len)
 {
-    oc__wire_st64(p, oc__wire_msg_hdr(dst, src, (uint32_t)len));
+    oc__store_le64(p, oc__wire_msg_hdr(dst, src, (uint32_t)len));
     p += OC_WIRE_MSG_HDR_LEN;
     if (len & 7)
-        oc__wire_st64(p + (len & ~(size_t)7), 0);
+        oc__store_le64(p + (len & ~(size_t)7), 0);
     if (len != 0)
         memcpy(p, buf, len);
     return p + oc__wire_pad8(len);
@@ -130,7 +113,7 @@ static inline uint8_t *oc__wire_put_msg(uint8_t *p, uint32_t dst, uint32_t src,
 static inline uint8_t *oc__wire_put_item(uint8_t *p, const void *buf, size_t len)
 {
     if (len & 7)
-        oc__wire_st64(p + (len & ~(size_t)7), 0);
+        oc__store_le64(p + (len & ~(size_t)7), 0);
     memcpy(p, buf, len);
     return p + oc__wire_pad8(len);
 }
@@ -155,24 +138,6 @@ static inline uint32_t oc__wire_col_cap(size_t bundle_size, size_t stride)
     return (uint32_t)n;
 }
 
-static inline uint32_t oc__wire_ld32(const void *p)
-{
-    uint32_t v;
-    memcpy(&v, p, 4);
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    v = __builtin_bswap32(v);
-#endif
-    return v;
-}
-
-static inline void oc__wire_st32(void *p, uint32_t v)
-{
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    v = __builtin_bswap32(v);
-#endif
-    memcpy(p, &v, 4);
-}
-
 /** The job a bundle claims, before validation (to pick what to validate
  *  it against).  Returns 0 when too short to have one. */
 static inline int oc__wire_peek_job(const void *buf, size_t len, uint32_t *job)
@@ -180,8 +145,7 @@ static inline int oc__wire_peek_job(const void *buf, size_t len, uint32_t *job)
     const uint8_t *p = (const uint8_t *)buf + 20;
     if (len < OC_WIRE_HDR_LEN)
         return 0;
-    *job = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-           (uint32_t)p[3] << 24;
+    *job = oc__load_le32(p);
     return 1;
 }
 
@@ -250,7 +214,7 @@ static inline bool oc__wire_iter_next(oc_wire_iter_t *it, oc_wire_msg_t *msg)
     if (it->fixed) {
         msg->dst = it->dst;
         if (it->col != NULL) {
-            msg->dst = oc__wire_ld32(it->col);
+            msg->dst = oc__load_le32(it->col);
             it->col += 4;
         }
         msg->src = it->src;
@@ -258,7 +222,7 @@ static inline bool oc__wire_iter_next(oc_wire_iter_t *it, oc_wire_msg_t *msg)
         msg->payload = it->p;
         it->p += oc__wire_pad8(it->item_size);
     } else {
-        uint64_t h = oc__wire_ld64(it->p);
+        uint64_t h = oc__load_le64(it->p);
         msg->dst = (uint32_t)(h & 0xffffffu);
         msg->src = (uint32_t)((h >> 24) & 0xffffffu);
         msg->len = (uint32_t)(h >> 48);
