@@ -401,7 +401,7 @@ uint8_t *rk_col(uint32_t src, uint32_t n, const uint32_t *dst,
     h.dst = OC_WIRE_RANK_NONE;
     p = b + OC_WIRE_HDR_LEN;
     for (uint32_t k = 0; k < n; k++)
-        oc__wire_st32(p + 4 * (size_t)k, dst[k]);
+        oc__store_le32(p + 4 * (size_t)k, dst[k]);
     p += oc__wire_col_dst_bytes(n);
     for (uint32_t k = 0; k < n; k++)
         p = payload(p, vals[k], len);

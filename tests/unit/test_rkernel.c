@@ -315,16 +315,16 @@ static void test_malformed(void **state)
     /* a count the content does not have (rows; a column's count decides
      * its layout, so there it is a length) */
     b = rk_row(0, 4, dst, vals, 8, &len);
-    oc__wire_st32(b + 8, 5);
+    oc__store_le32(b + 8, 5);
     BAD(rk_tok(0), b, len, OC_ERR_WIRE_COUNT);
     free(b);
     b = rk_col(0, 4, dst, vals, 8, &len);
-    oc__wire_st32(b + 8, 3);
+    oc__store_le32(b + 8, 3);
     BAD(rk_tok(0), b, len, OC_ERR_WIRE_LENGTH);
     free(b);
     /* a header length that is not the bundle's */
     b = rk_row(0, 4, dst, vals, 8, &len);
-    oc__wire_st32(b + 12, (uint32_t)len + 8);
+    oc__store_le32(b + 12, (uint32_t)len + 8);
     BAD(rk_tok(0), b, len, OC_ERR_WIRE_LENGTH);
     BAD(rk_tok(0), b, len - 8, OC_ERR_WIRE_LENGTH);
     BAD(rk_tok(0), b, 16, OC_ERR_WIRE_TRUNCATED);
@@ -343,7 +343,7 @@ static void test_malformed(void **state)
     free(b);
     /* another job */
     b = rk_col(0, 4, dst, vals, 8, &len);
-    oc__wire_st32(b + 20, RK_JOB + 1);
+    oc__store_le32(b + 20, RK_JOB + 1);
     BAD(rk_tok(0), b, len, OC_ERR_WIRE_JOB);
     free(b);
     assert_int_equal(rk.credits_to_rank[0], 0); /* none of it routed */
@@ -645,7 +645,7 @@ static void test_shm_rank(void **state)
     assert_non_null(slot = oc__spsc_peek(&seg.down, &slen));
     assert_int_equal(oc__wire_validate(slot, slen, &chk, &h), OC_OK);
     assert_int_equal(h.count, 1);
-    assert_int_equal(oc__wire_ld64(slot + OC_WIRE_HDR_LEN), 0x34);
+    assert_int_equal(oc__load_le64(slot + OC_WIRE_HDR_LEN), 0x34);
     oc__spsc_release(&seg.down);
     assert_int_equal(f->r->c.shm_bundles_out, 1);
     oc__shmseg_unmap(&seg);
