@@ -25,7 +25,10 @@ cp "$OUT"/liboffcore0_*.deb "$OUT"/liboffcore-dev_*.deb "$OUT"/offcore_*.deb \
 cat > "$T/upper/tmp/inside.sh" <<'INSIDE'
 set -eu
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 UCX_TLS=sm,self
+agent=
 fail() { echo "FAIL: $*"; exit 1; }
+# the agent this script starts ends with it, also on a failure
+trap '[ -z "$agent" ] || { kill $agent; wait $agent; } 2>/dev/null || true' EXIT
 dpkg -i /tmp/debs/*.deb >/tmp/dpkg.log 2>&1 || { cat /tmp/dpkg.log; fail "dpkg -i"; }
 for f in /usr/bin/offcore /usr/sbin/offcored /usr/libexec/offcore/histogram \
          /usr/lib/systemd/system/offcored.service /etc/offcore/offcored.env \
@@ -46,6 +49,9 @@ for f in histogram sssp triangle bench-memcpy; do
 done
 man -w offcore-doctor >/dev/null 2>&1 || [ -e /usr/share/man/man1/offcore-doctor.1.gz ] ||
     fail "no man page offcore-doctor"
+for p in offcore-dp.conf offcore-nvmf.conf; do
+    [ -e /usr/share/man/man5/$p.5.gz ] || fail "no man page $p(5)"
+done
 ldd /usr/libexec/offcore/histogram | grep -Eq "liboffcore.so.0 => (/usr)?/lib/x86_64-linux-gnu/liboffcore.so.0" ||
     fail "histogram does not use the installed liboffcore"
 out=$(mpirun --allow-run-as-root --oversubscribe -np 2 --bind-to none \
@@ -96,6 +102,7 @@ else
     echo "SKIP part: no setpriv, no job as another user"
 fi
 kill $agent; wait $agent || true
+agent=
 offcore doctor --json | python3 -m json.tool >/dev/null || fail "offcore doctor --json"
 # a program built against liboffcore-dev
 cat > /tmp/t.c <<'C'
