@@ -404,7 +404,8 @@ static void thread_metrics(agent_t *a, oc_prom_t *p,
          OC_PROM_COUNTER, "dir",
          {{"in", RC(bundles_in)}, {"out", RC(bundles_out)}}},
         {OC_M_THREAD_UNDELIVERABLE, "Messages for a local rank that had "
-         "left its (failing) job, dropped", OC_PROM_COUNTER, NULL,
+         "left its (failing) job, or for a next hop (rank or peer agent) "
+         "that went away, dropped", OC_PROM_COUNTER, NULL,
          {{NULL, RC(undeliverable)}}},
         {OC_M_THREAD_COLL_CMA, "Allreduce contributions of local ranks "
          "that offered their buffers: moved by memory (process_vm_readv/"

@@ -125,7 +125,7 @@ static void test_add_rank_refused(void **state)
 
 /* A rank that goes: its sender token is no longer accepted, messages for
  * it are counted undeliverable (never sent), what was buffered for it is
- * dropped, its endpoint closed, its collectives failed; a rank or job
+ * dropped and counted the same way, its endpoint closed, its collectives failed; a rank or job
  * the router does not have: nothing changes. */
 static void test_del_rank(void **state)
 {
@@ -149,10 +149,11 @@ static void test_del_rank(void **state)
     assert_null(oc__router_sender_find(f->r, rk_tok(2)));
     assert_int_equal(rk.eps_live, RK_LOCAL);
     rk_turn(f, 1);
-    assert_int_equal(rk.bundles_to_rank[2], 0); /* dropped with it */
+    assert_int_equal(rk.bundles_to_rank[2], 0); /* dropped with it, */
+    assert_int_equal(f->r->c.undeliverable, 3); /* counted */
 
     assert_int_equal(send_one(f, rk_tok(0), 0, 2), 1);
-    assert_int_equal(f->r->c.undeliverable, 1);
+    assert_int_equal(f->r->c.undeliverable, 4);
     assert_int_equal(rk.nbundles, 0);
     assert_int_equal(send_one(f, rk_tok(2), 2, 1), 1);
     assert_int_equal(f->r->c.reject_unknown_sender, 1);
@@ -288,9 +289,11 @@ static void test_peers(void **state)
     assert_int_equal(p->waiting, 1);
     assert_int_equal(rk.bundles_to_peer, 0);
 
+    assert_int_equal(f->r->c.undeliverable, 0);
     assert_int_equal(oc__router_del_peer(f->r, 1), OC_OK);
     oc__router_apply_commands(f->r);
     assert_int_equal(p->waiting, 0);
+    assert_int_equal(f->r->c.undeliverable, 1); /* the waiting one, counted */
     assert_null(p->wait_head);
     assert_null(p->ep);
     assert_null(j->to_node[1].ep);
@@ -305,6 +308,7 @@ static void test_peers(void **state)
     assert_int_equal(f->r->c.reject_unknown_sender, 1);
     assert_int_equal(send_one(f, rk_tok(0), 0, 6), 1);
     assert_int_equal(rk.nbundles, 0);
+    assert_int_equal(f->r->c.undeliverable, 2); /* dropped, counted */
 
     /* and it comes back */
     rk_addr(1, 1, a);

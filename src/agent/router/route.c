@@ -105,6 +105,8 @@ void oc__router_peer_drop(oc_router_t *r, peer_t *p)
     while (p->wait_head != NULL) {
         oc_eng_buf_t *b = p->wait_head;
         p->wait_head = b->next;
+        /* dropped, never silently: its messages (the header's count) */
+        CNT_ADD(r->c.undeliverable, oc__load_le32(b->data + 8));
         oc__eng_buf_put(r->eng, b);
     }
     p->wait_tail = &p->wait_head;
@@ -117,6 +119,7 @@ static void out_send(oc_router_t *r, out_t *o, oc_eng_buf_t *b, uint32_t len,
                      uint32_t count)
 {
     if (o->ep == NULL) { /* next hop went away: the job is failing */
+        CNT_ADD(r->c.undeliverable, count); /* dropped, never silently */
         oc__eng_buf_put(r->eng, b);
         return;
     }

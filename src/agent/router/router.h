@@ -86,7 +86,9 @@ typedef struct {
                                     re-aggregated message by message */
     uint64_t sleeps;             /* times the thread slept, idle */
     uint64_t undeliverable;      /* messages for a local rank that has left
-                                    its (failing) job: dropped, counted */
+                                    its (failing) job, or aggregated toward
+                                    a next hop that went away: dropped,
+                                    counted */
     uint64_t coll_cma;           /* rank contributions moved by memory */
     uint64_t coll_cma_fallback;  /* offered by memory, sent back to UCX */
     uint64_t shm_bundles_in;     /* bundles read from ranks' shared rings */
