@@ -171,12 +171,14 @@ kill-agent)
         fail "ranks took $(awk -v a="$t0" -v b="$t1" 'BEGIN{print b-a}') s"
     pass ;;
 hol)
-    # No head-of-line blocking: job 71's receiver stops polling for 8 s, so
-    # the agent's next hop to it is blocked and its senders are pushed
-    # back; job 72, sharing the agent (one routing thread), must still run
-    # to the end while that receiver is stalled.
+    # No head-of-line blocking: job 71's receiver stops polling (until the
+    # script releases it, 90 s at most), so the agent's next hop to it is
+    # blocked and its senders are pushed back; job 72, sharing the agent
+    # (one routing thread), must still run to the end while that receiver
+    # is stalled, however slowly a loaded machine starts it.
     start_agent
-    env $(job_env 71) OC_TEST_STALL_SECONDS=8 OC_TEST_STALL_MARK="$T/resumed" \
+    env $(job_env 71) OC_TEST_STALL_SECONDS=90 OC_TEST_STALL_MARK="$T/resumed" \
+        OC_TEST_STALL_UNTIL="$T/release" \
         timeout 120 "$TR" stallrecv 3 > "$T/o1" 2>&1 &
     stalled=$!
     wait_job 71
@@ -186,6 +188,7 @@ hol)
         { cat "$T/o2"; fail "job 72 failed"; }
     [ -e "$T/resumed" ] &&
         fail "job 72 only finished after job 71's receiver resumed: head-of-line blocked"
+    : > "$T/release"
     wait $stalled || { cat "$T/o1"; fail "job 71 (stalled receiver) failed"; }
     pass ;;
 kill-rank)

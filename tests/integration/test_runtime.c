@@ -380,12 +380,20 @@ static void scen_stallrecv(uint64_t n)
     if (g_rank == 0) {
         /* OC_TEST_STALL_SECONDS (default 2); OC_TEST_STALL_MARK: a file
          * created when the stall ends, for scripts that check what
-         * happened meanwhile */
+         * happened meanwhile; OC_TEST_STALL_UNTIL: a file whose creation
+         * ends the stall early (the script says when it has seen enough) */
         const char *sec = getenv("OC_TEST_STALL_SECONDS");
         const char *mark = getenv("OC_TEST_STALL_MARK");
+        const char *release = getenv("OC_TEST_STALL_UNTIL");
         uint64_t until = oc__now_us() + (uint64_t)((sec ? atof(sec) : 2) * 1e6);
-        while (oc__now_us() < until)
-            ; /* deliberately not polling */
+        uint64_t look = 0;
+        while (oc__now_us() < until) { /* deliberately not polling */
+            if (release != NULL && oc__now_us() >= look) {
+                if (access(release, F_OK) == 0)
+                    break;
+                look = oc__now_us() + 10000;
+            }
+        }
         if (mark != NULL) {
             FILE *f = fopen(mark, "w");
             if (f != NULL)
