@@ -122,6 +122,24 @@ void oc__nvmf_conn_accepted(oc_nvmf_target_t *t, int fd)
 }
 
 /* ----------------------------------------------------------- receive */
+/*
+ * While R2Ts are out, the input is mostly H2CData: a receive into rx as
+ * large as rx would take whole PDUs there, and their data would then be
+ * copied into the commands' buffers (perf, 128 KiB writes at QD32: that
+ * memcpy was the target's largest user-space cost).  A receive of a few
+ * headers' worth instead stops inside a large PDU's data, which the direct
+ * path (h2c_try_direct) then receives straight into its buffer; a PDU known
+ * to need more (a small H2CData, a capsule) is taken whole in one receive.
+ */
+#define RX_WINDOW 2048u
+static uint32_t rx_len(const oc_nvmf_conn_t *c)
+{
+    uint32_t room = c->rx_cap - c->rx_tail;
+    uint32_t want = c->rx_more > RX_WINDOW ? c->rx_more : RX_WINDOW;
+
+    return c->h2c_wait && want < room ? want : room;
+}
+
 static void arm_recv(oc_nvmf_conn_t *c)
 {
     struct io_uring_sqe *sqe;
@@ -139,8 +157,7 @@ static void arm_recv(oc_nvmf_conn_t *c)
         io_uring_prep_recv(sqe, c->fd, c->dr_cmd->buf + c->dr_off, c->dr_left,
                            0);
     else
-        io_uring_prep_recv(sqe, c->fd, c->rx + c->rx_tail,
-                           c->rx_cap - c->rx_tail, 0);
+        io_uring_prep_recv(sqe, c->fd, c->rx + c->rx_tail, rx_len(c), 0);
     io_uring_sqe_set_data(sqe, &c->rx_op);
     c->rx_armed = 1;
     c->inflight_ops++;
@@ -270,6 +287,7 @@ static void handle_capsule(oc_nvmf_conn_t *c, const uint8_t *p,
         cmd->h2c_got = len;
         break;
     case OC_NVMF_XFER_R2T:
+        c->h2c_wait++;
         oc__nvmf_cmd_r2t(cmd);
         return;
     default:
@@ -325,6 +343,7 @@ static void h2c_finish(oc_nvmf_conn_t *c, oc_nvmf_cmd_t *cmd, uint32_t datal,
                                "last H2CData before all data");
         return;
     }
+    c->h2c_wait--;
     if (cmd->status) {
         oc__nvmf_cmd_complete(cmd);
         return;
@@ -420,6 +439,7 @@ static void parse(oc_nvmf_conn_t *c)
         uint32_t avail = c->rx_tail - c->rx_head;
         oc_nvmf_pdu_rc_t rc;
 
+        c->rx_more = 0;
         if (c->dr_state == 2) { /* the data digest after direct data */
             oc_nvmf_cmd_t *cmd = c->dr_cmd;
             if (avail < OC_NVMF_DGST_LEN)
@@ -435,6 +455,7 @@ static void parse(oc_nvmf_conn_t *c)
         if (rc == OC_NVMF_PDU_NEED) {
             if (h2c_try_direct(c, p, avail, &in))
                 continue;
+            c->rx_more = in.need - avail;
             if (c->rx_head + in.need > c->rx_cap) {
                 memmove(c->rx, p, avail);
                 c->rx_tail = avail;

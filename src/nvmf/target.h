@@ -266,6 +266,8 @@ typedef struct oc_nvmf_conn {
     /* receive */
     uint8_t  *rx;
     uint32_t rx_cap, rx_head, rx_tail;
+    uint32_t rx_more;       /* bytes the PDU at rx_head still lacks, or 0 */
+    uint32_t h2c_wait;      /* commands sent an R2T, their data not all in */
     oc_nvmf_op_t rx_op;
     int      rx_armed;
     /* a large H2CData received straight into its command's buffer:

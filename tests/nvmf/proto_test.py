@@ -415,6 +415,42 @@ def main():
             h.close()
             a.close()
 
+        # 9d. whole H2CData PDUs arriving back to back (as a busy host sends
+        # them) still go straight into place: while R2Ts are out the target
+        # receives a few headers' worth at a time, never whole PDUs into its
+        # receive buffer to copy them from there
+        a = nc.Host(port)
+        a.admin_session(SUB, HOST)
+        a.set_queues(1)
+        h = nc.io_session(port, SUB, HOST, a.cntlid)
+        m0 = metrics(mport)
+        n, ln = 4, 65536
+        datas = [bytes((i * 7 + k * 31 + 1) & 0xFF for i in range(ln))
+                 for k in range(n)]
+        bycid = {}
+        for k in range(n):
+            h.capsule(h.sqe(0x01, nsid=1, sgl_len=ln,
+                            cdw={10: 700 + 16 * k, 12: 15}))
+            bycid[h.cid] = datas[k]
+        burst = b""
+        for k in range(n):
+            p = h.recv_pdu()
+            check(p.type == nc.R2T, "R2T for write %d" % k)
+            cccid, ttag = struct.unpack_from("<HH", p.raw, 8)
+            burst += struct.pack("<BBBBIHHII4x", nc.H2C, nc.F_LAST, 24, 24,
+                                 24 + ln, cccid, ttag, 0, ln) + bycid[cccid]
+        h.send(burst)
+        sc = [h.response()["sc"] for _ in range(n)]
+        rd = [h.read(1, 700 + 16 * k, ln)["data"] for k in range(n)]
+        m1 = metrics(mport)
+        direct = (m1.get("offcore_nvmf_h2c_direct_total", 0)
+                  - m0.get("offcore_nvmf_h2c_direct_total", 0))
+        check(sc == [0] * n and rd == datas and direct == n,
+              "back-to-back H2CData received in place (status %s, direct "
+              "%d of %d)" % (sc, direct, n))
+        h.close()
+        a.close()
+
         # 10. keep-alive: a controller silent past KATO (300 ms) + grace is dropped
         m0 = metrics(mport)
         k = nc.Host(port)
