@@ -29,6 +29,12 @@ rm -rf "$probe"
 export ASAN_OPTIONS="halt_on_error=1:print_stacktrace=1:detect_leaks=$leaks:fast_unwind_on_malloc=0"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 export LSAN_OPTIONS="suppressions=$supp:print_suppressions=0"
+# The fuzz replays take 4,000 random inputs each here, not 20,000: the
+# normal build runs them all, and the fuzz phase runs every seed and
+# hundreds of thousands of mutations under ASan+UBSan as well (scripts/
+# fuzz.sh); the seeds' systematic truncations and byte flips, which no
+# other phase runs under the sanitizers, stay whole here.
+export FUZZ_ITERATIONS="${FUZZ_ITERATIONS:-4000}"
 # Suite "slow" (real traffic, qemu guests: tens of seconds each) runs in
 # the normal build only; its code is covered here by the unit and fuzz suites.
 exec meson test -C "$dir" --print-errorlogs --timeout-multiplier 3 --no-suite slow --no-suite long "$@"
