@@ -207,17 +207,6 @@ static void cmd_exec(oc_nvmf_cmd_t *cmd)
         oc__nvmf_io_exec(cmd);
 }
 
-static int ensure_buf(oc_nvmf_cmd_t *cmd)
-{
-    if (cmd->buf)
-        return 0;
-    if (posix_memalign((void **)&cmd->buf, 4096, OC_NVMF_MAX_XFER)) {
-        cmd->buf = NULL;
-        return -1;
-    }
-    return 0;
-}
-
 static void handle_capsule(oc_nvmf_conn_t *c, const uint8_t *p,
                            const oc_nvmf_pdu_info_t *in)
 {
@@ -275,7 +264,7 @@ static void handle_capsule(oc_nvmf_conn_t *c, const uint8_t *p,
         oc__nvmf_cmd_complete(cmd);
         return;
     }
-    if (kind != OC_NVMF_XFER_NONE && ensure_buf(cmd)) {
+    if (kind != OC_NVMF_XFER_NONE && oc__nvmf_cmd_buf(cmd)) {
         cmd->status = OC_NVME_SC_INTERNAL;
         oc__nvmf_cmd_complete(cmd);
         return;

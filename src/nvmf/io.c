@@ -90,18 +90,26 @@ static void submit_rw(oc_nvmf_cmd_t *cmd)
     oc_nvmf_ns_t *ns = cmd->ns;
     struct io_uring_sqe *sqe = file_sqe(cmd);
     uint64_t off = (cmd->slba << ns->bs_shift) + cmd->io_done;
+    int fd = ns->fixed >= 0 ? ns->fixed : ns->fd;
+    uint8_t *p = cmd->buf + cmd->io_done;
+    unsigned len = cmd->data_len - cmd->io_done;
 
     if (!sqe)
         return finish(cmd, OC_NVME_SC_INTERNAL);
-    /* a registered file spares the kernel a file lookup per I/O */
-    if (cmd->step == ST_READ)
-        io_uring_prep_read(sqe, ns->fixed >= 0 ? ns->fixed : ns->fd,
-                           cmd->buf + cmd->io_done,
-                           cmd->data_len - cmd->io_done, off);
+    /* a registered file spares the kernel a file lookup per I/O, a
+     * registered buffer the pinning of its pages (qpair.c) */
+    if (cmd->buf_reg)
+        atomic_store_explicit(&cmd->conn->tgt->st.fixed_io,
+                              cmd->conn->tgt->st.fixed_io + 1,
+                              memory_order_relaxed);
+    if (cmd->buf_reg && cmd->step == ST_READ)
+        io_uring_prep_read_fixed(sqe, fd, p, len, off, cmd->buf_reg - 1);
+    else if (cmd->buf_reg)
+        io_uring_prep_write_fixed(sqe, fd, p, len, off, cmd->buf_reg - 1);
+    else if (cmd->step == ST_READ)
+        io_uring_prep_read(sqe, fd, p, len, off);
     else
-        io_uring_prep_write(sqe, ns->fixed >= 0 ? ns->fixed : ns->fd,
-                            cmd->buf + cmd->io_done,
-                            cmd->data_len - cmd->io_done, off);
+        io_uring_prep_write(sqe, fd, p, len, off);
     if (ns->fixed >= 0)
         sqe->flags |= IOSQE_FIXED_FILE;
 }
@@ -335,11 +343,8 @@ void oc__nvmf_io_exec(oc_nvmf_cmd_t *cmd)
                                   memory_order_relaxed);
         cmd->zr_lo = 0;
         cmd->zr_hi = (uint32_t)nlb;
-        if (!cmd->buf &&
-            posix_memalign((void **)&cmd->buf, 4096, OC_NVMF_MAX_XFER)) {
-            cmd->buf = NULL;
+        if (oc__nvmf_cmd_buf(cmd))
             return finish(cmd, OC_NVME_SC_INTERNAL);
-        }
         if (ns->xts_enc)
             return submit_wz_chunk(cmd);
         sqe = file_sqe(cmd);

@@ -154,6 +154,10 @@ static oc_status_t fill(void *arg, oc_prom_t *p)
                    "buffer (no copy)", OC_PROM_COUNTER);
     oc__prom_sample(p, OC_M_NVMF_H2C_DIRECT, NULL, 0,
                    RELAXED(s->h2c_direct));
+    oc__prom_family(p, OC_M_NVMF_FIXED_IO,
+                   "Reads and writes of the backing store from a registered "
+                   "buffer (its pages not pinned per I/O)", OC_PROM_COUNTER);
+    oc__prom_sample(p, OC_M_NVMF_FIXED_IO, NULL, 0, RELAXED(s->fixed_io));
     oc__prom_family(p, OC_M_NVMF_COMMAND_ERRORS,
                    "commands completed with an error status", OC_PROM_COUNTER);
     oc__prom_sample(p, OC_M_NVMF_COMMAND_ERRORS, NULL, 0,

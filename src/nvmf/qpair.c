@@ -27,6 +27,64 @@
 
 static void flush_tx(oc_nvmf_conn_t *c);
 
+/*
+ * Command buffers in the ring's registered-buffer table: a Read or Write
+ * of a registered buffer (READ_FIXED/WRITE_FIXED) skips pinning its pages
+ * for each O_DIRECT I/O (perf, 128 KiB writes at QD32: gup_fast_fallback
+ * 12% of the target's CPU, with __bio_release_pages another 1.5%).
+ * Registering pins the whole 128 KiB once, on the slot's first use.
+ */
+int oc__nvmf_cmd_buf(oc_nvmf_cmd_t *cmd)
+{
+    oc_nvmf_target_t *t = cmd->conn->tgt;
+    struct iovec iov;
+    uint16_t idx;
+    int rc;
+
+    if (cmd->buf)
+        return 0;
+    if (posix_memalign((void **)&cmd->buf, 4096, OC_NVMF_MAX_XFER)) {
+        cmd->buf = NULL;
+        return -1;
+    }
+    if (t->reg_off || t->reg_nfree == 0)
+        return 0;
+    idx = t->reg_free[--t->reg_nfree];
+    iov.iov_base = cmd->buf;
+    iov.iov_len = OC_NVMF_MAX_XFER;
+    rc = io_uring_register_buffers_update_tag(&t->ring, idx, &iov, NULL, 1);
+    if (rc != 1) { /* RLIMIT_MEMLOCK, most likely: plain reads from now on */
+        t->reg_free[t->reg_nfree++] = idx;
+        t->reg_off = 1;
+        oc_info(LOGC, "registering a command buffer: %s (plain reads and "
+                "writes from now on; raise RLIMIT_MEMLOCK to keep them "
+                "registered)", strerror(rc < 0 ? -rc : EINVAL));
+        return 0;
+    }
+    cmd->buf_reg = (uint16_t)(idx + 1);
+    return 0;
+}
+
+/* no I/O uses the buffer any more (the connection has none in flight) */
+static void cmd_buf_free(oc_nvmf_cmd_t *cmd)
+{
+    oc_nvmf_target_t *t = cmd->conn->tgt;
+
+    if (cmd->buf_reg) {
+        struct iovec iov = {0};
+        uint16_t idx = (uint16_t)(cmd->buf_reg - 1);
+        /* an empty entry unpins the buffer before it is freed */
+        if (io_uring_register_buffers_update_tag(&t->ring, idx, &iov, NULL,
+                                                 1) == 1)
+            t->reg_free[t->reg_nfree++] = idx;
+        else /* the entry still pins it: keep both */
+            cmd->buf = NULL;
+        cmd->buf_reg = 0;
+    }
+    free(cmd->buf);
+    cmd->buf = NULL;
+}
+
 static void conn_free(oc_nvmf_conn_t *c)
 {
     oc_nvmf_target_t *t = c->tgt;
@@ -51,7 +109,7 @@ static void conn_free(oc_nvmf_conn_t *c)
         oc__guard_resume(&t->guard);
     }
     for (int i = 0; i < OC_NVMF_CMD_SLOTS; i++)
-        free(c->cmds[i].buf);
+        cmd_buf_free(&c->cmds[i]);
     free(c->rx);
     atomic_fetch_sub_explicit(&t->st.conns_active, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&t->st.conns_closed, 1, memory_order_relaxed);

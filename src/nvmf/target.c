@@ -216,6 +216,16 @@ oc_status_t oc__nvmf_target_init(oc_nvmf_target_t *t, oc_nvmf_conf_t *conf,
             for (int j = 0; j < t->subsys[i].nns; j++)
                 t->subsys[i].ns[j]->fixed = k++;
     }
+    /* an empty registered-buffer table: command buffers join it on their
+     * first use (qpair.c); without it (kernel before 5.19) plain reads */
+    if ((rc = io_uring_register_buffers_sparse(&t->ring, OC_NVMF_REG_BUFS))) {
+        oc_info(LOGC, "io_uring_register_buffers_sparse: %s (plain reads "
+                "and writes)", strerror(-rc));
+        t->reg_off = 1;
+    }
+    for (uint32_t i = 0; i < OC_NVMF_REG_BUFS; i++)
+        t->reg_free[i] = (uint16_t)(OC_NVMF_REG_BUFS - 1 - i);
+    t->reg_nfree = OC_NVMF_REG_BUFS;
     if (check_only) /* a running target may hold the port: do not bind */
         return OC_OK;
     if (listen_on(t, conf->listen)) {

@@ -48,6 +48,11 @@
  * next command the moment it reads a completion never finds the slot of
  * that completion still busy while our send's completion is in flight. */
 #define OC_NVMF_CMD_SLOTS (2 * OC_NVMF_QUEUE_DEPTH)
+/* Entries of the ring's registered-buffer table: command buffers that
+ * hold one read and write with READ_FIXED/WRITE_FIXED, their pages pinned
+ * once instead of per I/O.  4096 x 128 KiB = 512 MiB pinned at most
+ * (16 queues at QD 128 use 4096); buffers past it use plain reads. */
+#define OC_NVMF_REG_BUFS 4096
 
 /* ------------------------------------------------------------ counters */
 typedef struct {
@@ -69,6 +74,7 @@ typedef struct {
     _Atomic uint64_t send_stalled; /* host stopped reading: closed */
     _Atomic uint64_t admin_cmds, io_cmds;
     _Atomic uint64_t h2c_direct; /* H2CData received into place, no copy */
+    _Atomic uint64_t fixed_io;   /* READ_FIXED/WRITE_FIXED submitted */
 } oc_nvmf_stats_t;
 
 /* Latency histogram bucket bounds, microseconds (last bucket: +Inf). */
@@ -228,6 +234,7 @@ typedef struct oc_nvmf_cmd {
     uint16_t status;
     uint32_t dw0, dw1;
     uint8_t  *buf;          /* OC_NVMF_MAX_XFER bytes, 4 KiB-aligned */
+    uint16_t buf_reg;       /* buf's index in the ring's table + 1; 0 none */
     uint32_t data_len;      /* bytes to move */
     uint32_t h2c_got;       /* bytes received so far (R2T) */
     uint32_t io_done;       /* bytes read/written so far */
@@ -334,6 +341,11 @@ typedef struct oc_nvmf_target {
     uint64_t next_conn_id;
     int      draining;
     uint64_t drain_deadline_ms;
+    /* free entries of the ring's registered-buffer table (a stack);
+     * reg_off: no table (old kernel) or a registration failed (memlock) */
+    uint16_t reg_free[OC_NVMF_REG_BUFS];
+    uint32_t reg_nfree;
+    int      reg_off;
     oc_nvmf_stats_t st;
     pthread_mutex_t snap_lock; /* guards the connection list for readers */
 } oc_nvmf_target_t;
@@ -369,6 +381,10 @@ void oc__nvmf_cmd_r2t(oc_nvmf_cmd_t *cmd);
 void oc__nvmf_tx_push(oc_nvmf_conn_t *c, oc_nvmf_tx_t *tx);
 /** One sendmsg per connection for what this loop turn queued. */
 void oc__nvmf_conn_flush_all(oc_nvmf_target_t *t);
+/** The command's data buffer (OC_NVMF_MAX_XFER bytes), allocated on the
+ *  slot's first use and kept until its connection is freed, registered
+ *  with the ring while the table has room.  @return 0, -1 out of memory. */
+int oc__nvmf_cmd_buf(oc_nvmf_cmd_t *cmd);
 /** Unlink and free a controller, closing its queues. */
 void oc__nvmf_ctrl_destroy(oc_nvmf_ctrl_t *ctrl);
 

@@ -301,10 +301,12 @@ static unsigned execute(void)
             break;
         }
         case IORING_OP_READ:
+        case IORING_OP_READ_FIXED:
             memset((void *)(uintptr_t)e->addr, 0x5a, e->len);
             res = (int)e->len;
             break;
         case IORING_OP_WRITE:
+        case IORING_OP_WRITE_FIXED:
             res = (int)e->len;
             break;
         case IORING_OP_FSYNC:

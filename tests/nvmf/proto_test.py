@@ -448,6 +448,12 @@ def main():
         check(sc == [0] * n and rd == datas and direct == n,
               "back-to-back H2CData received in place (status %s, direct "
               "%d of %d)" % (sc, direct, n))
+        # their writes and reads went from registered buffers
+        # (READ_FIXED/WRITE_FIXED: no page pinning per I/O)
+        fixed = (m1.get("offcore_nvmf_fixed_io_total", 0)
+                 - m0.get("offcore_nvmf_fixed_io_total", 0))
+        check(fixed == 2 * n, "writes and reads from registered buffers "
+              "(%d of %d)" % (fixed, 2 * n))
         h.close()
         a.close()
 

@@ -71,6 +71,7 @@
 #define OC_M_NVMF_REJECTS        "offcore_nvmf_rejects_total" /* reason */
 #define OC_M_NVMF_COMMANDS       "offcore_nvmf_commands_total" /* queue */
 #define OC_M_NVMF_H2C_DIRECT     "offcore_nvmf_h2c_direct_total"
+#define OC_M_NVMF_FIXED_IO       "offcore_nvmf_fixed_io_total"
 #define OC_M_NVMF_COMMAND_ERRORS "offcore_nvmf_command_errors_total"
 /* per namespace (labels subsystem, nsid) */
 #define OC_M_NVMF_NS_READS            "offcore_nvmf_ns_reads_total"
