@@ -222,7 +222,7 @@ done
 i=0
 while [ $i -lt "$K" ]; do
     w=0
-    until grep -q ready "$T/agent$i.log"; do
+    until grep -qs ready "$T/agent$i.log"; do
         w=$((w + 1)); [ $w -gt 400 ] && die "agent of node $i not ready"
         kill -0 "${PIDS[$i]}" 2>/dev/null || die "agent of node $i exited"
         sleep 0.05
@@ -244,7 +244,7 @@ bin_of() {
     *) echo "$B/apps/$1/$1" ;;
     esac
 }
-. "$(dirname "$0")/stats-lib.sh"
+. "$(dirname "$0")/stats-lib.sh" || exit 2
 
 # wire: "packets bytes" the nodes have put on the data bridge so far
 wire() {
