@@ -91,10 +91,11 @@ done
 ID=$$
 SW=ocm-s$ID BR=ocmr$ID PORT=7709
 T=$(mktemp -d /tmp/oc-multinode-XXXXXX)
-NS=() PIDS=()
+NS=() PIDS=() RUN=""
 cleanup() {
     set +e
     exec 2>/dev/null   # no "Killed" notices for what we end here
+    [ -n "$RUN" ] && kill "$RUN"   # timeout: it passes the signal to mpirun
     for p in "${PIDS[@]}"; do kill "$p"; done
     for n in "${NS[@]}"; do ip netns pids "$n" | xargs -r kill -9; done
     wait
@@ -268,7 +269,7 @@ JOB=100
 HOSTS=$(i=0; while [ $i -lt "$K" ]; do printf '198.18.73.%d:%d\n' $((i + 1)) "$R"; i=$((i + 1)); done | paste -sd, -)
 PASS_ENV=""
 for v in OC_BUNDLE_SIZE OC_AGENT_MODE OC_AGENT_CHANNEL; do
-    eval "[ -n \"\${$v:-}\" ]" && PASS_ENV="$PASS_ENV -x $v"
+    [ -n "${!v:-}" ] && PASS_ENV="$PASS_ENV -x $v"
 done
 failed=0
 # run APP PLACEMENT [ENV...]: one run; sets out, rate, msgs, pkts, bytes, bund
@@ -284,15 +285,19 @@ run() {
         pb0=$(peer bundles) && pB0=$(peer bytes) || die "agents' metrics"
     fi
     # shellcheck disable=SC2046,SC2086
-    out=$(env "$@" timeout 300 mpirun --allow-run-as-root --oversubscribe --bind-to none \
+    # in the background: a signal's trap runs at once, not after mpirun
+    env "$@" timeout 300 mpirun --allow-run-as-root --oversubscribe --bind-to none \
           --host "$HOSTS" -np $((K * R)) --mca plm_rsh_agent "$T/rsh" \
           --mca plm_rsh_no_tree_spawn 1 --mca routed direct -x PMIX_MCA_gds=hash \
           --mca oob_tcp_if_include 198.18.73.0/24 --mca pml ob1 --mca btl self,tcp \
           --mca btl_tcp_if_include 198.18.73.0/24 \
           -x OC_PLACEMENT -x OC_JOB -x OC_JOB_KEY -x UCX_TLS -x OC_APP_CPU -x MN_SAME_BOOT_ID $PASS_ENV \
-          "$T/on-node" $(bin_of "$app") $(args_of "$app") 2> "$T/run.log")
+          "$T/on-node" $(bin_of "$app") $(args_of "$app") > "$T/run.out" 2> "$T/run.log" &
+    RUN=$!
+    wait $RUN
     local st=$?
-    out=$(printf '%s\n' "$out" | grep '"app":')
+    RUN=""
+    out=$(grep '"app":' "$T/run.out")
     printf '%s\n' "$out"
     w1=$(wire) || die "wire counters"
     pkts=$(( ${w1% *} - ${w0% *} )) bytes=$(( ${w1#* } - ${w0#* } ))
@@ -345,23 +350,25 @@ run() {
 }
 
 for app in $APPS; do
-    for pl in inline agent; do eval "r_$pl='' p_$pl='' b_$pl='' z_$pl='' ok_$pl=1"; done
+    # per placement: every run's rate, packets and bytes per message, bundle size
+    declare -A RS=() PS=() BS=() ZS=() OK=([inline]=1 [agent]=1)
     k=0
     while [ $k -lt "$REPEATS" ]; do
         for pl in inline agent; do
             if run "$app" "$pl" OC_APP_CPU=0; then
                 printf '{"bench":"multinode-run","app":"%s","placement":"%s","repeat":%d,"rate":%s,"msgs":%s,"wire_pkts":%d,"wire_bytes":%d,"wire_pkts_per_msg":%s,"wire_bytes_per_msg":%s,"bundles":%s,"bundle_bytes":%s}\n' \
                     "$app" "$pl" "$k" "$rate" "$msgs" "$pkts" "$bytes" "$ppm" "$bpm" "$bund" "$bsz"
-                eval "r_$pl=\"\$r_$pl $rate\" p_$pl=\"\$p_$pl $ppm\" b_$pl=\"\$b_$pl $bsz\" z_$pl=\"\$z_$pl $bpm\""
+                RS[$pl]="${RS[$pl]:-} $rate" PS[$pl]="${PS[$pl]:-} $ppm"
+                BS[$pl]="${BS[$pl]:-} $bsz" ZS[$pl]="${ZS[$pl]:-} $bpm"
             else
-                eval "ok_$pl=0"
+                OK[$pl]=0
             fi
         done
         k=$((k + 1))
     done
-    m_inline=$(median "$r_inline") p_in=$(median "$p_inline")
+    m_inline=$(median "${RS[inline]:-}") p_in=$(median "${PS[inline]:-}")
     for pl in inline agent; do
-        eval "rs=\$r_$pl ps=\$p_$pl bs=\$b_$pl zs=\$z_$pl ok=\$ok_$pl"
+        rs=${RS[$pl]:-} ps=${PS[$pl]:-} bs=${BS[$pl]:-} zs=${ZS[$pl]:-} ok=${OK[$pl]}
         m=$(median "$rs") pm=$(median "$ps")
         [ "$pl" = agent ] && from="agents' peer counters" || from="ranks' counters, every destination"
         printf '{"bench":"multinode","app":"%s","placement":"%s","nodes":%d,"ranks_per_node":%d,"rate":%s,"wire_pkts_per_msg":%s,"wire_bundle_bytes":%s,"verified":%s,"threads":%d,"rates":[%s],"spread":%s,"ratio_over_inline":%s,"wire_pkts_per_msg_runs":[%s],"inline_pkts_over_this":%s,"wire_bytes_per_msg":%s,"bundle_bytes_from":"%s","within":"%s","cores":"%s","rank_cpus":"%s","agent_cpus":"%s"}\n' \
