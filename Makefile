@@ -20,7 +20,9 @@
 #                spare-core emulation (ranks on core 0; inline, agent on
 #                their core, agent on the other core), the ranks' and the
 #                agent's instructions per message (bench/rank-cpu.py,
-#                callgrind), offcore-nvmf against
+#                callgrind), several emulated nodes (inline vs agent, the
+#                packets and bytes between them: bench/run-multinode.sh,
+#                root: network namespaces; MULTINODE_ARGS), offcore-nvmf against
 #                local fio (bench/nvmf-bench.py), and bench-pkt
 #   make bench-router-ab REV=<commit>  one routing thread's kernel, this
 #                tree's router vs REV's and the bare partitioning loop, in
@@ -138,6 +140,8 @@ bench: build
 	sh bench/run-coll-bench.sh $(BUILDDIR)
 	sh bench/run-spare-core.sh $(BUILDDIR)
 	python3 bench/rank-cpu.py --build $(BUILDDIR) --apps histogram,transpose
+	bash bench/run-multinode.sh $(BUILDDIR) $(MULTINODE_ARGS); \
+	    rc=$$?; [ $$rc = 0 ] || [ $$rc = 77 ]
 	python3 bench/nvmf-bench.py $(BUILDDIR)
 	$(MAKE) --no-print-directory bench-pkt
 

@@ -301,6 +301,13 @@ static void peer_refused(agent_t *a, oc_aconn_t *c, const oc_ctl_msg_t *m)
     c->dead = 1;
 }
 
+/* The token peer @p c's bundles carry to this agent's routers. */
+static uint64_t peer_recv_token(const agent_t *a, const oc_aconn_t *c)
+{
+    return oc__ctl_peer_token(&a->cluster_key, c->peer_nonce, c->my_nonce,
+                              c->node);
+}
+
 static void peer_auth(agent_t *a, oc_aconn_t *c, const oc_ctl_msg_t *m)
 {
     uint8_t mac[OC_CTL_MAC_LEN];
@@ -326,6 +333,10 @@ static void peer_auth(agent_t *a, oc_aconn_t *c, const oc_ctl_msg_t *m)
     memset(&r, 0, sizeof(r));
     r.type = OC_CTL_PEER_INFO;
     r.u.peer_info.node = a->node;
+    /* once it has our routers' addresses the peer may send before its own
+     * PEER_INFO is read here: the routers hold its bundles meanwhile */
+    for (uint32_t t = 0; t < a->nrouters; t++)
+        oc__router_expect_peer(a->routers[t], c->node, peer_recv_token(a, c));
     r.u.peer_info.addrs.count = a->nrouters;
     for (uint32_t t = 0; t < a->nrouters; t++) {
         const void *addr;
@@ -352,8 +363,7 @@ static void peer_info(agent_t *a, oc_aconn_t *c, const oc_ctl_msg_t *m)
     }
     send_token = oc__ctl_peer_token(&a->cluster_key, c->my_nonce, c->peer_nonce,
                                    a->node);
-    recv_token = oc__ctl_peer_token(&a->cluster_key, c->peer_nonce, c->my_nonce,
-                                   c->node);
+    recv_token = peer_recv_token(a, c);
     oc__ag_peer_tr_expect(a, c->node, ad->item[0].data, ad->item[0].len);
     for (uint32_t t = 0; t < a->nrouters; t++) {
         uint32_t k = t % ad->count;

@@ -37,10 +37,27 @@ GAIN = 1.05
 # preferred: it gives the host's cores back to the application.
 DPU_PREFERENCE = 0.95
 NET_BUSY = 0.5
+# Between nodes, the agent's bundles to another node's agent carry an
+# 8-byte header per message (they merge several ranks' messages), where an
+# inline rank's bundle to one destination carries none (fixed-size items):
+# for small messages the agent puts more bytes, hence more packets, on the
+# wire (bench/run-multinode.sh: 8.5 against 4.3 bytes per histogram
+# update, docs/placement.md).  From this factor on, advise says so.
+WIRE_MSG_HDR = 8
+WIRE_COST = 1.5
+
+
+def wire_factor(msg_bytes):
+    """The agent's bytes between nodes over inline's, per message of
+    msg_bytes (both pad items to 8 bytes); None when unknown."""
+    if not msg_bytes or msg_bytes <= 0:
+        return None
+    pad = max(8, -(-int(msg_bytes) // 8) * 8)
+    return (pad + WIRE_MSG_HDR) / pad
 
 
 def decide(agent=None, dpu=None, mc=None, mc_source=None, net_util=None,
-           spare_cores=0, inline_seconds=None):
+           spare_cores=0, inline_seconds=None, msg_bytes=None):
     """The recommendation.
 
     agent, dpu: None when not measured, else dict(speedup=float,
@@ -48,7 +65,8 @@ def decide(agent=None, dpu=None, mc=None, mc_source=None, net_util=None,
     runs are inline_seconds.  mc: the M:C ratio (None unknown) from
     mc_source ('llc' or 'software').  net_util: the inline run's fraction
     of the transport's bandwidth.  spare_cores: cores the ranks leave for
-    the agent.  Returns dict(recommendation='inline'|'agent'|'dpu',
+    the agent.  msg_bytes: the app's mean message (payload bytes), for
+    the cost of the agent's headers between nodes.  Returns dict(recommendation='inline'|'agent'|'dpu',
     category=..., reasons=[...]).
     """
     cat = study.category(mc)
@@ -103,6 +121,14 @@ def decide(agent=None, dpu=None, mc=None, mc_source=None, net_util=None,
                            'answer may differ%s' % (
                                ': M:C predicts a gain there'
                                if cat == 'host-dominated' else ''))
+    wf = wire_factor(msg_bytes)
+    if rec != 'inline' and wf is not None and wf >= WIRE_COST:
+        reasons.append('between nodes the agent sends %.1fx the bytes inline '
+                       'does per %.3g-byte message (an 8-byte header each in '
+                       'its bundles to other agents, none in inline\'s): '
+                       'measured here on one node; where the network between '
+                       'nodes is the limit, inline (docs/placement.md)' % (
+                           wf, msg_bytes))
     if net_util is not None and net_util >= NET_BUSY:
         reasons.append('the network is %.0f%% busy: offload cannot add '
                        'bandwidth' % (net_util * 100))
@@ -326,9 +352,12 @@ def advise(a, env, cmd, ranks):
         v['net_utilization'] = plausible(study.net_utilization(
             mid_p, bw.get('tcp' if p == 'dpu' else 'sm')), p, notes)
     spare = env.ncpu - (len(env.rank_cpus) if env.rank_cpus else ranks)
+    cnt = mid.get('counters') or {}
+    msg_bytes = (cnt['bytes_sent'] / cnt['msgs_sent']
+                 if cnt.get('msgs_sent') and 'bytes_sent' in cnt else None)
     d = decide(agent=res.get('agent'), dpu=res.get('dpu'), mc=mc,
                mc_source=src, net_util=util, spare_cores=spare,
-               inline_seconds=inline_secs)
+               inline_seconds=inline_secs, msg_bytes=msg_bytes)
     out = dict(command=cmd, ranks=ranks, cores=env.ncpu, repeats=a.repeats,
                app=mid.get('app'), inline_seconds=inline_secs,
                placements={p: dict(seconds=v['seconds'],
@@ -336,6 +365,7 @@ def advise(a, env, cmd, ranks):
                                    net_utilization=v['net_utilization'])
                            for p, v in res.items()},
                mc=mc, mc_source=src, mc_llc=mc_llc, mc_software=mc_sw,
+               msg_bytes=msg_bytes,
                perf_unavailable=perf_why, net_utilization=util,
                transport_bandwidth=bw, notes=notes, **d)
     if a.json:

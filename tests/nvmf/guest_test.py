@@ -22,13 +22,17 @@ depth up to 32), read it back and compare; a host the subsystem does not
 allow is refused; with integrity on (namespace 2), bytes flipped in the
 backing file under the guest make its read fail with an I/O error, and the
 target counts and logs the block; an encrypted namespace (namespace 3)
-round-trips with no plaintext on disk; and the target is killed (SIGKILL)
+round-trips with no plaintext on disk; fio (this machine's, with its
+shared libraries) writes with --verify=crc32c over the integrity and the
+encrypted namespace, two jobs at once, and checks every block it reads
+back; and the target is killed (SIGKILL)
 in the middle of a 12 MiB write and restarted: the host reconnects, the
 write completes, and every byte reads back.  The guest prints PASS/FAIL
 lines; this script checks every expected PASS line and the target's
 counters, and tshark decodes the capture of the session (up to the kill).
 
-Exit 0 pass, 1 fail, 77 skip (no qemu, no kernel package, no static libc).
+Exit 0 pass, 1 fail, 77 skip (no qemu, no kernel package, no static libc,
+no fio).
 """
 import glob
 import lzma
@@ -151,6 +155,27 @@ def module_closure(kroot, abi):
     return base, paths, order
 
 
+def copy_fio(root):
+    """This machine's fio, its shared libraries (ldd's list, into
+    /lib/fio, which the guest names in LD_LIBRARY_PATH) and the loader at
+    the path the binary names: fio's own verify runs in the guest."""
+    fio = shutil.which("fio")
+    out = run(["ldd", fio])
+    os.makedirs(os.path.join(root, "lib", "fio"), exist_ok=True)
+    for line in out.splitlines():
+        m = re.match(r"\s*(\S+) => (/\S+)", line)
+        if m:
+            shutil.copy(os.path.realpath(m.group(2)),
+                        os.path.join(root, "lib", "fio", m.group(1)))
+            continue
+        m = re.match(r"\s*(/\S+ld-linux\S*)", line)
+        if m:  # the loader, where the binary's PT_INTERP names it
+            dst = root + m.group(1)
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            shutil.copy(os.path.realpath(m.group(1)), dst)
+    shutil.copy(fio, os.path.join(root, "bin", "fio"))
+
+
 def build_initramfs(work, kroot, abi, guest_script, tools_dir):
     base, paths, order = module_closure(kroot, abi)
     root = os.path.join(work, "root")
@@ -168,6 +193,7 @@ def build_initramfs(work, kroot, abi, guest_script, tools_dir):
         os.symlink("busybox", os.path.join(root, "bin", a))
     shutil.copy(os.path.join(tools_dir, "guest-discover"),
                 os.path.join(root, "bin", "guest-discover"))
+    copy_fio(root)
     mods = " ".join(order)
     init = """#!/bin/sh
 export PATH=/bin
@@ -229,6 +255,19 @@ waitdev() { # waitdev INST NSID -> DEV
 }
 
 dd if=/dev/urandom of=/tmp/pat bs=64k count=64 2>/dev/null   # 4 MiB
+
+# fio_verify TAG DEV: fio writes with a CRC32C in every block, reads back
+# and checks: 4 KiB random writes at depth 16 and 128 KiB sequential at
+# depth 4, two jobs each (on both CPUs, so both I/O queues), from 2 MiB on
+fio_verify() {
+    f="--filename=$2 --ioengine=libaio --direct=1 --thread --numjobs=2 --verify=crc32c --verify_fatal=1 --do_verify=1 --group_reporting"
+    if LD_LIBRARY_PATH=/lib/fio fio --name=$1-4k $f --rw=randwrite --bs=4k --iodepth=16 --offset=2M --size=3M --offset_increment=3M > /tmp/fio 2>&1 &&
+       LD_LIBRARY_PATH=/lib/fio fio --name=$1-128k $f --rw=write --bs=128k --iodepth=4 --offset=8M --size=4M --offset_increment=4M >> /tmp/fio 2>&1; then
+        pass fio-verify-$1 "$(grep -c "err= 0" /tmp/fio) runs of 2 jobs, no error"
+    else
+        fail fio-verify-$1 "$(tail -5 /tmp/fio | tr '\n' ' ')"
+    fi
+}
 
 # 1. discovery
 if connect "transport=tcp,traddr=$H,trsvcid=$P,nqn=nqn.2014-08.org.nvmexpress.discovery,hostnqn=$HN"; then
@@ -314,6 +353,9 @@ for dg in "" ",hdr_digest,data_digest"; do
         dd if=/tmp/mark of=/dev/nvme${INST}n1 bs=64k count=16 seek=1000 oflag=direct conv=fsync 2>/dev/null
         dd if=$d3 of=/tmp/m2 bs=64k count=16 iflag=direct 2>/dev/null
         if cmp -s /tmp/mark /tmp/m2; then pass encrypt-roundtrip; else fail encrypt-roundtrip; fi
+        # 6. fio's own verify over both checked namespaces (past block
+        # 105 and the marker): 2 jobs at once on the 2 I/O queues
+        fio_verify integrity $d2 && fio_verify encrypt $d3
     fi
     disconnect $INST
 done
@@ -341,7 +383,8 @@ fi
 EXPECT = ["discovery", "denied-host", "plain-ioqueues=2", "plain-qd1",
           "plain-qd32", "integrity-read-fails", "integrity-neighbour-ok",
           "encrypt-roundtrip", "digest-ioqueues=2", "digest-qd1", "digest-qd32",
-          "kill-during-write", "kill-write-completed", "kill-readback"]
+          "kill-during-write", "kill-write-completed", "kill-readback",
+          "fio-verify-integrity", "fio-verify-encrypt"]
 
 
 def scrape(port):
@@ -369,7 +412,7 @@ def main():
     qemu = shutil.which("qemu-system-x86_64")
     if not qemu:
         skip("qemu-system-x86_64 is not installed")
-    for tool in ["busybox", "cpio", "depmod", "modinfo"]:
+    for tool in ["busybox", "cpio", "depmod", "modinfo", "fio", "ldd"]:
         if not shutil.which(tool) and not os.path.exists("/bin/" + tool):
             skip(tool + " is not installed")
     cache = os.path.join(build, "nvmf-guest")

@@ -321,6 +321,63 @@ static void test_peers(void **state)
     assert_int_equal(rk.bundles_to_peer, 1);
 }
 
+/* A peer authenticated but not yet added (its PEER_INFO not read here):
+ * its bundles wait for the ADD_PEER instead of being refused, then route;
+ * a token nobody announced is still refused at once, and an announced one
+ * whose peer never comes is refused after OC_ROUTER_UNKNOWN_JOB_WAIT_US. */
+static void test_expect_peer(void **state)
+{
+    rk_fix_t *f = *state;
+    uint8_t a[8];
+    uint64_t v = 1;
+    size_t len;
+    uint8_t *b;
+
+    assert_int_equal(oc__router_del_peer(f->r, 1), OC_OK);
+    oc__router_apply_commands(f->r);
+    assert_int_equal(oc__router_expect_peer(f->r, 2, 7), OC_ERR_INVALID_PARAM);
+    assert_int_equal(oc__router_expect_peer(f->r, 1, 0), OC_ERR_INVALID_PARAM);
+    assert_int_equal(oc__router_expect_peer(f->r, 1, RK_PEER_RECV), OC_OK);
+    oc__router_apply_commands(f->r);
+
+    /* from the peer to local rank 0: held while only announced */
+    b = rk_mixed(RK_JOB, 1, (uint32_t[]){5}, (uint32_t[]){0}, &v, &len);
+    rk_feed(f, RK_PEER_RECV, b, len);
+    rk_turn(f, 1);
+    assert_int_equal(f->r->rx.count, 1);
+    assert_int_equal(f->r->c.rejects, 0);
+    /* a forged token beside it: refused at once */
+    rk_feed(f, 0x5eed, b, len);
+    rk_turn(f, 1);
+    assert_int_equal(f->r->c.reject_unknown_sender, 1);
+    assert_int_equal(f->r->rx.count, 1);
+
+    /* the ADD_PEER arrives: the held bundle routes */
+    rk_addr(1, 1, a);
+    assert_int_equal(oc__router_add_peer(f->r, 1, RK_PEER_SEND, RK_PEER_RECV,
+                                        a, 8), OC_OK);
+    rk_turn(f, 1);
+    assert_int_equal(f->r->rx.count, 0);
+    assert_int_equal(f->r->c.rejects, 1);
+    assert_int_equal(rk.bundles_to_rank[0], 1);
+    assert_int_equal(rk.recs[rk.nrecs - 1].v, v);
+    assert_int_equal(rk.recs[rk.nrecs - 1].src, 5);
+
+    /* announced, and the peer never comes: refused once the wait is over */
+    assert_int_equal(oc__router_del_peer(f->r, 1), OC_OK);
+    assert_int_equal(oc__router_expect_peer(f->r, 1, RK_PEER_RECV), OC_OK);
+    oc__router_apply_commands(f->r);
+    rk_feed(f, RK_PEER_RECV, b, len);
+    rk_turn(f, 1);
+    assert_int_equal(f->r->rx.count, 1);
+    oc__eng_ring_at(&f->r->rx, 0)->t_arrival -= OC_ROUTER_UNKNOWN_JOB_WAIT_US;
+    rk_turn(f, 1);
+    assert_int_equal(f->r->rx.count, 0);
+    assert_int_equal(f->r->c.reject_unknown_sender, 2);
+    assert_int_equal(rk.released, rk.fed);
+    free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -331,6 +388,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_jobs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_peers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_expect_peer, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -138,6 +138,20 @@ oc_status_t oc__router_add_peer(oc_router_t *r, uint32_t node,
     return post(r, c);
 }
 
+oc_status_t oc__router_expect_peer(oc_router_t *r, uint32_t node,
+                                  uint64_t recv_token)
+{
+    cmd_t *c;
+    if (node >= r->p.nnodes || recv_token == 0)
+        return OC_ERR_INVALID_PARAM;
+    c = cmd_new(CMD_EXPECT_PEER, NULL, 0);
+    if (c == NULL)
+        return OC_ERR_NO_MEMORY;
+    c->node = node;
+    c->token = recv_token;
+    return post(r, c);
+}
+
 oc_status_t oc__router_del_peer(oc_router_t *r, uint32_t node)
 {
     cmd_t *c = cmd_new(CMD_DEL_PEER, NULL, 0);
@@ -328,6 +342,7 @@ static void apply(oc_router_t *r, cmd_t *c)
             break;
         p->send_token = c->token;
         p->recv_token = c->token2;
+        p->expect_token = 0;
         p->credits = OC_ROUTER_PEER_WINDOW;
         sender_add(r, &s);
         for (int i = 0; i < OC_ROUTER_MAX_JOBS; i++)
@@ -339,6 +354,7 @@ static void apply(oc_router_t *r, cmd_t *c)
     }
     case CMD_DEL_PEER: {
         peer_t *p = &r->peers[c->node];
+        p->expect_token = 0;
         oc__rcoll_abort(r, UINT32_MAX, UINT32_MAX); /* those across nodes */
         sender_del(r, 1, 0, 0, c->node);
         for (int i = 0; i < OC_ROUTER_MAX_JOBS; i++)
@@ -353,6 +369,10 @@ static void apply(oc_router_t *r, cmd_t *c)
         p->ep = NULL;
         break;
     }
+    case CMD_EXPECT_PEER:
+        if (r->peers[c->node].ep == NULL)
+            r->peers[c->node].expect_token = c->token;
+        break;
     }
 }
 

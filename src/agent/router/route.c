@@ -506,6 +506,16 @@ void oc__router_credit_recv(void *arg, uint64_t token, void *data, size_t len)
     peer_drain(r, p);
 }
 
+/* A token no sender has yet, but an authenticated peer's that is about to
+ * be added (oc__router_expect_peer). */
+static int expected_peer(const oc_router_t *r, uint64_t token)
+{
+    for (uint32_t n = 0; token != 0 && n < r->p.nnodes; n++)
+        if (r->peers[n].expect_token == token)
+            return 1;
+    return 0;
+}
+
 /* Validate (once) and route bundle @p e. */
 static int route_one(oc_router_t *r, oc_eng_rx_t *e)
 {
@@ -513,6 +523,9 @@ static int route_one(oc_router_t *r, oc_eng_rx_t *e)
     rjob_t *j = NULL;
     oc_status_t st = OC_OK;
 
+    if (s == NULL && expected_peer(r, e->token) &&
+        oc__now_us() - e->t_arrival < OC_ROUTER_UNKNOWN_JOB_WAIT_US)
+        return RX_HOLD; /* its ADD_PEER is on the way: retry later */
     if (s == NULL) {
         oc_debug(OC_COMP_ROUTER, "router %u: bundle with unknown token "
                  "%016llx", r->p.index, (unsigned long long)e->token);

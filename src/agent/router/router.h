@@ -158,6 +158,13 @@ oc_status_t oc__router_add_peer(oc_router_t *r, uint32_t node,
                                uint64_t send_token, uint64_t recv_token,
                                const void *addr, size_t len);
 oc_status_t oc__router_del_peer(oc_router_t *r, uint32_t node);
+/** Node @p node is authenticated and its bundles will carry @p recv_token:
+ *  until its oc__router_add_peer() is applied (the peer may learn this
+ *  router's address and send before this agent has its PEER_INFO), such
+ *  bundles wait up to OC_ROUTER_UNKNOWN_JOB_WAIT_US instead of being
+ *  refused.  Post it before telling the peer where the routers are. */
+oc_status_t oc__router_expect_peer(oc_router_t *r, uint32_t node,
+                                  uint64_t recv_token);
 
 /** Snapshot of the counters (relaxed loads; thread-safe). */
 void oc__router_counters(const oc_router_t *r, oc_router_counters_t *out);

@@ -36,6 +36,10 @@
 typedef struct peer {
     oc_tr_ep_t   *ep;
     uint64_t      send_token, recv_token;
+    /* the token its bundles will carry, known once the control thread
+     * has authenticated it and before it is added (CMD_EXPECT_PEER): its
+     * first bundles can beat the ADD_PEER, and are held, not refused */
+    uint64_t      expect_token;
     oc_router_peer_counters_t c; /* written by the router only */
     /* the link to it: every job's bundles toward it, one window */
     oc_eng_out_t  link;          /* accounts the bundles in flight */
@@ -100,7 +104,7 @@ typedef struct {
 
 typedef enum {
     CMD_ADD_RANK, CMD_DEL_RANK, CMD_ADD_JOB, CMD_DEL_JOB, CMD_ADD_PEER,
-    CMD_DEL_PEER
+    CMD_DEL_PEER, CMD_EXPECT_PEER
 } cmd_kind_t;
 
 typedef struct cmd {
