@@ -51,7 +51,7 @@ static void done_recv(void *arg, uint64_t token, void *data, size_t len)
     oc_request_t *r;
 
     (void)token;
-    if (len != sizeof(m) || oc__coll_of(ctx) == NULL)
+    if (len < sizeof(m) || oc__coll_of(ctx) == NULL)
         return;
     memcpy(&m, data, sizeof(m));
     if (m.magic != OC_COLLD_DONE_MAGIC)
@@ -59,6 +59,15 @@ static void done_recv(void *arg, uint64_t token, void *data, size_t len)
     for (r = oc__coll_of(ctx)->active; r != NULL; r = r->next) {
         if (!r->placed || r->seq != m.seq || r->agent_st != OC_INPROGRESS)
             continue;
+        /* inline: a successful DONE carries the result, exactly */
+        if (len != sizeof(m) + (r->inl && m.status == OC_OK ? r->inl_len : 0)) {
+            oc_error(OC_COMP_COLL, "rank %u: collective %u: the agent's DONE "
+                     "has %zu bytes", oc__ext_rank(ctx), m.seq, len);
+            r->agent_st = OC_ERR_COLL_PEER_FAILED;
+            return;
+        }
+        if (r->inl && m.status == OC_OK)
+            memcpy(r->inl_rbuf, (const uint8_t *)data + sizeof(m), r->inl_len);
         if (m.status == OC_COLLD_FALLBACK && r->cma) {
             r->cma_fallback = 1; /* oc__coll_placed_check() sends */
             return;
@@ -199,14 +208,20 @@ oc_status_t oc__coll_placed_start(oc_context_t *ctx, void *dv,
     req->agent_st = OC_INPROGRESS;
     req->seq = c->next_seq;
     d->seq = req->seq;
-    mlen = oc__colld_size(d);
-    if ((msg = malloc(mlen)) == NULL) {
-        oc__coll_req_free(req);
-        return OC_ERR_NO_MEMORY;
-    }
     fault = c->cfg.fault_at == req->seq ? c->cfg.fault : 0;
+    /* small: the contribution in the descriptor, the result in DONE (the
+     * short fault needs a contribution of its own to cut) */
+    if (d->kind == OC_COLLD_ALLREDUCE && slen > 0 &&
+        slen <= c->cfg.agent_inline && slen <= OC_COLLD_INLINE_MAX &&
+        fault != 2) {
+        req->inl = 1;
+        req->inl_rbuf = rbuf;
+        req->inl_len = slen;
+        d->flags = OC_COLLD_F_INLINE;
+        d->data = sbuf;
+    }
     /* by memory: everything the agent needs is in the descriptor */
-    if (d->kind == OC_COLLD_ALLREDUCE && slen > 0 && c->cfg.cma &&
+    else if (d->kind == OC_COLLD_ALLREDUCE && slen > 0 && c->cfg.cma &&
         !c->cma_refused && oc__ext_agent_pid(ctx) != 0 && fault != 2) {
         req->cma = 1;
         req->cma_sbuf = sbuf;
@@ -218,6 +233,11 @@ oc_status_t oc__coll_placed_start(oc_context_t *ctx, void *dv,
         d->raddr = (uint64_t)(uintptr_t)rbuf;
         d->slen = d->rlen = slen;
         c->cma_ops++;
+    }
+    mlen = oc__colld_size(d);
+    if ((msg = malloc(mlen)) == NULL) {
+        oc__coll_req_free(req);
+        return OC_ERR_NO_MEMORY;
     }
     oc__colld_encode(d, vals, msg);
     if (fault == 1) { /* OC_COLL_FAULT=desc: a type no agent knows */
@@ -231,8 +251,9 @@ oc_status_t oc__coll_placed_start(oc_context_t *ctx, void *dv,
     }
     /* the result's receives first, then the contribution, then the
      * descriptor that lets the agent start */
-    if (req->cma) {
-        /* nothing: the agent reads and writes the buffers */
+    if (req->cma || req->inl) {
+        /* nothing: the agent reads and writes the buffers, or the data
+         * travel in the descriptor and the DONE */
     } else if (d->kind == OC_COLLD_ALLTOALLV) {
         size_t es = oc__dtype_size(d->dtype);
         for (uint32_t s = 0; s < n && st == OC_OK; s++)
@@ -241,7 +262,7 @@ oc_status_t oc__coll_placed_start(oc_context_t *ctx, void *dv,
     } else if (d->kind != OC_COLLD_BCAST || d->root != me) {
         st = xfer(req, NULL, rbuf, rlen, OC__COLL_RESULT_TAG(req->seq, 0));
     }
-    if (st == OC_OK && !req->cma &&
+    if (st == OC_OK && !req->cma && !req->inl &&
         (d->kind != OC_COLLD_BCAST || d->root == me))
         st = xfer(req, oc__ext_agent_coll_ep(ctx), (void *)sbuf, slen,
                   OC__COLL_CONTRIB_TAG(oc__ext_job(ctx), req->seq, me));

@@ -137,7 +137,7 @@ static void test_memory_block(void **state)
     bad[3].saddr = 0;
     bad[4].raddr = ((uint64_t)1 << 63) - 512; /* wraps past 2^63 */
     bad[5].kind = OC_COLLD_BCAST;            /* allreduce only */
-    bad[6].flags = 2;                        /* unknown flag */
+    bad[6].flags = 4;                        /* unknown flag */
     bad[7].flags = 0;                        /* a block without its flag */
     bad[8].count = 0, bad[8].slen = bad[8].rlen = 0;
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -147,6 +147,54 @@ static void test_memory_block(void **state)
     n = enc(&good, NULL, buf);
     buf[37] = 1; /* the zero after the pid */
     assert_int_equal(oc__colld_decode(buf, n, 2, &o), OC_ERR_INVALID_PARAM);
+}
+
+/* A small allreduce with its contribution inline: the bytes come back
+ * where the decoder says; each way it can be wrong is a named reject. */
+static void test_inline(void **state)
+{
+    uint8_t buf[OC_COLLD_HDR + OC_COLLD_INLINE_MAX + 64], data[OC_COLLD_INLINE_MAX];
+    const oc_colld_t good = {.kind = OC_COLLD_ALLREDUCE, .dtype = 1, .seq = 7,
+                             .count = 3, .flags = OC_COLLD_F_INLINE,
+                             .data = data};
+    oc_colld_t o;
+    size_t n;
+    (void)state;
+    for (size_t i = 0; i < sizeof(data); i++)
+        data[i] = (uint8_t)(i * 7 + 1);
+    n = enc(&good, NULL, buf);
+    assert_int_equal(n, OC_COLLD_HDR + 24);
+    assert_int_equal(oc__colld_decode(buf, n, 2, &o), OC_OK);
+    assert_int_equal(o.flags, OC_COLLD_F_INLINE);
+    assert_ptr_equal(o.data, buf + OC_COLLD_HDR);
+    assert_memory_equal(o.data, data, 24);
+    /* one byte more or less than count x element size */
+    assert_int_equal(oc__colld_decode(buf, n - 1, 2, &o), OC_ERR_WIRE_LENGTH);
+    assert_int_equal(oc__colld_decode(buf, n + 1, 2, &o), OC_ERR_WIRE_LENGTH);
+    /* the largest (4096 bytes of doubles), then one element more */
+    oc_colld_t big = good;
+    big.count = OC_COLLD_INLINE_MAX / 8;
+    n = enc(&big, NULL, buf);
+    assert_int_equal(oc__colld_decode(buf, n, 2, &o), OC_OK);
+    assert_memory_equal(o.data, data, OC_COLLD_INLINE_MAX);
+    oc_colld_t bad[] = {good, good, good, good};
+    bad[0].count = OC_COLLD_INLINE_MAX / 8 + 1; /* too long */
+    bad[1].kind = OC_COLLD_BCAST;                /* allreduce only */
+    bad[2].flags |= OC_COLLD_F_CMA, bad[2].pid = 9, bad[2].saddr = 4096,
+        bad[2].raddr = 8192, bad[2].slen = bad[2].rlen = 24; /* not both */
+    bad[3].count = 0;                             /* nothing inline */
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        /* encoded by hand: the header with the flag, then count x 8 bytes
+         * (at most what fits) */
+        oc_colld_t h = bad[i];
+        size_t body = h.count * 8 <= OC_COLLD_INLINE_MAX + 8 ? h.count * 8 : 0;
+        h.flags &= ~OC_COLLD_F_INLINE;
+        oc__colld_encode(&h, NULL, buf);
+        buf[20] |= OC_COLLD_F_INLINE; /* the flags' low byte */
+        memcpy(buf + OC_COLLD_HDR, data, body < sizeof(data) ? body : sizeof(data));
+        assert_int_equal(oc__colld_decode(buf, OC_COLLD_HDR + body, 2, &o),
+                         OC_ERR_INVALID_PARAM);
+    }
 }
 
 /* What a rejected descriptor says it is: only a known kind, and for a
@@ -218,6 +266,7 @@ int main(void)
         cmocka_unit_test(test_rejects),
         cmocka_unit_test(test_seq_of_rejected),
         cmocka_unit_test(test_memory_block),
+        cmocka_unit_test(test_inline),
         cmocka_unit_test(test_shape_of_rejected),
         cmocka_unit_test(test_fail_message),
     };

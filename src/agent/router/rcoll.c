@@ -244,7 +244,15 @@ static int desc_in(oc_router_t *r, uint64_t token, const void *data,
             c->status = OC_ERR_NO_MEMORY;
             return 1;
         }
-        if (!rr->cma)
+        if (d.flags & OC_COLLD_F_INLINE) { /* the decoder checked slen */
+            memcpy(rr->in, d.data, rr->slen);
+            rr->inl = 1;
+            if (r->c.coll_inline == 0)
+                oc_info(OC_COMP_ROUTER, "job %u rank %u: small allreduce "
+                        "contributions inline, results in DONE", s->job,
+                        s->rank);
+            CNT_ADD(r->c.coll_inline, 1);
+        } else if (!rr->cma)
             oc__rc_issue(r, c, 4, NULL, rr->in, rr->slen,
                   OC__COLL_CONTRIB_TAG(c->job, c->seq, s->rank));
     }
@@ -507,6 +515,8 @@ static void start_puts(oc_router_t *r, acoll_t *c)
             c->r[i].moved = 0;
             if (c->r[i].cma)
                 mem = 1; /* written by oc__rcma_step */
+            else if (c->r[i].inl)
+                continue; /* in its DONE */
             else if (!(c->kind == OC_COLLD_BCAST && i == c->root))
                 put(r, c, i, c->res, c->count * c->es, 0);
         }

@@ -20,6 +20,8 @@ typedef struct {
     size_t        slen, rlen; /* bytes registered */
     uint8_t      *in;         /* its contribution, read here */
     oc_status_t   st;         /* its own outcome (a mismatch it receives) */
+    int           inl;        /* OC_COLLD_F_INLINE: in came with the
+                                 descriptor, the result goes in DONE */
     /* by memory (rcma.c): its buffers, read and written here */
     int           cma;
     uint64_t      saddr, raddr;
@@ -82,7 +84,8 @@ void oc__rc_net_send(oc_router_t *r, acoll_t *c, uint32_t k, int step,
 void oc__rc_acoll_free(acoll_t *c);
 /** The router's state of local rank @p rank of @p c's job, or NULL. */
 lrank_t *oc__rc_local_of(oc_router_t *r, acoll_t *c, uint32_t rank);
-/** DONE with @p st to local rank @p rank. */
+/** DONE with @p st to local rank @p rank (with the result, when it sent
+ *  its contribution inline and @p st is OC_OK). */
 void oc__rc_tell(oc_router_t *r, acoll_t *c, uint32_t rank, oc_status_t st);
 /** A failed collective: zeros into every receive its local ranks posted. */
 void oc__rc_drain(oc_router_t *r, acoll_t *c);
