@@ -240,6 +240,7 @@ void oc__coll_req_free(oc_request_t *req)
         return;
     free(req->ph);
     free(req->tmp);
+    free(req->cma_v);
     free(req);
 }
 

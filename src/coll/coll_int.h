@@ -87,6 +87,9 @@ struct oc_request {
     const void    *cma_sbuf;
     void          *cma_rbuf;
     size_t         cma_len;
+    size_t         cma_es;         /* bytes per element */
+    uint64_t      *cma_v;          /* all-to-allv: its 4 x size counts and
+                                      displacements, for a fallback */
     /* ... inline (small allreduce): the contribution went in the
      * descriptor, the result comes in DONE, into inl_rbuf */
     int            inl;

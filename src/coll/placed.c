@@ -99,10 +99,20 @@ static void fall_back(oc_request_t *req)
     if (!oc__coll_of(ctx)->cma_refused)
         oc_info(OC_COMP_COLL, "rank %u: the agent does not move collective "
                 "data by memory here (OC_AGENT_COLL_CMA=n, another uid, or a "
-                "ptrace policy): allreduce goes by UCX from now on", oc__ext_rank(ctx));
+                "ptrace policy): allreduce and all-to-all go by UCX from now "
+                "on", oc__ext_rank(ctx));
     oc__coll_of(ctx)->cma_refused = 1;
-    st = xfer(req, NULL, req->cma_rbuf, req->cma_len,
-              OC__COLL_RESULT_TAG(req->seq, 0));
+    if (req->cma_v != NULL) { /* all-to-allv: a receive per block */
+        const uint32_t n = oc__ext_size(ctx);
+        const size_t es = req->cma_es;
+        st = OC_OK;
+        for (uint32_t s = 0; s < n && st == OC_OK; s++)
+            st = xfer(req, NULL, (uint8_t *)req->cma_rbuf + req->cma_v[3 * n + s] * es,
+                      req->cma_v[2 * n + s] * es, OC__COLL_RESULT_TAG(req->seq, s));
+    } else {
+        st = xfer(req, NULL, req->cma_rbuf, req->cma_len,
+                  OC__COLL_RESULT_TAG(req->seq, 0));
+    }
     if (st == OC_OK)
         st = xfer(req, oc__ext_agent_coll_ep(ctx), (void *)req->cma_sbuf, req->cma_len,
                   OC__COLL_CONTRIB_TAG(oc__ext_job(ctx), req->seq, oc__ext_rank(ctx)));
@@ -220,18 +230,27 @@ oc_status_t oc__coll_placed_start(oc_context_t *ctx, void *dv,
         d->flags = OC_COLLD_F_INLINE;
         d->data = sbuf;
     }
-    /* by memory: everything the agent needs is in the descriptor */
-    else if (d->kind == OC_COLLD_ALLREDUCE && slen > 0 && c->cfg.cma &&
-        !c->cma_refused && oc__ext_agent_pid(ctx) != 0 && fault != 2) {
+    /* by memory: everything the agent needs is in the descriptor (an
+     * all-to-allv's buffers as far as its blocks reach: slen, rlen) */
+    else if ((d->kind == OC_COLLD_ALLREDUCE ||
+              (d->kind == OC_COLLD_ALLTOALLV && rlen > 0)) &&
+             slen > 0 && c->cfg.cma && !c->cma_refused &&
+             oc__ext_agent_pid(ctx) != 0 && fault != 2 &&
+             (d->kind != OC_COLLD_ALLTOALLV ||
+              (req->cma_v = malloc(32 * (size_t)n)) != NULL)) {
         req->cma = 1;
         req->cma_sbuf = sbuf;
         req->cma_rbuf = rbuf;
         req->cma_len = slen;
+        req->cma_es = oc__dtype_size(d->dtype);
+        if (req->cma_v != NULL)
+            memcpy(req->cma_v, vals, 32 * (size_t)n);
         d->flags = OC_COLLD_F_CMA;
         d->pid = (uint32_t)getpid();
         d->saddr = (uint64_t)(uintptr_t)sbuf;
         d->raddr = (uint64_t)(uintptr_t)rbuf;
-        d->slen = d->rlen = slen;
+        d->slen = slen;
+        d->rlen = d->kind == OC_COLLD_ALLTOALLV ? rlen : slen;
         c->cma_ops++;
     }
     mlen = oc__colld_size(d);

@@ -135,16 +135,9 @@ oc_status_t oc__colld_decode(const void *buf, size_t len, uint32_t size,
     need = OC_COLLD_HDR + 32 * (uint64_t)d->nv + inline_len(d);
     if (need != len)
         return OC_ERR_WIRE_LENGTH;
-    if (d->flags & OC_COLLD_F_CMA) {
-        const uint64_t top = (uint64_t)1 << 63;
-        if (d->kind != OC_COLLD_ALLREDUCE || d->pid == 0 || d->count == 0 ||
-            d->saddr == 0 || d->raddr == 0 || d->slen != d->count * es ||
-            d->rlen != d->slen || d->saddr >= top - d->slen ||
-            d->raddr >= top - d->rlen)
-            return OC_ERR_INVALID_PARAM;
-    } else if (d->pid || d->saddr || d->slen || d->raddr || d->rlen) {
+    if (!(d->flags & OC_COLLD_F_CMA) &&
+        (d->pid || d->saddr || d->slen || d->raddr || d->rlen))
         return OC_ERR_INVALID_PARAM;
-    }
     d->v = p + OC_COLLD_HDR;
     if (d->flags & OC_COLLD_F_INLINE)
         d->data = d->v + 32 * (size_t)d->nv;
@@ -154,7 +147,33 @@ oc_status_t oc__colld_decode(const void *buf, size_t len, uint32_t size,
             if (c > lim / es || o > lim / es || (c + o) > lim / es)
                 return OC_ERR_INVALID_PARAM;
         }
+    if (d->flags & OC_COLLD_F_CMA) {
+        const uint64_t top = (uint64_t)1 << 63;
+        uint64_t sx = d->count * es, rx = sx; /* allreduce: the vector */
+        if (d->kind == OC_COLLD_ALLTOALLV) {
+            /* the buffers' extents the blocks imply (all below 2^48) */
+            sx = oc__colld_extent(d, 0) * es;
+            rx = oc__colld_extent(d, 2) * es;
+        } else if (d->kind != OC_COLLD_ALLREDUCE) {
+            return OC_ERR_INVALID_PARAM;
+        }
+        if (d->pid == 0 || sx == 0 || rx == 0 || d->saddr == 0 ||
+            d->raddr == 0 || d->slen != sx || d->rlen != rx ||
+            d->saddr >= top - d->slen || d->raddr >= top - d->rlen)
+            return OC_ERR_INVALID_PARAM;
+    }
     return OC_OK;
+}
+
+uint64_t oc__colld_extent(const oc_colld_t *d, unsigned which)
+{
+    uint64_t x = 0;
+    for (uint32_t i = 0; i < d->nv; i++) {
+        uint64_t c = oc__colld_v(d, which, i), o = oc__colld_v(d, which + 1, i);
+        if (c > 0 && c + o > x)
+            x = c + o;
+    }
+    return x;
 }
 
 void oc__colld_fail_encode(oc_status_t status, void *buf)

@@ -8,6 +8,7 @@
 # agent moves the allreduce data by memory (the default; its log must say
 # so); a second one started with OC_AGENT_COLL_CMA=n refuses, so the ranks
 # fall back to UCX (its log must say why) and the digest must not change.
+# All-to-all(v) goes by memory as well (the first agent's log must say so).
 # Small allreduces go inline (OC_COLL_AGENT_INLINE, 4K: contribution in the
 # descriptor, result in DONE; the first agent's log must say so); the
 # fallback run turns that off, so that the tagged UCX path carries every
@@ -74,6 +75,9 @@ hi=$(grep '^hash' "$T/out")
 grep -q "rank 0: collective data by memory" "$T/agent.log" ||
     grep -q "rank 0: collective data by UCX, not by memory: the kernel refuses" "$T/agent.log" ||
     { tail -20 "$T/agent.log"; echo "FAIL: the agent did not move the data by memory, nor say why not"; exit 1; }
+grep -q "all-to-all blocks written by memory" "$T/agent.log" ||
+    grep -q "rank 0: collective data by UCX, not by memory: the kernel refuses" "$T/agent.log" ||
+    { tail -20 "$T/agent.log"; echo "FAIL: no all-to-all went by memory, and the agent did not say why"; exit 1; }
 grep -q "small allreduce contributions inline" "$T/agent.log" ||
     { tail -20 "$T/agent.log"; echo "FAIL: no small allreduce went inline"; exit 1; }
 SOCK=b run agent OC_COLL_REPRODUCIBLE=y OC_COLL_AGENT_INLINE=0

@@ -149,6 +149,35 @@ static void test_memory_block(void **state)
     assert_int_equal(oc__colld_decode(buf, n, 2, &o), OC_ERR_INVALID_PARAM);
 }
 
+/* An all-to-allv's memory block: its lengths are the extents its blocks
+ * reach (blocks of count 0 reach nowhere), nothing else. */
+static void test_memory_block_a2a(void **state)
+{
+    uint8_t buf[512];
+    /* scounts 1 2 0, sdispls 0 1 9, rcounts 1 0 2, rdispls 0 7 4: send
+     * extent 3 elements (the count-0 block at 9 does not count), receive 6 */
+    const uint64_t v[12] = {1, 2, 0, 0, 1, 9, 1, 0, 2, 0, 7, 4};
+    const oc_colld_t good = {.kind = OC_COLLD_ALLTOALLV, .dtype = 1, .nv = 3,
+                             .flags = OC_COLLD_F_CMA, .pid = 77,
+                             .saddr = 0x10000, .slen = 24, .raddr = 0x20000,
+                             .rlen = 48};
+    oc_colld_t o, bad[] = {good, good, good, good, good};
+    size_t n = enc(&good, v, buf);
+    (void)state;
+    assert_int_equal(oc__colld_decode(buf, n, 3, &o), OC_OK);
+    assert_int_equal(oc__colld_extent(&o, 0), 3);
+    assert_int_equal(oc__colld_extent(&o, 2), 6);
+    bad[0].slen = 32;        /* past the blocks */
+    bad[1].rlen = 40;        /* short of them */
+    bad[2].pid = 0;
+    bad[3].raddr = 0;
+    bad[4].kind = OC_COLLD_BCAST, bad[4].nv = 0, bad[4].count = 3;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        n = enc(&bad[i], v, buf);
+        assert_int_equal(oc__colld_decode(buf, n, 3, &o), OC_ERR_INVALID_PARAM);
+    }
+}
+
 /* A small allreduce with its contribution inline: the bytes come back
  * where the decoder says; each way it can be wrong is a named reject. */
 static void test_inline(void **state)
@@ -267,6 +296,7 @@ int main(void)
         cmocka_unit_test(test_seq_of_rejected),
         cmocka_unit_test(test_memory_block),
         cmocka_unit_test(test_inline),
+        cmocka_unit_test(test_memory_block_a2a),
         cmocka_unit_test(test_shape_of_rejected),
         cmocka_unit_test(test_fail_message),
     };

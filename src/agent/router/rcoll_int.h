@@ -51,6 +51,9 @@ typedef struct acoll {
     uint8_t      *net;          /* what came from the previous node */
     uint8_t     **a2a_out, **a2a_in; /* [nnodes] */
     size_t       *a2a_olen, *a2a_ilen;
+    const uint8_t **a2a_src;    /* [(d - first) * size + s]: where block s -> d
+                                   is, for a local rank d by memory (NULL:
+                                   none, or its lengths disagree) */
     uint32_t     *node_first;   /* [nnodes + 1] ranks of each node in order */
     uint8_t      *zero;         /* drain(): zeros for the ranks' receives */
 } acoll_t;
@@ -65,6 +68,11 @@ int oc__rcma_accept(oc_router_t *r, lrank_t *l, uint32_t job, uint32_t rank,
  *  the collective (c->status) and names it for that rank (cma_st).
  *  @return 1 when every by-memory rank's transfer is complete. */
 int oc__rcma_step(oc_router_t *r, acoll_t *c, int write);
+/** All-to-all(v): write what the budget allows of every by-memory local
+ *  rank's blocks (c->a2a_src) into its receive buffer, many blocks per
+ *  system call.  Failures as oc__rcma_step().
+ *  @return 1 when every by-memory rank's blocks are written. */
+int oc__rcma_a2a_step(oc_router_t *r, acoll_t *c);
 /** A new round of the router's loop: a new budget. */
 void oc__rcma_round(oc_router_t *r);
 

@@ -219,6 +219,7 @@ void oc__rc_acoll_free(acoll_t *c)
     }
     free(c->a2a_out);
     free(c->a2a_in);
+    free(c->a2a_src);
     free(c->a2a_olen);
     free(c->a2a_ilen);
     free(c->r);

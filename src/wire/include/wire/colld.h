@@ -31,7 +31,9 @@ enum {
     OC_COLLD_BARRIER   = 4,
 };
 
-/** Flags: the memory block is set and the agent may move the data. */
+/** Flags: the memory block is set and the agent may move the data
+ *  (allreduce: the vectors; all-to-allv: the send and receive buffers,
+ *  as far as their blocks reach). */
 #define OC_COLLD_F_CMA 1u
 /** Flags (allreduce): the contribution follows the descriptor, count x
  *  element size bytes (at most OC_COLLD_INLINE_MAX), and the agent's DONE
@@ -70,6 +72,10 @@ size_t oc__colld_size(const oc_colld_t *d);
  *  OC_COLLD_F_INLINE, the contribution from d->data) into @p buf of
  *  oc__colld_size(d) bytes. */
 void oc__colld_encode(const oc_colld_t *d, const uint64_t *vals, void *buf);
+/** The elements a decoded all-to-allv descriptor's blocks reach: the
+ *  largest count + displacement of a block with a nonzero count, of the
+ *  send side (@p which 0) or the receive side (2). */
+uint64_t oc__colld_extent(const oc_colld_t *d, unsigned which);
 /** Element @p i of array @p which (0 scounts, 1 sdispls, 2 rcounts,
  *  3 rdispls) of a decoded all-to-allv descriptor. */
 uint64_t oc__colld_v(const oc_colld_t *d, unsigned which, uint32_t i);
@@ -80,9 +86,11 @@ uint64_t oc__colld_v(const oc_colld_t *d, unsigned which, uint32_t i);
  * OC_ERR_WIRE_LENGTH (the length disagrees with @p len),
  * OC_ERR_INVALID_PARAM (kind, dtype, op, root, nv out of range; a count
  * or displacement whose byte offset would pass 2^48; unknown flags; a
- * memory block on another kind than allreduce, with a zero pid or
- * address, lengths other than count x element size, a range that wraps
- * past 2^63; or a memory block without its flag; OC_COLLD_F_INLINE on
+ * memory block on another kind than allreduce or all-to-allv, with a zero
+ * pid or address, lengths other than count x element size (allreduce) or
+ * the extents of the blocks (all-to-allv: oc__colld_extent() x element
+ * size, neither zero), a range that wraps past 2^63; or a memory block
+ * without its flag; OC_COLLD_F_INLINE on
  * another kind than allreduce, with OC_COLLD_F_CMA, with no element or
  * more than OC_COLLD_INLINE_MAX bytes).
  */
