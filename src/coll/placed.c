@@ -87,6 +87,14 @@ static void done_recv(void *arg, uint64_t token, void *data, size_t len)
 static oc_status_t xfer(oc_request_t *req, oc_tr_ep_t *ep, void *buf,
                         size_t len, uint64_t tag);
 
+/* All-to-alls whose send buffer is smaller go by UCX even where the agent
+ * moves data by memory: there the memory path's four system calls a rank
+ * cost more than eager messages.  Measured (bench/run-coll-bench.sh, agent
+ * at nice -10, 2 rounds, ratio to Open MPI, by UCX -> by memory): 8 B
+ * 3.7-5.8 -> 6.0-9.0, 512 B 4.9-8.1 -> 4.5-7.6, 4 KiB 3.8-4.1 -> 3.1-3.3,
+ * 2 MiB 2.3-2.9 -> 1.5-2.0. */
+#define OC__A2A_CMA_MIN 1024
+
 /* The agent will not move this one by memory: receive and send by UCX
  * after all, as a collective that never offered, and offer no more. */
 static void fall_back(oc_request_t *req)
@@ -233,7 +241,8 @@ oc_status_t oc__coll_placed_start(oc_context_t *ctx, void *dv,
     /* by memory: everything the agent needs is in the descriptor (an
      * all-to-allv's buffers as far as its blocks reach: slen, rlen) */
     else if ((d->kind == OC_COLLD_ALLREDUCE ||
-              (d->kind == OC_COLLD_ALLTOALLV && rlen > 0)) &&
+              (d->kind == OC_COLLD_ALLTOALLV && rlen > 0 &&
+               slen >= OC__A2A_CMA_MIN)) &&
              slen > 0 && c->cfg.cma && !c->cma_refused &&
              oc__ext_agent_pid(ctx) != 0 && fault != 2 &&
              (d->kind != OC_COLLD_ALLTOALLV ||
