@@ -408,10 +408,12 @@ static void thread_metrics(agent_t *a, oc_prom_t *p,
          "that went away, dropped", OC_PROM_COUNTER, NULL,
          {{NULL, RC(undeliverable)}}},
         {OC_M_THREAD_COLL_CMA, "Allreduce contributions of local ranks "
-         "that offered their buffers: moved by memory (process_vm_readv/"
-         "writev), or sent back to UCX (refused; docs/coll.md)",
+         "by the way they came: moved by memory (process_vm_readv/writev), "
+         "offered by memory and sent back to UCX (refused), or inline in "
+         "the descriptor with the result in DONE (small; docs/coll.md)",
          OC_PROM_COUNTER, "path",
-         {{"memory", RC(coll_cma)}, {"ucx", RC(coll_cma_fallback)}}},
+         {{"memory", RC(coll_cma)}, {"ucx", RC(coll_cma_fallback)},
+          {"inline", RC(coll_inline)}}},
         {OC_M_THREAD_FORWARDED, "Bundles sent on whole (all for one rank), "
          "not re-aggregated", OC_PROM_COUNTER, NULL,
          {{NULL, RC(bundles_forwarded)}}},

@@ -87,6 +87,14 @@ struct oc_request {
     const void    *cma_sbuf;
     void          *cma_rbuf;
     size_t         cma_len;
+    size_t         cma_es;         /* bytes per element */
+    uint64_t      *cma_v;          /* all-to-allv: its 4 x size counts and
+                                      displacements, for a fallback */
+    /* ... inline (small allreduce): the contribution went in the
+     * descriptor, the result comes in DONE, into inl_rbuf */
+    int            inl;
+    void          *inl_rbuf;
+    size_t         inl_len;
 };
 
 enum { OC__SHM_ALLREDUCE = 1, OC__SHM_ALLTOALL = 2 };
@@ -98,6 +106,7 @@ typedef struct {
     uint64_t window;        /* OC_COLL_WINDOW */
     uint64_t shm_max;       /* OC_COLL_SHM_MAX */
     int      cma;           /* OC_COLL_CMA */
+    uint64_t agent_inline;  /* OC_COLL_AGENT_INLINE: bytes */
     int      fault;         /* OC_COLL_FAULT: 0 none, 1 desc, 2 short */
     uint64_t fault_at;      /* OC_COLL_FAULT_AT: sequence number */
 } oc__coll_config_t;

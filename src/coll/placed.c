@@ -51,7 +51,7 @@ static void done_recv(void *arg, uint64_t token, void *data, size_t len)
     oc_request_t *r;
 
     (void)token;
-    if (len != sizeof(m) || oc__coll_of(ctx) == NULL)
+    if (len < sizeof(m) || oc__coll_of(ctx) == NULL)
         return;
     memcpy(&m, data, sizeof(m));
     if (m.magic != OC_COLLD_DONE_MAGIC)
@@ -59,6 +59,15 @@ static void done_recv(void *arg, uint64_t token, void *data, size_t len)
     for (r = oc__coll_of(ctx)->active; r != NULL; r = r->next) {
         if (!r->placed || r->seq != m.seq || r->agent_st != OC_INPROGRESS)
             continue;
+        /* inline: a successful DONE carries the result, exactly */
+        if (len != sizeof(m) + (r->inl && m.status == OC_OK ? r->inl_len : 0)) {
+            oc_error(OC_COMP_COLL, "rank %u: collective %u: the agent's DONE "
+                     "has %zu bytes", oc__ext_rank(ctx), m.seq, len);
+            r->agent_st = OC_ERR_COLL_PEER_FAILED;
+            return;
+        }
+        if (r->inl && m.status == OC_OK)
+            memcpy(r->inl_rbuf, (const uint8_t *)data + sizeof(m), r->inl_len);
         if (m.status == OC_COLLD_FALLBACK && r->cma) {
             r->cma_fallback = 1; /* oc__coll_placed_check() sends */
             return;
@@ -78,6 +87,14 @@ static void done_recv(void *arg, uint64_t token, void *data, size_t len)
 static oc_status_t xfer(oc_request_t *req, oc_tr_ep_t *ep, void *buf,
                         size_t len, uint64_t tag);
 
+/* All-to-alls whose send buffer is smaller go by UCX even where the agent
+ * moves data by memory: there the memory path's four system calls a rank
+ * cost more than eager messages.  Measured (bench/run-coll-bench.sh, agent
+ * at nice -10, 2 rounds, ratio to Open MPI, by UCX -> by memory): 8 B
+ * 3.7-5.8 -> 6.0-9.0, 512 B 4.9-8.1 -> 4.5-7.6, 4 KiB 3.8-4.1 -> 3.1-3.3,
+ * 2 MiB 2.3-2.9 -> 1.5-2.0. */
+#define OC__A2A_CMA_MIN 1024
+
 /* The agent will not move this one by memory: receive and send by UCX
  * after all, as a collective that never offered, and offer no more. */
 static void fall_back(oc_request_t *req)
@@ -90,10 +107,20 @@ static void fall_back(oc_request_t *req)
     if (!oc__coll_of(ctx)->cma_refused)
         oc_info(OC_COMP_COLL, "rank %u: the agent does not move collective "
                 "data by memory here (OC_AGENT_COLL_CMA=n, another uid, or a "
-                "ptrace policy): allreduce goes by UCX from now on", oc__ext_rank(ctx));
+                "ptrace policy): allreduce and all-to-all go by UCX from now "
+                "on", oc__ext_rank(ctx));
     oc__coll_of(ctx)->cma_refused = 1;
-    st = xfer(req, NULL, req->cma_rbuf, req->cma_len,
-              OC__COLL_RESULT_TAG(req->seq, 0));
+    if (req->cma_v != NULL) { /* all-to-allv: a receive per block */
+        const uint32_t n = oc__ext_size(ctx);
+        const size_t es = req->cma_es;
+        st = OC_OK;
+        for (uint32_t s = 0; s < n && st == OC_OK; s++)
+            st = xfer(req, NULL, (uint8_t *)req->cma_rbuf + req->cma_v[3 * n + s] * es,
+                      req->cma_v[2 * n + s] * es, OC__COLL_RESULT_TAG(req->seq, s));
+    } else {
+        st = xfer(req, NULL, req->cma_rbuf, req->cma_len,
+                  OC__COLL_RESULT_TAG(req->seq, 0));
+    }
     if (st == OC_OK)
         st = xfer(req, oc__ext_agent_coll_ep(ctx), (void *)req->cma_sbuf, req->cma_len,
                   OC__COLL_CONTRIB_TAG(oc__ext_job(ctx), req->seq, oc__ext_rank(ctx)));
@@ -199,25 +226,46 @@ oc_status_t oc__coll_placed_start(oc_context_t *ctx, void *dv,
     req->agent_st = OC_INPROGRESS;
     req->seq = c->next_seq;
     d->seq = req->seq;
-    mlen = oc__colld_size(d);
-    if ((msg = malloc(mlen)) == NULL) {
-        oc__coll_req_free(req);
-        return OC_ERR_NO_MEMORY;
-    }
     fault = c->cfg.fault_at == req->seq ? c->cfg.fault : 0;
-    /* by memory: everything the agent needs is in the descriptor */
-    if (d->kind == OC_COLLD_ALLREDUCE && slen > 0 && c->cfg.cma &&
-        !c->cma_refused && oc__ext_agent_pid(ctx) != 0 && fault != 2) {
+    /* small: the contribution in the descriptor, the result in DONE (the
+     * short fault needs a contribution of its own to cut) */
+    if (d->kind == OC_COLLD_ALLREDUCE && slen > 0 &&
+        slen <= c->cfg.agent_inline && slen <= OC_COLLD_INLINE_MAX &&
+        fault != 2) {
+        req->inl = 1;
+        req->inl_rbuf = rbuf;
+        req->inl_len = slen;
+        d->flags = OC_COLLD_F_INLINE;
+        d->data = sbuf;
+    }
+    /* by memory: everything the agent needs is in the descriptor (an
+     * all-to-allv's buffers as far as its blocks reach: slen, rlen) */
+    else if ((d->kind == OC_COLLD_ALLREDUCE ||
+              (d->kind == OC_COLLD_ALLTOALLV && rlen > 0 &&
+               slen >= OC__A2A_CMA_MIN)) &&
+             slen > 0 && c->cfg.cma && !c->cma_refused &&
+             oc__ext_agent_pid(ctx) != 0 && fault != 2 &&
+             (d->kind != OC_COLLD_ALLTOALLV ||
+              (req->cma_v = malloc(32 * (size_t)n)) != NULL)) {
         req->cma = 1;
         req->cma_sbuf = sbuf;
         req->cma_rbuf = rbuf;
         req->cma_len = slen;
+        req->cma_es = oc__dtype_size(d->dtype);
+        if (req->cma_v != NULL)
+            memcpy(req->cma_v, vals, 32 * (size_t)n);
         d->flags = OC_COLLD_F_CMA;
         d->pid = (uint32_t)getpid();
         d->saddr = (uint64_t)(uintptr_t)sbuf;
         d->raddr = (uint64_t)(uintptr_t)rbuf;
-        d->slen = d->rlen = slen;
+        d->slen = slen;
+        d->rlen = d->kind == OC_COLLD_ALLTOALLV ? rlen : slen;
         c->cma_ops++;
+    }
+    mlen = oc__colld_size(d);
+    if ((msg = malloc(mlen)) == NULL) {
+        oc__coll_req_free(req);
+        return OC_ERR_NO_MEMORY;
     }
     oc__colld_encode(d, vals, msg);
     if (fault == 1) { /* OC_COLL_FAULT=desc: a type no agent knows */
@@ -231,8 +279,9 @@ oc_status_t oc__coll_placed_start(oc_context_t *ctx, void *dv,
     }
     /* the result's receives first, then the contribution, then the
      * descriptor that lets the agent start */
-    if (req->cma) {
-        /* nothing: the agent reads and writes the buffers */
+    if (req->cma || req->inl) {
+        /* nothing: the agent reads and writes the buffers, or the data
+         * travel in the descriptor and the DONE */
     } else if (d->kind == OC_COLLD_ALLTOALLV) {
         size_t es = oc__dtype_size(d->dtype);
         for (uint32_t s = 0; s < n && st == OC_OK; s++)
@@ -241,7 +290,7 @@ oc_status_t oc__coll_placed_start(oc_context_t *ctx, void *dv,
     } else if (d->kind != OC_COLLD_BCAST || d->root != me) {
         st = xfer(req, NULL, rbuf, rlen, OC__COLL_RESULT_TAG(req->seq, 0));
     }
-    if (st == OC_OK && !req->cma &&
+    if (st == OC_OK && !req->cma && !req->inl &&
         (d->kind != OC_COLLD_BCAST || d->root == me))
         st = xfer(req, oc__ext_agent_coll_ep(ctx), (void *)sbuf, slen,
                   OC__COLL_CONTRIB_TAG(oc__ext_job(ctx), req->seq, me));

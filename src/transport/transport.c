@@ -476,7 +476,7 @@ oc_status_t oc__tr_send(oc_tr_ep_t *ep, unsigned id, const void *buf,
 
 typedef struct {
     oc_tr_op_t op;
-    uint8_t    data[256];
+    uint8_t    data[];
 } small_op_t;
 
 static void small_done(oc_tr_op_t *op, oc_status_t st)
@@ -491,9 +491,9 @@ oc_status_t oc__tr_send_small(oc_tr_ep_t *ep, unsigned id, uint64_t token,
     small_op_t *s;
     oc_status_t st;
 
-    if (len > sizeof(s->data))
+    if (len > OC_TR_SMALL_MAX)
         return OC_ERR_INVALID_PARAM;
-    s = malloc(sizeof(*s));
+    s = malloc(sizeof(*s) + len);
     if (s == NULL)
         return OC_ERR_NO_MEMORY;
     s->op.cb = small_done;

@@ -10,9 +10,20 @@
 
 #include <string.h>
 
+/* Bytes per element of each dtype (the OC_DTYPE_* order of offcore.h). */
+static const uint8_t esize[] = {4, 8, 8, 4, 8, 2, 2};
+
+/* Bytes of the contribution an OC_COLLD_F_INLINE descriptor carries (the
+ * caller checked the dtype). */
+static size_t inline_len(const oc_colld_t *d)
+{
+    return (d->flags & OC_COLLD_F_INLINE) ? (size_t)d->count * esize[d->dtype]
+                                          : 0;
+}
+
 size_t oc__colld_size(const oc_colld_t *d)
 {
-    return OC_COLLD_HDR + 32 * (size_t)d->nv;
+    return OC_COLLD_HDR + 32 * (size_t)d->nv + inline_len(d);
 }
 
 /* Layout: magic 4, version 1, kind 1, dtype 1, op 1, seq 4, root 4, nv 4,
@@ -41,6 +52,8 @@ void oc__colld_encode(const oc_colld_t *d, const uint64_t *vals, void *buf)
     p += OC_COLLD_HDR;
     for (size_t i = 0; i < 4 * (size_t)d->nv; i++, p += 8)
         oc__store_le64(p, vals[i]);
+    if (inline_len(d) > 0)
+        memcpy(p, d->data, inline_len(d));
 }
 
 uint64_t oc__colld_v(const oc_colld_t *d, unsigned which, uint32_t i)
@@ -79,7 +92,6 @@ int oc__colld_shape(const void *buf, size_t len, uint32_t size,
 oc_status_t oc__colld_decode(const void *buf, size_t len, uint32_t size,
                             oc_colld_t *d)
 {
-    static const uint8_t esize[] = {4, 8, 8, 4, 8, 2, 2};
     const uint64_t lim = (uint64_t)1 << 48; /* bytes: far past any buffer */
     const uint8_t *p = buf;
     uint64_t need;
@@ -110,32 +122,58 @@ oc_status_t oc__colld_decode(const void *buf, size_t len, uint32_t size,
         (d->kind == OC_COLLD_ALLTOALLV) != (d->nv != 0) ||
         (d->nv != 0 && d->nv != size) ||
         (d->kind == OC_COLLD_BCAST && d->root >= size) ||
-        (d->flags & ~OC_COLLD_F_CMA) != 0 || oc__load_le32(p + 36) != 0)
+        (d->flags & ~(OC_COLLD_F_CMA | OC_COLLD_F_INLINE)) != 0 ||
+        oc__load_le32(p + 36) != 0)
         return OC_ERR_INVALID_PARAM;
-    need = OC_COLLD_HDR + 32 * (uint64_t)d->nv;
-    if (need != len)
-        return OC_ERR_WIRE_LENGTH;
     es = esize[d->dtype];
     if (d->count > lim / es)
         return OC_ERR_INVALID_PARAM;
-    if (d->flags & OC_COLLD_F_CMA) {
-        const uint64_t top = (uint64_t)1 << 63;
-        if (d->kind != OC_COLLD_ALLREDUCE || d->pid == 0 || d->count == 0 ||
-            d->saddr == 0 || d->raddr == 0 || d->slen != d->count * es ||
-            d->rlen != d->slen || d->saddr >= top - d->slen ||
-            d->raddr >= top - d->rlen)
-            return OC_ERR_INVALID_PARAM;
-    } else if (d->pid || d->saddr || d->slen || d->raddr || d->rlen) {
+    if ((d->flags & OC_COLLD_F_INLINE) &&
+        (d->kind != OC_COLLD_ALLREDUCE || (d->flags & OC_COLLD_F_CMA) ||
+         d->count == 0 || d->count > OC_COLLD_INLINE_MAX / es))
         return OC_ERR_INVALID_PARAM;
-    }
+    need = OC_COLLD_HDR + 32 * (uint64_t)d->nv + inline_len(d);
+    if (need != len)
+        return OC_ERR_WIRE_LENGTH;
+    if (!(d->flags & OC_COLLD_F_CMA) &&
+        (d->pid || d->saddr || d->slen || d->raddr || d->rlen))
+        return OC_ERR_INVALID_PARAM;
     d->v = p + OC_COLLD_HDR;
+    if (d->flags & OC_COLLD_F_INLINE)
+        d->data = d->v + 32 * (size_t)d->nv;
     for (uint32_t i = 0; i < d->nv; i++)
         for (unsigned w = 0; w < 4; w += 2) {
             uint64_t c = oc__colld_v(d, w, i), o = oc__colld_v(d, w + 1, i);
             if (c > lim / es || o > lim / es || (c + o) > lim / es)
                 return OC_ERR_INVALID_PARAM;
         }
+    if (d->flags & OC_COLLD_F_CMA) {
+        const uint64_t top = (uint64_t)1 << 63;
+        uint64_t sx = d->count * es, rx = sx; /* allreduce: the vector */
+        if (d->kind == OC_COLLD_ALLTOALLV) {
+            /* the buffers' extents the blocks imply (all below 2^48) */
+            sx = oc__colld_extent(d, 0) * es;
+            rx = oc__colld_extent(d, 2) * es;
+        } else if (d->kind != OC_COLLD_ALLREDUCE) {
+            return OC_ERR_INVALID_PARAM;
+        }
+        if (d->pid == 0 || sx == 0 || rx == 0 || d->saddr == 0 ||
+            d->raddr == 0 || d->slen != sx || d->rlen != rx ||
+            d->saddr >= top - d->slen || d->raddr >= top - d->rlen)
+            return OC_ERR_INVALID_PARAM;
+    }
     return OC_OK;
+}
+
+uint64_t oc__colld_extent(const oc_colld_t *d, unsigned which)
+{
+    uint64_t x = 0;
+    for (uint32_t i = 0; i < d->nv; i++) {
+        uint64_t c = oc__colld_v(d, which, i), o = oc__colld_v(d, which + 1, i);
+        if (c > 0 && c + o > x)
+            x = c + o;
+    }
+    return x;
 }
 
 void oc__colld_fail_encode(oc_status_t status, void *buf)

@@ -158,9 +158,10 @@ faults)
     # by memory: buffers the agent may not read or write fail with a name.
     # Only where the kernel lets the agent read the ranks (a seccomp
     # profile or Yama may not): else their allreduces go by UCX, which
-    # would fault on the unreadable buffer in the rank itself.
+    # would fault on the unreadable buffer in the rank itself.  The probe
+    # is 64 KiB: smaller ones go inline (OC_COLL_AGENT_INLINE), not by memory.
     export OC_JOB=34 OC_JOB_KEY=$("$OFFCORE" job-key --job 34 --cluster-key "$T/ck")
-    for r in 0 1; do rank "" "$T/a.sock" $r 2 time 64 1; done
+    for r in 0 1; do rank "" "$T/a.sock" $r 2 time 65536 1; done
     for r in 0 1; do wait "${RP[$r]}" || fail "probe, rank $r"; done
     if grep -q "rank 0: collective data by memory" "$T/a.log"; then
         export OC_JOB=33 OC_JOB_KEY=$("$OFFCORE" job-key --job 33 --cluster-key "$T/ck")

@@ -8,6 +8,11 @@
 # agent moves the allreduce data by memory (the default; its log must say
 # so); a second one started with OC_AGENT_COLL_CMA=n refuses, so the ranks
 # fall back to UCX (its log must say why) and the digest must not change.
+# All-to-all(v) goes by memory as well (the first agent's log must say so).
+# Small allreduces go inline (OC_COLL_AGENT_INLINE, 4K: contribution in the
+# descriptor, result in DONE; the first agent's log must say so); the
+# fallback run turns that off, so that the tagged UCX path carries every
+# size there (the second agent's log must not say so).
 # COLL_AGENT_THREADS (1): the agents' routing threads (offcored --threads).
 set -eu
 bin=$1 offcored=$2 offcore=$3 np=$4 max=$5
@@ -53,15 +58,15 @@ run() {
     env "$@" OC_PLACEMENT=$pl OC_AGENT="unix:$T/${SOCK:-a}.sock" OC_JOB=$job \
         OC_JOB_KEY="$key" timeout ${COLL_AGENT_TIMEOUT:-600} mpirun --oversubscribe --bind-to none \
         --mca btl self,vader --mca mpi_yield_when_idle 1 -x OC_PLACEMENT \
-        -x OC_AGENT -x OC_JOB -x OC_JOB_KEY -x OC_COLL_REPRODUCIBLE \
+        -x OC_AGENT -x OC_JOB -x OC_JOB_KEY -x OC_COLL_REPRODUCIBLE -x OC_COLL_AGENT_INLINE \
         -np "$np" "$bin" --max "$max" --hash > "$T/out" ||
         { cat "$T/out"; sed 's/^/  agent: /' "$T/agent.log" | tail -20; echo "FAIL: $pl $*"; exit 1; }
     cat "$T/out" >&2
 }
-run agent OC_COLL_REPRODUCIBLE=n
-run agent OC_COLL_REPRODUCIBLE=y
+run agent OC_COLL_REPRODUCIBLE=n OC_COLL_AGENT_INLINE=4K
+run agent OC_COLL_REPRODUCIBLE=y OC_COLL_AGENT_INLINE=4K
 ha=$(grep '^hash' "$T/out")
-run inline OC_COLL_REPRODUCIBLE=y
+run inline OC_COLL_REPRODUCIBLE=y OC_COLL_AGENT_INLINE=4K
 hi=$(grep '^hash' "$T/out")
 [ -n "$ha" ] && [ "$ha" = "$hi" ] ||
     { echo "FAIL: reproducible agent and inline results differ: $ha / $hi"; exit 1; }
@@ -70,10 +75,18 @@ hi=$(grep '^hash' "$T/out")
 grep -q "rank 0: collective data by memory" "$T/agent.log" ||
     grep -q "rank 0: collective data by UCX, not by memory: the kernel refuses" "$T/agent.log" ||
     { tail -20 "$T/agent.log"; echo "FAIL: the agent did not move the data by memory, nor say why not"; exit 1; }
-SOCK=b run agent OC_COLL_REPRODUCIBLE=y
+grep -q "all-to-all blocks written by memory" "$T/agent.log" ||
+    grep -q "rank 0: collective data by UCX, not by memory: the kernel refuses" "$T/agent.log" ||
+    { tail -20 "$T/agent.log"; echo "FAIL: no all-to-all went by memory, and the agent did not say why"; exit 1; }
+grep -q "small allreduce contributions inline" "$T/agent.log" ||
+    { tail -20 "$T/agent.log"; echo "FAIL: no small allreduce went inline"; exit 1; }
+SOCK=b run agent OC_COLL_REPRODUCIBLE=y OC_COLL_AGENT_INLINE=0
 hf=$(grep '^hash' "$T/out")
+if grep -q "small allreduce contributions inline" "$T/agentb.log"; then
+    echo "FAIL: OC_COLL_AGENT_INLINE=0 and still inline"; exit 1
+fi
 grep -q "rank 0: collective data by UCX, not by memory: OC_AGENT_COLL_CMA=n" "$T/agentb.log" ||
     { tail -20 "$T/agentb.log"; echo "FAIL: no fallback to UCX"; exit 1; }
 [ "$hf" = "$ha" ] ||
     { echo "FAIL: by memory and by UCX (fallback) results differ: $ha / $hf"; exit 1; }
-echo "PASS: $np ranks through the agent, by memory and by UCX (fallback); reproducible digest equals inline ($ha)"
+echo "PASS: $np ranks through the agent, small ones inline, by memory and by UCX (fallback, nothing inline); reproducible digest equals inline ($ha)"

@@ -16,7 +16,8 @@
  *                                OC_ERR_COLL_MEMORY, the others
  *                                OC_ERR_COLL_PEER_FAILED, no byte outside
  *                                the buffers may change, and an allreduce
- *                                after them must work
+ *                                after them must work; then the same two
+ *                                faults in an all-to-all (by memory too)
  *   coll_agent_check wait VICTIM every rank but VICTIM starts a 1 MiB
  *                                allreduce and waits; VICTIM prints
  *                                "ready" and sleeps (the script kills it,
@@ -283,6 +284,37 @@ static void badbuf(oc_context_t *ctx)
     } else { /* the others still get the result: only rank 0's write failed */
         CHECK(st == OC_OK || st == OC_ERR_COLL_PEER_FAILED,
               "read-only receive buffer elsewhere: %s", oc_status_string(st));
+    }
+    /* all-to-all by memory, the same two faults: the send buffer's second
+     * half unreadable (nothing is written anywhere: the agent writes only
+     * once every input is read), then the receive buffer's read-only */
+    if (g_rank == 0)
+        CHECK(mprotect(d + pg + bytes / 2, bytes / 2, PROT_READ | PROT_WRITE) == 0 &&
+              mprotect(s + pg + bytes / 2, bytes / 2, PROT_NONE) == 0, "mprotect");
+    memset(d, 0x5a, all);
+    st = oc_alltoall(ctx, s + pg, d + pg, n / g_size, OC_INT64);
+    CHECK(st == want, "all-to-all, unreadable send buffer: %s", oc_status_string(st));
+    for (size_t i = 0; i < all; i++)
+        if (d[i] != 0x5a) {
+            CHECK(0, "all-to-all: receive buffer byte %zu changed", i);
+            break;
+        }
+    if (g_rank == 0)
+        CHECK(mprotect(s + pg + bytes / 2, bytes / 2, PROT_READ | PROT_WRITE) == 0 &&
+              mprotect(d + pg + bytes / 2, bytes / 2, PROT_READ) == 0, "mprotect");
+    st = oc_alltoall(ctx, s + pg, d + pg, n / g_size, OC_INT64);
+    if (g_rank == 0) {
+        CHECK(st == OC_ERR_COLL_MEMORY, "all-to-all, read-only receive buffer: %s",
+              oc_status_string(st));
+        for (size_t i = 0; i < pg; i++)
+            if (d[i] != 0x5a || d[pg + bytes + i] != 0x5a) {
+                CHECK(0, "all-to-all: a guard byte changed");
+                break;
+            }
+    } else {
+        CHECK(st == OC_OK || st == OC_ERR_COLL_PEER_FAILED,
+              "all-to-all, read-only receive buffer elsewhere: %s",
+              oc_status_string(st));
     }
     munmap(s, all), munmap(d, all);
     /* the agent and the job are fine */

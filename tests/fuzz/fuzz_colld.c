@@ -7,7 +7,10 @@
  * copy so that AddressSanitizer sees any read past the end.  When it is
  * accepted, the invariants the agent (src/agent/router/rcoll.c) relies on are
  * checked: the arrays fill the input exactly, a memory block is an
- * allreduce's with in-range lengths that equal count x element size, every count and
+ * allreduce's with in-range lengths that equal count x element size or
+ * an all-to-allv's whose every block lies within its ranges, an
+ * inline contribution an allreduce's, whole and at most
+ * OC_COLLD_INLINE_MAX bytes, every count and
  * displacement times the element size stays below 2^48, re-encoding gives
  * back the same bytes.  The same bytes go to oc__colld_shape() (what a
  * rejected descriptor says it is: a known kind, a root of the job) and to
@@ -78,10 +81,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(oc__colld_size(&d) == size - 1);
         CHECK(d.kind >= OC_COLLD_ALLREDUCE && d.kind <= OC_COLLD_BARRIER);
         CHECK(d.nv == 0 || d.nv == job_size);
-        CHECK(d.v + 32 * (size_t)d.nv == buf + size - 1);
+        if (d.flags & OC_COLLD_F_INLINE) { /* what rcoll.c relies on */
+            size_t body = (size_t)(buf + size - 1 - d.data);
+            CHECK(d.kind == OC_COLLD_ALLREDUCE && !(d.flags & OC_COLLD_F_CMA));
+            CHECK(d.data == d.v + 32 * (size_t)d.nv);
+            CHECK(body > 0 && body <= OC_COLLD_INLINE_MAX);
+            CHECK(d.count > 0 && body % d.count == 0);
+        } else {
+            CHECK(d.data == NULL);
+            CHECK(d.v + 32 * (size_t)d.nv == buf + size - 1);
+        }
         if (d.flags & OC_COLLD_F_CMA) { /* what src/agent/router/rcma.c relies on */
-            CHECK(d.kind == OC_COLLD_ALLREDUCE && d.pid != 0);
-            CHECK(d.slen == d.rlen && d.slen > 0 && d.slen < ((uint64_t)1 << 48));
+            CHECK(d.pid != 0 && d.slen > 0 && d.rlen > 0);
+            CHECK(d.slen < ((uint64_t)1 << 51) && d.rlen < ((uint64_t)1 << 51));
+            if (d.kind == OC_COLLD_ALLTOALLV) {
+                /* every block within the ranges: rcma.c writes them so */
+                for (uint32_t i = 0; i < d.nv; i++)
+                    for (unsigned w = 0; w < 4; w += 2) {
+                        uint64_t c = oc__colld_v(&d, w, i), o = oc__colld_v(&d, w + 1, i);
+                        uint64_t lim = w == 0 ? d.slen : d.rlen;
+                        CHECK(c == 0 || (c + o) * (lim / oc__colld_extent(&d, w)) <= lim);
+                    }
+            } else {
+                CHECK(d.kind == OC_COLLD_ALLREDUCE && d.slen == d.rlen);
+            }
             CHECK(d.saddr != 0 && d.saddr + d.slen > d.saddr);
             CHECK(d.raddr != 0 && d.raddr + d.rlen > d.raddr);
         } else {

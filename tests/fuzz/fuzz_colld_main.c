@@ -2,7 +2,8 @@
  * fuzz_colld_main.c — the collective-descriptor target's part of the
  * replay driver (replay_main.c): seeds of every kind (allreduce,
  * all-to-allv on 3 ranks, bcast, barrier, an allreduce with the memory
- * block) and an agent's failure message, all of which must decode, and,
+ * block, an all-to-allv with it, small allreduces with their
+ * contribution inline) and an agent's failure message, all of which must decode, and,
  * as random inputs, seeds with a few bytes changed and now and then
  * truncated.  Single-threaded test program.
  */
@@ -15,7 +16,8 @@
 static unsigned colld_seeds(fuzz_replay_seed_fn fn, void *arg)
 {
     uint64_t vals[12] = {1, 2, 0, 0, 1, 3, 1, 0, 2, 0, 1, 1};
-    oc_colld_t s[5] = {
+    static uint8_t inl[OC_COLLD_INLINE_MAX];
+    oc_colld_t s[8] = {
         {.kind = OC_COLLD_ALLREDUCE, .dtype = 3, .op = 0, .seq = 1,
          .count = 1000},
         {.kind = OC_COLLD_ALLTOALLV, .dtype = 0, .seq = 2, .nv = 3},
@@ -26,10 +28,23 @@ static unsigned colld_seeds(fuzz_replay_seed_fn fn, void *arg)
          .count = 131072, .flags = OC_COLLD_F_CMA, .pid = 4242,
          .saddr = 0x7f0000001000, .slen = 1048576, .raddr = 0x7f0000201000,
          .rlen = 1048576},
+        /* all-to-allv by memory on 3 ranks (extents from vals: send 3,
+         * receive 3 elements of 4 bytes) */
+        {.kind = OC_COLLD_ALLTOALLV, .dtype = 0, .seq = 8, .nv = 3,
+         .flags = OC_COLLD_F_CMA, .pid = 4243, .saddr = 0x7f0000001000,
+         .slen = 12, .raddr = 0x7f0000201000, .rlen = 12},
+        /* inline: one double, and the largest (4 KiB of floats) */
+        {.kind = OC_COLLD_ALLREDUCE, .dtype = 1, .op = 1, .seq = 6,
+         .count = 1, .flags = OC_COLLD_F_INLINE, .data = inl},
+        {.kind = OC_COLLD_ALLREDUCE, .dtype = 3, .op = 0, .seq = 7,
+         .count = OC_COLLD_INLINE_MAX / 4, .flags = OC_COLLD_F_INLINE,
+         .data = inl},
     };
     unsigned n = 0;
-    for (int i = 0; i < 5; i++) {
-        uint8_t b[1 + 512];
+    for (size_t i = 0; i < sizeof(inl); i++)
+        inl[i] = (uint8_t)(i * 13 + 5);
+    for (int i = 0; i < 8; i++) {
+        static uint8_t b[1 + OC_COLLD_HDR + OC_COLLD_INLINE_MAX];
         b[0] = 2; /* a job of 3 ranks */
         oc__colld_encode(&s[i], vals, b + 1);
         fn(arg, b, 1 + oc__colld_size(&s[i]), 1);

@@ -137,7 +137,7 @@ static void test_memory_block(void **state)
     bad[3].saddr = 0;
     bad[4].raddr = ((uint64_t)1 << 63) - 512; /* wraps past 2^63 */
     bad[5].kind = OC_COLLD_BCAST;            /* allreduce only */
-    bad[6].flags = 2;                        /* unknown flag */
+    bad[6].flags = 4;                        /* unknown flag */
     bad[7].flags = 0;                        /* a block without its flag */
     bad[8].count = 0, bad[8].slen = bad[8].rlen = 0;
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -147,6 +147,83 @@ static void test_memory_block(void **state)
     n = enc(&good, NULL, buf);
     buf[37] = 1; /* the zero after the pid */
     assert_int_equal(oc__colld_decode(buf, n, 2, &o), OC_ERR_INVALID_PARAM);
+}
+
+/* An all-to-allv's memory block: its lengths are the extents its blocks
+ * reach (blocks of count 0 reach nowhere), nothing else. */
+static void test_memory_block_a2a(void **state)
+{
+    uint8_t buf[512];
+    /* scounts 1 2 0, sdispls 0 1 9, rcounts 1 0 2, rdispls 0 7 4: send
+     * extent 3 elements (the count-0 block at 9 does not count), receive 6 */
+    const uint64_t v[12] = {1, 2, 0, 0, 1, 9, 1, 0, 2, 0, 7, 4};
+    const oc_colld_t good = {.kind = OC_COLLD_ALLTOALLV, .dtype = 1, .nv = 3,
+                             .flags = OC_COLLD_F_CMA, .pid = 77,
+                             .saddr = 0x10000, .slen = 24, .raddr = 0x20000,
+                             .rlen = 48};
+    oc_colld_t o, bad[] = {good, good, good, good, good};
+    size_t n = enc(&good, v, buf);
+    (void)state;
+    assert_int_equal(oc__colld_decode(buf, n, 3, &o), OC_OK);
+    assert_int_equal(oc__colld_extent(&o, 0), 3);
+    assert_int_equal(oc__colld_extent(&o, 2), 6);
+    bad[0].slen = 32;        /* past the blocks */
+    bad[1].rlen = 40;        /* short of them */
+    bad[2].pid = 0;
+    bad[3].raddr = 0;
+    bad[4].kind = OC_COLLD_BCAST, bad[4].nv = 0, bad[4].count = 3;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        n = enc(&bad[i], v, buf);
+        assert_int_equal(oc__colld_decode(buf, n, 3, &o), OC_ERR_INVALID_PARAM);
+    }
+}
+
+/* A small allreduce with its contribution inline: the bytes come back
+ * where the decoder says; each way it can be wrong is a named reject. */
+static void test_inline(void **state)
+{
+    uint8_t buf[OC_COLLD_HDR + OC_COLLD_INLINE_MAX + 64], data[OC_COLLD_INLINE_MAX];
+    const oc_colld_t good = {.kind = OC_COLLD_ALLREDUCE, .dtype = 1, .seq = 7,
+                             .count = 3, .flags = OC_COLLD_F_INLINE,
+                             .data = data};
+    oc_colld_t o;
+    size_t n;
+    (void)state;
+    for (size_t i = 0; i < sizeof(data); i++)
+        data[i] = (uint8_t)(i * 7 + 1);
+    n = enc(&good, NULL, buf);
+    assert_int_equal(n, OC_COLLD_HDR + 24);
+    assert_int_equal(oc__colld_decode(buf, n, 2, &o), OC_OK);
+    assert_int_equal(o.flags, OC_COLLD_F_INLINE);
+    assert_ptr_equal(o.data, buf + OC_COLLD_HDR);
+    assert_memory_equal(o.data, data, 24);
+    /* one byte more or less than count x element size */
+    assert_int_equal(oc__colld_decode(buf, n - 1, 2, &o), OC_ERR_WIRE_LENGTH);
+    assert_int_equal(oc__colld_decode(buf, n + 1, 2, &o), OC_ERR_WIRE_LENGTH);
+    /* the largest (4096 bytes of doubles), then one element more */
+    oc_colld_t big = good;
+    big.count = OC_COLLD_INLINE_MAX / 8;
+    n = enc(&big, NULL, buf);
+    assert_int_equal(oc__colld_decode(buf, n, 2, &o), OC_OK);
+    assert_memory_equal(o.data, data, OC_COLLD_INLINE_MAX);
+    oc_colld_t bad[] = {good, good, good, good};
+    bad[0].count = OC_COLLD_INLINE_MAX / 8 + 1; /* too long */
+    bad[1].kind = OC_COLLD_BCAST;                /* allreduce only */
+    bad[2].flags |= OC_COLLD_F_CMA, bad[2].pid = 9, bad[2].saddr = 4096,
+        bad[2].raddr = 8192, bad[2].slen = bad[2].rlen = 24; /* not both */
+    bad[3].count = 0;                             /* nothing inline */
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        /* encoded by hand: the header with the flag, then count x 8 bytes
+         * (at most what fits) */
+        oc_colld_t h = bad[i];
+        size_t body = h.count * 8 <= OC_COLLD_INLINE_MAX + 8 ? h.count * 8 : 0;
+        h.flags &= ~OC_COLLD_F_INLINE;
+        oc__colld_encode(&h, NULL, buf);
+        buf[20] |= OC_COLLD_F_INLINE; /* the flags' low byte */
+        memcpy(buf + OC_COLLD_HDR, data, body < sizeof(data) ? body : sizeof(data));
+        assert_int_equal(oc__colld_decode(buf, OC_COLLD_HDR + body, 2, &o),
+                         OC_ERR_INVALID_PARAM);
+    }
 }
 
 /* What a rejected descriptor says it is: only a known kind, and for a
@@ -218,6 +295,8 @@ int main(void)
         cmocka_unit_test(test_rejects),
         cmocka_unit_test(test_seq_of_rejected),
         cmocka_unit_test(test_memory_block),
+        cmocka_unit_test(test_inline),
+        cmocka_unit_test(test_memory_block_a2a),
         cmocka_unit_test(test_shape_of_rejected),
         cmocka_unit_test(test_fail_message),
     };

@@ -1,7 +1,8 @@
 /*
- * rcma.c — the agent moves a local rank's allreduce data by memory:
- * process_vm_readv of its send buffer, process_vm_writev of its result
- * (one copy, no CPU or progress from the rank: docs/coll.md, "By memory").
+ * rcma.c — the agent moves a local rank's allreduce and all-to-all(v)
+ * data by memory: process_vm_readv of its send buffer, process_vm_writev
+ * of its result (an all-to-all's blocks, many per call): one copy each, no
+ * CPU or progress from the rank (docs/coll.md, "By memory").
  *
  * Trust: only a rank whose control connection the kernel vouched for
  * (SO_PEERCRED at HELLO) is served, only for that pid (pinned with a pidfd
@@ -124,6 +125,18 @@ int oc__rcma_accept(oc_router_t *r, lrank_t *l, uint32_t job, uint32_t rank,
     return 0;
 }
 
+/* The failure of a transfer of rank @p i's (errno says why): names it
+ * for that rank, fails the collective. */
+static void failed(acoll_t *c, uint32_t i, const lrank_t *l, int write)
+{
+    int gone = l == NULL || errno == ESRCH;
+    c->r[i].cma_st = gone ? OC_ERR_COLL_PEER_FAILED : OC_ERR_COLL_MEMORY;
+    c->status = OC_ERR_COLL_PEER_FAILED;
+    oc_warn(OC_COMP_ROUTER, "job %u rank %u: collective %u: cannot %s its %s "
+            "buffer: %s", c->job, i, c->seq, write ? "write" : "read",
+            write ? "receive" : "send", gone ? "it is gone" : strerror(errno));
+}
+
 int oc__rcma_step(oc_router_t *r, acoll_t *c, int write)
 {
     int all = 1;
@@ -146,20 +159,73 @@ int oc__rcma_step(oc_router_t *r, acoll_t *c, int write)
             if (l == NULL ||
                 copy(l, write, (write ? c->res : rr->in) + rr->moved,
                      (write ? rr->raddr : rr->saddr) + rr->moved, n) != 0) {
-                int gone = l == NULL || errno == ESRCH;
-                rr->cma_st = gone ? OC_ERR_COLL_PEER_FAILED
-                                  : OC_ERR_COLL_MEMORY;
-                c->status = OC_ERR_COLL_PEER_FAILED;
-                oc_warn(OC_COMP_ROUTER, "job %u rank %u: collective %u: cannot "
-                        "%s its %s buffer: %s", c->job, i, c->seq,
-                        write ? "write" : "read", write ? "receive" : "send",
-                        gone ? "it is gone" : strerror(errno));
+                failed(c, i, l, write);
                 return 1;
             }
             rr->moved += n;
             r->cma_budget = r->cma_budget > n ? r->cma_budget - n : 0;
         }
         if (rr->moved < len)
+            all = 0;
+    }
+    return all;
+}
+
+/* All-to-all(v): up to OC_RCMA_IOV blocks (and about OC_RCMA_CHUNK bytes)
+ * a process_vm_writev; the blocks of rank d start at rr->moved, the next
+ * source rank to write. */
+#define OC_RCMA_IOV 64
+int oc__rcma_a2a_step(oc_router_t *r, acoll_t *c)
+{
+    int all = 1;
+
+    for (uint32_t d = c->first; d <= c->last; d++) {
+        rrank_t *rr = &c->r[d];
+        const uint8_t **src = c->a2a_src + (size_t)(d - c->first) * c->size;
+        const uint64_t *rc = rr->v + 2 * (size_t)c->size, *rd = rc + c->size;
+        rjob_t *j;
+        lrank_t *l;
+
+        if (!rr->have || !rr->cma || rr->moved == c->size)
+            continue;
+        if (c->status != OC_OK)
+            return 1; /* failed: moves nothing more */
+        j = oc__router_job_find(r, c->job);
+        l = j != NULL ? j->local[d] : NULL;
+        while (rr->moved < c->size && r->cma_budget > 0) {
+            struct iovec lv[OC_RCMA_IOV], rv[OC_RCMA_IOV];
+            size_t n = 0, bytes = 0, s = rr->moved;
+            ssize_t got;
+            for (; s < c->size && n < OC_RCMA_IOV && bytes < OC_RCMA_CHUNK; s++) {
+                if (src[s] == NULL)
+                    continue;
+                /* within [raddr, raddr + rlen): the decoder checked that
+                 * rlen is the extent of these very blocks */
+                lv[n].iov_base = (void *)(uintptr_t)src[s];
+                lv[n].iov_len = rc[s] * c->es;
+                rv[n].iov_base = (void *)(uintptr_t)(rr->raddr + rd[s] * c->es);
+                rv[n].iov_len = rc[s] * c->es;
+                bytes += rc[s] * c->es;
+                n++;
+            }
+            if (n > 0) {
+                if (l == NULL || !alive(l)) {
+                    errno = ESRCH;
+                    failed(c, d, l, 1);
+                    return 1;
+                }
+                got = process_vm_writev((pid_t)l->pid, lv, n, rv, n, 0);
+                if (got < 0 || (size_t)got != bytes) {
+                    if (got >= 0)
+                        errno = EFAULT; /* a page in the range is not mapped */
+                    failed(c, d, l, 1);
+                    return 1;
+                }
+            }
+            rr->moved = (uint32_t)s;
+            r->cma_budget = r->cma_budget > bytes ? r->cma_budget - bytes : 0;
+        }
+        if (rr->moved < c->size)
             all = 0;
     }
     return all;

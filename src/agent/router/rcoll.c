@@ -244,7 +244,15 @@ static int desc_in(oc_router_t *r, uint64_t token, const void *data,
             c->status = OC_ERR_NO_MEMORY;
             return 1;
         }
-        if (!rr->cma)
+        if (d.flags & OC_COLLD_F_INLINE) { /* the decoder checked slen */
+            memcpy(rr->in, d.data, rr->slen);
+            rr->inl = 1;
+            if (r->c.coll_inline == 0)
+                oc_info(OC_COMP_ROUTER, "job %u rank %u: small allreduce "
+                        "contributions inline, results in DONE", s->job,
+                        s->rank);
+            CNT_ADD(r->c.coll_inline, 1);
+        } else if (!rr->cma)
             oc__rc_issue(r, c, 4, NULL, rr->in, rr->slen,
                   OC__COLL_CONTRIB_TAG(c->job, c->seq, s->rank));
     }
@@ -471,11 +479,36 @@ static void put(oc_router_t *r, acoll_t *c, uint32_t d, const void *src,
 static void start_puts(oc_router_t *r, acoll_t *c)
 {
     if (c->kind == OC_COLLD_ALLTOALLV) {
+        int mem = 0;
+        for (uint32_t d = c->first; d <= c->last; d++)
+            if (c->r[d].cma) {
+                c->r[d].moved = 0; /* now: the next source to write */
+                mem = 1;
+            }
+        if (mem && (c->a2a_src = calloc((size_t)c->nlocal * c->size,
+                                        sizeof(*c->a2a_src))) == NULL) {
+            c->status = OC_ERR_NO_MEMORY;
+            oc__rc_finish(r, c);
+            return;
+        }
         for (uint32_t q = 0; q < c->nnodes; q++) {
             size_t off = 0;
             for (uint32_t s = c->node_first[q]; s < c->node_first[q + 1]; s++)
                 for (uint32_t d = c->first; d <= c->last; d++) {
                     size_t len = RCNT(&c->r[d], s) * c->es;
+                    const uint8_t **src = c->r[d].cma
+                        ? &c->a2a_src[(size_t)(d - c->first) * c->size + s] : NULL;
+                    if (src != NULL) { /* by memory: written from ST_WRITE */
+                        if (q != c->pos) {
+                            *src = len ? c->a2a_in[q] + off : NULL;
+                            off += len;
+                        } else if (SC(&c->r[s], d) * c->es != len) {
+                            c->r[d].st = OC_ERR_COLL_MISMATCH; /* not written */
+                        } else if (len > 0) {
+                            *src = c->r[s].in + SD(&c->r[s], d) * c->es;
+                        }
+                        continue;
+                    }
                     if (q == c->pos) { /* from a rank of this node */
                         size_t slen = SC(&c->r[s], d) * c->es;
                         if (slen != len && len == 0) {
@@ -501,12 +534,22 @@ static void start_puts(oc_router_t *r, acoll_t *c)
                     }
                 }
         }
+        if (mem) {
+            if (r->c.coll_a2a_mem == 0)
+                oc_info(OC_COMP_ROUTER, "job %u: all-to-all blocks written "
+                        "by memory", c->job);
+            CNT_ADD(r->c.coll_a2a_mem, 1);
+            c->state = ST_WRITE; /* DONE once the blocks are written */
+            return;
+        }
     } else if (c->kind != OC_COLLD_BARRIER) {
         int mem = 0;
         for (uint32_t i = c->first; i <= c->last; i++) {
             c->r[i].moved = 0;
             if (c->r[i].cma)
                 mem = 1; /* written by oc__rcma_step */
+            else if (c->r[i].inl)
+                continue; /* in its DONE */
             else if (!(c->kind == OC_COLLD_BCAST && i == c->root))
                 put(r, c, i, c->res, c->count * c->es, 0);
         }
@@ -576,7 +619,9 @@ static int advance(oc_router_t *r, acoll_t *c)
         start_puts(r, c);
         break;
     case ST_WRITE:
-        if (oc__rcma_step(r, c, 1) && c->status == OC_OK)
+        if ((c->kind == OC_COLLD_ALLTOALLV ? oc__rcma_a2a_step(r, c)
+                                           : oc__rcma_step(r, c, 1)) &&
+            c->status == OC_OK)
             oc__rc_finish(r, c);
         break;
     default:

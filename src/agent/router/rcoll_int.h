@@ -20,6 +20,8 @@ typedef struct {
     size_t        slen, rlen; /* bytes registered */
     uint8_t      *in;         /* its contribution, read here */
     oc_status_t   st;         /* its own outcome (a mismatch it receives) */
+    int           inl;        /* OC_COLLD_F_INLINE: in came with the
+                                 descriptor, the result goes in DONE */
     /* by memory (rcma.c): its buffers, read and written here */
     int           cma;
     uint64_t      saddr, raddr;
@@ -49,6 +51,9 @@ typedef struct acoll {
     uint8_t      *net;          /* what came from the previous node */
     uint8_t     **a2a_out, **a2a_in; /* [nnodes] */
     size_t       *a2a_olen, *a2a_ilen;
+    const uint8_t **a2a_src;    /* [(d - first) * size + s]: where block s -> d
+                                   is, for a local rank d by memory (NULL:
+                                   none, or its lengths disagree) */
     uint32_t     *node_first;   /* [nnodes + 1] ranks of each node in order */
     uint8_t      *zero;         /* drain(): zeros for the ranks' receives */
 } acoll_t;
@@ -63,6 +68,11 @@ int oc__rcma_accept(oc_router_t *r, lrank_t *l, uint32_t job, uint32_t rank,
  *  the collective (c->status) and names it for that rank (cma_st).
  *  @return 1 when every by-memory rank's transfer is complete. */
 int oc__rcma_step(oc_router_t *r, acoll_t *c, int write);
+/** All-to-all(v): write what the budget allows of every by-memory local
+ *  rank's blocks (c->a2a_src) into its receive buffer, many blocks per
+ *  system call.  Failures as oc__rcma_step().
+ *  @return 1 when every by-memory rank's blocks are written. */
+int oc__rcma_a2a_step(oc_router_t *r, acoll_t *c);
 /** A new round of the router's loop: a new budget. */
 void oc__rcma_round(oc_router_t *r);
 
@@ -82,7 +92,8 @@ void oc__rc_net_send(oc_router_t *r, acoll_t *c, uint32_t k, int step,
 void oc__rc_acoll_free(acoll_t *c);
 /** The router's state of local rank @p rank of @p c's job, or NULL. */
 lrank_t *oc__rc_local_of(oc_router_t *r, acoll_t *c, uint32_t rank);
-/** DONE with @p st to local rank @p rank. */
+/** DONE with @p st to local rank @p rank (with the result, when it sent
+ *  its contribution inline and @p st is OC_OK). */
 void oc__rc_tell(oc_router_t *r, acoll_t *c, uint32_t rank, oc_status_t st);
 /** A failed collective: zeros into every receive its local ranks posted. */
 void oc__rc_drain(oc_router_t *r, acoll_t *c);

@@ -219,6 +219,7 @@ void oc__rc_acoll_free(acoll_t *c)
     }
     free(c->a2a_out);
     free(c->a2a_in);
+    free(c->a2a_src);
     free(c->a2a_olen);
     free(c->a2a_ilen);
     free(c->r);
@@ -242,8 +243,21 @@ void oc__rc_tell(oc_router_t *r, acoll_t *c, uint32_t rank, oc_status_t st)
 {
     lrank_t *l = oc__rc_local_of(r, c, rank);
     oc_colld_done_t m = {OC_COLLD_DONE_MAGIC, c->seq, st, 0};
-    if (l != NULL && l->ep != NULL)
-        (void)oc__tr_send_small(l->ep, OC_AM_COLL_DONE, 0, &m, sizeof(m));
+    uint8_t buf[sizeof(m) + OC_COLLD_INLINE_MAX];
+    size_t len = sizeof(m);
+
+    if (l == NULL || l->ep == NULL)
+        return;
+    if (c->r[rank].inl && st == OC_OK && c->res != NULL &&
+        c->r[rank].rlen <= OC_COLLD_INLINE_MAX) {
+        /* its result, in the same message (decoded: slen == rlen) */
+        memcpy(buf + sizeof(m), c->res, c->r[rank].rlen);
+        len += c->r[rank].rlen;
+    } else if (c->r[rank].inl && st == OC_OK) {
+        m.status = OC_ERR_COLL_PEER_FAILED; /* not reached: no result */
+    }
+    memcpy(buf, &m, sizeof(m));
+    (void)oc__tr_send_small(l->ep, OC_AM_COLL_DONE, 0, buf, len);
 }
 
 /* A failed collective: every receive a local rank posted for its result
@@ -261,8 +275,8 @@ void oc__rc_drain(oc_router_t *r, acoll_t *c)
     for (uint32_t i = c->first; i <= c->last; i++) {
         rrank_t *rr = &c->r[i];
         lrank_t *l = oc__rc_local_of(r, c, i);
-        if (!rr->have || l == NULL || rr->cma)
-            continue; /* by memory: it posted nothing */
+        if (!rr->have || l == NULL || rr->cma || rr->inl)
+            continue; /* by memory or inline: it posted nothing */
         if (rr->kind == OC_COLLD_ALLTOALLV) {
             for (uint32_t s = 0; s < c->size; s++)
                 if (rr->v[2 * c->size + s] > 0)

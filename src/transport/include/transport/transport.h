@@ -116,9 +116,14 @@ void oc__tr_ep_destroy(oc_tr_worker_t *w, oc_tr_ep_t *ep);
 oc_status_t oc__tr_send(oc_tr_ep_t *ep, unsigned id, const void *buf,
                        size_t len, oc_tr_op_t *op);
 
-/** Send a small message (copied; at most 256 bytes) as active message
- *  @p id with @p token; the copy is freed when the send completes.  For
- *  control traffic, not the data path. */
+/** The most bytes oc__tr_send_small() takes. */
+#define OC_TR_SMALL_MAX 8192
+
+/** Send a small message (copied; at most OC_TR_SMALL_MAX bytes) as active
+ *  message @p id with @p token; the copy is freed when the send
+ *  completes.  For control traffic and the agent's small collective
+ *  results (DONE with the data), not the bulk data path.
+ *  @return as oc__tr_send(), or OC_ERR_INVALID_PARAM (too long). */
 oc_status_t oc__tr_send_small(oc_tr_ep_t *ep, unsigned id, uint64_t token,
                              const void *buf, size_t len);
 

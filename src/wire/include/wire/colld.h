@@ -31,8 +31,17 @@ enum {
     OC_COLLD_BARRIER   = 4,
 };
 
-/** Flags: the memory block is set and the agent may move the data. */
+/** Flags: the memory block is set and the agent may move the data
+ *  (allreduce: the vectors; all-to-allv: the send and receive buffers,
+ *  as far as their blocks reach). */
 #define OC_COLLD_F_CMA 1u
+/** Flags (allreduce): the contribution follows the descriptor, count x
+ *  element size bytes (at most OC_COLLD_INLINE_MAX), and the agent's DONE
+ *  carries the result after its 16 bytes: one message each way, no tagged
+ *  transfer. */
+#define OC_COLLD_F_INLINE 2u
+/** The largest contribution a descriptor carries inline, bytes. */
+#define OC_COLLD_INLINE_MAX 4096
 /** DONE status: "not by memory: send the contribution and receive the
  *  result by UCX" (a status no collective ends with). */
 #define OC_COLLD_FALLBACK 1
@@ -49,17 +58,24 @@ typedef struct {
     uint32_t       nv;               /* alltoallv: the job's size, else 0 */
     const uint8_t *v;                /* 4 * nv little-endian uint64: scounts,
                                         sdispls, rcounts, rdispls */
+    const uint8_t *data;             /* F_INLINE: count x element size bytes */
 } oc_colld_t;
 
 /** Fixed part of a descriptor, in bytes (32, then the memory block: pid,
  *  zero, saddr, slen, raddr, rlen). */
 #define OC_COLLD_HDR 72
 
-/** Bytes of the encoding of @p d (d->v ignored: 32 * nv). */
+/** Bytes of the encoding of @p d (d->v ignored: 32 * nv; with
+ *  OC_COLLD_F_INLINE, the contribution's count x element size more). */
 size_t oc__colld_size(const oc_colld_t *d);
-/** Encode @p d (v: 4 * nv host-order uint64 values in @p vals) into
- *  @p buf of oc__colld_size(d) bytes. */
+/** Encode @p d (v: 4 * nv host-order uint64 values in @p vals; with
+ *  OC_COLLD_F_INLINE, the contribution from d->data) into @p buf of
+ *  oc__colld_size(d) bytes. */
 void oc__colld_encode(const oc_colld_t *d, const uint64_t *vals, void *buf);
+/** The elements a decoded all-to-allv descriptor's blocks reach: the
+ *  largest count + displacement of a block with a nonzero count, of the
+ *  send side (@p which 0) or the receive side (2). */
+uint64_t oc__colld_extent(const oc_colld_t *d, unsigned which);
 /** Element @p i of array @p which (0 scounts, 1 sdispls, 2 rcounts,
  *  3 rdispls) of a decoded all-to-allv descriptor. */
 uint64_t oc__colld_v(const oc_colld_t *d, unsigned which, uint32_t i);
@@ -70,9 +86,13 @@ uint64_t oc__colld_v(const oc_colld_t *d, unsigned which, uint32_t i);
  * OC_ERR_WIRE_LENGTH (the length disagrees with @p len),
  * OC_ERR_INVALID_PARAM (kind, dtype, op, root, nv out of range; a count
  * or displacement whose byte offset would pass 2^48; unknown flags; a
- * memory block on another kind than allreduce, with a zero pid or
- * address, lengths other than count x element size, a range that wraps
- * past 2^63; or a memory block without its flag).
+ * memory block on another kind than allreduce or all-to-allv, with a zero
+ * pid or address, lengths other than count x element size (allreduce) or
+ * the extents of the blocks (all-to-allv: oc__colld_extent() x element
+ * size, neither zero), a range that wraps past 2^63; or a memory block
+ * without its flag; OC_COLLD_F_INLINE on
+ * another kind than allreduce, with OC_COLLD_F_CMA, with no element or
+ * more than OC_COLLD_INLINE_MAX bytes).
  */
 oc_status_t oc__colld_decode(const void *buf, size_t len, uint32_t size,
                             oc_colld_t *d);
