@@ -38,6 +38,7 @@ const oc_env_name_t oc__env_names[] = {
     {"OC_COLL_SHM_MAX", "liboffcore"},
     {"OC_COLL_WINDOW", "liboffcore"},
     {"OC_COLL_CMA", "liboffcore"},
+    {"OC_COLL_AGENT_INLINE", "liboffcore"},
     {"OC_COLL_FAULT", "liboffcore"},
     {"OC_COLL_FAULT_AT", "liboffcore"},
     /* every component */
