@@ -68,6 +68,7 @@ typedef struct {
                                 (0 when built elsewhere: IPv4 if it has
                                 a prefix, else both) */
     uint8_t  src6_len, dst6_len;  /* IPv6 prefixes (fam == OC_DP_FAM_V6) */
+    uint8_t  pad;            /* 0: no padding (fuzz_pkt compares bytes) */
     uint8_t  src6[16], dst6[16];  /* network byte order */
 } oc_dp_rule_t;
 
