@@ -291,6 +291,40 @@ oc_status_t oc__acl6_field_build(field_t *f, const oc_acl6_rule_t *rules,
 }
 
 /* The code map of a field: the elementary intervals in address order. */
+/* The bucket index of @p m (see map_t).  @return 0 or -1 (no memory). */
+static int map_index(map_t *m)
+{
+    u128 lo0 = m->cnt > 1 ? m->start[1] : 0, diff;
+    uint32_t i = 0;
+
+    m->ib = 1;
+    while (m->ib < 16 && (1u << m->ib) < 2 * m->cnt)
+        m->ib++;
+    diff = m->cnt > 1 ? lo0 ^ m->start[m->cnt - 1] : 0;
+    m->skip = 0;
+    if (m->cnt > 1) /* leading bits all starts but start[0] share */
+        while (m->skip < 128 - m->ib && !(diff >> (127 - m->skip) & 1))
+            m->skip++;
+    m->common = m->skip ? lo0 >> (128 - m->skip) : 0;
+    m->idx = malloc(((size_t)(1u << m->ib) + 1) * sizeof(*m->idx));
+    if (m->idx == NULL)
+        return -1;
+    for (uint32_t j = 0; j <= (1u << m->ib); j++) {
+        u128 first = j == (1u << m->ib) && m->skip == 0
+                         ? 0 /* past the end: every start is before */
+                         : (m->skip ? m->common << (128 - m->skip) : 0) |
+                               (u128)j << (128 - m->skip - m->ib);
+        if (j == (1u << m->ib)) {
+            i = m->cnt;
+        } else {
+            while (i < m->cnt && m->start[i] < first)
+                i++;
+        }
+        m->idx[j] = i;
+    }
+    return 0;
+}
+
 map_t *oc__acl6_map_build(const field_t *f)
 {
     map_t *m = calloc(1, sizeof(*m));
@@ -331,6 +365,9 @@ map_t *oc__acl6_map_build(const field_t *f)
 #undef POP
 #undef EMIT
     free(stack);
+    stack = NULL;
+    if (map_index(m) != 0)
+        goto err;
     return m;
 err:
     free(stack);
@@ -346,6 +383,7 @@ void oc__acl6_map_free(map_t *m)
 {
     if (m == NULL)
         return;
+    free(m->idx);
     free(m->start);
     free(m->code);
     free(m);

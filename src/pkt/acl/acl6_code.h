@@ -40,6 +40,12 @@ typedef struct {     /* the reader's code map of a field */
     uint32_t cnt;
     u128 *start;     /* ascending; start[0] == 0 */
     uint32_t *code;  /* of addresses in [start[i], start[i + 1]) */
+    /* an index on the ib bits after the skip bits every start but the
+     * first shares (common): idx[j] = the first start at or past bucket
+     * j's first address; addresses outside the common prefix search all */
+    unsigned skip, ib;
+    u128 common;     /* the shared prefix, right-aligned */
+    uint32_t *idx;   /* 2^ib + 1 entries */
 } map_t;
 
 static inline u128 to128(const uint32_t a[4])
@@ -69,9 +75,17 @@ static inline int node_cmp(u128 s, unsigned l, const node_t *x)
 
 static inline uint32_t oc__acl6_map_code(const map_t *m, u128 a)
 {
-    /* the last interval starting at or before a (start[0] == 0) */
+    /* the last interval starting at or before a: start[lo] <= a always
+     * (start[0] == 0, or a start before a's bucket), the answer is below
+     * idx[j + 1] (the first start past the bucket) */
     const u128 *s = m->start;
     uint32_t n = m->cnt;
+    if (m->skip == 0 || (a >> (128 - m->skip)) == m->common) {
+        uint32_t j = (uint32_t)((a << m->skip) >> (128 - m->ib));
+        uint32_t lo = m->idx[j] > 0 ? m->idx[j] - 1 : 0;
+        s += lo;
+        n = m->idx[j + 1] - lo;
+    }
     while (n > 1) {
         uint32_t half = n / 2;
         s = s[half] <= a ? s + half : s;
