@@ -322,6 +322,22 @@ static int map_index(map_t *m)
         }
         m->idx[j] = i;
     }
+    /* buckets that one interval covers: answered without a search */
+    m->bcode = malloc(((size_t)1 << m->ib) * sizeof(*m->bcode));
+    m->multi = calloc(((size_t)1 << m->ib) / 64 + 1, sizeof(*m->multi));
+    if (m->bcode == NULL || m->multi == NULL)
+        return -1;
+    for (uint32_t j = 0; j < (1u << m->ib); j++) {
+        u128 first = (m->skip ? m->common << (128 - m->skip) : 0) |
+                     (u128)j << (128 - m->skip - m->ib);
+        uint32_t a = m->idx[j], b = m->idx[j + 1];
+        if (a == b && a > 0)
+            m->bcode[j] = m->code[a - 1];
+        else if (b == a + 1 && m->start[a] == first)
+            m->bcode[j] = m->code[a];
+        else
+            m->multi[j / 64] |= 1ull << (j % 64);
+    }
     return 0;
 }
 
@@ -371,11 +387,7 @@ map_t *oc__acl6_map_build(const field_t *f)
     return m;
 err:
     free(stack);
-    if (m != NULL) {
-        free(m->start);
-        free(m->code);
-    }
-    free(m);
+    oc__acl6_map_free(m);
     return NULL;
 }
 
@@ -384,6 +396,8 @@ void oc__acl6_map_free(map_t *m)
     if (m == NULL)
         return;
     free(m->idx);
+    free(m->bcode);
+    free(m->multi);
     free(m->start);
     free(m->code);
     free(m);

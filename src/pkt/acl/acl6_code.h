@@ -46,6 +46,8 @@ typedef struct {     /* the reader's code map of a field */
     unsigned skip, ib;
     u128 common;     /* the shared prefix, right-aligned */
     uint32_t *idx;   /* 2^ib + 1 entries */
+    uint32_t *bcode; /* per bucket: its code when one interval covers it */
+    uint64_t *multi; /* per bucket, a bit: it needs the search */
 } map_t;
 
 static inline u128 to128(const uint32_t a[4])
@@ -82,7 +84,10 @@ static inline uint32_t oc__acl6_map_code(const map_t *m, u128 a)
     uint32_t n = m->cnt;
     if (m->skip == 0 || (a >> (128 - m->skip)) == m->common) {
         uint32_t j = (uint32_t)((a << m->skip) >> (128 - m->ib));
-        uint32_t lo = m->idx[j] > 0 ? m->idx[j] - 1 : 0;
+        uint32_t lo;
+        if (!(m->multi[j / 64] >> (j % 64) & 1))
+            return m->bcode[j];
+        lo = m->idx[j] > 0 ? m->idx[j] - 1 : 0;
         s += lo;
         n = m->idx[j + 1] - lo;
     }
