@@ -55,11 +55,15 @@ struct oc_acl6 {
     field_t f[2];
     oc_acl6_rule_t *rules; /* present rules, unordered */
     size_t nrules;
+    uint32_t *hash;  /* id -> 1 + index in rules (0: empty), linear probing */
+    size_t hmask;
     view_t *retired[RETIRE_MAX]; /* views to free (not their acl) */
     unsigned nretired;
     int stale;       /* a node may be missing from the published maps:
                         the next add assigns every code afresh */
 };
+
+static void hrebuild(oc_acl6_t *acl);
 
 /* -------------------------------------------------------------- rules */
 
@@ -181,6 +185,7 @@ static oc_status_t rebuild_all(oc_acl6_t *acl, const oc_acl6_rule_t *rules,
     free(acl->rules);
     acl->rules = keep;
     acl->nrules = n;
+    hrebuild(acl);
     free(enc);
     return OC_OK;
 err:
@@ -204,8 +209,17 @@ oc_status_t oc__acl6_create(uint32_t max_rules, oc_acl6_t **out)
     if (acl == NULL)
         return OC_ERR_NO_MEMORY;
     acl->max_rules = max_rules;
+    acl->hmask = 15;
+    while (acl->hmask + 1 < 2 * (size_t)max_rules)
+        acl->hmask = acl->hmask * 2 + 1;
+    acl->hash = calloc(acl->hmask + 1, sizeof(*acl->hash));
+    if (acl->hash == NULL) {
+        free(acl);
+        return OC_ERR_NO_MEMORY;
+    }
     st = rebuild_all(acl, NULL, 0);
     if (st != OC_OK) {
+        free(acl->hash);
         free(acl);
         return st;
     }
@@ -222,15 +236,64 @@ void oc__acl6_destroy(oc_acl6_t *acl)
     view_free(acl->view, 1);
     oc__acl6_fields_free(acl->f);
     free(acl->rules);
+    free(acl->hash);
     free(acl);
+}
+
+/* the id hash (as acl.c's): rules by id in O(1) for add and del */
+static inline size_t hslot(const oc_acl6_t *acl, uint32_t id)
+{
+    return (size_t)((id * 0x9e3779b1u) >> 7) & acl->hmask;
+}
+
+static size_t hfind(const oc_acl6_t *acl, uint32_t id) /* slot or SIZE_MAX */
+{
+    for (size_t s = hslot(acl, id);; s = (s + 1) & acl->hmask) {
+        uint32_t v = acl->hash[s];
+        if (v == 0)
+            return SIZE_MAX;
+        if (acl->rules[v - 1].id == id)
+            return s;
+    }
+}
+
+static void hput(oc_acl6_t *acl, uint32_t id, uint32_t idx)
+{
+    size_t s = hslot(acl, id);
+    while (acl->hash[s] != 0)
+        s = (s + 1) & acl->hmask;
+    acl->hash[s] = idx + 1;
+}
+
+static void hdel(oc_acl6_t *acl, size_t s) /* backward-shift deletion */
+{
+    size_t j = s;
+    acl->hash[s] = 0;
+    for (;;) {
+        size_t home;
+        j = (j + 1) & acl->hmask;
+        if (acl->hash[j] == 0)
+            return;
+        home = hslot(acl, acl->rules[acl->hash[j] - 1].id);
+        if (((j - home) & acl->hmask) >= ((j - s) & acl->hmask)) {
+            acl->hash[s] = acl->hash[j];
+            acl->hash[j] = 0;
+            s = j;
+        }
+    }
+}
+
+static void hrebuild(oc_acl6_t *acl)
+{
+    memset(acl->hash, 0, (acl->hmask + 1) * sizeof(*acl->hash));
+    for (size_t i = 0; i < acl->nrules; i++)
+        hput(acl, acl->rules[i].id, (uint32_t)i);
 }
 
 static long find_rule(const oc_acl6_t *acl, uint32_t id)
 {
-    for (size_t i = 0; i < acl->nrules; i++)
-        if (acl->rules[i].id == id)
-            return (long)i;
-    return -1;
+    size_t s = hfind(acl, id);
+    return s == SIZE_MAX ? -1 : (long)acl->hash[s] - 1;
 }
 
 oc_status_t oc__acl6_add(oc_acl6_t *acl, const oc_acl6_rule_t *rule)
@@ -285,7 +348,8 @@ oc_status_t oc__acl6_add(oc_acl6_t *acl, const oc_acl6_rule_t *rule)
         return st;
     (oc__acl6_find(&acl->f[0], rule->src, rule->src_len))->refs++;
     (oc__acl6_find(&acl->f[1], rule->dst, rule->dst_len))->refs++;
-    acl->rules[acl->nrules++] = *rule;
+    acl->rules[acl->nrules] = *rule;
+    hput(acl, rule->id, (uint32_t)acl->nrules++);
     return OC_OK;
 }
 
@@ -303,7 +367,12 @@ oc_status_t oc__acl6_del(oc_acl6_t *acl, uint32_t id)
     r = &acl->rules[i];
     (oc__acl6_find(&acl->f[0], r->src, r->src_len))->refs--;
     (oc__acl6_find(&acl->f[1], r->dst, r->dst_len))->refs--;
-    acl->rules[i] = acl->rules[--acl->nrules];
+    hdel(acl, hfind(acl, id));
+    if ((size_t)i != --acl->nrules) { /* the last rule moves into i */
+        size_t s = hfind(acl, acl->rules[acl->nrules].id);
+        acl->rules[i] = acl->rules[acl->nrules];
+        acl->hash[s] = (uint32_t)i + 1;
+    }
     return OC_OK;
 }
 
