@@ -66,7 +66,7 @@ static struct {
     const char *paths;
     int ip;
 } opt = {"data/classbench", 7, 20000, 0, 4000, 1000.0, "acl1,fw1", 1,
-         "avx512-leaf,scalar", 4};
+         "avx512-leaf,avx2,scalar", 4};
 static int failures; /* verified == false anywhere: exit status 1 */
 
 static double now_s(void)
@@ -410,7 +410,7 @@ typedef struct {
     int ok;         /* every timed pass verified */
 } ctd_t;
 
-#define MAXCTD (3 + 5) /* offcore's paths, rte_acl's methods */
+#define MAXCTD (4 + 5) /* offcore's paths, rte_acl's methods */
 
 /* Keys [a, b) through offcore, time added to @p acc. */
 static void slice_offcore(fam_t *f, cls_t *acl, size_t a, size_t b,
@@ -541,7 +541,7 @@ static void bench_lookups(fam_t *f)
     c[nc].impl = "offcore";
     c[nc++].method = oc__acl_lookup_method();
     snprintf(paths, sizeof(paths), "%s", opt.paths);
-    for (pn = strtok_r(paths, ",", &save); pn && nc < 3; pn = strtok_r(NULL, ",", &save)) {
+    for (pn = strtok_r(paths, ",", &save); pn && nc < 4; pn = strtok_r(NULL, ",", &save)) {
         if (strcmp(pn, c[0].method) == 0)
             continue;
         oc_status_t st = oc__acl_set_lookup_path(pn);
@@ -552,7 +552,7 @@ static void bench_lookups(fam_t *f)
         }
         if (st != OC_OK) {
             fprintf(stderr, "bench-classifier: --offcore-paths: no path %s "
-                            "(scalar, avx512-leaf, avx512)\n", pn);
+                            "(scalar, avx512-leaf, avx512, avx2)\n", pn);
             exit(2);
         }
         c[nc].impl = "offcore";
@@ -893,7 +893,7 @@ static void usage(FILE *o)
         "  --ip 4|6          IPv4 rules (default), or each family mapped into\n"
         "                    IPv6: a/L -> 2001:db8:a::/(32+L) (rte_acl: IPv6 layout)\n"
         "  --offcore-paths L offcore's lookup paths timed beside its default one\n"
-        "                    (default avx512-leaf,scalar; those the CPU lacks are\n"
+        "                    (default avx512-leaf,avx2,scalar; those the CPU lacks are\n"
         "                    skipped; \"\" for none)\n"
         "Prints one JSON line per implementation (rte_acl: per method) and family:\n"
         "  {\"bench\":\"classifier\",...,\"mpps\":..,\"verified\":true}\n"

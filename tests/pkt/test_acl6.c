@@ -44,7 +44,7 @@ static uint32_t rnd(void)
     return (uint32_t)(rng >> 11);
 }
 
-static const char *const paths[] = {"scalar", "avx512-leaf", "avx512"};
+static const char *const paths[] = {"scalar", "avx512-leaf", "avx512", "avx2"};
 #define NPATHS (sizeof(paths) / sizeof(paths[0]))
 static int path_skipped[NPATHS];
 
