@@ -26,7 +26,7 @@
  * ratios against that method, and list every method's medians.  Single process; the update test runs a
  * reader thread (CPU 0) and the writer (CPU 1, with the rebuild thread).
  *
- * --ip 6: the same on IPv6 (src/pkt/acl/acl6.h): each family's prefixes
+ * --ip 6: the same on IPv6 (src/pkt/acl/include/pkt/acl/acl6.h): each family's prefixes
  * a/L become 2001:db8:a::/(32+L) (the address in the second 32-bit word),
  * each trace key's addresses 2001:db8:a:x:y with random low 64 bits, and
  * rte_acl gets DPDK's IPv6 field layout (protocol, four 32-bit words of

@@ -62,7 +62,7 @@ enum { OC_DP_BACKEND_XDP = 0, OC_DP_BACKEND_DPDK_AF_XDP,
  *  prefixes IPv6 frames, one that names no address both. */
 typedef struct {
     oc_acl_rule_t   r;       /* userdata unset until installed; for an
-                                IPv6 rule src/dst are unused (0) */
+                                IPv6 rule its addresses are unused (0) */
     oc_acl_action_t action;
     uint8_t  fam;            /* OC_DP_FAM_*: the families it classifies
                                 (0 when built elsewhere: IPv4 if it has
