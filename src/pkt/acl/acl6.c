@@ -450,13 +450,18 @@ static uint32_t lookup(oc_acl6_t *acl, const oc_acl6_key_t *keys, uint32_t n,
 {
     const view_t *v = rcu_dereference(acl->view);
     oc_acl_key_t k4[CHUNK];
+    uint32_t bs[CHUNK], bd[CHUNK];
 
     for (uint32_t c = 0; c < n; c += CHUNK) {
         uint32_t cn = n - c < CHUNK ? n - c : CHUNK;
+        for (uint32_t i = 0; i < cn; i++) { /* buckets first: misses overlap */
+            bs[i] = oc__acl6_map_bucket(v->map[0], to128(keys[c + i].src));
+            bd[i] = oc__acl6_map_bucket(v->map[1], to128(keys[c + i].dst));
+        }
         for (uint32_t i = 0; i < cn; i++) {
             const oc_acl6_key_t *k = &keys[c + i];
-            k4[i].src_ip = oc__acl6_map_code(v->map[0], to128(k->src));
-            k4[i].dst_ip = oc__acl6_map_code(v->map[1], to128(k->dst));
+            k4[i].src_ip = oc__acl6_map_code(v->map[0], to128(k->src), bs[i]);
+            k4[i].dst_ip = oc__acl6_map_code(v->map[1], to128(k->dst), bd[i]);
             k4[i].sport = k->sport;
             k4[i].dport = k->dport;
             k4[i].proto = k->proto;

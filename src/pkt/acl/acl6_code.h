@@ -75,15 +75,29 @@ static inline int node_cmp(u128 s, unsigned l, const node_t *x)
     return s < x->start ? -1 : s > x->start ? 1 : (int)l - (int)x->len;
 }
 
-static inline uint32_t oc__acl6_map_code(const map_t *m, u128 a)
+/* The bucket of address @p a in @p m, or UINT32_MAX when @p a is outside
+ * the prefix every interval shares (it prefetches the bucket's lines:
+ * oc__acl6_map_code() comes later, so a burst overlaps the misses). */
+static inline uint32_t oc__acl6_map_bucket(const map_t *m, u128 a)
 {
-    /* the last interval starting at or before a: start[lo] <= a always
-     * (start[0] == 0, or a start before a's bucket), the answer is below
-     * idx[j + 1] (the first start past the bucket) */
+    uint32_t j;
+    if (m->skip != 0 && (a >> (128 - m->skip)) != m->common)
+        return UINT32_MAX;
+    j = (uint32_t)((a << m->skip) >> (128 - m->ib));
+    __builtin_prefetch(&m->bcode[j]);
+    __builtin_prefetch(&m->multi[j / 64]);
+    return j;
+}
+
+/* The code of address @p a in bucket @p j (oc__acl6_map_bucket()): the
+ * last interval starting at or before a.  start[lo] <= a always (start[0]
+ * == 0, or a start before a's bucket), and the answer is below idx[j + 1]
+ * (the first start past the bucket). */
+static inline uint32_t oc__acl6_map_code(const map_t *m, u128 a, uint32_t j)
+{
     const u128 *s = m->start;
     uint32_t n = m->cnt;
-    if (m->skip == 0 || (a >> (128 - m->skip)) == m->common) {
-        uint32_t j = (uint32_t)((a << m->skip) >> (128 - m->ib));
+    if (j != UINT32_MAX) {
         uint32_t lo;
         if (!(m->multi[j / 64] >> (j % 64) & 1))
             return m->bcode[j];
