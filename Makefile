@@ -32,7 +32,7 @@
 #                $(BUILDDIR), removed after), the four apps interleaved
 #                old/new (bench/run-inline-ab.sh; INLINE_AB_REPEATS, 5)
 #   make bench-pkt  the packet data plane: the classifier vs DPDK rte_acl vs
-#                a linear scan (bench/classifier.c; BENCH_PKT_ARGS passes
+#                a linear scan, IPv4 then IPv6 (bench/classifier.c; BENCH_PKT_ARGS passes
 #                flags, --help), then forwarding through offcore-dp vs the
 #                bare forwarder and the kernel bridge (bench/run-pkt-forward.sh,
 #                root: network namespaces)
@@ -167,6 +167,7 @@ bench-pkt: build
 	$(BUILDDIR)/bench/bench-conntrack
 	$(BUILDDIR)/bench/bench-conntrack --ipv6
 	$(BUILDDIR)/bench/bench-classifier --data data/classbench $(BENCH_PKT_ARGS)
+	$(BUILDDIR)/bench/bench-classifier --data data/classbench --ip 6 $(BENCH_PKT_ARGS)
 	$(BUILDDIR)/bench/bench-esp $(BENCH_ESP_ARGS)
 	$(BUILDDIR)/bench/bench-flow
 	sh bench/run-pkt-forward.sh $(BUILDDIR)

@@ -25,6 +25,13 @@
  * rte_acl's fastest method (highest median per CPU-second), take their
  * ratios against that method, and list every method's medians.  Single process; the update test runs a
  * reader thread (CPU 0) and the writer (CPU 1, with the rebuild thread).
+ *
+ * --ip 6: the same on IPv6 (src/pkt/acl/include/pkt/acl/acl6.h): each family's prefixes
+ * a/L become 2001:db8:a::/(32+L) (the address in the second 32-bit word),
+ * each trace key's addresses 2001:db8:a:x:y with random low 64 bits, and
+ * rte_acl gets DPDK's IPv6 field layout (protocol, four 32-bit words of
+ * each address as MASK fields, the ports); answers are checked against
+ * the IPv6 linear oracle.  Every row says "ip":4 or "ip":6.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -37,6 +44,7 @@
 #include <unistd.h>
 
 #include "pkt/acl/acl.h"
+#include "pkt/acl/acl6.h"
 
 #ifdef OC_HAVE_DPDK
 #include <rte_acl.h>
@@ -56,8 +64,9 @@ static struct {
     const char *families;
     int dpdk;
     const char *paths;
+    int ip;
 } opt = {"data/classbench", 7, 20000, 0, 4000, 1000.0, "acl1,fw1", 1,
-         "avx512-leaf,scalar"};
+         "avx512-leaf,avx2,scalar", 4};
 static int failures; /* verified == false anywhere: exit status 1 */
 
 static double now_s(void)
@@ -224,6 +233,90 @@ static struct rte_acl_ctx *dpdk_build(const oc_acl_rule_t *r, size_t n,
     return ctx;
 }
 
+/* IPv6: DPDK's layout (as its l3fwd and ipsec-secgw examples define it):
+ * the protocol byte, each address as four 32-bit MASK fields, the ports */
+enum { G_PROTO, G_SRC0, G_DST0 = G_SRC0 + 4, G_SPORT = G_DST0 + 4, G_DPORT,
+       NF6 };
+RTE_ACL_RULE_DEF(dpdk_rule6, NF6);
+
+typedef struct {
+    uint8_t proto, pad[3];
+    uint32_t src[4], dst[4];
+    uint16_t sport, dport;
+} dpdk_pkt6_t;
+
+static struct rte_acl_field_def dpdk_defs6[NF6];
+
+static void dpdk_defs6_init(void)
+{
+    dpdk_defs6[G_PROTO] = (struct rte_acl_field_def){
+        .type = RTE_ACL_FIELD_TYPE_BITMASK, .size = 1, .field_index = G_PROTO,
+        .input_index = 0, .offset = 0};
+    for (int w = 0; w < 8; w++)
+        dpdk_defs6[G_SRC0 + w] = (struct rte_acl_field_def){
+            .type = RTE_ACL_FIELD_TYPE_MASK, .size = 4,
+            .field_index = (uint8_t)(G_SRC0 + w), .input_index = (uint8_t)(1 + w),
+            .offset = (uint32_t)(4 + 4 * w)};
+    dpdk_defs6[G_SPORT] = (struct rte_acl_field_def){
+        .type = RTE_ACL_FIELD_TYPE_RANGE, .size = 2, .field_index = G_SPORT,
+        .input_index = 9, .offset = 36};
+    dpdk_defs6[G_DPORT] = (struct rte_acl_field_def){
+        .type = RTE_ACL_FIELD_TYPE_RANGE, .size = 2, .field_index = G_DPORT,
+        .input_index = 9, .offset = 38};
+}
+
+static unsigned word_len(unsigned len, int w) /* prefix bits in word w */
+{
+    int l = (int)len - 32 * w;
+    return l <= 0 ? 0 : l >= 32 ? 32 : (unsigned)l;
+}
+
+static struct rte_acl_ctx *dpdk_build6(const oc_acl6_rule_t *r, size_t n,
+                                       const char *name)
+{
+    struct rte_acl_param prm = {.name = name, .socket_id = 0,
+                                .rule_size = RTE_ACL_RULE_SZ(NF6),
+                                .max_rule_num = (uint32_t)n};
+    struct rte_acl_config cfg = {.num_categories = 1, .num_fields = NF6};
+    struct rte_acl_ctx *ctx = rte_acl_create(&prm);
+    if (ctx == NULL) {
+        fprintf(stderr, "bench-classifier: rte_acl_create failed\n");
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct dpdk_rule6 d;
+        memset(&d, 0, sizeof(d));
+        d.data.category_mask = 1;
+        d.data.priority = RTE_ACL_MAX_PRIORITY - (int32_t)i;
+        d.data.userdata = (uint32_t)i + 1;
+        d.field[G_PROTO].value.u8 = r[i].proto;
+        d.field[G_PROTO].mask_range.u8 = r[i].proto_mask;
+        for (int w = 0; w < 4; w++) {
+            d.field[G_SRC0 + w].value.u32 = r[i].src[w];
+            d.field[G_SRC0 + w].mask_range.u32 = word_len(r[i].src_len, w);
+            d.field[G_DST0 + w].value.u32 = r[i].dst[w];
+            d.field[G_DST0 + w].mask_range.u32 = word_len(r[i].dst_len, w);
+        }
+        d.field[G_SPORT].value.u16 = r[i].sport_lo;
+        d.field[G_SPORT].mask_range.u16 = r[i].sport_hi;
+        d.field[G_DPORT].value.u16 = r[i].dport_lo;
+        d.field[G_DPORT].mask_range.u16 = r[i].dport_hi;
+        if (rte_acl_add_rules(ctx, (struct rte_acl_rule *)&d, 1) != 0) {
+            fprintf(stderr, "bench-classifier: rte_acl_add_rules failed\n");
+            rte_acl_free(ctx);
+            return NULL;
+        }
+    }
+    dpdk_defs6_init();
+    memcpy(cfg.defs, dpdk_defs6, sizeof(dpdk_defs6));
+    if (rte_acl_build(ctx, &cfg) != 0) {
+        fprintf(stderr, "bench-classifier: rte_acl_build failed\n");
+        rte_acl_free(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
 /* The methods this CPU and the EAL's SIMD width allow, slowest first, into
  * @p alg; returns how many.  The context is left on the last (fastest). */
 static int dpdk_methods(struct rte_acl_ctx *ctx, int alg[DPDK_NALG])
@@ -243,9 +336,63 @@ typedef struct {
     oc_acl_rule_t *rules;
     size_t n, nk;
     oc_acl_key_t *keys;
+    oc_acl6_rule_t *rules6; /* --ip 6: the rules and keys mapped */
+    oc_acl6_key_t *keys6;
     uint32_t *want; /* oracle userdata per key */
     uint32_t *out;
 } fam_t;
+
+/* offcore's classifier of either family (--ip) */
+typedef struct {
+    oc_acl_t *a4;
+    oc_acl6_t *a6;
+} cls_t;
+
+static int cls_build(cls_t *c, const fam_t *f)
+{
+    if (opt.ip == 6)
+        return oc__acl6_create((uint32_t)f->n * 2, &c->a6) != OC_OK ||
+               oc__acl6_load(c->a6, f->rules6, f->n) != OC_OK ? -1 : 0;
+    return oc__acl_create((uint32_t)f->n * 2, &c->a4) != OC_OK ||
+           oc__acl_load(c->a4, f->rules, f->n) != OC_OK ? -1 : 0;
+}
+
+static inline void cls_lookup(cls_t *c, const fam_t *f, size_t i, uint32_t m,
+                              uint32_t *out)
+{
+    if (opt.ip == 6)
+        oc__acl6_lookup_burst(c->a6, f->keys6 + i, m, out);
+    else
+        oc__acl_lookup_burst(c->a4, f->keys + i, m, out);
+}
+
+static size_t cls_mem(const cls_t *c)
+{
+    return opt.ip == 6 ? oc__acl6_mem_bytes(c->a6) : oc__acl_mem_bytes(c->a4);
+}
+
+static oc_status_t cls_del(cls_t *c, const fam_t *f, size_t k)
+{
+    return opt.ip == 6 ? oc__acl6_del(c->a6, f->rules6[k].id)
+                       : oc__acl_del(c->a4, f->rules[k].id);
+}
+
+static oc_status_t cls_add(cls_t *c, const fam_t *f, size_t k)
+{
+    return opt.ip == 6 ? oc__acl6_add(c->a6, &f->rules6[k])
+                       : oc__acl_add(c->a4, &f->rules[k]);
+}
+
+static oc_status_t cls_sync(cls_t *c)
+{
+    return opt.ip == 6 ? oc__acl6_sync(c->a6) : oc__acl_sync(c->a4);
+}
+
+static void cls_destroy(cls_t *c)
+{
+    oc__acl6_destroy(c->a6);
+    oc__acl_destroy(c->a4);
+}
 
 /* Wall and CPU seconds spent by one implementation in a repeat. */
 typedef struct {
@@ -263,16 +410,16 @@ typedef struct {
     int ok;         /* every timed pass verified */
 } ctd_t;
 
-#define MAXCTD (3 + 5) /* offcore's paths, rte_acl's methods */
+#define MAXCTD (4 + 5) /* offcore's paths, rte_acl's methods */
 
 /* Keys [a, b) through offcore, time added to @p acc. */
-static void slice_offcore(fam_t *f, oc_acl_t *acl, size_t a, size_t b,
+static void slice_offcore(fam_t *f, cls_t *acl, size_t a, size_t b,
                           uint32_t *out, acc_t *acc)
 {
     double c0 = cpu_s(), t0 = now_s();
     for (size_t i = a; i < b; i += BURST) {
         uint32_t m = (uint32_t)(b - i < BURST ? b - i : BURST);
-        oc__acl_lookup_burst(acl, f->keys + i, m, out + i);
+        cls_lookup(acl, f, i, m, out + i);
     }
     acc->wall += now_s() - t0;
     acc->cpu += cpu_s() - c0;
@@ -283,7 +430,14 @@ static double run_linear(fam_t *f, size_t nk, int *ok, double *cpu)
 {
     double c0 = cpu_s(), t0 = now_s(), t1;
     for (size_t i = 0; i < nk; i++) {
-        long w = oc__acl_match_first(f->rules, f->n, &f->keys[i]);
+        long w = -1;
+        if (opt.ip == 6) { /* rules in priority order: the first match */
+            for (size_t j = 0; j < f->n && w < 0; j++)
+                if (oc__acl6_rule_matches(&f->rules6[j], &f->keys6[i]))
+                    w = (long)j;
+        } else {
+            w = oc__acl_match_first(f->rules, f->n, &f->keys[i]);
+        }
         f->out[i] = w < 0 ? OC_ACL_NO_MATCH : f->rules[w].userdata;
     }
     t1 = now_s();
@@ -336,11 +490,11 @@ static void result(const char *fam, size_t rules, const ctd_t *x, int nrep,
                    int is_fastest)
 {
     failures += !x->ok;
-    printf("{\"bench\":\"classifier\",\"family\":\"%s\",\"impl\":\"%s\","
+    printf("{\"bench\":\"classifier\",\"ip\":%d,\"family\":\"%s\",\"impl\":\"%s\","
            "\"rules\":%zu,\"mpps\":%.3f,\"build_s\":%.4f,\"mem_bytes\":%zu,"
            "\"peak_bytes\":%zu,\"verified\":%s,\"keys\":%zu,\"burst\":%d,"
            "\"method\":\"%s\"",
-           fam, x->impl, rules, median(x->w, nrep), x->build_s, x->mem, x->peak,
+           opt.ip, fam, x->impl, rules, median(x->w, nrep), x->build_s, x->mem, x->peak,
            x->ok ? "true" : "false", keys, BURST, x->method);
     printf(",\"mpps_cpu\":%.3f", median(x->c, nrep));
     if (is_fastest >= 0)
@@ -372,11 +526,12 @@ static void bench_lookups(fam_t *f)
     size_t nl = f->nk < opt.linear_keys ? f->nk : opt.linear_keys;
     int nc = 0, noc, okl = 1, ok, best;
     char paths[128], *save = NULL, *pn;
-    oc_acl_t *acl;
+    cls_t acl = {0};
     double t0;
 #ifdef OC_HAVE_DPDK
     struct rte_acl_ctx *ctx = NULL;
     dpdk_pkt_t *pk = NULL;
+    dpdk_pkt6_t *pk6 = NULL;
     const uint8_t **ptr = NULL;
     size_t heap0;
 #endif
@@ -386,7 +541,7 @@ static void bench_lookups(fam_t *f)
     c[nc].impl = "offcore";
     c[nc++].method = oc__acl_lookup_method();
     snprintf(paths, sizeof(paths), "%s", opt.paths);
-    for (pn = strtok_r(paths, ",", &save); pn && nc < 3; pn = strtok_r(NULL, ",", &save)) {
+    for (pn = strtok_r(paths, ",", &save); pn && nc < 4; pn = strtok_r(NULL, ",", &save)) {
         if (strcmp(pn, c[0].method) == 0)
             continue;
         oc_status_t st = oc__acl_set_lookup_path(pn);
@@ -397,7 +552,7 @@ static void bench_lookups(fam_t *f)
         }
         if (st != OC_OK) {
             fprintf(stderr, "bench-classifier: --offcore-paths: no path %s "
-                            "(scalar, avx512-leaf, avx512)\n", pn);
+                            "(scalar, avx512-leaf, avx512, avx2)\n", pn);
             exit(2);
         }
         c[nc].impl = "offcore";
@@ -408,14 +563,13 @@ static void bench_lookups(fam_t *f)
     reset_peak();
     c[0].peak = status_kb("VmRSS:");
     t0 = now_s();
-    if (oc__acl_create((uint32_t)f->n * 2, &acl) != OC_OK ||
-        oc__acl_load(acl, f->rules, f->n) != OC_OK) {
+    if (cls_build(&acl, f) != 0) {
         fprintf(stderr, "bench-classifier: offcore build failed\n");
         exit(1);
     }
     c[0].build_s = now_s() - t0;
     c[0].peak = status_kb("VmHWM:") - c[0].peak;
-    c[0].mem = oc__acl_mem_bytes(acl);
+    c[0].mem = cls_mem(&acl);
     for (int i = 1; i < noc; i++) { /* the same tables */
         c[i].build_s = c[0].build_s;
         c[i].peak = c[0].peak;
@@ -430,10 +584,22 @@ static void bench_lookups(fam_t *f)
         double bd;
         snprintf(name, sizeof(name), "bench_%s", f->fam);
         pk = calloc(f->nk, sizeof(*pk));
+        pk6 = calloc(f->nk, sizeof(*pk6));
         ptr = calloc(f->nk, sizeof(*ptr));
-        if (pk == NULL || ptr == NULL)
+        if (pk == NULL || pk6 == NULL || ptr == NULL)
             exit(1);
-        for (size_t i = 0; i < f->nk; i++) {
+        for (size_t i = 0; i < f->nk && opt.ip == 6; i++) {
+            const oc_acl6_key_t *k = &f->keys6[i];
+            pk6[i].proto = k->proto;
+            for (int w = 0; w < 4; w++) {
+                pk6[i].src[w] = __builtin_bswap32(k->src[w]);
+                pk6[i].dst[w] = __builtin_bswap32(k->dst[w]);
+            }
+            pk6[i].sport = __builtin_bswap16(k->sport);
+            pk6[i].dport = __builtin_bswap16(k->dport);
+            ptr[i] = (const uint8_t *)&pk6[i];
+        }
+        for (size_t i = 0; i < f->nk && opt.ip == 4; i++) {
             pk[i].proto = f->keys[i].proto;
             pk[i].src = __builtin_bswap32(f->keys[i].src_ip);
             pk[i].dst = __builtin_bswap32(f->keys[i].dst_ip);
@@ -445,7 +611,8 @@ static void bench_lookups(fam_t *f)
         reset_peak();
         peak = status_kb("VmRSS:");
         t0 = now_s();
-        ctx = dpdk_build(f->rules, f->n, name);
+        ctx = opt.ip == 6 ? dpdk_build6(f->rules6, f->n, name)
+                          : dpdk_build(f->rules, f->n, name);
         bd = now_s() - t0;
         peak = status_kb("VmHWM:") - peak;
         na = ctx != NULL ? dpdk_methods(ctx, alg) : 0;
@@ -475,8 +642,8 @@ static void bench_lookups(fam_t *f)
             acc_t a = {0, 0}, warm = {0, 0};
             if (i < noc) {
                 oc__acl_set_lookup_path(c[i].method);
-                slice_offcore(f, acl, 0, f->nk, c[i].out, &warm);
-                slice_offcore(f, acl, 0, f->nk, c[i].out, &a);
+                slice_offcore(f, &acl, 0, f->nk, c[i].out, &warm);
+                slice_offcore(f, &acl, 0, f->nk, c[i].out, &a);
                 c[i].ok &= memcmp(c[i].out, f->want, f->nk * sizeof(uint32_t)) == 0;
             }
 #ifdef OC_HAVE_DPDK
@@ -523,28 +690,30 @@ static void bench_lookups(fam_t *f)
             char name[64];
             snprintf(name, sizeof(name), "bench_%s_rb%d", f->fam, i);
             t0 = now_s();
-            c2 = dpdk_build(f->rules, f->n - (size_t)(i % 2), name);
+            c2 = opt.ip == 6 ? dpdk_build6(f->rules6, f->n - (size_t)(i % 2), name)
+                             : dpdk_build(f->rules, f->n - (size_t)(i % 2), name);
             rb[i] = (now_s() - t0) * 1e6;
             rte_acl_free(c2);
         }
         qsort(rb, 3, sizeof(rb[0]), cmp_d);
-        printf("{\"bench\":\"classifier-update\",\"family\":\"%s\",\"impl\":\"rte_acl\","
+        printf("{\"bench\":\"classifier-update\",\"ip\":%d,\"family\":\"%s\",\"impl\":\"rte_acl\","
                "\"op\":\"rebuild\",\"p50_us\":%.1f,\"p99_us\":%.1f,\"max_us\":%.1f,"
                "\"note\":\"rte_acl has no incremental update: one rule change = full rebuild\"}\n",
-               f->fam, rb[1], rb[2], rb[2]);
+               opt.ip, f->fam, rb[1], rb[2], rb[2]);
         rte_acl_free(ctx);
     }
     free(pk);
+    free(pk6);
     free(ptr);
 #endif
     for (int i = 0; i < nc; i++)
         free(c[i].out);
-    oc__acl_destroy(acl);
+    cls_destroy(&acl);
 }
 /* ------------------------------------------------------------- updates */
 
 typedef struct {
-    oc_acl_t *acl;
+    cls_t acl;
     fam_t *f;
     int stop, counting, started;
     size_t lookups;
@@ -576,7 +745,7 @@ static void *reader_main(void *arg)
         }
         if (i + BURST > u->f->nk)
             i = 0;
-        oc__acl_lookup_burst(u->acl, u->f->keys + i, BURST, out);
+        cls_lookup(&u->acl, u->f, i, BURST, out);
         i += BURST;
         cnt += BURST;
         oc__acl_reader_quiescent();
@@ -617,12 +786,12 @@ static void lat_line(const char *fam, const char *op, uint64_t *ns, int n,
 {
     qsort(ns, (size_t)n, sizeof(*ns), cmp_u64);
     failures += !verified;
-    printf("{\"bench\":\"classifier-update\",\"family\":\"%s\",\"impl\":\"offcore\","
+    printf("{\"bench\":\"classifier-update\",\"ip\":%d,\"family\":\"%s\",\"impl\":\"offcore\","
            "\"op\":\"%s\",\"p50_us\":%.2f,\"p99_us\":%.2f,\"max_us\":%.2f,"
            "\"lookup_mpps_during\":%.3f,\"lookup_mpps_idle\":%.3f,"
            "\"lookup_mpps_cpu_during\":%.3f,\"lookup_mpps_cpu_idle\":%.3f,"
            "\"ops\":%d,\"rate_ops_s\":%.0f,\"verified\":%s}\n",
-           fam, op, ns[n / 2] / 1e3, ns[(size_t)n * 99 / 100] / 1e3,
+           opt.ip, fam, op, ns[n / 2] / 1e3, ns[(size_t)n * 99 / 100] / 1e3,
            ns[n - 1] / 1e3, rate[0], rate[1], rate[2], rate[3], n,
            opt.update_rate,
            verified ? "true" : "false");
@@ -649,9 +818,7 @@ static void *writer_main(void *arg)
     int verified;
 
     pin(1); /* the rebuild thread, created below, inherits CPU 1 */
-    if (add_ns == NULL || del_ns == NULL ||
-        oc__acl_create((uint32_t)f->n * 2, &u.acl) != OC_OK ||
-        oc__acl_load(u.acl, f->rules, f->n) != OC_OK)
+    if (add_ns == NULL || del_ns == NULL || cls_build(&u.acl, f) != 0)
         exit(1);
     u.f = f;
     pthread_create(&rd, NULL, reader_main, &u);
@@ -669,8 +836,8 @@ static void *writer_main(void *arg)
             t += period;
             sleep_until(t); /* leaves the CPU to the rebuild thread */
             a = now_s();
-            if (half == 0 ? oc__acl_del(u.acl, f->rules[k].id) != OC_OK
-                          : oc__acl_add(u.acl, &f->rules[k]) != OC_OK) {
+            if (half == 0 ? cls_del(&u.acl, f, k) != OC_OK
+                          : cls_add(&u.acl, f, k) != OC_OK) {
                 fprintf(stderr, "bench-classifier: update failed\n");
                 exit(1);
             }
@@ -687,18 +854,22 @@ static void *writer_main(void *arg)
     /* the same rules are present again: every trace answer must agree,
      * before and after the rebuild caught up */
     oc__acl_reader_register();
-    oc__acl_lookup_burst(u.acl, f->keys, (uint32_t)f->nk, f->out);
+    for (size_t i = 0; i < f->nk; i += BURST)
+        cls_lookup(&u.acl, f, i, (uint32_t)(f->nk - i < BURST ? f->nk - i : BURST),
+                   f->out + i);
     verified = memcmp(f->out, f->want, f->nk * sizeof(uint32_t)) == 0;
     oc__acl_reader_offline();
-    verified &= oc__acl_sync(u.acl) == OC_OK;
+    verified &= cls_sync(&u.acl) == OC_OK;
     oc__acl_reader_online();
-    oc__acl_lookup_burst(u.acl, f->keys, (uint32_t)f->nk, f->out);
+    for (size_t i = 0; i < f->nk; i += BURST)
+        cls_lookup(&u.acl, f, i, (uint32_t)(f->nk - i < BURST ? f->nk - i : BURST),
+                   f->out + i);
     verified &= memcmp(f->out, f->want, f->nk * sizeof(uint32_t)) == 0;
     oc__acl_reader_unregister();
 
     lat_line(f->fam, "add", add_ns, n, rate, verified);
     lat_line(f->fam, "del", del_ns, n, rate, verified);
-    oc__acl_destroy(u.acl);
+    cls_destroy(&u.acl);
     free(add_ns);
     free(del_ns);
     return NULL;
@@ -719,14 +890,63 @@ static void usage(FILE *o)
         "  --update-ops N    del+add pairs in the update test (default 4000)\n"
         "  --update-rate R   updates per second, paced (default 1000)\n"
         "  --no-dpdk         skip rte_acl\n"
+        "  --ip 4|6          IPv4 rules (default), or each family mapped into\n"
+        "                    IPv6: a/L -> 2001:db8:a::/(32+L) (rte_acl: IPv6 layout)\n"
         "  --offcore-paths L offcore's lookup paths timed beside its default one\n"
-        "                    (default avx512-leaf,scalar; those the CPU lacks are\n"
+        "                    (default avx512-leaf,avx2,scalar; those the CPU lacks are\n"
         "                    skipped; \"\" for none)\n"
         "Prints one JSON line per implementation (rte_acl: per method) and family:\n"
         "  {\"bench\":\"classifier\",...,\"mpps\":..,\"verified\":true}\n"
         "  offcore's line: rte_acl_fastest, ratio_vs_rte_acl, ratio_cpu_vs_rte_acl,\n"
         "  rte_acl_mpps_cpu and rte_acl_mpps {method: median, ...}\n"
         "  {\"bench\":\"classifier-update\",...,\"op\":\"add\"|\"del\",\"p99_us\":..}\n");
+}
+
+/* --ip 6: a/L -> 2001:db8:a::/(32+L); keys 2001:db8:a:: + random low 64
+ * bits (deterministic), from f->keys */
+static void addr6(uint32_t a4, uint32_t out[4], uint64_t *r)
+{
+    *r = *r * 6364136223846793005ull + 1442695040888963407ull;
+    out[0] = 0x20010db8u;
+    out[1] = a4;
+    out[2] = (uint32_t)(*r >> 32);
+    out[3] = (uint32_t)*r;
+}
+
+static int map6(fam_t *f)
+{
+    uint64_t r = 42;
+    f->rules6 = calloc(f->n, sizeof(*f->rules6));
+    f->keys6 = calloc(f->nk, sizeof(*f->keys6));
+    if (f->rules6 == NULL || f->keys6 == NULL)
+        return -1;
+    for (size_t i = 0; i < f->n; i++) {
+        const oc_acl_rule_t *a = &f->rules[i];
+        oc_acl6_rule_t *b = &f->rules6[i];
+        uint64_t zero = 0;
+        b->id = a->id;
+        b->priority = a->priority;
+        addr6(a->src_ip, b->src, &zero);
+        addr6(a->dst_ip, b->dst, &zero);
+        b->src_len = (uint8_t)(32 + a->src_len);
+        b->dst_len = (uint8_t)(32 + a->dst_len);
+        b->proto = a->proto;
+        b->proto_mask = a->proto_mask;
+        b->sport_lo = a->sport_lo;
+        b->sport_hi = a->sport_hi;
+        b->dport_lo = a->dport_lo;
+        b->dport_hi = a->dport_hi;
+        b->userdata = a->userdata;
+    }
+    for (size_t i = 0; i < f->nk; i++) {
+        oc_acl6_key_t *k = &f->keys6[i];
+        addr6(f->keys[i].src_ip, k->src, &r);
+        addr6(f->keys[i].dst_ip, k->dst, &r);
+        k->sport = f->keys[i].sport;
+        k->dport = f->keys[i].dport;
+        k->proto = f->keys[i].proto;
+    }
+    return 0;
 }
 
 static int load_family(fam_t *f, const char *fam)
@@ -751,10 +971,14 @@ static int load_family(fam_t *f, const char *fam)
     f->out = malloc(f->nk * sizeof(uint32_t));
     if (f->keys == NULL || f->want == NULL || f->out == NULL)
         return -1;
+    for (size_t i = 0; i < f->nk; i++)
+        f->keys[i] = tr[i].key;
+    if (opt.ip == 6 && map6(f) != 0)
+        return -1;
     for (size_t i = 0; i < f->nk; i++) {
         long w;
-        f->keys[i] = tr[i].key;
-        w = oc__acl_match_linear(f->rules, f->n, &f->keys[i]);
+        w = opt.ip == 6 ? oc__acl6_match_linear(f->rules6, f->n, &f->keys6[i])
+                        : oc__acl_match_linear(f->rules, f->n, &f->keys[i]);
         f->want[i] = w < 0 ? OC_ACL_NO_MATCH : f->rules[w].userdata;
     }
     free(tr);
@@ -768,7 +992,7 @@ int main(int argc, char **argv)
         {"linear-keys", 1, 0, 'l'}, {"keys", 1, 0, 'k'},
         {"update-ops", 1, 0, 'u'},
         {"update-rate", 1, 0, 'R'}, {"no-dpdk", 0, 0, 'D'},
-        {"offcore-paths", 1, 0, 'P'}, {"help", 0, 0, 'h'},
+        {"offcore-paths", 1, 0, 'P'}, {"ip", 1, 0, 'I'}, {"help", 0, 0, 'h'},
         {0, 0, 0, 0}};
     char fams[256], *save = NULL, *fam;
     int c;
@@ -784,14 +1008,17 @@ int main(int argc, char **argv)
         case 'R': opt.update_rate = atof(optarg); break;
         case 'D': opt.dpdk = 0; break;
         case 'P': opt.paths = optarg; break;
+        case 'I': opt.ip = atoi(optarg); break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
     }
     if (opt.repeats < 1 || opt.repeats > MAXREP || opt.update_ops < 1 ||
-        opt.update_rate <= 0 || opt.linear_keys < 1) {
+        opt.update_rate <= 0 || opt.linear_keys < 1 ||
+        (opt.ip != 4 && opt.ip != 6)) {
         fprintf(stderr, "bench-classifier: --repeats 1..%d, --update-ops >= 1, "
-                        "--update-rate > 0, --linear-keys >= 1\n", MAXREP);
+                        "--update-rate > 0, --linear-keys >= 1, --ip 4 or 6\n",
+                MAXREP);
         return 2;
     }
 #ifdef OC_HAVE_DPDK
@@ -830,6 +1057,8 @@ int main(int argc, char **argv)
         oc__acl_reader_online();
         free(f.rules);
         free(f.keys);
+        free(f.rules6);
+        free(f.keys6);
         free(f.want);
         free(f.out);
     }

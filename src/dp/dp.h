@@ -57,11 +57,31 @@ typedef struct {
 enum { OC_DP_BACKEND_XDP = 0, OC_DP_BACKEND_DPDK_AF_XDP,
        OC_DP_BACKEND_DPDK_AF_PACKET };
 
-/** A rule as the operator wrote it: the classifier rule plus its action. */
+/** A rule as the operator wrote it: the classifier rule plus its action.
+ *  A rule with IPv4 prefixes classifies IPv4 frames, one with IPv6
+ *  prefixes IPv6 frames, one that names no address both. */
 typedef struct {
-    oc_acl_rule_t   r;       /* userdata unset until installed */
+    oc_acl_rule_t   r;       /* userdata unset until installed; for an
+                                IPv6 rule its addresses are unused (0) */
     oc_acl_action_t action;
+    uint8_t  fam;            /* OC_DP_FAM_*: the families it classifies
+                                (0 when built elsewhere: IPv4 if it has
+                                a prefix, else both) */
+    uint8_t  src6_len, dst6_len;  /* IPv6 prefixes (fam == OC_DP_FAM_V6) */
+    uint8_t  pad;            /* 0: no padding (fuzz_pkt compares bytes) */
+    uint8_t  src6[16], dst6[16];  /* network byte order */
 } oc_dp_rule_t;
+
+#define OC_DP_FAM_V4   1
+#define OC_DP_FAM_V6   2
+#define OC_DP_FAM_BOTH 3
+
+/** The families @p r classifies (OC_DP_FAM_*). */
+static inline uint8_t oc__dp_rule_fam(const oc_dp_rule_t *r)
+{
+    return r->fam ? r->fam
+           : r->r.src_len || r->r.dst_len ? OC_DP_FAM_V4 : OC_DP_FAM_BOTH;
+}
 
 typedef struct {
     uint32_t threads;        /* workers = queues used per port */

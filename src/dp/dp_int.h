@@ -8,6 +8,7 @@
 #define OC_DP_INT_H
 
 #include "dp.h"
+#include "pkt/acl/acl6.h"
 #include "util/counter.h"
 
 #include <pthread.h>
@@ -53,7 +54,8 @@ typedef struct oc_dp_worker {
     /* burst scratch */
     oc_pkt_meta_t meta[OC_DP_BURST_MAX];
     oc_acl_key_t  keys[OC_DP_BURST_MAX];
-    uint16_t      kidx[OC_DP_BURST_MAX];
+    oc_acl6_key_t keys6[OC_DP_BURST_MAX];
+    uint16_t      kidx[OC_DP_BURST_MAX], kidx6[OC_DP_BURST_MAX];
     uint32_t      ud[OC_DP_BURST_MAX];
 } __attribute__((aligned(64))) oc_dp_worker_t;
 
@@ -83,6 +85,7 @@ struct oc_dp {
     int      stop;
     int      stop_fd;
     oc_acl_t *acl;
+    oc_acl6_t *acl6;         /* IPv6 rules (and those naming no address) */
     oc_dp_worker_t *w;
     oc_pkt_pool_t  *pools[OC_DP_MAX_THREADS];
     oc_dp_attach_t  att[OC_DP_MAX_ATTACH];

@@ -157,6 +157,8 @@ oc_status_t oc__dp_start(const oc_dp_conf_t *c, oc_dp_t **out)
     if (oc__dp_slots_init(dp) != OC_OK)
         goto err;
     st = oc__acl_create(c->max_rules, &dp->acl);
+    if (st == OC_OK)
+        st = oc__acl6_create(c->max_rules, &dp->acl6);
     if (st != OC_OK)
         goto err;
     /* every rule ring of every port of a queue may hold buffers at once:
@@ -275,6 +277,7 @@ void oc__dp_stop(oc_dp_t *dp)
         }
     oc__dp_tenants_stop(dp); /* uses dp->w */
     free(dp->w);
+    oc__acl6_destroy(dp->acl6);
     oc__acl_destroy(dp->acl);
     oc__dp_slots_free(dp);
     if (dp->stop_fd >= 0)

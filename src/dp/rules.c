@@ -5,6 +5,7 @@
  * under dp->lock.
  */
 #include "dp_int.h"
+#include "util/bytes.h"
 #include "util/log.h"
 #include "util/counter.h"
 
@@ -94,6 +95,48 @@ static long find_id(const oc_dp_t *dp, uint32_t id)
 
 #define WHY(...) snprintf(why, whylen, __VA_ARGS__)
 
+/* The IPv6 classifier's rule for @p r (IPv6 prefixes, or none), with
+ * userdata @p ud. */
+static void rule6(const oc_dp_rule_t *r, uint32_t ud, oc_acl6_rule_t *o)
+{
+    bool six = oc__dp_rule_fam(r) == OC_DP_FAM_V6;
+    memset(o, 0, sizeof(*o));
+    o->id = r->r.id;
+    o->priority = r->r.priority;
+    for (int i = 0; six && i < 4; i++) {
+        o->src[i] = oc__load_be32(r->src6 + 4 * i);
+        o->dst[i] = oc__load_be32(r->dst6 + 4 * i);
+    }
+    o->src_len = six ? r->src6_len : 0;
+    o->dst_len = six ? r->dst6_len : 0;
+    o->proto = r->r.proto;
+    o->proto_mask = r->r.proto_mask;
+    o->sport_lo = r->r.sport_lo;
+    o->sport_hi = r->r.sport_hi;
+    o->dport_lo = r->r.dport_lo;
+    o->dport_hi = r->r.dport_hi;
+    o->userdata = ud;
+}
+
+/* Add @p r (userdata set) to the classifiers of its families; all or
+ * nothing. */
+static oc_status_t acl_add(oc_dp_t *dp, const oc_dp_rule_t *r)
+{
+    uint8_t fam = oc__dp_rule_fam(r);
+    oc_acl6_rule_t r6;
+    oc_status_t st = OC_OK;
+
+    if (fam & OC_DP_FAM_V4)
+        st = oc__acl_add(dp->acl, &r->r);
+    if (st == OC_OK && (fam & OC_DP_FAM_V6)) {
+        rule6(r, r->r.userdata, &r6);
+        st = oc__acl6_add(dp->acl6, &r6);
+        if (st != OC_OK && (fam & OC_DP_FAM_V4))
+            oc__acl_del(dp->acl, r->r.id);
+    }
+    return st;
+}
+
 oc_status_t oc__dp_rule_add(oc_dp_t *dp, const oc_dp_rule_t *r, char *why,
                            size_t whylen)
 {
@@ -120,13 +163,21 @@ oc_status_t oc__dp_rule_add(oc_dp_t *dp, const oc_dp_rule_t *r, char *why,
         WHY("invalid rule: %s", bad ? bad : "?");
         return OC_ERR_INVALID_PARAM;
     }
+    if (oc__dp_rule_fam(&nr) & OC_DP_FAM_V6) {
+        oc_acl6_rule_t r6;
+        rule6(&nr, nr.r.userdata, &r6);
+        if (oc__acl6_rule_check(&r6, &bad) != OC_OK) {
+            WHY("invalid rule: %s", bad ? bad : "?");
+            return OC_ERR_INVALID_PARAM;
+        }
+    }
     pthread_mutex_lock(&dp->lock);
     dp->nfree--;
     dp->slots[slot].base = oc__dp_slot_count(dp, slot);
     dp->slots[slot].rule = nr;
     dp->slots[slot].used = true;
     pthread_mutex_unlock(&dp->lock);
-    st = oc__acl_add(dp->acl, &nr.r);
+    st = acl_add(dp, &nr);
     pthread_mutex_lock(&dp->lock);
     if (st != OC_OK) {
         dp->slots[slot].used = false;
@@ -149,7 +200,14 @@ oc_status_t oc__dp_rule_del(oc_dp_t *dp, uint32_t id, char *why, size_t whylen)
         WHY("no rule with id %u", id);
         return OC_ERR_INVALID_PARAM;
     }
-    st = oc__acl_del(dp->acl, id);
+    {
+        uint8_t fam = oc__dp_rule_fam(&dp->slots[s].rule);
+        st = OC_OK;
+        if (fam & OC_DP_FAM_V6)
+            st = oc__acl6_del(dp->acl6, id);
+        if (st == OC_OK && (fam & OC_DP_FAM_V4))
+            st = oc__acl_del(dp->acl, id);
+    }
     if (st != OC_OK) {
         WHY("the classifier refused: %s", oc_status_string(st));
         return st;
@@ -167,7 +225,9 @@ oc_status_t oc__dp_rules_replace(oc_dp_t *dp, const oc_dp_rule_t *rules,
                                 size_t n, char *why, size_t whylen)
 {
     oc_acl_rule_t *ar;
+    oc_acl6_rule_t *ar6;
     uint32_t *slot;
+    size_t n4 = 0, n6 = 0;
     oc_status_t st;
 
     if (n > dp->max_rules) {
@@ -183,29 +243,63 @@ oc_status_t oc__dp_rules_replace(oc_dp_t *dp, const oc_dp_rule_t *rules,
         return OC_ERR_NO_RESOURCE;
     }
     ar = malloc((n ? n : 1) * sizeof(*ar));
+    ar6 = malloc((n ? n : 1) * sizeof(*ar6));
     slot = malloc((n ? n : 1) * sizeof(*slot));
-    if (ar == NULL || slot == NULL) {
+    if (ar == NULL || ar6 == NULL || slot == NULL) {
         free(ar);
+        free(ar6);
         free(slot);
         WHY("out of memory");
         return OC_ERR_NO_MEMORY;
     }
     for (size_t i = 0; i < n; i++) {
         const char *bad = NULL;
+        uint8_t fam = oc__dp_rule_fam(&rules[i]);
+        uint32_t ud =
+            (uint32_t)rules[i].action << OC_DP_UD_ACTION_SHIFT | dp->free_slots[dp->nfree - 1 - i];
         slot[i] = dp->free_slots[dp->nfree - 1 - i];
-        ar[i] = rules[i].r;
-        ar[i].userdata =
-            (uint32_t)rules[i].action << OC_DP_UD_ACTION_SHIFT | slot[i];
-        if (oc__acl_rule_check(&ar[i], &bad) != OC_OK) {
-            WHY("rule id %u: %s", ar[i].id, bad ? bad : "invalid");
-            st = OC_ERR_INVALID_PARAM;
-            goto out;
+        if (fam & OC_DP_FAM_V4) {
+            ar[n4] = rules[i].r;
+            ar[n4].userdata = ud;
+            if (oc__acl_rule_check(&ar[n4++], &bad) != OC_OK) {
+                WHY("rule id %u: %s", rules[i].r.id, bad ? bad : "invalid");
+                st = OC_ERR_INVALID_PARAM;
+                goto out;
+            }
+        }
+        if (fam & OC_DP_FAM_V6) {
+            rule6(&rules[i], ud, &ar6[n6]);
+            if (oc__acl6_rule_check(&ar6[n6++], &bad) != OC_OK) {
+                WHY("rule id %u: %s", rules[i].r.id, bad ? bad : "invalid");
+                st = OC_ERR_INVALID_PARAM;
+                goto out;
+            }
         }
     }
-    st = oc__acl_load(dp->acl, ar, n);
+    /* IPv6 first (it can refuse more); if IPv4 then refuses, the old
+     * IPv6 set goes back */
+    st = oc__acl6_load(dp->acl6, ar6, n6);
     if (st != OC_OK) {
+        WHY("the IPv6 classifier refused the set (%s)%s",
+            oc_status_string(st), st == OC_ERR_UNSUPPORTED ?
+            ": its prefixes nest too deeply" : ": duplicate ids?");
+        goto out;
+    }
+    st = oc__acl_load(dp->acl, ar, n4);
+    if (st != OC_OK) {
+        size_t m = 0;
+        oc_acl6_rule_t *old = malloc((dp->nrules ? dp->nrules : 1) * sizeof(*old));
         WHY("the classifier refused the set (%s): duplicate ids?",
             oc_status_string(st));
+        for (uint32_t s = 0; old && s < dp->nslots && m < dp->nrules; s++)
+            if (dp->slots[s].used &&
+                (oc__dp_rule_fam(&dp->slots[s].rule) & OC_DP_FAM_V6))
+                rule6(&dp->slots[s].rule, dp->slots[s].rule.r.userdata,
+                      &old[m++]);
+        if (old == NULL || oc__acl6_load(dp->acl6, old, m) != OC_OK)
+            oc_error(OC_COMP_DP, "rules load: the IPv6 rules could not be "
+                     "restored after the IPv4 classifier refused the set");
+        free(old);
         goto out;
     }
     pthread_mutex_lock(&dp->lock);
@@ -227,6 +321,7 @@ oc_status_t oc__dp_rules_replace(oc_dp_t *dp, const oc_dp_rule_t *rules,
     pthread_mutex_unlock(&dp->lock);
 out:
     free(ar);
+    free(ar6);
     free(slot);
     return st;
 }

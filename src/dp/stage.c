@@ -11,6 +11,7 @@
  * worker, written with relaxed stores (dp_int.h).
  */
 #include "dp_int.h"
+#include "util/bytes.h"
 
 #include <string.h>
 
@@ -33,23 +34,50 @@ void oc__dp_stage_parse(oc_dp_worker_t *w, oc_pkt_t **pkts, uint16_t n)
     }
 }
 
-/* classifier: IPv4 packets still forwarded, in one burst lookup */
+/* The IPv6 5-tuple of a parsed IPv6 frame (meta from oc__pkt_parse):
+ * ports of TCP and UDP, 0 otherwise; a non-first fragment has no L4
+ * header: protocol 44 (fragment), ports 0. */
+static void key6(const oc_pkt_t *p, const oc_pkt_meta_t *m, oc_acl6_key_t *k)
+{
+    const uint8_t *ip = p->data + m->l3_off;
+    for (int i = 0; i < 4; i++) {
+        k->src[i] = oc__load_be32(ip + 8 + 4 * i);
+        k->dst[i] = oc__load_be32(ip + 24 + 4 * i);
+    }
+    k->sport = k->dport = 0;
+    k->proto = m->l4_off == 0 ? 44 : m->l4_proto;
+    if (m->l4_off != 0 && (m->l4_proto == 6 || m->l4_proto == 17)) {
+        k->sport = oc__load_be16(p->data + m->l4_off);
+        k->dport = oc__load_be16(p->data + m->l4_off + 2);
+    }
+}
+
+/* classifier: IPv4 and IPv6 packets still forwarded, one burst lookup per
+ * family */
 void oc__dp_stage_classify(oc_dp_worker_t *w, oc_pkt_t **pkts, uint16_t n)
 {
     oc_dp_t *dp = w->dp;
-    uint16_t k = 0;
+    uint16_t k = 0, k6 = 0;
 
     for (uint16_t i = 0; i < n; i++) {
         uint8_t r = w->meta[i].reason;
-        if (pkts[i]->verdict == OC_DP_V_FORWARD &&
-            (r == OC_PKT_R_IPV4 || r == OC_PKT_R_IPV4_FRAG)) {
+        if (pkts[i]->verdict != OC_DP_V_FORWARD)
+            continue;
+        if (r == OC_PKT_R_IPV4 || r == OC_PKT_R_IPV4_FRAG) {
             w->keys[k] = w->meta[i].key;
             w->kidx[k++] = i;
+        } else if (r == OC_PKT_R_IPV6) {
+            key6(pkts[i], &w->meta[i], &w->keys6[k6]);
+            w->kidx6[k6++] = i;
         }
     }
-    if (k == 0)
-        return;
-    oc__acl_lookup_burst(dp->acl, w->keys, k, w->ud);
+    if (k > 0)
+        oc__acl_lookup_burst(dp->acl, w->keys, k, w->ud);
+    if (k6 > 0) {
+        oc__acl6_lookup_burst(dp->acl6, w->keys6, k6, w->ud + k);
+        memcpy(w->kidx + k, w->kidx6, k6 * sizeof(*w->kidx));
+        k += k6;
+    }
     for (uint16_t j = 0; j < k; j++) {
         oc_pkt_t *p = pkts[w->kidx[j]];
         uint32_t ud = w->ud[j], slot, action;

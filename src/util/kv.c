@@ -193,3 +193,25 @@ int oc__kv_prefix(const char *s, uint32_t *ip, uint8_t *len)
     *len = (uint8_t)l;
     return 0;
 }
+
+int oc__kv_prefix6(const char *s, uint8_t a[16], uint8_t *len)
+{
+    char buf[INET6_ADDRSTRLEN];
+    const char *slash = strchr(s, '/');
+    size_t al = slash != NULL ? (size_t)(slash - s) : strlen(s);
+    uint64_t l = 128;
+    uint8_t b[16];
+
+    if (al == 0 || al >= sizeof(buf))
+        return -1;
+    memcpy(buf, s, al);
+    buf[al] = '\0';
+    if (inet_pton(AF_INET6, buf, b) != 1 ||
+        (slash != NULL && oc__kv_u64(slash + 1, 0, 128, &l) != 0))
+        return -1;
+    for (unsigned i = (unsigned)l; i < 128; i++) /* host bits: cleared */
+        b[i / 8] &= (uint8_t)~(0x80u >> (i % 8));
+    memcpy(a, b, 16);
+    *len = (uint8_t)l;
+    return 0;
+}

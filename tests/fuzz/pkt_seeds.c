@@ -141,6 +141,26 @@ static const char *const texts[] = {
     "rule id=1 action=allow\nbogus line\nthreads 0\n",
 };
 
+/* IPv6 rules (the IPv6 classifier): the edges of the prefix lengths, and
+ * near misses */
+static const struct {
+    const char *text;
+    int mode, valid;
+} texts6[] = {
+    {"id=5 action=deny proto=tcp src=2001:db8::/32 dst=::1/128 dport=443",
+     FUZZ_PKT_RULE, 1},
+    {"id=6 action=count src=::/0 dst=fd00::/1 sport=1-2", FUZZ_PKT_RULE, 1},
+    {"id=7 action=allow src=ffff:ffff:ffff:ffff::/64 dst=fe80::1/127",
+     FUZZ_PKT_RULE, 1},
+    {"id=8 action=deny src=::ffff:10.0.0.1/127", FUZZ_PKT_RULE, 1},
+    {"id=9 action=deny src=10.0.0.0/8 dst=fd00::/8", FUZZ_PKT_RULE, 0},
+    {"id=10 action=deny src=fd00::/129", FUZZ_PKT_RULE, 0},
+    {"id=11 action=deny dst=fd00::1/", FUZZ_PKT_RULE, 0},
+    {"threads 1\nattach t0 host=a0 wire=b0\nrule id=1 action=deny proto=tcp "
+     "src=2001:db8::/48 dport=80\nrule id=2 action=allow dst=::/0\n"
+     "default deny\n", FUZZ_PKT_CONF, 1},
+};
+
 unsigned fuzz_pkt_seeds(fuzz_pkt_seed_fn fn, void *arg)
 {
     uint8_t b[2048];
@@ -189,6 +209,11 @@ unsigned fuzz_pkt_seeds(fuzz_pkt_seed_fn fn, void *arg)
         len = strlen(texts[i]);
         memcpy(b, texts[i], len);
         SEED(i < 4 ? FUZZ_PKT_RULE : FUZZ_PKT_CONF, len, i < 9);
+    }
+    for (size_t i = 0; i < sizeof(texts6) / sizeof(texts6[0]); i++) {
+        len = strlen(texts6[i].text);
+        memcpy(b, texts6[i].text, len);
+        SEED(texts6[i].mode, len, texts6[i].valid);
     }
 #undef SEED
     return n;

@@ -58,7 +58,7 @@ static uint32_t oracle(const oc_acl_rule_t *r, size_t n, const oc_acl_key_t *k)
 
 /* every lookup path oc__acl_set_lookup_path names; the ones this CPU lacks
  * are skipped, said once each */
-static const char *const paths[] = {"scalar", "avx512-leaf", "avx512"};
+static const char *const paths[] = {"scalar", "avx512-leaf", "avx512", "avx2"};
 #define NPATHS (sizeof(paths) / sizeof(paths[0]))
 static int path_skipped[NPATHS];
 

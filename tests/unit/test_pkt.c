@@ -233,6 +233,35 @@ static void test_rule_syntax(void **state)
         assert_int_equal(oc__dp_rule_parse(bad[i], &r, why, sizeof(why)), -1);
         assert_true(why[0] != '\0');
     }
+    /* IPv6 prefixes; the family of a rule that names no address is both */
+    assert_int_equal(oc__dp_rule_parse("id=9 action=deny proto=tcp "
+                                      "src=2001:db8:a::1/48 dst=::1 dport=22",
+                                      &r, why, sizeof(why)), 0);
+    assert_int_equal(r.fam, OC_DP_FAM_V6);
+    assert_int_equal(r.src6_len, 48);
+    assert_int_equal(r.dst6_len, 128);
+    assert_int_equal(r.src6[5], 0x0a);
+    assert_int_equal(r.src6[15], 0); /* host bits cleared */
+    oc__dp_rule_format(&r, out, sizeof(out));
+    assert_string_equal(out, "id=9 prio=9 action=deny proto=tcp "
+                             "src=2001:db8:a::/48 dst=::1/128 sport=any dport=22");
+    assert_int_equal(oc__dp_rule_parse("id=10 action=allow src=::/0", &r, why,
+                                      sizeof(why)), 0);
+    assert_int_equal(r.fam, OC_DP_FAM_V6);
+    oc__dp_rule_format(&r, out, sizeof(out));
+    assert_string_equal(out, "id=10 prio=10 action=allow proto=any "
+                             "src=::/0 dst=any sport=any dport=any");
+    assert_int_equal(oc__dp_rule_parse("id=11 action=allow dport=53", &r, why,
+                                      sizeof(why)), 0);
+    assert_int_equal(r.fam, OC_DP_FAM_BOTH);
+    assert_int_equal(oc__dp_rule_parse("id=12 action=allow src=10.0.0.0/8 "
+                                      "dst=fd00::/8", &r, why, sizeof(why)), -1);
+    assert_non_null(strstr(why, "one IPv4 and one IPv6"));
+    assert_int_equal(oc__dp_rule_parse("id=12 action=allow src=fd00::/129",
+                                      &r, why, sizeof(why)), -1);
+    assert_string_equal(why, "src: expected an IPv6 ADDR[/0..128]");
+    assert_int_equal(oc__dp_rule_parse("id=12 action=allow dst=fd00:::1",
+                                      &r, why, sizeof(why)), -1);
 }
 
 static void test_conf(void **state)

@@ -112,6 +112,7 @@ oc_status_t oc__dp_rules_file(const char *path, oc_acl_action_t action,
             rules[i].r.id = id_base + (uint32_t)i;
             rules[i].r.priority = id_base + (uint32_t)i;
             rules[i].action = action;
+            rules[i].fam = OC_DP_FAM_V4;
         }
         free(cb);
         goto out;

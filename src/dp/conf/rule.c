@@ -8,7 +8,9 @@
 #include "dp.h"
 #include "util/kv.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -149,6 +151,7 @@ int oc__dp_rule_parse(const char *text, oc_dp_rule_t *out, char *why,
     oc_dp_rule_t r;
     char line[OC_DP_LINE_MAX], *tok[DPORT + 2];
     unsigned seen = 0;
+    uint8_t fam = 0;
     int n;
 
     memset(&r, 0, sizeof(r));
@@ -187,9 +190,24 @@ int oc__dp_rule_parse(const char *text, oc_dp_rule_t *out, char *why,
             break;
         case SRC:
         case DST:
-            if (oc__kv_prefix(val, k == SRC ? &r.r.src_ip : &r.r.dst_ip,
-                             k == SRC ? &r.r.src_len : &r.r.dst_len) != 0)
-                return WHY("%s: expected A.B.C.D[/0..32] or any", keys[k]);
+            if (strcmp(val, "any") == 0)
+                break;
+            if (strchr(val, ':') != NULL) {
+                if (oc__kv_prefix6(val, k == SRC ? r.src6 : r.dst6,
+                                   k == SRC ? &r.src6_len : &r.dst6_len) != 0)
+                    return WHY("%s: expected an IPv6 ADDR[/0..128]", keys[k]);
+                fam |= OC_DP_FAM_V6;
+            } else {
+                if (oc__kv_prefix(val, k == SRC ? &r.r.src_ip : &r.r.dst_ip,
+                                  k == SRC ? &r.r.src_len : &r.r.dst_len) != 0)
+                    return WHY("%s: expected A.B.C.D[/0..32], an IPv6 "
+                               "ADDR[/0..128] or any", keys[k]);
+                fam |= OC_DP_FAM_V4;
+            }
+            if (fam == OC_DP_FAM_BOTH)
+                return WHY("src and dst: one IPv4 and one IPv6 prefix (a rule "
+                           "is for one family, or for both when it names "
+                           "no address)");
             break;
         default:
             if (parse_range(val, k == SPORT ? &r.r.sport_lo : &r.r.dport_lo,
@@ -205,6 +223,7 @@ int oc__dp_rule_parse(const char *text, oc_dp_rule_t *out, char *why,
         return WHY("missing action=allow|deny|count");
     if (!(seen & 1u << PRIO))
         r.r.priority = r.r.id;
+    r.fam = fam ? fam : OC_DP_FAM_BOTH;
     *out = r;
     return 0;
 }
@@ -228,11 +247,33 @@ static void fmt_range(char *b, size_t cap, uint16_t lo, uint16_t hi)
         snprintf(b, cap, "%u-%u", lo, hi);
 }
 
+/* an IPv6 prefix; "any" when @p len is 0, unless @p force */
+static void fmt_prefix6(char *b, size_t cap, const uint8_t a[16], uint8_t len,
+                        bool force)
+{
+    char t[INET6_ADDRSTRLEN];
+    if (len == 0 && !force)
+        snprintf(b, cap, "any");
+    else if (inet_ntop(AF_INET6, a, t, sizeof(t)) != NULL)
+        snprintf(b, cap, "%s/%u", t, len);
+    else
+        snprintf(b, cap, "?");
+}
+
 int oc__dp_rule_format(const oc_dp_rule_t *r, char *buf, size_t cap)
 {
-    char src[24], dst[24], sp[16], dp[16], proto[16];
-    fmt_prefix(src, sizeof(src), r->r.src_ip, r->r.src_len);
-    fmt_prefix(dst, sizeof(dst), r->r.dst_ip, r->r.dst_len);
+    char src[INET6_ADDRSTRLEN + 8], dst[INET6_ADDRSTRLEN + 8];
+    char sp[16], dp[16], proto[16];
+    uint8_t fam = oc__dp_rule_fam(r);
+    if (fam == OC_DP_FAM_V6) { /* the family shows in src when both are /0 */
+        fmt_prefix6(src, sizeof(src), r->src6, r->src6_len, r->dst6_len == 0);
+        fmt_prefix6(dst, sizeof(dst), r->dst6, r->dst6_len, false);
+    } else {
+        fmt_prefix(src, sizeof(src), r->r.src_ip, r->r.src_len);
+        fmt_prefix(dst, sizeof(dst), r->r.dst_ip, r->r.dst_len);
+        if (fam == OC_DP_FAM_V4 && r->r.src_len == 0 && r->r.dst_len == 0)
+            snprintf(src, sizeof(src), "0.0.0.0/0");
+    }
     fmt_range(sp, sizeof(sp), r->r.sport_lo, r->r.sport_hi);
     fmt_range(dp, sizeof(dp), r->r.dport_lo, r->r.dport_hi);
     if (r->r.proto_mask == 0)

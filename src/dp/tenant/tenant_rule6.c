@@ -21,34 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* "ADDR[/LEN]" (LEN 0..128, 128 when absent) into @p a, @p len */
-static int prefix6(const char *s, uint8_t a[16], uint8_t *len)
-{
-    char buf[64];
-    const char *slash = strchr(s, '/');
-    size_t l = slash ? (size_t)(slash - s) : strlen(s);
-    unsigned long v = 128;
-    char *end;
-
-    if (l == 0 || l >= sizeof(buf))
-        return -1;
-    memcpy(buf, s, l);
-    buf[l] = '\0';
-    if (inet_pton(AF_INET6, buf, a) != 1)
-        return -1;
-    if (slash != NULL) {
-        if (slash[1] < '0' || slash[1] > '9')
-            return -1;
-        v = strtoul(slash + 1, &end, 10);
-        if (*end != '\0' || v > 128)
-            return -1;
-    }
-    *len = (uint8_t)v;
-    for (unsigned b = *len; b < 128; b++) /* host bits: cleared */
-        a[b / 8] &= (uint8_t)~(0x80u >> (b % 8));
-    return 0;
-}
-
 int oc__dp_trule_parse(const char *text, oc_dp_trule_t *out, char *why,
                        size_t whylen)
 {
@@ -70,7 +42,7 @@ int oc__dp_trule_parse(const char *text, oc_dp_trule_t *out, char *why,
         if ((s || d) && strchr(tok, ':') != NULL) {
             unsigned bit = s ? 1 : 2;
             if ((seen & bit) ||
-                prefix6(tok + 4, s ? t.src6 : t.dst6,
+                oc__kv_prefix6(tok + 4, s ? t.src6 : t.dst6,
                         s ? &t.src6_len : &t.dst6_len) != 0) {
                 snprintf(why, whylen, "'%.80s': an IPv6 prefix is "
                          "ADDR[/0..128], given once", tok);

@@ -450,7 +450,7 @@ oc_status_t oc__acl_create(uint32_t max_rules, oc_acl_t **out)
     if (getenv("OC_ACL_PATH") != NULL &&
         oc__acl_set_lookup_path(getenv("OC_ACL_PATH")) != OC_OK) {
         oc_error(OC_COMP_PKT, "OC_ACL_PATH=%s: not a lookup path of this CPU "
-                 "(scalar, avx512-leaf, avx512, auto)", getenv("OC_ACL_PATH"));
+                 "(scalar, avx512-leaf, avx512, avx2, auto)", getenv("OC_ACL_PATH"));
         return OC_ERR_CONFIG;
     }
     acl = calloc(1, sizeof(*acl));

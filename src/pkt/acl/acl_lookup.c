@@ -77,7 +77,14 @@ uint32_t oc__acl_blk_match_scalar(const oc__acl_blk_t *b, const oc_acl_key_t *k)
 }
 
 #if defined(__x86_64__)
-int oc__acl_have_avx512;
+int oc__acl_have_avx512, oc__acl_have_avx2;
+
+static int best_path(void)
+{
+    return oc__acl_have_avx512 ? OC__ACL_PATH_AVX512
+           : oc__acl_have_avx2 ? OC__ACL_PATH_AVX2
+                               : OC__ACL_PATH_SCALAR;
+}
 
 __attribute__((constructor)) static void detect_cpu(void)
 {
@@ -85,7 +92,8 @@ __attribute__((constructor)) static void detect_cpu(void)
     oc__acl_have_avx512 = __builtin_cpu_supports("avx512f") &&
                           __builtin_cpu_supports("avx512bw") &&
                           __builtin_cpu_supports("avx512vl");
-    oc__acl_path = oc__acl_have_avx512 ? OC__ACL_PATH_AVX512 : OC__ACL_PATH_SCALAR;
+    oc__acl_have_avx2 = __builtin_cpu_supports("avx2");
+    oc__acl_path = best_path();
 }
 
 #define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
@@ -142,7 +150,8 @@ AVX512 uint32_t oc__acl_blk_match_avx512(const oc__acl_blk_t *b,
     return blk_match8(b, &v);
 }
 #else
-int oc__acl_have_avx512;
+int oc__acl_have_avx512, oc__acl_have_avx2;
+static int best_path(void) { return OC__ACL_PATH_SCALAR; }
 uint32_t oc__acl_blk_match_avx512(const oc__acl_blk_t *b, const oc_acl_key_t *k)
 {
     return oc__acl_blk_match_scalar(b, k);
@@ -484,12 +493,58 @@ AVX512 static void lookup_gather(const oc__acl_tree_t *t, const uint8_t *dead,
         }
     }
 }
+
+/* the avx2 path (CPUs without AVX-512): the gather walk of lookup_gather
+ * with AVX2 (acl_walk2.c), then the scalar leaf tests */
+static void lookup_gather2(const oc__acl_tree_t *t, const uint8_t *dead,
+                           const oc_acl_key_t *keys, uint32_t n, uint32_t *rank)
+{
+    unsigned np = t->nparts;
+    for (uint32_t g = 0; g < n; g += GROUP) {
+        uint32_t gn = n - g < GROUP ? n - g : GROUP;
+        uint64_t kq[NFIELDS][GROUP];
+        uint64_t ref[4][GROUP];
+        const oc_acl_key_t *k = keys + g;
+
+        for (uint32_t i = 0; i < gn; i++) {
+            kq[0][i] = k[i].src_ip;
+            kq[1][i] = k[i].dst_ip;
+            kq[2][i] = k[i].sport;
+            kq[3][i] = k[i].dport;
+            kq[4][i] = k[i].proto;
+        }
+        for (uint32_t i = gn; i < GROUP; i++) /* whole vectors are loaded */
+            for (unsigned f = 0; f < NFIELDS; f++)
+                kq[f][i] = 0;
+        for (unsigned p = 0; p < np; p++) {
+            uint64_t root = t->part[p].root;
+            for (uint32_t i = 0; i < gn; i++)
+                ref[p][i] = root;
+            if (!is_leaf(root))
+                oc__acl_walk_avx2(t, (const uint64_t(*)[GROUP])kq, ref[p], gn);
+            else
+                oc__acl_prefetch_leaf(t, (uint32_t)root);
+        }
+        for (uint32_t i = 0; i < gn; i++) {
+            uint32_t best = OC__ACL_NONE;
+            for (unsigned p = 0; p < np && t->part[p].min_rank < best; p++) {
+                if (ref[p][i] != REF_EMPTY)
+                    best = leaf_scalar(t, dead, (uint32_t)ref[p][i], &k[i], best);
+                if (best == FALLBACK) {
+                    best = flat_scan(t, dead, &k[i]);
+                    break;
+                }
+            }
+            rank[g + i] = best;
+        }
+    }
+}
 #endif
 
 int oc__acl_path = OC__ACL_PATH_SCALAR; /* detect_cpu() picks the best */
 
 static const char *const path_name[OC__ACL_NPATHS] = {"scalar", "avx512-leaf",
-                                                      "avx512"};
+                                                      "avx512", "avx2"};
 
 const char *oc__acl_lookup_method(void)
 {
@@ -500,13 +555,15 @@ oc_status_t oc__acl_set_lookup_path(const char *name)
 {
     int p = -1;
     if (name == NULL || strcmp(name, "auto") == 0)
-        p = oc__acl_have_avx512 ? OC__ACL_PATH_AVX512 : OC__ACL_PATH_SCALAR;
+        p = best_path();
     for (int i = 0; i < OC__ACL_NPATHS && p < 0; i++)
         if (strcmp(name, path_name[i]) == 0)
             p = i;
     if (p < 0)
         return OC_ERR_INVALID_PARAM;
-    if (p != OC__ACL_PATH_SCALAR && !oc__acl_have_avx512)
+    if ((p == OC__ACL_PATH_AVX2 && !oc__acl_have_avx2) ||
+        ((p == OC__ACL_PATH_AVX512 || p == OC__ACL_PATH_AVX512_LEAF) &&
+         !oc__acl_have_avx512))
         return OC_ERR_UNSUPPORTED;
     __atomic_store_n(&oc__acl_path, p, __ATOMIC_RELAXED);
     return OC_OK;
@@ -520,6 +577,8 @@ void oc__acl_tree_lookup(const oc__acl_tree_t *t, const uint8_t *dead,
     if (p != OC__ACL_PATH_SCALAR) {
         if (p == OC__ACL_PATH_AVX512)
             lookup_gather(t, dead, keys, n, rank);
+        else if (p == OC__ACL_PATH_AVX2)
+            lookup_gather2(t, dead, keys, n, rank);
         else
             lookup_avx512_leaf(t, dead, keys, n, rank);
         return;
@@ -608,8 +667,8 @@ void oc__acl_side_lookup(const oc__acl_side_view_t *sv, const oc_acl_key_t *keys
                          uint32_t n, uint64_t *best, uint32_t *ud, int scalar)
 {
 #if defined(__x86_64__)
-    if (!scalar && __atomic_load_n(&oc__acl_path, __ATOMIC_RELAXED) !=
-                       OC__ACL_PATH_SCALAR) {
+    int p = __atomic_load_n(&oc__acl_path, __ATOMIC_RELAXED);
+    if (!scalar && (p == OC__ACL_PATH_AVX512 || p == OC__ACL_PATH_AVX512_LEAF)) {
         side_avx512(sv, keys, n, best, ud);
         return;
     }

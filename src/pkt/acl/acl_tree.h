@@ -113,7 +113,7 @@ void oc__acl_tree_lookup(const oc__acl_tree_t *t, const uint8_t *dead,
  * blocks tested with AVX-512; the AVX-512 gather walk with the same leaf
  * tests.  oc__acl_path is the one oc__acl_tree_lookup takes. */
 enum { OC__ACL_PATH_SCALAR, OC__ACL_PATH_AVX512_LEAF, OC__ACL_PATH_AVX512,
-       OC__ACL_NPATHS };
+       OC__ACL_PATH_AVX2, OC__ACL_NPATHS };
 extern int oc__acl_path;
 
 /* Prefetch the lines of leaf @p r that its test reads first (a small
@@ -145,6 +145,10 @@ static inline void oc__acl_prefetch_leaf(const oc__acl_tree_t *t, uint32_t r)
 void oc__acl_walk_avx512(const oc__acl_tree_t *t,
                          const uint64_t (*kf)[OC__ACL_GROUP], uint64_t *ref,
                          uint32_t n);
+/* The same walk with AVX2 (acl_walk2.c): 4 keys a vector, 8 a step. */
+void oc__acl_walk_avx2(const oc__acl_tree_t *t,
+                       const uint64_t (*kf)[OC__ACL_GROUP], uint64_t *ref,
+                       uint32_t n);
 
 /* The side part of a state (acl.c): @p cnt rules in blocks (lane rank =
  * slot), per slot its order (priority << 32 | id), userdata and tombstone,
@@ -172,7 +176,7 @@ void oc__acl_side_lookup(const oc__acl_side_view_t *sv, const oc_acl_key_t *keys
 /* Lanes of @p b matching @p k (bit i = lane i), scalar and AVX-512
  * (F, BW, VL). */
 uint32_t oc__acl_blk_match_scalar(const oc__acl_blk_t *b, const oc_acl_key_t *k);
-extern int oc__acl_have_avx512;
+extern int oc__acl_have_avx512, oc__acl_have_avx2;
 uint32_t oc__acl_blk_match_avx512(const oc__acl_blk_t *b, const oc_acl_key_t *k);
 
 #endif

@@ -92,4 +92,10 @@ int oc__kv_ipv4(const char *s, uint32_t *ip);
  *  @return 0 and *@p ip, *@p len; -1 and both untouched. */
 int oc__kv_prefix(const char *s, uint32_t *ip, uint8_t *len);
 
+/** An IPv6 prefix ADDR[/0..128] (no length: /128): the address (network
+ *  byte order, as inet_pton writes it) is stored with the bits past the
+ *  length cleared.  "any" is not accepted (the family would be unknown).
+ *  @return 0 and *@p a, *@p len; -1 and both untouched. */
+int oc__kv_prefix6(const char *s, uint8_t a[16], uint8_t *len);
+
 #endif

@@ -169,12 +169,13 @@ uint32_t oc__acl_lookup_burst_scalar(oc_acl_t *acl, const oc_acl_key_t *keys,
 
 /** Which path oc__acl_lookup_burst() takes (process-wide): "avx512" (the
  *  AVX-512 gather walk, the default where the CPU has AVX-512 F/BW/VL),
- *  "avx512-leaf" (scalar walk, AVX-512 leaf tests) or "scalar" (static
- *  string). */
+ *  "avx512-leaf" (scalar walk, AVX-512 leaf tests), "avx2" (the gather walk
+ *  with AVX2, scalar leaf tests: the default where AVX2 is the best the
+ *  CPU has) or "scalar" (static string). */
 const char *oc__acl_lookup_method(void);
 
 /** Make oc__acl_lookup_burst() take path @p name ("scalar", "avx512-leaf",
- *  "avx512"; "auto" or NULL: the best this CPU has), for every classifier
+ *  "avx512", "avx2"; "auto" or NULL: the best this CPU has), for every classifier
  *  of the process: for tests and benchmarks that compare the paths.  Not
  *  meant to change while other threads look up (each burst takes one path,
  *  but which one is then a race).  oc__acl_create() applies the environment
