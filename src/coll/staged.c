@@ -1,0 +1,406 @@
+/*
+ * staged.c — collectives on CUDA device buffers (src/gpu), inline
+ * placement: the vector is cut into chunks of OC_GPU_CHUNK bytes, each
+ * staged through a pinned slot of the context's pool; chunk k is copied
+ * to the host while chunk k-1 is reduced or exchanged (an ordinary host
+ * collective on the slot) and chunk k-2 copied back, every copy queued
+ * on its slot's stream and waited for by polling its event from the
+ * progress hook: the caller's thread never blocks on the device.
+ *
+ * Matching across ranks: the chunks' collectives take their sequence
+ * numbers when the call is made (oc__coll_seq_take), not when their data
+ * arrives, so ranks whose copies finish in other orders still agree.
+ * Allreduce chunks use the algorithm the host path would use for the
+ * whole vector, so the result equals the host path's bit for bit.
+ *
+ * Correct or loud: a rank whose copy or query fails keeps running the
+ * chunks' collectives (so that no peer waits for ever) but writes nothing
+ * more to the caller's buffers, and a last small allreduce (the maximum
+ * of every rank's failure flag) makes the collective fail with OC_ERR_GPU
+ * on every rank.  Threading: the context's thread only.
+ */
+#include "coll_int.h"
+
+#include "gpu/gpu.h"
+#include "util/log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { SLOT_FREE = 0, SLOT_IN, SLOT_COLL, SLOT_OUT };
+
+typedef struct {
+    int           state;
+    size_t        chunk;  /* which chunk the slot holds */
+    oc_request_t *sub;    /* its collective (SLOT_COLL) */
+} slot_t;
+
+struct oc__staged {
+    int              kind;
+    oc__gpu_pool_t  *pool;   /* NULL when failed before the pool existed */
+    uint8_t         *spare;  /* host slots then (nothing to copy) */
+    uint64_t         ticket;
+    uint32_t         seq0;   /* nchunks + 1 numbers: chunks, then the flag */
+    int              sdev, rdev; /* the buffers are device memory */
+    const uint8_t   *sbuf;
+    uint8_t         *rbuf;
+    size_t           count, es, per; /* per: elements of a chunk (per peer) */
+    size_t           nchunks, started, done;
+    size_t           half;   /* a slot's input half; the output follows */
+    int              dtype, op, rd;
+    uint32_t         root, n, me;
+    int              gpu_err;   /* this rank's copies or queries failed */
+    oc_status_t      coll_err;  /* a chunk's collective failed */
+    oc_request_t    *agree;
+    int32_t          flag_in, flag_out;
+    slot_t          *slot;
+};
+
+static uint8_t *slot_mem(struct oc__staged *s, unsigned i)
+{
+    return s->pool != NULL ? oc__gpu_slot_host(s->pool, i)
+                           : s->spare + (size_t)i * 2 * s->half;
+}
+
+static unsigned nslots(const oc__coll_t *c, const struct oc__staged *s)
+{
+    return s->pool != NULL ? oc__gpu_pool_nslots(s->pool) : (unsigned)c->gpu_slots;
+}
+
+void oc__coll_staged_free(struct oc__staged *s)
+{
+    if (s == NULL)
+        return;
+    free(s->spare);
+    free(s->slot);
+    free(s);
+}
+
+void oc__coll_staged_fini(oc__coll_t *c)
+{
+    oc__gpu_pool_free(c->gpu_pool);
+    c->gpu_pool = NULL;
+}
+
+/* The pool of @p m's context, made by the first collective on device
+ * memory.  @return NULL (logged) when it cannot serve @p m. */
+static oc__gpu_pool_t *pool_for(oc__coll_t *c, const oc__gpu_mem_t *m)
+{
+    if (c->gpu_pool == NULL) {
+        if (oc__gpu_pool_new(m->cuctx, m->device, 2 * c->gpu_chunk,
+                             (unsigned)c->gpu_slots, &c->gpu_pool) != OC_OK)
+            return NULL;
+    }
+    if (oc__gpu_pool_ctx(c->gpu_pool) != m->cuctx) {
+        oc_error(OC_COMP_COLL, "rank %u: a device buffer on device %d, in "
+                 "another context than this rank's staging (device %d): "
+                 "one context per rank is served", oc__ext_rank(c->ctx),
+                 m->device, oc__gpu_pool_device(c->gpu_pool));
+        return NULL;
+    }
+    return c->gpu_pool;
+}
+
+/* Queue chunk k's input into slot i (device: a copy; host: memcpy). */
+static void chunk_in(struct oc__staged *s, unsigned i, size_t k)
+{
+    uint8_t *h = slot_mem(s, i);
+    size_t off = k * s->per, len = s->count - off < s->per ? s->count - off
+                                                           : s->per;
+    oc_status_t st = OC_OK;
+
+    if (s->gpu_err)
+        return;
+    if (s->kind == OC__STAGED_ALLTOALL) {
+        for (uint32_t p = 0; p < s->n && st == OC_OK; p++) {
+            const uint8_t *src = s->sbuf + (p * s->count + off) * s->es;
+            if (s->sdev)
+                st = oc__gpu_slot_d2h(s->pool, i, p * len * s->es, src,
+                                      len * s->es);
+            else
+                memcpy(h + p * len * s->es, src, len * s->es);
+        }
+    } else if (s->kind == OC__STAGED_ALLREDUCE ||
+               s->me == s->root) { /* bcast: the root's data only */
+        if (s->sdev)
+            st = oc__gpu_slot_d2h(s->pool, i, 0, s->sbuf + off * s->es,
+                                  len * s->es);
+        else
+            memcpy(h, s->sbuf + off * s->es, len * s->es);
+    }
+    if (st == OC_OK && s->sdev)
+        st = oc__gpu_slot_fence(s->pool, i);
+    if (st != OC_OK)
+        s->gpu_err = 1;
+}
+
+/* Queue chunk k's result from slot i into the caller's buffer. */
+static void chunk_out(struct oc__staged *s, unsigned i, size_t k)
+{
+    uint8_t *h = slot_mem(s, i);
+    uint8_t *res = s->kind == OC__STAGED_BCAST ? h : h + s->half;
+    size_t off = k * s->per, len = s->count - off < s->per ? s->count - off
+                                                           : s->per;
+    oc_status_t st = OC_OK;
+
+    if (s->gpu_err || s->coll_err != OC_OK ||
+        (s->kind == OC__STAGED_BCAST && s->me == s->root))
+        return;
+    if (s->kind == OC__STAGED_ALLTOALL) {
+        for (uint32_t p = 0; p < s->n && st == OC_OK; p++) {
+            uint8_t *dst = s->rbuf + (p * s->count + off) * s->es;
+            if (s->rdev)
+                st = oc__gpu_slot_h2d(s->pool, i, dst, s->half + p * len * s->es,
+                                      len * s->es);
+            else
+                memcpy(dst, res + p * len * s->es, len * s->es);
+        }
+    } else if (s->rdev) {
+        st = oc__gpu_slot_h2d(s->pool, i, s->rbuf + off * s->es,
+                              (size_t)(res - h), len * s->es);
+    } else {
+        memcpy(s->rbuf + off * s->es, res, len * s->es);
+    }
+    if (st == OC_OK && s->rdev)
+        st = oc__gpu_slot_fence(s->pool, i);
+    if (st != OC_OK)
+        s->gpu_err = 1;
+}
+
+static oc_request_t *chunk_coll(oc_context_t *ctx, struct oc__staged *s,
+                                unsigned i, size_t k)
+{
+    uint8_t *h = slot_mem(s, i);
+    size_t off = k * s->per, len = s->count - off < s->per ? s->count - off
+                                                           : s->per;
+
+    switch (s->kind) {
+    case OC__STAGED_ALLREDUCE:
+        return oc__coll_allreduce_build(ctx, h, h + s->half, len, s->dtype,
+                                        s->op, s->rd);
+    case OC__STAGED_ALLTOALL:
+        return oc__coll_alltoall_build(ctx, h, h + s->half, len, s->es);
+    default:
+        return oc__coll_bcast_build(ctx, h, len * s->es, s->root);
+    }
+}
+
+/* The slot's copies: done (OC_OK), not yet, or failed (flagged). */
+static int slot_ready(struct oc__staged *s, unsigned i)
+{
+    oc_status_t st;
+
+    if (s->pool == NULL)
+        return 1;
+    st = oc__gpu_slot_test(s->pool, i);
+    if (st == OC_INPROGRESS)
+        return 0;
+    if (st != OC_OK)
+        s->gpu_err = 1;
+    return 1;
+}
+
+static void finish(oc_request_t *req, oc_status_t st)
+{
+    oc__coll_t *c = oc__coll_of(req->ctx);
+
+    if (st != OC_OK && req->staged->pool != NULL)
+        oc__gpu_pool_drain(req->staged->pool); /* nothing writes later */
+    req->status = st;
+    c->gpu_serving++;
+}
+
+void oc__coll_staged_advance(oc_request_t *req)
+{
+    oc_context_t *ctx = req->ctx;
+    oc__coll_t *c = oc__coll_of(ctx);
+    struct oc__staged *s = req->staged;
+    unsigned ns;
+    int moved = 1;
+
+    if (req->status != OC_INPROGRESS || c->gpu_serving != s->ticket)
+        return; /* an earlier one has the slots */
+    ns = nslots(c, s);
+    while (moved) {
+        moved = 0;
+        for (unsigned i = 0; i < ns; i++) {
+            slot_t *sl = &s->slot[i];
+            if (sl->state == SLOT_FREE && s->started < s->nchunks &&
+                s->started % ns == i) {
+                sl->chunk = s->started++;
+                chunk_in(s, i, sl->chunk);
+                sl->state = SLOT_IN, moved = 1;
+            }
+            if (sl->state == SLOT_IN && slot_ready(s, i)) {
+                sl->sub = chunk_coll(ctx, s, i, sl->chunk);
+                if (sl->sub == NULL) { /* peers would wait: cannot go on */
+                    oc_error(OC_COMP_COLL, "rank %u: no memory for chunk %zu "
+                             "of a staged collective", s->me, sl->chunk);
+                    finish(req, OC_ERR_NO_MEMORY);
+                    return;
+                }
+                oc__coll_start_seq(ctx, sl->sub,
+                                   oc__coll_seq_nth(s->seq0,
+                                                    (uint32_t)sl->chunk));
+                sl->state = SLOT_COLL, moved = 1;
+            }
+            if (sl->state == SLOT_COLL && sl->sub->status != OC_INPROGRESS) {
+                if (sl->sub->status != OC_OK && s->coll_err == OC_OK)
+                    s->coll_err = sl->sub->status;
+                oc__coll_retire(sl->sub);
+                sl->sub = NULL;
+                chunk_out(s, i, sl->chunk);
+                sl->state = SLOT_OUT, moved = 1;
+            }
+            if (sl->state == SLOT_OUT && slot_ready(s, i)) {
+                sl->state = SLOT_FREE, moved = 1;
+                s->done++;
+                req->cur++; /* oc_wait: progress was made */
+            }
+        }
+    }
+    if (s->done < s->nchunks)
+        return;
+    if (s->agree == NULL) { /* every rank says whether its part failed */
+        s->flag_in = s->gpu_err;
+        s->agree = oc__coll_allreduce_build(ctx, &s->flag_in, &s->flag_out, 1,
+                                            OC_INT32, OC_MAX, 1);
+        if (s->agree == NULL) {
+            finish(req, OC_ERR_NO_MEMORY);
+            return;
+        }
+        oc__coll_start_seq(ctx, s->agree,
+                           oc__coll_seq_nth(s->seq0, (uint32_t)s->nchunks));
+    }
+    if (s->agree->status == OC_INPROGRESS)
+        return;
+    if (s->agree->status != OC_OK) {
+        oc_status_t st = s->agree->status;
+        oc__coll_retire(s->agree);
+        s->agree = NULL;
+        finish(req, st);
+        return;
+    }
+    oc__coll_retire(s->agree);
+    s->agree = NULL;
+    if (s->coll_err != OC_OK) {
+        finish(req, s->coll_err);
+    } else if (s->flag_out != 0) {
+        if (!s->gpu_err)
+            oc_error(OC_COMP_COLL, "rank %u: collective %u on device memory "
+                     "failed on another rank (its log says why)", s->me,
+                     req->seq);
+        finish(req, OC_ERR_GPU);
+    } else {
+        finish(req, OC_OK);
+    }
+}
+
+static oc_status_t load_cfg(oc__coll_t *c)
+{
+    oc__gpu_config_t g;
+    oc_status_t st;
+
+    if (c->gpu_cfg_loaded)
+        return OC_OK;
+    if ((st = oc__gpu_config(&g)) != OC_OK)
+        return st;
+    c->gpu_chunk = g.chunk, c->gpu_slots = g.slots;
+    c->gpu_cfg_loaded = 1;
+    return OC_OK;
+}
+
+int oc__coll_staged_try(oc_context_t *ctx, int kind, const void *sbuf,
+                        void *rbuf, size_t count, int dtype, int op,
+                        uint32_t root, oc_request_t **req_p, oc_status_t *st)
+{
+    oc__coll_t *c = oc__coll_of(ctx);
+    oc__gpu_mem_t ms = {-1, NULL}, mr = {-1, NULL};
+    int bad = 0;
+    struct oc__staged *s;
+    oc_request_t *req;
+    const oc__gpu_mem_t *m;
+
+    if (!oc__gpu_available())
+        return 0; /* no driver: host memory, as before */
+    if (sbuf != NULL && oc__gpu_mem_of(sbuf, &ms) != OC_OK)
+        bad = 1;
+    if (rbuf != NULL && rbuf != sbuf && oc__gpu_mem_of(rbuf, &mr) != OC_OK)
+        bad = 1;
+    if (rbuf == sbuf)
+        mr = ms;
+    if (!bad && ms.device < 0 && mr.device < 0)
+        return 0;
+    if (kind == 0 || oc__coll_placed(ctx)) {
+        static int said;
+        if (!said++)
+            oc_warn(OC_COMP_COLL, "%s on device buffers is not served %s "
+                    "(docs/gpu.md)", kind == 0 ? "all-to-allv" : "a collective",
+                    kind == 0 ? "yet" : "in the agent placement yet");
+        *st = OC_ERR_UNSUPPORTED;
+        return 1;
+    }
+    if ((*st = load_cfg(c)) != OC_OK)
+        return 1;
+    if ((s = calloc(1, sizeof(*s))) == NULL ||
+        (s->slot = calloc(c->gpu_slots, sizeof(*s->slot))) == NULL) {
+        free(s);
+        *st = OC_ERR_NO_MEMORY;
+        return 1;
+    }
+    s->kind = kind, s->count = count, s->dtype = dtype, s->op = op;
+    s->es = oc__dtype_size(dtype), s->root = root;
+    s->n = oc__ext_size(ctx), s->me = oc__ext_rank(ctx);
+    s->sbuf = sbuf, s->rbuf = rbuf;
+    s->sdev = ms.device >= 0, s->rdev = mr.device >= 0;
+    s->half = c->gpu_chunk;
+    s->per = kind == OC__STAGED_ALLTOALL ? c->gpu_chunk / (s->n * s->es)
+                                         : c->gpu_chunk / s->es;
+    if (s->per == 0) { /* OC_GPU_CHUNK below one element per rank */
+        oc_error(OC_COMP_COLL, "OC_GPU_CHUNK=%llu holds no element per rank "
+                 "(%u ranks)", (unsigned long long)c->gpu_chunk, s->n);
+        oc__coll_staged_free(s);
+        *st = OC_ERR_CONFIG;
+        return 1;
+    }
+    s->nchunks = (count + s->per - 1) / s->per;
+    if (s->nchunks >= 1u << (OC__COLL_SEQ_BITS - 1)) {
+        oc_error(OC_COMP_COLL, "a staged collective of %zu chunks: raise "
+                 "OC_GPU_CHUNK", s->nchunks);
+        oc__coll_staged_free(s);
+        *st = OC_ERR_COLL_COUNT;
+        return 1;
+    }
+    if (kind == OC__STAGED_ALLREDUCE)
+        s->rd = oc__coll_allreduce_rd(ctx, count * s->es, s->es);
+    m = s->sdev ? &ms : &mr;
+    if (bad || (s->pool = pool_for(c, m)) == NULL ||
+        (s->sdev && s->rdev && ms.cuctx != mr.cuctx)) {
+        if (s->pool != NULL && s->sdev && s->rdev)
+            oc_error(OC_COMP_COLL, "rank %u: send and receive buffers on "
+                     "devices %d and %d", s->me, ms.device, mr.device);
+        /* take part, so that no peer waits, and fail everywhere */
+        s->gpu_err = 1;
+        s->pool = NULL;
+        s->spare = malloc(c->gpu_slots * 2 * s->half);
+        if (s->spare == NULL) {
+            oc__coll_staged_free(s);
+            *st = OC_ERR_NO_MEMORY;
+            return 1;
+        }
+    }
+    if ((req = oc__coll_req_new(ctx, 0)) == NULL) {
+        oc__coll_staged_free(s);
+        *st = OC_ERR_NO_MEMORY;
+        return 1;
+    }
+    req->staged = s;
+    s->ticket = c->gpu_ticket++;
+    s->seq0 = oc__coll_seq_take(c, (uint32_t)s->nchunks + 1);
+    req->seq = s->seq0;
+    oc__coll_link(c, req);
+    oc__coll_staged_advance(req);
+    *req_p = req;
+    *st = OC_OK;
+    return 1;
+}
