@@ -1,0 +1,174 @@
+/*
+ * coll_gpu_check.c — collectives on device buffers (src/coll/staged.c)
+ * against the libcuda double, under mpirun: every result compared bit for
+ * bit with the same collective on host buffers; then the failures
+ * (a copy failing on one rank, a pointer the driver cannot describe)
+ * must fail the collective with OC_ERR_GPU on
+ * every rank, and the next one must work again.
+ * Usage: coll_gpu_check   (OC_LIBCUDA names the double; OC_GPU_CHUNK small
+ * enough that the vectors take several chunks)
+ */
+#include <offcore/coll.h>
+#include <offcore/mpi.h>
+
+#include "fake_api.h"
+
+#include <stdint.h>
+#include <string.h>
+
+static fake_api_t fk;
+static int rank, size, fails;
+
+static oc_status_t noop(void *a, uint32_t s, const void *p, size_t l)
+{
+    (void)a, (void)s, (void)p, (void)l;
+    return OC_OK;
+}
+
+static void fill(void *buf, size_t bytes, unsigned seed, oc_dtype_t t)
+{
+    if (t == OC_FLOAT32) {
+        float *f = buf;
+        for (size_t i = 0; i < bytes / 4; i++)
+            f[i] = (float)((i * 2654435761u + seed * 40503u) % 100003) / 7.0f;
+    } else {
+        uint8_t *b = buf;
+        for (size_t i = 0; i < bytes; i++)
+            b[i] = (uint8_t)(i * 31 + seed * 17);
+    }
+}
+
+static void expect(int ok, const char *what, size_t count)
+{
+    if (!ok) {
+        fprintf(stderr, "FAIL rank %d: %s, count %zu\n", rank, what, count);
+        fails++;
+    }
+}
+
+/* kind 0 allreduce, 1 alltoall, 2 bcast; @p inplace; non-blocking with
+ * a host collective in flight beside it, progressed by oc_poll alone */
+static void check(oc_context_t *ctx, int kind, oc_dtype_t t, size_t count,
+                  int inplace)
+{
+    size_t es = oc_dtype_size(t);
+    size_t bytes = count * es * (kind == 1 ? (size_t)size : 1);
+    uint8_t *hs = malloc(bytes), *hr = malloc(bytes), *dr = malloc(bytes);
+    uint8_t *side = malloc(64), *side_r = malloc(64);
+    void *ds, *drv;
+    oc_request_t *rq = NULL, *rq2 = NULL;
+    oc_status_t st, st2;
+
+    fill(hs, bytes, (unsigned)rank + 1, t);
+    ds = fake_dev_alloc(&fk, hs, bytes);
+    drv = inplace || kind == 2 ? ds : fake_dev_alloc(&fk, NULL, bytes);
+    memset(side, rank, 64);
+    if (kind == 0)
+        st = oc_iallreduce(ctx, inplace ? OC_IN_PLACE : ds, drv, count, t,
+                           OC_SUM, &rq);
+    else if (kind == 1)
+        st = oc_ialltoall(ctx, inplace ? OC_IN_PLACE : ds, drv, count, t, &rq);
+    else
+        st = oc_ibcast(ctx, ds, count, t, (uint32_t)(size - 1), &rq);
+    expect(st == OC_OK, "start", count);
+    st2 = oc_iallreduce(ctx, side, side_r, 16, OC_INT32,
+                        OC_MAX, &rq2);
+    (void)st2;
+    /* a host collective started after it, on host memory: both finish */
+    for (int i = 0; i < 100000 && rq != NULL; i++) {
+        oc_poll(ctx);
+        if (i % 64 == 63)
+            (void)oc_test(&rq);
+    }
+    st = rq != NULL ? oc_wait(&rq) : OC_OK;
+    expect(st == OC_OK, "device collective", count);
+    expect(oc_wait(&rq2) == OC_OK, "host collective beside it", count);
+    if (kind == 0)
+        st = oc_allreduce(ctx, OC_IN_PLACE, hs, count, t, OC_SUM);
+    else if (kind == 1)
+        st = oc_alltoall(ctx, OC_IN_PLACE, hs, count, t);
+    else
+        st = oc_bcast(ctx, hs, count, t, (uint32_t)(size - 1));
+    expect(st == OC_OK, "host collective", count);
+    expect(fk.dtoh(dr, (uintptr_t)drv, bytes) == 0, "cuMemcpyDtoH", count);
+    expect(memcmp(dr, hs, bytes) == 0, kind == 0   ? "allreduce differs from the host path"
+                                       : kind == 1 ? "alltoall differs from the host path"
+                                                   : "bcast differs from the host path",
+           count);
+    fk.mem_free((uintptr_t)ds);
+    if (drv != ds)
+        fk.mem_free((uintptr_t)drv);
+    free(hs), free(hr), free(dr), free(side), free(side_r);
+}
+
+/* A failure planted on rank @p who by FAKE_CUDA_FAIL=@p spec: every rank
+ * must get OC_ERR_GPU, then an allreduce must work again. */
+static void check_fail(oc_context_t *ctx, const char *spec, int who)
+{
+    const size_t count = 50000;
+    float *h = malloc(count * 4);
+    void *d;
+    char buf[64];
+    oc_status_t st;
+
+    fill(h, count * 4, 1, OC_FLOAT32);
+    d = fake_dev_alloc(&fk, h, count * 4);
+    if (rank == who) {
+        if (strcmp(spec, "copy") == 0) /* the third copy from now */
+            snprintf(buf, sizeof(buf), "copy:%lu", fk.enqueued() + 3);
+        else
+            snprintf(buf, sizeof(buf), "%s", spec);
+        setenv("FAKE_CUDA_FAIL", buf, 1);
+    }
+    st = oc_allreduce(ctx, OC_IN_PLACE, d, count, OC_FLOAT32, OC_SUM);
+    unsetenv("FAKE_CUDA_FAIL");
+    if (st != OC_ERR_GPU) {
+        fprintf(stderr, "FAIL rank %d: %s planted on rank %d: %s, not "
+                "OC_ERR_GPU\n", rank, spec, who, oc_status_string(st));
+        fails++;
+    }
+    fk.htod((uintptr_t)d, h, count * 4);
+    st = oc_allreduce(ctx, OC_IN_PLACE, d, count, OC_FLOAT32, OC_SUM);
+    expect(st == OC_OK, "the allreduce after a failure", count);
+    fk.mem_free((uintptr_t)d);
+    free(h);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Comm comm = MPI_COMM_WORLD;
+    oc_context_t *ctx;
+    oc_context_params_t p = {.field_mask = OC_PARAM_HANDLER, .handler = noop};
+    void *cx;
+    size_t counts[] = {1, 3, 1001, 4099, 20000, 70001};
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    if (fake_api_load(&fk) != 0 || fk.ctx_create(&cx, 0, 0) != 0)
+        MPI_Abort(comm, 1);
+    if (oc_init_mpi(&comm, &p, &ctx) != OC_OK)
+        MPI_Abort(comm, 1);
+    unsigned long before = fk.copies();
+    for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
+        check(ctx, 0, OC_FLOAT32, counts[k], 0);
+        check(ctx, 0, OC_FLOAT64, counts[k], 1);
+        check(ctx, 0, OC_INT32, counts[k], 0);
+        check(ctx, 1, OC_FLOAT32, counts[k] / 4 + 1, 0);
+        check(ctx, 1, OC_INT64, counts[k] / 8 + 1, 1);
+        check(ctx, 2, OC_FLOAT32, counts[k], 0);
+    }
+    expect(fk.copies() > before, "no copy went through the double", 0);
+    check_fail(ctx, "copy", 0);
+    check_fail(ctx, "copy", size - 1);
+    check_fail(ctx, "ptr", 1 % size);
+    int all = fails;
+    MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_SUM, comm);
+    oc_finalize(ctx);
+    if (rank == 0)
+        printf("%s: device-buffer collectives on %d ranks (%lu staged "
+               "copies on rank 0)\n", all ? "FAIL" : "PASS", size,
+               fk.copies() - before);
+    MPI_Finalize();
+    return all ? 1 : 0;
+}
