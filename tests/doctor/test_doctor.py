@@ -201,8 +201,27 @@ def here(binary):
         check(by["gpudirect"]["verdict"] == "n/a", "json: gpudirect n/a")
 
 
-def nccl(binary, lib):
-    """The NCCL probe on a recorded GPU host, live, with fake_nccl.c."""
+def nccl(binary, lib, broken):
+    """The NCCL probe on a recorded GPU host, live, with fake_nccl.c; and
+    a libnccl that exists but needs a library that does not: a warning
+    naming the file and the loader's words, not "not installed"."""
+    rc, out, err = run(binary, "--root", os.path.join(FIX, "dgx-ok"),
+                       "--live", "--json", "--nccl", broken,
+                       "--nccl-timeout", "2")
+    doc = load(out, "nccl broken")
+    if doc is not None:
+        c = {c["id"]: c for c in doc["checks"]}["nccl"]
+        check(c["verdict"] == "warn" and broken in c["summary"] and
+              "libocmissing.so.0" in c["summary"],
+              "nccl broken: %s %s" % (c["verdict"], c["summary"]))
+    rc, out, err = run(binary, "--root", os.path.join(FIX, "dgx-ok"),
+                       "--live", "--json", "--nccl", "/nonexistent/libnccl.so.2",
+                       "--nccl-timeout", "2")
+    doc = load(out, "nccl missing")
+    if doc is not None:
+        c = {c["id"]: c for c in doc["checks"]}["nccl"]
+        check(c["verdict"] == "n/a" and "not installed" in c["summary"],
+              "nccl missing: %s %s" % (c["verdict"], c["summary"]))
     for net, verdict, text, req in (
             ("IB", "ok", "NCCL uses NET/IB with GPUDirect RDMA", True),
             ("Socket", "fail", "NET/Socket (TCP) although RDMA", False),
@@ -314,7 +333,7 @@ def main():
     if mode == "daemons":
         daemons(binary, sys.argv[3])
     elif mode == "nccl":
-        nccl(binary, sys.argv[3])
+        nccl(binary, sys.argv[3], sys.argv[4])
     else:
         {"fixtures": fixtures, "here": here}[mode](binary)
     if failures:
