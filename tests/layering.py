@@ -59,7 +59,7 @@ LAYERS = {
     "coll-mpi": ["util"],
     "agent": ["coll", "engine", "transport", "ctl", "wire", "metrics", "util"],
     "dp": ["pkt", "acl", "ctl", "metrics", "util"],
-    "tools": ["runtime", "transport", "ctl", "wire", "metrics", "util"],
+    "tools": ["runtime", "gpu", "transport", "ctl", "wire", "metrics", "util"],
 }
 # module -> its folder under src/
 FOLDER = {m: m for m in LAYERS}
