@@ -19,7 +19,8 @@
  *             it runs (CUDA_ERROR_ILLEGAL_ADDRESS, from the event query)
  *   hostalloc cuMemHostAlloc fails (CUDA_ERROR_OUT_OF_MEMORY)
  * FAKE_CUDA_DEVICES: how many devices (default 1).
- * Extra entry points for tests: cuCtxCreate_v2, cuCtxDestroy_v2,
+ * Extra entry points for tests and bench/gpu-coll: cuCtxCreate_v2,
+ * cuCtxDestroy_v2, cuDevicePrimaryCtxRetain, cuCtxSetCurrent,
  * cuMemAlloc_v2, cuMemFree_v2, cuMemcpyHtoD_v2, cuMemcpyDtoH_v2, and
  * fake_cuda_copies() (async copies run so far), fake_cuda_enqueued()
  * (async copies queued so far: copy:N counts these).
@@ -145,6 +146,22 @@ API CUresult cuCtxCreate_v2(CUcontext *cx, unsigned flags, int dev)
 }
 
 API CUresult cuCtxDestroy_v2(CUcontext cx) { (void)cx; return OK; }
+
+API CUresult cuDevicePrimaryCtxRetain(CUcontext *cx, int dev)
+{
+    if (dev < 0 || dev >= ndev())
+        return E_INVALID_DEVICE;
+    *cx = &primary[dev];
+    return OK;
+}
+
+API CUresult cuCtxSetCurrent(CUcontext cx)
+{
+    if (depth == 0)
+        depth = 1;
+    stack[depth - 1] = cx;
+    return OK;
+}
 
 API CUresult cuCtxPushCurrent_v2(CUcontext cx)
 {
