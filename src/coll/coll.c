@@ -293,6 +293,11 @@ static int settling(oc_request_t *req)
     return now < req->settle_us;
 }
 
+int oc__coll_req_done(oc_request_t *req)
+{
+    return req->status != OC_INPROGRESS && !settling(req);
+}
+
 static void unlink_req(oc__coll_t *c, oc_request_t *req)
 {
     for (oc_request_t **p = &c->active; *p != NULL; p = &(*p)->next)

@@ -158,6 +158,9 @@ void oc__coll_start_seq(oc_context_t *ctx, oc_request_t *req, uint32_t seq);
 /** Take a finished (not OC_INPROGRESS) internal request off the active
  *  list and free it (or keep it until its sends complete). */
 void oc__coll_retire(oc_request_t *req);
+/** Has @p req ended (nothing more to wait for: oc_test() would return its
+ *  status without progressing)? */
+int oc__coll_req_done(oc_request_t *req);
 
 /* algos.c: schedules without starting them (staged.c starts them).
  * @p rd: recursive doubling (else reduce-scatter + all-gather, in rank

@@ -17,7 +17,16 @@
  * chunks' collectives (so that no peer waits for ever) but writes nothing
  * more to the caller's buffers, and a last small allreduce (the maximum
  * of every rank's failure flag) makes the collective fail with OC_ERR_GPU
- * on every rank.  Threading: the context's thread only.
+ * on every rank.
+ *
+ * The agent placement (placed mode): the rank stages the whole vector into
+ * a pinned buffer of its own (a lane: own stream and event) during the
+ * call, starts the ordinary host collective on it (the agent does the
+ * rest) and the flag allreduce right after, both in call order; once the
+ * collective completes, the result is copied back.  A copy-in failure is
+ * agreed on every rank; a copy-back failure fails only the rank whose
+ * copy failed (its peers' results are right).  Threading: the context's
+ * thread only.
  */
 #include "coll_int.h"
 
@@ -54,6 +63,13 @@ struct oc__staged {
     oc_request_t    *agree;
     int32_t          flag_in, flag_out;
     slot_t          *slot;
+    /* placed mode */
+    int              placed, out_queued;
+    oc__gpu_lane_t  *lane;
+    uint8_t         *host;   /* the lane's memory, or malloc'd (failed) */
+    size_t           bytes;  /* of one vector (send or receive) */
+    oc_request_t    *inner;
+    oc_status_t      inner_st;
 };
 
 static uint8_t *slot_mem(struct oc__staged *s, unsigned i)
@@ -71,6 +87,16 @@ void oc__coll_staged_free(struct oc__staged *s)
 {
     if (s == NULL)
         return;
+    if (s->inner != NULL || s->agree != NULL) {
+        /* failed with the host collective still running (a peer died):
+         * the agent may yet write into the buffer; leave it */
+        oc_debug(OC_COMP_COLL, "a staged collective ended early: its "
+                 "staging buffer stays allocated");
+    } else {
+        oc__gpu_lane_free(s->lane);
+        if (s->lane == NULL)
+            free(s->host);
+    }
     free(s->spare);
     free(s->slot);
     free(s);
@@ -210,7 +236,69 @@ static void finish(oc_request_t *req, oc_status_t st)
     c->gpu_serving++;
 }
 
+/* The agent placement's request: the host collective, the flag, the copy
+ * back. */
+static void placed_advance(oc_request_t *req)
+{
+    struct oc__staged *s = req->staged;
+    oc_status_t st;
+
+    if (s->inner != NULL && oc__coll_req_done(s->inner)) {
+        s->inner_st = oc_test(&s->inner); /* ended: frees it, no progress */
+        s->inner = NULL;
+        if (s->inner_st == OC_OK && !s->gpu_err && s->rdev &&
+            (s->kind != OC__STAGED_BCAST || s->me != s->root)) {
+            size_t off = s->kind == OC__STAGED_BCAST ? 0 : s->bytes;
+            if (oc__gpu_lane_h2d(s->lane, s->rbuf, off, s->bytes) != OC_OK ||
+                oc__gpu_lane_fence(s->lane) != OC_OK)
+                s->out_queued = -1;
+            else
+                s->out_queued = 1;
+        } else if (s->inner_st == OC_OK && !s->gpu_err && !s->rdev &&
+                   s->kind != OC__STAGED_BCAST) {
+            memcpy(s->rbuf, s->host + s->bytes, s->bytes);
+        }
+    }
+    if (s->agree != NULL && oc__coll_req_done(s->agree)) {
+        st = oc_test(&s->agree);
+        s->agree = NULL;
+        if (st != OC_OK && s->inner_st == OC_OK)
+            s->inner_st = st;
+    }
+    if (s->inner != NULL || s->agree != NULL)
+        return;
+    if (s->out_queued == 1) {
+        st = oc__gpu_lane_test(s->lane);
+        if (st == OC_INPROGRESS)
+            return;
+        s->out_queued = st == OC_OK ? 2 : -1;
+    }
+    if (s->inner_st != OC_OK) {
+        finish(req, s->inner_st);
+    } else if (s->flag_out != 0 || s->out_queued == -1) {
+        if (!s->gpu_err && s->out_queued != -1)
+            oc_error(OC_COMP_COLL, "rank %u: collective %u on device memory "
+                     "failed on another rank (its log says why)", s->me,
+                     req->seq);
+        finish(req, OC_ERR_GPU);
+    } else {
+        finish(req, OC_OK);
+    }
+}
+
+static void staged_advance_inline(oc_request_t *req);
+
 void oc__coll_staged_advance(oc_request_t *req)
+{
+    if (req->staged->placed) {
+        if (req->status == OC_INPROGRESS)
+            placed_advance(req);
+        return;
+    }
+    staged_advance_inline(req);
+}
+
+static void staged_advance_inline(oc_request_t *req)
 {
     oc_context_t *ctx = req->ctx;
     oc__coll_t *c = oc__coll_of(ctx);
@@ -296,6 +384,81 @@ void oc__coll_staged_advance(oc_request_t *req)
     }
 }
 
+/* The agent placement: stage the whole input now, start the host
+ * collective and the flag allreduce (call order), copy back later. */
+static oc_status_t placed_start(oc_context_t *ctx, oc__coll_t *c,
+                                struct oc__staged *s, const oc__gpu_mem_t *ms,
+                                const oc__gpu_mem_t *mr, int bad,
+                                oc_request_t **req_p)
+{
+    size_t need = s->kind == OC__STAGED_BCAST ? s->bytes : 2 * s->bytes;
+    oc__gpu_pool_t *pool = NULL;
+    oc_request_t *req;
+    uint8_t *hs, *hr;
+    oc_status_t st;
+
+    s->placed = 1;
+    if (!bad) {
+        pool = pool_for(c, s->sdev ? ms : mr);
+        if (pool != NULL && s->sdev && s->rdev && ms->cuctx != mr->cuctx) {
+            oc_error(OC_COMP_COLL, "rank %u: send and receive buffers on "
+                     "devices %d and %d", s->me, ms->device, mr->device);
+            pool = NULL;
+        }
+        if (pool != NULL && oc__gpu_lane_new(pool, need, &s->lane) != OC_OK)
+            s->lane = NULL;
+    }
+    if (s->lane != NULL) {
+        s->host = oc__gpu_lane_host(s->lane);
+    } else { /* take part, so that no peer waits, and fail everywhere */
+        s->gpu_err = 1;
+        if ((s->host = malloc(need)) == NULL)
+            return OC_ERR_NO_MEMORY;
+    }
+    hs = s->host;
+    hr = s->kind == OC__STAGED_BCAST ? s->host : s->host + s->bytes;
+    if (!s->gpu_err && (s->kind != OC__STAGED_BCAST || s->me == s->root)) {
+        if (!s->sdev) {
+            memcpy(hs, s->sbuf, s->bytes);
+        } else if (oc__gpu_lane_d2h(s->lane, 0, s->sbuf, s->bytes) != OC_OK ||
+                   oc__gpu_lane_fence(s->lane) != OC_OK) {
+            s->gpu_err = 1;
+        } else { /* the rank stages: the agent needs the data now */
+            while ((st = oc__gpu_lane_test(s->lane)) == OC_INPROGRESS)
+                ;
+            s->gpu_err = st != OC_OK;
+        }
+    }
+    if (s->kind == OC__STAGED_ALLREDUCE)
+        st = oc_iallreduce(ctx, hs, hr, s->count, s->dtype, s->op, &s->inner);
+    else if (s->kind == OC__STAGED_ALLTOALL)
+        st = oc_ialltoall(ctx, hs, hr, s->count, s->dtype, &s->inner);
+    else
+        st = oc_ibcast(ctx, hs, s->count, s->dtype, s->root, &s->inner);
+    if (st != OC_OK) {
+        s->inner = NULL;
+        return st;
+    }
+    s->flag_in = s->gpu_err;
+    st = oc_iallreduce(ctx, &s->flag_in, &s->flag_out, 1, OC_INT32, OC_MAX,
+                       &s->agree);
+    if (st != OC_OK) {
+        s->agree = NULL;
+        (void)oc_wait(&s->inner);
+        return st;
+    }
+    if ((req = oc__coll_req_new(ctx, 0)) == NULL) {
+        (void)oc_wait(&s->inner);
+        (void)oc_wait(&s->agree);
+        return OC_ERR_NO_MEMORY;
+    }
+    req->staged = s;
+    req->seq = s->inner != NULL ? s->inner->seq : 0;
+    oc__coll_link(c, req);
+    *req_p = req;
+    return OC_OK;
+}
+
 static oc_status_t load_cfg(oc__coll_t *c)
 {
     oc__gpu_config_t g;
@@ -331,12 +494,11 @@ int oc__coll_staged_try(oc_context_t *ctx, int kind, const void *sbuf,
         mr = ms;
     if (!bad && ms.device < 0 && mr.device < 0)
         return 0;
-    if (kind == 0 || oc__coll_placed(ctx)) {
+    if (kind == 0) {
         static int said;
         if (!said++)
-            oc_warn(OC_COMP_COLL, "%s on device buffers is not served %s "
-                    "(docs/gpu.md)", kind == 0 ? "all-to-allv" : "a collective",
-                    kind == 0 ? "yet" : "in the agent placement yet");
+            oc_warn(OC_COMP_COLL, "all-to-allv on device buffers is not "
+                    "served yet (docs/gpu.md)");
         *st = OC_ERR_UNSUPPORTED;
         return 1;
     }
@@ -361,6 +523,12 @@ int oc__coll_staged_try(oc_context_t *ctx, int kind, const void *sbuf,
                  "(%u ranks)", (unsigned long long)c->gpu_chunk, s->n);
         oc__coll_staged_free(s);
         *st = OC_ERR_CONFIG;
+        return 1;
+    }
+    s->bytes = count * s->es * (kind == OC__STAGED_ALLTOALL ? s->n : 1);
+    if (oc__coll_placed(ctx)) {
+        if ((*st = placed_start(ctx, c, s, &ms, &mr, bad, req_p)) != OC_OK)
+            oc__coll_staged_free(s);
         return 1;
     }
     s->nchunks = (count + s->per - 1) / s->per;

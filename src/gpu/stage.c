@@ -140,19 +140,16 @@ void oc__gpu_pool_free(oc__gpu_pool_t *p)
     free(p);
 }
 
-static oc_status_t copy(oc__gpu_pool_t *p, unsigned slot, size_t off,
-                        void *dev, size_t len, int to_host)
+static oc_status_t copy_on(oc__gpu_pool_t *p, slot_t *s, size_t cap,
+                           size_t off, void *dev, size_t len, int to_host)
 {
     const oc__cuda_t *cu = oc__cuda();
-    slot_t *s;
     CUresult r;
 
-    if (slot >= p->nslots || off > p->slot_bytes ||
-        len > p->slot_bytes - off)
+    if (off > cap || len > cap - off)
         return OC_ERR_INVALID_PARAM;
     if (len == 0)
         return OC_OK;
-    s = &p->slot[slot];
     if (!push(p))
         return OC_ERR_GPU;
     r = to_host ? cu->cuMemcpyDtoHAsync(s->host + off,
@@ -173,42 +170,48 @@ static oc_status_t copy(oc__gpu_pool_t *p, unsigned slot, size_t off,
 oc_status_t oc__gpu_slot_d2h(oc__gpu_pool_t *p, unsigned slot, size_t off,
                              const void *dev, size_t len)
 {
-    return copy(p, slot, off, (void *)(uintptr_t)dev, len, 1);
+    if (slot >= p->nslots)
+        return OC_ERR_INVALID_PARAM;
+    return copy_on(p, &p->slot[slot], p->slot_bytes, off,
+                   (void *)(uintptr_t)dev, len, 1);
 }
 
 oc_status_t oc__gpu_slot_h2d(oc__gpu_pool_t *p, unsigned slot, void *dev,
                              size_t off, size_t len)
 {
-    return copy(p, slot, off, dev, len, 0);
+    if (slot >= p->nslots)
+        return OC_ERR_INVALID_PARAM;
+    return copy_on(p, &p->slot[slot], p->slot_bytes, off, dev, len, 0);
 }
 
-oc_status_t oc__gpu_slot_fence(oc__gpu_pool_t *p, unsigned slot)
+static oc_status_t fence_on(oc__gpu_pool_t *p, slot_t *s)
 {
     CUresult r;
 
-    if (slot >= p->nslots)
-        return OC_ERR_INVALID_PARAM;
     if (!push(p))
         return OC_ERR_GPU;
-    r = oc__cuda()->cuEventRecord(p->slot[slot].event, p->slot[slot].stream);
+    r = oc__cuda()->cuEventRecord(s->event, s->stream);
     pop();
     if (r != CUDA_SUCCESS) {
         oc_error(OC_COMP_GPU, "device %d: cuEventRecord: %s", p->device,
                  oc__cuda_err(r));
         return OC_ERR_GPU;
     }
-    p->slot[slot].fenced = 1;
+    s->fenced = 1;
     return OC_OK;
 }
 
-oc_status_t oc__gpu_slot_test(oc__gpu_pool_t *p, unsigned slot)
+oc_status_t oc__gpu_slot_fence(oc__gpu_pool_t *p, unsigned slot)
 {
-    slot_t *s;
-    CUresult r;
-
     if (slot >= p->nslots)
         return OC_ERR_INVALID_PARAM;
-    s = &p->slot[slot];
+    return fence_on(p, &p->slot[slot]);
+}
+
+static oc_status_t test_on(oc__gpu_pool_t *p, slot_t *s)
+{
+    CUresult r;
+
     if (!s->fenced)
         return OC_OK;
     if (!push(p))
@@ -224,4 +227,104 @@ oc_status_t oc__gpu_slot_test(oc__gpu_pool_t *p, unsigned slot)
         return OC_ERR_GPU;
     }
     return OC_OK;
+}
+
+oc_status_t oc__gpu_slot_test(oc__gpu_pool_t *p, unsigned slot)
+{
+    if (slot >= p->nslots)
+        return OC_ERR_INVALID_PARAM;
+    return test_on(p, &p->slot[slot]);
+}
+
+/* A lane: one pinned buffer with a stream and an event of its own, in a
+ * pool's context, for a copy that is not cut into the pool's slots (the
+ * agent placement stages a whole vector). */
+struct oc__gpu_lane {
+    oc__gpu_pool_t *pool;
+    size_t          bytes;
+    slot_t          s;
+};
+
+oc_status_t oc__gpu_lane_new(oc__gpu_pool_t *p, size_t bytes,
+                             oc__gpu_lane_t **lane_p)
+{
+    const oc__cuda_t *cu = oc__cuda();
+    oc__gpu_lane_t *l;
+    CUresult r;
+    const char *what = "cuMemHostAlloc";
+
+    if (p == NULL || bytes == 0 || lane_p == NULL)
+        return OC_ERR_INVALID_PARAM;
+    if ((l = calloc(1, sizeof(*l))) == NULL)
+        return OC_ERR_NO_MEMORY;
+    l->pool = p, l->bytes = bytes;
+    if (!push(p)) {
+        free(l);
+        return OC_ERR_GPU;
+    }
+    r = cu->cuMemHostAlloc((void **)&l->s.host, bytes, CU_MEMHOSTALLOC_PORTABLE);
+    if (r == CUDA_SUCCESS) {
+        what = "cuStreamCreate";
+        r = cu->cuStreamCreate(&l->s.stream, CU_STREAM_NON_BLOCKING);
+    }
+    if (r == CUDA_SUCCESS) {
+        what = "cuEventCreate";
+        r = cu->cuEventCreate(&l->s.event, CU_EVENT_DISABLE_TIMING);
+    }
+    pop();
+    if (r != CUDA_SUCCESS) {
+        oc_error(OC_COMP_GPU, "device %d: a staging buffer of %zu bytes: %s: "
+                 "%s (pinned memory counts against RLIMIT_MEMLOCK)", p->device,
+                 bytes, what, oc__cuda_err(r));
+        oc__gpu_lane_free(l);
+        return OC_ERR_GPU;
+    }
+    *lane_p = l;
+    return OC_OK;
+}
+
+void oc__gpu_lane_free(oc__gpu_lane_t *l)
+{
+    const oc__cuda_t *cu = oc__cuda();
+
+    if (l == NULL)
+        return;
+    if (push(l->pool)) {
+        if (l->s.stream != NULL)
+            (void)cu->cuStreamSynchronize(l->s.stream);
+        if (l->s.event != NULL)
+            (void)cu->cuEventDestroy(l->s.event);
+        if (l->s.stream != NULL)
+            (void)cu->cuStreamDestroy(l->s.stream);
+        if (l->s.host != NULL)
+            (void)cu->cuMemFreeHost(l->s.host);
+        pop();
+    }
+    free(l);
+}
+
+uint8_t *oc__gpu_lane_host(oc__gpu_lane_t *l) { return l->s.host; }
+size_t oc__gpu_lane_bytes(const oc__gpu_lane_t *l) { return l->bytes; }
+
+oc_status_t oc__gpu_lane_d2h(oc__gpu_lane_t *l, size_t off, const void *dev,
+                             size_t len)
+{
+    return copy_on(l->pool, &l->s, l->bytes, off, (void *)(uintptr_t)dev, len,
+                   1);
+}
+
+oc_status_t oc__gpu_lane_h2d(oc__gpu_lane_t *l, void *dev, size_t off,
+                             size_t len)
+{
+    return copy_on(l->pool, &l->s, l->bytes, off, dev, len, 0);
+}
+
+oc_status_t oc__gpu_lane_fence(oc__gpu_lane_t *l)
+{
+    return fence_on(l->pool, &l->s);
+}
+
+oc_status_t oc__gpu_lane_test(oc__gpu_lane_t *l)
+{
+    return test_on(l->pool, &l->s);
 }

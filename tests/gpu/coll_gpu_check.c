@@ -101,9 +101,11 @@ static void check(oc_context_t *ctx, int kind, oc_dtype_t t, size_t count,
     free(hs), free(hr), free(dr), free(side), free(side_r);
 }
 
-/* A failure planted on rank @p who by FAKE_CUDA_FAIL=@p spec: every rank
- * must get OC_ERR_GPU, then an allreduce must work again. */
-static void check_fail(oc_context_t *ctx, const char *spec, int who)
+/* A failure planted on rank @p who by FAKE_CUDA_FAIL=@p spec ("copy": the
+ * @p nth copy from now): every rank must get OC_ERR_GPU (@p all), or only
+ * @p who, then an allreduce must work again. */
+static void check_fail(oc_context_t *ctx, const char *spec, unsigned nth,
+                       int who, int all)
 {
     const size_t count = 50000;
     float *h = malloc(count * 4);
@@ -114,17 +116,17 @@ static void check_fail(oc_context_t *ctx, const char *spec, int who)
     fill(h, count * 4, 1, OC_FLOAT32);
     d = fake_dev_alloc(&fk, h, count * 4);
     if (rank == who) {
-        if (strcmp(spec, "copy") == 0) /* the third copy from now */
-            snprintf(buf, sizeof(buf), "copy:%lu", fk.enqueued() + 3);
+        if (strcmp(spec, "copy") == 0)
+            snprintf(buf, sizeof(buf), "copy:%lu", fk.enqueued() + nth);
         else
             snprintf(buf, sizeof(buf), "%s", spec);
         setenv("FAKE_CUDA_FAIL", buf, 1);
     }
     st = oc_allreduce(ctx, OC_IN_PLACE, d, count, OC_FLOAT32, OC_SUM);
     unsetenv("FAKE_CUDA_FAIL");
-    if (st != OC_ERR_GPU) {
-        fprintf(stderr, "FAIL rank %d: %s planted on rank %d: %s, not "
-                "OC_ERR_GPU\n", rank, spec, who, oc_status_string(st));
+    if (st != (all || rank == who ? OC_ERR_GPU : OC_OK)) {
+        fprintf(stderr, "FAIL rank %d: %s %u planted on rank %d: %s\n", rank,
+                spec, nth, who, oc_status_string(st));
         fails++;
     }
     fk.htod((uintptr_t)d, h, count * 4);
@@ -159,16 +161,23 @@ int main(int argc, char **argv)
         check(ctx, 2, OC_FLOAT32, counts[k], 0);
     }
     expect(fk.copies() > before, "no copy went through the double", 0);
-    check_fail(ctx, "copy", 0);
-    check_fail(ctx, "copy", size - 1);
-    check_fail(ctx, "ptr", 1 % size);
+    const char *pl = getenv("OC_PLACEMENT");
+    if (pl != NULL && strcmp(pl, "agent") == 0) {
+        /* the rank stages the whole vector: copy 1 in, copy 2 back */
+        check_fail(ctx, "copy", 1, size - 1, 1);
+        check_fail(ctx, "copy", 2, 0, 0); /* only that rank's result */
+    } else { /* chunk 0's copy in; a later chunk's */
+        check_fail(ctx, "copy", 1, 0, 1);
+        check_fail(ctx, "copy", 3, size - 1, 1);
+    }
+    check_fail(ctx, "ptr", 0, 1 % size, 1);
     int all = fails;
     MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_SUM, comm);
-    oc_finalize(ctx);
     if (rank == 0)
-        printf("%s: device-buffer collectives on %d ranks (%lu staged "
-               "copies on rank 0)\n", all ? "FAIL" : "PASS", size,
-               fk.copies() - before);
+        printf("%s: device-buffer collectives on %d ranks, placement %s "
+               "(%lu staged copies on rank 0)\n", all ? "FAIL" : "PASS", size,
+               oc_placement(ctx), fk.copies() - before);
+    oc_finalize(ctx);
     MPI_Finalize();
     return all ? 1 : 0;
 }

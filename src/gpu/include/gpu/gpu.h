@@ -112,4 +112,25 @@ oc_status_t oc__gpu_slot_test(oc__gpu_pool_t *pool, unsigned slot);
  *  still write into a buffer that went back to its owner). */
 void oc__gpu_pool_drain(oc__gpu_pool_t *pool);
 
+/** A lane: a pinned buffer of its own with a stream and an event, in a
+ *  pool's context, for a vector staged whole (the agent placement). */
+typedef struct oc__gpu_lane oc__gpu_lane_t;
+
+/** @return OC_OK, OC_ERR_INVALID_PARAM, OC_ERR_NO_MEMORY, OC_ERR_GPU
+ *  (logged).  The pool outlives its lanes. */
+oc_status_t oc__gpu_lane_new(oc__gpu_pool_t *pool, size_t bytes,
+                             oc__gpu_lane_t **lane_p);
+/** Wait for the lane's stream, then free it.  NULL: no-op. */
+void oc__gpu_lane_free(oc__gpu_lane_t *lane);
+/** The lane's pinned memory (valid until oc__gpu_lane_free) and size. */
+uint8_t *oc__gpu_lane_host(oc__gpu_lane_t *lane);
+size_t oc__gpu_lane_bytes(const oc__gpu_lane_t *lane);
+/** As oc__gpu_slot_d2h/h2d/fence/test, on the lane. */
+oc_status_t oc__gpu_lane_d2h(oc__gpu_lane_t *lane, size_t off,
+                             const void *dev, size_t len);
+oc_status_t oc__gpu_lane_h2d(oc__gpu_lane_t *lane, void *dev, size_t off,
+                             size_t len);
+oc_status_t oc__gpu_lane_fence(oc__gpu_lane_t *lane);
+oc_status_t oc__gpu_lane_test(oc__gpu_lane_t *lane);
+
 #endif
