@@ -392,11 +392,12 @@ OC_API oc_status_t oc_ialltoallv(oc_context_t *ctx, const void *sendbuf,
     }
     if ((slim > 0 && sendbuf == NULL) || (rlim > 0 && recvbuf == NULL))
         return OC_ERR_COLL_BUFFER;
-    if ((slim > 0 || rlim > 0) &&
-        oc__coll_staged_try(ctx, 0, slim > 0 ? sendbuf : NULL,
-                            rlim > 0 ? recvbuf : NULL, 0, (int)dtype, 0, 0,
-                            req_p, &st))
-        return st; /* device buffers: not served by all-to-allv */
+    if (rcounts[oc__ext_rank(ctx)] != scounts[oc__ext_rank(ctx)])
+        return OC_ERR_COLL_COUNT;
+    if (oc__coll_staged_alltoallv(ctx, sendbuf, scounts, sdispls, recvbuf,
+                                  rcounts, rdispls, (int)dtype, slim, rlim,
+                                  req_p, &st))
+        return st;
     if (oc__coll_placed(ctx))
         return placed_alltoallv(ctx, sendbuf, scounts, sdispls, recvbuf,
                                 rcounts, rdispls, dtype, slim, rlim, NULL,

@@ -176,7 +176,8 @@ oc_request_t *oc__coll_bcast_build(oc_context_t *ctx, void *buf,
                                    size_t bytes, uint32_t root);
 
 /* staged.c: collectives on device buffers (src/gpu), inline placement */
-enum { OC__STAGED_ALLREDUCE = 1, OC__STAGED_ALLTOALL, OC__STAGED_BCAST };
+enum { OC__STAGED_ALLREDUCE = 1, OC__STAGED_ALLTOALL, OC__STAGED_BCAST,
+       OC__STAGED_ALLTOALLV };
 /**
  * If a buffer of the collective is device memory (or the driver cannot
  * say), start it staged and return 1 with *@p st its start status;
@@ -187,6 +188,13 @@ enum { OC__STAGED_ALLREDUCE = 1, OC__STAGED_ALLTOALL, OC__STAGED_BCAST };
 int oc__coll_staged_try(oc_context_t *ctx, int kind, const void *sbuf,
                         void *rbuf, size_t count, int dtype, int op,
                         uint32_t root, oc_request_t **req_p, oc_status_t *st);
+/** The same for all-to-allv (staged whole: see staged.c); @p slim and
+ *  @p rlim: the extents of the buffers, in elements. */
+int oc__coll_staged_alltoallv(oc_context_t *ctx, const void *sbuf,
+                              const size_t *sc, const size_t *sd, void *rbuf,
+                              const size_t *rc, const size_t *rd, int dtype,
+                              size_t slim, size_t rlim, oc_request_t **req_p,
+                              oc_status_t *st);
 void oc__coll_staged_advance(oc_request_t *req);
 void oc__coll_staged_free(struct oc__staged *s);
 void oc__coll_staged_fini(oc__coll_t *c);

@@ -19,11 +19,13 @@
  * of every rank's failure flag) makes the collective fail with OC_ERR_GPU
  * on every rank.
  *
- * The agent placement (placed mode): the rank stages the whole vector into
- * a pinned buffer of its own (a lane: own stream and event) during the
- * call, starts the ordinary host collective on it (the agent does the
- * rest) and the flag allreduce right after, both in call order; once the
- * collective completes, the result is copied back.  A copy-in failure is
+ * Whole mode, for the agent placement and for all-to-allv (whose chunks
+ * the ranks could not agree on: each knows only its own counts): the rank
+ * stages the whole vector into a pinned buffer of its own (a lane: own
+ * stream and event) during the call, starts the ordinary host collective
+ * on it (in the agent placement the agent does the rest) and the flag
+ * allreduce right after, both in call order; once the collective
+ * completes, the result is copied back.  A copy-in failure is
  * agreed on every rank; a copy-back failure fails only the rank whose
  * copy failed (its peers' results are right).  Threading: the context's
  * thread only.
@@ -63,8 +65,10 @@ struct oc__staged {
     oc_request_t    *agree;
     int32_t          flag_in, flag_out;
     slot_t          *slot;
-    /* placed mode */
-    int              placed, out_queued;
+    /* whole mode */
+    int              whole, out_queued;
+    size_t           rbytes;         /* all-to-allv: the receive extent */
+    size_t          *vrc, *vrd;      /* all-to-allv: receive counts, displs */
     oc__gpu_lane_t  *lane;
     uint8_t         *host;   /* the lane's memory, or malloc'd (failed) */
     size_t           bytes;  /* of one vector (send or receive) */
@@ -99,6 +103,7 @@ void oc__coll_staged_free(struct oc__staged *s)
     }
     free(s->spare);
     free(s->slot);
+    free(s->vrc);
     free(s);
 }
 
@@ -230,15 +235,42 @@ static void finish(oc_request_t *req, oc_status_t st)
 {
     oc__coll_t *c = oc__coll_of(req->ctx);
 
-    if (st != OC_OK && req->staged->pool != NULL)
+    if (st != OC_OK && req->staged->pool != NULL && !req->staged->whole)
         oc__gpu_pool_drain(req->staged->pool); /* nothing writes later */
     req->status = st;
-    c->gpu_serving++;
+    if (!req->staged->whole)
+        c->gpu_serving++; /* the slots go to the next one */
 }
 
-/* The agent placement's request: the host collective, the flag, the copy
- * back. */
-static void placed_advance(oc_request_t *req)
+/* The result from the lane to the caller's buffer: queued (device) or
+ * copied (host); all-to-allv: each peer's block alone (MPI leaves the
+ * gaps of the receive buffer alone). */
+static void whole_copy_back(struct oc__staged *s)
+{
+    const uint8_t *res = s->kind == OC__STAGED_BCAST ? s->host
+                                                     : s->host + s->bytes;
+    size_t off = (size_t)(res - s->host);
+    oc_status_t st = OC_OK;
+
+    if (s->kind == OC__STAGED_BCAST && s->me == s->root)
+        return;
+    for (uint32_t p = 0; p < (s->vrc != NULL ? s->n : 1) && st == OC_OK; p++) {
+        size_t at = s->vrc != NULL ? s->vrd[p] * s->es : 0;
+        size_t len = s->vrc != NULL ? s->vrc[p] * s->es : s->bytes;
+        if (len == 0)
+            continue;
+        if (s->rdev)
+            st = oc__gpu_lane_h2d(s->lane, s->rbuf + at, off + at, len);
+        else
+            memcpy(s->rbuf + at, res + at, len);
+    }
+    if (st == OC_OK && s->rdev)
+        st = oc__gpu_lane_fence(s->lane);
+    s->out_queued = st != OC_OK ? -1 : s->rdev ? 1 : 2;
+}
+
+/* A whole-mode request: the host collective, the flag, the copy back. */
+static void whole_advance(oc_request_t *req)
 {
     struct oc__staged *s = req->staged;
     oc_status_t st;
@@ -246,18 +278,8 @@ static void placed_advance(oc_request_t *req)
     if (s->inner != NULL && oc__coll_req_done(s->inner)) {
         s->inner_st = oc_test(&s->inner); /* ended: frees it, no progress */
         s->inner = NULL;
-        if (s->inner_st == OC_OK && !s->gpu_err && s->rdev &&
-            (s->kind != OC__STAGED_BCAST || s->me != s->root)) {
-            size_t off = s->kind == OC__STAGED_BCAST ? 0 : s->bytes;
-            if (oc__gpu_lane_h2d(s->lane, s->rbuf, off, s->bytes) != OC_OK ||
-                oc__gpu_lane_fence(s->lane) != OC_OK)
-                s->out_queued = -1;
-            else
-                s->out_queued = 1;
-        } else if (s->inner_st == OC_OK && !s->gpu_err && !s->rdev &&
-                   s->kind != OC__STAGED_BCAST) {
-            memcpy(s->rbuf, s->host + s->bytes, s->bytes);
-        }
+        if (s->inner_st == OC_OK && !s->gpu_err)
+            whole_copy_back(s);
     }
     if (s->agree != NULL && oc__coll_req_done(s->agree)) {
         st = oc_test(&s->agree);
@@ -290,9 +312,9 @@ static void staged_advance_inline(oc_request_t *req);
 
 void oc__coll_staged_advance(oc_request_t *req)
 {
-    if (req->staged->placed) {
+    if (req->staged->whole) {
         if (req->status == OC_INPROGRESS)
-            placed_advance(req);
+            whole_advance(req);
         return;
     }
     staged_advance_inline(req);
@@ -386,18 +408,18 @@ static void staged_advance_inline(oc_request_t *req)
 
 /* The agent placement: stage the whole input now, start the host
  * collective and the flag allreduce (call order), copy back later. */
-static oc_status_t placed_start(oc_context_t *ctx, oc__coll_t *c,
-                                struct oc__staged *s, const oc__gpu_mem_t *ms,
-                                const oc__gpu_mem_t *mr, int bad,
-                                oc_request_t **req_p)
+static oc_status_t whole_start(oc_context_t *ctx, oc__coll_t *c,
+                               struct oc__staged *s, const oc__gpu_mem_t *ms,
+                               const oc__gpu_mem_t *mr, int bad,
+                               const size_t *const *v, oc_request_t **req_p)
 {
-    size_t need = s->kind == OC__STAGED_BCAST ? s->bytes : 2 * s->bytes;
+    size_t need = s->kind == OC__STAGED_BCAST ? s->bytes : s->bytes + s->rbytes;
     oc__gpu_pool_t *pool = NULL;
     oc_request_t *req;
     uint8_t *hs, *hr;
     oc_status_t st;
 
-    s->placed = 1;
+    s->whole = 1;
     if (!bad) {
         pool = pool_for(c, s->sdev ? ms : mr);
         if (pool != NULL && s->sdev && s->rdev && ms->cuctx != mr->cuctx) {
@@ -419,7 +441,8 @@ static oc_status_t placed_start(oc_context_t *ctx, oc__coll_t *c,
     hr = s->kind == OC__STAGED_BCAST ? s->host : s->host + s->bytes;
     if (!s->gpu_err && (s->kind != OC__STAGED_BCAST || s->me == s->root)) {
         if (!s->sdev) {
-            memcpy(hs, s->sbuf, s->bytes);
+            if (s->bytes > 0)
+                memcpy(hs, s->sbuf, s->bytes);
         } else if (oc__gpu_lane_d2h(s->lane, 0, s->sbuf, s->bytes) != OC_OK ||
                    oc__gpu_lane_fence(s->lane) != OC_OK) {
             s->gpu_err = 1;
@@ -429,7 +452,10 @@ static oc_status_t placed_start(oc_context_t *ctx, oc__coll_t *c,
             s->gpu_err = st != OC_OK;
         }
     }
-    if (s->kind == OC__STAGED_ALLREDUCE)
+    if (s->kind == OC__STAGED_ALLTOALLV)
+        st = oc_ialltoallv(ctx, hs, v[0], v[1], hr, v[2], v[3], s->dtype,
+                           &s->inner);
+    else if (s->kind == OC__STAGED_ALLREDUCE)
         st = oc_iallreduce(ctx, hs, hr, s->count, s->dtype, s->op, &s->inner);
     else if (s->kind == OC__STAGED_ALLTOALL)
         st = oc_ialltoall(ctx, hs, hr, s->count, s->dtype, &s->inner);
@@ -494,14 +520,6 @@ int oc__coll_staged_try(oc_context_t *ctx, int kind, const void *sbuf,
         mr = ms;
     if (!bad && ms.device < 0 && mr.device < 0)
         return 0;
-    if (kind == 0) {
-        static int said;
-        if (!said++)
-            oc_warn(OC_COMP_COLL, "all-to-allv on device buffers is not "
-                    "served yet (docs/gpu.md)");
-        *st = OC_ERR_UNSUPPORTED;
-        return 1;
-    }
     if ((*st = load_cfg(c)) != OC_OK)
         return 1;
     if ((s = calloc(1, sizeof(*s))) == NULL ||
@@ -526,8 +544,9 @@ int oc__coll_staged_try(oc_context_t *ctx, int kind, const void *sbuf,
         return 1;
     }
     s->bytes = count * s->es * (kind == OC__STAGED_ALLTOALL ? s->n : 1);
+    s->rbytes = s->bytes;
     if (oc__coll_placed(ctx)) {
-        if ((*st = placed_start(ctx, c, s, &ms, &mr, bad, req_p)) != OC_OK)
+        if ((*st = whole_start(ctx, c, s, &ms, &mr, bad, NULL, req_p)) != OC_OK)
             oc__coll_staged_free(s);
         return 1;
     }
@@ -570,5 +589,55 @@ int oc__coll_staged_try(oc_context_t *ctx, int kind, const void *sbuf,
     oc__coll_staged_advance(req);
     *req_p = req;
     *st = OC_OK;
+    return 1;
+}
+
+int oc__coll_staged_alltoallv(oc_context_t *ctx, const void *sbuf,
+                              const size_t *sc, const size_t *sd, void *rbuf,
+                              const size_t *rc, const size_t *rd, int dtype,
+                              size_t slim, size_t rlim, oc_request_t **req_p,
+                              oc_status_t *st)
+{
+    oc__coll_t *c = oc__coll_of(ctx);
+    oc__gpu_mem_t ms = {-1, NULL}, mr = {-1, NULL};
+    const size_t *v[4] = {sc, sd, rc, rd};
+    struct oc__staged *s;
+    int bad = 0;
+
+    if (!oc__gpu_available())
+        return 0;
+    if (slim > 0 && oc__gpu_mem_of(sbuf, &ms) != OC_OK)
+        bad = 1;
+    if (rlim > 0 && oc__gpu_mem_of(rbuf, &mr) != OC_OK)
+        bad = 1;
+    if (!bad && ms.device < 0 && mr.device < 0)
+        return 0;
+    if ((*st = load_cfg(c)) != OC_OK)
+        return 1;
+    if ((s = calloc(1, sizeof(*s))) == NULL) {
+        *st = OC_ERR_NO_MEMORY;
+        return 1;
+    }
+    s->kind = OC__STAGED_ALLTOALLV, s->dtype = dtype;
+    s->es = oc__dtype_size(dtype);
+    s->n = oc__ext_size(ctx), s->me = oc__ext_rank(ctx);
+    s->sbuf = sbuf, s->rbuf = rbuf;
+    s->sdev = ms.device >= 0, s->rdev = mr.device >= 0;
+    s->bytes = slim * s->es, s->rbytes = rlim * s->es;
+    s->vrc = malloc(2 * (size_t)s->n * sizeof(*s->vrc));
+    if (s->vrc == NULL) {
+        oc__coll_staged_free(s);
+        *st = OC_ERR_NO_MEMORY;
+        return 1;
+    }
+    s->vrd = s->vrc + s->n;
+    memcpy(s->vrc, rc, s->n * sizeof(*rc));
+    memcpy(s->vrd, rd, s->n * sizeof(*rd));
+    if (s->bytes + s->rbytes == 0) { /* nothing to stage: the host path */
+        oc__coll_staged_free(s);
+        return 0;
+    }
+    if ((*st = whole_start(ctx, c, s, &ms, &mr, bad, v, req_p)) != OC_OK)
+        oc__coll_staged_free(s);
     return 1;
 }

@@ -101,6 +101,42 @@ static void check(oc_context_t *ctx, int kind, oc_dtype_t t, size_t count,
     free(hs), free(hr), free(dr), free(side), free(side_r);
 }
 
+/* All-to-allv with uneven counts and gaps between the blocks (which must
+ * stay as they were), against the host path bit for bit. */
+static size_t cnt(int from, int to, size_t scale)
+{
+    return (size_t)((from * 7 + to * 3) % 5) * scale + (size_t)(from == to);
+}
+
+static void check_v(oc_context_t *ctx, size_t scale)
+{
+    size_t sc[64], sd[64], rc[64], rd[64], slim = 0, rlim = 0;
+    for (int p = 0; p < size; p++) {
+        sc[p] = cnt(rank, p, scale), rc[p] = cnt(p, rank, scale);
+        sd[p] = slim, rd[p] = rlim;
+        slim += sc[p] + 2, rlim += rc[p] + 3; /* gaps */
+    }
+    float *hs = malloc(slim * 4 + 4), *hr = malloc(rlim * 4 + 4);
+    float *got = malloc(rlim * 4 + 4);
+    fill(hs, slim * 4, (unsigned)rank + 5, OC_FLOAT32);
+    fill(hr, rlim * 4, 99, OC_FLOAT32);
+    void *ds = fake_dev_alloc(&fk, hs, slim * 4 + 4);
+    void *dr = fake_dev_alloc(&fk, hr, rlim * 4 + 4);
+    oc_request_t *rq;
+    oc_status_t st = oc_ialltoallv(ctx, ds, sc, sd, dr, rc, rd, OC_FLOAT32, &rq);
+    expect(st == OC_OK, "alltoallv start", scale);
+    if (st == OC_OK)
+        expect(oc_wait(&rq) == OC_OK, "alltoallv on device buffers", scale);
+    expect(oc_alltoallv(ctx, hs, sc, sd, hr, rc, rd, OC_FLOAT32) == OC_OK,
+           "alltoallv on host buffers", scale);
+    fk.dtoh(got, (uintptr_t)dr, rlim * 4);
+    expect(memcmp(got, hr, rlim * 4) == 0,
+           "alltoallv differs from the host path (or wrote a gap)", scale);
+    fk.mem_free((uintptr_t)ds);
+    fk.mem_free((uintptr_t)dr);
+    free(hs), free(hr), free(got);
+}
+
 /* A failure planted on rank @p who by FAKE_CUDA_FAIL=@p spec ("copy": the
  * @p nth copy from now): every rank must get OC_ERR_GPU (@p all), or only
  * @p who, then an allreduce must work again. */
@@ -160,6 +196,8 @@ int main(int argc, char **argv)
         check(ctx, 1, OC_INT64, counts[k] / 8 + 1, 1);
         check(ctx, 2, OC_FLOAT32, counts[k], 0);
     }
+    check_v(ctx, 1);
+    check_v(ctx, 3000);
     expect(fk.copies() > before, "no copy went through the double", 0);
     const char *pl = getenv("OC_PLACEMENT");
     if (pl != NULL && strcmp(pl, "agent") == 0) {

@@ -16,11 +16,11 @@ OC_PLACEMENT=inline UCX_TLS=sm,self OC_LIBCUDA=$cuda OC_GPU_CHUNK=16K \
     > "$T/out" 2>&1 || rc=$?
 cat "$T/out"
 [ "$rc" -eq 0 ] || { echo "FAIL: the program failed ($rc)"; exit 1; }
-for f in MPI_Allreduce MPI_Iallreduce MPI_Alltoall; do
+for f in MPI_Allreduce MPI_Iallreduce MPI_Alltoall MPI_Alltoallv; do
     grep -q "$f served by offcore" "$T/out" ||
         { echo "FAIL: $f on device buffers was not served by offcore"; exit 1; }
 done
 if grep -q "passed through to MPI" "$T/out"; then
     echo "FAIL: a call was passed through"; exit 1
 fi
-echo "PASS: MPI_Allreduce, MPI_Iallreduce, MPI_Alltoall on device buffers served"
+echo "PASS: MPI_Allreduce, MPI_Iallreduce, MPI_Alltoall(v) on device buffers served"

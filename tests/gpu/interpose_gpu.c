@@ -1,7 +1,7 @@
 /*
  * interpose_gpu.c — an MPI program built without offcore's headers that
  * hands CUDA device buffers (the libcuda double's) to MPI_Allreduce,
- * MPI_Iallreduce and MPI_Alltoall, run with liboffcore-mpi.so preloaded:
+ * MPI_Iallreduce, MPI_Alltoall and MPI_Alltoallv, run with liboffcore-mpi.so preloaded:
  * offcore must serve them (Debian's Open MPI is not CUDA-aware, and the
  * double's device memory cannot be read by the CPU: a pass-through would
  * crash) with the results a host computation gives.
@@ -54,6 +54,19 @@ int main(int argc, char **argv)
     for (int p = 0; p < size; p++)
         for (int i = 0; i < per; i++)
             bad += got[p * per + i] != p * 1000 + rank;
+    /* all-to-allv, the same exchange with explicit counts */
+    int *cnts = malloc(4 * (size_t)size * sizeof(int));
+    for (int p = 0; p < size; p++) {
+        cnts[p] = per, cnts[size + p] = p * per;
+        cnts[2 * size + p] = per, cnts[3 * size + p] = p * per;
+    }
+    MPI_Alltoallv(d, cnts, cnts + size, MPI_INT32_T, dr, cnts + 2 * size,
+                  cnts + 3 * size, MPI_INT32_T, MPI_COMM_WORLD);
+    fk.dtoh(got, (uintptr_t)dr, (size_t)per * size * sizeof(*h));
+    for (int p = 0; p < size; p++)
+        for (int i = 0; i < per; i++)
+            bad += got[p * per + i] != p * 1000 + rank;
+    free(cnts);
     if (bad)
         fprintf(stderr, "FAIL rank %d: %d wrong results\n", rank, bad);
     all = bad;

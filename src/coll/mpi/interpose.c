@@ -7,9 +7,9 @@
  * Non-blocking calls hand back generalized requests, so MPI_Wait/Test and
  * their variants are interposed to progress them.  Correct or loud: what
  * the placement does not serve is passed to MPI before any buffer is
- * touched (CUDA device buffers included: offcore stages them in the
- * inline placement, and refuses them untouched where it does not, which
- * passes them to MPI); a served call that fails is never MPI_SUCCESS.  How, in full:
+ * touched, and so is what offcore refuses untouched (OC_ERR_UNSUPPORTED);
+ * CUDA device buffers are served (offcore stages them, docs/gpu.md); a
+ * served call that fails is never MPI_SUCCESS.  How, in full:
  * docs/coll.md, "Unmodified MPI programs".
  *
  * Threading: served only under MPI_THREAD_SERIALIZED or less; with
@@ -347,16 +347,15 @@ static void idle_turn(unsigned *idle)
                    "oc_init)"
 
 /* offcore refused a call it had taken (OC_ERR_UNSUPPORTED, before any
- * buffer was touched): CUDA device buffers where this placement or
- * collective does not stage them (docs/gpu.md).  Counted and said as a
+ * buffer was touched; e.g. the agent refused the kind after all).  Counted and said as a
  * pass-through; @return 1 when @p st is that refusal. */
 static int refused(int f, oc_status_t st)
 {
     if (st != OC_ERR_UNSUPPORTED)
         return 0;
     g_served[f]--;
-    note(f, 0, 5, "device buffers this placement does not stage (docs/"
-         "gpu.md): MPI gets them, and must be CUDA-aware");
+    note(f, 0, 5, "offcore refused it (OC_ERR_UNSUPPORTED) before touching "
+         "a buffer: MPI gets it (device buffers: MPI must be CUDA-aware)");
     return 1;
 }
 
