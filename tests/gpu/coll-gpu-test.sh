@@ -10,7 +10,7 @@ bin=$1 lib=$2 np=$3 offcored=${4:-} offcore=${5:-}
 command -v mpirun >/dev/null || { echo "SKIP: no mpirun"; exit 77; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OC_PLACEMENT=inline UCX_TLS=sm,self OC_LIBCUDA="$lib"
-export OC_GPU_CHUNK=16K FAKE_CUDA_LAG=2
+export OC_GPU_CHUNK=16K FAKE_CUDA_LAG=2 FAKE_CUDA_DEVICES=2
 T=$(mktemp -d /tmp/oc-gputest-XXXXXX)
 APID=
 cleanup() {
@@ -36,11 +36,11 @@ fi
 rc=0
 timeout 250 mpirun --oversubscribe --bind-to none --mca btl self,vader \
     --mca mpi_yield_when_idle 1 -x OC_PLACEMENT -x UCX_TLS -x OC_LIBCUDA \
-    -x OC_GPU_CHUNK -x FAKE_CUDA_LAG -x OC_AGENT -x OC_JOB -x OC_JOB_KEY \
+    -x OC_GPU_CHUNK -x FAKE_CUDA_LAG -x FAKE_CUDA_DEVICES -x OC_AGENT -x OC_JOB -x OC_JOB_KEY \
     -np "$np" "$bin" > "$T/out" 2>&1 || rc=$?
 cat "$T/out"
 if [ "$rc" -ne 0 ]; then
-    [ -n "$offcored" ] && sed 's/^/  agent: /' "$T/agent.log" | tail -20
+    [ -z "$offcored" ] || tail -20 "$T/agent.log"
     echo "FAIL: coll_gpu_check exited $rc ($OC_PLACEMENT)"
     exit 1
 fi

@@ -209,6 +209,33 @@ int main(int argc, char **argv)
         check_fail(ctx, "copy", 3, size - 1, 1);
     }
     check_fail(ctx, "ptr", 0, 1 % size, 1);
+    /* FAKE_CUDA_DEVICES=2: rank 0's receive buffer on device 1, its send
+     * buffer (and the staging) on device 0: OC_ERR_GPU everywhere */
+    const char *nd = getenv("FAKE_CUDA_DEVICES");
+    if (nd != NULL && atoi(nd) > 1) {
+        float h[4096];
+        void *cx1, *d0, *d1 = NULL;
+        fill(h, sizeof(h), 3, OC_FLOAT32);
+        d0 = fake_dev_alloc(&fk, h, sizeof(h));
+        if (rank == 0) {
+            fk.ctx_create(&cx1, 0, 1);
+            d1 = fake_dev_alloc(&fk, NULL, sizeof(h));
+            fk.ctx_create(&cx1, 0, 0);
+        }
+        oc_status_t st = oc_allreduce(ctx, rank == 0 ? d0 : OC_IN_PLACE,
+                                      rank == 0 ? d1 : d0, 4096, OC_FLOAT32,
+                                      OC_SUM);
+        if (st != OC_ERR_GPU) {
+            fprintf(stderr, "FAIL rank %d: a buffer on another device: %s\n",
+                    rank, oc_status_string(st));
+            fails++;
+        }
+        expect(oc_allreduce(ctx, OC_IN_PLACE, d0, 4096, OC_FLOAT32, OC_SUM) ==
+               OC_OK, "the allreduce after another device's buffer", 4096);
+        fk.mem_free((uintptr_t)d0);
+        if (d1 != NULL)
+            fk.mem_free((uintptr_t)d1);
+    }
     int all = fails;
     MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_SUM, comm);
     if (rank == 0)

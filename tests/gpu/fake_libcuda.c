@@ -19,7 +19,7 @@
  *             it runs (CUDA_ERROR_ILLEGAL_ADDRESS, from the event query)
  *   hostalloc cuMemHostAlloc fails (CUDA_ERROR_OUT_OF_MEMORY)
  * FAKE_CUDA_DEVICES: how many devices (default 1).
- * Extra entry points for tests and bench/gpu-coll: cuCtxCreate_v2,
+ * Extra entry points for tests and bench/gpu_coll.c: cuCtxCreate_v2,
  * cuCtxDestroy_v2, cuDevicePrimaryCtxRetain, cuCtxSetCurrent,
  * cuMemAlloc_v2, cuMemFree_v2, cuMemcpyHtoD_v2, cuMemcpyDtoH_v2, and
  * fake_cuda_copies() (async copies run so far), fake_cuda_enqueued()

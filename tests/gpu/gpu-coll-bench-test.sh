@@ -1,5 +1,5 @@
 #!/bin/sh
-# gpu-coll-bench-test.sh GPU_COLL LIBCUDA — bench/gpu-coll's plumbing under
+# gpu-coll-bench-test.sh GPU_COLL LIBCUDA — bench/gpu_coll.c's plumbing under
 # the libcuda double at tiny sizes, 2 ranks: every line verified, the
 # ratios present (never a timing); then without a driver: one line saying
 # it skipped, exit 0.
