@@ -198,6 +198,23 @@ int main(int argc, char **argv)
     }
     check_v(ctx, 1);
     check_v(ctx, 3000);
+    /* a host send buffer and a device receive buffer, and the other way */
+    for (int way = 0; way < 2; way++) {
+        const size_t n = 30001;
+        float *h = malloc(n * 4), *r = malloc(n * 4), *got = malloc(n * 4);
+        fill(h, n * 4, (unsigned)rank + 9, OC_FLOAT32);
+        void *d = fake_dev_alloc(&fk, way ? h : NULL, n * 4);
+        oc_status_t st = way ? oc_allreduce(ctx, d, r, n, OC_FLOAT32, OC_SUM)
+                             : oc_allreduce(ctx, h, d, n, OC_FLOAT32, OC_SUM);
+        expect(st == OC_OK, "allreduce host <-> device", n);
+        if (!way)
+            fk.dtoh(r, (uintptr_t)d, n * 4);
+        expect(oc_allreduce(ctx, OC_IN_PLACE, h, n, OC_FLOAT32, OC_SUM) == OC_OK,
+               "host allreduce", n);
+        expect(memcmp(r, h, n * 4) == 0, "host <-> device differs", n);
+        fk.mem_free((uintptr_t)d);
+        free(h), free(r), free(got);
+    }
     expect(fk.copies() > before, "no copy went through the double", 0);
     const char *pl = getenv("OC_PLACEMENT");
     if (pl != NULL && strcmp(pl, "agent") == 0) {
