@@ -275,18 +275,18 @@ static void whole_advance(oc_request_t *req)
     struct oc__staged *s = req->staged;
     oc_status_t st;
 
-    if (s->inner != NULL && oc__coll_req_done(s->inner)) {
-        s->inner_st = oc_test(&s->inner); /* ended: frees it, no progress */
-        s->inner = NULL;
-        if (s->inner_st == OC_OK && !s->gpu_err)
+    /* ended: oc_test frees them (and sets the pointer to NULL) without
+     * progressing */
+    if (s->inner != NULL && oc__coll_req_done(s->inner) &&
+        (st = oc_test(&s->inner), s->inner == NULL)) {
+        s->inner_st = st;
+        if (st == OC_OK && !s->gpu_err)
             whole_copy_back(s);
     }
-    if (s->agree != NULL && oc__coll_req_done(s->agree)) {
-        st = oc_test(&s->agree);
-        s->agree = NULL;
-        if (st != OC_OK && s->inner_st == OC_OK)
-            s->inner_st = st;
-    }
+    if (s->agree != NULL && oc__coll_req_done(s->agree) &&
+        (st = oc_test(&s->agree), s->agree == NULL) && st != OC_OK &&
+        s->inner_st == OC_OK)
+        s->inner_st = st;
     if (s->inner != NULL || s->agree != NULL)
         return;
     if (s->out_queued == 1) {
