@@ -198,6 +198,32 @@ int main(int argc, char **argv)
     }
     check_v(ctx, 1);
     check_v(ctx, 3000);
+    /* three collectives on device buffers in flight at once, completed in
+     * reverse order: they take the slots in turn */
+    {
+        const size_t n = 40000;
+        float *h = malloc(n * 4), *got = malloc(n * 4);
+        void *d[3];
+        oc_request_t *rq[3];
+        fill(h, n * 4, (unsigned)rank + 2, OC_FLOAT32);
+        for (int k = 0; k < 3; k++) {
+            d[k] = fake_dev_alloc(&fk, h, n * 4);
+            expect(oc_iallreduce(ctx, OC_IN_PLACE, d[k], n - (size_t)k * 1000,
+                                 OC_FLOAT32, OC_SUM, &rq[k]) == OC_OK,
+                   "start of one of three", n);
+        }
+        for (int k = 2; k >= 0; k--)
+            expect(oc_wait(&rq[k]) == OC_OK, "one of three in flight", n);
+        expect(oc_allreduce(ctx, OC_IN_PLACE, h, n, OC_FLOAT32, OC_SUM) == OC_OK,
+               "host allreduce", n);
+        for (int k = 0; k < 3; k++) {
+            fk.dtoh(got, (uintptr_t)d[k], (n - (size_t)k * 1000) * 4);
+            expect(memcmp(got, h, (n - (size_t)k * 1000) * 4) == 0,
+                   "one of three differs from the host path", n);
+            fk.mem_free((uintptr_t)d[k]);
+        }
+        free(h), free(got);
+    }
     /* a host send buffer and a device receive buffer, and the other way */
     for (int way = 0; way < 2; way++) {
         const size_t n = 30001;
