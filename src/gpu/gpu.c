@@ -4,11 +4,12 @@
  * src/gpu calls, cuInit, and the question every collective asks first:
  * is this buffer device memory, and in which context.
  *
- * Loaded once per process (pthread_once); afterwards read-only, so every
- * function here is thread-safe.
+ * Loaded at most once per process; the entry points are read-only
+ * afterwards, so every function here is thread-safe.
  */
 #include "gpu_int.h"
 
+#include "util/clock.h"
 #include "util/config.h"
 #include "util/log.h"
 
@@ -41,29 +42,25 @@ oc_status_t oc__gpu_config(oc__gpu_config_t *cfg)
     return oc__config_load(gpu_config_table, cfg);
 }
 
+/* The loader's state: written under mu, ok read without it (set last,
+ * with release, once the entry points are in place). */
 static struct {
-    pthread_once_t once;
-    int            ok;
-    oc__cuda_t     fn;
-    const char    *name;
-    char           why[512];
-    int            version, devices;
-} g = {.once = PTHREAD_ONCE_INIT};
+    pthread_mutex_t mu;
+    int             ok;       /* the driver answers */
+    int             final;    /* loaded (or failed to load) for good */
+    uint64_t        next_us;  /* the next look for a loaded libcuda */
+    oc__cuda_t      fn;
+    const char     *name;
+    char            why[512];
+    int             version, devices;
+} g = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
-static void load_once(void)
+/* @p h: the library, opened.  Look up the entry points and cuInit. */
+static void init_from(void *h)
 {
-    const char *env = getenv("OC_LIBCUDA");
-    void *h;
     CUresult r;
 
-    g.name = env != NULL && env[0] != '\0' ? env : "libcuda.so.1";
-    h = dlopen(g.name, RTLD_NOW | RTLD_LOCAL);
-    if (h == NULL) {
-        const char *e = dlerror();
-        snprintf(g.why, sizeof(g.why), "%s", e != NULL ? e : g.name);
-        oc_debug(OC_COMP_GPU, "no CUDA driver: %s", g.why);
-        return;
-    }
+    __atomic_store_n(&g.final, 1, __ATOMIC_RELAXED);
 #define OC__CUDA_SYM(fn_, sym, args)                                           \
     if ((*(void **)&g.fn.fn_ = dlsym(h, sym)) == NULL) {                       \
         snprintf(g.why, sizeof(g.why), "%s has no %s", g.name, sym);           \
@@ -82,42 +79,103 @@ static void load_once(void)
         g.version = 0;
     if (g.fn.cuDeviceGetCount(&g.devices) != CUDA_SUCCESS)
         g.devices = 0;
-    g.ok = 1;
     oc_debug(OC_COMP_GPU, "%s: driver %d, %d device(s)", g.name, g.version,
              g.devices);
+    __atomic_store_n(&g.ok, 1, __ATOMIC_RELEASE);
 }
 
+static void name_once(void)
+{
+    const char *env = getenv("OC_LIBCUDA");
+    if (g.name == NULL)
+        g.name = env != NULL && env[0] != '\0' ? env : "libcuda.so.1";
+}
+
+/*
+ * Device memory can exist in this process only once it has loaded the
+ * driver (the CUDA runtime, PyTorch, NCCL do): liboffcore looks for a
+ * loaded libcuda (RTLD_NOLOAD) and never loads or initializes it itself,
+ * so that a job that uses no GPU pays nothing on a GPU node (no cuInit, no
+ * driver threads).  It looks again at most every 100 ms, for programs
+ * that start CUDA after oc_init().
+ */
 int oc__gpu_available(void)
 {
-    pthread_once(&g.once, load_once);
-    return g.ok;
+    void *h;
+
+    if (__atomic_load_n(&g.ok, __ATOMIC_ACQUIRE))
+        return 1;
+    if (__atomic_load_n(&g.final, __ATOMIC_RELAXED) ||
+        oc__now_us() < __atomic_load_n(&g.next_us, __ATOMIC_RELAXED))
+        return 0; /* the usual answer of a job without CUDA: no lock */
+    pthread_mutex_lock(&g.mu);
+    if (!g.final && oc__now_us() >= g.next_us) {
+        name_once();
+        if ((h = dlopen(g.name, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD)) != NULL)
+            init_from(h);
+        else
+            snprintf(g.why, sizeof(g.why), "%s is not loaded in this "
+                     "process (it uses no CUDA)", g.name);
+        __atomic_store_n(&g.next_us, oc__now_us() + 100000, __ATOMIC_RELAXED);
+    }
+    pthread_mutex_unlock(&g.mu);
+    return __atomic_load_n(&g.ok, __ATOMIC_ACQUIRE);
+}
+
+int oc__gpu_load(void)
+{
+    void *h;
+
+    if (__atomic_load_n(&g.ok, __ATOMIC_ACQUIRE))
+        return 1;
+    pthread_mutex_lock(&g.mu);
+    if (!g.final) {
+        name_once();
+        if ((h = dlopen(g.name, RTLD_NOW | RTLD_LOCAL)) != NULL) {
+            init_from(h);
+        } else {
+            const char *e = dlerror();
+            __atomic_store_n(&g.final, 1, __ATOMIC_RELAXED);
+            snprintf(g.why, sizeof(g.why), "%s", e != NULL ? e : g.name);
+            oc_debug(OC_COMP_GPU, "no CUDA driver: %s", g.why);
+        }
+    }
+    pthread_mutex_unlock(&g.mu);
+    return __atomic_load_n(&g.ok, __ATOMIC_ACQUIRE);
 }
 
 const char *oc__gpu_why(void)
 {
-    oc__gpu_available();
-    return g.ok ? "" : g.why;
+    int ok = oc__gpu_available();
+    const char *why;
+
+    pthread_mutex_lock(&g.mu);
+    why = ok ? "" : g.why;
+    pthread_mutex_unlock(&g.mu);
+    return why;
 }
 
 const char *oc__gpu_lib_name(void)
 {
-    oc__gpu_available();
+    pthread_mutex_lock(&g.mu);
+    name_once();
+    pthread_mutex_unlock(&g.mu);
     return g.name;
 }
 
 int oc__gpu_driver_version(void)
 {
-    return oc__gpu_available() ? g.version : 0;
+    return __atomic_load_n(&g.ok, __ATOMIC_ACQUIRE) ? g.version : 0;
 }
 
 int oc__gpu_device_count(void)
 {
-    return oc__gpu_available() ? g.devices : 0;
+    return __atomic_load_n(&g.ok, __ATOMIC_ACQUIRE) ? g.devices : 0;
 }
 
 const oc__cuda_t *oc__cuda(void)
 {
-    return oc__gpu_available() ? &g.fn : NULL;
+    return __atomic_load_n(&g.ok, __ATOMIC_ACQUIRE) ? &g.fn : NULL;
 }
 
 const char *oc__cuda_err(CUresult err)

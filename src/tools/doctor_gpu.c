@@ -291,7 +291,7 @@ void oc__dr_gpu_memory(oc_dr_t *d)
         oc__dr_set(d, OC_DR_NA, NULL, "live probe: not run against --root");
         return;
     }
-    if (!oc__gpu_available()) {
+    if (!oc__gpu_load()) {
         const char *why = oc__gpu_why();
         oc__dr_ev(d, "%s: %s", oc__gpu_lib_name(), why);
         if (strncmp(why, "cuInit", 6) == 0 || strstr(why, " has no ") != NULL)
@@ -336,7 +336,7 @@ void oc__dr_gpu_memory(oc_dr_t *d)
                    need >> 20);
         return;
     }
-    oc__dr_set(d, OC_DR_OK, NULL, "device buffers served (inline placement): "
-               "CUDA %d.%d, %d device(s), %llu MiB pinned per rank",
+    oc__dr_set(d, OC_DR_OK, NULL, "device buffers served (in processes that "
+               "use CUDA): CUDA %d.%d, %d device(s), %llu MiB pinned per rank",
                ver / 1000, ver % 1000 / 10, oc__gpu_device_count(), need >> 20);
 }

@@ -5,10 +5,10 @@
  * asynchronous copies between device buffers and those slots, each slot
  * on a stream of its own so that copies of different chunks overlap.
  *
- * A machine without libcuda (or whose driver fails cuInit) loses nothing:
- * every pointer is host memory and no other call is needed.  The library
- * is loaded once per process (thread-safe); a pool belongs to one thread
- * at a time.  Errors are logged once, where the driver reported them,
+ * A machine without libcuda (or whose driver fails cuInit), and a process
+ * that has not loaded it, lose nothing: every pointer is host memory and
+ * no other call is needed.  Thread-safe but for a pool, which belongs to
+ * one thread at a time.  Errors are logged once, where the driver reported them,
  * with the driver's own words.
  */
 #ifndef OC_GPU_GPU_H
@@ -18,12 +18,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/** Load libcuda and cuInit() it (once per process).  @return 1 when the
- *  driver answers, 0 when there is none (or it failed: oc__gpu_why()). */
+/** Is the driver in use by this process?  liboffcore never loads it
+ *  itself: device memory can exist only once the program has loaded
+ *  libcuda (the CUDA runtime does), so this looks for it among the loaded
+ *  libraries (again at most every 100 ms while it is not there) and then
+ *  cuInit()s it.  @return 1 when the driver answers, 0 else
+ *  (oc__gpu_why()). */
 int oc__gpu_available(void);
 
+/** Load libcuda (dlopen; tools and tests) and cuInit it, at most once per
+ *  process.  @return as oc__gpu_available(). */
+int oc__gpu_load(void);
+
 /** Why oc__gpu_available() is 0 ("libcuda.so.1: cannot open shared
- *  object file..."), or "" when it is 1.  Valid for the process. */
+ *  object file...", "... is not loaded in this process"), or "" when it
+ *  is 1.  Valid for the process. */
 const char *oc__gpu_why(void);
 
 /** The path the library was loaded from (OC_LIBCUDA or "libcuda.so.1"). */
