@@ -9,11 +9,12 @@
  */
 #include "gpu_int.h"
 
-#include "util/clock.h"
 #include "util/config.h"
 #include "util/log.h"
 
 #include <dlfcn.h>
+#include <link.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,7 +49,7 @@ static struct {
     pthread_mutex_t mu;
     int             ok;       /* the driver answers */
     int             final;    /* loaded (or failed to load) for good */
-    uint64_t        next_us;  /* the next look for a loaded libcuda */
+    unsigned long long adds;  /* libraries loaded when we last looked */
     oc__cuda_t      fn;
     const char     *name;
     char            why[512];
@@ -91,32 +92,46 @@ static void name_once(void)
         g.name = env != NULL && env[0] != '\0' ? env : "libcuda.so.1";
 }
 
+/* How many times this process has loaded a library (glibc's dlpi_adds:
+ * it grows with every dlopen that loads something; 50 ns here). */
+static int adds_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    if (size >= offsetof(struct dl_phdr_info, dlpi_adds) +
+                    sizeof(info->dlpi_adds))
+        *(unsigned long long *)arg = info->dlpi_adds;
+    return 1; /* the first object says it */
+}
+
 /*
  * Device memory can exist in this process only once it has loaded the
  * driver (the CUDA runtime, PyTorch, NCCL do): liboffcore looks for a
  * loaded libcuda (RTLD_NOLOAD) and never loads or initializes it itself,
  * so that a job that uses no GPU pays nothing on a GPU node (no cuInit, no
- * driver threads).  It looks again at most every 100 ms, for programs
- * that start CUDA after oc_init().
+ * driver threads).  It looks again whenever the process has loaded a
+ * library since (a program may start CUDA after oc_init), and only then:
+ * a dlopen that finds nothing costs tens of us.
  */
 int oc__gpu_available(void)
 {
+    unsigned long long adds = 0;
     void *h;
 
     if (__atomic_load_n(&g.ok, __ATOMIC_ACQUIRE))
         return 1;
-    if (__atomic_load_n(&g.final, __ATOMIC_RELAXED) ||
-        oc__now_us() < __atomic_load_n(&g.next_us, __ATOMIC_RELAXED))
-        return 0; /* the usual answer of a job without CUDA: no lock */
+    if (__atomic_load_n(&g.final, __ATOMIC_RELAXED))
+        return 0;
+    dl_iterate_phdr(adds_cb, &adds);
+    if (adds != 0 && adds == __atomic_load_n(&g.adds, __ATOMIC_RELAXED))
+        return 0; /* nothing loaded since the last look: no lock */
     pthread_mutex_lock(&g.mu);
-    if (!g.final && oc__now_us() >= g.next_us) {
+    if (!g.final && (adds == 0 || adds != g.adds)) {
         name_once();
         if ((h = dlopen(g.name, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD)) != NULL)
             init_from(h);
         else
             snprintf(g.why, sizeof(g.why), "%s is not loaded in this "
                      "process (it uses no CUDA)", g.name);
-        __atomic_store_n(&g.next_us, oc__now_us() + 100000, __ATOMIC_RELAXED);
+        __atomic_store_n(&g.adds, adds, __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&g.mu);
     return __atomic_load_n(&g.ok, __ATOMIC_ACQUIRE);

@@ -21,8 +21,8 @@
 /** Is the driver in use by this process?  liboffcore never loads it
  *  itself: device memory can exist only once the program has loaded
  *  libcuda (the CUDA runtime does), so this looks for it among the loaded
- *  libraries (again at most every 100 ms while it is not there) and then
- *  cuInit()s it.  @return 1 when the driver answers, 0 else
+ *  libraries (again whenever the process has loaded a library since the
+ *  last look) and then cuInit()s it.  @return 1 when the driver answers, 0 else
  *  (oc__gpu_why()). */
 int oc__gpu_available(void);
 
