@@ -119,7 +119,8 @@ static oc_status_t coll_init(oc_context_t *ctx, void **state_p)
 
     if (c == NULL)
         return OC_ERR_NO_MEMORY;
-    if ((st = oc__config_load(coll_config_table, &c->cfg)) != OC_OK) {
+    if ((st = oc__config_load(coll_config_table, &c->cfg)) != OC_OK ||
+        (st = oc__coll_staged_init(c)) != OC_OK) {
         free(c);
         return st;
     }

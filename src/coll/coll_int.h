@@ -125,7 +125,7 @@ struct oc__coll {
      * one collective at a time, in the order they were started */
     struct oc__gpu_pool *gpu_pool;
     uint64_t          gpu_ticket, gpu_serving;
-    int               gpu_cfg_loaded;
+    int               gpu_on;        /* OC_GPU */
     uint64_t          gpu_chunk, gpu_slots;
 };
 
@@ -196,6 +196,8 @@ int oc__coll_staged_alltoallv(oc_context_t *ctx, const void *sbuf,
                               size_t slim, size_t rlim, oc_request_t **req_p,
                               oc_status_t *st);
 void oc__coll_staged_advance(oc_request_t *req);
+/** Load OC_GPU* into @p c (coll_init).  OC_ERR_CONFIG (logged). */
+oc_status_t oc__coll_staged_init(oc__coll_t *c);
 void oc__coll_staged_free(struct oc__staged *s);
 void oc__coll_staged_fini(oc__coll_t *c);
 

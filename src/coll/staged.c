@@ -485,17 +485,15 @@ static oc_status_t whole_start(oc_context_t *ctx, oc__coll_t *c,
     return OC_OK;
 }
 
-static oc_status_t load_cfg(oc__coll_t *c)
+oc_status_t oc__coll_staged_init(oc__coll_t *c)
 {
     oc__gpu_config_t g;
-    oc_status_t st;
+    oc_status_t st = oc__gpu_config(&g);
 
-    if (c->gpu_cfg_loaded)
-        return OC_OK;
-    if ((st = oc__gpu_config(&g)) != OC_OK)
+    if (st != OC_OK)
         return st;
+    c->gpu_on = g.on;
     c->gpu_chunk = g.chunk, c->gpu_slots = g.slots;
-    c->gpu_cfg_loaded = 1;
     return OC_OK;
 }
 
@@ -510,7 +508,7 @@ int oc__coll_staged_try(oc_context_t *ctx, int kind, const void *sbuf,
     oc_request_t *req;
     const oc__gpu_mem_t *m;
 
-    if (!oc__gpu_available())
+    if (!c->gpu_on || !oc__gpu_available())
         return 0; /* no driver: host memory, as before */
     if (sbuf != NULL && oc__gpu_mem_of(sbuf, &ms) != OC_OK)
         bad = 1;
@@ -520,8 +518,6 @@ int oc__coll_staged_try(oc_context_t *ctx, int kind, const void *sbuf,
         mr = ms;
     if (!bad && ms.device < 0 && mr.device < 0)
         return 0;
-    if ((*st = load_cfg(c)) != OC_OK)
-        return 1;
     if ((s = calloc(1, sizeof(*s))) == NULL ||
         (s->slot = calloc(c->gpu_slots, sizeof(*s->slot))) == NULL) {
         free(s);
@@ -604,7 +600,7 @@ int oc__coll_staged_alltoallv(oc_context_t *ctx, const void *sbuf,
     struct oc__staged *s;
     int bad = 0;
 
-    if (!oc__gpu_available())
+    if (!c->gpu_on || !oc__gpu_available())
         return 0;
     if (slim > 0 && oc__gpu_mem_of(sbuf, &ms) != OC_OK)
         bad = 1;
@@ -612,8 +608,6 @@ int oc__coll_staged_alltoallv(oc_context_t *ctx, const void *sbuf,
         bad = 1;
     if (!bad && ms.device < 0 && mr.device < 0)
         return 0;
-    if ((*st = load_cfg(c)) != OC_OK)
-        return 1;
     if ((s = calloc(1, sizeof(*s))) == NULL) {
         *st = OC_ERR_NO_MEMORY;
         return 1;

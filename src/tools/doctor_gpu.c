@@ -312,6 +312,11 @@ void oc__dr_gpu_memory(oc_dr_t *d)
                    "buffers will fail");
         return;
     }
+    if (!cfg.on) {
+        oc__dr_set(d, OC_DR_NA, NULL, "OC_GPU=n: liboffcore treats every "
+                   "buffer as host memory");
+        return;
+    }
     need = cfg.slots * 2 * cfg.chunk;
     oc__dr_ev(d, "pinned staging per rank: %llu x 2 x %llu bytes = %llu MiB",
               (unsigned long long)cfg.slots, (unsigned long long)cfg.chunk,

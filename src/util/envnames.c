@@ -42,6 +42,7 @@ const oc_env_name_t oc__env_names[] = {
     {"OC_COLL_FAULT_AT", "liboffcore"},
     /* device buffers (src/gpu/gpu.c) */
     {"OC_LIBCUDA", "liboffcore, offcore doctor"},
+    {"OC_GPU", "liboffcore"},
     {"OC_GPU_CHUNK", "liboffcore"},
     {"OC_GPU_SLOTS", "liboffcore"},
     /* every component */

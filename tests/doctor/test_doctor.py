@@ -261,6 +261,8 @@ def gpu_memory(binary, libcuda):
                "FAKE_CUDA_FAIL": "init"}, "warn", "cuInit", "no CUDA-capable"),
              ({"OC_LIBCUDA": libcuda + ".missing"}, "n/a", "no CUDA driver",
               "cannot open shared object file"),
+             ({"OC_LIBCUDA": libcuda, "OC_GPU": "n"}, "n/a", "OC_GPU=n",
+              "1 device(s)"),
              # below the staging: 64 KiB of limit for 3 x 2 x 1 MiB
              ({"OC_LIBCUDA": libcuda, "OC_GPU_CHUNK": "1M", "MEMLOCK": ""},
               "warn", "below the staging a rank needs (6 MiB)",

@@ -59,8 +59,9 @@ typedef struct {
  */
 oc_status_t oc__gpu_mem_of(const void *p, oc__gpu_mem_t *m);
 
-/** Staging and copy settings (OC_GPU_CHUNK, OC_GPU_SLOTS). */
+/** Settings (OC_GPU, OC_GPU_CHUNK, OC_GPU_SLOTS). */
 typedef struct {
+    int      on;    /* look for device buffers at all */
     uint64_t chunk; /* bytes per staged chunk (each slot holds 2 of them) */
     uint64_t slots; /* chunks in flight, one stream each */
 } oc__gpu_config_t;
