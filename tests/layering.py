@@ -54,11 +54,12 @@ LAYERS = {
     "runtime": ["engine", "transport", "ctl", "wire", "util"],
     # linked into liboffcore above the runtime: runtime/ext.h, never the
     # context's private state (src/runtime/runtime.h)
-    "coll": ["runtime", "transport", "wire", "util"],
+    "gpu": ["util"],
+    "coll": ["runtime", "gpu", "transport", "wire", "util"],
     "coll-mpi": ["util"],
     "agent": ["coll", "engine", "transport", "ctl", "wire", "metrics", "util"],
     "dp": ["pkt", "acl", "ctl", "metrics", "util"],
-    "tools": ["runtime", "transport", "ctl", "wire", "metrics", "util"],
+    "tools": ["runtime", "gpu", "transport", "ctl", "wire", "metrics", "util"],
 }
 # module -> its folder under src/
 FOLDER = {m: m for m in LAYERS}

@@ -20,6 +20,7 @@ ROOMS = {
     # where doctor's "OC_LOG=transport:debug says why" sends the reader
     "runtime": {"RUNTIME", "TRANSPORT"},
     "coll": {"COLL"},
+    "gpu": {"GPU"},
     "agent": {"AGENT"},
     "agent/router": {"ROUTER"},
     "metrics": {"METRICS"},

@@ -63,6 +63,7 @@ typedef enum {
     OC_ERR_COLL_MISMATCH   = -66, /**< collective: a peer sent more, or other, data than this rank's call expects */
     OC_ERR_COLL_PEER_FAILED = -67, /**< collective: a rank (or agent) taking part died or became unreachable */
     OC_ERR_COLL_MEMORY     = -68, /**< collective (agent placement): the agent could not read this rank's send buffer or write its receive buffer (an address not mapped, or the rank exited); nothing outside the buffers was written */
+    OC_ERR_GPU             = -69, /**< collective on device memory: the CUDA driver failed a copy or a query, or a buffer lies in another device's context than the collective's staging (logged with the driver's words); on every rank of the collective */
 } oc_status_t;
 
 /** Name and meaning of a status value ("OC_ERR_CTL_KEY: ..."), for any

@@ -175,6 +175,37 @@ static oc_request_t *allreduce_rsag(oc_context_t *ctx, const uint8_t *sbuf,
     return req;
 }
 
+int oc__coll_allreduce_rd(const oc_context_t *ctx, size_t bytes, size_t es)
+{
+    const oc__coll_t *c = oc__coll_of(ctx);
+    /* as oc_iallreduce chooses: the shared segment reduces in rank order,
+     * as reduce-scatter + all-gather does */
+    return !oc__coll_shm_fits(ctx, bytes) && !c->cfg.reproducible &&
+           es != 2 && bytes <= c->cfg.small;
+}
+
+oc_request_t *oc__coll_allreduce_build(oc_context_t *ctx, const void *sbuf,
+                                       void *rbuf, size_t count, int dtype,
+                                       int op, int rd)
+{
+    size_t es = oc__dtype_size(dtype);
+    oc_request_t *req;
+
+    if (rd) {
+        memcpy(rbuf, sbuf, count * es);
+        req = allreduce_rd(ctx, rbuf, count * es);
+    } else {
+        req = allreduce_rsag(ctx, sbuf, rbuf, count, es);
+    }
+    if (req == NULL)
+        return NULL;
+    req->dtype = dtype;
+    req->op = op;
+    req->esize = es;
+    req->rbuf = rbuf;
+    return req;
+}
+
 OC_API oc_status_t oc_iallreduce(oc_context_t *ctx, const void *sendbuf,
                                  void *recvbuf, size_t count,
                                  oc_dtype_t dtype, oc_op_t op,
@@ -193,6 +224,11 @@ OC_API oc_status_t oc_iallreduce(oc_context_t *ctx, const void *sendbuf,
     bytes = count * es;
     if (count > 0 && check_buffers(sendbuf, recvbuf, bytes) != OC_OK)
         return OC_ERR_COLL_BUFFER;
+    if (count > 0 &&
+        oc__coll_staged_try(ctx, OC__STAGED_ALLREDUCE,
+                            sendbuf == OC_IN_PLACE ? recvbuf : sendbuf,
+                            recvbuf, count, (int)dtype, (int)op, 0, req_p, &st))
+        return st;
     if (oc__coll_placed(ctx)) {
         oc_colld_t d = {.kind = OC_COLLD_ALLREDUCE, .dtype = (uint8_t)dtype,
                         .op = (uint8_t)op, .count = count};
@@ -224,26 +260,19 @@ OC_API oc_status_t oc_iallreduce(oc_context_t *ctx, const void *sendbuf,
     return oc__coll_start(ctx, req);
 }
 
-/* Pairwise exchange; counts/displacements in elements, per peer. */
-static oc_status_t alltoallv_start(oc_context_t *ctx, const uint8_t *sbuf,
-                                   const size_t *sc, const size_t *sd,
-                                   uint8_t *rbuf, const size_t *rc,
-                                   const size_t *rd, size_t es, uint8_t *own,
-                                   oc_request_t **req_p)
+/* Pairwise exchange; counts/displacements in elements, per peer.  The
+ * schedule, with this rank's own block already in place. */
+static oc_request_t *alltoallv_build(oc_context_t *ctx, const uint8_t *sbuf,
+                                     const size_t *sc, const size_t *sd,
+                                     uint8_t *rbuf, const size_t *rc,
+                                     const size_t *rd, size_t es)
 {
     const uint32_t n = oc__ext_size(ctx), me = oc__ext_rank(ctx);
     oc_request_t *req = oc__coll_req_new(ctx, n - 1);
 
-    if (req == NULL) {
-        free(own);
-        return OC_ERR_NO_MEMORY;
-    }
-    req->tmp = own;
+    if (req == NULL)
+        return NULL;
     req->esize = es;
-    if (rc[me] != sc[me]) {
-        oc__coll_req_free(req);
-        return OC_ERR_COLL_COUNT;
-    }
     memmove(rbuf + rd[me] * es, sbuf + sd[me] * es, sc[me] * es);
     for (uint32_t k = 1; k < n; k++) {
         oc__phase_t *ph = &req->ph[k - 1];
@@ -252,8 +281,47 @@ static oc_status_t alltoallv_start(oc_context_t *ctx, const uint8_t *sbuf,
         ph->rpeer = from, ph->rbuf = rbuf + rd[from] * es;
         ph->rlen = rc[from] * es;
     }
+    return req;
+}
+
+static oc_status_t alltoallv_start(oc_context_t *ctx, const uint8_t *sbuf,
+                                   const size_t *sc, const size_t *sd,
+                                   uint8_t *rbuf, const size_t *rc,
+                                   const size_t *rd, size_t es, uint8_t *own,
+                                   oc_request_t **req_p)
+{
+    const uint32_t me = oc__ext_rank(ctx);
+    oc_request_t *req;
+
+    if (rc[me] != sc[me]) {
+        free(own);
+        return OC_ERR_COLL_COUNT;
+    }
+    if ((req = alltoallv_build(ctx, sbuf, sc, sd, rbuf, rc, rd, es)) == NULL) {
+        free(own);
+        return OC_ERR_NO_MEMORY;
+    }
+    req->tmp = own;
     *req_p = req;
     return oc__coll_start(ctx, req);
+}
+
+oc_request_t *oc__coll_alltoall_build(oc_context_t *ctx, const void *sbuf,
+                                      void *rbuf, size_t count, size_t es)
+{
+    const size_t n = oc__ext_size(ctx);
+    size_t *v = malloc(2 * n * sizeof(*v));
+    oc_request_t *req;
+
+    if (v == NULL)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        v[i] = count;
+        v[n + i] = i * count;
+    }
+    req = alltoallv_build(ctx, sbuf, v, v + n, rbuf, v, v + n, es);
+    free(v);
+    return req;
 }
 
 /* The agent placement's all-to-all(v): the counts travel in the
@@ -324,6 +392,12 @@ OC_API oc_status_t oc_ialltoallv(oc_context_t *ctx, const void *sendbuf,
     }
     if ((slim > 0 && sendbuf == NULL) || (rlim > 0 && recvbuf == NULL))
         return OC_ERR_COLL_BUFFER;
+    if (rcounts[oc__ext_rank(ctx)] != scounts[oc__ext_rank(ctx)])
+        return OC_ERR_COLL_COUNT;
+    if (oc__coll_staged_alltoallv(ctx, sendbuf, scounts, sdispls, recvbuf,
+                                  rcounts, rdispls, (int)dtype, slim, rlim,
+                                  req_p, &st))
+        return st;
     if (oc__coll_placed(ctx))
         return placed_alltoallv(ctx, sendbuf, scounts, sdispls, recvbuf,
                                 rcounts, rdispls, dtype, slim, rlim, NULL,
@@ -348,6 +422,11 @@ OC_API oc_status_t oc_ialltoall(oc_context_t *ctx, const void *sendbuf,
     bytes = count * es * n;
     if (count > 0 && check_buffers(sendbuf, recvbuf, bytes) != OC_OK)
         return OC_ERR_COLL_BUFFER;
+    if (count > 0 &&
+        oc__coll_staged_try(ctx, OC__STAGED_ALLTOALL,
+                            sendbuf == OC_IN_PLACE ? recvbuf : sendbuf,
+                            recvbuf, count, (int)dtype, 0, 0, req_p, &st))
+        return st;
     if (!oc__coll_placed(ctx) && oc__coll_shm_fits(ctx, bytes))
         return oc__coll_shm_start(ctx, OC__SHM_ALLTOALL,
                                   sendbuf == OC_IN_PLACE ? recvbuf : sendbuf,
@@ -378,35 +457,18 @@ OC_API oc_status_t oc_ialltoall(oc_context_t *ctx, const void *sendbuf,
     return st;
 }
 
-OC_API oc_status_t oc_ibcast(oc_context_t *ctx, void *buf, size_t count,
-                             oc_dtype_t dtype, uint32_t root,
-                             oc_request_t **req_p)
+/* Binomial tree from @p root. */
+oc_request_t *oc__coll_bcast_build(oc_context_t *ctx, void *buf,
+                                   size_t bytes, uint32_t root)
 {
-    oc_status_t st = check_common(ctx, dtype, req_p);
-    size_t es = oc__dtype_size((int)dtype), bytes;
-    uint32_t n, me, vr, L = 0;
+    const uint32_t n = oc__ext_size(ctx), me = oc__ext_rank(ctx);
+    uint32_t vr, L = 0;
     oc_request_t *req;
 
-    if (st != OC_OK)
-        return st;
-    n = oc__ext_size(ctx), me = oc__ext_rank(ctx);
-    if (root >= n)
-        return OC_ERR_COLL_ROOT;
-    if (count > SIZE_MAX / es / 2)
-        return OC_ERR_COLL_COUNT;
-    bytes = count * es;
-    if (count > 0 && (buf == NULL || buf == (void *)OC_IN_PLACE))
-        return OC_ERR_COLL_BUFFER;
-    if (oc__coll_placed(ctx)) {
-        oc_colld_t d = {.kind = OC_COLLD_BCAST, .dtype = (uint8_t)dtype,
-                        .root = root, .count = count};
-        return oc__coll_placed_start(ctx, &d, NULL, buf, bytes, buf, bytes,
-                                     req_p);
-    }
     while ((1u << L) < n)
         L++;
     if ((req = oc__coll_req_new(ctx, L)) == NULL)
-        return OC_ERR_NO_MEMORY;
+        return NULL;
     vr = mod((int64_t)me - root, n);
     for (uint32_t j = 0; j < L; j++) {
         uint32_t m = 1u << j;
@@ -419,6 +481,39 @@ OC_API oc_status_t oc_ibcast(oc_context_t *ctx, void *buf, size_t count,
             ph->rbuf = buf, ph->rlen = bytes;
         }
     }
+    return req;
+}
+
+OC_API oc_status_t oc_ibcast(oc_context_t *ctx, void *buf, size_t count,
+                             oc_dtype_t dtype, uint32_t root,
+                             oc_request_t **req_p)
+{
+    oc_status_t st = check_common(ctx, dtype, req_p);
+    size_t es = oc__dtype_size((int)dtype), bytes;
+    uint32_t n;
+    oc_request_t *req;
+
+    if (st != OC_OK)
+        return st;
+    n = oc__ext_size(ctx);
+    if (root >= n)
+        return OC_ERR_COLL_ROOT;
+    if (count > SIZE_MAX / es / 2)
+        return OC_ERR_COLL_COUNT;
+    bytes = count * es;
+    if (count > 0 && (buf == NULL || buf == (void *)OC_IN_PLACE))
+        return OC_ERR_COLL_BUFFER;
+    if (count > 0 && oc__coll_staged_try(ctx, OC__STAGED_BCAST, buf, buf, count,
+                                         (int)dtype, 0, root, req_p, &st))
+        return st;
+    if (oc__coll_placed(ctx)) {
+        oc_colld_t d = {.kind = OC_COLLD_BCAST, .dtype = (uint8_t)dtype,
+                        .root = root, .count = count};
+        return oc__coll_placed_start(ctx, &d, NULL, buf, bytes, buf, bytes,
+                                     req_p);
+    }
+    if ((req = oc__coll_bcast_build(ctx, buf, bytes, root)) == NULL)
+        return OC_ERR_NO_MEMORY;
     *req_p = req;
     return oc__coll_start(ctx, req);
 }

@@ -126,7 +126,8 @@ static oc_status_t coll_init(oc_context_t *ctx, void **state_p)
 
     if (c == NULL)
         return OC_ERR_NO_MEMORY;
-    if ((st = oc__config_load(coll_config_table, &c->cfg)) != OC_OK) {
+    if ((st = oc__config_load(coll_config_table, &c->cfg)) != OC_OK ||
+        (st = oc__coll_staged_init(c)) != OC_OK) {
         free(c);
         return st;
     }
@@ -179,6 +180,7 @@ static void coll_fini(oc_context_t *ctx, void *state)
     }
     oc__coll_placed_fini(c);
     oc__coll_shm_fini(c);
+    oc__coll_staged_fini(c);
     free(c->ordered_srcs);
     free(c);
 }
@@ -238,6 +240,7 @@ void oc__coll_req_free(oc_request_t *req)
 {
     if (req == NULL)
         return;
+    oc__coll_staged_free(req->staged);
     free(req->ph);
     free(req->tmp);
     free(req->cma_v);
@@ -297,6 +300,11 @@ static int settling(oc_request_t *req)
     if (req->settle_us == 0)
         req->settle_us = now + bound;
     return now < req->settle_us;
+}
+
+int oc__coll_req_done(oc_request_t *req)
+{
+    return req->status != OC_INPROGRESS && !settling(req);
 }
 
 static void unlink_req(oc__coll_t *c, oc_request_t *req)
@@ -455,9 +463,10 @@ static void coll_progress(void *arg)
 
     for (r = c->active; r != NULL; r = r->next)
         if (r->status == OC_INPROGRESS)
-            r->placed ? oc__coll_placed_check(r)
-            : r->shm  ? oc__coll_shm_advance(r)
-                      : (void)advance(c, r);
+            r->placed   ? oc__coll_placed_check(r)
+            : r->shm    ? oc__coll_shm_advance(r)
+            : r->staged ? oc__coll_staged_advance(r)
+                        : (void)advance(c, r);
     for (p = &c->zombies; (r = *p) != NULL;) {
         if (r->inflight == 0) {
             *p = r->next;
@@ -477,17 +486,46 @@ void oc__coll_link(oc__coll_t *c, oc_request_t *req)
         c->hooked = 1;
 }
 
-oc_status_t oc__coll_start(oc_context_t *ctx, oc_request_t *req)
+/* Sequence numbers run 1 .. 2^20 - 1 and wrap to 1 (0 is never one). */
+uint32_t oc__coll_seq_nth(uint32_t base, uint32_t k)
+{
+    const uint32_t m = (1u << OC__COLL_SEQ_BITS) - 1;
+    return (uint32_t)(((uint64_t)base - 1 + k) % m) + 1;
+}
+
+uint32_t oc__coll_seq_take(oc__coll_t *c, uint32_t n)
+{
+    uint32_t base = c->next_seq;
+    c->next_seq = oc__coll_seq_nth(base, n);
+    return base;
+}
+
+void oc__coll_start_seq(oc_context_t *ctx, oc_request_t *req, uint32_t seq)
 {
     oc__coll_t *c = oc__coll_of(ctx);
 
-    req->seq = c->next_seq;
-    c->next_seq = (c->next_seq + 1) & ((1u << OC__COLL_SEQ_BITS) - 1);
-    if (c->next_seq == 0)
-        c->next_seq = 1;
+    req->seq = seq;
     oc__coll_link(c, req);
     advance(c, req);
+}
+
+oc_status_t oc__coll_start(oc_context_t *ctx, oc_request_t *req)
+{
+    oc__coll_start_seq(ctx, req, oc__coll_seq_take(oc__coll_of(ctx), 1));
     return OC_OK;
+}
+
+void oc__coll_retire(oc_request_t *req)
+{
+    oc__coll_t *c = oc__coll_of(req->ctx);
+
+    unlink_req(c, req);
+    if (req->inflight > 0) {
+        req->next = c->zombies;
+        c->zombies = req;
+    } else {
+        oc__coll_req_free(req);
+    }
 }
 
 OC_API oc_status_t oc_test(oc_request_t **req_p)
@@ -521,13 +559,7 @@ OC_API oc_status_t oc_test(oc_request_t **req_p)
     st = req->status;
     if (st == OC_INPROGRESS || settling(req))
         return OC_INPROGRESS;
-    unlink_req(oc__coll_of(ctx), req);
-    if (req->inflight > 0) { /* failed with sends out: free them later */
-        req->next = oc__coll_of(ctx)->zombies;
-        oc__coll_of(ctx)->zombies = req;
-    } else {
-        oc__coll_req_free(req);
-    }
+    oc__coll_retire(req); /* failed with sends out: freed later */
     *req_p = NULL;
     return st;
 }

@@ -95,6 +95,8 @@ struct oc_request {
     int            inl;
     void          *inl_rbuf;
     size_t         inl_len;
+    /* device buffers (staged.c): the chunks' state; NULL for host ones */
+    struct oc__staged *staged;
 };
 
 enum { OC__SHM_ALLREDUCE = 1, OC__SHM_ALLTOALL = 2 };
@@ -128,6 +130,12 @@ struct oc__coll {
     uint64_t          cma_ops, cma_fallbacks; /* placed.c: counted */
     struct placed_op *placed_ops;    /* placed.c: transfers in flight */
     int               hooked;        /* the progress hook is set */
+    /* staged.c: device buffers staged through one pinned pool, used by
+     * one collective at a time, in the order they were started */
+    struct oc__gpu_pool *gpu_pool;
+    uint64_t          gpu_ticket, gpu_serving;
+    int               gpu_on;        /* OC_GPU */
+    uint64_t          gpu_chunk, gpu_slots;
 };
 
 /* coll.c: the collectives as the runtime's extension */
@@ -147,6 +155,60 @@ oc_status_t oc__coll_check_ctx(oc_context_t *ctx);
 /** Put @p req on the active list (and set the progress hook, the first
  *  time). */
 void oc__coll_link(oc__coll_t *c, oc_request_t *req);
+
+/** Take @p n consecutive sequence numbers (the first returned): a
+ *  collective on device buffers starts its chunks' collectives later,
+ *  as their data arrives, with numbers taken in call order. */
+uint32_t oc__coll_seq_take(oc__coll_t *c, uint32_t n);
+/** The @p k-th of the numbers from @p base. */
+uint32_t oc__coll_seq_nth(uint32_t base, uint32_t k);
+/** oc__coll_start() with a number from oc__coll_seq_take(). */
+void oc__coll_start_seq(oc_context_t *ctx, oc_request_t *req, uint32_t seq);
+/** Take a finished (not OC_INPROGRESS) internal request off the active
+ *  list and free it (or keep it until its sends complete). */
+void oc__coll_retire(oc_request_t *req);
+/** Has @p req ended (nothing more to wait for: oc_test() would return its
+ *  status without progressing)? */
+int oc__coll_req_done(oc_request_t *req);
+
+/* algos.c: schedules without starting them (staged.c starts them).
+ * @p rd: recursive doubling (else reduce-scatter + all-gather, in rank
+ * order).  NULL: no memory. */
+oc_request_t *oc__coll_allreduce_build(oc_context_t *ctx, const void *sbuf,
+                                       void *rbuf, size_t count, int dtype,
+                                       int op, int rd);
+/** Would the host path reduce @p bytes by recursive doubling? */
+int oc__coll_allreduce_rd(const oc_context_t *ctx, size_t bytes, size_t es);
+oc_request_t *oc__coll_alltoall_build(oc_context_t *ctx, const void *sbuf,
+                                      void *rbuf, size_t count, size_t es);
+oc_request_t *oc__coll_bcast_build(oc_context_t *ctx, void *buf,
+                                   size_t bytes, uint32_t root);
+
+/* staged.c: collectives on device buffers (src/gpu), inline placement */
+enum { OC__STAGED_ALLREDUCE = 1, OC__STAGED_ALLTOALL, OC__STAGED_BCAST,
+       OC__STAGED_ALLTOALLV };
+/**
+ * If a buffer of the collective is device memory (or the driver cannot
+ * say), start it staged and return 1 with *@p st its start status;
+ * else return 0 (the host path runs it).  @p sbuf: the input (not
+ * OC_IN_PLACE), @p rbuf the output (bcast: both the buffer); @p count:
+ * elements (per peer for all-to-all).
+ */
+int oc__coll_staged_try(oc_context_t *ctx, int kind, const void *sbuf,
+                        void *rbuf, size_t count, int dtype, int op,
+                        uint32_t root, oc_request_t **req_p, oc_status_t *st);
+/** The same for all-to-allv (staged whole: see staged.c); @p slim and
+ *  @p rlim: the extents of the buffers, in elements. */
+int oc__coll_staged_alltoallv(oc_context_t *ctx, const void *sbuf,
+                              const size_t *sc, const size_t *sd, void *rbuf,
+                              const size_t *rc, const size_t *rd, int dtype,
+                              size_t slim, size_t rlim, oc_request_t **req_p,
+                              oc_status_t *st);
+void oc__coll_staged_advance(oc_request_t *req);
+/** Load OC_GPU* into @p c (coll_init).  OC_ERR_CONFIG (logged). */
+oc_status_t oc__coll_staged_init(oc__coll_t *c);
+void oc__coll_staged_free(struct oc__staged *s);
+void oc__coll_staged_fini(oc__coll_t *c);
 
 /* placed.c: the agent placement.  @p vals: 4 * size values for
  * all-to-allv (d->nv = size), else NULL. */

@@ -35,6 +35,7 @@ static const struct {
      oc__dr_gpudirect},
     {"pcie_topology", "PCIe: GPU to nearest NIC", oc__dr_pcie},
     {"nccl", "NCCL network", oc__dr_nccl},
+    {"gpu_memory", "GPU memory in offcore", oc__dr_gpu_memory},
     {"dp_ready", "offcore-dp readiness (AF_XDP, DPDK)", oc__dr_dp},
     {"offcored", "local offcored", oc__dr_offcored},
     {"offcore_dp", "local offcore-dp", oc__dr_offcore_dp},

@@ -99,6 +99,7 @@ void oc__dr_gpus(oc_dr_t *d);
 void oc__dr_gpudirect(oc_dr_t *d);
 void oc__dr_pcie(oc_dr_t *d);
 void oc__dr_nccl(oc_dr_t *d);          /* doctor_live.c */
+void oc__dr_gpu_memory(oc_dr_t *d);    /* doctor_gpu.c */
 void oc__dr_dp(oc_dr_t *d);            /* doctor_rdma.c */
 void oc__dr_offcored(oc_dr_t *d);      /* doctor_live.c */
 void oc__dr_offcore_dp(oc_dr_t *d);

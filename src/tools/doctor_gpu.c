@@ -4,8 +4,15 @@
  * nearest RDMA NIC, from procfs (/proc/driver/nvidia, /proc/modules) and
  * sysfs (/sys/bus/pci/devices, /sys/module) under the root prefix.
  * The PCIe relation uses nvidia-smi topo's names so operators can compare.
+ * And, live, what liboffcore itself will make of device buffers: whether
+ * it loads libcuda (src/gpu), the driver's version and devices, and the
+ * pinned staging it needs against RLIMIT_MEMLOCK.
  */
 #include "doctor.h"
+
+#include "gpu/gpu.h"
+
+#include <sys/resource.h>
 
 #include <dirent.h>
 #include <stdlib.h>
@@ -269,4 +276,72 @@ void oc__dr_pcie(oc_dr_t *d)
                    "a GPU's nearest NIC is %s away: GPUDirect RDMA there "
                    "goes through the CPU", worst == 2 ? "PHB" :
                    worst == 3 ? "NODE" : "SYS");
+}
+
+/* What liboffcore will do with CUDA device buffers (docs/gpu.md): the
+ * same loader the library uses (src/gpu), so the answer is the library's. */
+void oc__dr_gpu_memory(oc_dr_t *d)
+{
+    oc__gpu_config_t cfg;
+    struct rlimit rl;
+    unsigned long long need;
+    int ver;
+
+    if (!d->live) {
+        oc__dr_set(d, OC_DR_NA, NULL, "live probe: not run against --root");
+        return;
+    }
+    if (!oc__gpu_load()) {
+        const char *why = oc__gpu_why();
+        oc__dr_ev(d, "%s: %s", oc__gpu_lib_name(), why);
+        if (strncmp(why, "cuInit", 6) == 0 || strstr(why, " has no ") != NULL)
+            oc__dr_set(d, OC_DR_WARN, "check the driver: nvidia-smi",
+                       "%s loads but %s: device buffers will not be served",
+                       oc__gpu_lib_name(), why);
+        else
+            oc__dr_set(d, OC_DR_NA, NULL, "no CUDA driver (%s): every buffer "
+                       "is host memory", oc__gpu_lib_name());
+        return;
+    }
+    ver = oc__gpu_driver_version();
+    oc__dr_ev(d, "%s: CUDA driver API %d.%d, %d device(s)", oc__gpu_lib_name(),
+              ver / 1000, ver % 1000 / 10, oc__gpu_device_count());
+    if (oc__gpu_config(&cfg) != OC_OK) {
+        oc__dr_set(d, OC_DR_FAIL, "fix OC_GPU_CHUNK / OC_GPU_SLOTS",
+                   "OC_GPU_* settings are invalid: collectives on device "
+                   "buffers will fail");
+        return;
+    }
+    if (!cfg.on) {
+        oc__dr_set(d, OC_DR_NA, NULL, "OC_GPU=n: liboffcore treats every "
+                   "buffer as host memory");
+        return;
+    }
+    need = cfg.slots * 2 * cfg.chunk;
+    oc__dr_ev(d, "pinned staging per rank: %llu x 2 x %llu bytes = %llu MiB",
+              (unsigned long long)cfg.slots, (unsigned long long)cfg.chunk,
+              need >> 20);
+    if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0) {
+        if (rl.rlim_cur == RLIM_INFINITY)
+            oc__dr_ev(d, "pinned-memory limit (RLIMIT_MEMLOCK): unlimited");
+        else
+            oc__dr_ev(d, "pinned-memory limit (RLIMIT_MEMLOCK): %llu KiB",
+                      (unsigned long long)rl.rlim_cur >> 10);
+    }
+    if (oc__gpu_device_count() == 0) {
+        oc__dr_set(d, OC_DR_WARN, NULL, "the driver loads but sees no device");
+        return;
+    }
+    if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        rl.rlim_cur < need) {
+        oc__dr_set(d, OC_DR_WARN, "raise RLIMIT_MEMLOCK (see memlock) or "
+                   "lower OC_GPU_CHUNK", "device buffers served, but the "
+                   "pinned-memory limit (%llu KiB) is below the staging a rank "
+                   "needs (%llu MiB)", (unsigned long long)rl.rlim_cur >> 10,
+                   need >> 20);
+        return;
+    }
+    oc__dr_set(d, OC_DR_OK, NULL, "device buffers served (in processes that "
+               "use CUDA): CUDA %d.%d, %d device(s), %llu MiB pinned per rank",
+               ver / 1000, ver % 1000 / 10, oc__gpu_device_count(), need >> 20);
 }

@@ -187,8 +187,17 @@ void oc__dr_nccl(oc_dr_t *d)
     }
     h = dlopen(d->nccl_lib, RTLD_LAZY | RTLD_LOCAL);
     if (h == NULL) {
-        oc__dr_ev(d, "dlopen %s: %s", d->nccl_lib, dlerror());
-        oc__dr_set(d, OC_DR_NA, NULL, "NCCL is not installed");
+        const char *e = dlerror();
+        size_t n = strlen(d->nccl_lib);
+        oc__dr_ev(d, "dlopen %s: %s", d->nccl_lib, e != NULL ? e : "?");
+        /* the loader names the file it could not open: NCCL's own (not
+         * installed), or one NCCL needs (installed and broken) */
+        if (e == NULL || (strncmp(e, d->nccl_lib, n) == 0 &&
+                          strncmp(e + n, ": cannot open", 13) == 0))
+            oc__dr_set(d, OC_DR_NA, NULL, "NCCL is not installed");
+        else
+            oc__dr_set(d, OC_DR_WARN, NULL, "%s is installed but does not "
+                       "load: %s", d->nccl_lib, e);
         return;
     }
     int (*get_version)(int *) =

@@ -41,6 +41,11 @@ const oc_env_name_t oc__env_names[] = {
     {"OC_COLL_AGENT_INLINE", "liboffcore"},
     {"OC_COLL_FAULT", "liboffcore"},
     {"OC_COLL_FAULT_AT", "liboffcore"},
+    /* device buffers (src/gpu/gpu.c) */
+    {"OC_LIBCUDA", "liboffcore, offcore doctor"},
+    {"OC_GPU", "liboffcore"},
+    {"OC_GPU_CHUNK", "liboffcore"},
+    {"OC_GPU_SLOTS", "liboffcore"},
     /* every component */
     {"OC_LOG", "every component"},
     /* offcored (src/agent/main.c's table) and the cluster key */

@@ -18,7 +18,8 @@ int oc__log_levels[OC_COMP_MAX] = {-1};
 
 static const char *const comp_names[OC_COMP_MAX] = {
     "util", "wire",    "transport", "runtime", "agent",  "app",   "pkt",
-    "dp",   "ctl",     "metrics",   "coll",    "nvmf",   "router"};
+    "dp",   "ctl",     "metrics",   "coll",    "nvmf",   "router",
+    "gpu"};
 static const char *const level_names[] = {"error", "warn", "info", "debug",
                                           "trace"};
 

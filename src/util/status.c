@@ -50,6 +50,7 @@ OC_API const char *oc_status_string(oc_status_t s)
     case OC_ERR_COLL_ROOT: return "OC_ERR_COLL_ROOT: root is not a rank of the job";
     case OC_ERR_COLL_REQUEST: return "OC_ERR_COLL_REQUEST: NULL collective request pointer";
     case OC_ERR_COLL_MISMATCH: return "OC_ERR_COLL_MISMATCH: a peer's collective call does not match this rank's";
+    case OC_ERR_GPU: return "OC_ERR_GPU: the CUDA driver failed a copy or a query of a device buffer (on some rank of the collective)";
     case OC_ERR_COLL_MEMORY: return "OC_ERR_COLL_MEMORY: the agent could not read or write this rank's collective buffers (not mapped, or the rank is gone)";
     case OC_ERR_COLL_PEER_FAILED: return "OC_ERR_COLL_PEER_FAILED: a rank or agent taking part in the collective died or became unreachable";
     }

@@ -11,9 +11,17 @@
 #include <string.h>
 #include <unistd.h>
 
+#ifdef FAKE_NCCL_BROKEN
+/* in a library whose soname no file carries (tests/doctor/meson.build) */
+int oc_fake_nccl_dep(void);
+#endif
+
 __attribute__((visibility("default"))) int ncclGetVersion(int *v)
 {
     *v = 21805;
+#ifdef FAKE_NCCL_BROKEN
+    *v += oc_fake_nccl_dep();
+#endif
     return 0;
 }
 

@@ -16,7 +16,8 @@ FIX = os.path.join(HERE, "fixtures")
 KEYS = {"id", "title", "verdict", "summary", "evidence", "fix"}
 IDS = ["rdma_devices", "rdma_ports", "roce_gid", "dev_infiniband", "memlock",
        "ucx_transports", "nvidia_driver", "gpus", "gpudirect",
-       "pcie_topology", "nccl", "dp_ready", "offcored", "offcore_dp"]
+       "pcie_topology", "nccl", "gpu_memory", "dp_ready", "offcored",
+       "offcore_dp"]
 
 # fixture -> {check: (verdict, text the summary or evidence must hold)}
 EXPECT = {
@@ -34,6 +35,7 @@ EXPECT = {
         "dp_ready": ("ok", "DPDK has hugepages"),
         "ucx_transports": ("n/a", "not run against --root"),
         "nccl": ("n/a", "not run against --root"),
+        "gpu_memory": ("n/a", "not run against --root"),
         "offcored": ("n/a", "not run against --root"),
     },
     "dgx-no-peermem": {"gpudirect": ("fail", "no nvidia_peermem")},
@@ -201,8 +203,27 @@ def here(binary):
         check(by["gpudirect"]["verdict"] == "n/a", "json: gpudirect n/a")
 
 
-def nccl(binary, lib):
-    """The NCCL probe on a recorded GPU host, live, with fake_nccl.c."""
+def nccl(binary, lib, broken):
+    """The NCCL probe on a recorded GPU host, live, with fake_nccl.c; and
+    a libnccl that exists but needs a library that does not: a warning
+    naming the file and the loader's words, not "not installed"."""
+    rc, out, err = run(binary, "--root", os.path.join(FIX, "dgx-ok"),
+                       "--live", "--json", "--nccl", broken,
+                       "--nccl-timeout", "2")
+    doc = load(out, "nccl broken")
+    if doc is not None:
+        c = {c["id"]: c for c in doc["checks"]}["nccl"]
+        check(c["verdict"] == "warn" and broken in c["summary"] and
+              "libocmissing.so.0" in c["summary"],
+              "nccl broken: %s %s" % (c["verdict"], c["summary"]))
+    rc, out, err = run(binary, "--root", os.path.join(FIX, "dgx-ok"),
+                       "--live", "--json", "--nccl", "/nonexistent/libnccl.so.2",
+                       "--nccl-timeout", "2")
+    doc = load(out, "nccl missing")
+    if doc is not None:
+        c = {c["id"]: c for c in doc["checks"]}["nccl"]
+        check(c["verdict"] == "n/a" and "not installed" in c["summary"],
+              "nccl missing: %s %s" % (c["verdict"], c["summary"]))
     for net, verdict, text, req in (
             ("IB", "ok", "NCCL uses NET/IB with GPUDirect RDMA", True),
             ("Socket", "fail", "NET/Socket (TCP) although RDMA", False),
@@ -227,6 +248,47 @@ def nccl(binary, lib):
         if net == "hang":
             check(any("killed" in e for e in c["evidence"]) and took < 30,
                   "nccl hang: killed at the timeout (%.1f s)" % took)
+
+
+def gpu_memory(binary, libcuda):
+    """The "GPU memory in offcore" check live, with the libcuda double of
+    tests/gpu: served; cuInit failing; no driver at all."""
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    cases = (({"OC_LIBCUDA": libcuda, "OC_GPU_CHUNK": "4K"}, "ok",
+              "device buffers served", "CUDA driver API 12.8, 1 device(s)"),
+             ({"OC_LIBCUDA": libcuda, "OC_GPU_CHUNK": "64K",
+               "FAKE_CUDA_FAIL": "init"}, "warn", "cuInit", "no CUDA-capable"),
+             ({"OC_LIBCUDA": libcuda + ".missing"}, "n/a", "no CUDA driver",
+              "cannot open shared object file"),
+             ({"OC_LIBCUDA": libcuda, "OC_GPU": "n"}, "n/a", "OC_GPU=n",
+              "1 device(s)"),
+             # below the staging: 64 KiB of limit for 3 x 2 x 1 MiB
+             ({"OC_LIBCUDA": libcuda, "OC_GPU_CHUNK": "1M", "MEMLOCK": ""},
+              "warn", "below the staging a rank needs (6 MiB)",
+              "RLIMIT_MEMLOCK): 64 KiB"))
+    for env, verdict, summary, evidence in cases:
+        if "MEMLOCK" in env:
+            env = {k: v for k, v in env.items() if k != "MEMLOCK"}
+            if soft != resource.RLIM_INFINITY and soft < 64 << 10:
+                continue
+            resource.setrlimit(resource.RLIMIT_MEMLOCK, (64 << 10, hard))
+        saved = dict(os.environ)
+        os.environ.update(env)
+        try:
+            rc, out, err = run(binary, "--json")
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+            resource.setrlimit(resource.RLIMIT_MEMLOCK, (soft, hard))
+        doc = load(out, "gpu_memory " + verdict)
+        if doc is None:
+            continue
+        c = {c["id"]: c for c in doc["checks"]}["gpu_memory"]
+        check(c["verdict"] == verdict and summary in c["summary"] and
+              any(evidence in e for e in c["evidence"]),
+              "gpu_memory %s: %s %s %s" % (verdict, c["verdict"],
+                                           c["summary"], c["evidence"]))
 
 
 def daemons(binary, offcored):
@@ -314,7 +376,9 @@ def main():
     if mode == "daemons":
         daemons(binary, sys.argv[3])
     elif mode == "nccl":
-        nccl(binary, sys.argv[3])
+        nccl(binary, sys.argv[3], sys.argv[4])
+    elif mode == "gpu":
+        gpu_memory(binary, sys.argv[3])
     else:
         {"fixtures": fixtures, "here": here}[mode](binary)
     if failures:

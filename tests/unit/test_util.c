@@ -85,6 +85,7 @@ static const struct {
     S(OC_ERR_COLL_MISMATCH),
     S(OC_ERR_COLL_PEER_FAILED),
     S(OC_ERR_COLL_MEMORY),
+    S(OC_ERR_GPU),
 };
 #define N_STATUS (sizeof(all_status) / sizeof(all_status[0]))
 

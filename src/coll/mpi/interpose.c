@@ -7,7 +7,9 @@
  * Non-blocking calls hand back generalized requests, so MPI_Wait/Test and
  * their variants are interposed to progress them.  Correct or loud: what
  * the placement does not serve is passed to MPI before any buffer is
- * touched; a served call that fails is never MPI_SUCCESS.  How, in full:
+ * touched, and so is what offcore refuses untouched (OC_ERR_UNSUPPORTED);
+ * CUDA device buffers are served (offcore stages them, docs/gpu.md); a
+ * served call that fails is never MPI_SUCCESS.  How, in full:
  * docs/coll.md, "Unmodified MPI programs".
  *
  * Threading: served only under MPI_THREAD_SERIALIZED or less; with
@@ -208,6 +210,8 @@ static int mpi_class(oc_status_t st)
     case OC_ERR_PEER_FAILED:
     case OC_ERR_TRANSPORT:
         return MPI_ERR_OTHER; /* a process or link of the job failed */
+    case OC_ERR_GPU:
+        return MPI_ERR_OTHER; /* the CUDA driver failed on some rank */
     default:
         return MPI_ERR_INTERN;
     }
@@ -342,6 +346,19 @@ static void idle_turn(unsigned *idle)
 #define NOT_SERVED "the placement does not serve it (the agents said so at " \
                    "oc_init)"
 
+/* offcore refused a call it had taken (OC_ERR_UNSUPPORTED, before any
+ * buffer was touched; e.g. the agent refused the kind after all).  Counted and said as a
+ * pass-through; @return 1 when @p st is that refusal. */
+static int refused(int f, oc_status_t st)
+{
+    if (st != OC_ERR_UNSUPPORTED)
+        return 0;
+    g_served[f]--;
+    note(f, 0, 5, "offcore refused it (OC_ERR_UNSUPPORTED) before touching "
+         "a buffer: MPI gets it (device buffers: MPI must be CUDA-aware)");
+    return 1;
+}
+
 /* Why an allreduce is not served (for the log; reason number in *r), or
  * NULL when it is: types and op in *d, *op. */
 static const char *allreduce_why(const void *sbuf, const void *rbuf, int count,
@@ -386,12 +403,16 @@ EXPORT int MPI_Allreduce(const void *sbuf, void *rbuf, int count,
     unsigned r = 0;
     const char *why = allreduce_why(sbuf, rbuf, count, t, o, c, &d, &op, &r);
 
+    oc_status_t st;
+
     note(F_ALLREDUCE, why == NULL, r, why);
     if (why != NULL)
         return PMPI_Allreduce(sbuf, rbuf, count, t, o, c);
-    return result(F_ALLREDUCE,
-                  oc_allreduce(g_ctx, sbuf == MPI_IN_PLACE ? OC_IN_PLACE : sbuf,
-                               rbuf, (size_t)count, d, op), c);
+    st = oc_allreduce(g_ctx, sbuf == MPI_IN_PLACE ? OC_IN_PLACE : sbuf, rbuf,
+                      (size_t)count, d, op);
+    if (refused(F_ALLREDUCE, st))
+        return PMPI_Allreduce(sbuf, rbuf, count, t, o, c);
+    return result(F_ALLREDUCE, st, c);
 }
 
 EXPORT int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype st,
@@ -402,12 +423,16 @@ EXPORT int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype st,
     const char *why = alltoall_why(sbuf, scount, st, rbuf, rcount, rt, c, &d,
                                    &r);
 
+    oc_status_t ost;
+
     note(F_ALLTOALL, why == NULL, r, why);
     if (why != NULL)
         return PMPI_Alltoall(sbuf, scount, st, rbuf, rcount, rt, c);
-    return result(F_ALLTOALL,
-                  oc_alltoall(g_ctx, sbuf == MPI_IN_PLACE ? OC_IN_PLACE : sbuf,
-                              rbuf, (size_t)rcount, d), c);
+    ost = oc_alltoall(g_ctx, sbuf == MPI_IN_PLACE ? OC_IN_PLACE : sbuf, rbuf,
+                      (size_t)rcount, d);
+    if (refused(F_ALLTOALL, ost))
+        return PMPI_Alltoall(sbuf, scount, st, rbuf, rcount, rt, c);
+    return result(F_ALLTOALL, ost, c);
 }
 
 EXPORT int MPI_Alltoallv(const void *sbuf, const int *sc, const int *sd,
@@ -435,11 +460,12 @@ EXPORT int MPI_Alltoallv(const void *sbuf, const int *sc, const int *sd,
         }
         if (v != NULL && ok) {
             note(F_ALLTOALLV, 1, 0, NULL);
-            int rcode = result(F_ALLTOALLV,
-                               oc_alltoallv(g_ctx, sbuf, v, v + n, rbuf,
-                                            v + 2 * n, v + 3 * n, d), c);
+            oc_status_t ost = oc_alltoallv(g_ctx, sbuf, v, v + n, rbuf,
+                                           v + 2 * n, v + 3 * n, d);
             free(v);
-            return rcode;
+            if (refused(F_ALLTOALLV, ost))
+                return PMPI_Alltoallv(sbuf, sc, sd, st, rbuf, rc, rd, rt, c);
+            return result(F_ALLTOALLV, ost, c);
         }
         free(v);
         note(F_ALLTOALLV, 0, 3, "arguments MPI reports as errors");
@@ -465,6 +491,8 @@ EXPORT int MPI_Iallreduce(const void *sbuf, void *rbuf, int count,
         return PMPI_Iallreduce(sbuf, rbuf, count, t, o, c, req);
     st = oc_iallreduce(g_ctx, sbuf == MPI_IN_PLACE ? OC_IN_PLACE : sbuf, rbuf,
                        (size_t)count, d, op, &oreq);
+    if (refused(F_IALLREDUCE, st))
+        return PMPI_Iallreduce(sbuf, rbuf, count, t, o, c, req);
     return greq_start(F_IALLREDUCE, st, oreq, c, req);
 }
 
@@ -486,6 +514,8 @@ EXPORT int MPI_Ialltoall(const void *sbuf, int scount, MPI_Datatype st,
         return PMPI_Ialltoall(sbuf, scount, st, rbuf, rcount, rt, c, req);
     ost = oc_ialltoall(g_ctx, sbuf == MPI_IN_PLACE ? OC_IN_PLACE : sbuf, rbuf,
                        (size_t)rcount, d, &oreq);
+    if (refused(F_IALLTOALL, ost))
+        return PMPI_Ialltoall(sbuf, scount, st, rbuf, rcount, rt, c, req);
     return greq_start(F_IALLTOALL, ost, oreq, c, req);
 }
 

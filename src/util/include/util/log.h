@@ -49,6 +49,7 @@ typedef enum {
     OC_COMP_COLL,    /* src/coll: collectives, the MPI interposer */
     OC_COMP_NVMF,    /* offcore-nvmf */
     OC_COMP_ROUTER,  /* src/agent/router: the agent's routing threads */
+    OC_COMP_GPU,     /* src/gpu: the CUDA driver, staging, copies */
     OC_COMP_MAX
 } oc_log_comp_t;
 
