@@ -4,7 +4,7 @@
  * OSU-style overlap of oc_iallreduce vs MPI_Iallreduce.
  *
  *   mpirun -np N coll_bench [--min BYTES] [--max BYTES] [--repeats R]
- *                           [--overlap BYTES,...]
+ *                           [--overlap BYTES,...] [--tts FACTORS|none]
  *
  * Latency: per size, R interleaved samples (offcore, then MPI, then
  * offcore...), each the mean of `iters` back-to-back collectives (iters
@@ -16,7 +16,12 @@
  * t_compute) / t_pure), clamped to [0, 100], per rank from its own times,
  * the lowest over the ranks reported; t_compute is measured under the same
  * core sharing as t_both (see overlap()).  The compute loop calls no
- * progress function, as OSU's benchmarks by default.  BENCH_COLL_VERBOSE
+ * progress function, as OSU's benchmarks by default.  Time to solution
+ * (at each overlap size, for each factor of --tts, default 0.5,1,2): a
+ * step of a compute loop whose compute lasts that factor times Open MPI's
+ * allreduce time at the size, `compute + MPI_Allreduce` against offcore's
+ * `oc_iallreduce, compute, oc_wait`; "gain" is the first over the second
+ * (> 1: offloading pays).  BENCH_COLL_VERBOSE
  * set: every rank prints its calibration and its t_pure, t_compute and
  * t_both to stderr.  Every result is verified (integer-valued floats: sums
  * are exact).  Exit 0 when every result verified.
@@ -229,11 +234,89 @@ static double overlap(oc_context_t *ctx, int mpi, float *in, float *out,
     return worst;
 }
 
+/* Time to solution of one step of a compute loop at n floats: compute for
+ * @p units, then the allreduce of its result.  With MPI the two follow
+ * each other (compute + MPI_Allreduce); with offcore the allreduce is
+ * started first and waited for after the compute (what a user who
+ * offloads it writes, the previous step's data being reduced while this
+ * one computes).  Returns the mean per step, highest over the ranks. */
+static double tts(oc_context_t *ctx, int mpi, float *in, float *out,
+                  size_t n, int iters, long units)
+{
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    for (int k = 0; k < iters; k++) {
+        oc_request_t *orq;
+        if (mpi) {
+            work(units);
+            MPI_Allreduce(in, out, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+            continue;
+        }
+        if (oc_iallreduce(ctx, in, out, n, OC_FLOAT32, OC_SUM, &orq) != OC_OK) {
+            g_bad++;
+            continue;
+        }
+        work(units);
+        if (oc_wait(&orq) != OC_OK)
+            g_bad++;
+    }
+    return maxall((MPI_Wtime() - t0) * 1e6 / iters);
+}
+
+/* The time-to-solution rows at n floats: for each compute length (a
+ * factor of Open MPI's own allreduce time at this size), R interleaved
+ * samples of compute + MPI_Allreduce and of offcore's overlapped step. */
+static void tts_rows(oc_context_t *ctx, const char *pl, float *in,
+                     float *out, size_t n, int R, const char *factors)
+{
+    char tmp[128];
+    int iters = (int)((32u << 20) / (n * 4));
+    iters = iters > 200 ? 200 : iters < 5 ? 5 : iters;
+    double lat[256];
+    for (int r = 0; r < R; r++)
+        lat[r] = sample(ctx, 1, 0, in, out, n, iters);
+    double mpi_us = median(lat, R);
+    snprintf(tmp, sizeof(tmp), "%s", factors);
+    for (char *save = NULL, *f = strtok_r(tmp, ",", &save); f != NULL;
+         f = strtok_r(NULL, ",", &save)) {
+        double factor = atof(f), us[256], mus[256];
+        long units = calibrate(mpi_us * factor);
+        for (int r = 0; r < R; r++) {
+            fill(in, n);
+            memset(out, 0, n * 4);
+            us[r] = tts(ctx, 0, in, out, n, iters, units);
+            int ver = verify_sum(out, n);
+            memset(out, 0, n * 4);
+            mus[r] = tts(ctx, 1, in, out, n, iters, units);
+            if (!ver || !verify_sum(out, n))
+                g_bad++;
+        }
+        int ver = g_bad == 0, allver;
+        MPI_Allreduce(&ver, &allver, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+        if (g_rank == 0) {
+            double m = median(us, R), mm = median(mus, R);
+            printf("{\"bench\":\"coll\",\"op\":\"allreduce\","
+                   "\"measure\":\"time_to_solution\",\"placement\":\"%s\","
+                   "\"ranks\":%d,\"bytes\":%zu,\"compute_factor\":%g,"
+                   "\"compute_us\":%.1f,"
+                   "\"mpi_allreduce_us\":%.3f,\"us\":%.3f,\"mpi_us\":%.3f,"
+                   "\"gain\":%.3f,\"runs_us\":[",
+                   pl, g_size, n * 4, factor, mpi_us * factor, mpi_us, m, mm,
+                   mm / m);
+            for (int r = 0; r < R; r++) printf("%s%.3f", r ? "," : "", us[r]);
+            printf("],\"mpi_runs_us\":[");
+            for (int r = 0; r < R; r++) printf("%s%.3f", r ? "," : "", mus[r]);
+            printf("],\"verified\":%s}\n", allver ? "true" : "false");
+            fflush(stdout);
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     size_t min = 8, max = 64u << 20;
     int R = 5;
-    char ovl[256] = "65536,1048576";
+    char ovl[256] = "65536,1048576", tf[128] = "0.5,1,2";
     MPI_Comm comm = MPI_COMM_WORLD;
     oc_context_t *ctx;
     oc_context_params_t p = {.field_mask = OC_PARAM_HANDLER, .handler = noop};
@@ -244,6 +327,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--max")) max = strtoull(argv[i + 1], NULL, 0);
         else if (!strcmp(argv[i], "--repeats")) R = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--overlap")) snprintf(ovl, sizeof(ovl), "%s", argv[i + 1]);
+        else if (!strcmp(argv[i], "--tts")) snprintf(tf, sizeof(tf), "%s", argv[i + 1]);
     }
     if (R < 1 || R > 255) R = 5;
     if (getenv("BENCH_COLL_SLICE_US") != NULL)
@@ -341,6 +425,8 @@ int main(int argc, char **argv)
         }
         if (!allver)
             g_bad++;
+        if (tf[0] != '\0' && strcmp(tf, "none") != 0)
+            tts_rows(ctx, pl, in, out, n, R, tf);
     }
     free(in), free(out);
     oc_finalize(ctx);
