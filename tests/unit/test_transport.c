@@ -137,10 +137,16 @@ static void test_small_and_order(void **state)
         assert_int_equal(p->got.first[k], k); /* in order on one endpoint */
         oc__tr_release(p->b, p->got.data[k]);
     }
-    /* more than 256 bytes is not a small message */
-    uint8_t big[300] = {0};
-    assert_int_not_equal(oc__tr_send_small(p->ab, OC_AM_BUNDLE, 1, big, 300),
-                         OC_OK);
+    /* more than OC_TR_SMALL_MAX bytes is not a small message; that many is */
+    static uint8_t big[OC_TR_SMALL_MAX + 1];
+    assert_int_not_equal(oc__tr_send_small(p->ab, OC_AM_BUNDLE, 1, big,
+                                           sizeof(big)), OC_OK);
+    assert_int_equal(oc__tr_send_small(p->ab, OC_AM_BUNDLE, 78, big,
+                                       OC_TR_SMALL_MAX), OC_OK);
+    wait_for(p, 51);
+    assert_int_equal(p->got.token[50], 78);
+    assert_int_equal(p->got.len[50], OC_TR_SMALL_MAX);
+    oc__tr_release(p->b, p->got.data[50]);
 }
 
 static void test_handler_ids(void **state)
