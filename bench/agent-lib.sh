@@ -16,7 +16,7 @@ start_agent() {
     fi
     AGENT=$!
     _w=0
-    while ! grep -q ready "$T/agent.log" 2>/dev/null; do
+    while ! grep -qw ready "$T/agent.log" 2>/dev/null; do
         _w=$((_w + 1))
         [ $_w -gt 200 ] && { echo "agent did not start" >&2; cat "$T/agent.log" >&2; exit 1; }
         sleep 0.05

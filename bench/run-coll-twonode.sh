@@ -47,8 +47,8 @@ agents() { # agents OFFCORED: one in each namespace, until stop
             --peers "tcp:198.18.42.$3:41101" > "$T/$1.log" 2>&1 &
     done
     for n in A B; do
-        for _ in $(seq 200); do grep -q ready "$T/$n.log" && break; sleep 0.05; done
-        grep -q ready "$T/$n.log" || { cat "$T/$n.log"; exit 1; }
+        for _ in $(seq 200); do grep -qw ready "$T/$n.log" && break; sleep 0.05; done
+        grep -qw ready "$T/$n.log" || { cat "$T/$n.log"; exit 1; }
     done
 }
 stop() {

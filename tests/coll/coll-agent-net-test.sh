@@ -23,7 +23,9 @@
 #            (UCX_RNDV_THRESH, agents restarted): every rank on both nodes
 #            gets the same named error for it, none waits
 # COLL_AGENT_THREADS (1): the agents' routing threads (offcored --threads).
-# Exit 0 PASS, 1 FAIL, 77 SKIP.  Namespaces "ca*", ports 41000-41099.
+# Exit 0 PASS, 1 FAIL, 77 SKIP.  Namespaces "ca*", ports 31001-31002: below
+# the kernel's ephemeral range (32768-60999), which a connection UCX made
+# (or its TIME_WAIT) could hold when the agents start again.
 set -u
 BIN=$1 OFFCORED=$2 OFFCORE=$3 CASE=$4
 T=$(mktemp -d /tmp/oc-collnet-XXXXXX)
@@ -57,7 +59,7 @@ agent() { # agent NS NAME ARGS...
     # the next), so that cleanup's kill reaches it outside a namespace too
     "$@" > "$T/$name.log" 2>&1 &
     PIDS+=("$!")
-    for _ in $(seq 200); do grep -q ready "$T/$name.log" && return 0; sleep 0.05; done
+    for _ in $(seq 200); do grep -qw ready "$T/$name.log" && return 0; sleep 0.05; done
     fail "agent $name not ready"
 }
 rank() { # rank NS SOCK R SIZE ARGS...: background, output in rR.log
@@ -73,7 +75,7 @@ rank() { # rank NS SOCK R SIZE ARGS...: background, output in rR.log
 ready() { # ready R...: each has said ready
     for _ in $(seq 300); do
         local all=1
-        for r in "$@"; do grep -q ready "$T/r$r.log" 2>/dev/null || all=0; done
+        for r in "$@"; do grep -qw ready "$T/r$r.log" 2>/dev/null || all=0; done
         [ $all = 1 ] && return 0
         sleep 0.05
     done
@@ -103,7 +105,7 @@ twonode_up() { # two namespaces joined by a veth pair, an agent in each
         ip -n "ca$1$ID" link set "ca$1$ID" up
     done
     export UCX_TLS=tcp
-    agents_up A 41001
+    agents_up A 31001
 }
 agents_up() { # agents_up NAME PORT: agent NAME on node A and NAME with B
     # for A on node B (logs NAME.log, sockets name.sock), peers on PORT
@@ -249,7 +251,7 @@ twonode-planted)
     kill "${AP[@]}"
     for p in "${AP[@]}"; do while kill -0 "$p" 2>/dev/null; do sleep 0.05; done; done
     export UCX_RNDV_THRESH=256
-    agents_up A2 41002
+    agents_up A2 31002
     planted_across 1001
     echo "PASS $CASE" ;;
 *) echo "unknown case $CASE"; exit 2 ;;

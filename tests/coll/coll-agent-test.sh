@@ -39,7 +39,7 @@ OC_AGENT_COLL_CMA=n OC_LOG=agent:info,router:info "$offcored" --listen "unix:$T/
 BPID=$!
 for log in agent agentb; do
     n=0
-    until grep -q ready "$T/$log.log"; do
+    until grep -qw ready "$T/$log.log"; do
         n=$((n + 1)); [ $n -lt 100 ] || { cat "$T/$log.log"; echo "FAIL: $log not ready"; exit 1; }
         sleep 0.1
     done

@@ -26,7 +26,7 @@ one() { # one MODE: a job through a new agent, killed after the first allreduce
         --threads "$threads" > "$T/agent.log" 2>&1 &
     APID=$!
     n=0
-    until grep -q ready "$T/agent.log" 2>/dev/null; do
+    until grep -qw ready "$T/agent.log" 2>/dev/null; do
         n=$((n + 1)); [ $n -lt 100 ] || { echo "FAIL: agent not ready"; exit 1; }
         sleep 0.1
     done

@@ -19,7 +19,7 @@ if [ -n "$offcored" ]; then
         --threads "${COLL_AGENT_THREADS:-1}" > "$T/agent.log" 2>&1 &
     APID=$!
     n=0
-    until grep -q ready "$T/agent.log"; do
+    until grep -qw ready "$T/agent.log"; do
         n=$((n + 1)); [ $n -lt 100 ] || { echo "FAIL: agent not ready"; exit 1; }
         sleep 0.1
     done

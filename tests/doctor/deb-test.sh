@@ -70,7 +70,7 @@ offcore keygen --out /etc/offcore/cluster.key
 env -u UCX_TLS UCX_NET_DEVICES=lo OC_LOG=agent:info,router:info /usr/sbin/offcored --metrics off >/tmp/agent.log 2>&1 &
 agent=$!
 i=0
-until grep -q ready /tmp/agent.log; do
+until grep -qw ready /tmp/agent.log; do
     i=$((i + 1)); [ $i -lt 200 ] || { cat /tmp/agent.log; fail "offcored not ready"; }
     kill -0 $agent || { cat /tmp/agent.log; fail "offcored died"; }
     sleep 0.05

@@ -6,6 +6,7 @@ usage: test_doctor.py OFFCORE_BINARY fixtures|here
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -317,7 +318,7 @@ def daemons(binary, offcored):
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             log.seek(0)
-            if "ready" in log.read():
+            if re.search(r"\bready\b", log.read()):  # not "already in use"
                 break
             check(agent.poll() is None, "offcored runs")
             time.sleep(0.05)

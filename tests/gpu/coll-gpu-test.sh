@@ -25,7 +25,7 @@ if [ -n "$offcored" ]; then
         --cluster-key "$T/ck" --metrics off > "$T/agent.log" 2>&1 &
     APID=$!
     n=0
-    until grep -q ready "$T/agent.log"; do
+    until grep -qw ready "$T/agent.log"; do
         n=$((n + 1)); [ $n -lt 100 ] || { cat "$T/agent.log"; echo "FAIL: agent not ready"; exit 1; }
         sleep 0.1
     done

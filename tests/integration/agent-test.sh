@@ -55,7 +55,7 @@ start_agent() { # start_agent [extra args]: waits until it is ready
     AGENT=$!
     PIDS+=("$AGENT")
     for _ in $(seq 100); do
-        grep -q "ready" "$T/agent.log" && return 0
+        grep -qw "ready" "$T/agent.log" && return 0
         kill -0 "$AGENT" 2>/dev/null || fail "agent died at start"
         sleep 0.05
     done

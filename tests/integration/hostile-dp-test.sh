@@ -231,7 +231,7 @@ sighup)
     spawn "$tmp/agent.log" "$OFFCORED" --listen "unix:$tmp/agent.sock" \
         --metrics off --cluster-key "$tmp/cluster.key"
     AGPID=$SPAWNED
-    wait_for 10 grep -q ready "$tmp/agent.log" || fail "offcored not ready"
+    wait_for 10 grep -qw ready "$tmp/agent.log" || fail "offcored not ready"
     start_nvmf
     for sig in 1 2; do
         kill -HUP $AGPID $NVPID

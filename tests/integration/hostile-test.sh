@@ -91,7 +91,7 @@ start_agent() {
     AGENT=$!
     PIDS+=("$AGENT")
     for _ in $(seq 200); do
-        grep -q "ready" "$T/agent.log" && return 0
+        grep -qw "ready" "$T/agent.log" && return 0
         kill -0 "$AGENT" 2>/dev/null || fail "agent died at start"
         sleep 0.05
     done

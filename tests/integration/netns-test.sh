@@ -154,7 +154,7 @@ agent() { # agent NS DEV NAME ARGS...: start and wait until ready
     fi
     PIDS+=("$!")
     for _ in $(seq 200); do
-        grep -q ready "$T/$name.log" && return 0
+        grep -qw ready "$T/$name.log" && return 0
         sleep 0.05
     done
     fail "agent $name not ready"

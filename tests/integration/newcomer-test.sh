@@ -62,7 +62,7 @@ start_agent() { # start_agent SOCKET [args]: waits until it is ready
     AGENT=$!
     PIDS+=("$AGENT")
     local end=$(($(date +%s) + 10))
-    until grep -q "ready" "$T/agent.log"; do
+    until grep -qw "ready" "$T/agent.log"; do
         kill -0 "$AGENT" 2>/dev/null || fail "agent died at start"
         [ "$(date +%s)" -lt $end ] || fail "agent not ready in 10 s"
         sleep 0.05

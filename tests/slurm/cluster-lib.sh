@@ -44,7 +44,7 @@ agent_up() {
     OC_LOG=agent:info "$1" --listen "unix:$T/agent.sock" \
         --cluster-key "$T/cluster.key" --metrics off > "$T/agent.log" 2>&1 &
     AGENT=$!
-    until_ok 20 grep -q ready "$T/agent.log" ||
+    until_ok 20 grep -qw ready "$T/agent.log" ||
         { cat "$T/agent.log"; echo "offcored not ready"; return 1; }
 }
 slurm_up() {
