@@ -38,7 +38,11 @@ enum {
 /** Flags (allreduce): the contribution follows the descriptor, count x
  *  element size bytes (at most OC_COLLD_INLINE_MAX), and the agent's DONE
  *  carries the result after its 16 bytes: one message each way, no tagged
- *  transfer. */
+ *  transfer.  All-to-allv: the send buffer's extent (oc__colld_extent() x
+ *  element size, 0 when it sends nothing) follows instead, and DONE
+ *  carries the received blocks packed in source rank order (their counts
+ *  x element size, at most OC_COLLD_INLINE_MAX too), for the rank to
+ *  place at its displacements. */
 #define OC_COLLD_F_INLINE 2u
 /** The largest contribution a descriptor carries inline, bytes. */
 #define OC_COLLD_INLINE_MAX 4096
@@ -58,7 +62,10 @@ typedef struct {
     uint32_t       nv;               /* alltoallv: the job's size, else 0 */
     const uint8_t *v;                /* 4 * nv little-endian uint64: scounts,
                                         sdispls, rcounts, rdispls */
-    const uint8_t *data;             /* F_INLINE: count x element size bytes */
+    const uint8_t *data;             /* F_INLINE: the contribution */
+    size_t         dlen;             /* ... its bytes (all-to-allv: the send
+                                        extent; allreduce: count x element
+                                        size, which encode uses instead) */
 } oc_colld_t;
 
 /** Fixed part of a descriptor, in bytes (32, then the memory block: pid,
@@ -66,7 +73,8 @@ typedef struct {
 #define OC_COLLD_HDR 72
 
 /** Bytes of the encoding of @p d (d->v ignored: 32 * nv; with
- *  OC_COLLD_F_INLINE, the contribution's count x element size more). */
+ *  OC_COLLD_F_INLINE, the contribution's count x element size more, or
+ *  d->dlen for an all-to-allv). */
 size_t oc__colld_size(const oc_colld_t *d);
 /** Encode @p d (v: 4 * nv host-order uint64 values in @p vals; with
  *  OC_COLLD_F_INLINE, the contribution from d->data) into @p buf of
@@ -91,8 +99,10 @@ uint64_t oc__colld_v(const oc_colld_t *d, unsigned which, uint32_t i);
  * the extents of the blocks (all-to-allv: oc__colld_extent() x element
  * size, neither zero), a range that wraps past 2^63; or a memory block
  * without its flag; OC_COLLD_F_INLINE on
- * another kind than allreduce, with OC_COLLD_F_CMA, with no element or
- * more than OC_COLLD_INLINE_MAX bytes).
+ * another kind than allreduce or all-to-allv, with OC_COLLD_F_CMA, an
+ * allreduce with no element or more than OC_COLLD_INLINE_MAX bytes, an
+ * all-to-allv whose send extent or received blocks pass
+ * OC_COLLD_INLINE_MAX bytes).
  */
 oc_status_t oc__colld_decode(const void *buf, size_t len, uint32_t size,
                             oc_colld_t *d);
