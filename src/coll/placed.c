@@ -243,7 +243,8 @@ oc_status_t oc__coll_placed_start(oc_context_t *ctx, void *dv,
     fault = c->cfg.fault_at == req->seq ? c->cfg.fault : 0;
     /* small: the contribution in the descriptor, the result in DONE (the
      * short fault needs a contribution of its own to cut); all-to-allv:
-     * the send extent, and the blocks it receives packed */
+     * the send extent, and the blocks it receives packed; broadcast: the
+     * root's data, everyone else's DONE */
     if (d->kind == OC_COLLD_ALLTOALLV)
         for (uint32_t s = 0; s < n && rsum <= OC_COLLD_INLINE_MAX; s++)
             rsum += vals[2 * n + s] > OC_COLLD_INLINE_MAX
@@ -251,16 +252,19 @@ oc_status_t oc__coll_placed_start(oc_context_t *ctx, void *dv,
                         : vals[2 * n + s] * oc__dtype_size(d->dtype);
     if (slen <= c->cfg.agent_inline && slen <= OC_COLLD_INLINE_MAX &&
         fault != 2 &&
-        ((d->kind == OC_COLLD_ALLREDUCE && slen > 0) ||
+        ((d->kind != OC_COLLD_ALLTOALLV && d->kind != OC_COLLD_BARRIER &&
+          slen > 0) ||
          (d->kind == OC_COLLD_ALLTOALLV && c->cfg.agent_inline > 0 &&
           rsum <= c->cfg.agent_inline && rsum <= OC_COLLD_INLINE_MAX &&
           (req->cma_v = malloc(32 * (size_t)n)) != NULL))) {
         req->inl = 1;
         req->inl_rbuf = rbuf;
-        req->inl_len = d->kind == OC_COLLD_ALLTOALLV ? rsum : slen;
+        /* a broadcast's root sends the data and gets none back */
+        const int root = d->kind == OC_COLLD_BCAST && d->root == me;
+        req->inl_len = d->kind == OC_COLLD_ALLTOALLV ? rsum : root ? 0 : slen;
         d->flags = OC_COLLD_F_INLINE;
         d->data = sbuf;
-        d->dlen = slen;
+        d->dlen = d->kind == OC_COLLD_BCAST && !root ? 0 : slen;
         if (req->cma_v != NULL) {
             memcpy(req->cma_v, vals, 32 * (size_t)n);
             req->cma_es = oc__dtype_size(d->dtype);

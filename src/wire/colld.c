@@ -14,13 +14,13 @@
 static const uint8_t esize[] = {4, 8, 8, 4, 8, 2, 2};
 
 /* Bytes of the contribution an OC_COLLD_F_INLINE descriptor carries (the
- * caller checked the dtype; an all-to-allv's extent is in dlen). */
+ * caller checked the dtype; an all-to-allv's or a broadcast's in dlen). */
 static size_t inline_len(const oc_colld_t *d)
 {
     if (!(d->flags & OC_COLLD_F_INLINE))
         return 0;
-    return d->kind == OC_COLLD_ALLTOALLV ? d->dlen
-                                         : (size_t)d->count * esize[d->dtype];
+    return d->kind == OC_COLLD_ALLREDUCE ? (size_t)d->count * esize[d->dtype]
+                                         : d->dlen;
 }
 
 size_t oc__colld_size(const oc_colld_t *d)
@@ -131,9 +131,8 @@ oc_status_t oc__colld_decode(const void *buf, size_t len, uint32_t size,
     if (d->count > lim / es)
         return OC_ERR_INVALID_PARAM;
     if ((d->flags & OC_COLLD_F_INLINE) &&
-        ((d->kind != OC_COLLD_ALLREDUCE && d->kind != OC_COLLD_ALLTOALLV) ||
-         (d->flags & OC_COLLD_F_CMA) ||
-         (d->kind == OC_COLLD_ALLREDUCE &&
+        (d->kind == OC_COLLD_BARRIER || (d->flags & OC_COLLD_F_CMA) ||
+         (d->kind != OC_COLLD_ALLTOALLV &&
           (d->count == 0 || d->count > OC_COLLD_INLINE_MAX / es))))
         return OC_ERR_INVALID_PARAM;
     need = OC_COLLD_HDR + 32 * (uint64_t)d->nv;
@@ -159,6 +158,10 @@ oc_status_t oc__colld_decode(const void *buf, size_t len, uint32_t size,
             rsum > OC_COLLD_INLINE_MAX)
             return OC_ERR_INVALID_PARAM;
         d->dlen = (size_t)(oc__colld_extent(d, 0) * es);
+    } else if ((d->flags & OC_COLLD_F_INLINE) && d->kind == OC_COLLD_BCAST) {
+        /* the root's data, or nothing from the others: which one the
+         * sender is, the agent checks (rcoll.c) */
+        d->dlen = len == need ? 0 : (size_t)d->count * es;
     } else {
         d->dlen = inline_len(d);
     }

@@ -9,7 +9,7 @@
 # so); a second one started with OC_AGENT_COLL_CMA=n refuses, so the ranks
 # fall back to UCX (its log must say why) and the digest must not change.
 # All-to-all(v) goes by memory as well (the first agent's log must say so).
-# Small allreduces and all-to-all(v)s go inline (OC_COLL_AGENT_INLINE, 4K:
+# Small allreduces, all-to-all(v)s and broadcasts go inline (OC_COLL_AGENT_INLINE, 4K:
 # contribution in the descriptor, result in DONE; the first agent's log
 # must say so for each); the fallback run turns that off, so that the
 # tagged UCX path carries every size there (the second agent's log must
@@ -81,8 +81,10 @@ grep -q "all-to-all blocks written by memory" "$T/agent.log" ||
     { tail -20 "$T/agent.log"; echo "FAIL: no all-to-all went by memory, and the agent did not say why"; exit 1; }
 grep -q "small allreduce contributions inline" "$T/agent.log" ||
     { tail -20 "$T/agent.log"; echo "FAIL: no small allreduce went inline"; exit 1; }
-grep -q "small all-to-all contributions inline" "$T/agent.log" ||
-    { tail -20 "$T/agent.log"; echo "FAIL: no small all-to-all went inline"; exit 1; }
+for k in all-to-all bcast; do
+    grep -q "small $k contributions inline" "$T/agent.log" ||
+        { tail -20 "$T/agent.log"; echo "FAIL: no small $k went inline"; exit 1; }
+done
 SOCK=b run agent OC_COLL_REPRODUCIBLE=y OC_COLL_AGENT_INLINE=0
 hf=$(grep '^hash' "$T/out")
 if grep -q "contributions inline" "$T/agentb.log"; then

@@ -95,6 +95,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 for (uint32_t i = 0; i < d.nv; i++)
                     rsum += oc__colld_v(&d, 2, i) * es[d.dtype];
                 CHECK(rsum <= OC_COLLD_INLINE_MAX);
+            } else if (d.kind == OC_COLLD_BCAST) { /* the root's, or none */
+                CHECK(d.count > 0 && d.count * es[d.dtype] <= OC_COLLD_INLINE_MAX);
+                CHECK(body == 0 || body == d.count * es[d.dtype]);
             } else {
                 CHECK(d.kind == OC_COLLD_ALLREDUCE);
                 CHECK(body > 0 && d.count > 0 && body == d.count * es[d.dtype]);

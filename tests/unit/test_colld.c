@@ -208,7 +208,7 @@ static void test_inline(void **state)
     assert_memory_equal(o.data, data, OC_COLLD_INLINE_MAX);
     oc_colld_t bad[] = {good, good, good, good};
     bad[0].count = OC_COLLD_INLINE_MAX / 8 + 1; /* too long */
-    bad[1].kind = OC_COLLD_BCAST;                /* allreduce only */
+    bad[1].kind = OC_COLLD_BARRIER;              /* nothing to carry */
     bad[2].flags |= OC_COLLD_F_CMA, bad[2].pid = 9, bad[2].saddr = 4096,
         bad[2].raddr = 8192, bad[2].slen = bad[2].rlen = 24; /* not both */
     bad[3].count = 0;                             /* nothing inline */
@@ -284,6 +284,42 @@ static void test_inline_a2a(void **state)
     assert_int_equal(oc__colld_decode(buf, n, 3, &o), OC_ERR_INVALID_PARAM);
 }
 
+/* A small broadcast inline: the root's descriptor carries the data, the
+ * others' none; any other length is a named reject, and so are no data
+ * and too much. */
+static void test_inline_bcast(void **state)
+{
+    uint8_t buf[OC_COLLD_HDR + OC_COLLD_INLINE_MAX + 64];
+    uint8_t data[OC_COLLD_INLINE_MAX + 8];
+    oc_colld_t b = {.kind = OC_COLLD_BCAST, .dtype = 1, .seq = 9, .root = 1,
+                    .count = 4, .flags = OC_COLLD_F_INLINE, .data = data,
+                    .dlen = 32},
+               o;
+    size_t n;
+    (void)state;
+    memset(data, 0x5a, sizeof(data));
+    n = enc(&b, NULL, buf);
+    assert_int_equal(n, OC_COLLD_HDR + 32);
+    assert_int_equal(oc__colld_decode(buf, n, 2, &o), OC_OK);
+    assert_int_equal(o.dlen, 32);
+    assert_ptr_equal(o.data, buf + OC_COLLD_HDR);
+    assert_int_equal(oc__colld_decode(buf, OC_COLLD_HDR, 2, &o), OC_OK);
+    assert_int_equal(o.dlen, 0); /* a rank other than the root */
+    assert_int_equal(oc__colld_decode(buf, n - 8, 2, &o), OC_ERR_WIRE_LENGTH);
+    assert_int_equal(oc__colld_decode(buf, n + 1, 2, &o), OC_ERR_WIRE_LENGTH);
+    assert_int_equal(oc__colld_decode(buf, OC_COLLD_HDR + 1, 2, &o),
+                     OC_ERR_WIRE_LENGTH);
+    b.count = OC_COLLD_INLINE_MAX / 8, b.dlen = OC_COLLD_INLINE_MAX;
+    n = enc(&b, NULL, buf);
+    assert_int_equal(oc__colld_decode(buf, n, 2, &o), OC_OK);
+    b.count++, b.dlen += 8; /* too much */
+    n = enc(&b, NULL, buf);
+    assert_int_equal(oc__colld_decode(buf, n, 2, &o), OC_ERR_INVALID_PARAM);
+    b.count = 0, b.dlen = 0; /* nothing to broadcast inline */
+    n = enc(&b, NULL, buf);
+    assert_int_equal(oc__colld_decode(buf, n, 2, &o), OC_ERR_INVALID_PARAM);
+}
+
 /* What a rejected descriptor says it is: only a known kind, and for a
  * broadcast only a root of the job. */
 static void test_shape_of_rejected(void **state)
@@ -355,6 +391,7 @@ int main(void)
         cmocka_unit_test(test_memory_block),
         cmocka_unit_test(test_inline),
         cmocka_unit_test(test_inline_a2a),
+        cmocka_unit_test(test_inline_bcast),
         cmocka_unit_test(test_memory_block_a2a),
         cmocka_unit_test(test_shape_of_rejected),
         cmocka_unit_test(test_fail_message),

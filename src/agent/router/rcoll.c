@@ -229,15 +229,17 @@ static int desc_in(oc_router_t *r, uint64_t token, const void *data,
     }
     rr->inl = (d.flags & OC_COLLD_F_INLINE) != 0;
     if (rr->inl) { /* the first of each kind said once: tests look */
-        int a2a = d.kind == OC_COLLD_ALLTOALLV;
-        if ((a2a ? r->c.coll_a2a_inline
-                 : r->c.coll_inline - r->c.coll_a2a_inline) == 0)
+        static const char *const kn[] = {"", "allreduce", "all-to-all",
+                                         "bcast", "barrier"};
+        if (!(r->inline_said & (1u << d.kind)))
             oc_info(OC_COMP_ROUTER, "job %u rank %u: small %s contributions "
-                    "inline, results in DONE", s->job, s->rank,
-                    a2a ? "all-to-all" : "allreduce");
+                    "inline, results in DONE", s->job, s->rank, kn[d.kind]);
+        r->inline_said |= 1u << d.kind;
         CNT_ADD(r->c.coll_inline, 1);
-        if (a2a)
-            CNT_ADD(r->c.coll_a2a_inline, 1);
+        /* a broadcast's data come from its root, and only from it (the
+         * decoder let the length be either) */
+        if (d.kind == OC_COLLD_BCAST && (d.dlen > 0) != (s->rank == d.root))
+            c->status = OC_ERR_COLL_MISMATCH;
     }
     if (d.flags & OC_COLLD_F_CMA) { /* its buffers, offered (rcma.c) */
         rr->cma = oc__rcma_accept(r, l, s->job, s->rank, d.pid);
@@ -256,8 +258,10 @@ static int desc_in(oc_router_t *r, uint64_t token, const void *data,
             c->status = OC_ERR_NO_MEMORY;
             return 1;
         }
-        if (rr->inl) /* the decoder checked slen (d.dlen) */
+        if (rr->inl && d.dlen == rr->slen) /* as the decoder checked */
             memcpy(rr->in, d.data, rr->slen);
+        else if (rr->inl) /* a broadcast's root that sent nothing */
+            c->status = OC_ERR_COLL_MISMATCH;
         else if (!rr->cma)
             oc__rc_issue(r, c, 4, NULL, rr->in, rr->slen,
                   OC__COLL_CONTRIB_TAG(c->job, c->seq, s->rank));

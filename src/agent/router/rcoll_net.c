@@ -248,9 +248,11 @@ void oc__rc_tell(oc_router_t *r, acoll_t *c, uint32_t rank, oc_status_t st)
     size_t len = sizeof(m);
     const rrank_t *rr = &c->r[rank];
     /* all-to-allv: its blocks, packed (olen <= the decoded limit);
-     * allreduce: the result (decoded: slen == rlen) */
+     * allreduce, bcast: the result (decoded: count x element size) */
     const uint8_t *res = c->kind == OC_COLLD_ALLTOALLV ? rr->out : c->res;
-    size_t rl = c->kind == OC_COLLD_ALLTOALLV ? rr->olen : rr->rlen;
+    size_t rl = c->kind == OC_COLLD_ALLTOALLV ? rr->olen
+              : c->kind == OC_COLLD_BCAST && rank == c->root ? 0 /* has it */
+              : rr->rlen;
 
     if (l == NULL || l->ep == NULL)
         return;

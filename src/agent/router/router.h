@@ -92,7 +92,6 @@ typedef struct {
     uint64_t coll_cma;           /* rank contributions moved by memory */
     uint64_t coll_cma_fallback;  /* offered by memory, sent back to UCX */
     uint64_t coll_inline;        /* carried in their descriptors */
-    uint64_t coll_a2a_inline;    /* ... of them all-to-alls */
     uint64_t coll_a2a_mem;       /* all-to-alls written by memory (the
                                     first is logged; not exported) */
     uint64_t shm_bundles_in;     /* bundles read from ranks' shared rings */

@@ -42,7 +42,9 @@ enum {
  *  element size, 0 when it sends nothing) follows instead, and DONE
  *  carries the received blocks packed in source rank order (their counts
  *  x element size, at most OC_COLLD_INLINE_MAX too), for the rank to
- *  place at its displacements. */
+ *  place at its displacements.  Broadcast (count x element size at most
+ *  OC_COLLD_INLINE_MAX): the root's descriptor carries the data, the
+ *  others' nothing, and every other rank's DONE carries the data. */
 #define OC_COLLD_F_INLINE 2u
 /** The largest contribution a descriptor carries inline, bytes. */
 #define OC_COLLD_INLINE_MAX 4096
@@ -64,8 +66,10 @@ typedef struct {
                                         sdispls, rcounts, rdispls */
     const uint8_t *data;             /* F_INLINE: the contribution */
     size_t         dlen;             /* ... its bytes (all-to-allv: the send
-                                        extent; allreduce: count x element
-                                        size, which encode uses instead) */
+                                        extent; bcast: count x element size
+                                        from the root, 0 from the others;
+                                        allreduce: count x element size,
+                                        which encode uses instead) */
 } oc_colld_t;
 
 /** Fixed part of a descriptor, in bytes (32, then the memory block: pid,
@@ -99,10 +103,11 @@ uint64_t oc__colld_v(const oc_colld_t *d, unsigned which, uint32_t i);
  * the extents of the blocks (all-to-allv: oc__colld_extent() x element
  * size, neither zero), a range that wraps past 2^63; or a memory block
  * without its flag; OC_COLLD_F_INLINE on
- * another kind than allreduce or all-to-allv, with OC_COLLD_F_CMA, an
- * allreduce with no element or more than OC_COLLD_INLINE_MAX bytes, an
- * all-to-allv whose send extent or received blocks pass
- * OC_COLLD_INLINE_MAX bytes).
+ * a barrier, with OC_COLLD_F_CMA, an allreduce or broadcast with no
+ * element or more than OC_COLLD_INLINE_MAX bytes, an all-to-allv whose
+ * send extent or received blocks pass OC_COLLD_INLINE_MAX bytes; a
+ * broadcast's inline length is either count x element size or 0, which
+ * the agent checks against the sender being the root).
  */
 oc_status_t oc__colld_decode(const void *buf, size_t len, uint32_t size,
                             oc_colld_t *d);
