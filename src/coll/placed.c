@@ -101,8 +101,9 @@ static oc_status_t xfer(oc_request_t *req, oc_tr_ep_t *ep, void *buf,
                         size_t len, uint64_t tag);
 
 /* All-to-alls whose send buffer is smaller go by UCX even where the agent
- * moves data by memory: there the memory path's four system calls a rank
- * cost more than eager messages.  Measured (bench/run-coll-bench.sh, agent
+ * moves data by memory (when they do not go inline: OC_COLL_AGENT_INLINE):
+ * there the memory path's four system calls a rank cost more than eager
+ * messages.  Measured (bench/run-coll-bench.sh, agent
  * at nice -10, 2 rounds, ratio to Open MPI, by UCX -> by memory): 8 B
  * 3.7-5.8 -> 6.0-9.0, 512 B 4.9-8.1 -> 4.5-7.6, 4 KiB 3.8-4.1 -> 3.1-3.3,
  * 2 MiB 2.3-2.9 -> 1.5-2.0. */
