@@ -235,7 +235,7 @@ static void test_inline_a2a(void **state)
      * elements (2 + 3), 4 received */
     uint64_t v[12] = {1, 2, 0, 0, 3, 9, 2, 0, 2, 0, 4, 1};
     uint8_t buf[OC_COLLD_HDR + 96 + OC_COLLD_INLINE_MAX + 64];
-    uint8_t data[OC_COLLD_INLINE_MAX];
+    uint8_t data[OC_COLLD_INLINE_MAX + 8]; /* one element past the limit */
     oc_colld_t good = {.kind = OC_COLLD_ALLTOALLV, .dtype = 1, .seq = 8,
                        .nv = 3, .flags = OC_COLLD_F_INLINE, .data = data,
                        .dlen = 40},
