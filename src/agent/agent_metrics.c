@@ -410,7 +410,8 @@ static void thread_metrics(agent_t *a, oc_prom_t *p,
         {OC_M_THREAD_COLL_CMA, "Allreduce contributions of local ranks "
          "by the way they came: moved by memory (process_vm_readv/writev), "
          "offered by memory and sent back to UCX (refused), or inline in "
-         "the descriptor with the result in DONE (small; docs/coll.md)",
+         "the descriptor with the result in DONE (small allreduces, "
+         "all-to-alls and broadcasts; docs/coll.md)",
          OC_PROM_COUNTER, "path",
          {{"memory", RC(coll_cma)}, {"ucx", RC(coll_cma_fallback)},
           {"inline", RC(coll_inline)}}},

@@ -71,11 +71,13 @@ static const oc_cfg_field_t coll_config_table[] = {
      "goes by UCX (logged at OC_LOG=info, counted). n: always by UCX.",
      offsetof(oc__coll_config_t, cma), 0, 0, NULL},
     {"COLL_AGENT_INLINE", OC_CFG_SIZE, "4K",
-     "Agent placement: allreduces of up to this many bytes carry the "
-     "contribution in their descriptor and get the result back in the "
-     "agent's DONE: one message each way, no tagged transfer and no "
-     "system call in the agent (the latency of small collectives). Above "
-     "it, by memory or by UCX (OC_COLL_CMA). 0: off; at most 4K.",
+     "Agent placement: allreduces and broadcasts of up to this many "
+     "bytes, and all-to-all(v)s that send (their send buffer's extent) "
+     "and receive at most this many, carry the contribution in their descriptor and "
+     "get the result back in the agent's DONE: one message each way, no "
+     "tagged transfer and no system call in the agent (the latency of "
+     "small collectives). Above it, by memory or by UCX (OC_COLL_CMA). "
+     "0: off; at most 4K.",
      offsetof(oc__coll_config_t, agent_inline), 0, 4096, NULL},
     {"COLL_FAULT", OC_CFG_ENUM, "none",
      "Testing only: plant a fault in this rank's collective number "

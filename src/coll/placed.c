@@ -66,8 +66,21 @@ static void done_recv(void *arg, uint64_t token, void *data, size_t len)
             r->agent_st = OC_ERR_COLL_PEER_FAILED;
             return;
         }
-        if (r->inl && m.status == OC_OK)
+        if (r->inl && m.status == OC_OK && r->cma_v != NULL) {
+            /* all-to-allv: the blocks packed in source order, each to
+             * its displacement */
+            const uint32_t n = oc__ext_size(ctx);
+            const uint8_t *p = (const uint8_t *)data + sizeof(m);
+            for (uint32_t s = 0; s < n; s++) {
+                size_t b = r->cma_v[2 * n + s] * r->cma_es;
+                if (b > 0)
+                    memcpy((uint8_t *)r->inl_rbuf + r->cma_v[3 * n + s] * r->cma_es,
+                           p, b);
+                p += b;
+            }
+        } else if (r->inl && m.status == OC_OK) {
             memcpy(r->inl_rbuf, (const uint8_t *)data + sizeof(m), r->inl_len);
+        }
         if (m.status == OC_COLLD_FALLBACK && r->cma) {
             r->cma_fallback = 1; /* oc__coll_placed_check() sends */
             return;
@@ -88,8 +101,9 @@ static oc_status_t xfer(oc_request_t *req, oc_tr_ep_t *ep, void *buf,
                         size_t len, uint64_t tag);
 
 /* All-to-alls whose send buffer is smaller go by UCX even where the agent
- * moves data by memory: there the memory path's four system calls a rank
- * cost more than eager messages.  Measured (bench/run-coll-bench.sh, agent
+ * moves data by memory (when they do not go inline: OC_COLL_AGENT_INLINE):
+ * there the memory path's four system calls a rank cost more than eager
+ * messages.  Measured (bench/run-coll-bench.sh, agent
  * at nice -10, 2 rounds, ratio to Open MPI, by UCX -> by memory): 8 B
  * 3.7-5.8 -> 6.0-9.0, 512 B 4.9-8.1 -> 4.5-7.6, 4 KiB 3.8-4.1 -> 3.1-3.3,
  * 2 MiB 2.3-2.9 -> 1.5-2.0. */
@@ -206,6 +220,7 @@ oc_status_t oc__coll_placed_start(oc_context_t *ctx, void *dv,
     oc_request_t *req;
     uint8_t *msg;
     size_t mlen;
+    uint64_t rsum = 0; /* all-to-allv: bytes it receives */
     oc_status_t st = OC_OK;
     int fault;
 
@@ -228,15 +243,33 @@ oc_status_t oc__coll_placed_start(oc_context_t *ctx, void *dv,
     d->seq = req->seq;
     fault = c->cfg.fault_at == req->seq ? c->cfg.fault : 0;
     /* small: the contribution in the descriptor, the result in DONE (the
-     * short fault needs a contribution of its own to cut) */
-    if (d->kind == OC_COLLD_ALLREDUCE && slen > 0 &&
-        slen <= c->cfg.agent_inline && slen <= OC_COLLD_INLINE_MAX &&
-        fault != 2) {
+     * short fault needs a contribution of its own to cut); all-to-allv:
+     * the send extent, and the blocks it receives packed; broadcast: the
+     * root's data, everyone else's DONE */
+    if (d->kind == OC_COLLD_ALLTOALLV)
+        for (uint32_t s = 0; s < n && rsum <= OC_COLLD_INLINE_MAX; s++)
+            rsum += vals[2 * n + s] > OC_COLLD_INLINE_MAX
+                        ? OC_COLLD_INLINE_MAX + 1
+                        : vals[2 * n + s] * oc__dtype_size(d->dtype);
+    if (slen <= c->cfg.agent_inline && slen <= OC_COLLD_INLINE_MAX &&
+        fault != 2 &&
+        ((d->kind != OC_COLLD_ALLTOALLV && d->kind != OC_COLLD_BARRIER &&
+          slen > 0) ||
+         (d->kind == OC_COLLD_ALLTOALLV && c->cfg.agent_inline > 0 &&
+          rsum <= c->cfg.agent_inline && rsum <= OC_COLLD_INLINE_MAX &&
+          (req->cma_v = malloc(32 * (size_t)n)) != NULL))) {
         req->inl = 1;
         req->inl_rbuf = rbuf;
-        req->inl_len = slen;
+        /* a broadcast's root sends the data and gets none back */
+        const int root = d->kind == OC_COLLD_BCAST && d->root == me;
+        req->inl_len = d->kind == OC_COLLD_ALLTOALLV ? rsum : root ? 0 : slen;
         d->flags = OC_COLLD_F_INLINE;
         d->data = sbuf;
+        d->dlen = d->kind == OC_COLLD_BCAST && !root ? 0 : slen;
+        if (req->cma_v != NULL) {
+            memcpy(req->cma_v, vals, 32 * (size_t)n);
+            req->cma_es = oc__dtype_size(d->dtype);
+        }
     }
     /* by memory: everything the agent needs is in the descriptor (an
      * all-to-allv's buffers as far as its blocks reach: slen, rlen) */

@@ -14,11 +14,13 @@
 static const uint8_t esize[] = {4, 8, 8, 4, 8, 2, 2};
 
 /* Bytes of the contribution an OC_COLLD_F_INLINE descriptor carries (the
- * caller checked the dtype). */
+ * caller checked the dtype; an all-to-allv's or a broadcast's in dlen). */
 static size_t inline_len(const oc_colld_t *d)
 {
-    return (d->flags & OC_COLLD_F_INLINE) ? (size_t)d->count * esize[d->dtype]
-                                          : 0;
+    if (!(d->flags & OC_COLLD_F_INLINE))
+        return 0;
+    return d->kind == OC_COLLD_ALLREDUCE ? (size_t)d->count * esize[d->dtype]
+                                         : d->dlen;
 }
 
 size_t oc__colld_size(const oc_colld_t *d)
@@ -129,24 +131,45 @@ oc_status_t oc__colld_decode(const void *buf, size_t len, uint32_t size,
     if (d->count > lim / es)
         return OC_ERR_INVALID_PARAM;
     if ((d->flags & OC_COLLD_F_INLINE) &&
-        (d->kind != OC_COLLD_ALLREDUCE || (d->flags & OC_COLLD_F_CMA) ||
-         d->count == 0 || d->count > OC_COLLD_INLINE_MAX / es))
+        (d->kind == OC_COLLD_BARRIER || (d->flags & OC_COLLD_F_CMA) ||
+         (d->kind != OC_COLLD_ALLTOALLV &&
+          (d->count == 0 || d->count > OC_COLLD_INLINE_MAX / es))))
         return OC_ERR_INVALID_PARAM;
-    need = OC_COLLD_HDR + 32 * (uint64_t)d->nv + inline_len(d);
-    if (need != len)
+    need = OC_COLLD_HDR + 32 * (uint64_t)d->nv;
+    if (need > len)
         return OC_ERR_WIRE_LENGTH;
     if (!(d->flags & OC_COLLD_F_CMA) &&
         (d->pid || d->saddr || d->slen || d->raddr || d->rlen))
         return OC_ERR_INVALID_PARAM;
     d->v = p + OC_COLLD_HDR;
-    if (d->flags & OC_COLLD_F_INLINE)
-        d->data = d->v + 32 * (size_t)d->nv;
     for (uint32_t i = 0; i < d->nv; i++)
         for (unsigned w = 0; w < 4; w += 2) {
             uint64_t c = oc__colld_v(d, w, i), o = oc__colld_v(d, w + 1, i);
             if (c > lim / es || o > lim / es || (c + o) > lim / es)
                 return OC_ERR_INVALID_PARAM;
         }
+    if ((d->flags & OC_COLLD_F_INLINE) && d->kind == OC_COLLD_ALLTOALLV) {
+        /* the send extent inline, the received blocks in DONE: both
+         * small (the counts are below 2^48 / es: no overflow) */
+        uint64_t rsum = 0;
+        for (uint32_t i = 0; i < d->nv && rsum <= OC_COLLD_INLINE_MAX; i++)
+            rsum += oc__colld_v(d, 2, i) * es;
+        if (oc__colld_extent(d, 0) > OC_COLLD_INLINE_MAX / es ||
+            rsum > OC_COLLD_INLINE_MAX)
+            return OC_ERR_INVALID_PARAM;
+        d->dlen = (size_t)(oc__colld_extent(d, 0) * es);
+    } else if ((d->flags & OC_COLLD_F_INLINE) && d->kind == OC_COLLD_BCAST) {
+        /* the root's data, or nothing from the others: which one the
+         * sender is, the agent checks (rcoll.c) */
+        d->dlen = len == need ? 0 : (size_t)d->count * es;
+    } else {
+        d->dlen = inline_len(d);
+    }
+    need += d->dlen;
+    if (need != len)
+        return OC_ERR_WIRE_LENGTH;
+    if (d->flags & OC_COLLD_F_INLINE)
+        d->data = d->v + 32 * (size_t)d->nv;
     if (d->flags & OC_COLLD_F_CMA) {
         const uint64_t top = (uint64_t)1 << 63;
         uint64_t sx = d->count * es, rx = sx; /* allreduce: the vector */

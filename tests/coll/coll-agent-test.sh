@@ -9,10 +9,11 @@
 # so); a second one started with OC_AGENT_COLL_CMA=n refuses, so the ranks
 # fall back to UCX (its log must say why) and the digest must not change.
 # All-to-all(v) goes by memory as well (the first agent's log must say so).
-# Small allreduces go inline (OC_COLL_AGENT_INLINE, 4K: contribution in the
-# descriptor, result in DONE; the first agent's log must say so); the
-# fallback run turns that off, so that the tagged UCX path carries every
-# size there (the second agent's log must not say so).
+# Small allreduces, all-to-all(v)s and broadcasts go inline (OC_COLL_AGENT_INLINE, 4K:
+# contribution in the descriptor, result in DONE; the first agent's log
+# must say so for each); the fallback run turns that off, so that the
+# tagged UCX path carries every size there (the second agent's log must
+# not say so).
 # COLL_AGENT_THREADS (1): the agents' routing threads (offcored --threads).
 set -eu
 bin=$1 offcored=$2 offcore=$3 np=$4 max=$5
@@ -80,9 +81,13 @@ grep -q "all-to-all blocks written by memory" "$T/agent.log" ||
     { tail -20 "$T/agent.log"; echo "FAIL: no all-to-all went by memory, and the agent did not say why"; exit 1; }
 grep -q "small allreduce contributions inline" "$T/agent.log" ||
     { tail -20 "$T/agent.log"; echo "FAIL: no small allreduce went inline"; exit 1; }
+for k in all-to-all bcast; do
+    grep -q "small $k contributions inline" "$T/agent.log" ||
+        { tail -20 "$T/agent.log"; echo "FAIL: no small $k went inline"; exit 1; }
+done
 SOCK=b run agent OC_COLL_REPRODUCIBLE=y OC_COLL_AGENT_INLINE=0
 hf=$(grep '^hash' "$T/out")
-if grep -q "small allreduce contributions inline" "$T/agentb.log"; then
+if grep -q "contributions inline" "$T/agentb.log"; then
     echo "FAIL: OC_COLL_AGENT_INLINE=0 and still inline"; exit 1
 fi
 grep -q "rank 0: collective data by UCX, not by memory: OC_AGENT_COLL_CMA=n" "$T/agentb.log" ||

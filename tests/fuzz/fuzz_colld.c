@@ -82,11 +82,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(d.kind >= OC_COLLD_ALLREDUCE && d.kind <= OC_COLLD_BARRIER);
         CHECK(d.nv == 0 || d.nv == job_size);
         if (d.flags & OC_COLLD_F_INLINE) { /* what rcoll.c relies on */
+            /* bytes per element, an oracle apart from colld.c's table */
+            static const uint8_t es[] = {4, 8, 8, 4, 8, 2, 2};
             size_t body = (size_t)(buf + size - 1 - d.data);
-            CHECK(d.kind == OC_COLLD_ALLREDUCE && !(d.flags & OC_COLLD_F_CMA));
+            CHECK(!(d.flags & OC_COLLD_F_CMA));
             CHECK(d.data == d.v + 32 * (size_t)d.nv);
-            CHECK(body > 0 && body <= OC_COLLD_INLINE_MAX);
-            CHECK(d.count > 0 && body % d.count == 0);
+            CHECK(body == d.dlen && body <= OC_COLLD_INLINE_MAX);
+            if (d.kind == OC_COLLD_ALLTOALLV) {
+                /* the send extent whole; the blocks DONE carries fit */
+                uint64_t rsum = 0;
+                CHECK(body == oc__colld_extent(&d, 0) * es[d.dtype]);
+                for (uint32_t i = 0; i < d.nv; i++)
+                    rsum += oc__colld_v(&d, 2, i) * es[d.dtype];
+                CHECK(rsum <= OC_COLLD_INLINE_MAX);
+            } else if (d.kind == OC_COLLD_BCAST) { /* the root's, or none */
+                CHECK(d.count > 0 && d.count * es[d.dtype] <= OC_COLLD_INLINE_MAX);
+                CHECK(body == 0 || body == d.count * es[d.dtype]);
+            } else {
+                CHECK(d.kind == OC_COLLD_ALLREDUCE);
+                CHECK(body > 0 && d.count > 0 && body == d.count * es[d.dtype]);
+            }
         } else {
             CHECK(d.data == NULL);
             CHECK(d.v + 32 * (size_t)d.nv == buf + size - 1);

@@ -17,7 +17,7 @@ static unsigned colld_seeds(fuzz_replay_seed_fn fn, void *arg)
 {
     uint64_t vals[12] = {1, 2, 0, 0, 1, 3, 1, 0, 2, 0, 1, 1};
     static uint8_t inl[OC_COLLD_INLINE_MAX];
-    oc_colld_t s[8] = {
+    oc_colld_t s[12] = {
         {.kind = OC_COLLD_ALLREDUCE, .dtype = 3, .op = 0, .seq = 1,
          .count = 1000},
         {.kind = OC_COLLD_ALLTOALLV, .dtype = 0, .seq = 2, .nv = 3},
@@ -39,11 +39,22 @@ static unsigned colld_seeds(fuzz_replay_seed_fn fn, void *arg)
         {.kind = OC_COLLD_ALLREDUCE, .dtype = 3, .op = 0, .seq = 7,
          .count = OC_COLLD_INLINE_MAX / 4, .flags = OC_COLLD_F_INLINE,
          .data = inl},
+        /* inline all-to-allv on 3 ranks (vals: a send extent of 3
+         * elements, 3 received): of 4-byte and of 8-byte elements */
+        {.kind = OC_COLLD_ALLTOALLV, .dtype = 0, .seq = 9, .nv = 3,
+         .flags = OC_COLLD_F_INLINE, .data = inl, .dlen = 12},
+        {.kind = OC_COLLD_ALLTOALLV, .dtype = 1, .seq = 10, .nv = 3,
+         .flags = OC_COLLD_F_INLINE, .data = inl, .dlen = 24},
+        /* inline broadcast: the root's 5 doubles, another rank's none */
+        {.kind = OC_COLLD_BCAST, .dtype = 1, .seq = 11, .root = 2,
+         .count = 5, .flags = OC_COLLD_F_INLINE, .data = inl, .dlen = 40},
+        {.kind = OC_COLLD_BCAST, .dtype = 1, .seq = 12, .root = 2,
+         .count = 5, .flags = OC_COLLD_F_INLINE, .data = inl, .dlen = 0},
     };
     unsigned n = 0;
     for (size_t i = 0; i < sizeof(inl); i++)
         inl[i] = (uint8_t)(i * 13 + 5);
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < 12; i++) {
         static uint8_t b[1 + OC_COLLD_HDR + OC_COLLD_INLINE_MAX];
         b[0] = 2; /* a job of 3 ranks */
         oc__colld_encode(&s[i], vals, b + 1);

@@ -208,7 +208,7 @@ static void test_inline(void **state)
     assert_memory_equal(o.data, data, OC_COLLD_INLINE_MAX);
     oc_colld_t bad[] = {good, good, good, good};
     bad[0].count = OC_COLLD_INLINE_MAX / 8 + 1; /* too long */
-    bad[1].kind = OC_COLLD_BCAST;                /* allreduce only */
+    bad[1].kind = OC_COLLD_BARRIER;              /* nothing to carry */
     bad[2].flags |= OC_COLLD_F_CMA, bad[2].pid = 9, bad[2].saddr = 4096,
         bad[2].raddr = 8192, bad[2].slen = bad[2].rlen = 24; /* not both */
     bad[3].count = 0;                             /* nothing inline */
@@ -224,6 +224,100 @@ static void test_inline(void **state)
         assert_int_equal(oc__colld_decode(buf, OC_COLLD_HDR + body, 2, &o),
                          OC_ERR_INVALID_PARAM);
     }
+}
+
+/* A small all-to-allv with its send extent inline: the bytes come back
+ * where the decoder says, exactly that long; too much either way (sent
+ * or to receive in DONE) and the memory block with it are named rejects. */
+static void test_inline_a2a(void **state)
+{
+    /* scounts, sdispls, rcounts, rdispls of 3 ranks: send extent 5
+     * elements (2 + 3), 4 received */
+    uint64_t v[12] = {1, 2, 0, 0, 3, 9, 2, 0, 2, 0, 4, 1};
+    uint8_t buf[OC_COLLD_HDR + 96 + OC_COLLD_INLINE_MAX + 64];
+    uint8_t data[OC_COLLD_INLINE_MAX + 8]; /* one element past the limit */
+    oc_colld_t good = {.kind = OC_COLLD_ALLTOALLV, .dtype = 1, .seq = 8,
+                       .nv = 3, .flags = OC_COLLD_F_INLINE, .data = data,
+                       .dlen = 40},
+               o;
+    size_t n;
+    (void)state;
+    for (size_t i = 0; i < sizeof(data); i++)
+        data[i] = (uint8_t)(i * 5 + 3);
+    n = enc(&good, v, buf);
+    assert_int_equal(n, OC_COLLD_HDR + 96 + 40);
+    assert_int_equal(oc__colld_decode(buf, n, 3, &o), OC_OK);
+    assert_int_equal(o.dlen, 40);
+    assert_ptr_equal(o.data, buf + OC_COLLD_HDR + 96);
+    assert_memory_equal(o.data, data, 40);
+    assert_int_equal(oc__colld_decode(buf, n - 1, 3, &o), OC_ERR_WIRE_LENGTH);
+    assert_int_equal(oc__colld_decode(buf, n + 1, 3, &o), OC_ERR_WIRE_LENGTH);
+    /* a rank that sends nothing: no inline bytes, and its blocks in DONE */
+    uint64_t z[12] = {0, 0, 0, 0, 0, 0, 1, 1, 1, 0, 1, 2};
+    oc_colld_t none = good;
+    none.dlen = 0;
+    n = enc(&none, z, buf);
+    assert_int_equal(oc__colld_decode(buf, n, 3, &o), OC_OK);
+    assert_int_equal(o.dlen, 0);
+    /* the largest send extent (4096 bytes), then one element more */
+    uint64_t w[12] = {OC_COLLD_INLINE_MAX / 8, 0, 0, 0, 0, 0, 1, 1, 1, 0, 1, 2};
+    good.dlen = OC_COLLD_INLINE_MAX;
+    n = enc(&good, w, buf);
+    assert_int_equal(oc__colld_decode(buf, n, 3, &o), OC_OK);
+    w[0]++;
+    good.dlen += 8;
+    n = enc(&good, w, buf);
+    assert_int_equal(oc__colld_decode(buf, n, 3, &o), OC_ERR_INVALID_PARAM);
+    /* more to receive than DONE carries: 4104 bytes in three blocks */
+    uint64_t r[12] = {1, 0, 0, 0, 0, 0, 1, 256, 256, 0, 1, 257};
+    good.dlen = 8;
+    n = enc(&good, r, buf);
+    assert_int_equal(oc__colld_decode(buf, n, 3, &o), OC_ERR_INVALID_PARAM);
+    r[7] = 255; /* 4096: fits */
+    n = enc(&good, r, buf);
+    assert_int_equal(oc__colld_decode(buf, n, 3, &o), OC_OK);
+    /* inline and by memory at once */
+    oc_colld_t both = good;
+    both.flags |= OC_COLLD_F_CMA, both.pid = 9, both.saddr = 4096,
+        both.raddr = 8192, both.slen = 8, both.rlen = 4096;
+    n = enc(&both, r, buf);
+    assert_int_equal(oc__colld_decode(buf, n, 3, &o), OC_ERR_INVALID_PARAM);
+}
+
+/* A small broadcast inline: the root's descriptor carries the data, the
+ * others' none; any other length is a named reject, and so are no data
+ * and too much. */
+static void test_inline_bcast(void **state)
+{
+    uint8_t buf[OC_COLLD_HDR + OC_COLLD_INLINE_MAX + 64];
+    uint8_t data[OC_COLLD_INLINE_MAX + 8];
+    oc_colld_t b = {.kind = OC_COLLD_BCAST, .dtype = 1, .seq = 9, .root = 1,
+                    .count = 4, .flags = OC_COLLD_F_INLINE, .data = data,
+                    .dlen = 32},
+               o;
+    size_t n;
+    (void)state;
+    memset(data, 0x5a, sizeof(data));
+    n = enc(&b, NULL, buf);
+    assert_int_equal(n, OC_COLLD_HDR + 32);
+    assert_int_equal(oc__colld_decode(buf, n, 2, &o), OC_OK);
+    assert_int_equal(o.dlen, 32);
+    assert_ptr_equal(o.data, buf + OC_COLLD_HDR);
+    assert_int_equal(oc__colld_decode(buf, OC_COLLD_HDR, 2, &o), OC_OK);
+    assert_int_equal(o.dlen, 0); /* a rank other than the root */
+    assert_int_equal(oc__colld_decode(buf, n - 8, 2, &o), OC_ERR_WIRE_LENGTH);
+    assert_int_equal(oc__colld_decode(buf, n + 1, 2, &o), OC_ERR_WIRE_LENGTH);
+    assert_int_equal(oc__colld_decode(buf, OC_COLLD_HDR + 1, 2, &o),
+                     OC_ERR_WIRE_LENGTH);
+    b.count = OC_COLLD_INLINE_MAX / 8, b.dlen = OC_COLLD_INLINE_MAX;
+    n = enc(&b, NULL, buf);
+    assert_int_equal(oc__colld_decode(buf, n, 2, &o), OC_OK);
+    b.count++, b.dlen += 8; /* too much */
+    n = enc(&b, NULL, buf);
+    assert_int_equal(oc__colld_decode(buf, n, 2, &o), OC_ERR_INVALID_PARAM);
+    b.count = 0, b.dlen = 0; /* nothing to broadcast inline */
+    n = enc(&b, NULL, buf);
+    assert_int_equal(oc__colld_decode(buf, n, 2, &o), OC_ERR_INVALID_PARAM);
 }
 
 /* What a rejected descriptor says it is: only a known kind, and for a
@@ -296,6 +390,8 @@ int main(void)
         cmocka_unit_test(test_seq_of_rejected),
         cmocka_unit_test(test_memory_block),
         cmocka_unit_test(test_inline),
+        cmocka_unit_test(test_inline_a2a),
+        cmocka_unit_test(test_inline_bcast),
         cmocka_unit_test(test_memory_block_a2a),
         cmocka_unit_test(test_shape_of_rejected),
         cmocka_unit_test(test_fail_message),

@@ -227,6 +227,20 @@ static int desc_in(oc_router_t *r, uint64_t token, const void *data,
     } else if (d.kind != OC_COLLD_BARRIER) {
         rr->slen = rr->rlen = d.count * c->es;
     }
+    rr->inl = (d.flags & OC_COLLD_F_INLINE) != 0;
+    if (rr->inl) { /* the first of each kind said once: tests look */
+        static const char *const kn[] = {"", "allreduce", "all-to-all",
+                                         "bcast", "barrier"};
+        if (!(r->inline_said & (1u << d.kind)))
+            oc_info(OC_COMP_ROUTER, "job %u rank %u: small %s contributions "
+                    "inline, results in DONE", s->job, s->rank, kn[d.kind]);
+        r->inline_said |= 1u << d.kind;
+        CNT_ADD(r->c.coll_inline, 1);
+        /* a broadcast's data come from its root, and only from it (the
+         * decoder let the length be either) */
+        if (d.kind == OC_COLLD_BCAST && (d.dlen > 0) != (s->rank == d.root))
+            c->status = OC_ERR_COLL_MISMATCH;
+    }
     if (d.flags & OC_COLLD_F_CMA) { /* its buffers, offered (rcma.c) */
         rr->cma = oc__rcma_accept(r, l, s->job, s->rank, d.pid);
         rr->saddr = d.saddr, rr->raddr = d.raddr;
@@ -244,15 +258,11 @@ static int desc_in(oc_router_t *r, uint64_t token, const void *data,
             c->status = OC_ERR_NO_MEMORY;
             return 1;
         }
-        if (d.flags & OC_COLLD_F_INLINE) { /* the decoder checked slen */
+        if (rr->inl && d.dlen == rr->slen) /* as the decoder checked */
             memcpy(rr->in, d.data, rr->slen);
-            rr->inl = 1;
-            if (r->c.coll_inline == 0)
-                oc_info(OC_COMP_ROUTER, "job %u rank %u: small allreduce "
-                        "contributions inline, results in DONE", s->job,
-                        s->rank);
-            CNT_ADD(r->c.coll_inline, 1);
-        } else if (!rr->cma)
+        else if (rr->inl) /* a broadcast's root that sent nothing */
+            c->status = OC_ERR_COLL_MISMATCH;
+        else if (!rr->cma)
             oc__rc_issue(r, c, 4, NULL, rr->in, rr->slen,
                   OC__COLL_CONTRIB_TAG(c->job, c->seq, s->rank));
     }
@@ -486,8 +496,17 @@ static void start_puts(oc_router_t *r, acoll_t *c)
                 mem = 1;
             }
         if (mem && (c->a2a_src = calloc((size_t)c->nlocal * c->size,
-                                        sizeof(*c->a2a_src))) == NULL) {
+                                        sizeof(*c->a2a_src))) == NULL)
             c->status = OC_ERR_NO_MEMORY;
+        for (uint32_t d = c->first; d <= c->last; d++)
+            if (c->r[d].inl && c->status == OC_OK) {
+                /* its blocks go in its DONE: at most OC_COLLD_INLINE_MAX
+                 * bytes (decoded), packed here in source order */
+                c->r[d].olen = 0;
+                if ((c->r[d].out = malloc(OC_COLLD_INLINE_MAX)) == NULL)
+                    c->status = OC_ERR_NO_MEMORY;
+            }
+        if (c->status != OC_OK) {
             oc__rc_finish(r, c);
             return;
         }
@@ -498,6 +517,22 @@ static void start_puts(oc_router_t *r, acoll_t *c)
                     size_t len = RCNT(&c->r[d], s) * c->es;
                     const uint8_t **src = c->r[d].cma
                         ? &c->a2a_src[(size_t)(d - c->first) * c->size + s] : NULL;
+                    if (c->r[d].inl) { /* into its DONE (oc__rc_tell) */
+                        const uint8_t *from = c->a2a_in != NULL && q != c->pos
+                                                  ? c->a2a_in[q] + off : NULL;
+                        if (q != c->pos) {
+                            off += len;
+                        } else if (SC(&c->r[s], d) * c->es != len) {
+                            c->r[d].st = OC_ERR_COLL_MISMATCH; /* none */
+                            continue;
+                        } else if (len > 0) {
+                            from = c->r[s].in + SD(&c->r[s], d) * c->es;
+                        }
+                        if (len > 0)
+                            memcpy(c->r[d].out + c->r[d].olen, from, len);
+                        c->r[d].olen += len;
+                        continue;
+                    }
                     if (src != NULL) { /* by memory: written from ST_WRITE */
                         if (q != c->pos) {
                             *src = len ? c->a2a_in[q] + off : NULL;

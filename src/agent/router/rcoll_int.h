@@ -22,6 +22,9 @@ typedef struct {
     oc_status_t   st;         /* its own outcome (a mismatch it receives) */
     int           inl;        /* OC_COLLD_F_INLINE: in came with the
                                  descriptor, the result goes in DONE */
+    uint8_t      *out;        /* ... all-to-allv: its blocks, packed in
+                                 source order, olen bytes */
+    size_t        olen;
     /* by memory (rcma.c): its buffers, read and written here */
     int           cma;
     uint64_t      saddr, raddr;

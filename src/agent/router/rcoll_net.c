@@ -212,6 +212,7 @@ void oc__rc_acoll_free(acoll_t *c)
     for (uint32_t i = 0; c->r != NULL && i < c->size; i++) {
         free(c->r[i].v);
         free(c->r[i].in);
+        free(c->r[i].out);
     }
     for (uint32_t n = 0; c->a2a_out != NULL && n < c->nnodes; n++) {
         free(c->a2a_out[n]);
@@ -245,15 +246,23 @@ void oc__rc_tell(oc_router_t *r, acoll_t *c, uint32_t rank, oc_status_t st)
     oc_colld_done_t m = {OC_COLLD_DONE_MAGIC, c->seq, st, 0};
     uint8_t buf[sizeof(m) + OC_COLLD_INLINE_MAX];
     size_t len = sizeof(m);
+    const rrank_t *rr = &c->r[rank];
+    /* all-to-allv: its blocks, packed (olen <= the decoded limit);
+     * allreduce, bcast: the result (decoded: count x element size) */
+    const uint8_t *res = c->kind == OC_COLLD_ALLTOALLV ? rr->out : c->res;
+    size_t rl = c->kind == OC_COLLD_ALLTOALLV ? rr->olen
+              : c->kind == OC_COLLD_BCAST && rank == c->root ? 0 /* has it */
+              : rr->rlen;
 
     if (l == NULL || l->ep == NULL)
         return;
-    if (c->r[rank].inl && st == OC_OK && c->res != NULL &&
-        c->r[rank].rlen <= OC_COLLD_INLINE_MAX) {
-        /* its result, in the same message (decoded: slen == rlen) */
-        memcpy(buf + sizeof(m), c->res, c->r[rank].rlen);
-        len += c->r[rank].rlen;
-    } else if (c->r[rank].inl && st == OC_OK) {
+    if (rr->inl && st == OC_OK && (res != NULL || rl == 0) &&
+        rl <= OC_COLLD_INLINE_MAX) {
+        /* its result, in the same message */
+        if (rl > 0)
+            memcpy(buf + sizeof(m), res, rl);
+        len += rl;
+    } else if (rr->inl && st == OC_OK) {
         m.status = OC_ERR_COLL_PEER_FAILED; /* not reached: no result */
     }
     memcpy(buf, &m, sizeof(m));

@@ -140,6 +140,8 @@ struct oc_router {
     int                credits_owed; /* some sender is owed credit */
     struct acoll      *colls;       /* collectives in flight (rcoll.c) */
     struct held       *colls_held;  /* descriptors of senders not yet known */
+    unsigned           inline_said; /* 1 << kind: its first inline
+                                       collective was logged */
     size_t             cma_budget;  /* bytes rcma.c may still move this
                                        round of the loop */
     lrank_t          **shm_ranks;   /* local ranks on shared memory */

@@ -38,7 +38,13 @@ enum {
 /** Flags (allreduce): the contribution follows the descriptor, count x
  *  element size bytes (at most OC_COLLD_INLINE_MAX), and the agent's DONE
  *  carries the result after its 16 bytes: one message each way, no tagged
- *  transfer. */
+ *  transfer.  All-to-allv: the send buffer's extent (oc__colld_extent() x
+ *  element size, 0 when it sends nothing) follows instead, and DONE
+ *  carries the received blocks packed in source rank order (their counts
+ *  x element size, at most OC_COLLD_INLINE_MAX too), for the rank to
+ *  place at its displacements.  Broadcast (count x element size at most
+ *  OC_COLLD_INLINE_MAX): the root's descriptor carries the data, the
+ *  others' nothing, and every other rank's DONE carries the data. */
 #define OC_COLLD_F_INLINE 2u
 /** The largest contribution a descriptor carries inline, bytes. */
 #define OC_COLLD_INLINE_MAX 4096
@@ -58,7 +64,12 @@ typedef struct {
     uint32_t       nv;               /* alltoallv: the job's size, else 0 */
     const uint8_t *v;                /* 4 * nv little-endian uint64: scounts,
                                         sdispls, rcounts, rdispls */
-    const uint8_t *data;             /* F_INLINE: count x element size bytes */
+    const uint8_t *data;             /* F_INLINE: the contribution */
+    size_t         dlen;             /* ... its bytes (all-to-allv: the send
+                                        extent; bcast: count x element size
+                                        from the root, 0 from the others;
+                                        allreduce: count x element size,
+                                        which encode uses instead) */
 } oc_colld_t;
 
 /** Fixed part of a descriptor, in bytes (32, then the memory block: pid,
@@ -66,7 +77,8 @@ typedef struct {
 #define OC_COLLD_HDR 72
 
 /** Bytes of the encoding of @p d (d->v ignored: 32 * nv; with
- *  OC_COLLD_F_INLINE, the contribution's count x element size more). */
+ *  OC_COLLD_F_INLINE, the contribution's count x element size more, or
+ *  d->dlen for an all-to-allv). */
 size_t oc__colld_size(const oc_colld_t *d);
 /** Encode @p d (v: 4 * nv host-order uint64 values in @p vals; with
  *  OC_COLLD_F_INLINE, the contribution from d->data) into @p buf of
@@ -91,8 +103,11 @@ uint64_t oc__colld_v(const oc_colld_t *d, unsigned which, uint32_t i);
  * the extents of the blocks (all-to-allv: oc__colld_extent() x element
  * size, neither zero), a range that wraps past 2^63; or a memory block
  * without its flag; OC_COLLD_F_INLINE on
- * another kind than allreduce, with OC_COLLD_F_CMA, with no element or
- * more than OC_COLLD_INLINE_MAX bytes).
+ * a barrier, with OC_COLLD_F_CMA, an allreduce or broadcast with no
+ * element or more than OC_COLLD_INLINE_MAX bytes, an all-to-allv whose
+ * send extent or received blocks pass OC_COLLD_INLINE_MAX bytes; a
+ * broadcast's inline length is either count x element size or 0, which
+ * the agent checks against the sender being the root).
  */
 oc_status_t oc__colld_decode(const void *buf, size_t len, uint32_t size,
                             oc_colld_t *d);
