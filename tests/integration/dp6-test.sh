@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # dp6-test.sh BUILDDIR — real IPv6 traffic through offcore-dp's classifier
 # (needs root and network namespaces; exit 77 = skipped otherwise).
 #
@@ -14,7 +14,7 @@
 #   - a rule naming no address (proto and port only) classifies IPv6 too;
 #   - a rule file with a bad IPv6 prefix is refused with file:line and
 #     reason, and changes nothing.
-set -u
+set -u -o pipefail
 build=$1
 dp=$build/src/dp/offcore-dp
 cli=$build/src/tools/offcore
