@@ -434,7 +434,7 @@ size_t oc__acl6_mem_bytes(const oc_acl6_t *acl)
     const view_t *v = acl->view;
     size_t b = oc__acl_mem_bytes(v->acl);
     for (int i = 0; i < 2; i++)
-        b += v->map[i]->cnt * (sizeof(u128) + sizeof(uint32_t));
+        b += oc__acl6_map_bytes(v->map[i]);
     return b;
 }
 

@@ -290,55 +290,103 @@ oc_status_t oc__acl6_field_build(field_t *f, const oc_acl6_rule_t *rules,
     return OC_OK;
 }
 
-/* The code map of a field: the elementary intervals in address order. */
-/* The bucket index of @p m (see map_t).  @return 0 or -1 (no memory). */
+/* The code map of a field: the elementary intervals in address order,
+ * and a trie over them (map_t). */
+
+static long map_node(map_t *m, uint32_t i, uint32_t k, unsigned cap);
+
+/* The entry of a range of addresses whose intervals are i..k (start[i]
+ * at or before its first address, start[k] at or before its last).
+ * @return 0 or -1 (no memory, or more than 2^32 entries). */
+static int map_ent(map_t *m, uint32_t i, uint32_t k, uint64_t *e)
+{
+    long x;
+    if (i == k) {
+        *e = MAP_LEAF << 62 | m->code[i];
+        return 0;
+    }
+    if (k - i + 1 <= MAP_SEARCH_MAX) {
+        *e = MAP_SEARCH << 62 | (uint64_t)(k - i + 1) << 32 | i;
+        return 0;
+    }
+    x = map_node(m, i, k, 10);
+    if (x < 0)
+        return -1;
+    *e = MAP_NODE << 62 | (uint64_t)x;
+    return 0;
+}
+
+/* A node over intervals i..k: it skips the bits their starts i+1..k share
+ * (and those of the range before it) and indexes at most @p cap bits
+ * after them, about two entries per interval.  @return its index or -1. */
+static long map_node(map_t *m, uint32_t i, uint32_t k, unsigned cap)
+{
+    u128 diff = k > i + 1 ? m->start[i + 1] ^ m->start[k] : 0, pfx;
+    unsigned skip = 0, ib = 1;
+    uint32_t n = k - i + 1, p = i, base, id;
+
+    while (diff != 0 && !(diff >> (127 - skip) & 1))
+        skip++;
+    while (ib < cap && ((uint64_t)1 << ib) < 2 * (uint64_t)n)
+        ib++;
+    if (ib > 128 - skip)
+        ib = 128 - skip;
+    pfx = m->start[k] & mask128(skip);
+    if (m->nnode == m->capnode) {
+        uint32_t c = m->capnode * 2 + 8;
+        mnode_t *nn = realloc(m->node, c * sizeof(*nn));
+        if (nn == NULL)
+            return -1;
+        m->node = nn;
+        m->capnode = c;
+    }
+    if ((uint64_t)m->nent + ((uint64_t)1 << ib) + 2 > UINT32_MAX)
+        return -1;
+    if (m->nent + (1u << ib) + 2 > m->capent) {
+        uint32_t c = (m->nent + (1u << ib) + 2) * 2;
+        uint64_t *ne = realloc(m->ent, (size_t)c * sizeof(*ne));
+        if (ne == NULL)
+            return -1;
+        m->ent = ne;
+        m->capent = c;
+    }
+    id = m->nnode++;
+    base = m->nent;
+    m->nent += 1u << ib;
+    m->node[id] = (mnode_t){.pfx = pfx, .mask = mask128(skip),
+                            .below = m->code[i], .above = m->code[k],
+                            .base = base, .skip = (uint8_t)skip,
+                            .ib = (uint8_t)ib};
+    for (uint32_t j = 0; j < (1u << ib); j++) {
+        u128 first = pfx | (u128)j << (128 - skip - ib);
+        u128 last = first | ~mask128(skip + ib);
+        uint32_t q;
+        uint64_t e;
+        while (p < k && m->start[p + 1] <= first)
+            p++;
+        for (q = p; q < k && m->start[q + 1] <= last; q++)
+            ;
+        if (map_ent(m, p, q, &e) != 0)
+            return -1;
+        m->ent[base + j] = e;
+    }
+    return id;
+}
+
+/* The trie of @p m (see map_t).  @return 0 or -1 (no memory). */
 static int map_index(map_t *m)
 {
-    u128 lo0 = m->cnt > 1 ? m->start[1] : 0, diff;
-    uint32_t i = 0;
-
-    m->ib = 1;
-    while (m->ib < 16 && (1u << m->ib) < 2 * m->cnt)
-        m->ib++;
-    diff = m->cnt > 1 ? lo0 ^ m->start[m->cnt - 1] : 0;
-    m->skip = 0;
-    if (m->cnt > 1) /* leading bits all starts but start[0] share */
-        while (m->skip < 128 - m->ib && !(diff >> (127 - m->skip) & 1))
-            m->skip++;
-    m->common = m->skip ? lo0 >> (128 - m->skip) : 0;
-    m->idx = malloc(((size_t)(1u << m->ib) + 1) * sizeof(*m->idx));
-    if (m->idx == NULL)
+    if (map_node(m, 0, m->cnt - 1, 16) != 0)
         return -1;
-    for (uint32_t j = 0; j <= (1u << m->ib); j++) {
-        u128 first = j == (1u << m->ib) && m->skip == 0
-                         ? 0 /* past the end: every start is before */
-                         : (m->skip ? m->common << (128 - m->skip) : 0) |
-                               (u128)j << (128 - m->skip - m->ib);
-        if (j == (1u << m->ib)) {
-            i = m->cnt;
-        } else {
-            while (i < m->cnt && m->start[i] < first)
-                i++;
-        }
-        m->idx[j] = i;
-    }
-    /* buckets that one interval covers: answered without a search */
-    m->bcode = malloc(((size_t)1 << m->ib) * sizeof(*m->bcode));
-    m->multi = calloc(((size_t)1 << m->ib) / 64 + 1, sizeof(*m->multi));
-    if (m->bcode == NULL || m->multi == NULL)
-        return -1;
-    for (uint32_t j = 0; j < (1u << m->ib); j++) {
-        u128 first = (m->skip ? m->common << (128 - m->skip) : 0) |
-                     (u128)j << (128 - m->skip - m->ib);
-        uint32_t a = m->idx[j], b = m->idx[j + 1];
-        if (a == b && a > 0)
-            m->bcode[j] = m->code[a - 1];
-        else if (b == a + 1 && m->start[a] == first)
-            m->bcode[j] = m->code[a];
-        else
-            m->multi[j / 64] |= 1ull << (j % 64);
-    }
+    m->ent[m->nent] = MAP_LEAF << 62 | m->node[0].below;
+    m->ent[m->nent + 1] = MAP_LEAF << 62 | m->node[0].above;
     return 0;
+}
+
+size_t oc__acl6_map_bytes(const map_t *m)
+{
+    return m->cnt * (sizeof(u128) + sizeof(uint32_t)) +
+           m->nnode * sizeof(mnode_t) + (m->nent + 2) * sizeof(uint64_t);
 }
 
 map_t *oc__acl6_map_build(const field_t *f)
@@ -395,9 +443,8 @@ void oc__acl6_map_free(map_t *m)
 {
     if (m == NULL)
         return;
-    free(m->idx);
-    free(m->bcode);
-    free(m->multi);
+    free(m->node);
+    free(m->ent);
     free(m->start);
     free(m->code);
     free(m);

@@ -36,18 +36,37 @@ typedef struct {     /* nodes sorted by (start, len); node 0 is the root */
     size_t nsp, capsp;
 } field_t;
 
+typedef struct {     /* a node of a code map's index (map_t) */
+    u128 pfx;        /* the prefix its addresses share, left-aligned */
+    u128 mask;       /* its first skip bits */
+    uint32_t below;  /* the code of addresses before pfx's range */
+    uint32_t above;  /* and of those past it */
+    uint32_t base;   /* its 2^ib entries at ent[base] */
+    uint8_t skip;    /* its index: the ib address bits after the skip */
+    uint8_t ib;
+} mnode_t;
+
+/* An entry of a node: a code, a short search or a node below. */
+#define MAP_LEAF 0ull          /* low 32 bits: the code */
+#define MAP_SEARCH 1ull        /* bits 32..39: n, low 32: lo (below) */
+#define MAP_NODE 2ull          /* low 32 bits: the node */
+#define MAP_SEARCH_MAX 4       /* intervals a search covers at most */
+
 typedef struct {     /* the reader's code map of a field */
     uint32_t cnt;
     u128 *start;     /* ascending; start[0] == 0 */
     uint32_t *code;  /* of addresses in [start[i], start[i + 1]) */
-    /* an index on the ib bits after the skip bits every start but the
-     * first shares (common): idx[j] = the first start at or past bucket
-     * j's first address; addresses outside the common prefix search all */
-    unsigned skip, ib;
-    u128 common;     /* the shared prefix, right-aligned */
-    uint32_t *idx;   /* 2^ib + 1 entries */
-    uint32_t *bcode; /* per bucket: its code when one interval covers it */
-    uint64_t *multi; /* per bucket, a bit: it needs the search */
+    /* A multibit trie over the intervals, compressed: each node skips the
+     * bits its starts share (addresses outside them take the code before
+     * or after) and indexes the next ib bits; an entry covering one
+     * interval holds its code, one covering up to MAP_SEARCH_MAX holds a
+     * branch-free search of start[lo + 1 ..], more a node below.  Type in
+     * bits 62-63 of an entry.  node[0] is the root; ent[nent] and
+     * ent[nent + 1] hold the root's codes before and after its prefix. */
+    mnode_t *node;
+    uint64_t *ent;
+    uint32_t nnode, nent;
+    uint32_t capnode, capent;
 } map_t;
 
 static inline u128 to128(const uint32_t a[4])
@@ -75,42 +94,39 @@ static inline int node_cmp(u128 s, unsigned l, const node_t *x)
     return s < x->start ? -1 : s > x->start ? 1 : (int)l - (int)x->len;
 }
 
-/* The bucket of address @p a in @p m, or UINT32_MAX when @p a is outside
- * the prefix every interval shares (it prefetches the bucket's lines:
- * oc__acl6_map_code() comes later, so a burst overlaps the misses). */
+/* The root entry of address @p a in @p m (an index into m->ent), its
+ * line prefetched: oc__acl6_map_code() comes later, so a burst overlaps
+ * the misses. */
 static inline uint32_t oc__acl6_map_bucket(const map_t *m, u128 a)
 {
+    const mnode_t *r = &m->node[0];
     uint32_t j;
-    if (m->skip != 0 && (a >> (128 - m->skip)) != m->common)
-        return UINT32_MAX;
-    j = (uint32_t)((a << m->skip) >> (128 - m->ib));
-    __builtin_prefetch(&m->bcode[j]);
-    __builtin_prefetch(&m->multi[j / 64]);
+    if ((a ^ r->pfx) & r->mask)
+        return m->nent + (a > r->pfx);
+    j = r->base + (uint32_t)((a << r->skip) >> (128 - r->ib));
+    __builtin_prefetch(&m->ent[j]);
     return j;
 }
 
-/* The code of address @p a in bucket @p j (oc__acl6_map_bucket()): the
- * last interval starting at or before a.  start[lo] <= a always (start[0]
- * == 0, or a start before a's bucket), and the answer is below idx[j + 1]
- * (the first start past the bucket). */
+/* The code of address @p a from its root entry @p j
+ * (oc__acl6_map_bucket()): the code of the last interval starting at or
+ * before a. */
 static inline uint32_t oc__acl6_map_code(const map_t *m, u128 a, uint32_t j)
 {
-    const u128 *s = m->start;
-    uint32_t n = m->cnt;
-    if (j != UINT32_MAX) {
-        uint32_t lo;
-        if (!(m->multi[j / 64] >> (j % 64) & 1))
-            return m->bcode[j];
-        lo = m->idx[j] > 0 ? m->idx[j] - 1 : 0;
-        s += lo;
-        n = m->idx[j + 1] - lo;
+    uint64_t e = m->ent[j];
+    while (e >> 62 == MAP_NODE) {
+        const mnode_t *x = &m->node[(uint32_t)e];
+        if ((a ^ x->pfx) & x->mask)
+            return a < x->pfx ? x->below : x->above;
+        e = m->ent[x->base + (uint32_t)((a << x->skip) >> (128 - x->ib))];
     }
-    while (n > 1) {
-        uint32_t half = n / 2;
-        s = s[half] <= a ? s + half : s;
-        n -= half;
+    if (e >> 62 == MAP_SEARCH) {
+        uint32_t lo = (uint32_t)e, n = (uint32_t)(e >> 32) & 0xff, i = lo;
+        for (uint32_t k = 1; k < n; k++)
+            i += m->start[lo + k] <= a;
+        return m->code[i];
     }
-    return m->code[s - m->start];
+    return (uint32_t)e;
 }
 
 /* Build field @p f from the source (@p which 0) or destination (1)
@@ -122,6 +138,7 @@ void oc__acl6_fields_free(field_t f[2]);
 /* The code map of @p f, or NULL (no memory). */
 map_t *oc__acl6_map_build(const field_t *f);
 void oc__acl6_map_free(map_t *m); /* NULL: no-op */
+size_t oc__acl6_map_bytes(const map_t *m); /* its tables */
 /* The node of prefix (@p a, @p l), or NULL. */
 node_t *oc__acl6_find(const field_t *f, const uint32_t a[4], unsigned l);
 /* Where prefix (@p a, @p l) goes: its node at *idx (1), a new node at
