@@ -36,7 +36,7 @@ typedef struct {     /* nodes sorted by (start, len); node 0 is the root */
     size_t nsp, capsp;
 } field_t;
 
-typedef struct {     /* a node of a code map's index (map_t) */
+typedef struct {     /* the root of a code map's trie (map_t) */
     u128 pfx;        /* the prefix its addresses share, left-aligned */
     u128 mask;       /* its first skip bits */
     uint32_t below;  /* the code of addresses before pfx's range */
@@ -47,26 +47,39 @@ typedef struct {     /* a node of a code map's index (map_t) */
 } mnode_t;
 
 /* An entry of a node: a code, a short search or a node below. */
-#define MAP_LEAF 0ull          /* low 32 bits: the code */
-#define MAP_SEARCH 1ull        /* bits 32..39: n, low 32: lo (below) */
-#define MAP_NODE 2ull          /* low 32 bits: the node */
-#define MAP_SEARCH_MAX 4       /* intervals a search covers at most */
+#define MAP_LEAF 0ull    /* low 32 bits: the code */
+#define MAP_SEARCH 1ull  /* bits 32..39: n - 1, low 32: lo (below) */
+#define MAP_NODE 2ull    /* bits 48..54 skip, 40..47 ib, low 32 base */
+#define MAP_KARY 3ull    /* bits 32..61: its header in kx, low 32: lo */
+#define MAP_KF 8         /* keys per step of a MAP_KARY search: a line */
+#define MAP_HDR 3        /* entries before a node's table: prefix, codes */
+#define MAP_SEARCH_MAX 4 /* intervals a search covers at most; the start
+                            array has MAP_SEARCH_MAX - 1 more (all ones) */
 
 typedef struct {     /* the reader's code map of a field */
     uint32_t cnt;
     u128 *start;     /* ascending; start[0] == 0 */
     uint32_t *code;  /* of addresses in [start[i], start[i + 1]) */
-    /* A multibit trie over the intervals, compressed: each node skips the
-     * bits its starts share (addresses outside them take the code before
-     * or after) and indexes the next ib bits; an entry covering one
-     * interval holds its code, one covering up to MAP_SEARCH_MAX holds a
-     * branch-free search of start[lo + 1 ..], more a node below.  Type in
-     * bits 62-63 of an entry.  node[0] is the root; ent[nent] and
+    /* A multibit trie over the intervals, path-compressed: a node skips
+     * the bits its starts share (addresses outside them take the code
+     * before or after) and indexes the next ib bits; an entry covering
+     * one interval holds its code, one covering up to MAP_SEARCH_MAX a
+     * branch-free search of start[lo + 1 ..], more a node below (its
+     * skip, ib and table: the table's index and the header's prefix test
+     * load in parallel).  Type in bits 62-63 of an entry.  ent[nent] and
      * ent[nent + 1] hold the root's codes before and after its prefix. */
-    mnode_t *node;
+    mnode_t root;
     uint64_t *ent;
-    uint32_t nnode, nent;
-    uint32_t capnode, capent;
+    uint32_t nent, capent;
+    /* An entry covering more intervals whose starts have no bits set
+     * 64 past its own prefix (d bits) is an 8-ary search on those 64 bits
+     * (MAP_KARY, a static search tree): a header line (d, levels; each
+     * level's offset and length) and the levels, top first, in lines of
+     * 8 keys: level 0 the keys of start[lo + 1 ..], level l + 1 every
+     * eighth key of level l from the eighth.  A step counts the keys of
+     * one line at or below the address's 64 bits: a line per level. */
+    uint64_t *kx;    /* 64-byte aligned */
+    uint32_t nkx, capkx;
 } map_t;
 
 static inline u128 to128(const uint32_t a[4])
@@ -99,7 +112,7 @@ static inline int node_cmp(u128 s, unsigned l, const node_t *x)
  * the misses. */
 static inline uint32_t oc__acl6_map_bucket(const map_t *m, u128 a)
 {
-    const mnode_t *r = &m->node[0];
+    const mnode_t *r = &m->root;
     uint32_t j;
     if ((a ^ r->pfx) & r->mask)
         return m->nent + (a > r->pfx);
@@ -111,20 +124,49 @@ static inline uint32_t oc__acl6_map_bucket(const map_t *m, u128 a)
 /* The code of address @p a from its root entry @p j
  * (oc__acl6_map_bucket()): the code of the last interval starting at or
  * before a. */
+static inline uint32_t oc__acl6_map_entry(const map_t *m, u128 a, uint64_t e);
+
 static inline uint32_t oc__acl6_map_code(const map_t *m, u128 a, uint32_t j)
 {
-    uint64_t e = m->ent[j];
+    return oc__acl6_map_entry(m, a, m->ent[j]);
+}
+
+/* The code of address @p a from entry @p e of a node it is in. */
+static inline uint32_t oc__acl6_map_entry(const map_t *m, u128 a, uint64_t e)
+{
     while (e >> 62 == MAP_NODE) {
-        const mnode_t *x = &m->node[(uint32_t)e];
-        if ((a ^ x->pfx) & x->mask)
-            return a < x->pfx ? x->below : x->above;
-        e = m->ent[x->base + (uint32_t)((a << x->skip) >> (128 - x->ib))];
+        const uint64_t *t = &m->ent[(uint32_t)e];
+        unsigned skip = (unsigned)(e >> 48) & 0x7f;
+        unsigned ib = (unsigned)(e >> 40) & 0xff;
+        u128 pfx = (u128)t[-3] << 64 | t[-2];
+        uint64_t next = t[(uint32_t)((a << skip) >> (128 - ib))];
+        if (((a ^ pfx) >> 1) >> (127 - skip)) /* outside the prefix */
+            return a < pfx ? (uint32_t)t[-1] : (uint32_t)(t[-1] >> 32);
+        e = next;
     }
     if (e >> 62 == MAP_SEARCH) {
-        uint32_t lo = (uint32_t)e, n = (uint32_t)(e >> 32) & 0xff, i = lo;
-        for (uint32_t k = 1; k < n; k++)
-            i += m->start[lo + k] <= a;
-        return m->code[i];
+        /* the starts past the entry's last interval are past a, but
+         * for the padding (all ones) when a is too: clamp to n - 1 */
+        const u128 *s = &m->start[(uint32_t)e];
+        uint32_t n1 = (uint32_t)(e >> 32) & 0xff, c;
+        c = (uint32_t)(s[1] <= a) + (uint32_t)(s[2] <= a) +
+            (uint32_t)(s[3] <= a);
+        return m->code[(uint32_t)e + (c < n1 ? c : n1)];
+    }
+    if (e >> 62 == MAP_KARY) {
+        const uint64_t *h = &m->kx[(e >> 32) & 0x3fffffff];
+        unsigned d = (unsigned)(h[0] & 0xff), nlev = (unsigned)(h[0] >> 8 & 7);
+        uint64_t ka = (uint64_t)((a << d) >> 64);
+        uint32_t g = 0;
+        for (unsigned l = nlev; l-- > 0;) {
+            const uint64_t *b = &m->kx[(uint32_t)h[1 + l] + MAP_KF * g];
+            uint32_t c = 0, len = (uint32_t)(h[1 + l] >> 32);
+            for (unsigned k = 0; k < MAP_KF; k++)
+                c += b[k] <= ka;
+            g = MAP_KF * g + c;
+            g = g < len ? g : len; /* the padding (all ones) */
+        }
+        return m->code[(uint32_t)e + g];
     }
     return (uint32_t)e;
 }
