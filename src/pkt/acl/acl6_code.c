@@ -337,8 +337,8 @@ static int map_kary(map_t *m, uint32_t i, uint32_t k, unsigned d,
     memset(&m->kx[h], 0xff, need * sizeof(*m->kx)); /* padding: ones */
     m->kx[h] = d | nlev << 8;
     for (uint32_t l = 0; l < nlev; l++) {
-        uint64_t *lv = &m->kx[h + off[l]];
-        m->kx[h + 1 + l] = (uint64_t)len[l] << 32 | (h + off[l]);
+        uint64_t *lv = &m->kx[h + off[l]], n_l = len[l];
+        m->kx[h + 1 + l] = n_l << 32 | (h + off[l]); /* length, offset */
         for (uint32_t x = 0; x < len[l]; x++)
             lv[x] = l == 0 ? (uint64_t)((m->start[i + 1 + x] << d) >> 64)
                            : m->kx[h + off[l - 1] + MAP_KF * (x + 1)];
