@@ -16,9 +16,9 @@
  * of the IPv4 classifier (scalar, avx512-leaf, avx512) serves IPv6 as it
  * is, and the oracle tests hold it to the IPv6 definition of a match.
  *
- * A lookup maps the key's two addresses with a binary search over the
+ * A lookup maps the key's two addresses through a trie over the
  * elementary intervals the prefixes cut the address space into (the code
- * map), then runs the IPv4 burst lookup.  The maps and the IPv4 classifier
+ * map, acl6_code.h), then runs the IPv4 burst lookup.  The maps and the IPv4 classifier
  * are published together (one RCU pointer to a view), so a reader never
  * mixes codes of two assignments.  Adding a rule whose prefix is new takes
  * a spare code of its parent when there is one (a new map is
@@ -434,7 +434,7 @@ size_t oc__acl6_mem_bytes(const oc_acl6_t *acl)
     const view_t *v = acl->view;
     size_t b = oc__acl_mem_bytes(v->acl);
     for (int i = 0; i < 2; i++)
-        b += v->map[i]->cnt * (sizeof(u128) + sizeof(uint32_t));
+        b += oc__acl6_map_bytes(v->map[i]);
     return b;
 }
 

@@ -290,55 +290,167 @@ oc_status_t oc__acl6_field_build(field_t *f, const oc_acl6_rule_t *rules,
     return OC_OK;
 }
 
-/* The code map of a field: the elementary intervals in address order. */
-/* The bucket index of @p m (see map_t).  @return 0 or -1 (no memory). */
-static int map_index(map_t *m)
-{
-    u128 lo0 = m->cnt > 1 ? m->start[1] : 0, diff;
-    uint32_t i = 0;
+/* The code map of a field: the elementary intervals in address order,
+ * and a trie over them (map_t). */
 
-    m->ib = 1;
-    while (m->ib < 16 && (1u << m->ib) < 2 * m->cnt)
-        m->ib++;
-    diff = m->cnt > 1 ? lo0 ^ m->start[m->cnt - 1] : 0;
-    m->skip = 0;
-    if (m->cnt > 1) /* leading bits all starts but start[0] share */
-        while (m->skip < 128 - m->ib && !(diff >> (127 - m->skip) & 1))
-            m->skip++;
-    m->common = m->skip ? lo0 >> (128 - m->skip) : 0;
-    m->idx = malloc(((size_t)(1u << m->ib) + 1) * sizeof(*m->idx));
-    if (m->idx == NULL)
-        return -1;
-    for (uint32_t j = 0; j <= (1u << m->ib); j++) {
-        u128 first = j == (1u << m->ib) && m->skip == 0
-                         ? 0 /* past the end: every start is before */
-                         : (m->skip ? m->common << (128 - m->skip) : 0) |
-                               (u128)j << (128 - m->skip - m->ib);
-        if (j == (1u << m->ib)) {
-            i = m->cnt;
-        } else {
-            while (i < m->cnt && m->start[i] < first)
-                i++;
-        }
-        m->idx[j] = i;
+#define MAP_CHILD_BITS 10 /* a node's index below the root, at most */
+#define MAP_DENSITY 2     /* index entries per interval, about */
+
+static int map_node(map_t *m, uint32_t i, uint32_t k, unsigned cap,
+                    mnode_t *x);
+
+/* A MAP_KARY entry for intervals i..k of a range @p d bits deep (map_t).
+ * @return 0, -1 (no memory) or 1 (a start has bits set 64 past d, or
+ * too many for six levels). */
+static int map_kary(map_t *m, uint32_t i, uint32_t k, unsigned d,
+                    uint64_t *e)
+{
+    uint32_t len[6], off[6], nlev = 0, need = 8, h;
+    uint32_t n = k - i; /* keys: start[i + 1 ..k] */
+
+    for (uint32_t x = i + 1; x <= k && d + 64 < 128; x++)
+        if (m->start[x] << (d + 64) != 0)
+            return 1;
+    for (uint32_t l = n;; l = (l + MAP_KF - 1) / MAP_KF - 1) {
+        if (nlev == 6)
+            return 1;
+        len[nlev++] = l;
+        need += (l + MAP_KF - 1) / MAP_KF * MAP_KF;
+        if (l <= MAP_KF)
+            break;
     }
-    /* buckets that one interval covers: answered without a search */
-    m->bcode = malloc(((size_t)1 << m->ib) * sizeof(*m->bcode));
-    m->multi = calloc(((size_t)1 << m->ib) / 64 + 1, sizeof(*m->multi));
-    if (m->bcode == NULL || m->multi == NULL)
+    for (uint32_t l = nlev, o = 8; l-- > 0;
+         o += (len[l] + MAP_KF - 1) / MAP_KF * MAP_KF)
+        off[l] = o; /* relative to the header; the top level first */
+    if ((uint64_t)m->nkx + need > 0x3fffffff)
+        return 1;
+    if (m->nkx + need > m->capkx) {
+        uint32_t c = (m->nkx + need) * 2;
+        uint64_t *nk = realloc(m->kx, (size_t)c * sizeof(*nk));
+        if (nk == NULL)
+            return -1;
+        m->kx = nk;
+        m->capkx = c;
+    }
+    h = m->nkx;
+    m->nkx += need;
+    memset(&m->kx[h], 0xff, need * sizeof(*m->kx)); /* padding: ones */
+    m->kx[h] = d | nlev << 8;
+    for (uint32_t l = 0; l < nlev; l++) {
+        uint64_t *lv = &m->kx[h + off[l]], n_l = len[l];
+        m->kx[h + 1 + l] = n_l << 32 | (h + off[l]); /* length, offset */
+        for (uint32_t x = 0; x < len[l]; x++)
+            lv[x] = l == 0 ? (uint64_t)((m->start[i + 1 + x] << d) >> 64)
+                           : m->kx[h + off[l - 1] + MAP_KF * (x + 1)];
+    }
+    *e = MAP_KARY << 62 | (uint64_t)h << 32 | i;
+    return 0;
+}
+
+/* The entry of a range of addresses whose intervals are i..k (start[i]
+ * at or before its first address, start[k] at or before its last).
+ * @return 0 or -1 (no memory, or more than 2^32 entries). */
+static int map_ent(map_t *m, uint32_t i, uint32_t k, unsigned depth,
+                   uint64_t *e)
+{
+    mnode_t x;
+    if (i == k) {
+        *e = MAP_LEAF << 62 | m->code[i];
+        return 0;
+    }
+    if (k - i + 1 <= MAP_SEARCH_MAX) {
+        *e = MAP_SEARCH << 62 | (uint64_t)(k - i) << 32 | i;
+        return 0;
+    }
+    switch (map_kary(m, i, k, depth, e)) {
+    case 0:
+        return 0;
+    case -1:
         return -1;
-    for (uint32_t j = 0; j < (1u << m->ib); j++) {
-        u128 first = (m->skip ? m->common << (128 - m->skip) : 0) |
-                     (u128)j << (128 - m->skip - m->ib);
-        uint32_t a = m->idx[j], b = m->idx[j + 1];
-        if (a == b && a > 0)
-            m->bcode[j] = m->code[a - 1];
-        else if (b == a + 1 && m->start[a] == first)
-            m->bcode[j] = m->code[a];
-        else
-            m->multi[j / 64] |= 1ull << (j % 64);
+    }
+    if (map_node(m, i, k, MAP_CHILD_BITS, &x) != 0)
+        return -1;
+    *e = MAP_NODE << 62 | (uint64_t)x.skip << 48 | (uint64_t)x.ib << 40 |
+         x.base;
+    return 0;
+}
+
+/* A node over intervals i..k (see map_t): it skips the bits their starts
+ * i+1..k share (and those of the range before it) and indexes at most
+ * @p cap bits after them, about two entries per interval; its header
+ * (prefix, codes before and after) in the three entries before its
+ * table.  @return 0 or -1. */
+static int map_node(map_t *m, uint32_t i, uint32_t k, unsigned cap,
+                    mnode_t *x)
+{
+    u128 diff = k > i + 1 ? m->start[i + 1] ^ m->start[k] : 0, pfx;
+    unsigned skip = 0, ib = 1;
+    uint32_t n = k - i + 1, p = i, base;
+
+    while (diff != 0 && !(diff >> (127 - skip) & 1))
+        skip++;
+    while (ib < cap && ((uint64_t)1 << ib) < MAP_DENSITY * (uint64_t)n)
+        ib++;
+    if (ib > 128 - skip)
+        ib = 128 - skip;
+    pfx = m->start[k] & mask128(skip);
+    if ((uint64_t)m->nent + ((uint64_t)1 << ib) + MAP_HDR + 2 > UINT32_MAX)
+        return -1;
+    if (m->nent + (1u << ib) + MAP_HDR + 2 > m->capent) {
+        uint32_t c = (m->nent + (1u << ib) + MAP_HDR + 2) * 2;
+        uint64_t *ne = realloc(m->ent, (size_t)c * sizeof(*ne));
+        if (ne == NULL)
+            return -1;
+        m->ent = ne;
+        m->capent = c;
+    }
+    base = m->nent + MAP_HDR;
+    m->nent = base + (1u << ib);
+    m->ent[base - 3] = (uint64_t)(pfx >> 64);
+    m->ent[base - 2] = (uint64_t)pfx;
+    m->ent[base - 1] = (uint64_t)m->code[k] << 32 | m->code[i];
+    *x = (mnode_t){.pfx = pfx, .mask = mask128(skip), .below = m->code[i],
+                   .above = m->code[k], .base = base,
+                   .skip = (uint8_t)skip, .ib = (uint8_t)ib};
+    for (uint32_t j = 0; j < (1u << ib); j++) {
+        u128 first = pfx | (u128)j << (128 - skip - ib);
+        u128 last = first | ~mask128(skip + ib);
+        uint32_t q;
+        uint64_t e;
+        while (p < k && m->start[p + 1] <= first)
+            p++;
+        for (q = p; q < k && m->start[q + 1] <= last; q++)
+            ;
+        if (map_ent(m, p, q, skip + ib, &e) != 0)
+            return -1;
+        m->ent[base + j] = e;
     }
     return 0;
+}
+
+/* The trie of @p m (see map_t).  @return 0 or -1 (no memory). */
+static int map_index(map_t *m)
+{
+    uint64_t *al;
+    if (map_node(m, 0, m->cnt - 1, 16, &m->root) != 0)
+        return -1;
+    /* the search lines on line boundaries */
+    al = aligned_alloc(64, ((size_t)m->nkx * sizeof(*al) + 63) / 64 * 64 + 64);
+    if (al == NULL)
+        return -1;
+    if (m->nkx > 0)
+        memcpy(al, m->kx, (size_t)m->nkx * sizeof(*al));
+    free(m->kx);
+    m->kx = al;
+    m->ent[m->nent] = MAP_LEAF << 62 | m->root.below;
+    m->ent[m->nent + 1] = MAP_LEAF << 62 | m->root.above;
+    return 0;
+}
+
+size_t oc__acl6_map_bytes(const map_t *m)
+{
+    return m->cnt * (sizeof(u128) + sizeof(uint32_t)) +
+           (m->nent + 2 + (size_t)m->nkx) * sizeof(uint64_t);
 }
 
 map_t *oc__acl6_map_build(const field_t *f)
@@ -349,7 +461,7 @@ map_t *oc__acl6_map_build(const field_t *f)
 
     if (m == NULL || stack == NULL)
         goto err;
-    m->start = calloc(cap, sizeof(*m->start));
+    m->start = calloc(cap + MAP_SEARCH_MAX - 1, sizeof(*m->start));
     m->code = malloc(cap * sizeof(*m->code));
     if (m->start == NULL || m->code == NULL)
         goto err;
@@ -382,6 +494,8 @@ map_t *oc__acl6_map_build(const field_t *f)
 #undef EMIT
     free(stack);
     stack = NULL;
+    for (unsigned k = 0; k < MAP_SEARCH_MAX - 1; k++)
+        m->start[m->cnt + k] = ~(u128)0; /* map_code()'s padding */
     if (map_index(m) != 0)
         goto err;
     return m;
@@ -395,9 +509,8 @@ void oc__acl6_map_free(map_t *m)
 {
     if (m == NULL)
         return;
-    free(m->idx);
-    free(m->bcode);
-    free(m->multi);
+    free(m->ent);
+    free(m->kx);
     free(m->start);
     free(m->code);
     free(m);

@@ -36,18 +36,50 @@ typedef struct {     /* nodes sorted by (start, len); node 0 is the root */
     size_t nsp, capsp;
 } field_t;
 
+typedef struct {     /* the root of a code map's trie (map_t) */
+    u128 pfx;        /* the prefix its addresses share, left-aligned */
+    u128 mask;       /* its first skip bits */
+    uint32_t below;  /* the code of addresses before pfx's range */
+    uint32_t above;  /* and of those past it */
+    uint32_t base;   /* its 2^ib entries at ent[base] */
+    uint8_t skip;    /* its index: the ib address bits after the skip */
+    uint8_t ib;
+} mnode_t;
+
+/* An entry of a node: a code, a short search or a node below. */
+#define MAP_LEAF 0ull    /* low 32 bits: the code */
+#define MAP_SEARCH 1ull  /* bits 32..39: n - 1, low 32: lo (below) */
+#define MAP_NODE 2ull    /* bits 48..54 skip, 40..47 ib, low 32 base */
+#define MAP_KARY 3ull    /* bits 32..61: its header in kx, low 32: lo */
+#define MAP_KF 8         /* keys per step of a MAP_KARY search: a line */
+#define MAP_HDR 3        /* entries before a node's table: prefix, codes */
+#define MAP_SEARCH_MAX 4 /* intervals a search covers at most; the start
+                            array has MAP_SEARCH_MAX - 1 more (all ones) */
+
 typedef struct {     /* the reader's code map of a field */
     uint32_t cnt;
     u128 *start;     /* ascending; start[0] == 0 */
     uint32_t *code;  /* of addresses in [start[i], start[i + 1]) */
-    /* an index on the ib bits after the skip bits every start but the
-     * first shares (common): idx[j] = the first start at or past bucket
-     * j's first address; addresses outside the common prefix search all */
-    unsigned skip, ib;
-    u128 common;     /* the shared prefix, right-aligned */
-    uint32_t *idx;   /* 2^ib + 1 entries */
-    uint32_t *bcode; /* per bucket: its code when one interval covers it */
-    uint64_t *multi; /* per bucket, a bit: it needs the search */
+    /* A multibit trie over the intervals, path-compressed: a node skips
+     * the bits its starts share (addresses outside them take the code
+     * before or after) and indexes the next ib bits; an entry covering
+     * one interval holds its code, one covering up to MAP_SEARCH_MAX a
+     * branch-free search of start[lo + 1 ..], more a node below (its
+     * skip, ib and table: the table's index and the header's prefix test
+     * load in parallel).  Type in bits 62-63 of an entry.  ent[nent] and
+     * ent[nent + 1] hold the root's codes before and after its prefix. */
+    mnode_t root;
+    uint64_t *ent;
+    uint32_t nent, capent;
+    /* An entry covering more intervals whose starts have no bits set
+     * 64 past its own prefix (d bits) is an 8-ary search on those 64 bits
+     * (MAP_KARY, a static search tree): a header line (d, levels; each
+     * level's offset and length) and the levels, top first, in lines of
+     * 8 keys: level 0 the keys of start[lo + 1 ..], level l + 1 every
+     * eighth key of level l from the eighth.  A step counts the keys of
+     * one line at or below the address's 64 bits: a line per level. */
+    uint64_t *kx;    /* 64-byte aligned */
+    uint32_t nkx, capkx;
 } map_t;
 
 static inline u128 to128(const uint32_t a[4])
@@ -75,42 +107,68 @@ static inline int node_cmp(u128 s, unsigned l, const node_t *x)
     return s < x->start ? -1 : s > x->start ? 1 : (int)l - (int)x->len;
 }
 
-/* The bucket of address @p a in @p m, or UINT32_MAX when @p a is outside
- * the prefix every interval shares (it prefetches the bucket's lines:
- * oc__acl6_map_code() comes later, so a burst overlaps the misses). */
+/* The root entry of address @p a in @p m (an index into m->ent), its
+ * line prefetched: oc__acl6_map_code() comes later, so a burst overlaps
+ * the misses. */
 static inline uint32_t oc__acl6_map_bucket(const map_t *m, u128 a)
 {
+    const mnode_t *r = &m->root;
     uint32_t j;
-    if (m->skip != 0 && (a >> (128 - m->skip)) != m->common)
-        return UINT32_MAX;
-    j = (uint32_t)((a << m->skip) >> (128 - m->ib));
-    __builtin_prefetch(&m->bcode[j]);
-    __builtin_prefetch(&m->multi[j / 64]);
+    if ((a ^ r->pfx) & r->mask)
+        return m->nent + (a > r->pfx);
+    j = r->base + (uint32_t)((a << r->skip) >> (128 - r->ib));
+    __builtin_prefetch(&m->ent[j]);
     return j;
 }
 
-/* The code of address @p a in bucket @p j (oc__acl6_map_bucket()): the
- * last interval starting at or before a.  start[lo] <= a always (start[0]
- * == 0, or a start before a's bucket), and the answer is below idx[j + 1]
- * (the first start past the bucket). */
+/* The code of address @p a from its root entry @p j
+ * (oc__acl6_map_bucket()): the code of the last interval starting at or
+ * before a. */
+static inline uint32_t oc__acl6_map_entry(const map_t *m, u128 a, uint64_t e);
+
 static inline uint32_t oc__acl6_map_code(const map_t *m, u128 a, uint32_t j)
 {
-    const u128 *s = m->start;
-    uint32_t n = m->cnt;
-    if (j != UINT32_MAX) {
-        uint32_t lo;
-        if (!(m->multi[j / 64] >> (j % 64) & 1))
-            return m->bcode[j];
-        lo = m->idx[j] > 0 ? m->idx[j] - 1 : 0;
-        s += lo;
-        n = m->idx[j + 1] - lo;
+    return oc__acl6_map_entry(m, a, m->ent[j]);
+}
+
+/* The code of address @p a from entry @p e of a node it is in. */
+static inline uint32_t oc__acl6_map_entry(const map_t *m, u128 a, uint64_t e)
+{
+    while (e >> 62 == MAP_NODE) {
+        const uint64_t *t = &m->ent[(uint32_t)e];
+        unsigned skip = (unsigned)(e >> 48) & 0x7f;
+        unsigned ib = (unsigned)(e >> 40) & 0xff;
+        u128 pfx = (u128)t[-3] << 64 | t[-2];
+        uint64_t next = t[(uint32_t)((a << skip) >> (128 - ib))];
+        if (((a ^ pfx) >> 1) >> (127 - skip)) /* outside the prefix */
+            return a < pfx ? (uint32_t)t[-1] : (uint32_t)(t[-1] >> 32);
+        e = next;
     }
-    while (n > 1) {
-        uint32_t half = n / 2;
-        s = s[half] <= a ? s + half : s;
-        n -= half;
+    if (e >> 62 == MAP_SEARCH) {
+        /* the starts past the entry's last interval are past a, but
+         * for the padding (all ones) when a is too: clamp to n - 1 */
+        const u128 *s = &m->start[(uint32_t)e];
+        uint32_t n1 = (uint32_t)(e >> 32) & 0xff, c;
+        c = (uint32_t)(s[1] <= a) + (uint32_t)(s[2] <= a) +
+            (uint32_t)(s[3] <= a);
+        return m->code[(uint32_t)e + (c < n1 ? c : n1)];
     }
-    return m->code[s - m->start];
+    if (e >> 62 == MAP_KARY) {
+        const uint64_t *h = &m->kx[(e >> 32) & 0x3fffffff];
+        unsigned d = (unsigned)(h[0] & 0xff), nlev = (unsigned)(h[0] >> 8 & 7);
+        uint64_t ka = (uint64_t)((a << d) >> 64);
+        uint32_t g = 0;
+        for (unsigned l = nlev; l-- > 0;) {
+            const uint64_t *b = &m->kx[(uint32_t)h[1 + l] + MAP_KF * g];
+            uint32_t c = 0, len = (uint32_t)(h[1 + l] >> 32);
+            for (unsigned k = 0; k < MAP_KF; k++)
+                c += b[k] <= ka;
+            g = MAP_KF * g + c;
+            g = g < len ? g : len; /* the padding (all ones) */
+        }
+        return m->code[(uint32_t)e + g];
+    }
+    return (uint32_t)e;
 }
 
 /* Build field @p f from the source (@p which 0) or destination (1)
@@ -122,6 +180,7 @@ void oc__acl6_fields_free(field_t f[2]);
 /* The code map of @p f, or NULL (no memory). */
 map_t *oc__acl6_map_build(const field_t *f);
 void oc__acl6_map_free(map_t *m); /* NULL: no-op */
+size_t oc__acl6_map_bytes(const map_t *m); /* its tables */
 /* The node of prefix (@p a, @p l), or NULL. */
 node_t *oc__acl6_find(const field_t *f, const uint32_t a[4], unsigned l);
 /* Where prefix (@p a, @p l) goes: its node at *idx (1), a new node at
