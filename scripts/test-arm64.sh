@@ -23,6 +23,7 @@ fuzz_dp_ctl_replay: about three minutes under qemu-user
 fuzz_esp_replay: 16 s under qemu-user, the ESP path is covered by test_esp
 dp-traffic: network namespaces, veth and AF_XDP (root networking, the same for every name below; not tried under qemu-user: it runs natively in the pkt suite)
 dp-traffic-dpdk: DPDK ports (and no libdpdk-dev:arm64 in this build)
+dp-traffic6: network namespaces, veth and AF_XDP
 dp-tenant: network namespaces, veth and AF_XDP
 dp-tenant-2threads: network namespaces, veth and AF_XDP
 dp-tenant6: network namespaces, veth and AF_XDP
