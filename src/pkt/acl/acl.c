@@ -27,6 +27,7 @@
 #include <urcu-qsbr.h>
 
 #include "acl_tree.h"
+#include "acl_idx.h"
 #include "util/log.h"
 
 #define SIDE_CAP 1024u     /* rules added between two rebuilds, at most */
@@ -103,46 +104,24 @@ void oc__acl_reader_online(void) { rcu_thread_online(); }
 
 /* ------------------------------------------------------------ id hash */
 
-static inline size_t hslot(const oc_acl_t *acl, uint32_t id)
+static uint32_t rec_id(const void *ctx, uint32_t pos)
 {
-    return (size_t)((id * 0x9e3779b1u) >> 7) & acl->hmask;
+    return ((const oc_acl_t *)ctx)->recs[pos].rule.id;
 }
 
 static size_t hfind(const oc_acl_t *acl, uint32_t id) /* slot or SIZE_MAX */
 {
-    for (size_t s = hslot(acl, id);; s = (s + 1) & acl->hmask) {
-        uint32_t v = acl->hash[s];
-        if (v == 0)
-            return SIZE_MAX;
-        if (acl->recs[v - 1].rule.id == id)
-            return s;
-    }
+    return oc__acl_idx_find(acl->hash, acl->hmask, id, rec_id, acl);
 }
 
 static void hput(oc_acl_t *acl, uint32_t id, uint32_t idx)
 {
-    size_t s = hslot(acl, id);
-    while (acl->hash[s] != 0)
-        s = (s + 1) & acl->hmask;
-    acl->hash[s] = idx + 1;
+    oc__acl_idx_put(acl->hash, acl->hmask, id, idx);
 }
 
-static void hdel(oc_acl_t *acl, size_t s) /* backward-shift deletion */
+static void hdel(oc_acl_t *acl, size_t s)
 {
-    size_t j = s;
-    acl->hash[s] = 0;
-    for (;;) {
-        size_t home;
-        j = (j + 1) & acl->hmask;
-        if (acl->hash[j] == 0)
-            return;
-        home = hslot(acl, acl->recs[acl->hash[j] - 1].rule.id);
-        if (((j - home) & acl->hmask) >= ((j - s) & acl->hmask)) {
-            acl->hash[s] = acl->hash[j];
-            acl->hash[j] = 0;
-            s = j;
-        }
-    }
+    oc__acl_idx_del(acl->hash, acl->hmask, s, rec_id, acl);
 }
 
 static void hrebuild(oc_acl_t *acl)
@@ -171,21 +150,16 @@ static void state_free(state_t *s)
     free(s);
 }
 
-static inline size_t idslot(uint32_t id, size_t mask)
+static uint32_t rank_id(const void *ctx, uint32_t rank)
 {
-    return (size_t)((id * 0x9e3779b1u) >> 7) & mask;
+    return (uint32_t)((const state_t *)ctx)->tree->order[rank];
 }
 
 /* tree rank of the rule with @p id, or OC__ACL_NONE */
 static uint32_t idmap_find(const state_t *s, uint32_t id)
 {
-    for (size_t h = idslot(id, s->idmask);; h = (h + 1) & s->idmask) {
-        uint32_t v = s->idmap[h];
-        if (v == 0)
-            return OC__ACL_NONE;
-        if ((uint32_t)s->tree->order[v - 1] == id)
-            return v - 1;
-    }
+    size_t h = oc__acl_idx_find(s->idmap, s->idmask, id, rank_id, s);
+    return h == SIZE_MAX ? OC__ACL_NONE : s->idmap[h] - 1;
 }
 
 /* A state for @p tree, built from the rules present at @p snap_seq.  No
@@ -203,12 +177,8 @@ static state_t *state_new(oc__acl_tree_t *tree, uint64_t snap_seq)
     s->idmask = cap - 1;
     s->idmap = calloc(cap, sizeof(*s->idmap));
     if (s->idmap != NULL)
-        for (uint32_t r = 0; r < tree->nrules; r++) {
-            size_t h = idslot((uint32_t)tree->order[r], s->idmask);
-            while (s->idmap[h] != 0)
-                h = (h + 1) & s->idmask;
-            s->idmap[h] = r + 1;
-        }
+        for (uint32_t r = 0; r < tree->nrules; r++)
+            oc__acl_idx_put(s->idmap, s->idmask, (uint32_t)tree->order[r], r);
     s->dead = calloc(tree->nrules ? tree->nrules : 1, 1);
     s->side.order = malloc(SIDE_CAP * sizeof(uint64_t));
     s->side.blk_min = malloc(nb * sizeof(uint64_t));

@@ -35,6 +35,7 @@
  */
 #include "pkt/acl/acl6.h"
 #include "acl6_code.h"
+#include "acl_idx.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -240,47 +241,25 @@ void oc__acl6_destroy(oc_acl6_t *acl)
     free(acl);
 }
 
-/* the id hash (as acl.c's): rules by id in O(1) for add and del */
-static inline size_t hslot(const oc_acl6_t *acl, uint32_t id)
+/* the id index (acl_idx.h, as acl.c's): rules by id in O(1) for add and del */
+static uint32_t rule_id(const void *ctx, uint32_t pos)
 {
-    return (size_t)((id * 0x9e3779b1u) >> 7) & acl->hmask;
+    return ((const oc_acl6_t *)ctx)->rules[pos].id;
 }
 
 static size_t hfind(const oc_acl6_t *acl, uint32_t id) /* slot or SIZE_MAX */
 {
-    for (size_t s = hslot(acl, id);; s = (s + 1) & acl->hmask) {
-        uint32_t v = acl->hash[s];
-        if (v == 0)
-            return SIZE_MAX;
-        if (acl->rules[v - 1].id == id)
-            return s;
-    }
+    return oc__acl_idx_find(acl->hash, acl->hmask, id, rule_id, acl);
 }
 
 static void hput(oc_acl6_t *acl, uint32_t id, uint32_t idx)
 {
-    size_t s = hslot(acl, id);
-    while (acl->hash[s] != 0)
-        s = (s + 1) & acl->hmask;
-    acl->hash[s] = idx + 1;
+    oc__acl_idx_put(acl->hash, acl->hmask, id, idx);
 }
 
-static void hdel(oc_acl6_t *acl, size_t s) /* backward-shift deletion */
+static void hdel(oc_acl6_t *acl, size_t s)
 {
-    size_t j = s;
-    acl->hash[s] = 0;
-    for (;;) {
-        size_t home;
-        j = (j + 1) & acl->hmask;
-        if (acl->hash[j] == 0)
-            return;
-        home = hslot(acl, acl->rules[acl->hash[j] - 1].id);
-        if (((j - home) & acl->hmask) >= ((j - s) & acl->hmask)) {
-            acl->hash[s] = acl->hash[j];
-            acl->hash[j] = 0;
-            s = j;
-        }
-    }
+    oc__acl_idx_del(acl->hash, acl->hmask, s, rule_id, acl);
 }
 
 static void hrebuild(oc_acl6_t *acl)
