@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # dp-tenant-esp-test.sh BUILDDIR [WORKERS] — tenants, ESP and flow export together,
 # two servers whose DPUs each have ONE uplink shared by both tenants (needs
 # root, network namespaces, tshark, iperf3, curl; exit 77 = skipped
@@ -28,7 +28,7 @@
 #     and `offcore dp stat` shows them (with the TCP timestamp RTTs both ways).
 # With WORKERS > 1 (and as many queues on every veth), a frame that reaches
 # the worker not owning its flow is handed over after its decryption.
-set -u
+set -u -o pipefail
 . "$(dirname "$0")/tenant-lib.sh"
 tl_init "$1" "${2:-1}" ping iperf3 curl python3 tcpdump tshark
 python3 -c "import cryptography.hazmat.primitives.ciphers.aead" 2>/dev/null ||
