@@ -36,6 +36,7 @@
 #include "pkt/acl/acl6.h"
 #include "acl6_code.h"
 #include "acl_idx.h"
+#include "acl_tree.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -422,25 +423,46 @@ oc_status_t oc__acl6_sync(oc_acl6_t *acl)
     return oc__acl_sync(acl->view->acl);
 }
 
-#define CHUNK 64
+#define CHUNK MAP_BURST
 
 static uint32_t lookup(oc_acl6_t *acl, const oc_acl6_key_t *keys, uint32_t n,
                        uint32_t *out, int scalar)
 {
     const view_t *v = rcu_dereference(acl->view);
     oc_acl_key_t k4[CHUNK];
-    uint32_t bs[CHUNK], bd[CHUNK];
+    u128 as[CHUNK], ad[CHUNK];
+    uint32_t cs[CHUNK], cd[CHUNK];
+    void (*burst)(const map_t *, const u128 *, uint32_t, uint32_t *) =
+        oc__acl6_map_burst;
+#if defined(__x86_64__)
+    int p = __atomic_load_n(&oc__acl_path, __ATOMIC_RELAXED);
+    if (p == OC__ACL_PATH_AVX512 || p == OC__ACL_PATH_AVX512_LEAF)
+        burst = oc__acl6_map_burst_avx512;
+    else if (p == OC__ACL_PATH_AVX2)
+        burst = oc__acl6_map_burst_avx2;
+#endif
 
     for (uint32_t c = 0; c < n; c += CHUNK) {
         uint32_t cn = n - c < CHUNK ? n - c : CHUNK;
-        for (uint32_t i = 0; i < cn; i++) { /* buckets first: misses overlap */
-            bs[i] = oc__acl6_map_bucket(v->map[0], to128(keys[c + i].src));
-            bd[i] = oc__acl6_map_bucket(v->map[1], to128(keys[c + i].dst));
+        for (uint32_t i = 0; i < cn; i++) {
+            as[i] = to128(keys[c + i].src);
+            ad[i] = to128(keys[c + i].dst);
+        }
+        if (scalar) { /* the reference: one address at a time */
+            for (uint32_t i = 0; i < cn; i++) {
+                cs[i] = oc__acl6_map_code(v->map[0], as[i],
+                                          oc__acl6_map_bucket(v->map[0], as[i]));
+                cd[i] = oc__acl6_map_code(v->map[1], ad[i],
+                                          oc__acl6_map_bucket(v->map[1], ad[i]));
+            }
+        } else { /* the path's burst (acl6_map.c) */
+            burst(v->map[0], as, cn, cs);
+            burst(v->map[1], ad, cn, cd);
         }
         for (uint32_t i = 0; i < cn; i++) {
             const oc_acl6_key_t *k = &keys[c + i];
-            k4[i].src_ip = oc__acl6_map_code(v->map[0], to128(k->src), bs[i]);
-            k4[i].dst_ip = oc__acl6_map_code(v->map[1], to128(k->dst), bd[i]);
+            k4[i].src_ip = cs[i];
+            k4[i].dst_ip = cd[i];
             k4[i].sport = k->sport;
             k4[i].dport = k->dport;
             k4[i].proto = k->proto;

@@ -300,16 +300,16 @@ static int map_node(map_t *m, uint32_t i, uint32_t k, unsigned cap,
                     mnode_t *x);
 
 /* A MAP_KARY entry for intervals i..k of a range @p d bits deep (map_t).
- * @return 0, -1 (no memory) or 1 (a start has bits set 64 past d, or
+ * @return 0, -1 (no memory) or 1 (a start has bits set 32 past d, or
  * too many for six levels). */
 static int map_kary(map_t *m, uint32_t i, uint32_t k, unsigned d,
                     uint64_t *e)
 {
-    uint32_t len[6], off[6], nlev = 0, need = 8, h;
+    uint32_t len[6], off[6], nlev = 0, need = MAP_KF, h;
     uint32_t n = k - i; /* keys: start[i + 1 ..k] */
 
-    for (uint32_t x = i + 1; x <= k && d + 64 < 128; x++)
-        if (m->start[x] << (d + 64) != 0)
+    for (uint32_t x = i + 1; x <= k && d + 32 < 128; x++)
+        if (m->start[x] << (d + 32) != 0)
             return 1;
     for (uint32_t l = n;; l = (l + MAP_KF - 1) / MAP_KF - 1) {
         if (nlev == 6)
@@ -319,14 +319,14 @@ static int map_kary(map_t *m, uint32_t i, uint32_t k, unsigned d,
         if (l <= MAP_KF)
             break;
     }
-    for (uint32_t l = nlev, o = 8; l-- > 0;
+    for (uint32_t l = nlev, o = MAP_KF; l-- > 0;
          o += (len[l] + MAP_KF - 1) / MAP_KF * MAP_KF)
         off[l] = o; /* relative to the header; the top level first */
-    if ((uint64_t)m->nkx + need > 0x3fffffff)
+    if ((uint64_t)m->nkx + need > MAP_KX_MAX)
         return 1;
     if (m->nkx + need > m->capkx) {
         uint32_t c = (m->nkx + need) * 2;
-        uint64_t *nk = realloc(m->kx, (size_t)c * sizeof(*nk));
+        uint32_t *nk = realloc(m->kx, (size_t)c * sizeof(*nk));
         if (nk == NULL)
             return -1;
         m->kx = nk;
@@ -337,13 +337,14 @@ static int map_kary(map_t *m, uint32_t i, uint32_t k, unsigned d,
     memset(&m->kx[h], 0xff, need * sizeof(*m->kx)); /* padding: ones */
     m->kx[h] = d | nlev << 8;
     for (uint32_t l = 0; l < nlev; l++) {
-        uint64_t *lv = &m->kx[h + off[l]], n_l = len[l];
-        m->kx[h + 1 + l] = n_l << 32 | (h + off[l]); /* length, offset */
+        uint32_t *lv = &m->kx[h + off[l]];
+        m->kx[h + 2 + 2 * l] = h + off[l]; /* offset, length */
+        m->kx[h + 3 + 2 * l] = len[l];
         for (uint32_t x = 0; x < len[l]; x++)
-            lv[x] = l == 0 ? (uint64_t)((m->start[i + 1 + x] << d) >> 64)
+            lv[x] = l == 0 ? (uint32_t)((m->start[i + 1 + x] << d) >> 96)
                            : m->kx[h + off[l - 1] + MAP_KF * (x + 1)];
     }
-    *e = MAP_KARY << 62 | (uint64_t)h << 32 | i;
+    *e = MAP_KARY << 62 | (uint64_t)nlev << 59 | (uint64_t)h << 32 | i;
     return 0;
 }
 
@@ -431,7 +432,7 @@ static int map_node(map_t *m, uint32_t i, uint32_t k, unsigned cap,
 /* The trie of @p m (see map_t).  @return 0 or -1 (no memory). */
 static int map_index(map_t *m)
 {
-    uint64_t *al;
+    uint32_t *al;
     if (map_node(m, 0, m->cnt - 1, 16, &m->root) != 0)
         return -1;
     /* the search lines on line boundaries */
@@ -450,7 +451,7 @@ static int map_index(map_t *m)
 size_t oc__acl6_map_bytes(const map_t *m)
 {
     return m->cnt * (sizeof(u128) + sizeof(uint32_t)) +
-           (m->nent + 2 + (size_t)m->nkx) * sizeof(uint64_t);
+           (m->nent + 2) * sizeof(uint64_t) + (size_t)m->nkx * sizeof(uint32_t);
 }
 
 map_t *oc__acl6_map_build(const field_t *f)

@@ -50,8 +50,10 @@ typedef struct {     /* the root of a code map's trie (map_t) */
 #define MAP_LEAF 0ull    /* low 32 bits: the code */
 #define MAP_SEARCH 1ull  /* bits 32..39: n - 1, low 32: lo (below) */
 #define MAP_NODE 2ull    /* bits 48..54 skip, 40..47 ib, low 32 base */
-#define MAP_KARY 3ull    /* bits 32..61: its header in kx, low 32: lo */
-#define MAP_KF 8         /* keys per step of a MAP_KARY search: a line */
+#define MAP_KARY 3ull    /* bits 59..61: levels, 32..58: its header in kx,
+                            low 32: lo */
+#define MAP_KX_MAX (1u << 27) /* words of kx */
+#define MAP_KF 16        /* keys per step of a MAP_KARY search: a line */
 #define MAP_HDR 3        /* entries before a node's table: prefix, codes */
 #define MAP_SEARCH_MAX 4 /* intervals a search covers at most; the start
                             array has MAP_SEARCH_MAX - 1 more (all ones) */
@@ -72,13 +74,14 @@ typedef struct {     /* the reader's code map of a field */
     uint64_t *ent;
     uint32_t nent, capent;
     /* An entry covering more intervals whose starts have no bits set
-     * 64 past its own prefix (d bits) is an 8-ary search on those 64 bits
+     * 32 past its own prefix (d bits) is a 16-ary search on those 32 bits
      * (MAP_KARY, a static search tree): a header line (d, levels; each
      * level's offset and length) and the levels, top first, in lines of
-     * 8 keys: level 0 the keys of start[lo + 1 ..], level l + 1 every
-     * eighth key of level l from the eighth.  A step counts the keys of
-     * one line at or below the address's 64 bits: a line per level. */
-    uint64_t *kx;    /* 64-byte aligned */
+     * 16 keys: level 0 the keys of start[lo + 1 ..], level l + 1 every
+     * 16th key of level l from the 16th.  A step counts the keys of one
+     * line at or below the address's 32 bits: a line per level, 256
+     * intervals in two (8 keys of 64 bits took three). */
+    uint32_t *kx;    /* 64-byte aligned */
     uint32_t nkx, capkx;
 } map_t;
 
@@ -131,6 +134,26 @@ static inline uint32_t oc__acl6_map_code(const map_t *m, u128 a, uint32_t j)
     return oc__acl6_map_entry(m, a, m->ent[j]);
 }
 
+/* The code of address @p a from its MAP_KARY entry @p e of @p nlev
+ * levels (a constant where the caller knows it: the loops unroll). */
+static inline uint32_t oc__acl6_map_kary(const map_t *m, u128 a, uint64_t e,
+                                         unsigned nlev)
+{
+    const uint32_t *h = &m->kx[(e >> 32) & (MAP_KX_MAX - 1)];
+    unsigned d = h[0] & 0xff;
+    uint32_t ka = (uint32_t)((a << d) >> 96);
+    uint32_t g = 0;
+    for (unsigned l = nlev; l-- > 0;) {
+        const uint32_t *b = &m->kx[h[2 + 2 * l] + MAP_KF * g];
+        uint32_t c = 0, len = h[3 + 2 * l];
+        for (unsigned k = 0; k < MAP_KF; k++)
+            c += b[k] <= ka;
+        g = MAP_KF * g + c;
+        g = g < len ? g : len; /* the padding (all ones) */
+    }
+    return m->code[(uint32_t)e + g];
+}
+
 /* The code of address @p a from entry @p e of a node it is in. */
 static inline uint32_t oc__acl6_map_entry(const map_t *m, u128 a, uint64_t e)
 {
@@ -153,23 +176,22 @@ static inline uint32_t oc__acl6_map_entry(const map_t *m, u128 a, uint64_t e)
             (uint32_t)(s[3] <= a);
         return m->code[(uint32_t)e + (c < n1 ? c : n1)];
     }
-    if (e >> 62 == MAP_KARY) {
-        const uint64_t *h = &m->kx[(e >> 32) & 0x3fffffff];
-        unsigned d = (unsigned)(h[0] & 0xff), nlev = (unsigned)(h[0] >> 8 & 7);
-        uint64_t ka = (uint64_t)((a << d) >> 64);
-        uint32_t g = 0;
-        for (unsigned l = nlev; l-- > 0;) {
-            const uint64_t *b = &m->kx[(uint32_t)h[1 + l] + MAP_KF * g];
-            uint32_t c = 0, len = (uint32_t)(h[1 + l] >> 32);
-            for (unsigned k = 0; k < MAP_KF; k++)
-                c += b[k] <= ka;
-            g = MAP_KF * g + c;
-            g = g < len ? g : len; /* the padding (all ones) */
-        }
-        return m->code[(uint32_t)e + g];
-    }
+    if (e >> 62 == MAP_KARY)
+        return oc__acl6_map_kary(m, a, e, (unsigned)(e >> 59) & 7);
     return (uint32_t)e;
 }
+
+#define MAP_BURST 64
+
+/* The codes of @p n <= MAP_BURST addresses @p a, the same as
+ * oc__acl6_map_code() gives (acl6_map.c): generic code, and on x86 with
+ * AVX-512 (F, BW, VL) or AVX2, to be called only where the CPU has them. */
+void oc__acl6_map_burst(const map_t *m, const u128 *a, uint32_t n,
+                        uint32_t *code);
+void oc__acl6_map_burst_avx512(const map_t *m, const u128 *a, uint32_t n,
+                               uint32_t *code);
+void oc__acl6_map_burst_avx2(const map_t *m, const u128 *a, uint32_t n,
+                             uint32_t *code);
 
 /* Build field @p f from the source (@p which 0) or destination (1)
  * prefixes of @p n rules and assign codes.  @return OC_OK,
