@@ -209,6 +209,61 @@ static void test_random_sets(void **state)
     }
 }
 
+/* Host rules crowded into one stretch of the code map (its 16-ary
+ * searches: one level up to 16 intervals, two up to 256, more past that;
+ * starts with bits past the 32 a search compares get a node below): @p
+ * nh consecutive /128 hosts at @p step apart, one host far away at bit
+ * @p far (it sets where the map's root cuts), every host and its
+ * neighbours as keys. */
+static void crowded(size_t nh, uint32_t step, unsigned far)
+{
+    size_t n = nh + 1, nk = 3 * n + 1000;
+    oc_acl6_rule_t *rules = calloc(n, sizeof(*rules));
+    oc_acl6_key_t *keys = calloc(nk, sizeof(*keys));
+    oc_acl6_t *acl;
+    assert_non_null(rules);
+    assert_non_null(keys);
+    set_bases();
+    for (size_t i = 0; i < n; i++) {
+        oc_acl6_rule_t *r = &rules[i];
+        r->id = (uint32_t)i;
+        r->priority = (uint32_t)i;
+        memcpy(r->src, base[0], 16);
+        r->src[3] = (base[0][3] & 0xff000000u) + (uint32_t)i * step;
+        if (i == nh)
+            flip(r->src, far);
+        r->src_len = 128;
+        r->sport_hi = r->dport_hi = 65535;
+        r->userdata = (uint32_t)i + 1;
+    }
+    for (size_t i = 0; i < nk; i++) {
+        oc_acl6_key_t *k = &keys[i];
+        memcpy(k->src, rules[i / 3 % n].src, 16);
+        if (i >= 3 * n) /* between the hosts, and around them */
+            k->src[3] = rules[rnd() % n].src[3] + rnd() % (2 * step + 1) - step;
+        else
+            k->src[3] += (uint32_t)(i % 3) - 1;
+        memcpy(k->dst, base[rnd() % NBASE], 16);
+        k->proto = 6;
+    }
+    assert_int_equal(oc__acl6_create((uint32_t)n, &acl), OC_OK);
+    assert_int_equal(oc__acl6_load(acl, rules, n), OC_OK);
+    check_keys(acl, rules, n, keys, nk, 1, NULL);
+    oc__acl6_destroy(acl);
+    free(rules);
+    free(keys);
+}
+
+static void test_crowded(void **state)
+{
+    (void)state;
+    crowded(6, 1, 96);     /* a search of up to 4 or one level */
+    crowded(100, 3, 96);   /* two levels */
+    crowded(600, 1, 96);   /* three */
+    crowded(2000, 7, 64);  /* three, and the far host 32 bits higher */
+    crowded(300, 1, 1);    /* the root cuts near the top: nodes below */
+}
+
 /* ------------------------------------------------------------ updates */
 
 static void test_random_updates(void **state)
@@ -419,6 +474,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_api_errors),
         cmocka_unit_test(test_random_sets),
+        cmocka_unit_test(test_crowded),
         cmocka_unit_test(test_random_updates),
         cmocka_unit_test(test_trace_acl1),
         cmocka_unit_test(test_trace_fw1),
