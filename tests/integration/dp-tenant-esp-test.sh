@@ -108,7 +108,7 @@ while True:
 ip netns exec $D1 tcpdump -i lo -nn -U -s 0 -w "$tmp/ipfix.pcap" udp port 41539 2>"$tmp/ts.log" &
 tspid=$!
 echo $tspid >>"$tmp/bg.pids"
-udp_up() { ip netns exec $D1 ss -Hlun "sport = :41539" | grep -q .; }
+udp_up() { ip netns exec $D1 ss -Hlun "sport = :41539" | grep . >/dev/null; }
 wait_for 30 udp_up || fail "the IPFIX collector did not bind"
 wait_for 30 grep -q listening "$tmp/ts.log" || fail "tcpdump: $(cat "$tmp/ts.log")"
 for s in 1 2; do
@@ -124,7 +124,7 @@ td=$!
 echo $td >>"$tmp/bg.pids"
 wait_for 30 grep -q listening "$tmp/td.log" || fail "tcpdump"
 
-listening() { ip netns exec $1 ss -Hltn "sport = :$2" | grep -q .; }
+listening() { ip netns exec $1 ss -Hltn "sport = :$2" | grep . >/dev/null; }
 for t in A B; do
     mkdir -p "$tmp/www$t"
     echo "tenant-$t-server2" >"$tmp/www$t/who.txt"

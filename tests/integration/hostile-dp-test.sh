@@ -37,7 +37,7 @@
 #              and an NVMe host NQN under allow-any-host (target log,
 #              /metrics, offcore nvmf connections) [9]
 # Measured figures are printed as JSON lines ("measure": ...).
-set -u
+set -u -o pipefail
 B=${1:?usage: hostile-dp-test.sh BUILD_DIR CASE}
 CASE=${2:?case}
 B=$(cd "$B" && pwd)
@@ -299,7 +299,7 @@ devzero)
         [ "$2" = 2 ] || fail "--config $cfg: exit $2 (want 2)"
         [ "$1" -lt 65536 ] || fail "--config $cfg: peak RSS $1 KiB"
     done
-    "$DP" --config /dev/zero --check 2>&1 | grep -q "not a regular file" ||
+    "$DP" --config /dev/zero --check 2>&1 | grep "not a regular file" >/dev/null ||
         fail "--config /dev/zero: no named refusal"
     ok "/dev/zero refused as config and as rules file"
     ;;
