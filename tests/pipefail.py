@@ -31,6 +31,11 @@ def code(text):
     return "\n".join(out)
 
 
+def opens(line, i):
+    """the context that starts at line[i]: $( ${ or a backquote, else None"""
+    return next((t for t in ("$(", "${", "`") if line.startswith(t, i)), None)
+
+
 def pipelines(text):
     """line numbers (1-based) of the pipes in TEXT's shell code: not in
     comments, single quotes, plain double-quoted text, ${...}, case
@@ -57,14 +62,9 @@ def pipelines(text):
                     i += 1
                 elif c == '"':
                     stack.pop()
-                elif line.startswith("$(", i):
-                    stack.append("$(")
-                    i += 1
-                elif line.startswith("${", i):
-                    stack.append("${")
-                    i += 1
-                elif c == "`":
-                    stack.append("`")
+                elif opens(line, i):
+                    stack.append(opens(line, i))
+                    i += len(stack[-1]) - 1
             elif top == "${":
                 if c == "}":
                     stack.pop()
@@ -77,17 +77,11 @@ def pipelines(text):
                     break
                 elif c in "'\"":
                     stack.append(c)
-                elif line.startswith("$(", i):
-                    stack.append("$(")
-                    i += 1
-                elif line.startswith("${", i):
-                    stack.append("${")
-                    i += 1
-                elif c == "`":
-                    if top == "`":
-                        stack.pop()
-                    else:
-                        stack.append("`")
+                elif c == "`" and top == "`":
+                    stack.pop()
+                elif opens(line, i):
+                    stack.append(opens(line, i))
+                    i += len(stack[-1]) - 1
                 elif c == ")" and top == "$(":
                     stack.pop()
                 elif c == "(" and top == "$(":
@@ -113,6 +107,7 @@ def self_test():
         "if cmd |\n  grep -q x; then :; fi": 1,
         "f() { a | b; }  # c | d": 1,
         "cat <<EOF\n|\nEOF\na | b": 4,
+        'x="`a | b`"': 1,
     }
     good = [
         "a || b",
