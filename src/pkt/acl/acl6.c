@@ -70,11 +70,9 @@ static void hrebuild(oc_acl6_t *acl);
 
 oc_status_t oc__acl6_rule_check(const oc_acl6_rule_t *r, const char **why)
 {
-    return oc__acl_fields_check(r->src_len > 128 || r->dst_len > 128
-                                    ? "prefix length above 128"
-                                    : NULL,
-                                r->sport_lo, r->sport_hi, r->dport_lo,
-                                r->dport_hi, r->userdata, why);
+    return oc__acl_fields_check(
+        r->src_len > 128 || r->dst_len > 128 ? "prefix length above 128" : NULL,
+        r->sport_lo, r->sport_hi, r->dport_lo, r->dport_hi, r->userdata, why);
 }
 
 long oc__acl6_match_linear(const oc_acl6_rule_t *rules, size_t n,
