@@ -129,11 +129,15 @@ static void random_rule(oc_acl_rule_t *r, uint32_t id)
     r->priority = acl_rnd() % 64; /* many ties: the id decides */
     r->src_len = lens[x % 10];
     r->dst_len = lens[(x >> 4) % 10];
-    r->src_ip = (bases[acl_rnd() % 4] | (acl_rnd() & 0xffff)) & oc__acl_prefix_mask(r->src_len);
-    r->dst_ip = (bases[acl_rnd() % 4] | (acl_rnd() & 0xffff)) & oc__acl_prefix_mask(r->dst_len);
+    r->src_ip = (bases[acl_rnd() % 4] | (acl_rnd() & 0xffff)) &
+                oc__acl_prefix_mask(r->src_len);
+    r->dst_ip = (bases[acl_rnd() % 4] | (acl_rnd() & 0xffff)) &
+                oc__acl_prefix_mask(r->dst_len);
     switch (acl_rnd() % 4) {
     case 0: r->sport_lo = 0; r->sport_hi = 65535; break;
-    case 1: r->sport_lo = r->sport_hi = (uint16_t)(acl_rnd() % 1100); break;
+    case 1:
+        r->sport_lo = r->sport_hi = (uint16_t)(acl_rnd() % 1100);
+        break;
     case 2: r->sport_lo = 1024; r->sport_hi = 65535; break;
     default:
         r->sport_lo = (uint16_t)(acl_rnd() % 2000);
@@ -141,7 +145,9 @@ static void random_rule(oc_acl_rule_t *r, uint32_t id)
     }
     switch (acl_rnd() % 3) {
     case 0: r->dport_lo = 0; r->dport_hi = 65535; break;
-    case 1: r->dport_lo = r->dport_hi = (uint16_t)(acl_rnd() % 1100); break;
+    case 1:
+        r->dport_lo = r->dport_hi = (uint16_t)(acl_rnd() % 1100);
+        break;
     default:
         r->dport_lo = (uint16_t)(acl_rnd() % 2000);
         r->dport_hi = (uint16_t)(r->dport_lo + acl_rnd() % 100);
@@ -150,7 +156,10 @@ static void random_rule(oc_acl_rule_t *r, uint32_t id)
     case 0: r->proto = 0; r->proto_mask = 0; break;
     case 1: r->proto = 6; r->proto_mask = 0xff; break;
     case 2: r->proto = 17; r->proto_mask = 0xff; break;
-    default: r->proto = (uint8_t)acl_rnd(); r->proto_mask = (uint8_t)acl_rnd(); break;
+    default:
+        r->proto = (uint8_t)acl_rnd();
+        r->proto_mask = (uint8_t)acl_rnd();
+        break;
     }
     r->userdata = id ^ 0x5a5a;
 }
@@ -163,11 +172,13 @@ static void random_key(oc_acl_key_t *k, const oc_acl_rule_t *rules, size_t n)
         k->src_ip = r->src_ip | (acl_rnd() & ~oc__acl_prefix_mask(r->src_len));
         k->dst_ip = r->dst_ip | (acl_rnd() & ~oc__acl_prefix_mask(r->dst_len));
         k->sport = acl_rnd() % 2 ? r->sport_lo : r->sport_hi;
-        k->dport = (uint16_t)(r->dport_lo + acl_rnd() % (r->dport_hi - r->dport_lo + 1u));
+        k->dport = (uint16_t)(r->dport_lo +
+                              acl_rnd() % (r->dport_hi - r->dport_lo + 1u));
         k->proto = acl_rnd() % 2 ? r->proto : (uint8_t)acl_rnd();
     } else {
         k->src_ip = bases[acl_rnd() % 4] | (acl_rnd() & 0xffff);
-        k->dst_ip = acl_rnd() % 2 ? acl_rnd() : bases[acl_rnd() % 4] | (acl_rnd() & 0xffff);
+        k->dst_ip = acl_rnd() % 2 ? acl_rnd()
+                                  : bases[acl_rnd() % 4] | (acl_rnd() & 0xffff);
         k->sport = (uint16_t)acl_rnd();
         k->dport = (uint16_t)(acl_rnd() % 1200);
         k->proto = acl_rnd() % 2 ? 6 : (uint8_t)acl_rnd();
@@ -202,7 +213,8 @@ static void test_random_updates(void **state)
                                  OC_ERR_INVALID_PARAM);
                 rules[i] = rules[--n];
             } else {
-                random_rule(&rules[n], acl_rnd() % 3 == 0 && n > 0 ? next_id : next_id);
+                random_rule(&rules[n],
+                            acl_rnd() % 3 == 0 && n > 0 ? next_id : next_id);
                 next_id++;
                 assert_int_equal(oc__acl_add(acl, &rules[n]), OC_OK);
                 assert_int_equal(oc__acl_add(acl, &rules[n]), OC_ERR_INVALID_PARAM);

@@ -91,9 +91,10 @@ static void rand_prefix(uint32_t a[4], uint8_t *len)
     memcpy(a, base[acl_rnd() % NBASE], 16);
     /* one random length in 32 (deeper nesting than any real set; codes
      * run out past about 32 levels, which test_api_errors covers) */
-    *len = acl_rnd() % 32 == 0 ? (uint8_t)(acl_rnd() % 129) : edge[acl_rnd() % sizeof(edge)];
+    *len = acl_rnd() % 32 == 0 ? (uint8_t)(acl_rnd() % 129)
+                               : edge[acl_rnd() % sizeof(edge)];
     if (*len > 0 && acl_rnd() % 3 == 0)
-        flip(a, acl_rnd() % *len); /* a sibling of the base's prefix */
+        flip(a, acl_rnd() % *len);        /* a sibling of the base's prefix */
     for (unsigned b = *len; b < 128; b++) /* junk past the length */
         if (acl_rnd() % 2)
             flip(a, b);
@@ -127,7 +128,9 @@ static void rand_key(const oc_acl6_rule_t *rules, size_t n, oc_acl6_key_t *k)
     for (int f = 0; f < 2; f++) {
         uint32_t *a = f ? k->dst : k->src;
         uint8_t len = r ? (f ? r->dst_len : r->src_len) : 0;
-        memcpy(a, r && acl_rnd() % 4 ? (f ? r->dst : r->src) : base[acl_rnd() % NBASE],
+        memcpy(a,
+               r && acl_rnd() % 4 ? (f ? r->dst : r->src)
+                                  : base[acl_rnd() % NBASE],
                16);
         if (len > 0 && acl_rnd() % 4 == 0)
             flip(a, len - 1); /* just outside */
