@@ -165,9 +165,10 @@ pings $HB 10.20.0.2 || fail "B after A's deletion"
 ctl tenant add $TA >/dev/null || fail "tenant add A: $(ctl tenant add $TA)"
 wait_for 20 ip netns exec $HA1 ping -c 1 -W 1 10.20.0.2 || fail "attachment 1 after tenant add"
 wait_for 20 ip netns exec $HA2 ping -c 1 -W 1 10.20.0.2 || fail "attachment 2 after tenant add"
-ctl tenant add B2 vni=300 attach=a2 mac=02:00:0a:14:00:c1 ip=10.20.0.9 local=192.168.91.1 \
-    local_mac=02:00:c0:a8:5b:01 remote=192.168.91.2 remote_mac=02:00:c0:a8:5b:02 2>&1 |
-    grep -q "attachment 'a2' has a tenant" || fail "a2 taken by a second tenant"
+# refused: its status is not the pipeline's, its message is the check
+out=$(ctl tenant add B2 vni=300 attach=a2 mac=02:00:0a:14:00:c1 ip=10.20.0.9 local=192.168.91.1 \
+    local_mac=02:00:c0:a8:5b:01 remote=192.168.91.2 remote_mac=02:00:c0:a8:5b:02 2>&1)
+grep "attachment 'a2' has a tenant" <<<"$out" >/dev/null || fail "a2 taken by a second tenant: $out"
 ok "tenant list shows a1,a2; tenant del A closed both (B unaffected); tenant add A reopened both"
 
 if [ "$nq" -gt 1 ]; then

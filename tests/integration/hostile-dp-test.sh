@@ -299,8 +299,9 @@ devzero)
         [ "$2" = 2 ] || fail "--config $cfg: exit $2 (want 2)"
         [ "$1" -lt 65536 ] || fail "--config $cfg: peak RSS $1 KiB"
     done
-    "$DP" --config /dev/zero --check 2>&1 | grep "not a regular file" >/dev/null ||
-        fail "--config /dev/zero: no named refusal"
+    out=$("$DP" --config /dev/zero --check 2>&1) # exits 2, checked above
+    grep "not a regular file" <<<"$out" >/dev/null ||
+        fail "--config /dev/zero: no named refusal: $out"
     ok "/dev/zero refused as config and as rules file"
     ;;
 dp-leak)
