@@ -161,10 +161,16 @@ ctl rules del 100 || fail "rules del"
 # (tcpdump -U writes each as it takes it; a loaded host delays that)
 a_has_denied() { [ "$(tcpdump -nn -r "$tmp/a.pcap" 2>/dev/null | wc -l)" -ge "${denied:-1}" ]; }
 wait_for 30 a_has_denied || true
-sleep 0.3 # strays toward B (none expected) a moment to show
+# a barrier, not a pause: with the rule gone, a connection from port 23999
+# reaches B after any stray of the denied packets (none expected), and B's
+# capture writes in arrival order: once it holds the barrier, it holds them
+ip netns exec $A curl -sf --max-time 10 --local-port 23999 \
+    http://10.77.0.2:23080/index.txt >/dev/null || fail "curl after rules del"
+b_has_barrier() { [ "$(tcpdump -nn -r "$tmp/b.pcap" 'src port 23999' 2>/dev/null | wc -l)" -gt 0 ]; }
+wait_for 30 b_has_barrier || fail "B's capture lacks the connection after rules del"
 kill -INT $tda $tdb; wait $tda $tdb 2>/dev/null
-sent=$(tcpdump -nn -r "$tmp/a.pcap" 2>/dev/null | wc -l)
-arrived=$(tcpdump -nn -r "$tmp/b.pcap" 2>/dev/null | wc -l)
+sent=$(tcpdump -nn -r "$tmp/a.pcap" 'not src port 23999' 2>/dev/null | wc -l)
+arrived=$(tcpdump -nn -r "$tmp/b.pcap" 'not src port 23999' 2>/dev/null | wc -l)
 echo "deny rule: counter $denied, A sent $sent to port 23080, B received $arrived"
 [ -n "$denied" ] && [ "$denied" -gt 0 ] || fail "deny counter is '$denied'"
 [ "$denied" = "$sent" ] || fail "deny counter $denied != packets sent $sent"
