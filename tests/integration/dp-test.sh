@@ -245,13 +245,13 @@ for k in $kinds; do
     d=$(($(reason_count $k) - b))
     [ "$d" = 5 ] || fail "reason $k counted $d of 5 frames"
 done
-# the forwarded fragments reach tcpdump after the counters move: wait for
-# them to be written (-U: per packet), then give strays a moment to show
-pcap_has_all() { [ "$(tcpdump -nn -r "$tmp/bad.pcap" 2>/dev/null | wc -l)" -ge $nfrag ]; }
-wait_for 30 pcap_has_all || true
-sleep 0.5
+# the forwarded frames reach tcpdump after the counters move: the sender's
+# last frame, a valid datagram from port 23402, is the barrier: once B's
+# capture holds it (-U: written per packet), it holds any stray before it
+has_barrier() { [ "$(tcpdump -nn -r "$tmp/bad.pcap" 'udp src port 23402' 2>/dev/null | wc -l)" -gt 0 ]; }
+wait_for 30 has_barrier || fail "B's capture lacks the barrier datagram"
 kill -INT $tdbad; wait $tdbad 2>/dev/null
-got=$(tcpdump -nn -r "$tmp/bad.pcap" 2>/dev/null | wc -l)
+got=$(tcpdump -nn -r "$tmp/bad.pcap" 'not udp src port 23402' 2>/dev/null | wc -l)
 frags=$(tcpdump -nn -r "$tmp/bad.pcap" 'ip[6:2] & 0x1fff != 0' 2>/dev/null | wc -l)
 [ "$got" = $nfrag ] && [ "$frags" = $nfrag ] ||
     fail "B received $got crafted frames ($frags fragments), expected $nfrag fragments only"
