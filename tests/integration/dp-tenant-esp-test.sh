@@ -177,7 +177,7 @@ wait_for 20 too_big_moved || fail "too_big not counted"
 ip netns exec $HA1 ping -c 1 -W 2 -M do -s 1365 10.10.0.2 >/dev/null ||
     fail "the largest ping that fits VXLAN + ESP in 1500 (1393 bytes) did not pass"
 ok "TCP SYNs clamped ($(metric 1 offcore_dp_esp_mss_clamped_total)); a 1450-byte ping is dropped and counted (too_big); 1393 bytes pass"
-sleep 0.3
+capture_barrier $F txf1 "$tmp/fabric.pcap" || fail "the fabric capture lacks its barrier frame"
 kill -INT $td; wait $td 2>/dev/null
 
 # --- the fabric: only ESP; decrypted, VXLAN with the tenants' VNIs

@@ -156,7 +156,7 @@ wait_for 20 too_big_counted || fail "too_big not counted"
 ip netns exec $HA ping -c 1 -W 2 -M do -s 1415 10.78.0.2 >/dev/null ||
     fail "the largest ping that fits ESP in 1500 (1443 bytes) did not pass"
 ok "a packet too big for ESP is dropped and counted; 1443 bytes pass"
-sleep 0.3
+capture_barrier $F ocxfa "$tmp/fabric.pcap" || fail "the fabric capture lacks its barrier frame"
 kill -INT $td; wait $td 2>/dev/null
 
 # --- the fabric: only ESP; tshark decrypts it and every ICV is good
