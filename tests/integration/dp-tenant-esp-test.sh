@@ -219,7 +219,7 @@ fi
 # D2, is refused by the ESP stage (counted), never decapsulated: A's host
 # on server 2 does not see it
 before=$(metric 2 'offcore_dp_esp_clear_packets_total{dir="in",action="dropped"}')
-ip netns exec $HA2 tcpdump -i txa2 -nn -U -w "$tmp/forged.pcap" 'icmp[8:4] = 0x666f7267' 2>"$tmp/tdf.log" &
+ip netns exec $HA2 tcpdump -i txa2 -nn -U -w "$tmp/forged.pcap" 'icmp[8:4] = 0x666f7267 or ether proto 0x88b5' 2>"$tmp/tdf.log" &
 tdf=$!
 echo $tdf >>"$tmp/bg.pids"
 wait_for 30 grep -q listening "$tmp/tdf.log" || fail "tcpdump in HA2"
@@ -247,10 +247,10 @@ s.send(mac(sys.argv[2]) + mac(sys.argv[1]) + b"\x08\x00" + oip + udp)
 EOF
 clear_moved() { [ "$(metric 2 'offcore_dp_esp_clear_packets_total{dir="in",action="dropped"}')" -gt "$before" ]; }
 wait_for 20 clear_moved || fail "the forged clear VXLAN frame was not counted"
-sleep 0.5
+capture_barrier $HA2 txa2 "$tmp/forged.pcap" || fail "HA2's capture lacks its barrier frame"
 kill -INT $tdf; wait $tdf 2>/dev/null
 # (the count may include the namespaces' own multicast reports: not exact)
-[ "$(tcpdump -nn -r "$tmp/forged.pcap" 2>/dev/null | wc -l)" = 0 ] ||
+[ "$(tcpdump -nn -r "$tmp/forged.pcap" icmp 2>/dev/null | wc -l)" = 0 ] ||
     fail "the forged frame reached tenant A's host"
 ok "a forged clear VXLAN frame for tenant A on the fabric is dropped by the ESP stage and counted; A's host never sees it"
 
