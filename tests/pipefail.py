@@ -131,7 +131,35 @@ def self_test():
                        ("# set -o pipefail", False), ("cat <<EOF\nset -o pipefail\nEOF", False)):
         if (PIPEFAIL.search(code(line)) is not None) != want:
             errs.append(f"self-test: {line!r} {'not ' if want else ''}read as setting pipefail")
+    tree = {"t.sh": "#!/bin/bash\n. ./lib1.sh", "lib1.sh": ". ./lib2.sh", "lib2.sh": "a | b"}
+    if uncovered("lib2.sh", tree, set()) != ["t.sh"]:
+        errs.append("self-test: a library sourced through another is not traced to its script")
+    tree["t.sh"] = "#!/bin/bash\nset -o pipefail\n. ./lib1.sh"
+    if uncovered("lib2.sh", tree, set()):
+        errs.append("self-test: a library under a pipefail script is reported")
     return errs
+
+
+def sets_pipefail(text):
+    return PIPEFAIL.search(code(text)) is not None
+
+
+def uncovered(p, scripts, seen):
+    """the scripts through which P runs without pipefail: P itself when it
+    is a program (#!) or a library nothing sources; else, for a library
+    (sourced, no #!), those of the scripts that source it, transitively"""
+    text = scripts[p]
+    if sets_pipefail(text) or p in seen:
+        return []
+    if text.startswith("#!"):
+        return [p]
+    seen.add(p)
+    name = re.escape(os.path.basename(p))
+    src_re = re.compile(r"^\s*(\.|source)\s+[^\n#]*(?<![\w.-])" + name + r"\b", re.M)
+    users = [q for q, t in scripts.items() if q != p and src_re.search(code(t))]
+    if not users:
+        return [p]
+    return sorted({r for q in users for r in uncovered(q, scripts, seen)})
 
 
 def main():
@@ -147,24 +175,16 @@ def main():
         fails.append(f"no tests/**/*.sh under {src}")
     for p, text in sorted(scripts.items()):
         rel = os.path.relpath(p, src)
-        sets = PIPEFAIL.search(code(text)) is not None
-        if sets and text.startswith("#!/bin/sh"):
+        if sets_pipefail(text) and text.startswith("#!/bin/sh"):
             fails.append(f"{rel}: sets pipefail under #!/bin/sh (dash has none): make it #!/bin/bash")
         pipes = pipelines(text)
-        if not pipes or sets:
+        if not pipes:
             continue
-        name = os.path.basename(p)
-        if text.startswith("#!"):
-            users = []
-        else:
-            src_re = re.compile(r"^\s*(\.|source)\s+[^\n#]*\b" + re.escape(name) + r"\b", re.M)
-            users = [q for q, t in scripts.items() if q != p and src_re.search(t)]
-        if users and all(PIPEFAIL.search(code(scripts[q])) for q in users):
-            continue
-        why = ("sourced by " + ", ".join(os.path.relpath(q, src) for q in users
-                                         if not PIPEFAIL.search(code(scripts[q])))
-               if users else "no set -o pipefail")
-        fails.append(f"{rel}: pipeline on line(s) {', '.join(map(str, pipes[:8]))}, {why}")
+        bare = uncovered(p, scripts, set())
+        if bare:
+            why = ("no set -o pipefail" if bare == [p] else "sourced by " +
+                   ", ".join(os.path.relpath(q, src) for q in bare) + " (no pipefail)")
+            fails.append(f"{rel}: pipeline on line(s) {', '.join(map(str, pipes[:8]))}, {why}")
     for f in fails:
         print("FAIL:", f)
     if fails:
