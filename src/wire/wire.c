@@ -176,6 +176,7 @@ static oc_status_t check_runs(const uint8_t *p, size_t body,
     const uint32_t lim = chk->nranks < OC_WIRE_MAX_RANKS ? chk->nranks
                                                          : OC_WIRE_MAX_RANKS;
     uint32_t n = 0;
+    uint64_t prev = UINT64_MAX;
 
     if (h->item_size != 0)
         return OC_ERR_WIRE_ITEM_SIZE;
@@ -204,6 +205,11 @@ static oc_status_t check_runs(const uint8_t *p, size_t body,
          * header each, as in mixed mode (no count without bytes) */
         if (cnt == 0 || cnt > h->count - n || (len == 0 && cnt != 1))
             return OC_ERR_WIRE_COUNT;
+        /* one encoding: a run never goes on in the next (empty messages
+         * excepted, one a run) */
+        if (rh == prev && len != 0)
+            return OC_ERR_WIRE_COUNT;
+        prev = rh;
         p += OC_WIRE_RUN_HDR_LEN;
         padded = oc__wire_pad8(len);
         bytes = (size_t)cnt * padded;

@@ -41,8 +41,10 @@
  *          bytes each padded to 8: no per-message header.  item_size 0,
  *          hdr.src/dst OC_WIRE_RANK_NONE; count is the sum of the runs'
  *          n.  A run of len 0 has n = 1 (a header per empty message, as
- *          in mixed mode).  The messages of one (source, destination)
- *          keep their order; oc__wire_runs_pack() builds it from mixed.
+ *          in mixed mode); otherwise two runs in a row differ in source,
+ *          destination or length (one encoding per bundle).  The
+ *          messages of one (source, destination) keep their order;
+ *          oc__wire_runs_pack() builds it from mixed.
  */
 #ifndef OC_WIRE_H
 #define OC_WIRE_H
@@ -176,7 +178,9 @@ void oc__wire_hdr_write(void *buf, const oc_wire_hdr_t *hdr);
  *   past the end, bytes left after the last message, non-zero padding or
  *   run reserved word),
  *   OC_ERR_WIRE_COUNT (also a run of n 0, runs past the header's count,
- *   an empty-message run of n > 1), OC_ERR_WIRE_EMPTY (count 0),
+ *   an empty-message run of n > 1, a run that the one before it could
+ *   have held: same source, destination and length), OC_ERR_WIRE_EMPTY
+ *   (count 0),
  *   OC_ERR_WIRE_RANK
  *   (also a STREAM message whose src is not the header's, or a header
  *   dst on a STREAM bundle),
