@@ -580,6 +580,63 @@ static void test_peer_runs(void **state)
     assert_true(total / rk.bundles_to_peer > (RK_BUNDLE - OC_WIRE_HDR_LEN) / 16);
 }
 
+/* Empty messages toward a peer, among 8-byte ones, across compactions:
+ * each a run of its own in a bundle the peer accepts (the fake transport
+ * validates every bundle), none lost; the 8-byte ones in order per pair. */
+static void test_peer_runs_empty(void **state)
+{
+    rk_fix_t *f = *state;
+    uint32_t dst[40], seed = 3, total = 0, zeros = 0, empties = 0, n8 = 0;
+    uint32_t next[RK_RANKS] = {0};
+    uint64_t vals[40];
+    size_t len;
+
+    for (int round = 0; round < 12; round++) {
+        for (uint32_t k = 0; k < 40; k++) {
+            dst[k] = RK_LOCAL + lcg(&seed) % 2;
+            vals[k] = val(0, dst[k], want[0][dst[k]]++);
+        }
+        feed_free(f, rk_tok(0), rk_col(0, 40, dst, vals, 8, &len), &len);
+        total += 40;
+        {   /* rank 1's row stream of three empty messages */
+            uint64_t b[(OC_WIRE_HDR_LEN + 3 * OC_WIRE_MSG_HDR_LEN) / 8];
+            uint8_t *p = (uint8_t *)b + OC_WIRE_HDR_LEN;
+            oc_wire_hdr_t h;
+            for (uint32_t k = 0; k < 3; k++)
+                p = oc__wire_put_msg(p, RK_LOCAL + k % 2, 1, NULL, 0);
+            memset(&h, 0, sizeof(h));
+            h.flags = OC_WIRE_F_STREAM;
+            h.count = 3;
+            h.length = sizeof(b);
+            h.job = RK_JOB;
+            h.src = 1;
+            h.dst = OC_WIRE_RANK_NONE;
+            oc__wire_hdr_write(b, &h);
+            rk_feed(f, rk_tok(1), b, sizeof(b));
+        }
+        total += 3;
+        zeros += 3;
+        rk_turn(f, 0);
+    }
+    rk_turn(f, 1);
+    assert_int_equal(f->r->peers[1].c.msgs_out, total);
+    assert_int_equal(rk.nrecs, total);
+    for (uint32_t i = 0; i < rk.nrecs; i++) {
+        const rk_rec_t *x = &rk.recs[i];
+        assert_true(x->peer);
+        if (x->len == 0) {
+            assert_int_equal(x->src, 1);
+            empties++;
+        } else {
+            assert_int_equal(x->v, val(0, x->dst, next[x->dst]++));
+            n8++;
+        }
+    }
+    assert_int_equal(empties, zeros);
+    assert_int_equal(n8, total - zeros);
+    assert_true(rk.runs_bundles > 0);
+}
+
 /* A peer's RUNS bundle: validated, routed to the local ranks in order,
  * credited; one whose run claims more items than it carries, or a message
  * its link may not carry: refused, counted, credited all the same. */
@@ -763,6 +820,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_peer_credits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_peer_bundles, setup, teardown),
         cmocka_unit_test_setup_teardown(test_peer_runs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_peer_runs_empty, setup, teardown),
         cmocka_unit_test_setup_teardown(test_peer_runs_in, setup, teardown),
         cmocka_unit_test_setup_teardown(test_credit_retry, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shm_rank, setup, teardown),

@@ -236,21 +236,19 @@ route_msg(oc_router_t *r, rjob_t *j, uint32_t dst, uint32_t src,
     if (oc__eng_try_put(eo, dst, src, payload, len))
         return RX_DONE;
     if (eo->item_len == OC_ENG_NO_ITEM && eo->buf != NULL &&
-        eo->wp + OC_WIRE_MSG_HDR_LEN + oc__wire_pad8(len) <= eo->end) {
-        /* an open mixed buffer with room: oc__eng_put's mixed case */
+        eo->wp + OC_WIRE_MSG_HDR_LEN + oc__wire_pad8(len) <= eo->end &&
+        (len != 0 || o->packed_buf != eo->buf)) {
+        /* an open mixed buffer with room: oc__eng_put's mixed case (an
+         * empty message behind runs: rpeer.c's, it takes more room) */
         eo->wp = oc__wire_put_msg(eo->wp, dst, src, payload, len);
         eo->count++;
         return RX_DONE;
     }
-    /* toward a peer: a full mixed buffer regrouped into runs (rpeer.c)
-     * makes room in place */
+    /* toward a peer: a full buffer regrouped into runs (rpeer.c) makes
+     * room in place */
     if (o->peer != NULL && eo->item_len == OC_ENG_NO_ITEM &&
-        oc__router_peer_compact(r, o,
-                                OC_WIRE_MSG_HDR_LEN + oc__wire_pad8(len))) {
-        eo->wp = oc__wire_put_msg(eo->wp, dst, src, payload, len);
-        eo->count++;
+        oc__router_peer_put(r, o, dst, src, payload, len))
         return RX_DONE;
-    }
     if (unlikely(held(r, o)))
         return RX_HOLD;
     if (oc__eng_put(r->eng, eo, dst, src, payload, len) != OC_OK)

@@ -203,10 +203,11 @@ void oc__router_peer_drop(oc_router_t *r, peer_t *p);
 /** Room for the pack (router create); OC_ERR_NO_MEMORY. */
 oc_status_t oc__router_pack_init(oc_router_t *r);
 void oc__router_pack_fini(oc_router_t *r);
-/** @p o (toward a peer) has no room for @p need more bytes of mixed
- *  message: regroup its open buffer into runs in place when that is
- *  worth it.  Returns 1 when @p need bytes fit now, else 0 (flush). */
-int oc__router_peer_compact(oc_router_t *r, out_t *o, size_t need);
+/** A message for @p o (toward a peer, mixed) that route_msg's append did
+ *  not take: appended, after regrouping the open buffer into runs in
+ *  place when it is full (1); or 0, for oc__eng_put to open the next. */
+int oc__router_peer_put(oc_router_t *r, out_t *o, uint32_t dst, uint32_t src,
+                        const uint8_t *payload, uint32_t len);
 /** The finished bundle @p b (@p len bytes, header written) of @p o,
  *  toward a peer: in runs when they are smaller (always when the buffer
  *  was compacted).  Returns its length now. */

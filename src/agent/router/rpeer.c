@@ -37,36 +37,62 @@ static size_t packed_of(const out_t *o, const oc_eng_buf_t *b)
     return o->packed_buf == b ? o->packed : 0;
 }
 
-int oc__router_peer_compact(oc_router_t *r, out_t *o, size_t need)
+/* Regroup @p o's open buffer into runs in place when that is worth it
+ * (a sixteenth of the buffer or more is mixed messages: the last rounds
+ * of a bundle gain little).  The room left behind the runs for mixed
+ * messages is two thirds of what is free: a message alone in its run
+ * gains 8 bytes, at most half of its mixed size (a header and >= 1
+ * padded byte), and an empty one (8 bytes mixed, a 16-byte run) takes 8
+ * bytes more of the room as it goes in (peer_put) — so the final pack
+ * always fits the buffer. */
+static void compact(oc_router_t *r, out_t *o)
 {
     oc_eng_out_t *eo = &o->eo;
-    uint8_t *body;
-    size_t cap, len, packed, n, room;
+    uint8_t *body = eo->buf->data + OC_WIRE_HDR_LEN;
+    const size_t cap = r->eng->p.bundle_size - OC_WIRE_HDR_LEN;
+    const size_t len = (size_t)(eo->wp - body);
+    const size_t packed = packed_of(o, eo->buf);
+    size_t n;
 
-    if (eo->buf == NULL || eo->item_len != OC_ENG_NO_ITEM || eo->buf->ring)
-        return 0;
-    body = eo->buf->data + OC_WIRE_HDR_LEN;
-    cap = r->eng->p.bundle_size - OC_WIRE_HDR_LEN;
-    len = (size_t)(eo->wp - body);
-    packed = packed_of(o, eo->buf);
-    /* worth a pass only over a sixteenth of the buffer or more of mixed
-     * messages: the last rounds of a bundle gain little */
-    if (len - packed < cap / 16)
-        return 0;
+    if (len - packed < cap / 32)
+        return;
     n = oc__wire_runs_pack(body, packed, len, r->pack_out, cap,
                            r->pack_scratch, r->pack_scratch_len);
     if (n == 0)
-        return 0; /* not smaller (no prefix yet): flush it mixed */
+        return; /* not smaller (no prefix yet): it stays mixed */
     memcpy(body, r->pack_out, n);
     o->packed = (uint32_t)n;
     o->packed_buf = eo->buf;
     eo->wp = body + n;
-    /* Mixed messages after the runs may take half of what is left: a
-     * message alone in its run grows by at most its own size (wire.h,
-     * oc__wire_runs_pack), so the final pack always fits the buffer. */
-    room = ((cap - n) / 2) & ~(size_t)7;
-    eo->end = eo->wp + room;
-    return room >= need;
+    eo->end = eo->wp + ((2 * (cap - n) / 3) & ~(size_t)7);
+}
+
+int oc__router_peer_put(oc_router_t *r, out_t *o, uint32_t dst, uint32_t src,
+                        const uint8_t *payload, uint32_t len)
+{
+    oc_eng_out_t *eo = &o->eo;
+    const size_t need = OC_WIRE_MSG_HDR_LEN + oc__wire_pad8(len);
+    size_t more;
+
+    if (eo->buf == NULL || eo->item_len != OC_ENG_NO_ITEM || eo->buf->ring)
+        return 0;
+    more = len == 0 && o->packed_buf == eo->buf ? 8 : 0;
+    if (eo->wp + need + more > eo->end) {
+        compact(r, o);
+        more = len == 0 && o->packed_buf == eo->buf ? 8 : 0;
+    }
+    if (eo->wp + need + more > eo->end) {
+        /* no room: the engine opens the next buffer — after this one
+         * is sent, if it has room for the header alone (an empty
+         * message would go in without its 8 bytes of the room) */
+        if (more != 0 && eo->wp + need <= eo->end)
+            (void)oc__eng_flush(r->eng, eo, OC_ENG_FLUSH_FULL);
+        return 0;
+    }
+    eo->end -= more;
+    eo->wp = oc__wire_put_msg(eo->wp, dst, src, payload, len);
+    eo->count++;
+    return 1;
 }
 
 uint32_t oc__router_peer_pack(oc_router_t *r, out_t *o, oc_eng_buf_t *b,
@@ -86,7 +112,7 @@ uint32_t oc__router_peer_pack(oc_router_t *r, out_t *o, oc_eng_buf_t *b,
                            r->eng->p.bundle_size - OC_WIRE_HDR_LEN,
                            r->pack_scratch, r->pack_scratch_len);
     if (n == 0) {
-        if (packed != 0) /* cannot be: compact left room for the worst */
+        if (packed != 0) /* cannot be: compact() left room for the worst */
             oc_warn(OC_COMP_ROUTER, "router %u: a peer bundle did not "
                     "pack", r->p.index);
         return len;
