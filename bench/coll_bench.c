@@ -323,11 +323,11 @@ static void tts_rows(oc_context_t *ctx, const char *pl, float *in,
             printf("{\"bench\":\"coll\",\"op\":\"allreduce\","
                    "\"measure\":\"time_to_solution\",\"placement\":\"%s\","
                    "\"ranks\":%d,\"bytes\":%zu,\"compute_factor\":%g,"
-                   "\"compute_us\":%.1f,"
+                   "\"compute_us\":%.1f,\"compute_slice_us\":%.0f,"
                    "\"mpi_allreduce_us\":%.3f,\"us\":%.3f,\"mpi_us\":%.3f,"
                    "\"gain\":%.3f,\"runs_us\":[",
-                   pl, g_size, n * 4, factor, mpi_us * factor, mpi_us, m, mm,
-                   mm / m);
+                   pl, g_size, n * 4, factor, mpi_us * factor, g_slice_us,
+                   mpi_us, m, mm, mm / m);
             for (int r = 0; r < R; r++) printf("%s%.3f", r ? "," : "", us[r]);
             printf("],\"mpi_runs_us\":[");
             for (int r = 0; r < R; r++) printf("%s%.3f", r ? "," : "", mus[r]);

@@ -68,12 +68,14 @@ def _reject_constant(name):
 def parse(data, name='input'):
     """The time-to-solution rows of @data (bytes or str, JSON lines).
     Returns [dict(line, placement, op, bytes, compute_factor, compute_us,
-    us, mpi_us, gain, runs, mpi_runs)]; raises TTSError on a bad line."""
+    us, mpi_us, gain, runs, mpi_runs, compute_slice_us)]; raises TTSError
+    on a bad line.  Rows of several runs (the same size and compute) are
+    all kept: advise() weighs them together."""
     if isinstance(data, bytes):
         lines = data.split(b'\n')
     else:
         lines = data.split('\n')
-    rows, seen = [], {}
+    rows = []
     for no, raw in enumerate(lines, start=1):
         where = '%s:%d' % (name, no)
         if len(raw) > MAX_LINE:
@@ -127,11 +129,9 @@ def parse(data, name='input'):
         if (r['runs'] is None) != (r['mpi_runs'] is None):
             raise TTSError('%s: "runs_us" and "mpi_runs_us" come together'
                            % where)
-        key = (op, pl, b, r['compute_factor'])
-        if key in seen:
-            raise TTSError('%s: the same op, placement, size and compute '
-                           'factor as line %d' % (where, seen[key]))
-        seen[key] = no
+        s = row.get('compute_slice_us', 0)
+        r['compute_slice_us'] = 0 if s == 0 else _num(row, 'compute_slice_us',
+                                                      where)
         rows.append(r)
         if len(rows) > MAX_ROWS:
             raise TTSError('%s: more than %d rows' % (where, MAX_ROWS))
@@ -156,6 +156,30 @@ def verdict(row):
             g, spread)
     return 'unclear', 'gain %.2f, no clear gain (needs >= %.2f and every ' \
         'offloaded run faster; %s)' % (g, GAIN, spread)
+
+
+def combine(rows):
+    """One verdict for the rows of one size and compute factor: several
+    runs of the bench (run-coll-bench.sh's agent run measures once with the
+    ranks' compute yielding their core, once without) each have a say:
+    it pays only when every run says so, costs when every run says so."""
+    vs = [verdict(r) for r in rows]
+    kinds = {v for v, _ in vs}
+    v = next(iter(kinds)) if len(kinds) == 1 else 'unclear'
+    whys = []
+    for r, (rv, why) in zip(rows, vs):
+        tag = ('line %d' % r['line']) + (
+            ', compute yields every %g us' % r['compute_slice_us']
+            if r['compute_slice_us'] else '')
+        whys.append('%s%s: %s' % (tag, '' if len(rows) == 1 else
+                                  ' (%s)' % rv, why))
+    if len(kinds) > 1:
+        whys.insert(0, 'the runs disagree')
+    r0 = rows[0]
+    return dict(compute_factor=r0['compute_factor'],
+                compute_us=r0['compute_us'],
+                gain=min(r['gain'] for r in rows), verdict=v,
+                why='; '.join(whys), lines=[r['line'] for r in rows])
 
 
 def _nearest(factors, want):
@@ -193,17 +217,13 @@ def advise(rows, compute_us=None, compute_factor=None, op='allreduce'):
         if want is not None:
             f = _nearest([r['compute_factor'] for r in cands], want)
             cands = [r for r in cands if r['compute_factor'] == f]
-        for r in cands:
-            v, why = verdict(r)
-            e = dict(bytes=b, compute_factor=r['compute_factor'],
-                     compute_us=r['compute_us'], mpi_allreduce_us=mpi_us,
-                     gain=r['gain'], verdict=v, why=why, line=r['line'])
-            if want is not None and abs(math.log(r['compute_factor'] /
-                                                 want)) > math.log(1.5):
+        for f in sorted({r['compute_factor'] for r in cands}):
+            e = combine([r for r in cands if r['compute_factor'] == f])
+            e.update(bytes=b, mpi_allreduce_us=mpi_us)
+            if want is not None and abs(math.log(f / want)) > math.log(1.5):
                 e['note'] = ('the nearest measured compute is %gx the '
                              'collective, the application\'s %.2gx: measure '
-                             'it (coll_bench --tts %.2g)' % (
-                                 r['compute_factor'], want, want))
+                             'it (coll_bench --tts %.2g)' % (f, want, want))
             out.append(e)
     return dict(op=op, sizes=out, notes=notes)
 

@@ -233,6 +233,21 @@ class TimeToSolution(unittest.TestCase):
         self.assertEqual(v, 'unclear')
         self.assertIn('spread is unknown', why)
 
+    def test_runs_weighed_together(self):
+        # run-coll-bench.sh's agent run: the same sizes and factors twice
+        # (compute yielding every 50 us, then never); pays only if both do
+        two = '\n'.join([
+            tts_row(4096, 1, 100.0, 130.0, compute_slice_us=50),
+            tts_row(4096, 2, 100.0, 130.0, compute_slice_us=50),
+            tts_row(4096, 1, 100.0, 130.0),
+            tts_row(4096, 2, 100.0, 90.0)])
+        v = self.by_size(advise_tts.advise(advise_tts.parse(two, 'f')))
+        self.assertEqual(v[(4096, 1.0)]['verdict'], 'pays')
+        self.assertEqual(v[(4096, 1.0)]['lines'], [1, 3])
+        self.assertIn('yields every 50 us', v[(4096, 1.0)]['why'])
+        self.assertEqual(v[(4096, 2.0)]['verdict'], 'unclear')
+        self.assertIn('the runs disagree', v[(4096, 2.0)]['why'])
+
     def test_missing_agent_rows_said(self):
         rows = advise_tts.parse(tts_row(8, 1, 30.0, 8.0, placement='inline'),
                                 'f')
@@ -265,7 +280,8 @@ class TimeToSolution(unittest.TestCase):
                 '"us" must be'),
                (tts_row(8, 1, 30.0, 8.0).replace('30.0', '9' * 400),
                 '"us" must be'),
-               (good, 'the same op, placement, size'),
+               (tts_row(8, 1, 30.0, 8.0, compute_slice_us=-5),
+                '"compute_slice_us"'),
                ('[' * 20000 + ']' * 20000, 'not a JSON object'),
                ('x' * 70000, 'line longer than')]
         for line, want in bad:
