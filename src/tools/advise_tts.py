@@ -196,8 +196,9 @@ def advise(rows, compute_us=None, compute_factor=None, op='allreduce'):
     sizes = sorted({r['bytes'] for r in rows if r['op'] == op})
     if not agent:
         notes.append('no time-to-solution rows of %s through the agent: '
-                     'nothing to advise on (run BENCH_COLL_RUNS=agent sh '
-                     'bench/run-coll-bench.sh BUILD)' % op)
+                     'nothing to advise on (coll-bench measures allreduce\'s:'
+                     ' BENCH_COLL_RUNS=agent sh bench/run-coll-bench.sh '
+                     'BUILD)' % op)
     out = []
     for b in sizes:
         at = [r for r in agent if r['bytes'] == b]
