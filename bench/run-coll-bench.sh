@@ -83,7 +83,7 @@ if [ -x "$OFFCORED" ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; 
         --metrics off > "$D/agent.log" 2>&1 &
     APID=$!
     n=0
-    until grep -qw ready "$D/agent.log" || [ $n -ge 100 ]; do sleep 0.1; n=$((n + 1)); done
+    until grep -qw ready "$D/agent.log" 2>/dev/null || [ $n -ge 100 ]; do sleep 0.1; n=$((n + 1)); done
     echo "# collectives: offcore ($RANKS ranks on core 0, agent on core 1${BENCH_COLL_AGENT_NICE:+, nice $BENCH_COLL_AGENT_NICE}) vs Open MPI, same job; $(uptime)"
     # the ranks share core 0: their compute gives the core up every
     # $SLICE us so that they interleave as ranks on cores of their own
