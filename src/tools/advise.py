@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """advise.py — `offcore advise -- LAUNCHER APP ARGS...`: will offload pay?
+(`offcore advise --tts FILE`: will offloading a collective pay? advise_tts.py)
 
 Runs the application (an offcore app: it prints the JSON line of
 apps/common) inline and with the agent (offcored) on the cores the ranks
@@ -27,6 +28,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # installed: study.py beside this file; in the source tree: bench/
 sys.path[:0] = [HERE, os.path.join(HERE, '..', '..', 'bench')]
 import study  # noqa: E402  (the placement study's machinery)
+import advise_tts  # noqa: E402  (--tts: coll_bench's time-to-solution rows)
 
 # A placement "clearly" beats inline when its median is this much faster
 # and even its slowest run beats the fastest inline run: this machine's
@@ -238,7 +240,10 @@ def main(argv=None):
         '2 /usr/libexec/offcore/histogram --updates 40M (the package puts '
         'the apps there; a build tree has them in build/apps).  A command that starts with taskset -c '
         'LIST confines the ranks to LIST; the agent then runs on the other '
-        'cores.')
+        'cores.  With --tts FILE it runs nothing: it reads coll_bench\'s '
+        'time-to-solution rows and says per message size whether '
+        'offloading the collective to the agent pays for the application\'s '
+        'compute per step.')
     ap.add_argument('--repeats', type=int, default=3,
                     help='runs per placement, interleaved (default 3)')
     ap.add_argument('--ranks', type=int, default=0,
@@ -256,7 +261,26 @@ def main(argv=None):
     ap.add_argument('--timeout', type=float, default=600,
                     help='seconds per run (default 600)')
     ap.add_argument('-v', '--verbose', action='store_true')
+    ap.add_argument('--tts', metavar='FILE',
+                    help='coll_bench --tts rows (JSON lines; the output of '
+                    'bench/run-coll-bench.sh will do; - for stdin): '
+                    'advise on offloading the collective, run nothing')
+    ap.add_argument('--compute-us', type=float, metavar='US',
+                    help='with --tts: the application\'s compute per step '
+                    '(us) beside one collective (default: every measured '
+                    'compute)')
+    ap.add_argument('--compute-factor', type=float, metavar='F',
+                    help='with --tts: that compute as a factor of Open '
+                    'MPI\'s allreduce time at each size')
+    ap.add_argument('--op', default='allreduce',
+                    help='with --tts: the collective (default allreduce)')
     a = ap.parse_args(own)
+    if a.tts is not None:
+        if cmd:
+            ap.error('--tts runs nothing: no command after --')
+        return tts_main(ap, a)
+    if a.compute_us is not None or a.compute_factor is not None:
+        ap.error('--compute-us and --compute-factor go with --tts')
     if not cmd:
         ap.error('no command: offcore advise [options] -- LAUNCHER APP ARGS')
     if a.repeats < 1:
@@ -273,6 +297,36 @@ def main(argv=None):
         return 1
     finally:
         env.cleanup()
+
+
+def tts_main(ap, a):
+    """--tts FILE: the collective's verdict per size; 2 on bad input."""
+    if a.compute_us is not None and a.compute_factor is not None:
+        ap.error('--compute-us or --compute-factor, not both')
+    for v, n in ((a.compute_us, '--compute-us'),
+                 (a.compute_factor, '--compute-factor')):
+        if v is not None and not advise_tts.LOW <= v <= advise_tts.HIGH:
+            ap.error('%s must be a positive number' % n)
+    try:
+        if a.tts == '-':
+            data, name = sys.stdin.buffer.read(), 'stdin'
+        else:
+            with open(a.tts, 'rb') as f:
+                data, name = f.read(), a.tts
+        rows = advise_tts.parse(data, name)
+    except OSError as e:
+        study.log('offcore advise: %s: %s' % (a.tts, e.strerror or e))
+        return 2
+    except advise_tts.TTSError as e:
+        study.log('offcore advise: %s' % e)
+        return 2
+    res = advise_tts.advise(rows, compute_us=a.compute_us,
+                            compute_factor=a.compute_factor, op=a.op)
+    if a.json:
+        print(json.dumps(res))
+    else:
+        print('\n'.join(advise_tts.report(res, name)))
+    return 0
 
 
 BANDWIDTH_TRIES = 3
