@@ -39,23 +39,10 @@ GAIN = 1.05
 # preferred: it gives the host's cores back to the application.
 DPU_PREFERENCE = 0.95
 NET_BUSY = 0.5
-# Between nodes, the agent's bundles to another node's agent carry an
-# 8-byte header per message (they merge several ranks' messages), where an
-# inline rank's bundle to one destination carries none (fixed-size items):
-# for small messages the agent puts more bytes, hence more packets, on the
-# wire (bench/run-multinode.sh: 8.5 against 4.3 bytes per histogram
-# update, docs/placement.md).  From this factor on, advise says so.
-WIRE_MSG_HDR = 8
-WIRE_COST = 1.5
-
-
-def wire_factor(msg_bytes):
-    """The agent's bytes between nodes over inline's, per message of
-    msg_bytes (both pad items to 8 bytes); None when unknown."""
-    if not msg_bytes or msg_bytes <= 0:
-        return None
-    pad = max(8, -(-int(msg_bytes) // 8) * 8)
-    return (pad + WIRE_MSG_HDR) / pad
+# Between nodes the agents send each other runs per (source, destination)
+# rank: an n-byte message costs the wire what inline's fixed bundles cost
+# (docs/placement.md, rule 3), so the message size adds no wire caveat to
+# an agent verdict (before the runs it did: an 8-byte header a message).
 
 
 def decide(agent=None, dpu=None, mc=None, mc_source=None, net_util=None,
@@ -67,8 +54,8 @@ def decide(agent=None, dpu=None, mc=None, mc_source=None, net_util=None,
     runs are inline_seconds.  mc: the M:C ratio (None unknown) from
     mc_source ('llc' or 'software').  net_util: the inline run's fraction
     of the transport's bandwidth.  spare_cores: cores the ranks leave for
-    the agent.  msg_bytes: the app's mean message (payload bytes), for
-    the cost of the agent's headers between nodes.  Returns dict(recommendation='inline'|'agent'|'dpu',
+    the agent.  msg_bytes: the app's mean message (payload bytes);
+    reported, not weighed (see the note above decide).  Returns dict(recommendation='inline'|'agent'|'dpu',
     category=..., reasons=[...]).
     """
     cat = study.category(mc)
@@ -123,14 +110,6 @@ def decide(agent=None, dpu=None, mc=None, mc_source=None, net_util=None,
                            'answer may differ%s' % (
                                ': M:C predicts a gain there'
                                if cat == 'host-dominated' else ''))
-    wf = wire_factor(msg_bytes)
-    if rec != 'inline' and wf is not None and wf >= WIRE_COST:
-        reasons.append('between nodes the agent sends %.1fx the bytes inline '
-                       'does per %.3g-byte message (an 8-byte header each in '
-                       'its bundles to other agents, none in inline\'s): '
-                       'measured here on one node; where the network between '
-                       'nodes is the limit, inline (docs/placement.md)' % (
-                           wf, msg_bytes))
     if net_util is not None and net_util >= NET_BUSY:
         reasons.append('the network is %.0f%% busy: offload cannot add '
                        'bandwidth' % (net_util * 100))
