@@ -77,7 +77,7 @@ static void finish(oc_nvmf_cmd_t *cmd, uint16_t status)
 
 static struct io_uring_sqe *file_sqe(oc_nvmf_cmd_t *cmd)
 {
-    struct io_uring_sqe *sqe = oc__nvmf_sqe(cmd->conn->tgt);
+    struct io_uring_sqe *sqe = oc__nvmf_sqe(cmd->conn->w);
     if (sqe) {
         io_uring_sqe_set_data(sqe, &cmd->op);
         cmd->conn->inflight_ops++;
@@ -99,8 +99,8 @@ static void submit_rw(oc_nvmf_cmd_t *cmd)
     /* a registered file spares the kernel a file lookup per I/O, a
      * registered buffer the pinning of its pages (qpair.c) */
     if (cmd->buf_reg)
-        atomic_store_explicit(&cmd->conn->tgt->st.fixed_io,
-                              cmd->conn->tgt->st.fixed_io + 1,
+        atomic_store_explicit(&cmd->conn->w->st.fixed_io,
+                              cmd->conn->w->st.fixed_io + 1,
                               memory_order_relaxed);
     if (cmd->buf_reg && cmd->step == ST_READ)
         io_uring_prep_read_fixed(sqe, fd, p, len, off, cmd->buf_reg - 1);
@@ -303,7 +303,7 @@ void oc__nvmf_io_exec(oc_nvmf_cmd_t *cmd)
     ns = ns_find(ctrl->subsys, oc__sqe_nsid(s));
     if (opc != IO_FLUSH && opc != IO_WRITE && opc != IO_READ &&
         opc != IO_WRITE_ZEROES && opc != IO_DSM) {
-        atomic_fetch_add_explicit(&cmd->conn->tgt->st.invalid_opcode, 1,
+        atomic_fetch_add_explicit(&cmd->conn->w->st.invalid_opcode, 1,
                                   memory_order_relaxed);
         return finish(cmd, OC_NVME_SC_INVALID_OPCODE);
     }
