@@ -368,6 +368,8 @@ static void accepted(oc_nvmf_worker_t *w, int res)
     uint32_t due, room;
     int err;
 
+    if (res < 0 && (w->draining || res == -ECANCELED))
+        return; /* the listener was closed */
     pthread_mutex_lock(&t->guard_lock);
     st = oc__guard_accept_result(&t->guard, res); /* counted, logged */
     err = t->guard.accept_errno;
@@ -379,8 +381,6 @@ static void accepted(oc_nvmf_worker_t *w, int res)
             hand_over(w, res);
         return;
     }
-    if (w->draining || res == -ECANCELED) /* the listener was closed */
-        return;
     if (st != OC_ERR_NO_RESOURCE || (err != EMFILE && err != ENFILE))
         return;
     room = conns_under(t, getrlimit(RLIMIT_NOFILE, &rl) == 0
