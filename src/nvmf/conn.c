@@ -264,8 +264,8 @@ static void handle_capsule(oc_nvmf_conn_t *c, const uint8_t *p,
     atomic_store_explicit(&c->ncmds, c->ncmds + 1, memory_order_relaxed);
     if (c->connected)
         c->sqhd = (uint16_t)((c->sqhd + 1) % ((uint32_t)c->sqsize + 1));
-    atomic_fetch_add_explicit(c->qid ? &c->w->st.io_cmds : &c->w->st.admin_cmds, 1,
-                              memory_order_relaxed);
+    /* the worker's own counters: only this thread writes them */
+    oc__nvmf_stat_add(c->qid ? &c->w->st.io_cmds : &c->w->st.admin_cmds, 1);
 
     if (in->data_len && c->lim.ddgst &&
         oc__crc32c(0, p + in->data_off, in->data_len) !=
@@ -421,7 +421,7 @@ static int h2c_try_direct(oc_nvmf_conn_t *c, const uint8_t *p, uint32_t avail,
     c->dr_left = in->data_len - have;
     memcpy(cmd->buf + c->dr_datao, p + in->data_off, have);
     c->dr_state = 1;
-    atomic_fetch_add_explicit(&c->w->st.h2c_direct, 1, memory_order_relaxed);
+    oc__nvmf_stat_add(&c->w->st.h2c_direct, 1);
     c->rx_head = c->rx_tail = 0; /* all that arrived belonged to this PDU */
     return 1;
 }

@@ -44,10 +44,9 @@ void oc__nvmf_ns_stats_lat(oc_nvmf_ns_t *ns, oc_nvmf_conn_t *c,
     int b = 0;
     while (b < 11 && us > oc_nvmf_lat_bounds_us[b])
         b++;
-    atomic_fetch_add_explicit(&ns->st.lat_bucket[b], 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&ns->st.lat_sum_ns, ns_elapsed,
-                              memory_order_relaxed);
-    atomic_fetch_add_explicit(&ns->st.lat_count, 1, memory_order_relaxed);
+    oc__nvmf_stat_add(&ns->st[c->w->idx].lat_bucket[b], 1);
+    oc__nvmf_stat_add(&ns->st[c->w->idx].lat_sum_ns, ns_elapsed);
+    oc__nvmf_stat_add(&ns->st[c->w->idx].lat_count, 1);
     /* the queue's own copy: only this thread writes it */
     atomic_store_explicit(&c->lat_bucket[b], c->lat_bucket[b] + 1,
                           memory_order_relaxed);
@@ -65,7 +64,7 @@ static void finish(oc_nvmf_cmd_t *cmd, uint16_t status)
     if (ns) {
         uint8_t opc = oc__sqe_opc(cmd->sqe);
         if (status)
-            atomic_fetch_add_explicit(&ns->st.errors, 1, memory_order_relaxed);
+            oc__nvmf_stat_add(&ns->st[cmd->conn->w->idx].errors, 1);
         else if (opc == IO_READ || opc == IO_WRITE)
             oc__nvmf_ns_stats_lat(ns, cmd->conn,
                                  oc__nvmf_now_ns() - cmd->start_ns);
@@ -99,9 +98,7 @@ static void submit_rw(oc_nvmf_cmd_t *cmd)
     /* a registered file spares the kernel a file lookup per I/O, a
      * registered buffer the pinning of its pages (qpair.c) */
     if (cmd->buf_reg)
-        atomic_store_explicit(&cmd->conn->w->st.fixed_io,
-                              cmd->conn->w->st.fixed_io + 1,
-                              memory_order_relaxed);
+        oc__nvmf_stat_add(&cmd->conn->w->st.fixed_io, 1);
     if (cmd->buf_reg && cmd->step == ST_READ)
         io_uring_prep_read_fixed(sqe, fd, p, len, off, cmd->buf_reg - 1);
     else if (cmd->buf_reg)
@@ -207,17 +204,15 @@ void oc__nvmf_io_file_done(oc_nvmf_cmd_t *cmd, int res)
                                              cmd->data_len >> ns->bs_shift,
                                              &bad);
             if (bad) {
-                atomic_fetch_add_explicit(&ns->st.integrity_errors, 1,
-                                          memory_order_relaxed);
+                oc__nvmf_stat_add(&ns->st[cmd->conn->w->idx].integrity_errors, 1);
                 oc_error(LOGC, "%s: namespace %u: block %llu fails its "
                          "checksum: Unrecovered Read Error to the host",
                          ns->path, ns->nsid, (unsigned long long)lba);
                 return finish(cmd, OC_NVME_SC_READ_ERROR);
             }
         }
-        atomic_fetch_add_explicit(&ns->st.reads, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&ns->st.read_bytes, cmd->data_len,
-                                  memory_order_relaxed);
+        oc__nvmf_stat_add(&ns->st[cmd->conn->w->idx].reads, 1);
+        oc__nvmf_stat_add(&ns->st[cmd->conn->w->idx].read_bytes, cmd->data_len);
         return finish(cmd, 0);
     case ST_WRITE:
         if (res <= 0) {
@@ -230,9 +225,8 @@ void oc__nvmf_io_file_done(oc_nvmf_cmd_t *cmd, int res)
         cmd->io_done += (uint32_t)res;
         if (cmd->io_done < cmd->data_len)
             return submit_rw(cmd);
-        atomic_fetch_add_explicit(&ns->st.writes, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&ns->st.write_bytes, cmd->data_len,
-                                  memory_order_relaxed);
+        oc__nvmf_stat_add(&ns->st[cmd->conn->w->idx].writes, 1);
+        oc__nvmf_stat_add(&ns->st[cmd->conn->w->idx].write_bytes, cmd->data_len);
         if (cmd->fua)
             return submit_sync(cmd, ST_SYNC_DATA);
         return finish(cmd, 0);
@@ -316,7 +310,7 @@ void oc__nvmf_io_exec(oc_nvmf_cmd_t *cmd)
 
     switch (opc) {
     case IO_FLUSH:
-        atomic_fetch_add_explicit(&ns->st.flushes, 1, memory_order_relaxed);
+        oc__nvmf_stat_add(&ns->st[cmd->conn->w->idx].flushes, 1);
         return submit_sync(cmd, ST_SYNC_DATA);
     case IO_READ:
     case IO_WRITE:
@@ -339,8 +333,7 @@ void oc__nvmf_io_exec(oc_nvmf_cmd_t *cmd)
         struct io_uring_sqe *sqe;
         if (cmd->slba >= ns->nblocks || nlb > ns->nblocks - cmd->slba)
             return finish(cmd, OC_NVME_SC_LBA_RANGE);
-        atomic_fetch_add_explicit(&ns->st.write_zeroes, 1,
-                                  memory_order_relaxed);
+        oc__nvmf_stat_add(&ns->st[cmd->conn->w->idx].write_zeroes, 1);
         cmd->zr_lo = 0;
         cmd->zr_hi = (uint32_t)nlb;
         if (oc__nvmf_cmd_buf(cmd))
@@ -365,7 +358,7 @@ void oc__nvmf_io_exec(oc_nvmf_cmd_t *cmd)
             if (sl > ns->nblocks || n > ns->nblocks - sl)
                 return finish(cmd, OC_NVME_SC_LBA_RANGE);
         }
-        atomic_fetch_add_explicit(&ns->st.dsm, 1, memory_order_relaxed);
+        oc__nvmf_stat_add(&ns->st[cmd->conn->w->idx].dsm, 1);
         /* only Deallocate does anything; encrypted blocks are never
          * punched (zeros would decrypt to noise) */
         if (!((oc__sqe_cdw(s, 11) >> 2) & 1) || ns->xts_enc)

@@ -70,6 +70,18 @@ static void usage(FILE *out)
 
 #define RELAXED(x) atomic_load_explicit(&(x), memory_order_relaxed)
 
+/* a namespace's counter at byte offset @p field, summed over the workers */
+static uint64_t ns_sum(const oc_nvmf_target_t *t, const oc_nvmf_ns_t *ns,
+                       size_t field)
+{
+    uint64_t v = 0;
+
+    for (int w = 0; w < t->nworkers; w++)
+        v += RELAXED(*(_Atomic uint64_t *)((uint8_t *)&ns->st[w] + field));
+    return v;
+}
+#define NS_SUM(t, ns, f) ns_sum(t, ns, offsetof(oc_nvmf_ns_stats_t, f))
+
 static void fill_ns(oc_prom_t *p, oc_nvmf_target_t *t, const char *name,
                     const char *help, size_t field)
 {
@@ -78,13 +90,12 @@ static void fill_ns(oc_prom_t *p, oc_nvmf_target_t *t, const char *name,
         for (int j = 0; j < t->subsys[i].nns; j++) {
             oc_nvmf_ns_t *ns = t->subsys[i].ns[j];
             char nsid[16];
-            _Atomic uint64_t *v =
-                (_Atomic uint64_t *)((uint8_t *)&ns->st + field);
+            uint64_t v = ns_sum(t, ns, field);
             snprintf(nsid, sizeof(nsid), "%u", ns->nsid);
             oc__prom_sample(p, name,
                            OC_PROM_LABELS({"subsystem", t->subsys[i].conf->nqn},
                                           {"nsid", nsid}),
-                           RELAXED(*v));
+                           v);
         }
 }
 
@@ -212,7 +223,7 @@ static oc_status_t fill(void *arg, oc_prom_t *p)
             uint64_t cum = 0;
             snprintf(nsid, sizeof(nsid), "%u", ns->nsid);
             for (int b = 0; b < 12; b++) {
-                cum += RELAXED(ns->st.lat_bucket[b]);
+                cum += NS_SUM(t, ns, lat_bucket[b]);
                 if (b < 11)
                     snprintf(le, sizeof(le), "%g",
                              oc_nvmf_lat_bounds_us[b] / 1e6);
@@ -226,10 +237,10 @@ static oc_status_t fill(void *arg, oc_prom_t *p)
             oc__prom_sample_f64(p, OC_M_NVMF_NS_LATENCY "_sum",
                                OC_PROM_LABELS({"subsystem", nqn},
                                               {"nsid", nsid}),
-                               RELAXED(ns->st.lat_sum_ns) / 1e9);
+                               NS_SUM(t, ns, lat_sum_ns) / 1e9);
             oc__prom_sample(p, OC_M_NVMF_NS_LATENCY "_count",
                            OC_PROM_LABELS({"subsystem", nqn}, {"nsid", nsid}),
-                           RELAXED(ns->st.lat_count));
+                           NS_SUM(t, ns, lat_count));
         }
 
     oc__prom_family(p, OC_M_NVMF_QUEUE_COMMANDS,

@@ -171,6 +171,17 @@ oc_status_t oc__nvmf_target_init(oc_nvmf_target_t *t, oc_nvmf_conf_t *conf,
         return OC_ERR_NO_MEMORY;
     }
     t->nworkers = n;
+    /* each namespace's counters, a set per worker (target.h) */
+    for (int i = 1; i <= t->nsubsys; i++)
+        for (int j = 0; j < t->subsys[i].nns; j++) {
+            oc_nvmf_ns_t *ns = t->subsys[i].ns[j];
+            ns->st = aligned_alloc(64, (size_t)n * sizeof(*ns->st));
+            if (!ns->st) {
+                oc__nvmf_target_fini(t);
+                return OC_ERR_NO_MEMORY;
+            }
+            memset(ns->st, 0, (size_t)n * sizeof(*ns->st));
+        }
     for (int i = 0; i < n; i++) {
         oc_nvmf_worker_t *w = &t->w[i];
         w->tgt = t;
@@ -217,6 +228,7 @@ void oc__nvmf_target_fini(oc_nvmf_target_t *t)
     t->nworkers = 0;
     for (int i = 1; i <= t->nsubsys; i++)
         for (int j = 0; j < t->subsys[i].nns; j++) {
+            free(t->subsys[i].ns[j]->st);
             oc__nvmf_ns_close(t->subsys[i].ns[j]);
             t->subsys[i].ns[j] = NULL;
         }

@@ -80,8 +80,11 @@
 #define OC_NVMF_MAILBOX 256
 
 /* ------------------------------------------------------------ counters */
+/* A namespace's counters: one set per worker (ns->st[idx]), written by
+ * that worker only (oc__nvmf_stat_add), summed by the metrics thread; a
+ * set of its own cache lines, so that workers never share one. */
 typedef struct {
-    _Atomic uint64_t reads, writes, read_bytes, write_bytes, flushes,
+    _Alignas(64) _Atomic uint64_t reads, writes, read_bytes, write_bytes, flushes,
         write_zeroes, dsm, errors, integrity_errors;
     _Atomic uint64_t lat_bucket[12]; /* read+write latency histogram */
     _Atomic uint64_t lat_sum_ns, lat_count;
@@ -191,8 +194,16 @@ typedef struct oc_nvmf_ns {
     void     *xts_enc, *xts_dec; /* EVP_CIPHER_CTX*, NULL without a key */
     uint8_t  uuid[16];
     char     path[4096];
-    oc_nvmf_ns_stats_t st;
+    oc_nvmf_ns_stats_t *st;  /* [nworkers] (target.c) */
 } oc_nvmf_ns_t;
+
+/** Add to a counter only the calling thread writes (others may read it):
+ *  a plain load and store, no locked instruction. */
+static inline void oc__nvmf_stat_add(_Atomic uint64_t *c, uint64_t v)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v,
+                          memory_order_relaxed);
+}
 
 typedef struct oc_nvmf_subsys {
     oc_nvmf_subsys_conf_t *conf;

@@ -117,6 +117,7 @@ static oc_nvmf_target_t tgt;
 static oc_nvmf_worker_t wk; /* the one worker */
 static oc_nvmf_subsys_conf_t sconf;
 static oc_nvmf_ns_t ns;
+static oc_nvmf_ns_stats_t ns_st; /* the one worker's */
 
 #define SUBNQN "nqn.2026-11.io.offcore:stream"
 #define HOSTNQN "nqn.2014-08.org.nvmexpress:uuid:stream"
@@ -170,6 +171,7 @@ static void target_init(void)
     memset(&tgt, 0, sizeof(tgt));
     memset(&sconf, 0, sizeof(sconf));
     memset(&ns, 0, sizeof(ns));
+    ns.st = &ns_st;
     memset(&wk, 0, sizeof(wk));
     pthread_mutex_init(&tgt.snap_lock, NULL);
     pthread_mutex_init(&tgt.guard_lock, NULL);
