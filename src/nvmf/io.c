@@ -138,7 +138,7 @@ static void submit_wz_chunk(oc_nvmf_cmd_t *cmd)
     struct io_uring_sqe *sqe;
 
     memset(cmd->buf, 0, (size_t)n << ns->bs_shift);
-    if (oc__nvmf_ns_seal(ns, cmd->buf, lba, n))
+    if (oc__nvmf_ns_seal(ns, cmd->conn->w->idx, cmd->buf, lba, n))
         return finish(cmd, OC_NVME_SC_INTERNAL);
     sqe = file_sqe(cmd);
     if (!sqe)
@@ -200,7 +200,8 @@ void oc__nvmf_io_file_done(oc_nvmf_cmd_t *cmd, int res)
             return submit_rw(cmd);
         {
             int bad = 0;
-            uint64_t lba = oc__nvmf_ns_verify(ns, cmd->buf, cmd->slba,
+            uint64_t lba = oc__nvmf_ns_verify(ns, cmd->conn->w->idx, cmd->buf,
+                                             cmd->slba,
                                              cmd->data_len >> ns->bs_shift,
                                              &bad);
             if (bad) {
@@ -326,7 +327,8 @@ void oc__nvmf_io_exec(oc_nvmf_cmd_t *cmd)
         if (opc == IO_READ && ns->crc)
             __builtin_prefetch(&ns->crc[cmd->slba]);
         if (opc == IO_WRITE &&
-            oc__nvmf_ns_seal(ns, cmd->buf, cmd->slba, (uint32_t)nlb))
+            oc__nvmf_ns_seal(ns, cmd->conn->w->idx, cmd->buf, cmd->slba,
+                             (uint32_t)nlb))
             return finish(cmd, OC_NVME_SC_INTERNAL);
         return submit_rw(cmd);
     case IO_WRITE_ZEROES: {

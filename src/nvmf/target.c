@@ -181,6 +181,10 @@ oc_status_t oc__nvmf_target_init(oc_nvmf_target_t *t, oc_nvmf_conf_t *conf,
                 return OC_ERR_NO_MEMORY;
             }
             memset(ns->st, 0, (size_t)n * sizeof(*ns->st));
+            if (oc__nvmf_ns_workers(ns, n)) {
+                oc__nvmf_target_fini(t);
+                return OC_ERR_NO_MEMORY;
+            }
         }
     for (int i = 0; i < n; i++) {
         oc_nvmf_worker_t *w = &t->w[i];

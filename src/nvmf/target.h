@@ -192,6 +192,11 @@ typedef struct oc_nvmf_ns {
     uint32_t bs_shift;
     int      direct;
     void     *xts_enc, *xts_dec; /* EVP_CIPHER_CTX*, NULL without a key */
+    /* a context holds the IV of the block at hand: one pair per worker,
+     * [2w] encrypts, [2w+1] decrypts (oc__nvmf_ns_workers); NULL: one
+     * worker, xts_enc/xts_dec */
+    void     **xts_w;
+    int      nxts_w;
     uint8_t  uuid[16];
     char     path[4096];
     oc_nvmf_ns_stats_t *st;  /* [nworkers] (target.c) */
@@ -515,11 +520,17 @@ void oc__nvmf_ns_stats_lat(oc_nvmf_ns_t *ns, oc_nvmf_conn_t *c,
 oc_status_t oc__nvmf_ns_open(const oc_nvmf_ns_conf_t *nc, const char *subnqn,
                             oc_nvmf_ns_t **out);
 void oc__nvmf_ns_close(oc_nvmf_ns_t *ns);
-/** Check (and on success decrypt in place) @p n blocks read at @p lba. */
-uint64_t oc__nvmf_ns_verify(oc_nvmf_ns_t *ns, uint8_t *buf, uint64_t lba,
-                           uint32_t n, int *bad);
-/** Encrypt in place and record checksums of @p n blocks to write at @p lba. */
-int oc__nvmf_ns_seal(oc_nvmf_ns_t *ns, uint8_t *buf, uint64_t lba, uint32_t n);
+/** Cipher contexts for @p n workers (a copy of the key's for each).
+ *  @return 0, -1 (logged) out of memory or OpenSSL refused. */
+int oc__nvmf_ns_workers(oc_nvmf_ns_t *ns, int n);
+/** Check (and on success decrypt in place) @p n blocks read at @p lba,
+ *  on worker @p w (its cipher context). */
+uint64_t oc__nvmf_ns_verify(oc_nvmf_ns_t *ns, int w, uint8_t *buf,
+                           uint64_t lba, uint32_t n, int *bad);
+/** Encrypt in place and record checksums of @p n blocks to write at @p lba,
+ *  on worker @p w. */
+int oc__nvmf_ns_seal(oc_nvmf_ns_t *ns, int w, uint8_t *buf, uint64_t lba,
+                    uint32_t n);
 /** Checksum entries for blocks now holding zeros on disk. */
 void oc__nvmf_ns_mark_zero(oc_nvmf_ns_t *ns, uint64_t lba, uint64_t n);
 

@@ -132,17 +132,18 @@ oc_nvmf_subsys_t *oc__nvmf_subsys_find(oc_nvmf_target_t *t, const char *nqn)
 }
 
 /* a namespace that stores nothing: no checksums, no key */
-uint64_t oc__nvmf_ns_verify(oc_nvmf_ns_t *n, uint8_t *buf, uint64_t lba,
-                           uint32_t cnt, int *bad)
+uint64_t oc__nvmf_ns_verify(oc_nvmf_ns_t *n, int w, uint8_t *buf,
+                           uint64_t lba, uint32_t cnt, int *bad)
 {
-    (void)n, (void)buf, (void)lba, (void)cnt;
+    (void)n, (void)w, (void)buf, (void)lba, (void)cnt;
     *bad = 0;
     return 0;
 }
 
-int oc__nvmf_ns_seal(oc_nvmf_ns_t *n, uint8_t *buf, uint64_t lba, uint32_t cnt)
+int oc__nvmf_ns_seal(oc_nvmf_ns_t *n, int w, uint8_t *buf, uint64_t lba,
+                    uint32_t cnt)
 {
-    (void)n, (void)buf, (void)lba, (void)cnt;
+    (void)n, (void)w, (void)buf, (void)lba, (void)cnt;
     return 0;
 }
 
