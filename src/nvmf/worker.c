@@ -106,10 +106,15 @@ oc_status_t oc__nvmf_worker_init(oc_nvmf_worker_t *w, int check_only)
             for (int j = 0; j < t->subsys[i].nns; j++)
                 fds[n++] = t->subsys[i].ns[j]->fd;
         if (n && (rc = io_uring_register_files(&w->ring, fds, (unsigned)n))) {
+            /* worker 0 gave the namespaces their index: the others must
+             * hold it too, or not one of them may use it */
+            if (w->idx != 0 && t->subsys[1].ns[0]->fixed >= 0) {
+                oc_error(LOGC, "worker %d: io_uring_register_files: %s "
+                         "(worker 0's ring took them)", w->idx, strerror(-rc));
+                return OC_ERR_UNSUPPORTED;
+            }
             oc_info(LOGC, "worker %d: io_uring_register_files: %s (using "
                     "plain descriptors)", w->idx, strerror(-rc));
-            if (w->idx != 0) /* the index was given out by worker 0 */
-                return OC_ERR_UNSUPPORTED;
         }
         for (int i = 1, k = 0; w->idx == 0 && !rc && i <= t->nsubsys; i++)
             for (int j = 0; j < t->subsys[i].nns; j++)
