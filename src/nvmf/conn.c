@@ -64,8 +64,12 @@ void oc__nvmf_conn_accepted(oc_nvmf_worker_t *w, int fd)
         }
     }
     c = calloc(1, sizeof(*c));
-    if (c)
+    if (c) { /* its owner, before the guard makes it another's to evict */
+        c->tgt = t;
+        c->w = w;
+        c->fd = fd;
         oc__guard_add(&t->guard, &c->slot, oc__now_us());
+    }
     pthread_mutex_unlock(&t->guard_lock);
     if (evict)
         oc__nvmf_conn_close(oc__nvmf_conn_of(evict),
@@ -76,9 +80,6 @@ void oc__nvmf_conn_accepted(oc_nvmf_worker_t *w, int fd)
         close(fd);
         return;
     }
-    c->tgt = t;
-    c->w = w;
-    c->fd = fd;
     c->id = atomic_fetch_add_explicit(&t->next_conn_id, 1,
                                       memory_order_relaxed) + 1;
     c->lim.max_incap = OC_NVMF_INCAP;

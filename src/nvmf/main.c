@@ -22,12 +22,14 @@
 #include <signal.h>
 #include <stdlib.h>
 
-static volatile int stop_flag;
+/* set by the signal handler, read by every worker: a lock-free atomic
+ * (async-signal-safe) */
+static _Atomic int stop_flag;
 
 static void on_signal(int sig)
 {
     (void)sig;
-    stop_flag = 1;
+    atomic_store_explicit(&stop_flag, 1, memory_order_relaxed);
 }
 
 static void usage(FILE *out)

@@ -139,7 +139,7 @@ static int meta_open(oc_nvmf_ns_t *ns, const char *path)
     }
     ns->meta_map_len = len;
     ns->meta_fd = fd;
-    ns->crc = (uint32_t *)((uint8_t *)ns->meta_map + META_HDR);
+    ns->crc = (_Atomic uint32_t *)(void *)((uint8_t *)ns->meta_map + META_HDR);
     if (created) {
         /* checksum what the backing store holds now */
         uint8_t *buf = NULL; /* aligned: the data may be open O_DIRECT */
@@ -160,8 +160,10 @@ static int meta_open(oc_nvmf_ns_t *ns, const char *path)
             if ((uint64_t)r < (n << ns->bs_shift))
                 memset(buf + r, 0, (n << ns->bs_shift) - (uint64_t)r);
             for (uint64_t i = 0; i < n; i++)
-                ns->crc[lba + i] =
-                    oc__crc32c(0, buf + (i << ns->bs_shift), ns->bs);
+                atomic_store_explicit(&ns->crc[lba + i],
+                                      oc__crc32c(0, buf + (i << ns->bs_shift),
+                                                 ns->bs),
+                                      memory_order_relaxed);
         }
         free(buf);
         memset(hdr, 0, sizeof(hdr));
@@ -344,7 +346,9 @@ uint64_t oc__nvmf_ns_verify(oc_nvmf_ns_t *ns, int w, uint8_t *buf,
     *bad = 0;
     for (uint32_t i = 0; i < n; i++) {
         uint8_t *blk = buf + ((size_t)i << ns->bs_shift);
-        if (ns->crc && oc__crc32c(0, blk, ns->bs) != ns->crc[lba + i]) {
+        if (ns->crc && oc__crc32c(0, blk, ns->bs) !=
+                           atomic_load_explicit(&ns->crc[lba + i],
+                                                memory_order_relaxed)) {
             *bad = 1;
             return lba + i;
         }
@@ -366,7 +370,9 @@ int oc__nvmf_ns_seal(oc_nvmf_ns_t *ns, int w, uint8_t *buf, uint64_t lba,
         if (enc && xts(enc, blk, ns->bs, lba + i))
             return -1;
         if (ns->crc)
-            ns->crc[lba + i] = oc__crc32c(0, blk, ns->bs);
+            atomic_store_explicit(&ns->crc[lba + i],
+                                  oc__crc32c(0, blk, ns->bs),
+                                  memory_order_relaxed);
     }
     return 0;
 }
@@ -380,5 +386,5 @@ void oc__nvmf_ns_mark_zero(oc_nvmf_ns_t *ns, uint64_t lba, uint64_t n)
         return;
     c = oc__crc32c(0, zero, ns->bs);
     for (uint64_t i = 0; i < n; i++)
-        ns->crc[lba + i] = c;
+        atomic_store_explicit(&ns->crc[lba + i], c, memory_order_relaxed);
 }

@@ -264,7 +264,7 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-oc_status_t oc__nvmf_target_run(oc_nvmf_target_t *t, volatile int *stop)
+oc_status_t oc__nvmf_target_run(oc_nvmf_target_t *t, _Atomic int *stop)
 {
     sigset_t sigs, old;
     int started = 0, rc;

@@ -184,7 +184,10 @@ typedef struct oc_nvmf_ns {
     int      fd;
     int      fixed;         /* fd's index in the ring's file table, or -1 */
     int      meta_fd;
-    uint32_t *crc;          /* mmap of the sidecar's entries, or NULL */
+    /* mmap of the sidecar's entries, or NULL; any worker reads and
+     * writes them (relaxed: a block's entry and data are ordered by the
+     * host, which waits for a write's completion before it reads) */
+    _Atomic uint32_t *crc;
     void     *meta_map;
     size_t   meta_map_len;
     uint64_t nblocks;
@@ -436,7 +439,7 @@ typedef struct oc_nvmf_target {
     _Atomic int start_failed;  /* a worker could not start: all stop */
     int      nworkers;
     oc_nvmf_worker_t *w;       /* [nworkers]; [0] runs on the caller */
-    volatile int *stop;        /* oc__nvmf_target_run's */
+    _Atomic int *stop;         /* oc__nvmf_target_run's */
     /* start: workers 1.. say their ring is made (nready), then wait for
      * go (1 run, -1 a worker could not start: none runs) */
     pthread_mutex_t start_lock;
@@ -545,7 +548,7 @@ oc_status_t oc__nvmf_target_init(oc_nvmf_target_t *t, oc_nvmf_conf_t *conf,
  *  @p stop and every connection is drained, then join them.
  *  @return OC_OK, or OC_ERR_UNSUPPORTED / OC_ERR_NO_MEMORY when a worker
  *  could not start (logged; the others are stopped). */
-oc_status_t oc__nvmf_target_run(oc_nvmf_target_t *t, volatile int *stop);
+oc_status_t oc__nvmf_target_run(oc_nvmf_target_t *t, _Atomic int *stop);
 void oc__nvmf_target_fini(oc_nvmf_target_t *t);
 
 /* worker.c */
@@ -555,6 +558,6 @@ void oc__nvmf_target_fini(oc_nvmf_target_t *t);
 oc_status_t oc__nvmf_worker_init(oc_nvmf_worker_t *w, int check_only);
 void oc__nvmf_worker_fini(oc_nvmf_worker_t *w);
 /** The worker's loop, until @p stop and its connections are drained. */
-void oc__nvmf_worker_run(oc_nvmf_worker_t *w, volatile int *stop);
+void oc__nvmf_worker_run(oc_nvmf_worker_t *w, _Atomic int *stop);
 
 #endif

@@ -463,7 +463,7 @@ static int guard_turn(oc_nvmf_worker_t *w)
     return ms;
 }
 
-void oc__nvmf_worker_run(oc_nvmf_worker_t *w, volatile int *stop)
+void oc__nvmf_worker_run(oc_nvmf_worker_t *w, _Atomic int *stop)
 {
     oc_nvmf_target_t *t = w->tgt;
     struct __kernel_timespec ts = {.tv_sec = 0, .tv_nsec = 100000000};
@@ -487,7 +487,7 @@ void oc__nvmf_worker_run(oc_nvmf_worker_t *w, volatile int *stop)
         int polling, ms;
         uint64_t now;
 
-        if (*stop && !w->draining) {
+        if (!w->draining && atomic_load_explicit(stop, memory_order_relaxed)) {
             if (w->idx == 0)
                 oc_info(LOGC, "stopping: no new connections, draining "
                         "in-flight commands");
