@@ -1,6 +1,7 @@
 /*
  * coll_bench.c — offcore's collectives against Open MPI's in one job:
- * allreduce (float32 sum) and all-to-all latency per message size, and the
+ * allreduce (float32 sum), all-to-all and broadcast (from rank 0) latency
+ * per message size, and the
  * OSU-style overlap of oc_iallreduce vs MPI_Iallreduce.
  *
  *   mpirun -np N coll_bench [--min BYTES] [--max BYTES] [--repeats R]
@@ -82,6 +83,21 @@ static int verify_sum(const float *out, size_t n)
     return 1;
 }
 
+/* Broadcast: rank 0's buffer, every other rank's zeroed before a sample. */
+static void fill_bcast(float *buf, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        buf[i] = g_rank == 0 ? (float)(i % 1000 + 1) : 0;
+}
+
+static int verify_bcast(const float *buf, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (buf[i] != (float)(i % 1000 + 1))
+            return 0;
+    return 1;
+}
+
 static int verify_a2a(const float *out, size_t per)
 {
     for (int s = 0; s < g_size; s++)
@@ -91,15 +107,24 @@ static int verify_a2a(const float *out, size_t per)
     return 1;
 }
 
-/* One sample: mean microseconds of iters collectives. */
-static double sample(oc_context_t *ctx, int mpi, int a2a, float *in, float *out,
+enum { OP_ALLREDUCE, OP_ALLTOALL, OP_BCAST, OP_COUNT };
+static const char *const op_name[OP_COUNT] = {"allreduce", "alltoall",
+                                              "bcast"};
+
+/* One sample: mean microseconds of iters collectives (a broadcast goes
+ * from rank 0 to @p out on every rank). */
+static double sample(oc_context_t *ctx, int mpi, int op, float *in, float *out,
                      size_t n, int iters)
 {
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
     for (int k = 0; k < iters; k++) {
         int ok;
-        if (a2a)
+        if (op == OP_BCAST)
+            ok = mpi ? MPI_Bcast(out, (int)n, MPI_FLOAT, 0, MPI_COMM_WORLD) ==
+                           MPI_SUCCESS
+                     : oc_bcast(ctx, out, n, OC_FLOAT32, 0) == OC_OK;
+        else if (op == OP_ALLTOALL)
             ok = mpi ? MPI_Alltoall(in, (int)(n / g_size), MPI_FLOAT, out,
                                     (int)(n / g_size), MPI_FLOAT,
                                     MPI_COMM_WORLD) == MPI_SUCCESS
@@ -274,7 +299,7 @@ static void tts_rows(oc_context_t *ctx, const char *pl, float *in,
     iters = iters > 200 ? 200 : iters < 5 ? 5 : iters;
     double lat[256];
     for (int r = 0; r < R; r++)
-        lat[r] = sample(ctx, 1, 0, in, out, n, iters);
+        lat[r] = sample(ctx, 1, OP_ALLREDUCE, in, out, n, iters);
     double mpi_us = median(lat, R);
     snprintf(tmp, sizeof(tmp), "%s", factors);
     for (char *save = NULL, *f = strtok_r(tmp, ",", &save); f != NULL;
@@ -298,11 +323,11 @@ static void tts_rows(oc_context_t *ctx, const char *pl, float *in,
             printf("{\"bench\":\"coll\",\"op\":\"allreduce\","
                    "\"measure\":\"time_to_solution\",\"placement\":\"%s\","
                    "\"ranks\":%d,\"bytes\":%zu,\"compute_factor\":%g,"
-                   "\"compute_us\":%.1f,"
+                   "\"compute_us\":%.1f,\"compute_slice_us\":%.0f,"
                    "\"mpi_allreduce_us\":%.3f,\"us\":%.3f,\"mpi_us\":%.3f,"
                    "\"gain\":%.3f,\"runs_us\":[",
-                   pl, g_size, n * 4, factor, mpi_us * factor, mpi_us, m, mm,
-                   mm / m);
+                   pl, g_size, n * 4, factor, mpi_us * factor, g_slice_us,
+                   mpi_us, m, mm, mm / m);
             for (int r = 0; r < R; r++) printf("%s%.3f", r ? "," : "", us[r]);
             printf("],\"mpi_runs_us\":[");
             for (int r = 0; r < R; r++) printf("%s%.3f", r ? "," : "", mus[r]);
@@ -347,10 +372,11 @@ int main(int argc, char **argv)
     }
     float *in = malloc(cap * 4), *out = malloc(cap * 4);
 
-    for (int a2a = 0; a2a < 2; a2a++)
+    for (int op = 0; op < OP_COUNT; op++)
         for (size_t bytes = min; bytes <= max;
              bytes = bytes < max && bytes * 8 > max ? max : bytes * 8) {
             size_t n = bytes / 4 ? bytes / 4 : 1;
+            int a2a = op == OP_ALLTOALL;
             if (a2a)
                 n = (n + g_size - 1) / g_size * g_size;
             int iters = (int)((64u << 20) / (n * 4));
@@ -363,14 +389,25 @@ int main(int argc, char **argv)
                         in[s * (n / g_size) + i] = (float)(g_rank * 1000 + (s * (n / g_size) + i) % 1000);
             else
                 fill(in, n);
-            sample(ctx, 0, a2a, in, out, n, 1); /* warm-up, both */
-            sample(ctx, 1, a2a, in, out, n, 1);
+            fill_bcast(out, n);
+            sample(ctx, 0, op, in, out, n, 1); /* warm-up, both */
+            sample(ctx, 1, op, in, out, n, 1);
             for (int r = 0; r < R; r++) {
-                memset(out, 0, n * 4);
-                us[r] = sample(ctx, 0, a2a, in, out, n, iters);
-                ver &= a2a ? verify_a2a(out, n / g_size) : verify_sum(out, n);
-                memset(out, 0, n * 4);
-                mus[r] = sample(ctx, 1, a2a, in, out, n, iters);
+                if (op == OP_BCAST)
+                    fill_bcast(out, n);
+                else
+                    memset(out, 0, n * 4);
+                us[r] = sample(ctx, 0, op, in, out, n, iters);
+                ver &= op == OP_BCAST ? verify_bcast(out, n)
+                       : a2a          ? verify_a2a(out, n / g_size)
+                                      : verify_sum(out, n);
+                if (op == OP_BCAST)
+                    fill_bcast(out, n);
+                else
+                    memset(out, 0, n * 4);
+                mus[r] = sample(ctx, 1, op, in, out, n, iters);
+                if (op == OP_BCAST)
+                    ver &= verify_bcast(out, n);
             }
             int allver;
             ver &= g_bad == 0;
@@ -380,7 +417,7 @@ int main(int argc, char **argv)
                 printf("{\"bench\":\"coll\",\"op\":\"%s\",\"placement\":\"%s\","
                        "\"ranks\":%d,\"bytes\":%zu,\"iters\":%d,\"us\":%.3f,"
                        "\"mpi_us\":%.3f,\"ratio\":%.3f,\"runs_us\":[",
-                       a2a ? "alltoall" : "allreduce", pl, g_size, n * 4, iters,
+                       op_name[op], pl, g_size, n * 4, iters,
                        m, mm, m / mm);
                 for (int r = 0; r < R; r++) printf("%s%.3f", r ? "," : "", us[r]);
                 printf("],\"mpi_runs_us\":[");

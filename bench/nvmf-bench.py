@@ -35,6 +35,9 @@ virtual machine, an exit to the hypervisor each), and over loopback the
 target and the generator wake each other without one either.  The
 kernel's work of both (TCP, block layer) then runs mostly on that CPU
 too.  --pin none leaves placement to the scheduler (as before).
+--cores LIST gives the target one worker per CPU listed instead (each
+owning the queues handed to it; fio and the generator stay on --pin's
+CPU): compare 1 and N workers with --queues N in alternate invocations.
 """
 import argparse
 import json
@@ -105,6 +108,12 @@ def parse_args():
                          "of the disk holding the backing files; none if "
                          "that cannot be found) or 'none' (the scheduler's "
                          "choice) ($BENCH_NVMF_PIN, auto)")
+    ap.add_argument("--cores", default=os.environ.get("BENCH_NVMF_CORES", ""),
+                    help="the target's workers: its `cores` list (one worker "
+                         "per CPU listed, as 0-3), in place of pinning its "
+                         "one worker to --pin's CPU; give --queues at least "
+                         "the number of workers to use them all "
+                         "($BENCH_NVMF_CORES, none)")
     ap.add_argument("--port", type=int,
                     default=int(os.environ.get("BENCH_NVMF_PORT", "24900")),
                     help="first TCP port to try for the target and its "
@@ -120,6 +129,10 @@ def parse_args():
                                               int(a.pin) < os.cpu_count()):
         ap.error("--pin: want auto, none or a CPU number below %d"
                  % os.cpu_count())
+    if a.cores and not all(p.isdigit() or (p.count("-") == 1 and
+                                           all(x.isdigit() for x in p.split("-")))
+                           for p in a.cores.split(",")):
+        ap.error("--cores: want a CPU list, as 0-3,6")
     if a.repeats < 1 or a.seconds <= 0 or a.qd < 1 or a.queues < 1 or \
             a.qd % a.queues or a.qd // a.queues > 127 or \
             not 0 <= a.poll_us <= 10000:
@@ -280,14 +293,17 @@ def main():
     os.chmod(key, 0o600)
     a.cpu = (disk_irq_cpu(plain) if a.pin == "auto" else
              None if a.pin == "none" else int(a.pin))
-    print(json.dumps({"bench": "nvmf", "pin": a.pin, "cpu": a.cpu}), flush=True)
+    print(json.dumps({"bench": "nvmf", "pin": a.pin, "cpu": a.cpu,
+                      "cores": a.cores or None}), flush=True)
     port = nt.free_port(a.port)
     mport = nt.free_port(port + 1)
     conf = os.path.join(work, "bench.conf")
     with open(conf, "w") as f:
         f.write("listen 127.0.0.1:%d\nmetrics 127.0.0.1:%d\npoll-us %d\n"
                 % (port, mport, a.poll_us))
-        if a.cpu is not None:
+        if a.cores:
+            f.write("cores %s\n" % a.cores)
+        elif a.cpu is not None:
             f.write("cpu %d\n" % a.cpu)
         opts = ["", " integrity=on", " integrity=on key=" + key]
         for i, (img, o) in enumerate(zip(imgs, opts), 1):
@@ -317,6 +333,7 @@ def main():
                         line["queues"] = a.queues
                         line["qd_per_queue"] = a.qd // a.queues
                         line["poll_us"] = a.poll_us
+                        line["cores"] = a.cores or None
                     line["sched"] = a.sched
                     line["cpu"] = a.cpu
                     for k in ("lat_us", "cpu_us_per_io", "rtt_us", "target_us",
@@ -340,6 +357,7 @@ def main():
                        "loadavg": [round(load0, 2), round(os.getloadavg()[0], 2)],
                        "queues": a.queues, "qd_total": a.qd,
                        "poll_us": a.poll_us, "sched": a.sched, "cpu": a.cpu,
+                       "cores": a.cores or None,
                        "median_cpu_us_per_io": {
                            k: {m: round(statistics.median(x[m] for x in v), 2)
                                for m in ("cpu_us_per_io", "target_cpu_us_per_io",

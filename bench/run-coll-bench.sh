@@ -1,7 +1,7 @@
 #!/bin/sh
 # run-coll-bench.sh BUILD_DIR — offcore's collectives vs Open MPI's in one
-# run (bench/coll_bench.c): allreduce and all-to-all latency from 8 B to
-# 64 MiB as ratios, the OSU-style overlap of oc_iallreduce vs
+# run (bench/coll_bench.c): allreduce, all-to-all and bcast latency from 8 B
+# to 64 MiB as ratios, the OSU-style overlap of oc_iallreduce vs
 # MPI_Iallreduce, and the time to solution of a compute loop's step
 # (compute then MPI_Allreduce, against oc_iallreduce overlapped with the
 # compute) with compute 0.5, 1 and 2x Open MPI's allreduce time.  Prints coll_bench's JSON lines, then a summary.  Exits
@@ -54,12 +54,13 @@ for r in rows:
               ("time to solution", r["bytes"], r["compute_us"], r["compute_factor"], r["us"], r["mpi_us"], r["gain"]))
     else:
         ratio = r["us"] / r["mpi_us"]
-        worst = max(worst, ratio)
+        if r["op"] != "bcast":   # the bar is allreduce's and all-to-all's
+            worst = max(worst, ratio)
         print("# %-18s %9d B  offcore %10.2f us  Open MPI %10.2f us  ratio %.2f" %
               (r["op"], r["bytes"], r["us"], r["mpi_us"], ratio))
     if not r["verified"]:
         print("# NOT VERIFIED:", r); sys.exit(1)
-print("# worst latency ratio offcore/Open MPI: %.2f (bar: 1.2)" % worst)
+print("# worst allreduce/all-to-all latency ratio offcore/Open MPI: %.2f (bar: 1.2)" % worst)
 PY
 esac
 # the agent placement: ranks on core 0, offcored on core 1
@@ -82,7 +83,7 @@ if [ -x "$OFFCORED" ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; 
         --metrics off > "$D/agent.log" 2>&1 &
     APID=$!
     n=0
-    until grep -qw ready "$D/agent.log" || [ $n -ge 100 ]; do sleep 0.1; n=$((n + 1)); done
+    until grep -qw ready "$D/agent.log" 2>/dev/null || [ $n -ge 100 ]; do sleep 0.1; n=$((n + 1)); done
     echo "# collectives: offcore ($RANKS ranks on core 0, agent on core 1${BENCH_COLL_AGENT_NICE:+, nice $BENCH_COLL_AGENT_NICE}) vs Open MPI, same job; $(uptime)"
     # the ranks share core 0: their compute gives the core up every
     # $SLICE us so that they interleave as ranks on cores of their own

@@ -1,7 +1,7 @@
 #!/bin/sh
 # run-coll-threads.sh BUILD_DIR — the collectives of the agent placement
 # through offcored with 1, 2 and 4 routing threads: bench/coll_bench.c's
-# allreduce and all-to-all sweep (8 B to BENCH_COLL_MAX) and the
+# allreduce, all-to-all and bcast sweep (8 B to BENCH_COLL_MAX) and the
 # iallreduce overlap, with Open MPI in the same job as the baseline, one
 # agent per thread count.  Prints coll_bench's JSON lines (each with
 # "agent_threads" added) and one summary line per thread count: rows,

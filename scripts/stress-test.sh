@@ -24,14 +24,21 @@ trap 'exit 143' TERM
 r=1
 while [ $r -le "$rounds" ]; do
     # a failing test does not stop the rounds: its result is in the log
+    # (a run that wrote none, a wrong test name, stops them below)
+    rm -f "$dir/meson-logs/stress-$r.json"
     meson test -C "$dir" --no-rebuild --logbase "stress-$r" "$@" >/dev/null 2>&1 || true
-    python3 - "$dir/meson-logs/stress-$r.json" "$r" "$(cut -d' ' -f1 /proc/loadavg)" <<'EOF' | tee -a "$log"
+    # (captured, not piped into tee: dash has no pipefail, and a round
+    # whose JSON log is missing must stop the run, not pass through tee)
+    out=$(python3 - "$dir/meson-logs/stress-$r.json" "$r" "$(cut -d' ' -f1 /proc/loadavg)" <<'EOF'
 import json, sys
 for line in open(sys.argv[1]):
     t = json.loads(line)
     print(json.dumps({"round": int(sys.argv[2]), "test": t["name"], "result": t["result"],
                       "s": round(t["duration"], 1), "load": float(sys.argv[3])}))
 EOF
+)
+    printf '%s\n' "$out"
+    printf '%s\n' "$out" >>"$log"
     r=$((r + 1))
 done
 python3 - "$log" <<'EOF'

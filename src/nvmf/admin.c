@@ -74,9 +74,7 @@ static int nqn_field(char *dst, const uint8_t *src)
 static void connect_reject(oc_nvmf_cmd_t *cmd, uint16_t sc, uint32_t ipo,
                            const char *why)
 {
-    oc_nvmf_target_t *t = cmd->conn->tgt;
-
-    atomic_fetch_add_explicit(&t->st.connect_rejected, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&cmd->conn->w->st.connect_rejected, 1, memory_order_relaxed);
     oc_warn(LOGC, "connection %llu (%s): Connect rejected: %s",
             (unsigned long long)cmd->conn->id, cmd->conn->peer, why);
     cmd->dw0 = ipo;
@@ -115,7 +113,7 @@ static void do_connect(oc_nvmf_cmd_t *cmd)
         return connect_reject(cmd, OC_NVME_SC_CONNECT_PARAM, IPO_DATA(256),
                               "no such subsystem");
     if (!host_allowed(sub, hostnqn)) {
-        atomic_fetch_add_explicit(&t->st.host_denied, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&c->w->st.host_denied, 1, memory_order_relaxed);
         oc_warn(LOGC, "host %s may not use %s", hostnqn, subnqn);
         return connect_reject(cmd, OC_NVME_SC_CONNECT_HOST, IPO_DATA(512),
                               "host not allowed");
@@ -134,17 +132,22 @@ static void do_connect(oc_nvmf_cmd_t *cmd)
         if (!ctrl)
             return done(cmd, OC_NVME_SC_INTERNAL);
         ctrl->tgt = t;
+        ctrl->w = c->w;
         ctrl->subsys = sub;
-        if (sub->next_cntlid == 0 || sub->next_cntlid > 0xffef)
-            sub->next_cntlid = 1;
-        ctrl->cntlid = sub->next_cntlid++;
         memcpy(ctrl->hostnqn, hostnqn, sizeof(hostnqn));
         memcpy(ctrl->hostid, d, 16);
         ctrl->kato_ms = sub->discovery && kato == 0 ? 0 : kato;
         ctrl->admin = c;
-        ctrl->last_activity_ms = oc__nvmf_now_ms();
+        ctrl->refs = 1;
+        atomic_store_explicit(&ctrl->last_activity_ms, oc__nvmf_now_ms(),
+                              memory_order_relaxed);
+        pthread_mutex_lock(&t->ctrl_lock);
+        if (sub->next_cntlid == 0 || sub->next_cntlid > 0xffef)
+            sub->next_cntlid = 1;
+        ctrl->cntlid = sub->next_cntlid++;
         ctrl->next = t->ctrls;
         t->ctrls = ctrl;
+        pthread_mutex_unlock(&t->ctrl_lock);
         c->ctrl = ctrl;
         cmd->dw0 = ctrl->cntlid;
         oc_info(LOGC, "host %s connected to %s: controller %u "
@@ -152,19 +155,29 @@ static void do_connect(oc_nvmf_cmd_t *cmd)
                 hostnqn, subnqn, ctrl->cntlid, (unsigned long long)c->id,
                 c->peer, sqsize + 1, kato);
     } else {
-        oc_nvmf_ctrl_t *ctrl = t->ctrls;
-        for (; ctrl; ctrl = ctrl->next)
+        /* the controller may live on another worker: found, checked and
+         * joined under ctrl_lock (target.h, Threading) */
+        oc_nvmf_ctrl_t *ctrl;
+        pthread_mutex_lock(&t->ctrl_lock);
+        for (ctrl = t->ctrls; ctrl; ctrl = ctrl->next)
             if (ctrl->subsys == sub && ctrl->cntlid == cntlid)
                 break;
         if (!ctrl || strcmp(ctrl->hostnqn, hostnqn) ||
-            memcmp(ctrl->hostid, d, 16))
+            memcmp(ctrl->hostid, d, 16)) {
+            pthread_mutex_unlock(&t->ctrl_lock);
             return connect_reject(cmd, OC_NVME_SC_CONNECT_PARAM, IPO_DATA(16),
                                   "no such controller for this host");
-        if (!(ctrl->cc & 1) || !ctrl->nr_io_queues || qid > ctrl->nr_io_queues ||
-            qid > OC_NVMF_MAX_IO_QUEUES || ctrl->io[qid])
+        }
+        if (!(atomic_load(&ctrl->cc) & 1) || !ctrl->nr_io_queues ||
+            qid > ctrl->nr_io_queues || qid > OC_NVMF_MAX_IO_QUEUES ||
+            ctrl->io[qid]) {
+            pthread_mutex_unlock(&t->ctrl_lock);
             return connect_reject(cmd, OC_NVME_SC_CONNECT_PARAM, IPO_SQE(42),
                                   "queue id not granted or already connected");
+        }
         ctrl->io[qid] = c;
+        ctrl->refs++;
+        pthread_mutex_unlock(&t->ctrl_lock);
         c->ctrl = ctrl;
         oc_debug(LOGC, "controller %u: I/O queue %u on connection %llu",
                  ctrl->cntlid, qid, (unsigned long long)c->id);
@@ -183,7 +196,7 @@ static void do_connect(oc_nvmf_cmd_t *cmd)
              : c->lim.hdgst ? "header" : c->lim.ddgst ? "data" : "none");
     c->snap_connected = 1;
     pthread_mutex_unlock(&t->snap_lock);
-    atomic_fetch_add_explicit(&t->st.connect_ok, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->w->st.connect_ok, 1, memory_order_relaxed);
     done(cmd, 0);
 }
 
@@ -245,7 +258,7 @@ void oc__nvmf_fabrics_exec(oc_nvmf_cmd_t *cmd)
         }
         return done(cmd, 0);
     default:
-        atomic_fetch_add_explicit(&c->tgt->st.invalid_opcode, 1,
+        atomic_fetch_add_explicit(&c->w->st.invalid_opcode, 1,
                                   memory_order_relaxed);
         return done(cmd, OC_NVME_SC_INVALID_OPCODE);
     }
@@ -490,11 +503,16 @@ static void features(oc_nvmf_cmd_t *cmd, int set)
             uint32_t n = nsq < ncq ? nsq : ncq;
             if ((dw11 & 0xffff) == 0xffff || (dw11 >> 16) == 0xffff)
                 return done(cmd, OC_NVME_SC_INVALID_FIELD);
-            if (ctrl->nr_io_queues && ctrl->io[1])
-                return done(cmd, OC_NVME_SC_CMD_SEQ);
             if (n > OC_NVMF_MAX_IO_QUEUES)
                 n = OC_NVMF_MAX_IO_QUEUES;
+            /* I/O queues connect on other workers: under ctrl_lock */
+            pthread_mutex_lock(&ctrl->tgt->ctrl_lock);
+            if (ctrl->nr_io_queues && ctrl->io[1]) {
+                pthread_mutex_unlock(&ctrl->tgt->ctrl_lock);
+                return done(cmd, OC_NVME_SC_CMD_SEQ);
+            }
             ctrl->nr_io_queues = (uint16_t)n;
+            pthread_mutex_unlock(&ctrl->tgt->ctrl_lock);
         }
         {
             uint32_t g = ctrl->nr_io_queues ? ctrl->nr_io_queues
@@ -555,7 +573,7 @@ void oc__nvmf_admin_exec(oc_nvmf_cmd_t *cmd)
         cmd->state = OC_NVMF_CMD_HELD; /* no event ever fires: held */
         return;
     default:
-        atomic_fetch_add_explicit(&cmd->conn->tgt->st.invalid_opcode, 1,
+        atomic_fetch_add_explicit(&cmd->conn->w->st.invalid_opcode, 1,
                                   memory_order_relaxed);
         return done(cmd, OC_NVME_SC_INVALID_OPCODE);
     }

@@ -6,12 +6,13 @@
  * (tests/fuzz/fuzz_nvmf_stream.c) puts a ring and a clock of its own in
  * this file's place.
  *
- * Threading: the loop thread only.
+ * Threading: a worker's own thread, except oc__nvmf_worker_wake (any).
  */
 #include "target.h"
 
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 uint64_t oc__nvmf_now_ns(void)
 {
@@ -25,14 +26,23 @@ uint64_t oc__nvmf_now_ms(void)
     return oc__nvmf_now_ns() / 1000000;
 }
 
-struct io_uring_sqe *oc__nvmf_sqe(oc_nvmf_target_t *t)
+struct io_uring_sqe *oc__nvmf_sqe(oc_nvmf_worker_t *w)
 {
-    struct io_uring_sqe *sqe = io_uring_get_sqe(&t->ring);
+    struct io_uring_sqe *sqe = io_uring_get_sqe(&w->ring);
     if (!sqe) { /* full: hand what is queued to the kernel, then retry */
-        io_uring_submit(&t->ring);
-        sqe = io_uring_get_sqe(&t->ring);
+        io_uring_submit(&w->ring);
+        sqe = io_uring_get_sqe(&w->ring);
     }
     return sqe;
+}
+
+void oc__nvmf_worker_wake(oc_nvmf_worker_t *w)
+{
+    uint64_t one = 1;
+
+    /* an eventfd's counter only saturates past 2^64-2: never short */
+    if (w->wake_fd >= 0 && write(w->wake_fd, &one, sizeof(one)) < 0)
+        return; /* EAGAIN: it is awake already */
 }
 
 oc_nvmf_subsys_t *oc__nvmf_subsys_find(oc_nvmf_target_t *t, const char *nqn)

@@ -177,6 +177,63 @@ static void parse_ns(ctx_t *x, oc_nvmf_subsys_conf_t *s, char **tok, int n)
     s->nns++;
 }
 
+int oc__nvmf_parse_cores(const char *s, int *cpus, int max, char *why,
+                        size_t whylen)
+{
+    cpu_set_t seen;
+    int n = 0;
+
+    CPU_ZERO(&seen);
+    if (!*s) {
+        snprintf(why, whylen, "an empty list (want CPUs, as 0-3,6)");
+        return -1;
+    }
+    while (*s) {
+        unsigned long a, b;
+        char *end;
+        if (*s < '0' || *s > '9')
+            goto bad;
+        a = strtoul(s, &end, 10);
+        b = a;
+        if (*end == '-') {
+            if (end[1] < '0' || end[1] > '9')
+                goto bad;
+            b = strtoul(end + 1, &end, 10);
+        }
+        if (*end != ',' && *end != '\0')
+            goto bad;
+        if (a >= CPU_SETSIZE || b >= CPU_SETSIZE) {
+            snprintf(why, whylen, "CPU numbers are 0..%d", CPU_SETSIZE - 1);
+            return -1;
+        }
+        if (b < a) {
+            snprintf(why, whylen, "range %lu-%lu: the first is larger", a, b);
+            return -1;
+        }
+        for (unsigned long c = a; c <= b; c++) {
+            if (CPU_ISSET(c, &seen)) {
+                snprintf(why, whylen, "CPU %lu listed twice", c);
+                return -1;
+            }
+            if (n == max) {
+                snprintf(why, whylen, "more than %d CPUs (one worker each)",
+                         max);
+                return -1;
+            }
+            CPU_SET(c, &seen);
+            cpus[n++] = (int)c;
+        }
+        s = *end == ',' ? end + 1 : end;
+        if (*end == ',' && !*s)
+            goto bad;
+    }
+    return n;
+bad:
+    snprintf(why, whylen, "want CPU numbers and ranges separated by commas, "
+             "as 0-3,6");
+    return -1;
+}
+
 oc_status_t oc__nvmf_conf_load(const char *file, oc_nvmf_conf_t *conf,
                               FILE *err)
 {
@@ -259,8 +316,23 @@ oc_status_t oc__nvmf_conf_load(const char *file, oc_nvmf_conf_t *conf,
             uint64_t v;
             if (n != 2 || oc__kv_u64(tok[1], 0, CPU_SETSIZE - 1, &v) != 0)
                 cerr(&x, "cpu: want a CPU number, 0..%d", CPU_SETSIZE - 1);
+            else if (conf->ncores)
+                cerr(&x, "cpu: cores is given already (cpu N is cores N)");
             else
                 conf->cpu = (int)v;
+        } else if (!strcmp(k, "cores")) {
+            char cwhy[128];
+            int nc;
+            if (n != 2)
+                cerr(&x, "cores: want one CPU list, as 0-3,6");
+            else if (conf->cpu >= 0)
+                cerr(&x, "cores: cpu is given already (cpu N is cores N)");
+            else if ((nc = oc__nvmf_parse_cores(tok[1], conf->cores,
+                                               OC_NVMF_MAX_WORKERS, cwhy,
+                                               sizeof(cwhy))) < 0)
+                cerr(&x, "cores: %s", cwhy);
+            else
+                conf->ncores = nc;
         } else if (!strcmp(k, "max-connections")) {
             uint64_t v;
             if (n != 2 || oc__kv_u64(tok[1], 1, 1u << 20, &v) != 0)

@@ -33,8 +33,9 @@
 
 static void arm_recv(oc_nvmf_conn_t *c);
 
-void oc__nvmf_conn_accepted(oc_nvmf_target_t *t, int fd)
+void oc__nvmf_conn_accepted(oc_nvmf_worker_t *w, int fd)
 {
+    oc_nvmf_target_t *t = w->tgt;
     struct sockaddr_storage ss;
     socklen_t sl = sizeof(ss);
     oc_guard_slot_t *evict;
@@ -45,29 +46,51 @@ void oc__nvmf_conn_accepted(oc_nvmf_target_t *t, int fd)
      * room (a flood of idle sockets delays a real host by one round
      * trip, never locks it out); with none pending, the newcomer goes
      * (both logged by the guard, rate-limited) */
+    pthread_mutex_lock(&t->guard_lock);
     if (!oc__guard_admit(&t->guard, &evict)) {
+        pthread_mutex_unlock(&t->guard_lock);
         close(fd);
         return;
     }
+    /* the evicted one leaves the count now; another worker's is asked to
+     * close while the lock still keeps it alive (target.h, Threading) */
+    if (evict) {
+        oc__guard_remove(&t->guard, evict);
+        if (oc__nvmf_conn_of(evict)->w != w) {
+            oc__nvmf_conn_close_by(w, oc__nvmf_conn_of(evict),
+                                  "evicted: the connection cap was reached "
+                                  "and it had not connected its queue yet");
+            evict = NULL;
+        }
+    }
+    c = calloc(1, sizeof(*c));
+    if (c) { /* its owner, before the guard makes it another's to evict */
+        c->tgt = t;
+        c->w = w;
+        c->fd = fd;
+        oc__guard_add(&t->guard, &c->slot, oc__now_us());
+    }
+    pthread_mutex_unlock(&t->guard_lock);
     if (evict)
         oc__nvmf_conn_close(oc__nvmf_conn_of(evict),
                            "evicted: the connection cap was reached and it "
                            "had not connected its queue yet");
-    c = calloc(1, sizeof(*c));
     if (!c) {
         oc_error(LOGC, "out of memory for a connection: closing it");
         close(fd);
         return;
     }
-    c->tgt = t;
-    c->fd = fd;
-    c->id = ++t->next_conn_id;
+    c->id = atomic_fetch_add_explicit(&t->next_conn_id, 1,
+                                      memory_order_relaxed) + 1;
     c->lim.max_incap = OC_NVMF_INCAP;
     c->lim.max_h2c = OC_NVMF_MAXH2C;
     c->rx_cap = oc__nvmf_pdu_max(&c->lim);
     c->rx = malloc(c->rx_cap);
     if (!c->rx) {
         oc_error(LOGC, "out of memory for a connection: closing it");
+        pthread_mutex_lock(&t->guard_lock);
+        oc__guard_remove(&t->guard, &c->slot);
+        pthread_mutex_unlock(&t->guard_lock);
         free(c);
         close(fd);
         return;
@@ -108,16 +131,15 @@ void oc__nvmf_conn_accepted(oc_nvmf_target_t *t, int fd)
     }
     c->nfree = OC_NVMF_CMD_SLOTS;
     pthread_mutex_lock(&t->snap_lock);
-    c->next = t->conns;
-    if (t->conns)
-        t->conns->prev = c;
-    t->conns = c;
+    c->next = w->conns;
+    if (w->conns)
+        w->conns->prev = c;
+    w->conns = c;
     pthread_mutex_unlock(&t->snap_lock);
-    atomic_fetch_add_explicit(&t->st.conns_accepted, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&t->st.conns_active, 1, memory_order_relaxed);
-    oc__guard_add(&t->guard, &c->slot, oc__now_us());
-    oc_info(LOGC, "connection %llu from %s", (unsigned long long)c->id,
-            c->peer);
+    atomic_fetch_add_explicit(&w->st.conns_accepted, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&w->st.conns_active, 1, memory_order_relaxed);
+    oc_info(LOGC, "connection %llu from %s (worker %d)",
+            (unsigned long long)c->id, c->peer, w->idx);
     arm_recv(c);
 }
 
@@ -148,7 +170,7 @@ static void arm_recv(oc_nvmf_conn_t *c)
         return;
     if (c->rx_head == c->rx_tail)
         c->rx_head = c->rx_tail = 0;
-    sqe = oc__nvmf_sqe(c->tgt);
+    sqe = oc__nvmf_sqe(c->w);
     if (!sqe) {
         oc__nvmf_conn_close(c, "submission queue full");
         return;
@@ -197,8 +219,16 @@ static void cmd_exec(oc_nvmf_cmd_t *cmd)
     oc_nvmf_conn_t *c = cmd->conn;
 
     cmd->state = OC_NVMF_CMD_EXEC;
-    if (c->ctrl) /* the clock read when the capsule arrived: one per command */
-        c->ctrl->last_activity_ms = cmd->start_ns / 1000000;
+    /* the clock read when the capsule arrived: one per command; stored
+     * only when it moved, so that queues on several workers do not bounce
+     * the controller's cache line at every command */
+    if (c->ctrl) {
+        uint64_t ms = cmd->start_ns / 1000000;
+        if (atomic_load_explicit(&c->ctrl->last_activity_ms,
+                                 memory_order_relaxed) != ms)
+            atomic_store_explicit(&c->ctrl->last_activity_ms, ms,
+                                  memory_order_relaxed);
+    }
     if (oc__sqe_opc(cmd->sqe) == 0x7f)
         oc__nvmf_fabrics_exec(cmd);
     else if (c->qid == 0)
@@ -210,7 +240,6 @@ static void cmd_exec(oc_nvmf_cmd_t *cmd)
 static void handle_capsule(oc_nvmf_conn_t *c, const uint8_t *p,
                            const oc_nvmf_pdu_info_t *in)
 {
-    oc_nvmf_target_t *t = c->tgt;
     const uint8_t *sqe = p + OC_NVMF_CH_LEN;
     int admin = c->qid == 0 && oc__sqe_opc(sqe) != 0x7f;
     oc_nvmf_xfer_t kind = OC_NVMF_XFER_NONE;
@@ -236,13 +265,13 @@ static void handle_capsule(oc_nvmf_conn_t *c, const uint8_t *p,
     atomic_store_explicit(&c->ncmds, c->ncmds + 1, memory_order_relaxed);
     if (c->connected)
         c->sqhd = (uint16_t)((c->sqhd + 1) % ((uint32_t)c->sqsize + 1));
-    atomic_fetch_add_explicit(c->qid ? &t->st.io_cmds : &t->st.admin_cmds, 1,
-                              memory_order_relaxed);
+    /* the worker's own counters: only this thread writes them */
+    oc__nvmf_stat_add(c->qid ? &c->w->st.io_cmds : &c->w->st.admin_cmds, 1);
 
     if (in->data_len && c->lim.ddgst &&
         oc__crc32c(0, p + in->data_off, in->data_len) !=
             oc__load_le32(p + in->data_off + in->data_len)) {
-        atomic_fetch_add_explicit(&t->st.data_digest_err, 1,
+        atomic_fetch_add_explicit(&c->w->st.data_digest_err, 1,
                                   memory_order_relaxed);
         oc_warn(LOGC, "connection %llu: data digest error in command "
                 "cid %u", (unsigned long long)c->id, cmd->cid);
@@ -251,7 +280,7 @@ static void handle_capsule(oc_nvmf_conn_t *c, const uint8_t *p,
         return;
     }
     if (!c->connected && !(oc__sqe_opc(sqe) == 0x7f && sqe[4] == 0x01)) {
-        atomic_fetch_add_explicit(&t->st.cmd_before_connect, 1,
+        atomic_fetch_add_explicit(&c->w->st.cmd_before_connect, 1,
                                   memory_order_relaxed);
         cmd->status = OC_NVME_SC_CMD_SEQ;
         oc__nvmf_cmd_complete(cmd);
@@ -307,7 +336,7 @@ static oc_nvmf_cmd_t *h2c_validate(oc_nvmf_conn_t *c, const uint8_t *p,
     }
     if (datao != cmd->h2c_got ||
         (uint64_t)datao + in->data_len > cmd->data_len) {
-        atomic_fetch_add_explicit(&c->tgt->st.h2c_out_of_range, 1,
+        atomic_fetch_add_explicit(&c->w->st.h2c_out_of_range, 1,
                                   memory_order_relaxed);
         oc__nvmf_conn_fatal(c, OC_NVMF_FES_DATA_RANGE, 12, p, in->hlen,
                            "H2CData outside the range of the R2T");
@@ -321,7 +350,7 @@ static void h2c_finish(oc_nvmf_conn_t *c, oc_nvmf_cmd_t *cmd, uint32_t datal,
                        uint8_t flags, int digest_ok)
 {
     if (!digest_ok) {
-        atomic_fetch_add_explicit(&c->tgt->st.data_digest_err, 1,
+        atomic_fetch_add_explicit(&c->w->st.data_digest_err, 1,
                                   memory_order_relaxed);
         cmd->status = OC_NVME_SC_TRANSIENT_XPORT;
     }
@@ -376,7 +405,7 @@ static int h2c_try_direct(oc_nvmf_conn_t *c, const uint8_t *p, uint32_t avail,
     if (have >= in->data_len)
         return 0; /* only the digest is missing */
     if (hd && oc__crc32c(0, p, in->hlen) != oc__load_le32(p + in->hlen)) {
-        atomic_fetch_add_explicit(&c->tgt->st.hdr_digest_err, 1,
+        atomic_fetch_add_explicit(&c->w->st.hdr_digest_err, 1,
                                   memory_order_relaxed);
         oc__nvmf_conn_fatal(c, OC_NVMF_FES_HDR_DIGEST, 0, p, in->hlen,
                            "header digest");
@@ -393,7 +422,7 @@ static int h2c_try_direct(oc_nvmf_conn_t *c, const uint8_t *p, uint32_t avail,
     c->dr_left = in->data_len - have;
     memcpy(cmd->buf + c->dr_datao, p + in->data_off, have);
     c->dr_state = 1;
-    atomic_fetch_add_explicit(&c->tgt->st.h2c_direct, 1, memory_order_relaxed);
+    oc__nvmf_stat_add(&c->w->st.h2c_direct, 1);
     c->rx_head = c->rx_tail = 0; /* all that arrived belonged to this PDU */
     return 1;
 }
@@ -454,7 +483,7 @@ static void parse(oc_nvmf_conn_t *c)
         }
         if (rc == OC_NVMF_PDU_BAD) {
             if (in.fes == OC_NVMF_FES_HDR_DIGEST)
-                atomic_fetch_add_explicit(&c->tgt->st.hdr_digest_err, 1,
+                atomic_fetch_add_explicit(&c->w->st.hdr_digest_err, 1,
                                           memory_order_relaxed);
             oc__nvmf_conn_fatal(c, in.fes, in.fei, p, avail < 128 ? avail : 128,
                                in.why);

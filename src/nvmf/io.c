@@ -44,10 +44,9 @@ void oc__nvmf_ns_stats_lat(oc_nvmf_ns_t *ns, oc_nvmf_conn_t *c,
     int b = 0;
     while (b < 11 && us > oc_nvmf_lat_bounds_us[b])
         b++;
-    atomic_fetch_add_explicit(&ns->st.lat_bucket[b], 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&ns->st.lat_sum_ns, ns_elapsed,
-                              memory_order_relaxed);
-    atomic_fetch_add_explicit(&ns->st.lat_count, 1, memory_order_relaxed);
+    oc__nvmf_stat_add(&ns->st[c->w->idx].lat_bucket[b], 1);
+    oc__nvmf_stat_add(&ns->st[c->w->idx].lat_sum_ns, ns_elapsed);
+    oc__nvmf_stat_add(&ns->st[c->w->idx].lat_count, 1);
     /* the queue's own copy: only this thread writes it */
     atomic_store_explicit(&c->lat_bucket[b], c->lat_bucket[b] + 1,
                           memory_order_relaxed);
@@ -65,7 +64,7 @@ static void finish(oc_nvmf_cmd_t *cmd, uint16_t status)
     if (ns) {
         uint8_t opc = oc__sqe_opc(cmd->sqe);
         if (status)
-            atomic_fetch_add_explicit(&ns->st.errors, 1, memory_order_relaxed);
+            oc__nvmf_stat_add(&ns->st[cmd->conn->w->idx].errors, 1);
         else if (opc == IO_READ || opc == IO_WRITE)
             oc__nvmf_ns_stats_lat(ns, cmd->conn,
                                  oc__nvmf_now_ns() - cmd->start_ns);
@@ -77,7 +76,7 @@ static void finish(oc_nvmf_cmd_t *cmd, uint16_t status)
 
 static struct io_uring_sqe *file_sqe(oc_nvmf_cmd_t *cmd)
 {
-    struct io_uring_sqe *sqe = oc__nvmf_sqe(cmd->conn->tgt);
+    struct io_uring_sqe *sqe = oc__nvmf_sqe(cmd->conn->w);
     if (sqe) {
         io_uring_sqe_set_data(sqe, &cmd->op);
         cmd->conn->inflight_ops++;
@@ -99,9 +98,7 @@ static void submit_rw(oc_nvmf_cmd_t *cmd)
     /* a registered file spares the kernel a file lookup per I/O, a
      * registered buffer the pinning of its pages (qpair.c) */
     if (cmd->buf_reg)
-        atomic_store_explicit(&cmd->conn->tgt->st.fixed_io,
-                              cmd->conn->tgt->st.fixed_io + 1,
-                              memory_order_relaxed);
+        oc__nvmf_stat_add(&cmd->conn->w->st.fixed_io, 1);
     if (cmd->buf_reg && cmd->step == ST_READ)
         io_uring_prep_read_fixed(sqe, fd, p, len, off, cmd->buf_reg - 1);
     else if (cmd->buf_reg)
@@ -141,7 +138,7 @@ static void submit_wz_chunk(oc_nvmf_cmd_t *cmd)
     struct io_uring_sqe *sqe;
 
     memset(cmd->buf, 0, (size_t)n << ns->bs_shift);
-    if (oc__nvmf_ns_seal(ns, cmd->buf, lba, n))
+    if (oc__nvmf_ns_seal(ns, cmd->conn->w->idx, cmd->buf, lba, n))
         return finish(cmd, OC_NVME_SC_INTERNAL);
     sqe = file_sqe(cmd);
     if (!sqe)
@@ -203,21 +200,20 @@ void oc__nvmf_io_file_done(oc_nvmf_cmd_t *cmd, int res)
             return submit_rw(cmd);
         {
             int bad = 0;
-            uint64_t lba = oc__nvmf_ns_verify(ns, cmd->buf, cmd->slba,
+            uint64_t lba = oc__nvmf_ns_verify(ns, cmd->conn->w->idx, cmd->buf,
+                                             cmd->slba,
                                              cmd->data_len >> ns->bs_shift,
                                              &bad);
             if (bad) {
-                atomic_fetch_add_explicit(&ns->st.integrity_errors, 1,
-                                          memory_order_relaxed);
+                oc__nvmf_stat_add(&ns->st[cmd->conn->w->idx].integrity_errors, 1);
                 oc_error(LOGC, "%s: namespace %u: block %llu fails its "
                          "checksum: Unrecovered Read Error to the host",
                          ns->path, ns->nsid, (unsigned long long)lba);
                 return finish(cmd, OC_NVME_SC_READ_ERROR);
             }
         }
-        atomic_fetch_add_explicit(&ns->st.reads, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&ns->st.read_bytes, cmd->data_len,
-                                  memory_order_relaxed);
+        oc__nvmf_stat_add(&ns->st[cmd->conn->w->idx].reads, 1);
+        oc__nvmf_stat_add(&ns->st[cmd->conn->w->idx].read_bytes, cmd->data_len);
         return finish(cmd, 0);
     case ST_WRITE:
         if (res <= 0) {
@@ -230,9 +226,8 @@ void oc__nvmf_io_file_done(oc_nvmf_cmd_t *cmd, int res)
         cmd->io_done += (uint32_t)res;
         if (cmd->io_done < cmd->data_len)
             return submit_rw(cmd);
-        atomic_fetch_add_explicit(&ns->st.writes, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&ns->st.write_bytes, cmd->data_len,
-                                  memory_order_relaxed);
+        oc__nvmf_stat_add(&ns->st[cmd->conn->w->idx].writes, 1);
+        oc__nvmf_stat_add(&ns->st[cmd->conn->w->idx].write_bytes, cmd->data_len);
         if (cmd->fua)
             return submit_sync(cmd, ST_SYNC_DATA);
         return finish(cmd, 0);
@@ -303,7 +298,7 @@ void oc__nvmf_io_exec(oc_nvmf_cmd_t *cmd)
     ns = ns_find(ctrl->subsys, oc__sqe_nsid(s));
     if (opc != IO_FLUSH && opc != IO_WRITE && opc != IO_READ &&
         opc != IO_WRITE_ZEROES && opc != IO_DSM) {
-        atomic_fetch_add_explicit(&cmd->conn->tgt->st.invalid_opcode, 1,
+        atomic_fetch_add_explicit(&cmd->conn->w->st.invalid_opcode, 1,
                                   memory_order_relaxed);
         return finish(cmd, OC_NVME_SC_INVALID_OPCODE);
     }
@@ -316,7 +311,7 @@ void oc__nvmf_io_exec(oc_nvmf_cmd_t *cmd)
 
     switch (opc) {
     case IO_FLUSH:
-        atomic_fetch_add_explicit(&ns->st.flushes, 1, memory_order_relaxed);
+        oc__nvmf_stat_add(&ns->st[cmd->conn->w->idx].flushes, 1);
         return submit_sync(cmd, ST_SYNC_DATA);
     case IO_READ:
     case IO_WRITE:
@@ -332,15 +327,15 @@ void oc__nvmf_io_exec(oc_nvmf_cmd_t *cmd)
         if (opc == IO_READ && ns->crc)
             __builtin_prefetch(&ns->crc[cmd->slba]);
         if (opc == IO_WRITE &&
-            oc__nvmf_ns_seal(ns, cmd->buf, cmd->slba, (uint32_t)nlb))
+            oc__nvmf_ns_seal(ns, cmd->conn->w->idx, cmd->buf, cmd->slba,
+                             (uint32_t)nlb))
             return finish(cmd, OC_NVME_SC_INTERNAL);
         return submit_rw(cmd);
     case IO_WRITE_ZEROES: {
         struct io_uring_sqe *sqe;
         if (cmd->slba >= ns->nblocks || nlb > ns->nblocks - cmd->slba)
             return finish(cmd, OC_NVME_SC_LBA_RANGE);
-        atomic_fetch_add_explicit(&ns->st.write_zeroes, 1,
-                                  memory_order_relaxed);
+        oc__nvmf_stat_add(&ns->st[cmd->conn->w->idx].write_zeroes, 1);
         cmd->zr_lo = 0;
         cmd->zr_hi = (uint32_t)nlb;
         if (oc__nvmf_cmd_buf(cmd))
@@ -365,7 +360,7 @@ void oc__nvmf_io_exec(oc_nvmf_cmd_t *cmd)
             if (sl > ns->nblocks || n > ns->nblocks - sl)
                 return finish(cmd, OC_NVME_SC_LBA_RANGE);
         }
-        atomic_fetch_add_explicit(&ns->st.dsm, 1, memory_order_relaxed);
+        oc__nvmf_stat_add(&ns->st[cmd->conn->w->idx].dsm, 1);
         /* only Deallocate does anything; encrypted blocks are never
          * punched (zeros would decrypt to noise) */
         if (!((oc__sqe_cdw(s, 11) >> 2) & 1) || ns->xts_enc)

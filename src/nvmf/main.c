@@ -2,11 +2,13 @@
  * main.c — offcore-nvmf: an NVMe/TCP target.  Reads and checks the
  * configuration (config.c), opens the namespaces, serves /metrics when
  * asked (the Prometheus writer of src/metrics, on its own HTTP thread),
- * and runs the target loop on the main thread until SIGTERM or SIGINT,
- * which drain in-flight commands before the connections close.
+ * and runs the target's workers (worker 0 on the main thread) until
+ * SIGTERM or SIGINT, which drain in-flight commands before the
+ * connections close.
  *
- * Threading: the loop thread owns the target; the metrics thread reads
- * counters (relaxed atomics) and the connection list under snap_lock.
+ * Threading: the workers own the target (target.h); the metrics thread
+ * reads counters (relaxed atomics, summed over the workers) and the
+ * connection lists under snap_lock.
  */
 #include "metrics/metrics.h"
 #include "metrics/names.h"
@@ -20,18 +22,20 @@
 #include <signal.h>
 #include <stdlib.h>
 
-static volatile int stop_flag;
+/* set by the signal handler, read by every worker: a lock-free atomic
+ * (async-signal-safe) */
+static _Atomic int stop_flag;
 
 static void on_signal(int sig)
 {
     (void)sig;
-    stop_flag = 1;
+    atomic_store_explicit(&stop_flag, 1, memory_order_relaxed);
 }
 
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: offcore-nvmf --config FILE [--check]\n"
+            "usage: offcore-nvmf --config FILE [--cores LIST] [--check]\n"
             "\n"
             "An NVMe over TCP target: the Linux kernel's nvme-tcp initiator\n"
             "(nvme connect -t tcp ...) uses its namespaces.\n"
@@ -39,6 +43,10 @@ static void usage(FILE *out)
             "  -c, --config FILE   subsystems, hosts, namespaces, listen address\n"
             "                      (the format: man 5 offcore-nvmf.conf; an example:\n"
             "                      /usr/share/doc/offcore/examples/nvmf.conf)\n"
+            "  -C, --cores LIST    one worker thread per CPU listed (0-3,6), each\n"
+            "                      owning the queues handed to it; overrides the\n"
+            "                      file's cores / cpu.  Default: one worker per\n"
+            "                      CPU this process may use (taskset)\n"
             "  -n, --check         check the configuration, open the namespaces'\n"
             "                      backing files (creating missing ones, and their\n"
             "                      checksum files) and keys, then exit (0: good);\n"
@@ -64,6 +72,18 @@ static void usage(FILE *out)
 
 #define RELAXED(x) atomic_load_explicit(&(x), memory_order_relaxed)
 
+/* a namespace's counter at byte offset @p field, summed over the workers */
+static uint64_t ns_sum(const oc_nvmf_target_t *t, const oc_nvmf_ns_t *ns,
+                       size_t field)
+{
+    uint64_t v = 0;
+
+    for (int w = 0; w < t->nworkers; w++)
+        v += RELAXED(*(_Atomic uint64_t *)((uint8_t *)&ns->st[w] + field));
+    return v;
+}
+#define NS_SUM(t, ns, f) ns_sum(t, ns, offsetof(oc_nvmf_ns_stats_t, f))
+
 static void fill_ns(oc_prom_t *p, oc_nvmf_target_t *t, const char *name,
                     const char *help, size_t field)
 {
@@ -72,20 +92,34 @@ static void fill_ns(oc_prom_t *p, oc_nvmf_target_t *t, const char *name,
         for (int j = 0; j < t->subsys[i].nns; j++) {
             oc_nvmf_ns_t *ns = t->subsys[i].ns[j];
             char nsid[16];
-            _Atomic uint64_t *v =
-                (_Atomic uint64_t *)((uint8_t *)&ns->st + field);
+            uint64_t v = ns_sum(t, ns, field);
             snprintf(nsid, sizeof(nsid), "%u", ns->nsid);
             oc__prom_sample(p, name,
                            OC_PROM_LABELS({"subsystem", t->subsys[i].conf->nqn},
                                           {"nsid", nsid}),
-                           RELAXED(*v));
+                           v);
         }
+}
+
+/* the workers' counters added up (every field a _Atomic uint64_t) */
+static void sum_stats(oc_nvmf_target_t *t, oc_nvmf_stats_t *out)
+{
+    _Atomic uint64_t *o = (_Atomic uint64_t *)(void *)out;
+    size_t n = sizeof(*out) / sizeof(*o);
+
+    for (size_t k = 0; k < n; k++)
+        atomic_init(&o[k], 0);
+    for (int i = 0; i < t->nworkers; i++) {
+        _Atomic uint64_t *v = (_Atomic uint64_t *)(void *)&t->w[i].st;
+        for (size_t k = 0; k < n; k++)
+            atomic_init(&o[k], RELAXED(o[k]) + RELAXED(v[k]));
+    }
 }
 
 static oc_status_t fill(void *arg, oc_prom_t *p)
 {
     oc_nvmf_target_t *t = arg;
-    oc_nvmf_stats_t *s = &t->st;
+    oc_nvmf_stats_t sum, *s = &sum;
     static const struct {
         const char *reason;
         size_t off;
@@ -102,6 +136,7 @@ static oc_status_t fill(void *arg, oc_prom_t *p)
         {"host_stopped_reading", offsetof(oc_nvmf_stats_t, send_stalled)},
     };
 
+    sum_stats(t, &sum);
     oc__prom_family(p, OC_M_NVMF_CONNS_ACCEPTED,
                    "TCP connections accepted", OC_PROM_COUNTER);
     oc__prom_sample(p, OC_M_NVMF_CONNS_ACCEPTED, NULL, 0,
@@ -126,7 +161,9 @@ static oc_status_t fill(void *arg, oc_prom_t *p)
         oc_guard_counters_t gc;
         const uint64_t *v = &gc.accepted;
 
+        pthread_mutex_lock(&t->guard_lock);
         oc__guard_counters(&t->guard, &gc);
+        pthread_mutex_unlock(&t->guard_lock);
         oc__prom_family(p, OC_M_CONNECTIONS,
                        "Connections, by outcome: accepted; evicted (not yet "
                        "connected, closed to make room at the cap); refused "
@@ -188,7 +225,7 @@ static oc_status_t fill(void *arg, oc_prom_t *p)
             uint64_t cum = 0;
             snprintf(nsid, sizeof(nsid), "%u", ns->nsid);
             for (int b = 0; b < 12; b++) {
-                cum += RELAXED(ns->st.lat_bucket[b]);
+                cum += NS_SUM(t, ns, lat_bucket[b]);
                 if (b < 11)
                     snprintf(le, sizeof(le), "%g",
                              oc_nvmf_lat_bounds_us[b] / 1e6);
@@ -202,16 +239,17 @@ static oc_status_t fill(void *arg, oc_prom_t *p)
             oc__prom_sample_f64(p, OC_M_NVMF_NS_LATENCY "_sum",
                                OC_PROM_LABELS({"subsystem", nqn},
                                               {"nsid", nsid}),
-                               RELAXED(ns->st.lat_sum_ns) / 1e9);
+                               NS_SUM(t, ns, lat_sum_ns) / 1e9);
             oc__prom_sample(p, OC_M_NVMF_NS_LATENCY "_count",
                            OC_PROM_LABELS({"subsystem", nqn}, {"nsid", nsid}),
-                           RELAXED(ns->st.lat_count));
+                           NS_SUM(t, ns, lat_count));
         }
 
     oc__prom_family(p, OC_M_NVMF_QUEUE_COMMANDS,
                    "commands per connected queue", OC_PROM_COUNTER);
     pthread_mutex_lock(&t->snap_lock);
-    for (oc_nvmf_conn_t *c = t->conns; c; c = c->next) {
+    for (int w = 0; w < t->nworkers; w++)
+    for (oc_nvmf_conn_t *c = t->w[w].conns; c; c = c->next) {
         char id[24], qid[8], cntlid[8];
         if (!c->snap_connected)
             continue;
@@ -229,7 +267,8 @@ static oc_status_t fill(void *arg, oc_prom_t *p)
     oc__prom_family(p, OC_M_NVMF_QUEUE_LATENCY,
                    "Read/Write latency per connected I/O queue",
                    OC_PROM_HISTOGRAM);
-    for (oc_nvmf_conn_t *c = t->conns; c; c = c->next) {
+    for (int w = 0; w < t->nworkers; w++)
+    for (oc_nvmf_conn_t *c = t->w[w].conns; c; c = c->next) {
         char id[24], qid[8], le[32];
         uint64_t cum = 0;
         if (!c->snap_connected || c->snap_qid == 0)
@@ -263,12 +302,13 @@ int main(int argc, char **argv)
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'},
         {"check", no_argument, NULL, 'n'},
+        {"cores", required_argument, NULL, 'C'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     static oc_nvmf_conf_t conf;
     static oc_nvmf_target_t tgt;
     oc_metrics_server_t *msrv = NULL;
-    const char *cfg = NULL;
+    const char *cfg = NULL, *cores = NULL;
     int check = 0, o;
     struct sigaction sa = {0};
 
@@ -276,9 +316,10 @@ int main(int argc, char **argv)
         return 0;
     oc__daemon_signals(); /* SIGHUP ignored: util/daemon.h */
     oc__env_check("offcore-nvmf"); /* util/envnames.c: a misspelt OC_* name */
-    while ((o = getopt_long(argc, argv, "c:nh", opts, NULL)) != -1) {
+    while ((o = getopt_long(argc, argv, "c:C:nh", opts, NULL)) != -1) {
         switch (o) {
         case 'c': cfg = optarg; break;
+        case 'C': cores = optarg; break;
         case 'n': check = 1; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -292,6 +333,17 @@ int main(int argc, char **argv)
      * not restart it); 1: could not start (files, keys, the address) */
     if (oc__nvmf_conf_load(cfg, &conf, stderr) != OC_OK)
         return 2;
+    if (cores) {
+        char why[128];
+        int n = oc__nvmf_parse_cores(cores, conf.cores, OC_NVMF_MAX_WORKERS,
+                                    why, sizeof(why));
+        if (n < 0) {
+            fprintf(stderr, "offcore-nvmf: --cores '%s': %s\n", cores, why);
+            return 2;
+        }
+        conf.ncores = n;
+        conf.cpu = -1;
+    }
     sa.sa_handler = on_signal;
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
@@ -312,9 +364,15 @@ int main(int argc, char **argv)
     }
     fprintf(stderr, "offcore-nvmf: listening on %s%s%s\n", conf.listen,
             msrv ? ", metrics on " : "", msrv ? conf.metrics : "");
-    oc__nvmf_target_run(&tgt, &stop_flag);
-    if (msrv)
-        oc__metrics_server_stop(msrv);
-    oc__nvmf_target_fini(&tgt);
+    {
+        oc_status_t st = oc__nvmf_target_run(&tgt, &stop_flag);
+        if (msrv)
+            oc__metrics_server_stop(msrv);
+        oc__nvmf_target_fini(&tgt);
+        if (st != OC_OK) {
+            fprintf(stderr, "offcore-nvmf: not started (reasons above)\n");
+            return 1;
+        }
+    }
     return 0;
 }

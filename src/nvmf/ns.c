@@ -6,7 +6,11 @@
  * never as data), and AES-256-XTS at rest (tweak: the block's LBA).  The
  * formats and guarantees: docs/nvmf.md, "Data protection".
  *
- * Threading: the loop thread only (the EVP contexts are reused per block).
+ * Threading: open and close before and after the workers run; verify and
+ * seal on any worker, each with its own EVP contexts (reused per block);
+ * the checksum table is shared (workers write the entries of the blocks
+ * they write; two writes of one block at once are the host's race, as
+ * on one worker).
  * Trust: the key file must be the target's user's and unreadable by others.
  */
 #include "target.h"
@@ -135,7 +139,7 @@ static int meta_open(oc_nvmf_ns_t *ns, const char *path)
     }
     ns->meta_map_len = len;
     ns->meta_fd = fd;
-    ns->crc = (uint32_t *)((uint8_t *)ns->meta_map + META_HDR);
+    ns->crc = (_Atomic uint32_t *)(void *)((uint8_t *)ns->meta_map + META_HDR);
     if (created) {
         /* checksum what the backing store holds now */
         uint8_t *buf = NULL; /* aligned: the data may be open O_DIRECT */
@@ -156,8 +160,10 @@ static int meta_open(oc_nvmf_ns_t *ns, const char *path)
             if ((uint64_t)r < (n << ns->bs_shift))
                 memset(buf + r, 0, (n << ns->bs_shift) - (uint64_t)r);
             for (uint64_t i = 0; i < n; i++)
-                ns->crc[lba + i] =
-                    oc__crc32c(0, buf + (i << ns->bs_shift), ns->bs);
+                atomic_store_explicit(&ns->crc[lba + i],
+                                      oc__crc32c(0, buf + (i << ns->bs_shift),
+                                                 ns->bs),
+                                      memory_order_relaxed);
         }
         free(buf);
         memset(hdr, 0, sizeof(hdr));
@@ -298,20 +304,55 @@ void oc__nvmf_ns_close(oc_nvmf_ns_t *ns)
     }
     EVP_CIPHER_CTX_free(ns->xts_enc);
     EVP_CIPHER_CTX_free(ns->xts_dec);
+    for (int i = 0; i < ns->nxts_w; i++)
+        EVP_CIPHER_CTX_free(ns->xts_w[i]);
+    free(ns->xts_w);
     free(ns);
 }
 
-uint64_t oc__nvmf_ns_verify(oc_nvmf_ns_t *ns, uint8_t *buf, uint64_t lba,
-                           uint32_t n, int *bad)
+int oc__nvmf_ns_workers(oc_nvmf_ns_t *ns, int n)
 {
+    if (!ns->xts_enc || n <= 1)
+        return 0;
+    ns->xts_w = calloc((size_t)n * 2, sizeof(void *));
+    if (!ns->xts_w)
+        goto err;
+    ns->nxts_w = n * 2;
+    for (int i = 0; i < n * 2; i++) {
+        EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+        ns->xts_w[i] = c;
+        if (!c || !EVP_CIPHER_CTX_copy(c, i % 2 ? ns->xts_dec : ns->xts_enc))
+            goto err;
+    }
+    return 0;
+err:
+    oc_error(LOGC, "namespace %u: AES-256-XTS contexts for %d workers: "
+             "out of memory or refused (OpenSSL)", ns->nsid, n);
+    return -1;
+}
+
+static EVP_CIPHER_CTX *ctx_of(const oc_nvmf_ns_t *ns, int w, int dec)
+{
+    if (!ns->xts_enc)
+        return NULL;
+    return ns->xts_w ? ns->xts_w[2 * w + dec] : dec ? ns->xts_dec : ns->xts_enc;
+}
+
+uint64_t oc__nvmf_ns_verify(oc_nvmf_ns_t *ns, int w, uint8_t *buf,
+                           uint64_t lba, uint32_t n, int *bad)
+{
+    EVP_CIPHER_CTX *dec = ctx_of(ns, w, 1);
+
     *bad = 0;
     for (uint32_t i = 0; i < n; i++) {
         uint8_t *blk = buf + ((size_t)i << ns->bs_shift);
-        if (ns->crc && oc__crc32c(0, blk, ns->bs) != ns->crc[lba + i]) {
+        if (ns->crc && oc__crc32c(0, blk, ns->bs) !=
+                           atomic_load_explicit(&ns->crc[lba + i],
+                                                memory_order_relaxed)) {
             *bad = 1;
             return lba + i;
         }
-        if (ns->xts_dec && xts(ns->xts_dec, blk, ns->bs, lba + i)) {
+        if (dec && xts(dec, blk, ns->bs, lba + i)) {
             *bad = 1;
             return lba + i;
         }
@@ -319,14 +360,19 @@ uint64_t oc__nvmf_ns_verify(oc_nvmf_ns_t *ns, uint8_t *buf, uint64_t lba,
     return 0;
 }
 
-int oc__nvmf_ns_seal(oc_nvmf_ns_t *ns, uint8_t *buf, uint64_t lba, uint32_t n)
+int oc__nvmf_ns_seal(oc_nvmf_ns_t *ns, int w, uint8_t *buf, uint64_t lba,
+                    uint32_t n)
 {
+    EVP_CIPHER_CTX *enc = ctx_of(ns, w, 0);
+
     for (uint32_t i = 0; i < n; i++) {
         uint8_t *blk = buf + ((size_t)i << ns->bs_shift);
-        if (ns->xts_enc && xts(ns->xts_enc, blk, ns->bs, lba + i))
+        if (enc && xts(enc, blk, ns->bs, lba + i))
             return -1;
         if (ns->crc)
-            ns->crc[lba + i] = oc__crc32c(0, blk, ns->bs);
+            atomic_store_explicit(&ns->crc[lba + i],
+                                  oc__crc32c(0, blk, ns->bs),
+                                  memory_order_relaxed);
     }
     return 0;
 }
@@ -340,5 +386,5 @@ void oc__nvmf_ns_mark_zero(oc_nvmf_ns_t *ns, uint64_t lba, uint64_t n)
         return;
     c = oc__crc32c(0, zero, ns->bs);
     for (uint64_t i = 0; i < n; i++)
-        ns->crc[lba + i] = c;
+        atomic_store_explicit(&ns->crc[lba + i], c, memory_order_relaxed);
 }

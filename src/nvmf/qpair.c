@@ -36,7 +36,7 @@ static void flush_tx(oc_nvmf_conn_t *c);
  */
 int oc__nvmf_cmd_buf(oc_nvmf_cmd_t *cmd)
 {
-    oc_nvmf_target_t *t = cmd->conn->tgt;
+    oc_nvmf_worker_t *t = cmd->conn->w;
     struct iovec iov;
     uint16_t idx;
     int rc;
@@ -68,7 +68,7 @@ int oc__nvmf_cmd_buf(oc_nvmf_cmd_t *cmd)
 /* no I/O uses the buffer any more (the connection has none in flight) */
 static void cmd_buf_free(oc_nvmf_cmd_t *cmd)
 {
-    oc_nvmf_target_t *t = cmd->conn->tgt;
+    oc_nvmf_worker_t *t = cmd->conn->w;
 
     if (cmd->buf_reg) {
         struct iovec iov = {0};
@@ -88,31 +88,34 @@ static void cmd_buf_free(oc_nvmf_cmd_t *cmd)
 static void conn_free(oc_nvmf_conn_t *c)
 {
     oc_nvmf_target_t *t = c->tgt;
+    oc_nvmf_worker_t *w = c->w;
 
     pthread_mutex_lock(&t->snap_lock);
     if (c->prev)
         c->prev->next = c->next;
     else
-        t->conns = c->next;
+        w->conns = c->next;
     if (c->next)
         c->next->prev = c->prev;
     pthread_mutex_unlock(&t->snap_lock);
     if (c->flush_queued) {
-        oc_nvmf_conn_t **pp = &t->flush_list;
+        oc_nvmf_conn_t **pp = &w->flush_list;
         while (*pp != c)
             pp = &(*pp)->flush_next;
         *pp = c->flush_next;
     }
     close(c->fd);
+    pthread_mutex_lock(&t->guard_lock);
     if (t->fd_wait) { /* out of descriptors: one is free now */
         t->fd_wait = 0;
         oc__guard_resume(&t->guard);
     }
+    pthread_mutex_unlock(&t->guard_lock);
     for (int i = 0; i < OC_NVMF_CMD_SLOTS; i++)
         cmd_buf_free(&c->cmds[i]);
     free(c->rx);
-    atomic_fetch_sub_explicit(&t->st.conns_active, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&t->st.conns_closed, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&w->st.conns_active, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&w->st.conns_closed, 1, memory_order_relaxed);
     free(c);
 }
 
@@ -129,8 +132,24 @@ oc_nvmf_conn_t *oc__nvmf_conn_of(oc_guard_slot_t *s)
 }
 
 /* ------------------------------------------------------------ closing */
+void oc__nvmf_conn_close_by(oc_nvmf_worker_t *self, oc_nvmf_conn_t *c,
+                           const char *why)
+{
+    if (c->w == self) {
+        oc__nvmf_conn_close(c, why);
+        return;
+    }
+    oc_debug(LOGC, "connection %llu (worker %d): asking its worker to "
+             "close it: %s", (unsigned long long)c->id, c->w->idx, why);
+    c->close_why = why;
+    atomic_store_explicit(&c->close_req, 1, memory_order_release);
+    atomic_store_explicit(&c->w->close_pending, 1, memory_order_release);
+    oc__nvmf_worker_wake(c->w);
+}
+
 void oc__nvmf_conn_close(oc_nvmf_conn_t *c, const char *why)
 {
+    oc_nvmf_target_t *t = c->tgt;
     oc_nvmf_ctrl_t *ctrl = c->ctrl;
 
     if (c->state == OC_NVMF_CONN_CLOSING)
@@ -138,9 +157,11 @@ void oc__nvmf_conn_close(oc_nvmf_conn_t *c, const char *why)
     oc_info(LOGC, "connection %llu (%s, qid %u) closed: %s",
             (unsigned long long)c->id, c->peer, c->qid, why);
     c->state = OC_NVMF_CONN_CLOSING;
-    oc__guard_remove(&c->tgt->guard, &c->slot);
+    pthread_mutex_lock(&t->guard_lock);
+    oc__guard_remove(&t->guard, &c->slot);
+    pthread_mutex_unlock(&t->guard_lock);
     shutdown(c->fd, SHUT_RDWR);
-    struct io_uring_sqe *sqe = oc__nvmf_sqe(c->tgt);
+    struct io_uring_sqe *sqe = oc__nvmf_sqe(c->w);
     if (sqe) {
         io_uring_prep_cancel_fd(sqe, c->fd, IORING_ASYNC_CANCEL_ALL);
         io_uring_sqe_set_data64(sqe, 0);
@@ -154,37 +175,71 @@ void oc__nvmf_conn_close(oc_nvmf_conn_t *c, const char *why)
     c->txq_head = c->txq_tail = NULL;
     if (ctrl) {
         c->ctrl = NULL;
-        if (ctrl->admin == c) {
-            ctrl->admin = NULL;
-            oc__nvmf_ctrl_destroy(ctrl);
-        } else if (c->qid <= OC_NVMF_MAX_IO_QUEUES && ctrl->io[c->qid] == c) {
-            ctrl->io[c->qid] = NULL;
+        if (c->qid == 0) {
+            /* the admin queue: its controller goes with it (its admin
+             * reference is dropped there) */
+            if (ctrl->admin == c) {
+                ctrl->admin = NULL;
+                oc__nvmf_ctrl_destroy(ctrl);
+            }
+        } else {
+            pthread_mutex_lock(&t->ctrl_lock);
+            if (c->qid <= OC_NVMF_MAX_IO_QUEUES && ctrl->io[c->qid] == c)
+                ctrl->io[c->qid] = NULL;
+            pthread_mutex_unlock(&t->ctrl_lock);
+            oc__nvmf_ctrl_put(ctrl);
         }
     }
     if (c->inflight_ops == 0)
         conn_free(c);
 }
 
+void oc__nvmf_ctrl_put(oc_nvmf_ctrl_t *ctrl)
+{
+    oc_nvmf_target_t *t = ctrl->tgt;
+    int last;
+
+    pthread_mutex_lock(&t->ctrl_lock);
+    last = --ctrl->refs == 0;
+    pthread_mutex_unlock(&t->ctrl_lock);
+    if (last)
+        free(ctrl);
+}
+
 /* A controller ends with its admin queue, and takes its I/O queues with
  * it: one file with oc__nvmf_conn_close(), which it calls and which
- * calls it. */
+ * calls it.  Runs on the admin queue's worker.  I/O queues of other
+ * workers are asked to close while ctrl_lock keeps them alive (each takes
+ * itself out of io[] under it before it is freed); this worker's are
+ * closed once the lock is let go. */
 void oc__nvmf_ctrl_destroy(oc_nvmf_ctrl_t *ctrl)
 {
     oc_nvmf_target_t *t = ctrl->tgt;
+    oc_nvmf_conn_t *mine[OC_NVMF_MAX_IO_QUEUES + 1];
+    oc_nvmf_worker_t *self = ctrl->w;
+    int nmine = 0;
 
+    pthread_mutex_lock(&t->ctrl_lock);
     for (oc_nvmf_ctrl_t **pp = &t->ctrls; *pp; pp = &(*pp)->next)
         if (*pp == ctrl) {
             *pp = ctrl->next;
             break;
         }
+    /* no I/O from now on, whatever its queues still receive */
+    atomic_store_explicit(&ctrl->csts, 0, memory_order_relaxed);
     for (int q = 1; q <= OC_NVMF_MAX_IO_QUEUES; q++) {
         oc_nvmf_conn_t *c = ctrl->io[q];
-        if (c) {
-            ctrl->io[q] = NULL;
-            c->ctrl = NULL;
-            oc__nvmf_conn_close(c, "its controller went away");
-        }
+        if (!c)
+            continue;
+        ctrl->io[q] = NULL;
+        if (c->w != self)
+            oc__nvmf_conn_close_by(self, c, "its controller went away");
+        else
+            mine[nmine++] = c;
     }
+    pthread_mutex_unlock(&t->ctrl_lock);
+    for (int i = 0; i < nmine; i++)
+        oc__nvmf_conn_close(mine[i], "its controller went away");
     if (ctrl->admin) {
         oc_nvmf_conn_t *c = ctrl->admin;
         ctrl->admin = NULL;
@@ -194,7 +249,7 @@ void oc__nvmf_ctrl_destroy(oc_nvmf_ctrl_t *ctrl)
     oc_info(LOGC, "controller %u of %s for %s destroyed", ctrl->cntlid,
             ctrl->subsys->conf ? ctrl->subsys->conf->nqn : OC_NVMF_DISCOVERY_NQN,
             ctrl->hostnqn);
-    free(ctrl);
+    oc__nvmf_ctrl_put(ctrl); /* the admin side's reference */
 }
 
 void oc__nvmf_conn_fatal(oc_nvmf_conn_t *c, uint16_t fes, uint32_t fei,
@@ -209,7 +264,7 @@ void oc__nvmf_conn_fatal(oc_nvmf_conn_t *c, uint16_t fes, uint32_t fei,
     /* once per connection: the first fatal error ends it */
     if (c->state == OC_NVMF_CONN_CLOSING || c->close_after_tx)
         return;
-    atomic_fetch_add_explicit(&c->tgt->st.pdu_fatal, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->w->st.pdu_fatal, 1, memory_order_relaxed);
     oc_warn_limited(&lim, LOGC, "connection %llu (%s): fatal transport "
                     "error %u at byte %u: %s; sending C2HTermReq",
                     (unsigned long long)c->id, c->peer, fes, fei, why);
@@ -242,20 +297,20 @@ void oc__nvmf_conn_fatal(oc_nvmf_conn_t *c, uint16_t fes, uint32_t fei,
  */
 static void want_flush(oc_nvmf_conn_t *c)
 {
-    oc_nvmf_target_t *t = c->tgt;
+    oc_nvmf_worker_t *w = c->w;
 
     if (c->flush_queued)
         return;
     c->flush_queued = 1;
-    c->flush_next = t->flush_list;
-    t->flush_list = c;
+    c->flush_next = w->flush_list;
+    w->flush_list = c;
 }
 
-void oc__nvmf_conn_flush_all(oc_nvmf_target_t *t)
+void oc__nvmf_conn_flush_all(oc_nvmf_worker_t *w)
 {
-    while (t->flush_list) {
-        oc_nvmf_conn_t *c = t->flush_list;
-        t->flush_list = c->flush_next;
+    while (w->flush_list) {
+        oc_nvmf_conn_t *c = w->flush_list;
+        w->flush_list = c->flush_next;
         c->flush_queued = 0;
         /* flush_tx may close c (and, with an admin queue, others: they
          * leave the list as they are freed) */
@@ -313,7 +368,7 @@ static void flush_tx(oc_nvmf_conn_t *c)
     }
     if (n == 0)
         return;
-    sqe = oc__nvmf_sqe(c->tgt);
+    sqe = oc__nvmf_sqe(c->w);
     if (!sqe) {
         oc__nvmf_conn_close(c, "submission queue full");
         return;
@@ -385,10 +440,15 @@ void oc__nvmf_cmd_complete(oc_nvmf_cmd_t *cmd)
         cmd->state = OC_NVMF_CMD_FREE;
         return;
     }
-    if (c->connected) /* its Connect succeeded: no deadline, not evictable */
+    if (c->connected && !c->settled) { /* its Connect succeeded: no
+                                        * deadline, not evictable */
+        pthread_mutex_lock(&c->tgt->guard_lock);
         oc__guard_settle(&c->tgt->guard, &c->slot);
+        pthread_mutex_unlock(&c->tgt->guard_lock);
+        c->settled = 1;
+    }
     if (cmd->status)
-        atomic_fetch_add_explicit(&c->tgt->st.cmd_errors, 1,
+        atomic_fetch_add_explicit(&c->w->st.cmd_errors, 1,
                                   memory_order_relaxed);
     tx->niov = 0;
     tx->len = 0;

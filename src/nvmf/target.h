@@ -2,11 +2,31 @@
  * target.h — offcore-nvmf's internal model: configuration, subsystems,
  * namespaces, controllers, queues (one TCP connection each) and commands.
  *
- * Threading: the whole target runs on one thread, an io_uring loop
- * (target.c) that owns every socket, file and buffer; nothing here is
- * locked.  The one exception is the statistics snapshot that the metrics
- * HTTP thread reads (oc_nvmf_stats_t: relaxed atomics, and the connection
- * table under its own mutex).
+ * Threading: the target runs on workers (worker.c), one thread each, each
+ * with its own io_uring, registered-buffer table, connection list, flush
+ * list and counters (oc_nvmf_worker_t).  The listener lives on worker 0,
+ * which accepts and hands each connection to a worker round robin; that
+ * worker owns it (socket, commands, buffers, its disk I/O) for its whole
+ * life, admin and I/O queues alike: a queue never migrates.
+ * What crosses workers, and what protects it:
+ *  - a controller (oc_nvmf_ctrl_t) is owned by its admin queue's worker,
+ *    which alone runs its admin commands, keep-alive and destruction.  Its
+ *    I/O queues, on any worker, read: subsys (immutable), csts (atomic:
+ *    CC.EN gates I/O), and store last_activity_ms (atomic).  Under the
+ *    target's ctrl_lock: the controller list, every subsystem's
+ *    next_cntlid, each controller's io[] and nr_io_queues, and refs (the
+ *    admin side holds one, each I/O queue one; the last put frees it).
+ *  - the namespaces, subsystems and configuration: written before the
+ *    workers start, read-only afterwards.  Namespace counters are relaxed
+ *    atomics.
+ *  - the admission guard (util/guard.h) and fd_wait: under guard_lock.
+ *  - another worker's connection is never touched: a close is asked for
+ *    (close_req, then oc__nvmf_worker_wake), and asked only while the
+ *    asker holds the lock (ctrl_lock or guard_lock) under which the
+ *    connection must take itself out of reach before it is freed.
+ *  - connections handed over: the worker's mailbox, under mb_lock.
+ *  - the metrics HTTP thread reads counters (relaxed atomics, summed over
+ *    the workers) and, under snap_lock, every worker's connection list.
  *
  * Trust: hosts are untrusted (pdu.c checks their bytes, conn.c their PDU
  * sequence, admin.c and io.c their commands); the configuration file and the
@@ -53,10 +73,18 @@
  * once instead of per I/O.  4096 x 128 KiB = 512 MiB pinned at most
  * (16 queues at QD 128 use 4096); buffers past it use plain reads. */
 #define OC_NVMF_REG_BUFS 4096
+/* workers at most (--cores); each has its own ring and buffer table */
+#define OC_NVMF_MAX_WORKERS 64
+/* connections handed to a worker and not yet taken (worker 0 takes a
+ * connection itself when the worker's mailbox is full: never dropped) */
+#define OC_NVMF_MAILBOX 256
 
 /* ------------------------------------------------------------ counters */
+/* A namespace's counters: one set per worker (ns->st[idx]), written by
+ * that worker only (oc__nvmf_stat_add), summed by the metrics thread; a
+ * set of its own cache lines, so that workers never share one. */
 typedef struct {
-    _Atomic uint64_t reads, writes, read_bytes, write_bytes, flushes,
+    _Alignas(64) _Atomic uint64_t reads, writes, read_bytes, write_bytes, flushes,
         write_zeroes, dsm, errors, integrity_errors;
     _Atomic uint64_t lat_bucket[12]; /* read+write latency histogram */
     _Atomic uint64_t lat_sum_ns, lat_count;
@@ -111,7 +139,11 @@ typedef struct {
     int  kato_grace_ms;
     int  send_timeout_ms;   /* close a queue whose output stalls this long */
     int  poll_us;           /* busy-poll the ring this long after work; 0 off */
-    int  cpu;               /* pin the loop thread to this CPU; -1: none */
+    int  cpu;               /* `cpu N`: cores N (one worker); -1: none */
+    /* `cores LIST` / --cores: one worker per CPU listed, pinned to it;
+     * ncores 0: one worker per CPU of the process's allowed set */
+    int  ncores;
+    int  cores[OC_NVMF_MAX_WORKERS];
     /* admission (util/guard.h): connections at most; a new connection
      * must have its queue connected (ICReq, then Connect) this long after
      * it arrived; the listener's pause when accept runs out of
@@ -134,6 +166,14 @@ typedef struct {
  */
 oc_status_t oc__nvmf_conf_load(const char *file, oc_nvmf_conf_t *conf,
                               FILE *err);
+/**
+ * Parse a CPU list ("0-3,6"): numbers and ranges A-B (A <= B) separated by
+ * commas, each CPU once, at most @p max of them, each below CPU_SETSIZE.
+ * @return how many CPUs were stored in @p cpus (>= 1), or -1 with the
+ *         reason in @p why.
+ */
+int oc__nvmf_parse_cores(const char *s, int *cpus, int max, char *why,
+                        size_t whylen);
 /** Parse "HOST:PORT" (IPv4 or a name).  @return 0, -1 on error. */
 int oc__nvmf_parse_hostport(const char *s, char *host, size_t hlen,
                            uint16_t *port);
@@ -144,7 +184,10 @@ typedef struct oc_nvmf_ns {
     int      fd;
     int      fixed;         /* fd's index in the ring's file table, or -1 */
     int      meta_fd;
-    uint32_t *crc;          /* mmap of the sidecar's entries, or NULL */
+    /* mmap of the sidecar's entries, or NULL; any worker reads and
+     * writes them (relaxed: a block's entry and data are ordered by the
+     * host, which waits for a write's completion before it reads) */
+    _Atomic uint32_t *crc;
     void     *meta_map;
     size_t   meta_map_len;
     uint64_t nblocks;
@@ -152,10 +195,23 @@ typedef struct oc_nvmf_ns {
     uint32_t bs_shift;
     int      direct;
     void     *xts_enc, *xts_dec; /* EVP_CIPHER_CTX*, NULL without a key */
+    /* a context holds the IV of the block at hand: one pair per worker,
+     * [2w] encrypts, [2w+1] decrypts (oc__nvmf_ns_workers); NULL: one
+     * worker, xts_enc/xts_dec */
+    void     **xts_w;
+    int      nxts_w;
     uint8_t  uuid[16];
     char     path[4096];
-    oc_nvmf_ns_stats_t st;
+    oc_nvmf_ns_stats_t *st;  /* [nworkers] (target.c) */
 } oc_nvmf_ns_t;
+
+/** Add to a counter only the calling thread writes (others may read it):
+ *  a plain load and store, no locked instruction. */
+static inline void oc__nvmf_stat_add(_Atomic uint64_t *c, uint64_t v)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v,
+                          memory_order_relaxed);
+}
 
 typedef struct oc_nvmf_subsys {
     oc_nvmf_subsys_conf_t *conf;
@@ -171,15 +227,17 @@ struct oc_nvmf_target;
 
 typedef struct oc_nvmf_ctrl {
     struct oc_nvmf_target *tgt;
+    struct oc_nvmf_worker *w; /* its admin queue's: it runs the controller */
     oc_nvmf_subsys_t *subsys;
     uint16_t cntlid;
     char     hostnqn[OC_NVMF_NQN_MAX + 1];
     uint8_t  hostid[16];
-    uint32_t cc, csts;
+    _Atomic uint32_t cc, csts;  /* written by the admin queue only */
     uint32_t kato_ms;
     uint32_t aen_cfg;
     uint16_t nr_io_queues;  /* granted by Set Features (0: not asked) */
-    uint64_t last_activity_ms;
+    _Atomic uint64_t last_activity_ms; /* any queue's last command */
+    int      refs;          /* under ctrl_lock: admin side + I/O queues */
     struct oc_nvmf_conn *admin;
     struct oc_nvmf_conn *io[OC_NVMF_MAX_IO_QUEUES + 1]; /* by qid */
     uint16_t aer_cids[OC_NVMF_AERL + 1];
@@ -195,6 +253,7 @@ typedef enum {
     OC_NVMF_OP_FILE,
     OC_NVMF_OP_TIMER,
     OC_NVMF_OP_SIGNAL,
+    OC_NVMF_OP_WAKE,        /* the worker's eventfd: mail, close requests */
 } oc_nvmf_op_kind_t;
 
 typedef struct {
@@ -259,6 +318,9 @@ typedef enum {
 
 typedef struct oc_nvmf_conn {
     struct oc_nvmf_target *tgt;
+    struct oc_nvmf_worker *w; /* the owner, for the connection's life */
+    _Atomic int close_req;   /* another thread asks its owner to close it */
+    const char *_Atomic close_why; /* static; stored before close_req */
     int      fd;
     int      state;
     uint64_t id;
@@ -303,6 +365,7 @@ typedef struct oc_nvmf_conn {
     /* admission: pending (evictable, with a deadline) until its Connect
      * succeeds; counted until closed */
     oc_guard_slot_t slot;
+    int      settled;       /* the guard was told (once: it takes a lock) */
     /* commands */
     oc_nvmf_cmd_t cmds[OC_NVMF_CMD_SLOTS];
     uint16_t free_cmds[OC_NVMF_CMD_SLOTS];
@@ -319,8 +382,40 @@ typedef struct oc_nvmf_conn {
     struct oc_nvmf_conn *next, *prev;
 } oc_nvmf_conn_t;
 
-typedef struct oc_nvmf_target {
+/* One worker: a thread and everything it alone touches (see Threading) */
+typedef struct oc_nvmf_worker {
     struct io_uring ring;
+    struct oc_nvmf_target *tgt;
+    int      idx;
+    int      cpu;           /* pinned to it; -1: not pinned */
+    int      ring_ok;
+    pthread_t thread;
+    oc_nvmf_conn_t *conns;
+    oc_nvmf_conn_t *flush_list; /* output queued this loop turn */
+    int      draining;
+    uint64_t drain_deadline_ms;
+    /* draining: commands still moving here (1 until this worker has
+     * looked); connections close when no worker has any (a controller's
+     * queues may be on several) */
+    _Atomic int drain_busy;
+    /* wake-ups from other threads: an eventfd read in the ring */
+    int      wake_fd;
+    uint64_t wake_val;
+    oc_nvmf_op_t wake_op;
+    int      wake_armed;
+    _Atomic int close_pending; /* some connection's close_req is set */
+    pthread_mutex_t mb_lock;   /* connections handed over, not yet taken */
+    int      mb_fds[OC_NVMF_MAILBOX];
+    int      mb_n;
+    /* free entries of the ring's registered-buffer table (a stack);
+     * reg_off: no table (old kernel) or a registration failed (memlock) */
+    uint16_t reg_free[OC_NVMF_REG_BUFS];
+    uint32_t reg_nfree;
+    int      reg_off;
+    oc_nvmf_stats_t st;
+} oc_nvmf_worker_t;
+
+typedef struct oc_nvmf_target {
     oc_nvmf_conf_t *conf;
     int      listen_fd;
     uint16_t port;
@@ -330,38 +425,50 @@ typedef struct oc_nvmf_target {
     /* who may hold a connection, for how long before Connect, and the
      * accept back-off (util/guard.h); fd_wait: the back-off ends when a
      * connection closed to make room (out of descriptors) has let its
-     * descriptor go */
+     * descriptor go; both under guard_lock */
     oc_guard_t guard;
     int      fd_wait;
+    pthread_mutex_t guard_lock;
     int      nsubsys;
     oc_nvmf_subsys_t subsys[OC_NVMF_MAX_SUBSYS + 1]; /* [0] discovery */
-    oc_nvmf_conn_t *conns;
-    oc_nvmf_conn_t *flush_list; /* output queued this loop turn */
-    oc_nvmf_ctrl_t *ctrls;
-    uint64_t next_conn_id;
-    int      draining;
-    uint64_t drain_deadline_ms;
-    /* free entries of the ring's registered-buffer table (a stack);
-     * reg_off: no table (old kernel) or a registration failed (memlock) */
-    uint16_t reg_free[OC_NVMF_REG_BUFS];
-    uint32_t reg_nfree;
-    int      reg_off;
-    oc_nvmf_stats_t st;
-    pthread_mutex_t snap_lock; /* guards the connection list for readers */
+    oc_nvmf_ctrl_t *ctrls;     /* under ctrl_lock */
+    pthread_mutex_t ctrl_lock;
+    _Atomic uint64_t next_conn_id;
+    unsigned rr;               /* worker 0's round robin */
+    _Atomic int listen_done;   /* worker 0 accepts no more */
+    _Atomic int start_failed;  /* a worker could not start: all stop */
+    int      nworkers;
+    oc_nvmf_worker_t *w;       /* [nworkers]; [0] runs on the caller */
+    _Atomic int *stop;         /* oc__nvmf_target_run's */
+    /* start: workers 1.. say their ring is made (nready), then wait for
+     * go (1 run, -1 a worker could not start: none runs) */
+    pthread_mutex_t start_lock;
+    pthread_cond_t start_cond;
+    int      nready, go;
+    pthread_mutex_t snap_lock; /* guards the connection lists for readers */
 } oc_nvmf_target_t;
 
 /* base.c: what the target lends conn.c, qpair.c, admin.c and io.c */
 uint64_t oc__nvmf_now_ms(void);
 uint64_t oc__nvmf_now_ns(void);
-/** A submission entry of the ring (what is queued is submitted first when
- *  it is full), or NULL. */
-struct io_uring_sqe *oc__nvmf_sqe(oc_nvmf_target_t *t);
+/** A submission entry of the worker's ring (what is queued is submitted
+ *  first when it is full), or NULL. */
+struct io_uring_sqe *oc__nvmf_sqe(oc_nvmf_worker_t *w);
+/** Ask @p c's owner to close it (any thread; the caller holds the lock
+ *  that keeps @p c alive, see Threading), or close it now when the caller
+ *  is its owner @p self. */
+void oc__nvmf_conn_close_by(oc_nvmf_worker_t *self, oc_nvmf_conn_t *c,
+                           const char *why);
+/** Wake @p w's loop (any thread). */
+void oc__nvmf_worker_wake(oc_nvmf_worker_t *w);
+/** Drop a reference to @p ctrl (takes ctrl_lock); the last frees it. */
+void oc__nvmf_ctrl_put(oc_nvmf_ctrl_t *ctrl);
 oc_nvmf_subsys_t *oc__nvmf_subsys_find(oc_nvmf_target_t *t, const char *nqn);
 
 /* conn.c: a connection's input */
 /** A connection accepted: admitted under the guard's cap (which may close
  *  the oldest one still pending, or refuse this one), then received from. */
-void oc__nvmf_conn_accepted(oc_nvmf_target_t *t, int fd);
+void oc__nvmf_conn_accepted(oc_nvmf_worker_t *w, int fd);
 void oc__nvmf_conn_recv_done(oc_nvmf_conn_t *c, int res);
 
 /* qpair.c: a connection's output and end */
@@ -380,12 +487,13 @@ void oc__nvmf_cmd_r2t(oc_nvmf_cmd_t *cmd);
  * everything else the turn queued on @c (oc__nvmf_conn_flush_all). */
 void oc__nvmf_tx_push(oc_nvmf_conn_t *c, oc_nvmf_tx_t *tx);
 /** One sendmsg per connection for what this loop turn queued. */
-void oc__nvmf_conn_flush_all(oc_nvmf_target_t *t);
+void oc__nvmf_conn_flush_all(oc_nvmf_worker_t *w);
 /** The command's data buffer (OC_NVMF_MAX_XFER bytes), allocated on the
  *  slot's first use and kept until its connection is freed, registered
  *  with the ring while the table has room.  @return 0, -1 out of memory. */
 int oc__nvmf_cmd_buf(oc_nvmf_cmd_t *cmd);
-/** Unlink and free a controller, closing its queues. */
+/** Unlink a controller and close its queues (its admin queue's worker);
+ *  the memory goes with the last reference (oc__nvmf_ctrl_put). */
 void oc__nvmf_ctrl_destroy(oc_nvmf_ctrl_t *ctrl);
 
 /* admin.c */
@@ -415,21 +523,41 @@ void oc__nvmf_ns_stats_lat(oc_nvmf_ns_t *ns, oc_nvmf_conn_t *c,
 oc_status_t oc__nvmf_ns_open(const oc_nvmf_ns_conf_t *nc, const char *subnqn,
                             oc_nvmf_ns_t **out);
 void oc__nvmf_ns_close(oc_nvmf_ns_t *ns);
-/** Check (and on success decrypt in place) @p n blocks read at @p lba. */
-uint64_t oc__nvmf_ns_verify(oc_nvmf_ns_t *ns, uint8_t *buf, uint64_t lba,
-                           uint32_t n, int *bad);
-/** Encrypt in place and record checksums of @p n blocks to write at @p lba. */
-int oc__nvmf_ns_seal(oc_nvmf_ns_t *ns, uint8_t *buf, uint64_t lba, uint32_t n);
+/** Cipher contexts for @p n workers (a copy of the key's for each).
+ *  @return 0, -1 (logged) out of memory or OpenSSL refused. */
+int oc__nvmf_ns_workers(oc_nvmf_ns_t *ns, int n);
+/** Check (and on success decrypt in place) @p n blocks read at @p lba,
+ *  on worker @p w (its cipher context). */
+uint64_t oc__nvmf_ns_verify(oc_nvmf_ns_t *ns, int w, uint8_t *buf,
+                           uint64_t lba, uint32_t n, int *bad);
+/** Encrypt in place and record checksums of @p n blocks to write at @p lba,
+ *  on worker @p w. */
+int oc__nvmf_ns_seal(oc_nvmf_ns_t *ns, int w, uint8_t *buf, uint64_t lba,
+                    uint32_t n);
 /** Checksum entries for blocks now holding zeros on disk. */
 void oc__nvmf_ns_mark_zero(oc_nvmf_ns_t *ns, uint64_t lba, uint64_t n);
 
 /* target.c */
-/** Open every namespace, the ring, and (unless @p check_only) the
- *  listening socket.  Errors are logged.  @return OC_OK, OC_ERR_CONFIG,
- *  OC_ERR_UNSUPPORTED (no io_uring), OC_ERR_NO_MEMORY. */
+/** Open every namespace, worker 0's ring (on the calling thread, pinned
+ *  to its CPU), and (unless @p check_only) the listening socket.  Errors
+ *  are logged.  @return OC_OK, OC_ERR_CONFIG, OC_ERR_UNSUPPORTED (no
+ *  io_uring), OC_ERR_NO_MEMORY. */
 oc_status_t oc__nvmf_target_init(oc_nvmf_target_t *t, oc_nvmf_conf_t *conf,
                                 int check_only);
-oc_status_t oc__nvmf_target_run(oc_nvmf_target_t *t, volatile int *stop);
+/** Start workers 1.. on their threads, run worker 0 on the caller's until
+ *  @p stop and every connection is drained, then join them.
+ *  @return OC_OK, or OC_ERR_UNSUPPORTED / OC_ERR_NO_MEMORY when a worker
+ *  could not start (logged; the others are stopped). */
+oc_status_t oc__nvmf_target_run(oc_nvmf_target_t *t, _Atomic int *stop);
 void oc__nvmf_target_fini(oc_nvmf_target_t *t);
+
+/* worker.c */
+/** A worker's ring: created on the thread that will use it, pinned to
+ *  w->cpu first (unless @p check_only).  Errors are logged.
+ *  @return OC_OK, OC_ERR_CONFIG (the CPU), OC_ERR_UNSUPPORTED (io_uring). */
+oc_status_t oc__nvmf_worker_init(oc_nvmf_worker_t *w, int check_only);
+void oc__nvmf_worker_fini(oc_nvmf_worker_t *w);
+/** The worker's loop, until @p stop and its connections are drained. */
+void oc__nvmf_worker_run(oc_nvmf_worker_t *w, _Atomic int *stop);
 
 #endif

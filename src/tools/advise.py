@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """advise.py — `offcore advise -- LAUNCHER APP ARGS...`: will offload pay?
+(`offcore advise --tts FILE`: will offloading a collective pay? advise_tts.py)
 
 Runs the application (an offcore app: it prints the JSON line of
 apps/common) inline and with the agent (offcored) on the cores the ranks
@@ -27,6 +28,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # installed: study.py beside this file; in the source tree: bench/
 sys.path[:0] = [HERE, os.path.join(HERE, '..', '..', 'bench')]
 import study  # noqa: E402  (the placement study's machinery)
+import advise_tts  # noqa: E402  (--tts: coll_bench's time-to-solution rows)
 
 # A placement "clearly" beats inline when its median is this much faster
 # and even its slowest run beats the fastest inline run: this machine's
@@ -37,23 +39,10 @@ GAIN = 1.05
 # preferred: it gives the host's cores back to the application.
 DPU_PREFERENCE = 0.95
 NET_BUSY = 0.5
-# Between nodes, the agent's bundles to another node's agent carry an
-# 8-byte header per message (they merge several ranks' messages), where an
-# inline rank's bundle to one destination carries none (fixed-size items):
-# for small messages the agent puts more bytes, hence more packets, on the
-# wire (bench/run-multinode.sh: 8.5 against 4.3 bytes per histogram
-# update, docs/placement.md).  From this factor on, advise says so.
-WIRE_MSG_HDR = 8
-WIRE_COST = 1.5
-
-
-def wire_factor(msg_bytes):
-    """The agent's bytes between nodes over inline's, per message of
-    msg_bytes (both pad items to 8 bytes); None when unknown."""
-    if not msg_bytes or msg_bytes <= 0:
-        return None
-    pad = max(8, -(-int(msg_bytes) // 8) * 8)
-    return (pad + WIRE_MSG_HDR) / pad
+# Between nodes the agents send each other runs per (source, destination)
+# rank: an n-byte message costs the wire what inline's fixed bundles cost
+# (docs/placement.md, rule 3), so the message size adds no wire caveat to
+# an agent verdict (before the runs it did: an 8-byte header a message).
 
 
 def decide(agent=None, dpu=None, mc=None, mc_source=None, net_util=None,
@@ -65,8 +54,8 @@ def decide(agent=None, dpu=None, mc=None, mc_source=None, net_util=None,
     runs are inline_seconds.  mc: the M:C ratio (None unknown) from
     mc_source ('llc' or 'software').  net_util: the inline run's fraction
     of the transport's bandwidth.  spare_cores: cores the ranks leave for
-    the agent.  msg_bytes: the app's mean message (payload bytes), for
-    the cost of the agent's headers between nodes.  Returns dict(recommendation='inline'|'agent'|'dpu',
+    the agent.  msg_bytes: the app's mean message (payload bytes);
+    reported, not weighed (see the note above decide).  Returns dict(recommendation='inline'|'agent'|'dpu',
     category=..., reasons=[...]).
     """
     cat = study.category(mc)
@@ -121,14 +110,6 @@ def decide(agent=None, dpu=None, mc=None, mc_source=None, net_util=None,
                            'answer may differ%s' % (
                                ': M:C predicts a gain there'
                                if cat == 'host-dominated' else ''))
-    wf = wire_factor(msg_bytes)
-    if rec != 'inline' and wf is not None and wf >= WIRE_COST:
-        reasons.append('between nodes the agent sends %.1fx the bytes inline '
-                       'does per %.3g-byte message (an 8-byte header each in '
-                       'its bundles to other agents, none in inline\'s): '
-                       'measured here on one node; where the network between '
-                       'nodes is the limit, inline (docs/placement.md)' % (
-                           wf, msg_bytes))
     if net_util is not None and net_util >= NET_BUSY:
         reasons.append('the network is %.0f%% busy: offload cannot add '
                        'bandwidth' % (net_util * 100))
@@ -238,7 +219,10 @@ def main(argv=None):
         '2 /usr/libexec/offcore/histogram --updates 40M (the package puts '
         'the apps there; a build tree has them in build/apps).  A command that starts with taskset -c '
         'LIST confines the ranks to LIST; the agent then runs on the other '
-        'cores.')
+        'cores.  With --tts FILE it runs nothing: it reads coll_bench\'s '
+        'time-to-solution rows and says per message size whether '
+        'offloading the collective to the agent pays for the application\'s '
+        'compute per step.')
     ap.add_argument('--repeats', type=int, default=3,
                     help='runs per placement, interleaved (default 3)')
     ap.add_argument('--ranks', type=int, default=0,
@@ -256,7 +240,26 @@ def main(argv=None):
     ap.add_argument('--timeout', type=float, default=600,
                     help='seconds per run (default 600)')
     ap.add_argument('-v', '--verbose', action='store_true')
+    ap.add_argument('--tts', metavar='FILE',
+                    help='coll_bench --tts rows (JSON lines; the output of '
+                    'bench/run-coll-bench.sh will do; - for stdin): '
+                    'advise on offloading the collective, run nothing')
+    ap.add_argument('--compute-us', type=float, metavar='US',
+                    help='with --tts: the application\'s compute per step '
+                    '(us) beside one collective (default: every measured '
+                    'compute)')
+    ap.add_argument('--compute-factor', type=float, metavar='F',
+                    help='with --tts: that compute as a factor of Open '
+                    'MPI\'s allreduce time at each size')
+    ap.add_argument('--op', default='allreduce',
+                    help='with --tts: the collective (default allreduce)')
     a = ap.parse_args(own)
+    if a.tts is not None:
+        if cmd:
+            ap.error('--tts runs nothing: no command after --')
+        return tts_main(ap, a)
+    if a.compute_us is not None or a.compute_factor is not None:
+        ap.error('--compute-us and --compute-factor go with --tts')
     if not cmd:
         ap.error('no command: offcore advise [options] -- LAUNCHER APP ARGS')
     if a.repeats < 1:
@@ -273,6 +276,36 @@ def main(argv=None):
         return 1
     finally:
         env.cleanup()
+
+
+def tts_main(ap, a):
+    """--tts FILE: the collective's verdict per size; 2 on bad input."""
+    if a.compute_us is not None and a.compute_factor is not None:
+        ap.error('--compute-us or --compute-factor, not both')
+    for v, n in ((a.compute_us, '--compute-us'),
+                 (a.compute_factor, '--compute-factor')):
+        if v is not None and not advise_tts.LOW <= v <= advise_tts.HIGH:
+            ap.error('%s must be a positive number' % n)
+    try:
+        if a.tts == '-':
+            data, name = sys.stdin.buffer.read(), 'stdin'
+        else:
+            with open(a.tts, 'rb') as f:
+                data, name = f.read(), a.tts
+        rows = advise_tts.parse(data, name)
+    except OSError as e:
+        study.log('offcore advise: %s: %s' % (a.tts, e.strerror or e))
+        return 2
+    except advise_tts.TTSError as e:
+        study.log('offcore advise: %s' % e)
+        return 2
+    res = advise_tts.advise(rows, compute_us=a.compute_us,
+                            compute_factor=a.compute_factor, op=a.op)
+    if a.json:
+        print(json.dumps(res))
+    else:
+        print('\n'.join(advise_tts.report(res, name)))
+    return 0
 
 
 BANDWIDTH_TRIES = 3

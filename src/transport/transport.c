@@ -31,6 +31,7 @@ struct oc_tr_worker {
     int              efd;     /* event fd, -1 without wakeup */
     am_slot_t        slots[OC_TR_MAX_AM_ID];
     struct oc_tr_ep *eps;     /* live endpoints (oc__tr_worker_ep_next) */
+    oc__tr_small_pool_t small; /* oc__tr_send_small()'s copies (tlsmall.c) */
 };
 
 struct oc_tr_ep {
@@ -261,6 +262,7 @@ void oc__tr_worker_destroy(oc_tr_worker_t *w)
         return;
     ucp_worker_release_address(w->ucp, w->addr);
     ucp_worker_destroy(w->ucp);
+    oc__tr_small_fini(&w->small);
     free(w);
 }
 
@@ -474,26 +476,21 @@ oc_status_t oc__tr_send(oc_tr_ep_t *ep, unsigned id, const void *buf,
     return OC_INPROGRESS;
 }
 
-typedef struct {
-    oc_tr_op_t op;
-    uint8_t    data[];
-} small_op_t;
-
 static void small_done(oc_tr_op_t *op, oc_status_t st)
 {
     (void)st; /* logged by send_cb */
-    free(op);
+    oc__tr_small_put((oc__tr_small_buf_t *)op);
 }
 
 oc_status_t oc__tr_send_small(oc_tr_ep_t *ep, unsigned id, uint64_t token,
                              const void *buf, size_t len)
 {
-    small_op_t *s;
+    oc__tr_small_buf_t *s;
     oc_status_t st;
 
     if (len > OC_TR_SMALL_MAX)
         return OC_ERR_INVALID_PARAM;
-    s = malloc(sizeof(*s) + len);
+    s = oc__tr_small_get(&ep->w->small, len);
     if (s == NULL)
         return OC_ERR_NO_MEMORY;
     s->op.cb = small_done;
@@ -502,8 +499,13 @@ oc_status_t oc__tr_send_small(oc_tr_ep_t *ep, unsigned id, uint64_t token,
     st = oc__tr_send(ep, id, s->data, len, &s->op);
     if (st == OC_INPROGRESS)
         return OC_OK;
-    free(s);
+    oc__tr_small_put(s);
     return st;
+}
+
+uint64_t oc__tr_worker_small_allocs(const oc_tr_worker_t *w)
+{
+    return w->small.allocs;
 }
 
 int oc__tr_worker_efd(oc_tr_worker_t *w)

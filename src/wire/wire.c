@@ -165,6 +165,75 @@ static oc_status_t check_mixed(const uint8_t *p, size_t body,
     return n == h->count ? OC_OK : OC_ERR_WIRE_COUNT;
 }
 
+/* An agent's bundle for a peer agent (wire.h, runs): every run's length
+ * checked exactly against what is left, in 64 bits (n < 2^32 and a padded
+ * item < 2^17: no overflow). */
+static oc_status_t check_runs(const uint8_t *p, size_t body,
+                              const oc_wire_hdr_t *h,
+                              const oc_wire_check_t *chk)
+{
+    const uint8_t *end = p + body;
+    const uint32_t lim = chk->nranks < OC_WIRE_MAX_RANKS ? chk->nranks
+                                                         : OC_WIRE_MAX_RANKS;
+    uint32_t n = 0;
+    uint64_t prev = UINT64_MAX;
+
+    if (h->item_size != 0)
+        return OC_ERR_WIRE_ITEM_SIZE;
+    if (h->src != OC_WIRE_RANK_NONE || h->dst != OC_WIRE_RANK_NONE)
+        return OC_ERR_WIRE_RANK;
+    while (p < end) {
+        uint64_t rh;
+        uint32_t dst, src, len, cnt;
+        size_t padded, bytes;
+
+        if ((size_t)(end - p) < OC_WIRE_RUN_HDR_LEN)
+            return OC_ERR_WIRE_LENGTH;
+        rh = oc__load_le64(p);
+        dst = (uint32_t)(rh & 0xffffffu);
+        src = (uint32_t)((rh >> 24) & 0xffffffu);
+        len = (uint32_t)(rh >> 48);
+        cnt = oc__load_le32(p + 8);
+        if (oc__load_le32(p + 12) != 0)
+            return OC_ERR_WIRE_LENGTH; /* reserved: one encoding */
+        if (dst >= lim || src >= lim)
+            return OC_ERR_WIRE_RANK;
+        if ((chk->dst != OC_WIRE_RANK_NONE && dst != chk->dst) ||
+            (chk->src != OC_WIRE_RANK_NONE && src != chk->src))
+            return OC_ERR_WIRE_RANK;
+        /* n >= 1, within the header's count; an empty message carries a
+         * header each, as in mixed mode (no count without bytes) */
+        if (cnt == 0 || cnt > h->count - n || (len == 0 && cnt != 1))
+            return OC_ERR_WIRE_COUNT;
+        /* one encoding: a run never goes on in the next (empty messages
+         * excepted, one a run) */
+        if (rh == prev && len != 0)
+            return OC_ERR_WIRE_COUNT;
+        prev = rh;
+        p += OC_WIRE_RUN_HDR_LEN;
+        padded = oc__wire_pad8(len);
+        bytes = (size_t)cnt * padded;
+        if ((size_t)(end - p) < bytes)
+            return OC_ERR_WIRE_LENGTH;
+        if (len & 7) {
+            const uint64_t mask = ~(UINT64_MAX >> (8 * (padded - len)));
+            for (size_t off = padded - 8; off < bytes; off += padded)
+                if (oc__load_le64(p + off) & mask)
+                    return OC_ERR_WIRE_LENGTH;
+        }
+        p += bytes;
+        n += cnt;
+    }
+    return n == h->count ? OC_OK : OC_ERR_WIRE_COUNT;
+}
+
+void oc__wire_hdr_set_runs(void *buf, uint32_t len)
+{
+    uint8_t *p = buf;
+    p[5] = (uint8_t)((p[5] & ~OC_WIRE_F_ALL) | OC_WIRE_F_RUNS);
+    oc__store_le32(p + 12, len);
+}
+
 oc_status_t oc__wire_validate(const void *buf, size_t len,
                              const oc_wire_check_t *chk, oc_wire_hdr_t *hdr_out)
 {
@@ -181,7 +250,9 @@ oc_status_t oc__wire_validate(const void *buf, size_t len,
         return OC_ERR_WIRE_MAGIC;
     if (h.version != OC_WIRE_VERSION)
         return OC_ERR_WIRE_VERSION;
-    if (h.flags & ~OC_WIRE_F_ALL)
+    if (h.flags & ~OC_WIRE_F_KNOWN)
+        return OC_ERR_WIRE_FLAGS;
+    if ((h.flags & OC_WIRE_F_RUNS) && (h.flags & OC_WIRE_F_ALL))
         return OC_ERR_WIRE_FLAGS;
     /* A stream is one rank's unsorted output for its agent: never for a
      * receiver that is one rank. */
@@ -193,7 +264,9 @@ oc_status_t oc__wire_validate(const void *buf, size_t len,
         return OC_ERR_WIRE_LENGTH;
     if (h.count == 0)
         return OC_ERR_WIRE_EMPTY;
-    if ((h.flags & OC_WIRE_F_ALL) == OC_WIRE_F_ALL)
+    if (h.flags & OC_WIRE_F_RUNS)
+        st = check_runs(p + OC_WIRE_HDR_LEN, len - OC_WIRE_HDR_LEN, &h, chk);
+    else if ((h.flags & OC_WIRE_F_ALL) == OC_WIRE_F_ALL)
         st = check_column(p + OC_WIRE_HDR_LEN, len - OC_WIRE_HDR_LEN, &h, chk);
     else if (h.flags & OC_WIRE_F_FIXED)
         st = check_fixed(p + OC_WIRE_HDR_LEN, len - OC_WIRE_HDR_LEN, &h, chk);

@@ -26,7 +26,7 @@
 # Exit 0 PASS, 1 FAIL, 77 SKIP.  Namespaces "ca*", ports 31001-31002: below
 # the kernel's ephemeral range (32768-60999), which a connection UCX made
 # (or its TIME_WAIT) could hold when the agents start again.
-set -u
+set -u -o pipefail
 BIN=$1 OFFCORED=$2 OFFCORE=$3 CASE=$4
 T=$(mktemp -d /tmp/oc-collnet-XXXXXX)
 ID=$$

@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # coll-agent-test.sh COLL_CHECK OFFCORED OFFCORE NP MAXBYTES — the
 # collectives in the agent placement: one offcored (UCX shared memory),
 # coll_check on NP oversubscribed ranks through it (every type x op x
@@ -15,7 +15,7 @@
 # tagged UCX path carries every size there (the second agent's log must
 # not say so).
 # COLL_AGENT_THREADS (1): the agents' routing threads (offcored --threads).
-set -eu
+set -eu -o pipefail
 bin=$1 offcored=$2 offcore=$3 np=$4 max=$5
 command -v mpirun >/dev/null || { echo "SKIP: no mpirun"; exit 77; }
 T=$(mktemp -d /tmp/oc-collagent-XXXXXX)

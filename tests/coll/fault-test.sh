@@ -21,7 +21,7 @@
 #   mpi2      coll_check (every type x op x size against Open MPI's results)
 #             on 4 ranks over the two nodes, launched by mpirun (an orted per
 #             namespace through the rsh launcher), inline placement over TCP
-set -u
+set -u -o pipefail
 B=${1:?usage: fault-test.sh BUILD_DIR CASE}
 CASE=${2:?case}
 B=$(cd "$B" && pwd)
@@ -186,7 +186,7 @@ EOS
         "$tmp/on-node" "$CHECK" --max 1048576 > "$tmp/mpi.log" 2>&1 ||
         fail "coll_check across the two nodes"
     grep -q "PASS" "$tmp/mpi.log" || fail "coll_check did not pass"
-    grep -c "placement inline" "$tmp/mpi.log" | grep -qx 4 ||
+    grep -c "placement inline" "$tmp/mpi.log" | grep -x 4 >/dev/null ||
         fail "not every rank ran the inline placement"
     # ranks of different nodes reached each other over TCP on the veth
     grep -q "rank 0: to rank 2 via tcp/$NSA" "$tmp/mpi.log" ||

@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # interpose-fault-test.sh APP LIB OFFCORED OFFCORE NP THREADS — correct or
 # loud through the PMPI interposer: NP ranks of APP (interpose_fault.c)
 # under LD_PRELOAD=LIB, in the agent placement through an offcored of
@@ -8,7 +8,7 @@
 # With MPI_ERRORS_RETURN every call returns an error code (none
 # MPI_SUCCESS); with MPI_ERRORS_ARE_FATAL (the default) the job
 # aborts, non-zero, at the first one.  Exit 0 PASS, 1 FAIL, 77 SKIP.
-set -u
+set -u -o pipefail
 app=$1 lib=$2 offcored=$3 offcore=$4 np=$5 threads=$6
 command -v mpirun >/dev/null || { echo "SKIP: no mpirun"; exit 77; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

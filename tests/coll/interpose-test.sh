@@ -1,11 +1,11 @@
-#!/bin/sh
+#!/bin/bash
 # interpose-test.sh APP LIB NP [OFFCORED OFFCORE] — the PMPI interposer:
 # APP (built without any offcore header) prints the same with and without
 # LD_PRELOAD=LIB, and with it the log (OC_LOG=info) shows the calls offcore
 # served and those it passed through.  With OFFCORED and OFFCORE, in the
 # agent placement, through an offcored started here, of
 # COLL_AGENT_THREADS routing threads (1).
-set -u
+set -u -o pipefail
 app=$1 lib=$2 np=$3 offcored=${4:-} offcore=${5:-}
 command -v mpirun >/dev/null || { echo "SKIP: no mpirun"; exit 77; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

@@ -23,7 +23,7 @@ cp "$OUT"/liboffcore0_*.deb "$OUT"/liboffcore-dev_*.deb "$OUT"/offcore_*.deb \
    "$OUT"/offcore-apps_*.deb "$T/upper/tmp/debs/"
 
 cat > "$T/upper/tmp/inside.sh" <<'INSIDE'
-set -eu
+set -eu -o pipefail
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 UCX_TLS=sm,self
 agent=
 fail() { echo "FAIL: $*"; exit 1; }
@@ -52,14 +52,14 @@ man -w offcore-doctor >/dev/null 2>&1 || [ -e /usr/share/man/man1/offcore-doctor
 for p in offcore-dp.conf offcore-nvmf.conf; do
     [ -e /usr/share/man/man5/$p.5.gz ] || fail "no man page $p(5)"
 done
-ldd /usr/libexec/offcore/histogram | grep -Eq "liboffcore.so.0 => (/usr)?/lib/x86_64-linux-gnu/liboffcore.so.0" ||
+ldd /usr/libexec/offcore/histogram | grep -E "liboffcore.so.0 => (/usr)?/lib/x86_64-linux-gnu/liboffcore.so.0" >/dev/null ||
     fail "histogram does not use the installed liboffcore"
 out=$(mpirun --allow-run-as-root --oversubscribe -np 2 --bind-to none \
       -x OC_PLACEMENT=inline /usr/libexec/offcore/histogram --updates 200K --table 10K)
-echo "$out" | grep -q '"verified":true' || fail "inline job: $out"
+echo "$out" | grep '"verified":true' >/dev/null || fail "inline job: $out"
 echo "inline job from the installed files: verified"
 for b in /usr/bin/offcore /usr/sbin/offcored /usr/sbin/offcore-dp /usr/sbin/offcore-nvmf; do
-    $b --version | grep -q "^$(basename $b) [0-9]" || fail "$b --version"
+    $b --version | grep "^$(basename $b) [0-9]" >/dev/null || fail "$b --version"
 done
 # the installed agent, at its default socket: /run/offcore is not there
 # (a fresh tmpfs), the agent makes it; UCX as the unit would have it (all
@@ -80,8 +80,8 @@ out=$(OC_PLACEMENT=agent OC_JOB=7 OC_JOB_KEY=$key \
       mpirun --allow-run-as-root --oversubscribe -np 2 --bind-to none \
       -x OC_PLACEMENT -x OC_JOB -x OC_JOB_KEY \
       /usr/libexec/offcore/histogram --updates 200K --table 10K)
-echo "$out" | grep -q '"placement":"agent"' || fail "agent job: $out"
-echo "$out" | grep -q '"verified":true' || fail "agent job: $out"
+echo "$out" | grep '"placement":"agent"' >/dev/null || fail "agent job: $out"
+echo "$out" | grep '"verified":true' >/dev/null || fail "agent job: $out"
 echo "agent job through the installed offcored: verified"
 # a job of an ordinary user through root's agent (the job key is the gate)
 if command -v setpriv >/dev/null; then
@@ -95,8 +95,8 @@ if command -v setpriv >/dev/null; then
           -x OC_PLACEMENT -x OC_JOB -x OC_JOB_KEY -x UCX_NET_DEVICES -x UCX_TLS \
           /usr/libexec/offcore/histogram --updates 200K --table 10K 2>&1) ||
         { cat /tmp/agent.log; fail "nobody's job: $out"; }
-    echo "$out" | grep -q '"placement":"agent"' || fail "nobody's agent job: $out"
-    echo "$out" | grep -q '"verified":true' || fail "nobody's agent job: $out"
+    echo "$out" | grep '"placement":"agent"' >/dev/null || fail "nobody's agent job: $out"
+    echo "$out" | grep '"verified":true' >/dev/null || fail "nobody's agent job: $out"
     echo "a job of user nobody through the installed offcored: verified"
 else
     echo "SKIP part: no setpriv, no job as another user"
@@ -111,7 +111,7 @@ cat > /tmp/t.c <<'C'
 int main(void) { puts(oc_status_string(OC_ERR_TRANSPORT_REQUIRED)); return 0; }
 C
 cc /tmp/t.c -o /tmp/t $(pkg-config --cflags --libs offcore) || fail "build with pkg-config"
-/tmp/t | grep -q OC_ERR_TRANSPORT_REQUIRED || fail "program on the installed library"
+/tmp/t | grep OC_ERR_TRANSPORT_REQUIRED >/dev/null || fail "program on the installed library"
 echo "built and ran a program with pkg-config offcore"
 INSIDE
 
@@ -123,7 +123,7 @@ unshare -m --propagation private sh -c '
     mount --rbind /sys $T/root/sys
     mount --rbind /dev $T/root/dev
     mount -t tmpfs tmpfs $T/root/run
-    chroot $T/root timeout 240 sh /tmp/inside.sh
+    chroot $T/root timeout 240 bash /tmp/inside.sh
 ' sh "$T"
 rc=$?
 [ $rc = 0 ] && echo PASS || echo "FAIL (exit $rc)"

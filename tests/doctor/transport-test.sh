@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # transport-test.sh BUILD_DIR CASE — the runtime's transport watch with a
 # real 2-rank job (tests/integration/test_runtime).  Exit 0 PASS, 1 FAIL,
 # 77 SKIP.
@@ -10,7 +10,7 @@
 #   require-conn  a connection on the wrong transport (tcp when only sm is
 #                 allowed) fails oc_init naming that connection
 #   require-ok    OC_REQUIRE_TRANSPORT=tcp with UCX on tcp: the job runs
-set -u
+set -u -o pipefail
 B=${1:?usage: transport-test.sh BUILD_DIR CASE}
 CASE=${2:?case}
 TR=$B/tests/integration/test_runtime

@@ -18,7 +18,7 @@ static size_t random_input(uint8_t *m)
         uint8_t *b = m + FUZZ_WIRE_PREFIX;
         memcpy(b, "OCB1", 4);
         b[4] = OC_WIRE_VERSION;
-        b[5] &= OC_WIRE_F_ALL;
+        b[5] &= OC_WIRE_F_KNOWN;
     }
     return size;
 }

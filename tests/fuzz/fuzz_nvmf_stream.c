@@ -98,19 +98,26 @@ uint64_t oc__nvmf_now_ns(void)
     return clock_ms * 1000000ull;
 }
 
-struct io_uring_sqe *oc__nvmf_sqe(oc_nvmf_target_t *t)
+struct io_uring_sqe *oc__nvmf_sqe(oc_nvmf_worker_t *w)
 {
-    (void)t;
+    (void)w;
     if (nsq == SQ_MAX)
         return NULL; /* the connection is closed: allowed */
     memset(&sq[nsq], 0, sizeof(sq[0]));
     return &sq[nsq++];
 }
 
+void oc__nvmf_worker_wake(oc_nvmf_worker_t *w)
+{
+    (void)w; /* one worker: nobody to wake */
+}
+
 /* ---------------------------------------------- the target around it */
 static oc_nvmf_target_t tgt;
+static oc_nvmf_worker_t wk; /* the one worker */
 static oc_nvmf_subsys_conf_t sconf;
 static oc_nvmf_ns_t ns;
+static oc_nvmf_ns_stats_t ns_st; /* the one worker's */
 
 #define SUBNQN "nqn.2026-11.io.offcore:stream"
 #define HOSTNQN "nqn.2014-08.org.nvmexpress:uuid:stream"
@@ -125,17 +132,18 @@ oc_nvmf_subsys_t *oc__nvmf_subsys_find(oc_nvmf_target_t *t, const char *nqn)
 }
 
 /* a namespace that stores nothing: no checksums, no key */
-uint64_t oc__nvmf_ns_verify(oc_nvmf_ns_t *n, uint8_t *buf, uint64_t lba,
-                           uint32_t cnt, int *bad)
+uint64_t oc__nvmf_ns_verify(oc_nvmf_ns_t *n, int w, uint8_t *buf,
+                           uint64_t lba, uint32_t cnt, int *bad)
 {
-    (void)n, (void)buf, (void)lba, (void)cnt;
+    (void)n, (void)w, (void)buf, (void)lba, (void)cnt;
     *bad = 0;
     return 0;
 }
 
-int oc__nvmf_ns_seal(oc_nvmf_ns_t *n, uint8_t *buf, uint64_t lba, uint32_t cnt)
+int oc__nvmf_ns_seal(oc_nvmf_ns_t *n, int w, uint8_t *buf, uint64_t lba,
+                    uint32_t cnt)
 {
-    (void)n, (void)buf, (void)lba, (void)cnt;
+    (void)n, (void)w, (void)buf, (void)lba, (void)cnt;
     return 0;
 }
 
@@ -164,7 +172,17 @@ static void target_init(void)
     memset(&tgt, 0, sizeof(tgt));
     memset(&sconf, 0, sizeof(sconf));
     memset(&ns, 0, sizeof(ns));
+    ns.st = &ns_st;
+    memset(&wk, 0, sizeof(wk));
     pthread_mutex_init(&tgt.snap_lock, NULL);
+    pthread_mutex_init(&tgt.guard_lock, NULL);
+    pthread_mutex_init(&tgt.ctrl_lock, NULL);
+    wk.tgt = &tgt;
+    wk.wake_fd = -1;
+    wk.cpu = -1;
+    wk.reg_off = 1; /* no registered buffers in the fake ring */
+    tgt.w = &wk;
+    tgt.nworkers = 1;
     tgt.listen_fd = -1;
     snprintf(tgt.traddr, sizeof(tgt.traddr), "127.0.0.1");
     tgt.port = 4420;
@@ -199,7 +217,7 @@ static host_t *host_of_fd(int fd)
 
 static oc_nvmf_conn_t *conn_of_fd(int fd)
 {
-    for (oc_nvmf_conn_t *c = tgt.conns; c; c = c->next)
+    for (oc_nvmf_conn_t *c = wk.conns; c; c = c->next)
         if (c->fd == fd)
             return c;
     return NULL;
@@ -357,7 +375,7 @@ static void dispatch(unsigned ncq)
 /* after every turn: the structures a hostile stream must not bend */
 static void check_conns(void)
 {
-    for (oc_nvmf_conn_t *c = tgt.conns; c; c = c->next) {
+    for (oc_nvmf_conn_t *c = wk.conns; c; c = c->next) {
         int n = 0;
         for (oc_nvmf_tx_t *tx = c->txq_head; tx; tx = tx->next) {
             CHECK(tx->queued);
@@ -377,7 +395,7 @@ static void settle(void)
     for (unsigned turn = 0;; turn++) {
         unsigned ncq;
         CHECK(turn < TURNS_MAX);
-        oc__nvmf_conn_flush_all(&tgt);
+        oc__nvmf_conn_flush_all(&wk);
         ncq = execute();
         if (ncq == 0 && nsq == 0)
             return;
@@ -390,7 +408,7 @@ static void settle(void)
 /* every command taken is answered, waits for its data, or is held */
 static void check_answered(void)
 {
-    for (oc_nvmf_conn_t *c = tgt.conns; c; c = c->next) {
+    for (oc_nvmf_conn_t *c = wk.conns; c; c = c->next) {
         host_t *h = host_of_fd(c->fd);
         uint64_t rsp = 0, waiting = 0;
         size_t off = 0;
@@ -527,7 +545,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         hosts[i].out = outbuf[i];
         hosts[i].fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
         CHECK(hosts[i].fd >= 0);
-        oc__nvmf_conn_accepted(&tgt, hosts[i].fd);
+        oc__nvmf_conn_accepted(&wk, hosts[i].fd);
         CHECK(conn_of_fd(hosts[i].fd) != NULL);
         if (i == 0 && nhosts == 2) /* the admin session first, whole */
             settle();
@@ -541,11 +559,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         hosts[i].eof = 1;
     }
     settle();
-    CHECK(tgt.conns == NULL);
+    CHECK(wk.conns == NULL);
     CHECK(npend == 0 && nsq == 0);
     CHECK(tgt.guard.nconns == 0 && tgt.guard.head == NULL);
     CHECK(tgt.ctrls == NULL); /* controllers go with their admin queue */
-    CHECK(tgt.flush_list == NULL);
+    CHECK(wk.flush_list == NULL);
     for (int i = 0; i < nhosts; i++)
         term[i] = check_output(&hosts[i]);
     /* a C2HTermReq ends its connection: it was not open when the host

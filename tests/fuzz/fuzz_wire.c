@@ -10,7 +10,9 @@
  * for this receiver, padding is zero (a column stream's destination column
  * too), iter_skip agrees with iter_next, and
  * re-encoding the messages gives back the same bytes (one encoding per
- * bundle).  A broken invariant aborts, which libFuzzer reports as a crash.
+ * bundle); a mixed bundle packed into runs (as an agent sends a peer) is
+ * accepted, holds the same messages in each pair's order, and packing in
+ * two steps gives the same bytes.  A broken invariant aborts, which libFuzzer reports as a crash.
  *
  * Input layout: see fuzz_wire.h.  Built with libFuzzer (-Dfuzz=true, clang)
  * and, without it, into fuzz_wire_replay (fuzz_main.c) for every build.
@@ -45,6 +47,75 @@ static int rank_for(uint32_t r, const oc_wire_check_t *chk)
     return r < chk->nranks && r < OC_WIRE_MAX_RANKS;
 }
 
+/* An accepted mixed bundle, packed as an agent packs it for a peer
+ * (oc__wire_runs_pack): the result is a RUNS bundle the same receiver
+ * accepts, with each (source, destination)'s messages in their order,
+ * within the size bound; packed in two steps (a prefix first, as a
+ * router's compaction does) it is the same bytes. */
+static void check_pack(const uint8_t *buf, size_t len,
+                       const oc_wire_check_t *chk, const oc_wire_hdr_t *h,
+                       uint8_t split_sel)
+{
+    const size_t body = len - OC_WIRE_HDR_LEN;
+    const size_t slen = oc__wire_runs_scratch(body);
+    uint8_t *out = malloc(len * 2), *two = malloc(len * 2),
+            *out2 = malloc(len * 2), *used = calloc(h->count, 1);
+    void *scratch = malloc(slen);
+    oc_wire_iter_t a, b;
+    oc_wire_msg_t ma, mb;
+    oc_wire_hdr_t ho;
+    size_t n, off = 0, pre, n2;
+    uint32_t split, k;
+
+    CHECK(out != NULL && two != NULL && out2 != NULL && used != NULL &&
+          scratch != NULL);
+    memset(&ma, 0, sizeof(ma));
+    n = oc__wire_runs_pack(buf + OC_WIRE_HDR_LEN, 0, body,
+                           out + OC_WIRE_HDR_LEN, 2 * body, scratch, slen);
+    if (n == 0)
+        goto done; /* not smaller: an agent sends it mixed */
+    CHECK(n < body && n % 8 == 0);
+    memcpy(out, buf, OC_WIRE_HDR_LEN);
+    oc__wire_hdr_set_runs(out, (uint32_t)(OC_WIRE_HDR_LEN + n));
+    CHECK(oc__wire_validate(out, OC_WIRE_HDR_LEN + n, chk, &ho) == OC_OK);
+    CHECK(ho.count == h->count && (ho.flags & OC_WIRE_F_RUNS));
+    /* every message of the packed bundle is the first of its pair not
+     * yet matched in the original */
+    oc__wire_iter_init(&b, out, &ho);
+    while (oc__wire_iter_next(&b, &mb)) {
+        oc__wire_iter_init(&a, buf, h);
+        k = 0;
+        while (oc__wire_iter_next(&a, &ma) &&
+               (used[k] || ma.src != mb.src || ma.dst != mb.dst))
+            k++;
+        CHECK(k < h->count && !used[k]);
+        CHECK(ma.len == mb.len && memcmp(ma.payload, mb.payload, ma.len) == 0);
+        used[k] = 1;
+    }
+    /* two steps: the first split messages packed alone, then the rest */
+    split = split_sel % (h->count + 1);
+    oc__wire_iter_init(&a, buf, h);
+    oc__wire_iter_skip(&a, split);
+    off = (size_t)(a.p - (buf + OC_WIRE_HDR_LEN));
+    pre = off ? oc__wire_runs_pack(buf + OC_WIRE_HDR_LEN, 0, off, two,
+                                   2 * body, scratch, slen)
+              : 0;
+    if (pre == 0)
+        goto done;
+    memcpy(two + pre, buf + OC_WIRE_HDR_LEN + off, body - off);
+    n2 = oc__wire_runs_pack(two, pre, pre + body - off, out2, 2 * len,
+                            scratch, slen);
+    CHECK(n2 == n);
+    CHECK(n2 <= pre + 2 * (body - off));
+    CHECK(memcmp(out2, out + OC_WIRE_HDR_LEN, n) == 0);
+done:
+    free(out2);
+    free(scratch);
+    free(used);
+    free(two);
+    free(out);
+}
+
 static void check_accepted(const uint8_t *buf, size_t len,
                            const oc_wire_check_t *chk, const oc_wire_hdr_t *h,
                            uint8_t skip_sel)
@@ -52,7 +123,7 @@ static void check_accepted(const uint8_t *buf, size_t len,
     uint8_t hdr_bytes[OC_WIRE_HDR_LEN];
     oc_wire_hdr_t h2;
     oc_wire_iter_t it, it2;
-    oc_wire_msg_t m;
+    oc_wire_msg_t m, prev = {0, 0, 0, NULL};
     const uint8_t *cur = buf + OC_WIRE_HDR_LEN;
     uint8_t *re, *rp;
     uint32_t n = 0, skip;
@@ -61,7 +132,11 @@ static void check_accepted(const uint8_t *buf, size_t len,
     /* the header that was accepted */
     CHECK(h->magic == OC_WIRE_MAGIC);
     CHECK(h->version == OC_WIRE_VERSION);
-    CHECK((h->flags & ~OC_WIRE_F_ALL) == 0);
+    CHECK((h->flags & ~OC_WIRE_F_KNOWN) == 0);
+    const int runs = (h->flags & OC_WIRE_F_RUNS) != 0;
+    if (runs)
+        CHECK((h->flags & OC_WIRE_F_ALL) == 0 && h->item_size == 0 &&
+              h->src == OC_WIRE_RANK_NONE && h->dst == OC_WIRE_RANK_NONE);
     CHECK(h->job == chk->job);
     CHECK(h->length == len);
     CHECK(len % 8 == 0 && len > OC_WIRE_HDR_LEN);
@@ -104,9 +179,18 @@ static void check_accepted(const uint8_t *buf, size_t len,
             CHECK(m.len == h->item_size && m.len > 0);
             CHECK(m.src == h->src && m.dst == h->dst);
             CHECK(m.payload == cur);
+        } else if (runs) {
+            /* a run's first item behind its header, the others bare */
+            CHECK(m.payload == cur || m.payload == cur + OC_WIRE_RUN_HDR_LEN);
+            if (m.payload == cur) {
+                CHECK(n > 0 && m.len > 0);
+                CHECK(m.src == prev.src && m.dst == prev.dst &&
+                      m.len == prev.len);
+            }
         } else {
             CHECK(m.payload == cur + OC_WIRE_MSG_HDR_LEN);
         }
+        prev = m;
         CHECK(m.payload + padded <= buf + len);
         for (uint32_t i = 0; i < m.len; i++)
             acc ^= m.payload[i];
@@ -143,16 +227,36 @@ static void check_accepted(const uint8_t *buf, size_t len,
         rp += oc__wire_col_dst_bytes(h->count);
     }
     oc__wire_iter_init(&it, buf, h);
+    uint8_t *run = NULL; /* RUNS: the open run's header */
     while (oc__wire_iter_next(&it, &m)) {
-        if (h->flags & OC_WIRE_F_FIXED)
+        if (h->flags & OC_WIRE_F_FIXED) {
             rp = oc__wire_put_item(rp, m.payload, m.len);
-        else
+        } else if (runs) {
+            /* a new run where source, destination or length change, and
+             * for every empty message */
+            if (run != NULL && m.len != 0 &&
+                oc__load_le64(run) == oc__wire_msg_hdr(m.dst, m.src, m.len)) {
+                oc__store_le32(run + 8, oc__load_le32(run + 8) + 1);
+            } else {
+                run = rp;
+                oc__store_le64(rp, oc__wire_msg_hdr(m.dst, m.src, m.len));
+                oc__store_le32(rp + 8, 1);
+                oc__store_le32(rp + 12, 0);
+                rp += OC_WIRE_RUN_HDR_LEN;
+            }
+            if (m.len != 0)
+                rp = oc__wire_put_item(rp, m.payload, m.len);
+        } else {
             rp = oc__wire_put_msg(rp, m.dst, m.src, m.payload, m.len);
+        }
     }
     CHECK(rp == re + len);
     oc__wire_hdr_write(re, h);
     CHECK(memcmp(re, buf, len) == 0);
     free(re);
+
+    if ((h->flags & (OC_WIRE_F_KNOWN)) == 0)
+        check_pack(buf, len, chk, h, skip_sel);
 
     /* a pure function: the same answer twice; no prefix is a bundle */
     CHECK(oc__wire_validate(buf, len, chk, &h2) == OC_OK);

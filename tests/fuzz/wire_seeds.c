@@ -1,6 +1,7 @@
 /*
  * wire_seeds.c — seed corpus for the wire fuzz target: valid bundles of
- * every mode (mixed, fixed, a rank's stream in row and column layout) and
+ * every mode (mixed, fixed, a rank's stream in row and column layout, an
+ * agent's runs for a peer agent) and
  * many shapes (so
  * that mutations start deep inside the validator rather than at the magic
  * check) and a few near misses.
@@ -108,6 +109,35 @@ static size_t fixed(seed_t *s, uint16_t item, unsigned n, uint32_t src,
     return finish(s, OC_WIRE_F_FIXED, item, n, src, dst, job);
 }
 
+/* An agent's bundle for a peer agent (RUNS): @p n messages of lengths
+ * @p lens over a few (source, destination) pairs, mixed first, then
+ * packed as an agent packs them (oc__wire_runs_pack). */
+static size_t runs(seed_t *s, const uint32_t *lens, unsigned n,
+                   uint32_t nranks, uint32_t dst_fixed, uint32_t job)
+{
+    static uint64_t scratch[8192];
+    static uint8_t out[sizeof(s->b)];
+    uint8_t pl[4096];
+    uint8_t *body = s->b + P + OC_WIRE_HDR_LEN;
+    size_t r;
+    for (unsigned k = 0; k < n; k++) {
+        uint32_t dst = dst_fixed != OC_WIRE_RANK_NONE ? dst_fixed
+                                                      : (k % 3) % nranks;
+        payload(pl, lens[k], k);
+        s->p = oc__wire_put_msg(s->p, dst, (k % 2) % nranks, pl, lens[k]);
+    }
+    r = oc__wire_runs_pack(body, 0, (size_t)(s->p - body), out, sizeof(out),
+                           scratch, sizeof(scratch));
+    if (r != 0) { /* else it stays mixed: still a valid seed */
+        memcpy(body, out, r);
+        s->p = body + r;
+    }
+    finish(s, 0, 0, n, OC_WIRE_RANK_NONE, OC_WIRE_RANK_NONE, job);
+    if (r != 0)
+        oc__wire_hdr_set_runs(s->b + P, (uint32_t)(OC_WIRE_HDR_LEN + r));
+    return (size_t)(s->p - s->b);
+}
+
 unsigned fuzz_wire_seeds(fuzz_seed_fn fn, void *arg)
 {
     static const uint32_t l1[] = {0};
@@ -154,6 +184,59 @@ unsigned fuzz_wire_seeds(fuzz_seed_fn fn, void *arg)
     start(&s, 0, 0xff, 1, 0);
     len = fixed(&s, 3, 5, 4, 5, FUZZ_WIRE_JOB);
     EMIT(1);
+
+    /* agent to agent: runs per (source, destination) */
+    {
+        static const uint32_t l8[24] = {8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8,
+                                        8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8};
+        static const uint32_t lmix[12] = {8, 8, 8, 8, 8, 8, 0, 0, 5, 5, 16, 16};
+        start(&s, 0, 0xff, 0, 5);
+        len = runs(&s, l8, 24, 16, OC_WIRE_RANK_NONE, 7);
+        EMIT(1);
+        start(&s, 0, 0xff, 0, 7);
+        len = runs(&s, lmix, 12, 16, OC_WIRE_RANK_NONE, 7);
+        EMIT(1);
+        start(&s, 0, 2, 0, 3); /* a receiver that is rank 2 */
+        len = runs(&s, l8, 24, 16, 2, 7);
+        EMIT(1);
+        start(&s, 5, 0xff, 1, 1);
+        len = runs(&s, l8, 16, 8, OC_WIRE_RANK_NONE, FUZZ_WIRE_JOB);
+        EMIT(1);
+        /* near misses: a run's n one past its items, its reserved word,
+         * RUNS with FIXED, a run split in two */
+        start(&s, 0, 0xff, 0, 0);
+        len = runs(&s, l8, 24, 16, OC_WIRE_RANK_NONE, 7);
+        s.b[P + OC_WIRE_HDR_LEN + 8]++;
+        EMIT(0);
+        start(&s, 0, 0xff, 0, 0);
+        len = runs(&s, l8, 24, 16, OC_WIRE_RANK_NONE, 7);
+        s.b[P + OC_WIRE_HDR_LEN + 12] = 1;
+        EMIT(0);
+        start(&s, 0, 0xff, 0, 0);
+        len = runs(&s, l8, 24, 16, OC_WIRE_RANK_NONE, 7);
+        s.b[P + 5] |= OC_WIRE_F_FIXED;
+        EMIT(0);
+        for (int split = 0; split < 2; split++) {
+            /* two items of one pair: one run of 2 (valid), or split in
+             * two runs of 1 (a second encoding: refused) */
+            uint8_t *q;
+            start(&s, 0, 0xff, 0, 1);
+            q = s.p;
+            for (unsigned k = 0; k < 2; k++) {
+                if (k == 0 || split) {
+                    oc__store_le64(q, oc__wire_msg_hdr(1, 0, 8));
+                    oc__store_le32(q + 8, split ? 1 : 2);
+                    q += OC_WIRE_RUN_HDR_LEN;
+                }
+                payload(q, 8, k);
+                q += 8;
+            }
+            s.p = q;
+            len = finish(&s, 0, 0, 2, OC_WIRE_RANK_NONE, OC_WIRE_RANK_NONE, 7);
+            oc__wire_hdr_set_runs(s.b + P, (uint32_t)(len - P));
+            EMIT(!split);
+        }
+    }
 
     /* streams (agent placement, stream mode): at an agent (any dst) */
     start(&s, 0, 0xff, 0, 4);

@@ -23,7 +23,7 @@
 #   idle        after a job, an idle agent's routing threads sleep on their
 #               UCX worker's event fd (counted) instead of napping every
 #               50 us, and wake for the next job
-set -u
+set -u -o pipefail
 B=${1:?usage: agent-test.sh BUILD_DIR CASE}
 CASE=${2:?case}
 B=$(cd "$B" && pwd)
@@ -281,7 +281,7 @@ metrics)
     grep -q "61" "$T/stat" || { cat "$T/stat"; fail "job not in offcore stat"; }
     for r in 0 1; do
         tl=$(sed -n 's/^offcore_rank_transport{job="61",rank="'$r'",transport="\([^"]*\)".*/\1/p' "$T/m2")
-        sed -n '/^local ranks$/,/^$/p' "$T/stat" | grep -Eq "^  61/$r +$tl\$" ||
+        sed -n '/^local ranks$/,/^$/p' "$T/stat" | grep -E "^  61/$r +$tl\$" >/dev/null ||
             { cat "$T/stat"; fail "rank $r's transport ($tl) not in offcore stat"; }
     done
     wait $job || { cat "$T/out"; fail "job"; }

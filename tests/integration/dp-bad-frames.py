@@ -1,7 +1,9 @@
 # dp-bad-frames.py IFACE COUNT: send COUNT copies of each malformed or
 # unusual frame (raw bytes, from source MAC 02:00:00:00:00:01) on IFACE, for
 # dp-test.sh; prints the parser reason of each kind, in order.  All but the
-# last (a non-first IPv4 fragment, passed) have policy drop.
+# last (a non-first IPv4 fragment, passed) have policy drop.  Then one valid
+# UDP datagram from port 23402, forwarded: the barrier that tells the
+# receiver's capture holds every frame sent before it.
 import socket, struct, sys
 iface, n = sys.argv[1], int(sys.argv[2])
 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
@@ -26,4 +28,5 @@ frames = {
 for name, f in frames.items():
     for _ in range(n):
         s.send(f)
+s.send(eth + b"\x08\x00" + ip(payload=struct.pack("!HHHH", 23402, 23401, 12, 0) + b"abcd"))
 print(" ".join(frames))

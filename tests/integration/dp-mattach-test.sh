@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # dp-mattach-test.sh BUILDDIR [THREADS] — a tenant with two host-side attachments
 # (two workloads of one customer on this server) beside another tenant, all
 # on one uplink, with real traffic (root, network namespaces and scapy;
@@ -29,7 +29,7 @@
 #     add A with the same lists reopens both; B keeps working.
 # Netns and links: prefix ma; TCP ports 41910, 41911 in HA2; scapy's
 # frames go to UDP 41900, which nothing receives.
-set -u
+set -u -o pipefail
 . "$(dirname "$0")/tenant-lib.sh"
 # THREADS (default 1): offcore-dp's workers and every veth's queues; with
 # 2, frames whose flow the other worker owns are handed to it
@@ -100,8 +100,8 @@ ok "ping from A's attachments 1 (10.20.0.1) and 2 (10.20.0.3) to A's remote"
 ip -n $RA neigh flush dev mavxa
 pings $RA 10.20.0.1 || fail "ping from A's remote to attachment 1"
 pings $RA 10.20.0.3 || fail "ping from A's remote to attachment 2"
-ip -n $RA neigh show 10.20.0.1 | grep -q "lladdr 02:00:0a:14:00:a1" &&
-    ip -n $RA neigh show 10.20.0.3 | grep -q "lladdr 02:00:0a:14:00:a3" ||
+ip -n $RA neigh show 10.20.0.1 | grep "lladdr 02:00:0a:14:00:a1" >/dev/null &&
+    ip -n $RA neigh show 10.20.0.3 | grep "lladdr 02:00:0a:14:00:a3" >/dev/null ||
     fail "A's remote neighbours: $(ip -n $RA neigh show dev mavxa)"
 ok "A's remote pings each attachment; ARP resolved each to its own MAC"
 
@@ -109,7 +109,8 @@ ok "A's remote pings each attachment; ARP resolved each to its own MAC"
 pings $HB 10.20.0.2 || fail "ping in tenant B"
 pings $HA1 10.20.0.5 || fail "ping from A1 to 10.20.0.5"
 ip netns exec $HB ping -c 2 -i 0.2 -W 1 10.20.0.5 >/dev/null 2>&1 && fail "B reached A's remote"
-ip -n $RA neigh show | grep -q 02:00:0a:14:00:b1 && fail "A's remote saw B's MAC"
+n=$(ip -n $RA neigh show) || fail "ip neigh show in $RA"
+grep 02:00:0a:14:00:b1 <<<"$n" >/dev/null && fail "A's remote saw B's MAC"
 ok "B reaches B's remote (same address), not 10.20.0.5 (A's remote only); A does"
 
 # --- host -> host within A (hairpin on the DPU, through A's groups):
@@ -121,7 +122,7 @@ bg ip netns exec $HA2 python3 -m http.server 41911 --bind 10.20.0.3 --directory 
 wait_for 30 listening $HA2 41910 && wait_for 30 listening $HA2 41911 || fail "servers in HA2"
 pings $HA1 10.20.0.3 || fail "ping from A's attachment 1 to attachment 2"
 pings $HA2 10.20.0.1 || fail "ping from A's attachment 2 to attachment 1"
-ip netns exec $HA1 curl -sf --max-time 10 http://10.20.0.3:41910/a2.txt | grep -q a2-server || fail "curl a1 -> a2:41910"
+ip netns exec $HA1 curl -sf --max-time 10 http://10.20.0.3:41910/a2.txt | grep a2-server >/dev/null || fail "curl a1 -> a2:41910"
 nc0=$(drop A no_connection)
 ip netns exec $HA1 curl -sf --max-time 2 http://10.20.0.3:41911/a2.txt >/dev/null && fail "a2:41911 reachable under default deny"
 wait_drop_ge 20 A no_connection $((nc0 + 1)) # a1 -> a2:41911
@@ -152,21 +153,22 @@ ip netns exec $HA2 $SPY "$tmp/spoof.py" 2 || fail scapy
 wait_drop 20 A spoofed $((s0 + 4))
 [ "$(drop B spoofed)" -eq "$sb0" ] || fail "spoofed B moved: $sb0 -> $(drop B spoofed)"
 pings $HA2 10.20.0.2 || fail "attachment 2 after the spoofing"
-ip -n $RA neigh show 10.20.0.3 | grep -q "lladdr 02:00:0a:14:00:a3" || fail "RA's entry for 10.20.0.3 poisoned"
+ip -n $RA neigh show 10.20.0.3 | grep "lladdr 02:00:0a:14:00:a3" >/dev/null || fail "RA's entry for 10.20.0.3 poisoned"
 ok "attachment 1 with attachment 2's IP (own MAC, a2's MAC, gratuitous ARP), attachment 2 with 1's IP: spoofed +4 exactly"
 
 # --- operator view and live del/add
-ctl tenant list | grep -q "^A vni=100 attach=a1,a2 ip=10.20.0.1,10.20.0.3 " || fail "tenant list: $(ctl tenant list)"
-ctl tenant del A | grep -q "a1,a2" || fail "tenant del A"
+ctl tenant list | grep "^A vni=100 attach=a1,a2 ip=10.20.0.1,10.20.0.3 " >/dev/null || fail "tenant list: $(ctl tenant list)"
+ctl tenant del A | grep "a1,a2" >/dev/null || fail "tenant del A"
 ip netns exec $HA1 ping -c 1 -W 1 10.20.0.2 >/dev/null 2>&1 && fail "attachment 1 forwards after tenant del"
 ip netns exec $HA2 ping -c 1 -W 1 10.20.0.2 >/dev/null 2>&1 && fail "attachment 2 forwards after tenant del"
 pings $HB 10.20.0.2 || fail "B after A's deletion"
 ctl tenant add $TA >/dev/null || fail "tenant add A: $(ctl tenant add $TA)"
 wait_for 20 ip netns exec $HA1 ping -c 1 -W 1 10.20.0.2 || fail "attachment 1 after tenant add"
 wait_for 20 ip netns exec $HA2 ping -c 1 -W 1 10.20.0.2 || fail "attachment 2 after tenant add"
-ctl tenant add B2 vni=300 attach=a2 mac=02:00:0a:14:00:c1 ip=10.20.0.9 local=192.168.91.1 \
-    local_mac=02:00:c0:a8:5b:01 remote=192.168.91.2 remote_mac=02:00:c0:a8:5b:02 2>&1 |
-    grep -q "attachment 'a2' has a tenant" || fail "a2 taken by a second tenant"
+# refused: its status is not the pipeline's, its message is the check
+out=$(ctl tenant add B2 vni=300 attach=a2 mac=02:00:0a:14:00:c1 ip=10.20.0.9 local=192.168.91.1 \
+    local_mac=02:00:c0:a8:5b:01 remote=192.168.91.2 remote_mac=02:00:c0:a8:5b:02 2>&1)
+grep "attachment 'a2' has a tenant" <<<"$out" >/dev/null || fail "a2 taken by a second tenant: $out"
 ok "tenant list shows a1,a2; tenant del A closed both (B unaffected); tenant add A reopened both"
 
 if [ "$nq" -gt 1 ]; then

@@ -108,7 +108,7 @@ while True:
 ip netns exec $D1 tcpdump -i lo -nn -U -s 0 -w "$tmp/ipfix.pcap" udp port 41539 2>"$tmp/ts.log" &
 tspid=$!
 echo $tspid >>"$tmp/bg.pids"
-udp_up() { ip netns exec $D1 ss -Hlun "sport = :41539" | grep -q .; }
+udp_up() { ip netns exec $D1 ss -Hlun "sport = :41539" | grep . >/dev/null; }
 wait_for 30 udp_up || fail "the IPFIX collector did not bind"
 wait_for 30 grep -q listening "$tmp/ts.log" || fail "tcpdump: $(cat "$tmp/ts.log")"
 for s in 1 2; do
@@ -124,7 +124,7 @@ td=$!
 echo $td >>"$tmp/bg.pids"
 wait_for 30 grep -q listening "$tmp/td.log" || fail "tcpdump"
 
-listening() { ip netns exec $1 ss -Hltn "sport = :$2" | grep -q .; }
+listening() { ip netns exec $1 ss -Hltn "sport = :$2" | grep . >/dev/null; }
 for t in A B; do
     mkdir -p "$tmp/www$t"
     echo "tenant-$t-server2" >"$tmp/www$t/who.txt"
@@ -177,7 +177,7 @@ wait_for 20 too_big_moved || fail "too_big not counted"
 ip netns exec $HA1 ping -c 1 -W 2 -M do -s 1365 10.10.0.2 >/dev/null ||
     fail "the largest ping that fits VXLAN + ESP in 1500 (1393 bytes) did not pass"
 ok "TCP SYNs clamped ($(metric 1 offcore_dp_esp_mss_clamped_total)); a 1450-byte ping is dropped and counted (too_big); 1393 bytes pass"
-sleep 0.3
+capture_barrier $F txf1 "$tmp/fabric.pcap" || fail "the fabric capture lacks its barrier frame"
 kill -INT $td; wait $td 2>/dev/null
 
 # --- the fabric: only ESP; decrypted, VXLAN with the tenants' VNIs
@@ -219,7 +219,7 @@ fi
 # D2, is refused by the ESP stage (counted), never decapsulated: A's host
 # on server 2 does not see it
 before=$(metric 2 'offcore_dp_esp_clear_packets_total{dir="in",action="dropped"}')
-ip netns exec $HA2 tcpdump -i txa2 -nn -U -w "$tmp/forged.pcap" 'icmp[8:4] = 0x666f7267' 2>"$tmp/tdf.log" &
+ip netns exec $HA2 tcpdump -i txa2 -nn -U -w "$tmp/forged.pcap" 'icmp[8:4] = 0x666f7267 or ether proto 0x88b5' 2>"$tmp/tdf.log" &
 tdf=$!
 echo $tdf >>"$tmp/bg.pids"
 wait_for 30 grep -q listening "$tmp/tdf.log" || fail "tcpdump in HA2"
@@ -247,10 +247,10 @@ s.send(mac(sys.argv[2]) + mac(sys.argv[1]) + b"\x08\x00" + oip + udp)
 EOF
 clear_moved() { [ "$(metric 2 'offcore_dp_esp_clear_packets_total{dir="in",action="dropped"}')" -gt "$before" ]; }
 wait_for 20 clear_moved || fail "the forged clear VXLAN frame was not counted"
-sleep 0.5
+capture_barrier $HA2 txa2 "$tmp/forged.pcap" || fail "HA2's capture lacks its barrier frame"
 kill -INT $tdf; wait $tdf 2>/dev/null
 # (the count may include the namespaces' own multicast reports: not exact)
-[ "$(tcpdump -nn -r "$tmp/forged.pcap" 2>/dev/null | wc -l)" = 0 ] ||
+[ "$(tcpdump -nn -r "$tmp/forged.pcap" icmp 2>/dev/null | wc -l)" = 0 ] ||
     fail "the forged frame reached tenant A's host"
 ok "a forged clear VXLAN frame for tenant A on the fabric is dropped by the ESP stage and counted; A's host never sees it"
 

@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # dp-tenant-test.sh BUILDDIR [THREADS] — two tenants through offcore-dp's tenant
 # stages, with real traffic (root and network namespaces; exit 77 =
 # skipped otherwise).  The remote end of each tenant's tunnel is a Linux
@@ -31,7 +31,7 @@
 # Then setup 2: two servers, each DPU running offcore-dp, joined by a veth
 # fabric: ping, curl, iperf3 within each tenant, never across, and server
 # 2's default deny.
-set -u
+set -u -o pipefail
 . "$(dirname "$0")/tenant-lib.sh"
 # THREADS (default 1): offcore-dp's workers and every veth's queues; with
 # 2, frames whose flow another worker owns are handed to it
@@ -100,9 +100,9 @@ arp_replies() {
     ctl stat --raw | sed -n "s/^offcore_dp_tenant_arp_replies_total{tenant=\"$1\"} //p"
 }
 ip -n $RA neigh show 192.168.71.1 dev octfa0 | grep -v PERMANENT |
-    grep -q "lladdr 02:00:c0:00:00:a1" || fail "RA's neighbour entry: $(ip -n $RA neigh show dev octfa0)"
+    grep "lladdr 02:00:c0:00:00:a1" >/dev/null || fail "RA's neighbour entry: $(ip -n $RA neigh show dev octfa0)"
 ip -n $RB neigh show 192.168.72.1 dev octfb0 | grep -v PERMANENT |
-    grep -q "lladdr 02:00:c0:00:00:b1" || fail "RB's neighbour entry: $(ip -n $RB neigh show dev octfb0)"
+    grep "lladdr 02:00:c0:00:00:b1" >/dev/null || fail "RB's neighbour entry: $(ip -n $RB neigh show dev octfb0)"
 [ "$(arp_replies A)" -ge 1 ] && [ "$(arp_replies B)" -ge 1 ] ||
     fail "ARP replies not counted: A $(arp_replies A), B $(arp_replies B)"
 ok "the remotes learnt the tunnel ends by ARP (replies A $(arp_replies A), B $(arp_replies B))"
@@ -140,8 +140,8 @@ bg ip netns exec $RB python3 -m http.server 27090 --bind 10.10.0.2 --directory "
 bg ip netns exec $RA iperf3 -s -p 27201 >/dev/null 2>&1
 bg ip netns exec $RB iperf3 -s -p 27201 >/dev/null 2>&1
 wait_for 30 listening $RA 27090 && wait_for 30 listening $RB 27090 || fail "http servers"
-ip netns exec $HA curl -sf --max-time 10 http://10.10.0.2:27090/a.txt | grep -q tenant-A-remote || fail "curl in A"
-ip netns exec $HB curl -sf --max-time 10 http://10.10.0.2:27090/b.txt | grep -q tenant-B-remote || fail "curl in B"
+ip netns exec $HA curl -sf --max-time 10 http://10.10.0.2:27090/a.txt | grep tenant-A-remote >/dev/null || fail "curl in A"
+ip netns exec $HB curl -sf --max-time 10 http://10.10.0.2:27090/b.txt | grep tenant-B-remote >/dev/null || fail "curl in B"
 ip netns exec $HB curl -sf --max-time 2 http://10.10.0.2:27090/a.txt >/dev/null && fail "B reached A's remote"
 ok "curl: A gets A's remote, B gets B's (same address), never the other's"
 wait_for 30 listening $RA 27201 || fail "iperf3 server"
@@ -149,7 +149,7 @@ wait_for 30 listening $RA 27201 || fail "iperf3 server"
 # 2 s TIME_WAIT/CLOSE timeouts a closed flow may be gone by the time it is
 # listed (it was, on a quiet machine)
 a_iperf_listed() {
-    ctl conntrack list A | grep -q "src=10.10.0.1 dst=10.10.0.2 sport=[0-9]* dport=27201 state=ESTABLISHED"
+    ctl conntrack list A | grep "src=10.10.0.1 dst=10.10.0.2 sport=[0-9]* dport=27201 state=ESTABLISHED" >/dev/null
 }
 timeout 60 ip netns exec $HA iperf3 -c 10.10.0.2 -p 27201 -t 3 -J >"$tmp/tcp.json" &
 iperf_pid=$!
@@ -220,7 +220,7 @@ ok "spoofed source IP, source MAC, gratuitous ARP for 10.10.0.7: spoofed +3"
 ip netns exec $HA curl -sf --max-time 10 --local-port 27500 http://10.10.0.2:27090/a.txt >/dev/null || fail "curl from port 27500"
 # TIME_WAIT is 2 s in this config: wait until conntrack no longer lists
 # the connection (it lists no expired flow)
-c27500_gone() { ! ctl conntrack list A | grep -q " sport=27500 "; }
+c27500_gone() { local l; l=$(ctl conntrack list A) && ! grep " sport=27500 " <<<"$l" >/dev/null; }
 wait_for 30 c27500_gone || fail "the closed connection is still tracked: $(ctl conntrack list A | grep sport=27500)"
 cat >"$tmp/late.py" <<'EOF'
 from scapy.all import IP, TCP, send, conf
@@ -250,7 +250,8 @@ ip netns exec $HB ping -c 2 -i 0.2 -W 1 10.10.0.2 >/dev/null && fail "B still fo
 all_a >"$tmp/a-after"
 [ -z "$(comm -23 "$tmp/a-before" "$tmp/a-after")" ] ||
     fail "A's flows changed with B's deletion: lost $(comm -23 "$tmp/a-before" "$tmp/a-after")"
-ctl tenant list | grep -q "^B " && fail "B still listed"
+tl=$(ctl tenant list) || fail "tenant list"
+grep "^B " <<<"$tl" >/dev/null && fail "B still listed"
 ctl tenant add B vni=200 attach=b mac=02:00:0a:00:00:b1 ip=10.10.0.1 local=192.168.72.1 \
     local_mac=02:00:c0:00:00:b1 remote=192.168.72.2 remote_mac=02:00:c0:00:00:b2 \
     rate=20 burst=200000 >/dev/null || fail "tenant add B"
@@ -290,8 +291,8 @@ if [ "$nq" -gt 1 ]; then
 fi
 
 # --- operator commands
-ctl tenant list | grep -q "^B vni=200 attach=b" || fail "tenant list"
-ctl conntrack flush A | grep -q "flushed" || fail "conntrack flush"
+ctl tenant list | grep "^B vni=200 attach=b" >/dev/null || fail "tenant list"
+ctl conntrack flush A | grep "flushed" >/dev/null || fail "conntrack flush"
 [ "$(ctl conntrack count A)" -eq 0 ] || fail "flows left after flush"
 ok "tenant list, conntrack flush A (count A now 0, all $(ctl conntrack count))"
 
@@ -355,8 +356,8 @@ for t in A B; do
     wait_for 30 ip netns exec $H ping -c 1 -W 1 10.10.0.2 || fail "setup 2: first ping in tenant $t"
     ip netns exec $H ping -c 3 -i 0.2 -W 2 10.10.0.2 >/dev/null || fail "setup 2: ping in tenant $t"
 done
-ip netns exec $HA curl -sf --max-time 10 http://10.10.0.2:27090/s2a.txt | grep -q tenant-A-server2 || fail "setup 2: curl in A"
-ip netns exec $HB curl -sf --max-time 10 http://10.10.0.2:27090/s2b.txt | grep -q tenant-B-server2 || fail "setup 2: curl in B"
+ip netns exec $HA curl -sf --max-time 10 http://10.10.0.2:27090/s2a.txt | grep tenant-A-server2 >/dev/null || fail "setup 2: curl in A"
+ip netns exec $HB curl -sf --max-time 10 http://10.10.0.2:27090/s2b.txt | grep tenant-B-server2 >/dev/null || fail "setup 2: curl in B"
 ip netns exec $HB curl -sf --max-time 2 http://10.10.0.2:27090/s2a.txt >/dev/null && fail "setup 2: B reached A's server"
 timeout 60 ip netns exec $HA iperf3 -c 10.10.0.2 -p 27201 -t 2 -J >"$tmp/tcp2.json" || fail "setup 2: iperf3 TCP in A"
 python3 - "$tmp/tcp2.json" <<'EOF' || fail "setup 2: iperf3 TCP result"

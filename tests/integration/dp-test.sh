@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # dp-test.sh BUILDDIR [BACKEND] — real traffic through offcore-dp (needs
 # root and network namespaces; exit 77 = skipped otherwise).  BACKEND is the
 # ports' backend: xdp (default, AF_XDP through libxdp), dpdk-af_packet or
@@ -21,7 +21,7 @@
 #   - a second offcore-dp with a broken config refuses (exit 2, file:line
 #     reason) and the running one keeps forwarding;
 #   - SIGTERM stops it cleanly (exit 0).
-set -u
+set -u -o pipefail
 build=$1
 backend=${2:-xdp}
 # DPDK's net_af_xdp takes a device's queue count from its "combined"
@@ -96,7 +96,7 @@ start_dp
 ok "offcore-dp up ($(grep -o 'native copy\|generic copy\|DPDK net_af_[a-z]*' "$tmp/dp.log" | head -1))"
 
 # --- servers in B
-listening() { ip netns exec $B ss -Hltn "sport = :$1" | grep -q .; }
+listening() { ip netns exec $B ss -Hltn "sport = :$1" | grep . >/dev/null; }
 bg ip netns exec $B python3 -m http.server 23080 --bind 10.77.0.2 \
     --directory "$tmp" >/dev/null 2>&1
 bg ip netns exec $B iperf3 -s -p 23201 >/dev/null 2>&1
@@ -161,10 +161,16 @@ ctl rules del 100 || fail "rules del"
 # (tcpdump -U writes each as it takes it; a loaded host delays that)
 a_has_denied() { [ "$(tcpdump -nn -r "$tmp/a.pcap" 2>/dev/null | wc -l)" -ge "${denied:-1}" ]; }
 wait_for 30 a_has_denied || true
-sleep 0.3 # strays toward B (none expected) a moment to show
+# a barrier, not a pause: with the rule gone, a connection from port 23999
+# reaches B after any stray of the denied packets (none expected), and B's
+# capture writes in arrival order: once it holds the barrier, it holds them
+ip netns exec $A curl -sf --max-time 10 --local-port 23999 \
+    http://10.77.0.2:23080/index.txt >/dev/null || fail "curl after rules del"
+b_has_barrier() { [ "$(tcpdump -nn -r "$tmp/b.pcap" 'src port 23999' 2>/dev/null | wc -l)" -gt 0 ]; }
+wait_for 30 b_has_barrier || fail "B's capture lacks the connection after rules del"
 kill -INT $tda $tdb; wait $tda $tdb 2>/dev/null
-sent=$(tcpdump -nn -r "$tmp/a.pcap" 2>/dev/null | wc -l)
-arrived=$(tcpdump -nn -r "$tmp/b.pcap" 2>/dev/null | wc -l)
+sent=$(tcpdump -nn -r "$tmp/a.pcap" 'not src port 23999' 2>/dev/null | wc -l)
+arrived=$(tcpdump -nn -r "$tmp/b.pcap" 'not src port 23999' 2>/dev/null | wc -l)
 echo "deny rule: counter $denied, A sent $sent to port 23080, B received $arrived"
 [ -n "$denied" ] && [ "$denied" -gt 0 ] || fail "deny counter is '$denied'"
 [ "$denied" = "$sent" ] || fail "deny counter $denied != packets sent $sent"
@@ -173,8 +179,8 @@ ok "the deny counter counts exactly the dropped packets ($denied)"
 ip netns exec $A curl -sf --max-time 3 http://10.77.0.2:23080/index.txt >/dev/null ||
     fail "curl after rules del"
 ok "curl works again after rules del"
-ctl stat | grep -q "icmp\|count" || fail "stat"
-ctl stat --raw | grep -q '^offcore_dp_rule_packets_total{id="1",action="count"} [1-9]' ||
+ctl stat | grep "icmp\|count" >/dev/null || fail "stat"
+ctl stat --raw | grep '^offcore_dp_rule_packets_total{id="1",action="count"} [1-9]' >/dev/null ||
     fail "icmp count rule did not count"
 ok "stat and the count rule"
 ctl stat | sed -n '/^threads/,/^$/p' # how flows spread over the workers
@@ -203,7 +209,7 @@ ctl rules load "$tmp/bad.rules" 2>"$tmp/load.err" && fail "a bad rule file loade
 grep -q "bad.rules:2: action: expected allow" "$tmp/load.err" || fail "load error: $(cat "$tmp/load.err")"
 # a rule file's errors name line and reason, never its words (issue #21)
 ! grep -q bogus "$tmp/load.err" || fail "load error quotes the file: $(cat "$tmp/load.err")"
-ctl rules list | grep -q '^id=1 ' || fail "a failed load changed the rules"
+ctl rules list | grep '^id=1 ' >/dev/null || fail "a failed load changed the rules"
 printf 'rule id=5 action=allow proto=udp\nrule id=1 prio=1000 action=count proto=icmp\n' >"$tmp/good.rules"
 ctl rules load "$tmp/good.rules" >/dev/null || fail "rules load"
 [ "$(ctl rules list | wc -l)" = 2 ] || fail "rules load: $(ctl rules list)"
@@ -239,13 +245,13 @@ for k in $kinds; do
     d=$(($(reason_count $k) - b))
     [ "$d" = 5 ] || fail "reason $k counted $d of 5 frames"
 done
-# the forwarded fragments reach tcpdump after the counters move: wait for
-# them to be written (-U: per packet), then give strays a moment to show
-pcap_has_all() { [ "$(tcpdump -nn -r "$tmp/bad.pcap" 2>/dev/null | wc -l)" -ge $nfrag ]; }
-wait_for 30 pcap_has_all || true
-sleep 0.5
+# the forwarded frames reach tcpdump after the counters move: the sender's
+# last frame, a valid datagram from port 23402, is the barrier: once B's
+# capture holds it (-U: written per packet), it holds any stray before it
+has_barrier() { [ "$(tcpdump -nn -r "$tmp/bad.pcap" 'udp src port 23402' 2>/dev/null | wc -l)" -gt 0 ]; }
+wait_for 30 has_barrier || fail "B's capture lacks the barrier datagram"
 kill -INT $tdbad; wait $tdbad 2>/dev/null
-got=$(tcpdump -nn -r "$tmp/bad.pcap" 2>/dev/null | wc -l)
+got=$(tcpdump -nn -r "$tmp/bad.pcap" 'not udp src port 23402' 2>/dev/null | wc -l)
 frags=$(tcpdump -nn -r "$tmp/bad.pcap" 'ip[6:2] & 0x1fff != 0' 2>/dev/null | wc -l)
 [ "$got" = $nfrag ] && [ "$frags" = $nfrag ] ||
     fail "B received $got crafted frames ($frags fragments), expected $nfrag fragments only"

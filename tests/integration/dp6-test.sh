@@ -71,7 +71,7 @@ ok "offcore-dp up"
 bg ip netns exec $B python3 -m http.server 23080 --bind fd77::2 \
     --directory "$tmp" >/dev/null 2>&1
 echo hello-offcore-dp6 >"$tmp/index.txt"
-listening() { ip netns exec $B ss -Hltn "sport = :$1" | grep -q .; }
+listening() { ip netns exec $B ss -Hltn "sport = :$1" | grep . >/dev/null; }
 wait_for 30 listening 23080 || fail "http.server"
 curl6() { ip netns exec $A curl -gsf --max-time 3 "http://[fd77::2]:23080/index.txt"; }
 wait_for 30 curl6 || fail "curl -6 through offcore-dp"
@@ -86,7 +86,7 @@ ok "the ICMPv6 count rule on fd77::/64 counts ($(rule_packets 1))"
 # --- an IPv6 deny rule, added live
 ctl rules add id=100 prio=10 action=deny proto=tcp src=fd77::1/128 dport=23080 ||
     fail "rules add (IPv6)"
-ctl rules list | grep -q '^id=100 prio=10 action=deny proto=tcp src=fd77::1/128 dst=any sport=any dport=23080 ' ||
+ctl rules list | grep '^id=100 prio=10 action=deny proto=tcp src=fd77::1/128 dst=any sport=any dport=23080 ' >/dev/null ||
     fail "rules list: $(ctl rules list)"
 curl6 >/dev/null && fail "curl passed an IPv6 deny rule"
 ip netns exec $A ping -6 -c 2 -i 0.2 -W 2 fd77::2 >/dev/null || fail "ping -6 under the deny rule"

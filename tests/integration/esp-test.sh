@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # esp-test.sh BUILDDIR — two offcore-dp DPUs with ESP (AES-256-GCM) between
 # them, real traffic (needs root, network namespaces, tshark; exit 77 =
 # skipped otherwise).
@@ -20,7 +20,7 @@
 #   - live SA changes: `sa del` stops the traffic (counted as unknown SPI on
 #     the far side / clear drops), `sa add` with a new SPI (rekey) restores
 #     it; `sa list` never shows a key; a key file with mode 0644 is refused.
-set -u
+set -u -o pipefail
 # meson sets MALLOC_PERTURB_: it makes tshark ~80x slower on big captures
 build=$1
 dp=$build/src/dp/offcore-dp
@@ -125,7 +125,7 @@ wait_for 10 grep -q listening "$tmp/td.log" || fail "tcpdump"
 wait_for 30 ip netns exec $HA ping -c 1 -W 1 10.78.0.2 || fail "first ping"
 ip netns exec $HA ping -c 5 -i 0.2 -W 2 10.78.0.2 >/dev/null || fail "ping"
 ok "ping"
-listening() { ip netns exec $HB ss -Hltn "sport = :$1" | grep -q .; }
+listening() { ip netns exec $HB ss -Hltn "sport = :$1" | grep . >/dev/null; }
 head -c 1000000 /dev/urandom >"$tmp/blob.bin"
 bg ip netns exec $HB python3 -m http.server 28080 --bind 10.78.0.2 \
     --directory "$tmp" >/dev/null 2>&1
@@ -156,7 +156,7 @@ wait_for 20 too_big_counted || fail "too_big not counted"
 ip netns exec $HA ping -c 1 -W 2 -M do -s 1415 10.78.0.2 >/dev/null ||
     fail "the largest ping that fits ESP in 1500 (1443 bytes) did not pass"
 ok "a packet too big for ESP is dropped and counted; 1443 bytes pass"
-sleep 0.3
+capture_barrier $F ocxfa "$tmp/fabric.pcap" || fail "the fabric capture lacks its barrier frame"
 kill -INT $td; wait $td 2>/dev/null
 
 # --- the fabric: only ESP; tshark decrypts it and every ICV is good
@@ -268,7 +268,8 @@ ctl a sa list >"$tmp/sa.txt" || fail "sa list"
 cat "$tmp/sa.txt"
 grep -q "^out spi=0x00001001 .* packets=[1-9]" "$tmp/sa.txt" || fail "sa list counters"
 grep -qi "$(cut -c3-20 "$tmp/ab.key")" "$tmp/sa.txt" && fail "sa list shows a key"
-ctl a stat --raw | grep -qi "$(cut -c3-20 "$tmp/ab.key")" && fail "metrics show a key"
+m=$(ctl a stat --raw) || fail "stat --raw"
+grep -i "$(cut -c3-20 "$tmp/ab.key")" <<<"$m" >/dev/null && fail "metrics show a key"
 ctl a sa del out 0x1001 || fail "sa del"
 ip netns exec $HA ping -c 2 -i 0.2 -W 1 10.78.0.2 >/dev/null 2>&1 &&
     fail "ping passed without an out SA"

@@ -37,7 +37,7 @@
 #              and an NVMe host NQN under allow-any-host (target log,
 #              /metrics, offcore nvmf connections) [9]
 # Measured figures are printed as JSON lines ("measure": ...).
-set -u
+set -u -o pipefail
 B=${1:?usage: hostile-dp-test.sh BUILD_DIR CASE}
 CASE=${2:?case}
 B=$(cd "$B" && pwd)
@@ -213,11 +213,11 @@ dp-log)
 dp-sighup)
     setup_dp
     start_dp
+    # no wait needed: a signal that kills is delivered before the daemon
+    # can answer still_up's ping, and wait below sees any death by it
     kill -HUP "$dppid"
-    sleep 0.3
     still_up "SIGHUP"
     kill -HUP "$dppid"
-    sleep 0.3
     still_up "a second SIGHUP"
     kill -TERM "$dppid"
     wait "$dppid"; rc=$?
@@ -233,9 +233,8 @@ sighup)
     AGPID=$SPAWNED
     wait_for 10 grep -qw ready "$tmp/agent.log" || fail "offcored not ready"
     start_nvmf
-    for sig in 1 2; do
+    for sig in 1 2; do # a death by it shows in the exit statuses below
         kill -HUP $AGPID $NVPID
-        sleep 0.3
         running $AGPID || fail "offcored died on SIGHUP $sig"
         running $NVPID || fail "offcore-nvmf died on SIGHUP $sig"
     done
@@ -299,8 +298,9 @@ devzero)
         [ "$2" = 2 ] || fail "--config $cfg: exit $2 (want 2)"
         [ "$1" -lt 65536 ] || fail "--config $cfg: peak RSS $1 KiB"
     done
-    "$DP" --config /dev/zero --check 2>&1 | grep -q "not a regular file" ||
-        fail "--config /dev/zero: no named refusal"
+    out=$("$DP" --config /dev/zero --check 2>&1) # exits 2, checked above
+    grep "not a regular file" <<<"$out" >/dev/null ||
+        fail "--config /dev/zero: no named refusal: $out"
     ok "/dev/zero refused as config and as rules file"
     ;;
 dp-leak)
@@ -334,14 +334,16 @@ dp-nofile)
     ip netns exec $D python3 -c '
 import socket, sys, time
 held = []
-for _ in range(200):
+for i in range(200):
     try:
         held.append(socket.create_connection(("127.0.0.1", 19464), 1))
     except OSError:
         pass
-time.sleep(8)' &
+    if i == 64: # past the limit: the flood is on
+        open(sys.argv[1], "w").close()
+time.sleep(8)' "$tmp/flooding" &
     fl=$!
-    sleep 2
+    wait_for 30 test -e "$tmp/flooding" || fail "the /metrics flood did not start"
     nfd=$(ls /proc/$dppid/fd | wc -l)
     still_up "a /metrics flood under ulimit -n 64"
     printf 'id=1 action=count proto=icmp\n' > "$tmp/ok.rules"

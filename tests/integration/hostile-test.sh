@@ -44,7 +44,7 @@
 #              "unexpected control message" [15]
 #
 # Measured figures are printed as JSON lines ("measure": ...).
-set -u
+set -u -o pipefail
 B=${1:?usage: hostile-test.sh BUILD_DIR CASE}
 CASE=${2:?case}
 B=$(cd "$B" && pwd)
@@ -114,7 +114,7 @@ wait_job() {
 # Under AddressSanitizer freed memory sits in its quarantine: RSS then
 # measures the sanitizer, not the agent; the RSS bounds are checked only
 # in a normal build (the figures are printed either way).
-if ldd "$OFFCORED" 2>/dev/null | grep -q libasan; then ASAN=1; else ASAN=0; fi
+if ldd "$OFFCORED" 2>/dev/null | grep libasan >/dev/null; then ASAN=1; else ASAN=0; fi
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 
@@ -332,7 +332,7 @@ metricsaddr)
     METRICS=21471 start_agent
     grep -q "metrics http://0.0.0.0:21471/metrics" "$T/agent.log" ||
         fail "--metrics 21471 announced as: $(grep -o 'metrics http[^ ]*' "$T/agent.log")"
-    curl -sf "http://127.0.0.1:21471/metrics" | grep -q offcore_agent_info || fail "nothing on the announced port"
+    curl -sf "http://127.0.0.1:21471/metrics" | grep offcore_agent_info >/dev/null || fail "nothing on the announced port"
     kill "$AGENT"; wait "$AGENT"
     pass ;;
 port0)

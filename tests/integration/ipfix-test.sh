@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # ipfix-test.sh BUILDDIR — offcore-dp's flow records exported over IPFIX to
 # three real collectors at once (needs root, network namespaces, nfdump's
 # nfcapd, pmacct's nfacctd, tshark; exit 77 = skipped otherwise).
@@ -24,7 +24,7 @@
 #     attachment's offcore_dp_attach_flow_tcp_rtt_seconds histogram.
 # Every wait is on a condition (a counter, a file's content) with a
 # generous limit: a loaded host makes the test slower, not wrong.
-set -u
+set -u -o pipefail
 # meson sets MALLOC_PERTURB_: it makes tshark ~80x slower on big captures
 build=$1
 dp=$build/src/dp/offcore-dp
@@ -102,7 +102,7 @@ ip netns exec $D tcpdump -i lo -nn -U -s 0 -w "$tmp/ipfix.pcap" \
     "udp port 28055 or udp port 28056" 2>"$tmp/tshark.log" &
 tspid=$!
 echo $tspid >>"$tmp/bg.pids"
-udp_up() { ip netns exec $D ss -Hlun "sport = :$1" | grep -q .; }
+udp_up() { ip netns exec $D ss -Hlun "sport = :$1" | grep . >/dev/null; }
 wait_for 30 udp_up 28055 || fail "nfcapd did not come up: $(cat "$tmp/nfcapd.log")"
 wait_for 30 udp_up 28056 || fail "nfacctd did not come up: $(cat "$tmp/nfacctd.log")"
 wait_for 30 grep -q listening "$tmp/tshark.log" || fail "tcpdump on lo: $(cat "$tmp/tshark.log")"
@@ -124,7 +124,7 @@ dev_packets() {
             $(ip netns exec $A cat /sys/class/net/ocxia0/statistics/tx_packets)))
 }
 a0=$(dev_packets)
-listening() { ip netns exec $B ss -Hltn "sport = :$1" | grep -q .; }
+listening() { ip netns exec $B ss -Hltn "sport = :$1" | grep . >/dev/null; }
 echo hello-ipfix >"$tmp/index.txt"
 bg ip netns exec $B python3 -m http.server 28080 --bind 10.79.0.2 --directory "$tmp" >/dev/null 2>&1
 bg ip netns exec $B iperf3 -s -p 28201 >/dev/null 2>&1

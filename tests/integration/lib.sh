@@ -14,6 +14,13 @@
 #                        are expanded once, before the first try: to wait
 #                        on a value that changes (a counter), make CMD a
 #                        function that reads it
+#   capture_barrier NS IFACE PCAP
+#                        before a capture on IFACE (in NS, writing PCAP with
+#                        -U) is stopped: send a frame of the local
+#                        experimental ethertype 0x88b5 out IFACE and wait
+#                        (20 s at most) until PCAP holds it; the capture
+#                        writes in order, so it then holds every frame that
+#                        crossed IFACE before.  Readers of PCAP filter on IP
 #   udp_rcvbuf_errors NS UDP datagrams namespace NS dropped at a full
 #                        socket buffer (/proc/net/snmp's RcvbufErrors): a
 #                        receiver starved of CPU, not a forwarder's loss
@@ -44,6 +51,20 @@ wait_for() {
         [ "$(date +%s)" -lt $oc__end ] || return 1
         sleep 0.1
     done
+}
+
+capture_barrier() {
+    ip netns exec "$1" python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind((sys.argv[1], 0))
+s.send(b"\xff" * 6 + b"\x02\x00\x00\x00\xba\x22\x88\xb5" + b"barrier".ljust(46, b"\0"))' "$2" ||
+        return 1
+    oc__pcap=$3
+    wait_for 20 oc__has_barrier
+}
+oc__has_barrier() {
+    [ "$(tcpdump -nn -r "$oc__pcap" 'ether proto 0x88b5' 2>/dev/null | wc -l)" -gt 0 ]
 }
 
 udp_rcvbuf_errors() {

@@ -32,7 +32,7 @@
 #   dpu      the DPU profile: the agent alone in a "dpu" namespace,
 #            reachable from the ranks (in the host namespace) only over a
 #            veth link, as a BlueField's Arm complex is a separate host
-set -u
+set -u -o pipefail
 B=${1:?usage: netns-test.sh BUILD_DIR CASE}
 CASE=${2:?case}
 B=$(cd "$B" && pwd)
@@ -70,7 +70,7 @@ for d in /tmp/oc-netns-*/; do
     [ -f "$d/owner" ] || continue
     read -r owner < "$d/owner"
     if [ -n "$owner" ] && [ -r "/proc/$owner/cmdline" ] &&
-       tr '\0' ' ' < "/proc/$owner/cmdline" | grep -q netns-test; then
+       tr '\0' ' ' < "/proc/$owner/cmdline" | grep netns-test >/dev/null; then
         continue   # still running
     fi
     echo "removing what run $owner left (killed before its cleanup): $(cat "$d/made" 2>/dev/null | tr '\n' ' ')"
@@ -93,7 +93,7 @@ fail() {
 [ "$(id -u)" = 0 ] || skip "needs root for ip netns"
 command -v ip >/dev/null || skip "no ip (iproute2)"
 ip netns add "ocn-p$ID" 2>/dev/null || {
-    ip netns list | grep -q "^ocn-p$ID\b" &&
+    ip netns list | grep "^ocn-p$ID\b" >/dev/null &&
         fail "network namespace ocn-p$ID already exists (another run's? ip netns del ocn-p$ID)"
     skip "cannot create network namespaces here"
 }
@@ -101,7 +101,7 @@ ip netns del "ocn-p$ID"
 
 # mkns NAME: a namespace of our own; one that exists is another run's
 mkns() {
-    ip netns list | grep -q "^$1\b" &&
+    ip netns list | grep "^$1\b" >/dev/null &&
         fail "network namespace $1 already exists (a leftover of another run? ip netns del $1)"
     ip netns add "$1" || fail "ip netns add $1"
     NS+=("$1")
@@ -205,8 +205,8 @@ twonode)
         grep -q "^  peer  *transport " "$T/peers$1" &&
             grep -q "^  $3  *tcp/$dev  *[0-9]" "$T/peers$1" ||
             { cat "$T/stat$1"; fail "offcore stat on node $1: no transport in its peers table"; }
-        in_ns "$4" "$OFFCORE" stat --json --agent "$url" | grep -qF \
-            '"name":"offcore_peer_transport","type":"gauge","labels":{"peer":"'"$3"'","transport":"tcp/'"$dev"'","class":"tcp"},"value":1' ||
+        in_ns "$4" "$OFFCORE" stat --json --agent "$url" | grep -F \
+            '"name":"offcore_peer_transport","type":"gauge","labels":{"peer":"'"$3"'","transport":"tcp/'"$dev"'","class":"tcp"},"value":1' >/dev/null ||
             fail "offcore stat --json on node $1: no transport"
         echo "offcore stat on node $2, its peers table:"
         cat "$T/peers$1"

@@ -185,7 +185,7 @@ wait_drop_ge() {
     wait_for $1 tl_drop_ge $2 $3 $4 || fail "$3 of $2: $(drop $2 $3), want $4 or more"
 }
 
-listening() { ip netns exec $1 ss -Hltn "sport = :$2" | grep -q .; }
+listening() { ip netns exec $1 ss -Hltn "sport = :$2" | grep . >/dev/null; }
 
 tl_handoffs() {
     tl_ctl $1 stat --raw | sed -n 's/^offcore_dp_tenant_handoff_packets_total{tenant="\(.\)"} \([0-9]*\)$/\1:\2/p' | tr '\n' ' '

@@ -40,14 +40,21 @@ def main():
                        text=True, timeout=30)
     check(r.returncode == 2 and "unknown case" in r.stdout,
           "an unknown case refused with exit 2")
+    r = subprocess.run([sys.executable, BENCH, build, "--cores", "0-x"],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True, timeout=30)
+    check(r.returncode == 2 and "--cores: want a CPU list" in r.stdout,
+          "--cores 0-x refused with exit 2")
     if not shutil.which("fio"):
         print("SKIP: fio is not installed (the run itself needs it)")
         return 77 if not fails else 1
     port = 24950 + os.getpid() % 40
+    # the target's workers on the first two CPUs allowed (one if only one)
+    cores = ",".join(str(c) for c in sorted(os.sched_getaffinity(0))[:2])
     r = subprocess.run([sys.executable, BENCH, build, "--cases", "randread-4k",
                         "--repeats", "1", "--seconds", "0.3", "--size", "16M",
                         "--queues", "2", "--poll-us", "20", "--pin", "0",
-                        "--port", str(port)],
+                        "--cores", cores, "--port", str(port)],
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                        text=True, timeout=240)
     print(r.stdout[-4000:])
@@ -72,6 +79,8 @@ def main():
           "target runs give the round trip and the target's own latency")
     check(all(j.get("cpu") == 0 for j in runs.values()),
           "--pin 0: every run says it ran on CPU 0")
+    check(all(j.get("cores") == cores for k, j in runs.items() if k != "fio"),
+          "--cores %s: every target run says its workers' CPUs" % cores)
     check(all(j.get("gen_cpu_us_per_io", 0) > 0 and
               j.get("target_cpu_us_per_io", 0) > 0
               for k, j in runs.items() if k != "fio"),

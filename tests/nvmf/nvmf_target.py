@@ -50,15 +50,44 @@ def binary(build):
     return os.path.join(build, "src", "nvmf", "offcore-nvmf")
 
 
-def start(build, conf, log, timeout=10, env=None, prefix=()):
+def cores_for(workers):
+    """--cores for @workers workers: the first CPUs this process may use
+    (fewer when fewer are allowed: said on stdout)."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < workers:
+        print("note: %d worker(s) asked, %d CPU(s) allowed: %d worker(s)"
+              % (workers, len(cpus), len(cpus)), flush=True)
+    return ",".join(str(c) for c in cpus[:workers])
+
+
+def workers_wanted():
+    """The worker count the test suite asks of every target it starts
+    (NVMF_WORKERS, set by tests/nvmf/meson.build), or None: the target's
+    default (one worker per allowed CPU)."""
+    w = os.environ.get("NVMF_WORKERS")
+    if w is None:
+        return None
+    if not w.isdigit() or int(w) < 1:
+        raise SystemExit("NVMF_WORKERS=%r: want a number of workers, 1 or more" % w)
+    return int(w)
+
+
+def start(build, conf, log, timeout=10, env=None, prefix=(), workers=None):
     """Start offcore-nvmf on @conf, its output appended to the open file
-    @log, and return the Popen once it logs that it listens.  On failure
-    (exit or @timeout seconds, which must cover building checksums of
-    large namespaces) the log is printed and SystemExit raised."""
+    @log, and return the Popen once it logs that it listens.  @workers: run
+    that many workers (--cores, cores_for); None: NVMF_WORKERS, else the
+    target's default.  On failure (exit or @timeout seconds, which must
+    cover building checksums of large namespaces) the log is printed and
+    SystemExit raised."""
     e = dict(os.environ if env is None else env)
     e.setdefault("OC_LOG", "nvmf:info")
+    if workers is None:
+        workers = workers_wanted()
+    args = [binary(build), "-c", conf]
+    if workers is not None:
+        args += ["--cores", cores_for(workers)]
     log.flush()
-    p = subprocess.Popen(list(prefix) + [binary(build), "-c", conf], stdout=log,
+    p = subprocess.Popen(list(prefix) + args, stdout=log,
                          stderr=subprocess.STDOUT, env=e)
     mine = "offcore[%d] nvmf info: listening on" % p.pid
     deadline = time.time() + timeout

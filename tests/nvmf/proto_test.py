@@ -11,6 +11,7 @@ host that stops reading its completions must not stall that other host.
 """
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -83,6 +84,107 @@ class Good:
               "other host still served after: " + what)
 
 
+def multiqueue(port, logpath):
+    a = nc.Host(port)
+    a.admin_session(SUB, HOST)
+    r = a.set_queues(4)
+    qs = [nc.io_session(port, SUB, HOST, a.cntlid, qid=q) for q in range(1, 5)]
+    # in-capsule (8 KiB) and R2T (64 KiB) writes, one per queue, all sent
+    # before any completion is read
+    datas = [bytes(((q * 37 + i) * 13) & 0xFF for i in range(n))
+             for q, n in enumerate((8192, 65536, 8192, 65536))]
+    lba = [1024 + q * 32 for q in range(4)]
+    ok = r["sc"] == 0
+    for q, h in enumerate(qs):
+        ok = h.write(1, lba[q], datas[q])["sc"] == 0 and ok
+    for q, h in enumerate(qs):  # read through the next queue, all in flight
+        nlb = len(datas[q]) // 4096
+        qs[(q + 1) % 4].capsule(qs[(q + 1) % 4].sqe(
+            0x02, nsid=1, sgl_len=len(datas[q]), cdw={10: lba[q], 12: nlb - 1}))
+    for q in range(4):
+        r = qs[(q + 1) % 4].response()
+        ok = ok and r["sc"] == 0 and r["data"] == datas[q]
+    check(ok, "4 I/O queues of one controller: writes read back through "
+          "other queues, commands in flight on all at once")
+    # the encrypted namespace: every worker seals and opens blocks at the
+    # same moments (each with its own cipher context); 40 rounds of 4
+    # writes then 4 reads in flight, each read through another queue
+    ok = True
+    for rnd in range(40):
+        blobs = [os.urandom(8192) for _ in qs]
+        for q, h in enumerate(qs):
+            h.capsule(h.sqe(0x01, nsid=2, sgl_len=8192, sgl_type=0x01,
+                            cdw={10: q * 2, 12: 1}), blobs[q])
+        ok = all(h.response()["sc"] == 0 for h in qs) and ok
+        for q, h in enumerate(qs):
+            h.capsule(h.sqe(0x02, nsid=2, sgl_len=8192,
+                            cdw={10: ((q + 1) % 4) * 2, 12: 1}))
+        for q, h in enumerate(qs):
+            r = h.response()
+            ok = ok and r["sc"] == 0 and r["data"] == blobs[(q + 1) % 4]
+    check(ok, "encrypted namespace through 4 queues at once: 160 writes "
+          "read back through other queues")
+    # which worker took each of the 5 connections
+    mine = {"127.0.0.1:%d" % h.s.getsockname()[1] for h in [a] + qs}
+    got = {}
+    with open(logpath, errors="replace") as f:
+        for line in f:
+            m = re.search(r"connection \d+ from (\S+) \(worker (\d+)\)", line)
+            if m and m.group(1) in mine:
+                got[m.group(1)] = int(m.group(2))
+    nw = int(re.findall(r"listening on \S+ \(\d+ subsystems?, (\d+) workers?\)",
+                        open(logpath, errors="replace").read())[-1])
+    check(len(got) == 5 and len(set(got.values())) == min(nw, 5),
+          "the 5 connections spread over the target's %d worker(s): %s"
+          % (nw, sorted(got.values())))
+    # the controller goes with its admin queue, its I/O queues (on every
+    # worker) with it
+    a.close()
+    check(all(h.expect_eof() for h in qs),
+          "admin queue closed: its I/O queues on every worker close too")
+    for h in qs:
+        h.close()
+
+
+def cores_errors(build, work):
+    """--cores and `cores` refuse bad lists, saying why, before starting."""
+    conf = os.path.join(work, "cores.conf")
+    img = os.path.join(work, "cores.img")
+    base = ("listen 127.0.0.1:1\nsubsystem nqn.2026-11.io.offcore:c\n"
+            "  allow-any-host\n  namespace 1 %s size=1M\n" % img)
+    binp = os.path.join(build, "src/nvmf/offcore-nvmf")
+    open(conf, "w").write(base)
+    for arg, why in (("", "an empty list"), ("1-0", "the first is larger"),
+                     ("0,0", "CPU 0 listed twice"), ("0-2,1", "CPU 1 listed twice"),
+                     ("x", "want CPU numbers"), ("0,", "want CPU numbers"),
+                     ("-1", "want CPU numbers"), ("0-", "want CPU numbers"),
+                     ("99999", "CPU numbers are 0..1023"),
+                     ("0-99", "more than 64 CPUs")):
+        r = subprocess.run([binp, "-c", conf, "--cores", arg, "--check"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True)
+        check(r.returncode == 2 and "--cores '%s': " % arg in r.stdout and
+              why in r.stdout, "--cores '%s': refused (exit 2), %s (%s)"
+              % (arg, why, r.stdout.strip()[-100:]))
+    # a CPU this process may not use: exit 1 before starting
+    r = subprocess.run([binp, "-c", conf, "--cores", "1000", "--check"],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    check(r.returncode == 1 and "cpu 1000: not a CPU this process may run on"
+          in r.stdout, "--cores 1000: refused, not a CPU this process may use")
+    first = min(os.sched_getaffinity(0))
+    r = subprocess.run([binp, "-c", conf, "--cores", str(first), "--check"],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    check(r.returncode == 0, "--cores %d: configuration good" % first)
+    # the file: `cores` with the line, and not beside `cpu`
+    open(conf, "w").write("cores 3-1\ncpu 0\ncores 0\n" + base)
+    r = subprocess.run([binp, "-c", conf, "--check"], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True)
+    check(r.returncode == 2 and "cores.conf:1: cores: range 3-1" in r.stdout
+          and "cores.conf:3: cores: cpu is given already" in r.stdout,
+          "cores in the file: bad list and cores beside cpu refused with "
+          "their lines (%s)" % r.stdout.strip()[-160:])
+
+
 def config_errors(build, work):
     """A configuration with several mistakes: every one reported as
     FILE:LINE: reason, and the target does not start."""
@@ -153,12 +255,17 @@ def main():
     port = nt.free_port(24200 + os.getpid() % 100)
     mport = nt.free_port(24700 + os.getpid() % 100)
     conf = os.path.join(work, "nvmf.conf")
+    xkey = os.path.join(work, "xts.key")
+    with open(os.open(xkey, os.O_WRONLY | os.O_CREAT, 0o600), "wb") as f:
+        f.write(os.urandom(64))
     open(conf, "w").write(
         "listen 127.0.0.1:%d\nmetrics 127.0.0.1:%d\nkato-grace-ms 200\n"
         "send-timeout-ms 1000\npoll-us 50\n"
         "subsystem %s\n"
         "  allow-host %s\n  namespace 1 %s size=16M integrity=on\n"
-        % (port, mport, SUB, HOST, os.path.join(work, "ns1.img")))
+        "  namespace 2 %s size=4M integrity=on key=%s\n"
+        % (port, mport, SUB, HOST, os.path.join(work, "ns1.img"),
+           os.path.join(work, "ns2.img"), xkey))
     log = open(os.path.join(work, "target.log"), "w")
     t = nt.start(build, conf, log)
     try:
@@ -502,7 +609,14 @@ def main():
                       "fails (%d: %s)" % (r.returncode, r.stdout.strip()[-80:]))
         good.roundtrip("load generator runs")
 
-        # 11. SIGTERM drains: 16 reads of 128 KiB in flight all complete
+        # 11. one controller's queues across workers: an admin queue and 4
+        # I/O queues land round robin on the workers (the target's log names
+        # each connection's worker); data written through one queue reads
+        # back through another, with commands in flight on all at once
+        multiqueue(port, log.name)
+        good.roundtrip("queues across workers")
+
+        # 12. SIGTERM drains: 16 reads of 128 KiB in flight all complete
         # (and are answered) before the connection closes
         for i in range(16):
             good.io.capsule(good.io.sqe(0x02, nsid=1, sgl_len=131072,
@@ -527,6 +641,7 @@ def main():
         if failures:
             print(open(log.name).read()[-4000:])
     config_errors(build, work)
+    cores_errors(build, work)
     shutil.rmtree(work, ignore_errors=True)
     print("proto-test: %s (%d failure%s)" % ("FAIL" if failures else "PASS",
                                              len(failures), "" if len(failures) == 1 else "s"))

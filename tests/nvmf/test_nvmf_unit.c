@@ -256,6 +256,39 @@ static void test_config(void **state)
     free(errbuf);
 }
 
+/* --cores / `cores`: lists in order, ranges expanded; every bad list
+ * refused with a reason */
+static void test_cores(void **state)
+{
+    static const char *const bad[] = {"", ",", "0,", ",0", "1-0", "0,0",
+                                      "0-3,2", "a", "0-", "-1", "0 1",
+                                      "0;1", "1024", "0-1024", "0x1",
+                                      "99999999999999999999999", "0-64"};
+    int cpus[OC_NVMF_MAX_WORKERS];
+    char why[128];
+
+    (void)state;
+    assert_int_equal(oc__nvmf_parse_cores("0", cpus, 64, why, sizeof(why)),
+                     1);
+    assert_int_equal(cpus[0], 0);
+    assert_int_equal(oc__nvmf_parse_cores("4-6,1,9", cpus, 64, why,
+                                         sizeof(why)), 5);
+    assert_int_equal(cpus[0], 4);
+    assert_int_equal(cpus[2], 6);
+    assert_int_equal(cpus[3], 1);
+    assert_int_equal(cpus[4], 9);
+    assert_int_equal(oc__nvmf_parse_cores("0-63", cpus, 64, why,
+                                         sizeof(why)), 64);
+    assert_int_equal(oc__nvmf_parse_cores("1023", cpus, 64, why,
+                                         sizeof(why)), 1);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        why[0] = '\0';
+        if (oc__nvmf_parse_cores(bad[i], cpus, 64, why, sizeof(why)) != -1)
+            fail_msg("'%s' accepted", bad[i]);
+        assert_true(why[0] != '\0');
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -264,6 +297,7 @@ int main(void)
         cmocka_unit_test(test_pdu_check),
         cmocka_unit_test(test_sgl),
         cmocka_unit_test(test_config),
+        cmocka_unit_test(test_cores),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -21,33 +21,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "acl_test.h"
 #include "pkt/acl/acl.h"
-
-static const char *datadir = "data/classbench";
-
-#if defined(__SANITIZE_ADDRESS__)
-#define SLOW 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SLOW 1
-#endif
-#endif
-#ifndef SLOW
-#define SLOW 0
-#endif
-/* sampled oracle checks where every instruction is dear: under ASan, and
- * under an emulator (a cross build's tests run under qemu-user; meson
- * names the wrapper in MESON_EXE_WRAPPER) */
-static int slow = SLOW;
-
-static uint64_t rng = 88172645463325252ull;
-static uint32_t rnd(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (uint32_t)(rng >> 11);
-}
 
 /* answer of the oracle as userdata */
 static uint32_t oracle(const oc_acl_rule_t *r, size_t n, const oc_acl_key_t *k)
@@ -56,11 +31,10 @@ static uint32_t oracle(const oc_acl_rule_t *r, size_t n, const oc_acl_key_t *k)
     return w < 0 ? OC_ACL_NO_MATCH : r[w].userdata;
 }
 
-/* every lookup path oc__acl_set_lookup_path names; the ones this CPU lacks
- * are skipped, said once each */
-static const char *const paths[] = {"scalar", "avx512-leaf", "avx512", "avx2"};
-#define NPATHS (sizeof(paths) / sizeof(paths[0]))
-static int path_skipped[NPATHS];
+static uint32_t burst4(void *acl, const void *keys, uint32_t n, uint32_t *out)
+{
+    return oc__acl_lookup_burst(acl, keys, n, out);
+}
 
 /* every key through every lookup path this CPU has and the scalar reference
  * walk, against the oracle (stride: check every stride-th key with the
@@ -68,10 +42,9 @@ static int path_skipped[NPATHS];
 static void check_keys(oc_acl_t *acl, const oc_acl_rule_t *rules, size_t n,
                        const oc_acl_key_t *keys, size_t nk, size_t stride)
 {
-    uint32_t *a = malloc(nk * sizeof(*a)), *b = malloc(nk * sizeof(*b));
+    uint32_t *b = malloc(nk * sizeof(*b));
     uint32_t *want = malloc(nk * sizeof(*want));
-    size_t bad = 0;
-    assert_non_null(a);
+    size_t bad;
     assert_non_null(b);
     assert_non_null(want);
     oc__acl_reader_online();
@@ -79,32 +52,7 @@ static void check_keys(oc_acl_t *acl, const oc_acl_rule_t *rules, size_t n,
     oc__acl_reader_offline();
     for (size_t i = 0; i < nk; i++)
         want[i] = i % stride == 0 ? oracle(rules, n, &keys[i]) : b[i];
-    for (size_t p = 0; p < NPATHS; p++) {
-        oc_status_t st = oc__acl_set_lookup_path(paths[p]);
-        if (st == OC_ERR_UNSUPPORTED) {
-            if (!path_skipped[p]++)
-                print_message("SKIP lookup path %s: this CPU lacks it\n", paths[p]);
-            continue;
-        }
-        assert_int_equal(st, OC_OK);
-        assert_string_equal(oc__acl_lookup_method(), paths[p]);
-        oc__acl_reader_online();
-        /* odd burst sizes on purpose: groups and chunks end mid-way */
-        for (size_t i = 0; i < nk; i += 37) {
-            uint32_t m = (uint32_t)(nk - i < 37 ? nk - i : 37);
-            assert_int_equal(oc__acl_lookup_burst(acl, keys + i, m, a + i), m);
-        }
-        oc__acl_reader_offline();
-        for (size_t i = 0; i < nk; i++) {
-            if (a[i] != want[i] || b[i] != want[i]) {
-                if (bad++ < 5)
-                    print_error("key %zu: path %s %u scalar walk %u oracle %u\n",
-                                i, paths[p], a[i], b[i], want[i]);
-            }
-        }
-    }
-    assert_int_equal(oc__acl_set_lookup_path("auto"), OC_OK);
-    free(a);
+    bad = acl_check_paths(acl, keys, sizeof(*keys), nk, burst4, b, want);
     free(b);
     free(want);
     assert_int_equal(bad, 0);
@@ -119,10 +67,10 @@ static void trace_family(const char *fam)
     size_t n, nt;
     oc_acl_t *acl;
 
-    snprintf(path, sizeof(path), "%s/%s_10k.rules.gz", datadir, fam);
+    snprintf(path, sizeof(path), "%s/%s_10k.rules.gz", acl_datadir, fam);
     if (oc__acl_load_rules_file(path, &rules, &n, err, sizeof(err)) != OC_OK)
         fail_msg("%s", err);
-    snprintf(path, sizeof(path), "%s/%s_10k_mix.trace.gz", datadir, fam);
+    snprintf(path, sizeof(path), "%s/%s_10k_mix.trace.gz", acl_datadir, fam);
     if (oc__acl_load_trace_file(path, &tr, &nt, err, sizeof(err)) != OC_OK)
         fail_msg("%s", err);
     assert_int_equal(n, 10000);
@@ -134,7 +82,7 @@ static void trace_family(const char *fam)
     assert_int_equal(oc__acl_create(20000, &acl), OC_OK);
     assert_int_equal(oc__acl_load(acl, rules, n), OC_OK);
     assert_int_equal(oc__acl_count(acl), n);
-    check_keys(acl, rules, n, keys, nt, slow ? 16 : 1);
+    check_keys(acl, rules, n, keys, nt, acl_slow ? 16 : 1);
 
     /* delete every 7th rule and add 300 copies (new ids, shuffled
      * priorities) live: side part and tombstones, then folded in */
@@ -146,18 +94,18 @@ static void trace_family(const char *fam)
             if (i % 7 != 0)
                 rules[m++] = rules[i];
         for (size_t i = 0; i < 300; i++) {
-            oc_acl_rule_t r = rules[rnd() % m];
+            oc_acl_rule_t r = rules[acl_rnd() % m];
             r.id = 100000 + (uint32_t)i;
-            r.priority = rnd() % 10000;
+            r.priority = acl_rnd() % 10000;
             r.userdata = 100000 + (uint32_t)i;
             assert_int_equal(oc__acl_add(acl, &r), OC_OK);
             rules[m++] = r;
         }
         n = m;
     }
-    check_keys(acl, rules, n, keys, nt, slow ? 128 : 8);
+    check_keys(acl, rules, n, keys, nt, acl_slow ? 128 : 8);
     assert_int_equal(oc__acl_sync(acl), OC_OK);
-    check_keys(acl, rules, n, keys, nt, slow ? 128 : 8);
+    check_keys(acl, rules, n, keys, nt, acl_slow ? 128 : 8);
     oc__acl_destroy(acl);
     free(keys);
     free(tr);
@@ -175,34 +123,43 @@ static const uint32_t bases[4] = {0x0a000000u, 0xc0a80000u, 0xac100000u,
 static void random_rule(oc_acl_rule_t *r, uint32_t id)
 {
     static const uint8_t lens[] = {0, 0, 8, 16, 24, 28, 30, 31, 32, 32};
-    uint32_t x = rnd();
+    uint32_t x = acl_rnd();
     memset(r, 0, sizeof(*r));
     r->id = id;
-    r->priority = rnd() % 64; /* many ties: the id decides */
+    r->priority = acl_rnd() % 64; /* many ties: the id decides */
     r->src_len = lens[x % 10];
     r->dst_len = lens[(x >> 4) % 10];
-    r->src_ip = (bases[rnd() % 4] | (rnd() & 0xffff)) & oc__acl_prefix_mask(r->src_len);
-    r->dst_ip = (bases[rnd() % 4] | (rnd() & 0xffff)) & oc__acl_prefix_mask(r->dst_len);
-    switch (rnd() % 4) {
+    r->src_ip = (bases[acl_rnd() % 4] | (acl_rnd() & 0xffff)) &
+                oc__acl_prefix_mask(r->src_len);
+    r->dst_ip = (bases[acl_rnd() % 4] | (acl_rnd() & 0xffff)) &
+                oc__acl_prefix_mask(r->dst_len);
+    switch (acl_rnd() % 4) {
     case 0: r->sport_lo = 0; r->sport_hi = 65535; break;
-    case 1: r->sport_lo = r->sport_hi = (uint16_t)(rnd() % 1100); break;
+    case 1:
+        r->sport_lo = r->sport_hi = (uint16_t)(acl_rnd() % 1100);
+        break;
     case 2: r->sport_lo = 1024; r->sport_hi = 65535; break;
     default:
-        r->sport_lo = (uint16_t)(rnd() % 2000);
-        r->sport_hi = (uint16_t)(r->sport_lo + rnd() % 3000);
+        r->sport_lo = (uint16_t)(acl_rnd() % 2000);
+        r->sport_hi = (uint16_t)(r->sport_lo + acl_rnd() % 3000);
     }
-    switch (rnd() % 3) {
+    switch (acl_rnd() % 3) {
     case 0: r->dport_lo = 0; r->dport_hi = 65535; break;
-    case 1: r->dport_lo = r->dport_hi = (uint16_t)(rnd() % 1100); break;
+    case 1:
+        r->dport_lo = r->dport_hi = (uint16_t)(acl_rnd() % 1100);
+        break;
     default:
-        r->dport_lo = (uint16_t)(rnd() % 2000);
-        r->dport_hi = (uint16_t)(r->dport_lo + rnd() % 100);
+        r->dport_lo = (uint16_t)(acl_rnd() % 2000);
+        r->dport_hi = (uint16_t)(r->dport_lo + acl_rnd() % 100);
     }
-    switch (rnd() % 4) {
+    switch (acl_rnd() % 4) {
     case 0: r->proto = 0; r->proto_mask = 0; break;
     case 1: r->proto = 6; r->proto_mask = 0xff; break;
     case 2: r->proto = 17; r->proto_mask = 0xff; break;
-    default: r->proto = (uint8_t)rnd(); r->proto_mask = (uint8_t)rnd(); break;
+    default:
+        r->proto = (uint8_t)acl_rnd();
+        r->proto_mask = (uint8_t)acl_rnd();
+        break;
     }
     r->userdata = id ^ 0x5a5a;
 }
@@ -210,19 +167,21 @@ static void random_rule(oc_acl_rule_t *r, uint32_t id)
 static void random_key(oc_acl_key_t *k, const oc_acl_rule_t *rules, size_t n)
 {
     memset(k, 0, sizeof(*k));
-    if (n > 0 && rnd() % 4 != 0) { /* inside (or at the edge of) a rule */
-        const oc_acl_rule_t *r = &rules[rnd() % n];
-        k->src_ip = r->src_ip | (rnd() & ~oc__acl_prefix_mask(r->src_len));
-        k->dst_ip = r->dst_ip | (rnd() & ~oc__acl_prefix_mask(r->dst_len));
-        k->sport = rnd() % 2 ? r->sport_lo : r->sport_hi;
-        k->dport = (uint16_t)(r->dport_lo + rnd() % (r->dport_hi - r->dport_lo + 1u));
-        k->proto = rnd() % 2 ? r->proto : (uint8_t)rnd();
+    if (n > 0 && acl_rnd() % 4 != 0) { /* inside (or at the edge of) a rule */
+        const oc_acl_rule_t *r = &rules[acl_rnd() % n];
+        k->src_ip = r->src_ip | (acl_rnd() & ~oc__acl_prefix_mask(r->src_len));
+        k->dst_ip = r->dst_ip | (acl_rnd() & ~oc__acl_prefix_mask(r->dst_len));
+        k->sport = acl_rnd() % 2 ? r->sport_lo : r->sport_hi;
+        k->dport = (uint16_t)(r->dport_lo +
+                              acl_rnd() % (r->dport_hi - r->dport_lo + 1u));
+        k->proto = acl_rnd() % 2 ? r->proto : (uint8_t)acl_rnd();
     } else {
-        k->src_ip = bases[rnd() % 4] | (rnd() & 0xffff);
-        k->dst_ip = rnd() % 2 ? rnd() : bases[rnd() % 4] | (rnd() & 0xffff);
-        k->sport = (uint16_t)rnd();
-        k->dport = (uint16_t)(rnd() % 1200);
-        k->proto = rnd() % 2 ? 6 : (uint8_t)rnd();
+        k->src_ip = bases[acl_rnd() % 4] | (acl_rnd() & 0xffff);
+        k->dst_ip = acl_rnd() % 2 ? acl_rnd()
+                                  : bases[acl_rnd() % 4] | (acl_rnd() & 0xffff);
+        k->sport = (uint16_t)acl_rnd();
+        k->dport = (uint16_t)(acl_rnd() % 1200);
+        k->proto = acl_rnd() % 2 ? 6 : (uint8_t)acl_rnd();
     }
 }
 
@@ -238,23 +197,24 @@ static void test_random_updates(void **state)
     assert_non_null(keys);
     assert_int_equal(oc__acl_create(MAXR, &acl), OC_OK);
 
-    for (int round = 0; round < (slow ? 12 : 40); round++) {
-        int ops = (int)(rnd() % 400);
+    for (int round = 0; round < (acl_slow ? 12 : 40); round++) {
+        int ops = (int)(acl_rnd() % 400);
         if (round % 10 == 0) { /* a bulk load now and then */
-            n = 500 + rnd() % 1500;
+            n = 500 + acl_rnd() % 1500;
             for (size_t i = 0; i < n; i++)
                 random_rule(&rules[i], next_id++);
             assert_int_equal(oc__acl_load(acl, rules, n), OC_OK);
         }
         for (int o = 0; o < ops; o++) {
-            if (n > 0 && (rnd() % 2 || n == MAXR)) {
-                size_t i = rnd() % n;
+            if (n > 0 && (acl_rnd() % 2 || n == MAXR)) {
+                size_t i = acl_rnd() % n;
                 assert_int_equal(oc__acl_del(acl, rules[i].id), OC_OK);
                 assert_int_equal(oc__acl_del(acl, rules[i].id),
                                  OC_ERR_INVALID_PARAM);
                 rules[i] = rules[--n];
             } else {
-                random_rule(&rules[n], rnd() % 3 == 0 && n > 0 ? next_id : next_id);
+                random_rule(&rules[n],
+                            acl_rnd() % 3 == 0 && n > 0 ? next_id : next_id);
                 next_id++;
                 assert_int_equal(oc__acl_add(acl, &rules[n]), OC_OK);
                 assert_int_equal(oc__acl_add(acl, &rules[n]), OC_ERR_INVALID_PARAM);
@@ -342,7 +302,7 @@ static void test_concurrent(void **state)
     char *in = calloc(NCHURN, 1);
     conc_t c = {0};
     pthread_t th;
-    int ops = slow ? 20000 : 100000;
+    int ops = acl_slow ? 20000 : 100000;
 
     assert_non_null(stable);
     assert_non_null(churn);
@@ -362,7 +322,7 @@ static void test_concurrent(void **state)
     c.churn = churn;
     assert_int_equal(pthread_create(&th, NULL, reader_main, &c), 0);
     for (int o = 0; o < ops; o++) {
-        uint32_t j = rnd() % NCHURN;
+        uint32_t j = acl_rnd() % NCHURN;
         if (in[j])
             assert_int_equal(oc__acl_del(c.acl, churn[j].id), OC_OK);
         else
@@ -564,12 +524,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_trace_acl1),
         cmocka_unit_test(test_trace_fw1),
     };
-    if (argc > 1)
-        datadir = argv[1];
-    if (getenv("MESON_EXE_WRAPPER") != NULL)
-        slow = 1;
-    /* the main thread looks up too: online only inside check_keys */
-    oc__acl_reader_register();
-    oc__acl_reader_offline();
+    /* the main thread looks up too: online only inside its lookups */
+    acl_test_init(argc, argv, 88172645463325252ull);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

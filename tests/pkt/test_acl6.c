@@ -19,34 +19,13 @@
 
 #include <cmocka.h>
 
+#include "acl_test.h"
 #include "pkt/acl/acl6.h"
 
-static const char *datadir = "data/classbench";
-
-#if defined(__SANITIZE_ADDRESS__)
-#define SLOW 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SLOW 1
-#endif
-#endif
-#ifndef SLOW
-#define SLOW 0
-#endif
-static int slow = SLOW;
-
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static uint32_t rnd(void)
+static uint32_t burst6(void *acl, const void *keys, uint32_t n, uint32_t *out)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (uint32_t)(rng >> 11);
+    return oc__acl6_lookup_burst(acl, keys, n, out);
 }
-
-static const char *const paths[] = {"scalar", "avx512-leaf", "avx512", "avx2"};
-#define NPATHS (sizeof(paths) / sizeof(paths[0]))
-static int path_skipped[NPATHS];
 
 static uint32_t oracle(const oc_acl6_rule_t *r, size_t n,
                        const oc_acl6_key_t *k)
@@ -61,10 +40,9 @@ static void check_keys(oc_acl6_t *acl, const oc_acl6_rule_t *rules, size_t n,
                        const oc_acl6_key_t *keys, size_t nk, size_t stride,
                        const uint32_t *want4)
 {
-    uint32_t *a = malloc(nk * sizeof(*a)), *b = malloc(nk * sizeof(*b));
+    uint32_t *b = malloc(nk * sizeof(*b));
     uint32_t *want = malloc(nk * sizeof(*want));
     size_t bad = 0;
-    assert_non_null(a);
     assert_non_null(b);
     assert_non_null(want);
     oc__acl_reader_online();
@@ -78,28 +56,7 @@ static void check_keys(oc_acl6_t *acl, const oc_acl6_rule_t *rules, size_t n,
         if (oracle(rules, n, &keys[i]) != want4[i] && bad++ < 5)
             print_error("key %zu: IPv4 answer %u, IPv6 oracle %u\n", i,
                         want4[i], oracle(rules, n, &keys[i]));
-    for (size_t p = 0; p < NPATHS; p++) {
-        oc_status_t st = oc__acl_set_lookup_path(paths[p]);
-        if (st == OC_ERR_UNSUPPORTED) {
-            if (!path_skipped[p]++)
-                print_message("SKIP lookup path %s: this CPU lacks it\n",
-                              paths[p]);
-            continue;
-        }
-        assert_int_equal(st, OC_OK);
-        oc__acl_reader_online();
-        for (size_t i = 0; i < nk; i += 37) { /* groups end mid-way */
-            uint32_t m = (uint32_t)(nk - i < 37 ? nk - i : 37);
-            assert_int_equal(oc__acl6_lookup_burst(acl, keys + i, m, a + i), m);
-        }
-        oc__acl_reader_offline();
-        for (size_t i = 0; i < nk; i++)
-            if ((a[i] != want[i] || b[i] != want[i]) && bad++ < 5)
-                print_error("key %zu: path %s %u scalar walk %u want %u\n", i,
-                            paths[p], a[i], b[i], want[i]);
-    }
-    assert_int_equal(oc__acl_set_lookup_path("auto"), OC_OK);
-    free(a);
+    bad += acl_check_paths(acl, keys, sizeof(*keys), nk, burst6, b, want);
     free(b);
     free(want);
     assert_int_equal(bad, 0);
@@ -115,7 +72,7 @@ static void set_bases(void)
 {
     for (int b = 0; b < NBASE; b++)
         for (int w = 0; w < 4; w++)
-            base[b][w] = rnd() ^ rnd() << 16;
+            base[b][w] = acl_rnd() ^ acl_rnd() << 16;
     base[1][0] = base[0][0]; /* bases that share long prefixes */
     base[1][1] = base[0][1];
     memcpy(base[2], base[0], sizeof(base[0]));
@@ -131,14 +88,15 @@ static void flip(uint32_t a[4], unsigned bit) /* bit 0 = most significant */
 
 static void rand_prefix(uint32_t a[4], uint8_t *len)
 {
-    memcpy(a, base[rnd() % NBASE], 16);
+    memcpy(a, base[acl_rnd() % NBASE], 16);
     /* one random length in 32 (deeper nesting than any real set; codes
      * run out past about 32 levels, which test_api_errors covers) */
-    *len = rnd() % 32 == 0 ? (uint8_t)(rnd() % 129) : edge[rnd() % sizeof(edge)];
-    if (*len > 0 && rnd() % 3 == 0)
-        flip(a, rnd() % *len); /* a sibling of the base's prefix */
+    *len = acl_rnd() % 32 == 0 ? (uint8_t)(acl_rnd() % 129)
+                               : edge[acl_rnd() % sizeof(edge)];
+    if (*len > 0 && acl_rnd() % 3 == 0)
+        flip(a, acl_rnd() % *len);        /* a sibling of the base's prefix */
     for (unsigned b = *len; b < 128; b++) /* junk past the length */
-        if (rnd() % 2)
+        if (acl_rnd() % 2)
             flip(a, b);
 }
 
@@ -146,49 +104,51 @@ static void rand_rule(oc_acl6_rule_t *r, uint32_t id)
 {
     memset(r, 0, sizeof(*r));
     r->id = id;
-    r->priority = rnd() % 64;
+    r->priority = acl_rnd() % 64;
     rand_prefix(r->src, &r->src_len);
     rand_prefix(r->dst, &r->dst_len);
-    if (rnd() % 2) {
+    if (acl_rnd() % 2) {
         r->sport_hi = 65535;
     } else {
-        r->sport_lo = (uint16_t)(rnd() % 2048);
-        r->sport_hi = (uint16_t)(r->sport_lo + rnd() % 2048);
+        r->sport_lo = (uint16_t)(acl_rnd() % 2048);
+        r->sport_hi = (uint16_t)(r->sport_lo + acl_rnd() % 2048);
     }
-    r->dport_lo = (uint16_t)(rnd() % 2 ? 0 : rnd() % 100);
-    r->dport_hi = (uint16_t)(r->dport_lo + rnd() % 65436);
-    r->proto = rnd() % 2 ? 6 : 17;
-    r->proto_mask = rnd() % 3 ? 0xff : 0;
+    r->dport_lo = (uint16_t)(acl_rnd() % 2 ? 0 : acl_rnd() % 100);
+    r->dport_hi = (uint16_t)(r->dport_lo + acl_rnd() % 65436);
+    r->proto = acl_rnd() % 2 ? 6 : 17;
+    r->proto_mask = acl_rnd() % 3 ? 0xff : 0;
     r->userdata = id * 7 + 1;
 }
 
 /* keys on both sides of the rules' edges */
 static void rand_key(const oc_acl6_rule_t *rules, size_t n, oc_acl6_key_t *k)
 {
-    const oc_acl6_rule_t *r = n ? &rules[rnd() % n] : NULL;
+    const oc_acl6_rule_t *r = n ? &rules[acl_rnd() % n] : NULL;
     memset(k, 0, sizeof(*k));
     for (int f = 0; f < 2; f++) {
         uint32_t *a = f ? k->dst : k->src;
         uint8_t len = r ? (f ? r->dst_len : r->src_len) : 0;
-        memcpy(a, r && rnd() % 4 ? (f ? r->dst : r->src) : base[rnd() % NBASE],
+        memcpy(a,
+               r && acl_rnd() % 4 ? (f ? r->dst : r->src)
+                                  : base[acl_rnd() % NBASE],
                16);
-        if (len > 0 && rnd() % 4 == 0)
+        if (len > 0 && acl_rnd() % 4 == 0)
             flip(a, len - 1); /* just outside */
-        else if (len < 128 && rnd() % 2)
-            flip(a, len + rnd() % (128 - len)); /* inside, elsewhere */
+        else if (len < 128 && acl_rnd() % 2)
+            flip(a, len + acl_rnd() % (128 - len)); /* inside, elsewhere */
     }
-    k->sport = (uint16_t)(rnd() % 4096);
-    k->dport = (uint16_t)(rnd() % 2 ? rnd() % 200 : rnd());
-    k->proto = rnd() % 3 == 0 ? 17 : 6;
+    k->sport = (uint16_t)(acl_rnd() % 4096);
+    k->dport = (uint16_t)(acl_rnd() % 2 ? acl_rnd() % 200 : acl_rnd());
+    k->proto = acl_rnd() % 3 == 0 ? 17 : 6;
 }
 
 static void test_random_sets(void **state)
 {
     (void)state;
-    int rounds = slow ? 4 : 20;
+    int rounds = acl_slow ? 4 : 20;
     for (int round = 0; round < rounds; round++) {
-        size_t n = round == 0 ? 0 : 1 + rnd() % (round < 10 ? 40 : 600);
-        size_t nk = slow ? 2000 : 8000;
+        size_t n = round == 0 ? 0 : 1 + acl_rnd() % (round < 10 ? 40 : 600);
+        size_t nk = acl_slow ? 2000 : 8000;
         oc_acl6_rule_t *rules = malloc((n ? n : 1) * sizeof(*rules));
         oc_acl6_key_t *keys = malloc(nk * sizeof(*keys));
         oc_acl6_t *acl;
@@ -240,10 +200,11 @@ static void crowded(size_t nh, uint32_t step, unsigned far)
         oc_acl6_key_t *k = &keys[i];
         memcpy(k->src, rules[i / 3 % n].src, 16);
         if (i >= 3 * n) /* between the hosts, and around them */
-            k->src[3] = rules[rnd() % n].src[3] + rnd() % (2 * step + 1) - step;
+            k->src[3] = rules[acl_rnd() % n].src[3] +
+                        acl_rnd() % (2 * step + 1) - step;
         else
             k->src[3] += (uint32_t)(i % 3) - 1;
-        memcpy(k->dst, base[rnd() % NBASE], 16);
+        memcpy(k->dst, base[acl_rnd() % NBASE], 16);
         k->proto = 6;
     }
     assert_int_equal(oc__acl6_create((uint32_t)n, &acl), OC_OK);
@@ -271,18 +232,18 @@ static void test_random_updates(void **state)
     (void)state;
     enum { CAP = 400 };
     oc_acl6_rule_t live[CAP], r;
-    size_t n = 0, nk = slow ? 500 : 2000;
+    size_t n = 0, nk = acl_slow ? 500 : 2000;
     uint32_t next_id = 1;
     oc_acl6_key_t *keys = malloc(nk * sizeof(*keys));
     oc_acl6_t *acl;
-    int steps = slow ? 300 : 1500;
+    int steps = acl_slow ? 300 : 1500;
 
     assert_non_null(keys);
     set_bases();
     assert_int_equal(oc__acl6_create(CAP, &acl), OC_OK);
     for (int s = 0; s < steps; s++) {
-        if (n > 0 && (n == CAP || rnd() % 3 == 0)) {
-            size_t i = rnd() % n;
+        if (n > 0 && (n == CAP || acl_rnd() % 3 == 0)) {
+            size_t i = acl_rnd() % n;
             assert_int_equal(oc__acl6_del(acl, live[i].id), OC_OK);
             live[i] = live[--n];
         } else {
@@ -398,13 +359,13 @@ static void trace_family(const char *fam)
     oc_acl_t *acl4;
     oc_acl6_t *acl6;
 
-    snprintf(path, sizeof(path), "%s/%s_10k.rules.gz", datadir, fam);
+    snprintf(path, sizeof(path), "%s/%s_10k.rules.gz", acl_datadir, fam);
     if (oc__acl_load_rules_file(path, &r4, &n, err, sizeof(err)) != OC_OK)
         fail_msg("%s", err);
-    snprintf(path, sizeof(path), "%s/%s_10k_mix.trace.gz", datadir, fam);
+    snprintf(path, sizeof(path), "%s/%s_10k_mix.trace.gz", acl_datadir, fam);
     if (oc__acl_load_trace_file(path, &tr, &nt, err, sizeof(err)) != OC_OK)
         fail_msg("%s", err);
-    if (slow)
+    if (acl_slow)
         nt = 20000;
     r6 = malloc(n * sizeof(*r6));
     k4 = malloc(nt * sizeof(*k4));
@@ -433,8 +394,8 @@ static void trace_family(const char *fam)
     for (size_t i = 0; i < nt; i++) {
         k4[i] = tr[i].key;
         memset(&k6[i], 0, sizeof(k6[i]));
-        map6(k4[i].src_ip, k6[i].src, rnd());
-        map6(k4[i].dst_ip, k6[i].dst, rnd());
+        map6(k4[i].src_ip, k6[i].src, acl_rnd());
+        map6(k4[i].dst_ip, k6[i].dst, acl_rnd());
         k6[i].sport = k4[i].sport;
         k6[i].dport = k4[i].dport;
         k6[i].proto = k4[i].proto;
@@ -446,7 +407,7 @@ static void trace_family(const char *fam)
     oc__acl_reader_offline();
     assert_int_equal(oc__acl6_create((uint32_t)n, &acl6), OC_OK);
     assert_int_equal(oc__acl6_load(acl6, r6, n), OC_OK);
-    check_keys(acl6, r6, n, k6, nt, slow ? 997 : 97, want);
+    check_keys(acl6, r6, n, k6, nt, acl_slow ? 997 : 97, want);
     oc__acl6_destroy(acl6);
     oc__acl_destroy(acl4);
     free(r4);
@@ -480,12 +441,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_trace_fw1),
     };
     int rc;
-    if (argc > 1)
-        datadir = argv[1];
-    if (getenv("MESON_EXE_WRAPPER") != NULL)
-        slow = 1;
-    oc__acl_reader_register();
-    oc__acl_reader_offline();
+    acl_test_init(argc, argv, 0x9e3779b97f4a7c15ull);
     rc = cmocka_run_group_tests(tests, NULL, NULL);
     oc__acl_reader_unregister();
     return rc;

@@ -1,7 +1,7 @@
 /*
  * rkernel_fake.h — a routing thread of offcored with no UCX under it, for
  * the router's unit tests (test_rkernel.c, test_rcmd.c): the router's own
- * files (router.c, route.c, rcmd.c, rshm.c, hop.c, cores.c) linked
+ * files (router.c, route.c, rcmd.c, rshm.c, hop.c, cores.c, rpeer.c) linked
  * against the in-test transport of rkernel_fake.c, which records every
  * bundle and credit the router sends and every receive it releases, and
  * can keep sends in flight (back-pressure) until the test completes them.
@@ -45,6 +45,7 @@ typedef struct {
     uint32_t     nrecs, nbundles;
     uint32_t     bundles_to_rank[RK_RANKS], bundles_to_peer;
     uint32_t     fixed_bundles;    /* of those: FIXED (no message headers) */
+    uint32_t     runs_bundles;     /* of those: RUNS (a peer's, rpeer.c) */
     uint32_t     credits_to_rank[RK_RANKS], credits_to_peer;
     /* sends kept in flight (async): completed by rk_complete */
     int          async;

@@ -9,7 +9,9 @@
  * never routed; a full next hop holding its sender back (a rank's
  * max_inflight, a peer's credit window) and letting it go when credit
  * returns; a peer held to the messages its link may carry; a rank on
- * shared memory, whose stream's destinations are checked as read.
+ * shared memory, whose stream's destinations are checked as read; what
+ * goes to a peer leaving in runs (rpeer.c), and a peer's runs routed or,
+ * malformed, refused.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -541,6 +543,158 @@ static void test_peer_bundles(void **state)
     assert_int_equal(check_sent(), 3); /* nothing of the refused */
 }
 
+/* Toward the peer, bundles leave in runs (rpeer.c): the local ranks'
+ * 8-byte items for the peer's ranks, interleaved, cost 8 bytes each
+ * between the nodes plus a run header per (source, destination) and
+ * bundle, not 16; every item arrives once, in order per pair, also
+ * across the compactions of a full buffer. */
+static void test_peer_runs(void **state)
+{
+    rk_fix_t *f = *state;
+    uint32_t dst[60], seed = 7, total = 0;
+    uint64_t vals[60];
+    size_t len;
+
+    for (int round = 0; round < 8; round++)
+        for (uint32_t src = 0; src < 2; src++) {
+            for (uint32_t k = 0; k < 60; k++) {
+                dst[k] = RK_LOCAL + lcg(&seed) % 2; /* ranks 4, 5 */
+                vals[k] = val(src, dst[k], want[src][dst[k]]++);
+            }
+            feed_free(f, rk_tok(src), rk_col(src, 60, dst, vals, 8, &len),
+                      &len);
+            total += 60;
+            rk_turn(f, 0);
+        }
+    rk_turn(f, 1);
+    assert_int_equal(check_sent(), total);
+    assert_true(rk.bundles_to_peer > 0);
+    assert_int_equal(rk.runs_bundles, rk.bundles_to_peer);
+    assert_int_equal(f->r->peers[1].c.msgs_out, total);
+    /* 4 pairs: at most 4 run headers and the bundle header a bundle */
+    assert_true(f->r->peers[1].c.bytes_out <=
+                8ull * total + (uint64_t)rk.bundles_to_peer *
+                                   (OC_WIRE_HDR_LEN + 4 * OC_WIRE_RUN_HDR_LEN));
+    /* and the bundles are full, not cut short by the packing: each of
+     * 256 bytes holds more items than a mixed one could (216 / 16) */
+    assert_true(total / rk.bundles_to_peer > (RK_BUNDLE - OC_WIRE_HDR_LEN) / 16);
+}
+
+/* Empty messages toward a peer, among 8-byte ones, across compactions:
+ * each a run of its own in a bundle the peer accepts (the fake transport
+ * validates every bundle), none lost; the 8-byte ones in order per pair. */
+static void test_peer_runs_empty(void **state)
+{
+    rk_fix_t *f = *state;
+    uint32_t dst[40], seed = 3, total = 0, zeros = 0, empties = 0, n8 = 0;
+    uint32_t next[RK_RANKS] = {0};
+    uint64_t vals[40];
+    size_t len;
+
+    for (int round = 0; round < 12; round++) {
+        for (uint32_t k = 0; k < 40; k++) {
+            dst[k] = RK_LOCAL + lcg(&seed) % 2;
+            vals[k] = val(0, dst[k], want[0][dst[k]]++);
+        }
+        feed_free(f, rk_tok(0), rk_col(0, 40, dst, vals, 8, &len), &len);
+        total += 40;
+        {   /* rank 1's row stream of three empty messages */
+            uint64_t b[(OC_WIRE_HDR_LEN + 3 * OC_WIRE_MSG_HDR_LEN) / 8];
+            uint8_t *p = (uint8_t *)b + OC_WIRE_HDR_LEN;
+            oc_wire_hdr_t h;
+            for (uint32_t k = 0; k < 3; k++)
+                p = oc__wire_put_msg(p, RK_LOCAL + k % 2, 1, NULL, 0);
+            memset(&h, 0, sizeof(h));
+            h.flags = OC_WIRE_F_STREAM;
+            h.count = 3;
+            h.length = sizeof(b);
+            h.job = RK_JOB;
+            h.src = 1;
+            h.dst = OC_WIRE_RANK_NONE;
+            oc__wire_hdr_write(b, &h);
+            rk_feed(f, rk_tok(1), b, sizeof(b));
+        }
+        total += 3;
+        zeros += 3;
+        rk_turn(f, 0);
+    }
+    rk_turn(f, 1);
+    assert_int_equal(f->r->peers[1].c.msgs_out, total);
+    assert_int_equal(rk.nrecs, total);
+    for (uint32_t i = 0; i < rk.nrecs; i++) {
+        const rk_rec_t *x = &rk.recs[i];
+        assert_true(x->peer);
+        if (x->len == 0) {
+            assert_int_equal(x->src, 1);
+            empties++;
+        } else {
+            assert_int_equal(x->v, val(0, x->dst, next[x->dst]++));
+            n8++;
+        }
+    }
+    assert_int_equal(empties, zeros);
+    assert_int_equal(n8, total - zeros);
+    assert_true(rk.runs_bundles > 0);
+}
+
+/* A peer's RUNS bundle: validated, routed to the local ranks in order,
+ * credited; one whose run claims more items than it carries, or a message
+ * its link may not carry: refused, counted, credited all the same. */
+static void test_peer_runs_in(void **state)
+{
+    enum { N = 8 };
+    rk_fix_t *f = *state;
+    uint32_t src[N] = {5, 5, 6, 5, 6, 5, 5, 5}, dst[N] = {2, 2, 0, 2, 0, 1, 2, 2};
+    uint64_t vals[N];
+    static uint64_t scratch[4096];
+    const oc_wire_check_t chk = {RK_JOB, RK_RANKS, OC_WIRE_RANK_NONE,
+                                 OC_WIRE_RANK_NONE, 0};
+    uint8_t *b, *out;
+    size_t len, n;
+    oc_wire_hdr_t h;
+
+    for (uint32_t k = 0; k < N; k++)
+        vals[k] = val(src[k], dst[k], want[src[k]][dst[k]]++);
+    b = rk_mixed(RK_JOB, N, src, dst, vals, &len);
+    out = calloc(1, len);
+    assert_non_null(out);
+    n = oc__wire_runs_pack(b + OC_WIRE_HDR_LEN, 0, len - OC_WIRE_HDR_LEN,
+                           out + OC_WIRE_HDR_LEN, len - OC_WIRE_HDR_LEN,
+                           scratch, sizeof(scratch));
+    /* 3 runs: 3 x 16 + 8 x 8 bytes, not 8 x 16 */
+    assert_int_equal(n, 3 * OC_WIRE_RUN_HDR_LEN + N * 8);
+    memcpy(out, b, OC_WIRE_HDR_LEN);
+    oc__wire_hdr_set_runs(out, (uint32_t)(OC_WIRE_HDR_LEN + n));
+    free(b);
+    len = OC_WIRE_HDR_LEN + n;
+    assert_int_equal(oc__wire_validate(out, len, &chk, &h), OC_OK);
+    rk_feed(f, RK_PEER_RECV, out, len);
+    rk_turn(f, 1);
+    assert_int_equal(check_sent(), N);
+    assert_int_equal(rk.credits_to_peer, 1);
+    assert_int_equal(f->r->peers[1].c.msgs_in, N);
+
+    /* the first run claims one item more than it has */
+    oc__store_le32(out + OC_WIRE_HDR_LEN + 8,
+                   oc__load_le32(out + OC_WIRE_HDR_LEN + 8) + 1);
+    oc__store_le32(out + 8, N + 1);
+    rk_feed(f, RK_PEER_RECV, out, len);
+    oc__store_le32(out + OC_WIRE_HDR_LEN + 8,
+                   oc__load_le32(out + OC_WIRE_HDR_LEN + 8) - 1);
+    oc__store_le32(out + 8, N);
+    /* a run from a rank of this node */
+    oc__store_le64(out + OC_WIRE_HDR_LEN, oc__wire_msg_hdr(2, 1, 8));
+    rk_feed(f, RK_PEER_RECV, out, len);
+    rk_turn(f, 1);
+    assert_int_equal(f->r->c.reject_wire[OC_ERR_WIRE_TRUNCATED -
+                                         OC_ERR_WIRE_LENGTH], 1);
+    assert_int_equal(f->r->c.reject_wire[OC_ERR_WIRE_TRUNCATED -
+                                         OC_ERR_WIRE_RANK], 1);
+    assert_int_equal(rk.credits_to_peer, 3);
+    assert_int_equal(check_sent(), N); /* nothing of the refused */
+    free(out);
+}
+
 /* Credit the transport cannot send now is owed, not lost: sent whole at
  * a later turn — a rank's, and a peer's. */
 static void test_credit_retry(void **state)
@@ -665,6 +819,9 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_peer_credits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_peer_bundles, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_peer_runs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_peer_runs_empty, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_peer_runs_in, setup, teardown),
         cmocka_unit_test_setup_teardown(test_credit_retry, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shm_rank, setup, teardown),
     };

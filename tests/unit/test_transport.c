@@ -1,7 +1,8 @@
 /*
  * test_transport.c — the UCX wrapper (src/transport) between two workers
  * of one process over UCX_TLS=self,sm (set by the meson test): bundles and
- * small messages with their tokens, persistent receive data kept until
+ * small messages with their tokens and the pool their copies come from,
+ * persistent receive data kept until
  * released, handler ids checked, the wake-up fd; and the engine's send
  * (src/engine: oc__eng_send) with its per-outlet back-pressure on a real
  * transport.  Waits are bounded by a progress budget, never by sleeps.
@@ -149,6 +150,59 @@ static void test_small_and_order(void **state)
     oc__tr_release(p->b, p->got.data[50]);
 }
 
+typedef struct {
+    long     n;
+    uint64_t bytes;
+    int      bad;
+} rx_count_t;
+
+static void on_count(void *arg, uint64_t token, void *data, size_t len)
+{
+    rx_count_t *c = arg;
+    /* every copy carries its own sequence number in its first byte */
+    if (token != 79 || len == 0 || *(uint8_t *)data != (uint8_t)c->n)
+        c->bad++;
+    c->n++;
+    c->bytes += len;
+}
+
+/* The copies come from the sending worker's pool: thousands of small
+ * messages of every size class, a few in flight at a time, allocate no
+ * more than the pool keeps (a malloc per message before the pool), and
+ * each arrives intact and in order. */
+static void test_small_pool(void **state)
+{
+    pair_t *p = *state;
+    enum { N = 4000 };
+    static uint8_t msg[OC_TR_SMALL_MAX];
+    rx_count_t c = {0};
+    uint64_t want = 0;
+
+    assert_int_equal(oc__tr_set_handler(p->b, OC_AM_CONTROL, on_count, &c,
+                                        0), OC_OK);
+    for (long k = 0; k < N; k++) {
+        size_t len = k % 3 == 0 ? 8 : k % 3 == 1 ? 200 : 1 + k % OC_TR_SMALL_MAX;
+        memset(msg, (uint8_t)k, len);
+        assert_int_equal(oc__tr_send_small(p->ab, OC_AM_CONTROL, 79, msg,
+                                           len), OC_OK);
+        want += len;
+        for (long j = 0; j < 100000 && c.n < k - 8; j++) {
+            oc__tr_progress(p->a);
+            oc__tr_progress(p->b);
+        }
+    }
+    for (long j = 0; j < 10000000 && c.n < N; j++) {
+        oc__tr_progress(p->a);
+        oc__tr_progress(p->b);
+    }
+    assert_int_equal(c.n, N);
+    assert_int_equal(c.bad, 0);
+    assert_int_equal(c.bytes, want);
+    uint64_t allocs = oc__tr_worker_small_allocs(p->a);
+    assert_true(allocs >= 1);
+    assert_true(allocs <= 2 * 16); /* at most ~9 in flight per class */
+}
+
 static void test_handler_ids(void **state)
 {
     pair_t *p = *state;
@@ -256,6 +310,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_bundle_and_token, setup, teardown),
         cmocka_unit_test_setup_teardown(test_small_and_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_small_pool, setup, teardown),
         cmocka_unit_test_setup_teardown(test_handler_ids, setup, teardown),
         cmocka_unit_test_setup_teardown(test_engine_send, setup, teardown),
         cmocka_unit_test_setup_teardown(test_book_failed, setup, teardown),

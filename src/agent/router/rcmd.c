@@ -275,6 +275,10 @@ static void apply(oc_router_t *r, cmd_t *c)
             j->to_node[n].token = r->peers[n].send_token;
             j->to_node[n].jc = &j->c;
             j->to_node[n].peer = n != r->p.node ? &r->peers[n] : NULL;
+            /* mixed from the first message, packed into runs (rpeer.c):
+             * a fixed buffer would leave a quarter full at the first
+             * other pair, where runs take every pair at 8 bytes an item */
+            j->to_node[n].eo.mixed_only = j->to_node[n].peer != NULL;
         }
         atomic_store(&j->tag, c->job + 1);
         break;

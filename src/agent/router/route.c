@@ -118,6 +118,8 @@ void oc__router_peer_drop(oc_router_t *r, peer_t *p)
 static void out_send(oc_router_t *r, out_t *o, oc_eng_buf_t *b, uint32_t len,
                      uint32_t count)
 {
+    if (o->peer != NULL) /* in runs, where they are smaller (rpeer.c) */
+        len = oc__router_peer_pack(r, o, b, len);
     if (o->ep == NULL) { /* next hop went away: the job is failing */
         CNT_ADD(r->c.undeliverable, count); /* dropped, never silently */
         oc__eng_buf_put(r->eng, b);
@@ -234,12 +236,19 @@ route_msg(oc_router_t *r, rjob_t *j, uint32_t dst, uint32_t src,
     if (oc__eng_try_put(eo, dst, src, payload, len))
         return RX_DONE;
     if (eo->item_len == OC_ENG_NO_ITEM && eo->buf != NULL &&
-        eo->wp + OC_WIRE_MSG_HDR_LEN + oc__wire_pad8(len) <= eo->end) {
-        /* an open mixed buffer with room: oc__eng_put's mixed case */
+        eo->wp + OC_WIRE_MSG_HDR_LEN + oc__wire_pad8(len) <= eo->end &&
+        (len != 0 || o->packed_buf != eo->buf)) {
+        /* an open mixed buffer with room: oc__eng_put's mixed case (an
+         * empty message behind runs: rpeer.c's, it takes more room) */
         eo->wp = oc__wire_put_msg(eo->wp, dst, src, payload, len);
         eo->count++;
         return RX_DONE;
     }
+    /* toward a peer: a full buffer regrouped into runs (rpeer.c) makes
+     * room in place */
+    if (o->peer != NULL && eo->item_len == OC_ENG_NO_ITEM &&
+        oc__router_peer_put(r, o, dst, src, payload, len))
+        return RX_DONE;
     if (unlikely(held(r, o)))
         return RX_HOLD;
     if (oc__eng_put(r->eng, eo, dst, src, payload, len) != OC_OK)
@@ -401,7 +410,8 @@ static int route_bundle(oc_router_t *r, rjob_t *j, oc_eng_rx_t *e)
             p += stride;
         }
         i += (uint32_t)((size_t)(dc - it.col) / 4);
-    } else if (it.fixed) { /* a fixed bundle not forwarded whole */
+    } else if (it.fixed || it.runs) {
+        /* a fixed bundle not forwarded whole, or a peer's runs */
         oc_wire_msg_t m;
         while (oc__wire_iter_next(&it, &m)) {
             int res = route_msg(r, j, m.dst, m.src, m.payload, m.len);

@@ -188,6 +188,8 @@ oc_status_t oc__router_create(const oc_router_params_t *p, oc_router_t **r_p)
         goto err;
     if ((st = oc__eng_ring_init(&r->rx, r->eng, 256)) != OC_OK)
         goto err;
+    if ((st = oc__router_pack_init(r)) != OC_OK)
+        goto err;
     r->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     r->rank_wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if ((st = oc__tr_context_create_wakeup(&r->tr)) != OC_OK)
@@ -259,6 +261,7 @@ void oc__router_destroy(oc_router_t *r)
     free(r->senders);
     free(r->peers);
     oc__eng_ring_fini(&r->rx);
+    oc__router_pack_fini(r);
     oc__eng_destroy(r->eng);
     free(r);
 }

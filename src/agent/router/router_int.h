@@ -59,6 +59,11 @@ typedef struct out {
     peer_t      *peer;     /* the peer node it sends to; NULL: a local rank */
     uint8_t      none;     /* rjob_t.none: no next hop (never opened) */
     oc_rshm_t   *shm;      /* a local rank on shared memory: its ring */
+    /* toward a peer (rpeer.c): the first packed bytes after the header
+     * of buffer packed_buf are runs already (a compaction), the rest
+     * mixed messages; 0 / NULL: all mixed */
+    uint32_t      packed;
+    oc_eng_buf_t *packed_buf;
 } out_t;
 
 struct oc_rshm {
@@ -153,6 +158,9 @@ struct oc_router {
     int                rank_wake_fd; /* eventfd they write (rshm.c) */
     uint32_t           core_sharers; /* local ranks that may run on this
                                         thread's cores: idle, it yields */
+    uint8_t           *pack_out;    /* rpeer.c: a bundle body's room */
+    void              *pack_scratch; /* oc__wire_runs_pack's */
+    size_t             pack_scratch_len;
     oc_router_counters_t c;
 };
 
@@ -190,6 +198,21 @@ void oc__router_rank_cores(oc_router_t *r, lrank_t *l, uint32_t pid);
 void oc__router_rank_cores_fini(oc_router_t *r, lrank_t *l);
 /** Drop what waits for a peer's credit (the peer went away). */
 void oc__router_peer_drop(oc_router_t *r, peer_t *p);
+
+/* rpeer.c: bundles toward a peer agent in runs (wire.h, RUNS) */
+/** Room for the pack (router create); OC_ERR_NO_MEMORY. */
+oc_status_t oc__router_pack_init(oc_router_t *r);
+void oc__router_pack_fini(oc_router_t *r);
+/** A message for @p o (toward a peer, mixed) that route_msg's append did
+ *  not take: appended, after regrouping the open buffer into runs in
+ *  place when it is full (1); or 0, for oc__eng_put to open the next. */
+int oc__router_peer_put(oc_router_t *r, out_t *o, uint32_t dst, uint32_t src,
+                        const uint8_t *payload, uint32_t len);
+/** The finished bundle @p b (@p len bytes, header written) of @p o,
+ *  toward a peer: in runs when they are smaller (always when the buffer
+ *  was compacted).  Returns its length now. */
+uint32_t oc__router_peer_pack(oc_router_t *r, out_t *o, oc_eng_buf_t *b,
+                              uint32_t len);
 
 /* rcoll.c: the collectives of the agent placement */
 void oc__rcoll_recv(void *arg, uint64_t token, void *data, size_t len);

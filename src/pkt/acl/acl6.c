@@ -71,18 +71,9 @@ static void hrebuild(oc_acl6_t *acl);
 
 oc_status_t oc__acl6_rule_check(const oc_acl6_rule_t *r, const char **why)
 {
-    const char *w = NULL;
-    if (r->src_len > 128 || r->dst_len > 128)
-        w = "prefix length above 128";
-    else if (r->sport_lo > r->sport_hi)
-        w = "source port range with lo > hi";
-    else if (r->dport_lo > r->dport_hi)
-        w = "destination port range with lo > hi";
-    else if (r->userdata == OC_ACL_NO_MATCH)
-        w = "userdata is the reserved no-match value";
-    if (why != NULL)
-        *why = w;
-    return w == NULL ? OC_OK : OC_ERR_INVALID_PARAM;
+    return oc__acl_fields_check(
+        r->src_len > 128 || r->dst_len > 128 ? "prefix length above 128" : NULL,
+        r->sport_lo, r->sport_hi, r->dport_lo, r->dport_hi, r->userdata, why);
 }
 
 long oc__acl6_match_linear(const oc_acl6_rule_t *rules, size_t n,

@@ -17,20 +17,28 @@
 #include <unistd.h>
 #include <zlib.h>
 
-oc_status_t oc__acl_rule_check(const oc_acl_rule_t *r, const char **why)
+oc_status_t oc__acl_fields_check(const char *prefix_bad, uint16_t sport_lo,
+                                 uint16_t sport_hi, uint16_t dport_lo,
+                                 uint16_t dport_hi, uint32_t userdata,
+                                 const char **why)
 {
-    const char *w = NULL;
-    if (r->src_len > 32 || r->dst_len > 32)
-        w = "prefix length above 32";
-    else if (r->sport_lo > r->sport_hi)
-        w = "source port range with lo > hi";
-    else if (r->dport_lo > r->dport_hi)
-        w = "destination port range with lo > hi";
-    else if (r->userdata == OC_ACL_NO_MATCH)
-        w = "userdata is the reserved no-match value";
+    const char *w = prefix_bad != NULL    ? prefix_bad
+                    : sport_lo > sport_hi ? "source port range with lo > hi"
+                    : dport_lo > dport_hi
+                        ? "destination port range with lo > hi"
+                    : userdata == OC_ACL_NO_MATCH
+                        ? "userdata is the reserved no-match value"
+                        : NULL;
     if (why != NULL)
         *why = w;
     return w == NULL ? OC_OK : OC_ERR_INVALID_PARAM;
+}
+
+oc_status_t oc__acl_rule_check(const oc_acl_rule_t *r, const char **why)
+{
+    return oc__acl_fields_check(
+        r->src_len > 32 || r->dst_len > 32 ? "prefix length above 32" : NULL,
+        r->sport_lo, r->sport_hi, r->dport_lo, r->dport_hi, r->userdata, why);
 }
 
 long oc__acl_match_linear(const oc_acl_rule_t *rules, size_t n,
@@ -392,28 +400,29 @@ err_mem:
     return OC_ERR_NO_MEMORY;
 }
 
-oc_status_t oc__acl_load_rules_file(const char *path, oc_acl_rule_t **rules,
-                                   size_t *n, char *err, size_t errlen)
+static oc_status_t load_file(const char *path, size_t elem, line_fn fn,
+                             void **out, size_t *n, char *err, size_t errlen)
 {
     char *buf;
     size_t len;
     oc_status_t st = oc__acl_read_file(path, &buf, &len, err, errlen);
     if (st != OC_OK)
         return st;
-    st = oc__acl_parse_rules(buf, len, path, rules, n, err, errlen);
+    st = parse_lines(buf, len, path, elem, fn, out, n, err, errlen);
     free(buf);
     return st;
+}
+
+oc_status_t oc__acl_load_rules_file(const char *path, oc_acl_rule_t **rules,
+                                    size_t *n, char *err, size_t errlen)
+{
+    return load_file(path, sizeof(oc_acl_rule_t), rule_line, (void **)rules, n,
+                     err, errlen);
 }
 
 oc_status_t oc__acl_load_trace_file(const char *path, oc_acl_trace_t **trace,
                                    size_t *n, char *err, size_t errlen)
 {
-    char *buf;
-    size_t len;
-    oc_status_t st = oc__acl_read_file(path, &buf, &len, err, errlen);
-    if (st != OC_OK)
-        return st;
-    st = oc__acl_parse_trace(buf, len, path, trace, n, err, errlen);
-    free(buf);
-    return st;
+    return load_file(path, sizeof(oc_acl_trace_t), trace_line, (void **)trace,
+                     n, err, errlen);
 }

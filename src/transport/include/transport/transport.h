@@ -120,12 +120,18 @@ oc_status_t oc__tr_send(oc_tr_ep_t *ep, unsigned id, const void *buf,
 #define OC_TR_SMALL_MAX 8192
 
 /** Send a small message (copied; at most OC_TR_SMALL_MAX bytes) as active
- *  message @p id with @p token; the copy is freed when the send
- *  completes.  For control traffic and the agent's small collective
- *  results (DONE with the data), not the bulk data path.
- *  @return as oc__tr_send(), or OC_ERR_INVALID_PARAM (too long). */
+ *  message @p id with @p token; the copy comes from the worker's pool and
+ *  goes back to it when the send completes (no allocation per message once
+ *  the pool has grown to the most sends in flight).  For control traffic
+ *  and the agent's small collective results (DONE with the data), not the
+ *  bulk data path.
+ *  @return as oc__tr_send(), or OC_ERR_INVALID_PARAM (too long),
+ *          OC_ERR_NO_MEMORY (the pool could not grow). */
 oc_status_t oc__tr_send_small(oc_tr_ep_t *ep, unsigned id, uint64_t token,
                              const void *buf, size_t len);
+/** How many buffers @p w's small-send pool has allocated so far (tests:
+ *  steady state allocates none). */
+uint64_t oc__tr_worker_small_allocs(const oc_tr_worker_t *w);
 
 /**
  * Tagged send of @p len bytes with the 64-bit @p tag (UCP_FEATURE_TAG:

@@ -34,6 +34,17 @@
  *            to 8.  What oc_send_burst is given (an array of destinations,
  *            an array of messages) goes in as two copies, and the agent
  *            reads the destinations as one array.
+ *   runs   (RUNS alone; what an agent sends a peer agent): runs of
+ *          messages of one source, one destination and one length, each
+ *          a 16-byte run header [dst:24 | src:24 | len:16] (a message
+ *          header's word) + u32 n (>= 1) + u32 0, then n items of len
+ *          bytes each padded to 8: no per-message header.  item_size 0,
+ *          hdr.src/dst OC_WIRE_RANK_NONE; count is the sum of the runs'
+ *          n.  A run of len 0 has n = 1 (a header per empty message, as
+ *          in mixed mode); otherwise two runs in a row differ in source,
+ *          destination or length (one encoding per bundle).  The
+ *          messages of one (source, destination) keep their order;
+ *          oc__wire_runs_pack() builds it from mixed.
  */
 #ifndef OC_WIRE_H
 #define OC_WIRE_H
@@ -51,7 +62,10 @@
 #define OC_WIRE_MSG_HDR_LEN 8
 #define OC_WIRE_F_FIXED     0x01u
 #define OC_WIRE_F_STREAM    0x02u
+#define OC_WIRE_F_RUNS      0x04u /* alone: neither FIXED nor STREAM */
 #define OC_WIRE_F_ALL       (OC_WIRE_F_FIXED | OC_WIRE_F_STREAM)
+#define OC_WIRE_F_KNOWN     (OC_WIRE_F_ALL | OC_WIRE_F_RUNS)
+#define OC_WIRE_RUN_HDR_LEN 16
 #define OC_WIRE_RANK_NONE   0xffffffu   /* 24-bit ranks: 0 .. 2^24-2 */
 #define OC_WIRE_MAX_RANKS   0xffffffu
 #define OC_WIRE_MAX_MSG     0xffffu     /* 16-bit payload length */
@@ -159,10 +173,15 @@ void oc__wire_hdr_write(void *buf, const oc_wire_hdr_t *hdr);
  * @return OC_OK and *hdr_out filled, or one of
  *   OC_ERR_WIRE_TRUNCATED (len < header), OC_ERR_WIRE_MAGIC,
  *   OC_ERR_WIRE_VERSION, OC_ERR_WIRE_FLAGS (unknown flags, a STREAM
- *   bundle for a single rank), OC_ERR_WIRE_JOB,
- *   OC_ERR_WIRE_LENGTH (header length != len, a message running past the
- *   end, bytes left after the last message, non-zero padding),
- *   OC_ERR_WIRE_COUNT, OC_ERR_WIRE_EMPTY (count 0), OC_ERR_WIRE_RANK
+ *   bundle for a single rank, RUNS with another flag), OC_ERR_WIRE_JOB,
+ *   OC_ERR_WIRE_LENGTH (header length != len, a message or run running
+ *   past the end, bytes left after the last message, non-zero padding or
+ *   run reserved word),
+ *   OC_ERR_WIRE_COUNT (also a run of n 0, runs past the header's count,
+ *   an empty-message run of n > 1, a run that the one before it could
+ *   have held: same source, destination and length), OC_ERR_WIRE_EMPTY
+ *   (count 0),
+ *   OC_ERR_WIRE_RANK
  *   (also a STREAM message whose src is not the header's, or a header
  *   dst on a STREAM bundle),
  *   OC_ERR_WIRE_ITEM_SIZE, OC_ERR_INVALID_PARAM (NULL arguments).
@@ -178,6 +197,8 @@ typedef struct {
     uint32_t       item_size;
     uint32_t       src, dst; /**< fixed mode */
     const uint8_t *col;      /**< column stream: the next destination */
+    uint32_t       runs;     /**< 1 in a RUNS bundle */
+    uint32_t       run_left; /**< RUNS: items left in the current run */
 } oc_wire_iter_t;
 
 typedef struct {
@@ -197,6 +218,8 @@ static inline void oc__wire_iter_init(oc_wire_iter_t *it, const void *bundle,
     it->src = hdr->src;
     it->dst = hdr->dst;
     it->col = NULL;
+    it->runs = (hdr->flags & OC_WIRE_F_RUNS) != 0;
+    it->run_left = 0;
     if ((hdr->flags & (OC_WIRE_F_FIXED | OC_WIRE_F_STREAM)) ==
         (OC_WIRE_F_FIXED | OC_WIRE_F_STREAM)) {
         it->col = it->p;
@@ -217,6 +240,21 @@ static inline bool oc__wire_iter_next(oc_wire_iter_t *it, oc_wire_msg_t *msg)
             msg->dst = oc__load_le32(it->col);
             it->col += 4;
         }
+        msg->src = it->src;
+        msg->len = it->item_size;
+        msg->payload = it->p;
+        it->p += oc__wire_pad8(it->item_size);
+    } else if (it->runs) {
+        if (it->run_left == 0) { /* the next run's header */
+            uint64_t h = oc__load_le64(it->p);
+            it->dst = (uint32_t)(h & 0xffffffu);
+            it->src = (uint32_t)((h >> 24) & 0xffffffu);
+            it->item_size = (uint32_t)(h >> 48);
+            it->run_left = oc__load_le32(it->p + 8);
+            it->p += OC_WIRE_RUN_HDR_LEN;
+        }
+        it->run_left--;
+        msg->dst = it->dst;
         msg->src = it->src;
         msg->len = it->item_size;
         msg->payload = it->p;
@@ -246,5 +284,34 @@ static inline void oc__wire_iter_skip(oc_wire_iter_t *it, uint32_t n)
     while (n-- && oc__wire_iter_next(it, &m))
         ;
 }
+
+/* ---- runs (wire_runs.c) ------------------------------------------------ */
+
+/** Scratch bytes oc__wire_runs_pack() needs for bodies of up to
+ *  @p body_max bytes (the caller allocates it once). */
+size_t oc__wire_runs_scratch(size_t body_max);
+
+/**
+ * Regroup a bundle body into RUNS layout: the first @p packed bytes of
+ * @p body are runs already (an earlier pack), the rest up to @p len mixed
+ * messages.  Messages are grouped per (source, destination) in order of
+ * first appearance, each group's messages in their order, a run per
+ * stretch of one length.  Writes the runs to @p out (room: @p out_cap).
+ * Pure; thread-safe on distinct buffers.
+ *
+ * The output is at most packed + 2 * (len - packed) bytes (a message
+ * alone in its run gains 8 bytes of header, an empty one 16 over its 8).
+ *
+ * @return the runs' length; 0 when @p packed is 0 and the runs would not
+ *   be smaller than the mixed body (keep it mixed), or when @p out_cap or
+ *   @p scratch_len is too small (the caller's mistake).
+ */
+size_t oc__wire_runs_pack(const uint8_t *body, size_t packed, size_t len,
+                          uint8_t *out, size_t out_cap, void *scratch,
+                          size_t scratch_len);
+
+/** Mark the header at @p buf as a RUNS bundle of @p len bytes (after
+ *  oc__wire_hdr_write of the mixed one and a pack of its body). */
+void oc__wire_hdr_set_runs(void *buf, uint32_t len);
 
 #endif /* OC_WIRE_H */

@@ -94,6 +94,17 @@ static inline int oc__acl_rule_before(const oc_acl_rule_t *a,
  *  NULL) gets a static reason string. */
 oc_status_t oc__acl_rule_check(const oc_acl_rule_t *r, const char **why);
 
+/** The checks an IPv4 and an IPv6 rule share (oc__acl_rule_check and
+ *  oc__acl6_rule_check; only their prefix limits differ): @p prefix_bad,
+ *  the caller's static reason when a prefix length is over its limit, else
+ *  NULL; then lo <= hi in both port ranges and userdata !=
+ *  OC_ACL_NO_MATCH.  @return OC_OK or OC_ERR_INVALID_PARAM; @p why (may be
+ *  NULL) gets the first failing check's static reason, NULL on OC_OK. */
+oc_status_t oc__acl_fields_check(const char *prefix_bad, uint16_t sport_lo,
+                                 uint16_t sport_hi, uint16_t dport_lo,
+                                 uint16_t dport_hi, uint32_t userdata,
+                                 const char **why);
+
 /**
  * The oracle: linear first-match scan over @p n rules in any order.
  * @return index into @p rules of the winning rule, or -1 if none matches.
