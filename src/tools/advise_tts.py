@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """advise_tts.py — `offcore advise --tts FILE`: does offloading a
 collective to the agent pay for this application's compute?
 
