@@ -1,6 +1,7 @@
 # tests/integration/lib.sh — the shell helpers the network-namespace
 # integration tests (dp-test.sh, esp-test.sh, ipfix-test.sh, and through
-# tenant-lib.sh the tenant tests) share; sourced with
+# tenant-lib.sh the tenant tests; agent-test.sh and hostile-test.sh for
+# wait_for and metric_nonzero) share; sourced with
 # `. "$(dirname "$0")/lib.sh"`.
 # Single shell process; trusts nothing but the calling script.
 #
@@ -14,6 +15,10 @@
 #                        are expanded once, before the first try: to wait
 #                        on a value that changes (a counter), make CMD a
 #                        function that reads it
+#   metric_nonzero PORT ERE
+#                        a sample of the /metrics on 127.0.0.1:PORT whose
+#                        name (and labels) start with ERE is above 0: a
+#                        CMD for wait_for (the agent moved a counter)
 #   capture_barrier NS IFACE PCAP
 #                        before a capture on IFACE (in NS, writing PCAP with
 #                        -U) is stopped: send a frame of the local
@@ -51,6 +56,10 @@ wait_for() {
         [ "$(date +%s)" -lt $oc__end ] || return 1
         sleep 0.1
     done
+}
+
+metric_nonzero() {
+    curl -sf -m 2 "http://127.0.0.1:$1/metrics" | grep -E "^($2)[^ ]* [1-9]" >/dev/null
 }
 
 capture_barrier() {
