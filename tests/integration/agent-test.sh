@@ -187,7 +187,7 @@ hol)
         timeout 120 "$TR" stallrecv 3 > "$T/o1" 2>&1 &
     stalled=$!
     wait_job 71
-    wait_for 30 metric_nonzero "$port" 'offcore_thread_(blocklist_depth|backlog_bundles|shm_ring_full_total)' ||
+    wait_for 30 metric_nonzero "127.0.0.1:$port" 'offcore_thread_(blocklist_depth|backlog_bundles|shm_ring_full_total)' ||
         fail "the agent never held back toward job 71's receiver"
     [ -e "$T/resumed" ] && fail "job 71's receiver resumed before the test began"
     env $(job_env 72) timeout 60 "$TR" fixed 2 > "$T/o2" 2>&1 ||

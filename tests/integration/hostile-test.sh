@@ -423,7 +423,7 @@ sigterm)
     job=$!
     wait_job 51
     # the agent holds bundles back toward the stalled receiver
-    wait_for 30 metric_nonzero "$port" 'offcore_thread_(blocklist_depth|backlog_bundles|shm_ring_full_total)' ||
+    wait_for 30 metric_nonzero "127.0.0.1:$port" 'offcore_thread_(blocklist_depth|backlog_bundles|shm_ring_full_total)' ||
         fail "the agent never held back toward job 51's receiver"
     kill -TERM "$AGENT"
     wait "$AGENT"; rc=$?
@@ -443,7 +443,7 @@ sigstop)
     PIDS+=("$job")
     wait_job 61
     # the job's messages move through the agent before it stops
-    wait_for 30 metric_nonzero "$port" 'offcore_job_messages_total\{job="61"' ||
+    wait_for 30 metric_nonzero "127.0.0.1:$port" 'offcore_job_messages_total\{job="61"' ||
         fail "no message of job 61 through the agent in 30 s"
     kill -STOP "$AGENT"; t0=$(date +%s.%N)
     for _ in $(seq 300); do   # 15 s at most; the warning is due after 5

@@ -15,10 +15,11 @@
 #                        are expanded once, before the first try: to wait
 #                        on a value that changes (a counter), make CMD a
 #                        function that reads it
-#   metric_nonzero PORT ERE
-#                        a sample of the /metrics on 127.0.0.1:PORT whose
-#                        name (and labels) start with ERE is above 0: a
-#                        CMD for wait_for (the agent moved a counter)
+#   metric_nonzero ADDR ERE [NS]
+#                        a sample of the /metrics at ADDR (HOST:PORT; from
+#                        namespace NS if given) whose name (and labels)
+#                        start with ERE is above 0: a CMD for wait_for (a
+#                        daemon moved a counter)
 #   capture_barrier NS IFACE PCAP
 #                        before a capture on IFACE (in NS, writing PCAP with
 #                        -U) is stopped: send a frame of the local
@@ -59,7 +60,8 @@ wait_for() {
 }
 
 metric_nonzero() {
-    curl -sf -m 2 "http://127.0.0.1:$1/metrics" | grep -E "^($2)[^ ]* [1-9]" >/dev/null
+    ${3:+ip netns exec "$3"} curl -sf -m 2 --noproxy '*' "http://$1/metrics" |
+        grep -E "^($2)[^ ]* [1-9]" >/dev/null
 }
 
 capture_barrier() {
