@@ -143,10 +143,9 @@ flood)
     wait_for 30 drained || fail "the agent did not take the $opened connections of the flood in 30 s"
     kill -0 "$AGENT" 2>/dev/null || fail "the agent died under the flood"
     l0=$(wc -l < "$T/agent.log"); c0=$(cpu_ticks "$AGENT"); t0=$(date +%s.%N)
-    # the measured window (not a wait): attack on, no job; 8 s by default,
-    # past the 5 s handshake deadline, so that expiries and reconnects
-    # (what the log bound is about) fall in it
-    sleep "$W"
+    # 8 s by default: past the 5 s handshake deadline, so that expiries and
+    # reconnects (what the log bound is about) fall in the window
+    sleep "$W"   # the measured window (not a wait): attack on, no job
     l1=$(wc -l < "$T/agent.log"); c1=$(cpu_ticks "$AGENT"); t1=$(date +%s.%N)
     rss1=$(rss_kib "$AGENT")
     hz=$(getconf CLK_TCK)

@@ -471,8 +471,8 @@ stallpeer)
     done
     grep -q "job 84 ready" "$T/agentB.log" || fail "job 84 never became ready"
     # the baseline is taken under load, buffers in use: 2 s of traffic
-    # first, a window (the agents' RSS settles), not a wait for an event
-    sleep 2
+    # first, while the agents' RSS settles
+    sleep 2   # a window, not a wait for an event
     ka=${PIDS[0]} kb=${PIDS[1]}
     a0=$(rss "$ka") b0=$(rss "$kb")
     # 1. the receiving ranks stop: node B's agent must not queue what A sends
