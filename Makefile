@@ -135,7 +135,7 @@ ROUTER_BASE ?= 85d9d56f4b47c1d9b93d514077e6020fb91226da
 
 bench: build
 	sh bench/run-router-bench.sh $(BUILDDIR) $(ROUTER_BASE)
-	sh bench/run-bench.sh $(BUILDDIR)
+	bash bench/run-bench.sh $(BUILDDIR)
 	sh bench/run-agent-bench.sh $(BUILDDIR)
 	sh bench/run-coll-bench.sh $(BUILDDIR)
 	sh bench/run-spare-core.sh $(BUILDDIR)
@@ -156,7 +156,7 @@ bench: build
 bench-inline-ab: build
 	@if [ -z "$(REV)" ]; then \
 	    echo "usage: make bench-inline-ab REV=<commit>  (e.g. REV=HEAD~1)" >&2; exit 2; fi
-	sh bench/run-inline-ab.sh $(BUILDDIR) $(REV)
+	bash bench/run-inline-ab.sh $(BUILDDIR) $(REV)
 
 bench-router-ab: build
 	@if [ -z "$(REV)" ]; then \

@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # run-bench.sh BUILD_DIR — offcore against its baselines, in one run.
 #
 # Runs, on one node: histogram over offcore (inline placement) and over
@@ -22,7 +22,7 @@
 #   OC_PLACEMENT (inline)  UCX_TLS (sm,self: one node)  UCX_RNDV_THRESH (inf)
 # UCX_RNDV_THRESH=inf: bundles are 64 KiB, and on shared memory UCX's eager
 # copies beat its default cma rendezvous there (docs/facts.md, UCX).
-set -u
+set -u -o pipefail
 . "$(dirname "$0")/stats-lib.sh"
 
 B=${1:?usage: run-bench.sh BUILD_DIR (an already built meson build directory)}

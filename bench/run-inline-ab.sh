@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # run-inline-ab.sh BUILD_DIR REV — the inline placement of this tree against
 # an earlier commit, built and run side by side: is the library's own
 # routing (no agent) any slower than it was at REV?
@@ -35,7 +35,7 @@
 # transpose index-gather mcproxy)  INLINE_AB_UPDATES (40M)  INLINE_AB_ROWS
 # (1M)  INLINE_AB_REQUESTS (20M)  INLINE_AB_PARTICLES (100K): the sizes of
 # bench/run-spare-core.sh's rows.
-set -u
+set -u -o pipefail
 . "$(dirname "$0")/stats-lib.sh"
 usage() {
     echo "usage: run-inline-ab.sh BUILD_DIR REV  (REV: a commit of this repository)" >&2
@@ -127,7 +127,7 @@ run() {
     rate=$(printf '%s\n' "$out" | sed -n 's/.*"rate":\([0-9.e+]*\).*/\1/p' | head -1)
     lib=$(printf '%s\n' "$out" | sed -n 's/.*"lib_ns_per_msg":\([0-9.e+]*\).*/\1/p' | head -1)
     ok=true
-    if [ $rc -ne 0 ] || [ -z "$rate" ] || ! printf '%s' "$out" | grep -q '"verified":true'; then
+    if [ $rc -ne 0 ] || [ -z "$rate" ] || ! printf '%s' "$out" | grep '"verified":true' >/dev/null; then
         printf '%s\n' "$out" | tail -25 >&2
         echo "run-inline-ab.sh: $app ($tree tree) failed or did not verify" >&2
         failed=$((failed + 1))

@@ -27,6 +27,7 @@
 # the kernel's ephemeral range (32768-60999), which a connection UCX made
 # (or its TIME_WAIT) could hold when the agents start again.
 set -u -o pipefail
+. "$(dirname "$0")/../integration/lib.sh"   # wait_for
 BIN=$1 OFFCORED=$2 OFFCORE=$3 CASE=$4
 T=$(mktemp -d /tmp/oc-collnet-XXXXXX)
 ID=$$
@@ -82,6 +83,12 @@ ready() { # ready R...: each has said ready
     fail "ranks $* not ready"
 }
 now_ms() { date +%s%3N; }
+contribs() { # contribs ADDR [NS]: allreduce contributions the agent with
+    # /metrics at ADDR has taken from its ranks so far, by any path
+    ${2:+ip netns exec "$2"} curl -sf -m 2 --noproxy '*' "http://$1/metrics" |
+        awk '/^offcore_thread_coll_cma_total\{/ { s += $2 } END { print s + 0 }'
+}
+took() { [ "$(contribs "$1" "${3:-}")" -ge "$2" ]; }   # took ADDR N [NS]
 waiters() { # waiters KILL_MS R...: each got the error within 10 s
     local k=$1; shift
     for r in "$@"; do
@@ -111,9 +118,10 @@ agents_up() { # agents_up NAME PORT: agent NAME on node A and NAME with B
     # for A on node B (logs NAME.log, sockets name.sock), peers on PORT
     local a=$1 b=${1/A/B} p=$2
     UCX_NET_DEVICES="caA$ID" agent "caA$ID" "$a" --listen "unix:$T/${a,,}.sock,tcp:198.18.41.1:$p" \
-        --peers "tcp:198.18.41.2:$p"
+        --peers "tcp:198.18.41.2:$p" --metrics "198.18.41.1:$((p + 1000))"
     UCX_NET_DEVICES="caB$ID" agent "caB$ID" "$b" --listen "unix:$T/${b,,}.sock,tcp:198.18.41.2:$p" \
-        --peers "tcp:198.18.41.1:$p"
+        --peers "tcp:198.18.41.1:$p" --metrics "198.18.41.2:$((p + 1000))"
+    AM=198.18.41.1:$((p + 1000)) BM=198.18.41.2:$((p + 1000))
     ASOCK=$T/${a,,}.sock BSOCK=$T/${b,,}.sock
     AP=($(pgrep -f -- "--listen unix:$ASOCK") $(pgrep -f -- "--listen unix:$BSOCK"))
 }
@@ -155,8 +163,10 @@ declare -a RP
 case "$CASE" in
 faults)
     export UCX_TLS=sm,self
-    agent "" a --listen "unix:$T/a.sock"
+    agent "" a --listen "unix:$T/a.sock" --metrics 127.0.0.1:0
     apid=$(pgrep -f -- "--listen unix:$T/a.sock")
+    am=$(sed -n 's|.*metrics http://\(127.0.0.1:[0-9]*\)/metrics.*|\1|p' "$T/a.log")
+    [ -n "$am" ] || fail "no metrics address in the agent's log"
     # by memory: buffers the agent may not read or write fail with a name.
     # Only where the kernel lets the agent read the ranks (a seccomp
     # profile or Yama may not): else their allreduces go by UCX, which
@@ -176,14 +186,18 @@ faults)
         echo "SKIP badbuf: the kernel refuses process_vm_readv here ($(grep -m1 'not by memory' "$T/a.log"))"
     fi
     export OC_JOB=31 OC_JOB_KEY=$("$OFFCORE" job-key --job 31 --cluster-key "$T/ck")
+    c=$(contribs "$am")
     for r in 0 1 2; do rank "" "$T/a.sock" $r 3 wait 1; done
-    ready 0 1 2; sleep 0.5
+    ready 0 1 2
+    wait_for 30 took "$am" $((c + 2)) || fail "job 31: ranks 0 and 2 not in their allreduce"
     vp=$(sed -n 's/^rank 1: ready pid //p' "$T/r1.log")
     k=$(now_ms); kill -9 "$vp"
     echo "kill rank 1 mid-allreduce:"; waiters "$k" 0 2
     export OC_JOB=32 OC_JOB_KEY=$("$OFFCORE" job-key --job 32 --cluster-key "$T/ck")
+    c=$(contribs "$am")
     for r in 0 1 2; do rank "" "$T/a.sock" $r 3 wait 1; done
-    ready 0 1 2; sleep 0.5
+    ready 0 1 2
+    wait_for 30 took "$am" $((c + 2)) || fail "job 32: ranks 0 and 2 not in their allreduce"
     k=$(now_ms); kill -9 "$apid"
     echo "kill the agent mid-allreduce:"; waiters "$k" 0 2
     kill -9 "$(sed -n 's/^rank 1: ready pid //p' "$T/r1.log")"
@@ -228,9 +242,12 @@ twonode)
     done
     job=$((job + 1)); export OC_JOB=$job
     export OC_JOB_KEY=$("$OFFCORE" job-key --job $job --cluster-key "$T/ck")
+    ca=$(contribs "$AM" "caA$ID") cb=$(contribs "$BM" "caB$ID")
     for r in 0 1; do UCX_NET_DEVICES="caA$ID" rank "caA$ID" "$T/a.sock" $r 4 wait 3; done
     for r in 2 3; do UCX_NET_DEVICES="caB$ID" rank "caB$ID" "$T/b.sock" $r 4 wait 3; done
-    ready 0 1 2 3; sleep 0.5
+    ready 0 1 2 3
+    wait_for 30 took "$AM" $((ca + 2)) "caA$ID" && wait_for 30 took "$BM" $((cb + 1)) "caB$ID" ||
+        fail "ranks 0-2 not in their allreduce"
     bpid=$(pgrep -f -- "--listen unix:$T/b.sock")
     k=$(now_ms); kill -9 "$bpid"
     echo "kill agent B mid-allreduce:"; waiters "$k" 0 1 2
@@ -249,7 +266,8 @@ twonode-planted)
     # again with every message over 256 bytes by rendezvous (a failed
     # collective's drain among them): agents that start with the threshold
     kill "${AP[@]}"
-    for p in "${AP[@]}"; do while kill -0 "$p" 2>/dev/null; do sleep 0.05; done; done
+    gone() { ! kill -0 "$1" 2>/dev/null; }
+    for p in "${AP[@]}"; do wait_for 20 gone "$p" || fail "agent $p still runs 20 s after SIGTERM"; done
     export UCX_RNDV_THRESH=256
     agents_up A2 31002
     planted_across 1001

@@ -24,6 +24,7 @@
 #               UCX worker's event fd (counted) instead of napping every
 #               50 us, and wake for the next job
 set -u -o pipefail
+. "$(dirname "$0")/lib.sh"   # wait_for
 B=${1:?usage: agent-test.sh BUILD_DIR CASE}
 CASE=${2:?case}
 B=$(cd "$B" && pwd)
@@ -175,14 +176,19 @@ hol)
     # script releases it, 90 s at most), so the agent's next hop to it is
     # blocked and its senders are pushed back; job 72, sharing the agent
     # (one routing thread), must still run to the end while that receiver
-    # is stalled, however slowly a loaded machine starts it.
-    start_agent
+    # is stalled, however slowly a loaded machine starts it.  Job 72
+    # starts once the agent holds back toward the receiver: a next hop
+    # blocklisted or bundles waiting (UCX), or its shared-memory ring full.
+    METRICS=127.0.0.1:0 start_agent
+    port=$(sed -n 's/.*metrics http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$T/agent.log")
+    [ -n "$port" ] || fail "no metrics port in the log"
     env $(job_env 71) OC_TEST_STALL_SECONDS=90 OC_TEST_STALL_MARK="$T/resumed" \
         OC_TEST_STALL_UNTIL="$T/release" \
         timeout 120 "$TR" stallrecv 3 > "$T/o1" 2>&1 &
     stalled=$!
     wait_job 71
-    sleep 1
+    wait_for 30 metric_nonzero "127.0.0.1:$port" 'offcore_thread_(blocklist_depth|backlog_bundles|shm_ring_full_total)' ||
+        fail "the agent never held back toward job 71's receiver"
     [ -e "$T/resumed" ] && fail "job 71's receiver resumed before the test began"
     env $(job_env 72) timeout 60 "$TR" fixed 2 > "$T/o2" 2>&1 ||
         { cat "$T/o2"; fail "job 72 failed"; }
@@ -302,9 +308,8 @@ idle)
         sleep 0.1
     done
     [ $slept = 1 ] || { grep sleeps "$T/m"; fail "the routing threads never slept"; }
-    sleep 0.5
     w0=$(wakeups); c0=$(awk '{ print $14 + $15 }' /proc/"$AGENT"/stat)
-    sleep 2
+    sleep 2   # the measured window (not a wait): wake-ups of an idle agent
     w1=$(wakeups); c1=$(awk '{ print $14 + $15 }' /proc/"$AGENT"/stat)
     # Sleeping, the control and routing threads wake ~10 times a second
     # each (100 ms poll timeouts); napping 50 us, a routing thread woke

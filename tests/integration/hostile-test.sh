@@ -45,6 +45,7 @@
 #
 # Measured figures are printed as JSON lines ("measure": ...).
 set -u -o pipefail
+. "$(dirname "$0")/lib.sh"   # wait_for
 B=${1:?usage: hostile-test.sh BUILD_DIR CASE}
 CASE=${2:?case}
 B=$(cd "$B" && pwd)
@@ -129,10 +130,22 @@ flood)
     PIDS+=("$ATT")
     for _ in $(seq 200); do grep -q '"phase"' "$T/flood.json" && break; sleep 0.05; done
     grep -q '"phase"' "$T/flood.json" || fail "the attacker did not start: $(cat "$T/flood.err")"
-    sleep 2   # the backlog drains (1,000 accepts) before the window opens
+    # the window opens once the backlog has drained: the control server
+    # has accepted or refused as many connections as the first round opened
+    opened=$(sed -n 's/.*"phase": *"opened", *"opened": *\([0-9]*\).*/\1/p' "$T/flood.json")
+    port=$(metrics_port)
+    [ -n "$opened" ] && [ -n "$port" ] || fail "no count of opened connections or no metrics port"
+    drained() {
+        curl -sf -m 2 "http://127.0.0.1:$port/metrics" |
+            awk -v n="$opened" '/^offcore_connections_total\{server="control",outcome="(accepted|refused)"\}/ { s += $2 }
+                                END { exit !(s >= n) }'
+    }
+    wait_for 30 drained || fail "the agent did not take the $opened connections of the flood in 30 s"
     kill -0 "$AGENT" 2>/dev/null || fail "the agent died under the flood"
     l0=$(wc -l < "$T/agent.log"); c0=$(cpu_ticks "$AGENT"); t0=$(date +%s.%N)
-    sleep "$W"   # the measured window: attack on, no job
+    # 8 s by default: past the 5 s handshake deadline, so that expiries and
+    # reconnects (what the log bound is about) fall in the window
+    sleep "$W"   # the measured window (not a wait): attack on, no job
     l1=$(wc -l < "$T/agent.log"); c1=$(cpu_ticks "$AGENT"); t1=$(date +%s.%N)
     rss1=$(rss_kib "$AGENT")
     hz=$(getconf CLK_TCK)
@@ -195,7 +208,7 @@ flood)
         used=$(ls /proc/"$AGENT"/fd 2>/dev/null | awk -v l="$lim" '$1 < l' | wc -l)
         frees="$frees $((lim - used))"
         [ $((lim - used)) -ge 14 ] && free_ok=$((free_ok + 1))
-        sleep 0.5
+        sleep 0.5   # 8 samples over 4 s: a window, not a wait
     done
     c3=$(cpu_ticks "$AGENT"); l3=$(wc -l < "$T/agent.log"); t3=$(date +%s.%N)
     [ $free_ok -ge 4 ] ||
@@ -247,7 +260,11 @@ hold)
     ATT=$!
     PIDS+=("$ATT")
     for _ in $(seq 200); do grep -q '"phase"' "$T/flood.json" && break; sleep 0.05; done
-    sleep 7   # past the 5 s handshake deadline of the first ones
+    grep -q '"phase"' "$T/flood.json" || fail "the attacker did not start: $(cat "$T/flood.err")"
+    # past the 5 s handshake deadline of the first ones: the agent has
+    # closed one that did not finish (it says so, rate-limited)
+    wait_for 30 grep -q "did not finish its handshake" "$T/agent.log" ||
+        fail "no hostile connection expired in 30 s"
     rss1=$(rss_kib "$AGENT"); fd1=$(ls /proc/"$AGENT"/fd | wc -l)
     kill "$ATT"; wait "$ATT" 2>/dev/null
     cap=1024; rss_bound=$((cap * 8 + 4096))
@@ -265,12 +282,21 @@ slowloris)
     python3 "$HERE/hostile.py" slowloris 127.0.0.1 "$port" 32 12 1 > "$T/slow.json" &
     ATT=$!
     PIDS+=("$ATT")
-    sleep 0.5
+    # the scrapes start once the metrics server has accepted the 32 (and
+    # each of these polls: a scrape is a connection too)
+    polls=0
+    held() {
+        polls=$((polls + 1))
+        curl -sf -m 2 "http://127.0.0.1:$port/metrics" |
+            awk -v n=$((32 + polls)) '/^offcore_connections_total\{server="metrics",outcome="accepted"\}/ { s += $2 }
+                                      END { exit !(s >= n) }'
+    }
+    wait_for 20 held || fail "the metrics server did not accept the slowloris connections in 20 s"
     ok=0; tries=0
     for _ in $(seq 10); do   # scrapes while the slowloris runs
         tries=$((tries + 1))
         curl -sf -m 2 "http://127.0.0.1:$port/metrics" -o /dev/null && ok=$((ok + 1))
-        sleep 1
+        sleep 1   # 10 scrapes over the attack's 12 s: a window, not a wait
     done
     wait "$ATT"
     echo "{\"measure\":\"slowloris\",\"scrapes_ok\":$ok,\"scrapes\":$tries,\"attack\":$(cat "$T/slow.json")}"
@@ -386,14 +412,18 @@ placement)
     grep -q "falling back" "$T/out" && { cat "$T/out"; fail "plain inline use warns"; }
     pass ;;
 sigterm)
-    start_agent
+    METRICS=127.0.0.1:0 start_agent
+    port=$(metrics_port)
+    [ -n "$port" ] || fail "no metrics port in the log"
     # a receiver that stops polling: the agent has sends in flight to it
     # (up to OC_AGENT_MAX_INFLIGHT) when SIGTERM closes its endpoints
     env $(job_env 51) OC_TEST_STALL_SECONDS=8 OC_TEST_STALL_MARK="$T/resumed" \
         timeout 120 "$TR" stallrecv 3 > "$T/out" 2>&1 &
     job=$!
     wait_job 51
-    sleep 1.5
+    # the agent holds bundles back toward the stalled receiver
+    wait_for 30 metric_nonzero "127.0.0.1:$port" 'offcore_thread_(blocklist_depth|backlog_bundles|shm_ring_full_total)' ||
+        fail "the agent never held back toward job 51's receiver"
     kill -TERM "$AGENT"
     wait "$AGENT"; rc=$?
     wait $job
@@ -404,12 +434,16 @@ sigterm)
     grep -q "shutting down" "$T/out" || { cat "$T/out"; fail "ranks not told"; }
     pass ;;
 sigstop)
-    start_agent
+    METRICS=127.0.0.1:0 start_agent
+    port=$(metrics_port)
+    [ -n "$port" ] || fail "no metrics port in the log"
     env $(job_env 61) OC_TEST_SECONDS=8 timeout 120 "$TR" endless 2 > "$T/out" 2>&1 &
     job=$!
     PIDS+=("$job")
     wait_job 61
-    sleep 0.5
+    # the job's messages move through the agent before it stops
+    wait_for 30 metric_nonzero "127.0.0.1:$port" 'offcore_job_messages_total\{job="61"' ||
+        fail "no message of job 61 through the agent in 30 s"
     kill -STOP "$AGENT"; t0=$(date +%s.%N)
     for _ in $(seq 300); do   # 15 s at most; the warning is due after 5
         grep -q "no progress from the agent" "$T/out" && break

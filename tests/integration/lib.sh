@@ -1,6 +1,7 @@
 # tests/integration/lib.sh — the shell helpers the network-namespace
 # integration tests (dp-test.sh, esp-test.sh, ipfix-test.sh, and through
-# tenant-lib.sh the tenant tests) share; sourced with
+# tenant-lib.sh the tenant tests; agent-test.sh and hostile-test.sh for
+# wait_for and metric_nonzero) share; sourced with
 # `. "$(dirname "$0")/lib.sh"`.
 # Single shell process; trusts nothing but the calling script.
 #
@@ -14,6 +15,11 @@
 #                        are expanded once, before the first try: to wait
 #                        on a value that changes (a counter), make CMD a
 #                        function that reads it
+#   metric_nonzero ADDR ERE [NS]
+#                        a sample of the /metrics at ADDR (HOST:PORT; from
+#                        namespace NS if given) whose name (and labels)
+#                        start with ERE is above 0: a CMD for wait_for (a
+#                        daemon moved a counter)
 #   capture_barrier NS IFACE PCAP
 #                        before a capture on IFACE (in NS, writing PCAP with
 #                        -U) is stopped: send a frame of the local
@@ -51,6 +57,11 @@ wait_for() {
         [ "$(date +%s)" -lt $oc__end ] || return 1
         sleep 0.1
     done
+}
+
+metric_nonzero() {
+    ${3:+ip netns exec "$3"} curl -sf -m 2 --noproxy '*' "http://$1/metrics" |
+        grep -E "^($2)[^ ]* [1-9]" >/dev/null
 }
 
 capture_barrier() {

@@ -33,6 +33,7 @@
 #            reachable from the ranks (in the host namespace) only over a
 #            veth link, as a BlueField's Arm complex is a separate host
 set -u -o pipefail
+. "$(dirname "$0")/lib.sh"   # wait_for, metric_nonzero
 B=${1:?usage: netns-test.sh BUILD_DIR CASE}
 CASE=${2:?case}
 B=$(cd "$B" && pwd)
@@ -259,9 +260,9 @@ killagent)
     veth "ocn-a$ID" "$A" 198.18.3.1 "ocn-b$ID" "$Bn" 198.18.3.2
     export OC_LOG=agent:info,router:info
     agent "$A" "ocn-a$ID" agentA --listen "unix:$T/a.sock,tcp:198.18.3.1:7705" \
-        --peers tcp:198.18.3.2:7705
+        --peers tcp:198.18.3.2:7705 --metrics 198.18.3.1:9464
     agent "$Bn" "ocn-b$ID" agentB --listen "unix:$T/b.sock,tcp:198.18.3.2:7705" \
-        --peers tcp:198.18.3.1:7705
+        --peers tcp:198.18.3.1:7705 --metrics 198.18.3.2:9464
     unset OC_LOG
     key() { "$OFFCORE" job-key --job "$1" --cluster-key "$T/cluster.key"; }
     # ranks NS DEV SOCK JOB SECONDS NAME ARGS...: one process of ranks, in
@@ -286,7 +287,11 @@ killagent)
     done
     grep -q "job 81 ready" "$T/agentA.log" || fail "job 81 never became ready"
     grep -q "job 82 ready" "$T/agentB.log" || fail "job 82 never became ready"
-    sleep 1
+    # mid-run: both jobs' messages move through the agents
+    wait_for 30 metric_nonzero 198.18.3.1:9464 'offcore_job_messages_total\{job="81"' "$A" ||
+        fail "no message of job 81 through agent A in 30 s"
+    wait_for 30 metric_nonzero 198.18.3.2:9464 'offcore_job_messages_total\{job="82"' "$Bn" ||
+        fail "no message of job 82 through agent B in 30 s"
     [ -e "$T/x-a.end" ] || [ -e "$T/x-b.end" ] || [ -e "$T/y.end" ] &&
         fail "a job ended before the agent was killed"
     t0=$(date +%s.%N)
@@ -448,7 +453,7 @@ stallpeer)
     agent "$A" "ocn-a$ID" agentA --listen "unix:$T/a.sock,tcp:198.18.4.1:7707" \
         --peers tcp:198.18.4.2:7707
     agent "$Bn" "ocn-b$ID" agentB --listen "unix:$T/b.sock,tcp:198.18.4.2:7707" \
-        --peers tcp:198.18.4.1:7707
+        --peers tcp:198.18.4.1:7707 --metrics 198.18.4.2:9464
     unset OC_LOG
     key84=$("$OFFCORE" job-key --job 84 --cluster-key "$T/cluster.key")
     rss() { awk '/^VmRSS/ { print $2 }' "/proc/$1/status"; }  # KiB
@@ -465,20 +470,29 @@ stallpeer)
         sleep 0.05
     done
     grep -q "job 84 ready" "$T/agentB.log" || fail "job 84 never became ready"
-    sleep 2   # under load, buffers in use: the baseline
+    # the baseline is taken under load, buffers in use: 2 s of traffic
+    # first, while the agents' RSS settles
+    sleep 2   # a window, not a wait for an event
     ka=${PIDS[0]} kb=${PIDS[1]}
     a0=$(rss "$ka") b0=$(rss "$kb")
     # 1. the receiving ranks stop: node B's agent must not queue what A sends
     bproc=$(ps -o pid= --ppid "$rb")   # timeout's child: the ranks' parent
     stopped="$bproc $(ps -o pid= --ppid "$bproc" 2>/dev/null)"
     kill -STOP $stopped
-    sleep 3
+    sleep 3   # the measured window (not a wait): B's ranks stopped
     b1=$(rss "$kb") a1=$(rss "$ka")
+    # B's agent routes job 84's messages out again once its ranks go on
+    outB() {
+        in_ns "$Bn" curl -sf -m 2 --noproxy '*' "http://198.18.4.2:9464/metrics" |
+            awk '/^offcore_job_messages_total\{job="84",dir="out"\}/ { s += $2 } END { print s + 0 }'
+    }
+    o0=$(outB)
+    resumed() { [ "$(outB)" -gt "$o0" ]; }
     kill -CONT $stopped
+    wait_for 30 resumed || fail "node B's agent routed nothing for its ranks 30 s after they went on"
     # 2. node B's agent stops: node A's agent must hold back, not queue
-    sleep 1
     kill -STOP "$kb"
-    sleep 3
+    sleep 3   # the measured window (not a wait): B's agent stopped
     a2=$(rss "$ka")
     kill -CONT "$kb"
     wait $ra || fail "ranks 0-1 (node A) after the stalls"
