@@ -232,13 +232,15 @@ static void test_forward_whole(void **state)
     assert_int_equal(f->r->c.msgs, 18);
 }
 
-/* The router's bundle exactly full, and one item over; a rank's fixed
- * bundle of exactly the router's bundle size forwarded whole, one item
- * longer routed item by item. */
+/* The router's bundle exactly full (a source column: 18 items of 8
+ * bytes in 256), and one item over; a rank's fixed bundle of exactly the
+ * router's bundle size (27 items) forwarded whole, one item longer routed
+ * item by item. */
 static void test_boundaries(void **state)
 {
     rk_fix_t *f = *state;
-    const uint32_t fit = (RK_BUNDLE - OC_WIRE_HDR_LEN) / 8; /* 27 */
+    const uint32_t fit = oc__wire_col_cap(RK_BUNDLE, 8); /* 18 */
+    const uint32_t ffit = (RK_BUNDLE - OC_WIRE_HDR_LEN) / 8; /* 27 */
     uint32_t dst[64];
     uint64_t vals[64];
     size_t len;
@@ -259,27 +261,91 @@ static void test_boundaries(void **state)
         vals[k] = val(0, 1, want[0][1]++);
     feed_free(f, rk_tok(0), rk_col(0, fit + 1, dst, vals, 8, &len), &len);
     rk_turn(f, 0);
-    assert_int_equal(rk.nbundles, 2); /* the first 27: FULL */
+    assert_int_equal(rk.nbundles, 2); /* the first 18: FULL */
     assert_int_equal(rk.nrecs, 2 * fit);
     rk_turn(f, 1);
     assert_int_equal(rk.nbundles, 3); /* the one over */
     assert_int_equal(rk.nrecs, 2 * fit + 1);
     assert_int_equal(f->r->eng->c.flush[OC_ENG_FLUSH_FULL], 1);
 
-    for (uint32_t k = 0; k < fit; k++)
+    for (uint32_t k = 0; k < ffit; k++)
         vals[k] = val(2, 3, want[2][3]++);
-    feed_free(f, rk_tok(2), rk_fixed(2, 3, fit, vals, 8, &len), &len);
+    feed_free(f, rk_tok(2), rk_fixed(2, 3, ffit, vals, 8, &len), &len);
     assert_int_equal(len, RK_BUNDLE);
     rk_turn(f, 0);
     assert_int_equal(f->r->c.bundles_forwarded, 1);
     assert_int_equal(rk.bundles_to_rank[3], 1);
-    for (uint32_t k = 0; k < fit + 1; k++)
+    for (uint32_t k = 0; k < ffit + 1; k++)
         vals[k] = val(2, 3, want[2][3]++);
-    feed_free(f, rk_tok(2), rk_fixed(2, 3, fit + 1, vals, 8, &len), &len);
+    feed_free(f, rk_tok(2), rk_fixed(2, 3, ffit + 1, vals, 8, &len), &len);
     rk_turn(f, 1);
     assert_int_equal(f->r->c.bundles_forwarded, 1); /* not whole */
+    /* item by item into rank 3's source column: 18, then 10 */
     assert_int_equal(rk.bundles_to_rank[3], 3);
-    assert_int_equal(check_sent(), 4 * fit + 2);
+    assert_int_equal(check_sent(), 2 * fit + 1 + 2 * ffit + 1);
+}
+
+/* A local rank's outlet takes every sender's items of one length in one
+ * source column (wire.h: no header per item); an item of another length
+ * turns a buffer under a quarter full mixed, and sends a fuller one as
+ * it is. */
+static void test_srccol_outlet(void **state)
+{
+    rk_fix_t *f = *state;
+    const uint32_t cap = oc__wire_col_cap(RK_BUNDLE, 8); /* 18 */
+    static const uint32_t from[] = {0, 2, 3};
+    uint32_t dst[16];
+    uint64_t vals[16];
+    size_t len;
+
+    for (uint32_t k = 0; k < 16; k++)
+        dst[k] = 1;
+    for (uint32_t s = 0; s < 3; s++) {
+        for (uint32_t k = 0; k < 3; k++)
+            vals[k] = val(from[s], 1, want[from[s]][1]++);
+        feed_free(f, rk_tok(from[s]), rk_col(from[s], 3, dst, vals, 8, &len),
+                  &len);
+        rk_turn(f, 0);
+    }
+    rk_turn(f, 1);
+    assert_int_equal(rk.nbundles, 1);
+    assert_int_equal(rk.srccol_bundles, 1);
+    assert_int_equal(rk.nrecs, 9);
+    for (uint32_t i = 0; i < 9; i++)
+        assert_int_equal(rk.recs[i].src, from[i / 3]);
+    assert_int_equal(check_sent(), 9);
+
+    /* 2 items of 8 bytes (under a quarter of 18), then 2 of 16: one
+     * mixed bundle */
+    for (uint32_t k = 0; k < 2; k++)
+        vals[k] = val(0, 1, want[0][1]++);
+    feed_free(f, rk_tok(0), rk_col(0, 2, dst, vals, 8, &len), &len);
+    rk_turn(f, 0);
+    for (uint32_t k = 0; k < 2; k++)
+        vals[k] = val(2, 1, want[2][1]++);
+    feed_free(f, rk_tok(2), rk_col(2, 2, dst, vals, 16, &len), &len);
+    rk_turn(f, 1);
+    assert_int_equal(rk.nbundles, 2);
+    assert_int_equal(rk.fixed_bundles, 1);
+    assert_int_equal(rk.nrecs, 13);
+    assert_int_equal(rk.recs[10].len, 8);
+    assert_int_equal(rk.recs[11].len, 16);
+    assert_int_equal(rk.recs[11].src, 2);
+    assert_int_equal(check_sent(), 13);
+
+    /* a quarter full (5 of 18), then one of 16: sent as it is, FULL */
+    for (uint32_t k = 0; k < cap / 4 + 1; k++)
+        vals[k] = val(3, 1, want[3][1]++);
+    feed_free(f, rk_tok(3), rk_col(3, cap / 4 + 1, dst, vals, 8, &len), &len);
+    rk_turn(f, 0);
+    vals[0] = val(0, 1, want[0][1]++);
+    feed_free(f, rk_tok(0), rk_col(0, 1, dst, vals, 16, &len), &len);
+    rk_turn(f, 1);
+    assert_int_equal(rk.nbundles, 4);
+    assert_int_equal(rk.srccol_bundles, 3);
+    assert_int_equal(f->r->eng->c.flush[OC_ENG_FLUSH_FULL], 1);
+    assert_int_equal(check_sent(), 13 + cap / 4 + 2);
+    assert_int_equal(f->r->c.rejects, 0);
 }
 
 /* Malformed bundles: each refused, counted by its reason (router and
@@ -343,6 +409,23 @@ static void test_malformed(void **state)
     b = rk_col(1, 4, dst, vals, 8, &len);
     BAD(rk_tok(0), b, len, OC_ERR_WIRE_RANK);
     free(b);
+    /* a source column, valid, from a rank or the peer: an agent writes
+     * those, for a rank only */
+    {
+        uint32_t zero[4] = {0, 0, 0, 0};
+        b = rk_col(0, 4, zero, vals, 8, &len);
+        b[5] = OC_WIRE_F_FIXED | OC_WIRE_F_SRCCOL;
+        oc__store_le32(b + 32, OC_WIRE_RANK_NONE);
+        oc__store_le32(b + 36, 1);
+        BAD(rk_tok(0), b, len, OC_ERR_WIRE_FLAGS);
+        for (uint32_t k = 0; k < 4; k++)
+            oc__store_le32(b + OC_WIRE_HDR_LEN + 4 * k, 4 + k);
+        BAD(RK_PEER_RECV, b, len, OC_ERR_WIRE_FLAGS);
+        /* and malformed: a source not the connection's rank */
+        oc__store_le32(b + OC_WIRE_HDR_LEN, 1);
+        BAD(rk_tok(0), b, len, OC_ERR_WIRE_RANK);
+        free(b);
+    }
     /* another job */
     b = rk_col(0, 4, dst, vals, 8, &len);
     oc__store_le32(b + 20, RK_JOB + 1);
@@ -410,7 +493,7 @@ static void test_backpressure_rank(void **state)
 static void test_backpressure_stream(void **state)
 {
     rk_fix_t *f = *state;
-    const uint32_t fit = (RK_BUNDLE - OC_WIRE_HDR_LEN) / 8, n = 100;
+    const uint32_t fit = oc__wire_col_cap(RK_BUNDLE, 8), n = 100;
     uint32_t dst[100];
     uint64_t vals[100];
     size_t len;
@@ -799,7 +882,10 @@ static void test_shm_rank(void **state)
     assert_non_null(slot = oc__spsc_peek(&seg.down, &slen));
     assert_int_equal(oc__wire_validate(slot, slen, &chk, &h), OC_OK);
     assert_int_equal(h.count, 1);
-    assert_int_equal(oc__load_le64(slot + OC_WIRE_HDR_LEN), 0x34);
+    /* a source column: rank 0 (padded to 8 bytes), then the item */
+    assert_int_equal(h.flags, OC_WIRE_F_FIXED | OC_WIRE_F_SRCCOL);
+    assert_int_equal(oc__load_le64(slot + OC_WIRE_HDR_LEN), 0);
+    assert_int_equal(oc__load_le64(slot + OC_WIRE_HDR_LEN + 8), 0x34);
     oc__spsc_release(&seg.down);
     assert_int_equal(f->r->c.shm_bundles_out, 1);
     oc__shmseg_unmap(&seg);
@@ -812,6 +898,7 @@ int main(void)
         cmocka_unit_test(test_fast_equals_general),
         cmocka_unit_test_setup_teardown(test_forward_whole, setup, teardown),
         cmocka_unit_test_setup_teardown(test_boundaries, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_srccol_outlet, setup, teardown),
         cmocka_unit_test_setup_teardown(test_malformed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_backpressure_rank, setup,
                                         teardown),
