@@ -69,9 +69,6 @@ static void test_setup_state(void **state)
         if (i < RK_LOCAL) {
             assert_non_null(j->local[i]);
             assert_ptr_equal(j->hop[i], &j->local[i]->out);
-            /* toward a rank: a source column (wire.h) */
-            assert_true(j->local[i]->out.eo.column);
-            assert_int_equal(j->local[i]->out.eo.flags, OC_WIRE_F_SRCCOL);
             assert_non_null(s = oc__router_sender_find(f->r, rk_tok(i)));
             assert_false(s->is_peer);
             assert_int_equal(s->job, RK_JOB);
@@ -81,7 +78,6 @@ static void test_setup_state(void **state)
             assert_ptr_equal(j->hop[i], &j->to_node[1]);
         }
     }
-    assert_false(j->to_node[1].eo.column); /* toward a peer: runs */
     assert_non_null(j->to_node[1].ep);
     assert_int_equal(j->to_node[1].token, RK_PEER_SEND);
     assert_non_null(s = oc__router_sender_find(f->r, RK_PEER_RECV));

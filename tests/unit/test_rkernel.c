@@ -232,15 +232,13 @@ static void test_forward_whole(void **state)
     assert_int_equal(f->r->c.msgs, 18);
 }
 
-/* The router's bundle exactly full (a source column: 18 items of 8
- * bytes in 256), and one item over; a rank's fixed bundle of exactly the
- * router's bundle size (27 items) forwarded whole, one item longer routed
- * item by item. */
+/* The router's bundle exactly full, and one item over; a rank's fixed
+ * bundle of exactly the router's bundle size forwarded whole, one item
+ * longer routed item by item. */
 static void test_boundaries(void **state)
 {
     rk_fix_t *f = *state;
-    const uint32_t fit = oc__wire_col_cap(RK_BUNDLE, 8); /* 18 */
-    const uint32_t ffit = (RK_BUNDLE - OC_WIRE_HDR_LEN) / 8; /* 27 */
+    const uint32_t fit = (RK_BUNDLE - OC_WIRE_HDR_LEN) / 8; /* 27 */
     uint32_t dst[64];
     uint64_t vals[64];
     size_t len;
@@ -261,32 +259,31 @@ static void test_boundaries(void **state)
         vals[k] = val(0, 1, want[0][1]++);
     feed_free(f, rk_tok(0), rk_col(0, fit + 1, dst, vals, 8, &len), &len);
     rk_turn(f, 0);
-    assert_int_equal(rk.nbundles, 2); /* the first 18: FULL */
+    assert_int_equal(rk.nbundles, 2); /* the first 27: FULL */
     assert_int_equal(rk.nrecs, 2 * fit);
     rk_turn(f, 1);
     assert_int_equal(rk.nbundles, 3); /* the one over */
     assert_int_equal(rk.nrecs, 2 * fit + 1);
     assert_int_equal(f->r->eng->c.flush[OC_ENG_FLUSH_FULL], 1);
 
-    for (uint32_t k = 0; k < ffit; k++)
+    for (uint32_t k = 0; k < fit; k++)
         vals[k] = val(2, 3, want[2][3]++);
-    feed_free(f, rk_tok(2), rk_fixed(2, 3, ffit, vals, 8, &len), &len);
+    feed_free(f, rk_tok(2), rk_fixed(2, 3, fit, vals, 8, &len), &len);
     assert_int_equal(len, RK_BUNDLE);
     rk_turn(f, 0);
     assert_int_equal(f->r->c.bundles_forwarded, 1);
     assert_int_equal(rk.bundles_to_rank[3], 1);
-    for (uint32_t k = 0; k < ffit + 1; k++)
+    for (uint32_t k = 0; k < fit + 1; k++)
         vals[k] = val(2, 3, want[2][3]++);
-    feed_free(f, rk_tok(2), rk_fixed(2, 3, ffit + 1, vals, 8, &len), &len);
+    feed_free(f, rk_tok(2), rk_fixed(2, 3, fit + 1, vals, 8, &len), &len);
     rk_turn(f, 1);
     assert_int_equal(f->r->c.bundles_forwarded, 1); /* not whole */
-    /* item by item into rank 3's source column: 18, then 10 */
     assert_int_equal(rk.bundles_to_rank[3], 3);
-    assert_int_equal(check_sent(), 2 * fit + 1 + 2 * ffit + 1);
+    assert_int_equal(check_sent(), 4 * fit + 2);
 }
 
-/* A local rank's outlet takes every sender's items of one length in one
- * source column (wire.h: no header per item); an item of another length
+/* A local rank's outlet made a source column takes every sender's items
+ * of one length in one bundle (wire.h: no header per item); an item of another length
  * turns a buffer under a quarter full mixed, and sends a fuller one as
  * it is. */
 static void test_srccol_outlet(void **state)
@@ -294,9 +291,16 @@ static void test_srccol_outlet(void **state)
     rk_fix_t *f = *state;
     const uint32_t cap = oc__wire_col_cap(RK_BUNDLE, 8); /* 18 */
     static const uint32_t from[] = {0, 2, 3};
+    rjob_t *j = oc__router_job_find(f->r, RK_JOB);
     uint32_t dst[16];
     uint64_t vals[16];
     size_t len;
+
+    /* rank 1's outlet a source column (rcmd.c leaves them mixed: not yet
+     * a gain, docs/router.md) */
+    assert_non_null(j);
+    j->local[1]->out.eo.column = 1;
+    j->local[1]->out.eo.flags = OC_WIRE_F_SRCCOL;
 
     for (uint32_t k = 0; k < 16; k++)
         dst[k] = 1;
@@ -493,7 +497,7 @@ static void test_backpressure_rank(void **state)
 static void test_backpressure_stream(void **state)
 {
     rk_fix_t *f = *state;
-    const uint32_t fit = oc__wire_col_cap(RK_BUNDLE, 8), n = 100;
+    const uint32_t fit = (RK_BUNDLE - OC_WIRE_HDR_LEN) / 8, n = 100;
     uint32_t dst[100];
     uint64_t vals[100];
     size_t len;
@@ -882,10 +886,7 @@ static void test_shm_rank(void **state)
     assert_non_null(slot = oc__spsc_peek(&seg.down, &slen));
     assert_int_equal(oc__wire_validate(slot, slen, &chk, &h), OC_OK);
     assert_int_equal(h.count, 1);
-    /* a source column: rank 0 (padded to 8 bytes), then the item */
-    assert_int_equal(h.flags, OC_WIRE_F_FIXED | OC_WIRE_F_SRCCOL);
-    assert_int_equal(oc__load_le64(slot + OC_WIRE_HDR_LEN), 0);
-    assert_int_equal(oc__load_le64(slot + OC_WIRE_HDR_LEN + 8), 0x34);
+    assert_int_equal(oc__load_le64(slot + OC_WIRE_HDR_LEN), 0x34);
     oc__spsc_release(&seg.down);
     assert_int_equal(f->r->c.shm_bundles_out, 1);
     oc__shmseg_unmap(&seg);

@@ -309,10 +309,6 @@ static void apply(oc_router_t *r, cmd_t *c)
         oc__router_rank_cores(r, l, c->pid);
         oc__eng_out_init(&l->out.eo);
         l->out.eo.job = c->job;
-        /* every sender's items of one length in one bundle, a column of
-         * sources and no header per item (wire.h, source column) */
-        l->out.eo.column = 1;
-        l->out.eo.flags = OC_WIRE_F_SRCCOL;
         l->out.ep = l->ep;
         l->out.jc = &j->c;
         if (c->shm != NULL && oc__router_shm_attach(r, l, c->shm) != OC_OK)

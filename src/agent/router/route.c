@@ -266,12 +266,11 @@ route_msg(oc_router_t *r, rjob_t *j, uint32_t dst, uint32_t src,
 /* A rank's column stream, items of @p len bytes (a multiple of 8; a
  * constant where inlined, so every copy is a fixed-size move): each item
  * goes to its next hop's open buffer while that has room, with no call.
- * An outlet toward a local rank receives from many senders: its buffer
- * is a source column of one item length (wire.h) almost always, checked
- * first (the source into the column, the item bare); one turned mixed (a
- * header per item: a toward-peer outlet, or a rank's after another
- * length) next, its header the bundle's (source, length) word with the
- * destination ORed in.  An open fixed-size buffer of this source and
+ * An outlet toward a local rank receives from many senders, so its buffer
+ * is mixed (a header per item) almost always: that case is checked first,
+ * and its header is the bundle's (source, length) word with the
+ * destination ORed in.  An outlet made a source column (wire.h; none is
+ * yet, docs/router.md) takes the source into its column, the item bare.  An open fixed-size buffer of this source and
  * destination (an outlet fed by this rank alone) takes the item bare.
  * Anything else (no buffer, no room, another mode, a destination out of
  * range) stops the loop where it is, for route_msg.  These are exactly
@@ -312,15 +311,6 @@ route_col(out_t *const *hop, uint32_t lim, uint32_t src,
         uint8_t *wp = eo->wp;
         /* no buffer: wp == end == NULL, no room */
         const size_t room = (size_t)(eo->end - wp);
-        if (likely(eo->dcol != NULL && eo->item_len == len && room >= len)) {
-            /* a local rank's outlet: this source into its column */
-            oc__store_le32(eo->dcol + 4 * (size_t)eo->count, src);
-            memcpy(wp, p, len);
-            __builtin_prefetch(wp + 128, 1, 3); /* as below */
-            eo->wp = wp + len;
-            eo->count++;
-            continue;
-        }
         if (likely(eo->item_len == OC_ENG_NO_ITEM && room >= msz)) {
             oc__store_le64(wp, mh | dst);
             memcpy(wp + OC_WIRE_MSG_HDR_LEN, p, len);
@@ -330,6 +320,16 @@ route_col(out_t *const *hop, uint32_t lim, uint32_t src,
             __builtin_prefetch(wp + 128, 1, 3);
             eo->wp = wp + msz;
             eo->count++;
+            continue;
+        }
+        if (eo->dcol != NULL && eo->item_len == len && room >= len) {
+            /* a source column (wire.h): this source into its column */
+            const uint32_t n = eo->count;
+            oc__store_le32(eo->dcol + 4 * (size_t)n, src);
+            memcpy(wp, p, len);
+            __builtin_prefetch(wp + 128, 1, 3); /* as below */
+            eo->wp = wp + len;
+            eo->count = n + 1;
             continue;
         }
         if (len == 8) {
