@@ -186,8 +186,11 @@ oc_status_t oc__eng_open(oc_eng_t *e, oc_eng_out_t *o, uint32_t dst,
         o->end = o->wp + (size_t)cap * stride;
         o->item_len = (uint32_t)len;
         o->stride = (uint32_t)stride;
-        o->fsrc = src;
-        o->fdst = OC_WIRE_RANK_NONE;
+        o->fkey8 = OC_ENG_NO_KEY;
+        /* a column of destinations (a rank's stream) or of sources (an
+         * agent's outlet toward a rank) */
+        o->fsrc = (o->flags & OC_WIRE_F_SRCCOL) ? OC_WIRE_RANK_NONE : src;
+        o->fdst = (o->flags & OC_WIRE_F_SRCCOL) ? dst : OC_WIRE_RANK_NONE;
         return OC_OK;
     }
     o->dcol = NULL;
@@ -224,9 +227,48 @@ static void to_mixed(oc_eng_out_t *o)
     o->fkey8 = OC_ENG_NO_KEY;
 }
 
-/* oc__eng_put on a column-stream outlet: an item of the open column
- * buffer's length goes in; another length (or a zero-length message,
- * which the row layout carries) sends the buffer and opens another. */
+/* Most items col_to_mixed rewrites (its copy of the sources is on the
+ * stack). */
+#define OC_ENG_COL_MIXED_MAX 256
+
+/* Rewrite a source-column buffer under a quarter full in place as mixed
+ * mode (each item gains its 8-byte header, its source from the column),
+ * when an item of another length arrives: as to_mixed, rather than send
+ * a bundle of a few items.  Records grow forward from the start of the
+ * body; record i ends at 8 (i + 1) + (i + 1) stride, below item i + 1
+ * (at the column's room, >= 4 cap, plus (i + 1) stride) while i + 1 <=
+ * cap / 2.  Returns 0 (nothing changed) when it does not pay or fit. */
+static int col_to_mixed(oc_eng_out_t *o, size_t need)
+{
+    uint32_t srcs[OC_ENG_COL_MIXED_MAX];
+    uint8_t *base = o->buf->data + OC_WIRE_HDR_LEN;
+    const uint32_t n = o->count, stride = o->stride;
+    const uint8_t *items = o->wp - (size_t)n * stride;
+    const size_t room = (size_t)(o->end - base);
+    const size_t cap = (size_t)(o->end - items) / stride;
+    const uint64_t mh = oc__wire_msg_hdr(o->fdst, 0, o->item_len);
+
+    if (!(o->flags & OC_WIRE_F_SRCCOL) || n > OC_ENG_COL_MIXED_MAX ||
+        (size_t)n * 4 >= cap ||
+        (size_t)n * (OC_WIRE_MSG_HDR_LEN + stride) + need > room)
+        return 0;
+    for (uint32_t i = 0; i < n; i++)
+        srcs[i] = oc__load_le32(o->dcol + 4 * (size_t)i);
+    for (uint32_t i = 0; i < n; i++) {
+        uint8_t *d = base + (size_t)i * (OC_WIRE_MSG_HDR_LEN + stride);
+        memmove(d + OC_WIRE_MSG_HDR_LEN, items + (size_t)i * stride, stride);
+        oc__store_le64(d, mh | oc__wire_msg_hdr(0, srcs[i], 0));
+    }
+    o->wp = base + (size_t)n * (OC_WIRE_MSG_HDR_LEN + stride);
+    o->dcol = NULL;
+    o->item_len = OC_ENG_NO_ITEM;
+    return 1;
+}
+
+/* oc__eng_put on a column outlet: an item of the open column buffer's
+ * length goes in; another length (or a zero-length message, which the
+ * row layout carries) sends the buffer and opens another — or, toward a
+ * rank (source column), turns a buffer under a quarter full mixed. */
 static oc_status_t put_column(oc_eng_t *e, oc_eng_out_t *o, uint32_t dst,
                               uint32_t src, const void *buf, size_t len)
 {
@@ -237,11 +279,17 @@ static oc_status_t put_column(oc_eng_t *e, oc_eng_out_t *o, uint32_t dst,
             return st;
         if (o->dcol != NULL) {
             if (len == o->item_len && o->wp + o->stride <= o->end) {
-                oc__store_le32(o->dcol + 4 * (size_t)o->count, dst);
+                oc__store_le32(o->dcol + 4 * (size_t)o->count,
+                               (o->flags & OC_WIRE_F_SRCCOL) ? src : dst);
                 o->wp = oc__wire_put_item(o->wp, buf, len);
                 o->count++;
                 return OC_OK;
             }
+        }
+        if (o->dcol != NULL && (len == o->item_len ||
+                                !col_to_mixed(o, OC_WIRE_MSG_HDR_LEN +
+                                                 oc__wire_pad8(len)))) {
+            /* full, or another length: send it */
         } else if (o->wp + OC_WIRE_MSG_HDR_LEN + oc__wire_pad8(len) <= o->end) {
             o->wp = oc__wire_put_msg(o->wp, dst, src, buf, len);
             o->count++;
@@ -310,7 +358,9 @@ oc_status_t oc__eng_flush(oc_eng_t *e, oc_eng_out_t *o, oc_eng_flush_t why)
     len = (uint32_t)(o->wp - b->data);
     memset(&h, 0, sizeof(h));
     h.count = oc__eng_out_count(o);
-    h.flags = o->flags;
+    /* a source-column outlet's buffer that went mixed is plain mixed */
+    h.flags = o->dcol != NULL ? o->flags
+                              : (uint8_t)(o->flags & ~OC_WIRE_F_SRCCOL);
     if (o->dcol != NULL) {
         /* column stream: the items move down behind the destinations
          * written (only a buffer sent before it filled has a gap) */
@@ -324,8 +374,8 @@ oc_status_t oc__eng_flush(oc_eng_t *e, oc_eng_out_t *o, oc_eng_flush_t why)
         len = (uint32_t)(OC_WIRE_HDR_LEN + dbytes + ibytes);
         h.flags |= OC_WIRE_F_FIXED;
         h.item_size = (uint16_t)o->item_len;
-        h.src = o->src;
-        h.dst = OC_WIRE_RANK_NONE;
+        h.src = (o->flags & OC_WIRE_F_SRCCOL) ? OC_WIRE_RANK_NONE : o->src;
+        h.dst = (o->flags & OC_WIRE_F_SRCCOL) ? o->fdst : OC_WIRE_RANK_NONE;
         o->dcol = NULL;
     } else if (o->item_len != OC_ENG_NO_ITEM) {
         h.flags |= OC_WIRE_F_FIXED;

@@ -339,7 +339,36 @@ static uint32_t deliver_one(oc_context_t *ctx, oc_eng_rx_t *e, int *stalled)
     uint32_t i = e->done, n = 0;
     uint64_t bytes = 0;
 
-    if (h->flags & OC_WIRE_F_FIXED) {
+    if (h->flags & OC_WIRE_F_SRCCOL) {
+        /* an agent's source column: a call per stretch of one source */
+        const uint32_t len = h->item_size;
+        const size_t stride = oc__wire_pad8(len);
+        const uint8_t *col = e->data + OC_WIRE_HDR_LEN;
+        const uint8_t *p = col + oc__wire_col_dst_bytes(h->count) +
+                           (size_t)i * stride;
+        while (i < h->count) {
+            const uint32_t src = oc__load_le32(col + 4 * (size_t)i);
+            uint32_t k = i + 1;
+            size_t took = 1;
+            if (ctx->burst_handler != NULL) {
+                while (k < h->count && oc__load_le32(col + 4 * (size_t)k) == src)
+                    k++;
+                took = ctx->burst_handler(harg, src, p, len, k - i);
+                if (took > k - i)
+                    took = k - i;
+            } else if (handler(harg, src, p, len) == OC_ERR_NO_RESOURCE) {
+                took = 0;
+            }
+            i += (uint32_t)took;
+            p += took * stride;
+            if (unlikely(i < k)) {
+                *stalled = 1;
+                break;
+            }
+        }
+        n = i - e->done;
+        bytes = (uint64_t)n * len;
+    } else if (h->flags & OC_WIRE_F_FIXED) {
         const uint32_t len = h->item_size;
         const size_t stride = oc__wire_pad8(len);
         const uint32_t src = h->src;

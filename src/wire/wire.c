@@ -74,7 +74,8 @@ static oc_status_t check_fixed(const uint8_t *p, size_t body,
     return OC_OK;
 }
 
-/* A rank's column stream (wire.h): destinations, then items. */
+/* A rank's column stream (wire.h): destinations, then items; or an
+ * agent's source column toward a rank: sources, then items. */
 static oc_status_t check_column(const uint8_t *p, size_t body,
                                 const oc_wire_hdr_t *h,
                                 const oc_wire_check_t *chk)
@@ -83,21 +84,36 @@ static oc_status_t check_column(const uint8_t *p, size_t body,
                                                          : OC_WIRE_MAX_RANKS;
     const size_t stride = oc__wire_pad8(h->item_size);
     const size_t dbytes = oc__wire_col_dst_bytes(h->count);
+    const int srccol = (h->flags & OC_WIRE_F_SRCCOL) != 0;
     uint32_t bad = 0;
 
     if (h->item_size == 0)
         return OC_ERR_WIRE_ITEM_SIZE;
-    if (!rank_ok(h->src, chk->nranks) || h->dst != OC_WIRE_RANK_NONE)
-        return OC_ERR_WIRE_RANK;
-    if (chk->src != OC_WIRE_RANK_NONE && h->src != chk->src)
-        return OC_ERR_WIRE_RANK;
+    if (srccol) {
+        if (!rank_ok(h->dst, chk->nranks) || h->src != OC_WIRE_RANK_NONE)
+            return OC_ERR_WIRE_RANK;
+        if (chk->dst != OC_WIRE_RANK_NONE && h->dst != chk->dst)
+            return OC_ERR_WIRE_RANK;
+    } else {
+        if (!rank_ok(h->src, chk->nranks) || h->dst != OC_WIRE_RANK_NONE)
+            return OC_ERR_WIRE_RANK;
+        if (chk->src != OC_WIRE_RANK_NONE && h->src != chk->src)
+            return OC_ERR_WIRE_RANK;
+    }
     /* count is below 2^32 and so is body: no overflow in 64 bits */
     if (body != dbytes + (size_t)h->count * stride)
         return OC_ERR_WIRE_LENGTH;
-    /* the agent's hot check: one compare per destination, no branch */
-    if (!(chk->flags & OC_WIRE_CHECK_DST_AT_USE))
+    if (srccol && chk->src != OC_WIRE_RANK_NONE) {
+        /* sources that must all be the one the connection names */
+        for (uint32_t i = 0; i < h->count; i++)
+            bad |= oc__load_le32(p + 4 * (size_t)i) != chk->src;
+    } else if (srccol || !(chk->flags & OC_WIRE_CHECK_DST_AT_USE)) {
+        /* the hot check: one compare per rank of the column, no branch
+         * (a source column is always checked here: it is read by the
+         * rank, never re-checked at use) */
         for (uint32_t i = 0; i < h->count; i++)
             bad |= oc__load_le32(p + 4 * (size_t)i) >= lim;
+    }
     if (bad)
         return OC_ERR_WIRE_RANK;
     if ((h->count & 1) && oc__load_le32(p + 4 * (size_t)h->count) != 0)
@@ -254,6 +270,10 @@ oc_status_t oc__wire_validate(const void *buf, size_t len,
         return OC_ERR_WIRE_FLAGS;
     if ((h.flags & OC_WIRE_F_RUNS) && (h.flags & OC_WIRE_F_ALL))
         return OC_ERR_WIRE_FLAGS;
+    /* a source column is a fixed layout and nothing else */
+    if ((h.flags & OC_WIRE_F_SRCCOL) &&
+        (h.flags & ~OC_WIRE_F_SRCCOL) != OC_WIRE_F_FIXED)
+        return OC_ERR_WIRE_FLAGS;
     /* A stream is one rank's unsorted output for its agent: never for a
      * receiver that is one rank. */
     if ((h.flags & OC_WIRE_F_STREAM) && chk->dst != OC_WIRE_RANK_NONE)
@@ -266,7 +286,8 @@ oc_status_t oc__wire_validate(const void *buf, size_t len,
         return OC_ERR_WIRE_EMPTY;
     if (h.flags & OC_WIRE_F_RUNS)
         st = check_runs(p + OC_WIRE_HDR_LEN, len - OC_WIRE_HDR_LEN, &h, chk);
-    else if ((h.flags & OC_WIRE_F_ALL) == OC_WIRE_F_ALL)
+    else if ((h.flags & OC_WIRE_F_ALL) == OC_WIRE_F_ALL ||
+             (h.flags & OC_WIRE_F_SRCCOL))
         st = check_column(p + OC_WIRE_HDR_LEN, len - OC_WIRE_HDR_LEN, &h, chk);
     else if (h.flags & OC_WIRE_F_FIXED)
         st = check_fixed(p + OC_WIRE_HDR_LEN, len - OC_WIRE_HDR_LEN, &h, chk);

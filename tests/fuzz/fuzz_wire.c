@@ -143,7 +143,12 @@ static void check_accepted(const uint8_t *buf, size_t len,
     CHECK(h->count > 0);
     /* a stream: one rank's, never accepted by a single rank; with FIXED
      * in column layout (a destination column, then the items) */
-    const int column = (h->flags & OC_WIRE_F_ALL) == OC_WIRE_F_ALL;
+    const int srccol = (h->flags & OC_WIRE_F_SRCCOL) != 0;
+    const int column = (h->flags & OC_WIRE_F_ALL) == OC_WIRE_F_ALL || srccol;
+    if (srccol) /* an agent's for one rank: a column of sources */
+        CHECK(h->flags == (OC_WIRE_F_SRCCOL | OC_WIRE_F_FIXED) &&
+              h->src == OC_WIRE_RANK_NONE && rank_for(h->dst, chk) &&
+              (chk->dst == OC_WIRE_RANK_NONE || h->dst == chk->dst));
     if (column) {
         CHECK(h->item_size > 0);
         cur += oc__wire_col_dst_bytes(h->count);
@@ -173,7 +178,7 @@ static void check_accepted(const uint8_t *buf, size_t len,
             CHECK(m.src == h->src);
         if (column) {
             CHECK(m.len == h->item_size);
-            CHECK(m.src == h->src);
+            CHECK(srccol ? m.dst == h->dst : m.src == h->src);
             CHECK(m.payload == cur);
         } else if (h->flags & OC_WIRE_F_FIXED) {
             CHECK(m.len == h->item_size && m.len > 0);
@@ -223,7 +228,7 @@ static void check_accepted(const uint8_t *buf, size_t len,
         memset(rp, 0, oc__wire_col_dst_bytes(h->count));
         oc__wire_iter_init(&it, buf, h);
         while (oc__wire_iter_next(&it, &m))
-            oc__store_le32(rp + 4 * (size_t)k++, m.dst);
+            oc__store_le32(rp + 4 * (size_t)k++, srccol ? m.src : m.dst);
         rp += oc__wire_col_dst_bytes(h->count);
     }
     oc__wire_iter_init(&it, buf, h);

@@ -1,7 +1,7 @@
 /*
  * wire_seeds.c — seed corpus for the wire fuzz target: valid bundles of
  * every mode (mixed, fixed, a rank's stream in row and column layout, an
- * agent's runs for a peer agent) and
+ * agent's runs for a peer agent, an agent's source column for a rank) and
  * many shapes (so
  * that mutations start deep inside the validator rather than at the magic
  * check) and a few near misses.
@@ -96,6 +96,24 @@ static size_t column(seed_t *s, uint16_t item, unsigned n, uint32_t nranks,
     }
     return finish(s, OC_WIRE_F_STREAM | OC_WIRE_F_FIXED, item, n, src,
                   OC_WIRE_RANK_NONE, job);
+}
+
+/* An agent's source column toward rank @p dst: n sources, then n items
+ * of @p item bytes. */
+static size_t srccol(seed_t *s, uint16_t item, unsigned n, uint32_t nranks,
+                     uint32_t dst, uint32_t job)
+{
+    uint8_t pl[4096];
+    uint8_t *col = s->p;
+    for (unsigned k = 0; k < n; k++)
+        oc__store_le32(col + 4 * k, (k * 5) % nranks);
+    s->p += oc__wire_col_dst_bytes(n);
+    for (unsigned k = 0; k < n; k++) {
+        payload(pl, item, k);
+        s->p = oc__wire_put_item(s->p, pl, item);
+    }
+    return finish(s, OC_WIRE_F_SRCCOL | OC_WIRE_F_FIXED, item, n,
+                  OC_WIRE_RANK_NONE, dst, job);
 }
 
 static size_t fixed(seed_t *s, uint16_t item, unsigned n, uint32_t src,
@@ -267,6 +285,31 @@ unsigned fuzz_wire_seeds(fuzz_seed_fn fn, void *arg)
     start(&s, 0, 0xff, 0, 0);
     len = column(&s, 8, 3, 16, 3, 7);
     s.b[P + OC_WIRE_HDR_LEN + 12] = 1;
+    EMIT(0);
+
+    /* source columns (what an agent hands a rank): at the rank, at an
+     * agent; near misses: a source out of range, the column's pad, a
+     * header source */
+    start(&s, 0, 3, 0, 3);
+    len = srccol(&s, 8, 9, 16, 3, 7);
+    EMIT(1);
+    start(&s, 0, 0xff, 0, 1);
+    len = srccol(&s, 16, 4, 16, 0, 7);
+    EMIT(1);
+    start(&s, 5, 7, 1, 2);
+    len = srccol(&s, 5, 3, 8, 7, FUZZ_WIRE_JOB);
+    EMIT(1);
+    start(&s, 0, 3, 0, 0);
+    len = srccol(&s, 8, 3, 16, 3, 7);
+    s.b[P + OC_WIRE_HDR_LEN + 4] = 16;
+    EMIT(0);
+    start(&s, 0, 3, 0, 0);
+    len = srccol(&s, 8, 3, 16, 3, 7);
+    s.b[P + OC_WIRE_HDR_LEN + 12] = 1;
+    EMIT(0);
+    start(&s, 0, 3, 0, 0);
+    len = srccol(&s, 8, 3, 16, 3, 7);
+    s.b[P + 32] = 1;
     EMIT(0);
 
     /* stream near misses: at a rank (a destination check: 2, and 0xfe,

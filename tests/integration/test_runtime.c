@@ -257,7 +257,8 @@ static void scen_backpressure(void)
     CHECK(oc_finalize(g_ctx) == OC_OK, "finalize");
 }
 
-/* Errors on bad arguments, and malformed bundles counted, not delivered. */
+/* Errors on bad arguments, and malformed bundles counted, not delivered;
+ * a source column delivered. */
 static void scen_errors(void)
 {
     static uint8_t big[70000];
@@ -300,6 +301,50 @@ static void scen_errors(void)
     CHECK(oc_quiesce(g_ctx) == OC_OK, "quiesce");
     oc_counters_get(g_ctx, &c, sizeof c);
     CHECK(c.msgs_delivered == 0, "delivered something");
+    /* A source column (wire.h: what an agent may hand a rank), each item
+     * from the source its column names, delivered through a handler
+     * that stalls now and then; then one whose source is out of range,
+     * rejected.  (After quiesce: messages nobody sent would keep it
+     * from ever agreeing.) */
+    for (int k = 0; k < 2; k++) {
+        static const uint32_t srcs[7] = {0, 0, 1, 1, 1, 0, 9};
+        oc_eng_buf_t *b = calloc(1, sizeof(*b));
+        oc_wire_hdr_t h = {0};
+        uint64_t seq[16] = {0};
+        uint8_t *p;
+        CHECK(b != NULL, "calloc");
+        b->eng = g_ctx->eng;
+        b->reserve = 1;
+        b->data = aligned_alloc(64, g_ctx->cfg.bundle_size);
+        memset(b->data, 0, g_ctx->cfg.bundle_size);
+        p = b->data + OC_WIRE_HDR_LEN + oc__wire_col_dst_bytes(7);
+        for (uint32_t i = 0; i < 7; i++) {
+            const uint32_t src = srcs[i] % g_size;
+            oc__store_le32(b->data + OC_WIRE_HDR_LEN + 4 * i,
+                           k == 1 && i == 6 ? g_size : src);
+            fill(p + 8 * i, 8, src, seq[src]++);
+        }
+        h.flags = OC_WIRE_F_FIXED | OC_WIRE_F_SRCCOL;
+        h.item_size = 8;
+        h.count = 7;
+        h.length = (uint32_t)(p + 8 * 7 - b->data);
+        h.job = (uint32_t)g_ctx->cfg.job;
+        h.src = OC_WIRE_RANK_NONE;
+        h.dst = g_rank;
+        oc__wire_hdr_write(b->data, &h);
+        stall_every = 3;
+        oc__rx_push(g_ctx, b->data, h.length, b);
+        for (int t = 0; t < 20; t++) /* each stall costs a poll */
+            CHECK(oc_poll(g_ctx) >= 0, "poll");
+        stall_every = 0;
+    }
+    CHECK(n_delivered == 7, "source column: %llu of 7 delivered",
+          (unsigned long long)n_delivered);
+    oc_counters_get(g_ctx, &c, sizeof c);
+    CHECK(c.bundles_rejected == 4, "rejected %llu of 4",
+          (unsigned long long)c.bundles_rejected);
+    CHECK(c.msgs_delivered == 7, "delivered %llu, not the column's 7",
+          (unsigned long long)c.msgs_delivered);
     CHECK(oc_finalize(g_ctx) == OC_OK, "finalize");
 }
 

@@ -170,6 +170,10 @@ oc_status_t oc__tr_send(oc_tr_ep_t *ep, unsigned id, const void *buf,
     CHECK((h.flags & OC_WIRE_F_STREAM) == 0);
     if (h.flags & OC_WIRE_F_FIXED)
         rk.fixed_bundles++;
+    if (h.flags & OC_WIRE_F_SRCCOL) {
+        CHECK(ep->kind == 0); /* source columns go to ranks only */
+        rk.srccol_bundles++;
+    }
     if (h.flags & OC_WIRE_F_RUNS) {
         CHECK(ep->kind == 1); /* runs go to peers only */
         rk.runs_bundles++;

@@ -46,6 +46,7 @@ typedef struct {
     uint32_t     bundles_to_rank[RK_RANKS], bundles_to_peer;
     uint32_t     fixed_bundles;    /* of those: FIXED (no message headers) */
     uint32_t     runs_bundles;     /* of those: RUNS (a peer's, rpeer.c) */
+    uint32_t     srccol_bundles;   /* of those: SRCCOL (a rank's) */
     uint32_t     credits_to_rank[RK_RANKS], credits_to_peer;
     /* sends kept in flight (async): completed by rk_complete */
     int          async;

@@ -282,6 +282,76 @@ static void test_boundaries(void **state)
     assert_int_equal(check_sent(), 4 * fit + 2);
 }
 
+/* A local rank's outlet made a source column takes every sender's items
+ * of one length in one bundle (wire.h: no header per item); an item of another length
+ * turns a buffer under a quarter full mixed, and sends a fuller one as
+ * it is. */
+static void test_srccol_outlet(void **state)
+{
+    rk_fix_t *f = *state;
+    const uint32_t cap = oc__wire_col_cap(RK_BUNDLE, 8); /* 18 */
+    static const uint32_t from[] = {0, 2, 3};
+    rjob_t *j = oc__router_job_find(f->r, RK_JOB);
+    uint32_t dst[16];
+    uint64_t vals[16];
+    size_t len;
+
+    /* rank 1's outlet a source column (rcmd.c leaves them mixed: not yet
+     * a gain, docs/router.md) */
+    assert_non_null(j);
+    j->local[1]->out.eo.column = 1;
+    j->local[1]->out.eo.flags = OC_WIRE_F_SRCCOL;
+
+    for (uint32_t k = 0; k < 16; k++)
+        dst[k] = 1;
+    for (uint32_t s = 0; s < 3; s++) {
+        for (uint32_t k = 0; k < 3; k++)
+            vals[k] = val(from[s], 1, want[from[s]][1]++);
+        feed_free(f, rk_tok(from[s]), rk_col(from[s], 3, dst, vals, 8, &len),
+                  &len);
+        rk_turn(f, 0);
+    }
+    rk_turn(f, 1);
+    assert_int_equal(rk.nbundles, 1);
+    assert_int_equal(rk.srccol_bundles, 1);
+    assert_int_equal(rk.nrecs, 9);
+    for (uint32_t i = 0; i < 9; i++)
+        assert_int_equal(rk.recs[i].src, from[i / 3]);
+    assert_int_equal(check_sent(), 9);
+
+    /* 2 items of 8 bytes (under a quarter of 18), then 2 of 16: one
+     * mixed bundle */
+    for (uint32_t k = 0; k < 2; k++)
+        vals[k] = val(0, 1, want[0][1]++);
+    feed_free(f, rk_tok(0), rk_col(0, 2, dst, vals, 8, &len), &len);
+    rk_turn(f, 0);
+    for (uint32_t k = 0; k < 2; k++)
+        vals[k] = val(2, 1, want[2][1]++);
+    feed_free(f, rk_tok(2), rk_col(2, 2, dst, vals, 16, &len), &len);
+    rk_turn(f, 1);
+    assert_int_equal(rk.nbundles, 2);
+    assert_int_equal(rk.fixed_bundles, 1);
+    assert_int_equal(rk.nrecs, 13);
+    assert_int_equal(rk.recs[10].len, 8);
+    assert_int_equal(rk.recs[11].len, 16);
+    assert_int_equal(rk.recs[11].src, 2);
+    assert_int_equal(check_sent(), 13);
+
+    /* a quarter full (5 of 18), then one of 16: sent as it is, FULL */
+    for (uint32_t k = 0; k < cap / 4 + 1; k++)
+        vals[k] = val(3, 1, want[3][1]++);
+    feed_free(f, rk_tok(3), rk_col(3, cap / 4 + 1, dst, vals, 8, &len), &len);
+    rk_turn(f, 0);
+    vals[0] = val(0, 1, want[0][1]++);
+    feed_free(f, rk_tok(0), rk_col(0, 1, dst, vals, 16, &len), &len);
+    rk_turn(f, 1);
+    assert_int_equal(rk.nbundles, 4);
+    assert_int_equal(rk.srccol_bundles, 3);
+    assert_int_equal(f->r->eng->c.flush[OC_ENG_FLUSH_FULL], 1);
+    assert_int_equal(check_sent(), 13 + cap / 4 + 2);
+    assert_int_equal(f->r->c.rejects, 0);
+}
+
 /* Malformed bundles: each refused, counted by its reason (router and
  * job), released, none of its messages routed; a good bundle between
  * them is routed. */
@@ -343,6 +413,23 @@ static void test_malformed(void **state)
     b = rk_col(1, 4, dst, vals, 8, &len);
     BAD(rk_tok(0), b, len, OC_ERR_WIRE_RANK);
     free(b);
+    /* a source column, valid, from a rank or the peer: an agent writes
+     * those, for a rank only */
+    {
+        uint32_t zero[4] = {0, 0, 0, 0};
+        b = rk_col(0, 4, zero, vals, 8, &len);
+        b[5] = OC_WIRE_F_FIXED | OC_WIRE_F_SRCCOL;
+        oc__store_le32(b + 32, OC_WIRE_RANK_NONE);
+        oc__store_le32(b + 36, 1);
+        BAD(rk_tok(0), b, len, OC_ERR_WIRE_FLAGS);
+        for (uint32_t k = 0; k < 4; k++)
+            oc__store_le32(b + OC_WIRE_HDR_LEN + 4 * k, 4 + k);
+        BAD(RK_PEER_RECV, b, len, OC_ERR_WIRE_FLAGS);
+        /* and malformed: a source not the connection's rank */
+        oc__store_le32(b + OC_WIRE_HDR_LEN, 1);
+        BAD(rk_tok(0), b, len, OC_ERR_WIRE_RANK);
+        free(b);
+    }
     /* another job */
     b = rk_col(0, 4, dst, vals, 8, &len);
     oc__store_le32(b + 20, RK_JOB + 1);
@@ -812,6 +899,7 @@ int main(void)
         cmocka_unit_test(test_fast_equals_general),
         cmocka_unit_test_setup_teardown(test_forward_whole, setup, teardown),
         cmocka_unit_test_setup_teardown(test_boundaries, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_srccol_outlet, setup, teardown),
         cmocka_unit_test_setup_teardown(test_malformed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_backpressure_rank, setup,
                                         teardown),

@@ -577,10 +577,12 @@ static void test_reject_flags(void **state)
                           bit == 1 ? OC_ERR_WIRE_RANK : OC_ERR_WIRE_FLAGS);
         len = std_fixed();
         BUF[5] |= (uint8_t)(1u << bit);
-        /* FIXED | STREAM is a column stream, which has no header dst;
-         * RUNS goes with no other flag */
+        /* FIXED | STREAM is a column stream, which has no header dst,
+         * FIXED | SRCCOL (bit 3) a source column, which has no header
+         * src; RUNS goes with no other flag */
         assert_status(validate_copy(BUF, len, &chk_any),
-                      bit == 1 ? OC_ERR_WIRE_RANK : OC_ERR_WIRE_FLAGS);
+                      bit == 1 || bit == 3 ? OC_ERR_WIRE_RANK
+                                           : OC_ERR_WIRE_FLAGS);
     }
     size_t len = std_mixed();
     BUF[5] = 0xff;
@@ -767,6 +769,134 @@ static void test_column_stream_rejected(void **state)
     len = build_column(BUF, 5, 4, 8);
     put32(BUF + 32, NRANKS);
     assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_RANK);
+}
+
+/* A source column toward rank @p dst: @p n sources, then n items of
+ * @p item bytes. */
+static size_t build_srccol(uint8_t *buf, uint32_t dst, uint32_t n,
+                           uint16_t item)
+{
+    uint8_t *p = buf + HDR, *items;
+    oc_wire_hdr_t h;
+    for (uint32_t k = 0; k < n; k++)
+        oc__store_le32(p + 4 * k, (k * 3) % NRANKS);
+    if (n & 1)
+        oc__store_le32(p + 4 * n, 0);
+    items = p + oc__wire_col_dst_bytes(n);
+    for (uint32_t k = 0; k < n; k++) {
+        uint8_t v[64];
+        memset(v, (int)(k + 1), sizeof(v));
+        items = oc__wire_put_item(items, v, item);
+    }
+    h = base_hdr(OC_WIRE_F_SRCCOL | OC_WIRE_F_FIXED, item, n,
+                 (uint32_t)(items - buf));
+    h.dst = dst;
+    oc__wire_hdr_write(buf, &h);
+    return (size_t)(items - buf);
+}
+
+static void test_srccol_accepted(void **state)
+{
+    static const uint16_t items[] = {8, 1, 12, 16, 60};
+    const oc_wire_check_t at2 = {JOB, NRANKS, 2, OC_WIRE_RANK_NONE, 0};
+    for (size_t t = 0; t < sizeof(items) / sizeof(items[0]); t++) {
+        for (uint32_t n = 1; n <= 9; n += 4) {
+            oc_wire_hdr_t h;
+            oc_wire_iter_t it, it2;
+            oc_wire_msg_t m = {0, 0, 0, NULL};
+            size_t len = build_srccol(BUF, 2, n, items[t]);
+            uint32_t k = 0;
+            assert_int_equal(len, HDR + oc__wire_pad8(4 * n) +
+                                      n * oc__wire_pad8(items[t]));
+            assert_status(oc__wire_validate(BUF, len, &at2, &h), OC_OK);
+            assert_status(validate_copy(BUF, len, &chk_any), OC_OK);
+            assert_int_equal(h.flags, OC_WIRE_F_SRCCOL | OC_WIRE_F_FIXED);
+            oc__wire_iter_init(&it, BUF, &h);
+            while (oc__wire_iter_next(&it, &m)) {
+                assert_int_equal(m.dst, 2);
+                assert_int_equal(m.src, (k * 3) % NRANKS);
+                assert_int_equal(m.len, items[t]);
+                assert_int_equal(m.payload[0], (uint8_t)(k + 1));
+                k++;
+            }
+            assert_int_equal(k, n);
+            assert_ptr_equal(it.p, BUF + len);
+            oc__wire_iter_init(&it2, BUF, &h);
+            oc__wire_iter_skip(&it2, n - 1);
+            assert_true(oc__wire_iter_next(&it2, &m));
+            assert_int_equal(m.src, ((n - 1) * 3) % NRANKS);
+            assert_int_equal(m.payload[0], (uint8_t)n);
+        }
+    }
+}
+
+static void test_srccol_rejected(void **state)
+{
+    const oc_wire_check_t at1 = {JOB, NRANKS, 1, OC_WIRE_RANK_NONE, 0};
+    const oc_wire_check_t from3 = {JOB, NRANKS, OC_WIRE_RANK_NONE, 3, 0};
+    oc_wire_check_t later = chk_any;
+    size_t len = build_srccol(BUF, 2, 7, 8);
+
+    assert_status(validate_copy(BUF, len, &chk_any), OC_OK);
+    /* for another rank than the receiver */
+    assert_status(validate_copy(BUF, len, &at1), OC_ERR_WIRE_RANK);
+    /* a connection that names one source: every source must be it */
+    assert_status(validate_copy(BUF, len, &from3), OC_ERR_WIRE_RANK);
+    for (uint32_t k = 0; k < 7; k++)
+        put32(BUF + HDR + 4 * k, 3);
+    assert_status(validate_copy(BUF, len, &from3), OC_OK);
+    /* a source out of range, first or last: never left to the caller */
+    len = build_srccol(BUF, 2, 7, 8);
+    put32(BUF + HDR, NRANKS);
+    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_RANK);
+    later.flags = OC_WIRE_CHECK_DST_AT_USE;
+    assert_status(validate_copy(BUF, len, &later), OC_ERR_WIRE_RANK);
+    len = build_srccol(BUF, 2, 7, 8);
+    put32(BUF + HDR + 4 * 6, 0xffffffffu);
+    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_RANK);
+    /* the column's padding (odd count); an item's padding */
+    len = build_srccol(BUF, 2, 7, 8);
+    put32(BUF + HDR + 4 * 7, 1);
+    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_LENGTH);
+    len = build_srccol(BUF, 2, 4, 5);
+    BUF[HDR + 16 + 8 * 2 + 6] = 1;
+    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_LENGTH);
+    /* count against length: one more, one fewer; a byte short */
+    len = build_srccol(BUF, 2, 4, 8);
+    put32(BUF + 8, 5);
+    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_LENGTH);
+    len = build_srccol(BUF, 2, 4, 8);
+    put32(BUF + 8, 3);
+    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_LENGTH);
+    len = build_srccol(BUF, 2, 4, 8);
+    put32(BUF + 12, (uint32_t)len - 8);
+    assert_status(validate_copy(BUF, len - 8, &chk_any), OC_ERR_WIRE_LENGTH);
+    /* item size 0 */
+    len = build_srccol(BUF, 2, 4, 8);
+    BUF[6] = 0;
+    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_ITEM_SIZE);
+    /* a header source; no header destination, or one out of range */
+    len = build_srccol(BUF, 2, 4, 8);
+    put32(BUF + 32, 1);
+    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_RANK);
+    len = build_srccol(BUF, 2, 4, 8);
+    put32(BUF + 36, OC_WIRE_RANK_NONE);
+    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_RANK);
+    len = build_srccol(BUF, 2, 4, 8);
+    put32(BUF + 36, NRANKS);
+    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_RANK);
+    /* SRCCOL with anything but FIXED alone */
+    static const uint8_t bad[] = {OC_WIRE_F_SRCCOL,
+                                  OC_WIRE_F_SRCCOL | OC_WIRE_F_STREAM,
+                                  OC_WIRE_F_SRCCOL | OC_WIRE_F_ALL,
+                                  OC_WIRE_F_SRCCOL | OC_WIRE_F_RUNS,
+                                  OC_WIRE_F_SRCCOL | OC_WIRE_F_FIXED |
+                                      OC_WIRE_F_RUNS};
+    for (size_t i = 0; i < sizeof(bad); i++) {
+        len = build_srccol(BUF, 2, 4, 8);
+        BUF[5] = bad[i];
+        assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_FLAGS);
+    }
 }
 
 static void test_reject_job(void **state)
@@ -1103,6 +1233,8 @@ int main(void)
         cmocka_unit_test(test_accept_after_reject),
         cmocka_unit_test(test_column_stream_accepted),
         cmocka_unit_test(test_column_stream_rejected),
+        cmocka_unit_test(test_srccol_accepted),
+        cmocka_unit_test(test_srccol_rejected),
     };
     return cmocka_run_group_tests_name("wire", tests, NULL, NULL);
 }

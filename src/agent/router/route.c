@@ -269,7 +269,8 @@ route_msg(oc_router_t *r, rjob_t *j, uint32_t dst, uint32_t src,
  * An outlet toward a local rank receives from many senders, so its buffer
  * is mixed (a header per item) almost always: that case is checked first,
  * and its header is the bundle's (source, length) word with the
- * destination ORed in.  An open fixed-size buffer of this source and
+ * destination ORed in.  An outlet made a source column (wire.h; none is
+ * yet, docs/router.md) takes the source into its column, the item bare.  An open fixed-size buffer of this source and
  * destination (an outlet fed by this rank alone) takes the item bare.
  * Anything else (no buffer, no room, another mode, a destination out of
  * range) stops the loop where it is, for route_msg.  These are exactly
@@ -319,6 +320,16 @@ route_col(out_t *const *hop, uint32_t lim, uint32_t src,
             __builtin_prefetch(wp + 128, 1, 3);
             eo->wp = wp + msz;
             eo->count++;
+            continue;
+        }
+        if (eo->dcol != NULL && eo->item_len == len && room >= len) {
+            /* a source column (wire.h): this source into its column */
+            const uint32_t n = eo->count;
+            oc__store_le32(eo->dcol + 4 * (size_t)n, src);
+            memcpy(wp, p, len);
+            __builtin_prefetch(wp + 128, 1, 3); /* as below */
+            eo->wp = wp + len;
+            eo->count = n + 1;
             continue;
         }
         if (len == 8) {
@@ -588,6 +599,8 @@ static int route_one(oc_router_t *r, oc_eng_rx_t *e)
             if (st == OC_OK && s->is_peer &&
                 (e->hdr.flags & OC_WIRE_F_STREAM))
                 st = OC_ERR_WIRE_FLAGS; /* streams come from ranks only */
+            if (st == OC_OK && (e->hdr.flags & OC_WIRE_F_SRCCOL))
+                st = OC_ERR_WIRE_FLAGS; /* an agent's, for a rank only */
             if (st == OC_OK && s->is_peer)
                 st = check_peer_bundle(r, j, e, s->node);
         }

@@ -76,14 +76,17 @@ struct oc_eng_out {
     uint8_t       blocked;   /**< max_inflight reached: hold traffic back */
     uint8_t       mixed_only; /**< owner: never use fixed mode */
     uint8_t       flags;     /**< owner: extra bundle flags (OC_WIRE_F_*) */
-    uint8_t       column;    /**< owner: a rank's stream in column layout
-                                  (wire.h): buffers of one item length
-                                  take any destination */
+    uint8_t       column;    /**< owner: column layout (wire.h): buffers
+                                  of one item length take any destination
+                                  (a rank's stream) or, with flags
+                                  OC_WIRE_F_SRCCOL, any source (an agent's
+                                  outlet toward one rank) */
     uint8_t       ring_skip; /**< owner: bundles of this outlet wait for
                                   room in pool buffers; open pool buffers
                                   too until they are in (keeps order) */
-    uint8_t      *dcol;      /**< column layout: the destination column of
-                                  the open buffer (count entries written);
+    uint8_t      *dcol;      /**< column layout: the column of the open
+                                  buffer (count entries written: ranks of
+                                  destination, or of source with SRCCOL);
                                   NULL in the other layouts */
     oc_eng_buf_t *buf;
     uint64_t      t_first;   /**< when the first message went in (us) */

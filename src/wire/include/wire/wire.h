@@ -45,6 +45,15 @@
  *          destination or length (one encoding per bundle).  The
  *          messages of one (source, destination) keep their order;
  *          oc__wire_runs_pack() builds it from mixed.
+ *   source column (FIXED | SRCCOL; what an agent hands a rank): count
+ *          items of item_size (>= 1) bytes, all for hdr.dst, from any
+ *          sources: first the count u32 sources, zero-padded to 8 bytes
+ *          (oc__wire_col_dst_bytes), then the items, each padded to 8 —
+ *          a column stream with the roles turned round.  hdr.src is
+ *          OC_WIRE_RANK_NONE.  An agent's outlet toward a rank takes
+ *          every sender's items of one length this way, with no
+ *          per-message header.  Only an agent writes one; an agent
+ *          refuses one it receives (route.c).
  */
 #ifndef OC_WIRE_H
 #define OC_WIRE_H
@@ -63,8 +72,9 @@
 #define OC_WIRE_F_FIXED     0x01u
 #define OC_WIRE_F_STREAM    0x02u
 #define OC_WIRE_F_RUNS      0x04u /* alone: neither FIXED nor STREAM */
+#define OC_WIRE_F_SRCCOL    0x08u /* with FIXED only: a source column */
 #define OC_WIRE_F_ALL       (OC_WIRE_F_FIXED | OC_WIRE_F_STREAM)
-#define OC_WIRE_F_KNOWN     (OC_WIRE_F_ALL | OC_WIRE_F_RUNS)
+#define OC_WIRE_F_KNOWN     (OC_WIRE_F_ALL | OC_WIRE_F_RUNS | OC_WIRE_F_SRCCOL)
 #define OC_WIRE_RUN_HDR_LEN 16
 #define OC_WIRE_RANK_NONE   0xffffffu   /* 24-bit ranks: 0 .. 2^24-2 */
 #define OC_WIRE_MAX_RANKS   0xffffffu
@@ -173,7 +183,8 @@ void oc__wire_hdr_write(void *buf, const oc_wire_hdr_t *hdr);
  * @return OC_OK and *hdr_out filled, or one of
  *   OC_ERR_WIRE_TRUNCATED (len < header), OC_ERR_WIRE_MAGIC,
  *   OC_ERR_WIRE_VERSION, OC_ERR_WIRE_FLAGS (unknown flags, a STREAM
- *   bundle for a single rank, RUNS with another flag), OC_ERR_WIRE_JOB,
+ *   bundle for a single rank, RUNS with another flag, SRCCOL other than
+ *   with FIXED alone), OC_ERR_WIRE_JOB,
  *   OC_ERR_WIRE_LENGTH (header length != len, a message or run running
  *   past the end, bytes left after the last message, non-zero padding or
  *   run reserved word),
@@ -183,7 +194,8 @@ void oc__wire_hdr_write(void *buf, const oc_wire_hdr_t *hdr);
  *   (count 0),
  *   OC_ERR_WIRE_RANK
  *   (also a STREAM message whose src is not the header's, or a header
- *   dst on a STREAM bundle),
+ *   dst on a STREAM bundle, a header src on a SRCCOL one, a source in
+ *   its column out of range or not chk->src),
  *   OC_ERR_WIRE_ITEM_SIZE, OC_ERR_INVALID_PARAM (NULL arguments).
  */
 oc_status_t oc__wire_validate(const void *buf, size_t len,
@@ -196,7 +208,9 @@ typedef struct {
     uint32_t       fixed;    /**< 1 in fixed mode and column streams */
     uint32_t       item_size;
     uint32_t       src, dst; /**< fixed mode */
-    const uint8_t *col;      /**< column stream: the next destination */
+    const uint8_t *col;      /**< column stream: the next destination;
+                                  source column: the next source */
+    uint32_t       colsrc;   /**< 1: col holds sources (SRCCOL) */
     uint32_t       runs;     /**< 1 in a RUNS bundle */
     uint32_t       run_left; /**< RUNS: items left in the current run */
 } oc_wire_iter_t;
@@ -220,8 +234,9 @@ static inline void oc__wire_iter_init(oc_wire_iter_t *it, const void *bundle,
     it->col = NULL;
     it->runs = (hdr->flags & OC_WIRE_F_RUNS) != 0;
     it->run_left = 0;
+    it->colsrc = (hdr->flags & OC_WIRE_F_SRCCOL) != 0;
     if ((hdr->flags & (OC_WIRE_F_FIXED | OC_WIRE_F_STREAM)) ==
-        (OC_WIRE_F_FIXED | OC_WIRE_F_STREAM)) {
+            (OC_WIRE_F_FIXED | OC_WIRE_F_STREAM) || it->colsrc) {
         it->col = it->p;
         it->p += oc__wire_col_dst_bytes(hdr->count);
     }
@@ -236,11 +251,14 @@ static inline bool oc__wire_iter_next(oc_wire_iter_t *it, oc_wire_msg_t *msg)
     it->left--;
     if (it->fixed) {
         msg->dst = it->dst;
+        msg->src = it->src;
         if (it->col != NULL) {
-            msg->dst = oc__load_le32(it->col);
+            if (it->colsrc)
+                msg->src = oc__load_le32(it->col);
+            else
+                msg->dst = oc__load_le32(it->col);
             it->col += 4;
         }
-        msg->src = it->src;
         msg->len = it->item_size;
         msg->payload = it->p;
         it->p += oc__wire_pad8(it->item_size);
