@@ -137,7 +137,7 @@ bench: build
 	sh bench/run-router-bench.sh $(BUILDDIR) $(ROUTER_BASE)
 	bash bench/run-bench.sh $(BUILDDIR)
 	sh bench/run-agent-bench.sh $(BUILDDIR)
-	sh bench/run-coll-bench.sh $(BUILDDIR)
+	bash bench/run-coll-bench.sh $(BUILDDIR)
 	sh bench/run-spare-core.sh $(BUILDDIR)
 	python3 bench/rank-cpu.py --build $(BUILDDIR) --apps histogram,transpose
 	bash bench/run-multinode.sh $(BUILDDIR) $(MULTINODE_ARGS); \

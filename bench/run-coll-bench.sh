@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # run-coll-bench.sh BUILD_DIR — offcore's collectives vs Open MPI's in one
 # run (bench/coll_bench.c): allreduce, all-to-all and bcast latency from 8 B
 # to 64 MiB as ratios, the OSU-style overlap of oc_iallreduce vs
@@ -22,7 +22,9 @@
 # (50): in the agent run the ranks' compute yields core 0 that often, then
 # the overlap is measured once more with 0 (never); see coll_bench.c work().
 # BENCH_COLL_RUNS ("inline agent"): which of the two runs.
-set -u
+# bash for pipefail: run as `sh run-coll-bench.sh`, it re-runs itself under bash
+[ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
+set -u -o pipefail
 B=${1:?usage: run-coll-bench.sh BUILD_DIR}
 RANKS=${BENCH_RANKS:-2}
 MIN=${BENCH_COLL_MIN:-8}

@@ -16,11 +16,7 @@ HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
 PIPEFAIL = re.compile(r"^\s*set\b[^#\n]*\s-[a-zA-Z]*o\s+pipefail\b", re.M)
 MESON_SH = re.compile(r"'([^'\s]+\.sh)'")
 # bench scripts that meson runs but that are not converted yet
-ALLOW = {
-    # converted after the coll merge (coll-bench-small; another branch
-    # edits the coll bench files)
-    "bench/run-coll-bench.sh",
-}
+ALLOW = set()
 
 
 def code(text):
