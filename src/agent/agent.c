@@ -388,7 +388,8 @@ int oc__agent_run(const oc_agent_config_t *cfg)
         oc_router_params_t p = {t, a->node, a->nnodes, cfg->bundle_size,
                                 cfg->buffers, cfg->flush_timeout_us,
                                 cfg->max_inflight, cfg->route == 1,
-                                a->nrouters, cfg->coll_cma};
+                                a->nrouters, cfg->coll_cma,
+                                a->routers, cfg->coll_split_min};
         if ((st = oc__router_create(&p, &a->routers[t])) != OC_OK ||
             (st = oc__router_start(a->routers[t])) != OC_OK) {
             oc_error(OC_COMP_AGENT, "router %u: %s", t, oc_status_string(st));

@@ -33,6 +33,7 @@ typedef struct {
     uint64_t accept_backoff_ms;       /* after EMFILE & co */
     uint64_t log_rate;                /* lines/s per limited kind */
     int      coll_cma;                /* OC_AGENT_COLL_CMA */
+    uint64_t coll_split_min;          /* OC_AGENT_COLL_SPLIT_MIN */
     int      key_from_flag;           /* --cluster-key given (main.c) */
     uint64_t shm_slots;               /* OC_AGENT_SHM_SLOTS (0: none) */
     char     socket_mode[OC_CFG_STRLEN]; /* octal, the Unix sockets' mode */

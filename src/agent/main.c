@@ -131,6 +131,14 @@ const oc_cfg_field_t oc_agent_config_table[] = {
      "rank naming the agent its ptracer (liboffcore does). n: every rank "
      "is told to send by UCX instead (counted as a fallback).",
      offsetof(oc_agent_config_t, coll_cma), 0, 0, NULL},
+    {"AGENT_COLL_SPLIT_MIN", OC_CFG_UINT, "262144",
+     "Allreduces by memory (OC_AGENT_COLL_CMA) of this many bytes or more, "
+     "among the ranks of one node, are split across the routing threads "
+     "(--threads > 1): each reads, reduces and writes one slice of the "
+     "vector for every rank, in rank order as one thread does (the same "
+     "bits). 256 KiB: below it a slice's copies are too short to pay for "
+     "the hand-off between threads. 0: never split.",
+     offsetof(oc_agent_config_t, coll_split_min), 0, UINT64_MAX, NULL},
     {"AGENT_SOCKET_MODE", OC_CFG_STRING, "0666",
      "Permission bits (octal) of the Unix control sockets of --listen; "
      "their directory is made 0755 when missing. 0666: ranks of every "

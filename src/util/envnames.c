@@ -67,6 +67,7 @@ const oc_env_name_t oc__env_names[] = {
     {"OC_AGENT_ACCEPT_BACKOFF_MS", "offcored"},
     {"OC_AGENT_LOG_RATE", "offcored"},
     {"OC_AGENT_COLL_CMA", "offcored"},
+    {"OC_AGENT_COLL_SPLIT_MIN", "offcored"},
     {"OC_AGENT_SOCKET_MODE", "offcored"},
     {"OC_CLUSTER_KEY", "offcored, offcore job-key"},
     /* offcore-dp's classifier (src/pkt/acl/acl.c): its lookup path */

@@ -22,7 +22,8 @@
 #            1001 again with every message over 256 bytes by rendezvous
 #            (UCX_RNDV_THRESH, agents restarted): every rank on both nodes
 #            gets the same named error for it, none waits
-# COLL_AGENT_THREADS (1): the agents' routing threads (offcored --threads).
+# COLL_AGENT_THREADS (1): the agents' routing threads (offcored --threads);
+# with more, faults' badbuf allreduce (1 MiB) must be split across them.
 # Exit 0 PASS, 1 FAIL, 77 SKIP.  Namespaces "ca*", ports 31001-31002: below
 # the kernel's ephemeral range (32768-60999), which a connection UCX made
 # (or its TIME_WAIT) could hold when the agents start again.
@@ -179,6 +180,12 @@ faults)
         export OC_JOB=33 OC_JOB_KEY=$("$OFFCORE" job-key --job 33 --cluster-key "$T/ck")
         for r in 0 1; do rank "" "$T/a.sock" $r 2 badbuf; done
         for r in 0 1; do wait "${RP[$r]}" || fail "badbuf, rank $r"; done
+        # 1 MiB: through several routing threads, split across them
+        # (rcsplit.c), and the faults were found by the slices
+        if [ "${COLL_AGENT_THREADS:-1}" -gt 1 ]; then
+            grep -q "split across ${COLL_AGENT_THREADS} routing threads" "$T/a.log" ||
+                fail "badbuf's allreduce was not split across the routing threads"
+        fi
         echo "buffers out of the agent's reach: OC_ERR_COLL_MEMORY on their rank, nothing else written"
     else
         grep -q "rank 0: collective data by UCX, not by memory: the kernel refuses" "$T/a.log" ||

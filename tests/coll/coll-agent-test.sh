@@ -14,7 +14,9 @@
 # must say so for each); the fallback run turns that off, so that the
 # tagged UCX path carries every size there (the second agent's log must
 # not say so).
-# COLL_AGENT_THREADS (1): the agents' routing threads (offcored --threads).
+# COLL_AGENT_THREADS (1): the agents' routing threads (offcored --threads);
+# with more than one, the first agent's large allreduces by memory must be
+# split across them (its log must say so).
 set -eu -o pipefail
 bin=$1 offcored=$2 offcore=$3 np=$4 max=$5
 command -v mpirun >/dev/null || { echo "SKIP: no mpirun"; exit 77; }
@@ -79,6 +81,13 @@ grep -q "rank 0: collective data by memory" "$T/agent.log" ||
 grep -q "all-to-all blocks written by memory" "$T/agent.log" ||
     grep -q "rank 0: collective data by UCX, not by memory: the kernel refuses" "$T/agent.log" ||
     { tail -20 "$T/agent.log"; echo "FAIL: no all-to-all went by memory, and the agent did not say why"; exit 1; }
+# several routing threads: the allreduces by memory of 256 KiB and more
+# (OC_AGENT_COLL_SPLIT_MIN) are split across them, and the digests above
+# held for those too
+if [ "$threads" -gt 1 ] && grep -q "rank 0: collective data by memory" "$T/agent.log"; then
+    grep -q "split across $threads routing threads" "$T/agent.log" ||
+        { tail -20 "$T/agent.log"; echo "FAIL: no allreduce split across the $threads routing threads"; exit 1; }
+fi
 grep -q "small allreduce contributions inline" "$T/agent.log" ||
     { tail -20 "$T/agent.log"; echo "FAIL: no small allreduce went inline"; exit 1; }
 for k in all-to-all bcast; do

@@ -258,6 +258,36 @@ static void test_order(void **state)
     assert_non_null(oc__router_job_find(f->r, 9)->local[1]);
 }
 
+/* Work posted to a router (a slice of a split allreduce, rcsplit.c) runs
+ * when it applies its commands, in the order posted, with the argument
+ * and number it was posted with. */
+static uint32_t ran[4], nran;
+static void *ran_arg;
+static void run_note(void *arg, uint32_t k)
+{
+    ran_arg = arg;
+    if (nran < 4)
+        ran[nran] = k;
+    nran++;
+}
+
+static void test_run(void **state)
+{
+    rk_fix_t *f = *state;
+    int x;
+
+    nran = 0;
+    assert_int_equal(oc__router_post_run(f->r, run_note, &x, 3), OC_OK);
+    assert_int_equal(oc__router_post_run(f->r, run_note, &x, 1), OC_OK);
+    assert_int_equal(nran, 0); /* not before the router applies them */
+    assert_int_equal(atomic_load(&f->r->cmd_pending), 1);
+    oc__router_apply_commands(f->r);
+    assert_int_equal(nran, 2);
+    assert_int_equal(ran[0], 3);
+    assert_int_equal(ran[1], 1);
+    assert_ptr_equal(ran_arg, &x);
+}
+
 /* Peers: a node out of range refused when posted; a second ADD_PEER of a
  * node there already changes nothing; a peer that goes takes its sender
  * token, its endpoint, its outlets' and its credit queue's bundles. */
@@ -387,6 +417,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_del_rank, setup, teardown),
         cmocka_unit_test_setup_teardown(test_jobs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_run, setup, teardown),
         cmocka_unit_test_setup_teardown(test_peers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_expect_peer, setup, teardown),
     };

@@ -24,12 +24,6 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-/* process_vm_readv here (2 cores, loaded): 1.1-1.5 GB/s in 4 KiB calls,
- * 3-3.6 at 64-256 KiB, 4-5.5 at 1 MiB (a two-process microbenchmark, 200
- * reads of 1 MiB).  512 KiB calls are near the plateau; a round's 2 MiB
- * (~0.5 ms) keeps the loop turning while a 64 MiB collective moves. */
-#define OC_RCMA_CHUNK ((size_t)512 << 10)
-#define OC_RCMA_ROUND ((size_t)2 << 20)
 
 void oc__rcma_rank_init(oc_router_t *r, lrank_t *l, uint32_t pid)
 {
@@ -53,26 +47,30 @@ void oc__rcma_rank_fini(lrank_t *l)
 }
 
 /* The process the pidfd was opened on has not exited. */
-static int alive(const lrank_t *l)
+static int pidfd_alive(int pidfd)
 {
-    struct pollfd p = {.fd = l->pidfd, .events = POLLIN};
+    struct pollfd p = {.fd = pidfd, .events = POLLIN};
     return poll(&p, 1, 0) == 0;
 }
 
-/* Copy @p len bytes between @p local and @p remote in @p l's process. */
-static int copy(const lrank_t *l, int write, void *local, uint64_t remote,
-                size_t len)
+static int alive(const lrank_t *l)
+{
+    return pidfd_alive(l->pidfd);
+}
+
+int oc__rcma_copy(uint32_t pid, int pidfd, int write, void *local,
+                  uint64_t remote, size_t len)
 {
     struct iovec lv = {local, len};
     struct iovec rv = {(void *)(uintptr_t)remote, len};
     ssize_t n;
 
-    if (!alive(l)) {
+    if (!pidfd_alive(pidfd)) {
         errno = ESRCH;
         return -1;
     }
-    n = write ? process_vm_writev((pid_t)l->pid, &lv, 1, &rv, 1, 0)
-              : process_vm_readv((pid_t)l->pid, &lv, 1, &rv, 1, 0);
+    n = write ? process_vm_writev((pid_t)pid, &lv, 1, &rv, 1, 0)
+              : process_vm_readv((pid_t)pid, &lv, 1, &rv, 1, 0);
     if (n < 0)
         return -1;
     if ((size_t)n != len) { /* a page in the range is not mapped */
@@ -80,6 +78,13 @@ static int copy(const lrank_t *l, int write, void *local, uint64_t remote,
         return -1;
     }
     return 0;
+}
+
+/* Copy @p len bytes between @p local and @p remote in @p l's process. */
+static int copy(const lrank_t *l, int write, void *local, uint64_t remote,
+                size_t len)
+{
+    return oc__rcma_copy(l->pid, l->pidfd, write, local, remote, len);
 }
 
 int oc__rcma_accept(oc_router_t *r, lrank_t *l, uint32_t job, uint32_t rank,

@@ -1,7 +1,8 @@
 /*
  * rcmd.c — how the control thread changes a routing thread: commands
  * posted under a mutex (thread-safe, oc_router_add_* / del_*), applied by
- * the router between bundles (apply); and the job maps they carry.
+ * the router between bundles (apply); and the job maps they carry.  The
+ * queue itself: rpost.c.
  */
 #include "router_int.h"
 
@@ -9,7 +10,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* ---- job maps --------------------------------------------------------- */
 
@@ -42,43 +42,11 @@ void oc__job_map_put(oc_job_map_t *m)
 
 /* ---- commands --------------------------------------------------------- */
 
-/* Wake the router if it sleeps (router_sleep). */
-void oc__router_wake(oc_router_t *r)
-{
-    uint64_t one = 1;
-    if (r->wake_fd >= 0)
-        (void)!write(r->wake_fd, &one, sizeof one);
-}
-
-static oc_status_t post(oc_router_t *r, cmd_t *c)
-{
-    c->next = NULL;
-    pthread_mutex_lock(&r->mu);
-    *r->cmd_tail = c;
-    r->cmd_tail = &c->next;
-    atomic_store_explicit(&r->cmd_pending, 1, memory_order_release);
-    pthread_mutex_unlock(&r->mu);
-    oc__router_wake(r);
-    return OC_OK;
-}
-
-static cmd_t *cmd_new(cmd_kind_t kind, const void *addr, size_t len)
-{
-    cmd_t *c = calloc(1, sizeof(*c) + len);
-    if (c == NULL)
-        return NULL;
-    c->kind = kind;
-    c->addr_len = len;
-    if (len)
-        memcpy(c->addr, addr, len);
-    return c;
-}
-
 oc_status_t oc__router_add_rank(oc_router_t *r, uint64_t token, uint32_t job,
                                uint32_t rank, const void *addr, size_t len,
                                uint32_t pid, oc_rshm_t *shm)
 {
-    cmd_t *c = cmd_new(CMD_ADD_RANK, addr, len);
+    cmd_t *c = oc__router_cmd_new(CMD_ADD_RANK, addr, len);
     if (c == NULL)
         return OC_ERR_NO_MEMORY;
     if (shm != NULL) {
@@ -89,37 +57,37 @@ oc_status_t oc__router_add_rank(oc_router_t *r, uint64_t token, uint32_t job,
     c->pid = pid;
     c->job = job;
     c->rank = rank;
-    return post(r, c);
+    return oc__router_post(r, c);
 }
 
 oc_status_t oc__router_del_rank(oc_router_t *r, uint32_t job, uint32_t rank)
 {
-    cmd_t *c = cmd_new(CMD_DEL_RANK, NULL, 0);
+    cmd_t *c = oc__router_cmd_new(CMD_DEL_RANK, NULL, 0);
     if (c == NULL)
         return OC_ERR_NO_MEMORY;
     c->job = job;
     c->rank = rank;
-    return post(r, c);
+    return oc__router_post(r, c);
 }
 
 oc_status_t oc__router_add_job(oc_router_t *r, oc_job_map_t *map)
 {
-    cmd_t *c = cmd_new(CMD_ADD_JOB, NULL, 0);
+    cmd_t *c = oc__router_cmd_new(CMD_ADD_JOB, NULL, 0);
     if (c == NULL)
         return OC_ERR_NO_MEMORY;
     __atomic_add_fetch(&map->refs, 1, __ATOMIC_ACQ_REL);
     c->map = map;
     c->job = map->job;
-    return post(r, c);
+    return oc__router_post(r, c);
 }
 
 oc_status_t oc__router_del_job(oc_router_t *r, uint32_t job)
 {
-    cmd_t *c = cmd_new(CMD_DEL_JOB, NULL, 0);
+    cmd_t *c = oc__router_cmd_new(CMD_DEL_JOB, NULL, 0);
     if (c == NULL)
         return OC_ERR_NO_MEMORY;
     c->job = job;
-    return post(r, c);
+    return oc__router_post(r, c);
 }
 
 oc_status_t oc__router_add_peer(oc_router_t *r, uint32_t node,
@@ -129,13 +97,13 @@ oc_status_t oc__router_add_peer(oc_router_t *r, uint32_t node,
     cmd_t *c;
     if (node >= r->p.nnodes)
         return OC_ERR_INVALID_PARAM;
-    c = cmd_new(CMD_ADD_PEER, addr, len);
+    c = oc__router_cmd_new(CMD_ADD_PEER, addr, len);
     if (c == NULL)
         return OC_ERR_NO_MEMORY;
     c->node = node;
     c->token = send_token;
     c->token2 = recv_token;
-    return post(r, c);
+    return oc__router_post(r, c);
 }
 
 oc_status_t oc__router_expect_peer(oc_router_t *r, uint32_t node,
@@ -144,21 +112,21 @@ oc_status_t oc__router_expect_peer(oc_router_t *r, uint32_t node,
     cmd_t *c;
     if (node >= r->p.nnodes || recv_token == 0)
         return OC_ERR_INVALID_PARAM;
-    c = cmd_new(CMD_EXPECT_PEER, NULL, 0);
+    c = oc__router_cmd_new(CMD_EXPECT_PEER, NULL, 0);
     if (c == NULL)
         return OC_ERR_NO_MEMORY;
     c->node = node;
     c->token = recv_token;
-    return post(r, c);
+    return oc__router_post(r, c);
 }
 
 oc_status_t oc__router_del_peer(oc_router_t *r, uint32_t node)
 {
-    cmd_t *c = cmd_new(CMD_DEL_PEER, NULL, 0);
+    cmd_t *c = oc__router_cmd_new(CMD_DEL_PEER, NULL, 0);
     if (c == NULL)
         return OC_ERR_NO_MEMORY;
     c->node = node;
-    return post(r, c);
+    return oc__router_post(r, c);
 }
 
 static void sender_add(oc_router_t *r, const sender_t *s)
@@ -376,6 +344,9 @@ static void apply(oc_router_t *r, cmd_t *c)
     case CMD_EXPECT_PEER:
         if (r->peers[c->node].ep == NULL)
             r->peers[c->node].expect_token = c->token;
+        break;
+    case CMD_RUN:
+        c->run(c->arg, c->node);
         break;
     }
 }

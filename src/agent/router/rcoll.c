@@ -631,12 +631,15 @@ static int advance(oc_router_t *r, acoll_t *c)
     }
     switch (c->state) {
     case ST_GATHER:
-        (void)oc__rcma_step(r, c, 0); /* read those that are in */
+        if (!oc__rcsplit_may(r, c))
+            (void)oc__rcma_step(r, c, 0); /* read those that are in */
         if (c->ndesc < c->nlocal || c->status != OC_OK)
             return 0;
         c->state = ST_GET; /* the contributions were posted as they came */
         break;
     case ST_GET:
+        if (oc__rcsplit_start(r, c))
+            break; /* read, reduced and written by slices (rcsplit.c) */
         if (!oc__rcma_step(r, c, 0) || c->pending > 0 || c->status != OC_OK)
             return 0;
         c->state = ST_NET;
@@ -649,6 +652,11 @@ static int advance(oc_router_t *r, acoll_t *c)
             bcast(r, c);
         else
             chain(r, c);
+        break;
+    case ST_SPLIT:
+        if (c->split_wait)
+            return 0;
+        oc__rc_finish(r, c); /* every result is written */
         break;
     case ST_PUT:
         start_puts(r, c);
@@ -674,6 +682,11 @@ int oc__rcoll_progress(oc_router_t *r)
         retry_held(r);
     oc__rcma_round(r);
     while ((c = *p) != NULL) {
+        if (c->split_wait && oc__rcsplit_poll(r, c)) {
+            c->split_wait = 0;
+            c->pending--;
+            work++;
+        }
         if (c->state != ST_END)
             while (advance(r, c))
                 work++;

@@ -9,7 +9,8 @@
 #include "router_int.h"
 
 /* ST_DRAIN: failed, the ranks' posted receives being filled before DONE */
-enum { ST_GATHER, ST_GET, ST_NET, ST_PUT, ST_WRITE, ST_DRAIN, ST_END };
+/* ST_SPLIT: read, reduced and written by slices on every router (rcsplit.c) */
+enum { ST_GATHER, ST_GET, ST_SPLIT, ST_NET, ST_PUT, ST_WRITE, ST_DRAIN, ST_END };
 enum { STEP_CHAIN = 1, STEP_RESULT = 2, STEP_A2A = 3, STEP_BCAST = 4 };
 
 typedef struct {
@@ -59,9 +60,23 @@ typedef struct acoll {
                                    none, or its lengths disagree) */
     uint32_t     *node_first;   /* [nnodes + 1] ranks of each node in order */
     uint8_t      *zero;         /* drain(): zeros for the ranks' receives */
+    struct rsplit *split;       /* split across the routers (rcsplit.c) */
+    int           split_wait;   /* ... a phase's slices are running (one
+                                   in c->pending) */
 } acoll_t;
 
-/* rcma.c */
+/* rcma.c: process_vm_readv here (2 cores, loaded): 1.1-1.5 GB/s in 4 KiB
+ * calls, 3-3.6 at 64-256 KiB, 4-5.5 at 1 MiB (a two-process
+ * microbenchmark, 200 reads of 1 MiB).  512 KiB calls are near the
+ * plateau; a round's 2 MiB (~0.5 ms) keeps the loop turning while a 64 MiB
+ * collective moves. */
+#define OC_RCMA_CHUNK ((size_t)512 << 10)
+#define OC_RCMA_ROUND ((size_t)2 << 20)
+/** Copy @p len bytes between @p local and @p remote in process @p pid
+ *  (pinned by @p pidfd, checked alive first).  Any thread.
+ *  @return 0, or -1 with errno (ESRCH: gone, EFAULT: not mapped...). */
+int oc__rcma_copy(uint32_t pid, int pidfd, int write, void *local,
+                  uint64_t remote, size_t len);
 /** The rank offered its buffers (flag OC_COLLD_F_CMA): 1 if the agent
  *  moves its data by memory, 0 if it must be told OC_COLLD_FALLBACK. */
 int oc__rcma_accept(oc_router_t *r, lrank_t *l, uint32_t job, uint32_t rank,
@@ -78,6 +93,20 @@ int oc__rcma_step(oc_router_t *r, acoll_t *c, int write);
 int oc__rcma_a2a_step(oc_router_t *r, acoll_t *c);
 /** A new round of the router's loop: a new budget. */
 void oc__rcma_round(oc_router_t *r);
+
+/* rcsplit.c (router 0) */
+/** @p c is of the kind and size that is split when every local rank's
+ *  data go by memory: its contributions are not read ahead in ST_GATHER. */
+int oc__rcsplit_may(const oc_router_t *r, const acoll_t *c);
+/** Split @p c (an allreduce by memory, every rank's descriptor in) across
+ *  the routers when it qualifies: 1 (c->split, c->split_wait, state
+ *  ST_SPLIT), else 0 and nothing changed. */
+int oc__rcsplit_start(oc_router_t *r, acoll_t *c);
+/** Every slice of the running phase done: the read phase's failures fail
+ *  @p c, else the write phase starts (0).  @return 1 when no slice runs
+ *  any more (the caller drops c->split_wait and its pending). */
+int oc__rcsplit_poll(oc_router_t *r, acoll_t *c);
+void oc__rcsplit_free(struct rsplit *s);
 
 /* rcoll_net.c: the transfers and the end of a collective */
 /** Issue one tagged transfer of @p c: @p kind 3 send on @p ep, 4 receive;

@@ -227,6 +227,7 @@ void oc__rc_acoll_free(acoll_t *c)
     free(c->nodes);
     free(c->node_first);
     free(c->zero);
+    oc__rcsplit_free(c->split);
     free(c->acc);
     free(c->net);
     if (c->kind != OC_COLLD_BCAST)

@@ -49,6 +49,11 @@ typedef struct {
     uint32_t nthreads;       /* routers in this agent (collectives: router 0) */
     int      coll_cma;       /* OC_AGENT_COLL_CMA: move allreduce data by
                                 memory where a rank offers it (rcma.c) */
+    oc_router_t *const *siblings; /* [nthreads]: the agent's routers
+                                     (router 0 posts them slices) */
+    uint64_t coll_split_min; /* OC_AGENT_COLL_SPLIT_MIN: an allreduce by
+                                memory of this many bytes or more is split
+                                across the routers (rcsplit.c); 0: never */
 } oc_router_params_t;
 
 /**
@@ -94,6 +99,8 @@ typedef struct {
     uint64_t coll_inline;        /* carried in their descriptors */
     uint64_t coll_a2a_mem;       /* all-to-alls written by memory (the
                                     first is logged; not exported) */
+    uint64_t coll_split;         /* allreduces split across the routers
+                                    (the first is logged; not exported) */
     uint64_t shm_bundles_in;     /* bundles read from ranks' shared rings */
     uint64_t shm_bundles_out;    /* bundles written into them */
     uint64_t shm_full;           /* a rank's ring full: its traffic held */

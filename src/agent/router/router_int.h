@@ -109,7 +109,7 @@ typedef struct {
 
 typedef enum {
     CMD_ADD_RANK, CMD_DEL_RANK, CMD_ADD_JOB, CMD_DEL_JOB, CMD_ADD_PEER,
-    CMD_DEL_PEER, CMD_EXPECT_PEER
+    CMD_DEL_PEER, CMD_EXPECT_PEER, CMD_RUN
 } cmd_kind_t;
 
 typedef struct cmd {
@@ -118,6 +118,8 @@ typedef struct cmd {
     uint64_t      token, token2;
     oc_job_map_t *map;
     oc_rshm_t    *shm;      /* CMD_ADD_RANK: a reference, or NULL */
+    void        (*run)(void *arg, uint32_t k); /* CMD_RUN: run(arg, node) */
+    void         *arg;
     size_t        addr_len;
     struct cmd   *next;
     uint8_t       addr[];
@@ -257,9 +259,21 @@ int oc__router_shm_full(oc_router_t *r, out_t *o);
 int oc__router_shm_sleep_begin(oc_router_t *r);
 void oc__router_shm_sleep_end(oc_router_t *r);
 
+/* rpost.c: the command queue (any thread) */
+/** Queue @p c (from oc__router_cmd_new) for @p r and wake it; @p r frees
+ *  it once applied.  Returns OC_OK. */
+oc_status_t oc__router_post(oc_router_t *r, cmd_t *c);
+/** A zeroed command of @p kind carrying @p len bytes of @p addr; NULL. */
+cmd_t *oc__router_cmd_new(cmd_kind_t kind, const void *addr, size_t len);
+void oc__router_wake(oc_router_t *r);
+/** Have router @p r call @p run(@p arg, @p k) on its thread, in order
+ *  with its other commands (a slice of a split allreduce: rcsplit.c).
+ *  @p arg must stay valid until @p run has said it is done.  Thread-safe;
+ *  OC_ERR_NO_MEMORY (then nothing runs). */
+oc_status_t oc__router_post_run(oc_router_t *r, void (*run)(void *, uint32_t),
+                                void *arg, uint32_t k);
 /* rcmd.c */
 void oc__router_apply_commands(oc_router_t *r);
-void oc__router_wake(oc_router_t *r);
 void oc__router_job_free(oc_router_t *r, rjob_t *j);
 
 #endif
