@@ -1,7 +1,7 @@
 #!/bin/sh
 # run-coll-threads.sh BUILD_DIR — the collectives of the agent placement
 # through offcored with 1, 2 and 4 routing threads: bench/coll_bench.c's
-# allreduce, all-to-all and bcast sweep (8 B to BENCH_COLL_MAX) and the
+# allreduce, all-to-all and bcast sweep (BENCH_COLL_MIN to BENCH_COLL_MAX) and the
 # iallreduce overlap, with Open MPI in the same job as the baseline, one
 # agent per thread count.  Prints coll_bench's JSON lines (each with
 # "agent_threads" added) and one summary line per thread count: rows,
@@ -10,14 +10,14 @@
 # thread count.  No speed target is asserted.
 #
 # Environment (defaults): BENCH_RANKS (2)  BENCH_COLL_THREADS ("1 2 4")
-# BENCH_COLL_MAX (1048576)  BENCH_COLL_REPEATS (3)  UCX_TLS (sm,self)
+# BENCH_COLL_MIN (8)  BENCH_COLL_MAX (1048576)  BENCH_COLL_REPEATS (3)  UCX_TLS (sm,self)
 # BENCH_PIN (n; y: ranks on cores 0..RANKS-1, the agent's threads on the
 # next cores, mpirun --bind-to hwthread: for a machine with
 # RANKS + threads cores; n: no pinning, ranks oversubscribed as they come)
 set -u
 B=${1:?usage: run-coll-threads.sh BUILD_DIR}
 B=$(cd "$B" && pwd)
-RANKS=${BENCH_RANKS:-2} MAX=${BENCH_COLL_MAX:-1048576}
+RANKS=${BENCH_RANKS:-2} MIN=${BENCH_COLL_MIN:-8} MAX=${BENCH_COLL_MAX:-1048576}
 REPEATS=${BENCH_COLL_REPEATS:-3} PIN=${BENCH_PIN:-n}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export UCX_TLS=${UCX_TLS:-sm,self}
@@ -42,7 +42,7 @@ for t in ${BENCH_COLL_THREADS:-1 2 4}; do
     OC_JOB_KEY=$("$B/src/tools/offcore" job-key --job $job --cluster-key "$T/key") \
         timeout 900 $rank_pin mpirun $bind --mca btl self,vader \
         -x OC_PLACEMENT -x OC_AGENT -x OC_JOB -x OC_JOB_KEY -x UCX_TLS \
-        -np "$RANKS" "$B/bench/coll-bench" --min 8 --max "$MAX" \
+        -np "$RANKS" "$B/bench/coll-bench" --min "$MIN" --max "$MAX" \
         --repeats "$REPEATS" --overlap 65536,1048576 > "$T/out" 2> "$T/err"
     r=$?
     stop_agent
