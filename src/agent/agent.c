@@ -225,6 +225,8 @@ static void shutdown_all(agent_t *a)
         oc__ctl_conn_flush(c->cc);
     }
     for (uint32_t t = 0; t < a->nrouters; t++)
+        oc__router_stop(a->routers[t]); /* all first: see router.h */
+    for (uint32_t t = 0; t < a->nrouters; t++)
         oc__router_destroy(a->routers[t]);
     while (a->conns != NULL) {
         oc_aconn_t *c = a->conns;

@@ -260,7 +260,7 @@ static void test_order(void **state)
 
 /* Work posted to a router (a slice of a split allreduce, rcsplit.c) runs
  * when it applies its commands, in the order posted, with the argument
- * and number it was posted with. */
+ * and number it was posted with; a stopped router frees it unrun. */
 static uint32_t ran[4], nran;
 static void *ran_arg;
 static void run_note(void *arg, uint32_t k)
@@ -286,6 +286,12 @@ static void test_run(void **state)
     assert_int_equal(ran[0], 3);
     assert_int_equal(ran[1], 1);
     assert_ptr_equal(ran_arg, &x);
+    /* a stopped router runs none: the router that posted it may be gone */
+    atomic_store(&f->r->stop, 1);
+    assert_int_equal(oc__router_post_run(f->r, run_note, &x, 2), OC_OK);
+    oc__router_apply_commands(f->r);
+    assert_int_equal(nran, 2);
+    atomic_store(&f->r->stop, 0);
 }
 
 /* Peers: a node out of range refused when posted; a second ADD_PEER of a

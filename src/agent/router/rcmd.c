@@ -346,7 +346,10 @@ static void apply(oc_router_t *r, cmd_t *c)
             r->peers[c->node].expect_token = c->token;
         break;
     case CMD_RUN:
-        c->run(c->arg, c->node);
+        /* a stopped router (destroy frees what was left) runs no more
+         * work for another: router 0, which posted it, may be gone */
+        if (!atomic_load_explicit(&r->stop, memory_order_relaxed))
+            c->run(c->arg, c->node);
         break;
     }
 }

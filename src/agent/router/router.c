@@ -220,15 +220,21 @@ oc_status_t oc__router_start(oc_router_t *r)
     return OC_OK;
 }
 
+void oc__router_stop(oc_router_t *r)
+{
+    if (r == NULL || !r->started)
+        return;
+    atomic_store(&r->stop, 1);
+    oc__router_wake(r);
+    pthread_join(r->tid, NULL);
+    r->started = 0;
+}
+
 void oc__router_destroy(oc_router_t *r)
 {
     if (r == NULL)
         return;
-    if (r->started) {
-        atomic_store(&r->stop, 1);
-        oc__router_wake(r);
-        pthread_join(r->tid, NULL);
-    }
+    oc__router_stop(r);
     if (r->w != NULL) {
         oc__router_apply_commands(r); /* free what was posted, not applied */
         oc__rcoll_fini(r);

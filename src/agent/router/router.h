@@ -147,6 +147,10 @@ oc_status_t oc__router_create(const oc_router_params_t *p, oc_router_t **r_p);
  *  readers may be called from other threads. */
 oc_status_t oc__router_start(oc_router_t *r);
 /** Stop the thread (flushing what is buffered) and free everything. */
+/** Stop the router's thread and wait for it (destroy does it too).  The
+ *  agent stops every router before it destroys any: router 0 posts the
+ *  others work that refers to its own state (rcsplit.c). */
+void oc__router_stop(oc_router_t *r);
 void oc__router_destroy(oc_router_t *r);
 
 oc_status_t oc__router_address(oc_router_t *r, const void **addr, size_t *len);
