@@ -213,7 +213,7 @@ static double overlap(oc_context_t *ctx, int mpi, float *in, float *out,
     for (int phase = 0; phase < 2; phase++)
         for (int k = 0; k < iters; k++) {
             MPI_Request mr;
-            oc_request_t *orq;
+            oc_request_t *orq = NULL; /* a start that failed: none to wait on */
             if (phase == 1) { /* compute alone, same sharing */
                 MPI_Barrier(MPI_COMM_WORLD);
                 double t0 = MPI_Wtime();

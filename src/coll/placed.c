@@ -108,6 +108,9 @@ static oc_status_t xfer(oc_request_t *req, oc_tr_ep_t *ep, void *buf,
  * 3.7-5.8 -> 6.0-9.0, 512 B 4.9-8.1 -> 4.5-7.6, 4 KiB 3.8-4.1 -> 3.1-3.3,
  * 2 MiB 2.3-2.9 -> 1.5-2.0. */
 #define OC__A2A_CMA_MIN 1024
+/* Room for a descriptor with an inline contribution (and an all-to-allv's
+ * counts on a job of up to a hundred ranks) on the stack. */
+#define OC__COLL_DESC_STACK 8192
 
 /* The agent will not move this one by memory: receive and send by UCX
  * after all, as a collective that never offered, and offer no more. */
@@ -218,7 +221,9 @@ oc_status_t oc__coll_placed_start(oc_context_t *ctx, void *dv,
     oc__coll_t *c = oc__coll_of(ctx);
     const uint32_t n = oc__ext_size(ctx), me = oc__ext_rank(ctx);
     oc_request_t *req;
-    uint8_t *msg;
+    /* the descriptor is copied out by the send: a small one is encoded
+     * here, with no allocation per collective */
+    uint8_t small[OC__COLL_DESC_STACK], *msg;
     size_t mlen;
     uint64_t rsum = 0; /* all-to-allv: bytes it receives */
     oc_status_t st = OC_OK;
@@ -296,7 +301,7 @@ oc_status_t oc__coll_placed_start(oc_context_t *ctx, void *dv,
         c->cma_ops++;
     }
     mlen = oc__colld_size(d);
-    if ((msg = malloc(mlen)) == NULL) {
+    if ((msg = mlen <= sizeof(small) ? small : malloc(mlen)) == NULL) {
         oc__coll_req_free(req);
         return OC_ERR_NO_MEMORY;
     }
@@ -329,7 +334,7 @@ oc_status_t oc__coll_placed_start(oc_context_t *ctx, void *dv,
                   OC__COLL_CONTRIB_TAG(oc__ext_job(ctx), req->seq, me));
     if (st == OC_OK)
         st = oc__ext_agent_coll_send(ctx, msg, mlen);
-    else
+    if (msg != small)
         free(msg);
     c->next_seq = (c->next_seq + 1) & ((1u << OC__COLL_SEQ_BITS) - 1);
     if (c->next_seq == 0)

@@ -468,17 +468,17 @@ oc_status_t oc__agent_send_raw(oc_context_t *ctx, const void *buf, size_t len,
                             token ? token : ctx->agent->token, buf, len);
 }
 
+/* A descriptor too long for the small-send pool (an all-to-allv's on a
+ * large job): a copy of its own, freed when the send completes. */
 typedef struct {
     oc_tr_op_t op;
-    void      *msg;
+    uint8_t    msg[];
 } coll_send_t;
 
 static void coll_sent(oc_tr_op_t *op, oc_status_t st)
 {
-    coll_send_t *s = (coll_send_t *)op;
     (void)st; /* a failed link fails the job: the control channel says so */
-    free(s->msg);
-    free(s);
+    free(op);
 }
 
 static uint32_t agent_pid(const oc_context_t *ctx)
@@ -497,26 +497,27 @@ static int agent_coll_serves(const oc_context_t *ctx, unsigned kind)
            (ctx->agent->colls & (1u << kind)) != 0;
 }
 
-static oc_status_t agent_coll_send(oc_context_t *ctx, void *msg, size_t len)
+/* Every descriptor of a job of up to a few hundred ranks fits the
+ * worker's small-send pool, which allocates nothing in steady state. */
+static oc_status_t agent_coll_send(oc_context_t *ctx, const void *msg,
+                                   size_t len)
 {
     coll_send_t *s;
     oc_status_t st;
 
-    if (ctx->agent == NULL) {
-        free(msg);
+    if (ctx->agent == NULL)
         return OC_ERR_STATE;
-    }
-    if ((s = malloc(sizeof(*s))) == NULL) {
-        free(msg);
+    if (len <= OC_TR_SMALL_MAX)
+        return oc__tr_send_small(ctx->agent->coll_ep, OC_AM_COLL,
+                                 ctx->agent->token, msg, len);
+    if ((s = malloc(sizeof(*s) + len)) == NULL)
         return OC_ERR_NO_MEMORY;
-    }
     s->op.cb = coll_sent;
     s->op.token = ctx->agent->token;
-    s->msg = msg;
-    st = oc__tr_send(ctx->agent->coll_ep, OC_AM_COLL, msg, len, &s->op);
+    memcpy(s->msg, msg, len);
+    st = oc__tr_send(ctx->agent->coll_ep, OC_AM_COLL, s->msg, len, &s->op);
     if (st == OC_INPROGRESS)
         return OC_OK;
-    free(msg);
     free(s);
     return st;
 }

@@ -121,12 +121,11 @@ int oc__ext_has_allgather(const oc_context_t *ctx)
 
 int oc__ext_agent(const oc_context_t *ctx) { return ctx->agent != NULL; }
 
-oc_status_t oc__ext_agent_coll_send(oc_context_t *ctx, void *msg, size_t len)
+oc_status_t oc__ext_agent_coll_send(oc_context_t *ctx, const void *msg,
+                                    size_t len)
 {
-    if (ctx->pl == NULL || ctx->pl->coll_send == NULL) {
-        free(msg);
+    if (ctx->pl == NULL || ctx->pl->coll_send == NULL)
         return OC_ERR_STATE;
-    }
     return ctx->pl->coll_send(ctx, msg, len);
 }
 

@@ -164,7 +164,7 @@ struct oc__placement {
     void (*fini)(oc_context_t *ctx);
     /* The collectives' side of a placement that runs them in an agent
      * (runtime/ext.h's oc__ext_agent_*; NULL: none). */
-    oc_status_t (*coll_send)(oc_context_t *ctx, void *msg, size_t len);
+    oc_status_t (*coll_send)(oc_context_t *ctx, const void *msg, size_t len);
     oc_tr_ep_t *(*coll_ep)(oc_context_t *ctx);
     int (*coll_serves)(const oc_context_t *ctx, unsigned kind);
     uint32_t (*peer_pid)(const oc_context_t *ctx);

@@ -262,6 +262,12 @@ void oc__rcoll_fini(oc_router_t *r)
     (void)r;
 }
 
+void oc__rcoll_job_gone(oc_router_t *r, uint32_t job)
+{
+    (void)r;
+    (void)job;
+}
+
 void oc__rcma_rank_init(oc_router_t *r, lrank_t *l, uint32_t pid)
 {
     (void)r;

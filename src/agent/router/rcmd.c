@@ -165,6 +165,7 @@ static void out_retire(oc_router_t *r, out_t *o)
 
 void oc__router_job_free(oc_router_t *r, rjob_t *j)
 {
+    oc__rcoll_job_gone(r, j->map->job);
     for (uint32_t i = 0; i < j->map->size; i++) {
         lrank_t *l = j->local[i];
         if (l == NULL)

@@ -53,6 +53,34 @@ static oc_status_t layout(oc_router_t *r, acoll_t *c, const oc_job_map_t *m)
     return c->nlocal > 0 ? OC_OK : OC_ERR_STATE;
 }
 
+/* An ended collective of job @p job kept by oc__rc_acoll_put(): the layout
+ * is computed once per job, not per collective. */
+static acoll_t *acoll_kept(oc_router_t *r, uint32_t job)
+{
+    for (acoll_t **p = &r->colls_free, *c; (c = *p) != NULL; p = &c->next)
+        if (c->job == job) {
+            *p = c->next;
+            c->next = NULL;
+            r->ncolls_free--;
+            return c;
+        }
+    return NULL;
+}
+
+void oc__rcoll_job_gone(oc_router_t *r, uint32_t job)
+{
+    acoll_t **p = &r->colls_free, *c;
+    while ((c = *p) != NULL) {
+        if (job == UINT32_MAX || c->job == job) {
+            *p = c->next;
+            r->ncolls_free--;
+            oc__rc_acoll_free(c);
+        } else {
+            p = &c->next;
+        }
+    }
+}
+
 static acoll_t *acoll_get(oc_router_t *r, rjob_t *j, uint32_t seq)
 {
     acoll_t *c, **tail = &r->colls;
@@ -60,6 +88,11 @@ static acoll_t *acoll_get(oc_router_t *r, rjob_t *j, uint32_t seq)
     for (c = r->colls; c != NULL; tail = &c->next, c = c->next)
         if (c->job == j->map->job && c->seq == seq && !c->dead)
             return c;
+    if ((c = acoll_kept(r, j->map->job)) != NULL) {
+        c->seq = seq; /* its rank array zeroed, its layout the job's */
+        *tail = c;
+        return c;
+    }
     if ((c = calloc(1, sizeof(*c))) == NULL)
         return NULL;
     c->job = j->map->job;
@@ -692,7 +725,7 @@ int oc__rcoll_progress(oc_router_t *r)
                 work++;
         if (c->state == ST_END && c->pending == 0) {
             *p = c->next;
-            oc__rc_acoll_free(c);
+            oc__rc_acoll_put(r, c);
             continue;
         }
         p = &c->next;
@@ -729,6 +762,7 @@ void oc__rcoll_fini(oc_router_t *r)
         r->colls_held = h->next;
         free(h);
     }
+    oc__rcoll_job_gone(r, UINT32_MAX);
     /* what still has an operation posted is left allocated: UCX may call
      * back into it while the worker goes (a leak at exit, not a crash) */
     while ((c = r->colls) != NULL) {

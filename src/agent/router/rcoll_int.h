@@ -122,6 +122,11 @@ void oc__rc_net_recv(oc_router_t *r, acoll_t *c, uint32_t k, int step,
 void oc__rc_net_send(oc_router_t *r, acoll_t *c, uint32_t k, int step,
                      const void *buf, size_t len);
 void oc__rc_acoll_free(acoll_t *c);
+/** @p c has ended: its data go, the state with its rank array and its
+ *  job's layout is kept for the job's next collective (acoll_get). */
+void oc__rc_acoll_put(oc_router_t *r, acoll_t *c);
+/** The most ended collective states a router keeps. */
+#define OC__RC_KEEP 16
 /** The router's state of local rank @p rank of @p c's job, or NULL. */
 lrank_t *oc__rc_local_of(oc_router_t *r, acoll_t *c, uint32_t rank);
 /** DONE with @p st to local rank @p rank (with the result, when it sent

@@ -207,7 +207,8 @@ void oc__rc_net_send(oc_router_t *r, acoll_t *c, uint32_t k, int step,
     free(o);
 }
 
-void oc__rc_acoll_free(acoll_t *c)
+/* Free @p c's per-collective data, leaving its rank array and layout. */
+static void acoll_data_free(acoll_t *c)
 {
     for (uint32_t i = 0; c->r != NULL && i < c->size; i++) {
         free(c->r[i].v);
@@ -223,16 +224,47 @@ void oc__rc_acoll_free(acoll_t *c)
     free(c->a2a_src);
     free(c->a2a_olen);
     free(c->a2a_ilen);
-    free(c->r);
-    free(c->nodes);
-    free(c->node_first);
     free(c->zero);
     oc__rcsplit_free(c->split);
     free(c->acc);
     free(c->net);
     if (c->kind != OC_COLLD_BCAST)
         free(c->res); /* bcast: the root's input, freed above */
+}
+
+void oc__rc_acoll_free(acoll_t *c)
+{
+    acoll_data_free(c);
+    free(c->r);
+    free(c->nodes);
+    free(c->node_first);
     free(c);
+}
+
+void oc__rc_acoll_put(oc_router_t *r, acoll_t *c)
+{
+    acoll_t keep = *c;
+
+    if (r->ncolls_free >= OC__RC_KEEP || c->nodes == NULL) {
+        oc__rc_acoll_free(c);
+        return;
+    }
+    acoll_data_free(c);
+    memset(c, 0, sizeof(*c));
+    memset(keep.r, 0, sizeof(*keep.r) * keep.size);
+    c->job = keep.job;
+    c->size = keep.size;
+    c->r = keep.r;
+    c->nodes = keep.nodes;
+    c->node_first = keep.node_first;
+    c->nnodes = keep.nnodes;
+    c->pos = keep.pos;
+    c->first = keep.first;
+    c->last = keep.last;
+    c->nlocal = keep.nlocal;
+    c->next = r->colls_free;
+    r->colls_free = c;
+    r->ncolls_free++;
 }
 
 lrank_t *oc__rc_local_of(oc_router_t *r, acoll_t *c, uint32_t rank)

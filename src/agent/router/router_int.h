@@ -147,6 +147,9 @@ struct oc_router {
     int                credits_owed; /* some sender is owed credit */
     struct acoll      *colls;       /* collectives in flight (rcoll.c) */
     struct held       *colls_held;  /* descriptors of senders not yet known */
+    struct acoll      *colls_free;  /* ended, kept with their job's layout
+                                       for the next one (rcoll_net.c) */
+    uint32_t           ncolls_free;
     unsigned           inline_said; /* 1 << kind: its first inline
                                        collective was logged */
     size_t             cma_budget;  /* bytes rcma.c may still move this
@@ -226,6 +229,9 @@ int oc__rcoll_progress(oc_router_t *r);
 void oc__rcoll_abort(oc_router_t *r, uint32_t job, uint32_t rank);
 /** Free what is left (the router is going away). */
 void oc__rcoll_fini(oc_router_t *r);
+/** Job @p job leaves this router: the collective states kept with its
+ *  layout go (a later job may reuse the id with another map). */
+void oc__rcoll_job_gone(oc_router_t *r, uint32_t job);
 
 /* rcma.c: collective data moved by memory (process_vm_readv/writev) */
 /** Admission of a local rank whose control connection the kernel says is

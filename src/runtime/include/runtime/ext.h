@@ -96,9 +96,10 @@ int oc__ext_has_allgather(const oc_context_t *ctx);
  * without an agent: nothing served, OC_ERR_STATE). */
 /** Whether the context talks to a node agent. */
 int oc__ext_agent(const oc_context_t *ctx);
-/** A collective's descriptor to the agent, with this rank's token.  Takes
- *  @p msg (malloc'ed) in every case. */
-oc_status_t oc__ext_agent_coll_send(oc_context_t *ctx, void *msg,
+/** A collective's descriptor to the agent, with this rank's token.
+ *  @p msg is copied (the worker's small-send pool: no allocation in steady
+ *  state) and reusable on return. */
+oc_status_t oc__ext_agent_coll_send(oc_context_t *ctx, const void *msg,
                                     size_t len);
 /** The endpoint to the agent's router that runs the job's collectives. */
 oc_tr_ep_t *oc__ext_agent_coll_ep(oc_context_t *ctx);
