@@ -18,15 +18,6 @@
 
 #define INLINE static inline __attribute__((always_inline))
 
-/* keys of the line @p b at or below @p ka */
-INLINE uint32_t count_scalar(const uint32_t *b, uint32_t ka)
-{
-    uint32_t c = 0;
-    for (unsigned k = 0; k < MAP_KF; k++)
-        c += b[k] <= ka;
-    return c;
-}
-
 #if defined(__x86_64__)
 #include <immintrin.h>
 #define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
@@ -69,10 +60,10 @@ INLINE uint32_t kary(const map_t *m, u128 a, uint64_t e, unsigned nlev,
 #if defined(__x86_64__)
         c = simd == SIMD_AVX512 ? count_avx512(b, ka)
             : simd == SIMD_AVX2 ? count_avx2(b, ka)
-                                : count_scalar(b, ka);
+                                : oc__acl6_map_count(b, ka);
 #else
         (void)simd;
-        c = count_scalar(b, ka);
+        c = oc__acl6_map_count(b, ka);
 #endif
         g = MAP_KF * g + c;
         g = g < len ? g : len; /* the padding (all ones) */
