@@ -2,7 +2,7 @@
  * rcsplit.c — a large allreduce of one node's ranks, by memory, split
  * across the agent's routing threads: router 0 cuts the vector into one
  * element-aligned slice per thread and posts every other thread its slice
- * (oc__router_post_run, rcmd.c); each thread reads its slice of every local rank's
+ * (oc__router_post_run, rpost.c); each thread reads its slice of every local rank's
  * send buffer in large calls, reduces it in rank order into the result
  * (per element the operations of the unsplit path: the same bits), and,
  * once every slice has been read, writes its slice of the result to every
@@ -106,6 +106,7 @@ static void slice_run(void *arg, uint32_t k)
 {
     struct rsplit *s = arg;
     rslice_t *sl = &s->sl[k];
+    oc_router_t *r0 = s->r0; /* once the count is down, router 0 may free s */
 
     if (s->phase == 0)
         slice_read(s, sl);
@@ -113,7 +114,7 @@ static void slice_run(void *arg, uint32_t k)
         slice_write(s, sl);
     if (atomic_fetch_sub_explicit(&s->left, 1, memory_order_acq_rel) == 1 &&
         k != 0)
-        oc__router_wake(s->r0);
+        oc__router_wake(r0);
 }
 
 /* Post every slice but 0 to its router, then run slice 0 here. */
