@@ -415,6 +415,10 @@ static void thread_metrics(agent_t *a, oc_prom_t *p,
          OC_PROM_COUNTER, "path",
          {{"memory", RC(coll_cma)}, {"ucx", RC(coll_cma_fallback)},
           {"inline", RC(coll_inline)}}},
+        {OC_M_THREAD_COLL_STATES, "Agent collectives begun, by where their "
+         "state came from: allocated, or an ended one of the same job kept "
+         "by the thread (steady state: kept only)", OC_PROM_COUNTER, "from",
+         {{"new", RC(coll_state_new)}, {"kept", RC(coll_state_kept)}}},
         {OC_M_THREAD_FORWARDED, "Bundles sent on whole (all for one rank), "
          "not re-aggregated", OC_PROM_COUNTER, NULL,
          {{NULL, RC(bundles_forwarded)}}},

@@ -91,10 +91,12 @@ static acoll_t *acoll_get(oc_router_t *r, rjob_t *j, uint32_t seq)
     if ((c = acoll_kept(r, j->map->job)) != NULL) {
         c->seq = seq; /* its rank array zeroed, its layout the job's */
         *tail = c;
+        CNT_ADD(r->c.coll_state_kept, 1);
         return c;
     }
     if ((c = calloc(1, sizeof(*c))) == NULL)
         return NULL;
+    CNT_ADD(r->c.coll_state_new, 1);
     c->job = j->map->job;
     c->seq = seq;
     c->size = j->map->size;

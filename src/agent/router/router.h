@@ -97,6 +97,9 @@ typedef struct {
     uint64_t coll_cma;           /* rank contributions moved by memory */
     uint64_t coll_cma_fallback;  /* offered by memory, sent back to UCX */
     uint64_t coll_inline;        /* carried in their descriptors */
+    uint64_t coll_state_new;     /* collective states allocated */
+    uint64_t coll_state_kept;    /* ... taken from the ended ones kept
+                                    (oc__rc_acoll_put): steady state */
     uint64_t coll_a2a_mem;       /* all-to-alls written by memory (the
                                     first is logged; not exported) */
     uint64_t coll_split;         /* allreduces split across the routers

@@ -1,0 +1,71 @@
+#!/bin/bash
+# coll-noalloc-test.sh NOALLOC OFFCORED OFFCORE — small allreduces through
+# the agent allocate nothing per collective once warm: one offcored
+# (shared memory, COLL_AGENT_THREADS routing threads, 1 by default), two
+# ranks of coll_noalloc.c started one by one (OC_RANK / OC_SIZE).  After
+# WARM rounds (an 8 B and a 1 KiB allreduce each, inline in the
+# descriptor) the script reads the agent's /metrics, lets the ranks run
+# STEADY more rounds and reads it again:
+#   - each rank's small-send pool allocated no buffer (the rank checks);
+#   - the agent allocated no collective state (offcore_thread_coll_states_total
+#     {from="new"} unchanged) and took every one from those it kept
+#     ({from="kept"} up by at least 2 x STEADY);
+#   - the contributions came inline (offcore_thread_coll_cma_total
+#     {path="inline"} up by at least 2 ranks x 2 x STEADY): the path meant.
+# Exit 0 PASS, 1 FAIL, 77 SKIP.
+set -u -o pipefail
+. "$(dirname "$0")/../integration/lib.sh"   # wait_for
+BIN=$1 OFFCORED=$2 OFFCORE=$3
+WARM=${NOALLOC_WARM:-20} STEADY=${NOALLOC_STEADY:-200}
+THREADS=${COLL_AGENT_THREADS:-1}
+T=$(mktemp -d /tmp/oc-noalloc-XXXXXX)
+PIDS=()
+cleanup() {
+    exec 2>/dev/null
+    for p in "${PIDS[@]}"; do kill -9 "$p"; done
+    wait
+    rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 143' TERM   # the EXIT trap cleans up, once
+trap 'exit 130' INT
+fail() { echo "FAIL: $*"; for f in "$T"/*.log; do sed "s|^|  $(basename "$f"): |" "$f" | tail -8; done; exit 1; }
+export UCX_TLS=sm,self OC_PLACEMENT=agent OC_JOB=41
+"$OFFCORE" keygen > "$T/ck" && chmod 600 "$T/ck" || fail keygen
+OC_JOB_KEY=$("$OFFCORE" job-key --job 41 --cluster-key "$T/ck") || fail job-key
+export OC_JOB_KEY
+OC_LOG=agent:info,router:info "$OFFCORED" --listen "unix:$T/a.sock" --cluster-key "$T/ck" \
+    --metrics 127.0.0.1:0 --threads "$THREADS" > "$T/agent.log" 2>&1 &
+PIDS+=("$!")
+wait_for 20 grep -qw ready "$T/agent.log" || fail "agent not ready"
+grep -q "$THREADS routing thread" "$T/agent.log" || fail "the agent does not run $THREADS routing threads"
+AM=$(sed -n 's|.*metrics http://\(127.0.0.1:[0-9]*\)/metrics.*|\1|p' "$T/agent.log")
+[ -n "$AM" ] || fail "no metrics address in the agent's log"
+metric() { # metric FAMILY LABEL=VALUE: summed over the routing threads
+    curl -sf -m 2 --noproxy '*' "http://$AM/metrics" |
+        awk -v f="$1" -v l="$2" 'index($0, f "{") == 1 && index($0, l) { s += $2; n++ }
+            END { if (!n) exit 1; print s }'
+}
+snapshot() { # snapshot: NEW KEPT INLINE now
+    NEW=$(metric offcore_thread_coll_states_total 'from="new"') || fail "no coll_states{from=new} on /metrics"
+    KEPT=$(metric offcore_thread_coll_states_total 'from="kept"') || fail "no coll_states{from=kept}"
+    INL=$(metric offcore_thread_coll_cma_total 'path="inline"') || fail "no coll_cma{path=inline}"
+}
+RP=()
+for r in 0 1; do
+    OC_AGENT="unix:$T/a.sock" OC_RANK=$r OC_SIZE=2 \
+        timeout 120 "$BIN" "$WARM" "$STEADY" "$T/go" > "$T/r$r.log" 2>&1 &
+    RP[$r]=$!; PIDS+=("$!")
+done
+warm() { grep -q "warm small_allocs" "$T/r0.log" && grep -q "warm small_allocs" "$T/r1.log"; }
+wait_for 60 warm || fail "the ranks did not finish their $WARM warm-up rounds"
+snapshot; n0=$NEW k0=$KEPT i0=$INL
+touch "$T/go"
+for r in 0 1; do wait "${RP[$r]}" || fail "rank $r"; done
+snapshot
+echo "$THREADS routing thread(s), $STEADY rounds after $WARM: agent states new $n0 -> $NEW, kept $k0 -> $KEPT, inline contributions $i0 -> $INL"
+cat "$T/r0.log" "$T/r1.log"
+[ "$NEW" = "$n0" ] || fail "the agent allocated $((NEW - n0)) collective states in steady state"
+[ $((KEPT - k0)) -ge $((2 * STEADY)) ] || fail "only $((KEPT - k0)) collectives reused a kept state, not $((2 * STEADY))"
+[ $((INL - i0)) -ge $((4 * STEADY)) ] || fail "only $((INL - i0)) contributions inline, not $((4 * STEADY))"
+echo "PASS: no allocation per collective in steady state ($THREADS routing thread(s))"

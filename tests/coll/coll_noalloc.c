@@ -1,0 +1,135 @@
+/*
+ * coll_noalloc.c — a rank of coll-noalloc-test.sh: small allreduces
+ * through the agent (8 B and 1 KiB, inline in the descriptor) allocate
+ * nothing on the rank's small-send path once warm.  White-box: it reads
+ * its worker's small-send pool (oc__tr_worker_small_allocs) through the
+ * runtime's extension accessor, so it links the static library.
+ *
+ *   coll_noalloc WARM STEADY GO   WARM rounds (each an 8 B and a 1 KiB
+ *                                 int64 sum, verified), then prints
+ *                                 "rank R: warm small_allocs N" and waits
+ *                                 (up to 60 s) for the file GO to exist
+ *                                 (the script reads the agent's counters
+ *                                 meanwhile), then STEADY more rounds;
+ *                                 the pool's allocations must not change
+ *
+ * Rank and size from OC_RANK / OC_SIZE, the agent placement required.
+ * Exit 0 PASS, 1 FAIL, 2 usage.
+ */
+#include <offcore/coll.h>
+
+#include "runtime/ext.h"
+#include "transport/transport.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define WIDE 128 /* int64s: 1 KiB, under OC_COLLD_INLINE_MAX */
+
+static oc_status_t noop(void *arg, uint32_t src, const void *p, size_t n)
+{
+    (void)arg, (void)src, (void)p, (void)n;
+    return OC_OK;
+}
+
+/* @p rounds rounds from round @p from: 0 when every result verified. */
+static int rounds(oc_context_t *ctx, uint32_t from, uint32_t n)
+{
+    const uint32_t rank = oc_rank(ctx), size = oc_size(ctx);
+    int64_t in[WIDE], out[WIDE];
+
+    for (uint32_t k = from; k < from + n; k++)
+        for (size_t len = 1; len <= WIDE; len += WIDE - 1) {
+            oc_status_t st;
+            for (size_t i = 0; i < len; i++)
+                in[i] = (int64_t)(rank + 1) * (int64_t)(k + i);
+            memset(out, 0xa5, sizeof(out));
+            st = oc_allreduce(ctx, in, out, len, OC_INT64, OC_SUM);
+            if (st != OC_OK) {
+                fprintf(stderr, "rank %u: round %u, %zu B: %s\n", rank, k,
+                        len * 8, oc_status_string(st));
+                return 1;
+            }
+            for (size_t i = 0; i < len; i++) {
+                int64_t want = (int64_t)size * (size + 1) / 2 *
+                               (int64_t)(k + i);
+                if (out[i] != want) {
+                    fprintf(stderr, "rank %u: round %u, %zu B: [%zu] %lld, "
+                            "not %lld\n", rank, k, len * 8, i,
+                            (long long)out[i], (long long)want);
+                    return 1;
+                }
+            }
+        }
+    return 0;
+}
+
+static uint64_t now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+int main(int argc, char **argv)
+{
+    oc_context_params_t p = {.field_mask = OC_PARAM_HANDLER, .handler = noop};
+    oc_context_t *ctx;
+    oc_status_t st;
+    uint32_t warm, steady, rank;
+    uint64_t a0, a1, deadline;
+    int bad;
+
+    if (argc != 4 || (warm = (uint32_t)atoi(argv[1])) == 0 ||
+        (steady = (uint32_t)atoi(argv[2])) == 0) {
+        fprintf(stderr, "usage: coll_noalloc WARM STEADY GO\n");
+        return 2;
+    }
+    if ((st = oc_init(&p, &ctx)) != OC_OK) {
+        fprintf(stderr, "oc_init: %s\n", oc_status_string(st));
+        return 1;
+    }
+    rank = oc_rank(ctx);
+    if (!oc__ext_agent(ctx)) {
+        fprintf(stderr, "rank %u: %s placement, not the agent's\n", rank,
+                oc_placement(ctx));
+        oc_finalize(ctx);
+        return 1;
+    }
+    if (rounds(ctx, 0, warm) != 0) {
+        oc_finalize(ctx);
+        return 1;
+    }
+    a0 = oc__tr_worker_small_allocs(oc__ext_worker(ctx));
+    printf("rank %u: warm small_allocs %llu\n", rank, (unsigned long long)a0);
+    fflush(stdout);
+    /* the script's go: its snapshot of the agent's counters is taken */
+    deadline = now_ms() + 60000;
+    while (access(argv[3], F_OK) != 0) {
+        struct timespec ms = {0, 1000000};
+        if (now_ms() > deadline) {
+            fprintf(stderr, "rank %u: no %s in 60 s\n", rank, argv[3]);
+            oc_finalize(ctx);
+            return 1;
+        }
+        nanosleep(&ms, NULL);
+    }
+    bad = rounds(ctx, warm, steady);
+    a1 = oc__tr_worker_small_allocs(oc__ext_worker(ctx));
+    printf("rank %u: steady small_allocs %llu (+%llu in %u rounds)\n", rank,
+           (unsigned long long)a1, (unsigned long long)(a1 - a0), steady);
+    if (a1 != a0) {
+        fprintf(stderr, "rank %u: FAIL: the small-send pool allocated %llu "
+                "buffers in steady state\n", rank,
+                (unsigned long long)(a1 - a0));
+        bad = 1;
+    }
+    printf("%s: rank %u\n", bad ? "FAIL" : "PASS", rank);
+    fflush(stdout);
+    oc_finalize(ctx);
+    return bad;
+}
