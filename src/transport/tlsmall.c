@@ -28,6 +28,7 @@ oc__tr_small_buf_t *oc__tr_small_get(oc__tr_small_pool_t *pool, size_t len)
 
     if (len > OC_TR_SMALL_MAX)
         return NULL;
+    pool->gets++;
     if (b != NULL) {
         pool->free[c] = b->next;
         pool->nfree[c]--;

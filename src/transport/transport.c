@@ -508,6 +508,11 @@ uint64_t oc__tr_worker_small_allocs(const oc_tr_worker_t *w)
     return w->small.allocs;
 }
 
+uint64_t oc__tr_worker_small_gets(const oc_tr_worker_t *w)
+{
+    return w->small.gets;
+}
+
 int oc__tr_worker_efd(oc_tr_worker_t *w)
 {
     return w->efd;

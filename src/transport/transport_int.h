@@ -48,6 +48,7 @@ struct oc__tr_small_pool {
     oc__tr_small_buf_t *free[OC__TR_SMALL_CLASSES];
     unsigned            nfree[OC__TR_SMALL_CLASSES];
     uint64_t            allocs; /* mallocs so far: the pool's misses */
+    uint64_t            gets;   /* buffers handed out, hits and misses */
 };
 /** A buffer of at least @p len bytes (<= OC_TR_SMALL_MAX) from @p pool's
  *  free list, else newly allocated; NULL when too long or out of memory.

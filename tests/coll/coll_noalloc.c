@@ -10,8 +10,12 @@
  *                                 "rank R: warm small_allocs N" and waits
  *                                 (up to 60 s) for the file GO to exist
  *                                 (the script reads the agent's counters
- *                                 meanwhile), then STEADY more rounds;
- *                                 the pool's allocations must not change
+ *                                 meanwhile), then STEADY more rounds:
+ *                                 every descriptor must take the pool
+ *                                 (its gets up by 2 x STEADY at least: a
+ *                                 copy allocated beside it would not
+ *                                 count) and the pool must allocate
+ *                                 nothing
  *
  * Rank and size from OC_RANK / OC_SIZE, the agent placement required.
  * Exit 0 PASS, 1 FAIL, 2 usage.
@@ -81,7 +85,7 @@ int main(int argc, char **argv)
     oc_context_t *ctx;
     oc_status_t st;
     uint32_t warm, steady, rank;
-    uint64_t a0, a1, deadline;
+    uint64_t a0, a1, g0, g1, deadline;
     int bad;
 
     if (argc != 4 || (warm = (uint32_t)atoi(argv[1])) == 0 ||
@@ -105,6 +109,7 @@ int main(int argc, char **argv)
         return 1;
     }
     a0 = oc__tr_worker_small_allocs(oc__ext_worker(ctx));
+    g0 = oc__tr_worker_small_gets(oc__ext_worker(ctx));
     printf("rank %u: warm small_allocs %llu\n", rank, (unsigned long long)a0);
     fflush(stdout);
     /* the script's go: its snapshot of the agent's counters is taken */
@@ -120,8 +125,17 @@ int main(int argc, char **argv)
     }
     bad = rounds(ctx, warm, steady);
     a1 = oc__tr_worker_small_allocs(oc__ext_worker(ctx));
-    printf("rank %u: steady small_allocs %llu (+%llu in %u rounds)\n", rank,
-           (unsigned long long)a1, (unsigned long long)(a1 - a0), steady);
+    g1 = oc__tr_worker_small_gets(oc__ext_worker(ctx));
+    printf("rank %u: steady small_allocs %llu (+%llu in %u rounds), "
+           "small_gets +%llu\n", rank, (unsigned long long)a1,
+           (unsigned long long)(a1 - a0), steady,
+           (unsigned long long)(g1 - g0));
+    if (g1 - g0 < 2 * (uint64_t)steady) {
+        fprintf(stderr, "rank %u: FAIL: %llu descriptors of %u through the "
+                "small-send pool\n", rank, (unsigned long long)(g1 - g0),
+                2 * steady);
+        bad = 1;
+    }
     if (a1 != a0) {
         fprintf(stderr, "rank %u: FAIL: the small-send pool allocated %llu "
                 "buffers in steady state\n", rank,

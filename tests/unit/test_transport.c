@@ -201,6 +201,7 @@ static void test_small_pool(void **state)
     uint64_t allocs = oc__tr_worker_small_allocs(p->a);
     assert_true(allocs >= 1);
     assert_true(allocs <= 2 * 16); /* at most ~9 in flight per class */
+    assert_int_equal(oc__tr_worker_small_gets(p->a), N); /* one a send */
 }
 
 static void test_handler_ids(void **state)

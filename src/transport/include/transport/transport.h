@@ -132,6 +132,10 @@ oc_status_t oc__tr_send_small(oc_tr_ep_t *ep, unsigned id, uint64_t token,
 /** How many buffers @p w's small-send pool has allocated so far (tests:
  *  steady state allocates none). */
 uint64_t oc__tr_worker_small_allocs(const oc_tr_worker_t *w);
+/** How many buffers @p w's small-send pool has handed out so far, from
+ *  its free lists or new (tests: the messages meant to take the pool do;
+ *  a copy allocated beside it would not count in either). */
+uint64_t oc__tr_worker_small_gets(const oc_tr_worker_t *w);
 
 /**
  * Tagged send of @p len bytes with the 64-bit @p tag (UCP_FEATURE_TAG:
