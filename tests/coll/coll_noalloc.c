@@ -59,12 +59,14 @@ static int rounds(oc_context_t *ctx, uint32_t from, uint32_t n)
                 return 1;
             }
             for (size_t i = 0; i < len; i++) {
-                int64_t want = (int64_t)size * (size + 1) / 2 *
-                               (int64_t)(k + i);
+                int64_t want =
+                    (int64_t)size * (size + 1) / 2 * (int64_t)(k + i);
                 if (out[i] != want) {
-                    fprintf(stderr, "rank %u: round %u, %zu B: [%zu] %lld, "
-                            "not %lld\n", rank, k, len * 8, i,
-                            (long long)out[i], (long long)want);
+                    fprintf(stderr,
+                            "rank %u: round %u, %zu B: [%zu] %lld, "
+                            "not %lld\n",
+                            rank, k, len * 8, i, (long long)out[i],
+                            (long long)want);
                     return 1;
                 }
             }
@@ -127,19 +129,21 @@ int main(int argc, char **argv)
     a1 = oc__tr_worker_small_allocs(oc__ext_worker(ctx));
     g1 = oc__tr_worker_small_gets(oc__ext_worker(ctx));
     printf("rank %u: steady small_allocs %llu (+%llu in %u rounds), "
-           "small_gets +%llu\n", rank, (unsigned long long)a1,
-           (unsigned long long)(a1 - a0), steady,
+           "small_gets +%llu\n",
+           rank, (unsigned long long)a1, (unsigned long long)(a1 - a0), steady,
            (unsigned long long)(g1 - g0));
     if (g1 - g0 < 2 * (uint64_t)steady) {
-        fprintf(stderr, "rank %u: FAIL: %llu descriptors of %u through the "
-                "small-send pool\n", rank, (unsigned long long)(g1 - g0),
-                2 * steady);
+        fprintf(stderr,
+                "rank %u: FAIL: %llu descriptors of %u through the "
+                "small-send pool\n",
+                rank, (unsigned long long)(g1 - g0), 2 * steady);
         bad = 1;
     }
     if (a1 != a0) {
-        fprintf(stderr, "rank %u: FAIL: the small-send pool allocated %llu "
-                "buffers in steady state\n", rank,
-                (unsigned long long)(a1 - a0));
+        fprintf(stderr,
+                "rank %u: FAIL: the small-send pool allocated %llu "
+                "buffers in steady state\n",
+                rank, (unsigned long long)(a1 - a0));
         bad = 1;
     }
     printf("%s: rank %u\n", bad ? "FAIL" : "PASS", rank);
