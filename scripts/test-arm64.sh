@@ -21,7 +21,7 @@ fuzz_nvmf_replay: its seed replay takes about a minute under qemu-user (the pars
 fuzz_nvmf_stream_replay: about two minutes under qemu-user
 fuzz_dp_ctl_replay: about three minutes under qemu-user
 fuzz_esp_replay: 16 s under qemu-user, the ESP path is covered by test_esp
-advise-tts: python runs the aarch64 offcore CLI itself (meson's exe_wrapper wraps only a test's own executable); advise_rule tests the same rule in python
+advise-tts: python runs the aarch64 offcore CLI itself (the exe_wrapper wraps only the test command itself); advise_rule tests the same rule in python
 dp-traffic: network namespaces, veth and AF_XDP (root networking, the same for every name below; not tried under qemu-user: it runs natively in the pkt suite)
 dp-traffic-dpdk: DPDK ports (and no libdpdk-dev:arm64 in this build)
 dp-traffic6: network namespaces, veth and AF_XDP
