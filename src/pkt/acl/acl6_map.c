@@ -10,7 +10,8 @@
  * of one kind predicts, and its searches overlap.  The AVX-512 and AVX2
  * variants count a line's 16 keys with one or two compares; they are
  * compiled only for x86 (`target` attributes) and called only where the
- * CPU has AVX-512 F/BW/VL or AVX2 (acl6.c picks by the lookup path).
+ * CPU has AVX-512 F/BW/VL with BMI1/2, or AVX2 (acl6.c picks by the
+ * lookup path).
  *
  * Read-only on the map; any number of threads.
  */
@@ -20,7 +21,13 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
-#define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
+/* BMI1/2 beside AVX-512: in the 128-bit shifts by a variable count (the
+ * root index, a k-ary search's 32 bits) the shl/shr halves through %cl
+ * become shlx/shrx (flags untouched); this burst's code then equals
+ * -march=native's on an AVX-512 Xeon but for AVX512DQ encodings.
+ * acl_lookup.c's CPU check requires BMI1/2 with AVX-512 F/BW/VL (every
+ * CPU with those has them). */
+#define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,bmi,bmi2")))
 #define AVX2 __attribute__((target("avx2")))
 
 AVX512 static inline uint32_t count_avx512(const uint32_t *b, uint32_t ka)

@@ -89,9 +89,13 @@ static int best_path(void)
 __attribute__((constructor)) static void detect_cpu(void)
 {
     __builtin_cpu_init();
+    /* BMI1/2 too: acl6_map.c's AVX-512 burst is compiled for them (every
+     * CPU with AVX-512 F/BW/VL has them; a hypervisor may still mask one) */
     oc__acl_have_avx512 = __builtin_cpu_supports("avx512f") &&
                           __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512vl");
+                          __builtin_cpu_supports("avx512vl") &&
+                          __builtin_cpu_supports("bmi") &&
+                          __builtin_cpu_supports("bmi2");
     oc__acl_have_avx2 = __builtin_cpu_supports("avx2");
     oc__acl_path = best_path();
 }
