@@ -135,30 +135,39 @@ grep -q " 0% packet loss" "$tmp/ping.out" || fail "ping lost packets: $(cat "$tm
 ok "ping: 7 of 7 (while a collector is down)"
 ip netns exec $A curl -sf --max-time 10 http://10.79.0.2:28080/index.txt >/dev/null || fail "curl"
 ok "curl"
-timeout 60 ip netns exec $A iperf3 -c 10.79.0.2 -p 28201 -n 20M -J >"$tmp/iperf.json" &
+# paced (-b): 20 MB unpaced took ~0.1 s, and the flow was then listed
+# only for flow_idle (2 s) after its end: on a loaded host a few slow
+# `dp flows` calls (each waits up to 1 s for a sleeping worker's
+# snapshot) missed it (CI, once).  At 64 Mbit/s it runs ~2.5 s.
+timeout 60 ip netns exec $A iperf3 -c 10.79.0.2 -p 28201 -n 20M -b 64M -J >"$tmp/iperf.json" &
 ip=$!
 # the flow table is asked until it lists the iperf3 data connection with
 # RTT samples both ways (the flow stays listed until 2 s idle after its
 # end): columns 10 and 11, resp_rtt_ms and init_rtt_ms as
-# min/mean/max:samples; the data connection is the largest flow, listed
-# first
+# min/mean/max:samples (max > 0: a sample taken within one microsecond
+# reads 0, so the min may be 0); the data connection is the largest flow,
+# listed first.  Every listing that shows the flow is kept for the failure
+# message.
+: >"$tmp/flows-seen.txt"
 iperf_listed() {
     ctl flows >"$tmp/flows.txt" &&
-        grep -q "10.79.0.1:[0-9]* *10.79.0.2:28201 *6 " "$tmp/flows.txt"
+        grep -q "10.79.0.1:[0-9]* *10.79.0.2:28201 *6 " "$tmp/flows.txt" &&
+        { date +%T.%N; cat "$tmp/flows.txt"; } >>"$tmp/flows-seen.txt"
 }
 iperf_rtts() {
     iperf_listed &&
         grep "10.79.0.1:[0-9]* *10.79.0.2:28201 *6 " "$tmp/flows.txt" | head -1 |
         awk '{ split($10, r, ":"); split($11, i, ":"); split(r[1], m, "/");
-               exit !(r[2] > 0 && i[2] > 0 && m[1] > 0) }'
+               exit !(r[2] > 0 && i[2] > 0 && m[3] > 0) }'
 }
 wait_for 30 iperf_rtts
 rtts=$?
 wait $ip || fail "iperf3"
 cat "$tmp/flows.txt"
-grep -q "10.79.0.1:[0-9]* *10.79.0.2:28201 *6 " "$tmp/flows.txt" || fail "flows: no live iperf3 flow"
+grep -q "10.79.0.1:[0-9]* *10.79.0.2:28201 *6 " "$tmp/flows.txt" ||
+    fail "flows: no live iperf3 flow (listings that showed it: $(tail -20 "$tmp/flows-seen.txt"))"
 ok "offcore dp flows shows the iperf3 flow live"
-[ $rtts = 0 ] || fail "flows: no TCP timestamp RTT samples on the iperf3 flow"
+[ $rtts = 0 ] || fail "flows: no TCP timestamp RTT samples on the iperf3 flow (listings: $(tail -20 "$tmp/flows-seen.txt"))"
 ok "offcore dp flows shows the iperf3 flow's RTT samples both ways"
 # the traffic is over: the capture is stopped once it holds every frame
 # the device counted since it started
