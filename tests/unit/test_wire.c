@@ -15,19 +15,11 @@
 
 #include <cmocka.h>
 
+#include "test_common.h"
+
 #include "wire/wire.h"
 
-#define JOB 0x5eed1234u
-#define NRANKS 16u
 #define HDR OC_WIRE_HDR_LEN
-
-#define assert_status(got, want)                                               \
-    do {                                                                       \
-        oc_status_t g_ = (got), w_ = (want);                                   \
-        if (g_ != w_)                                                          \
-            fail_msg("got %s, want %s", oc_status_string(g_),                  \
-                     oc_status_string(w_));                                    \
-    } while (0)
 
 /* Build area: big enough for a 65535-byte message and then some; 8-aligned. */
 #define BUFSZ (1u << 18)
@@ -39,7 +31,7 @@ typedef struct {
     uint32_t dst, src, len;
 } spec_t;
 
-static const oc_wire_check_t chk_any = {JOB, NRANKS, OC_WIRE_RANK_NONE, OC_WIRE_RANK_NONE, 0};
+static const oc_wire_check_t chk_any = CHK_ANY_INIT;
 
 static uint8_t pat(uint32_t m, uint32_t i)
 {
