@@ -81,39 +81,27 @@ static size_t stream(seed_t *s, const uint32_t *lens, unsigned n,
     return finish(s, OC_WIRE_F_STREAM, 0, n, src, OC_WIRE_RANK_NONE, job);
 }
 
-/* A rank's column stream: n destinations, then n items of @p item bytes. */
-static size_t column(seed_t *s, uint16_t item, unsigned n, uint32_t nranks,
-                     uint32_t src, uint32_t job)
+/* A column bundle: n ranks, entry k (k * @p mul) % nranks, then n items of
+ * @p item bytes.  @p flags say which: a rank's column stream (STREAM, a
+ * column of destinations; @p rank is the header's source) or an agent's
+ * source column toward a rank (SRCCOL, a column of sources; @p rank is the
+ * header's destination). */
+static size_t cols(seed_t *s, uint8_t flags, uint16_t item, unsigned n,
+                   uint32_t nranks, uint32_t mul, uint32_t rank, uint32_t job)
 {
     uint8_t pl[4096];
     uint8_t *col = s->p;
+    int src_col = (flags & OC_WIRE_F_SRCCOL) != 0;
     for (unsigned k = 0; k < n; k++)
-        oc__store_le32(col + 4 * k, (k * 7) % nranks);
+        oc__store_le32(col + 4 * k, (k * mul) % nranks);
     s->p += oc__wire_col_dst_bytes(n);
     for (unsigned k = 0; k < n; k++) {
         payload(pl, item, k);
         s->p = oc__wire_put_item(s->p, pl, item);
     }
-    return finish(s, OC_WIRE_F_STREAM | OC_WIRE_F_FIXED, item, n, src,
-                  OC_WIRE_RANK_NONE, job);
-}
-
-/* An agent's source column toward rank @p dst: n sources, then n items
- * of @p item bytes. */
-static size_t srccol(seed_t *s, uint16_t item, unsigned n, uint32_t nranks,
-                     uint32_t dst, uint32_t job)
-{
-    uint8_t pl[4096];
-    uint8_t *col = s->p;
-    for (unsigned k = 0; k < n; k++)
-        oc__store_le32(col + 4 * k, (k * 5) % nranks);
-    s->p += oc__wire_col_dst_bytes(n);
-    for (unsigned k = 0; k < n; k++) {
-        payload(pl, item, k);
-        s->p = oc__wire_put_item(s->p, pl, item);
-    }
-    return finish(s, OC_WIRE_F_SRCCOL | OC_WIRE_F_FIXED, item, n,
-                  OC_WIRE_RANK_NONE, dst, job);
+    return finish(s, flags | OC_WIRE_F_FIXED, item, n,
+                  src_col ? OC_WIRE_RANK_NONE : rank,
+                  src_col ? rank : OC_WIRE_RANK_NONE, job);
 }
 
 static size_t fixed(seed_t *s, uint16_t item, unsigned n, uint32_t src,
@@ -156,192 +144,175 @@ static size_t runs(seed_t *s, const uint32_t *lens, unsigned n,
     return (size_t)(s->p - s->b);
 }
 
-unsigned fuzz_wire_seeds(fuzz_seed_fn fn, void *arg)
+/* Two items of one (source, destination) pair written by hand: one run of
+ * 2 (valid), or, @p split, two runs of 1 (a second encoding: refused). */
+static size_t runs_by_hand(seed_t *s, int split)
 {
-    static const uint32_t l1[] = {0};
-    static const uint32_t l3[] = {1, 8, 13};
-    static const uint32_t l10[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
-    static const uint32_t lbig[] = {300, 0, 1000};
-    static const uint32_t l5[] = {16, 24, 7, 0, 33};
-    static seed_t s;
-    unsigned n = 0;
-    size_t len;
-
-#define EMIT(valid) (fn(arg, s.b, len, (valid)), n++)
-    start(&s, 0, 0xff, 0, 0);
-    len = mixed(&s, l1, 1, 16, OC_WIRE_RANK_NONE, 7);
-    EMIT(1);
-    start(&s, 0, 0xff, 0, 1);
-    len = mixed(&s, l3, 3, 16, OC_WIRE_RANK_NONE, 7);
-    EMIT(1);
-    start(&s, 0, 3, 0, 5);
-    len = mixed(&s, l10, 10, 16, 3, 7);
-    EMIT(1);
-    start(&s, 5, 0xff, 0, 2); /* 8 ranks */
-    len = mixed(&s, lbig, 3, 8, OC_WIRE_RANK_NONE, 0xabcdef);
-    EMIT(1);
-    start(&s, 13, 0xff, 0, 3); /* UINT32_MAX ranks */
-    len = mixed(&s, l5, 5, 0xfffffe, OC_WIRE_RANK_NONE, 1);
-    EMIT(1);
-    start(&s, 1, 0, 1, 0); /* 1 rank, dst 0, the fuzzer's fixed job */
-    len = mixed(&s, l3, 3, 1, 0, FUZZ_WIRE_JOB);
-    EMIT(1);
-
-    start(&s, 0, 0xff, 0, 2);
-    len = fixed(&s, 8, 4, 1, 2, 7);
-    EMIT(1);
-    start(&s, 0, 2, 0, 1);
-    len = fixed(&s, 12, 3, 1, 2, 7);
-    EMIT(1);
-    start(&s, 0, 0xff, 0, 9);
-    len = fixed(&s, 1, 16, 0, 15, 7);
-    EMIT(1);
-    start(&s, 7, 0xff, 0, 1); /* 256 ranks */
-    len = fixed(&s, 100, 2, 255, 0, 9);
-    EMIT(1);
-    start(&s, 0, 0xff, 1, 0);
-    len = fixed(&s, 3, 5, 4, 5, FUZZ_WIRE_JOB);
-    EMIT(1);
-
-    /* agent to agent: runs per (source, destination) */
-    {
-        static const uint32_t l8[24] = {8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8,
-                                        8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8};
-        static const uint32_t lmix[12] = {8, 8, 8, 8, 8, 8, 0, 0, 5, 5, 16, 16};
-        start(&s, 0, 0xff, 0, 5);
-        len = runs(&s, l8, 24, 16, OC_WIRE_RANK_NONE, 7);
-        EMIT(1);
-        start(&s, 0, 0xff, 0, 7);
-        len = runs(&s, lmix, 12, 16, OC_WIRE_RANK_NONE, 7);
-        EMIT(1);
-        start(&s, 0, 2, 0, 3); /* a receiver that is rank 2 */
-        len = runs(&s, l8, 24, 16, 2, 7);
-        EMIT(1);
-        start(&s, 5, 0xff, 1, 1);
-        len = runs(&s, l8, 16, 8, OC_WIRE_RANK_NONE, FUZZ_WIRE_JOB);
-        EMIT(1);
-        /* near misses: a run's n one past its items, its reserved word,
-         * RUNS with FIXED, a run split in two */
-        start(&s, 0, 0xff, 0, 0);
-        len = runs(&s, l8, 24, 16, OC_WIRE_RANK_NONE, 7);
-        s.b[P + OC_WIRE_HDR_LEN + 8]++;
-        EMIT(0);
-        start(&s, 0, 0xff, 0, 0);
-        len = runs(&s, l8, 24, 16, OC_WIRE_RANK_NONE, 7);
-        s.b[P + OC_WIRE_HDR_LEN + 12] = 1;
-        EMIT(0);
-        start(&s, 0, 0xff, 0, 0);
-        len = runs(&s, l8, 24, 16, OC_WIRE_RANK_NONE, 7);
-        s.b[P + 5] |= OC_WIRE_F_FIXED;
-        EMIT(0);
-        for (int split = 0; split < 2; split++) {
-            /* two items of one pair: one run of 2 (valid), or split in
-             * two runs of 1 (a second encoding: refused) */
-            uint8_t *q;
-            start(&s, 0, 0xff, 0, 1);
-            q = s.p;
-            for (unsigned k = 0; k < 2; k++) {
-                if (k == 0 || split) {
-                    oc__store_le64(q, oc__wire_msg_hdr(1, 0, 8));
-                    oc__store_le32(q + 8, split ? 1 : 2);
-                    q += OC_WIRE_RUN_HDR_LEN;
-                }
-                payload(q, 8, k);
-                q += 8;
-            }
-            s.p = q;
-            len = finish(&s, 0, 0, 2, OC_WIRE_RANK_NONE, OC_WIRE_RANK_NONE, 7);
-            oc__wire_hdr_set_runs(s.b + P, (uint32_t)(len - P));
-            EMIT(!split);
+    uint8_t *q = s->p;
+    for (unsigned k = 0; k < 2; k++) {
+        if (k == 0 || split) {
+            oc__store_le64(q, oc__wire_msg_hdr(1, 0, 8));
+            oc__store_le32(q + 8, split ? 1 : 2);
+            q += OC_WIRE_RUN_HDR_LEN;
         }
+        payload(q, 8, k);
+        q += 8;
     }
+    s->p = q;
+    size_t len = finish(s, 0, 0, 2, OC_WIRE_RANK_NONE, OC_WIRE_RANK_NONE, 7);
+    oc__wire_hdr_set_runs(s->b + P, (uint32_t)(len - P));
+    return len;
+}
 
+enum seed_kind { MIXED, FIXED, RUNS, BY_HAND, STREAM, COLUMN, SRCCOL };
+enum seed_edit { KEEP, SET, INC, OR, XOR };
+
+/* One seed: the prefix, what builds the bundle, and a near miss's edit of
+ * one byte (at @c at past the prefix). */
+typedef struct {
+    uint8_t pre[4]; /* nranks index, expected dst, job mode, skip (start) */
+    uint8_t kind;
+    const uint32_t *lens; /* MIXED, RUNS, STREAM: message lengths */
+    unsigned n;           /* messages or items */
+    uint16_t item;        /* FIXED, COLUMN, SRCCOL */
+    uint32_t nranks;      /* all but FIXED and BY_HAND */
+    /* MIXED, RUNS: a single destination or NONE; FIXED: src then dst;
+     * STREAM, COLUMN: the source; SRCCOL: the destination; BY_HAND: split */
+    uint32_t r1, r2;
+    uint32_t job;
+    uint8_t edit, val;
+    uint16_t at;
+    uint8_t valid;
+} seed_spec_t;
+
+#define NONE OC_WIRE_RANK_NONE
+#define H    OC_WIRE_HDR_LEN
+#define FJ   FUZZ_WIRE_JOB
+
+static const uint32_t l1[] = {0};
+static const uint32_t l3[] = {1, 8, 13};
+static const uint32_t l10[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+static const uint32_t lbig[] = {300, 0, 1000};
+static const uint32_t l5[] = {16, 24, 7, 0, 33};
+static const uint32_t l8[24] = {8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8,
+                                8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8};
+static const uint32_t lmix[12] = {8, 8, 8, 8, 8, 8, 0, 0, 5, 5, 16, 16};
+
+static const seed_spec_t seeds[] = {
+    /* mixed: 16 ranks (any dst, then dst 3), 8 ranks, UINT32_MAX ranks,
+     * 1 rank with dst 0 and the fuzzer's fixed job */
+    {{0, 0xff, 0, 0}, MIXED, l1, 1, 0, 16, NONE, 0, 7, KEEP, 0, 0, 1},
+    {{0, 0xff, 0, 1}, MIXED, l3, 3, 0, 16, NONE, 0, 7, KEEP, 0, 0, 1},
+    {{0, 3, 0, 5}, MIXED, l10, 10, 0, 16, 3, 0, 7, KEEP, 0, 0, 1},
+    {{5, 0xff, 0, 2}, MIXED, lbig, 3, 0, 8, NONE, 0, 0xabcdef, KEEP, 0, 0, 1},
+    {{13, 0xff, 0, 3}, MIXED, l5, 5, 0, 0xfffffe, NONE, 0, 1, KEEP, 0, 0, 1},
+    {{1, 0, 1, 0}, MIXED, l3, 3, 0, 1, 0, 0, FJ, KEEP, 0, 0, 1},
+    /* fixed (index 7: 256 ranks) */
+    {{0, 0xff, 0, 2}, FIXED, NULL, 4, 8, 0, 1, 2, 7, KEEP, 0, 0, 1},
+    {{0, 2, 0, 1}, FIXED, NULL, 3, 12, 0, 1, 2, 7, KEEP, 0, 0, 1},
+    {{0, 0xff, 0, 9}, FIXED, NULL, 16, 1, 0, 0, 15, 7, KEEP, 0, 0, 1},
+    {{7, 0xff, 0, 1}, FIXED, NULL, 2, 100, 0, 255, 0, 9, KEEP, 0, 0, 1},
+    {{0, 0xff, 1, 0}, FIXED, NULL, 5, 3, 0, 4, 5, FJ, KEEP, 0, 0, 1},
+    /* agent to agent: runs per (source, destination); one at rank 2 */
+    {{0, 0xff, 0, 5}, RUNS, l8, 24, 0, 16, NONE, 0, 7, KEEP, 0, 0, 1},
+    {{0, 0xff, 0, 7}, RUNS, lmix, 12, 0, 16, NONE, 0, 7, KEEP, 0, 0, 1},
+    {{0, 2, 0, 3}, RUNS, l8, 24, 0, 16, 2, 0, 7, KEEP, 0, 0, 1},
+    {{5, 0xff, 1, 1}, RUNS, l8, 16, 0, 8, NONE, 0, FJ, KEEP, 0, 0, 1},
+    /* runs near misses: a run's n one past its items, its reserved word,
+     * RUNS with FIXED, a run split in two */
+    {{0, 0xff, 0, 0}, RUNS, l8, 24, 0, 16, NONE, 0, 7, INC, 0, H + 8, 0},
+    {{0, 0xff, 0, 0}, RUNS, l8, 24, 0, 16, NONE, 0, 7, SET, 1, H + 12, 0},
+    {{0, 0xff, 0, 0}, RUNS, l8, 24, 0, 16, NONE, 0, 7, OR, OC_WIRE_F_FIXED,
+     5, 0},
+    {{0, 0xff, 0, 1}, BY_HAND, NULL, 2, 0, 0, 0, 0, 7, KEEP, 0, 0, 1},
+    {{0, 0xff, 0, 1}, BY_HAND, NULL, 2, 0, 0, 1, 0, 7, KEEP, 0, 0, 0},
     /* streams (agent placement, stream mode): at an agent (any dst) */
-    start(&s, 0, 0xff, 0, 4);
-    len = stream(&s, l10, 10, 16, 3, 7);
-    EMIT(1);
-    start(&s, 0, 0xff, 0, 1);
-    len = stream(&s, l5, 5, 16, 0, 7);
-    EMIT(1);
-    start(&s, 5, 0xff, 1, 0);
-    len = stream(&s, l3, 3, 8, 7, FUZZ_WIRE_JOB);
-    EMIT(1);
-
-    /* column streams (what oc_send_burst writes in stream mode) */
-    start(&s, 0, 0xff, 0, 3);
-    len = column(&s, 8, 9, 16, 3, 7);
-    EMIT(1);
-    start(&s, 0, 0xff, 0, 1);
-    len = column(&s, 5, 4, 16, 0, 7);
-    EMIT(1);
-    start(&s, 5, 0xff, 1, 2);
-    len = column(&s, 24, 3, 8, 7, FUZZ_WIRE_JOB);
-    EMIT(1);
-    /* column near misses: a destination out of range, the column's pad */
-    start(&s, 0, 0xff, 0, 0);
-    len = column(&s, 8, 3, 16, 3, 7);
-    s.b[P + OC_WIRE_HDR_LEN + 4] = 16;
-    EMIT(0);
-    start(&s, 0, 0xff, 0, 0);
-    len = column(&s, 8, 3, 16, 3, 7);
-    s.b[P + OC_WIRE_HDR_LEN + 12] = 1;
-    EMIT(0);
-
+    {{0, 0xff, 0, 4}, STREAM, l10, 10, 0, 16, 3, 0, 7, KEEP, 0, 0, 1},
+    {{0, 0xff, 0, 1}, STREAM, l5, 5, 0, 16, 0, 0, 7, KEEP, 0, 0, 1},
+    {{5, 0xff, 1, 0}, STREAM, l3, 3, 0, 8, 7, 0, FJ, KEEP, 0, 0, 1},
+    /* column streams (what oc_send_burst writes in stream mode); near
+     * misses: a destination out of range, the column's pad */
+    {{0, 0xff, 0, 3}, COLUMN, NULL, 9, 8, 16, 3, 0, 7, KEEP, 0, 0, 1},
+    {{0, 0xff, 0, 1}, COLUMN, NULL, 4, 5, 16, 0, 0, 7, KEEP, 0, 0, 1},
+    {{5, 0xff, 1, 2}, COLUMN, NULL, 3, 24, 8, 7, 0, FJ, KEEP, 0, 0, 1},
+    {{0, 0xff, 0, 0}, COLUMN, NULL, 3, 8, 16, 3, 0, 7, SET, 16, H + 4, 0},
+    {{0, 0xff, 0, 0}, COLUMN, NULL, 3, 8, 16, 3, 0, 7, SET, 1, H + 12, 0},
     /* source columns (what an agent hands a rank): at the rank, at an
      * agent; near misses: a source out of range, the column's pad, a
      * header source */
-    start(&s, 0, 3, 0, 3);
-    len = srccol(&s, 8, 9, 16, 3, 7);
-    EMIT(1);
-    start(&s, 0, 0xff, 0, 1);
-    len = srccol(&s, 16, 4, 16, 0, 7);
-    EMIT(1);
-    start(&s, 5, 7, 1, 2);
-    len = srccol(&s, 5, 3, 8, 7, FUZZ_WIRE_JOB);
-    EMIT(1);
-    start(&s, 0, 3, 0, 0);
-    len = srccol(&s, 8, 3, 16, 3, 7);
-    s.b[P + OC_WIRE_HDR_LEN + 4] = 16;
-    EMIT(0);
-    start(&s, 0, 3, 0, 0);
-    len = srccol(&s, 8, 3, 16, 3, 7);
-    s.b[P + OC_WIRE_HDR_LEN + 12] = 1;
-    EMIT(0);
-    start(&s, 0, 3, 0, 0);
-    len = srccol(&s, 8, 3, 16, 3, 7);
-    s.b[P + 32] = 1;
-    EMIT(0);
-
+    {{0, 3, 0, 3}, SRCCOL, NULL, 9, 8, 16, 3, 0, 7, KEEP, 0, 0, 1},
+    {{0, 0xff, 0, 1}, SRCCOL, NULL, 4, 16, 16, 0, 0, 7, KEEP, 0, 0, 1},
+    {{5, 7, 1, 2}, SRCCOL, NULL, 3, 5, 8, 7, 0, FJ, KEEP, 0, 0, 1},
+    {{0, 3, 0, 0}, SRCCOL, NULL, 3, 8, 16, 3, 0, 7, SET, 16, H + 4, 0},
+    {{0, 3, 0, 0}, SRCCOL, NULL, 3, 8, 16, 3, 0, 7, SET, 1, H + 12, 0},
+    {{0, 3, 0, 0}, SRCCOL, NULL, 3, 8, 16, 3, 0, 7, SET, 1, 32, 0},
     /* stream near misses: at a rank (a destination check: 2, and 0xfe,
-     * which also names the source 0), a message from another rank, FIXED
-     * with STREAM (a column of item size 0) */
-    start(&s, 0, 2, 0, 0);
-    len = stream(&s, l3, 3, 16, 3, 7);
-    EMIT(0);
-    start(&s, 0, 0xfe, 0, 0);
-    len = stream(&s, l3, 3, 16, 3, 7);
-    EMIT(0);
-    start(&s, 0, 0xff, 0, 0);
-    len = stream(&s, l3, 3, 16, 3, 7);
-    s.b[P + OC_WIRE_HDR_LEN + 3] ^= 1; /* first message's src, low bit */
-    EMIT(0);
-    start(&s, 0, 0xff, 0, 0);
-    len = stream(&s, l3, 3, 16, 3, 7);
-    s.b[P + 5] |= OC_WIRE_F_FIXED;
-    EMIT(0);
-
+     * which also names the source 0), a message from another rank (the
+     * first message's src, low bit), FIXED with STREAM (a column of item
+     * size 0) */
+    {{0, 2, 0, 0}, STREAM, l3, 3, 0, 16, 3, 0, 7, KEEP, 0, 0, 0},
+    {{0, 0xfe, 0, 0}, STREAM, l3, 3, 0, 16, 3, 0, 7, KEEP, 0, 0, 0},
+    {{0, 0xff, 0, 0}, STREAM, l3, 3, 0, 16, 3, 0, 7, XOR, 1, H + 3, 0},
+    {{0, 0xff, 0, 0}, STREAM, l3, 3, 0, 16, 3, 0, 7, OR, OC_WIRE_F_FIXED, 5,
+     0},
     /* near misses: a wrong count, a non-zero pad byte, a wrong destination */
-    start(&s, 0, 0xff, 0, 0);
-    len = mixed(&s, l3, 3, 16, OC_WIRE_RANK_NONE, 7);
-    s.b[P + 8] = 2;
-    EMIT(0);
-    start(&s, 0, 0xff, 0, 0);
-    len = mixed(&s, l3, 3, 16, OC_WIRE_RANK_NONE, 7);
-    s.b[P + OC_WIRE_HDR_LEN + 8 + 7] = 1;
-    EMIT(0);
-    start(&s, 0, 4, 0, 0);
-    len = fixed(&s, 12, 3, 1, 2, 7);
-    EMIT(0);
-#undef EMIT
+    {{0, 0xff, 0, 0}, MIXED, l3, 3, 0, 16, NONE, 0, 7, SET, 2, 8, 0},
+    {{0, 0xff, 0, 0}, MIXED, l3, 3, 0, 16, NONE, 0, 7, SET, 1, H + 8 + 7, 0},
+    {{0, 4, 0, 0}, FIXED, NULL, 3, 12, 0, 1, 2, 7, KEEP, 0, 0, 0},
+};
+#undef NONE
+#undef H
+#undef FJ
+
+static size_t build(seed_t *s, const seed_spec_t *c)
+{
+    start(s, c->pre[0], c->pre[1], c->pre[2], c->pre[3]);
+    switch (c->kind) {
+    case MIXED:
+        return mixed(s, c->lens, c->n, c->nranks, c->r1, c->job);
+    case FIXED:
+        return fixed(s, c->item, c->n, c->r1, c->r2, c->job);
+    case RUNS:
+        return runs(s, c->lens, c->n, c->nranks, c->r1, c->job);
+    case BY_HAND:
+        return runs_by_hand(s, c->r1 != 0);
+    case STREAM:
+        return stream(s, c->lens, c->n, c->nranks, c->r1, c->job);
+    case COLUMN:
+        return cols(s, OC_WIRE_F_STREAM, c->item, c->n, c->nranks, 7, c->r1,
+                    c->job);
+    default:
+        return cols(s, OC_WIRE_F_SRCCOL, c->item, c->n, c->nranks, 5, c->r1,
+                    c->job);
+    }
+}
+
+unsigned fuzz_wire_seeds(fuzz_seed_fn fn, void *arg)
+{
+    static seed_t s;
+    unsigned n = 0;
+
+    for (size_t i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++, n++) {
+        const seed_spec_t *c = &seeds[i];
+        size_t len = build(&s, c);
+        uint8_t *b = &s.b[P + c->at];
+        switch (c->edit) {
+        case SET:
+            *b = c->val;
+            break;
+        case INC:
+            (*b)++;
+            break;
+        case OR:
+            *b |= c->val;
+            break;
+        case XOR:
+            *b ^= c->val;
+            break;
+        default:
+            break;
+        }
+        fn(arg, s.b, len, c->valid);
+    }
     return n;
 }

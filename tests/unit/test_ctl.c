@@ -17,15 +17,9 @@
 
 #include <cmocka.h>
 
-#include "ctl/ctl.h"
+#include "test_common.h"
 
-#define assert_status(got, want)                                               \
-    do {                                                                       \
-        oc_status_t g_ = (got), w_ = (want);                                   \
-        if (g_ != w_)                                                          \
-            fail_msg("got %s, want %s", oc_status_string(g_),                  \
-                     oc_status_string(w_));                                    \
-    } while (0)
+#include "ctl/ctl.h"
 
 static uint8_t addr_a[OC_CTL_MAX_ADDR + 8], addr_b[300];
 static uint32_t ranks[(OC_CTL_MAX_PAYLOAD - 16) / 4 + 2];

@@ -15,6 +15,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+
+#include "test_common.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -24,14 +26,6 @@
 #include <unistd.h>
 
 #include "ctl/ctl.h"
-
-#define assert_status(got, want)                                               \
-    do {                                                                       \
-        oc_status_t g_ = (got), w_ = (want);                                   \
-        if (g_ != w_)                                                          \
-            fail_msg("got %s, want %s", oc_status_string(g_),                  \
-                     oc_status_string(w_));                                    \
-    } while (0)
 
 static char tmpdir[64];
 static uint8_t addr[OC_CTL_MAX_ADDR];

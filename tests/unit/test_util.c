@@ -12,6 +12,8 @@
 
 #include <cmocka.h>
 
+#include "test_common.h"
+
 #include "util/config.h"
 #include "util/guard.h"
 #include "util/log.h"
@@ -24,14 +26,6 @@
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
-
-#define assert_status(got, want)                                               \
-    do {                                                                       \
-        oc_status_t g_ = (got), w_ = (want);                                   \
-        if (g_ != w_)                                                          \
-            fail_msg("got %s, want %s", oc_status_string(g_),                  \
-                     oc_status_string(w_));                                    \
-    } while (0)
 
 /* ----------------------------------------------------------------- status */
 

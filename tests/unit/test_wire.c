@@ -15,19 +15,11 @@
 
 #include <cmocka.h>
 
+#include "test_common.h"
+
 #include "wire/wire.h"
 
-#define JOB 0x5eed1234u
-#define NRANKS 16u
 #define HDR OC_WIRE_HDR_LEN
-
-#define assert_status(got, want)                                               \
-    do {                                                                       \
-        oc_status_t g_ = (got), w_ = (want);                                   \
-        if (g_ != w_)                                                          \
-            fail_msg("got %s, want %s", oc_status_string(g_),                  \
-                     oc_status_string(w_));                                    \
-    } while (0)
 
 /* Build area: big enough for a 65535-byte message and then some; 8-aligned. */
 #define BUFSZ (1u << 18)
@@ -39,7 +31,7 @@ typedef struct {
     uint32_t dst, src, len;
 } spec_t;
 
-static const oc_wire_check_t chk_any = {JOB, NRANKS, OC_WIRE_RANK_NONE, OC_WIRE_RANK_NONE, 0};
+static const oc_wire_check_t chk_any = CHK_ANY_INIT;
 
 static uint8_t pat(uint32_t m, uint32_t i)
 {
@@ -654,14 +646,33 @@ static void test_stream_rejected(void **state)
     assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_RANK);
 }
 
-/* A column stream: @p n destinations, then n items of @p item bytes. */
-static size_t build_column(uint8_t *buf, uint32_t src, uint32_t n,
-                           uint16_t item)
+/* The two column layouts: a rank's column stream (a column of
+ * destinations, the header names the source) and an agent's source column
+ * toward one rank (a column of sources, the header names the
+ * destination).  Column entry k is rank (k * mul) % NRANKS. */
+typedef struct {
+    const char *name;
+    uint8_t flags;
+    uint32_t mul;
+    uint32_t peer; /* the header's rank in the tests */
+    int src_col;   /* the column holds sources (SRCCOL), not destinations */
+} col_layout_t;
+
+static const col_layout_t col_layouts[] = {
+    {"column stream", OC_WIRE_F_STREAM | OC_WIRE_F_FIXED, 5, 5, 0},
+    {"source column", OC_WIRE_F_SRCCOL | OC_WIRE_F_FIXED, 3, 2, 1},
+};
+#define N_LAYOUTS (sizeof(col_layouts) / sizeof(col_layouts[0]))
+
+/* A bundle of layout @p L: header rank @p peer, @p n column entries, then
+ * n items of @p item bytes, item k filled with k + 1. */
+static size_t build_col(uint8_t *buf, const col_layout_t *L, uint32_t peer,
+                        uint32_t n, uint16_t item)
 {
     uint8_t *p = buf + HDR, *items;
     oc_wire_hdr_t h;
     for (uint32_t k = 0; k < n; k++)
-        oc__store_le32(p + 4 * k, (k * 5) % NRANKS);
+        oc__store_le32(p + 4 * k, (k * L->mul) % NRANKS);
     if (n & 1)
         oc__store_le32(p + 4 * n, 0);
     items = p + oc__wire_col_dst_bytes(n);
@@ -670,47 +681,73 @@ static size_t build_column(uint8_t *buf, uint32_t src, uint32_t n,
         memset(v, (int)(k + 1), sizeof(v));
         items = oc__wire_put_item(items, v, item);
     }
-    h = base_hdr(OC_WIRE_F_STREAM | OC_WIRE_F_FIXED, item, n,
-                 (uint32_t)(items - buf));
-    h.src = src;
+    h = base_hdr(L->flags, item, n, (uint32_t)(items - buf));
+    if (L->src_col)
+        h.dst = peer;
+    else
+        h.src = peer;
     oc__wire_hdr_write(buf, &h);
     return (size_t)(items - buf);
 }
 
-static void test_column_stream_accepted(void **state)
+/* The receiver a bundle of layout @p L from/to its peer rank meets: the
+ * agent of a connection from that rank, or that rank itself. */
+static oc_wire_check_t col_receiver(const col_layout_t *L)
+{
+    oc_wire_check_t rx = chk_any;
+    if (L->src_col)
+        rx.dst = L->peer;
+    else
+        rx.src = L->peer;
+    return rx;
+}
+
+static void test_columns_accepted(void **state)
 {
     static const uint16_t items[] = {8, 1, 12, 16, 60};
-    const oc_wire_check_t from5 = {JOB, NRANKS, OC_WIRE_RANK_NONE, 5, 0};
-    for (size_t t = 0; t < sizeof(items) / sizeof(items[0]); t++) {
-        for (uint32_t n = 1; n <= 9; n += 4) {
-            oc_wire_hdr_t h;
-            oc_wire_iter_t it, it2;
-            oc_wire_msg_t m = {0, 0, 0, NULL};
-            size_t len = build_column(BUF, 5, n, items[t]);
-            uint32_t k = 0;
-            assert_int_equal(len, HDR + oc__wire_pad8(4 * n) +
-                                      n * oc__wire_pad8(items[t]));
-            assert_status(oc__wire_validate(BUF, len, &from5, &h), OC_OK);
-            assert_int_equal(h.flags, OC_WIRE_F_STREAM | OC_WIRE_F_FIXED);
-            oc__wire_iter_init(&it, BUF, &h);
-            while (oc__wire_iter_next(&it, &m)) {
-                assert_int_equal(m.src, 5);
-                assert_int_equal(m.dst, (k * 5) % NRANKS);
-                assert_int_equal(m.len, items[t]);
-                assert_int_equal(m.payload[0], (uint8_t)(k + 1));
-                k++;
+    for (size_t l = 0; l < N_LAYOUTS; l++) {
+        const col_layout_t *L = &col_layouts[l];
+        const oc_wire_check_t rx = col_receiver(L);
+        for (size_t t = 0; t < sizeof(items) / sizeof(items[0]); t++) {
+            for (uint32_t n = 1; n <= 9; n += 4) {
+                oc_wire_hdr_t h;
+                oc_wire_iter_t it, it2;
+                oc_wire_msg_t m = {0, 0, 0, NULL};
+                size_t len = build_col(BUF, L, L->peer, n, items[t]);
+                uint32_t k = 0;
+                assert_int_equal(len, HDR + oc__wire_pad8(4 * n) +
+                                          n * oc__wire_pad8(items[t]));
+                assert_status_in(oc__wire_validate(BUF, len, &rx, &h), OC_OK,
+                                 L->name, t);
+                assert_status_in(validate_copy(BUF, len, &chk_any), OC_OK,
+                                 L->name, t);
+                assert_int_equal(h.flags, L->flags);
+                oc__wire_iter_init(&it, BUF, &h);
+                while (oc__wire_iter_next(&it, &m)) {
+                    assert_int_equal(L->src_col ? m.dst : m.src, L->peer);
+                    assert_int_equal(L->src_col ? m.src : m.dst,
+                                     (k * L->mul) % NRANKS);
+                    assert_int_equal(m.len, items[t]);
+                    assert_int_equal(m.payload[0], (uint8_t)(k + 1));
+                    k++;
+                }
+                assert_int_equal(k, n);
+                assert_ptr_equal(it.p, BUF + len);
+                /* skip lands on the same message */
+                oc__wire_iter_init(&it2, BUF, &h);
+                oc__wire_iter_skip(&it2, n - 1);
+                assert_true(oc__wire_iter_next(&it2, &m));
+                assert_int_equal(L->src_col ? m.src : m.dst,
+                                 ((n - 1) * L->mul) % NRANKS);
+                assert_int_equal(m.payload[0], (uint8_t)n);
             }
-            assert_int_equal(k, n);
-            assert_ptr_equal(it.p, BUF + len);
-            /* skip lands on the same message */
-            oc__wire_iter_init(&it2, BUF, &h);
-            oc__wire_iter_skip(&it2, n - 1);
-            assert_true(oc__wire_iter_next(&it2, &m));
-            assert_int_equal(m.dst, ((n - 1) * 5) % NRANKS);
-            assert_int_equal(m.payload[0], (uint8_t)n);
         }
     }
-    /* capacity: what oc__wire_col_cap says fits, fits */
+}
+
+static void test_column_capacity(void **state)
+{
+    /* what oc__wire_col_cap says fits, fits */
     for (size_t stride = 8; stride <= 64; stride += 8) {
         uint32_t cap = oc__wire_col_cap(8192, stride);
         assert_true(cap > 0);
@@ -721,181 +758,122 @@ static void test_column_stream_accepted(void **state)
     assert_int_equal(oc__wire_col_cap(HDR + 8, 8), 0);
 }
 
-static void test_column_stream_rejected(void **state)
-{
-    const oc_wire_check_t from4 = {JOB, NRANKS, OC_WIRE_RANK_NONE, 4, 0};
-    const oc_wire_check_t at_rank = {JOB, NRANKS, 1, OC_WIRE_RANK_NONE, 0};
-    size_t len = build_column(BUF, 5, 7, 8);
+/* the layouts a case is for: bit l is col_layouts[l] */
+enum { COL = 1, SRC = 2, BOTH = COL | SRC };
+/* receivers: any; one that leaves destinations to its caller
+ * (OC_WIRE_CHECK_DST_AT_USE: a stream in shared memory, checked as
+ * routed), also from rank 4; a connection from rank 4 or 3; rank 1 */
+enum { RX_ANY, RX_LATER, RX_LATER_FROM4, RX_FROM4, RX_FROM3, RX_AT1 };
 
-    assert_status(validate_copy(BUF, len, &chk_any), OC_OK);
-    /* another sender than the connection's; a rank never receives one */
-    assert_status(validate_copy(BUF, len, &from4), OC_ERR_WIRE_RANK);
-    assert_status(validate_copy(BUF, len, &at_rank), OC_ERR_WIRE_FLAGS);
-    /* a destination out of range, first or last */
-    put32(BUF + HDR, NRANKS);
-    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_RANK);
-    len = build_column(BUF, 5, 7, 8);
-    put32(BUF + HDR + 4 * 6, 0xffffffffu);
-    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_RANK);
-    {   /* left to the caller (a stream in shared memory, checked as
-         * routed): the rest is still checked */
-        oc_wire_check_t later = chk_any;
-        later.flags = OC_WIRE_CHECK_DST_AT_USE;
-        assert_status(validate_copy(BUF, len, &later), OC_OK);
-        later.src = 4;
-        assert_status(validate_copy(BUF, len, &later), OC_ERR_WIRE_RANK);
-        later.src = OC_WIRE_RANK_NONE;
-        assert_status(validate_copy(BUF, len - 8, &later), OC_ERR_WIRE_LENGTH);
-    }
-    /* the destination column's padding (odd count) */
-    len = build_column(BUF, 5, 7, 8);
-    put32(BUF + HDR + 4 * 7, 1);
-    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_LENGTH);
-    /* an item's padding */
-    len = build_column(BUF, 5, 4, 5);
-    BUF[HDR + 16 + 8 * 2 + 6] = 1;
-    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_LENGTH);
-    /* count against length: one more, one fewer */
-    len = build_column(BUF, 5, 4, 8);
-    put32(BUF + 8, 5);
-    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_LENGTH);
-    len = build_column(BUF, 5, 4, 8);
-    put32(BUF + 8, 3);
-    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_LENGTH);
-    /* a header destination; a header source out of range */
-    len = build_column(BUF, 5, 4, 8);
-    put32(BUF + 36, 2);
-    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_RANK);
-    len = build_column(BUF, 5, 4, 8);
-    put32(BUF + 32, NRANKS);
-    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_RANK);
+/* One rejection (or acceptance) of a column bundle: build it with @c n
+ * entries of @c item bytes, write @c val (@c width bytes, 0: none) at
+ * @c off, hand over @c cut bytes fewer (@c cut_hdr: the header's length
+ * says so too) to receiver @c rx. */
+typedef struct {
+    uint8_t layouts;
+    uint32_t n;
+    uint16_t item;
+    uint16_t off;
+    uint8_t width;
+    uint32_t val;
+    uint8_t cut, cut_hdr, rx;
+    oc_status_t want;
+} col_case_t;
+
+static const col_case_t col_cases[] = {
+    {BOTH, 7, 8, 0, 0, 0, 0, 0, RX_ANY, OC_OK},
+    /* another sender than the connection's; a rank never receives a
+     * column stream; a source column for another rank than the receiver,
+     * or with a source another than the connection's one */
+    {COL, 7, 8, 0, 0, 0, 0, 0, RX_FROM4, OC_ERR_WIRE_RANK},
+    {COL, 7, 8, 0, 0, 0, 0, 0, RX_AT1, OC_ERR_WIRE_FLAGS},
+    {SRC, 7, 8, 0, 0, 0, 0, 0, RX_AT1, OC_ERR_WIRE_RANK},
+    {SRC, 7, 8, 0, 0, 0, 0, 0, RX_FROM3, OC_ERR_WIRE_RANK},
+    /* a column entry out of range, first or last; a destination may be
+     * left to the caller (the rest is still checked), a source never */
+    {BOTH, 7, 8, HDR, 4, NRANKS, 0, 0, RX_ANY, OC_ERR_WIRE_RANK},
+    {SRC, 7, 8, HDR, 4, NRANKS, 0, 0, RX_LATER, OC_ERR_WIRE_RANK},
+    {BOTH, 7, 8, HDR + 4 * 6, 4, 0xffffffffu, 0, 0, RX_ANY, OC_ERR_WIRE_RANK},
+    {COL, 7, 8, HDR + 4 * 6, 4, 0xffffffffu, 0, 0, RX_LATER, OC_OK},
+    {COL, 7, 8, HDR + 4 * 6, 4, 0xffffffffu, 0, 0, RX_LATER_FROM4,
+     OC_ERR_WIRE_RANK},
+    {COL, 7, 8, HDR + 4 * 6, 4, 0xffffffffu, 8, 0, RX_LATER,
+     OC_ERR_WIRE_LENGTH},
+    /* the column's padding (odd count); an item's padding */
+    {BOTH, 7, 8, HDR + 4 * 7, 4, 1, 0, 0, RX_ANY, OC_ERR_WIRE_LENGTH},
+    {BOTH, 4, 5, HDR + 16 + 8 * 2 + 6, 1, 1, 0, 0, RX_ANY, OC_ERR_WIRE_LENGTH},
+    /* count against length: one more, one fewer; a byte short */
+    {BOTH, 4, 8, 8, 4, 5, 0, 0, RX_ANY, OC_ERR_WIRE_LENGTH},
+    {BOTH, 4, 8, 8, 4, 3, 0, 0, RX_ANY, OC_ERR_WIRE_LENGTH},
+    {SRC, 4, 8, 0, 0, 0, 8, 1, RX_ANY, OC_ERR_WIRE_LENGTH},
+    /* item size 0 */
+    {SRC, 4, 8, 6, 1, 0, 0, 0, RX_ANY, OC_ERR_WIRE_ITEM_SIZE},
+    /* the header rank of the other side (a column stream's destination, a
+     * source column's source); the header's own rank out of range (or
+     * none, for the source column's destination) */
+    {COL, 4, 8, 36, 4, 2, 0, 0, RX_ANY, OC_ERR_WIRE_RANK},
+    {SRC, 4, 8, 32, 4, 1, 0, 0, RX_ANY, OC_ERR_WIRE_RANK},
+    {COL, 4, 8, 32, 4, NRANKS, 0, 0, RX_ANY, OC_ERR_WIRE_RANK},
+    {SRC, 4, 8, 36, 4, OC_WIRE_RANK_NONE, 0, 0, RX_ANY, OC_ERR_WIRE_RANK},
+    {SRC, 4, 8, 36, 4, NRANKS, 0, 0, RX_ANY, OC_ERR_WIRE_RANK},
+    /* SRCCOL with anything but FIXED alone */
+    {SRC, 4, 8, 5, 1, OC_WIRE_F_SRCCOL, 0, 0, RX_ANY, OC_ERR_WIRE_FLAGS},
+    {SRC, 4, 8, 5, 1, OC_WIRE_F_SRCCOL | OC_WIRE_F_STREAM, 0, 0, RX_ANY,
+     OC_ERR_WIRE_FLAGS},
+    {SRC, 4, 8, 5, 1, OC_WIRE_F_SRCCOL | OC_WIRE_F_ALL, 0, 0, RX_ANY,
+     OC_ERR_WIRE_FLAGS},
+    {SRC, 4, 8, 5, 1, OC_WIRE_F_SRCCOL | OC_WIRE_F_RUNS, 0, 0, RX_ANY,
+     OC_ERR_WIRE_FLAGS},
+    {SRC, 4, 8, 5, 1, OC_WIRE_F_SRCCOL | OC_WIRE_F_FIXED | OC_WIRE_F_RUNS, 0,
+     0, RX_ANY, OC_ERR_WIRE_FLAGS},
+};
+
+static oc_wire_check_t col_case_receiver(uint8_t rx)
+{
+    oc_wire_check_t c = chk_any;
+    if (rx == RX_LATER || rx == RX_LATER_FROM4)
+        c.flags = OC_WIRE_CHECK_DST_AT_USE;
+    if (rx == RX_LATER_FROM4 || rx == RX_FROM4)
+        c.src = 4;
+    if (rx == RX_FROM3)
+        c.src = 3;
+    if (rx == RX_AT1)
+        c.dst = 1;
+    return c;
 }
 
-/* A source column toward rank @p dst: @p n sources, then n items of
- * @p item bytes. */
-static size_t build_srccol(uint8_t *buf, uint32_t dst, uint32_t n,
-                           uint16_t item)
+static void test_columns_rejected(void **state)
 {
-    uint8_t *p = buf + HDR, *items;
-    oc_wire_hdr_t h;
-    for (uint32_t k = 0; k < n; k++)
-        oc__store_le32(p + 4 * k, (k * 3) % NRANKS);
-    if (n & 1)
-        oc__store_le32(p + 4 * n, 0);
-    items = p + oc__wire_col_dst_bytes(n);
-    for (uint32_t k = 0; k < n; k++) {
-        uint8_t v[64];
-        memset(v, (int)(k + 1), sizeof(v));
-        items = oc__wire_put_item(items, v, item);
-    }
-    h = base_hdr(OC_WIRE_F_SRCCOL | OC_WIRE_F_FIXED, item, n,
-                 (uint32_t)(items - buf));
-    h.dst = dst;
-    oc__wire_hdr_write(buf, &h);
-    return (size_t)(items - buf);
-}
-
-static void test_srccol_accepted(void **state)
-{
-    static const uint16_t items[] = {8, 1, 12, 16, 60};
-    const oc_wire_check_t at2 = {JOB, NRANKS, 2, OC_WIRE_RANK_NONE, 0};
-    for (size_t t = 0; t < sizeof(items) / sizeof(items[0]); t++) {
-        for (uint32_t n = 1; n <= 9; n += 4) {
-            oc_wire_hdr_t h;
-            oc_wire_iter_t it, it2;
-            oc_wire_msg_t m = {0, 0, 0, NULL};
-            size_t len = build_srccol(BUF, 2, n, items[t]);
-            uint32_t k = 0;
-            assert_int_equal(len, HDR + oc__wire_pad8(4 * n) +
-                                      n * oc__wire_pad8(items[t]));
-            assert_status(oc__wire_validate(BUF, len, &at2, &h), OC_OK);
-            assert_status(validate_copy(BUF, len, &chk_any), OC_OK);
-            assert_int_equal(h.flags, OC_WIRE_F_SRCCOL | OC_WIRE_F_FIXED);
-            oc__wire_iter_init(&it, BUF, &h);
-            while (oc__wire_iter_next(&it, &m)) {
-                assert_int_equal(m.dst, 2);
-                assert_int_equal(m.src, (k * 3) % NRANKS);
-                assert_int_equal(m.len, items[t]);
-                assert_int_equal(m.payload[0], (uint8_t)(k + 1));
-                k++;
-            }
-            assert_int_equal(k, n);
-            assert_ptr_equal(it.p, BUF + len);
-            oc__wire_iter_init(&it2, BUF, &h);
-            oc__wire_iter_skip(&it2, n - 1);
-            assert_true(oc__wire_iter_next(&it2, &m));
-            assert_int_equal(m.src, ((n - 1) * 3) % NRANKS);
-            assert_int_equal(m.payload[0], (uint8_t)n);
+    size_t ran = 0;
+    for (size_t l = 0; l < N_LAYOUTS; l++) {
+        const col_layout_t *L = &col_layouts[l];
+        for (size_t i = 0; i < sizeof(col_cases) / sizeof(col_cases[0]); i++) {
+            const col_case_t *c = &col_cases[i];
+            const oc_wire_check_t rx = col_case_receiver(c->rx);
+            size_t len;
+            if (!(c->layouts & (1u << l)))
+                continue;
+            len = build_col(BUF, L, L->peer, c->n, c->item);
+            if (c->width == 4)
+                put32(BUF + c->off, c->val);
+            else if (c->width == 1)
+                BUF[c->off] = (uint8_t)c->val;
+            if (c->cut_hdr)
+                put32(BUF + 12, (uint32_t)(len - c->cut));
+            assert_status_in(validate_copy(BUF, len - c->cut, &rx), c->want,
+                             L->name, i);
+            ran++;
         }
     }
-}
-
-static void test_srccol_rejected(void **state)
-{
-    const oc_wire_check_t at1 = {JOB, NRANKS, 1, OC_WIRE_RANK_NONE, 0};
-    const oc_wire_check_t from3 = {JOB, NRANKS, OC_WIRE_RANK_NONE, 3, 0};
-    oc_wire_check_t later = chk_any;
-    size_t len = build_srccol(BUF, 2, 7, 8);
-
-    assert_status(validate_copy(BUF, len, &chk_any), OC_OK);
-    /* for another rank than the receiver */
-    assert_status(validate_copy(BUF, len, &at1), OC_ERR_WIRE_RANK);
-    /* a connection that names one source: every source must be it */
-    assert_status(validate_copy(BUF, len, &from3), OC_ERR_WIRE_RANK);
-    for (uint32_t k = 0; k < 7; k++)
-        put32(BUF + HDR + 4 * k, 3);
-    assert_status(validate_copy(BUF, len, &from3), OC_OK);
-    /* a source out of range, first or last: never left to the caller */
-    len = build_srccol(BUF, 2, 7, 8);
-    put32(BUF + HDR, NRANKS);
-    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_RANK);
-    later.flags = OC_WIRE_CHECK_DST_AT_USE;
-    assert_status(validate_copy(BUF, len, &later), OC_ERR_WIRE_RANK);
-    len = build_srccol(BUF, 2, 7, 8);
-    put32(BUF + HDR + 4 * 6, 0xffffffffu);
-    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_RANK);
-    /* the column's padding (odd count); an item's padding */
-    len = build_srccol(BUF, 2, 7, 8);
-    put32(BUF + HDR + 4 * 7, 1);
-    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_LENGTH);
-    len = build_srccol(BUF, 2, 4, 5);
-    BUF[HDR + 16 + 8 * 2 + 6] = 1;
-    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_LENGTH);
-    /* count against length: one more, one fewer; a byte short */
-    len = build_srccol(BUF, 2, 4, 8);
-    put32(BUF + 8, 5);
-    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_LENGTH);
-    len = build_srccol(BUF, 2, 4, 8);
-    put32(BUF + 8, 3);
-    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_LENGTH);
-    len = build_srccol(BUF, 2, 4, 8);
-    put32(BUF + 12, (uint32_t)len - 8);
-    assert_status(validate_copy(BUF, len - 8, &chk_any), OC_ERR_WIRE_LENGTH);
-    /* item size 0 */
-    len = build_srccol(BUF, 2, 4, 8);
-    BUF[6] = 0;
-    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_ITEM_SIZE);
-    /* a header source; no header destination, or one out of range */
-    len = build_srccol(BUF, 2, 4, 8);
-    put32(BUF + 32, 1);
-    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_RANK);
-    len = build_srccol(BUF, 2, 4, 8);
-    put32(BUF + 36, OC_WIRE_RANK_NONE);
-    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_RANK);
-    len = build_srccol(BUF, 2, 4, 8);
-    put32(BUF + 36, NRANKS);
-    assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_RANK);
-    /* SRCCOL with anything but FIXED alone */
-    static const uint8_t bad[] = {OC_WIRE_F_SRCCOL,
-                                  OC_WIRE_F_SRCCOL | OC_WIRE_F_STREAM,
-                                  OC_WIRE_F_SRCCOL | OC_WIRE_F_ALL,
-                                  OC_WIRE_F_SRCCOL | OC_WIRE_F_RUNS,
-                                  OC_WIRE_F_SRCCOL | OC_WIRE_F_FIXED |
-                                      OC_WIRE_F_RUNS};
-    for (size_t i = 0; i < sizeof(bad); i++) {
-        len = build_srccol(BUF, 2, 4, 8);
-        BUF[5] = bad[i];
-        assert_status(validate_copy(BUF, len, &chk_any), OC_ERR_WIRE_FLAGS);
+    assert_int_equal(ran, 34);
+    /* a connection that names one source: a source column whose every
+     * source is it passes */
+    {
+        const oc_wire_check_t from3 = col_case_receiver(RX_FROM3);
+        size_t len = build_col(BUF, &col_layouts[1], 2, 7, 8);
+        for (uint32_t k = 0; k < 7; k++)
+            put32(BUF + HDR + 4 * k, 3);
+        assert_status(validate_copy(BUF, len, &from3), OC_OK);
     }
 }
 
@@ -1231,10 +1209,9 @@ int main(void)
         cmocka_unit_test(test_reject_rank_fixed),
         cmocka_unit_test(test_reject_wrong_dst),
         cmocka_unit_test(test_accept_after_reject),
-        cmocka_unit_test(test_column_stream_accepted),
-        cmocka_unit_test(test_column_stream_rejected),
-        cmocka_unit_test(test_srccol_accepted),
-        cmocka_unit_test(test_srccol_rejected),
+        cmocka_unit_test(test_columns_accepted),
+        cmocka_unit_test(test_column_capacity),
+        cmocka_unit_test(test_columns_rejected),
     };
     return cmocka_run_group_tests_name("wire", tests, NULL, NULL);
 }

@@ -16,23 +16,14 @@
 
 #include <cmocka.h>
 
+#include "test_common.h"
+
 #include "wire/wire.h"
 
-#define JOB    0x5eed1234u
-#define NRANKS 16u
 #define HDR    OC_WIRE_HDR_LEN
 #define BODY   16384u
 
-#define assert_status(got, want)                                               \
-    do {                                                                       \
-        oc_status_t g_ = (got), w_ = (want);                                   \
-        if (g_ != w_)                                                          \
-            fail_msg("got %s, want %s", oc_status_string(g_),                  \
-                     oc_status_string(w_));                                    \
-    } while (0)
-
-static const oc_wire_check_t chk_any = {JOB, NRANKS, OC_WIRE_RANK_NONE,
-                                        OC_WIRE_RANK_NONE, 0};
+static const oc_wire_check_t chk_any = CHK_ANY_INIT;
 
 static uint64_t inmem[(HDR + BODY) / 8], outmem[(HDR + 2 * BODY) / 8];
 #define IN  ((uint8_t *)inmem)
