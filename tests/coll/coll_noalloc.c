@@ -6,7 +6,11 @@
  * its worker's small-send pool (oc__tr_worker_small_allocs) through the
  * runtime's extension accessor, so it links the static library.
  *
- *   coll_noalloc WARM STEADY GO   WARM rounds (each an 8 B and a 1 KiB
+ *   coll_noalloc WARM STEADY GO   a 1.25 MiB allreduce (its buffers, over
+ *                                 the agent's bound, are freed when it
+ *                                 ends: the state must keep the next
+ *                                 ones all the same), then
+ *                                 WARM rounds (each an 8 B and a 1 KiB
  *                                 int64 sum and a 1 KiB int64
  *                                 all-to-all, verified), then prints
  *                                 "rank R: warm small_allocs N" and waits
@@ -35,11 +39,42 @@
 #include <unistd.h>
 
 #define WIDE 128 /* int64s: 1 KiB, under OC_COLLD_INLINE_MAX */
+#define BIG (160 * 1024) /* int64s: 1.25 MiB, over OC__RC_BUF_KEEP */
 
 static oc_status_t noop(void *arg, uint32_t src, const void *p, size_t n)
 {
     (void)arg, (void)src, (void)p, (void)n;
     return OC_OK;
+}
+
+/* One allreduce of BIG int64s: 0 when verified. */
+static int big(oc_context_t *ctx)
+{
+    const uint32_t rank = oc_rank(ctx), size = oc_size(ctx);
+    int64_t *in = malloc(BIG * sizeof(*in)), *out = malloc(BIG * sizeof(*out));
+    oc_status_t st = OC_ERR_NO_MEMORY;
+    int bad = 1;
+
+    if (in != NULL && out != NULL) {
+        for (size_t i = 0; i < BIG; i++)
+            in[i] = (int64_t)(rank + 1) * (int64_t)i;
+        st = oc_allreduce(ctx, in, out, BIG, OC_INT64, OC_SUM);
+    }
+    if (st != OC_OK) {
+        fprintf(stderr, "rank %u: the 1.25 MiB allreduce: %s\n", rank,
+                oc_status_string(st));
+    } else {
+        bad = 0;
+        for (size_t i = 0; i < BIG && !bad; i++)
+            if (out[i] != (int64_t)size * (size + 1) / 2 * (int64_t)i) {
+                fprintf(stderr, "rank %u: the 1.25 MiB allreduce: [%zu] "
+                        "%lld\n", rank, i, (long long)out[i]);
+                bad = 1;
+            }
+    }
+    free(in);
+    free(out);
+    return bad;
 }
 
 /* Round @p k's all-to-all of WIDE int64s in all: 0 when verified. */
@@ -141,7 +176,7 @@ int main(int argc, char **argv)
         oc_finalize(ctx);
         return 1;
     }
-    if (rounds(ctx, 0, warm) != 0) {
+    if (big(ctx) != 0 || rounds(ctx, 0, warm) != 0) {
         oc_finalize(ctx);
         return 1;
     }

@@ -220,15 +220,17 @@ void oc__rc_acoll_free(acoll_t *c)
 
 void oc__rc_acoll_put(oc_router_t *r, acoll_t *c)
 {
-    acoll_t keep = *c;
+    acoll_t keep;
 
     if (r->ncolls_free >= OC__RC_KEEP || c->nodes == NULL) {
         oc__rc_acoll_free(c);
         return;
     }
-    /* its data's buffers stay with it (rcbuf.c), up to a bound */
+    /* its data's buffers stay with it (rcbuf.c), up to a bound: trimmed
+     * first, so that their byte count is kept as it is now */
     oc__rcsplit_free(c->split);
     oc__rc_bufs_trim(c, OC__RC_BUF_KEEP);
+    keep = *c;
     memset(c, 0, sizeof(*c));
     memset(keep.r, 0, sizeof(*keep.r) * keep.size);
     c->job = keep.job;
