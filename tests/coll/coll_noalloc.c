@@ -38,7 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define WIDE 128 /* int64s: 1 KiB, under OC_COLLD_INLINE_MAX */
+#define WIDE 128         /* int64s: 1 KiB, under OC_COLLD_INLINE_MAX */
 #define BIG (160 * 1024) /* int64s: 1.25 MiB, over OC__RC_BUF_KEEP */
 
 static oc_status_t noop(void *arg, uint32_t src, const void *p, size_t n)
@@ -67,8 +67,10 @@ static int big(oc_context_t *ctx)
         bad = 0;
         for (size_t i = 0; i < BIG && !bad; i++)
             if (out[i] != (int64_t)size * (size + 1) / 2 * (int64_t)i) {
-                fprintf(stderr, "rank %u: the 1.25 MiB allreduce: [%zu] "
-                        "%lld\n", rank, i, (long long)out[i]);
+                fprintf(stderr,
+                        "rank %u: the 1.25 MiB allreduce: [%zu] "
+                        "%lld\n",
+                        rank, i, (long long)out[i]);
                 bad = 1;
             }
     }
@@ -98,9 +100,11 @@ static int a2a(oc_context_t *ctx, uint32_t k)
         for (size_t i = 0; i < b; i++) {
             int64_t want = (int64_t)s * 1000000 + rank * 1000 + k + i;
             if (out[s * b + i] != want) {
-                fprintf(stderr, "rank %u: round %u, all-to-all: block "
-                        "from %u [%zu] %lld, not %lld\n", rank, k, s, i,
-                        (long long)out[s * b + i], (long long)want);
+                fprintf(stderr,
+                        "rank %u: round %u, all-to-all: block "
+                        "from %u [%zu] %lld, not %lld\n",
+                        rank, k, s, i, (long long)out[s * b + i],
+                        (long long)want);
                 return 1;
             }
         }
