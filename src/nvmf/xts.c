@@ -223,6 +223,25 @@ int oc__nvmf_xts_new(const uint8_t key[64], int path, oc__nvmf_xts_t **out)
     return 0;
 }
 
+int oc__nvmf_xts_dup(const oc__nvmf_xts_t *x, oc__nvmf_xts_t **out)
+{
+    oc__nvmf_xts_t *y = malloc(sizeof(*y));
+
+    if (!y)
+        return -1;
+    memcpy(y, x, sizeof(*y));
+    y->enc = y->dec = NULL;
+    if (x->enc && (!(y->enc = EVP_CIPHER_CTX_new()) ||
+                   !(y->dec = EVP_CIPHER_CTX_new()) ||
+                   !EVP_CIPHER_CTX_copy(y->enc, x->enc) ||
+                   !EVP_CIPHER_CTX_copy(y->dec, x->dec))) {
+        oc__nvmf_xts_free(y);
+        return -1;
+    }
+    *out = y;
+    return 0;
+}
+
 void oc__nvmf_xts_free(oc__nvmf_xts_t *x)
 {
     if (!x)

@@ -27,6 +27,11 @@ enum {
  * (*out untouched). */
 int oc__nvmf_xts_new(const uint8_t key[64], int path, oc__nvmf_xts_t **out);
 
+/** A copy of @p x for another worker (the expanded schedule copied, not
+ * the key re-read).  @return 0, or -1 out of memory or OpenSSL refused
+ * (*out untouched). */
+int oc__nvmf_xts_dup(const oc__nvmf_xts_t *x, oc__nvmf_xts_t **out);
+
 /** Wipe the key schedule and free; NULL is a no-op. */
 void oc__nvmf_xts_free(oc__nvmf_xts_t *x);
 
