@@ -25,6 +25,7 @@
 #include <string.h>
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define OC_XTS_X86 1
 #endif
@@ -41,12 +42,18 @@ struct oc__nvmf_xts {
 static int have_vaes;
 static void cpu_init(void)
 {
+    unsigned a, b, c = 0, d;
+
+    /* clang 14 knows no "vaes" for __builtin_cpu_supports: CPUID leaf 7
+     * ECX bits 9 (VAES) and 10 (VPCLMULQDQ); the builtins check that the
+     * OS saves the AVX-512 state */
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d))
+        c = 0;
     __builtin_cpu_init();
     have_vaes = __builtin_cpu_supports("aes") &&
                 __builtin_cpu_supports("avx512f") &&
                 __builtin_cpu_supports("avx512bw") &&
-                __builtin_cpu_supports("vaes") &&
-                __builtin_cpu_supports("vpclmulqdq");
+                (c >> 9 & 1) && (c >> 10 & 1);
 }
 static pthread_once_t cpu_once = PTHREAD_ONCE_INIT;
 
