@@ -17,15 +17,14 @@
  */
 #include "xts.h"
 #include "util/bytes.h"
+#include "util/cpu.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #if defined(__x86_64__)
-#include <cpuid.h>
 #include <immintrin.h>
 #define OC_XTS_X86 1
 #endif
@@ -39,23 +38,6 @@ struct oc__nvmf_xts {
 };
 
 #ifdef OC_XTS_X86
-static int have_vaes;
-static void cpu_init(void)
-{
-    unsigned a, b, c = 0, d;
-
-    /* clang 14 knows no "vaes" for __builtin_cpu_supports: CPUID leaf 7
-     * ECX bits 9 (VAES) and 10 (VPCLMULQDQ); the builtins check that the
-     * OS saves the AVX-512 state */
-    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d))
-        c = 0;
-    __builtin_cpu_init();
-    have_vaes = __builtin_cpu_supports("aes") &&
-                __builtin_cpu_supports("avx512f") &&
-                __builtin_cpu_supports("avx512bw") &&
-                (c >> 9 & 1) && (c >> 10 & 1);
-}
-static pthread_once_t cpu_once = PTHREAD_ONCE_INIT;
 
 #define AESNI __attribute__((target("aes,sse4.1")))
 #define VAES  __attribute__((target("aes,sse4.1,avx512f,avx512bw,vaes,vpclmulqdq")))
@@ -206,8 +188,9 @@ int oc__nvmf_xts_new(const uint8_t key[64], int path, oc__nvmf_xts_t **out)
     if (!x)
         return -1;
 #ifdef OC_XTS_X86
-    pthread_once(&cpu_once, cpu_init);
-    if (path == OC__NVMF_XTS_AUTO && have_vaes) {
+    const unsigned need = OC__CPU_AES | OC__CPU_AVX512BW | OC__CPU_VAES;
+
+    if (path == OC__NVMF_XTS_AUTO && (oc__cpu_features() & need) == need) {
         expand(key, x->rk1e);
         invert(x->rk1e, x->rk1d);
         expand(key + 32, x->rk2e);
