@@ -25,6 +25,14 @@ static void detect(void)
         features |= OC__CPU_AES;
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"))
         features |= OC__CPU_AVX512BW;
+    if (__builtin_cpu_supports("sse4.2"))
+        features |= OC__CPU_SSE42;
+    if (__builtin_cpu_supports("avx2"))
+        features |= OC__CPU_AVX2;
+    if (__builtin_cpu_supports("avx512vl"))
+        features |= OC__CPU_AVX512VL;
+    if (__builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2"))
+        features |= OC__CPU_BMI;
     if (!__get_cpuid_count(7, 0, &a, &b, &c, &d))
         c = 0;
     if ((c >> 9 & 1) && (c >> 10 & 1))
