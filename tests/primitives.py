@@ -71,9 +71,6 @@ CHECKS = [
         "name": "CPU feature detection",
         "home": ["src/util/cpu.c"],
         "patterns": [r"__builtin_cpu_supports\s*\(", r"__get_cpuid"],
-        # older than util/cpu.h, to move there: the classifier's
-        # AVX-512/AVX2 paths
-        "except": ["src/pkt/acl/"],
         "hint": 'use util/cpu.h (oc__cpu_features)',
     },
 ]
