@@ -23,7 +23,8 @@
 #                callgrind), several emulated nodes (inline vs agent, the
 #                packets and bytes between them: bench/run-multinode.sh,
 #                root: network namespaces; MULTINODE_ARGS), offcore-nvmf against
-#                local fio (bench/nvmf-bench.py), and bench-pkt
+#                local fio (bench/nvmf-bench.py) and its XTS against EVP
+#                (bench/nvmf_xts.c), and bench-pkt
 #   make bench-router-ab REV=<commit>  one routing thread's kernel, this
 #                tree's router vs REV's and the bare partitioning loop, in
 #                one process (bench/run-router-bench.sh; ROUTER_BENCH_ARGS)
@@ -143,6 +144,7 @@ bench: build
 	bash bench/run-multinode.sh $(BUILDDIR) $(MULTINODE_ARGS); \
 	    rc=$$?; [ $$rc = 0 ] || [ $$rc = 77 ]
 	python3 bench/nvmf-bench.py $(BUILDDIR)
+	$(BUILDDIR)/bench/bench-nvmf-xts
 	$(MAKE) --no-print-directory bench-pkt
 
 # connection tracking at 1M flows, one core, IPv4 then IPv6 tables

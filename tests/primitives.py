@@ -4,7 +4,8 @@
 The tree keeps one definition of each mechanism it uses everywhere
 (docs/design.md, "src/util/"): the byte-order loads and stores
 (util/bytes.h), the single-writer counters (util/counter.h), the SPSC ring
-(util/spsc.h), the branch hints (util/likely.h).  A second one is how the
+(util/spsc.h), the branch hints (util/likely.h), the CPU feature detection
+(util/cpu.h).  A second one is how the
 tree drifted before (byte order about ten times, three rings whose head
 and tail meant opposite things).  This test reads every .c and .h under
 src/ and fails, naming file and line, where a pattern that defines or
@@ -65,6 +66,12 @@ CHECKS = [
         "home": ["src/util/include/util/likely.h"],
         "patterns": [r"#\s*define\s+(likely|unlikely)\b"],
         "hint": 'include "util/likely.h"',
+    },
+    {
+        "name": "CPU feature detection",
+        "home": ["src/util/cpu.c"],
+        "patterns": [r"__builtin_cpu_supports\s*\(", r"__get_cpuid"],
+        "hint": 'use util/cpu.h (oc__cpu_features)',
     },
 ]
 

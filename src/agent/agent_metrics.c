@@ -419,6 +419,11 @@ static void thread_metrics(agent_t *a, oc_prom_t *p,
          "state came from: allocated, or an ended one of the same job kept "
          "by the thread (steady state: kept only)", OC_PROM_COUNTER, "from",
          {{"new", RC(coll_state_new)}, {"kept", RC(coll_state_kept)}}},
+        {OC_M_THREAD_COLL_BUFS, "Data buffers of agent collectives "
+         "(contributions, results, all-to-all blocks), by where they came "
+         "from: allocated, or kept with an ended state (steady state: kept "
+         "only)", OC_PROM_COUNTER, "from",
+         {{"new", RC(coll_buf_new)}, {"kept", RC(coll_buf_kept)}}},
         {OC_M_THREAD_FORWARDED, "Bundles sent on whole (all for one rank), "
          "not re-aggregated", OC_PROM_COUNTER, NULL,
          {{NULL, RC(bundles_forwarded)}}},

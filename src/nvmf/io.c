@@ -340,7 +340,7 @@ void oc__nvmf_io_exec(oc_nvmf_cmd_t *cmd)
         cmd->zr_hi = (uint32_t)nlb;
         if (oc__nvmf_cmd_buf(cmd))
             return finish(cmd, OC_NVME_SC_INTERNAL);
-        if (ns->xts_enc)
+        if (ns->xts)
             return submit_wz_chunk(cmd);
         sqe = file_sqe(cmd);
         if (!sqe)
@@ -363,7 +363,7 @@ void oc__nvmf_io_exec(oc_nvmf_cmd_t *cmd)
         oc__nvmf_stat_add(&ns->st[cmd->conn->w->idx].dsm, 1);
         /* only Deallocate does anything; encrypted blocks are never
          * punched (zeros would decrypt to noise) */
-        if (!((oc__sqe_cdw(s, 11) >> 2) & 1) || ns->xts_enc)
+        if (!((oc__sqe_cdw(s, 11) >> 2) & 1) || ns->xts)
             return finish(cmd, 0);
         cmd->zr_lo = 0;
         cmd->zr_hi = nr;

@@ -7,13 +7,15 @@
  * formats and guarantees: docs/nvmf.md, "Data protection".
  *
  * Threading: open and close before and after the workers run; verify and
- * seal on any worker, each with its own EVP contexts (reused per block);
+ * seal on any worker, each with its own XTS object (xts.h: one call per
+ * request, VAES/AVX-512 or EVP);
  * the checksum table is shared (workers write the entries of the blocks
  * they write; two writes of one block at once are the host's race, as
  * on one worker).
  * Trust: the key file must be the target's user's and unreadable by others.
  */
 #include "target.h"
+#include "xts.h"
 #include "util/log.h"
 #include "util/secret.h"
 
@@ -21,6 +23,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/fs.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
@@ -58,44 +61,25 @@ static int read_key(const char *path, uint8_t key[64])
     }
     rc = 0;
 out:
-    memset(buf, 0, sizeof(buf));
+    OPENSSL_cleanse(buf, sizeof(buf));
     if (rc != 0)
-        memset(key, 0, 64);
+        OPENSSL_cleanse(key, 64);
     return rc;
 }
 
 static int crypto_init(oc_nvmf_ns_t *ns, const char *key_path)
 {
     uint8_t key[64];
-    EVP_CIPHER_CTX *e = NULL, *d = NULL;
+    int rc;
 
     if (read_key(key_path, key))
         return -1;
-    e = EVP_CIPHER_CTX_new();
-    d = EVP_CIPHER_CTX_new();
-    if (!e || !d || !EVP_EncryptInit_ex(e, EVP_aes_256_xts(), NULL, key, NULL) ||
-        !EVP_DecryptInit_ex(d, EVP_aes_256_xts(), NULL, key, NULL)) {
-        oc_error(LOGC, "AES-256-XTS setup failed (OpenSSL)");
-        EVP_CIPHER_CTX_free(e);
-        EVP_CIPHER_CTX_free(d);
-        memset(key, 0, sizeof(key));
+    rc = oc__nvmf_xts_new(key, OC__NVMF_XTS_AUTO, &ns->xts);
+    OPENSSL_cleanse(key, sizeof(key));
+    if (rc) {
+        oc_error(LOGC, "AES-256-XTS setup failed (OpenSSL or memory)");
         return -1;
     }
-    memset(key, 0, sizeof(key));
-    ns->xts_enc = e;
-    ns->xts_dec = d;
-    return 0;
-}
-
-static int xts(EVP_CIPHER_CTX *ctx, uint8_t *blk, uint32_t bs, uint64_t lba)
-{
-    uint8_t iv[16] = {0};
-    int outl = 0;
-
-    oc__store_le64(iv, lba);
-    if (!EVP_CipherInit_ex(ctx, NULL, NULL, NULL, iv, -1) ||
-        !EVP_CipherUpdate(ctx, blk, &outl, blk, (int)bs) || outl != (int)bs)
-        return -1;
     return 0;
 }
 
@@ -278,7 +262,9 @@ oc_status_t oc__nvmf_ns_open(const oc_nvmf_ns_conf_t *nc, const char *subnqn,
     oc_info(LOGC, "namespace %u: %s, %llu blocks of %u bytes%s%s%s",
             ns->nsid, ns->path, (unsigned long long)ns->nblocks, ns->bs,
             ns->direct ? ", O_DIRECT" : "", ns->crc ? ", CRC32C per block" : "",
-            ns->xts_enc ? ", AES-256-XTS" : "");
+            ns->xts ? (oc__nvmf_xts_vector(ns->xts)
+                           ? ", AES-256-XTS (VAES/AVX-512)"
+                           : ", AES-256-XTS (OpenSSL)") : "");
     *out = ns;
     return OC_OK;
 err:
@@ -302,60 +288,50 @@ void oc__nvmf_ns_close(oc_nvmf_ns_t *ns)
         fdatasync(ns->fd);
         close(ns->fd);
     }
-    EVP_CIPHER_CTX_free(ns->xts_enc);
-    EVP_CIPHER_CTX_free(ns->xts_dec);
+    oc__nvmf_xts_free(ns->xts);
     for (int i = 0; i < ns->nxts_w; i++)
-        EVP_CIPHER_CTX_free(ns->xts_w[i]);
+        oc__nvmf_xts_free(ns->xts_w[i]);
     free(ns->xts_w);
     free(ns);
 }
 
 int oc__nvmf_ns_workers(oc_nvmf_ns_t *ns, int n)
 {
-    if (!ns->xts_enc || n <= 1)
+    if (!ns->xts || n <= 1)
         return 0;
-    ns->xts_w = calloc((size_t)n * 2, sizeof(void *));
+    ns->xts_w = calloc((size_t)n, sizeof(*ns->xts_w));
     if (!ns->xts_w)
         goto err;
-    ns->nxts_w = n * 2;
-    for (int i = 0; i < n * 2; i++) {
-        EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
-        ns->xts_w[i] = c;
-        if (!c || !EVP_CIPHER_CTX_copy(c, i % 2 ? ns->xts_dec : ns->xts_enc))
+    ns->nxts_w = n;
+    for (int i = 0; i < n; i++)
+        if (oc__nvmf_xts_dup(ns->xts, &ns->xts_w[i]))
             goto err;
-    }
     return 0;
 err:
-    oc_error(LOGC, "namespace %u: AES-256-XTS contexts for %d workers: "
+    oc_error(LOGC, "namespace %u: AES-256-XTS for %d workers: "
              "out of memory or refused (OpenSSL)", ns->nsid, n);
     return -1;
 }
 
-static EVP_CIPHER_CTX *ctx_of(const oc_nvmf_ns_t *ns, int w, int dec)
+static oc__nvmf_xts_t *xts_of(const oc_nvmf_ns_t *ns, int w)
 {
-    if (!ns->xts_enc)
-        return NULL;
-    return ns->xts_w ? ns->xts_w[2 * w + dec] : dec ? ns->xts_dec : ns->xts_enc;
+    return ns->xts_w ? ns->xts_w[w] : ns->xts;
 }
 
+/* CRCs over the ciphertext first, then one XTS pass over the request */
 uint64_t oc__nvmf_ns_verify(oc_nvmf_ns_t *ns, int w, uint8_t *buf,
                            uint64_t lba, uint32_t n, int *bad)
 {
-    EVP_CIPHER_CTX *dec = ctx_of(ns, w, 1);
-
     *bad = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        uint8_t *blk = buf + ((size_t)i << ns->bs_shift);
-        if (ns->crc && oc__crc32c(0, blk, ns->bs) !=
-                           atomic_load_explicit(&ns->crc[lba + i],
-                                                memory_order_relaxed)) {
+    for (uint32_t i = 0; ns->crc && i < n; i++)
+        if (oc__crc32c(0, buf + ((size_t)i << ns->bs_shift), ns->bs) !=
+            atomic_load_explicit(&ns->crc[lba + i], memory_order_relaxed)) {
             *bad = 1;
             return lba + i;
         }
-        if (dec && xts(dec, blk, ns->bs, lba + i)) {
-            *bad = 1;
-            return lba + i;
-        }
+    if (ns->xts && oc__nvmf_xts_run(xts_of(ns, w), buf, ns->bs, n, lba, 1)) {
+        *bad = 1;
+        return lba;
     }
     return 0;
 }
@@ -363,17 +339,13 @@ uint64_t oc__nvmf_ns_verify(oc_nvmf_ns_t *ns, int w, uint8_t *buf,
 int oc__nvmf_ns_seal(oc_nvmf_ns_t *ns, int w, uint8_t *buf, uint64_t lba,
                     uint32_t n)
 {
-    EVP_CIPHER_CTX *enc = ctx_of(ns, w, 0);
-
-    for (uint32_t i = 0; i < n; i++) {
-        uint8_t *blk = buf + ((size_t)i << ns->bs_shift);
-        if (enc && xts(enc, blk, ns->bs, lba + i))
-            return -1;
-        if (ns->crc)
-            atomic_store_explicit(&ns->crc[lba + i],
-                                  oc__crc32c(0, blk, ns->bs),
-                                  memory_order_relaxed);
-    }
+    if (ns->xts && oc__nvmf_xts_run(xts_of(ns, w), buf, ns->bs, n, lba, 0))
+        return -1;
+    for (uint32_t i = 0; ns->crc && i < n; i++)
+        atomic_store_explicit(&ns->crc[lba + i],
+                              oc__crc32c(0, buf + ((size_t)i << ns->bs_shift),
+                                         ns->bs),
+                              memory_order_relaxed);
     return 0;
 }
 

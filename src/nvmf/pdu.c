@@ -16,6 +16,8 @@
 
 #include <pthread.h>
 
+#include "util/cpu.h"
+
 /* ------------------------------------------------------------- CRC32C */
 #define CRC32C_POLY 0x82f63b78u /* reflected Castagnoli polynomial */
 
@@ -146,8 +148,7 @@ static int have_sse42;
 
 static void cpu_init(void)
 {
-    __builtin_cpu_init();
-    have_sse42 = __builtin_cpu_supports("sse4.2") ? 1 : 0;
+    have_sse42 = (oc__cpu_features() & OC__CPU_SSE42) ? 1 : 0;
     if (have_sse42)
         shift_init();
 }

@@ -196,11 +196,10 @@ typedef struct oc_nvmf_ns {
     uint32_t bs;
     uint32_t bs_shift;
     int      direct;
-    void     *xts_enc, *xts_dec; /* EVP_CIPHER_CTX*, NULL without a key */
-    /* a context holds the IV of the block at hand: one pair per worker,
-     * [2w] encrypts, [2w+1] decrypts (oc__nvmf_ns_workers); NULL: one
-     * worker, xts_enc/xts_dec */
-    void     **xts_w;
+    struct oc__nvmf_xts *xts; /* xts.h; NULL without a key */
+    /* one per worker (oc__nvmf_ns_workers): the EVP fallback holds the
+     * IV of the unit at hand; NULL: one worker, xts */
+    struct oc__nvmf_xts **xts_w;
     int      nxts_w;
     uint8_t  uuid[16];
     char     path[4096];
@@ -528,7 +527,7 @@ void oc__nvmf_ns_stats_lat(oc_nvmf_ns_t *ns, oc_nvmf_conn_t *c,
 oc_status_t oc__nvmf_ns_open(const oc_nvmf_ns_conf_t *nc, const char *subnqn,
                             oc_nvmf_ns_t **out);
 void oc__nvmf_ns_close(oc_nvmf_ns_t *ns);
-/** Cipher contexts for @p n workers (a copy of the key's for each).
+/** Ciphers for @p n workers (a copy of the key schedule for each).
  *  @return 0, -1 (logged) out of memory or OpenSSL refused. */
 int oc__nvmf_ns_workers(oc_nvmf_ns_t *ns, int n);
 /** Check (and on success decrypt in place) @p n blocks read at @p lba,

@@ -1,17 +1,20 @@
 #!/bin/bash
-# coll-noalloc-test.sh NOALLOC OFFCORED OFFCORE — small allreduces through
+# coll-noalloc-test.sh NOALLOC OFFCORED OFFCORE — small collectives through
 # the agent allocate nothing per collective once warm: one offcored
 # (shared memory, COLL_AGENT_THREADS routing threads, 1 by default), two
 # ranks of coll_noalloc.c started one by one (OC_RANK / OC_SIZE).  After
-# WARM rounds (an 8 B and a 1 KiB allreduce each, inline in the
-# descriptor) the script reads the agent's /metrics, lets the ranks run
-# STEADY more rounds and reads it again:
+# WARM rounds (an 8 B and a 1 KiB allreduce and a 1 KiB all-to-all each,
+# inline in the descriptor) the script reads the agent's /metrics, lets
+# the ranks run STEADY more rounds and reads it again:
 #   - each rank's small-send pool allocated no buffer (the rank checks);
 #   - the agent allocated no collective state (offcore_thread_coll_states_total
 #     {from="new"} unchanged) and took every one from those it kept
-#     ({from="kept"} up by at least 2 x STEADY);
+#     ({from="kept"} up by at least 3 x STEADY);
+#   - nor any data buffer (offcore_thread_coll_buffers_total{from="new"}
+#     unchanged), each rank's contribution at least in one kept with the
+#     state ({from="kept"} up by at least 3 x 2 ranks x STEADY);
 #   - the contributions came inline (offcore_thread_coll_cma_total
-#     {path="inline"} up by at least 2 ranks x 2 x STEADY): the path meant.
+#     {path="inline"} up by at least 2 ranks x 3 x STEADY): the path meant.
 # Exit 0 PASS, 1 FAIL, 77 SKIP.
 set -u -o pipefail
 . "$(dirname "$0")/../integration/lib.sh"   # wait_for
@@ -46,9 +49,11 @@ metric() { # metric FAMILY LABEL=VALUE: summed over the routing threads
         awk -v f="$1" -v l="$2" 'index($0, f "{") == 1 && index($0, l) { s += $2; n++ }
             END { if (!n) exit 1; print s }'
 }
-snapshot() { # snapshot: NEW KEPT INLINE now
+snapshot() { # snapshot: NEW KEPT BNEW BKEPT INLINE now
     NEW=$(metric offcore_thread_coll_states_total 'from="new"') || fail "no coll_states{from=new} on /metrics"
     KEPT=$(metric offcore_thread_coll_states_total 'from="kept"') || fail "no coll_states{from=kept}"
+    BNEW=$(metric offcore_thread_coll_buffers_total 'from="new"') || fail "no coll_buffers{from=new} on /metrics"
+    BKEPT=$(metric offcore_thread_coll_buffers_total 'from="kept"') || fail "no coll_buffers{from=kept}"
     INL=$(metric offcore_thread_coll_cma_total 'path="inline"') || fail "no coll_cma{path=inline}"
 }
 RP=()
@@ -61,13 +66,15 @@ for r in 0 1; do
 done
 warm() { grep -q "warm small_allocs" "$T/r0.log" && grep -q "warm small_allocs" "$T/r1.log"; }
 wait_for 60 warm || fail "the ranks did not finish their $WARM warm-up rounds"
-snapshot; n0=$NEW k0=$KEPT i0=$INL
+snapshot; n0=$NEW k0=$KEPT bn0=$BNEW bk0=$BKEPT i0=$INL
 touch "$T/go"
 for r in 0 1; do wait "${RP[$r]}" || fail "rank $r"; done
 snapshot
-echo "$THREADS routing thread(s), $STEADY rounds after $WARM: agent states new $n0 -> $NEW, kept $k0 -> $KEPT, inline contributions $i0 -> $INL"
+echo "$THREADS routing thread(s), $STEADY rounds after $WARM: agent states new $n0 -> $NEW, kept $k0 -> $KEPT; data buffers new $bn0 -> $BNEW, kept $bk0 -> $BKEPT; inline contributions $i0 -> $INL"
 cat "$T/r0.log" "$T/r1.log"
 [ "$NEW" = "$n0" ] || fail "the agent allocated $((NEW - n0)) collective states in steady state"
-[ $((KEPT - k0)) -ge $((2 * STEADY)) ] || fail "only $((KEPT - k0)) collectives reused a kept state, not $((2 * STEADY))"
-[ $((INL - i0)) -ge $((4 * STEADY)) ] || fail "only $((INL - i0)) contributions inline, not $((4 * STEADY))"
+[ $((KEPT - k0)) -ge $((3 * STEADY)) ] || fail "only $((KEPT - k0)) collectives reused a kept state, not $((3 * STEADY))"
+[ "$BNEW" = "$bn0" ] || fail "the agent allocated $((BNEW - bn0)) collective data buffers in steady state"
+[ $((BKEPT - bk0)) -ge $((6 * STEADY)) ] || fail "only $((BKEPT - bk0)) data buffers reused, not $((6 * STEADY))"
+[ $((INL - i0)) -ge $((6 * STEADY)) ] || fail "only $((INL - i0)) contributions inline, not $((6 * STEADY))"
 echo "PASS: no allocation per collective in steady state ($THREADS routing thread(s))"

@@ -1,18 +1,24 @@
 /*
- * coll_noalloc.c — a rank of coll-noalloc-test.sh: small allreduces
- * through the agent (8 B and 1 KiB, inline in the descriptor) allocate
- * nothing on the rank's small-send path once warm.  White-box: it reads
+ * coll_noalloc.c — a rank of coll-noalloc-test.sh: small allreduces and
+ * all-to-alls through the agent (8 B and 1 KiB allreduces, a 1 KiB
+ * all-to-all, inline in the descriptor) allocate nothing on the rank's
+ * small-send path once warm.  White-box: it reads
  * its worker's small-send pool (oc__tr_worker_small_allocs) through the
  * runtime's extension accessor, so it links the static library.
  *
- *   coll_noalloc WARM STEADY GO   WARM rounds (each an 8 B and a 1 KiB
- *                                 int64 sum, verified), then prints
+ *   coll_noalloc WARM STEADY GO   a 1.25 MiB allreduce (its buffers, over
+ *                                 the agent's bound, are freed when it
+ *                                 ends: the state must keep the next
+ *                                 ones all the same), then
+ *                                 WARM rounds (each an 8 B and a 1 KiB
+ *                                 int64 sum and a 1 KiB int64
+ *                                 all-to-all, verified), then prints
  *                                 "rank R: warm small_allocs N" and waits
  *                                 (up to 60 s) for the file GO to exist
  *                                 (the script reads the agent's counters
  *                                 meanwhile), then STEADY more rounds:
  *                                 every descriptor must take the pool
- *                                 (its gets up by 2 x STEADY at least: a
+ *                                 (its gets up by 3 x STEADY at least: a
  *                                 copy allocated beside it would not
  *                                 count) and the pool must allocate
  *                                 nothing
@@ -32,12 +38,77 @@
 #include <time.h>
 #include <unistd.h>
 
-#define WIDE 128 /* int64s: 1 KiB, under OC_COLLD_INLINE_MAX */
+#define WIDE 128         /* int64s: 1 KiB, under OC_COLLD_INLINE_MAX */
+#define BIG (160 * 1024) /* int64s: 1.25 MiB, over OC__RC_BUF_KEEP */
 
 static oc_status_t noop(void *arg, uint32_t src, const void *p, size_t n)
 {
     (void)arg, (void)src, (void)p, (void)n;
     return OC_OK;
+}
+
+/* One allreduce of BIG int64s: 0 when verified. */
+static int big(oc_context_t *ctx)
+{
+    const uint32_t rank = oc_rank(ctx), size = oc_size(ctx);
+    int64_t *in = malloc(BIG * sizeof(*in)), *out = malloc(BIG * sizeof(*out));
+    oc_status_t st = OC_ERR_NO_MEMORY;
+    int bad = 1;
+
+    if (in != NULL && out != NULL) {
+        for (size_t i = 0; i < BIG; i++)
+            in[i] = (int64_t)(rank + 1) * (int64_t)i;
+        st = oc_allreduce(ctx, in, out, BIG, OC_INT64, OC_SUM);
+    }
+    if (st != OC_OK) {
+        fprintf(stderr, "rank %u: the 1.25 MiB allreduce: %s\n", rank,
+                oc_status_string(st));
+    } else {
+        bad = 0;
+        for (size_t i = 0; i < BIG && !bad; i++)
+            if (out[i] != (int64_t)size * (size + 1) / 2 * (int64_t)i) {
+                fprintf(stderr,
+                        "rank %u: the 1.25 MiB allreduce: [%zu] "
+                        "%lld\n",
+                        rank, i, (long long)out[i]);
+                bad = 1;
+            }
+    }
+    free(in);
+    free(out);
+    return bad;
+}
+
+/* Round @p k's all-to-all of WIDE int64s in all: 0 when verified. */
+static int a2a(oc_context_t *ctx, uint32_t k)
+{
+    const uint32_t rank = oc_rank(ctx), size = oc_size(ctx);
+    const size_t b = WIDE / size; /* int64s per block */
+    int64_t in[WIDE], out[WIDE];
+    oc_status_t st;
+
+    for (uint32_t d = 0; d < size; d++)
+        for (size_t i = 0; i < b; i++)
+            in[d * b + i] = (int64_t)rank * 1000000 + d * 1000 + k + i;
+    memset(out, 0xa5, sizeof(out));
+    if ((st = oc_alltoall(ctx, in, out, b, OC_INT64)) != OC_OK) {
+        fprintf(stderr, "rank %u: round %u, all-to-all: %s\n", rank, k,
+                oc_status_string(st));
+        return 1;
+    }
+    for (uint32_t s = 0; s < size; s++)
+        for (size_t i = 0; i < b; i++) {
+            int64_t want = (int64_t)s * 1000000 + rank * 1000 + k + i;
+            if (out[s * b + i] != want) {
+                fprintf(stderr,
+                        "rank %u: round %u, all-to-all: block "
+                        "from %u [%zu] %lld, not %lld\n",
+                        rank, k, s, i, (long long)out[s * b + i],
+                        (long long)want);
+                return 1;
+            }
+        }
+    return 0;
 }
 
 /* @p rounds rounds from round @p from: 0 when every result verified. */
@@ -46,7 +117,9 @@ static int rounds(oc_context_t *ctx, uint32_t from, uint32_t n)
     const uint32_t rank = oc_rank(ctx), size = oc_size(ctx);
     int64_t in[WIDE], out[WIDE];
 
-    for (uint32_t k = from; k < from + n; k++)
+    for (uint32_t k = from; k < from + n; k++) {
+        if (a2a(ctx, k) != 0)
+            return 1;
         for (size_t len = 1; len <= WIDE; len += WIDE - 1) {
             oc_status_t st;
             for (size_t i = 0; i < len; i++)
@@ -71,6 +144,7 @@ static int rounds(oc_context_t *ctx, uint32_t from, uint32_t n)
                 }
             }
         }
+    }
     return 0;
 }
 
@@ -106,7 +180,7 @@ int main(int argc, char **argv)
         oc_finalize(ctx);
         return 1;
     }
-    if (rounds(ctx, 0, warm) != 0) {
+    if (big(ctx) != 0 || rounds(ctx, 0, warm) != 0) {
         oc_finalize(ctx);
         return 1;
     }
@@ -132,11 +206,11 @@ int main(int argc, char **argv)
            "small_gets +%llu\n",
            rank, (unsigned long long)a1, (unsigned long long)(a1 - a0), steady,
            (unsigned long long)(g1 - g0));
-    if (g1 - g0 < 2 * (uint64_t)steady) {
+    if (g1 - g0 < 3 * (uint64_t)steady) {
         fprintf(stderr,
                 "rank %u: FAIL: %llu descriptors of %u through the "
                 "small-send pool\n",
-                rank, (unsigned long long)(g1 - g0), 2 * steady);
+                rank, (unsigned long long)(g1 - g0), 3 * steady);
         bad = 1;
     }
     if (a1 != a0) {

@@ -101,7 +101,8 @@ static acoll_t *acoll_get(oc_router_t *r, rjob_t *j, uint32_t seq)
     c->seq = seq;
     c->size = j->map->size;
     c->r = calloc(c->size, sizeof(*c->r));
-    if (c->r == NULL || layout(r, c, j->map) != OC_OK) {
+    if (c->r == NULL || layout(r, c, j->map) != OC_OK ||
+        oc__rc_bufs_init(c) != 0) {
         oc__rc_acoll_free(c);
         return NULL;
     }
@@ -239,7 +240,7 @@ static int desc_in(oc_router_t *r, uint64_t token, const void *data,
     rr->root = d.root;
     c->ndesc++;
     if (d.kind == OC_COLLD_ALLTOALLV) {
-        rr->v = malloc(32 * (size_t)d.nv);
+        rr->v = oc__rc_buf(r, c, RB_RANK(c, s->rank, 0), 32 * (size_t)d.nv);
         if (rr->v == NULL) {
             c->status = OC_ERR_NO_MEMORY;
             return 1;
@@ -289,7 +290,8 @@ static int desc_in(oc_router_t *r, uint64_t token, const void *data,
      * memory, read from the loop (oc__rcma_step) */
     if (rr->slen > 0 && (d.kind != OC_COLLD_BCAST || s->rank == d.root) &&
         d.kind != OC_COLLD_BARRIER) {
-        if ((rr->in = malloc(rr->slen)) == NULL) {
+        if ((rr->in = oc__rc_buf(r, c, RB_RANK(c, s->rank, 1), rr->slen)) ==
+            NULL) {
             c->status = OC_ERR_NO_MEMORY;
             return 1;
         }
@@ -322,7 +324,8 @@ static int raw16(const acoll_t *c)
 
 /* Allreduce and barrier: fold this node's ranks onto what came down the
  * chain into c->res, and say what goes on to the next node. */
-static void fold(acoll_t *c, size_t bytes, const void **obuf, size_t *olen)
+static void fold(oc_router_t *r, acoll_t *c, size_t bytes, const void **obuf,
+                 size_t *olen)
 {
     const uint32_t last = c->nnodes - 1;
     const size_t before = c->node_first[c->pos]; /* ranks on earlier nodes */
@@ -330,10 +333,9 @@ static void fold(acoll_t *c, size_t bytes, const void **obuf, size_t *olen)
     uint32_t k = 0, n;
 
     n = c->nlocal + (c->pos > 0 ? (raw16(c) ? (uint32_t)before : 1) : 0);
-    srcs = malloc(sizeof(*srcs) * (n + 1));
-    c->res = malloc(bytes + 1);
+    srcs = oc__rc_buf(r, c, &c->bufs[RB_SRCS], sizeof(*srcs) * (n + 1));
+    c->res = oc__rc_buf(r, c, &c->bufs[RB_RES], bytes);
     if (srcs == NULL || c->res == NULL) {
-        free(srcs);
         c->status = OC_ERR_NO_MEMORY;
         return;
     }
@@ -349,7 +351,7 @@ static void fold(acoll_t *c, size_t bytes, const void **obuf, size_t *olen)
     if (c->pos < last) {
         /* raw 16-bit floats: what came, then this node's inputs */
         *olen = raw16(c) ? n * bytes : bytes;
-        if ((c->acc = malloc(*olen + 1)) == NULL) {
+        if ((c->acc = oc__rc_buf(r, c, &c->bufs[RB_ACC], *olen)) == NULL) {
             c->status = OC_ERR_NO_MEMORY;
         } else if (raw16(c)) {
             for (uint32_t b = 0; b < n; b++)
@@ -359,7 +361,6 @@ static void fold(acoll_t *c, size_t bytes, const void **obuf, size_t *olen)
         }
         *obuf = c->acc;
     }
-    free(srcs);
 }
 
 /* Allreduce and barrier: the chain (see the file comment).  Failed here,
@@ -374,7 +375,8 @@ static void chain(oc_router_t *r, acoll_t *c)
     if (c->step == 0) {
         if (c->pos > 0) {
             size_t inlen = raw16(c) ? before * bytes : bytes;
-            if (c->status == OC_OK && (c->net = malloc(inlen + 1)) == NULL)
+            if (c->status == OC_OK &&
+                (c->net = oc__rc_buf(r, c, &c->bufs[RB_NET], inlen)) == NULL)
                 c->status = OC_ERR_NO_MEMORY;
             oc__rc_net_recv(r, c, c->pos - 1, STEP_CHAIN,
                      c->status == OC_OK ? c->net : NULL, inlen);
@@ -389,7 +391,7 @@ static void chain(oc_router_t *r, acoll_t *c)
         if (c->pending > 0)
             return;
         if (c->status == OC_OK)
-            fold(c, bytes, &obuf, &olen);
+            fold(r, c, bytes, &obuf, &olen);
         if (c->pos < last) {
             oc__rc_net_send(r, c, c->pos + 1, STEP_CHAIN, obuf, olen);
             oc__rc_net_recv(r, c, last, STEP_RESULT,
@@ -418,11 +420,11 @@ static void bcast(oc_router_t *r, acoll_t *c)
             /* nothing of the data */
         } else if (rp == c->pos) {
             c->res = c->r[c->root].in;
-        } else if ((c->res = malloc(bytes + 1)) == NULL) {
+        } else if ((c->res = oc__rc_buf(r, c, RB_RANK(c, c->root, 1), bytes)) ==
+                   NULL) {
             c->status = OC_ERR_NO_MEMORY;
         } else {
-            /* kept in r[root].in, so that it is freed as the root's is */
-            c->r[c->root].in = c->res;
+            c->r[c->root].in = c->res; /* in the root's buffer */
         }
         for (uint32_t q = 0; q < c->nnodes; q++)
             if (q != c->pos)
@@ -446,18 +448,22 @@ static void bcast(oc_router_t *r, acoll_t *c)
 #define RD(rr, s) ((rr)->v[3 * c->size + (s)])
 
 /* All-to-all(v): this node's blocks for every other node, packed. */
-static void a2a_pack(acoll_t *c)
+static void a2a_pack(oc_router_t *r, acoll_t *c)
 {
     size_t M = c->nnodes;
+    /* its four arrays of M in one buffer: pointers, then lengths */
+    uint8_t *meta = oc__rc_buf(r, c, &c->bufs[RB_A2A_META],
+                               M * 2 * (sizeof(uint8_t *) + sizeof(size_t)));
 
-    c->a2a_out = calloc(M, sizeof(*c->a2a_out));
-    c->a2a_in = calloc(M, sizeof(*c->a2a_in));
-    c->a2a_olen = calloc(M, sizeof(size_t));
-    c->a2a_ilen = calloc(M, sizeof(size_t));
-    if (!c->a2a_out || !c->a2a_in || !c->a2a_olen || !c->a2a_ilen) {
+    if (meta == NULL) {
         c->status = OC_ERR_NO_MEMORY;
         return;
     }
+    memset(meta, 0, M * 2 * (sizeof(uint8_t *) + sizeof(size_t)));
+    c->a2a_out = (uint8_t **)meta;
+    c->a2a_in = c->a2a_out + M;
+    c->a2a_olen = (size_t *)(void *)(c->a2a_in + M);
+    c->a2a_ilen = c->a2a_olen + M;
     for (uint32_t q = 0; q < M; q++) {
         size_t ol = 0, il = 0, off = 0;
         if (q == c->pos)
@@ -468,8 +474,8 @@ static void a2a_pack(acoll_t *c)
         for (uint32_t s = c->node_first[q]; s < c->node_first[q + 1]; s++)
             for (uint32_t d = c->first; d <= c->last; d++)
                 il += RCNT(&c->r[d], s) * c->es;
-        c->a2a_out[q] = malloc(ol + 1);
-        c->a2a_in[q] = malloc(il + 1);
+        c->a2a_out[q] = oc__rc_buf(r, c, RB_NODE(c, q, 0), ol);
+        c->a2a_in[q] = oc__rc_buf(r, c, RB_NODE(c, q, 1), il);
         if (c->a2a_out[q] == NULL || c->a2a_in[q] == NULL) {
             c->status = OC_ERR_NO_MEMORY;
             return;
@@ -492,7 +498,7 @@ static void alltoallv(oc_router_t *r, acoll_t *c)
 {
     if (c->step == 0) {
         if (c->status == OC_OK)
-            a2a_pack(c); /* everything first: one outcome for every node */
+            a2a_pack(r, c); /* everything first: one outcome for every node */
         for (uint32_t q = 0; q < c->nnodes; q++) {
             int ok = c->status == OC_OK;
             if (q == c->pos)
@@ -530,15 +536,20 @@ static void start_puts(oc_router_t *r, acoll_t *c)
                 c->r[d].moved = 0; /* now: the next source to write */
                 mem = 1;
             }
-        if (mem && (c->a2a_src = calloc((size_t)c->nlocal * c->size,
-                                        sizeof(*c->a2a_src))) == NULL)
-            c->status = OC_ERR_NO_MEMORY;
+        if (mem) {
+            size_t n = (size_t)c->nlocal * c->size * sizeof(*c->a2a_src);
+            if ((c->a2a_src = oc__rc_buf(r, c, &c->bufs[RB_A2A_SRC], n)) == NULL)
+                c->status = OC_ERR_NO_MEMORY;
+            else
+                memset((void *)c->a2a_src, 0, n);
+        }
         for (uint32_t d = c->first; d <= c->last; d++)
             if (c->r[d].inl && c->status == OC_OK) {
                 /* its blocks go in its DONE: at most OC_COLLD_INLINE_MAX
                  * bytes (decoded), packed here in source order */
                 c->r[d].olen = 0;
-                if ((c->r[d].out = malloc(OC_COLLD_INLINE_MAX)) == NULL)
+                if ((c->r[d].out = oc__rc_buf(r, c, RB_RANK(c, d, 2),
+                                              OC_COLLD_INLINE_MAX)) == NULL)
                     c->status = OC_ERR_NO_MEMORY;
             }
         if (c->status != OC_OK) {

@@ -13,6 +13,20 @@
 enum { ST_GATHER, ST_GET, ST_SPLIT, ST_NET, ST_PUT, ST_WRITE, ST_DRAIN, ST_END };
 enum { STEP_CHAIN = 1, STEP_RESULT = 2, STEP_A2A = 3, STEP_BCAST = 4 };
 
+/* A data buffer kept with a collective state (oc__rc_buf). */
+typedef struct {
+    uint8_t *p;
+    size_t   cap;
+} rcbuf_t;
+
+/* The state's buffers, c->bufs[]: these, then per rank (RB_RANK) and per
+ * node (RB_NODE) */
+enum { RB_RES, RB_ACC, RB_NET, RB_SRCS, RB_ZERO, RB_A2A_SRC, RB_A2A_META,
+       RB_FIXED };
+#define RB_RANK(c, i, k) (&(c)->bufs[RB_FIXED + 3 * (size_t)(i) + (k)]) /* v in out */
+#define RB_NODE(c, q, k) (&(c)->bufs[RB_FIXED + 3 * (size_t)(c)->size + \
+                                     2 * (size_t)(q) + (k)]) /* out in */
+
 typedef struct {
     int           have;
     uint8_t       kind;       /* what its own descriptor says */
@@ -63,6 +77,9 @@ typedef struct acoll {
     struct rsplit *split;       /* split across the routers (rcsplit.c) */
     int           split_wait;   /* ... a phase's slices are running (one
                                    in c->pending) */
+    rcbuf_t      *bufs;         /* [nbufs]: where every pointer above to
+                                   data points; kept with the state */
+    size_t        nbufs, buf_bytes; /* ... and their capacity in all */
 } acoll_t;
 
 /* rcma.c: process_vm_readv here (2 cores, loaded): 1.1-1.5 GB/s in 4 KiB
@@ -107,6 +124,24 @@ int oc__rcsplit_start(oc_router_t *r, acoll_t *c);
  *  any more (the caller drops c->split_wait and its pending). */
 int oc__rcsplit_poll(oc_router_t *r, acoll_t *c);
 void oc__rcsplit_free(struct rsplit *s);
+
+/* rcbuf.c: the data buffers kept with a state */
+/** The most bytes of data buffers an ended state keeps (oc__rc_acoll_put
+ *  frees them all above it).  1 MiB holds a 64 KiB allreduce of up to 12
+ *  local ranks (their contributions, the result, the chain's two) and a
+ *  small all-to-all's blocks; a 4 MiB all-to-all's are not pinned by a
+ *  kept state (16 per routing thread: 16 MiB at most). */
+#define OC__RC_BUF_KEEP ((size_t)1 << 20)
+/** At least @p len bytes of @p b (one more: a 0-byte datum has an
+ *  address), kept from an earlier collective of @p c's state (counted in
+ *  coll_buf_kept) or allocated (coll_buf_new); contents undefined.
+ *  Valid until the next call on @p b or oc__rc_bufs_trim().
+ *  @return the buffer, or NULL (out of memory; @p b empty). */
+void *oc__rc_buf(oc_router_t *r, acoll_t *c, rcbuf_t *b, size_t len);
+/** Allocate @p c's buffer slots (its layout known).  @return 0 or -1. */
+int oc__rc_bufs_init(acoll_t *c);
+/** Free @p c's buffers when they hold more than @p keep bytes. */
+void oc__rc_bufs_trim(acoll_t *c, size_t keep);
 
 /* rcoll_net.c: the transfers and the end of a collective */
 /** Issue one tagged transfer of @p c: @p kind 3 send on @p ep, 4 receive;

@@ -207,34 +207,11 @@ void oc__rc_net_send(oc_router_t *r, acoll_t *c, uint32_t k, int step,
     free(o);
 }
 
-/* Free @p c's per-collective data, leaving its rank array and layout. */
-static void acoll_data_free(acoll_t *c)
-{
-    for (uint32_t i = 0; c->r != NULL && i < c->size; i++) {
-        free(c->r[i].v);
-        free(c->r[i].in);
-        free(c->r[i].out);
-    }
-    for (uint32_t n = 0; c->a2a_out != NULL && n < c->nnodes; n++) {
-        free(c->a2a_out[n]);
-        free(c->a2a_in[n]);
-    }
-    free(c->a2a_out);
-    free(c->a2a_in);
-    free(c->a2a_src);
-    free(c->a2a_olen);
-    free(c->a2a_ilen);
-    free(c->zero);
-    oc__rcsplit_free(c->split);
-    free(c->acc);
-    free(c->net);
-    if (c->kind != OC_COLLD_BCAST)
-        free(c->res); /* bcast: the root's input, freed above */
-}
-
 void oc__rc_acoll_free(acoll_t *c)
 {
-    acoll_data_free(c);
+    oc__rcsplit_free(c->split);
+    oc__rc_bufs_trim(c, 0);
+    free(c->bufs);
     free(c->r);
     free(c->nodes);
     free(c->node_first);
@@ -243,13 +220,17 @@ void oc__rc_acoll_free(acoll_t *c)
 
 void oc__rc_acoll_put(oc_router_t *r, acoll_t *c)
 {
-    acoll_t keep = *c;
+    acoll_t keep;
 
     if (r->ncolls_free >= OC__RC_KEEP || c->nodes == NULL) {
         oc__rc_acoll_free(c);
         return;
     }
-    acoll_data_free(c);
+    /* its data's buffers stay with it (rcbuf.c), up to a bound: trimmed
+     * first, so that their byte count is kept as it is now */
+    oc__rcsplit_free(c->split);
+    oc__rc_bufs_trim(c, OC__RC_BUF_KEEP);
+    keep = *c;
     memset(c, 0, sizeof(*c));
     memset(keep.r, 0, sizeof(*keep.r) * keep.size);
     c->job = keep.job;
@@ -262,6 +243,9 @@ void oc__rc_acoll_put(oc_router_t *r, acoll_t *c)
     c->first = keep.first;
     c->last = keep.last;
     c->nlocal = keep.nlocal;
+    c->bufs = keep.bufs;
+    c->nbufs = keep.nbufs;
+    c->buf_bytes = keep.buf_bytes;
     c->next = r->colls_free;
     r->colls_free = c;
     r->ncolls_free++;
@@ -312,8 +296,10 @@ void oc__rc_drain(oc_router_t *r, acoll_t *c)
     for (uint32_t i = c->first; i <= c->last; i++)
         if (c->r[i].have && c->r[i].rlen > max)
             max = c->r[i].rlen;
-    if (max == 0 || c->zero != NULL || (c->zero = calloc(1, max)) == NULL)
+    if (max == 0 || c->zero != NULL ||
+        (c->zero = oc__rc_buf(r, c, &c->bufs[RB_ZERO], max)) == NULL)
         return;
+    memset(c->zero, 0, max);
     for (uint32_t i = c->first; i <= c->last; i++) {
         rrank_t *rr = &c->r[i];
         lrank_t *l = oc__rc_local_of(r, c, i);

@@ -170,7 +170,7 @@ int oc__rcsplit_start(oc_router_t *r, acoll_t *c)
     s->pidfd = malloc(sizeof(*s->pidfd) * n);
     s->saddr = malloc(sizeof(*s->saddr) * n);
     s->raddr = malloc(sizeof(*s->raddr) * n);
-    c->res = malloc(bytes + 1);
+    c->res = oc__rc_buf(r, c, &c->bufs[RB_RES], bytes);
     if (s->pid == NULL || s->pidfd == NULL || s->saddr == NULL ||
         s->raddr == NULL || c->res == NULL)
         goto err;
@@ -206,8 +206,7 @@ int oc__rcsplit_start(oc_router_t *r, acoll_t *c)
     return 1;
 err:
     oc__rcsplit_free(s);
-    free(c->res);
-    c->res = NULL;
+    c->res = NULL; /* its buffer stays with c */
     return 0;
 }
 

@@ -100,6 +100,8 @@ typedef struct {
     uint64_t coll_state_new;     /* collective states allocated */
     uint64_t coll_state_kept;    /* ... taken from the ended ones kept
                                     (oc__rc_acoll_put): steady state */
+    uint64_t coll_buf_new;       /* collective data buffers allocated */
+    uint64_t coll_buf_kept;      /* ... taken from a kept state: steady */
     uint64_t coll_a2a_mem;       /* all-to-alls written by memory (the
                                     first is logged; not exported) */
     uint64_t coll_split;         /* allreduces split across the routers

@@ -10,6 +10,7 @@
  * oc__acl_tree_lookup_scalar and the scalar block test are its reference.
  */
 #include "acl_tree.h"
+#include "util/cpu.h"
 
 #include <stddef.h>
 #include <string.h>
@@ -88,15 +89,13 @@ static int best_path(void)
 
 __attribute__((constructor)) static void detect_cpu(void)
 {
-    __builtin_cpu_init();
+    const unsigned want = OC__CPU_AVX512BW | OC__CPU_AVX512VL | OC__CPU_BMI;
+    unsigned f = oc__cpu_features();
+
     /* BMI1/2 too: acl6_map.c's AVX-512 burst is compiled for them (every
      * CPU with AVX-512 F/BW/VL has them; a hypervisor may still mask one) */
-    oc__acl_have_avx512 = __builtin_cpu_supports("avx512f") &&
-                          __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512vl") &&
-                          __builtin_cpu_supports("bmi") &&
-                          __builtin_cpu_supports("bmi2");
-    oc__acl_have_avx2 = __builtin_cpu_supports("avx2");
+    oc__acl_have_avx512 = (f & want) == want;
+    oc__acl_have_avx2 = (f & OC__CPU_AVX2) != 0;
     oc__acl_path = best_path();
 }
 
