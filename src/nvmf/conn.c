@@ -159,7 +159,7 @@ static uint32_t rx_len(const oc_nvmf_conn_t *c)
     uint32_t room = c->rx_cap - c->rx_tail;
     uint32_t want = c->rx_more > RX_WINDOW ? c->rx_more : RX_WINDOW;
 
-    return c->h2c_wait && want < room ? want : room;
+    return (c->h2c_wait || c->rx_window) && want < room ? want : room;
 }
 
 static void arm_recv(oc_nvmf_conn_t *c)
@@ -237,8 +237,11 @@ static void cmd_exec(oc_nvmf_cmd_t *cmd)
         oc__nvmf_io_exec(cmd);
 }
 
+/* @p have: with a direct capsule, the bytes of its data already in rx
+ * (the rest is received into the command's buffer); -1 otherwise */
+#define DIRECT_MIN 16384u
 static void handle_capsule(oc_nvmf_conn_t *c, const uint8_t *p,
-                           const oc_nvmf_pdu_info_t *in)
+                           const oc_nvmf_pdu_info_t *in, int64_t have)
 {
     const uint8_t *sqe = p + OC_NVMF_CH_LEN;
     int admin = c->qid == 0 && oc__sqe_opc(sqe) != 0x7f;
@@ -268,7 +271,7 @@ static void handle_capsule(oc_nvmf_conn_t *c, const uint8_t *p,
     /* the worker's own counters: only this thread writes them */
     oc__nvmf_stat_add(c->qid ? &c->w->st.io_cmds : &c->w->st.admin_cmds, 1);
 
-    if (in->data_len && c->lim.ddgst &&
+    if (have < 0 && in->data_len && c->lim.ddgst &&
         oc__crc32c(0, p + in->data_off, in->data_len) !=
             oc__load_le32(p + in->data_off + in->data_len)) {
         atomic_fetch_add_explicit(&c->w->st.data_digest_err, 1,
@@ -294,6 +297,11 @@ static void handle_capsule(oc_nvmf_conn_t *c, const uint8_t *p,
         return;
     }
     if (kind != OC_NVMF_XFER_NONE && oc__nvmf_cmd_buf(cmd)) {
+        if (have >= 0) { /* its data is on the way: no place to put it */
+            oc__nvmf_conn_fatal(c, OC_NVMF_FES_DATA_LIMIT, 0, p, in->hlen,
+                               "no buffer for in-capsule data");
+            return;
+        }
         cmd->status = OC_NVME_SC_INTERNAL;
         oc__nvmf_cmd_complete(cmd);
         return;
@@ -301,6 +309,20 @@ static void handle_capsule(oc_nvmf_conn_t *c, const uint8_t *p,
     cmd->data_len = len;
     switch (kind) {
     case OC_NVMF_XFER_INCAPSULE:
+        if (have >= 0) {
+            c->dr_cmd = cmd;
+            c->dr_capsule = 1;
+            c->dr_datao = 0;
+            c->dr_datal = len;
+            c->dr_flags = OC_NVMF_F_LAST;
+            c->dr_off = (uint32_t)have;
+            c->dr_left = len - (uint32_t)have;
+            memcpy(cmd->buf, p + in->data_off, (size_t)have);
+            cmd->state = OC_NVMF_CMD_H2C; /* data on the way (drain waits) */
+            c->dr_state = 1;
+            oc__nvmf_stat_add(&c->w->st.h2c_direct, 1);
+            return;
+        }
         memcpy(cmd->buf, p + in->data_off, len);
         cmd->h2c_got = len;
         break;
@@ -385,13 +407,69 @@ static void handle_h2c(oc_nvmf_conn_t *c, const uint8_t *p,
     h2c_finish(c, cmd, in->data_len, in->flags, ok);
 }
 
+/* all of the direct data (and its digest, if any) is in dr_cmd->buf */
+static void direct_finish(oc_nvmf_conn_t *c, int digest_ok)
+{
+    oc_nvmf_cmd_t *cmd = c->dr_cmd;
+
+    c->dr_state = 0;
+    if (!c->dr_capsule) {
+        h2c_finish(c, cmd, c->dr_datal, c->dr_flags, digest_ok);
+        return;
+    }
+    c->dr_capsule = 0;
+    cmd->h2c_got = c->dr_datal;
+    if (!digest_ok) {
+        atomic_fetch_add_explicit(&c->w->st.data_digest_err, 1,
+                                  memory_order_relaxed);
+        oc_warn(LOGC, "connection %llu: data digest error in command "
+                "cid %u", (unsigned long long)c->id, cmd->cid);
+        cmd->status = OC_NVME_SC_TRANSIENT_XPORT;
+        oc__nvmf_cmd_complete(cmd);
+        return;
+    }
+    cmd_exec(cmd);
+}
+
+/*
+ * A Write capsule with large in-capsule data whose header has arrived but
+ * not all its data: the same, for the data the capsule carries (no R2T
+ * round trip and no copy).  Only where the command is sure to take the
+ * data (an I/O queue's Write with a valid in-capsule SGL and a free
+ * slot); anything else waits for the whole PDU and is answered as before.
+ */
+static int capsule_try_direct(oc_nvmf_conn_t *c, const uint8_t *p,
+                              uint32_t avail, const oc_nvmf_pdu_info_t *in)
+{
+    uint32_t have, hd = c->lim.hdgst ? OC_NVMF_DGST_LEN : 0, len;
+    const uint8_t *sqe = p + OC_NVMF_CH_LEN;
+    oc_nvmf_xfer_t kind;
+
+    if (in->type != OC_NVMF_PDU_CMD || in->data_len < DIRECT_MIN ||
+        in->data_off == 0 || avail < in->data_off || !c->connected ||
+        c->qid == 0 || c->nfree == 0 || oc__sqe_opc(sqe) != 0x01)
+        return 0;
+    have = avail - in->data_off;
+    if (have >= in->data_len)
+        return 0;
+    if (hd && oc__crc32c(0, p, in->hlen) != oc__load_le32(p + in->hlen))
+        return 0; /* the ordinary path reports it */
+    if (oc__nvmf_sgl_decode(sqe, 1, in->data_len, OC_NVMF_MAX_XFER, &kind,
+                            &len) ||
+        kind != OC_NVMF_XFER_INCAPSULE)
+        return 0;
+    c->rx_window = 1; /* next ones: stop in their header too */
+    c->rx_head = c->rx_tail = 0; /* all that arrived belonged to this PDU */
+    handle_capsule(c, p, in, have);
+    return 1;
+}
+
 /*
  * A large H2CData whose header has arrived but not its data: receive the
  * data straight into the command's buffer instead of through the receive
  * buffer and a copy.  @return 1 when taken over (or a fatal error sent),
  * 0 to wait for the whole PDU the ordinary way.
  */
-#define DIRECT_MIN 16384u
 static int h2c_try_direct(oc_nvmf_conn_t *c, const uint8_t *p, uint32_t avail,
                           const oc_nvmf_pdu_info_t *in)
 {
@@ -440,7 +518,7 @@ static void handle_pdu(oc_nvmf_conn_t *c, const uint8_t *p,
         oc__nvmf_conn_close(c, "host terminated the connection");
         break;
     case OC_NVMF_PDU_CMD:
-        handle_capsule(c, p, in);
+        handle_capsule(c, p, in, -1);
         break;
     case OC_NVMF_PDU_H2C_DATA:
         handle_h2c(c, p, in);
@@ -462,16 +540,15 @@ static void parse(oc_nvmf_conn_t *c)
             oc_nvmf_cmd_t *cmd = c->dr_cmd;
             if (avail < OC_NVMF_DGST_LEN)
                 break;
-            c->dr_state = 0;
             c->rx_head += OC_NVMF_DGST_LEN;
-            h2c_finish(c, cmd, c->dr_datal, c->dr_flags,
-                       oc__crc32c(0, cmd->buf + c->dr_datao, c->dr_datal) ==
-                           oc__load_le32(p));
+            direct_finish(c, oc__crc32c(0, cmd->buf + c->dr_datao,
+                                        c->dr_datal) == oc__load_le32(p));
             continue;
         }
         rc = oc__nvmf_pdu_check(p, avail, &c->lim, &in);
         if (rc == OC_NVMF_PDU_NEED) {
-            if (h2c_try_direct(c, p, avail, &in))
+            if (h2c_try_direct(c, p, avail, &in) ||
+                capsule_try_direct(c, p, avail, &in))
                 continue;
             c->rx_more = in.need - avail;
             if (c->rx_head + in.need > c->rx_cap) {
@@ -513,12 +590,10 @@ void oc__nvmf_conn_recv_done(oc_nvmf_conn_t *c, int res)
         c->dr_off += (uint32_t)res;
         c->dr_left -= (uint32_t)res;
         if (c->dr_left == 0) {
-            if (c->lim.ddgst) {
+            if (c->lim.ddgst)
                 c->dr_state = 2;
-            } else {
-                c->dr_state = 0;
-                h2c_finish(c, c->dr_cmd, c->dr_datal, c->dr_flags, 1);
-            }
+            else
+                direct_finish(c, 1);
         }
     } else {
         c->rx_tail += (uint32_t)res;

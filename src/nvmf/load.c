@@ -49,6 +49,7 @@ static struct {
     int cpu;
     double seconds;
     uint32_t lbads;
+    uint32_t incap_max; /* the in-capsule data the target takes (IOCCSZ) */
     uint64_t nsze;
     int random, write;
 } o = {.addr = "127.0.0.1:4420", .hostnqn = "nqn.2014-08.org.nvmexpress:uuid:"
@@ -202,7 +203,7 @@ static void submit(q_t *q)
 {
     uint32_t nlb = o.bs >> o.lbads;
     uint64_t span = o.nsze / nlb, lba;
-    int incap = o.write && o.bs <= 8192;
+    int incap = o.write && o.bs <= o.incap_max;
     uint8_t *p;
 
     if (o.random) {
@@ -407,6 +408,14 @@ int main(int argc, char **argv)
     oc__store_le32(sqe + 48, 1 | (6 << 16) | (4 << 20));
     if (sync_cmd(admin, sqe, NULL, 0, NULL, 0, NULL))
         die("Property Set CC failed");
+    /* writes go in the capsule when they fit IOCCSZ, as the Linux host
+     * sends them; larger ones wait for an R2T */
+    sqe_init(sqe, 0x06, 0, 4096, OC_SGL_TRANSPORT);
+    oc__store_le32(sqe + 40, 0x01); /* CNS 1: the controller */
+    if (sync_cmd(admin, sqe, NULL, 0, id, sizeof(id), NULL))
+        die("Identify controller failed");
+    o.incap_max = oc__load_le32(id + 1792) >= 4
+                      ? oc__load_le32(id + 1792) * 16 - 64 : 0;
     sqe_init(sqe, 0x06, 1, 4096, OC_SGL_TRANSPORT);
     if (sync_cmd(admin, sqe, NULL, 0, id, sizeof(id), NULL))
         die("Identify namespace 1 failed");

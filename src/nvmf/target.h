@@ -59,9 +59,11 @@
  * moves in few commands, and a command's buffer stays small. */
 #define OC_NVMF_MDTS 5
 #define OC_NVMF_MAX_XFER (4096u << OC_NVMF_MDTS)
-/* In-capsule data: 8 KiB (IOCCSZ = (64 + 8192) / 16); Connect's 1 KiB and
- * small writes need no R2T round trip. */
-#define OC_NVMF_INCAP 8192u
+/* In-capsule data: up to MDTS (IOCCSZ = (64 + 128 KiB) / 16): a write of
+ * any size the host may send comes with its capsule and needs no R2T round
+ * trip (the Linux host puts a write in the capsule when it fits IOCCSZ);
+ * large ones are received straight into the command's buffer (conn.c). */
+#define OC_NVMF_INCAP OC_NVMF_MAX_XFER
 #define OC_NVMF_MAXH2C OC_NVMF_MAX_XFER
 #define OC_NVMF_AERL 3 /* 0-based: 4 Async Event Requests held at most */
 /* Command slots per queue: twice the depth, so that a host that sends its
@@ -338,9 +340,12 @@ typedef struct oc_nvmf_conn {
     uint32_t h2c_wait;      /* commands sent an R2T, their data not all in */
     oc_nvmf_op_t rx_op;
     int      rx_armed;
-    /* a large H2CData received straight into its command's buffer:
-     * dr_state 1 data arriving, 2 its data digest next in rx, 0 none */
+    /* a large H2CData or in-capsule data received straight into its
+     * command's buffer: dr_state 1 data arriving, 2 its data digest next
+     * in rx, 0 none; dr_capsule: the data is the capsule's own */
     int      dr_state;
+    int      dr_capsule;
+    int      rx_window;     /* large in-capsule writes seen: receive in windows */
     struct oc_nvmf_cmd *dr_cmd;
     uint32_t dr_datao, dr_datal, dr_off, dr_left;
     uint8_t  dr_flags;

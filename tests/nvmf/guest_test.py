@@ -16,8 +16,8 @@ offcore-nvmf on this machine:
 
 In the guest: read the discovery log; connect to the NVM subsystem with
 2 I/O queues, without and then with header and data digests; write a
-random pattern with dd (O_DIRECT) at queue depth 1 (64 KiB writes: R2T and
-H2CData; 4 KiB: in-capsule data) and with 32 dd processes at once (queue
+random pattern with dd (O_DIRECT) at queue depth 1 (64 KiB writes: in-capsule
+data, IOCCSZ allowing 128 KiB: no R2T) and with 32 dd processes at once (queue
 depth up to 32), read it back and compare; a host the subsystem does not
 allow is refused; with integrity on (namespace 2), bytes flipped in the
 backing file under the guest make its read fail with an I/O error, and the
@@ -293,7 +293,7 @@ fi
 
 rw_test() { # rw_test TAG DEV OFFSET_MIB
     tag=$1; dev=$2; off=$3
-    # QD1: 64 KiB writes (R2T + H2CData), 4 KiB reads (in-capsule no; C2H)
+    # QD1: 64 KiB writes (in-capsule data, no R2T), 4 KiB reads (C2H)
     dd if=/tmp/pat of=$dev bs=64k count=64 seek=$((off*16)) oflag=direct conv=fsync 2>/tmp/e || { fail $tag-qd1-write "$(cat /tmp/e)"; return; }
     dd if=$dev of=/tmp/rd bs=4k count=1024 skip=$((off*256)) iflag=direct 2>/tmp/e || { fail $tag-qd1-read "$(cat /tmp/e)"; return; }
     if cmp -s /tmp/pat /tmp/rd; then pass $tag-qd1; else fail $tag-qd1 "data differs"; fi
@@ -525,7 +525,7 @@ def main():
                 if line.startswith("GUEST-DONE"):
                     done = True
         t_guest = time.time() - t_boot
-        decoded = malformed = None
+        decoded = malformed = r2ts = None
         if cap:
             if cap.poll() is None:
                 time.sleep(0.3)
@@ -539,8 +539,11 @@ def main():
             decoded = len(tshark("-Y", "nvme-tcp").splitlines())
             malformed = len(tshark("-Y", "_ws.malformed || _ws.expert.severity "
                                    ">= error").splitlines())
+            # the host sends every write (at most 128 KiB: MDTS) in its
+            # capsule, as IOCCSZ allows: the target never sends an R2T
+            r2ts = len(tshark("-Y", "nvme-tcp.type == 9").splitlines())
             print("guest-test: tshark: %d NVMe/TCP packets decoded, %d malformed "
-                  "or in error" % (decoded, malformed))
+                  "or in error, %d R2T" % (decoded, malformed, r2ts))
             if malformed:
                 print("\n".join(tshark("-Y", "_ws.malformed || "
                                         "_ws.expert.severity >= error",
@@ -551,7 +554,7 @@ def main():
                       nsid="2")
         denied = metric(metrics, "offcore_nvmf_rejects_total",
                         reason="host_denied")
-        print("guest-test: target: %s H2CData PDUs received in place, %s "
+        print("guest-test: target: %s writes' data received in place, %s "
               "commands failed" % (metric(metrics, "offcore_nvmf_h2c_direct_total"),
                                    metric(metrics, "offcore_nvmf_command_errors_total")))
         reconnects = metric(scrape(mport), "offcore_nvmf_connects_total")
@@ -585,6 +588,10 @@ def main():
             ok = False
         if not denied or denied < 1:
             print("FAIL: target counted no denied host")
+            ok = False
+        if cap and r2ts:
+            print("FAIL: tshark: %s R2Ts: the host did not send its writes "
+                  "in the capsule" % r2ts)
             ok = False
         if cap and (not decoded or malformed):
             print("FAIL: tshark: %s decoded, %s malformed" % (decoded, malformed))

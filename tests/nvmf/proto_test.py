@@ -299,8 +299,8 @@ def main():
         h = nc.Host(port)
         h.icreq()
         h.icresp()
-        h.send(struct.pack("<BBBBI", nc.CMD, 0, 72, 72, 72 + 64 * 1024) + bytes(64))
-        fatal(h, 5, "in-capsule data above the 8 KiB announced")
+        h.send(struct.pack("<BBBBI", nc.CMD, 0, 72, 72, 72 + 128 * 1024 + 4) + bytes(64))
+        fatal(h, 5, "in-capsule data above the 128 KiB announced")
         good.roundtrip("bad lengths")
 
         # 2. PDU before ICReq, a second ICReq
@@ -519,6 +519,47 @@ def main():
             check(r["sc"] == 0 and rd["data"] == data and direct == 1,
                   "H2CData received in place%s (status %#x, direct %d)"
                   % (" with digests" if dg else "", r["sc"], direct))
+            h.close()
+            a.close()
+
+        # 9c2. a 128 KiB Write with its data in the capsule (IOCCSZ allows
+        # MDTS: no R2T) goes straight into place too once its header is in;
+        # with digests the digest follows, and a bad one fails the command
+        # (retryable) and leaves the queue working
+        for dg, bad in ((False, False), (True, False), (True, True)):
+            a = nc.Host(port)
+            a.admin_session(SUB, HOST)
+            a.set_queues(1)
+            h = nc.io_session(port, SUB, HOST, a.cntlid, hd=dg, dd=dg)
+            m0 = metrics(mport)
+            data = bytes((i * 11 + (3 if bad else 1)) & 0xFF for i in range(131072))
+            hd = 4 if dg else 0
+            hdr = struct.pack("<BBBBI", nc.CMD, 3 if dg else 0, 72, 72 + hd,
+                              72 + hd + len(data) + hd) + bytes(h.sqe(
+                0x01, nsid=1, sgl_len=len(data), sgl_type=0x01,
+                cdw={10: 800, 12: 31}))
+            h.send(hdr + (struct.pack("<I", nc.crc32c(hdr)) if dg else b"") + data[:1000])
+            deadline = time.monotonic() + 10
+            direct = 0
+            while direct == 0 and time.monotonic() < deadline:
+                direct = (metrics(mport).get("offcore_nvmf_h2c_direct_total", 0)
+                          - m0.get("offcore_nvmf_h2c_direct_total", 0))
+                time.sleep(0.01)  # poll interval, not a wait for the target
+            h.send(data[1000:70000])
+            h.send(data[70000:] + (struct.pack("<I", nc.crc32c(data) ^ (1 if bad else 0))
+                                   if dg else b""))
+            r = h.response()
+            rd = h.read(1, 800, len(data))
+            if bad:
+                check(r["sc"] == 0x022 and rd["sc"] == 0 and rd["data"] != data
+                      and direct == 1,
+                      "in-capsule data in place, bad data digest: Transient "
+                      "Transport Error, queue still serves (status %#x, direct %d)"
+                      % (r["sc"], direct))
+            else:
+                check(r["sc"] == 0 and rd["data"] == data and direct == 1,
+                      "128 KiB in-capsule data received in place%s (status %#x, "
+                      "direct %d)" % (" with digests" if dg else "", r["sc"], direct))
             h.close()
             a.close()
 
