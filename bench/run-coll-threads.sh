@@ -15,6 +15,8 @@
 # BENCH_PIN (n; y: ranks on cores 0..RANKS-1, the agent's threads on the
 # next cores, mpirun --bind-to hwthread: for a machine with
 # RANKS + threads cores; n: no pinning, ranks oversubscribed as they come)
+# mpirun runs under `timeout --foreground`, in this script's process group,
+# so that a time box around the script (bench/run-device.sh) reaches it.
 set -u
 B=${1:?usage: run-coll-threads.sh BUILD_DIR}
 B=$(cd "$B" && pwd)
@@ -27,7 +29,14 @@ command -v mpirun >/dev/null || { echo "run-coll-threads: no mpirun: skipped"; e
 T=$(mktemp -d /tmp/oc-coll-threads-XXXXXX)
 AGENT=
 trap '[ -n "$AGENT" ] && kill "$AGENT" 2>/dev/null; rm -rf "$T"' EXIT
-trap 'exit 143' INT TERM # through the EXIT trap; a bare trap would carry on
+# killed (a time box around this script): the rows the cut-off run had
+# printed, marked "cut", then out through the EXIT trap (a trap that does
+# not exit would carry on with the loop)
+on_term() {
+    [ -s "$T/out" ] && grep '^{' "$T/out" | sed "s/}\$/,\"agent_threads\":${t:-0},\"cut\":true}/"
+    exit 143
+}
+trap on_term INT TERM
 . "$(dirname "$0")/agent-lib.sh"
 . "$(dirname "$0")/stats-lib.sh"
 "$B/src/tools/offcore" keygen > "$T/key" && chmod 600 "$T/key"
@@ -44,7 +53,7 @@ for t in ${BENCH_COLL_THREADS:-1 2 4}; do
     start_agent "$agent_cpus" --threads "$t"
     OC_PLACEMENT=agent OC_AGENT="unix:$T/agent.sock" OC_JOB=$job \
     OC_JOB_KEY=$("$B/src/tools/offcore" job-key --job $job --cluster-key "$T/key") \
-        timeout 900 $rank_pin mpirun $bind --mca btl self,vader \
+        timeout --foreground 900 $rank_pin mpirun $bind --mca btl self,vader \
         -x OC_PLACEMENT -x OC_AGENT -x OC_JOB -x OC_JOB_KEY -x UCX_TLS \
         -np "$RANKS" "$B/bench/coll-bench" --min "$MIN" --max "$MAX" \
         --repeats "$REPEATS" --overlap "$OVERLAP" > "$T/out" 2> "$T/err"

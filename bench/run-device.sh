@@ -27,6 +27,8 @@
 # line per bar of the issues, from the medians of what finished (met: null
 # when nothing was measured).  OUT_DIR/step-NAME.log keeps each step's other
 # output.  Nothing is asserted: exit 0 unless the script itself is misused.
+# `run-device.sh --summary FILE` prints the bar lines of a device.jsonl
+# again (for a run killed before its end, whose steps' lines are there).
 #
 # Environment (defaults): DEADLINE (540: seconds from the start by which
 # the whole run, summary included, has ended)  DEVICE_SCALE (full; small:
@@ -36,8 +38,8 @@
 #
 # Costs on the 16-core machine, estimated from the issues' figures (tree
 # 4c19bad) plus ~1 s of mpirun start-up per run; each step's box is its
-# estimate with room, and a step never runs past DEADLINE minus the
-# summary's 10 s:
+# estimate with room, and no step starts a box that could end past
+# DEADLINE - 20 s (a killed step's 10 s of grace, then the summary):
 #  placements  4 apps x 2 cases x 3 = 24 runs of 1-3 s: ~70 s (box 170)
 #  threads     4 cases x 3 = 12 runs, T=1 ~2.2 s of routing: ~35 s (box 80)
 #  coll-split  2 agents x (3 ops x 8 sizes to 4 MiB + overlap + time to
@@ -52,6 +54,11 @@ usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 case ${1:-} in
     -h | --help) usage; exit 0 ;;
     --step) ;;
+    --summary)
+        [ -r "${2:-}" ] || { echo "run-device.sh: --summary FILE: no file '${2:-}'" >&2; exit 2; }
+        # the scale the run had, from its start line
+        DEVICE_SCALE=$(sed -n 's/.*"dev":"start","scale":"\([a-z]*\)".*/\1/p' "$2" | head -1)
+        DEVICE_SCALE=${DEVICE_SCALE:-full} ;;
     "") ;;
     *) echo "run-device.sh: unknown argument '$1' (--help)" >&2; exit 2 ;;
 esac
@@ -62,7 +69,7 @@ DEADLINE=${DEADLINE:-540}
 SCALE=${DEVICE_SCALE:-full}
 HERE=$(cd "$(dirname "$0")" && pwd)
 J=$OUT_DIR/device.jsonl
-RESERVE=10 # seconds kept for the summary
+RESERVE=20 # seconds kept: a killed step's grace (10) and the summary
 . "$HERE/stats-lib.sh"
 case $SCALE in
     full) RANKS=8 AGENT_T=4 SWEEP="1 2 4 8" COLL_T="1 4" REPS=${REPS:-3}
@@ -139,7 +146,9 @@ one_app() {
     fi
     t0=$(date +%s.%N)
     # shellcheck disable=SC2086 # $pin $bind $envs $(app_args): several words
-    out=$(timeout "$box" $pin mpirun $bind -np "$n" -x UCX_TLS $envs \
+    # --foreground: in the step's process group, so that the step's own
+    # timeout reaches this mpirun (a plain timeout makes a group of its own)
+    out=$(timeout --foreground "$box" $pin mpirun $bind -np "$n" -x UCX_TLS $envs \
         "$(app_bin "$app")" $(app_args "$app") 2> "$T/err")
     rc=$?
     t1=$(date +%s.%N)
@@ -158,7 +167,7 @@ cases() {
     local step=$1 apps=$2 list=$3 r app c
     T=$(mktemp -d /tmp/oc-device-XXXXXX)
     AGENT=
-    trap '[ -n "$AGENT" ] && kill "$AGENT" 2>/dev/null; rm -rf "$T"' EXIT INT TERM
+    trap '[ -n "$AGENT" ] && kill "$AGENT" 2>/dev/null; rm -rf "$T"' EXIT
     B=$(cd "$B" && pwd)
     . "$HERE/agent-lib.sh"
     "$B/src/tools/offcore" keygen > "$T/key" && chmod 600 "$T/key"
@@ -214,6 +223,9 @@ step() {
 }
 
 if [ "${1:-}" = --step ]; then
+    # the time box's TERM: bash first waits for the foreground child (which
+    # got the TERM too, and may still print what it finished), then exits
+    trap 'exit 143' INT TERM
     step "$2"
     exit $?
 fi
@@ -233,6 +245,7 @@ summary() {
             m == "" ? "null" : (ge ? m >= want : m <= want) ? "true" : "false", extra
     }
     function str(s) { gsub(/"/, "", s); return s }
+    function lst(s) { sub(/^ /, "", s); gsub(/ /, ",", s); return "[" s "]" }
     { st = str(jf($0, "step")) }
     st == "placements" || st == "threads" {
         if (jf($0, "verified") == "true") runs[st SUBSEP str(jf($0, "app")) SUBSEP str(jf($0, "case"))] = runs[st SUBSEP str(jf($0, "app")) SUBSEP str(jf($0, "case"))] " " jf($0, "rate")
@@ -265,12 +278,16 @@ summary() {
         for (i = 1; i <= 4; i++) {
             a = med(runs["placements" SUBSEP apps[i] SUBSEP "agent:" ranks ":" at])
             b = med(runs["placements" SUBSEP apps[i] SUBSEP "inline:" ranks])
-            bar(22, apps[i] " " ranks " ranks + agent " at " threads / inline " ranks " >= 1.3x", a != "" && b > 0 ? a / b : "", 1.3, 1, "")
+            x = ",\"agent_rates\":" lst(runs["placements" SUBSEP apps[i] SUBSEP "agent:" ranks ":" at]) \
+                ",\"inline_rates\":" lst(runs["placements" SUBSEP apps[i] SUBSEP "inline:" ranks])
+            bar(22, apps[i] " " ranks " ranks + agent " at " threads / inline " ranks " >= 1.3x", a != "" && b > 0 ? a / b : "", 1.3, 1, x)
         }
         n = split(sweep, ts, " ")
         a = med(runs["threads" SUBSEP "histogram" SUBSEP "agent:" ranks ":" ts[n]])
         b = med(runs["threads" SUBSEP "histogram" SUBSEP "agent:" ranks ":" ts[1]])
-        bar(22, "histogram agent " ts[n] " threads / 1 thread >= 7x", a != "" && b > 0 ? a / b : "", 7, 1, "")
+        x = ""
+        for (i = 1; i <= n; i++) x = x ",\"rates_" ts[i] "\":" lst(runs["threads" SUBSEP "histogram" SUBSEP "agent:" ranks ":" ts[i]])
+        bar(22, "histogram agent " ts[n] " threads / 1 thread >= 7x", a != "" && b > 0 ? a / b : "", 7, 1, x)
         for (k in cfg) {
             x = unver[k] ? ",\"unverified_rows\":" unver[k] : ""
             bar(23, "allreduce worst latency / Open MPI <= 1.2x, " k, (k in worst) ? worst[k] : "", 1.2, 0, x)
@@ -291,6 +308,12 @@ summary() {
         if (!length(g)) bar("\"gpu\"", "gpu collectives (see step-gpu.log)", "", 0, 1, "")
     }' "$J"
 }
+
+if [ "${1:-}" = --summary ]; then
+    J=$2
+    summary
+    exit 0
+fi
 
 START_S=$(date +%s)
 export START_S DEADLINE B OUT_DIR DEVICE_SCALE=$SCALE REPS
@@ -316,7 +339,7 @@ for s in ${STEPS:-placements threads coll-split coll-nosplit classifier4 classif
     t0=$(date +%s)
     # to a file, tagged once the step is over: a step's leftovers (ranks a
     # killed mpirun has not reaped yet) cannot hold the run up on a pipe
-    timeout -k 3 "$box" bash "$0" --step "$s" > "$OUT_DIR/step-$s.raw" 2>&1
+    timeout -k 10 "$box" bash "$0" --step "$s" > "$OUT_DIR/step-$s.raw" 2>&1
     rc=$?
     tag "$s" < "$OUT_DIR/step-$s.raw" && rm -f "$OUT_DIR/step-$s.raw"
     why=$(grep -m1 -o 'skipped: [^"]*' "$OUT_DIR/step-$s.log" 2> /dev/null)

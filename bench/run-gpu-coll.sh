@@ -19,7 +19,9 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export UCX_TLS=${UCX_TLS:-sm,self} OC_PLACEMENT=inline
 command -v mpirun >/dev/null || { echo "run-gpu-coll: no mpirun: skipped"; exit 0; }
 OUT=$(mktemp /tmp/oc-gpu-coll-XXXXXX)
-trap 'rm -f "$OUT"' EXIT INT TERM
+trap 'rm -f "$OUT"' EXIT
+# killed (a time box around this script): what finished still comes out
+trap 'cat "$OUT"; exit 143' INT TERM
 . "$(dirname "$0")/stats-lib.sh"
 rc=0
 pass="-x OC_PLACEMENT -x UCX_TLS"
@@ -29,7 +31,7 @@ done
 for np in ${BENCH_GPU_RANKS:-2 8}; do
     echo "# gpu-coll: $np ranks, inline, device buffers vs by hand vs host buffers"
     # shellcheck disable=SC2086 # $pass: several words
-    timeout 1800 mpirun --oversubscribe --bind-to none $pass -np "$np" \
+    timeout --foreground 1800 mpirun --oversubscribe --bind-to none $pass -np "$np" \
         "$B/bench/gpu-coll" --max "$MAX" --repeats "$REPEATS" >> "$OUT" || rc=1
 done
 cat "$OUT"
