@@ -145,9 +145,9 @@ one_app() {
         envs="$envs -x OC_JOB_KEY=$("$B/src/tools/offcore" job-key --job $JOB --cluster-key "$T/key")"
     fi
     t0=$(date +%s.%N)
-    # shellcheck disable=SC2086 # $pin $bind $envs $(app_args): several words
     # --foreground: in the step's process group, so that the step's own
     # timeout reaches this mpirun (a plain timeout makes a group of its own)
+    # shellcheck disable=SC2086,SC2046 # $pin $bind $envs $(app_args): several words
     out=$(timeout --foreground "$box" $pin mpirun $bind -np "$n" -x UCX_TLS $envs \
         "$(app_bin "$app")" $(app_args "$app") 2> "$T/err")
     rc=$?
@@ -164,14 +164,14 @@ one_app() {
 
 # cases STEP "APPS" "CASES": REPS rounds, each every app in every case
 cases() {
-    local step=$1 apps=$2 list=$3 r app c
+    local step=$1 apps=$2 list=$3 app c
     T=$(mktemp -d /tmp/oc-device-XXXXXX)
     AGENT=
     trap '[ -n "$AGENT" ] && kill "$AGENT" 2>/dev/null; rm -rf "$T"' EXIT
     B=$(cd "$B" && pwd)
     . "$HERE/agent-lib.sh"
     "$B/src/tools/offcore" keygen > "$T/key" && chmod 600 "$T/key"
-    for r in $(seq 1 "$REPS"); do
+    for _ in $(seq 1 "$REPS"); do
         for app in $apps; do
             for c in $list; do one_app "$step" "$app" "$c"; done
         done
@@ -205,10 +205,10 @@ step() {
         nvmf)
             command -v fio > /dev/null || { echo "skipped: no fio"; return 0; }
             command -v python3 > /dev/null || { echo "skipped: no python3"; return 0; }
-            local r w=$((${NV_CORES#*-} + 1))
+            local w=$((${NV_CORES#*-} + 1))
             [ "$NCPU" -ge "$w" ] || { echo "skipped: fewer than $w cores"; return 0; }
             # W workers and 1, W queues each time, alternate invocations
-            for r in $(seq 1 "$REPS"); do
+            for _ in $(seq 1 "$REPS"); do
                 for c in "$NV_CORES" 0; do
                     # shellcheck disable=SC2086 # $NV_ARGS: several words
                     python3 "$HERE/nvmf-bench.py" "$B" --cases randread-4k --configs fio,plain \
