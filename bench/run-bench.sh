@@ -85,10 +85,6 @@ run() {
     fi
 }
 
-# field JSON KEY: the number after "KEY": in one JSON line ("" if absent).
-field() {
-    printf '%s\n' "$1" | sed -n "s/.*\"$2\":\([-+.0-9eE]*\).*/\1/p" | head -n 1
-}
 
 # calc EXPR with a, b, c, d bound: awk arithmetic, "null" when an operand
 # is missing or a division by zero would happen.

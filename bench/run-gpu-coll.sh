@@ -19,7 +19,10 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export UCX_TLS=${UCX_TLS:-sm,self} OC_PLACEMENT=inline
 command -v mpirun >/dev/null || { echo "run-gpu-coll: no mpirun: skipped"; exit 0; }
 OUT=$(mktemp /tmp/oc-gpu-coll-XXXXXX)
-trap 'rm -f "$OUT"' EXIT INT TERM
+trap 'rm -f "$OUT"' EXIT
+# killed (a time box around this script): what finished still comes out
+trap 'cat "$OUT"; exit 143' INT TERM
+. "$(dirname "$0")/stats-lib.sh"
 rc=0
 pass="-x OC_PLACEMENT -x UCX_TLS"
 for v in OC_LIBCUDA OC_GPU_CHUNK OC_GPU_SLOTS; do
@@ -28,31 +31,25 @@ done
 for np in ${BENCH_GPU_RANKS:-2 8}; do
     echo "# gpu-coll: $np ranks, inline, device buffers vs by hand vs host buffers"
     # shellcheck disable=SC2086 # $pass: several words
-    timeout 1800 mpirun --oversubscribe --bind-to none $pass -np "$np" \
+    timeout --foreground 1800 mpirun --oversubscribe --bind-to none $pass -np "$np" \
         "$B/bench/gpu-coll" --max "$MAX" --repeats "$REPEATS" >> "$OUT" || rc=1
 done
 cat "$OUT"
 grep -q '^gpu-coll: skipped' "$OUT" && exit 0
-python3 - "$OUT" <<'PY' || rc=1
-import json, sys
-bad = 0
-for line in open(sys.argv[1]):
-    if not line.startswith("{"):
-        continue
-    r = json.loads(line)
-    big = r["bytes"] >= 16 << 20
-    bars = ""
-    if r["op"] == "allreduce":
-        want = 1.5 if big else 1.0
-        bars = " byhand bar %.1fx %s" % (want, "met" if r["ratio_byhand"] >= want else "NOT met")
-        if big:
-            bars += ", host bar 0.7x %s" % ("met" if r["ratio_host"] >= 0.7 else "NOT met")
-    # ratio_byhand = byhand_us / device_us, ratio_host = host_us / device_us:
-    # the device path's speed as a multiple of the other's
-    print("%-9s %d ranks %10d B: %.2fx by hand's speed, %.2fx the host path's%s%s" % (
-        r["op"], r["ranks"], r["bytes"], r["ratio_byhand"], r["ratio_host"],
-        bars, "" if r["verified"] else "  NOT VERIFIED"))
-    bad += not r["verified"]
-sys.exit(1 if bad else 0)
-PY
+# ratio_byhand = byhand_us / device_us, ratio_host = host_us / device_us:
+# the device path's speed as a multiple of the other's (awk, not python:
+# the device kit's root has no python3)
+awk "$JF_AWK"'
+    /^\{/ { op = jf($0, "op"); gsub(/"/, "", op); big = jf($0, "bytes") + 0 >= 16777216
+            rb = jf($0, "ratio_byhand") + 0; rh = jf($0, "ratio_host") + 0; bars = ""
+            if (op == "allreduce") {
+                want = big ? 1.5 : 1.0
+                bars = sprintf(" byhand bar %.1fx %s", want, rb >= want ? "met" : "NOT met")
+                if (big)
+                    bars = bars sprintf(", host bar 0.7x %s", rh >= 0.7 ? "met" : "NOT met")
+            }
+            v = jf($0, "verified") == "true"; bad += !v
+            printf "%-9s %d ranks %10d B: %.2fx by hand\047s speed, %.2fx the host path\047s%s%s\n",
+                op, jf($0, "ranks"), jf($0, "bytes"), rb, rh, bars, v ? "" : "  NOT VERIFIED" }
+    END { exit bad ? 1 : 0 }' "$OUT" || rc=1
 exit $rc

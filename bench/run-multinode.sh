@@ -263,7 +263,6 @@ peer() {
     done
     echo "$s"
 }
-field() { printf '%s' "$2" | grep -o "\"$1\":[0-9.e+-]*" | head -1 | cut -d: -f2; }
 
 JOB=100
 HOSTS=$(i=0; while [ $i -lt "$K" ]; do printf '198.18.73.%d:%d\n' $((i + 1)) "$R"; i=$((i + 1)); done | paste -sd, -)
@@ -301,7 +300,7 @@ run() {
     printf '%s\n' "$out"
     w1=$(wire) || die "wire counters"
     pkts=$(( ${w1% *} - ${w0% *} )) bytes=$(( ${w1#* } - ${w0#* } ))
-    rate=$(field rate "$out") msgs=$(field msgs_sent "$out")
+    rate=$(field "$out" rate) msgs=$(field "$out" msgs_sent)
     if [ "$pl" = agent ]; then
         # the agents count a bundle when they send it, and the job ended
         # when all it sent was delivered: the counts are whole
@@ -321,11 +320,11 @@ run() {
         done
         from="agents' peer counters"
     else
-        bund=$(field bundles_sent "$out") pbytes=$(field wire_bytes_sent "$out")
+        bund=$(field "$out" bundles_sent) pbytes=$(field "$out" wire_bytes_sent)
         from="ranks' counters, every destination"
         # inline: the ranks reached the other nodes over tcp and their own over sm
         local tcp sm
-        tcp=$(field conn_tcp "$out") sm=$(field conn_sm "$out")
+        tcp=$(field "$out" conn_tcp) sm=$(field "$out" conn_sm)
         [ "${tcp:-0}" -gt 0 ] || { echo "run-multinode.sh: $app inline: no rank connection over tcp" >&2; st=1; }
         [ "$WITHIN" = tcp ] || [ "$R" = 1 ] || [ "${sm:-0}" -gt 0 ] ||
             { echo "run-multinode.sh: $app inline: no rank connection over shared memory within a node" >&2; st=1; }
@@ -391,7 +390,7 @@ if [ "$CPU" = 1 ]; then
         for pl in inline agent; do
             run "$app" "$pl" OC_APP_CPU=1 || continue
             printf '{"bench":"multinode-cpu","app":"%s","placement":"%s","nodes":%d,"ranks_per_node":%d,"lib_ns_per_msg":%s,"handler_ns_per_msg":%s,"rate":%s,"clock":"CLOCK_THREAD_CPUTIME_ID around oc_* calls, handlers subtracted"}\n' \
-                "$app" "$pl" "$K" "$R" "$(field lib_ns_per_msg "$out")" "$(field handler_ns_per_msg "$out")" "$rate"
+                "$app" "$pl" "$K" "$R" "$(field "$out" lib_ns_per_msg)" "$(field "$out" handler_ns_per_msg)" "$rate"
         done
     done
 fi

@@ -20,3 +20,18 @@ spread() {
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "null" || b == "null" || b == 0) print "null"; else printf "%.3f\n", a / b }'; }
 # list "X Y Z": "X,Y,Z" (a JSON array's inside).
 list() { printf '%s\n' $1 | paste -s -d, -; }
+# field JSON KEY: the number after "KEY": in one JSON line ("" if absent).
+field() {
+    printf '%s\n' "$1" | sed -n "s/.*\"$2\":\([-+.0-9eE]*\).*/\1/p" | head -n 1
+}
+# JF_AWK: awk's jf(LINE, KEY), the raw value after "KEY": in one flat JSON
+# line (a number, true/false, or a string with its quotes; "" if absent;
+# python's "KEY": VALUE spacing too),
+# for the summaries written in awk: awk "$JF_AWK"' { x = jf($0, "us") }'
+JF_AWK='function jf(s, k,   v) {
+    if (!match(s, "\"" k "\": *(\"[^\"]*\"|[^,}]*)")) return ""
+    v = substr(s, RSTART, RLENGTH)
+    sub(/^"[^"]*": */, "", v)
+    return v
+}
+'
