@@ -3,12 +3,14 @@
  * offcore-dp's syntax as an operator writes them (documentation and
  * link-local prefixes nested /10 to /128, a ClassBench-like set mapped
  * into 2001:db8:a::/(32+L), port ranges, rules naming no address, IPv4
- * rules beside them), loaded or added, with live updates after them;
+ * rules beside them), loaded or added, with live updates after them, a
+ * chain of nested prefixes deeper than the codes allow;
  * and near misses (a bad prefix length, mixed families, more rules than
  * the classifier holds).
  */
 #include "fuzz_acl6.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #define OPS(...) (const uint8_t[]){__VA_ARGS__}, sizeof((uint8_t[]){__VA_ARGS__})
@@ -105,6 +107,25 @@ unsigned fuzz_acl6_seeds(fuzz_acl6_seed_fn fn, void *arg)
     seed(fn, arg, FUZZ_ACL6_LOAD, deep,
          OPS(ADD, 0, 33, 129, ADD, 5, 48, 129, ADD, 2, 64, 129, RELOAD, 0, 0, 0),
          1), n++;
+    /* past the nesting limit: /16../62 nested, then adds of /64../81 under
+     * them (OC_ERR_UNSUPPORTED once the codes run out, nothing changed) */
+    {
+        char chain[24 * 48];
+        uint8_t ops[18 * FUZZ_ACL6_OP_SIZE];
+        size_t len = 0;
+        for (unsigned i = 0; i < 24; i++)
+            len += (size_t)snprintf(chain + len, sizeof(chain) - len,
+                                    "id=%u prio=%u action=allow "
+                                    "src=2001:db8::/%u\n",
+                                    30 + i, 200 - i, 16 + 2 * i);
+        for (unsigned i = 0; i < 18; i++) {
+            ops[4 * i] = ADD;
+            ops[4 * i + 1] = (uint8_t)(100 - i); /* prio: the deepest wins */
+            ops[4 * i + 2] = (uint8_t)(64 + i);
+            ops[4 * i + 3] = 129;
+        }
+        seed(fn, arg, FUZZ_ACL6_LOAD, chain, ops, sizeof(ops), 1), n++;
+    }
     /* near misses: a /129, one IPv4 and one IPv6 prefix in a rule, more
      * rules than a classifier of 8 holds (then added: 8 go in); a
      * classifier of 8 filled by the updates */

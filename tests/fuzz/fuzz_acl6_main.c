@@ -51,7 +51,13 @@ const fuzz_replay_target_t fuzz_replay_target = {
     .random_input = random_input,
     /* every input creates a classifier and, after a change, waits out its
      * rebuild thread's 2 ms coalescing sleep when destroying it (acl.c):
-     * a few ms a run; about 670 runs take 2-3 s here, 5 s under ASan */
-    .stride = 53,
-    .max_iterations = 150,
+     * a few ms a run (10-20 under ASan); about 640 runs take 2-4 s here,
+     * about 300 take 4-5 s under ASan */
+#if defined(__SANITIZE_ADDRESS__)
+    .stride = 150,
+    .max_iterations = 50,
+#else
+    .stride = 71,
+    .max_iterations = 100,
+#endif
 };
