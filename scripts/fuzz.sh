@@ -11,6 +11,10 @@
 #   ctl        control frames and streams (~10x slower)     1M
 #   prom       Prometheus text, as offcore stat reads it    1M (~25 s)
 #   acl        ClassBench rule/trace files, tree builder     500K
+#   acl6       IPv6 classifier: rules, live updates, every   1000 (~10 s)
+#              lookup path (60-120/s: each run builds
+#              classifiers and waits out their rebuild
+#              thread's 2 ms sleep)
 #   pkt        packet parser, offcore-dp rules and config    500K (~30 s)
 #   tenant     VXLAN decap, anti-spoofing, conntrack paths   500K
 #   esp        ESP decapsulation                             500K
@@ -31,7 +35,7 @@ trap 'rm -rf "$corpus"' EXIT INT TERM
 artifacts=$dir/fuzz-artifacts
 mkdir -p "$artifacts"
 
-caps="wire:0 ctl:1000000 prom:1000000 acl:500000 pkt:500000 tenant:500000 esp:500000 nvmf:500000 nvmf_stream:50000 nvmf_conf:200000 colld:500000 dp_ctl:1000000"
+caps="wire:0 ctl:1000000 prom:1000000 acl:500000 acl6:1000 pkt:500000 tenant:500000 esp:500000 nvmf:500000 nvmf_stream:50000 nvmf_conf:200000 colld:500000 dp_ctl:1000000"
 for tc in $caps; do
     target=${tc%%:*}
     cap=$(eval echo "\${FUZZ_CAP_$(echo "$target" | tr a-z A-Z):-${tc#*:}}")

@@ -37,6 +37,12 @@ typedef struct fuzz_replay_target {
      *  (at most FUZZ_REPLAY_MAXLEN bytes) into @p m; @return its size.
      *  NULL: up to 300 random bytes. */
     size_t (*random_input)(uint8_t *m);
+    /** Optional, for targets whose every run costs milliseconds: truncate
+     *  and mutate the seeds at every stride-th offset only (0: every). */
+    unsigned stride;
+    /** Optional: at most this many random inputs, whatever
+     *  FUZZ_ITERATIONS says (0: no cap). */
+    unsigned long max_iterations;
 } fuzz_replay_target_t;
 
 /** Defined by each target's *_main.c. */

@@ -11,8 +11,9 @@
  *   fuzz_X_replay --write-seeds DIR  write the seed corpus into DIR
  *                                    (scripts/fuzz.sh, scripts/asan-test.sh)
  *
- * FUZZ_ITERATIONS (default 20000) sets the number of random inputs and
- * FUZZ_SEED the generator's seed.  Exits 0, 1 on a seed verdict or I/O
+ * FUZZ_ITERATIONS (default 20000; a slow target may cap it, and mutate
+ * its seeds at every stride-th offset only: replay.h) sets the number of
+ * random inputs and FUZZ_SEED the generator's seed.  Exits 0, 1 on a seed verdict or I/O
  * error, or aborts on a broken invariant.  Single-threaded.
  */
 #include <errno.h>
@@ -172,6 +173,8 @@ int main(int argc, char **argv)
         iterations = strtoul(env, NULL, 10);
     if ((env = getenv("FUZZ_SEED")) != NULL && strtoull(env, NULL, 0) != 0)
         rng_state = strtoull(env, NULL, 0);
+    if (t->max_iterations != 0 && iterations > t->max_iterations)
+        iterations = t->max_iterations;
 
     t->seeds(keep_seed, NULL);
     if (nseeds == 0) {
@@ -193,12 +196,13 @@ int main(int argc, char **argv)
     }
     accepted_seeds = *t->accepted;
 
-    /* every truncation, and every byte of every seed set to a few values */
+    /* every truncation, and every byte of every seed set to a few values
+     * (every stride-th, for the targets that ask) */
     for (unsigned s = 0; s < nseeds; s++) {
-        size_t size = seeds[s].size;
-        for (size_t cut = 0; cut < size; cut++)
+        size_t size = seeds[s].size, step = t->stride ? t->stride : 1;
+        for (size_t cut = s % step; cut < size; cut += step)
             run(seeds[s].data, cut);
-        for (size_t i = 0; i < size; i++) {
+        for (size_t i = s % step; i < size; i += step) {
             const uint8_t orig = seeds[s].data[i];
             const uint8_t vals[] = {orig ^ 1, orig ^ 0x80, 0,          0xff,
                                     orig + 1, orig - 1,    orig ^ 0x10};
