@@ -28,6 +28,7 @@
 
 #include "acl_tree.h"
 #include "acl_idx.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 #define SIDE_CAP 1024u     /* rules added between two rebuilds, at most */
@@ -355,11 +356,19 @@ static void *rebuild_main(void *arg)
         if (acl->stop)
             break;
         if (acl->state->side.count < SIDE_URGENT && !acl->urgent) {
-            /* let changes gather */
-            struct timespec ts = {0, COALESCE_NS};
-            pthread_mutex_unlock(&acl->mu);
-            nanosleep(&ts, NULL);
-            pthread_mutex_lock(&acl->mu);
+            /* let changes gather, on the wake condition (monotonic): a
+             * destroy, a sync or a full side part ends the wait at once
+             * (a plain sleep held oc__acl_sync and oc__acl_destroy up to
+             * COALESCE_NS) */
+            uint64_t end = oc__now_ns() + COALESCE_NS;
+            struct timespec ts = {(time_t)(end / 1000000000u),
+                                  (long)(end % 1000000000u)};
+            while (!acl->stop && !acl->urgent &&
+                   acl->state->side.count < SIDE_URGENT &&
+                   pthread_cond_timedwait(&acl->wake, &acl->mu, &ts) == 0)
+                ;
+            if (acl->stop)
+                break;
         }
         acl->want = 0;
         acl->urgent = 0;
@@ -445,7 +454,13 @@ oc_status_t oc__acl_create(uint32_t max_rules, oc_acl_t **out)
         goto err_mem;
     }
     pthread_mutex_init(&acl->mu, NULL);
-    pthread_cond_init(&acl->wake, NULL);
+    {
+        pthread_condattr_t ca; /* the coalescing wait's deadline is monotonic */
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&acl->wake, &ca);
+        pthread_condattr_destroy(&ca);
+    }
     pthread_cond_init(&acl->done, NULL);
     if (pthread_create(&acl->thr, NULL, rebuild_main, acl) != 0)
         goto err_thread;
@@ -485,10 +500,14 @@ void oc__acl_destroy(oc_acl_t *acl)
     free(acl);
 }
 
+/* want == 1 already: the rebuild thread is gathering changes or building,
+ * not idle; it is woken then only when the gathering must end early */
 static void kick(oc_acl_t *acl)
 {
+    int was = acl->want;
     acl->want = 1;
-    pthread_cond_signal(&acl->wake);
+    if (!was || acl->urgent || acl->state->side.count >= SIDE_URGENT)
+        pthread_cond_signal(&acl->wake);
 }
 
 oc_status_t oc__acl_add(oc_acl_t *acl, const oc_acl_rule_t *rule)
@@ -687,6 +706,7 @@ oc_status_t oc__acl_sync(oc_acl_t *acl)
     pthread_mutex_lock(&acl->mu);
     while (pending(acl)) {
         uint64_t a = acl->attempts;
+        acl->urgent = 1; /* a caller waits: no coalescing delay */
         kick(acl);
         while (acl->attempts == a)
             pthread_cond_wait(&acl->done, &acl->mu);
