@@ -50,6 +50,7 @@
 #include <rte_acl.h>
 #include <rte_eal.h>
 #include <rte_malloc.h>
+#include "median.h"
 #endif
 
 #define BURST 64
@@ -115,18 +116,12 @@ static void reset_peak(void)
     }
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(const double *v, int n)
+/* the median of runs kept in order (print_runs shows them as run) */
+static double median_of(const double *v, int n)
 {
     double s[MAXREP];
     memcpy(s, v, (size_t)n * sizeof(*v));
-    qsort(s, (size_t)n, sizeof(*s), cmp_d);
-    return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+    return median(s, n);
 }
 
 static void print_runs(const double *v, int n)
@@ -478,7 +473,7 @@ static int fastest(const ctd_t *c, int lo, int n, int nrep, int cpu)
     int best = -1;
     for (int i = lo; i < n; i++)
         if (best < 0 ||
-            median(cpu ? c[i].c : c[i].w, nrep) > median(cpu ? c[best].c : c[best].w, nrep))
+            median_of(cpu ? c[i].c : c[i].w, nrep) > median_of(cpu ? c[best].c : c[best].w, nrep))
             best = i;
     return best;
 }
@@ -494,21 +489,21 @@ static void result(const char *fam, size_t rules, const ctd_t *x, int nrep,
            "\"rules\":%zu,\"mpps\":%.3f,\"build_s\":%.4f,\"mem_bytes\":%zu,"
            "\"peak_bytes\":%zu,\"verified\":%s,\"keys\":%zu,\"burst\":%d,"
            "\"method\":\"%s\"",
-           opt.ip, fam, x->impl, rules, median(x->w, nrep), x->build_s, x->mem, x->peak,
+           opt.ip, fam, x->impl, rules, median_of(x->w, nrep), x->build_s, x->mem, x->peak,
            x->ok ? "true" : "false", keys, BURST, x->method);
-    printf(",\"mpps_cpu\":%.3f", median(x->c, nrep));
+    printf(",\"mpps_cpu\":%.3f", median_of(x->c, nrep));
     if (is_fastest >= 0)
         printf(",\"fastest\":%s", is_fastest ? "true" : "false");
     if (base != NULL)
         printf(",\"rte_acl_fastest\":\"%s\",\"ratio_vs_rte_acl\":%.3f,"
                "\"ratio_cpu_vs_rte_acl\":%.3f",
-               base->method, median(x->w, nrep) / median(base->w, nrep),
-               median(x->c, nrep) / median(base->c, nrep));
+               base->method, median_of(x->w, nrep) / median_of(base->w, nrep),
+               median_of(x->c, nrep) / median_of(base->c, nrep));
     for (int k = 0; k < 2 && nall > 0; k++) {
         printf(",\"rte_acl_%s\":{", k ? "mpps" : "mpps_cpu");
         for (int i = 0; i < nall; i++)
             printf("%s\"%s\":%.3f", i ? "," : "", all[i].method,
-                   median(k ? all[i].w : all[i].c, nrep));
+                   median_of(k ? all[i].w : all[i].c, nrep));
         printf("}");
     }
     printf(",\"runs_mpps\":");
@@ -695,7 +690,7 @@ static void bench_lookups(fam_t *f)
             rb[i] = (now_s() - t0) * 1e6;
             rte_acl_free(c2);
         }
-        qsort(rb, 3, sizeof(rb[0]), cmp_d);
+        qsort(rb, 3, sizeof(rb[0]), oc_bench_cmp_d);
         printf("{\"bench\":\"classifier-update\",\"ip\":%d,\"family\":\"%s\",\"impl\":\"rte_acl\","
                "\"op\":\"rebuild\",\"p50_us\":%.1f,\"p99_us\":%.1f,\"max_us\":%.1f,"
                "\"note\":\"rte_acl has no incremental update: one rule change = full rebuild\"}\n",

@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "median.h"
 
 #define STRIDE 64
 #define BURST_MAX 256
@@ -103,18 +104,6 @@ static void shuffle(uint32_t *p, uint32_t n)
         p[i] = p[j];
         p[j] = t;
     }
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(*v), cmp_d);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /* Track the frames @p order names (their IP headers), @p b at a time;

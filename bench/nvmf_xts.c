@@ -16,18 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(*v), cmp_d);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
+#include "median.h"
 
 /* GB/s of one path over @p total bytes */
 static double run(oc__nvmf_xts_t *x, uint8_t *buf, uint32_t size,

@@ -20,14 +20,17 @@
 
 #include "ctl/ctl.h"
 #include "tenant/tenant.h"
+#include "pkt/acl/acl6.h"
 #include "pkt/esp.h"
 #include "pkt/pkt.h"
+#include "util/bytes.h"
 #include "util/kv.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #define OC_DP_MAX_ATTACH  16
 #define OC_DP_MAX_THREADS 64
@@ -81,6 +84,31 @@ static inline uint8_t oc__dp_rule_fam(const oc_dp_rule_t *r)
 {
     return r->fam ? r->fam
            : r->r.src_len || r->r.dst_len ? OC_DP_FAM_V4 : OC_DP_FAM_BOTH;
+}
+
+/** The IPv6 classifier's rule for @p r (its IPv6 prefixes, or none), with
+ *  userdata @p ud (src/dp/rules.c; tests/fuzz/fuzz_acl6.c feeds the
+ *  classifier the same way). */
+static inline void oc__dp_rule_acl6(const oc_dp_rule_t *r, uint32_t ud,
+                                    oc_acl6_rule_t *o)
+{
+    bool six = oc__dp_rule_fam(r) == OC_DP_FAM_V6;
+    memset(o, 0, sizeof(*o));
+    o->id = r->r.id;
+    o->priority = r->r.priority;
+    for (int i = 0; six && i < 4; i++) {
+        o->src[i] = oc__load_be32(r->src6 + 4 * i);
+        o->dst[i] = oc__load_be32(r->dst6 + 4 * i);
+    }
+    o->src_len = six ? r->src6_len : 0;
+    o->dst_len = six ? r->dst6_len : 0;
+    o->proto = r->r.proto;
+    o->proto_mask = r->r.proto_mask;
+    o->sport_lo = r->r.sport_lo;
+    o->sport_hi = r->r.sport_hi;
+    o->dport_lo = r->r.dport_lo;
+    o->dport_hi = r->r.dport_hi;
+    o->userdata = ud;
 }
 
 typedef struct {

@@ -95,29 +95,6 @@ static long find_id(const oc_dp_t *dp, uint32_t id)
 
 #define WHY(...) snprintf(why, whylen, __VA_ARGS__)
 
-/* The IPv6 classifier's rule for @p r (IPv6 prefixes, or none), with
- * userdata @p ud. */
-static void rule6(const oc_dp_rule_t *r, uint32_t ud, oc_acl6_rule_t *o)
-{
-    bool six = oc__dp_rule_fam(r) == OC_DP_FAM_V6;
-    memset(o, 0, sizeof(*o));
-    o->id = r->r.id;
-    o->priority = r->r.priority;
-    for (int i = 0; six && i < 4; i++) {
-        o->src[i] = oc__load_be32(r->src6 + 4 * i);
-        o->dst[i] = oc__load_be32(r->dst6 + 4 * i);
-    }
-    o->src_len = six ? r->src6_len : 0;
-    o->dst_len = six ? r->dst6_len : 0;
-    o->proto = r->r.proto;
-    o->proto_mask = r->r.proto_mask;
-    o->sport_lo = r->r.sport_lo;
-    o->sport_hi = r->r.sport_hi;
-    o->dport_lo = r->r.dport_lo;
-    o->dport_hi = r->r.dport_hi;
-    o->userdata = ud;
-}
-
 /* Add @p r (userdata set) to the classifiers of its families; all or
  * nothing. */
 static oc_status_t acl_add(oc_dp_t *dp, const oc_dp_rule_t *r)
@@ -129,7 +106,7 @@ static oc_status_t acl_add(oc_dp_t *dp, const oc_dp_rule_t *r)
     if (fam & OC_DP_FAM_V4)
         st = oc__acl_add(dp->acl, &r->r);
     if (st == OC_OK && (fam & OC_DP_FAM_V6)) {
-        rule6(r, r->r.userdata, &r6);
+        oc__dp_rule_acl6(r, r->r.userdata, &r6);
         st = oc__acl6_add(dp->acl6, &r6);
         if (st != OC_OK && (fam & OC_DP_FAM_V4))
             oc__acl_del(dp->acl, r->r.id);
@@ -165,7 +142,7 @@ oc_status_t oc__dp_rule_add(oc_dp_t *dp, const oc_dp_rule_t *r, char *why,
     }
     if (oc__dp_rule_fam(&nr) & OC_DP_FAM_V6) {
         oc_acl6_rule_t r6;
-        rule6(&nr, nr.r.userdata, &r6);
+        oc__dp_rule_acl6(&nr, nr.r.userdata, &r6);
         if (oc__acl6_rule_check(&r6, &bad) != OC_OK) {
             WHY("invalid rule: %s", bad ? bad : "?");
             return OC_ERR_INVALID_PARAM;
@@ -268,7 +245,7 @@ oc_status_t oc__dp_rules_replace(oc_dp_t *dp, const oc_dp_rule_t *rules,
             }
         }
         if (fam & OC_DP_FAM_V6) {
-            rule6(&rules[i], ud, &ar6[n6]);
+            oc__dp_rule_acl6(&rules[i], ud, &ar6[n6]);
             if (oc__acl6_rule_check(&ar6[n6++], &bad) != OC_OK) {
                 WHY("rule id %u: %s", rules[i].r.id, bad ? bad : "invalid");
                 st = OC_ERR_INVALID_PARAM;
@@ -294,8 +271,8 @@ oc_status_t oc__dp_rules_replace(oc_dp_t *dp, const oc_dp_rule_t *rules,
         for (uint32_t s = 0; old && s < dp->nslots && m < dp->nrules; s++)
             if (dp->slots[s].used &&
                 (oc__dp_rule_fam(&dp->slots[s].rule) & OC_DP_FAM_V6))
-                rule6(&dp->slots[s].rule, dp->slots[s].rule.r.userdata,
-                      &old[m++]);
+                oc__dp_rule_acl6(&dp->slots[s].rule,
+                                 dp->slots[s].rule.r.userdata, &old[m++]);
         if (old == NULL || oc__acl6_load(dp->acl6, old, m) != OC_OK)
             oc_error(OC_COMP_DP, "rules load: the IPv6 rules could not be "
                      "restored after the IPv4 classifier refused the set");

@@ -237,6 +237,18 @@ static void cmd_exec(oc_nvmf_cmd_t *cmd)
         oc__nvmf_io_exec(cmd);
 }
 
+/* A capsule's data digest did not match: the command fails with a
+ * retryable transport error, the queue goes on */
+static void digest_failed(oc_nvmf_conn_t *c, oc_nvmf_cmd_t *cmd)
+{
+    atomic_fetch_add_explicit(&c->w->st.data_digest_err, 1,
+                              memory_order_relaxed);
+    oc_warn(LOGC, "connection %llu: data digest error in command cid %u",
+            (unsigned long long)c->id, cmd->cid);
+    cmd->status = OC_NVME_SC_TRANSIENT_XPORT;
+    oc__nvmf_cmd_complete(cmd);
+}
+
 /* @p have: with a direct capsule, the bytes of its data already in rx
  * (the rest is received into the command's buffer); -1 otherwise */
 #define DIRECT_MIN 16384u
@@ -274,12 +286,7 @@ static void handle_capsule(oc_nvmf_conn_t *c, const uint8_t *p,
     if (have < 0 && in->data_len && c->lim.ddgst &&
         oc__crc32c(0, p + in->data_off, in->data_len) !=
             oc__load_le32(p + in->data_off + in->data_len)) {
-        atomic_fetch_add_explicit(&c->w->st.data_digest_err, 1,
-                                  memory_order_relaxed);
-        oc_warn(LOGC, "connection %llu: data digest error in command "
-                "cid %u", (unsigned long long)c->id, cmd->cid);
-        cmd->status = OC_NVME_SC_TRANSIENT_XPORT;
-        oc__nvmf_cmd_complete(cmd);
+        digest_failed(c, cmd);
         return;
     }
     if (!c->connected && !(oc__sqe_opc(sqe) == 0x7f && sqe[4] == 0x01)) {
@@ -420,12 +427,7 @@ static void direct_finish(oc_nvmf_conn_t *c, int digest_ok)
     c->dr_capsule = 0;
     cmd->h2c_got = c->dr_datal;
     if (!digest_ok) {
-        atomic_fetch_add_explicit(&c->w->st.data_digest_err, 1,
-                                  memory_order_relaxed);
-        oc_warn(LOGC, "connection %llu: data digest error in command "
-                "cid %u", (unsigned long long)c->id, cmd->cid);
-        cmd->status = OC_NVME_SC_TRANSIENT_XPORT;
-        oc__nvmf_cmd_complete(cmd);
+        digest_failed(c, cmd);
         return;
     }
     cmd_exec(cmd);

@@ -356,28 +356,6 @@ static void op(const uint8_t *o)
 
 /* ----------------------------------------------------------- the input */
 
-/* offcore-dp's rule, as src/dp/rules.c hands it to the IPv6 classifier */
-static void from_dp(const oc_dp_rule_t *d, uint32_t ud, oc_acl6_rule_t *o)
-{
-    int six = oc__dp_rule_fam(d) == OC_DP_FAM_V6;
-    memset(o, 0, sizeof(*o));
-    o->id = d->r.id;
-    o->priority = d->r.priority;
-    for (int i = 0; six && i < 4; i++) {
-        o->src[i] = oc__load_be32(d->src6 + 4 * i);
-        o->dst[i] = oc__load_be32(d->dst6 + 4 * i);
-    }
-    o->src_len = six ? d->src6_len : 0;
-    o->dst_len = six ? d->dst6_len : 0;
-    o->proto = d->r.proto;
-    o->proto_mask = d->r.proto_mask;
-    o->sport_lo = d->r.sport_lo;
-    o->sport_hi = d->r.sport_hi;
-    o->dport_lo = d->r.dport_lo;
-    o->dport_hi = d->r.dport_hi;
-    o->userdata = ud;
-}
-
 /* the text's rules into all[]; @return lines that did not parse */
 static size_t parse(const char *t, size_t len)
 {
@@ -403,7 +381,7 @@ static size_t parse(const char *t, size_t len)
             uint8_t fam = oc__dp_rule_fam(&d);
             CHECK(fam >= OC_DP_FAM_V4 && fam <= OC_DP_FAM_BOTH);
             if (fam != OC_DP_FAM_V4 && m.nall < MAXTEXT) { /* IPv6 or both */
-                from_dp(&d, (uint32_t)m.nall * 16 + 1, &m.all[m.nall]);
+                oc__dp_rule_acl6(&d, (uint32_t)m.nall * 16 + 1, &m.all[m.nall]);
                 CHECK(oc__acl6_rule_check(&m.all[m.nall], NULL) == OC_OK);
                 m.live[m.nall++] = 0;
             }
