@@ -198,7 +198,7 @@ int main(int argc, char **argv)
 
     /* every truncation, and every byte of every seed set to a few values
      * (every stride-th, for the targets that ask; in a seed over 4 KiB,
-     * libFuzzer's -max_len in scripts/fuzz.sh, about 512 offsets: a
+     * scripts/fuzz.sh's usual -max_len, at about 512 offsets: a
      * large seed is mostly payload, and all of it would cost seconds) */
     for (unsigned s = 0; s < nseeds; s++) {
         size_t size = seeds[s].size, step = t->stride ? t->stride : 1;
