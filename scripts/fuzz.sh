@@ -19,12 +19,16 @@
 #   tenant     VXLAN decap, anti-spoofing, conntrack paths   500K
 #   esp        ESP decapsulation                             500K
 #   nvmf       NVMe/TCP PDU streams                          500K (~25 s)
-#   nvmf_stream  the target's connection code over a fake     50K (~35 s)
-#              ring, several PDUs per segment (~1500/s)
+#   nvmf_stream  the target's connection code over a fake     35K (~35 s)
+#              ring, several PDUs per segment (~1000/s);
+#              inputs up to 48 KiB (others 4 KiB): a Write
+#              with 16 KiB in the capsule, received in place,
+#              must fit whole
 #   nvmf_conf  offcore-nvmf configuration files              200K (~20 s)
 #   colld      collective descriptors, rank -> agent         500K
 #   dp_ctl     offcore-dp control lines, as the socket reads 1M (~9 s)
-# FUZZ_CAP_<TARGET>=N overrides a cap.
+# A caps entry is TARGET:CAP[:MAX_LEN] (libFuzzer's -max_len, 4096 unless
+# given).  FUZZ_CAP_<TARGET>=N overrides a cap.
 # FUZZ_SEED=N makes a run repeatable (libFuzzer prints the seed it used);
 # FUZZ_TARGETS="a b" runs only those.
 set -eu
@@ -35,10 +39,15 @@ trap 'rm -rf "$corpus"' EXIT INT TERM
 artifacts=$dir/fuzz-artifacts
 mkdir -p "$artifacts"
 
-caps="wire:0 ctl:1000000 prom:1000000 acl:500000 acl6:1000 pkt:500000 tenant:500000 esp:500000 nvmf:500000 nvmf_stream:50000 nvmf_conf:200000 colld:500000 dp_ctl:1000000"
+caps="wire:0 ctl:1000000 prom:1000000 acl:500000 acl6:1000 pkt:500000 tenant:500000 esp:500000 nvmf:500000 nvmf_stream:35000:49152 nvmf_conf:200000 colld:500000 dp_ctl:1000000"
 for tc in $caps; do
     target=${tc%%:*}
-    cap=$(eval echo "\${FUZZ_CAP_$(echo "$target" | tr a-z A-Z):-${tc#*:}}")
+    rest=${tc#*:}
+    case $rest in
+    *:*) max_len=${rest#*:} ;;
+    *) max_len=4096 ;;
+    esac
+    cap=$(eval echo "\${FUZZ_CAP_$(echo "$target" | tr a-z A-Z):-${rest%%:*}}")
     if [ -n "${FUZZ_TARGETS:-}" ]; then
         case " $FUZZ_TARGETS " in *" $target "*) ;; *) continue ;; esac
     fi
@@ -56,7 +65,7 @@ for tc in $caps; do
     "$dir/tests/fuzz/fuzz_${target}_replay" --write-seeds "$corpus/$target"
     echo "fuzz_$target: $runs runs (log: $log)"
     rc=0
-    "$fuzzer" -runs="$runs" -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
+    "$fuzzer" -runs="$runs" -max_len="$max_len" -timeout=10 -rss_limit_mb=2048 \
         -print_final_stats=1 ${FUZZ_SEED:+-seed=$FUZZ_SEED} \
         -artifact_prefix="$artifacts/" "$corpus/$target" >"$log" 2>&1 || rc=$?
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")

@@ -24,7 +24,7 @@ typedef void (*fuzz_nvmf_seed_fn)(void *arg, const uint8_t *data, size_t size,
 /* Host byte streams for the seeds (nvmf_seeds.c): each builder appends
  * one PDU, with the digests ICReq asked for; commands have CID 7. */
 typedef struct {
-    uint8_t b[16384];
+    uint8_t b[49152]; /* the large in-capsule Writes' seeds: 38 KiB */
     size_t n;
     int hd, dd;
 } fuzz_nvmf_stream_t;

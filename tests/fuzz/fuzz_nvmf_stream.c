@@ -21,6 +21,9 @@
  *       bit 5     another connection first runs an admin session
  *                 (controller 1, CC.EN, 2 I/O queues granted), so that
  *                 the stream can connect I/O queues and reach io.c
+ *       bit 6     the host expects its large Writes' data received in
+ *                 place (conn.c's direct path): the stream counts as
+ *                 valid only if the worker's h2c_direct counter moved
  *   [1] the generator's seed
  *
  * After every turn: the send queue is a list (no piece on it twice, no
@@ -30,7 +33,10 @@
  * Event Request).  At the end the host closes; every connection must be
  * freed, the guard must count none.  The target's output must parse as
  * PDUs a controller sends, with at most one C2HTermReq, which is the last
- * thing on its connection, and that connection closed after it.
+ * thing on its connection, and that connection closed after it.  A stream
+ * counts as valid (the seeds' verdict) when its connection ended without a
+ * C2HTermReq and no data digest failed: data received into the wrong place
+ * of a command's buffer shows there, where the namespace stores nothing.
  *
  * Single-threaded; every input starts from a fresh target.
  */
@@ -505,6 +511,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static uint8_t admin[4096];
     static int init;
     int term[NCONN] = {0}, open_at_eof[NCONN] = {0};
+    uint64_t direct0, ddgst0;
 
     if (!init) {
         /* fatal PDUs are logged as warnings: keep the run quiet */
@@ -529,6 +536,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     nsq = npend = 0;
     clock_ms = 1000;
     nhosts = 0;
+    direct0 = atomic_load(&wk.st.h2c_direct);
+    ddgst0 = atomic_load(&wk.st.data_digest_err);
     if (data[0] & 0x20) {
         host_t *a = &hosts[nhosts++];
         memset(a, 0, sizeof(*a));
@@ -570,6 +579,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
      * closed (a fatal error closes after the TermReq has gone out) */
     for (int i = 0; i < nhosts; i++)
         CHECK(!(term[i] && open_at_eof[i]));
-    fuzz_nvmf_stream_last_valid = !term[nhosts - 1] && open_at_eof[nhosts - 1];
+    fuzz_nvmf_stream_last_valid =
+        !term[nhosts - 1] && open_at_eof[nhosts - 1] &&
+        atomic_load(&wk.st.data_digest_err) == ddgst0 &&
+        (!(data[0] & 0x40) || atomic_load(&wk.st.h2c_direct) != direct0);
     return 0;
 }

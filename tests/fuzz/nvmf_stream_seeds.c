@@ -67,6 +67,29 @@ static void io(fuzz_nvmf_stream_t *s, int hd, int dd)
     fuzz_nvmf_capsule_cdw(s, 0x00, 0, 1, NULL, 0, NULL, 0);
 }
 
+/* (with the admin session of bit 5, and bit 6: the target must receive
+ * the large data in place) ICReq, I/O Connect to controller 1, Writes of
+ * 16 KiB and 20 KiB in the capsule (at least conn.c's DIRECT_MIN: received
+ * straight into the command's buffer once the header is in), a read of
+ * one block written, Flush */
+static void direct(fuzz_nvmf_stream_t *s, int hd, int dd)
+{
+    static uint8_t connect[1024], data[20480];
+    const uint32_t conn[6] = {1 << 16, 31};
+    const uint32_t w1[6] = {8, 0, 31}, w2[6] = {100, 0, 39}, rd[6] = {20};
+
+    fuzz_nvmf_stream_connect_data(connect, 1);
+    for (size_t i = 0; i < sizeof(data); i++)
+        data[i] = (uint8_t)(i * 7 + (i >> 9));
+    memset(s, 0, sizeof(*s));
+    fuzz_nvmf_icreq(s, hd, dd);
+    fuzz_nvmf_capsule_cdw(s, 0x7f, 0x01, 0, conn, 1024, connect, 1024);
+    fuzz_nvmf_capsule_cdw(s, 0x01, 0, 1, w1, 16384, data, 16384);
+    fuzz_nvmf_capsule_cdw(s, 0x01, 0, 1, w2, 20480, data, 20480);
+    fuzz_nvmf_capsule_cdw(s, 0x02, 0, 1, rd, 512, NULL, 0);
+    fuzz_nvmf_capsule_cdw(s, 0x00, 0, 1, NULL, 0, NULL, 0);
+}
+
 unsigned fuzz_nvmf_stream_seeds(fuzz_nvmf_seed_fn fn, void *arg)
 {
     static fuzz_nvmf_stream_t s;
@@ -87,6 +110,17 @@ unsigned fuzz_nvmf_stream_seeds(fuzz_nvmf_seed_fn fn, void *arg)
     emit(fn, arg, 0x20, 0, &s, 1, &n);
     io(&s, 1, 1);
     emit(fn, arg, 0x20 | (1 << 3), 0, &s, 1, &n);
+    /* large in-capsule Writes received in place: 512-byte segments
+     * without digests; 4096-byte ones and varying ones with both */
+    direct(&s, 0, 0);
+    emit(fn, arg, 0x60 | 0x04, 0, &s, 1, &n);
+    direct(&s, 1, 1);
+    emit(fn, arg, 0x60 | 0x05 | (2 << 3), 0, &s, 1, &n);
+    emit(fn, arg, 0x60 | 0x06 | (3 << 3), 11, &s, 1, &n);
+    /* the same with a byte of the first Write's data changed: its data
+     * digest fails (that command only; the queue goes on) */
+    s.b[128 + (72 + 4 + 1024 + 4) + 72 + 4 + 100] ^= 0x01;
+    emit(fn, arg, 0x60 | 0x05, 0, &s, 0, &n);
 
     /* two ICReqs in one segment (issue 21: the target then sent
      * C2HTermReqs in a loop and never closed) */
