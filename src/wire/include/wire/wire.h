@@ -330,7 +330,7 @@ size_t oc__wire_runs_pack(const uint8_t *body, size_t packed, size_t len,
 
 /** Mark the header at @p buf as a RUNS bundle of @p len bytes (after
  *  oc__wire_hdr_write of the mixed one and a pack of its body): the flag,
- *  the length, and src/dst OC_WIRE_RANK_NONE. */
+ *  the length, and the source and destination OC_WIRE_RANK_NONE. */
 void oc__wire_hdr_set_runs(void *buf, uint32_t len);
 
 #endif /* OC_WIRE_H */
