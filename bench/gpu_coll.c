@@ -8,8 +8,10 @@
  *           copy back (cuMemcpyHtoD), one after the other
  *   host    offcore's collective on host buffers (what staging costs)
  * One JSON line per op and size: the medians, the same-run ratios
- * byhand/device and host/device, every sample, "verified" (every result
- * of every way checked: integer-valued floats, exact sums).  Ranks on one
+ * byhand/device and host/device, every sample, "verified_device",
+ * "verified_byhand", "verified_host" (every result of that way, every
+ * sample, on every rank: integer-valued floats, exact sums) and
+ * "verified" (all three).  Ranks on one
  * host share the GPUs (rank r uses device r % count).
  *
  *   mpirun -np N gpu-coll [--min BYTES] [--max BYTES] [--repeats R]
@@ -190,7 +192,7 @@ int main(int argc, char **argv)
             float *hs = malloc(n * 4), *hr = malloc(n * 4);
             void *ds, *dr;
             double t_dev[64], t_hand[64], t_host[64];
-            int verified = 1;
+            int vd = 1, vh = 1, vo = 1, verified;
 
             if (n == 0)
                 continue;
@@ -214,7 +216,7 @@ int main(int argc, char **argv)
                          : oc_allreduce(ctx, ds, dr, n, OC_FLOAT32, OC_SUM);
                 t_dev[r] = tmax(MPI_Wtime() - t) * 1e6;
                 cu.dtoh(got, (uintptr_t)dr, n * 4);
-                verified &= st == OC_OK && verify(got, n, a2a, per);
+                vd &= st == OC_OK && verify(got, n, a2a, per);
                 /* by hand: copy out, MPI, copy back */
                 MPI_Barrier(comm);
                 t = MPI_Wtime();
@@ -228,7 +230,7 @@ int main(int argc, char **argv)
                 cu.htod((uintptr_t)dr, pin, n * 4);
                 t_hand[r] = tmax(MPI_Wtime() - t) * 1e6;
                 cu.dtoh(got, (uintptr_t)dr, n * 4);
-                verified &= verify(got, n, a2a, per);
+                vh &= verify(got, n, a2a, per);
                 /* offcore on host buffers */
                 memcpy(hs, h, n * 4);
                 MPI_Barrier(comm);
@@ -236,10 +238,11 @@ int main(int argc, char **argv)
                 st = a2a ? oc_alltoall(ctx, hs, hr, per, OC_FLOAT32)
                          : oc_allreduce(ctx, hs, hr, n, OC_FLOAT32, OC_SUM);
                 t_host[r] = tmax(MPI_Wtime() - t) * 1e6;
-                verified &= st == OC_OK && verify(hr, n, a2a, per);
+                vo &= st == OC_OK && verify(hr, n, a2a, per);
             }
-            int v = verified;
-            MPI_Allreduce(&v, &verified, 1, MPI_INT, MPI_MIN, comm);
+            int v[3] = {vd, vh, vo};
+            MPI_Allreduce(MPI_IN_PLACE, v, 3, MPI_INT, MPI_MIN, comm);
+            verified = v[0] && v[1] && v[2];
             g_bad |= !verified;
             if (g_rank == 0) {
                 double md = median(t_dev, R), mh = median(t_hand, R),
@@ -258,7 +261,10 @@ int main(int argc, char **argv)
                 printf("],\"runs_host_us\":[");
                 for (int r = 0; r < R; r++)
                     printf("%s%.2f", r ? "," : "", t_host[r]);
-                printf("],\"verified\":%s}\n", verified ? "true" : "false");
+                printf("],\"verified_device\":%s,\"verified_byhand\":%s,"
+                       "\"verified_host\":%s,\"verified\":%s}\n",
+                       v[0] ? "true" : "false", v[1] ? "true" : "false",
+                       v[2] ? "true" : "false", verified ? "true" : "false");
                 fflush(stdout);
             }
             cu.free((uintptr_t)ds);

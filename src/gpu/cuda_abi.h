@@ -47,6 +47,7 @@ enum {
 };
 
 #define CU_MEMHOSTALLOC_PORTABLE 0x01
+#define CU_STREAM_DEFAULT        0x00
 #define CU_STREAM_NON_BLOCKING   0x01
 #define CU_EVENT_DISABLE_TIMING  0x02
 

@@ -6,6 +6,17 @@
  * recorded after them) says when they are done.  No synchronous copy:
  * the caller polls oc__gpu_slot_test() from its progress loop.
  *
+ * The streams are blocking ones (CU_STREAM_DEFAULT), not
+ * CU_STREAM_NON_BLOCKING: a copy of the caller's buffer then runs after
+ * whatever the program queued before the call on the legacy default
+ * stream (a kernel that wrote it, a cuMemcpyHtoD from pageable memory,
+ * which returns before its data reach the device).  With non-blocking
+ * streams the staging read such buffers before they were written (the
+ * H200 gave wrong sums at 16-64 KiB; the double models this).  Work on
+ * streams of the program's own, or on a per-thread default stream, is
+ * not ordered: the program synchronizes them before the call, as for a
+ * CUDA-aware MPI.
+ *
  * Every call makes the pool's context current for its duration (push,
  * pop): the caller's thread may have another one current, or none.
  * Threading: a pool belongs to one thread at a time.
@@ -88,7 +99,7 @@ oc_status_t oc__gpu_pool_new(void *cuctx, int device, size_t slot_bytes,
                                CU_MEMHOSTALLOC_PORTABLE);
         if (r == CUDA_SUCCESS) {
             what = "cuStreamCreate";
-            r = cu->cuStreamCreate(&s->stream, CU_STREAM_NON_BLOCKING);
+            r = cu->cuStreamCreate(&s->stream, CU_STREAM_DEFAULT);
         }
         if (r == CUDA_SUCCESS) {
             what = "cuEventCreate";
@@ -265,7 +276,7 @@ oc_status_t oc__gpu_lane_new(oc__gpu_pool_t *p, size_t bytes,
     r = cu->cuMemHostAlloc((void **)&l->s.host, bytes, CU_MEMHOSTALLOC_PORTABLE);
     if (r == CUDA_SUCCESS) {
         what = "cuStreamCreate";
-        r = cu->cuStreamCreate(&l->s.stream, CU_STREAM_NON_BLOCKING);
+        r = cu->cuStreamCreate(&l->s.stream, CU_STREAM_DEFAULT);
     }
     if (r == CUDA_SUCCESS) {
         what = "cuEventCreate";

@@ -11,6 +11,15 @@
  * done sees stale bytes.  Async copies must use pinned memory from
  * cuMemHostAlloc, and the stream's context must be current.
  *
+ * The legacy default stream, as the driver documents it: a synchronous
+ * cuMemcpyHtoD from pageable memory returns once the source is staged,
+ * its write to device memory still pending; that write lands before the
+ * next operation on the legacy stream (a synchronous copy) and before any
+ * copy enqueued afterwards on a blocking stream (flags 0) runs, but a
+ * stream made with CU_STREAM_NON_BLOCKING does not wait for it: a copy
+ * queued there reads the device memory as it was (FAKE_CUDA_PAGEABLE=
+ * sync: the write lands at once, as in doubles of old).
+ *
  * Failures on demand (FAKE_CUDA_FAIL, read at each call):
  *   init      cuInit fails (CUDA_ERROR_NO_DEVICE)
  *   ptr       pointer queries on device memory fail
@@ -64,7 +73,7 @@ typedef struct op {
     struct op *next;
 } op_t;
 
-struct CUstream_st { CUcontext cx; op_t *head, *tail; int lag; };
+struct CUstream_st { CUcontext cx; op_t *head, *tail; int lag; int nonblocking; };
 struct CUevent_st { CUresult status; int pending; unsigned gen; struct CUstream_st *s; };
 typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
@@ -75,6 +84,8 @@ static struct CUctx_st primary[8];
 static __thread CUcontext stack[16];
 static __thread int depth;
 static unsigned long ncopies, nrun;
+
+static void legacy_flush(void);
 
 static const char *fail_mode(void)
 {
@@ -234,7 +245,11 @@ static CUresult release(uintptr_t p, int host)
     return E_INVALID_VALUE;
 }
 
-API CUresult cuMemFree_v2(CUdeviceptr p) { return release(p, 0); }
+API CUresult cuMemFree_v2(CUdeviceptr p)
+{
+    legacy_flush(); /* cuMemFree waits for the device's work */
+    return release(p, 0);
+}
 
 API CUresult cuMemHostAlloc(void **p, size_t n, unsigned flags)
 {
@@ -276,19 +291,67 @@ API CUresult cuPointerGetAttribute(void *data, int attr, CUdeviceptr p)
     }
 }
 
+/* The legacy stream's pending writes (pageable cuMemcpyHtoD), in order;
+ * each op's src is its own staging copy (freed when it lands). */
+static op_t *legacy_head, *legacy_tail;
+
+static void legacy_flush(void)
+{
+    pthread_mutex_lock(&mu);
+    while (legacy_head != NULL) {
+        op_t *o = legacy_head;
+        legacy_head = o->next;
+        memcpy(o->dst, o->src, o->n);
+        free((void *)o->src);
+        free(o);
+    }
+    legacy_tail = NULL;
+    pthread_mutex_unlock(&mu);
+}
+
 /* Synchronous copies, for tests to fill and read device memory. */
 API CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *h, size_t n)
 {
-    range_t *r = find(d);
+    const char *pg = getenv("FAKE_CUDA_PAGEABLE");
+    range_t *r, *hr;
+    op_t *o;
+    uint8_t *stage;
+
+    legacy_flush(); /* the legacy stream's earlier work first */
+    pthread_mutex_lock(&mu);
+    r = find(d);
+    hr = find((uintptr_t)h);
+    pthread_mutex_unlock(&mu);
     if (r == NULL || r->shadow == NULL || d + n > r->base + r->len)
         return E_INVALID_VALUE;
-    memcpy(r->shadow + (d - r->base), h, n);
+    if ((hr != NULL && hr->shadow == NULL) || /* pinned: synchronous */
+        (pg != NULL && strcmp(pg, "sync") == 0) || n == 0) {
+        memcpy(r->shadow + (d - r->base), h, n);
+        return OK;
+    }
+    if ((o = calloc(1, sizeof(*o))) == NULL || (stage = malloc(n)) == NULL) {
+        free(o);
+        return E_OOM;
+    }
+    memcpy(stage, h, n); /* staged: the caller may reuse its buffer */
+    o->kind = 1, o->n = n, o->src = stage;
+    o->dst = r->shadow + (d - r->base);
+    pthread_mutex_lock(&mu);
+    if (legacy_tail != NULL)
+        legacy_tail->next = o;
+    else
+        legacy_head = o;
+    legacy_tail = o;
+    pthread_mutex_unlock(&mu);
     return OK;
 }
 
 API CUresult cuMemcpyDtoH_v2(void *h, CUdeviceptr d, size_t n)
 {
-    range_t *r = find(d);
+    range_t *r;
+
+    legacy_flush();
+    r = find(d);
     if (r == NULL || r->shadow == NULL || d + n > r->base + r->len)
         return E_INVALID_VALUE;
     memcpy(h, r->shadow + (d - r->base), n);
@@ -297,12 +360,12 @@ API CUresult cuMemcpyDtoH_v2(void *h, CUdeviceptr d, size_t n)
 
 API CUresult cuStreamCreate(CUstream *s, unsigned flags)
 {
-    (void)flags;
     if (current() == NULL)
         return E_INVALID_CONTEXT;
     if ((*s = calloc(1, sizeof(**s))) == NULL)
         return E_OOM;
     (*s)->cx = current();
+    (*s)->nonblocking = (flags & 1) != 0; /* CU_STREAM_NON_BLOCKING */
     return OK;
 }
 
@@ -369,6 +432,8 @@ static CUresult enqueue(CUstream s, op_t *o)
         free(o);
         return E_INVALID_CONTEXT;
     }
+    if (!s->nonblocking)
+        legacy_flush(); /* a blocking stream waits for the legacy stream */
     if (s->tail != NULL)
         s->tail->next = o;
     else
