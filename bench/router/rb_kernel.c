@@ -422,7 +422,7 @@ static int rb_create(const rb_params_t *p, void **kp)
         int fd;
         /* as offcored's session.c makes it, and the rank maps it */
         if (p->shm_slots > 0) {
-            if (oc__rshm_create(p->shm_slots, p->bundle_size & ~7u, &s,
+            if (oc__rshm_create(p->shm_slots, p->bundle_size & ~7u, 1, &s,
                                 &fd) != OC_OK)
                 goto err;
             st = oc__shmseg_map(fd, &k->ranks[i]);
@@ -433,7 +433,7 @@ static int rb_create(const rb_params_t *p, void **kp)
             }
         }
         st = oc__router_add_rank(k->r, (uint64_t)i + 1, p->job, i, addr,
-                                 sizeof(addr), 0, s);
+                                 sizeof(addr), 0, s, 1);
         oc__rshm_put(s); /* the router keeps its own reference */
         if (st != OC_OK)
             goto err;
@@ -505,7 +505,7 @@ static int shm_run(rbk_t *k, const rb_bundle_t *feed, uint64_t n,
             did = 1;
         }
         for (uint32_t i = 0; i < R && !complete; i++) {
-            oc_spsc_t *down = &k->ranks[i].down;
+            oc_spsc_t *down = &k->ranks[i].down[0];
             uint8_t *slot;
             uint32_t len;
             while (!complete && (slot = oc__spsc_peek(down, &len)) != NULL) {

@@ -117,8 +117,8 @@ void oc__ag_job_check_ready(agent_t *a, oc_ajob_t *j)
             oc_aconn_t *c = j->local[r];
             if (c != NULL)
                 oc__router_add_rank(a->routers[t], c->token, j->id, r, c->addr,
-                                   c->addr_len, c->pid,
-                                   t == r % a->nrouters ? c->shm : NULL);
+                                   c->addr_len, c->pid, c->shm,
+                                   t == r % a->nrouters);
         }
     }
     oc__job_map_put(map);

@@ -94,7 +94,7 @@ static int welcome_shm(agent_t *a, oc_aconn_t *c, const oc_ctl_msg_t *w,
         return 0;
     st = oc__rshm_create((uint32_t)a->cfg.shm_slots,
                          (uint32_t)(a->cfg.bundle_size & ~(uint64_t)7),
-                         &c->shm, &memfd);
+                         a->nrouters, &c->shm, &memfd);
     if (st != OC_OK) {
         oc_warn(OC_COMP_AGENT, "job %u rank %u: no shared-memory channel "
                 "(%s%s): UCX", c->job, c->rank, oc_status_string(st),

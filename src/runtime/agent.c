@@ -134,12 +134,16 @@ static void agent_progress(oc_context_t *ctx)
         uint32_t len;
         if (a->wait_head != NULL)
             oc__agent_shm_drain(ctx);
-        while ((slot = oc__spsc_peek(&a->seg.down, &len)) != NULL)
-            oc__rx_push_shm(ctx, slot, len, &a->seg.down);
-        if (a->seg.down.broken && ctx->failed == OC_OK) {
-            oc_error(OC_COMP_RUNTIME, "rank %u: the agent's delivery ring "
-                     "is corrupt", ctx->rank);
-            ctx->failed = OC_ERR_PEER_FAILED;
+        /* each routing thread's deliveries, in its own ring */
+        for (uint32_t i = 0; i < a->seg.ndown; i++) {
+            oc_spsc_t *down = &a->seg.down[i];
+            while ((slot = oc__spsc_peek(down, &len)) != NULL)
+                oc__rx_push_shm(ctx, slot, len, down);
+            if (down->broken && ctx->failed == OC_OK) {
+                oc_error(OC_COMP_RUNTIME, "rank %u: the agent's delivery "
+                         "ring %u is corrupt", ctx->rank, i);
+                ctx->failed = OC_ERR_PEER_FAILED;
+            }
         }
         oc__agent_watch(ctx);
         return;

@@ -73,12 +73,12 @@ oc_status_t oc__agent_shm_attach(oc_context_t *ctx)
     return OC_OK;
 }
 
-void oc__agent_shm_release(oc_context_t *ctx)
+void oc__agent_shm_release(oc_context_t *ctx, void *ring)
 {
     struct oc__agent *a = ctx->agent;
     if (a == NULL || !a->shm)
         return; /* gone: the segment went with it */
-    oc__spsc_release(&a->seg.down);
+    oc__spsc_release(ring);
 }
 
 void oc__agent_stream_setup(oc_context_t *ctx, oc_eng_out_t *o)
@@ -114,8 +114,10 @@ void oc__agent_wait(oc_context_t *ctx)
     a->waits++;
     oc__agent_shm_kick(a);
     seen = oc__bell_prepare(bell);
-    if (oc__spsc_in_use(&a->seg.up) < a->seg.up.nslots ||
-        oc__spsc_ready(&a->seg.down)) {
+    int ready = oc__spsc_in_use(&a->seg.up) < a->seg.up.nslots;
+    for (uint32_t i = 0; i < a->seg.ndown && !ready; i++)
+        ready = oc__spsc_ready(&a->seg.down[i]);
+    if (ready) {
         oc__bell_cancel(bell);
         return;
     }

@@ -207,9 +207,9 @@ oc_status_t oc__agent_send_raw(oc_context_t *ctx, const void *buf, size_t len,
 oc_status_t oc__agent_shm_send_raw(oc_context_t *ctx, const void *buf,
                                    size_t len);
 
-/** The oldest delivery read from the shared-memory channel is done: its
- *  slot goes back to the agent. */
-void oc__agent_shm_release(oc_context_t *ctx);
+/** The oldest delivery read from down ring @p ring (an oc_spsc_t of the
+ *  shared-memory channel) is done: its slot goes back to the agent. */
+void oc__agent_shm_release(oc_context_t *ctx, void *ring);
 /** Stream mode over the shared-memory channel: make @p o's buffers the
  *  slots of the ring toward the agent.  No-op on the UCX channel. */
 void oc__agent_stream_setup(oc_context_t *ctx, oc_eng_out_t *o);

@@ -92,7 +92,7 @@ void oc__rx_push_shm(oc_context_t *ctx, uint8_t *data, uint32_t len,
 static void rx_release(oc_context_t *ctx, oc_eng_rx_t *e)
 {
     if (e->shm != NULL)
-        oc__agent_shm_release(ctx); /* in order, as they were pushed */
+        oc__agent_shm_release(ctx, e->shm); /* in order, per ring */
     else if (e->self_buf != NULL)
         oc__eng_buf_put(ctx->eng, e->self_buf);
     else

@@ -5,39 +5,51 @@
 #include "wire/shmseg.h"
 
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-static size_t seg_bytes(size_t ring)
+/* 0 when the geometry overflows */
+static size_t seg_bytes(size_t ring, uint32_t ndown)
 {
-    return OC_SHMSEG_HDR + 2 * ring;
+    if (ring == 0 || ndown == 0 || ndown > OC_SHMSEG_MAX_DOWN ||
+        ring > (SIZE_MAX - OC_SHMSEG_HDR) / (1 + (size_t)ndown))
+        return 0;
+    return OC_SHMSEG_HDR + (1 + (size_t)ndown) * ring;
 }
 
 static oc_status_t attach(oc_shmseg_t *seg, uint32_t nslots,
-                          uint32_t slot_size, size_t ring, int format)
+                          uint32_t slot_size, size_t ring, uint32_t ndown,
+                          int format)
 {
     uint8_t *b = seg->base;
-    oc_status_t st = oc__spsc_attach(&seg->up, b + OC_SHMSEG_HDR, ring, nslots,
-                                     slot_size, format);
-    if (st == OC_OK)
-        st = oc__spsc_attach(&seg->down, b + OC_SHMSEG_HDR + ring, ring,
+    oc_status_t st;
+
+    if ((seg->down = calloc(ndown, sizeof(*seg->down))) == NULL)
+        return OC_ERR_NO_MEMORY;
+    seg->ndown = ndown;
+    st = oc__spsc_attach(&seg->up, b + OC_SHMSEG_HDR, ring, nslots, slot_size,
+                         format);
+    for (uint32_t i = 0; i < ndown && st == OC_OK; i++)
+        st = oc__spsc_attach(&seg->down[i],
+                             b + OC_SHMSEG_HDR + (1 + (size_t)i) * ring, ring,
                              nslots, slot_size, format);
     return st;
 }
 
 oc_status_t oc__shmseg_create(uint32_t nslots, uint32_t slot_size,
-                              oc_shmseg_t *seg, int *fd_out)
+                              uint32_t ndown, oc_shmseg_t *seg, int *fd_out)
 {
     const size_t ring = oc__spsc_bytes(nslots, slot_size);
-    size_t bytes;
+    const size_t bytes = seg_bytes(ring, ndown);
+    oc_status_t st;
     void *base;
     int fd;
 
-    if (ring == 0 || seg == NULL || fd_out == NULL)
+    if (bytes == 0 || seg == NULL || fd_out == NULL)
         return OC_ERR_INVALID_PARAM;
-    bytes = seg_bytes(ring);
     fd = memfd_create("offcore-rank-channel", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (fd < 0)
         return OC_ERR_NO_RESOURCE;
@@ -56,9 +68,11 @@ oc_status_t oc__shmseg_create(uint32_t nslots, uint32_t slot_size,
     seg->hdr->nslots = nslots;
     seg->hdr->slot_size = slot_size;
     seg->hdr->ring_bytes = ring;
-    if (attach(seg, nslots, slot_size, ring, 1) != OC_OK) {
-        munmap(base, bytes);
-        goto err;
+    seg->hdr->ndown = ndown;
+    if ((st = attach(seg, nslots, slot_size, ring, ndown, 1)) != OC_OK) {
+        oc__shmseg_unmap(seg);
+        close(fd);
+        return st == OC_ERR_NO_MEMORY ? st : OC_ERR_NO_RESOURCE;
     }
     *fd_out = fd;
     return OC_OK;
@@ -71,28 +85,29 @@ oc_status_t oc__shmseg_map(int fd, oc_shmseg_t *seg)
 {
     oc_shmseg_hdr_t h;
     struct stat sb;
-    size_t ring;
+    size_t ring, bytes;
+    oc_status_t st;
     void *base;
 
     if (fstat(fd, &sb) != 0 || sb.st_size < (off_t)OC_SHMSEG_HDR ||
         pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
         return OC_ERR_INVALID_PARAM;
     ring = oc__spsc_bytes(h.nslots, h.slot_size);
-    if (h.magic != OC_SHMSEG_MAGIC || h.version != OC_SHMSEG_VERSION ||
-        ring == 0 || h.ring_bytes != ring ||
-        (uint64_t)sb.st_size != seg_bytes(ring))
+    bytes = h.magic == OC_SHMSEG_MAGIC && h.version == OC_SHMSEG_VERSION
+                ? seg_bytes(ring, h.ndown)
+                : 0;
+    if (bytes == 0 || h.ring_bytes != ring || (uint64_t)sb.st_size != bytes)
         return OC_ERR_INVALID_PARAM;
-    base = mmap(NULL, seg_bytes(ring), PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-                0);
+    base = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (base == MAP_FAILED)
         return OC_ERR_NO_RESOURCE;
     memset(seg, 0, sizeof(*seg));
     seg->base = base;
-    seg->bytes = seg_bytes(ring);
+    seg->bytes = bytes;
     seg->hdr = base;
-    if (attach(seg, h.nslots, h.slot_size, ring, 0) != OC_OK) {
+    if ((st = attach(seg, h.nslots, h.slot_size, ring, h.ndown, 0)) != OC_OK) {
         oc__shmseg_unmap(seg);
-        return OC_ERR_INVALID_PARAM;
+        return st == OC_ERR_NO_MEMORY ? st : OC_ERR_INVALID_PARAM;
     }
     return OC_OK;
 }
@@ -103,4 +118,7 @@ void oc__shmseg_unmap(oc_shmseg_t *seg)
         return;
     munmap(seg->base, seg->bytes);
     seg->base = NULL;
+    free(seg->down);
+    seg->down = NULL;
+    seg->ndown = 0;
 }

@@ -311,7 +311,7 @@ rk_fix_t *rk_setup(void)
     for (uint32_t i = 0; i < RK_LOCAL; i++) {
         rk_addr(0, i, a);
         assert_int_equal(oc__router_add_rank(f->r, rk_tok(i), RK_JOB, i, a, 8,
-                                            0, NULL), OC_OK);
+                                            0, NULL, 0), OC_OK);
     }
     oc__router_apply_commands(f->r);
     return f;

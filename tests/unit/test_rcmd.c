@@ -50,7 +50,7 @@ static void add_rank(rk_fix_t *f, uint64_t token, uint32_t job,
     uint8_t a[8];
     rk_addr(0, rank, a);
     assert_int_equal(oc__router_add_rank(f->r, token, job, rank, a, 8, 0,
-                                        NULL), OC_OK);
+                                        NULL, 0), OC_OK);
 }
 
 /* The fixture's commands took effect: one job, its local ranks as

@@ -836,13 +836,13 @@ static void test_shm_rank(void **state)
     uint32_t slen;
     int fd;
 
-    assert_int_equal(oc__rshm_create(4, RK_BUNDLE, &s, &fd), OC_OK);
+    assert_int_equal(oc__rshm_create(4, RK_BUNDLE, 1, &s, &fd), OC_OK);
     assert_int_equal(oc__shmseg_map(fd, &seg), OC_OK);
     close(fd);
     assert_int_equal(oc__router_del_rank(f->r, RK_JOB, 3), OC_OK);
     rk_addr(0, 3, a);
     assert_int_equal(oc__router_add_rank(f->r, rk_tok(3), RK_JOB, 3, a, 8, 0,
-                                        s), OC_OK);
+                                        s, 1), OC_OK);
     oc__rshm_put(s); /* the router's reference stays */
     oc__router_apply_commands(f->r);
 
@@ -883,11 +883,11 @@ static void test_shm_rank(void **state)
     free(b);
     rk_turn(f, 1);
     assert_int_equal(rk.bundles_to_rank[3], 0);
-    assert_non_null(slot = oc__spsc_peek(&seg.down, &slen));
+    assert_non_null(slot = oc__spsc_peek(&seg.down[0], &slen));
     assert_int_equal(oc__wire_validate(slot, slen, &chk, &h), OC_OK);
     assert_int_equal(h.count, 1);
     assert_int_equal(oc__load_le64(slot + OC_WIRE_HDR_LEN), 0x34);
-    oc__spsc_release(&seg.down);
+    oc__spsc_release(&seg.down[0]);
     assert_int_equal(f->r->c.shm_bundles_out, 1);
     oc__shmseg_unmap(&seg);
 }

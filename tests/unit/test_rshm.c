@@ -7,7 +7,8 @@
  * but a rank asleep on its doorbell is woken only at the turn's end
  * (oc__router_shm_flush), once for all the turn's releases; a delivery is
  * published at once and rings at the flush; an empty ring costs nothing
- * and a broken one is said once and no longer read.
+ * and a broken one is said once and no longer read; a second routing
+ * thread delivers into its own down ring.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -52,11 +53,11 @@ static int setup(void **state)
     ep.handoff = handoff;
     assert_int_equal(oc__eng_create(&ep, &f->r.eng), OC_OK);
     assert_int_equal(oc__eng_ring_init(&f->r.rx, f->r.eng, 16), OC_OK);
-    assert_int_equal(oc__rshm_create(SLOTS, SLOT, &f->s, &fd), OC_OK);
+    assert_int_equal(oc__rshm_create(SLOTS, SLOT, 1, &f->s, &fd), OC_OK);
     assert_int_equal(oc__shmseg_map(fd, &f->rank), OC_OK);
     close(fd);
     f->l.token = 42;
-    assert_int_equal(oc__router_shm_attach(&f->r, &f->l, f->s), OC_OK);
+    assert_int_equal(oc__router_shm_attach(&f->r, &f->l, f->s, 1), OC_OK);
     oc__rshm_put(f->s); /* the router's reference stays */
     *state = f;
     return 0;
@@ -147,7 +148,7 @@ static void test_deliver(void **state)
     (void)oc__bell_prepare(&f->rank.hdr->rank_bell);
     oc__router_shm_deliver(&f->r, &f->l.out, b, 16); /* a pool buffer */
     router_release_all(f);
-    assert_non_null(slot = oc__spsc_peek(&f->rank.down, &len));
+    assert_non_null(slot = oc__spsc_peek(&f->rank.down[0], &len));
     assert_int_equal(len, 16);
     assert_int_equal(slot[15], 7);
     assert_int_equal(atomic_load(&f->rank.hdr->rank_bell.waiting), 1);
@@ -155,7 +156,72 @@ static void test_deliver(void **state)
     oc__router_shm_flush(&f->r);
     assert_int_equal(f->r.c.shm_wakes, 1);
     assert_int_equal(f->r.c.shm_bundles_out, 1);
-    oc__spsc_release(&f->rank.down);
+    oc__spsc_release(&f->rank.down[0]);
+}
+
+/* Two routing threads: the one that serves the rank reads its up ring
+ * and delivers into down ring 0; another, attached to deliver only,
+ * writes down ring 1 (its index) and never reads the up ring; each pends
+ * the doorbell on its own.  A thread whose index the segment has no ring
+ * for is refused. */
+static void test_second_thread(void **state)
+{
+    oc_router_t r0, r1, r2;
+    lrank_t l0, l1, l2;
+    oc_eng_params_t ep;
+    oc_shmseg_t rank;
+    oc_rshm_t *s;
+    oc_eng_buf_t *b;
+    uint8_t *slot;
+    uint32_t len;
+    int fd;
+    (void)state;
+
+    memset(&r0, 0, sizeof(r0)), memset(&r1, 0, sizeof(r1));
+    memset(&r2, 0, sizeof(r2));
+    memset(&l0, 0, sizeof(l0)), memset(&l1, 0, sizeof(l1));
+    memset(&l2, 0, sizeof(l2));
+    memset(&ep, 0, sizeof(ep));
+    ep.bundle_size = SLOT;
+    ep.nbufs = 4;
+    ep.flush_timeout_us = 1000;
+    ep.handoff = handoff;
+    assert_int_equal(oc__eng_create(&ep, &r1.eng), OC_OK);
+    r1.p.index = 1, r2.p.index = 2;
+    assert_int_equal(oc__rshm_create(SLOTS, SLOT, 2, &s, &fd), OC_OK);
+    assert_int_equal(oc__shmseg_map(fd, &rank), OC_OK);
+    close(fd);
+    assert_int_equal(oc__router_shm_attach(&r0, &l0, s, 1), OC_OK);
+    assert_int_equal(oc__router_shm_attach(&r1, &l1, s, 0), OC_OK);
+    assert_int_equal(oc__router_shm_attach(&r2, &l2, s, 0), OC_ERR_INVALID_PARAM);
+    assert_int_equal(r0.nshm, 1);
+    assert_int_equal(r1.nshm, 0); /* it does not read the up ring */
+    assert_int_equal(r1.nshm_all, 1);
+    assert_ptr_equal(l1.out.eo.ring, &s->seg.down[1]);
+    assert_ptr_equal(l0.out.eo.ring, &s->seg.down[0]);
+    (void)oc__bell_prepare(&rank.hdr->rank_bell);
+    assert_non_null(b = oc__eng_buf_get(r1.eng));
+    memset(b->data, 9, 8);
+    oc__router_shm_deliver(&r1, &l1.out, b, 8);
+    assert_null(oc__spsc_peek(&rank.down[0], &len));
+    assert_non_null(slot = oc__spsc_peek(&rank.down[1], &len));
+    assert_int_equal(len, 8);
+    assert_int_equal(slot[7], 9);
+    assert_int_equal(s->pend[1], 1);
+    assert_int_equal(s->pend[0], 0);
+    oc__router_shm_flush(&r1);
+    assert_int_equal(r1.c.shm_wakes, 1);
+    assert_int_equal(s->pend[1], 0);
+    oc__spsc_release(&rank.down[1]);
+    oc__router_shm_detach(&r1, &l1);
+    oc__router_shm_detach(&r0, &l0);
+    assert_int_equal(r1.nshm_all, 0);
+    oc__shmseg_unmap(&rank);
+    oc__rshm_put(s);
+    oc__eng_destroy(r1.eng);
+    free(r0.shm_ranks), free(r0.shm_pend);
+    free(r1.shm_ranks), free(r1.shm_pend);
+    free(r2.shm_ranks), free(r2.shm_pend);
 }
 
 /* A rank that publishes more than its ring holds broke it: said once,
@@ -178,6 +244,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_turn, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deliver, setup, teardown),
         cmocka_unit_test_setup_teardown(test_broken, setup, teardown),
+        cmocka_unit_test(test_second_thread),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

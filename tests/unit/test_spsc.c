@@ -343,8 +343,8 @@ static void test_segment(void **state)
     uint8_t *s;
     (void)state;
 
-    assert_int_equal(oc__shmseg_create(3, 512, &a, &fd), OC_ERR_INVALID_PARAM);
-    assert_int_equal(oc__shmseg_create(4, 512, &a, &fd), OC_OK);
+    assert_int_equal(oc__shmseg_create(3, 512, 1, &a, &fd), OC_ERR_INVALID_PARAM);
+    assert_int_equal(oc__shmseg_create(4, 512, 1, &a, &fd), OC_OK);
     assert_int_equal(oc__shmseg_map(fd, &r), OC_OK); /* a second mapping */
     assert_ptr_not_equal(a.base, r.base);
     /* rank -> agent */
@@ -358,10 +358,10 @@ static void test_segment(void **state)
     oc__spsc_release(&a.up);
     assert_int_equal(oc__spsc_in_use(&r.up), 0);
     /* agent -> rank */
-    s = oc__spsc_reserve(&a.down);
+    s = oc__spsc_reserve(&a.down[0]);
     memcpy(s, "back", 4);
-    oc__spsc_publish(&a.down, 4);
-    assert_memory_equal(oc__spsc_peek(&r.down, &len), "back", 4);
+    oc__spsc_publish(&a.down[0], 4);
+    assert_memory_equal(oc__spsc_peek(&r.down[0], &len), "back", 4);
     /* sealed: the rank cannot shrink it under the agent */
     assert_int_not_equal(ftruncate(fd, 4096), 0);
     oc__shmseg_unmap(&r);
@@ -373,6 +373,61 @@ static void test_segment(void **state)
     fd = memfd_create("not-a-segment", MFD_CLOEXEC);
     assert_true(fd >= 0);
     assert_int_equal(ftruncate(fd, 65536), 0);
+    assert_int_equal(oc__shmseg_map(fd, &r), OC_ERR_INVALID_PARAM);
+    close(fd);
+}
+
+/* One down ring per routing thread: each its own slots, the rank reads
+ * them apart; the count is bounded and checked on both sides. */
+static void test_segment_down_rings(void **state)
+{
+    oc_shmseg_t a, r;
+    oc_shmseg_hdr_t h;
+    int fd;
+    uint32_t len;
+    (void)state;
+
+    assert_int_equal(oc__shmseg_create(4, 512, 0, &a, &fd), OC_ERR_INVALID_PARAM);
+    assert_int_equal(oc__shmseg_create(4, 512, OC_SHMSEG_MAX_DOWN + 1, &a, &fd),
+                     OC_ERR_INVALID_PARAM);
+    assert_int_equal(oc__shmseg_create(4, 512, 3, &a, &fd), OC_OK);
+    assert_int_equal(oc__shmseg_map(fd, &r), OC_OK);
+    assert_int_equal(r.ndown, 3);
+    for (uint32_t i = 0; i < 3; i++) {
+        uint8_t *s = oc__spsc_reserve(&a.down[i]);
+        assert_non_null(s);
+        s[0] = (uint8_t)('a' + i);
+        oc__spsc_publish(&a.down[i], 1);
+    }
+    for (uint32_t i = 0; i < 3; i++) {
+        const uint8_t *s = oc__spsc_peek(&r.down[i], &len);
+        assert_non_null(s);
+        assert_int_equal(len, 1);
+        assert_int_equal(s[0], 'a' + i);
+        assert_null(oc__spsc_peek(&r.down[i], &len)); /* one each */
+        oc__spsc_release(&r.down[i]);
+    }
+    assert_int_equal(oc__spsc_in_use(&a.down[1]), 0);
+    /* the rings do not overlap: filling ring 2 leaves ring 0 empty */
+    for (int k = 0; k < 4; k++) {
+        assert_non_null(oc__spsc_reserve(&a.down[2]));
+        oc__spsc_publish(&a.down[2], 512);
+    }
+    assert_null(oc__spsc_reserve(&a.down[2]));
+    assert_int_equal(oc__spsc_in_use(&a.down[0]), 0);
+    assert_null(oc__spsc_peek(&r.down[0], &len));
+    oc__shmseg_unmap(&r);
+    oc__shmseg_unmap(&a);
+    /* a header that claims more rings than the file holds: refused */
+    assert_int_equal(pread(fd, &h, sizeof(h), 0), (ssize_t)sizeof(h));
+    h.ndown = 4;
+    assert_int_equal(pwrite(fd, &h, sizeof(h), 0), (ssize_t)sizeof(h));
+    assert_int_equal(oc__shmseg_map(fd, &r), OC_ERR_INVALID_PARAM);
+    h.ndown = 0;
+    assert_int_equal(pwrite(fd, &h, sizeof(h), 0), (ssize_t)sizeof(h));
+    assert_int_equal(oc__shmseg_map(fd, &r), OC_ERR_INVALID_PARAM);
+    h.ndown = 3, h.version = 1; /* the one-down-ring layout */
+    assert_int_equal(pwrite(fd, &h, sizeof(h), 0), (ssize_t)sizeof(h));
     assert_int_equal(oc__shmseg_map(fd, &r), OC_ERR_INVALID_PARAM);
     close(fd);
 }
@@ -485,6 +540,7 @@ int main(void)
         cmocka_unit_test(test_bell_fenced),
         cmocka_unit_test(test_membarrier),
         cmocka_unit_test(test_segment),
+        cmocka_unit_test(test_segment_down_rings),
         cmocka_unit_test(test_engine_ring),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

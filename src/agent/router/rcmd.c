@@ -44,7 +44,7 @@ void oc__job_map_put(oc_job_map_t *m)
 
 oc_status_t oc__router_add_rank(oc_router_t *r, uint64_t token, uint32_t job,
                                uint32_t rank, const void *addr, size_t len,
-                               uint32_t pid, oc_rshm_t *shm)
+                               uint32_t pid, oc_rshm_t *shm, int serves)
 {
     cmd_t *c = oc__router_cmd_new(CMD_ADD_RANK, addr, len);
     if (c == NULL)
@@ -52,6 +52,7 @@ oc_status_t oc__router_add_rank(oc_router_t *r, uint64_t token, uint32_t job,
     if (shm != NULL) {
         oc__rshm_get(shm);
         c->shm = shm;
+        c->serves = serves;
     }
     c->token = token;
     c->pid = pid;
@@ -280,10 +281,13 @@ static void apply(oc_router_t *r, cmd_t *c)
         l->out.eo.job = c->job;
         l->out.ep = l->ep;
         l->out.jc = &j->c;
-        if (c->shm != NULL && oc__router_shm_attach(r, l, c->shm) != OC_OK)
-            oc_error(OC_COMP_ROUTER, "router %u: out of memory: rank %u of "
-                     "job %u on UCX, not shared memory", r->p.index, c->rank,
-                     c->job);
+        if (c->shm != NULL &&
+            (st = oc__router_shm_attach(r, l, c->shm, c->serves)) != OC_OK)
+            oc_error(OC_COMP_ROUTER, "router %u: %s: rank %u of job %u on "
+                     "UCX, not shared memory", r->p.index,
+                     st == OC_ERR_NO_MEMORY ? "out of memory"
+                                            : "no down ring for this thread",
+                     c->rank, c->job);
         j->local[c->rank] = l;
         j->hop[c->rank] = &l->out;
         sender_add(r, &s);

@@ -131,15 +131,17 @@ typedef struct {
 } oc_router_peer_counters_t;
 
 /** A rank's shared-memory channel (wire/shmseg.h), held by the control
- *  thread that made it and the router that serves it; unmapped when the
- *  last reference goes (rshm.c).  Thread-safe reference counting. */
+ *  thread that made it and every router (the one that serves it reads
+ *  its up ring; each writes its own down ring); unmapped when the last
+ *  reference goes (rshm.c).  Thread-safe reference counting. */
 typedef struct oc_rshm oc_rshm_t;
-/** Create a segment of two rings of @p nslots slots of @p slot_size
- *  bytes; *memfd_out is its sealed memfd (the caller passes it to the
- *  rank, then closes it).  One reference.  OC_ERR_INVALID_PARAM,
- *  OC_ERR_NO_MEMORY, OC_ERR_NO_RESOURCE (memfd, seals, mmap). */
+/** Create a segment of an up ring and @p ndown down rings (one per
+ *  routing thread) of @p nslots slots of @p slot_size bytes; *memfd_out is
+ *  its sealed memfd (the caller passes it to the rank, then closes it).
+ *  One reference.  OC_ERR_INVALID_PARAM, OC_ERR_NO_MEMORY,
+ *  OC_ERR_NO_RESOURCE (memfd, seals, mmap). */
 oc_status_t oc__rshm_create(uint32_t nslots, uint32_t slot_size,
-                            oc_rshm_t **s_out, int *memfd_out);
+                            uint32_t ndown, oc_rshm_t **s_out, int *memfd_out);
 void oc__rshm_get(oc_rshm_t *s);
 /** Drop a reference.  NULL is a no-op. */
 void oc__rshm_put(oc_rshm_t *s);
@@ -162,11 +164,13 @@ oc_status_t oc__router_address(oc_router_t *r, const void **addr, size_t *len);
 
 /* Commands, applied by the router thread in the order posted.  Thread-safe.
  * Copies every argument. */
-/** @p shm: the rank's shared-memory channel, served by this router (it
- *  takes a reference), or NULL (UCX only). */
+/** @p shm: the rank's shared-memory channel (the router takes a
+ *  reference): this router delivers to the rank into its own down ring
+ *  (the one of its index), and, when @p serves, reads the rank's up
+ *  ring; NULL: UCX only. */
 oc_status_t oc__router_add_rank(oc_router_t *r, uint64_t token, uint32_t job,
                                uint32_t rank, const void *addr, size_t len,
-                               uint32_t pid, oc_rshm_t *shm);
+                               uint32_t pid, oc_rshm_t *shm, int serves);
 oc_status_t oc__router_del_rank(oc_router_t *r, uint32_t job, uint32_t rank);
 /** Publish a job's map (the router takes a reference). */
 oc_status_t oc__router_add_job(oc_router_t *r, oc_job_map_t *map);

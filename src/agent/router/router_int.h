@@ -70,7 +70,8 @@ struct oc_rshm {
     oc_shmseg_t      seg;
     _Atomic uint32_t refs;
     int              broken_said;
-    int              pend;  /* on its router's shm_pend list (rshm.c) */
+    /* on router i's shm_pend list (rshm.c): each router its own byte */
+    uint8_t          pend[OC_SHMSEG_MAX_DOWN];
 };
 
 typedef struct {
@@ -118,6 +119,7 @@ typedef struct cmd {
     uint64_t      token, token2;
     oc_job_map_t *map;
     oc_rshm_t    *shm;      /* CMD_ADD_RANK: a reference, or NULL */
+    int           serves;   /* CMD_ADD_RANK: this router reads its up ring */
     void        (*run)(void *arg, uint32_t k); /* CMD_RUN: run(arg, node) */
     void         *arg;
     size_t        addr_len;
@@ -154,8 +156,11 @@ struct oc_router {
                                        collective was logged */
     size_t             cma_budget;  /* bytes rcma.c may still move this
                                        round of the loop */
-    lrank_t          **shm_ranks;   /* local ranks on shared memory */
+    lrank_t          **shm_ranks;   /* local ranks on shared memory whose
+                                       up ring this router reads */
     uint32_t           nshm, shm_cap;
+    uint32_t           nshm_all;    /* local ranks on shared memory it
+                                       delivers to (its down ring) */
     oc_rshm_t        **shm_pend;    /* rings released into or delivered
                                        to this turn, doorbell not yet
                                        rung (each holds a reference) */
@@ -250,7 +255,10 @@ void oc__router_shm_release(oc_router_t *r, oc_eng_rx_t *e);
  *  router sleeps or goes away. */
 void oc__router_shm_flush(oc_router_t *r);
 /** Make a just-registered rank's outlet write into its ring. */
-oc_status_t oc__router_shm_attach(oc_router_t *r, lrank_t *l, oc_rshm_t *shm);
+/** @p serves: read its up ring too (else deliver only).  OC_ERR_NO_MEMORY;
+ *  OC_ERR_INVALID_PARAM: the segment has no down ring for this router. */
+oc_status_t oc__router_shm_attach(oc_router_t *r, lrank_t *l, oc_rshm_t *shm,
+                                  int serves);
 void oc__router_shm_detach(oc_router_t *r, lrank_t *l);
 /** Hand bundle @p b (@p len bytes) to a local rank on shared memory: the
  *  ring's own slot is published, a pool buffer copied into the next

@@ -3,9 +3,12 @@
  * ranks it serves on this host (wire/shmseg.h): read what they publish in
  * their "up" rings in place (onto the engine's receive ring, like a UCX
  * arrival, with no copy), give the slots back in order once routed, write
- * their deliveries into their "down" rings (the local outlet's buffer is
- * the ring's slot), ring a waiting rank's doorbell (once per turn per
- * ring: oc__router_shm_flush), and tell the ranks when this thread
+ * deliveries into this thread's "down" ring of every local rank on shared
+ * memory, those another thread serves too (the local outlet's buffer is
+ * the ring's slot: a thread's deliveries cost the same whichever thread
+ * reads the rank's up ring; through UCX they cost a send and a receive
+ * per bundle), ring a waiting rank's doorbell (once per turn per ring:
+ * oc__router_shm_flush), and tell the ranks it serves when this thread
  * sleeps so they wake it.
  *
  * Threading: the router's thread, except oc__rshm_* (reference counts,
@@ -21,15 +24,15 @@
 #include <unistd.h>
 
 oc_status_t oc__rshm_create(uint32_t nslots, uint32_t slot_size,
-                            oc_rshm_t **s_out, int *memfd_out)
+                            uint32_t ndown, oc_rshm_t **s_out, int *memfd_out)
 {
     oc_rshm_t *s = calloc(1, sizeof(*s));
     oc_status_t st;
 
     if (s == NULL)
         return OC_ERR_NO_MEMORY;
-    if ((st = oc__shmseg_create(nslots, slot_size, &s->seg, memfd_out)) !=
-        OC_OK) {
+    if ((st = oc__shmseg_create(nslots, slot_size, ndown, &s->seg,
+                                memfd_out)) != OC_OK) {
         free(s);
         return st;
     }
@@ -62,9 +65,12 @@ int oc__router_rank_wake_fd(const oc_router_t *r)
     return r->rank_wake_fd;
 }
 
-oc_status_t oc__router_shm_attach(oc_router_t *r, lrank_t *l, oc_rshm_t *shm)
+oc_status_t oc__router_shm_attach(oc_router_t *r, lrank_t *l, oc_rshm_t *shm,
+                                  int serves)
 {
-    if (r->nshm == r->shm_cap) {
+    if (r->p.index >= shm->seg.ndown)
+        return OC_ERR_INVALID_PARAM;
+    if (r->nshm_all == r->shm_cap) {
         uint32_t ncap = r->shm_cap ? 2 * r->shm_cap : 16;
         lrank_t **n = realloc(r->shm_ranks, ncap * sizeof(*n));
         if (n == NULL)
@@ -79,12 +85,14 @@ oc_status_t oc__router_shm_attach(oc_router_t *r, lrank_t *l, oc_rshm_t *shm)
         r->shm_pend = n;
         r->pend_cap = r->shm_cap;
     }
-    r->shm_ranks[r->nshm++] = l;
+    if (serves)
+        r->shm_ranks[r->nshm++] = l;
+    r->nshm_all++;
     oc__rshm_get(shm);
     l->shm = shm;
     l->out.shm = shm;
     l->ring_buf.ring = 1;
-    l->out.eo.ring = &shm->seg.down;
+    l->out.eo.ring = &shm->seg.down[r->p.index];
     l->out.eo.ring_buf = &l->ring_buf;
     return OC_OK;
 }
@@ -99,6 +107,7 @@ void oc__router_shm_detach(oc_router_t *r, lrank_t *l)
             r->shm_ranks[i] = r->shm_ranks[--r->nshm];
             break;
         }
+    r->nshm_all--;
     l->out.eo.ring = NULL;
     l->out.eo.ring_buf = NULL;
     l->out.shm = NULL;
@@ -168,7 +177,7 @@ uint32_t oc__router_shm_poll(oc_router_t *r)
  * themselves go back at once: a rank still running uses them. */
 static void shm_pend(oc_router_t *r, oc_rshm_t *s)
 {
-    if (s->pend)
+    if (s->pend[r->p.index])
         return;
     if (r->npend == r->pend_cap) /* a ring no longer served: room now */
         oc__router_shm_flush(r);
@@ -176,7 +185,7 @@ static void shm_pend(oc_router_t *r, oc_rshm_t *s)
         oc__bell_ring(&s->seg.hdr->rank_bell);
         return;
     }
-    s->pend = 1;
+    s->pend[r->p.index] = 1;
     oc__rshm_get(s);
     r->shm_pend[r->npend++] = s;
 }
@@ -194,7 +203,7 @@ void oc__router_shm_flush(oc_router_t *r)
         oc_rshm_t *s = r->shm_pend[i];
         if (oc__bell_ring_fenced(&s->seg.hdr->rank_bell))
             CNT_ADD(r->c.shm_wakes, 1);
-        s->pend = 0;
+        s->pend[r->p.index] = 0;
         oc__rshm_put(s);
     }
     r->npend = 0;
@@ -216,7 +225,7 @@ void oc__router_shm_release(oc_router_t *r, oc_eng_rx_t *e)
 
 int oc__router_shm_full(oc_router_t *r, out_t *o)
 {
-    oc_spsc_t *down = &o->shm->seg.down;
+    oc_spsc_t *down = o->eo.ring;
     if (oc__spsc_in_use(down) + (o->eo.buf != NULL) < down->nslots)
         return 0;
     CNT_ADD(r->c.shm_full, 1);
@@ -226,7 +235,7 @@ int oc__router_shm_full(oc_router_t *r, out_t *o)
 void oc__router_shm_deliver(oc_router_t *r, out_t *o, oc_eng_buf_t *b,
                             uint32_t len)
 {
-    oc_spsc_t *down = &o->shm->seg.down;
+    oc_spsc_t *down = o->eo.ring;
 
     if (!b->ring) {
         /* a pool buffer (a bundle forwarded whole): into the next slot */

@@ -1,8 +1,11 @@
 /*
  * shmseg.h — the shared-memory channel between a rank and the agent on its
  * own host: a sealed memfd the agent creates and hands to the
- * authenticated rank (SCM_RIGHTS) holding two SPSC rings of bundle slots
- * (util/spsc.h), "up" toward the agent and "down" back, the rank's
+ * authenticated rank (SCM_RIGHTS) holding SPSC rings of bundle slots
+ * (util/spsc.h): "up" toward the agent (read by the routing thread that
+ * serves the rank) and one "down" ring back per routing thread (each
+ * thread writes its deliveries to the rank into its own: no lock, and no
+ * detour through UCX for a rank another thread serves); the rank's
  * doorbell and the agent's "sleeping" flag.  How it runs:
  * docs/design.md, "Shared-memory channel".
  *
@@ -14,7 +17,7 @@
  * Layout (all offsets from the segment's start):
  *   0      oc_shmseg_hdr_t (magic, version, geometry, the flags)
  *   4096   ring "up"   (oc__spsc_bytes(nslots, slot_size))
- *   ...    ring "down" (the same size)
+ *   ...    ring "down" 0 .. ndown - 1 (each the same size)
  */
 #ifndef OC_WIRE_SHMSEG_H
 #define OC_WIRE_SHMSEG_H
@@ -26,14 +29,17 @@
 #include <stdint.h>
 
 #define OC_SHMSEG_MAGIC   0x4d48534fu /* "OSHM" read little-endian */
-#define OC_SHMSEG_VERSION 1
+#define OC_SHMSEG_VERSION 2
 #define OC_SHMSEG_HDR     4096u
+/* Down rings at most: one per routing thread (offcored's at most 64). */
+#define OC_SHMSEG_MAX_DOWN 64u
 
 typedef struct {
     uint32_t  magic, version;
     uint32_t  nslots, slot_size;   /* each ring's */
     uint64_t  ring_bytes;
-    uint8_t   pad0[OC_SPSC_ALIGN - 24];
+    uint32_t  ndown, pad;          /* down rings */
+    uint8_t   pad0[OC_SPSC_ALIGN - 32];
     oc_bell_t rank_bell;           /* the rank sleeps on it */
     uint8_t   pad1[OC_SPSC_ALIGN - sizeof(oc_bell_t)];
     _Atomic uint32_t agent_sleeping; /* set while the router sleeps */
@@ -53,27 +59,30 @@ typedef struct {
     size_t           bytes;
     oc_shmseg_hdr_t *hdr;
     oc_spsc_t        up;    /* rank -> agent */
-    oc_spsc_t        down;  /* agent -> rank */
+    oc_spsc_t       *down;  /* [ndown] agent -> rank: routing thread i's */
+    uint32_t         ndown;
 } oc_shmseg_t;
 
 /**
- * The agent: create a segment of two rings of @p nslots slots of
- * @p slot_size bytes, mapped here, and its sealed memfd in *fd_out (close
- * it once handed over).  @return OC_OK; OC_ERR_INVALID_PARAM (geometry);
+ * The agent: create a segment of an up ring and @p ndown down rings
+ * (1..OC_SHMSEG_MAX_DOWN) of @p nslots slots of @p slot_size bytes, mapped
+ * here, and its sealed memfd in *fd_out (close it once handed over).
+ * @return OC_OK; OC_ERR_INVALID_PARAM (geometry); OC_ERR_NO_MEMORY;
  * OC_ERR_NO_RESOURCE (memfd, sealing or mmap refused; errno logged by the
  * caller).
  */
 oc_status_t oc__shmseg_create(uint32_t nslots, uint32_t slot_size,
-                              oc_shmseg_t *seg, int *fd_out);
+                              uint32_t ndown, oc_shmseg_t *seg, int *fd_out);
 
 /**
  * The rank: map the segment of @p fd (the caller keeps and closes @p fd).
  * @return OC_OK; OC_ERR_INVALID_PARAM (not a segment of this version, or
- * its size does not match its header); OC_ERR_NO_RESOURCE (mmap).
+ * its size does not match its header); OC_ERR_NO_MEMORY;
+ * OC_ERR_NO_RESOURCE (mmap).
  */
 oc_status_t oc__shmseg_map(int fd, oc_shmseg_t *seg);
 
-/** Unmap.  NULL base is a no-op. */
+/** Unmap (and free the down rings' views).  NULL base is a no-op. */
 void oc__shmseg_unmap(oc_shmseg_t *seg);
 
 #endif
