@@ -298,6 +298,18 @@ idle)
     [ -n "$port" ] || fail "no metrics port in the log"
     env $(job_env 91) timeout 120 "$TR" fixed 2 > "$T/out" 2>&1 ||
         { cat "$T/out"; fail "job 91"; }
+    # every delivery to a local rank goes through shared memory, whichever
+    # thread routes it (each thread has a down ring in every rank's
+    # segment; through UCX, a thread's bundles to the other thread's rank
+    # would not count as shared-memory ones)
+    curl -sf "http://127.0.0.1:$port/metrics" > "$T/m" || fail "curl"
+    for t in 0 1; do
+        out=$(sed -n 's/^offcore_thread_bundles_total{thread="'$t'",dir="out"} \([0-9]*\)$/\1/p' "$T/m")
+        shm=$(sed -n 's/^offcore_thread_shm_bundles_total{thread="'$t'",dir="out"} \([0-9]*\)$/\1/p' "$T/m")
+        [ -n "$out" ] && [ "$out" -gt 0 ] && [ "$shm" = "$out" ] ||
+            { grep -E '^offcore_thread_(shm_)?bundles_total' "$T/m"
+              fail "thread $t sent ${shm:-?} of its ${out:-?} bundles through shared memory"; }
+    done
     # wake-ups (context switches) of every thread of the agent
     wakeups() { cat /proc/"$AGENT"/task/*/status | awk '/ctxt_switches/ { s += $2 } END { print s }'; }
     slept=0
