@@ -62,9 +62,10 @@ const oc_cfg_field_t oc_agent_config_table[] = {
     {"AGENT_SHM_SLOTS", OC_CFG_UINT, "64",
      "Slots of each ring of the shared-memory channel offered to a rank on "
      "this host that asks for it (OC_AGENT_CHANNEL=shm, the default): one "
-     "ring toward the agent, one back, each slot a bundle "
-     "(AGENT_BUNDLE_SIZE), so 2 x this x bundle size per rank (1 MiB by "
-     "default). Ranks sharing a core hand it over when a ring fills, so "
+     "ring toward the agent and one back from each routing thread, each "
+     "slot a bundle (AGENT_BUNDLE_SIZE), so (1 + threads) x this x bundle "
+     "size per rank (1 MiB with one thread, 2.5 MiB with four, by default; "
+     "touched as used). Ranks sharing a core hand it over when a ring fills, so "
      "fewer slots cost speed; more than 64 gained nothing "
      "(docs/results.md). A power of two; 0 offers none (ranks then use "
      "UCX).",
