@@ -424,6 +424,10 @@ static void thread_metrics(agent_t *a, oc_prom_t *p,
          "from: allocated, or kept with an ended state (steady state: kept "
          "only)", OC_PROM_COUNTER, "from",
          {{"new", RC(coll_buf_new)}, {"kept", RC(coll_buf_kept)}}},
+        {OC_M_THREAD_COLL_DONES, "Completions (DONE) of agent collectives "
+         "sent to local ranks, by path: their shared-memory completion "
+         "ring, or UCX (a rank on UCX, or its ring full)", OC_PROM_COUNTER,
+         "path", {{"ring", RC(coll_dones_shm)}, {"ucx", RC(coll_dones_ucx)}}},
         {OC_M_THREAD_FORWARDED, "Bundles sent on whole (all for one rank), "
          "not re-aggregated", OC_PROM_COUNTER, NULL,
          {{NULL, RC(bundles_forwarded)}}},

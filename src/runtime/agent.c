@@ -145,6 +145,20 @@ static void agent_progress(oc_context_t *ctx)
                 ctx->failed = OC_ERR_PEER_FAILED;
             }
         }
+        /* collective completions: to the DONE handler (src/coll) as if
+         * they had come by UCX, the slot back at once (it copies what it
+         * keeps) */
+        while ((slot = oc__spsc_peek(&a->seg.cdown, &len)) != NULL) {
+            if (oc__tr_deliver_local(ctx->worker, OC_AM_COLL_DONE, 0, slot,
+                                     len))
+                a->ring_dones++;
+            oc__spsc_release(&a->seg.cdown);
+        }
+        if (a->seg.cdown.broken && ctx->failed == OC_OK) {
+            oc_error(OC_COMP_RUNTIME, "rank %u: the agent's completion ring "
+                     "is corrupt", ctx->rank);
+            ctx->failed = OC_ERR_PEER_FAILED;
+        }
         oc__agent_watch(ctx);
         return;
     }
@@ -556,9 +570,11 @@ static void agent_fini(oc_context_t *ctx)
     if (a->shm) {
         oc_info(OC_COMP_RUNTIME, "rank %u: shm channel: %llu back-pressured "
                 "waits, %llu of them asleep on the doorbell; %llu wake-ups "
-                "of the agent; publish fence: %s", ctx->rank,
+                "of the agent; %llu collective completions by the ring; "
+                "publish fence: %s", ctx->rank,
                 (unsigned long long)a->waits, (unsigned long long)a->slept,
                 (unsigned long long)a->kicks,
+                (unsigned long long)a->ring_dones,
                 oc__agent_fences(a) ? "the agent's (membarrier)" : "own");
         if (ctx->stream != NULL && ctx->stream->ring == &a->seg.up) {
             /* an open slot goes with the segment (finalize flushed what

@@ -114,7 +114,8 @@ void oc__agent_wait(oc_context_t *ctx)
     a->waits++;
     oc__agent_shm_kick(a);
     seen = oc__bell_prepare(bell);
-    int ready = oc__spsc_in_use(&a->seg.up) < a->seg.up.nslots;
+    int ready = oc__spsc_in_use(&a->seg.up) < a->seg.up.nslots ||
+                oc__spsc_ready(&a->seg.cdown);
     for (uint32_t i = 0; i < a->seg.ndown && !ready; i++)
         ready = oc__spsc_ready(&a->seg.down[i]);
     if (ready) {

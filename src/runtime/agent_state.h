@@ -41,6 +41,7 @@ struct oc__agent {
     oc_eng_buf_t   ring_buf;   /* the stream outlet's slot */
     uint64_t       waits;      /* back-pressured turns that waited */
     uint64_t       slept;      /* ... of them asleep on the doorbell */
+    uint64_t       ring_dones; /* collective completions read from cdown */
     uint64_t       kicks;      /* wake-ups written to a sleeping agent */
     int            mb_registered; /* for the agent's membarrier */
     int            light;      /* ... and the agent promises it */

@@ -293,6 +293,20 @@ static ucs_status_t am_cb(void *arg, const void *header, size_t header_length,
     return slot->persistent ? UCS_INPROGRESS : UCS_OK;
 }
 
+int oc__tr_deliver_local(oc_tr_worker_t *w, unsigned id, uint64_t token,
+                         void *data, size_t len)
+{
+    am_slot_t *slot;
+
+    if (id >= OC_TR_MAX_AM_ID)
+        return 0;
+    slot = &w->slots[id];
+    if (slot->cb == NULL || slot->persistent)
+        return 0;
+    slot->cb(slot->arg, token, data, len);
+    return 1;
+}
+
 oc_status_t oc__tr_set_handler(oc_tr_worker_t *w, unsigned id,
                               oc_tr_recv_cb_t cb, void *arg, int persistent)
 {

@@ -11,19 +11,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* 0 when the geometry overflows */
-static size_t seg_bytes(size_t ring, uint32_t ndown)
+/* 0 when the geometry is refused */
+static size_t seg_bytes(size_t ring, uint32_t ndown, size_t cring)
 {
-    if (ring == 0 || ndown == 0 || ndown > OC_SHMSEG_MAX_DOWN ||
-        ring > (SIZE_MAX - OC_SHMSEG_HDR) / (1 + (size_t)ndown))
+    if (ring == 0 || cring == 0 || ndown == 0 || ndown > OC_SHMSEG_MAX_DOWN ||
+        ring > (SIZE_MAX - OC_SHMSEG_HDR - cring) / (1 + (size_t)ndown))
         return 0;
-    return OC_SHMSEG_HDR + (1 + (size_t)ndown) * ring;
+    return OC_SHMSEG_HDR + (1 + (size_t)ndown) * ring + cring;
 }
 
-static oc_status_t attach(oc_shmseg_t *seg, uint32_t nslots,
-                          uint32_t slot_size, size_t ring, uint32_t ndown,
-                          int format)
+static oc_status_t attach(oc_shmseg_t *seg, const oc_shmseg_hdr_t *h,
+                          size_t ring, size_t cring, int format)
 {
+    const uint32_t nslots = h->nslots, slot_size = h->slot_size,
+                   ndown = h->ndown;
     uint8_t *b = seg->base;
     oc_status_t st;
 
@@ -36,6 +37,10 @@ static oc_status_t attach(oc_shmseg_t *seg, uint32_t nslots,
         st = oc__spsc_attach(&seg->down[i],
                              b + OC_SHMSEG_HDR + (1 + (size_t)i) * ring, ring,
                              nslots, slot_size, format);
+    if (st == OC_OK)
+        st = oc__spsc_attach(&seg->cdown,
+                             b + OC_SHMSEG_HDR + (1 + (size_t)ndown) * ring,
+                             cring, h->cnslots, h->cslot_size, format);
     return st;
 }
 
@@ -43,7 +48,9 @@ oc_status_t oc__shmseg_create(uint32_t nslots, uint32_t slot_size,
                               uint32_t ndown, oc_shmseg_t *seg, int *fd_out)
 {
     const size_t ring = oc__spsc_bytes(nslots, slot_size);
-    const size_t bytes = seg_bytes(ring, ndown);
+    const size_t cring = oc__spsc_bytes(OC_SHMSEG_CDOWN_SLOTS,
+                                        OC_SHMSEG_CDOWN_SLOT);
+    const size_t bytes = seg_bytes(ring, ndown, cring);
     oc_status_t st;
     void *base;
     int fd;
@@ -69,7 +76,9 @@ oc_status_t oc__shmseg_create(uint32_t nslots, uint32_t slot_size,
     seg->hdr->slot_size = slot_size;
     seg->hdr->ring_bytes = ring;
     seg->hdr->ndown = ndown;
-    if ((st = attach(seg, nslots, slot_size, ring, ndown, 1)) != OC_OK) {
+    seg->hdr->cnslots = OC_SHMSEG_CDOWN_SLOTS;
+    seg->hdr->cslot_size = OC_SHMSEG_CDOWN_SLOT;
+    if ((st = attach(seg, seg->hdr, ring, cring, 1)) != OC_OK) {
         oc__shmseg_unmap(seg);
         close(fd);
         return st == OC_ERR_NO_MEMORY ? st : OC_ERR_NO_RESOURCE;
@@ -85,7 +94,7 @@ oc_status_t oc__shmseg_map(int fd, oc_shmseg_t *seg)
 {
     oc_shmseg_hdr_t h;
     struct stat sb;
-    size_t ring, bytes;
+    size_t ring, cring, bytes;
     oc_status_t st;
     void *base;
 
@@ -93,8 +102,9 @@ oc_status_t oc__shmseg_map(int fd, oc_shmseg_t *seg)
         pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
         return OC_ERR_INVALID_PARAM;
     ring = oc__spsc_bytes(h.nslots, h.slot_size);
+    cring = oc__spsc_bytes(h.cnslots, h.cslot_size);
     bytes = h.magic == OC_SHMSEG_MAGIC && h.version == OC_SHMSEG_VERSION
-                ? seg_bytes(ring, h.ndown)
+                ? seg_bytes(ring, h.ndown, cring)
                 : 0;
     if (bytes == 0 || h.ring_bytes != ring || (uint64_t)sb.st_size != bytes)
         return OC_ERR_INVALID_PARAM;
@@ -105,7 +115,7 @@ oc_status_t oc__shmseg_map(int fd, oc_shmseg_t *seg)
     seg->base = base;
     seg->bytes = bytes;
     seg->hdr = base;
-    if ((st = attach(seg, h.nslots, h.slot_size, ring, h.ndown, 0)) != OC_OK) {
+    if ((st = attach(seg, &h, ring, cring, 0)) != OC_OK) {
         oc__shmseg_unmap(seg);
         return st == OC_ERR_NO_MEMORY ? st : OC_ERR_INVALID_PARAM;
     }

@@ -283,7 +283,7 @@ void oc__rc_tell(oc_router_t *r, acoll_t *c, uint32_t rank, oc_status_t st)
         m.status = OC_ERR_COLL_PEER_FAILED; /* not reached: no result */
     }
     memcpy(buf, &m, sizeof(m));
-    (void)oc__tr_send_small(l->ep, OC_AM_COLL_DONE, 0, buf, len);
+    oc__router_coll_done(r, l, buf, len);
 }
 
 /* A failed collective: every receive a local rank posted for its result

@@ -110,6 +110,9 @@ typedef struct {
     uint64_t shm_bundles_out;    /* bundles written into them */
     uint64_t shm_full;           /* a rank's ring full: its traffic held */
     uint64_t shm_wakes;          /* doorbell rings of a waiting rank */
+    uint64_t coll_dones_shm;     /* collective DONEs through a rank's
+                                    completion ring */
+    uint64_t coll_dones_ucx;     /* ... by UCX (no ring, or it was full) */
 } oc_router_counters_t;
 
 typedef struct {

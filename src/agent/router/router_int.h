@@ -72,6 +72,9 @@ struct oc_rshm {
     int              broken_said;
     /* on router i's shm_pend list (rshm.c): each router its own byte */
     uint8_t          pend[OC_SHMSEG_MAX_DOWN];
+    /* the router that writes the cdown ring (index + 1; 0: none yet):
+     * the first to, so that it keeps one producer */
+    _Atomic uint32_t cdown_writer;
 };
 
 typedef struct {
@@ -255,6 +258,12 @@ void oc__router_shm_release(oc_router_t *r, oc_eng_rx_t *e);
  *  router sleeps or goes away. */
 void oc__router_shm_flush(oc_router_t *r);
 /** Make a just-registered rank's outlet write into its ring. */
+/** A collective's DONE (wire/colld.h) to local rank @p l: through its
+ *  segment's completion ring (the rank woken at the next
+ *  oc__router_shm_flush if it sleeps), else (no segment, ring full, too
+ *  long, or another router writes it) by UCX.  Counted either way. */
+void oc__router_coll_done(oc_router_t *r, lrank_t *l, const void *msg,
+                          size_t len);
 /** @p serves: read its up ring too (else deliver only).  OC_ERR_NO_MEMORY;
  *  OC_ERR_INVALID_PARAM: the segment has no down ring for this router. */
 oc_status_t oc__router_shm_attach(oc_router_t *r, lrank_t *l, oc_rshm_t *shm,

@@ -223,6 +223,42 @@ void oc__router_shm_release(oc_router_t *r, oc_eng_rx_t *e)
     oc__rshm_put(s);
 }
 
+/* A DONE into @p l's completion ring: 1 when written.  A ring has one
+ * producer: the first router to write it keeps it (a job's collectives
+ * meet in router 0; this holds should that change). */
+static int shm_done(oc_router_t *r, lrank_t *l, const void *msg, size_t len)
+{
+    oc_rshm_t *s = l->shm;
+    uint32_t me = r->p.index + 1, w = 0;
+    uint8_t *slot;
+
+    if (s == NULL || len > s->seg.cdown.slot_size)
+        return 0;
+    if (!atomic_compare_exchange_strong_explicit(&s->cdown_writer, &w, me,
+                                                 memory_order_relaxed,
+                                                 memory_order_relaxed) &&
+        w != me)
+        return 0;
+    if ((slot = oc__spsc_reserve(&s->seg.cdown)) == NULL)
+        return 0; /* more collectives in flight than slots */
+    memcpy(slot, msg, len);
+    oc__spsc_publish(&s->seg.cdown, (uint32_t)len);
+    shm_pend(r, s); /* a rank asleep on its doorbell: woken then */
+    return 1;
+}
+
+void oc__router_coll_done(oc_router_t *r, lrank_t *l, const void *msg,
+                          size_t len)
+{
+    if (shm_done(r, l, msg, len)) {
+        CNT_ADD(r->c.coll_dones_shm, 1);
+        return;
+    }
+    CNT_ADD(r->c.coll_dones_ucx, 1);
+    if (l->ep != NULL)
+        (void)oc__tr_send_small(l->ep, OC_AM_COLL_DONE, 0, msg, len);
+}
+
 int oc__router_shm_full(oc_router_t *r, out_t *o)
 {
     oc_spsc_t *down = o->eo.ring;

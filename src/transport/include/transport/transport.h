@@ -75,6 +75,13 @@ oc_status_t oc__tr_worker_address(oc_tr_worker_t *w, const void **addr,
  *  kept for the callee (oc__tr_release); else it is valid only during cb. */
 oc_status_t oc__tr_set_handler(oc_tr_worker_t *w, unsigned id,
                               oc_tr_recv_cb_t cb, void *arg, int persistent);
+/** Hand a message that came by another path than UCX (a shared-memory
+ *  ring) to the handler set for @p id, as if it had arrived as an active
+ *  message: 1 when a handler took it, 0 when none is set for @p id or it
+ *  is a persistent one (which may keep @p data: the caller's memory is
+ *  valid only during the call). */
+int oc__tr_deliver_local(oc_tr_worker_t *w, unsigned id, uint64_t token,
+                         void *data, size_t len);
 
 /** Connect to a peer's worker.  With @p peer_err, a peer that dies fails
  *  the endpoint's operations (UCP_ERR_HANDLING_MODE_PEER) instead of

@@ -5,8 +5,10 @@
  * (util/spsc.h): "up" toward the agent (read by the routing thread that
  * serves the rank) and one "down" ring back per routing thread (each
  * thread writes its deliveries to the rank into its own: no lock, and no
- * detour through UCX for a rank another thread serves); the rank's
- * doorbell and the agent's "sleeping" flag.  How it runs:
+ * detour through UCX for a rank another thread serves), and "cdown": the
+ * agent's collective completions (DONE, wire/colld.h) to the rank, one
+ * per slot, written by the thread where the rank's job's collectives
+ * meet; the rank's doorbell and the agent's "sleeping" flag.  How it runs:
  * docs/design.md, "Shared-memory channel".
  *
  * Trust: the agent trusts nothing a rank writes into the segment: it keeps
@@ -18,6 +20,7 @@
  *   0      oc_shmseg_hdr_t (magic, version, geometry, the flags)
  *   4096   ring "up"   (oc__spsc_bytes(nslots, slot_size))
  *   ...    ring "down" 0 .. ndown - 1 (each the same size)
+ *   ...    ring "cdown" (OC_SHMSEG_CDOWN_SLOTS slots of OC_SHMSEG_CDOWN_SLOT)
  */
 #ifndef OC_WIRE_SHMSEG_H
 #define OC_WIRE_SHMSEG_H
@@ -33,13 +36,19 @@
 #define OC_SHMSEG_HDR     4096u
 /* Down rings at most: one per routing thread (offcored's at most 64). */
 #define OC_SHMSEG_MAX_DOWN 64u
+/* The completion ring: a DONE with an inline result (16 + 4096 bytes,
+ * wire/colld.h) fits a slot; more collectives in flight than slots, or a
+ * bigger DONE, go by UCX. */
+#define OC_SHMSEG_CDOWN_SLOTS 32u
+#define OC_SHMSEG_CDOWN_SLOT  4608u
 
 typedef struct {
     uint32_t  magic, version;
     uint32_t  nslots, slot_size;   /* each ring's */
     uint64_t  ring_bytes;
     uint32_t  ndown, pad;          /* down rings */
-    uint8_t   pad0[OC_SPSC_ALIGN - 32];
+    uint32_t  cnslots, cslot_size; /* the cdown ring's */
+    uint8_t   pad0[OC_SPSC_ALIGN - 40];
     oc_bell_t rank_bell;           /* the rank sleeps on it */
     uint8_t   pad1[OC_SPSC_ALIGN - sizeof(oc_bell_t)];
     _Atomic uint32_t agent_sleeping; /* set while the router sleeps */
@@ -61,6 +70,7 @@ typedef struct {
     oc_spsc_t        up;    /* rank -> agent */
     oc_spsc_t       *down;  /* [ndown] agent -> rank: routing thread i's */
     uint32_t         ndown;
+    oc_spsc_t        cdown; /* agent -> rank: collective completions */
 } oc_shmseg_t;
 
 /**
