@@ -8,11 +8,15 @@
 
 #include "router/router.h"
 #include "util/config.h"
+#include "wire/shmseg.h"
 
 #include <offcore/offcore.h>
 #include <stdint.h>
 
 #define OC_AGENT_MAX_THREADS 64
+/* every routing thread has a down ring in each rank's segment */
+_Static_assert(OC_AGENT_MAX_THREADS <= OC_SHMSEG_MAX_DOWN,
+               "more routing threads than a segment has down rings");
 
 typedef struct {
     char     listen[OC_CFG_STRLEN];   /* comma list: unix:/path, tcp:H:P */

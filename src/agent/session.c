@@ -99,7 +99,9 @@ static int welcome_shm(agent_t *a, oc_aconn_t *c, const oc_ctl_msg_t *w,
         oc_warn(OC_COMP_AGENT, "job %u rank %u: no shared-memory channel "
                 "(%s%s): UCX", c->job, c->rank, oc_status_string(st),
                 st == OC_ERR_INVALID_PARAM
-                    ? ": OC_AGENT_SHM_SLOTS must be a power of two" : "");
+                    ? ": OC_AGENT_SHM_SLOTS must be a power of two and "
+                      "OC_AGENT_SHM_SLOTS x OC_AGENT_BUNDLE_SIZE x (1 + "
+                      "threads) fit in memory" : "");
         c->shm = NULL;
         return 0;
     }

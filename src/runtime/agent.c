@@ -137,6 +137,9 @@ static void agent_progress(oc_context_t *ctx)
         /* each routing thread's deliveries, in its own ring */
         for (uint32_t i = 0; i < a->seg.ndown; i++) {
             oc_spsc_t *down = &a->seg.down[i];
+            /* nothing new: one load, no call (most rings, most polls) */
+            if (!down->broken && !oc__spsc_ready(down))
+                continue;
             while ((slot = oc__spsc_peek(down, &len)) != NULL)
                 oc__rx_push_shm(ctx, slot, len, down);
             if (down->broken && ctx->failed == OC_OK) {
@@ -148,7 +151,8 @@ static void agent_progress(oc_context_t *ctx)
         /* collective completions: to the DONE handler (src/coll) as if
          * they had come by UCX, the slot back at once (it copies what it
          * keeps) */
-        while ((slot = oc__spsc_peek(&a->seg.cdown, &len)) != NULL) {
+        while (oc__spsc_ready(&a->seg.cdown) &&
+               (slot = oc__spsc_peek(&a->seg.cdown, &len)) != NULL) {
             if (oc__tr_deliver_local(ctx->worker, OC_AM_COLL_DONE, 0, slot,
                                      len))
                 a->ring_dones++;

@@ -14,7 +14,10 @@
 #     unchanged), each rank's contribution at least in one kept with the
 #     state ({from="kept"} up by at least 3 x 2 ranks x STEADY);
 #   - the contributions came inline (offcore_thread_coll_cma_total
-#     {path="inline"} up by at least 2 ranks x 3 x STEADY): the path meant.
+#     {path="inline"} up by at least 2 ranks x 3 x STEADY): the path meant;
+#   - and every completion went back through the ranks' completion rings
+#     (offcore_thread_coll_dones_total{path="ring"} up by at least 2 ranks
+#     x 3 x STEADY, {path="ucx"} unchanged).
 # Exit 0 PASS, 1 FAIL, 77 SKIP.
 set -u -o pipefail
 . "$(dirname "$0")/../integration/lib.sh"   # wait_for
@@ -55,6 +58,8 @@ snapshot() { # snapshot: NEW KEPT BNEW BKEPT INLINE now
     BNEW=$(metric offcore_thread_coll_buffers_total 'from="new"') || fail "no coll_buffers{from=new} on /metrics"
     BKEPT=$(metric offcore_thread_coll_buffers_total 'from="kept"') || fail "no coll_buffers{from=kept}"
     INL=$(metric offcore_thread_coll_cma_total 'path="inline"') || fail "no coll_cma{path=inline}"
+    DRING=$(metric offcore_thread_coll_dones_total 'path="ring"') || fail "no coll_dones{path=ring}"
+    DUCX=$(metric offcore_thread_coll_dones_total 'path="ucx"') || fail "no coll_dones{path=ucx}"
 }
 RP=()
 for r in 0 1; do
@@ -66,15 +71,17 @@ for r in 0 1; do
 done
 warm() { grep -q "warm small_allocs" "$T/r0.log" && grep -q "warm small_allocs" "$T/r1.log"; }
 wait_for 60 warm || fail "the ranks did not finish their $WARM warm-up rounds"
-snapshot; n0=$NEW k0=$KEPT bn0=$BNEW bk0=$BKEPT i0=$INL
+snapshot; n0=$NEW k0=$KEPT bn0=$BNEW bk0=$BKEPT i0=$INL dr0=$DRING du0=$DUCX
 touch "$T/go"
 for r in 0 1; do wait "${RP[$r]}" || fail "rank $r"; done
 snapshot
-echo "$THREADS routing thread(s), $STEADY rounds after $WARM: agent states new $n0 -> $NEW, kept $k0 -> $KEPT; data buffers new $bn0 -> $BNEW, kept $bk0 -> $BKEPT; inline contributions $i0 -> $INL"
+echo "$THREADS routing thread(s), $STEADY rounds after $WARM: agent states new $n0 -> $NEW, kept $k0 -> $KEPT; data buffers new $bn0 -> $BNEW, kept $bk0 -> $BKEPT; inline contributions $i0 -> $INL; completions by ring $dr0 -> $DRING, by UCX $du0 -> $DUCX"
 cat "$T/r0.log" "$T/r1.log"
 [ "$NEW" = "$n0" ] || fail "the agent allocated $((NEW - n0)) collective states in steady state"
 [ $((KEPT - k0)) -ge $((3 * STEADY)) ] || fail "only $((KEPT - k0)) collectives reused a kept state, not $((3 * STEADY))"
 [ "$BNEW" = "$bn0" ] || fail "the agent allocated $((BNEW - bn0)) collective data buffers in steady state"
 [ $((BKEPT - bk0)) -ge $((6 * STEADY)) ] || fail "only $((BKEPT - bk0)) data buffers reused, not $((6 * STEADY))"
 [ $((INL - i0)) -ge $((6 * STEADY)) ] || fail "only $((INL - i0)) contributions inline, not $((6 * STEADY))"
+[ $((DRING - dr0)) -ge $((6 * STEADY)) ] || fail "only $((DRING - dr0)) completions through the ranks' rings, not $((6 * STEADY))"
+[ "$DUCX" = "$du0" ] || fail "$((DUCX - du0)) completions went by UCX in steady state"
 echo "PASS: no allocation per collective in steady state ($THREADS routing thread(s))"

@@ -186,6 +186,7 @@ static void test_second_thread(void **state)
     ep.nbufs = 4;
     ep.flush_timeout_us = 1000;
     ep.handoff = handoff;
+    assert_int_equal(oc__eng_create(&ep, &r0.eng), OC_OK);
     assert_int_equal(oc__eng_create(&ep, &r1.eng), OC_OK);
     r1.p.index = 1, r2.p.index = 2;
     assert_int_equal(oc__rshm_create(SLOTS, SLOT, 2, &s, &fd), OC_OK);
@@ -193,12 +194,18 @@ static void test_second_thread(void **state)
     close(fd);
     assert_int_equal(oc__router_shm_attach(&r0, &l0, s, 1), OC_OK);
     assert_int_equal(oc__router_shm_attach(&r1, &l1, s, 0), OC_OK);
+    uint32_t refs = atomic_load(&s->refs);
     assert_int_equal(oc__router_shm_attach(&r2, &l2, s, 0), OC_ERR_INVALID_PARAM);
+    assert_int_equal(atomic_load(&s->refs), refs); /* refused: no reference */
+    assert_int_equal(r2.nshm_all, 0);
+    assert_null(l2.shm);
     assert_int_equal(r0.nshm, 1);
     assert_int_equal(r1.nshm, 0); /* it does not read the up ring */
     assert_int_equal(r1.nshm_all, 1);
-    assert_ptr_equal(l1.out.eo.ring, &s->seg.down[1]);
-    assert_ptr_equal(l0.out.eo.ring, &s->seg.down[0]);
+    /* each its own producer handle of its own ring */
+    assert_ptr_equal(l1.out.eo.ring, &l1.down);
+    assert_ptr_equal(l1.down.sh, s->seg.down[1].sh);
+    assert_ptr_equal(l0.down.sh, s->seg.down[0].sh);
     (void)oc__bell_prepare(&rank.hdr->rank_bell);
     assert_non_null(b = oc__eng_buf_get(r1.eng));
     memset(b->data, 9, 8);
@@ -207,21 +214,93 @@ static void test_second_thread(void **state)
     assert_non_null(slot = oc__spsc_peek(&rank.down[1], &len));
     assert_int_equal(len, 8);
     assert_int_equal(slot[7], 9);
-    assert_int_equal(s->pend[1], 1);
-    assert_int_equal(s->pend[0], 0);
-    oc__router_shm_flush(&r1);
+    assert_int_equal(s->pend[1].on, 1);
+    assert_int_equal(s->pend[0].on, 0);
+    /* the serving thread delivers too: its own ring, its own pend */
+    assert_non_null(b = oc__eng_buf_get(r0.eng));
+    memset(b->data, 5, 8);
+    oc__router_shm_deliver(&r0, &l0.out, b, 8);
+    assert_non_null(slot = oc__spsc_peek(&rank.down[0], &len));
+    assert_int_equal(slot[0], 5);
+    assert_int_equal(s->pend[0].on, 1);
+    oc__router_shm_flush(&r0); /* r0 rings; r1's pend stays */
+    assert_int_equal(r0.c.shm_wakes, 1);
+    assert_int_equal(s->pend[0].on, 0);
+    assert_int_equal(s->pend[1].on, 1);
+    (void)oc__bell_prepare(&rank.hdr->rank_bell); /* asleep again */
+    oc__router_shm_flush(&r1); /* and r1 rings on its own */
     assert_int_equal(r1.c.shm_wakes, 1);
-    assert_int_equal(s->pend[1], 0);
+    assert_int_equal(s->pend[1].on, 0);
+    oc__spsc_release(&rank.down[0]);
     oc__spsc_release(&rank.down[1]);
     oc__router_shm_detach(&r1, &l1);
     oc__router_shm_detach(&r0, &l0);
     assert_int_equal(r1.nshm_all, 0);
     oc__shmseg_unmap(&rank);
     oc__rshm_put(s);
+    oc__eng_destroy(r0.eng);
     oc__eng_destroy(r1.eng);
     free(r0.shm_ranks), free(r0.shm_pend);
     free(r1.shm_ranks), free(r1.shm_pend);
     free(r2.shm_ranks), free(r2.shm_pend);
+}
+
+/* A collective's DONE goes through the rank's completion ring, one per
+ * slot, the rank woken at the flush; by UCX when the ring is full, when
+ * it is too long for a slot, when tagged messages of the collective go
+ * to the rank (DONE must follow them on their endpoint), or from a
+ * second router (the first keeps the ring: one producer).  No endpoint here: "by UCX" is only counted. */
+static void test_coll_done(void **state)
+{
+    fix_t *f = *state;
+    oc_router_t r1;
+    lrank_t l1;
+    uint8_t msg[OC_SHMSEG_CDOWN_SLOT + 1];
+    const uint8_t *slot;
+    uint32_t len;
+
+    memset(msg, 0, sizeof(msg));
+    (void)oc__bell_prepare(&f->rank.hdr->rank_bell);
+    for (uint32_t i = 0; i < OC_SHMSEG_CDOWN_SLOTS; i++) {
+        msg[0] = (uint8_t)i;
+        oc__router_coll_done(&f->r, &f->l, msg, 16 + i, 1);
+    }
+    assert_int_equal(f->r.c.coll_dones_shm, OC_SHMSEG_CDOWN_SLOTS);
+    assert_int_equal(f->r.c.coll_dones_ucx, 0);
+    oc__router_coll_done(&f->r, &f->l, msg, 16, 1); /* full */
+    assert_int_equal(f->r.c.coll_dones_ucx, 1);
+    assert_int_equal(f->r.npend, 1);
+    oc__router_shm_flush(&f->r);
+    assert_int_equal(f->r.c.shm_wakes, 1);
+    for (uint32_t i = 0; i < OC_SHMSEG_CDOWN_SLOTS; i++) {
+        assert_non_null(slot = oc__spsc_peek(&f->rank.cdown, &len));
+        assert_int_equal(len, 16 + i);
+        assert_int_equal(slot[0], (uint8_t)i);
+        oc__spsc_release(&f->rank.cdown);
+    }
+    assert_null(oc__spsc_peek(&f->rank.cdown, &len));
+    oc__router_coll_done(&f->r, &f->l, msg, sizeof(msg), 1); /* too long */
+    assert_int_equal(f->r.c.coll_dones_ucx, 2);
+    oc__router_coll_done(&f->r, &f->l, msg, 16, 0); /* tagged data before */
+    assert_int_equal(f->r.c.coll_dones_ucx, 3);
+    assert_null(oc__spsc_peek(&f->rank.cdown, &len));
+    oc__router_coll_done(&f->r, &f->l, msg, OC_SHMSEG_CDOWN_SLOT, 1); /* fits */
+    assert_int_equal(f->r.c.coll_dones_shm, OC_SHMSEG_CDOWN_SLOTS + 1);
+    assert_non_null(oc__spsc_peek(&f->rank.cdown, &len));
+    assert_int_equal(len, OC_SHMSEG_CDOWN_SLOT);
+    oc__spsc_release(&f->rank.cdown);
+    /* a second router: the ring is the first's */
+    memset(&r1, 0, sizeof(r1)), memset(&l1, 0, sizeof(l1));
+    r1.p.index = 0; /* index 0 has a down ring in this one-ring segment */
+    assert_int_equal(oc__router_shm_attach(&r1, &l1, f->s, 0), OC_OK);
+    r1.p.index = 1; /* ... but is another router */
+    oc__router_coll_done(&r1, &l1, msg, 16, 1);
+    assert_int_equal(r1.c.coll_dones_ucx, 1);
+    assert_int_equal(r1.c.coll_dones_shm, 0);
+    assert_null(oc__spsc_peek(&f->rank.cdown, &len));
+    r1.p.index = 0;
+    oc__router_shm_detach(&r1, &l1);
+    free(r1.shm_ranks), free(r1.shm_pend);
 }
 
 /* A rank that publishes more than its ring holds broke it: said once,
@@ -245,6 +324,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_deliver, setup, teardown),
         cmocka_unit_test_setup_teardown(test_broken, setup, teardown),
         cmocka_unit_test(test_second_thread),
+        cmocka_unit_test_setup_teardown(test_coll_done, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

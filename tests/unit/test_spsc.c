@@ -430,6 +430,27 @@ static void test_segment_down_rings(void **state)
     assert_int_equal(pwrite(fd, &h, sizeof(h), 0), (ssize_t)sizeof(h));
     assert_int_equal(oc__shmseg_map(fd, &r), OC_ERR_INVALID_PARAM);
     close(fd);
+
+    /* more rings than any agent has threads, in a file of exactly that
+     * size (not sealed: a forged segment): refused by the bound itself */
+    const size_t ring = oc__spsc_bytes(4, 512);
+    const size_t cring = oc__spsc_bytes(OC_SHMSEG_CDOWN_SLOTS,
+                                        OC_SHMSEG_CDOWN_SLOT);
+    h.version = OC_SHMSEG_VERSION, h.ndown = OC_SHMSEG_MAX_DOWN + 1;
+    fd = memfd_create("forged-segment", MFD_CLOEXEC);
+    assert_true(fd >= 0);
+    assert_int_equal(ftruncate(fd, (off_t)(OC_SHMSEG_HDR +
+                                           (2 + (size_t)OC_SHMSEG_MAX_DOWN) * ring +
+                                           cring)), 0);
+    assert_int_equal(pwrite(fd, &h, sizeof(h), 0), (ssize_t)sizeof(h));
+    assert_int_equal(oc__shmseg_map(fd, &r), OC_ERR_INVALID_PARAM);
+    h.ndown = UINT32_MAX; /* overflows any size */
+    assert_int_equal(pwrite(fd, &h, sizeof(h), 0), (ssize_t)sizeof(h));
+    assert_int_equal(oc__shmseg_map(fd, &r), OC_ERR_INVALID_PARAM);
+    h.ndown = OC_SHMSEG_MAX_DOWN + 1, h.cnslots = 3; /* completion ring */
+    assert_int_equal(pwrite(fd, &h, sizeof(h), 0), (ssize_t)sizeof(h));
+    assert_int_equal(oc__shmseg_map(fd, &r), OC_ERR_INVALID_PARAM);
+    close(fd);
 }
 
 /* ---- the engine's outlets in a ring ---------------------------------- */

@@ -209,7 +209,7 @@ static int desc_in(oc_router_t *r, uint64_t token, const void *data,
                 "%u, not to the job's collective router 0: refused", s->job,
                 s->rank, d.seq, r->p.index);
         CNT_ADD(r->c.rejects, 1);
-        oc__router_coll_done(r, l, &m, sizeof(m));
+        oc__router_coll_done(r, l, &m, sizeof(m), 1);
         return 1;
     }
     c = acoll_get(r, j, d.seq);
@@ -217,7 +217,7 @@ static int desc_in(oc_router_t *r, uint64_t token, const void *data,
         oc_colld_done_t m = {OC_COLLD_DONE_MAGIC, d.seq, OC_ERR_UNSUPPORTED, 0};
         oc_warn(OC_COMP_ROUTER, "job %u: collective %u refused (out of memory, "
                 "or the ranks of a node are not contiguous)", s->job, d.seq);
-        oc__router_coll_done(r, l, &m, sizeof(m));
+        oc__router_coll_done(r, l, &m, sizeof(m), 1);
         return 1;
     }
     rr = &c->r[s->rank];
@@ -282,7 +282,7 @@ static int desc_in(oc_router_t *r, uint64_t token, const void *data,
         rr->saddr = d.saddr, rr->raddr = d.raddr;
         if (!rr->cma) {
             oc_colld_done_t m = {OC_COLLD_DONE_MAGIC, d.seq, OC_COLLD_FALLBACK, 0};
-            oc__router_coll_done(r, l, &m, sizeof(m));
+            oc__router_coll_done(r, l, &m, sizeof(m), 1);
         }
     }
     /* its contribution: posted now, so that UCX moves it while the other

@@ -283,7 +283,11 @@ void oc__rc_tell(oc_router_t *r, acoll_t *c, uint32_t rank, oc_status_t st)
         m.status = OC_ERR_COLL_PEER_FAILED; /* not reached: no result */
     }
     memcpy(buf, &m, sizeof(m));
-    oc__router_coll_done(r, l, buf, len);
+    /* by the ring only where the rank has no tagged message of it to
+     * wait for (inline, or by memory): a failed collective's zeros to
+     * its posted receives (oc__rc_drain) and a result by UCX must land
+     * before it sees DONE and reuses the buffer */
+    oc__router_coll_done(r, l, buf, len, rr->have && (rr->inl || rr->cma));
 }
 
 /* A failed collective: every receive a local rank posted for its result

@@ -66,15 +66,21 @@ typedef struct out {
     oc_eng_buf_t *packed_buf;
 } out_t;
 
+/* Shared by every routing thread that delivers to the rank: what one
+ * thread writes often sits on a cache line of its own (the up ring's
+ * handle, the serving thread's, is in seg; each thread's down and
+ * completion ring handles are copies in its lrank_t). */
 struct oc_rshm {
     oc_shmseg_t      seg;
-    _Atomic uint32_t refs;
     int              broken_said;
-    /* on router i's shm_pend list (rshm.c): each router its own byte */
-    uint8_t          pend[OC_SHMSEG_MAX_DOWN];
+    _Alignas(OC_SPSC_ALIGN) _Atomic uint32_t refs;
     /* the router that writes the cdown ring (index + 1; 0: none yet):
      * the first to, so that it keeps one producer */
-    _Atomic uint32_t cdown_writer;
+    _Alignas(OC_SPSC_ALIGN) _Atomic uint32_t cdown_writer;
+    /* on router i's shm_pend list (rshm.c): each router its own line */
+    struct {
+        _Alignas(OC_SPSC_ALIGN) uint8_t on;
+    } pend[OC_SHMSEG_MAX_DOWN];
 };
 
 typedef struct {
@@ -89,6 +95,11 @@ typedef struct {
     int         cma;       /* 0 untried, 1 works, -1 refused */
     oc_rshm_t  *shm;       /* its shared-memory channel; NULL: UCX */
     oc_eng_buf_t ring_buf; /* out's slot in shm's "down" ring */
+    /* this router's producer handles of its down ring (out.eo.ring) and
+     * of the completion ring: copies, so that no other thread's writes
+     * share their lines (one producer each) */
+    oc_spsc_t   down;
+    oc_spsc_t   cdown;
     uint8_t     shares_core; /* it may run on a core of this router's
                                 (router.c, idle policy) */
 } lrank_t;
@@ -258,12 +269,15 @@ void oc__router_shm_release(oc_router_t *r, oc_eng_rx_t *e);
  *  router sleeps or goes away. */
 void oc__router_shm_flush(oc_router_t *r);
 /** Make a just-registered rank's outlet write into its ring. */
-/** A collective's DONE (wire/colld.h) to local rank @p l: through its
- *  segment's completion ring (the rank woken at the next
- *  oc__router_shm_flush if it sleeps), else (no segment, ring full, too
- *  long, or another router writes it) by UCX.  Counted either way. */
+/** A collective's DONE (wire/colld.h) to local rank @p l: with @p ring,
+ *  through its segment's completion ring (the rank woken at the next
+ *  oc__router_shm_flush if it sleeps), else (no @p ring, no segment, ring
+ *  full, too long, or another router writes it) by UCX.  @p ring only
+ *  when no tagged message of the collective goes to the rank: a DONE by
+ *  UCX comes after them on the same endpoint, and the rank may reuse its
+ *  buffers once it has DONE.  Counted either way. */
 void oc__router_coll_done(oc_router_t *r, lrank_t *l, const void *msg,
-                          size_t len);
+                          size_t len, int ring);
 /** @p serves: read its up ring too (else deliver only).  OC_ERR_NO_MEMORY;
  *  OC_ERR_INVALID_PARAM: the segment has no down ring for this router. */
 oc_status_t oc__router_shm_attach(oc_router_t *r, lrank_t *l, oc_rshm_t *shm,

@@ -26,11 +26,14 @@
 oc_status_t oc__rshm_create(uint32_t nslots, uint32_t slot_size,
                             uint32_t ndown, oc_rshm_t **s_out, int *memfd_out)
 {
-    oc_rshm_t *s = calloc(1, sizeof(*s));
+    const size_t sz = (sizeof(oc_rshm_t) + OC_SPSC_ALIGN - 1) &
+                      ~(size_t)(OC_SPSC_ALIGN - 1);
+    oc_rshm_t *s = aligned_alloc(OC_SPSC_ALIGN, sz);
     oc_status_t st;
 
     if (s == NULL)
         return OC_ERR_NO_MEMORY;
+    memset(s, 0, sz);
     if ((st = oc__shmseg_create(nslots, slot_size, ndown, &s->seg,
                                 memfd_out)) != OC_OK) {
         free(s);
@@ -92,7 +95,9 @@ oc_status_t oc__router_shm_attach(oc_router_t *r, lrank_t *l, oc_rshm_t *shm,
     l->shm = shm;
     l->out.shm = shm;
     l->ring_buf.ring = 1;
-    l->out.eo.ring = &shm->seg.down[r->p.index];
+    l->down = shm->seg.down[r->p.index];
+    l->cdown = shm->seg.cdown;
+    l->out.eo.ring = &l->down;
     l->out.eo.ring_buf = &l->ring_buf;
     return OC_OK;
 }
@@ -177,7 +182,7 @@ uint32_t oc__router_shm_poll(oc_router_t *r)
  * themselves go back at once: a rank still running uses them. */
 static void shm_pend(oc_router_t *r, oc_rshm_t *s)
 {
-    if (s->pend[r->p.index])
+    if (s->pend[r->p.index].on)
         return;
     if (r->npend == r->pend_cap) /* a ring no longer served: room now */
         oc__router_shm_flush(r);
@@ -185,7 +190,7 @@ static void shm_pend(oc_router_t *r, oc_rshm_t *s)
         oc__bell_ring(&s->seg.hdr->rank_bell);
         return;
     }
-    s->pend[r->p.index] = 1;
+    s->pend[r->p.index].on = 1;
     oc__rshm_get(s);
     r->shm_pend[r->npend++] = s;
 }
@@ -203,7 +208,7 @@ void oc__router_shm_flush(oc_router_t *r)
         oc_rshm_t *s = r->shm_pend[i];
         if (oc__bell_ring_fenced(&s->seg.hdr->rank_bell))
             CNT_ADD(r->c.shm_wakes, 1);
-        s->pend[r->p.index] = 0;
+        s->pend[r->p.index].on = 0;
         oc__rshm_put(s);
     }
     r->npend = 0;
@@ -232,25 +237,25 @@ static int shm_done(oc_router_t *r, lrank_t *l, const void *msg, size_t len)
     uint32_t me = r->p.index + 1, w = 0;
     uint8_t *slot;
 
-    if (s == NULL || len > s->seg.cdown.slot_size)
+    if (s == NULL || len > l->cdown.slot_size)
         return 0;
     if (!atomic_compare_exchange_strong_explicit(&s->cdown_writer, &w, me,
                                                  memory_order_relaxed,
                                                  memory_order_relaxed) &&
         w != me)
         return 0;
-    if ((slot = oc__spsc_reserve(&s->seg.cdown)) == NULL)
+    if ((slot = oc__spsc_reserve(&l->cdown)) == NULL)
         return 0; /* more collectives in flight than slots */
     memcpy(slot, msg, len);
-    oc__spsc_publish(&s->seg.cdown, (uint32_t)len);
+    oc__spsc_publish(&l->cdown, (uint32_t)len);
     shm_pend(r, s); /* a rank asleep on its doorbell: woken then */
     return 1;
 }
 
 void oc__router_coll_done(oc_router_t *r, lrank_t *l, const void *msg,
-                          size_t len)
+                          size_t len, int ring)
 {
-    if (shm_done(r, l, msg, len)) {
+    if (ring && shm_done(r, l, msg, len)) {
         CNT_ADD(r->c.coll_dones_shm, 1);
         return;
     }
