@@ -11,13 +11,6 @@
 #include "fuzz_acl6.h"
 #include "replay.h"
 
-#if defined(__SANITIZE_ADDRESS__) /* GCC; clang says it through __has_feature */
-#define ACL6_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define ACL6_ASAN 1
-#endif
-#endif
 
 static size_t random_input(uint8_t *m)
 {
@@ -61,7 +54,7 @@ const fuzz_replay_target_t fuzz_replay_target = {
      * rebuild thread's 2 ms coalescing sleep when destroying it (acl.c):
      * a few ms a run (10-20 under ASan); about 640 runs take 2-4 s here,
      * about 300 take 4-5 s under ASan */
-#if defined(ACL6_ASAN)
+#if defined(FUZZ_REPLAY_ASAN)
     .stride = 150,
     .max_iterations = 50,
 #else

@@ -39,14 +39,6 @@ static size_t random_input(uint8_t *m)
     return size;
 }
 
-#if defined(__SANITIZE_ADDRESS__) /* GCC; clang says it through __has_feature */
-#define NVMF_STREAM_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define NVMF_STREAM_ASAN 1
-#endif
-#endif
-
 const fuzz_replay_target_t fuzz_replay_target = {
     .name = "fuzz_nvmf_stream_replay",
     .seeds = fuzz_nvmf_stream_seeds,
@@ -54,7 +46,7 @@ const fuzz_replay_target_t fuzz_replay_target = {
     .last_valid = &fuzz_nvmf_stream_last_valid,
     .unit = "responses",
     .random_input = random_input,
-#if defined(NVMF_STREAM_ASAN)
+#if defined(FUZZ_REPLAY_ASAN)
     /* every input starts a fresh target, whose command slots (128 KiB of
      * in-capsule room each) ASan's allocator maps and unmaps run by run,
      * each allocation unwound in full (scripts/asan-test.sh): the

@@ -14,6 +14,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* 1 in an AddressSanitizer build (GCC says so with __SANITIZE_ADDRESS__,
+ * clang through __has_feature): slow targets run fewer inputs there. */
+#if defined(__SANITIZE_ADDRESS__)
+#define FUZZ_REPLAY_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FUZZ_REPLAY_ASAN 1
+#endif
+#endif
+
 /** Called once per seed; @p valid says whether the target must accept it. */
 typedef void (*fuzz_replay_seed_fn)(void *arg, const uint8_t *data,
                                     size_t size, int valid);
