@@ -28,6 +28,7 @@ struct oc__agent {
     oc_ctl_conn_t *cc;        /* control connection to the agent */
     uint32_t       node, thread, coll_thread;
     uint32_t       polls;
+    uint64_t       ctl_at;    /* oc__now_us() of the last control read */
     uint32_t       pid;       /* the agent's, from the kernel (Unix
                                  socket); 0: unknown (TCP) */
     int            gone;      /* its control connection ended */

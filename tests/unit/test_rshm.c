@@ -8,7 +8,8 @@
  * (oc__router_shm_flush), once for all the turn's releases; a delivery is
  * published at once and rings at the flush; an empty ring costs nothing
  * and a broken one is said once and no longer read; a second routing
- * thread delivers into its own down ring.
+ * thread delivers into its own down ring; the router's holds on a
+ * segment outlive the rank's detachment.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -303,6 +304,31 @@ static void test_coll_done(void **state)
     free(r1.shm_ranks), free(r1.shm_pend);
 }
 
+/* The router's references are counts of its own (pend[]): bundles read
+ * in place and the turn's pend list hold the segment with no atomic each,
+ * and keep it past the rank's detachment; the one shared reference goes
+ * with the last of them. */
+static void test_holds(void **state)
+{
+    fix_t *f = *state;
+
+    oc__rshm_get(f->s); /* the test's, to read the count after */
+    rank_publish(f, 2, 0);
+    assert_int_equal(oc__router_shm_poll(&f->r), 2);
+    assert_int_equal(atomic_load(&f->s->refs), 2); /* the router's, once */
+    assert_int_equal(f->s->pend[0].holds, 2);
+    oc__router_shm_detach(&f->r, &f->l);
+    assert_int_equal(f->s->pend[0].attached, 0);
+    assert_int_equal(atomic_load(&f->s->refs), 2); /* still held */
+    router_release_all(f);          /* the bundles' holds, the pend's */
+    assert_int_equal(f->s->pend[0].holds, 1);
+    assert_int_equal(atomic_load(&f->s->refs), 2);
+    oc__router_shm_flush(&f->r);    /* the last: the router lets go */
+    assert_int_equal(f->s->pend[0].holds, 0);
+    assert_int_equal(atomic_load(&f->s->refs), 1);
+    oc__rshm_put(f->s);
+}
+
 /* A rank that publishes more than its ring holds broke it: said once,
  * counted once, never read again. */
 static void test_broken(void **state)
@@ -323,6 +349,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_turn, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deliver, setup, teardown),
         cmocka_unit_test_setup_teardown(test_broken, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_holds, setup, teardown),
         cmocka_unit_test(test_second_thread),
         cmocka_unit_test_setup_teardown(test_coll_done, setup, teardown),
     };

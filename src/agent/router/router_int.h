@@ -77,9 +77,17 @@ struct oc_rshm {
     /* the router that writes the cdown ring (index + 1; 0: none yet):
      * the first to, so that it keeps one producer */
     _Alignas(OC_SPSC_ALIGN) _Atomic uint32_t cdown_writer;
-    /* on router i's shm_pend list (rshm.c): each router its own line */
+    /* router i's own line (rshm.c): on its shm_pend list; its
+     * attachments (lranks) and the holds of its turn (bundles read in
+     * place, the pend list) — plain counts only router i touches, behind
+     * the one shared reference it takes at its first attachment: a locked
+     * add per bundle or per completion waited for the store buffer to
+     * drain (the routing loop's and the slot's stores, lines the ranks'
+     * cores hold), and each completion of a collective to every rank
+     * waited for the one before */
     struct {
         _Alignas(OC_SPSC_ALIGN) uint8_t on;
+        uint32_t attached, holds;
     } pend[OC_SHMSEG_MAX_DOWN];
 };
 

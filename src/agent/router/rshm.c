@@ -63,6 +63,20 @@ void oc__rshm_put(oc_rshm_t *s)
     }
 }
 
+/* This router's holds on @p s (router_int.h, pend[]): no atomic on the
+ * turn's path; the shared reference goes with the last of its
+ * attachments and holds. */
+static inline void hold(oc_router_t *r, oc_rshm_t *s)
+{
+    s->pend[r->p.index].holds++;
+}
+
+static inline void unhold(oc_router_t *r, oc_rshm_t *s)
+{
+    if (--s->pend[r->p.index].holds == 0 && s->pend[r->p.index].attached == 0)
+        oc__rshm_put(s);
+}
+
 int oc__router_rank_wake_fd(const oc_router_t *r)
 {
     return r->rank_wake_fd;
@@ -91,7 +105,8 @@ oc_status_t oc__router_shm_attach(oc_router_t *r, lrank_t *l, oc_rshm_t *shm,
     if (serves)
         r->shm_ranks[r->nshm++] = l;
     r->nshm_all++;
-    oc__rshm_get(shm);
+    if (shm->pend[r->p.index].attached++ == 0 && shm->pend[r->p.index].holds == 0)
+        oc__rshm_get(shm);
     l->shm = shm;
     l->out.shm = shm;
     l->ring_buf.ring = 1;
@@ -116,7 +131,9 @@ void oc__router_shm_detach(oc_router_t *r, lrank_t *l)
     l->out.eo.ring = NULL;
     l->out.eo.ring_buf = NULL;
     l->out.shm = NULL;
-    oc__rshm_put(l->shm);
+    if (--l->shm->pend[r->p.index].attached == 0 &&
+        l->shm->pend[r->p.index].holds == 0)
+        oc__rshm_put(l->shm);
     l->shm = NULL;
 }
 
@@ -148,7 +165,7 @@ uint32_t oc__router_shm_poll(oc_router_t *r)
             e->len = len;
             e->token = l->token;
             e->shm = s;
-            oc__rshm_get(s);
+            hold(r, s);
             got++;
             /* at least 7/8 full: flushed for want of room, more follows */
             full |= len >= s->seg.up.slot_size - s->seg.up.slot_size / 8;
@@ -191,7 +208,7 @@ static void shm_pend(oc_router_t *r, oc_rshm_t *s)
         return;
     }
     s->pend[r->p.index].on = 1;
-    oc__rshm_get(s);
+    hold(r, s);
     r->shm_pend[r->npend++] = s;
 }
 
@@ -209,7 +226,7 @@ void oc__router_shm_flush(oc_router_t *r)
         if (oc__bell_ring_fenced(&s->seg.hdr->rank_bell))
             CNT_ADD(r->c.shm_wakes, 1);
         s->pend[r->p.index].on = 0;
-        oc__rshm_put(s);
+        unhold(r, s);
     }
     r->npend = 0;
 }
@@ -225,7 +242,7 @@ void oc__router_shm_release(oc_router_t *r, oc_eng_rx_t *e)
     oc__spsc_release(&s->seg.up);
     shm_pend(r, s); /* a rank waiting for room: woken at the turn's end */
     e->shm = NULL;
-    oc__rshm_put(s);
+    unhold(r, s);
 }
 
 /* A DONE into @p l's completion ring: 1 when written.  A ring has one
@@ -234,15 +251,18 @@ void oc__router_shm_release(oc_router_t *r, oc_eng_rx_t *e)
 static int shm_done(oc_router_t *r, lrank_t *l, const void *msg, size_t len)
 {
     oc_rshm_t *s = l->shm;
-    uint32_t me = r->p.index + 1, w = 0;
+    uint32_t me = r->p.index + 1, w;
     uint8_t *slot;
 
     if (s == NULL || len > l->cdown.slot_size)
         return 0;
-    if (!atomic_compare_exchange_strong_explicit(&s->cdown_writer, &w, me,
-                                                 memory_order_relaxed,
-                                                 memory_order_relaxed) &&
-        w != me)
+    /* a load once the ring is this router's: a locked compare-exchange
+     * per DONE waited for the previous DONE's stores to drain */
+    w = atomic_load_explicit(&s->cdown_writer, memory_order_relaxed);
+    if (w != me &&
+        (w != 0 || (!atomic_compare_exchange_strong_explicit(
+                        &s->cdown_writer, &w, me, memory_order_relaxed,
+                        memory_order_relaxed) && w != me)))
         return 0;
     if ((slot = oc__spsc_reserve(&l->cdown)) == NULL)
         return 0; /* more collectives in flight than slots */
