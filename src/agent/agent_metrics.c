@@ -428,6 +428,13 @@ static void thread_metrics(agent_t *a, oc_prom_t *p,
          "sent to local ranks, by path: their shared-memory completion "
          "ring, or UCX (a rank on UCX, or its ring full)", OC_PROM_COUNTER,
          "path", {{"ring", RC(coll_dones_shm)}, {"ucx", RC(coll_dones_ucx)}}},
+        {OC_M_THREAD_COLL_DESCS, "Descriptors of agent collectives from "
+         "local ranks, by path: their shared-memory descriptor ring, UCX (a "
+         "rank on UCX, or its ring full or too short for one), or an empty "
+         "one by UCX that woke the thread for the ring (nudge)",
+         OC_PROM_COUNTER, "path",
+         {{"ring", RC(coll_descs_shm)}, {"ucx", RC(coll_descs_ucx)},
+          {"nudge", RC(coll_nudges)}}},
         {OC_M_THREAD_FORWARDED, "Bundles sent on whole (all for one rank), "
          "not re-aggregated", OC_PROM_COUNTER, NULL,
          {{NULL, RC(bundles_forwarded)}}},

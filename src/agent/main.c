@@ -65,7 +65,7 @@ const oc_cfg_field_t oc_agent_config_table[] = {
      "ring toward the agent and one back from each routing thread, each "
      "slot a bundle (AGENT_BUNDLE_SIZE), so (1 + threads) x this x bundle "
      "size per rank (1 MiB with one thread, 2.5 MiB with four, by default; "
-     "touched as used). Ranks sharing a core hand it over when a ring fills, so "
+     "touched as used), plus 288 KiB for the collectives' two rings. Ranks sharing a core hand it over when a ring fills, so "
      "fewer slots cost speed; more than 64 gained nothing "
      "(docs/results.md). A power of two; 0 offers none (ranks then use "
      "UCX).",

@@ -56,6 +56,7 @@ struct oc_request {
     uint32_t       seq;
     uint32_t       nphases, cur;
     oc__phase_t   *ph;
+    uint32_t       ph_cap;         /* phases ph has room for */
     oc_status_t    status;         /* OC_INPROGRESS, OC_OK or the error */
     oc_status_t    mismatch;       /* OC_ERR_COLL_MISMATCH seen, reported
                                     * once the schedule has run out */
@@ -130,6 +131,12 @@ struct oc__coll {
     uint64_t          cma_ops, cma_fallbacks; /* placed.c: counted */
     struct placed_op *placed_ops;    /* placed.c: transfers in flight */
     int               hooked;        /* the progress hook is set */
+    /* coll.c: ended requests kept with their phase arrays (up to
+     * OC__COLL_REQ_KEEP), taken by the next collectives; closing: the
+     * context ends, nothing more is kept */
+    oc_request_t     *req_kept;
+    uint32_t          nreq_kept;
+    int               closing;
     /* staged.c: device buffers staged through one pinned pool, used by
      * one collective at a time, in the order they were started */
     struct oc__gpu_pool *gpu_pool;

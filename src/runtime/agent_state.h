@@ -43,14 +43,15 @@ struct oc__agent {
     uint64_t       waits;      /* back-pressured turns that waited */
     uint64_t       slept;      /* ... of them asleep on the doorbell */
     uint64_t       ring_dones; /* collective completions read from cdown */
+    uint64_t       ring_descs; /* collective descriptors written to cup */
+    uint64_t       nudges;     /* ... and the sleeping router woken */
+    oc_tr_op_t     nudge_op;   /* the wake-ups' (no data: shared by all
+                                  in flight, its callback does nothing) */
     uint64_t       kicks;      /* wake-ups written to a sleeping agent */
     int            mb_registered; /* for the agent's membarrier */
     int            light;      /* ... and the agent promises it */
 };
 
-/* The agent's router sleeps (idle): what we just published wakes it.
- * The fence orders our publish before the read of its flag (it sets the
- * flag, then looks at the ring: one of us sees the other). */
 /* Registered for the agent's membarrier, and it still promises to call it
  * before it sleeps (wire/shmseg.h; it withdraws the promise if the call
  * ever fails): ordering a publish before the load of its flag is then the
@@ -61,16 +62,27 @@ static inline int oc__agent_fences(struct oc__agent *a)
                                             memory_order_relaxed);
 }
 
-static inline void oc__agent_shm_kick(struct oc__agent *a)
+/* After a publish into a ring the agent reads: is its reader asleep
+ * (@p flag, set by it before its last look at the ring)?  A fence here
+ * waits for every store of the bundle to leave the store buffer: 6-7 % of
+ * a rank's time in the histogram; where the agent promised its barrier it
+ * is the agent's. */
+static inline int oc__agent_reader_asleep(struct oc__agent *a,
+                                          _Atomic uint32_t *flag)
 {
-    /* a fence here waits for every store of the bundle to leave the store
-     * buffer: 6-7 % of a rank's time in the histogram */
     if (oc__agent_fences(a))
         atomic_signal_fence(memory_order_seq_cst);
     else
         atomic_thread_fence(memory_order_seq_cst);
-    if (atomic_load_explicit(&a->seg.hdr->agent_sleeping,
-                             memory_order_relaxed)) {
+    return (int)atomic_load_explicit(flag, memory_order_relaxed);
+}
+
+/* The agent's router sleeps (idle): what we just published wakes it.
+ * The fence orders our publish before the read of its flag (it sets the
+ * flag, then looks at the ring: one of us sees the other). */
+static inline void oc__agent_shm_kick(struct oc__agent *a)
+{
+    if (oc__agent_reader_asleep(a, &a->seg.hdr->agent_sleeping)) {
         uint64_t one = 1;
         a->kicks++;
         (void)!write(a->wake_fd, &one, sizeof one);

@@ -15,9 +15,10 @@
 static size_t seg_bytes(size_t ring, uint32_t ndown, size_t cring)
 {
     if (ring == 0 || cring == 0 || ndown == 0 || ndown > OC_SHMSEG_MAX_DOWN ||
-        ring > (SIZE_MAX - OC_SHMSEG_HDR - cring) / (1 + (size_t)ndown))
+        cring > SIZE_MAX / 4 ||
+        ring > (SIZE_MAX - OC_SHMSEG_HDR - 2 * cring) / (1 + (size_t)ndown))
         return 0;
-    return OC_SHMSEG_HDR + (1 + (size_t)ndown) * ring + cring;
+    return OC_SHMSEG_HDR + (1 + (size_t)ndown) * ring + 2 * cring;
 }
 
 static oc_status_t attach(oc_shmseg_t *seg, const oc_shmseg_hdr_t *h,
@@ -40,6 +41,11 @@ static oc_status_t attach(oc_shmseg_t *seg, const oc_shmseg_hdr_t *h,
     if (st == OC_OK)
         st = oc__spsc_attach(&seg->cdown,
                              b + OC_SHMSEG_HDR + (1 + (size_t)ndown) * ring,
+                             cring, h->cnslots, h->cslot_size, format);
+    if (st == OC_OK)
+        st = oc__spsc_attach(&seg->cup,
+                             b + OC_SHMSEG_HDR + (1 + (size_t)ndown) * ring +
+                                 cring,
                              cring, h->cnslots, h->cslot_size, format);
     return st;
 }

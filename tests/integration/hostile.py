@@ -36,7 +36,7 @@ MAGIC = 0x3143434F  # "OCC1"
 
 
 def frame_header(ftype, length):
-    return struct.pack("<IHHII", MAGIC, 5, ftype, length, 0)  # OC_CTL_VERSION
+    return struct.pack("<IHHII", MAGIC, 6, ftype, length, 0)  # OC_CTL_VERSION
 
 
 def payload(kind):

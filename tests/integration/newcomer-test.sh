@@ -171,9 +171,9 @@ status, tlen = struct.unpack("<iI", buf[16:24])
 text = buf[24:24 + tlen].decode()
 print("version", ver, "type", typ, "status", status, "text", text)
 assert magic == 0x3143434f and ver == 2 and typ == 6, "not an ERROR framed in version 2"
-assert "version 5" in text and "not 2" in text, text
+assert "version 6" in text and "not 2" in text, text
 PY
-    grep -q "speaks control protocol version 2; this offcored (.*) speaks 5" \
+    grep -q "speaks control protocol version 2; this offcored (.*) speaks 6" \
         "$T/agent.log" || fail "the agent's log does not name both versions"
     pass ;;
 envtypo)

@@ -126,7 +126,7 @@ static size_t raw_encode(const oc_ctl_msg_t *m, uint8_t *b)
         break;
     }
     w32(b, OC_CTL_MAGIC);
-    b[4] = 5, b[5] = 0; /* OC_CTL_VERSION, written out */
+    b[4] = 6, b[5] = 0; /* OC_CTL_VERSION, written out */
     b[6] = (uint8_t)m->type, b[7] = (uint8_t)(m->type >> 8);
     w32(b + 8, (uint32_t)(p - b - 16));
     w32(b + 12, 0);
@@ -303,7 +303,7 @@ static void test_round_trip_every_type(void **state)
 
 static void test_golden_bytes(void **state)
 {
-    static const uint8_t want[] = {'O', 'C', 'C', '1', 5, 0, 7, 0, 4, 0, 0, 0,
+    static const uint8_t want[] = {'O', 'C', 'C', '1', 6, 0, 7, 0, 4, 0, 0, 0,
                                    0,   0,   0,   0,   1, 0, 0, 0};
     oc_ctl_msg_t m;
     size_t len;
@@ -394,7 +394,8 @@ static void test_reject_header(void **state)
     BAD(4, 2, OC_ERR_WIRE_VERSION); /* version 2: before the collectives' router */
     BAD(4, 3, OC_ERR_WIRE_VERSION); /* version 3: agents' bundles mixed */
     BAD(4, 4, OC_ERR_WIRE_VERSION); /* version 4: one down ring a segment */
-    BAD(4, 6, OC_ERR_WIRE_VERSION);
+    BAD(4, 5, OC_ERR_WIRE_VERSION); /* version 5: no descriptor ring */
+    BAD(4, 7, OC_ERR_WIRE_VERSION);
     BAD(5, 1, OC_ERR_WIRE_VERSION);
     BAD(6, 0, OC_ERR_CTL_TYPE);
     BAD(6, OC_CTL_TYPE_END, OC_ERR_CTL_TYPE);

@@ -9,7 +9,8 @@
  * published at once and rings at the flush; an empty ring costs nothing
  * and a broken one is said once and no longer read; a second routing
  * thread delivers into its own down ring; the router's holds on a
- * segment outlive the rank's detachment.
+ * segment outlive the rank's detachment; router 0 reads the descriptor
+ * rings.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -32,6 +33,24 @@ typedef struct {
     oc_rshm_t  *s;
     oc_shmseg_t rank;  /* the rank's mapping */
 } fix_t;
+
+/* In place of the collectives' entry (oc__rcoll_recv), a recorder: what
+ * router 0 read from the ranks' descriptor rings, in order. */
+static struct {
+    int      n;
+    uint64_t token;
+    size_t   len;
+    uint8_t  first[4];
+} got;
+
+static void rcoll_recv(void *arg, uint64_t token, void *data, size_t len)
+{
+    (void)arg;
+    got.token = token;
+    got.len = len;
+    memcpy(got.first + (got.n < 4 ? got.n : 3), data, 1);
+    got.n++;
+}
 
 static oc_status_t handoff(void *arg, oc_eng_out_t *o, oc_eng_buf_t *b,
                            uint32_t len, uint32_t count)
@@ -329,6 +348,55 @@ static void test_holds(void **state)
     oc__rshm_put(f->s);
 }
 
+/* Router 0 reads the descriptor ring of every rank it is attached to: a
+ * copy of each descriptor to the collectives, in order, the slot the
+ * rank's again at once; asleep, it says so in the segment (the rank then
+ * nudges it by UCX) and will not sleep over a descriptor already there; a
+ * broken ring is said once and no longer read. */
+static void test_cup(void **state)
+{
+    fix_t *f = *state;
+    uint8_t *slot;
+
+    memset(&got, 0, sizeof(got));
+    assert_int_equal(oc__router_cup_poll(&f->r, rcoll_recv), 0);
+    for (uint8_t k = 0; k < 3; k++) {
+        assert_non_null(slot = oc__spsc_reserve(&f->rank.cup));
+        memset(slot, 'a' + k, 40);
+        oc__spsc_publish(&f->rank.cup, 40);
+    }
+    assert_int_equal(oc__router_cup_poll(&f->r, rcoll_recv), 3);
+    assert_int_equal(got.n, 3);
+    assert_int_equal(got.token, 42);
+    assert_int_equal(got.len, 40);
+    assert_memory_equal(got.first, "abc", 3);
+    assert_int_equal(f->r.c.coll_descs_shm, 3);
+    assert_int_equal(oc__spsc_in_use(&f->rank.cup), 0); /* released */
+    assert_int_equal(oc__router_cup_poll(&f->r, rcoll_recv), 0);
+    /* asleep: the flag is up while no descriptor waits */
+    assert_int_equal(oc__router_shm_sleep_begin(&f->r), 1);
+    assert_int_equal(atomic_load(&f->rank.hdr->coll_sleeping), 1);
+    oc__router_shm_sleep_end(&f->r);
+    assert_int_equal(atomic_load(&f->rank.hdr->coll_sleeping), 0);
+    assert_non_null(oc__spsc_reserve(&f->rank.cup));
+    oc__spsc_publish(&f->rank.cup, 8);
+    assert_int_equal(oc__router_shm_sleep_begin(&f->r), 0); /* one waits */
+    assert_int_equal(atomic_load(&f->rank.hdr->coll_sleeping), 0);
+    assert_int_equal(oc__router_cup_poll(&f->r, rcoll_recv), 1);
+    /* a router other than 0 never reads it nor raises its flag */
+    f->r.p.index = 1;
+    assert_int_equal(oc__router_shm_sleep_begin(&f->r), 1);
+    assert_int_equal(atomic_load(&f->rank.hdr->coll_sleeping), 0);
+    oc__router_shm_sleep_end(&f->r);
+    f->r.p.index = 0;
+    /* broken: said once, never read again */
+    atomic_store(&f->rank.cup.sh->tail, OC_SHMSEG_CDOWN_SLOTS + 8);
+    assert_int_equal(oc__router_cup_poll(&f->r, rcoll_recv), 0);
+    assert_int_equal(oc__router_cup_poll(&f->r, rcoll_recv), 0);
+    assert_int_equal(f->r.c.rejects, 1);
+    assert_int_equal(got.n, 4);
+}
+
 /* A rank that publishes more than its ring holds broke it: said once,
  * counted once, never read again. */
 static void test_broken(void **state)
@@ -350,6 +418,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_deliver, setup, teardown),
         cmocka_unit_test_setup_teardown(test_broken, setup, teardown),
         cmocka_unit_test_setup_teardown(test_holds, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cup, setup, teardown),
         cmocka_unit_test(test_second_thread),
         cmocka_unit_test_setup_teardown(test_coll_done, setup, teardown),
     };

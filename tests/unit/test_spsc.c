@@ -378,7 +378,8 @@ static void test_segment(void **state)
 }
 
 /* One down ring per routing thread: each its own slots, the rank reads
- * them apart; the count is bounded and checked on both sides. */
+ * them apart; the count is bounded and checked on both sides.  The
+ * descriptor ring is apart from them and from the completion ring. */
 static void test_segment_down_rings(void **state)
 {
     oc_shmseg_t a, r;
@@ -416,6 +417,29 @@ static void test_segment_down_rings(void **state)
     assert_null(oc__spsc_reserve(&a.down[2]));
     assert_int_equal(oc__spsc_in_use(&a.down[0]), 0);
     assert_null(oc__spsc_peek(&r.down[0], &len));
+    /* the descriptor ring, the rank's to write: apart from the completion
+     * ring (same geometry) and the last down ring */
+    for (uint32_t k = 0; k < OC_SHMSEG_CDOWN_SLOTS; k++) {
+        uint8_t *s = oc__spsc_reserve(&r.cup);
+        assert_non_null(s);
+        memset(s, 0xc0 + (int)(k & 15), OC_SHMSEG_CDOWN_SLOT);
+        oc__spsc_publish(&r.cup, OC_SHMSEG_CDOWN_SLOT);
+    }
+    assert_null(oc__spsc_reserve(&r.cup)); /* full */
+    assert_int_equal(oc__spsc_in_use(&a.cdown), 0);
+    assert_null(oc__spsc_peek(&r.cdown, &len));
+    for (uint32_t k = 0; k < OC_SHMSEG_CDOWN_SLOTS; k++) {
+        const uint8_t *s = oc__spsc_peek(&a.cup, &len);
+        assert_non_null(s);
+        assert_int_equal(len, OC_SHMSEG_CDOWN_SLOT);
+        assert_int_equal(s[0], 0xc0 + (k & 15));
+        assert_int_equal(s[OC_SHMSEG_CDOWN_SLOT - 1], 0xc0 + (k & 15));
+        oc__spsc_release(&a.cup);
+    }
+    for (uint32_t k = 0; k < 4; k++) { /* down ring 2 kept its slots */
+        assert_non_null(oc__spsc_peek(&r.down[2], &len));
+        assert_int_equal(len, 512);
+    }
     oc__shmseg_unmap(&r);
     oc__shmseg_unmap(&a);
     /* a header that claims more rings than the file holds: refused */
@@ -427,6 +451,9 @@ static void test_segment_down_rings(void **state)
     assert_int_equal(pwrite(fd, &h, sizeof(h), 0), (ssize_t)sizeof(h));
     assert_int_equal(oc__shmseg_map(fd, &r), OC_ERR_INVALID_PARAM);
     h.ndown = 3, h.version = 1; /* the one-down-ring layout */
+    assert_int_equal(pwrite(fd, &h, sizeof(h), 0), (ssize_t)sizeof(h));
+    assert_int_equal(oc__shmseg_map(fd, &r), OC_ERR_INVALID_PARAM);
+    h.version = 2; /* no descriptor ring */
     assert_int_equal(pwrite(fd, &h, sizeof(h), 0), (ssize_t)sizeof(h));
     assert_int_equal(oc__shmseg_map(fd, &r), OC_ERR_INVALID_PARAM);
     close(fd);
@@ -441,7 +468,7 @@ static void test_segment_down_rings(void **state)
     assert_true(fd >= 0);
     assert_int_equal(ftruncate(fd, (off_t)(OC_SHMSEG_HDR +
                                            (2 + (size_t)OC_SHMSEG_MAX_DOWN) * ring +
-                                           cring)), 0);
+                                           2 * cring)), 0);
     assert_int_equal(pwrite(fd, &h, sizeof(h), 0), (ssize_t)sizeof(h));
     assert_int_equal(oc__shmseg_map(fd, &r), OC_ERR_INVALID_PARAM);
     h.ndown = UINT32_MAX; /* overflows any size */

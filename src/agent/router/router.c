@@ -115,6 +115,8 @@ static void *router_main(void *arg)
         events = oc__tr_progress(r->w);
         if (r->nshm > 0)
             events += oc__router_shm_poll(r);
+        if (r->p.index == 0 && r->nshm_all > 0)
+            events += oc__router_cup_poll(r, oc__rcoll_recv);
         done = oc__router_route_all(r);
         done += (uint32_t)oc__rcoll_progress(r);
         /* Something arrived: flush what timed out.  Nothing arrived:
@@ -142,6 +144,21 @@ static void *router_main(void *arg)
     for (int k = 0; k < 100000 && r->eng->inflight > 0; k++)
         oc__tr_progress(r->w);
     return NULL;
+}
+
+/* A collective descriptor by UCX (a rank on UCX, or its descriptor ring
+ * full or too short for it), or an empty one: a rank's nudge, to wake this
+ * router for its descriptor ring (oc__router_cup_poll). */
+static void coll_am(void *arg, uint64_t token, void *data, size_t len)
+{
+    oc_router_t *r = arg;
+
+    if (len == 0) {
+        CNT_ADD(r->c.coll_nudges, 1);
+        return;
+    }
+    CNT_ADD(r->c.coll_descs_ucx, 1);
+    oc__rcoll_recv(arg, token, data, len);
 }
 
 oc_status_t oc__router_create(const oc_router_params_t *p, oc_router_t **r_p)
@@ -202,8 +219,7 @@ oc_status_t oc__router_create(const oc_router_params_t *p, oc_router_t **r_p)
     if ((st = oc__tr_set_handler(r->w, OC_AM_CREDIT, oc__router_credit_recv,
                                 r, 0)) != OC_OK)
         goto err;
-    if ((st = oc__tr_set_handler(r->w, OC_AM_COLL, oc__rcoll_recv, r, 0)) !=
-        OC_OK)
+    if ((st = oc__tr_set_handler(r->w, OC_AM_COLL, coll_am, r, 0)) != OC_OK)
         goto err;
     *r_p = r;
     return OC_OK;
@@ -264,6 +280,7 @@ void oc__router_destroy(oc_router_t *r)
         close(r->rank_wake_fd);
     free(r->shm_ranks);
     free(r->shm_pend);
+    free(r->cup_buf);
     free(r->senders);
     free(r->peers);
     oc__eng_ring_fini(&r->rx);

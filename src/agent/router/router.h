@@ -113,6 +113,11 @@ typedef struct {
     uint64_t coll_dones_shm;     /* collective DONEs through a rank's
                                     completion ring */
     uint64_t coll_dones_ucx;     /* ... by UCX (no ring, or it was full) */
+    uint64_t coll_descs_shm;     /* collective descriptors read from a
+                                    rank's descriptor ring (router 0) */
+    uint64_t coll_descs_ucx;     /* ... that came by UCX */
+    uint64_t coll_nudges;        /* empty ones: a rank woke this router
+                                    for its ring */
 } oc_router_counters_t;
 
 typedef struct {

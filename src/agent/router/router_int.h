@@ -73,6 +73,7 @@ typedef struct out {
 struct oc_rshm {
     oc_shmseg_t      seg;
     int              broken_said;
+    int              cup_broken_said; /* router 0's */
     _Alignas(OC_SPSC_ALIGN) _Atomic uint32_t refs;
     /* the router that writes the cdown ring (index + 1; 0: none yet):
      * the first to, so that it keeps one producer */
@@ -108,6 +109,9 @@ typedef struct {
      * share their lines (one producer each) */
     oc_spsc_t   down;
     oc_spsc_t   cdown;
+    /* router 0 (the job's collectives): its consumer handle of the rank's
+     * descriptor ring */
+    oc_spsc_t   cup;
     uint8_t     shares_core; /* it may run on a core of this router's
                                 (router.c, idle policy) */
 } lrank_t;
@@ -178,11 +182,14 @@ struct oc_router {
                                        collective was logged */
     size_t             cma_budget;  /* bytes rcma.c may still move this
                                        round of the loop */
-    lrank_t          **shm_ranks;   /* local ranks on shared memory whose
-                                       up ring this router reads */
+    lrank_t          **shm_ranks;   /* local ranks on shared memory: first
+                                       the nshm whose up ring this router
+                                       reads, then the others it delivers
+                                       to (its down ring); router 0 reads
+                                       every one's descriptor ring */
     uint32_t           nshm, shm_cap;
-    uint32_t           nshm_all;    /* local ranks on shared memory it
-                                       delivers to (its down ring) */
+    uint32_t           nshm_all;
+    uint8_t           *cup_buf;     /* router 0: a descriptor's copy */
     oc_rshm_t        **shm_pend;    /* rings released into or delivered
                                        to this turn, doorbell not yet
                                        rung (each holds a reference) */
@@ -269,6 +276,12 @@ void oc__rcma_rank_fini(lrank_t *l);
 /** Queue what the ranks published onto the receive ring.  Returns how
  *  many bundles. */
 uint32_t oc__router_shm_poll(oc_router_t *r);
+/** Router 0: the collective descriptors local ranks put in their "cup"
+ *  rings, each copied out and handed to @p deliver (the collectives'
+ *  entry, oc__rcoll_recv: the channel does not know them) in order, with
+ *  the rank's token, its slot released at once.  @return descriptors
+ *  taken. */
+uint32_t oc__router_cup_poll(oc_router_t *r, oc_tr_recv_cb_t deliver);
 /** A received bundle is done: its slot goes back (in order); a rank
  *  asleep on its doorbell is woken at the next oc__router_shm_flush. */
 void oc__router_shm_release(oc_router_t *r, oc_eng_rx_t *e);

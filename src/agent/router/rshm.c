@@ -102,8 +102,16 @@ oc_status_t oc__router_shm_attach(oc_router_t *r, lrank_t *l, oc_rshm_t *shm,
         r->shm_pend = n;
         r->pend_cap = r->shm_cap;
     }
-    if (serves)
+    if (r->p.index == 0 && r->cup_buf == NULL &&
+        (r->cup_buf = malloc(OC_SHMSEG_CDOWN_SLOT)) == NULL)
+        return OC_ERR_NO_MEMORY;
+    /* those it serves first, then the others */
+    if (serves) {
+        r->shm_ranks[r->nshm_all] = r->shm_ranks[r->nshm];
         r->shm_ranks[r->nshm++] = l;
+    } else {
+        r->shm_ranks[r->nshm_all] = l;
+    }
     r->nshm_all++;
     if (shm->pend[r->p.index].attached++ == 0 && shm->pend[r->p.index].holds == 0)
         oc__rshm_get(shm);
@@ -112,6 +120,7 @@ oc_status_t oc__router_shm_attach(oc_router_t *r, lrank_t *l, oc_rshm_t *shm,
     l->ring_buf.ring = 1;
     l->down = shm->seg.down[r->p.index];
     l->cdown = shm->seg.cdown;
+    l->cup = shm->seg.cup;
     l->out.eo.ring = &l->down;
     l->out.eo.ring_buf = &l->ring_buf;
     return OC_OK;
@@ -122,12 +131,15 @@ void oc__router_shm_detach(oc_router_t *r, lrank_t *l)
 {
     if (l->shm == NULL)
         return;
-    for (uint32_t i = 0; i < r->nshm; i++)
+    for (uint32_t i = 0; i < r->nshm_all; i++)
         if (r->shm_ranks[i] == l) {
-            r->shm_ranks[i] = r->shm_ranks[--r->nshm];
+            if (i < r->nshm) { /* keep the served ones first */
+                r->shm_ranks[i] = r->shm_ranks[--r->nshm];
+                i = r->nshm;
+            }
+            r->shm_ranks[i] = r->shm_ranks[--r->nshm_all];
             break;
         }
-    r->nshm_all--;
     l->out.eo.ring = NULL;
     l->out.eo.ring_buf = NULL;
     l->out.shm = NULL;
@@ -185,6 +197,38 @@ uint32_t oc__router_shm_poll(oc_router_t *r)
         /* ranks mid-stream: a lull of a few turns is not the end of
          * their traffic (ROUTER_IDLE_TURNS) */
         oc__eng_more(r->eng, full);
+    }
+    return got;
+}
+
+uint32_t oc__router_cup_poll(oc_router_t *r, oc_tr_recv_cb_t deliver)
+{
+    uint32_t got = 0;
+
+    for (uint32_t i = 0; i < r->nshm_all; i++) {
+        lrank_t *l = r->shm_ranks[i];
+        uint8_t *slot;
+        uint32_t len;
+
+        if (!l->cup.broken && !oc__spsc_ready(&l->cup))
+            continue; /* one load, most rings, most turns */
+        while ((slot = oc__spsc_peek(&l->cup, &len)) != NULL) {
+            /* the rank can rewrite its slot at any time: the collectives
+             * decode a copy (it is short: a descriptor) */
+            memcpy(r->cup_buf, slot, len);
+            oc__spsc_release(&l->cup);
+            CNT_ADD(r->c.coll_descs_shm, 1);
+            deliver(r, l->token, r->cup_buf, len);
+            got++;
+        }
+        if (l->cup.broken && !l->shm->cup_broken_said) {
+            /* its collectives stall; its owner sees why */
+            l->shm->cup_broken_said = 1;
+            CNT_ADD(r->c.rejects, 1);
+            oc_error(OC_COMP_ROUTER, "router %u: a rank broke its collective "
+                     "descriptor ring (token %016llx): no longer read",
+                     r->p.index, (unsigned long long)l->token);
+        }
     }
     return got;
 }
@@ -318,20 +362,30 @@ void oc__router_shm_deliver(oc_router_t *r, out_t *o, oc_eng_buf_t *b,
     shm_pend(r, o->shm); /* a rank asleep on its doorbell: woken then */
 }
 
+/* Router 0 reads every attached rank's descriptor ring as well: its
+ * flag is set in each of them while it sleeps, and it looks at them last. */
+static uint32_t sleep_ranks(const oc_router_t *r)
+{
+    return r->p.index == 0 ? r->nshm_all : r->nshm;
+}
+
 int oc__router_shm_sleep_begin(oc_router_t *r)
 {
     int promised = 0;
 
-    for (uint32_t i = 0; i < r->nshm; i++) {
+    for (uint32_t i = 0; i < sleep_ranks(r); i++) {
         oc_shmseg_hdr_t *h = r->shm_ranks[i]->shm->seg.hdr;
-        atomic_store_explicit(&h->agent_sleeping, 1, memory_order_seq_cst);
+        if (i < r->nshm)
+            atomic_store_explicit(&h->agent_sleeping, 1, memory_order_seq_cst);
+        if (r->p.index == 0)
+            atomic_store_explicit(&h->coll_sleeping, 1, memory_order_seq_cst);
         promised |= (int)atomic_load_explicit(&h->agent_barrier,
                                               memory_order_relaxed);
     }
     /* ranks that skip their fence (agent_barrier): run it for them, so a
      * bundle they published is seen below or they see the flag */
     if (promised && oc__membarrier_global() != 0) {
-        for (uint32_t i = 0; i < r->nshm; i++)
+        for (uint32_t i = 0; i < sleep_ranks(r); i++)
             atomic_store_explicit(
                 &r->shm_ranks[i]->shm->seg.hdr->agent_barrier, 0,
                 memory_order_seq_cst);
@@ -340,9 +394,11 @@ int oc__router_shm_sleep_begin(oc_router_t *r)
         oc__router_shm_sleep_end(r);
         return 0;
     }
-    /* a bundle published before a rank saw the flag: do not sleep */
-    for (uint32_t i = 0; i < r->nshm; i++)
-        if (oc__spsc_ready(&r->shm_ranks[i]->shm->seg.up)) {
+    /* a bundle or a descriptor published before a rank saw the flag: do
+     * not sleep */
+    for (uint32_t i = 0; i < sleep_ranks(r); i++)
+        if ((i < r->nshm && oc__spsc_ready(&r->shm_ranks[i]->shm->seg.up)) ||
+            (r->p.index == 0 && oc__spsc_ready(&r->shm_ranks[i]->cup))) {
             oc__router_shm_sleep_end(r);
             return 0;
         }
@@ -351,7 +407,11 @@ int oc__router_shm_sleep_begin(oc_router_t *r)
 
 void oc__router_shm_sleep_end(oc_router_t *r)
 {
-    for (uint32_t i = 0; i < r->nshm; i++)
-        atomic_store_explicit(&r->shm_ranks[i]->shm->seg.hdr->agent_sleeping,
-                              0, memory_order_relaxed);
+    for (uint32_t i = 0; i < sleep_ranks(r); i++) {
+        oc_shmseg_hdr_t *h = r->shm_ranks[i]->shm->seg.hdr;
+        if (i < r->nshm)
+            atomic_store_explicit(&h->agent_sleeping, 0, memory_order_relaxed);
+        if (r->p.index == 0)
+            atomic_store_explicit(&h->coll_sleeping, 0, memory_order_relaxed);
+    }
 }

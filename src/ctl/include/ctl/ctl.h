@@ -14,9 +14,9 @@
  */
 /* The protocol.
  *
- * FRAME (protocol version 5, OC_CTL_VERSION below; little-endian, no
+ * FRAME (protocol version 6, OC_CTL_VERSION below; little-endian, no
  * padding, no alignment):
- *   0 u32 magic "OCC1"   4 u16 version (3)   6 u16 type
+ *   0 u32 magic "OCC1"   4 u16 version (6)   6 u16 type
  *   8 u32 payload length (0 .. OC_CTL_MAX_PAYLOAD = 65536)   12 u32 reserved 0
  *  16 payload: the fields of the type, in this order, nothing after them:
  *
@@ -78,14 +78,16 @@
 #include <sys/types.h>
 
 #define OC_CTL_MAGIC        0x3143434fu /* "OCC1" read little-endian */
-#define OC_CTL_VERSION      5 /* 2: HELLO carries flags (shared-memory channel);
+#define OC_CTL_VERSION      6 /* 2: HELLO carries flags (shared-memory channel);
                                  3: WELCOME names the collectives' router, READY
                                  the collectives the agent serves;
                                  4: agents send each other RUNS bundles
                                  (wire.h), which a version 3 agent refuses;
                                  5: the shared-memory segment has a down ring
                                  per routing thread and a completion ring
-                                 (wire/shmseg.h version 2) */
+                                 (wire/shmseg.h version 2);
+                                 6: and a collective descriptor ring
+                                 (wire/shmseg.h version 3) */
 #define OC_CTL_HDR_LEN      16
 #define OC_CTL_MAX_PAYLOAD  65536u
 #define OC_CTL_FRAME_MAX    (OC_CTL_HDR_LEN + OC_CTL_MAX_PAYLOAD)

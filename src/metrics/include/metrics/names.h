@@ -54,6 +54,7 @@
 #define OC_M_THREAD_COLL_STATES   "offcore_thread_coll_states_total" /* from */
 #define OC_M_THREAD_COLL_BUFS     "offcore_thread_coll_buffers_total" /* from */
 #define OC_M_THREAD_COLL_DONES    "offcore_thread_coll_dones_total" /* path */
+#define OC_M_THREAD_COLL_DESCS    "offcore_thread_coll_descs_total" /* path */
 #define OC_M_THREAD_FORWARDED     "offcore_thread_bundles_forwarded_total"
 #define OC_M_THREAD_SHM_BUNDLES   "offcore_thread_shm_bundles_total"
 #define OC_M_THREAD_SHM_FULL      "offcore_thread_shm_ring_full_total"

@@ -8,8 +8,9 @@
  * detour through UCX for a rank another thread serves), and "cdown": the
  * agent's collective completions (DONE, wire/colld.h) to the rank, one
  * per slot, written by the thread where the rank's job's collectives
- * meet; the rank's doorbell and the agent's "sleeping" flag.  How it runs:
- * docs/design.md, "Shared-memory channel".
+ * meet; "cup": the rank's collective descriptors (wire/colld.h) to that
+ * thread, one per slot; the rank's doorbell and the agent's "sleeping"
+ * flags.  How it runs: docs/design.md, "Shared-memory channel".
  *
  * Trust: the agent trusts nothing a rank writes into the segment: it keeps
  * the geometry in its own handle, the ring checks indices and lengths, the
@@ -21,6 +22,7 @@
  *   4096   ring "up"   (oc__spsc_bytes(nslots, slot_size))
  *   ...    ring "down" 0 .. ndown - 1 (each the same size)
  *   ...    ring "cdown" (OC_SHMSEG_CDOWN_SLOTS slots of OC_SHMSEG_CDOWN_SLOT)
+ *   ...    ring "cup" (the same geometry as cdown)
  */
 #ifndef OC_WIRE_SHMSEG_H
 #define OC_WIRE_SHMSEG_H
@@ -32,13 +34,16 @@
 #include <stdint.h>
 
 #define OC_SHMSEG_MAGIC   0x4d48534fu /* "OSHM" read little-endian */
-#define OC_SHMSEG_VERSION 2
+#define OC_SHMSEG_VERSION 3
 #define OC_SHMSEG_HDR     4096u
 /* Down rings at most: one per routing thread (offcored's at most 64). */
 #define OC_SHMSEG_MAX_DOWN 64u
 /* The completion ring: a DONE with an inline result (16 + 4096 bytes,
  * wire/colld.h) fits a slot; more collectives in flight than slots, or a
- * bigger DONE, go by UCX. */
+ * bigger DONE, go by UCX.  The descriptor ring ("cup") has the same
+ * geometry: a descriptor with an inline contribution of up to 4096 bytes
+ * fits; a bigger one (an all-to-allv's counts on a large job), or one that
+ * finds the ring full, goes by UCX. */
 #define OC_SHMSEG_CDOWN_SLOTS 32u
 #define OC_SHMSEG_CDOWN_SLOT  4608u
 
@@ -60,6 +65,11 @@ typedef struct {
      * the rank's check costs no second miss. */
     _Atomic uint32_t agent_barrier;
     uint8_t   pad2[OC_SPSC_ALIGN - 8];
+    /* set while the thread that reads "cup" sleeps: the rank that put a
+     * descriptor there wakes it (an empty OC_AM_COLL by UCX, to that
+     * thread); agent_barrier's promise holds for it too */
+    _Atomic uint32_t coll_sleeping;
+    uint8_t   pad3[OC_SPSC_ALIGN - 4];
 } oc_shmseg_hdr_t;
 
 /** One side's view of a segment. */
@@ -71,6 +81,7 @@ typedef struct {
     oc_spsc_t       *down;  /* [ndown] agent -> rank: routing thread i's */
     uint32_t         ndown;
     oc_spsc_t        cdown; /* agent -> rank: collective completions */
+    oc_spsc_t        cup;   /* rank -> agent: collective descriptors */
 } oc_shmseg_t;
 
 /**
