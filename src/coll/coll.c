@@ -283,6 +283,7 @@ void oc__coll_req_free(oc_request_t *req)
     free(req->tmp);
     free(req->cma_v);
     c = oc__coll_of(req->ctx);
+#if OC__COLL_REQ_KEEP > 0
     if (c != NULL && !c->closing && c->nreq_kept < OC__COLL_REQ_KEEP &&
         req->ph_cap <= OC__COLL_PH_MIN) {
         req->next = c->req_kept;
@@ -290,6 +291,9 @@ void oc__coll_req_free(oc_request_t *req)
         c->nreq_kept++;
         return;
     }
+#else
+    (void)c;
+#endif
     free(req->ph);
     free(req);
 }

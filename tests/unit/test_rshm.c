@@ -93,6 +93,7 @@ static int teardown(void **state)
     oc__eng_destroy(f->r.eng);
     free(f->r.shm_ranks);
     free(f->r.shm_pend);
+    free(f->r.cup_buf);
     free(f);
     return 0;
 }
@@ -260,9 +261,9 @@ static void test_second_thread(void **state)
     oc__rshm_put(s);
     oc__eng_destroy(r0.eng);
     oc__eng_destroy(r1.eng);
-    free(r0.shm_ranks), free(r0.shm_pend);
-    free(r1.shm_ranks), free(r1.shm_pend);
-    free(r2.shm_ranks), free(r2.shm_pend);
+    free(r0.shm_ranks), free(r0.shm_pend), free(r0.cup_buf);
+    free(r1.shm_ranks), free(r1.shm_pend), free(r1.cup_buf);
+    free(r2.shm_ranks), free(r2.shm_pend), free(r2.cup_buf);
 }
 
 /* A collective's DONE goes through the rank's completion ring, one per
@@ -320,7 +321,7 @@ static void test_coll_done(void **state)
     assert_null(oc__spsc_peek(&f->rank.cdown, &len));
     r1.p.index = 0;
     oc__router_shm_detach(&r1, &l1);
-    free(r1.shm_ranks), free(r1.shm_pend);
+    free(r1.shm_ranks), free(r1.shm_pend), free(r1.cup_buf);
 }
 
 /* The router's references are counts of its own (pend[]): bundles read
