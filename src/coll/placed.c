@@ -293,6 +293,10 @@ oc_status_t oc__coll_placed_start(oc_context_t *ctx, void *dv,
         if (req->cma_v != NULL)
             memcpy(req->cma_v, vals, 32 * (size_t)n);
         d->flags = OC_COLLD_F_CMA;
+        /* its own block: one copy here (below), not read into the agent
+         * and written back */
+        if (d->kind == OC_COLLD_ALLTOALLV && vals[me] > 0)
+            d->flags |= OC_COLLD_F_SELF;
         d->pid = (uint32_t)getpid();
         d->saddr = (uint64_t)(uintptr_t)sbuf;
         d->raddr = (uint64_t)(uintptr_t)rbuf;
@@ -334,6 +338,11 @@ oc_status_t oc__coll_placed_start(oc_context_t *ctx, void *dv,
                   OC__COLL_CONTRIB_TAG(oc__ext_job(ctx), req->seq, me));
     if (st == OC_OK)
         st = oc__ext_agent_coll_send(ctx, msg, mlen);
+    if (st == OC_OK && (d->flags & OC_COLLD_F_SELF)) { /* the agent moves the rest meanwhile */
+        const size_t es = oc__dtype_size(d->dtype);
+        memcpy((uint8_t *)rbuf + vals[3 * n + me] * es,
+               (const uint8_t *)sbuf + vals[n + me] * es, vals[me] * es);
+    }
     if (msg != small)
         free(msg);
     c->next_seq = (c->next_seq + 1) & ((1u << OC__COLL_SEQ_BITS) - 1);

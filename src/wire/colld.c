@@ -124,7 +124,9 @@ oc_status_t oc__colld_decode(const void *buf, size_t len, uint32_t size,
         (d->kind == OC_COLLD_ALLTOALLV) != (d->nv != 0) ||
         (d->nv != 0 && d->nv != size) ||
         (d->kind == OC_COLLD_BCAST && d->root >= size) ||
-        (d->flags & ~(OC_COLLD_F_CMA | OC_COLLD_F_INLINE)) != 0 ||
+        (d->flags & ~(OC_COLLD_F_CMA | OC_COLLD_F_INLINE | OC_COLLD_F_SELF)) != 0 ||
+        ((d->flags & OC_COLLD_F_SELF) &&
+         (!(d->flags & OC_COLLD_F_CMA) || d->kind != OC_COLLD_ALLTOALLV)) ||
         oc__load_le32(p + 36) != 0)
         return OC_ERR_INVALID_PARAM;
     es = esize[d->dtype];

@@ -106,6 +106,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             CHECK(d.data == NULL);
             CHECK(d.v + 32 * (size_t)d.nv == buf + size - 1);
         }
+        /* its own block by the rank: only where the agent moves an
+         * all-to-allv's blocks by memory */
+        CHECK(!(d.flags & OC_COLLD_F_SELF) ||
+              ((d.flags & OC_COLLD_F_CMA) && d.kind == OC_COLLD_ALLTOALLV));
         if (d.flags & OC_COLLD_F_CMA) { /* what src/agent/router/rcma.c relies on */
             CHECK(d.pid != 0 && d.slen > 0 && d.rlen > 0);
             CHECK(d.slen < ((uint64_t)1 << 51) && d.rlen < ((uint64_t)1 << 51));

@@ -31,8 +31,9 @@ static unsigned colld_seeds(fuzz_replay_seed_fn fn, void *arg)
         /* all-to-allv by memory on 3 ranks (extents from vals: send 3,
          * receive 3 elements of 4 bytes) */
         {.kind = OC_COLLD_ALLTOALLV, .dtype = 0, .seq = 8, .nv = 3,
-         .flags = OC_COLLD_F_CMA, .pid = 4243, .saddr = 0x7f0000001000,
-         .slen = 12, .raddr = 0x7f0000201000, .rlen = 12},
+         .flags = OC_COLLD_F_CMA | OC_COLLD_F_SELF, .pid = 4243,
+         .saddr = 0x7f0000001000, .slen = 12, .raddr = 0x7f0000201000,
+         .rlen = 12},
         /* inline: one double, and the largest (4 KiB of floats) */
         {.kind = OC_COLLD_ALLREDUCE, .dtype = 1, .op = 1, .seq = 6,
          .count = 1, .flags = OC_COLLD_F_INLINE, .data = inl},

@@ -130,16 +130,18 @@ static void test_memory_block(void **state)
     assert_true(o.saddr == 0x10000 && o.slen == 1024);
     assert_true(o.raddr == 0x20000 && o.rlen == 1024);
     /* each way it can be wrong: a named reject */
-    oc_colld_t bad[] = {good, good, good, good, good, good, good, good, good};
+    oc_colld_t bad[] = {good, good, good, good, good, good, good, good, good,
+                        good};
     bad[0].slen = 1028;                      /* not count x 4 bytes */
     bad[1].rlen = 512;                       /* the result shorter */
     bad[2].pid = 0;
     bad[3].saddr = 0;
     bad[4].raddr = ((uint64_t)1 << 63) - 512; /* wraps past 2^63 */
     bad[5].kind = OC_COLLD_BCAST;            /* allreduce only */
-    bad[6].flags = 4;                        /* unknown flag */
+    bad[6].flags = 8;                        /* unknown flag */
     bad[7].flags = 0;                        /* a block without its flag */
     bad[8].count = 0, bad[8].slen = bad[8].rlen = 0;
+    bad[9].flags |= OC_COLLD_F_SELF;         /* all-to-allv only */
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         n = enc(&bad[i], NULL, buf);
         assert_int_equal(oc__colld_decode(buf, n, 2, &o), OC_ERR_INVALID_PARAM);
@@ -167,6 +169,16 @@ static void test_memory_block_a2a(void **state)
     assert_int_equal(oc__colld_decode(buf, n, 3, &o), OC_OK);
     assert_int_equal(oc__colld_extent(&o, 0), 3);
     assert_int_equal(oc__colld_extent(&o, 2), 6);
+    /* the rank copies its own block: said with the memory block only */
+    oc_colld_t self = good;
+    self.flags |= OC_COLLD_F_SELF;
+    n = enc(&self, v, buf);
+    assert_int_equal(oc__colld_decode(buf, n, 3, &o), OC_OK);
+    assert_int_equal(o.flags, OC_COLLD_F_CMA | OC_COLLD_F_SELF);
+    self = (oc_colld_t){.kind = OC_COLLD_ALLTOALLV, .dtype = 1, .nv = 3,
+                        .flags = OC_COLLD_F_SELF};
+    n = enc(&self, v, buf);
+    assert_int_equal(oc__colld_decode(buf, n, 3, &o), OC_ERR_INVALID_PARAM);
     bad[0].slen = 32;        /* past the blocks */
     bad[1].rlen = 40;        /* short of them */
     bad[2].pid = 0;

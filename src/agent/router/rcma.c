@@ -159,8 +159,15 @@ int oc__rcma_step(oc_router_t *r, acoll_t *c, int write)
         j = oc__router_job_find(r, c->job);
         l = j != NULL ? j->local[i] : NULL;
         while (rr->moved < len && r->cma_budget > 0) {
+            if (!write && rr->hole_len > 0 && rr->moved == rr->hole_off) {
+                rr->moved += rr->hole_len; /* its own block: not read */
+                continue;
+            }
             n = len - rr->moved;
             n = n < OC_RCMA_CHUNK ? n : OC_RCMA_CHUNK;
+            if (!write && rr->hole_len > 0 && rr->moved < rr->hole_off &&
+                n > rr->hole_off - rr->moved)
+                n = rr->hole_off - rr->moved;
             if (l == NULL ||
                 copy(l, write, (write ? c->res : rr->in) + rr->moved,
                      (write ? rr->raddr : rr->saddr) + rr->moved, n) != 0) {
@@ -234,6 +241,23 @@ int oc__rcma_a2a_step(oc_router_t *r, acoll_t *c)
             all = 0;
     }
     return all;
+}
+
+void oc__rcma_self(const acoll_t *c, rrank_t *rr, uint32_t me)
+{
+    const uint64_t n = c->size, cnt = rr->v[me], off = rr->v[n + me];
+
+    rr->hole_off = rr->hole_len = 0;
+    if (cnt == 0 || cnt != rr->v[2 * n + me]) {
+        rr->self = 0;
+        return;
+    }
+    for (uint32_t s = 0; s < n; s++)
+        if (s != me && rr->v[s] > 0 && rr->v[n + s] < off + cnt &&
+            off < rr->v[n + s] + rr->v[s])
+            return; /* another block reads those bytes */
+    rr->hole_off = off * c->es;
+    rr->hole_len = cnt * c->es;
 }
 
 void oc__rcma_round(oc_router_t *r)

@@ -280,6 +280,9 @@ static int desc_in(oc_router_t *r, uint64_t token, const void *data,
     if (d.flags & OC_COLLD_F_CMA) { /* its buffers, offered (rcma.c) */
         rr->cma = oc__rcma_accept(r, l, s->job, s->rank, d.pid);
         rr->saddr = d.saddr, rr->raddr = d.raddr;
+        rr->self = rr->cma && (d.flags & OC_COLLD_F_SELF);
+        if (rr->self)
+            oc__rcma_self(c, rr, s->rank);
         if (!rr->cma) {
             oc_colld_done_t m = {OC_COLLD_DONE_MAGIC, d.seq, OC_COLLD_FALLBACK, 0};
             oc__router_coll_done(r, l, &m, sizeof(m), 1);
@@ -580,6 +583,8 @@ static void start_puts(oc_router_t *r, acoll_t *c)
                         continue;
                     }
                     if (src != NULL) { /* by memory: written from ST_WRITE */
+                        if (s == d && c->r[d].self)
+                            continue; /* the rank copies its own */
                         if (q != c->pos) {
                             *src = len ? c->a2a_in[q] + off : NULL;
                             off += len;

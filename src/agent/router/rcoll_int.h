@@ -44,6 +44,9 @@ typedef struct {
     int           cma;
     uint64_t      saddr, raddr;
     size_t        moved;      /* bytes of the current read or write done */
+    int           self;       /* OC_COLLD_F_SELF: it copies its own block */
+    size_t        hole_off, hole_len; /* ... so its send buffer's bytes
+                                         there are not read (0: none) */
     oc_status_t   cma_st;     /* what failed it (OC_ERR_COLL_MEMORY...) */
 } rrank_t;
 
@@ -110,6 +113,12 @@ int oc__rcma_step(oc_router_t *r, acoll_t *c, int write);
 int oc__rcma_a2a_step(oc_router_t *r, acoll_t *c);
 /** A new round of the router's loop: a new budget. */
 void oc__rcma_round(oc_router_t *r);
+/** Local rank @p me's all-to-allv descriptor said OC_COLLD_F_SELF and its
+ *  blocks go by memory (rr->self set, rr->v its counts): keep the flag
+ *  where its own block's counts agree (else the agent moves it, and a
+ *  mismatch is found as before) and skip reading those bytes where no
+ *  other block shares them. */
+void oc__rcma_self(const acoll_t *c, rrank_t *rr, uint32_t me);
 
 /* rcsplit.c (router 0) */
 /** @p c is of the kind and size that is split when every local rank's

@@ -46,6 +46,10 @@ enum {
  *  OC_COLLD_INLINE_MAX): the root's descriptor carries the data, the
  *  others' nothing, and every other rank's DONE carries the data. */
 #define OC_COLLD_F_INLINE 2u
+/** Flags (all-to-allv with OC_COLLD_F_CMA): the rank copies its own block
+ *  (from itself to itself) in place; the agent neither reads nor writes
+ *  it (it would take two copies through the agent's core for one). */
+#define OC_COLLD_F_SELF 4u
 /** The largest contribution a descriptor carries inline, bytes. */
 #define OC_COLLD_INLINE_MAX 4096
 /** DONE status: "not by memory: send the contribution and receive the
