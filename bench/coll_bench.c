@@ -346,6 +346,38 @@ int main(int argc, char **argv)
     oc_context_t *ctx;
     oc_context_params_t p = {.field_mask = OC_PARAM_HANDLER, .handler = noop};
 
+    /* before MPI_Init: --help and --version need no job, and a word it
+     * does not know is refused before any rank starts measuring */
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: mpirun -np N coll-bench [--min BYTES] [--max BYTES] "
+                   "[--repeats R]\n"
+                   "                  [--overlap BYTES,...] [--tts FACTORS|none]\n"
+                   "offcore's allreduce, all-to-all and broadcast against Open "
+                   "MPI's in one job:\nlatency per size (8 B .. 64 MiB by "
+                   "default, R = 5 interleaved samples), the\noverlap of "
+                   "oc_iallreduce and the time to solution of a compute loop "
+                   "(factors\n0.5,1,2 of Open MPI's allreduce time), JSON "
+                   "lines on stdout, every result\nverified (exit 1 when one "
+                   "is not).  BENCH_COLL_SLICE_US, BENCH_COLL_VERBOSE:\n"
+                   "bench/run-coll-bench.sh, which runs it as `make bench` "
+                   "does.\n");
+            return 0;
+        }
+        if (!strcmp(argv[i], "--version")) {
+            printf("coll-bench (offcore %s)\n", oc_version());
+            return 0;
+        }
+        int known = !strcmp(argv[i], "--min") || !strcmp(argv[i], "--max") ||
+                    !strcmp(argv[i], "--repeats") ||
+                    !strcmp(argv[i], "--overlap") || !strcmp(argv[i], "--tts");
+        if (!known || i + 1 == argc) {
+            fprintf(stderr, "coll-bench: %s '%s' (--help)\n",
+                    known ? "no value after" : "unknown option", argv[i]);
+            return 2;
+        }
+        i++;
+    }
     MPI_Init(&argc, &argv);
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--min")) min = strtoull(argv[i + 1], NULL, 0);
