@@ -297,6 +297,31 @@ static void check_alltoallv(oc_context_t *ctx, size_t scale)
     free(in), free(out), free(ref);
 }
 
+/* Every block from the same bytes of the send buffer (MPI lets send
+ * blocks overlap): through the agent by memory, the rank's own block then
+ * shares its bytes with the others', which the agent must still read. */
+static void check_alltoallv_shared(oc_context_t *ctx)
+{
+    enum { K = 2048 }; /* 8 KiB a block: by memory through the agent */
+    size_t sc[64], sd[64], rc[64], rd[64];
+    int isc[64], isd[64], irc[64], ird[64];
+    for (int d = 0; d < g_size; d++) {
+        sc[d] = rc[d] = K, sd[d] = 0, rd[d] = (size_t)d * K;
+        isc[d] = irc[d] = K, isd[d] = 0, ird[d] = d * K;
+    }
+    int32_t in[K], *out = calloc((size_t)g_size * K, 4),
+            *ref = calloc((size_t)g_size * K, 4);
+    for (int i = 0; i < K; i++) /* not check_alltoallv's values */
+        in[i] = g_rank * 1000000 + 700000 - i;
+    oc_status_t st = oc_alltoallv(ctx, in, sc, sd, out, rc, rd, OC_INT32);
+    CHECK(st == OC_OK, "alltoallv, shared send blocks: %s", oc_status_string(st));
+    MPI_Alltoallv(in, isc, isd, MPI_INT32_T, ref, irc, ird, MPI_INT32_T,
+                  MPI_COMM_WORLD);
+    CHECK(memcmp(out, ref, (size_t)g_size * K * 4) == 0,
+          "alltoallv, shared send blocks, differs");
+    free(out), free(ref);
+}
+
 static void check_errors(oc_context_t *ctx)
 {
     oc_request_t *r = NULL;
@@ -468,6 +493,7 @@ int main(int argc, char **argv)
     check_alltoallv(ctx, 0);
     check_alltoallv(ctx, 1);
     check_alltoallv(ctx, 1234);
+    check_alltoallv_shared(ctx);
     check_overlap(ctx);
     check_overlap_small(ctx);
     check_bcast_barrier(ctx, 10001);
