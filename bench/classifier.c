@@ -43,6 +43,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "median.h"
 #include "pkt/acl/acl.h"
 #include "pkt/acl/acl6.h"
 
@@ -50,7 +51,6 @@
 #include <rte_acl.h>
 #include <rte_eal.h>
 #include <rte_malloc.h>
-#include "median.h"
 #endif
 
 #define BURST 64

@@ -348,7 +348,7 @@ int main(int argc, char **argv)
 
     /* before MPI_Init: --help and --version need no job, and a word it
      * does not know is refused before any rank starts measuring */
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             printf("usage: mpirun -np N coll-bench [--min BYTES] [--max BYTES] "
                    "[--repeats R]\n"
@@ -376,7 +376,6 @@ int main(int argc, char **argv)
                     known ? "no value after" : "unknown option", argv[i]);
             return 2;
         }
-        i++;
     }
     MPI_Init(&argc, &argv);
     for (int i = 1; i + 1 < argc; i += 2) {
