@@ -369,19 +369,28 @@ static uint32_t sleep_ranks(const oc_router_t *r)
     return r->p.index == 0 ? r->nshm_all : r->nshm;
 }
 
+/* This router's "sleeping" flags: the up ring's in the segments of the
+ * ranks it serves, and router 0's collective flag in every one. */
+static void sleep_flags(oc_router_t *r, uint32_t v, memory_order mo)
+{
+    for (uint32_t i = 0; i < sleep_ranks(r); i++) {
+        oc_shmseg_hdr_t *h = r->shm_ranks[i]->shm->seg.hdr;
+        if (i < r->nshm)
+            atomic_store_explicit(&h->agent_sleeping, v, mo);
+        if (r->p.index == 0)
+            atomic_store_explicit(&h->coll_sleeping, v, mo);
+    }
+}
+
 int oc__router_shm_sleep_begin(oc_router_t *r)
 {
     int promised = 0;
 
-    for (uint32_t i = 0; i < sleep_ranks(r); i++) {
-        oc_shmseg_hdr_t *h = r->shm_ranks[i]->shm->seg.hdr;
-        if (i < r->nshm)
-            atomic_store_explicit(&h->agent_sleeping, 1, memory_order_seq_cst);
-        if (r->p.index == 0)
-            atomic_store_explicit(&h->coll_sleeping, 1, memory_order_seq_cst);
-        promised |= (int)atomic_load_explicit(&h->agent_barrier,
-                                              memory_order_relaxed);
-    }
+    sleep_flags(r, 1, memory_order_seq_cst);
+    for (uint32_t i = 0; i < sleep_ranks(r); i++)
+        promised |= (int)atomic_load_explicit(
+            &r->shm_ranks[i]->shm->seg.hdr->agent_barrier,
+            memory_order_relaxed);
     /* ranks that skip their fence (agent_barrier): run it for them, so a
      * bundle they published is seen below or they see the flag */
     if (promised && oc__membarrier_global() != 0) {
@@ -407,11 +416,5 @@ int oc__router_shm_sleep_begin(oc_router_t *r)
 
 void oc__router_shm_sleep_end(oc_router_t *r)
 {
-    for (uint32_t i = 0; i < sleep_ranks(r); i++) {
-        oc_shmseg_hdr_t *h = r->shm_ranks[i]->shm->seg.hdr;
-        if (i < r->nshm)
-            atomic_store_explicit(&h->agent_sleeping, 0, memory_order_relaxed);
-        if (r->p.index == 0)
-            atomic_store_explicit(&h->coll_sleeping, 0, memory_order_relaxed);
-    }
+    sleep_flags(r, 0, memory_order_relaxed);
 }
