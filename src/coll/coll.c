@@ -275,15 +275,13 @@ oc_request_t *oc__coll_req_new(oc_context_t *ctx, uint32_t nphases)
 
 void oc__coll_req_free(oc_request_t *req)
 {
-    oc__coll_t *c;
-
     if (req == NULL)
         return;
     oc__coll_staged_free(req->staged);
     free(req->tmp);
     free(req->cma_v);
-    c = oc__coll_of(req->ctx);
 #if OC__COLL_REQ_KEEP > 0
+    oc__coll_t *c = oc__coll_of(req->ctx);
     if (c != NULL && !c->closing && c->nreq_kept < OC__COLL_REQ_KEEP &&
         req->ph_cap <= OC__COLL_PH_MIN) {
         req->next = c->req_kept;
@@ -291,8 +289,6 @@ void oc__coll_req_free(oc_request_t *req)
         c->nreq_kept++;
         return;
     }
-#else
-    (void)c;
 #endif
     free(req->ph);
     free(req);

@@ -71,10 +71,17 @@ static inline void hold(oc_router_t *r, oc_rshm_t *s)
     s->pend[r->p.index].holds++;
 }
 
+/* After a hold or an attachment ended: the last lets the segment go. */
+static inline void let_go(oc_router_t *r, oc_rshm_t *s)
+{
+    if (s->pend[r->p.index].holds == 0 && s->pend[r->p.index].attached == 0)
+        oc__rshm_put(s);
+}
+
 static inline void unhold(oc_router_t *r, oc_rshm_t *s)
 {
-    if (--s->pend[r->p.index].holds == 0 && s->pend[r->p.index].attached == 0)
-        oc__rshm_put(s);
+    s->pend[r->p.index].holds--;
+    let_go(r, s);
 }
 
 int oc__router_rank_wake_fd(const oc_router_t *r)
@@ -143,10 +150,23 @@ void oc__router_shm_detach(oc_router_t *r, lrank_t *l)
     l->out.eo.ring = NULL;
     l->out.eo.ring_buf = NULL;
     l->out.shm = NULL;
-    if (--l->shm->pend[r->p.index].attached == 0 &&
-        l->shm->pend[r->p.index].holds == 0)
-        oc__rshm_put(l->shm);
+    l->shm->pend[r->p.index].attached--;
+    let_go(r, l->shm);
     l->shm = NULL;
+}
+
+/* A rank wrote indices or lengths no ring has (@p what): nothing more is
+ * read from that ring; its job stalls and its owner sees why, once. */
+static void broken(oc_router_t *r, const lrank_t *l, int *said,
+                   const char *what)
+{
+    if (*said)
+        return;
+    *said = 1;
+    CNT_ADD(r->c.rejects, 1);
+    oc_error(OC_COMP_ROUTER, "router %u: a rank broke its %s (token "
+             "%016llx): no longer read", r->p.index, what,
+             (unsigned long long)l->token);
 }
 
 uint32_t oc__router_shm_poll(oc_router_t *r)
@@ -182,15 +202,8 @@ uint32_t oc__router_shm_poll(oc_router_t *r)
             /* at least 7/8 full: flushed for want of room, more follows */
             full |= len >= s->seg.up.slot_size - s->seg.up.slot_size / 8;
         }
-        if (s->seg.up.broken && !s->broken_said) {
-            /* the rank wrote indices or lengths no ring has: nothing more
-             * is read from it; its job stalls and its owner sees why */
-            s->broken_said = 1;
-            CNT_ADD(r->c.rejects, 1);
-            oc_error(OC_COMP_ROUTER, "router %u: a rank broke its "
-                     "shared-memory ring (token %016llx): no longer read",
-                     r->p.index, (unsigned long long)l->token);
-        }
+        if (s->seg.up.broken)
+            broken(r, l, &s->broken_said, "shared-memory ring");
     }
     if (got > 0) {
         CNT_ADD(r->c.shm_bundles_in, got);
@@ -221,14 +234,9 @@ uint32_t oc__router_cup_poll(oc_router_t *r, oc_tr_recv_cb_t deliver)
             deliver(r, l->token, r->cup_buf, len);
             got++;
         }
-        if (l->cup.broken && !l->shm->cup_broken_said) {
-            /* its collectives stall; its owner sees why */
-            l->shm->cup_broken_said = 1;
-            CNT_ADD(r->c.rejects, 1);
-            oc_error(OC_COMP_ROUTER, "router %u: a rank broke its collective "
-                     "descriptor ring (token %016llx): no longer read",
-                     r->p.index, (unsigned long long)l->token);
-        }
+        if (l->cup.broken)
+            broken(r, l, &l->shm->cup_broken_said,
+                   "collective descriptor ring");
     }
     return got;
 }
