@@ -615,30 +615,40 @@ OC_API oc_status_t oc_wait(oc_request_t **req_p)
 {
     oc_request_t *req = req_p != NULL ? *req_p : NULL;
     size_t mark = 0, last = SIZE_MAX;
-    unsigned idle = 0, yield_after;
+    unsigned idle = 0, first, again, yields = 0;
     oc_status_t st;
     /* Waiting on another rank's progress.  When ranks outnumber the cores
      * they may run on, spinning only burns the slice the peer needs: give
-     * the core up after a few idle turns.  When each rank has a core
-     * (oc__coll_shm_setup knows: all ranks on this host, no more than its
-     * cores), keep it, as Open MPI does: a yield hands it to whatever else
-     * runs there, and the answer that arrives a few hundred ns later waits
-     * for the core to come back; but not for ever: the scheduler may have
-     * put the peer on this very core.  Measured on the shared 2-core
-     * machine (2 ranks, load average 15-19, A/B of coll-bench 8-512 B,
-     * three alternating rounds, medians of per-run ratios to Open MPI in
-     * the same run): yielding after 16 idle turns 0.46-55x (most 1-20x),
-     * after 1024 (tens of us) 0.50-1.01, after 64K (ms) 0.03-1.30. */
+     * the core up at the first idle turn (a rank that shares this core may
+     * be the one the collective waits for: it has not even started it),
+     * and once back from that yield keep polling a little longer (64
+     * turns, a few us) before the next: by then the peer has had its turn
+     * and the answer, the agent's or the peer's, is on its way.  When each
+     * rank has a core (shm.c knows: all ranks on this host, no more of
+     * them than the CPUs they may run on, together), keep it, as Open MPI does: a yield hands it
+     * to whatever else runs there, and the answer that arrives a few
+     * hundred ns later waits for the core to come back; but not for ever:
+     * the scheduler may have put the peer on this very core.  Measured on
+     * the shared 2-core machine (2 ranks, load average 15-19, A/B of
+     * coll-bench 8-512 B, three alternating rounds, medians of per-run
+     * ratios to Open MPI in the same run): yielding after 16 idle turns
+     * 0.46-55x (most 1-20x), after 1024 (tens of us) 0.50-1.01, after 64K
+     * (ms) 0.03-1.30.  Two ranks on one core, quiet (2026-11-29, 8 B
+     * allreduce, ratio to Open MPI in the same job): a yield after 16 idle
+     * turns every time 1.5-1.7x inline and 2.5-2.9x through the agent; the
+     * first at once and then 64 turns 1.0x and 1.9-2.1x. */
     if (req == NULL)
         return oc_test(req_p);
-    yield_after = oc__coll_of(req->ctx)->cores_each ? 1024 : 16;
+    first = oc__coll_of(req->ctx)->cores_each ? 1024 : 1;
+    again = oc__coll_of(req->ctx)->cores_each ? 1024 : 64;
     while ((st = oc_test(req_p)) == OC_INPROGRESS) {
         mark = req->cur * 3 + req->r_done + req->s_done;
         if (mark != last) {
             last = mark;
             idle = 0;
-        } else if (++idle >= yield_after) {
+        } else if (++idle >= (yields > 0 ? again : first)) {
             idle = 0;
+            yields++;
             sched_yield();
         }
     }

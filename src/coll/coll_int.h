@@ -126,7 +126,8 @@ struct oc__coll {
     int               done_handler;  /* placed.c: OC_AM_COLL_DONE handler set */
     oc__coll_shm_t   *shm;           /* shm.c: NULL when not every rank has it */
     int               cores_each;    /* shm.c: all ranks on this host, no
-                                      * more of them than cores to run on */
+                                      * more of them than the CPUs they
+                                      * may run on, together */
     int               cma_refused;   /* placed.c: the agent fell back once */
     uint64_t          cma_ops, cma_fallbacks; /* placed.c: counted */
     struct placed_op *placed_ops;    /* placed.c: transfers in flight */

@@ -70,13 +70,29 @@ static void unmap(oc__coll_shm_t *s)
     free(s);
 }
 
-/* Round 1's message: rank 0's segment, if it made one. */
+/* Round 1's message: rank 0's segment, if it made one, and the CPUs
+ * each rank may run on. */
 typedef struct {
-    char     name[48];
-    uint64_t cookie;
-    uint8_t  want;
-    uint8_t  pad[7];
+    char      name[48];
+    uint64_t  cookie;
+    uint8_t   want;
+    uint8_t   pad[7];
+    cpu_set_t cpus;
 } offer_t;
+
+/* Do the ranks have a core each?  Not when the CPUs they may run on,
+ * all together, are fewer than they are (two ranks pinned to one core;
+ * sixteen on a two-core machine); ranks pinned one per core, or free on
+ * enough of them, do.  oc_wait yields at once where they share. */
+static int cores_each(const offer_t *all, uint32_t n)
+{
+    cpu_set_t any;
+
+    CPU_ZERO(&any);
+    for (uint32_t r = 0; r < n; r++)
+        CPU_OR(&any, &any, &all[r].cpus);
+    return (uint32_t)CPU_COUNT(&any) >= n;
+}
 
 oc_status_t oc__coll_shm_setup(oc_context_t *ctx, void *state)
 {
@@ -88,10 +104,14 @@ oc_status_t oc__coll_shm_setup(oc_context_t *ctx, void *state)
     oc_status_t st = OC_OK;
     int fd = -1, agreed = 1;
 
+    if (c != NULL && n == 1)
+        c->cores_each = 1; /* only the agent might share its core */
     if (c == NULL || n < 2 || !oc__ext_has_allgather(ctx))
         return OC_OK;
     memset(&mine, 0, sizeof(mine));
     mine.want = c->cfg.shm_max > 0;
+    if (sched_getaffinity(0, sizeof(mine.cpus), &mine.cpus) != 0)
+        CPU_ZERO(&mine.cpus); /* counts as none */
     all = calloc(n, sizeof(*all));
     oks = calloc(n, 1);
     s = calloc(1, sizeof(*s));
@@ -157,14 +177,14 @@ out:
     if (fd >= 0)
         close(fd);
     if (st == OC_OK && agreed && s != NULL && s->base != NULL) {
-        cpu_set_t cpus;
         s->next_seq = 1;
         c->shm = s;
         /* every rank is on this host (they all mapped one segment) */
-        c->cores_each = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 &&
-                        (uint32_t)CPU_COUNT(&cpus) >= n;
+        c->cores_each = cores_each(all, n);
         oc_debug(OC_COMP_COLL, "rank %u: collectives up to %zu bytes "
-                 "through shared memory", oc__ext_rank(ctx), s->slot);
+                 "through shared memory; %s", oc__ext_rank(ctx), s->slot,
+                 c->cores_each ? "a core for each rank"
+                               : "ranks share cores: waits yield at once");
     } else if (s != NULL) {
         unmap(s);
     }
