@@ -614,7 +614,7 @@ OC_API oc_status_t oc_test(oc_request_t **req_p)
 OC_API oc_status_t oc_wait(oc_request_t **req_p)
 {
     oc_request_t *req = req_p != NULL ? *req_p : NULL;
-    size_t mark = 0, last = SIZE_MAX;
+    size_t mark, last;
     unsigned idle = 0, first, again, yields = 0;
     oc_status_t st;
     /* Waiting on another rank's progress.  When ranks outnumber the cores
@@ -641,6 +641,8 @@ OC_API oc_status_t oc_wait(oc_request_t **req_p)
         return oc_test(req_p);
     first = oc__coll_of(req->ctx)->cores_each ? 1024 : 1;
     again = oc__coll_of(req->ctx)->cores_each ? 1024 : 64;
+    last = req->cur * 3 + req->r_done + req->s_done; /* a first turn that
+                                                      * moves nothing is idle */
     while ((st = oc_test(req_p)) == OC_INPROGRESS) {
         mark = req->cur * 3 + req->r_done + req->s_done;
         if (mark != last) {
