@@ -625,18 +625,19 @@ OC_API oc_status_t oc_wait(oc_request_t **req_p)
      * turns, a few us) before the next: by then the peer has had its turn
      * and the answer, the agent's or the peer's, is on its way.  When each
      * rank has a core (shm.c knows: all ranks on this host, no more of
-     * them than the CPUs they may run on, together), keep it, as Open MPI does: a yield hands it
-     * to whatever else runs there, and the answer that arrives a few
-     * hundred ns later waits for the core to come back; but not for ever:
-     * the scheduler may have put the peer on this very core.  Measured on
-     * the shared 2-core machine (2 ranks, load average 15-19, A/B of
-     * coll-bench 8-512 B, three alternating rounds, medians of per-run
-     * ratios to Open MPI in the same run): yielding after 16 idle turns
-     * 0.46-55x (most 1-20x), after 1024 (tens of us) 0.50-1.01, after 64K
-     * (ms) 0.03-1.30.  Two ranks on one core, quiet (2026-11-29, 8 B
-     * allreduce, ratio to Open MPI in the same job): a yield after 16 idle
-     * turns every time 1.5-1.7x inline and 2.5-2.9x through the agent; the
-     * first at once and then 64 turns 1.0x and 1.9-2.1x. */
+     * them than the CPUs they may run on, together), keep it, as Open MPI
+     * does: a yield hands it to whatever else runs there, and the answer
+     * that arrives a few hundred ns later waits for the core to come back;
+     * but not for ever: the scheduler may have put the peer on this very
+     * core.  Measured on the shared 2-core machine (2 ranks, load average
+     * 15-19, A/B of coll-bench 8-512 B, three alternating rounds, medians
+     * of per-run ratios to Open MPI in the same run): yielding after 16
+     * idle turns 0.46-55x (most 1-20x), after 1024 (tens of us)
+     * 0.50-1.01, after 64K (ms) 0.03-1.30.  Two ranks on one core, quiet
+     * (2026-11-29, 8 B allreduce, ratio to Open MPI in the same job): a
+     * yield after 16 idle turns every time 1.5-1.7x inline and 2.5-2.9x
+     * through the agent; the first at once and then 64 turns 1.0x and
+     * 1.9-2.1x (docs/coll.md, "Ranks that share a core"). */
     if (req == NULL)
         return oc_test(req_p);
     first = oc__coll_of(req->ctx)->cores_each ? 1024 : 1;

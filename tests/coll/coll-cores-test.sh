@@ -16,7 +16,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OC_PLACEMENT=inline UCX_TLS=sm,self OC_LOG=coll:debug
 T=$(mktemp -d /tmp/oc-collcores-XXXXXX)
 trap 'rm -rf "$T"' EXIT INT TERM
-check() { # check NAME WANT NP MPIRUN-PREFIX... -- MPIRUN-ARGS...
+check() { # check NAME WANT NP MPIRUN...: coll_check on NP ranks, each must say WANT
     name=$1 want=$2 np=$3
     shift 3
     timeout 300 "$@" --mca btl self,vader -x OC_LOG -np "$np" "$bin" --max 4096 \
