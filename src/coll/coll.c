@@ -615,7 +615,8 @@ OC_API oc_status_t oc_wait(oc_request_t **req_p)
 {
     oc_request_t *req = req_p != NULL ? *req_p : NULL;
     size_t mark, last;
-    unsigned idle = 0, first, again, yields = 0;
+    unsigned idle = 0, first, again;
+    int each, yielded = 0;
     oc_status_t st;
     /* Waiting on another rank's progress.  When ranks outnumber the cores
      * they may run on, spinning only burns the slice the peer needs: give
@@ -640,8 +641,9 @@ OC_API oc_status_t oc_wait(oc_request_t **req_p)
      * 1.9-2.1x (docs/coll.md, "Ranks that share a core"). */
     if (req == NULL)
         return oc_test(req_p);
-    first = oc__coll_of(req->ctx)->cores_each ? 1024 : 1;
-    again = oc__coll_of(req->ctx)->cores_each ? 1024 : 64;
+    each = oc__coll_of(req->ctx)->cores_each;
+    first = each ? 1024 : 1;
+    again = each ? 1024 : 64;
     last = req->cur * 3 + req->r_done + req->s_done; /* a first turn that
                                                       * moves nothing is idle */
     while ((st = oc_test(req_p)) == OC_INPROGRESS) {
@@ -649,9 +651,9 @@ OC_API oc_status_t oc_wait(oc_request_t **req_p)
         if (mark != last) {
             last = mark;
             idle = 0;
-        } else if (++idle >= (yields > 0 ? again : first)) {
+        } else if (++idle >= (yielded ? again : first)) {
             idle = 0;
-            yields++;
+            yielded = 1;
             sched_yield();
         }
     }
