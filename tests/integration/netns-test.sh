@@ -87,7 +87,15 @@ trap 'exit 130' INT
 skip() { echo "SKIP $CASE: $*"; exit 77; }
 fail() {
     echo "FAIL $CASE: $*"
-    for f in "$T"/*.log; do [ -f "$f" ] && sed "s|^|  $(basename "$f"): |" "$f" | tail -15; done
+    # the ranks' logs first: they say why a rank ended, and a report that
+    # keeps only the start of this output keeps them
+    for f in "$T"/ranks*.log; do
+        [ -f "$f" ] && sed "s|^|  $(basename "$f"): |" "$f" | tail -25
+    done
+    for f in "$T"/*.log; do
+        case "$(basename "$f")" in ranks*) continue ;; esac
+        [ -f "$f" ] && sed "s|^|  $(basename "$f"): |" "$f" | tail -15
+    done
     exit 1
 }
 
@@ -179,8 +187,8 @@ twonode)
         in_ns "$Bn" env UCX_NET_DEVICES="ocn-b$ID" OC_AGENT="unix:$T/b.sock" \
             timeout 90 "$TR" $s 4 2 2 > "$T/ranksB.log" 2>&1 &
         rb=$!
-        wait $ra || fail "$s: ranks 0-1 (node A)"
-        wait $rb || fail "$s: ranks 2-3 (node B)"
+        wait $ra || fail "$s: ranks 0-1 (node A) exited $? (124: killed by timeout)"
+        wait $rb || fail "$s: ranks 2-3 (node B) exited $? (124: killed by timeout)"
         export OC_JOB=$((OC_JOB + 1))
         export OC_JOB_KEY=$("$OFFCORE" job-key --job "$OC_JOB" --cluster-key "$T/cluster.key")
     done

@@ -51,6 +51,28 @@ static uint64_t n_delivered;
 static uint64_t replies_expected, replies_got;
 static int stall_every;      /* handler returns NO_RESOURCE every N calls */
 static uint64_t handler_calls;
+static uint64_t requests_answered;
+/* Where a rank is, said if its alarm ends it (a stall in a CI log). */
+static const char *volatile g_where = "oc_init";
+
+/* The rank's alarm: say where it stalled, then end as the alarm would. */
+static void on_alarm(int sig)
+{
+    char m[256];
+    int n = snprintf(m, sizeof m, "rank %u: alarm, stalled in %s: sent %llu, "
+                     "delivered %llu, requests answered %llu, replies %llu "
+                     "of %llu\n", g_rank, g_where,
+                     (unsigned long long)replies_expected,
+                     (unsigned long long)n_delivered,
+                     (unsigned long long)requests_answered,
+                     (unsigned long long)replies_got,
+                     (unsigned long long)replies_expected);
+    if (n > 0)
+        (void)!write(STDERR_FILENO, m, (size_t)n < sizeof m ? (size_t)n
+                                                            : sizeof m - 1);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
 
 static size_t len_of(uint32_t src, uint64_t seq, int mode)
 {
@@ -121,6 +143,7 @@ static oc_status_t h_reqrep(void *arg, uint32_t src, const void *msg,
         if (st == OC_ERR_NO_RESOURCE)
             return st;
         CHECK(st == OC_OK, "reply send: %s", oc_status_string(st));
+        requests_answered++;
     } else {
         CHECK(len == 16, "reply len %zu", len);
         memcpy(v, msg, 16);
@@ -159,12 +182,14 @@ static void scen_stream(int mode, uint64_t n)
     oc_counters_t c;
     g_mode = mode;
     init_ctx(h_stream);
+    g_where = "the stream's sends";
     for (uint64_t seq = 0; seq < n; seq++)
         for (uint32_t d = 0; d < g_size; d++) {
             size_t len = len_of(g_rank, seq, mode);
             fill(buf, len, g_rank, seq);
             send_retry(d, buf, len);
         }
+    g_where = "oc_quiesce";
     CHECK(oc_quiesce(g_ctx) == OC_OK, "quiesce");
     for (uint32_t s = 0; s < g_size; s++)
         CHECK(next_seq[s] == n, "from %u: got %llu of %llu", s,
@@ -182,15 +207,18 @@ static void scen_reqrep(uint64_t n)
 {
     uint64_t v;
     init_ctx(h_reqrep);
+    g_where = "the requests' sends";
     for (uint64_t i = 0; i < n; i++) {
         v = i * g_size + g_rank;
         send_retry((uint32_t)((i * 2654435761u + g_rank) % g_size), &v, 8);
         replies_expected++;
     }
+    g_where = "oc_quiesce";
     CHECK(oc_quiesce(g_ctx) == OC_OK, "quiesce");
     CHECK(replies_got == replies_expected, "replies %llu of %llu",
           (unsigned long long)replies_got,
           (unsigned long long)replies_expected);
+    g_where = "oc_finalize";
     CHECK(oc_finalize(g_ctx) == OC_OK, "finalize");
 }
 
@@ -606,6 +634,7 @@ int main(int argc, char **argv)
     for (int r = first; r < first + count; r++) {
         pids[r] = fork();
         if (pids[r] == 0) {
+            signal(SIGALRM, on_alarm);
             alarm(getenv("OC_TEST_SECONDS") ? 120 : 60);
             g_rank = (uint32_t)r;
             g_size = (uint32_t)nranks;
