@@ -90,7 +90,11 @@ fail() {
     # the ranks' logs first: they say why a rank ended, and a report that
     # keeps only the start of this output keeps them
     for f in "$T"/ranks*.log; do
-        [ -f "$f" ] && sed "s|^|  $(basename "$f"): |" "$f" | tail -25
+        [ -f "$f" ] || continue
+        # a sanitizer's report: its first lines (the fault and its stack)
+        grep -m1 -A24 -E "ERROR: [A-Za-z]+Sanitizer|runtime error:" "$f" |
+            sed "s|^|  $(basename "$f") (sanitizer): |"
+        sed "s|^|  $(basename "$f"): |" "$f" | tail -25
     done
     for f in "$T"/*.log; do
         case "$(basename "$f")" in ranks*) continue ;; esac
