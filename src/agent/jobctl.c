@@ -111,7 +111,12 @@ void oc__ag_job_check_ready(agent_t *a, oc_ajob_t *j)
         return;
     }
     memcpy(map->node_of, j->node_of, sizeof(uint32_t) * j->size);
+    /* the job and its local ranks in one batch per router: a peer that
+     * is ready first may already send for these ranks, and a router that
+     * had the job without them would count those messages undeliverable
+     * (lost: every rank's quiesce then waits for ever) */
     for (uint32_t t = 0; t < a->nrouters; t++) {
+        oc__router_batch_begin(a->routers[t]);
         oc__router_add_job(a->routers[t], map);
         for (uint32_t r = 0; r < j->size; r++) {
             oc_aconn_t *c = j->local[r];
@@ -120,6 +125,7 @@ void oc__ag_job_check_ready(agent_t *a, oc_ajob_t *j)
                                    c->addr_len, c->pid, c->shm,
                                    t == r % a->nrouters);
         }
+        oc__router_batch_end(a->routers[t]);
     }
     oc__job_map_put(map);
     oc__ajob_tree(j, a->node);

@@ -211,6 +211,15 @@ twonode)
         grep -qxF "$want" "$T/metrics$1" ||
             { grep offcore_peer_transport "$T/metrics$1";
               fail "agent $1's metrics do not say: $want"; }
+        # every message of the three jobs reached its rank: none dropped
+        # (a job applied by a router before its ranks once dropped a
+        # peer's first messages, and the ranks' quiesce waited for ever)
+        grep -q "^offcore_thread_undeliverable_total" "$T/metrics$1" ||
+            fail "agent $1's metrics have no offcore_thread_undeliverable_total"
+        awk '/^offcore_thread_undeliverable_total/ && $NF != 0 { bad = 1 }
+             END { exit bad }' "$T/metrics$1" ||
+            { grep "^offcore_thread_undeliverable_total" "$T/metrics$1";
+              fail "agent $1 dropped messages as undeliverable"; }
         in_ns "$4" "$OFFCORE" stat --agent "$url" > "$T/stat$1" 2>&1 ||
             fail "offcore stat on node $1"
         # the peers table: its heading, then the row of node $3

@@ -414,6 +414,73 @@ static void test_expect_peer(void **state)
     free(b);
 }
 
+/* A job and its local ranks posted as one batch (as the agent posts them
+ * when a job is ready): nothing of it is in force until the batch ends,
+ * then all of it in one turn, so a peer's bundle for a local rank that
+ * arrives meanwhile is held and then delivered.  Applied alone, the job
+ * has its local ranks as ranks that left, and the same bundle is counted
+ * undeliverable: lost, which in netns-test.sh twonode left every rank's
+ * quiesce waiting. */
+static void test_job_batch(void **state)
+{
+    rk_fix_t *f = *state;
+    oc_job_map_t *map;
+    uint8_t a[8];
+    uint64_t v = rk_val(5, 1);
+    size_t len;
+    uint8_t *b = rk_mixed(RK_JOB, 1, (uint32_t[]){5}, (uint32_t[]){0}, &v,
+                          &len);
+
+    /* the job again, alone first: what the batch prevents */
+    assert_int_equal(oc__router_del_job(f->r, RK_JOB), OC_OK);
+    oc__router_apply_commands(f->r);
+    assert_non_null(map = oc__job_map_new(RK_JOB, RK_RANKS, 2));
+    for (uint32_t i = RK_LOCAL; i < RK_RANKS; i++)
+        map->node_of[i] = 1;
+    assert_int_equal(oc__router_add_job(f->r, map), OC_OK);
+    oc__router_apply_commands(f->r);
+    rk_feed(f, RK_PEER_RECV, b, len);
+    rk_turn(f, 1);
+    assert_int_equal(f->r->c.undeliverable, 1);
+    assert_int_equal(rk.bundles_to_rank[0], 0);
+
+    /* now as a batch, with a turn of the router inside it */
+    assert_int_equal(oc__router_del_job(f->r, RK_JOB), OC_OK);
+    oc__router_apply_commands(f->r);
+    oc__router_batch_begin(f->r);
+    assert_int_equal(oc__router_add_job(f->r, map), OC_OK);
+    assert_int_equal(atomic_load(&f->r->cmd_pending), 0);
+    oc__router_apply_commands(f->r);
+    assert_null(oc__router_job_find(f->r, RK_JOB));
+    rk_feed(f, RK_PEER_RECV, b, len); /* the peer was ready first */
+    rk_turn(f, 1);
+    assert_int_equal(f->r->rx.count, 1); /* held: job not known yet */
+    for (uint32_t i = 0; i < RK_LOCAL; i++) {
+        rk_addr(0, i, a);
+        assert_int_equal(oc__router_add_rank(f->r, rk_tok(i), RK_JOB, i, a,
+                                            8, 0, NULL, 0), OC_OK);
+    }
+    assert_int_equal(atomic_load(&f->r->cmd_pending), 0);
+    oc__router_batch_end(f->r);
+    assert_int_equal(atomic_load(&f->r->cmd_pending), 1);
+    oc__router_batch_end(f->r); /* ended already: nothing */
+    rk_turn(f, 1);
+    assert_int_equal(f->r->rx.count, 0);
+    assert_int_equal(f->r->c.undeliverable, 1); /* only the first */
+    assert_int_equal(rk.bundles_to_rank[0], 1);
+    assert_int_equal(rk.recs[rk.nrecs - 1].v, v);
+    assert_int_equal(rk.recs[rk.nrecs - 1].src, 5);
+    assert_int_equal(rk.eps_live, RK_LOCAL + 1);
+    /* after the batch, posts go at once again */
+    assert_int_equal(oc__router_del_rank(f->r, RK_JOB, 3), OC_OK);
+    assert_int_equal(atomic_load(&f->r->cmd_pending), 1);
+    oc__router_apply_commands(f->r);
+    assert_int_equal(rk.eps_live, RK_LOCAL);
+    oc__job_map_put(map);
+    assert_int_equal(rk.released, rk.fed);
+    free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -426,6 +493,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_run, setup, teardown),
         cmocka_unit_test_setup_teardown(test_peers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_expect_peer, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_job_batch, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -49,8 +49,9 @@ void oc__router_rank_cores_fini(oc_router_t *r, lrank_t *l)
 /* Idle: sleep until UCX has an event (something arrived), a command is
  * posted or 100 ms pass — so an idle agent costs no CPU.  With work that
  * no UCX event announces (bundles held for an unknown job or a blocked
- * next hop, sends in flight, buffers waiting for their timeout) it only
- * naps 50 us, as it always did. */
+ * next hop, sends in flight, buffers waiting for their timeout, credit a
+ * full send pool refused, retried each turn) it only naps 50 us, as it
+ * always did. */
 static void router_sleep(oc_router_t *r, uint64_t idle_us)
 {
     static const struct timespec nap = {0, 50000};
@@ -77,7 +78,7 @@ static void router_sleep(oc_router_t *r, uint64_t idle_us)
         return;
     }
     if (r->rx.count > 0 || r->eng->inflight > 0 || r->eng->ndirty > 0 ||
-        r->colls != NULL || r->colls_held != NULL ||
+        r->colls != NULL || r->colls_held != NULL || r->credits_owed ||
         r->wake_fd < 0 || oc__tr_worker_efd(r->w) < 0) {
         nanosleep(&nap, NULL);
         return;

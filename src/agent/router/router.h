@@ -180,8 +180,19 @@ oc_status_t oc__router_add_rank(oc_router_t *r, uint64_t token, uint32_t job,
                                uint32_t rank, const void *addr, size_t len,
                                uint32_t pid, oc_rshm_t *shm, int serves);
 oc_status_t oc__router_del_rank(oc_router_t *r, uint32_t job, uint32_t rank);
-/** Publish a job's map (the router takes a reference). */
+/** Publish a job's map (the router takes a reference).  Its local ranks
+ *  go with it in one batch (below): a job applied alone has its ranks
+ *  here as ranks that left, and a peer's bundle for one would be counted
+ *  undeliverable. */
 oc_status_t oc__router_add_job(oc_router_t *r, oc_job_map_t *map);
+/** A batch: the commands this thread posts to @p r from here until
+ *  oc__router_batch_end(@p r) are kept back and then queued in one go, so
+ *  that the router applies them in the same turn (a job and its local
+ *  ranks).  Other threads' commands, and this thread's to other routers,
+ *  go as before.  One batch open per thread: a second begin ends the
+ *  first. */
+void oc__router_batch_begin(oc_router_t *r);
+void oc__router_batch_end(oc_router_t *r);
 oc_status_t oc__router_del_job(oc_router_t *r, uint32_t job);
 /** A peer agent's router to send to (with @p send_token), and the token
  *  its bundles arrive with. */
