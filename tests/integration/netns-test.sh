@@ -92,7 +92,7 @@ fail() {
     for f in "$T"/ranks*.log; do
         [ -f "$f" ] || continue
         # a sanitizer's report: its first lines (the fault and its stack)
-        grep -m1 -A24 -E "ERROR: [A-Za-z]+Sanitizer|runtime error:" "$f" |
+        grep -m1 -A24 -E "ERROR: [A-Za-z]+Sanitizer|: runtime error: " "$f" |
             sed "s|^|  $(basename "$f") (sanitizer): |"
         sed "s|^|  $(basename "$f"): |" "$f" | tail -25
     done
