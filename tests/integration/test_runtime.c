@@ -51,7 +51,7 @@ static uint64_t n_delivered;
 static uint64_t replies_expected, replies_got;
 static int stall_every;      /* handler returns NO_RESOURCE every N calls */
 static uint64_t handler_calls;
-static uint64_t requests_answered;
+static uint64_t requests_answered, g_sent;
 /* Where a rank is, said if its alarm ends it (a stall in a CI log). */
 static const char *volatile g_where = "oc_init";
 
@@ -62,7 +62,7 @@ static void on_alarm(int sig)
     int n = snprintf(m, sizeof m, "rank %u: alarm, stalled in %s: sent %llu, "
                      "delivered %llu, requests answered %llu, replies %llu "
                      "of %llu\n", g_rank, g_where,
-                     (unsigned long long)replies_expected,
+                     (unsigned long long)g_sent,
                      (unsigned long long)n_delivered,
                      (unsigned long long)requests_answered,
                      (unsigned long long)replies_got,
@@ -160,6 +160,7 @@ static void send_retry(uint32_t dest, const void *buf, size_t len)
         CHECK(oc_poll(g_ctx) >= 0, "poll failed");
     CHECK(st == OC_OK, "send to %u len %zu: %s", dest, len,
           oc_status_string(st));
+    g_sent++;
 }
 
 static void init_ctx(oc_handler_t h)
@@ -172,6 +173,7 @@ static void init_ctx(oc_handler_t h)
     p.handler = h;
     st = oc_init(&p, &g_ctx);
     CHECK(st == OC_OK, "oc_init: %s", oc_status_string(st));
+    g_where = "the scenario, after oc_init";
     next_seq = calloc(g_size, sizeof(*next_seq));
 }
 
