@@ -229,6 +229,7 @@ static void apply(oc_router_t *r, cmd_t *c)
          * theirs as they register */
         oc__eng_out_init(&j->none.eo);
         j->none.none = 1;
+        j->none_said = 0;
         for (uint32_t d = 0; d < c->map->size; d++) {
             uint32_t node = c->map->node_of[d];
             j->hop[d] = node != r->p.node

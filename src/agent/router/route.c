@@ -212,6 +212,23 @@ static int forward_whole(oc_router_t *r, oc_eng_rx_t *e, out_t *o)
     return RX_DONE;
 }
 
+/* @p n messages for local rank @p dst, which is not here (it left its
+ * job, which is failing): dropped, counted, and said once per job and
+ * router — a drop in a job that is not failing is a bug, and must not
+ * show only as ranks that wait for ever. */
+static __attribute__((cold, noinline)) void
+drop_none(oc_router_t *r, rjob_t *j, uint32_t dst, uint32_t n)
+{
+    CNT_ADD(r->c.undeliverable, n);
+    if (j->none_said)
+        return;
+    j->none_said = 1;
+    oc_warn(OC_COMP_ROUTER, "router %u: job %u: %u message(s) for rank %u, "
+            "which is not here (it left), dropped; later ones are counted "
+            "in offcore_thread_undeliverable_total, not said",
+            r->p.index, j->c.job, n, dst);
+}
+
 /* One message to its next hop's outlet: RX_DONE (appended, or counted
  * undeliverable), RX_HOLD or RX_NOBUF (not taken: retry it later).
  * Inlined into each loop of route_bundle: no call per message. */
@@ -223,7 +240,7 @@ route_msg(oc_router_t *r, rjob_t *j, uint32_t dst, uint32_t src,
     oc_eng_out_t *eo;
 
     if (unlikely(o->none)) { /* a local rank that left: undeliverable */
-        CNT_ADD(r->c.undeliverable, 1);
+        drop_none(r, j, dst, 1);
         return RX_DONE;
     }
     eo = &o->eo;
@@ -365,7 +382,7 @@ static int route_bundle(oc_router_t *r, rjob_t *j, oc_eng_rx_t *e)
         if (res != RX_DONE)
             return res;
         if (o->none) /* a local rank that left: undeliverable (as below) */
-            CNT_ADD(r->c.undeliverable, e->hdr.count);
+            drop_none(r, j, e->hdr.dst, e->hdr.count);
         CNT_ADD(r->c.msgs, e->hdr.count);
         CNT_ADD(j->c.msgs_in, e->hdr.count);
         e->done = e->hdr.count;

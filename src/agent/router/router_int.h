@@ -125,6 +125,7 @@ typedef struct {
                                 outlet, or to_node[the route's next node]);
                                 &none: a local rank not here (rcmd.c) */
     out_t            none;   /* the next hop of ranks that have none */
+    uint8_t          none_said; /* a drop toward none was logged (route.c) */
     oc_router_job_counters_t c; /* written by the router only */
 } rjob_t;
 
